@@ -1,0 +1,47 @@
+# contactd — `make run` and `make test` do all the set-up; `make help` lists the rest.
+SHELL := /bin/bash
+GO    ?= go
+# The generators are pinned in tools/go.mod and run through `go tool`, nothing to install.
+TOOLS := $(GO) tool -modfile=tools/go.mod
+# Pure-Go builds: sqlc then uses its wasm parser (no cgo), much faster to build cold.
+export CGO_ENABLED ?= 0
+
+.PHONY: help deps build run generate check-generated fmt-check vet unit test fuzz clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+deps: ## install what the machine lacks (PostgreSQL server binaries)
+	@scripts/ensure-postgres.sh
+
+build: ## build bin/contactd
+	$(GO) build -o bin/contactd ./cmd/contactd
+
+run: deps build ## start contactd on the embedded PostgreSQL (./.data) and print a dev API key
+	./bin/contactd serve
+
+generate: ## regenerate gen/api (oapi-codegen) and gen/db (sqlc) from openapi.yaml and sql/
+	$(TOOLS) sqlc generate
+	$(TOOLS) oapi-codegen -config oapi-codegen.yaml openapi.yaml
+
+check-generated: generate ## fail when committed generated code is stale
+	@git diff --exit-code --stat -- gen/ || { echo "gen/ is stale: run 'make generate' and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain --untracked-files=all -- gen/)" || { git status --short -- gen/; echo "gen/ has uncommitted files: run 'make generate' and commit" >&2; exit 1; }
+
+fmt-check:
+	@test -z "$$(gofmt -l cmd internal sql)" || { gofmt -l cmd internal sql; echo "run gofmt -w" >&2; exit 1; }
+
+vet: fmt-check ## gofmt and go vet
+	$(GO) vet ./...
+
+unit: ## the tests without the database-backed packages' long ones
+	$(GO) test -short ./...
+
+test: deps check-generated vet ## everything CI runs: generation freshness, vet, unit, integration, contract
+	$(GO) test -count=1 -timeout 8m ./...
+
+fuzz: ## run the fuzz targets for a while (FUZZTIME=30s)
+	$(GO) test -run XXX -fuzz FuzzParse -fuzztime $${FUZZTIME:-30s} ./internal/address/
+
+clean: ## remove build output (not ./.data)
+	rm -rf bin

@@ -1,0 +1,114 @@
+// Package app wires contactd together from a Config: the database (external or embedded),
+// the domain services and the HTTP server. Only this package knows every concrete type.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/contactd/contactd/internal/auth"
+	"github.com/contactd/contactd/internal/config"
+	"github.com/contactd/contactd/internal/contact"
+	"github.com/contactd/contactd/internal/httpapi"
+	"github.com/contactd/contactd/internal/pgembed"
+	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/webhook"
+)
+
+// Now is the clock of contactd: UTC, at the millisecond precision the API shows, so what is
+// stored and what is returned are the same instant.
+func Now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
+
+// Runtime is an open database, embedded or not.
+type Runtime struct {
+	Store    *store.Store
+	embedded *pgembed.Cluster
+	log      *slog.Logger
+}
+
+// Open connects to cfg.DatabaseURL, or starts the embedded PostgreSQL when it is empty.
+func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Runtime, error) {
+	rt := &Runtime{log: log}
+	url := cfg.DatabaseURL
+	if url == "" {
+		c, err := pgembed.Start(ctx, pgembed.Options{Dir: cfg.DataDir})
+		if err != nil {
+			return nil, err
+		}
+		rt.embedded = c
+		if err := c.EnsureDatabase(ctx, "contactd"); err != nil {
+			rt.Close()
+			return nil, err
+		}
+		url = c.URL("contactd")
+		log.Info("embedded PostgreSQL started", slog.String("dir", cfg.DataDir), slog.Int("port", c.Port))
+	}
+	st, err := store.Open(ctx, url, store.Options{MaxConns: int32(cfg.DBMaxConns), StatementTimeout: cfg.DBStatementTimeout})
+	if err != nil {
+		rt.Close()
+		return nil, err
+	}
+	rt.Store = st
+	return rt, nil
+}
+
+// Embedded reports whether the database is the embedded one.
+func (rt *Runtime) Embedded() bool { return rt.embedded != nil }
+
+// Close closes the pool, then stops the embedded PostgreSQL, last.
+func (rt *Runtime) Close() {
+	if rt.Store != nil {
+		rt.Store.Close()
+	}
+	if rt.embedded != nil {
+		if err := rt.embedded.Stop(); err != nil {
+			rt.log.Error("stop embedded PostgreSQL", slog.Any("error", err))
+		}
+	}
+}
+
+// Services are the domain services over one store.
+type Services struct {
+	Auth     *auth.Service
+	Contacts *contact.Service
+	Webhooks *webhook.Service
+	Events   *webhook.Emitter
+}
+
+// NewServices builds the domain services.
+func NewServices(cfg config.Config, st *store.Store) *Services {
+	events := webhook.NewEmitter(nil)
+	return &Services{
+		Auth:     auth.NewService(st, Now),
+		Contacts: contact.NewService(st, events, Now, cfg.PublicURL),
+		Webhooks: webhook.NewService(st, Now, cfg.WebhookAllowHTTP),
+		Events:   events,
+	}
+}
+
+// Handler builds the HTTP handler of the API over st.
+func Handler(cfg config.Config, st *store.Store, svc *Services, log *slog.Logger) (http.Handler, error) {
+	return httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes}, httpapi.Deps{
+		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Webhooks: svc.Webhooks,
+		Ready: func(ctx context.Context) error { return ready(ctx, st) },
+	})
+}
+
+func ready(ctx context.Context, st *store.Store) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := st.Pool.Ping(ctx); err != nil {
+		return fmt.Errorf("database unreachable: %w", err)
+	}
+	ok, err := st.MigrationsCurrent(ctx)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("database migrations are not current")
+	}
+	return nil
+}

@@ -1,0 +1,188 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/contactd/contactd/internal/config"
+)
+
+const usage = `contactd — contacts and signed webhooks
+
+usage:
+  contactd serve [--addr HOST:PORT] [flags]   run the API (applies pending migrations)
+  contactd migrate                            apply pending migrations
+  contactd accounts create --name NAME        create an account
+  contactd keys create --account NAME [--name KEY_NAME]
+                                              create an API key; prints it alone on stdout
+  contactd keys list --account NAME           list an account's keys
+  contactd keys revoke KEY_PREFIX             revoke a key at once
+
+Every command takes the configuration flags (contactd serve -h lists them) and reads
+CONTACTD_* variables and DATABASE_URL; without DATABASE_URL the embedded PostgreSQL under
+./.data is used.
+`
+
+// Main runs the command line and returns the exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	cmd := args[0]
+	if (cmd == "accounts" || cmd == "keys") && len(args) > 1 {
+		cmd, args = cmd+" "+args[1], args[1:]
+	}
+	run, ok := commands[cmd]
+	if !ok {
+		fmt.Fprintf(stderr, "contactd: unknown command %q\n\n%s", strings.Join(args[:1], " "), usage)
+		return 2
+	}
+	fs := flag.NewFlagSet("contactd "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg := config.Default()
+	cfg.Flags(fs, os.Getenv)
+	cl := &cmdline{fs: fs, stdout: stdout, stderr: stderr}
+	cl.name = fs.String("name", "", "account or key name")
+	cl.account = fs.String("account", "", "account name")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	if err := cfg.Finish(); err != nil {
+		fmt.Fprintf(stderr, "contactd: invalid configuration:\n%v\n", err)
+		return 2
+	}
+	cl.cfg = cfg
+	cl.log = newLogger(cfg.LogLevel, stderr)
+	if err := run(ctx, cl); err != nil {
+		fmt.Fprintf(stderr, "contactd %s: %v\n", cmd, err)
+		return 1
+	}
+	return 0
+}
+
+type cmdline struct {
+	fs             *flag.FlagSet
+	cfg            config.Config
+	log            *slog.Logger
+	stdout, stderr io.Writer
+	name, account  *string
+}
+
+var commands = map[string]func(context.Context, *cmdline) error{
+	"serve":           func(ctx context.Context, c *cmdline) error { return Serve(ctx, c.cfg, c.log, c.stdout) },
+	"migrate":         cmdMigrate,
+	"accounts create": cmdAccountsCreate,
+	"keys create":     cmdKeysCreate,
+	"keys list":       cmdKeysList,
+	"keys revoke":     cmdKeysRevoke,
+}
+
+func newLogger(level string, w io.Writer) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// withServices opens the database, applies migrations, and runs fn with the services.
+func withServices(ctx context.Context, c *cmdline, fn func(*Services) error) error {
+	rt, err := Open(ctx, c.cfg, c.log)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	if err := rt.Store.Migrate(ctx); err != nil {
+		return err
+	}
+	return fn(NewServices(c.cfg, rt.Store))
+}
+
+func cmdMigrate(ctx context.Context, c *cmdline) error {
+	return withServices(ctx, c, func(*Services) error {
+		fmt.Fprintln(c.stderr, "migrations applied")
+		return nil
+	})
+}
+
+func cmdAccountsCreate(ctx context.Context, c *cmdline) error {
+	if *c.name == "" {
+		return errors.New("--name is required")
+	}
+	return withServices(ctx, c, func(s *Services) error {
+		id, err := s.Auth.CreateAccount(ctx, *c.name)
+		if err == nil {
+			fmt.Fprintf(c.stdout, "%s\n", id)
+		}
+		return err
+	})
+}
+
+func cmdKeysCreate(ctx context.Context, c *cmdline) error {
+	if *c.account == "" {
+		return errors.New("--account is required")
+	}
+	keyName := *c.name
+	if keyName == "" {
+		keyName = "key-" + time.Now().UTC().Format("20060102-150405")
+	}
+	return withServices(ctx, c, func(s *Services) error {
+		id, err := s.Auth.AccountByName(ctx, *c.account)
+		if err != nil {
+			return err
+		}
+		key, err := s.Auth.CreateKey(ctx, id, keyName)
+		if err == nil {
+			fmt.Fprintln(c.stdout, key)
+		}
+		return err
+	})
+}
+
+func cmdKeysList(ctx context.Context, c *cmdline) error {
+	if *c.account == "" {
+		return errors.New("--account is required")
+	}
+	return withServices(ctx, c, func(s *Services) error {
+		if _, err := s.Auth.AccountByName(ctx, *c.account); err != nil {
+			return err
+		}
+		keys, err := s.Auth.ListKeys(ctx, *c.account)
+		if err != nil {
+			return err
+		}
+		w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "PREFIX\tNAME\tCREATED\tLAST USED\tREVOKED")
+		for _, k := range keys {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", k.Prefix, k.Name, stamp(&k.CreatedAt), stamp(k.LastUsedAt), stamp(k.RevokedAt))
+		}
+		return w.Flush()
+	})
+}
+
+func cmdKeysRevoke(ctx context.Context, c *cmdline) error {
+	if c.fs.NArg() != 1 {
+		return errors.New("usage: contactd keys revoke KEY_PREFIX")
+	}
+	return withServices(ctx, c, func(s *Services) error {
+		if err := s.Auth.RevokeKey(ctx, c.fs.Arg(0)); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stderr, "revoked %s\n", c.fs.Arg(0))
+		return nil
+	})
+}
+
+func stamp(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}

@@ -1,0 +1,90 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/contactd/contactd/internal/config"
+)
+
+// Serve runs the API until ctx is done, then drains in-flight requests (bounded by
+// cfg.ShutdownTimeout) before returning.
+func Serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer) error {
+	rt, err := Open(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	if err := rt.Store.Migrate(ctx); err != nil {
+		return err
+	}
+	svc := NewServices(cfg, rt.Store)
+	if rt.Embedded() {
+		if err := printDevKey(ctx, cfg, svc, stdout); err != nil {
+			return err
+		}
+	}
+	h, err := Handler(cfg, rt.Store, svc, log)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: cfg.ReadHeaderTimeout, ReadTimeout: cfg.ReadTimeout,
+		WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	log.Info("contactd listening", slog.String("addr", ln.Addr().String()), slog.String("public_url", cfg.PublicURL))
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining in-flight requests", slog.Duration("timeout", cfg.ShutdownTimeout))
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// printDevKey gives the embedded development database a dev account and prints its key. The
+// key is kept in the data directory (mode 0600) so every `make run` can print it again; it
+// is a development convenience that only exists with the embedded database.
+func printDevKey(ctx context.Context, cfg config.Config, svc *Services, stdout io.Writer) error {
+	keyFile := filepath.Join(cfg.DataDir, "dev-api-key")
+	if b, err := os.ReadFile(keyFile); err == nil {
+		fmt.Fprintf(stdout, "dev API key: %s\n", strings.TrimSpace(string(b)))
+		return nil
+	}
+	id, err := svc.Auth.AccountByName(ctx, "dev")
+	if err != nil {
+		if id, err = svc.Auth.CreateAccount(ctx, "dev"); err != nil {
+			return err
+		}
+	}
+	key, err := svc.Auth.CreateKey(ctx, id, "dev")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "dev API key: %s\n", key)
+	return nil
+}

@@ -1,0 +1,176 @@
+// Package config is contactd's configuration as data: defaults, overridden by CONTACTD_*
+// environment variables (and DATABASE_URL), overridden by flags, then validated with errors
+// that say what to fix.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is every setting of contactd.
+type Config struct {
+	Addr        string // CONTACTD_ADDR: where serve listens
+	DatabaseURL string // DATABASE_URL: empty runs the embedded PostgreSQL
+	DataDir     string // CONTACTD_DATA_DIR: the embedded PostgreSQL's home
+	PublicURL   string // CONTACTD_PUBLIC_URL: base of URLs contactd hands out (consent pages)
+	LogLevel    string // CONTACTD_LOG_LEVEL: debug, info, warn, error
+
+	MaxBodyBytes       int64         // CONTACTD_MAX_BODY_BYTES
+	DBMaxConns         int           // CONTACTD_DB_MAX_CONNS
+	DBStatementTimeout time.Duration // CONTACTD_DB_STATEMENT_TIMEOUT
+	ReadHeaderTimeout  time.Duration // CONTACTD_READ_HEADER_TIMEOUT
+	ReadTimeout        time.Duration // CONTACTD_READ_TIMEOUT
+	WriteTimeout       time.Duration // CONTACTD_WRITE_TIMEOUT
+	IdleTimeout        time.Duration // CONTACTD_IDLE_TIMEOUT
+	ShutdownTimeout    time.Duration // CONTACTD_SHUTDOWN_TIMEOUT
+
+	WebhookAllowHTTP       bool           // CONTACTD_WEBHOOK_ALLOW_HTTP: admit http:// subscription URLs
+	WebhookAllowedNetworks []netip.Prefix // CONTACTD_WEBHOOK_ALLOWED_NETWORKS: CIDRs exempt from the SSRF guard
+	WebhookAllowedRaw      string
+
+	envErrs []error // environment values that did not parse, reported by Finish
+}
+
+// Default is the configuration with nothing set.
+func Default() Config {
+	return Config{
+		Addr: ":8080", DataDir: ".data", LogLevel: "info",
+		MaxBodyBytes: 64 << 10, DBMaxConns: 32, DBStatementTimeout: 10 * time.Second,
+		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
+		ShutdownTimeout: 30 * time.Second,
+	}
+}
+
+// Flags registers every setting on fs, with defaults taken from the environment, so that a
+// flag overrides its variable. Call Finish after fs.Parse.
+func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
+	env := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	d := *c
+	fs.StringVar(&c.Addr, "addr", env("CONTACTD_ADDR", d.Addr), "listen address (CONTACTD_ADDR)")
+	fs.StringVar(&c.DatabaseURL, "database-url", env("DATABASE_URL", d.DatabaseURL), "PostgreSQL URL; empty runs an embedded PostgreSQL (DATABASE_URL)")
+	fs.StringVar(&c.DataDir, "data-dir", env("CONTACTD_DATA_DIR", d.DataDir), "embedded PostgreSQL directory (CONTACTD_DATA_DIR)")
+	fs.StringVar(&c.PublicURL, "public-url", env("CONTACTD_PUBLIC_URL", d.PublicURL), "base URL clients reach contactd at (CONTACTD_PUBLIC_URL)")
+	fs.StringVar(&c.LogLevel, "log-level", env("CONTACTD_LOG_LEVEL", d.LogLevel), "debug, info, warn or error (CONTACTD_LOG_LEVEL)")
+	intVar := func(p any, name, envVal string, def int64, usage string) { c.intVar(fs, p, name, envVal, def, usage) }
+	durVar := func(p *time.Duration, name, envVal string, def time.Duration, usage string) {
+		c.durVar(fs, p, name, envVal, def, usage)
+	}
+	intVar(&c.MaxBodyBytes, "max-body-bytes", env("CONTACTD_MAX_BODY_BYTES", ""), d.MaxBodyBytes, "request body limit (CONTACTD_MAX_BODY_BYTES)")
+	intVar(&c.DBMaxConns, "db-max-conns", env("CONTACTD_DB_MAX_CONNS", ""), int64(d.DBMaxConns), "database pool size (CONTACTD_DB_MAX_CONNS)")
+	durVar(&c.DBStatementTimeout, "db-statement-timeout", env("CONTACTD_DB_STATEMENT_TIMEOUT", ""), d.DBStatementTimeout, "(CONTACTD_DB_STATEMENT_TIMEOUT)")
+	durVar(&c.ReadHeaderTimeout, "read-header-timeout", env("CONTACTD_READ_HEADER_TIMEOUT", ""), d.ReadHeaderTimeout, "(CONTACTD_READ_HEADER_TIMEOUT)")
+	durVar(&c.ReadTimeout, "read-timeout", env("CONTACTD_READ_TIMEOUT", ""), d.ReadTimeout, "(CONTACTD_READ_TIMEOUT)")
+	durVar(&c.WriteTimeout, "write-timeout", env("CONTACTD_WRITE_TIMEOUT", ""), d.WriteTimeout, "(CONTACTD_WRITE_TIMEOUT)")
+	durVar(&c.IdleTimeout, "idle-timeout", env("CONTACTD_IDLE_TIMEOUT", ""), d.IdleTimeout, "(CONTACTD_IDLE_TIMEOUT)")
+	durVar(&c.ShutdownTimeout, "shutdown-timeout", env("CONTACTD_SHUTDOWN_TIMEOUT", ""), d.ShutdownTimeout, "(CONTACTD_SHUTDOWN_TIMEOUT)")
+	c.boolVar(fs, &c.WebhookAllowHTTP, "webhook-allow-http", env("CONTACTD_WEBHOOK_ALLOW_HTTP", ""), "admit http:// webhook URLs, for local development (CONTACTD_WEBHOOK_ALLOW_HTTP)")
+	fs.StringVar(&c.WebhookAllowedRaw, "webhook-allowed-networks", env("CONTACTD_WEBHOOK_ALLOWED_NETWORKS", ""), "comma-separated CIDRs webhooks may reach despite the SSRF guard (CONTACTD_WEBHOOK_ALLOWED_NETWORKS)")
+}
+
+// Finish derives and validates what the flags left raw.
+func (c *Config) Finish() error {
+	errs := append([]error(nil), c.envErrs...)
+	c.WebhookAllowedNetworks = nil
+	for _, s := range strings.Split(c.WebhookAllowedRaw, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("CONTACTD_WEBHOOK_ALLOWED_NETWORKS: %q is not a CIDR like 127.0.0.0/8", s))
+			continue
+		}
+		c.WebhookAllowedNetworks = append(c.WebhookAllowedNetworks, p.Masked())
+	}
+	host, port, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("CONTACTD_ADDR: %q is not HOST:PORT (e.g. :8080)", c.Addr))
+	}
+	if c.PublicURL == "" && err == nil {
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "localhost"
+		}
+		c.PublicURL = "http://" + net.JoinHostPort(host, port)
+	}
+	if u, err := url.Parse(c.PublicURL); err != nil || !u.IsAbs() {
+		errs = append(errs, fmt.Errorf("CONTACTD_PUBLIC_URL: %q is not an absolute URL", c.PublicURL))
+	}
+	if c.MaxBodyBytes < 1024 {
+		errs = append(errs, errors.New("CONTACTD_MAX_BODY_BYTES: must be at least 1024"))
+	}
+	if c.DBMaxConns < 2 {
+		errs = append(errs, errors.New("CONTACTD_DB_MAX_CONNS: must be at least 2"))
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("CONTACTD_LOG_LEVEL: %q is not debug, info, warn or error", c.LogLevel))
+	}
+	return errors.Join(errs...)
+}
+
+// intVar binds an int or int64 setting.
+func (c *Config) intVar(fs *flag.FlagSet, p any, name, envVal string, def int64, usage string) {
+	set := func(v int64) {
+		switch p := p.(type) {
+		case *int:
+			*p = int(v)
+		case *int64:
+			*p = v
+		}
+	}
+	set(def)
+	if envVal != "" {
+		v, err := strconv.ParseInt(envVal, 10, 64)
+		if err != nil {
+			c.envErrs = append(c.envErrs, fmt.Errorf("%s: %q is not an integer", envName(name), envVal))
+		}
+		set(v)
+	}
+	fs.Func(name, fmt.Sprintf("%s (default %d)", usage, def), func(s string) error {
+		v, err := strconv.ParseInt(s, 10, 64)
+		set(v)
+		return err
+	})
+}
+
+func (c *Config) durVar(fs *flag.FlagSet, p *time.Duration, name, envVal string, def time.Duration, usage string) {
+	*p = def
+	if envVal != "" {
+		v, err := time.ParseDuration(envVal)
+		if err != nil {
+			c.envErrs = append(c.envErrs, fmt.Errorf("%s: %q is not a duration like 10s", envName(name), envVal))
+		}
+		*p = v
+	}
+	fs.DurationVar(p, name, *p, usage)
+}
+
+func (c *Config) boolVar(fs *flag.FlagSet, p *bool, name, envVal, usage string) {
+	var v bool
+	if envVal != "" {
+		var err error
+		if v, err = strconv.ParseBool(envVal); err != nil {
+			c.envErrs = append(c.envErrs, fmt.Errorf("%s: %q is not true or false", envName(name), envVal))
+		}
+	}
+	fs.BoolVar(p, name, v, usage)
+}
+
+func envName(flagName string) string {
+	return "CONTACTD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}

@@ -1,0 +1,134 @@
+// Package contact holds the domain rules of contacts: dedupe by email, defaults, tags,
+// properties with parsed addresses, and the events their changes emit.
+package contact
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/address"
+	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/webhook"
+)
+
+// Errors of this package.
+var (
+	ErrNotFound  = apperr.New(apperr.KindNotFound, "ContactDoesNotExist", "contact does not exist")
+	errDuplicate = apperr.New(apperr.KindInvalid, "DuplicateContact", "a contact with this email already exists")
+)
+
+// Contact is a contact as the API shows it.
+type Contact struct {
+	ID                  uuid.UUID
+	Email               string
+	Name                *string
+	Phone               *string
+	EmailStatus         string
+	RecordStatus        string
+	Tags                []string
+	LeadScore           int
+	AssignedUserEmailID *string
+	CRM                 *CRMFields
+	ConsentToken        string
+	Engagement          Engagement
+	Properties          []Property
+	CreatedAt           time.Time
+}
+
+// CRMFields says where the contact lives in the account's CRM.
+type CRMFields struct {
+	Name, URL, Source, Stage *string
+	CreatedDate              *time.Time
+}
+
+// Engagement counts what the contact did and when they last did it.
+type Engagement struct {
+	FormSubmissions, EmailSends, EmailOpens, EmailClicks, DashboardViews, DashboardClicks int
+	LastFormSubmission, LastEmailSend, LastEmailOpen, LastEmailClick                      *time.Time
+	LastDashboardView, LastDashboardClick                                                 *time.Time
+}
+
+// Property is a contact's address.
+type Property struct {
+	ID      uuid.UUID       `json:"propertyId"`
+	Address address.Address `json:"-"`
+}
+
+// propertyJSON is the shape the contact queries aggregate properties into.
+type propertyJSON struct {
+	PropertyID      uuid.UUID `json:"propertyId"`
+	AptOrUnitNumber string    `json:"aptOrUnitNumber"`
+	StreetAddress   string    `json:"streetAddress"`
+	City            string    `json:"city"`
+	County          string    `json:"county"`
+	State           string    `json:"state"`
+	Zip             string    `json:"zip"`
+}
+
+// Origin is how a request reached contactd, recorded as proof of consent.
+type Origin struct {
+	KeyName, KeyPrefix, SourceIP, UserAgent string
+}
+
+// Service implements the contact operations.
+type Service struct {
+	store     *store.Store
+	events    *webhook.Emitter
+	now       func() time.Time
+	publicURL string
+}
+
+// NewService returns a Service. publicURL is the base of proof-of-consent URLs.
+func NewService(st *store.Store, events *webhook.Emitter, now func() time.Time, publicURL string) *Service {
+	return &Service{store: st, events: events, now: now, publicURL: strings.TrimRight(publicURL, "/")}
+}
+
+// ConsentURL is the proof-of-consent page of a contact.
+func (s *Service) ConsentURL(c Contact) string { return s.publicURL + "/consent/" + c.ConsentToken }
+
+// EmailKey is the dedupe key of an email: trimmed and lower-cased.
+func EmailKey(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
+
+func fromRow(r db.Contact, props []byte) (Contact, error) {
+	c := Contact{
+		ID: r.ContactID, Email: r.Email, Name: r.Name, Phone: r.Phone, EmailStatus: r.EmailStatus,
+		RecordStatus: r.RecordStatus, Tags: r.Tags, LeadScore: int(r.LeadScore),
+		AssignedUserEmailID: r.AssignedUserEmailID, ConsentToken: r.ConsentToken, CreatedAt: r.CreatedAt,
+		Engagement: Engagement{
+			FormSubmissions: int(r.NumFormSubmissions), LastFormSubmission: r.LastFormSubmissionAt,
+			EmailSends: int(r.NumEmailSends), LastEmailSend: r.LastEmailSendAt,
+			EmailOpens: int(r.NumEmailOpens), LastEmailOpen: r.LastEmailOpenAt,
+			EmailClicks: int(r.NumEmailClicks), LastEmailClick: r.LastEmailClickAt,
+			DashboardViews: int(r.NumDashboardViews), LastDashboardView: r.LastDashboardViewAt,
+			DashboardClicks: int(r.NumDashboardClicks), LastDashboardClick: r.LastDashboardClickAt,
+		},
+	}
+	if r.CrmName != nil || r.CrmUrl != nil || r.CrmSource != nil || r.CrmStage != nil || r.CrmCreatedDate != nil {
+		c.CRM = &CRMFields{Name: r.CrmName, URL: r.CrmUrl, Source: r.CrmSource, Stage: r.CrmStage, CreatedDate: r.CrmCreatedDate}
+	}
+	var ps []propertyJSON
+	if err := json.Unmarshal(props, &ps); err != nil {
+		return c, err
+	}
+	c.Properties = make([]Property, len(ps))
+	for i, p := range ps {
+		c.Properties[i] = Property{ID: p.PropertyID, Address: address.Address{
+			AptOrUnitNumber: p.AptOrUnitNumber, StreetAddress: p.StreetAddress, City: p.City,
+			County: p.County, State: p.State, Zip: p.Zip}}
+	}
+	return c, nil
+}
+
+// contactInfo identifies c in webhook events.
+func contactInfo(id uuid.UUID, email string, assigned *string) webhook.ContactInfo {
+	ci := webhook.ContactInfo{ContactID: id.String(), EmailID: email}
+	if assigned != nil {
+		ci.AssignedUserEmailID = *assigned
+	}
+	return ci
+}

@@ -1,0 +1,128 @@
+package contact
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/address"
+	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/secret"
+	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/webhook"
+)
+
+// WarningInvalidAddress is the create warning for an address that could not be parsed.
+const WarningInvalidAddress = "InvalidInputAddress"
+
+// CreateInput is a new contact. Fields arrives verbatim for the proof-of-consent record.
+type CreateInput struct {
+	Email               string
+	Name, Phone         *string
+	Tags                []string
+	Address             *string
+	CRM                 *CRMFields
+	AssignedUserEmailID *string
+	Origin              Origin
+	Fields              json.RawMessage
+}
+
+// Create stores a new contact with its defaults, its parsed address and its consent record,
+// and emits TagsAdded for its tags, all in one transaction. An address that cannot be parsed
+// does not stop the create: it is reported in the warnings.
+func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInput) (Contact, []string, error) {
+	tags, err := NormalizeTags(in.Tags)
+	if err != nil {
+		return Contact{}, nil, err
+	}
+	now := s.now()
+	c := Contact{
+		ID: uuid.Must(uuid.NewV7()), Email: in.Email, Name: in.Name, Phone: in.Phone,
+		EmailStatus: "Pending", RecordStatus: "Marketing", Tags: tags, CRM: in.CRM,
+		AssignedUserEmailID: in.AssignedUserEmailID, ConsentToken: "cs_" + secret.Base62(16),
+		Properties: []Property{}, CreatedAt: now,
+	}
+	warnings := []string{}
+	if in.Address != nil {
+		if a, err := address.Parse(*in.Address); err == nil {
+			c.Properties = append(c.Properties, Property{ID: uuid.Must(uuid.NewV7()), Address: a})
+		} else {
+			warnings = append(warnings, WarningInvalidAddress)
+		}
+	}
+	err = s.store.InTx(ctx, func(tx store.Tx) error {
+		if err := s.insert(ctx, tx, accountID, c); err != nil {
+			return err
+		}
+		for _, p := range c.Properties {
+			if err := insertProperty(ctx, tx, accountID, c.ID, p, *in.Address, now); err != nil {
+				return err
+			}
+		}
+		if err := s.insertConsent(ctx, tx, accountID, c, in); err != nil {
+			return err
+		}
+		if len(tags) == 0 {
+			return nil
+		}
+		return s.events.Emit(ctx, tx, accountID, webhook.Event{Type: webhook.TagsAdded, ContactID: c.ID,
+			Contact: c.info(), Info: webhook.TagsAddedInfo{TagsAdded: tags}, At: now})
+	})
+	if err != nil {
+		return Contact{}, nil, err
+	}
+	return c, warnings, nil
+}
+
+func (s *Service) insert(ctx context.Context, tx store.Tx, accountID uuid.UUID, c Contact) error {
+	p := db.ContactInsertParams{
+		AccountID: accountID, ContactID: c.ID, Email: c.Email, EmailKey: EmailKey(c.Email),
+		Name: c.Name, Phone: c.Phone, Tags: c.Tags, AssignedUserEmailID: c.AssignedUserEmailID,
+		ConsentToken: c.ConsentToken, CreatedAt: c.CreatedAt,
+	}
+	if c.CRM != nil {
+		p.CrmName, p.CrmUrl, p.CrmSource, p.CrmStage, p.CrmCreatedDate = c.CRM.Name, c.CRM.URL, c.CRM.Source, c.CRM.Stage, c.CRM.CreatedDate
+	}
+	_, err := tx.ContactInsert(ctx, p)
+	if !errors.Is(store.Translate(err), apperr.ErrNoRows) {
+		return err
+	}
+	// No row: the email is taken (possibly by a create that raced this one and won).
+	existing, err := tx.ContactIDByEmail(ctx, db.ContactIDByEmailParams{AccountID: accountID, EmailKey: p.EmailKey})
+	if err != nil {
+		return err
+	}
+	dup := *errDuplicate
+	dup.ContactID = existing.String()
+	return &dup
+}
+
+func insertProperty(ctx context.Context, tx store.Tx, accountID, contactID uuid.UUID, p Property, raw string, now time.Time) error {
+	a := p.Address
+	_, err := tx.PropertyInsert(ctx, db.PropertyInsertParams{
+		AccountID: accountID, PropertyID: p.ID, ContactID: contactID, RawAddress: raw,
+		AptOrUnitNumber: a.AptOrUnitNumber, StreetAddress: a.StreetAddress, City: a.City,
+		County: a.County, State: a.State, Zip: a.Zip, Normalized: a.Normalized(), CreatedAt: now,
+	})
+	return err
+}
+
+func (s *Service) insertConsent(ctx context.Context, tx store.Tx, accountID uuid.UUID, c Contact, in CreateInput) error {
+	fields := in.Fields
+	if len(fields) == 0 {
+		fields = json.RawMessage("{}")
+	}
+	return tx.ConsentInsert(ctx, db.ConsentInsertParams{
+		AccountID: accountID, ContactID: c.ID, Token: c.ConsentToken, CreatedAt: c.CreatedAt,
+		ApiKeyName: in.Origin.KeyName, ApiKeyPrefix: in.Origin.KeyPrefix,
+		SourceIp: in.Origin.SourceIP, UserAgent: in.Origin.UserAgent, Fields: fields,
+	})
+}
+
+func (c Contact) info() webhook.ContactInfo {
+	return contactInfo(c.ID, c.Email, c.AssignedUserEmailID)
+}

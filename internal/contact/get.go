@@ -1,0 +1,64 @@
+package contact
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/apperr"
+)
+
+// Get finds a contact by id, by email, or by both (which must then name the same contact).
+// An id that is not a UUID is simply not found.
+func (s *Service) Get(ctx context.Context, accountID uuid.UUID, contactID, email *string) (Contact, error) {
+	if contactID == nil && email == nil {
+		return Contact{}, apperr.Invalid(apperr.Field("query", "required", "one of contactId or emailId is required"))
+	}
+	var c Contact
+	err := s.store.Read(ctx, func(q *db.Queries) error {
+		var err error
+		if contactID != nil {
+			c, err = getByID(ctx, q, accountID, *contactID)
+		} else {
+			var row db.ContactGetByEmailRow
+			row, err = q.ContactGetByEmail(ctx, db.ContactGetByEmailParams{AccountID: accountID, EmailKey: EmailKey(*email)})
+			if err == nil {
+				c, err = fromRow(row.Contact, row.Properties)
+			}
+		}
+		return err
+	})
+	if errors.Is(err, apperr.ErrNoRows) {
+		return Contact{}, ErrNotFound
+	}
+	if err == nil && contactID != nil && email != nil && EmailKey(c.Email) != EmailKey(*email) {
+		return Contact{}, ErrNotFound
+	}
+	return c, err
+}
+
+func getByID(ctx context.Context, q *db.Queries, accountID uuid.UUID, rawID string) (Contact, error) {
+	id, err := ParseID(rawID)
+	if err != nil {
+		return Contact{}, err
+	}
+	row, err := q.ContactGetByID(ctx, db.ContactGetByIDParams{AccountID: accountID, ContactID: id})
+	if err != nil {
+		return Contact{}, err
+	}
+	return fromRow(row.Contact, row.Properties)
+}
+
+// ParseID parses a contact id; anything but a canonical UUID is not found.
+func ParseID(raw string) (uuid.UUID, error) {
+	if len(raw) != 36 {
+		return uuid.Nil, ErrNotFound
+	}
+	id, err := uuid.Parse(raw)
+	if err != nil {
+		return uuid.Nil, ErrNotFound
+	}
+	return id, nil
+}

@@ -1,0 +1,171 @@
+package contact
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/webhook"
+)
+
+// Tag limits beyond the per-tag length, which the spec enforces.
+const (
+	MaxTagsPerRequest = 100
+	MaxTagsPerContact = 500
+)
+
+// NormalizeTags trims each tag and drops case-insensitive duplicates, keeping the first
+// spelling and the order. A tag that is empty after trimming is a violation.
+func NormalizeTags(tags []string) ([]string, error) {
+	out := make([]string, 0, len(tags))
+	seen := make(map[string]bool, len(tags))
+	var errs []apperr.FieldError
+	for i, t := range tags {
+		t = strings.TrimSpace(t)
+		if t == "" {
+			errs = append(errs, apperr.Field(fmt.Sprintf("body.tags.%d", i), "minLength", "tag is empty after trimming whitespace"))
+			continue
+		}
+		if k := strings.ToLower(t); !seen[k] {
+			seen[k] = true
+			out = append(out, t)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, apperr.Invalid(errs...)
+	}
+	if len(tags) > MaxTagsPerRequest {
+		return nil, apperr.Invalid(apperr.Field("body.tags", "maxItems", fmt.Sprintf("at most %d tags per request", MaxTagsPerRequest)))
+	}
+	return out, nil
+}
+
+// tagChange is the outcome of a tag operation: the new list and what it added and removed.
+type tagChange struct {
+	tags, added, removed []string
+}
+
+// addTags appends the tags not already present (case-insensitively).
+func addTags(existing, tags []string) tagChange {
+	have := lowerSet(existing)
+	c := tagChange{tags: append([]string(nil), existing...)}
+	for _, t := range tags {
+		if !have[strings.ToLower(t)] {
+			c.tags = append(c.tags, t)
+			c.added = append(c.added, t)
+		}
+	}
+	return c
+}
+
+// replaceTags makes tags the list; a tag kept with another spelling is neither added nor removed.
+func replaceTags(existing, tags []string) tagChange {
+	have, want := lowerSet(existing), lowerSet(tags)
+	c := tagChange{tags: tags}
+	for _, t := range tags {
+		if !have[strings.ToLower(t)] {
+			c.added = append(c.added, t)
+		}
+	}
+	for _, t := range existing {
+		if !want[strings.ToLower(t)] {
+			c.removed = append(c.removed, t)
+		}
+	}
+	return c
+}
+
+// removeTags drops the listed tags (case-insensitively).
+func removeTags(existing, tags []string) tagChange {
+	drop := lowerSet(tags)
+	c := tagChange{tags: []string{}}
+	for _, t := range existing {
+		if drop[strings.ToLower(t)] {
+			c.removed = append(c.removed, t)
+		} else {
+			c.tags = append(c.tags, t)
+		}
+	}
+	return c
+}
+
+func lowerSet(tags []string) map[string]bool {
+	m := make(map[string]bool, len(tags))
+	for _, t := range tags {
+		m[strings.ToLower(t)] = true
+	}
+	return m
+}
+
+// AddTags adds tags to a contact and returns its full list.
+func (s *Service) AddTags(ctx context.Context, accountID uuid.UUID, contactID string, tags []string) ([]string, error) {
+	return s.changeTags(ctx, accountID, contactID, tags, addTags)
+}
+
+// ReplaceTags replaces a contact's tags and returns its full list.
+func (s *Service) ReplaceTags(ctx context.Context, accountID uuid.UUID, contactID string, tags []string) ([]string, error) {
+	return s.changeTags(ctx, accountID, contactID, tags, replaceTags)
+}
+
+// RemoveTags removes tags from a contact and returns its full remaining list.
+func (s *Service) RemoveTags(ctx context.Context, accountID uuid.UUID, contactID string, tags []string) ([]string, error) {
+	return s.changeTags(ctx, accountID, contactID, tags, removeTags)
+}
+
+func (s *Service) changeTags(ctx context.Context, accountID uuid.UUID, rawID string, tags []string,
+	op func(existing, tags []string) tagChange) ([]string, error) {
+	id, err := ParseID(rawID)
+	if err != nil {
+		return nil, err
+	}
+	tags, err = NormalizeTags(tags)
+	if err != nil {
+		return nil, err
+	}
+	var result []string
+	err = s.store.InTx(ctx, func(tx store.Tx) error {
+		row, err := tx.TagsLock(ctx, db.TagsLockParams{AccountID: accountID, ContactID: id})
+		if errors.Is(store.Translate(err), apperr.ErrNoRows) {
+			return ErrNotFound
+		} else if err != nil {
+			return err
+		}
+		c := op(row.Tags, tags)
+		if len(c.tags) > MaxTagsPerContact {
+			return apperr.Invalid(apperr.Field("body.tags", "maxItems", fmt.Sprintf("a contact can have at most %d tags", MaxTagsPerContact)))
+		}
+		result = c.tags
+		if len(c.added) == 0 && len(c.removed) == 0 && slices.Equal(row.Tags, c.tags) {
+			return nil
+		}
+		now := s.now()
+		if err := tx.TagsSet(ctx, db.TagsSetParams{AccountID: accountID, ContactID: id, Tags: c.tags, UpdatedAt: now}); err != nil {
+			return err
+		}
+		info := contactInfo(id, row.Email, row.AssignedUserEmailID)
+		return s.emitTagEvents(ctx, tx, accountID, id, info, c, now)
+	})
+	return result, err
+}
+
+func (s *Service) emitTagEvents(ctx context.Context, tx store.Tx, accountID, id uuid.UUID, info webhook.ContactInfo, c tagChange, now time.Time) error {
+	if len(c.added) > 0 {
+		if err := s.events.Emit(ctx, tx, accountID, webhook.Event{Type: webhook.TagsAdded, ContactID: id,
+			Contact: info, Info: webhook.TagsAddedInfo{TagsAdded: c.added}, At: now}); err != nil {
+			return err
+		}
+	}
+	if len(c.removed) > 0 {
+		return s.events.Emit(ctx, tx, accountID, webhook.Event{Type: webhook.TagsRemoved, ContactID: id,
+			Contact: info, Info: webhook.TagsRemovedInfo{TagsRemoved: c.removed}, At: now})
+	}
+	return nil
+}

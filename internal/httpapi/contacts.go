@@ -1,0 +1,110 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/apitime"
+	"github.com/contactd/contactd/internal/contact"
+)
+
+// CreateContact implements POST /public/v1/contact.
+func (s *Server) CreateContact(ctx context.Context, req api.CreateContactRequestObject) (api.CreateContactResponseObject, error) {
+	b := req.Body
+	p := principal(ctx)
+	in := contact.CreateInput{
+		Email: string(b.Email), Name: b.Name, Phone: b.Phone, Address: b.Address,
+		CRM: crmFromAPI(b.CrmFields), AssignedUserEmailID: (*string)(b.AssignedUserEmailId),
+		Origin: origin(ctx, p.KeyName, p.KeyPrefix),
+	}
+	if b.Tags != nil {
+		in.Tags = *b.Tags
+	}
+	in.Fields, _ = json.Marshal(b)
+	c, warnings, err := s.contacts.Create(ctx, p.AccountID, in)
+	if err != nil {
+		return nil, err
+	}
+	ws := make([]api.Warning, len(warnings))
+	for i, w := range warnings {
+		ws[i] = api.Warning(w)
+	}
+	return api.CreateContact200JSONResponse{Contact: s.contactToAPI(c), Warnings: ws}, nil
+}
+
+// GetContact implements GET /public/v1/contact.
+func (s *Server) GetContact(ctx context.Context, req api.GetContactRequestObject) (api.GetContactResponseObject, error) {
+	c, err := s.contacts.Get(ctx, principal(ctx).AccountID, req.Params.ContactId, req.Params.EmailId)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetContact200JSONResponse(s.contactToAPI(c)), nil
+}
+
+// AddContactTags implements POST /public/v1/contact/{contactId}/tags.
+func (s *Server) AddContactTags(ctx context.Context, req api.AddContactTagsRequestObject) (api.AddContactTagsResponseObject, error) {
+	tags, err := s.contacts.AddTags(ctx, principal(ctx).AccountID, req.ContactId, req.Body.Tags)
+	if err != nil {
+		return nil, err
+	}
+	return api.AddContactTags200JSONResponse{TagsResultJSONResponse: api.TagsResultJSONResponse{Tags: tags}}, nil
+}
+
+// ReplaceContactTags implements PUT /public/v1/contact/{contactId}/tags.
+func (s *Server) ReplaceContactTags(ctx context.Context, req api.ReplaceContactTagsRequestObject) (api.ReplaceContactTagsResponseObject, error) {
+	tags, err := s.contacts.ReplaceTags(ctx, principal(ctx).AccountID, req.ContactId, req.Body.Tags)
+	if err != nil {
+		return nil, err
+	}
+	return api.ReplaceContactTags200JSONResponse{TagsResultJSONResponse: api.TagsResultJSONResponse{Tags: tags}}, nil
+}
+
+func origin(ctx context.Context, keyName, keyPrefix string) contact.Origin {
+	cl, _ := ctx.Value(clientKey{}).(client)
+	return contact.Origin{KeyName: keyName, KeyPrefix: keyPrefix, SourceIP: cl.ip, UserAgent: cl.userAgent}
+}
+
+func crmFromAPI(f *api.CrmFields) *contact.CRMFields {
+	if f == nil {
+		return nil
+	}
+	c := &contact.CRMFields{Name: f.Name, URL: f.Url, Source: f.Source, Stage: f.Stage}
+	if f.CreatedDate != nil {
+		t := f.CreatedDate.Time
+		c.CreatedDate = &t
+	}
+	return c
+}
+
+func (s *Server) contactToAPI(c contact.Contact) api.Contact {
+	out := api.Contact{
+		ContactId: c.ID.String(), Email: c.Email, Name: c.Name, Phone: c.Phone,
+		EmailStatus: api.EmailStatus(c.EmailStatus), RecordStatus: api.RecordStatus(c.RecordStatus),
+		CreatedAt: apitime.From(c.CreatedAt), Tags: c.Tags, LeadScore: c.LeadScore,
+		AssignedUserEmailId: c.AssignedUserEmailID, ProofOfConsentUrl: s.contacts.ConsentURL(c),
+		Properties: make([]api.Property, len(c.Properties)),
+		Engagement: api.Engagement{
+			NumOfFormSubmissions: c.Engagement.FormSubmissions, LastFormSubmissionDate: apitime.Ptr(c.Engagement.LastFormSubmission),
+			NumOfEmailSends: c.Engagement.EmailSends, LastEmailSentDate: apitime.Ptr(c.Engagement.LastEmailSend),
+			NumOfEmailOpens: c.Engagement.EmailOpens, LastEmailOpenDate: apitime.Ptr(c.Engagement.LastEmailOpen),
+			NumOfEmailClicks: c.Engagement.EmailClicks, LastEmailClickDate: apitime.Ptr(c.Engagement.LastEmailClick),
+			NumOfDashboardViews: c.Engagement.DashboardViews, LastDashboardViewedDate: apitime.Ptr(c.Engagement.LastDashboardView),
+			NumOfDashboardClicks: c.Engagement.DashboardClicks, LastDashboardClickedDate: apitime.Ptr(c.Engagement.LastDashboardClick),
+		},
+	}
+	if out.Tags == nil {
+		out.Tags = []string{}
+	}
+	for i, p := range c.Properties {
+		a := p.Address
+		out.Properties[i] = api.Property{PropertyId: p.ID.String(), Address: api.Address{
+			AptOrUnitNumber: a.AptOrUnitNumber, StreetAddress: a.StreetAddress, City: a.City,
+			County: a.County, State: a.State, Zip: a.Zip}}
+	}
+	if c.CRM != nil {
+		out.CrmFields = &api.CrmFields{Name: c.CRM.Name, Url: c.CRM.URL, Source: c.CRM.Source,
+			Stage: c.CRM.Stage, CreatedDate: apitime.Ptr(c.CRM.CreatedDate)}
+	}
+	return out
+}

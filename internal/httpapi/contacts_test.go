@@ -1,0 +1,322 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+var timestampRe = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
+
+func createContact(t *testing.T, a *testkit.API, key string, body any) api.CreateContactResponse {
+	t.Helper()
+	r := a.Do("POST", "/public/v1/contact", key, body)
+	if r.Status != http.StatusOK {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	var out api.CreateContactResponse
+	r.JSON(t, &out)
+	return out
+}
+
+func TestCreateContactFull(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	out := createContact(t, a, key, map[string]any{
+		"email": "Jane.Doe@Example.com", "name": "Jane Doe", "phone": "+1 (555) 010-2030",
+		"tags": []string{" lead ", "Lead", "open-house"}, "address": "123 N Main St Apt 4, Springfield, IL 62704",
+		"crmFields":           map[string]any{"name": "Salesforce", "stage": "New", "createdDate": "2026-11-20T16:04:05+02:00"},
+		"assignedUserEmailId": "agent@example.com",
+	})
+	c := out.Contact
+	if len(out.Warnings) != 0 {
+		t.Errorf("warnings = %v, want none", out.Warnings)
+	}
+	if c.Email != "Jane.Doe@Example.com" || *c.Name != "Jane Doe" || *c.Phone != "+1 (555) 010-2030" {
+		t.Errorf("details not stored as given: %+v", c)
+	}
+	if c.EmailStatus != api.Pending || c.RecordStatus != api.Marketing || c.LeadScore != 0 {
+		t.Errorf("defaults: emailStatus %s recordStatus %s leadScore %d", c.EmailStatus, c.RecordStatus, c.LeadScore)
+	}
+	if strings.Join(c.Tags, ",") != "lead,open-house" {
+		t.Errorf("tags = %q, want trimmed, deduped, first spelling kept", c.Tags)
+	}
+	if e := c.Engagement; e.NumOfFormSubmissions != 0 || e.LastFormSubmissionDate != nil || e.LastEmailSentDate != nil {
+		t.Errorf("engagement = %+v, want zero counters and no dates", e)
+	}
+	if len(c.Properties) != 1 {
+		t.Fatalf("properties = %+v, want one", c.Properties)
+	}
+	want := api.Address{AptOrUnitNumber: "4", StreetAddress: "123 N Main St", City: "Springfield", State: "IL", Zip: "62704"}
+	if got := c.Properties[0].Address; got != want {
+		t.Errorf("address = %+v, want %+v", got, want)
+	}
+	if got := c.CrmFields.CreatedDate.String(); got != "2026-11-20T14:04:05.000Z" {
+		t.Errorf("crmFields.createdDate = %s, want UTC with milliseconds", got)
+	}
+	if !regexp.MustCompile(`^http://contactd\.test/consent/cs_[0-9A-Za-z]{22}$`).MatchString(c.ProofOfConsentUrl) {
+		t.Errorf("proofOfConsentUrl = %q", c.ProofOfConsentUrl)
+	}
+	if !timestampRe.MatchString(c.CreatedAt.String()) {
+		t.Errorf("createdAt = %s", c.CreatedAt)
+	}
+	// GET returns the same contact, bare.
+	r := a.Do("GET", "/public/v1/contact?contactId="+c.ContactId, key, nil)
+	var got api.Contact
+	r.JSON(t, &got)
+	if r.Status != 200 || got.ContactId != c.ContactId || got.CreatedAt != c.CreatedAt || len(got.Properties) != 1 ||
+		strings.Join(got.Tags, ",") != "lead,open-house" || *got.AssignedUserEmailId != "agent@example.com" {
+		t.Errorf("GET = %d %s", r.Status, r.Body)
+	}
+	// the consent record names the key, never the key itself.
+	var keyName, prefix, fields string
+	err := a.Store.Pool.QueryRow(context.Background(),
+		"SELECT api_key_name, api_key_prefix, fields::text FROM consents WHERE contact_id = $1", c.ContactId).Scan(&keyName, &prefix, &fields)
+	if err != nil || keyName != "acme-key" || !strings.HasPrefix(key, prefix) || len(prefix) != 11 || strings.Contains(fields, key) {
+		t.Errorf("consent = %q %q %q %v", keyName, prefix, fields, err)
+	}
+}
+
+func TestCreateContactUnparseableAddressWarns(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	out := createContact(t, a, key, map[string]any{"email": "a@example.com", "address": "somewhere over the rainbow"})
+	if len(out.Warnings) != 1 || out.Warnings[0] != api.InvalidInputAddress {
+		t.Errorf("warnings = %v, want [InvalidInputAddress]", out.Warnings)
+	}
+	if len(out.Contact.Properties) != 0 {
+		t.Errorf("properties = %+v, want none", out.Contact.Properties)
+	}
+	var n int
+	_ = a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM properties").Scan(&n)
+	if n != 0 {
+		t.Errorf("%d properties stored, want 0", n)
+	}
+}
+
+func TestCreateContactMinimalIsEmptyNotNull(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	r := a.Do("POST", "/public/v1/contact", key, `{"email":"min@example.com"}`)
+	body := string(r.Body)
+	for _, want := range []string{`"tags":[]`, `"properties":[]`, `"warnings":[]`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("body lacks %s: %s", want, body)
+		}
+	}
+	for _, absent := range []string{`"name"`, `"phone"`, `null`, `"crmFields"`, `"lastEmailSentDate"`} {
+		if strings.Contains(body, absent) {
+			t.Errorf("body has %s: %s", absent, body)
+		}
+	}
+}
+
+func TestCreateContactDuplicateEmail(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	first := createContact(t, a, key, map[string]any{"email": "dup@example.com"})
+	r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "DUP@Example.COM", "name": "Other"})
+	e := r.Error(t)
+	if r.Status != 400 || e.Code != api.ErrorCodeDuplicateContact || e.Data == nil || *e.Data.ContactId != first.Contact.ContactId {
+		t.Errorf("duplicate = %d %s", r.Status, r.Body)
+	}
+	// another account may use the same email.
+	_, other := a.Account("other")
+	createContact(t, a, other, map[string]any{"email": "dup@example.com"})
+}
+
+func TestCreateContactDuplicateRace(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	const n = 8
+	statuses := make([]int, n)
+	bodies := make([]string, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": fmt.Sprintf("Race@Example.com%s", strings.Repeat(" ", 0)), "name": fmt.Sprint(i)})
+			statuses[i], bodies[i] = r.Status, string(r.Body)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	won := 0
+	for i, s := range statuses {
+		switch {
+		case s == 200:
+			won++
+		case s == 400 && strings.Contains(bodies[i], `"DuplicateContact"`):
+		default:
+			t.Errorf("racer %d: %d %s", i, s, bodies[i])
+		}
+	}
+	var rows int
+	_ = a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM contacts").Scan(&rows)
+	if won != 1 || rows != 1 {
+		t.Errorf("%d creates won and %d rows exist; want exactly 1", won, rows)
+	}
+}
+
+func TestCreateContactReportsEveryViolation(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	r := a.Do("POST", "/public/v1/contact", key, map[string]any{
+		"email": "not-an-email", "name": strings.Repeat("n", 65), "phone": "12345",
+		"tags": []string{strings.Repeat("t", 33)}, "address": strings.Repeat("a", 257),
+		"assignedUserEmailId": "nope", "leadScore": 5, "crmFields": map[string]any{"createdDate": "yesterday"},
+	})
+	e := r.Error(t)
+	if r.Status != 400 || e.Code != api.ErrorCodeInvalidRequest {
+		t.Fatalf("got %d %s", r.Status, r.Body)
+	}
+	got := map[string]string{}
+	for _, f := range *e.Data.Errors {
+		got[f.Field] = f.Reason
+	}
+	want := map[string]string{
+		"body.email": "format", "body.name": "maxLength", "body.phone": "pattern", "body.tags.0": "maxLength",
+		"body.address": "maxLength", "body.assignedUserEmailId": "format", "body.leadScore": "additionalProperties",
+		"body.crmFields.createdDate": "format",
+	}
+	for f, reason := range want {
+		if got[f] != reason {
+			t.Errorf("field %s: reason %q, want %q (all: %v)", f, got[f], reason, got)
+		}
+	}
+	var n int
+	_ = a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM contacts").Scan(&n)
+	if n != 0 {
+		t.Errorf("a rejected create stored %d contacts", n)
+	}
+}
+
+func TestCreateContactFieldBoundaries(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	local64 := strings.Repeat("l", 64)
+	domain := strings.Repeat("d", 63) + "." + strings.Repeat("e", 63) + "." + strings.Repeat("f", 57) + ".com" // 188
+	email254 := local64 + "@" + domain[:254-65]
+	if len(email254) != 254 {
+		t.Fatalf("len %d", len(email254))
+	}
+	tests := []struct {
+		name  string
+		body  map[string]any
+		field string // "" = accepted
+	}{
+		{"local part 64", map[string]any{"email": local64 + "@example.com"}, ""},
+		{"local part 65", map[string]any{"email": local64 + "l@example.com"}, "body.email"},
+		{"email 254", map[string]any{"email": email254}, ""},
+		{"email 255", map[string]any{"email": "x" + email254[1:] + "x"}, "body.email"},
+		{"email empty", map[string]any{"email": ""}, "body.email"},
+		{"email with display name", map[string]any{"email": "Bob <bob@example.com>"}, "body.email"},
+		{"name 64", map[string]any{"email": "n64@example.com", "name": strings.Repeat("n", 64)}, ""},
+		{"name 65", map[string]any{"email": "n65@example.com", "name": strings.Repeat("n", 65)}, "body.name"},
+		{"tag 32", map[string]any{"email": "t32@example.com", "tags": []string{strings.Repeat("t", 32)}}, ""},
+		{"tag 33", map[string]any{"email": "t33@example.com", "tags": []string{strings.Repeat("t", 33)}}, "body.tags.0"},
+		{"tag blank", map[string]any{"email": "tb@example.com", "tags": []string{"   "}}, "body.tags.0"},
+		{"101 tags", map[string]any{"email": "t101@example.com", "tags": manyTags(101)}, "body.tags"},
+		{"address 256", map[string]any{"email": "a256@example.com", "address": strings.Repeat("a", 256)}, ""},
+		{"assigned user invalid", map[string]any{"email": "au@example.com", "assignedUserEmailId": "x@"}, "body.assignedUserEmailId"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := a.Do("POST", "/public/v1/contact", key, tc.body)
+			if tc.field == "" {
+				if r.Status != 200 {
+					t.Errorf("got %d %s, want 200", r.Status, r.Body)
+				}
+				return
+			}
+			e := r.Error(t)
+			if r.Status != 400 || e.Code != api.ErrorCodeInvalidRequest || e.Data == nil || (*e.Data.Errors)[0].Field != tc.field {
+				t.Errorf("got %d %s, want 400 on %s", r.Status, r.Body, tc.field)
+			}
+		})
+	}
+}
+
+func TestPhonePattern(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	for i, tc := range []struct {
+		phone string
+		ok    bool
+	}{
+		{"5550102030", true}, {"555-010-2030", true}, {"555.010.2030", true}, {"(555) 010-2030", true},
+		{"+1 555 010 2030", true}, {"+44 (555) 010-2030", true}, {"+15550102030", true},
+		{"555-0102-030", false}, {"+123 555 010 2030", false}, {"555 010 203", false},
+		{"phone", false}, {"555_010_2030", false}, {"+1  555 010 2030", false},
+	} {
+		r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": fmt.Sprintf("p%d@example.com", i), "phone": tc.phone})
+		if (r.Status == 200) != tc.ok {
+			t.Errorf("phone %q: %d %s", tc.phone, r.Status, r.Body)
+		}
+	}
+}
+
+func manyTags(n int) []string {
+	tags := make([]string, n)
+	for i := range tags {
+		tags[i] = fmt.Sprintf("tag-%d", i)
+	}
+	return tags
+}
+
+func TestGetContact(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	c := createContact(t, a, key, map[string]any{"email": "Get.Me@example.com"}).Contact
+	other := createContact(t, a, key, map[string]any{"email": "other@example.com"}).Contact
+	tests := []struct {
+		name, query string
+		status      int
+		code        api.ErrorCode
+	}{
+		{"by id", "contactId=" + c.ContactId, 200, ""},
+		{"by email, any case", "emailId=GET.me%40EXAMPLE.com", 200, ""},
+		{"by both", "contactId=" + c.ContactId + "&emailId=get.me%40example.com", 200, ""},
+		{"both naming different contacts", "contactId=" + other.ContactId + "&emailId=get.me%40example.com", 404, api.ErrorCodeContactDoesNotExist},
+		{"neither", "", 400, api.ErrorCodeInvalidRequest},
+		{"unknown id", "contactId=01939d3c-0000-7000-8000-000000000000", 404, api.ErrorCodeContactDoesNotExist},
+		{"malformed id", "contactId=not-a-uuid", 404, api.ErrorCodeContactDoesNotExist},
+		{"unknown email", "emailId=nobody%40example.com", 404, api.ErrorCodeContactDoesNotExist},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := a.Do("GET", "/public/v1/contact?"+tc.query, key, nil)
+			if r.Status != tc.status {
+				t.Fatalf("got %d %s, want %d", r.Status, r.Body, tc.status)
+			}
+			if tc.status == 200 {
+				var got api.Contact
+				r.JSON(t, &got)
+				if got.ContactId != c.ContactId {
+					t.Errorf("got contact %s, want %s", got.ContactId, c.ContactId)
+				}
+			} else if e := r.Error(t); e.Code != tc.code {
+				t.Errorf("code %s, want %s", e.Code, tc.code)
+			}
+		})
+	}
+}

@@ -1,0 +1,87 @@
+package httpapi
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/apperr"
+)
+
+var statusOf = map[apperr.Kind]int{
+	apperr.KindInternal:     http.StatusInternalServerError,
+	apperr.KindInvalid:      http.StatusBadRequest,
+	apperr.KindNotFound:     http.StatusNotFound,
+	apperr.KindUnauthorized: http.StatusUnauthorized,
+	apperr.KindRateLimited:  http.StatusTooManyRequests,
+	apperr.KindTooLarge:     http.StatusRequestEntityTooLarge,
+	apperr.KindMediaType:    http.StatusUnsupportedMediaType,
+	apperr.KindMethod:       http.StatusMethodNotAllowed,
+	apperr.KindUnavailable:  http.StatusServiceUnavailable,
+}
+
+var (
+	errRouteNotFound    = apperr.New(apperr.KindNotFound, "NotFound", "no such endpoint")
+	errMethodNotAllowed = apperr.New(apperr.KindMethod, "MethodNotAllowed", "method not allowed on this endpoint")
+)
+
+// errorHandler is the one place where an error becomes an HTTP response: every failure,
+// from middleware, validation, binding or a handler, leaves through here.
+func (s *Server) errorHandler(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	e := s.classify(err)
+	status := statusOf[e.Kind]
+	if e.Kind == apperr.KindInternal {
+		s.log.ErrorContext(c.Request().Context(), "request failed",
+			slog.String("request_id", requestID(c)), slog.Any("error", err))
+		e = &apperr.Error{Kind: e.Kind, Code: e.Code, Message: "internal error; request id " + requestID(c)}
+	}
+	body := api.Error{Code: api.ErrorCode(e.Code), Message: e.Message}
+	if len(e.Fields) > 0 || e.ContactID != "" {
+		body.Data = &api.ErrorData{}
+		if len(e.Fields) > 0 {
+			fields := make([]api.FieldError, len(e.Fields))
+			for i, f := range e.Fields {
+				fields[i] = api.FieldError{Field: f.Field, Reason: f.Reason, Message: f.Message}
+			}
+			body.Data.Errors = &fields
+		}
+		if e.ContactID != "" {
+			body.Data.ContactId = &e.ContactID
+		}
+	}
+	if c.Request().Method == http.MethodHead {
+		err = c.NoContent(status)
+	} else {
+		err = c.JSON(status, body)
+	}
+	if err != nil {
+		s.log.WarnContext(c.Request().Context(), "write error response", slog.Any("error", err))
+	}
+}
+
+// classify turns any error into an apperr.Error, including Echo's own (routing, binding).
+func (s *Server) classify(err error) *apperr.Error {
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		switch he.Code {
+		case http.StatusNotFound:
+			return errRouteNotFound
+		case http.StatusMethodNotAllowed:
+			return errMethodNotAllowed
+		case http.StatusRequestEntityTooLarge:
+			return s.errTooLarge()
+		case http.StatusUnsupportedMediaType:
+			return errMediaType
+		case http.StatusBadRequest:
+			// a body the spec accepted but Go could not bind (should not happen)
+			return apperr.Invalid(apperr.Field("body", "type", "the body does not match the expected types"))
+		}
+	}
+	return apperr.As(err)
+}

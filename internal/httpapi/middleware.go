@@ -1,0 +1,146 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/labstack/echo/v4"
+
+	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/auth"
+)
+
+const headerRequestID = "X-Request-Id"
+
+var errMediaType = apperr.New(apperr.KindMediaType, "UnsupportedMediaType", "request body must be application/json")
+
+func (s *Server) errTooLarge() *apperr.Error {
+	return apperr.New(apperr.KindTooLarge, "PayloadTooLarge", fmt.Sprintf("request body is larger than %d bytes", s.cfg.MaxBodyBytes))
+}
+
+// requestIDMiddleware accepts a sane X-Request-Id from the client or makes one, and echoes it.
+func requestIDMiddleware(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id := c.Request().Header.Get(headerRequestID)
+		if !saneRequestID(id) {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		c.Set(headerRequestID, id)
+		c.Response().Header().Set(headerRequestID, id)
+		return next(c)
+	}
+}
+
+func saneRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, r := range id {
+		if r < 0x21 || r > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func requestID(c echo.Context) string { id, _ := c.Get(headerRequestID).(string); return id }
+
+// accessLog logs one line per request, without keys or bodies.
+func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err)
+		}
+		ctx := c.Request().Context()
+		attrs := []slog.Attr{
+			slog.String("request_id", requestID(c)), slog.String("method", c.Request().Method),
+			slog.String("path", c.Request().URL.Path), slog.Int("status", c.Response().Status),
+			slog.Duration("latency", time.Since(start)),
+		}
+		if op := operationID(ctx); op != "" {
+			attrs = append(attrs, slog.String("operation_id", op))
+		}
+		if p, ok := auth.FromContext(ctx); ok {
+			attrs = append(attrs, slog.String("account_id", p.AccountID.String()))
+		}
+		s.log.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
+		return nil
+	}
+}
+
+// apiRoute attaches the spec's route to requests of the public API; other paths skip the
+// API middleware chain.
+func (s *Server) apiRoute(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		route := s.routes.lookup(c)
+		if route == nil {
+			if strings.HasPrefix(c.Request().URL.Path, "/public/") && c.Path() != "" && c.Path() != "/*" {
+				return errMethodNotAllowed
+			}
+			return next(c)
+		}
+		ctx := context.WithValue(c.Request().Context(), routeKey{}, route)
+		ctx = context.WithValue(ctx, clientKey{}, client{ip: c.RealIP(), userAgent: c.Request().UserAgent()})
+		c.SetRequest(c.Request().WithContext(ctx))
+		return s.bodyLimit(s.contentType(s.authenticate(s.validate(next))))(c)
+	}
+}
+
+type clientKey struct{}
+
+// client is who sent the request, as proof of consent records it.
+type client struct{ ip, userAgent string }
+
+// bodyLimit refuses bodies over the limit before anything reads them.
+func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.ContentLength > s.cfg.MaxBodyBytes {
+			return s.errTooLarge()
+		}
+		r.Body = http.MaxBytesReader(c.Response(), r.Body, s.cfg.MaxBodyBytes)
+		return next(c)
+	}
+}
+
+// contentType refuses a body that is not JSON on operations that take one.
+func (s *Server) contentType(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		route, _ := r.Context().Value(routeKey{}).(*routers.Route)
+		hasBody := r.ContentLength > 0 || r.ContentLength < 0
+		if hasBody && route.Operation.RequestBody != nil && !isJSON(r.Header.Get("Content-Type")) {
+			return errMediaType
+		}
+		return next(c)
+	}
+}
+
+// authenticate resolves x-api-key to the calling account.
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		p, err := s.auth.Authenticate(c.Request().Context(), c.Request().Header.Get("x-api-key"))
+		if err != nil {
+			return err
+		}
+		c.SetRequest(c.Request().WithContext(auth.WithPrincipal(c.Request().Context(), p)))
+		return next(c)
+	}
+}
+
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+}

@@ -1,0 +1,157 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/labstack/echo/v4"
+
+	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/contact"
+)
+
+// FormatOptions registers the string formats kin-openapi does not check by itself; tests
+// validating responses use the same set.
+func FormatOptions() []openapi3.SchemaValidationOption {
+	return []openapi3.SchemaValidationOption{
+		openapi3.WithStringFormatValidator("email", openapi3.NewCallbackValidator(contact.ValidateEmail)),
+	}
+}
+
+// routeTable maps Echo's route key (method and path pattern) to the spec's operation, built
+// once at start so requests are not routed twice.
+type routeTable map[string]*routers.Route
+
+func newRouteTable(spec *openapi3.T) routeTable {
+	t := routeTable{}
+	for path, item := range spec.Paths.Map() {
+		for method, op := range item.Operations() {
+			t[method+" "+echoPath(path)] = &routers.Route{Spec: spec, Path: path, PathItem: item, Method: method, Operation: op}
+		}
+	}
+	return t
+}
+
+// echoPath turns /a/{id}/b into Echo's /a/:id/b.
+func echoPath(p string) string {
+	return strings.NewReplacer("{", ":", "}", "").Replace(p)
+}
+
+func (t routeTable) lookup(c echo.Context) *routers.Route { return t[c.Request().Method+" "+c.Path()] }
+
+type routeKey struct{}
+
+// operationID names the spec operation of the request, for logs and metrics; "" outside the API.
+func operationID(ctx context.Context) string {
+	if r, ok := ctx.Value(routeKey{}).(*routers.Route); ok {
+		return r.Operation.OperationID
+	}
+	return ""
+}
+
+// validate checks the request against its operation in the spec: parameters and body, with
+// every violation reported. Authentication is checked before, by the auth middleware.
+func (s *Server) validate(next echo.HandlerFunc) echo.HandlerFunc {
+	opts := &openapi3filter.Options{
+		MultiError:              true,
+		AuthenticationFunc:      openapi3filter.NoopAuthenticationFunc,
+		SchemaValidationOptions: FormatOptions(),
+	}
+	return func(c echo.Context) error {
+		route, _ := c.Request().Context().Value(routeKey{}).(*routers.Route)
+		params := make(map[string]string, len(c.ParamNames()))
+		for i, name := range c.ParamNames() {
+			params[name] = c.ParamValues()[i]
+		}
+		err := openapi3filter.ValidateRequest(c.Request().Context(), &openapi3filter.RequestValidationInput{
+			Request: c.Request(), PathParams: params, Route: route, Options: opts,
+		})
+		if err != nil {
+			return s.validationError(err)
+		}
+		return next(c)
+	}
+}
+
+func (s *Server) validationError(err error) error {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return s.errTooLarge()
+	}
+	var fields []apperr.FieldError
+	collectFields(err, "", &fields)
+	if len(fields) == 0 {
+		fields = append(fields, apperr.Field("request", "invalid", err.Error()))
+	}
+	return apperr.Invalid(fields...)
+}
+
+// collectFields flattens kin-openapi's error tree into one FieldError per violation. It
+// switches on the concrete type: errors.As would look through a RequestError into its
+// children and lose the "body"/"query.x" prefix the RequestError carries.
+func collectFields(err error, prefix string, out *[]apperr.FieldError) {
+	switch e := err.(type) {
+	case openapi3.MultiError:
+		for _, child := range e {
+			collectFields(child, prefix, out)
+		}
+	case *openapi3filter.RequestError:
+		field := "body"
+		if p := e.Parameter; p != nil {
+			field = p.In + "." + p.Name
+		}
+		switch e.Err.(type) {
+		case openapi3.MultiError, *openapi3.SchemaError:
+			collectFields(e.Err, field, out)
+		default:
+			*out = append(*out, apperr.Field(field, requestReason(e), requestMessage(e)))
+		}
+	case *openapi3.SchemaError:
+		*out = append(*out, schemaField(e, prefix))
+	default:
+		*out = append(*out, apperr.Field(prefix, "invalid", err.Error()))
+	}
+}
+
+var unsupportedProperty = regexp.MustCompile(`^property "(.*)" is unsupported$`)
+
+func schemaField(e *openapi3.SchemaError, prefix string) apperr.FieldError {
+	field := prefix
+	if ptr := e.JSONPointer(); len(ptr) > 0 {
+		field += "." + strings.Join(ptr, ".")
+	}
+	if m := unsupportedProperty.FindStringSubmatch(e.Reason); m != nil {
+		return apperr.Field(field+"."+m[1], "additionalProperties", "unknown or read-only field")
+	}
+	if e.SchemaField == "required" {
+		return apperr.Field(field, "required", "is required")
+	}
+	return apperr.Field(field, e.SchemaField, e.Reason)
+}
+
+func requestReason(e *openapi3filter.RequestError) string {
+	var parseErr *openapi3filter.ParseError
+	switch {
+	case errors.Is(e.Err, openapi3filter.ErrInvalidRequired):
+		return "required"
+	case errors.As(e.Err, &parseErr):
+		return "json"
+	}
+	return "invalid"
+}
+
+func requestMessage(e *openapi3filter.RequestError) string {
+	if errors.Is(e.Err, openapi3filter.ErrInvalidRequired) {
+		return "is required"
+	}
+	if e.Err != nil {
+		return e.Err.Error()
+	}
+	return e.Reason
+}

@@ -1,0 +1,43 @@
+package httpapi
+
+import (
+	"context"
+
+	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/apitime"
+	"github.com/contactd/contactd/internal/webhook"
+)
+
+// CreateWebhook implements POST /public/v1/webhooks.
+func (s *Server) CreateWebhook(ctx context.Context, req api.CreateWebhookRequestObject) (api.CreateWebhookResponseObject, error) {
+	sub, err := s.webhooks.Create(ctx, principal(ctx).AccountID, req.Body.Url, webhook.EventType(req.Body.EventType))
+	if err != nil {
+		return nil, err
+	}
+	return api.CreateWebhook200JSONResponse(subscriptionToAPI(sub)), nil
+}
+
+// ListWebhooks implements GET /public/v1/webhooks.
+func (s *Server) ListWebhooks(ctx context.Context, _ api.ListWebhooksRequestObject) (api.ListWebhooksResponseObject, error) {
+	subs, err := s.webhooks.List(ctx, principal(ctx).AccountID)
+	if err != nil {
+		return nil, err
+	}
+	out := api.WebhookList{Webhooks: make([]api.WebhookSubscription, len(subs))}
+	for i, sub := range subs {
+		out.Webhooks[i] = subscriptionToAPI(sub)
+	}
+	return api.ListWebhooks200JSONResponse(out), nil
+}
+
+func subscriptionToAPI(s webhook.Subscription) api.WebhookSubscription {
+	out := api.WebhookSubscription{
+		SubscriptionId: s.ID.String(), Url: s.URL, EventType: api.EventType(s.EventType),
+		Status: api.SubscriptionStatus(s.Status), CreatedAt: apitime.From(s.CreatedAt),
+		UpdatedAt: apitime.From(s.UpdatedAt),
+	}
+	if s.Secret != "" {
+		out.Secret = &s.Secret
+	}
+	return out
+}

@@ -1,0 +1,226 @@
+// Package pgembed runs a private PostgreSQL cluster from the machine's PostgreSQL binaries,
+// for `contactd serve` without DATABASE_URL and for the tests. PostgreSQL refuses to run as
+// root, so as root the cluster runs as the postgres user.
+package pgembed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Options configures a cluster.
+type Options struct {
+	// Dir holds the cluster: data/, run/ (the socket) and postgres.log.
+	Dir string
+	// Ephemeral trades durability for speed (fsync off): for tests.
+	Ephemeral bool
+	// Port to listen on (127.0.0.1); 0 picks a free one.
+	Port int
+}
+
+// Cluster is a running (or stopped) private PostgreSQL.
+type Cluster struct {
+	opt   Options
+	bin   string
+	runAs *user.User
+	Port  int
+	// attached is set when the cluster was already running (another contactd started it):
+	// we use it and leave it running.
+	attached bool
+}
+
+// Start initialises the cluster on first use and starts it.
+func Start(ctx context.Context, opt Options) (*Cluster, error) {
+	bin, err := findBinaries()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(opt.Dir)
+	if err != nil {
+		return nil, err
+	}
+	opt.Dir = dir
+	c := &Cluster{opt: opt, bin: bin, Port: opt.Port}
+	if os.Geteuid() == 0 {
+		if c.runAs, err = user.Lookup("postgres"); err != nil {
+			return nil, fmt.Errorf("running as root needs a postgres user to run PostgreSQL as: %w", err)
+		}
+	}
+	if err := c.prepare(ctx); err != nil {
+		return nil, err
+	}
+	if port, ok := c.running(); ok {
+		c.Port, c.attached = port, true
+		return c, nil
+	}
+	if err := c.Start(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// URL is a connection string for database name on this cluster.
+func (c *Cluster) URL(name string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.Port, name)
+}
+
+// Start starts a stopped cluster on its port.
+func (c *Cluster) Start(ctx context.Context) error {
+	if c.Port == 0 {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		c.Port = port
+	}
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300", c.Port, c.path("run"))
+	if c.opt.Ephemeral {
+		opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+	}
+	out, err := c.run(ctx, "pg_ctl", "-D", c.path("data"), "-l", c.path("postgres.log"), "-w", "-t", "60", "-o", opts, "start")
+	if err != nil {
+		return fmt.Errorf("start PostgreSQL: %w: %s (see %s)", err, out, c.path("postgres.log"))
+	}
+	return nil
+}
+
+// Stop stops the cluster, letting sessions end cleanly ("fast" shutdown). A cluster that
+// another process started is left running.
+func (c *Cluster) Stop() error {
+	if c.attached {
+		return nil
+	}
+	out, err := c.run(context.Background(), "pg_ctl", "-D", c.path("data"), "-m", "fast", "-w", "-t", "60", "stop")
+	if err != nil {
+		return fmt.Errorf("stop PostgreSQL: %w: %s", err, out)
+	}
+	return nil
+}
+
+// EnsureDatabase creates database name if it does not exist.
+func (c *Cluster) EnsureDatabase(ctx context.Context, name string) error {
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil || exists {
+		return err
+	}
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	return err
+}
+
+// running reports a live server on the data directory and its port, from postmaster.pid.
+func (c *Cluster) running() (int, bool) {
+	b, err := os.ReadFile(c.path("data", "postmaster.pid"))
+	if err != nil {
+		return 0, false
+	}
+	lines := strings.Split(string(b), "\n")
+	if len(lines) < 4 {
+		return 0, false
+	}
+	pid, err1 := strconv.Atoi(strings.TrimSpace(lines[0]))
+	port, err2 := strconv.Atoi(strings.TrimSpace(lines[3]))
+	if err1 != nil || err2 != nil || syscall.Kill(pid, 0) != nil {
+		return 0, false
+	}
+	return port, true
+}
+
+func (c *Cluster) prepare(ctx context.Context) error {
+	for _, d := range []string{c.opt.Dir, c.path("run")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+		if err := c.chown(d); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Stat(c.path("data", "PG_VERSION")); err == nil {
+		return nil
+	}
+	out, err := c.run(ctx, "initdb", "-D", c.path("data"), "-U", "postgres", "-A", "trust", "-E", "UTF8",
+		"--locale=C.UTF-8", "--no-sync", "--no-instructions")
+	if err != nil {
+		return fmt.Errorf("initdb: %w: %s", err, out)
+	}
+	return nil
+}
+
+func (c *Cluster) chown(path string) error {
+	if c.runAs == nil {
+		return nil
+	}
+	uid, _ := strconv.Atoi(c.runAs.Uid)
+	gid, _ := strconv.Atoi(c.runAs.Gid)
+	return os.Chown(path, uid, gid)
+}
+
+// run runs a PostgreSQL program, as the postgres user when we are root. The program gets
+// its own process group so a Ctrl-C at the terminal reaches contactd, which then stops
+// PostgreSQL in order, instead of killing the server under it.
+func (c *Cluster) run(ctx context.Context, prog string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(c.bin, prog), args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if c.runAs != nil {
+		uid, _ := strconv.Atoi(c.runAs.Uid)
+		gid, _ := strconv.Atoi(c.runAs.Gid)
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		cmd.Env = append(os.Environ(), "HOME="+c.runAs.HomeDir)
+	}
+	cmd.Dir = c.opt.Dir
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+func (c *Cluster) path(parts ...string) string {
+	return filepath.Join(append([]string{c.opt.Dir}, parts...)...)
+}
+
+// findBinaries finds initdb and pg_ctl: $CONTACTD_PG_BIN, else the newest
+// /usr/lib/postgresql/*/bin, else the PATH.
+func findBinaries() (string, error) {
+	if dir := os.Getenv("CONTACTD_PG_BIN"); dir != "" {
+		return dir, nil
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+			return d, nil
+		}
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(p), nil
+	}
+	return "", errors.New("no PostgreSQL server binaries found (install the postgresql package, or set DATABASE_URL or CONTACTD_PG_BIN)")
+}
+
+func version(binDir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return v
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,119 @@
+// Package store owns the PostgreSQL pool: it runs the generated queries, in transactions when
+// asked, and translates driver errors into apperr once, so no other package sees pgx errors.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/apperr"
+)
+
+// Store is the database of contactd.
+type Store struct {
+	Pool *pgxpool.Pool
+	q    *db.Queries
+}
+
+// Tx is one transaction: the generated queries bound to it, and the raw transaction for
+// libraries (the job queue) that must write in it too.
+type Tx struct {
+	*db.Queries
+	Raw pgx.Tx
+}
+
+// Options tunes the pool.
+type Options struct {
+	MaxConns         int32
+	StatementTimeout time.Duration
+}
+
+// Open connects to url and checks the connection.
+func Open(ctx context.Context, url string, opt Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if opt.MaxConns > 0 {
+		cfg.MaxConns = opt.MaxConns
+	}
+	if opt.StatementTimeout > 0 {
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(opt.StatementTimeout.Milliseconds())
+	}
+	cfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return New(pool), nil
+}
+
+// New wraps an existing pool.
+func New(pool *pgxpool.Pool) *Store { return &Store{Pool: pool, q: db.New(pool)} }
+
+// Close closes the pool.
+func (s *Store) Close() { s.Pool.Close() }
+
+// Read runs fn outside a transaction, for single reads.
+func (s *Store) Read(ctx context.Context, fn func(q *db.Queries) error) error {
+	return Translate(fn(s.q))
+}
+
+// InTx runs fn in a transaction: committed when fn returns nil, rolled back otherwise.
+func (s *Store) InTx(ctx context.Context, fn func(tx Tx) error) error {
+	err := pgx.BeginFunc(ctx, s.Pool, func(raw pgx.Tx) error {
+		return fn(Tx{Queries: db.New(raw), Raw: raw})
+	})
+	return Translate(err)
+}
+
+// Translate maps driver errors to apperr; errors that already are apperr pass unchanged.
+func Translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ae *apperr.Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return apperr.ErrNoRows
+	}
+	if isUnavailable(err) {
+		return &apperr.Error{Kind: apperr.KindUnavailable, Code: apperr.ErrUnavailable.Code,
+			Message: apperr.ErrUnavailable.Message, Cause: err}
+	}
+	return &apperr.Error{Kind: apperr.KindInternal, Code: apperr.ErrInternal.Code,
+		Message: apperr.ErrInternal.Message, Cause: err}
+}
+
+// isUnavailable reports errors that mean the database cannot answer now (it is down,
+// restarting, or the statement ran out of time), as opposed to a bug.
+func isUnavailable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code[:2] {
+		case "08", "53", "57": // connection, resources, operator intervention (incl. 57014 timeout)
+			return true
+		}
+		return false
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) || pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var connErr *pgconn.ConnectError
+	return errors.As(err, &connErr) || pgconn.SafeToRetry(err)
+}

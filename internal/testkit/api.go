@@ -1,0 +1,207 @@
+package testkit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/app"
+	"github.com/contactd/contactd/internal/config"
+	"github.com/contactd/contactd/internal/httpapi"
+	"github.com/contactd/contactd/internal/store"
+)
+
+// API is contactd's real HTTP stack on a loopback port over a fresh database.
+type API struct {
+	t     testing.TB
+	URL   string
+	Store *store.Store
+	Svc   *app.Services
+	Cfg   config.Config
+}
+
+// Option adjusts the configuration of a test API.
+type Option func(*config.Config)
+
+// NewAPI starts the API for one test.
+func NewAPI(t testing.TB, opts ...Option) *API {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Addr = "127.0.0.1:0"
+	cfg.PublicURL = "http://contactd.test"
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	st := NewStore(t)
+	svc := app.NewServices(cfg, st)
+	h, err := app.Handler(cfg, st, svc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &API{t: t, URL: srv.URL, Store: st, Svc: svc, Cfg: cfg}
+}
+
+// Account creates an account and a key for it, returning the account id and the key.
+func (a *API) Account(name string) (uuid.UUID, string) {
+	a.t.Helper()
+	ctx := context.Background()
+	id, err := a.Svc.Auth.CreateAccount(ctx, name)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	key, err := a.Svc.Auth.CreateKey(ctx, id, name+"-key")
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return id, key
+}
+
+// Response is a response whose body has been read and checked against the spec.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into v, failing the test when it does not decode.
+func (r *Response) JSON(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.Body, err)
+	}
+}
+
+// Error decodes an error body.
+func (r *Response) Error(t testing.TB) api.Error {
+	t.Helper()
+	var e api.Error
+	r.JSON(t, &e)
+	return e
+}
+
+// Do sends a request with key as x-api-key (none when empty) and body as JSON (a string or
+// []byte is sent verbatim), and validates the response against openapi.yaml.
+func (a *API) Do(method, path, key string, body any, headers ...string) *Response {
+	a.t.Helper()
+	var raw []byte
+	switch b := body.(type) {
+	case nil:
+	case string:
+		raw = []byte(b)
+	case []byte:
+		raw = b
+	default:
+		var err error
+		if raw, err = json.Marshal(b); err != nil {
+			a.t.Fatal(err)
+		}
+	}
+	req, err := http.NewRequest(method, a.URL+path, bytes.NewReader(raw))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("x-api-key", key)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	r := &Response{Status: resp.StatusCode, Header: resp.Header, Body: out}
+	ValidateResponse(a.t, req, r)
+	return r
+}
+
+var (
+	specOnce   sync.Once
+	spec       *openapi3.T
+	specRouter routers.Router
+)
+
+func loadSpec(t testing.TB) {
+	specOnce.Do(func() {
+		s, err := api.GetSwagger()
+		if err != nil {
+			panic(err)
+		}
+		s.Servers = nil
+		r, err := gorillamux.NewRouter(s)
+		if err != nil {
+			panic(err)
+		}
+		spec, specRouter = s, r
+	})
+}
+
+// ValidateResponse fails the test when the response is not one the spec documents for the
+// request: an undocumented status, a body off-schema, or a wrong content type. Responses to
+// paths outside the spec must still be the documented Error body.
+func ValidateResponse(t testing.TB, req *http.Request, r *Response) {
+	t.Helper()
+	loadSpec(t)
+	if r.Header.Get("X-Request-Id") == "" {
+		t.Errorf("%s %s: no X-Request-Id header", req.Method, req.URL.Path)
+	}
+	route, params, err := specRouter.FindRoute(req)
+	if err != nil {
+		if strings.HasPrefix(req.URL.Path, "/public/") {
+			checkErrorBody(t, req, r)
+		}
+		return
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
+		Status: r.Status, Header: r.Header, Body: io.NopCloser(bytes.NewReader(r.Body)),
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true,
+			SchemaValidationOptions: httpapi.FormatOptions()},
+	}
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		t.Errorf("%s %s -> %d does not match openapi.yaml: %v\nbody: %s", req.Method, req.URL.Path, r.Status, err, r.Body)
+	}
+}
+
+func checkErrorBody(t testing.TB, req *http.Request, r *Response) {
+	t.Helper()
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("%s %s -> %d: content type %q, want application/json", req.Method, req.URL.Path, r.Status, ct)
+	}
+	var v any
+	if err := json.Unmarshal(r.Body, &v); err != nil {
+		t.Errorf("%s %s -> %d: body is not JSON: %s", req.Method, req.URL.Path, r.Status, r.Body)
+		return
+	}
+	if err := spec.Components.Schemas["Error"].Value.VisitJSON(v); err != nil {
+		t.Errorf("%s %s -> %d: body is not an Error: %v", req.Method, req.URL.Path, r.Status, err)
+	}
+}

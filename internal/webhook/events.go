@@ -1,0 +1,146 @@
+// Package webhook owns subscriptions and events: it validates and stores subscriptions, and
+// writes each event with its deliveries inside the transaction of the change that caused it
+// (a transactional outbox), so a committed change always produces its events and a
+// rolled-back one never does.
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/apitime"
+	"github.com/contactd/contactd/internal/store"
+)
+
+// EventType is the kind of an event; a subscription receives one kind.
+type EventType string
+
+// The event types of the API.
+const (
+	FormSubmission        EventType = "FormSubmission"
+	ContactEnriched       EventType = "ContactEnriched"
+	DashboardClick        EventType = "DashboardClick"
+	EmailClick            EventType = "EmailClick"
+	PostcardScan          EventType = "PostcardScan"
+	ContactUnsubscribed   EventType = "ContactUnsubscribed"
+	ContactDetailsUpdated EventType = "ContactDetailsUpdated"
+	TagsAdded             EventType = "TagsAdded"
+	TagsRemoved           EventType = "TagsRemoved"
+)
+
+// infoKeys names the member of an event's data that carries the type's details.
+var infoKeys = map[EventType]string{
+	FormSubmission:        "formSubmissionInfo",
+	ContactEnriched:       "contactEnrichedInfo",
+	DashboardClick:        "dashboardClickInfo",
+	EmailClick:            "emailClickInfo",
+	PostcardScan:          "postcardScanInfo",
+	ContactUnsubscribed:   "contactUnsubscribedInfo",
+	ContactDetailsUpdated: "contactDetailsUpdatedInfo",
+	TagsAdded:             "tagsAddedInfo",
+	TagsRemoved:           "tagsRemovedInfo",
+}
+
+// ContactInfo identifies the contact an event is about; absent ids are "" on the wire.
+type ContactInfo struct {
+	ContactID           string `json:"contactId"`
+	PropertyID          string `json:"propertyId"`
+	EmailID             string `json:"emailId"`
+	AssignedUserEmailID string `json:"assignedUserEmailId"`
+}
+
+// TagsAddedInfo is the detail of a TagsAdded event.
+type TagsAddedInfo struct {
+	TagsAdded []string `json:"tagsAdded"`
+}
+
+// TagsRemovedInfo is the detail of a TagsRemoved event.
+type TagsRemovedInfo struct {
+	TagsRemoved []string `json:"tagsRemoved"`
+}
+
+// Event is something that happened to a contact. Info is the type's detail member.
+type Event struct {
+	Type      EventType
+	ContactID uuid.UUID
+	Contact   ContactInfo
+	Info      any
+	At        time.Time
+}
+
+// Envelope is one event as receivers get it, inside {"events": [...]}.
+type Envelope struct {
+	EventID   string          `json:"eventId"`
+	EventType EventType       `json:"eventType"`
+	EventDate apitime.Time    `json:"eventDate"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// Enqueuer schedules the delivery of a stored event to one subscription, in the same
+// transaction. The delivery package provides it; nil means deliveries are only recorded.
+type Enqueuer interface {
+	EnqueueDelivery(ctx context.Context, tx store.Tx, d Delivery) error
+}
+
+// Delivery names one (event, subscription) pair to deliver.
+type Delivery struct {
+	AccountID      uuid.UUID
+	DeliveryID     uuid.UUID
+	SubscriptionID uuid.UUID
+	EventID        uuid.UUID
+}
+
+// Emitter writes events and their deliveries in the caller's transaction.
+type Emitter struct {
+	enqueuer Enqueuer
+}
+
+// NewEmitter returns an Emitter that schedules deliveries with enq.
+func NewEmitter(enq Enqueuer) *Emitter { return &Emitter{enqueuer: enq} }
+
+// Emit records ev for every live subscription to its type. Events nobody subscribes to are
+// not stored: there is nobody to deliver them to.
+func (e *Emitter) Emit(ctx context.Context, tx store.Tx, accountID uuid.UUID, ev Event) error {
+	subs, err := tx.SubscriptionsForEvent(ctx, db.SubscriptionsForEventParams{AccountID: accountID, EventType: string(ev.Type)})
+	if err != nil || len(subs) == 0 {
+		return err
+	}
+	eventID := uuid.Must(uuid.NewV7())
+	payload, err := envelope(eventID, ev)
+	if err != nil {
+		return err
+	}
+	var contactID *uuid.UUID
+	if ev.ContactID != uuid.Nil {
+		contactID = &ev.ContactID
+	}
+	if err := tx.EventInsert(ctx, db.EventInsertParams{AccountID: accountID, EventID: eventID,
+		EventType: string(ev.Type), ContactID: contactID, Payload: payload, OccurredAt: ev.At}); err != nil {
+		return err
+	}
+	for _, sub := range subs {
+		d := Delivery{AccountID: accountID, DeliveryID: uuid.Must(uuid.NewV7()), SubscriptionID: sub, EventID: eventID}
+		if err := tx.DeliveryInsert(ctx, db.DeliveryInsertParams{AccountID: accountID, DeliveryID: d.DeliveryID,
+			SubscriptionID: sub, EventID: eventID, NextAttemptAt: &ev.At}); err != nil {
+			return err
+		}
+		if e.enqueuer != nil {
+			if err := e.enqueuer.EnqueueDelivery(ctx, tx, d); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func envelope(id uuid.UUID, ev Event) ([]byte, error) {
+	data, err := json.Marshal(map[string]any{"contactInfo": ev.Contact, infoKeys[ev.Type]: ev.Info})
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(Envelope{EventID: id.String(), EventType: ev.Type, EventDate: apitime.From(ev.At), Data: data})
+}

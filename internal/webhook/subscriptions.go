@@ -1,0 +1,115 @@
+package webhook
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/secret"
+	"github.com/contactd/contactd/internal/store"
+)
+
+// MaxLivePerType is how many subscriptions that are not Removed an account may have for
+// one event type.
+const MaxLivePerType = 3
+
+// Subscription is a webhook subscription. Secret is set only right after creation.
+type Subscription struct {
+	ID        uuid.UUID
+	URL       string
+	EventType EventType
+	Status    string
+	Secret    string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Service manages subscriptions.
+type Service struct {
+	store     *store.Store
+	now       func() time.Time
+	allowHTTP bool
+}
+
+// NewService returns a Service; allowHTTP admits plain http:// URLs (local development).
+func NewService(st *store.Store, now func() time.Time, allowHTTP bool) *Service {
+	return &Service{store: st, now: now, allowHTTP: allowHTTP}
+}
+
+// Create validates and stores a subscription, returning it with its signing secret.
+func (s *Service) Create(ctx context.Context, accountID uuid.UUID, rawURL string, typ EventType) (Subscription, error) {
+	if err := s.checkURL(rawURL); err != nil {
+		return Subscription{}, err
+	}
+	var row db.WebhookSubscription
+	err := s.store.InTx(ctx, func(tx store.Tx) error {
+		// The account row lock makes count-then-insert safe against racing creates.
+		if err := tx.AccountLock(ctx, accountID); err != nil {
+			return err
+		}
+		n, err := tx.SubscriptionCountLive(ctx, db.SubscriptionCountLiveParams{AccountID: accountID, EventType: string(typ)})
+		if err != nil {
+			return err
+		}
+		if n >= MaxLivePerType {
+			return apperr.Invalid(apperr.Field("body.eventType", "limit",
+				"an account can have at most 3 subscriptions per event type that are not Removed"))
+		}
+		row, err = tx.SubscriptionInsert(ctx, db.SubscriptionInsertParams{
+			AccountID: accountID, SubscriptionID: uuid.Must(uuid.NewV7()), Url: rawURL,
+			EventType: string(typ), Secret: "whsec_" + secret.Base64(32), CreatedAt: s.now(),
+		})
+		return err
+	})
+	if err != nil {
+		return Subscription{}, err
+	}
+	sub := fromRow(row)
+	sub.Secret = row.Secret
+	return sub, nil
+}
+
+// List returns the account's subscriptions, newest first, without secrets.
+func (s *Service) List(ctx context.Context, accountID uuid.UUID) ([]Subscription, error) {
+	var rows []db.WebhookSubscription
+	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+		rows, err = q.SubscriptionList(ctx, accountID)
+		return err
+	})
+	subs := make([]Subscription, len(rows))
+	for i, r := range rows {
+		subs[i] = fromRow(r)
+	}
+	return subs, err
+}
+
+func (s *Service) checkURL(raw string) error {
+	invalid := func(msg string) error { return apperr.Invalid(apperr.Field("body.url", "format", msg)) }
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Host == "" || u.Hostname() == "" {
+		return invalid("must be an absolute URL")
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+	case "http":
+		if !s.allowHTTP {
+			return invalid("must use https://")
+		}
+	default:
+		return invalid("must use https://")
+	}
+	if u.User != nil {
+		return invalid("must not contain credentials")
+	}
+	return nil
+}
+
+func fromRow(r db.WebhookSubscription) Subscription {
+	return Subscription{ID: r.SubscriptionID, URL: r.Url, EventType: EventType(r.EventType),
+		Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs Debian's PostgreSQL server when no server binaries are on the machine, so that
+# `make run` and `make test` work on a fresh Debian box. Nothing to do with DATABASE_URL set.
+set -euo pipefail
+if [ -n "${DATABASE_URL:-}" ] || [ -n "${CONTACTD_PG_BIN:-}" ]; then exit 0; fi
+if compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null && id postgres >/dev/null 2>&1; then exit 0; fi
+echo "PostgreSQL server binaries not found: installing Debian's postgresql package" >&2
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends postgresql >/dev/null

@@ -1,0 +1,8 @@
+-- name: EventInsert :exec
+INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
+VALUES ($1, $2, $3, $4, $5, $6);
+
+-- name: DeliveryInsert :exec
+INSERT INTO webhook_deliveries (
+    account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at
+) VALUES ($1, $2, $3, $4, $5, $5, $5);

@@ -1,0 +1,26 @@
+-- name: KeyInsert :one
+INSERT INTO api_keys (account_id, key_id, name, prefix, key_hash, created_at)
+VALUES ($1, $2, $3, $4, $5, $6)
+RETURNING *;
+
+-- name: KeyAuthenticate :one
+SELECT k.account_id, k.key_id, k.name, k.prefix
+FROM api_keys k
+WHERE k.key_hash = $1 AND k.revoked_at IS NULL;
+
+-- name: KeyListByAccount :many
+SELECT k.* FROM api_keys k
+JOIN accounts a USING (account_id)
+WHERE a.name = $1
+ORDER BY k.created_at, k.key_id;
+
+-- name: KeyRevokeByPrefix :many
+UPDATE api_keys SET revoked_at = $2
+WHERE prefix = $1 AND revoked_at IS NULL
+RETURNING *;
+
+-- name: KeyTouch :exec
+-- Records use at most once a minute per key, so the hot path rarely writes.
+UPDATE api_keys SET last_used_at = $3
+WHERE account_id = $1 AND key_id = $2
+  AND (last_used_at IS NULL OR last_used_at < $3 - interval '1 minute');
