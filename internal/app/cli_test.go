@@ -1,0 +1,133 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contactd/contactd/internal/app"
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+func TestMain(m *testing.M) { testkit.Main(m) }
+
+func contactd(t *testing.T, ctx context.Context, dbURL string, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	args = append(args[:1:1], append([]string{}, args[1:]...)...)
+	full := append(args, "--database-url", dbURL)
+	if args[0] == "accounts" || args[0] == "keys" {
+		// flags must follow the subcommand's own words
+		full = append([]string{args[0], args[1], "--database-url", dbURL}, args[2:]...)
+	}
+	code := app.Main(ctx, full, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestCommandLine(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testkit.NewDatabase(t)
+	if code, _, errOut := contactd(t, ctx, db, "migrate"); code != 0 {
+		t.Fatalf("migrate: %d %s", code, errOut)
+	}
+	if code, _, errOut := contactd(t, ctx, db, "accounts", "create", "--name", "acme"); code != 0 {
+		t.Fatalf("accounts create: %d %s", code, errOut)
+	}
+	if code, _, _ := contactd(t, ctx, db, "accounts", "create", "--name", "acme"); code != 1 {
+		t.Errorf("duplicate account name: exit %d, want 1", code)
+	}
+	code, out, errOut := contactd(t, ctx, db, "keys", "create", "--account", "acme")
+	if code != 0 || !regexp.MustCompile(`^ck_[0-9A-Za-z]{43}\n$`).MatchString(out) {
+		t.Fatalf("keys create: %d %q %s", code, out, errOut)
+	}
+	key := strings.TrimSpace(out)
+	prefix := key[:11]
+	if code, out, _ := contactd(t, ctx, db, "keys", "list", "--account", "acme"); code != 0 || !strings.Contains(out, prefix) || strings.Contains(out, key) {
+		t.Errorf("keys list: %d %q", code, out)
+	}
+	if code, _, _ := contactd(t, ctx, db, "keys", "create", "--account", "nobody"); code != 1 {
+		t.Errorf("keys create for an unknown account: exit %d, want 1", code)
+	}
+
+	addr := freeAddr(t)
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan int, 1)
+	go func() { c, _, _ := contactd(t, sctx, db, "serve", "--addr", addr); done <- c }()
+	base := "http://" + addr
+	waitHealthy(t, base)
+	post := func() int {
+		req, _ := http.NewRequest("POST", base+"/public/v1/contact", strings.NewReader(`{"email":"cli@example.com"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("x-api-key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := post(); s != 200 {
+		t.Errorf("create through serve: %d", s)
+	}
+	if code, _, errOut := contactd(t, ctx, db, "keys", "revoke", prefix); code != 0 {
+		t.Errorf("keys revoke: %d %s", code, errOut)
+	}
+	if s := post(); s != 401 {
+		t.Errorf("after revoke: %d, want 401 at once", s)
+	}
+	if code, out, _ := contactd(t, ctx, db, "keys", "list", "--account", "acme"); code != 0 || !regexp.MustCompile(prefix+`.*\d{4}-\d\d-\d\dT[^ ]+Z\s*$`).MatchString(strings.TrimSpace(out)) {
+		t.Errorf("keys list after revoke: %q", out)
+	}
+	stop()
+	select {
+	case c := <-done:
+		if c != 0 {
+			t.Errorf("serve exited %d after a graceful stop", c)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
+
+func TestBadConfigurationIsExplained(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	code := app.Main(context.Background(), []string{"serve", "--addr", "nope", "--webhook-allowed-networks", "10.0.0.0/99"}, &out, &errOut)
+	if code != 2 || !strings.Contains(errOut.String(), "CONTACTD_ADDR") || !strings.Contains(errOut.String(), "CONTACTD_WEBHOOK_ALLOWED_NETWORKS") {
+		t.Errorf("exit %d: %s", code, errOut.String())
+	}
+	if code := app.Main(context.Background(), []string{"frobnicate"}, &out, &errOut); code != 2 {
+		t.Errorf("unknown command: exit %d", code)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func waitHealthy(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(base + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal(fmt.Sprintf("%s never became ready", base))
+}

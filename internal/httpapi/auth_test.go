@@ -1,0 +1,155 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+// every operation of the spec, with a body it would accept.
+var operations = []struct {
+	method, path string
+	body         any
+}{
+	{"POST", "/public/v1/contact", map[string]any{"email": "x@example.com"}},
+	{"GET", "/public/v1/contact?emailId=x%40example.com", nil},
+	{"PUT", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000/tags", map[string]any{"tags": []string{"a"}}},
+	{"POST", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000/tags", map[string]any{"tags": []string{"a"}}},
+	{"POST", "/public/v1/webhooks", map[string]any{"url": "https://h.example.com", "eventType": "TagsAdded"}},
+	{"GET", "/public/v1/webhooks", nil},
+}
+
+func TestUnauthorized(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	revoked := func() string {
+		id, _ := a.Account("gone")
+		k, err := a.Svc.Auth.CreateKey(context.Background(), id, "old")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Svc.Auth.RevokeKey(context.Background(), k[:11]); err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}()
+	keys := map[string]string{
+		"missing":   "",
+		"malformed": "hello",
+		"unknown":   "ck_" + strings.Repeat("A", 43),
+		"mangled":   key[:len(key)-1] + "!",
+		"revoked":   revoked,
+	}
+	for _, op := range operations {
+		for name, k := range keys {
+			// an invalid body must not win over the missing key.
+			r := a.Do(op.method, op.path, k, op.body)
+			if e := r.Error(t); r.Status != http.StatusUnauthorized || e.Code != api.ErrorCodeUnauthorized {
+				t.Errorf("%s %s with %s key: %d %s", op.method, op.path, name, r.Status, r.Body)
+			}
+		}
+	}
+	if r := a.Do("POST", "/public/v1/contact", "", `{"bad json`); r.Status != 401 {
+		t.Errorf("no key and bad body: %d, want 401", r.Status)
+	}
+	var hashes int
+	_ = a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM api_keys WHERE position($1::bytea in key_hash) > 0 OR prefix = $2", []byte(key), key).Scan(&hashes)
+	if hashes != 0 {
+		t.Errorf("the key is stored in clear")
+	}
+}
+
+func TestTransportErrors(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	big := `{"email":"big@example.com","name":"` + strings.Repeat("x", 70_000) + `"}`
+	tests := []struct {
+		name, method, path string
+		body               any
+		headers            []string
+		status             int
+		code               api.ErrorCode
+	}{
+		{"too large", "POST", "/public/v1/contact", big, nil, 413, api.ErrorCodePayloadTooLarge},
+		{"text/plain", "POST", "/public/v1/contact", `{"email":"a@example.com"}`, []string{"Content-Type", "text/plain"}, 415, api.ErrorCodeUnsupportedMediaType},
+		{"form", "PUT", "/public/v1/contact/x/tags", `tags=a`, []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, api.ErrorCodeUnsupportedMediaType},
+		{"malformed JSON", "POST", "/public/v1/contact", `{"email":`, nil, 400, api.ErrorCodeInvalidRequest},
+		{"JSON array", "POST", "/public/v1/contact", `[1]`, nil, 400, api.ErrorCodeInvalidRequest},
+		{"empty body", "POST", "/public/v1/webhooks", ``, nil, 400, api.ErrorCodeInvalidRequest},
+		{"unknown endpoint", "GET", "/public/v1/nope", nil, nil, 404, api.ErrorCodeNotFound},
+		{"wrong method", "DELETE", "/public/v1/contact", nil, nil, 405, api.ErrorCodeMethodNotAllowed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := a.Do(tc.method, tc.path, key, tc.body, tc.headers...)
+			if e := r.Error(t); r.Status != tc.status || e.Code != tc.code {
+				t.Errorf("got %d %s, want %d %s", r.Status, r.Body, tc.status, tc.code)
+			}
+		})
+	}
+	var n int
+	_ = a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM contacts").Scan(&n)
+	if n != 0 {
+		t.Errorf("refused requests stored %d contacts", n)
+	}
+}
+
+func TestRequestID(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	r := a.Do("GET", "/public/v1/webhooks", "", nil, "X-Request-Id", "abc-123")
+	if got := r.Header.Get("X-Request-Id"); got != "abc-123" {
+		t.Errorf("X-Request-Id = %q, want the client's echoed", got)
+	}
+	r = a.Do("GET", "/public/v1/webhooks", "", nil, "X-Request-Id", "bad id with spaces")
+	if got := r.Header.Get("X-Request-Id"); got == "" || strings.Contains(got, " ") {
+		t.Errorf("X-Request-Id = %q, want a generated one", got)
+	}
+}
+
+// Account B using account A's ids gets exactly what an unknown id gets, and A's data is
+// unchanged.
+func TestCrossAccountIsolation(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, keyA := a.Account("a")
+	_, keyB := a.Account("b")
+	c := createContact(t, a, keyA, map[string]any{"email": "mine@example.com", "tags": []string{"secret"}}).Contact
+	subscribe(t, a, keyA, "https://hooks.example.com/a", "TagsAdded")
+	unknown := "01939d3c-0000-7000-8000-000000000000"
+	probes := []struct{ method, path, unknownPath string }{
+		{"GET", "/public/v1/contact?contactId=" + c.ContactId, "/public/v1/contact?contactId=" + unknown},
+		{"GET", "/public/v1/contact?emailId=mine%40example.com", "/public/v1/contact?emailId=nobody%40example.com"},
+		{"PUT", "/public/v1/contact/" + c.ContactId + "/tags", "/public/v1/contact/" + unknown + "/tags"},
+		{"POST", "/public/v1/contact/" + c.ContactId + "/tags", "/public/v1/contact/" + unknown + "/tags"},
+	}
+	for _, p := range probes {
+		var body any
+		if p.method != "GET" {
+			body = map[string]any{"tags": []string{"pwned"}}
+		}
+		rb := a.Do(p.method, p.path, keyB, body)
+		ru := a.Do(p.method, p.unknownPath, keyB, body)
+		if rb.Status != 404 || rb.Status != ru.Status || string(rb.Body) != string(ru.Body) {
+			t.Errorf("%s %s as B: %d %s; unknown id: %d %s", p.method, p.path, rb.Status, rb.Body, ru.Status, ru.Body)
+		}
+	}
+	var list api.WebhookList
+	a.Do("GET", "/public/v1/webhooks", keyB, nil).JSON(t, &list)
+	if len(list.Webhooks) != 0 {
+		t.Errorf("B sees A's subscriptions: %+v", list.Webhooks)
+	}
+	// B may create a contact with A's email: accounts are separate namespaces.
+	createContact(t, a, keyB, map[string]any{"email": "mine@example.com"})
+	var got api.Contact
+	a.Do("GET", "/public/v1/contact?contactId="+c.ContactId, keyA, nil).JSON(t, &got)
+	if strings.Join(got.Tags, ",") != "secret" || got.Email != "mine@example.com" {
+		t.Errorf("A's contact changed: %+v", got)
+	}
+}
