@@ -22,21 +22,42 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
 
+// Defines values for DeliveryStatus.
+const (
+	DeliveryStatusFailed    DeliveryStatus = "Failed"
+	DeliveryStatusPending   DeliveryStatus = "Pending"
+	DeliveryStatusSucceeded DeliveryStatus = "Succeeded"
+)
+
+// Valid indicates whether the value is a known member of the DeliveryStatus enum.
+func (e DeliveryStatus) Valid() bool {
+	switch e {
+	case DeliveryStatusFailed:
+		return true
+	case DeliveryStatusPending:
+		return true
+	case DeliveryStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EmailStatus.
 const (
-	Invalid EmailStatus = "Invalid"
-	Pending EmailStatus = "Pending"
-	Valid   EmailStatus = "Valid"
+	EmailStatusInvalid EmailStatus = "Invalid"
+	EmailStatusPending EmailStatus = "Pending"
+	EmailStatusValid   EmailStatus = "Valid"
 )
 
 // Valid indicates whether the value is a known member of the EmailStatus enum.
 func (e EmailStatus) Valid() bool {
 	switch e {
-	case Invalid:
+	case EmailStatusInvalid:
 		return true
-	case Pending:
+	case EmailStatusPending:
 		return true
-	case Valid:
+	case EmailStatusValid:
 		return true
 	default:
 		return false
@@ -373,6 +394,75 @@ type CrmFields struct {
 	Url *string `json:"url,omitempty"`
 }
 
+// Delivery One event's delivery to one subscription.
+type Delivery struct {
+	// Attempts Attempts made so far.
+	Attempts int `json:"attempts"`
+
+	// DeliveryId The delivery's identifier.
+	DeliveryId string `json:"deliveryId"`
+
+	// EventId The event's identifier, also the `webhook-id` header.
+	EventId string `json:"eventId"`
+
+	// EventType The kind of event a subscription receives.
+	EventType EventType `json:"eventType"`
+
+	// NextAttemptAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	NextAttemptAt *Timestamp `json:"nextAttemptAt,omitempty"`
+
+	// Status `Pending` while attempts remain, then `Succeeded` or `Failed`.
+	Status DeliveryStatus `json:"status"`
+}
+
+// DeliveryStatus `Pending` while attempts remain, then `Succeeded` or `Failed`.
+type DeliveryStatus string
+
+// DeliveryAttempt One attempt to deliver an event.
+type DeliveryAttempt struct {
+	// Attempt 1 for the first attempt.
+	Attempt int `json:"attempt"`
+
+	// AttemptedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	AttemptedAt Timestamp `json:"attemptedAt"`
+
+	// DeliveryId The delivery this attempt belongs to (for redelivery).
+	DeliveryId string `json:"deliveryId"`
+
+	// Error Why the attempt failed; absent on success.
+	Error *string `json:"error,omitempty"`
+
+	// EventId The event's identifier.
+	EventId string `json:"eventId"`
+
+	// EventType The kind of event a subscription receives.
+	EventType EventType `json:"eventType"`
+
+	// LatencyMs Time to the response or the failure, in milliseconds.
+	LatencyMs int `json:"latencyMs"`
+
+	// NextAttemptAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	NextAttemptAt *Timestamp `json:"nextAttemptAt,omitempty"`
+
+	// ResponseStatus The receiver's HTTP status; absent when no response came.
+	ResponseStatus *int `json:"responseStatus,omitempty"`
+}
+
+// DeliveryAttemptList defines model for DeliveryAttemptList.
+type DeliveryAttemptList struct {
+	// Attempts Attempts, newest first.
+	Attempts []DeliveryAttempt `json:"attempts"`
+
+	// NextCursor Pass as `cursor` for the next page; absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
 // Email An email address; at most 254 characters, at most 64 before the `@`.
 //
 // Example: jane.doe@example.com
@@ -527,10 +617,72 @@ type Timestamp = apitime.Time
 // Warning `InvalidInputAddress`: the address could not be parsed and was not stored.
 type Warning string
 
+// WebhookContactInfo Identifies the contact; an id that does not apply is `""`, never null.
+type WebhookContactInfo struct {
+	// AssignedUserEmailId The assigned user's email, or `""`.
+	AssignedUserEmailId string `json:"assignedUserEmailId"`
+
+	// ContactId The contact's identifier.
+	ContactId string `json:"contactId"`
+
+	// EmailId The contact's email.
+	EmailId string `json:"emailId"`
+
+	// PropertyId The property concerned, or `""`.
+	PropertyId string `json:"propertyId"`
+}
+
+// WebhookEvent One event.
+type WebhookEvent struct {
+	// Data The contact and, in the member named after the event type, its details.
+	Data WebhookEventData `json:"data"`
+
+	// EventDate UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	EventDate Timestamp `json:"eventDate"`
+
+	// EventId Unique per event; dedupe on it.
+	EventId string `json:"eventId"`
+
+	// EventType The kind of event a subscription receives.
+	EventType EventType `json:"eventType"`
+}
+
+// WebhookEventData The contact and, in the member named after the event type, its details.
+type WebhookEventData struct {
+	// ContactInfo Identifies the contact; an id that does not apply is `""`, never null.
+	ContactInfo WebhookContactInfo `json:"contactInfo"`
+
+	// TagsAddedInfo For `TagsAdded`.
+	TagsAddedInfo *struct {
+		// TagsAdded The tags that were new to the contact.
+		TagsAdded []string `json:"tagsAdded"`
+	} `json:"tagsAddedInfo,omitempty"`
+
+	// TagsRemovedInfo For `TagsRemoved`.
+	TagsRemovedInfo *struct {
+		// TagsRemoved The tags the contact no longer has.
+		TagsRemoved []string `json:"tagsRemoved"`
+	} `json:"tagsRemovedInfo,omitempty"`
+}
+
 // WebhookList defines model for WebhookList.
 type WebhookList struct {
 	// Webhooks The account's subscriptions, newest first.
 	Webhooks []WebhookSubscription `json:"webhooks"`
+}
+
+// WebhookPayload The body POSTed to a subscription's URL, signed per Standard Webhooks: headers
+// `webhook-id` (the event id, the same on every retry), `webhook-timestamp` (unix
+// seconds) and `webhook-signature` (`v1,<base64 HMAC-SHA256 of id.timestamp.body>`,
+// keyed with the base64-decoded part of the subscription's `whsec_` secret).
+// Delivery is at least once: dedupe by `eventId`, order by `eventDate`.
+//
+// Example: {"events":[{"data":{"contactInfo":{"assignedUserEmailId":"","contactId":"019350b6-5d7e-7c3a-9f1e-2b4c6d8e0a12","emailId":"jane.doe@example.com","propertyId":""},"tagsAddedInfo":{"tagsAdded":["vip"]}},"eventDate":"2026-11-21T09:30:00.123Z","eventId":"019350b6-5d7e-7c3a-9f1e-2b4c6d8e0a77","eventType":"TagsAdded"}]}
+type WebhookPayload struct {
+	// Events The events; one per delivery.
+	Events []WebhookEvent `json:"events"`
 }
 
 // WebhookSubscription defines model for WebhookSubscription.
@@ -573,6 +725,9 @@ type WebhookSubscription struct {
 // ContactIdPath defines model for ContactIdPath.
 type ContactIdPath = string
 
+// SubscriptionIdPath defines model for SubscriptionIdPath.
+type SubscriptionIdPath = string
+
 // BadRequest The body of every failure.
 type BadRequest = Error
 
@@ -609,6 +764,15 @@ type GetContactParams struct {
 	EmailId *string `form:"emailId,omitempty" json:"emailId,omitempty"`
 }
 
+// ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
+type ListWebhookDeliveriesParams struct {
+	// Limit Attempts per page.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // CreateContactJSONRequestBody defines body for CreateContact for application/json ContentType.
 type CreateContactJSONRequestBody = CreateContactRequest
 
@@ -641,6 +805,15 @@ type ServerInterface interface {
 	// CreateWebhook Subscribe to an event type
 	// (POST /public/v1/webhooks)
 	CreateWebhook(ctx echo.Context) error
+	// DeleteWebhook Remove a subscription
+	// (DELETE /public/v1/webhooks/{subscriptionId})
+	DeleteWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath) error
+	// ListWebhookDeliveries List recent delivery attempts
+	// (GET /public/v1/webhooks/{subscriptionId}/deliveries)
+	ListWebhookDeliveries(ctx echo.Context, subscriptionId SubscriptionIdPath, params ListWebhookDeliveriesParams) error
+	// RedeliverWebhook Send a delivery again
+	// (POST /public/v1/webhooks/{subscriptionId}/deliveries/{deliveryId}/redeliver)
+	RedeliverWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath, deliveryId string) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -732,6 +905,78 @@ func (w *ServerInterfaceWrapper) CreateWebhook(ctx echo.Context) error {
 	return err
 }
 
+// DeleteWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "subscriptionId" -------------
+	var subscriptionId SubscriptionIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscriptionId", ctx.Param("subscriptionId"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subscriptionId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteWebhook(ctx, subscriptionId)
+	return err
+}
+
+// ListWebhookDeliveries converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhookDeliveries(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "subscriptionId" -------------
+	var subscriptionId SubscriptionIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscriptionId", ctx.Param("subscriptionId"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subscriptionId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhookDeliveriesParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhookDeliveries(ctx, subscriptionId, params)
+	return err
+}
+
+// RedeliverWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) RedeliverWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "subscriptionId" -------------
+	var subscriptionId SubscriptionIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscriptionId", ctx.Param("subscriptionId"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subscriptionId: %s", err))
+	}
+
+	// ------------- Path parameter "deliveryId" -------------
+	var deliveryId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "deliveryId", ctx.Param("deliveryId"), &deliveryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter deliveryId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RedeliverWebhook(ctx, subscriptionId, deliveryId)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -785,6 +1030,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PUT(options.BaseURL+"/public/v1/contact/:contactId/tags", wrapper.ReplaceContactTags, options.OperationMiddlewares["replaceContactTags"]...)
 	router.GET(options.BaseURL+"/public/v1/webhooks", wrapper.ListWebhooks, options.OperationMiddlewares["listWebhooks"]...)
 	router.POST(options.BaseURL+"/public/v1/webhooks", wrapper.CreateWebhook, options.OperationMiddlewares["createWebhook"]...)
+	router.DELETE(options.BaseURL+"/public/v1/webhooks/:subscriptionId", wrapper.DeleteWebhook, options.OperationMiddlewares["deleteWebhook"]...)
+	router.GET(options.BaseURL+"/public/v1/webhooks/:subscriptionId/deliveries", wrapper.ListWebhookDeliveries, options.OperationMiddlewares["listWebhookDeliveries"]...)
+	router.POST(options.BaseURL+"/public/v1/webhooks/:subscriptionId/deliveries/:deliveryId/redeliver", wrapper.RedeliverWebhook, options.OperationMiddlewares["redeliverWebhook"]...)
 
 }
 
@@ -1446,6 +1694,273 @@ func (response CreateWebhook500JSONResponse) VisitCreateWebhookResponse(w http.R
 	return err
 }
 
+type DeleteWebhookRequestObject struct {
+	SubscriptionId SubscriptionIdPath `json:"subscriptionId"`
+}
+
+type DeleteWebhookResponseObject interface {
+	VisitDeleteWebhookResponse(w http.ResponseWriter) error
+}
+
+type DeleteWebhook204Response struct {
+}
+
+func (response DeleteWebhook204Response) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteWebhook401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteWebhook401JSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteWebhook404JSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteWebhook429JSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteWebhook500JSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveriesRequestObject struct {
+	SubscriptionId SubscriptionIdPath `json:"subscriptionId"`
+	Params         ListWebhookDeliveriesParams
+}
+
+type ListWebhookDeliveriesResponseObject interface {
+	VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error
+}
+
+type ListWebhookDeliveries200JSONResponse DeliveryAttemptList
+
+func (response ListWebhookDeliveries200JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListWebhookDeliveries400JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListWebhookDeliveries401JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ListWebhookDeliveries404JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListWebhookDeliveries429JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListWebhookDeliveries500JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhookRequestObject struct {
+	SubscriptionId SubscriptionIdPath `json:"subscriptionId"`
+	DeliveryId     string             `json:"deliveryId"`
+}
+
+type RedeliverWebhookResponseObject interface {
+	VisitRedeliverWebhookResponse(w http.ResponseWriter) error
+}
+
+type RedeliverWebhook200JSONResponse Delivery
+
+func (response RedeliverWebhook200JSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RedeliverWebhook400JSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RedeliverWebhook401JSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RedeliverWebhook404JSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RedeliverWebhook429JSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RedeliverWebhook500JSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// GetContact Get a contact
@@ -1466,6 +1981,15 @@ type StrictServerInterface interface {
 	// CreateWebhook Subscribe to an event type
 	// (POST /public/v1/webhooks)
 	CreateWebhook(ctx context.Context, request CreateWebhookRequestObject) (CreateWebhookResponseObject, error)
+	// DeleteWebhook Remove a subscription
+	// (DELETE /public/v1/webhooks/{subscriptionId})
+	DeleteWebhook(ctx context.Context, request DeleteWebhookRequestObject) (DeleteWebhookResponseObject, error)
+	// ListWebhookDeliveries List recent delivery attempts
+	// (GET /public/v1/webhooks/{subscriptionId}/deliveries)
+	ListWebhookDeliveries(ctx context.Context, request ListWebhookDeliveriesRequestObject) (ListWebhookDeliveriesResponseObject, error)
+	// RedeliverWebhook Send a delivery again
+	// (POST /public/v1/webhooks/{subscriptionId}/deliveries/{deliveryId}/redeliver)
+	RedeliverWebhook(ctx context.Context, request RedeliverWebhookRequestObject) (RedeliverWebhookResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -1716,103 +2240,207 @@ func (sh *strictHandler) CreateWebhook(ctx echo.Context) error {
 	return nil
 }
 
+// DeleteWebhook operation middleware
+func (sh *strictHandler) DeleteWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath) error {
+	var request DeleteWebhookRequestObject
+
+	request.SubscriptionId = subscriptionId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteWebhook(ctx.Request().Context(), request.(DeleteWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteWebhookResponseObject); ok {
+		return validResponse.VisitDeleteWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListWebhookDeliveries operation middleware
+func (sh *strictHandler) ListWebhookDeliveries(ctx echo.Context, subscriptionId SubscriptionIdPath, params ListWebhookDeliveriesParams) error {
+	var request ListWebhookDeliveriesRequestObject
+
+	request.SubscriptionId = subscriptionId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhookDeliveries(ctx.Request().Context(), request.(ListWebhookDeliveriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhookDeliveries")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhookDeliveriesResponseObject); ok {
+		return validResponse.VisitListWebhookDeliveriesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RedeliverWebhook operation middleware
+func (sh *strictHandler) RedeliverWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath, deliveryId string) error {
+	var request RedeliverWebhookRequestObject
+
+	request.SubscriptionId = subscriptionId
+	request.DeliveryId = deliveryId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RedeliverWebhook(ctx.Request().Context(), request.(RedeliverWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RedeliverWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RedeliverWebhookResponseObject); ok {
+		return validResponse.VisitRedeliverWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7Dxrc9s4kn8Fxduq2DWULL8yifxhVpPHlHfy8MX2Znei3BIiWxLGJMABQMualKvuR9wvvF9y1QD4EiFL",
-	"8ia3V3WTL7FIPLob/e4GvwSxyHLBgWsVDL8EOZU0Aw3S/HohuKaxPk8uqJ7jgwRULFmumeDBMLiaA4nt",
-	"kCeKsAS4ZlMGsk9GJKPpVMgMksZzwhRRLMvTJeFCk6koeNIPwgDuaJanEAyDweHz49PB5GnvNPkeet/H",
-	"x7T3fHoIvaPJSfw0eQYDengUhAHD3XOEKQw4zXBmXIIahIGE3womIQmGWhYQBiqeQ0YR/ozevQE+Q2Se",
-	"noRBxnj58zAM9DLHlZSWjM+C+/t7uxIo/aNIGBiKXNGZ+lEkS/wbtwSu8U+a5ymLKdLl4FeFxPlSY/Ul",
-	"0HSmguGnIAWK8IkceG8uCgXB5/smeH+SMA2Gwb8d1IdyYN+qA9z5gwWnhq3G0j5RueDKQvojTcrhW8Nq",
-	"JiaFfW8gV0WWUbl0hw0ZZSmeoqY3wIMwuKVpAXb9BGn3spzrOCcIg4RqWkJgD2jLY74PgwyUojNcmJaM",
-	"RhZMz4meM+WgoakEmiwJ3DGlVYB0YPyWpixpw39p6EhumUgN7soD/rmdWNKtBh6kFCgSn74EUwYp4jAR",
-	"ybJvQAiagCJjU2KWKQFMEglKGb6kht4BSgbVwf3nFo56DsQxHNLYYTEk9U5Dsn55wxPbsdIrxMZO6Ap0",
-	"FwKyF7UJE4X2FOAW5LKmKGGcREixviVXtB8SIQkd80RklHEiixTXnxYK1YIme9Eqv0QhqZ9dSJGD1Et8",
-	"6AAYWWSj/f6YI4Occw2S09RitJNMVkfeXKF5HMy9IQabs5owCTmZDuIjegjPJ98nwT9P9kuRgZ4zPiMF",
-	"h7scYg0JmdM8Bw7JGUG+UCBvQT5RJBUzMqfKPExAU5YqUvAEJGmxT9JHuN4J/RqV7KMo447kpQD1TuhX",
-	"KF4t+pQCmQhQhi+NBAZfiwuVKGQMK6sjixnZp3EsCq4Nlhd0mQqaXAnxhsoZPArZ1TWaiJZERTlEsUhx",
-	"BNKbcvL09PT4KZksNajg68pfuZu4dWebsgxl5ukJ+Zn9SCZLksCUFqneN0Sw5kEV6TbqfheLY03KOmhr",
-	"8z8t0pRoOiMpnhOdagd2PKd8BhZGId5SvnRaRD3qoFbXaB0U1SWZ4C4GSCD5SocyujgnN7B8okhjD6aI",
-	"0WRFjspBy6XDOvqAP3oj/BERBbHgiUI/Zw40cZ5VY0jXr7q0U4gWZEGZJhOYCgl2D8ZnuFSNk/NaUFvN",
-	"wCBwHwbXnBZ6LiT7HR4n/K0FmjTOmFKoqYSszMNdj+asdwPLr0TsqFowIpZkSGq3cVh7liEp+A0XC47A",
-	"SLgVN2DV3jVXRZ4LqSF5CwmjV4ZEj6KCZ6G1qiEr8C8gnbW/jWJApRit7hX1g9oPMJzmTKZBOkkYjqSp",
-	"M63GqZ3SVMHqhiOitCxiXUhIyPVl6WWcEUpyKjUqP10CYc8AlTInkOV6SawLjXyaNzZCquv38poz/a7I",
-	"Jj7ORzwLzrR1MEShCdOKJKDYjFMtJNmLTiIylSIj0SjX5CTabwcQJ0HHjw+DmOlld68XTC/bky9znGEd",
-	"PN8yaHF8C5nnoQULVd4v5xcEOWhldcpnNBPct7TSzt9eIcdC9FLQqFTMCM+q52/860kA3Tj6LpkTSJnx",
-	"31LGwfpzSGsTlhBuzqe90+HRMXlH3qIjd6l9m/7O8u5Wr9kt9BI2Y9qQRUj877uT9tJPj74feE6uFeR8",
-	"6nDPKpruoKuDKslqIftcLS8mv0JsHJUyStkkGytcrJAdIblWIF+hD36edPE2L4iYGoYoVGkMnc+EwuJW",
-	"IVqcETpRwDVZzIGTgpev2kSiM+D6z+53PxaZn0erKGvraP0xEXh3YwlUQzLSG70KloHSNMvtrOw1ipva",
-	"NOtFNfA+DGzU1UHwQjKM9WxcFBKqMMZYUEVm7BZ4G81fKYd+ImATPc1al5rqYiOIrxpDcSaf0Rlkzt48",
-	"OLEeeR+aHMFlLKRHHQz6/cPBICS4RoExgtE49UZWiiXEwGN0D2O6RM+EJj3B07auG4RBRu9YVmTBENcM",
-	"Msbtr0HYcSnKJEtHttHlw1dtBq5sQpvkf6EcyEsBPjLnc8E9G1zgY6eMttrju0Oyd3p6uk8Gh4Pe0eB4",
-	"4N1MCjF9P32Bfi3X19LDSiOS0xmENuxK0Nl2kpOERM3FAj0gAwflCZmLRUu4AQNHFGyM25ZKQ9YGcq51",
-	"Pjw4SEVM07lQevhs8GxwEFtwDmL1j+Pfjt5N//pM/OVk8vPd3/WH37//mF3QNag0FNND8l6PtLabSrDJ",
-	"BBnP2a3VNUxDtpHNy6gct3fwUCmp+S0hFjLZTlw+NMfiWiZH9jASOCa0MSAQIV3UuyQLkIAuyorK9Cbc",
-	"Gmh2yNnGZ8X8NDOMZd6nqR5W0G+qRIddSym0Dq8p9j4G9Rovs7wzYY1U3y6WbJ2DMCJTCdDTcKcb3l+I",
-	"vp/J3XAt0BN0rPCAn0CMlxaShmsVkvM3pLT4jYTs0elTD4evMbYbFfFXsC5b7bFBM65VgSuZ6PUa8UFZ",
-	"NIPWCw+dmSAyLzQRvKmjzgjVJBNKk8PBYGvRv6IGtIzendvhxnI8KDSWmFuwr0sz7Ma/ce2/PXi8bth9",
-	"GCyo5Iz7iHUhxSSFzKnHhCVGPSotcks4A+6ZC3CcDeKwNe0+2o231TJBA9T11PsIk7kQN48TfrgFrsvQ",
-	"+EFerwbeh0HhNZcTJdJCA4nQtqnhwUFErj+8saREf4Tdgk1Zmk1V1x7iHERF9RsO2UFpdD2K4uHSTZum",
-	"CHPYwNdP0Iau2CFQ/jhH29M0/6lB1hkpl6d8osiLD2+7AbEzES9d9Le13+zXOu9oBmXI4bZrhp8pqKmQ",
-	"8TbaxyZfuzvU2KK9IjFuiE5oe6uPMFFMr+xzePTMH/jOwG/2cYcnipgRJTk7WL2DxRboeJkWGdQRyxru",
-	"tZuUDFqyZrbsq4qahlEHg+O//W2A/06u3r49WuHXwckzH4t2ePCVP64Z8Xapp1beR6cnJJ5TSWMNUoXV",
-	"86cnZc4Q8Yn+HG0V/Liq1LDybloyt6lc6sCvnb8O5+i5i4ItNhiZmRJwmYqgkxTOSHQBPGF8FpGCa5YS",
-	"4JLFcxPeJBCzBKz24BirfCordkEY/NX976Y3hLwBYSsm20HK64nEyDNIdUaAxnOSUqV7CdVgYnoboVjA",
-	"EdMpk0oTVcRzQmPNbl3Kqa0EcImXVM0ngsrkRcrim0dohNYif2WweOQa5hANEI+f/j4H/vjZl8D1o2a/",
-	"FjK7LCYmUSx2B4AX2ftp+xw8fGyfl6oiKYfjqW4IoVvL4wl5Vq/ek1scsOWq9Zl5lnzD+I0isWUrhNtI",
-	"305L43mqNSkuRYQpU+6y3iXwZP16RoS0aNrULRdvM4BnBxygiMIhWm+GecWN8O7RxatLOc8x+flhDRP6",
-	"/JWq4r2DFkOraqoHYupq91PK0kKCxzExBZAvnqoAaumQZDSeMw49CTTBJ3Vmuq2Y61YKT2tIp9IfhEG7",
-	"0B+Ea8rQ5YyVx5fFpIJ35dVLl+9eeVyVyMPgLei5SN4JPUpTsTB1r5UyWLf42K0br6kZrfYZXIK8ZTFc",
-	"c3pLWYok9FqssgFlY9XoJQ5stpN0DTDVZGESaFLwWUimQmIMD1IJfkY4MgQpex6MenjYqTYcUu+3lkdf",
-	"Ogx24NOXrq/BRmKQA0/q+DXxcuvarPdrIYmvzaTpsduEmOsjKpsrjJrse3PCrhnIu1WnU2a1Sabqetsq",
-	"bDQxiSsLeiLHLsmbQV1X+m8YknJqwzBCURVWQ6pArSnGbXVXi+Mr45UZoWhrq8D5geWPC6F0TGVyGdPG",
-	"dBQSs/PELFHKuD336xz9KSNvdKZGSVL9/QEycQuJV1IalNqN295zaBxPFRGY83uiTNOS6rKcawPzBkhD",
-	"EpmerXExGBzHOdVz8xdEIYl+K0CWbzCKq9/guO4Lgkxlq+Ddl223vtWR1qHPWsWAfOHsQFsptFd/qLGt",
-	"s1nZ6ebby3SBGZHDXSEhe1GpV5AMVdCBP2xI4qiDqgn/RN7E/31nHIWk3++vFIVdYLNJo5WFXwf8w7rt",
-	"wl+xGJG8UbMYEsqJyC2QJPouMvWCw94RsRVRE0vIpdFqRiVxctw77p3Y12pzbaMRoR0fhYEjUjAM/mNv",
-	"PP5uPE6+HIZH9+Ox+mH/h/F47wd8cnw/Hu//8Gk8Vv3eZ/ek+evk/k++I61s9K6NBGWWmOxRkgulacU5",
-	"+4QqJWKG0l72dbZ8vrXZ6odUZuk61OWR5bpyaPn+n6qHnp5u5KwGHGGFho+rPqwUUNbH0KXtyuiyVNwk",
-	"o/IGtOu8KDX42/KhcXZ4/dOnRJv+0zooohFGsqiZuM2KMvQfoteUpSZst01Qx6V0u+Ce2ZwYJVIsQjKh",
-	"8Q36+I21xhzR4nBn4uXY5Dkip/DLRU9JQpfKrGxagQQn0cnhgPwkOKpQIW1iNoEU0L0f8wYd7E4B0tga",
-	"kTBwIHspcUVnPunWdHZGVCElWnFbBWQaVE5jkwDQkmXZauHeFaFWZHVDMqXZ7r1bXnd9LaCV9UclX5q5",
-	"b1kBMOD4eL3VXvhVUNypH/Gb1QnXI1xlG7q5yKsXIfnw+gU5Pj5+7pqr72is0yXRcwlAppLGzoxY22As",
-	"SfTLigtwNDh62js87B0dXg2eD48Hw8Ggf3h0/Eszu4fOVU+zzFuIL8sUXal3ju05z4uy4yYa2hy3/YXW",
-	"LLVVkwmUlUKEckFVWUuRTjbaQWJzTa8wujrHG7azMCzszDXcUmfnm46wCgmHBSht03fbl3jsXk0dupFZ",
-	"Kvh8DONbcMcC2aO6ch5XGVIQS9B+Ql9qyhMqE+JQUkSxGTIasbPIXrSYK4j/0e/3o/0+ec/TZZljsziQ",
-	"8nLL2ZgbRiJMh8R24drYVc3FghM6o4w7zV+JhV377fTnf38un/30899/k1eLX68vXj47f3Pxy7k4ekPf",
-	"0MvF4bQ4nrz7/Xpdg97mngaP+cS5jafrPJHmmH/KG3n+3Ad+YUOqHfnAWzaxJSBbxzNdJM7Ar1q9rap6",
-	"D7tNK4QLO4W86lzazRY1tl2psoxaSKaX5kaQlZNRzn6G5ajw3XIb8bL9uwwOndoge1F8Yzk2dFzq3Nio",
-	"RBFnKffOqGpzc82Gc/XdtbqButYWBiDbCsz4VHTBqrYw0mCab2t15l5aK+EOyMocgmhlsDrDiSg04pX1",
-	"x3zMX5l8BSoRGxBzgMRmRLp92X3yoW5KRg8P+eEvl+/fjfle9MJ2W/fwpIadpuho38AWp0JBMmx3cruG",
-	"NWICMruouzU05pa+J4MBWcm09MmrZkqTUK4WiHQVV0QmORDZ61SIacXrdovrqxePM8GI7DrDi8rsvBJm",
-	"u5HI6W8FuCZpRfaur89f3n6/f0Zo3ds+5u1rkxJsSpE4W2qySKHTfFQR6m4I2ctKjYMs1SaJqTROePS3",
-	"niNZ7zyJyB7Ec1G2EjYyH8abngFHNoBkP0RHN56PObKsat814p0bSsoq4JTF4Jw7x+lvz6+cGNcKAp0u",
-	"W2/uCzk7cJPUAY5F88l0Ck1+/+///C/iEkbmBJxJIRfFJGUxymoQBsjvVk4O+4P+ABfCfWjOgmFw3B/0",
-	"jwMTLs+N+B/kZu7B7eFBo6Vk5rNmH0AXkiuCQb4bG5LJshJ5pKmQ5gnYdqWI7MVUQY9xBVwxjEL2+2Sk",
-	"SQpUabMQU2NeKj6y5+NuIjDyWzCFcz9ikDMRem7YyXS32j44cwMBSW1PhGYw5hWQ1QooPifEk1eP+uSq",
-	"3aQsDbaQkAmVEBrOW0ia52VwVakJc63zJ9B1cr95k/jTN+1FNjrV5NX814Efef03fBjoVg7M9uRSPL7V",
-	"s15pvF1XfPch4RhoHQqba/L3n1cuBR8NBl/teljVVfXgzTBzIefEbutbrQLvoHFh2Uw53DylVZ4xk042",
-	"T6oqPjjh6PnmCatVn/swON0GoXbJx3ge1W3kn0CT6k5z2R86/FRmwpW5GJ4L5dFAtvVL1dOt1NZ3s1uB",
-	"TQJJkQP6IQ/y6Ji7CFmyLGN8dmYsSizQRLcvXlu9Um9X3ufF12NudFen3II6CZ19U1dBTYM/KuhH3ORy",
-	"TUQZ2gyO0WkhLm/jyDFfaTm10NB1t5TMIkyTmPJ2PNq+hIGhBEvT0nmrbx3pRnIwtHa+bMeL7HzGFfHG",
-	"xP0x/8gk9AyxNZukUFNOSDZj6EAoW/0Ly1QXYhodDQaRT622OiWD5kcJljte7Z8Wadq+FT9aOV46s24N",
-	"epNVer+6Jl9lYHdr8vX28Hrvs7Q6dlvNcXVqY3B1+HQ4OBkOTvuDweCXWl22OtzKDrZGM5rrNXM9Y20n",
-	"ZPvWrrpDeJ0qd+A0mn1dM6//esID34a4d/0JdOXUTHhcFSmbJ1SCpmjWgmqHrwN4+8p9X5z4lrbF2xz8",
-	"sKUxeSbHM/+7VufwePOk1UYBM+90m8087QT/Sstlj2aT8boPPU71wZfKLbs/KHO4K36iD7B6yEH7izTo",
-	"3/iN5ChxQavzjo1eq3PAtRdXWiPBQZ3ZcazdDLBXms0x79rNfeOCsxk3qU1SRgd6l1T0mI8aaXkDQiM3",
-	"b9TxqcvXlzbTYyVGSeKIc2XvmqyYCf+JNz5vc1B922aNZG/gtfoDBP+nPb7/V8I6ShLLUMZ56kqsYRXj",
-	"ahbeWDdPaQyr7GwWrHwaK2DI2X1iLpygQLg6WEiqjwmVaRxTe/NJErkByEsn0fXN5pDaQh/KgL3vxRS5",
-	"gVyvEbUx3yBr5GuImqPLH+L2h7i1xc0xhmE4w1xi+pDYtY1ks1TlTT29YUorQtN0JQ/9cPkqJIzHaWGK",
-	"1XU9Hc1df8wvTfXFyqbNJaLY+LM7uH1Zvgm+oe/XLPat8fjWIN5/PF//qzgGsWwj0WCTitrbJANarXxT",
-	"IU1i0fb56WUONkkQFTKN6g+VdK9tjflenmJUF7lbysgqqbnw5m6TWKYQEhlRLNBb2jchfFkUQZepbDM4",
-	"HvMWbkax1jC1byJXzGlB7SSu9Rzayz2pq4iRLSNGoasCmm9ECR6DUekuS15XBn3xtSP2Y+PrlRt1rdbF",
-	"dqj5QEFsxxht5frfV4vRmh/CqQvIDzUXrMO8rAnvXoEtC651385qGXXbYmij9vkQCl//kLz9AH6F1sQt",
-	"rD/G0i6S/xHUfjM1fFl2IxtHmTd0lF8dN8vIJmxtFpA/fca41NbDfMWPETGffiCNCi6Vde04ozdAZMFN",
-	"vbjmys4XI0z062DzmwWj/KS5qOki836dnqqC9W6h4y3ldLbGi2msYLyY7uwWLVs1Zg8UFU3vP9//TwAA",
-	"AP//",
+	"7H3rciO30eiroObk1ErlIUXqshfqhyPvrh3Fe1FWUjbxck8GnAFJWDPAGMCIordUdR7ivMh5he9Rvif5",
+	"qnGZK3iTtUmqYv/xkpwBuht970brSxDzLOeMMCWD0ZcgxwJnRBGhP73kTOFYnScXWM3hi4TIWNBcUc6C",
+	"UXA1Jyg2jzyRiCaEKTqlRPTRGcpwOuUiI0nte0QlkjTL0yViXKEpL1jSD8KA3OEsT0kwCgbDF0cng8nT",
+	"3knyjPSexUe492I6JL3DyXH8NHlOBnh4GIQBhd1zgCkMGM7gzdiBGoSBIL8UVJAkGClRkDCQ8ZxkGODP",
+	"8N0bwmaAzNPjMMgocx+HYaCWOawklaBsFtzfh8FlMSnxXUcEWXuuSYkdsXvxwo+dbADyeCjem5WIVN/x",
+	"hBJ96Fd4Jr/jyRL+DVQlTME/cZ6nNMYAwcHPElD/UqH2JVB4JoPRpyAlGODjOWG9OS8kCT7f18H7gyDT",
+	"YBT8r4OK7w7Mr/IAdv5gwKlgq7A038icM2kg/Q4n7vGtYdUvJoX5XUMuiyzDYmmPkmSYpsCoCt8QFoTB",
+	"LU4LYtZPgHav3LtWOIIwSLDCDgLDg1ty8n0YZERKPIOFsZMltKBqjtScSgsNTgXByRKROyqV1JxJ2S1O",
+	"adKE/1LTEd1SnmrcpQf8c/Oio1sFPBGCg9R/+hJMKUkBhwlPln0NQlAHFGQXI72MAzBJBJFS8yXW9A5A",
+	"+LEK7j83cFRzgizDAY0tFiNU7TRCq5fXPLEdK70GbMwLXXHtQoD2oiZhotCcArklYllRFFGGIqBY35Ar",
+	"2g8RFwiPWcIzTBkSRQrrTwsJmk+hvajNL1GIqu8uBM+JUEv40gJwZpCN9vtjBgxyzhQRDKcGo51ksjzy",
+	"+gr146D2F6SxOa0Ik6Dj6SA+xEPyYvIsCX472S95RtScshkqGLnLSaxIguY4zwkjySkCvpBE3BLxRKKU",
+	"z9AcS/1lQhSmqUQFS4hADfZJ+gDXO66+BzvyIMrYI3nFiXzH1WsQrwZ9nEAmnEjNl1oCg8fiQskLEZPW",
+	"6sBiWvZxHPOCKY3lBV6mHCdXnL/BYkYehGx7jTqijqgghyAWKTwB9MYMPT05OXqKJktFZPC48ud247f2",
+	"bFOagcw8PUY/0u/QZIkSMsVFqvY1EYx5kEW6jbrfxeIYk7IK2srDmRZpihSeoRTOCU+VBTueYzYjBkbO",
+	"32K2tFpEPuig2ms0DgorRyZyFxOSkOSRDuXs4hzdkOUTiWp7UIm0JityUA5KLC3W0Qf40DuDDxGSJOYs",
+	"keDszAlOrPNYe6TrNV2aV5DiaIGpQhMy5YKYPSibwVIVTtZrAW01IxqB+zC4ZrhQcy7or+Rhwt9YoE7j",
+	"jEoJmoqL0jzc9XBOezdk+UjEjsoFI2RIBqS2G4eV8xyigt0wvmAAjCC3/IYYtXfNZJHnXCiSvCUJxVea",
+	"RA+igmehlaohK+BfBHXW/jqKAZRi1N4r6geVH6A5zZpMjXSSUHgSp9a0aqd2ilNJ2hueIalEEatCkARd",
+	"Xzov4xRhlGOhQPkpB4Q5A1DKDJEsV0tkXGjg07y2EVBdvRfXjKp3RTbxcT7gWTCqjIPBC4Wokighks4Y",
+	"Vlygveg4QlPBMxSd5QodR/vNKOI46PjxYRBTtezu9ZKqZfPlyxzeMA6ebxmwOL6F9PehAQtU3k/nFwg4",
+	"qLU6ZjOcceZbWirrb7fIseC9lChQKvoJz6rnb/zrCUJU7ei7ZE5ISrX/llJGjD8HtNZhCWL6fJo7DQ+P",
+	"0Dv0Fhy5S+Xb9Fead7f6nt6SXkJnVGmycAH/++a4ufTTw2cDz8k1gpxPHe5po2kPujwoR1YD2edyeT75",
+	"mcTaUXFRyibZaHGxBHYkybUk4jX44OdJF2/9A+JTzRCFdMbQ+kwgLHYVpPgpwhNJmEKLOWGoYO6nJpHw",
+	"jDD1R/u5H/PMz6NllLV1QuIhSYbuxoJgRZIztdGroBmRCme5eSv7HsRNbnrrZfngfRiYqKuD4IWgEOuZ",
+	"uChEWEKMscASzegtYU00f8aM9BNONtFTr3WpsCo2gvi69ii8yWZ4RjJrb9a+WD15H+ocwWXMhUcdDPr9",
+	"4WAQIlijgBhBa5xqIyPFgsSExeAexngJnglOepylTV03CIMM39GsyIIRrBlklJlPg7DjUrhMS0e2weWD",
+	"n5oMXNqEJsn/jBlBrzjxkTmfc+bZ4AK+tspoqz2+GaK9k5OTfTQYDnqHg6OBdzPB+fT99CX4tUxdCw8r",
+	"naEcz0howq4EnG0rOUmI5JwvwAPScGCWoDlfNISbQOAIgg1x21IqkjWBnCuVjw4OUh7jdM6lGj0fPB8c",
+	"xAacg1j+4+iXw3fTvz7nfz6e/Hj3d/Xh12cfswu8ApWaYlon79WTxnZjQUwyQcRzemt0DVUk28jmLiqH",
+	"7S08WAisPwsSc5FsJy4f6s/CWjpHth4JeCY0MSBBXNiod4kWRBBwUVoq05twq6HZIWcTn5b5qSdRXd6n",
+	"rh5a6NdVosWuoRQah1cXex+Deo2XXt6asFqqbxdLtspBOENTQUhPkTtV8/5C8P107oYpDp6gZYU1fgLS",
+	"XlqIaq5ViM7fIGfxawnZw5OnHg5fYWw3KuJHsC5b7bFBM65Uga1M9GqNuFYW9UOrhQfPdBCZFwpxVtdR",
+	"pwgrlHGp0HAw2Fr0r7AGLcN35+ZxbTnWCo0h5hbsa9MMu/FvXPlva4/XPnYfBgssGGU+Yl0IPklJZtVj",
+	"QhOtHqXiuSGcBvfUBjjWBjGyNe0+mo231TJBDdTV1PtIJnPObx4m/OSWMOVC47W8Xj54HwaF11xOJE8L",
+	"RVAEtk2ODg4idP3hjSEl+CP0lpiUpd5Udu0hvAOoyH7NITtwRtejKDZVp+o0BZjDGr5+gtZ0xQ6B8sc5",
+	"2J66+U81stZI2TzlE4lefnjbDYitiXhlo7+t/Wa/1nmHM+JCDrtdPfxMiZxyEW+jfUzytbtDhS3YKxTD",
+	"huCENrf6SCaSqtY+w8Pn/sB3RvxmH3Z4IpF+wpGzg9U7stgCHS/TAoNaYhnDvXITx6CONbNlX5bU1Iw6",
+	"GBz97W8D+O/46u3bwxa/Do6f+1i0w4OvbEi+Iwu+Z1aunsgqqlccge9cr4168jFKgT7zOQD2F5ThhCDJ",
+	"0RTrQHF9mOB2XxV+ut878Wc37gJ8Vi3jkK3WCBFOJdenFy2MUuzRxKUPV++ws/pj5E5Z2uwY6srSK24i",
+	"FF0QllA2i9BiTlOC3JkgAbaThYAUQ9FlEZuMdoS4QNH3mKYkiTSfMjiPT4FdJwiD8tkgDMyDNZW3QkfW",
+	"jq6ifp1KJQZhxTaf1zCxpdIDeNkuDyxsodKZRYBkJQt36TpEU26SLlMqpHKrNph46GNi++DOuYxtmd8W",
+	"sCySE5JyZty0vanOY7vn9v1s6yqdbcW8NPbGLjvVx17GzJwhCUwh5WNI2yPKU4oVYfHyrc97pRkBshgF",
+	"bfxD5I4U07QQRMeCGU1TWquybMhkPFiAHQyXKwTZ5Oi1ryOeSPSnq6sLZESmnbqo0IltiNAp4uwsnE4O",
+	"mvxbJ/AWwvqG7h5CbjQhIWJkQaQycri1w9zWI550A5zly0JIn0BcYCkRliiK9QNRqQ3gJZ3dqQuH9miw",
+	"ND/0N2ei1ynA1/7s5BlrNmxUIdjhyTGK51jgWBEhw/L7p8eu8qft2h+jrVKYtrdkVOYoGp7zpqYnC/4q",
+	"Hv84J2puc9kGmwWWplfN6Tc8SckpqqxawRRNEWGCxnOdpExITBMi66bLdncEYfBX+39nzD77IGxkVncw",
+	"LtWLSHvlRMhTRHA812ffS7AiOjNv2MIAXhkQWcRzhGNFb23hqCkIsMQrLOcTjkXyMqXxzQP8+sYif6Vk",
+	"8cA19CFqIB7++vucsIe/fUmYetDb33ORXRYTXe7luwPAiuz9tHkOHj423zuHP3GPb2E+GsvDCXlWL39H",
+	"t/DAlqtWZ+ZZ8g1lNxLFhq0Abi19Oy0N5ylXFKok4rrZaJf1LglLVq+nRchabxsZb7l4kwE8O8ADEiKb",
+	"jCq1GeaW7vbu0cWrSznPMfn5YQUTem2F8+Z20GLgZ+geAD61HXjWG/KkF3QbwxdPbR+0dIgyHM8pIz1B",
+	"cALfVPXlpmKuGiI9DZ6dfr0gDJrtekG4opnMvdH6ut5Z3PrJeQWtr8tGtzB4S9ScJ++4OktTvtAxUKuZ",
+	"pdtC1O3+WtH50e4WvCTilsbkmuFbTFMgoddiuTbSjb0fr+DBelNo1wBjhRbalxSczULt1mCUEyE5O0UM",
+	"GAK5zkW52ZPRHFLtt5JHX1kMduDTV7Y70eRTSU5YUmWhEy+3rqxdfw8xr6dZtJ53M2Ut2w3sWiS1mlwd",
+	"SMkVW3X6XdutrmV7/la+rM4s2uYeT/63S/J6LNWV/hsKpJyayAzhRpKnTLfWxbip7ipxfK29Mi0UTW0V",
+	"WD/QfbjgUsVYJJcxrr0OQqJ3nuglnIybc7/OwZ/S8oZn8ixJyn9/IBm/9eYkwqBGqd0TB9XxlHk9fX5P",
+	"pG49ll2Ws83c3jTnCEW683pcDAZHcY7VXP+LRCGKfimIcL8wnJHqF3iu+4PO2dhkVOfHplvf6Cvv0Gel",
+	"YriqR8V1pdBcfV17emcz16/ujXSLlBiRM6kGtBc5vQJkKIMO+GBCEksdUE3wT+BN+L/vjKMQ9fv9VmuX",
+	"DWw2aTTXvmWBX6/bLvx9B2cor3UejBBmiOcGSBR9E+mq/7B3iExfk44lxFJrNZuuO+od9Y7Nz3Jzh0It",
+	"Qjs6DANLpGAU/J+98fib8Tj5MgwP78dj+e3+t+Px3rfwzdH9eLz/7afxWPZ7n+039U/H93/wHWlpo3dt",
+	"B3S1XrSHUc6lwiXn7CMsJY8pSLu7ndHw+VbWnNepTOc6VE0OKxNr7vff1NV0crKRs2pwhCUaPq760GqD",
+	"WB1DO9uV4aVT3CjD4oYo2z/pNPhb96V2dlj10adE6/7TKiiiM4hkQTMxU9uk4D/ovLIO200r85GTbhvc",
+	"U1PZwkjwRYgmOL4BH7+21piVORabcDxFkVX4btETlOCl1Cvrhl7OUHQ8HKAfOAMVyoXJkyUkJeDej1mN",
+	"DmanAGhsjIjJcK+ixBWe+aRb4dkpkoUQYMVNLw9VROY41gkAJWiWtdvvbCtJS1Y3JFPql7Z2y6utrug3",
+	"aveg5J2Z+5p1fA2Oj9cblwQeBcWdbhV8tW6f1QiX2YZuRfHqZYg+fP8SHR0dvbBXpO5wrNIlUnNBCJoK",
+	"HFszYmyDtiTRTy0X4HBw+LQ3HPYOh1eDF6OjwWgw6A8Pj36qZ/fAueopmnnb6VyzQVfqrWN7zvLC9c1G",
+	"I1M5MJ/AmqWm92FCXL8PQLnA0nVECCsbzSCxvqZXGG23grs3y6Z8Ryt07rS7bPWyMEQTG2e460I4z1Pd",
+	"Jh+Ng3EQhTY0YkWaemzSNh29wJhl024hdZLftpqCd6e36T9iT66/F3XzKqtDnm0NKSwWE8FIsh61NQ1y",
+	"DVvpAPd3c/mEzLKKjoMeWg3vHvM2YXh9ZxeNk9uHJDNXFtWuGf2lIFpz62dOUUKSIidgCKl6tOJauxPL",
+	"WzaqULNZik2n8YBEQI09QZOUDZwZAe9at8klNdVuoloAIrS3P5RLdfrzBVaRbHGqddVju+Z0YPoAXaTT",
+	"BGVkG3WhKxf3y5rSvXkmmyPAY1p4sqW/wXaZrX2nqaoQ/Lfg7Zw6P+bOPVuHe8UVjKOUsxkRaI7lb0S8",
+	"m11wqK9QV0CDNVz/gJqo7UBZ4dxULWH1vM1Dy6QWyrrLv5FMJXxr0LYp0Yfmpi/eX17puy2t9NQTia4/",
+	"vAmRNaOgAy8VZgkWCbI7y5Ft25Fj1mjm2au0A01M7k/qjjdm03P6guR+WLUAKaePI7RXMHo3ZrZPYN84",
+	"Xu45c72sECRCe9HtMDQpmgmW5Okx+tPbs5e9yz+dHZ48RXyKaNIvl+0Dri73M2Y3ZFkPgc37vYTEPAFc",
+	"sVAuMdUiSbSYSxL/Q18WFUTt98fMJbp1QVKhlGCpEJjlkbMWkyWKrFLXUVNCRPUdqPTIhk7VtUbTfanH",
+	"GLTHMjhN4POEgiDcfXxDzV9ZVaqu+yOBVyHXlOin4Jbmwef7pj1e5yuXBngLgJ89axjGUS1pqac0eFpn",
+	"5Zp2GXmqu++AvV3vxq4SbXyfex1iujBtU7O1AWuNVDfUxI691g+64PWwriAjBn76dtSF1iUQxJu30J6V",
+	"pn6/H+330XsGcQCrNXGX7TenY6ajGUQVuBr6PquOEuScLxjCM0xZS4YCs/bb6Y9/eSGe//Dj338RV4uf",
+	"ry9ePT9/c/HTOT98g9/gy8VwWhxN3v16vequ5+brMZ4cDrzbHHXzT5i30+2lNXn9HfnA24FruokN1+oL",
+	"SVZW2qmXrRrE18cmnRlB7Z7wWntj/d5Oha3Xn5AkLgRVSz1cxsjJWU5/JMuzwjcO6Yy5SQLOEFhnAO1F",
+	"8Y3h2NByqTUkkUMR3pL2N+106UlIxlJWs5Cqu/iVrtAAmVvl1OrVJljlFloa9D3uykmxP5pUhT0g6ey3",
+	"NaDlGU54oQCvrD9mY/ZaGzBQIqYqwwhJjOPXveLfRx+q++0Q4QM//Pny/bsx24temov7PTipUed+fWSs",
+	"eZxySZJRcyiAvfuIdFXALGoH0IyZoe/xYIBa5b4+el2vqyPM5AKQLi17pCtUkZnMA5iWvG62uL56+bA8",
+	"ECC7yqKBMiszIMJsxHMMoaRheon2rq/PX90+2z9FuBqTMGbNIWOCmLo2sgkdXcp0+REswWHTw2bM3Jva",
+	"Qda6FoXOBEd/61mS9c7BPyPxnLtbqbXym04izAgDNiDJfogWcxrPxwxYVjbH1rDOsBtpFHBKY2IzjJbT",
+	"355fWTGuFATPCTNXF/pczA7sS/IAngX3gqqU1Pn9v//v/0Mvq8jUmRR0UUxSGoOsBmEA/G5bivuD/gAW",
+	"gn1wToNRcNQf9I8CXbOZa/E/yPW7B7fDg9rtpJnPmn0gqhBMak/BPhtqD670tXTdUPt0xpWK0F6MJelR",
+	"JgmTVNFbst9HZ5V7SBCVY+YUH9rzcTfiak7Egkp49+OcMDThaq7ZSV+UNlcq9TALIHXpZ49ZCWS5AojP",
+	"MfI0d0R9dNW87y40tiRBEyxIqDlvIXCeuwx/qSa0x/YDUVWHSX3u3qeveq1d61Rd3PUPz3vosLwtMnbV",
+	"JUuwpRiOr33WrTvcq9xqHxJVCs6LwubG0PvPrflyh4PBo00aKi/orR0ypGe7HJttfauV4B3UZt/pV4ab",
+	"X2n0COmXjje/VLYdwQuHLza/0G49ug+Dk20QavYdac+jHGz3A1GoHI/nrhqPPrl2DKlnDOZcejSQuUUo",
+	"q9eN1FZj/hrpCht33pDlWh4dM5vLEzTLKJudaosCYXd7hp+N38vt3Gg4+HnMtO7q9PyATgJnX+cCQNPA",
+	"hxL6M6YbCnRZIzRlRK3TQljeFDPGrHV72UCDVw280YtQhWLMmkWR5jwPCCVomjrnrRpgo2qJ9dCmHezN",
+	"zsi8T5lE3sJMf8w+UkF6mtiKTlJSUY4LOqPgQEjTgha6equueRwOBpFPrTYu3Qb1+ZbLHadETos0bQ5Y",
+	"PGsdL54Ztwa8ybLHpJy4WLYB7HZf3J+f8I1GaVz+btyzrHIGg6vh09HgeDQ46Q8Gg58qddm4LOkuQ9bu",
+	"Ndpri/b6YdMJ2f6WYHXZfJUqt+DU7o3be+H+SRdrxoze2yZZ3Do1HR6XnXL1E3KgSZw1oNph0KR3RIFv",
+	"eOnXtC3ee+brLY0udlqe+edaneHR5pfa3ar6vZNtNvP0tP4rLZc5mk3G6z70ONUHX0q37P7ANRK0/EQf",
+	"YNUjB835zeDf+I3kWWKDVusda71WNSJUXpyzRpwReWqeo82O1D1nNsesazf3tQtOZ0zX15GLDtQu/RBj",
+	"dlbrDdEg1BpEtDo+sU0jzmZ6rMRZkljiXJmxJS0z4T/x2qTkg3JM8grJ3sBr1SzLf2uP7z9KWM+SxBbu",
+	"uFdiNatoV7Pwxrp5imPSZme9YOnTGAEDzu4jPbsEBMI2Y4WonEvt0ji6zueTJHRDSO6cRHt5Kyep6TYD",
+	"GTDFEirRDcnVClEbsw2yhh5D1Cxdfhe338WtKW6WMTTDaebi03Vi1zSS9QK0N/X0hkolEU7TVh56fVE6",
+	"RJTFaaE7JqumTjB3/TG71NUXI5smlwhi48/uwPaufBN8Rd+vXsJf4fGtQLz/cL7+V3EMYNlEosYmJbW3",
+	"SQY07pNMudCJxaotxyQJokKkUTXztjsBaMz28hSiusgOvANWSfXsJHul2TAFF8CIfAHe0r4O4V1RBFwm",
+	"1+t6NGYN3Kr2KQ1Tc6hdyZwG1E7iWs1Jc7knVRUxMmXEKLRVQD2tgbOYaJVus+RVZdAXX1tiPzS+bg1n",
+	"atyfaYaaawpiO8ZorUlSjxaj1WcqVwXkjVV7D+auJrx7BdYVXKvm8XYZddtiaK32uQ6Fxz8kb5ePX6HV",
+	"cQurub7NIvnvQe1XU8OX7kqcdpRZTUf51bHfch98afLovdHXKfGNiX6LxY3s9BVVWnAEcWg5ho1x87cm",
+	"Mq4HqEhkEpfGWhv/mPExsw15WhOD07/AIqn9HQI+RUctHdxHrwBAWBs797wBEehcPZlIrtageomGBm3o",
+	"nOPNPQ8mk6x37/8HpP/NIbes9krLv1OGxPMXnnQz1Db8elDdGFrphXq6VcohSdg7PWZkaseG6Wwh2T0a",
+	"GrNeG8FjFH91Lw/ZYTjmgy5vG37XOf7y4pKboUQlSgrSHzM9Syaqps1E5ubT2ukyG9zeVxV1NtQ3y0ls",
+	"IGxuPI2vxKflslHgs38gJBgdrh73PPQNTPAdVAN/GzXkgtxSXsi1cBkSraw81q4e/VNqjb6RRx5TaiZA",
+	"66jLHsDv5cfVYYeeOa660vtvpYcOvlRztO4PykFru2eOffCE60e+cSQJS6zZ8/8Zu8aQr0f6E3Yrk9p/",
+	"KUhBTOsJ+AGlztNZhhJsxhegZLEyYyWUtH+GYg+37oXaP30zZvCMHqSle7HN3/+q2vr0fqo2Jw2lXELQ",
+	"VzbO6tSd1FuVzc39MTvz+hO1mmx5mqbpXDe+mL8S1s242SdX+hiPr2tW+eqOeiH6Bc4j+V3F+F1qLTo1",
+	"XgMpWuFN15oytSjX2zE/fQaBMN1lXlOL9Ex+VOuHxKLqxMzwDUGiYLr7sorxOqP8dS3JwuZPsminQ+gJ",
+	"urbO1a/0QFn66uqUt5iBUfLmBGsr6Jxg9+1GZNLo2PRAUdIUkLnr1TOK9unycp5fw1zaAVB6vlpDaq3z",
+	"4OZKgs46RZgt0eHdHcLxDeOLlCQzAmqgj87YUscrY0ZSSdCeIAkVJNYxCd8PEUaKZgSwMBn64QmSRu3E",
+	"nDGi+yyNr2e70AQlCcJqzE6QDNEJyigL0dHA/P8QzeG7eYiGAzQ3gx7gH3v/9f8PB+h/o5+pUkSctv7G",
+	"F2fo+PDFwcngaMyoRHPOuO4jKXJ3qcvciFck3+/XLrtbrdaN3XyKy+rMl3Xq75ph2inb4K4AbZ8MaolT",
+	"dZRJv11NcoGxYUBcNUCuvzmk/77Z/wQAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -15,6 +15,8 @@ type Querier interface {
 	AccountInsert(ctx context.Context, arg AccountInsertParams) (Account, error)
 	// Serialises changes that enforce per-account limits (subscriptions per event type).
 	AccountLock(ctx context.Context, accountID uuid.UUID) error
+	AttemptInsert(ctx context.Context, arg AttemptInsertParams) error
+	AttemptsList(ctx context.Context, arg AttemptsListParams) ([]AttemptsListRow, error)
 	ConsentInsert(ctx context.Context, arg ConsentInsertParams) error
 	ContactGetByEmail(ctx context.Context, arg ContactGetByEmailParams) (ContactGetByEmailRow, error)
 	// One round trip: the contact with its active properties as a JSON array.
@@ -23,7 +25,12 @@ type Querier interface {
 	// ON CONFLICT DO NOTHING lets racing creates of one email resolve to exactly one winner
 	// without aborting the losers' transactions: a loser gets no row.
 	ContactInsert(ctx context.Context, arg ContactInsertParams) (uuid.UUID, error)
+	DeliveryGet(ctx context.Context, arg DeliveryGetParams) (DeliveryGetRow, error)
 	DeliveryInsert(ctx context.Context, arg DeliveryInsertParams) error
+	// Everything one attempt needs, in one round trip.
+	DeliveryLoad(ctx context.Context, arg DeliveryLoadParams) (DeliveryLoadRow, error)
+	DeliveryRecordAttempt(ctx context.Context, arg DeliveryRecordAttemptParams) error
+	DeliveryRequeue(ctx context.Context, arg DeliveryRequeueParams) error
 	EventInsert(ctx context.Context, arg EventInsertParams) error
 	KeyAuthenticate(ctx context.Context, keyHash []byte) (KeyAuthenticateRow, error)
 	KeyInsert(ctx context.Context, arg KeyInsertParams) (ApiKey, error)
@@ -33,9 +40,17 @@ type Querier interface {
 	KeyTouch(ctx context.Context, arg KeyTouchParams) error
 	PropertyInsert(ctx context.Context, arg PropertyInsertParams) (uuid.UUID, error)
 	SubscriptionCountLive(ctx context.Context, arg SubscriptionCountLiveParams) (int64, error)
+	SubscriptionGet(ctx context.Context, arg SubscriptionGetParams) (WebhookSubscription, error)
 	SubscriptionInsert(ctx context.Context, arg SubscriptionInsertParams) (WebhookSubscription, error)
 	SubscriptionList(ctx context.Context, accountID uuid.UUID) ([]WebhookSubscription, error)
+	// The third failure in a row turns an Active subscription Failing.
+	SubscriptionRecordFailure(ctx context.Context, arg SubscriptionRecordFailureParams) error
+	SubscriptionRecordSuccess(ctx context.Context, arg SubscriptionRecordSuccessParams) error
+	SubscriptionRemove(ctx context.Context, arg SubscriptionRemoveParams) (int64, error)
 	SubscriptionsForEvent(ctx context.Context, arg SubscriptionsForEventParams) ([]uuid.UUID, error)
+	// Maintenance across accounts: Failing subscriptions without a success since the cutoff
+	// are removed.
+	SubscriptionsSweepFailing(ctx context.Context, arg SubscriptionsSweepFailingParams) (int64, error)
 	// Locks the contact so concurrent tag changes apply one after the other.
 	TagsLock(ctx context.Context, arg TagsLockParams) (TagsLockRow, error)
 	TagsSet(ctx context.Context, arg TagsSetParams) error

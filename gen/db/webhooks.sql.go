@@ -29,6 +29,34 @@ func (q *Queries) SubscriptionCountLive(ctx context.Context, arg SubscriptionCou
 	return count, err
 }
 
+const subscriptionGet = `-- name: SubscriptionGet :one
+SELECT account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at FROM webhook_subscriptions WHERE account_id = $1 AND subscription_id = $2
+`
+
+type SubscriptionGetParams struct {
+	AccountID      uuid.UUID
+	SubscriptionID uuid.UUID
+}
+
+func (q *Queries) SubscriptionGet(ctx context.Context, arg SubscriptionGetParams) (WebhookSubscription, error) {
+	row := q.db.QueryRow(ctx, subscriptionGet, arg.AccountID, arg.SubscriptionID)
+	var i WebhookSubscription
+	err := row.Scan(
+		&i.AccountID,
+		&i.SubscriptionID,
+		&i.Url,
+		&i.EventType,
+		&i.Status,
+		&i.Secret,
+		&i.ConsecutiveFailures,
+		&i.LastSuccessAt,
+		&i.FailingSince,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const subscriptionInsert = `-- name: SubscriptionInsert :one
 INSERT INTO webhook_subscriptions (
     account_id, subscription_id, url, event_type, secret, created_at, updated_at
@@ -109,6 +137,72 @@ func (q *Queries) SubscriptionList(ctx context.Context, accountID uuid.UUID) ([]
 	return items, nil
 }
 
+const subscriptionRecordFailure = `-- name: SubscriptionRecordFailure :exec
+UPDATE webhook_subscriptions
+SET consecutive_failures = consecutive_failures + 1,
+    status = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= $1::int THEN 'Failing' ELSE status END,
+    failing_since = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= $1::int THEN $2 ELSE failing_since END,
+    updated_at = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= $1::int THEN $2 ELSE updated_at END
+WHERE account_id = $3 AND subscription_id = $4 AND status <> 'Removed'
+`
+
+type SubscriptionRecordFailureParams struct {
+	FailingAfter   int32
+	Now            *time.Time
+	AccountID      uuid.UUID
+	SubscriptionID uuid.UUID
+}
+
+// The third failure in a row turns an Active subscription Failing.
+func (q *Queries) SubscriptionRecordFailure(ctx context.Context, arg SubscriptionRecordFailureParams) error {
+	_, err := q.db.Exec(ctx, subscriptionRecordFailure,
+		arg.FailingAfter,
+		arg.Now,
+		arg.AccountID,
+		arg.SubscriptionID,
+	)
+	return err
+}
+
+const subscriptionRecordSuccess = `-- name: SubscriptionRecordSuccess :exec
+UPDATE webhook_subscriptions
+SET consecutive_failures = 0, last_success_at = $1, failing_since = NULL,
+    status = CASE WHEN status = 'Failing' THEN 'Active' ELSE status END,
+    updated_at = CASE WHEN status = 'Failing' THEN $1 ELSE updated_at END
+WHERE account_id = $2 AND subscription_id = $3 AND status <> 'Removed'
+`
+
+type SubscriptionRecordSuccessParams struct {
+	Now            *time.Time
+	AccountID      uuid.UUID
+	SubscriptionID uuid.UUID
+}
+
+func (q *Queries) SubscriptionRecordSuccess(ctx context.Context, arg SubscriptionRecordSuccessParams) error {
+	_, err := q.db.Exec(ctx, subscriptionRecordSuccess, arg.Now, arg.AccountID, arg.SubscriptionID)
+	return err
+}
+
+const subscriptionRemove = `-- name: SubscriptionRemove :execrows
+UPDATE webhook_subscriptions
+SET status = 'Removed', updated_at = CASE WHEN status = 'Removed' THEN updated_at ELSE $1 END
+WHERE account_id = $2 AND subscription_id = $3
+`
+
+type SubscriptionRemoveParams struct {
+	Now            time.Time
+	AccountID      uuid.UUID
+	SubscriptionID uuid.UUID
+}
+
+func (q *Queries) SubscriptionRemove(ctx context.Context, arg SubscriptionRemoveParams) (int64, error) {
+	result, err := q.db.Exec(ctx, subscriptionRemove, arg.Now, arg.AccountID, arg.SubscriptionID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const subscriptionsForEvent = `-- name: SubscriptionsForEvent :many
 SELECT subscription_id FROM webhook_subscriptions
 WHERE account_id = $1 AND event_type = $2 AND status <> 'Removed'
@@ -138,4 +232,25 @@ func (q *Queries) SubscriptionsForEvent(ctx context.Context, arg SubscriptionsFo
 		return nil, err
 	}
 	return items, nil
+}
+
+const subscriptionsSweepFailing = `-- name: SubscriptionsSweepFailing :execrows
+UPDATE webhook_subscriptions
+SET status = 'Removed', updated_at = $1
+WHERE status = 'Failing' AND coalesce(last_success_at, created_at) < $2
+`
+
+type SubscriptionsSweepFailingParams struct {
+	Now    time.Time
+	Cutoff *time.Time
+}
+
+// Maintenance across accounts: Failing subscriptions without a success since the cutoff
+// are removed.
+func (q *Queries) SubscriptionsSweepFailing(ctx context.Context, arg SubscriptionsSweepFailingParams) (int64, error) {
+	result, err := q.db.Exec(ctx, subscriptionsSweepFailing, arg.Now, arg.Cutoff)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

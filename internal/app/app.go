@@ -12,6 +12,7 @@ import (
 	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/config"
 	"github.com/contactd/contactd/internal/contact"
+	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/httpapi"
 	"github.com/contactd/contactd/internal/pgembed"
 	"github.com/contactd/contactd/internal/store"
@@ -72,27 +73,34 @@ func (rt *Runtime) Close() {
 
 // Services are the domain services over one store.
 type Services struct {
-	Auth     *auth.Service
-	Contacts *contact.Service
-	Webhooks *webhook.Service
-	Events   *webhook.Emitter
+	Auth       *auth.Service
+	Contacts   *contact.Service
+	Webhooks   *webhook.Service
+	Deliveries *delivery.Service
 }
 
-// NewServices builds the domain services.
-func NewServices(cfg config.Config, st *store.Store) *Services {
-	events := webhook.NewEmitter(nil)
-	return &Services{
-		Auth:     auth.NewService(st, Now),
-		Contacts: contact.NewService(st, events, Now, cfg.PublicURL),
-		Webhooks: webhook.NewService(st, Now, cfg.WebhookAllowHTTP),
-		Events:   events,
+// NewServices builds the domain services. Delivery workers are not started.
+func NewServices(cfg config.Config, st *store.Store, log *slog.Logger) (*Services, error) {
+	deliveries, err := delivery.New(st, delivery.Options{
+		Timeout: cfg.WebhookTimeout, AllowedNetworks: cfg.WebhookAllowedNetworks, Workers: cfg.WebhookWorkers,
+		RescueAfter: cfg.WebhookRescueAfter, SweepEvery: 10 * time.Minute, Now: Now, Log: log,
+	})
+	if err != nil {
+		return nil, err
 	}
+	events := webhook.NewEmitter(deliveries)
+	return &Services{
+		Auth:       auth.NewService(st, Now),
+		Contacts:   contact.NewService(st, events, Now, cfg.PublicURL),
+		Webhooks:   webhook.NewService(st, Now, cfg.WebhookAllowHTTP),
+		Deliveries: deliveries,
+	}, nil
 }
 
 // Handler builds the HTTP handler of the API over st.
 func Handler(cfg config.Config, st *store.Store, svc *Services, log *slog.Logger) (http.Handler, error) {
 	return httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes}, httpapi.Deps{
-		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Webhooks: svc.Webhooks,
+		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Webhooks: svc.Webhooks, Deliveries: svc.Deliveries,
 		Ready: func(ctx context.Context) error { return ready(ctx, st) },
 	})
 }

@@ -18,7 +18,8 @@ import (
 const usage = `contactd — contacts and signed webhooks
 
 usage:
-  contactd serve [--addr HOST:PORT] [flags]   run the API (applies pending migrations)
+  contactd serve [--addr HOST:PORT] [flags]   run the API and the delivery workers
+  contactd worker [flags]                     run only the delivery workers
   contactd migrate                            apply pending migrations
   contactd accounts create --name NAME        create an account
   contactd keys create --account NAME [--name KEY_NAME]
@@ -79,6 +80,7 @@ type cmdline struct {
 
 var commands = map[string]func(context.Context, *cmdline) error{
 	"serve":           func(ctx context.Context, c *cmdline) error { return Serve(ctx, c.cfg, c.log, c.stdout) },
+	"worker":          func(ctx context.Context, c *cmdline) error { return Work(ctx, c.cfg, c.log) },
 	"migrate":         cmdMigrate,
 	"accounts create": cmdAccountsCreate,
 	"keys create":     cmdKeysCreate,
@@ -94,7 +96,11 @@ func newLogger(level string, w io.Writer) *slog.Logger {
 
 // withServices opens the database, applies migrations, and runs fn with the services.
 func withServices(ctx context.Context, c *cmdline, fn func(*Services) error) error {
-	rt, err := Open(ctx, c.cfg, c.log)
+	return withServicesOf(ctx, c.cfg, c.log, fn)
+}
+
+func withServicesOf(ctx context.Context, cfg config.Config, log *slog.Logger, fn func(*Services) error) error {
+	rt, err := Open(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -102,7 +108,11 @@ func withServices(ctx context.Context, c *cmdline, fn func(*Services) error) err
 	if err := rt.Store.Migrate(ctx); err != nil {
 		return err
 	}
-	return fn(NewServices(c.cfg, rt.Store))
+	svc, err := NewServices(cfg, rt.Store, log)
+	if err != nil {
+		return err
+	}
+	return fn(svc)
 }
 
 func cmdMigrate(ctx context.Context, c *cmdline) error {

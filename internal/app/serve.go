@@ -15,8 +15,8 @@ import (
 	"github.com/contactd/contactd/internal/config"
 )
 
-// Serve runs the API until ctx is done, then drains in-flight requests (bounded by
-// cfg.ShutdownTimeout) before returning.
+// Serve runs the API and the delivery workers until ctx is done, then drains in-flight
+// requests and attempts (bounded by cfg.ShutdownTimeout) before closing the database.
 func Serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer) error {
 	rt, err := Open(ctx, cfg, log)
 	if err != nil {
@@ -26,7 +26,14 @@ func Serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	if err := rt.Store.Migrate(ctx); err != nil {
 		return err
 	}
-	svc := NewServices(cfg, rt.Store)
+	svc, err := NewServices(cfg, rt.Store, log)
+	if err != nil {
+		return err
+	}
+	if err := svc.Deliveries.Start(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	defer stopWorkers(cfg, svc, log)
 	if rt.Embedded() {
 		if err := printDevKey(ctx, cfg, svc, stdout); err != nil {
 			return err
@@ -61,6 +68,29 @@ func Serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		return err
 	}
 	return nil
+}
+
+// Work runs only the delivery workers until ctx is done.
+func Work(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	return withServicesOf(ctx, cfg, log, func(svc *Services) error {
+		if err := svc.Deliveries.Start(context.WithoutCancel(ctx)); err != nil {
+			return err
+		}
+		log.Info("contactd delivery workers running", slog.Int("workers", cfg.WebhookWorkers))
+		<-ctx.Done()
+		stopWorkers(cfg, svc, log)
+		return nil
+	})
+}
+
+// stopWorkers lets running attempts finish within the shutdown timeout; the rest are
+// cancelled and retried later.
+func stopWorkers(cfg config.Config, svc *Services, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := svc.Deliveries.Stop(ctx); err != nil {
+		log.Warn("stop delivery workers", slog.Any("error", err))
+	}
 }
 
 // printDevKey gives the embedded development database a dev account and prints its key. The

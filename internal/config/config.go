@@ -35,6 +35,9 @@ type Config struct {
 	WebhookAllowHTTP       bool           // CONTACTD_WEBHOOK_ALLOW_HTTP: admit http:// subscription URLs
 	WebhookAllowedNetworks []netip.Prefix // CONTACTD_WEBHOOK_ALLOWED_NETWORKS: CIDRs exempt from the SSRF guard
 	WebhookAllowedRaw      string
+	WebhookTimeout         time.Duration // CONTACTD_WEBHOOK_TIMEOUT: one delivery attempt
+	WebhookWorkers         int           // CONTACTD_WEBHOOK_WORKERS: attempts at once per process
+	WebhookRescueAfter     time.Duration // CONTACTD_WEBHOOK_RESCUE_AFTER: retry attempts of a dead worker after
 
 	envErrs []error // environment values that did not parse, reported by Finish
 }
@@ -47,6 +50,7 @@ func Default() Config {
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
 		ShutdownTimeout: 30 * time.Second,
+		WebhookTimeout:  15 * time.Second, WebhookWorkers: 64, WebhookRescueAfter: time.Minute,
 	}
 }
 
@@ -78,6 +82,9 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	durVar(&c.IdleTimeout, "idle-timeout", env("CONTACTD_IDLE_TIMEOUT", ""), d.IdleTimeout, "(CONTACTD_IDLE_TIMEOUT)")
 	durVar(&c.ShutdownTimeout, "shutdown-timeout", env("CONTACTD_SHUTDOWN_TIMEOUT", ""), d.ShutdownTimeout, "(CONTACTD_SHUTDOWN_TIMEOUT)")
 	c.boolVar(fs, &c.WebhookAllowHTTP, "webhook-allow-http", env("CONTACTD_WEBHOOK_ALLOW_HTTP", ""), "admit http:// webhook URLs, for local development (CONTACTD_WEBHOOK_ALLOW_HTTP)")
+	durVar(&c.WebhookTimeout, "webhook-timeout", env("CONTACTD_WEBHOOK_TIMEOUT", ""), d.WebhookTimeout, "one delivery attempt (CONTACTD_WEBHOOK_TIMEOUT)")
+	intVar(&c.WebhookWorkers, "webhook-workers", env("CONTACTD_WEBHOOK_WORKERS", ""), int64(d.WebhookWorkers), "delivery attempts at once (CONTACTD_WEBHOOK_WORKERS)")
+	durVar(&c.WebhookRescueAfter, "webhook-rescue-after", env("CONTACTD_WEBHOOK_RESCUE_AFTER", ""), d.WebhookRescueAfter, "retry an attempt whose worker died after this (CONTACTD_WEBHOOK_RESCUE_AFTER)")
 	fs.StringVar(&c.WebhookAllowedRaw, "webhook-allowed-networks", env("CONTACTD_WEBHOOK_ALLOWED_NETWORKS", ""), "comma-separated CIDRs webhooks may reach despite the SSRF guard (CONTACTD_WEBHOOK_ALLOWED_NETWORKS)")
 }
 
@@ -114,6 +121,12 @@ func (c *Config) Finish() error {
 	}
 	if c.DBMaxConns < 2 {
 		errs = append(errs, errors.New("CONTACTD_DB_MAX_CONNS: must be at least 2"))
+	}
+	if c.WebhookTimeout <= 0 || c.WebhookWorkers < 1 {
+		errs = append(errs, errors.New("CONTACTD_WEBHOOK_TIMEOUT and CONTACTD_WEBHOOK_WORKERS must be positive"))
+	}
+	if c.WebhookRescueAfter <= c.WebhookTimeout+10*time.Second {
+		errs = append(errs, errors.New("CONTACTD_WEBHOOK_RESCUE_AFTER must exceed CONTACTD_WEBHOOK_TIMEOUT by more than 10s, or live attempts could be repeated"))
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

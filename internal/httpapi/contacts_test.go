@@ -43,7 +43,7 @@ func TestCreateContactFull(t *testing.T) {
 	if c.Email != "Jane.Doe@Example.com" || *c.Name != "Jane Doe" || *c.Phone != "+1 (555) 010-2030" {
 		t.Errorf("details not stored as given: %+v", c)
 	}
-	if c.EmailStatus != api.Pending || c.RecordStatus != api.Marketing || c.LeadScore != 0 {
+	if c.EmailStatus != api.EmailStatusPending || c.RecordStatus != api.Marketing || c.LeadScore != 0 {
 		t.Errorf("defaults: emailStatus %s recordStatus %s leadScore %d", c.EmailStatus, c.RecordStatus, c.LeadScore)
 	}
 	if strings.Join(c.Tags, ",") != "lead,open-house" {

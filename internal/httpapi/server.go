@@ -15,6 +15,7 @@ import (
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/contact"
+	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/webhook"
 )
 
@@ -29,19 +30,22 @@ type Deps struct {
 	Auth     *auth.Service
 	Contacts *contact.Service
 	Webhooks *webhook.Service
+	// Deliveries answers the delivery visibility endpoints.
+	Deliveries *delivery.Service
 	// Ready reports whether the service can take traffic (database up, migrations current).
 	Ready func(ctx context.Context) error
 }
 
 // Server implements api.StrictServerInterface.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	auth     *auth.Service
-	contacts *contact.Service
-	webhooks *webhook.Service
-	ready    func(ctx context.Context) error
-	routes   routeTable
+	cfg        Config
+	log        *slog.Logger
+	auth       *auth.Service
+	contacts   *contact.Service
+	webhooks   *webhook.Service
+	deliveries *delivery.Service
+	ready      func(ctx context.Context) error
+	routes     routeTable
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
@@ -54,7 +58,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	}
 	spec.Servers = nil
 	s := &Server{cfg: cfg, log: d.Log, auth: d.Auth, contacts: d.Contacts, webhooks: d.Webhooks,
-		ready: d.Ready, routes: newRouteTable(spec)}
+		deliveries: d.Deliveries, ready: d.Ready, routes: newRouteTable(spec)}
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true

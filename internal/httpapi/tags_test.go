@@ -154,12 +154,12 @@ func TestTagEventsOutbox(t *testing.T) {
 		if err := rows.Scan(&typ, &info, &tags, &deliveries); err != nil {
 			t.Fatal(err)
 		}
-		if deliveries != 1 || !strings.Contains(info, `"contactId": "`+id+`"`) || !strings.Contains(info, `"propertyId": ""`) {
+		if deliveries != 1 || !strings.Contains(info, `"contactId":"`+id+`"`) || !strings.Contains(info, `"propertyId":""`) {
 			t.Errorf("%s: %d deliveries, contactInfo %s", typ, deliveries, info)
 		}
 		got = append(got, typ+" "+tags)
 	}
-	want := []string{`TagsAdded ["a", "b"]`, `TagsAdded ["c"]`, `TagsAdded ["d"]`, `TagsRemoved ["a", "b"]`}
+	want := []string{`TagsAdded ["a","b"]`, `TagsAdded ["c"]`, `TagsAdded ["d"]`, `TagsRemoved ["a","b"]`}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("events:\n got %q\nwant %q", got, want)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -21,6 +22,7 @@ import (
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/app"
 	"github.com/contactd/contactd/internal/config"
+	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/httpapi"
 	"github.com/contactd/contactd/internal/store"
 )
@@ -50,8 +52,12 @@ func NewAPI(t testing.TB, opts ...Option) *API {
 		t.Fatal(err)
 	}
 	st := NewStore(t)
-	svc := app.NewServices(cfg, st)
-	h, err := app.Handler(cfg, st, svc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	svc, err := app.NewServices(cfg, st, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := app.Handler(cfg, st, svc, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,4 +210,34 @@ func checkErrorBody(t testing.TB, req *http.Request, r *Response) {
 	if err := spec.Components.Schemas["Error"].Value.VisitJSON(v); err != nil {
 		t.Errorf("%s %s -> %d: body is not an Error: %v", req.Method, req.URL.Path, r.Status, err)
 	}
+}
+
+// ValidatePayload fails the test when a webhook body does not match the spec's
+// WebhookPayload schema.
+func ValidatePayload(t testing.TB, body []byte) {
+	t.Helper()
+	loadSpec(t)
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatalf("payload is not JSON: %s", body)
+	}
+	if err := spec.Components.Schemas["WebhookPayload"].Value.VisitJSON(v, httpapi.FormatOptions()...); err != nil {
+		t.Errorf("payload does not match openapi.yaml WebhookPayload: %v\n%s", err, body)
+	}
+}
+
+// Config is the configuration type test options change.
+type Config = config.Config
+
+// SecondDeliveryService is another set of delivery workers on the API's database, as a
+// second worker process would run.
+func SecondDeliveryService(t testing.TB, a *API) *delivery.Service {
+	t.Helper()
+	s, err := delivery.New(a.Store, delivery.Options{Timeout: a.Cfg.WebhookTimeout,
+		AllowedNetworks: a.Cfg.WebhookAllowedNetworks, Workers: 8, RescueAfter: a.Cfg.WebhookRescueAfter,
+		SweepEvery: time.Hour, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

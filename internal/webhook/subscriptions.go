@@ -113,3 +113,23 @@ func fromRow(r db.WebhookSubscription) Subscription {
 	return Subscription{ID: r.SubscriptionID, URL: r.Url, EventType: EventType(r.EventType),
 		Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 }
+
+// ErrNotFound is the answer for an unknown subscription, or another account's.
+var ErrNotFound = apperr.New(apperr.KindNotFound, "SubscriptionDoesNotExist", "subscription does not exist")
+
+// Remove marks a subscription Removed; removing it again succeeds.
+func (s *Service) Remove(ctx context.Context, accountID uuid.UUID, rawID string) error {
+	id, err := uuid.Parse(rawID)
+	if err != nil || len(rawID) != 36 {
+		return ErrNotFound
+	}
+	var n int64
+	err = s.store.InTx(ctx, func(tx store.Tx) (err error) {
+		n, err = tx.SubscriptionRemove(ctx, db.SubscriptionRemoveParams{AccountID: accountID, SubscriptionID: id, Now: s.now()})
+		return err
+	})
+	if err == nil && n == 0 {
+		return ErrNotFound
+	}
+	return err
+}

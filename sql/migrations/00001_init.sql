@@ -137,7 +137,8 @@ CREATE TABLE webhook_events (
     event_id    uuid NOT NULL,
     event_type  text NOT NULL,
     contact_id  uuid,
-    payload     jsonb NOT NULL,
+    -- json, not jsonb: the exact text that is signed and sent.
+    payload     json NOT NULL,
     occurred_at timestamptz NOT NULL,
     PRIMARY KEY (account_id, event_id)
 );

@@ -17,3 +17,34 @@ ORDER BY created_at DESC, subscription_id DESC;
 SELECT subscription_id FROM webhook_subscriptions
 WHERE account_id = $1 AND event_type = $2 AND status <> 'Removed'
 ORDER BY subscription_id;
+
+-- name: SubscriptionRemove :execrows
+UPDATE webhook_subscriptions
+SET status = 'Removed', updated_at = CASE WHEN status = 'Removed' THEN updated_at ELSE @now END
+WHERE account_id = @account_id AND subscription_id = @subscription_id;
+
+-- name: SubscriptionGet :one
+SELECT * FROM webhook_subscriptions WHERE account_id = $1 AND subscription_id = $2;
+
+-- name: SubscriptionRecordSuccess :exec
+UPDATE webhook_subscriptions
+SET consecutive_failures = 0, last_success_at = @now, failing_since = NULL,
+    status = CASE WHEN status = 'Failing' THEN 'Active' ELSE status END,
+    updated_at = CASE WHEN status = 'Failing' THEN @now ELSE updated_at END
+WHERE account_id = @account_id AND subscription_id = @subscription_id AND status <> 'Removed';
+
+-- name: SubscriptionRecordFailure :exec
+-- The third failure in a row turns an Active subscription Failing.
+UPDATE webhook_subscriptions
+SET consecutive_failures = consecutive_failures + 1,
+    status = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= @failing_after::int THEN 'Failing' ELSE status END,
+    failing_since = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= @failing_after::int THEN @now ELSE failing_since END,
+    updated_at = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= @failing_after::int THEN @now ELSE updated_at END
+WHERE account_id = @account_id AND subscription_id = @subscription_id AND status <> 'Removed';
+
+-- name: SubscriptionsSweepFailing :execrows
+-- Maintenance across accounts: Failing subscriptions without a success since the cutoff
+-- are removed.
+UPDATE webhook_subscriptions
+SET status = 'Removed', updated_at = @now
+WHERE status = 'Failing' AND coalesce(last_success_at, created_at) < @cutoff;

@@ -1,0 +1,115 @@
+package delivery
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/store"
+)
+
+// Options configures delivery.
+type Options struct {
+	// Timeout bounds one attempt (15 s).
+	Timeout time.Duration
+	// AllowedNetworks are exempt from the SSRF guard (local development, tests).
+	AllowedNetworks []netip.Prefix
+	// Workers is how many attempts run at once in this process.
+	Workers int
+	// RescueAfter is when River retries a job whose worker died mid-attempt. It must exceed
+	// the job timeout, or a live attempt could be repeated.
+	RescueAfter time.Duration
+	// SweepEvery is how often Failing subscriptions are checked for removal.
+	SweepEvery time.Duration
+	Now        func() time.Time
+	Log        *slog.Logger
+}
+
+// New returns the delivery service over st. It can enqueue at once; Start runs workers.
+func New(st *store.Store, opt Options) (*Service, error) {
+	if opt.Now == nil {
+		opt.Now = func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
+	}
+	s := &Service{store: st, http: NewHTTPClient(opt.Timeout, opt.AllowedNetworks), timeout: opt.Timeout,
+		now: opt.Now, rnd: defaultRand, log: opt.Log}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &worker{s: s})
+	river.AddWorker(workers, &sweepWorker{s: s})
+	cfg := &river.Config{
+		Workers:              workers,
+		Logger:               opt.Log,
+		FetchCooldown:        5 * time.Millisecond,
+		FetchPollInterval:    250 * time.Millisecond,
+		JobTimeout:           opt.Timeout + 10*time.Second,
+		RescueStuckJobsAfter: opt.RescueAfter,
+		Queues: map[string]river.QueueConfig{
+			QueueName:          {MaxWorkers: opt.Workers},
+			river.QueueDefault: {MaxWorkers: 2},
+		},
+		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(opt.SweepEvery),
+			func() (river.JobArgs, *river.InsertOpts) { return SweepArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true, ID: "webhook_sweep"})},
+	}
+	client, err := river.NewClient(riverpgxv5.New(st.Pool), cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.river = client
+	return s, nil
+}
+
+// Start runs the workers until Stop.
+func (s *Service) Start(ctx context.Context) error { return s.river.Start(ctx) }
+
+// Stop lets running attempts finish (their results are recorded), within ctx; attempts
+// still running when ctx ends are cancelled and River retries them later.
+func (s *Service) Stop(ctx context.Context) error {
+	err := s.river.Stop(ctx)
+	if ctx.Err() != nil {
+		return s.river.StopAndCancel(context.Background())
+	}
+	return err
+}
+
+// River is the job client, for tests that inspect jobs.
+func (s *Service) River() *river.Client[pgx.Tx] { return s.river }
+
+// SweepArgs is the periodic job that removes subscriptions Failing for too long.
+type SweepArgs struct{}
+
+// Kind names the job for River.
+func (SweepArgs) Kind() string { return "webhook_sweep" }
+
+// RemoveFailingAfter is how long a Failing subscription may go without a success.
+const RemoveFailingAfter = 5 * 24 * time.Hour
+
+type sweepWorker struct {
+	river.WorkerDefaults[SweepArgs]
+	s *Service
+}
+
+func (w *sweepWorker) Work(ctx context.Context, _ *river.Job[SweepArgs]) error {
+	n, err := w.s.Sweep(ctx)
+	if n > 0 && w.s.log != nil {
+		w.s.log.Info("removed failing subscriptions", slog.Int64("count", n))
+	}
+	return err
+}
+
+// Sweep removes Failing subscriptions without a success in RemoveFailingAfter.
+func (s *Service) Sweep(ctx context.Context) (int64, error) {
+	var n int64
+	now := s.now()
+	err := s.store.InTx(ctx, func(tx store.Tx) (err error) {
+		cutoff := now.Add(-RemoveFailingAfter)
+		n, err = tx.SubscriptionsSweepFailing(ctx, db.SubscriptionsSweepFailingParams{Now: now, Cutoff: &cutoff})
+		return err
+	})
+	return n, err
+}

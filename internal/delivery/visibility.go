@@ -1,0 +1,150 @@
+package delivery
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/store"
+)
+
+// Errors of the visibility operations.
+var (
+	ErrSubscriptionNotFound = apperr.New(apperr.KindNotFound, "SubscriptionDoesNotExist", "subscription does not exist")
+	ErrDeliveryNotFound     = apperr.New(apperr.KindNotFound, "DeliveryDoesNotExist", "delivery does not exist")
+	errBadCursor            = apperr.Invalid(apperr.Field("query.cursor", "format", "not a cursor this API returned"))
+)
+
+// Attempt is one recorded delivery attempt.
+type Attempt struct {
+	DeliveryID, EventID uuid.UUID
+	EventType           string
+	Attempt             int
+	AttemptedAt         time.Time
+	ResponseStatus      *int
+	Latency             time.Duration
+	Error               *string
+	NextAttemptAt       *time.Time
+}
+
+// Delivery is one event's delivery to one subscription.
+type Delivery struct {
+	ID, EventID   uuid.UUID
+	EventType     string
+	Status        string
+	Attempts      int
+	NextAttemptAt *time.Time
+}
+
+// Attempts lists a subscription's attempts, newest first, after cursor (empty for the first page).
+func (s *Service) Attempts(ctx context.Context, account uuid.UUID, rawSub string, limit int, cursor string) ([]Attempt, string, error) {
+	sub, err := s.subscription(ctx, account, rawSub)
+	if err != nil {
+		return nil, "", err
+	}
+	p := db.AttemptsListParams{AccountID: account, SubscriptionID: sub, RowLimit: int32(limit) + 1}
+	if cursor != "" {
+		if p.CursorAt, p.CursorDelivery, p.CursorAttempt, err = decodeCursor(cursor); err != nil {
+			return nil, "", errBadCursor
+		}
+		p.HasCursor = true
+	}
+	var rows []db.AttemptsListRow
+	if err := s.store.Read(ctx, func(q *db.Queries) (err error) { rows, err = q.AttemptsList(ctx, p); return err }); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[limit-1]
+		next = encodeCursor(last.AttemptedAt, last.DeliveryID, last.Attempt)
+	}
+	out := make([]Attempt, len(rows))
+	for i, r := range rows {
+		out[i] = Attempt{DeliveryID: r.DeliveryID, EventID: r.EventID, EventType: r.EventType, Attempt: int(r.Attempt),
+			AttemptedAt: r.AttemptedAt, Latency: time.Duration(r.LatencyMs) * time.Millisecond, Error: r.Error,
+			NextAttemptAt: r.NextAttemptAt}
+		if r.ResponseStatus != nil {
+			v := int(*r.ResponseStatus)
+			out[i].ResponseStatus = &v
+		}
+	}
+	return out, next, nil
+}
+
+// Redeliver queues one more attempt of a delivery, now.
+func (s *Service) Redeliver(ctx context.Context, account uuid.UUID, rawSub, rawDelivery string) (Delivery, error) {
+	sub, err := s.subscription(ctx, account, rawSub)
+	if err != nil {
+		return Delivery{}, err
+	}
+	id, err := uuid.Parse(rawDelivery)
+	if err != nil || len(rawDelivery) != 36 {
+		return Delivery{}, ErrDeliveryNotFound
+	}
+	var d Delivery
+	err = s.store.InTx(ctx, func(tx store.Tx) error {
+		subRow, err := tx.SubscriptionGet(ctx, db.SubscriptionGetParams{AccountID: account, SubscriptionID: sub})
+		if err != nil {
+			return err
+		}
+		if subRow.Status == "Removed" {
+			return apperr.Invalid(apperr.Field("path.subscriptionId", "status", "the subscription is removed"))
+		}
+		row, err := tx.DeliveryGet(ctx, db.DeliveryGetParams{AccountID: account, SubscriptionID: sub, DeliveryID: id})
+		if errors.Is(store.Translate(err), apperr.ErrNoRows) {
+			return ErrDeliveryNotFound
+		} else if err != nil {
+			return err
+		}
+		now := s.now()
+		if err := tx.DeliveryRequeue(ctx, db.DeliveryRequeueParams{AccountID: account, DeliveryID: id, Now: &now}); err != nil {
+			return err
+		}
+		d = Delivery{ID: id, EventID: row.EventID, EventType: row.EventType, Status: "Pending", Attempts: int(row.Attempts), NextAttemptAt: &now}
+		return s.enqueue(ctx, tx.Raw, account, id, d.Attempts+1, time.Time{})
+	})
+	return d, err
+}
+
+func (s *Service) subscription(ctx context.Context, account uuid.UUID, raw string) (uuid.UUID, error) {
+	id, err := uuid.Parse(raw)
+	if err != nil || len(raw) != 36 {
+		return uuid.Nil, ErrSubscriptionNotFound
+	}
+	err = s.store.Read(ctx, func(q *db.Queries) error {
+		_, err := q.SubscriptionGet(ctx, db.SubscriptionGetParams{AccountID: account, SubscriptionID: id})
+		return err
+	})
+	if errors.Is(err, apperr.ErrNoRows) {
+		return uuid.Nil, ErrSubscriptionNotFound
+	}
+	return id, err
+}
+
+func encodeCursor(at time.Time, delivery uuid.UUID, attempt int32) string {
+	return base64.RawURLEncoding.EncodeToString(fmt.Appendf(nil, "%d|%s|%d", at.UnixMicro(), delivery, attempt))
+}
+
+func decodeCursor(c string) (time.Time, uuid.UUID, int32, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	parts := strings.Split(string(b), "|")
+	if err != nil || len(parts) != 3 {
+		return time.Time{}, uuid.Nil, 0, errBadCursor
+	}
+	us, err1 := strconv.ParseInt(parts[0], 10, 64)
+	id, err2 := uuid.Parse(parts[1])
+	n, err3 := strconv.ParseInt(parts[2], 10, 32)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return time.Time{}, uuid.Nil, 0, errBadCursor
+	}
+	return time.UnixMicro(us).UTC(), id, int32(n), nil
+}

@@ -1,0 +1,215 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/webhook"
+)
+
+// QueueName is the River queue of delivery attempts.
+const QueueName = "webhooks"
+
+// FailingAfter is how many failed attempts in a row turn a subscription Failing.
+const FailingAfter = 3
+
+// Args is one attempt of one delivery. Each attempt is its own job, so the schedule, the
+// jitter and Retry-After are ours, and a job River retries after a crash repeats only the
+// attempt that was cut off.
+type Args struct {
+	AccountID  uuid.UUID `json:"account_id"`
+	DeliveryID uuid.UUID `json:"delivery_id"`
+	Attempt    int       `json:"attempt"`
+}
+
+// Kind names the job for River.
+func (Args) Kind() string { return "webhook_delivery" }
+
+// InsertOpts puts attempts on their own queue. River's own retries only cover failures to
+// record an attempt (the database was away); HTTP failures are scheduled by us.
+func (Args) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: QueueName, MaxAttempts: 10} }
+
+// Service delivers events and answers questions about deliveries.
+type Service struct {
+	store   *store.Store
+	river   *river.Client[pgx.Tx]
+	http    *http.Client
+	timeout time.Duration
+	now     func() time.Time
+	rnd     func() float64
+	log     *slog.Logger
+}
+
+var _ webhook.Enqueuer = (*Service)(nil)
+
+// EnqueueDelivery schedules the first attempt of a delivery in the caller's transaction.
+func (s *Service) EnqueueDelivery(ctx context.Context, tx store.Tx, d webhook.Delivery) error {
+	return s.enqueue(ctx, tx.Raw, d.AccountID, d.DeliveryID, 1, time.Time{})
+}
+
+func (s *Service) enqueue(ctx context.Context, tx pgx.Tx, account, delivery uuid.UUID, attempt int, at time.Time) error {
+	_, err := s.river.InsertTx(ctx, tx, Args{AccountID: account, DeliveryID: delivery, Attempt: attempt},
+		&river.InsertOpts{ScheduledAt: at})
+	return err
+}
+
+type worker struct {
+	river.WorkerDefaults[Args]
+	s *Service
+}
+
+func (w *worker) Work(ctx context.Context, job *river.Job[Args]) error {
+	return w.s.Attempt(ctx, job.Args)
+}
+
+// Timeout leaves the HTTP client's own timeout room to fire first.
+func (w *worker) Timeout(*river.Job[Args]) time.Duration { return w.s.timeout + 10*time.Second }
+
+// outcome is what one attempt came to.
+type outcome struct {
+	status     *int32
+	latency    time.Duration
+	err        string
+	retryAfter time.Duration
+}
+
+func (o outcome) ok() bool   { return o.status != nil && *o.status >= 200 && *o.status < 300 }
+func (o outcome) gone() bool { return o.status != nil && *o.status == http.StatusGone }
+
+// Attempt makes one attempt of a delivery and records it; the workers call it, and tests
+// call it to drive attempts without waiting for the schedule.
+func (s *Service) Attempt(ctx context.Context, a Args) error {
+	var d db.DeliveryLoadRow
+	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+		d, err = q.DeliveryLoad(ctx, db.DeliveryLoadParams{AccountID: a.AccountID, DeliveryID: a.DeliveryID})
+		return err
+	})
+	if errors.Is(err, apperr.ErrNoRows) || (err == nil && int(d.Attempts) >= a.Attempt) {
+		return nil // gone with its account, or this attempt was recorded before a crash
+	}
+	if err != nil {
+		return err
+	}
+	var o outcome
+	if d.SubscriptionStatus == "Removed" {
+		o.err = "subscription removed"
+	} else {
+		o = s.post(ctx, d)
+	}
+	return s.record(ctx, a, d, o)
+}
+
+func (s *Service) post(ctx context.Context, d db.DeliveryLoadRow) outcome {
+	body := make([]byte, 0, len(d.Payload)+12)
+	body = append(append(append(body, `{"events":[`...), d.Payload...), "]}"...)
+	start := time.Now()
+	ts := start.Unix()
+	sig, err := Sign(d.Secret, d.EventID.String(), ts, body)
+	if err != nil {
+		return outcome{err: err.Error()}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.Url, bytes.NewReader(body))
+	if err != nil {
+		return outcome{err: "invalid URL"}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "contactd-webhooks/1")
+	req.Header.Set("webhook-id", d.EventID.String())
+	req.Header.Set("webhook-timestamp", fmt.Sprint(ts))
+	req.Header.Set("webhook-signature", sig)
+	resp, err := s.http.Do(req)
+	o := outcome{latency: time.Since(start)}
+	if err != nil {
+		o.err = describe(err)
+		return o
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
+	resp.Body.Close()
+	code := int32(resp.StatusCode)
+	o.status = &code
+	if !o.ok() {
+		o.err = fmt.Sprintf("receiver answered %d", resp.StatusCode)
+		o.retryAfter = retryAfter(resp, time.Now())
+	}
+	return o
+}
+
+// describe words a transport error for the deliveries list without our internals.
+func describe(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "prohibited IP"):
+		return "refused: the URL resolves to a private, loopback or otherwise prohibited address"
+	case errors.Is(err, context.DeadlineExceeded) || strings.Contains(msg, "Client.Timeout") || strings.Contains(msg, "timeout awaiting"):
+		return "timed out waiting for the receiver"
+	}
+	if len(msg) > 300 {
+		msg = msg[:300]
+	}
+	return msg
+}
+
+func (s *Service) record(ctx context.Context, a Args, d db.DeliveryLoadRow, o outcome) error {
+	now := s.now()
+	status, next := "Succeeded", (*time.Time)(nil)
+	if !o.ok() {
+		status = "Failed"
+		if delay, more := NextDelay(a.Attempt, o.retryAfter, s.rnd); more && !o.gone() && d.SubscriptionStatus != "Removed" {
+			t := now.Add(delay)
+			status, next = "Pending", &t
+		}
+	}
+	var errText *string
+	if o.err != "" {
+		errText = &o.err
+	}
+	return s.store.InTx(ctx, func(tx store.Tx) error {
+		if err := tx.AttemptInsert(ctx, db.AttemptInsertParams{AccountID: a.AccountID, DeliveryID: a.DeliveryID,
+			Attempt: int32(a.Attempt), AttemptedAt: now, ResponseStatus: o.status,
+			LatencyMs: int32(o.latency.Milliseconds()), Error: errText, NextAttemptAt: next}); err != nil {
+			return err
+		}
+		if err := tx.DeliveryRecordAttempt(ctx, db.DeliveryRecordAttemptParams{AccountID: a.AccountID,
+			DeliveryID: a.DeliveryID, Attempt: int32(a.Attempt), Status: status, NextAttemptAt: next, Now: now}); err != nil {
+			return err
+		}
+		if err := s.updateSubscription(ctx, tx, a.AccountID, d.SubscriptionID, o, now); err != nil {
+			return err
+		}
+		if next == nil {
+			return nil
+		}
+		return s.enqueue(ctx, tx.Raw, a.AccountID, a.DeliveryID, a.Attempt+1, *next)
+	})
+}
+
+func (s *Service) updateSubscription(ctx context.Context, tx store.Tx, account, sub uuid.UUID, o outcome, now time.Time) error {
+	switch {
+	case o.ok():
+		return tx.SubscriptionRecordSuccess(ctx, db.SubscriptionRecordSuccessParams{AccountID: account, SubscriptionID: sub, Now: &now})
+	case o.gone():
+		_, err := tx.SubscriptionRemove(ctx, db.SubscriptionRemoveParams{AccountID: account, SubscriptionID: sub, Now: now})
+		return err
+	case o.err == "subscription removed":
+		return nil
+	}
+	return tx.SubscriptionRecordFailure(ctx, db.SubscriptionRecordFailureParams{AccountID: account,
+		SubscriptionID: sub, FailingAfter: FailingAfter, Now: &now})
+}
+
+func defaultRand() float64 { return rand.Float64() }

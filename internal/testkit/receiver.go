@@ -1,0 +1,95 @@
+package testkit
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/contactd/contactd/internal/config"
+)
+
+// Delivered is one request a Receiver got.
+type Delivered struct {
+	Header http.Header
+	Body   []byte
+	At     time.Time
+}
+
+// Receiver is a webhook receiver on loopback. Respond decides each answer from the
+// 1-based count of requests so far; the default answers 204.
+type Receiver struct {
+	URL     string
+	Got     chan Delivered
+	mu      sync.Mutex
+	n       int
+	Respond func(n int, w http.ResponseWriter, r *http.Request)
+}
+
+// NewReceiver starts a receiver for one test.
+func NewReceiver(t testing.TB) *Receiver {
+	rc := &Receiver{Got: make(chan Delivered, 1000)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		rc.n++
+		n, respond := rc.n, rc.Respond
+		rc.mu.Unlock()
+		rc.Got <- Delivered{Header: r.Header.Clone(), Body: body, At: time.Now()}
+		if respond == nil {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		respond(n, w, r)
+	}))
+	t.Cleanup(srv.Close)
+	rc.URL = srv.URL + "/hook"
+	return rc
+}
+
+// Next waits for the next request, failing the test after timeout.
+func (rc *Receiver) Next(t testing.TB, timeout time.Duration) Delivered {
+	t.Helper()
+	select {
+	case d := <-rc.Got:
+		return d
+	case <-time.After(timeout):
+		t.Fatalf("no delivery within %v", timeout)
+		return Delivered{}
+	}
+}
+
+// Quiet fails the test when a request arrives within d.
+func (rc *Receiver) Quiet(t testing.TB, d time.Duration) {
+	t.Helper()
+	select {
+	case got := <-rc.Got:
+		t.Errorf("unexpected delivery: %s", got.Body)
+	case <-time.After(d):
+	}
+}
+
+// LocalDelivery lets webhooks reach loopback receivers quickly: plain http, 127.0.0.0/8
+// exempt from the SSRF guard, a short attempt timeout.
+func LocalDelivery(c *config.Config) {
+	c.WebhookAllowHTTP = true
+	c.WebhookAllowedRaw = "127.0.0.0/8"
+	c.WebhookTimeout = time.Second
+	c.WebhookRescueAfter = 12 * time.Second
+}
+
+// StartWorkers runs the API's delivery workers until the test ends.
+func (a *API) StartWorkers() {
+	a.t.Helper()
+	if err := a.Svc.Deliveries.Start(context.Background()); err != nil {
+		a.t.Fatal(err)
+	}
+	a.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = a.Svc.Deliveries.Stop(ctx)
+	})
+}

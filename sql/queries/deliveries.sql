@@ -1,0 +1,39 @@
+-- name: DeliveryLoad :one
+-- Everything one attempt needs, in one round trip.
+SELECT d.status, d.attempts, d.subscription_id, e.event_id, e.event_type, e.payload::text AS payload,
+       s.url, s.secret, s.status AS subscription_status
+FROM webhook_deliveries d
+JOIN webhook_events e ON e.account_id = d.account_id AND e.event_id = d.event_id
+JOIN webhook_subscriptions s ON s.account_id = d.account_id AND s.subscription_id = d.subscription_id
+WHERE d.account_id = $1 AND d.delivery_id = $2;
+
+-- name: DeliveryRecordAttempt :exec
+UPDATE webhook_deliveries
+SET attempts = @attempt, status = @status, next_attempt_at = sqlc.narg('next_attempt_at'), updated_at = @now
+WHERE account_id = @account_id AND delivery_id = @delivery_id;
+
+-- name: AttemptInsert :exec
+INSERT INTO webhook_attempts (
+    account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, error, next_attempt_at
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING;
+
+-- name: AttemptsList :many
+SELECT a.delivery_id, a.attempt, a.attempted_at, a.response_status, a.latency_ms, a.error,
+       a.next_attempt_at, e.event_id, e.event_type
+FROM webhook_attempts a
+JOIN webhook_deliveries d ON d.account_id = a.account_id AND d.delivery_id = a.delivery_id
+JOIN webhook_events e ON e.account_id = d.account_id AND e.event_id = d.event_id
+WHERE a.account_id = @account_id AND d.subscription_id = @subscription_id
+  AND (NOT @has_cursor::bool OR (a.attempted_at, a.delivery_id, a.attempt) < (@cursor_at::timestamptz, @cursor_delivery::uuid, @cursor_attempt::int))
+ORDER BY a.attempted_at DESC, a.delivery_id DESC, a.attempt DESC
+LIMIT @row_limit;
+
+-- name: DeliveryGet :one
+SELECT d.*, e.event_type FROM webhook_deliveries d
+JOIN webhook_events e ON e.account_id = d.account_id AND e.event_id = d.event_id
+WHERE d.account_id = $1 AND d.subscription_id = $2 AND d.delivery_id = $3;
+
+-- name: DeliveryRequeue :exec
+UPDATE webhook_deliveries SET status = 'Pending', next_attempt_at = @now, updated_at = @now
+WHERE account_id = @account_id AND delivery_id = @delivery_id;
