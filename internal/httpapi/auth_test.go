@@ -21,6 +21,9 @@ var operations = []struct {
 	{"POST", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000/tags", map[string]any{"tags": []string{"a"}}},
 	{"POST", "/public/v1/webhooks", map[string]any{"url": "https://h.example.com", "eventType": "TagsAdded"}},
 	{"GET", "/public/v1/webhooks", nil},
+	{"DELETE", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000", nil},
+	{"GET", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/deliveries", nil},
+	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/deliveries/01939d3c-0000-7000-8000-000000000000/redeliver", nil},
 }
 
 func TestUnauthorized(t *testing.T) {

@@ -29,11 +29,13 @@ import (
 
 // API is contactd's real HTTP stack on a loopback port over a fresh database.
 type API struct {
-	t     testing.TB
-	URL   string
-	Store *store.Store
-	Svc   *app.Services
-	Cfg   config.Config
+	t   testing.TB
+	URL string
+	// DatabaseURL is the test's own database, for processes started by the test.
+	DatabaseURL string
+	Store       *store.Store
+	Svc         *app.Services
+	Cfg         config.Config
 }
 
 // Option adjusts the configuration of a test API.
@@ -51,7 +53,12 @@ func NewAPI(t testing.TB, opts ...Option) *API {
 	if err := cfg.Finish(); err != nil {
 		t.Fatal(err)
 	}
-	st := NewStore(t)
+	dbURL := NewDatabase(t)
+	st, err := store.Open(context.Background(), dbURL, store.Options{MaxConns: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc, err := app.NewServices(cfg, st, log)
 	if err != nil {
@@ -63,7 +70,7 @@ func NewAPI(t testing.TB, opts ...Option) *API {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &API{t: t, URL: srv.URL, Store: st, Svc: svc, Cfg: cfg}
+	return &API{t: t, URL: srv.URL, DatabaseURL: dbURL, Store: st, Svc: svc, Cfg: cfg}
 }
 
 // Account creates an account and a key for it, returning the account id and the key.

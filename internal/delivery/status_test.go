@@ -1,0 +1,182 @@
+package delivery_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/delivery"
+)
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+
+// Status transitions, driven attempt by attempt with an injected clock: no real waits.
+func TestSubscriptionStatusTransitions(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, false)
+	ok := false
+	var mu sync.Mutex
+	s.rc.Respond = func(_ int, w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ok {
+			w.WriteHeader(200)
+		} else {
+			w.WriteHeader(500)
+		}
+	}
+	setOK := func(v bool) { mu.Lock(); ok = v; mu.Unlock() }
+	clk := &clock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	svc, err := delivery.New(s.a.Store, delivery.Options{Timeout: time.Second, AllowedNetworks: s.a.Cfg.WebhookAllowedNetworks,
+		Workers: 1, RescueAfter: time.Minute, SweepEvery: time.Hour, Now: clk.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.addTags(t, "status@example.com", "x")
+	var accountID, deliveryID uuid.UUID
+	if err := s.a.Store.Pool.QueryRow(context.Background(), "SELECT account_id, delivery_id FROM webhook_deliveries").Scan(&accountID, &deliveryID); err != nil {
+		t.Fatal(err)
+	}
+	attempt := 0
+	try := func() {
+		t.Helper()
+		attempt++
+		clk.Add(time.Minute)
+		if err := svc.Attempt(context.Background(), delivery.Args{AccountID: accountID, DeliveryID: deliveryID, Attempt: attempt}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state := func() (api.SubscriptionStatus, string) {
+		var st string
+		var updated time.Time
+		_ = s.a.Store.Pool.QueryRow(context.Background(), "SELECT status, updated_at FROM webhook_subscriptions").Scan(&st, &updated)
+		return api.SubscriptionStatus(st), updated.UTC().Format(time.RFC3339)
+	}
+	expect := func(want api.SubscriptionStatus, changedAt string) {
+		t.Helper()
+		if st, upd := state(); st != want || (changedAt != "" && upd != changedAt) {
+			t.Fatalf("after attempt %d: %s updated %s, want %s updated %s", attempt, st, upd, want, changedAt)
+		}
+	}
+	_, created := state()
+	try()
+	try()
+	expect(api.Active, created) // two failures: still Active, not touched
+	try()
+	expect(api.Failing, clk.Now().Format(time.RFC3339)) // the third in a row
+	setOK(true)
+	try()
+	expect(api.Active, clk.Now().Format(time.RFC3339)) // back on the next success
+	setOK(false)
+	try()
+	try()
+	try()
+	failingSince := clk.Now().Format(time.RFC3339)
+	expect(api.Failing, failingSince)
+
+	lastSuccess := clk.Now().Add(-3 * time.Minute)
+	clk.now = lastSuccess.Add(delivery.RemoveFailingAfter - time.Minute)
+	if n, err := svc.Sweep(context.Background()); err != nil || n != 0 {
+		t.Fatalf("sweep before 5 days: %d %v", n, err)
+	}
+	expect(api.Failing, failingSince)
+	clk.Add(2 * time.Minute)
+	if n, err := svc.Sweep(context.Background()); err != nil || n != 1 {
+		t.Fatalf("sweep after 5 days: %d %v", n, err)
+	}
+	expect(api.Removed, clk.Now().Format(time.RFC3339))
+
+	// a removed subscription gets nothing: the pending delivery fails without a request.
+	for len(s.rc.Got) > 0 {
+		<-s.rc.Got
+	}
+	try()
+	s.rc.Quiet(t, 100*time.Millisecond)
+	var status string
+	_ = s.a.Store.Pool.QueryRow(context.Background(), "SELECT status FROM webhook_deliveries").Scan(&status)
+	if status != "Failed" {
+		t.Errorf("delivery %s, want Failed", status)
+	}
+}
+
+func TestDeleteRedeliverAndPaginate(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, true)
+	for i := range 3 {
+		s.addTags(t, "p"+string(rune('a'+i))+"@example.com", "x")
+		s.rc.Next(t, 5*time.Second)
+	}
+	s.waitAttempts(t, 3)
+	base := "/public/v1/webhooks/" + s.sub.SubscriptionId
+	var page1, page2 api.DeliveryAttemptList
+	s.a.Do("GET", base+"/deliveries?limit=2", s.key, nil).JSON(t, &page1)
+	if len(page1.Attempts) != 2 || page1.NextCursor == nil {
+		t.Fatalf("page 1: %+v", page1)
+	}
+	s.a.Do("GET", base+"/deliveries?limit=2&cursor="+*page1.NextCursor, s.key, nil).JSON(t, &page2)
+	if len(page2.Attempts) != 1 || page2.NextCursor != nil || page2.Attempts[0].DeliveryId == page1.Attempts[1].DeliveryId {
+		t.Fatalf("page 2: %+v", page2)
+	}
+	if !page1.Attempts[0].AttemptedAt.After(page2.Attempts[0].AttemptedAt.Time) && page1.Attempts[0].AttemptedAt != page2.Attempts[0].AttemptedAt {
+		t.Errorf("not newest first")
+	}
+	if r := s.a.Do("GET", base+"/deliveries?cursor=garbage", s.key, nil); r.Status != 400 {
+		t.Errorf("bad cursor: %d", r.Status)
+	}
+
+	oldest := page2.Attempts[0]
+	r := s.a.Do("POST", base+"/deliveries/"+oldest.DeliveryId+"/redeliver", s.key, nil)
+	var d api.Delivery
+	r.JSON(t, &d)
+	if r.Status != 200 || d.Status != api.DeliveryStatusPending || d.EventId != oldest.EventId {
+		t.Fatalf("redeliver: %d %s", r.Status, r.Body)
+	}
+	again := s.rc.Next(t, 5*time.Second)
+	if again.Header.Get("webhook-id") != oldest.EventId {
+		t.Errorf("redelivered %s, want %s", again.Header.Get("webhook-id"), oldest.EventId)
+	}
+
+	// another account sees none of it.
+	_, other := s.a.Account("other")
+	for _, p := range []struct{ m, path string }{
+		{"GET", base + "/deliveries"}, {"POST", base + "/deliveries/" + oldest.DeliveryId + "/redeliver"}, {"DELETE", base},
+	} {
+		if r := s.a.Do(p.m, p.path, other, nil); r.Status != 404 || r.Error(t).Code != api.ErrorCodeSubscriptionDoesNotExist {
+			t.Errorf("%s %s as another account: %d %s", p.m, p.path, r.Status, r.Body)
+		}
+	}
+	if r := s.a.Do("POST", base+"/deliveries/"+uuid.NewString()+"/redeliver", s.key, nil); r.Status != 404 || r.Error(t).Code != api.ErrorCodeDeliveryDoesNotExist {
+		t.Errorf("unknown delivery: %d %s", r.Status, r.Body)
+	}
+
+	// DELETE removes; it is idempotent; removed subscriptions get nothing and cannot be redelivered to.
+	for range 2 {
+		if r := s.a.Do("DELETE", base, s.key, nil); r.Status != 204 || len(r.Body) != 0 {
+			t.Fatalf("delete: %d %s", r.Status, r.Body)
+		}
+	}
+	if st := s.subscriptionStatus(t); st != api.Removed {
+		t.Errorf("status %s", st)
+	}
+	if r := s.a.Do("POST", base+"/deliveries/"+oldest.DeliveryId+"/redeliver", s.key, nil); r.Status != 400 {
+		t.Errorf("redeliver to removed: %d %s", r.Status, r.Body)
+	}
+	if r := s.a.Do("DELETE", "/public/v1/webhooks/"+uuid.NewString(), s.key, nil); r.Status != 404 {
+		t.Errorf("delete unknown: %d", r.Status)
+	}
+	s.addTags(t, "after@example.com", "x")
+	s.rc.Quiet(t, 400*time.Millisecond)
+}
