@@ -217,6 +217,59 @@ func (e Warning) Valid() bool {
 	}
 }
 
+// Defines values for WebhookEventDataContactDetailsUpdatedInfoChangedFields.
+const (
+	WebhookEventDataContactDetailsUpdatedInfoChangedFieldsEmail WebhookEventDataContactDetailsUpdatedInfoChangedFields = "email"
+	WebhookEventDataContactDetailsUpdatedInfoChangedFieldsName  WebhookEventDataContactDetailsUpdatedInfoChangedFields = "name"
+	WebhookEventDataContactDetailsUpdatedInfoChangedFieldsPhone WebhookEventDataContactDetailsUpdatedInfoChangedFields = "phone"
+)
+
+// Valid indicates whether the value is a known member of the WebhookEventDataContactDetailsUpdatedInfoChangedFields enum.
+func (e WebhookEventDataContactDetailsUpdatedInfoChangedFields) Valid() bool {
+	switch e {
+	case WebhookEventDataContactDetailsUpdatedInfoChangedFieldsEmail:
+		return true
+	case WebhookEventDataContactDetailsUpdatedInfoChangedFieldsName:
+		return true
+	case WebhookEventDataContactDetailsUpdatedInfoChangedFieldsPhone:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookEventDataContactUnsubscribedInfoSource.
+const (
+	Activity WebhookEventDataContactUnsubscribedInfoSource = "Activity"
+	Update   WebhookEventDataContactUnsubscribedInfoSource = "Update"
+)
+
+// Valid indicates whether the value is a known member of the WebhookEventDataContactUnsubscribedInfoSource enum.
+func (e WebhookEventDataContactUnsubscribedInfoSource) Valid() bool {
+	switch e {
+	case Activity:
+		return true
+	case Update:
+		return true
+	default:
+		return false
+	}
+}
+
+// ActivityInfo For `FormSubmission`, `EmailClick`, `DashboardClick` and `PostcardScan`.
+type ActivityInfo struct {
+	// ActivityId The activity's id (the client's, or one contactd assigned).
+	ActivityId string `json:"activityId"`
+
+	// Details The details the reporting tool sent, as sent.
+	Details *map[string]interface{} `json:"details,omitempty"`
+
+	// OccurredAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	OccurredAt Timestamp `json:"occurredAt"`
+}
+
 // Address A structured US address; a part that is not known is an empty string.
 type Address struct {
 	// AptOrUnitNumber The unit, without its designator (`4` from `Apt 4`).
@@ -311,6 +364,18 @@ type Contact struct {
 	//
 	// Example: ["lead","open-house"]
 	Tags []string `json:"tags"`
+}
+
+// ContactDetails A contact's name, email and phone; `""` when not set.
+type ContactDetails struct {
+	// Email Primary email.
+	Email string `json:"email"`
+
+	// Name Full name.
+	Name string `json:"name"`
+
+	// Phone Phone number.
+	Phone string `json:"phone"`
 }
 
 // CreateContactRequest defines model for CreateContactRequest.
@@ -651,8 +716,58 @@ type WebhookEvent struct {
 
 // WebhookEventData The contact and, in the member named after the event type, its details.
 type WebhookEventData struct {
+	// ContactDetailsUpdatedInfo For `ContactDetailsUpdated`.
+	ContactDetailsUpdatedInfo *struct {
+		// ChangedFields Which of `name`, `email`, `phone` changed.
+		ChangedFields []WebhookEventDataContactDetailsUpdatedInfoChangedFields `json:"changedFields"`
+
+		// Current A contact's name, email and phone; `""` when not set.
+		Current ContactDetails `json:"current"`
+
+		// Previous A contact's name, email and phone; `""` when not set.
+		Previous ContactDetails `json:"previous"`
+	} `json:"contactDetailsUpdatedInfo,omitempty"`
+
+	// ContactEnrichedInfo For `ContactEnriched`.
+	ContactEnrichedInfo *struct {
+		// Address A structured US address; a part that is not known is an empty string.
+		Address *Address `json:"address,omitempty"`
+
+		// ChangedFields What enrichment changed (`emailStatus`, `address`).
+		ChangedFields []string `json:"changedFields"`
+
+		// EmailStatus Whether the email was found deliverable; `Pending` until enrichment decides.
+		EmailStatus *EmailStatus `json:"emailStatus,omitempty"`
+
+		// PreviousEmailStatus Whether the email was found deliverable; `Pending` until enrichment decides.
+		PreviousEmailStatus *EmailStatus `json:"previousEmailStatus,omitempty"`
+	} `json:"contactEnrichedInfo,omitempty"`
+
 	// ContactInfo Identifies the contact; an id that does not apply is `""`, never null.
 	ContactInfo WebhookContactInfo `json:"contactInfo"`
+
+	// ContactUnsubscribedInfo For `ContactUnsubscribed`.
+	ContactUnsubscribedInfo *struct {
+		// Source An `Unsubscribe` activity, or a PATCH of `recordStatus`.
+		Source WebhookEventDataContactUnsubscribedInfoSource `json:"source"`
+
+		// UnsubscribedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+		//
+		// Example: 2026-11-21T09:30:00.123Z
+		UnsubscribedAt Timestamp `json:"unsubscribedAt"`
+	} `json:"contactUnsubscribedInfo,omitempty"`
+
+	// DashboardClickInfo For `FormSubmission`, `EmailClick`, `DashboardClick` and `PostcardScan`.
+	DashboardClickInfo *ActivityInfo `json:"dashboardClickInfo,omitempty"`
+
+	// EmailClickInfo For `FormSubmission`, `EmailClick`, `DashboardClick` and `PostcardScan`.
+	EmailClickInfo *ActivityInfo `json:"emailClickInfo,omitempty"`
+
+	// FormSubmissionInfo For `FormSubmission`, `EmailClick`, `DashboardClick` and `PostcardScan`.
+	FormSubmissionInfo *ActivityInfo `json:"formSubmissionInfo,omitempty"`
+
+	// PostcardScanInfo For `FormSubmission`, `EmailClick`, `DashboardClick` and `PostcardScan`.
+	PostcardScanInfo *ActivityInfo `json:"postcardScanInfo,omitempty"`
 
 	// TagsAddedInfo For `TagsAdded`.
 	TagsAddedInfo *struct {
@@ -666,6 +781,12 @@ type WebhookEventData struct {
 		TagsRemoved []string `json:"tagsRemoved"`
 	} `json:"tagsRemovedInfo,omitempty"`
 }
+
+// WebhookEventDataContactDetailsUpdatedInfoChangedFields defines model for WebhookEventData.ContactDetailsUpdatedInfo.ChangedFields.
+type WebhookEventDataContactDetailsUpdatedInfoChangedFields string
+
+// WebhookEventDataContactUnsubscribedInfoSource An `Unsubscribe` activity, or a PATCH of `recordStatus`.
+type WebhookEventDataContactUnsubscribedInfoSource string
 
 // WebhookList defines model for WebhookList.
 type WebhookList struct {
@@ -2322,125 +2443,131 @@ func (sh *strictHandler) RedeliverWebhook(ctx echo.Context, subscriptionId Subsc
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3rciO30eiroObk1ErlIUXqshfqhyPvrh3Fe1FWUjbxck8GnAFJWDPAGMCIordUdR7ivMh5he9Rvif5",
-	"qnGZK3iTtUmqYv/xkpwBuht970brSxDzLOeMMCWD0ZcgxwJnRBGhP73kTOFYnScXWM3hi4TIWNBcUc6C",
-	"UXA1Jyg2jzyRiCaEKTqlRPTRGcpwOuUiI0nte0QlkjTL0yViXKEpL1jSD8KA3OEsT0kwCgbDF0cng8nT",
-	"3knyjPSexUe492I6JL3DyXH8NHlOBnh4GIQBhd1zgCkMGM7gzdiBGoSBIL8UVJAkGClRkDCQ8ZxkGODP",
-	"8N0bwmaAzNPjMMgocx+HYaCWOawklaBsFtzfh8FlMSnxXUcEWXuuSYkdsXvxwo+dbADyeCjem5WIVN/x",
-	"hBJ96Fd4Jr/jyRL+DVQlTME/cZ6nNMYAwcHPElD/UqH2JVB4JoPRpyAlGODjOWG9OS8kCT7f18H7gyDT",
-	"YBT8r4OK7w7Mr/IAdv5gwKlgq7A038icM2kg/Q4n7vGtYdUvJoX5XUMuiyzDYmmPkmSYpsCoCt8QFoTB",
-	"LU4LYtZPgHav3LtWOIIwSLDCDgLDg1ty8n0YZERKPIOFsZMltKBqjtScSgsNTgXByRKROyqV1JxJ2S1O",
-	"adKE/1LTEd1SnmrcpQf8c/Oio1sFPBGCg9R/+hJMKUkBhwlPln0NQlAHFGQXI72MAzBJBJFS8yXW9A5A",
-	"+LEK7j83cFRzgizDAY0tFiNU7TRCq5fXPLEdK70GbMwLXXHtQoD2oiZhotCcArklYllRFFGGIqBY35Ar",
-	"2g8RFwiPWcIzTBkSRQrrTwsJmk+hvajNL1GIqu8uBM+JUEv40gJwZpCN9vtjBgxyzhQRDKcGo51ksjzy",
-	"+gr146D2F6SxOa0Ik6Dj6SA+xEPyYvIsCX472S95RtScshkqGLnLSaxIguY4zwkjySkCvpBE3BLxRKKU",
-	"z9AcS/1lQhSmqUQFS4hADfZJ+gDXO66+BzvyIMrYI3nFiXzH1WsQrwZ9nEAmnEjNl1oCg8fiQskLEZPW",
-	"6sBiWvZxHPOCKY3lBV6mHCdXnL/BYkYehGx7jTqijqgghyAWKTwB9MYMPT05OXqKJktFZPC48ud247f2",
-	"bFOagcw8PUY/0u/QZIkSMsVFqvY1EYx5kEW6jbrfxeIYk7IK2srDmRZpihSeoRTOCU+VBTueYzYjBkbO",
-	"32K2tFpEPuig2ms0DgorRyZyFxOSkOSRDuXs4hzdkOUTiWp7UIm0JityUA5KLC3W0Qf40DuDDxGSJOYs",
-	"keDszAlOrPNYe6TrNV2aV5DiaIGpQhMy5YKYPSibwVIVTtZrAW01IxqB+zC4ZrhQcy7or+Rhwt9YoE7j",
-	"jEoJmoqL0jzc9XBOezdk+UjEjsoFI2RIBqS2G4eV8xyigt0wvmAAjCC3/IYYtXfNZJHnXCiSvCUJxVea",
-	"RA+igmehlaohK+BfBHXW/jqKAZRi1N4r6geVH6A5zZpMjXSSUHgSp9a0aqd2ilNJ2hueIalEEatCkARd",
-	"Xzov4xRhlGOhQPkpB4Q5A1DKDJEsV0tkXGjg07y2EVBdvRfXjKp3RTbxcT7gWTCqjIPBC4Wokighks4Y",
-	"Vlygveg4QlPBMxSd5QodR/vNKOI46PjxYRBTtezu9ZKqZfPlyxzeMA6ebxmwOL6F9PehAQtU3k/nFwg4",
-	"qLU6ZjOcceZbWirrb7fIseC9lChQKvoJz6rnb/zrCUJU7ei7ZE5ISrX/llJGjD8HtNZhCWL6fJo7DQ+P",
-	"0Dv0Fhy5S+Xb9Fead7f6nt6SXkJnVGmycAH/++a4ufTTw2cDz8k1gpxPHe5po2kPujwoR1YD2edyeT75",
-	"mcTaUXFRyibZaHGxBHYkybUk4jX44OdJF2/9A+JTzRCFdMbQ+kwgLHYVpPgpwhNJmEKLOWGoYO6nJpHw",
-	"jDD1R/u5H/PMz6NllLV1QuIhSYbuxoJgRZIztdGroBmRCme5eSv7HsRNbnrrZfngfRiYqKuD4IWgEOuZ",
-	"uChEWEKMscASzegtYU00f8aM9BNONtFTr3WpsCo2gvi69ii8yWZ4RjJrb9a+WD15H+ocwWXMhUcdDPr9",
-	"4WAQIlijgBhBa5xqIyPFgsSExeAexngJnglOepylTV03CIMM39GsyIIRrBlklJlPg7DjUrhMS0e2weWD",
-	"n5oMXNqEJsn/jBlBrzjxkTmfc+bZ4AK+tspoqz2+GaK9k5OTfTQYDnqHg6OBdzPB+fT99CX4tUxdCw8r",
-	"naEcz0howq4EnG0rOUmI5JwvwAPScGCWoDlfNISbQOAIgg1x21IqkjWBnCuVjw4OUh7jdM6lGj0fPB8c",
-	"xAacg1j+4+iXw3fTvz7nfz6e/Hj3d/Xh12cfswu8ApWaYlon79WTxnZjQUwyQcRzemt0DVUk28jmLiqH",
-	"7S08WAisPwsSc5FsJy4f6s/CWjpHth4JeCY0MSBBXNiod4kWRBBwUVoq05twq6HZIWcTn5b5qSdRXd6n",
-	"rh5a6NdVosWuoRQah1cXex+Deo2XXt6asFqqbxdLtspBOENTQUhPkTtV8/5C8P107oYpDp6gZYU1fgLS",
-	"XlqIaq5ViM7fIGfxawnZw5OnHg5fYWw3KuJHsC5b7bFBM65Uga1M9GqNuFYW9UOrhQfPdBCZFwpxVtdR",
-	"pwgrlHGp0HAw2Fr0r7AGLcN35+ZxbTnWCo0h5hbsa9MMu/FvXPlva4/XPnYfBgssGGU+Yl0IPklJZtVj",
-	"QhOtHqXiuSGcBvfUBjjWBjGyNe0+mo231TJBDdTV1PtIJnPObx4m/OSWMOVC47W8Xj54HwaF11xOJE8L",
-	"RVAEtk2ODg4idP3hjSEl+CP0lpiUpd5Udu0hvAOoyH7NITtwRtejKDZVp+o0BZjDGr5+gtZ0xQ6B8sc5",
-	"2J66+U81stZI2TzlE4lefnjbDYitiXhlo7+t/Wa/1nmHM+JCDrtdPfxMiZxyEW+jfUzytbtDhS3YKxTD",
-	"huCENrf6SCaSqtY+w8Pn/sB3RvxmH3Z4IpF+wpGzg9U7stgCHS/TAoNaYhnDvXITx6CONbNlX5bU1Iw6",
-	"GBz97W8D+O/46u3bwxa/Do6f+1i0w4OvbEi+Iwu+Z1aunsgqqlccge9cr4168jFKgT7zOQD2F5ThhCDJ",
-	"0RTrQHF9mOB2XxV+ut878Wc37gJ8Vi3jkK3WCBFOJdenFy2MUuzRxKUPV++ws/pj5E5Z2uwY6srSK24i",
-	"FF0QllA2i9BiTlOC3JkgAbaThYAUQ9FlEZuMdoS4QNH3mKYkiTSfMjiPT4FdJwiD8tkgDMyDNZW3QkfW",
-	"jq6ifp1KJQZhxTaf1zCxpdIDeNkuDyxsodKZRYBkJQt36TpEU26SLlMqpHKrNph46GNi++DOuYxtmd8W",
-	"sCySE5JyZty0vanOY7vn9v1s6yqdbcW8NPbGLjvVx17GzJwhCUwh5WNI2yPKU4oVYfHyrc97pRkBshgF",
-	"bfxD5I4U07QQRMeCGU1TWquybMhkPFiAHQyXKwTZ5Oi1ryOeSPSnq6sLZESmnbqo0IltiNAp4uwsnE4O",
-	"mvxbJ/AWwvqG7h5CbjQhIWJkQaQycri1w9zWI550A5zly0JIn0BcYCkRliiK9QNRqQ3gJZ3dqQuH9miw",
-	"ND/0N2ei1ynA1/7s5BlrNmxUIdjhyTGK51jgWBEhw/L7p8eu8qft2h+jrVKYtrdkVOYoGp7zpqYnC/4q",
-	"Hv84J2puc9kGmwWWplfN6Tc8SckpqqxawRRNEWGCxnOdpExITBMi66bLdncEYfBX+39nzD77IGxkVncw",
-	"LtWLSHvlRMhTRHA812ffS7AiOjNv2MIAXhkQWcRzhGNFb23hqCkIsMQrLOcTjkXyMqXxzQP8+sYif6Vk",
-	"8cA19CFqIB7++vucsIe/fUmYetDb33ORXRYTXe7luwPAiuz9tHkOHj423zuHP3GPb2E+GsvDCXlWL39H",
-	"t/DAlqtWZ+ZZ8g1lNxLFhq0Abi19Oy0N5ylXFKok4rrZaJf1LglLVq+nRchabxsZb7l4kwE8O8ADEiKb",
-	"jCq1GeaW7vbu0cWrSznPMfn5YQUTem2F8+Z20GLgZ+geAD61HXjWG/KkF3QbwxdPbR+0dIgyHM8pIz1B",
-	"cALfVPXlpmKuGiI9DZ6dfr0gDJrtekG4opnMvdH6ut5Z3PrJeQWtr8tGtzB4S9ScJ++4OktTvtAxUKuZ",
-	"pdtC1O3+WtH50e4WvCTilsbkmuFbTFMgoddiuTbSjb0fr+DBelNo1wBjhRbalxSczULt1mCUEyE5O0UM",
-	"GAK5zkW52ZPRHFLtt5JHX1kMduDTV7Y70eRTSU5YUmWhEy+3rqxdfw8xr6dZtJ53M2Ut2w3sWiS1mlwd",
-	"SMkVW3X6XdutrmV7/la+rM4s2uYeT/63S/J6LNWV/hsKpJyayAzhRpKnTLfWxbip7ipxfK29Mi0UTW0V",
-	"WD/QfbjgUsVYJJcxrr0OQqJ3nuglnIybc7/OwZ/S8oZn8ixJyn9/IBm/9eYkwqBGqd0TB9XxlHk9fX5P",
-	"pG49ll2Ws83c3jTnCEW683pcDAZHcY7VXP+LRCGKfimIcL8wnJHqF3iu+4PO2dhkVOfHplvf6Cvv0Gel",
-	"YriqR8V1pdBcfV17emcz16/ujXSLlBiRM6kGtBc5vQJkKIMO+GBCEksdUE3wT+BN+L/vjKMQ9fv9VmuX",
-	"DWw2aTTXvmWBX6/bLvx9B2cor3UejBBmiOcGSBR9E+mq/7B3iExfk44lxFJrNZuuO+od9Y7Nz3Jzh0It",
-	"Qjs6DANLpGAU/J+98fib8Tj5MgwP78dj+e3+t+Px3rfwzdH9eLz/7afxWPZ7n+039U/H93/wHWlpo3dt",
-	"B3S1XrSHUc6lwiXn7CMsJY8pSLu7ndHw+VbWnNepTOc6VE0OKxNr7vff1NV0crKRs2pwhCUaPq760GqD",
-	"WB1DO9uV4aVT3CjD4oYo2z/pNPhb96V2dlj10adE6/7TKiiiM4hkQTMxU9uk4D/ovLIO200r85GTbhvc",
-	"U1PZwkjwRYgmOL4BH7+21piVORabcDxFkVX4btETlOCl1Cvrhl7OUHQ8HKAfOAMVyoXJkyUkJeDej1mN",
-	"DmanAGhsjIjJcK+ixBWe+aRb4dkpkoUQYMVNLw9VROY41gkAJWiWtdvvbCtJS1Y3JFPql7Z2y6utrug3",
-	"aveg5J2Z+5p1fA2Oj9cblwQeBcWdbhV8tW6f1QiX2YZuRfHqZYg+fP8SHR0dvbBXpO5wrNIlUnNBCJoK",
-	"HFszYmyDtiTRTy0X4HBw+LQ3HPYOh1eDF6OjwWgw6A8Pj36qZ/fAueopmnnb6VyzQVfqrWN7zvLC9c1G",
-	"I1M5MJ/AmqWm92FCXL8PQLnA0nVECCsbzSCxvqZXGG23grs3y6Z8Ryt07rS7bPWyMEQTG2e460I4z1Pd",
-	"Jh+Ng3EQhTY0YkWaemzSNh29wJhl024hdZLftpqCd6e36T9iT66/F3XzKqtDnm0NKSwWE8FIsh61NQ1y",
-	"DVvpAPd3c/mEzLKKjoMeWg3vHvM2YXh9ZxeNk9uHJDNXFtWuGf2lIFpz62dOUUKSIidgCKl6tOJauxPL",
-	"WzaqULNZik2n8YBEQI09QZOUDZwZAe9at8klNdVuoloAIrS3P5RLdfrzBVaRbHGqddVju+Z0YPoAXaTT",
-	"BGVkG3WhKxf3y5rSvXkmmyPAY1p4sqW/wXaZrX2nqaoQ/Lfg7Zw6P+bOPVuHe8UVjKOUsxkRaI7lb0S8",
-	"m11wqK9QV0CDNVz/gJqo7UBZ4dxULWH1vM1Dy6QWyrrLv5FMJXxr0LYp0Yfmpi/eX17puy2t9NQTia4/",
-	"vAmRNaOgAy8VZgkWCbI7y5Ft25Fj1mjm2au0A01M7k/qjjdm03P6guR+WLUAKaePI7RXMHo3ZrZPYN84",
-	"Xu45c72sECRCe9HtMDQpmgmW5Okx+tPbs5e9yz+dHZ48RXyKaNIvl+0Dri73M2Y3ZFkPgc37vYTEPAFc",
-	"sVAuMdUiSbSYSxL/Q18WFUTt98fMJbp1QVKhlGCpEJjlkbMWkyWKrFLXUVNCRPUdqPTIhk7VtUbTfanH",
-	"GLTHMjhN4POEgiDcfXxDzV9ZVaqu+yOBVyHXlOin4Jbmwef7pj1e5yuXBngLgJ89axjGUS1pqac0eFpn",
-	"5Zp2GXmqu++AvV3vxq4SbXyfex1iujBtU7O1AWuNVDfUxI691g+64PWwriAjBn76dtSF1iUQxJu30J6V",
-	"pn6/H+330XsGcQCrNXGX7TenY6ajGUQVuBr6PquOEuScLxjCM0xZS4YCs/bb6Y9/eSGe//Dj338RV4uf",
-	"ry9ePT9/c/HTOT98g9/gy8VwWhxN3v16vequ5+brMZ4cDrzbHHXzT5i30+2lNXn9HfnA24FruokN1+oL",
-	"SVZW2qmXrRrE18cmnRlB7Z7wWntj/d5Oha3Xn5AkLgRVSz1cxsjJWU5/JMuzwjcO6Yy5SQLOEFhnAO1F",
-	"8Y3h2NByqTUkkUMR3pL2N+106UlIxlJWs5Cqu/iVrtAAmVvl1OrVJljlFloa9D3uykmxP5pUhT0g6ey3",
-	"NaDlGU54oQCvrD9mY/ZaGzBQIqYqwwhJjOPXveLfRx+q++0Q4QM//Pny/bsx24temov7PTipUed+fWSs",
-	"eZxySZJRcyiAvfuIdFXALGoH0IyZoe/xYIBa5b4+el2vqyPM5AKQLi17pCtUkZnMA5iWvG62uL56+bA8",
-	"ECC7yqKBMiszIMJsxHMMoaRheon2rq/PX90+2z9FuBqTMGbNIWOCmLo2sgkdXcp0+REswWHTw2bM3Jva",
-	"Qda6FoXOBEd/61mS9c7BPyPxnLtbqbXym04izAgDNiDJfogWcxrPxwxYVjbH1rDOsBtpFHBKY2IzjJbT",
-	"355fWTGuFATPCTNXF/pczA7sS/IAngX3gqqU1Pn9v//v/0Mvq8jUmRR0UUxSGoOsBmEA/G5bivuD/gAW",
-	"gn1wToNRcNQf9I8CXbOZa/E/yPW7B7fDg9rtpJnPmn0gqhBMak/BPhtqD670tXTdUPt0xpWK0F6MJelR",
-	"JgmTVNFbst9HZ5V7SBCVY+YUH9rzcTfiak7Egkp49+OcMDThaq7ZSV+UNlcq9TALIHXpZ49ZCWS5AojP",
-	"MfI0d0R9dNW87y40tiRBEyxIqDlvIXCeuwx/qSa0x/YDUVWHSX3u3qeveq1d61Rd3PUPz3vosLwtMnbV",
-	"JUuwpRiOr33WrTvcq9xqHxJVCs6LwubG0PvPrflyh4PBo00aKi/orR0ypGe7HJttfauV4B3UZt/pV4ab",
-	"X2n0COmXjje/VLYdwQuHLza/0G49ug+Dk20QavYdac+jHGz3A1GoHI/nrhqPPrl2DKlnDOZcejSQuUUo",
-	"q9eN1FZj/hrpCht33pDlWh4dM5vLEzTLKJudaosCYXd7hp+N38vt3Gg4+HnMtO7q9PyATgJnX+cCQNPA",
-	"hxL6M6YbCnRZIzRlRK3TQljeFDPGrHV72UCDVw280YtQhWLMmkWR5jwPCCVomjrnrRpgo2qJ9dCmHezN",
-	"zsi8T5lE3sJMf8w+UkF6mtiKTlJSUY4LOqPgQEjTgha6equueRwOBpFPrTYu3Qb1+ZbLHadETos0bQ5Y",
-	"PGsdL54Ztwa8ybLHpJy4WLYB7HZf3J+f8I1GaVz+btyzrHIGg6vh09HgeDQ46Q8Gg58qddm4LOkuQ9bu",
-	"Ndpri/b6YdMJ2f6WYHXZfJUqt+DU7o3be+H+SRdrxoze2yZZ3Do1HR6XnXL1E3KgSZw1oNph0KR3RIFv",
-	"eOnXtC3ee+brLY0udlqe+edaneHR5pfa3ar6vZNtNvP0tP4rLZc5mk3G6z70ONUHX0q37P7ANRK0/EQf",
-	"YNUjB835zeDf+I3kWWKDVusda71WNSJUXpyzRpwReWqeo82O1D1nNsesazf3tQtOZ0zX15GLDtQu/RBj",
-	"dlbrDdEg1BpEtDo+sU0jzmZ6rMRZkljiXJmxJS0z4T/x2qTkg3JM8grJ3sBr1SzLf2uP7z9KWM+SxBbu",
-	"uFdiNatoV7Pwxrp5imPSZme9YOnTGAEDzu4jPbsEBMI2Y4WonEvt0ji6zueTJHRDSO6cRHt5Kyep6TYD",
-	"GTDFEirRDcnVClEbsw2yhh5D1Cxdfhe338WtKW6WMTTDaebi03Vi1zSS9QK0N/X0hkolEU7TVh56fVE6",
-	"RJTFaaE7JqumTjB3/TG71NUXI5smlwhi48/uwPaufBN8Rd+vXsJf4fGtQLz/cL7+V3EMYNlEosYmJbW3",
-	"SQY07pNMudCJxaotxyQJokKkUTXztjsBaMz28hSiusgOvANWSfXsJHul2TAFF8CIfAHe0r4O4V1RBFwm",
-	"1+t6NGYN3Kr2KQ1Tc6hdyZwG1E7iWs1Jc7knVRUxMmXEKLRVQD2tgbOYaJVus+RVZdAXX1tiPzS+bg1n",
-	"atyfaYaaawpiO8ZorUlSjxaj1WcqVwXkjVV7D+auJrx7BdYVXKvm8XYZddtiaK32uQ6Fxz8kb5ePX6HV",
-	"cQurub7NIvnvQe1XU8OX7kqcdpRZTUf51bHfch98afLovdHXKfGNiX6LxY3s9BVVWnAEcWg5ho1x87cm",
-	"Mq4HqEhkEpfGWhv/mPExsw15WhOD07/AIqn9HQI+RUctHdxHrwBAWBs797wBEehcPZlIrtageomGBm3o",
-	"nOPNPQ8mk6x37/8HpP/NIbes9krLv1OGxPMXnnQz1Db8elDdGFrphXq6VcohSdg7PWZkaseG6Wwh2T0a",
-	"GrNeG8FjFH91Lw/ZYTjmgy5vG37XOf7y4pKboUQlSgrSHzM9Syaqps1E5ubT2ukyG9zeVxV1NtQ3y0ls",
-	"IGxuPI2vxKflslHgs38gJBgdrh73PPQNTPAdVAN/GzXkgtxSXsi1cBkSraw81q4e/VNqjb6RRx5TaiZA",
-	"66jLHsDv5cfVYYeeOa660vtvpYcOvlRztO4PykFru2eOffCE60e+cSQJS6zZ8/8Zu8aQr0f6E3Yrk9p/",
-	"KUhBTOsJ+AGlztNZhhJsxhegZLEyYyWUtH+GYg+37oXaP30zZvCMHqSle7HN3/+q2vr0fqo2Jw2lXELQ",
-	"VzbO6tSd1FuVzc39MTvz+hO1mmx5mqbpXDe+mL8S1s242SdX+hiPr2tW+eqOeiH6Bc4j+V3F+F1qLTo1",
-	"XgMpWuFN15oytSjX2zE/fQaBMN1lXlOL9Ex+VOuHxKLqxMzwDUGiYLr7sorxOqP8dS3JwuZPsminQ+gJ",
-	"urbO1a/0QFn66uqUt5iBUfLmBGsr6Jxg9+1GZNLo2PRAUdIUkLnr1TOK9unycp5fw1zaAVB6vlpDaq3z",
-	"4OZKgs46RZgt0eHdHcLxDeOLlCQzAmqgj87YUscrY0ZSSdCeIAkVJNYxCd8PEUaKZgSwMBn64QmSRu3E",
-	"nDGi+yyNr2e70AQlCcJqzE6QDNEJyigL0dHA/P8QzeG7eYiGAzQ3gx7gH3v/9f8PB+h/o5+pUkSctv7G",
-	"F2fo+PDFwcngaMyoRHPOuO4jKXJ3qcvciFck3+/XLrtbrdaN3XyKy+rMl3Xq75ph2inb4K4AbZ8MaolT",
-	"dZRJv11NcoGxYUBcNUCuvzmk/77Z/wQAAP//",
+	"7H3pchtH0uCrVPR+GyLDDRDgoQP84YEl2eZYB0ckRzMWtNOF7gRQZndVu6qaIKxgxD7Evsi+wj7KPskX",
+	"dfWFwil6ZiLG+iMC6DoyK+/Myv4SxCzLGQUqRTD4EuSY4wwkcP3pJaMSx/IiucRypr5IQMSc5JIwGgyC",
+	"6xmg2DzyRCCSAJVkQoB30RBlOJ0wnkFS+x4RgQTJ8nSBKJNowgqadIMwgHuc5SkEg6DXf3Fy1hs/7Zwl",
+	"z6DzLD7BnReTPnSOx6fx0+Q59HD/OAgDolbP1Z7CgOJMjYzdVoMw4PBrQTgkwUDyAsJAxDPIsNp/hu/f",
+	"AJ0qYJ6ehkFGqPvYDwO5yNVMQnJCp8HDQxhcFeMS3nVIELXnmpjYEboXL/zQicZGHg/EBzMTCPkdSwjo",
+	"Q7/GU/EdSxbqb4VVoFL9ifM8JTFWOzj6RSjQv1SgfQkknopg8ClIAav9sRxoZ8YKAcHnh/r2/ovDJBgE",
+	"/+Ooorsj86s4Uit/MNup9lZBab4ROaPC7PQ7nLjHt96rHpgU5ne9c1FkGeYLe5SQYZIqQpX4FmgQBnc4",
+	"LcDMnyjcvXJjLXMEYZBgid0ODA1uSckPYZCBEHiqJsaOl9CcyBmSMyLsbnDKAScLBPdESKEpk9A7nJKk",
+	"uf8rjUd0R1iqYRee7V+YgQ5v1eaBc6a4/tOXYEIgVTCMWbLo6i0E9Y0q3sVIT+M2mCQchNB0iTW+A8X8",
+	"WAYPnxswyhkgS3AKxxaKAapWGqDV02ua2I6UXitozIBldl3eATqImoiJQnMKcAd8UWEUEYoihbGuQVd0",
+	"GCLGER7RhGWYUMSLVM0/KYSSfBIdRG16iUJUfXfJWQ5cLtSXdgNDA2x02B1RRSAXVAKnODUQ7cST5ZHX",
+	"Z6gfB7G/IA3NeYWYBJ1OevEx7sOL8bMk+Hq0X7EM5IzQKSoo3OcQS0jQDOc5UEjOkaILAfwO+BOBUjZF",
+	"Myz0lwlITFKBCpoARw3ySbpqX++Y/F7pkb0wY4/kFQPxjsnXir0a+HEMmTAQmi41BwaPRYWCFTyG1uyK",
+	"xDTv4zhmBZUayku8SBlOrhl7g/kU9gK2PUcdUIdUxYeKLVL1hMI3pujp2dnJUzReSBDB4/KfW43d2bNN",
+	"SaZ45ukp+ol8h8YLlMAEF6k81Egw6kEU6TbifheNY1TKqt1WFs6kSFMk8RSl6pzwRNptxzNMp2D2yNhb",
+	"TBdWioi9Dqo9R+OgsHRogvsYIIHkkQ5leHmBbmHxRKDaGkQgLcmKXAkHyRcW6uiD+tAZqg8REhAzmghl",
+	"7MwAJ9Z4rD2ybDVdmSFIMjTHRKIxTBgHswahUzVVBZO1WpS0moIG4CEMbigu5Ixx8hvsx/yNCeo4zogQ",
+	"SlIxXqqH+w7OSecWFo+E7KicMEIGZQrVduGwMp5DVNBbyuZUbYbDHbsFI/ZuqCjynHEJyVtICL7WKNoL",
+	"C56JVoqGrFB/AVqa+/cRDEooRu21om5Q2QGa0oaxJHdELi7ohGnIk4Sox3Fq9au2bCc4FdBe9XvGUfQ9",
+	"49lVMdboZ1Tp4tfK7niZkvhWq2ssZmOGeWK+QZgmKLpkQsaYJ1cxVlsKg7y21pcAuz0lfpfB/a7dBXSg",
+	"xUhKgMonQpsUjJaSJ0FYCDKlkByqdVo2vIJI60j/Ok6BGtWpDlqRtmQsRQKoDBEW+o/azGz8C8Ray7E4",
+	"LjiHZCg3ClKSgZA4y4Om3f6pjojGhJ8961nbZ8czHCIheRHLgkOCbq6cuXiOMMoxl0qLSUdNhpmUdqUI",
+	"slwukMGj5wBz+Z7fUCLfFdnYJ8IUdgtKpLEUWSERkQIloI4KS8bRQXQaoQlnGYqGuUSn0WHTHTz1HWZM",
+	"5GJ5rZdELpqDr3I1wljqvmmU6eCbSH8fmm0pmvj54hIpUdCaHdMpzhj1TS2kdZxa6JizTgpSaQf9hGfW",
+	"izf++TiArB29j4hTog3xlFAwhrnCtfYvEdXn01ypf3yC3qG3yiK/kr5FfyP58lLfkzvoJGRKpEYL4+q/",
+	"b06bUz89ftbznFyb6lvU0wbTHnR5UA6tZmc+3nDu5ibeaFGxlRw3ArgWaj55pH9AbKIJohDOqrHGr2IW",
+	"OwuS7BzhsZIXaD4DigrqfmoiCU+Byj/Zz92YZX4aLd3lrSNL+0SLlhfmgOWOUk2Nyr5X7CY2jXpZPvgQ",
+	"BsZ9XgLwkhPltBsHVwthItEcCzQld0CbYP6CKXQTBpvwqee6klgWG7f4uvaoGkmneAqZNRzWDqyefAh1",
+	"sOcqZtwjDnrdbr/XC5Gao1DOnpY41UKGiznEQGNl58d4oUxMnHQYTZuyrhcGGb4nWZEFAzVnkBFqPvXC",
+	"JdvQhcyWeFvZ7uqnJgGXOqGJ8j9jCugVAx+a8xmjngUu1ddWGG21xjd9dHB2dnaIev1e57h30vMuxhmb",
+	"vJ+8VA4KlTfcQ0pDlOMphMZ/TpTX5OyGEIkZmyt9r/ehzJYZmzeYG6gEpTa1A74QErLmJmdS5oOjo5TF",
+	"OJ0xIQfPe897R7HZzlEs/nHy6/G7yV+fsz+fjn+6/7v88Nuzj9klXgFKTTCt4/fqSaO7MQcTFeLxjNwZ",
+	"WUMkZBvJ3IVX1PJ2P5hzrD9ziBlPtmOXD/Vn1Vw62LkeCPVMaJx5QIzb8MUCzYGDMlFaItMbOa2BuYTO",
+	"Jjwt9VOPhrsAXl08tMCvi0QLXUMoNA6vzvY+Al2jvF5VlupO9l2FVcXBoQsL0gRpZjxH0SgYBVHFbgLk",
+	"skW3jSj2GtgbJEp3TynR3WhF6IWrEzRzevGrj89iuRYT38VSWGWADdGEA3Qk3MuadR0q21oHOalkytK2",
+	"rLbGDkPaCg5RzXQN0cUb5CyqWubi+OypB6crjJmNiu4RtPdWa2xBJ14V00rZrKaltbJOP7RaOOGpjrbk",
+	"hUSM1nXAOcISZUxI1O/1that11hvLcP3F+ZxrZnXCiWDzC3I18bjdqPfuLKP1x6vfewhDOaYU0J9yLrk",
+	"bJxCZtVPQhIjVCTLDeL0ds+tA2mFDoWtcffRLLytFA9qW12NvY8wnjF2ux/zwx1Q6WJIa2m9fPAhDAqv",
+	"OTIWLC0koEjZDmJwdBShmw9vDCqVvUfuwIQj9KJi2d5QYxQoolszeI+cUeMRFJvSuHWcqj2HNXj9CK3J",
+	"ih0U1ceZ0u118yrVwFojwAb0nwj08sPbZfVkVfAr611v7Zf4pc47nIFz6exydfc+BTFhPN5G+pgsxfIK",
+	"FbTKHkCxWlAZ+c2lPsJYENlap3/83B9YmILfrFIrPBFIP+HQuQTVO5hvAY6XaBWBWmQZw2jlIo5AHWlm",
+	"i64osakJtdc7+dvfeurf6fXbt8cteu2dPveR6BINvrIhjx1J8D21fPVEVFETyXQ4sV5E4Il3Sankmc8A",
+	"sL+gDCeABEMTrG2X9W6YW32Ve+9+X/Lvl/1aBc+qaRyw1Rwhwqlg+vSiuRGKHZK4OPvqFXYWfxTupcXN",
+	"jqEEUXodTYCiS6AJoVNlyZIUkDsTxJXupKECiqLoqohN6idCOnyNSQqJjkEDVefxKbDzBGFQPhuEgXmw",
+	"JvJWyMja0VXYr2OphCCsyObzGiK2WNqDlu30ioTtrnTk9s5GrL0kvIzXPpowE9SaEC6km7VBxH0fEdsH",
+	"d44VbUv8NtNrgRxDyqgx0w4mOuHjnvMH/sGVBLQF88LoGzvtRB97GZNgFAlFFEI8Brc9Ij+lWAKNF299",
+	"1ivJQKHFCGhjHyJ3pJikBQfta2ckTUktHbkhUrQ3A7s9XK1gZJPM0rYOfyLQj9fXl8iwTDs0VIETN13J",
+	"Ktu5M3M6PmjSbx3BWzDrG7K7C7lRhYSIwhyENHy4tcHcliOecI46y5cFFz6GuMRCICxQFOsHolIaqEE6",
+	"elZnDm3RYGF+2OyjrxWAr/0hhyFtVjZVLtjx2SmKZ5jjWAIXYfn901OXItd67U/RViFiW4Q1KCMIDct5",
+	"U3Wg3f4qGv84AzmzuQIDzRwLU9Tp5Bsep3COKq1WUElSBJSTeKaDwAnEJAFRV122DCoIg7/a/50y++zb",
+	"YSNyvYNyqQYibZUDF+cIcDzTZ99JsASd+TBkYTZeKRBRxLMyhbusiNQUzaTxHnZ9Y5K/EpjvOUeVy95/",
+	"+Psc6P6jr4DKvUY3E/O7e0ZF9n7SPAcPHZvvncGfuMe3UB+N6dUJeWYvf0d36oEtZ63OzDPlG0JvBYoN",
+	"Wal9a+7baWp1nmJFIlAgpqvydpnvCmiyej7NQlZ7W894y8mbBOBZQT0glGeTESk377kdX/WtsQzXMuY8",
+	"x+SnhxVE6NUVzprbQYopO0MXy7CJLVW11pAnvKDrfb54aieUlA5RhuMZodDhgBP1TZW/bwrmqnLYUwm9",
+	"VNgahEGzrjUIV1RduhGtr+sl+K2fnFXQ+rqsCA2DtyBnLHnH5DBN2Vz7QK2qr+Vau+UyyRUlUu2y2ivg",
+	"dySGG4rvMEkVCr0ay9VbbyySeqUerFdPLytgLNFc25Kc0WmozRqMcuCC0XNEFUEgV+IrNlsymkKq9VbS",
+	"6CsLwQ50+qqsQsJK6edAkyoKnXipdWVtgC7Z8lRV1+NuJm1oy+ZdLfHqBI+rffcutVQY3q4JL++xbGXL",
+	"6siirYLzxH+XUV73pZa5/5YoVE6MZ4ZwI8hThlvrbNwUdxU7vtZWmWaKprQKrB3oPtQL36rhikn0ymM9",
+	"RTPhd5Mre0rzG56KYZKUf3+AjN15YxJhUMPU7oGD6njKuJ4+vydC1+iLZZKztx68Yc4BivQVhVHR653E",
+	"OZYz/RdEIYp+LYC7XyjOoPpFPbf8g47Z2GDU0o9Ns75xAWMJPysFw3XdK64Lhebs6+5xLC3mLnZ4Pd0i",
+	"BcNyJtSADiInVxQaSqdDfTAuicWOEk3qT0Wb6n/fGUch6na7rdI569hskmiuPM5ufr1su/RnbIcmx2xz",
+	"tgOEKWK52SSKvjHFoP3OMTJ1Y9qX4Ast1Wy47qRz0jk1P4vNFSA1D+3kOAwskoJB8L8ORqNvRqPkSz88",
+	"fhiNxLeH345GB9+qb04eRqPDbz+NRqLb+Wy/qX86ffgv35GWOnrXdLzL9aIDjHImJC4p5xBhIVhMFLe7",
+	"a0wNm29lznmdyHSmQ1VEsjKw5n7/qqqxs7ONlFXbR1iC4aOqD60yk9U+tNNdGV44wY0yzG9B2vpUJ8Hf",
+	"ui+1sUOrjz4hWrefVu0i0gXUSjJRk9skyn7QcWXttpua/xPH3da5JyazhRFn8xCNcXyrbPzaXCNaxlhs",
+	"wPEcRVbgu0nPUIIXQs+sK98ZRdFpv4d+YFSJUMZNnCyBFJR5P6I1PJiVAoVjo0RMhHsVJq7x1MfdEk/P",
+	"kSg4V1rc1EoRCSLHsQ4ASE6yrF3eaEt1Wry6IZhSv924W1xtdUa/kbtXQt6pud8zj6+346P1xm2aRwFx",
+	"p+s3v1s11WqAy2jDckbx+mWIPnz/Ep2cnLywdwnvcSzTBZIzDoAmHMdWjRjdYK4V/NwyAY57x087/X7n",
+	"uH/dezE46Q16vW7/+OTnenRPGVcdSTJvuaIrNljmemvYXtC8cHXJ0cBkDswnpc1SU/swBlfvo3Y5x8JV",
+	"RHDLG00nsT6nlxlttYK7YL77xY0LJ91Fq5aFIpJYP8Pdq8N5nur7JKZMLLSuES3S1KOTtqmY1jc4XFF0",
+	"IXSQ35byKutOL9N9xJpnf63v5llWuzzbKlI1WQycQrIetDUFiA1d6Tbur+byMZklFe0H7ZsNXz7mbdzw",
+	"+srOG4e7fYKZK5NqN5T8WoCW3PqZc5RAUuSgFCGRj5Zca1diedNGFWg2SrHpNPYIBNTIU0mSskA2A2Vd",
+	"6zK5pCbajVerNhHa2zXShTq98YKmv7nvfTCv8+q542UUT1LVCrWNOxLPlPsZKbC0n6PIXPs+yqWIrOZq",
+	"xg6cJN1Q+7lKdYWBvmFFty2EcyW5WiTAHWGbq6HbI9us38BKbdpqaz7CipthiK88OzdN9BhOx8ZzxrKe",
+	"1LKPo4OoVnJt3Vt7tT/Y3hb5mnsdDvWv95xh7cmuOUR3eFsI17oFUE1QjyZ9JSXUp/JQw6rqtiFFUW1o",
+	"VGb7TMMHdDm8fvmjZu56JX2jCMddSw3CwMgQL/sWtf19zT3L1jxl3Z7vmJJGgG+b02pcsXU0uffoSSMG",
+	"uc8MeS0Iuc946eKQ+1JXGcj00FQ5ud+0kroU2wTvuXKQ557k2Fe4KmZp37nLKuL6NXA7H94PufPG18Fe",
+	"GQGUoZTRKXA0w+IrAV8OJjvQV1inCgdrjJw9SmBswaFYdenbVQDXw/T7VsXYXdYjPBvRVO5vDdg2A7Zv",
+	"KvLy/dW1viraykY8Eejmw5sQWa9JmbxXEtME8wTZlcXAVmmKEW3Ubh5UxiBJTKpH6AJnarMxunHEYVhV",
+	"fEonKCN0UFByP6K2LOzQ+NnuOXNbu+AQoYPorh+aiPwYC3h6in58O3zZufpxeHz2VIl6knTLabsKVhfq",
+	"H9FbWNQjnmZ8J4GYJQpWzKXLQ7RQEs1nAuJ/6CYaHORhd0RdXlPXn0iUAhYSKS9s4JyD8QJF1obXQbIE",
+	"ePWdsuAjGymr2j2YYnvd3qndrspJAp/jGwTh7m2tau7pqsqkuvsZeAVyTYh+Cu5IHnx+aLpf60Ijpb+1",
+	"xYafPWv4QYNajkp3r/LclBBrqiPFuS62VuTtSvV25Wjj6j7oiKKLym26W2O2tYarG2Jix6s1e92X3q8I",
+	"1LCBH79L4kLLEkKnlnnQgeWmbrcbHXbRe5ounINpYCirLc9HVAevEJHKs9TtIXRQSMzYnCI8xYS2eCgw",
+	"c7+d/PSXF/z5Dz/9/Vd+Pf/l5vLV84s3lz9fsOM3+A2+mvcnxcn43W83q1onbDbBPSF7NbbZAvCf0Idw",
+	"2VQ1nvCOdOC9cGEujxiq1fd7La+0I+1b3QdaH4pa6p3YvgJUq2avX4OtoPXaEwLighO50E33DJ8Mc/IT",
+	"LIaFr03kkLoOS04RWGMAHUTxraHY0FKpVSRR2f/lFhbC/qaNLt0h0mjKqkdk1aOokhV6Q6bbDrFytbmt",
+	"cgnNDbotSmWk2B9NZNoekHD62yrQ8gzHrJAKrqw7oiP6WiswJURMEp4CJMbwW2591EUfqr4/BAw9/Pnq",
+	"/bsRPdBeHFDZUSc1WOo7FBltHqdMQDJoNkuyrQSQTgKbSW1jvhE1+D3t9VCruqOLXtfLqBCmYq6ALjV7",
+	"pAsSItOxUEFa0rpZ4ub65X5hfwXsKo2mhFkZ8OZmIZbjXwuw7WsEOri5uXh19+zwHOGqfdSINpuvmgZA",
+	"kCAbv9eVKy4cjoUy2HQTPtMPsHaQtSJ1rhN/0d86FmWdC2WfQTxjrslDrdpCO8tToIoMIDkM0XxG4tmI",
+	"KpIVzXZ+dKkJoDACOCUx2ISSpfS3F9eWjSsBwXKgxuPtMj49soPEkXpWmRdEplCn9///v/8PelkFIp1K",
+	"QZfFOCWx4tUgDBS92xsk3V63p1si5UBxToJBcNLtdU8CnaKfafY/yvXYo7v+Ue0y6tSnzT6ALDgV9S5P",
+	"obbgSltLl4lom86YUhE6iLGADqECqCCS3MFhFw0r8xAQESPqBB868FE3YnIGfE6EGvtxBhSNmZxpctJ9",
+	"R0yHAt3kS6G6tLNHtNxkOYNin1PkqeWLuui62T6Ga2ghQWPMIdSUN+c4z11CtxQT2mL7AWRVUFjvR/zp",
+	"d+0So2WqruXxNxXet4nwFgma6k690qVYHV/7rFstUVaZ1T4gqoyLF4TN9wAePrf67h73eo/WgbG8j722",
+	"+aLueXdqlvXNVm7vqNYTWA/pbx7SKAnVg043DyqrTNWA4xebB7QrTR/C4GwbgJplptryKBv+/gASlW2D",
+	"XeeOwSdXfSd07+WcCY8EMpfGRTXccG3V/rgRrrB+5y0s1tLoiNrUDSdZRuj0XGsU5Xa3extb/71czrXM",
+	"VT+PqJZdSyWeSibp5nVqn0rSqA/l7oe0CrCHpmpEy7RQTW9y1yPaalZhdoNX9Y/TkxCJYkybOfBmeyzl",
+	"SpA0dcZb1Q9O1vKooQ072Iv8kRlPqEDePHx3RD8SDh2NbEnGKVSYY5xMiTIghKk4Dl15jU5xH/d6kU+s",
+	"NnosBPW+34sdu2dPijRtNp4eto4XT41Zo6zJsqSw7ERdJmB2aw/ij0/4Oo01en00rtVXMYPedf/poHc6",
+	"6J11e73ez5W4bNyNd9mB2jV2e0vd3jZvGiHbXwqveousEuV2O7U2IbYNiL9x1Jr26w/2TgRunZp2j8vC",
+	"6PoJua0JnDV2tUMDbm9HGl9T999Tt3jbiqzXNLq2xdLMP1fr9E82D2pfTtDjzrZZzHOF4V+puczRbFJe",
+	"D6HHqD76UpplD0eubqxlJ/o2Vj1y1HyvhbJv/EpymFin1VrHWq5VdWeVFee0EaMgzs1zpHkB4cCpzRFd",
+	"1puH2gQnU6rLqZDzDuQu5W8jOqyVAuot1OoBtTg+szWCTmd6tMQwSSxyrk0XsJaa8J947Q0SR+XrI1Zw",
+	"9gZaq3p8/1tbfP9RzDpMEpu4Y16O1aSiTc3C6+vmKY6hTc56wtKmMQymKLuLdKsqxRC29jZE5fs6XBhH",
+	"5/l8nIRuAXJnJNq7ujmkprhY8YBJlhCBbiGXK1htRDfwGnoMVrN4+YPd/mC3JrtZwtAEp4mLTdaxXVNJ",
+	"1hPQ3tDTGyKkQDhNW3Ho9UnpEBEap4UukK9q+JW6647olc6+GN40sUTFNv7ojlrepW+C39H2q6fwV1h8",
+	"KwDv7k/X/yqKUVA2gaiRSYntbYIBjeuDE9uHvqrCNEGCqOBpVL0LYLnh24ge5Kny6iLbP1aRSqpb5dkO",
+	"FoYoGFeEyObKWjrULrxLiiiTyV1tOBnRBmxVtazeU7NHbEmcZqtLgWs5g+Z0T6osYmTSiFFos4C6OQ+j",
+	"MWiRbqPkVWbQ519bZO/rX7d68TWuSzZdzTUJsR19tFbjwEfz0ervmqgSyBuz9h7IXU549wysS7hWd4Xa",
+	"adRtk6G13Oc6EB7/kLxVPn6BVoctrNrkN5Pkfzi1v5sYvnIFmNpQpjUZ5RfHfs199KVJow9GXqfge+vC",
+	"W8xvxVJdUSUFB8oPLbtuUmbewZUx3S9LIBO4NNra2MeUjagtyNOSWBn9c8yT2vuZ2ASdtGRwF71SG1Rz",
+	"Y2eeN3akZK5uRCdWS1A9RUOCNmTO6eaaBxNJ1qt3/wPC/+aQW1p7pebfKULiefOlLobahl6PqguiK61Q",
+	"T7VK2RMPe5uFDUzu2BCdTSS7R0Oj1msd14zgr65hI9v7zHzQ6W1D7zrGX95TdS3ziEBJAd0R1a3Doqq5",
+	"WGQuuq5tJrbB7H1VYWdDfrNsvKmYzXUj86X4NF82Enz2xWnB4Hj12xP6vv44voNqwG+9Bne1YO2+DIpW",
+	"Zh5rN03/KblGX4c7jyo1L1TQXpc9gD/Sj6vdDv0KD7nMvf9WcujoS9U28eGo7Ku5e+TYt59wfYdPhgTQ",
+	"xKo9/+t9Gz0dH+nVviuD2n8poABTeqLsgFLm6ShDuW3K5krIYmm6CElh3+p0gFttAOwrAUdUPaP7Jupa",
+	"bHtNpizr0+vJWltMlDKhnL6ycFaH7oReqixu7o7o0GtP1HKy5WmaonNd+GLenroccbNPrrQxHl/WrLLV",
+	"HfZC9Ks6j+QPEeM3qTXr1GhNcdEKa7pWlKlZuV6O+emzYghTXeZVtUi/4gbV6iExryoxM3wLiBfmRX+V",
+	"j7f0ZhydS7J78wdZtNHBdcN0m+fqVnKgTH0ty5S3mCql5I0J1mbQMcHl0Q3PpFGx6dlFiVMFzH2nHlF0",
+	"lzTdXWy/hLmy/f50O80G11rjwbURVjLrHGG6QMf39wjHt5TNU0imoMRAFw3pQvsrIwqpAHTAISEcYu2T",
+	"sMMQYSRJBgoKE6HvnyFhxE7MKAVdZ2lsPVuFxgkkCMsRPUMiRGcoIzREJz3z/zGaqe9mIer30Mz09VF/",
+	"HPy//3vcQ/8T/UKkBH7eevcpo+j0+MXRWe9kRIlAM0aZriMpcnepyzRAkZAfdmu9TaxUW/bdfILLysyX",
+	"dezvGmHaKdrgrgBtHwxqsVN1lEm3nU1yjrEhQFwVQK6/OaTf+/rfAQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
