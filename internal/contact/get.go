@@ -8,6 +8,7 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/ids"
 )
 
 // Get finds a contact by id, by email, or by both (which must then name the same contact).
@@ -53,11 +54,8 @@ func getByID(ctx context.Context, q *db.Queries, accountID uuid.UUID, rawID stri
 
 // ParseID parses a contact id; anything but a canonical UUID is not found.
 func ParseID(raw string) (uuid.UUID, error) {
-	if len(raw) != 36 {
-		return uuid.Nil, ErrNotFound
-	}
-	id, err := uuid.Parse(raw)
-	if err != nil {
+	id, ok := ids.Parse(raw)
+	if !ok {
 		return uuid.Nil, ErrNotFound
 	}
 	return id, nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/ids"
 	"github.com/contactd/contactd/internal/store"
 )
 
@@ -86,8 +87,8 @@ func (s *Service) Redeliver(ctx context.Context, account uuid.UUID, rawSub, rawD
 	if err != nil {
 		return Delivery{}, err
 	}
-	id, err := uuid.Parse(rawDelivery)
-	if err != nil || len(rawDelivery) != 36 {
+	id, ok := ids.Parse(rawDelivery)
+	if !ok {
 		return Delivery{}, ErrDeliveryNotFound
 	}
 	var d Delivery
@@ -116,11 +117,11 @@ func (s *Service) Redeliver(ctx context.Context, account uuid.UUID, rawSub, rawD
 }
 
 func (s *Service) subscription(ctx context.Context, account uuid.UUID, raw string) (uuid.UUID, error) {
-	id, err := uuid.Parse(raw)
-	if err != nil || len(raw) != 36 {
+	id, ok := ids.Parse(raw)
+	if !ok {
 		return uuid.Nil, ErrSubscriptionNotFound
 	}
-	err = s.store.Read(ctx, func(q *db.Queries) error {
+	err := s.store.Read(ctx, func(q *db.Queries) error {
 		_, err := q.SubscriptionGet(ctx, db.SubscriptionGetParams{AccountID: account, SubscriptionID: id})
 		return err
 	})

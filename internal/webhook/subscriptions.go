@@ -10,6 +10,7 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/ids"
 	"github.com/contactd/contactd/internal/secret"
 	"github.com/contactd/contactd/internal/store"
 )
@@ -119,12 +120,12 @@ var ErrNotFound = apperr.New(apperr.KindNotFound, "SubscriptionDoesNotExist", "s
 
 // Remove marks a subscription Removed; removing it again succeeds.
 func (s *Service) Remove(ctx context.Context, accountID uuid.UUID, rawID string) error {
-	id, err := uuid.Parse(rawID)
-	if err != nil || len(rawID) != 36 {
+	id, ok := ids.Parse(rawID)
+	if !ok {
 		return ErrNotFound
 	}
 	var n int64
-	err = s.store.InTx(ctx, func(tx store.Tx) (err error) {
+	err := s.store.InTx(ctx, func(tx store.Tx) (err error) {
 		n, err = tx.SubscriptionRemove(ctx, db.SubscriptionRemoveParams{AccountID: accountID, SubscriptionID: id, Now: s.now()})
 		return err
 	})
