@@ -87,6 +87,7 @@ func TestTagsPerContactLimit(t *testing.T) {
 	t.Parallel()
 	a := testkit.NewAPI(t)
 	_, key := a.Account("acme")
+	subscribe(t, a, key, "https://hooks.example.com/limit", "TagsAdded")
 	id := createContact(t, a, key, map[string]any{"email": "t@example.com"}).Contact.ContactId
 	path := "/public/v1/contact/" + id + "/tags"
 	for i := range 5 {
@@ -101,6 +102,15 @@ func TestTagsPerContactLimit(t *testing.T) {
 	r := a.Do("POST", path, key, map[string]any{"tags": []string{"one-too-many"}})
 	if e := r.Error(t); r.Status != 400 || e.Code != api.ErrorCodeInvalidRequest || !strings.Contains(e.Message, "500") {
 		t.Errorf("501st tag: %d %s", r.Status, r.Body)
+	}
+	// the refusal came inside the transaction, after the contact was locked: it rolled back,
+	// and with it the event it would have emitted.
+	var events, stray int
+	_ = a.Store.Pool.QueryRow(context.Background(), `SELECT count(*), count(*) FILTER (WHERE payload::text LIKE '%one-too-many%') FROM webhook_events`).Scan(&events, &stray)
+	var jobs int
+	_ = a.Store.Pool.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'webhook_delivery'`).Scan(&jobs)
+	if events != 5 || stray != 0 || jobs != 5 {
+		t.Errorf("%d events (%d for the refused tag) and %d jobs, want 5, 0, 5", events, stray, jobs)
 	}
 	// adding tags the contact already has is not growth.
 	if got := tagsOf(t, a.Do("POST", path, key, map[string]any{"tags": []string{"T0-0"}})); len(got) != 500 {
