@@ -83,6 +83,8 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 // apiRoute attaches the spec's route to requests of the public API; other paths skip the
 // API middleware chain.
 func (s *Server) apiRoute(next echo.HandlerFunc) echo.HandlerFunc {
+	// built once: the chain and the validator's options are the same for every request.
+	api := s.bodyLimit(s.contentType(s.authenticate(s.validate(next))))
 	return func(c echo.Context) error {
 		route := s.routes.lookup(c)
 		if route == nil {
@@ -94,7 +96,7 @@ func (s *Server) apiRoute(next echo.HandlerFunc) echo.HandlerFunc {
 		ctx := context.WithValue(c.Request().Context(), routeKey{}, route)
 		ctx = context.WithValue(ctx, clientKey{}, client{ip: c.RealIP(), userAgent: c.Request().UserAgent()})
 		c.SetRequest(c.Request().WithContext(ctx))
-		return s.bodyLimit(s.contentType(s.authenticate(s.validate(next))))(c)
+		return api(c)
 	}
 }
 
