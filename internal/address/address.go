@@ -1,6 +1,7 @@
 // Package address turns a free-text US address into the structured address the API returns,
-// standardised the USPS way (abbreviated suffixes and directionals, two-letter state). It is
-// pure: no I/O, so it is cheap on the request path and easy to fuzz.
+// standardised the USPS way (abbreviated suffixes and directionals, two-letter state), with
+// the county from a bundled ZIP table. It is pure: no I/O, so it is cheap on the request path
+// and easy to fuzz.
 package address
 
 import (
@@ -79,6 +80,7 @@ func Parse(raw string) (Address, error) {
 		return Address{}, ErrUnparseable
 	}
 	a.StreetAddress, a.AptOrUnitNumber = street, unit
+	a.County = County(a.Zip, a.State)
 	return a, nil
 }
 
