@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"path"
@@ -18,9 +19,46 @@ import (
 	"github.com/contactd/contactd/internal/apitime"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
+	"github.com/oapi-codegen/nullable"
 	"github.com/oapi-codegen/runtime"
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
+
+// Defines values for ActivityType.
+const (
+	ActivityTypeDashboardClick ActivityType = "DashboardClick"
+	ActivityTypeDashboardView  ActivityType = "DashboardView"
+	ActivityTypeEmailClick     ActivityType = "EmailClick"
+	ActivityTypeEmailOpen      ActivityType = "EmailOpen"
+	ActivityTypeEmailSend      ActivityType = "EmailSend"
+	ActivityTypeFormSubmission ActivityType = "FormSubmission"
+	ActivityTypePostcardScan   ActivityType = "PostcardScan"
+	ActivityTypeUnsubscribe    ActivityType = "Unsubscribe"
+)
+
+// Valid indicates whether the value is a known member of the ActivityType enum.
+func (e ActivityType) Valid() bool {
+	switch e {
+	case ActivityTypeDashboardClick:
+		return true
+	case ActivityTypeDashboardView:
+		return true
+	case ActivityTypeEmailClick:
+		return true
+	case ActivityTypeEmailOpen:
+		return true
+	case ActivityTypeEmailSend:
+		return true
+	case ActivityTypeFormSubmission:
+		return true
+	case ActivityTypePostcardScan:
+		return true
+	case ActivityTypeUnsubscribe:
+		return true
+	default:
+		return false
+	}
+}
 
 // Defines values for DeliveryStatus.
 const (
@@ -126,37 +164,37 @@ func (e ErrorCode) Valid() bool {
 
 // Defines values for EventType.
 const (
-	ContactDetailsUpdated EventType = "ContactDetailsUpdated"
-	ContactEnriched       EventType = "ContactEnriched"
-	ContactUnsubscribed   EventType = "ContactUnsubscribed"
-	DashboardClick        EventType = "DashboardClick"
-	EmailClick            EventType = "EmailClick"
-	FormSubmission        EventType = "FormSubmission"
-	PostcardScan          EventType = "PostcardScan"
-	TagsAdded             EventType = "TagsAdded"
-	TagsRemoved           EventType = "TagsRemoved"
+	EventTypeContactDetailsUpdated EventType = "ContactDetailsUpdated"
+	EventTypeContactEnriched       EventType = "ContactEnriched"
+	EventTypeContactUnsubscribed   EventType = "ContactUnsubscribed"
+	EventTypeDashboardClick        EventType = "DashboardClick"
+	EventTypeEmailClick            EventType = "EmailClick"
+	EventTypeFormSubmission        EventType = "FormSubmission"
+	EventTypePostcardScan          EventType = "PostcardScan"
+	EventTypeTagsAdded             EventType = "TagsAdded"
+	EventTypeTagsRemoved           EventType = "TagsRemoved"
 )
 
 // Valid indicates whether the value is a known member of the EventType enum.
 func (e EventType) Valid() bool {
 	switch e {
-	case ContactDetailsUpdated:
+	case EventTypeContactDetailsUpdated:
 		return true
-	case ContactEnriched:
+	case EventTypeContactEnriched:
 		return true
-	case ContactUnsubscribed:
+	case EventTypeContactUnsubscribed:
 		return true
-	case DashboardClick:
+	case EventTypeDashboardClick:
 		return true
-	case EmailClick:
+	case EventTypeEmailClick:
 		return true
-	case FormSubmission:
+	case EventTypeFormSubmission:
 		return true
-	case PostcardScan:
+	case EventTypePostcardScan:
 		return true
-	case TagsAdded:
+	case EventTypeTagsAdded:
 		return true
-	case TagsRemoved:
+	case EventTypeTagsRemoved:
 		return true
 	default:
 		return false
@@ -270,6 +308,38 @@ type ActivityInfo struct {
 	OccurredAt Timestamp `json:"occurredAt"`
 }
 
+// ActivityRequest defines model for ActivityRequest.
+type ActivityRequest struct {
+	// ActivityId The reporting tool's id of this activity (printable ASCII, no spaces). Sending the
+	// same id again changes nothing. contactd assigns one when absent.
+	//
+	//
+	// Example: form-7781-submission-1
+	ActivityId *string `json:"activityId,omitempty"`
+
+	// Details Anything the reporting tool wants to pass on; sent as is in the event.
+	Details *map[string]interface{} `json:"details,omitempty"`
+
+	// OccurredAt When it happened (default now); at most 5 minutes in the future.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	OccurredAt *apitime.Time `json:"occurredAt,omitempty"`
+
+	// Type What the contact did.
+	Type ActivityType `json:"type"`
+}
+
+// ActivityType What the contact did.
+type ActivityType string
+
+// AddPropertyRequest defines model for AddPropertyRequest.
+type AddPropertyRequest struct {
+	// Address A free-text US address.
+	//
+	// Example: 500 E Capitol Ave, Springfield, IL 62701
+	Address string `json:"address"`
+}
+
 // Address A structured US address; a part that is not known is an empty string.
 type Address struct {
 	// AptOrUnitNumber The unit, without its designator (`4` from `Apt 4`).
@@ -282,9 +352,9 @@ type Address struct {
 	// Example: Springfield
 	City string `json:"city"`
 
-	// County County, from the ZIP code.
+	// County County (or equivalent), from the ZIP code; `""` when the ZIP is not known.
 	//
-	// Example: Sangamon
+	// Example: Sangamon County
 	County string `json:"county"`
 
 	// State Two-letter state code.
@@ -301,6 +371,42 @@ type Address struct {
 	//
 	// Example: 62704
 	Zip string `json:"zip"`
+}
+
+// ConsentRecord How and when a contact entered the system.
+type ConsentRecord struct {
+	// ApiKeyName The name of the API key that created the contact.
+	//
+	// Example: website-forms
+	ApiKeyName string `json:"apiKeyName"`
+
+	// ApiKeyPrefix The visible prefix of that key (never the key).
+	//
+	// Example: ck_7Hq2Lx9a
+	ApiKeyPrefix string `json:"apiKeyPrefix"`
+
+	// ContactId The contact.
+	//
+	// Example: 019350b6-5d7e-7c3a-9f1e-2b4c6d8e0a12
+	ContactId string `json:"contactId"`
+
+	// CreatedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	CreatedAt Timestamp `json:"createdAt"`
+
+	// Request The consent-relevant fields of the create request, as received.
+	Request map[string]interface{} `json:"request"`
+
+	// SourceIp The IP address the create request came from.
+	//
+	// Example: 203.0.113.7
+	SourceIp string `json:"sourceIp"`
+
+	// UserAgent The create request's User-Agent.
+	//
+	// Example: website-forms/2.3
+	UserAgent string `json:"userAgent"`
 }
 
 // Contact defines model for Contact.
@@ -459,6 +565,29 @@ type CrmFields struct {
 	Url *string `json:"url,omitempty"`
 }
 
+// CrmFieldsPatch Changes to the CRM fields: members sent replace, `null` members clear, absent ones stay;
+// `crmFields: null` clears them all.
+type CrmFieldsPatch struct {
+	// CreatedDate When the CRM created the record.
+	CreatedDate nullable.Nullable[apitime.Time] `json:"createdDate,omitempty"`
+
+	// Name Name of the CRM.
+	//
+	// Example: Salesforce
+	Name nullable.Nullable[string] `json:"name,omitempty"`
+
+	// Source Where the lead came from.
+	Source nullable.Nullable[string] `json:"source,omitempty"`
+
+	// Stage The lead's stage in the CRM.
+	//
+	// Example: Qualified
+	Stage nullable.Nullable[string] `json:"stage,omitempty"`
+
+	// Url URL of the record in the CRM.
+	Url nullable.Nullable[string] `json:"url,omitempty"`
+}
+
 // Delivery One event's delivery to one subscription.
 type Delivery struct {
 	// Attempts Attempts made so far.
@@ -568,6 +697,11 @@ type Engagement struct {
 	// Example: 2026-11-21T09:30:00.123Z
 	LastFormSubmissionDate *Timestamp `json:"lastFormSubmissionDate,omitempty"`
 
+	// LastPostcardScanDate UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	LastPostcardScanDate *Timestamp `json:"lastPostcardScanDate,omitempty"`
+
 	// NumOfDashboardClicks Clicks in the dashboard.
 	NumOfDashboardClicks int `json:"numOfDashboardClicks"`
 
@@ -585,6 +719,9 @@ type Engagement struct {
 
 	// NumOfFormSubmissions Forms submitted.
 	NumOfFormSubmissions int `json:"numOfFormSubmissions"`
+
+	// NumOfPostcardScans Postcard QR codes scanned.
+	NumOfPostcardScans int `json:"numOfPostcardScans"`
 }
 
 // Error The body of every failure.
@@ -678,6 +815,36 @@ type TagsResponse struct {
 //
 // Example: 2026-11-21T09:30:00.123Z
 type Timestamp = apitime.Time
+
+// UpdateContactRequest The fields to change; absent fields are left as they are, `null` clears.
+type UpdateContactRequest struct {
+	// AssignedUserEmailId Email of the user the contact is assigned to; `null` unassigns.
+	//
+	// Example: agent@example.com
+	AssignedUserEmailId nullable.Nullable[openapi_types.Email] `json:"assignedUserEmailId,omitempty"`
+
+	// CrmFields Changes to the CRM fields: members sent replace, `null` members clear, absent ones stay;
+	// `crmFields: null` clears them all.
+	CrmFields nullable.Nullable[CrmFieldsPatch] `json:"crmFields,omitempty"`
+
+	// Email An email address; at most 254 characters, at most 64 before the `@`.
+	//
+	// Example: jane.doe@example.com
+	Email *Email `json:"email,omitempty"`
+
+	// Name Full name; `null` clears it.
+	//
+	// Example: Jane Smith
+	Name nullable.Nullable[string] `json:"name,omitempty"`
+
+	// Phone Phone number as on create; `null` clears it.
+	//
+	// Example: +1 (555) 010-2030
+	Phone nullable.Nullable[string] `json:"phone,omitempty"`
+
+	// RecordStatus Whether the contact may receive marketing.
+	RecordStatus *RecordStatus `json:"recordStatus,omitempty"`
+}
 
 // Warning `InvalidInputAddress`: the address could not be parsed and was not stored.
 type Warning string
@@ -897,6 +1064,18 @@ type ListWebhookDeliveriesParams struct {
 // CreateContactJSONRequestBody defines body for CreateContact for application/json ContentType.
 type CreateContactJSONRequestBody = CreateContactRequest
 
+// UpdateContactJSONRequestBody defines body for UpdateContact for application/json ContentType.
+type UpdateContactJSONRequestBody = UpdateContactRequest
+
+// RecordContactActivityJSONRequestBody defines body for RecordContactActivity for application/json ContentType.
+type RecordContactActivityJSONRequestBody = ActivityRequest
+
+// AddContactPropertyJSONRequestBody defines body for AddContactProperty for application/json ContentType.
+type AddContactPropertyJSONRequestBody = AddPropertyRequest
+
+// RemoveContactTagsJSONRequestBody defines body for RemoveContactTags for application/json ContentType.
+type RemoveContactTagsJSONRequestBody = TagsRequest
+
 // AddContactTagsJSONRequestBody defines body for AddContactTags for application/json ContentType.
 type AddContactTagsJSONRequestBody = TagsRequest
 
@@ -908,12 +1087,33 @@ type CreateWebhookJSONRequestBody = CreateWebhookRequest
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// GetConsent Show how a contact entered the system
+	// (GET /consent/{token})
+	GetConsent(ctx echo.Context, token string) error
 	// GetContact Get a contact
 	// (GET /public/v1/contact)
 	GetContact(ctx echo.Context, params GetContactParams) error
 	// CreateContact Create a contact
 	// (POST /public/v1/contact)
 	CreateContact(ctx echo.Context) error
+	// ArchiveProperty Archive a property
+	// (POST /public/v1/contact/property/{propertyId}/archive)
+	ArchiveProperty(ctx echo.Context, propertyId string) error
+	// DeleteContact Delete a contact
+	// (DELETE /public/v1/contact/{contactId})
+	DeleteContact(ctx echo.Context, contactId ContactIdPath) error
+	// UpdateContact Update a contact
+	// (PATCH /public/v1/contact/{contactId})
+	UpdateContact(ctx echo.Context, contactId ContactIdPath) error
+	// RecordContactActivity Report an activity of a contact
+	// (POST /public/v1/contact/{contactId}/activity)
+	RecordContactActivity(ctx echo.Context, contactId ContactIdPath) error
+	// AddContactProperty Add a property to a contact
+	// (POST /public/v1/contact/{contactId}/property)
+	AddContactProperty(ctx echo.Context, contactId ContactIdPath) error
+	// RemoveContactTags Remove tags from a contact
+	// (DELETE /public/v1/contact/{contactId}/tags)
+	RemoveContactTags(ctx echo.Context, contactId ContactIdPath) error
 	// AddContactTags Add tags to a contact
 	// (POST /public/v1/contact/{contactId}/tags)
 	AddContactTags(ctx echo.Context, contactId ContactIdPath) error
@@ -940,6 +1140,22 @@ type ServerInterface interface {
 // ServerInterfaceWrapper converts echo contexts to parameters.
 type ServerInterfaceWrapper struct {
 	Handler ServerInterface
+}
+
+// GetConsent converts echo context to params.
+func (w *ServerInterfaceWrapper) GetConsent(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "token" -------------
+	var token string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "token", ctx.Param("token"), &token, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter token: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetConsent(ctx, token)
+	return err
 }
 
 // GetContact converts echo context to params.
@@ -973,6 +1189,102 @@ func (w *ServerInterfaceWrapper) CreateContact(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CreateContact(ctx)
+	return err
+}
+
+// ArchiveProperty converts echo context to params.
+func (w *ServerInterfaceWrapper) ArchiveProperty(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "propertyId" -------------
+	var propertyId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "propertyId", ctx.Param("propertyId"), &propertyId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter propertyId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ArchiveProperty(ctx, propertyId)
+	return err
+}
+
+// DeleteContact converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteContact(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "contactId" -------------
+	var contactId ContactIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "contactId", ctx.Param("contactId"), &contactId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter contactId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteContact(ctx, contactId)
+	return err
+}
+
+// UpdateContact converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateContact(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "contactId" -------------
+	var contactId ContactIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "contactId", ctx.Param("contactId"), &contactId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter contactId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateContact(ctx, contactId)
+	return err
+}
+
+// RecordContactActivity converts echo context to params.
+func (w *ServerInterfaceWrapper) RecordContactActivity(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "contactId" -------------
+	var contactId ContactIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "contactId", ctx.Param("contactId"), &contactId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter contactId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RecordContactActivity(ctx, contactId)
+	return err
+}
+
+// AddContactProperty converts echo context to params.
+func (w *ServerInterfaceWrapper) AddContactProperty(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "contactId" -------------
+	var contactId ContactIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "contactId", ctx.Param("contactId"), &contactId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter contactId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AddContactProperty(ctx, contactId)
+	return err
+}
+
+// RemoveContactTags converts echo context to params.
+func (w *ServerInterfaceWrapper) RemoveContactTags(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "contactId" -------------
+	var contactId ContactIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "contactId", ctx.Param("contactId"), &contactId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter contactId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RemoveContactTags(ctx, contactId)
 	return err
 }
 
@@ -1147,13 +1459,20 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 
 	router.GET(options.BaseURL+"/public/v1/contact", wrapper.GetContact, options.OperationMiddlewares["getContact"]...)
 	router.POST(options.BaseURL+"/public/v1/contact", wrapper.CreateContact, options.OperationMiddlewares["createContact"]...)
+	router.DELETE(options.BaseURL+"/public/v1/contact/:contactId", wrapper.DeleteContact, options.OperationMiddlewares["deleteContact"]...)
+	router.PATCH(options.BaseURL+"/public/v1/contact/:contactId", wrapper.UpdateContact, options.OperationMiddlewares["updateContact"]...)
+	router.DELETE(options.BaseURL+"/public/v1/contact/:contactId/tags", wrapper.RemoveContactTags, options.OperationMiddlewares["removeContactTags"]...)
 	router.POST(options.BaseURL+"/public/v1/contact/:contactId/tags", wrapper.AddContactTags, options.OperationMiddlewares["addContactTags"]...)
 	router.PUT(options.BaseURL+"/public/v1/contact/:contactId/tags", wrapper.ReplaceContactTags, options.OperationMiddlewares["replaceContactTags"]...)
+	router.POST(options.BaseURL+"/public/v1/contact/:contactId/property", wrapper.AddContactProperty, options.OperationMiddlewares["addContactProperty"]...)
+	router.POST(options.BaseURL+"/public/v1/contact/property/:propertyId/archive", wrapper.ArchiveProperty, options.OperationMiddlewares["archiveProperty"]...)
+	router.POST(options.BaseURL+"/public/v1/contact/:contactId/activity", wrapper.RecordContactActivity, options.OperationMiddlewares["recordContactActivity"]...)
 	router.GET(options.BaseURL+"/public/v1/webhooks", wrapper.ListWebhooks, options.OperationMiddlewares["listWebhooks"]...)
 	router.POST(options.BaseURL+"/public/v1/webhooks", wrapper.CreateWebhook, options.OperationMiddlewares["createWebhook"]...)
 	router.DELETE(options.BaseURL+"/public/v1/webhooks/:subscriptionId", wrapper.DeleteWebhook, options.OperationMiddlewares["deleteWebhook"]...)
 	router.GET(options.BaseURL+"/public/v1/webhooks/:subscriptionId/deliveries", wrapper.ListWebhookDeliveries, options.OperationMiddlewares["listWebhookDeliveries"]...)
 	router.POST(options.BaseURL+"/public/v1/webhooks/:subscriptionId/deliveries/:deliveryId/redeliver", wrapper.RedeliverWebhook, options.OperationMiddlewares["redeliverWebhook"]...)
+	router.GET(options.BaseURL+"/consent/:token", wrapper.GetConsent, options.OperationMiddlewares["getConsent"]...)
 
 }
 
@@ -1179,6 +1498,76 @@ type TooManyRequestsJSONResponse struct {
 type UnauthorizedJSONResponse Error
 
 type UnsupportedMediaTypeJSONResponse Error
+
+type GetConsentRequestObject struct {
+	Token string `json:"token"`
+}
+
+type GetConsentResponseObject interface {
+	VisitGetConsentResponse(w http.ResponseWriter) error
+}
+
+type GetConsent200JSONResponse ConsentRecord
+
+func (response GetConsent200JSONResponse) VisitGetConsentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConsent200TexthtmlResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetConsent200TexthtmlResponse) VisitGetConsentResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/html")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetConsent404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetConsent404JSONResponse) VisitGetConsentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConsent500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetConsent500JSONResponse) VisitGetConsentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type GetContactRequestObject struct {
 	Params GetContactParams
@@ -1375,6 +1764,676 @@ func (response CreateContact429JSONResponse) VisitCreateContactResponse(w http.R
 type CreateContact500JSONResponse struct{ InternalErrorJSONResponse }
 
 func (response CreateContact500JSONResponse) VisitCreateContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchivePropertyRequestObject struct {
+	PropertyId string `json:"propertyId"`
+}
+
+type ArchivePropertyResponseObject interface {
+	VisitArchivePropertyResponse(w http.ResponseWriter) error
+}
+
+type ArchiveProperty200JSONResponse Contact
+
+func (response ArchiveProperty200JSONResponse) VisitArchivePropertyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveProperty401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ArchiveProperty401JSONResponse) VisitArchivePropertyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveProperty404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ArchiveProperty404JSONResponse) VisitArchivePropertyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveProperty429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ArchiveProperty429JSONResponse) VisitArchivePropertyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveProperty500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ArchiveProperty500JSONResponse) VisitArchivePropertyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteContactRequestObject struct {
+	ContactId ContactIdPath `json:"contactId"`
+}
+
+type DeleteContactResponseObject interface {
+	VisitDeleteContactResponse(w http.ResponseWriter) error
+}
+
+type DeleteContact204Response struct {
+}
+
+func (response DeleteContact204Response) VisitDeleteContactResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteContact401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteContact401JSONResponse) VisitDeleteContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteContact404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response DeleteContact404JSONResponse) VisitDeleteContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteContact429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteContact429JSONResponse) VisitDeleteContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteContact500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteContact500JSONResponse) VisitDeleteContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateContactRequestObject struct {
+	ContactId ContactIdPath `json:"contactId"`
+	Body      *UpdateContactJSONRequestBody
+}
+
+type UpdateContactResponseObject interface {
+	VisitUpdateContactResponse(w http.ResponseWriter) error
+}
+
+type UpdateContact200JSONResponse Contact
+
+func (response UpdateContact200JSONResponse) VisitUpdateContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateContact400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateContact400JSONResponse) VisitUpdateContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateContact401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateContact401JSONResponse) VisitUpdateContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateContact404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateContact404JSONResponse) VisitUpdateContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateContact413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateContact413JSONResponse) VisitUpdateContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateContact415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateContact415JSONResponse) VisitUpdateContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateContact429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateContact429JSONResponse) VisitUpdateContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateContact500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateContact500JSONResponse) VisitUpdateContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordContactActivityRequestObject struct {
+	ContactId ContactIdPath `json:"contactId"`
+	Body      *RecordContactActivityJSONRequestBody
+}
+
+type RecordContactActivityResponseObject interface {
+	VisitRecordContactActivityResponse(w http.ResponseWriter) error
+}
+
+type RecordContactActivity200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type RecordContactActivity200JSONResponse struct {
+	Body    Contact
+	Headers RecordContactActivity200ResponseHeaders
+}
+
+func (response RecordContactActivity200JSONResponse) VisitRecordContactActivityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordContactActivity400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RecordContactActivity400JSONResponse) VisitRecordContactActivityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordContactActivity401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RecordContactActivity401JSONResponse) VisitRecordContactActivityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordContactActivity404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RecordContactActivity404JSONResponse) VisitRecordContactActivityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordContactActivity413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RecordContactActivity413JSONResponse) VisitRecordContactActivityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordContactActivity415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RecordContactActivity415JSONResponse) VisitRecordContactActivityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordContactActivity429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RecordContactActivity429JSONResponse) VisitRecordContactActivityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordContactActivity500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RecordContactActivity500JSONResponse) VisitRecordContactActivityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddContactPropertyRequestObject struct {
+	ContactId ContactIdPath `json:"contactId"`
+	Body      *AddContactPropertyJSONRequestBody
+}
+
+type AddContactPropertyResponseObject interface {
+	VisitAddContactPropertyResponse(w http.ResponseWriter) error
+}
+
+type AddContactProperty200JSONResponse Contact
+
+func (response AddContactProperty200JSONResponse) VisitAddContactPropertyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddContactProperty400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AddContactProperty400JSONResponse) VisitAddContactPropertyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddContactProperty401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AddContactProperty401JSONResponse) VisitAddContactPropertyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddContactProperty404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response AddContactProperty404JSONResponse) VisitAddContactPropertyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddContactProperty413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response AddContactProperty413JSONResponse) VisitAddContactPropertyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddContactProperty415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response AddContactProperty415JSONResponse) VisitAddContactPropertyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddContactProperty429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response AddContactProperty429JSONResponse) VisitAddContactPropertyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddContactProperty500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response AddContactProperty500JSONResponse) VisitAddContactPropertyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveContactTagsRequestObject struct {
+	ContactId ContactIdPath `json:"contactId"`
+	Body      *RemoveContactTagsJSONRequestBody
+}
+
+type RemoveContactTagsResponseObject interface {
+	VisitRemoveContactTagsResponse(w http.ResponseWriter) error
+}
+
+type RemoveContactTags200JSONResponse struct{ TagsResultJSONResponse }
+
+func (response RemoveContactTags200JSONResponse) VisitRemoveContactTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveContactTags400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RemoveContactTags400JSONResponse) VisitRemoveContactTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveContactTags401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RemoveContactTags401JSONResponse) VisitRemoveContactTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveContactTags404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RemoveContactTags404JSONResponse) VisitRemoveContactTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveContactTags413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response RemoveContactTags413JSONResponse) VisitRemoveContactTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveContactTags415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response RemoveContactTags415JSONResponse) VisitRemoveContactTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveContactTags429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RemoveContactTags429JSONResponse) VisitRemoveContactTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveContactTags500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RemoveContactTags500JSONResponse) VisitRemoveContactTagsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -2084,12 +3143,33 @@ func (response RedeliverWebhook500JSONResponse) VisitRedeliverWebhookResponse(w 
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// GetConsent Show how a contact entered the system
+	// (GET /consent/{token})
+	GetConsent(ctx context.Context, request GetConsentRequestObject) (GetConsentResponseObject, error)
 	// GetContact Get a contact
 	// (GET /public/v1/contact)
 	GetContact(ctx context.Context, request GetContactRequestObject) (GetContactResponseObject, error)
 	// CreateContact Create a contact
 	// (POST /public/v1/contact)
 	CreateContact(ctx context.Context, request CreateContactRequestObject) (CreateContactResponseObject, error)
+	// ArchiveProperty Archive a property
+	// (POST /public/v1/contact/property/{propertyId}/archive)
+	ArchiveProperty(ctx context.Context, request ArchivePropertyRequestObject) (ArchivePropertyResponseObject, error)
+	// DeleteContact Delete a contact
+	// (DELETE /public/v1/contact/{contactId})
+	DeleteContact(ctx context.Context, request DeleteContactRequestObject) (DeleteContactResponseObject, error)
+	// UpdateContact Update a contact
+	// (PATCH /public/v1/contact/{contactId})
+	UpdateContact(ctx context.Context, request UpdateContactRequestObject) (UpdateContactResponseObject, error)
+	// RecordContactActivity Report an activity of a contact
+	// (POST /public/v1/contact/{contactId}/activity)
+	RecordContactActivity(ctx context.Context, request RecordContactActivityRequestObject) (RecordContactActivityResponseObject, error)
+	// AddContactProperty Add a property to a contact
+	// (POST /public/v1/contact/{contactId}/property)
+	AddContactProperty(ctx context.Context, request AddContactPropertyRequestObject) (AddContactPropertyResponseObject, error)
+	// RemoveContactTags Remove tags from a contact
+	// (DELETE /public/v1/contact/{contactId}/tags)
+	RemoveContactTags(ctx context.Context, request RemoveContactTagsRequestObject) (RemoveContactTagsResponseObject, error)
 	// AddContactTags Add tags to a contact
 	// (POST /public/v1/contact/{contactId}/tags)
 	AddContactTags(ctx context.Context, request AddContactTagsRequestObject) (AddContactTagsResponseObject, error)
@@ -2123,6 +3203,31 @@ func NewStrictHandler(ssi StrictServerInterface, middlewares []StrictMiddlewareF
 type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
+}
+
+// GetConsent operation middleware
+func (sh *strictHandler) GetConsent(ctx echo.Context, token string) error {
+	var request GetConsentRequestObject
+
+	request.Token = token
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetConsent(ctx.Request().Context(), request.(GetConsentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetConsent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetConsentResponseObject); ok {
+		return validResponse.VisitGetConsentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
 }
 
 // GetContact operation middleware
@@ -2190,6 +3295,248 @@ func (sh *strictHandler) CreateContact(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(CreateContactResponseObject); ok {
 		return validResponse.VisitCreateContactResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ArchiveProperty operation middleware
+func (sh *strictHandler) ArchiveProperty(ctx echo.Context, propertyId string) error {
+	var request ArchivePropertyRequestObject
+
+	request.PropertyId = propertyId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ArchiveProperty(ctx.Request().Context(), request.(ArchivePropertyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ArchiveProperty")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ArchivePropertyResponseObject); ok {
+		return validResponse.VisitArchivePropertyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteContact operation middleware
+func (sh *strictHandler) DeleteContact(ctx echo.Context, contactId ContactIdPath) error {
+	var request DeleteContactRequestObject
+
+	request.ContactId = contactId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteContact(ctx.Request().Context(), request.(DeleteContactRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteContact")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteContactResponseObject); ok {
+		return validResponse.VisitDeleteContactResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateContact operation middleware
+func (sh *strictHandler) UpdateContact(ctx echo.Context, contactId ContactIdPath) error {
+	var request UpdateContactRequestObject
+
+	request.ContactId = contactId
+
+	var body UpdateContactJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateContact(ctx.Request().Context(), request.(UpdateContactRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateContact")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateContactResponseObject); ok {
+		return validResponse.VisitUpdateContactResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RecordContactActivity operation middleware
+func (sh *strictHandler) RecordContactActivity(ctx echo.Context, contactId ContactIdPath) error {
+	var request RecordContactActivityRequestObject
+
+	request.ContactId = contactId
+
+	var body RecordContactActivityJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RecordContactActivity(ctx.Request().Context(), request.(RecordContactActivityRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RecordContactActivity")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RecordContactActivityResponseObject); ok {
+		return validResponse.VisitRecordContactActivityResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AddContactProperty operation middleware
+func (sh *strictHandler) AddContactProperty(ctx echo.Context, contactId ContactIdPath) error {
+	var request AddContactPropertyRequestObject
+
+	request.ContactId = contactId
+
+	var body AddContactPropertyJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AddContactProperty(ctx.Request().Context(), request.(AddContactPropertyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AddContactProperty")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AddContactPropertyResponseObject); ok {
+		return validResponse.VisitAddContactPropertyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RemoveContactTags operation middleware
+func (sh *strictHandler) RemoveContactTags(ctx echo.Context, contactId ContactIdPath) error {
+	var request RemoveContactTagsRequestObject
+
+	request.ContactId = contactId
+
+	var body RemoveContactTagsJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RemoveContactTags(ctx.Request().Context(), request.(RemoveContactTagsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RemoveContactTags")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RemoveContactTagsResponseObject); ok {
+		return validResponse.VisitRemoveContactTagsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -2443,131 +3790,170 @@ func (sh *strictHandler) RedeliverWebhook(ctx echo.Context, subscriptionId Subsc
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3pchtH0uCrVPR+GyLDDRDgoQP84YEl2eZYB0ckRzMWtNOF7gRQZndVu6qaIKxgxD7Evsi+wj7KPskX",
-	"dfWFwil6ZiLG+iMC6DoyK+/Myv4SxCzLGQUqRTD4EuSY4wwkcP3pJaMSx/IiucRypr5IQMSc5JIwGgyC",
-	"6xmg2DzyRCCSAJVkQoB30RBlOJ0wnkFS+x4RgQTJ8nSBKJNowgqadIMwgHuc5SkEg6DXf3Fy1hs/7Zwl",
-	"z6DzLD7BnReTPnSOx6fx0+Q59HD/OAgDolbP1Z7CgOJMjYzdVoMw4PBrQTgkwUDyAsJAxDPIsNp/hu/f",
-	"AJ0qYJ6ehkFGqPvYDwO5yNVMQnJCp8HDQxhcFeMS3nVIELXnmpjYEboXL/zQicZGHg/EBzMTCPkdSwjo",
-	"Q7/GU/EdSxbqb4VVoFL9ifM8JTFWOzj6RSjQv1SgfQkknopg8ClIAav9sRxoZ8YKAcHnh/r2/ovDJBgE",
-	"/+Ooorsj86s4Uit/MNup9lZBab4ROaPC7PQ7nLjHt96rHpgU5ne9c1FkGeYLe5SQYZIqQpX4FmgQBnc4",
-	"LcDMnyjcvXJjLXMEYZBgid0ODA1uSckPYZCBEHiqJsaOl9CcyBmSMyLsbnDKAScLBPdESKEpk9A7nJKk",
-	"uf8rjUd0R1iqYRee7V+YgQ5v1eaBc6a4/tOXYEIgVTCMWbLo6i0E9Y0q3sVIT+M2mCQchNB0iTW+A8X8",
-	"WAYPnxswyhkgS3AKxxaKAapWGqDV02ua2I6UXitozIBldl3eATqImoiJQnMKcAd8UWEUEYoihbGuQVd0",
-	"GCLGER7RhGWYUMSLVM0/KYSSfBIdRG16iUJUfXfJWQ5cLtSXdgNDA2x02B1RRSAXVAKnODUQ7cST5ZHX",
-	"Z6gfB7G/IA3NeYWYBJ1OevEx7sOL8bMk+Hq0X7EM5IzQKSoo3OcQS0jQDOc5UEjOkaILAfwO+BOBUjZF",
-	"Myz0lwlITFKBCpoARw3ySbpqX++Y/F7pkb0wY4/kFQPxjsnXir0a+HEMmTAQmi41BwaPRYWCFTyG1uyK",
-	"xDTv4zhmBZUayku8SBlOrhl7g/kU9gK2PUcdUIdUxYeKLVL1hMI3pujp2dnJUzReSBDB4/KfW43d2bNN",
-	"SaZ45ukp+ol8h8YLlMAEF6k81Egw6kEU6TbifheNY1TKqt1WFs6kSFMk8RSl6pzwRNptxzNMp2D2yNhb",
-	"TBdWioi9Dqo9R+OgsHRogvsYIIHkkQ5leHmBbmHxRKDaGkQgLcmKXAkHyRcW6uiD+tAZqg8REhAzmghl",
-	"7MwAJ9Z4rD2ybDVdmSFIMjTHRKIxTBgHswahUzVVBZO1WpS0moIG4CEMbigu5Ixx8hvsx/yNCeo4zogQ",
-	"SlIxXqqH+w7OSecWFo+E7KicMEIGZQrVduGwMp5DVNBbyuZUbYbDHbsFI/ZuqCjynHEJyVtICL7WKNoL",
-	"C56JVoqGrFB/AVqa+/cRDEooRu21om5Q2QGa0oaxJHdELi7ohGnIk4Sox3Fq9au2bCc4FdBe9XvGUfQ9",
-	"49lVMdboZ1Tp4tfK7niZkvhWq2ssZmOGeWK+QZgmKLpkQsaYJ1cxVlsKg7y21pcAuz0lfpfB/a7dBXSg",
-	"xUhKgMonQpsUjJaSJ0FYCDKlkByqdVo2vIJI60j/Ok6BGtWpDlqRtmQsRQKoDBEW+o/azGz8C8Ray7E4",
-	"LjiHZCg3ClKSgZA4y4Om3f6pjojGhJ8961nbZ8czHCIheRHLgkOCbq6cuXiOMMoxl0qLSUdNhpmUdqUI",
-	"slwukMGj5wBz+Z7fUCLfFdnYJ8IUdgtKpLEUWSERkQIloI4KS8bRQXQaoQlnGYqGuUSn0WHTHTz1HWZM",
-	"5GJ5rZdELpqDr3I1wljqvmmU6eCbSH8fmm0pmvj54hIpUdCaHdMpzhj1TS2kdZxa6JizTgpSaQf9hGfW",
-	"izf++TiArB29j4hTog3xlFAwhrnCtfYvEdXn01ypf3yC3qG3yiK/kr5FfyP58lLfkzvoJGRKpEYL4+q/",
-	"b06bUz89ftbznFyb6lvU0wbTHnR5UA6tZmc+3nDu5ibeaFGxlRw3ArgWaj55pH9AbKIJohDOqrHGr2IW",
-	"OwuS7BzhsZIXaD4DigrqfmoiCU+Byj/Zz92YZX4aLd3lrSNL+0SLlhfmgOWOUk2Nyr5X7CY2jXpZPvgQ",
-	"BsZ9XgLwkhPltBsHVwthItEcCzQld0CbYP6CKXQTBpvwqee6klgWG7f4uvaoGkmneAqZNRzWDqyefAh1",
-	"sOcqZtwjDnrdbr/XC5Gao1DOnpY41UKGiznEQGNl58d4oUxMnHQYTZuyrhcGGb4nWZEFAzVnkBFqPvXC",
-	"JdvQhcyWeFvZ7uqnJgGXOqGJ8j9jCugVAx+a8xmjngUu1ddWGG21xjd9dHB2dnaIev1e57h30vMuxhmb",
-	"vJ+8VA4KlTfcQ0pDlOMphMZ/TpTX5OyGEIkZmyt9r/ehzJYZmzeYG6gEpTa1A74QErLmJmdS5oOjo5TF",
-	"OJ0xIQfPe897R7HZzlEs/nHy6/G7yV+fsz+fjn+6/7v88Nuzj9klXgFKTTCt4/fqSaO7MQcTFeLxjNwZ",
-	"WUMkZBvJ3IVX1PJ2P5hzrD9ziBlPtmOXD/Vn1Vw62LkeCPVMaJx5QIzb8MUCzYGDMlFaItMbOa2BuYTO",
-	"Jjwt9VOPhrsAXl08tMCvi0QLXUMoNA6vzvY+Al2jvF5VlupO9l2FVcXBoQsL0gRpZjxH0SgYBVHFbgLk",
-	"skW3jSj2GtgbJEp3TynR3WhF6IWrEzRzevGrj89iuRYT38VSWGWADdGEA3Qk3MuadR0q21oHOalkytK2",
-	"rLbGDkPaCg5RzXQN0cUb5CyqWubi+OypB6crjJmNiu4RtPdWa2xBJ14V00rZrKaltbJOP7RaOOGpjrbk",
-	"hUSM1nXAOcISZUxI1O/1that11hvLcP3F+ZxrZnXCiWDzC3I18bjdqPfuLKP1x6vfewhDOaYU0J9yLrk",
-	"bJxCZtVPQhIjVCTLDeL0ds+tA2mFDoWtcffRLLytFA9qW12NvY8wnjF2ux/zwx1Q6WJIa2m9fPAhDAqv",
-	"OTIWLC0koEjZDmJwdBShmw9vDCqVvUfuwIQj9KJi2d5QYxQoolszeI+cUeMRFJvSuHWcqj2HNXj9CK3J",
-	"ih0U1ceZ0u118yrVwFojwAb0nwj08sPbZfVkVfAr611v7Zf4pc47nIFz6exydfc+BTFhPN5G+pgsxfIK",
-	"FbTKHkCxWlAZ+c2lPsJYENlap3/83B9YmILfrFIrPBFIP+HQuQTVO5hvAY6XaBWBWmQZw2jlIo5AHWlm",
-	"i64osakJtdc7+dvfeurf6fXbt8cteu2dPveR6BINvrIhjx1J8D21fPVEVFETyXQ4sV5E4Il3Sankmc8A",
-	"sL+gDCeABEMTrG2X9W6YW32Ve+9+X/Lvl/1aBc+qaRyw1Rwhwqlg+vSiuRGKHZK4OPvqFXYWfxTupcXN",
-	"jqEEUXodTYCiS6AJoVNlyZIUkDsTxJXupKECiqLoqohN6idCOnyNSQqJjkEDVefxKbDzBGFQPhuEgXmw",
-	"JvJWyMja0VXYr2OphCCsyObzGiK2WNqDlu30ioTtrnTk9s5GrL0kvIzXPpowE9SaEC6km7VBxH0fEdsH",
-	"d44VbUv8NtNrgRxDyqgx0w4mOuHjnvMH/sGVBLQF88LoGzvtRB97GZNgFAlFFEI8Brc9Ij+lWAKNF299",
-	"1ivJQKHFCGhjHyJ3pJikBQfta2ckTUktHbkhUrQ3A7s9XK1gZJPM0rYOfyLQj9fXl8iwTDs0VIETN13J",
-	"Ktu5M3M6PmjSbx3BWzDrG7K7C7lRhYSIwhyENHy4tcHcliOecI46y5cFFz6GuMRCICxQFOsHolIaqEE6",
-	"elZnDm3RYGF+2OyjrxWAr/0hhyFtVjZVLtjx2SmKZ5jjWAIXYfn901OXItd67U/RViFiW4Q1KCMIDct5",
-	"U3Wg3f4qGv84AzmzuQIDzRwLU9Tp5Bsep3COKq1WUElSBJSTeKaDwAnEJAFRV122DCoIg7/a/50y++zb",
-	"YSNyvYNyqQYibZUDF+cIcDzTZ99JsASd+TBkYTZeKRBRxLMyhbusiNQUzaTxHnZ9Y5K/EpjvOUeVy95/",
-	"+Psc6P6jr4DKvUY3E/O7e0ZF9n7SPAcPHZvvncGfuMe3UB+N6dUJeWYvf0d36oEtZ63OzDPlG0JvBYoN",
-	"Wal9a+7baWp1nmJFIlAgpqvydpnvCmiyej7NQlZ7W894y8mbBOBZQT0glGeTESk377kdX/WtsQzXMuY8",
-	"x+SnhxVE6NUVzprbQYopO0MXy7CJLVW11pAnvKDrfb54aieUlA5RhuMZodDhgBP1TZW/bwrmqnLYUwm9",
-	"VNgahEGzrjUIV1RduhGtr+sl+K2fnFXQ+rqsCA2DtyBnLHnH5DBN2Vz7QK2qr+Vau+UyyRUlUu2y2ivg",
-	"dySGG4rvMEkVCr0ay9VbbyySeqUerFdPLytgLNFc25Kc0WmozRqMcuCC0XNEFUEgV+IrNlsymkKq9VbS",
-	"6CsLwQ50+qqsQsJK6edAkyoKnXipdWVtgC7Z8lRV1+NuJm1oy+ZdLfHqBI+rffcutVQY3q4JL++xbGXL",
-	"6siirYLzxH+XUV73pZa5/5YoVE6MZ4ZwI8hThlvrbNwUdxU7vtZWmWaKprQKrB3oPtQL36rhikn0ymM9",
-	"RTPhd5Mre0rzG56KYZKUf3+AjN15YxJhUMPU7oGD6njKuJ4+vydC1+iLZZKztx68Yc4BivQVhVHR653E",
-	"OZYz/RdEIYp+LYC7XyjOoPpFPbf8g47Z2GDU0o9Ns75xAWMJPysFw3XdK64Lhebs6+5xLC3mLnZ4Pd0i",
-	"BcNyJtSADiInVxQaSqdDfTAuicWOEk3qT0Wb6n/fGUch6na7rdI569hskmiuPM5ufr1su/RnbIcmx2xz",
-	"tgOEKWK52SSKvjHFoP3OMTJ1Y9qX4Ast1Wy47qRz0jk1P4vNFSA1D+3kOAwskoJB8L8ORqNvRqPkSz88",
-	"fhiNxLeH345GB9+qb04eRqPDbz+NRqLb+Wy/qX86ffgv35GWOnrXdLzL9aIDjHImJC4p5xBhIVhMFLe7",
-	"a0wNm29lznmdyHSmQ1VEsjKw5n7/qqqxs7ONlFXbR1iC4aOqD60yk9U+tNNdGV44wY0yzG9B2vpUJ8Hf",
-	"ui+1sUOrjz4hWrefVu0i0gXUSjJRk9skyn7QcWXttpua/xPH3da5JyazhRFn8xCNcXyrbPzaXCNaxlhs",
-	"wPEcRVbgu0nPUIIXQs+sK98ZRdFpv4d+YFSJUMZNnCyBFJR5P6I1PJiVAoVjo0RMhHsVJq7x1MfdEk/P",
-	"kSg4V1rc1EoRCSLHsQ4ASE6yrF3eaEt1Wry6IZhSv924W1xtdUa/kbtXQt6pud8zj6+346P1xm2aRwFx",
-	"p+s3v1s11WqAy2jDckbx+mWIPnz/Ep2cnLywdwnvcSzTBZIzDoAmHMdWjRjdYK4V/NwyAY57x087/X7n",
-	"uH/dezE46Q16vW7/+OTnenRPGVcdSTJvuaIrNljmemvYXtC8cHXJ0cBkDswnpc1SU/swBlfvo3Y5x8JV",
-	"RHDLG00nsT6nlxlttYK7YL77xY0LJ91Fq5aFIpJYP8Pdq8N5nur7JKZMLLSuES3S1KOTtqmY1jc4XFF0",
-	"IXSQ35byKutOL9N9xJpnf63v5llWuzzbKlI1WQycQrIetDUFiA1d6Tbur+byMZklFe0H7ZsNXz7mbdzw",
-	"+srOG4e7fYKZK5NqN5T8WoCW3PqZc5RAUuSgFCGRj5Zca1diedNGFWg2SrHpNPYIBNTIU0mSskA2A2Vd",
-	"6zK5pCbajVerNhHa2zXShTq98YKmv7nvfTCv8+q542UUT1LVCrWNOxLPlPsZKbC0n6PIXPs+yqWIrOZq",
-	"xg6cJN1Q+7lKdYWBvmFFty2EcyW5WiTAHWGbq6HbI9us38BKbdpqaz7CipthiK88OzdN9BhOx8ZzxrKe",
-	"1LKPo4OoVnJt3Vt7tT/Y3hb5mnsdDvWv95xh7cmuOUR3eFsI17oFUE1QjyZ9JSXUp/JQw6rqtiFFUW1o",
-	"VGb7TMMHdDm8fvmjZu56JX2jCMddSw3CwMgQL/sWtf19zT3L1jxl3Z7vmJJGgG+b02pcsXU0uffoSSMG",
-	"uc8MeS0Iuc946eKQ+1JXGcj00FQ5ud+0kroU2wTvuXKQ557k2Fe4KmZp37nLKuL6NXA7H94PufPG18Fe",
-	"GQGUoZTRKXA0w+IrAV8OJjvQV1inCgdrjJw9SmBswaFYdenbVQDXw/T7VsXYXdYjPBvRVO5vDdg2A7Zv",
-	"KvLy/dW1viraykY8Eejmw5sQWa9JmbxXEtME8wTZlcXAVmmKEW3Ubh5UxiBJTKpH6AJnarMxunHEYVhV",
-	"fEonKCN0UFByP6K2LOzQ+NnuOXNbu+AQoYPorh+aiPwYC3h6in58O3zZufpxeHz2VIl6knTLabsKVhfq",
-	"H9FbWNQjnmZ8J4GYJQpWzKXLQ7RQEs1nAuJ/6CYaHORhd0RdXlPXn0iUAhYSKS9s4JyD8QJF1obXQbIE",
-	"ePWdsuAjGymr2j2YYnvd3qndrspJAp/jGwTh7m2tau7pqsqkuvsZeAVyTYh+Cu5IHnx+aLpf60Ijpb+1",
-	"xYafPWv4QYNajkp3r/LclBBrqiPFuS62VuTtSvV25Wjj6j7oiKKLym26W2O2tYarG2Jix6s1e92X3q8I",
-	"1LCBH79L4kLLEkKnlnnQgeWmbrcbHXbRe5ounINpYCirLc9HVAevEJHKs9TtIXRQSMzYnCI8xYS2eCgw",
-	"c7+d/PSXF/z5Dz/9/Vd+Pf/l5vLV84s3lz9fsOM3+A2+mvcnxcn43W83q1onbDbBPSF7NbbZAvCf0Idw",
-	"2VQ1nvCOdOC9cGEujxiq1fd7La+0I+1b3QdaH4pa6p3YvgJUq2avX4OtoPXaEwLighO50E33DJ8Mc/IT",
-	"LIaFr03kkLoOS04RWGMAHUTxraHY0FKpVSRR2f/lFhbC/qaNLt0h0mjKqkdk1aOokhV6Q6bbDrFytbmt",
-	"cgnNDbotSmWk2B9NZNoekHD62yrQ8gzHrJAKrqw7oiP6WiswJURMEp4CJMbwW2591EUfqr4/BAw9/Pnq",
-	"/bsRPdBeHFDZUSc1WOo7FBltHqdMQDJoNkuyrQSQTgKbSW1jvhE1+D3t9VCruqOLXtfLqBCmYq6ALjV7",
-	"pAsSItOxUEFa0rpZ4ub65X5hfwXsKo2mhFkZ8OZmIZbjXwuw7WsEOri5uXh19+zwHOGqfdSINpuvmgZA",
-	"kCAbv9eVKy4cjoUy2HQTPtMPsHaQtSJ1rhN/0d86FmWdC2WfQTxjrslDrdpCO8tToIoMIDkM0XxG4tmI",
-	"KpIVzXZ+dKkJoDACOCUx2ISSpfS3F9eWjSsBwXKgxuPtMj49soPEkXpWmRdEplCn9///v/8PelkFIp1K",
-	"QZfFOCWx4tUgDBS92xsk3V63p1si5UBxToJBcNLtdU8CnaKfafY/yvXYo7v+Ue0y6tSnzT6ALDgV9S5P",
-	"obbgSltLl4lom86YUhE6iLGADqECqCCS3MFhFw0r8xAQESPqBB868FE3YnIGfE6EGvtxBhSNmZxpctJ9",
-	"R0yHAt3kS6G6tLNHtNxkOYNin1PkqeWLuui62T6Ga2ghQWPMIdSUN+c4z11CtxQT2mL7AWRVUFjvR/zp",
-	"d+0So2WqruXxNxXet4nwFgma6k690qVYHV/7rFstUVaZ1T4gqoyLF4TN9wAePrf67h73eo/WgbG8j722",
-	"+aLueXdqlvXNVm7vqNYTWA/pbx7SKAnVg043DyqrTNWA4xebB7QrTR/C4GwbgJplptryKBv+/gASlW2D",
-	"XeeOwSdXfSd07+WcCY8EMpfGRTXccG3V/rgRrrB+5y0s1tLoiNrUDSdZRuj0XGsU5Xa3extb/71czrXM",
-	"VT+PqJZdSyWeSibp5nVqn0rSqA/l7oe0CrCHpmpEy7RQTW9y1yPaalZhdoNX9Y/TkxCJYkybOfBmeyzl",
-	"SpA0dcZb1Q9O1vKooQ072Iv8kRlPqEDePHx3RD8SDh2NbEnGKVSYY5xMiTIghKk4Dl15jU5xH/d6kU+s",
-	"NnosBPW+34sdu2dPijRtNp4eto4XT41Zo6zJsqSw7ERdJmB2aw/ij0/4Oo01en00rtVXMYPedf/poHc6",
-	"6J11e73ez5W4bNyNd9mB2jV2e0vd3jZvGiHbXwqveousEuV2O7U2IbYNiL9x1Jr26w/2TgRunZp2j8vC",
-	"6PoJua0JnDV2tUMDbm9HGl9T999Tt3jbiqzXNLq2xdLMP1fr9E82D2pfTtDjzrZZzHOF4V+puczRbFJe",
-	"D6HHqD76UpplD0eubqxlJ/o2Vj1y1HyvhbJv/EpymFin1VrHWq5VdWeVFee0EaMgzs1zpHkB4cCpzRFd",
-	"1puH2gQnU6rLqZDzDuQu5W8jOqyVAuot1OoBtTg+szWCTmd6tMQwSSxyrk0XsJaa8J947Q0SR+XrI1Zw",
-	"9gZaq3p8/1tbfP9RzDpMEpu4Y16O1aSiTc3C6+vmKY6hTc56wtKmMQymKLuLdKsqxRC29jZE5fs6XBhH",
-	"5/l8nIRuAXJnJNq7ujmkprhY8YBJlhCBbiGXK1htRDfwGnoMVrN4+YPd/mC3JrtZwtAEp4mLTdaxXVNJ",
-	"1hPQ3tDTGyKkQDhNW3Ho9UnpEBEap4UukK9q+JW6647olc6+GN40sUTFNv7ojlrepW+C39H2q6fwV1h8",
-	"KwDv7k/X/yqKUVA2gaiRSYntbYIBjeuDE9uHvqrCNEGCqOBpVL0LYLnh24ge5Kny6iLbP1aRSqpb5dkO",
-	"FoYoGFeEyObKWjrULrxLiiiTyV1tOBnRBmxVtazeU7NHbEmcZqtLgWs5g+Z0T6osYmTSiFFos4C6OQ+j",
-	"MWiRbqPkVWbQ519bZO/rX7d68TWuSzZdzTUJsR19tFbjwEfz0ervmqgSyBuz9h7IXU549wysS7hWd4Xa",
-	"adRtk6G13Oc6EB7/kLxVPn6BVoctrNrkN5Pkfzi1v5sYvnIFmNpQpjUZ5RfHfs199KVJow9GXqfge+vC",
-	"W8xvxVJdUSUFB8oPLbtuUmbewZUx3S9LIBO4NNra2MeUjagtyNOSWBn9c8yT2vuZ2ASdtGRwF71SG1Rz",
-	"Y2eeN3akZK5uRCdWS1A9RUOCNmTO6eaaBxNJ1qt3/wPC/+aQW1p7pebfKULiefOlLobahl6PqguiK61Q",
-	"T7VK2RMPe5uFDUzu2BCdTSS7R0Oj1msd14zgr65hI9v7zHzQ6W1D7zrGX95TdS3ziEBJAd0R1a3Doqq5",
-	"WGQuuq5tJrbB7H1VYWdDfrNsvKmYzXUj86X4NF82Enz2xWnB4Hj12xP6vv44voNqwG+9Bne1YO2+DIpW",
-	"Zh5rN03/KblGX4c7jyo1L1TQXpc9gD/Sj6vdDv0KD7nMvf9WcujoS9U28eGo7Ku5e+TYt59wfYdPhgTQ",
-	"xKo9/+t9Gz0dH+nVviuD2n8poABTeqLsgFLm6ShDuW3K5krIYmm6CElh3+p0gFttAOwrAUdUPaP7Jupa",
-	"bHtNpizr0+vJWltMlDKhnL6ycFaH7oReqixu7o7o0GtP1HKy5WmaonNd+GLenroccbNPrrQxHl/WrLLV",
-	"HfZC9Ks6j+QPEeM3qTXr1GhNcdEKa7pWlKlZuV6O+emzYghTXeZVtUi/4gbV6iExryoxM3wLiBfmRX+V",
-	"j7f0ZhydS7J78wdZtNHBdcN0m+fqVnKgTH0ty5S3mCql5I0J1mbQMcHl0Q3PpFGx6dlFiVMFzH2nHlF0",
-	"lzTdXWy/hLmy/f50O80G11rjwbURVjLrHGG6QMf39wjHt5TNU0imoMRAFw3pQvsrIwqpAHTAISEcYu2T",
-	"sMMQYSRJBgoKE6HvnyFhxE7MKAVdZ2lsPVuFxgkkCMsRPUMiRGcoIzREJz3z/zGaqe9mIer30Mz09VF/",
-	"HPy//3vcQ/8T/UKkBH7eevcpo+j0+MXRWe9kRIlAM0aZriMpcnepyzRAkZAfdmu9TaxUW/bdfILLysyX",
-	"dezvGmHaKdrgrgBtHwxqsVN1lEm3nU1yjrEhQFwVQK6/OaTf+/rfAQAA//8=",
+	"7H3rcts4uuCroLhnK3YNJcu3XOQfczRJetozuXhiZ3rORNkhREIS2iTAJkDLmpSr9iH2RfYV9lH2SU7h",
+	"A0CCFKhbnJ6umvSfjkUS1+9+/RLEPMs5I0yKYPglyHGBMyJJAX+95EziWF4mV1jO1Q8JEXFBc0k5C4bB",
+	"zZygWL/yRCCaECbplJKij0Yow+mUFxlJnN8RFUjQLE+XiHGJprxkST8IA3KPszwlwTAYHL84PR9MnvbO",
+	"k2ek9yw+xb0X02PSO5mcxU+T52SAj0+CMKBq9lytKQwYztSXsV1qEAYF+aWkBUmCoSxKEgYinpMMq/Vn",
+	"+P4NYTO1madnYZBRZv88DgO5zNVIQhaUzYKHhzC4LifVftcdgnDea57Ejrt78cK/O9FYyONt8UGPRIT8",
+	"A08ogUu/wTPxB54s1b/VqRIm1T9xnqc0xmoFRz8LtfUv9da+BBLPRDD8FKQEq/XxnLDenJeCBJ8f3OX9",
+	"R0GmwTD4H0c13B3pp+JIzfxBL6deW71L/YvIORN6pX/AiX1967XCh0mpn8PKRZlluFiaqyQZpqkCVIlv",
+	"CQvC4A6nJdHjJ+rsXtlvDXIEYZBgie0KNAxuCckPYZARIfBMDYwtLqEFlXMk51SY1eC0IDhZInJPhRQA",
+	"mZTd4ZQmzfVfwzmiO8pT2LvwLP9Sf2jPrV48KQqusP7Tl2BKSar2MOHJsg9LCNyFKtzFCIaxC0ySgggB",
+	"cInhvAOF/FgGD58be5RzggzAqTM2uxiieqYh6h4eYGI7UHqtdqM/WEXX1RWgg6h5MFGob4HckWJZnyii",
+	"DEXqxPr6uKLDEPEC4TFLeIYpQ0WZqvGnpVCUT6KDqA0vUYjq364KnpNCLtWPZgEjvdnosD9mCkAumSQF",
+	"w6ne0U44WV25O4J7HdQ8QbCbi/pgEnQ2HcQn+Ji8mDxLgq8/9mueETmnbIZKRu5zEkuSoDnOc8JIcoEU",
+	"XAhS3JHiiUApn6E5FvBjQiSmqUAlS0iBGuCT9NW63nH5g+Ije52MuZJXnIh3XL5W6NU4H4uQCScC4BIw",
+	"MHgsKBS8LGLSGl2BGOA+jmNeMgm7vMLLlOPkhvM3uJiRvTbbHsPdqD1UhYcKLVL1hjpvzNDT8/PTp2iy",
+	"lEQEj4t/djZ+Z+42pZnCmadn6M/0D2iyRAmZ4jKVh3AImj2IMt2G3O/CcTRL6VptLeFMyzRFEs9Qqu4J",
+	"T6VZdjzHbEb0Gjl/i9nSUBGx10W1x2hcFJb2mMh9TEhCkke6lNHVJbolyycCOXNQgYCSlbkiDrJYml1H",
+	"H9QfvZH6I0KCxJwlQgk7c4ITIzw6r6xKTdf6EyQ5WmAq0YRMeUH0HJTN1FD1nozUoqjVjMAGHsLgI8Ol",
+	"nPOC/pPsh/yNAdwzzqgQilLxomIP9z2c094tWT7SYUfVgBHSR6aO2kwc1sJziEp2y/iCqcUU5I7fEk32",
+	"PjJR5jkvJEnekoTiGziivU7BM1AnachK9S+CVsb+NoRBEcWoPVfUD2o5ACBtFEt6R+Xykk057DxJqHod",
+	"p4a/gmQ7xakg7Vl/4AWKfuBFdl1O4Pg5U7z4tZI7XqY0vgV2jcV8wnGR6F8QZgmKrriQMS6S6xirJYVB",
+	"7sz1JcB2TYlfZbDPQV1AB0BGUkqYfCJApOCsojwJwkLQGSPJoZqnJcOrHQGP9M9jGahmneqiFWhLzlMk",
+	"CJMhwgL+4YzMJz+TGLgcj+OyKEgykhsJKc2IkDjLg6bc/sk9iMaAnz3z2Yt0pPq1d7nbkTe3rw+eTy2z",
+	"1d+ig7ygTOJJStDo+uXlZYgYRyLHMRGHfXRNWAIDzMmYCZwRNQaeKclPMwGAWSXn9Nu3J+BKF3PCEJ7A",
+	"iY9ZQztUGN979uz5cU9UsNg7VrhYa3THJ8/bKl2OpRLigmHwvz6Nx/cnx73x+P4Z+fy7/9gAK/6T1epk",
+	"8/BGbKllNw8QLTCTQMZzLNQWLwCaFFSBdA2fkLvtAKw560/qqKispER0YKQBxPji8AJhiTIuJDpHGWWl",
+	"JNV001KWBWmq3ieDk6e94+PeyfHN4MXwdDAcDPrHJ6d/D0KrqQyVJkR6kmbEd3DSENh1SGDBF2hoGw9g",
+	"gHVAb0l4+xSw1EKGlUWptpmwMlPDNmlXEAZAuhSc2n+/z0n1OxCwIAwqivZXShbu3/YFl7oFmt2ABWLi",
+	"7qE+nVGSWFVmT9w1Kt7K/kdoWhDSk+Reoo/XVhVsXu75YIBeo5c4p5KnaHRHQnSt0HgGimyILt+gpyfP",
+	"BptxadUC1KBkZo3eS6zXvwP3GSEhizJW4Jo4u7tAGOW4UPeOpeWDWgxQpIohkuVyifQyPawnl++Lj4zK",
+	"d2U28QlfihiWjEqt4/JSIioFSogiU1jyAh1EZxGaFjxD0SiX6Cw6bB74mQ9DYiqXq3O9pHLZ/Ni5Gu8w",
+	"SunxDQS/owNeIHUndzglTB6GepkKQf5+eYWUUHOBonEwDiJNa+0T9xRb68FshjPOkJ7BtyYhja2odY4L",
+	"3kuJIr8I3oDpm4NfvvGPVxAiR10wr/l2SsH2kFLFNqicwyWBSQ0xuNjmTMcnp+gdeqtY0bX0TfpPmq9O",
+	"9QO9I72EzqiEU+KF+t/vzppDK+TxXHkbPVpg196mgZDqhu2x6pX5kOqlUsuY/EBiXiQ7otaPfAFymma4",
+	"FfUkTBKFbGBwWApJMh/+0D+T5TuwvPquhim+D4JDpTVpTI0LgqUZ3EzYPMgFmQgqSU+xHOG7Iz31VUGm",
+	"9N4/+R0VVAknObyjl4ElrOGAEatI35JlC2Xj2388+/GXkzf3L7Af6yrT5Ror/17G+tW59DHtJFRWdurd",
+	"JBezdgVFvYKk5A4ziYD0CHuDejVW9QB5uCAxoXck8Yos2mhzmfsP6vLKEnHP4ChWkKMIVls4Oe0P+sfH",
+	"p/1nvvMqBSlGM6PVefbXmOOJQB8FKXrwwRroOzrpn25EadepUt9a6GJIC2ad83EXXl9fB56DJX1HkcEo",
+	"RWq7INz4gBce2KtW62nIUoqbmlGQ5BdGMNc0o2T2UfMUsdrQf5q/+zHP9kenr3IVPSZuxUX2AyDFpq9e",
+	"Vi8+hIH2DKxs8KqgGS6W2nYP+EQlWmCBZvSOtHjvz5iRfsLJpvOEsa4lluXGJb52XlVfshmekcxgz9oP",
+	"6zcfQvBjXce88PCAQb9/PBiESI1RKnoPIkg9kebWioiweIkSEuPlBSoITnqcpU1haAASKc2ULK/GVPKo",
+	"/msQrpi9rDdwhYeXaQpMqQnAHeLOnzAj6BX3Kjn5nDPPBFfqZyN0bDXH747Rwfn5+SEaHA96J4PTgXey",
+	"gvPp+6lh8h+L1Cf853hGQu0aSNBkWSnVIRJzvlBaqGbwLEFzvmggt5/V14ucS5kPj45SHuN0zoUcPh88",
+	"HxwZbnEUi3+c/nLybvrX5/xPZ5M/3/+X/PDPZz9lV7hjKw5hWofv9Zuab+OCaIdXEc8ty6GSZBvB3Kpb",
+	"tW4a4KLAS80qlcC0Hbp8cN9VY4Efd/0m1Duh1bZ5YTwzS7QgBVHsr0UyvU5hZ5sdurbdzxqeZH2TLnlo",
+	"bb/JuGB3DaLQuDwX7X0AuoZ5vdpkWOlQAOtTVRgcWo8nSxAgY1OZUZAiiFwVWbchxV7b4QaK0t+TSvQ3",
+	"ihZMCw/2BvWY3vOF6zOn/KsYF0KlfIP/lkmuVHGDamv0LQRqst/scNY0O5ycP/UJ/n5hZiOjewTuvdUc",
+	"W8CJl8W0olG6YWktrYOXuokTnmkLZCkRZy4PqI2Ex4PB1qT1BsPSMnx/qV8HzryWKOnD3AJ8jatxN/iN",
+	"a/l47fWa1x7CYIELRpnvsK4KPklJZthPQhNNVCTPHYXlwliYDNFhZOuz+0lPvC0VD5yldp/eT2Qy5/x2",
+	"P+QH4/PNFtbb19WLSufyiiMTwdNSEhQp2UEMj44i9PHDG32URmkUtcVbrMob6hu1FdF3BN4jK9R4CMUu",
+	"9km15tDZr/9AHVqxA6P6aa54uytepbBZIwSYWIUnAr388HaVPRkW/MpY0bbWS/xU551jfzHTuda8lIgp",
+	"L+JtqI/WVb2uB7NbJQ90qe0/aX3aY1X2GRBnHdYkNcMTgeANe5wru3oHVvpN2/ECrQJQc1haMOqcxAKo",
+	"Bc1s2RfVaQKgDganf/vbQP13dvP27UkLXgdnz30g2g2DV1jG8x0B8aVxs0luN2HsOUOUESV6aHcmKkie",
+	"4piEKGJlmkbVwzgluAitEsMZgaNfXoxZVPHRIdLfwLuA0BnCaaodduoRnqgD0wantZDu8WjZVbvGQn0x",
+	"/S5nVHvKLaW4vfFk43z74E0bRzZP8pU485cSp3RKSbLHBvfCpBVc2DCNDzdeGbP/jljxnhme80TUngPJ",
+	"weXsxg57jN1SKl7vE47NE5ThhCDB0RSDXL/eRGFn7zJ92ecrtq9Vm4/aT9cwdrP1GCHCqdBEIVpogaFH",
+	"Exte0z3DzqIBI/fSnM2OZjZRaeTNDUVXOqxAaXk0JcjeCSqUXMlCtSmGousy1hFfEYKoFUxTkkSuM9iM",
+	"E4RB9W4QBvpFj9+2JT84V1efvntK1Q7CGmw+rwFic0p7wLIZXoGwWRW4PW0cgReEV8/1GE25NvhOaSGk",
+	"HbUBxMc+IDYv7mxH3Rb4TcyJ2eSEpJxpFeZgCnFe9j1/vA+xkcBt4rvUspgZdgrXflGzOiQUUGjn+ddi",
+	"2yPiU4olYfHyrU+zoxmxnN5G/iN7pZimZUHADpXRNKVOFOIGK+reCGzXcN2ByDrKCPSA4olAP97cXCGN",
+	"Mm2zab2duGlmqYMcd0ZOiwdN+HUPeAtkfUN3N69sZCEhYmRBhNR4uLUy2aYjHlOnusuXZSF8CHGFhUBY",
+	"oCiGF6KKGqiPwLLsIgdILVjoB5vtV2sJ4Gu/OW7EmgkNtXni5PwMxXNc4FiSQoTV70/PbGQs8LX/jLZy",
+	"n1RCZJW74WqVm5KCbAhRB4z/NCdybvxoejcLLHQul6VvSua5QDVXK5mkKSKsoPEcHCQJiWlChMu6TPZD",
+	"EAZ/Nf+3zMwXb/S64dXZgbnUHyLQWEkhLhDB8RzuvqekbvAKarDQC68ZiCjjeRUquMqI1BDNSKo9dN7G",
+	"IH+lZLHnGHW81/6fv88J2//ra8LkXl83Y9r2GsKNX9vd7FBm76fNi/Qggv7d6gCJfX0L/tMYXl2xZ/Tq",
+	"ObpTL2w5an3pniHfUHarFGCAS7VuQN+dhlYAITq87AJxiNPcZbxrwpLu8QAHDft3IlC2GLwJQZ4Z1AsC",
+	"QaCtlFuv2YUqn23VPEZ/+QChYAKJGLMtjqTtG/FtYfXYVi/GAwV+cOuAce82vQzOiqA7kF4lHEFgP5+a",
+	"tDojwnnshZCb8MUTLalYS4gyHM8pI72C4ARCtavAuyY3qbMcPVmbK0l4QRg0c/CCsCNDzH7R+tlNF249",
+	"sqJM6+cqey0M3hI558k7LkdpyheguLUyVFbzglZTujrSOdopgNekuKMx+cjwHabaRuFjszY3dGNCxyv1",
+	"opvp6Q1jXoAAXHA2C0EWwygnheDsAunINZuOKPpbRCYlbppKJ4y+MjvYAU5fVRkTWEkqOWFJ7VZKvNDa",
+	"GewD6SWeDFDXkK7jAEyKr8177PbY2jxd71QrSazt/NUq534rARzMoSZjx+PQWT1yVwFcxf5byhKD/Uwi",
+	"3LBMVf6TtcHt5gRfgygJSLESud6Ic2+FsZvPnWj2JGh78D/mSggEfMMzMUqS6t8fSMbvvIaUMHBOandr",
+	"R309lXnRxvIVZaqPpAlyJkPba38dogjSqcflYHAa51jO4V8kClH0S0kK+4ThjNRP1HurD8DQZCxoKw+b",
+	"ukgjWXzlfDoJw42ryrtEoTn6upzzlclsErpXPS9TolFO20fQQWTpijqGSlNSf2g9ypyOIk3qnwo21f99",
+	"dxyFqN/vtyJvjTa2iaLZgHiz+PW07cofgjHSQSMmCGOIMEM814tE0e904tpx7wTpgG9QgIolUDVjYzzt",
+	"nfbO9GOxOaTLUStPTxqZSAfj8e/G4+TLcXjyMB6L3x/+fjw++L365fRhPD78/afxWPR7n80v7l9nD968",
+	"pYpH7xpfY4M30AFGORcSV5BziLAQPKbghTElFxpyZmcQydocIFuroPq+0xpon39VGOj5+UbIctYRrk1i",
+	"+dCKG+tW/C3vyvDSEm6U4eKWSJORYin4W/sjCDus/tNHRF35qWsVEaRLKcrEtAuNKvkBjOFga9D5yacW",
+	"u41FgmpXNUYFX4RoguNbpVc4Y41ZZRgyVtILFBmCbwc9RwleChgZsnQ5Q9HZ8QD9kTNFQnmhjXsJSYlS",
+	"KXR6nzkHPVOgzlgzEW2W7zqJGzzzYbfEswskyqJQXFwHP1JJIDsRSpYUNMva8com9q6FqxssQG4llt2M",
+	"gd0hOo1gHEXkLZv7loE5sBwfrDcy/x9lizuVCvhm4ZHdG64sHKuOzZuXIfrww0t0enr6wtQ9ucexTJdI",
+	"zgtC0LTAsWEjmjfoFOi/R4+cZKllrx1j/TzyhE7wkNwcd2XmNQ9wQVBKppClCoGruKgDBbTT30P/Hz/d",
+	"wMxoMw3E5kSDHS27G/3cu4cO6piNx44fvGiePqLSE1F4nVGoibWrM3+LeFUFCZahbFzMFqLQSpDINxSN",
+	"9o/29qlwNoBvlfEa3fKS5aXN6YuG2uNoMp5iXqY6nnBCbAwt5OBhYaMMC5J47DTumF5+aCIAbT263es8",
+	"XFoBS7TiQxmiiVH1bRkenOcplJ/QodehsU6oO92TLEDBB4v5iiw8ETY9RilYME3/EfOI/Pkzm0fptjps",
+	"K8uqwWJSMJKs39qaoP6GuGoX7o+Q9vE5Aypgitg3imb1mrexhLkzW4MYudvHCdLpjP/I6C8lAeEJ3rlA",
+	"CUnKnCjiReWjOeXb0c1ed3O9NWMo3HQbe9jiHPBUlKRKOtHRfMA6Eke60oYltYjQpLRL6+HwmuyaJp99",
+	"y8d47UeekjBaGElqhtvWr2g8V7JDpLYFpgYF5mB+UKwqMtJM03xnKemGfIou6TEMoAAH2za43Ka5AEkg",
+	"d5Rv5jntL9uo3zgVZ9h6aT7AipuWwK+8OztM9Bh6/8Z7xtJ1hpvX0UHkpDEZC5OpBBhsrw58Ta6kPfrX",
+	"e46w9mbXXKK9vC2IqysB1AO4Bt2vhAR3KA80dEW+jhiKnE+jKkpA14dEV6Oblz8CcrviWiN4z9aBCawe",
+	"5EXf0lnf15Rlao1TxfT6rilp2Ni3ua1GRS4Lk3t/PW24AfYZIXf8APt8L60rYF/oqnwJHpiqBveLVhLS",
+	"m7T/rCCIkYXHJ/4V1gI9te/eZe30+Jp9WzOaf+fWILZu77UQwDhKOZuRAs2x+MqNr/pz7NY7pFN1BmuE",
+	"nD1C50ygsuiqEWezalxP2b7RdGaVrpF14zFV61uzbeOE3jca4Or99Q3YQ1oOwScCffzwJkRGa1Ii77XE",
+	"LMFFgszMYmiiu8WYNWK+D2phkCba2wrF2jgzDlGoM3kY1pHi0hLKCB2UjN6PmQknPdSmLvueLpFUFiRC",
+	"B9HdcaidYhMsyNMz9OPb0cve9Y+jk/OnitTTpF8N21d7td62MbslS9fpoL/vJSTmidorLqQ1IrWOJFrM",
+	"BYn/ATU3CyIP+2NmQwvAvCRRSrCQSGlhQ6scTJYoMjI82KkTUtS/KQk+atWiM1lzuhp0u7q1pQQ+xTcI",
+	"wt2rYDvqaVdEo6t+Bl6C7BDRT8EdzYPPD031a511stK3tljws2cNPWjouImh2LUn+1CsiaoWF5CkocDb",
+	"hvjuitFa1X0A4581jG/KV9XLWoPVDTKxY7rqXjVI9gse12jgP98VcgG0hLKZQR50YLCp3+9Hh330nqVL",
+	"q2BWRXW0h+BizMB4hahUmiVUEwOjkJjzBdMVINv1HPXYb6d//suL4vkf//xfvxQ3i58/Xr16fvnm6u+X",
+	"/OQNfoOvF8fT8nTy7p8fu8qObRbBPV4z9W2zY8Cv0LZgVVTVmvCOcOBNvdKJZRpqwXxvcKXt7Noqx3a9",
+	"KWql1UI7rdbJgnFLS9S79coTgsRlQeUSavRrPBlB4aRR6esqMWJVaTHDCIwwgA6i+FZDbFjlEAIjiaqC",
+	"o7dkKcwzELqgoYTmlHVLibqkcU0rYEG6OC81dLW5rGoKwAaoRVgLKeahdg6ZCxKWfxsGWt3hhJdQ1zLr",
+	"j9mYvQYGpoiIjoNhhCRa8FutlNxHH+oywZRoePjT9ft3Y3YAWhxhsqduarhSpjjS3DxOuSDJsFlb2ZTn",
+	"cX1Epo7/mOnzPRsMUCvAqo9eu5GMCDOxUJuuOHsEMUGRbnCgdlrBup7i483L/TxvarNdHE0Rs8rgXeiJ",
+	"eI5/KYmpGSnQwcePl6/unh1eIFxXmx6zZq8WXeqVJMjY7yF4zJrDsVACG9Ts1+0DnIt0klsK8L1Hf+uZ",
+	"I+tdKvmMxHNuCyc5AU+gLM8IU2BAksMQLeY0no+ZAlnRrP7PVnoGCE2AUxoT49M1kP728sagcU0geE6Y",
+	"1nj7vJgdmY/EkXpXiRdUpsSF9///v/8PelkbIi1LQVflJKWxwtUgDBS8m8yz/qA/gAK3OWE4p8EwOO0P",
+	"oOJajuUc0L8qNfRF8lvCHtRvsy5eluMZQRMypyypqxkqeXClSE00rAtfVg1FsKUHSYgmyzGDc60ozIGC",
+	"K6hqCHVnoJKbvWZbTdAU2tQfOlXu1BelIMWYgb8yhB/k5rJ71vdvTlA7kuAgIJJhTsYsLgiAI077KBrF",
+	"McnlEElyL4/mMksjNCMSYDDDaYp+vHn7xlSLwrZcMUmFpgwaMiryApLeH4k0hxa02sqcDAaP1mCgWcIS",
+	"PG52A81BPNxZXYhJNMaejfq8Kg9rCiBWWeYPYXA2OOtaeXUUR1Vw8kMYnOszWf9BM8rY5XrB8NPn0O1U",
+	"M+cLKNi1rjKnrdc0/GQrgUIvIbdF1Sd/adtZSYSAwHANUbbUo1uGi097fNqzZ/Pxw5tWvcw19b88DZpg",
+	"nsfry6T2eZQDZhzdHR85BWC8FOIDkWVhKoybd0PQ8CpdDCI5QefTqlaEDmIsSI+q7Qsq6R057KNRrT4S",
+	"RMWY2e2gAx/3Q1zOSbGgQn0LxQ0mXM6B3UCtPx1cAT0DgLpYPXzMqkVWIyj2eoY84fZRH900YygK2C1J",
+	"0ATiNhRnWhQ4z23MlQ/PTcz/Rth5tMqMACMQbuvvUbZvT7ItHLh1HSuFpVhdX/uuW2UIu9Ru3yZqj6x3",
+	"C5vzCx8+f1t6q2sgre3lYmjgFiTNaTEGnxxv/qSRtbEPrT07ebH5g3YyyFfQ6Ioq/5HImiA3qS8I9pr8",
+	"cuGhQLpQk6g/11hbd1NrmDONXeqWLNfC6JgZ125Bs4yy2QVInDFXInyzVZrhltV0tgOXejxmQLtWsjAU",
+	"TbJNDaDzkvqjWv2I1Q64UEtUQNNCNbyObRmzVoE4vRrcVdR9YRoaxJg1Y2SaMWJjJiRN01pgs0XapRNn",
+	"ERqzpCmeFenvKRPIG6fTH7OfaEF6cNgSCkhXJ8cLOqNKwRA6KSi0EbAQAnMyGEQ+stqoaxa4bQSXOzbj",
+	"m5Zp2uxjN2pdL55pOVNpm1XUf9XYrnLQ7laSz2+/9AXdNYLkGgV+apvi4Ob46XBwNhyc9weDwd9rctmo",
+	"s2O9h07pKFPlxlR4aiop2xdiquPxuki5WY5Tms+ExfmLta7p5vhgchlx69bAfFblLrk3ZJcmcNZY1Q79",
+	"/LxVIH09Ir8lb/GW8lvPaVzV69flOsenmz9q5w/Cd+fbTObJMvxXci59NZuYl1eoPrIk9ehL7WV4ODIF",
+	"eds9cT9tn8jxDZvgQtKHRwtphM49lirSxfJH+oREgy8NFYOrnbRKKocQWtZSwKLcTZoyNgPTUqkKJ8UM",
+	"eo0lCTFNlvpIT6o4tWIGpmhyzYCFLnskKov8R2Piq6fTs4HeYSUS8SQEpQVUEF9ub9RHVsWCZUJ0vxUV",
+	"PMzRHI2TWPwvFngbMsTKsfX/DWRbcyWOtObQCMel1UUlvlTK24NGhZT4Svy9gt+bMQs5KTKs1pouw7qT",
+	"iy6i3YBL24MMawFXECaVCg5WG3QprXpn8AIE3MkSYQgJqaIklcS8wEUiwDYNtnbbPljXOhgzbXynuvq4",
+	"FjZrf4oHnPWmXFmvAcxna8OKFb2zKVH/BnCmz2oLNarJVHwT1q8cNRuxA022tTP95TG5FcaM1RWMXAd/",
+	"un7/DmWkmCnVQ8ZzJEiGmaSxOIRkUTdNBtrA6iSZMQOXZwg12O4VpaKylSPhZprqzw+qMFYdvRqOWeSR",
+	"udULlYAd2c6HfAo4Yop2HvZtLKzWehohdGNW61OwGJJo3RM6mGrnh5xzAYNqSQy0O41LOvmeaXZgIZZP",
+	"dTqgdbm5yfkt5RJt0i2xdBjFmI1MuKcnzhfi5U2kL4Gld0QW16qbDdgcMyAZOlwWgdwtLlrnhGZcN+1D",
+	"kZuI2Z6rGf+oFqyoS6VY10WddNfDrtJOiMoGz0SbWGYj9eur9MmC2GQjRz7Uhy5N96ZQQ4o+Q1CDHG3F",
+	"1ZRsypHRlRTIP7ilSesZ3vI7UtV2hechSgk2P2r4qovVNhqzu+qlVQfr4qUPO2hJ3vy5X1tL2k4g8XZP",
+	"/u2a5P6ttCkNRvtpU46cdGQFGo8StTu/8+og2q8m0MLTJVO7FDPF58AZuFL5Dc04EajMlRDFmU4ZGTOo",
+	"AQj7z/idLjQd1W1Kq66CujFjitU4B4ov4iJV2h3kFILnVH9O5ZhNcHx7GNZ1kUUMoUTQaMz0EKr9pvWC",
+	"dfyiqOW2g107FYetNsUX5v1rwhJgyFXtKMNZG2WiIjRX9ItxvRTFhRsh7oIovtFkMpKPWYu/qIHX85gx",
+	"UwtSMkRU9/BVY6EM3+qm4JQIJPCUaDHFCsq0aTt1+PSYtfrxGgNiKzyj+lIgI+IYi/FlQrKcQyjJB5Kn",
+	"eEkUPBUliXZjaxpAzb6dCP+92Fu7yXF3y2Cnza96R/cyDNRFmw6SSg7rlXm7B++6IEljGGjV5NmaN7V7",
+	"O//W2ZJb5tHpau8BDE+uLEBKHYfRAOsFrlUyjTwmTdZCqpPmVe/NZomokX2lnB++s8/fCvv8AGFTDULF",
+	"p15uWhGEbbhp7pTA+Tbc9AoXAnx4vq5I7W5IraAK0Knq1pfYurnGrPZzeXWnZsm9SIdDd1B1dAD4OWbC",
+	"hPZSAbRgiKJr6DVr2Ni1+kdRBxwc+nQ1a51THOh1rcAUJRMNK8ou5H6UWFrfsP3tS+srz9bWHa63J8er",
+	"Hbt/mxS5MpgpPbRlsfxO7n4D5G6UJC5ZACKxSup2M7Ee1TV2/HZWnbulkTKlAhqp4JlAB2vCCQ4vVvPJ",
+	"qqIPStQdM0U06IxBmYoG4rcq++jGDGBPMTV++ui1lnHdjDcjTUqbyYZjWeI0VXwfXvBLjOqRQY4b3a+w",
+	"RUH8d2VfoQQqJQl4uwOBN0CJro1UpvI7mv2GpIoMTEwKjiAU14dlAC+PYl72u/wSE5VvwvsApmtDTh2G",
+	"ZsNpOCPCYB1tcXKLqGPmwVS0LSJ2l9gas5FTbgyW4NQcAznh3NQh24qhf0fF76jocDxpmk6ux8LSa7OC",
+	"zmRtcIYBK8OERjDNWKC/JYizur5fiBIrw9o8FeAmPkxCt4TkNsrNNDHISaoLGIIjHLJBqUC3JJcdqGYc",
+	"3t24hh4D1cy5fEe37+i2ok8rwECVGNWhTRu0awqXboa9N3b+DRXgI09biXbrs+5DRFmcllCEs64Tqthd",
+	"f8yuIb1U46a2BWsR1Qf1anqbn/ot40TcGgUdGlfHxr/Ca/+vghi1y+YmHDCpTnubaOZGifKp8U7XZaa0",
+	"pzkqizTSeQ4TgvBql9gxO8hTTJn+CfrGgoN+UfVL1EDBCwWIfKGkpUNtUTEuaCUy2fKpp2PW2FtdDgzW",
+	"1GwsXwGnXupKZp4Ou2omAts06UjnSUehSXOGrmWcxTpPzKQB1qnPvgBhc9hfYwXx59q3Y2XXZPzuGGTa",
+	"6jb8aFYRZ0tOhvzGsgSenduk991TzG1GeV2PuJ0nvm22t5PcvW4Lj39J3jImfoLm7s2JvGpWAfgelfvN",
+	"yPC19fKBoMwcGuUnx37OffSlCaNr4+/e4uJWrBROqakgxKdWrbqtxyXj0EhQmGA4za1D45QZMxPMqmNF",
+	"keQLXCTG8pRRqNRy2qLBfQRxYOB3tOJ5Y0WK5rZCVTvC7lwKuk3YXWPfYHHXpqZ/g9g7YyJpcu1Ozr+T",
+	"heS6AYLGTLIlvB7VRejX5ni3uHDVLBR7uygOTS42AJ3JlLevhpqtO60oNeGvWz0g0xRS/wH5+xreK58l",
+	"1MK3vUSpQElJ+mMGPRWjuutipIvpr+2yuEHsfVWfzoYEzaojsUI2mwLty1EEvGy4TxMyxUqrG54MoFiz",
+	"af46GKxvBevPt2zs32gNNhRv7br0EXWmTjrV7H+VZElf608PKx3p6gNK6zIX8D1/slvtUEgHcZAt7P1N",
+	"0aGjL3U/2YejquHw7q5l33rC9a2PORIQ7QNsz5/H0mh2+63zWP5SkpLo3HklB1Q0D6wM1bIZX4QQZqY7",
+	"lUlNUgk6wK1WI0tkfNTqHQgmg2Jzpg5oFWdfubktkUYpF0rpqyqDgelOwFRV9TYIyPXJE05SaXWbuqoe",
+	"ZO5Hh36Lm3mzU8Z4fFrTJavb0wvRL+o+ku8kxi9SA+o4sKawqEOabtbfaNab+vRZIYQun+NltSjlMa5i",
+	"HRIF7UVdakrH5ZUMykvVOt7w6Ag+m3Mhh88HzwfgSzJr8xtZQOgoCK5SuqGqp6EDVbTpKk15ixmeddgE",
+	"nRHAJrj6Nfis1UlWWUGN2iDGU40Omh2jiDh0hnY82qsTmBggiEvFblRqWBc90kHhkvPULL/qoKROO751",
+	"5qoChfzEVRP/1aomFd/2nIwtqbI6YkNta9Tr8lxRBXDqpu97rrnVlui2lfj95PfaNHmFJswNkmYkK9t8",
+	"XhH0C4TZEp3c3yMc3zK+SEkyM8kGI1P1Z8yg7M9BQRJakBgUNn4YIowkzYjahXZfHJ8joWlyzBkjUGVL",
+	"C8KmxkhBSYKwHLNzJEJ0jjLKQnQ60P8/QXP12zxExwM0143V1D8O/t//PRmg/4l+plKSAnpIyWLZG6kp",
+	"oWfV2cmLo/PB6ZhRgeaccagSUOa2pK/uQCVJfth3mksZkr+q2PqoumEoL93T39X8tpMpxhaA3d5S1kLG",
+	"+ioV2W+62qzVQAMgrsvbrK8bCxGR/x0AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

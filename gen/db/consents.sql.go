@@ -12,6 +12,28 @@ import (
 	"github.com/google/uuid"
 )
 
+const consentGetByToken = `-- name: ConsentGetByToken :one
+SELECT account_id, contact_id, token, created_at, api_key_name, api_key_prefix, source_ip, user_agent, fields FROM consents WHERE token = $1
+`
+
+// Not scoped by account: the unguessable token is the credential of the public page.
+func (q *Queries) ConsentGetByToken(ctx context.Context, token string) (Consent, error) {
+	row := q.db.QueryRow(ctx, consentGetByToken, token)
+	var i Consent
+	err := row.Scan(
+		&i.AccountID,
+		&i.ContactID,
+		&i.Token,
+		&i.CreatedAt,
+		&i.ApiKeyName,
+		&i.ApiKeyPrefix,
+		&i.SourceIp,
+		&i.UserAgent,
+		&i.Fields,
+	)
+	return i, err
+}
+
 const consentInsert = `-- name: ConsentInsert :exec
 INSERT INTO consents (
     account_id, contact_id, token, created_at, api_key_name, api_key_prefix, source_ip,

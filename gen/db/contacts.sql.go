@@ -12,6 +12,84 @@ import (
 	"github.com/google/uuid"
 )
 
+const contactDelete = `-- name: ContactDelete :execrows
+DELETE FROM contacts WHERE account_id = $1 AND contact_id = $2
+`
+
+type ContactDeleteParams struct {
+	AccountID uuid.UUID
+	ContactID uuid.UUID
+}
+
+// Properties, consent and activities go with it (ON DELETE CASCADE).
+func (q *Queries) ContactDelete(ctx context.Context, arg ContactDeleteParams) (int64, error) {
+	result, err := q.db.Exec(ctx, contactDelete, arg.AccountID, arg.ContactID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const contactEngagementSet = `-- name: ContactEngagementSet :exec
+UPDATE contacts SET
+    num_form_submissions = $1, last_form_submission_at = $2,
+    num_email_sends = $3, last_email_send_at = $4,
+    num_email_opens = $5, last_email_open_at = $6,
+    num_email_clicks = $7, last_email_click_at = $8,
+    num_dashboard_views = $9, last_dashboard_view_at = $10,
+    num_dashboard_clicks = $11, last_dashboard_click_at = $12,
+    num_postcard_scans = $13, last_postcard_scan_at = $14,
+    lead_score = $15, record_status = $16, updated_at = $17
+WHERE account_id = $18 AND contact_id = $19
+`
+
+type ContactEngagementSetParams struct {
+	NumFormSubmissions   int32
+	LastFormSubmissionAt *time.Time
+	NumEmailSends        int32
+	LastEmailSendAt      *time.Time
+	NumEmailOpens        int32
+	LastEmailOpenAt      *time.Time
+	NumEmailClicks       int32
+	LastEmailClickAt     *time.Time
+	NumDashboardViews    int32
+	LastDashboardViewAt  *time.Time
+	NumDashboardClicks   int32
+	LastDashboardClickAt *time.Time
+	NumPostcardScans     int32
+	LastPostcardScanAt   *time.Time
+	LeadScore            int32
+	RecordStatus         string
+	UpdatedAt            time.Time
+	AccountID            uuid.UUID
+	ContactID            uuid.UUID
+}
+
+func (q *Queries) ContactEngagementSet(ctx context.Context, arg ContactEngagementSetParams) error {
+	_, err := q.db.Exec(ctx, contactEngagementSet,
+		arg.NumFormSubmissions,
+		arg.LastFormSubmissionAt,
+		arg.NumEmailSends,
+		arg.LastEmailSendAt,
+		arg.NumEmailOpens,
+		arg.LastEmailOpenAt,
+		arg.NumEmailClicks,
+		arg.LastEmailClickAt,
+		arg.NumDashboardViews,
+		arg.LastDashboardViewAt,
+		arg.NumDashboardClicks,
+		arg.LastDashboardClickAt,
+		arg.NumPostcardScans,
+		arg.LastPostcardScanAt,
+		arg.LeadScore,
+		arg.RecordStatus,
+		arg.UpdatedAt,
+		arg.AccountID,
+		arg.ContactID,
+	)
+	return err
+}
+
 const contactGetByEmail = `-- name: ContactGetByEmail :one
 SELECT c.account_id, c.contact_id, c.email, c.email_key, c.name, c.phone, c.email_status, c.record_status, c.tags, c.lead_score, c.assigned_user_email_id, c.crm_name, c.crm_url, c.crm_source, c.crm_stage, c.crm_created_date, c.consent_token, c.num_form_submissions, c.last_form_submission_at, c.num_email_sends, c.last_email_send_at, c.num_email_opens, c.last_email_open_at, c.num_email_clicks, c.last_email_click_at, c.num_dashboard_views, c.last_dashboard_view_at, c.num_dashboard_clicks, c.last_dashboard_click_at, c.num_postcard_scans, c.last_postcard_scan_at, c.created_at, c.updated_at,
     (SELECT coalesce(jsonb_agg(jsonb_build_object(
@@ -223,4 +301,148 @@ func (q *Queries) ContactInsert(ctx context.Context, arg ContactInsertParams) (u
 	var contact_id uuid.UUID
 	err := row.Scan(&contact_id)
 	return contact_id, err
+}
+
+const contactLock = `-- name: ContactLock :one
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at FROM contacts
+WHERE account_id = $1 AND contact_id = $2
+FOR UPDATE
+`
+
+type ContactLockParams struct {
+	AccountID uuid.UUID
+	ContactID uuid.UUID
+}
+
+// Locks the contact for a read-modify-write (PATCH, activity, enrichment).
+func (q *Queries) ContactLock(ctx context.Context, arg ContactLockParams) (Contact, error) {
+	row := q.db.QueryRow(ctx, contactLock, arg.AccountID, arg.ContactID)
+	var i Contact
+	err := row.Scan(
+		&i.AccountID,
+		&i.ContactID,
+		&i.Email,
+		&i.EmailKey,
+		&i.Name,
+		&i.Phone,
+		&i.EmailStatus,
+		&i.RecordStatus,
+		&i.Tags,
+		&i.LeadScore,
+		&i.AssignedUserEmailID,
+		&i.CrmName,
+		&i.CrmUrl,
+		&i.CrmSource,
+		&i.CrmStage,
+		&i.CrmCreatedDate,
+		&i.ConsentToken,
+		&i.NumFormSubmissions,
+		&i.LastFormSubmissionAt,
+		&i.NumEmailSends,
+		&i.LastEmailSendAt,
+		&i.NumEmailOpens,
+		&i.LastEmailOpenAt,
+		&i.NumEmailClicks,
+		&i.LastEmailClickAt,
+		&i.NumDashboardViews,
+		&i.LastDashboardViewAt,
+		&i.NumDashboardClicks,
+		&i.LastDashboardClickAt,
+		&i.NumPostcardScans,
+		&i.LastPostcardScanAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const contactOtherWithEmail = `-- name: ContactOtherWithEmail :one
+SELECT contact_id FROM contacts
+WHERE account_id = $1 AND email_key = $2 AND contact_id <> $3
+`
+
+type ContactOtherWithEmailParams struct {
+	AccountID uuid.UUID
+	EmailKey  string
+	ContactID uuid.UUID
+}
+
+// Another contact of the account that has this email key, for PATCH's duplicate check.
+func (q *Queries) ContactOtherWithEmail(ctx context.Context, arg ContactOtherWithEmailParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, contactOtherWithEmail, arg.AccountID, arg.EmailKey, arg.ContactID)
+	var contact_id uuid.UUID
+	err := row.Scan(&contact_id)
+	return contact_id, err
+}
+
+const contactSetEmailStatus = `-- name: ContactSetEmailStatus :exec
+UPDATE contacts SET email_status = $1, updated_at = $2
+WHERE account_id = $3 AND contact_id = $4
+`
+
+type ContactSetEmailStatusParams struct {
+	EmailStatus string
+	UpdatedAt   time.Time
+	AccountID   uuid.UUID
+	ContactID   uuid.UUID
+}
+
+func (q *Queries) ContactSetEmailStatus(ctx context.Context, arg ContactSetEmailStatusParams) error {
+	_, err := q.db.Exec(ctx, contactSetEmailStatus,
+		arg.EmailStatus,
+		arg.UpdatedAt,
+		arg.AccountID,
+		arg.ContactID,
+	)
+	return err
+}
+
+const contactUpdateDetails = `-- name: ContactUpdateDetails :exec
+UPDATE contacts SET
+    email = $1, email_key = $2, email_status = $3,
+    name = $4, phone = $5, record_status = $6,
+    assigned_user_email_id = $7,
+    crm_name = $8, crm_url = $9,
+    crm_source = $10, crm_stage = $11,
+    crm_created_date = $12, updated_at = $13
+WHERE account_id = $14 AND contact_id = $15
+`
+
+type ContactUpdateDetailsParams struct {
+	Email               string
+	EmailKey            string
+	EmailStatus         string
+	Name                *string
+	Phone               *string
+	RecordStatus        string
+	AssignedUserEmailID *string
+	CrmName             *string
+	CrmUrl              *string
+	CrmSource           *string
+	CrmStage            *string
+	CrmCreatedDate      *time.Time
+	UpdatedAt           time.Time
+	AccountID           uuid.UUID
+	ContactID           uuid.UUID
+}
+
+func (q *Queries) ContactUpdateDetails(ctx context.Context, arg ContactUpdateDetailsParams) error {
+	_, err := q.db.Exec(ctx, contactUpdateDetails,
+		arg.Email,
+		arg.EmailKey,
+		arg.EmailStatus,
+		arg.Name,
+		arg.Phone,
+		arg.RecordStatus,
+		arg.AssignedUserEmailID,
+		arg.CrmName,
+		arg.CrmUrl,
+		arg.CrmSource,
+		arg.CrmStage,
+		arg.CrmCreatedDate,
+		arg.UpdatedAt,
+		arg.AccountID,
+		arg.ContactID,
+	)
+	return err
 }

@@ -12,6 +12,57 @@ import (
 	"github.com/google/uuid"
 )
 
+const propertyArchive = `-- name: PropertyArchive :one
+UPDATE properties SET archived_at = coalesce(archived_at, $1::timestamptz)
+WHERE account_id = $2 AND property_id = $3
+RETURNING contact_id
+`
+
+type PropertyArchiveParams struct {
+	Now        time.Time
+	AccountID  uuid.UUID
+	PropertyID uuid.UUID
+}
+
+// Archiving twice keeps the first archive time.
+func (q *Queries) PropertyArchive(ctx context.Context, arg PropertyArchiveParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, propertyArchive, arg.Now, arg.AccountID, arg.PropertyID)
+	var contact_id uuid.UUID
+	err := row.Scan(&contact_id)
+	return contact_id, err
+}
+
+const propertyGet = `-- name: PropertyGet :one
+SELECT account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address, city, county, state, zip, normalized, archived_at, created_at FROM properties
+WHERE account_id = $1 AND property_id = $2 AND archived_at IS NULL
+`
+
+type PropertyGetParams struct {
+	AccountID  uuid.UUID
+	PropertyID uuid.UUID
+}
+
+func (q *Queries) PropertyGet(ctx context.Context, arg PropertyGetParams) (Property, error) {
+	row := q.db.QueryRow(ctx, propertyGet, arg.AccountID, arg.PropertyID)
+	var i Property
+	err := row.Scan(
+		&i.AccountID,
+		&i.PropertyID,
+		&i.ContactID,
+		&i.RawAddress,
+		&i.AptOrUnitNumber,
+		&i.StreetAddress,
+		&i.City,
+		&i.County,
+		&i.State,
+		&i.Zip,
+		&i.Normalized,
+		&i.ArchivedAt,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
 const propertyInsert = `-- name: PropertyInsert :one
 INSERT INTO properties (
     account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,
@@ -54,4 +105,46 @@ func (q *Queries) PropertyInsert(ctx context.Context, arg PropertyInsertParams) 
 	var property_id uuid.UUID
 	err := row.Scan(&property_id)
 	return property_id, err
+}
+
+const propertyUpdateAddress = `-- name: PropertyUpdateAddress :execrows
+UPDATE properties p SET
+    apt_or_unit_number = $1, street_address = $2, city = $3,
+    county = $4, state = $5, zip = $6, normalized = $7
+WHERE p.account_id = $8 AND p.property_id = $9 AND p.archived_at IS NULL
+  AND NOT EXISTS (SELECT 1 FROM properties o
+                  WHERE o.account_id = p.account_id AND o.contact_id = p.contact_id
+                    AND o.property_id <> p.property_id AND o.archived_at IS NULL
+                    AND o.normalized = $7)
+`
+
+type PropertyUpdateAddressParams struct {
+	AptOrUnitNumber string
+	StreetAddress   string
+	City            string
+	County          string
+	State           string
+	Zip             string
+	Normalized      string
+	AccountID       uuid.UUID
+	PropertyID      uuid.UUID
+}
+
+// Leaves the row alone when the standardised form would collide with another active property.
+func (q *Queries) PropertyUpdateAddress(ctx context.Context, arg PropertyUpdateAddressParams) (int64, error) {
+	result, err := q.db.Exec(ctx, propertyUpdateAddress,
+		arg.AptOrUnitNumber,
+		arg.StreetAddress,
+		arg.City,
+		arg.County,
+		arg.State,
+		arg.Zip,
+		arg.Normalized,
+		arg.AccountID,
+		arg.PropertyID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

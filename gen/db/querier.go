@@ -15,9 +15,16 @@ type Querier interface {
 	AccountInsert(ctx context.Context, arg AccountInsertParams) (Account, error)
 	// Serialises changes that enforce per-account limits (subscriptions per event type).
 	AccountLock(ctx context.Context, accountID uuid.UUID) error
+	// No row when the contact already has this activity id: the retry of a reported activity.
+	ActivityInsert(ctx context.Context, arg ActivityInsertParams) (int64, error)
 	AttemptInsert(ctx context.Context, arg AttemptInsertParams) error
 	AttemptsList(ctx context.Context, arg AttemptsListParams) ([]AttemptsListRow, error)
+	// Not scoped by account: the unguessable token is the credential of the public page.
+	ConsentGetByToken(ctx context.Context, token string) (Consent, error)
 	ConsentInsert(ctx context.Context, arg ConsentInsertParams) error
+	// Properties, consent and activities go with it (ON DELETE CASCADE).
+	ContactDelete(ctx context.Context, arg ContactDeleteParams) (int64, error)
+	ContactEngagementSet(ctx context.Context, arg ContactEngagementSetParams) error
 	ContactGetByEmail(ctx context.Context, arg ContactGetByEmailParams) (ContactGetByEmailRow, error)
 	// One round trip: the contact with its active properties as a JSON array.
 	ContactGetByID(ctx context.Context, arg ContactGetByIDParams) (ContactGetByIDRow, error)
@@ -25,6 +32,12 @@ type Querier interface {
 	// ON CONFLICT DO NOTHING lets racing creates of one email resolve to exactly one winner
 	// without aborting the losers' transactions: a loser gets no row.
 	ContactInsert(ctx context.Context, arg ContactInsertParams) (uuid.UUID, error)
+	// Locks the contact for a read-modify-write (PATCH, activity, enrichment).
+	ContactLock(ctx context.Context, arg ContactLockParams) (Contact, error)
+	// Another contact of the account that has this email key, for PATCH's duplicate check.
+	ContactOtherWithEmail(ctx context.Context, arg ContactOtherWithEmailParams) (uuid.UUID, error)
+	ContactSetEmailStatus(ctx context.Context, arg ContactSetEmailStatusParams) error
+	ContactUpdateDetails(ctx context.Context, arg ContactUpdateDetailsParams) error
 	DeliveryGet(ctx context.Context, arg DeliveryGetParams) (DeliveryGetRow, error)
 	DeliveryInsert(ctx context.Context, arg DeliveryInsertParams) error
 	// Everything one attempt needs, in one round trip.
@@ -38,7 +51,12 @@ type Querier interface {
 	KeyRevokeByPrefix(ctx context.Context, arg KeyRevokeByPrefixParams) ([]ApiKey, error)
 	// Records use at most once a minute per key, so the hot path rarely writes.
 	KeyTouch(ctx context.Context, arg KeyTouchParams) error
+	// Archiving twice keeps the first archive time.
+	PropertyArchive(ctx context.Context, arg PropertyArchiveParams) (uuid.UUID, error)
+	PropertyGet(ctx context.Context, arg PropertyGetParams) (Property, error)
 	PropertyInsert(ctx context.Context, arg PropertyInsertParams) (uuid.UUID, error)
+	// Leaves the row alone when the standardised form would collide with another active property.
+	PropertyUpdateAddress(ctx context.Context, arg PropertyUpdateAddressParams) (int64, error)
 	SubscriptionCountLive(ctx context.Context, arg SubscriptionCountLiveParams) (int64, error)
 	SubscriptionGet(ctx context.Context, arg SubscriptionGetParams) (WebhookSubscription, error)
 	SubscriptionInsert(ctx context.Context, arg SubscriptionInsertParams) (WebhookSubscription, error)

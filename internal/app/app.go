@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/contactd/contactd/internal/config"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
+	"github.com/contactd/contactd/internal/enrich"
 	"github.com/contactd/contactd/internal/httpapi"
 	"github.com/contactd/contactd/internal/pgembed"
 	"github.com/contactd/contactd/internal/store"
@@ -77,23 +79,28 @@ type Services struct {
 	Contacts   *contact.Service
 	Webhooks   *webhook.Service
 	Deliveries *delivery.Service
+	Enrich     *enrich.Service
 }
 
 // NewServices builds the domain services. Delivery workers are not started.
 func NewServices(cfg config.Config, st *store.Store, log *slog.Logger) (*Services, error) {
+	enricher := enrich.New(st, enrich.Options{Resolver: net.DefaultResolver, Now: Now, Log: log})
 	deliveries, err := delivery.New(st, delivery.Options{
 		Timeout: cfg.WebhookTimeout, AllowedNetworks: cfg.WebhookAllowedNetworks, Workers: cfg.WebhookWorkers,
 		RescueAfter: cfg.WebhookRescueAfter, SweepEvery: 10 * time.Minute, Now: Now, Log: log,
+		Register: enricher.Register,
 	})
 	if err != nil {
 		return nil, err
 	}
 	events := webhook.NewEmitter(deliveries)
+	enricher.Bind(deliveries.River(), events)
 	return &Services{
 		Auth:       auth.NewService(st, Now),
-		Contacts:   contact.NewService(st, events, Now, cfg.PublicURL),
+		Contacts:   contact.NewService(st, events, enricher, Now, cfg.PublicURL),
 		Webhooks:   webhook.NewService(st, Now, cfg.WebhookAllowHTTP),
 		Deliveries: deliveries,
+		Enrich:     enricher,
 	}, nil
 }
 

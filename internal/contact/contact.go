@@ -3,6 +3,7 @@
 package contact
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"time"
@@ -48,9 +49,9 @@ type CRMFields struct {
 
 // Engagement counts what the contact did and when they last did it.
 type Engagement struct {
-	FormSubmissions, EmailSends, EmailOpens, EmailClicks, DashboardViews, DashboardClicks int
-	LastFormSubmission, LastEmailSend, LastEmailOpen, LastEmailClick                      *time.Time
-	LastDashboardView, LastDashboardClick                                                 *time.Time
+	FormSubmissions, EmailSends, EmailOpens, EmailClicks, DashboardViews, DashboardClicks, PostcardScans int
+	LastFormSubmission, LastEmailSend, LastEmailOpen, LastEmailClick                                     *time.Time
+	LastDashboardView, LastDashboardClick, LastPostcardScan                                              *time.Time
 }
 
 // Property is a contact's address.
@@ -75,17 +76,32 @@ type Origin struct {
 	KeyName, KeyPrefix, SourceIP, UserAgent string
 }
 
+// Enricher schedules the asynchronous enrichment of a contact (and of one of its
+// properties) in the transaction of the change that calls for it.
+type Enricher interface {
+	EnqueueEnrichment(ctx context.Context, tx store.Tx, accountID, contactID uuid.UUID, propertyID *uuid.UUID) error
+}
+
 // Service implements the contact operations.
 type Service struct {
 	store     *store.Store
 	events    *webhook.Emitter
+	enricher  Enricher
 	now       func() time.Time
 	publicURL string
 }
 
-// NewService returns a Service. publicURL is the base of proof-of-consent URLs.
-func NewService(st *store.Store, events *webhook.Emitter, now func() time.Time, publicURL string) *Service {
-	return &Service{store: st, events: events, now: now, publicURL: strings.TrimRight(publicURL, "/")}
+// NewService returns a Service. publicURL is the base of proof-of-consent URLs; enricher may
+// be nil (no enrichment).
+func NewService(st *store.Store, events *webhook.Emitter, enricher Enricher, now func() time.Time, publicURL string) *Service {
+	return &Service{store: st, events: events, enricher: enricher, now: now, publicURL: strings.TrimRight(publicURL, "/")}
+}
+
+func (s *Service) enrich(ctx context.Context, tx store.Tx, accountID, contactID uuid.UUID, propertyID *uuid.UUID) error {
+	if s.enricher == nil {
+		return nil
+	}
+	return s.enricher.EnqueueEnrichment(ctx, tx, accountID, contactID, propertyID)
 }
 
 // ConsentURL is the proof-of-consent page of a contact.
@@ -94,7 +110,9 @@ func (s *Service) ConsentURL(c Contact) string { return s.publicURL + "/consent/
 // EmailKey is the dedupe key of an email: trimmed and lower-cased.
 func EmailKey(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
 
-func fromRow(r db.Contact, props []byte) (Contact, error) {
+// fromRow builds the API's contact from its row; the lead score is computed for now, so it
+// decays between activities too.
+func (s *Service) fromRow(r db.Contact, props []byte) (Contact, error) {
 	c := Contact{
 		ID: r.ContactID, Email: r.Email, Name: r.Name, Phone: r.Phone, EmailStatus: r.EmailStatus,
 		RecordStatus: r.RecordStatus, Tags: r.Tags, LeadScore: int(r.LeadScore),
@@ -106,8 +124,10 @@ func fromRow(r db.Contact, props []byte) (Contact, error) {
 			EmailClicks: int(r.NumEmailClicks), LastEmailClick: r.LastEmailClickAt,
 			DashboardViews: int(r.NumDashboardViews), LastDashboardView: r.LastDashboardViewAt,
 			DashboardClicks: int(r.NumDashboardClicks), LastDashboardClick: r.LastDashboardClickAt,
+			PostcardScans: int(r.NumPostcardScans), LastPostcardScan: r.LastPostcardScanAt,
 		},
 	}
+	c.LeadScore = LeadScore(c.Engagement, s.now())
 	if r.CrmName != nil || r.CrmUrl != nil || r.CrmSource != nil || r.CrmStage != nil || r.CrmCreatedDate != nil {
 		c.CRM = &CRMFields{Name: r.CrmName, URL: r.CrmUrl, Source: r.CrmSource, Stage: r.CrmStage, CreatedDate: r.CrmCreatedDate}
 	}

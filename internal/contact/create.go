@@ -66,6 +66,13 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 		if err := s.insertConsent(ctx, tx, accountID, c, in); err != nil {
 			return err
 		}
+		var property *uuid.UUID
+		if len(c.Properties) > 0 {
+			property = &c.Properties[0].ID
+		}
+		if err := s.enrich(ctx, tx, accountID, c.ID, property); err != nil {
+			return err
+		}
 		if len(tags) == 0 {
 			return nil
 		}
@@ -96,9 +103,7 @@ func (s *Service) insert(ctx context.Context, tx store.Tx, accountID uuid.UUID, 
 	if err != nil {
 		return err
 	}
-	dup := *errDuplicate
-	dup.ContactID = existing.String()
-	return &dup
+	return duplicate(existing)
 }
 
 func insertProperty(ctx context.Context, tx store.Tx, accountID, contactID uuid.UUID, p Property, raw string, now time.Time) error {

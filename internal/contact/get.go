@@ -9,6 +9,7 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/ids"
+	"github.com/contactd/contactd/internal/store"
 )
 
 // Get finds a contact by id, by email, or by both (which must then name the same contact).
@@ -21,12 +22,12 @@ func (s *Service) Get(ctx context.Context, accountID uuid.UUID, contactID, email
 	err := s.store.Read(ctx, func(q *db.Queries) error {
 		var err error
 		if contactID != nil {
-			c, err = getByID(ctx, q, accountID, *contactID)
+			c, err = s.getByID(ctx, q, accountID, *contactID)
 		} else {
 			var row db.ContactGetByEmailRow
 			row, err = q.ContactGetByEmail(ctx, db.ContactGetByEmailParams{AccountID: accountID, EmailKey: EmailKey(*email)})
 			if err == nil {
-				c, err = fromRow(row.Contact, row.Properties)
+				c, err = s.fromRow(row.Contact, row.Properties)
 			}
 		}
 		return err
@@ -40,16 +41,23 @@ func (s *Service) Get(ctx context.Context, accountID uuid.UUID, contactID, email
 	return c, err
 }
 
-func getByID(ctx context.Context, q *db.Queries, accountID uuid.UUID, rawID string) (Contact, error) {
+func (s *Service) getByID(ctx context.Context, q *db.Queries, accountID uuid.UUID, rawID string) (Contact, error) {
 	id, err := ParseID(rawID)
 	if err != nil {
 		return Contact{}, err
 	}
+	return s.load(ctx, q, accountID, id)
+}
+
+// load reads one contact with its properties in one round trip.
+func (s *Service) load(ctx context.Context, q *db.Queries, accountID, id uuid.UUID) (Contact, error) {
 	row, err := q.ContactGetByID(ctx, db.ContactGetByIDParams{AccountID: accountID, ContactID: id})
-	if err != nil {
+	if errors.Is(store.Translate(err), apperr.ErrNoRows) {
+		return Contact{}, ErrNotFound
+	} else if err != nil {
 		return Contact{}, err
 	}
-	return fromRow(row.Contact, row.Properties)
+	return s.fromRow(row.Contact, row.Properties)
 }
 
 // ParseID parses a contact id; anything but a canonical UUID is not found.

@@ -108,7 +108,7 @@ func TestSignedDeliveryArrivesQuickly(t *testing.T) {
 		t.Fatalf("payload %s", d.Body)
 	}
 	ev := p.Events[0]
-	if ev.EventType != api.TagsAdded || ev.EventId != d.Header.Get("webhook-id") ||
+	if ev.EventType != api.EventTypeTagsAdded || ev.EventId != d.Header.Get("webhook-id") ||
 		ev.Data.ContactInfo.ContactId != s.contact || ev.Data.ContactInfo.EmailId != "jane@example.com" ||
 		ev.Data.TagsAddedInfo == nil || strings.Join(ev.Data.TagsAddedInfo.TagsAdded, ",") != "lead,vip" {
 		t.Errorf("event %+v", ev)

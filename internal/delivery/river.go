@@ -29,6 +29,8 @@ type Options struct {
 	SweepEvery time.Duration
 	Now        func() time.Time
 	Log        *slog.Logger
+	// Register adds other packages' workers (enrichment) to the one job client of the process.
+	Register func(*river.Workers)
 }
 
 // New returns the delivery service over st. It can enqueue at once; Start runs workers.
@@ -41,6 +43,9 @@ func New(st *store.Store, opt Options) (*Service, error) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &worker{s: s})
 	river.AddWorker(workers, &sweepWorker{s: s})
+	if opt.Register != nil {
+		opt.Register(workers)
+	}
 	cfg := &river.Config{
 		Workers:              workers,
 		Logger:               opt.Log,

@@ -91,6 +91,7 @@ func (s *Server) contactToAPI(c contact.Contact) api.Contact {
 			NumOfEmailClicks: c.Engagement.EmailClicks, LastEmailClickDate: apitime.Ptr(c.Engagement.LastEmailClick),
 			NumOfDashboardViews: c.Engagement.DashboardViews, LastDashboardViewedDate: apitime.Ptr(c.Engagement.LastDashboardView),
 			NumOfDashboardClicks: c.Engagement.DashboardClicks, LastDashboardClickedDate: apitime.Ptr(c.Engagement.LastDashboardClick),
+			NumOfPostcardScans: c.Engagement.PostcardScans, LastPostcardScanDate: apitime.Ptr(c.Engagement.LastPostcardScan),
 		},
 	}
 	if out.Tags == nil {

@@ -55,7 +55,7 @@ func TestCreateContactFull(t *testing.T) {
 	if len(c.Properties) != 1 {
 		t.Fatalf("properties = %+v, want one", c.Properties)
 	}
-	want := api.Address{AptOrUnitNumber: "4", StreetAddress: "123 N Main St", City: "Springfield", State: "IL", Zip: "62704"}
+	want := api.Address{AptOrUnitNumber: "4", StreetAddress: "123 N Main St", City: "Springfield", County: "Sangamon County", State: "IL", Zip: "62704"}
 	if got := c.Properties[0].Address; got != want {
 		t.Errorf("address = %+v, want %+v", got, want)
 	}

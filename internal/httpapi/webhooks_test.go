@@ -22,7 +22,7 @@ func TestCreateAndListWebhooks(t *testing.T) {
 	r := subscribe(t, a, key, "https://hooks.example.com/a", "TagsAdded")
 	var first api.WebhookSubscription
 	r.JSON(t, &first)
-	if r.Status != 200 || first.Status != api.Active || first.EventType != api.TagsAdded || first.Url != "https://hooks.example.com/a" {
+	if r.Status != 200 || first.Status != api.Active || first.EventType != api.EventTypeTagsAdded || first.Url != "https://hooks.example.com/a" {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
 	if first.Secret == nil || !regexp.MustCompile(`^whsec_[A-Za-z0-9+/]{43}=$`).MatchString(*first.Secret) {

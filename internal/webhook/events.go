@@ -63,6 +63,57 @@ type TagsRemovedInfo struct {
 	TagsRemoved []string `json:"tagsRemoved"`
 }
 
+// ActivityInfo is the detail of FormSubmission, EmailClick, DashboardClick and PostcardScan.
+type ActivityInfo struct {
+	ActivityID string          `json:"activityId"`
+	OccurredAt apitime.Time    `json:"occurredAt"`
+	Details    json.RawMessage `json:"details,omitempty"`
+}
+
+// Sources of a ContactUnsubscribed event.
+const (
+	UnsubscribedByActivity = "Activity"
+	UnsubscribedByUpdate   = "Update"
+)
+
+// ContactUnsubscribedInfo is the detail of a ContactUnsubscribed event.
+type ContactUnsubscribedInfo struct {
+	UnsubscribedAt apitime.Time `json:"unsubscribedAt"`
+	Source         string       `json:"source"`
+}
+
+// ContactDetails are the fields a ContactDetailsUpdated event compares; "" when not set.
+type ContactDetails struct {
+	Name  string `json:"name"`
+	Email string `json:"email"`
+	Phone string `json:"phone"`
+}
+
+// ContactDetailsUpdatedInfo is the detail of a ContactDetailsUpdated event.
+type ContactDetailsUpdatedInfo struct {
+	ChangedFields []string       `json:"changedFields"`
+	Previous      ContactDetails `json:"previous"`
+	Current       ContactDetails `json:"current"`
+}
+
+// Address is a structured address as events carry it.
+type Address struct {
+	AptOrUnitNumber string `json:"aptOrUnitNumber"`
+	StreetAddress   string `json:"streetAddress"`
+	City            string `json:"city"`
+	County          string `json:"county"`
+	State           string `json:"state"`
+	Zip             string `json:"zip"`
+}
+
+// ContactEnrichedInfo is the detail of a ContactEnriched event: what enrichment changed.
+type ContactEnrichedInfo struct {
+	ChangedFields       []string `json:"changedFields"`
+	EmailStatus         string   `json:"emailStatus,omitempty"`
+	PreviousEmailStatus string   `json:"previousEmailStatus,omitempty"`
+	Address             *Address `json:"address,omitempty"`
+}
+
 // Event is something that happened to a contact. Info is the type's detail member.
 type Event struct {
 	Type      EventType

@@ -49,3 +49,44 @@ SELECT sqlc.embed(c),
        AND p.archived_at IS NULL)::jsonb AS properties
 FROM contacts c
 WHERE c.account_id = $1 AND c.email_key = $2;
+
+-- name: ContactLock :one
+-- Locks the contact for a read-modify-write (PATCH, activity, enrichment).
+SELECT * FROM contacts
+WHERE account_id = $1 AND contact_id = $2
+FOR UPDATE;
+
+-- name: ContactOtherWithEmail :one
+-- Another contact of the account that has this email key, for PATCH's duplicate check.
+SELECT contact_id FROM contacts
+WHERE account_id = @account_id AND email_key = @email_key AND contact_id <> @contact_id;
+
+-- name: ContactUpdateDetails :exec
+UPDATE contacts SET
+    email = @email, email_key = @email_key, email_status = @email_status,
+    name = sqlc.narg('name'), phone = sqlc.narg('phone'), record_status = @record_status,
+    assigned_user_email_id = sqlc.narg('assigned_user_email_id'),
+    crm_name = sqlc.narg('crm_name'), crm_url = sqlc.narg('crm_url'),
+    crm_source = sqlc.narg('crm_source'), crm_stage = sqlc.narg('crm_stage'),
+    crm_created_date = sqlc.narg('crm_created_date'), updated_at = @updated_at
+WHERE account_id = @account_id AND contact_id = @contact_id;
+
+-- name: ContactEngagementSet :exec
+UPDATE contacts SET
+    num_form_submissions = @num_form_submissions, last_form_submission_at = sqlc.narg('last_form_submission_at'),
+    num_email_sends = @num_email_sends, last_email_send_at = sqlc.narg('last_email_send_at'),
+    num_email_opens = @num_email_opens, last_email_open_at = sqlc.narg('last_email_open_at'),
+    num_email_clicks = @num_email_clicks, last_email_click_at = sqlc.narg('last_email_click_at'),
+    num_dashboard_views = @num_dashboard_views, last_dashboard_view_at = sqlc.narg('last_dashboard_view_at'),
+    num_dashboard_clicks = @num_dashboard_clicks, last_dashboard_click_at = sqlc.narg('last_dashboard_click_at'),
+    num_postcard_scans = @num_postcard_scans, last_postcard_scan_at = sqlc.narg('last_postcard_scan_at'),
+    lead_score = @lead_score, record_status = @record_status, updated_at = @updated_at
+WHERE account_id = @account_id AND contact_id = @contact_id;
+
+-- name: ContactSetEmailStatus :exec
+UPDATE contacts SET email_status = @email_status, updated_at = @updated_at
+WHERE account_id = @account_id AND contact_id = @contact_id;
+
+-- name: ContactDelete :execrows
+-- Properties, consent and activities go with it (ON DELETE CASCADE).
+DELETE FROM contacts WHERE account_id = $1 AND contact_id = $2;

@@ -1,0 +1,158 @@
+package contact
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/apitime"
+	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/webhook"
+)
+
+// Activity types reported through the activity endpoint.
+const (
+	ActivityFormSubmission = "FormSubmission"
+	ActivityEmailSend      = "EmailSend"
+	ActivityEmailOpen      = "EmailOpen"
+	ActivityEmailClick     = "EmailClick"
+	ActivityDashboardView  = "DashboardView"
+	ActivityDashboardClick = "DashboardClick"
+	ActivityPostcardScan   = "PostcardScan"
+	ActivityUnsubscribe    = "Unsubscribe"
+)
+
+var activityTypes = []string{ActivityFormSubmission, ActivityEmailSend, ActivityEmailOpen, ActivityEmailClick,
+	ActivityDashboardView, ActivityDashboardClick, ActivityPostcardScan, ActivityUnsubscribe}
+
+// activityEvents is the event each activity type emits; the others emit none.
+var activityEvents = map[string]webhook.EventType{
+	ActivityFormSubmission: webhook.FormSubmission,
+	ActivityEmailClick:     webhook.EmailClick,
+	ActivityDashboardClick: webhook.DashboardClick,
+	ActivityPostcardScan:   webhook.PostcardScan,
+}
+
+// MaxActivityFuture is how far in the future an occurredAt may be (clock skew).
+const MaxActivityFuture = 5 * time.Minute
+
+// ActivityInput is one reported activity.
+type ActivityInput struct {
+	Type string
+	// ID makes the report idempotent; nil assigns one.
+	ID         *string
+	OccurredAt *time.Time
+	Details    json.RawMessage
+}
+
+// RecordActivity applies an activity to the contact's engagement and lead score and emits
+// its event. replayed is true when the contact already had this activity id: nothing changed.
+func (s *Service) RecordActivity(ctx context.Context, accountID uuid.UUID, rawID string, in ActivityInput) (c Contact, replayed bool, err error) {
+	id, err := ParseID(rawID)
+	if err != nil {
+		return Contact{}, false, err
+	}
+	now := s.now()
+	at := now
+	if in.OccurredAt != nil {
+		at = in.OccurredAt.UTC().Truncate(time.Millisecond)
+		if at.After(now.Add(MaxActivityFuture)) {
+			return Contact{}, false, apperr.Invalid(apperr.Field("body.occurredAt", "maximum", "must not be more than 5 minutes in the future"))
+		}
+	}
+	activityID := uuid.Must(uuid.NewV7()).String()
+	if in.ID != nil {
+		activityID = *in.ID
+	}
+	err = s.store.InTx(ctx, func(tx store.Tx) error {
+		row, err := s.lock(ctx, tx, accountID, id)
+		if err != nil {
+			return err
+		}
+		n, err := tx.ActivityInsert(ctx, db.ActivityInsertParams{AccountID: accountID, ContactID: id,
+			ActivityID: activityID, Type: in.Type, OccurredAt: at, Details: in.Details, CreatedAt: now})
+		if err != nil {
+			return err
+		}
+		if replayed = n == 0; !replayed {
+			if err := s.applyActivity(ctx, tx, row, activityID, at, in, now); err != nil {
+				return err
+			}
+		}
+		c, err = s.load(ctx, tx.Queries, accountID, id)
+		return err
+	})
+	return c, replayed, err
+}
+
+func (s *Service) applyActivity(ctx context.Context, tx store.Tx, row db.Contact, activityID string, at time.Time, in ActivityInput, now time.Time) error {
+	e, err := s.fromRow(row, []byte("[]"))
+	if err != nil {
+		return err
+	}
+	eng := applyActivity(e.Engagement, in.Type, at)
+	status := row.RecordStatus
+	if in.Type == ActivityUnsubscribe {
+		status = RecordNonMarketing
+	}
+	if err := tx.ContactEngagementSet(ctx, engagementParams(row, eng, status, LeadScore(eng, now), now)); err != nil {
+		return err
+	}
+	info := contactInfo(row.ContactID, row.Email, row.AssignedUserEmailID)
+	if typ, ok := activityEvents[in.Type]; ok {
+		return s.events.Emit(ctx, tx, row.AccountID, webhook.Event{Type: typ, ContactID: row.ContactID, Contact: info,
+			Info: webhook.ActivityInfo{ActivityID: activityID, OccurredAt: apitime.From(at), Details: in.Details}, At: now})
+	}
+	if in.Type == ActivityUnsubscribe && row.RecordStatus != RecordNonMarketing {
+		return s.events.Emit(ctx, tx, row.AccountID, webhook.Event{Type: webhook.ContactUnsubscribed, ContactID: row.ContactID,
+			Contact: info, Info: webhook.ContactUnsubscribedInfo{UnsubscribedAt: apitime.From(at),
+				Source: webhook.UnsubscribedByActivity}, At: now})
+	}
+	return nil
+}
+
+// applyActivity counts one activity of typ at time at: the counter goes up, and the last date
+// moves forward only (a late report of an old activity does not move it back).
+func applyActivity(e Engagement, typ string, at time.Time) Engagement {
+	bump := func(n *int, last **time.Time) {
+		*n++
+		if *last == nil || at.After(**last) {
+			t := at
+			*last = &t
+		}
+	}
+	switch typ {
+	case ActivityFormSubmission:
+		bump(&e.FormSubmissions, &e.LastFormSubmission)
+	case ActivityEmailSend:
+		bump(&e.EmailSends, &e.LastEmailSend)
+	case ActivityEmailOpen:
+		bump(&e.EmailOpens, &e.LastEmailOpen)
+	case ActivityEmailClick:
+		bump(&e.EmailClicks, &e.LastEmailClick)
+	case ActivityDashboardView:
+		bump(&e.DashboardViews, &e.LastDashboardView)
+	case ActivityDashboardClick:
+		bump(&e.DashboardClicks, &e.LastDashboardClick)
+	case ActivityPostcardScan:
+		bump(&e.PostcardScans, &e.LastPostcardScan)
+	}
+	return e
+}
+
+func engagementParams(row db.Contact, e Engagement, status string, score int, now time.Time) db.ContactEngagementSetParams {
+	return db.ContactEngagementSetParams{
+		AccountID: row.AccountID, ContactID: row.ContactID, RecordStatus: status, LeadScore: int32(score), UpdatedAt: now,
+		NumFormSubmissions: int32(e.FormSubmissions), LastFormSubmissionAt: e.LastFormSubmission,
+		NumEmailSends: int32(e.EmailSends), LastEmailSendAt: e.LastEmailSend,
+		NumEmailOpens: int32(e.EmailOpens), LastEmailOpenAt: e.LastEmailOpen,
+		NumEmailClicks: int32(e.EmailClicks), LastEmailClickAt: e.LastEmailClick,
+		NumDashboardViews: int32(e.DashboardViews), LastDashboardViewAt: e.LastDashboardView,
+		NumDashboardClicks: int32(e.DashboardClicks), LastDashboardClickAt: e.LastDashboardClick,
+		NumPostcardScans: int32(e.PostcardScans), LastPostcardScanAt: e.LastPostcardScan,
+	}
+}

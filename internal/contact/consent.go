@@ -1,0 +1,41 @@
+package contact
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/apperr"
+)
+
+// ErrConsentNotFound is the answer for a token that names no contact.
+var ErrConsentNotFound = apperr.New(apperr.KindNotFound, "NotFound", "no such consent record")
+
+// Consent is how and when a contact entered the system.
+type Consent struct {
+	ContactID           uuid.UUID
+	CreatedAt           time.Time
+	KeyName, KeyPrefix  string
+	SourceIP, UserAgent string
+	Request             json.RawMessage
+}
+
+// ConsentByToken finds the consent record behind a proof-of-consent URL.
+func (s *Service) ConsentByToken(ctx context.Context, token string) (Consent, error) {
+	var r db.Consent
+	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+		r, err = q.ConsentGetByToken(ctx, token)
+		return err
+	})
+	if errors.Is(err, apperr.ErrNoRows) {
+		return Consent{}, ErrConsentNotFound
+	} else if err != nil {
+		return Consent{}, err
+	}
+	return Consent{ContactID: r.ContactID, CreatedAt: r.CreatedAt, KeyName: r.ApiKeyName, KeyPrefix: r.ApiKeyPrefix,
+		SourceIP: r.SourceIp, UserAgent: r.UserAgent, Request: r.Fields}, nil
+}

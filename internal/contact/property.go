@@ -1,0 +1,73 @@
+package contact
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/address"
+	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/ids"
+	"github.com/contactd/contactd/internal/store"
+)
+
+// Errors of the property operations.
+var (
+	ErrPropertyNotFound  = apperr.New(apperr.KindNotFound, "PropertyDoesNotExist", "property does not exist")
+	errInvalidAddress    = apperr.New(apperr.KindInvalid, "InvalidAddress", "the address could not be parsed as a US address")
+	errDuplicateProperty = apperr.New(apperr.KindInvalid, "DuplicateProperty", "the contact already has this address")
+)
+
+// AddProperty parses raw into a new property of the contact and returns the contact. The
+// enrichment job runs on it afterwards.
+func (s *Service) AddProperty(ctx context.Context, accountID uuid.UUID, rawID, raw string) (Contact, error) {
+	id, err := ParseID(rawID)
+	if err != nil {
+		return Contact{}, err
+	}
+	a, err := address.Parse(raw)
+	if err != nil {
+		return Contact{}, errInvalidAddress
+	}
+	p := Property{ID: uuid.Must(uuid.NewV7()), Address: a}
+	var c Contact
+	err = s.store.InTx(ctx, func(tx store.Tx) error {
+		if _, err := s.lock(ctx, tx, accountID, id); err != nil {
+			return err
+		}
+		err := insertProperty(ctx, tx, accountID, id, p, raw, s.now())
+		if errors.Is(store.Translate(err), apperr.ErrNoRows) {
+			return errDuplicateProperty
+		} else if err != nil {
+			return err
+		}
+		if err := s.enrich(ctx, tx, accountID, id, &p.ID); err != nil {
+			return err
+		}
+		c, err = s.load(ctx, tx.Queries, accountID, id)
+		return err
+	})
+	return c, err
+}
+
+// ArchiveProperty archives a property and returns its contact; archiving again is a no-op.
+func (s *Service) ArchiveProperty(ctx context.Context, accountID uuid.UUID, rawPropertyID string) (Contact, error) {
+	pid, ok := ids.Parse(rawPropertyID)
+	if !ok {
+		return Contact{}, ErrPropertyNotFound
+	}
+	var c Contact
+	err := s.store.InTx(ctx, func(tx store.Tx) error {
+		contactID, err := tx.PropertyArchive(ctx, db.PropertyArchiveParams{AccountID: accountID, PropertyID: pid, Now: s.now()})
+		if errors.Is(store.Translate(err), apperr.ErrNoRows) {
+			return ErrPropertyNotFound
+		} else if err != nil {
+			return err
+		}
+		c, err = s.load(ctx, tx.Queries, accountID, contactID)
+		return err
+	})
+	return c, err
+}

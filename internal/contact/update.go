@@ -1,0 +1,209 @@
+package contact
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/apitime"
+	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/webhook"
+)
+
+// Record statuses.
+const (
+	RecordMarketing    = "Marketing"
+	RecordNonMarketing = "NonMarketing"
+)
+
+// Patch is one field of an update: absent (Set false), cleared (Set, Value nil) or a value.
+type Patch[T any] struct {
+	Set   bool
+	Value *T
+}
+
+// apply returns the field's new value given its current one.
+func (p Patch[T]) apply(current *T) *T {
+	if !p.Set {
+		return current
+	}
+	return p.Value
+}
+
+// CRMPatch changes some CRM fields.
+type CRMPatch struct {
+	Name, URL, Source, Stage Patch[string]
+	CreatedDate              Patch[time.Time]
+}
+
+// UpdateInput is a PATCH of a contact. Email and RecordStatus cannot be cleared (the spec
+// refuses null for them), so a nil Value there means absent.
+type UpdateInput struct {
+	Email, RecordStatus              Patch[string]
+	Name, Phone, AssignedUserEmailID Patch[string]
+	CRM                              Patch[CRMPatch]
+}
+
+// Update changes the fields sent and emits ContactDetailsUpdated (name, email, phone) and
+// ContactUnsubscribed (recordStatus to NonMarketing). A new email is Pending again and is
+// enriched; an email another contact has is DuplicateContact.
+func (s *Service) Update(ctx context.Context, accountID uuid.UUID, rawID string, in UpdateInput) (Contact, error) {
+	id, err := ParseID(rawID)
+	if err != nil {
+		return Contact{}, err
+	}
+	var c Contact
+	err = s.store.InTx(ctx, func(tx store.Tx) error {
+		row, err := s.lock(ctx, tx, accountID, id)
+		if err != nil {
+			return err
+		}
+		next := patched(row, in)
+		if err := s.checkEmailFree(ctx, tx, row, next); err != nil {
+			return err
+		}
+		now := s.now()
+		if err := tx.ContactUpdateDetails(ctx, updateParams(next, now)); err != nil {
+			return err
+		}
+		if err := s.emitUpdateEvents(ctx, tx, row, next, now); err != nil {
+			return err
+		}
+		if EmailKey(next.Email) != EmailKey(row.Email) {
+			if err := s.enrich(ctx, tx, accountID, id, nil); err != nil {
+				return err
+			}
+		}
+		c, err = s.load(ctx, tx.Queries, accountID, id)
+		return err
+	})
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		// another change took the email between the check and the update.
+		return Contact{}, s.duplicateOf(ctx, accountID, in.Email.Value)
+	}
+	return c, err
+}
+
+// lock reads and locks a contact for a read-modify-write.
+func (s *Service) lock(ctx context.Context, tx store.Tx, accountID, id uuid.UUID) (db.Contact, error) {
+	row, err := tx.ContactLock(ctx, db.ContactLockParams{AccountID: accountID, ContactID: id})
+	if errors.Is(store.Translate(err), apperr.ErrNoRows) {
+		return row, ErrNotFound
+	}
+	return row, err
+}
+
+// patched is the row with the patch applied.
+func patched(row db.Contact, in UpdateInput) db.Contact {
+	next := row
+	if in.Email.Set && in.Email.Value != nil && *in.Email.Value != row.Email {
+		next.Email = *in.Email.Value
+		if EmailKey(next.Email) != EmailKey(row.Email) {
+			next.EmailStatus = "Pending"
+		}
+	}
+	if in.RecordStatus.Set && in.RecordStatus.Value != nil {
+		next.RecordStatus = *in.RecordStatus.Value
+	}
+	next.Name = in.Name.apply(row.Name)
+	next.Phone = in.Phone.apply(row.Phone)
+	next.AssignedUserEmailID = in.AssignedUserEmailID.apply(row.AssignedUserEmailID)
+	if in.CRM.Set {
+		crm := CRMPatch{Name: Patch[string]{Set: true}, URL: Patch[string]{Set: true}, Source: Patch[string]{Set: true},
+			Stage: Patch[string]{Set: true}, CreatedDate: Patch[time.Time]{Set: true}} // null clears all
+		if in.CRM.Value != nil {
+			crm = *in.CRM.Value
+		}
+		next.CrmName, next.CrmUrl = crm.Name.apply(row.CrmName), crm.URL.apply(row.CrmUrl)
+		next.CrmSource, next.CrmStage = crm.Source.apply(row.CrmSource), crm.Stage.apply(row.CrmStage)
+		next.CrmCreatedDate = crm.CreatedDate.apply(row.CrmCreatedDate)
+	}
+	return next
+}
+
+func (s *Service) checkEmailFree(ctx context.Context, tx store.Tx, row, next db.Contact) error {
+	key := EmailKey(next.Email)
+	if key == EmailKey(row.Email) {
+		return nil
+	}
+	other, err := tx.ContactOtherWithEmail(ctx, db.ContactOtherWithEmailParams{AccountID: row.AccountID, EmailKey: key, ContactID: row.ContactID})
+	if errors.Is(store.Translate(err), apperr.ErrNoRows) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	return duplicate(other)
+}
+
+func (s *Service) duplicateOf(ctx context.Context, accountID uuid.UUID, email *string) error {
+	if email == nil {
+		return errDuplicate
+	}
+	var other uuid.UUID
+	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+		other, err = q.ContactIDByEmail(ctx, db.ContactIDByEmailParams{AccountID: accountID, EmailKey: EmailKey(*email)})
+		return err
+	})
+	if err != nil {
+		return errDuplicate
+	}
+	return duplicate(other)
+}
+
+func duplicate(existing uuid.UUID) error {
+	dup := *errDuplicate
+	dup.ContactID = existing.String()
+	return &dup
+}
+
+func updateParams(c db.Contact, now time.Time) db.ContactUpdateDetailsParams {
+	return db.ContactUpdateDetailsParams{
+		AccountID: c.AccountID, ContactID: c.ContactID, Email: c.Email, EmailKey: EmailKey(c.Email),
+		EmailStatus: c.EmailStatus, Name: c.Name, Phone: c.Phone, RecordStatus: c.RecordStatus,
+		AssignedUserEmailID: c.AssignedUserEmailID, CrmName: c.CrmName, CrmUrl: c.CrmUrl,
+		CrmSource: c.CrmSource, CrmStage: c.CrmStage, CrmCreatedDate: c.CrmCreatedDate, UpdatedAt: now,
+	}
+}
+
+func (s *Service) emitUpdateEvents(ctx context.Context, tx store.Tx, prev, next db.Contact, now time.Time) error {
+	info := contactInfo(next.ContactID, next.Email, next.AssignedUserEmailID)
+	before, after := details(prev), details(next)
+	var changed []string
+	for _, f := range []struct{ name, a, b string }{
+		{"name", before.Name, after.Name}, {"email", before.Email, after.Email}, {"phone", before.Phone, after.Phone},
+	} {
+		if f.a != f.b {
+			changed = append(changed, f.name)
+		}
+	}
+	if len(changed) > 0 {
+		if err := s.events.Emit(ctx, tx, next.AccountID, webhook.Event{Type: webhook.ContactDetailsUpdated,
+			ContactID: next.ContactID, Contact: info, At: now,
+			Info: webhook.ContactDetailsUpdatedInfo{ChangedFields: changed, Previous: before, Current: after}}); err != nil {
+			return err
+		}
+	}
+	if prev.RecordStatus != RecordNonMarketing && next.RecordStatus == RecordNonMarketing {
+		return s.events.Emit(ctx, tx, next.AccountID, webhook.Event{Type: webhook.ContactUnsubscribed,
+			ContactID: next.ContactID, Contact: info, At: now,
+			Info: webhook.ContactUnsubscribedInfo{UnsubscribedAt: apitime.From(now), Source: webhook.UnsubscribedByUpdate}})
+	}
+	return nil
+}
+
+func details(c db.Contact) webhook.ContactDetails {
+	d := webhook.ContactDetails{Email: c.Email}
+	if c.Name != nil {
+		d.Name = *c.Name
+	}
+	if c.Phone != nil {
+		d.Phone = *c.Phone
+	}
+	return d
+}
