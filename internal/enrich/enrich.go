@@ -77,8 +77,11 @@ func New(st *store.Store, opt Options) *Service {
 // (both are built after the workers are registered).
 func (s *Service) Bind(jobs Inserter, events *webhook.Emitter) { s.jobs, s.events = jobs, events }
 
-// UseResolver replaces the DNS resolver; for tests, before any job runs.
-func (s *Service) UseResolver(r Resolver) { s.opt.Resolver = r }
+// UseResolver replaces the DNS resolver and the first retry delay; for tests, before any
+// job runs.
+func (s *Service) UseResolver(r Resolver, retryBase time.Duration) {
+	s.opt.Resolver, s.opt.RetryBase = r, retryBase
+}
 
 // Register adds the enrichment worker to a job client's workers.
 func (s *Service) Register(w *river.Workers) { river.AddWorker(w, &worker{s: s}) }

@@ -23,6 +23,7 @@ import (
 	"github.com/contactd/contactd/internal/app"
 	"github.com/contactd/contactd/internal/config"
 	"github.com/contactd/contactd/internal/delivery"
+	"github.com/contactd/contactd/internal/enrich"
 	"github.com/contactd/contactd/internal/httpapi"
 	"github.com/contactd/contactd/internal/store"
 )
@@ -36,6 +37,8 @@ type API struct {
 	Store       *store.Store
 	Svc         *app.Services
 	Cfg         config.Config
+	// DNS is the enrichment's resolver: it knows no domain until told.
+	DNS *enrich.FakeResolver
 }
 
 // Option adjusts the configuration of a test API.
@@ -64,13 +67,15 @@ func NewAPI(t testing.TB, opts ...Option) *API {
 	if err != nil {
 		t.Fatal(err)
 	}
+	dns := enrich.NewFakeResolver()
+	svc.Enrich.UseResolver(dns, 100*time.Millisecond)
 	h, err := app.Handler(cfg, st, svc, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &API{t: t, URL: srv.URL, DatabaseURL: dbURL, Store: st, Svc: svc, Cfg: cfg}
+	return &API{t: t, URL: srv.URL, DatabaseURL: dbURL, Store: st, Svc: svc, Cfg: cfg, DNS: dns}
 }
 
 // Account creates an account and a key for it, returning the account id and the key.

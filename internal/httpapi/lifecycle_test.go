@@ -1,0 +1,289 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+// listen subscribes one loopback receiver to the event types.
+func listen(t *testing.T, a *testkit.API, key string, types ...string) *testkit.Receiver {
+	t.Helper()
+	rc := testkit.NewReceiver(t)
+	for _, typ := range types {
+		if r := subscribe(t, a, key, rc.URL, typ); r.Status != http.StatusOK {
+			t.Fatalf("subscribe %s: %d %s", typ, r.Status, r.Body)
+		}
+	}
+	return rc
+}
+
+// nextEvent is the next event the receiver gets, its payload checked against the spec.
+func nextEvent(t *testing.T, rc *testkit.Receiver) api.WebhookEvent {
+	t.Helper()
+	d := rc.Next(t, 15*time.Second)
+	testkit.ValidatePayload(t, d.Body)
+	var p api.WebhookPayload
+	if err := json.Unmarshal(d.Body, &p); err != nil || len(p.Events) != 1 {
+		t.Fatalf("payload %s: %v", d.Body, err)
+	}
+	return p.Events[0]
+}
+
+func getContact(t *testing.T, a *testkit.API, key, id string) api.Contact {
+	t.Helper()
+	r := a.Do("GET", "/public/v1/contact?contactId="+id, key, nil)
+	if r.Status != http.StatusOK {
+		t.Fatalf("get %s: %d %s", id, r.Status, r.Body)
+	}
+	var c api.Contact
+	r.JSON(t, &c)
+	return c
+}
+
+func patch(t *testing.T, a *testkit.API, key, id string, body string) (api.Contact, *testkit.Response) {
+	t.Helper()
+	r := a.Do("PATCH", "/public/v1/contact/"+id, key, body)
+	var c api.Contact
+	if r.Status == http.StatusOK {
+		r.JSON(t, &c)
+	}
+	return c, r
+}
+
+func TestPatchAbsentNullAndValue(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	id := createContact(t, a, key, map[string]any{
+		"email": "jane@example.com", "name": "Jane", "phone": "555-010-2030", "assignedUserEmailId": "agent@example.com",
+		"crmFields": map[string]any{"name": "Salesforce", "stage": "New", "source": "Website"},
+	}).Contact.ContactId
+
+	// a value changes only that field.
+	c, r := patch(t, a, key, id, `{"name": "Jane Smith"}`)
+	if r.Status != 200 || *c.Name != "Jane Smith" || *c.Phone != "555-010-2030" || *c.AssignedUserEmailId != "agent@example.com" || *c.CrmFields.Stage != "New" {
+		t.Fatalf("PATCH name: %d %s", r.Status, r.Body)
+	}
+	// an empty patch changes nothing.
+	if c2, r := patch(t, a, key, id, `{}`); r.Status != 200 || *c2.Name != "Jane Smith" || *c2.Phone != "555-010-2030" {
+		t.Fatalf("PATCH {}: %d %s", r.Status, r.Body)
+	}
+	// null clears; absent stays.
+	c, r = patch(t, a, key, id, `{"phone": null, "assignedUserEmailId": null}`)
+	if r.Status != 200 || c.Phone != nil || c.AssignedUserEmailId != nil || *c.Name != "Jane Smith" {
+		t.Fatalf("PATCH nulls: %d %s", r.Status, r.Body)
+	}
+	// crmFields merge: one member replaced, one cleared, the rest kept.
+	c, r = patch(t, a, key, id, `{"crmFields": {"stage": "Won", "source": null}}`)
+	if r.Status != 200 || *c.CrmFields.Stage != "Won" || c.CrmFields.Source != nil || *c.CrmFields.Name != "Salesforce" {
+		t.Fatalf("PATCH crm merge: %d %s", r.Status, r.Body)
+	}
+	c, r = patch(t, a, key, id, `{"crmFields": null, "recordStatus": "NonMarketing", "email": "JANE.SMITH@example.com"}`)
+	if r.Status != 200 || c.CrmFields != nil || c.RecordStatus != api.NonMarketing || c.Email != "JANE.SMITH@example.com" || c.EmailStatus != api.EmailStatusPending {
+		t.Fatalf("PATCH crm null: %d %s", r.Status, r.Body)
+	}
+	if got := getContact(t, a, key, id); got.Name == nil || *got.Name != "Jane Smith" || got.Phone != nil || got.CrmFields != nil {
+		t.Errorf("stored contact = %+v", got)
+	}
+	// the new email is the dedupe key now, the old one is free.
+	if r := a.Do("GET", "/public/v1/contact?emailId=jane.smith%40example.com", key, nil); r.Status != 200 {
+		t.Errorf("lookup by new email: %d", r.Status)
+	}
+	createContact(t, a, key, map[string]any{"email": "jane@example.com"})
+}
+
+func TestPatchRefusals(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	id := createContact(t, a, key, map[string]any{"email": "one@example.com", "name": "One"}).Contact.ContactId
+	other := createContact(t, a, key, map[string]any{"email": "two@example.com"}).Contact.ContactId
+	cases := []struct {
+		body, field string
+	}{
+		{`{"name": "` + strings.Repeat("n", 65) + `"}`, "body.name"},
+		{`{"phone": "12"}`, "body.phone"},
+		{`{"email": null}`, "body.email"},
+		{`{"email": "not-an-email"}`, "body.email"},
+		{`{"recordStatus": null}`, "body.recordStatus"},
+		{`{"recordStatus": "Maybe"}`, "body.recordStatus"},
+		{`{"leadScore": 100}`, "body.leadScore"},
+		{`{"crmFields": {"stage": "` + strings.Repeat("s", 65) + `"}}`, "body.crmFields.stage"},
+		{`{"crmFields": {"color": "red"}}`, "body.crmFields.color"},
+	}
+	for _, tc := range cases {
+		_, r := patch(t, a, key, id, tc.body)
+		e := r.Error(t)
+		if r.Status != 400 || e.Code != api.ErrorCodeInvalidRequest || e.Data == nil || e.Data.Errors == nil || (*e.Data.Errors)[0].Field != tc.field {
+			t.Errorf("PATCH %s: %d %s, want 400 on %s", tc.body, r.Status, r.Body, tc.field)
+		}
+	}
+	_, r := patch(t, a, key, id, `{"email": "TWO@example.com", "name": "Changed"}`)
+	if e := r.Error(t); r.Status != 400 || e.Code != api.ErrorCodeDuplicateContact || e.Data == nil || *e.Data.ContactId != other {
+		t.Errorf("PATCH to a taken email: %d %s", r.Status, r.Body)
+	}
+	if c := getContact(t, a, key, id); *c.Name != "One" || c.Email != "one@example.com" {
+		t.Errorf("a refused PATCH changed the contact: %+v", c)
+	}
+	if _, r := patch(t, a, key, "01939d3c-0000-7000-8000-000000000000", `{"name": "x"}`); r.Status != 404 || r.Error(t).Code != api.ErrorCodeContactDoesNotExist {
+		t.Errorf("PATCH unknown: %d %s", r.Status, r.Body)
+	}
+}
+
+func TestPatchEvents(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, testkit.LocalDelivery)
+	a.StartWorkers()
+	_, key := a.Account("acme")
+	details := listen(t, a, key, "ContactDetailsUpdated")
+	unsub := listen(t, a, key, "ContactUnsubscribed")
+	id := createContact(t, a, key, map[string]any{"email": "ev@example.com", "name": "Ev", "phone": "555-010-0000"}).Contact.ContactId
+
+	patch(t, a, key, id, `{"crmFields": {"stage": "Won"}, "assignedUserEmailId": "agent@example.com"}`)
+	patch(t, a, key, id, `{"name": "Eve", "phone": null}`)
+	ev := nextEvent(t, details)
+	info := ev.Data.ContactDetailsUpdatedInfo
+	if ev.EventType != api.EventTypeContactDetailsUpdated || info == nil || len(info.ChangedFields) != 2 ||
+		info.ChangedFields[0] != "name" || info.ChangedFields[1] != "phone" ||
+		info.Previous != (api.ContactDetails{Name: "Ev", Email: "ev@example.com", Phone: "555-010-0000"}) ||
+		info.Current != (api.ContactDetails{Name: "Eve", Email: "ev@example.com", Phone: ""}) {
+		t.Fatalf("ContactDetailsUpdated = %+v", ev)
+	}
+	if ci := ev.Data.ContactInfo; ci.ContactId != id || ci.AssignedUserEmailId != "agent@example.com" || ci.PropertyId != "" {
+		t.Errorf("contactInfo = %+v", ci)
+	}
+	details.Quiet(t, 300*time.Millisecond) // the CRM-only PATCH emitted nothing
+
+	patch(t, a, key, id, `{"recordStatus": "NonMarketing"}`)
+	ev = nextEvent(t, unsub)
+	if u := ev.Data.ContactUnsubscribedInfo; u == nil || u.Source != "Update" {
+		t.Fatalf("ContactUnsubscribed = %+v", ev)
+	}
+	patch(t, a, key, id, `{"recordStatus": "NonMarketing"}`) // already unsubscribed: no second event
+	unsub.Quiet(t, 300*time.Millisecond)
+}
+
+func TestDeleteContact(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	c := createContact(t, a, key, map[string]any{"email": "gone@example.com", "tags": []string{"t"},
+		"address": "1 Main St, Springfield, IL 62704"}).Contact
+	if r := a.Do("POST", "/public/v1/contact/"+c.ContactId+"/activity", key, map[string]any{"type": "EmailOpen"}); r.Status != 200 {
+		t.Fatalf("activity: %d %s", r.Status, r.Body)
+	}
+	r := a.Do("DELETE", "/public/v1/contact/"+c.ContactId, key, nil)
+	if r.Status != http.StatusNoContent || len(r.Body) != 0 {
+		t.Fatalf("DELETE: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do("GET", "/public/v1/contact?contactId="+c.ContactId, key, nil); r.Status != 404 {
+		t.Errorf("GET after DELETE: %d", r.Status)
+	}
+	if r := a.Do("DELETE", "/public/v1/contact/"+c.ContactId, key, nil); r.Status != 404 || r.Error(t).Code != api.ErrorCodeContactDoesNotExist {
+		t.Errorf("second DELETE: %d %s", r.Status, r.Body)
+	}
+	for _, table := range []string{"contacts", "properties", "consents", "activities"} {
+		var n int
+		_ = a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM "+table).Scan(&n)
+		if n != 0 {
+			t.Errorf("%s still has %d rows", table, n)
+		}
+	}
+	if again := createContact(t, a, key, map[string]any{"email": "GONE@example.com"}).Contact; again.ContactId == c.ContactId {
+		t.Errorf("the new contact reused the deleted id")
+	}
+}
+
+func TestRemoveTags(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, testkit.LocalDelivery)
+	a.StartWorkers()
+	_, key := a.Account("acme")
+	removed := listen(t, a, key, "TagsRemoved")
+	id := createContact(t, a, key, map[string]any{"email": "t@example.com", "tags": []string{"a", "B", "c", "d"}}).Contact.ContactId
+	r := a.Do("DELETE", "/public/v1/contact/"+id+"/tags", key, map[string]any{"tags": []string{" b ", "D", "zzz"}})
+	var out api.TagsResponse
+	r.JSON(t, &out)
+	if r.Status != 200 || strings.Join(out.Tags, ",") != "a,c" {
+		t.Fatalf("DELETE tags: %d %s", r.Status, r.Body)
+	}
+	ev := nextEvent(t, removed)
+	if info := ev.Data.TagsRemovedInfo; info == nil || strings.Join(info.TagsRemoved, ",") != "B,d" {
+		t.Fatalf("TagsRemoved = %+v, want the tags as the contact had them", ev.Data)
+	}
+	r = a.Do("DELETE", "/public/v1/contact/"+id+"/tags", key, map[string]any{"tags": []string{"nope"}})
+	if r.JSON(t, &out); r.Status != 200 || strings.Join(out.Tags, ",") != "a,c" {
+		t.Fatalf("DELETE absent tag: %d %s", r.Status, r.Body)
+	}
+	removed.Quiet(t, 300*time.Millisecond)
+	for body, field := range map[string]string{`{"tags": [" "]}`: "body.tags.0", `{}`: "body.tags", `{"tags": "a"}`: "body.tags"} {
+		r := a.Do("DELETE", "/public/v1/contact/"+id+"/tags", key, body)
+		if e := r.Error(t); r.Status != 400 || (*e.Data.Errors)[0].Field != field {
+			t.Errorf("DELETE tags %s: %d %s", body, r.Status, r.Body)
+		}
+	}
+	if r := a.Do("DELETE", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000/tags", key, map[string]any{"tags": []string{"a"}}); r.Status != 404 {
+		t.Errorf("unknown contact: %d", r.Status)
+	}
+}
+
+func TestProperties(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	id := createContact(t, a, key, map[string]any{"email": "p@example.com", "address": "123 N Main St, Springfield, IL 62704"}).Contact.ContactId
+	add := func(addr string) *testkit.Response {
+		return a.Do("POST", "/public/v1/contact/"+id+"/property", key, map[string]any{"address": addr})
+	}
+	r := add("500 East Capitol Avenue, Springfield, Illinois 62701")
+	var c api.Contact
+	r.JSON(t, &c)
+	if r.Status != 200 || len(c.Properties) != 2 {
+		t.Fatalf("add: %d %s", r.Status, r.Body)
+	}
+	added := c.Properties[1]
+	want := api.Address{StreetAddress: "500 E Capitol Ave", City: "Springfield", County: "Sangamon County", State: "IL", Zip: "62701"}
+	if added.Address != want {
+		t.Errorf("address = %+v, want %+v", added.Address, want)
+	}
+	if r := add("500 E. Capitol Ave, springfield, IL 62701"); r.Status != 400 || r.Error(t).Code != api.ErrorCodeDuplicateProperty {
+		t.Errorf("duplicate: %d %s", r.Status, r.Body)
+	}
+	if r := add("somewhere over the rainbow"); r.Status != 400 || r.Error(t).Code != api.ErrorCodeInvalidAddress {
+		t.Errorf("unparseable: %d %s", r.Status, r.Body)
+	}
+	if r := add(strings.Repeat("1", 129)); r.Status != 400 || r.Error(t).Code != api.ErrorCodeInvalidRequest {
+		t.Errorf("129 characters: %d %s", r.Status, r.Body)
+	}
+	archive := func(pid string) *testkit.Response {
+		return a.Do("POST", "/public/v1/contact/property/"+pid+"/archive", key, nil)
+	}
+	for range 2 { // archiving again succeeds again
+		r = archive(added.PropertyId)
+		r.JSON(t, &c)
+		if r.Status != 200 || len(c.Properties) != 1 || c.Properties[0].PropertyId == added.PropertyId {
+			t.Fatalf("archive: %d %s", r.Status, r.Body)
+		}
+	}
+	if got := getContact(t, a, key, id); len(got.Properties) != 1 {
+		t.Errorf("GET shows %d properties after archive", len(got.Properties))
+	}
+	if r := add("500 E Capitol Ave, Springfield, IL 62701"); r.Status != 200 {
+		t.Errorf("re-adding an archived address: %d %s", r.Status, r.Body)
+	}
+	for _, pid := range []string{"01939d3c-0000-7000-8000-000000000000", "not-a-uuid"} {
+		if r := archive(pid); r.Status != 404 || r.Error(t).Code != api.ErrorCodePropertyDoesNotExist {
+			t.Errorf("archive %s: %d %s", pid, r.Status, r.Body)
+		}
+	}
+	if r := a.Do("POST", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000/property", key, map[string]any{"address": "1 Main St, Springfield, IL 62704"}); r.Status != 404 || r.Error(t).Code != api.ErrorCodeContactDoesNotExist {
+		t.Errorf("add to unknown contact: %d %s", r.Status, r.Body)
+	}
+}
