@@ -154,22 +154,31 @@ func TestCrossAccountIsolation(t *testing.T) {
 	a := testkit.NewAPI(t)
 	_, keyA := a.Account("a")
 	_, keyB := a.Account("b")
-	c := createContact(t, a, keyA, map[string]any{"email": "mine@example.com", "tags": []string{"secret"}}).Contact
+	c := createContact(t, a, keyA, map[string]any{"email": "mine@example.com", "tags": []string{"secret"},
+		"name": "Mine", "address": "1 Main St, Springfield, IL 62704"}).Contact
 	subscribe(t, a, keyA, "https://hooks.example.com/a", "TagsAdded")
 	unknown := "01939d3c-0000-7000-8000-000000000000"
-	probes := []struct{ method, path, unknownPath string }{
-		{"GET", "/public/v1/contact?contactId=" + c.ContactId, "/public/v1/contact?contactId=" + unknown},
-		{"GET", "/public/v1/contact?emailId=mine%40example.com", "/public/v1/contact?emailId=nobody%40example.com"},
-		{"PUT", "/public/v1/contact/" + c.ContactId + "/tags", "/public/v1/contact/" + unknown + "/tags"},
-		{"POST", "/public/v1/contact/" + c.ContactId + "/tags", "/public/v1/contact/" + unknown + "/tags"},
+	tags := map[string]any{"tags": []string{"secret", "pwned"}}
+	probes := []struct {
+		method, path, unknownPath string
+		body                      any
+	}{
+		{"GET", "/public/v1/contact?contactId=" + c.ContactId, "/public/v1/contact?contactId=" + unknown, nil},
+		{"GET", "/public/v1/contact?emailId=mine%40example.com", "/public/v1/contact?emailId=nobody%40example.com", nil},
+		{"PUT", "/public/v1/contact/" + c.ContactId + "/tags", "/public/v1/contact/" + unknown + "/tags", tags},
+		{"POST", "/public/v1/contact/" + c.ContactId + "/tags", "/public/v1/contact/" + unknown + "/tags", tags},
+		{"DELETE", "/public/v1/contact/" + c.ContactId + "/tags", "/public/v1/contact/" + unknown + "/tags", tags},
+		{"PATCH", "/public/v1/contact/" + c.ContactId, "/public/v1/contact/" + unknown, map[string]any{"name": "pwned"}},
+		{"POST", "/public/v1/contact/" + c.ContactId + "/property", "/public/v1/contact/" + unknown + "/property",
+			map[string]any{"address": "9 Elm St, Springfield, IL 62704"}},
+		{"POST", "/public/v1/contact/property/" + c.Properties[0].PropertyId + "/archive", "/public/v1/contact/property/" + unknown + "/archive", nil},
+		{"POST", "/public/v1/contact/" + c.ContactId + "/activity", "/public/v1/contact/" + unknown + "/activity",
+			map[string]any{"type": "Unsubscribe"}},
+		{"DELETE", "/public/v1/contact/" + c.ContactId, "/public/v1/contact/" + unknown, nil},
 	}
 	for _, p := range probes {
-		var body any
-		if p.method != "GET" {
-			body = map[string]any{"tags": []string{"pwned"}}
-		}
-		rb := a.Do(p.method, p.path, keyB, body)
-		ru := a.Do(p.method, p.unknownPath, keyB, body)
+		rb := a.Do(p.method, p.path, keyB, p.body)
+		ru := a.Do(p.method, p.unknownPath, keyB, p.body)
 		if rb.Status != 404 || rb.Status != ru.Status || string(rb.Body) != string(ru.Body) {
 			t.Errorf("%s %s as B: %d %s; unknown id: %d %s", p.method, p.path, rb.Status, rb.Body, ru.Status, ru.Body)
 		}
@@ -183,7 +192,8 @@ func TestCrossAccountIsolation(t *testing.T) {
 	createContact(t, a, keyB, map[string]any{"email": "mine@example.com"})
 	var got api.Contact
 	a.Do("GET", "/public/v1/contact?contactId="+c.ContactId, keyA, nil).JSON(t, &got)
-	if strings.Join(got.Tags, ",") != "secret" || got.Email != "mine@example.com" {
+	if strings.Join(got.Tags, ",") != "secret" || got.Email != "mine@example.com" || *got.Name != "Mine" ||
+		len(got.Properties) != 1 || got.RecordStatus != api.Marketing || got.Engagement.NumOfFormSubmissions != 0 {
 		t.Errorf("A's contact changed: %+v", got)
 	}
 }

@@ -1,0 +1,135 @@
+package httpapi_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/enrich"
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+// enriched waits for the next ContactEnriched event about contact id.
+func enriched(t *testing.T, rc *testkit.Receiver, id string) api.WebhookEvent {
+	t.Helper()
+	ev := nextEvent(t, rc)
+	if ev.EventType != api.EventTypeContactEnriched || ev.Data.ContactEnrichedInfo == nil || ev.Data.ContactInfo.ContactId != id {
+		t.Fatalf("event = %+v, want ContactEnriched of %s", ev, id)
+	}
+	return ev
+}
+
+func emailVerdict(ev api.WebhookEvent) string {
+	info := ev.Data.ContactEnrichedInfo
+	if info.EmailStatus == nil || info.PreviousEmailStatus == nil {
+		return "none"
+	}
+	return string(*info.PreviousEmailStatus) + "->" + string(*info.EmailStatus)
+}
+
+func TestEnrichmentEmailStatus(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, testkit.LocalDelivery)
+	a.StartWorkers()
+	_, key := a.Account("acme")
+	rc := listen(t, a, key, "ContactEnriched")
+	a.DNS.SetMX("good.example", "mx.good.example")
+	a.DNS.SetHost("web-only.example", "192.0.2.10")
+
+	for email, want := range map[string]string{
+		"jane@good.example":        "Pending->Valid",
+		"ops@web-only.example":     "Pending->Valid",
+		"temp@mailinator.com":      "Pending->Invalid",
+		"who@no-such-host.example": "Pending->Invalid",
+	} {
+		c := createContact(t, a, key, map[string]any{"email": email}).Contact
+		if c.EmailStatus != api.EmailStatusPending {
+			t.Errorf("%s created %s, want Pending", email, c.EmailStatus)
+		}
+		ev := enriched(t, rc, c.ContactId)
+		if got := emailVerdict(ev); got != want {
+			t.Errorf("%s: %s, want %s", email, got, want)
+		}
+		if info := ev.Data.ContactEnrichedInfo; len(info.ChangedFields) != 1 || info.ChangedFields[0] != "emailStatus" || info.Address != nil {
+			t.Errorf("%s: info = %+v", email, info)
+		}
+		if got := getContact(t, a, key, c.ContactId); "Pending->"+string(got.EmailStatus) != want {
+			t.Errorf("%s stored as %s", email, got.EmailStatus)
+		}
+	}
+
+	// an email change makes the status Pending again and enrichment decides the new one.
+	c := createContact(t, a, key, map[string]any{"email": "move@good.example"}).Contact
+	enriched(t, rc, c.ContactId)
+	patched, r := patch(t, a, key, c.ContactId, `{"email": "move@mailinator.com"}`)
+	if r.Status != 200 || patched.EmailStatus != api.EmailStatusPending {
+		t.Fatalf("PATCH email: %d %s", r.Status, r.Body)
+	}
+	if got := emailVerdict(enriched(t, rc, c.ContactId)); got != "Pending->Invalid" {
+		t.Errorf("after the email change: %s", got)
+	}
+	// a name change alone does not re-enrich.
+	patch(t, a, key, c.ContactId, `{"name": "Mo"}`)
+	rc.Quiet(t, 500*time.Millisecond)
+}
+
+func TestEnrichmentRetriesTemporaryDNSFailure(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, testkit.LocalDelivery)
+	a.StartWorkers()
+	_, key := a.Account("acme")
+	rc := listen(t, a, key, "ContactEnriched")
+	a.DNS.SetMX("flaky.example", "mx.flaky.example")
+	a.DNS.FailTimes("flaky.example", 1)
+
+	c := createContact(t, a, key, map[string]any{"email": "x@flaky.example"}).Contact
+	deadline := time.Now().Add(10 * time.Second)
+	for a.DNS.Calls("flaky.example") == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := getContact(t, a, key, c.ContactId); got.EmailStatus != api.EmailStatusPending {
+		t.Errorf("after a DNS timeout the status is %s, want Pending", got.EmailStatus)
+	}
+	if got := emailVerdict(enriched(t, rc, c.ContactId)); got != "Pending->Valid" {
+		t.Errorf("after the retry: %s", got)
+	}
+	if n := a.DNS.Calls("flaky.example"); n != 2 {
+		t.Errorf("%d MX lookups, want the failed one and its retry", n)
+	}
+}
+
+func TestEnrichmentStandardisesAddress(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, testkit.LocalDelivery)
+	a.StartWorkers()
+	accountID, key := a.Account("acme")
+	rc := listen(t, a, key, "ContactEnriched")
+	a.DNS.SetMX("good.example", "mx.good.example")
+	c := createContact(t, a, key, map[string]any{"email": "home@good.example", "address": "742 evergreen terrace, springfield, or 97477"}).Contact
+	if ev := enriched(t, rc, c.ContactId); ev.Data.ContactEnrichedInfo.Address != nil {
+		t.Errorf("a fresh address needs no standardising: %+v", ev.Data.ContactEnrichedInfo)
+	}
+	// a property stored by an older parser, without county and in another spelling.
+	pid := c.Properties[0].PropertyId
+	if _, err := a.Store.Pool.Exec(context.Background(),
+		`UPDATE properties SET county = '', street_address = '742 EVERGREEN TERRACE' WHERE property_id = $1`, pid); err != nil {
+		t.Fatal(err)
+	}
+	p := uuid.MustParse(pid)
+	if err := a.Svc.Enrich.Enrich(context.Background(), enrich.Args{AccountID: accountID, ContactID: uuid.MustParse(c.ContactId), PropertyID: &p}); err != nil {
+		t.Fatal(err)
+	}
+	ev := enriched(t, rc, c.ContactId)
+	info := ev.Data.ContactEnrichedInfo
+	want := api.Address{StreetAddress: "742 Evergreen Ter", City: "Springfield", County: "Lane County", State: "OR", Zip: "97477"}
+	if len(info.ChangedFields) != 1 || info.ChangedFields[0] != "address" || info.Address == nil || *info.Address != want ||
+		ev.Data.ContactInfo.PropertyId != pid {
+		t.Errorf("event = %+v", ev.Data)
+	}
+	if got := getContact(t, a, key, c.ContactId); got.Properties[0].Address != want {
+		t.Errorf("stored address = %+v", got.Properties[0].Address)
+	}
+}
