@@ -1487,7 +1487,11 @@ type PayloadTooLargeJSONResponse Error
 type TagsResultJSONResponse TagsResponse
 
 type TooManyRequestsResponseHeaders struct {
-	RetryAfter *int
+	RetryAfter             *int
+	XRateLimitLimit10      *int
+	XRateLimitLimitDay     *int
+	XRateLimitRemaining10  *int
+	XRateLimitRemainingDay *int
 }
 type TooManyRequestsJSONResponse struct {
 	Body Error
@@ -1645,6 +1649,18 @@ func (response GetContact429JSONResponse) VisitGetContactResponse(w http.Respons
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1756,6 +1772,18 @@ func (response CreateContact429JSONResponse) VisitCreateContactResponse(w http.R
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1837,6 +1865,18 @@ func (response ArchiveProperty429JSONResponse) VisitArchivePropertyResponse(w ht
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1911,6 +1951,18 @@ func (response DeleteContact429JSONResponse) VisitDeleteContactResponse(w http.R
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
@@ -2037,6 +2089,18 @@ func (response UpdateContact429JSONResponse) VisitUpdateContactResponse(w http.R
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
@@ -2174,6 +2238,18 @@ func (response RecordContactActivity429JSONResponse) VisitRecordContactActivityR
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2299,6 +2375,18 @@ func (response AddContactProperty429JSONResponse) VisitAddContactPropertyRespons
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
@@ -2426,6 +2514,18 @@ func (response RemoveContactTags429JSONResponse) VisitRemoveContactTagsResponse(
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2551,6 +2651,18 @@ func (response AddContactTags429JSONResponse) VisitAddContactTagsResponse(w http
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
@@ -2678,6 +2790,18 @@ func (response ReplaceContactTags429JSONResponse) VisitReplaceContactTagsRespons
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2743,6 +2867,18 @@ func (response ListWebhooks429JSONResponse) VisitListWebhooksResponse(w http.Res
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
@@ -2855,6 +2991,18 @@ func (response CreateWebhook429JSONResponse) VisitCreateWebhookResponse(w http.R
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
@@ -2929,6 +3077,18 @@ func (response DeleteWebhook429JSONResponse) VisitDeleteWebhookResponse(w http.R
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
@@ -3026,6 +3186,18 @@ func (response ListWebhookDeliveries429JSONResponse) VisitListWebhookDeliveriesR
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
@@ -3121,6 +3293,18 @@ func (response RedeliverWebhook429JSONResponse) VisitRedeliverWebhookResponse(w 
 	w.Header().Set("Content-Type", "application/json")
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
@@ -3790,170 +3974,175 @@ func (sh *strictHandler) RedeliverWebhook(ctx echo.Context, subscriptionId Subsc
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3rcts4uuCroLhnK3YNJcu3XOQfczRJetozuXhiZ3rORNkhREIS2iTAJkDLmpSr9iH2RfYV9lH2SU7h",
-	"A0CCFKhbnJ6umvSfjkUS1+9+/RLEPMs5I0yKYPglyHGBMyJJAX+95EziWF4mV1jO1Q8JEXFBc0k5C4bB",
-	"zZygWL/yRCCaECbplJKij0Yow+mUFxlJnN8RFUjQLE+XiHGJprxkST8IA3KPszwlwTAYHL84PR9MnvbO",
-	"k2ek9yw+xb0X02PSO5mcxU+T52SAj0+CMKBq9lytKQwYztSXsV1qEAYF+aWkBUmCoSxKEgYinpMMq/Vn",
-	"+P4NYTO1madnYZBRZv88DgO5zNVIQhaUzYKHhzC4LifVftcdgnDea57Ejrt78cK/O9FYyONt8UGPRIT8",
-	"A08ogUu/wTPxB54s1b/VqRIm1T9xnqc0xmoFRz8LtfUv9da+BBLPRDD8FKQEq/XxnLDenJeCBJ8f3OX9",
-	"R0GmwTD4H0c13B3pp+JIzfxBL6deW71L/YvIORN6pX/AiX1967XCh0mpn8PKRZlluFiaqyQZpqkCVIlv",
-	"CQvC4A6nJdHjJ+rsXtlvDXIEYZBgie0KNAxuCckPYZARIfBMDYwtLqEFlXMk51SY1eC0IDhZInJPhRQA",
-	"mZTd4ZQmzfVfwzmiO8pT2LvwLP9Sf2jPrV48KQqusP7Tl2BKSar2MOHJsg9LCNyFKtzFCIaxC0ySgggB",
-	"cInhvAOF/FgGD58be5RzggzAqTM2uxiieqYh6h4eYGI7UHqtdqM/WEXX1RWgg6h5MFGob4HckWJZnyii",
-	"DEXqxPr6uKLDEPEC4TFLeIYpQ0WZqvGnpVCUT6KDqA0vUYjq364KnpNCLtWPZgEjvdnosD9mCkAumSQF",
-	"w6ne0U44WV25O4J7HdQ8QbCbi/pgEnQ2HcQn+Ji8mDxLgq8/9mueETmnbIZKRu5zEkuSoDnOc8JIcoEU",
-	"XAhS3JHiiUApn6E5FvBjQiSmqUAlS0iBGuCT9NW63nH5g+Ije52MuZJXnIh3XL5W6NU4H4uQCScC4BIw",
-	"MHgsKBS8LGLSGl2BGOA+jmNeMgm7vMLLlOPkhvM3uJiRvTbbHsPdqD1UhYcKLVL1hjpvzNDT8/PTp2iy",
-	"lEQEj4t/djZ+Z+42pZnCmadn6M/0D2iyRAmZ4jKVh3AImj2IMt2G3O/CcTRL6VptLeFMyzRFEs9Qqu4J",
-	"T6VZdjzHbEb0Gjl/i9nSUBGx10W1x2hcFJb2mMh9TEhCkke6lNHVJbolyycCOXNQgYCSlbkiDrJYml1H",
-	"H9QfvZH6I0KCxJwlQgk7c4ITIzw6r6xKTdf6EyQ5WmAq0YRMeUH0HJTN1FD1nozUoqjVjMAGHsLgI8Ol",
-	"nPOC/pPsh/yNAdwzzqgQilLxomIP9z2c094tWT7SYUfVgBHSR6aO2kwc1sJziEp2y/iCqcUU5I7fEk32",
-	"PjJR5jkvJEnekoTiGziivU7BM1AnachK9S+CVsb+NoRBEcWoPVfUD2o5ACBtFEt6R+Xykk057DxJqHod",
-	"p4a/gmQ7xakg7Vl/4AWKfuBFdl1O4Pg5U7z4tZI7XqY0vgV2jcV8wnGR6F8QZgmKrriQMS6S6xirJYVB",
-	"7sz1JcB2TYlfZbDPQV1AB0BGUkqYfCJApOCsojwJwkLQGSPJoZqnJcOrHQGP9M9jGahmneqiFWhLzlMk",
-	"CJMhwgL+4YzMJz+TGLgcj+OyKEgykhsJKc2IkDjLg6bc/sk9iMaAnz3z2Yt0pPq1d7nbkTe3rw+eTy2z",
-	"1d+ig7ygTOJJStDo+uXlZYgYRyLHMRGHfXRNWAIDzMmYCZwRNQaeKclPMwGAWSXn9Nu3J+BKF3PCEJ7A",
-	"iY9ZQztUGN979uz5cU9UsNg7VrhYa3THJ8/bKl2OpRLigmHwvz6Nx/cnx73x+P4Z+fy7/9gAK/6T1epk",
-	"8/BGbKllNw8QLTCTQMZzLNQWLwCaFFSBdA2fkLvtAKw560/qqKispER0YKQBxPji8AJhiTIuJDpHGWWl",
-	"JNV001KWBWmq3ieDk6e94+PeyfHN4MXwdDAcDPrHJ6d/D0KrqQyVJkR6kmbEd3DSENh1SGDBF2hoGw9g",
-	"gHVAb0l4+xSw1EKGlUWptpmwMlPDNmlXEAZAuhSc2n+/z0n1OxCwIAwqivZXShbu3/YFl7oFmt2ABWLi",
-	"7qE+nVGSWFVmT9w1Kt7K/kdoWhDSk+Reoo/XVhVsXu75YIBeo5c4p5KnaHRHQnSt0HgGimyILt+gpyfP",
-	"BptxadUC1KBkZo3eS6zXvwP3GSEhizJW4Jo4u7tAGOW4UPeOpeWDWgxQpIohkuVyifQyPawnl++Lj4zK",
-	"d2U28QlfihiWjEqt4/JSIioFSogiU1jyAh1EZxGaFjxD0SiX6Cw6bB74mQ9DYiqXq3O9pHLZ/Ni5Gu8w",
-	"SunxDQS/owNeIHUndzglTB6GepkKQf5+eYWUUHOBonEwDiJNa+0T9xRb68FshjPOkJ7BtyYhja2odY4L",
-	"3kuJIr8I3oDpm4NfvvGPVxAiR10wr/l2SsH2kFLFNqicwyWBSQ0xuNjmTMcnp+gdeqtY0bX0TfpPmq9O",
-	"9QO9I72EzqiEU+KF+t/vzppDK+TxXHkbPVpg196mgZDqhu2x6pX5kOqlUsuY/EBiXiQ7otaPfAFymma4",
-	"FfUkTBKFbGBwWApJMh/+0D+T5TuwvPquhim+D4JDpTVpTI0LgqUZ3EzYPMgFmQgqSU+xHOG7Iz31VUGm",
-	"9N4/+R0VVAknObyjl4ElrOGAEatI35JlC2Xj2388+/GXkzf3L7Af6yrT5Ror/17G+tW59DHtJFRWdurd",
-	"JBezdgVFvYKk5A4ziYD0CHuDejVW9QB5uCAxoXck8Yos2mhzmfsP6vLKEnHP4ChWkKMIVls4Oe0P+sfH",
-	"p/1nvvMqBSlGM6PVefbXmOOJQB8FKXrwwRroOzrpn25EadepUt9a6GJIC2ad83EXXl9fB56DJX1HkcEo",
-	"RWq7INz4gBce2KtW62nIUoqbmlGQ5BdGMNc0o2T2UfMUsdrQf5q/+zHP9kenr3IVPSZuxUX2AyDFpq9e",
-	"Vi8+hIH2DKxs8KqgGS6W2nYP+EQlWmCBZvSOtHjvz5iRfsLJpvOEsa4lluXGJb52XlVfshmekcxgz9oP",
-	"6zcfQvBjXce88PCAQb9/PBiESI1RKnoPIkg9kebWioiweIkSEuPlBSoITnqcpU1haAASKc2ULK/GVPKo",
-	"/msQrpi9rDdwhYeXaQpMqQnAHeLOnzAj6BX3Kjn5nDPPBFfqZyN0bDXH747Rwfn5+SEaHA96J4PTgXey",
-	"gvPp+6lh8h+L1Cf853hGQu0aSNBkWSnVIRJzvlBaqGbwLEFzvmggt5/V14ucS5kPj45SHuN0zoUcPh88",
-	"HxwZbnEUi3+c/nLybvrX5/xPZ5M/3/+X/PDPZz9lV7hjKw5hWofv9Zuab+OCaIdXEc8ty6GSZBvB3Kpb",
-	"tW4a4KLAS80qlcC0Hbp8cN9VY4Efd/0m1Duh1bZ5YTwzS7QgBVHsr0UyvU5hZ5sdurbdzxqeZH2TLnlo",
-	"bb/JuGB3DaLQuDwX7X0AuoZ5vdpkWOlQAOtTVRgcWo8nSxAgY1OZUZAiiFwVWbchxV7b4QaK0t+TSvQ3",
-	"ihZMCw/2BvWY3vOF6zOn/KsYF0KlfIP/lkmuVHGDamv0LQRqst/scNY0O5ycP/UJ/n5hZiOjewTuvdUc",
-	"W8CJl8W0olG6YWktrYOXuokTnmkLZCkRZy4PqI2Ex4PB1qT1BsPSMnx/qV8HzryWKOnD3AJ8jatxN/iN",
-	"a/l47fWa1x7CYIELRpnvsK4KPklJZthPQhNNVCTPHYXlwliYDNFhZOuz+0lPvC0VD5yldp/eT2Qy5/x2",
-	"P+QH4/PNFtbb19WLSufyiiMTwdNSEhQp2UEMj44i9PHDG32URmkUtcVbrMob6hu1FdF3BN4jK9R4CMUu",
-	"9km15tDZr/9AHVqxA6P6aa54uytepbBZIwSYWIUnAr388HaVPRkW/MpY0bbWS/xU551jfzHTuda8lIgp",
-	"L+JtqI/WVb2uB7NbJQ90qe0/aX3aY1X2GRBnHdYkNcMTgeANe5wru3oHVvpN2/ECrQJQc1haMOqcxAKo",
-	"Bc1s2RfVaQKgDganf/vbQP13dvP27UkLXgdnz30g2g2DV1jG8x0B8aVxs0luN2HsOUOUESV6aHcmKkie",
-	"4piEKGJlmkbVwzgluAitEsMZgaNfXoxZVPHRIdLfwLuA0BnCaaodduoRnqgD0wantZDu8WjZVbvGQn0x",
-	"/S5nVHvKLaW4vfFk43z74E0bRzZP8pU485cSp3RKSbLHBvfCpBVc2DCNDzdeGbP/jljxnhme80TUngPJ",
-	"weXsxg57jN1SKl7vE47NE5ThhCDB0RSDXL/eRGFn7zJ92ecrtq9Vm4/aT9cwdrP1GCHCqdBEIVpogaFH",
-	"Exte0z3DzqIBI/fSnM2OZjZRaeTNDUVXOqxAaXk0JcjeCSqUXMlCtSmGousy1hFfEYKoFUxTkkSuM9iM",
-	"E4RB9W4QBvpFj9+2JT84V1efvntK1Q7CGmw+rwFic0p7wLIZXoGwWRW4PW0cgReEV8/1GE25NvhOaSGk",
-	"HbUBxMc+IDYv7mxH3Rb4TcyJ2eSEpJxpFeZgCnFe9j1/vA+xkcBt4rvUspgZdgrXflGzOiQUUGjn+ddi",
-	"2yPiU4olYfHyrU+zoxmxnN5G/iN7pZimZUHADpXRNKVOFOIGK+reCGzXcN2ByDrKCPSA4olAP97cXCGN",
-	"Mm2zab2duGlmqYMcd0ZOiwdN+HUPeAtkfUN3N69sZCEhYmRBhNR4uLUy2aYjHlOnusuXZSF8CHGFhUBY",
-	"oCiGF6KKGqiPwLLsIgdILVjoB5vtV2sJ4Gu/OW7EmgkNtXni5PwMxXNc4FiSQoTV70/PbGQs8LX/jLZy",
-	"n1RCZJW74WqVm5KCbAhRB4z/NCdybvxoejcLLHQul6VvSua5QDVXK5mkKSKsoPEcHCQJiWlChMu6TPZD",
-	"EAZ/Nf+3zMwXb/S64dXZgbnUHyLQWEkhLhDB8RzuvqekbvAKarDQC68ZiCjjeRUquMqI1BDNSKo9dN7G",
-	"IH+lZLHnGHW81/6fv88J2//ra8LkXl83Y9r2GsKNX9vd7FBm76fNi/Qggv7d6gCJfX0L/tMYXl2xZ/Tq",
-	"ObpTL2w5an3pniHfUHarFGCAS7VuQN+dhlYAITq87AJxiNPcZbxrwpLu8QAHDft3IlC2GLwJQZ4Z1AsC",
-	"QaCtlFuv2YUqn23VPEZ/+QChYAKJGLMtjqTtG/FtYfXYVi/GAwV+cOuAce82vQzOiqA7kF4lHEFgP5+a",
-	"tDojwnnshZCb8MUTLalYS4gyHM8pI72C4ARCtavAuyY3qbMcPVmbK0l4QRg0c/CCsCNDzH7R+tlNF249",
-	"sqJM6+cqey0M3hI558k7LkdpyheguLUyVFbzglZTujrSOdopgNekuKMx+cjwHabaRuFjszY3dGNCxyv1",
-	"opvp6Q1jXoAAXHA2C0EWwygnheDsAunINZuOKPpbRCYlbppKJ4y+MjvYAU5fVRkTWEkqOWFJ7VZKvNDa",
-	"GewD6SWeDFDXkK7jAEyKr8177PbY2jxd71QrSazt/NUq534rARzMoSZjx+PQWT1yVwFcxf5byhKD/Uwi",
-	"3LBMVf6TtcHt5gRfgygJSLESud6Ic2+FsZvPnWj2JGh78D/mSggEfMMzMUqS6t8fSMbvvIaUMHBOandr",
-	"R309lXnRxvIVZaqPpAlyJkPba38dogjSqcflYHAa51jO4V8kClH0S0kK+4ThjNRP1HurD8DQZCxoKw+b",
-	"ukgjWXzlfDoJw42ryrtEoTn6upzzlclsErpXPS9TolFO20fQQWTpijqGSlNSf2g9ypyOIk3qnwo21f99",
-	"dxyFqN/vtyJvjTa2iaLZgHiz+PW07cofgjHSQSMmCGOIMEM814tE0e904tpx7wTpgG9QgIolUDVjYzzt",
-	"nfbO9GOxOaTLUStPTxqZSAfj8e/G4+TLcXjyMB6L3x/+fjw++L365fRhPD78/afxWPR7n80v7l9nD968",
-	"pYpH7xpfY4M30AFGORcSV5BziLAQPKbghTElFxpyZmcQydocIFuroPq+0xpon39VGOj5+UbIctYRrk1i",
-	"+dCKG+tW/C3vyvDSEm6U4eKWSJORYin4W/sjCDus/tNHRF35qWsVEaRLKcrEtAuNKvkBjOFga9D5yacW",
-	"u41FgmpXNUYFX4RoguNbpVc4Y41ZZRgyVtILFBmCbwc9RwleChgZsnQ5Q9HZ8QD9kTNFQnmhjXsJSYlS",
-	"KXR6nzkHPVOgzlgzEW2W7zqJGzzzYbfEswskyqJQXFwHP1JJIDsRSpYUNMva8com9q6FqxssQG4llt2M",
-	"gd0hOo1gHEXkLZv7loE5sBwfrDcy/x9lizuVCvhm4ZHdG64sHKuOzZuXIfrww0t0enr6wtQ9ucexTJdI",
-	"zgtC0LTAsWEjmjfoFOi/R4+cZKllrx1j/TzyhE7wkNwcd2XmNQ9wQVBKppClCoGruKgDBbTT30P/Hz/d",
-	"wMxoMw3E5kSDHS27G/3cu4cO6piNx44fvGiePqLSE1F4nVGoibWrM3+LeFUFCZahbFzMFqLQSpDINxSN",
-	"9o/29qlwNoBvlfEa3fKS5aXN6YuG2uNoMp5iXqY6nnBCbAwt5OBhYaMMC5J47DTumF5+aCIAbT263es8",
-	"XFoBS7TiQxmiiVH1bRkenOcplJ/QodehsU6oO92TLEDBB4v5iiw8ETY9RilYME3/EfOI/Pkzm0fptjps",
-	"K8uqwWJSMJKs39qaoP6GuGoX7o+Q9vE5Aypgitg3imb1mrexhLkzW4MYudvHCdLpjP/I6C8lAeEJ3rlA",
-	"CUnKnCjiReWjOeXb0c1ed3O9NWMo3HQbe9jiHPBUlKRKOtHRfMA6Eke60oYltYjQpLRL6+HwmuyaJp99",
-	"y8d47UeekjBaGElqhtvWr2g8V7JDpLYFpgYF5mB+UKwqMtJM03xnKemGfIou6TEMoAAH2za43Ka5AEkg",
-	"d5Rv5jntL9uo3zgVZ9h6aT7AipuWwK+8OztM9Bh6/8Z7xtJ1hpvX0UHkpDEZC5OpBBhsrw58Ta6kPfrX",
-	"e46w9mbXXKK9vC2IqysB1AO4Bt2vhAR3KA80dEW+jhiKnE+jKkpA14dEV6Oblz8CcrviWiN4z9aBCawe",
-	"5EXf0lnf15Rlao1TxfT6rilp2Ni3ua1GRS4Lk3t/PW24AfYZIXf8APt8L60rYF/oqnwJHpiqBveLVhLS",
-	"m7T/rCCIkYXHJ/4V1gI9te/eZe30+Jp9WzOaf+fWILZu77UQwDhKOZuRAs2x+MqNr/pz7NY7pFN1BmuE",
-	"nD1C50ygsuiqEWezalxP2b7RdGaVrpF14zFV61uzbeOE3jca4Or99Q3YQ1oOwScCffzwJkRGa1Ii77XE",
-	"LMFFgszMYmiiu8WYNWK+D2phkCba2wrF2jgzDlGoM3kY1pHi0hLKCB2UjN6PmQknPdSmLvueLpFUFiRC",
-	"B9HdcaidYhMsyNMz9OPb0cve9Y+jk/OnitTTpF8N21d7td62MbslS9fpoL/vJSTmidorLqQ1IrWOJFrM",
-	"BYn/ATU3CyIP+2NmQwvAvCRRSrCQSGlhQ6scTJYoMjI82KkTUtS/KQk+atWiM1lzuhp0u7q1pQQ+xTcI",
-	"wt2rYDvqaVdEo6t+Bl6C7BDRT8EdzYPPD031a511stK3tljws2cNPWjouImh2LUn+1CsiaoWF5CkocDb",
-	"hvjuitFa1X0A4581jG/KV9XLWoPVDTKxY7rqXjVI9gse12jgP98VcgG0hLKZQR50YLCp3+9Hh330nqVL",
-	"q2BWRXW0h+BizMB4hahUmiVUEwOjkJjzBdMVINv1HPXYb6d//suL4vkf//xfvxQ3i58/Xr16fvnm6u+X",
-	"/OQNfoOvF8fT8nTy7p8fu8qObRbBPV4z9W2zY8Cv0LZgVVTVmvCOcOBNvdKJZRpqwXxvcKXt7Noqx3a9",
-	"KWql1UI7rdbJgnFLS9S79coTgsRlQeUSavRrPBlB4aRR6esqMWJVaTHDCIwwgA6i+FZDbFjlEAIjiaqC",
-	"o7dkKcwzELqgoYTmlHVLibqkcU0rYEG6OC81dLW5rGoKwAaoRVgLKeahdg6ZCxKWfxsGWt3hhJdQ1zLr",
-	"j9mYvQYGpoiIjoNhhCRa8FutlNxHH+oywZRoePjT9ft3Y3YAWhxhsqduarhSpjjS3DxOuSDJsFlb2ZTn",
-	"cX1Epo7/mOnzPRsMUCvAqo9eu5GMCDOxUJuuOHsEMUGRbnCgdlrBup7i483L/TxvarNdHE0Rs8rgXeiJ",
-	"eI5/KYmpGSnQwcePl6/unh1eIFxXmx6zZq8WXeqVJMjY7yF4zJrDsVACG9Ts1+0DnIt0klsK8L1Hf+uZ",
-	"I+tdKvmMxHNuCyc5AU+gLM8IU2BAksMQLeY0no+ZAlnRrP7PVnoGCE2AUxoT49M1kP728sagcU0geE6Y",
-	"1nj7vJgdmY/EkXpXiRdUpsSF9///v/8PelkbIi1LQVflJKWxwtUgDBS8m8yz/qA/gAK3OWE4p8EwOO0P",
-	"oOJajuUc0L8qNfRF8lvCHtRvsy5eluMZQRMypyypqxkqeXClSE00rAtfVg1FsKUHSYgmyzGDc60ozIGC",
-	"K6hqCHVnoJKbvWZbTdAU2tQfOlXu1BelIMWYgb8yhB/k5rJ71vdvTlA7kuAgIJJhTsYsLgiAI077KBrF",
-	"McnlEElyL4/mMksjNCMSYDDDaYp+vHn7xlSLwrZcMUmFpgwaMiryApLeH4k0hxa02sqcDAaP1mCgWcIS",
-	"PG52A81BPNxZXYhJNMaejfq8Kg9rCiBWWeYPYXA2OOtaeXUUR1Vw8kMYnOszWf9BM8rY5XrB8NPn0O1U",
-	"M+cLKNi1rjKnrdc0/GQrgUIvIbdF1Sd/adtZSYSAwHANUbbUo1uGi097fNqzZ/Pxw5tWvcw19b88DZpg",
-	"nsfry6T2eZQDZhzdHR85BWC8FOIDkWVhKoybd0PQ8CpdDCI5QefTqlaEDmIsSI+q7Qsq6R057KNRrT4S",
-	"RMWY2e2gAx/3Q1zOSbGgQn0LxQ0mXM6B3UCtPx1cAT0DgLpYPXzMqkVWIyj2eoY84fZRH900YygK2C1J",
-	"0ATiNhRnWhQ4z23MlQ/PTcz/Rth5tMqMACMQbuvvUbZvT7ItHLh1HSuFpVhdX/uuW2UIu9Ru3yZqj6x3",
-	"C5vzCx8+f1t6q2sgre3lYmjgFiTNaTEGnxxv/qSRtbEPrT07ebH5g3YyyFfQ6Ioq/5HImiA3qS8I9pr8",
-	"cuGhQLpQk6g/11hbd1NrmDONXeqWLNfC6JgZ125Bs4yy2QVInDFXInyzVZrhltV0tgOXejxmQLtWsjAU",
-	"TbJNDaDzkvqjWv2I1Q64UEtUQNNCNbyObRmzVoE4vRrcVdR9YRoaxJg1Y2SaMWJjJiRN01pgs0XapRNn",
-	"ERqzpCmeFenvKRPIG6fTH7OfaEF6cNgSCkhXJ8cLOqNKwRA6KSi0EbAQAnMyGEQ+stqoaxa4bQSXOzbj",
-	"m5Zp2uxjN2pdL55pOVNpm1XUf9XYrnLQ7laSz2+/9AXdNYLkGgV+apvi4Ob46XBwNhyc9weDwd9rctmo",
-	"s2O9h07pKFPlxlR4aiop2xdiquPxuki5WY5Tms+ExfmLta7p5vhgchlx69bAfFblLrk3ZJcmcNZY1Q79",
-	"/LxVIH09Ir8lb/GW8lvPaVzV69flOsenmz9q5w/Cd+fbTObJMvxXci59NZuYl1eoPrIk9ehL7WV4ODIF",
-	"eds9cT9tn8jxDZvgQtKHRwtphM49lirSxfJH+oREgy8NFYOrnbRKKocQWtZSwKLcTZoyNgPTUqkKJ8UM",
-	"eo0lCTFNlvpIT6o4tWIGpmhyzYCFLnskKov8R2Piq6fTs4HeYSUS8SQEpQVUEF9ub9RHVsWCZUJ0vxUV",
-	"PMzRHI2TWPwvFngbMsTKsfX/DWRbcyWOtObQCMel1UUlvlTK24NGhZT4Svy9gt+bMQs5KTKs1pouw7qT",
-	"iy6i3YBL24MMawFXECaVCg5WG3QprXpn8AIE3MkSYQgJqaIklcS8wEUiwDYNtnbbPljXOhgzbXynuvq4",
-	"FjZrf4oHnPWmXFmvAcxna8OKFb2zKVH/BnCmz2oLNarJVHwT1q8cNRuxA022tTP95TG5FcaM1RWMXAd/",
-	"un7/DmWkmCnVQ8ZzJEiGmaSxOIRkUTdNBtrA6iSZMQOXZwg12O4VpaKylSPhZprqzw+qMFYdvRqOWeSR",
-	"udULlYAd2c6HfAo4Yop2HvZtLKzWehohdGNW61OwGJJo3RM6mGrnh5xzAYNqSQy0O41LOvmeaXZgIZZP",
-	"dTqgdbm5yfkt5RJt0i2xdBjFmI1MuKcnzhfi5U2kL4Gld0QW16qbDdgcMyAZOlwWgdwtLlrnhGZcN+1D",
-	"kZuI2Z6rGf+oFqyoS6VY10WddNfDrtJOiMoGz0SbWGYj9eur9MmC2GQjRz7Uhy5N96ZQQ4o+Q1CDHG3F",
-	"1ZRsypHRlRTIP7ilSesZ3vI7UtV2hechSgk2P2r4qovVNhqzu+qlVQfr4qUPO2hJ3vy5X1tL2k4g8XZP",
-	"/u2a5P6ttCkNRvtpU46cdGQFGo8StTu/8+og2q8m0MLTJVO7FDPF58AZuFL5Dc04EajMlRDFmU4ZGTOo",
-	"AQj7z/idLjQd1W1Kq66CujFjitU4B4ov4iJV2h3kFILnVH9O5ZhNcHx7GNZ1kUUMoUTQaMz0EKr9pvWC",
-	"dfyiqOW2g107FYetNsUX5v1rwhJgyFXtKMNZG2WiIjRX9ItxvRTFhRsh7oIovtFkMpKPWYu/qIHX85gx",
-	"UwtSMkRU9/BVY6EM3+qm4JQIJPCUaDHFCsq0aTt1+PSYtfrxGgNiKzyj+lIgI+IYi/FlQrKcQyjJB5Kn",
-	"eEkUPBUliXZjaxpAzb6dCP+92Fu7yXF3y2Cnza96R/cyDNRFmw6SSg7rlXm7B++6IEljGGjV5NmaN7V7",
-	"O//W2ZJb5tHpau8BDE+uLEBKHYfRAOsFrlUyjTwmTdZCqpPmVe/NZomokX2lnB++s8/fCvv8AGFTDULF",
-	"p15uWhGEbbhp7pTA+Tbc9AoXAnx4vq5I7W5IraAK0Knq1pfYurnGrPZzeXWnZsm9SIdDd1B1dAD4OWbC",
-	"hPZSAbRgiKJr6DVr2Ni1+kdRBxwc+nQ1a51THOh1rcAUJRMNK8ou5H6UWFrfsP3tS+srz9bWHa63J8er",
-	"Hbt/mxS5MpgpPbRlsfxO7n4D5G6UJC5ZACKxSup2M7Ee1TV2/HZWnbulkTKlAhqp4JlAB2vCCQ4vVvPJ",
-	"qqIPStQdM0U06IxBmYoG4rcq++jGDGBPMTV++ui1lnHdjDcjTUqbyYZjWeI0VXwfXvBLjOqRQY4b3a+w",
-	"RUH8d2VfoQQqJQl4uwOBN0CJro1UpvI7mv2GpIoMTEwKjiAU14dlAC+PYl72u/wSE5VvwvsApmtDTh2G",
-	"ZsNpOCPCYB1tcXKLqGPmwVS0LSJ2l9gas5FTbgyW4NQcAznh3NQh24qhf0fF76jocDxpmk6ux8LSa7OC",
-	"zmRtcIYBK8OERjDNWKC/JYizur5fiBIrw9o8FeAmPkxCt4TkNsrNNDHISaoLGIIjHLJBqUC3JJcdqGYc",
-	"3t24hh4D1cy5fEe37+i2ok8rwECVGNWhTRu0awqXboa9N3b+DRXgI09biXbrs+5DRFmcllCEs64Tqthd",
-	"f8yuIb1U46a2BWsR1Qf1anqbn/ot40TcGgUdGlfHxr/Ca/+vghi1y+YmHDCpTnubaOZGifKp8U7XZaa0",
-	"pzkqizTSeQ4TgvBql9gxO8hTTJn+CfrGgoN+UfVL1EDBCwWIfKGkpUNtUTEuaCUy2fKpp2PW2FtdDgzW",
-	"1GwsXwGnXupKZp4Ou2omAts06UjnSUehSXOGrmWcxTpPzKQB1qnPvgBhc9hfYwXx59q3Y2XXZPzuGGTa",
-	"6jb8aFYRZ0tOhvzGsgSenduk991TzG1GeV2PuJ0nvm22t5PcvW4Lj39J3jImfoLm7s2JvGpWAfgelfvN",
-	"yPC19fKBoMwcGuUnx37OffSlCaNr4+/e4uJWrBROqakgxKdWrbqtxyXj0EhQmGA4za1D45QZMxPMqmNF",
-	"keQLXCTG8pRRqNRy2qLBfQRxYOB3tOJ5Y0WK5rZCVTvC7lwKuk3YXWPfYHHXpqZ/g9g7YyJpcu1Ozr+T",
-	"heS6AYLGTLIlvB7VRejX5ni3uHDVLBR7uygOTS42AJ3JlLevhpqtO60oNeGvWz0g0xRS/wH5+xreK58l",
-	"1MK3vUSpQElJ+mMGPRWjuutipIvpr+2yuEHsfVWfzoYEzaojsUI2mwLty1EEvGy4TxMyxUqrG54MoFiz",
-	"af46GKxvBevPt2zs32gNNhRv7br0EXWmTjrV7H+VZElf608PKx3p6gNK6zIX8D1/slvtUEgHcZAt7P1N",
-	"0aGjL3U/2YejquHw7q5l33rC9a2PORIQ7QNsz5/H0mh2+63zWP5SkpLo3HklB1Q0D6wM1bIZX4QQZqY7",
-	"lUlNUgk6wK1WI0tkfNTqHQgmg2Jzpg5oFWdfubktkUYpF0rpqyqDgelOwFRV9TYIyPXJE05SaXWbuqoe",
-	"ZO5Hh36Lm3mzU8Z4fFrTJavb0wvRL+o+ku8kxi9SA+o4sKawqEOabtbfaNab+vRZIYQun+NltSjlMa5i",
-	"HRIF7UVdakrH5ZUMykvVOt7w6Ag+m3Mhh88HzwfgSzJr8xtZQOgoCK5SuqGqp6EDVbTpKk15ixmeddgE",
-	"nRHAJrj6Nfis1UlWWUGN2iDGU40Omh2jiDh0hnY82qsTmBggiEvFblRqWBc90kHhkvPULL/qoKROO751",
-	"5qoChfzEVRP/1aomFd/2nIwtqbI6YkNta9Tr8lxRBXDqpu97rrnVlui2lfj95PfaNHmFJswNkmYkK9t8",
-	"XhH0C4TZEp3c3yMc3zK+SEkyM8kGI1P1Z8yg7M9BQRJakBgUNn4YIowkzYjahXZfHJ8joWlyzBkjUGVL",
-	"C8KmxkhBSYKwHLNzJEJ0jjLKQnQ60P8/QXP12zxExwM0143V1D8O/t//PRmg/4l+plKSAnpIyWLZG6kp",
-	"oWfV2cmLo/PB6ZhRgeaccagSUOa2pK/uQCVJfth3mksZkr+q2PqoumEoL93T39X8tpMpxhaA3d5S1kLG",
-	"+ioV2W+62qzVQAMgrsvbrK8bCxGR/x0AAP//",
+	"7H35cuO43eCroLjfVssVSpavPuQ/8jnunowzfTg+Mvmm1RtCJCRhTAFsArSsdLlqH2JfZF9hH2Wf5Cv8",
+	"AJAgBepq92Sq0qnKtCWROH/3+SWI+SzjjDApgsGXYEpwQnL48wpL8pbOqIT/HPTVdwkRcU4zSTkLBsEV",
+	"+VwQIQXiYySnVKA7yhLUyQlOBOI5mudUErGH5JSgs8sLdEcWaIbV/+8IogxhtkAHfSRIzFkiekEYiHhK",
+	"ZljNJBcZCQYBZZJMSB48PoaNBb3GixUrUlPiOOYFk9WUGcnR7c05SvBi88muyAxTRtlk8xNIyViq/alF",
+	"3JHFM4HiIs8Jk+ig39W7RXPKEj7fYRmb73uKhV6K5AleoM7tzfnemgkfwyDDOZ4RaYDgnDOJY3mRXGI5",
+	"XZ73ZkpQrB95JhBNCJN0TEneQ2dohtMxz2ckcb5HVCBBZ1m6QIxLNOYFS9SSyAOeZalaS//g1dFJf/S8",
+	"e5K8IN0X8RHuvhofkO7h6Dh+nrwkfXxwGIQBVbNnak1hwPBMvRnbpQZhkJPPBc1JEgxkXhB3yzP88Jaw",
+	"idrM8+MwmFFmPx6E9jyEzCmbwPlfF6Nyv6sOQTjP1U9iy929euXfnagt5Om2+KhHIkL+iSeUwKXf4In4",
+	"E08AztSpEibVnzjLUhpjtYL9X4Xa+pdqa18CiSciGHwMUoLV+nhGWHfKC0GCT4/u8v4jJ+NgEPyP/Yry",
+	"7Otfxb6a2cBytbZql/obkXEm9Er/hBP7+MZrhReTQv8OKxfFbIbzhblKhWipAlSJ7wgLwuAepwXR4yfq",
+	"7F7bdw1yBGGQYIntCjQMbgjJj2EwI0LgiRoYW1xCcyqnmqDo1eBUEdUFIg9USAGQSdk9TmlSX/81nCO6",
+	"pzyFvQvP8i/0i/bcqsWTPOcK6z9+CcaUpGoPI54serCEwF2owl2MYBi7wCTJiRAAlxjOO1DIj2Xw+Km2",
+	"R0WgDMCpMza7GKBqpgFqHx5gYjNQeqN2o19YRtflFaBOVD+YKNS3QO5JvqhOVNH1SJ1YTx9XtBcqVoeH",
+	"LOGKQqO8SNX440IoyidRJ2rCSxSi6rvLnGcklwv1pVnAmd5stNcbMgUgF0ySnOFU72grnCyv3B3BvQ5q",
+	"fkGwm9PqYBJ0PO7Hh/iAvBq9SIKvP/ZrPiNyStkEFYw8ZCSWJEFTnGWEkeQUGJcg+T3JnwmU8glwL/Vl",
+	"QiSmqUAFS0iOauCT9NS63nP5g+IjO52MuZLXnIj3XL5R6FU7H4uQCScC4BIwMHgqKBS8yGPSGF2LDlRY",
+	"Rg67vMSLlOPkhvO3OJ+QnTbbHMPdqD1UhYcKLVL1hDpvzNDzk5Oj52i0kEQET4t/djZ+b+42VbIO6jw/",
+	"Rj/RP6HRAiVkjItU7sEhaPYginQTcr8Nx9EspW21lYQzLtIUSTxBqbonPJZm2fEUswnRa+T8HWYLK5Ht",
+	"dFHNMWoXhaU9JvIQE5KQp8DOM+SMSwUC6lVkA1d2fyaQSGmiULgpx6LOQb+PQPAP0UnfSP5D5lygopKO",
+	"dPpMWFEcdY5O+mG/39/roSsi84U51wg+dM/Uh6hUEoaKI7taSvXQsmR2rV9CkqM5phKNyJjnCvpkvqBs",
+	"slb6/nu3lL+7+r9aCfAdsVnT/pLa5B3HSPGbD6ReaIxUqgTbrMpVZ1rH22Z1NcUEIOuW4UJOeU7/SXYj",
+	"yrUBXNifUSEU+PG8ZNsPXZzR7h1ZPBFlisoBI6T3qtDBTBxWSk2ICnbH+JypxeTknt8RzY5umSiyjOeS",
+	"JO9IQvENgNVOp+AZqJVkzwr1F0FLY38bgq2YVdScK+oFlXwG2HkWS3pP5eKCjTnsPEmoehynRu4BjWOM",
+	"U0Gas/7AcxT9wPPZdTGC4+dMyUhvlDx4ntL4DsQoLKYjjvNEf4MwS1B0yYWMcZ5cx1gtKQwyZ64vAbZr",
+	"SvyqnP0d1DjUAfKeUqJIFoh6nJUcIUFYCDphJAHFuqFbqR2B7OKfxwo2WqRRF61AW3KeIkGYDBEW8Icz",
+	"Mh/9SmKQPngMJoXkTK5lcHRGhMSzLKjrUx/dg6gN+Mkzn71IR9taeZfbHXl9+/rgrUXFvos6WU6ZxKOU",
+	"oLPr84uLEDGORIZjIvZ66Jow4ExySoZM4BlRY+CJksg1cwaYVfJnr3l7Aq50PiUM4RGcODCZSmtXGN99",
+	"8eLlQVeUsNg9ULhYadoHhy+bqnaGpRKug0Hwvz4Ohw+HB93h8OEF+fSH/1gDK/6T1Wp+g22zhZapPUA0",
+	"x0wC68uwUFs8BWhSUAVaD7xC7jcDsPqsP6ujorKU3lHHMHnE+HzvFGGJZlxIdIJmlBWSlNONC1nkpG4S",
+	"OewfPu8eHHQPD276rwZH/UG/3zs4PPolCK0GOVAaKulKOiO+g5OGwK5CAgu+QEObeAADrAJ6S8Kbp4Cl",
+	"Fv6sjkC1LYsVMzVsnXYFYQCkS8Gp/ftDRsrvgYAFYVBStL9RMnc/2wdc6hZodgOWoZG7h+p0zpLEqpg7",
+	"4q5RvZf2f4bGOSFdSR4kur22Knr9ck/6ffQGneOMSp6is3sSomuFxhMwMITo4i16fviivx6Xli1zNUpm",
+	"1ui9xGr9W3CfMyRkXsQKXBNnd6cIowzn6t6xtHxQiwGKVDFEZplcIL1MD+vJ5If8llH5vpiNfAKrIoYF",
+	"o1LbHnghEZUCJUSRKSx5jjrRcYTGOZ+h6CyT6Djaqx/4sQ9DYio9NuNzKhf1l52r8Q6j5HbfQPA96vAc",
+	"qTu5xylhci/Uy1QI8svFJVJCzSmKhsEwiDSttb+4p9hYD2YTPOMM6Rl8axLS2PAa5zjn3ZQo8ovgCZi+",
+	"PvjFW/94OSHyrA3mNd9OKdiEUqrYBpVTuCQwdSIGF1uf6eDwCL1H7xQrupa+Sf9Js+WpfqD3pJvQCZVw",
+	"SjxX//zhuD60Qh7PlTfRowF2zW0aCClv2B6rXpkPqc6VuszkFYl5nmyJWj/yOchpmuGW1JMwSRSygSFo",
+	"ISSZ+fCH/kQW78Ei7rsapvg+CA6VwwkwNc4JlmZwM2H9IOdkJKgkXcVyhO+O9NSXORnTB//k91RQJZxk",
+	"8IxeBpawhg4j1sBxRxYNlI3v/vHix8+Hbx9eYT/WlSblFd6XnZwoy3PpY9pKqCz9B9tJLmbtCoq6OUnJ",
+	"PWYSAekR9gb1aqzqAfJwTmJC70niFVm0Me0i8x/UxaUl4p7BUawgRxGspnBy1Ov3Dg6Oei9851UIkp9N",
+	"jFbn2V9tjmcC3QqSd+GFFdC3f9g7WovSrrOrurXQxZAGzDrn4y68ur4WPAcPx5Yig1GK1HZBuPEBL/xg",
+	"r1qtpyZLKW5qRkGSnxrBXNOMgtmf6qeI1Yb+03zuxXy2Ozp9lQvvKXErzmc/AFKse+u8fPAxDLTHZmmD",
+	"lzmd4XyhfSqAT1SiORZoQu9Jg/f+ihnpJZysO08Y61piWaxd4hvnUfUmm+AJmRnsWfli9eRjCP7F65jn",
+	"Hh7Q7/UO+v0QqTEKRe9BBKkm0txaEREWL1BCYrw4Batll7O0Lgz1QSKlMyXLqzGVPKo/9cMlU6H10i7x",
+	"8CJNgSnVAbhF3PkLZgS95l4lJ5ty5pngUn1thI6N5vjDAeqcnJzsof5Bv3vYP+p7J8s5H38YGyZ/m6c+",
+	"4T/DExJql02CRotSqQ6RmPK50kI1g2cJmvJ5Dbn9rL5a5FTKbLC/n/IYp1Mu5OBl/2V/33CL/Vj84+jz",
+	"4fvx317yvxyPfnr4L3n1zxc/zy5xy1YcwrQK36snNd/GOdGOyDyeWpZDJZmtBXOrblW6aYDzXJtvcxCY",
+	"NkOXK/dZNRb411dvQj0TWm2b58ZjtkBzkhPF/hok0+usd7bZomvb/azgSdZn7JKHxvbrjAt2VyMKtctz",
+	"0d4HoCuY1+t1hpUWBbA6VYXBofVEswQBMtaVGQUpgshlkXUTUuy1Ha6hKL0dqURvrWjBtPBgb1CP6T1f",
+	"uD5zyr+JcSFUyjf41ZnkShU3qLZC30KgJvvNDsd1s8PhyXOf4O8XZtYyuifg3hvNsQGceFlMI0qoHZZW",
+	"0jp4qJ044Ym2QBYScebygMpIeNDvb0xabzAsbYYfLvTjwJlXEiV9mBuAr3EBbwe/cSUfr7xe89hjGMxx",
+	"zijzHdZlzkcpmRn2k9BEExXJM0dhOTUWJkN0GNn47H7WE29KxQNnqe2n9zMZTTm/2w35wfh8s4H19k35",
+	"oNK5vOLISPC0kARFSnYQg/39CN1evdVHaZRGUVm8xbK8od5RWxE9R+Ddt0KNh1BsY59Uaw6d/foP1KEV",
+	"WzCqn6eKt7viVQqbNUJA5W4/v3q3zJ4MC35trGgb6yV+qvPesb+Y6VxrXkrEmOfxJtRH66pe14PZrZIH",
+	"2tT2n7U+7bEq+wyIkxZrkprhmUDwhD3OpV29Byv9uu14gVYBqDksLRi1TmIB1ILmbNET5WkCoPb7R3//",
+	"e1/97/jm3bvDBrz2j1/6QLQdBi+xjKdbAuK5cbNJbjdh7DkDNCNK9NDuTJSTLMUxCVHEijSNyh/jlOA8",
+	"tEoMZwSOfnE6ZFHJRwdIvwPPAkLPEE5T7bBTP+GROjBtcFoJ6R6Pll21ayzUF9Nrc0Y1p9xQitsZT9bO",
+	"twveNHFk/SRfiTN/LXBKx5QkO2xwJ0xawoU10/hw47Ux+2+JFR+Y4TnPROU5kBxczm5Mt8fYLaXi9T7h",
+	"2PyCZjghSHA0xiDXrzZR2NnbTF/29yXb17LNR+2nbRi72WqMEOFUaKIQzbXA0KWJDa9pn2Fr0YCRB2nO",
+	"Zkszmyg18vqGoksdVqC0PJoSZO8E5RD1FKpNMRRdF7GOxIsQRK1gmpIkcp3BZpwgDMpngzDQD3r8tg35",
+	"wbm66vTdUyp3EFZg82kFEJtT2gGWzfAKhM2qwO1p4wi8ILx8rgdobMIBxzQX0o5aA+IDHxCbB7e2o24K",
+	"/CbmxGxyRFLOtArTGUOcl33OH+9DbIR2k/gutCxmhh3DtZ9WrA4JBRTaef612PaE+JRiSVi8eOfT7OiM",
+	"WE5vMzJshKfaXpETsEPNaJpSJ8FrjRV1ZwS2a7huQWQdZQR6QP5MoB9vbi6RRpmm2bTaTlw3s7iBoVsi",
+	"p8WDOvy6B7wBsr6l25tX1rKQEDEyJ0JqPNxYmWzSEY+pU93leZELH0JcYiEQFiiK4YGopAbqJbAsu8gB",
+	"UgsW+of19quVBPCN3xx3xuqJJpV54vDkGMVTnONYklyE5ffPj200MfC1/4w2cp+UQmSZU+NqleuStWwI",
+	"UQuM/zwlcmr8aHo3cyx0jp2lb0rmOUUVVyuYpCkiLKfxFBwkCYlpQoTLukxWShAGfzP/Wmbmizd6U/Pq",
+	"bMFcqhcRaKwkF6eI4HgKd99VUjd4BTVY6IVXDEQU8bQMFVxmRGqIeiTVDjpvbZC/UTLfcYwq3mv31z9k",
+	"hO3+9jVhcqe36zFtOw3hxq9tb3YoZh/G9Yv0IIL+3uoAiX18A/5TG15dsWf08nd0rx7YcNTq0j1DvqXs",
+	"TinAAJdq3YC+Ww2tAEK0eNkF4hCnuc1414Ql7eMBDhr270SgbDB4HYI8M6gHBIJAWyk3XrMLVT7bqvkZ",
+	"/fUKQsEEEjFmGxxJ0zfi28LysS1fjAcK/ODWAuPebXoZnBVBtyC9SjiCwH4+NumORoTz2AshN+GLJ1pS",
+	"sZYQzXA8pYx0c4ITCNUuA+/q3KTKPvVk0y4lRwZhUM+NDMKWzD37RuNrN4278ZMVZRpfl1mFYfCOyClP",
+	"3nN5lqZ8DopbI0NlOV9rOdWuJZ2jmZp5TfJ7GpNbhu8x1TYKH5u1ObtrEzpeqwfdDFxvGPMcBOCcs0kI",
+	"shhGGckFZ6dIR67ZNFHR2yAyKXHTVFph9LXZwRZw+rrMmMBKUskISyq3UuKF1tZgH0gv8WTmuoZ0HQdg",
+	"Uq9tPmq7x9bmT3unWkoubuYVl7UQNhLAwRxqMnY8Dp3lI3cVwGXsh7IVGvuZRLhmmSr9JyuD280JvgFR",
+	"EpBiKXK9FufeCGM3rzvR7EnQ9ODfZkoIBHzDE3GWJOXfV2TG772GlDBwTmp7a0d1PaV50cby5UWqj6QO",
+	"ciZz3mt/HaAI0tyHRb9/FGdYTuEvEoUo+lyQ3P7C8IxUv6jnln8AQ5OxoC39WNdFakn8S+fTShhuXFXe",
+	"JQr10VfVAliazBYH8KrnRUo0ymn7COpElq6oYyg1JfVB61HmdBRpUn8q2FT/+u44ClGv12tE3hptbB1F",
+	"swHxZvGradulPwTjTAeNmCCMAcIM8UwvEkV/0IlrB91DpAO+QQHKF0DVjI3xqHvUPdY/i/UhXY5aeXRY",
+	"y0TqDId/GA6TLwfh4eNwKP6498fhsPNH9c3R43C498ePw6HodT+Zb9xPx4/evKWSR28bX2ODN1AHo4wL",
+	"iUvI2UNYCB5T8MKYUhg1ObM1iGRlDpCtIVG+32oNtL9/VRjoyclayHLWEa5MYrlqxI21K/6Wd83wwhJu",
+	"NMP5HZEmI8VS8Hf2SxB2WPXRR0Rd+altFRGkSynKxLQLjSr5AYzhYGvQWd1HFruNRYJqVzVGOZ+HaITj",
+	"O6VXOGMNWWkYMlbSUxQZgm8HPUEJXggYGbJ0OUPR8UEf/ZkzRUJ5ro17CUmJUil0ep85Bz1ToM5YMxFt",
+	"lm87iRs88WG3xJNTJIo8V1xcBz9SSSA7EUrJ5HQ2a8Yrm9i7Bq6usQC5FXK2Mwa2h+jUgnGgSpZhc98y",
+	"MAeW44P1WkWGJ9niViUcvll4ZPuGSwvHsmPz5jxEVz+co6Ojo1emHs0DjmW6QHKaE4LGOY4NG9G8QadA",
+	"/xI9cZKllr22jPXzyBM6wUNyc9ylmdf8gHOiS5ZpYXuhvigDBbTT30P/nz7dwMxoMw3E+kSDLS27a/3c",
+	"24cO6piNp44fPK2fPqLSE1F4PaNQq2xbZ/4G8aoKEixDWbuYDUShpSCRbyga7R7t7VPhbADfMuM1uuUF",
+	"ywqb0xfpyi024ynmRarjCUfExtBCDh4WNsowJ4nHTuOO6eWHJgLQ1gncvs7DhRWwRCM+lCGaGFXflkfC",
+	"WZZC+Qkdeh0a64S60x3JAhR8sJivyMIzYdNjlIIF0/SeMI/Inz+zfpR2q8OmsqwaLCY5I8nqra0I6q+J",
+	"q3bh/ghpH58zoAKmiF2jaJaveRNLmDuzNYiR+12cIK3O+FtGPxe6xCg8c4oSkhQZUcSLyidzyjejm73u",
+	"5mprxlC47jZ2sMU54KkoSZl0oqP5gHUkjnSlDUtqEaFJaZfWw+E12dVNPruWj/HajzwlYbQwklQMt6lf",
+	"0XiqZIdIbQtMDQrMwfygWFVkpJm6+c5S0jX5FG3SYxiYorEbBpfbNBcgCeSe8vU8p/lmE/Vrp+IMWy3N",
+	"B1hx3RL4lXdnh4meQu9fe89Yus5w8zjqRE4ak7EwmQqNwebqwNfkStqjf7PjCCtvdsUl2svbgLi6EkA1",
+	"gGvQ/UpIcIfyQENb5OsZQ5HzalRGCei6nejy7Ob8R0BuV1yrBe/ZOjCB1YO86Fs46/uaskyNccqYXt81",
+	"JTUb+ya3VavIZWFy57fHNTfALiNkjh9gl/eldQXsCl2lL8EDU+XgftFKQnqT9p/lBDEy9/jEv8JaoKf2",
+	"3busnB5fs29rRvPv3BrEVu29EgIYRylnE5KjKRZfufFlf47deot0qs5ghZCzQ+icCVQWbTXibFaN6ynb",
+	"NZrOrNI1sq49pnJ9K7ZtnNC7RgNcfri+AXtIwyH4TKDbq7chMlqTEnmvJWYJzhNkZhYDE90thqwW892p",
+	"hEGaaG8rFGvjzDhEoTbnXlhFiktLKCPUKRh9GDITTrqnTV32OV0iqchJhDrR/UGonWIjLMjzY/Tju7Pz",
+	"7vWPZ4cnzxWpp0mvHLan9mq9bUN2Rxau00G/301IzBO1V5xLa0RqHEk0nwoS/wMqleZE7vWGzIYWgHlJ",
+	"opRgIZHSwgZWORgtUGRkeLBTJySvvlMSfNSoRWey5nSV7mbVcUsJfIpvEITbVyd31NO2iEZX/Qy8BNkh",
+	"oh+De5oFnx7r6tcq62Spb22w4BcvanrQwHETQxFyT/ahWBFVLU4hSUOBtw3x3Rajtar7CMY/axhfl6+q",
+	"l7UCq2tkYst01Z1qkOwWPK7RwH++S+QCaAllE4M8qGOwqdfrRXs99IGlC6tglkV1tIfgdMjAeIWoVJol",
+	"VBMDo5CY8jnTFSCb9Rz12O/GP/31Vf7yzz/91+f8Zv7r7eXrlxdvL3+54Idv8Vt8PT8YF0ej9/+8bSs7",
+	"tl4E93jN1Lv1Tg6/QTuJZVFVa8JbwoE39UonlmmoBfO9wZWms2ujHNvVpqilFhjNtFonC8YtLVHt1itP",
+	"CBIXOZUL6J2g8eQMCiedFb5uH2esLC1mGIHtt9KJ4jsNsWGZQwiMJCoLjt6RhTC/gdAFjT40p6xafVQl",
+	"jStaAQvSxXmpoav1ZZVTADZALcJKSDE/aueQuSBh+bdhoOUdjngBdS1nvSEbsjfAwBQR0XEwjJBEC37L",
+	"lZJ76KoqE0yJhoe/XH94P2Qd0OIIk111U4OlMsWR5uZxygVJBvXayqY8j+sjMv0Vhkyf73G/jxoBVj30",
+	"xo1kRJiJudp0ydkjiAmKdOMJtdMS1vUUtzfnu3ne1GbbOJoiZqXBO9cT8Qx/LoipGSlQ5/b24vX9i71T",
+	"hKtq00NW76GjS72SBBn7PQSPWXM4Fkpgg14Kuq2Dc5FOcksOvvfo711zZN0LJZ+ReMpt4SQn4AmU5Qlh",
+	"CgxIshei+ZTG0yFTICvqXRnYUi8HYS8DF3KqthEDbiytBYbBkgyZrkNvREhY41Id9iisf+9WQzdy5lLd",
+	"+iFrFq4foLJwPdxfWbve7T0Q+lbwGi8gbGfIotYi6mYdSyXvB8iWvD/VrQ+wqbwPTwOkIqpE5+PDV6gR",
+	"XBoZmuJWx9cMLqUxMT5zQ0neXdwYMlkRYJ4Rpi0KPZ5P9s1LYl89q8Q3KlPi0pP//7//DzqvDL2WZaPL",
+	"YpTSWJ1xEAaKnpjMvl6/B5Xl1Tw4o8EgOOr1oaJdhuUUyGtZyumL5HeEParvJm2yQoYnBI3IlLKkqhap",
+	"5O2lIkDRoCosWjbSwZbeJiEaLYYM4Lak4B2Ft1A1Eur6QKU8i0a2WqMpZKpfdKoIqjcKQfIhA39wCF/I",
+	"9WUNbWyFOUHtqIODgEiRKRmyOCeA7jjtoegsjkkmB0iSB7k/lbM0QhMiAcdnOE3Rjzfv3ppqXNiWgyap",
+	"0JRXQ0ZJvkGS/jOR5tCCRjulw37/yRpr1EuEgkfTbqA+iEf6URdiErmxZ6M+r9XjigKTZRb/Yxgc94/b",
+	"Vl4exX4Z/P0YBif9/voX6lHcrlQRDD5+Ct0OTVM+h4Joqyqf2npYg4+20ir00HJbs330lw6eFEQICLzX",
+	"EGVLabplzvi4y8ddeza3V28b9UhX1FfzNCaDeZ6uH5na534GmLF/f7DvFNjxUogrIovcVHA3z4agQZe6",
+	"LkTKgk6tVdkIdWIsSJeq7Qsq6T3Z66GzSj0nQHrtdlDHJ10gLqckn1Oh3oXiESMup8DOoZaiDl6BngxA",
+	"XaydY8jKRZYjKPHlGHnSGaIeuqnHqOSwW5KgEcTFKM4/z3GW2Zg2H56bnIq1sPNklS8BRiCc2d+bb9de",
+	"fBs4yKs6YQpLsbq+5l03yjy2mTV8m6g83t4trM/ffPz0bemtrjG1soeRoYEbkDSntR68crD+lVpWzC60",
+	"9vjw1foXmsk2X0GjS6r8ZyIrglynvqA4afLLhYcC6UJYonpdY23VRbAmABq73x1ZrITRITOu85zOZpRN",
+	"TkGiB7m10SLQcMtyOtt5Tv2sBMh+Hy1luSiaZJtGQMcx9aFc/RmrHJyhlqiApoVqeB07NGSNAnx6Nbit",
+	"aP7cNIyIMavHINVj8IZMSJqmlcBmi+BLJ44lNGZfU5ws0u9TJpA3Dqo3ZD/TnHThsCUU6C5Pjud0QpUC",
+	"J3TSVWgjjCHE6LDfj3xktVY3LnDbZy62bEI5LtK03r/xrHG9eKLlTKXNl1kVZUPH0gG+XclDv33YF9RY",
+	"C0KsFVCqbLb9m4Png/7xoH/S6/f7v1TkslbHyHpnndJcpoqQqaBVV1I2L3RVxTu2kXKzHKf0oQk79BfD",
+	"XdHF9NHkiuLGrYF5sswNc2/ILk3gWW1VW/Sx9FbZ9PVG/Za8xVsqcTWncVWv35brHBytf6mZnwnvnWwy",
+	"mSeL81/JufTVrGNeXqF635LU/S+VF+dx3xQ8VstaKzT6E2W+YfNnSKrxaCG10MSnUkXaWP6ZPiFR40sD",
+	"xeAqJ7iSyiFEmTUUsChzk9KMzcC0rCrDdTGDXm5JQkwTqx7SkypOrZiBKUpdMWChy0qJ0uNxa0yo1XR6",
+	"NtA7rEQinoWgtIAK4sudjqAnI6hYsEzInrCigoc5mqNxErf/xQJvTYZYOrbev4Fsa67EkdYcGuG4DNuo",
+	"xJdSeXvUqJASXwnF1/B9PSYkI/kMq7Wmi7DqlKOLlNfg0vZ4w1rAFYRJpYKD1QZdSKveGbwAAXe0QBhC",
+	"bsooVCUxz3GeaHMz+DJs22xdS2LItHOD6uruWtis/FUecNabcmW9GjAfrwzbVvTOppz9G8CZPqsN1Kg6",
+	"U/FNWD1isdz03geabGuT+suPciuMGasrGLk6f7n+8B7NSD5RqoeMp0iQGWaSxmIPknHdNCRof6yTkIYM",
+	"XMoh1Lh7UJSKykYOipvJq1/vlGHCOjo4HLLII3OrB0oBO7KdJfkYcMQURd3r2VhjrfXUQhSHrNKnYDEk",
+	"0bon+BK0c0lOuYBBtSQG2p3GJV3cgGl2YCGWj3W6pXVpusUPGsolWqdbYukwiiE7M+G0njhqyEcwkdQE",
+	"lt4SuV2pbjYgdsiAZOhwZARytzhtnBOacN0UEUVuomtzrnp8qVqwoi6lYl0VzdJdJdtKZyEqazwTrWOZ",
+	"tdS6r9Inc2KTuRz5UB+6NN2xQg0p+gxBDXK0FVdTsildRldSIP/oln6tZnjH70lZOxd+D1FKsPlSw1dV",
+	"DNidr6ZeWnWwKg77uIWW5M1P/K21pM0EEm/X8N+vSe7fSpvSYLSbNuXISftWoPEoUdvzO68Oov1qAs09",
+	"XUi1S3Gm+Bw4A5cq66EJJwIVmRKiONMpOUMGNRZh/zN+rwt5R1Ub2LJro258mWI1TkfxRZynSruDnE3w",
+	"nOrXqRyyEY7v9sKq7rSIIVQLGrmZHk2V37RasI4PFZXc1tm2E3TYaAN9ap6/JiwBhlzW5jKctVaGK0JT",
+	"Rb8Y10tRXLiWQiCI4ht1JiP5kDX4ixp4NY8ZMrUgJUNEVY9kNRaa4TvdqJ4SgQQeEy2mWEGZ1m2nDp8e",
+	"ska/Y2NAbIS/lG8KZEQcYzG+SMgs4xCqc0WyFC+Igqe8INF2bE0DqNm3k0GxE3trNpFub8nstFFWz+he",
+	"kYG6aNOhU8lh3SJr9jheFYRqDAONmkcb86Zm7+zfO1tyy2iaEBw1hwcwPLnIAClVHEYNrOe4Usk08pg0",
+	"ZAupThpdtTebhaNG9pXKfvzOPn8v7PMKwtJqhIqPvdy0JAibcNPMKTH0bbjpJc4F+PB8Xaea3aYaQRWg",
+	"U1WtRbF1cw1Z5efy6k71koaRDjdvoeqoA/g5ZMKETlMBtGCAomvo5WvY2LX6I68CDvZ8upq1zikO9KZS",
+	"YPKCiZoVZRtyf5ZYWl+z/e1K60vP1sYdxDcnx8sd0X+fFLk0mCk9tGGx/E7ufgfk7ixJXLIARGKZ1G1n",
+	"Yt2vahj57aw6N04jZUoFNKrBE4E6K8IJ9k6X8/XKohpK1B0yRTTohEEZkBriNyon5Ta+tayh1ENvtIzr",
+	"ZhQaaVLaTEEcywKnqeL78IBfYlQ/GeS40f0gGxTEf1f2EUqgEpWAp1sQeA2U6NpTRSq/o9nvSKqYgYlJ",
+	"wRGE4vqwDODlSczLfpdfYrIeTHgfwHRlyKnC0Gw4DWdEGKyjDU5uEXXIPJiKNkXE9hJmQ3bmlHODJTg1",
+	"3UyYu67zthFD/46K31HR4XjSNPVcjYWF12YFnd+a4AwDloYJjWCasUD/UBBndf3EECVWhrV5QMBNfJiE",
+	"7gjJbJSbaRKRkVQXiARHOGTbUoHuSCZbUM04vNtxDT0Fqplz+Y5u39FtSZ9WgIFKMapFmzZoVxcu3QoG",
+	"3tj5t1SAjzxtJDKurmoQIsritIAip1UdVsXuekN2Dem7Gje1LViLqD6oV9Pb/N9vGSfi1oBo0bhaNv4V",
+	"Xvt/FcSoXdY34YBJedqbRDPXSsCPjXe6KuOlPc1RkaeRznMYEYSXu/AOWSdLMWX6K+jLCw76edmPUgMF",
+	"zxUg8rmSlva0RcW4oJXIZMvTHg1ZbW9VuTVYU71xfwmceqm+bMP6cM+qNPRI56FHoUkjh65wnMU6T8yk",
+	"WVap5b4AYXPYX2MF8dcyaMbKrsio3jLItNHN+cmsIs6WnAoEa8s+eHZuiwpsn8JvM/ares/NPPxNs+md",
+	"5PlVW3j6S/KWifETNHdvTuRVvcrC96jcb0aGr62XDwRl5tAoPzn2c+79L3UYXRl/9w7nd2KpME1FBSE+",
+	"tWyFbj0uMw6NGoUJhtPcOjROmSEzwaw6VhRJPsd5YixPMwqVcI4aNLiHIA4M/I5WPK+tSNHcRqhqS9id",
+	"S0E3Cbur7Rss7trU9G8Qe2dMJHWu3cr5t7KQXNdA0JhJNoTX/arI/8oc7wYXLpuxYm+XyoHJxQagM5UI",
+	"7KOhZutOq09N+KtWGsg03dQfoD6ChvfSZwm9BmyvVipQUpDekEHPyqjqahnpZgUru1iuEXtfV6ezJkGz",
+	"7PiskM2mQPtyFAEva+5TU8QgGBz2oRi2aa7b769utevPt6zt32gNNhRv5br0EbWmTjrdAn6TZElfa1UP",
+	"Kz3T1QeU1mUu4Hv+ZLvaoZAO4iAb2Pu7okP7X6p+vY/7ZUPn7V3LvvWEq1tLcyQg2gfYnj+PpdZM+Fvn",
+	"sfy1IAXRufNKDihpHlgZymUzPg8hzEx3gpOapBLUwY1WLgtkfNTqGQgmg2J+ps5qGWdfurktkUYpF0rp",
+	"KyuvgelOwFRldTwIyPXJE05SaXmbumohZO5He36Lm3myVcZ4elrTJqvb0wvRZ3UfyXcS4xepAXUcWFNY",
+	"1CJN1+tv1Ot5ffykEEKXJ/KyWpTyGJexDomC9rwq5aXj8goG5bsqHW+wvw+vTbmQg5f9l33wJZm1+Y0s",
+	"IHTkBJcp3VA11dCBMtp0maa8wwxPWmyCzghgE1x+G3zW6iTLrKBabRDjqUadekcuIvacoR2P9vIEJgYI",
+	"4lKxG5UaVkWldFC45Dw1yy87VKnTju+cucpAIT9x1cR/uapJybc9J2NLqiyPWFPbavXQPFdUApy66Yeu",
+	"a261JdBtpwM/+b02TXShyXWNpBnJyjb3VwT9FGG2QIcPDwjHd4zPU5JMTLLBman6M2RQ9qeTk4TmJAaF",
+	"je+FCCNJZ0TtQrsvDk6Q0DQ55owRqGKmBWFTYySnJEFYDtkJEiE6QTPKQnTU1/8eoqn6bhqigz6a6sZ1",
+	"6o/O//u/h330P9GvVEqSn9YLVCHO0PHhq/2T/tGQUYGmnHGoElBktmSy7vAlSbbXc5p3GZK/rNj6qLph",
+	"KOfu6W9rftvKFGML7G5uKWsgY3WViuzXXW3WaqABEFflbVbX5YWIyP8OAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -17,6 +17,7 @@ import (
 	"github.com/contactd/contactd/internal/enrich"
 	"github.com/contactd/contactd/internal/httpapi"
 	"github.com/contactd/contactd/internal/pgembed"
+	"github.com/contactd/contactd/internal/ratelimit"
 	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/webhook"
 )
@@ -106,7 +107,8 @@ func NewServices(cfg config.Config, st *store.Store, log *slog.Logger) (*Service
 
 // Handler builds the HTTP handler of the API over st.
 func Handler(cfg config.Config, st *store.Store, svc *Services, log *slog.Logger) (http.Handler, error) {
-	return httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes}, httpapi.Deps{
+	limits := ratelimit.Limits{ReadsPer10s: cfg.RateReadsPer10s, WritesPer10s: cfg.RateWritesPer10s, AccountPerDay: cfg.RateAccountPerDay}
+	return httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, RateLimits: limits}, httpapi.Deps{
 		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Webhooks: svc.Webhooks, Deliveries: svc.Deliveries,
 		Ready: func(ctx context.Context) error { return ready(ctx, st) },
 	})

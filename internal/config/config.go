@@ -32,6 +32,10 @@ type Config struct {
 	IdleTimeout        time.Duration // CONTACTD_IDLE_TIMEOUT
 	ShutdownTimeout    time.Duration // CONTACTD_SHUTDOWN_TIMEOUT
 
+	RateReadsPer10s   int // CONTACTD_RATE_READS_PER_10S: per API key; 0 disables
+	RateWritesPer10s  int // CONTACTD_RATE_WRITES_PER_10S: per API key; 0 disables
+	RateAccountPerDay int // CONTACTD_RATE_ACCOUNT_PER_DAY: per account per UTC day; 0 disables
+
 	WebhookAllowHTTP       bool           // CONTACTD_WEBHOOK_ALLOW_HTTP: admit http:// subscription URLs
 	WebhookAllowedNetworks []netip.Prefix // CONTACTD_WEBHOOK_ALLOWED_NETWORKS: CIDRs exempt from the SSRF guard
 	WebhookAllowedRaw      string
@@ -50,7 +54,8 @@ func Default() Config {
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
 		ShutdownTimeout: 30 * time.Second,
-		WebhookTimeout:  15 * time.Second, WebhookWorkers: 64, WebhookRescueAfter: time.Minute,
+		RateReadsPer10s: 100, RateWritesPer10s: 50, RateAccountPerDay: 350_000,
+		WebhookTimeout: 15 * time.Second, WebhookWorkers: 64, WebhookRescueAfter: time.Minute,
 	}
 }
 
@@ -81,6 +86,9 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	durVar(&c.WriteTimeout, "write-timeout", env("CONTACTD_WRITE_TIMEOUT", ""), d.WriteTimeout, "(CONTACTD_WRITE_TIMEOUT)")
 	durVar(&c.IdleTimeout, "idle-timeout", env("CONTACTD_IDLE_TIMEOUT", ""), d.IdleTimeout, "(CONTACTD_IDLE_TIMEOUT)")
 	durVar(&c.ShutdownTimeout, "shutdown-timeout", env("CONTACTD_SHUTDOWN_TIMEOUT", ""), d.ShutdownTimeout, "(CONTACTD_SHUTDOWN_TIMEOUT)")
+	intVar(&c.RateReadsPer10s, "rate-reads-per-10s", env("CONTACTD_RATE_READS_PER_10S", ""), int64(d.RateReadsPer10s), "reads per API key per sliding 10 s, 0 disables (CONTACTD_RATE_READS_PER_10S)")
+	intVar(&c.RateWritesPer10s, "rate-writes-per-10s", env("CONTACTD_RATE_WRITES_PER_10S", ""), int64(d.RateWritesPer10s), "writes per API key per sliding 10 s, 0 disables (CONTACTD_RATE_WRITES_PER_10S)")
+	intVar(&c.RateAccountPerDay, "rate-account-per-day", env("CONTACTD_RATE_ACCOUNT_PER_DAY", ""), int64(d.RateAccountPerDay), "requests per account per UTC day, 0 disables (CONTACTD_RATE_ACCOUNT_PER_DAY)")
 	c.boolVar(fs, &c.WebhookAllowHTTP, "webhook-allow-http", env("CONTACTD_WEBHOOK_ALLOW_HTTP", ""), "admit http:// webhook URLs, for local development (CONTACTD_WEBHOOK_ALLOW_HTTP)")
 	durVar(&c.WebhookTimeout, "webhook-timeout", env("CONTACTD_WEBHOOK_TIMEOUT", ""), d.WebhookTimeout, "one delivery attempt (CONTACTD_WEBHOOK_TIMEOUT)")
 	intVar(&c.WebhookWorkers, "webhook-workers", env("CONTACTD_WEBHOOK_WORKERS", ""), int64(d.WebhookWorkers), "delivery attempts at once (CONTACTD_WEBHOOK_WORKERS)")
@@ -118,6 +126,9 @@ func (c *Config) Finish() error {
 	}
 	if c.MaxBodyBytes < 1024 {
 		errs = append(errs, errors.New("CONTACTD_MAX_BODY_BYTES: must be at least 1024"))
+	}
+	if c.RateReadsPer10s < 0 || c.RateWritesPer10s < 0 || c.RateAccountPerDay < 0 {
+		errs = append(errs, errors.New("CONTACTD_RATE_*: limits must be 0 (off) or positive"))
 	}
 	if c.DBMaxConns < 2 {
 		errs = append(errs, errors.New("CONTACTD_DB_MAX_CONNS: must be at least 2"))

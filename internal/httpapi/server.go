@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -16,12 +17,15 @@ import (
 	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
+	"github.com/contactd/contactd/internal/ratelimit"
 	"github.com/contactd/contactd/internal/webhook"
 )
 
 // Config holds the HTTP layer's settings.
 type Config struct {
 	MaxBodyBytes int64
+	// RateLimits are per API key (10 s) and per account (day); zero values disable them.
+	RateLimits ratelimit.Limits
 }
 
 // Deps are the services the API calls.
@@ -46,6 +50,7 @@ type Server struct {
 	deliveries *delivery.Service
 	ready      func(ctx context.Context) error
 	routes     routeTable
+	limiter    *ratelimit.Limiter
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
@@ -58,7 +63,8 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	}
 	spec.Servers = nil
 	s := &Server{cfg: cfg, log: d.Log, auth: d.Auth, contacts: d.Contacts, webhooks: d.Webhooks,
-		deliveries: d.Deliveries, ready: d.Ready, routes: newRouteTable(spec)}
+		deliveries: d.Deliveries, ready: d.Ready, routes: newRouteTable(spec),
+		limiter: ratelimit.New(cfg.RateLimits, time.Now)}
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true

@@ -1,0 +1,41 @@
+package httpapi
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/auth"
+)
+
+var errRateLimited = apperr.New(apperr.KindRateLimited, "TooManyRequests", "rate limit exceeded; retry after the Retry-After seconds")
+
+// rateLimit counts the request against its key's 10-second window (reads and writes apart)
+// and its account's day, and shows what is left in the X-RateLimit-* headers.
+func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		p, ok := auth.FromContext(c.Request().Context())
+		if !ok { // a public operation
+			return next(c)
+		}
+		write := c.Request().Method != http.MethodGet && c.Request().Method != http.MethodHead
+		d := s.limiter.Allow(p.KeyID.String(), p.AccountID.String(), write)
+		h := c.Response().Header()
+		if d.Limit > 0 {
+			h.Set("X-RateLimit-Limit-10", strconv.Itoa(d.Limit))
+			h.Set("X-RateLimit-Remaining-10", strconv.Itoa(d.Remaining))
+		}
+		if d.DayLimit > 0 {
+			h.Set("X-RateLimit-Limit-Day", strconv.Itoa(d.DayLimit))
+			h.Set("X-RateLimit-Remaining-Day", strconv.Itoa(d.DayRemaining))
+		}
+		if !d.Allowed {
+			h.Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(d.RetryAfter.Seconds())))))
+			return errRateLimited
+		}
+		return next(c)
+	}
+}
