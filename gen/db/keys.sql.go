@@ -152,19 +152,19 @@ func (q *Queries) KeyRevokeByPrefix(ctx context.Context, arg KeyRevokeByPrefixPa
 }
 
 const keyTouch = `-- name: KeyTouch :exec
-UPDATE api_keys SET last_used_at = $3
-WHERE account_id = $1 AND key_id = $2
-  AND (last_used_at IS NULL OR last_used_at < $3 - interval '1 minute')
+UPDATE api_keys SET last_used_at = $1::timestamptz
+WHERE account_id = $2 AND key_id = $3
+  AND (last_used_at IS NULL OR last_used_at < $1::timestamptz - interval '1 minute')
 `
 
 type KeyTouchParams struct {
-	AccountID  uuid.UUID
-	KeyID      uuid.UUID
-	LastUsedAt *time.Time
+	UsedAt    time.Time
+	AccountID uuid.UUID
+	KeyID     uuid.UUID
 }
 
-// Records use at most once a minute per key, so the hot path rarely writes.
+// Records use at most once a minute per key, also across processes: the hot path rarely writes.
 func (q *Queries) KeyTouch(ctx context.Context, arg KeyTouchParams) error {
-	_, err := q.db.Exec(ctx, keyTouch, arg.AccountID, arg.KeyID, arg.LastUsedAt)
+	_, err := q.db.Exec(ctx, keyTouch, arg.UsedAt, arg.AccountID, arg.KeyID)
 	return err
 }

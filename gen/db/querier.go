@@ -49,7 +49,7 @@ type Querier interface {
 	KeyInsert(ctx context.Context, arg KeyInsertParams) (ApiKey, error)
 	KeyListByAccount(ctx context.Context, name string) ([]ApiKey, error)
 	KeyRevokeByPrefix(ctx context.Context, arg KeyRevokeByPrefixParams) ([]ApiKey, error)
-	// Records use at most once a minute per key, so the hot path rarely writes.
+	// Records use at most once a minute per key, also across processes: the hot path rarely writes.
 	KeyTouch(ctx context.Context, arg KeyTouchParams) error
 	// Archiving twice keeps the first archive time.
 	PropertyArchive(ctx context.Context, arg PropertyArchiveParams) (uuid.UUID, error)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -49,7 +50,13 @@ type Key struct {
 type Service struct {
 	store *store.Store
 	now   func() time.Time
+	// touched remembers when this process last recorded each key's use, so the hot path
+	// writes last_used_at at most once per TouchEvery per key.
+	touched sync.Map // uuid.UUID -> time.Time
 }
+
+// TouchEvery is the resolution of a key's last-used time.
+const TouchEvery = time.Minute
 
 // NewService returns a Service on st.
 func NewService(st *store.Store, now func() time.Time) *Service {
@@ -138,7 +145,23 @@ func (s *Service) Authenticate(ctx context.Context, key string) (Principal, erro
 	if errors.Is(err, apperr.ErrNoRows) {
 		return Principal{}, ErrUnauthorized
 	}
+	if err == nil {
+		s.touch(ctx, p)
+	}
 	return p, err
+}
+
+// touch records that the key was used, cheaply: one UPDATE per key per TouchEvery per
+// process, and a failure to record it does not fail the request.
+func (s *Service) touch(ctx context.Context, p Principal) {
+	now := s.now()
+	if last, ok := s.touched.Load(p.KeyID); ok && now.Sub(last.(time.Time)) < TouchEvery {
+		return
+	}
+	s.touched.Store(p.KeyID, now)
+	_ = s.store.Read(ctx, func(q *db.Queries) error {
+		return q.KeyTouch(ctx, db.KeyTouchParams{AccountID: p.AccountID, KeyID: p.KeyID, UsedAt: now})
+	})
 }
 
 func wellFormed(key string) bool {

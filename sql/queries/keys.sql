@@ -20,7 +20,7 @@ WHERE prefix = $1 AND revoked_at IS NULL
 RETURNING *;
 
 -- name: KeyTouch :exec
--- Records use at most once a minute per key, so the hot path rarely writes.
-UPDATE api_keys SET last_used_at = $3
-WHERE account_id = $1 AND key_id = $2
-  AND (last_used_at IS NULL OR last_used_at < $3 - interval '1 minute');
+-- Records use at most once a minute per key, also across processes: the hot path rarely writes.
+UPDATE api_keys SET last_used_at = sqlc.arg('used_at')::timestamptz
+WHERE account_id = sqlc.arg('account_id') AND key_id = sqlc.arg('key_id')
+  AND (last_used_at IS NULL OR last_used_at < sqlc.arg('used_at')::timestamptz - interval '1 minute');
