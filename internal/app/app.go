@@ -10,12 +10,15 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/config"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/enrich"
 	"github.com/contactd/contactd/internal/httpapi"
+	"github.com/contactd/contactd/internal/metrics"
 	"github.com/contactd/contactd/internal/pgembed"
 	"github.com/contactd/contactd/internal/ratelimit"
 	"github.com/contactd/contactd/internal/store"
@@ -81,15 +84,19 @@ type Services struct {
 	Webhooks   *webhook.Service
 	Deliveries *delivery.Service
 	Enrich     *enrich.Service
+	Metrics    *metrics.Metrics
 }
 
 // NewServices builds the domain services. Delivery workers are not started.
 func NewServices(cfg config.Config, st *store.Store, log *slog.Logger) (*Services, error) {
+	m := metrics.New()
+	m.WatchPool(st.Pool)
+	m.WatchQueue(queueDepth(st))
 	enricher := enrich.New(st, enrich.Options{Resolver: net.DefaultResolver, Now: Now, Log: log})
 	deliveries, err := delivery.New(st, delivery.Options{
 		Timeout: cfg.WebhookTimeout, AllowedNetworks: cfg.WebhookAllowedNetworks, Workers: cfg.WebhookWorkers,
 		RescueAfter: cfg.WebhookRescueAfter, SweepEvery: 10 * time.Minute, Now: Now, Log: log,
-		Register: enricher.Register,
+		Register: enricher.Register, Metrics: m,
 	})
 	if err != nil {
 		return nil, err
@@ -102,7 +109,27 @@ func NewServices(cfg config.Config, st *store.Store, log *slog.Logger) (*Service
 		Webhooks:   webhook.NewService(st, Now, cfg.WebhookAllowHTTP),
 		Deliveries: deliveries,
 		Enrich:     enricher,
+		Metrics:    m,
 	}, nil
+}
+
+// queueDepth counts River's unfinished jobs by queue and state, for /metrics.
+func queueDepth(st *store.Store) metrics.QueueDepth {
+	return func(ctx context.Context) (map[[2]string]float64, error) {
+		rows, err := st.Pool.Query(ctx, `SELECT queue, state::text, count(*) FROM river_job
+			WHERE state IN ('available', 'scheduled', 'retryable', 'running', 'pending') GROUP BY 1, 2`)
+		if err != nil {
+			return nil, err
+		}
+		out := map[[2]string]float64{}
+		var queue, state string
+		var n int64
+		_, err = pgx.ForEachRow(rows, []any{&queue, &state, &n}, func() error {
+			out[[2]string{queue, state}] = float64(n)
+			return nil
+		})
+		return out, err
+	}
 }
 
 // Handler builds the HTTP handler of the API over st.
@@ -110,7 +137,8 @@ func Handler(cfg config.Config, st *store.Store, svc *Services, log *slog.Logger
 	limits := ratelimit.Limits{ReadsPer10s: cfg.RateReadsPer10s, WritesPer10s: cfg.RateWritesPer10s, AccountPerDay: cfg.RateAccountPerDay}
 	return httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, RateLimits: limits}, httpapi.Deps{
 		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Webhooks: svc.Webhooks, Deliveries: svc.Deliveries,
-		Ready: func(ctx context.Context) error { return ready(ctx, st) },
+		Ready:   func(ctx context.Context) error { return ready(ctx, st) },
+		Metrics: svc.Metrics,
 	})
 }
 

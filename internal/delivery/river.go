@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/metrics"
 	"github.com/contactd/contactd/internal/store"
 )
 
@@ -31,6 +32,8 @@ type Options struct {
 	Log        *slog.Logger
 	// Register adds other packages' workers (enrichment) to the one job client of the process.
 	Register func(*river.Workers)
+	// Metrics counts attempts by outcome; nil records nothing.
+	Metrics *metrics.Metrics
 }
 
 // New returns the delivery service over st. It can enqueue at once; Start runs workers.
@@ -39,7 +42,7 @@ func New(st *store.Store, opt Options) (*Service, error) {
 		opt.Now = func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
 	}
 	s := &Service{store: st, http: NewHTTPClient(opt.Timeout, opt.AllowedNetworks), timeout: opt.Timeout,
-		now: opt.Now, rnd: defaultRand, log: opt.Log}
+		now: opt.Now, rnd: defaultRand, log: opt.Log, metrics: opt.Metrics}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &worker{s: s})
 	river.AddWorker(workers, &sweepWorker{s: s})

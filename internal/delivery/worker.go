@@ -18,6 +18,7 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/metrics"
 	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/webhook"
 )
@@ -53,6 +54,7 @@ type Service struct {
 	now     func() time.Time
 	rnd     func() float64
 	log     *slog.Logger
+	metrics *metrics.Metrics
 }
 
 var _ webhook.Enqueuer = (*Service)(nil)
@@ -91,6 +93,18 @@ type outcome struct {
 func (o outcome) ok() bool   { return o.status != nil && *o.status >= 200 && *o.status < 300 }
 func (o outcome) gone() bool { return o.status != nil && *o.status == http.StatusGone }
 
+func (o outcome) label() string {
+	switch {
+	case o.ok():
+		return metrics.OutcomeSuccess
+	case o.gone():
+		return metrics.OutcomeGone
+	case o.status != nil:
+		return metrics.OutcomeFailure
+	}
+	return metrics.OutcomeError
+}
+
 // Attempt makes one attempt of a delivery and records it; the workers call it, and tests
 // call it to drive attempts without waiting for the schedule.
 func (s *Service) Attempt(ctx context.Context, a Args) error {
@@ -110,6 +124,7 @@ func (s *Service) Attempt(ctx context.Context, a Args) error {
 		o.err = "subscription removed"
 	} else {
 		o = s.post(ctx, d)
+		s.metrics.ObserveAttempt(o.label(), o.latency)
 	}
 	return s.record(ctx, a, d, o)
 }

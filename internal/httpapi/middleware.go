@@ -64,14 +64,19 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Error(err)
 		}
 		ctx := c.Request().Context()
+		latency, status := time.Since(start), c.Response().Status
 		attrs := []slog.Attr{
 			slog.String("request_id", requestID(c)), slog.String("method", c.Request().Method),
-			slog.String("path", c.Request().URL.Path), slog.Int("status", c.Response().Status),
-			slog.Duration("latency", time.Since(start)),
+			slog.String("path", c.Request().URL.Path), slog.Int("status", status),
+			slog.Duration("latency", latency),
 		}
-		if op := operationID(ctx); op != "" {
+		op := operationID(ctx)
+		if op != "" {
 			attrs = append(attrs, slog.String("operation_id", op))
+		} else {
+			op = "other" // health checks, metrics, unknown paths: one label, bounded cardinality
 		}
+		s.metrics.ObserveRequest(op, status, latency)
 		if p, ok := auth.FromContext(ctx); ok {
 			attrs = append(attrs, slog.String("account_id", p.AccountID.String()))
 		}

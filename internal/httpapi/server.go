@@ -17,6 +17,7 @@ import (
 	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
+	"github.com/contactd/contactd/internal/metrics"
 	"github.com/contactd/contactd/internal/ratelimit"
 	"github.com/contactd/contactd/internal/webhook"
 )
@@ -38,6 +39,8 @@ type Deps struct {
 	Deliveries *delivery.Service
 	// Ready reports whether the service can take traffic (database up, migrations current).
 	Ready func(ctx context.Context) error
+	// Metrics records requests and serves /metrics; nil disables both.
+	Metrics *metrics.Metrics
 }
 
 // Server implements api.StrictServerInterface.
@@ -51,6 +54,7 @@ type Server struct {
 	ready      func(ctx context.Context) error
 	routes     routeTable
 	limiter    *ratelimit.Limiter
+	metrics    *metrics.Metrics
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
@@ -64,7 +68,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	spec.Servers = nil
 	s := &Server{cfg: cfg, log: d.Log, auth: d.Auth, contacts: d.Contacts, webhooks: d.Webhooks,
 		deliveries: d.Deliveries, ready: d.Ready, routes: newRouteTable(spec),
-		limiter: ratelimit.New(cfg.RateLimits, time.Now)}
+		limiter: ratelimit.New(cfg.RateLimits, time.Now), metrics: d.Metrics}
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -74,6 +78,9 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 		DisableStackAll: true, LogErrorFunc: s.logPanic}), s.apiRoute)
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
+	if d.Metrics != nil {
+		e.GET("/metrics", echo.WrapHandler(d.Metrics.Handler()))
+	}
 	api.RegisterHandlers(e, api.NewStrictHandler(s, nil))
 	return e, nil
 }

@@ -1,0 +1,73 @@
+package httpapi_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+func scrape(t *testing.T, a *testkit.API) string {
+	t.Helper()
+	r := a.Do("GET", "/metrics", "", nil)
+	if r.Status != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("/metrics: %d %v", r.Status, r.Header)
+	}
+	return string(r.Body)
+}
+
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, testkit.LocalDelivery)
+	_, key := a.Account("acme")
+	rc := listen(t, a, key, "TagsAdded")
+	id := createContact(t, a, key, map[string]any{"email": "m@example.com", "tags": []string{"x"}}).Contact.ContactId
+	a.Do("GET", "/public/v1/contact?contactId="+id, key, nil)
+	a.Do("GET", "/public/v1/contact?contactId=01939d3c-0000-7000-8000-000000000000", key, nil)
+	a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "nope"})
+	a.Do("GET", "/healthz", "", nil)
+
+	text := scrape(t, a)
+	for _, want := range []string{
+		`contactd_http_requests_total{operation="createContact",status="200"} 1`,
+		`contactd_http_requests_total{operation="createContact",status="400"} 1`,
+		`contactd_http_requests_total{operation="getContact",status="200"} 1`,
+		`contactd_http_requests_total{operation="getContact",status="404"} 1`,
+		`contactd_http_requests_total{operation="other",status="200"} 1`,
+		`contactd_http_request_duration_seconds_bucket{operation="getContact",status="200",le="+Inf"} 1`,
+		`contactd_db_pool_max_connections 16`,
+		`contactd_db_pool_connections{state="idle"}`,
+		// workers are not running yet: the delivery and the enrichment wait in their queues.
+		`contactd_job_queue_depth{queue="webhooks",state="available"} 1`,
+		`contactd_job_queue_depth{queue="default",state="available"} 1`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %s\n%s", want, grep(text, "contactd_http_requests"))
+		}
+	}
+	a.StartWorkers()
+	rc.Next(t, 10*time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(text, `contactd_webhook_attempts_total{outcome="success"} 1`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no successful attempt counted:\n%s", grep(text, "contactd_webhook"))
+		}
+		time.Sleep(50 * time.Millisecond)
+		text = scrape(t, a)
+	}
+	if !strings.Contains(text, `contactd_webhook_attempt_duration_seconds_count 1`) {
+		t.Errorf("attempt latency not observed:\n%s", grep(text, "contactd_webhook"))
+	}
+}
+
+func grep(text, prefix string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -1,0 +1,142 @@
+// Package metrics is contactd's Prometheus instrumentation: requests and latency per
+// operation and status, webhook attempts by outcome, the database pool and the job queue.
+// A nil *Metrics records nothing, so code under test needs no registry.
+package metrics
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics holds the collectors of one process.
+type Metrics struct {
+	registry       *prometheus.Registry
+	requests       *prometheus.CounterVec
+	latency        *prometheus.HistogramVec
+	attempts       *prometheus.CounterVec
+	attemptLatency prometheus.Histogram
+}
+
+// New returns the process's metrics, with the Go runtime and process collectors.
+func New() *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "contactd_http_requests_total", Help: "HTTP requests by API operation and status code.",
+		}, []string{"operation", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "contactd_http_request_duration_seconds", Help: "HTTP request latency by API operation and status code.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10},
+		}, []string{"operation", "status"}),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "contactd_webhook_attempts_total",
+			Help: "Webhook delivery attempts by outcome: success (2xx), failure (other status), gone (410), error (no response).",
+		}, []string{"outcome"}),
+		attemptLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "contactd_webhook_attempt_duration_seconds", Help: "Time to the receiver's answer or the failure.",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 15},
+		}),
+	}
+	m.registry.MustRegister(m.requests, m.latency, m.attempts, m.attemptLatency,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+}
+
+// ObserveRequest counts one HTTP request; operation is the spec's operationId or "other".
+func (m *Metrics) ObserveRequest(operation string, status int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	s := strconv.Itoa(status)
+	m.requests.WithLabelValues(operation, s).Inc()
+	m.latency.WithLabelValues(operation, s).Observe(d.Seconds())
+}
+
+// Attempt outcomes.
+const (
+	OutcomeSuccess = "success"
+	OutcomeFailure = "failure"
+	OutcomeGone    = "gone"
+	OutcomeError   = "error"
+)
+
+// ObserveAttempt counts one webhook delivery attempt.
+func (m *Metrics) ObserveAttempt(outcome string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.attempts.WithLabelValues(outcome).Inc()
+	m.attemptLatency.Observe(d.Seconds())
+}
+
+// WatchPool exports the pool's statistics at each scrape.
+func (m *Metrics) WatchPool(pool *pgxpool.Pool) {
+	m.registry.MustRegister(poolCollector{pool})
+}
+
+// QueueDepth counts the jobs waiting or running, by queue and state.
+type QueueDepth func(ctx context.Context) (map[[2]string]float64, error)
+
+// WatchQueue exports the job queue's depth at each scrape.
+func (m *Metrics) WatchQueue(depth QueueDepth) {
+	m.registry.MustRegister(queueCollector{depth})
+}
+
+var (
+	poolDescs = map[string]*prometheus.Desc{
+		"total":    prometheus.NewDesc("contactd_db_pool_connections", "Connections in the pool by state.", []string{"state"}, nil),
+		"max":      prometheus.NewDesc("contactd_db_pool_max_connections", "The pool's size limit.", nil, nil),
+		"acquires": prometheus.NewDesc("contactd_db_pool_acquires_total", "Connections acquired from the pool.", nil, nil),
+		"waits":    prometheus.NewDesc("contactd_db_pool_empty_acquires_total", "Acquires that had to wait for a connection.", nil, nil),
+		"wait":     prometheus.NewDesc("contactd_db_pool_acquire_seconds_total", "Time spent acquiring connections.", nil, nil),
+	}
+	queueDesc = prometheus.NewDesc("contactd_job_queue_depth", "Jobs not yet finished, by queue and state.", []string{"queue", "state"}, nil)
+)
+
+type poolCollector struct{ pool *pgxpool.Pool }
+
+func (c poolCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range poolDescs {
+		ch <- d
+	}
+}
+
+func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.pool.Stat()
+	ch <- prometheus.MustNewConstMetric(poolDescs["total"], prometheus.GaugeValue, float64(s.AcquiredConns()), "acquired")
+	ch <- prometheus.MustNewConstMetric(poolDescs["total"], prometheus.GaugeValue, float64(s.IdleConns()), "idle")
+	ch <- prometheus.MustNewConstMetric(poolDescs["total"], prometheus.GaugeValue, float64(s.ConstructingConns()), "constructing")
+	ch <- prometheus.MustNewConstMetric(poolDescs["max"], prometheus.GaugeValue, float64(s.MaxConns()))
+	ch <- prometheus.MustNewConstMetric(poolDescs["acquires"], prometheus.CounterValue, float64(s.AcquireCount()))
+	ch <- prometheus.MustNewConstMetric(poolDescs["waits"], prometheus.CounterValue, float64(s.EmptyAcquireCount()))
+	ch <- prometheus.MustNewConstMetric(poolDescs["wait"], prometheus.CounterValue, s.AcquireDuration().Seconds())
+}
+
+type queueCollector struct{ depth QueueDepth }
+
+func (c queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- queueDesc }
+
+func (c queueCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	depths, err := c.depth(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(queueDesc, err)
+		return
+	}
+	for k, v := range depths {
+		ch <- prometheus.MustNewConstMetric(queueDesc, prometheus.GaugeValue, v, k[0], k[1])
+	}
+}
