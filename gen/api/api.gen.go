@@ -1028,6 +1028,9 @@ type NotFound = Error
 // PayloadTooLarge The body of every failure.
 type PayloadTooLarge = Error
 
+// ServiceUnavailable The body of every failure.
+type ServiceUnavailable = Error
+
 // TagsResult defines model for TagsResult.
 type TagsResult = TagsResponse
 
@@ -1484,6 +1487,8 @@ type NotFoundJSONResponse Error
 
 type PayloadTooLargeJSONResponse Error
 
+type ServiceUnavailableJSONResponse Error
+
 type TagsResultJSONResponse TagsResponse
 
 type TooManyRequestsResponseHeaders struct {
@@ -1569,6 +1574,20 @@ func (response GetConsent500JSONResponse) VisitGetConsentResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConsent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetConsent503JSONResponse) VisitGetConsentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1676,6 +1695,20 @@ func (response GetContact500JSONResponse) VisitGetContactResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetContact503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetContact503JSONResponse) VisitGetContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1803,6 +1836,20 @@ func (response CreateContact500JSONResponse) VisitCreateContactResponse(w http.R
 	return err
 }
 
+type CreateContact503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateContact503JSONResponse) VisitCreateContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ArchivePropertyRequestObject struct {
 	PropertyId string `json:"propertyId"`
 }
@@ -1896,6 +1943,20 @@ func (response ArchiveProperty500JSONResponse) VisitArchivePropertyResponse(w ht
 	return err
 }
 
+type ArchiveProperty503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ArchiveProperty503JSONResponse) VisitArchivePropertyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteContactRequestObject struct {
 	ContactId ContactIdPath `json:"contactId"`
 }
@@ -1979,6 +2040,20 @@ func (response DeleteContact500JSONResponse) VisitDeleteContactResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteContact503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteContact503JSONResponse) VisitDeleteContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2117,6 +2192,20 @@ func (response UpdateContact500JSONResponse) VisitUpdateContactResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateContact503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateContact503JSONResponse) VisitUpdateContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2269,6 +2358,20 @@ func (response RecordContactActivity500JSONResponse) VisitRecordContactActivityR
 	return err
 }
 
+type RecordContactActivity503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RecordContactActivity503JSONResponse) VisitRecordContactActivityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AddContactPropertyRequestObject struct {
 	ContactId ContactIdPath `json:"contactId"`
 	Body      *AddContactPropertyJSONRequestBody
@@ -2403,6 +2506,20 @@ func (response AddContactProperty500JSONResponse) VisitAddContactPropertyRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddContactProperty503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AddContactProperty503JSONResponse) VisitAddContactPropertyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2545,6 +2662,20 @@ func (response RemoveContactTags500JSONResponse) VisitRemoveContactTagsResponse(
 	return err
 }
 
+type RemoveContactTags503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RemoveContactTags503JSONResponse) VisitRemoveContactTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AddContactTagsRequestObject struct {
 	ContactId ContactIdPath `json:"contactId"`
 	Body      *AddContactTagsJSONRequestBody
@@ -2679,6 +2810,20 @@ func (response AddContactTags500JSONResponse) VisitAddContactTagsResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddContactTags503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AddContactTags503JSONResponse) VisitAddContactTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2821,6 +2966,20 @@ func (response ReplaceContactTags500JSONResponse) VisitReplaceContactTagsRespons
 	return err
 }
 
+type ReplaceContactTags503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ReplaceContactTags503JSONResponse) VisitReplaceContactTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhooksRequestObject struct {
 }
 
@@ -2895,6 +3054,20 @@ func (response ListWebhooks500JSONResponse) VisitListWebhooksResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListWebhooks503JSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3022,6 +3195,20 @@ func (response CreateWebhook500JSONResponse) VisitCreateWebhookResponse(w http.R
 	return err
 }
 
+type CreateWebhook503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateWebhook503JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteWebhookRequestObject struct {
 	SubscriptionId SubscriptionIdPath `json:"subscriptionId"`
 }
@@ -3105,6 +3292,20 @@ func (response DeleteWebhook500JSONResponse) VisitDeleteWebhookResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteWebhook503JSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3217,6 +3418,20 @@ func (response ListWebhookDeliveries500JSONResponse) VisitListWebhookDeliveriesR
 	return err
 }
 
+type ListWebhookDeliveries503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListWebhookDeliveries503JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RedeliverWebhookRequestObject struct {
 	SubscriptionId SubscriptionIdPath `json:"subscriptionId"`
 	DeliveryId     string             `json:"deliveryId"`
@@ -3321,6 +3536,20 @@ func (response RedeliverWebhook500JSONResponse) VisitRedeliverWebhookResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RedeliverWebhook503JSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3974,175 +4203,178 @@ func (sh *strictHandler) RedeliverWebhook(ctx echo.Context, subscriptionId Subsc
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H35cuO43eCroLjfVssVSpavPuQ/8jnunowzfTg+Mvmm1RtCJCRhTAFsArSsdLlqH2JfZF9hH2Wf5Cv8",
-	"AJAgBepq92Sq0qnKtCWROH/3+SWI+SzjjDApgsGXYEpwQnL48wpL8pbOqIT/HPTVdwkRcU4zSTkLBsEV",
-	"+VwQIQXiYySnVKA7yhLUyQlOBOI5mudUErGH5JSgs8sLdEcWaIbV/+8IogxhtkAHfSRIzFkiekEYiHhK",
-	"ZljNJBcZCQYBZZJMSB48PoaNBb3GixUrUlPiOOYFk9WUGcnR7c05SvBi88muyAxTRtlk8xNIyViq/alF",
-	"3JHFM4HiIs8Jk+ig39W7RXPKEj7fYRmb73uKhV6K5AleoM7tzfnemgkfwyDDOZ4RaYDgnDOJY3mRXGI5",
-	"XZ73ZkpQrB95JhBNCJN0TEneQ2dohtMxz2ckcb5HVCBBZ1m6QIxLNOYFS9SSyAOeZalaS//g1dFJf/S8",
-	"e5K8IN0X8RHuvhofkO7h6Dh+nrwkfXxwGIQBVbNnak1hwPBMvRnbpQZhkJPPBc1JEgxkXhB3yzP88Jaw",
-	"idrM8+MwmFFmPx6E9jyEzCmbwPlfF6Nyv6sOQTjP1U9iy929euXfnagt5Om2+KhHIkL+iSeUwKXf4In4",
-	"E08AztSpEibVnzjLUhpjtYL9X4Xa+pdqa18CiSciGHwMUoLV+nhGWHfKC0GCT4/u8v4jJ+NgEPyP/Yry",
-	"7Otfxb6a2cBytbZql/obkXEm9Er/hBP7+MZrhReTQv8OKxfFbIbzhblKhWipAlSJ7wgLwuAepwXR4yfq",
-	"7F7bdw1yBGGQYIntCjQMbgjJj2EwI0LgiRoYW1xCcyqnmqDo1eBUEdUFIg9USAGQSdk9TmlSX/81nCO6",
-	"pzyFvQvP8i/0i/bcqsWTPOcK6z9+CcaUpGoPI54serCEwF2owl2MYBi7wCTJiRAAlxjOO1DIj2Xw+Km2",
-	"R0WgDMCpMza7GKBqpgFqHx5gYjNQeqN2o19YRtflFaBOVD+YKNS3QO5JvqhOVNH1SJ1YTx9XtBcqVoeH",
-	"LOGKQqO8SNX440IoyidRJ2rCSxSi6rvLnGcklwv1pVnAmd5stNcbMgUgF0ySnOFU72grnCyv3B3BvQ5q",
-	"fkGwm9PqYBJ0PO7Hh/iAvBq9SIKvP/ZrPiNyStkEFYw8ZCSWJEFTnGWEkeQUGJcg+T3JnwmU8glwL/Vl",
-	"QiSmqUAFS0iOauCT9NS63nP5g+IjO52MuZLXnIj3XL5R6FU7H4uQCScC4BIwMHgqKBS8yGPSGF2LDlRY",
-	"Rg67vMSLlOPkhvO3OJ+QnTbbHMPdqD1UhYcKLVL1hDpvzNDzk5Oj52i0kEQET4t/djZ+b+42VbIO6jw/",
-	"Rj/RP6HRAiVkjItU7sEhaPYginQTcr8Nx9EspW21lYQzLtIUSTxBqbonPJZm2fEUswnRa+T8HWYLK5Ht",
-	"dFHNMWoXhaU9JvIQE5KQp8DOM+SMSwUC6lVkA1d2fyaQSGmiULgpx6LOQb+PQPAP0UnfSP5D5lygopKO",
-	"dPpMWFEcdY5O+mG/39/roSsi84U51wg+dM/Uh6hUEoaKI7taSvXQsmR2rV9CkqM5phKNyJjnCvpkvqBs",
-	"slb6/nu3lL+7+r9aCfAdsVnT/pLa5B3HSPGbD6ReaIxUqgTbrMpVZ1rH22Z1NcUEIOuW4UJOeU7/SXYj",
-	"yrUBXNifUSEU+PG8ZNsPXZzR7h1ZPBFlisoBI6T3qtDBTBxWSk2ICnbH+JypxeTknt8RzY5umSiyjOeS",
-	"JO9IQvENgNVOp+AZqJVkzwr1F0FLY38bgq2YVdScK+oFlXwG2HkWS3pP5eKCjTnsPEmoehynRu4BjWOM",
-	"U0Gas/7AcxT9wPPZdTGC4+dMyUhvlDx4ntL4DsQoLKYjjvNEf4MwS1B0yYWMcZ5cx1gtKQwyZ64vAbZr",
-	"SvyqnP0d1DjUAfKeUqJIFoh6nJUcIUFYCDphJAHFuqFbqR2B7OKfxwo2WqRRF61AW3KeIkGYDBEW8Icz",
-	"Mh/9SmKQPngMJoXkTK5lcHRGhMSzLKjrUx/dg6gN+Mkzn71IR9taeZfbHXl9+/rgrUXFvos6WU6ZxKOU",
-	"oLPr84uLEDGORIZjIvZ66Jow4ExySoZM4BlRY+CJksg1cwaYVfJnr3l7Aq50PiUM4RGcODCZSmtXGN99",
-	"8eLlQVeUsNg9ULhYadoHhy+bqnaGpRKug0Hwvz4Ohw+HB93h8OEF+fSH/1gDK/6T1Wp+g22zhZapPUA0",
-	"x0wC68uwUFs8BWhSUAVaD7xC7jcDsPqsP6ujorKU3lHHMHnE+HzvFGGJZlxIdIJmlBWSlNONC1nkpG4S",
-	"OewfPu8eHHQPD276rwZH/UG/3zs4PPolCK0GOVAaKulKOiO+g5OGwK5CAgu+QEObeAADrAJ6S8Kbp4Cl",
-	"Fv6sjkC1LYsVMzVsnXYFYQCkS8Gp/ftDRsrvgYAFYVBStL9RMnc/2wdc6hZodgOWoZG7h+p0zpLEqpg7",
-	"4q5RvZf2f4bGOSFdSR4kur22Knr9ck/6ffQGneOMSp6is3sSomuFxhMwMITo4i16fviivx6Xli1zNUpm",
-	"1ui9xGr9W3CfMyRkXsQKXBNnd6cIowzn6t6xtHxQiwGKVDFEZplcIL1MD+vJ5If8llH5vpiNfAKrIoYF",
-	"o1LbHnghEZUCJUSRKSx5jjrRcYTGOZ+h6CyT6Djaqx/4sQ9DYio9NuNzKhf1l52r8Q6j5HbfQPA96vAc",
-	"qTu5xylhci/Uy1QI8svFJVJCzSmKhsEwiDSttb+4p9hYD2YTPOMM6Rl8axLS2PAa5zjn3ZQo8ovgCZi+",
-	"PvjFW/94OSHyrA3mNd9OKdiEUqrYBpVTuCQwdSIGF1uf6eDwCL1H7xQrupa+Sf9Js+WpfqD3pJvQCZVw",
-	"SjxX//zhuD60Qh7PlTfRowF2zW0aCClv2B6rXpkPqc6VuszkFYl5nmyJWj/yOchpmuGW1JMwSRSygSFo",
-	"ISSZ+fCH/kQW78Ei7rsapvg+CA6VwwkwNc4JlmZwM2H9IOdkJKgkXcVyhO+O9NSXORnTB//k91RQJZxk",
-	"8IxeBpawhg4j1sBxRxYNlI3v/vHix8+Hbx9eYT/WlSblFd6XnZwoy3PpY9pKqCz9B9tJLmbtCoq6OUnJ",
-	"PWYSAekR9gb1aqzqAfJwTmJC70niFVm0Me0i8x/UxaUl4p7BUawgRxGspnBy1Ov3Dg6Oei9851UIkp9N",
-	"jFbn2V9tjmcC3QqSd+GFFdC3f9g7WovSrrOrurXQxZAGzDrn4y68ur4WPAcPx5Yig1GK1HZBuPEBL/xg",
-	"r1qtpyZLKW5qRkGSnxrBXNOMgtmf6qeI1Yb+03zuxXy2Ozp9lQvvKXErzmc/AFKse+u8fPAxDLTHZmmD",
-	"lzmd4XyhfSqAT1SiORZoQu9Jg/f+ihnpJZysO08Y61piWaxd4hvnUfUmm+AJmRnsWfli9eRjCP7F65jn",
-	"Hh7Q7/UO+v0QqTEKRe9BBKkm0txaEREWL1BCYrw4Batll7O0Lgz1QSKlMyXLqzGVPKo/9cMlU6H10i7x",
-	"8CJNgSnVAbhF3PkLZgS95l4lJ5ty5pngUn1thI6N5vjDAeqcnJzsof5Bv3vYP+p7J8s5H38YGyZ/m6c+",
-	"4T/DExJql02CRotSqQ6RmPK50kI1g2cJmvJ5Dbn9rL5a5FTKbLC/n/IYp1Mu5OBl/2V/33CL/Vj84+jz",
-	"4fvx317yvxyPfnr4L3n1zxc/zy5xy1YcwrQK36snNd/GOdGOyDyeWpZDJZmtBXOrblW6aYDzXJtvcxCY",
-	"NkOXK/dZNRb411dvQj0TWm2b58ZjtkBzkhPF/hok0+usd7bZomvb/azgSdZn7JKHxvbrjAt2VyMKtctz",
-	"0d4HoCuY1+t1hpUWBbA6VYXBofVEswQBMtaVGQUpgshlkXUTUuy1Ha6hKL0dqURvrWjBtPBgb1CP6T1f",
-	"uD5zyr+JcSFUyjf41ZnkShU3qLZC30KgJvvNDsd1s8PhyXOf4O8XZtYyuifg3hvNsQGceFlMI0qoHZZW",
-	"0jp4qJ044Ym2QBYScebygMpIeNDvb0xabzAsbYYfLvTjwJlXEiV9mBuAr3EBbwe/cSUfr7xe89hjGMxx",
-	"zijzHdZlzkcpmRn2k9BEExXJM0dhOTUWJkN0GNn47H7WE29KxQNnqe2n9zMZTTm/2w35wfh8s4H19k35",
-	"oNK5vOLISPC0kARFSnYQg/39CN1evdVHaZRGUVm8xbK8od5RWxE9R+Ddt0KNh1BsY59Uaw6d/foP1KEV",
-	"WzCqn6eKt7viVQqbNUJA5W4/v3q3zJ4MC35trGgb6yV+qvPesb+Y6VxrXkrEmOfxJtRH66pe14PZrZIH",
-	"2tT2n7U+7bEq+wyIkxZrkprhmUDwhD3OpV29Byv9uu14gVYBqDksLRi1TmIB1ILmbNET5WkCoPb7R3//",
-	"e1/97/jm3bvDBrz2j1/6QLQdBi+xjKdbAuK5cbNJbjdh7DkDNCNK9NDuTJSTLMUxCVHEijSNyh/jlOA8",
-	"tEoMZwSOfnE6ZFHJRwdIvwPPAkLPEE5T7bBTP+GROjBtcFoJ6R6Pll21ayzUF9Nrc0Y1p9xQitsZT9bO",
-	"twveNHFk/SRfiTN/LXBKx5QkO2xwJ0xawoU10/hw47Ux+2+JFR+Y4TnPROU5kBxczm5Mt8fYLaXi9T7h",
-	"2PyCZjghSHA0xiDXrzZR2NnbTF/29yXb17LNR+2nbRi72WqMEOFUaKIQzbXA0KWJDa9pn2Fr0YCRB2nO",
-	"Zkszmyg18vqGoksdVqC0PJoSZO8E5RD1FKpNMRRdF7GOxIsQRK1gmpIkcp3BZpwgDMpngzDQD3r8tg35",
-	"wbm66vTdUyp3EFZg82kFEJtT2gGWzfAKhM2qwO1p4wi8ILx8rgdobMIBxzQX0o5aA+IDHxCbB7e2o24K",
-	"/CbmxGxyRFLOtArTGUOcl33OH+9DbIR2k/gutCxmhh3DtZ9WrA4JBRTaef612PaE+JRiSVi8eOfT7OiM",
-	"WE5vMzJshKfaXpETsEPNaJpSJ8FrjRV1ZwS2a7huQWQdZQR6QP5MoB9vbi6RRpmm2bTaTlw3s7iBoVsi",
-	"p8WDOvy6B7wBsr6l25tX1rKQEDEyJ0JqPNxYmWzSEY+pU93leZELH0JcYiEQFiiK4YGopAbqJbAsu8gB",
-	"UgsW+of19quVBPCN3xx3xuqJJpV54vDkGMVTnONYklyE5ffPj200MfC1/4w2cp+UQmSZU+NqleuStWwI",
-	"UQuM/zwlcmr8aHo3cyx0jp2lb0rmOUUVVyuYpCkiLKfxFBwkCYlpQoTLukxWShAGfzP/Wmbmizd6U/Pq",
-	"bMFcqhcRaKwkF6eI4HgKd99VUjd4BTVY6IVXDEQU8bQMFVxmRGqIeiTVDjpvbZC/UTLfcYwq3mv31z9k",
-	"hO3+9jVhcqe36zFtOw3hxq9tb3YoZh/G9Yv0IIL+3uoAiX18A/5TG15dsWf08nd0rx7YcNTq0j1DvqXs",
-	"TinAAJdq3YC+Ww2tAEK0eNkF4hCnuc1414Ql7eMBDhr270SgbDB4HYI8M6gHBIJAWyk3XrMLVT7bqvkZ",
-	"/fUKQsEEEjFmGxxJ0zfi28LysS1fjAcK/ODWAuPebXoZnBVBtyC9SjiCwH4+NumORoTz2AshN+GLJ1pS",
-	"sZYQzXA8pYx0c4ITCNUuA+/q3KTKPvVk0y4lRwZhUM+NDMKWzD37RuNrN4278ZMVZRpfl1mFYfCOyClP",
-	"3nN5lqZ8DopbI0NlOV9rOdWuJZ2jmZp5TfJ7GpNbhu8x1TYKH5u1ObtrEzpeqwfdDFxvGPMcBOCcs0kI",
-	"shhGGckFZ6dIR67ZNFHR2yAyKXHTVFph9LXZwRZw+rrMmMBKUskISyq3UuKF1tZgH0gv8WTmuoZ0HQdg",
-	"Uq9tPmq7x9bmT3unWkoubuYVl7UQNhLAwRxqMnY8Dp3lI3cVwGXsh7IVGvuZRLhmmSr9JyuD280JvgFR",
-	"EpBiKXK9FufeCGM3rzvR7EnQ9ODfZkoIBHzDE3GWJOXfV2TG772GlDBwTmp7a0d1PaV50cby5UWqj6QO",
-	"ciZz3mt/HaAI0tyHRb9/FGdYTuEvEoUo+lyQ3P7C8IxUv6jnln8AQ5OxoC39WNdFakn8S+fTShhuXFXe",
-	"JQr10VfVAliazBYH8KrnRUo0ymn7COpElq6oYyg1JfVB61HmdBRpUn8q2FT/+u44ClGv12tE3hptbB1F",
-	"swHxZvGradulPwTjTAeNmCCMAcIM8UwvEkV/0IlrB91DpAO+QQHKF0DVjI3xqHvUPdY/i/UhXY5aeXRY",
-	"y0TqDId/GA6TLwfh4eNwKP6498fhsPNH9c3R43C498ePw6HodT+Zb9xPx4/evKWSR28bX2ODN1AHo4wL",
-	"iUvI2UNYCB5T8MKYUhg1ObM1iGRlDpCtIVG+32oNtL9/VRjoyclayHLWEa5MYrlqxI21K/6Wd83wwhJu",
-	"NMP5HZEmI8VS8Hf2SxB2WPXRR0Rd+altFRGkSynKxLQLjSr5AYzhYGvQWd1HFruNRYJqVzVGOZ+HaITj",
-	"O6VXOGMNWWkYMlbSUxQZgm8HPUEJXggYGbJ0OUPR8UEf/ZkzRUJ5ro17CUmJUil0ep85Bz1ToM5YMxFt",
-	"lm87iRs88WG3xJNTJIo8V1xcBz9SSSA7EUrJ5HQ2a8Yrm9i7Bq6usQC5FXK2Mwa2h+jUgnGgSpZhc98y",
-	"MAeW44P1WkWGJ9niViUcvll4ZPuGSwvHsmPz5jxEVz+co6Ojo1emHs0DjmW6QHKaE4LGOY4NG9G8QadA",
-	"/xI9cZKllr22jPXzyBM6wUNyc9ylmdf8gHOiS5ZpYXuhvigDBbTT30P/nz7dwMxoMw3E+kSDLS27a/3c",
-	"24cO6piNp44fPK2fPqLSE1F4PaNQq2xbZ/4G8aoKEixDWbuYDUShpSCRbyga7R7t7VPhbADfMuM1uuUF",
-	"ywqb0xfpyi024ynmRarjCUfExtBCDh4WNsowJ4nHTuOO6eWHJgLQ1gncvs7DhRWwRCM+lCGaGFXflkfC",
-	"WZZC+Qkdeh0a64S60x3JAhR8sJivyMIzYdNjlIIF0/SeMI/Inz+zfpR2q8OmsqwaLCY5I8nqra0I6q+J",
-	"q3bh/ghpH58zoAKmiF2jaJaveRNLmDuzNYiR+12cIK3O+FtGPxe6xCg8c4oSkhQZUcSLyidzyjejm73u",
-	"5mprxlC47jZ2sMU54KkoSZl0oqP5gHUkjnSlDUtqEaFJaZfWw+E12dVNPruWj/HajzwlYbQwklQMt6lf",
-	"0XiqZIdIbQtMDQrMwfygWFVkpJm6+c5S0jX5FG3SYxiYorEbBpfbNBcgCeSe8vU8p/lmE/Vrp+IMWy3N",
-	"B1hx3RL4lXdnh4meQu9fe89Yus5w8zjqRE4ak7EwmQqNwebqwNfkStqjf7PjCCtvdsUl2svbgLi6EkA1",
-	"gGvQ/UpIcIfyQENb5OsZQ5HzalRGCei6nejy7Ob8R0BuV1yrBe/ZOjCB1YO86Fs46/uaskyNccqYXt81",
-	"JTUb+ya3VavIZWFy57fHNTfALiNkjh9gl/eldQXsCl2lL8EDU+XgftFKQnqT9p/lBDEy9/jEv8JaoKf2",
-	"3busnB5fs29rRvPv3BrEVu29EgIYRylnE5KjKRZfufFlf47deot0qs5ghZCzQ+icCVQWbTXibFaN6ynb",
-	"NZrOrNI1sq49pnJ9K7ZtnNC7RgNcfri+AXtIwyH4TKDbq7chMlqTEnmvJWYJzhNkZhYDE90thqwW892p",
-	"hEGaaG8rFGvjzDhEoTbnXlhFiktLKCPUKRh9GDITTrqnTV32OV0iqchJhDrR/UGonWIjLMjzY/Tju7Pz",
-	"7vWPZ4cnzxWpp0mvHLan9mq9bUN2Rxau00G/301IzBO1V5xLa0RqHEk0nwoS/wMqleZE7vWGzIYWgHlJ",
-	"opRgIZHSwgZWORgtUGRkeLBTJySvvlMSfNSoRWey5nSV7mbVcUsJfIpvEITbVyd31NO2iEZX/Qy8BNkh",
-	"oh+De5oFnx7r6tcq62Spb22w4BcvanrQwHETQxFyT/ahWBFVLU4hSUOBtw3x3Rajtar7CMY/axhfl6+q",
-	"l7UCq2tkYst01Z1qkOwWPK7RwH++S+QCaAllE4M8qGOwqdfrRXs99IGlC6tglkV1tIfgdMjAeIWoVJol",
-	"VBMDo5CY8jnTFSCb9Rz12O/GP/31Vf7yzz/91+f8Zv7r7eXrlxdvL3+54Idv8Vt8PT8YF0ej9/+8bSs7",
-	"tl4E93jN1Lv1Tg6/QTuJZVFVa8JbwoE39UonlmmoBfO9wZWms2ujHNvVpqilFhjNtFonC8YtLVHt1itP",
-	"CBIXOZUL6J2g8eQMCiedFb5uH2esLC1mGIHtt9KJ4jsNsWGZQwiMJCoLjt6RhTC/gdAFjT40p6xafVQl",
-	"jStaAQvSxXmpoav1ZZVTADZALcJKSDE/aueQuSBh+bdhoOUdjngBdS1nvSEbsjfAwBQR0XEwjJBEC37L",
-	"lZJ76KoqE0yJhoe/XH94P2Qd0OIIk111U4OlMsWR5uZxygVJBvXayqY8j+sjMv0Vhkyf73G/jxoBVj30",
-	"xo1kRJiJudp0ydkjiAmKdOMJtdMS1vUUtzfnu3ne1GbbOJoiZqXBO9cT8Qx/LoipGSlQ5/b24vX9i71T",
-	"hKtq00NW76GjS72SBBn7PQSPWXM4Fkpgg14Kuq2Dc5FOcksOvvfo711zZN0LJZ+ReMpt4SQn4AmU5Qlh",
-	"CgxIshei+ZTG0yFTICvqXRnYUi8HYS8DF3KqthEDbiytBYbBkgyZrkNvREhY41Id9iisf+9WQzdy5lLd",
-	"+iFrFq4foLJwPdxfWbve7T0Q+lbwGi8gbGfIotYi6mYdSyXvB8iWvD/VrQ+wqbwPTwOkIqpE5+PDV6gR",
-	"XBoZmuJWx9cMLqUxMT5zQ0neXdwYMlkRYJ4Rpi0KPZ5P9s1LYl89q8Q3KlPi0pP//7//DzqvDL2WZaPL",
-	"YpTSWJ1xEAaKnpjMvl6/B5Xl1Tw4o8EgOOr1oaJdhuUUyGtZyumL5HeEParvJm2yQoYnBI3IlLKkqhap",
-	"5O2lIkDRoCosWjbSwZbeJiEaLYYM4Lak4B2Ft1A1Eur6QKU8i0a2WqMpZKpfdKoIqjcKQfIhA39wCF/I",
-	"9WUNbWyFOUHtqIODgEiRKRmyOCeA7jjtoegsjkkmB0iSB7k/lbM0QhMiAcdnOE3Rjzfv3ppqXNiWgyap",
-	"0JRXQ0ZJvkGSnhBpDi1otFM67PefrLFGvUQoeDTtBuqDeKQfdSEmkRt7NurzWj2uKDBZZvE/hsFx/7ht",
-	"5eVR7JfB349hcNLvr3+hHsXtShXB4OOn0O3QNOVzKIi2qvKprYc1+GgrrUIPLbc120d/6eBJQYSAwHsN",
-	"UbaUplvmjI+7fNy1Z3N79bZRj3RFfTVPYzKY5+n6kal97meAGfv3B/tOgR0vhbgisshNBXfzbAgadKnr",
-	"QqQs6NRalY1QJ8aCdKnavqCS3pO9Hjqr1HMCpNduB3V80gXickryORXqXSgeMeJyCuwcainq4BXoyQDU",
-	"xdo5hqxcZDmCEl+OkSedIeqhm3qMSg67JQkaQVyM4vzzHGeZjWnz4bnJqVgLO09W+RJgBMKZ/b35du3F",
-	"t4GDvKoTprAUq+tr3nWjzGObWcO3icrj7d3C+vzNx0/flt7qGlMrexgZGrgBSXNa68ErB+tfqWXF7EJr",
-	"jw9frX+hmWzzFTS6pMp/JrIiyHXqC4qTJr9ceCiQLoQlqtc11lZdBGsCoLH73ZHFShgdMuM6z+lsRtnk",
-	"FCR6kFsbLQINtyyns53n1M9KgOz30VKWi6JJtmkEdBxTH8rVn7HKwRlqiQpoWqiG17FDQ9YowKdXg9uK",
-	"5s9Nw4gYs3oMUj0Gb8iEpGlaCWy2CL504lhCY/Y1xcki/T5lAnnjoHpD9jPNSRcOW0KB7vLkeE4nVClw",
-	"QiddhTbCGEKMDvv9yEdWY7duXOC2z1xs2YRyXKRpvX/jWeN68UTLmUqbL7MqyoaOpQN8u5KHfvuwL6ix",
-	"FoRYK6BU2Wz7NwfPB/3jQf+k1+/3f6nIZa2OkfXOOqW5TBUhU0GrrqRsXuiqindsI+VmOU7pQxN26C+G",
-	"u6KL6aPJFcWNWwPzZJkb5t6QXZrAs9qqtuhj6a2y6euN+i15i7dU4mpO46pevy3XOTha/1IzPxPeO9lk",
-	"Mk8W57+Sc+mrWce8vEL1viWp+18qL87jvil4rJa1Vmj0J8p8w+bPkFTj0UJqoYlPpYq0sfwzfUKixpcG",
-	"isFVTnAllUOIMmsoYFHmJqUZm4FpWVWG62IGvdyShJgmVj2kJ1WcWjEDU5S6YsBCl5USpcfj1phQq+n0",
-	"bKB3WIlEPAtBaQEVxJc7HUFPRlCxYJmQPWFFBQ9zNAtzErf/xQJvTYZYOrbev4Fsa6DVkdYcGuG4DNuo",
-	"xJdSeXvUqJASXwnF1/B9PSYkI/kMq7Wmi7DqlKOLlNfg0vZ4w1rAFYRJpYKD1QZdSKveGbwAAXe0QBhC",
-	"bsooVCUxz3GeaHMz+DJs22xdS2LItHOD6uruWtis/FUecNabdWW9GjAfrwzbVvTOppz9G8CZBoAN1Kg6",
-	"U/FNWD1isdz03geabGuT+suPciuMGasrGLk6f7n+8B7NSD5RqoeMp0iQGWaSxmIPknHdNCRof6yTkIYM",
-	"XMoh1Lh7UJSKykYOipvJq1/vlGHCOjo4HLLII3OrB0oBO7KdJfkYcMQURd3r2VhjrfXUQhSHrNKnYDEk",
-	"0bon+BK0c0lOuYBBtSQG2p3GJV3cgGl2YCGWj3W6pXVpusUPGsolWqdbYukwiiE7M+G0njhqyEcwkdQE",
-	"lt4SuV2pbjYgdsiAZOhwZARytzhtnBOacN0UEUVuomtzrnp8qVqwoi6lYl0VzdJdJdtKZyEqazwTrWOZ",
-	"hZta91X6ZE5sMpcjH+pDl6Y7VqghRZ8hqEGOtuJqSjaly+hKCuQf3dKv1Qzv+D0pa+fC7yFKCTZfaviq",
-	"igG789XUS6sOVsVhH7fQkrz5ib+1lrSZQOLtGv77Ncn9W2lTGox206YcOWnfCjQeJWp7fufVQbRfTaC5",
-	"pwupdinOFJ8DZ+BSZT004USgIlNCFGc6JWfIoMYi7H/G73Uh76hqA1t2bdSNL1OsxukovojzVGl3kLMJ",
-	"nlP9OpVDNsLx3V5Y1Z0WMYRqQSM306Op8ptWC9bxoaKS2zrbdoIOG22gT83z14QlwJDL2lyGs9bKcEVo",
-	"qugX43opigvXUggEUXyjzmQkH7IGf1EDr+YxQ6YWpGSIqOqRrMZCM3ynG9VTIpDAY6LFFCso07rt1OHT",
-	"Q9bod2wMiI3wl/JNgYyIYyzGFwmZZRxCda5IluIFUfCUFyTajq3p0zH7djIodmJvzSbS7S2ZnTbK6hnd",
-	"KzJQF206dCo5rFtkzR7Hq4JQjWGgUfNoY97U7J39e2dLbhlNE4Kj5vAAhicXGSClisOogfUcVyqZBg+T",
-	"hmwh1Umjq/Zms3DUyL5S2Y/f2efvhX1eQVhajVDxsZeblgRhE26aOSWGvg03vcS5AB+er+tUs9tUI6gC",
-	"dKqqtSi2bq4hq/xcXt2pXtIw0uHmLVQddQA/h0yY0GkqgBYMUHQNvXwNG7tWf+RVwMGeT1ez1jnFgd5U",
-	"CkxeMFGzomxD7nFiaX3N9rcrrS89Wxt3EN+cHC93RP99UuTSYKb00IbF8ju5+x2Qu7MkcckCEIllUred",
-	"iXW/qmHkt7Pq3DiNlCkV0KgGTwTqrAgn2Dtdztcri2ooUXfIFNGgEwZlQGqI36iclNv41rKGUg+90TKu",
-	"m1FopElpMwVxLAucporvwwN+iVH9ZJDjRveDbFAQ/13ZRyiBSlQCnm5B4DVQomtPFan8jma/I6liBiYm",
-	"BUcQiuvDMoCXJzEv+11+icl6MOF9ANOVIacKQ7PhNJwRYbCONji5RdQh82Aq2hQR20uYDdmZU84NluDU",
-	"dDNh7rrO20YM/TsqfkdFh+NJ09RzNRYWXpsVdH5rgjMMWBomNIJpxgL9Q0Gc1fUTQ5RYGdbmAQE38WES",
-	"uiMks1FupklERlJdIBIc4ZBtSwW6I5lsQTXj8G7HNfQUqGY64n1Ht+/otqRPK8BApRjVok0btKsLl24F",
-	"A2/s/FsqwEeeNhIZV1c1CBFlcVpAkdOqDqtid70hu4b0XY2b2hasRVQf1KtfbP7vt4wTcWtAtGhcLRv/",
-	"Cq/9vwpi1C7rm3DApDztTaKZayXgx8Y7XZXx0p7mqMjTSOc5jAjCy114h6yTpZgy/RX05QUH/bzsR6mB",
-	"gucKEPlcSUt72qJiXNBKZLLlaY+GrLa3qtwarKneuL8ETr1UX7ZhfbhnVRp6pPPQo9CkkUNXOM5inSdm",
-	"0iyr1HJfgLA57K+xgvhrGTRjZVdkVG8ZZNro5vxkVhFnS04FgrVlHzw7t0UFtk/htxn7Vb3nZh7+ptn0",
-	"TvL8qi08/SV5y8T4CZq7Nyfyql5l4XtU7jcjw9fWyweCMnNolJ8c+zn3/pc6jK6Mv3uH8zuxVJimooIQ",
-	"n1q2QrcelxmHRo3CBMNpbh0ap8yQmWBWHSuKJJ/jPDGWpxmFSjhHDRrcQxAHBn5HK57XVqRobiNUtSXs",
-	"zqWgm4Td1fYNFndtavo3iL0zJpI6127l/FtZSK5rIGjMJBvC635V5H9ljneDC5fNWLG3S+XA5GID0JlK",
-	"BPbRULN1p9WnJvxVKw1kmm7qD1AfQcN76bOEXgO2VysVKClIb8igZ2VUdbWMdLOClV0s14i9r6vTWZOg",
-	"WXZ8VshmU6B9OYqAlzX3qSliEAwO+1AM2zTX7fdXt9r151vW9m+0BhuKt3Jd+ohaUyedbgG/SbKkr7Wq",
-	"h5We6eoDSusyF/A9f7Jd7VBIB3GQDez9XdGh/S9Vv97H/bKh8/auZd96wtWtpTkSEO0DbM+fx1JrJvyt",
-	"81j+WpCC6Nx5JQeUNA+sDOWyGZ+HEGamO8FJTVIJ6uBGK5cFMj5q9QwEk0ExP1NntYyzL93clkijlAul",
-	"9JWV18B0J2CqsjoeBOT65AknqbS8TV21EDL3oz2/xc082SpjPD2taZPV7emF6LO6j+Q7ifGL1IA6Dqwp",
-	"LGqRpuv1N+r1vD5+UgihyxN5WS1KeYzLWIdEQXtelfLScXkFg/JdlY432N+H16ZcyMHL/ss++JLM2vxG",
-	"FhA6coLLlG6ommroQBltukxT3mGGJy02QWcEsAkuvw0+a3WSZVZQrTaI8VSjTr0jFxF7ztCOR3t5AhMD",
-	"BHGp2I1KDauiUjooXHKemuWXHarUacd3zlxloJCfuGriv1zVpOTbnpOxJVWWR6ypbbV6aJ4rKgFO3fRD",
-	"1zW32hLottOBn/xemya60OS6RtKMZGWb+yuCfoowW6DDhweE4zvG5ylJJibZ4MxU/RkyKPvTyUlCcxKD",
-	"wsb3QoSRpDOidqHdFwcnSGiaHHPGCFQx04KwqTGSU5IgLIfsBIkQnaAZZSE66ut/D9FUfTcN0UEfTXXj",
-	"OvVH5//938M++p/oVyolyU/rBaoQZ+j48NX+Sf9oyKhAU844VAkoMlsyWXf4kiTb6znNuwzJX1ZsW0JO",
-	"FUM5d09/W/PbVqYYW2B3c0tZAxmrq1Rkv+5qs1YDDYC4Km+zui4vRET+dwAAAP//",
+	"7H3rctvIueCrdGHPlqkKSFE3X6gfOYrtySixPYolZ3IynA1aQJPsCOzmoBuiGJeq9iH2RfYV9lH2SU59",
+	"X3cDDbB5tZwzOeVUZSySQF+/+/VzlMrpTAomtIoGn6MJoxkr8M+PVLN3fMo1/ueoD99lTKUFn2kuRTSI",
+	"PrJfSqa0InJE9IQrcsdFRjoFo5kisiDzgmumDoieMHJxdUnu2IJMKfz/jhEuCBULctQniqVSZKoXxZFK",
+	"J2xKYSa9mLFoEHGh2ZgV0eNj3FrQG7pYsyKYkqapLIWup5yxgny6eU0yuth+so9sSrngYrz9CeRspGF/",
+	"sIg7tnimSFoWBROaHPW7ZrdkzkUm53ssY/t9T6gyS9EyowvS+XTz+mDDhI9xNKMFnTJtgeC1FJqm+jK7",
+	"onqyPO/NhJHUPPJMEZ4xofmIs6JHLsiU5iNZTFnmfU+4IopPZ/mCCKnJSJYigyWxBzqd5bCW/tGrk7P+",
+	"7fPuWfaCdV+kJ7T7anTEuse3p+nz7CXr06PjKI44zD6DNcWRoFN4M3VLjeKoYL+UvGBZNNBFyfwtT+nD",
+	"OybGsJnnp3E05cJ9PIrdeShdcDHG878ub6v9rjsE5T3XPIkdd/fqVXh3qrGQp9vioxmJKf07mXGGl35D",
+	"x+p3MkM4g1NlQsOfdDbLeUphBYd/V7D1z/XWPkeajlU0+CnKGYX1yRkT3YksFYt+fvSX928FG0WD6H8c",
+	"1pTn0PyqDmFmC8v12updmm/UTAplVvo7mrnHt14rvpiV5ndcuSqnU1os7FUCouUAqJreMRHF0T3NS2bG",
+	"z+Ds3rh3LXJEcZRRTd0KDAxuCcmPcTRlStExDEwdLpE51xNDUMxqaA5EdUHYA1daIWRycU9znjXXf43n",
+	"SO65zHHvKrD8S/OiO7d68awoJGD9T5+jEWc57OFWZoseLiHyFwq4SwkO4xaYZQVTCuGS4nlHgPxUR48/",
+	"N/YIBMoCHJyx3cWA1DMNyOrhESa2A6W3sBvzwjK6Lq+AdJLmwSSxuQV2z4pFfaJA1xM4sZ45ruQgBlZH",
+	"hyKTQKFJUeYw/qhUQPk06SRteEliUn93VcgZK/QCvrQLuDCbTQ56QwEAcik0KwTNzY52wsnqyv0R/Ovg",
+	"9heCuzmvDyYjp6N+ekyP2KvbF1n05cd+LadMT7gYk1KwhxlLNcvIhM5mTLDsHBmXYsU9K54pkssxci/4",
+	"MmOa8lyRUmSsIA3wyXqwrg9Sfwd8ZK+TsVfyRjL1Qeq3gF6N83EImUmmEC4RA6OngkIlyyJlrdGN6MCV",
+	"Y+S4yyu6yCXNbqR8R4sx22uz7TH8jbpDBTwEtMjhCThvKsjzs7OT5+R2oZmKnhb/3Gzy3t5tDrIO6Tw/",
+	"JX/kvyO3C5KxES1zfYCHcM2Ke56yT4LeU57T23y/cwgM0yZRyjyCbIBNZ7KgBc8XpKxfAVzRxYLkVIPo",
+	"9CTHAnTllipGUioAHG7hpGg6YRkp+HiiiZDzHvmI8yJxuqXpnRyNzh3jyEjBUjhMRW4XQ8G1YvmIzCfM",
+	"CKPV+Fzhq2YszhShBSOKjtiAUFKwGaOAnWkB/xIq1JwVaiiWKRkRdAoorWs5MCaajgkVGZlZ0kbSCRVj",
+	"OwnP4DjhvmJ8iIqhoKnm91zbPVFBEvfNZZbAWmFTRcYyIkXKLFU0ooIq821Y/y7ShxEvVl1RLe2OyjzH",
+	"veaAs3SkLQib3SK83kj5noqFk873Atb2GA2khesxKMMeUsYy9hSU+oJ443JFkJOVs4Gvxz1TROU8g7tv",
+	"6zSkc9TvE1QCY3LWt1rgUHjIDBzT01SeKaeWkc7JWT/u9/sHDszNuSb4oXsBH5JKYRyCdOZrrPVDy1L6",
+	"tXmJaEnmlANujWTBDBJzMd6oif2lW+liXfNfoxCGjtiu6XBJhQ6OYzW67QeCF1ojVerhLqvyVduV4+2y",
+	"uoaSipD1SdBST2TB/8H2Y9CNAXzYn3KlAPxkUYlwD1064907tngicpxUAybE7BXQwU4c1wpuTEpxJ+Rc",
+	"wGIKdi/vmBFNPglVzmay0Cx7zzJObxCs9jqFwEAr2fe0VMg7lsb+OswbOFXSnivpRbWsjth54Wi6GEnc",
+	"eZZxeJzmVgZG7XNEc8Xas34nC5J8J4vpdXmLxy8FyMtvQTd4nfP0DkVqqia3khaZ+Qa5S3IllU5pkV2n",
+	"FJYURzNvrs9RzWfCar37HVV60kHynnMGJAvFfilYzXqpUnwsWIZGlpaeDTtCOTY8jxNyjXgLF41cVcqc",
+	"KMMqFf7hjSxv/85SlERliual7EJvZHB8ypSm01nU1K1/8g+iMeDPgfncRXqa99q73O3Im9s3B++sa5Wg",
+	"0JkVXGgQw8jF9evLy5gISdSMpkwd9Mg1E5mVSoZC0SlIHYSOQTtzooiQqIv02ren8EpRYKK3eOLIZGoL",
+	"DmB898WLl0ddVcFi9whwsba6HB2/bJtdZlSDohUNov/103D4cHzUHQ4fXrCff/NvG2AlfLLG5NNi22Jh",
+	"9KsAEM2p0Mj6ZlTBFs8RmgCqUAPGV9j9dgDWnPVHOCquK02OdCyTB1n14JxQTaZSaXJGplyUmlXTjUpd",
+	"FqxpHjvuHz/vHh11j49u+q8GJ/1Bv987Oj75axQ7a8IgyqhmXc2nLHRw2hLYdUjgwBdpaBsPcIB1QO9I",
+	"ePsUqPaFYJJxY9cU5RSGbdKuKI6QdAGcur9/mLHqeyRgURxVFO3PnM39z+4Bn7pFht2glfDW30N9OhdZ",
+	"5swNe+KuNcMs7f+CjArGupo9aPLp2plrmpd71u+Tt+Q1nXEtc3Jxz2JyDWg8RmNTTC7fkefHL/qbcWnZ",
+	"StugZHaNwUus178D97kgShdlCuCaebs7J5TMaAH3TrXjg0YMAFIlCJvO9IKYZQZYz0z/UHwSXH8op7ch",
+	"gRWIYSm4NnYoWWrCtSIZAzJFtSxIJzlNyKiQU5JczDQ5TQ6aB34awpCU64D/4DXXi+bL3tUEhwG5PTQQ",
+	"fk86siBwJ/c0Z0IfxGaZgCB/vbwiINSck2QYDaOkVk7hF/8UW+uhYkynUhAzQ2hNSlt7busc57KbMyC/",
+	"BJ/A6ZuDX74Lj1cwpi9Wwbzh2zlH+2DOgW2A+gqXhGZvIvBimzMdHZ+QD+Q9sKJrHZr0H3y2PNV3/J51",
+	"Mz7mGk9JFvDPb06bQwPyBK68jR4tsGtv00JIdcPuWM3KQkj1GtRloT+ijr4jan0v5yinGYZbUU8mNANk",
+	"Q0vMQmk2DeEP/yNbfEDvSOhqBPB9FBxq5yNiqrFqZD65bh7knN0qrlkXWI4K3ZGZ+qpgI/4QnvyeKw7C",
+	"yQyfMcugGtfQEcwZu+7YooWy6d3fXnz/y/G7h1c0jHWVe2GNJ24vh9ryXOaYdhIqK1/SbpKLXTtAUbdg",
+	"ObunQhMkPcrdoDVF2eFRHi5Yyvg9y4IiizGsXs7CB3V55Yh4YHCSAuQAwWoLJye9fu/o6KT3InRepWLF",
+	"xdhqdYH9NeZ4psgnxYouvrAG+g6PeycbUdp3fNa3FvsY0oJZ73z8hdfXtwLP0du1o8hglSLYLgo3IeDF",
+	"H9xVw3oashRwUzsK0fLcCuaGZpTC/dQ8RQob+nf7uZfK6f7o9EXu3KfErbSYfodIsemt19WDj3FkvHdL",
+	"G7wq+JQWC+NfQ3zimsypImN+z1q89+9UsF4m2abzxLGuNdXlxiW+9R6FN8WYjtnUYs/aF+snH2P0NV+n",
+	"sgjwgH6vd9TvxwTGKIHeowhST2S4NRARkS5IxlK6OEerZVeKvCkM9VEi5VOQ5WFMkEfNp368ZCp0Hvsl",
+	"Hl7mOTKlJgCvEHf+QAUjb2RQyZlNpAhMcAVfW6Fjqzl+c0Q6Z2dnB6R/1O8e90/6wckKKUc/jCyT/1Tk",
+	"IeF/RscsNu67jNwuKqU6Jmoi56CFGgYvMjKR8wZyh1l9vciJ1rPB4WEuU5pPpNKDl/2X/UPLLQ5T9beT",
+	"X44/jP78Uv7h9PaPD/+hP/7jxY/TK7piKx5hWofv9ZOGb9OCGad0kU4cy+GaTTeCuVO3at00okVhzLfG",
+	"qbEdunz0n4WxMNZi/Sbgmdhp27Kw3tMFmbOCAftrkcxg4Ia3zRW6ttvPGp7k4gd88tDafpNx4e4aRKFx",
+	"eT7ahwB0DfN6s8mwskIBrE8VMDh2UQkiI4iMTWUGIEUxvSyybkOKg7bDDRSltyeV6G0ULYQRHtwNmjGD",
+	"54vXZ0/5n2JciEH5xhgLoSWo4hbV1uhbBNXksNnhtGl2OD57HhL8w8LMRkb3BNx7qzm2gJMgi2lFjK2G",
+	"pbW0Dh9aTZzo2FggS02k8HlAbSQ86ve3Jq03FJc2pQ+X5nHkzGuJkjnMLcDXuoB3g9+0lo/XXq997DGO",
+	"5rQQXIQO66qQtzmbWvaT8cwQFS1nnsJybi1MlugItvXZ/Wgm3paKR95SV5/ej+x2IuXdfsiPxuebLay3",
+	"b6sHQecKiiO3SualZiQB2UENDg8T8unjO3OUVmlUtcVbLcsb8A5sRfU8gffQCTUBQrGLfRLWHHv7DR+o",
+	"Ryt2YFQ/ToC3++JVjpu1QkDtbn/98f0ye7Is+I21om2tl4SpzgfP/mKn8615OVMjWaTbUB+jqwZdD3a3",
+	"IA+sUtt/NPp0wKocMiCOV1iTYIZniuAT7jiXdvUBrfSbthMEWgBQe1hGMFo5iQNQB5rTRU9Vp4mA2u+f",
+	"/OUvffjf6c3798cteO2fvgyB6GoYvKI6newIiK+tm01LtwlrzxmQKQPRw7gzScFmOU1ZTBJR5nlS/Zjm",
+	"jBaxU2KkYHj0i/OhSCo+OiDmHXwWEXpKaJ4bhx38ZOLDjMFpLaQHPFpu1b6x0FxMb5Uzqj3lllLc3niy",
+	"cb598KaNI5sn+UKc+VNJcz7iLNtjg3th0hIubJgmhBtvrNl/R6z4QVie80zVngMt0eXsx/cHjN1aA68P",
+	"Ccf2FzKlGSNKkhFFuX69icLNvsr05X5fsn0t23xgP6uGcZutx4gJzZUhCsncCAxdnrnwmtUz7CwaCPag",
+	"7dnsaGZTlUbe3FByZcIKQMvjOSPuTkiBUU8xbEqQ5LpMTSReQjBqhfKcZYnvDLbjRHFUPRvFkXkw4Ldt",
+	"yQ/e1dWn759StYO4Bpuf1wCxPaU9YNkODyBsV4VuTxdHEATh5XM9IiMbDjjihdJu1AYQH4WA2D64sx11",
+	"W+C3MSd2k7csl8KoMJ0Rxnm558LxPsxF67eJ78LIYnbYEV77ec3qiAKgMM7zL8W2J8SnnGom0sX7kGbH",
+	"p8xxeped4yI8YXtlwdAONeV5zr1kvw1W1L0R2K3hegUimygj1AOKZ4p8f3NzRQzKtM2m9XbSppnFDwzd",
+	"ETkdHjTh1z/gLZD1Hd/dvLKRhcREsDlT2uDh1spkm44ETJ1wl6/LQoUQ4ooqRagiSYoPJBU1gJfQsuwj",
+	"B0otVJkfNtuv1hLAt2Fz3IVoJh3V5onjs1OSTmhBU80KFVffPz910cTI1/492cp9UgmRVX6Vr1VuStxz",
+	"IUQrYPzHCdMT60czu5lTZfItHX0zSQw1VyuF5jlhouDpBB0kGUt5xpTPumyGUhRHf7b/OmYWijd62/Dq",
+	"7MBc6hcJaqysUOeE0XSCd98FqRu9ggYszMJrBqLKdFKFCi4zIhiiGUm1h87bGOTPnM33HKOO99r/9R9m",
+	"TOz/9jUTeq+3mzFtew3hx6/tbnYopz+MmhcZQATzvdMBMvf4FvynMTxccWD06ndyDw9sOWp96YEh33Fx",
+	"BwowwiWsG9F3p6EBINQKL7siEuM0dxnvmols9XiIg5b9exEoWwzehKDADPCAIhhoq/XWa/ahKmRbtT+T",
+	"P33EUDBFVErFFkfS9o2EtrB8bMsXE4CCMLitgPHgNoMMzomgO5BeEI4wsF+ObOqrFeEC9kLMTfgciJYE",
+	"1hKTKU0nXLBuwWiGodpV4F2Tm9SZyIHM6qVE2SiOmnmyUbwii9O90fraT+lv/eREmdbXVYZpHL1neiKz",
+	"D1Jf5Lmco+LWylBZztdaTrtckc7RTtMN5CmG2KzL396Y0PEGHvSzsYNhzHMUgAspxjHKYpTMWKGkOCcm",
+	"cs2lDKveFpFJmZ+mshJG39gd7ACnb6qMCQqSyoyJrHYrZUFoXRnsg+klgSxt35Bu4gBsGr7LTV7tsXW5",
+	"9MGplhLN2znmVV2MrQRwNIfajJ2AQ2f5yH0FcBn7sYSJwX6hCW1Ypir/ydrgdnuCb1GURKRYilxvxLm3",
+	"wtjt6140exa1PfifZiAEIr7RsbrIsurvj2wq74OGlDjyTmp3a0d9PZV50cXyFWVujqQJcraKQtD+OiAJ",
+	"ljwYlv3+STqjeoJ/sSQmyS8lK9wvgk5Z/Qs8t/wDGpqsBW3px6Yu0ijosHQ+KwnDja/K+0ShOfq6uhBL",
+	"k7lCEUH1vMyZQTljHyGdxNEVOIZKU4IPRo+ypwOkCf4E2IR/Q3ecxKTX67Uib602tomiuYB4u/j1tO0q",
+	"HIJxYYJGbBDGgFBB5MwskiS/MYlrR91jYgK+UQEqFkjVrI3xpHvSPTU/q80hXZ5aeXLcyETqDIe/GQ6z",
+	"z0fx8eNwqH578NvhsPNb+ObkcTg8+O1Pw6HqdX+23/ifTh+DeUsVj941vqZKFe9QMpNK0wpyDghVSqYc",
+	"vTC2LEpDzlwZRLI2B8jVE6neX2kNdL9/URjo2dlGyPLWEa9NYvnYihtbrfg73jWlC0e4yZQWd0zbjBRH",
+	"wd+7L1HYEfXHEBH15adVq0gwXQookzAuNA7yAxrD0dZgsrpPHHZbiwQ3rmpKCjmPsUAB6BXeWENRGYas",
+	"lfScJJbgu0HPSEYXCkfGLF0pSHJ61Ce/lwJIqCyMcS9jOQOVwqT32XMwM0VwxoaJGLP8qpO4oeMQdms6",
+	"PieqLArg4ib4kWuG2YlYT6Lg02k7XtnG3rVwdYMFyK+WtJsxcHWITiMYByumWTb3NQNzcDkhWG9UZHiS",
+	"Le5UwuGrhUeu3nBl4Vh2bN68jsnH716Tk5OTV7Y20QNNdb4gelIwRkYFTS0bMbzBpED/NXniJEsje+0Y",
+	"6xeQJ0yCh5b2uCszr/2BFsyUrzPC9gK+qAIFjNM/QP+fPt3AzugyDdTmRIMdLbsb/dy7hw6amI2njh88",
+	"b54+4ToQUXg95Vi3bldn/hbxqgAJjqFsXMwWotBSkMhXFI32j/YOqXAugG+Z8Vrd8lLMSpfTl5jKLS7j",
+	"KZVlbuIJb5mLocUcPKpclGHBsoCdxh8zyA9tBKCrGbl7nYdLJ2CpVnyoIDyzqr4rlUVnsxzLT5jQ69ha",
+	"J+BO9yQLWPDBYT6QhWfKpceAgoXT9J4wjyicP7N5lNVWh21lWRgsZYVg2fqtrQnqb4irbuHhCOkQn7Og",
+	"gqaIfaNolq95G0uYP7MziLH7fZwgK53xnwT/pTTlZvGZc5KxrJwxIF5cP5lTvh3dHHQ311uzhsJNt7GH",
+	"Lc4DT6AkVdKJieZD1pF50pUxLMEiYpvSrp2HI2iya5p89i0fE7QfBUrCGGEkqxluW7/i6QRkhwS2haYG",
+	"AHM0PwCrSqw00zTfOUq6IZ9ilfQYR7aA8JbB5S7NBUkCu+dyM89pv9lG/capeMPWSwsBVtq0BH7h3blh",
+	"kqfQ+zfeM9W+M9w+TjqJl8ZkLUy2Wme0vTrwJbmS7ujf7jnC2ptdc4nu8rYgrr4EUA/gG3S/EBL8oQLQ",
+	"sCry9UKQxHs1qaIETA1XcnVx8/p7RG5fXGsE77k6MJHTg4LoW3rr+5KyTK1xqpje0DVlDRv7NrfVqMjl",
+	"YHLvt0cNN8A+I8w8P8A+72vnCtgXuipfQgCmqsHDopXG9CbjPysYEWwe8Il/gbXATB26d107Pb5k386M",
+	"Ft65M4it23stBAhJcinGrCATqr5w48v+HLf1FdIpnMEaIWeP0DkbqKxW1YhzWTW+p2zfaDq7St/IuvGY",
+	"qvWt2bZ1Qu8bDXD1w/UN2kNaDsFninz6+C4mVmsCkfdaU5HRIiN2ZjWw0d1qKBox351aGOSZ8bZisTYp",
+	"rEMUa3MexHWkuHaEMiGdUvCHobDhpAfG1OWeMyWSyoIlpJPcH8XGKXZLFXt+Sr5/f/G6e/39xfHZcyD1",
+	"POtVw/Zgr87bNhR3bOE7Hcz73YylMoO90kI7I1LrSJL5RLH0b1iptGD6oDcULrQAzUua5IwqjeVsB045",
+	"uF2QxMrwaKfOWFF/BxJ80qpFZ7PmTMX2dgV6RwlCim8UxbtXqvfU01URjb76GQUJskdEf4ru+Sz6+bGp",
+	"fq2zTlb61hYLfvGioQcNPDcxFqQPZB+qNVHV6hyTNAC8XYjvrhhtVN1HNP45w/imfFWzrDVY3SATO6ar",
+	"7lWDZL/gcYMG4fNdIhdIS7gYW+QhHYtNvV4vOeiRH0S+cApmVVTHeAjOhwKNV4Rr0CyxmhgahdREzoWp",
+	"ANmu52jGfj/6459eFS9//8f/+KW4mf/909Wbl5fvrv56KY/f0Xf0en40Kk9uP/zj06qyY5tF8IDXDN5t",
+	"dvX4J7QWWRZVjSa8IxwEU69MYpmBWjTfW1xpO7u2yrFdb4paaofSTqv1smD80hL1boPyhGJpWXC9wD4a",
+	"Bk8usHDSRRnq/HIhqtJilhG43judJL0zEBtXOYTISJKq4OgdWyj7Gwpd2PTFcMq67Utd0rimFbggU5yX",
+	"W7raXFY1BWID1iKshRT7o3EO2QtSjn9bBlrd4a0ssa7ltDcUQ/EWGRgQERMHIxjLjOC3XCm5Rz7WZYJd",
+	"hfk/XP/wYSg6qMUxobtwU4OlMsWJ4eZpLhXLBs3ayrY8j+8jsr02hsKc72m/T1oBVj3y1o9kdAXta86e",
+	"YExQYpqQwE4rWDdTfLp5vZ/nDTa7iqMBMasM3oWZSM7oLyWzNSMV6Xz6dPnm/sXBOaF1temhaPZTMqVe",
+	"WUas/R6Dx5w5nCoQ2LCvhmnx4V2kl9xSoO89+UvXHln3EuQzlk6kK5zkBTyhsjxmAsCAZQcxmU94OhkK",
+	"AFnV7NAhlvp6KHcZtNQT2EaKuLG0FhyGajYUpg69FSFxjUt12JO4+b1fDd3KmUt164eiXbh+QKrC9Xh/",
+	"Ve16vw9FHFrBG7rAsJ2hSFYWUbfrWCp5PyCu5P25aYNBbeV9fBohlXAQnU+PX5FWcGliaYpfHd8wuJyn",
+	"zPrMLSV5f3ljyWRNgOWMCWNR6MlifGhfUofwLIhvXOfMpyf//3//H/K6NvQ6lk2uytucp3DGURwBPbGZ",
+	"fb1+DyvLwzx0xqNBdNLrY0W7GdUTJK9VKafPWt4x8QjfjVfJCjM6ZuSWTbjI6mqRIG8vFQFKBnVh0aqp",
+	"EnX0NouxPQbCbUXBO4C3WDXSNK9gI/7g0MhVa7SFTM2LXhVBeKNUrBgK9Aeb1hZ6c1lDF1thT9A46vAg",
+	"MFJkwoYiLRiiO817JLlIUzbTA6LZgz6c6GmekDHTiONTmufk+5v372w1LurKQbNcGcprIKMi3yhJj5m2",
+	"hxa1Wmsd9/tP1lijWSIUPZpuA81BAtIPXIhN5KaBjYa8Vo9rCkxWWfyPcXTaP1218uooDqvg78c4Ouv3",
+	"N7/QjOLGt042vxWI9fYFkmjw08+x3+hrIudYS21d0VRXSmvwkyvSiq3Y/A5/P4WrDo9LphTG7BtgdFU4",
+	"/QppctSVo6471k8f37VKma4pzRbob4fzPF1bO9jn4QyR6vD+6NCrzRMkLh+ZLgtb/L3qYwPKd6UmY5At",
+	"quNGC05IJ6WKdTlsX3HN79lBj1zUmj1Dqu22QzohwYRIPWHFnCt4F+tO3Eo9QUkAyzCauBds54CEyZlI",
+	"hqJaZDUCSD6nJJAJkfTITTO8pcDdsozcYkgNCA3zgs5mLhwuRCJsOsZG2HmyopkIIxgJHW7xuG9Lxy18",
+	"63WJMUBVCtfXvutWhchVFpHQJmpneXALm1M/H3/+uqTalKda2/7Iks8tqKHXoRFfOdr8SiOhZh8yfXr8",
+	"avML7Tyd/xryXhH03zNd0/Im4UZ1zVBuqQLEy5TfUvXrBuHrPpYNsdNaG+/YYi14D4V12Bd8OuVifI56",
+	"BErLrSaVlkdX07neh/AziK39PlnbNwx73sGHavUXonarxkaOQ3IYw/AmYmkoWmX/bO+wVaX657ZNRd1Y",
+	"zUY+NSP/hkJpnue1mOhK72sveia2xmZbEi0x73OhSDD6qjcUP/KCdfGwNZYFr05OFnzMQW20/eZiF9eM",
+	"gU3H/X4SosipX60u8hu4LnZsgzoq87zZQfSidb10rGyfNi+Xo2opWrnddyu0GLZKh0IpG6GPjbJNtaW4",
+	"f3P0fNA/HfTPev1+/681pW1UT3I+Ya8gmK1dZOt2NVWj7ctr1VGWq7iAXY5XcNEGO4ZL8K7po/toM1Rp",
+	"69bQKFplpPk35Jam6LSxqh06qQZre4a6835NthQs0LieSfkK3z+XYR1twRHaWaH43tk2kwVyR/9Fmd5r",
+	"22ByPd8LivKHjhoffq7dTo+HtkIzrG2jqBrO7PmKncsxCyig+zRiKZ9KAVolLVyYE1INljYA3lh77UEX",
+	"wJhq0VL7kpmfRWeNHLbHVhVfTAU2n8syZrtu9YiZFJg88BFbRbvm3crUwVKVi+aTtfnW05nZUNtxwox6",
+	"FqOqhIpPKNk7wSaSqNjhMjHdw0kZAb5qF+Zlmv8Xi9kN8WPp2HrfJOp1xMUCuicjeuTFc4+uIjCfK23z",
+	"0WBRzkLlIt/g9834lxkrphQWnC/iuiuQKcjeAGnXz44asVoxoYfCWqjIpXb6qEUpFKtvF4RieFEVcQty",
+	"+pwWmTGto9/GtYs3dTOGwjhyuKlkb0Tc2jcXwASzWV/CbODB6doQdSCVLr3uG4iuA1EDO1vofU1WFpq1",
+	"fsTRlsvsCrgMcgJXwjVcpVU66dEap9Gg1/nD9Q8fyJQVY9CVdDohik2p0DxVB5iz7GdrYcdwk6s1FOh5",
+	"j7EU4APQR65bqTp+wrN5vVNFU5sg6ngokoCSAA9UGkHiGnDKEaKXrR170HMh2UZNa0RyDkWtAOJiWGaU",
+	"ZXS5GB+cnkiFgxrREdVRg4amBoQwTMgBuxyZrFTn+fVrRLS0YbJJGabaY09DcWGjjgPh5pi2YQPOGS59",
+	"RYB7rWu6uOGhQGpjorYJKgrqvHVOZCxN70iS+PnA7bmaYbiwYCBMlSWgri1mmm+uqjBGuG5warKJUZd+",
+	"BuIXKcAFczlvnlRqDl3bJmKxgRRzhqi3eeqVr9q5zDer3AHIP/oVcusZ3st7VpUYxt9jkjNqvzTwVddM",
+	"9udr6MNOf61r6D7uoNYF0zj/2WrddmJQsLn6r9f8+E392479GQjcT/3zpLNDJ0YFtL7dWWVQaTKeS0Xm",
+	"gT6vxmk7BRaJ7tal2oVkLJki5QxENylM0tNQYBVL3P9U3ptS6UndaLfqi2lai+YUxukAS6VFDuooZsWi",
+	"b9q8zvVQ3NL07iCuK3urFIPhsFWe7YJVe6brBZsIXFVLi51de23HrUbb5/b5ayYy5OVV9TPLlBuFzhIy",
+	"AdInpFkKMPBGkoZiwHKa/EnLoWixJhh4PXsaClgQiB9J3YUaxiJTescw3JgzRRQdMSPhOPGcN+3EHosf",
+	"ilZHaWssbQUYVW8qYqUjax2/zNh0JjEY6iOb5XTBAJ6KkiW7cURzOnbfXo7KXpyx3aZ7ddNrr1E1PGO6",
+	"cUZw0bYHKohw3XLW7iK9LszXWjJaVaW2Zmvt7uS/do7mFyq1QU4wRwAwAtneCCl1pEsDrOe0VgQNeNhE",
+	"bwepXqJivTeX5wQjh4qRP37jvP8NOO9HjBls0Dg5CjLiipZsw4hnXv2nr8OIr2ih0NUZagnWbgXWCltB",
+	"Ta7u+0qdN3AoandgUGNr1ptMTC7ACoZAOojaQ6FsXDtXSEYGJLnGRsuWA17DH0Ud0nEQ0hCdJRKY19ta",
+	"bSpKoRpmn104Bc0cm2jYOfdlE5UDcOv27ttT8uV29b9OYl5Z+ED7bVlnv1HKf21KeZFlPkVB+rJMJXcz",
+	"Jx/WtanCNmWT82jwOecKGxDRsSKdNQEbB+fLeZhVsRQQsIcC6A0fCyzv0qAZrYpYhYtbrmpj9chbI1n7",
+	"maJWhtUuA5SmuqR5DtIGPhCWU+Eni1c3ps9ni/iEL8w9whlWGFP49Arc3wBgpqZYmetvGPrfQ5aZojkN",
+	"QBCjs0MIiqD2JKb0sFM1s4kwNmwT0aE2WtXhhS7WSQqmLMLylvzgcHwoAkhOtsXh1VXthuLCq/CHS/DK",
+	"/NnMB1P6bysx4hsWf8Pip+Gz2raIXY/AZdA+h30E25iAA1ZGGIObhp1hN1qUv001zphkTuh2WWXIw0JI",
+	"SO4Ym7noRdtyZMZyU24UoxQwd5srcsdmegWW2miE1WhKngJLbX/Fb5j6DVOf0nYAMEUquW+F5cBibFMa",
+	"9ktpBDMx3nGFAQx5K6N2fXmNmHCR5iVW260LAgOT7Q3FNeaRG7Q2JnMjU4cQBn5xiehfM/7HL0ayQrtc",
+	"sfEvCKn4FwQ2OKDm/j0Iqy5qm9j4RhuDkQ0dqEvRmTCApCzyxCTc3DJClztJD0VnllMuzFfYWxqjJ+ZV",
+	"T1UDT7IAGJZzEO8OjOHJxgeAjOdKLJ8MRWNvdclAXJMNOACwlbqGa7PUUMZsc7hndSmFxNRSSGJbCgE7",
+	"G0qRmlxHmypcl0cIhZvbw/4SY1G4Hkc78npNVYAdQ5ZbHcmfzHjkbcmrorGxdElg564wxu5lKFzVibpm",
+	"ebuWxLYVIbwCEOu28PSXFCx1FKaF/t68iLpmpZBvMd6/Rgp+7VywKNkLj7yFKXlYXjj83ATvtSGZ72lx",
+	"p5bqMtUEFKOdXSebyh02ldinVNn4SCMjxNZjNhQ2NNpEHhMt57TIrIFuyrEQ1EmLfPcIxvehU9jpE40V",
+	"AbluBT6viMT0ie82kZiNfaNPw1jkvoVjbmFJasoKK+WNnQxJ1w3otdakLUH9sG6PsbY6Qov3V22MabC/",
+	"68BWMUB4tTU83KOxESa8JrmG3dRNaIhtV2s+YGURgyqVLxq7dLgux1yRrGS9ocBur0ndDzYxbT7W9n/d",
+	"IKe/qU9nQ35y1Ssd8NQVDwil6CJKN9zitvxHNDjuYxl525a631/fpDqcbtzYv1VzXHTm2nWZI1qZOez1",
+	"2fin5AqHmhIHGPiFqdsBaqK9gG/pw19FTwJ8xajaFuL/qkjY4ee6SfbjYdVFffeQgdB64vX93CVRGACG",
+	"zDaci9Xo4P21c7H+VLKSmaoTIH1U5BItKtWyhZzHGHlo2i9qQ40Z6dBW/6QFsbEH8AzGF2IFTVvcuEr4",
+	"qMIXHH0nuVSgpVblDtHCqXCqqiQlhneHpBgvp7q6TVMqFGteJAdhw6R9cqVk8/RkapVy4U4vJr/AfWTf",
+	"qNOT6wCIdR6YAgKuEP+bRW+a9fd++hlwyZQTCzJ4ksuUVuEvGSBKUZfeM1GepcBye7U+Ozg8xNcmUunB",
+	"y/7LPjr67NrCBiUUdQpGq2IIWOXYkpAqdnmZHL2ngo5XmE69EdB0uvw2xiLASVaZbY2CPDYCgXSaHfSY",
+	"OvCG9iIVliewYWEY5Uz9GOe4LgJnshO0lLldftVRDk47vfPmqmLHwnTZ8I3lUkKVtBA4GVfHaHnEhp7Z",
+	"qF8YuKIK4OCmH7q+Vdq1LHCdScKU+9o2vcam9A1qaOU5XMEzhYrgOaFiQY4fHghN74Sc5ywb26yXC1ul",
+	"ayiwTFenYBkvWIoapjyICSWaTxnswjiIjs6IMuQ8lUIwrDpoxG9b2KfgLCNUD8UZUTE5I1MuYnLSN/8e",
+	"kwl8N4nJUZ9MTKNJ+KPz//7vcZ/8T/J3rjUrzpsF5YgU5PT41eFZ/2QouCITKSTW1yhnrsS56cin2eyg",
+	"5zXbs9xiWRNfEcAMvOi1f/q7mhp3Mju5gtjbWwVbyFhfJXCMpjPTmTkMANK6ptT6OtoYX/ufAQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

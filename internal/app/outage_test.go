@@ -1,0 +1,85 @@
+package app_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+// When PostgreSQL goes away, requests fail fast with 503 and the documented body, /readyz
+// says not ready, and service resumes by itself when PostgreSQL is back. Not parallel: it
+// stops the package's PostgreSQL, which parallel tests would also be using.
+func TestDatabaseOutage(t *testing.T) {
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "before@example.com"})
+	if r.Status != 200 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	var created api.CreateContactResponse
+	r.JSON(t, &created)
+	ready := func() int {
+		resp, err := http.Get(a.URL + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := ready(); s != 200 {
+		t.Fatalf("/readyz before the outage: %d", s)
+	}
+
+	cluster := testkit.Cluster()
+	if err := cluster.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			_ = cluster.Start(context.Background())
+		}
+	})
+	for _, probe := range []struct {
+		method, path string
+		body         any
+	}{
+		{"GET", "/public/v1/contact?contactId=" + created.Contact.ContactId, nil},
+		{"POST", "/public/v1/contact", map[string]any{"email": "during@example.com"}},
+		{"POST", "/public/v1/contact/" + created.Contact.ContactId + "/tags", map[string]any{"tags": []string{"x"}}},
+	} {
+		start := time.Now()
+		r := a.Do(probe.method, probe.path, key, probe.body)
+		if e := r.Error(t); r.Status != http.StatusServiceUnavailable || e.Code != api.ErrorCodeServiceUnavailable {
+			t.Errorf("%s %s during the outage: %d %s", probe.method, probe.path, r.Status, r.Body)
+		}
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("%s %s took %s to fail; it must fail fast", probe.method, probe.path, took)
+		}
+	}
+	if s := ready(); s != http.StatusServiceUnavailable {
+		t.Errorf("/readyz during the outage: %d, want 503", s)
+	}
+
+	if err := cluster.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	deadline := time.Now().Add(20 * time.Second)
+	for ready() != 200 {
+		if time.Now().After(deadline) {
+			t.Fatal("not ready 20 s after PostgreSQL came back")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "after@example.com"}); r.Status != 200 {
+		t.Errorf("create after recovery: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do("GET", "/public/v1/contact?emailId=during%40example.com", key, nil); r.Status != 404 {
+		t.Errorf("the create refused during the outage exists: %d", r.Status)
+	}
+}
