@@ -1,0 +1,146 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+// SIGTERM during a burst of slow requests loses none of them: the server stops accepting,
+// finishes what it has, and exits cleanly.
+func TestSIGTERMFinishesInFlightRequests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and signals a server process")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	db := testkit.NewDatabase(t)
+	if code, _, errOut := contactd(t, ctx, db, "accounts", "create", "--name", "acme"); code != 0 {
+		t.Fatal(errOut)
+	}
+	_, out, _ := contactd(t, ctx, db, "keys", "create", "--account", "acme")
+	key := strings.TrimSpace(out)
+
+	bin := filepath.Join(t.TempDir(), "contactd")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/contactd/contactd/cmd/contactd").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	addr := freeAddr(t)
+	var logs bytes.Buffer
+	srv := exec.Command(bin, "serve", "--addr", addr, "--database-url", db, "--rate-writes-per-10s", "0")
+	srv.Stderr = &logs
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Process.Kill()
+	base := "http://" + addr
+	waitHealthy(t, base)
+	call := func(method, path, body string) (int, error) {
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("x-api-key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	if s, err := call("POST", "/public/v1/contact", `{"email":"slow@example.com"}`); s != 200 {
+		t.Fatalf("create: %d %v", s, err)
+	}
+	// hold the contact's row so every tag change waits: a burst of slow requests.
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	if err := tx.QueryRow(ctx, "SELECT contact_id::text FROM contacts FOR UPDATE").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	const burst = 20
+	var wg sync.WaitGroup
+	statuses := make([]int, burst)
+	errs := make([]error, burst)
+	for i := range burst {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i], errs[i] = call("POST", "/public/v1/contact/"+id+"/tags", fmt.Sprintf(`{"tags":["t%02d"]}`, i))
+		}()
+	}
+	waitFor(t, func() bool { return waiting(t, ctx, db) >= burst }, "the burst to reach the database")
+
+	if err := srv.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { _, err := call("GET", "/public/v1/webhooks", ""); return err != nil }, "the listener to close")
+	time.Sleep(300 * time.Millisecond)
+	if err := tx.Rollback(ctx); err != nil { // let the held requests through
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i := range burst {
+		if statuses[i] != 200 || errs[i] != nil {
+			t.Errorf("request %d: %d %v", i, statuses[i], errs[i])
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve exited with %v after SIGTERM\n%s", err, logs.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not exit after SIGTERM")
+	}
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT cardinality(tags) FROM contacts").Scan(&n); err != nil || n != burst {
+		t.Errorf("the contact has %d tags, want all %d (%v)", n, burst, err)
+	}
+}
+
+// waiting counts the sessions blocked on a lock, seen from a connection of its own (the
+// one holding the lock is inside its transaction).
+func waiting(t *testing.T, ctx context.Context, db string) int {
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
