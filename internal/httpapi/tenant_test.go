@@ -1,0 +1,162 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+// The tenant matrix: for every operation of openapi.yaml, account B using account A's ids
+// gets exactly what an unknown id gets, and A's data is unchanged afterwards. Operations are
+// enumerated from the spec with their request examples, so a new endpoint cannot escape.
+func TestTenantMatrix(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	accountA, keyA := a.Account("a")
+	_, keyB := a.Account("b")
+	c := createContact(t, a, keyA, map[string]any{"email": "mine@example.com", "tags": []string{"secret"},
+		"name": "Mine", "address": "1 Main St, Springfield, IL 62704"}).Contact
+	var sub api.WebhookSubscription
+	subscribe(t, a, keyA, "https://hooks.example.com/a", "TagsAdded").JSON(t, &sub)
+	a.Do("POST", "/public/v1/contact/"+c.ContactId+"/tags", keyA, map[string]any{"tags": []string{"more"}}) // a delivery
+	var deliveryID string
+	if err := a.Store.Pool.QueryRow(context.Background(), "SELECT delivery_id::text FROM webhook_deliveries WHERE account_id = $1", accountA).Scan(&deliveryID); err != nil {
+		t.Fatal(err)
+	}
+	unknown := "01939d3c-0000-7000-8000-000000000000"
+	ids := map[string][2]string{ // parameter -> A's value, a value nobody has
+		"contactId":      {c.ContactId, unknown},
+		"propertyId":     {c.Properties[0].PropertyId, unknown},
+		"subscriptionId": {sub.SubscriptionId, unknown},
+		"deliveryId":     {deliveryID, unknown},
+		"emailId":        {"mine@example.com", "nobody@example.com"}, // also the email of create bodies
+	}
+	before := snapshot(t, a, keyA, c.ContactId, sub.SubscriptionId)
+
+	// GET contact by email, the one id that travels in the query (before B creates contacts
+	// with these emails below).
+	rb := a.Do("GET", "/public/v1/contact?emailId=mine%40example.com", keyB, nil)
+	ru := a.Do("GET", "/public/v1/contact?emailId=nobody%40example.com", keyB, nil)
+	if rb.Status != 404 || string(rb.Body) != string(ru.Body) {
+		t.Errorf("getContact by A's email as B: %d %s; unknown: %d %s", rb.Status, rb.Body, ru.Status, ru.Body)
+	}
+	spec, err := api.GetSwagger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := spec.Paths.InMatchingOrder()
+	sort.Strings(paths)
+	for _, path := range paths {
+		item := spec.Paths.Value(path)
+		for method, op := range item.Operations() {
+			if op.Security != nil && len(*op.Security) == 0 {
+				continue // public (the consent page: its token is the credential)
+			}
+			reqA, reqU := buildRequest(t, path, item, op, ids, 0), buildRequest(t, path, item, op, ids, 1)
+			rb := a.Do(method, reqA, keyB, exampleBody(op, ids["emailId"][0]))
+			ru := a.Do(method, reqU, keyB, exampleBody(op, ids["emailId"][1]))
+			same := rb.Status == ru.Status && (rb.Status >= 300 && string(rb.Body) == string(ru.Body) || rb.Status < 300)
+			if !same || rb.Status >= 500 {
+				t.Errorf("%s (%s %s) as B with A's ids: %d %s; with unknown ids: %d %s",
+					op.OperationID, method, reqA, rb.Status, rb.Body, ru.Status, ru.Body)
+			}
+		}
+	}
+	if after := snapshot(t, a, keyA, c.ContactId, sub.SubscriptionId); after != before {
+		t.Errorf("A's data changed:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// buildRequest fills the operation's path and query parameters with A's ids (which=0) or
+// unknown ones (which=1). A parameter the matrix does not know fails the test.
+func buildRequest(t *testing.T, path string, item *openapi3.PathItem, op *openapi3.Operation, ids map[string][2]string, which int) string {
+	t.Helper()
+	params := append(append(openapi3.Parameters{}, item.Parameters...), op.Parameters...)
+	q := url.Values{}
+	for _, p := range params {
+		v, ok := ids[p.Value.Name]
+		switch {
+		case p.Value.In == "path" && !ok:
+			t.Fatalf("%s: path parameter %s is not in the tenant matrix; add it", op.OperationID, p.Value.Name)
+		case p.Value.In == "path":
+			path = strings.ReplaceAll(path, "{"+p.Value.Name+"}", url.PathEscape(v[which]))
+		case p.Value.In == "query" && ok && p.Value.Name == "contactId":
+			q.Set(p.Value.Name, v[which]) // GET contact: by id (by email is the next probe)
+		}
+	}
+	if strings.Contains(path, "{") {
+		t.Fatalf("unfilled parameter in %s", path)
+	}
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	return path
+}
+
+// exampleBody is the operation's first request example, or nil; an email in it is
+// replaced by email (A's, or one nobody has), the other id that travels in bodies.
+func exampleBody(op *openapi3.Operation, email string) any {
+	body := firstExample(op)
+	if m, ok := body.(map[string]any); ok {
+		if _, has := m["email"]; has {
+			copied := make(map[string]any, len(m))
+			for k, v := range m {
+				copied[k] = v
+			}
+			copied["email"] = email
+			return copied
+		}
+	}
+	return body
+}
+
+func firstExample(op *openapi3.Operation) any {
+	if op.RequestBody == nil {
+		return nil
+	}
+	mt := op.RequestBody.Value.Content.Get("application/json")
+	if mt == nil {
+		return nil
+	}
+	if mt.Example != nil {
+		return mt.Example
+	}
+	names := make([]string, 0, len(mt.Examples))
+	for name := range mt.Examples {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	if len(names) > 0 {
+		return mt.Examples[names[0]].Value.Value
+	}
+	return nil
+}
+
+// snapshot is everything of A's the matrix could have touched.
+func snapshot(t *testing.T, a *testkit.API, key, contactID, subID string) string {
+	t.Helper()
+	c := a.Do("GET", "/public/v1/contact?contactId="+contactID, key, nil)
+	byEmail := a.Do("GET", "/public/v1/contact?emailId=mine%40example.com", key, nil)
+	subs := a.Do("GET", "/public/v1/webhooks", key, nil)
+	att := a.Do("GET", "/public/v1/webhooks/"+subID+"/deliveries", key, nil)
+	var n int
+	_ = a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM webhook_deliveries").Scan(&n)
+	var compact = func(b []byte) string {
+		var v any
+		_ = json.Unmarshal(b, &v)
+		out, _ := json.Marshal(v)
+		return regexp.MustCompile(`"leadScore":\d+`).ReplaceAllString(string(out), "")
+	}
+	return fmt.Sprintf("%d %s | %d %s | %s | %s | deliveries %d", c.Status, compact(c.Body), byEmail.Status,
+		compact(byEmail.Body), compact(subs.Body), compact(att.Body), n)
+}
