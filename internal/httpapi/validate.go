@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -64,6 +66,9 @@ func (s *Server) validate(next echo.HandlerFunc) echo.HandlerFunc {
 		SchemaValidationOptions: FormatOptions(),
 	}
 	return func(c echo.Context) error {
+		if err := s.checkBody(c.Request()); err != nil {
+			return err
+		}
 		route, _ := c.Request().Context().Value(routeKey{}).(*routers.Route)
 		params := make(map[string]string, len(c.ParamNames()))
 		for i, name := range c.ParamNames() {
@@ -77,6 +82,24 @@ func (s *Server) validate(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// checkBody reads the (size-limited) body once, refuses pathological JSON shapes before
+// anything decodes them, and leaves the body readable again for the validator and binder.
+func (s *Server) checkBody(r *http.Request) error {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return s.errTooLarge()
+		}
+		return apperr.Invalid(apperr.Field("body", "read", "the request body could not be read"))
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return checkJSONShape(body)
 }
 
 func (s *Server) validationError(err error) error {
