@@ -40,8 +40,9 @@ unit: ## the tests without the database-backed packages' long ones
 test: deps check-generated vet ## everything CI runs: generation freshness, vet, unit, integration, contract
 	$(GO) test -count=1 -timeout 8m ./...
 
-fuzz: ## run the fuzz targets for a while (FUZZTIME=30s)
+fuzz: ## run the fuzz targets for a while (FUZZTIME=30s each); make test runs their seeds
 	$(GO) test -run XXX -fuzz FuzzParse -fuzztime $${FUZZTIME:-30s} ./internal/address/
+	$(GO) test -run XXX -fuzz FuzzAPI -fuzztime $${FUZZTIME:-30s} ./internal/httpapi/
 
 clean: ## remove build output (not ./.data)
 	rm -rf bin

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"regexp"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,6 +15,9 @@ import (
 
 // ErrConsentNotFound is the answer for a token that names no contact.
 var ErrConsentNotFound = apperr.New(apperr.KindNotFound, "NotFound", "no such consent record")
+
+// consentTokenRe is the shape of the tokens Create makes ("cs_" + base62 of 16 bytes).
+var consentTokenRe = regexp.MustCompile(`^cs_[0-9A-Za-z]{1,40}$`)
 
 // Consent is how and when a contact entered the system.
 type Consent struct {
@@ -26,6 +30,9 @@ type Consent struct {
 
 // ConsentByToken finds the consent record behind a proof-of-consent URL.
 func (s *Service) ConsentByToken(ctx context.Context, token string) (Consent, error) {
+	if !consentTokenRe.MatchString(token) {
+		return Consent{}, ErrConsentNotFound
+	}
 	var r db.Consent
 	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
 		r, err = q.ConsentGetByToken(ctx, token)

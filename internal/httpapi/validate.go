@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/contact"
+	"github.com/contactd/contactd/internal/delivery"
 )
 
 // FormatOptions registers the string formats kin-openapi does not check by itself; tests
@@ -70,6 +72,9 @@ func (s *Server) validate(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		route, _ := c.Request().Context().Value(routeKey{}).(*routers.Route)
+		if err := checkQueryEncoding(c.Request(), route); err != nil {
+			return err
+		}
 		params := make(map[string]string, len(c.ParamNames()))
 		for i, name := range c.ParamNames() {
 			params[name] = c.ParamValues()[i]
@@ -102,6 +107,37 @@ func (s *Server) checkBody(r *http.Request) error {
 	return checkJSONShape(body)
 }
 
+// checkQueryEncoding refuses values of the operation's query parameters that are not UTF-8:
+// they could never match stored text, and the database would refuse them with an error
+// that is not the client's to read. Undeclared parameters are ignored, as everywhere.
+func checkQueryEncoding(r *http.Request, route *routers.Route) error {
+	var errs []apperr.FieldError
+	query := r.URL.Query()
+	for _, p := range route.Operation.Parameters {
+		if p.Value == nil || p.Value.In != "query" {
+			continue
+		}
+		for _, v := range query[p.Value.Name] {
+			if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+				errs = append(errs, apperr.Field("query."+p.Value.Name, "encoding", "must be UTF-8 text without NUL"))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return apperr.Invalid(errs...)
+	}
+	return nil
+}
+
+// notFoundByPath is the answer when a path identifier breaks the spec's rules (too long, say).
+var notFoundByPath = map[string]*apperr.Error{
+	"path.contactId":      contact.ErrNotFound,
+	"path.propertyId":     contact.ErrPropertyNotFound,
+	"path.subscriptionId": delivery.ErrSubscriptionNotFound,
+	"path.deliveryId":     delivery.ErrDeliveryNotFound,
+	"path.token":          contact.ErrConsentNotFound,
+}
+
 func (s *Server) validationError(err error) error {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
@@ -109,6 +145,11 @@ func (s *Server) validationError(err error) error {
 	}
 	var fields []apperr.FieldError
 	collectFields(err, "", &fields)
+	for _, f := range fields {
+		if nf, ok := notFoundByPath[f.Field]; ok {
+			return nf // a malformed id is simply not found, whatever else is wrong
+		}
+	}
 	if len(fields) == 0 {
 		fields = append(fields, apperr.Field("request", "invalid", err.Error()))
 	}

@@ -118,6 +118,14 @@ func (r *Response) Error(t testing.TB) api.Error {
 	return e
 }
 
+// With is the same API reporting to t: for fuzz targets and subtests, whose failures belong
+// to their own testing.T.
+func (a *API) With(t testing.TB) *API {
+	c := *a
+	c.t = t
+	return &c
+}
+
 // Do sends a request with key as x-api-key (none when empty) and body as JSON (a string or
 // []byte is sent verbatim), and validates the response against openapi.yaml.
 func (a *API) Do(method, path, key string, body any, headers ...string) *Response {
