@@ -116,6 +116,16 @@ func TestSIGTERMFinishesInFlightRequests(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SELECT cardinality(tags) FROM contacts").Scan(&n); err != nil || n != burst {
 		t.Errorf("the contact has %d tags, want all %d (%v)", n, burst, err)
 	}
+	// the JSON access log names each request and its account, and never the key.
+	log := logs.String()
+	for _, want := range []string{`"msg":"request"`, `"operation_id":"addContactTags"`, `"status":200`, `"account_id":"`, `"request_id":"`, `"latency":`} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the log lacks %s", want)
+		}
+	}
+	if strings.Contains(log, key) || strings.Contains(log, key[11:]) {
+		t.Errorf("the log contains the API key")
+	}
 }
 
 // waiting counts the sessions blocked on a lock, seen from a connection of its own (the
