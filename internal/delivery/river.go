@@ -58,7 +58,7 @@ func New(st *store.Store, opt Options) (*Service, error) {
 		RescueStuckJobsAfter: opt.RescueAfter,
 		Queues: map[string]river.QueueConfig{
 			QueueName:          {MaxWorkers: opt.Workers},
-			river.QueueDefault: {MaxWorkers: 2},
+			river.QueueDefault: {MaxWorkers: 8}, // enrichment (DNS-bound) and maintenance
 		},
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(opt.SweepEvery),
 			func() (river.JobArgs, *river.InsertOpts) { return SweepArgs{}, nil },
