@@ -83,9 +83,7 @@ func TestActivityCountersAndScore(t *testing.T) {
 
 func TestActivityEventsAndIdempotency(t *testing.T) {
 	t.Parallel()
-	a := testkit.NewAPI(t, testkit.LocalDelivery)
-	a.StartWorkers()
-	_, key := a.Account("acme")
+	a, _, key := deliveringAPI(t)
 	rcs := map[string]*testkit.Receiver{}
 	for _, typ := range []string{"FormSubmission", "EmailClick", "DashboardClick", "PostcardScan", "ContactUnsubscribed"} {
 		rcs[typ] = listen(t, a, key, typ)

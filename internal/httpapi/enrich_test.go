@@ -32,9 +32,7 @@ func emailVerdict(ev api.WebhookEvent) string {
 
 func TestEnrichmentEmailStatus(t *testing.T) {
 	t.Parallel()
-	a := testkit.NewAPI(t, testkit.LocalDelivery)
-	a.StartWorkers()
-	_, key := a.Account("acme")
+	a, _, key := deliveringAPI(t)
 	rc := listen(t, a, key, "ContactEnriched")
 	a.DNS.SetMX("good.example", "mx.good.example")
 	a.DNS.SetHost("web-only.example", "192.0.2.10")
@@ -78,9 +76,7 @@ func TestEnrichmentEmailStatus(t *testing.T) {
 
 func TestEnrichmentRetriesTemporaryDNSFailure(t *testing.T) {
 	t.Parallel()
-	a := testkit.NewAPI(t, testkit.LocalDelivery)
-	a.StartWorkers()
-	_, key := a.Account("acme")
+	a, _, key := deliveringAPI(t)
 	rc := listen(t, a, key, "ContactEnriched")
 	a.DNS.SetMX("flaky.example", "mx.flaky.example")
 	a.DNS.FailTimes("flaky.example", 1)
@@ -103,9 +99,7 @@ func TestEnrichmentRetriesTemporaryDNSFailure(t *testing.T) {
 
 func TestEnrichmentStandardisesAddress(t *testing.T) {
 	t.Parallel()
-	a := testkit.NewAPI(t, testkit.LocalDelivery)
-	a.StartWorkers()
-	accountID, key := a.Account("acme")
+	a, accountID, key := deliveringAPI(t)
 	rc := listen(t, a, key, "ContactEnriched")
 	a.DNS.SetMX("good.example", "mx.good.example")
 	c := createContact(t, a, key, map[string]any{"email": "home@good.example", "address": "742 evergreen terrace, springfield, or 97477"}).Contact

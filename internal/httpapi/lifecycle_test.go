@@ -8,9 +8,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/testkit"
 )
+
+// deliveringAPI is an API whose delivery and enrichment workers run, with one account.
+func deliveringAPI(t *testing.T) (*testkit.API, uuid.UUID, string) {
+	t.Helper()
+	a := testkit.NewAPI(t, testkit.LocalDelivery)
+	a.StartWorkers()
+	id, key := a.Account("acme")
+	return a, id, key
+}
 
 // listen subscribes one loopback receiver to the event types.
 func listen(t *testing.T, a *testkit.API, key string, types ...string) *testkit.Receiver {
@@ -139,9 +150,7 @@ func TestPatchRefusals(t *testing.T) {
 
 func TestPatchEvents(t *testing.T) {
 	t.Parallel()
-	a := testkit.NewAPI(t, testkit.LocalDelivery)
-	a.StartWorkers()
-	_, key := a.Account("acme")
+	a, _, key := deliveringAPI(t)
 	details := listen(t, a, key, "ContactDetailsUpdated")
 	unsub := listen(t, a, key, "ContactUnsubscribed")
 	id := createContact(t, a, key, map[string]any{"email": "ev@example.com", "name": "Ev", "phone": "555-010-0000"}).Contact.ContactId
@@ -203,9 +212,7 @@ func TestDeleteContact(t *testing.T) {
 
 func TestRemoveTags(t *testing.T) {
 	t.Parallel()
-	a := testkit.NewAPI(t, testkit.LocalDelivery)
-	a.StartWorkers()
-	_, key := a.Account("acme")
+	a, _, key := deliveringAPI(t)
 	removed := listen(t, a, key, "TagsRemoved")
 	id := createContact(t, a, key, map[string]any{"email": "t@example.com", "tags": []string{"a", "B", "c", "d"}}).Contact.ContactId
 	r := a.Do("DELETE", "/public/v1/contact/"+id+"/tags", key, map[string]any{"tags": []string{" b ", "D", "zzz"}})

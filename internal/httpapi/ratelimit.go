@@ -22,7 +22,7 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		write := c.Request().Method != http.MethodGet && c.Request().Method != http.MethodHead
-		d := s.limiter.Allow(p.KeyID.String(), p.AccountID.String(), write)
+		d := s.limiter.Allow(p.KeyID, p.AccountID, write)
 		h := c.Response().Header()
 		if d.Limit > 0 {
 			h.Set("X-RateLimit-Limit-10", strconv.Itoa(d.Limit))

@@ -28,6 +28,9 @@ type Decision struct {
 	RetryAfter time.Duration
 }
 
+// ID names a key or an account (a UUID's bytes): a map key that costs no allocation.
+type ID = [16]byte
+
 // Limiter holds the windows of every key and account seen recently.
 type Limiter struct {
 	limits Limits
@@ -35,12 +38,12 @@ type Limiter struct {
 
 	mu        sync.Mutex
 	windows   map[windowKey]*slidingLog
-	days      map[string]*dayCount
+	days      map[ID]*dayCount
 	lastSweep time.Time
 }
 
 type windowKey struct {
-	key   string
+	key   ID
 	write bool
 }
 
@@ -58,11 +61,11 @@ type dayCount struct {
 
 // New returns a limiter; now is injected for tests.
 func New(l Limits, now func() time.Time) *Limiter {
-	return &Limiter{limits: l, now: now, windows: map[windowKey]*slidingLog{}, days: map[string]*dayCount{}}
+	return &Limiter{limits: l, now: now, windows: map[windowKey]*slidingLog{}, days: map[ID]*dayCount{}}
 }
 
 // Allow counts one request of key (in account) if the limits admit it.
-func (l *Limiter) Allow(key, account string, write bool) Decision {
+func (l *Limiter) Allow(key, account ID, write bool) Decision {
 	now := l.now()
 	limit := l.limits.ReadsPer10s
 	if write {
@@ -113,7 +116,7 @@ func (l *Limiter) window(k windowKey, limit int) *slidingLog {
 	return w
 }
 
-func (l *Limiter) day(account string, now time.Time) *dayCount {
+func (l *Limiter) day(account ID, now time.Time) *dayCount {
 	today := now.UTC().Format(time.DateOnly)
 	dc := l.days[account]
 	if dc == nil || dc.day != today {

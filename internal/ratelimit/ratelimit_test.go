@@ -9,39 +9,44 @@ type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time      { return c.t }
 func (c *clock) add(d time.Duration) { c.t = c.t.Add(d) }
-func newClock() *clock               { return &clock{t: time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)} }
+func id(s string) (out ID) {
+	copy(out[:], s)
+	return out
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)} }
 
 func TestSlidingWindow(t *testing.T) {
 	c := newClock()
 	l := New(Limits{ReadsPer10s: 100, WritesPer10s: 50}, c.now)
 	for i := range 100 {
-		d := l.Allow("k1", "a", false)
+		d := l.Allow(id("k1"), id("a"), false)
 		if !d.Allowed || d.Limit != 100 || d.Remaining != 99-i {
 			t.Fatalf("read %d: %+v", i+1, d)
 		}
 		c.add(50 * time.Millisecond) // 100 reads over 5 s
 	}
-	d := l.Allow("k1", "a", false)
+	d := l.Allow(id("k1"), id("a"), false)
 	// the first read was at 0 s, now is 5 s: it leaves the window in 5 s.
 	if d.Allowed || d.Remaining != 0 || d.RetryAfter != 5*time.Second {
 		t.Fatalf("101st read: %+v", d)
 	}
-	if d := l.Allow("k2", "a", false); !d.Allowed || d.Remaining != 99 {
+	if d := l.Allow(id("k2"), id("a"), false); !d.Allowed || d.Remaining != 99 {
 		t.Errorf("another key is affected: %+v", d)
 	}
-	if d := l.Allow("k1", "a", true); !d.Allowed || d.Limit != 50 || d.Remaining != 49 {
+	if d := l.Allow(id("k1"), id("a"), true); !d.Allowed || d.Limit != 50 || d.Remaining != 49 {
 		t.Errorf("writes share the reads' window: %+v", d)
 	}
 	// the window slides: after the first read expires, exactly one more read fits.
 	c.add(5 * time.Second)
-	if d := l.Allow("k1", "a", false); !d.Allowed || d.Remaining != 0 {
+	if d := l.Allow(id("k1"), id("a"), false); !d.Allowed || d.Remaining != 0 {
 		t.Errorf("after the slide: %+v", d)
 	}
-	if d := l.Allow("k1", "a", false); d.Allowed || d.RetryAfter != 50*time.Millisecond {
+	if d := l.Allow(id("k1"), id("a"), false); d.Allowed || d.RetryAfter != 50*time.Millisecond {
 		t.Errorf("the slide freed more than one slot: %+v", d)
 	}
 	c.add(Window)
-	if d := l.Allow("k1", "a", false); !d.Allowed || d.Remaining != 99 {
+	if d := l.Allow(id("k1"), id("a"), false); !d.Allowed || d.Remaining != 99 {
 		t.Errorf("after a quiet window: %+v", d)
 	}
 }
@@ -50,14 +55,14 @@ func TestWritesLimit(t *testing.T) {
 	c := newClock()
 	l := New(Limits{ReadsPer10s: 100, WritesPer10s: 50}, c.now)
 	for i := range 50 {
-		if d := l.Allow("k", "a", true); !d.Allowed {
+		if d := l.Allow(id("k"), id("a"), true); !d.Allowed {
 			t.Fatalf("write %d refused", i+1)
 		}
 	}
-	if d := l.Allow("k", "a", true); d.Allowed || d.RetryAfter != Window {
+	if d := l.Allow(id("k"), id("a"), true); d.Allowed || d.RetryAfter != Window {
 		t.Fatalf("51st write: %+v", d)
 	}
-	if d := l.Allow("k", "a", false); !d.Allowed {
+	if d := l.Allow(id("k"), id("a"), false); !d.Allowed {
 		t.Errorf("reads refused after writes ran out: %+v", d)
 	}
 }
@@ -65,13 +70,13 @@ func TestWritesLimit(t *testing.T) {
 func TestRefusedRequestsDoNotCount(t *testing.T) {
 	c := newClock()
 	l := New(Limits{WritesPer10s: 2}, c.now)
-	l.Allow("k", "a", true)
-	l.Allow("k", "a", true)
+	l.Allow(id("k"), id("a"), true)
+	l.Allow(id("k"), id("a"), true)
 	for range 10 {
-		l.Allow("k", "a", true) // hammering while limited
+		l.Allow(id("k"), id("a"), true) // hammering while limited
 	}
 	c.add(Window)
-	if d := l.Allow("k", "a", true); !d.Allowed || d.Remaining != 1 {
+	if d := l.Allow(id("k"), id("a"), true); !d.Allowed || d.Remaining != 1 {
 		t.Errorf("refused requests were counted: %+v", d)
 	}
 }
@@ -80,7 +85,7 @@ func TestDisabled(t *testing.T) {
 	c := newClock()
 	l := New(Limits{}, c.now)
 	for range 10_000 {
-		if d := l.Allow("k", "a", true); !d.Allowed || d.Limit != 0 || d.DayLimit != 0 {
+		if d := l.Allow(id("k"), id("a"), true); !d.Allowed || d.Limit != 0 || d.DayLimit != 0 {
 			t.Fatalf("disabled limiter refused or reported limits: %+v", d)
 		}
 	}
@@ -89,20 +94,20 @@ func TestDisabled(t *testing.T) {
 func TestAccountDay(t *testing.T) {
 	c := newClock()
 	l := New(Limits{AccountPerDay: 3}, c.now)
-	l.Allow("k1", "acct", false)
-	l.Allow("k2", "acct", true)
-	if d := l.Allow("k3", "acct", false); !d.Allowed || d.DayRemaining != 0 || d.DayLimit != 3 {
+	l.Allow(id("k1"), id("acct"), false)
+	l.Allow(id("k2"), id("acct"), true)
+	if d := l.Allow(id("k3"), id("acct"), false); !d.Allowed || d.DayRemaining != 0 || d.DayLimit != 3 {
 		t.Fatalf("third: %+v", d)
 	}
-	d := l.Allow("k1", "acct", false)
+	d := l.Allow(id("k1"), id("acct"), false)
 	if d.Allowed || d.RetryAfter != 14*time.Hour+30*time.Minute {
 		t.Fatalf("fourth: %+v, want refused until midnight UTC", d)
 	}
-	if d := l.Allow("k9", "other", false); !d.Allowed {
+	if d := l.Allow(id("k9"), id("other"), false); !d.Allowed {
 		t.Errorf("another account is affected: %+v", d)
 	}
 	c.add(14*time.Hour + 30*time.Minute)
-	if d := l.Allow("k1", "acct", false); !d.Allowed || d.DayRemaining != 2 {
+	if d := l.Allow(id("k1"), id("acct"), false); !d.Allowed || d.DayRemaining != 2 {
 		t.Errorf("next day: %+v", d)
 	}
 }
@@ -111,10 +116,10 @@ func TestIdleKeysAreForgotten(t *testing.T) {
 	c := newClock()
 	l := New(Limits{ReadsPer10s: 5, AccountPerDay: 10}, c.now)
 	for i := range 1000 {
-		l.Allow(string(rune('a'+i%26))+string(rune(i)), "acct", false)
+		l.Allow(ID{byte(i), byte(i >> 8)}, id("acct"), false)
 	}
 	c.add(2 * Window)
-	l.Allow("fresh", "acct", false)
+	l.Allow(id("fresh"), id("acct"), false)
 	if n := len(l.windows); n != 1 {
 		t.Errorf("%d windows kept after they went idle, want 1", n)
 	}
