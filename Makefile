@@ -6,13 +6,16 @@ TOOLS := $(GO) tool -modfile=tools/go.mod
 # Pure-Go builds: sqlc then uses its wasm parser (no cgo), much faster to build cold.
 export CGO_ENABLED ?= 0
 
-.PHONY: help deps build run generate check-generated fmt-check vet unit test fuzz clean
+.PHONY: help deps node-deps build run generate check-generated fmt-check vet lint breaking unit test fuzz clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 deps: ## install what the machine lacks (PostgreSQL server binaries)
 	@scripts/ensure-postgres.sh
+
+node-deps: ## install the pinned Node tooling of tools/node (and Node.js when missing)
+	@scripts/ensure-node.sh
 
 build: ## build bin/contactd
 	$(GO) build -o bin/contactd ./cmd/contactd
@@ -34,10 +37,16 @@ fmt-check:
 vet: fmt-check ## gofmt and go vet
 	$(GO) vet ./...
 
+lint: node-deps ## openapi.yaml against Redocly's recommended rules and ours: no errors, no warnings
+	@scripts/lint-spec.sh
+
+breaking: ## fail on a breaking change to openapi.yaml since the previous commit (oasdiff)
+	@scripts/check-breaking.sh
+
 unit: ## the tests without the database-backed packages' long ones
 	$(GO) test -short ./...
 
-test: deps check-generated vet ## everything CI runs: generation freshness, vet, unit, integration, contract
+test: deps check-generated vet lint breaking ## everything CI runs: generation freshness, vet, unit, integration, contract
 	$(GO) test -count=1 -timeout 8m ./...
 
 fuzz: ## run the fuzz targets for a while (FUZZTIME=30s each); make test runs their seeds

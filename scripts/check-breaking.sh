@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# make breaking: fails when openapi.yaml breaks its clients compared with the previous commit
+# (or, with uncommitted changes to it, with HEAD). oasdiff (pinned in tools/oasdiff/go.mod)
+# decides what breaks. A break that is meant says so: a commit trailer
+#   API-Breaking-Change: <why, and what clients must do>
+# on the commit that makes it (or CONTACTD_API_BREAKING="<why>" for uncommitted work) turns the
+# failure into a report. CONTACTD_API_BASE=<ref> compares with another commit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+oasdiff() { go tool -modfile=tools/oasdiff/go.mod oasdiff "$@"; }
+
+if [ -n "${CONTACTD_API_BASE:-}" ]; then
+  base=$CONTACTD_API_BASE intended=${CONTACTD_API_BREAKING:-}
+elif ! git diff --quiet HEAD -- openapi.yaml; then
+  base=HEAD intended=${CONTACTD_API_BREAKING:-}
+else
+  base=HEAD~1
+  intended=$(git log -1 --format='%(trailers:key=API-Breaking-Change,valueonly)' HEAD | head -1)
+fi
+if ! git cat-file -e "$base:openapi.yaml" 2>/dev/null; then
+  echo "breaking-change check: $base has no openapi.yaml (first commit or shallow clone): nothing to compare"
+  exit 0
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+git show "$base:openapi.yaml" >"$tmp/base.yaml"
+if oasdiff breaking "$tmp/base.yaml" openapi.yaml --fail-on WARN >"$tmp/report" 2>&1; then
+  echo "breaking-change check: no breaking change against $base ($(git rev-parse --short "$base"))"
+  exit 0
+fi
+cat "$tmp/report"
+if [ -n "$intended" ]; then
+  echo "breaking-change check: breaking changes above are declared intended: $intended"
+  exit 0
+fi
+cat >&2 <<MSG
+breaking-change check: openapi.yaml breaks clients compared with $base.
+Fix the spec, or, if the break is intended, say why in the commit message with a trailer
+  API-Breaking-Change: <why, and what clients must do>
+(for uncommitted work: CONTACTD_API_BREAKING="<why>" make test), and add it to the README's
+API changelog.
+MSG
+exit 1
