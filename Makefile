@@ -6,7 +6,7 @@ TOOLS := $(GO) tool -modfile=tools/go.mod
 # Pure-Go builds: sqlc then uses its wasm parser (no cgo), much faster to build cold.
 export CGO_ENABLED ?= 0
 
-.PHONY: help deps node-deps build run generate check-generated fmt-check vet lint breaking unit test fuzz clean
+.PHONY: help deps node-deps browser-deps docs-screenshot build run generate check-generated fmt-check vet lint breaking unit test fuzz clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -17,15 +17,19 @@ deps: ## install what the machine lacks (PostgreSQL server binaries)
 node-deps: ## install the pinned Node tooling of tools/node (and Node.js when missing)
 	@scripts/ensure-node.sh
 
+browser-deps: ## install Debian's chromium for the /docs page test
+	@scripts/ensure-chromium.sh
+
 build: ## build bin/contactd
 	$(GO) build -o bin/contactd ./cmd/contactd
 
 run: deps build ## start contactd on the embedded PostgreSQL (./.data) and print a dev API key
 	./bin/contactd serve
 
-generate: ## regenerate gen/api (oapi-codegen) and gen/db (sqlc) from openapi.yaml and sql/
+generate: ## regenerate gen/api + gen/client (oapi-codegen) and gen/db (sqlc) from openapi.yaml and sql/
 	$(TOOLS) sqlc generate
 	$(TOOLS) oapi-codegen -config oapi-codegen.yaml openapi.yaml
+	mkdir -p gen/client && $(TOOLS) oapi-codegen -config tools/oapi-codegen-client.yaml openapi.yaml
 
 check-generated: generate ## fail when committed generated code is stale
 	@git diff --exit-code --stat -- gen/ || { echo "gen/ is stale: run 'make generate' and commit" >&2; exit 1; }
@@ -46,8 +50,13 @@ breaking: ## fail on a breaking change to openapi.yaml since the previous commit
 unit: ## the tests without the database-backed packages' long ones
 	$(GO) test -short ./...
 
-test: deps check-generated vet lint breaking ## everything CI runs: generation freshness, vet, unit, integration, contract
-	$(GO) test -count=1 -timeout 8m ./...
+test: deps node-deps browser-deps check-generated vet lint breaking ## everything CI runs: generation freshness, vet, lint, breaking changes, unit, integration, contract, consumers
+	CONTACTD_CONSUMER_TESTS=1 $(GO) test -count=1 -timeout 8m ./...
+
+docs-screenshot: node-deps browser-deps ## render /docs in headless Chromium and keep bin/docs.png
+	@mkdir -p bin
+	CONTACTD_SCREENSHOT_DIR=$(CURDIR)/bin $(GO) test -count=1 -run TestDocsPage ./internal/consumer/
+	@echo "screenshot: bin/docs.png"
 
 fuzz: ## run the fuzz targets for a while (FUZZTIME=30s each); make test runs their seeds
 	$(GO) test -run XXX -fuzz FuzzParse -fuzztime $${FUZZTIME:-30s} ./internal/address/

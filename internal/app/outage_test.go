@@ -20,7 +20,7 @@ func TestDatabaseOutage(t *testing.T) {
 	if r.Status != 200 {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
-	var created api.CreateContactResponse
+	var created api.CreateContactResult
 	r.JSON(t, &created)
 	ready := func() int {
 		resp, err := http.Get(a.URL + "/readyz")

@@ -95,7 +95,7 @@ func createRaw(b *testing.B, c *http.Client, base, key string, i int) (string, t
 		b.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var out api.CreateContactResponse
+	var out api.CreateContactResult
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 {
 		b.Fatalf("create: %d %v", resp.StatusCode, err)
 	}

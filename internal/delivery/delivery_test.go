@@ -48,7 +48,7 @@ func (s *setup) addTags(t *testing.T, email string, tags ...string) time.Time {
 	if r.Status != 200 {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
-	var c api.CreateContactResponse
+	var c api.CreateContactResult
 	r.JSON(t, &c)
 	s.contact = c.Contact.ContactId
 	return time.Now()

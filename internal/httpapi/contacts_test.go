@@ -15,13 +15,13 @@ import (
 
 var timestampRe = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
 
-func createContact(t *testing.T, a *testkit.API, key string, body any) api.CreateContactResponse {
+func createContact(t *testing.T, a *testkit.API, key string, body any) api.CreateContactResult {
 	t.Helper()
 	r := a.Do("POST", "/public/v1/contact", key, body)
 	if r.Status != http.StatusOK {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
-	var out api.CreateContactResponse
+	var out api.CreateContactResult
 	r.JSON(t, &out)
 	return out
 }

@@ -45,7 +45,7 @@ func FuzzAPI(f *testing.F) {
 	_, key := a.Account("acme")
 	r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "fuzz@example.com", "tags": []string{"a"},
 		"address": "1 Main St, Springfield, IL 62704"})
-	var created api.CreateContactResponse
+	var created api.CreateContactResult
 	if err := json.Unmarshal(r.Body, &created); err != nil || r.Status != 200 {
 		f.Fatalf("seed contact: %d %s", r.Status, r.Body)
 	}

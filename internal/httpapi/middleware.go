@@ -93,7 +93,7 @@ func (s *Server) apiRoute(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		route := s.routes.lookup(c)
 		if route == nil {
-			if strings.HasPrefix(c.Request().URL.Path, "/public/") && c.Path() != "" && c.Path() != "/*" {
+			if s.routes.isSpecPath(c) {
 				return errMethodNotAllowed
 			}
 			return next(c)

@@ -13,10 +13,12 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	contactd "github.com/contactd/contactd"
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
+	"github.com/contactd/contactd/internal/docs"
 	"github.com/contactd/contactd/internal/metrics"
 	"github.com/contactd/contactd/internal/ratelimit"
 	"github.com/contactd/contactd/internal/webhook"
@@ -66,6 +68,10 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 		return nil, fmt.Errorf("load embedded spec: %w", err)
 	}
 	spec.Servers = nil
+	reference, err := docs.New(contactd.OpenAPIYAML)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{cfg: cfg, log: d.Log, auth: d.Auth, contacts: d.Contacts, webhooks: d.Webhooks,
 		deliveries: d.Deliveries, ready: d.Ready, routes: newRouteTable(spec),
 		limiter: ratelimit.New(cfg.RateLimits, time.Now), metrics: d.Metrics}
@@ -81,6 +87,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	if d.Metrics != nil {
 		e.GET("/metrics", echo.WrapHandler(d.Metrics.Handler()))
 	}
+	reference.Register(e)
 	api.RegisterHandlers(e, api.NewStrictHandler(s, nil))
 	return e, nil
 }

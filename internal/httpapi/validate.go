@@ -30,13 +30,17 @@ func FormatOptions() []openapi3.SchemaValidationOption {
 
 // routeTable maps Echo's route key (method and path pattern) to the spec's operation, built
 // once at start so requests are not routed twice.
-type routeTable map[string]*routers.Route
+type routeTable struct {
+	ops   map[string]*routers.Route
+	paths map[string]bool // Echo patterns of the spec's paths, whatever the method
+}
 
 func newRouteTable(spec *openapi3.T) routeTable {
-	t := routeTable{}
+	t := routeTable{ops: map[string]*routers.Route{}, paths: map[string]bool{}}
 	for path, item := range spec.Paths.Map() {
+		t.paths[echoPath(path)] = true
 		for method, op := range item.Operations() {
-			t[method+" "+echoPath(path)] = &routers.Route{Spec: spec, Path: path, PathItem: item, Method: method, Operation: op}
+			t.ops[method+" "+echoPath(path)] = &routers.Route{Spec: spec, Path: path, PathItem: item, Method: method, Operation: op}
 		}
 	}
 	return t
@@ -47,7 +51,12 @@ func echoPath(p string) string {
 	return strings.NewReplacer("{", ":", "}", "").Replace(p)
 }
 
-func (t routeTable) lookup(c echo.Context) *routers.Route { return t[c.Request().Method+" "+c.Path()] }
+func (t routeTable) lookup(c echo.Context) *routers.Route {
+	return t.ops[c.Request().Method+" "+c.Path()]
+}
+
+// isSpecPath tells whether Echo matched one of the spec's paths (with another method).
+func (t routeTable) isSpecPath(c echo.Context) bool { return t.paths[c.Path()] }
 
 type routeKey struct{}
 
