@@ -36,7 +36,7 @@ check-generated: generate ## fail when committed generated code is stale
 	@test -z "$$(git status --porcelain --untracked-files=all -- gen/)" || { git status --short -- gen/; echo "gen/ has uncommitted files: run 'make generate' and commit" >&2; exit 1; }
 
 fmt-check:
-	@test -z "$$(gofmt -l cmd internal sql)" || { gofmt -l cmd internal sql; echo "run gofmt -w" >&2; exit 1; }
+	@test -z "$$(gofmt -l cmd internal sql *.go)" || { gofmt -l cmd internal sql *.go; echo "run gofmt -w" >&2; exit 1; }
 
 vet: fmt-check ## gofmt and go vet
 	$(GO) vet ./...
