@@ -6,7 +6,7 @@ TOOLS := $(GO) tool -modfile=tools/go.mod
 # Pure-Go builds: sqlc then uses its wasm parser (no cgo), much faster to build cold.
 export CGO_ENABLED ?= 0
 
-.PHONY: help deps node-deps browser-deps docs-screenshot build run generate check-generated fmt-check vet lint breaking unit test fuzz clean
+.PHONY: help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -52,6 +52,17 @@ unit: ## the tests without the database-backed packages' long ones
 
 test: deps node-deps browser-deps check-generated vet lint breaking ## everything CI runs: generation freshness, vet, lint, breaking changes, unit, integration, contract, consumers
 	CONTACTD_CONSUMER_TESTS=1 $(GO) test -count=1 -timeout 8m ./...
+	@$(MAKE) --no-print-directory bench-smoke
+
+bench: deps ## the load benchmark: 100k contacts, c=64, contactd vs a bare net/http+pgx baseline (BENCH_FLAGS=-profile bin/prof ...)
+	$(GO) build -o bin/contactd ./cmd/contactd
+	$(GO) build -o bin/contactbench ./cmd/contactbench
+	./bin/contactbench $(BENCH_FLAGS)
+
+bench-smoke: deps ## the load tool for a few seconds on a tiny dataset: fails on any error, never on timing
+	$(GO) build -o bin/contactd ./cmd/contactd
+	$(GO) build -o bin/contactbench ./cmd/contactbench
+	./bin/contactbench -smoke
 
 docs-screenshot: node-deps browser-deps ## render /docs in headless Chromium and keep bin/docs.png
 	@mkdir -p bin

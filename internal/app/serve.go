@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/contactd/contactd/internal/config"
 )
@@ -46,6 +48,13 @@ func Serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
+	}
+	if cfg.PprofAddr != "" {
+		stop, err := servePprof(cfg.PprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: cfg.ReadHeaderTimeout, ReadTimeout: cfg.ReadTimeout,
 		WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout,
@@ -117,4 +126,23 @@ func printDevKey(ctx context.Context, cfg config.Config, svc *Services, stdout i
 	}
 	fmt.Fprintf(stdout, "dev API key: %s\n", key)
 	return nil
+}
+
+// servePprof serves the runtime profiles on a listener of their own, never on the API's: an
+// operator switch for measuring (cmd/contactbench -profile), off by default.
+func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("pprof listener: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	log.Warn("pprof enabled", slog.String("addr", ln.Addr().String()))
+	go func() { _ = srv.Serve(ln) }()
+	return func() { _ = srv.Close() }, nil
 }

@@ -22,6 +22,8 @@ type Config struct {
 	DataDir     string // CONTACTD_DATA_DIR: the embedded PostgreSQL's home
 	PublicURL   string // CONTACTD_PUBLIC_URL: base of URLs contactd hands out (consent pages)
 	LogLevel    string // CONTACTD_LOG_LEVEL: debug, info, warn, error
+	// PprofAddr, when set, serves net/http/pprof on its own listener (keep it on loopback).
+	PprofAddr string // CONTACTD_PPROF_ADDR
 
 	MaxBodyBytes       int64         // CONTACTD_MAX_BODY_BYTES
 	DBMaxConns         int           // CONTACTD_DB_MAX_CONNS
@@ -73,6 +75,7 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&c.DatabaseURL, "database-url", env("DATABASE_URL", d.DatabaseURL), "PostgreSQL URL; empty runs an embedded PostgreSQL (DATABASE_URL)")
 	fs.StringVar(&c.DataDir, "data-dir", env("CONTACTD_DATA_DIR", d.DataDir), "embedded PostgreSQL directory (CONTACTD_DATA_DIR)")
 	fs.StringVar(&c.PublicURL, "public-url", env("CONTACTD_PUBLIC_URL", d.PublicURL), "base URL clients reach contactd at (CONTACTD_PUBLIC_URL)")
+	fs.StringVar(&c.PprofAddr, "pprof-addr", env("CONTACTD_PPROF_ADDR", d.PprofAddr), "serve net/http/pprof on this address, e.g. 127.0.0.1:6060; off when empty (CONTACTD_PPROF_ADDR)")
 	fs.StringVar(&c.LogLevel, "log-level", env("CONTACTD_LOG_LEVEL", d.LogLevel), "debug, info, warn or error (CONTACTD_LOG_LEVEL)")
 	intVar := func(p any, name, envVal string, def int64, usage string) { c.intVar(fs, p, name, envVal, def, usage) }
 	durVar := func(p *time.Duration, name, envVal string, def time.Duration, usage string) {

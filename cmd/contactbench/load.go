@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+)
+
+// request is one call a workload makes; want is the status that counts as success.
+type request struct {
+	method, url string
+	body        []byte
+	want        int
+}
+
+// workload makes the next request for worker w (each worker has its own rng and counter).
+type workload struct {
+	name   string
+	server string // "contactd" or "baseline": whose process is measured
+	next   func(w *worker) request
+}
+
+type worker struct {
+	id  int
+	rng *rand.Rand
+}
+
+// result is one workload's measurement.
+type result struct {
+	Name       string        `json:"name"`
+	Server     string        `json:"server"`
+	Requests   int           `json:"requests"`
+	Errors     int           `json:"errors"`
+	FirstError string        `json:"firstError,omitempty"`
+	Seconds    float64       `json:"seconds"`
+	RPS        float64       `json:"rps"`
+	P50        time.Duration `json:"p50"`
+	P90        time.Duration `json:"p90"`
+	P99        time.Duration `json:"p99"`
+	CPUSeconds float64       `json:"cpuSeconds"`
+	PeakRSS    int64         `json:"peakRssBytes"`
+}
+
+// driver sends requests with a fixed number of concurrent clients.
+type driver struct {
+	client      *http.Client
+	apiKey      string
+	concurrency int
+}
+
+func newDriver(concurrency int, apiKey string) *driver {
+	tr := &http.Transport{MaxIdleConns: concurrency * 2, MaxIdleConnsPerHost: concurrency * 2,
+		IdleConnTimeout: time.Minute, DisableCompression: true}
+	return &driver{client: &http.Client{Transport: tr, Timeout: 30 * time.Second}, apiKey: apiKey, concurrency: concurrency}
+}
+
+// run drives wl for warmup (unmeasured) then for d, measuring the server process p.
+func (dr *driver) run(ctx context.Context, wl workload, p proc, warmup, d time.Duration) (result, error) {
+	if warmup > 0 {
+		dr.drive(ctx, wl, warmup)
+	}
+	if err := p.resetPeakRSS(); err != nil {
+		return result{}, err
+	}
+	cpu0, err := p.cpuSeconds()
+	if err != nil {
+		return result{}, err
+	}
+	start := time.Now()
+	lat, errs, firstErr := dr.drive(ctx, wl, d)
+	elapsed := time.Since(start).Seconds()
+	cpu1, err := p.cpuSeconds()
+	if err != nil {
+		return result{}, err
+	}
+	rss, err := p.peakRSSBytes()
+	if err != nil {
+		return result{}, err
+	}
+	slices.Sort(lat)
+	r := result{Name: wl.name, Server: wl.server, Requests: len(lat) + errs, Errors: errs, FirstError: firstErr,
+		Seconds: elapsed, RPS: float64(len(lat)+errs) / elapsed, CPUSeconds: cpu1 - cpu0, PeakRSS: rss,
+		P50: percentile(lat, 0.50), P90: percentile(lat, 0.90), P99: percentile(lat, 0.99)}
+	return r, nil
+}
+
+// drive runs the clients for d and returns the successful requests' latencies.
+func (dr *driver) drive(ctx context.Context, wl workload, d time.Duration) (lat []time.Duration, errs int, firstErr string) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range dr.concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w := &worker{id: i, rng: rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))}
+			mine := make([]time.Duration, 0, 4096)
+			var myErrs int
+			var myFirst string
+			for ctx.Err() == nil {
+				req := wl.next(w)
+				t0 := time.Now()
+				err := dr.do(ctx, req)
+				if ctx.Err() != nil {
+					break // cut off by the end of the run: neither success nor error
+				}
+				if err != nil {
+					myErrs++
+					if myFirst == "" {
+						myFirst = err.Error()
+					}
+					continue
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			errs += myErrs
+			if firstErr == "" {
+				firstErr = myFirst
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return lat, errs, firstErr
+}
+
+func (dr *driver) do(ctx context.Context, r request) error {
+	var body io.Reader
+	if r.body != nil {
+		body = bytes.NewReader(r.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, r.method, r.url, body)
+	if err != nil {
+		return err
+	}
+	if r.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("x-api-key", dr.apiKey)
+	resp, err := dr.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != r.want {
+		return fmt.Errorf("%s %s: %d %.200s", r.method, r.url, resp.StatusCode, b)
+	}
+	return nil
+}
+
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+}

@@ -1,0 +1,361 @@
+// Command contactbench measures contactd under load against a bare net/http + pgx baseline on
+// the same machine, in the same run: it starts an embedded PostgreSQL, seeds contacts, starts
+// contactd (rate limits off) and the baseline as separate processes, drives each workload at
+// a fixed concurrency, and reports requests/s, latency percentiles, errors, the server's CPU
+// seconds and peak RSS, contactd's figures as ratios of the baseline's, and webhook delivery
+// throughput. `make bench` runs it; `-smoke` is the few-second version `make test` runs.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/contactd/contactd/internal/auth"
+	"github.com/contactd/contactd/internal/pgembed"
+	"github.com/contactd/contactd/internal/store"
+)
+
+type options struct {
+	contactd    string
+	duration    time.Duration
+	warmup      time.Duration
+	concurrency int
+	contacts    int
+	subs        int
+	whDuration  time.Duration
+	whConc      int
+	profileDir  string
+	jsonOut     string
+	only        string
+	smoke       bool
+}
+
+func main() {
+	if len(os.Args) == 4 && os.Args[1] == "baseline" {
+		if err := serveBaseline(os.Args[2], os.Args[3], 32); err != nil {
+			fmt.Fprintln(os.Stderr, "baseline:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	var o options
+	flag.StringVar(&o.contactd, "contactd", "bin/contactd", "the contactd binary to measure")
+	flag.DurationVar(&o.duration, "duration", 10*time.Second, "measured time per workload")
+	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured time before each workload")
+	flag.IntVar(&o.concurrency, "c", 64, "concurrent clients")
+	flag.IntVar(&o.contacts, "contacts", 100_000, "contacts seeded before the run")
+	flag.IntVar(&o.subs, "webhook-subs", 3, "webhook subscriptions (TagsAdded; at most 3 per event type)")
+	flag.DurationVar(&o.whDuration, "webhook-duration", 10*time.Second, "time the webhook workload produces events")
+	flag.IntVar(&o.whConc, "webhook-c", 16, "concurrent clients producing webhook events")
+	flag.StringVar(&o.profileDir, "profile", "", "write a CPU profile of contactd per workload into this directory (pprof)")
+	flag.StringVar(&o.jsonOut, "json", "", "also write the results as JSON to this file")
+	flag.StringVar(&o.only, "only", "", "comma-separated workloads to run (default all)")
+	flag.BoolVar(&o.smoke, "smoke", false, "a few seconds on a tiny dataset, to check the tool works (make test)")
+	flag.Parse()
+	if o.smoke {
+		o.duration, o.warmup, o.concurrency, o.contacts, o.whDuration, o.whConc = time.Second, 200*time.Millisecond, 4, 300, time.Second, 4
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "contactbench:", err)
+		os.Exit(1)
+	}
+}
+
+type report struct {
+	Date        string        `json:"date"`
+	Machine     string        `json:"machine"`
+	Concurrency int           `json:"concurrency"`
+	Contacts    int           `json:"contacts"`
+	Results     []result      `json:"results"`
+	Webhooks    webhookResult `json:"webhooks"`
+}
+
+func run(ctx context.Context, o options, out io.Writer) error {
+	dir, err := os.MkdirTemp("", "contactbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "contactbench: "+format+"\n", args...) }
+
+	logf("starting PostgreSQL in %s", dir)
+	cluster, err := pgembed.Start(ctx, pgembed.Options{Dir: dir})
+	if err != nil {
+		return err
+	}
+	defer cluster.Stop()
+	if err := cluster.EnsureDatabase(ctx, "contactd"); err != nil {
+		return err
+	}
+	dbURL := cluster.URL("contactd")
+	st, err := store.Open(ctx, dbURL, store.Options{MaxConns: 8})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		return err
+	}
+	keys := auth.NewService(st, time.Now)
+	accountID, err := keys.CreateAccount(ctx, "bench")
+	if err != nil {
+		return err
+	}
+	apiKey, err := keys.CreateKey(ctx, accountID, "bench")
+	if err != nil {
+		return err
+	}
+	logf("seeding %d contacts", o.contacts)
+	t0 := time.Now()
+	ds, err := seed(ctx, st.Pool, accountID, o.contacts)
+	if err != nil {
+		return err
+	}
+	logf("seeded in %v", time.Since(t0).Round(time.Millisecond))
+
+	pprofAddr := ""
+	if o.profileDir != "" {
+		if pprofAddr, err = freeAddr(); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			return err
+		}
+	}
+	contactdAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	cd, err := startProcess(ctx, o.contactd, []string{"serve", "--addr", contactdAddr, "--database-url", dbURL,
+		"--rate-reads-per-10s", "0", "--rate-writes-per-10s", "0", "--rate-account-per-day", "0",
+		"--webhook-allow-http", "--webhook-allowed-networks", "127.0.0.0/8", "--pprof-addr", pprofAddr},
+		"http://"+contactdAddr+"/readyz")
+	if err != nil {
+		return err
+	}
+	defer cd.stop()
+	baseAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	bl, err := startProcess(ctx, self, []string{"baseline", baseAddr, dbURL},
+		"http://"+baseAddr+"/contact/"+ds.ids[0].String())
+	if err != nil {
+		return err
+	}
+	defer bl.stop()
+
+	contactdURL, baseURL := "http://"+contactdAddr, "http://"+baseAddr
+	dr := newDriver(o.concurrency, apiKey)
+	rep := report{Date: time.Now().UTC().Format("2006-01-02"), Machine: machine(), Concurrency: o.concurrency, Contacts: o.contacts}
+	for _, wl := range workloads(contactdURL, baseURL, ds) {
+		if o.only != "" && !strings.Contains(","+o.only+",", ","+wl.name+",") {
+			continue
+		}
+		p := cd.proc
+		if wl.server == "baseline" {
+			p = bl.proc
+		}
+		var profDone chan error
+		if pprofAddr != "" && wl.server == "contactd" {
+			profDone = make(chan error, 1)
+			go func() {
+				profDone <- fetchProfile(pprofAddr, o.warmup+o.duration, filepath.Join(o.profileDir, wl.name+".pprof"))
+			}()
+		}
+		logf("%s: %v at c=%d", wl.name, o.duration, o.concurrency)
+		r, err := dr.run(ctx, wl, p, o.warmup, o.duration)
+		if err != nil {
+			return err
+		}
+		if profDone != nil {
+			if err := <-profDone; err != nil {
+				return err
+			}
+		}
+		rep.Results = append(rep.Results, r)
+	}
+	if o.only == "" || strings.Contains(","+o.only+",", ",webhooks,") {
+		logf("webhooks: %d subscriptions, %v at c=%d", o.subs, o.whDuration, o.whConc)
+		wh, err := measureWebhooks(ctx, newDriver(o.whConc, apiKey), contactdURL, ds, cd.proc, o.subs, o.whDuration)
+		if err != nil {
+			return err
+		}
+		rep.Webhooks = wh
+	}
+	printReport(out, rep)
+	if o.jsonOut != "" {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.WriteFile(o.jsonOut, b, 0o644); err != nil {
+			return err
+		}
+	}
+	var errs int
+	for _, r := range rep.Results {
+		errs += r.Errors
+	}
+	if errs > 0 {
+		return fmt.Errorf("%d requests failed", errs)
+	}
+	if rep.Webhooks.Expected > 0 && rep.Webhooks.Deliveries != rep.Webhooks.Expected {
+		return fmt.Errorf("%d of %d webhook deliveries arrived", rep.Webhooks.Deliveries, rep.Webhooks.Expected)
+	}
+	return nil
+}
+
+// workloads are the measured request mixes; the baseline's come last so that the ratios
+// compare runs on the same warmed-up database.
+func workloads(cd, base string, ds dataset) []workload {
+	id := func(w *worker) string { return ds.ids[w.rng.IntN(len(ds.ids))].String() }
+	getByID := func(w *worker) request {
+		return request{method: "GET", url: cd + "/public/v1/contact?contactId=" + id(w), want: 200}
+	}
+	getByEmail := func(w *worker) request {
+		return request{method: "GET", url: cd + "/public/v1/contact?emailId=" + ds.emails[w.rng.IntN(len(ds.emails))], want: 200}
+	}
+	var seq atomic.Int64 // unique emails across workloads, warm-ups and workers
+	create := func(w *worker) request {
+		body := fmt.Appendf(nil, `{"email":"bench-%d@example.com","name":"Bench Contact","tags":["bench","lead"],"address":"123 N Main St Apt 4, Springfield, IL 62704"}`, seq.Add(1))
+		return request{method: "POST", url: cd + "/public/v1/contact", body: body, want: 200}
+	}
+	addTags := func(w *worker) request {
+		body := fmt.Appendf(nil, `{"tags":["t%d"]}`, w.rng.IntN(50))
+		return request{method: "POST", url: cd + "/public/v1/contact/" + id(w) + "/tags", body: body, want: 200}
+	}
+	return []workload{
+		{name: "get-by-id", server: "contactd", next: getByID},
+		{name: "get-by-email", server: "contactd", next: getByEmail},
+		{name: "create", server: "contactd", next: create},
+		{name: "add-tags", server: "contactd", next: addTags},
+		{name: "mixed", server: "contactd", next: func(w *worker) request {
+			switch k := w.rng.IntN(10); {
+			case k < 4:
+				return getByID(w)
+			case k < 8:
+				return getByEmail(w)
+			case k < 9:
+				return create(w)
+			default:
+				return addTags(w)
+			}
+		}},
+		{name: "baseline-get", server: "baseline", next: func(w *worker) request {
+			return request{method: "GET", url: base + "/contact/" + id(w), want: 200}
+		}},
+		{name: "baseline-insert", server: "baseline", next: func(w *worker) request {
+			body := fmt.Appendf(nil, `{"email":"base-%d@example.com","name":"Bench Contact","tags":["bench","lead"]}`, seq.Add(1))
+			return request{method: "POST", url: base + "/contact", body: body, want: 200}
+		}},
+	}
+}
+
+// process is a server the tool started and measures.
+type process struct {
+	cmd  *exec.Cmd
+	proc proc
+}
+
+func startProcess(ctx context.Context, bin string, args []string, readyURL string) (*process, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "CONTACTD_LOG_LEVEL=info")
+	logFile, err := os.CreateTemp("", filepath.Base(bin)+"-*.log")
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &process{cmd: cmd, proc: proc{pid: cmd.Process.Pid}}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(readyURL)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return p, nil
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			p.stop()
+			b, _ := os.ReadFile(logFile.Name())
+			return nil, fmt.Errorf("%s did not become ready at %s: %v\n%s", bin, readyURL, err, b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (p *process) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func fetchProfile(addr string, d time.Duration, path string) error {
+	secs := max(1, int(d.Round(time.Second).Seconds()))
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs))
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("profile: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func machine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d cores, %s, %s", runtime.NumCPU(), model, runtime.Version())
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+)
+
+// ratioOf names the baseline workload each contactd workload is compared with.
+var ratioOf = map[string]string{
+	"get-by-id": "baseline-get", "get-by-email": "baseline-get",
+	"create": "baseline-insert", "add-tags": "baseline-insert",
+}
+
+// target is one of the performance goals, checked on a report.
+type target struct {
+	what string
+	ok   func(r map[string]result, wh webhookResult) bool
+}
+
+var targets = []target{
+	{"GET contact by id >= 0.70 of the baseline's GET", func(r map[string]result, _ webhookResult) bool {
+		return ratio(r, "get-by-id") >= 0.70
+	}},
+	{"POST contact >= 0.50 of the baseline's INSERT", func(r map[string]result, _ webhookResult) bool {
+		return ratio(r, "create") >= 0.50
+	}},
+	{"POST tags >= 0.50 of the baseline's INSERT", func(r map[string]result, _ webhookResult) bool {
+		return ratio(r, "add-tags") >= 0.50
+	}},
+	{"p99 <= 30 ms for reads", func(r map[string]result, _ webhookResult) bool {
+		return r["get-by-id"].P99 <= 30*time.Millisecond && r["get-by-email"].P99 <= 30*time.Millisecond
+	}},
+	{"p99 <= 50 ms for writes", func(r map[string]result, _ webhookResult) bool {
+		return r["create"].P99 <= 50*time.Millisecond && r["add-tags"].P99 <= 50*time.Millisecond
+	}},
+	{"no errors", func(r map[string]result, _ webhookResult) bool {
+		for _, x := range r {
+			if x.Errors > 0 {
+				return false
+			}
+		}
+		return true
+	}},
+	{"contactd peak RSS < 150 MB", func(r map[string]result, _ webhookResult) bool {
+		for _, x := range r {
+			if x.Server == "contactd" && x.PeakRSS >= 150<<20 {
+				return false
+			}
+		}
+		return true
+	}},
+	{"webhooks >= 1,000 deliveries/s, p50 < 50 ms", func(_ map[string]result, wh webhookResult) bool {
+		return wh.PerSecond >= 1000 && wh.P50 < 50*time.Millisecond
+	}},
+}
+
+func ratio(r map[string]result, name string) float64 {
+	b := r[ratioOf[name]]
+	if b.RPS == 0 {
+		return 0
+	}
+	return r[name].RPS / b.RPS
+}
+
+func printReport(w io.Writer, rep report) {
+	byName := map[string]result{}
+	for _, r := range rep.Results {
+		byName[r.Name] = r
+	}
+	fmt.Fprintf(w, "contactbench %s — %s — c=%d, %d contacts seeded\n\n", rep.Date, rep.Machine, rep.Concurrency, rep.Contacts)
+	fmt.Fprintln(w, "| workload | vs baseline | req/s (absolute) | p50 | p90 | p99 | errors | server CPU s | CPU ms/req | peak RSS MB |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	for _, r := range rep.Results {
+		rel := "—"
+		if _, ok := ratioOf[r.Name]; ok && byName[ratioOf[r.Name]].RPS > 0 {
+			rel = fmt.Sprintf("%.2f × %s", ratio(byName, r.Name), ratioOf[r.Name])
+		}
+		perReq := 0.0
+		if r.Requests > 0 {
+			perReq = r.CPUSeconds * 1000 / float64(r.Requests)
+		}
+		fmt.Fprintf(w, "| %s | %s | %.0f | %s | %s | %s | %d | %.1f | %.3f | %.0f |\n", r.Name, rel, r.RPS,
+			ms(r.P50), ms(r.P90), ms(r.P99), r.Errors, r.CPUSeconds, perReq, float64(r.PeakRSS)/(1<<20))
+	}
+	if wh := rep.Webhooks; wh.Expected > 0 {
+		fmt.Fprintf(w, "\nwebhooks: %d subscriptions, %d events, %d/%d deliveries, %.0f deliveries/s, commit -> arrival p50 %s p99 %s, contactd CPU %.1f s\n",
+			wh.Subscriptions, wh.Events, wh.Deliveries, wh.Expected, wh.PerSecond, ms(wh.P50), ms(wh.P99), wh.CPUSeconds)
+	}
+	if len(byName) < len(ratioOf)+2 || rep.Webhooks.Expected == 0 {
+		return // a partial run (-only) checks no targets
+	}
+	fmt.Fprintln(w, "\ntargets:")
+	for _, t := range targets {
+		mark := "met   "
+		if !t.ok(byName, rep.Webhooks) {
+			mark = "MISSED"
+		}
+		fmt.Fprintf(w, "  %s  %s\n", mark, t.what)
+	}
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond)) }

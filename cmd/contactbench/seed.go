@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// dataset is what the seeding wrote: the ids and emails the read workloads pick from.
+type dataset struct {
+	ids    []uuid.UUID
+	emails []string
+}
+
+// seed writes n contacts, each with two tags and one property, for the account straight
+// into contactd's tables with COPY (the API would take minutes), and the same n rows into the
+// baseline's table.
+func seed(ctx context.Context, pool *pgxpool.Pool, accountID uuid.UUID, n int) (dataset, error) {
+	ds := dataset{ids: make([]uuid.UUID, n), emails: make([]string, n)}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	for i := range n {
+		ds.ids[i] = uuid.Must(uuid.NewV7())
+		ds.emails[i] = fmt.Sprintf("seed-%d@example.com", i)
+	}
+	tags := []string{"seed", "lead"}
+	contacts := pgx.CopyFromSlice(n, func(i int) ([]any, error) {
+		return []any{accountID, ds.ids[i], ds.emails[i], strings.ToLower(ds.emails[i]), fmt.Sprintf("Seed Contact %d", i),
+			"Valid", tags, fmt.Sprintf("cs_seed%025d", i), now, now}, nil
+	})
+	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"contacts"}, []string{"account_id", "contact_id", "email", "email_key",
+		"name", "email_status", "tags", "consent_token", "created_at", "updated_at"}, contacts); err != nil {
+		return ds, fmt.Errorf("seed contacts: %w", err)
+	}
+	props := pgx.CopyFromSlice(n, func(i int) ([]any, error) {
+		return []any{accountID, uuid.Must(uuid.NewV7()), ds.ids[i], "123 N Main St Apt 4, Springfield, IL 62704", "4",
+			"123 N Main St", "Springfield", "Sangamon County", "IL", "62704", "123 n main st|4|springfield|il|62704", now}, nil
+	})
+	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"properties"}, []string{"account_id", "property_id", "contact_id",
+		"raw_address", "apt_or_unit_number", "street_address", "city", "county", "state", "zip", "normalized", "created_at"}, props); err != nil {
+		return ds, fmt.Errorf("seed properties: %w", err)
+	}
+	if _, err := pool.Exec(ctx, baselineSchema); err != nil {
+		return ds, err
+	}
+	base := pgx.CopyFromSlice(n, func(i int) ([]any, error) {
+		return []any{ds.ids[i], ds.emails[i], fmt.Sprintf("Seed Contact %d", i), tags, now}, nil
+	})
+	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"bench_baseline"}, []string{"id", "email", "name", "tags", "created_at"}, base); err != nil {
+		return ds, fmt.Errorf("seed baseline: %w", err)
+	}
+	_, err := pool.Exec(ctx, "VACUUM ANALYZE contacts, properties, bench_baseline")
+	return ds, err
+}
