@@ -151,6 +151,16 @@ func (q *Queries) KeyRevokeByPrefix(ctx context.Context, arg KeyRevokeByPrefixPa
 	return items, nil
 }
 
+const keyRevokedNotify = `-- name: KeyRevokedNotify :exec
+SELECT pg_notify('contactd_key_revoked', $1::uuid::text)
+`
+
+// Tells every contactd process listening (auth's key cache) to forget the key; delivered at commit.
+func (q *Queries) KeyRevokedNotify(ctx context.Context, keyID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, keyRevokedNotify, keyID)
+	return err
+}
+
 const keyTouch = `-- name: KeyTouch :exec
 UPDATE api_keys SET last_used_at = $1::timestamptz
 WHERE account_id = $2 AND key_id = $3

@@ -49,6 +49,8 @@ type Querier interface {
 	KeyInsert(ctx context.Context, arg KeyInsertParams) (ApiKey, error)
 	KeyListByAccount(ctx context.Context, name string) ([]ApiKey, error)
 	KeyRevokeByPrefix(ctx context.Context, arg KeyRevokeByPrefixParams) ([]ApiKey, error)
+	// Tells every contactd process listening (auth's key cache) to forget the key; delivered at commit.
+	KeyRevokedNotify(ctx context.Context, keyID uuid.UUID) error
 	// Records use at most once a minute per key, also across processes: the hot path rarely writes.
 	KeyTouch(ctx context.Context, arg KeyTouchParams) error
 	// Archiving twice keeps the first archive time.

@@ -45,6 +45,9 @@ func Serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	if err != nil {
 		return err
 	}
+	lctx, stopListening := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopListening()
+	go svc.Auth.ListenForRevocations(lctx, rt.Store.Pool, log)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err

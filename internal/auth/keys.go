@@ -53,6 +53,7 @@ type Service struct {
 	// touched remembers when this process last recorded each key's use, so the hot path
 	// writes last_used_at at most once per TouchEvery per key.
 	touched sync.Map // uuid.UUID -> time.Time
+	cache   *keyCache
 }
 
 // TouchEvery is the resolution of a key's last-used time.
@@ -60,7 +61,7 @@ const TouchEvery = time.Minute
 
 // NewService returns a Service on st.
 func NewService(st *store.Store, now func() time.Time) *Service {
-	return &Service{store: st, now: now}
+	return &Service{store: st, now: now, cache: newKeyCache()}
 }
 
 // CreateAccount creates an account with a unique name.
@@ -96,7 +97,7 @@ func (s *Service) CreateKey(ctx context.Context, accountID uuid.UUID, name strin
 	err = s.store.InTx(ctx, func(tx store.Tx) error {
 		_, err := tx.KeyInsert(ctx, db.KeyInsertParams{
 			AccountID: accountID, KeyID: uuid.Must(uuid.NewV7()), Name: name,
-			Prefix: visiblePrefix(key), KeyHash: hash(key), CreatedAt: s.now(),
+			Prefix: visiblePrefix(key), KeyHash: hashBytes(key), CreatedAt: s.now(),
 		})
 		return err
 	})
@@ -117,14 +118,24 @@ func (s *Service) ListKeys(ctx context.Context, account string) ([]Key, error) {
 	return keys, err
 }
 
-// RevokeKey revokes the key with the given visible prefix; it stops working at once.
+// RevokeKey revokes the key with the given visible prefix; it stops working at once, in
+// every process: the revocation is announced to their key caches in the same transaction.
 func (s *Service) RevokeKey(ctx context.Context, prefix string) error {
-	var n int
+	var revoked []uuid.UUID
 	err := s.store.InTx(ctx, func(tx store.Tx) error {
 		rows, err := tx.KeyRevokeByPrefix(ctx, db.KeyRevokeByPrefixParams{Prefix: prefix, RevokedAt: ptr(s.now())})
-		n = len(rows)
+		for _, r := range rows {
+			if err == nil {
+				revoked = append(revoked, r.KeyID)
+				err = tx.KeyRevokedNotify(ctx, r.KeyID)
+			}
+		}
 		return err
 	})
+	for _, id := range revoked {
+		s.cache.forget(id)
+	}
+	n := len(revoked)
 	if err == nil && n == 0 {
 		return fmt.Errorf("no active key with prefix %q", prefix)
 	}
@@ -136,9 +147,16 @@ func (s *Service) Authenticate(ctx context.Context, key string) (Principal, erro
 	if !wellFormed(key) {
 		return Principal{}, ErrUnauthorized
 	}
+	h := hash(key)
+	now := s.now()
+	if p, ok := s.cache.get(h, now); ok {
+		s.touch(ctx, p)
+		return p, nil
+	}
+	gen := s.cache.gen.Load()
 	var p Principal
 	err := s.store.Read(ctx, func(q *db.Queries) error {
-		row, err := q.KeyAuthenticate(ctx, hash(key))
+		row, err := q.KeyAuthenticate(ctx, h[:])
 		p = Principal{AccountID: row.AccountID, KeyID: row.KeyID, KeyName: row.Name, KeyPrefix: row.Prefix}
 		return err
 	})
@@ -146,6 +164,7 @@ func (s *Service) Authenticate(ctx context.Context, key string) (Principal, erro
 		return Principal{}, ErrUnauthorized
 	}
 	if err == nil {
+		s.cache.put(h, p, gen, now)
 		s.touch(ctx, p)
 	}
 	return p, err
@@ -180,10 +199,7 @@ func generateKey() (string, error) { return keyPrefix + secret.Base62(32), nil }
 
 func visiblePrefix(key string) string { return key[:len(keyPrefix)+visibleLen] }
 
-func hash(key string) []byte {
-	h := sha256.Sum256([]byte(key))
-	return h[:]
-}
+func hash(key string) [32]byte { return sha256.Sum256([]byte(key)) }
 
 func ptr[T any](v T) *T { return &v }
 
@@ -199,4 +215,9 @@ func WithPrincipal(ctx context.Context, p Principal) context.Context {
 func FromContext(ctx context.Context) (Principal, bool) {
 	p, ok := ctx.Value(principalKey{}).(Principal)
 	return p, ok
+}
+
+func hashBytes(key string) []byte {
+	h := hash(key)
+	return h[:]
 }

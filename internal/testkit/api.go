@@ -76,6 +76,9 @@ func NewAPI(t testing.TB, opts ...Option) *API {
 	if err != nil {
 		t.Fatal(err)
 	}
+	listening, stopListening := context.WithCancel(context.Background())
+	go svc.Auth.ListenForRevocations(listening, st.Pool, log)
+	t.Cleanup(stopListening)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &API{t: t, URL: srv.URL, DatabaseURL: dbURL, Store: st, Svc: svc, Cfg: cfg, DNS: dns}

@@ -24,3 +24,7 @@ RETURNING *;
 UPDATE api_keys SET last_used_at = sqlc.arg('used_at')::timestamptz
 WHERE account_id = sqlc.arg('account_id') AND key_id = sqlc.arg('key_id')
   AND (last_used_at IS NULL OR last_used_at < sqlc.arg('used_at')::timestamptz - interval '1 minute');
+
+-- name: KeyRevokedNotify :exec
+-- Tells every contactd process listening (auth's key cache) to forget the key; delivered at commit.
+SELECT pg_notify('contactd_key_revoked', sqlc.arg('key_id')::uuid::text);

@@ -1,0 +1,78 @@
+package httpapi_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/contactd/contactd/internal/auth"
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestKeyCache: a resolved key is served from memory, a revocation by another process
+// reaches it at once through NOTIFY, and without the listener nothing is cached.
+func TestKeyCache(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	ctx := context.Background()
+	pool := testkit.Pool(a.Store)
+	waitFor(t, "the revocation listener", a.Svc.Auth.Caching)
+	_, key := a.Account("cached")
+	if r := a.Do("GET", "/public/v1/webhooks", key, nil); r.Status != 200 {
+		t.Fatalf("first request: %d", r.Status)
+	}
+
+	// The key is cached: removing its row behind contactd's back (no NOTIFY) goes unnoticed.
+	if _, err := pool.Exec(ctx, `UPDATE api_keys SET key_hash = 'x' || key_hash WHERE prefix = $1`, key[:11]); err != nil {
+		t.Fatal(err)
+	}
+	if r := a.Do("GET", "/public/v1/webhooks", key, nil); r.Status != 200 {
+		t.Fatalf("cached key: %d, want 200 from the cache", r.Status)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE api_keys SET key_hash = substr(key_hash, 2) WHERE prefix = $1`, key[:11]); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another process (its own auth.Service on the same database) revokes the key: this
+	// process's cache hears of it through NOTIFY, long before the cache entry would expire.
+	other := auth.NewService(a.Store, time.Now)
+	revokedAt := time.Now()
+	if err := other.RevokeKey(ctx, key[:11]); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the revoked key to be refused", func() bool {
+		return a.Do("GET", "/public/v1/webhooks", key, nil).Status == 401
+	})
+	if took := time.Since(revokedAt); took > auth.CacheTTL/10 {
+		t.Errorf("revocation took %v to reach the cache", took)
+	}
+
+	// Without the listener (its connection killed), nothing is served from the cache.
+	_, key2 := a.Account("uncached")
+	if r := a.Do("GET", "/public/v1/webhooks", key2, nil); r.Status != 200 {
+		t.Fatalf("second key: %d", r.Status)
+	}
+	if _, err := pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN contactd_key_revoked%' AND datname = current_database()`); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the cache to turn off", func() bool { return !a.Svc.Auth.Caching() })
+	if _, err := pool.Exec(ctx, `UPDATE api_keys SET revoked_at = now() WHERE prefix = $1`, key2[:11]); err != nil {
+		t.Fatal(err)
+	}
+	if r := a.Do("GET", "/public/v1/webhooks", key2, nil); r.Status != 401 {
+		t.Errorf("revoked without NOTIFY while the cache is off: %d, want 401", r.Status)
+	}
+	// and the listener comes back by itself.
+	waitFor(t, "the listener to reconnect", a.Svc.Auth.Caching)
+}
