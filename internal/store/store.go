@@ -49,6 +49,7 @@ func Open(ctx context.Context, url string, opt Options) (*Store, error) {
 		cfg.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(opt.StatementTimeout.Milliseconds())
 	}
 	cfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
+	cfg.AfterConnect = registerUUID
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
