@@ -7,9 +7,6 @@ package db
 
 import (
 	"context"
-	"time"
-
-	"github.com/google/uuid"
 )
 
 const consentGetByToken = `-- name: ConsentGetByToken :one
@@ -32,38 +29,4 @@ func (q *Queries) ConsentGetByToken(ctx context.Context, token string) (Consent,
 		&i.Fields,
 	)
 	return i, err
-}
-
-const consentInsert = `-- name: ConsentInsert :exec
-INSERT INTO consents (
-    account_id, contact_id, token, created_at, api_key_name, api_key_prefix, source_ip,
-    user_agent, fields
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-`
-
-type ConsentInsertParams struct {
-	AccountID    uuid.UUID
-	ContactID    uuid.UUID
-	Token        string
-	CreatedAt    time.Time
-	ApiKeyName   string
-	ApiKeyPrefix string
-	SourceIp     string
-	UserAgent    string
-	Fields       []byte
-}
-
-func (q *Queries) ConsentInsert(ctx context.Context, arg ConsentInsertParams) error {
-	_, err := q.db.Exec(ctx, consentInsert,
-		arg.AccountID,
-		arg.ContactID,
-		arg.Token,
-		arg.CreatedAt,
-		arg.ApiKeyName,
-		arg.ApiKeyPrefix,
-		arg.SourceIp,
-		arg.UserAgent,
-		arg.Fields,
-	)
-	return err
 }

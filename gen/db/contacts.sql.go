@@ -12,6 +12,118 @@ import (
 	"github.com/google/uuid"
 )
 
+const contactCreate = `-- name: ContactCreate :one
+WITH c AS (
+    INSERT INTO contacts (
+        account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
+        crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
+        created_at, updated_at
+    ) VALUES (
+        $1, $2, $3, $4, $5, $6, $7,
+        $8, $9, $10,
+        $11, $12, $13,
+        $14, $15, $15
+    )
+    ON CONFLICT (account_id, email_key) DO NOTHING
+    RETURNING account_id, contact_id, consent_token, created_at
+), consent AS (
+    INSERT INTO consents (
+        account_id, contact_id, token, created_at, api_key_name, api_key_prefix, source_ip,
+        user_agent, fields
+    )
+    SELECT account_id, contact_id, consent_token, created_at, $16::text,
+           $17::text, $18::text,
+           $19::text, $20::jsonb
+    FROM c
+), property AS (
+    INSERT INTO properties (
+        account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,
+        city, county, state, zip, normalized, created_at
+    )
+    SELECT account_id, $21::uuid, contact_id, $22::text,
+           $23::text, $24::text,
+           $25::text, $26::text, $27::text,
+           $28::text, $29::text, created_at
+    FROM c
+    WHERE $21::uuid IS NOT NULL
+)
+SELECT contact_id FROM c
+`
+
+type ContactCreateParams struct {
+	AccountID           uuid.UUID
+	ContactID           uuid.UUID
+	Email               string
+	EmailKey            string
+	Name                *string
+	Phone               *string
+	Tags                []string
+	AssignedUserEmailID *string
+	CrmName             *string
+	CrmUrl              *string
+	CrmSource           *string
+	CrmStage            *string
+	CrmCreatedDate      *time.Time
+	ConsentToken        string
+	CreatedAt           time.Time
+	ApiKeyName          string
+	ApiKeyPrefix        string
+	SourceIp            string
+	UserAgent           string
+	Fields              []byte
+	PropertyID          *uuid.UUID
+	RawAddress          string
+	AptOrUnitNumber     string
+	StreetAddress       string
+	City                string
+	County              string
+	State               string
+	Zip                 string
+	Normalized          string
+}
+
+// A new contact with its consent record and, when its address parsed, its first property, in
+// one statement (one round trip). ON CONFLICT DO NOTHING lets racing creates of one email
+// resolve to exactly one winner without aborting the losers' transactions: a loser gets no
+// row and writes nothing. (Foreign keys are checked at the end of the statement, after the
+// contact row exists.)
+func (q *Queries) ContactCreate(ctx context.Context, arg ContactCreateParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, contactCreate,
+		arg.AccountID,
+		arg.ContactID,
+		arg.Email,
+		arg.EmailKey,
+		arg.Name,
+		arg.Phone,
+		arg.Tags,
+		arg.AssignedUserEmailID,
+		arg.CrmName,
+		arg.CrmUrl,
+		arg.CrmSource,
+		arg.CrmStage,
+		arg.CrmCreatedDate,
+		arg.ConsentToken,
+		arg.CreatedAt,
+		arg.ApiKeyName,
+		arg.ApiKeyPrefix,
+		arg.SourceIp,
+		arg.UserAgent,
+		arg.Fields,
+		arg.PropertyID,
+		arg.RawAddress,
+		arg.AptOrUnitNumber,
+		arg.StreetAddress,
+		arg.City,
+		arg.County,
+		arg.State,
+		arg.Zip,
+		arg.Normalized,
+	)
+	var contact_id uuid.UUID
+	err := row.Scan(&contact_id)
+	return contact_id, err
+}
+
 const contactDelete = `-- name: ContactDelete :execrows
 DELETE FROM contacts WHERE account_id = $1 AND contact_id = $2
 `
@@ -240,64 +352,6 @@ type ContactIDByEmailParams struct {
 
 func (q *Queries) ContactIDByEmail(ctx context.Context, arg ContactIDByEmailParams) (uuid.UUID, error) {
 	row := q.db.QueryRow(ctx, contactIDByEmail, arg.AccountID, arg.EmailKey)
-	var contact_id uuid.UUID
-	err := row.Scan(&contact_id)
-	return contact_id, err
-}
-
-const contactInsert = `-- name: ContactInsert :one
-INSERT INTO contacts (
-    account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
-    crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
-    created_at, updated_at
-) VALUES (
-    $1, $2, $3, $4, $5, $6, $7,
-    $8, $9, $10,
-    $11, $12, $13,
-    $14, $15, $15
-)
-ON CONFLICT (account_id, email_key) DO NOTHING
-RETURNING contact_id
-`
-
-type ContactInsertParams struct {
-	AccountID           uuid.UUID
-	ContactID           uuid.UUID
-	Email               string
-	EmailKey            string
-	Name                *string
-	Phone               *string
-	Tags                []string
-	AssignedUserEmailID *string
-	CrmName             *string
-	CrmUrl              *string
-	CrmSource           *string
-	CrmStage            *string
-	CrmCreatedDate      *time.Time
-	ConsentToken        string
-	CreatedAt           time.Time
-}
-
-// ON CONFLICT DO NOTHING lets racing creates of one email resolve to exactly one winner
-// without aborting the losers' transactions: a loser gets no row.
-func (q *Queries) ContactInsert(ctx context.Context, arg ContactInsertParams) (uuid.UUID, error) {
-	row := q.db.QueryRow(ctx, contactInsert,
-		arg.AccountID,
-		arg.ContactID,
-		arg.Email,
-		arg.EmailKey,
-		arg.Name,
-		arg.Phone,
-		arg.Tags,
-		arg.AssignedUserEmailID,
-		arg.CrmName,
-		arg.CrmUrl,
-		arg.CrmSource,
-		arg.CrmStage,
-		arg.CrmCreatedDate,
-		arg.ConsentToken,
-		arg.CreatedAt,
-	)
 	var contact_id uuid.UUID
 	err := row.Scan(&contact_id)
 	return contact_id, err

@@ -21,7 +21,12 @@ type Querier interface {
 	AttemptsList(ctx context.Context, arg AttemptsListParams) ([]AttemptsListRow, error)
 	// Not scoped by account: the unguessable token is the credential of the public page.
 	ConsentGetByToken(ctx context.Context, token string) (Consent, error)
-	ConsentInsert(ctx context.Context, arg ConsentInsertParams) error
+	// A new contact with its consent record and, when its address parsed, its first property, in
+	// one statement (one round trip). ON CONFLICT DO NOTHING lets racing creates of one email
+	// resolve to exactly one winner without aborting the losers' transactions: a loser gets no
+	// row and writes nothing. (Foreign keys are checked at the end of the statement, after the
+	// contact row exists.)
+	ContactCreate(ctx context.Context, arg ContactCreateParams) (uuid.UUID, error)
 	// Properties, consent and activities go with it (ON DELETE CASCADE).
 	ContactDelete(ctx context.Context, arg ContactDeleteParams) (int64, error)
 	ContactEngagementSet(ctx context.Context, arg ContactEngagementSetParams) error
@@ -29,9 +34,6 @@ type Querier interface {
 	// One round trip: the contact with its active properties as a JSON array.
 	ContactGetByID(ctx context.Context, arg ContactGetByIDParams) (ContactGetByIDRow, error)
 	ContactIDByEmail(ctx context.Context, arg ContactIDByEmailParams) (uuid.UUID, error)
-	// ON CONFLICT DO NOTHING lets racing creates of one email resolve to exactly one winner
-	// without aborting the losers' transactions: a loser gets no row.
-	ContactInsert(ctx context.Context, arg ContactInsertParams) (uuid.UUID, error)
 	// Locks the contact for a read-modify-write (PATCH, activity, enrichment).
 	ContactLock(ctx context.Context, arg ContactLockParams) (Contact, error)
 	// Another contact of the account that has this email key, for PATCH's duplicate check.

@@ -55,15 +55,7 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 		}
 	}
 	err = s.store.InTx(ctx, func(tx store.Tx) error {
-		if err := s.insert(ctx, tx, accountID, c); err != nil {
-			return err
-		}
-		for _, p := range c.Properties {
-			if err := insertProperty(ctx, tx, accountID, c.ID, p, *in.Address, now); err != nil {
-				return err
-			}
-		}
-		if err := s.insertConsent(ctx, tx, accountID, c, in); err != nil {
+		if err := s.insert(ctx, tx, accountID, c, in); err != nil {
 			return err
 		}
 		var property *uuid.UUID
@@ -85,20 +77,31 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 	return c, warnings, nil
 }
 
-func (s *Service) insert(ctx context.Context, tx store.Tx, accountID uuid.UUID, c Contact) error {
-	p := db.ContactInsertParams{
+// insert writes the contact, its consent record and its first property in one statement.
+func (s *Service) insert(ctx context.Context, tx store.Tx, accountID uuid.UUID, c Contact, in CreateInput) error {
+	fields := in.Fields
+	if len(fields) == 0 {
+		fields = json.RawMessage("{}")
+	}
+	p := db.ContactCreateParams{
 		AccountID: accountID, ContactID: c.ID, Email: c.Email, EmailKey: EmailKey(c.Email),
 		Name: c.Name, Phone: c.Phone, Tags: c.Tags, AssignedUserEmailID: c.AssignedUserEmailID,
 		ConsentToken: c.ConsentToken, CreatedAt: c.CreatedAt,
+		ApiKeyName: in.Origin.KeyName, ApiKeyPrefix: in.Origin.KeyPrefix,
+		SourceIp: in.Origin.SourceIP, UserAgent: in.Origin.UserAgent, Fields: fields,
 	}
 	if c.CRM != nil {
 		p.CrmName, p.CrmUrl, p.CrmSource, p.CrmStage, p.CrmCreatedDate = c.CRM.Name, c.CRM.URL, c.CRM.Source, c.CRM.Stage, c.CRM.CreatedDate
 	}
-	_, err := tx.ContactInsert(ctx, p)
+	if len(c.Properties) > 0 {
+		a := c.Properties[0].Address
+		p.PropertyID, p.RawAddress, p.Normalized = &c.Properties[0].ID, *in.Address, a.Normalized()
+		p.AptOrUnitNumber, p.StreetAddress, p.City, p.County, p.State, p.Zip = a.AptOrUnitNumber, a.StreetAddress, a.City, a.County, a.State, a.Zip
+	}
+	_, err := tx.ContactCreate(ctx, p)
 	if !errors.Is(store.Translate(err), apperr.ErrNoRows) {
 		return err
 	}
-	// No row: the email is taken (possibly by a create that raced this one and won).
 	existing, err := tx.ContactIDByEmail(ctx, db.ContactIDByEmailParams{AccountID: accountID, EmailKey: p.EmailKey})
 	if err != nil {
 		return err
@@ -114,18 +117,6 @@ func insertProperty(ctx context.Context, tx store.Tx, accountID, contactID uuid.
 		County: a.County, State: a.State, Zip: a.Zip, Normalized: a.Normalized(), CreatedAt: now,
 	})
 	return err
-}
-
-func (s *Service) insertConsent(ctx context.Context, tx store.Tx, accountID uuid.UUID, c Contact, in CreateInput) error {
-	fields := in.Fields
-	if len(fields) == 0 {
-		fields = json.RawMessage("{}")
-	}
-	return tx.ConsentInsert(ctx, db.ConsentInsertParams{
-		AccountID: accountID, ContactID: c.ID, Token: c.ConsentToken, CreatedAt: c.CreatedAt,
-		ApiKeyName: in.Origin.KeyName, ApiKeyPrefix: in.Origin.KeyPrefix,
-		SourceIp: in.Origin.SourceIP, UserAgent: in.Origin.UserAgent, Fields: fields,
-	})
 }
 
 func (c Contact) info() webhook.ContactInfo {

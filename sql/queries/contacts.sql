@@ -1,18 +1,44 @@
--- name: ContactInsert :one
--- ON CONFLICT DO NOTHING lets racing creates of one email resolve to exactly one winner
--- without aborting the losers' transactions: a loser gets no row.
-INSERT INTO contacts (
-    account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
-    crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
-    created_at, updated_at
-) VALUES (
-    @account_id, @contact_id, @email, @email_key, sqlc.narg('name'), sqlc.narg('phone'), @tags,
-    sqlc.narg('assigned_user_email_id'), sqlc.narg('crm_name'), sqlc.narg('crm_url'),
-    sqlc.narg('crm_source'), sqlc.narg('crm_stage'), sqlc.narg('crm_created_date'),
-    @consent_token, @created_at, @created_at
+-- name: ContactCreate :one
+-- A new contact with its consent record and, when its address parsed, its first property, in
+-- one statement (one round trip). ON CONFLICT DO NOTHING lets racing creates of one email
+-- resolve to exactly one winner without aborting the losers' transactions: a loser gets no
+-- row and writes nothing. (Foreign keys are checked at the end of the statement, after the
+-- contact row exists.)
+WITH c AS (
+    INSERT INTO contacts (
+        account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
+        crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
+        created_at, updated_at
+    ) VALUES (
+        @account_id, @contact_id, @email, @email_key, sqlc.narg('name'), sqlc.narg('phone'), @tags,
+        sqlc.narg('assigned_user_email_id'), sqlc.narg('crm_name'), sqlc.narg('crm_url'),
+        sqlc.narg('crm_source'), sqlc.narg('crm_stage'), sqlc.narg('crm_created_date'),
+        @consent_token, @created_at, @created_at
+    )
+    ON CONFLICT (account_id, email_key) DO NOTHING
+    RETURNING account_id, contact_id, consent_token, created_at
+), consent AS (
+    INSERT INTO consents (
+        account_id, contact_id, token, created_at, api_key_name, api_key_prefix, source_ip,
+        user_agent, fields
+    )
+    SELECT account_id, contact_id, consent_token, created_at, sqlc.arg('api_key_name')::text,
+           sqlc.arg('api_key_prefix')::text, sqlc.arg('source_ip')::text,
+           sqlc.arg('user_agent')::text, sqlc.arg('fields')::jsonb
+    FROM c
+), property AS (
+    INSERT INTO properties (
+        account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,
+        city, county, state, zip, normalized, created_at
+    )
+    SELECT account_id, sqlc.narg('property_id')::uuid, contact_id, sqlc.arg('raw_address')::text,
+           sqlc.arg('apt_or_unit_number')::text, sqlc.arg('street_address')::text,
+           sqlc.arg('city')::text, sqlc.arg('county')::text, sqlc.arg('state')::text,
+           sqlc.arg('zip')::text, sqlc.arg('normalized')::text, created_at
+    FROM c
+    WHERE sqlc.narg('property_id')::uuid IS NOT NULL
 )
-ON CONFLICT (account_id, email_key) DO NOTHING
-RETURNING contact_id;
+SELECT contact_id FROM c;
 
 -- name: ContactIDByEmail :one
 SELECT contact_id FROM contacts WHERE account_id = $1 AND email_key = $2;
