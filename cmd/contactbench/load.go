@@ -90,10 +90,10 @@ func (dr *driver) run(ctx context.Context, wl workload, p proc, warmup, d time.D
 	return r, nil
 }
 
-// drive runs the clients for d and returns the successful requests' latencies.
+// drive runs the clients for d and returns the successful requests' latencies. Requests in
+// flight at the end are completed and counted: each one the server took did its work.
 func (dr *driver) drive(ctx context.Context, wl workload, d time.Duration) (lat []time.Duration, errs int, firstErr string) {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
+	end := time.Now().Add(d)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i := range dr.concurrency {
@@ -104,13 +104,10 @@ func (dr *driver) drive(ctx context.Context, wl workload, d time.Duration) (lat 
 			mine := make([]time.Duration, 0, 4096)
 			var myErrs int
 			var myFirst string
-			for ctx.Err() == nil {
+			for ctx.Err() == nil && time.Now().Before(end) {
 				req := wl.next(w)
 				t0 := time.Now()
 				err := dr.do(ctx, req)
-				if ctx.Err() != nil {
-					break // cut off by the end of the run: neither success nor error
-				}
 				if err != nil {
 					myErrs++
 					if myFirst == "" {
