@@ -3,8 +3,4 @@
 set -euo pipefail
 command -v chromium >/dev/null && exit 0
 echo "chromium not found: installing Debian's chromium package" >&2
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null
+"$(dirname "$0")/apt-install.sh" chromium

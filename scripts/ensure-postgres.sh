@@ -5,8 +5,4 @@ set -euo pipefail
 if [ -n "${DATABASE_URL:-}" ] || [ -n "${CONTACTD_PG_BIN:-}" ]; then exit 0; fi
 if compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null && id postgres >/dev/null 2>&1; then exit 0; fi
 echo "PostgreSQL server binaries not found: installing Debian's postgresql package" >&2
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+"$(dirname "$0")/apt-install.sh" postgresql
