@@ -82,6 +82,7 @@ type report struct {
 	Machine     string        `json:"machine"`
 	Concurrency int           `json:"concurrency"`
 	Contacts    int           `json:"contacts"`
+	Smoke       bool          `json:"smoke"`
 	Results     []result      `json:"results"`
 	Webhooks    webhookResult `json:"webhooks"`
 }
@@ -167,7 +168,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 
 	contactdURL, baseURL := "http://"+contactdAddr, "http://"+baseAddr
 	dr := newDriver(o.concurrency, apiKey)
-	rep := report{Date: time.Now().UTC().Format("2006-01-02"), Machine: machine(), Concurrency: o.concurrency, Contacts: o.contacts}
+	rep := report{Date: time.Now().UTC().Format("2006-01-02"), Machine: machine(), Concurrency: o.concurrency, Contacts: o.contacts, Smoke: o.smoke}
 	for _, wl := range workloads(contactdURL, baseURL, ds) {
 		if o.only != "" && !strings.Contains(","+o.only+",", ","+wl.name+",") {
 			continue

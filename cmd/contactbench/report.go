@@ -87,6 +87,10 @@ func printReport(w io.Writer, rep report) {
 		fmt.Fprintf(w, "\nwebhooks: %d subscriptions, %d events, %d/%d deliveries, %.0f deliveries/s, commit -> arrival p50 %s p99 %s, contactd CPU %.1f s\n",
 			wh.Subscriptions, wh.Events, wh.Deliveries, wh.Expected, wh.PerSecond, ms(wh.P50), ms(wh.P99), wh.CPUSeconds)
 	}
+	if rep.Smoke {
+		fmt.Fprintln(w, "\nsmoke run: checks that every workload works, with no errors; its figures mean nothing")
+		return
+	}
 	if len(byName) < len(ratioOf)+2 || rep.Webhooks.Expected == 0 {
 		return // a partial run (-only) checks no targets
 	}
