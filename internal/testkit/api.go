@@ -160,18 +160,12 @@ func (a *API) Do(method, path, key string, body any, headers ...string) *Respons
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Transport: ValidatingTransport(a.t)}).Do(req)
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	r := &Response{Status: resp.StatusCode, Header: resp.Header, Body: out}
-	ValidateResponse(a.t, req, r)
-	return r
+	out, _ := io.ReadAll(resp.Body) // already read and validated by the transport
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: out}
 }
 
 var (
