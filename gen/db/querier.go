@@ -62,6 +62,8 @@ type Querier interface {
 	// Leaves the row alone when the standardised form would collide with another active property.
 	PropertyUpdateAddress(ctx context.Context, arg PropertyUpdateAddressParams) (int64, error)
 	SubscriptionCountLive(ctx context.Context, arg SubscriptionCountLiveParams) (int64, error)
+	// The event types the account has live subscriptions to (webhook.Subscribers' cache).
+	SubscriptionEventTypesLive(ctx context.Context, accountID uuid.UUID) ([]string, error)
 	SubscriptionGet(ctx context.Context, arg SubscriptionGetParams) (WebhookSubscription, error)
 	SubscriptionInsert(ctx context.Context, arg SubscriptionInsertParams) (WebhookSubscription, error)
 	SubscriptionList(ctx context.Context, accountID uuid.UUID) ([]WebhookSubscription, error)
@@ -69,13 +71,20 @@ type Querier interface {
 	SubscriptionRecordFailure(ctx context.Context, arg SubscriptionRecordFailureParams) error
 	SubscriptionRecordSuccess(ctx context.Context, arg SubscriptionRecordSuccessParams) error
 	SubscriptionRemove(ctx context.Context, arg SubscriptionRemoveParams) (int64, error)
+	// Tells every contactd process (webhook.Subscribers) that the account's live subscriptions
+	// changed; '' means any account. Delivered at commit.
+	SubscriptionsChangedNotify(ctx context.Context, accountID string) error
 	SubscriptionsForEvent(ctx context.Context, arg SubscriptionsForEventParams) ([]uuid.UUID, error)
 	// Maintenance across accounts: Failing subscriptions without a success since the cutoff
 	// are removed.
 	SubscriptionsSweepFailing(ctx context.Context, arg SubscriptionsSweepFailingParams) (int64, error)
+	TagsGet(ctx context.Context, arg TagsGetParams) ([]string, error)
 	// Locks the contact so concurrent tag changes apply one after the other.
 	TagsLock(ctx context.Context, arg TagsLockParams) (TagsLockRow, error)
 	TagsSet(ctx context.Context, arg TagsSetParams) error
+	// Compare-and-swap: sets the tags only if they are still the ones the change was computed
+	// from, so a change without events needs no transaction and no lock.
+	TagsSwap(ctx context.Context, arg TagsSwapParams) (int64, error)
 }
 
 var _ Querier = (*Queries)(nil)

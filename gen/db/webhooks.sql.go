@@ -29,6 +29,32 @@ func (q *Queries) SubscriptionCountLive(ctx context.Context, arg SubscriptionCou
 	return count, err
 }
 
+const subscriptionEventTypesLive = `-- name: SubscriptionEventTypesLive :many
+SELECT DISTINCT event_type FROM webhook_subscriptions
+WHERE account_id = $1 AND status <> 'Removed'
+`
+
+// The event types the account has live subscriptions to (webhook.Subscribers' cache).
+func (q *Queries) SubscriptionEventTypesLive(ctx context.Context, accountID uuid.UUID) ([]string, error) {
+	rows, err := q.db.Query(ctx, subscriptionEventTypesLive, accountID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var event_type string
+		if err := rows.Scan(&event_type); err != nil {
+			return nil, err
+		}
+		items = append(items, event_type)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const subscriptionGet = `-- name: SubscriptionGet :one
 SELECT account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at FROM webhook_subscriptions WHERE account_id = $1 AND subscription_id = $2
 `
@@ -201,6 +227,17 @@ func (q *Queries) SubscriptionRemove(ctx context.Context, arg SubscriptionRemove
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const subscriptionsChangedNotify = `-- name: SubscriptionsChangedNotify :exec
+SELECT pg_notify('contactd_subscriptions_changed', $1::text)
+`
+
+// Tells every contactd process (webhook.Subscribers) that the account's live subscriptions
+// changed; ” means any account. Delivered at commit.
+func (q *Queries) SubscriptionsChangedNotify(ctx context.Context, accountID string) error {
+	_, err := q.db.Exec(ctx, subscriptionsChangedNotify, accountID)
+	return err
 }
 
 const subscriptionsForEvent = `-- name: SubscriptionsForEvent :many

@@ -85,6 +85,8 @@ type Services struct {
 	Deliveries *delivery.Service
 	Enrich     *enrich.Service
 	Metrics    *metrics.Metrics
+	// Subscribers caches which event types each account subscribes to.
+	Subscribers *webhook.Subscribers
 }
 
 // NewServices builds the domain services. Delivery workers are not started.
@@ -101,16 +103,24 @@ func NewServices(cfg config.Config, st *store.Store, log *slog.Logger) (*Service
 	if err != nil {
 		return nil, err
 	}
-	events := webhook.NewEmitter(deliveries)
+	subs := webhook.NewSubscribers(st, Now)
+	events := webhook.NewEmitter(deliveries, subs)
 	enricher.Bind(deliveries.River(), events)
 	return &Services{
-		Auth:       auth.NewService(st, Now),
-		Contacts:   contact.NewService(st, events, enricher, Now, cfg.PublicURL),
-		Webhooks:   webhook.NewService(st, Now, cfg.WebhookAllowHTTP),
-		Deliveries: deliveries,
-		Enrich:     enricher,
-		Metrics:    m,
+		Auth:        auth.NewService(st, Now),
+		Contacts:    contact.NewService(st, events, enricher, Now, cfg.PublicURL),
+		Webhooks:    webhook.NewService(st, subs, Now, cfg.WebhookAllowHTTP),
+		Deliveries:  deliveries,
+		Enrich:      enricher,
+		Metrics:     m,
+		Subscribers: subs,
 	}, nil
+}
+
+// Listen keeps the in-process caches (API keys, subscribed event types) in step with changes
+// made by any process, until ctx ends; without it they stay off. Run it in its own goroutine.
+func (s *Services) Listen(ctx context.Context, st *store.Store, log *slog.Logger) {
+	store.Listen(ctx, st.Pool, log, s.Auth.Follower(), s.Subscribers)
 }
 
 // queueDepth counts River's unfinished jobs by queue and state, for /metrics.

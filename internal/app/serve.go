@@ -47,7 +47,7 @@ func Serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	}
 	lctx, stopListening := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopListening()
-	go svc.Auth.ListenForRevocations(lctx, rt.Store.Pool, log)
+	go svc.Listen(lctx, rt.Store, log)
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err

@@ -1,14 +1,13 @@
 package auth
 
 import (
-	"context"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/contactd/contactd/internal/store"
 )
 
 // revokedChannel carries the id of every revoked key (KeyRevokedNotify).
@@ -78,53 +77,31 @@ func (c *keyCache) forget(keyID uuid.UUID) {
 	}
 }
 
-// ListenForRevocations keeps the key cache honest until ctx ends: it holds one connection
-// listening for revoked keys and turns the cache on only while that connection is up. Run it
-// in its own goroutine; without it the cache stays off and every request asks the database.
-func (s *Service) ListenForRevocations(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) {
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		err := s.listen(ctx, pool)
-		s.cache.listening.Store(false)
-		s.cache.forget(uuid.Nil)
-		if ctx.Err() != nil {
-			return
-		}
-		log.Warn("API key cache off: revocation listener lost", slog.Any("error", err), slog.Duration("retry_in", backoff))
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 10*time.Second)
+// Channel implements store.Follower: the ids of revoked keys (KeyRevokedNotify).
+func (c *keyCache) Channel() string { return revokedChannel }
+
+// Notified implements store.Follower: the revoked key is dropped.
+func (c *keyCache) Notified(payload string) {
+	id, err := uuid.Parse(payload)
+	if err != nil {
+		id = uuid.Nil
 	}
+	c.forget(id)
 }
 
-func (s *Service) listen(ctx context.Context, pool *pgxpool.Pool) error {
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		return err
+// Listening implements store.Follower: the cache answers only while revocations are heard,
+// and anything revoked while nobody listened is forgotten.
+func (c *keyCache) Listening(up bool) {
+	if !up {
+		c.listening.Store(false)
 	}
-	// the connection is the listener's for good: never handed back to the pool.
-	raw := conn.Hijack()
-	defer raw.Close(context.Background())
-	if _, err := raw.Exec(ctx, "LISTEN "+revokedChannel); err != nil {
-		return err
-	}
-	s.cache.forget(uuid.Nil) // anything revoked while nobody listened is forgotten too
-	s.cache.listening.Store(true)
-	for {
-		n, err := raw.WaitForNotification(ctx)
-		if err != nil {
-			return err
-		}
-		id, err := uuid.Parse(n.Payload)
-		if err != nil {
-			id = uuid.Nil
-		}
-		s.cache.forget(id)
-	}
+	c.forget(uuid.Nil)
+	c.listening.Store(up)
 }
+
+// Follower is what keeps the key cache honest; store.Listen must run it, or the cache stays
+// off and every request asks the database.
+func (s *Service) Follower() store.Follower { return s.cache }
 
 // Caching reports whether resolved keys are being cached (the revocation listener is up).
 func (s *Service) Caching() bool { return s.cache.listening.Load() }

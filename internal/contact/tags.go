@@ -130,6 +130,10 @@ func (s *Service) changeTags(ctx context.Context, accountID uuid.UUID, rawID str
 	if err != nil {
 		return nil, err
 	}
+	if !s.events.MayHaveSubscribers(ctx, accountID, webhook.TagsAdded) &&
+		!s.events.MayHaveSubscribers(ctx, accountID, webhook.TagsRemoved) {
+		return s.swapTags(ctx, accountID, id, tags, op)
+	}
 	var result []string
 	err = s.store.InTx(ctx, func(tx store.Tx) error {
 		row, err := tx.TagsLock(ctx, db.TagsLockParams{AccountID: accountID, ContactID: id})
@@ -138,13 +142,10 @@ func (s *Service) changeTags(ctx context.Context, accountID uuid.UUID, rawID str
 		} else if err != nil {
 			return err
 		}
-		c := op(row.Tags, tags)
-		if len(c.tags) > MaxTagsPerContact {
-			return apperr.Invalid(apperr.Field("body.tags", "maxItems", fmt.Sprintf("a contact can have at most %d tags", MaxTagsPerContact)))
-		}
+		c, err := applyTagOp(op, row.Tags, tags)
 		result = c.tags
-		if len(c.added) == 0 && len(c.removed) == 0 && slices.Equal(row.Tags, c.tags) {
-			return nil
+		if err != nil || !c.changes(row.Tags) {
+			return err
 		}
 		now := s.now()
 		if err := tx.TagsSet(ctx, db.TagsSetParams{AccountID: accountID, ContactID: id, Tags: c.tags, UpdatedAt: now}); err != nil {
@@ -154,6 +155,51 @@ func (s *Service) changeTags(ctx context.Context, accountID uuid.UUID, rawID str
 		return s.emitTagEvents(ctx, tx, accountID, id, info, c, now)
 	})
 	return result, err
+}
+
+// swapTags is a tag change nobody subscribes to: read, then compare-and-swap, again if
+// another change came in between. Two statements, no transaction, no lock held.
+func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []string,
+	op func(existing, tags []string) tagChange) ([]string, error) {
+	for {
+		var existing []string
+		err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+			existing, err = q.TagsGet(ctx, db.TagsGetParams{AccountID: accountID, ContactID: id})
+			return err
+		})
+		if errors.Is(err, apperr.ErrNoRows) {
+			return nil, ErrNotFound
+		} else if err != nil {
+			return nil, err
+		}
+		c, err := applyTagOp(op, existing, tags)
+		if err != nil || !c.changes(existing) {
+			return c.tags, err
+		}
+		var n int64
+		err = s.store.Write(ctx, func(q *db.Queries) (err error) {
+			n, err = q.TagsSwap(ctx, db.TagsSwapParams{AccountID: accountID, ContactID: id,
+				Tags: c.tags, Previous: existing, UpdatedAt: s.now()})
+			return err
+		})
+		if err != nil || n == 1 {
+			return c.tags, err
+		}
+	}
+}
+
+// applyTagOp computes a tag change and holds it to the per-contact limit.
+func applyTagOp(op func(existing, tags []string) tagChange, existing, tags []string) (tagChange, error) {
+	c := op(existing, tags)
+	if len(c.tags) > MaxTagsPerContact {
+		return tagChange{}, apperr.Invalid(apperr.Field("body.tags", "maxItems", fmt.Sprintf("a contact can have at most %d tags", MaxTagsPerContact)))
+	}
+	return c, nil
+}
+
+// changes reports whether the change alters the contact's tags at all.
+func (c tagChange) changes(existing []string) bool {
+	return len(c.added) > 0 || len(c.removed) > 0 || !slices.Equal(existing, c.tags)
 }
 
 func (s *Service) emitTagEvents(ctx context.Context, tx store.Tx, accountID, id uuid.UUID, info webhook.ContactInfo, c tagChange, now time.Time) error {

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -13,6 +14,7 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/metrics"
 	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/webhook"
 )
 
 // Options configures delivery.
@@ -117,7 +119,10 @@ func (s *Service) Sweep(ctx context.Context) (int64, error) {
 	err := s.store.InTx(ctx, func(tx store.Tx) (err error) {
 		cutoff := now.Add(-RemoveFailingAfter)
 		n, err = tx.SubscriptionsSweepFailing(ctx, db.SubscriptionsSweepFailingParams{Now: now, Cutoff: &cutoff})
-		return err
+		if err != nil || n == 0 {
+			return err
+		}
+		return webhook.Announce(ctx, tx, uuid.Nil)
 	})
 	return n, err
 }

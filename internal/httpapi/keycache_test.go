@@ -63,7 +63,7 @@ func TestKeyCache(t *testing.T) {
 	if r := a.Do("GET", "/public/v1/webhooks", key2, nil); r.Status != 200 {
 		t.Fatalf("second key: %d", r.Status)
 	}
-	if _, err := pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN contactd_key_revoked%' AND datname = current_database()`); err != nil {
+	if _, err := pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN contactd_%' AND datname = current_database()`); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the cache to turn off", func() bool { return !a.Svc.Auth.Caching() })

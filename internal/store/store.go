@@ -72,6 +72,12 @@ func (s *Store) Read(ctx context.Context, fn func(q *db.Queries) error) error {
 	return Translate(fn(s.q))
 }
 
+// Write runs fn outside a transaction, for a change that is one statement (atomic on its own):
+// no BEGIN and COMMIT round trips.
+func (s *Store) Write(ctx context.Context, fn func(q *db.Queries) error) error {
+	return Translate(fn(s.q))
+}
+
 // InTx runs fn in a transaction: committed when fn returns nil, rolled back otherwise.
 func (s *Store) InTx(ctx context.Context, fn func(tx Tx) error) error {
 	err := pgx.BeginFunc(ctx, s.Pool, func(raw pgx.Tx) error {

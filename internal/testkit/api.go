@@ -77,7 +77,7 @@ func NewAPI(t testing.TB, opts ...Option) *API {
 		t.Fatal(err)
 	}
 	listening, stopListening := context.WithCancel(context.Background())
-	go svc.Auth.ListenForRevocations(listening, st.Pool, log)
+	go svc.Listen(listening, st, log)
 	t.Cleanup(stopListening)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

@@ -148,10 +148,19 @@ type Delivery struct {
 // Emitter writes events and their deliveries in the caller's transaction.
 type Emitter struct {
 	enqueuer Enqueuer
+	subs     *Subscribers
 }
 
-// NewEmitter returns an Emitter that schedules deliveries with enq.
-func NewEmitter(enq Enqueuer) *Emitter { return &Emitter{enqueuer: enq} }
+// NewEmitter returns an Emitter that schedules deliveries with enq; subs (may be nil) tells
+// changes which events nobody subscribes to.
+func NewEmitter(enq Enqueuer, subs *Subscribers) *Emitter { return &Emitter{enqueuer: enq, subs: subs} }
+
+// MayHaveSubscribers reports whether an event of typ for the account may have a
+// subscriber: false only when it certainly has none, and the change may then skip Emit (and
+// its transaction, when Emit was the only reason for one).
+func (e *Emitter) MayHaveSubscribers(ctx context.Context, accountID uuid.UUID, typ EventType) bool {
+	return e.subs.MayHave(ctx, accountID, typ)
+}
 
 // Emit records ev for every live subscription to its type. Events nobody subscribes to are
 // not stored: there is nobody to deliver them to.

@@ -33,13 +33,15 @@ type Subscription struct {
 // Service manages subscriptions.
 type Service struct {
 	store     *store.Store
+	subs      *Subscribers
 	now       func() time.Time
 	allowHTTP bool
 }
 
 // NewService returns a Service; allowHTTP admits plain http:// URLs (local development).
-func NewService(st *store.Store, now func() time.Time, allowHTTP bool) *Service {
-	return &Service{store: st, now: now, allowHTTP: allowHTTP}
+// subs is the cache its changes invalidate (nil if none).
+func NewService(st *store.Store, subs *Subscribers, now func() time.Time, allowHTTP bool) *Service {
+	return &Service{store: st, subs: subs, now: now, allowHTTP: allowHTTP}
 }
 
 // Create validates and stores a subscription, returning it with its signing secret.
@@ -65,8 +67,12 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, rawURL string
 			AccountID: accountID, SubscriptionID: uuid.Must(uuid.NewV7()), Url: rawURL,
 			EventType: string(typ), Secret: "whsec_" + secret.Base64(32), CreatedAt: s.now(),
 		})
-		return err
+		if err != nil {
+			return err
+		}
+		return Announce(ctx, tx, accountID)
 	})
+	s.forget(accountID)
 	if err != nil {
 		return Subscription{}, err
 	}
@@ -127,10 +133,22 @@ func (s *Service) Remove(ctx context.Context, accountID uuid.UUID, rawID string)
 	var n int64
 	err := s.store.InTx(ctx, func(tx store.Tx) (err error) {
 		n, err = tx.SubscriptionRemove(ctx, db.SubscriptionRemoveParams{AccountID: accountID, SubscriptionID: id, Now: s.now()})
-		return err
+		if err != nil || n == 0 {
+			return err
+		}
+		return Announce(ctx, tx, accountID)
 	})
+	s.forget(accountID)
 	if err == nil && n == 0 {
 		return ErrNotFound
 	}
 	return err
+}
+
+// forget drops the account from this process's cache at once, not waiting for its own
+// notification: a client that created a subscription sees its events from the next request.
+func (s *Service) forget(accountID uuid.UUID) {
+	if s.subs != nil {
+		s.subs.forget(accountID)
+	}
 }

@@ -48,3 +48,13 @@ WHERE account_id = @account_id AND subscription_id = @subscription_id AND status
 UPDATE webhook_subscriptions
 SET status = 'Removed', updated_at = @now
 WHERE status = 'Failing' AND coalesce(last_success_at, created_at) < @cutoff;
+
+-- name: SubscriptionEventTypesLive :many
+-- The event types the account has live subscriptions to (webhook.Subscribers' cache).
+SELECT DISTINCT event_type FROM webhook_subscriptions
+WHERE account_id = $1 AND status <> 'Removed';
+
+-- name: SubscriptionsChangedNotify :exec
+-- Tells every contactd process (webhook.Subscribers) that the account's live subscriptions
+-- changed; '' means any account. Delivered at commit.
+SELECT pg_notify('contactd_subscriptions_changed', sqlc.arg('account_id')::text);

@@ -1,0 +1,124 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/internal/testkit"
+	"github.com/contactd/contactd/internal/webhook"
+)
+
+func eventCount(t *testing.T, a *testkit.API, account uuid.UUID) int {
+	t.Helper()
+	var n int
+	if err := a.Store.Pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM webhook_events WHERE account_id = $1`, account).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestTagChangesRacing: tag changes nobody subscribes to take the lock-free compare-and-swap
+// path; racing ones on one contact all land, none overwrites another.
+func TestTagChangesRacing(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	waitFor(t, "the subscriptions cache", a.Svc.Subscribers.Caching)
+	account, key := a.Account("racing")
+	id := createContact(t, a, key, map[string]any{"email": "race@example.com", "tags": []string{"first"}}).Contact.ContactId
+	path := "/public/v1/contact/" + id + "/tags"
+	const n = 24
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if r := a.Do("POST", path, key, map[string]any{"tags": []string{fmt.Sprintf("t%02d", i)}}); r.Status != 200 {
+				t.Errorf("add t%02d: %d %s", i, r.Status, r.Body)
+			}
+		})
+	}
+	wg.Wait()
+	got := tagsOf(t, a.Do("POST", path, key, map[string]any{"tags": []string{}}))
+	if len(got) != n+1 || got[0] != "first" {
+		t.Fatalf("after %d racing adds: %d tags %q", n, len(got), got)
+	}
+	for i := range n {
+		if !slices.Contains(got, fmt.Sprintf("t%02d", i)) {
+			t.Errorf("t%02d was lost", i)
+		}
+	}
+	if e := eventCount(t, a, account); e != 0 {
+		t.Errorf("%d events stored with no subscriber", e)
+	}
+}
+
+// TestSubscriptionReachesTheCache: which event types an account subscribes to is cached,
+// and a new subscription counts from the next change: at once in the process that made it,
+// through NOTIFY in any other, and always while the cache's listener is down.
+func TestSubscriptionReachesTheCache(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	ctx := context.Background()
+	waitFor(t, "the subscriptions cache", a.Svc.Subscribers.Caching)
+	account, key := a.Account("subscribing")
+	id := createContact(t, a, key, map[string]any{"email": "sub@example.com"}).Contact.ContactId
+	path := "/public/v1/contact/" + id + "/tags"
+	tag := 0
+	addTag := func() {
+		tag++
+		tagsOf(t, a.Do("POST", path, key, map[string]any{"tags": []string{fmt.Sprintf("tag%d", tag)}}))
+	}
+	addTag() // the account is now cached as subscribing to nothing
+	if a.Svc.Subscribers.MayHave(ctx, account, webhook.TagsAdded) {
+		t.Fatal("no subscription, yet the cache says there may be one")
+	}
+
+	// In this process: the very next change after the 200 emits.
+	if r := a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": "https://hooks.example.com/added", "eventType": "TagsAdded"}); r.Status != 200 {
+		t.Fatalf("subscribe: %d %s", r.Status, r.Body)
+	}
+	addTag()
+	if e := eventCount(t, a, account); e != 1 {
+		t.Fatalf("first change after subscribing: %d events, want 1", e)
+	}
+
+	// In another process (its own webhook.Service on the same database): NOTIFY brings it here.
+	other := webhook.NewService(a.Store, nil, time.Now, true)
+	if a.Svc.Subscribers.MayHave(ctx, account, webhook.TagsRemoved) {
+		t.Fatal("TagsRemoved: cached as subscribed before anyone subscribed")
+	}
+	subscribedAt := time.Now()
+	if _, err := other.Create(ctx, account, "https://hooks.example.com/removed", webhook.TagsRemoved); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the other process's subscription", func() bool {
+		return a.Svc.Subscribers.MayHave(ctx, account, webhook.TagsRemoved)
+	})
+	if took := time.Since(subscribedAt); took > webhook.SubscribersTTL/10 {
+		t.Errorf("the subscription took %v to reach the cache", took)
+	}
+
+	// Listener down: the cache turns off, and a subscription nobody announced still counts.
+	if _, err := a.Store.Pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN contactd_%' AND datname = current_database()`); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the cache to turn off", func() bool { return !a.Svc.Subscribers.Caching() })
+	if _, err := a.Store.Pool.Exec(ctx, `UPDATE webhook_subscriptions SET status = 'Removed' WHERE account_id = $1`, account); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Store.Pool.Exec(ctx, `INSERT INTO webhook_subscriptions (account_id, subscription_id, url, event_type, secret, created_at, updated_at)
+		VALUES ($1, $2, 'https://hooks.example.com/silent', 'TagsAdded', 'whsec_x', now(), now())`, account, uuid.Must(uuid.NewV7())); err != nil {
+		t.Fatal(err)
+	}
+	before := eventCount(t, a, account)
+	addTag()
+	if e := eventCount(t, a, account); e != before+1 {
+		t.Errorf("change while the cache is off: %d events, want %d", e, before+1)
+	}
+	waitFor(t, "the listener to reconnect", a.Svc.Subscribers.Caching)
+}
