@@ -17,12 +17,12 @@ WITH c AS (
     INSERT INTO contacts (
         account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
         crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
-        created_at, updated_at
+        created_at, updated_at, enrich_due_at
     ) VALUES (
         $1, $2, $3, $4, $5, $6, $7,
         $8, $9, $10,
         $11, $12, $13,
-        $14, $15, $15
+        $14, $15, $15, $15
     )
     ON CONFLICT (account_id, email_key) DO NOTHING
     RETURNING account_id, contact_id, consent_token, created_at
@@ -83,7 +83,7 @@ type ContactCreateParams struct {
 }
 
 // A new contact with its consent record and, when its address parsed, its first property, in
-// one statement (one round trip). ON CONFLICT DO NOTHING lets racing creates of one email
+// one statement (one round trip), due for enrichment. ON CONFLICT DO NOTHING lets racing creates of one email
 // resolve to exactly one winner without aborting the losers' transactions: a loser gets no
 // row and writes nothing. (Foreign keys are checked at the end of the statement, after the
 // contact row exists.)
@@ -203,7 +203,7 @@ func (q *Queries) ContactEngagementSet(ctx context.Context, arg ContactEngagemen
 }
 
 const contactGetByEmail = `-- name: ContactGetByEmail :one
-SELECT c.account_id, c.contact_id, c.email, c.email_key, c.name, c.phone, c.email_status, c.record_status, c.tags, c.lead_score, c.assigned_user_email_id, c.crm_name, c.crm_url, c.crm_source, c.crm_stage, c.crm_created_date, c.consent_token, c.num_form_submissions, c.last_form_submission_at, c.num_email_sends, c.last_email_send_at, c.num_email_opens, c.last_email_open_at, c.num_email_clicks, c.last_email_click_at, c.num_dashboard_views, c.last_dashboard_view_at, c.num_dashboard_clicks, c.last_dashboard_click_at, c.num_postcard_scans, c.last_postcard_scan_at, c.created_at, c.updated_at,
+SELECT c.account_id, c.contact_id, c.email, c.email_key, c.name, c.phone, c.email_status, c.record_status, c.tags, c.lead_score, c.assigned_user_email_id, c.crm_name, c.crm_url, c.crm_source, c.crm_stage, c.crm_created_date, c.consent_token, c.num_form_submissions, c.last_form_submission_at, c.num_email_sends, c.last_email_send_at, c.num_email_opens, c.last_email_open_at, c.num_email_clicks, c.last_email_click_at, c.num_dashboard_views, c.last_dashboard_view_at, c.num_dashboard_clicks, c.last_dashboard_click_at, c.num_postcard_scans, c.last_postcard_scan_at, c.created_at, c.updated_at, c.enrich_due_at, c.enrich_attempts,
     (SELECT coalesce(jsonb_agg(jsonb_build_object(
                 'propertyId', p.property_id,
                 'aptOrUnitNumber', p.apt_or_unit_number,
@@ -266,13 +266,15 @@ func (q *Queries) ContactGetByEmail(ctx context.Context, arg ContactGetByEmailPa
 		&i.Contact.LastPostcardScanAt,
 		&i.Contact.CreatedAt,
 		&i.Contact.UpdatedAt,
+		&i.Contact.EnrichDueAt,
+		&i.Contact.EnrichAttempts,
 		&i.Properties,
 	)
 	return i, err
 }
 
 const contactGetByID = `-- name: ContactGetByID :one
-SELECT c.account_id, c.contact_id, c.email, c.email_key, c.name, c.phone, c.email_status, c.record_status, c.tags, c.lead_score, c.assigned_user_email_id, c.crm_name, c.crm_url, c.crm_source, c.crm_stage, c.crm_created_date, c.consent_token, c.num_form_submissions, c.last_form_submission_at, c.num_email_sends, c.last_email_send_at, c.num_email_opens, c.last_email_open_at, c.num_email_clicks, c.last_email_click_at, c.num_dashboard_views, c.last_dashboard_view_at, c.num_dashboard_clicks, c.last_dashboard_click_at, c.num_postcard_scans, c.last_postcard_scan_at, c.created_at, c.updated_at,
+SELECT c.account_id, c.contact_id, c.email, c.email_key, c.name, c.phone, c.email_status, c.record_status, c.tags, c.lead_score, c.assigned_user_email_id, c.crm_name, c.crm_url, c.crm_source, c.crm_stage, c.crm_created_date, c.consent_token, c.num_form_submissions, c.last_form_submission_at, c.num_email_sends, c.last_email_send_at, c.num_email_opens, c.last_email_open_at, c.num_email_clicks, c.last_email_click_at, c.num_dashboard_views, c.last_dashboard_view_at, c.num_dashboard_clicks, c.last_dashboard_click_at, c.num_postcard_scans, c.last_postcard_scan_at, c.created_at, c.updated_at, c.enrich_due_at, c.enrich_attempts,
     (SELECT coalesce(jsonb_agg(jsonb_build_object(
                 'propertyId', p.property_id,
                 'aptOrUnitNumber', p.apt_or_unit_number,
@@ -336,6 +338,8 @@ func (q *Queries) ContactGetByID(ctx context.Context, arg ContactGetByIDParams) 
 		&i.Contact.LastPostcardScanAt,
 		&i.Contact.CreatedAt,
 		&i.Contact.UpdatedAt,
+		&i.Contact.EnrichDueAt,
+		&i.Contact.EnrichAttempts,
 		&i.Properties,
 	)
 	return i, err
@@ -358,7 +362,7 @@ func (q *Queries) ContactIDByEmail(ctx context.Context, arg ContactIDByEmailPara
 }
 
 const contactLock = `-- name: ContactLock :one
-SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at FROM contacts
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts FROM contacts
 WHERE account_id = $1 AND contact_id = $2
 FOR UPDATE
 `
@@ -368,7 +372,7 @@ type ContactLockParams struct {
 	ContactID uuid.UUID
 }
 
-// Locks the contact for a read-modify-write (PATCH, activity, enrichment).
+// Locks the contact for a read-modify-write (PATCH, activity, a new property).
 func (q *Queries) ContactLock(ctx context.Context, arg ContactLockParams) (Contact, error) {
 	row := q.db.QueryRow(ctx, contactLock, arg.AccountID, arg.ContactID)
 	var i Contact
@@ -406,6 +410,8 @@ func (q *Queries) ContactLock(ctx context.Context, arg ContactLockParams) (Conta
 		&i.LastPostcardScanAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.EnrichDueAt,
+		&i.EnrichAttempts,
 	)
 	return i, err
 }
@@ -429,42 +435,23 @@ func (q *Queries) ContactOtherWithEmail(ctx context.Context, arg ContactOtherWit
 	return contact_id, err
 }
 
-const contactSetEmailStatus = `-- name: ContactSetEmailStatus :exec
-UPDATE contacts SET email_status = $1, updated_at = $2
-WHERE account_id = $3 AND contact_id = $4
-`
-
-type ContactSetEmailStatusParams struct {
-	EmailStatus string
-	UpdatedAt   time.Time
-	AccountID   uuid.UUID
-	ContactID   uuid.UUID
-}
-
-func (q *Queries) ContactSetEmailStatus(ctx context.Context, arg ContactSetEmailStatusParams) error {
-	_, err := q.db.Exec(ctx, contactSetEmailStatus,
-		arg.EmailStatus,
-		arg.UpdatedAt,
-		arg.AccountID,
-		arg.ContactID,
-	)
-	return err
-}
-
 const contactUpdateDetails = `-- name: ContactUpdateDetails :exec
 UPDATE contacts SET
-    email = $1, email_key = $2, email_status = $3,
-    name = $4, phone = $5, record_status = $6,
-    assigned_user_email_id = $7,
-    crm_name = $8, crm_url = $9,
-    crm_source = $10, crm_stage = $11,
-    crm_created_date = $12, updated_at = $13
+    enrich_due_at = CASE WHEN email_key <> $1 THEN $2 ELSE enrich_due_at END,
+    enrich_attempts = CASE WHEN email_key <> $1 THEN 0 ELSE enrich_attempts END,
+    email = $3, email_key = $1, email_status = $4,
+    name = $5, phone = $6, record_status = $7,
+    assigned_user_email_id = $8,
+    crm_name = $9, crm_url = $10,
+    crm_source = $11, crm_stage = $12,
+    crm_created_date = $13, updated_at = $2
 WHERE account_id = $14 AND contact_id = $15
 `
 
 type ContactUpdateDetailsParams struct {
-	Email               string
 	EmailKey            string
+	UpdatedAt           time.Time
+	Email               string
 	EmailStatus         string
 	Name                *string
 	Phone               *string
@@ -475,15 +462,16 @@ type ContactUpdateDetailsParams struct {
 	CrmSource           *string
 	CrmStage            *string
 	CrmCreatedDate      *time.Time
-	UpdatedAt           time.Time
 	AccountID           uuid.UUID
 	ContactID           uuid.UUID
 }
 
+// A new email makes the contact due for enrichment (the right-hand sides see the old row).
 func (q *Queries) ContactUpdateDetails(ctx context.Context, arg ContactUpdateDetailsParams) error {
 	_, err := q.db.Exec(ctx, contactUpdateDetails,
-		arg.Email,
 		arg.EmailKey,
+		arg.UpdatedAt,
+		arg.Email,
 		arg.EmailStatus,
 		arg.Name,
 		arg.Phone,
@@ -494,7 +482,6 @@ func (q *Queries) ContactUpdateDetails(ctx context.Context, arg ContactUpdateDet
 		arg.CrmSource,
 		arg.CrmStage,
 		arg.CrmCreatedDate,
-		arg.UpdatedAt,
 		arg.AccountID,
 		arg.ContactID,
 	)

@@ -83,6 +83,8 @@ type Contact struct {
 	LastPostcardScanAt   *time.Time
 	CreatedAt            time.Time
 	UpdatedAt            time.Time
+	EnrichDueAt          *time.Time
+	EnrichAttempts       int32
 }
 
 type Property struct {

@@ -32,37 +32,6 @@ func (q *Queries) PropertyArchive(ctx context.Context, arg PropertyArchiveParams
 	return contact_id, err
 }
 
-const propertyGet = `-- name: PropertyGet :one
-SELECT account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address, city, county, state, zip, normalized, archived_at, created_at FROM properties
-WHERE account_id = $1 AND property_id = $2 AND archived_at IS NULL
-`
-
-type PropertyGetParams struct {
-	AccountID  uuid.UUID
-	PropertyID uuid.UUID
-}
-
-func (q *Queries) PropertyGet(ctx context.Context, arg PropertyGetParams) (Property, error) {
-	row := q.db.QueryRow(ctx, propertyGet, arg.AccountID, arg.PropertyID)
-	var i Property
-	err := row.Scan(
-		&i.AccountID,
-		&i.PropertyID,
-		&i.ContactID,
-		&i.RawAddress,
-		&i.AptOrUnitNumber,
-		&i.StreetAddress,
-		&i.City,
-		&i.County,
-		&i.State,
-		&i.Zip,
-		&i.Normalized,
-		&i.ArchivedAt,
-		&i.CreatedAt,
-	)
-	return i, err
-}
-
 const propertyInsert = `-- name: PropertyInsert :one
 INSERT INTO properties (
     account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,

@@ -22,7 +22,7 @@ type Querier interface {
 	// Not scoped by account: the unguessable token is the credential of the public page.
 	ConsentGetByToken(ctx context.Context, token string) (Consent, error)
 	// A new contact with its consent record and, when its address parsed, its first property, in
-	// one statement (one round trip). ON CONFLICT DO NOTHING lets racing creates of one email
+	// one statement (one round trip), due for enrichment. ON CONFLICT DO NOTHING lets racing creates of one email
 	// resolve to exactly one winner without aborting the losers' transactions: a loser gets no
 	// row and writes nothing. (Foreign keys are checked at the end of the statement, after the
 	// contact row exists.)
@@ -34,11 +34,11 @@ type Querier interface {
 	// One round trip: the contact with its active properties as a JSON array.
 	ContactGetByID(ctx context.Context, arg ContactGetByIDParams) (ContactGetByIDRow, error)
 	ContactIDByEmail(ctx context.Context, arg ContactIDByEmailParams) (uuid.UUID, error)
-	// Locks the contact for a read-modify-write (PATCH, activity, enrichment).
+	// Locks the contact for a read-modify-write (PATCH, activity, a new property).
 	ContactLock(ctx context.Context, arg ContactLockParams) (Contact, error)
 	// Another contact of the account that has this email key, for PATCH's duplicate check.
 	ContactOtherWithEmail(ctx context.Context, arg ContactOtherWithEmailParams) (uuid.UUID, error)
-	ContactSetEmailStatus(ctx context.Context, arg ContactSetEmailStatusParams) error
+	// A new email makes the contact due for enrichment (the right-hand sides see the old row).
 	ContactUpdateDetails(ctx context.Context, arg ContactUpdateDetailsParams) error
 	DeliveryGet(ctx context.Context, arg DeliveryGetParams) (DeliveryGetRow, error)
 	DeliveryInsert(ctx context.Context, arg DeliveryInsertParams) error
@@ -46,6 +46,17 @@ type Querier interface {
 	DeliveryLoad(ctx context.Context, arg DeliveryLoadParams) (DeliveryLoadRow, error)
 	DeliveryRecordAttempt(ctx context.Context, arg DeliveryRecordAttemptParams) error
 	DeliveryRequeue(ctx context.Context, arg DeliveryRequeueParams) error
+	// Leases up to @max due contacts to the caller until @lease_until, with what enriching them
+	// needs; SKIP LOCKED lets workers in several processes claim side by side. A lease that ends
+	// without EnrichFinish or EnrichRetry (the worker died) makes the contact due again.
+	EnrichClaim(ctx context.Context, arg EnrichClaimParams) ([]EnrichClaimRow, error)
+	// Ends a lease, applying the email verdict (empty: none). No row when the lease is no longer
+	// the caller's: the email changed (making the contact due again) or the lease ran out.
+	EnrichFinish(ctx context.Context, arg EnrichFinishParams) (int64, error)
+	// The contact (and so its new property) is due for enrichment.
+	EnrichMarkDue(ctx context.Context, arg EnrichMarkDueParams) error
+	// Ends a lease after a temporary failure: due again at @due_at, or never (NULL, giving up).
+	EnrichRetry(ctx context.Context, arg EnrichRetryParams) error
 	EventInsert(ctx context.Context, arg EventInsertParams) error
 	KeyAuthenticate(ctx context.Context, keyHash []byte) (KeyAuthenticateRow, error)
 	KeyInsert(ctx context.Context, arg KeyInsertParams) (ApiKey, error)
@@ -57,7 +68,6 @@ type Querier interface {
 	KeyTouch(ctx context.Context, arg KeyTouchParams) error
 	// Archiving twice keeps the first archive time.
 	PropertyArchive(ctx context.Context, arg PropertyArchiveParams) (uuid.UUID, error)
-	PropertyGet(ctx context.Context, arg PropertyGetParams) (Property, error)
 	PropertyInsert(ctx context.Context, arg PropertyInsertParams) (uuid.UUID, error)
 	// Leaves the row alone when the standardised form would collide with another active property.
 	PropertyUpdateAddress(ctx context.Context, arg PropertyUpdateAddressParams) (int64, error)

@@ -4,10 +4,12 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -94,21 +96,20 @@ func NewServices(cfg config.Config, st *store.Store, log *slog.Logger) (*Service
 	m := metrics.New()
 	m.WatchPool(st.Pool)
 	m.WatchQueue(queueDepth(st))
-	enricher := enrich.New(st, enrich.Options{Resolver: net.DefaultResolver, Now: Now, Log: log})
 	deliveries, err := delivery.New(st, delivery.Options{
 		Timeout: cfg.WebhookTimeout, AllowedNetworks: cfg.WebhookAllowedNetworks, Workers: cfg.WebhookWorkers,
 		RescueAfter: cfg.WebhookRescueAfter, SweepEvery: 10 * time.Minute, Now: Now, Log: log,
-		Register: enricher.Register, Metrics: m,
+		Metrics: m,
 	})
 	if err != nil {
 		return nil, err
 	}
 	subs := webhook.NewSubscribers(st, Now)
 	events := webhook.NewEmitter(deliveries, subs)
-	enricher.Bind(deliveries.River(), events)
+	enricher := enrich.New(st, events, enrich.Options{Resolver: net.DefaultResolver, Now: Now, Log: log})
 	return &Services{
 		Auth:        auth.NewService(st, Now),
-		Contacts:    contact.NewService(st, events, enricher, Now, cfg.PublicURL),
+		Contacts:    contact.NewService(st, events, Now, cfg.PublicURL),
 		Webhooks:    webhook.NewService(st, subs, Now, cfg.WebhookAllowHTTP),
 		Deliveries:  deliveries,
 		Enrich:      enricher,
@@ -117,17 +118,43 @@ func NewServices(cfg config.Config, st *store.Store, log *slog.Logger) (*Service
 	}, nil
 }
 
+// StartWorkers runs the background workers: webhook deliveries and maintenance (River) and
+// enrichment.
+func (s *Services) StartWorkers(ctx context.Context) error {
+	if err := s.Deliveries.Start(ctx); err != nil {
+		return err
+	}
+	s.Enrich.Start()
+	return nil
+}
+
+// StopWorkers lets work in progress finish within ctx; what does not is cancelled and picked
+// up again later (River's rescue, enrichment leases).
+func (s *Services) StopWorkers(ctx context.Context) error {
+	var wg sync.WaitGroup
+	var enrichErr error
+	wg.Go(func() { enrichErr = s.Enrich.Stop(ctx) })
+	err := s.Deliveries.Stop(ctx)
+	wg.Wait()
+	return errors.Join(err, enrichErr)
+}
+
 // Listen keeps the in-process caches (API keys, subscribed event types) in step with changes
 // made by any process, until ctx ends; without it they stay off. Run it in its own goroutine.
 func (s *Services) Listen(ctx context.Context, st *store.Store, log *slog.Logger) {
 	store.Listen(ctx, st.Pool, log, s.Auth.Follower(), s.Subscribers)
 }
 
-// queueDepth counts River's unfinished jobs by queue and state, for /metrics.
+// queueDepth counts River's unfinished jobs by queue and state, and the contacts due for
+// enrichment as the "enrichment" queue (available: due now; scheduled: due later, after a
+// failed DNS check or while a worker holds them), for /metrics.
 func queueDepth(st *store.Store) metrics.QueueDepth {
 	return func(ctx context.Context) (map[[2]string]float64, error) {
 		rows, err := st.Pool.Query(ctx, `SELECT queue, state::text, count(*) FROM river_job
-			WHERE state IN ('available', 'scheduled', 'retryable', 'running', 'pending') GROUP BY 1, 2`)
+			WHERE state IN ('available', 'scheduled', 'retryable', 'running', 'pending') GROUP BY 1, 2
+			UNION ALL
+			SELECT 'enrichment', CASE WHEN enrich_due_at <= now() THEN 'available' ELSE 'scheduled' END, count(*)
+			FROM contacts WHERE enrich_due_at IS NOT NULL GROUP BY 1, 2`)
 		if err != nil {
 			return nil, err
 		}

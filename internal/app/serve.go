@@ -32,7 +32,7 @@ func Serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	if err != nil {
 		return err
 	}
-	if err := svc.Deliveries.Start(context.WithoutCancel(ctx)); err != nil {
+	if err := svc.StartWorkers(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}
 	defer stopWorkers(cfg, svc, log)
@@ -82,13 +82,13 @@ func Serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	return nil
 }
 
-// Work runs only the delivery workers until ctx is done.
+// Work runs only the workers (deliveries, maintenance, enrichment) until ctx is done.
 func Work(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	return withServicesOf(ctx, cfg, log, func(svc *Services) error {
-		if err := svc.Deliveries.Start(context.WithoutCancel(ctx)); err != nil {
+		if err := svc.StartWorkers(context.WithoutCancel(ctx)); err != nil {
 			return err
 		}
-		log.Info("contactd delivery workers running", slog.Int("workers", cfg.WebhookWorkers))
+		log.Info("contactd workers running", slog.Int("workers", cfg.WebhookWorkers))
 		<-ctx.Done()
 		stopWorkers(cfg, svc, log)
 		return nil
@@ -100,8 +100,8 @@ func Work(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 func stopWorkers(cfg config.Config, svc *Services, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	if err := svc.Deliveries.Stop(ctx); err != nil {
-		log.Warn("stop delivery workers", slog.Any("error", err))
+	if err := svc.StopWorkers(ctx); err != nil {
+		log.Warn("stop workers", slog.Any("error", err))
 	}
 }
 

@@ -3,7 +3,6 @@
 package contact
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"time"
@@ -76,32 +75,19 @@ type Origin struct {
 	KeyName, KeyPrefix, SourceIP, UserAgent string
 }
 
-// Enricher schedules the asynchronous enrichment of a contact (and of one of its
-// properties) in the transaction of the change that calls for it.
-type Enricher interface {
-	EnqueueEnrichment(ctx context.Context, tx store.Tx, accountID, contactID uuid.UUID, propertyID *uuid.UUID) error
-}
-
 // Service implements the contact operations.
 type Service struct {
 	store     *store.Store
 	events    *webhook.Emitter
-	enricher  Enricher
 	now       func() time.Time
 	publicURL string
 }
 
-// NewService returns a Service. publicURL is the base of proof-of-consent URLs; enricher may
-// be nil (no enrichment).
-func NewService(st *store.Store, events *webhook.Emitter, enricher Enricher, now func() time.Time, publicURL string) *Service {
-	return &Service{store: st, events: events, enricher: enricher, now: now, publicURL: strings.TrimRight(publicURL, "/")}
-}
-
-func (s *Service) enrich(ctx context.Context, tx store.Tx, accountID, contactID uuid.UUID, propertyID *uuid.UUID) error {
-	if s.enricher == nil {
-		return nil
-	}
-	return s.enricher.EnqueueEnrichment(ctx, tx, accountID, contactID, propertyID)
+// NewService returns a Service. publicURL is the base of proof-of-consent URLs. Changes that
+// call for enrichment (a create, a new email, a new property) mark the contact due in their
+// own statements; the enrich package's workers take it from there.
+func NewService(st *store.Store, events *webhook.Emitter, now func() time.Time, publicURL string) *Service {
+	return &Service{store: st, events: events, now: now, publicURL: strings.TrimRight(publicURL, "/")}
 }
 
 // ConsentURL is the proof-of-consent page of a contact.

@@ -32,8 +32,9 @@ type CreateInput struct {
 }
 
 // Create stores a new contact with its defaults, its parsed address and its consent record,
-// and emits TagsAdded for its tags, all in one transaction. An address that cannot be parsed
-// does not stop the create: it is reported in the warnings.
+// due for enrichment, and emits TagsAdded for its tags, all at once: one statement, in a
+// transaction with the event when the account subscribes to TagsAdded. An address that
+// cannot be parsed does not stop the create: it is reported in the warnings.
 func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInput) (Contact, []string, error) {
 	tags, err := NormalizeTags(in.Tags)
 	if err != nil {
@@ -54,23 +55,18 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 			warnings = append(warnings, WarningInvalidAddress)
 		}
 	}
-	err = s.store.InTx(ctx, func(tx store.Tx) error {
-		if err := s.insert(ctx, tx, accountID, c, in); err != nil {
-			return err
-		}
-		var property *uuid.UUID
-		if len(c.Properties) > 0 {
-			property = &c.Properties[0].ID
-		}
-		if err := s.enrich(ctx, tx, accountID, c.ID, property); err != nil {
-			return err
-		}
-		if len(tags) == 0 {
-			return nil
-		}
-		return s.events.Emit(ctx, tx, accountID, webhook.Event{Type: webhook.TagsAdded, ContactID: c.ID,
-			Contact: c.info(), Info: webhook.TagsAddedInfo{TagsAdded: tags}, At: now})
-	})
+	if len(tags) == 0 || !s.events.MayHaveSubscribers(ctx, accountID, webhook.TagsAdded) {
+		// no event to write with it: the one statement is the whole change.
+		err = s.store.Write(ctx, func(q *db.Queries) error { return s.insert(ctx, q, accountID, c, in) })
+	} else {
+		err = s.store.InTx(ctx, func(tx store.Tx) error {
+			if err := s.insert(ctx, tx.Queries, accountID, c, in); err != nil {
+				return err
+			}
+			return s.events.Emit(ctx, tx, accountID, webhook.Event{Type: webhook.TagsAdded, ContactID: c.ID,
+				Contact: c.info(), Info: webhook.TagsAddedInfo{TagsAdded: tags}, At: now})
+		})
+	}
 	if err != nil {
 		return Contact{}, nil, err
 	}
@@ -78,7 +74,7 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 }
 
 // insert writes the contact, its consent record and its first property in one statement.
-func (s *Service) insert(ctx context.Context, tx store.Tx, accountID uuid.UUID, c Contact, in CreateInput) error {
+func (s *Service) insert(ctx context.Context, q *db.Queries, accountID uuid.UUID, c Contact, in CreateInput) error {
 	fields := in.Fields
 	if len(fields) == 0 {
 		fields = json.RawMessage("{}")
@@ -98,11 +94,11 @@ func (s *Service) insert(ctx context.Context, tx store.Tx, accountID uuid.UUID, 
 		p.PropertyID, p.RawAddress, p.Normalized = &c.Properties[0].ID, *in.Address, a.Normalized()
 		p.AptOrUnitNumber, p.StreetAddress, p.City, p.County, p.State, p.Zip = a.AptOrUnitNumber, a.StreetAddress, a.City, a.County, a.State, a.Zip
 	}
-	_, err := tx.ContactCreate(ctx, p)
+	_, err := q.ContactCreate(ctx, p)
 	if !errors.Is(store.Translate(err), apperr.ErrNoRows) {
 		return err
 	}
-	existing, err := tx.ContactIDByEmail(ctx, db.ContactIDByEmailParams{AccountID: accountID, EmailKey: p.EmailKey})
+	existing, err := q.ContactIDByEmail(ctx, db.ContactIDByEmailParams{AccountID: accountID, EmailKey: p.EmailKey})
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,7 @@ func (s *Service) AddProperty(ctx context.Context, accountID uuid.UUID, rawID, r
 		} else if err != nil {
 			return err
 		}
-		if err := s.enrich(ctx, tx, accountID, id, &p.ID); err != nil {
+		if err := tx.EnrichMarkDue(ctx, db.EnrichMarkDueParams{AccountID: accountID, ContactID: id, Now: s.now()}); err != nil {
 			return err
 		}
 		c, err = s.load(ctx, tx.Queries, accountID, id)

@@ -74,11 +74,6 @@ func (s *Service) Update(ctx context.Context, accountID uuid.UUID, rawID string,
 		if err := s.emitUpdateEvents(ctx, tx, row, next, now); err != nil {
 			return err
 		}
-		if EmailKey(next.Email) != EmailKey(row.Email) {
-			if err := s.enrich(ctx, tx, accountID, id, nil); err != nil {
-				return err
-			}
-		}
 		c, err = s.load(ctx, tx.Queries, accountID, id)
 		return err
 	})

@@ -32,8 +32,6 @@ type Options struct {
 	SweepEvery time.Duration
 	Now        func() time.Time
 	Log        *slog.Logger
-	// Register adds other packages' workers (enrichment) to the one job client of the process.
-	Register func(*river.Workers)
 	// Metrics counts attempts by outcome; nil records nothing.
 	Metrics *metrics.Metrics
 }
@@ -48,9 +46,6 @@ func New(st *store.Store, opt Options) (*Service, error) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &worker{s: s})
 	river.AddWorker(workers, &sweepWorker{s: s})
-	if opt.Register != nil {
-		opt.Register(workers)
-	}
 	cfg := &river.Config{
 		Workers:              workers,
 		Logger:               opt.Log,

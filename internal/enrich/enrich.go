@@ -1,51 +1,29 @@
 // Package enrich is the asynchronous enrichment of contacts: after a create, an email change
-// or a new property, a River job decides the email's status from DNS and brings the
-// property's address to the current standard form, then emits ContactEnriched with what
-// changed. DNS stays off the request path and out of every transaction.
+// or a new property the contact is due (contacts.enrich_due_at, set by the change's own
+// statement); workers claim due contacts in batches, decide the email's status from DNS and
+// bring the properties' addresses to the current standard form, then emit ContactEnriched
+// with what changed. DNS stays off the request path and out of every transaction.
 package enrich
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/address"
-	"github.com/contactd/contactd/internal/apperr"
-	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/webhook"
 )
 
-// Args is the enrichment job of one contact and, optionally, one of its properties.
-type Args struct {
-	AccountID  uuid.UUID  `json:"account_id"`
-	ContactID  uuid.UUID  `json:"contact_id"`
-	PropertyID *uuid.UUID `json:"property_id,omitempty"`
-}
-
-// Kind names the job for River.
-func (Args) Kind() string { return "contact_enrich" }
-
-// MaxAttempts bounds the retries of a check whose DNS keeps failing; the status then stays
+// MaxAttempts bounds the tries of a check whose DNS keeps failing; the status then stays
 // Pending until the next email change.
 const MaxAttempts = 10
-
-// InsertOpts puts enrichment on the default queue, apart from webhook deliveries.
-func (Args) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: river.QueueDefault, MaxAttempts: MaxAttempts}
-}
-
-// Inserter schedules jobs inside a transaction (River's client is one).
-type Inserter interface {
-	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
-}
 
 // Options configures enrichment.
 type Options struct {
@@ -53,64 +31,206 @@ type Options struct {
 	// RetryBase is the first retry delay after a temporary DNS failure; each retry waits 4x
 	// longer, up to an hour.
 	RetryBase time.Duration
-	Now       func() time.Time
-	Log       *slog.Logger
+	// PollEvery is how often an idle worker looks for due contacts (default 500ms).
+	PollEvery time.Duration
+	// Batch is how many due contacts a worker claims, and enriches concurrently, at once
+	// (default 16).
+	Batch int
+	// Lease is how long a claimed contact is the worker's (default 2 minutes): a worker that
+	// dies leaves it due again after that.
+	Lease time.Duration
+	Now   func() time.Time
+	Log   *slog.Logger
 }
 
-// Service enqueues and runs enrichment jobs.
+// Service runs enrichment workers.
 type Service struct {
 	store  *store.Store
 	opt    Options
-	jobs   Inserter
 	events *webhook.Emitter
+
+	mu      sync.Mutex
+	stop    context.CancelFunc // ends the worker loop between batches
+	abandon context.CancelFunc // cancels the batch in progress
+	done    chan struct{}
 }
 
-// New returns the service; Bind must give it the job client and the emitter before use.
-func New(st *store.Store, opt Options) *Service {
+// New returns the service; events receives ContactEnriched.
+func New(st *store.Store, events *webhook.Emitter, opt Options) *Service {
 	if opt.RetryBase <= 0 {
 		opt.RetryBase = 10 * time.Second
 	}
-	return &Service{store: st, opt: opt}
+	if opt.PollEvery <= 0 {
+		opt.PollEvery = 500 * time.Millisecond
+	}
+	if opt.Batch <= 0 {
+		opt.Batch = 16
+	}
+	if opt.Lease <= 0 {
+		opt.Lease = 2 * time.Minute
+	}
+	return &Service{store: st, events: events, opt: opt}
 }
 
-// Bind connects the service to the job client its worker runs on and to the event emitter
-// (both are built after the workers are registered).
-func (s *Service) Bind(jobs Inserter, events *webhook.Emitter) { s.jobs, s.events = jobs, events }
-
-// UseResolver replaces the DNS resolver and the first retry delay; for tests, before any
-// job runs.
+// UseResolver replaces the DNS resolver and the first retry delay; for tests, before the
+// worker starts.
 func (s *Service) UseResolver(r Resolver, retryBase time.Duration) {
 	s.opt.Resolver, s.opt.RetryBase = r, retryBase
 }
 
-// Register adds the enrichment worker to a job client's workers.
-func (s *Service) Register(w *river.Workers) { river.AddWorker(w, &worker{s: s}) }
+// UsePolling replaces how often an idle worker looks for due contacts; for tests, before the
+// worker starts.
+func (s *Service) UsePolling(every time.Duration) { s.opt.PollEvery = every }
 
-// EnqueueEnrichment implements contact.Enricher: the job is inserted in the change's
-// transaction, so it exists exactly when the change does.
-func (s *Service) EnqueueEnrichment(ctx context.Context, tx store.Tx, accountID, contactID uuid.UUID, propertyID *uuid.UUID) error {
-	_, err := s.jobs.InsertTx(ctx, tx.Raw, Args{AccountID: accountID, ContactID: contactID, PropertyID: propertyID}, nil)
-	return err
-}
-
-type worker struct {
-	river.WorkerDefaults[Args]
-	s *Service
-}
-
-func (w *worker) Work(ctx context.Context, job *river.Job[Args]) error {
-	err := w.s.Enrich(ctx, job.Args)
-	if errors.Is(err, ErrTemporary) && w.s.opt.Log != nil {
-		w.s.opt.Log.Info("enrichment will retry", slog.String("contact_id", job.Args.ContactID.String()),
-			slog.Int("attempt", job.Attempt), slog.Any("error", err))
+// Start runs the worker until Stop. Workers in several processes share the due contacts.
+func (s *Service) Start() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done != nil {
+		return
 	}
-	return err
+	loop, stop := context.WithCancel(context.Background())
+	work, abandon := context.WithCancel(context.Background())
+	s.stop, s.abandon, s.done = stop, abandon, make(chan struct{})
+	go s.run(loop, work, s.done)
 }
 
-func (w *worker) Timeout(*river.Job[Args]) time.Duration { return 30 * time.Second }
+// Stop lets the batch in progress finish within ctx, then cancels it; contacts it did not
+// finish are due again when their lease ends.
+func (s *Service) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	stop, abandon, done := s.stop, s.abandon, s.done
+	s.stop, s.abandon, s.done = nil, nil, nil
+	s.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	stop()
+	defer abandon()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		abandon()
+		<-done
+		return ctx.Err()
+	}
+}
 
-func (w *worker) NextRetry(job *river.Job[Args]) time.Time {
-	return time.Now().Add(RetryDelay(w.s.opt.RetryBase, job.Attempt))
+func (s *Service) run(loop, work context.Context, done chan<- struct{}) {
+	defer close(done)
+	backoff := s.opt.PollEvery
+	for loop.Err() == nil {
+		n, err := s.RunBatch(work)
+		wait := s.opt.PollEvery
+		switch {
+		case err != nil && work.Err() == nil:
+			s.log().Warn("enrichment: claiming due contacts failed", slog.Any("error", err), slog.Duration("retry_in", backoff))
+			wait, backoff = backoff, min(2*backoff, 30*time.Second)
+		case err == nil:
+			backoff = s.opt.PollEvery
+			if n == s.opt.Batch {
+				wait = 0 // more may be due
+			}
+		}
+		select {
+		case <-loop.Done():
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (s *Service) log() *slog.Logger {
+	if s.opt.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.opt.Log
+}
+
+// RunBatch claims up to Batch due contacts and enriches them concurrently; it returns how
+// many it claimed.
+func (s *Service) RunBatch(ctx context.Context) (int, error) {
+	now := s.opt.Now()
+	lease := now.Add(s.opt.Lease).Truncate(time.Microsecond) // as PostgreSQL stores it
+	var due []db.EnrichClaimRow
+	err := s.store.Write(ctx, func(q *db.Queries) (err error) {
+		due, err = q.EnrichClaim(ctx, db.EnrichClaimParams{Now: now, LeaseUntil: lease, Max: int32(s.opt.Batch)})
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	var wg sync.WaitGroup
+	for _, c := range due {
+		wg.Go(func() {
+			if err := s.enrich(ctx, c, lease); err != nil && ctx.Err() == nil {
+				s.log().Warn("enrichment failed", slog.String("contact_id", c.ContactID.String()),
+					slog.Int("attempt", int(c.EnrichAttempts)), slog.Any("error", err))
+			}
+		})
+	}
+	wg.Wait()
+	return len(due), nil
+}
+
+// claimedProperty is an active property as EnrichClaim returns it.
+type claimedProperty struct {
+	PropertyID uuid.UUID `json:"propertyId"`
+	RawAddress string    `json:"rawAddress"`
+	address.Address
+}
+
+// enrich decides the claimed contact's email status (DNS, outside any transaction) and its
+// properties' standard forms, then ends the lease with the changes and their events.
+func (s *Service) enrich(ctx context.Context, c db.EnrichClaimRow, lease time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	verdict := ""
+	if c.EmailStatus == StatusPending {
+		v, err := EmailStatus(ctx, s.opt.Resolver, c.Email)
+		if errors.Is(err, ErrTemporary) {
+			return s.retry(ctx, c, lease, err)
+		} else if err != nil {
+			return err
+		}
+		verdict = v
+	}
+	var props []claimedProperty
+	if err := json.Unmarshal(c.Properties, &props); err != nil {
+		return err
+	}
+	var restandardised []claimedProperty
+	for _, p := range props {
+		if std, err := address.Parse(p.RawAddress); err == nil && std != p.Address {
+			restandardised = append(restandardised, claimedProperty{PropertyID: p.PropertyID, Address: std})
+		}
+	}
+	now := s.opt.Now()
+	finish := db.EnrichFinishParams{AccountID: c.AccountID, ContactID: c.ContactID, LeaseUntil: lease, Verdict: verdict, Now: now}
+	if len(restandardised) == 0 && (verdict == "" || !s.events.MayHaveSubscribers(ctx, c.AccountID, webhook.ContactEnriched)) {
+		return s.store.Write(ctx, func(q *db.Queries) error {
+			_, err := q.EnrichFinish(ctx, finish)
+			return err
+		})
+	}
+	return s.store.InTx(ctx, func(tx store.Tx) error {
+		if n, err := tx.EnrichFinish(ctx, finish); err != nil || n == 0 {
+			return err // n == 0: no longer ours (the email changed since the claim)
+		}
+		return s.applyAndEmit(ctx, tx, c, verdict, restandardised, now)
+	})
+}
+
+// retry ends the lease after a temporary DNS failure: due again later, or given up on.
+func (s *Service) retry(ctx context.Context, c db.EnrichClaimRow, lease time.Time, cause error) error {
+	p := db.EnrichRetryParams{AccountID: c.AccountID, ContactID: c.ContactID, LeaseUntil: lease}
+	if c.EnrichAttempts < MaxAttempts {
+		next := s.opt.Now().Add(RetryDelay(s.opt.RetryBase, int(c.EnrichAttempts)))
+		p.DueAt = &next
+	}
+	s.log().Info("enrichment will retry", slog.String("contact_id", c.ContactID.String()),
+		slog.Int("attempt", int(c.EnrichAttempts)), slog.Bool("giving_up", p.DueAt == nil), slog.Any("error", cause))
+	return s.store.Write(ctx, func(q *db.Queries) error { return q.EnrichRetry(ctx, p) })
 }
 
 // RetryDelay is the wait after the attempt-th failed check: base, 4x base, 16x base, ...
@@ -123,94 +243,53 @@ func RetryDelay(base time.Duration, attempt int) time.Duration {
 	return min(d, time.Hour)
 }
 
-// Enrich runs one enrichment. The DNS check happens before the transaction; the result is
-// applied only if the contact still has the email that was checked.
-func (s *Service) Enrich(ctx context.Context, a Args) error {
-	var email, status string
-	err := s.store.Read(ctx, func(q *db.Queries) error {
-		row, err := q.ContactGetByID(ctx, db.ContactGetByIDParams{AccountID: a.AccountID, ContactID: a.ContactID})
-		email, status = row.Contact.Email, row.Contact.EmailStatus
-		return err
-	})
-	if errors.Is(err, apperr.ErrNoRows) {
-		return nil // deleted since: nothing to enrich
-	} else if err != nil {
-		return err
+// applyAndEmit stores the new standard forms and emits ContactEnriched: the email verdict
+// with the first changed address, one more event per further changed address.
+func (s *Service) applyAndEmit(ctx context.Context, tx store.Tx, c db.EnrichClaimRow, verdict string,
+	restandardised []claimedProperty, now time.Time) error {
+	ci := webhook.ContactInfo{ContactID: c.ContactID.String(), EmailID: c.Email}
+	if c.AssignedUserEmailID != nil {
+		ci.AssignedUserEmailID = *c.AssignedUserEmailID
 	}
-	verdict := ""
-	if status == StatusPending {
-		if verdict, err = EmailStatus(ctx, s.opt.Resolver, email); err != nil {
-			return err
-		}
-	}
-	return s.store.InTx(ctx, func(tx store.Tx) error {
-		return s.apply(ctx, tx, a, email, verdict)
-	})
-}
-
-func (s *Service) apply(ctx context.Context, tx store.Tx, a Args, checked, verdict string) error {
-	row, err := tx.ContactLock(ctx, db.ContactLockParams{AccountID: a.AccountID, ContactID: a.ContactID})
-	if errors.Is(store.Translate(err), apperr.ErrNoRows) {
-		return nil
-	} else if err != nil {
-		return err
-	}
-	now := s.opt.Now()
 	info := webhook.ContactEnrichedInfo{ChangedFields: []string{}}
-	if verdict != "" && row.EmailStatus == StatusPending && contact.EmailKey(row.Email) == contact.EmailKey(checked) {
-		if err := tx.ContactSetEmailStatus(ctx, db.ContactSetEmailStatusParams{AccountID: a.AccountID,
-			ContactID: a.ContactID, EmailStatus: verdict, UpdatedAt: now}); err != nil {
-			return err
-		}
+	if verdict != "" {
 		info.ChangedFields = append(info.ChangedFields, "emailStatus")
-		info.EmailStatus, info.PreviousEmailStatus = verdict, row.EmailStatus
+		info.EmailStatus, info.PreviousEmailStatus = verdict, StatusPending
 	}
-	ci := webhook.ContactInfo{ContactID: a.ContactID.String(), EmailID: row.Email}
-	if row.AssignedUserEmailID != nil {
-		ci.AssignedUserEmailID = *row.AssignedUserEmailID
+	emit := func(ci webhook.ContactInfo, info webhook.ContactEnrichedInfo) error {
+		if len(info.ChangedFields) == 0 {
+			return nil
+		}
+		return s.events.Emit(ctx, tx, c.AccountID, webhook.Event{Type: webhook.ContactEnriched,
+			ContactID: c.ContactID, Contact: ci, Info: info, At: now})
 	}
-	if a.PropertyID != nil {
-		changed, err := standardise(ctx, tx, a.AccountID, *a.PropertyID)
+	for _, p := range restandardised {
+		changed, err := standardise(ctx, tx, c.AccountID, p)
 		if err != nil {
 			return err
 		}
-		if changed != nil {
-			info.ChangedFields = append(info.ChangedFields, "address")
-			info.Address = changed
-			ci.PropertyID = a.PropertyID.String()
+		if !changed {
+			continue
 		}
+		withAddress, pci := info, ci
+		withAddress.ChangedFields = append(withAddress.ChangedFields, "address")
+		withAddress.Address = &webhook.Address{AptOrUnitNumber: p.AptOrUnitNumber, StreetAddress: p.StreetAddress,
+			City: p.City, County: p.County, State: p.State, Zip: p.Zip}
+		pci.PropertyID = p.PropertyID.String()
+		if err := emit(pci, withAddress); err != nil {
+			return err
+		}
+		info = webhook.ContactEnrichedInfo{ChangedFields: []string{}} // the verdict went with the first
 	}
-	if len(info.ChangedFields) == 0 {
-		return nil
-	}
-	return s.events.Emit(ctx, tx, a.AccountID, webhook.Event{Type: webhook.ContactEnriched,
-		ContactID: a.ContactID, Contact: ci, Info: info, At: now})
+	return emit(ci, info)
 }
 
-// standardise re-parses the property's original text with the current parser and ZIP table
-// and stores the result when it differs; it returns the new address, or nil when unchanged.
-func standardise(ctx context.Context, tx store.Tx, accountID, propertyID uuid.UUID) (*webhook.Address, error) {
-	p, err := tx.PropertyGet(ctx, db.PropertyGetParams{AccountID: accountID, PropertyID: propertyID})
-	if errors.Is(store.Translate(err), apperr.ErrNoRows) {
-		return nil, nil // archived or deleted since
-	} else if err != nil {
-		return nil, err
-	}
-	std, err := address.Parse(p.RawAddress)
-	if err != nil {
-		return nil, nil // the parser no longer understands it: keep what was stored
-	}
-	stored := address.Address{AptOrUnitNumber: p.AptOrUnitNumber, StreetAddress: p.StreetAddress,
-		City: p.City, County: p.County, State: p.State, Zip: p.Zip}
-	if std == stored {
-		return nil, nil
-	}
-	n, err := tx.PropertyUpdateAddress(ctx, db.PropertyUpdateAddressParams{AccountID: accountID, PropertyID: propertyID,
+// standardise stores a property's new standard form; false when it was archived since or the
+// new form would collide with another of the contact's active properties.
+func standardise(ctx context.Context, tx store.Tx, accountID uuid.UUID, p claimedProperty) (bool, error) {
+	std := p.Address
+	n, err := tx.PropertyUpdateAddress(ctx, db.PropertyUpdateAddressParams{AccountID: accountID, PropertyID: p.PropertyID,
 		AptOrUnitNumber: std.AptOrUnitNumber, StreetAddress: std.StreetAddress, City: std.City,
 		County: std.County, State: std.State, Zip: std.Zip, Normalized: std.Normalized()})
-	if err != nil || n == 0 {
-		return nil, err
-	}
-	return &webhook.Address{AptOrUnitNumber: std.AptOrUnitNumber, StreetAddress: std.StreetAddress,
-		City: std.City, County: std.County, State: std.State, Zip: std.Zip}, nil
+	return n > 0, err
 }

@@ -40,7 +40,7 @@ func TestMetrics(t *testing.T) {
 		`contactd_db_pool_connections{state="idle"}`,
 		// workers are not running yet: the delivery and the enrichment wait in their queues.
 		`contactd_job_queue_depth{queue="webhooks",state="available"} 1`,
-		`contactd_job_queue_depth{queue="default",state="available"} 1`,
+		`contactd_job_queue_depth{queue="enrichment",state="available"} 1`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(text, want) {

@@ -72,6 +72,7 @@ func NewAPI(t testing.TB, opts ...Option) *API {
 	}
 	dns := enrich.NewFakeResolver()
 	svc.Enrich.UseResolver(dns, 100*time.Millisecond)
+	svc.Enrich.UsePolling(20 * time.Millisecond)
 	h, err := app.Handler(cfg, st, svc, log)
 	if err != nil {
 		t.Fatal(err)

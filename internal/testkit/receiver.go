@@ -81,15 +81,15 @@ func LocalDelivery(c *config.Config) {
 	c.WebhookRescueAfter = 12 * time.Second
 }
 
-// StartWorkers runs the API's delivery workers until the test ends.
+// StartWorkers runs the API's workers (deliveries, enrichment) until the test ends.
 func (a *API) StartWorkers() {
 	a.t.Helper()
-	if err := a.Svc.Deliveries.Start(context.Background()); err != nil {
+	if err := a.Svc.StartWorkers(context.Background()); err != nil {
 		a.t.Fatal(err)
 	}
 	a.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = a.Svc.Deliveries.Stop(ctx)
+		_ = a.Svc.StopWorkers(ctx)
 	})
 }

@@ -1,6 +1,6 @@
 -- name: ContactCreate :one
 -- A new contact with its consent record and, when its address parsed, its first property, in
--- one statement (one round trip). ON CONFLICT DO NOTHING lets racing creates of one email
+-- one statement (one round trip), due for enrichment. ON CONFLICT DO NOTHING lets racing creates of one email
 -- resolve to exactly one winner without aborting the losers' transactions: a loser gets no
 -- row and writes nothing. (Foreign keys are checked at the end of the statement, after the
 -- contact row exists.)
@@ -8,12 +8,12 @@ WITH c AS (
     INSERT INTO contacts (
         account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
         crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
-        created_at, updated_at
+        created_at, updated_at, enrich_due_at
     ) VALUES (
         @account_id, @contact_id, @email, @email_key, sqlc.narg('name'), sqlc.narg('phone'), @tags,
         sqlc.narg('assigned_user_email_id'), sqlc.narg('crm_name'), sqlc.narg('crm_url'),
         sqlc.narg('crm_source'), sqlc.narg('crm_stage'), sqlc.narg('crm_created_date'),
-        @consent_token, @created_at, @created_at
+        @consent_token, @created_at, @created_at, @created_at
     )
     ON CONFLICT (account_id, email_key) DO NOTHING
     RETURNING account_id, contact_id, consent_token, created_at
@@ -77,7 +77,7 @@ FROM contacts c
 WHERE c.account_id = $1 AND c.email_key = $2;
 
 -- name: ContactLock :one
--- Locks the contact for a read-modify-write (PATCH, activity, enrichment).
+-- Locks the contact for a read-modify-write (PATCH, activity, a new property).
 SELECT * FROM contacts
 WHERE account_id = $1 AND contact_id = $2
 FOR UPDATE;
@@ -88,7 +88,10 @@ SELECT contact_id FROM contacts
 WHERE account_id = @account_id AND email_key = @email_key AND contact_id <> @contact_id;
 
 -- name: ContactUpdateDetails :exec
+-- A new email makes the contact due for enrichment (the right-hand sides see the old row).
 UPDATE contacts SET
+    enrich_due_at = CASE WHEN email_key <> @email_key THEN @updated_at ELSE enrich_due_at END,
+    enrich_attempts = CASE WHEN email_key <> @email_key THEN 0 ELSE enrich_attempts END,
     email = @email, email_key = @email_key, email_status = @email_status,
     name = sqlc.narg('name'), phone = sqlc.narg('phone'), record_status = @record_status,
     assigned_user_email_id = sqlc.narg('assigned_user_email_id'),
@@ -107,10 +110,6 @@ UPDATE contacts SET
     num_dashboard_clicks = @num_dashboard_clicks, last_dashboard_click_at = sqlc.narg('last_dashboard_click_at'),
     num_postcard_scans = @num_postcard_scans, last_postcard_scan_at = sqlc.narg('last_postcard_scan_at'),
     lead_score = @lead_score, record_status = @record_status, updated_at = @updated_at
-WHERE account_id = @account_id AND contact_id = @contact_id;
-
--- name: ContactSetEmailStatus :exec
-UPDATE contacts SET email_status = @email_status, updated_at = @updated_at
 WHERE account_id = @account_id AND contact_id = @contact_id;
 
 -- name: ContactDelete :execrows

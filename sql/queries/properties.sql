@@ -12,10 +12,6 @@ UPDATE properties SET archived_at = coalesce(archived_at, sqlc.arg(now)::timesta
 WHERE account_id = @account_id AND property_id = @property_id
 RETURNING contact_id;
 
--- name: PropertyGet :one
-SELECT * FROM properties
-WHERE account_id = $1 AND property_id = $2 AND archived_at IS NULL;
-
 -- name: PropertyUpdateAddress :execrows
 -- Leaves the row alone when the standardised form would collide with another active property.
 UPDATE properties p SET

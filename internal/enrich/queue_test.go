@@ -1,0 +1,230 @@
+package enrich_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/enrich"
+	"github.com/contactd/contactd/internal/testkit"
+	"github.com/contactd/contactd/internal/webhook"
+)
+
+// clock is a settable time for workers whose retries must pass quickly.
+type clock struct{ ns atomic.Int64 }
+
+func newClock() *clock                   { c := &clock{}; c.ns.Store(time.Now().UnixNano()); return c }
+func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+func worker(a *testkit.API, opt enrich.Options) *enrich.Service {
+	opt.Resolver = a.DNS
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	return enrich.New(a.Store, webhook.NewEmitter(nil, nil), opt)
+}
+
+func createContact(t *testing.T, a *testkit.API, key, email string) uuid.UUID {
+	t.Helper()
+	r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": email})
+	if r.Status != 200 {
+		t.Fatalf("create %s: %d %s", email, r.Status, r.Body)
+	}
+	var out struct {
+		Contact struct {
+			ContactID uuid.UUID `json:"contactId"`
+		} `json:"contact"`
+	}
+	r.JSON(t, &out)
+	return out.Contact.ContactID
+}
+
+type enrichState struct {
+	status   string
+	dueAt    *time.Time
+	attempts int
+}
+
+func stateOf(t *testing.T, a *testkit.API, id uuid.UUID) enrichState {
+	t.Helper()
+	var s enrichState
+	if err := a.Store.Pool.QueryRow(context.Background(),
+		`SELECT email_status, enrich_due_at, enrich_attempts FROM contacts WHERE contact_id = $1`, id).Scan(&s.status, &s.dueAt, &s.attempts); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func runBatch(t *testing.T, w *enrich.Service) int {
+	t.Helper()
+	n, err := w.RunBatch(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestWorkersShareTheQueue: workers in two processes drain the due contacts side by side,
+// and each contact is enriched exactly once.
+func TestWorkersShareTheQueue(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("shared")
+	a.DNS.SetMX("good.example", "mx.good.example")
+	if r := a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": "https://hooks.example.com/e", "eventType": "ContactEnriched"}); r.Status != 200 {
+		t.Fatalf("subscribe: %d %s", r.Status, r.Body)
+	}
+	const n = 40
+	ids := make([]uuid.UUID, n)
+	for i := range ids {
+		ids[i] = createContact(t, a, key, fmt.Sprintf("c%d@good.example", i))
+	}
+	var wg sync.WaitGroup
+	claimed := make([]int, 2)
+	for i, w := range []*enrich.Service{worker(a, enrich.Options{Batch: 3}), worker(a, enrich.Options{Batch: 5})} {
+		wg.Go(func() {
+			for {
+				k, err := w.RunBatch(context.Background())
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if k == 0 {
+					return
+				}
+				claimed[i] += k
+			}
+		})
+	}
+	wg.Wait()
+	if claimed[0]+claimed[1] != n || claimed[0] == 0 || claimed[1] == 0 {
+		t.Errorf("claimed %v, want %d in all, by both workers", claimed, n)
+	}
+	if calls := a.DNS.Calls("good.example"); calls != n {
+		t.Errorf("%d MX lookups for %d contacts", calls, n)
+	}
+	for _, id := range ids {
+		if s := stateOf(t, a, id); s.status != "Valid" || s.dueAt != nil || s.attempts != 0 {
+			t.Errorf("%s: %+v, want Valid and no longer due", id, s)
+		}
+	}
+	var events, contacts int
+	if err := a.Store.Pool.QueryRow(context.Background(), `SELECT count(*), count(DISTINCT contact_id) FROM webhook_events
+		WHERE event_type = 'ContactEnriched'`).Scan(&events, &contacts); err != nil {
+		t.Fatal(err)
+	}
+	if events != n || contacts != n {
+		t.Errorf("%d ContactEnriched events about %d contacts, want one each for %d", events, contacts, n)
+	}
+}
+
+// TestLeaseOutlivesItsWorker: a contact claimed by a worker that died is due again when the
+// lease ends, and the dead worker's late result is refused.
+func TestLeaseOutlivesItsWorker(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	ctx := context.Background()
+	_, key := a.Account("lease")
+	a.DNS.SetMX("good.example", "mx.good.example")
+	id := createContact(t, a, key, "lease@good.example")
+
+	q := db.New(a.Store.Pool)
+	lease := time.Now().Add(300 * time.Millisecond).Truncate(time.Microsecond)
+	dead, err := q.EnrichClaim(ctx, db.EnrichClaimParams{Now: time.Now(), LeaseUntil: lease, Max: 10})
+	if err != nil || len(dead) != 1 || dead[0].ContactID != id {
+		t.Fatalf("the doomed worker's claim: %v %+v", err, dead)
+	}
+	w := worker(a, enrich.Options{})
+	if k := runBatch(t, w); k != 0 {
+		t.Fatalf("claimed %d contacts still leased to another worker", k)
+	}
+	time.Sleep(time.Until(lease) + 10*time.Millisecond)
+	if k := runBatch(t, w); k != 1 {
+		t.Fatalf("after the lease: claimed %d, want 1", k)
+	}
+	if s := stateOf(t, a, id); s.status != "Valid" || s.dueAt != nil {
+		t.Errorf("after the second worker: %+v", s)
+	}
+	n, err := q.EnrichFinish(ctx, db.EnrichFinishParams{AccountID: dead[0].AccountID, ContactID: id,
+		LeaseUntil: lease, Verdict: "Invalid", Now: time.Now()})
+	if err != nil || n != 0 {
+		t.Errorf("the dead worker's late finish: %d rows, %v; want none", n, err)
+	}
+	if s := stateOf(t, a, id); s.status != "Valid" {
+		t.Errorf("a lost lease's verdict was applied: %+v", s)
+	}
+}
+
+// TestEmailChangedWhileClaimed: the verdict on an email the contact no longer has is dropped,
+// and the new email is checked.
+func TestEmailChangedWhileClaimed(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	ctx := context.Background()
+	_, key := a.Account("moving")
+	a.DNS.SetMX("good.example", "mx.good.example")
+	id := createContact(t, a, key, "old@good.example")
+
+	q := db.New(a.Store.Pool)
+	lease := time.Now().Add(time.Minute).Truncate(time.Microsecond)
+	claimed, err := q.EnrichClaim(ctx, db.EnrichClaimParams{Now: time.Now(), LeaseUntil: lease, Max: 10})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %v %+v", err, claimed)
+	}
+	if r := a.Do("PATCH", "/public/v1/contact/"+id.String(), key, `{"email": "new@mailinator.com"}`); r.Status != 200 {
+		t.Fatalf("PATCH: %d %s", r.Status, r.Body)
+	}
+	n, err := q.EnrichFinish(ctx, db.EnrichFinishParams{AccountID: claimed[0].AccountID, ContactID: id,
+		LeaseUntil: lease, Verdict: "Valid", Now: time.Now()})
+	if err != nil || n != 0 {
+		t.Fatalf("finishing with the old email's verdict: %d rows, %v; want none", n, err)
+	}
+	if k := runBatch(t, worker(a, enrich.Options{})); k != 1 {
+		t.Fatalf("the changed contact is not due: claimed %d", k)
+	}
+	if s := stateOf(t, a, id); s.status != "Invalid" || s.dueAt != nil {
+		t.Errorf("after checking the new (disposable) email: %+v", s)
+	}
+}
+
+// TestGivesUpAfterMaxAttempts: DNS that keeps failing is retried with growing delays, then the
+// status stays Pending and the contact leaves the queue.
+func TestGivesUpAfterMaxAttempts(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("flaky")
+	a.DNS.SetMX("down.example", "mx.down.example")
+	a.DNS.FailTimes("down.example", 1000)
+	id := createContact(t, a, key, "x@down.example")
+	c := newClock()
+	w := worker(a, enrich.Options{Now: c.Now, RetryBase: time.Second})
+	for attempt := 1; attempt <= enrich.MaxAttempts; attempt++ {
+		if k := runBatch(t, w); k != 1 {
+			t.Fatalf("attempt %d: claimed %d", attempt, k)
+		}
+		s := stateOf(t, a, id)
+		if attempt == enrich.MaxAttempts {
+			if s.dueAt != nil || s.status != "Pending" {
+				t.Errorf("after the last attempt: %+v, want Pending and no longer due", s)
+			}
+			break
+		}
+		wantDue := c.Now().Add(enrich.RetryDelay(time.Second, attempt))
+		if s.dueAt == nil || s.dueAt.Sub(wantDue).Abs() > time.Millisecond || s.attempts != attempt {
+			t.Fatalf("after attempt %d: %+v, want due at %v", attempt, s, wantDue)
+		}
+		if k := runBatch(t, w); k != 0 {
+			t.Fatalf("claimed before its retry time")
+		}
+		c.Advance(enrich.RetryDelay(time.Second, attempt))
+	}
+	if calls := a.DNS.Calls("down.example"); calls != enrich.MaxAttempts {
+		t.Errorf("%d MX lookups, want %d", calls, enrich.MaxAttempts)
+	}
+}
