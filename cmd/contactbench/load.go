@@ -45,6 +45,10 @@ type result struct {
 	P99        time.Duration `json:"p99"`
 	CPUSeconds float64       `json:"cpuSeconds"`
 	PeakRSS    int64         `json:"peakRssBytes"`
+	// EnrichDue is how many contacts were still due for enrichment when the workload ended:
+	// how far the background enrichment fell behind the creates.
+	EnrichDue   int64         `json:"enrichDue"`
+	EnrichDrain time.Duration `json:"enrichDrain"`
 }
 
 // driver sends requests with a fixed number of concurrent clients.

@@ -194,6 +194,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 				return err
 			}
 		}
+		if wl.server == "contactd" {
+			if r.EnrichDue, r.EnrichDrain, err = drainEnrichment(ctx, st); err != nil {
+				return err
+			}
+		}
 		rep.Results = append(rep.Results, r)
 	}
 	if o.only == "" || strings.Contains(","+o.only+",", ",webhooks,") {
@@ -359,4 +364,20 @@ func machine() string {
 		}
 	}
 	return fmt.Sprintf("%d cores, %s, %s", runtime.NumCPU(), model, runtime.Version())
+}
+
+// drainEnrichment counts the contacts still due for enrichment when a workload ends, then
+// waits (up to a minute) until contactd has enriched them, so the next workload does not pay
+// for this one's background work; it returns the count and how long draining took.
+func drainEnrichment(ctx context.Context, st *store.Store) (int64, time.Duration, error) {
+	count := func() (n int64, err error) {
+		err = st.Pool.QueryRow(ctx, `SELECT count(*) FROM contacts WHERE enrich_due_at IS NOT NULL`).Scan(&n)
+		return n, err
+	}
+	due, err := count()
+	start := time.Now()
+	for n := due; err == nil && n > 0 && time.Since(start) < time.Minute; n, err = count() {
+		time.Sleep(100 * time.Millisecond)
+	}
+	return due, time.Since(start), err
 }

@@ -83,6 +83,12 @@ func printReport(w io.Writer, rep report) {
 		fmt.Fprintf(w, "| %s | %s | %.0f | %s | %s | %s | %d | %.1f | %.3f | %.0f |\n", r.Name, rel, r.RPS,
 			ms(r.P50), ms(r.P90), ms(r.P99), r.Errors, r.CPUSeconds, perReq, float64(r.PeakRSS)/(1<<20))
 	}
+	for _, r := range rep.Results {
+		if r.Name == "create" {
+			fmt.Fprintf(w, "\nenrichment: %d contacts were still due when the create workload ended; enriched %.1f s later\n",
+				r.EnrichDue, r.EnrichDrain.Seconds())
+		}
+	}
 	if wh := rep.Webhooks; wh.Expected > 0 {
 		fmt.Fprintf(w, "\nwebhooks: %d subscriptions, %d events, %d/%d deliveries, %.0f deliveries/s, commit -> arrival p50 %s p99 %s, contactd CPU %.1f s\n",
 			wh.Subscriptions, wh.Events, wh.Deliveries, wh.Expected, wh.PerSecond, ms(wh.P50), ms(wh.P99), wh.CPUSeconds)

@@ -118,6 +118,37 @@ func (q *Queries) EnrichFinish(ctx context.Context, arg EnrichFinishParams) (int
 	return result.RowsAffected(), nil
 }
 
+const enrichFinishMany = `-- name: EnrichFinishMany :exec
+UPDATE contacts c SET
+    email_status = CASE WHEN f.verdict <> '' AND c.email_status = 'Pending' THEN f.verdict ELSE c.email_status END,
+    updated_at = CASE WHEN f.verdict <> '' AND c.email_status = 'Pending' THEN $1::timestamptz ELSE c.updated_at END,
+    enrich_due_at = NULL, enrich_attempts = 0
+FROM (SELECT unnest($3::uuid[]) AS account_id, unnest($4::uuid[]) AS contact_id,
+             unnest($5::text[]) AS verdict) f
+WHERE c.account_id = f.account_id AND c.contact_id = f.contact_id
+  AND c.enrich_due_at = $2::timestamptz
+`
+
+type EnrichFinishManyParams struct {
+	Now        time.Time
+	LeaseUntil time.Time
+	AccountIds []uuid.UUID
+	ContactIds []uuid.UUID
+	Verdicts   []string
+}
+
+// EnrichFinish for a batch claimed under one lease, in one statement.
+func (q *Queries) EnrichFinishMany(ctx context.Context, arg EnrichFinishManyParams) error {
+	_, err := q.db.Exec(ctx, enrichFinishMany,
+		arg.Now,
+		arg.LeaseUntil,
+		arg.AccountIds,
+		arg.ContactIds,
+		arg.Verdicts,
+	)
+	return err
+}
+
 const enrichMarkDue = `-- name: EnrichMarkDue :exec
 UPDATE contacts SET enrich_due_at = $1::timestamptz, enrich_attempts = 0
 WHERE account_id = $2 AND contact_id = $3

@@ -53,6 +53,8 @@ type Querier interface {
 	// Ends a lease, applying the email verdict (empty: none). No row when the lease is no longer
 	// the caller's: the email changed (making the contact due again) or the lease ran out.
 	EnrichFinish(ctx context.Context, arg EnrichFinishParams) (int64, error)
+	// EnrichFinish for a batch claimed under one lease, in one statement.
+	EnrichFinishMany(ctx context.Context, arg EnrichFinishManyParams) error
 	// The contact (and so its new property) is due for enrichment.
 	EnrichMarkDue(ctx context.Context, arg EnrichMarkDueParams) error
 	// Ends a lease after a temporary failure: due again at @due_at, or never (NULL, giving up).

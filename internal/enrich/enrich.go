@@ -34,7 +34,7 @@ type Options struct {
 	// PollEvery is how often an idle worker looks for due contacts (default 500ms).
 	PollEvery time.Duration
 	// Batch is how many due contacts a worker claims, and enriches concurrently, at once
-	// (default 16).
+	// (default 64).
 	Batch int
 	// Lease is how long a claimed contact is the worker's (default 2 minutes): a worker that
 	// dies leaves it due again after that.
@@ -45,9 +45,10 @@ type Options struct {
 
 // Service runs enrichment workers.
 type Service struct {
-	store  *store.Store
-	opt    Options
-	events *webhook.Emitter
+	store   *store.Store
+	opt     Options
+	events  *webhook.Emitter
+	domains *domainVerdicts
 
 	mu      sync.Mutex
 	stop    context.CancelFunc // ends the worker loop between batches
@@ -64,12 +65,12 @@ func New(st *store.Store, events *webhook.Emitter, opt Options) *Service {
 		opt.PollEvery = 500 * time.Millisecond
 	}
 	if opt.Batch <= 0 {
-		opt.Batch = 16
+		opt.Batch = 64
 	}
 	if opt.Lease <= 0 {
 		opt.Lease = 2 * time.Minute
 	}
-	return &Service{store: st, events: events, opt: opt}
+	return &Service{store: st, events: events, opt: opt, domains: newDomainVerdicts(opt.Now)}
 }
 
 // UseResolver replaces the DNS resolver and the first retry delay; for tests, before the
@@ -147,8 +148,9 @@ func (s *Service) log() *slog.Logger {
 	return s.opt.Log
 }
 
-// RunBatch claims up to Batch due contacts and enriches them concurrently; it returns how
-// many it claimed.
+// RunBatch claims up to Batch due contacts and enriches them; it returns how many it
+// claimed. The checks run concurrently; contacts whose enrichment has nothing to emit are
+// finished together in one statement, the others each in a transaction with their events.
 func (s *Service) RunBatch(ctx context.Context) (int, error) {
 	now := s.opt.Now()
 	lease := now.Add(s.opt.Lease).Truncate(time.Microsecond) // as PostgreSQL stores it
@@ -157,20 +159,45 @@ func (s *Service) RunBatch(ctx context.Context) (int, error) {
 		due, err = q.EnrichClaim(ctx, db.EnrichClaimParams{Now: now, LeaseUntil: lease, Max: int32(s.opt.Batch)})
 		return err
 	})
-	if err != nil {
+	if err != nil || len(due) == 0 {
 		return 0, err
 	}
+	checked := make([]checked, len(due))
 	var wg sync.WaitGroup
-	for _, c := range due {
-		wg.Go(func() {
-			if err := s.enrich(ctx, c, lease); err != nil && ctx.Err() == nil {
-				s.log().Warn("enrichment failed", slog.String("contact_id", c.ContactID.String()),
-					slog.Int("attempt", int(c.EnrichAttempts)), slog.Any("error", err))
-			}
-		})
+	for i, c := range due {
+		wg.Go(func() { checked[i] = s.check(ctx, c) })
 	}
 	wg.Wait()
-	return len(due), nil
+	quiet := db.EnrichFinishManyParams{Now: s.opt.Now(), LeaseUntil: lease}
+	for _, c := range checked {
+		switch {
+		case c.err != nil:
+			wg.Go(func() { s.failed(ctx, c, lease) })
+		case len(c.restandardised) > 0 || (c.verdict != "" && s.events.MayHaveSubscribers(ctx, c.AccountID, webhook.ContactEnriched)):
+			wg.Go(func() {
+				if err := s.finishWithEvents(ctx, c, lease); err != nil && ctx.Err() == nil {
+					s.log().Warn("enrichment failed", slog.String("contact_id", c.ContactID.String()), slog.Any("error", err))
+				}
+			})
+		default:
+			quiet.AccountIds = append(quiet.AccountIds, c.AccountID)
+			quiet.ContactIds = append(quiet.ContactIds, c.ContactID)
+			quiet.Verdicts = append(quiet.Verdicts, c.verdict)
+		}
+	}
+	if len(quiet.ContactIds) > 0 {
+		err = s.store.Write(ctx, func(q *db.Queries) error { return q.EnrichFinishMany(ctx, quiet) })
+	}
+	wg.Wait()
+	return len(due), err
+}
+
+// checked is a claimed contact with what enriching it found.
+type checked struct {
+	db.EnrichClaimRow
+	verdict        string // the email's status, when it was Pending; "" otherwise
+	restandardised []claimedProperty
+	err            error
 }
 
 // claimedProperty is an active property as EnrichClaim returns it.
@@ -180,45 +207,54 @@ type claimedProperty struct {
 	address.Address
 }
 
-// enrich decides the claimed contact's email status (DNS, outside any transaction) and its
-// properties' standard forms, then ends the lease with the changes and their events.
-func (s *Service) enrich(ctx context.Context, c db.EnrichClaimRow, lease time.Time) error {
+// check decides the claimed contact's email status (DNS, outside any transaction) and the
+// properties whose standard form changed.
+func (s *Service) check(ctx context.Context, c db.EnrichClaimRow) checked {
+	out := checked{EnrichClaimRow: c}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	verdict := ""
 	if c.EmailStatus == StatusPending {
-		v, err := EmailStatus(ctx, s.opt.Resolver, c.Email)
-		if errors.Is(err, ErrTemporary) {
-			return s.retry(ctx, c, lease, err)
-		} else if err != nil {
-			return err
+		if out.verdict, out.err = s.domains.emailStatus(ctx, s.opt.Resolver, c.Email); out.err != nil {
+			return out
 		}
-		verdict = v
 	}
 	var props []claimedProperty
-	if err := json.Unmarshal(c.Properties, &props); err != nil {
-		return err
+	if out.err = json.Unmarshal(c.Properties, &props); out.err != nil {
+		return out
 	}
-	var restandardised []claimedProperty
 	for _, p := range props {
 		if std, err := address.Parse(p.RawAddress); err == nil && std != p.Address {
-			restandardised = append(restandardised, claimedProperty{PropertyID: p.PropertyID, Address: std})
+			out.restandardised = append(out.restandardised, claimedProperty{PropertyID: p.PropertyID, Address: std})
 		}
 	}
+	return out
+}
+
+// finishWithEvents ends the lease with the changes and their events, in one transaction.
+func (s *Service) finishWithEvents(ctx context.Context, c checked, lease time.Time) error {
 	now := s.opt.Now()
-	finish := db.EnrichFinishParams{AccountID: c.AccountID, ContactID: c.ContactID, LeaseUntil: lease, Verdict: verdict, Now: now}
-	if len(restandardised) == 0 && (verdict == "" || !s.events.MayHaveSubscribers(ctx, c.AccountID, webhook.ContactEnriched)) {
-		return s.store.Write(ctx, func(q *db.Queries) error {
-			_, err := q.EnrichFinish(ctx, finish)
-			return err
-		})
-	}
 	return s.store.InTx(ctx, func(tx store.Tx) error {
-		if n, err := tx.EnrichFinish(ctx, finish); err != nil || n == 0 {
+		n, err := tx.EnrichFinish(ctx, db.EnrichFinishParams{AccountID: c.AccountID, ContactID: c.ContactID,
+			LeaseUntil: lease, Verdict: c.verdict, Now: now})
+		if err != nil || n == 0 {
 			return err // n == 0: no longer ours (the email changed since the claim)
 		}
-		return s.applyAndEmit(ctx, tx, c, verdict, restandardised, now)
+		return s.applyAndEmit(ctx, tx, c, now)
 	})
+}
+
+// failed ends the lease of a check that failed: a temporary DNS failure is retried on its
+// schedule; anything else waits for the lease to end.
+func (s *Service) failed(ctx context.Context, c checked, lease time.Time) {
+	if !errors.Is(c.err, ErrTemporary) {
+		if ctx.Err() == nil {
+			s.log().Warn("enrichment failed", slog.String("contact_id", c.ContactID.String()), slog.Any("error", c.err))
+		}
+		return
+	}
+	if err := s.retry(ctx, c.EnrichClaimRow, lease, c.err); err != nil && ctx.Err() == nil {
+		s.log().Warn("enrichment: scheduling the retry failed", slog.String("contact_id", c.ContactID.String()), slog.Any("error", err))
+	}
 }
 
 // retry ends the lease after a temporary DNS failure: due again later, or given up on.
@@ -245,16 +281,15 @@ func RetryDelay(base time.Duration, attempt int) time.Duration {
 
 // applyAndEmit stores the new standard forms and emits ContactEnriched: the email verdict
 // with the first changed address, one more event per further changed address.
-func (s *Service) applyAndEmit(ctx context.Context, tx store.Tx, c db.EnrichClaimRow, verdict string,
-	restandardised []claimedProperty, now time.Time) error {
+func (s *Service) applyAndEmit(ctx context.Context, tx store.Tx, c checked, now time.Time) error {
 	ci := webhook.ContactInfo{ContactID: c.ContactID.String(), EmailID: c.Email}
 	if c.AssignedUserEmailID != nil {
 		ci.AssignedUserEmailID = *c.AssignedUserEmailID
 	}
 	info := webhook.ContactEnrichedInfo{ChangedFields: []string{}}
-	if verdict != "" {
+	if c.verdict != "" {
 		info.ChangedFields = append(info.ChangedFields, "emailStatus")
-		info.EmailStatus, info.PreviousEmailStatus = verdict, StatusPending
+		info.EmailStatus, info.PreviousEmailStatus = c.verdict, StatusPending
 	}
 	emit := func(ci webhook.ContactInfo, info webhook.ContactEnrichedInfo) error {
 		if len(info.ChangedFields) == 0 {
@@ -263,7 +298,7 @@ func (s *Service) applyAndEmit(ctx context.Context, tx store.Tx, c db.EnrichClai
 		return s.events.Emit(ctx, tx, c.AccountID, webhook.Event{Type: webhook.ContactEnriched,
 			ContactID: c.ContactID, Contact: ci, Info: info, At: now})
 	}
-	for _, p := range restandardised {
+	for _, p := range c.restandardised {
 		changed, err := standardise(ctx, tx, c.AccountID, p)
 		if err != nil {
 			return err

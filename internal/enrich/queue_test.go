@@ -76,14 +76,14 @@ func TestWorkersShareTheQueue(t *testing.T) {
 	t.Parallel()
 	a := testkit.NewAPI(t)
 	_, key := a.Account("shared")
-	a.DNS.SetMX("good.example", "mx.good.example")
 	if r := a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": "https://hooks.example.com/e", "eventType": "ContactEnriched"}); r.Status != 200 {
 		t.Fatalf("subscribe: %d %s", r.Status, r.Body)
 	}
 	const n = 40
 	ids := make([]uuid.UUID, n)
-	for i := range ids {
-		ids[i] = createContact(t, a, key, fmt.Sprintf("c%d@good.example", i))
+	for i := range ids { // a domain each: one lookup per contact enriched
+		a.DNS.SetMX(fmt.Sprintf("d%d.example", i), "mx.example")
+		ids[i] = createContact(t, a, key, fmt.Sprintf("c@d%d.example", i))
 	}
 	var wg sync.WaitGroup
 	claimed := make([]int, 2)
@@ -106,8 +106,10 @@ func TestWorkersShareTheQueue(t *testing.T) {
 	if claimed[0]+claimed[1] != n || claimed[0] == 0 || claimed[1] == 0 {
 		t.Errorf("claimed %v, want %d in all, by both workers", claimed, n)
 	}
-	if calls := a.DNS.Calls("good.example"); calls != n {
-		t.Errorf("%d MX lookups for %d contacts", calls, n)
+	for i := range n {
+		if calls := a.DNS.Calls(fmt.Sprintf("d%d.example", i)); calls != 1 {
+			t.Errorf("d%d.example: %d MX lookups, want 1", i, calls)
+		}
 	}
 	for _, id := range ids {
 		if s := stateOf(t, a, id); s.status != "Valid" || s.dueAt != nil || s.attempts != 0 {
@@ -226,5 +228,32 @@ func TestGivesUpAfterMaxAttempts(t *testing.T) {
 	}
 	if calls := a.DNS.Calls("down.example"); calls != enrich.MaxAttempts {
 		t.Errorf("%d MX lookups, want %d", calls, enrich.MaxAttempts)
+	}
+}
+
+// TestOneLookupPerDomain: a bulk import on one domain costs one DNS lookup, not one per
+// contact; a verdict is reused for DomainVerdictTTL, then asked again.
+func TestOneLookupPerDomain(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("bulk")
+	a.DNS.SetMX("bulk.example", "mx.bulk.example")
+	for i := range 40 {
+		createContact(t, a, key, fmt.Sprintf("c%d@bulk.example", i))
+	}
+	c := newClock()
+	w := worker(a, enrich.Options{Now: c.Now, Batch: 16})
+	for runBatch(t, w) > 0 {
+	}
+	if calls := a.DNS.Calls("bulk.example"); calls != 1 {
+		t.Errorf("%d MX lookups for 40 contacts on one domain, want 1", calls)
+	}
+	c.Advance(enrich.DomainVerdictTTL + time.Second)
+	createContact(t, a, key, "late@bulk.example")
+	if k := runBatch(t, w); k != 1 {
+		t.Fatalf("claimed %d", k)
+	}
+	if calls := a.DNS.Calls("bulk.example"); calls != 2 {
+		t.Errorf("after the verdict expired: %d MX lookups, want 2", calls)
 	}
 }

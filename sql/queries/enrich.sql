@@ -45,3 +45,14 @@ WHERE account_id = @account_id AND contact_id = @contact_id AND enrich_due_at = 
 -- Ends a lease after a temporary failure: due again at @due_at, or never (NULL, giving up).
 UPDATE contacts SET enrich_due_at = sqlc.narg('due_at')
 WHERE account_id = @account_id AND contact_id = @contact_id AND enrich_due_at = @lease_until::timestamptz;
+
+-- name: EnrichFinishMany :exec
+-- EnrichFinish for a batch claimed under one lease, in one statement.
+UPDATE contacts c SET
+    email_status = CASE WHEN f.verdict <> '' AND c.email_status = 'Pending' THEN f.verdict ELSE c.email_status END,
+    updated_at = CASE WHEN f.verdict <> '' AND c.email_status = 'Pending' THEN @now::timestamptz ELSE c.updated_at END,
+    enrich_due_at = NULL, enrich_attempts = 0
+FROM (SELECT unnest(@account_ids::uuid[]) AS account_id, unnest(@contact_ids::uuid[]) AS contact_id,
+             unnest(@verdicts::text[]) AS verdict) f
+WHERE c.account_id = f.account_id AND c.contact_id = f.contact_id
+  AND c.enrich_due_at = @lease_until::timestamptz;
