@@ -62,9 +62,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cl.cfg = cfg
-	cl.log = newLogger(cfg.LogLevel, stderr)
-	if err := run(ctx, cl); err != nil {
-		fmt.Fprintf(stderr, "contactd %s: %v\n", cmd, err)
+	logs := newLogWriter(stderr) // every later write to stderr goes through it, in order
+	cl.stderr = logs
+	cl.log = newLogger(cfg.LogLevel, logs)
+	err := run(ctx, cl)
+	if err != nil {
+		fmt.Fprintf(logs, "contactd %s: %v\n", cmd, err)
+	}
+	logs.Close()
+	if err != nil {
 		return 1
 	}
 	return 0
