@@ -230,6 +230,56 @@ func (q *Queries) DeliveryRecordAttempt(ctx context.Context, arg DeliveryRecordA
 	return err
 }
 
+const deliveryRecordSuccess = `-- name: DeliveryRecordSuccess :exec
+WITH attempt AS (
+    INSERT INTO webhook_attempts (
+        account_id, delivery_id, attempt, attempted_at, response_status, latency_ms
+    ) VALUES ($2, $5, $6, $1, $7, $8)
+    ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
+), delivery AS (
+    UPDATE webhook_deliveries d
+    SET attempts = $6, status = 'Succeeded', next_attempt_at = NULL, updated_at = $1
+    WHERE d.account_id = $2 AND d.delivery_id = $5
+)
+UPDATE webhook_subscriptions s
+SET consecutive_failures = 0, last_success_at = $1, failing_since = NULL,
+    status = CASE WHEN s.status = 'Failing' THEN 'Active' ELSE s.status END,
+    updated_at = CASE WHEN s.status = 'Failing' THEN $1 ELSE s.updated_at END
+WHERE s.account_id = $2 AND s.subscription_id = $3 AND s.status <> 'Removed'
+  AND (s.consecutive_failures <> 0 OR s.status = 'Failing' OR s.last_success_at IS NULL
+       OR s.last_success_at < $4)
+`
+
+type DeliveryRecordSuccessParams struct {
+	Now            *time.Time
+	AccountID      uuid.UUID
+	SubscriptionID uuid.UUID
+	RefreshBefore  *time.Time
+	DeliveryID     uuid.UUID
+	Attempt        int32
+	ResponseStatus *int32
+	LatencyMs      int32
+}
+
+// A successful attempt in one statement (no transaction round trips): the attempt, the
+// delivery Succeeded, and the subscription healthy again. The subscription row is written only
+// when the success changes something, so workers delivering to one subscription do not line
+// up on its row lock; last_success_at, read only by the sweep of Failing subscriptions five
+// days on, is refreshed when older than @refresh_before (a minute).
+func (q *Queries) DeliveryRecordSuccess(ctx context.Context, arg DeliveryRecordSuccessParams) error {
+	_, err := q.db.Exec(ctx, deliveryRecordSuccess,
+		arg.Now,
+		arg.AccountID,
+		arg.SubscriptionID,
+		arg.RefreshBefore,
+		arg.DeliveryID,
+		arg.Attempt,
+		arg.ResponseStatus,
+		arg.LatencyMs,
+	)
+	return err
+}
+
 const deliveryRequeue = `-- name: DeliveryRequeue :exec
 UPDATE webhook_deliveries SET status = 'Pending', next_attempt_at = $1, updated_at = $1
 WHERE account_id = $2 AND delivery_id = $3

@@ -45,6 +45,12 @@ type Querier interface {
 	// Everything one attempt needs, in one round trip.
 	DeliveryLoad(ctx context.Context, arg DeliveryLoadParams) (DeliveryLoadRow, error)
 	DeliveryRecordAttempt(ctx context.Context, arg DeliveryRecordAttemptParams) error
+	// A successful attempt in one statement (no transaction round trips): the attempt, the
+	// delivery Succeeded, and the subscription healthy again. The subscription row is written only
+	// when the success changes something, so workers delivering to one subscription do not line
+	// up on its row lock; last_success_at, read only by the sweep of Failing subscriptions five
+	// days on, is refreshed when older than @refresh_before (a minute).
+	DeliveryRecordSuccess(ctx context.Context, arg DeliveryRecordSuccessParams) error
 	DeliveryRequeue(ctx context.Context, arg DeliveryRequeueParams) error
 	// Leases up to @max due contacts to the caller until @lease_until, with what enriching them
 	// needs; SKIP LOCKED lets workers in several processes claim side by side. A lease that ends
@@ -81,7 +87,6 @@ type Querier interface {
 	SubscriptionList(ctx context.Context, accountID uuid.UUID) ([]WebhookSubscription, error)
 	// The third failure in a row turns an Active subscription Failing.
 	SubscriptionRecordFailure(ctx context.Context, arg SubscriptionRecordFailureParams) error
-	SubscriptionRecordSuccess(ctx context.Context, arg SubscriptionRecordSuccessParams) error
 	SubscriptionRemove(ctx context.Context, arg SubscriptionRemoveParams) (int64, error)
 	// Tells every contactd process (webhook.Subscribers) that the account's live subscriptions
 	// changed; '' means any account. Delivered at commit.

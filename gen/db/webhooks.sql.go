@@ -190,25 +190,6 @@ func (q *Queries) SubscriptionRecordFailure(ctx context.Context, arg Subscriptio
 	return err
 }
 
-const subscriptionRecordSuccess = `-- name: SubscriptionRecordSuccess :exec
-UPDATE webhook_subscriptions
-SET consecutive_failures = 0, last_success_at = $1, failing_since = NULL,
-    status = CASE WHEN status = 'Failing' THEN 'Active' ELSE status END,
-    updated_at = CASE WHEN status = 'Failing' THEN $1 ELSE updated_at END
-WHERE account_id = $2 AND subscription_id = $3 AND status <> 'Removed'
-`
-
-type SubscriptionRecordSuccessParams struct {
-	Now            *time.Time
-	AccountID      uuid.UUID
-	SubscriptionID uuid.UUID
-}
-
-func (q *Queries) SubscriptionRecordSuccess(ctx context.Context, arg SubscriptionRecordSuccessParams) error {
-	_, err := q.db.Exec(ctx, subscriptionRecordSuccess, arg.Now, arg.AccountID, arg.SubscriptionID)
-	return err
-}
-
 const subscriptionRemove = `-- name: SubscriptionRemove :execrows
 UPDATE webhook_subscriptions
 SET status = 'Removed', updated_at = CASE WHEN status = 'Removed' THEN updated_at ELSE $1 END

@@ -179,15 +179,22 @@ func describe(err error) string {
 	return msg
 }
 
+// record stores an attempt's outcome: a success in one statement; a failure with its effect on
+// the subscription and the next attempt's job, in one transaction.
 func (s *Service) record(ctx context.Context, a Args, d db.DeliveryLoadRow, o outcome) error {
 	now := s.now()
-	status, next := "Succeeded", (*time.Time)(nil)
-	if !o.ok() {
-		status = "Failed"
-		if delay, more := NextDelay(a.Attempt, o.retryAfter, s.rnd); more && !o.gone() && d.SubscriptionStatus != "Removed" {
-			t := now.Add(delay)
-			status, next = "Pending", &t
-		}
+	if o.ok() {
+		refreshBefore := now.Add(-time.Minute)
+		return s.store.Write(ctx, func(q *db.Queries) error {
+			return q.DeliveryRecordSuccess(ctx, db.DeliveryRecordSuccessParams{AccountID: a.AccountID,
+				DeliveryID: a.DeliveryID, SubscriptionID: d.SubscriptionID, Attempt: int32(a.Attempt),
+				ResponseStatus: o.status, LatencyMs: int32(o.latency.Milliseconds()), Now: &now, RefreshBefore: &refreshBefore})
+		})
+	}
+	status, next := "Failed", (*time.Time)(nil)
+	if delay, more := NextDelay(a.Attempt, o.retryAfter, s.rnd); more && !o.gone() && d.SubscriptionStatus != "Removed" {
+		t := now.Add(delay)
+		status, next = "Pending", &t
 	}
 	var errText *string
 	if o.err != "" {
@@ -213,13 +220,14 @@ func (s *Service) record(ctx context.Context, a Args, d db.DeliveryLoadRow, o ou
 	})
 }
 
+// updateSubscription records a failed attempt on its subscription.
 func (s *Service) updateSubscription(ctx context.Context, tx store.Tx, account, sub uuid.UUID, o outcome, now time.Time) error {
 	switch {
-	case o.ok():
-		return tx.SubscriptionRecordSuccess(ctx, db.SubscriptionRecordSuccessParams{AccountID: account, SubscriptionID: sub, Now: &now})
 	case o.gone():
-		_, err := tx.SubscriptionRemove(ctx, db.SubscriptionRemoveParams{AccountID: account, SubscriptionID: sub, Now: now})
-		return err
+		if _, err := tx.SubscriptionRemove(ctx, db.SubscriptionRemoveParams{AccountID: account, SubscriptionID: sub, Now: now}); err != nil {
+			return err
+		}
+		return webhook.Announce(ctx, tx, account)
 	case o.err == "subscription removed":
 		return nil
 	}

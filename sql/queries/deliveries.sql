@@ -12,6 +12,30 @@ UPDATE webhook_deliveries
 SET attempts = @attempt, status = @status, next_attempt_at = sqlc.narg('next_attempt_at'), updated_at = @now
 WHERE account_id = @account_id AND delivery_id = @delivery_id;
 
+-- name: DeliveryRecordSuccess :exec
+-- A successful attempt in one statement (no transaction round trips): the attempt, the
+-- delivery Succeeded, and the subscription healthy again. The subscription row is written only
+-- when the success changes something, so workers delivering to one subscription do not line
+-- up on its row lock; last_success_at, read only by the sweep of Failing subscriptions five
+-- days on, is refreshed when older than @refresh_before (a minute).
+WITH attempt AS (
+    INSERT INTO webhook_attempts (
+        account_id, delivery_id, attempt, attempted_at, response_status, latency_ms
+    ) VALUES (@account_id, @delivery_id, @attempt, @now, @response_status, @latency_ms)
+    ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
+), delivery AS (
+    UPDATE webhook_deliveries d
+    SET attempts = @attempt, status = 'Succeeded', next_attempt_at = NULL, updated_at = @now
+    WHERE d.account_id = @account_id AND d.delivery_id = @delivery_id
+)
+UPDATE webhook_subscriptions s
+SET consecutive_failures = 0, last_success_at = @now, failing_since = NULL,
+    status = CASE WHEN s.status = 'Failing' THEN 'Active' ELSE s.status END,
+    updated_at = CASE WHEN s.status = 'Failing' THEN @now ELSE s.updated_at END
+WHERE s.account_id = @account_id AND s.subscription_id = @subscription_id AND s.status <> 'Removed'
+  AND (s.consecutive_failures <> 0 OR s.status = 'Failing' OR s.last_success_at IS NULL
+       OR s.last_success_at < @refresh_before);
+
 -- name: AttemptInsert :exec
 INSERT INTO webhook_attempts (
     account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, error, next_attempt_at

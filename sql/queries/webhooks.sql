@@ -26,13 +26,6 @@ WHERE account_id = @account_id AND subscription_id = @subscription_id;
 -- name: SubscriptionGet :one
 SELECT * FROM webhook_subscriptions WHERE account_id = $1 AND subscription_id = $2;
 
--- name: SubscriptionRecordSuccess :exec
-UPDATE webhook_subscriptions
-SET consecutive_failures = 0, last_success_at = @now, failing_since = NULL,
-    status = CASE WHEN status = 'Failing' THEN 'Active' ELSE status END,
-    updated_at = CASE WHEN status = 'Failing' THEN @now ELSE updated_at END
-WHERE account_id = @account_id AND subscription_id = @subscription_id AND status <> 'Removed';
-
 -- name: SubscriptionRecordFailure :exec
 -- The third failure in a row turns an Active subscription Failing.
 UPDATE webhook_subscriptions
