@@ -22,6 +22,7 @@ func TestEnrichmentJobsBecomeDueContacts(t *testing.T) {
 	// back to the schema before the enrichment queue, as an older contactd left it.
 	if _, err := pool.Exec(ctx, `DROP INDEX contacts_enrich_due;
 		ALTER TABLE contacts DROP COLUMN enrich_due_at, DROP COLUMN enrich_attempts;
+		ALTER TABLE contacts ADD CONSTRAINT contacts_consent_token_key UNIQUE (consent_token);
 		DELETE FROM goose_db_version WHERE version_id >= 2`); err != nil {
 		t.Fatal(err)
 	}
