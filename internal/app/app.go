@@ -142,7 +142,7 @@ func (s *Services) StopWorkers(ctx context.Context) error {
 // Listen keeps the in-process caches (API keys, subscribed event types) in step with changes
 // made by any process, until ctx ends; without it they stay off. Run it in its own goroutine.
 func (s *Services) Listen(ctx context.Context, st *store.Store, log *slog.Logger) {
-	store.Listen(ctx, st.Pool, log, s.Auth.Follower(), s.Subscribers)
+	store.Listen(ctx, st.Pool, log, s.Auth.Follower(), s.Subscribers.Follower())
 }
 
 // queueDepth counts River's unfinished jobs by queue and state, and the contacts due for

@@ -1,8 +1,6 @@
 package auth
 
 import (
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,82 +19,21 @@ const CacheTTL = time.Minute
 // keyCache remembers resolved keys by hash. It answers only while the revocation listener
 // is connected: without it, a revocation elsewhere could go unnoticed, so every key is looked
 // up in the database until the listener is back.
-type keyCache struct {
-	mu      sync.RWMutex
-	entries map[[32]byte]cachedKey
-	// gen changes on every invalidation; a lookup that started before one does not store
-	// its (possibly revoked) result.
-	gen       atomic.Uint64
-	listening atomic.Bool
-}
+type keyCache = store.Cache[[32]byte, Principal]
 
-type cachedKey struct {
-	p       Principal
-	expires time.Time
-}
+func newKeyCache() *keyCache { return store.NewCache(revokedChannel, CacheTTL, revoked) }
 
-func newKeyCache() *keyCache { return &keyCache{entries: map[[32]byte]cachedKey{}} }
-
-func (c *keyCache) get(h [32]byte, now time.Time) (Principal, bool) {
-	if !c.listening.Load() {
-		return Principal{}, false
-	}
-	c.mu.RLock()
-	e, ok := c.entries[h]
-	c.mu.RUnlock()
-	if !ok || now.After(e.expires) {
-		return Principal{}, false
-	}
-	return e.p, true
-}
-
-func (c *keyCache) put(h [32]byte, p Principal, gen uint64, now time.Time) {
-	if !c.listening.Load() {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gen.Load() != gen {
-		return
-	}
-	if len(c.entries) > 100_000 { // bounded: a flood of distinct valid keys cannot grow it forever
-		clear(c.entries)
-	}
-	c.entries[h] = cachedKey{p: p, expires: now.Add(CacheTTL)}
-}
-
-// forget drops a revoked key; uuid.Nil drops everything.
-func (c *keyCache) forget(keyID uuid.UUID) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.gen.Add(1)
-	for h, e := range c.entries {
-		if keyID == uuid.Nil || e.p.KeyID == keyID {
-			delete(c.entries, h)
-		}
-	}
-}
-
-// Channel implements store.Follower: the ids of revoked keys (KeyRevokedNotify).
-func (c *keyCache) Channel() string { return revokedChannel }
-
-// Notified implements store.Follower: the revoked key is dropped.
-func (c *keyCache) Notified(payload string) {
+// revoked selects the cached entries of the key a revocation names (all, if unreadable).
+func revoked(payload string) func([32]byte, Principal) bool {
 	id, err := uuid.Parse(payload)
-	if err != nil {
-		id = uuid.Nil
+	if err != nil || id == uuid.Nil {
+		return nil
 	}
-	c.forget(id)
+	return keyIs(id)
 }
 
-// Listening implements store.Follower: the cache answers only while revocations are heard,
-// and anything revoked while nobody listened is forgotten.
-func (c *keyCache) Listening(up bool) {
-	if !up {
-		c.listening.Store(false)
-	}
-	c.forget(uuid.Nil)
-	c.listening.Store(up)
+func keyIs(id uuid.UUID) func([32]byte, Principal) bool {
+	return func(_ [32]byte, p Principal) bool { return p.KeyID == id }
 }
 
 // Follower is what keeps the key cache honest; store.Listen must run it, or the cache stays
@@ -104,4 +41,4 @@ func (c *keyCache) Listening(up bool) {
 func (s *Service) Follower() store.Follower { return s.cache }
 
 // Caching reports whether resolved keys are being cached (the revocation listener is up).
-func (s *Service) Caching() bool { return s.cache.listening.Load() }
+func (s *Service) Caching() bool { return s.cache.Caching() }

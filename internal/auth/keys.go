@@ -133,7 +133,7 @@ func (s *Service) RevokeKey(ctx context.Context, prefix string) error {
 		return err
 	})
 	for _, id := range revoked {
-		s.cache.forget(id)
+		s.cache.Forget(keyIs(id))
 	}
 	n := len(revoked)
 	if err == nil && n == 0 {
@@ -149,11 +149,11 @@ func (s *Service) Authenticate(ctx context.Context, key string) (Principal, erro
 	}
 	h := hash(key)
 	now := s.now()
-	if p, ok := s.cache.get(h, now); ok {
+	if p, ok := s.cache.Get(h, now); ok {
 		s.touch(ctx, p)
 		return p, nil
 	}
-	gen := s.cache.gen.Load()
+	gen := s.cache.Generation()
 	var p Principal
 	err := s.store.Read(ctx, func(q *db.Queries) error {
 		row, err := q.KeyAuthenticate(ctx, h[:])
@@ -164,7 +164,7 @@ func (s *Service) Authenticate(ctx context.Context, key string) (Principal, erro
 		return Principal{}, ErrUnauthorized
 	}
 	if err == nil {
-		s.cache.put(h, p, gen, now)
+		s.cache.Put(h, p, gen, now)
 		s.touch(ctx, p)
 	}
 	return p, err

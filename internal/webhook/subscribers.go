@@ -3,8 +3,6 @@ package webhook
 import (
 	"context"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -29,39 +27,39 @@ const SubscribersTTL = time.Minute
 // "maybe", and the change takes the path where Emit looks the subscriptions up itself, in the
 // change's transaction.
 type Subscribers struct {
-	store   *store.Store
-	now     func() time.Time
-	mu      sync.RWMutex
-	entries map[uuid.UUID]subscribedTypes
-	// gen changes on every invalidation; a lookup that started before one does not store its
-	// (possibly outdated) result.
-	gen       atomic.Uint64
-	listening atomic.Bool
-}
-
-type subscribedTypes struct {
-	types   []string
-	expires time.Time
+	store *store.Store
+	now   func() time.Time
+	cache *store.Cache[uuid.UUID, []string]
 }
 
 // NewSubscribers returns the cache, off until store.Listen runs it.
 func NewSubscribers(st *store.Store, now func() time.Time) *Subscribers {
-	return &Subscribers{store: st, now: now, entries: map[uuid.UUID]subscribedTypes{}}
+	return &Subscribers{store: st, now: now, cache: store.NewCache(subscribersChannel, SubscribersTTL, changedAccount)}
+}
+
+// changedAccount selects the entry of the account a notification names (all, if unreadable).
+func changedAccount(payload string) func(uuid.UUID, []string) bool {
+	id, err := uuid.Parse(payload)
+	if err != nil || id == uuid.Nil {
+		return nil
+	}
+	return accountIs(id)
+}
+
+func accountIs(id uuid.UUID) func(uuid.UUID, []string) bool {
+	return func(account uuid.UUID, _ []string) bool { return account == id }
 }
 
 // MayHave reports whether the account may have a live subscription to typ: false only when
 // it certainly has none. A nil Subscribers always answers true.
 func (s *Subscribers) MayHave(ctx context.Context, accountID uuid.UUID, typ EventType) bool {
-	if s == nil || !s.listening.Load() {
+	if s == nil || !s.cache.Caching() {
 		return true
 	}
 	now := s.now()
-	s.mu.RLock()
-	e, ok := s.entries[accountID]
-	s.mu.RUnlock()
-	if !ok || now.After(e.expires) {
-		gen := s.gen.Load()
-		var types []string
+	types, ok := s.cache.Get(accountID, now)
+	if !ok {
+		gen := s.cache.Generation()
 		err := s.store.Read(ctx, func(q *db.Queries) (err error) {
 			types, err = q.SubscriptionEventTypesLive(ctx, accountID)
 			return err
@@ -69,63 +67,19 @@ func (s *Subscribers) MayHave(ctx context.Context, accountID uuid.UUID, typ Even
 		if err != nil {
 			return true // the change's own transaction will meet the same database
 		}
-		e = subscribedTypes{types: types, expires: now.Add(SubscribersTTL)}
-		s.put(accountID, e, gen)
+		s.cache.Put(accountID, types, gen, now)
 	}
-	return slices.Contains(e.types, string(typ))
+	return slices.Contains(types, string(typ))
 }
 
-func (s *Subscribers) put(accountID uuid.UUID, e subscribedTypes, gen uint64) {
-	if !s.listening.Load() {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.gen.Load() != gen {
-		return
-	}
-	if len(s.entries) > 100_000 { // bounded however many accounts pass through
-		clear(s.entries)
-	}
-	s.entries[accountID] = e
-}
+// forget drops an account's entry at once, in this process.
+func (s *Subscribers) forget(accountID uuid.UUID) { s.cache.Forget(accountIs(accountID)) }
 
-// forget drops an account's entry; uuid.Nil drops every entry.
-func (s *Subscribers) forget(accountID uuid.UUID) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.gen.Add(1)
-	if accountID == uuid.Nil {
-		clear(s.entries)
-	} else {
-		delete(s.entries, accountID)
-	}
-}
-
-// Channel implements store.Follower.
-func (s *Subscribers) Channel() string { return subscribersChannel }
-
-// Notified implements store.Follower: the account's live subscriptions changed.
-func (s *Subscribers) Notified(payload string) {
-	id, err := uuid.Parse(payload)
-	if err != nil {
-		id = uuid.Nil
-	}
-	s.forget(id)
-}
-
-// Listening implements store.Follower: the cache answers only while changes are heard, and
-// whatever changed while nobody listened is forgotten.
-func (s *Subscribers) Listening(up bool) {
-	if !up {
-		s.listening.Store(false)
-	}
-	s.forget(uuid.Nil)
-	s.listening.Store(up)
-}
+// Follower is what keeps the cache honest; store.Listen must run it.
+func (s *Subscribers) Follower() store.Follower { return s.cache }
 
 // Caching reports whether the cache answers (its listener is up).
-func (s *Subscribers) Caching() bool { return s.listening.Load() }
+func (s *Subscribers) Caching() bool { return s.cache.Caching() }
 
 // Announce tells every process, at commit, that the account's live subscriptions changed;
 // uuid.Nil for any account. Every change of a subscription's liveness calls it in its
