@@ -70,6 +70,9 @@ func New(st *store.Store, events *webhook.Emitter, opt Options) *Service {
 	if opt.Lease <= 0 {
 		opt.Lease = 2 * time.Minute
 	}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
 	return &Service{store: st, events: events, opt: opt, domains: newDomainVerdicts(opt.Now)}
 }
 
@@ -126,7 +129,7 @@ func (s *Service) run(loop, work context.Context, done chan<- struct{}) {
 		wait := s.opt.PollEvery
 		switch {
 		case err != nil && work.Err() == nil:
-			s.log().Warn("enrichment: claiming due contacts failed", slog.Any("error", err), slog.Duration("retry_in", backoff))
+			s.opt.Log.Warn("enrichment: claiming due contacts failed", slog.Any("error", err), slog.Duration("retry_in", backoff))
 			wait, backoff = backoff, min(2*backoff, 30*time.Second)
 		case err == nil:
 			backoff = s.opt.PollEvery
@@ -139,13 +142,6 @@ func (s *Service) run(loop, work context.Context, done chan<- struct{}) {
 		case <-time.After(wait):
 		}
 	}
-}
-
-func (s *Service) log() *slog.Logger {
-	if s.opt.Log == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return s.opt.Log
 }
 
 // RunBatch claims up to Batch due contacts and enriches them; it returns how many it
@@ -176,7 +172,7 @@ func (s *Service) RunBatch(ctx context.Context) (int, error) {
 		case len(c.restandardised) > 0 || (c.verdict != "" && s.events.MayHaveSubscribers(ctx, c.AccountID, webhook.ContactEnriched)):
 			wg.Go(func() {
 				if err := s.finishWithEvents(ctx, c, lease); err != nil && ctx.Err() == nil {
-					s.log().Warn("enrichment failed", slog.String("contact_id", c.ContactID.String()), slog.Any("error", err))
+					s.opt.Log.Warn("enrichment failed", slog.String("contact_id", c.ContactID.String()), slog.Any("error", err))
 				}
 			})
 		default:
@@ -248,12 +244,12 @@ func (s *Service) finishWithEvents(ctx context.Context, c checked, lease time.Ti
 func (s *Service) failed(ctx context.Context, c checked, lease time.Time) {
 	if !errors.Is(c.err, ErrTemporary) {
 		if ctx.Err() == nil {
-			s.log().Warn("enrichment failed", slog.String("contact_id", c.ContactID.String()), slog.Any("error", c.err))
+			s.opt.Log.Warn("enrichment failed", slog.String("contact_id", c.ContactID.String()), slog.Any("error", c.err))
 		}
 		return
 	}
 	if err := s.retry(ctx, c.EnrichClaimRow, lease, c.err); err != nil && ctx.Err() == nil {
-		s.log().Warn("enrichment: scheduling the retry failed", slog.String("contact_id", c.ContactID.String()), slog.Any("error", err))
+		s.opt.Log.Warn("enrichment: scheduling the retry failed", slog.String("contact_id", c.ContactID.String()), slog.Any("error", err))
 	}
 }
 
@@ -264,7 +260,7 @@ func (s *Service) retry(ctx context.Context, c db.EnrichClaimRow, lease time.Tim
 		next := s.opt.Now().Add(RetryDelay(s.opt.RetryBase, int(c.EnrichAttempts)))
 		p.DueAt = &next
 	}
-	s.log().Info("enrichment will retry", slog.String("contact_id", c.ContactID.String()),
+	s.opt.Log.Info("enrichment will retry", slog.String("contact_id", c.ContactID.String()),
 		slog.Int("attempt", int(c.EnrichAttempts)), slog.Bool("giving_up", p.DueAt == nil), slog.Any("error", cause))
 	return s.store.Write(ctx, func(q *db.Queries) error { return q.EnrichRetry(ctx, p) })
 }
