@@ -44,7 +44,9 @@ type result struct {
 	P90        time.Duration `json:"p90"`
 	P99        time.Duration `json:"p99"`
 	CPUSeconds float64       `json:"cpuSeconds"`
-	PeakRSS    int64         `json:"peakRssBytes"`
+	// DBCPUSeconds is PostgreSQL's CPU time (every process of the cluster) during the run.
+	DBCPUSeconds float64 `json:"dbCpuSeconds"`
+	PeakRSS      int64   `json:"peakRssBytes"`
 	// EnrichDue is how many contacts were still due for enrichment when the workload ended:
 	// how far the background enrichment fell behind the creates.
 	EnrichDue   int64         `json:"enrichDue"`
@@ -64,8 +66,9 @@ func newDriver(concurrency int, apiKey string) *driver {
 	return &driver{client: &http.Client{Transport: tr, Timeout: 30 * time.Second}, apiKey: apiKey, concurrency: concurrency}
 }
 
-// run drives wl for warmup (unmeasured) then for d, measuring the server process p.
-func (dr *driver) run(ctx context.Context, wl workload, p proc, warmup, d time.Duration) (result, error) {
+// run drives wl for warmup (unmeasured) then for d, measuring the server process p and the
+// PostgreSQL cluster whose postmaster is pg.
+func (dr *driver) run(ctx context.Context, wl workload, p proc, pg int, warmup, d time.Duration) (result, error) {
 	if warmup > 0 {
 		dr.drive(ctx, wl, warmup)
 	}
@@ -76,10 +79,18 @@ func (dr *driver) run(ctx context.Context, wl workload, p proc, warmup, d time.D
 	if err != nil {
 		return result{}, err
 	}
+	db0, err := clusterCPU(pg)
+	if err != nil {
+		return result{}, err
+	}
 	start := time.Now()
 	lat, errs, firstErr := dr.drive(ctx, wl, d)
 	elapsed := time.Since(start).Seconds()
 	cpu1, err := p.cpuSeconds()
+	if err != nil {
+		return result{}, err
+	}
+	db1, err := clusterCPU(pg)
 	if err != nil {
 		return result{}, err
 	}
@@ -89,7 +100,7 @@ func (dr *driver) run(ctx context.Context, wl workload, p proc, warmup, d time.D
 	}
 	slices.Sort(lat)
 	r := result{Name: wl.name, Server: wl.server, Requests: len(lat) + errs, Errors: errs, FirstError: firstErr,
-		Seconds: elapsed, RPS: float64(len(lat)+errs) / elapsed, CPUSeconds: cpu1 - cpu0, PeakRSS: rss,
+		Seconds: elapsed, RPS: float64(len(lat)+errs) / elapsed, CPUSeconds: cpu1 - cpu0, DBCPUSeconds: db1 - db0, PeakRSS: rss,
 		P50: percentile(lat, 0.50), P90: percentile(lat, 0.90), P99: percentile(lat, 0.99)}
 	return r, nil
 }

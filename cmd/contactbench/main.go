@@ -19,6 +19,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -105,6 +106,10 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	dbURL := cluster.URL("contactd")
+	postmaster, err := postmasterPID(dir)
+	if err != nil {
+		return err
+	}
 	st, err := store.Open(ctx, dbURL, store.Options{MaxConns: 8})
 	if err != nil {
 		return err
@@ -185,7 +190,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			}()
 		}
 		logf("%s: %v at c=%d", wl.name, o.duration, o.concurrency)
-		r, err := dr.run(ctx, wl, p, o.warmup, o.duration)
+		r, err := dr.run(ctx, wl, p, postmaster, o.warmup, o.duration)
 		if err != nil {
 			return err
 		}
@@ -380,4 +385,14 @@ func drainEnrichment(ctx context.Context, st *store.Store) (int64, time.Duration
 		time.Sleep(100 * time.Millisecond)
 	}
 	return due, time.Since(start), err
+}
+
+// postmasterPID reads the cluster's postmaster PID from the first line of postmaster.pid.
+func postmasterPID(dir string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "data", "postmaster.pid"))
+	if err != nil {
+		return 0, err
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	return strconv.Atoi(strings.TrimSpace(first))
 }

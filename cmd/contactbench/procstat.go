@@ -15,22 +15,66 @@ type proc struct{ pid int }
 
 // cpuSeconds is user + system time so far.
 func (p proc) cpuSeconds() (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
+	st, err := readStat(p.pid)
+	return st.own, err
+}
+
+// stat is what cpuSeconds and clusterCPU need from /proc/PID/stat, in seconds.
+type stat struct {
+	ppid     int
+	own      float64 // utime + stime
+	children float64 // cutime + cstime: the children that exited and were waited for
+}
+
+func readStat(pid int) (stat, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return stat{}, err
+	}
+	// fields after the parenthesised command name: state is field 3, ppid 4, utime 14,
+	// stime 15, cutime 16, cstime 17.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 15 {
+		return stat{}, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	var v [4]float64
+	for i := range v {
+		if v[i], err = strconv.ParseFloat(f[11+i], 64); err != nil {
+			return stat{}, fmt.Errorf("parse /proc/%d/stat: %w", pid, err)
+		}
+	}
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return stat{}, fmt.Errorf("parse /proc/%d/stat: %w", pid, err)
+	}
+	return stat{ppid: ppid, own: (v[0] + v[1]) / clockTicks, children: (v[2] + v[3]) / clockTicks}, nil
+}
+
+// clusterCPU is the CPU time so far of a PostgreSQL cluster: its postmaster, the postmaster's
+// live children (backends, walwriter, ...) and the children that have exited.
+func clusterCPU(postmaster int) (float64, error) {
+	pm, err := readStat(postmaster)
 	if err != nil {
 		return 0, err
 	}
-	// fields after the parenthesised command name: state is field 3, utime 14, stime 15.
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("short /proc/%d/stat", p.pid)
+	total := pm.own + pm.children
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
 	}
-	u, err1 := strconv.ParseFloat(f[11], 64)
-	st, err2 := strconv.ParseFloat(f[12], 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("parse /proc/%d/stat", p.pid)
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == postmaster {
+			continue
+		}
+		st, err := readStat(pid)
+		if err != nil || st.ppid != postmaster {
+			continue // gone since ReadDir, or not PostgreSQL's
+		}
+		total += st.own + st.children
 	}
-	return (u + st) / clockTicks, nil
+	return total, nil
 }
 
 // resetPeakRSS starts a new peak-RSS measurement (Linux: "5" to clear_refs resets VmHWM).

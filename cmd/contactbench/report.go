@@ -69,19 +69,20 @@ func printReport(w io.Writer, rep report) {
 		byName[r.Name] = r
 	}
 	fmt.Fprintf(w, "contactbench %s — %s — c=%d, %d contacts seeded\n\n", rep.Date, rep.Machine, rep.Concurrency, rep.Contacts)
-	fmt.Fprintln(w, "| workload | vs baseline | req/s (absolute) | p50 | p90 | p99 | errors | server CPU s | CPU ms/req | peak RSS MB |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| workload | vs baseline | req/s (absolute) | p50 | p90 | p99 | errors | server CPU s | CPU ms/req | PostgreSQL CPU ms/req | peak RSS MB |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rep.Results {
 		rel := "—"
 		if _, ok := ratioOf[r.Name]; ok && byName[ratioOf[r.Name]].RPS > 0 {
 			rel = fmt.Sprintf("%.2f × %s", ratio(byName, r.Name), ratioOf[r.Name])
 		}
-		perReq := 0.0
+		perReq, dbPerReq := 0.0, 0.0
 		if r.Requests > 0 {
 			perReq = r.CPUSeconds * 1000 / float64(r.Requests)
+			dbPerReq = r.DBCPUSeconds * 1000 / float64(r.Requests)
 		}
-		fmt.Fprintf(w, "| %s | %s | %.0f | %s | %s | %s | %d | %.1f | %.3f | %.0f |\n", r.Name, rel, r.RPS,
-			ms(r.P50), ms(r.P90), ms(r.P99), r.Errors, r.CPUSeconds, perReq, float64(r.PeakRSS)/(1<<20))
+		fmt.Fprintf(w, "| %s | %s | %.0f | %s | %s | %s | %d | %.1f | %.3f | %.3f | %.0f |\n", r.Name, rel, r.RPS,
+			ms(r.P50), ms(r.P90), ms(r.P99), r.Errors, r.CPUSeconds, perReq, dbPerReq, float64(r.PeakRSS)/(1<<20))
 	}
 	for _, r := range rep.Results {
 		if r.Name == "create" {

@@ -3,7 +3,8 @@
 package contact
 
 import (
-	"encoding/json"
+	"bytes"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,17 +60,6 @@ type Property struct {
 	Address address.Address `json:"-"`
 }
 
-// propertyJSON is the shape the contact queries aggregate properties into.
-type propertyJSON struct {
-	PropertyID      uuid.UUID `json:"propertyId"`
-	AptOrUnitNumber string    `json:"aptOrUnitNumber"`
-	StreetAddress   string    `json:"streetAddress"`
-	City            string    `json:"city"`
-	County          string    `json:"county"`
-	State           string    `json:"state"`
-	Zip             string    `json:"zip"`
-}
-
 // Origin is how a request reached contactd, recorded as proof of consent.
 type Origin struct {
 	KeyName, KeyPrefix, SourceIP, UserAgent string
@@ -96,9 +86,9 @@ func (s *Service) ConsentURL(c Contact) string { return s.publicURL + "/consent/
 // EmailKey is the dedupe key of an email: trimmed and lower-cased.
 func EmailKey(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
 
-// fromRow builds the API's contact from its row; the lead score is computed for now, so it
-// decays between activities too.
-func (s *Service) fromRow(r db.Contact, props []byte) (Contact, error) {
+// fromRow builds the API's contact from its row and its active properties; the lead score is
+// computed for now, so it decays between activities too.
+func (s *Service) fromRow(r db.Contact, props []Property) Contact {
 	c := Contact{
 		ID: r.ContactID, Email: r.Email, Name: r.Name, Phone: r.Phone, EmailStatus: r.EmailStatus,
 		RecordStatus: r.RecordStatus, Tags: r.Tags, LeadScore: int(r.LeadScore),
@@ -117,17 +107,37 @@ func (s *Service) fromRow(r db.Contact, props []byte) (Contact, error) {
 	if r.CrmName != nil || r.CrmUrl != nil || r.CrmSource != nil || r.CrmStage != nil || r.CrmCreatedDate != nil {
 		c.CRM = &CRMFields{Name: r.CrmName, URL: r.CrmUrl, Source: r.CrmSource, Stage: r.CrmStage, CreatedDate: r.CrmCreatedDate}
 	}
-	var ps []propertyJSON
-	if err := json.Unmarshal(props, &ps); err != nil {
-		return c, err
+	c.Properties = props
+	if c.Properties == nil {
+		c.Properties = []Property{}
 	}
-	c.Properties = make([]Property, len(ps))
-	for i, p := range ps {
-		c.Properties[i] = Property{ID: p.PropertyID, Address: address.Address{
-			AptOrUnitNumber: p.AptOrUnitNumber, StreetAddress: p.StreetAddress, City: p.City,
-			County: p.County, State: p.State, Zip: p.Zip}}
+	return c
+}
+
+// fromJoinedRows builds the contact from ContactGetByID's rows: the contact once per active
+// property (or once, without one), properties in id order (UUIDv7: creation order).
+func (s *Service) fromJoinedRows(rows []db.ContactGetByIDRow) (Contact, error) {
+	if len(rows) == 0 {
+		return Contact{}, ErrNotFound
 	}
-	return c, nil
+	var props []Property
+	for _, r := range rows {
+		if r.PropertyID == nil {
+			continue
+		}
+		props = append(props, Property{ID: *r.PropertyID, Address: address.Address{
+			AptOrUnitNumber: deref(r.AptOrUnitNumber), StreetAddress: deref(r.StreetAddress), City: deref(r.City),
+			County: deref(r.County), State: deref(r.State), Zip: deref(r.Zip)}})
+	}
+	slices.SortFunc(props, func(a, b Property) int { return bytes.Compare(a.ID[:], b.ID[:]) })
+	return s.fromRow(rows[0].Contact, props), nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // contactInfo identifies c in webhook events.

@@ -2,14 +2,12 @@ package contact
 
 import (
 	"context"
-	"errors"
 
 	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/ids"
-	"github.com/contactd/contactd/internal/store"
 )
 
 // Get finds a contact by id, by email, or by both (which must then name the same contact).
@@ -24,17 +22,18 @@ func (s *Service) Get(ctx context.Context, accountID uuid.UUID, contactID, email
 		if contactID != nil {
 			c, err = s.getByID(ctx, q, accountID, *contactID)
 		} else {
-			var row db.ContactGetByEmailRow
-			row, err = q.ContactGetByEmail(ctx, db.ContactGetByEmailParams{AccountID: accountID, EmailKey: EmailKey(*email)})
+			var rows []db.ContactGetByEmailRow
+			rows, err = q.ContactGetByEmail(ctx, db.ContactGetByEmailParams{AccountID: accountID, EmailKey: EmailKey(*email)})
 			if err == nil {
-				c, err = s.fromRow(row.Contact, row.Properties)
+				byID := make([]db.ContactGetByIDRow, len(rows))
+				for i, r := range rows {
+					byID[i] = db.ContactGetByIDRow(r)
+				}
+				c, err = s.fromJoinedRows(byID)
 			}
 		}
 		return err
 	})
-	if errors.Is(err, apperr.ErrNoRows) {
-		return Contact{}, ErrNotFound
-	}
 	if err == nil && contactID != nil && email != nil && EmailKey(c.Email) != EmailKey(*email) {
 		return Contact{}, ErrNotFound
 	}
@@ -51,13 +50,11 @@ func (s *Service) getByID(ctx context.Context, q *db.Queries, accountID uuid.UUI
 
 // load reads one contact with its properties in one round trip.
 func (s *Service) load(ctx context.Context, q *db.Queries, accountID, id uuid.UUID) (Contact, error) {
-	row, err := q.ContactGetByID(ctx, db.ContactGetByIDParams{AccountID: accountID, ContactID: id})
-	if errors.Is(store.Translate(err), apperr.ErrNoRows) {
-		return Contact{}, ErrNotFound
-	} else if err != nil {
+	rows, err := q.ContactGetByID(ctx, db.ContactGetByIDParams{AccountID: accountID, ContactID: id})
+	if err != nil {
 		return Contact{}, err
 	}
-	return s.fromRow(row.Contact, row.Properties)
+	return s.fromJoinedRows(rows)
 }
 
 // ParseID parses a contact id; anything but a canonical UUID is not found.

