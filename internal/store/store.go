@@ -62,7 +62,7 @@ func Open(ctx context.Context, url string, opt Options) (*Store, error) {
 }
 
 // New wraps an existing pool.
-func New(pool *pgxpool.Pool) *Store { return &Store{Pool: pool, q: db.New(pool)} }
+func New(pool *pgxpool.Pool) *Store { return &Store{Pool: pool, q: db.New(plannedDB{pool})} }
 
 // Close closes the pool.
 func (s *Store) Close() { s.Pool.Close() }
@@ -81,7 +81,7 @@ func (s *Store) Write(ctx context.Context, fn func(q *db.Queries) error) error {
 // InTx runs fn in a transaction: committed when fn returns nil, rolled back otherwise.
 func (s *Store) InTx(ctx context.Context, fn func(tx Tx) error) error {
 	err := pgx.BeginFunc(ctx, s.Pool, func(raw pgx.Tx) error {
-		return fn(Tx{Queries: db.New(raw), Raw: raw})
+		return fn(Tx{Queries: db.New(plannedDB{raw}), Raw: raw})
 	})
 	return Translate(err)
 }

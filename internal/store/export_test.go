@@ -1,0 +1,16 @@
+package store
+
+import (
+	"github.com/jackc/pgx/v5"
+
+	"github.com/contactd/contactd/gen/db"
+)
+
+// Planned is plannedDB for the external tests.
+func Planned(inner db.DBTX) db.DBTX { return plannedDB{inner} }
+
+// PlannedStatements is how many statements conn keeps scan plans for.
+func PlannedStatements(conn *pgx.Conn) int {
+	m, _ := conn.PgConn().CustomData()[plansKey].(map[string]*statementPlans)
+	return len(m)
+}
