@@ -33,14 +33,23 @@ func FormatOptions() []openapi3.SchemaValidationOption {
 type routeTable struct {
 	ops   map[string]*routers.Route
 	paths map[string]bool // Echo patterns of the spec's paths, whatever the method
+	// validated is each route as the validator sees it: without security requirements, which
+	// the auth middleware has enforced already (kin-openapi would walk them to call a no-op).
+	validated map[*routers.Route]*routers.Route
 }
 
 func newRouteTable(spec *openapi3.T) routeTable {
-	t := routeTable{ops: map[string]*routers.Route{}, paths: map[string]bool{}}
+	t := routeTable{ops: map[string]*routers.Route{}, paths: map[string]bool{}, validated: map[*routers.Route]*routers.Route{}}
 	for path, item := range spec.Paths.Map() {
 		t.paths[echoPath(path)] = true
 		for method, op := range item.Operations() {
-			t.ops[method+" "+echoPath(path)] = &routers.Route{Spec: spec, Path: path, PathItem: item, Method: method, Operation: op}
+			route := &routers.Route{Spec: spec, Path: path, PathItem: item, Method: method, Operation: op}
+			t.ops[method+" "+echoPath(path)] = route
+			unsecured := *op
+			unsecured.Security = &openapi3.SecurityRequirements{}
+			v := *route
+			v.Operation = &unsecured
+			t.validated[route] = &v
 		}
 	}
 	return t
@@ -89,7 +98,7 @@ func (s *Server) validate(next echo.HandlerFunc) echo.HandlerFunc {
 			params[name] = c.ParamValues()[i]
 		}
 		err := openapi3filter.ValidateRequest(c.Request().Context(), &openapi3filter.RequestValidationInput{
-			Request: c.Request(), PathParams: params, Route: route, Options: opts,
+			Request: c.Request(), PathParams: params, Route: s.routes.validated[route], Options: opts,
 		})
 		if err != nil {
 			return s.validationError(err)
