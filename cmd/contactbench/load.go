@@ -145,6 +145,40 @@ func (dr *driver) drive(ctx context.Context, wl workload, d time.Duration) (lat 
 	return lat, errs, firstErr
 }
 
+// paced sends rate requests per second in all for d, spread over the clients (each on its
+// own schedule, so a slow response delays only its client) and returns how many were sent.
+func (dr *driver) paced(ctx context.Context, wl workload, rate float64, d time.Duration) (sent, errs int, firstErr string) {
+	start := time.Now()
+	interval := time.Duration(float64(dr.concurrency) / rate * float64(time.Second))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range dr.concurrency {
+		wg.Go(func() {
+			w := &worker{id: i, rng: rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))}
+			var mySent, myErrs int
+			var myFirst string
+			for next := start.Add(interval * time.Duration(i) / time.Duration(dr.concurrency)); next.Before(start.Add(d)) && ctx.Err() == nil; next = next.Add(interval) {
+				time.Sleep(time.Until(next))
+				mySent++
+				if err := dr.do(ctx, wl.next(w)); err != nil {
+					myErrs++
+					if myFirst == "" {
+						myFirst = err.Error()
+					}
+				}
+			}
+			mu.Lock()
+			sent, errs = sent+mySent-myErrs, errs+myErrs
+			if firstErr == "" {
+				firstErr = myFirst
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return sent, errs, firstErr
+}
+
 func (dr *driver) do(ctx context.Context, r request) error {
 	var body io.Reader
 	if r.body != nil {

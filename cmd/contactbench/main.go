@@ -39,6 +39,7 @@ type options struct {
 	subs        int
 	whDuration  time.Duration
 	whConc      int
+	whRate      float64
 	profileDir  string
 	jsonOut     string
 	only        string
@@ -62,13 +63,14 @@ func main() {
 	flag.IntVar(&o.subs, "webhook-subs", 3, "webhook subscriptions (TagsAdded; at most 3 per event type)")
 	flag.DurationVar(&o.whDuration, "webhook-duration", 10*time.Second, "time the webhook workload produces events")
 	flag.IntVar(&o.whConc, "webhook-c", 16, "concurrent clients producing webhook events")
+	flag.Float64Var(&o.whRate, "webhook-rate", 1200, "deliveries per second asked in the paced phase, where latency is measured")
 	flag.StringVar(&o.profileDir, "profile", "", "write a CPU profile of contactd per workload into this directory (pprof)")
 	flag.StringVar(&o.jsonOut, "json", "", "also write the results as JSON to this file")
 	flag.StringVar(&o.only, "only", "", "comma-separated workloads to run (default all)")
 	flag.BoolVar(&o.smoke, "smoke", false, "a few seconds on a tiny dataset, to check the tool works (make test)")
 	flag.Parse()
 	if o.smoke {
-		o.duration, o.warmup, o.concurrency, o.contacts, o.whDuration, o.whConc = time.Second, 200*time.Millisecond, 4, 300, time.Second, 4
+		o.duration, o.warmup, o.concurrency, o.contacts, o.whDuration, o.whConc, o.whRate = time.Second, 200*time.Millisecond, 4, 300, time.Second, 4, 60
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -214,7 +216,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			return err
 		}
 		logf("webhooks: %d subscriptions, %v at c=%d", o.subs, o.whDuration, o.whConc)
-		wh, err := measureWebhooks(ctx, newDriver(o.whConc, apiKey), contactdURL, ds, cd.proc, o.subs, o.whDuration)
+		wh, err := measureWebhooks(ctx, newDriver(o.whConc, apiKey), contactdURL, ds, cd.proc, o.subs, o.whDuration, o.whRate)
 		if err != nil {
 			return err
 		}
@@ -234,8 +236,8 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if errs > 0 {
 		return fmt.Errorf("%d requests failed", errs)
 	}
-	if rep.Webhooks.Expected > 0 && rep.Webhooks.Deliveries != rep.Webhooks.Expected {
-		return fmt.Errorf("%d of %d webhook deliveries arrived", rep.Webhooks.Deliveries, rep.Webhooks.Expected)
+	if wh := rep.Webhooks; wh.Deliveries != wh.Expected || wh.PacedDeliveries != wh.PacedExpected {
+		return fmt.Errorf("webhook deliveries arrived: %d of %d, then %d of %d paced", wh.Deliveries, wh.Expected, wh.PacedDeliveries, wh.PacedExpected)
 	}
 	return nil
 }

@@ -50,8 +50,8 @@ var targets = []target{
 		}
 		return true
 	}},
-	{"webhooks >= 1,000 deliveries/s, p50 < 50 ms", func(_ map[string]result, wh webhookResult) bool {
-		return wh.PerSecond >= 1000 && wh.P50 < 50*time.Millisecond
+	{"webhooks >= 1,000 deliveries/s; p50 < 50 ms commit -> arrival at >= 1,000 deliveries/s", func(_ map[string]result, wh webhookResult) bool {
+		return wh.PerSecond >= 1000 && wh.PacedAchieved >= 1000 && wh.P50 < 50*time.Millisecond
 	}},
 }
 
@@ -91,8 +91,10 @@ func printReport(w io.Writer, rep report) {
 		}
 	}
 	if wh := rep.Webhooks; wh.Expected > 0 {
-		fmt.Fprintf(w, "\nwebhooks: %d subscriptions, %d events, %d/%d deliveries, %.0f deliveries/s, commit -> arrival p50 %s p99 %s, contactd CPU %.1f s\n",
-			wh.Subscriptions, wh.Events, wh.Deliveries, wh.Expected, wh.PerSecond, ms(wh.P50), ms(wh.P99), wh.CPUSeconds)
+		fmt.Fprintf(w, "\nwebhooks: %d subscriptions; as fast as producers go: %d events, %d/%d deliveries, %.0f deliveries/s, contactd CPU %.1f s\n",
+			wh.Subscriptions, wh.Events, wh.Deliveries, wh.Expected, wh.PerSecond, wh.CPUSeconds)
+		fmt.Fprintf(w, "webhooks paced at %.0f deliveries/s: %d/%d delivered at %.0f/s, commit -> arrival p50 %s p99 %s\n",
+			wh.PacedRate, wh.PacedDeliveries, wh.PacedExpected, wh.PacedAchieved, ms(wh.P50), ms(wh.P99))
 	}
 	if rep.Smoke {
 		fmt.Fprintln(w, "\nsmoke run: checks that every workload works, with no errors; its figures mean nothing")

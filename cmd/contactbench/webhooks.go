@@ -57,22 +57,39 @@ func (rc *receiver) count() int {
 	return len(rc.lat)
 }
 
-// webhookResult is the delivery measurement.
-type webhookResult struct {
-	Subscriptions int           `json:"subscriptions"`
-	Events        int           `json:"events"`
-	Deliveries    int           `json:"deliveries"`
-	Expected      int           `json:"expected"`
-	PerSecond     float64       `json:"deliveriesPerSecond"`
-	P50           time.Duration `json:"p50"`
-	P99           time.Duration `json:"p99"`
-	CPUSeconds    float64       `json:"cpuSeconds"`
+// take returns what arrived so far and starts over.
+func (rc *receiver) take() (lat []time.Duration, at []time.Time) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	lat, at = rc.lat, rc.at
+	rc.lat, rc.at = nil, nil
+	return lat, at
 }
 
-// measureWebhooks subscribes subs endpoints to TagsAdded, then adds a new tag to random
-// contacts for d at the driver's concurrency: every request is one event and subs deliveries.
-// Throughput is deliveries over the time from the first request to the last arrival.
-func measureWebhooks(ctx context.Context, dr *driver, base string, ds dataset, p proc, subs int, d time.Duration) (webhookResult, error) {
+// webhookResult is the delivery measurement: throughput with producers as fast as they can
+// go, then latency with producers paced below that, where it means something (at saturation
+// every delivery waits behind the backlog, however long the run made it).
+type webhookResult struct {
+	Subscriptions int     `json:"subscriptions"`
+	Events        int     `json:"events"`
+	Deliveries    int     `json:"deliveries"`
+	Expected      int     `json:"expected"`
+	PerSecond     float64 `json:"deliveriesPerSecond"`
+	CPUSeconds    float64 `json:"cpuSeconds"`
+	// the paced phase: deliveries asked per second, what it delivered, commit -> arrival.
+	PacedRate       float64       `json:"pacedDeliveriesPerSecond"`
+	PacedAchieved   float64       `json:"pacedAchievedPerSecond"`
+	PacedDeliveries int           `json:"pacedDeliveries"`
+	PacedExpected   int           `json:"pacedExpected"`
+	P50             time.Duration `json:"p50"`
+	P99             time.Duration `json:"p99"`
+}
+
+// measureWebhooks subscribes subs endpoints to TagsAdded; each request adds a new tag to a
+// random contact: one event, subs deliveries. First the driver's clients send as fast as
+// they can for d (throughput: deliveries over the time from the first request to the last
+// arrival), then they send at rate deliveries/s for d (latency from commit to arrival).
+func measureWebhooks(ctx context.Context, dr *driver, base string, ds dataset, p proc, subs int, d time.Duration, rate float64) (webhookResult, error) {
 	rc, stop, err := startReceiver()
 	if err != nil {
 		return webhookResult{}, err
@@ -89,35 +106,56 @@ func measureWebhooks(ctx context.Context, dr *driver, base string, ds dataset, p
 		body := fmt.Appendf(nil, `{"tags":["wh-%d"]}`, seq.Add(1)) // always new: one event per request
 		return request{method: "POST", url: base + "/public/v1/contact/" + ds.ids[w.rng.IntN(len(ds.ids))].String() + "/tags", body: body, want: 200}
 	}}
+	res := webhookResult{Subscriptions: subs, PacedRate: rate}
+
 	cpu0, err := p.cpuSeconds()
 	if err != nil {
-		return webhookResult{}, err
+		return res, err
 	}
 	start := time.Now()
 	lat, errs, firstErr := dr.drive(ctx, wl, d)
 	if errs > 0 {
-		return webhookResult{}, fmt.Errorf("webhook load: %d errors, first: %s", errs, firstErr)
+		return res, fmt.Errorf("webhook load: %d errors, first: %s", errs, firstErr)
 	}
-	res := webhookResult{Subscriptions: subs, Events: len(lat), Expected: len(lat) * subs}
-	deadline := time.Now().Add(60 * time.Second)
-	for rc.count() < res.Expected && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	res.Events, res.Expected = len(lat), len(lat)*subs
+	if err := awaitArrivals(rc, res.Expected); err != nil {
+		return res, err
 	}
 	cpu1, err := p.cpuSeconds()
 	if err != nil {
-		return webhookResult{}, err
+		return res, err
 	}
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	res.Deliveries = len(rc.lat)
-	res.CPUSeconds = cpu1 - cpu0
-	if res.Deliveries == 0 {
-		return res, fmt.Errorf("no webhook arrived")
-	}
-	last := slices.MaxFunc(rc.at, func(a, b time.Time) int { return a.Compare(b) })
+	_, at := rc.take()
+	res.Deliveries, res.CPUSeconds = len(at), cpu1-cpu0
+	last := slices.MaxFunc(at, func(a, b time.Time) int { return a.Compare(b) })
 	res.PerSecond = float64(res.Deliveries) / last.Sub(start).Seconds()
-	sorted := slices.Clone(rc.lat)
-	slices.Sort(sorted)
-	res.P50, res.P99 = percentile(sorted, 0.50), percentile(sorted, 0.99)
+
+	start = time.Now()
+	events, errs, firstErr := dr.paced(ctx, wl, rate/float64(subs), d)
+	if errs > 0 {
+		return res, fmt.Errorf("paced webhook load: %d errors, first: %s", errs, firstErr)
+	}
+	res.PacedExpected = events * subs
+	if err := awaitArrivals(rc, res.PacedExpected); err != nil {
+		return res, err
+	}
+	arrived, at := rc.take()
+	res.PacedDeliveries = len(arrived)
+	last = slices.MaxFunc(at, func(a, b time.Time) int { return a.Compare(b) })
+	res.PacedAchieved = float64(len(arrived)) / last.Sub(start).Seconds()
+	slices.Sort(arrived)
+	res.P50, res.P99 = percentile(arrived, 0.50), percentile(arrived, 0.99)
 	return res, nil
+}
+
+// awaitArrivals waits up to a minute for n deliveries to have arrived.
+func awaitArrivals(rc *receiver, n int) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for rc.count() < n && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := rc.count(); got < n {
+		return fmt.Errorf("%d of %d webhook deliveries arrived", got, n)
+	}
+	return nil
 }

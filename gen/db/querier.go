@@ -43,6 +43,11 @@ type Querier interface {
 	ContactOtherWithEmail(ctx context.Context, arg ContactOtherWithEmailParams) (uuid.UUID, error)
 	// A new email makes the contact due for enrichment (the right-hand sides see the old row).
 	ContactUpdateDetails(ctx context.Context, arg ContactUpdateDetailsParams) error
+	// Leases up to @max due deliveries to the caller until @lease_until, with everything their
+	// attempts need; SKIP LOCKED lets workers in several processes claim side by side. A lease
+	// that ends without a recorded attempt (the worker died) makes the delivery due again, for
+	// the same attempt.
+	DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error)
 	DeliveryGet(ctx context.Context, arg DeliveryGetParams) (DeliveryGetRow, error)
 	DeliveryInsert(ctx context.Context, arg DeliveryInsertParams) error
 	// Everything one attempt needs, in one round trip.

@@ -118,8 +118,8 @@ func NewServices(cfg config.Config, st *store.Store, log *slog.Logger) (*Service
 	}, nil
 }
 
-// StartWorkers runs the background workers: webhook deliveries and maintenance (River) and
-// enrichment.
+// StartWorkers runs the background workers: webhook deliveries, enrichment and maintenance
+// (River).
 func (s *Services) StartWorkers(ctx context.Context) error {
 	if err := s.Deliveries.Start(ctx); err != nil {
 		return err
@@ -129,7 +129,7 @@ func (s *Services) StartWorkers(ctx context.Context) error {
 }
 
 // StopWorkers lets work in progress finish within ctx; what does not is cancelled and picked
-// up again later (River's rescue, enrichment leases).
+// up again when its lease ends (deliveries, enrichment).
 func (s *Services) StopWorkers(ctx context.Context) error {
 	var wg sync.WaitGroup
 	var enrichErr error
@@ -145,16 +145,20 @@ func (s *Services) Listen(ctx context.Context, st *store.Store, log *slog.Logger
 	store.Listen(ctx, st.Pool, log, s.Auth.Follower(), s.Subscribers.Follower())
 }
 
-// queueDepth counts River's unfinished jobs by queue and state, and the contacts due for
-// enrichment as the "enrichment" queue (available: due now; scheduled: due later, after a
-// failed DNS check or while a worker holds them), for /metrics.
+// queueDepth counts, for /metrics, the Pending webhook deliveries as the "webhooks" queue
+// and the contacts due for enrichment as the "enrichment" queue (available: due now;
+// scheduled: due later, after a failure or while a worker holds them), and River's
+// unfinished maintenance jobs by queue and state.
 func queueDepth(st *store.Store) metrics.QueueDepth {
 	return func(ctx context.Context) (map[[2]string]float64, error) {
-		rows, err := st.Pool.Query(ctx, `SELECT queue, state::text, count(*) FROM river_job
-			WHERE state IN ('available', 'scheduled', 'retryable', 'running', 'pending') GROUP BY 1, 2
+		rows, err := st.Pool.Query(ctx, `SELECT '`+delivery.QueueName+`', CASE WHEN next_attempt_at <= now() THEN 'available' ELSE 'scheduled' END, count(*)
+			FROM webhook_deliveries WHERE status = 'Pending' GROUP BY 1, 2
 			UNION ALL
 			SELECT 'enrichment', CASE WHEN enrich_due_at <= now() THEN 'available' ELSE 'scheduled' END, count(*)
-			FROM contacts WHERE enrich_due_at IS NOT NULL GROUP BY 1, 2`)
+			FROM contacts WHERE enrich_due_at IS NOT NULL GROUP BY 1, 2
+			UNION ALL
+			SELECT queue, state::text, count(*) FROM river_job
+			WHERE state IN ('available', 'scheduled', 'retryable', 'running', 'pending') GROUP BY 1, 2`)
 		if err != nil {
 			return nil, err
 		}

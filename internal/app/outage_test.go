@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,11 +12,17 @@ import (
 )
 
 // When PostgreSQL goes away, requests fail fast with 503 and the documented body, /readyz
-// says not ready, and service resumes by itself when PostgreSQL is back. Not parallel: it
-// stops the package's PostgreSQL, which parallel tests would also be using.
+// says not ready, and service resumes by itself when PostgreSQL is back, webhook deliveries
+// included. Not parallel: it stops the package's PostgreSQL, which parallel tests would also
+// be using.
 func TestDatabaseOutage(t *testing.T) {
-	a := testkit.NewAPI(t)
+	a := testkit.NewAPI(t, testkit.LocalDelivery)
 	_, key := a.Account("acme")
+	rc := testkit.NewReceiver(t)
+	if r := a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": rc.URL, "eventType": "TagsAdded"}); r.Status != 200 {
+		t.Fatalf("subscribe: %d %s", r.Status, r.Body)
+	}
+	a.StartWorkers()
 	r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "before@example.com"})
 	if r.Status != 200 {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
@@ -76,8 +83,11 @@ func TestDatabaseOutage(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "after@example.com"}); r.Status != 200 {
+	if r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "after@example.com", "tags": []string{"back"}}); r.Status != 200 {
 		t.Errorf("create after recovery: %d %s", r.Status, r.Body)
+	}
+	if d := rc.Next(t, 10*time.Second); !strings.Contains(string(d.Body), "after@example.com") {
+		t.Errorf("delivered after recovery: %s", d.Body)
 	}
 	if r := a.Do("GET", "/public/v1/contact?emailId=during%40example.com", key, nil); r.Status != 404 {
 		t.Errorf("the create refused during the outage exists: %d", r.Status)

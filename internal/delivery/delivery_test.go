@@ -240,7 +240,7 @@ func TestCommittedBeforeWorkersStartIsDelivered(t *testing.T) {
 func TestTwoWorkerPoolsDeliverEachEventOnce(t *testing.T) {
 	t.Parallel()
 	s := newSetup(t, true)
-	second := testkit.SecondDeliveryService(t, s.a)
+	second := testkit.SecondDeliveryService(t, s.a, 8)
 	if err := second.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -2,12 +2,12 @@ package delivery
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/netip"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
@@ -25,9 +25,12 @@ type Options struct {
 	AllowedNetworks []netip.Prefix
 	// Workers is how many attempts run at once in this process.
 	Workers int
-	// RescueAfter is when River retries a job whose worker died mid-attempt. It must exceed
-	// the job timeout, or a live attempt could be repeated.
+	// RescueAfter is the lease on a claimed delivery: when the same attempt is made again if
+	// its worker died. It must exceed Timeout, or a live attempt could be repeated.
 	RescueAfter time.Duration
+	// PollEvery is how often idle workers look for due deliveries that no change in this
+	// process announced: retries, other processes' events, dead workers' leases (250 ms).
+	PollEvery time.Duration
 	// SweepEvery is how often Failing subscriptions are checked for removal.
 	SweepEvery time.Duration
 	Now        func() time.Time
@@ -36,26 +39,31 @@ type Options struct {
 	Metrics *metrics.Metrics
 }
 
-// New returns the delivery service over st. It can enqueue at once; Start runs workers.
+// New returns the delivery service over st; Start runs its workers.
 func New(st *store.Store, opt Options) (*Service, error) {
 	if opt.Now == nil {
 		opt.Now = func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
 	}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	if opt.PollEvery <= 0 {
+		opt.PollEvery = 250 * time.Millisecond
+	}
+	if opt.Workers < 1 {
+		opt.Workers = 1
+	}
 	s := &Service{store: st, http: NewHTTPClient(opt.Timeout, opt.AllowedNetworks), timeout: opt.Timeout,
-		now: opt.Now, rnd: defaultRand, log: opt.Log, metrics: opt.Metrics}
+		now: opt.Now, rnd: defaultRand, log: opt.Log, metrics: opt.Metrics, opt: opt, wake: make(chan struct{}, 1)}
 	workers := river.NewWorkers()
-	river.AddWorker(workers, &worker{s: s})
 	river.AddWorker(workers, &sweepWorker{s: s})
 	cfg := &river.Config{
-		Workers:              workers,
-		Logger:               opt.Log,
-		FetchCooldown:        5 * time.Millisecond,
-		FetchPollInterval:    250 * time.Millisecond,
-		JobTimeout:           opt.Timeout + 10*time.Second,
-		RescueStuckJobsAfter: opt.RescueAfter,
+		Workers:           workers,
+		Logger:            opt.Log,
+		FetchPollInterval: time.Second,
+		JobTimeout:        time.Minute,
 		Queues: map[string]river.QueueConfig{
-			QueueName:          {MaxWorkers: opt.Workers},
-			river.QueueDefault: {MaxWorkers: 8}, // enrichment (DNS-bound) and maintenance
+			river.QueueDefault: {MaxWorkers: 2}, // maintenance
 		},
 		PeriodicJobs: []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(opt.SweepEvery),
 			func() (river.JobArgs, *river.InsertOpts) { return SweepArgs{}, nil },
@@ -69,21 +77,25 @@ func New(st *store.Store, opt Options) (*Service, error) {
 	return s, nil
 }
 
-// Start runs the workers until Stop.
-func (s *Service) Start(ctx context.Context) error { return s.river.Start(ctx) }
-
-// Stop lets running attempts finish (their results are recorded), within ctx; attempts
-// still running when ctx ends are cancelled and River retries them later.
-func (s *Service) Stop(ctx context.Context) error {
-	err := s.river.Stop(ctx)
-	if ctx.Err() != nil {
-		return s.river.StopAndCancel(context.Background())
+// Start runs the delivery workers and the periodic sweep until Stop.
+func (s *Service) Start(ctx context.Context) error {
+	if err := s.river.Start(ctx); err != nil {
+		return err
 	}
-	return err
+	s.startQueue()
+	return nil
 }
 
-// River is the job client, for tests that inspect jobs.
-func (s *Service) River() *river.Client[pgx.Tx] { return s.river }
+// Stop lets running attempts finish (their results are recorded), within ctx; attempts
+// still running when ctx ends are cancelled, and made again when their leases end.
+func (s *Service) Stop(ctx context.Context) error {
+	queueErr := s.stopQueue(ctx)
+	err := s.river.Stop(ctx)
+	if ctx.Err() != nil {
+		err = s.river.StopAndCancel(context.Background())
+	}
+	return errors.Join(queueErr, err)
+}
 
 // SweepArgs is the periodic job that removes subscriptions Failing for too long.
 type SweepArgs struct{}

@@ -1,6 +1,7 @@
-// Package delivery sends stored events to subscribers: River jobs, one per attempt, that
-// POST the signed payload through an SSRF-guarded client, record the attempt, move the
-// subscription between Active, Failing and Removed, and schedule the next attempt.
+// Package delivery sends stored events to subscribers: workers claim due deliveries from
+// their table (queue.go), POST the signed payload through an SSRF-guarded client, record the
+// attempt, move the subscription between Active, Failing and Removed, and schedule the next
+// attempt on the delivery itself.
 package delivery
 
 import (

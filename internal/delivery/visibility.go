@@ -111,7 +111,8 @@ func (s *Service) Redeliver(ctx context.Context, account uuid.UUID, rawSub, rawD
 			return err
 		}
 		d = Delivery{ID: id, EventID: row.EventID, EventType: row.EventType, Status: "Pending", Attempts: int(row.Attempts), NextAttemptAt: &now}
-		return s.enqueue(ctx, tx.Raw, account, id, d.Attempts+1, time.Time{})
+		tx.AfterCommit(s.wakeUp)
+		return nil
 	})
 	return d, err
 }

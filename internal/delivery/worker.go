@@ -23,64 +23,43 @@ import (
 	"github.com/contactd/contactd/internal/webhook"
 )
 
-// QueueName is the River queue of delivery attempts.
+// QueueName names the delivery queue in /metrics.
 const QueueName = "webhooks"
 
 // FailingAfter is how many failed attempts in a row turn a subscription Failing.
 const FailingAfter = 3
 
-// Args is one attempt of one delivery. Each attempt is its own job, so the schedule, the
-// jitter and Retry-After are ours, and a job River retries after a crash repeats only the
-// attempt that was cut off.
+// Args identifies one attempt of one delivery: a retry, or the same attempt made again after
+// its worker died, carries the delivery's event id, so receivers can tell repeats.
 type Args struct {
-	AccountID  uuid.UUID `json:"account_id"`
-	DeliveryID uuid.UUID `json:"delivery_id"`
-	Attempt    int       `json:"attempt"`
+	AccountID  uuid.UUID
+	DeliveryID uuid.UUID
+	Attempt    int
 }
-
-// Kind names the job for River.
-func (Args) Kind() string { return "webhook_delivery" }
-
-// InsertOpts puts attempts on their own queue. River's own retries only cover failures to
-// record an attempt (the database was away); HTTP failures are scheduled by us.
-func (Args) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: QueueName, MaxAttempts: 10} }
 
 // Service delivers events and answers questions about deliveries.
 type Service struct {
 	store   *store.Store
-	river   *river.Client[pgx.Tx]
+	river   *river.Client[pgx.Tx] // periodic maintenance: the sweep of Failing subscriptions
 	http    *http.Client
 	timeout time.Duration
 	now     func() time.Time
 	rnd     func() float64
 	log     *slog.Logger
 	metrics *metrics.Metrics
+	opt     Options
+	wake    chan struct{}
+	q       queue
 }
 
 var _ webhook.Enqueuer = (*Service)(nil)
 
-// EnqueueDelivery schedules the first attempt of a delivery in the caller's transaction.
-func (s *Service) EnqueueDelivery(ctx context.Context, tx store.Tx, d webhook.Delivery) error {
-	return s.enqueue(ctx, tx.Raw, d.AccountID, d.DeliveryID, 1, time.Time{})
+// EnqueueDelivery wakes this process's workers once the caller's transaction commits: the
+// delivery row it inserted, due now, is the queue entry.
+func (s *Service) EnqueueDelivery(_ context.Context, tx store.Tx, _ webhook.Delivery) error {
+	tx.AfterCommit(s.wakeUp)
+	return nil
 }
-
-func (s *Service) enqueue(ctx context.Context, tx pgx.Tx, account, delivery uuid.UUID, attempt int, at time.Time) error {
-	_, err := s.river.InsertTx(ctx, tx, Args{AccountID: account, DeliveryID: delivery, Attempt: attempt},
-		&river.InsertOpts{ScheduledAt: at})
-	return err
-}
-
-type worker struct {
-	river.WorkerDefaults[Args]
-	s *Service
-}
-
-func (w *worker) Work(ctx context.Context, job *river.Job[Args]) error {
-	return w.s.Attempt(ctx, job.Args)
-}
-
-// Timeout leaves the HTTP client's own timeout room to fire first.
-func (w *worker) Timeout(*river.Job[Args]) time.Duration { return w.s.timeout + 10*time.Second }
 
 // outcome is what one attempt came to.
 type outcome struct {
@@ -105,8 +84,8 @@ func (o outcome) label() string {
 	return metrics.OutcomeError
 }
 
-// Attempt makes one attempt of a delivery and records it; the workers call it, and tests
-// call it to drive attempts without waiting for the schedule.
+// Attempt loads a delivery, makes one attempt and records it: tests call it to drive attempts
+// without waiting for the schedule; the workers have what it loads from their claim.
 func (s *Service) Attempt(ctx context.Context, a Args) error {
 	var d db.DeliveryLoadRow
 	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
@@ -114,11 +93,24 @@ func (s *Service) Attempt(ctx context.Context, a Args) error {
 		return err
 	})
 	if errors.Is(err, apperr.ErrNoRows) || (err == nil && int(d.Attempts) >= a.Attempt) {
-		return nil // gone with its account, or this attempt was recorded before a crash
+		return nil // gone with its account, or this attempt was recorded already
 	}
 	if err != nil {
 		return err
 	}
+	return s.makeAttempt(ctx, a, d)
+}
+
+// attempt is a worker's attempt of a claimed delivery. A failure to record it (the database
+// away) is logged; the lease then ends and the same attempt is made again.
+func (s *Service) attempt(ctx context.Context, a Args, d db.DeliveryLoadRow) {
+	if err := s.makeAttempt(ctx, a, d); err != nil && ctx.Err() == nil {
+		s.log.Warn("webhooks: recording an attempt failed; it will be made again",
+			slog.String("delivery_id", a.DeliveryID.String()), slog.Any("error", err))
+	}
+}
+
+func (s *Service) makeAttempt(ctx context.Context, a Args, d db.DeliveryLoadRow) error {
 	var o outcome
 	if d.SubscriptionStatus == "Removed" {
 		o.err = "subscription removed"
@@ -180,7 +172,7 @@ func describe(err error) string {
 }
 
 // record stores an attempt's outcome: a success in one statement; a failure with its effect on
-// the subscription and the next attempt's job, in one transaction.
+// the subscription and the next attempt's time, in one transaction.
 func (s *Service) record(ctx context.Context, a Args, d db.DeliveryLoadRow, o outcome) error {
 	now := s.now()
 	if o.ok() {
@@ -210,13 +202,7 @@ func (s *Service) record(ctx context.Context, a Args, d db.DeliveryLoadRow, o ou
 			DeliveryID: a.DeliveryID, Attempt: int32(a.Attempt), Status: status, NextAttemptAt: next, Now: now}); err != nil {
 			return err
 		}
-		if err := s.updateSubscription(ctx, tx, a.AccountID, d.SubscriptionID, o, now); err != nil {
-			return err
-		}
-		if next == nil {
-			return nil
-		}
-		return s.enqueue(ctx, tx.Raw, a.AccountID, a.DeliveryID, a.Attempt+1, *next)
+		return s.updateSubscription(ctx, tx, a.AccountID, d.SubscriptionID, o, now)
 	})
 }
 

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"context"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/contactd/contactd/gen/db"
@@ -13,4 +15,14 @@ func Planned(inner db.DBTX) db.DBTX { return plannedDB{inner} }
 func PlannedStatements(conn *pgx.Conn) int {
 	m, _ := conn.PgConn().CustomData()[plansKey].(map[string]*statementPlans)
 	return len(m)
+}
+
+// MigrateDownTo reverts the migrations after version.
+func MigrateDownTo(ctx context.Context, s *Store, version int64) error {
+	p, err := s.migrations()
+	if err != nil {
+		return err
+	}
+	_, err = p.DownTo(ctx, version)
+	return err
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -20,10 +21,7 @@ func TestEnrichmentJobsBecomeDueContacts(t *testing.T) {
 	st := testkit.NewStore(t)
 	pool := testkit.Pool(st)
 	// back to the schema before the enrichment queue, as an older contactd left it.
-	if _, err := pool.Exec(ctx, `DROP INDEX contacts_enrich_due;
-		ALTER TABLE contacts DROP COLUMN enrich_due_at, DROP COLUMN enrich_attempts;
-		ALTER TABLE contacts ADD CONSTRAINT contacts_consent_token_key UNIQUE (consent_token);
-		DELETE FROM goose_db_version WHERE version_id >= 2`); err != nil {
+	if err := store.MigrateDownTo(ctx, st, 1); err != nil {
 		t.Fatal(err)
 	}
 	account, queued, finished := uuid.New(), uuid.New(), uuid.New()
@@ -64,5 +62,54 @@ func TestEnrichmentJobsBecomeDueContacts(t *testing.T) {
 	var jobs int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'contact_enrich'`).Scan(&jobs); err != nil || jobs != 0 {
 		t.Errorf("%d enrichment jobs left (%v)", jobs, err)
+	}
+}
+
+// TestDeliveryQueueMigratesBothWays: going back before the delivery queue gives every Pending
+// delivery a River job for its next attempt, as the older contactd expects; coming back
+// removes those jobs, the deliveries holding their next attempt themselves.
+func TestDeliveryQueueMigratesBothWays(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := testkit.NewStore(t)
+	pool := testkit.Pool(st)
+	account, sub, event, pending, done := uuid.New(), uuid.New(), uuid.New(), uuid.New(), uuid.New()
+	for _, stmt := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO accounts VALUES ($1, 'old', now())`, []any{account}},
+		{`INSERT INTO webhook_subscriptions (account_id, subscription_id, url, event_type, secret, created_at, updated_at)
+			VALUES ($1, $2, 'https://example.com/hook', 'TagsAdded', 'whsec_x', now(), now())`, []any{account, sub}},
+		{`INSERT INTO webhook_events VALUES ($1, $2, 'TagsAdded', NULL, '{}', now())`, []any{account, event}},
+		{`INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, status, attempts, next_attempt_at, created_at, updated_at)
+			VALUES ($1, $4, $2, $3, 'Pending', 2, now() + interval '5 minutes', now(), now()),
+			       ($1, $5, $2, $3, 'Succeeded', 1, NULL, now(), now())`, []any{account, sub, event, pending, done}},
+	} {
+		if _, err := pool.Exec(ctx, stmt.sql, stmt.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.MigrateDownTo(ctx, st, 3); err != nil {
+		t.Fatal(err)
+	}
+	var delivery uuid.UUID
+	var attempt int
+	var state string
+	if err := pool.QueryRow(ctx, `SELECT (args->>'delivery_id')::uuid, (args->>'attempt')::int, state::text FROM river_job
+		WHERE kind = 'webhook_delivery' AND queue = 'webhooks'`).Scan(&delivery, &attempt, &state); err != nil {
+		t.Fatalf("the Pending delivery's job after going back: %v", err)
+	}
+	if delivery != pending || attempt != 3 || state != "scheduled" {
+		t.Errorf("job for %s, attempt %d, %s; want %s, attempt 3, scheduled", delivery, attempt, state, pending)
+	}
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var jobs int
+	var indexed bool
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM river_job WHERE kind = 'webhook_delivery'),
+		to_regclass('webhook_deliveries_due') IS NOT NULL`).Scan(&jobs, &indexed); err != nil || jobs != 0 || !indexed {
+		t.Errorf("after coming back: %d delivery jobs, due index %v (%v)", jobs, indexed, err)
 	}
 }

@@ -27,8 +27,13 @@ type Store struct {
 // libraries (the job queue) that must write in it too.
 type Tx struct {
 	*db.Queries
-	Raw pgx.Tx
+	Raw   pgx.Tx
+	after *[]func()
 }
+
+// AfterCommit runs f once the transaction has committed (not if it rolls back): to tell
+// this process's workers about work the transaction queued.
+func (t Tx) AfterCommit(f func()) { *t.after = append(*t.after, f) }
 
 // Options tunes the pool.
 type Options struct {
@@ -80,9 +85,15 @@ func (s *Store) Write(ctx context.Context, fn func(q *db.Queries) error) error {
 
 // InTx runs fn in a transaction: committed when fn returns nil, rolled back otherwise.
 func (s *Store) InTx(ctx context.Context, fn func(tx Tx) error) error {
+	var after []func()
 	err := pgx.BeginFunc(ctx, s.Pool, func(raw pgx.Tx) error {
-		return fn(Tx{Queries: db.New(plannedDB{raw}), Raw: raw})
+		return fn(Tx{Queries: db.New(plannedDB{raw}), Raw: raw, after: &after})
 	})
+	if err == nil {
+		for _, f := range after {
+			f()
+		}
+	}
 	return Translate(err)
 }
 

@@ -281,10 +281,10 @@ type Config = config.Config
 
 // SecondDeliveryService is another set of delivery workers on the API's database, as a
 // second worker process would run.
-func SecondDeliveryService(t testing.TB, a *API) *delivery.Service {
+func SecondDeliveryService(t testing.TB, a *API, workers int) *delivery.Service {
 	t.Helper()
 	s, err := delivery.New(a.Store, delivery.Options{Timeout: a.Cfg.WebhookTimeout,
-		AllowedNetworks: a.Cfg.WebhookAllowedNetworks, Workers: 8, RescueAfter: a.Cfg.WebhookRescueAfter,
+		AllowedNetworks: a.Cfg.WebhookAllowedNetworks, Workers: workers, RescueAfter: a.Cfg.WebhookRescueAfter,
 		SweepEvery: time.Hour, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -1,3 +1,23 @@
+-- name: DeliveryClaim :many
+-- Leases up to @max due deliveries to the caller until @lease_until, with everything their
+-- attempts need; SKIP LOCKED lets workers in several processes claim side by side. A lease
+-- that ends without a recorded attempt (the worker died) makes the delivery due again, for
+-- the same attempt.
+UPDATE webhook_deliveries d
+SET next_attempt_at = @lease_until::timestamptz
+FROM (
+    SELECT q.account_id, q.delivery_id FROM webhook_deliveries q
+    WHERE q.status = 'Pending' AND q.next_attempt_at <= @now::timestamptz
+    ORDER BY q.next_attempt_at
+    LIMIT @max
+    FOR UPDATE SKIP LOCKED
+) due, webhook_events e, webhook_subscriptions s
+WHERE d.account_id = due.account_id AND d.delivery_id = due.delivery_id
+  AND e.account_id = d.account_id AND e.event_id = d.event_id
+  AND s.account_id = d.account_id AND s.subscription_id = d.subscription_id
+RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, e.event_id, e.event_type,
+    e.payload::text AS payload, s.url, s.secret, s.status AS subscription_status;
+
 -- name: DeliveryLoad :one
 -- Everything one attempt needs, in one round trip.
 SELECT d.status, d.attempts, d.subscription_id, e.event_id, e.event_type, e.payload::text AS payload,

@@ -1,0 +1,147 @@
+package delivery
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/store"
+)
+
+// The delivery queue is the Pending rows of webhook_deliveries, due at next_attempt_at. A
+// dispatcher claims due deliveries for its free workers in one statement (the event and the
+// subscription included) under a lease, and each worker makes one attempt and records it.
+// A change committed in this process wakes its dispatcher at once; changes committed
+// elsewhere, scheduled retries and leases of dead workers are found by polling.
+
+// queue is the running dispatcher of one Service.
+type queue struct {
+	mu      sync.Mutex
+	stop    context.CancelFunc // ends the dispatcher: no more claims
+	abandon context.CancelFunc // cancels the attempts in flight
+	done    chan struct{}
+}
+
+// UsePolling replaces how often idle workers look for due deliveries; for tests, before Start.
+func (s *Service) UsePolling(every time.Duration) { s.opt.PollEvery = every }
+
+// wakeUp tells the dispatcher that deliveries may be due now; it never blocks.
+func (s *Service) wakeUp() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// startQueue runs the dispatcher until stopQueue.
+func (s *Service) startQueue() {
+	s.q.mu.Lock()
+	defer s.q.mu.Unlock()
+	if s.q.done != nil {
+		return
+	}
+	loop, stop := context.WithCancel(context.Background())
+	work, abandon := context.WithCancel(context.Background())
+	s.q.stop, s.q.abandon, s.q.done = stop, abandon, make(chan struct{})
+	go s.dispatch(loop, work, s.q.done)
+}
+
+// stopQueue stops claiming and lets the attempts in flight finish within ctx; then it
+// cancels them, and their deliveries are due again when their leases end.
+func (s *Service) stopQueue(ctx context.Context) error {
+	s.q.mu.Lock()
+	stop, abandon, done := s.q.stop, s.q.abandon, s.q.done
+	s.q.stop, s.q.abandon, s.q.done = nil, nil, nil
+	s.q.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	stop()
+	defer abandon()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		abandon()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// dispatch claims due deliveries whenever workers are free and there may be some: when
+// woken, when a worker finishes while the last claim filled every free worker, and every
+// PollEvery.
+func (s *Service) dispatch(loop, work context.Context, done chan<- struct{}) {
+	var inFlight sync.WaitGroup
+	defer func() {
+		inFlight.Wait()
+		close(done)
+	}()
+	free := make(chan struct{}, s.opt.Workers) // a token per idle worker
+	for range s.opt.Workers {
+		free <- struct{}{}
+	}
+	backoff := s.opt.PollEvery
+	for loop.Err() == nil {
+		n := len(free)
+		got, err := s.claim(work, n)
+		for _, c := range got {
+			<-free
+			inFlight.Go(func() {
+				defer func() {
+					free <- struct{}{}
+					s.wakeUp() // a worker is free: claim again if the last claim took all it could
+				}()
+				s.attempt(work, c.args, c.row)
+			})
+		}
+		wait := s.opt.PollEvery
+		switch {
+		case err != nil && work.Err() == nil:
+			s.log.Warn("webhooks: claiming due deliveries failed", slog.Any("error", err), slog.Duration("retry_in", backoff))
+			wait, backoff = backoff, min(2*backoff, 30*time.Second)
+		case err == nil:
+			backoff = s.opt.PollEvery
+		}
+		if err == nil && n > 0 && len(got) == n {
+			continue // every free worker got one: more may be due
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-loop.Done():
+		case <-s.wake:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// claimed is one delivery a dispatcher holds the lease of.
+type claimed struct {
+	args Args
+	row  db.DeliveryLoadRow
+}
+
+// claim leases up to max due deliveries for the length of RescueAfter, which exceeds an
+// attempt's timeout: a lease ends before its attempt only when its worker died.
+func (s *Service) claim(ctx context.Context, max int) ([]claimed, error) {
+	if max == 0 {
+		return nil, nil
+	}
+	now := s.now()
+	var rows []db.DeliveryClaimRow
+	err := s.store.Write(ctx, func(q *db.Queries) (err error) {
+		rows, err = q.DeliveryClaim(ctx, db.DeliveryClaimParams{Now: now, LeaseUntil: now.Add(s.opt.RescueAfter), Max: int32(max)})
+		return err
+	})
+	out := make([]claimed, len(rows))
+	for i, r := range rows {
+		out[i] = claimed{args: Args{AccountID: r.AccountID, DeliveryID: r.DeliveryID, Attempt: int(r.Attempts) + 1},
+			row: db.DeliveryLoadRow{Status: r.Status, Attempts: r.Attempts, SubscriptionID: r.SubscriptionID,
+				EventID: r.EventID, EventType: r.EventType, Payload: r.Payload, Url: r.Url, Secret: r.Secret,
+				SubscriptionStatus: r.SubscriptionStatus}}
+	}
+	return out, store.Translate(err)
+}

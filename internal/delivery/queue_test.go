@@ -1,0 +1,67 @@
+package delivery_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+// A change committed in the worker's own process, and a redelivery asked of it, are sent at
+// once: the commit wakes the workers, which otherwise would look only every hour here.
+func TestCommitWakesTheWorkers(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, false)
+	s.a.Svc.Deliveries.UsePolling(time.Hour)
+	s.a.StartWorkers()
+	time.Sleep(100 * time.Millisecond) // the first look, at start, found nothing
+	answered := s.addTags(t, "wake@example.com", "x")
+	first := s.rc.Next(t, 2*time.Second)
+	if lag := first.At.Sub(answered); lag > 500*time.Millisecond {
+		t.Errorf("delivered %v after the commit", lag)
+	}
+	att := s.waitAttempts(t, 1)
+	r := s.a.Do("POST", "/public/v1/webhooks/"+s.sub.SubscriptionId+"/deliveries/"+att[0].DeliveryId+"/redeliver", s.key, nil)
+	if r.Status != http.StatusOK {
+		t.Fatalf("redeliver: %d %s", r.Status, r.Body)
+	}
+	again := s.rc.Next(t, 2*time.Second)
+	if again.Header.Get("webhook-id") != first.Header.Get("webhook-id") {
+		t.Errorf("redelivered %s, want %s", again.Header.Get("webhook-id"), first.Header.Get("webhook-id"))
+	}
+	if att := s.waitAttempts(t, 2); att[0].Attempt != 2 || att[0].ResponseStatus == nil || *att[0].ResponseStatus != 204 {
+		t.Errorf("attempts newest first: %+v", att)
+	}
+}
+
+// More deliveries due than workers: each worker takes the next as it finishes, and every
+// delivery is made once, by the workers of one process.
+func TestBacklogLargerThanTheWorkers(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, false)
+	const n = 40
+	for i := range n {
+		s.addTags(t, "backlog"+string(rune('a'+i%26))+string(rune('a'+i/26))+"@example.com", "t")
+	}
+	second := testkit.SecondDeliveryService(t, s.a, 3) // three workers for forty deliveries, polling hourly
+	second.UsePolling(time.Hour)
+	if err := second.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = second.Stop(context.Background()) })
+	seen := map[string]int{}
+	for range n {
+		seen[s.rc.Next(t, 5*time.Second).Header.Get("webhook-id")]++
+	}
+	s.rc.Quiet(t, 300*time.Millisecond)
+	if len(seen) != n {
+		t.Errorf("%d distinct events, want %d", len(seen), n)
+	}
+	var pending int
+	_ = s.a.Store.Pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_deliveries WHERE status <> 'Succeeded'`).Scan(&pending)
+	if pending != 0 {
+		t.Errorf("%d deliveries not Succeeded", pending)
+	}
+}
