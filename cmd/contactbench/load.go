@@ -47,10 +47,13 @@ type result struct {
 	// DBCPUSeconds is PostgreSQL's CPU time (every process of the cluster) during the run.
 	DBCPUSeconds float64 `json:"dbCpuSeconds"`
 	PeakRSS      int64   `json:"peakRssBytes"`
-	// EnrichDue is how many contacts were still due for enrichment when the workload ended:
-	// how far the background enrichment fell behind the creates.
+	// EnrichDue is how many contacts were still due for enrichment when the workload's slices
+	// ended, in all: how far the background enrichment fell behind the creates.
 	EnrichDue   int64         `json:"enrichDue"`
 	EnrichDrain time.Duration `json:"enrichDrain"`
+	// BaselineRPS is the requests/s of the baseline workload this one was interleaved with,
+	// slice for slice: the denominator of its ratio.
+	BaselineRPS float64 `json:"baselineRps,omitempty"`
 }
 
 // driver sends requests with a fixed number of concurrent clients.
@@ -66,43 +69,77 @@ func newDriver(concurrency int, apiKey string) *driver {
 	return &driver{client: &http.Client{Transport: tr, Timeout: 30 * time.Second}, apiKey: apiKey, concurrency: concurrency}
 }
 
-// run drives wl for warmup (unmeasured) then for d, measuring the server process p and the
-// PostgreSQL cluster whose postmaster is pg.
-func (dr *driver) run(ctx context.Context, wl workload, p proc, pg int, warmup, d time.Duration) (result, error) {
-	if warmup > 0 {
-		dr.drive(ctx, wl, warmup)
-	}
+// measurement accumulates one workload's slices of measured time.
+type measurement struct {
+	lat         []time.Duration
+	errs        int
+	firstErr    string
+	seconds     float64
+	cpu, dbCPU  float64
+	peakRSS     int64
+	enrichDue   int64
+	enrichDrain time.Duration
+}
+
+// slice drives wl for d, measuring the server process p and the PostgreSQL cluster whose
+// postmaster is pg, and adds what it measured to m.
+func (dr *driver) slice(ctx context.Context, wl workload, p proc, pg int, d time.Duration, m *measurement) error {
 	if err := p.resetPeakRSS(); err != nil {
-		return result{}, err
+		return err
 	}
 	cpu0, err := p.cpuSeconds()
 	if err != nil {
-		return result{}, err
+		return err
 	}
 	db0, err := clusterCPU(pg)
 	if err != nil {
-		return result{}, err
+		return err
 	}
 	start := time.Now()
 	lat, errs, firstErr := dr.drive(ctx, wl, d)
 	elapsed := time.Since(start).Seconds()
 	cpu1, err := p.cpuSeconds()
 	if err != nil {
-		return result{}, err
+		return err
 	}
 	db1, err := clusterCPU(pg)
 	if err != nil {
-		return result{}, err
+		return err
 	}
 	rss, err := p.peakRSSBytes()
 	if err != nil {
-		return result{}, err
+		return err
 	}
-	slices.Sort(lat)
-	r := result{Name: wl.name, Server: wl.server, Requests: len(lat) + errs, Errors: errs, FirstError: firstErr,
-		Seconds: elapsed, RPS: float64(len(lat)+errs) / elapsed, CPUSeconds: cpu1 - cpu0, DBCPUSeconds: db1 - db0, PeakRSS: rss,
-		P50: percentile(lat, 0.50), P90: percentile(lat, 0.90), P99: percentile(lat, 0.99)}
-	return r, nil
+	m.lat = append(m.lat, lat...)
+	m.errs += errs
+	if m.firstErr == "" {
+		m.firstErr = firstErr
+	}
+	m.seconds += elapsed
+	m.cpu += cpu1 - cpu0
+	m.dbCPU += db1 - db0
+	m.peakRSS = max(m.peakRSS, rss)
+	return nil
+}
+
+// add merges o's slices into m.
+func (m *measurement) add(o measurement) {
+	m.lat = append(m.lat, o.lat...)
+	m.errs += o.errs
+	if m.firstErr == "" {
+		m.firstErr = o.firstErr
+	}
+	m.seconds, m.cpu, m.dbCPU = m.seconds+o.seconds, m.cpu+o.cpu, m.dbCPU+o.dbCPU
+	m.peakRSS = max(m.peakRSS, o.peakRSS)
+}
+
+func (m *measurement) result(wl workload) result {
+	slices.Sort(m.lat)
+	n := len(m.lat) + m.errs
+	return result{Name: wl.name, Server: wl.server, Requests: n, Errors: m.errs, FirstError: m.firstErr,
+		Seconds: m.seconds, RPS: float64(n) / m.seconds, CPUSeconds: m.cpu, DBCPUSeconds: m.dbCPU, PeakRSS: m.peakRSS,
+		P50: percentile(m.lat, 0.50), P90: percentile(m.lat, 0.90), P99: percentile(m.lat, 0.99),
+		EnrichDue: m.enrichDue, EnrichDrain: m.enrichDrain}
 }
 
 // drive runs the clients for d and returns the successful requests' latencies. Requests in

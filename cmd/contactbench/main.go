@@ -176,40 +176,43 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	contactdURL, baseURL := "http://"+contactdAddr, "http://"+baseAddr
 	dr := newDriver(o.concurrency, apiKey)
 	rep := report{Date: time.Now().UTC().Format("2006-01-02"), Machine: machine(), Concurrency: o.concurrency, Contacts: o.contacts, Smoke: o.smoke}
-	for _, wl := range workloads(contactdURL, baseURL, ds) {
-		if o.only != "" && !strings.Contains(","+o.only+",", ","+wl.name+",") {
+	selected := func(name string) bool { return o.only == "" || strings.Contains(","+o.only+",", ","+name+",") }
+	wls := workloads(contactdURL, baseURL, ds)
+	byName := map[string]workload{}
+	for _, wl := range wls {
+		byName[wl.name] = wl
+	}
+	m := measurer{o: o, dr: dr, st: st, pg: postmaster, procs: map[string]proc{"contactd": cd.proc, "baseline": bl.proc},
+		pprofAddr: pprofAddr, logf: logf, baselines: map[string]*measurement{}}
+	for _, wl := range wls {
+		if !selected(wl.name) || wl.server == "baseline" {
 			continue
 		}
-		p := cd.proc
-		if wl.server == "baseline" {
-			p = bl.proc
+		var partner *workload
+		if b, ok := ratioOf[wl.name]; ok && selected(b) {
+			bw := byName[b]
+			partner = &bw
 		}
-		if err := settle(ctx, st); err != nil {
-			return err
-		}
-		var profDone chan error
-		if pprofAddr != "" && wl.server == "contactd" {
-			profDone = make(chan error, 1)
-			go func() {
-				profDone <- fetchProfile(pprofAddr, o.warmup+o.duration, filepath.Join(o.profileDir, wl.name+".pprof"))
-			}()
-		}
-		logf("%s: %v at c=%d", wl.name, o.duration, o.concurrency)
-		r, err := dr.run(ctx, wl, p, postmaster, o.warmup, o.duration)
+		r, err := m.measure(ctx, wl, partner)
 		if err != nil {
 			return err
 		}
-		if profDone != nil {
-			if err := <-profDone; err != nil {
-				return err
-			}
-		}
-		if wl.server == "contactd" {
-			if r.EnrichDue, r.EnrichDrain, err = drainEnrichment(ctx, st); err != nil {
-				return err
-			}
-		}
 		rep.Results = append(rep.Results, r)
+	}
+	for _, wl := range wls {
+		if wl.server != "baseline" || !selected(wl.name) {
+			continue
+		}
+		acc := m.baselines[wl.name]
+		if acc == nil { // selected without a contactd workload to interleave with
+			r, err := m.measure(ctx, wl, nil)
+			if err != nil {
+				return err
+			}
+			rep.Results = append(rep.Results, r)
+			continue
+		}
+		rep.Results = append(rep.Results, acc.result(wl))
 	}
 	if o.only == "" || strings.Contains(","+o.only+",", ",webhooks,") {
 		if err := settle(ctx, st); err != nil {
@@ -242,8 +245,85 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	return nil
 }
 
-// workloads are the measured request mixes; the baseline's come last so that the ratios
-// compare runs on the same warmed-up database.
+// measurer runs the workloads. A contactd workload with a baseline to compare against is
+// interleaved with it, slice by slice (rounds of duration/rounds each), so both see the same
+// machine: on a shared VM the speed drifts by tens of percent within minutes, and a ratio of
+// two runs minutes apart carried that drift.
+type measurer struct {
+	o         options
+	dr        *driver
+	st        *store.Store
+	pg        int
+	procs     map[string]proc
+	pprofAddr string
+	logf      func(string, ...any)
+	baselines map[string]*measurement // every slice of each baseline workload, for its own row
+}
+
+// rounds is how many slices each interleaved workload's measured time is cut into.
+const rounds = 5
+
+func (m *measurer) measure(ctx context.Context, wl workload, partner *workload) (result, error) {
+	if err := settle(ctx, m.st); err != nil {
+		return result{}, err
+	}
+	var profDone chan error
+	if m.pprofAddr != "" && wl.server == "contactd" {
+		profDone = make(chan error, 1)
+		span := m.o.warmup + m.o.duration
+		if partner != nil {
+			span = 2 * span
+		}
+		go func() {
+			profDone <- fetchProfile(m.pprofAddr, span, filepath.Join(m.o.profileDir, wl.name+".pprof"))
+		}()
+	}
+	m.logf("%s: %v at c=%d", wl.name, m.o.duration, m.o.concurrency)
+	var own, paired measurement
+	slice, n := m.o.duration, 1
+	if partner != nil {
+		m.logf("  interleaved with %s in %d rounds", partner.name, rounds)
+		slice, n = m.o.duration/rounds, rounds
+		m.dr.drive(ctx, *partner, m.o.warmup)
+	}
+	m.dr.drive(ctx, wl, m.o.warmup)
+	for range n {
+		if err := m.dr.slice(ctx, wl, m.procs[wl.server], m.pg, slice, &own); err != nil {
+			return result{}, err
+		}
+		if wl.server == "contactd" {
+			// the enrichment the creates queued is done before anything else is measured
+			due, took, err := drainEnrichment(ctx, m.st)
+			if err != nil {
+				return result{}, err
+			}
+			own.enrichDue, own.enrichDrain = own.enrichDue+due, own.enrichDrain+took
+		}
+		if partner != nil {
+			if err := m.dr.slice(ctx, *partner, m.procs[partner.server], m.pg, slice, &paired); err != nil {
+				return result{}, err
+			}
+		}
+	}
+	if profDone != nil {
+		if err := <-profDone; err != nil {
+			return result{}, err
+		}
+	}
+	r := own.result(wl)
+	if partner != nil {
+		r.BaselineRPS = paired.result(*partner).RPS
+		acc := m.baselines[partner.name]
+		if acc == nil {
+			acc = &measurement{}
+			m.baselines[partner.name] = acc
+		}
+		acc.add(paired)
+	}
+	return r, nil
+}
+
+// workloads are the measured request mixes; the baseline's come last.
 func workloads(cd, base string, ds dataset) []workload {
 	id := func(w *worker) string { return ds.ids[w.rng.IntN(len(ds.ids))].String() }
 	getByID := func(w *worker) request {
