@@ -16,14 +16,6 @@ import (
 // A change committed in this process wakes its dispatcher at once; changes committed
 // elsewhere, scheduled retries and leases of dead workers are found by polling.
 
-// queue is the running dispatcher of one Service.
-type queue struct {
-	mu      sync.Mutex
-	stop    context.CancelFunc // ends the dispatcher: no more claims
-	abandon context.CancelFunc // cancels the attempts in flight
-	done    chan struct{}
-}
-
 // UsePolling replaces how often idle workers look for due deliveries; for tests, before Start.
 func (s *Service) UsePolling(every time.Duration) { s.opt.PollEvery = every }
 
@@ -35,50 +27,12 @@ func (s *Service) wakeUp() {
 	}
 }
 
-// startQueue runs the dispatcher until stopQueue.
-func (s *Service) startQueue() {
-	s.q.mu.Lock()
-	defer s.q.mu.Unlock()
-	if s.q.done != nil {
-		return
-	}
-	loop, stop := context.WithCancel(context.Background())
-	work, abandon := context.WithCancel(context.Background())
-	s.q.stop, s.q.abandon, s.q.done = stop, abandon, make(chan struct{})
-	go s.dispatch(loop, work, s.q.done)
-}
-
-// stopQueue stops claiming and lets the attempts in flight finish within ctx; then it
-// cancels them, and their deliveries are due again when their leases end.
-func (s *Service) stopQueue(ctx context.Context) error {
-	s.q.mu.Lock()
-	stop, abandon, done := s.q.stop, s.q.abandon, s.q.done
-	s.q.stop, s.q.abandon, s.q.done = nil, nil, nil
-	s.q.mu.Unlock()
-	if done == nil {
-		return nil
-	}
-	stop()
-	defer abandon()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		abandon()
-		<-done
-		return ctx.Err()
-	}
-}
-
 // dispatch claims due deliveries whenever workers are free and there may be some: when
 // woken, when a worker finishes while the last claim filled every free worker, and every
 // PollEvery.
-func (s *Service) dispatch(loop, work context.Context, done chan<- struct{}) {
+func (s *Service) dispatch(loop, work context.Context) {
 	var inFlight sync.WaitGroup
-	defer func() {
-		inFlight.Wait()
-		close(done)
-	}()
+	defer inFlight.Wait()
 	free := make(chan struct{}, s.opt.Workers) // a token per idle worker
 	for range s.opt.Workers {
 		free <- struct{}{}

@@ -82,14 +82,14 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.river.Start(ctx); err != nil {
 		return err
 	}
-	s.startQueue()
+	s.queue.Start(s.dispatch)
 	return nil
 }
 
 // Stop lets running attempts finish (their results are recorded), within ctx; attempts
 // still running when ctx ends are cancelled, and made again when their leases end.
 func (s *Service) Stop(ctx context.Context) error {
-	queueErr := s.stopQueue(ctx)
+	queueErr := s.queue.Stop(ctx) // attempts cut off are made again when their leases end
 	err := s.river.Stop(ctx)
 	if ctx.Err() != nil {
 		err = s.river.StopAndCancel(context.Background())

@@ -18,6 +18,7 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/background"
 	"github.com/contactd/contactd/internal/metrics"
 	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/webhook"
@@ -49,7 +50,7 @@ type Service struct {
 	metrics *metrics.Metrics
 	opt     Options
 	wake    chan struct{}
-	q       queue
+	queue   background.Loop // the dispatcher; abandoning cancels the attempts in flight
 }
 
 var _ webhook.Enqueuer = (*Service)(nil)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/address"
+	"github.com/contactd/contactd/internal/background"
 	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/webhook"
 )
@@ -50,10 +51,7 @@ type Service struct {
 	events  *webhook.Emitter
 	domains *domainVerdicts
 
-	mu      sync.Mutex
-	stop    context.CancelFunc // ends the worker loop between batches
-	abandon context.CancelFunc // cancels the batch in progress
-	done    chan struct{}
+	loop background.Loop // stops between batches; abandoning cancels the batch in progress
 }
 
 // New returns the service; events receives ContactEnriched.
@@ -87,42 +85,13 @@ func (s *Service) UseResolver(r Resolver, retryBase time.Duration) {
 func (s *Service) UsePolling(every time.Duration) { s.opt.PollEvery = every }
 
 // Start runs the worker until Stop. Workers in several processes share the due contacts.
-func (s *Service) Start() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.done != nil {
-		return
-	}
-	loop, stop := context.WithCancel(context.Background())
-	work, abandon := context.WithCancel(context.Background())
-	s.stop, s.abandon, s.done = stop, abandon, make(chan struct{})
-	go s.run(loop, work, s.done)
-}
+func (s *Service) Start() { s.loop.Start(s.run) }
 
 // Stop lets the batch in progress finish within ctx, then cancels it; contacts it did not
 // finish are due again when their lease ends.
-func (s *Service) Stop(ctx context.Context) error {
-	s.mu.Lock()
-	stop, abandon, done := s.stop, s.abandon, s.done
-	s.stop, s.abandon, s.done = nil, nil, nil
-	s.mu.Unlock()
-	if done == nil {
-		return nil
-	}
-	stop()
-	defer abandon()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		abandon()
-		<-done
-		return ctx.Err()
-	}
-}
+func (s *Service) Stop(ctx context.Context) error { return s.loop.Stop(ctx) }
 
-func (s *Service) run(loop, work context.Context, done chan<- struct{}) {
-	defer close(done)
+func (s *Service) run(loop, work context.Context) {
 	backoff := s.opt.PollEvery
 	for loop.Err() == nil {
 		n, err := s.RunBatch(work)
