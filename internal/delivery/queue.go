@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/contactd/contactd/gen/db"
@@ -28,8 +29,8 @@ func (s *Service) wakeUp() {
 }
 
 // dispatch claims due deliveries whenever workers are free and there may be some: when
-// woken, when a worker finishes while the last claim filled every free worker, and every
-// PollEvery.
+// woken by a commit, when a worker finishes while a backlog is likely (the last claim filled
+// every free worker), and every PollEvery.
 func (s *Service) dispatch(loop, work context.Context) {
 	var inFlight sync.WaitGroup
 	defer inFlight.Wait()
@@ -37,16 +38,22 @@ func (s *Service) dispatch(loop, work context.Context) {
 	for range s.opt.Workers {
 		free <- struct{}{}
 	}
+	var backlog atomic.Bool
 	backoff := s.opt.PollEvery
 	for loop.Err() == nil {
 		n := len(free)
 		got, err := s.claim(work, n)
+		if err == nil && n > 0 {
+			backlog.Store(len(got) == n)
+		}
 		for _, c := range got {
 			<-free
 			inFlight.Go(func() {
 				defer func() {
 					free <- struct{}{}
-					s.wakeUp() // a worker is free: claim again if the last claim took all it could
+					if backlog.Load() {
+						s.wakeUp()
+					}
 				}()
 				s.attempt(work, c.args, c.row)
 			})
