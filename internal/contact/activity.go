@@ -90,8 +90,7 @@ func (s *Service) RecordActivity(ctx context.Context, accountID uuid.UUID, rawID
 }
 
 func (s *Service) applyActivity(ctx context.Context, tx store.Tx, row db.Contact, activityID string, at time.Time, in ActivityInput, now time.Time) error {
-	e := s.fromRow(row, nil)
-	eng := applyActivity(e.Engagement, in.Type, at)
+	eng := applyActivity(engagementOf(row), in.Type, at)
 	status := row.RecordStatus
 	if in.Type == ActivityUnsubscribe {
 		status = RecordNonMarketing

@@ -93,15 +93,7 @@ func (s *Service) fromRow(r db.Contact, props []Property) Contact {
 		ID: r.ContactID, Email: r.Email, Name: r.Name, Phone: r.Phone, EmailStatus: r.EmailStatus,
 		RecordStatus: r.RecordStatus, Tags: r.Tags, LeadScore: int(r.LeadScore),
 		AssignedUserEmailID: r.AssignedUserEmailID, ConsentToken: r.ConsentToken, CreatedAt: r.CreatedAt,
-		Engagement: Engagement{
-			FormSubmissions: int(r.NumFormSubmissions), LastFormSubmission: r.LastFormSubmissionAt,
-			EmailSends: int(r.NumEmailSends), LastEmailSend: r.LastEmailSendAt,
-			EmailOpens: int(r.NumEmailOpens), LastEmailOpen: r.LastEmailOpenAt,
-			EmailClicks: int(r.NumEmailClicks), LastEmailClick: r.LastEmailClickAt,
-			DashboardViews: int(r.NumDashboardViews), LastDashboardView: r.LastDashboardViewAt,
-			DashboardClicks: int(r.NumDashboardClicks), LastDashboardClick: r.LastDashboardClickAt,
-			PostcardScans: int(r.NumPostcardScans), LastPostcardScan: r.LastPostcardScanAt,
-		},
+		Engagement: engagementOf(r),
 	}
 	c.LeadScore = LeadScore(c.Engagement, s.now())
 	if r.CrmName != nil || r.CrmUrl != nil || r.CrmSource != nil || r.CrmStage != nil || r.CrmCreatedDate != nil {
@@ -112,6 +104,19 @@ func (s *Service) fromRow(r db.Contact, props []Property) Contact {
 		c.Properties = []Property{}
 	}
 	return c
+}
+
+// engagementOf is the contact row's engagement counters.
+func engagementOf(r db.Contact) Engagement {
+	return Engagement{
+		FormSubmissions: int(r.NumFormSubmissions), LastFormSubmission: r.LastFormSubmissionAt,
+		EmailSends: int(r.NumEmailSends), LastEmailSend: r.LastEmailSendAt,
+		EmailOpens: int(r.NumEmailOpens), LastEmailOpen: r.LastEmailOpenAt,
+		EmailClicks: int(r.NumEmailClicks), LastEmailClick: r.LastEmailClickAt,
+		DashboardViews: int(r.NumDashboardViews), LastDashboardView: r.LastDashboardViewAt,
+		DashboardClicks: int(r.NumDashboardClicks), LastDashboardClick: r.LastDashboardClickAt,
+		PostcardScans: int(r.NumPostcardScans), LastPostcardScan: r.LastPostcardScanAt,
+	}
 }
 
 // fromJoinedRows builds the contact from ContactGetByID's rows: the contact once per active
