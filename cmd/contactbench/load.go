@@ -84,25 +84,24 @@ type measurement struct {
 // slice drives wl for d, measuring the server process p and the PostgreSQL cluster whose
 // postmaster is pg, and adds what it measured to m.
 func (dr *driver) slice(ctx context.Context, wl workload, p proc, pg int, d time.Duration, m *measurement) error {
+	cpu := func() (server, db float64, err error) {
+		if server, err = p.cpuSeconds(); err != nil {
+			return 0, 0, err
+		}
+		db, err = clusterCPU(pg)
+		return server, db, err
+	}
 	if err := p.resetPeakRSS(); err != nil {
 		return err
 	}
-	cpu0, err := p.cpuSeconds()
-	if err != nil {
-		return err
-	}
-	db0, err := clusterCPU(pg)
+	cpu0, db0, err := cpu()
 	if err != nil {
 		return err
 	}
 	start := time.Now()
 	lat, errs, firstErr := dr.drive(ctx, wl, d)
 	elapsed := time.Since(start).Seconds()
-	cpu1, err := p.cpuSeconds()
-	if err != nil {
-		return err
-	}
-	db1, err := clusterCPU(pg)
+	cpu1, db1, err := cpu()
 	if err != nil {
 		return err
 	}
@@ -110,15 +109,8 @@ func (dr *driver) slice(ctx context.Context, wl workload, p proc, pg int, d time
 	if err != nil {
 		return err
 	}
-	m.lat = append(m.lat, lat...)
-	m.errs += errs
-	if m.firstErr == "" {
-		m.firstErr = firstErr
-	}
-	m.seconds += elapsed
-	m.cpu += cpu1 - cpu0
-	m.dbCPU += db1 - db0
-	m.peakRSS = max(m.peakRSS, rss)
+	m.add(measurement{lat: lat, errs: errs, firstErr: firstErr, seconds: elapsed,
+		cpu: cpu1 - cpu0, dbCPU: db1 - db0, peakRSS: rss})
 	return nil
 }
 
