@@ -17,12 +17,12 @@ WITH c AS (
     INSERT INTO contacts (
         account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
         crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
-        created_at, updated_at, enrich_due_at
+        created_at, updated_at, enrich_due_at, active_properties
     ) VALUES (
         $1, $2, $3, $4, $5, $6, $7,
         $8, $9, $10,
         $11, $12, $13,
-        $14, $15, $15, $15
+        $14, $15, $15, $15, $16
     )
     ON CONFLICT (account_id, email_key) DO NOTHING
     RETURNING account_id, contact_id, consent_token, created_at
@@ -31,21 +31,21 @@ WITH c AS (
         account_id, contact_id, token, created_at, api_key_name, api_key_prefix, source_ip,
         user_agent, fields
     )
-    SELECT account_id, contact_id, consent_token, created_at, $16::text,
-           $17::text, $18::text,
-           $19::text, $20::jsonb
+    SELECT account_id, contact_id, consent_token, created_at, $17::text,
+           $18::text, $19::text,
+           $20::text, $21::jsonb
     FROM c
 ), property AS (
     INSERT INTO properties (
         account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,
         city, county, state, zip, normalized, created_at
     )
-    SELECT account_id, $21::uuid, contact_id, $22::text,
-           $23::text, $24::text,
-           $25::text, $26::text, $27::text,
-           $28::text, $29::text, created_at
+    SELECT account_id, $22::uuid, contact_id, $23::text,
+           $24::text, $25::text,
+           $26::text, $27::text, $28::text,
+           $29::text, $30::text, created_at
     FROM c
-    WHERE $21::uuid IS NOT NULL
+    WHERE $22::uuid IS NOT NULL
 )
 SELECT contact_id FROM c
 `
@@ -66,6 +66,7 @@ type ContactCreateParams struct {
 	CrmCreatedDate      *time.Time
 	ConsentToken        string
 	CreatedAt           time.Time
+	ActiveProperties    []byte
 	ApiKeyName          string
 	ApiKeyPrefix        string
 	SourceIp            string
@@ -104,6 +105,7 @@ func (q *Queries) ContactCreate(ctx context.Context, arg ContactCreateParams) (u
 		arg.CrmCreatedDate,
 		arg.ConsentToken,
 		arg.CreatedAt,
+		arg.ActiveProperties,
 		arg.ApiKeyName,
 		arg.ApiKeyPrefix,
 		arg.SourceIp,
@@ -202,12 +204,8 @@ func (q *Queries) ContactEngagementSet(ctx context.Context, arg ContactEngagemen
 	return err
 }
 
-const contactGetByEmail = `-- name: ContactGetByEmail :many
-SELECT c.account_id, c.contact_id, c.email, c.email_key, c.name, c.phone, c.email_status, c.record_status, c.tags, c.lead_score, c.assigned_user_email_id, c.crm_name, c.crm_url, c.crm_source, c.crm_stage, c.crm_created_date, c.consent_token, c.num_form_submissions, c.last_form_submission_at, c.num_email_sends, c.last_email_send_at, c.num_email_opens, c.last_email_open_at, c.num_email_clicks, c.last_email_click_at, c.num_dashboard_views, c.last_dashboard_view_at, c.num_dashboard_clicks, c.last_dashboard_click_at, c.num_postcard_scans, c.last_postcard_scan_at, c.created_at, c.updated_at, c.enrich_due_at, c.enrich_attempts, p.property_id, p.apt_or_unit_number, p.street_address, p.city, p.county, p.state, p.zip
-FROM contacts c
-LEFT JOIN properties p
-    ON p.account_id = c.account_id AND p.contact_id = c.contact_id AND p.archived_at IS NULL
-WHERE c.account_id = $1 AND c.email_key = $2
+const contactGetByEmail = `-- name: ContactGetByEmail :one
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties FROM contacts WHERE account_id = $1 AND email_key = $2
 `
 
 type ContactGetByEmailParams struct {
@@ -215,87 +213,52 @@ type ContactGetByEmailParams struct {
 	EmailKey  string
 }
 
-type ContactGetByEmailRow struct {
-	Contact         Contact
-	PropertyID      *uuid.UUID
-	AptOrUnitNumber *string
-	StreetAddress   *string
-	City            *string
-	County          *string
-	State           *string
-	Zip             *string
+func (q *Queries) ContactGetByEmail(ctx context.Context, arg ContactGetByEmailParams) (Contact, error) {
+	row := q.db.QueryRow(ctx, contactGetByEmail, arg.AccountID, arg.EmailKey)
+	var i Contact
+	err := row.Scan(
+		&i.AccountID,
+		&i.ContactID,
+		&i.Email,
+		&i.EmailKey,
+		&i.Name,
+		&i.Phone,
+		&i.EmailStatus,
+		&i.RecordStatus,
+		&i.Tags,
+		&i.LeadScore,
+		&i.AssignedUserEmailID,
+		&i.CrmName,
+		&i.CrmUrl,
+		&i.CrmSource,
+		&i.CrmStage,
+		&i.CrmCreatedDate,
+		&i.ConsentToken,
+		&i.NumFormSubmissions,
+		&i.LastFormSubmissionAt,
+		&i.NumEmailSends,
+		&i.LastEmailSendAt,
+		&i.NumEmailOpens,
+		&i.LastEmailOpenAt,
+		&i.NumEmailClicks,
+		&i.LastEmailClickAt,
+		&i.NumDashboardViews,
+		&i.LastDashboardViewAt,
+		&i.NumDashboardClicks,
+		&i.LastDashboardClickAt,
+		&i.NumPostcardScans,
+		&i.LastPostcardScanAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.EnrichDueAt,
+		&i.EnrichAttempts,
+		&i.ActiveProperties,
+	)
+	return i, err
 }
 
-// ContactGetByID by email key; the same columns, so the rows convert to ContactGetByIDRow.
-func (q *Queries) ContactGetByEmail(ctx context.Context, arg ContactGetByEmailParams) ([]ContactGetByEmailRow, error) {
-	rows, err := q.db.Query(ctx, contactGetByEmail, arg.AccountID, arg.EmailKey)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []ContactGetByEmailRow
-	for rows.Next() {
-		var i ContactGetByEmailRow
-		if err := rows.Scan(
-			&i.Contact.AccountID,
-			&i.Contact.ContactID,
-			&i.Contact.Email,
-			&i.Contact.EmailKey,
-			&i.Contact.Name,
-			&i.Contact.Phone,
-			&i.Contact.EmailStatus,
-			&i.Contact.RecordStatus,
-			&i.Contact.Tags,
-			&i.Contact.LeadScore,
-			&i.Contact.AssignedUserEmailID,
-			&i.Contact.CrmName,
-			&i.Contact.CrmUrl,
-			&i.Contact.CrmSource,
-			&i.Contact.CrmStage,
-			&i.Contact.CrmCreatedDate,
-			&i.Contact.ConsentToken,
-			&i.Contact.NumFormSubmissions,
-			&i.Contact.LastFormSubmissionAt,
-			&i.Contact.NumEmailSends,
-			&i.Contact.LastEmailSendAt,
-			&i.Contact.NumEmailOpens,
-			&i.Contact.LastEmailOpenAt,
-			&i.Contact.NumEmailClicks,
-			&i.Contact.LastEmailClickAt,
-			&i.Contact.NumDashboardViews,
-			&i.Contact.LastDashboardViewAt,
-			&i.Contact.NumDashboardClicks,
-			&i.Contact.LastDashboardClickAt,
-			&i.Contact.NumPostcardScans,
-			&i.Contact.LastPostcardScanAt,
-			&i.Contact.CreatedAt,
-			&i.Contact.UpdatedAt,
-			&i.Contact.EnrichDueAt,
-			&i.Contact.EnrichAttempts,
-			&i.PropertyID,
-			&i.AptOrUnitNumber,
-			&i.StreetAddress,
-			&i.City,
-			&i.County,
-			&i.State,
-			&i.Zip,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const contactGetByID = `-- name: ContactGetByID :many
-SELECT c.account_id, c.contact_id, c.email, c.email_key, c.name, c.phone, c.email_status, c.record_status, c.tags, c.lead_score, c.assigned_user_email_id, c.crm_name, c.crm_url, c.crm_source, c.crm_stage, c.crm_created_date, c.consent_token, c.num_form_submissions, c.last_form_submission_at, c.num_email_sends, c.last_email_send_at, c.num_email_opens, c.last_email_open_at, c.num_email_clicks, c.last_email_click_at, c.num_dashboard_views, c.last_dashboard_view_at, c.num_dashboard_clicks, c.last_dashboard_click_at, c.num_postcard_scans, c.last_postcard_scan_at, c.created_at, c.updated_at, c.enrich_due_at, c.enrich_attempts, p.property_id, p.apt_or_unit_number, p.street_address, p.city, p.county, p.state, p.zip
-FROM contacts c
-LEFT JOIN properties p
-    ON p.account_id = c.account_id AND p.contact_id = c.contact_id AND p.archived_at IS NULL
-WHERE c.account_id = $1 AND c.contact_id = $2
+const contactGetByID = `-- name: ContactGetByID :one
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties FROM contacts WHERE account_id = $1 AND contact_id = $2
 `
 
 type ContactGetByIDParams struct {
@@ -303,81 +266,49 @@ type ContactGetByIDParams struct {
 	ContactID uuid.UUID
 }
 
-type ContactGetByIDRow struct {
-	Contact         Contact
-	PropertyID      *uuid.UUID
-	AptOrUnitNumber *string
-	StreetAddress   *string
-	City            *string
-	County          *string
-	State           *string
-	Zip             *string
-}
-
-// One round trip: the contact once per active property, or once with NULLs when it has none.
-// Joined rows rather than an aggregate: PostgreSQL builds no JSON and the caller parses none
-// (a third more reads per CPU second); the caller orders the properties.
-func (q *Queries) ContactGetByID(ctx context.Context, arg ContactGetByIDParams) ([]ContactGetByIDRow, error) {
-	rows, err := q.db.Query(ctx, contactGetByID, arg.AccountID, arg.ContactID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []ContactGetByIDRow
-	for rows.Next() {
-		var i ContactGetByIDRow
-		if err := rows.Scan(
-			&i.Contact.AccountID,
-			&i.Contact.ContactID,
-			&i.Contact.Email,
-			&i.Contact.EmailKey,
-			&i.Contact.Name,
-			&i.Contact.Phone,
-			&i.Contact.EmailStatus,
-			&i.Contact.RecordStatus,
-			&i.Contact.Tags,
-			&i.Contact.LeadScore,
-			&i.Contact.AssignedUserEmailID,
-			&i.Contact.CrmName,
-			&i.Contact.CrmUrl,
-			&i.Contact.CrmSource,
-			&i.Contact.CrmStage,
-			&i.Contact.CrmCreatedDate,
-			&i.Contact.ConsentToken,
-			&i.Contact.NumFormSubmissions,
-			&i.Contact.LastFormSubmissionAt,
-			&i.Contact.NumEmailSends,
-			&i.Contact.LastEmailSendAt,
-			&i.Contact.NumEmailOpens,
-			&i.Contact.LastEmailOpenAt,
-			&i.Contact.NumEmailClicks,
-			&i.Contact.LastEmailClickAt,
-			&i.Contact.NumDashboardViews,
-			&i.Contact.LastDashboardViewAt,
-			&i.Contact.NumDashboardClicks,
-			&i.Contact.LastDashboardClickAt,
-			&i.Contact.NumPostcardScans,
-			&i.Contact.LastPostcardScanAt,
-			&i.Contact.CreatedAt,
-			&i.Contact.UpdatedAt,
-			&i.Contact.EnrichDueAt,
-			&i.Contact.EnrichAttempts,
-			&i.PropertyID,
-			&i.AptOrUnitNumber,
-			&i.StreetAddress,
-			&i.City,
-			&i.County,
-			&i.State,
-			&i.Zip,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+// One row by primary key: the active properties are kept on it (active_properties).
+func (q *Queries) ContactGetByID(ctx context.Context, arg ContactGetByIDParams) (Contact, error) {
+	row := q.db.QueryRow(ctx, contactGetByID, arg.AccountID, arg.ContactID)
+	var i Contact
+	err := row.Scan(
+		&i.AccountID,
+		&i.ContactID,
+		&i.Email,
+		&i.EmailKey,
+		&i.Name,
+		&i.Phone,
+		&i.EmailStatus,
+		&i.RecordStatus,
+		&i.Tags,
+		&i.LeadScore,
+		&i.AssignedUserEmailID,
+		&i.CrmName,
+		&i.CrmUrl,
+		&i.CrmSource,
+		&i.CrmStage,
+		&i.CrmCreatedDate,
+		&i.ConsentToken,
+		&i.NumFormSubmissions,
+		&i.LastFormSubmissionAt,
+		&i.NumEmailSends,
+		&i.LastEmailSendAt,
+		&i.NumEmailOpens,
+		&i.LastEmailOpenAt,
+		&i.NumEmailClicks,
+		&i.LastEmailClickAt,
+		&i.NumDashboardViews,
+		&i.LastDashboardViewAt,
+		&i.NumDashboardClicks,
+		&i.LastDashboardClickAt,
+		&i.NumPostcardScans,
+		&i.LastPostcardScanAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.EnrichDueAt,
+		&i.EnrichAttempts,
+		&i.ActiveProperties,
+	)
+	return i, err
 }
 
 const contactIDByEmail = `-- name: ContactIDByEmail :one
@@ -397,7 +328,7 @@ func (q *Queries) ContactIDByEmail(ctx context.Context, arg ContactIDByEmailPara
 }
 
 const contactLock = `-- name: ContactLock :one
-SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts FROM contacts
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties FROM contacts
 WHERE account_id = $1 AND contact_id = $2
 FOR UPDATE
 `
@@ -447,6 +378,7 @@ func (q *Queries) ContactLock(ctx context.Context, arg ContactLockParams) (Conta
 		&i.UpdatedAt,
 		&i.EnrichDueAt,
 		&i.EnrichAttempts,
+		&i.ActiveProperties,
 	)
 	return i, err
 }
@@ -468,6 +400,76 @@ func (q *Queries) ContactOtherWithEmail(ctx context.Context, arg ContactOtherWit
 	var contact_id uuid.UUID
 	err := row.Scan(&contact_id)
 	return contact_id, err
+}
+
+const contactRefreshProperties = `-- name: ContactRefreshProperties :one
+UPDATE contacts c SET active_properties = (
+    SELECT coalesce(jsonb_agg(jsonb_build_object(
+               'propertyId', p.property_id,
+               'aptOrUnitNumber', p.apt_or_unit_number,
+               'streetAddress', p.street_address,
+               'city', p.city,
+               'county', p.county,
+               'state', p.state,
+               'zip', p.zip) ORDER BY p.property_id), '[]'::jsonb)
+    FROM properties p
+    WHERE p.account_id = c.account_id AND p.contact_id = c.contact_id AND p.archived_at IS NULL)
+WHERE c.account_id = $1 AND c.contact_id = $2
+RETURNING account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties
+`
+
+type ContactRefreshPropertiesParams struct {
+	AccountID uuid.UUID
+	ContactID uuid.UUID
+}
+
+// Rewrites the contact's copy of its active properties from properties, after a change to
+// them in the same transaction. The caller must hold the contact's row lock from an earlier
+// statement (ContactLock, or an UPDATE of the contact): this statement's snapshot then sees
+// every other transaction's change to the contact's properties, each of which took that
+// lock too, while a lock this statement waited for itself would leave it the older snapshot.
+func (q *Queries) ContactRefreshProperties(ctx context.Context, arg ContactRefreshPropertiesParams) (Contact, error) {
+	row := q.db.QueryRow(ctx, contactRefreshProperties, arg.AccountID, arg.ContactID)
+	var i Contact
+	err := row.Scan(
+		&i.AccountID,
+		&i.ContactID,
+		&i.Email,
+		&i.EmailKey,
+		&i.Name,
+		&i.Phone,
+		&i.EmailStatus,
+		&i.RecordStatus,
+		&i.Tags,
+		&i.LeadScore,
+		&i.AssignedUserEmailID,
+		&i.CrmName,
+		&i.CrmUrl,
+		&i.CrmSource,
+		&i.CrmStage,
+		&i.CrmCreatedDate,
+		&i.ConsentToken,
+		&i.NumFormSubmissions,
+		&i.LastFormSubmissionAt,
+		&i.NumEmailSends,
+		&i.LastEmailSendAt,
+		&i.NumEmailOpens,
+		&i.LastEmailOpenAt,
+		&i.NumEmailClicks,
+		&i.LastEmailClickAt,
+		&i.NumDashboardViews,
+		&i.LastDashboardViewAt,
+		&i.NumDashboardClicks,
+		&i.LastDashboardClickAt,
+		&i.NumPostcardScans,
+		&i.LastPostcardScanAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.EnrichDueAt,
+		&i.EnrichAttempts,
+		&i.ActiveProperties,
+	)
+	return i, err
 }
 
 const contactUpdateDetails = `-- name: ContactUpdateDetails :exec

@@ -85,6 +85,7 @@ type Contact struct {
 	UpdatedAt            time.Time
 	EnrichDueAt          *time.Time
 	EnrichAttempts       int32
+	ActiveProperties     []byte
 }
 
 type Property struct {

@@ -30,17 +30,20 @@ type Querier interface {
 	// Properties, consent and activities go with it (ON DELETE CASCADE).
 	ContactDelete(ctx context.Context, arg ContactDeleteParams) (int64, error)
 	ContactEngagementSet(ctx context.Context, arg ContactEngagementSetParams) error
-	// ContactGetByID by email key; the same columns, so the rows convert to ContactGetByIDRow.
-	ContactGetByEmail(ctx context.Context, arg ContactGetByEmailParams) ([]ContactGetByEmailRow, error)
-	// One round trip: the contact once per active property, or once with NULLs when it has none.
-	// Joined rows rather than an aggregate: PostgreSQL builds no JSON and the caller parses none
-	// (a third more reads per CPU second); the caller orders the properties.
-	ContactGetByID(ctx context.Context, arg ContactGetByIDParams) ([]ContactGetByIDRow, error)
+	ContactGetByEmail(ctx context.Context, arg ContactGetByEmailParams) (Contact, error)
+	// One row by primary key: the active properties are kept on it (active_properties).
+	ContactGetByID(ctx context.Context, arg ContactGetByIDParams) (Contact, error)
 	ContactIDByEmail(ctx context.Context, arg ContactIDByEmailParams) (uuid.UUID, error)
 	// Locks the contact for a read-modify-write (PATCH, activity, a new property).
 	ContactLock(ctx context.Context, arg ContactLockParams) (Contact, error)
 	// Another contact of the account that has this email key, for PATCH's duplicate check.
 	ContactOtherWithEmail(ctx context.Context, arg ContactOtherWithEmailParams) (uuid.UUID, error)
+	// Rewrites the contact's copy of its active properties from properties, after a change to
+	// them in the same transaction. The caller must hold the contact's row lock from an earlier
+	// statement (ContactLock, or an UPDATE of the contact): this statement's snapshot then sees
+	// every other transaction's change to the contact's properties, each of which took that
+	// lock too, while a lock this statement waited for itself would leave it the older snapshot.
+	ContactRefreshProperties(ctx context.Context, arg ContactRefreshPropertiesParams) (Contact, error)
 	// A new email makes the contact due for enrichment (the right-hand sides see the old row).
 	ContactUpdateDetails(ctx context.Context, arg ContactUpdateDetailsParams) error
 	// Leases up to @max due deliveries to the caller until @lease_until, with everything their

@@ -3,8 +3,6 @@
 package contact
 
 import (
-	"bytes"
-	"slices"
 	"strings"
 	"time"
 
@@ -86,24 +84,24 @@ func (s *Service) ConsentURL(c Contact) string { return s.publicURL + "/consent/
 // EmailKey is the dedupe key of an email: trimmed and lower-cased.
 func EmailKey(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
 
-// fromRow builds the API's contact from its row and its active properties; the lead score is
-// computed for now, so it decays between activities too.
-func (s *Service) fromRow(r db.Contact, props []Property) Contact {
+// fromRow builds the API's contact from its row, active properties included; the lead score
+// is computed for now, so it decays between activities too.
+func (s *Service) fromRow(r db.Contact) (Contact, error) {
+	props, err := propertiesOf(r.ActiveProperties)
+	if err != nil {
+		return Contact{}, err
+	}
 	c := Contact{
 		ID: r.ContactID, Email: r.Email, Name: r.Name, Phone: r.Phone, EmailStatus: r.EmailStatus,
 		RecordStatus: r.RecordStatus, Tags: r.Tags, LeadScore: int(r.LeadScore),
 		AssignedUserEmailID: r.AssignedUserEmailID, ConsentToken: r.ConsentToken, CreatedAt: r.CreatedAt,
-		Engagement: engagementOf(r),
+		Engagement: engagementOf(r), Properties: props,
 	}
 	c.LeadScore = LeadScore(c.Engagement, s.now())
 	if r.CrmName != nil || r.CrmUrl != nil || r.CrmSource != nil || r.CrmStage != nil || r.CrmCreatedDate != nil {
 		c.CRM = &CRMFields{Name: r.CrmName, URL: r.CrmUrl, Source: r.CrmSource, Stage: r.CrmStage, CreatedDate: r.CrmCreatedDate}
 	}
-	c.Properties = props
-	if c.Properties == nil {
-		c.Properties = []Property{}
-	}
-	return c
+	return c, nil
 }
 
 // engagementOf is the contact row's engagement counters.
@@ -117,32 +115,6 @@ func engagementOf(r db.Contact) Engagement {
 		DashboardClicks: int(r.NumDashboardClicks), LastDashboardClick: r.LastDashboardClickAt,
 		PostcardScans: int(r.NumPostcardScans), LastPostcardScan: r.LastPostcardScanAt,
 	}
-}
-
-// fromJoinedRows builds the contact from ContactGetByID's rows: the contact once per active
-// property (or once, without one), properties in id order (UUIDv7: creation order).
-func (s *Service) fromJoinedRows(rows []db.ContactGetByIDRow) (Contact, error) {
-	if len(rows) == 0 {
-		return Contact{}, ErrNotFound
-	}
-	var props []Property
-	for _, r := range rows {
-		if r.PropertyID == nil {
-			continue
-		}
-		props = append(props, Property{ID: *r.PropertyID, Address: address.Address{
-			AptOrUnitNumber: deref(r.AptOrUnitNumber), StreetAddress: deref(r.StreetAddress), City: deref(r.City),
-			County: deref(r.County), State: deref(r.State), Zip: deref(r.Zip)}})
-	}
-	slices.SortFunc(props, func(a, b Property) int { return bytes.Compare(a.ID[:], b.ID[:]) })
-	return s.fromRow(rows[0].Contact, props), nil
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // contactInfo identifies c in webhook events.

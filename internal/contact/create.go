@@ -85,6 +85,7 @@ func (s *Service) insert(ctx context.Context, q *db.Queries, accountID uuid.UUID
 		ConsentToken: c.ConsentToken, CreatedAt: c.CreatedAt,
 		ApiKeyName: in.Origin.KeyName, ApiKeyPrefix: in.Origin.KeyPrefix,
 		SourceIp: in.Origin.SourceIP, UserAgent: in.Origin.UserAgent, Fields: fields,
+		ActiveProperties: storedProperties(c.Properties),
 	}
 	if c.CRM != nil {
 		p.CrmName, p.CrmUrl, p.CrmSource, p.CrmStage, p.CrmCreatedDate = c.CRM.Name, c.CRM.URL, c.CRM.Source, c.CRM.Stage, c.CRM.CreatedDate

@@ -2,12 +2,14 @@ package contact
 
 import (
 	"context"
+	"errors"
 
 	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/ids"
+	"github.com/contactd/contactd/internal/store"
 )
 
 // Get finds a contact by id, by email, or by both (which must then name the same contact).
@@ -22,15 +24,7 @@ func (s *Service) Get(ctx context.Context, accountID uuid.UUID, contactID, email
 		if contactID != nil {
 			c, err = s.getByID(ctx, q, accountID, *contactID)
 		} else {
-			var rows []db.ContactGetByEmailRow
-			rows, err = q.ContactGetByEmail(ctx, db.ContactGetByEmailParams{AccountID: accountID, EmailKey: EmailKey(*email)})
-			if err == nil {
-				byID := make([]db.ContactGetByIDRow, len(rows))
-				for i, r := range rows {
-					byID[i] = db.ContactGetByIDRow(r)
-				}
-				c, err = s.fromJoinedRows(byID)
-			}
+			c, err = s.loaded(q.ContactGetByEmail(ctx, db.ContactGetByEmailParams{AccountID: accountID, EmailKey: EmailKey(*email)}))
 		}
 		return err
 	})
@@ -48,13 +42,20 @@ func (s *Service) getByID(ctx context.Context, q *db.Queries, accountID uuid.UUI
 	return s.load(ctx, q, accountID, id)
 }
 
-// load reads one contact with its properties in one round trip.
+// load reads one contact, its properties included, in one round trip.
 func (s *Service) load(ctx context.Context, q *db.Queries, accountID, id uuid.UUID) (Contact, error) {
-	rows, err := q.ContactGetByID(ctx, db.ContactGetByIDParams{AccountID: accountID, ContactID: id})
+	return s.loaded(q.ContactGetByID(ctx, db.ContactGetByIDParams{AccountID: accountID, ContactID: id}))
+}
+
+// loaded is the contact of a row a query returned.
+func (s *Service) loaded(r db.Contact, err error) (Contact, error) {
 	if err != nil {
+		if errors.Is(store.Translate(err), apperr.ErrNoRows) {
+			return Contact{}, ErrNotFound
+		}
 		return Contact{}, err
 	}
-	return s.fromJoinedRows(rows)
+	return s.fromRow(r)
 }
 
 // ParseID parses a contact id; anything but a canonical UUID is not found.

@@ -46,7 +46,7 @@ func (s *Service) AddProperty(ctx context.Context, accountID uuid.UUID, rawID, r
 		if err := tx.EnrichMarkDue(ctx, db.EnrichMarkDueParams{AccountID: accountID, ContactID: id, Now: s.now()}); err != nil {
 			return err
 		}
-		c, err = s.load(ctx, tx.Queries, accountID, id)
+		c, err = s.loaded(tx.ContactRefreshProperties(ctx, db.ContactRefreshPropertiesParams{AccountID: accountID, ContactID: id}))
 		return err
 	})
 	return c, err
@@ -66,7 +66,12 @@ func (s *Service) ArchiveProperty(ctx context.Context, accountID uuid.UUID, rawP
 		} else if err != nil {
 			return err
 		}
-		c, err = s.load(ctx, tx.Queries, accountID, contactID)
+		// the contact's lock, in a statement of its own, before its copy is rewritten (see
+		// ContactRefreshProperties).
+		if _, err := s.lock(ctx, tx, accountID, contactID); err != nil {
+			return err
+		}
+		c, err = s.loaded(tx.ContactRefreshProperties(ctx, db.ContactRefreshPropertiesParams{AccountID: accountID, ContactID: contactID}))
 		return err
 	})
 	return c, err

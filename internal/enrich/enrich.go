@@ -263,6 +263,7 @@ func (s *Service) applyAndEmit(ctx context.Context, tx store.Tx, c checked, now 
 		return s.events.Emit(ctx, tx, c.AccountID, webhook.Event{Type: webhook.ContactEnriched,
 			ContactID: c.ContactID, Contact: ci, Info: info, At: now})
 	}
+	refresh := false
 	for _, p := range c.restandardised {
 		changed, err := standardise(ctx, tx, c.AccountID, p)
 		if err != nil {
@@ -271,6 +272,7 @@ func (s *Service) applyAndEmit(ctx context.Context, tx store.Tx, c checked, now 
 		if !changed {
 			continue
 		}
+		refresh = true
 		withAddress, pci := info, ci
 		withAddress.ChangedFields = append(withAddress.ChangedFields, "address")
 		withAddress.Address = &webhook.Address{AptOrUnitNumber: p.AptOrUnitNumber, StreetAddress: p.StreetAddress,
@@ -280,6 +282,12 @@ func (s *Service) applyAndEmit(ctx context.Context, tx store.Tx, c checked, now 
 			return err
 		}
 		info = webhook.ContactEnrichedInfo{ChangedFields: []string{}} // the verdict went with the first
+	}
+	if refresh {
+		// EnrichFinish, an earlier statement, holds the contact's lock (see ContactRefreshProperties).
+		if _, err := tx.ContactRefreshProperties(ctx, db.ContactRefreshPropertiesParams{AccountID: c.AccountID, ContactID: c.ContactID}); err != nil {
+			return err
+		}
 	}
 	return emit(ci, info)
 }

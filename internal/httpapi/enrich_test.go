@@ -110,8 +110,9 @@ func TestEnrichmentStandardisesAddress(t *testing.T) {
 		`UPDATE properties SET county = '', street_address = '742 EVERGREEN TERRACE' WHERE property_id = $1`, pid); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Store.Pool.Exec(context.Background(),
-		`UPDATE contacts SET enrich_due_at = now() WHERE account_id = $1`, accountID); err != nil {
+	if _, err := a.Store.Pool.Exec(context.Background(), `UPDATE contacts SET enrich_due_at = now(),
+		active_properties = jsonb_set(jsonb_set(active_properties, '{0,county}', '""'), '{0,streetAddress}', '"742 EVERGREEN TERRACE"')
+		WHERE account_id = $1`, accountID); err != nil {
 		t.Fatal(err)
 	}
 	ev := enriched(t, rc, c.ContactId)

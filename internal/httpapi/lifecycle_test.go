@@ -3,8 +3,11 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -292,5 +295,49 @@ func TestProperties(t *testing.T) {
 	}
 	if r := a.Do("POST", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000/property", key, map[string]any{"address": "1 Main St, Springfield, IL 62704"}); r.Status != 404 || r.Error(t).Code != api.ErrorCodeContactDoesNotExist {
 		t.Errorf("add to unknown contact: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestPropertyChangesRacing: archives and adds racing on one contact leave its reads showing
+// exactly the properties that stayed active (the contact keeps a copy of them; NewAPI's
+// invariant check compares it with the properties table when the test ends).
+func TestPropertyChangesRacing(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	address := func(n int) string { return fmt.Sprintf("%d N Main St, Springfield, IL 62704", 100+n) }
+	id := createContact(t, a, key, map[string]any{"email": "race@example.com", "address": address(0)}).Contact.ContactId
+	var old []string
+	for n := 1; n <= 5; n++ {
+		if r := a.Do("POST", "/public/v1/contact/"+id+"/property", key, map[string]any{"address": address(n)}); r.Status != 200 {
+			t.Fatalf("add: %d %s", r.Status, r.Body)
+		}
+	}
+	for _, p := range getContact(t, a, key, id).Properties {
+		old = append(old, p.PropertyId)
+	}
+	var wg sync.WaitGroup
+	for _, pid := range old {
+		wg.Go(func() {
+			if r := a.Do("POST", "/public/v1/contact/property/"+pid+"/archive", key, nil); r.Status != 200 {
+				t.Errorf("archive: %d %s", r.Status, r.Body)
+			}
+		})
+	}
+	for n := 6; n <= 8; n++ {
+		wg.Go(func() {
+			if r := a.Do("POST", "/public/v1/contact/"+id+"/property", key, map[string]any{"address": address(n)}); r.Status != 200 {
+				t.Errorf("add: %d %s", r.Status, r.Body)
+			}
+		})
+	}
+	wg.Wait()
+	var streets []string
+	for _, p := range getContact(t, a, key, id).Properties {
+		streets = append(streets, p.Address.StreetAddress)
+	}
+	slices.Sort(streets)
+	if want := []string{"106 N Main St", "107 N Main St", "108 N Main St"}; !slices.Equal(streets, want) {
+		t.Errorf("properties after the race: %v, want %v", streets, want)
 	}
 }

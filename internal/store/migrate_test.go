@@ -113,3 +113,45 @@ func TestDeliveryQueueMigratesBothWays(t *testing.T) {
 		t.Errorf("after coming back: %d delivery jobs, due index %v (%v)", jobs, indexed, err)
 	}
 }
+
+// TestActivePropertiesBackfilled: upgrading gives every existing contact the copy of its
+// active properties that reads now use, archived ones left out.
+func TestActivePropertiesBackfilled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := testkit.NewStore(t)
+	pool := testkit.Pool(st)
+	if err := store.MigrateDownTo(ctx, st, 4); err != nil {
+		t.Fatal(err)
+	}
+	account, with, without := uuid.New(), uuid.New(), uuid.New()
+	if _, err := pool.Exec(ctx, `INSERT INTO accounts VALUES ($1, 'old', now())`, account); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range []uuid.UUID{with, without} {
+		if _, err := pool.Exec(ctx, `INSERT INTO contacts (account_id, contact_id, email, email_key, consent_token, created_at, updated_at)
+			VALUES ($1, $2, $3, $3, $3, now(), now())`, account, id, []string{"w@example.com", "n@example.com"}[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, street := range []string{"1 Main St", "2 Main St", "3 Main St"} {
+		if _, err := pool.Exec(ctx, `INSERT INTO properties (account_id, property_id, contact_id, raw_address, apt_or_unit_number,
+			street_address, city, county, state, zip, normalized, archived_at, created_at)
+			VALUES ($1, $2, $3, $4, '', $4, 'Springfield', 'Sangamon County', 'IL', '62704', $4, CASE WHEN $5 THEN now() END, now())`,
+			account, uuid.Must(uuid.NewV7()), with, street, i == 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var streets, none string
+	if err := pool.QueryRow(ctx, `SELECT (SELECT jsonb_path_query_array(active_properties, '$[*].streetAddress')::text FROM contacts WHERE contact_id = $1),
+		(SELECT active_properties::text FROM contacts WHERE contact_id = $2)`, with, without).Scan(&streets, &none); err != nil {
+		t.Fatal(err)
+	}
+	if streets != `["1 Main St", "3 Main St"]` || none != "[]" {
+		t.Errorf("after the upgrade: %s and %s, want the active two in order and []", streets, none)
+	}
+	testkit.CheckInvariants(t, st)
+}

@@ -65,6 +65,7 @@ func NewAPI(t testing.TB, opts ...Option) *API {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
+	t.Cleanup(func() { CheckInvariants(t, st) })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc, err := app.NewServices(cfg, st, log)
 	if err != nil {

@@ -8,12 +8,12 @@ WITH c AS (
     INSERT INTO contacts (
         account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
         crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
-        created_at, updated_at, enrich_due_at
+        created_at, updated_at, enrich_due_at, active_properties
     ) VALUES (
         @account_id, @contact_id, @email, @email_key, sqlc.narg('name'), sqlc.narg('phone'), @tags,
         sqlc.narg('assigned_user_email_id'), sqlc.narg('crm_name'), sqlc.narg('crm_url'),
         sqlc.narg('crm_source'), sqlc.narg('crm_stage'), sqlc.narg('crm_created_date'),
-        @consent_token, @created_at, @created_at, @created_at
+        @consent_token, @created_at, @created_at, @created_at, @active_properties
     )
     ON CONFLICT (account_id, email_key) DO NOTHING
     RETURNING account_id, contact_id, consent_token, created_at
@@ -43,23 +43,32 @@ SELECT contact_id FROM c;
 -- name: ContactIDByEmail :one
 SELECT contact_id FROM contacts WHERE account_id = $1 AND email_key = $2;
 
--- name: ContactGetByID :many
--- One round trip: the contact once per active property, or once with NULLs when it has none.
--- Joined rows rather than an aggregate: PostgreSQL builds no JSON and the caller parses none
--- (a third more reads per CPU second); the caller orders the properties.
-SELECT sqlc.embed(c), p.property_id, p.apt_or_unit_number, p.street_address, p.city, p.county, p.state, p.zip
-FROM contacts c
-LEFT JOIN properties p
-    ON p.account_id = c.account_id AND p.contact_id = c.contact_id AND p.archived_at IS NULL
-WHERE c.account_id = $1 AND c.contact_id = $2;
+-- name: ContactGetByID :one
+-- One row by primary key: the active properties are kept on it (active_properties).
+SELECT * FROM contacts WHERE account_id = $1 AND contact_id = $2;
 
--- name: ContactGetByEmail :many
--- ContactGetByID by email key; the same columns, so the rows convert to ContactGetByIDRow.
-SELECT sqlc.embed(c), p.property_id, p.apt_or_unit_number, p.street_address, p.city, p.county, p.state, p.zip
-FROM contacts c
-LEFT JOIN properties p
-    ON p.account_id = c.account_id AND p.contact_id = c.contact_id AND p.archived_at IS NULL
-WHERE c.account_id = $1 AND c.email_key = $2;
+-- name: ContactGetByEmail :one
+SELECT * FROM contacts WHERE account_id = $1 AND email_key = $2;
+
+-- name: ContactRefreshProperties :one
+-- Rewrites the contact's copy of its active properties from properties, after a change to
+-- them in the same transaction. The caller must hold the contact's row lock from an earlier
+-- statement (ContactLock, or an UPDATE of the contact): this statement's snapshot then sees
+-- every other transaction's change to the contact's properties, each of which took that
+-- lock too, while a lock this statement waited for itself would leave it the older snapshot.
+UPDATE contacts c SET active_properties = (
+    SELECT coalesce(jsonb_agg(jsonb_build_object(
+               'propertyId', p.property_id,
+               'aptOrUnitNumber', p.apt_or_unit_number,
+               'streetAddress', p.street_address,
+               'city', p.city,
+               'county', p.county,
+               'state', p.state,
+               'zip', p.zip) ORDER BY p.property_id), '[]'::jsonb)
+    FROM properties p
+    WHERE p.account_id = c.account_id AND p.contact_id = c.contact_id AND p.archived_at IS NULL)
+WHERE c.account_id = $1 AND c.contact_id = $2
+RETURNING *;
 
 -- name: ContactLock :one
 -- Locks the contact for a read-modify-write (PATCH, activity, a new property).
