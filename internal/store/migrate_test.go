@@ -2,10 +2,12 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/testkit"
@@ -154,4 +156,69 @@ func TestActivePropertiesBackfilled(t *testing.T) {
 		t.Errorf("after the upgrade: %s and %s, want the active two in order and []", streets, none)
 	}
 	testkit.CheckInvariants(t, st)
+}
+
+// TestDeletingAnAccountDeletesItsData: without foreign keys from contacts and events to
+// accounts, the trigger of migration 6 still removes everything an account owns, and
+// nothing of another account's; going back before it restores the foreign keys.
+func TestDeletingAnAccountDeletesItsData(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := testkit.NewStore(t)
+	pool := testkit.Pool(st)
+	gone, kept := uuid.New(), uuid.New()
+	for i, account := range []uuid.UUID{gone, kept} {
+		contact, sub, event := uuid.New(), uuid.New(), uuid.New()
+		for _, stmt := range []string{
+			`INSERT INTO accounts VALUES (@account, 'a' || @n, now())`,
+			`INSERT INTO api_keys VALUES (@account, @contact, 'k', 'ck_' || @n, decode(md5(@n), 'hex'), now(), NULL, NULL)`,
+			`INSERT INTO contacts (account_id, contact_id, email, email_key, consent_token, created_at, updated_at)
+				VALUES (@account, @contact, 'x@example.com', 'x@example.com', 'cs_' || @n, now(), now())`,
+			`INSERT INTO consents VALUES (@account, @contact, 'cs_' || @n, now(), 'k', 'ck_', '127.0.0.1', 'test', '{}')`,
+			`INSERT INTO properties (account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,
+				city, county, state, zip, normalized, created_at)
+				VALUES (@account, @sub, @contact, '1 Main St', '', '1 Main St', 'Springfield', 'Sangamon County', 'IL', '62704', '1 main st', now())`,
+			`INSERT INTO activities VALUES (@account, @contact, 'a1', 'EmailOpen', now(), NULL, now())`,
+			`INSERT INTO webhook_subscriptions (account_id, subscription_id, url, event_type, secret, created_at, updated_at)
+				VALUES (@account, @sub, 'https://example.com/hook', 'TagsAdded', 'whsec_x', now(), now())`,
+			`INSERT INTO webhook_events VALUES (@account, @event, 'TagsAdded', @contact, '{}', now())`,
+			`INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, created_at, updated_at)
+				VALUES (@account, @event, @sub, @event, now(), now())`,
+		} {
+			args := pgx.NamedArgs{"account": account, "contact": contact, "sub": sub, "event": event, "n": fmt.Sprint(i)}
+			if _, err := pool.Exec(ctx, stmt, args); err != nil {
+				t.Fatalf("%s: %v", stmt, err)
+			}
+		}
+	}
+	if _, err := pool.Exec(ctx, `DELETE FROM accounts WHERE account_id = $1`, gone); err != nil {
+		t.Fatal(err)
+	}
+	tables := []string{"api_keys", "contacts", "consents", "properties", "activities", "webhook_subscriptions", "webhook_events", "webhook_deliveries"}
+	for _, table := range tables {
+		var ofGone, ofKept int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE account_id = $1), count(*) FILTER (WHERE account_id = $2) FROM `+table,
+			gone, kept).Scan(&ofGone, &ofKept); err != nil {
+			t.Fatal(err)
+		}
+		if ofGone != 0 || ofKept != 1 {
+			t.Errorf("%s: %d rows of the deleted account, %d of the other; want 0 and 1", table, ofGone, ofKept)
+		}
+	}
+
+	// an orphan, as an insert racing the deletion can leave: going back drops it to restore the keys.
+	if _, err := pool.Exec(ctx, `INSERT INTO contacts (account_id, contact_id, email, email_key, consent_token, created_at, updated_at)
+		VALUES ($1, $2, 'o@example.com', 'o@example.com', 'cs_o', now(), now())`, gone, uuid.New()); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.MigrateDownTo(ctx, st, 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO contacts (account_id, contact_id, email, email_key, consent_token, created_at, updated_at)
+		VALUES ($1, $2, 'o@example.com', 'o@example.com', 'cs_o', now(), now())`, gone, uuid.New()); err == nil {
+		t.Error("before migration 6, a contact of no account was accepted")
+	}
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
