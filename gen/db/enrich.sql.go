@@ -12,80 +12,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const enrichClaim = `-- name: EnrichClaim :many
-UPDATE contacts c
-SET enrich_due_at = $1::timestamptz, enrich_attempts = c.enrich_attempts + 1
-FROM (
-    SELECT d.account_id, d.contact_id FROM contacts d
-    WHERE d.enrich_due_at <= $2::timestamptz
-    ORDER BY d.enrich_due_at
-    LIMIT $3
-    FOR UPDATE SKIP LOCKED
-) due
-WHERE c.account_id = due.account_id AND c.contact_id = due.contact_id
-RETURNING c.account_id, c.contact_id, c.email, c.email_status, c.assigned_user_email_id,
-    c.enrich_attempts,
-    (SELECT coalesce(jsonb_agg(jsonb_build_object(
-                'propertyId', p.property_id,
-                'rawAddress', p.raw_address,
-                'aptOrUnitNumber', p.apt_or_unit_number,
-                'streetAddress', p.street_address,
-                'city', p.city,
-                'county', p.county,
-                'state', p.state,
-                'zip', p.zip) ORDER BY p.property_id), '[]'::jsonb)
-     FROM properties p
-     WHERE p.account_id = c.account_id AND p.contact_id = c.contact_id
-       AND p.archived_at IS NULL)::jsonb AS properties
-`
-
-type EnrichClaimParams struct {
-	LeaseUntil time.Time
-	Now        time.Time
-	Max        int32
-}
-
-type EnrichClaimRow struct {
-	AccountID           uuid.UUID
-	ContactID           uuid.UUID
-	Email               string
-	EmailStatus         string
-	AssignedUserEmailID *string
-	EnrichAttempts      int32
-	Properties          []byte
-}
-
-// Leases up to @max due contacts to the caller until @lease_until, with what enriching them
-// needs; SKIP LOCKED lets workers in several processes claim side by side. A lease that ends
-// without EnrichFinish or EnrichRetry (the worker died) makes the contact due again.
-func (q *Queries) EnrichClaim(ctx context.Context, arg EnrichClaimParams) ([]EnrichClaimRow, error) {
-	rows, err := q.db.Query(ctx, enrichClaim, arg.LeaseUntil, arg.Now, arg.Max)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []EnrichClaimRow
-	for rows.Next() {
-		var i EnrichClaimRow
-		if err := rows.Scan(
-			&i.AccountID,
-			&i.ContactID,
-			&i.Email,
-			&i.EmailStatus,
-			&i.AssignedUserEmailID,
-			&i.EnrichAttempts,
-			&i.Properties,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const enrichFinish = `-- name: EnrichFinish :execrows
 UPDATE contacts SET
     email_status = CASE WHEN $1::text <> '' AND email_status = 'Pending' THEN $1::text ELSE email_status END,
@@ -95,22 +21,23 @@ WHERE account_id = $3 AND contact_id = $4 AND enrich_due_at = $5::timestamptz
 `
 
 type EnrichFinishParams struct {
-	Verdict    string
-	Now        time.Time
-	AccountID  uuid.UUID
-	ContactID  uuid.UUID
-	LeaseUntil time.Time
+	Verdict   string
+	Now       time.Time
+	AccountID uuid.UUID
+	ContactID uuid.UUID
+	HeldDueAt time.Time
 }
 
-// Ends a lease, applying the email verdict (empty: none). No row when the lease is no longer
-// the caller's: the email changed (making the contact due again) or the lease ran out.
+// Ends the caller's hold on a contact (its lease, or the due time it locked), applying the
+// email verdict (empty: none). No row when the hold is no longer the caller's: the email
+// changed (making the contact due again) or the lease ran out.
 func (q *Queries) EnrichFinish(ctx context.Context, arg EnrichFinishParams) (int64, error) {
 	result, err := q.db.Exec(ctx, enrichFinish,
 		arg.Verdict,
 		arg.Now,
 		arg.AccountID,
 		arg.ContactID,
-		arg.LeaseUntil,
+		arg.HeldDueAt,
 	)
 	if err != nil {
 		return 0, err
@@ -123,30 +50,120 @@ UPDATE contacts c SET
     email_status = CASE WHEN f.verdict <> '' AND c.email_status = 'Pending' THEN f.verdict ELSE c.email_status END,
     updated_at = CASE WHEN f.verdict <> '' AND c.email_status = 'Pending' THEN $1::timestamptz ELSE c.updated_at END,
     enrich_due_at = NULL, enrich_attempts = 0
-FROM (SELECT unnest($3::uuid[]) AS account_id, unnest($4::uuid[]) AS contact_id,
-             unnest($5::text[]) AS verdict) f
+FROM (SELECT unnest($2::uuid[]) AS account_id, unnest($3::uuid[]) AS contact_id,
+             unnest($4::text[]) AS verdict, unnest($5::timestamptz[]) AS held_due_at) f
 WHERE c.account_id = f.account_id AND c.contact_id = f.contact_id
-  AND c.enrich_due_at = $2::timestamptz
+  AND c.enrich_due_at = f.held_due_at
 `
 
 type EnrichFinishManyParams struct {
 	Now        time.Time
-	LeaseUntil time.Time
 	AccountIds []uuid.UUID
 	ContactIds []uuid.UUID
 	Verdicts   []string
+	HeldDueAts []time.Time
 }
 
-// EnrichFinish for a batch claimed under one lease, in one statement.
+// EnrichFinish for a batch, in one statement.
 func (q *Queries) EnrichFinishMany(ctx context.Context, arg EnrichFinishManyParams) error {
 	_, err := q.db.Exec(ctx, enrichFinishMany,
 		arg.Now,
-		arg.LeaseUntil,
 		arg.AccountIds,
 		arg.ContactIds,
 		arg.Verdicts,
+		arg.HeldDueAts,
 	)
 	return err
+}
+
+const enrichLease = `-- name: EnrichLease :exec
+UPDATE contacts c SET enrich_due_at = $1::timestamptz, enrich_attempts = c.enrich_attempts + 1
+FROM (SELECT unnest($2::uuid[]) AS account_id, unnest($3::uuid[]) AS contact_id) l
+WHERE c.account_id = l.account_id AND c.contact_id = l.contact_id
+`
+
+type EnrichLeaseParams struct {
+	LeaseUntil time.Time
+	AccountIds []uuid.UUID
+	ContactIds []uuid.UUID
+}
+
+// Leases locked contacts to the caller until @lease_until, one more attempt each. A lease
+// that ends without EnrichFinish or EnrichRetry (the worker died) makes the contact due again.
+func (q *Queries) EnrichLease(ctx context.Context, arg EnrichLeaseParams) error {
+	_, err := q.db.Exec(ctx, enrichLease, arg.LeaseUntil, arg.AccountIds, arg.ContactIds)
+	return err
+}
+
+const enrichLockDue = `-- name: EnrichLockDue :many
+SELECT c.account_id, c.contact_id, c.email, c.email_status, c.assigned_user_email_id,
+    c.enrich_attempts, c.enrich_due_at::timestamptz AS held_due_at,
+    (SELECT coalesce(jsonb_agg(jsonb_build_object(
+                'propertyId', p.property_id,
+                'rawAddress', p.raw_address,
+                'aptOrUnitNumber', p.apt_or_unit_number,
+                'streetAddress', p.street_address,
+                'city', p.city,
+                'county', p.county,
+                'state', p.state,
+                'zip', p.zip) ORDER BY p.property_id), '[]'::jsonb)
+     FROM properties p
+     WHERE p.account_id = c.account_id AND p.contact_id = c.contact_id
+       AND p.archived_at IS NULL)::jsonb AS properties
+FROM contacts c
+WHERE c.enrich_due_at <= $1::timestamptz
+ORDER BY c.enrich_due_at
+LIMIT $2
+FOR UPDATE OF c SKIP LOCKED
+`
+
+type EnrichLockDueParams struct {
+	Now time.Time
+	Max int32
+}
+
+type EnrichLockDueRow struct {
+	AccountID           uuid.UUID
+	ContactID           uuid.UUID
+	Email               string
+	EmailStatus         string
+	AssignedUserEmailID *string
+	EnrichAttempts      int32
+	HeldDueAt           time.Time
+	Properties          []byte
+}
+
+// Locks up to @max due contacts for the caller's transaction, with what enriching them
+// needs; SKIP LOCKED lets workers in several processes take batches side by side. The
+// caller finishes in that transaction the contacts it can check at once, and leases the
+// others (EnrichLease) to check them outside it.
+func (q *Queries) EnrichLockDue(ctx context.Context, arg EnrichLockDueParams) ([]EnrichLockDueRow, error) {
+	rows, err := q.db.Query(ctx, enrichLockDue, arg.Now, arg.Max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EnrichLockDueRow
+	for rows.Next() {
+		var i EnrichLockDueRow
+		if err := rows.Scan(
+			&i.AccountID,
+			&i.ContactID,
+			&i.Email,
+			&i.EmailStatus,
+			&i.AssignedUserEmailID,
+			&i.EnrichAttempts,
+			&i.HeldDueAt,
+			&i.Properties,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const enrichMarkDue = `-- name: EnrichMarkDue :exec

@@ -63,15 +63,20 @@ type Querier interface {
 	// days on, is refreshed when older than @refresh_before (a minute).
 	DeliveryRecordSuccess(ctx context.Context, arg DeliveryRecordSuccessParams) error
 	DeliveryRequeue(ctx context.Context, arg DeliveryRequeueParams) error
-	// Leases up to @max due contacts to the caller until @lease_until, with what enriching them
-	// needs; SKIP LOCKED lets workers in several processes claim side by side. A lease that ends
-	// without EnrichFinish or EnrichRetry (the worker died) makes the contact due again.
-	EnrichClaim(ctx context.Context, arg EnrichClaimParams) ([]EnrichClaimRow, error)
-	// Ends a lease, applying the email verdict (empty: none). No row when the lease is no longer
-	// the caller's: the email changed (making the contact due again) or the lease ran out.
+	// Ends the caller's hold on a contact (its lease, or the due time it locked), applying the
+	// email verdict (empty: none). No row when the hold is no longer the caller's: the email
+	// changed (making the contact due again) or the lease ran out.
 	EnrichFinish(ctx context.Context, arg EnrichFinishParams) (int64, error)
-	// EnrichFinish for a batch claimed under one lease, in one statement.
+	// EnrichFinish for a batch, in one statement.
 	EnrichFinishMany(ctx context.Context, arg EnrichFinishManyParams) error
+	// Leases locked contacts to the caller until @lease_until, one more attempt each. A lease
+	// that ends without EnrichFinish or EnrichRetry (the worker died) makes the contact due again.
+	EnrichLease(ctx context.Context, arg EnrichLeaseParams) error
+	// Locks up to @max due contacts for the caller's transaction, with what enriching them
+	// needs; SKIP LOCKED lets workers in several processes take batches side by side. The
+	// caller finishes in that transaction the contacts it can check at once, and leases the
+	// others (EnrichLease) to check them outside it.
+	EnrichLockDue(ctx context.Context, arg EnrichLockDueParams) ([]EnrichLockDueRow, error)
 	// The contact (and so its new property) is due for enrichment.
 	EnrichMarkDue(ctx context.Context, arg EnrichMarkDueParams) error
 	// Ends a lease after a temporary failure: due again at @due_at, or never (NULL, giving up).

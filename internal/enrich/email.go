@@ -129,6 +129,15 @@ func (d *domainVerdicts) emailStatus(ctx context.Context, r Resolver, email stri
 	return status.(string), err
 }
 
+// remembered is the email's status when deciding it needs no lookup.
+func (d *domainVerdicts) remembered(email string) (string, bool) {
+	domain, verdict := precheck(email)
+	if verdict != "" {
+		return verdict, true
+	}
+	return d.get(domain)
+}
+
 func (d *domainVerdicts) get(domain string) (string, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -113,69 +113,90 @@ func (s *Service) run(loop, work context.Context) {
 	}
 }
 
-// RunBatch claims up to Batch due contacts and enriches them; it returns how many it
-// claimed. The checks run concurrently; contacts whose enrichment has nothing to emit are
-// finished together in one statement, the others each in a transaction with their events.
+// RunBatch takes up to Batch due contacts and enriches them; it returns how many it took.
+// A contact whose check needs no DNS (its domain's verdict is remembered, or its email is
+// not Pending) and whose enrichment emits nothing is finished in the transaction that
+// locked it: one write. The others are leased, checked concurrently outside any
+// transaction, and finished each with its events, or together when they have none.
 func (s *Service) RunBatch(ctx context.Context) (int, error) {
 	now := s.opt.Now()
 	lease := now.Add(s.opt.Lease).Truncate(time.Microsecond) // as PostgreSQL stores it
-	var due []db.EnrichClaimRow
-	err := s.store.Write(ctx, func(q *db.Queries) (err error) {
-		due, err = q.EnrichClaim(ctx, db.EnrichClaimParams{Now: now, LeaseUntil: lease, Max: int32(s.opt.Batch)})
-		return err
+	var taken int
+	var leased []db.EnrichLockDueRow
+	err := s.store.InTx(ctx, func(tx store.Tx) error {
+		due, err := tx.EnrichLockDue(ctx, db.EnrichLockDueParams{Now: now, Max: int32(s.opt.Batch)})
+		if err != nil || len(due) == 0 {
+			return err
+		}
+		taken = len(due)
+		var ready []checked
+		for _, c := range due {
+			if out, ok := s.checkNow(ctx, c); ok {
+				ready = append(ready, out)
+			} else {
+				leased = append(leased, c)
+			}
+		}
+		if len(leased) > 0 {
+			p := db.EnrichLeaseParams{LeaseUntil: lease}
+			for i := range leased {
+				leased[i].HeldDueAt, leased[i].EnrichAttempts = lease, leased[i].EnrichAttempts+1
+				p.AccountIds, p.ContactIds = append(p.AccountIds, leased[i].AccountID), append(p.ContactIds, leased[i].ContactID)
+			}
+			if err := tx.EnrichLease(ctx, p); err != nil {
+				return err
+			}
+		}
+		return s.finishQuiet(ctx, tx.Queries, ready)
 	})
-	if err != nil || len(due) == 0 {
-		return 0, err
+	if err != nil || len(leased) == 0 {
+		return taken, err
 	}
-	checked := make([]checked, len(due))
+	results := make([]checked, len(leased))
 	var wg sync.WaitGroup
-	for i, c := range due {
-		wg.Go(func() { checked[i] = s.check(ctx, c) })
+	for i, c := range leased {
+		wg.Go(func() { results[i] = s.check(ctx, c) })
 	}
 	wg.Wait()
-	quiet := db.EnrichFinishManyParams{Now: s.opt.Now(), LeaseUntil: lease}
-	for _, c := range checked {
+	var quiet []checked
+	for _, c := range results {
 		switch {
 		case c.err != nil:
-			wg.Go(func() { s.failed(ctx, c, lease) })
-		case len(c.restandardised) > 0 || (c.verdict != "" && s.events.MayHaveSubscribers(ctx, c.AccountID, webhook.ContactEnriched)):
+			wg.Go(func() { s.failed(ctx, c) })
+		case s.emits(ctx, c):
 			wg.Go(func() {
-				if err := s.finishWithEvents(ctx, c, lease); err != nil && ctx.Err() == nil {
+				if err := s.finishWithEvents(ctx, c); err != nil && ctx.Err() == nil {
 					s.opt.Log.Warn("enrichment failed", slog.String("contact_id", c.ContactID.String()), slog.Any("error", err))
 				}
 			})
 		default:
-			quiet.AccountIds = append(quiet.AccountIds, c.AccountID)
-			quiet.ContactIds = append(quiet.ContactIds, c.ContactID)
-			quiet.Verdicts = append(quiet.Verdicts, c.verdict)
+			quiet = append(quiet, c)
 		}
 	}
-	if len(quiet.ContactIds) > 0 {
-		err = s.store.Write(ctx, func(q *db.Queries) error { return q.EnrichFinishMany(ctx, quiet) })
-	}
+	err = s.store.Write(ctx, func(q *db.Queries) error { return s.finishQuiet(ctx, q, quiet) })
 	wg.Wait()
-	return len(due), err
+	return taken, err
 }
 
-// checked is a claimed contact with what enriching it found.
+// checked is a contact taken from the queue with what enriching it found.
 type checked struct {
-	db.EnrichClaimRow
+	db.EnrichLockDueRow
 	verdict        string // the email's status, when it was Pending; "" otherwise
 	restandardised []claimedProperty
 	err            error
 }
 
-// claimedProperty is an active property as EnrichClaim returns it.
+// claimedProperty is an active property as EnrichLockDue returns it.
 type claimedProperty struct {
 	PropertyID uuid.UUID `json:"propertyId"`
 	RawAddress string    `json:"rawAddress"`
 	address.Address
 }
 
-// check decides the claimed contact's email status (DNS, outside any transaction) and the
+// check decides the contact's email status (DNS, outside any transaction) and the
 // properties whose standard form changed.
-func (s *Service) check(ctx context.Context, c db.EnrichClaimRow) checked {
-	out := checked{EnrichClaimRow: c}
+func (s *Service) check(ctx context.Context, c db.EnrichLockDueRow) checked {
+	out := checked{EnrichLockDueRow: c}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if c.EmailStatus == StatusPending {
@@ -183,24 +204,63 @@ func (s *Service) check(ctx context.Context, c db.EnrichClaimRow) checked {
 			return out
 		}
 	}
-	var props []claimedProperty
-	if out.err = json.Unmarshal(c.Properties, &props); out.err != nil {
-		return out
-	}
-	for _, p := range props {
-		if std, err := address.Parse(p.RawAddress); err == nil && std != p.Address {
-			out.restandardised = append(out.restandardised, claimedProperty{PropertyID: p.PropertyID, Address: std})
-		}
-	}
+	out.restandardised, out.err = restandardised(c.Properties)
 	return out
 }
 
+// checkNow is check when it needs no DNS and the outcome emits nothing; false otherwise.
+func (s *Service) checkNow(ctx context.Context, c db.EnrichLockDueRow) (checked, bool) {
+	out := checked{EnrichLockDueRow: c}
+	if c.EmailStatus == StatusPending {
+		verdict, ok := s.domains.remembered(c.Email)
+		if !ok {
+			return out, false
+		}
+		out.verdict = verdict
+	}
+	out.restandardised, out.err = restandardised(c.Properties)
+	return out, out.err == nil && !s.emits(ctx, out)
+}
+
+// restandardised is the properties whose standard form changed since they were stored.
+func restandardised(claimed []byte) ([]claimedProperty, error) {
+	var props []claimedProperty
+	if err := json.Unmarshal(claimed, &props); err != nil {
+		return nil, err
+	}
+	var changed []claimedProperty
+	for _, p := range props {
+		if std, err := address.Parse(p.RawAddress); err == nil && std != p.Address {
+			changed = append(changed, claimedProperty{PropertyID: p.PropertyID, Address: std})
+		}
+	}
+	return changed, nil
+}
+
+// emits reports whether finishing c emits ContactEnriched.
+func (s *Service) emits(ctx context.Context, c checked) bool {
+	return len(c.restandardised) > 0 || (c.verdict != "" && s.events.MayHaveSubscribers(ctx, c.AccountID, webhook.ContactEnriched))
+}
+
+// finishQuiet ends the holds on contacts whose enrichment emits nothing, in one statement.
+func (s *Service) finishQuiet(ctx context.Context, q *db.Queries, cs []checked) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	p := db.EnrichFinishManyParams{Now: s.opt.Now()}
+	for _, c := range cs {
+		p.AccountIds, p.ContactIds = append(p.AccountIds, c.AccountID), append(p.ContactIds, c.ContactID)
+		p.Verdicts, p.HeldDueAts = append(p.Verdicts, c.verdict), append(p.HeldDueAts, c.HeldDueAt)
+	}
+	return q.EnrichFinishMany(ctx, p)
+}
+
 // finishWithEvents ends the lease with the changes and their events, in one transaction.
-func (s *Service) finishWithEvents(ctx context.Context, c checked, lease time.Time) error {
+func (s *Service) finishWithEvents(ctx context.Context, c checked) error {
 	now := s.opt.Now()
 	return s.store.InTx(ctx, func(tx store.Tx) error {
 		n, err := tx.EnrichFinish(ctx, db.EnrichFinishParams{AccountID: c.AccountID, ContactID: c.ContactID,
-			LeaseUntil: lease, Verdict: c.verdict, Now: now})
+			HeldDueAt: c.HeldDueAt, Verdict: c.verdict, Now: now})
 		if err != nil || n == 0 {
 			return err // n == 0: no longer ours (the email changed since the claim)
 		}
@@ -210,21 +270,21 @@ func (s *Service) finishWithEvents(ctx context.Context, c checked, lease time.Ti
 
 // failed ends the lease of a check that failed: a temporary DNS failure is retried on its
 // schedule; anything else waits for the lease to end.
-func (s *Service) failed(ctx context.Context, c checked, lease time.Time) {
+func (s *Service) failed(ctx context.Context, c checked) {
 	if !errors.Is(c.err, ErrTemporary) {
 		if ctx.Err() == nil {
 			s.opt.Log.Warn("enrichment failed", slog.String("contact_id", c.ContactID.String()), slog.Any("error", c.err))
 		}
 		return
 	}
-	if err := s.retry(ctx, c.EnrichClaimRow, lease, c.err); err != nil && ctx.Err() == nil {
+	if err := s.retry(ctx, c.EnrichLockDueRow, c.err); err != nil && ctx.Err() == nil {
 		s.opt.Log.Warn("enrichment: scheduling the retry failed", slog.String("contact_id", c.ContactID.String()), slog.Any("error", err))
 	}
 }
 
 // retry ends the lease after a temporary DNS failure: due again later, or given up on.
-func (s *Service) retry(ctx context.Context, c db.EnrichClaimRow, lease time.Time, cause error) error {
-	p := db.EnrichRetryParams{AccountID: c.AccountID, ContactID: c.ContactID, LeaseUntil: lease}
+func (s *Service) retry(ctx context.Context, c db.EnrichLockDueRow, cause error) error {
+	p := db.EnrichRetryParams{AccountID: c.AccountID, ContactID: c.ContactID, LeaseUntil: c.HeldDueAt}
 	if c.EnrichAttempts < MaxAttempts {
 		next := s.opt.Now().Add(RetryDelay(s.opt.RetryBase, int(c.EnrichAttempts)))
 		p.DueAt = &next

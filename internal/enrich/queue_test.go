@@ -3,15 +3,18 @@ package enrich_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/enrich"
+	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/testkit"
 	"github.com/contactd/contactd/internal/webhook"
 )
@@ -27,7 +30,7 @@ func worker(a *testkit.API, opt enrich.Options) *enrich.Service {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	return enrich.New(a.Store, webhook.NewEmitter(nil, nil), opt)
+	return enrich.New(a.Store, webhook.NewEmitter(nil, a.Svc.Subscribers), opt)
 }
 
 func createContact(t *testing.T, a *testkit.API, key, email string) uuid.UUID {
@@ -59,6 +62,28 @@ func stateOf(t *testing.T, a *testkit.API, id uuid.UUID) enrichState {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// claim leases every due contact until lease, as a worker does before checking them with
+// DNS, and returns them.
+func claim(t *testing.T, a *testkit.API, lease time.Time) []db.EnrichLockDueRow {
+	t.Helper()
+	ctx := context.Background()
+	var due []db.EnrichLockDueRow
+	err := a.Store.InTx(ctx, func(tx store.Tx) (err error) {
+		if due, err = tx.EnrichLockDue(ctx, db.EnrichLockDueParams{Now: time.Now(), Max: 10}); err != nil || len(due) == 0 {
+			return err
+		}
+		p := db.EnrichLeaseParams{LeaseUntil: lease}
+		for _, c := range due {
+			p.AccountIds, p.ContactIds = append(p.AccountIds, c.AccountID), append(p.ContactIds, c.ContactID)
+		}
+		return tx.EnrichLease(ctx, p)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return due
 }
 
 func runBatch(t *testing.T, w *enrich.Service) int {
@@ -138,9 +163,9 @@ func TestLeaseOutlivesItsWorker(t *testing.T) {
 
 	q := db.New(a.Store.Pool)
 	lease := time.Now().Add(300 * time.Millisecond).Truncate(time.Microsecond)
-	dead, err := q.EnrichClaim(ctx, db.EnrichClaimParams{Now: time.Now(), LeaseUntil: lease, Max: 10})
-	if err != nil || len(dead) != 1 || dead[0].ContactID != id {
-		t.Fatalf("the doomed worker's claim: %v %+v", err, dead)
+	dead := claim(t, a, lease)
+	if len(dead) != 1 || dead[0].ContactID != id {
+		t.Fatalf("the doomed worker's claim: %+v", dead)
 	}
 	w := worker(a, enrich.Options{})
 	if k := runBatch(t, w); k != 0 {
@@ -154,7 +179,7 @@ func TestLeaseOutlivesItsWorker(t *testing.T) {
 		t.Errorf("after the second worker: %+v", s)
 	}
 	n, err := q.EnrichFinish(ctx, db.EnrichFinishParams{AccountID: dead[0].AccountID, ContactID: id,
-		LeaseUntil: lease, Verdict: "Invalid", Now: time.Now()})
+		HeldDueAt: lease, Verdict: "Invalid", Now: time.Now()})
 	if err != nil || n != 0 {
 		t.Errorf("the dead worker's late finish: %d rows, %v; want none", n, err)
 	}
@@ -175,15 +200,15 @@ func TestEmailChangedWhileClaimed(t *testing.T) {
 
 	q := db.New(a.Store.Pool)
 	lease := time.Now().Add(time.Minute).Truncate(time.Microsecond)
-	claimed, err := q.EnrichClaim(ctx, db.EnrichClaimParams{Now: time.Now(), LeaseUntil: lease, Max: 10})
-	if err != nil || len(claimed) != 1 {
-		t.Fatalf("claim: %v %+v", err, claimed)
+	claimed := claim(t, a, lease)
+	if len(claimed) != 1 {
+		t.Fatalf("claim: %+v", claimed)
 	}
 	if r := a.Do("PATCH", "/public/v1/contact/"+id.String(), key, `{"email": "new@mailinator.com"}`); r.Status != 200 {
 		t.Fatalf("PATCH: %d %s", r.Status, r.Body)
 	}
 	n, err := q.EnrichFinish(ctx, db.EnrichFinishParams{AccountID: claimed[0].AccountID, ContactID: id,
-		LeaseUntil: lease, Verdict: "Valid", Now: time.Now()})
+		HeldDueAt: lease, Verdict: "Valid", Now: time.Now()})
 	if err != nil || n != 0 {
 		t.Fatalf("finishing with the old email's verdict: %d rows, %v; want none", n, err)
 	}
@@ -255,5 +280,61 @@ func TestOneLookupPerDomain(t *testing.T) {
 	}
 	if calls := a.DNS.Calls("bulk.example"); calls != 2 {
 		t.Errorf("after the verdict expired: %d MX lookups, want 2", calls)
+	}
+}
+
+// TestRememberedVerdictIsOneWrite: a contact whose domain's verdict is remembered is
+// enriched in the transaction that locked it, one write; a domain seen first is leased,
+// looked up outside any transaction, then finished.
+func TestRememberedVerdictIsOneWrite(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	ctx := context.Background()
+	_, key := a.Account("warm")
+	a.DNS.SetMX("warm.example", "mx.warm.example")
+	first := createContact(t, a, key, "first@warm.example")
+	// every write of a contact, in order.
+	if _, err := a.Store.Pool.Exec(ctx, `
+		CREATE TABLE contact_writes (n serial, contact_id uuid, status text, due_at timestamptz);
+		CREATE FUNCTION log_contact_write() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN INSERT INTO contact_writes (contact_id, status, due_at) VALUES (NEW.contact_id, NEW.email_status, NEW.enrich_due_at); RETURN NEW; END $$;
+		CREATE TRIGGER log_contact_write AFTER UPDATE ON contacts FOR EACH ROW EXECUTE FUNCTION log_contact_write();`); err != nil {
+		t.Fatal(err)
+	}
+	w := worker(a, enrich.Options{})
+	// without the subscriptions cache every verdict may have ContactEnriched subscribers.
+	for deadline := time.Now().Add(10 * time.Second); !a.Svc.Subscribers.Caching(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the subscriptions cache never started")
+		}
+	}
+	writes := func(id uuid.UUID) []string {
+		t.Helper()
+		rows, err := a.Store.Pool.Query(ctx, `SELECT status || CASE WHEN due_at IS NULL THEN '' ELSE ' leased' END
+			FROM contact_writes WHERE contact_id = $1 ORDER BY n`, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if k := runBatch(t, w); k != 1 {
+		t.Fatalf("claimed %d", k)
+	}
+	if got := writes(first); !slices.Equal(got, []string{"Pending leased", "Valid"}) {
+		t.Errorf("the domain's first contact was written %v, want leased, then Valid", got)
+	}
+	second := createContact(t, a, key, "second@warm.example")
+	if k := runBatch(t, w); k != 1 {
+		t.Fatalf("claimed %d", k)
+	}
+	if got := writes(second); !slices.Equal(got, []string{"Valid"}) {
+		t.Errorf("the second contact was written %v, want Valid at once", got)
+	}
+	if calls := a.DNS.Calls("warm.example"); calls != 1 {
+		t.Errorf("%d MX lookups, want 1", calls)
 	}
 }
