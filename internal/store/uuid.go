@@ -14,10 +14,13 @@ import (
 // parsing, and failed encode plans (each an fmt.Errorf) on every query: about 7 % of a read's
 // CPU in the load benchmark.
 func registerUUID(_ context.Context, conn *pgx.Conn) error {
-	m := conn.TypeMap()
+	registerUUIDOn(conn.TypeMap())
+	return nil
+}
+
+func registerUUIDOn(m *pgtype.Map) {
 	m.TryWrapEncodePlanFuncs = append([]pgtype.TryWrapEncodePlanFunc{tryWrapUUIDEncodePlan}, m.TryWrapEncodePlanFuncs...)
 	m.TryWrapScanPlanFuncs = append([]pgtype.TryWrapScanPlanFunc{tryWrapUUIDScanPlan}, m.TryWrapScanPlanFuncs...)
-	return nil
 }
 
 // pgUUID is uuid.UUID as pgtype's UUID valuer and scanner.
@@ -41,9 +44,26 @@ func (p *uuidEncodePlan) Encode(value any, buf []byte) ([]byte, error) {
 	return p.next.Encode(pgUUID(value.(uuid.UUID)), buf)
 }
 
+// uuidPointerEncodePlan is for nullable parameters: pgx does not dereference a pointer to a
+// driver.Valuer, so *uuid.UUID went through text again.
+type uuidPointerEncodePlan struct{ next pgtype.EncodePlan }
+
+func (p *uuidPointerEncodePlan) SetNext(next pgtype.EncodePlan) { p.next = next }
+
+func (p *uuidPointerEncodePlan) Encode(value any, buf []byte) ([]byte, error) {
+	u := value.(*uuid.UUID)
+	if u == nil {
+		return nil, nil // NULL
+	}
+	return p.next.Encode(pgUUID(*u), buf)
+}
+
 func tryWrapUUIDEncodePlan(value any) (pgtype.WrappedEncodePlanNextSetter, any, bool) {
-	if v, ok := value.(uuid.UUID); ok {
+	switch v := value.(type) {
+	case uuid.UUID:
 		return &uuidEncodePlan{}, pgUUID(v), true
+	case *uuid.UUID:
+		return &uuidPointerEncodePlan{}, pgUUID{}, true
 	}
 	return nil, nil, false
 }
