@@ -43,6 +43,7 @@ type options struct {
 	profileDir  string
 	jsonOut     string
 	only        string
+	pgStats     bool
 	smoke       bool
 }
 
@@ -65,6 +66,7 @@ func main() {
 	flag.IntVar(&o.whConc, "webhook-c", 16, "concurrent clients producing webhook events")
 	flag.Float64Var(&o.whRate, "webhook-rate", 1200, "deliveries per second asked in the paced phase, where latency is measured")
 	flag.StringVar(&o.profileDir, "profile", "", "write a CPU profile of contactd per workload into this directory (pprof)")
+	flag.BoolVar(&o.pgStats, "pgstats", false, "print the statements PostgreSQL spent the most time on over the run (pg_stat_statements)")
 	flag.StringVar(&o.jsonOut, "json", "", "also write the results as JSON to this file")
 	flag.StringVar(&o.only, "only", "", "comma-separated workloads to run (default all)")
 	flag.BoolVar(&o.smoke, "smoke", false, "a few seconds on a tiny dataset, to check the tool works (make test)")
@@ -99,7 +101,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "contactbench: "+format+"\n", args...) }
 
 	logf("starting PostgreSQL in %s", dir)
-	cluster, err := pgembed.Start(ctx, pgembed.Options{Dir: dir})
+	pgOpt := pgembed.Options{Dir: dir}
+	if o.pgStats {
+		pgOpt.Settings = pgStatsSettings
+	}
+	cluster, err := pgembed.Start(ctx, pgOpt)
 	if err != nil {
 		return err
 	}
@@ -136,6 +142,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	logf("seeded in %v", time.Since(t0).Round(time.Millisecond))
+	if o.pgStats {
+		if err := resetPGStats(ctx, st); err != nil {
+			return err
+		}
+	}
 
 	pprofAddr := ""
 	if o.profileDir != "" {
@@ -224,6 +235,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			return err
 		}
 		rep.Webhooks = wh
+	}
+	if o.pgStats {
+		if err := printPGStats(ctx, out, st); err != nil {
+			return err
+		}
 	}
 	printReport(out, rep)
 	if o.jsonOut != "" {

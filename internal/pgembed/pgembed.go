@@ -28,6 +28,8 @@ type Options struct {
 	Ephemeral bool
 	// Port to listen on (127.0.0.1); 0 picks a free one.
 	Port int
+	// Settings are more server settings, "name=value" each.
+	Settings []string
 }
 
 // Cluster is a running (or stopped) private PostgreSQL.
@@ -86,6 +88,9 @@ func (c *Cluster) Start(ctx context.Context) error {
 		c.Port = port
 	}
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300", c.Port, c.path("run"))
+	for _, setting := range c.opt.Settings {
+		opts += " -c " + setting
+	}
 	if c.opt.Ephemeral {
 		opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
 	}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/contactd/contactd/internal/store"
+)
+
+// pgStatsSettings load pg_stat_statements, counting statements run inside functions and
+// triggers too (foreign-key checks among them).
+var pgStatsSettings = []string{"shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track=all"}
+
+// resetPGStats starts counting from after the seeding.
+func resetPGStats(ctx context.Context, st *store.Store) error {
+	_, err := st.Pool.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()`)
+	return err
+}
+
+// printPGStats prints the statements PostgreSQL spent the most time executing over the run
+// (wall time inside the server, waits included: shares, not CPU).
+func printPGStats(ctx context.Context, out io.Writer, st *store.Store) error {
+	rows, err := st.Pool.Query(ctx, `
+		SELECT calls, total_exec_time, total_exec_time / calls * 1000,
+		       100 * total_exec_time / sum(total_exec_time) OVER (),
+		       left(regexp_replace(query, '\s+', ' ', 'g'), 100)
+		FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 15`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	fmt.Fprintf(out, "PostgreSQL statements by time executing (pg_stat_statements, whole run):\n")
+	fmt.Fprintf(out, "%10s %10s %9s %6s  %s\n", "calls", "total ms", "us/call", "share", "statement")
+	for rows.Next() {
+		var calls int64
+		var total, per, share float64
+		var query string
+		if err := rows.Scan(&calls, &total, &per, &share, &query); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%10d %10.0f %9.0f %5.1f%%  %s\n", calls, total, per, share, query)
+	}
+	fmt.Fprintln(out)
+	return rows.Err()
+}
