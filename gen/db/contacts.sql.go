@@ -403,17 +403,7 @@ func (q *Queries) ContactOtherWithEmail(ctx context.Context, arg ContactOtherWit
 }
 
 const contactRefreshProperties = `-- name: ContactRefreshProperties :one
-UPDATE contacts c SET active_properties = (
-    SELECT coalesce(jsonb_agg(jsonb_build_object(
-               'propertyId', p.property_id,
-               'aptOrUnitNumber', p.apt_or_unit_number,
-               'streetAddress', p.street_address,
-               'city', p.city,
-               'county', p.county,
-               'state', p.state,
-               'zip', p.zip) ORDER BY p.property_id), '[]'::jsonb)
-    FROM properties p
-    WHERE p.account_id = c.account_id AND p.contact_id = c.contact_id AND p.archived_at IS NULL)
+UPDATE contacts c SET active_properties = active_properties_of(c.account_id, c.contact_id)
 WHERE c.account_id = $1 AND c.contact_id = $2
 RETURNING account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties
 `

@@ -10,7 +10,7 @@ import (
 )
 
 // storedProperty is an active property as contacts.active_properties keeps it, under the
-// API's names (ContactRefreshProperties and migration 00005 build the same objects).
+// API's names (PostgreSQL's active_properties_of, migration 00005, builds the same objects).
 type storedProperty struct {
 	ID              uuid.UUID `json:"propertyId"`
 	AptOrUnitNumber string    `json:"aptOrUnitNumber"`

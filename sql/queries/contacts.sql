@@ -56,17 +56,7 @@ SELECT * FROM contacts WHERE account_id = $1 AND email_key = $2;
 -- statement (ContactLock, or an UPDATE of the contact): this statement's snapshot then sees
 -- every other transaction's change to the contact's properties, each of which took that
 -- lock too, while a lock this statement waited for itself would leave it the older snapshot.
-UPDATE contacts c SET active_properties = (
-    SELECT coalesce(jsonb_agg(jsonb_build_object(
-               'propertyId', p.property_id,
-               'aptOrUnitNumber', p.apt_or_unit_number,
-               'streetAddress', p.street_address,
-               'city', p.city,
-               'county', p.county,
-               'state', p.state,
-               'zip', p.zip) ORDER BY p.property_id), '[]'::jsonb)
-    FROM properties p
-    WHERE p.account_id = c.account_id AND p.contact_id = c.contact_id AND p.archived_at IS NULL)
+UPDATE contacts c SET active_properties = active_properties_of(c.account_id, c.contact_id)
 WHERE c.account_id = $1 AND c.contact_id = $2
 RETURNING *;
 
