@@ -30,10 +30,12 @@ func seed(ctx context.Context, pool *pgxpool.Pool, accountID uuid.UUID, n int) (
 	tags := []string{"seed", "lead"}
 	contacts := pgx.CopyFromSlice(n, func(i int) ([]any, error) {
 		return []any{accountID, ds.ids[i], ds.emails[i], strings.ToLower(ds.emails[i]), fmt.Sprintf("Seed Contact %d", i),
-			"Valid", tags, fmt.Sprintf("cs_seed%025d", i), now, now}, nil
+			"Valid", tags, fmt.Sprintf("cs_seed%025d", i), "seed", "ck_seed0000", "127.0.0.1", "contactbench",
+			fmt.Appendf(nil, `{"email": %q, "tags": ["seed", "lead"]}`, ds.emails[i]), now, now}, nil
 	})
 	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"contacts"}, []string{"account_id", "contact_id", "email", "email_key",
-		"name", "email_status", "tags", "consent_token", "created_at", "updated_at"}, contacts); err != nil {
+		"name", "email_status", "tags", "consent_token", "consent_api_key_name", "consent_api_key_prefix",
+		"consent_source_ip", "consent_user_agent", "consent_fields", "created_at", "updated_at"}, contacts); err != nil {
 		return ds, fmt.Errorf("seed contacts: %w", err)
 	}
 	props := pgx.CopyFromSlice(n, func(i int) ([]any, error) {

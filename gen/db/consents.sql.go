@@ -7,26 +7,39 @@ package db
 
 import (
 	"context"
+	"time"
+
+	"github.com/google/uuid"
 )
 
 const consentGetByToken = `-- name: ConsentGetByToken :one
-SELECT account_id, contact_id, token, created_at, api_key_name, api_key_prefix, source_ip, user_agent, fields FROM consents WHERE token = $1
+SELECT contact_id, created_at, consent_api_key_name, consent_api_key_prefix, consent_source_ip,
+    consent_user_agent, consent_fields
+FROM contacts WHERE consent_token = $1
 `
 
+type ConsentGetByTokenRow struct {
+	ContactID           uuid.UUID
+	CreatedAt           time.Time
+	ConsentApiKeyName   string
+	ConsentApiKeyPrefix string
+	ConsentSourceIp     string
+	ConsentUserAgent    string
+	ConsentFields       []byte
+}
+
 // Not scoped by account: the unguessable token is the credential of the public page.
-func (q *Queries) ConsentGetByToken(ctx context.Context, token string) (Consent, error) {
-	row := q.db.QueryRow(ctx, consentGetByToken, token)
-	var i Consent
+func (q *Queries) ConsentGetByToken(ctx context.Context, consentToken string) (ConsentGetByTokenRow, error) {
+	row := q.db.QueryRow(ctx, consentGetByToken, consentToken)
+	var i ConsentGetByTokenRow
 	err := row.Scan(
-		&i.AccountID,
 		&i.ContactID,
-		&i.Token,
 		&i.CreatedAt,
-		&i.ApiKeyName,
-		&i.ApiKeyPrefix,
-		&i.SourceIp,
-		&i.UserAgent,
-		&i.Fields,
+		&i.ConsentApiKeyName,
+		&i.ConsentApiKeyPrefix,
+		&i.ConsentSourceIp,
+		&i.ConsentUserAgent,
+		&i.ConsentFields,
 	)
 	return i, err
 }

@@ -17,24 +17,17 @@ WITH c AS (
     INSERT INTO contacts (
         account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
         crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
-        created_at, updated_at, enrich_due_at, active_properties
+        consent_api_key_name, consent_api_key_prefix, consent_source_ip, consent_user_agent,
+        consent_fields, created_at, updated_at, enrich_due_at, active_properties
     ) VALUES (
         $1, $2, $3, $4, $5, $6, $7,
         $8, $9, $10,
         $11, $12, $13,
-        $14, $15, $15, $15, $16
+        $14, $15, $16, $17,
+        $18, $19, $20, $20, $20, $21
     )
     ON CONFLICT (account_id, email_key) DO NOTHING
-    RETURNING account_id, contact_id, consent_token, created_at
-), consent AS (
-    INSERT INTO consents (
-        account_id, contact_id, token, created_at, api_key_name, api_key_prefix, source_ip,
-        user_agent, fields
-    )
-    SELECT account_id, contact_id, consent_token, created_at, $17::text,
-           $18::text, $19::text,
-           $20::text, $21::jsonb
-    FROM c
+    RETURNING account_id, contact_id, created_at
 ), property AS (
     INSERT INTO properties (
         account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,
@@ -65,13 +58,13 @@ type ContactCreateParams struct {
 	CrmStage            *string
 	CrmCreatedDate      *time.Time
 	ConsentToken        string
+	ConsentApiKeyName   string
+	ConsentApiKeyPrefix string
+	ConsentSourceIp     string
+	ConsentUserAgent    string
+	ConsentFields       []byte
 	CreatedAt           time.Time
 	ActiveProperties    []byte
-	ApiKeyName          string
-	ApiKeyPrefix        string
-	SourceIp            string
-	UserAgent           string
-	Fields              []byte
 	PropertyID          *uuid.UUID
 	RawAddress          string
 	AptOrUnitNumber     string
@@ -104,13 +97,13 @@ func (q *Queries) ContactCreate(ctx context.Context, arg ContactCreateParams) (u
 		arg.CrmStage,
 		arg.CrmCreatedDate,
 		arg.ConsentToken,
+		arg.ConsentApiKeyName,
+		arg.ConsentApiKeyPrefix,
+		arg.ConsentSourceIp,
+		arg.ConsentUserAgent,
+		arg.ConsentFields,
 		arg.CreatedAt,
 		arg.ActiveProperties,
-		arg.ApiKeyName,
-		arg.ApiKeyPrefix,
-		arg.SourceIp,
-		arg.UserAgent,
-		arg.Fields,
 		arg.PropertyID,
 		arg.RawAddress,
 		arg.AptOrUnitNumber,
@@ -135,7 +128,7 @@ type ContactDeleteParams struct {
 	ContactID uuid.UUID
 }
 
-// Properties, consent and activities go with it (ON DELETE CASCADE).
+// Properties and activities go with it (ON DELETE CASCADE), the consent record is on its row.
 func (q *Queries) ContactDelete(ctx context.Context, arg ContactDeleteParams) (int64, error) {
 	result, err := q.db.Exec(ctx, contactDelete, arg.AccountID, arg.ContactID)
 	if err != nil {
@@ -205,7 +198,7 @@ func (q *Queries) ContactEngagementSet(ctx context.Context, arg ContactEngagemen
 }
 
 const contactGetByEmail = `-- name: ContactGetByEmail :one
-SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties FROM contacts WHERE account_id = $1 AND email_key = $2
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties FROM contact_rows WHERE account_id = $1 AND email_key = $2
 `
 
 type ContactGetByEmailParams struct {
@@ -213,9 +206,9 @@ type ContactGetByEmailParams struct {
 	EmailKey  string
 }
 
-func (q *Queries) ContactGetByEmail(ctx context.Context, arg ContactGetByEmailParams) (Contact, error) {
+func (q *Queries) ContactGetByEmail(ctx context.Context, arg ContactGetByEmailParams) (ContactRow, error) {
 	row := q.db.QueryRow(ctx, contactGetByEmail, arg.AccountID, arg.EmailKey)
-	var i Contact
+	var i ContactRow
 	err := row.Scan(
 		&i.AccountID,
 		&i.ContactID,
@@ -258,7 +251,7 @@ func (q *Queries) ContactGetByEmail(ctx context.Context, arg ContactGetByEmailPa
 }
 
 const contactGetByID = `-- name: ContactGetByID :one
-SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties FROM contacts WHERE account_id = $1 AND contact_id = $2
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties FROM contact_rows WHERE account_id = $1 AND contact_id = $2
 `
 
 type ContactGetByIDParams struct {
@@ -267,9 +260,9 @@ type ContactGetByIDParams struct {
 }
 
 // One row by primary key: the active properties are kept on it (active_properties).
-func (q *Queries) ContactGetByID(ctx context.Context, arg ContactGetByIDParams) (Contact, error) {
+func (q *Queries) ContactGetByID(ctx context.Context, arg ContactGetByIDParams) (ContactRow, error) {
 	row := q.db.QueryRow(ctx, contactGetByID, arg.AccountID, arg.ContactID)
-	var i Contact
+	var i ContactRow
 	err := row.Scan(
 		&i.AccountID,
 		&i.ContactID,
@@ -328,7 +321,7 @@ func (q *Queries) ContactIDByEmail(ctx context.Context, arg ContactIDByEmailPara
 }
 
 const contactLock = `-- name: ContactLock :one
-SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties FROM contacts
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties FROM contact_rows
 WHERE account_id = $1 AND contact_id = $2
 FOR UPDATE
 `
@@ -339,9 +332,9 @@ type ContactLockParams struct {
 }
 
 // Locks the contact for a read-modify-write (PATCH, activity, a new property).
-func (q *Queries) ContactLock(ctx context.Context, arg ContactLockParams) (Contact, error) {
+func (q *Queries) ContactLock(ctx context.Context, arg ContactLockParams) (ContactRow, error) {
 	row := q.db.QueryRow(ctx, contactLock, arg.AccountID, arg.ContactID)
-	var i Contact
+	var i ContactRow
 	err := row.Scan(
 		&i.AccountID,
 		&i.ContactID,
@@ -405,7 +398,7 @@ func (q *Queries) ContactOtherWithEmail(ctx context.Context, arg ContactOtherWit
 const contactRefreshProperties = `-- name: ContactRefreshProperties :one
 UPDATE contacts c SET active_properties = active_properties_of(c.account_id, c.contact_id)
 WHERE c.account_id = $1 AND c.contact_id = $2
-RETURNING account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties
+RETURNING active_properties
 `
 
 type ContactRefreshPropertiesParams struct {
@@ -418,48 +411,11 @@ type ContactRefreshPropertiesParams struct {
 // statement (ContactLock, or an UPDATE of the contact): this statement's snapshot then sees
 // every other transaction's change to the contact's properties, each of which took that
 // lock too, while a lock this statement waited for itself would leave it the older snapshot.
-func (q *Queries) ContactRefreshProperties(ctx context.Context, arg ContactRefreshPropertiesParams) (Contact, error) {
+func (q *Queries) ContactRefreshProperties(ctx context.Context, arg ContactRefreshPropertiesParams) ([]byte, error) {
 	row := q.db.QueryRow(ctx, contactRefreshProperties, arg.AccountID, arg.ContactID)
-	var i Contact
-	err := row.Scan(
-		&i.AccountID,
-		&i.ContactID,
-		&i.Email,
-		&i.EmailKey,
-		&i.Name,
-		&i.Phone,
-		&i.EmailStatus,
-		&i.RecordStatus,
-		&i.Tags,
-		&i.LeadScore,
-		&i.AssignedUserEmailID,
-		&i.CrmName,
-		&i.CrmUrl,
-		&i.CrmSource,
-		&i.CrmStage,
-		&i.CrmCreatedDate,
-		&i.ConsentToken,
-		&i.NumFormSubmissions,
-		&i.LastFormSubmissionAt,
-		&i.NumEmailSends,
-		&i.LastEmailSendAt,
-		&i.NumEmailOpens,
-		&i.LastEmailOpenAt,
-		&i.NumEmailClicks,
-		&i.LastEmailClickAt,
-		&i.NumDashboardViews,
-		&i.LastDashboardViewAt,
-		&i.NumDashboardClicks,
-		&i.LastDashboardClickAt,
-		&i.NumPostcardScans,
-		&i.LastPostcardScanAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.EnrichDueAt,
-		&i.EnrichAttempts,
-		&i.ActiveProperties,
-	)
-	return i, err
+	var active_properties []byte
+	err := row.Scan(&active_properties)
+	return active_properties, err
 }
 
 const contactUpdateDetails = `-- name: ContactUpdateDetails :exec

@@ -37,19 +37,51 @@ type ApiKey struct {
 	RevokedAt  *time.Time
 }
 
-type Consent struct {
-	AccountID    uuid.UUID
-	ContactID    uuid.UUID
-	Token        string
-	CreatedAt    time.Time
-	ApiKeyName   string
-	ApiKeyPrefix string
-	SourceIp     string
-	UserAgent    string
-	Fields       []byte
+type Contact struct {
+	AccountID            uuid.UUID
+	ContactID            uuid.UUID
+	Email                string
+	EmailKey             string
+	Name                 *string
+	Phone                *string
+	EmailStatus          string
+	RecordStatus         string
+	Tags                 []string
+	LeadScore            int32
+	AssignedUserEmailID  *string
+	CrmName              *string
+	CrmUrl               *string
+	CrmSource            *string
+	CrmStage             *string
+	CrmCreatedDate       *time.Time
+	ConsentToken         string
+	NumFormSubmissions   int32
+	LastFormSubmissionAt *time.Time
+	NumEmailSends        int32
+	LastEmailSendAt      *time.Time
+	NumEmailOpens        int32
+	LastEmailOpenAt      *time.Time
+	NumEmailClicks       int32
+	LastEmailClickAt     *time.Time
+	NumDashboardViews    int32
+	LastDashboardViewAt  *time.Time
+	NumDashboardClicks   int32
+	LastDashboardClickAt *time.Time
+	NumPostcardScans     int32
+	LastPostcardScanAt   *time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+	EnrichDueAt          *time.Time
+	EnrichAttempts       int32
+	ActiveProperties     []byte
+	ConsentApiKeyName    string
+	ConsentApiKeyPrefix  string
+	ConsentSourceIp      string
+	ConsentUserAgent     string
+	ConsentFields        []byte
 }
 
-type Contact struct {
+type ContactRow struct {
 	AccountID            uuid.UUID
 	ContactID            uuid.UUID
 	Email                string

@@ -20,22 +20,22 @@ type Querier interface {
 	AttemptInsert(ctx context.Context, arg AttemptInsertParams) error
 	AttemptsList(ctx context.Context, arg AttemptsListParams) ([]AttemptsListRow, error)
 	// Not scoped by account: the unguessable token is the credential of the public page.
-	ConsentGetByToken(ctx context.Context, token string) (Consent, error)
+	ConsentGetByToken(ctx context.Context, consentToken string) (ConsentGetByTokenRow, error)
 	// A new contact with its consent record and, when its address parsed, its first property, in
 	// one statement (one round trip), due for enrichment. ON CONFLICT DO NOTHING lets racing creates of one email
 	// resolve to exactly one winner without aborting the losers' transactions: a loser gets no
 	// row and writes nothing. (Foreign keys are checked at the end of the statement, after the
 	// contact row exists.)
 	ContactCreate(ctx context.Context, arg ContactCreateParams) (uuid.UUID, error)
-	// Properties, consent and activities go with it (ON DELETE CASCADE).
+	// Properties and activities go with it (ON DELETE CASCADE), the consent record is on its row.
 	ContactDelete(ctx context.Context, arg ContactDeleteParams) (int64, error)
 	ContactEngagementSet(ctx context.Context, arg ContactEngagementSetParams) error
-	ContactGetByEmail(ctx context.Context, arg ContactGetByEmailParams) (Contact, error)
+	ContactGetByEmail(ctx context.Context, arg ContactGetByEmailParams) (ContactRow, error)
 	// One row by primary key: the active properties are kept on it (active_properties).
-	ContactGetByID(ctx context.Context, arg ContactGetByIDParams) (Contact, error)
+	ContactGetByID(ctx context.Context, arg ContactGetByIDParams) (ContactRow, error)
 	ContactIDByEmail(ctx context.Context, arg ContactIDByEmailParams) (uuid.UUID, error)
 	// Locks the contact for a read-modify-write (PATCH, activity, a new property).
-	ContactLock(ctx context.Context, arg ContactLockParams) (Contact, error)
+	ContactLock(ctx context.Context, arg ContactLockParams) (ContactRow, error)
 	// Another contact of the account that has this email key, for PATCH's duplicate check.
 	ContactOtherWithEmail(ctx context.Context, arg ContactOtherWithEmailParams) (uuid.UUID, error)
 	// Rewrites the contact's copy of its active properties from properties, after a change to
@@ -43,7 +43,7 @@ type Querier interface {
 	// statement (ContactLock, or an UPDATE of the contact): this statement's snapshot then sees
 	// every other transaction's change to the contact's properties, each of which took that
 	// lock too, while a lock this statement waited for itself would leave it the older snapshot.
-	ContactRefreshProperties(ctx context.Context, arg ContactRefreshPropertiesParams) (Contact, error)
+	ContactRefreshProperties(ctx context.Context, arg ContactRefreshPropertiesParams) ([]byte, error)
 	// A new email makes the contact due for enrichment (the right-hand sides see the old row).
 	ContactUpdateDetails(ctx context.Context, arg ContactUpdateDetailsParams) error
 	// Leases up to @max due deliveries to the caller until @lease_until, with everything their

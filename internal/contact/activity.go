@@ -89,7 +89,7 @@ func (s *Service) RecordActivity(ctx context.Context, accountID uuid.UUID, rawID
 	return c, replayed, err
 }
 
-func (s *Service) applyActivity(ctx context.Context, tx store.Tx, row db.Contact, activityID string, at time.Time, in ActivityInput, now time.Time) error {
+func (s *Service) applyActivity(ctx context.Context, tx store.Tx, row db.ContactRow, activityID string, at time.Time, in ActivityInput, now time.Time) error {
 	eng := applyActivity(engagementOf(row), in.Type, at)
 	status := row.RecordStatus
 	if in.Type == ActivityUnsubscribe {
@@ -140,7 +140,7 @@ func applyActivity(e Engagement, typ string, at time.Time) Engagement {
 	return e
 }
 
-func engagementParams(row db.Contact, e Engagement, status string, score int, now time.Time) db.ContactEngagementSetParams {
+func engagementParams(row db.ContactRow, e Engagement, status string, score int, now time.Time) db.ContactEngagementSetParams {
 	return db.ContactEngagementSetParams{
 		AccountID: row.AccountID, ContactID: row.ContactID, RecordStatus: status, LeadScore: int32(score), UpdatedAt: now,
 		NumFormSubmissions: int32(e.FormSubmissions), LastFormSubmissionAt: e.LastFormSubmission,

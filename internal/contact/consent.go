@@ -33,7 +33,7 @@ func (s *Service) ConsentByToken(ctx context.Context, token string) (Consent, er
 	if !consentTokenRe.MatchString(token) {
 		return Consent{}, ErrConsentNotFound
 	}
-	var r db.Consent
+	var r db.ConsentGetByTokenRow
 	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
 		r, err = q.ConsentGetByToken(ctx, token)
 		return err
@@ -43,6 +43,6 @@ func (s *Service) ConsentByToken(ctx context.Context, token string) (Consent, er
 	} else if err != nil {
 		return Consent{}, err
 	}
-	return Consent{ContactID: r.ContactID, CreatedAt: r.CreatedAt, KeyName: r.ApiKeyName, KeyPrefix: r.ApiKeyPrefix,
-		SourceIP: r.SourceIp, UserAgent: r.UserAgent, Request: r.Fields}, nil
+	return Consent{ContactID: r.ContactID, CreatedAt: r.CreatedAt, KeyName: r.ConsentApiKeyName, KeyPrefix: r.ConsentApiKeyPrefix,
+		SourceIP: r.ConsentSourceIp, UserAgent: r.ConsentUserAgent, Request: r.ConsentFields}, nil
 }

@@ -86,7 +86,7 @@ func EmailKey(email string) string { return strings.ToLower(strings.TrimSpace(em
 
 // fromRow builds the API's contact from its row, active properties included; the lead score
 // is computed for now, so it decays between activities too.
-func (s *Service) fromRow(r db.Contact) (Contact, error) {
+func (s *Service) fromRow(r db.ContactRow) (Contact, error) {
 	props, err := propertiesOf(r.ActiveProperties)
 	if err != nil {
 		return Contact{}, err
@@ -105,7 +105,7 @@ func (s *Service) fromRow(r db.Contact) (Contact, error) {
 }
 
 // engagementOf is the contact row's engagement counters.
-func engagementOf(r db.Contact) Engagement {
+func engagementOf(r db.ContactRow) Engagement {
 	return Engagement{
 		FormSubmissions: int(r.NumFormSubmissions), LastFormSubmission: r.LastFormSubmissionAt,
 		EmailSends: int(r.NumEmailSends), LastEmailSend: r.LastEmailSendAt,

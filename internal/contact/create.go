@@ -83,8 +83,8 @@ func (s *Service) insert(ctx context.Context, q *db.Queries, accountID uuid.UUID
 		AccountID: accountID, ContactID: c.ID, Email: c.Email, EmailKey: EmailKey(c.Email),
 		Name: c.Name, Phone: c.Phone, Tags: c.Tags, AssignedUserEmailID: c.AssignedUserEmailID,
 		ConsentToken: c.ConsentToken, CreatedAt: c.CreatedAt,
-		ApiKeyName: in.Origin.KeyName, ApiKeyPrefix: in.Origin.KeyPrefix,
-		SourceIp: in.Origin.SourceIP, UserAgent: in.Origin.UserAgent, Fields: fields,
+		ConsentApiKeyName: in.Origin.KeyName, ConsentApiKeyPrefix: in.Origin.KeyPrefix,
+		ConsentSourceIp: in.Origin.SourceIP, ConsentUserAgent: in.Origin.UserAgent, ConsentFields: fields,
 		ActiveProperties: storedProperties(c.Properties),
 	}
 	if c.CRM != nil {

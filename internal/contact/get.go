@@ -48,7 +48,7 @@ func (s *Service) load(ctx context.Context, q *db.Queries, accountID, id uuid.UU
 }
 
 // loaded is the contact of a row a query returned.
-func (s *Service) loaded(r db.Contact, err error) (Contact, error) {
+func (s *Service) loaded(r db.ContactRow, err error) (Contact, error) {
 	if err != nil {
 		if errors.Is(store.Translate(err), apperr.ErrNoRows) {
 			return Contact{}, ErrNotFound

@@ -34,10 +34,11 @@ func (s *Service) AddProperty(ctx context.Context, accountID uuid.UUID, rawID, r
 	p := Property{ID: uuid.Must(uuid.NewV7()), Address: a}
 	var c Contact
 	err = s.store.InTx(ctx, func(tx store.Tx) error {
-		if _, err := s.lock(ctx, tx, accountID, id); err != nil {
+		row, err := s.lock(ctx, tx, accountID, id)
+		if err != nil {
 			return err
 		}
-		err := insertProperty(ctx, tx, accountID, id, p, raw, s.now())
+		err = insertProperty(ctx, tx, accountID, id, p, raw, s.now())
 		if errors.Is(store.Translate(err), apperr.ErrNoRows) {
 			return errDuplicateProperty
 		} else if err != nil {
@@ -46,7 +47,7 @@ func (s *Service) AddProperty(ctx context.Context, accountID uuid.UUID, rawID, r
 		if err := tx.EnrichMarkDue(ctx, db.EnrichMarkDueParams{AccountID: accountID, ContactID: id, Now: s.now()}); err != nil {
 			return err
 		}
-		c, err = s.loaded(tx.ContactRefreshProperties(ctx, db.ContactRefreshPropertiesParams{AccountID: accountID, ContactID: id}))
+		c, err = s.refreshed(ctx, tx, row)
 		return err
 	})
 	return c, err
@@ -68,11 +69,23 @@ func (s *Service) ArchiveProperty(ctx context.Context, accountID uuid.UUID, rawP
 		}
 		// the contact's lock, in a statement of its own, before its copy is rewritten (see
 		// ContactRefreshProperties).
-		if _, err := s.lock(ctx, tx, accountID, contactID); err != nil {
+		row, err := s.lock(ctx, tx, accountID, contactID)
+		if err != nil {
 			return err
 		}
-		c, err = s.loaded(tx.ContactRefreshProperties(ctx, db.ContactRefreshPropertiesParams{AccountID: accountID, ContactID: contactID}))
+		c, err = s.refreshed(ctx, tx, row)
 		return err
 	})
 	return c, err
+}
+
+// refreshed rewrites the copy of the active properties on a contact whose row the caller
+// locked (row), and returns the contact with it.
+func (s *Service) refreshed(ctx context.Context, tx store.Tx, row db.ContactRow) (Contact, error) {
+	props, err := tx.ContactRefreshProperties(ctx, db.ContactRefreshPropertiesParams{AccountID: row.AccountID, ContactID: row.ContactID})
+	if err != nil {
+		return Contact{}, err
+	}
+	row.ActiveProperties = props
+	return s.fromRow(row)
 }

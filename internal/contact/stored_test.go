@@ -13,7 +13,7 @@ import (
 func TestStoredProperties(t *testing.T) {
 	t.Parallel()
 	s := &Service{now: func() time.Time { return scoreNow }}
-	row := db.Contact{ContactID: uuid.Must(uuid.NewV7()), Email: "a@example.com", Tags: []string{"x"}}
+	row := db.ContactRow{ContactID: uuid.Must(uuid.NewV7()), Email: "a@example.com", Tags: []string{"x"}}
 
 	row.ActiveProperties = storedProperties(nil)
 	if string(row.ActiveProperties) != "[]" {

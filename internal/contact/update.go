@@ -86,7 +86,7 @@ func (s *Service) Update(ctx context.Context, accountID uuid.UUID, rawID string,
 }
 
 // lock reads and locks a contact for a read-modify-write.
-func (s *Service) lock(ctx context.Context, tx store.Tx, accountID, id uuid.UUID) (db.Contact, error) {
+func (s *Service) lock(ctx context.Context, tx store.Tx, accountID, id uuid.UUID) (db.ContactRow, error) {
 	row, err := tx.ContactLock(ctx, db.ContactLockParams{AccountID: accountID, ContactID: id})
 	if errors.Is(store.Translate(err), apperr.ErrNoRows) {
 		return row, ErrNotFound
@@ -95,7 +95,7 @@ func (s *Service) lock(ctx context.Context, tx store.Tx, accountID, id uuid.UUID
 }
 
 // patched is the row with the patch applied.
-func patched(row db.Contact, in UpdateInput) db.Contact {
+func patched(row db.ContactRow, in UpdateInput) db.ContactRow {
 	next := row
 	if in.Email.Set && in.Email.Value != nil && *in.Email.Value != row.Email {
 		next.Email = *in.Email.Value
@@ -122,7 +122,7 @@ func patched(row db.Contact, in UpdateInput) db.Contact {
 	return next
 }
 
-func (s *Service) checkEmailFree(ctx context.Context, tx store.Tx, row, next db.Contact) error {
+func (s *Service) checkEmailFree(ctx context.Context, tx store.Tx, row, next db.ContactRow) error {
 	key := EmailKey(next.Email)
 	if key == EmailKey(row.Email) {
 		return nil
@@ -157,7 +157,7 @@ func duplicate(existing uuid.UUID) error {
 	return &dup
 }
 
-func updateParams(c db.Contact, now time.Time) db.ContactUpdateDetailsParams {
+func updateParams(c db.ContactRow, now time.Time) db.ContactUpdateDetailsParams {
 	return db.ContactUpdateDetailsParams{
 		AccountID: c.AccountID, ContactID: c.ContactID, Email: c.Email, EmailKey: EmailKey(c.Email),
 		EmailStatus: c.EmailStatus, Name: c.Name, Phone: c.Phone, RecordStatus: c.RecordStatus,
@@ -166,7 +166,7 @@ func updateParams(c db.Contact, now time.Time) db.ContactUpdateDetailsParams {
 	}
 }
 
-func (s *Service) emitUpdateEvents(ctx context.Context, tx store.Tx, prev, next db.Contact, now time.Time) error {
+func (s *Service) emitUpdateEvents(ctx context.Context, tx store.Tx, prev, next db.ContactRow, now time.Time) error {
 	info := contactInfo(next.ContactID, next.Email, next.AssignedUserEmailID)
 	before, after := details(prev), details(next)
 	var changed []string
@@ -192,7 +192,7 @@ func (s *Service) emitUpdateEvents(ctx context.Context, tx store.Tx, prev, next 
 	return nil
 }
 
-func details(c db.Contact) webhook.ContactDetails {
+func details(c db.ContactRow) webhook.ContactDetails {
 	d := webhook.ContactDetails{Email: c.Email}
 	if c.Name != nil {
 		d.Name = *c.Name

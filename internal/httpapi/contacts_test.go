@@ -79,7 +79,7 @@ func TestCreateContactFull(t *testing.T) {
 	// the consent record names the key, never the key itself.
 	var keyName, prefix, fields string
 	err := a.Store.Pool.QueryRow(context.Background(),
-		"SELECT api_key_name, api_key_prefix, fields::text FROM consents WHERE contact_id = $1", c.ContactId).Scan(&keyName, &prefix, &fields)
+		"SELECT consent_api_key_name, consent_api_key_prefix, consent_fields::text FROM contacts WHERE contact_id = $1", c.ContactId).Scan(&keyName, &prefix, &fields)
 	if err != nil || keyName != "acme-key" || !strings.HasPrefix(key, prefix) || len(prefix) != 11 || strings.Contains(fields, key) {
 		t.Errorf("consent = %q %q %q %v", keyName, prefix, fields, err)
 	}

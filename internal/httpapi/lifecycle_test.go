@@ -201,7 +201,7 @@ func TestDeleteContact(t *testing.T) {
 	if r := a.Do("DELETE", "/public/v1/contact/"+c.ContactId, key, nil); r.Status != 404 || r.Error(t).Code != api.ErrorCodeContactDoesNotExist {
 		t.Errorf("second DELETE: %d %s", r.Status, r.Body)
 	}
-	for _, table := range []string{"contacts", "properties", "consents", "activities"} {
+	for _, table := range []string{"contacts", "properties", "activities"} {
 		var n int
 		_ = a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM "+table).Scan(&n)
 		if n != 0 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/testkit"
@@ -172,9 +173,9 @@ func TestDeletingAnAccountDeletesItsData(t *testing.T) {
 		for _, stmt := range []string{
 			`INSERT INTO accounts VALUES (@account, 'a' || @n, now())`,
 			`INSERT INTO api_keys VALUES (@account, @contact, 'k', 'ck_' || @n, decode(md5(@n), 'hex'), now(), NULL, NULL)`,
-			`INSERT INTO contacts (account_id, contact_id, email, email_key, consent_token, created_at, updated_at)
-				VALUES (@account, @contact, 'x@example.com', 'x@example.com', 'cs_' || @n, now(), now())`,
-			`INSERT INTO consents VALUES (@account, @contact, 'cs_' || @n, now(), 'k', 'ck_', '127.0.0.1', 'test', '{}')`,
+			`INSERT INTO contacts (account_id, contact_id, email, email_key, consent_token, consent_api_key_name,
+				consent_api_key_prefix, consent_source_ip, consent_user_agent, consent_fields, created_at, updated_at)
+				VALUES (@account, @contact, 'x@example.com', 'x@example.com', 'cs_' || @n, 'k', 'ck_', '127.0.0.1', 'test', '{}', now(), now())`,
 			`INSERT INTO properties (account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,
 				city, county, state, zip, normalized, created_at)
 				VALUES (@account, @sub, @contact, '1 Main St', '', '1 Main St', 'Springfield', 'Sangamon County', 'IL', '62704', '1 main st', now())`,
@@ -194,7 +195,7 @@ func TestDeletingAnAccountDeletesItsData(t *testing.T) {
 	if _, err := pool.Exec(ctx, `DELETE FROM accounts WHERE account_id = $1`, gone); err != nil {
 		t.Fatal(err)
 	}
-	tables := []string{"api_keys", "contacts", "consents", "properties", "activities", "webhook_subscriptions", "webhook_events", "webhook_deliveries"}
+	tables := []string{"api_keys", "contacts", "properties", "activities", "webhook_subscriptions", "webhook_events", "webhook_deliveries"}
 	for _, table := range tables {
 		var ofGone, ofKept int
 		if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE account_id = $1), count(*) FILTER (WHERE account_id = $2) FROM `+table,
@@ -207,8 +208,9 @@ func TestDeletingAnAccountDeletesItsData(t *testing.T) {
 	}
 
 	// an orphan, as an insert racing the deletion can leave: going back drops it to restore the keys.
-	if _, err := pool.Exec(ctx, `INSERT INTO contacts (account_id, contact_id, email, email_key, consent_token, created_at, updated_at)
-		VALUES ($1, $2, 'o@example.com', 'o@example.com', 'cs_o', now(), now())`, gone, uuid.New()); err != nil {
+	if _, err := pool.Exec(ctx, `INSERT INTO contacts (account_id, contact_id, email, email_key, consent_token, consent_api_key_name,
+		consent_api_key_prefix, consent_source_ip, consent_user_agent, consent_fields, created_at, updated_at)
+		VALUES ($1, $2, 'o@example.com', 'o@example.com', 'cs_o', 'k', 'ck_', '127.0.0.1', 'test', '{}', now(), now())`, gone, uuid.New()); err != nil {
 		t.Fatal(err)
 	}
 	if err := store.MigrateDownTo(ctx, st, 5); err != nil {
@@ -221,4 +223,76 @@ func TestDeletingAnAccountDeletesItsData(t *testing.T) {
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestConsentRecordsMoveOntoContacts: migration 7 moves each consent record onto its
+// contact's row, keeps tokens unique there, and going back restores the records as they were.
+func TestConsentRecordsMoveOntoContacts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := testkit.NewStore(t)
+	pool := testkit.Pool(st)
+	if err := store.MigrateDownTo(ctx, st, 6); err != nil {
+		t.Fatal(err)
+	}
+	account, contact := uuid.New(), uuid.New()
+	for _, stmt := range []string{
+		`INSERT INTO accounts VALUES (@account, 'old', now())`,
+		`INSERT INTO contacts (account_id, contact_id, email, email_key, consent_token, created_at, updated_at)
+			VALUES (@account, @contact, 'x@example.com', 'x@example.com', 'cs_1', '2026-01-02T03:04:05Z', now())`,
+		`INSERT INTO consents VALUES (@account, @contact, 'cs_1', '2026-01-02T03:04:05Z', 'crm sync', 'ck_abcdefgh',
+			'203.0.113.9', 'curl/8', '{"email": "x@example.com"}')`,
+	} {
+		if _, err := pool.Exec(ctx, stmt, pgx.NamedArgs{"account": account, "contact": contact}); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	const record = `SELECT consent_token, created_at, consent_api_key_name, consent_api_key_prefix,
+		consent_source_ip, consent_user_agent, consent_fields::text FROM contacts`
+	want := []any{"cs_1", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), "crm sync", "ck_abcdefgh", "203.0.113.9", "curl/8", `{"email": "x@example.com"}`}
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkRow(t, pool, record, want)
+	if _, err := pool.Exec(ctx, `INSERT INTO contacts (account_id, contact_id, email, email_key, consent_token, consent_api_key_name,
+		consent_api_key_prefix, consent_source_ip, consent_user_agent, consent_fields, created_at, updated_at)
+		VALUES ($1, $2, 'y@example.com', 'y@example.com', 'cs_1', 'k', 'ck_', '127.0.0.1', 'test', '{}', now(), now())`,
+		account, uuid.New()); err == nil {
+		t.Error("a second contact with the same consent token was accepted")
+	}
+
+	if err := store.MigrateDownTo(ctx, st, 6); err != nil {
+		t.Fatal(err)
+	}
+	checkRow(t, pool, `SELECT token, created_at, api_key_name, api_key_prefix, source_ip, user_agent, fields::text FROM consents`, want)
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkRow(t, pool, record, want)
+}
+
+// checkRow fails the test unless query returns exactly one row equal to want.
+func checkRow(t *testing.T, pool *pgxpool.Pool, query string, want []any) {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([]any, error) { return r.Values() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || fmt.Sprint(normalized(got[0])) != fmt.Sprint(want) {
+		t.Errorf("%s:\n got %v\nwant [%v]", query, got, want)
+	}
+}
+
+// normalized makes times comparable by value.
+func normalized(row []any) []any {
+	for i, v := range row {
+		if tm, ok := v.(time.Time); ok {
+			row[i] = tm.UTC()
+		}
+	}
+	return row
 }

@@ -8,24 +8,17 @@ WITH c AS (
     INSERT INTO contacts (
         account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
         crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
-        created_at, updated_at, enrich_due_at, active_properties
+        consent_api_key_name, consent_api_key_prefix, consent_source_ip, consent_user_agent,
+        consent_fields, created_at, updated_at, enrich_due_at, active_properties
     ) VALUES (
         @account_id, @contact_id, @email, @email_key, sqlc.narg('name'), sqlc.narg('phone'), @tags,
         sqlc.narg('assigned_user_email_id'), sqlc.narg('crm_name'), sqlc.narg('crm_url'),
         sqlc.narg('crm_source'), sqlc.narg('crm_stage'), sqlc.narg('crm_created_date'),
-        @consent_token, @created_at, @created_at, @created_at, @active_properties
+        @consent_token, @consent_api_key_name, @consent_api_key_prefix, @consent_source_ip,
+        @consent_user_agent, @consent_fields, @created_at, @created_at, @created_at, @active_properties
     )
     ON CONFLICT (account_id, email_key) DO NOTHING
-    RETURNING account_id, contact_id, consent_token, created_at
-), consent AS (
-    INSERT INTO consents (
-        account_id, contact_id, token, created_at, api_key_name, api_key_prefix, source_ip,
-        user_agent, fields
-    )
-    SELECT account_id, contact_id, consent_token, created_at, sqlc.arg('api_key_name')::text,
-           sqlc.arg('api_key_prefix')::text, sqlc.arg('source_ip')::text,
-           sqlc.arg('user_agent')::text, sqlc.arg('fields')::jsonb
-    FROM c
+    RETURNING account_id, contact_id, created_at
 ), property AS (
     INSERT INTO properties (
         account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,
@@ -45,10 +38,10 @@ SELECT contact_id FROM contacts WHERE account_id = $1 AND email_key = $2;
 
 -- name: ContactGetByID :one
 -- One row by primary key: the active properties are kept on it (active_properties).
-SELECT * FROM contacts WHERE account_id = $1 AND contact_id = $2;
+SELECT * FROM contact_rows WHERE account_id = $1 AND contact_id = $2;
 
 -- name: ContactGetByEmail :one
-SELECT * FROM contacts WHERE account_id = $1 AND email_key = $2;
+SELECT * FROM contact_rows WHERE account_id = $1 AND email_key = $2;
 
 -- name: ContactRefreshProperties :one
 -- Rewrites the contact's copy of its active properties from properties, after a change to
@@ -58,11 +51,11 @@ SELECT * FROM contacts WHERE account_id = $1 AND email_key = $2;
 -- lock too, while a lock this statement waited for itself would leave it the older snapshot.
 UPDATE contacts c SET active_properties = active_properties_of(c.account_id, c.contact_id)
 WHERE c.account_id = $1 AND c.contact_id = $2
-RETURNING *;
+RETURNING active_properties;
 
 -- name: ContactLock :one
 -- Locks the contact for a read-modify-write (PATCH, activity, a new property).
-SELECT * FROM contacts
+SELECT * FROM contact_rows
 WHERE account_id = $1 AND contact_id = $2
 FOR UPDATE;
 
@@ -97,5 +90,5 @@ UPDATE contacts SET
 WHERE account_id = @account_id AND contact_id = @contact_id;
 
 -- name: ContactDelete :execrows
--- Properties, consent and activities go with it (ON DELETE CASCADE).
+-- Properties and activities go with it (ON DELETE CASCADE), the consent record is on its row.
 DELETE FROM contacts WHERE account_id = $1 AND contact_id = $2;
