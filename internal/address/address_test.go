@@ -154,3 +154,22 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParse: the addresses of a create (contactbench's) and of a few other shapes.
+func BenchmarkParse(b *testing.B) {
+	for _, in := range []string{
+		"123 N Main St Apt 4, Springfield, IL 62704",
+		"1600 Pennsylvania Avenue NW, Washington, DC 20500",
+		"123 main st apt 4b springfield il 62704",
+		"PO Box 1234, Austin, TX 78701",
+	} {
+		b.Run(strings.Fields(in)[1], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Parse(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -30,7 +30,8 @@ func (s *Server) CreateContact(ctx context.Context, req api.CreateContactRequest
 	for i, w := range warnings {
 		ws[i] = api.Warning(w)
 	}
-	return api.CreateContact200JSONResponse{Contact: s.contactToAPI(c), Warnings: ws}, nil
+	out := s.contactToAPI(c)
+	return contactResponse{contact: &out, created: true, warnings: ws}, nil
 }
 
 // GetContact implements GET /public/v1/contact.
@@ -39,7 +40,8 @@ func (s *Server) GetContact(ctx context.Context, req api.GetContactRequestObject
 	if err != nil {
 		return nil, err
 	}
-	return api.GetContact200JSONResponse(s.contactToAPI(c)), nil
+	out := s.contactToAPI(c)
+	return contactResponse{contact: &out}, nil
 }
 
 // AddContactTags implements POST /public/v1/contact/{contactId}/tags.

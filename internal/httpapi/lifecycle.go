@@ -18,7 +18,8 @@ func (s *Server) UpdateContact(ctx context.Context, req api.UpdateContactRequest
 	if err != nil {
 		return nil, err
 	}
-	return api.UpdateContact200JSONResponse(s.contactToAPI(c)), nil
+	out := s.contactToAPI(c)
+	return contactResponse{contact: &out}, nil
 }
 
 // DeleteContact implements DELETE /public/v1/contact/{contactId}.
@@ -44,7 +45,8 @@ func (s *Server) AddContactProperty(ctx context.Context, req api.AddContactPrope
 	if err != nil {
 		return nil, err
 	}
-	return api.AddContactProperty200JSONResponse(s.contactToAPI(c)), nil
+	out := s.contactToAPI(c)
+	return contactResponse{contact: &out}, nil
 }
 
 // ArchiveProperty implements POST /public/v1/contact/property/{propertyId}/archive.
@@ -53,7 +55,8 @@ func (s *Server) ArchiveProperty(ctx context.Context, req api.ArchivePropertyReq
 	if err != nil {
 		return nil, err
 	}
-	return api.ArchiveProperty200JSONResponse(s.contactToAPI(c)), nil
+	out := s.contactToAPI(c)
+	return contactResponse{contact: &out}, nil
 }
 
 // RecordContactActivity implements POST /public/v1/contact/{contactId}/activity.
