@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Address is a structured US address. A part that is not known is an empty string.
@@ -32,15 +33,92 @@ func (a Address) Normalized() string {
 }
 
 var (
-	zipRe     = regexp.MustCompile(`^(\d{5})(?:-?(\d{4}))?$`)
+	// poBoxRe is tried only on street lines that contain "box" (hasBox): most have none.
 	poBoxRe   = regexp.MustCompile(`(?i)^(?:p\.?\s*o\.?|post\s+office)\s*box\s*#?\s*([a-z0-9-]+)$`)
-	houseRe   = regexp.MustCompile(`^\d+[A-Za-z]?(?:-\d+[A-Za-z]?)?$`)
-	fractRe   = regexp.MustCompile(`^\d/\d$`)
-	ordinalRe = regexp.MustCompile(`(?i)^\d+(st|nd|rd|th)$`)
-	numberRe  = regexp.MustCompile(`^\d+[A-Za-z]?$`)
 	countries = map[string]bool{"USA": true, "US": true, "U.S.A.": true, "U.S.": true,
 		"UNITED STATES": true, "UNITED STATES OF AMERICA": true}
 )
+
+// The word shapes below were regular expressions, a fifth of a parse's time; each is checked
+// against the expression it replaces (TestWordShapesMatchTheirExpressions, FuzzWordShapes).
+
+// splitZip splits a ZIP or ZIP+4 (`^(\d{5})(?:-?(\d{4}))?$`) into its parts.
+func splitZip(w string) (zip5, plus4 string, ok bool) {
+	switch {
+	case len(w) == 5 && allDigits(w):
+		return w, "", true
+	case len(w) == 9 && allDigits(w):
+		return w[:5], w[5:], true
+	case len(w) == 10 && w[5] == '-' && allDigits(w[:5]) && allDigits(w[6:]):
+		return w[:5], w[6:], true
+	}
+	return "", "", false
+}
+
+// isHouseNumber: `^\d+[A-Za-z]?(?:-\d+[A-Za-z]?)?$` ("221B", "12-14").
+func isHouseNumber(w string) bool {
+	n := numberLen(w)
+	if n == 0 || n == len(w) {
+		return n > 0
+	}
+	m := numberLen(w[n+1:])
+	return w[n] == '-' && m > 0 && n+1+m == len(w)
+}
+
+// isNumber: `^\d+[A-Za-z]?$`.
+func isNumber(w string) bool { return len(w) > 0 && numberLen(w) == len(w) }
+
+// isFraction: `^\d/\d$` ("1/2").
+func isFraction(w string) bool { return len(w) == 3 && isDigit(w[0]) && w[1] == '/' && isDigit(w[2]) }
+
+// isOrdinal: `(?i)^\d+(st|nd|rd|th)$` ("2nd", "41ST"); EqualFold folds as (?i) does.
+func isOrdinal(w string) bool {
+	i := 0
+	for i < len(w) && isDigit(w[i]) {
+		i++
+	}
+	if i == 0 {
+		return false
+	}
+	rest := w[i:]
+	return strings.EqualFold(rest, "st") || strings.EqualFold(rest, "nd") ||
+		strings.EqualFold(rest, "rd") || strings.EqualFold(rest, "th")
+}
+
+// numberLen is the length of the leading `\d+[A-Za-z]?` of w, 0 when it has none.
+func numberLen(w string) int {
+	i := 0
+	for i < len(w) && isDigit(w[i]) {
+		i++
+	}
+	if i > 0 && i < len(w) && ('a' <= w[i] && w[i] <= 'z' || 'A' <= w[i] && w[i] <= 'Z') {
+		i++
+	}
+	return i
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// hasBox tells whether some word contains "box" in any case, as every PO box line does.
+func hasBox(words []string) bool {
+	for _, w := range words {
+		for i := 0; i+3 <= len(w); i++ {
+			if w[i]|0x20 == 'b' && w[i+1]|0x20 == 'o' && w[i+2]|0x20 == 'x' {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // Parse parses one address. It needs a street line (a house number and street name, or a PO
 // box), a state, and a city or a ZIP code; anything less is ErrUnparseable.
@@ -111,15 +189,14 @@ func takeZip(words []string) ([]string, string) {
 	if len(words) == 0 {
 		return words, ""
 	}
-	m := zipRe.FindStringSubmatch(words[len(words)-1])
-	if m == nil {
+	zip5, plus4, ok := splitZip(words[len(words)-1])
+	if !ok {
 		return words, ""
 	}
-	zip := m[1]
-	if m[2] != "" {
-		zip += "-" + m[2]
+	if plus4 != "" {
+		return words[:len(words)-1], zip5 + "-" + plus4
 	}
-	return words[:len(words)-1], zip
+	return words[:len(words)-1], zip5
 }
 
 func takeState(words []string) ([]string, string) {
@@ -142,11 +219,11 @@ func streetEnd(words []string) int {
 		case (w == "BOX") && i+1 < len(words):
 			return i + 2
 		case (w == "HWY" || w == "HIGHWAY" || w == "ROUTE" || w == "RTE") && i+1 < len(words) &&
-			numberRe.MatchString(words[i+1]):
+			isNumber(words[i+1]):
 			return skipUnit(words, i+2)
 		case i >= 2 && suffixes[w] != "":
 			end := i + 1
-			if end < len(words)-1 && directionals[upperBare(words[end])] != "" {
+			if end < len(words)-1 && lookup(directionals, words[end]) != "" {
 				end++
 			}
 			return skipUnit(words, end)
@@ -174,16 +251,18 @@ func parseStreet(words []string) (street, unit string, ok bool) {
 	if len(words) == 0 {
 		return "", "", false
 	}
-	if m := poBoxRe.FindStringSubmatch(strings.Join(words, " ")); m != nil {
-		return "PO Box " + strings.ToUpper(m[1]), "", true
+	if hasBox(words) {
+		if m := poBoxRe.FindStringSubmatch(strings.Join(words, " ")); m != nil {
+			return "PO Box " + strings.ToUpper(m[1]), "", true
+		}
 	}
-	if !houseRe.MatchString(words[0]) {
+	if !isHouseNumber(words[0]) {
 		return "", "", false
 	}
 	words, unit = takeUnit(words)
 	out := []string{strings.ToUpper(words[0])}
 	rest := words[1:]
-	if len(rest) > 0 && fractRe.MatchString(rest[0]) {
+	if len(rest) > 0 && isFraction(rest[0]) {
 		out, rest = append(out, rest[0]), rest[1:]
 	}
 	if len(rest) == 0 {
@@ -199,7 +278,7 @@ func takeUnit(words []string) ([]string, string) {
 		if strings.HasPrefix(w, "#") && len(w) > 1 && i == len(words)-1 {
 			return words[:i], strings.ToUpper(strings.TrimLeft(w, "#"))
 		}
-		if unitDesignators[upperBare(w)] && i == len(words)-2 {
+		if lookup(unitDesignators, w) && i == len(words)-2 {
 			return words[:i], strings.ToUpper(strings.Trim(words[i+1], "#.,"))
 		}
 	}
@@ -214,17 +293,17 @@ func standardiseName(words []string) []string {
 		out[i] = titleWord(w)
 	}
 	n := len(words)
-	if n >= 3 && directionals[upperBare(words[n-1])] != "" && suffixes[upperBare(words[n-2])] != "" {
-		out[n-1] = directionals[upperBare(words[n-1])]
+	if n >= 3 && lookup(directionals, words[n-1]) != "" && lookup(suffixes, words[n-2]) != "" {
+		out[n-1] = lookup(directionals, words[n-1])
 		n--
 	}
 	if n >= 2 {
-		if s := suffixes[upperBare(words[n-1])]; s != "" {
+		if s := lookup(suffixes, words[n-1]); s != "" {
 			out[n-1] = s
 		}
 	}
 	// a leading direction is a pre-directional only when a street name follows it.
-	if d := directionals[upperBare(words[0])]; d != "" && n >= 2 && !(n == 2 && suffixes[upperBare(words[1])] != "") {
+	if d := lookup(directionals, words[0]); d != "" && n >= 2 && !(n == 2 && lookup(suffixes, words[1]) != "") {
 		out[0] = d
 	}
 	return out
@@ -241,7 +320,7 @@ func titleWords(words []string) string {
 // titleWord title-cases a word written all upper or all lower ("MAIN" -> "Main"), keeps
 // mixed-case words as written ("McDonald"), and lower-cases ordinals ("1ST" -> "1st").
 func titleWord(w string) string {
-	if ordinalRe.MatchString(w) {
+	if isOrdinal(w) {
 		return strings.ToLower(w)
 	}
 	if w != strings.ToUpper(w) && w != strings.ToLower(w) {
@@ -259,3 +338,23 @@ func titleWord(w string) string {
 func upper(s string) string { return strings.ToUpper(strings.Join(strings.Fields(s), " ")) }
 
 func upperBare(s string) string { return strings.ToUpper(strings.Trim(s, ".,")) }
+
+// lookup is m[upperBare(w)] without building the upper-case copy for short ASCII words.
+func lookup[V any](m map[string]V, w string) V {
+	w = strings.Trim(w, ".,")
+	var buf [16]byte
+	if len(w) > len(buf) {
+		return m[strings.ToUpper(w)]
+	}
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if c >= utf8.RuneSelf { // upper-casing beyond ASCII can change the length or the letters
+			return m[strings.ToUpper(w)]
+		}
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return m[string(buf[:len(w)])]
+}
