@@ -18,13 +18,14 @@ WITH c AS (
         account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
         crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
         consent_api_key_name, consent_api_key_prefix, consent_source_ip, consent_user_agent,
-        consent_fields, created_at, updated_at, enrich_due_at, active_properties
+        consent_fields, created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by
     ) VALUES (
         $1, $2, $3, $4, $5, $6, $7,
         $8, $9, $10,
         $11, $12, $13,
         $14, $15, $16, $17,
-        $18, $19, $20, $20, $20, $21
+        $18, $19, $20, $20, $20, $21,
+        $22
     )
     ON CONFLICT (account_id, email_key) DO NOTHING
     RETURNING account_id, contact_id, created_at
@@ -33,12 +34,12 @@ WITH c AS (
         account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,
         city, county, state, zip, normalized, created_at
     )
-    SELECT account_id, $22::uuid, contact_id, $23::text,
-           $24::text, $25::text,
-           $26::text, $27::text, $28::text,
-           $29::text, $30::text, created_at
+    SELECT account_id, $23::uuid, contact_id, $24::text,
+           $25::text, $26::text,
+           $27::text, $28::text, $29::text,
+           $30::text, $31::text, created_at
     FROM c
-    WHERE $22::uuid IS NOT NULL
+    WHERE $23::uuid IS NOT NULL
 )
 SELECT contact_id FROM c
 `
@@ -65,6 +66,7 @@ type ContactCreateParams struct {
 	ConsentFields       []byte
 	CreatedAt           time.Time
 	ActiveProperties    []byte
+	AddressesParsedBy   int32
 	PropertyID          *uuid.UUID
 	RawAddress          string
 	AptOrUnitNumber     string
@@ -104,6 +106,7 @@ func (q *Queries) ContactCreate(ctx context.Context, arg ContactCreateParams) (u
 		arg.ConsentFields,
 		arg.CreatedAt,
 		arg.ActiveProperties,
+		arg.AddressesParsedBy,
 		arg.PropertyID,
 		arg.RawAddress,
 		arg.AptOrUnitNumber,

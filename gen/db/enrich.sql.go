@@ -16,16 +16,17 @@ const enrichFinish = `-- name: EnrichFinish :execrows
 UPDATE contacts SET
     email_status = CASE WHEN $1::text <> '' AND email_status = 'Pending' THEN $1::text ELSE email_status END,
     updated_at = CASE WHEN $1::text <> '' AND email_status = 'Pending' THEN $2 ELSE updated_at END,
-    enrich_due_at = NULL, enrich_attempts = 0
-WHERE account_id = $3 AND contact_id = $4 AND enrich_due_at = $5::timestamptz
+    enrich_due_at = NULL, enrich_attempts = 0, addresses_parsed_by = $3::integer
+WHERE account_id = $4 AND contact_id = $5 AND enrich_due_at = $6::timestamptz
 `
 
 type EnrichFinishParams struct {
-	Verdict   string
-	Now       time.Time
-	AccountID uuid.UUID
-	ContactID uuid.UUID
-	HeldDueAt time.Time
+	Verdict       string
+	Now           time.Time
+	ParserVersion int32
+	AccountID     uuid.UUID
+	ContactID     uuid.UUID
+	HeldDueAt     time.Time
 }
 
 // Ends the caller's hold on a contact (its lease, or the due time it locked), applying the
@@ -35,6 +36,7 @@ func (q *Queries) EnrichFinish(ctx context.Context, arg EnrichFinishParams) (int
 	result, err := q.db.Exec(ctx, enrichFinish,
 		arg.Verdict,
 		arg.Now,
+		arg.ParserVersion,
 		arg.AccountID,
 		arg.ContactID,
 		arg.HeldDueAt,
@@ -49,25 +51,27 @@ const enrichFinishMany = `-- name: EnrichFinishMany :exec
 UPDATE contacts c SET
     email_status = CASE WHEN f.verdict <> '' AND c.email_status = 'Pending' THEN f.verdict ELSE c.email_status END,
     updated_at = CASE WHEN f.verdict <> '' AND c.email_status = 'Pending' THEN $1::timestamptz ELSE c.updated_at END,
-    enrich_due_at = NULL, enrich_attempts = 0
-FROM (SELECT unnest($2::uuid[]) AS account_id, unnest($3::uuid[]) AS contact_id,
-             unnest($4::text[]) AS verdict, unnest($5::timestamptz[]) AS held_due_at) f
+    enrich_due_at = NULL, enrich_attempts = 0, addresses_parsed_by = $2::integer
+FROM (SELECT unnest($3::uuid[]) AS account_id, unnest($4::uuid[]) AS contact_id,
+             unnest($5::text[]) AS verdict, unnest($6::timestamptz[]) AS held_due_at) f
 WHERE c.account_id = f.account_id AND c.contact_id = f.contact_id
   AND c.enrich_due_at = f.held_due_at
 `
 
 type EnrichFinishManyParams struct {
-	Now        time.Time
-	AccountIds []uuid.UUID
-	ContactIds []uuid.UUID
-	Verdicts   []string
-	HeldDueAts []time.Time
+	Now           time.Time
+	ParserVersion int32
+	AccountIds    []uuid.UUID
+	ContactIds    []uuid.UUID
+	Verdicts      []string
+	HeldDueAts    []time.Time
 }
 
 // EnrichFinish for a batch, in one statement.
 func (q *Queries) EnrichFinishMany(ctx context.Context, arg EnrichFinishManyParams) error {
 	_, err := q.db.Exec(ctx, enrichFinishMany,
 		arg.Now,
+		arg.ParserVersion,
 		arg.AccountIds,
 		arg.ContactIds,
 		arg.Verdicts,
@@ -98,6 +102,7 @@ func (q *Queries) EnrichLease(ctx context.Context, arg EnrichLeaseParams) error 
 const enrichLockDue = `-- name: EnrichLockDue :many
 SELECT c.account_id, c.contact_id, c.email, c.email_status, c.assigned_user_email_id,
     c.enrich_attempts, c.enrich_due_at::timestamptz AS held_due_at,
+    CASE WHEN c.addresses_parsed_by = $1::integer THEN '[]'::jsonb ELSE
     (SELECT coalesce(jsonb_agg(jsonb_build_object(
                 'propertyId', p.property_id,
                 'rawAddress', p.raw_address,
@@ -109,17 +114,18 @@ SELECT c.account_id, c.contact_id, c.email, c.email_status, c.assigned_user_emai
                 'zip', p.zip) ORDER BY p.property_id), '[]'::jsonb)
      FROM properties p
      WHERE p.account_id = c.account_id AND p.contact_id = c.contact_id
-       AND p.archived_at IS NULL)::jsonb AS properties
+       AND p.archived_at IS NULL) END::jsonb AS properties
 FROM contacts c
-WHERE c.enrich_due_at <= $1::timestamptz
+WHERE c.enrich_due_at <= $2::timestamptz
 ORDER BY c.enrich_due_at
-LIMIT $2
+LIMIT $3
 FOR UPDATE OF c SKIP LOCKED
 `
 
 type EnrichLockDueParams struct {
-	Now time.Time
-	Max int32
+	ParserVersion int32
+	Now           time.Time
+	Max           int32
 }
 
 type EnrichLockDueRow struct {
@@ -136,9 +142,10 @@ type EnrichLockDueRow struct {
 // Locks up to @max due contacts for the caller's transaction, with what enriching them
 // needs; SKIP LOCKED lets workers in several processes take batches side by side. The
 // caller finishes in that transaction the contacts it can check at once, and leases the
-// others (EnrichLease) to check them outside it.
+// others (EnrichLease) to check them outside it. The raw addresses of the active properties
+// come only with contacts whose addresses another parser version parsed (else '[]').
 func (q *Queries) EnrichLockDue(ctx context.Context, arg EnrichLockDueParams) ([]EnrichLockDueRow, error) {
-	rows, err := q.db.Query(ctx, enrichLockDue, arg.Now, arg.Max)
+	rows, err := q.db.Query(ctx, enrichLockDue, arg.ParserVersion, arg.Now, arg.Max)
 	if err != nil {
 		return nil, err
 	}

@@ -79,6 +79,7 @@ type Contact struct {
 	ConsentSourceIp      string
 	ConsentUserAgent     string
 	ConsentFields        []byte
+	AddressesParsedBy    int32
 }
 
 type ContactRow struct {

@@ -75,7 +75,8 @@ type Querier interface {
 	// Locks up to @max due contacts for the caller's transaction, with what enriching them
 	// needs; SKIP LOCKED lets workers in several processes take batches side by side. The
 	// caller finishes in that transaction the contacts it can check at once, and leases the
-	// others (EnrichLease) to check them outside it.
+	// others (EnrichLease) to check them outside it. The raw addresses of the active properties
+	// come only with contacts whose addresses another parser version parsed (else '[]').
 	EnrichLockDue(ctx context.Context, arg EnrichLockDueParams) ([]EnrichLockDueRow, error)
 	// The contact (and so its new property) is due for enrichment.
 	EnrichMarkDue(ctx context.Context, arg EnrichMarkDueParams) error

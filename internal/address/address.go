@@ -22,6 +22,11 @@ type Address struct {
 	Zip             string
 }
 
+// Version names the parser's behaviour, tables included: a contact records the version that
+// parsed its addresses, and enrichment re-parses only those parsed by another. It must change
+// whenever Parse can return something else for some input (TestVersionNamesTheParser).
+const Version = 1
+
 // ErrUnparseable is returned for text that is not a recognisable US address.
 var ErrUnparseable = errors.New("not a recognisable US address")
 

@@ -85,7 +85,7 @@ func (s *Service) insert(ctx context.Context, q *db.Queries, accountID uuid.UUID
 		ConsentToken: c.ConsentToken, CreatedAt: c.CreatedAt,
 		ConsentApiKeyName: in.Origin.KeyName, ConsentApiKeyPrefix: in.Origin.KeyPrefix,
 		ConsentSourceIp: in.Origin.SourceIP, ConsentUserAgent: in.Origin.UserAgent, ConsentFields: fields,
-		ActiveProperties: storedProperties(c.Properties),
+		ActiveProperties: storedProperties(c.Properties), AddressesParsedBy: address.Version,
 	}
 	if c.CRM != nil {
 		p.CrmName, p.CrmUrl, p.CrmSource, p.CrmStage, p.CrmCreatedDate = c.CRM.Name, c.CRM.URL, c.CRM.Source, c.CRM.Stage, c.CRM.CreatedDate

@@ -124,7 +124,7 @@ func (s *Service) RunBatch(ctx context.Context) (int, error) {
 	var taken int
 	var leased []db.EnrichLockDueRow
 	err := s.store.InTx(ctx, func(tx store.Tx) error {
-		due, err := tx.EnrichLockDue(ctx, db.EnrichLockDueParams{Now: now, Max: int32(s.opt.Batch)})
+		due, err := tx.EnrichLockDue(ctx, db.EnrichLockDueParams{Now: now, Max: int32(s.opt.Batch), ParserVersion: address.Version})
 		if err != nil || len(due) == 0 {
 			return err
 		}
@@ -247,7 +247,7 @@ func (s *Service) finishQuiet(ctx context.Context, q *db.Queries, cs []checked) 
 	if len(cs) == 0 {
 		return nil
 	}
-	p := db.EnrichFinishManyParams{Now: s.opt.Now()}
+	p := db.EnrichFinishManyParams{Now: s.opt.Now(), ParserVersion: address.Version}
 	for _, c := range cs {
 		p.AccountIds, p.ContactIds = append(p.AccountIds, c.AccountID), append(p.ContactIds, c.ContactID)
 		p.Verdicts, p.HeldDueAts = append(p.Verdicts, c.verdict), append(p.HeldDueAts, c.HeldDueAt)
@@ -260,7 +260,7 @@ func (s *Service) finishWithEvents(ctx context.Context, c checked) error {
 	now := s.opt.Now()
 	return s.store.InTx(ctx, func(tx store.Tx) error {
 		n, err := tx.EnrichFinish(ctx, db.EnrichFinishParams{AccountID: c.AccountID, ContactID: c.ContactID,
-			HeldDueAt: c.HeldDueAt, Verdict: c.verdict, Now: now})
+			HeldDueAt: c.HeldDueAt, Verdict: c.verdict, Now: now, ParserVersion: address.Version})
 		if err != nil || n == 0 {
 			return err // n == 0: no longer ours (the email changed since the claim)
 		}

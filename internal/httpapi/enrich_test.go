@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/address"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -103,18 +106,25 @@ func TestEnrichmentStandardisesAddress(t *testing.T) {
 	if ev := enriched(t, rc, c.ContactId); ev.Data.ContactEnrichedInfo.Address != nil {
 		t.Errorf("a fresh address needs no standardising: %+v", ev.Data.ContactEnrichedInfo)
 	}
-	// a property stored by an older parser, without county and in another spelling; the
-	// operator makes the account's contacts due again (as after a parser or ZIP table update).
+	// a property stored by an older parser, without county and in another spelling.
 	pid := c.Properties[0].PropertyId
 	if _, err := a.Store.Pool.Exec(context.Background(),
 		`UPDATE properties SET county = '', street_address = '742 EVERGREEN TERRACE' WHERE property_id = $1`, pid); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Store.Pool.Exec(context.Background(), `UPDATE contacts SET enrich_due_at = now(),
+	if _, err := a.Store.Pool.Exec(context.Background(), `UPDATE contacts SET
 		active_properties = jsonb_set(jsonb_set(active_properties, '{0,county}', '""'), '{0,streetAddress}', '"742 EVERGREEN TERRACE"')
 		WHERE account_id = $1`, accountID); err != nil {
 		t.Fatal(err)
 	}
+	old := api.Address{StreetAddress: "742 EVERGREEN TERRACE", City: "Springfield", State: "OR", Zip: "97477"}
+	// enriching again (a new email, say) does not re-parse what the running parser parsed.
+	enrichAgain(t, a, accountID, address.Version)
+	if got := getContact(t, a, key, c.ContactId); got.Properties[0].Address != old {
+		t.Errorf("re-parsed an address of the running parser's version: %+v", got.Properties[0].Address)
+	}
+	// the contact records an older parser: enrichment re-parses its addresses, once.
+	enrichAgain(t, a, accountID, address.Version-1)
 	ev := enriched(t, rc, c.ContactId)
 	info := ev.Data.ContactEnrichedInfo
 	want := api.Address{StreetAddress: "742 Evergreen Ter", City: "Springfield", County: "Lane County", State: "OR", Zip: "97477"}
@@ -124,5 +134,34 @@ func TestEnrichmentStandardisesAddress(t *testing.T) {
 	}
 	if got := getContact(t, a, key, c.ContactId); got.Properties[0].Address != want {
 		t.Errorf("stored address = %+v", got.Properties[0].Address)
+	}
+	var parsedBy int
+	if err := a.Store.Pool.QueryRow(context.Background(), `SELECT addresses_parsed_by FROM contacts WHERE account_id = $1`,
+		accountID).Scan(&parsedBy); err != nil || parsedBy != address.Version {
+		t.Errorf("addresses parsed by version %d (%v), want %d", parsedBy, err, address.Version)
+	}
+}
+
+// enrichAgain makes the account's contacts due, as parsed by parser version parsedBy, and
+// waits until enrichment has finished them.
+func enrichAgain(t *testing.T, a *testkit.API, accountID uuid.UUID, parsedBy int) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := a.Store.Pool.Exec(ctx, `UPDATE contacts SET enrich_due_at = now(), addresses_parsed_by = $2
+		WHERE account_id = $1`, accountID, parsedBy); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var due bool
+		if err := a.Store.Pool.QueryRow(ctx, `SELECT bool_or(enrich_due_at IS NOT NULL) FROM contacts WHERE account_id = $1`,
+			accountID).Scan(&due); err != nil {
+			t.Fatal(err)
+		}
+		if !due {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the contacts were not enriched within 10 s")
+		}
 	}
 }

@@ -9,13 +9,14 @@ WITH c AS (
         account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
         crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
         consent_api_key_name, consent_api_key_prefix, consent_source_ip, consent_user_agent,
-        consent_fields, created_at, updated_at, enrich_due_at, active_properties
+        consent_fields, created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by
     ) VALUES (
         @account_id, @contact_id, @email, @email_key, sqlc.narg('name'), sqlc.narg('phone'), @tags,
         sqlc.narg('assigned_user_email_id'), sqlc.narg('crm_name'), sqlc.narg('crm_url'),
         sqlc.narg('crm_source'), sqlc.narg('crm_stage'), sqlc.narg('crm_created_date'),
         @consent_token, @consent_api_key_name, @consent_api_key_prefix, @consent_source_ip,
-        @consent_user_agent, @consent_fields, @created_at, @created_at, @created_at, @active_properties
+        @consent_user_agent, @consent_fields, @created_at, @created_at, @created_at, @active_properties,
+        @addresses_parsed_by
     )
     ON CONFLICT (account_id, email_key) DO NOTHING
     RETURNING account_id, contact_id, created_at

@@ -7,9 +7,11 @@ WHERE account_id = @account_id AND contact_id = @contact_id;
 -- Locks up to @max due contacts for the caller's transaction, with what enriching them
 -- needs; SKIP LOCKED lets workers in several processes take batches side by side. The
 -- caller finishes in that transaction the contacts it can check at once, and leases the
--- others (EnrichLease) to check them outside it.
+-- others (EnrichLease) to check them outside it. The raw addresses of the active properties
+-- come only with contacts whose addresses another parser version parsed (else '[]').
 SELECT c.account_id, c.contact_id, c.email, c.email_status, c.assigned_user_email_id,
     c.enrich_attempts, c.enrich_due_at::timestamptz AS held_due_at,
+    CASE WHEN c.addresses_parsed_by = sqlc.arg('parser_version')::integer THEN '[]'::jsonb ELSE
     (SELECT coalesce(jsonb_agg(jsonb_build_object(
                 'propertyId', p.property_id,
                 'rawAddress', p.raw_address,
@@ -21,7 +23,7 @@ SELECT c.account_id, c.contact_id, c.email, c.email_status, c.assigned_user_emai
                 'zip', p.zip) ORDER BY p.property_id), '[]'::jsonb)
      FROM properties p
      WHERE p.account_id = c.account_id AND p.contact_id = c.contact_id
-       AND p.archived_at IS NULL)::jsonb AS properties
+       AND p.archived_at IS NULL) END::jsonb AS properties
 FROM contacts c
 WHERE c.enrich_due_at <= @now::timestamptz
 ORDER BY c.enrich_due_at
@@ -42,7 +44,7 @@ WHERE c.account_id = l.account_id AND c.contact_id = l.contact_id;
 UPDATE contacts SET
     email_status = CASE WHEN @verdict::text <> '' AND email_status = 'Pending' THEN @verdict::text ELSE email_status END,
     updated_at = CASE WHEN @verdict::text <> '' AND email_status = 'Pending' THEN @now ELSE updated_at END,
-    enrich_due_at = NULL, enrich_attempts = 0
+    enrich_due_at = NULL, enrich_attempts = 0, addresses_parsed_by = sqlc.arg('parser_version')::integer
 WHERE account_id = @account_id AND contact_id = @contact_id AND enrich_due_at = @held_due_at::timestamptz;
 
 -- name: EnrichRetry :exec
@@ -55,7 +57,7 @@ WHERE account_id = @account_id AND contact_id = @contact_id AND enrich_due_at = 
 UPDATE contacts c SET
     email_status = CASE WHEN f.verdict <> '' AND c.email_status = 'Pending' THEN f.verdict ELSE c.email_status END,
     updated_at = CASE WHEN f.verdict <> '' AND c.email_status = 'Pending' THEN @now::timestamptz ELSE c.updated_at END,
-    enrich_due_at = NULL, enrich_attempts = 0
+    enrich_due_at = NULL, enrich_attempts = 0, addresses_parsed_by = sqlc.arg('parser_version')::integer
 FROM (SELECT unnest(@account_ids::uuid[]) AS account_id, unnest(@contact_ids::uuid[]) AS contact_id,
              unnest(@verdicts::text[]) AS verdict, unnest(@held_due_ats::timestamptz[]) AS held_due_at) f
 WHERE c.account_id = f.account_id AND c.contact_id = f.contact_id
