@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -71,6 +73,10 @@ func main() {
 	flag.StringVar(&o.only, "only", "", "comma-separated workloads to run (default all)")
 	flag.BoolVar(&o.smoke, "smoke", false, "a few seconds on a tiny dataset, to check the tool works (make test)")
 	flag.Parse()
+	if err := checkOnly(o.only); err != nil {
+		fmt.Fprintln(os.Stderr, "contactbench:", err)
+		os.Exit(2)
+	}
 	if o.smoke {
 		o.duration, o.warmup, o.concurrency, o.contacts, o.whDuration, o.whConc, o.whRate = time.Second, 200*time.Millisecond, 4, 300, time.Second, 4, 60
 	}
@@ -340,6 +346,24 @@ func (m *measurer) measure(ctx context.Context, wl workload, partner *workload) 
 }
 
 // workloads are the measured request mixes; the baseline's come last.
+// checkOnly refuses -only names that are no workload: a typo would measure nothing.
+func checkOnly(only string) error {
+	if only == "" {
+		return nil
+	}
+	known := map[string]bool{"webhooks": true}
+	for _, wl := range workloads("", "", dataset{}) {
+		known[wl.name] = true
+	}
+	for _, name := range strings.Split(only, ",") {
+		if !known[name] {
+			names := slices.Sorted(maps.Keys(known))
+			return fmt.Errorf("-only: no workload %q (workloads: %s)", name, strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
 func workloads(cd, base string, ds dataset) []workload {
 	id := func(w *worker) string { return ds.ids[w.rng.IntN(len(ds.ids))].String() }
 	getByID := func(w *worker) request {
