@@ -26,7 +26,7 @@ type Querier interface {
 	// resolve to exactly one winner without aborting the losers' transactions: a loser gets no
 	// row and writes nothing. (Foreign keys are checked at the end of the statement, after the
 	// contact row exists.)
-	ContactCreate(ctx context.Context, arg ContactCreateParams) (uuid.UUID, error)
+	ContactCreate(ctx context.Context, arg []ContactCreateParams) *ContactCreateBatchResults
 	// Properties and activities go with it (ON DELETE CASCADE), the consent record is on its row.
 	ContactDelete(ctx context.Context, arg ContactDeleteParams) (int64, error)
 	ContactEngagementSet(ctx context.Context, arg ContactEngagementSetParams) error

@@ -69,13 +69,15 @@ type Service struct {
 	events    *webhook.Emitter
 	now       func() time.Time
 	publicURL string
+	creates   *store.Group[db.ContactCreateParams, bool]
 }
 
 // NewService returns a Service. publicURL is the base of proof-of-consent URLs. Changes that
 // call for enrichment (a create, a new email, a new property) mark the contact due in their
 // own statements; the enrich package's workers take it from there.
 func NewService(st *store.Store, events *webhook.Emitter, now func() time.Time, publicURL string) *Service {
-	return &Service{store: st, events: events, now: now, publicURL: strings.TrimRight(publicURL, "/")}
+	return &Service{store: st, events: events, now: now, publicURL: strings.TrimRight(publicURL, "/"),
+		creates: store.NewGroup(st, store.GroupOptions{}, createContacts)}
 }
 
 // ConsentURL is the proof-of-consent page of a contact.

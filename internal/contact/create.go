@@ -1,9 +1,12 @@
 package contact
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -33,7 +36,8 @@ type CreateInput struct {
 
 // Create stores a new contact with its defaults, its parsed address and its consent record,
 // due for enrichment, and emits TagsAdded for its tags, all at once: one statement, in a
-// transaction with the event when the account subscribes to TagsAdded. An address that
+// transaction with the event when the account subscribes to TagsAdded, else sent with the
+// other creates in flight (s.creates). An address that
 // cannot be parsed does not stop the create: it is reported in the warnings.
 func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInput) (Contact, []string, error) {
 	tags, err := NormalizeTags(in.Tags)
@@ -57,7 +61,7 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 	}
 	if len(tags) == 0 || !s.events.MayHaveSubscribers(ctx, accountID, webhook.TagsAdded) {
 		// no event to write with it: the one statement is the whole change.
-		err = s.store.Write(ctx, func(q *db.Queries) error { return s.insert(ctx, q, accountID, c, in) })
+		err = s.insert(ctx, nil, accountID, c, in)
 	} else {
 		err = s.store.InTx(ctx, func(tx store.Tx) error {
 			if err := s.insert(ctx, tx.Queries, accountID, c, in); err != nil {
@@ -73,8 +77,9 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 	return c, warnings, nil
 }
 
-// insert writes the contact, its consent record and its first property in one statement.
-func (s *Service) insert(ctx context.Context, q *db.Queries, accountID uuid.UUID, c Contact, in CreateInput) error {
+// insert writes the contact, its consent record and its first property in one statement: in
+// tx when there is one, else in a group of creates.
+func (s *Service) insert(ctx context.Context, tx *db.Queries, accountID uuid.UUID, c Contact, in CreateInput) error {
 	fields := in.Fields
 	if len(fields) == 0 {
 		fields = json.RawMessage("{}")
@@ -95,15 +100,75 @@ func (s *Service) insert(ctx context.Context, q *db.Queries, accountID uuid.UUID
 		p.PropertyID, p.RawAddress, p.Normalized = &c.Properties[0].ID, *in.Address, a.Normalized()
 		p.AptOrUnitNumber, p.StreetAddress, p.City, p.County, p.State, p.Zip = a.AptOrUnitNumber, a.StreetAddress, a.City, a.County, a.State, a.Zip
 	}
-	_, err := q.ContactCreate(ctx, p)
-	if !errors.Is(store.Translate(err), apperr.ErrNoRows) {
+	var inserted bool
+	var err error
+	if tx != nil {
+		var one []bool
+		if one, err = createContacts(ctx, tx, []db.ContactCreateParams{p}); err == nil {
+			inserted = one[0]
+		}
+	} else {
+		inserted, err = s.creates.Do(ctx, p)
+	}
+	if err != nil || inserted {
 		return err
 	}
-	existing, err := q.ContactIDByEmail(ctx, db.ContactIDByEmailParams{AccountID: accountID, EmailKey: p.EmailKey})
+	lookup := db.ContactIDByEmailParams{AccountID: accountID, EmailKey: p.EmailKey}
+	var existing uuid.UUID
+	if tx != nil {
+		existing, err = tx.ContactIDByEmail(ctx, lookup)
+	} else {
+		err = s.store.Read(ctx, func(q *db.Queries) error {
+			existing, err = q.ContactIDByEmail(ctx, lookup)
+			return err
+		})
+	}
 	if err != nil {
 		return err
 	}
 	return duplicate(existing)
+}
+
+// createContacts sends ContactCreate for each of ps as one batch: whether each inserted its
+// contact (false: its email was taken), or the error that failed the batch, which then
+// wrote nothing.
+func createContacts(ctx context.Context, q *db.Queries, ps []db.ContactCreateParams) ([]bool, error) {
+	// In email order: two batches creating the same two emails in opposite orders would each
+	// wait for the other's transaction (ON CONFLICT waits for an uncommitted insert of the key).
+	order := make([]int, len(ps))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if c := bytes.Compare(ps[a].AccountID[:], ps[b].AccountID[:]); c != 0 {
+			return c
+		}
+		return strings.Compare(ps[a].EmailKey, ps[b].EmailKey)
+	})
+	sorted := make([]db.ContactCreateParams, len(ps))
+	for i, o := range order {
+		sorted[i] = ps[o]
+	}
+	inserted := make([]bool, len(ps))
+	var failed error
+	results := q.ContactCreate(ctx, sorted)
+	results.QueryRow(func(i int, _ uuid.UUID, err error) {
+		switch {
+		case err == nil:
+			inserted[order[i]] = true
+		case errors.Is(store.Translate(err), apperr.ErrNoRows):
+		case failed == nil:
+			failed = err
+		}
+	})
+	// The implicit transaction commits after the last result: Close reports whether it did.
+	if err := results.Close(); failed == nil {
+		failed = err
+	}
+	if failed != nil {
+		return nil, failed
+	}
+	return inserted, nil
 }
 
 func insertProperty(ctx context.Context, tx store.Tx, accountID, contactID uuid.UUID, p Property, raw string, now time.Time) error {

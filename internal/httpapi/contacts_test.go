@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -136,41 +137,89 @@ func TestCreateContactDuplicateEmail(t *testing.T) {
 	createContact(t, a, other, map[string]any{"email": "dup@example.com"})
 }
 
+// TestCreateContactDuplicateRace: concurrent creates go to PostgreSQL in groups, so racing
+// creates of one email meet both within a group and across groups; for each email exactly one
+// wins, with its own request's details, and every other gets DuplicateContact naming it.
 func TestCreateContactDuplicateRace(t *testing.T) {
 	t.Parallel()
 	a := testkit.NewAPI(t)
 	_, key := a.Account("acme")
-	const n = 8
-	statuses := make([]int, n)
-	bodies := make([]string, n)
+	const emails, racers = 4, 8
+	type outcome struct {
+		status int
+		body   []byte
+	}
+	outcomes := make([][]outcome, emails)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": fmt.Sprintf("Race@Example.com%s", strings.Repeat(" ", 0)), "name": fmt.Sprint(i)})
-			statuses[i], bodies[i] = r.Status, string(r.Body)
-		}()
+	for e := range emails {
+		outcomes[e] = make([]outcome, racers)
+		for i := range racers {
+			wg.Go(func() {
+				<-start
+				email := fmt.Sprintf("Race%d@Example.com", e)
+				if i%2 == 1 {
+					email = strings.ToLower(email)
+				}
+				r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": email, "name": fmt.Sprintf("racer %d/%d", e, i),
+					"address": fmt.Sprintf("%d Main St, Springfield, IL 62704", 100+i)})
+				outcomes[e][i] = outcome{r.Status, r.Body}
+			})
+		}
 	}
 	close(start)
 	wg.Wait()
-	won := 0
-	for i, s := range statuses {
-		switch {
-		case s == 200:
-			won++
-		case s == 400 && strings.Contains(bodies[i], `"DuplicateContact"`):
-		default:
-			t.Errorf("racer %d: %d %s", i, s, bodies[i])
+	for e := range emails {
+		var winner *api.CreateContactResult
+		var winnerName string
+		var losers []string
+		for i, o := range outcomes[e] {
+			switch {
+			case o.status == 200:
+				if winner != nil {
+					t.Errorf("email %d: a second winner, racer %d: %s", e, i, o.body)
+				}
+				winner = new(api.CreateContactResult)
+				if err := json.Unmarshal(o.body, winner); err != nil {
+					t.Fatal(err)
+				}
+				winnerName = fmt.Sprintf("racer %d/%d", e, i)
+			case o.status == 400:
+				var body api.Error
+				if err := json.Unmarshal(o.body, &body); err != nil || body.Code != api.ErrorCodeDuplicateContact || body.Data == nil || body.Data.ContactId == nil {
+					t.Errorf("email %d racer %d: %s", e, i, o.body)
+					continue
+				}
+				losers = append(losers, *body.Data.ContactId)
+			default:
+				t.Errorf("email %d racer %d: %d %s", e, i, o.status, o.body)
+			}
+		}
+		if winner == nil {
+			t.Errorf("email %d: no winner", e)
+			continue
+		}
+		if winner.Contact.Name == nil || *winner.Contact.Name != winnerName || len(winner.Contact.Properties) != 1 {
+			t.Errorf("email %d: the winner's response is not its own request's contact: %+v", e, winner.Contact)
+		}
+		for _, id := range losers {
+			if id != winner.Contact.ContactId {
+				t.Errorf("email %d: DuplicateContact names %s, the winner is %s", e, id, winner.Contact.ContactId)
+			}
+		}
+		var name string
+		var properties int
+		if err := a.Store.Pool.QueryRow(context.Background(), `SELECT c.name, (SELECT count(*) FROM properties p WHERE p.contact_id = c.contact_id)
+			FROM contacts c WHERE c.contact_id = $1`, winner.Contact.ContactId).Scan(&name, &properties); err != nil || name != winnerName || properties != 1 {
+			t.Errorf("email %d: stored %q with %d properties (%v); want %q with 1", e, name, properties, err, winnerName)
 		}
 	}
-	var rows int
-	_ = a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM contacts").Scan(&rows)
-	if won != 1 || rows != 1 {
-		t.Errorf("%d creates won and %d rows exist; want exactly 1", won, rows)
+	var rows, properties int
+	_ = a.Store.Pool.QueryRow(context.Background(), "SELECT count(*), (SELECT count(*) FROM properties) FROM contacts").Scan(&rows, &properties)
+	if rows != emails || properties != emails {
+		t.Errorf("%d contacts and %d properties exist; want %d of each", rows, properties, emails)
 	}
+	testkit.CheckInvariants(t, a.Store)
 }
 
 func TestCreateContactReportsEveryViolation(t *testing.T) {

@@ -35,6 +35,10 @@ func (p plannedDB) Exec(ctx context.Context, sql string, args ...any) (pgconn.Co
 	return p.inner.Exec(ctx, sql, args...)
 }
 
+func (p plannedDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	return p.inner.SendBatch(ctx, b)
+}
+
 func (p plannedDB) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	rows, err := p.inner.Query(ctx, sql, args...)
 	if err != nil {

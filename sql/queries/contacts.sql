@@ -1,4 +1,4 @@
--- name: ContactCreate :one
+-- name: ContactCreate :batchone
 -- A new contact with its consent record and, when its address parsed, its first property, in
 -- one statement (one round trip), due for enrichment. ON CONFLICT DO NOTHING lets racing creates of one email
 -- resolve to exactly one winner without aborting the losers' transactions: a loser gets no

@@ -1,0 +1,157 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/contactd/contactd/gen/db"
+)
+
+// Group sends concurrent callers' one-statement writes to PostgreSQL together (group
+// commit): what callers ask while earlier groups are in flight leaves as one pipeline, in one
+// implicit transaction. A lone caller's write leaves at once; under load, each write costs
+// PostgreSQL a fraction of a round trip, of a transaction and of a commit, which were most
+// of what a statement alone cost it.
+//
+// A group commits all its writes or none. When PostgreSQL refuses a group (an error it sent,
+// so nothing of the group committed), each write is sent again alone: one caller's bad write
+// does not fail the others'. A group that fails otherwise (the connection broke) fails all
+// its callers, as the write alone would have.
+type Group[T, R any] struct {
+	q         *db.Queries
+	send      func(ctx context.Context, q *db.Queries, items []T) ([]R, error)
+	maxItems  int
+	maxFlying int
+
+	mu      sync.Mutex
+	waiting []*groupCall[T, R]
+	flying  int
+}
+
+type groupCall[T, R any] struct {
+	ctx  context.Context
+	item T
+	res  R
+	err  error
+	done chan struct{}
+}
+
+// GroupOptions bound a Group.
+type GroupOptions struct {
+	MaxItems int // writes per group (default 32)
+	// MaxFlying is how many groups may be in flight at once, each on its own connection
+	// (default GOMAXPROCS). Fewer make larger groups, which cost PostgreSQL less per write:
+	// on 2 cores, 1 to 3 did equally well under load, 4 did 10 % fewer creates per second,
+	// 16 a quarter fewer.
+	MaxFlying int
+}
+
+// groupTimeout bounds a group's round trip: a group serves many callers, so no one caller's
+// context may cancel it, and a connection that hangs must not hold them all forever.
+const groupTimeout = time.Minute
+
+// NewGroup returns a Group whose groups send calls: it must send items as one pgx batch
+// (sqlc's :batchone or :batchexec queries) and return their results in order, or the error
+// that failed the batch (any item's error but the ones that leave the others committed,
+// which it reports in its results).
+func NewGroup[T, R any](s *Store, opt GroupOptions, send func(ctx context.Context, q *db.Queries, items []T) ([]R, error)) *Group[T, R] {
+	if opt.MaxItems <= 0 {
+		opt.MaxItems = 32
+	}
+	if opt.MaxFlying <= 0 {
+		opt.MaxFlying = runtime.GOMAXPROCS(0)
+	}
+	return &Group[T, R]{q: s.q, send: send, maxItems: opt.MaxItems, maxFlying: opt.MaxFlying}
+}
+
+// Do writes item with whatever other writes are waiting, and returns its result once the
+// group has committed. A caller whose ctx ends first gets ctx's error, and its write may
+// still commit, as a statement cancelled mid-flight may.
+func (g *Group[T, R]) Do(ctx context.Context, item T) (R, error) {
+	c := &groupCall[T, R]{ctx: ctx, item: item, done: make(chan struct{})}
+	g.mu.Lock()
+	g.waiting = append(g.waiting, c)
+	fly := g.flying < g.maxFlying
+	if fly {
+		g.flying++
+	}
+	g.mu.Unlock()
+	if fly {
+		go g.fly()
+	}
+	select {
+	case <-c.done:
+		return c.res, Translate(c.err)
+	case <-ctx.Done():
+		var zero R
+		return zero, Translate(ctx.Err())
+	}
+}
+
+// fly sends groups until no write is waiting.
+func (g *Group[T, R]) fly() {
+	for {
+		g.mu.Lock()
+		calls := g.waiting
+		if len(calls) > g.maxItems {
+			calls = calls[:g.maxItems:g.maxItems]
+			g.waiting = append([]*groupCall[T, R](nil), g.waiting[g.maxItems:]...)
+		} else {
+			g.waiting = nil
+		}
+		if len(calls) == 0 {
+			g.flying--
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
+		g.sendGroup(calls)
+	}
+}
+
+func (g *Group[T, R]) sendGroup(calls []*groupCall[T, R]) {
+	live := calls[:0:0]
+	for _, c := range calls {
+		if err := c.ctx.Err(); err != nil {
+			c.err = err
+			close(c.done)
+			continue
+		}
+		live = append(live, c)
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), groupTimeout)
+	defer cancel()
+	items := make([]T, len(live))
+	for i, c := range live {
+		items[i] = c.item
+	}
+	res, err := g.send(ctx, g.q, items)
+	var refused *pgconn.PgError
+	if err != nil && len(live) > 1 && errors.As(err, &refused) {
+		for _, c := range live {
+			if one, err := g.send(ctx, g.q, []T{c.item}); err != nil {
+				c.err = err
+			} else {
+				c.res = one[0]
+			}
+			close(c.done)
+		}
+		return
+	}
+	for i, c := range live {
+		if err != nil {
+			c.err = err
+		} else {
+			c.res = res[i]
+		}
+		close(c.done)
+	}
+}
