@@ -159,3 +159,64 @@ func (b *ContactCreateBatchResults) Close() error {
 	b.closed = true
 	return b.br.Close()
 }
+
+const tagsSwap = `-- name: TagsSwap :batchone
+UPDATE contacts SET tags = $1, updated_at = $2
+WHERE account_id = $3 AND contact_id = $4 AND tags = $5::text[]
+RETURNING contact_id
+`
+
+type TagsSwapBatchResults struct {
+	br     pgx.BatchResults
+	tot    int
+	closed bool
+}
+
+type TagsSwapParams struct {
+	Tags      []string
+	UpdatedAt time.Time
+	AccountID uuid.UUID
+	ContactID uuid.UUID
+	Previous  []string
+}
+
+// Compare-and-swap: sets the tags only if they are still the ones the change was computed
+// from (no row otherwise), so a change without events needs no transaction and no lock.
+func (q *Queries) TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapBatchResults {
+	batch := &pgx.Batch{}
+	for _, a := range arg {
+		vals := []interface{}{
+			a.Tags,
+			a.UpdatedAt,
+			a.AccountID,
+			a.ContactID,
+			a.Previous,
+		}
+		batch.Queue(tagsSwap, vals...)
+	}
+	br := q.db.SendBatch(ctx, batch)
+	return &TagsSwapBatchResults{br, len(arg), false}
+}
+
+func (b *TagsSwapBatchResults) QueryRow(f func(int, uuid.UUID, error)) {
+	defer b.br.Close()
+	for t := 0; t < b.tot; t++ {
+		var contact_id uuid.UUID
+		if b.closed {
+			if f != nil {
+				f(t, contact_id, ErrBatchAlreadyClosed)
+			}
+			continue
+		}
+		row := b.br.QueryRow()
+		err := row.Scan(&contact_id)
+		if f != nil {
+			f(t, contact_id, err)
+		}
+	}
+}
+
+func (b *TagsSwapBatchResults) Close() error {
+	b.closed = true
+	return b.br.Close()
+}

@@ -117,8 +117,8 @@ type Querier interface {
 	TagsLock(ctx context.Context, arg TagsLockParams) (TagsLockRow, error)
 	TagsSet(ctx context.Context, arg TagsSetParams) error
 	// Compare-and-swap: sets the tags only if they are still the ones the change was computed
-	// from, so a change without events needs no transaction and no lock.
-	TagsSwap(ctx context.Context, arg TagsSwapParams) (int64, error)
+	// from (no row otherwise), so a change without events needs no transaction and no lock.
+	TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapBatchResults
 }
 
 var _ Querier = (*Queries)(nil)

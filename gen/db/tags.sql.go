@@ -74,32 +74,3 @@ func (q *Queries) TagsSet(ctx context.Context, arg TagsSetParams) error {
 	)
 	return err
 }
-
-const tagsSwap = `-- name: TagsSwap :execrows
-UPDATE contacts SET tags = $1, updated_at = $2
-WHERE account_id = $3 AND contact_id = $4 AND tags = $5::text[]
-`
-
-type TagsSwapParams struct {
-	Tags      []string
-	UpdatedAt time.Time
-	AccountID uuid.UUID
-	ContactID uuid.UUID
-	Previous  []string
-}
-
-// Compare-and-swap: sets the tags only if they are still the ones the change was computed
-// from, so a change without events needs no transaction and no lock.
-func (q *Queries) TagsSwap(ctx context.Context, arg TagsSwapParams) (int64, error) {
-	result, err := q.db.Exec(ctx, tagsSwap,
-		arg.Tags,
-		arg.UpdatedAt,
-		arg.AccountID,
-		arg.ContactID,
-		arg.Previous,
-	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}

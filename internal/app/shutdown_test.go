@@ -3,7 +3,6 @@ package app_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -61,7 +60,8 @@ func TestSIGTERMFinishesInFlightRequests(t *testing.T) {
 	if s, err := call("POST", "/public/v1/contact", `{"email":"slow@example.com"}`); s != 200 {
 		t.Fatalf("create: %d %v", s, err)
 	}
-	// hold the contact's row so every tag change waits: a burst of slow requests.
+	// hold the contact's row so every activity report waits on it, each in its own session: a
+	// burst of slow requests. (Not tag changes: those queue in the server for a few sessions.)
 	conn, err := pgx.Connect(ctx, db)
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ func TestSIGTERMFinishesInFlightRequests(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			statuses[i], errs[i] = call("POST", "/public/v1/contact/"+id+"/tags", fmt.Sprintf(`{"tags":["t%02d"]}`, i))
+			statuses[i], errs[i] = call("POST", "/public/v1/contact/"+id+"/activity", `{"type":"EmailClick"}`)
 		}()
 	}
 	waitFor(t, func() bool { return waiting(t, ctx, db) >= burst }, "the burst to reach the database")
@@ -113,12 +113,12 @@ func TestSIGTERMFinishesInFlightRequests(t *testing.T) {
 		t.Fatal("serve did not exit after SIGTERM")
 	}
 	var n int
-	if err := conn.QueryRow(ctx, "SELECT cardinality(tags) FROM contacts").Scan(&n); err != nil || n != burst {
-		t.Errorf("the contact has %d tags, want all %d (%v)", n, burst, err)
+	if err := conn.QueryRow(ctx, "SELECT num_email_clicks FROM contacts").Scan(&n); err != nil || n != burst {
+		t.Errorf("the contact counts %d email clicks, want all %d (%v)", n, burst, err)
 	}
 	// the JSON access log names each request and its account, and never the key.
 	log := logs.String()
-	for _, want := range []string{`"msg":"request"`, `"operation_id":"addContactTags"`, `"status":200`, `"account_id":"`, `"request_id":"`, `"latency":`} {
+	for _, want := range []string{`"msg":"request"`, `"operation_id":"recordContactActivity"`, `"status":200`, `"account_id":"`, `"request_id":"`, `"latency":`} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the log lacks %s", want)
 		}

@@ -70,6 +70,7 @@ type Service struct {
 	now       func() time.Time
 	publicURL string
 	creates   *store.Group[db.ContactCreateParams, bool]
+	tagSwaps  *store.Group[db.TagsSwapParams, bool]
 }
 
 // NewService returns a Service. publicURL is the base of proof-of-consent URLs. Changes that
@@ -77,7 +78,8 @@ type Service struct {
 // own statements; the enrich package's workers take it from there.
 func NewService(st *store.Store, events *webhook.Emitter, now func() time.Time, publicURL string) *Service {
 	return &Service{store: st, events: events, now: now, publicURL: strings.TrimRight(publicURL, "/"),
-		creates: store.NewGroup(st, store.GroupOptions{}, createContacts)}
+		creates:  store.NewGroup(st, store.GroupOptions{}, createContacts),
+		tagSwaps: store.NewGroup(st, store.GroupOptions{}, swapTagsOf)}
 }
 
 // ConsentURL is the proof-of-consent page of a contact.

@@ -1,11 +1,8 @@
 package contact
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"slices"
 	"strings"
 	"time"
 
@@ -13,7 +10,6 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/address"
-	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/secret"
 	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/webhook"
@@ -131,44 +127,14 @@ func (s *Service) insert(ctx context.Context, tx *db.Queries, accountID uuid.UUI
 
 // createContacts sends ContactCreate for each of ps as one batch: whether each inserted its
 // contact (false: its email was taken), or the error that failed the batch, which then
-// wrote nothing.
+// wrote nothing. In email order: ON CONFLICT waits for an uncommitted insert of its key.
 func createContacts(ctx context.Context, q *db.Queries, ps []db.ContactCreateParams) ([]bool, error) {
-	// In email order: two batches creating the same two emails in opposite orders would each
-	// wait for the other's transaction (ON CONFLICT waits for an uncommitted insert of the key).
-	order := make([]int, len(ps))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int {
-		if c := bytes.Compare(ps[a].AccountID[:], ps[b].AccountID[:]); c != 0 {
+	return returnedRows(ps, func(a, b db.ContactCreateParams) int {
+		if c := compareIDs(a.AccountID, b.AccountID); c != 0 {
 			return c
 		}
-		return strings.Compare(ps[a].EmailKey, ps[b].EmailKey)
-	})
-	sorted := make([]db.ContactCreateParams, len(ps))
-	for i, o := range order {
-		sorted[i] = ps[o]
-	}
-	inserted := make([]bool, len(ps))
-	var failed error
-	results := q.ContactCreate(ctx, sorted)
-	results.QueryRow(func(i int, _ uuid.UUID, err error) {
-		switch {
-		case err == nil:
-			inserted[order[i]] = true
-		case errors.Is(store.Translate(err), apperr.ErrNoRows):
-		case failed == nil:
-			failed = err
-		}
-	})
-	// The implicit transaction commits after the last result: Close reports whether it did.
-	if err := results.Close(); failed == nil {
-		failed = err
-	}
-	if failed != nil {
-		return nil, failed
-	}
-	return inserted, nil
+		return strings.Compare(a.EmailKey, b.EmailKey)
+	}, func(sorted []db.ContactCreateParams) rowBatch { return q.ContactCreate(ctx, sorted) })
 }
 
 func insertProperty(ctx context.Context, tx store.Tx, accountID, contactID uuid.UUID, p Property, raw string, now time.Time) error {

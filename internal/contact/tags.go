@@ -157,8 +157,9 @@ func (s *Service) changeTags(ctx context.Context, accountID uuid.UUID, rawID str
 	return result, err
 }
 
-// swapTags is a tag change nobody subscribes to: read, then compare-and-swap, again if
-// another change came in between. Two statements, no transaction, no lock held.
+// swapTags is a tag change nobody subscribes to: read, then compare-and-swap (sent with the
+// other swaps in flight), again if another change came in between. Two statements, no
+// transaction of its own, no lock held between them.
 func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []string,
 	op func(existing, tags []string) tagChange) ([]string, error) {
 	for {
@@ -176,13 +177,9 @@ func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []
 		if err != nil || !c.changes(existing) {
 			return c.tags, err
 		}
-		var n int64
-		err = s.store.Write(ctx, func(q *db.Queries) (err error) {
-			n, err = q.TagsSwap(ctx, db.TagsSwapParams{AccountID: accountID, ContactID: id,
-				Tags: c.tags, Previous: existing, UpdatedAt: s.now()})
-			return err
-		})
-		if err != nil || n == 1 {
+		swapped, err := s.tagSwaps.Do(ctx, db.TagsSwapParams{AccountID: accountID, ContactID: id,
+			Tags: c.tags, Previous: existing, UpdatedAt: s.now()})
+		if err != nil || swapped {
 			return c.tags, err
 		}
 	}
@@ -214,4 +211,15 @@ func (s *Service) emitTagEvents(ctx context.Context, tx store.Tx, accountID, id 
 			Contact: info, Info: webhook.TagsRemovedInfo{TagsRemoved: c.removed}, At: now})
 	}
 	return nil
+}
+
+// swapTagsOf sends TagsSwap for each of ps as one batch, in contact order: whether each
+// swapped (false: the tags changed since they were read), or the error that failed the batch.
+func swapTagsOf(ctx context.Context, q *db.Queries, ps []db.TagsSwapParams) ([]bool, error) {
+	return returnedRows(ps, func(a, b db.TagsSwapParams) int {
+		if c := compareIDs(a.AccountID, b.AccountID); c != 0 {
+			return c
+		}
+		return compareIDs(a.ContactID, b.ContactID)
+	}, func(sorted []db.TagsSwapParams) rowBatch { return q.TagsSwap(ctx, sorted) })
 }

@@ -11,8 +11,9 @@ WHERE account_id = $1 AND contact_id = $2;
 -- name: TagsGet :one
 SELECT tags FROM contacts WHERE account_id = $1 AND contact_id = $2;
 
--- name: TagsSwap :execrows
+-- name: TagsSwap :batchone
 -- Compare-and-swap: sets the tags only if they are still the ones the change was computed
--- from, so a change without events needs no transaction and no lock.
+-- from (no row otherwise), so a change without events needs no transaction and no lock.
 UPDATE contacts SET tags = @tags, updated_at = @updated_at
-WHERE account_id = @account_id AND contact_id = @contact_id AND tags = @previous::text[];
+WHERE account_id = @account_id AND contact_id = @contact_id AND tags = @previous::text[]
+RETURNING contact_id;
