@@ -160,6 +160,183 @@ func (b *ContactCreateBatchResults) Close() error {
 	return b.br.Close()
 }
 
+const contactGetByEmail = `-- name: ContactGetByEmail :batchone
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties FROM contact_rows WHERE account_id = $1 AND email_key = $2
+`
+
+type ContactGetByEmailBatchResults struct {
+	br     pgx.BatchResults
+	tot    int
+	closed bool
+}
+
+type ContactGetByEmailParams struct {
+	AccountID uuid.UUID
+	EmailKey  string
+}
+
+func (q *Queries) ContactGetByEmail(ctx context.Context, arg []ContactGetByEmailParams) *ContactGetByEmailBatchResults {
+	batch := &pgx.Batch{}
+	for _, a := range arg {
+		vals := []interface{}{
+			a.AccountID,
+			a.EmailKey,
+		}
+		batch.Queue(contactGetByEmail, vals...)
+	}
+	br := q.db.SendBatch(ctx, batch)
+	return &ContactGetByEmailBatchResults{br, len(arg), false}
+}
+
+func (b *ContactGetByEmailBatchResults) QueryRow(f func(int, ContactRow, error)) {
+	defer b.br.Close()
+	for t := 0; t < b.tot; t++ {
+		var i ContactRow
+		if b.closed {
+			if f != nil {
+				f(t, i, ErrBatchAlreadyClosed)
+			}
+			continue
+		}
+		row := b.br.QueryRow()
+		err := row.Scan(
+			&i.AccountID,
+			&i.ContactID,
+			&i.Email,
+			&i.EmailKey,
+			&i.Name,
+			&i.Phone,
+			&i.EmailStatus,
+			&i.RecordStatus,
+			&i.Tags,
+			&i.LeadScore,
+			&i.AssignedUserEmailID,
+			&i.CrmName,
+			&i.CrmUrl,
+			&i.CrmSource,
+			&i.CrmStage,
+			&i.CrmCreatedDate,
+			&i.ConsentToken,
+			&i.NumFormSubmissions,
+			&i.LastFormSubmissionAt,
+			&i.NumEmailSends,
+			&i.LastEmailSendAt,
+			&i.NumEmailOpens,
+			&i.LastEmailOpenAt,
+			&i.NumEmailClicks,
+			&i.LastEmailClickAt,
+			&i.NumDashboardViews,
+			&i.LastDashboardViewAt,
+			&i.NumDashboardClicks,
+			&i.LastDashboardClickAt,
+			&i.NumPostcardScans,
+			&i.LastPostcardScanAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.EnrichDueAt,
+			&i.EnrichAttempts,
+			&i.ActiveProperties,
+		)
+		if f != nil {
+			f(t, i, err)
+		}
+	}
+}
+
+func (b *ContactGetByEmailBatchResults) Close() error {
+	b.closed = true
+	return b.br.Close()
+}
+
+const contactGetByID = `-- name: ContactGetByID :batchone
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties FROM contact_rows WHERE account_id = $1 AND contact_id = $2
+`
+
+type ContactGetByIDBatchResults struct {
+	br     pgx.BatchResults
+	tot    int
+	closed bool
+}
+
+type ContactGetByIDParams struct {
+	AccountID uuid.UUID
+	ContactID uuid.UUID
+}
+
+// One row by primary key: the active properties are kept on it (active_properties).
+func (q *Queries) ContactGetByID(ctx context.Context, arg []ContactGetByIDParams) *ContactGetByIDBatchResults {
+	batch := &pgx.Batch{}
+	for _, a := range arg {
+		vals := []interface{}{
+			a.AccountID,
+			a.ContactID,
+		}
+		batch.Queue(contactGetByID, vals...)
+	}
+	br := q.db.SendBatch(ctx, batch)
+	return &ContactGetByIDBatchResults{br, len(arg), false}
+}
+
+func (b *ContactGetByIDBatchResults) QueryRow(f func(int, ContactRow, error)) {
+	defer b.br.Close()
+	for t := 0; t < b.tot; t++ {
+		var i ContactRow
+		if b.closed {
+			if f != nil {
+				f(t, i, ErrBatchAlreadyClosed)
+			}
+			continue
+		}
+		row := b.br.QueryRow()
+		err := row.Scan(
+			&i.AccountID,
+			&i.ContactID,
+			&i.Email,
+			&i.EmailKey,
+			&i.Name,
+			&i.Phone,
+			&i.EmailStatus,
+			&i.RecordStatus,
+			&i.Tags,
+			&i.LeadScore,
+			&i.AssignedUserEmailID,
+			&i.CrmName,
+			&i.CrmUrl,
+			&i.CrmSource,
+			&i.CrmStage,
+			&i.CrmCreatedDate,
+			&i.ConsentToken,
+			&i.NumFormSubmissions,
+			&i.LastFormSubmissionAt,
+			&i.NumEmailSends,
+			&i.LastEmailSendAt,
+			&i.NumEmailOpens,
+			&i.LastEmailOpenAt,
+			&i.NumEmailClicks,
+			&i.LastEmailClickAt,
+			&i.NumDashboardViews,
+			&i.LastDashboardViewAt,
+			&i.NumDashboardClicks,
+			&i.LastDashboardClickAt,
+			&i.NumPostcardScans,
+			&i.LastPostcardScanAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.EnrichDueAt,
+			&i.EnrichAttempts,
+			&i.ActiveProperties,
+		)
+		if f != nil {
+			f(t, i, err)
+		}
+	}
+}
+
+func (b *ContactGetByIDBatchResults) Close() error {
+	b.closed = true
+	return b.br.Close()
+}
+
 const tagsSwap = `-- name: TagsSwap :batchone
 UPDATE contacts SET tags = $1, updated_at = $2
 WHERE account_id = $3 AND contact_id = $4 AND tags = $5::text[]

@@ -30,9 +30,9 @@ type Querier interface {
 	// Properties and activities go with it (ON DELETE CASCADE), the consent record is on its row.
 	ContactDelete(ctx context.Context, arg ContactDeleteParams) (int64, error)
 	ContactEngagementSet(ctx context.Context, arg ContactEngagementSetParams) error
-	ContactGetByEmail(ctx context.Context, arg ContactGetByEmailParams) (ContactRow, error)
+	ContactGetByEmail(ctx context.Context, arg []ContactGetByEmailParams) *ContactGetByEmailBatchResults
 	// One row by primary key: the active properties are kept on it (active_properties).
-	ContactGetByID(ctx context.Context, arg ContactGetByIDParams) (ContactRow, error)
+	ContactGetByID(ctx context.Context, arg []ContactGetByIDParams) *ContactGetByIDBatchResults
 	ContactIDByEmail(ctx context.Context, arg ContactIDByEmailParams) (uuid.UUID, error)
 	// Locks the contact for a read-modify-write (PATCH, activity, a new property).
 	ContactLock(ctx context.Context, arg ContactLockParams) (ContactRow, error)

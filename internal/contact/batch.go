@@ -11,33 +11,41 @@ import (
 	"github.com/contactd/contactd/internal/store"
 )
 
-// rowBatch is a sent batch of sqlc :batchone statements returning an id.
-type rowBatch interface {
-	QueryRow(f func(int, uuid.UUID, error))
+// rowBatch is a sent batch of sqlc :batchone statements returning R.
+type rowBatch[R any] interface {
+	QueryRow(f func(int, R, error))
 	Close() error
+}
+
+// returned is a statement's row, if it returned one.
+type returned[R any] struct {
+	row R
+	ok  bool
 }
 
 // returnedRows sends items as one batch (send queues one statement each) in cmp's order, so
 // that two batches changing the same rows lock them in the same order and never wait on
-// each other both ways. It reports, in items' order, which statements returned their row,
-// or the error that failed the batch, which then wrote nothing (one implicit transaction).
-func returnedRows[T any](items []T, cmp func(a, b T) int, send func(sorted []T) rowBatch) ([]bool, error) {
+// each other both ways. It reports, in items' order, the row each statement returned, or
+// the error that failed the batch, which then wrote nothing (one implicit transaction).
+func returnedRows[T, R any](items []T, cmp func(a, b T) int, send func(sorted []T) rowBatch[R]) ([]returned[R], error) {
 	order := make([]int, len(items))
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp(items[a], items[b]) })
+	if cmp != nil {
+		slices.SortStableFunc(order, func(a, b int) int { return cmp(items[a], items[b]) })
+	}
 	sorted := make([]T, len(items))
 	for i, o := range order {
 		sorted[i] = items[o]
 	}
-	returned := make([]bool, len(items))
+	out := make([]returned[R], len(items))
 	var failed error
 	results := send(sorted)
-	results.QueryRow(func(i int, _ uuid.UUID, err error) {
+	results.QueryRow(func(i int, row R, err error) {
 		switch {
 		case err == nil:
-			returned[order[i]] = true
+			out[order[i]] = returned[R]{row: row, ok: true}
 		case errors.Is(store.Translate(err), apperr.ErrNoRows):
 		case failed == nil:
 			failed = err
@@ -50,7 +58,7 @@ func returnedRows[T any](items []T, cmp func(a, b T) int, send func(sorted []T) 
 	if failed != nil {
 		return nil, failed
 	}
-	return returned, nil
+	return out, nil
 }
 
 func compareIDs(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) }

@@ -69,8 +69,10 @@ type Service struct {
 	events    *webhook.Emitter
 	now       func() time.Time
 	publicURL string
-	creates   *store.Group[db.ContactCreateParams, bool]
-	tagSwaps  *store.Group[db.TagsSwapParams, bool]
+	creates   *store.Group[db.ContactCreateParams, returned[uuid.UUID]]
+	tagSwaps  *store.Group[db.TagsSwapParams, returned[uuid.UUID]]
+	byID      *store.Group[db.ContactGetByIDParams, returned[db.ContactRow]]
+	byEmail   *store.Group[db.ContactGetByEmailParams, returned[db.ContactRow]]
 }
 
 // NewService returns a Service. publicURL is the base of proof-of-consent URLs. Changes that
@@ -79,7 +81,9 @@ type Service struct {
 func NewService(st *store.Store, events *webhook.Emitter, now func() time.Time, publicURL string) *Service {
 	return &Service{store: st, events: events, now: now, publicURL: strings.TrimRight(publicURL, "/"),
 		creates:  store.NewGroup(st, store.GroupOptions{}, createContacts),
-		tagSwaps: store.NewGroup(st, store.GroupOptions{}, swapTagsOf)}
+		tagSwaps: store.NewGroup(st, store.GroupOptions{}, swapTagsOf),
+		byID:     store.NewGroup(st, store.GroupOptions{}, contactsByID),
+		byEmail:  store.NewGroup(st, store.GroupOptions{}, contactsByEmail)}
 }
 
 // ConsentURL is the proof-of-consent page of a contact.

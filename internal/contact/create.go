@@ -96,17 +96,17 @@ func (s *Service) insert(ctx context.Context, tx *db.Queries, accountID uuid.UUI
 		p.PropertyID, p.RawAddress, p.Normalized = &c.Properties[0].ID, *in.Address, a.Normalized()
 		p.AptOrUnitNumber, p.StreetAddress, p.City, p.County, p.State, p.Zip = a.AptOrUnitNumber, a.StreetAddress, a.City, a.County, a.State, a.Zip
 	}
-	var inserted bool
+	var inserted returned[uuid.UUID]
 	var err error
 	if tx != nil {
-		var one []bool
+		var one []returned[uuid.UUID]
 		if one, err = createContacts(ctx, tx, []db.ContactCreateParams{p}); err == nil {
 			inserted = one[0]
 		}
 	} else {
 		inserted, err = s.creates.Do(ctx, p)
 	}
-	if err != nil || inserted {
+	if err != nil || inserted.ok {
 		return err
 	}
 	lookup := db.ContactIDByEmailParams{AccountID: accountID, EmailKey: p.EmailKey}
@@ -126,15 +126,15 @@ func (s *Service) insert(ctx context.Context, tx *db.Queries, accountID uuid.UUI
 }
 
 // createContacts sends ContactCreate for each of ps as one batch: whether each inserted its
-// contact (false: its email was taken), or the error that failed the batch, which then
+// contact (no row: its email was taken), or the error that failed the batch, which then
 // wrote nothing. In email order: ON CONFLICT waits for an uncommitted insert of its key.
-func createContacts(ctx context.Context, q *db.Queries, ps []db.ContactCreateParams) ([]bool, error) {
+func createContacts(ctx context.Context, q *db.Queries, ps []db.ContactCreateParams) ([]returned[uuid.UUID], error) {
 	return returnedRows(ps, func(a, b db.ContactCreateParams) int {
 		if c := compareIDs(a.AccountID, b.AccountID); c != 0 {
 			return c
 		}
 		return strings.Compare(a.EmailKey, b.EmailKey)
-	}, func(sorted []db.ContactCreateParams) rowBatch { return q.ContactCreate(ctx, sorted) })
+	}, func(sorted []db.ContactCreateParams) rowBatch[uuid.UUID] { return q.ContactCreate(ctx, sorted) })
 }
 
 func insertProperty(ctx context.Context, tx store.Tx, accountID, contactID uuid.UUID, p Property, raw string, now time.Time) error {

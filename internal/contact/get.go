@@ -2,14 +2,12 @@ package contact
 
 import (
 	"context"
-	"errors"
 
 	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/ids"
-	"github.com/contactd/contactd/internal/store"
 )
 
 // Get finds a contact by id, by email, or by both (which must then name the same contact).
@@ -19,43 +17,49 @@ func (s *Service) Get(ctx context.Context, accountID uuid.UUID, contactID, email
 		return Contact{}, apperr.Invalid(apperr.Field("query", "required", "one of contactId or emailId is required"))
 	}
 	var c Contact
-	err := s.store.Read(ctx, func(q *db.Queries) error {
-		var err error
-		if contactID != nil {
-			c, err = s.getByID(ctx, q, accountID, *contactID)
-		} else {
-			c, err = s.loaded(q.ContactGetByEmail(ctx, db.ContactGetByEmailParams{AccountID: accountID, EmailKey: EmailKey(*email)}))
+	var err error
+	if contactID != nil {
+		var id uuid.UUID
+		if id, err = ParseID(*contactID); err == nil {
+			c, err = s.loaded(s.byID.Do(ctx, db.ContactGetByIDParams{AccountID: accountID, ContactID: id}))
 		}
-		return err
-	})
+	} else {
+		c, err = s.loaded(s.byEmail.Do(ctx, db.ContactGetByEmailParams{AccountID: accountID, EmailKey: EmailKey(*email)}))
+	}
 	if err == nil && contactID != nil && email != nil && EmailKey(c.Email) != EmailKey(*email) {
 		return Contact{}, ErrNotFound
 	}
 	return c, err
 }
 
-func (s *Service) getByID(ctx context.Context, q *db.Queries, accountID uuid.UUID, rawID string) (Contact, error) {
-	id, err := ParseID(rawID)
+// load reads one contact, its properties included, in one round trip, in tx.
+func (s *Service) load(ctx context.Context, tx *db.Queries, accountID, id uuid.UUID) (Contact, error) {
+	rows, err := contactsByID(ctx, tx, []db.ContactGetByIDParams{{AccountID: accountID, ContactID: id}})
 	if err != nil {
 		return Contact{}, err
 	}
-	return s.load(ctx, q, accountID, id)
+	return s.loaded(rows[0], nil)
 }
 
-// load reads one contact, its properties included, in one round trip.
-func (s *Service) load(ctx context.Context, q *db.Queries, accountID, id uuid.UUID) (Contact, error) {
-	return s.loaded(q.ContactGetByID(ctx, db.ContactGetByIDParams{AccountID: accountID, ContactID: id}))
+// contactsByID reads contacts by id in one batch (reads in a group: one round trip for all).
+func contactsByID(ctx context.Context, q *db.Queries, ps []db.ContactGetByIDParams) ([]returned[db.ContactRow], error) {
+	return returnedRows(ps, nil, func(ps []db.ContactGetByIDParams) rowBatch[db.ContactRow] { return q.ContactGetByID(ctx, ps) })
 }
 
-// loaded is the contact of a row a query returned.
-func (s *Service) loaded(r db.ContactRow, err error) (Contact, error) {
-	if err != nil {
-		if errors.Is(store.Translate(err), apperr.ErrNoRows) {
-			return Contact{}, ErrNotFound
-		}
+// contactsByEmail reads contacts by email in one batch.
+func contactsByEmail(ctx context.Context, q *db.Queries, ps []db.ContactGetByEmailParams) ([]returned[db.ContactRow], error) {
+	return returnedRows(ps, nil, func(ps []db.ContactGetByEmailParams) rowBatch[db.ContactRow] { return q.ContactGetByEmail(ctx, ps) })
+}
+
+// loaded is the contact of a row a read returned.
+func (s *Service) loaded(r returned[db.ContactRow], err error) (Contact, error) {
+	switch {
+	case err != nil:
 		return Contact{}, err
+	case !r.ok:
+		return Contact{}, ErrNotFound
 	}
-	return s.fromRow(r)
+	return s.fromRow(r.row)
 }
 
 // ParseID parses a contact id; anything but a canonical UUID is not found.

@@ -369,3 +369,53 @@ func TestGetContact(t *testing.T) {
 		})
 	}
 }
+
+// TestConcurrentReadsGetTheirOwnContact: concurrent reads go to PostgreSQL in groups; each
+// gets the contact it asked for (or 404), by id and by email alike.
+func TestConcurrentReadsGetTheirOwnContact(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	_, otherKey := a.Account("other")
+	const contacts = 12
+	ids := make([]string, contacts)
+	for i := range contacts {
+		ids[i] = createContact(t, a, key, map[string]any{"email": fmt.Sprintf("reader%d@example.com", i), "name": fmt.Sprint("reader ", i)}).Contact.ContactId
+	}
+	var wg sync.WaitGroup
+	for round := range 4 {
+		for i := range contacts + 2 {
+			wg.Go(func() {
+				var path, want, k string
+				k, want = key, fmt.Sprint("reader ", i)
+				switch {
+				case i == contacts: // no such contact
+					path, want = "/public/v1/contact?contactId=01a1fdd2-97b9-7ebf-99d7-04260c1993e2", ""
+				case i == contacts+1: // another account's contact
+					path, k, want = "/public/v1/contact?contactId="+ids[round], otherKey, ""
+				case (i+round)%2 == 0:
+					path = "/public/v1/contact?contactId=" + ids[i]
+				default:
+					path = fmt.Sprintf("/public/v1/contact?emailId=READER%d@example.com", i)
+				}
+				r := a.Do("GET", path, k, nil)
+				if want == "" {
+					if r.Status != 404 {
+						t.Errorf("%s: %d %s, want 404", path, r.Status, r.Body)
+					}
+					return
+				}
+				var got api.Contact
+				if r.Status != 200 {
+					t.Errorf("%s: %d %s", path, r.Status, r.Body)
+					return
+				}
+				r.JSON(t, &got)
+				if got.ContactId != ids[i] || got.Name == nil || *got.Name != want {
+					t.Errorf("%s: got contact %s %v, want %s %q", path, got.ContactId, got.Name, ids[i], want)
+				}
+			})
+		}
+	}
+	wg.Wait()
+}

@@ -36,7 +36,37 @@ func (p plannedDB) Exec(ctx context.Context, sql string, args ...any) (pgconn.Co
 }
 
 func (p plannedDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	return p.inner.SendBatch(ctx, b)
+	return &plannedBatch{BatchResults: p.inner.SendBatch(ctx, b), queued: b.QueuedQueries}
+}
+
+// plannedBatch scans a batch's rows with the plans of its statements.
+type plannedBatch struct {
+	pgx.BatchResults
+	queued []*pgx.QueuedQuery
+	next   int // the statement whose results come next
+}
+
+func (b *plannedBatch) Exec() (pgconn.CommandTag, error) {
+	b.next++
+	return b.BatchResults.Exec()
+}
+
+func (b *plannedBatch) Query() (pgx.Rows, error) {
+	sql := ""
+	if b.next < len(b.queued) {
+		sql = b.queued[b.next].SQL
+	}
+	b.next++
+	rows, err := b.BatchResults.Query()
+	if err != nil || sql == "" {
+		return rows, err
+	}
+	return &plannedRows{Rows: rows, sql: sql}, nil
+}
+
+func (b *plannedBatch) QueryRow() pgx.Row {
+	rows, err := b.Query()
+	return plannedRow{rows: rows, err: err}
 }
 
 func (p plannedDB) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {

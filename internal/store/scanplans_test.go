@@ -85,6 +85,57 @@ func TestScanPlansAreKeptPerConnection(t *testing.T) {
 	}
 }
 
+// TestScanPlansInBatches: a batch's rows are scanned with their statements' kept plans too,
+// each result with its own statement's, and a failed statement's error reaches its result.
+func TestScanPlansInBatches(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := store.Open(ctx, testkit.NewDatabase(t), store.Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	q := store.Planned(st.Pool)
+	b := &pgx.Batch{}
+	b.Queue(`SELECT $1::text, $2::int4`, "a", 1)
+	b.Queue(`SELECT 'x' WHERE false`)
+	b.Queue(`SELECT $1::int8`, 7)
+	br := q.SendBatch(ctx, b)
+	var s, none string
+	var n int32
+	var big int64
+	err1 := br.QueryRow().Scan(&s, &n)
+	err2 := br.QueryRow().Scan(&none)
+	err3 := br.QueryRow().Scan(&big)
+	if err := br.Close(); err != nil || err1 != nil || s != "a" || n != 1 || !errors.Is(err2, pgx.ErrNoRows) || err3 != nil || big != 7 {
+		t.Errorf("batch: %q %d %v; %v; %d %v; close %v", s, n, err1, err2, big, err3, err)
+	}
+	conn, err := st.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := store.PlannedStatements(conn.Conn()); n != 2 { // the two that returned rows
+		t.Errorf("the connection keeps plans for %d statements, want 2", n)
+	}
+	conn.Release()
+
+	b = &pgx.Batch{}
+	b.Queue(`SELECT 1`)
+	b.Queue(`SELECT 1/0`)
+	br = q.SendBatch(ctx, b)
+	var one, div int
+	if err := br.QueryRow().Scan(&one); err != nil || one != 1 {
+		t.Errorf("first of a failing batch: %d %v", one, err)
+	}
+	if err := br.QueryRow().Scan(&div); err == nil {
+		t.Error("division by zero scanned")
+	}
+	if err := br.Close(); err == nil {
+		t.Error("a failed batch closed without its error")
+	}
+}
+
 // TestScanPlansSaveAllocations: a row of nullable columns scanned through the plan cache
 // allocates less than through pgx alone, which plans every column again on every query.
 func TestScanPlansSaveAllocations(t *testing.T) {

@@ -37,11 +37,11 @@ SELECT contact_id FROM c;
 -- name: ContactIDByEmail :one
 SELECT contact_id FROM contacts WHERE account_id = $1 AND email_key = $2;
 
--- name: ContactGetByID :one
+-- name: ContactGetByID :batchone
 -- One row by primary key: the active properties are kept on it (active_properties).
 SELECT * FROM contact_rows WHERE account_id = $1 AND contact_id = $2;
 
--- name: ContactGetByEmail :one
+-- name: ContactGetByEmail :batchone
 SELECT * FROM contact_rows WHERE account_id = $1 AND email_key = $2;
 
 -- name: ContactRefreshProperties :one
