@@ -20,8 +20,9 @@ import (
 //
 // A group commits all its writes or none. When PostgreSQL refuses a group (an error it sent,
 // so nothing of the group committed), each write is sent again alone: one caller's bad write
-// does not fail the others'. A group that fails otherwise (the connection broke) fails all
-// its callers, as the write alone would have.
+// does not fail the others'. A group that fails otherwise (the connection broke, or the
+// database cannot answer now: a timeout, a shutdown) fails all its callers, as each write
+// alone would have failed.
 type Group[T, R any] struct {
 	q         *db.Queries
 	send      func(ctx context.Context, q *db.Queries, items []T) ([]R, error)
@@ -135,7 +136,7 @@ func (g *Group[T, R]) sendGroup(calls []*groupCall[T, R]) {
 	}
 	res, err := g.send(ctx, g.q, items)
 	var refused *pgconn.PgError
-	if err != nil && len(live) > 1 && errors.As(err, &refused) {
+	if err != nil && len(live) > 1 && errors.As(err, &refused) && !isUnavailable(err) {
 		for _, c := range live {
 			if one, err := g.send(ctx, g.q, []T{c.item}); err != nil {
 				c.err = err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
@@ -164,19 +165,28 @@ func TestGroupRefusedSendsEachAlone(t *testing.T) {
 }
 
 // TestGroupBrokenFailsAll: a group that fails without PostgreSQL's answer (the connection
-// broke) may have committed: it is not sent again, and every caller gets the failure.
+// broke: it may have committed) or because the database cannot answer now (a timeout) is
+// not sent again write by write, and every caller gets the failure.
 func TestGroupBrokenFailsAll(t *testing.T) {
 	t.Parallel()
-	rig := newGroupRig(t)
-	rig.failing = fmt.Errorf("write: %w", context.DeadlineExceeded)
-	_, errs := rig.start(t, 1, 2, 3)
-	for n := 1; n <= 3; n++ {
-		if !errors.Is(errs[n], apperr.ErrUnavailable) {
-			t.Errorf("write %d: %v, want unavailable", n, errs[n])
-		}
-	}
-	if want := [][]int{{1}, {2, 3}}; !equalGroups(rig.sent, want) {
-		t.Errorf("groups sent %v, want %v", rig.sent, want)
+	for name, failure := range map[string]error{
+		"connection": fmt.Errorf("write: %w", context.DeadlineExceeded),
+		"timeout":    &pgconn.PgError{Code: "57014", Message: "canceling statement due to statement timeout"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rig := newGroupRig(t)
+			rig.failing = failure
+			_, errs := rig.start(t, 1, 2, 3)
+			for n := 1; n <= 3; n++ {
+				if !errors.Is(errs[n], apperr.ErrUnavailable) {
+					t.Errorf("write %d: %v, want unavailable", n, errs[n])
+				}
+			}
+			if want := [][]int{{1}, {2, 3}}; !equalGroups(rig.sent, want) {
+				t.Errorf("groups sent %v, want %v", rig.sent, want)
+			}
+		})
 	}
 }
 
