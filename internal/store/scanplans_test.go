@@ -13,19 +13,26 @@ import (
 	"github.com/contactd/contactd/internal/testkit"
 )
 
+// oneConnection is a store of one connection: every query shares its plans, and a row that
+// kept the connection would hang the next query.
+func oneConnection(t *testing.T) (context.Context, *store.Store) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	st, err := store.Open(ctx, testkit.NewDatabase(t), store.Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	return ctx, st
+}
+
 // TestScanPlansAreKeptPerConnection: statements scanned through the plan cache give what pgx
 // gives (values, NULLs, errors, no rows), reuse their plans, and replan when the destination
 // types change.
 func TestScanPlansAreKeptPerConnection(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	// one connection: every query shares its plans, and a row that kept it would hang the next.
-	st, err := store.Open(ctx, testkit.NewDatabase(t), store.Options{MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	ctx, st := oneConnection(t)
 	q := store.Planned(st.Pool)
 	const sql = `SELECT $1::text, $2::timestamptz, $3::int4`
 	at := time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)
@@ -89,13 +96,7 @@ func TestScanPlansAreKeptPerConnection(t *testing.T) {
 // each result with its own statement's, and a failed statement's error reaches its result.
 func TestScanPlansInBatches(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	st, err := store.Open(ctx, testkit.NewDatabase(t), store.Options{MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	ctx, st := oneConnection(t)
 	q := store.Planned(st.Pool)
 	b := &pgx.Batch{}
 	b.Queue(`SELECT $1::text, $2::int4`, "a", 1)
@@ -139,12 +140,7 @@ func TestScanPlansInBatches(t *testing.T) {
 // TestScanPlansSaveAllocations: a row of nullable columns scanned through the plan cache
 // allocates less than through pgx alone, which plans every column again on every query.
 func TestScanPlansSaveAllocations(t *testing.T) {
-	ctx := context.Background()
-	st, err := store.Open(ctx, testkit.NewDatabase(t), store.Options{MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	ctx, st := oneConnection(t)
 	const sql = `SELECT 'a'::text, NULL::text, now(), NULL::timestamptz, 'b'::text, NULL::text, now(), NULL::timestamptz`
 	allocs := func(q interface {
 		QueryRow(context.Context, string, ...any) pgx.Row
