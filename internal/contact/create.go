@@ -33,8 +33,8 @@ type CreateInput struct {
 // Create stores a new contact with its defaults, its parsed address and its consent record,
 // due for enrichment, and emits TagsAdded for its tags, all at once: one statement, in a
 // transaction with the event when the account subscribes to TagsAdded, else sent with the
-// other creates in flight (s.creates). An address that
-// cannot be parsed does not stop the create: it is reported in the warnings.
+// other creates in flight (s.creates). An address that cannot be parsed does not stop the
+// create: it is reported in the warnings.
 func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInput) (Contact, []string, error) {
 	tags, err := NormalizeTags(in.Tags)
 	if err != nil {

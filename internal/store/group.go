@@ -12,11 +12,11 @@ import (
 	"github.com/contactd/contactd/gen/db"
 )
 
-// Group sends concurrent callers' one-statement writes to PostgreSQL together (group
-// commit): what callers ask while earlier groups are in flight leaves as one pipeline, in one
-// implicit transaction. A lone caller's write leaves at once; under load, each write costs
-// PostgreSQL a fraction of a round trip, of a transaction and of a commit, which were most
-// of what a statement alone cost it.
+// Group sends concurrent callers' one-statement operations (reads, and writes atomic on
+// their own) to PostgreSQL together, group commit: what callers ask while earlier groups are
+// in flight leaves as one pipeline, in one implicit transaction. A lone caller's statement
+// leaves at once; under load, each costs PostgreSQL a fraction of a round trip, of a
+// transaction and of a commit, which were most of what a statement alone cost it.
 //
 // A group commits all its writes or none. When PostgreSQL refuses a group (an error it sent,
 // so nothing of the group committed), each write is sent again alone: one caller's bad write
