@@ -95,6 +95,7 @@ type Services struct {
 func NewServices(cfg config.Config, st *store.Store, log *slog.Logger) (*Services, error) {
 	m := metrics.New()
 	m.WatchPool(st.Pool)
+	st.ObserveGroups(m.ObserveGroup)
 	m.WatchQueue(queueDepth(st))
 	deliveries, err := delivery.New(st, delivery.Options{
 		Timeout: cfg.WebhookTimeout, AllowedNetworks: cfg.WebhookAllowedNetworks, Workers: cfg.WebhookWorkers,

@@ -80,10 +80,10 @@ type Service struct {
 // own statements; the enrich package's workers take it from there.
 func NewService(st *store.Store, events *webhook.Emitter, now func() time.Time, publicURL string) *Service {
 	return &Service{store: st, events: events, now: now, publicURL: strings.TrimRight(publicURL, "/"),
-		creates:  store.NewGroup(st, store.GroupOptions{}, createContacts),
-		tagSwaps: store.NewGroup(st, store.GroupOptions{}, swapTagsOf),
-		byID:     store.NewGroup(st, store.GroupOptions{}, contactsByID),
-		byEmail:  store.NewGroup(st, store.GroupOptions{}, contactsByEmail)}
+		creates:  store.NewGroup(st, store.GroupOptions{Name: "contact_create"}, createContacts),
+		tagSwaps: store.NewGroup(st, store.GroupOptions{Name: "tags_swap"}, swapTagsOf),
+		byID:     store.NewGroup(st, store.GroupOptions{Name: "contact_get_by_id"}, contactsByID),
+		byEmail:  store.NewGroup(st, store.GroupOptions{Name: "contact_get_by_email"}, contactsByEmail)}
 }
 
 // ConsentURL is the proof-of-consent page of a contact.

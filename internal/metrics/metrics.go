@@ -22,6 +22,7 @@ type Metrics struct {
 	latency        *prometheus.HistogramVec
 	attempts       *prometheus.CounterVec
 	attemptLatency prometheus.Histogram
+	groupSize      *prometheus.HistogramVec
 }
 
 // New returns the process's metrics, with the Go runtime and process collectors.
@@ -43,8 +44,13 @@ func New() *Metrics {
 			Name: "contactd_webhook_attempt_duration_seconds", Help: "Time to the receiver's answer or the failure.",
 			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 15},
 		}),
+		groupSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "contactd_db_group_size",
+			Help:    "Statements per group sent to PostgreSQL together (one round trip and one commit), by group.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32},
+		}, []string{"group"}),
 	}
-	m.registry.MustRegister(m.requests, m.latency, m.attempts, m.attemptLatency,
+	m.registry.MustRegister(m.requests, m.latency, m.attempts, m.attemptLatency, m.groupSize,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -79,6 +85,14 @@ func (m *Metrics) ObserveAttempt(outcome string, d time.Duration) {
 	}
 	m.attempts.WithLabelValues(outcome).Inc()
 	m.attemptLatency.Observe(d.Seconds())
+}
+
+// ObserveGroup records the size of a group of statements sent together.
+func (m *Metrics) ObserveGroup(group string, size int) {
+	if m == nil {
+		return
+	}
+	m.groupSize.WithLabelValues(group).Observe(float64(size))
 }
 
 // WatchPool exports the pool's statistics at each scrape.

@@ -24,7 +24,8 @@ import (
 // database cannot answer now: a timeout, a shutdown) fails all its callers, as each write
 // alone would have failed.
 type Group[T, R any] struct {
-	q         *db.Queries
+	store     *Store
+	name      string
 	send      func(ctx context.Context, q *db.Queries, items []T) ([]R, error)
 	maxItems  int
 	maxFlying int
@@ -42,9 +43,10 @@ type groupCall[T, R any] struct {
 	done chan struct{}
 }
 
-// GroupOptions bound a Group.
+// GroupOptions name and bound a Group.
 type GroupOptions struct {
-	MaxItems int // writes per group (default 32)
+	Name     string // in metrics
+	MaxItems int    // statements per group (default 32)
 	// MaxFlying is how many groups may be in flight at once, each on its own connection
 	// (default GOMAXPROCS). Fewer make larger groups, which cost PostgreSQL less per write:
 	// on 2 cores, 1 to 3 did equally well under load, 4 did 10 % fewer creates per second,
@@ -67,7 +69,7 @@ func NewGroup[T, R any](s *Store, opt GroupOptions, send func(ctx context.Contex
 	if opt.MaxFlying <= 0 {
 		opt.MaxFlying = runtime.GOMAXPROCS(0)
 	}
-	return &Group[T, R]{q: s.q, send: send, maxItems: opt.MaxItems, maxFlying: opt.MaxFlying}
+	return &Group[T, R]{store: s, name: opt.Name, send: send, maxItems: opt.MaxItems, maxFlying: opt.MaxFlying}
 }
 
 // Do writes item with whatever other writes are waiting, and returns its result once the
@@ -134,11 +136,14 @@ func (g *Group[T, R]) sendGroup(calls []*groupCall[T, R]) {
 	for i, c := range live {
 		items[i] = c.item
 	}
-	res, err := g.send(ctx, g.q, items)
+	if observe := g.store.groupObserver.Load(); observe != nil {
+		(*observe)(g.name, len(items))
+	}
+	res, err := g.send(ctx, g.store.q, items)
 	var refused *pgconn.PgError
 	if err != nil && len(live) > 1 && errors.As(err, &refused) && !isUnavailable(err) {
 		for _, c := range live {
-			if one, err := g.send(ctx, g.q, []T{c.item}); err != nil {
+			if one, err := g.send(ctx, g.store.q, []T{c.item}); err != nil {
 				c.err = err
 			} else {
 				c.res = one[0]

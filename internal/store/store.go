@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,7 +22,12 @@ import (
 type Store struct {
 	Pool *pgxpool.Pool
 	q    *db.Queries
+	// groupObserver learns the size of each group the store's Groups send.
+	groupObserver atomic.Pointer[func(group string, size int)]
 }
+
+// ObserveGroups has f told the name and size of every group sent from now on (metrics).
+func (s *Store) ObserveGroups(f func(group string, size int)) { s.groupObserver.Store(&f) }
 
 // Tx is one transaction: the generated queries bound to it, and the raw transaction for
 // libraries (the job queue) that must write in it too.
