@@ -6,7 +6,7 @@ TOOLS := $(GO) tool -modfile=tools/go.mod
 # Pure-Go builds: sqlc then uses its wasm parser (no cgo), much faster to build cold.
 export CGO_ENABLED ?= 0
 
-.PHONY: help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean
+.PHONY: help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -44,13 +44,16 @@ vet: fmt-check ## gofmt and go vet
 lint: node-deps ## openapi.yaml against Redocly's recommended rules and ours: no errors, no warnings
 	@scripts/lint-spec.sh
 
+check-tree: ## fail when git tracks a compiled binary or a file over 1 MiB (build output belongs in bin/)
+	@scripts/check-tree.sh
+
 breaking: ## fail on a breaking change to openapi.yaml since the previous commit (oasdiff)
 	@scripts/check-breaking.sh
 
 unit: ## the tests without the database-backed packages' long ones
 	$(GO) test -short ./...
 
-test: deps node-deps browser-deps check-generated vet lint breaking ## everything CI runs: generation freshness, vet, lint, breaking changes, unit, integration, contract, consumers
+test: deps node-deps browser-deps check-tree check-generated vet lint breaking ## everything CI runs: generation freshness, vet, lint, breaking changes, unit, integration, contract, consumers
 	CONTACTD_CONSUMER_TESTS=1 $(GO) test -count=1 -timeout 8m ./...
 	@$(MAKE) --no-print-directory bench-smoke
 
