@@ -501,8 +501,8 @@ func machine() string {
 
 // settle writes out the dirty pages the previous workload left (CHECKPOINT) before the next
 // is measured, so no workload, contactd's or the baseline's, pays for another's checkpoint and
-// the ratios do not depend on the order. (Not VACUUM ANALYZE: statistics taken while River's
-// job table is empty make its fetch query scan the whole table once jobs pile up.)
+// the ratios do not depend on the order. (Not VACUUM ANALYZE: it would change the plans the
+// workloads run with between one workload and the next.)
 func settle(ctx context.Context, st *store.Store) error {
 	if _, err := st.Pool.Exec(ctx, "CHECKPOINT"); err != nil {
 		return fmt.Errorf("settle: %w", err)

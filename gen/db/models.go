@@ -121,6 +121,14 @@ type ContactRow struct {
 	ActiveProperties     []byte
 }
 
+type PeriodicTask struct {
+	Name           string
+	DueAt          time.Time
+	LastStartedAt  *time.Time
+	LastFinishedAt *time.Time
+	LastError      *string
+}
+
 type Property struct {
 	AccountID       uuid.UUID
 	PropertyID      uuid.UUID

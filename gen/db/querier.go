@@ -91,6 +91,14 @@ type Querier interface {
 	KeyRevokedNotify(ctx context.Context, keyID uuid.UUID) error
 	// Records use at most once a minute per key, also across processes: the hot path rarely writes.
 	KeyTouch(ctx context.Context, arg KeyTouchParams) error
+	// Claims the tasks among @names that are due, moving each to its next run (@next_due_ats, in
+	// the order of @names): one process gets each run.
+	PeriodicClaim(ctx context.Context, arg PeriodicClaimParams) ([]string, error)
+	// Registers tasks unknown so far, due at @now; a task already known keeps its due time, so
+	// restarting a process does not run everything again.
+	PeriodicEnsure(ctx context.Context, arg PeriodicEnsureParams) error
+	PeriodicFinish(ctx context.Context, arg PeriodicFinishParams) error
+	PeriodicList(ctx context.Context) ([]PeriodicTask, error)
 	// Archiving twice keeps the first archive time.
 	PropertyArchive(ctx context.Context, arg PropertyArchiveParams) (uuid.UUID, error)
 	PropertyInsert(ctx context.Context, arg PropertyInsertParams) (uuid.UUID, error)

@@ -22,6 +22,7 @@ import (
 	"github.com/contactd/contactd/internal/httpapi"
 	"github.com/contactd/contactd/internal/metrics"
 	"github.com/contactd/contactd/internal/pgembed"
+	"github.com/contactd/contactd/internal/queue"
 	"github.com/contactd/contactd/internal/ratelimit"
 	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/webhook"
@@ -89,6 +90,8 @@ type Services struct {
 	Metrics    *metrics.Metrics
 	// Subscribers caches which event types each account subscribes to.
 	Subscribers *webhook.Subscribers
+	// Periodic runs the maintenance tasks, once per interval across all processes.
+	Periodic *queue.Periodic
 }
 
 // NewServices builds the domain services. Delivery workers are not started.
@@ -97,14 +100,10 @@ func NewServices(cfg config.Config, st *store.Store, log *slog.Logger) (*Service
 	m.WatchPool(st.Pool)
 	st.ObserveGroups(m.ObserveGroup)
 	m.WatchQueue(queueDepth(st))
-	deliveries, err := delivery.New(st, delivery.Options{
+	deliveries := delivery.New(st, delivery.Options{
 		Timeout: cfg.WebhookTimeout, AllowedNetworks: cfg.WebhookAllowedNetworks, Workers: cfg.WebhookWorkers,
-		RescueAfter: cfg.WebhookRescueAfter, SweepEvery: 10 * time.Minute, Now: Now, Log: log,
-		Metrics: m,
+		RescueAfter: cfg.WebhookRescueAfter, Now: Now, Log: log, Metrics: m,
 	})
-	if err != nil {
-		return nil, err
-	}
 	subs := webhook.NewSubscribers(st, Now)
 	events := webhook.NewEmitter(deliveries, subs)
 	enricher := enrich.New(st, events, enrich.Options{Resolver: net.DefaultResolver, Now: Now, Log: log})
@@ -116,28 +115,28 @@ func NewServices(cfg config.Config, st *store.Store, log *slog.Logger) (*Service
 		Enrich:      enricher,
 		Metrics:     m,
 		Subscribers: subs,
+		Periodic:    queue.NewPeriodic(st, Now, log, deliveries.SweepTask()),
 	}, nil
 }
 
-// StartWorkers runs the background workers: webhook deliveries, enrichment and maintenance
-// (River).
-func (s *Services) StartWorkers(ctx context.Context) error {
-	if err := s.Deliveries.Start(ctx); err != nil {
-		return err
-	}
+// StartWorkers runs the background workers: webhook deliveries, enrichment and the periodic
+// maintenance tasks.
+func (s *Services) StartWorkers() {
+	s.Deliveries.Start()
 	s.Enrich.Start()
-	return nil
+	s.Periodic.Start()
 }
 
 // StopWorkers lets work in progress finish within ctx; what does not is cancelled and picked
 // up again when its lease ends (deliveries, enrichment).
 func (s *Services) StopWorkers(ctx context.Context) error {
 	var wg sync.WaitGroup
-	var enrichErr error
+	var enrichErr, periodicErr error
 	wg.Go(func() { enrichErr = s.Enrich.Stop(ctx) })
+	wg.Go(func() { periodicErr = s.Periodic.Stop(ctx) })
 	err := s.Deliveries.Stop(ctx)
 	wg.Wait()
-	return errors.Join(err, enrichErr)
+	return errors.Join(err, enrichErr, periodicErr)
 }
 
 // Listen keeps the in-process caches (API keys, subscribed event types) in step with changes
@@ -148,18 +147,14 @@ func (s *Services) Listen(ctx context.Context, st *store.Store, log *slog.Logger
 
 // queueDepth counts, for /metrics, the Pending webhook deliveries as the "webhooks" queue
 // and the contacts due for enrichment as the "enrichment" queue (available: due now;
-// scheduled: due later, after a failure or while a worker holds them), and River's
-// unfinished maintenance jobs by queue and state.
+// scheduled: due later, after a failure or while a worker holds them).
 func queueDepth(st *store.Store) metrics.QueueDepth {
 	return func(ctx context.Context) (map[[2]string]float64, error) {
 		rows, err := st.Pool.Query(ctx, `SELECT '`+delivery.QueueName+`', CASE WHEN next_attempt_at <= now() THEN 'available' ELSE 'scheduled' END, count(*)
 			FROM webhook_deliveries WHERE status = 'Pending' GROUP BY 1, 2
 			UNION ALL
 			SELECT 'enrichment', CASE WHEN enrich_due_at <= now() THEN 'available' ELSE 'scheduled' END, count(*)
-			FROM contacts WHERE enrich_due_at IS NOT NULL GROUP BY 1, 2
-			UNION ALL
-			SELECT queue, state::text, count(*) FROM river_job
-			WHERE state IN ('available', 'scheduled', 'retryable', 'running', 'pending') GROUP BY 1, 2`)
+			FROM contacts WHERE enrich_due_at IS NOT NULL GROUP BY 1, 2`)
 		if err != nil {
 			return nil, err
 		}

@@ -32,9 +32,7 @@ func Serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	if err != nil {
 		return err
 	}
-	if err := svc.StartWorkers(context.WithoutCancel(ctx)); err != nil {
-		return err
-	}
+	svc.StartWorkers()
 	defer stopWorkers(cfg, svc, log)
 	if rt.Embedded() {
 		if err := printDevKey(ctx, cfg, svc, stdout); err != nil {
@@ -82,12 +80,10 @@ func Serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	return nil
 }
 
-// Work runs only the workers (deliveries, maintenance, enrichment) until ctx is done.
+// Work runs only the workers (deliveries, enrichment, maintenance) until ctx is done.
 func Work(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	return withServicesOf(ctx, cfg, log, func(svc *Services) error {
-		if err := svc.StartWorkers(context.WithoutCancel(ctx)); err != nil {
-			return err
-		}
+		svc.StartWorkers()
 		log.Info("contactd workers running", slog.Int("workers", cfg.WebhookWorkers))
 		<-ctx.Done()
 		stopWorkers(cfg, svc, log)

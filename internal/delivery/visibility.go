@@ -111,7 +111,7 @@ func (s *Service) Redeliver(ctx context.Context, account uuid.UUID, rawSub, rawD
 			return err
 		}
 		d = Delivery{ID: id, EventID: row.EventID, EventType: row.EventType, Status: "Pending", Attempts: int(row.Attempts), NextAttemptAt: &now}
-		tx.AfterCommit(s.wakeUp)
+		tx.AfterCommit(s.queue.Wake)
 		return nil
 	})
 	return d, err

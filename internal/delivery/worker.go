@@ -13,13 +13,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
-	"github.com/contactd/contactd/internal/background"
 	"github.com/contactd/contactd/internal/metrics"
+	"github.com/contactd/contactd/internal/queue"
 	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/webhook"
 )
@@ -41,7 +39,6 @@ type Args struct {
 // Service delivers events and answers questions about deliveries.
 type Service struct {
 	store   *store.Store
-	river   *river.Client[pgx.Tx] // periodic maintenance: the sweep of Failing subscriptions
 	http    *http.Client
 	timeout time.Duration
 	now     func() time.Time
@@ -49,8 +46,7 @@ type Service struct {
 	log     *slog.Logger
 	metrics *metrics.Metrics
 	opt     Options
-	wake    chan struct{}
-	queue   background.Loop // the dispatcher; abandoning cancels the attempts in flight
+	queue   *queue.Queue
 }
 
 var _ webhook.Enqueuer = (*Service)(nil)
@@ -58,7 +54,7 @@ var _ webhook.Enqueuer = (*Service)(nil)
 // EnqueueDelivery wakes this process's workers once the caller's transaction commits: the
 // delivery row it inserted, due now, is the queue entry.
 func (s *Service) EnqueueDelivery(_ context.Context, tx store.Tx, _ webhook.Delivery) error {
-	tx.AfterCommit(s.wakeUp)
+	tx.AfterCommit(s.queue.Wake)
 	return nil
 }
 

@@ -17,7 +17,7 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/address"
-	"github.com/contactd/contactd/internal/background"
+	"github.com/contactd/contactd/internal/queue"
 	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/webhook"
 )
@@ -51,7 +51,7 @@ type Service struct {
 	events  *webhook.Emitter
 	domains *domainVerdicts
 
-	loop background.Loop // stops between batches; abandoning cancels the batch in progress
+	queue *queue.Queue // one slot: a batch at a time
 }
 
 // New returns the service; events receives ContactEnriched.
@@ -71,7 +71,9 @@ func New(st *store.Store, events *webhook.Emitter, opt Options) *Service {
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: st, events: events, opt: opt, domains: newDomainVerdicts(opt.Now)}
+	s := &Service{store: st, events: events, opt: opt, domains: newDomainVerdicts(opt.Now)}
+	s.queue = queue.New(queue.Options{Name: "enrichment", Slots: 1, PollEvery: opt.PollEvery, Log: opt.Log}, s.claim)
+	return s
 }
 
 // UseResolver replaces the DNS resolver and the first retry delay; for tests, before the
@@ -82,43 +84,45 @@ func (s *Service) UseResolver(r Resolver, retryBase time.Duration) {
 
 // UsePolling replaces how often an idle worker looks for due contacts; for tests, before the
 // worker starts.
-func (s *Service) UsePolling(every time.Duration) { s.opt.PollEvery = every }
+func (s *Service) UsePolling(every time.Duration) { s.queue.UsePolling(every) }
 
 // Start runs the worker until Stop. Workers in several processes share the due contacts.
-func (s *Service) Start() { s.loop.Start(s.run) }
+func (s *Service) Start() { s.queue.Start() }
 
 // Stop lets the batch in progress finish within ctx, then cancels it; contacts it did not
 // finish are due again when their lease ends.
-func (s *Service) Stop(ctx context.Context) error { return s.loop.Stop(ctx) }
+func (s *Service) Stop(ctx context.Context) error { return s.queue.Stop(ctx) }
 
-func (s *Service) run(loop, work context.Context) {
-	backoff := s.opt.PollEvery
-	for loop.Err() == nil {
-		n, err := s.RunBatch(work)
-		wait := s.opt.PollEvery
-		switch {
-		case err != nil && work.Err() == nil:
-			s.opt.Log.Warn("enrichment: claiming due contacts failed", slog.Any("error", err), slog.Duration("retry_in", backoff))
-			wait, backoff = backoff, min(2*backoff, 30*time.Second)
-		case err == nil:
-			backoff = s.opt.PollEvery
-			if n == s.opt.Batch {
-				wait = 0 // more may be due
-			}
-		}
-		select {
-		case <-loop.Done():
-		case <-time.After(wait):
-		}
+// RunBatch takes up to Batch due contacts and enriches them, as one turn of the worker does;
+// it returns how many it took.
+func (s *Service) RunBatch(ctx context.Context) (int, error) {
+	taken, leased, err := s.claimBatch(ctx)
+	if err != nil || len(leased) == 0 {
+		return taken, err
 	}
+	return taken, s.checkLeased(ctx, leased)
 }
 
-// RunBatch takes up to Batch due contacts and enriches them; it returns how many it took.
-// A contact whose check needs no DNS (its domain's verdict is remembered, or its email is
-// not Pending) and whose enrichment emits nothing is finished in the transaction that
-// locked it: one write. The others are leased, checked concurrently outside any
-// transaction, and finished each with its events, or together when they have none.
-func (s *Service) RunBatch(ctx context.Context) (int, error) {
+// claim is the queue's claim: one batch, whose leased contacts are one work item; more is due
+// when the batch was full.
+func (s *Service) claim(ctx context.Context, _ int) ([]queue.Work, bool, error) {
+	taken, leased, err := s.claimBatch(ctx)
+	if err != nil || len(leased) == 0 {
+		return nil, taken == s.opt.Batch, err
+	}
+	work := func(ctx context.Context) {
+		if err := s.checkLeased(ctx, leased); err != nil && ctx.Err() == nil {
+			s.opt.Log.Warn("enrichment: finishing a batch failed", slog.Any("error", err))
+		}
+	}
+	return []queue.Work{work}, taken == s.opt.Batch, nil
+}
+
+// claimBatch locks up to Batch due contacts and returns how many it took. A contact whose
+// check needs no DNS (its domain's verdict is remembered, or its email is not Pending) and
+// whose enrichment emits nothing is finished in the transaction that locked it: one write.
+// The others are leased and returned, to be checked outside any transaction.
+func (s *Service) claimBatch(ctx context.Context) (int, []db.EnrichLockDueRow, error) {
 	now := s.opt.Now()
 	lease := now.Add(s.opt.Lease).Truncate(time.Microsecond) // as PostgreSQL stores it
 	var taken int
@@ -149,9 +153,15 @@ func (s *Service) RunBatch(ctx context.Context) (int, error) {
 		}
 		return s.finishQuiet(ctx, tx.Queries, ready)
 	})
-	if err != nil || len(leased) == 0 {
-		return taken, err
+	if err != nil {
+		return taken, nil, err
 	}
+	return taken, leased, nil
+}
+
+// checkLeased checks leased contacts concurrently, outside any transaction, and finishes each
+// with its events, or together when they have none.
+func (s *Service) checkLeased(ctx context.Context, leased []db.EnrichLockDueRow) error {
 	results := make([]checked, len(leased))
 	var wg sync.WaitGroup
 	for i, c := range leased {
@@ -173,9 +183,9 @@ func (s *Service) RunBatch(ctx context.Context) (int, error) {
 			quiet = append(quiet, c)
 		}
 	}
-	err = s.store.Write(ctx, func(q *db.Queries) error { return s.finishQuiet(ctx, q, quiet) })
+	err := s.store.Write(ctx, func(q *db.Queries) error { return s.finishQuiet(ctx, q, quiet) })
 	wg.Wait()
-	return taken, err
+	return err
 }
 
 // checked is a contact taken from the queue with what enriching it found.

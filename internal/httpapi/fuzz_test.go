@@ -102,7 +102,7 @@ func dbState(t *testing.T, a *testkit.API) string {
 		(SELECT sum(cardinality(tags)) FROM contacts), (SELECT count(*) FROM properties),
 		(SELECT count(*) FROM properties WHERE archived_at IS NOT NULL), (SELECT count(*) FROM activities),
 		(SELECT count(*) FROM webhook_subscriptions), (SELECT count(*) FROM webhook_events),
-		(SELECT count(*) FROM webhook_deliveries), (SELECT count(*) FROM river_job))`).Scan(&s)
+		(SELECT count(*) FROM webhook_deliveries), (SELECT count(*) FROM webhook_attempts))`).Scan(&s)
 	if err != nil {
 		t.Fatal(err)
 	}

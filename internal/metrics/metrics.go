@@ -116,7 +116,7 @@ var (
 		"waits":    prometheus.NewDesc("contactd_db_pool_empty_acquires_total", "Acquires that had to wait for a connection.", nil, nil),
 		"wait":     prometheus.NewDesc("contactd_db_pool_acquire_seconds_total", "Time spent acquiring connections.", nil, nil),
 	}
-	queueDesc = prometheus.NewDesc("contactd_job_queue_depth", "Work not yet finished, by queue and state: River's jobs, and contacts due for enrichment (queue enrichment).", []string{"queue", "state"}, nil)
+	queueDesc = prometheus.NewDesc("contactd_job_queue_depth", "Work not yet finished, by queue and state: Pending webhook deliveries (queue webhooks) and contacts due for enrichment (queue enrichment); available is due now, scheduled later or leased.", []string{"queue", "state"}, nil)
 )
 
 type poolCollector struct{ pool *pgxpool.Pool }

@@ -8,8 +8,6 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivermigrate"
 
 	sqlfiles "github.com/contactd/contactd/sql"
 )
@@ -36,14 +34,6 @@ func (s *Store) Migrate(ctx context.Context) error {
 	}
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("apply migrations: %w", err)
-	}
-	// River keeps its own tables and versions; its migrator is idempotent and locks too.
-	rm, err := rivermigrate.New(riverpgxv5.New(s.Pool), nil)
-	if err != nil {
-		return err
-	}
-	if _, err := rm.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("apply job queue migrations: %w", err)
 	}
 	return nil
 }

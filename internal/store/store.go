@@ -29,11 +29,9 @@ type Store struct {
 // ObserveGroups has f told the name and size of every group sent from now on (metrics).
 func (s *Store) ObserveGroups(f func(group string, size int)) { s.groupObserver.Store(&f) }
 
-// Tx is one transaction: the generated queries bound to it, and the raw transaction for
-// libraries (the job queue) that must write in it too.
+// Tx is one transaction: the generated queries bound to it.
 type Tx struct {
 	*db.Queries
-	Raw   pgx.Tx
 	after *[]func()
 }
 
@@ -93,7 +91,7 @@ func (s *Store) Write(ctx context.Context, fn func(q *db.Queries) error) error {
 func (s *Store) InTx(ctx context.Context, fn func(tx Tx) error) error {
 	var after []func()
 	err := pgx.BeginFunc(ctx, s.Pool, func(raw pgx.Tx) error {
-		return fn(Tx{Queries: db.New(plannedDB{raw}), Raw: raw, after: &after})
+		return fn(Tx{Queries: db.New(plannedDB{raw}), after: &after})
 	})
 	if err == nil {
 		for _, f := range after {

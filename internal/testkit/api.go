@@ -284,11 +284,7 @@ type Config = config.Config
 // second worker process would run.
 func SecondDeliveryService(t testing.TB, a *API, workers int) *delivery.Service {
 	t.Helper()
-	s, err := delivery.New(a.Store, delivery.Options{Timeout: a.Cfg.WebhookTimeout,
+	return delivery.New(a.Store, delivery.Options{Timeout: a.Cfg.WebhookTimeout,
 		AllowedNetworks: a.Cfg.WebhookAllowedNetworks, Workers: workers, RescueAfter: a.Cfg.WebhookRescueAfter,
-		SweepEvery: time.Hour, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 }

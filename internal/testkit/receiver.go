@@ -81,12 +81,11 @@ func LocalDelivery(c *config.Config) {
 	c.WebhookRescueAfter = 12 * time.Second
 }
 
-// StartWorkers runs the API's workers (deliveries, enrichment) until the test ends.
+// StartWorkers runs the API's workers (deliveries, enrichment, periodic tasks) until the
+// test ends.
 func (a *API) StartWorkers() {
 	a.t.Helper()
-	if err := a.Svc.StartWorkers(context.Background()); err != nil {
-		a.t.Fatal(err)
-	}
+	a.Svc.StartWorkers()
 	a.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

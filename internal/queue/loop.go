@@ -1,15 +1,13 @@
-// Package background runs a worker loop that stops gracefully: Stop ends the loop (no new
-// work is taken), lets the work in flight finish within the caller's deadline, then cancels
-// it. The enrichment and delivery workers both run on it; what they cancel is picked up again
-// when its lease ends.
-package background
+package queue
 
 import (
 	"context"
 	"sync"
 )
 
-// Loop is a restartable worker loop; the zero value is stopped.
+// Loop is a restartable worker loop that stops gracefully: Stop ends the loop (no new work
+// is taken), lets the work in flight finish within the caller's deadline, then cancels it.
+// The zero value is stopped.
 type Loop struct {
 	mu      sync.Mutex
 	stop    context.CancelFunc // ends the loop: no new work

@@ -1,0 +1,90 @@
+package delivery
+
+import (
+	"context"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/metrics"
+	"github.com/contactd/contactd/internal/queue"
+	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/webhook"
+)
+
+// Options configures delivery.
+type Options struct {
+	// Timeout bounds one attempt (15 s).
+	Timeout time.Duration
+	// AllowedNetworks are exempt from the SSRF guard (local development, tests).
+	AllowedNetworks []netip.Prefix
+	// Workers is how many attempts run at once in this process.
+	Workers int
+	// RescueAfter is the lease on a claimed delivery: when the same attempt is made again if
+	// its worker died. It must exceed Timeout, or a live attempt could be repeated.
+	RescueAfter time.Duration
+	// PollEvery is how often idle workers look for due deliveries that no change in this
+	// process announced: retries, other processes' events, dead workers' leases (250 ms).
+	PollEvery time.Duration
+	Now       func() time.Time
+	Log       *slog.Logger
+	// Metrics counts attempts by outcome; nil records nothing.
+	Metrics *metrics.Metrics
+}
+
+// New returns the delivery service over st; Start runs its workers.
+func New(st *store.Store, opt Options) *Service {
+	if opt.Now == nil {
+		opt.Now = func() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
+	}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	s := &Service{store: st, http: NewHTTPClient(opt.Timeout, opt.AllowedNetworks), timeout: opt.Timeout,
+		now: opt.Now, rnd: defaultRand, log: opt.Log, metrics: opt.Metrics, opt: opt}
+	s.queue = queue.New(queue.Options{Name: QueueName, Slots: opt.Workers, PollEvery: opt.PollEvery, Log: opt.Log}, s.claim)
+	return s
+}
+
+// UsePolling replaces how often idle workers look for due deliveries; for tests, before Start.
+func (s *Service) UsePolling(every time.Duration) { s.queue.UsePolling(every) }
+
+// Start runs the delivery workers until Stop.
+func (s *Service) Start() { s.queue.Start() }
+
+// Stop lets running attempts finish (their results are recorded), within ctx; attempts
+// still running when ctx ends are cancelled, and made again when their leases end.
+func (s *Service) Stop(ctx context.Context) error { return s.queue.Stop(ctx) }
+
+// RemoveFailingAfter is how long a Failing subscription may go without a success.
+const RemoveFailingAfter = 5 * 24 * time.Hour
+
+// SweepTask removes Failing subscriptions without a success in RemoveFailingAfter, every
+// ten minutes.
+func (s *Service) SweepTask() queue.Task {
+	return queue.Task{Name: "webhook_sweep", Every: 10 * time.Minute, Run: func(ctx context.Context) error {
+		n, err := s.Sweep(ctx)
+		if n > 0 {
+			s.log.Info("removed failing subscriptions", slog.Int64("count", n))
+		}
+		return err
+	}}
+}
+
+// Sweep removes Failing subscriptions without a success in RemoveFailingAfter.
+func (s *Service) Sweep(ctx context.Context) (int64, error) {
+	var n int64
+	now := s.now()
+	err := s.store.InTx(ctx, func(tx store.Tx) (err error) {
+		cutoff := now.Add(-RemoveFailingAfter)
+		n, err = tx.SubscriptionsSweepFailing(ctx, db.SubscriptionsSweepFailingParams{Now: now, Cutoff: &cutoff})
+		if err != nil || n == 0 {
+			return err
+		}
+		return webhook.Announce(ctx, tx, uuid.Nil)
+	})
+	return n, err
+}

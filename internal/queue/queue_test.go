@@ -1,0 +1,142 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeRows is a queue of n items in memory, claimed like rows: each claim takes up to max.
+type fakeRows struct {
+	mu       sync.Mutex
+	left     int
+	claims   int
+	failNext int // claims that fail before the next succeeds
+	running  atomic.Int32
+	peak     atomic.Int32
+	done     atomic.Int32
+	hold     chan struct{} // when non-nil, each item's work waits for it
+}
+
+func (f *fakeRows) claim(ctx context.Context, max int) ([]Work, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.claims++
+	if f.failNext > 0 {
+		f.failNext--
+		return nil, false, errors.New("database away")
+	}
+	n := min(max, f.left)
+	f.left -= n
+	work := make([]Work, n)
+	for i := range work {
+		work[i] = func(ctx context.Context) {
+			now := f.running.Add(1)
+			for p := f.peak.Load(); now > p && !f.peak.CompareAndSwap(p, now); p = f.peak.Load() {
+			}
+			if f.hold == nil {
+				time.Sleep(2 * time.Millisecond) // long enough for the slots to overlap
+			} else {
+				select {
+				case <-f.hold:
+				case <-ctx.Done():
+					f.running.Add(-1)
+					return
+				}
+			}
+			f.running.Add(-1)
+			f.done.Add(1)
+		}
+	}
+	return work, n == max, nil
+}
+
+func (f *fakeRows) add(n int) {
+	f.mu.Lock()
+	f.left += n
+	f.mu.Unlock()
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A backlog larger than the slots drains without polling: each finishing worker wakes the
+// queue while the last claim was full, and no more than Slots items ever run at once.
+func TestBacklogDrainsWithoutPolling(t *testing.T) {
+	t.Parallel()
+	f := &fakeRows{left: 100}
+	q := New(Options{Name: "test", Slots: 4, PollEvery: time.Hour}, f.claim)
+	q.Start()
+	defer q.Stop(context.Background())
+	waitFor(t, "100 items done", func() bool { return f.done.Load() == 100 })
+	if p := f.peak.Load(); p > 4 || p < 2 {
+		t.Errorf("peak concurrency %d, want between 2 and the 4 slots", p)
+	}
+}
+
+// Work queued after the queue went idle waits for a Wake (a commit in this process) or for
+// the poll; with polling hourly, only the wake can have found it.
+func TestWakeClaimsAtOnce(t *testing.T) {
+	t.Parallel()
+	f := &fakeRows{}
+	q := New(Options{Name: "test", Slots: 2, PollEvery: time.Hour}, f.claim)
+	q.Start()
+	defer q.Stop(context.Background())
+	waitFor(t, "the first look", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.claims == 1 })
+	f.add(1)
+	time.Sleep(50 * time.Millisecond)
+	if f.done.Load() != 0 {
+		t.Fatal("an item was claimed before anything woke the queue")
+	}
+	q.Wake()
+	waitFor(t, "the woken claim's item", func() bool { return f.done.Load() == 1 })
+}
+
+// A failing claim is retried with a growing wait, logged, and the queue recovers by itself.
+func TestClaimFailuresBackOff(t *testing.T) {
+	t.Parallel()
+	f := &fakeRows{left: 3, failNext: 3}
+	q := New(Options{Name: "test", Slots: 1, PollEvery: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}, f.claim)
+	start := time.Now()
+	q.Start()
+	defer q.Stop(context.Background())
+	waitFor(t, "the items after the failures", func() bool { return f.done.Load() == 3 })
+	// waits of 5, 10 and 20 ms after the three failures: at least 35 ms in all.
+	if d := time.Since(start); d < 35*time.Millisecond {
+		t.Errorf("recovered after %v: the failures were not backed off", d)
+	}
+}
+
+// Stop lets the work in flight finish when it can, and cancels it past the deadline.
+func TestStopFinishesOrCancelsWork(t *testing.T) {
+	t.Parallel()
+	f := &fakeRows{left: 2, hold: make(chan struct{})}
+	q := New(Options{Name: "test", Slots: 2, PollEvery: time.Hour}, f.claim)
+	q.Start()
+	waitFor(t, "two items running", func() bool { return f.running.Load() == 2 })
+	time.AfterFunc(20*time.Millisecond, func() { close(f.hold) })
+	if err := q.Stop(context.Background()); err != nil || f.done.Load() != 2 {
+		t.Fatalf("Stop = %v with %d done; want both finished", err, f.done.Load())
+	}
+
+	g := &fakeRows{left: 1, hold: make(chan struct{})} // never released
+	q = New(Options{Name: "test", Slots: 1, PollEvery: time.Hour}, g.claim)
+	q.Start()
+	waitFor(t, "the item running", func() bool { return g.running.Load() == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := q.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) || g.running.Load() != 0 || g.done.Load() != 0 {
+		t.Errorf("Stop = %v, %d running, %d done; want the deadline's error and the work cancelled", err, g.running.Load(), g.done.Load())
+	}
+}
