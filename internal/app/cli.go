@@ -12,6 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/contactd/contactd/internal/config"
 )
 
@@ -64,7 +66,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cl.cfg = cfg
 	logs := newLogWriter(stderr) // every later write to stderr goes through it, in order
 	cl.stderr = logs
-	cl.log = newLogger(cfg.LogLevel, logs)
+	cl.log = newLogger(cfg.LogLevel, logForPeople(cfg.LogFormat, stderr), logs)
 	err := run(ctx, cl)
 	if err != nil {
 		fmt.Fprintf(logs, "contactd %s: %v\n", cmd, err)
@@ -94,10 +96,32 @@ var commands = map[string]func(context.Context, *cmdline) error{
 	"keys revoke":     cmdKeysRevoke,
 }
 
-func newLogger(level string, w io.Writer) *slog.Logger {
+// newLogger logs at level to w: as text for people (the time of day, the level, the message,
+// then key=value), or as one JSON object per line for log collectors.
+func newLogger(level string, forPeople bool, w io.Writer) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+	if !forPeople {
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey && len(groups) == 0 {
+				return slog.String(slog.TimeKey, a.Value.Time().Local().Format("15:04:05.000"))
+			}
+			return a
+		}}))
+}
+
+// logForPeople reports whether the log, written to w, is read by people: format text, or
+// auto and w is a terminal. (The log goes to stderr, so that is the stream checked: with
+// `contactd serve | tee out` the log is still on the terminal.)
+func logForPeople(format string, w io.Writer) bool {
+	if format != "auto" {
+		return format == "text"
+	}
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // withServices opens the database, applies migrations, and runs fn with the services.

@@ -22,6 +22,9 @@ type Config struct {
 	DataDir     string // CONTACTD_DATA_DIR: the embedded PostgreSQL's home
 	PublicURL   string // CONTACTD_PUBLIC_URL: base of URLs contactd hands out (consent pages)
 	LogLevel    string // CONTACTD_LOG_LEVEL: debug, info, warn, error
+	// LogFormat is text (for people), json (for machines) or auto: text when the log goes to
+	// a terminal, JSON otherwise.
+	LogFormat string // CONTACTD_LOG_FORMAT
 	// PprofAddr, when set, serves net/http/pprof on its own listener (keep it on loopback).
 	PprofAddr string // CONTACTD_PPROF_ADDR
 
@@ -51,7 +54,7 @@ type Config struct {
 // Default is the configuration with nothing set.
 func Default() Config {
 	return Config{
-		Addr: ":8080", DataDir: ".data", LogLevel: "info",
+		Addr: ":8080", DataDir: ".data", LogLevel: "info", LogFormat: "auto",
 		MaxBodyBytes: 64 << 10, DBMaxConns: 32, DBStatementTimeout: 10 * time.Second,
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
@@ -77,6 +80,7 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&c.PublicURL, "public-url", env("CONTACTD_PUBLIC_URL", d.PublicURL), "base URL clients reach contactd at (CONTACTD_PUBLIC_URL)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", env("CONTACTD_PPROF_ADDR", d.PprofAddr), "serve net/http/pprof on this address, e.g. 127.0.0.1:6060; off when empty (CONTACTD_PPROF_ADDR)")
 	fs.StringVar(&c.LogLevel, "log-level", env("CONTACTD_LOG_LEVEL", d.LogLevel), "debug, info, warn or error (CONTACTD_LOG_LEVEL)")
+	fs.StringVar(&c.LogFormat, "log-format", env("CONTACTD_LOG_FORMAT", d.LogFormat), "text, json, or auto: text on a terminal, JSON otherwise (CONTACTD_LOG_FORMAT)")
 	intVar := func(p any, name, envVal string, def int64, usage string) { c.intVar(fs, p, name, envVal, def, usage) }
 	durVar := func(p *time.Duration, name, envVal string, def time.Duration, usage string) {
 		c.durVar(fs, p, name, envVal, def, usage)
@@ -146,6 +150,11 @@ func (c *Config) Finish() error {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("CONTACTD_LOG_LEVEL: %q is not debug, info, warn or error", c.LogLevel))
+	}
+	switch c.LogFormat {
+	case "auto", "text", "json":
+	default:
+		errs = append(errs, fmt.Errorf("CONTACTD_LOG_FORMAT: %q is not auto, text or json", c.LogFormat))
 	}
 	return errors.Join(errs...)
 }
