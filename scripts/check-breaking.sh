@@ -37,7 +37,7 @@ cat >&2 <<MSG
 breaking-change check: openapi.yaml breaks clients compared with $base.
 Fix the spec, or, if the break is intended, say why in the commit message with a trailer
   API-Breaking-Change: <why, and what clients must do>
-(for uncommitted work: CONTACTD_API_BREAKING="<why>" make test), and add it to the README's
-API changelog.
+(for uncommitted work: CONTACTD_API_BREAKING="<why>" make test), and add it to
+docs/changelog.md.
 MSG
 exit 1

@@ -14,7 +14,7 @@ import (
 	"github.com/contactd/contactd/internal/testkit"
 )
 
-// TestNodeReceiver runs the README's Node receiver (tools/node/receiver.mjs, the
+// TestNodeReceiver runs the Node receiver of docs/webhooks.md (tools/node/receiver.mjs, the
 // standardwebhooks npm package) against real deliveries from contactd: the signature verifies,
 // the same headers with a changed body do not, and the event is the one that happened.
 func TestNodeReceiver(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Lead score parameters; the README explains the formula.
+// Lead score parameters; docs/api.md explains the formula.
 const (
 	// ScoreHalfLife is how long it takes an activity type's contribution to halve.
 	ScoreHalfLife = 30 * 24 * time.Hour

@@ -1,4 +1,4 @@
-// A webhook receiver as the README shows it, verifying contactd's signature with the Standard
+// A webhook receiver as docs/webhooks.md shows it, verifying contactd's signature with the Standard
 // Webhooks library. internal/consumer runs it against real deliveries: it prints
 // `listening <port>`, reads the subscription's secret from the first line of stdin, then for
 // each delivery prints one JSON line with what it verified, and answers 204 (or 400 when the
