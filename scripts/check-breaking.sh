@@ -5,6 +5,10 @@
 #   API-Breaking-Change: <why, and what clients must do>
 # on the commit that makes it (or CONTACTD_API_BREAKING="<why>" for uncommitted work) turns the
 # failure into a report. CONTACTD_API_BASE=<ref> compares with another commit.
+#
+# One rule of oasdiff's is ours instead (tools/oasdiff/severity-levels.txt): a new value of an
+# enum in a response (a new event type) is an addition. The spec says so to clients (enums in
+# responses grow; handle values you do not know), as Stripe and GitHub do.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 oasdiff() { go tool -modfile=tools/oasdiff/go.mod oasdiff "$@"; }
@@ -24,7 +28,7 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 git show "$base:openapi.yaml" >"$tmp/base.yaml"
-if oasdiff breaking "$tmp/base.yaml" openapi.yaml --fail-on WARN >"$tmp/report" 2>&1; then
+if oasdiff breaking "$tmp/base.yaml" openapi.yaml --fail-on WARN --severity-levels tools/oasdiff/severity-levels.txt >"$tmp/report" 2>&1; then
   echo "breaking-change check: no breaking change against $base ($(git rev-parse --short "$base"))"
   exit 0
 fi

@@ -29,6 +29,7 @@ import (
 
 	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/pgembed"
+	"github.com/contactd/contactd/internal/seal"
 	"github.com/contactd/contactd/internal/store"
 )
 
@@ -408,6 +409,9 @@ func workloads(cd, base string, ds dataset) []workload {
 	}
 }
 
+// runSecretKey seals the secrets of this run's database.
+var runSecretKey = seal.NewKey()
+
 // process is a server the tool started and measures.
 type process struct {
 	cmd  *exec.Cmd
@@ -416,7 +420,8 @@ type process struct {
 
 func startProcess(ctx context.Context, bin string, args []string, readyURL string) (*process, error) {
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "CONTACTD_LOG_LEVEL=info")
+	// one sealing key per run: the tool's database is its own.
+	cmd.Env = append(os.Environ(), "CONTACTD_LOG_LEVEL=info", "CONTACTD_SECRET_KEY="+runSecretKey)
 	logFile, err := os.CreateTemp("", filepath.Base(bin)+"-*.log")
 	if err != nil {
 		return nil, err

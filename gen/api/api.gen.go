@@ -26,6 +26,7 @@ import (
 
 // Defines values for ActivityType.
 const (
+	ActivityTypeAIHandoff      ActivityType = "AIHandoff"
 	ActivityTypeDashboardClick ActivityType = "DashboardClick"
 	ActivityTypeDashboardView  ActivityType = "DashboardView"
 	ActivityTypeEmailClick     ActivityType = "EmailClick"
@@ -39,6 +40,8 @@ const (
 // Valid indicates whether the value is a known member of the ActivityType enum.
 func (e ActivityType) Valid() bool {
 	switch e {
+	case ActivityTypeAIHandoff:
+		return true
 	case ActivityTypeDashboardClick:
 		return true
 	case ActivityTypeDashboardView:
@@ -169,6 +172,7 @@ const (
 	EventTypeContactUnsubscribed   EventType = "ContactUnsubscribed"
 	EventTypeDashboardClick        EventType = "DashboardClick"
 	EventTypeEmailClick            EventType = "EmailClick"
+	EventTypeFelixAIHandoff        EventType = "FelixAIHandoff"
 	EventTypeFormSubmission        EventType = "FormSubmission"
 	EventTypePostcardScan          EventType = "PostcardScan"
 	EventTypeTagsAdded             EventType = "TagsAdded"
@@ -187,6 +191,8 @@ func (e EventType) Valid() bool {
 	case EventTypeDashboardClick:
 		return true
 	case EventTypeEmailClick:
+		return true
+	case EventTypeFelixAIHandoff:
 		return true
 	case EventTypeFormSubmission:
 		return true
@@ -294,7 +300,7 @@ func (e WebhookEventDataContactUnsubscribedInfoSource) Valid() bool {
 	}
 }
 
-// ActivityInfo For `FormSubmission`, `EmailClick`, `DashboardClick` and `PostcardScan`.
+// ActivityInfo For `FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan` and `FelixAIHandoff`.
 type ActivityInfo struct {
 	// ActivityId The activity's id (the client's, or one contactd assigned).
 	ActivityId string `json:"activityId"`
@@ -325,11 +331,11 @@ type ActivityRequest struct {
 	// Example: 2026-11-21T09:30:00.123Z
 	OccurredAt *apitime.Time `json:"occurredAt,omitempty"`
 
-	// Type What the contact did.
+	// Type What the contact did (`AIHandoff`, an AI assistant handed the contact's conversation to a person).
 	Type ActivityType `json:"type"`
 }
 
-// ActivityType What the contact did.
+// ActivityType What the contact did (`AIHandoff`, an AI assistant handed the contact's conversation to a person).
 type ActivityType string
 
 // AddPropertyRequest defines model for AddPropertyRequest.
@@ -529,7 +535,9 @@ type CreateContactResult struct {
 
 // CreateWebhookRequest defines model for CreateWebhookRequest.
 type CreateWebhookRequest struct {
-	// EventType The kind of event a subscription receives.
+	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+	// the contact's conversation to a person) is the original service's tenth type, emitted
+	// for an `AIHandoff` activity.
 	EventType EventType `json:"eventType"`
 
 	// Url Absolute `https://` URL that receives the events.
@@ -600,7 +608,9 @@ type Delivery struct {
 	// EventId The event's identifier, also the `webhook-id` header.
 	EventId string `json:"eventId"`
 
-	// EventType The kind of event a subscription receives.
+	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+	// the contact's conversation to a person) is the original service's tenth type, emitted
+	// for an `AIHandoff` activity.
 	EventType EventType `json:"eventType"`
 
 	// NextAttemptAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
@@ -634,7 +644,9 @@ type DeliveryAttempt struct {
 	// EventId The event's identifier.
 	EventId string `json:"eventId"`
 
-	// EventType The kind of event a subscription receives.
+	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+	// the contact's conversation to a person) is the original service's tenth type, emitted
+	// for an `AIHandoff` activity.
 	EventType EventType `json:"eventType"`
 
 	// LatencyMs Time to the response or the failure, in milliseconds.
@@ -668,6 +680,11 @@ type EmailStatus string
 
 // Engagement Engagement counters; each last-date is absent until the first such activity.
 type Engagement struct {
+	// LastAIHandoffDate UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	LastAIHandoffDate *Timestamp `json:"lastAIHandoffDate,omitempty"`
+
 	// LastDashboardClickedDate UTC, RFC 3339 with exactly three fractional digits and `Z`.
 	//
 	// Example: 2026-11-21T09:30:00.123Z
@@ -702,6 +719,9 @@ type Engagement struct {
 	//
 	// Example: 2026-11-21T09:30:00.123Z
 	LastPostcardScanDate *Timestamp `json:"lastPostcardScanDate,omitempty"`
+
+	// NumOfAIHandoffs Conversations an AI assistant handed to a person.
+	NumOfAIHandoffs int `json:"numOfAIHandoffs"`
 
 	// NumOfDashboardClicks Clicks in the dashboard.
 	NumOfDashboardClicks int `json:"numOfDashboardClicks"`
@@ -749,7 +769,9 @@ type ErrorData struct {
 	Errors *[]FieldError `json:"errors,omitempty"`
 }
 
-// EventType The kind of event a subscription receives.
+// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+// the contact's conversation to a person) is the original service's tenth type, emitted
+// for an `AIHandoff` activity.
 type EventType string
 
 // FieldError One violation of the request's rules.
@@ -878,7 +900,9 @@ type WebhookEvent struct {
 	// EventId Unique per event; dedupe on it.
 	EventId string `json:"eventId"`
 
-	// EventType The kind of event a subscription receives.
+	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+	// the contact's conversation to a person) is the original service's tenth type, emitted
+	// for an `AIHandoff` activity.
 	EventType EventType `json:"eventType"`
 }
 
@@ -925,16 +949,19 @@ type WebhookEventData struct {
 		UnsubscribedAt Timestamp `json:"unsubscribedAt"`
 	} `json:"contactUnsubscribedInfo,omitempty"`
 
-	// DashboardClickInfo For `FormSubmission`, `EmailClick`, `DashboardClick` and `PostcardScan`.
+	// DashboardClickInfo For `FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan` and `FelixAIHandoff`.
 	DashboardClickInfo *ActivityInfo `json:"dashboardClickInfo,omitempty"`
 
-	// EmailClickInfo For `FormSubmission`, `EmailClick`, `DashboardClick` and `PostcardScan`.
+	// EmailClickInfo For `FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan` and `FelixAIHandoff`.
 	EmailClickInfo *ActivityInfo `json:"emailClickInfo,omitempty"`
 
-	// FormSubmissionInfo For `FormSubmission`, `EmailClick`, `DashboardClick` and `PostcardScan`.
+	// FelixAIHandoffInfo For `FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan` and `FelixAIHandoff`.
+	FelixAIHandoffInfo *ActivityInfo `json:"felixAIHandoffInfo,omitempty"`
+
+	// FormSubmissionInfo For `FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan` and `FelixAIHandoff`.
 	FormSubmissionInfo *ActivityInfo `json:"formSubmissionInfo,omitempty"`
 
-	// PostcardScanInfo For `FormSubmission`, `EmailClick`, `DashboardClick` and `PostcardScan`.
+	// PostcardScanInfo For `FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan` and `FelixAIHandoff`.
 	PostcardScanInfo *ActivityInfo `json:"postcardScanInfo,omitempty"`
 
 	// TagsAddedInfo For `TagsAdded`.
@@ -974,6 +1001,24 @@ type WebhookPayload struct {
 	Events []WebhookEvent `json:"events"`
 }
 
+// WebhookSecret A subscription's new signing secret.
+type WebhookSecret struct {
+	// PreviousSecretExpiresAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	PreviousSecretExpiresAt Timestamp `json:"previousSecretExpiresAt"`
+
+	// Secret The new signing secret (`whsec_` + base64 of 32 random bytes), shown this once.
+	//
+	// Example: whsec_Q2xpZW50U2VjcmV0Um90YXRlZE9uY2VBbmROZXZlckFnYWlu
+	Secret string `json:"secret"`
+
+	// SubscriptionId The subscription's identifier.
+	//
+	// Example: 019350b6-5d7e-7c3a-9f1e-2b4c6d8e0a99
+	SubscriptionId string `json:"subscriptionId"`
+}
+
 // WebhookSubscription defines model for WebhookSubscription.
 type WebhookSubscription struct {
 	// CreatedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
@@ -981,7 +1026,9 @@ type WebhookSubscription struct {
 	// Example: 2026-11-21T09:30:00.123Z
 	CreatedAt Timestamp `json:"createdAt"`
 
-	// EventType The kind of event a subscription receives.
+	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+	// the contact's conversation to a person) is the original service's tenth type, emitted
+	// for an `AIHandoff` activity.
 	EventType EventType `json:"eventType"`
 
 	// Secret The Standard Webhooks signing secret (`whsec_...`). Only in the create response;
@@ -1139,6 +1186,9 @@ type ServerInterface interface {
 	// RedeliverWebhook Send a delivery again
 	// (POST /public/v1/webhooks/{subscriptionId}/deliveries/{deliveryId}/redeliver)
 	RedeliverWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath, deliveryId string) error
+	// RotateWebhookSecret Rotate a subscription's signing secret
+	// (POST /public/v1/webhooks/{subscriptionId}/secret)
+	RotateWebhookSecret(ctx echo.Context, subscriptionId SubscriptionIdPath) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -1414,6 +1464,22 @@ func (w *ServerInterfaceWrapper) RedeliverWebhook(ctx echo.Context) error {
 	return err
 }
 
+// RotateWebhookSecret converts echo context to params.
+func (w *ServerInterfaceWrapper) RotateWebhookSecret(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "subscriptionId" -------------
+	var subscriptionId SubscriptionIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscriptionId", ctx.Param("subscriptionId"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subscriptionId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RotateWebhookSecret(ctx, subscriptionId)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -1476,6 +1542,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.DELETE(options.BaseURL+"/public/v1/webhooks/:subscriptionId", wrapper.DeleteWebhook, options.OperationMiddlewares["deleteWebhook"]...)
 	router.GET(options.BaseURL+"/public/v1/webhooks/:subscriptionId/deliveries", wrapper.ListWebhookDeliveries, options.OperationMiddlewares["listWebhookDeliveries"]...)
 	router.POST(options.BaseURL+"/public/v1/webhooks/:subscriptionId/deliveries/:deliveryId/redeliver", wrapper.RedeliverWebhook, options.OperationMiddlewares["redeliverWebhook"]...)
+	router.POST(options.BaseURL+"/public/v1/webhooks/:subscriptionId/secret", wrapper.RotateWebhookSecret, options.OperationMiddlewares["rotateWebhookSecret"]...)
 	router.GET(options.BaseURL+"/consent/:token", wrapper.GetConsent, options.OperationMiddlewares["getConsent"]...)
 
 }
@@ -1493,6 +1560,7 @@ type ServiceUnavailableJSONResponse Error
 type TagsResultJSONResponse TagsResponse
 
 type TooManyRequestsResponseHeaders struct {
+	RateLimitReset         *int
 	RetryAfter             *int
 	XRateLimitLimit10      *int
 	XRateLimitLimitDay     *int
@@ -1666,6 +1734,9 @@ func (response GetContact429JSONResponse) VisitGetContactResponse(w http.Respons
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -1803,6 +1874,9 @@ func (response CreateContact429JSONResponse) VisitCreateContactResponse(w http.R
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -1910,6 +1984,9 @@ func (response ArchiveProperty429JSONResponse) VisitArchivePropertyResponse(w ht
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -2011,6 +2088,9 @@ func (response DeleteContact429JSONResponse) VisitDeleteContactResponse(w http.R
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -2163,6 +2243,9 @@ func (response UpdateContact429JSONResponse) VisitUpdateContactResponse(w http.R
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -2325,6 +2408,9 @@ func (response RecordContactActivity429JSONResponse) VisitRecordContactActivityR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -2477,6 +2563,9 @@ func (response AddContactProperty429JSONResponse) VisitAddContactPropertyRespons
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -2629,6 +2718,9 @@ func (response RemoveContactTags429JSONResponse) VisitRemoveContactTagsResponse(
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -2781,6 +2873,9 @@ func (response AddContactTags429JSONResponse) VisitAddContactTagsResponse(w http
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -2933,6 +3028,9 @@ func (response ReplaceContactTags429JSONResponse) VisitReplaceContactTagsRespons
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -3025,6 +3123,9 @@ func (response ListWebhooks429JSONResponse) VisitListWebhooksResponse(w http.Res
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -3162,6 +3263,9 @@ func (response CreateWebhook429JSONResponse) VisitCreateWebhookResponse(w http.R
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -3263,6 +3367,9 @@ func (response DeleteWebhook429JSONResponse) VisitDeleteWebhookResponse(w http.R
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -3385,6 +3492,9 @@ func (response ListWebhookDeliveries429JSONResponse) VisitListWebhookDeliveriesR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -3507,6 +3617,9 @@ func (response RedeliverWebhook429JSONResponse) VisitRedeliverWebhookResponse(w 
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
 	}
@@ -3544,6 +3657,116 @@ func (response RedeliverWebhook500JSONResponse) VisitRedeliverWebhookResponse(w 
 type RedeliverWebhook503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response RedeliverWebhook503JSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecretRequestObject struct {
+	SubscriptionId SubscriptionIdPath `json:"subscriptionId"`
+}
+
+type RotateWebhookSecretResponseObject interface {
+	VisitRotateWebhookSecretResponse(w http.ResponseWriter) error
+}
+
+type RotateWebhookSecret200JSONResponse WebhookSecret
+
+func (response RotateWebhookSecret200JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RotateWebhookSecret401JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response RotateWebhookSecret404JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RotateWebhookSecret429JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RotateWebhookSecret500JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RotateWebhookSecret503JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -3605,6 +3828,9 @@ type StrictServerInterface interface {
 	// RedeliverWebhook Send a delivery again
 	// (POST /public/v1/webhooks/{subscriptionId}/deliveries/{deliveryId}/redeliver)
 	RedeliverWebhook(ctx context.Context, request RedeliverWebhookRequestObject) (RedeliverWebhookResponseObject, error)
+	// RotateWebhookSecret Rotate a subscription's signing secret
+	// (POST /public/v1/webhooks/{subscriptionId}/secret)
+	RotateWebhookSecret(ctx context.Context, request RotateWebhookSecretRequestObject) (RotateWebhookSecretResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -4199,199 +4425,236 @@ func (sh *strictHandler) RedeliverWebhook(ctx echo.Context, subscriptionId Subsc
 	return nil
 }
 
+// RotateWebhookSecret operation middleware
+func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, subscriptionId SubscriptionIdPath) error {
+	var request RotateWebhookSecretRequestObject
+
+	request.SubscriptionId = subscriptionId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RotateWebhookSecret(ctx.Request().Context(), request.(RotateWebhookSecretRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RotateWebhookSecret")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RotateWebhookSecretResponseObject); ok {
+		return validResponse.VisitRotateWebhookSecretResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2LcuO4uSD8Kvj5n62WK5RMyXZf5NrKcdw9GU/aPU7bziQzmg1hEpIwpgANAVpWuly1D7Evsq+wj7JP",
-	"soUPAAmS0LXduZ0+VSfTpkhcPnx3fJdPQcJnc84IkyIYfgrII57NMwL/PudM4kSqf4piNsP5MhgGZyjR",
-	"jxEeS5IjwnKaTGeESYRZigSfEYQTSR+oXAZh8ICzgqgRsBB0wkh6K0j+boZpdpEGwwBPCJP/aSbtJXwW",
-	"hIEZH36P+m+OTqK7l92T9BXpvkqOcPfNuE+6g7vj5GX6mkS4P1Cf5ARLkp7JYBgMosHLbr/fHfRvojfD",
-	"o2gYRb3+4OhHeG32DSVZCrsz37zFkrhfRTf9l8PoeBid9KIoUl8xPFNvXOOMiDHPExKEgeCF+scw+IHc",
-	"CSrhkcQT9eQDWQRhUORZMAymUs7F8PDQbnC27IlyGLXdwyg6+vOfI/V/xzeXl4PgKQyIgk4wDH7BjPRS",
-	"ThrggZ+vJZaFCIbBn3BGU/WUTfCEqGNQe8uwkADk7+eENXfYv+lHaof9Qe/kpK92WL5+TZj0vw5gNABR",
-	"r3/D89l1cTejQlDumaIJelbMvh+/xWJ6x3Genmc0uRfBMGr+8CdKFs5zWFTz5XJjIhj23WfXhKmjHZhn",
-	"9SU6L19xIROcp9cJVo+jpzDICE6vE56TYDg4Ko/8O8wIesvV6c6nnKlHv+mjzsnJyQGK+lF3EB1F6rec",
-	"8/H343POBGHytjz54eFhf/CqF/WiXn/4OnodHSb6lcNE/PXo18GH8Z9e8++O7/7w+Bf58W+vfphdYT3a",
-	"nOSSKhr86VOA0zQnAjAWz+X3+S2j8kMxuyN5MAyOFVIrQhsG1/OcsslYoTfQUMH0Y8wmeMYZOtdPAE/h",
-	"sC7ewx85IfLMzhH0B0foA7rElKFrGYTB3+g8GAYvB6+iY4WaZm3LLWnz5CR4+jkMcpLwPC1R9hLn90RS",
-	"NgnCQOKJ2ibAPwgDPiesO+WFIMHPT09hcK5p1MuIzG8hWlA5RVQKZECF5jgXJEWUSY4wsmt2mVFSDfjl",
-	"uM1OdHxFWKpBUqfkL0Q3kYduolV0E21FN5GXbL6SxpcgjTBY4JxRBm94KOUHKqe8qBbvpZu7QiI5JSXZ",
-	"JLzIUsS4RHfE0NBXmvn3oplnwrjggj0oveOCzSskAzS8wRNxlqYkffdgDqNCPPUbWpAcMI6kCLizxSoH",
-	"0ciDVkZ/+hSkWGIX4diYf3FdkpQDrkDCGqUr0pd203Z95QMFqwc617CBfW3WlOC1LRf86pX94GY5JwbG",
-	"euann5/UpFOCU5IDC/iIJXlPZ1TC//Qj9SwlIsnpXFLOgmHwkfxaECEF4mMkp1Sge8pS1MkJTgXiOVrk",
-	"VBJxAFzj7OoC3ZMlmmH1//cEUYYwW6J+hARJOEtFTzHRZEpmcIRSL5AySSYkD9Ta6gt6i5drVgSMKgHe",
-	"XU05Jzm6vTlHKV5uP9lHdcAKk7eHQEbGUu1PLeKeLF8IlBR5rkyeftTVu0ULylK+2GMZ2+97ioVeiuQp",
-	"XqLO7c35wYYJlWDCOZ4RaZDg3BLEFZbT9rw3U2JJ8oVANCVM0jEleQ+doRnOxjyfKc2qfI6oQILO5tkS",
-	"BMeYFyxVSzIUsz3VUTX7XK2pZIkV7Squ9WtBc0VQMi+Iu+UZfnxP2ERt5uVxGMwos3/2QwsPIZUCAPC/",
-	"Lu7K/a4DgnDeq0Nix929eePfnagt5Pm2+KRHIkL+jqdUG/KKK/yOp0vLSg1rxvN5RhOsVnD4i1Bb/1Rt",
-	"7dMGcVAt7z9yMg6Gwf9/WHkSDvWv4lDNbHC5Wlu1S/1EzJUcg5X+Dqf29a3XCh+mhf6dNGTOlCBg6ApR",
-	"Jb4nrK7SpAp2b+2356UwagqereXHUxjMiBDaFVCKN22jAEPRq8GZYqpLRB6pkAIwk2qZWl//NcARPVCe",
-	"wd6FZ/lGGFu4VYsnec5zLUi18jsM7ni67Gkly12ool2MYBi7QCPV1flggHegiB9LJVjcTxWDMginYGx2",
-	"MUTVTEO0enjAie1Q6Z3ajf6gTa7tFaBOXAdMbCxF8kDyZQVRxddjBbGeBld8ECpRh0cs5YpDo7zI1Pjj",
-	"AmxKiTpxE1/iEFXProx2oB6aBRgNKT7ojZhCkAsmSc5wpne0E02WR+6O4B4HNb8g2M1pBZgUHY+jZID7",
-	"5M3dqzT4fLBf8xmRU8omqGDkcU4SSVI0xfM5YSQ9BcElSP5A8hcCZXwC0ks9TInENBOoYCnJUQ190p5a",
-	"1wcuv1FyZC/ImCN5y4n4wOU7RV41+FiCTDkRgJdAgcFzYaH2CzZG16oDFVaQwy6v8DLjOL3h/D3OJ2Sv",
-	"zTbHcDdqgaroUJFFpt5Q8MYMvTw5OXqJ7paSiOB56c/Oxh/M2WZK10Gdl8foD/R36G6JUjLGRSYPAAjX",
-	"JH+gCbll+AHTDN9l+8HBM0yTRQn9CogBMpvzHOc0W6Ki+kTRisyXKMNSqU7PAhbFV+6wICjBzBjWOcHJ",
-	"lKQop5OpRIwveugjzAvM6Q4n93w8PrWCI0XKXnsguUB3yxGjUpBsjBZTopXRcnwq4FM9FiUC4Zwggcdk",
-	"iDDKyRyMb6SNcISZWJBcjFibkyGGZ4qkZaUHhkjiCfj2reGDkilmEzMJTRU41XmF8BJmI2b9/3pPmKHY",
-	"PrlIY7VWbYSSFHGWEMMVtaogikw+l5oSGttrN2VFayOrTrRSjsdFlgFoMkXi+jIEwAbAAfS+4fwSs6VV",
-	"5vfC7eYYNRpXp6kpjDwmhIDd99mIe4accalAIPiK+dA1+14IJDKaKlRpmkCo048iBDZjiE4iYzSOmEP7",
-	"SsA6hs0LYa041Dk6icIoig4sVWi4xvBH90z9EZf25Ugpc66BW73UVuqv9UdIcrTAVJHimOdE0zxlk42G",
-	"25+7penW1f+r7UcfiM2aDlsWt3ccYwBuP5D6oDFSaU3usirXEl453i6rq9m0gFm3DBdyynP6N7KfPK8N",
-	"4OI+uNrYRKGS1fgeu3hOu/dk+UzcOy4HjJHeqyIHM3FY2cMhKtg94wumFpOTB35PtCZzy0Qxn/NckvSS",
-	"pBRrJ81eUPAMtFLazwoBoqY19peR9Uqwxc254l5QqfZAnWdWBFgnXppS9TrOrhwX5RhngjRn/YbnKK67",
-	"WJV6XXlsQQOvOXxjEEax636New136KegEkt+L4D9HTwAqAPsPaNEsSywEjgjlaS2XknwyTTMcrUjUHv9",
-	"81idWGvD6qBBCHOeIaElq4B/OCPzu19IAoorT8AbBb71DQKOzoiQeDYP6qb4Ty4gagP+7JnPHqRjqK89",
-	"y91AXt++Brx1xpV6RWeeUyaV1obOrs8vLkLEOBJznBBx0EPX+l5AQXPEBJ4pJQXhiTLmrObCOJguvebp",
-	"CThS0K/wHUAchEzl8FEU33316nW/K0pc7PYVLVZOmv7gddNLM8dS2WXBMPgfP41Gj4N+dzR6fEV+/s1/",
-	"bMAVP2S1h6ghttlSm2MeJFpgJkH0zbFQWzwFbFJYBQYzfAJu5C0QrD7rDwpUVJaGH+oYIa9U24NThCWa",
-	"cSHRCZpRVkhSTjcuZJGTujdtjVfcOB+GQYol6Uo6Iz7AScNg1xGBRV/goU06gAHWIb1l4U0oYOnqzCil",
-	"2g3Kipkats67gjAo75Dsv7+fk/I5MLAgDGo3Ve7f9gWXuwVa3IBT8c7dQwWdszS13ok9abe6T2yqjOOc",
-	"kK4kjxLdXlvvTv1wT6IIvUPneE4lz9DZAwmRczEboov36OXgVbSZltpO3Rons9dRvkN0Loy3lz5nSMi8",
-	"SBS6ps7uThFGc5yrc8fSykGtBihWxRCZzeUS6WV6RE/zxtrHDAtGpXZb8UJCjENKFJvCkueoEx/HaJzz",
-	"GYrP5hIdxwd1gB/7KERfiXvd/oqxKsWcL1h9oPr9eXtIc6HeHFRfq6MOz5E6nwecESYPQr1kRSw/Xlwh",
-	"peCcongUjIK4smvVLy5EG+tpXdy31mRu8lv7XPBuRhQrRvAGTF8fHO7+PePVggH8Mjyj4FrMqBIhNigF",
-	"TFHE4JDrMzUDClqTQoRBc6pv6APppnRCJUCJ5+o/vzmuD62jEjaSSgMFm9s02FKesAWrXpmPwMyd9Ucw",
-	"73cks2/5AnQ2LXxLTkqYJIrwwImzFJLMfLRE/0CWH+BixXc0TOkAoERU95ZAtSYqwWXddUAudHhfV4kf",
-	"4TsjPfVVTsb00T/5AxVUKSpzeEcvA0tYQ4cR6ye7J8sG+Sb3f3317a+D949vsJ/qypuJNZd4e93Fteeq",
-	"gje2VjDLa6jdtBizdoVF3Zxk5AEziYD1CHuCxotlhgfdOCcJoQ8k9aov2id7MfcD6uKqDIBpD44ShTmK",
-	"YTUVlaNe1Ov3j3qvfPAqBMnPJsbC8+yvNscLgW4FybvwwRrsOxz0jjaStHtnWp1a6FJIA2cd+LgLr45v",
-	"BZ3bWKCdBGntOkxxR4knIkQVNYeoCuUBbpARnCKRcK0qNsjeFwbSBDj8YFFH7a+mpylJbUZBkp8apV/z",
-	"oILZn+qn4osz2ZM8P+tm+TlptRYZve6r8/LFKlK5ucGrnM5wvtRXfUCfVKIFFmhCH0hDlq+IsWltqxb5",
-	"tcF54bz61IwNW/th9WY9TKu5wajX60dRiNQYhZIfoNI4mAv4rZgSS5YoJQlenoJHtMtZtqwBIAJtl86U",
-	"naDGVLqu/isKW25IGzzQ0gmKLAMhV0fgFeqTE2rWArMJc26dqHpslJit5vCFSbcnawe6tQ2LOZ6QUN8k",
-	"puhuWRrsIRJTvlAWrlYYWIqmfFEjbr/qUC3SBNVlPMHZlAu5fVCdbysOY1pH79WbWg/AOdH343kytSKM",
-	"SjLbiObWlKvs3gDnuXYN14P81o/z0X33yUYBrt+EZtvGkue5uchdOtF9NUh7Y0icba6w4+1+1sg4G8rg",
-	"sofG9uuCEHZXYwq1w3PJ3oega4Th201Om/Uy8YUACg5tgARLERBj3ThSmCKIbMvCbVix1y+5gaP09uQS",
-	"vY2qCtPKiD1BPaYXvnB8Bsp/F8dFuCKFYI39hsAE97s0jusujcHJS58h4VdmNgq6Z5DeW82xBZ54RUwj",
-	"eG01Lq3ldfDSauaEJ9q7WUjEmSsDKgdkP4q2Zq03GJY2w48X+nWQzGuZkgbmFuhrL7h3wF4n8n7t4ZrX",
-	"arHabYbA7zIyM8InpTrgX0g+d8yfU+O7MiyHka0h94OeeFseHjhLXQ27H8jdlPP7/UjfiY7egOnli08m",
-	"fa/FLO4EzwpJUGzz+mJ0+/G9BqUxQUXlSxdtbUN9o7Yieo66e2hVGg+b2MXzqdbsRoP7Aepwih3E1A9T",
-	"Jdld5SqDzRoVoLrIP/942RZOtVTLHawSP8/54HhzzHSub9DJ0tzEe2wW56eVuwXzc4UToEr9bPqrfe7I",
-	"yQrflJrhhUDwhgVna1c6p3TTdrxIqxDUAEurRSsn2T1ZtY6v0fFrH4quxsErLJPpjoh4bi7wJLebMN6h",
-	"IZoRpXjoi1KUk3mGExKimBVZFpc/JhnBeWhNGM4IgH55OmJxKUWHSH8D7wJBzxDOMn0VqH7SgWrafbUW",
-	"0z13ZXbVrutRH0xv1TVXc8otdbi96WTjfPvQTZNGNk/ymTTzxwJndExJuscG96KkFi1smMZHG2/NJcKO",
-	"VPE9MzLnhajuISSHy2w30cDjQ5NSyXqfamx+QTOcEiQ4GmPQ6tc7KOzsqxxf9veW56vt8bF5UL5h7Gar",
-	"MUKEM6GZQrzQCkOXpjZwZ/UMO6sGjDxKA5sdnWyitMfrG4pNIqOy8WhGkD0TlEM8Vag2xVB8XSQ6xi9G",
-	"EA+DaUbS2L1mrhIiy3eDMNAvem6EG/qDc3QV9F0olTsIK7T5eQ0SGyjtgctmeIXCZlVwoWojFLwo3IZr",
-	"H41NoOGY5kLaUWtI3PchsXlxZy/qtshvolnMJu9Ixpk2YDpjiCCz7/kjiYhNG2gy36XWxcywYzj200rU",
-	"IaGQQl/Lfy61PSM9ZVgSliwvfXYdnREr6W2akI0dVdsrcgJeqBnNMupkHW7woe5NwHYN1ysIWccvgR2Q",
-	"vxDo25ubK6RJpuk0rbaT1J0sbsjpjsRp6aCOvy6AtyDW93R358pGERIiRhZESE2HWxuTTT7icXSqszwv",
-	"cuEjiCssBMICxQm8EJfcQH0EfmWXOEBrwUL/sNl7tZYBvvM7485YPfupck4MTo5RMsU5TiTJRVg+f3ls",
-	"45RBrv1nvNXlSalElolerlW5KYPQBietwPEfpkROzS2a3s0CC534afmbzqaopFrBJM3cQkEpSWhKhCu6",
-	"TKpUEJYVbaww80Uyvavd6ewgXKoPEVisJBeniOBkCmffVVo33AlqtNALrwSIKJJpGYTYFkRqiHqM1h42",
-	"b22QP1Gy2HOMKpJs/8+r6kH7fF0VE9rxa19toR2HcCPjdnc7eOtHtMKb4Lm1AVL7+hbyx1eFojl6+Tt6",
-	"UC9sOWqthkVzyPeU3SsDGPBSrRvId6ehTSUM7x27QBwiQHcZz1TRWDEe0KAR/048yxaDt8pxfGpHlM8E",
-	"ghBeKbdec6OYR0vgmJ/RHz9CYJlAIsFsC5A0b0Z8W2iDrX0wHizwo9sKHPdu0yvgrAq6A+tVyhGkDPCx",
-	"ycE1KpzHXwhZD588cZhKtIRohpMpZaSbE5xCEHgZxleXJlVKtCfFu5WxG4RBPWE3CFekk9ovGo/d2gKN",
-	"n6wq03hcprqGwSWRU55+4PIsy/gCDLdG7ks7E6yd/7kiUaSZL+xJmPSJWZtIvjFV5K160U0L9wZIL0AB",
-	"zjmbhKCLYTQnueDsFOk4OJu7LHpbxDmlbgLMShx9a3awA56+LXMxsNJU5oSl1aVS6sXWlaE+kLjiSRd3",
-	"Hek6CsDUA7BJ0qvva21Sv3eqVsZ7M9m9LNCxlQIO7lCTC+S50GmD3DUA29QPtVQ09TOJcM0zVd6frA2b",
-	"NxB8B6okEEUrJr4WQd8IkDefO3HyadC8v7+dKyUQ6K2spWOTU2f8wetICQMHUrt7O6rjKd2LNjIwLzIN",
-	"kjrKmXIOXv/rEMVQe2FURNFRMsdyCv8icYjiXwuS218YnpHqF/Ve+wdwNBkPWuvHui1SqyzRgs9KxnDj",
-	"mvIuU6iPvq5ARWsyW7HCa54XGdEkp/0jqBNbvqLAUFpK6g9tRxnoKNak/qlwU/3Xd8ZxiHq9XiOO11hj",
-	"mziaDa83i1/P2678ARhnOmTEhGAMEWaIz/UiUfwbnRLX7w6QDh8HAyhfAlczPsaj7lH3WP8sNgd0OWbl",
-	"0aCW49QZjX4zGqWf+uHgaTQSvz347WjU+a16cvQ0Gh389qfRSPS6P5sn7l/HT96MqFJG7xpdU+asdzCa",
-	"cyFxiTkHCAvBEwq3MKY+S03PXBlCsja7yBY2qdcJ86Gi/f2zgkBPTjZilrOOcG16zMdG1Nhqw9/Krhle",
-	"WsaNZraSnMvB3fJyHzir/vQxUVd/WrWKGBKxFGdi+gqNKv0BnOHga9D54keWuo1HguqraoxyvgihUoKy",
-	"K5yxRqx0DBkv6SmKDcO3g56gFC8FjAz5v5yh+Lgfod9zplgoz7VzLyUZUSaFThw0cNAzBQrGWohot/wq",
-	"SNzgiY+6JZ6cIlHkuZLiOvSRSgJ5j1DYIqezWTNa2UTeNWh1gwfILdu0mzNwdYBOLRQHSrcZMfclw3Jg",
-	"OT5cr9V6eJYt7lQc4osFR67ecOnhaF9s3pyH6OM35+jo6OiNKZL0iBOZLZGc5oSgcY4TI0a0bNDJ1T/G",
-	"z5y+qXWvHSP9PPqETheR3IC7dPOaH3BOdB09rWwv1YMyUEBf+v9dkg3MjDbPQGxOM9jRs7vxnnv3wEEd",
-	"s/Hc0YOndegjKj3xhNczCgX0dr3M3yJaVWGCFSgbF7OFKtQKEvmCqtH+sd4+E84G8LUFr6fmazzcVEBY",
-	"Z/RhYaMMc5J6/DT1OrKePZoIwPNGGdjt2cKFVbBEIzqUIZoaU9/W7MLzeQaFLXTgdWi8E+pM92QLUErC",
-	"Ur5iCy+ETY5RBhZM03vGLCJ/9szmUVZ7HbbVZdVgCckZSddvbU1If01dtQv3x0f75JxBlbL+8D5RNO1j",
-	"3sYT5s5sHWJOzd8dLiBWXsbfMvproevewjunKCVpMSeKeVH5bJfyzdhm73VztTXjKNx0Gnv44hz0VJyk",
-	"TDnR0XwgOlJHu9KOJbWI0CTLS3vD4XXZ1V0++xam8fqPPMVmtDKSVgK3aV/RZKp0h1htC1wNCs3B/aBE",
-	"VWy0mbr7znLSDdkUq7THMDCVjLcMLrdJLsASyAPlm2VO88sm6deg4gxbLc2HWEndE/iZZ2eHiZ/D7t94",
-	"zli6l+HmddSJnSQm42EyZUOD7c2Bz8mUtKB/t+cIa092zSHaw9uCuboaQDWA69D9TExwh/Jgw6rI1zOG",
-	"YufTuIwS0MVk0dXZzfm3QNyuulYL3jurmiZpHuIl38JZ3+cUfGqMU8b0+o4prfnYtzmtWq0vi5N7fz2u",
-	"XQPsM8LcuQfY5/tWhf9dsau8S/DglNMtwKdaSUhu0vdnOUGMLDx34p/hLdBT+85dVpcen7Nv60bz79w6",
-	"xNbtvVICGEcZZxOSoykWn7nx9n2O3foK7VTBYI2Ss0fonAlUFquqz9msGvembN9oOrNK18m6EUzl+tZs",
-	"21xC7xsNcPX99Y1tBtIoun/78X2IjNWkVN5riVmK8xSZmcXQRHeLEavFfHcqZZCm+rYVysBxZi5Eoern",
-	"QVhFikvLKGPUKRh9HDETTnqgXV32PV18qchJjDrxQz/Ul2J3WJCXx+jby7Pz7vW3Z4OTl4rV07RXDttT",
-	"e7W3bSN2T5bupYP+vpuShKdqrziX1onUAEm8mAqS/BVqoOZEHvRGzIYWgHtJooxgIaGu7tAaB3dLFBsd",
-	"HvzUKcmrZ0qDjxtV7vbvwfJfveWKN/tQrImqFqeQpKHQ24b47krR2tR9AuefdYxvylbVy1pD1TU2sWO6",
-	"6l4VSPYLHtdk4Idvi10AL6FsYogHdQw19Xq9+KCHvmfZ0hqYZYkefUNwOmLgvEJUKssSapOBU0hM+YLp",
-	"2pLNSpF67MvxH/74Jn/9+z/85df8ZvHL7dXb1xfvr3684IP3+D2+XvTHxdHdh7/dripitlkF99yaqW/r",
-	"7UX+Dj1O2qqqtoR3xANv6pVOLNNYC+57QyvNy66tcmzXu6JafVmaabVOFoxbWKLarVefECQpciqX0NBD",
-	"08kZlGE6K3wtaM5YWajMCALbBKgTJ/caY8MyhxAESVyWMr0nS2F+A6ULus9oSVn1n6mKJVe8Ahaky/5S",
-	"w1ed3PN6W5601eR0QuW0uKtBuwJ7q5JwuVogLCiYWOk75kd9z2TOWlhVwMjiEh3uuG5kN+uN2Ii9A1mo",
-	"+JEOqWGEpFqHbJdz7qGPVS1jWzX/u+vvP4xYBwxCwmRXHfqwVUs51opBknFB0mG9ALSp8+NeN5n+ISOm",
-	"j+o4ilAjVquH3rlBkbZIf6UkxBBeFOvGKmqnJdnoKW5vzve7xFObXSUcFV8sfee5nojP8a8FMYUtBerc",
-	"3l68fXh1cIpwVRJ7xOo9onQ9WpIicxUAcWjWs46F0v2gV4huW+IcpJMnk8M1fvznrgFZ90KpeiSZcluB",
-	"yYmdArt7QphCA5IehGgxpcl0xBQSi3rXEdbqVSLsYeBCTtU2EiCz1lpgGCzJiOli+UYbhTW2isXHYf25",
-	"W7LdqKyt4voj1qyuP0RldX04v7LAvttbI/St4C1eQgTQiMUrK72bdbTq8g+Rrct/qlt7YNMeAN4GTEVU",
-	"aeHHgzeoEacaG/bklvDXsjKjCTHX74a3XF7ctNgKnxOmnRM9nk8OzUfiUL2rNEEqM5ctof/7P/8XOq98",
-	"xlb6o6viLqOJgnEQBoqfmCTBXtSD8vdqHjynwTA46kVQam+O5RQ4dVkT6pPk94Q9qWeTVWrHHE8IuiNT",
-	"ytKqjKVS3VvVhOJhVfG0rIyHLetOQ2j5AXhbCoOOolsoZ6kbcpAxfbRkZMtImgqr+kOnvKH6ohAkHzG4",
-	"WtbtOuTmeos2TMNAUN/5ASAg6GRKRizJCZA7znooPksSMpdDJMmjPJzKWRajCZFA4zOcZejbm8v3pqwX",
-	"tjWrSSY059WYUbJvUMonRBqgBY12YYMo2q2evlsptFXcs17Ls1GA88v1PHXqZG5of9ruFbqhR1tZ+bJR",
-	"sdIpUOkpMrl1m4B6uVe4T7ZnXoN7oM3k/y/liVI1kHpBG8P6B/U3yjCb/PdRQNgoqP1GcOr+DfSuH1wp",
-	"glJYahBYv3DovGGeNMeojHEzR3/tgPbnXs8EwR42BzisdlTrI+LRuRXtmvIB2EMTvrvSpzVFUsvaEU9h",
-	"cBwdrzqxkmoOy5SDpzA4iaLNH9RzB+Cro81feTIMXDVY96J1+txN+QLq960r/Ovgu+UHPzcaXP7kr6I9",
-	"KYgQkCmi+ZatJOtW5ePjLh93LVhvP75vlONdUw7Q094R5nm+ro5qn4dz4L+HD/1DRyv3yqGPRBa5aWZQ",
-	"tnG6W5Y2woWuIQBOIO17iVEnwYJ0qdq+oJI+kIMeOqv8SQQEvN0O6vh0WMTllOQLKtS3UO3kjsspKI1Q",
-	"+lNHW0F7EpBh1jE3YuUiyxGUknyMPPk3cQ/d1IOqctgtSdEdBHIp/XKR4/ncBmH6pIlJAtqIO89WqBVw",
-	"BOLv/R1O9+1oukVER1XWTpEqVsfXPOtGVdJVAsi3iSpEw7uFzQnHug/6vlJ9mwpp9tWqRNouIs58sa4d",
-	"mGG/W3BTp8EpfNLf/EktDWwfNn88eLP5g2Z22T9GPJQC4fdE1rqDO4wfPAOa83PhYX66aJyoPtcMo2oD",
-	"W7NwjI/8nizXkseImTCTnM5mlE1OwWQFw6zR49XI+HI62zpU/awspChCa9vuQctI9Ue5+jNWBQOE2mQA",
-	"dhqq4XWc3Yg1SlWa1nurWlcsTNuWqi+hiderx6uOmJA0yyqLxLaikE7MV2iuSEwhv1h/T5lA3pjB3oj9",
-	"QHPSBWBLKI1fQo7ndEIZzmy7xtBG40M43iCKYh9HT9wKi4Hb/3i5Ix8ZF1lWb8DbqFkOF5K6zaGTgVR2",
-	"5C2DRXYrDrpDP3s3YLdWbKyyMKKb/sthdDyMTnpRFP1YcepazS8byeCUsTMVt0y1uboVvn1RuCo2eHsz",
-	"xoTo+stGrzFxnkxeNW6cGrjyyzxK94Ts0gSe1Va1QyNibz1aX3Przxdr+oA3izX9nlMAtGCans/WRy+t",
-	"GOEHTeVlTNO+oIFap+slp+vw+PtK0f4WYqqZYA3fnWwzmScN+19UEp+bprHrhbHXPjm0IuLwU3WD+3Ro",
-	"Sp2rtW3Uv/1JcuiscjWjuqdZ0Nk8W1ZO5r0S6jwGXS0s+bmsulUqzJmGkKjJ2aES2FUAjDJwID2BNWzZ",
-	"eO4mpBonn2mEV4bqYwYdItOUmNZ4PaQnVZqHEm6mHH2lUAhdUk6Ut5235s7D7d6hZgMTzmpY4kUI9h9Y",
-	"c766CTF0egVrFZYJmVNW9fEIe7Mwp2jDv7jtUNOpWmDvfTUT1jEnQyiO4uuwJydSYRWD+lSa4E+aCjPi",
-	"q9z6Fp7XQ9HmJJ9hteBsGa5raFM2rcTaVgDHIjNuO3QhrZFuSBJshbslwhDpVwa/K+NjgfNUX03Bvacp",
-	"GUF0CZsR0xehVLeU0Hp7dU3uoSS9WVdtrtHR8dpsEcVqbabrVxRdh6Iad7YwZuui0Ddr9YrlLRfplZJS",
-	"IElsNWV/wWRuVWJzuQNezs53199/QDOST5QBKJMpEmSGmaSJOIDyAW7ipDpykzY5YhAEE0JVzkfFX6ls",
-	"ZM25tQf0550ysUHnM4QjFnssH/VCaebEtssuHwN5mTLOBz2bHaFtz1pQ9YhVVi0shqTaAwBXlvoOW065",
-	"gEG16gk2tiZDXY6FaSFmkZ2PdYK4DcJwy7U0THy0ycLH0hFvI3ZmEgA8mR+QQWVyPwgsfUWuSWVA2xD+",
-	"EQNuoxMoEFg/4rQBJzThukEsit3U/OZc9Yh4tWDFmEr3RlXmT3fYXVXsD1FZk/Rok6Av3GTgz7Lqc2LT",
-	"Tx2tVgNdmu6AocYUDUMwRh2b0bVXbRKqsVgVyj+5xaqrGS75AymrfcPvIcoINg81flXly935aka+Ncqr",
-	"ctZPO9iq3ozqL2Or/qPVqHaS/T+1T/ar+bmd+NQYvJ/56Wh3h1YN81idu4tar9Gmr8EFWniaQeugiZkS",
-	"sRDu0CpDiiacCFTMlerHmc5fHDEoSAv7n/EH3fUgrrpxlw1zdf/hDKtxOkok4zxT5jAkuENsiP6cyhG7",
-	"w8n9QVgV6YfeilqI2XZ2VWRItWAdTC8qbbOza0P+sNGN/9S8f01YCrpAWcjQCPVazcIYTRXrZFwvRSkA",
-	"tXwrQZTIqss3yUesIdrUwOvF24ipBSn1Ja5a1aux0AzfE8gcoEQggcdEa0hWvad157mjIoxYo+288SA3",
-	"AvzKLwUy2pW5MrhIyWzOIRjxI5lneEkUPuUFiXeTqBo6Zt9OutlekrXZy391Z3ynm716xwTfqIM2zZGV",
-	"Ctgt5s1W8+tiZownpVEgbmuRYjf/X0UiujWLTZCimsODWJ7CD4BpVaRajSwWuDJENXqZmg8W052c5Wpv",
-	"NuVRjezrS/D0VXL/G0jujxDzW+ORfOwV5CUv2kaQz51ScF9GkF/hXMD9sa83YLMnYCOWCCzJqqE0tles",
-	"I1bdsXotxnrp2VinBa0QKKgDpD1iwqS4UAFsaIjia+jgbiTotfpHXsXZHPgsVOtJVcLvXWW25QUTNbfT",
-	"LpIGp1bM1Py0+4qZ8lb1JIrQO3SO51TyDJ09EP+dan8HSZCmdon/3sKg9FAq673hXf7Kaf+1Oe1Zmroc",
-	"CfhTm8vu5g4/rMrc+X3iOn1a84OMCuhlhicCddZE0RyctlO6y7pLSsEfMcWv6IRBpagaz2kU18tt3kJZ",
-	"Zq+H3mnN3k06Nzq0tMnkOJEFzjKlrcALfj1Z/WTo6kY3DG4wL/+B2VcogWKFAt5ewTs2IJguTwj3518p",
-	"9N9BF5qBO1ChIGRn+AgUUO1ZrgL8l8qpSYQzsbhADpXTrIoZtQFonBFhCJY29A9L4yPmIXK0LQ2vLpA5",
-	"YmdOsVBYglMx1GQ+6SqiW6khX6n4KxU/j5yVptf0egIuvP5BaEnapAQYsHQCadrU4gzaWoP+rgv7hii1",
-	"SrvNKgUZ5iNCdE/I3IaUmu5Fc5LpysUQpQFlIKhA92QuV1CpicZYTaboOajUtGr9SqlfKfU5fQ8Kp1Cp",
-	"963wPBiKrWvDblUeb3rNeyogACNrJOevr9QTIsqSrIDC3VVtcSVkeyN2DSUpNFlrl73WqX0Eo36xNS0+",
-	"OyOy2uxPn7bNWPSXP6kKVlTlzptlKLYtJuHUjli3kHqM8pqqD0+hf3PR4KZ/PIxgTBMs7W6u3W+k3GJV",
-	"yH2fPb5escd+dBO9HvYHw+Pj3kn/VXuPPEu76/b589Z+A7dq1QrfwQq0/oyAn39BVqIAVN+/wz9KMtwm",
-	"HaXW72ZsAluqmqU6SCUu8izWOXJ3BOE7wbNCEhRbBIhHrDPPMGX6kXqiY3sWZfNtzS14rjgUXyjl/UC7",
-	"JU30itLgbS3+oxGr7a2qLQtrMuEwiilxWXEtvVRfPYT6cC+qmjuxLroTh6ZmDrTA5SzRmeymEERVR8eX",
-	"4WGA/TmuxFWcawdGslMovFnyl3ItNsot7cWzTQWl3esV/TNz+914YL0mnp8Xuntz4j3rJaW+ZjD8M3Lw",
-	"a3vBD3Ybc9ibn5P7tcHDT3X0XhswfInze9Eq4FcxUIjlty3PysvSGYeG1sJE72oNMDT3qSNmAv91XD2S",
-	"fIHz1LhfZxQqBh412HcPQfQphBxYa7G2IsWuG2H9K+KEXea7TZxwbd9w46X9rV+DhbfwE9Z1hZX6xk5u",
-	"wusa9hpf4Zaoflj1UVpb+6Yh+8t+99jbCHxoatQAvpoKTfbVUCsTTjd1LW6qbmXI9DXXf0DdKE0qZaQC",
-	"tHOy7fCpQGlBeiMGbcHjqnF4rPtBrW0UvsEKe1tBZ0NJAdsRHejU1vvwZdUDSTdqiUBxp2A4iKDfiO4m",
-	"Cy2Qyt6yfV9vWd9B1fZvjFgbO7x2XRpEK5P9nYZMz5PeX28w/1P5RzAc1Pvc+zSHk95xf/AjhCCV3fO3",
-	"UUpe95+vKKjbf3949LqChS2wPogidUblvvqb9xX1+sfR3vvSXSoDS1omEI2kSLGwL7Pv/kC36jfov/q4",
-	"tAneBNFJdKSwyG32H5Dld9P0/OLlxS8Xi8tf/iIvb97Jy1++ub18e//y8m9nLy/fnhWXN39c/EC/e7O9",
-	"QmiL6ZqFrjKOz3SVLz4uOdvXChBfxO5WSAo5BA1B8k8lEg8/VXT4dJgT89fuAUq+9XjZdwkPyZGAcFVQ",
-	"3vyZqw6T+PKZq38sSEF04SGlzZbiF/yv5bIZX4QQJ637Pkst3Qnq4EbjxiUykU7qHYiGhtLdpqtCmd5W",
-	"BkuVTC3jQh6Ywh+gDt8TMhcwVVkLG5JZfFqxUxajPE1doxzKHsUH/msM8+ZKTXlvsffqHyzB1rDufjTs",
-	"nzje09IpYNKCdme9qwxwC4EQ/apwLP3KcZ/dTgZO4pCeYiorTOR6Lbd6MeOfflb8QRdU3VBXK9WVXuCe",
-	"UmnoPClm0Ncq1tH2BYsVa8ilZilYIuP07A9e9aJe1OsPX0evo17pHTqEAAizYr8rFoyEnOCycg80kjDM",
-	"sswpaTPeS8zwZMWVkjMCXCm1v4YYLQXfMmO5Vn3ORGahTr1JMREHztBOBFd7AhNuC9kn2M09CaviuDrr",
-	"THKemeWXTXsVlJN7Z64yJtcvgbSEbNfNK/UiD2Rs0b72iDUPTa2us+eISjRUJ/3YdW/rbFco2/zNL6Ou",
-	"wT3CEcHJtM73jSUEK3ghwIVyijBbosHjI8LJPeOLjKQTk814ZqqXjhiUL+3kJKU5ScA3ww9ChJGkM6J2",
-	"oS/O+ydIaMGVcMYIVGPWhqupYpdTkiIsR+wEiRCdoBllITqK9H8HaKqeTUPUj9BU9/JW/+j8n/89iNB/",
-	"Q79QKUl+Wi+0izhDx4M3hyfR0YhRgaaccSgGVcxtFxnd9FiS+UHP6Wds5GLbh7UisURJ3XMX+p+TsFnr",
-	"iLM2XLaUUqYJwq6eX9u8ZHvHfIOqK5xQAqkeLWI9jRqTcVWJcX3Pk1Uc9+n/BQAA//8=",
+	"7L2Ncts4tif+Kvjzf7diV1MyJdv5kGtrrsdJT7snTtyx3ekP9V7CJCShTQFqArSsSblqH2JfZF9hH2Wf",
+	"ZAsHAAmS0GecuTNzc6vudEyRIACeb5zzO5+ChE9nnBEmRTD4FJAHPJ1lBP59xpnEiVT/FMV0ivNFMAhO",
+	"UaIvIzySJEeE5TSZTAmTCLMUCT4lCCeS3lO5CMLgHmcFUSNgIeiYkfRGkPzNFNPsPA0GAR4TJv/dvLSb",
+	"8GkQBmZ8+D3qvTo8jm6fd47TF6TzIjnEnVejHun0b4+S5+lLEuFeXz2SEyxJeiqDQdCP+s87vV6n37uO",
+	"Xg0Oo0EUdXv9w1/gtum3lGQprM488xpL4j4VXfeeD6KjQXTcjaJIPcXwVN1xhTMiRjxPSBAGghfqH4Pg",
+	"I7kVVMIlicfqyjsyD8KgyLNgEEyknInBwYFd4HTRFeUwarkHUXT400+R+r+j64uLfvAYBkTtTjAIfseM",
+	"dFNOGtsDP19JLAsRDIIfcUZTdZWN8Zioz6DWlmEhYZPfzwhrrrB33YvUCnv97vFxT62wvP2KMOm/HbbR",
+	"bIi6/VueT6+K2ykVgnLPK5pbz4rp+9Hp+XeYpXw0EsEgMtdeYzG55ThPzzKa3Pl++JGSuXMdJtq8uVys",
+	"CAY999oVYepz9821+rSdmy+5kAnO06sEq8vRYxhkBKdXCc9JMOgflmTwPWYEvebqi88mnKlL3/TQ3vHx",
+	"8T6KelGnHx1G6rec89H70RlngjB5U1LD4OCg13/RjbpRtzd4Gb2MDhJ9y0Ei/uPwj/670Y8v+fdHt399",
+	"+Fl++NuLj9NLrEebkVxSxZe/fgpwmuZEABXjmXyf3zAq3xXTW5IHg+BIEbpivkFwNcspG48UyQNfFUxf",
+	"xmyMp5yhM30FaBc+4Plb+CMnRJ7adwS9/iF6hy4wZehKBmHwNzoLBsHz/ovoSJGrmdtiQ349Pg4efwuD",
+	"nCQ8T0syvsD5HZGUjYMwkHislgn7H4QBnxHWmfBCkOC3x8cwONN86xVO5rcQzamcICoFMluFZjgXJEWU",
+	"SY4wsnN2BVRSDfjlJNBWvH1JWKq3pM7df0deijy8FC3jpWgjXoq8rPSVXb4Eu4TBHOeMMrjDwz0fqZzw",
+	"opq8l5duC4nkhJSslPAiSxHjEt0Sw1df+ehfn4+eiAqDc3avbJZzNqsID0jzGo/FaZqS9M29+UAVMarf",
+	"0JzkQIUkRSDFLaU5xEfutSH766cgxRK7RMhG/IvboaQccAlh1rhfiQNpF23nV15Qe3VPZ3pvYF3rrSy4",
+	"bcMJv3hhH7hezIjZY/3mx98e1UsnBKckB7HwAUvylk6phP/pRepaSkSS05mknAWD4AP5oyBCCsRHSE6o",
+	"QHeUpWgvJzgViOdonlNJxD5IktPLc3RHFmiK1f/fEUQZwmyBehESJOEsFV0lWJMJmcInlHqClEkyJnmg",
+	"5laf0Gu8WDEjEF4JyPPqlTOSo5vrM5TixeYv+6A+sKLkzXcgIyOp1qcmcUcWzwRKijxX7lIv6ujVojll",
+	"KZ/vMI3N1z3BQk9F8hQv0N7N9dn+Ni8URLbfdKU/FiqYpJn7ZZ+J1urQiOfOtvARyvU8KxoZMksko5wQ",
+	"gTASGZcDNJ8QvX88S9UD9kHKEJUoI/ieiC46y6jifTTDCVF3TwXJ7okYMq5u6w5ZbbVTyui0mIIYba1c",
+	"qWmc4ymRhvzPrCi4xHLS3ofrCbHC6JlANCVM0hEleRedoinORjyfKtuzvI6oQIJOZ9kC1OiIFyxVH8PI",
+	"is3lDVVvn6k5lcqgklpKXv9R0FyJEpkXpLZ8/PCWsLFazPOjUO2G/bNX7oeQyhwCQrgqbsv1rtoE4dxX",
+	"34ktV/fqlX91ojaRp1viox6JCPlnnlId/lDy8M88XVglYpQSns0ymmA1g4PfhVr6p2ppn9Yowmp6/5aT",
+	"UTAI/v+DKv5yoH8VB+rNhouruVWr1FfETGlwmOmfcWpv33iu8GBa6N9JQ9tOCAJVpghV4jvC6gZeqvbu",
+	"tX32rFTDTZW7seZ8DIMpEUIHUErFrr04kBl6NjhTomKByAMVUgBlUm1N1Od/BfuI7inPYO3CM31jhth9",
+	"qyZP8pzn2oTQrsAguOXpoqtNTneiincxgmHsBI09o74Phv0OFPNjqVSq+6iSZqUYE8isYoCqNw3Q8uGB",
+	"JjYjpTdqNfqBNru2Z4D24vrGxMaXJvckX1Q7qmRvrHasq7cr3g+VksdDlnKlm1BeZGr8UQFet0R7cZNe",
+	"4hBV1y6NXaQumgkY2zDeV6L7MQzOmSQ5w5le0VY8WX5ydwT3c1DzC4LVnFQbk6KjUZT0cY+8un2RBp+/",
+	"7Vd8SuSEsjEqGHmYkUSSFE3wbEYYSU9AywmS35P8mUAZH4PeVhdTIjHNlKpNSY5q5JN21bzecfmt0iM7",
+	"7Yz5JK85Ee+4fKPYq7Y/liFTTgTQJXBg8FRUqKOpjdG10USFNWFglZd4kXGcXnP+FudjstNim2O4C7Wb",
+	"qvhQsUWm7lD7jRl6fnx8+BzdLiQRwdPyn30bvzffNlNGF9p7foT+Sv+MbhcoJSNcZHIfNuGK5Pc0ITcM",
+	"32Oa4dtst33wDNMUUULfAmqATGc8xznNFqioHlG8IvMFyrBUptOTbIuSK7dYEJRgZsIMOcHJhKQop+OJ",
+	"RIzPu+gDvBeE0y1O7vhodGIVR4qUp3pPcoFuF0NGpSDZqDIjy/GpgEf1WFRZnDlBAo/IAGGUkxmEIpAO",
+	"SSDMxJzkYsjakgwxPFUsLSs7MEQSj+FExLp8KJlgNjYvoanaTvW9QrgJsyGzpyZ6TZih2F45T2M1V+1+",
+	"kxRxlhAjFbWpIIpMPpWZEhqvcztjRVsjy75oZRyPiiyDrckUi+sjJNg22Bwg72vOLzBbWDdmJ9pujlHj",
+	"cfU1NYeRh4QQ8Hg/m3BPkTMuFQgUXzEbNNwikdFUkUrLPdrrRRECTyhEx5Fxl4fM4X3Ec9eleyas/4r2",
+	"Do+jMIqifcsVel9j+KNzqv6IS88aHCGfa98pvTzfBpgnDho+ofISq7csdxElR3NMFS+PeE600KBsvNYF",
+	"/alTzU//r3a9N5qiDVZ4xzG+8+YDqQcaI5WO+DazcoMIS8fbZna1cACQ5g3DhZzwnP6N7GYQ1AZwmQei",
+	"lGysaNGajA8dPKOdO7J4IvEflwPGSK9V8ZN5cVg51CEq2B3jc6Ymk5N7fke0KXTDRDGb8VyS9IKkFOv4",
+	"1k674BloqbkwLQToqtbYX8ZYUJoxbr4r7gaVbwDsfWp1iI1/pilVt+Ps0onujnAmSPOt3/IcxfXotLLP",
+	"q2A3mPC1WLm64oatY9Bu8bckow9lpD3uNmLLn4JK0/kDC/Z3CCqgPdAYEO95JsDx4IxUyt+GeCHA1fD0",
+	"1RrBkva/x5rZ2sBWnx70OucZElpZC/iHMzK//Z0kIAh5AqE9OLxYozPplAiJp7Og7t3/6m5EbcDfPO+z",
+	"n9bx/Vd+3e22vL58vfE2slmaKnuznDKpDEF0enV2fh4ixpGY4YSI/S660gcvajeHTOCpsnsQHiv/0BpD",
+	"jIM31G1+PQGfFEw2fAs7DnqriiEpGdB58eJlryNK6uz0FHdWcZ9e/2Uz8DPDUrl6wSD4H78Ohw/9Xmc4",
+	"fHhBfvvm39bQin9nddCpYQmwhfbwPEQ0x0yCMpxhoZZ4AtSkqAp8cHgEYvIbEFj9rR/VVlFZ+pJoz9gN",
+	"ylreP0FYoikXEh2jKWWFJOXrRoUsclIP0K04YjDxjEGQYkk6kk6Jb+OkEbmrmMCSL0jVJh/AAKuI3gr1",
+	"5i5g6ZrhKIWYRiV6lLmNTs+ByoTEEBlncKJUM1MTzpT7oGMdOmWA5IIzECmEFVM1x7poDMKgPN2z/34/",
+	"I+V1kI9BGNTOEN2/7Q2u/Ay0NoOg563a6XIlzuZU236apjaSsqNQqE6Cm+btKCekI8mDRDdXNhJVp5rj",
+	"KEJv0BmeUckzdHpPQuQcqYfo/C163n8RrWfSdgC6JiLtoaGPOpyj/s0V3SkSMi8SxQeps7oT9dlxrggK",
+	"S6tytcWhZCBDZDqTC6Sn6dFpzVwDn5QtGJU6xMYLCRkrKVHyD0ueo734KEajnE9RfDqT6Cjer2/4kY/1",
+	"dDKD94hCSWzlRPA5qw9Uz3xoD2lSIZqD6oQItMdzpL7PPc4Ik/uhnrJiqF/OL5GypU5QPAyGQVz54OoX",
+	"d0cb82mlXLTmZHIwWuuc805GlIxHcAe8vj44ZG14xqulcfiNg4xCGDSjSjfZFCNwmxGDj1x/UzMVpPVS",
+	"yA1pvupbek86KR1TCbvEc/Wfb47qQ+t8krWs0iDB5jINtZRf2G6rnpmPwUxmwQcIRWzJZt/xOZiDWquX",
+	"IpowSXIjgcVCSDL18RL9K1m8g0Mg36dhyrgA66Q6XQauNfkkrnivb+RcJ3B2lF4Tvm+kX32ZkxF98L/8",
+	"ngqqLKAZ3KOngSXMYY8RG9O7I4sG+yZ3//Hiuz/6bx9eYT/XlacoKw4cdzo3bL+rSrvZ2HItj8y2M4/M",
+	"3BUVdXKSkXulhEH0CPsFTcTNDA9Gd04SQu9J6rWLdPz4fObfqPPLMnWpPThKFOUogdW0gA67UbfXO+y+",
+	"8O1XIUh+OjbOpGd9tXc8E+hGkLwDD6ygvoN+93AtS7vnu9VXC10OadCssz/uxKvPt4TPbRbXVoq0dnSn",
+	"pKPEYxGiiptDVCVhgTTICE6RSLi2QRts70vWaW44/GBJR62vZgAqTW1GQZKfGG9Cy6CC2Z/qX8WXDbQj",
+	"e37WKfhT8mot933VU2fljVUuenOBlzmd4nyhjyWBP6lEcyzQmN6Thi5fkgnVWlYtZ29NnMS59bGZ1bfy",
+	"werOejJdc4FRt9uLohCpMQqlP8CkcSgX6FsJJZYsUEoSvDiB6G2Hs2xR24AIrF2dbKLGXJl6YhMdWjZB",
+	"kWWg5OoEvMR8chICW9tsktZbX1RdNkbMRu/wJb23X9ZOR2w7FjM8JqE+9UzR7aKMBIRITPhcuc7aYGAp",
+	"mvB5jbn9pkM1SZP6mPEEZxMu5Oapj76lOIJpFb9Xd2o7AOdEn+XnycSqMCrJdC2ZW1eucqgDnOc6Cl1P",
+	"xVw9zgf33kebq7l6EVpsmxABz82h88LJwazttDffxVnmkgCBXc8KHWfTLlzx0Fh+XRHC6mpCofbxXLb3",
+	"EegKZfh6XTRotU58JoCDQ5vMwVIEzFh3jhSlCCLbunATUewNeK6RKN0dpUR3ranCtDFiv6Ae07u/8PnM",
+	"Lv9dAhfhkoKQFf4bAhfcH9I4qoc0+sfPfY6E35hZq+ieQHtv9I4N6MSrYhqJdstpaaWsg5uWCyc81mHT",
+	"QiLOXB1QRTZ7UbSxaL3GMLUpfjjXt4NmXimU9GZuQL72MH4L6nVqJlZ+XHNbLaO+LRD4bUamRvmkVJdq",
+	"CMlnjvtzYmJXRuQwsvHOfdQv3lSGB85Ul+/dR3I74fxuN9Z3ctjXUHp546Mp0GwJi1vBs0ISFNvKzRjd",
+	"fHirt9K4oKIK0ou2taGeUUsRXcfcPbAmjUdMbBP5VHN2c/b9G+pIii3U1MeJ0uyucZXBYo0JUCUdnH24",
+	"aCunWjHtFl6JX+a8c6I55nVubNCpw10ne2yd7qelqwX3c0kQoCrubcarfeHI8ZLYlHrDM4HgDrudrVXp",
+	"quF1y/ESrSJQs1naLFr6ku3Lkev0Gh299JHochq8xDKZbEmIZ+ZkUHK7CBMdGqApUYaHPoFFOZllOCEh",
+	"ilmRZXH5Y5IRnIfWheGMwNYvToYsLrXoAOln4F5g6CnCWabPGNVPOqlOh69WUrrnEM7O2g096g/TXXZ+",
+	"1nzlhjbcznyy9n278E2TR9a/5DN55ocCZ3RESbrDAnfipBYvrHmNjzdem0OELbniPTM655moziEkh1Ny",
+	"tyjCE0OTUul6n2lsfkFTnBIkOBphsOpXByjs25cFvuzvrchXO+Jjq9V8w9jFVmOECGdCC4V4rg2GDk1t",
+	"jtDyN2xtGjDyIM3ebBlkE6U/Xl9QbEpQlY9HM4LsN0E5pG6FalEMxVdFovMRYwSpN5hmJI3dI+eqlLW8",
+	"NwgDfaPnRLhhPzifrtp9d5fKFYQV2fy2gojNLu1Ay2Z4RcJmVnCgalMfvCTc3teeqSojaERzIe2oNSLu",
+	"+YjY3Lh1FHVT4jdpMmaRtyTjTDsweyNIVrP3+VOUiC1xaArfhbbFzLAj+OwnlapDQhGFPpb/XG57Qn7K",
+	"sCQsWVz4/Do6JVbT25Imm+eqllfkBKJQU5pl1KkNXRND3ZmB7RyuljCyTowCPyB/JtB319eXSLNMM2ha",
+	"LSepB1nc7NYtmdPyQZ1+3Q3egFnf0u2DK2tVSIgYmRMhNR9u7Ew25Ygn0Km+5VmRCx9DXGIhEBYoTuCG",
+	"uJQG6iGIK7vMAVYLFvqH9dGrlQLwjT8Yd8rqlVpVcKJ/fISSCc5xIkkuwvL68yObEg167d/jjQ5PSiOy",
+	"LEpzvcp11Y42UWkJjX+cEDkxp2h6NXMsdJGqlW+68qPSaroA2IGCSklCUyJc1WXKuoKwxCyyysyXyfSm",
+	"dqazhXKpHkTgsZJcnCCCkwl8+46yuuFMUJNFVbmsFYgokkmZ3dhWRGqIMgNra2dXPV3P9trBY64N8iMl",
+	"8x3HqHLSdn+8Qpfa5ekKbGrLp33YU1sO4ebYbR+0aOKGtPOiquxBsTThsMoq3ECjeWFJWu+F69ZpSe3t",
+	"2w5vwE2ao5e/o3t1w4aj1qBRmkO+pexOeezACmreIG+2GtoArHiTAgTikAu7zXgGnGXJeCA0jL3iJOBs",
+	"MHgL5eVTO9t+KhAkM0u58ZwbGDEtDWl+Rj98gEw4gUSC2QZb0jzK8S2hvW3tD+OhAj+5LaFx7zLbLOjV",
+	"0daK3kJ7KPsOCiz4yJQ8GyvUE/KEGpFPnlRSpR1DNMXJhDLSyQlOIUG+zESsK8SqAt1TUd8qkA7CoF4f",
+	"HYRLqnftE43LLpRD4ydrjTUul5XFYXBB5ISn77g8zTI+B9+zUSnULrxrl9suKatplmd76lN9loKt219b",
+	"WPNa3ehW4XuTx+dgw+ecjUMwJ62MPkE6lc+WiovuBqlaqVsutJRGX5sVbEGnr8s6FayMrRlhaXUulnqp",
+	"dWm2EpT5eKrz3bMAnchg4BdsTfryI2eLoeB9VQtgoIktUOKhbORDQETXVE55zqTaW+76sG3ut+g04Hch",
+	"XAuulUdA3VZJE9rzq/kh27CwAGqsIdeCjinDma29fiaQJExOkFpIiIjWDkMGtMmQU9pQ2a26VGZZlYL5",
+	"wm/AWgembZUg1AoWGvUI5nGnLCENmikSNzNlZ4M8KEGlbK3ylN/roFVtA72s7Xza7SNMFT2VIV2bjZkX",
+	"mfZN6jxi4D68Me8BigGbY1hE0WEyw3IC/yJxiOI/CpLbXxiekuoXdV/7Bwjumahl68e6/1dDHmntz1JJ",
+	"du2GT1wpVh99FYBJ62UW0cQbEikyomWEjkmhvdgKQrUNpXeq/tC+q9kdJUvVPxWxqv/6vnEcom6328id",
+	"Nh7wOhFsSxrM5FcL40t/0supTtMxaS8DxXV8pieJ4m90hWOv00c6ZR+cznwBYtjEdQ87h50j/bNYn0Tn",
+	"uPKH/VrB2t5w+M1wmH7qhf3H4VD8af9Pw+Hen9SVw8fhcP9Pvw6Hotv5zVxx/zp69Ja3lUbFthlNJabB",
+	"HkYzLiQuKWdfSUCeUDj5Mvg9NVN5adrOylIxC3xTR9DzkaL9/bMSb4+P11KWM49wZUnSh0am3vJgi1W2",
+	"U7ywmgZNLcaiazm6wIvvOKv+9AlR1+BbNosYquqUZGL62JIqgwcOICC+o/EEDi13mygQ1ekBGOV8HgKS",
+	"htJozlha+UEwzkSmT1BsNIAd9BileCFgZCjv5gzFR70I/YUzJUJ5rgOqKcmI8opqqk2/KVB7XGoVPY53",
+	"J67x2MfdEo9PkCjyXJkdOt2USgJFrKCUczqdNjPETbZjg1fXRN1cWK/tArDLk6Jq6U8AamjU3JdMhYLp",
+	"+Gi9hgXyJEvcCjzkiyWkLl9wGRdqHyZfn4Xow7dn6PDw8JUB0XrAicwWSE5yQtAoVwYbqBGtG3St/C/x",
+	"E9fiamNsy+xKjz2hS3QkN9tdhtbNDzgnGmFSewcLdaFMztCJFn+XAg/zRlvbIdaXdmwZTV+bW7B9sqbO",
+	"k3nqjM2T+u4jKj05nFdTCgCL2yZQbJAhrCjBKpS1k9nAFGol5nxB02j3/Hqfz2mTJtuK14OGHA/WwW3r",
+	"KkosbGZnbtRTPbBUR1j2rNFkXZ41AJI3Fwvn1sASjYxchmhqYhMW0w3PZhngluhk99CEU9Q33VEsAC6I",
+	"5XwlFp4JW5CkHCx4TfcJK7f8FUvrR1keJtnUllWDJSRnJF29tBVlFDVz1U7cn5Pu03OGVEpk7l0yl9qf",
+	"eZPQnftmG8Fz0LC3OLZZmgBxw+gfhUaEhntOUErSYkaQRg5+qkSIZj6594i/WpqJbK77GjsEDx3yVJKk",
+	"LPPRGZSgOlLHutKRMB1+0gAF0h7SeGOM9RjQrrhD3oCSBzlIGyNppXCb/hVNJsp2iNWyINSgyBzCD0pV",
+	"xcaaqccbrSRdU8GyzHoMA4PxvWFCvy0sApFA7ilfr3OaTzZZv7YrzrDV1HyEldRDg5/57eww8VP4/Wu/",
+	"M5ZuAoK5He3FTuGYiTAZWNlgc3fgc6pT7da/2XGElV92xUe0H28D4epaANUAboT3MynBHcpDDcuyjU8Z",
+	"ip1Hqwi3BhtGl6fXZ98Bc7vmWi1h8rRqRaZliJd9C2d+n4Pe1RinzKP2faa0FnTf5GvVoNwsTe789KgW",
+	"f99phNrJwi4jzJyjhV2eb3XP2JY+y+MJD1U6nTh8xpmEkjR9ZJgTxMjckxjwGfEG/Wof5cjqHOVz1m0D",
+	"cf6V25DaqrVXZgTjKONsTHI0weIzF27f3F76EvtW7cEKM2mHhEeTXi6WgRHaWij3cHDXHEgzSzdMu3ab",
+	"yvmtWLY5d981AeLy/dW1zVJqtHW4+fA2RMbvUkbzlcQsxXmKzJvFwOTkiyGrZervVeYkTfUBM6ACcmbO",
+	"gAEWdj+s8vulFbUx2isYfRgykwS8r4Nl9j4NmVXkJEZ78X0v1Mdqt1iQ50fou4vTs87Vd6f94+dKWdC0",
+	"Ww7bVWu153VDdkcW7rGFfr6TkoSnaq04lzYM1diSeD4RJPkPQNnNidzvDpnNpoAAFbQpERKQmwfWvbhd",
+	"oNh4ARDpTkleXVM+QNwAPdy9v9F/9XZG3ppRsSIXXpxAaY0ib5uYvS1Ha2f5EcKHNrS+rsZYT2sFV18B",
+	"fW2Pb1cnV6WsFJlQNjYU21YC1m7Vb3zzMKM5EdvWw5Sz9UB2teaA9ko2+sbwnmK3wz7KlZEy1dj7+xoX",
+	"xDQHACj0OqQSDPFD/2H2y8fj6Kb/4+/J9MfoZvoq+vmnD9kvb14VP/d//PPt9MP7X376JUvuvmU/f8wK",
+	"LyRcvdnM36Hjzep4Tqv5jdnecOm3WkVIrr7Zslp9JwCi3WpHVlFQS+8so6dutxvvd9F7li1srKNE6NKH",
+	"VSdDBnFURGWINIC7jk9qUgPM2iYCrR77YvTXH17lL//y15//yK/nv99cvn55/vbyl3Pef4vf4qt5b1Qc",
+	"3r77280yDMP13qDnAPcfgTjDoNBBmS3pwFt5qetKtfiDkyQjdJvnrhuV2G/JRc2qeqcIzsWVqVbrNUwF",
+	"SYqcygX0HtJ8cgoobKeFr1vWKStxCo1FYTu17cXJnabYsCwhBoskLiGS78hCmN/AeodGWdrkqlplVbDs",
+	"ldKBCWmAcWoUtAM9Ue8glra6WI+pnBS3td2utr2FWV7OFhgL0uArw9n8qI88zbcW1qY0Rl1JDrdcdyCd",
+	"dodsyN6AUaXkkc7uYoSk2hlpA8d30YcKNd02+Pj+6v27IduD2ARhsqM++qCF2h5rCzPJuCDpoA41b2C+",
+	"3JNP0+poyPSnOooi1Mhz7KI3bkKx7SdSWZsxZLrFugeUWmnJNvoVN9dnu50nq8Uus7KUXCyPcXL9Ij7D",
+	"fxTE4NoKtHdzc/76/sX+CcIV+P6Q1dvZaZxrkiJzKgU5nPaQB0MvP2hrpDssOR/SKZPLIaMk/qljtqxz",
+	"rnwGkky4BWBz0vggBDQmTJEBSfdDNJ/QZDJkiohFvUESa7VVEvZj4EJO1DISYLPWXGAYLMmQ6b4exq2B",
+	"ObbaUsRh/brbHML4Pq0+IEPWbAQyQGUjEPh+ZS8Qtw1Q6JvBa7yAZLQhi5f2lDDzaLUQGSDbQkT3o4kb",
+	"XUEUDYlWt8dlnR6d7o37J7qrETadUeDtQPmIKvfwqP8KNXLGYyPu3O4lWvdmNCEms8TIqovz65aY4jPC",
+	"dNyty/PxgXlIHKh7lYtCZeaKOfR//+f/QmfVcYi1JtBlcZvRRH2zIAyUfDI1x91eFxp3qPfgGQ0GwWE3",
+	"AuTOGZYTkPwlxNwnye8Ie1TXxsvMmBkeE3RLJpSlFSqu8ilb4GSx0wuzBNrEVhWkIXQ7Aj4olcuekgOA",
+	"jqt7EZERfbBsaVFpDWCzftBBS1VPFILkQwZZE5oy5Hr4VpuBZHZQH2fDRpgk5yFLcgLiA2ddFJ8mCZnJ",
+	"AZLkQR5M5DSL0ZhIoKApzjL03fXFW4MSiC22PsmEluSaMkp1AN7imEizaUGjU2I/irbrBOICD7ewguvQ",
+	"wA083y/X/NqB3V3TB7vdIHpNe8oSSLcBgOvg3XowazducFJHj4ZUCfvNa/se6PjN/5fyRJkuSN2gozT6",
+	"B/U3yjAb//dhQNgwqP1GcOr+DfyuL1wqhlJUaghY33Dg3GGuNMeookTmHb2VA9qfu12T333QHOCgWlGt",
+	"A5LHhle8a9BIsIcnfGkAjyswl0somscwOIqOln2xkmsOyvKfxzA4jqL1D9TreOCpw/VPeap9XLNaNyB3",
+	"WnxO+BzgQFfhiDv0buXBb43evr/6QfnHBRECqra03LLA1C7IJx91+Khjt/Xmw9sGuvcKdFFPZ1t4z9M1",
+	"tFXrPJiB/D247x04Vr5XD30gsshN05Wyg93tovQ5zjUkCUQndVAwRnsJFqRD1fIFlfSe7HfRaRXoJKDg",
+	"7XLQns8mRlxOSD6nQj0L4Em3XE7ACAUkYZ1ICI2VQIfZiPGQlZMsR1BG9xHy1MLFXXRdzxfMYbUkRbeQ",
+	"o6js1XmOZzObX+zTJqYgby3tPBnuM9AIlJb4mzvv2sx5g2SlCiVTsSpWn6/5rRsgx8sUkG8RVfaRdwnr",
+	"8Qsef/scrb4J4KK9tUJc3EbFmSdWdUI04ncDaer0doZHeusfqZVk7iLmj/qv1j/QrPT8z1EPpUL4C5GV",
+	"LqgLfog0aMnPhUf4aQxKUT2uBUbVAbvmMZnDmzuyWMkeQ2YyqHI6nVI2PgEXGNykRntro+PL19muyepn",
+	"5SFFEVrZcRS65ao/ytmfsirPJdQuA4jTUA2vU0iHrIF8a7qOLuuEMzftpaqWrCYVtZ6KPWRC0iyrPBLb",
+	"2UY66YzGxbS4oLF+njKBvOmw3SH7SHPSgc2W0Gmj3LlmtWRoC00g07QfRbFPoicuYGvgtn5fbClHRkWW",
+	"1XuPN1ogwEm57vDqFNeVzcjLPKjtsIb9h3y+3PZaLnoNu7DyMKLr3vNBdDSIjrtRFP1SSeoahKBN0nFQ",
+	"MQ2AnwGvrHvhm2NMVmnvm7sxJvvcj0K/wsV5NKgHuPHV4GigrGl2v5CdmsDT2qy26MHuhbf29fX/fLWm",
+	"P/B6tabvc/CEC6b5+XR1Yt6SET5qLi/T9XbdGoBOXq053YDH31eL9jZQU02wA3jueJOXeSAR/kk18Znp",
+	"l71aGXv9kwOrIg4+VakFjwemcwKcSq+zv/31n+i0Cl2jeuRa0OksW1RB651qRT0OXS3j/qm8umUmzKne",
+	"IVHTswOlsKvMLOXgQOUNa/iy8cyttTZBPtOws6xCwQx626YpMS08u0i/VFkeSrmZ7haVQSE0QqUoT09v",
+	"zBmK2wxIvQ1cOGthiWch+H/gzfkwTGJocg3eKkwTigKt6eNR9mZiDoDKP7nvULOpWtve/eomrBJOhlEc",
+	"w9cRT07mwzIB9al0wR81F2bEBwT9Gq7XcyRnJJ9iNeFsEa7qj1U218XaV4DAIjNhO3QurZNuWBJ8hdsF",
+	"wpBRU9Z1KOdjjvNUH3XBOaqBbykhRPTBKtUdarTdXh27ezhJL9Y1m2t8dLSyEEqJWlvE/ZVEV5Gopp0N",
+	"nNm6KvS9tbrFypbz9FJpKdAkFpzdj7/OrUlsDncgyrn3/dX7d2hK8rFyAGUyQYJMMZM0EfuAjOHWBKtP",
+	"biqChwySaqD7LnlQ8pXKRkGoC6uhH98ra3Z0qU44ZLHH81E3lG5ObLuB8xGwl0GF3+/awh/te9bqBYas",
+	"8mphMiTVEQA4stRn4nLCBQyqTU/wsTUbamgkppWYJXY+0tgHNqnDhU5quPhonYePpaPehuzU1LZ4ipqg",
+	"ONCUNRGY+pIyqsqBtpljQwbSRtcGIfB+xEljn9CY60bWKHZRJ5rvqhd7qAkrwVSGNyrUUN0JfBl2KKKy",
+	"punROkVfuHXun+XV58RWVjtWrd50aZqNhppS9B6CM+r4jK6/auurjceqSP7Rxb6v3nDB70nZPAB+D1FG",
+	"sLmo6avqhuC+r+bkW6e8Qsd/3MJX9YIFfBlf9T/bjGrjR/xDx2S/up+bqU9Nwbu5n451d2DNMI/Xub2q",
+	"9Tpt+hhcoLmnab1OmpgqFQvpDi1UYzTmRKBipkw/znRp7pABvjWsf8rvdROVmCcg1tNTWfbf1u3MM6zG",
+	"2VMqGeeZcocBuwFyQ/TjVA7ZLU7u9sOq5we0atVKzHbHrDJDqgnrKg9RWZt7cR2JTqmtCmdO/VWHoVNX",
+	"XOi5+AS1+/gPWR1wz8bE1wPuhVZrNYD8ToYsLhFNyzm+nxFmTIcabmmMJkpAM64XrMyMWsGiIOqrNNRo",
+	"W4GqgVcr0SFT8wHEP0uY5ykMNcV3BApnKBFI4BHRdph1Img9RO8YIkOWGFNPGS/ajU/baYnlkwIZG84c",
+	"TJynZDrjkEL5gcwyvCCKavOCxNvpbb05Zt1OveZO+ht+LjfIAMV1Xrx42euIkvQ6vUAphrKbo7rHpPio",
+	"D206uitDs1NAznLFQqszc0y8pgG5uLHisov/r6J3XaB1k1qp3uEhLA9yClBalQ9XY4s5rtxdTV4GNMVS",
+	"ulP0X63N1gyrkX3NVB6/2gf/AvbBB8hUrslIPvKaC6Us2sRcmDlYil/GXLjEuYBTal9D02Yj00bGEvir",
+	"VRd8bA9yh6w6yfX6pXWw6VhXxS1RKGgPWHvIhCnMoVrtDlB8JXNCpNGgV+ofeZXNs+/zg228Vim/N5Vz",
+	"mBdM1IJb22ganFo1U4sG76pmyrPb4yhCb9AZnlHJM3R6T/wnt70tNEGa2in+ayuDMg7KyLwZw/4qaf+5",
+	"Je1pmroSCeRTW8puF3Q/qHAi/ZF3jR6g5UFGBTRgxGOB9lbk6uyftBENSuAyZeAPmZJXdMwAaq0mcxro",
+	"lLmttihxKrvojbbsXcwFY0NLi6WAE1ngLFPWCtzgt5PVT4avrnWX84bw8n8wewslgPYp4O4lsmMNgWl8",
+	"Tzil/8qh/wq20BSCjooEoQbEx6BAak9y4OA/uk5N+Z7J+AV2qEJzVWaqTXPjjAjDsLRhf1geHzIPk6NN",
+	"eXg5wuyQnTpouzAFB3LX1GtpGN6NzJCvXPyVi59Gz0rTIH81AxfeKCT0UW5yAgxYBoE0b2p1Br34wX7X",
+	"yNghSq3RbmthQYf5mBDdETKzQTrTcm1GMg39DbkggIJCBbojM7mES03Ox3I2RU/Bpaa/9FdO/cqpTxl7",
+	"UDSFSrtvSeTBcGzdGnZBqbxFPG+pgDSPrAEpsBqoKkSUJVkBofMKnF8p2e6QaUARzdb6YEDb1D6GUb9Y",
+	"JI7PrrusFvvrp03rIv3oPxXMRtUvoAmesSkEhoN4sWoi9UzoFVgVj6F/cVH/unc0iGBMk5LtLq7dwadc",
+	"YtUJYZc1vlyyxl50Hb0c9PqDo6Puce9Fe408Szur1vnbxnEDF7RtSexgCVl/RlrRP6EoURtUX78jP0o2",
+	"3KTopdbhamTSZyrQX50KExd5FutKvFuC8K3gWSEJii0BxEO2N8swZfqSuqIziOaA7AIZDCAteK4kFJ8r",
+	"431fhyVNjoyy4G0zi8Mhq62tAmeGOZmkGyWUuKyklp6qD8WhPtyzCiko1lBBcQtUSh8XaPiKCv3HV0di",
+	"NvtzQonLJNcWgmSrhHsz5S8VWmyARO0ksw3u0/YoS//I0n47GViHhPTLQndtTlZpE9zta53EP54Ev7IH",
+	"/OC3MUe8+SW53xo8+FQn75VpyRc4vxMt/MpKgELFgG1yWB6WTjl04RcmR1hbgKE5Tx0yU16gs/eR5HOc",
+	"pyb8OqUAmHnYEN9dBDmukHJgvcXajJS4bhQPLMlGdoXvJtnItXXDiZeOt35NSd4gTli3FZbaG1uFCa9q",
+	"1GtihRuS+kHViGwlwk5D91tAT2Rb/NcdooFBwgF6NbhS9tZQGxOGRXJlSIC6qdr9QVYVSxb6D0C70qxS",
+	"ZipAPzQzHmTFF6Q7ZJdYCBSr386KXAAOGE7uEBYoTswFZZuVAwD2x2ov7HW1O2uAC07NRgCfWlQRX+0+",
+	"sHQDsQQgqYJBP4KGPbqjNPQQK/tL93z9pX0fqrZ+48TaDOWV89JbtBRSwOlo9jQgAvCz2TTYT/NHMOiH",
+	"9t9LLYfj7lGv/wukIGlC3NAoedl7OkzcMDB0eiGCweHLai9sh4J+FKlvVK6rt35dUbd3FO28Lt3mNbCs",
+	"ZRLRSIqUCPsy6+71w0BRnCH/5Z9Lu+DNLTqODhUVVTQbDAKy+H6Snp0/P//9fH7x+8/y4vqNvPj925uL",
+	"13fPL/52+vzi9Wlxcf3D/CP9/tXmBqHFkjYTXeYcn2osMT4qJdtXnIkv4ncrIoVKhYYi+YdSiQefKj58",
+	"PMiJ+Wv7BCXffLziu9wPyZGAdFUw3vz1sY6Q+PL1sT8UpCAa3khZs6X6hfhrOW3G5yFkY+tO71Jrd4L2",
+	"cKPz6QKZTCd1D+RcA3K9aUtSFtGVyVKlUMu4kPsGXgTM4TtCZgJeVULBQ8mMzyp2wDfKr6kh+gFcKd73",
+	"H2OYO5dayjurvRf/yRpshejuRYPesRM9LYMCpvhoe9G7zAG3OxCiPxSNpV8l7pP7ySBJHNZTQuWzXOSD",
+	"ClX8CSTz8vIO52C14YKshS43aDyMzHV1h4UsG7IK9h596zoE/SM04UUuTCsNVxa3HP4yMjrnQ1b2zgBo",
+	"AG9LDWiG3BFEbYUkKYrve2GMCIOig9DMYW7mDge0ypHaD5Hg4OEb6ZdghsScymRiZ1U9VVa15+R3kpjY",
+	"gF3EiZW3coJlWJWmui/tog9cYv0gFBaqAQHrgAvi7A4z6Sb6uSG7JSMN/I6wNPtaP2RIMqoktb7f+oPQ",
+	"WhbFI5JlvNPesnDIqEC5mpCuzq4FwPcqKG+LemB3odPRDy0R5vBbvRXE58rzpX0eKnnab8U8G+HZHbot",
+	"7BaU3TqEque5RHb72mB8FcWr4kBAf+2OQPVNXCKb62iedXj8X39TclRDdK9BVkw11hfkkFCBUp4UU2ja",
+	"GetKqILFymzLpTb3sETmQKrXf9GNulG3N3gZvYy6ZeT+AGS4mbH/mAwCODnBJXYb9LgyhmxZVdg2ii8w",
+	"w+Mlx/3OCHDc334a8meV7isxK2r4oyZrFu0p9YNL0EYi9p2hneza9gtMKQTUH2K3+jCs4NZ13bHkPDPT",
+	"n9qyNbXLyZ3zrrJewu8daMXcRk4tfVbPzljY1vaIteh5rVOA5xOVZKi+9EPHzaSwLS9tZ1u/Lr+C0DVH",
+	"BCvZ76pSE6WCGTwTEN4+QZgtUP/hAeHkjvF5RtKxqWc/NfjVQwYA1ns5SWlOEoib8/0QYSTplKhV6KSm",
+	"3jES2qlIOGME8P11UNHgmOaUpAjLITtGIkTHaEpZiA4j/d8+mqhrkxD1IjQBWoJ/7P2f/92P0H9Dv1Mp",
+	"SX5Sh1pHnKGj/quD4+gQlNiEMw5wgMWs0toPEglJZvtdFB/1IvQXgBzIndRrd4+WFP0pm+DM3f3PKdmv",
+	"NetbWcpQehCmP9O2KsX2Vdv80LTB1RVNKGehnslnT4E0JeMKi3d1O7ZlEvfx/wUAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

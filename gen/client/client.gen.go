@@ -21,6 +21,7 @@ import (
 
 // Defines values for ActivityType.
 const (
+	ActivityTypeAIHandoff      ActivityType = "AIHandoff"
 	ActivityTypeDashboardClick ActivityType = "DashboardClick"
 	ActivityTypeDashboardView  ActivityType = "DashboardView"
 	ActivityTypeEmailClick     ActivityType = "EmailClick"
@@ -34,6 +35,8 @@ const (
 // Valid indicates whether the value is a known member of the ActivityType enum.
 func (e ActivityType) Valid() bool {
 	switch e {
+	case ActivityTypeAIHandoff:
+		return true
 	case ActivityTypeDashboardClick:
 		return true
 	case ActivityTypeDashboardView:
@@ -164,6 +167,7 @@ const (
 	EventTypeContactUnsubscribed   EventType = "ContactUnsubscribed"
 	EventTypeDashboardClick        EventType = "DashboardClick"
 	EventTypeEmailClick            EventType = "EmailClick"
+	EventTypeFelixAIHandoff        EventType = "FelixAIHandoff"
 	EventTypeFormSubmission        EventType = "FormSubmission"
 	EventTypePostcardScan          EventType = "PostcardScan"
 	EventTypeTagsAdded             EventType = "TagsAdded"
@@ -182,6 +186,8 @@ func (e EventType) Valid() bool {
 	case EventTypeDashboardClick:
 		return true
 	case EventTypeEmailClick:
+		return true
+	case EventTypeFelixAIHandoff:
 		return true
 	case EventTypeFormSubmission:
 		return true
@@ -289,7 +295,7 @@ func (e WebhookEventDataContactUnsubscribedInfoSource) Valid() bool {
 	}
 }
 
-// ActivityInfo For `FormSubmission`, `EmailClick`, `DashboardClick` and `PostcardScan`.
+// ActivityInfo For `FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan` and `FelixAIHandoff`.
 type ActivityInfo struct {
 	// ActivityId The activity's id (the client's, or one contactd assigned).
 	ActivityId string `json:"activityId"`
@@ -320,11 +326,11 @@ type ActivityRequest struct {
 	// Example: 2026-11-21T09:30:00.123Z
 	OccurredAt *time.Time `json:"occurredAt,omitempty"`
 
-	// Type What the contact did.
+	// Type What the contact did (`AIHandoff`, an AI assistant handed the contact's conversation to a person).
 	Type ActivityType `json:"type"`
 }
 
-// ActivityType What the contact did.
+// ActivityType What the contact did (`AIHandoff`, an AI assistant handed the contact's conversation to a person).
 type ActivityType string
 
 // AddPropertyRequest defines model for AddPropertyRequest.
@@ -524,7 +530,9 @@ type CreateContactResult struct {
 
 // CreateWebhookRequest defines model for CreateWebhookRequest.
 type CreateWebhookRequest struct {
-	// EventType The kind of event a subscription receives.
+	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+	// the contact's conversation to a person) is the original service's tenth type, emitted
+	// for an `AIHandoff` activity.
 	EventType EventType `json:"eventType"`
 
 	// Url Absolute `https://` URL that receives the events.
@@ -595,7 +603,9 @@ type Delivery struct {
 	// EventId The event's identifier, also the `webhook-id` header.
 	EventId string `json:"eventId"`
 
-	// EventType The kind of event a subscription receives.
+	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+	// the contact's conversation to a person) is the original service's tenth type, emitted
+	// for an `AIHandoff` activity.
 	EventType EventType `json:"eventType"`
 
 	// NextAttemptAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
@@ -629,7 +639,9 @@ type DeliveryAttempt struct {
 	// EventId The event's identifier.
 	EventId string `json:"eventId"`
 
-	// EventType The kind of event a subscription receives.
+	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+	// the contact's conversation to a person) is the original service's tenth type, emitted
+	// for an `AIHandoff` activity.
 	EventType EventType `json:"eventType"`
 
 	// LatencyMs Time to the response or the failure, in milliseconds.
@@ -663,6 +675,11 @@ type EmailStatus string
 
 // Engagement Engagement counters; each last-date is absent until the first such activity.
 type Engagement struct {
+	// LastAIHandoffDate UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	LastAIHandoffDate *Timestamp `json:"lastAIHandoffDate,omitempty"`
+
 	// LastDashboardClickedDate UTC, RFC 3339 with exactly three fractional digits and `Z`.
 	//
 	// Example: 2026-11-21T09:30:00.123Z
@@ -697,6 +714,9 @@ type Engagement struct {
 	//
 	// Example: 2026-11-21T09:30:00.123Z
 	LastPostcardScanDate *Timestamp `json:"lastPostcardScanDate,omitempty"`
+
+	// NumOfAIHandoffs Conversations an AI assistant handed to a person.
+	NumOfAIHandoffs int `json:"numOfAIHandoffs"`
 
 	// NumOfDashboardClicks Clicks in the dashboard.
 	NumOfDashboardClicks int `json:"numOfDashboardClicks"`
@@ -744,7 +764,9 @@ type ErrorData struct {
 	Errors *[]FieldError `json:"errors,omitempty"`
 }
 
-// EventType The kind of event a subscription receives.
+// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+// the contact's conversation to a person) is the original service's tenth type, emitted
+// for an `AIHandoff` activity.
 type EventType string
 
 // FieldError One violation of the request's rules.
@@ -873,7 +895,9 @@ type WebhookEvent struct {
 	// EventId Unique per event; dedupe on it.
 	EventId string `json:"eventId"`
 
-	// EventType The kind of event a subscription receives.
+	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+	// the contact's conversation to a person) is the original service's tenth type, emitted
+	// for an `AIHandoff` activity.
 	EventType EventType `json:"eventType"`
 }
 
@@ -920,16 +944,19 @@ type WebhookEventData struct {
 		UnsubscribedAt Timestamp `json:"unsubscribedAt"`
 	} `json:"contactUnsubscribedInfo,omitempty"`
 
-	// DashboardClickInfo For `FormSubmission`, `EmailClick`, `DashboardClick` and `PostcardScan`.
+	// DashboardClickInfo For `FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan` and `FelixAIHandoff`.
 	DashboardClickInfo *ActivityInfo `json:"dashboardClickInfo,omitempty"`
 
-	// EmailClickInfo For `FormSubmission`, `EmailClick`, `DashboardClick` and `PostcardScan`.
+	// EmailClickInfo For `FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan` and `FelixAIHandoff`.
 	EmailClickInfo *ActivityInfo `json:"emailClickInfo,omitempty"`
 
-	// FormSubmissionInfo For `FormSubmission`, `EmailClick`, `DashboardClick` and `PostcardScan`.
+	// FelixAIHandoffInfo For `FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan` and `FelixAIHandoff`.
+	FelixAIHandoffInfo *ActivityInfo `json:"felixAIHandoffInfo,omitempty"`
+
+	// FormSubmissionInfo For `FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan` and `FelixAIHandoff`.
 	FormSubmissionInfo *ActivityInfo `json:"formSubmissionInfo,omitempty"`
 
-	// PostcardScanInfo For `FormSubmission`, `EmailClick`, `DashboardClick` and `PostcardScan`.
+	// PostcardScanInfo For `FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan` and `FelixAIHandoff`.
 	PostcardScanInfo *ActivityInfo `json:"postcardScanInfo,omitempty"`
 
 	// TagsAddedInfo For `TagsAdded`.
@@ -969,6 +996,24 @@ type WebhookPayload struct {
 	Events []WebhookEvent `json:"events"`
 }
 
+// WebhookSecret A subscription's new signing secret.
+type WebhookSecret struct {
+	// PreviousSecretExpiresAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	PreviousSecretExpiresAt Timestamp `json:"previousSecretExpiresAt"`
+
+	// Secret The new signing secret (`whsec_` + base64 of 32 random bytes), shown this once.
+	//
+	// Example: whsec_Q2xpZW50U2VjcmV0Um90YXRlZE9uY2VBbmROZXZlckFnYWlu
+	Secret string `json:"secret"`
+
+	// SubscriptionId The subscription's identifier.
+	//
+	// Example: 019350b6-5d7e-7c3a-9f1e-2b4c6d8e0a99
+	SubscriptionId string `json:"subscriptionId"`
+}
+
 // WebhookSubscription defines model for WebhookSubscription.
 type WebhookSubscription struct {
 	// CreatedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
@@ -976,7 +1021,9 @@ type WebhookSubscription struct {
 	// Example: 2026-11-21T09:30:00.123Z
 	CreatedAt Timestamp `json:"createdAt"`
 
-	// EventType The kind of event a subscription receives.
+	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+	// the contact's conversation to a person) is the original service's tenth type, emitted
+	// for an `AIHandoff` activity.
 	EventType EventType `json:"eventType"`
 
 	// Secret The Standard Webhooks signing secret (`whsec_...`). Only in the create response;
@@ -1263,9 +1310,10 @@ type ClientInterface interface {
 	// Records what the contact did: the matching engagement counter goes up by one, its
 	// last date moves to `occurredAt` when that is later (an earlier one never moves it
 	// back), the lead score is recomputed, and the matching event is emitted
-	// (`FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan`; `EmailSend`,
-	// `EmailOpen` and `DashboardView` have no event). `Unsubscribe` sets `recordStatus` to
-	// `NonMarketing` and emits `ContactUnsubscribed`.
+	// (`FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan`; `AIHandoff`, an AI
+	// assistant handing the contact's conversation to a person, emits `FelixAIHandoff`;
+	// `EmailSend`, `EmailOpen` and `DashboardView` have no event). `Unsubscribe` sets
+	// `recordStatus` to `NonMarketing` and emits `ContactUnsubscribed`.
 	//
 	// Send an `activityId` to make retries safe: an activity id the contact already has
 	// changes nothing and answers with the contact as it is, with
@@ -1281,9 +1329,10 @@ type ClientInterface interface {
 	// Records what the contact did: the matching engagement counter goes up by one, its
 	// last date moves to `occurredAt` when that is later (an earlier one never moves it
 	// back), the lead score is recomputed, and the matching event is emitted
-	// (`FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan`; `EmailSend`,
-	// `EmailOpen` and `DashboardView` have no event). `Unsubscribe` sets `recordStatus` to
-	// `NonMarketing` and emits `ContactUnsubscribed`.
+	// (`FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan`; `AIHandoff`, an AI
+	// assistant handing the contact's conversation to a person, emits `FelixAIHandoff`;
+	// `EmailSend`, `EmailOpen` and `DashboardView` have no event). `Unsubscribe` sets
+	// `recordStatus` to `NonMarketing` and emits `ContactUnsubscribed`.
 	//
 	// Send an `activityId` to make retries safe: an activity id the contact already has
 	// changes nothing and answers with the contact as it is, with
@@ -1442,6 +1491,19 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /public/v1/webhooks/{subscriptionId}/deliveries/{deliveryId}/redeliver (the `RedeliverWebhook` operationId).
 	RedeliverWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, deliveryId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RotateWebhookSecret Rotate a subscription's signing secret
+	//
+	// Replaces the subscription's Standard Webhooks signing secret with a new one, returned
+	// this once. For the next 24 hours every delivery to the subscription carries two
+	// signatures in `webhook-signature` (space-separated `v1,` entries, the new secret's
+	// first), so a receiver can switch to the new secret without rejecting a delivery; after
+	// that, only the new secret's. Rotating again within those 24 hours ends the secret
+	// before it at once. The account's client secret, which signs `fello-webhook-signature`,
+	// is rotated by the operator (`contactd accounts secret --rotate`).
+	//
+	// Corresponds with POST /public/v1/webhooks/{subscriptionId}/secret (the `RotateWebhookSecret` operationId).
+	RotateWebhookSecret(ctx context.Context, subscriptionId SubscriptionIdPath, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetConsent Show how a contact entered the system
@@ -1629,9 +1691,10 @@ func (c *Client) UpdateContact(ctx context.Context, contactId ContactIdPath, bod
 // Records what the contact did: the matching engagement counter goes up by one, its
 // last date moves to `occurredAt` when that is later (an earlier one never moves it
 // back), the lead score is recomputed, and the matching event is emitted
-// (`FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan`; `EmailSend`,
-// `EmailOpen` and `DashboardView` have no event). `Unsubscribe` sets `recordStatus` to
-// `NonMarketing` and emits `ContactUnsubscribed`.
+// (`FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan`; `AIHandoff`, an AI
+// assistant handing the contact's conversation to a person, emits `FelixAIHandoff`;
+// `EmailSend`, `EmailOpen` and `DashboardView` have no event). `Unsubscribe` sets
+// `recordStatus` to `NonMarketing` and emits `ContactUnsubscribed`.
 //
 // Send an `activityId` to make retries safe: an activity id the contact already has
 // changes nothing and answers with the contact as it is, with
@@ -1657,9 +1720,10 @@ func (c *Client) RecordContactActivityWithBody(ctx context.Context, contactId Co
 // Records what the contact did: the matching engagement counter goes up by one, its
 // last date moves to `occurredAt` when that is later (an earlier one never moves it
 // back), the lead score is recomputed, and the matching event is emitted
-// (`FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan`; `EmailSend`,
-// `EmailOpen` and `DashboardView` have no event). `Unsubscribe` sets `recordStatus` to
-// `NonMarketing` and emits `ContactUnsubscribed`.
+// (`FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan`; `AIHandoff`, an AI
+// assistant handing the contact's conversation to a person, emits `FelixAIHandoff`;
+// `EmailSend`, `EmailOpen` and `DashboardView` have no event). `Unsubscribe` sets
+// `recordStatus` to `NonMarketing` and emits `ContactUnsubscribed`.
 //
 // Send an `activityId` to make retries safe: an activity id the contact already has
 // changes nothing and answers with the contact as it is, with
@@ -1959,6 +2023,29 @@ func (c *Client) ListWebhookDeliveries(ctx context.Context, subscriptionId Subsc
 // Corresponds with POST /public/v1/webhooks/{subscriptionId}/deliveries/{deliveryId}/redeliver (the `RedeliverWebhook` operationId).
 func (c *Client) RedeliverWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, deliveryId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRedeliverWebhookRequest(c.Server, subscriptionId, deliveryId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RotateWebhookSecret Rotate a subscription's signing secret
+//
+// Replaces the subscription's Standard Webhooks signing secret with a new one, returned
+// this once. For the next 24 hours every delivery to the subscription carries two
+// signatures in `webhook-signature` (space-separated `v1,` entries, the new secret's
+// first), so a receiver can switch to the new secret without rejecting a delivery; after
+// that, only the new secret's. Rotating again within those 24 hours ends the secret
+// before it at once. The account's client secret, which signs `fello-webhook-signature`,
+// is rotated by the operator (`contactd accounts secret --rotate`).
+//
+// Corresponds with POST /public/v1/webhooks/{subscriptionId}/secret (the `RotateWebhookSecret` operationId).
+func (c *Client) RotateWebhookSecret(ctx context.Context, subscriptionId SubscriptionIdPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateWebhookSecretRequest(c.Server, subscriptionId)
 	if err != nil {
 		return nil, err
 	}
@@ -2674,6 +2761,40 @@ func NewRedeliverWebhookRequest(server string, subscriptionId SubscriptionIdPath
 	return req, nil
 }
 
+// NewRotateWebhookSecretRequest constructs an http.Request for the RotateWebhookSecret method
+func NewRotateWebhookSecretRequest(server string, subscriptionId SubscriptionIdPath) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "subscriptionId", subscriptionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/public/v1/webhooks/%s/secret", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -2831,9 +2952,10 @@ type ClientWithResponsesInterface interface {
 	// Records what the contact did: the matching engagement counter goes up by one, its
 	// last date moves to `occurredAt` when that is later (an earlier one never moves it
 	// back), the lead score is recomputed, and the matching event is emitted
-	// (`FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan`; `EmailSend`,
-	// `EmailOpen` and `DashboardView` have no event). `Unsubscribe` sets `recordStatus` to
-	// `NonMarketing` and emits `ContactUnsubscribed`.
+	// (`FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan`; `AIHandoff`, an AI
+	// assistant handing the contact's conversation to a person, emits `FelixAIHandoff`;
+	// `EmailSend`, `EmailOpen` and `DashboardView` have no event). `Unsubscribe` sets
+	// `recordStatus` to `NonMarketing` and emits `ContactUnsubscribed`.
 	//
 	// Send an `activityId` to make retries safe: an activity id the contact already has
 	// changes nothing and answers with the contact as it is, with
@@ -2849,9 +2971,10 @@ type ClientWithResponsesInterface interface {
 	// Records what the contact did: the matching engagement counter goes up by one, its
 	// last date moves to `occurredAt` when that is later (an earlier one never moves it
 	// back), the lead score is recomputed, and the matching event is emitted
-	// (`FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan`; `EmailSend`,
-	// `EmailOpen` and `DashboardView` have no event). `Unsubscribe` sets `recordStatus` to
-	// `NonMarketing` and emits `ContactUnsubscribed`.
+	// (`FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan`; `AIHandoff`, an AI
+	// assistant handing the contact's conversation to a person, emits `FelixAIHandoff`;
+	// `EmailSend`, `EmailOpen` and `DashboardView` have no event). `Unsubscribe` sets
+	// `recordStatus` to `NonMarketing` and emits `ContactUnsubscribed`.
 	//
 	// Send an `activityId` to make retries safe: an activity id the contact already has
 	// changes nothing and answers with the contact as it is, with
@@ -3018,6 +3141,21 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /public/v1/webhooks/{subscriptionId}/deliveries/{deliveryId}/redeliver (the `RedeliverWebhook` operationId).
 	RedeliverWebhookWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, deliveryId string, reqEditors ...RequestEditorFn) (*RedeliverWebhookResponse, error)
+
+	// RotateWebhookSecretWithResponse Rotate a subscription's signing secret
+	//
+	// Replaces the subscription's Standard Webhooks signing secret with a new one, returned
+	// this once. For the next 24 hours every delivery to the subscription carries two
+	// signatures in `webhook-signature` (space-separated `v1,` entries, the new secret's
+	// first), so a receiver can switch to the new secret without rejecting a delivery; after
+	// that, only the new secret's. Rotating again within those 24 hours ends the secret
+	// before it at once. The account's client secret, which signs `fello-webhook-signature`,
+	// is rotated by the operator (`contactd accounts secret --rotate`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /public/v1/webhooks/{subscriptionId}/secret (the `RotateWebhookSecret` operationId).
+	RotateWebhookSecretWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
 }
 
 type GetConsentResponse struct {
@@ -3084,6 +3222,7 @@ func (r GetConsentResponse) ContentType() string {
 
 // GetContactResponse429Headers the declared response headers of an HTTP 429 response for GetContact
 type GetContactResponse429Headers struct {
+	RateLimitReset         *int
 	RetryAfter             *int
 	XRateLimitLimit10      *int
 	XRateLimitLimitDay     *int
@@ -3178,6 +3317,7 @@ func (r GetContactResponse) ContentType() string {
 
 // CreateContactResponse429Headers the declared response headers of an HTTP 429 response for CreateContact
 type CreateContactResponse429Headers struct {
+	RateLimitReset         *int
 	RetryAfter             *int
 	XRateLimitLimit10      *int
 	XRateLimitLimitDay     *int
@@ -3279,6 +3419,7 @@ func (r CreateContactResponse) ContentType() string {
 
 // ArchivePropertyResponse429Headers the declared response headers of an HTTP 429 response for ArchiveProperty
 type ArchivePropertyResponse429Headers struct {
+	RateLimitReset         *int
 	RetryAfter             *int
 	XRateLimitLimit10      *int
 	XRateLimitLimitDay     *int
@@ -3366,6 +3507,7 @@ func (r ArchivePropertyResponse) ContentType() string {
 
 // DeleteContactResponse429Headers the declared response headers of an HTTP 429 response for DeleteContact
 type DeleteContactResponse429Headers struct {
+	RateLimitReset         *int
 	RetryAfter             *int
 	XRateLimitLimit10      *int
 	XRateLimitLimitDay     *int
@@ -3446,6 +3588,7 @@ func (r DeleteContactResponse) ContentType() string {
 
 // UpdateContactResponse429Headers the declared response headers of an HTTP 429 response for UpdateContact
 type UpdateContactResponse429Headers struct {
+	RateLimitReset         *int
 	RetryAfter             *int
 	XRateLimitLimit10      *int
 	XRateLimitLimitDay     *int
@@ -3559,6 +3702,7 @@ type RecordContactActivityResponse200Headers struct {
 
 // RecordContactActivityResponse429Headers the declared response headers of an HTTP 429 response for RecordContactActivity
 type RecordContactActivityResponse429Headers struct {
+	RateLimitReset         *int
 	RetryAfter             *int
 	XRateLimitLimit10      *int
 	XRateLimitLimitDay     *int
@@ -3669,6 +3813,7 @@ func (r RecordContactActivityResponse) ContentType() string {
 
 // AddContactPropertyResponse429Headers the declared response headers of an HTTP 429 response for AddContactProperty
 type AddContactPropertyResponse429Headers struct {
+	RateLimitReset         *int
 	RetryAfter             *int
 	XRateLimitLimit10      *int
 	XRateLimitLimitDay     *int
@@ -3777,6 +3922,7 @@ func (r AddContactPropertyResponse) ContentType() string {
 
 // RemoveContactTagsResponse429Headers the declared response headers of an HTTP 429 response for RemoveContactTags
 type RemoveContactTagsResponse429Headers struct {
+	RateLimitReset         *int
 	RetryAfter             *int
 	XRateLimitLimit10      *int
 	XRateLimitLimitDay     *int
@@ -3885,6 +4031,7 @@ func (r RemoveContactTagsResponse) ContentType() string {
 
 // AddContactTagsResponse429Headers the declared response headers of an HTTP 429 response for AddContactTags
 type AddContactTagsResponse429Headers struct {
+	RateLimitReset         *int
 	RetryAfter             *int
 	XRateLimitLimit10      *int
 	XRateLimitLimitDay     *int
@@ -3993,6 +4140,7 @@ func (r AddContactTagsResponse) ContentType() string {
 
 // ReplaceContactTagsResponse429Headers the declared response headers of an HTTP 429 response for ReplaceContactTags
 type ReplaceContactTagsResponse429Headers struct {
+	RateLimitReset         *int
 	RetryAfter             *int
 	XRateLimitLimit10      *int
 	XRateLimitLimitDay     *int
@@ -4101,6 +4249,7 @@ func (r ReplaceContactTagsResponse) ContentType() string {
 
 // ListWebhooksResponse429Headers the declared response headers of an HTTP 429 response for ListWebhooks
 type ListWebhooksResponse429Headers struct {
+	RateLimitReset         *int
 	RetryAfter             *int
 	XRateLimitLimit10      *int
 	XRateLimitLimitDay     *int
@@ -4181,6 +4330,7 @@ func (r ListWebhooksResponse) ContentType() string {
 
 // CreateWebhookResponse429Headers the declared response headers of an HTTP 429 response for CreateWebhook
 type CreateWebhookResponse429Headers struct {
+	RateLimitReset         *int
 	RetryAfter             *int
 	XRateLimitLimit10      *int
 	XRateLimitLimitDay     *int
@@ -4282,6 +4432,7 @@ func (r CreateWebhookResponse) ContentType() string {
 
 // DeleteWebhookResponse429Headers the declared response headers of an HTTP 429 response for DeleteWebhook
 type DeleteWebhookResponse429Headers struct {
+	RateLimitReset         *int
 	RetryAfter             *int
 	XRateLimitLimit10      *int
 	XRateLimitLimitDay     *int
@@ -4362,6 +4513,7 @@ func (r DeleteWebhookResponse) ContentType() string {
 
 // ListWebhookDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for ListWebhookDeliveries
 type ListWebhookDeliveriesResponse429Headers struct {
+	RateLimitReset         *int
 	RetryAfter             *int
 	XRateLimitLimit10      *int
 	XRateLimitLimitDay     *int
@@ -4456,6 +4608,7 @@ func (r ListWebhookDeliveriesResponse) ContentType() string {
 
 // RedeliverWebhookResponse429Headers the declared response headers of an HTTP 429 response for RedeliverWebhook
 type RedeliverWebhookResponse429Headers struct {
+	RateLimitReset         *int
 	RetryAfter             *int
 	XRateLimitLimit10      *int
 	XRateLimitLimitDay     *int
@@ -4542,6 +4695,94 @@ func (r RedeliverWebhookResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RedeliverWebhookResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RotateWebhookSecretResponse429Headers the declared response headers of an HTTP 429 response for RotateWebhookSecret
+type RotateWebhookSecretResponse429Headers struct {
+	RateLimitReset         *int
+	RetryAfter             *int
+	XRateLimitLimit10      *int
+	XRateLimitLimitDay     *int
+	XRateLimitRemaining10  *int
+	XRateLimitRemainingDay *int
+}
+
+type RotateWebhookSecretResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookSecret
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RotateWebhookSecretResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RotateWebhookSecretResponse) GetJSON200() *WebhookSecret {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RotateWebhookSecretResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RotateWebhookSecretResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RotateWebhookSecretResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RotateWebhookSecretResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RotateWebhookSecretResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RotateWebhookSecretResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RotateWebhookSecretResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RotateWebhookSecretResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RotateWebhookSecretResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -4709,9 +4950,10 @@ func (c *ClientWithResponses) UpdateContactWithResponse(ctx context.Context, con
 // Records what the contact did: the matching engagement counter goes up by one, its
 // last date moves to `occurredAt` when that is later (an earlier one never moves it
 // back), the lead score is recomputed, and the matching event is emitted
-// (`FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan`; `EmailSend`,
-// `EmailOpen` and `DashboardView` have no event). `Unsubscribe` sets `recordStatus` to
-// `NonMarketing` and emits `ContactUnsubscribed`.
+// (`FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan`; `AIHandoff`, an AI
+// assistant handing the contact's conversation to a person, emits `FelixAIHandoff`;
+// `EmailSend`, `EmailOpen` and `DashboardView` have no event). `Unsubscribe` sets
+// `recordStatus` to `NonMarketing` and emits `ContactUnsubscribed`.
 //
 // Send an `activityId` to make retries safe: an activity id the contact already has
 // changes nothing and answers with the contact as it is, with
@@ -4733,9 +4975,10 @@ func (c *ClientWithResponses) RecordContactActivityWithBodyWithResponse(ctx cont
 // Records what the contact did: the matching engagement counter goes up by one, its
 // last date moves to `occurredAt` when that is later (an earlier one never moves it
 // back), the lead score is recomputed, and the matching event is emitted
-// (`FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan`; `EmailSend`,
-// `EmailOpen` and `DashboardView` have no event). `Unsubscribe` sets `recordStatus` to
-// `NonMarketing` and emits `ContactUnsubscribed`.
+// (`FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan`; `AIHandoff`, an AI
+// assistant handing the contact's conversation to a person, emits `FelixAIHandoff`;
+// `EmailSend`, `EmailOpen` and `DashboardView` have no event). `Unsubscribe` sets
+// `recordStatus` to `NonMarketing` and emits `ContactUnsubscribed`.
 //
 // Send an `activityId` to make retries safe: an activity id the contact already has
 // changes nothing and answers with the contact as it is, with
@@ -4993,6 +5236,27 @@ func (c *ClientWithResponses) RedeliverWebhookWithResponse(ctx context.Context, 
 	return ParseRedeliverWebhookResponse(rsp)
 }
 
+// RotateWebhookSecretWithResponse Rotate a subscription's signing secret
+//
+// Replaces the subscription's Standard Webhooks signing secret with a new one, returned
+// this once. For the next 24 hours every delivery to the subscription carries two
+// signatures in `webhook-signature` (space-separated `v1,` entries, the new secret's
+// first), so a receiver can switch to the new secret without rejecting a delivery; after
+// that, only the new secret's. Rotating again within those 24 hours ends the secret
+// before it at once. The account's client secret, which signs `fello-webhook-signature`,
+// is rotated by the operator (`contactd accounts secret --rotate`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /public/v1/webhooks/{subscriptionId}/secret (the `RotateWebhookSecret` operationId).
+func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error) {
+	rsp, err := c.RotateWebhookSecret(ctx, subscriptionId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRotateWebhookSecretResponse(rsp)
+}
+
 // ParseGetConsentResponse parses an HTTP response from a GetConsentWithResponse call
 func ParseGetConsentResponse(rsp *http.Response) (*GetConsentResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -5111,6 +5375,13 @@ func ParseGetContactResponse(rsp *http.Response) (*GetContactResponse, error) {
 	switch {
 	case rsp.StatusCode == 429:
 		var headers GetContactResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -5227,6 +5498,13 @@ func ParseCreateContactResponse(rsp *http.Response) (*CreateContactResponse, err
 	switch {
 	case rsp.StatusCode == 429:
 		var headers CreateContactResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -5329,6 +5607,13 @@ func ParseArchivePropertyResponse(rsp *http.Response) (*ArchivePropertyResponse,
 	switch {
 	case rsp.StatusCode == 429:
 		var headers ArchivePropertyResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -5427,6 +5712,13 @@ func ParseDeleteContactResponse(rsp *http.Response) (*DeleteContactResponse, err
 	switch {
 	case rsp.StatusCode == 429:
 		var headers DeleteContactResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -5550,6 +5842,13 @@ func ParseUpdateContactResponse(rsp *http.Response) (*UpdateContactResponse, err
 	switch {
 	case rsp.StatusCode == 429:
 		var headers UpdateContactResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -5683,6 +5982,13 @@ func ParseRecordContactActivityResponse(rsp *http.Response) (*RecordContactActiv
 		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
 		var headers RecordContactActivityResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -5806,6 +6112,13 @@ func ParseAddContactPropertyResponse(rsp *http.Response) (*AddContactPropertyRes
 	switch {
 	case rsp.StatusCode == 429:
 		var headers AddContactPropertyResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -5929,6 +6242,13 @@ func ParseRemoveContactTagsResponse(rsp *http.Response) (*RemoveContactTagsRespo
 	switch {
 	case rsp.StatusCode == 429:
 		var headers RemoveContactTagsResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -6052,6 +6372,13 @@ func ParseAddContactTagsResponse(rsp *http.Response) (*AddContactTagsResponse, e
 	switch {
 	case rsp.StatusCode == 429:
 		var headers AddContactTagsResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -6175,6 +6502,13 @@ func ParseReplaceContactTagsResponse(rsp *http.Response) (*ReplaceContactTagsRes
 	switch {
 	case rsp.StatusCode == 429:
 		var headers ReplaceContactTagsResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -6270,6 +6604,13 @@ func ParseListWebhooksResponse(rsp *http.Response) (*ListWebhooksResponse, error
 	switch {
 	case rsp.StatusCode == 429:
 		var headers ListWebhooksResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -6386,6 +6727,13 @@ func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, err
 	switch {
 	case rsp.StatusCode == 429:
 		var headers CreateWebhookResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -6484,6 +6832,13 @@ func ParseDeleteWebhookResponse(rsp *http.Response) (*DeleteWebhookResponse, err
 	switch {
 	case rsp.StatusCode == 429:
 		var headers DeleteWebhookResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -6593,6 +6948,13 @@ func ParseListWebhookDeliveriesResponse(rsp *http.Response) (*ListWebhookDeliver
 	switch {
 	case rsp.StatusCode == 429:
 		var headers ListWebhookDeliveriesResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -6702,6 +7064,122 @@ func ParseRedeliverWebhookResponse(rsp *http.Response) (*RedeliverWebhookRespons
 	switch {
 	case rsp.StatusCode == 429:
 		var headers RedeliverWebhookResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimitDay = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemainingDay = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRotateWebhookSecretResponse parses an HTTP response from a RotateWebhookSecretWithResponse call
+func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RotateWebhookSecretResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookSecret
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers RotateWebhookSecretResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -13,19 +13,24 @@ import (
 )
 
 const accountGetByName = `-- name: AccountGetByName :one
-SELECT account_id, name, created_at FROM accounts WHERE name = $1
+SELECT account_id, name, created_at, client_secret_sealed FROM accounts WHERE name = $1
 `
 
 func (q *Queries) AccountGetByName(ctx context.Context, name string) (Account, error) {
 	row := q.db.QueryRow(ctx, accountGetByName, name)
 	var i Account
-	err := row.Scan(&i.AccountID, &i.Name, &i.CreatedAt)
+	err := row.Scan(
+		&i.AccountID,
+		&i.Name,
+		&i.CreatedAt,
+		&i.ClientSecretSealed,
+	)
 	return i, err
 }
 
 const accountInsert = `-- name: AccountInsert :one
 INSERT INTO accounts (account_id, name, created_at) VALUES ($1, $2, $3)
-RETURNING account_id, name, created_at
+RETURNING account_id, name, created_at, client_secret_sealed
 `
 
 type AccountInsertParams struct {
@@ -37,7 +42,12 @@ type AccountInsertParams struct {
 func (q *Queries) AccountInsert(ctx context.Context, arg AccountInsertParams) (Account, error) {
 	row := q.db.QueryRow(ctx, accountInsert, arg.AccountID, arg.Name, arg.CreatedAt)
 	var i Account
-	err := row.Scan(&i.AccountID, &i.Name, &i.CreatedAt)
+	err := row.Scan(
+		&i.AccountID,
+		&i.Name,
+		&i.CreatedAt,
+		&i.ClientSecretSealed,
+	)
 	return i, err
 }
 

@@ -161,7 +161,7 @@ func (b *ContactCreateBatchResults) Close() error {
 }
 
 const contactGetByEmail = `-- name: ContactGetByEmail :batchone
-SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties FROM contact_rows WHERE account_id = $1 AND email_key = $2
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows WHERE account_id = $1 AND email_key = $2
 `
 
 type ContactGetByEmailBatchResults struct {
@@ -236,6 +236,8 @@ func (b *ContactGetByEmailBatchResults) QueryRow(f func(int, ContactRow, error))
 			&i.EnrichDueAt,
 			&i.EnrichAttempts,
 			&i.ActiveProperties,
+			&i.NumAiHandoffs,
+			&i.LastAiHandoffAt,
 		)
 		if f != nil {
 			f(t, i, err)
@@ -249,7 +251,7 @@ func (b *ContactGetByEmailBatchResults) Close() error {
 }
 
 const contactGetByID = `-- name: ContactGetByID :batchone
-SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties FROM contact_rows WHERE account_id = $1 AND contact_id = $2
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows WHERE account_id = $1 AND contact_id = $2
 `
 
 type ContactGetByIDBatchResults struct {
@@ -325,6 +327,8 @@ func (b *ContactGetByIDBatchResults) QueryRow(f func(int, ContactRow, error)) {
 			&i.EnrichDueAt,
 			&i.EnrichAttempts,
 			&i.ActiveProperties,
+			&i.NumAiHandoffs,
+			&i.LastAiHandoffAt,
 		)
 		if f != nil {
 			f(t, i, err)

@@ -39,8 +39,9 @@ UPDATE contacts SET
     num_dashboard_views = $9, last_dashboard_view_at = $10,
     num_dashboard_clicks = $11, last_dashboard_click_at = $12,
     num_postcard_scans = $13, last_postcard_scan_at = $14,
-    lead_score = $15, record_status = $16, updated_at = $17
-WHERE account_id = $18 AND contact_id = $19
+    num_ai_handoffs = $15, last_ai_handoff_at = $16,
+    lead_score = $17, record_status = $18, updated_at = $19
+WHERE account_id = $20 AND contact_id = $21
 `
 
 type ContactEngagementSetParams struct {
@@ -58,6 +59,8 @@ type ContactEngagementSetParams struct {
 	LastDashboardClickAt *time.Time
 	NumPostcardScans     int32
 	LastPostcardScanAt   *time.Time
+	NumAiHandoffs        int32
+	LastAiHandoffAt      *time.Time
 	LeadScore            int32
 	RecordStatus         string
 	UpdatedAt            time.Time
@@ -81,6 +84,8 @@ func (q *Queries) ContactEngagementSet(ctx context.Context, arg ContactEngagemen
 		arg.LastDashboardClickAt,
 		arg.NumPostcardScans,
 		arg.LastPostcardScanAt,
+		arg.NumAiHandoffs,
+		arg.LastAiHandoffAt,
 		arg.LeadScore,
 		arg.RecordStatus,
 		arg.UpdatedAt,
@@ -107,7 +112,7 @@ func (q *Queries) ContactIDByEmail(ctx context.Context, arg ContactIDByEmailPara
 }
 
 const contactLock = `-- name: ContactLock :one
-SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties FROM contact_rows
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows
 WHERE account_id = $1 AND contact_id = $2
 FOR UPDATE
 `
@@ -158,6 +163,8 @@ func (q *Queries) ContactLock(ctx context.Context, arg ContactLockParams) (Conta
 		&i.EnrichDueAt,
 		&i.EnrichAttempts,
 		&i.ActiveProperties,
+		&i.NumAiHandoffs,
+		&i.LastAiHandoffAt,
 	)
 	return i, err
 }

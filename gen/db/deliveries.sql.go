@@ -130,7 +130,9 @@ WHERE d.account_id = due.account_id AND d.delivery_id = due.delivery_id
   AND e.account_id = d.account_id AND e.event_id = d.event_id
   AND s.account_id = d.account_id AND s.subscription_id = d.subscription_id
 RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, e.event_id, e.event_type,
-    e.payload::text AS payload, s.url, s.secret, s.status AS subscription_status
+    e.payload::text AS payload, s.url, s.secret, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_until,
+    s.status AS subscription_status,
+    (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed
 `
 
 type DeliveryClaimParams struct {
@@ -140,17 +142,21 @@ type DeliveryClaimParams struct {
 }
 
 type DeliveryClaimRow struct {
-	AccountID          uuid.UUID
-	DeliveryID         uuid.UUID
-	Status             string
-	Attempts           int32
-	SubscriptionID     uuid.UUID
-	EventID            uuid.UUID
-	EventType          string
-	Payload            string
-	Url                string
-	Secret             string
-	SubscriptionStatus string
+	AccountID            uuid.UUID
+	DeliveryID           uuid.UUID
+	Status               string
+	Attempts             int32
+	SubscriptionID       uuid.UUID
+	EventID              uuid.UUID
+	EventType            string
+	Payload              string
+	Url                  string
+	Secret               *string
+	SecretSealed         *string
+	PreviousSecretSealed *string
+	PreviousSecretUntil  *time.Time
+	SubscriptionStatus   string
+	ClientSecretSealed   *string
 }
 
 // Leases up to @max due deliveries to the caller until @lease_until, with everything their
@@ -177,7 +183,11 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 			&i.Payload,
 			&i.Url,
 			&i.Secret,
+			&i.SecretSealed,
+			&i.PreviousSecretSealed,
+			&i.PreviousSecretUntil,
 			&i.SubscriptionStatus,
+			&i.ClientSecretSealed,
 		); err != nil {
 			return nil, err
 		}
@@ -234,7 +244,9 @@ func (q *Queries) DeliveryGet(ctx context.Context, arg DeliveryGetParams) (Deliv
 
 const deliveryLoad = `-- name: DeliveryLoad :one
 SELECT d.status, d.attempts, d.subscription_id, e.event_id, e.event_type, e.payload::text AS payload,
-       s.url, s.secret, s.status AS subscription_status
+       s.url, s.secret, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_until,
+       s.status AS subscription_status,
+       (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed
 FROM webhook_deliveries d
 JOIN webhook_events e ON e.account_id = d.account_id AND e.event_id = d.event_id
 JOIN webhook_subscriptions s ON s.account_id = d.account_id AND s.subscription_id = d.subscription_id
@@ -247,15 +259,19 @@ type DeliveryLoadParams struct {
 }
 
 type DeliveryLoadRow struct {
-	Status             string
-	Attempts           int32
-	SubscriptionID     uuid.UUID
-	EventID            uuid.UUID
-	EventType          string
-	Payload            string
-	Url                string
-	Secret             string
-	SubscriptionStatus string
+	Status               string
+	Attempts             int32
+	SubscriptionID       uuid.UUID
+	EventID              uuid.UUID
+	EventType            string
+	Payload              string
+	Url                  string
+	Secret               *string
+	SecretSealed         *string
+	PreviousSecretSealed *string
+	PreviousSecretUntil  *time.Time
+	SubscriptionStatus   string
+	ClientSecretSealed   *string
 }
 
 // Everything one attempt needs, in one round trip.
@@ -271,7 +287,11 @@ func (q *Queries) DeliveryLoad(ctx context.Context, arg DeliveryLoadParams) (Del
 		&i.Payload,
 		&i.Url,
 		&i.Secret,
+		&i.SecretSealed,
+		&i.PreviousSecretSealed,
+		&i.PreviousSecretUntil,
 		&i.SubscriptionStatus,
+		&i.ClientSecretSealed,
 	)
 	return i, err
 }

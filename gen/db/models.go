@@ -11,9 +11,10 @@ import (
 )
 
 type Account struct {
-	AccountID uuid.UUID
-	Name      string
-	CreatedAt time.Time
+	AccountID          uuid.UUID
+	Name               string
+	CreatedAt          time.Time
+	ClientSecretSealed *string
 }
 
 type Activity struct {
@@ -80,6 +81,8 @@ type Contact struct {
 	ConsentUserAgent     string
 	ConsentFields        []byte
 	AddressesParsedBy    int32
+	NumAiHandoffs        int32
+	LastAiHandoffAt      *time.Time
 }
 
 type ContactRow struct {
@@ -119,6 +122,8 @@ type ContactRow struct {
 	EnrichDueAt          *time.Time
 	EnrichAttempts       int32
 	ActiveProperties     []byte
+	NumAiHandoffs        int32
+	LastAiHandoffAt      *time.Time
 }
 
 type PeriodicTask struct {
@@ -178,15 +183,18 @@ type WebhookEvent struct {
 }
 
 type WebhookSubscription struct {
-	AccountID           uuid.UUID
-	SubscriptionID      uuid.UUID
-	Url                 string
-	EventType           string
-	Status              string
-	Secret              string
-	ConsecutiveFailures int32
-	LastSuccessAt       *time.Time
-	FailingSince        *time.Time
-	CreatedAt           time.Time
-	UpdatedAt           time.Time
+	AccountID            uuid.UUID
+	SubscriptionID       uuid.UUID
+	Url                  string
+	EventType            string
+	Status               string
+	Secret               *string
+	ConsecutiveFailures  int32
+	LastSuccessAt        *time.Time
+	FailingSince         *time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+	SecretSealed         *string
+	PreviousSecretSealed *string
+	PreviousSecretUntil  *time.Time
 }

@@ -11,10 +11,17 @@ import (
 )
 
 type Querier interface {
+	AccountClientSecret(ctx context.Context, accountID uuid.UUID) (*string, error)
+	// Sets the account's client secret: when it has none (@only_if_unset), or always (a
+	// rotation). No row when it has one and @only_if_unset: the caller reads that one.
+	AccountClientSecretSet(ctx context.Context, arg AccountClientSecretSetParams) (*string, error)
 	AccountGetByName(ctx context.Context, name string) (Account, error)
 	AccountInsert(ctx context.Context, arg AccountInsertParams) (Account, error)
 	// Serialises changes that enforce per-account limits (subscriptions per event type).
 	AccountLock(ctx context.Context, accountID uuid.UUID) error
+	AccountSecretReseal(ctx context.Context, arg AccountSecretResealParams) (int64, error)
+	// A page of accounts whose client secret is sealed under another key than @current_key_id.
+	AccountSecretsToSeal(ctx context.Context, arg AccountSecretsToSealParams) ([]AccountSecretsToSealRow, error)
 	// No row when the contact already has this activity id: the retry of a reported activity.
 	ActivityInsert(ctx context.Context, arg ActivityInsertParams) (int64, error)
 	AttemptInsert(ctx context.Context, arg AttemptInsertParams) error
@@ -104,6 +111,8 @@ type Querier interface {
 	PropertyInsert(ctx context.Context, arg PropertyInsertParams) (uuid.UUID, error)
 	// Leaves the row alone when the standardised form would collide with another active property.
 	PropertyUpdateAddress(ctx context.Context, arg PropertyUpdateAddressParams) (int64, error)
+	// The ids of the keys the stored secrets are sealed under (package seal's "v1.<id>.<...>").
+	SecretKeyIDs(ctx context.Context) ([]string, error)
 	SubscriptionCountLive(ctx context.Context, arg SubscriptionCountLiveParams) (int64, error)
 	// The event types the account has live subscriptions to (webhook.Subscribers' cache).
 	SubscriptionEventTypesLive(ctx context.Context, accountID uuid.UUID) ([]string, error)
@@ -113,6 +122,14 @@ type Querier interface {
 	// The third failure in a row turns an Active subscription Failing.
 	SubscriptionRecordFailure(ctx context.Context, arg SubscriptionRecordFailureParams) error
 	SubscriptionRemove(ctx context.Context, arg SubscriptionRemoveParams) (int64, error)
+	// Replaces the subscription's secret; the one it replaces signs too until @previous_until.
+	SubscriptionRotateSecret(ctx context.Context, arg SubscriptionRotateSecretParams) (uuid.UUID, error)
+	// Stores a subscription's secrets sealed anew, if they are still what the caller read: a
+	// rotation in between wins.
+	SubscriptionSecretsReseal(ctx context.Context, arg SubscriptionSecretsResealParams) (int64, error)
+	// A page of subscriptions whose secrets are in clear or sealed under another key than
+	// @current_key_id, after (@after_account, @after_subscription).
+	SubscriptionSecretsToSeal(ctx context.Context, arg SubscriptionSecretsToSealParams) ([]SubscriptionSecretsToSealRow, error)
 	// Tells every contactd process (webhook.Subscribers) that the account's live subscriptions
 	// changed; '' means any account. Delivered at commit.
 	SubscriptionsChangedNotify(ctx context.Context, accountID string) error

@@ -56,7 +56,7 @@ func (q *Queries) SubscriptionEventTypesLive(ctx context.Context, accountID uuid
 }
 
 const subscriptionGet = `-- name: SubscriptionGet :one
-SELECT account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at FROM webhook_subscriptions WHERE account_id = $1 AND subscription_id = $2
+SELECT account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until FROM webhook_subscriptions WHERE account_id = $1 AND subscription_id = $2
 `
 
 type SubscriptionGetParams struct {
@@ -79,15 +79,18 @@ func (q *Queries) SubscriptionGet(ctx context.Context, arg SubscriptionGetParams
 		&i.FailingSince,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.SecretSealed,
+		&i.PreviousSecretSealed,
+		&i.PreviousSecretUntil,
 	)
 	return i, err
 }
 
 const subscriptionInsert = `-- name: SubscriptionInsert :one
 INSERT INTO webhook_subscriptions (
-    account_id, subscription_id, url, event_type, secret, created_at, updated_at
+    account_id, subscription_id, url, event_type, secret_sealed, created_at, updated_at
 ) VALUES ($1, $2, $3, $4, $5, $6, $6)
-RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at
+RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until
 `
 
 type SubscriptionInsertParams struct {
@@ -95,7 +98,7 @@ type SubscriptionInsertParams struct {
 	SubscriptionID uuid.UUID
 	Url            string
 	EventType      string
-	Secret         string
+	SecretSealed   *string
 	CreatedAt      time.Time
 }
 
@@ -105,7 +108,7 @@ func (q *Queries) SubscriptionInsert(ctx context.Context, arg SubscriptionInsert
 		arg.SubscriptionID,
 		arg.Url,
 		arg.EventType,
-		arg.Secret,
+		arg.SecretSealed,
 		arg.CreatedAt,
 	)
 	var i WebhookSubscription
@@ -121,12 +124,15 @@ func (q *Queries) SubscriptionInsert(ctx context.Context, arg SubscriptionInsert
 		&i.FailingSince,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.SecretSealed,
+		&i.PreviousSecretSealed,
+		&i.PreviousSecretUntil,
 	)
 	return i, err
 }
 
 const subscriptionList = `-- name: SubscriptionList :many
-SELECT account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at FROM webhook_subscriptions
+SELECT account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until FROM webhook_subscriptions
 WHERE account_id = $1
 ORDER BY created_at DESC, subscription_id DESC
 `
@@ -152,6 +158,9 @@ func (q *Queries) SubscriptionList(ctx context.Context, accountID uuid.UUID) ([]
 			&i.FailingSince,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.SecretSealed,
+			&i.PreviousSecretSealed,
+			&i.PreviousSecretUntil,
 		); err != nil {
 			return nil, err
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/contactd/contactd/internal/pgembed"
 	"github.com/contactd/contactd/internal/queue"
 	"github.com/contactd/contactd/internal/ratelimit"
+	"github.com/contactd/contactd/internal/seal"
 	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/webhook"
 )
@@ -92,17 +93,21 @@ type Services struct {
 	Subscribers *webhook.Subscribers
 	// Periodic runs the maintenance tasks, once per interval across all processes.
 	Periodic *queue.Periodic
+	// Secrets keeps the signing secrets, sealed.
+	Secrets *webhook.Secrets
 }
 
-// NewServices builds the domain services. Delivery workers are not started.
-func NewServices(cfg config.Config, st *store.Store, log *slog.Logger) (*Services, error) {
+// NewServices builds the domain services over st, sealing secrets with keys. Workers are not
+// started.
+func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *slog.Logger) (*Services, error) {
 	m := metrics.New()
 	m.WatchPool(st.Pool)
 	st.ObserveGroups(m.ObserveGroup)
 	m.WatchQueue(queueDepth(st))
+	secrets := webhook.NewSecrets(st, keys, Now)
 	deliveries := delivery.New(st, delivery.Options{
 		Timeout: cfg.WebhookTimeout, AllowedNetworks: cfg.WebhookAllowedNetworks, Workers: cfg.WebhookWorkers,
-		RescueAfter: cfg.WebhookRescueAfter, Now: Now, Log: log, Metrics: m,
+		RescueAfter: cfg.WebhookRescueAfter, Now: Now, Log: log, Metrics: m, Secrets: secrets,
 	})
 	subs := webhook.NewSubscribers(st, Now)
 	events := webhook.NewEmitter(deliveries, subs)
@@ -110,7 +115,8 @@ func NewServices(cfg config.Config, st *store.Store, log *slog.Logger) (*Service
 	return &Services{
 		Auth:        auth.NewService(st, Now),
 		Contacts:    contact.NewService(st, events, Now, cfg.PublicURL),
-		Webhooks:    webhook.NewService(st, subs, Now, cfg.WebhookAllowHTTP),
+		Webhooks:    webhook.NewService(st, subs, secrets, Now, cfg.WebhookAllowHTTP),
+		Secrets:     secrets,
 		Deliveries:  deliveries,
 		Enrich:      enricher,
 		Metrics:     m,

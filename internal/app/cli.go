@@ -24,14 +24,19 @@ usage:
   contactd worker [flags]                     run only the delivery workers
   contactd migrate                            apply pending migrations
   contactd accounts create --name NAME        create an account
+  contactd accounts secret --account NAME [--rotate]
+                                              print the account's webhook client secret
+                                              (fello-webhook-signature); --rotate replaces it
   contactd keys create --account NAME [--name KEY_NAME]
                                               create an API key; prints it alone on stdout
   contactd keys list --account NAME           list an account's keys
   contactd keys revoke KEY_PREFIX             revoke a key at once
+  contactd secrets rekey                      seal every stored secret under CONTACTD_SECRET_KEY
 
 Every command takes the configuration flags (contactd serve -h lists them) and reads
 CONTACTD_* variables and DATABASE_URL; without DATABASE_URL the embedded PostgreSQL under
-./.data is used.
+./.data is used. With DATABASE_URL, every command but migrate needs CONTACTD_SECRET_KEY (or
+CONTACTD_SECRET_KEY_FILE), the key that seals the stored webhook secrets.
 `
 
 // Main runs the command line and returns the exit code.
@@ -41,7 +46,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cmd := args[0]
-	if (cmd == "accounts" || cmd == "keys") && len(args) > 1 {
+	if (cmd == "accounts" || cmd == "keys" || cmd == "secrets") && len(args) > 1 {
 		cmd, args = cmd+" "+args[1], args[1:]
 	}
 	run, ok := commands[cmd]
@@ -56,6 +61,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cl := &cmdline{fs: fs, stdout: stdout, stderr: stderr}
 	cl.name = fs.String("name", "", "account or key name")
 	cl.account = fs.String("account", "", "account name")
+	cl.rotate = fs.Bool("rotate", false, "accounts secret: replace the client secret first")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
@@ -84,6 +90,7 @@ type cmdline struct {
 	log            *slog.Logger
 	stdout, stderr io.Writer
 	name, account  *string
+	rotate         *bool
 }
 
 var commands = map[string]func(context.Context, *cmdline) error{
@@ -91,6 +98,8 @@ var commands = map[string]func(context.Context, *cmdline) error{
 	"worker":          func(ctx context.Context, c *cmdline) error { return Work(ctx, c.cfg, c.log) },
 	"migrate":         cmdMigrate,
 	"accounts create": cmdAccountsCreate,
+	"accounts secret": cmdAccountsSecret,
+	"secrets rekey":   cmdSecretsRekey,
 	"keys create":     cmdKeysCreate,
 	"keys list":       cmdKeysList,
 	"keys revoke":     cmdKeysRevoke,
@@ -130,7 +139,49 @@ func withServices(ctx context.Context, c *cmdline, fn func(*Services) error) err
 }
 
 func withServicesOf(ctx context.Context, cfg config.Config, log *slog.Logger, fn func(*Services) error) error {
+	rt, svc, err := openServices(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	return fn(svc)
+}
+
+// openServices opens the database, applies migrations, checks the secret key against the
+// stored secrets, seals the secrets an older contactd left in clear, and builds the services.
+func openServices(ctx context.Context, cfg config.Config, log *slog.Logger) (*Runtime, *Services, error) {
 	rt, err := Open(ctx, cfg, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	svc, err := func() (*Services, error) {
+		if err := rt.Store.Migrate(ctx); err != nil {
+			return nil, err
+		}
+		keys, err := openSecrets(ctx, cfg, rt)
+		if err != nil {
+			return nil, err
+		}
+		svc, err := NewServices(cfg, rt.Store, keys, log)
+		if err != nil {
+			return nil, err
+		}
+		if n, err := svc.Secrets.Reseal(ctx, true); err != nil {
+			return nil, fmt.Errorf("seal the secrets stored in clear: %w", err)
+		} else if n.Subscriptions > 0 {
+			log.Info("sealed webhook secrets stored in clear", "subscriptions", n.Subscriptions)
+		}
+		return svc, nil
+	}()
+	if err != nil {
+		rt.Close()
+		return nil, nil, err
+	}
+	return rt, svc, nil
+}
+
+func cmdMigrate(ctx context.Context, c *cmdline) error {
+	rt, err := Open(ctx, c.cfg, c.log)
 	if err != nil {
 		return err
 	}
@@ -138,17 +189,36 @@ func withServicesOf(ctx context.Context, cfg config.Config, log *slog.Logger, fn
 	if err := rt.Store.Migrate(ctx); err != nil {
 		return err
 	}
-	svc, err := NewServices(cfg, rt.Store, log)
-	if err != nil {
-		return err
-	}
-	return fn(svc)
+	fmt.Fprintln(c.stderr, "migrations applied")
+	return nil
 }
 
-func cmdMigrate(ctx context.Context, c *cmdline) error {
-	return withServices(ctx, c, func(*Services) error {
-		fmt.Fprintln(c.stderr, "migrations applied")
-		return nil
+// cmdAccountsSecret prints the account's client secret, which signs fello-webhook-signature
+// (created on first use); --rotate replaces it first.
+func cmdAccountsSecret(ctx context.Context, c *cmdline) error {
+	if *c.account == "" {
+		return errors.New("--account is required")
+	}
+	return withServices(ctx, c, func(s *Services) error {
+		id, err := s.Auth.AccountByName(ctx, *c.account)
+		if err != nil {
+			return err
+		}
+		secret, err := s.Secrets.ClientSecret(ctx, id, *c.rotate)
+		if err == nil {
+			fmt.Fprintln(c.stdout, secret)
+		}
+		return err
+	})
+}
+
+// cmdSecretsRekey seals every stored secret under the current key (CONTACTD_SECRET_KEY), for
+// moving to a new key while contactd runs: docs/operations.md has the steps.
+func cmdSecretsRekey(ctx context.Context, c *cmdline) error {
+	return withServices(ctx, c, func(s *Services) error {
+		n, err := s.Secrets.Reseal(ctx, false)
+		fmt.Fprintf(c.stderr, "resealed under key %s: %d subscriptions, %d accounts\n", s.Secrets.KeyID(), n.Subscriptions, n.Accounts)
+		return err
 	})
 }
 
@@ -158,10 +228,14 @@ func cmdAccountsCreate(ctx context.Context, c *cmdline) error {
 	}
 	return withServices(ctx, c, func(s *Services) error {
 		id, err := s.Auth.CreateAccount(ctx, *c.name)
-		if err == nil {
-			fmt.Fprintf(c.stdout, "%s\n", id)
+		if err != nil {
+			return err
 		}
-		return err
+		if _, err := s.Secrets.ClientSecret(ctx, id, false); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "%s\n", id)
+		return nil
 	})
 }
 

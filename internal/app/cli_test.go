@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/contactd/contactd/internal/app"
+	"github.com/contactd/contactd/internal/seal"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -19,15 +23,37 @@ func TestMain(m *testing.M) { testkit.Main(m) }
 
 func contactd(t *testing.T, ctx context.Context, dbURL string, args ...string) (int, string, string) {
 	t.Helper()
+	return contactdWithKey(t, ctx, dbURL, keyFile(t, dbURL), args...)
+}
+
+// contactdWithKey runs a command with the sealing key in the file keyPath.
+func contactdWithKey(t *testing.T, ctx context.Context, dbURL, keyPath string, args ...string) (int, string, string) {
+	t.Helper()
 	var stdout, stderr bytes.Buffer
 	args = append(args[:1:1], append([]string{}, args[1:]...)...)
-	full := append(args, "--database-url", dbURL)
-	if args[0] == "accounts" || args[0] == "keys" {
+	db := []string{"--database-url", dbURL, "--secret-key-file", keyPath}
+	full := append(args, db...)
+	if args[0] == "accounts" || args[0] == "keys" || args[0] == "secrets" {
 		// flags must follow the subcommand's own words
-		full = append([]string{args[0], args[1], "--database-url", dbURL}, args[2:]...)
+		full = append(append([]string{args[0], args[1]}, db...), args[2:]...)
 	}
 	code := app.Main(ctx, full, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
+}
+
+var keyFiles sync.Map // database URL -> the file of its sealing key
+
+// keyFile is the file holding the sealing key of the test database at dbURL.
+func keyFile(t *testing.T, dbURL string) string {
+	if path, ok := keyFiles.Load(dbURL); ok {
+		return path.(string)
+	}
+	path := filepath.Join(t.TempDir(), "secret-key")
+	if err := os.WriteFile(path, []byte(seal.NewKey()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keyFiles.Store(dbURL, path)
+	return path
 }
 
 func TestCommandLine(t *testing.T) {

@@ -20,18 +20,11 @@ import (
 // Serve runs the API and the delivery workers until ctx is done, then drains in-flight
 // requests and attempts (bounded by cfg.ShutdownTimeout) before closing the database.
 func Serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer) error {
-	rt, err := Open(ctx, cfg, log)
+	rt, svc, err := openServices(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	if err := rt.Store.Migrate(ctx); err != nil {
-		return err
-	}
-	svc, err := NewServices(cfg, rt.Store, log)
-	if err != nil {
-		return err
-	}
 	svc.StartWorkers()
 	defer stopWorkers(cfg, svc, log)
 	if rt.Embedded() {

@@ -38,7 +38,7 @@ func TestSIGTERMFinishesInFlightRequests(t *testing.T) {
 	}
 	addr := freeAddr(t)
 	var logs bytes.Buffer
-	srv := exec.Command(bin, "serve", "--addr", addr, "--database-url", db, "--rate-writes-per-10s", "0")
+	srv := exec.Command(bin, "serve", "--addr", addr, "--database-url", db, "--secret-key-file", keyFile(t, db), "--rate-writes-per-10s", "0")
 	srv.Stderr = &logs
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)

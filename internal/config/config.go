@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/contactd/contactd/internal/seal"
 )
 
 // Config is every setting of contactd.
@@ -48,8 +50,21 @@ type Config struct {
 	WebhookWorkers         int           // CONTACTD_WEBHOOK_WORKERS: attempts at once per process
 	WebhookRescueAfter     time.Duration // CONTACTD_WEBHOOK_RESCUE_AFTER: retry attempts of a dead worker after
 
+	// SecretKey seals the secrets stored in the database (base64 of 32 bytes); from the
+	// environment only, never a flag (flags show in ps). SecretKeyFile names a file holding it
+	// instead. With neither, the embedded database keeps one in DataDir/secret-key.
+	SecretKey     string // CONTACTD_SECRET_KEY
+	SecretKeyFile string // CONTACTD_SECRET_KEY_FILE
+	// SecretKeysOld are keys secrets may still be sealed under (comma-separated base64): they
+	// open, never seal. For moving to a new key: see docs/operations.md.
+	SecretKeysOld string // CONTACTD_SECRET_KEYS_OLD
+
 	envErrs []error // environment values that did not parse, reported by Finish
 }
+
+// EnvOnly are the settings read from the environment alone: secrets (a flag would show in
+// ps), and the embedded PostgreSQL's binaries (read by package pgembed).
+var EnvOnly = []string{"CONTACTD_SECRET_KEY", "CONTACTD_SECRET_KEYS_OLD", "CONTACTD_PG_BIN"}
 
 // Default is the configuration with nothing set.
 func Default() Config {
@@ -100,6 +115,8 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	durVar(&c.WebhookTimeout, "webhook-timeout", env("CONTACTD_WEBHOOK_TIMEOUT", ""), d.WebhookTimeout, "one delivery attempt (CONTACTD_WEBHOOK_TIMEOUT)")
 	intVar(&c.WebhookWorkers, "webhook-workers", env("CONTACTD_WEBHOOK_WORKERS", ""), int64(d.WebhookWorkers), "delivery attempts at once (CONTACTD_WEBHOOK_WORKERS)")
 	durVar(&c.WebhookRescueAfter, "webhook-rescue-after", env("CONTACTD_WEBHOOK_RESCUE_AFTER", ""), d.WebhookRescueAfter, "retry an attempt whose worker died after this (CONTACTD_WEBHOOK_RESCUE_AFTER)")
+	c.SecretKey, c.SecretKeysOld = getenv("CONTACTD_SECRET_KEY"), getenv("CONTACTD_SECRET_KEYS_OLD")
+	fs.StringVar(&c.SecretKeyFile, "secret-key-file", env("CONTACTD_SECRET_KEY_FILE", d.SecretKeyFile), "file holding the key that seals stored secrets, instead of CONTACTD_SECRET_KEY (CONTACTD_SECRET_KEY_FILE)")
 	fs.StringVar(&c.WebhookAllowedRaw, "webhook-allowed-networks", env("CONTACTD_WEBHOOK_ALLOWED_NETWORKS", ""), "comma-separated CIDRs webhooks may reach despite the SSRF guard (CONTACTD_WEBHOOK_ALLOWED_NETWORKS)")
 }
 
@@ -151,12 +168,31 @@ func (c *Config) Finish() error {
 	default:
 		errs = append(errs, fmt.Errorf("CONTACTD_LOG_LEVEL: %q is not debug, info, warn or error", c.LogLevel))
 	}
+	if c.SecretKey != "" {
+		if _, err := seal.ParseKey(c.SecretKey); err != nil {
+			errs = append(errs, fmt.Errorf("CONTACTD_SECRET_KEY: %v", err))
+		}
+	}
+	if _, err := seal.ParseKeys(c.OldSecretKeys()); err != nil {
+		errs = append(errs, fmt.Errorf("CONTACTD_SECRET_KEYS_OLD: %v", err))
+	}
 	switch c.LogFormat {
 	case "auto", "text", "json":
 	default:
 		errs = append(errs, fmt.Errorf("CONTACTD_LOG_FORMAT: %q is not auto, text or json", c.LogFormat))
 	}
 	return errors.Join(errs...)
+}
+
+// OldSecretKeys is SecretKeysOld split into keys.
+func (c *Config) OldSecretKeys() []string {
+	var out []string
+	for _, k := range strings.Split(c.SecretKeysOld, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // intVar binds an int or int64 setting.

@@ -24,10 +24,12 @@ const (
 	ActivityDashboardClick = "DashboardClick"
 	ActivityPostcardScan   = "PostcardScan"
 	ActivityUnsubscribe    = "Unsubscribe"
+	// ActivityAIHandoff is an AI assistant handing the contact's conversation to a person.
+	ActivityAIHandoff = "AIHandoff"
 )
 
 var activityTypes = []string{ActivityFormSubmission, ActivityEmailSend, ActivityEmailOpen, ActivityEmailClick,
-	ActivityDashboardView, ActivityDashboardClick, ActivityPostcardScan, ActivityUnsubscribe}
+	ActivityDashboardView, ActivityDashboardClick, ActivityPostcardScan, ActivityUnsubscribe, ActivityAIHandoff}
 
 // activityEvents is the event each activity type emits; the others emit none.
 var activityEvents = map[string]webhook.EventType{
@@ -35,6 +37,7 @@ var activityEvents = map[string]webhook.EventType{
 	ActivityEmailClick:     webhook.EmailClick,
 	ActivityDashboardClick: webhook.DashboardClick,
 	ActivityPostcardScan:   webhook.PostcardScan,
+	ActivityAIHandoff:      webhook.FelixAIHandoff,
 }
 
 // MaxActivityFuture is how far in the future an occurredAt may be (clock skew).
@@ -136,6 +139,8 @@ func applyActivity(e Engagement, typ string, at time.Time) Engagement {
 		bump(&e.DashboardClicks, &e.LastDashboardClick)
 	case ActivityPostcardScan:
 		bump(&e.PostcardScans, &e.LastPostcardScan)
+	case ActivityAIHandoff:
+		bump(&e.AIHandoffs, &e.LastAIHandoff)
 	}
 	return e
 }
@@ -150,5 +155,6 @@ func engagementParams(row db.ContactRow, e Engagement, status string, score int,
 		NumDashboardViews: int32(e.DashboardViews), LastDashboardViewAt: e.LastDashboardView,
 		NumDashboardClicks: int32(e.DashboardClicks), LastDashboardClickAt: e.LastDashboardClick,
 		NumPostcardScans: int32(e.PostcardScans), LastPostcardScanAt: e.LastPostcardScan,
+		NumAiHandoffs: int32(e.AIHandoffs), LastAiHandoffAt: e.LastAIHandoff,
 	}
 }

@@ -48,8 +48,9 @@ type CRMFields struct {
 // Engagement counts what the contact did and when they last did it.
 type Engagement struct {
 	FormSubmissions, EmailSends, EmailOpens, EmailClicks, DashboardViews, DashboardClicks, PostcardScans int
+	AIHandoffs                                                                                           int
 	LastFormSubmission, LastEmailSend, LastEmailOpen, LastEmailClick                                     *time.Time
-	LastDashboardView, LastDashboardClick, LastPostcardScan                                              *time.Time
+	LastDashboardView, LastDashboardClick, LastPostcardScan, LastAIHandoff                               *time.Time
 }
 
 // Property is a contact's address.
@@ -122,6 +123,7 @@ func engagementOf(r db.ContactRow) Engagement {
 		DashboardViews: int(r.NumDashboardViews), LastDashboardView: r.LastDashboardViewAt,
 		DashboardClicks: int(r.NumDashboardClicks), LastDashboardClick: r.LastDashboardClickAt,
 		PostcardScans: int(r.NumPostcardScans), LastPostcardScan: r.LastPostcardScanAt,
+		AIHandoffs: int(r.NumAiHandoffs), LastAIHandoff: r.LastAiHandoffAt,
 	}
 }
 

@@ -20,6 +20,8 @@ var scoreWeights = []struct {
 	count  func(Engagement) (int, *time.Time)
 }{
 	{10, func(e Engagement) (int, *time.Time) { return e.FormSubmissions, e.LastFormSubmission }},
+	// an AI assistant handing the conversation to a person: the contact asked for one.
+	{8, func(e Engagement) (int, *time.Time) { return e.AIHandoffs, e.LastAIHandoff }},
 	{6, func(e Engagement) (int, *time.Time) { return e.PostcardScans, e.LastPostcardScan }},
 	{5, func(e Engagement) (int, *time.Time) { return e.EmailClicks, e.LastEmailClick }},
 	{4, func(e Engagement) (int, *time.Time) { return e.DashboardClicks, e.LastDashboardClick }},

@@ -35,6 +35,7 @@ func TestWorkerKilledMidAttemptIsRetried(t *testing.T) {
 	s.addTags(t, "crash@example.com", "x")
 	worker := exec.Command(bin, "worker", "--database-url", s.a.DatabaseURL, "--webhook-allow-http",
 		"--webhook-allowed-networks", "127.0.0.0/8", "--webhook-timeout", "5s", "--webhook-rescue-after", "16s", "--log-level", "error")
+	worker.Env = append(os.Environ(), "CONTACTD_SECRET_KEY="+s.a.Cfg.SecretKey)
 	worker.Stderr = os.Stderr
 	if err := worker.Start(); err != nil {
 		t.Fatal(err)

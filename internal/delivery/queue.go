@@ -27,7 +27,8 @@ func (s *Service) claim(ctx context.Context, max int) ([]queue.Work, bool, error
 		a := Args{AccountID: r.AccountID, DeliveryID: r.DeliveryID, Attempt: int(r.Attempts) + 1}
 		d := db.DeliveryLoadRow{Status: r.Status, Attempts: r.Attempts, SubscriptionID: r.SubscriptionID,
 			EventID: r.EventID, EventType: r.EventType, Payload: r.Payload, Url: r.Url, Secret: r.Secret,
-			SubscriptionStatus: r.SubscriptionStatus}
+			SecretSealed: r.SecretSealed, PreviousSecretSealed: r.PreviousSecretSealed, PreviousSecretUntil: r.PreviousSecretUntil,
+			SubscriptionStatus: r.SubscriptionStatus, ClientSecretSealed: r.ClientSecretSealed}
 		work[i] = func(ctx context.Context) { s.attempt(ctx, a, d) }
 	}
 	return work, len(rows) == max, store.Translate(err)

@@ -33,6 +33,8 @@ type Options struct {
 	Log       *slog.Logger
 	// Metrics counts attempts by outcome; nil records nothing.
 	Metrics *metrics.Metrics
+	// Secrets opens the secrets that sign each delivery.
+	Secrets *webhook.Secrets
 }
 
 // New returns the delivery service over st; Start runs its workers.
@@ -44,7 +46,7 @@ func New(st *store.Store, opt Options) *Service {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{store: st, http: NewHTTPClient(opt.Timeout, opt.AllowedNetworks), timeout: opt.Timeout,
-		now: opt.Now, rnd: defaultRand, log: opt.Log, metrics: opt.Metrics, opt: opt}
+		now: opt.Now, rnd: defaultRand, log: opt.Log, metrics: opt.Metrics, opt: opt, secrets: opt.Secrets}
 	s.queue = queue.New(queue.Options{Name: QueueName, Slots: opt.Workers, PollEvery: opt.PollEvery, Log: opt.Log}, s.claim)
 	return s
 }

@@ -41,7 +41,7 @@ func TestSubscriptionStatusTransitions(t *testing.T) {
 	setOK := func(v bool) { mu.Lock(); ok = v; mu.Unlock() }
 	clk := &clock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	svc := delivery.New(s.a.Store, delivery.Options{Timeout: time.Second, AllowedNetworks: s.a.Cfg.WebhookAllowedNetworks,
-		Workers: 1, RescueAfter: time.Minute, Now: clk.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Workers: 1, RescueAfter: time.Minute, Now: clk.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Secrets: s.a.Svc.Secrets})
 	s.addTags(t, "status@example.com", "x")
 	var accountID, deliveryID uuid.UUID
 	if err := s.a.Store.Pool.QueryRow(context.Background(), "SELECT account_id, delivery_id FROM webhook_deliveries").Scan(&accountID, &deliveryID); err != nil {

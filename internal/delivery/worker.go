@@ -47,6 +47,7 @@ type Service struct {
 	metrics *metrics.Metrics
 	opt     Options
 	queue   *queue.Queue
+	secrets *webhook.Secrets
 }
 
 var _ webhook.Enqueuer = (*Service)(nil)
@@ -112,18 +113,31 @@ func (s *Service) makeAttempt(ctx context.Context, a Args, d db.DeliveryLoadRow)
 	if d.SubscriptionStatus == "Removed" {
 		o.err = "subscription removed"
 	} else {
-		o = s.post(ctx, d)
+		o = s.post(ctx, a.AccountID, d)
 		s.metrics.ObserveAttempt(o.label(), o.latency)
 	}
 	return s.record(ctx, a, d, o)
 }
 
-func (s *Service) post(ctx context.Context, d db.DeliveryLoadRow) outcome {
+func (s *Service) post(ctx context.Context, account uuid.UUID, d db.DeliveryLoadRow) outcome {
+	keys, err := s.secrets.Open(ctx, webhook.Sealed{Account: account, Subscription: d.SubscriptionID, InClear: d.Secret,
+		Current: d.SecretSealed, Previous: d.PreviousSecretSealed, PreviousUntil: d.PreviousSecretUntil, Client: d.ClientSecretSealed})
+	if err != nil {
+		// never sent unsigned or signed wrong; the operator's log says why
+		s.log.Error("webhooks: cannot open the signing secrets", slog.String("subscription_id", d.SubscriptionID.String()), slog.Any("error", err))
+		return outcome{err: "contactd could not open this subscription's signing secret"}
+	}
 	body := make([]byte, 0, len(d.Payload)+12)
 	body = append(append(append(body, `{"events":[`...), d.Payload...), "]}"...)
 	start := time.Now()
 	ts := start.Unix()
-	sig, err := Sign(d.Secret, d.EventID.String(), ts, body)
+	sig, err := Sign(keys.Current, d.EventID.String(), ts, body)
+	if err == nil && keys.Previous != "" {
+		var old string
+		if old, err = Sign(keys.Previous, d.EventID.String(), ts, body); err == nil {
+			sig += " " + old // Standard Webhooks: space-separated signatures, any may verify
+		}
+	}
 	if err != nil {
 		return outcome{err: err.Error()}
 	}
@@ -136,6 +150,7 @@ func (s *Service) post(ctx context.Context, d db.DeliveryLoadRow) outcome {
 	req.Header.Set("webhook-id", d.EventID.String())
 	req.Header.Set("webhook-timestamp", fmt.Sprint(ts))
 	req.Header.Set("webhook-signature", sig)
+	req.Header.Set(LegacySignatureHeader, SignLegacy(keys.Client, body))
 	resp, err := s.http.Do(req)
 	o := outcome{latency: time.Since(start)}
 	if err != nil {

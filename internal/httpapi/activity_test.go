@@ -43,7 +43,7 @@ func TestActivityCountersAndScore(t *testing.T) {
 	if c.Engagement.NumOfFormSubmissions != 2 || c.Engagement.LastFormSubmissionDate.String() != recent || c.LeadScore < first {
 		t.Errorf("older form: %+v score %d", c.Engagement, c.LeadScore)
 	}
-	for _, typ := range []string{"EmailSend", "EmailOpen", "EmailClick", "DashboardView", "DashboardClick", "PostcardScan"} {
+	for _, typ := range []string{"EmailSend", "EmailOpen", "EmailClick", "DashboardView", "DashboardClick", "PostcardScan", "AIHandoff"} {
 		c, r = activity(t, a, key, id, map[string]any{"type": typ})
 		if r.Status != 200 {
 			t.Fatalf("%s: %d %s", typ, r.Status, r.Body)
@@ -51,7 +51,8 @@ func TestActivityCountersAndScore(t *testing.T) {
 	}
 	e := c.Engagement
 	if e.NumOfEmailSends != 1 || e.NumOfEmailOpens != 1 || e.NumOfEmailClicks != 1 || e.NumOfDashboardViews != 1 ||
-		e.NumOfDashboardClicks != 1 || e.NumOfPostcardScans != 1 || e.LastPostcardScanDate == nil || e.LastEmailSentDate == nil {
+		e.NumOfDashboardClicks != 1 || e.NumOfPostcardScans != 1 || e.LastPostcardScanDate == nil || e.LastEmailSentDate == nil ||
+		e.NumOfAIHandoffs != 1 || e.LastAIHandoffDate == nil {
 		t.Errorf("engagement = %+v", e)
 	}
 	if c.LeadScore <= first || c.LeadScore > 100 {
@@ -85,13 +86,17 @@ func TestActivityEventsAndIdempotency(t *testing.T) {
 	t.Parallel()
 	a, _, key := deliveringAPI(t)
 	rcs := map[string]*testkit.Receiver{}
-	for _, typ := range []string{"FormSubmission", "EmailClick", "DashboardClick", "PostcardScan", "ContactUnsubscribed"} {
+	for _, typ := range []string{"FormSubmission", "EmailClick", "DashboardClick", "PostcardScan", "ContactUnsubscribed", "FelixAIHandoff"} {
 		rcs[typ] = listen(t, a, key, typ)
 	}
 	id := createContact(t, a, key, map[string]any{"email": "ev@example.com", "assignedUserEmailId": "agent@example.com"}).Contact.ContactId
 
-	for _, typ := range []string{"FormSubmission", "EmailClick", "DashboardClick", "PostcardScan"} {
-		_, r := activity(t, a, key, id, map[string]any{"type": typ, "activityId": "ext-" + typ,
+	for _, typ := range []string{"FormSubmission", "EmailClick", "DashboardClick", "PostcardScan", "FelixAIHandoff"} {
+		reported := typ
+		if typ == "FelixAIHandoff" { // the original service's name for the event of an AIHandoff
+			reported = "AIHandoff"
+		}
+		_, r := activity(t, a, key, id, map[string]any{"type": reported, "activityId": "ext-" + typ,
 			"occurredAt": "2026-11-20T08:00:00.000Z", "details": map[string]any{"campaign": "fall", "n": 3}})
 		if r.Status != 200 || r.Header.Get("Idempotent-Replayed") != "" {
 			t.Fatalf("%s: %d %s", typ, r.Status, r.Body)
@@ -107,6 +112,8 @@ func TestActivityEventsAndIdempotency(t *testing.T) {
 			info = ev.Data.DashboardClickInfo
 		case "PostcardScan":
 			info = ev.Data.PostcardScanInfo
+		case "FelixAIHandoff":
+			info = ev.Data.FelixAIHandoffInfo
 		}
 		if string(ev.EventType) != typ || info == nil || info.ActivityId != "ext-"+typ ||
 			info.OccurredAt.String() != "2026-11-20T08:00:00.000Z" || info.Details == nil || (*info.Details)["campaign"] != "fall" ||
@@ -131,8 +138,8 @@ func TestActivityEventsAndIdempotency(t *testing.T) {
 	}
 	var n int
 	_ = a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM activities").Scan(&n)
-	if n != 5 {
-		t.Errorf("%d activities stored, want 5", n)
+	if n != 6 {
+		t.Errorf("%d activities stored, want 6", n)
 	}
 }
 

@@ -31,6 +31,7 @@ var operations = []struct {
 	{"DELETE", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000", nil},
 	{"GET", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/deliveries", nil},
 	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/deliveries/01939d3c-0000-7000-8000-000000000000/redeliver", nil},
+	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/secret", nil},
 }
 
 // The list above names every operation that needs a key, so a new endpoint cannot skip the

@@ -133,6 +133,7 @@ func appendContact(b []byte, c *api.Contact) []byte {
 
 func appendEngagement(b []byte, e *api.Engagement) []byte {
 	n := len(b)
+	b = appendOptionalTime(b, n, "lastAIHandoffDate", e.LastAIHandoffDate)
 	b = appendOptionalTime(b, n, "lastDashboardClickedDate", e.LastDashboardClickedDate)
 	b = appendOptionalTime(b, n, "lastDashboardViewedDate", e.LastDashboardViewedDate)
 	b = appendOptionalTime(b, n, "lastEmailClickDate", e.LastEmailClickDate)
@@ -144,6 +145,7 @@ func appendEngagement(b []byte, e *api.Engagement) []byte {
 		name string
 		v    int
 	}{
+		{"numOfAIHandoffs", e.NumOfAIHandoffs},
 		{"numOfDashboardClicks", e.NumOfDashboardClicks}, {"numOfDashboardViews", e.NumOfDashboardViews},
 		{"numOfEmailClicks", e.NumOfEmailClicks}, {"numOfEmailOpens", e.NumOfEmailOpens},
 		{"numOfEmailSends", e.NumOfEmailSends}, {"numOfFormSubmissions", e.NumOfFormSubmissions},

@@ -94,6 +94,7 @@ func (s *Server) contactToAPI(c contact.Contact) api.Contact {
 			NumOfDashboardViews: c.Engagement.DashboardViews, LastDashboardViewedDate: apitime.Ptr(c.Engagement.LastDashboardView),
 			NumOfDashboardClicks: c.Engagement.DashboardClicks, LastDashboardClickedDate: apitime.Ptr(c.Engagement.LastDashboardClick),
 			NumOfPostcardScans: c.Engagement.PostcardScans, LastPostcardScanDate: apitime.Ptr(c.Engagement.LastPostcardScan),
+			NumOfAIHandoffs: c.Engagement.AIHandoffs, LastAIHandoffDate: apitime.Ptr(c.Engagement.LastAIHandoff),
 		},
 	}
 	if out.Tags == nil {

@@ -27,6 +27,7 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 		if d.Limit > 0 {
 			h.Set("X-RateLimit-Limit-10", strconv.Itoa(d.Limit))
 			h.Set("X-RateLimit-Remaining-10", strconv.Itoa(d.Remaining))
+			h.Set("RateLimit-Reset", strconv.Itoa(int(math.Ceil(d.Reset.Seconds()))))
 		}
 		if d.DayLimit > 0 {
 			h.Set("X-RateLimit-Limit-Day", strconv.Itoa(d.DayLimit))

@@ -23,13 +23,16 @@ func TestRateLimit(t *testing.T) {
 	start := time.Now()
 	for i := 1; i <= 100; i++ {
 		r := a.Do("GET", "/public/v1/contact?contactId="+id, key, nil)
-		if r.Status != 200 || r.Header.Get("X-RateLimit-Limit-10") != "100" || r.Header.Get("X-RateLimit-Remaining-10") != strconv.Itoa(100-i) {
+		reset, _ := strconv.Atoi(r.Header.Get("RateLimit-Reset"))
+		if r.Status != 200 || r.Header.Get("X-RateLimit-Limit-10") != "100" || r.Header.Get("X-RateLimit-Remaining-10") != strconv.Itoa(100-i) ||
+			reset < 1 || reset > 10 {
 			t.Fatalf("read %d: %d %v", i, r.Status, r.Header)
 		}
 	}
 	r := a.Do("GET", "/public/v1/contact?contactId="+id, key, nil)
 	retry, _ := strconv.Atoi(r.Header.Get("Retry-After"))
-	if e := r.Error(t); r.Status != 429 || e.Code != api.ErrorCodeTooManyRequests || r.Header.Get("X-RateLimit-Remaining-10") != "0" {
+	if e := r.Error(t); r.Status != 429 || e.Code != api.ErrorCodeTooManyRequests || r.Header.Get("X-RateLimit-Remaining-10") != "0" ||
+		r.Header.Get("RateLimit-Reset") != r.Header.Get("Retry-After") {
 		t.Fatalf("101st read: %d %v %s", r.Status, r.Header, r.Body)
 	}
 	// the oldest read leaves the window 10 s after it was made.

@@ -41,3 +41,13 @@ func subscriptionToAPI(s webhook.Subscription) api.WebhookSubscription {
 	}
 	return out
 }
+
+// RotateWebhookSecret implements POST /public/v1/webhooks/{subscriptionId}/secret.
+func (s *Server) RotateWebhookSecret(ctx context.Context, req api.RotateWebhookSecretRequestObject) (api.RotateWebhookSecretResponseObject, error) {
+	r, err := s.webhooks.RotateSecret(ctx, principal(ctx).AccountID, req.SubscriptionId)
+	if err != nil {
+		return nil, err
+	}
+	return api.RotateWebhookSecret200JSONResponse{SubscriptionId: r.SubscriptionID.String(), Secret: r.Secret,
+		PreviousSecretExpiresAt: apitime.From(r.PreviousUntil)}, nil
+}

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/contactd/contactd/gen/api"
@@ -44,10 +45,13 @@ func TestCreateAndListWebhooks(t *testing.T) {
 			t.Errorf("list shows a secret")
 		}
 	}
-	var stored string
-	_ = a.Store.Pool.QueryRow(context.Background(), "SELECT secret FROM webhook_subscriptions WHERE subscription_id = $1", first.SubscriptionId).Scan(&stored)
-	if stored != *first.Secret {
-		t.Errorf("stored secret differs from the one returned")
+	// stored sealed, never in clear (the delivery tests show it opens to the secret returned)
+	var inClear *string
+	var sealed string
+	_ = a.Store.Pool.QueryRow(context.Background(), "SELECT secret, secret_sealed FROM webhook_subscriptions WHERE subscription_id = $1",
+		first.SubscriptionId).Scan(&inClear, &sealed)
+	if inClear != nil || !strings.HasPrefix(sealed, "v1.") || strings.Contains(sealed, strings.TrimPrefix(*first.Secret, "whsec_")) {
+		t.Errorf("stored secret: in clear %v, sealed %q", inClear, sealed)
 	}
 }
 

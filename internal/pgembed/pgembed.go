@@ -73,6 +73,9 @@ func Start(ctx context.Context, opt Options) (*Cluster, error) {
 	return c, nil
 }
 
+// Program is the path of one of the PostgreSQL programs the cluster runs with (pg_dump, psql).
+func (c *Cluster) Program(name string) string { return filepath.Join(c.bin, name) }
+
 // URL is a connection string for database name on this cluster.
 func (c *Cluster) URL(name string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.Port, name)

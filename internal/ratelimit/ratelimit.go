@@ -26,6 +26,9 @@ type Decision struct {
 	DayLimit, DayRemaining int
 	// RetryAfter is when a refused request may be retried.
 	RetryAfter time.Duration
+	// Reset is when the 10-second window frees a slot: when its oldest request leaves it
+	// (0 when it holds none). Clients pace themselves on it (RateLimit-Reset).
+	Reset time.Duration
 }
 
 // ID names a key or an account (a UUID's bytes): a map key that costs no allocation.
@@ -80,8 +83,11 @@ func (l *Limiter) Allow(key, account ID, write bool) Decision {
 		w = l.window(windowKey{key, write}, limit)
 		w.expire(now)
 		d.Remaining = limit - w.len
+		if w.len > 0 {
+			d.Reset = w.oldest().Add(Window).Sub(now)
+		}
 		if w.len >= limit {
-			d.Allowed, d.RetryAfter = false, w.oldest().Add(Window).Sub(now)
+			d.Allowed, d.RetryAfter = false, d.Reset
 		}
 	}
 	var dc *dayCount
@@ -99,6 +105,7 @@ func (l *Limiter) Allow(key, account ID, write bool) Decision {
 	if w != nil {
 		w.push(now)
 		d.Remaining--
+		d.Reset = w.oldest().Add(Window).Sub(now)
 	}
 	if dc != nil {
 		dc.count++

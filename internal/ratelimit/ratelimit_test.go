@@ -21,14 +21,15 @@ func TestSlidingWindow(t *testing.T) {
 	l := New(Limits{ReadsPer10s: 100, WritesPer10s: 50}, c.now)
 	for i := range 100 {
 		d := l.Allow(id("k1"), id("a"), false)
-		if !d.Allowed || d.Limit != 100 || d.Remaining != 99-i {
+		// the window frees a slot when the first read, made at 0 s, leaves it at 10 s.
+		if !d.Allowed || d.Limit != 100 || d.Remaining != 99-i || d.Reset != Window-time.Duration(i)*50*time.Millisecond {
 			t.Fatalf("read %d: %+v", i+1, d)
 		}
 		c.add(50 * time.Millisecond) // 100 reads over 5 s
 	}
 	d := l.Allow(id("k1"), id("a"), false)
 	// the first read was at 0 s, now is 5 s: it leaves the window in 5 s.
-	if d.Allowed || d.Remaining != 0 || d.RetryAfter != 5*time.Second {
+	if d.Allowed || d.Remaining != 0 || d.RetryAfter != 5*time.Second || d.Reset != 5*time.Second {
 		t.Fatalf("101st read: %+v", d)
 	}
 	if d := l.Allow(id("k2"), id("a"), false); !d.Allowed || d.Remaining != 99 {

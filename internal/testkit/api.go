@@ -26,6 +26,7 @@ import (
 	"github.com/contactd/contactd/internal/docs"
 	"github.com/contactd/contactd/internal/enrich"
 	"github.com/contactd/contactd/internal/httpapi"
+	"github.com/contactd/contactd/internal/seal"
 	"github.com/contactd/contactd/internal/store"
 )
 
@@ -53,6 +54,7 @@ func NewAPI(t testing.TB, opts ...Option) *API {
 	cfg.PublicURL = "http://contactd.test"
 	// tests create faster than any client would; TestRateLimit turns the limits back on.
 	cfg.RateReadsPer10s, cfg.RateWritesPer10s, cfg.RateAccountPerDay = 0, 0, 0
+	cfg.SecretKey = seal.NewKey() // each test's database has its own sealing key
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -67,7 +69,11 @@ func NewAPI(t testing.TB, opts ...Option) *API {
 	t.Cleanup(st.Close)
 	t.Cleanup(func() { CheckInvariants(t, st) })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	svc, err := app.NewServices(cfg, st, log)
+	keys, err := SecretKeys(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := app.NewServices(cfg, st, keys, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,6 +283,19 @@ func ValidatePayload(t testing.TB, body []byte) {
 	}
 }
 
+// SecretKeys is the keyring of a test API's configuration.
+func SecretKeys(cfg config.Config) (*seal.Keyring, error) {
+	current, err := seal.ParseKey(cfg.SecretKey)
+	if err != nil {
+		return nil, err
+	}
+	older, err := seal.ParseKeys(cfg.OldSecretKeys())
+	if err != nil {
+		return nil, err
+	}
+	return seal.NewKeyring(current, older...)
+}
+
 // Config is the configuration type test options change.
 type Config = config.Config
 
@@ -286,5 +305,5 @@ func SecondDeliveryService(t testing.TB, a *API, workers int) *delivery.Service 
 	t.Helper()
 	return delivery.New(a.Store, delivery.Options{Timeout: a.Cfg.WebhookTimeout,
 		AllowedNetworks: a.Cfg.WebhookAllowedNetworks, Workers: workers, RescueAfter: a.Cfg.WebhookRescueAfter,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Secrets: a.Svc.Secrets})
 }

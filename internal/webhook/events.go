@@ -30,6 +30,9 @@ const (
 	ContactDetailsUpdated EventType = "ContactDetailsUpdated"
 	TagsAdded             EventType = "TagsAdded"
 	TagsRemoved           EventType = "TagsRemoved"
+	// FelixAIHandoff is the original service's tenth type: an AI assistant handed the
+	// contact's conversation to a person.
+	FelixAIHandoff EventType = "FelixAIHandoff"
 )
 
 // infoKeys names the member of an event's data that carries the type's details.
@@ -43,6 +46,7 @@ var infoKeys = map[EventType]string{
 	ContactDetailsUpdated: "contactDetailsUpdatedInfo",
 	TagsAdded:             "tagsAddedInfo",
 	TagsRemoved:           "tagsRemovedInfo",
+	FelixAIHandoff:        "felixAIHandoffInfo",
 }
 
 // ContactInfo identifies the contact an event is about; absent ids are "" on the wire.
@@ -63,7 +67,8 @@ type TagsRemovedInfo struct {
 	TagsRemoved []string `json:"tagsRemoved"`
 }
 
-// ActivityInfo is the detail of FormSubmission, EmailClick, DashboardClick and PostcardScan.
+// ActivityInfo is the detail of FormSubmission, EmailClick, DashboardClick, PostcardScan and
+// FelixAIHandoff.
 type ActivityInfo struct {
 	ActivityID string          `json:"activityId"`
 	OccurredAt apitime.Time    `json:"occurredAt"`

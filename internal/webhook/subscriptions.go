@@ -11,7 +11,6 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/ids"
-	"github.com/contactd/contactd/internal/secret"
 	"github.com/contactd/contactd/internal/store"
 )
 
@@ -34,14 +33,20 @@ type Subscription struct {
 type Service struct {
 	store     *store.Store
 	subs      *Subscribers
+	secrets   *Secrets
 	now       func() time.Time
 	allowHTTP bool
 }
 
 // NewService returns a Service; allowHTTP admits plain http:// URLs (local development).
-// subs is the cache its changes invalidate (nil if none).
-func NewService(st *store.Store, subs *Subscribers, now func() time.Time, allowHTTP bool) *Service {
-	return &Service{store: st, subs: subs, now: now, allowHTTP: allowHTTP}
+// subs is the cache its changes invalidate (nil if none); secrets seals the signing secrets.
+func NewService(st *store.Store, subs *Subscribers, secrets *Secrets, now func() time.Time, allowHTTP bool) *Service {
+	return &Service{store: st, subs: subs, secrets: secrets, now: now, allowHTTP: allowHTTP}
+}
+
+// RotateSecret gives a subscription a new signing secret (see Secrets.Rotate).
+func (s *Service) RotateSecret(ctx context.Context, accountID uuid.UUID, rawID string) (Rotated, error) {
+	return s.secrets.Rotate(ctx, accountID, rawID)
 }
 
 // Create validates and stores a subscription, returning it with its signing secret.
@@ -50,6 +55,8 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, rawURL string
 		return Subscription{}, err
 	}
 	var row db.WebhookSubscription
+	id := uuid.Must(uuid.NewV7())
+	plain, sealed := s.secrets.newSubscriptionSecret(accountID, id)
 	err := s.store.InTx(ctx, func(tx store.Tx) error {
 		// The account row lock makes count-then-insert safe against racing creates.
 		if err := tx.AccountLock(ctx, accountID); err != nil {
@@ -64,8 +71,8 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, rawURL string
 				"an account can have at most 3 subscriptions per event type that are not Removed"))
 		}
 		row, err = tx.SubscriptionInsert(ctx, db.SubscriptionInsertParams{
-			AccountID: accountID, SubscriptionID: uuid.Must(uuid.NewV7()), Url: rawURL,
-			EventType: string(typ), Secret: "whsec_" + secret.Base64(32), CreatedAt: s.now(),
+			AccountID: accountID, SubscriptionID: id, Url: rawURL,
+			EventType: string(typ), SecretSealed: &sealed, CreatedAt: s.now(),
 		})
 		if err != nil {
 			return err
@@ -77,7 +84,7 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, rawURL string
 		return Subscription{}, err
 	}
 	sub := fromRow(row)
-	sub.Secret = row.Secret
+	sub.Secret = plain
 	return sub, nil
 }
 

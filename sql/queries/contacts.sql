@@ -87,6 +87,7 @@ UPDATE contacts SET
     num_dashboard_views = @num_dashboard_views, last_dashboard_view_at = sqlc.narg('last_dashboard_view_at'),
     num_dashboard_clicks = @num_dashboard_clicks, last_dashboard_click_at = sqlc.narg('last_dashboard_click_at'),
     num_postcard_scans = @num_postcard_scans, last_postcard_scan_at = sqlc.narg('last_postcard_scan_at'),
+    num_ai_handoffs = @num_ai_handoffs, last_ai_handoff_at = sqlc.narg('last_ai_handoff_at'),
     lead_score = @lead_score, record_status = @record_status, updated_at = @updated_at
 WHERE account_id = @account_id AND contact_id = @contact_id;
 

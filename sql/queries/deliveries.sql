@@ -16,12 +16,16 @@ WHERE d.account_id = due.account_id AND d.delivery_id = due.delivery_id
   AND e.account_id = d.account_id AND e.event_id = d.event_id
   AND s.account_id = d.account_id AND s.subscription_id = d.subscription_id
 RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, e.event_id, e.event_type,
-    e.payload::text AS payload, s.url, s.secret, s.status AS subscription_status;
+    e.payload::text AS payload, s.url, s.secret, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_until,
+    s.status AS subscription_status,
+    (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed;
 
 -- name: DeliveryLoad :one
 -- Everything one attempt needs, in one round trip.
 SELECT d.status, d.attempts, d.subscription_id, e.event_id, e.event_type, e.payload::text AS payload,
-       s.url, s.secret, s.status AS subscription_status
+       s.url, s.secret, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_until,
+       s.status AS subscription_status,
+       (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed
 FROM webhook_deliveries d
 JOIN webhook_events e ON e.account_id = d.account_id AND e.event_id = d.event_id
 JOIN webhook_subscriptions s ON s.account_id = d.account_id AND s.subscription_id = d.subscription_id

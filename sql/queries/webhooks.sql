@@ -4,8 +4,8 @@ WHERE account_id = $1 AND event_type = $2 AND status <> 'Removed';
 
 -- name: SubscriptionInsert :one
 INSERT INTO webhook_subscriptions (
-    account_id, subscription_id, url, event_type, secret, created_at, updated_at
-) VALUES ($1, $2, $3, $4, $5, $6, $6)
+    account_id, subscription_id, url, event_type, secret_sealed, created_at, updated_at
+) VALUES (@account_id, @subscription_id, @url, @event_type, @secret_sealed, @created_at, @created_at)
 RETURNING *;
 
 -- name: SubscriptionList :many
