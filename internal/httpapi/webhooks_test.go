@@ -116,3 +116,27 @@ func TestWebhookLimitPerEventType(t *testing.T) {
 		t.Errorf("other account: %d %s", r.Status, r.Body)
 	}
 }
+
+// A "subscribe to everything" script of the original service subscribes to its ten event
+// types, FelixAIHandoff included, and finds them all listed.
+func TestSubscribeToEveryEventType(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	all := []string{"FormSubmission", "ContactEnriched", "DashboardClick", "EmailClick", "PostcardScan",
+		"ContactUnsubscribed", "ContactDetailsUpdated", "TagsAdded", "TagsRemoved", "FelixAIHandoff"}
+	for _, typ := range all {
+		if r := subscribe(t, a, key, "https://hooks.example.com/all", typ); r.Status != 200 {
+			t.Errorf("subscribe to %s: %d %s", typ, r.Status, r.Body)
+		}
+	}
+	var list api.WebhookList
+	a.Do("GET", "/public/v1/webhooks", key, nil).JSON(t, &list)
+	listed := map[api.EventType]bool{}
+	for _, w := range list.Webhooks {
+		listed[w.EventType] = true
+	}
+	if len(listed) != len(all) {
+		t.Errorf("listed event types %v, want the %d subscribed", listed, len(all))
+	}
+}
