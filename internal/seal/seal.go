@@ -126,7 +126,7 @@ func (k *Keyring) Open(sealed, place string) ([]byte, error) {
 	if !held {
 		return nil, fmt.Errorf("%w (key id %s)", ErrUnknownKey, id)
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(body)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(body)
 	if err != nil || len(raw) < aead.NonceSize()+aead.Overhead() {
 		return nil, ErrCorrupt
 	}

@@ -56,8 +56,8 @@ func TestSealRefuses(t *testing.T) {
 	if _, err := other.Open(v, "webhook_subscriptions/a/1"); !errors.Is(err, ErrUnknownKey) {
 		t.Errorf("another keyring: %v, want ErrUnknownKey", err)
 	}
-	last := v[len(v)-1]
-	flipped := v[:len(v)-1] + string(map[bool]byte{true: 'A', false: 'B'}[last != 'A'])
+	mid := len(v) - 10 // a character of the ciphertext whose every bit counts
+	flipped := v[:mid] + string(map[bool]byte{true: 'A', false: 'B'}[v[mid] != 'A']) + v[mid+1:]
 	for _, bad := range []string{flipped, "", "v1", "v2." + k.CurrentID() + ".AAAA", "v1." + k.CurrentID() + ".!!", "v1." + k.CurrentID() + ".AAAA", "whsec_x"} {
 		if _, err := k.Open(bad, "webhook_subscriptions/a/1"); err == nil {
 			t.Errorf("Open(%q) succeeded", bad)
