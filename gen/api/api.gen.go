@@ -111,6 +111,7 @@ const (
 	ErrorCodeDeliveryDoesNotExist     ErrorCode = "DeliveryDoesNotExist"
 	ErrorCodeDuplicateContact         ErrorCode = "DuplicateContact"
 	ErrorCodeDuplicateProperty        ErrorCode = "DuplicateProperty"
+	ErrorCodeEventDoesNotExist        ErrorCode = "EventDoesNotExist"
 	ErrorCodeInternalError            ErrorCode = "InternalError"
 	ErrorCodeInvalidAddress           ErrorCode = "InvalidAddress"
 	ErrorCodeInvalidRequest           ErrorCode = "InvalidRequest"
@@ -135,6 +136,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeDuplicateContact:
 		return true
 	case ErrorCodeDuplicateProperty:
+		return true
+	case ErrorCodeEventDoesNotExist:
 		return true
 	case ErrorCodeInternalError:
 		return true
@@ -294,6 +297,24 @@ func (e WebhookEventDataContactUnsubscribedInfoSource) Valid() bool {
 	case Activity:
 		return true
 	case Update:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListContactsParamsSort.
+const (
+	CreatedAt ListContactsParamsSort = "createdAt"
+	UpdatedAt ListContactsParamsSort = "updatedAt"
+)
+
+// Valid indicates whether the value is a known member of the ListContactsParamsSort enum.
+func (e ListContactsParamsSort) Valid() bool {
+	switch e {
+	case CreatedAt:
+		return true
+	case UpdatedAt:
 		return true
 	default:
 		return false
@@ -476,6 +497,11 @@ type Contact struct {
 	//
 	// Example: ["lead","open-house"]
 	Tags []string `json:"tags"`
+
+	// UpdatedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	UpdatedAt Timestamp `json:"updatedAt"`
 }
 
 // ContactDetails A contact's name, email and phone; `""` when not set.
@@ -488,6 +514,15 @@ type ContactDetails struct {
 
 	// Phone Phone number.
 	Phone string `json:"phone"`
+}
+
+// ContactList A page of contacts.
+type ContactList struct {
+	// Contacts The page's contacts, in the order asked for.
+	Contacts []Contact `json:"contacts"`
+
+	// NextCursor Pass as `cursor` for the next page; absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // CreateContactRequest defines model for CreateContactRequest.
@@ -769,6 +804,18 @@ type ErrorData struct {
 	Errors *[]FieldError `json:"errors,omitempty"`
 }
 
+// EventList A page of the events feed.
+type EventList struct {
+	// Events The events, in the order to process them.
+	Events []WebhookEvent `json:"events"`
+
+	// HasMore Whether more events were ready when this page was read (fetch again at once).
+	HasMore bool `json:"hasMore"`
+
+	// NextCursor Pass as `after` for the next page; always present, also after an empty page.
+	NextCursor string `json:"nextCursor"`
+}
+
 // EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 // the contact's conversation to a person) is the original service's tenth type, emitted
 // for an `AIHandoff` activity.
@@ -810,6 +857,38 @@ type Property struct {
 
 // RecordStatus Whether the contact may receive marketing.
 type RecordStatus string
+
+// ReplayRequest The window of events to send again.
+type ReplayRequest struct {
+	// Since UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	Since Timestamp `json:"since"`
+
+	// Until UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	Until Timestamp `json:"until"`
+}
+
+// ReplayResult A replay that was queued.
+type ReplayResult struct {
+	// Queued How many deliveries were queued.
+	Queued int `json:"queued"`
+
+	// Since UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	Since Timestamp `json:"since"`
+
+	// SubscriptionId The subscription the events are sent to.
+	SubscriptionId string `json:"subscriptionId"`
+
+	// Until UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	Until Timestamp `json:"until"`
+}
 
 // SubscriptionStatus `Active` on creation; `Failing` after 3 failed deliveries in a row, back to `Active` on
 // the next success; `Removed` after 5 days failing, on `410 Gone`, or when deleted.
@@ -1103,6 +1182,94 @@ type GetContactParams struct {
 	EmailId *string `form:"emailId,omitempty" json:"emailId,omitempty"`
 }
 
+// ListContactsParams defines parameters for ListContacts.
+type ListContactsParams struct {
+	// Limit Contacts per page.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Sort `createdAt`: newest first; `updatedAt`: most recently changed first.
+	Sort *ListContactsParamsSort `form:"sort,omitempty" json:"sort,omitempty"`
+
+	// Tag Only contacts that have every one of these tags (case-insensitive). Repeat for more.
+	Tag *[]string `form:"tag,omitempty" json:"tag,omitempty"`
+
+	// EmailStatus Only contacts whose email status is this.
+	EmailStatus *EmailStatus `form:"emailStatus,omitempty" json:"emailStatus,omitempty"`
+
+	// RecordStatus Only contacts whose record status is this.
+	RecordStatus *RecordStatus `form:"recordStatus,omitempty" json:"recordStatus,omitempty"`
+
+	// AssignedUserEmailId Only contacts assigned to this user (exact, case-insensitive).
+	AssignedUserEmailId *string `form:"assignedUserEmailId,omitempty" json:"assignedUserEmailId,omitempty"`
+
+	// CreatedAfter Only contacts created at or after this time.
+	CreatedAfter *apitime.Time `form:"createdAfter,omitempty" json:"createdAfter,omitempty"`
+
+	// CreatedBefore Only contacts created before this time.
+	CreatedBefore *apitime.Time `form:"createdBefore,omitempty" json:"createdBefore,omitempty"`
+
+	// UpdatedAfter Only contacts changed at or after this time.
+	UpdatedAfter *apitime.Time `form:"updatedAfter,omitempty" json:"updatedAfter,omitempty"`
+
+	// MinLeadScore Only contacts whose lead score is at least this now.
+	MinLeadScore *int `form:"minLeadScore,omitempty" json:"minLeadScore,omitempty"`
+
+	// Q Only contacts whose email starts with this, or whose name has a word starting with
+	// each word of it (case-insensitive): `jan` finds jane@example.com and Jane Doe,
+	// `jane d` finds Jane Doe.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+}
+
+// ListContactsParamsSort defines parameters for ListContacts.
+type ListContactsParamsSort string
+
+// ExportContactsParams defines parameters for ExportContacts.
+type ExportContactsParams struct {
+	// Tag Only contacts that have every one of these tags (case-insensitive). Repeat for more.
+	Tag *[]string `form:"tag,omitempty" json:"tag,omitempty"`
+
+	// EmailStatus Only contacts whose email status is this.
+	EmailStatus *EmailStatus `form:"emailStatus,omitempty" json:"emailStatus,omitempty"`
+
+	// RecordStatus Only contacts whose record status is this.
+	RecordStatus *RecordStatus `form:"recordStatus,omitempty" json:"recordStatus,omitempty"`
+
+	// AssignedUserEmailId Only contacts assigned to this user (exact, case-insensitive).
+	AssignedUserEmailId *string `form:"assignedUserEmailId,omitempty" json:"assignedUserEmailId,omitempty"`
+
+	// CreatedAfter Only contacts created at or after this time.
+	CreatedAfter *apitime.Time `form:"createdAfter,omitempty" json:"createdAfter,omitempty"`
+
+	// CreatedBefore Only contacts created before this time.
+	CreatedBefore *apitime.Time `form:"createdBefore,omitempty" json:"createdBefore,omitempty"`
+
+	// UpdatedAfter Only contacts changed at or after this time.
+	UpdatedAfter *apitime.Time `form:"updatedAfter,omitempty" json:"updatedAfter,omitempty"`
+
+	// MinLeadScore Only contacts whose lead score is at least this now.
+	MinLeadScore *int `form:"minLeadScore,omitempty" json:"minLeadScore,omitempty"`
+
+	// Q Only contacts whose email starts with this, or whose name has a word starting with
+	// each word of it (case-insensitive): `jan` finds jane@example.com and Jane Doe,
+	// `jane d` finds Jane Doe.
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+}
+
+// ListEventsParams defines parameters for ListEvents.
+type ListEventsParams struct {
+	// After A `nextCursor` from this feed; absent to start from the oldest kept event.
+	After *string `form:"after,omitempty" json:"after,omitempty"`
+
+	// EventType Only events of this type.
+	EventType *EventType `form:"eventType,omitempty" json:"eventType,omitempty"`
+
+	// Limit Events per page.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
 type ListWebhookDeliveriesParams struct {
 	// Limit Attempts per page.
@@ -1135,6 +1302,9 @@ type ReplaceContactTagsJSONRequestBody = TagsRequest
 
 // CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
 type CreateWebhookJSONRequestBody = CreateWebhookRequest
+
+// ReplayWebhookJSONRequestBody defines body for ReplayWebhook for application/json ContentType.
+type ReplayWebhookJSONRequestBody = ReplayRequest
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -1171,6 +1341,18 @@ type ServerInterface interface {
 	// ReplaceContactTags Replace the tags of a contact
 	// (PUT /public/v1/contact/{contactId}/tags)
 	ReplaceContactTags(ctx echo.Context, contactId ContactIdPath) error
+	// ListContacts List and search contacts
+	// (GET /public/v1/contacts)
+	ListContacts(ctx echo.Context, params ListContactsParams) error
+	// ExportContacts Export contacts
+	// (GET /public/v1/contacts/export)
+	ExportContacts(ctx echo.Context, params ExportContactsParams) error
+	// ListEvents Read the events feed
+	// (GET /public/v1/events)
+	ListEvents(ctx echo.Context, params ListEventsParams) error
+	// GetEvent Get an event
+	// (GET /public/v1/events/{eventId})
+	GetEvent(ctx echo.Context, eventId string) error
 	// ListWebhooks List subscriptions
 	// (GET /public/v1/webhooks)
 	ListWebhooks(ctx echo.Context) error
@@ -1186,6 +1368,9 @@ type ServerInterface interface {
 	// RedeliverWebhook Send a delivery again
 	// (POST /public/v1/webhooks/{subscriptionId}/deliveries/{deliveryId}/redeliver)
 	RedeliverWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath, deliveryId string) error
+	// ReplayWebhook Send a window of events again
+	// (POST /public/v1/webhooks/{subscriptionId}/replay)
+	ReplayWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath) error
 	// RotateWebhookSecret Rotate a subscription's signing secret
 	// (POST /public/v1/webhooks/{subscriptionId}/secret)
 	RotateWebhookSecret(ctx echo.Context, subscriptionId SubscriptionIdPath) error
@@ -1374,6 +1559,223 @@ func (w *ServerInterfaceWrapper) ReplaceContactTags(ctx echo.Context) error {
 	return err
 }
 
+// ListContacts converts echo context to params.
+func (w *ServerInterfaceWrapper) ListContacts(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListContactsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// ------------- Optional query parameter "sort" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "sort", ctx.QueryParams(), &params.Sort, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter sort: %s", err))
+	}
+
+	// ------------- Optional query parameter "tag" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "tag", ctx.QueryParams(), &params.Tag, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tag: %s", err))
+	}
+
+	// ------------- Optional query parameter "emailStatus" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "emailStatus", ctx.QueryParams(), &params.EmailStatus, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter emailStatus: %s", err))
+	}
+
+	// ------------- Optional query parameter "recordStatus" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "recordStatus", ctx.QueryParams(), &params.RecordStatus, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter recordStatus: %s", err))
+	}
+
+	// ------------- Optional query parameter "assignedUserEmailId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "assignedUserEmailId", ctx.QueryParams(), &params.AssignedUserEmailId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter assignedUserEmailId: %s", err))
+	}
+
+	// ------------- Optional query parameter "createdAfter" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "createdAfter", ctx.QueryParams(), &params.CreatedAfter, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter createdAfter: %s", err))
+	}
+
+	// ------------- Optional query parameter "createdBefore" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "createdBefore", ctx.QueryParams(), &params.CreatedBefore, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter createdBefore: %s", err))
+	}
+
+	// ------------- Optional query parameter "updatedAfter" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "updatedAfter", ctx.QueryParams(), &params.UpdatedAfter, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter updatedAfter: %s", err))
+	}
+
+	// ------------- Optional query parameter "minLeadScore" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "minLeadScore", ctx.QueryParams(), &params.MinLeadScore, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter minLeadScore: %s", err))
+	}
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", ctx.QueryParams(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter q: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListContacts(ctx, params)
+	return err
+}
+
+// ExportContacts converts echo context to params.
+func (w *ServerInterfaceWrapper) ExportContacts(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ExportContactsParams
+	// ------------- Optional query parameter "tag" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "tag", ctx.QueryParams(), &params.Tag, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter tag: %s", err))
+	}
+
+	// ------------- Optional query parameter "emailStatus" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "emailStatus", ctx.QueryParams(), &params.EmailStatus, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter emailStatus: %s", err))
+	}
+
+	// ------------- Optional query parameter "recordStatus" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "recordStatus", ctx.QueryParams(), &params.RecordStatus, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter recordStatus: %s", err))
+	}
+
+	// ------------- Optional query parameter "assignedUserEmailId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "assignedUserEmailId", ctx.QueryParams(), &params.AssignedUserEmailId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter assignedUserEmailId: %s", err))
+	}
+
+	// ------------- Optional query parameter "createdAfter" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "createdAfter", ctx.QueryParams(), &params.CreatedAfter, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter createdAfter: %s", err))
+	}
+
+	// ------------- Optional query parameter "createdBefore" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "createdBefore", ctx.QueryParams(), &params.CreatedBefore, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter createdBefore: %s", err))
+	}
+
+	// ------------- Optional query parameter "updatedAfter" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "updatedAfter", ctx.QueryParams(), &params.UpdatedAfter, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter updatedAfter: %s", err))
+	}
+
+	// ------------- Optional query parameter "minLeadScore" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "minLeadScore", ctx.QueryParams(), &params.MinLeadScore, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter minLeadScore: %s", err))
+	}
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", ctx.QueryParams(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter q: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ExportContacts(ctx, params)
+	return err
+}
+
+// ListEvents converts echo context to params.
+func (w *ServerInterfaceWrapper) ListEvents(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListEventsParams
+	// ------------- Optional query parameter "after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "after", ctx.QueryParams(), &params.After, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter after: %s", err))
+	}
+
+	// ------------- Optional query parameter "eventType" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "eventType", ctx.QueryParams(), &params.EventType, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter eventType: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListEvents(ctx, params)
+	return err
+}
+
+// GetEvent converts echo context to params.
+func (w *ServerInterfaceWrapper) GetEvent(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "eventId" -------------
+	var eventId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "eventId", ctx.Param("eventId"), &eventId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter eventId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetEvent(ctx, eventId)
+	return err
+}
+
 // ListWebhooks converts echo context to params.
 func (w *ServerInterfaceWrapper) ListWebhooks(ctx echo.Context) error {
 	var err error
@@ -1464,6 +1866,22 @@ func (w *ServerInterfaceWrapper) RedeliverWebhook(ctx echo.Context) error {
 	return err
 }
 
+// ReplayWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) ReplayWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "subscriptionId" -------------
+	var subscriptionId SubscriptionIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscriptionId", ctx.Param("subscriptionId"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subscriptionId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ReplayWebhook(ctx, subscriptionId)
+	return err
+}
+
 // RotateWebhookSecret converts echo context to params.
 func (w *ServerInterfaceWrapper) RotateWebhookSecret(ctx echo.Context) error {
 	var err error
@@ -1529,6 +1947,10 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 
 	router.GET(options.BaseURL+"/public/v1/contact", wrapper.GetContact, options.OperationMiddlewares["getContact"]...)
 	router.POST(options.BaseURL+"/public/v1/contact", wrapper.CreateContact, options.OperationMiddlewares["createContact"]...)
+	router.GET(options.BaseURL+"/public/v1/contacts", wrapper.ListContacts, options.OperationMiddlewares["listContacts"]...)
+	router.GET(options.BaseURL+"/public/v1/contacts/export", wrapper.ExportContacts, options.OperationMiddlewares["exportContacts"]...)
+	router.GET(options.BaseURL+"/public/v1/events", wrapper.ListEvents, options.OperationMiddlewares["listEvents"]...)
+	router.GET(options.BaseURL+"/public/v1/events/:eventId", wrapper.GetEvent, options.OperationMiddlewares["getEvent"]...)
 	router.DELETE(options.BaseURL+"/public/v1/contact/:contactId", wrapper.DeleteContact, options.OperationMiddlewares["deleteContact"]...)
 	router.PATCH(options.BaseURL+"/public/v1/contact/:contactId", wrapper.UpdateContact, options.OperationMiddlewares["updateContact"]...)
 	router.DELETE(options.BaseURL+"/public/v1/contact/:contactId/tags", wrapper.RemoveContactTags, options.OperationMiddlewares["removeContactTags"]...)
@@ -1543,6 +1965,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/public/v1/webhooks/:subscriptionId/deliveries", wrapper.ListWebhookDeliveries, options.OperationMiddlewares["listWebhookDeliveries"]...)
 	router.POST(options.BaseURL+"/public/v1/webhooks/:subscriptionId/deliveries/:deliveryId/redeliver", wrapper.RedeliverWebhook, options.OperationMiddlewares["redeliverWebhook"]...)
 	router.POST(options.BaseURL+"/public/v1/webhooks/:subscriptionId/secret", wrapper.RotateWebhookSecret, options.OperationMiddlewares["rotateWebhookSecret"]...)
+	router.POST(options.BaseURL+"/public/v1/webhooks/:subscriptionId/replay", wrapper.ReplayWebhook, options.OperationMiddlewares["replayWebhook"]...)
 	router.GET(options.BaseURL+"/consent/:token", wrapper.GetConsent, options.OperationMiddlewares["getConsent"]...)
 
 }
@@ -3079,6 +3502,495 @@ func (response ReplaceContactTags503JSONResponse) VisitReplaceContactTagsRespons
 	return err
 }
 
+type ListContactsRequestObject struct {
+	Params ListContactsParams
+}
+
+type ListContactsResponseObject interface {
+	VisitListContactsResponse(w http.ResponseWriter) error
+}
+
+type ListContacts200JSONResponse ContactList
+
+func (response ListContacts200JSONResponse) VisitListContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListContacts400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListContacts400JSONResponse) VisitListContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListContacts401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListContacts401JSONResponse) VisitListContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListContacts429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListContacts429JSONResponse) VisitListContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListContacts500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListContacts500JSONResponse) VisitListContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListContacts503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListContacts503JSONResponse) VisitListContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportContactsRequestObject struct {
+	Params ExportContactsParams
+}
+
+type ExportContactsResponseObject interface {
+	VisitExportContactsResponse(w http.ResponseWriter) error
+}
+
+type ExportContacts200ApplicationxNdjsonResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response ExportContacts200ApplicationxNdjsonResponse) VisitExportContactsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type ExportContacts200TextcsvResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response ExportContacts200TextcsvResponse) VisitExportContactsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/csv")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type ExportContacts400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ExportContacts400JSONResponse) VisitExportContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportContacts401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ExportContacts401JSONResponse) VisitExportContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportContacts429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ExportContacts429JSONResponse) VisitExportContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportContacts500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ExportContacts500JSONResponse) VisitExportContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportContacts503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ExportContacts503JSONResponse) VisitExportContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventsRequestObject struct {
+	Params ListEventsParams
+}
+
+type ListEventsResponseObject interface {
+	VisitListEventsResponse(w http.ResponseWriter) error
+}
+
+type ListEvents200JSONResponse EventList
+
+func (response ListEvents200JSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListEvents400JSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListEvents401JSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListEvents429JSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListEvents500JSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListEvents503JSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEventRequestObject struct {
+	EventId string `json:"eventId"`
+}
+
+type GetEventResponseObject interface {
+	VisitGetEventResponse(w http.ResponseWriter) error
+}
+
+type GetEvent200JSONResponse WebhookEvent
+
+func (response GetEvent200JSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetEvent401JSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response GetEvent404JSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetEvent429JSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetEvent500JSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetEvent503JSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhooksRequestObject struct {
 }
 
@@ -3668,6 +4580,161 @@ func (response RedeliverWebhook503JSONResponse) VisitRedeliverWebhookResponse(w 
 	return err
 }
 
+type ReplayWebhookRequestObject struct {
+	SubscriptionId SubscriptionIdPath `json:"subscriptionId"`
+	Body           *ReplayWebhookJSONRequestBody
+}
+
+type ReplayWebhookResponseObject interface {
+	VisitReplayWebhookResponse(w http.ResponseWriter) error
+}
+
+type ReplayWebhook200JSONResponse ReplayResult
+
+func (response ReplayWebhook200JSONResponse) VisitReplayWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplayWebhook400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ReplayWebhook400JSONResponse) VisitReplayWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplayWebhook401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ReplayWebhook401JSONResponse) VisitReplayWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplayWebhook404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response ReplayWebhook404JSONResponse) VisitReplayWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplayWebhook413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response ReplayWebhook413JSONResponse) VisitReplayWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplayWebhook415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response ReplayWebhook415JSONResponse) VisitReplayWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplayWebhook429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ReplayWebhook429JSONResponse) VisitReplayWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplayWebhook500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ReplayWebhook500JSONResponse) VisitReplayWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplayWebhook503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ReplayWebhook503JSONResponse) VisitReplayWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RotateWebhookSecretRequestObject struct {
 	SubscriptionId SubscriptionIdPath `json:"subscriptionId"`
 }
@@ -3813,6 +4880,18 @@ type StrictServerInterface interface {
 	// ReplaceContactTags Replace the tags of a contact
 	// (PUT /public/v1/contact/{contactId}/tags)
 	ReplaceContactTags(ctx context.Context, request ReplaceContactTagsRequestObject) (ReplaceContactTagsResponseObject, error)
+	// ListContacts List and search contacts
+	// (GET /public/v1/contacts)
+	ListContacts(ctx context.Context, request ListContactsRequestObject) (ListContactsResponseObject, error)
+	// ExportContacts Export contacts
+	// (GET /public/v1/contacts/export)
+	ExportContacts(ctx context.Context, request ExportContactsRequestObject) (ExportContactsResponseObject, error)
+	// ListEvents Read the events feed
+	// (GET /public/v1/events)
+	ListEvents(ctx context.Context, request ListEventsRequestObject) (ListEventsResponseObject, error)
+	// GetEvent Get an event
+	// (GET /public/v1/events/{eventId})
+	GetEvent(ctx context.Context, request GetEventRequestObject) (GetEventResponseObject, error)
 	// ListWebhooks List subscriptions
 	// (GET /public/v1/webhooks)
 	ListWebhooks(ctx context.Context, request ListWebhooksRequestObject) (ListWebhooksResponseObject, error)
@@ -3828,6 +4907,9 @@ type StrictServerInterface interface {
 	// RedeliverWebhook Send a delivery again
 	// (POST /public/v1/webhooks/{subscriptionId}/deliveries/{deliveryId}/redeliver)
 	RedeliverWebhook(ctx context.Context, request RedeliverWebhookRequestObject) (RedeliverWebhookResponseObject, error)
+	// ReplayWebhook Send a window of events again
+	// (POST /public/v1/webhooks/{subscriptionId}/replay)
+	ReplayWebhook(ctx context.Context, request ReplayWebhookRequestObject) (ReplayWebhookResponseObject, error)
 	// RotateWebhookSecret Rotate a subscription's signing secret
 	// (POST /public/v1/webhooks/{subscriptionId}/secret)
 	RotateWebhookSecret(ctx context.Context, request RotateWebhookSecretRequestObject) (RotateWebhookSecretResponseObject, error)
@@ -4279,6 +5361,106 @@ func (sh *strictHandler) ReplaceContactTags(ctx echo.Context, contactId ContactI
 	return nil
 }
 
+// ListContacts operation middleware
+func (sh *strictHandler) ListContacts(ctx echo.Context, params ListContactsParams) error {
+	var request ListContactsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListContacts(ctx.Request().Context(), request.(ListContactsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListContacts")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListContactsResponseObject); ok {
+		return validResponse.VisitListContactsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ExportContacts operation middleware
+func (sh *strictHandler) ExportContacts(ctx echo.Context, params ExportContactsParams) error {
+	var request ExportContactsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ExportContacts(ctx.Request().Context(), request.(ExportContactsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ExportContacts")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ExportContactsResponseObject); ok {
+		return validResponse.VisitExportContactsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListEvents operation middleware
+func (sh *strictHandler) ListEvents(ctx echo.Context, params ListEventsParams) error {
+	var request ListEventsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListEvents(ctx.Request().Context(), request.(ListEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListEvents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListEventsResponseObject); ok {
+		return validResponse.VisitListEventsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetEvent operation middleware
+func (sh *strictHandler) GetEvent(ctx echo.Context, eventId string) error {
+	var request GetEventRequestObject
+
+	request.EventId = eventId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEvent(ctx.Request().Context(), request.(GetEventRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEvent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetEventResponseObject); ok {
+		return validResponse.VisitGetEventResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListWebhooks operation middleware
 func (sh *strictHandler) ListWebhooks(ctx echo.Context) error {
 	var request ListWebhooksRequestObject
@@ -4425,6 +5607,54 @@ func (sh *strictHandler) RedeliverWebhook(ctx echo.Context, subscriptionId Subsc
 	return nil
 }
 
+// ReplayWebhook operation middleware
+func (sh *strictHandler) ReplayWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath) error {
+	var request ReplayWebhookRequestObject
+
+	request.SubscriptionId = subscriptionId
+
+	var body ReplayWebhookJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ReplayWebhook(ctx.Request().Context(), request.(ReplayWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ReplayWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ReplayWebhookResponseObject); ok {
+		return validResponse.VisitReplayWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // RotateWebhookSecret operation middleware
 func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, subscriptionId SubscriptionIdPath) error {
 	var request RotateWebhookSecretRequestObject
@@ -4455,208 +5685,246 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, subscriptionId Su
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2Ncts4tif+Kvjzf7diV1MyJdv5kGtrrsdJT7snTtyx3ekP9V7CJCShTQFqArSsSblqH2JfZF9hH2Wf",
-	"ZAsHAAmS0GecuTNzc6vudEyRIACeb5zzO5+ChE9nnBEmRTD4FJAHPJ1lBP59xpnEiVT/FMV0ivNFMAhO",
-	"UaIvIzySJEeE5TSZTAmTCLMUCT4lCCeS3lO5CMLgHmcFUSNgIeiYkfRGkPzNFNPsPA0GAR4TJv/dvLSb",
-	"8GkQBmZ8+D3qvTo8jm6fd47TF6TzIjnEnVejHun0b4+S5+lLEuFeXz2SEyxJeiqDQdCP+s87vV6n37uO",
-	"Xg0Oo0EUdXv9w1/gtum3lGQprM488xpL4j4VXfeeD6KjQXTcjaJIPcXwVN1xhTMiRjxPSBAGghfqH4Pg",
-	"I7kVVMIlicfqyjsyD8KgyLNgEEyknInBwYFd4HTRFeUwarkHUXT400+R+r+j64uLfvAYBkTtTjAIfseM",
-	"dFNOGtsDP19JLAsRDIIfcUZTdZWN8Zioz6DWlmEhYZPfzwhrrrB33YvUCnv97vFxT62wvP2KMOm/HbbR",
-	"bIi6/VueT6+K2ykVgnLPK5pbz4rp+9Hp+XeYpXw0EsEgMtdeYzG55ThPzzKa3Pl++JGSuXMdJtq8uVys",
-	"CAY999oVYepz9821+rSdmy+5kAnO06sEq8vRYxhkBKdXCc9JMOgflmTwPWYEvebqi88mnKlL3/TQ3vHx",
-	"8T6KelGnHx1G6rec89H70RlngjB5U1LD4OCg13/RjbpRtzd4Gb2MDhJ9y0Ei/uPwj/670Y8v+fdHt399",
-	"+Fl++NuLj9NLrEebkVxSxZe/fgpwmuZEABXjmXyf3zAq3xXTW5IHg+BIEbpivkFwNcspG48UyQNfFUxf",
-	"xmyMp5yhM30FaBc+4Plb+CMnRJ7adwS9/iF6hy4wZehKBmHwNzoLBsHz/ovoSJGrmdtiQ349Pg4efwuD",
-	"nCQ8T0syvsD5HZGUjYMwkHislgn7H4QBnxHWmfBCkOC3x8cwONN86xVO5rcQzamcICoFMluFZjgXJEWU",
-	"SY4wsnN2BVRSDfjlJNBWvH1JWKq3pM7df0deijy8FC3jpWgjXoq8rPSVXb4Eu4TBHOeMMrjDwz0fqZzw",
-	"opq8l5duC4nkhJSslPAiSxHjEt0Sw1df+ehfn4+eiAqDc3avbJZzNqsID0jzGo/FaZqS9M29+UAVMarf",
-	"0JzkQIUkRSDFLaU5xEfutSH766cgxRK7RMhG/IvboaQccAlh1rhfiQNpF23nV15Qe3VPZ3pvYF3rrSy4",
-	"bcMJv3hhH7hezIjZY/3mx98e1UsnBKckB7HwAUvylk6phP/pRepaSkSS05mknAWD4AP5oyBCCsRHSE6o",
-	"QHeUpWgvJzgViOdonlNJxD5IktPLc3RHFmiK1f/fEUQZwmyBehESJOEsFV0lWJMJmcInlHqClEkyJnmg",
-	"5laf0Gu8WDEjEF4JyPPqlTOSo5vrM5TixeYv+6A+sKLkzXcgIyOp1qcmcUcWzwRKijxX7lIv6ujVojll",
-	"KZ/vMI3N1z3BQk9F8hQv0N7N9dn+Ni8URLbfdKU/FiqYpJn7ZZ+J1urQiOfOtvARyvU8KxoZMksko5wQ",
-	"gTASGZcDNJ8QvX88S9UD9kHKEJUoI/ieiC46y6jifTTDCVF3TwXJ7okYMq5u6w5ZbbVTyui0mIIYba1c",
-	"qWmc4ymRhvzPrCi4xHLS3ofrCbHC6JlANCVM0hEleRedoinORjyfKtuzvI6oQIJOZ9kC1OiIFyxVH8PI",
-	"is3lDVVvn6k5lcqgklpKXv9R0FyJEpkXpLZ8/PCWsLFazPOjUO2G/bNX7oeQyhwCQrgqbsv1rtoE4dxX",
-	"34ktV/fqlX91ojaRp1viox6JCPlnnlId/lDy8M88XVglYpQSns0ymmA1g4PfhVr6p2ppn9Yowmp6/5aT",
-	"UTAI/v+DKv5yoH8VB+rNhouruVWr1FfETGlwmOmfcWpv33iu8GBa6N9JQ9tOCAJVpghV4jvC6gZeqvbu",
-	"tX32rFTDTZW7seZ8DIMpEUIHUErFrr04kBl6NjhTomKByAMVUgBlUm1N1Od/BfuI7inPYO3CM31jhth9",
-	"qyZP8pzn2oTQrsAguOXpoqtNTneiincxgmHsBI09o74Phv0OFPNjqVSq+6iSZqUYE8isYoCqNw3Q8uGB",
-	"JjYjpTdqNfqBNru2Z4D24vrGxMaXJvckX1Q7qmRvrHasq7cr3g+VksdDlnKlm1BeZGr8UQFet0R7cZNe",
-	"4hBV1y6NXaQumgkY2zDeV6L7MQzOmSQ5w5le0VY8WX5ydwT3c1DzC4LVnFQbk6KjUZT0cY+8un2RBp+/",
-	"7Vd8SuSEsjEqGHmYkUSSFE3wbEYYSU9AywmS35P8mUAZH4PeVhdTIjHNlKpNSY5q5JN21bzecfmt0iM7",
-	"7Yz5JK85Ee+4fKPYq7Y/liFTTgTQJXBg8FRUqKOpjdG10USFNWFglZd4kXGcXnP+FudjstNim2O4C7Wb",
-	"qvhQsUWm7lD7jRl6fnx8+BzdLiQRwdPyn30bvzffNlNGF9p7foT+Sv+MbhcoJSNcZHIfNuGK5Pc0ITcM",
-	"32Oa4dtst33wDNMUUULfAmqATGc8xznNFqioHlG8IvMFyrBUptOTbIuSK7dYEJRgZsIMOcHJhKQop+OJ",
-	"RIzPu+gDvBeE0y1O7vhodGIVR4qUp3pPcoFuF0NGpSDZqDIjy/GpgEf1WFRZnDlBAo/IAGGUkxmEIpAO",
-	"SSDMxJzkYsjakgwxPFUsLSs7MEQSj+FExLp8KJlgNjYvoanaTvW9QrgJsyGzpyZ6TZih2F45T2M1V+1+",
-	"kxRxlhAjFbWpIIpMPpWZEhqvcztjRVsjy75oZRyPiiyDrckUi+sjJNg22Bwg72vOLzBbWDdmJ9pujlHj",
-	"cfU1NYeRh4QQ8Hg/m3BPkTMuFQgUXzEbNNwikdFUkUrLPdrrRRECTyhEx5Fxl4fM4X3Ec9eleyas/4r2",
-	"Do+jMIqifcsVel9j+KNzqv6IS88aHCGfa98pvTzfBpgnDho+ofISq7csdxElR3NMFS+PeE600KBsvNYF",
-	"/alTzU//r3a9N5qiDVZ4xzG+8+YDqQcaI5WO+DazcoMIS8fbZna1cACQ5g3DhZzwnP6N7GYQ1AZwmQei",
-	"lGysaNGajA8dPKOdO7J4IvEflwPGSK9V8ZN5cVg51CEq2B3jc6Ymk5N7fke0KXTDRDGb8VyS9IKkFOv4",
-	"1k674BloqbkwLQToqtbYX8ZYUJoxbr4r7gaVbwDsfWp1iI1/pilVt+Ps0onujnAmSPOt3/IcxfXotLLP",
-	"q2A3mPC1WLm64oatY9Bu8bckow9lpD3uNmLLn4JK0/kDC/Z3CCqgPdAYEO95JsDx4IxUyt+GeCHA1fD0",
-	"1RrBkva/x5rZ2sBWnx70OucZElpZC/iHMzK//Z0kIAh5AqE9OLxYozPplAiJp7Og7t3/6m5EbcDfPO+z",
-	"n9bx/Vd+3e22vL58vfE2slmaKnuznDKpDEF0enV2fh4ixpGY4YSI/S660gcvajeHTOCpsnsQHiv/0BpD",
-	"jIM31G1+PQGfFEw2fAs7DnqriiEpGdB58eJlryNK6uz0FHdWcZ9e/2Uz8DPDUrl6wSD4H78Ohw/9Xmc4",
-	"fHhBfvvm39bQin9nddCpYQmwhfbwPEQ0x0yCMpxhoZZ4AtSkqAp8cHgEYvIbEFj9rR/VVlFZ+pJoz9gN",
-	"ylreP0FYoikXEh2jKWWFJOXrRoUsclIP0K04YjDxjEGQYkk6kk6Jb+OkEbmrmMCSL0jVJh/AAKuI3gr1",
-	"5i5g6ZrhKIWYRiV6lLmNTs+ByoTEEBlncKJUM1MTzpT7oGMdOmWA5IIzECmEFVM1x7poDMKgPN2z/34/",
-	"I+V1kI9BGNTOEN2/7Q2u/Ay0NoOg563a6XIlzuZU236apjaSsqNQqE6Cm+btKCekI8mDRDdXNhJVp5rj",
-	"KEJv0BmeUckzdHpPQuQcqYfo/C163n8RrWfSdgC6JiLtoaGPOpyj/s0V3SkSMi8SxQeps7oT9dlxrggK",
-	"S6tytcWhZCBDZDqTC6Sn6dFpzVwDn5QtGJU6xMYLCRkrKVHyD0ueo734KEajnE9RfDqT6Cjer2/4kY/1",
-	"dDKD94hCSWzlRPA5qw9Uz3xoD2lSIZqD6oQItMdzpL7PPc4Ik/uhnrJiqF/OL5GypU5QPAyGQVz54OoX",
-	"d0cb82mlXLTmZHIwWuuc805GlIxHcAe8vj44ZG14xqulcfiNg4xCGDSjSjfZFCNwmxGDj1x/UzMVpPVS",
-	"yA1pvupbek86KR1TCbvEc/Wfb47qQ+t8krWs0iDB5jINtZRf2G6rnpmPwUxmwQcIRWzJZt/xOZiDWquX",
-	"IpowSXIjgcVCSDL18RL9K1m8g0Mg36dhyrgA66Q6XQauNfkkrnivb+RcJ3B2lF4Tvm+kX32ZkxF98L/8",
-	"ngqqLKAZ3KOngSXMYY8RG9O7I4sG+yZ3//Hiuz/6bx9eYT/XlacoKw4cdzo3bL+rSrvZ2HItj8y2M4/M",
-	"3BUVdXKSkXulhEH0CPsFTcTNDA9Gd04SQu9J6rWLdPz4fObfqPPLMnWpPThKFOUogdW0gA67UbfXO+y+",
-	"8O1XIUh+OjbOpGd9tXc8E+hGkLwDD6ygvoN+93AtS7vnu9VXC10OadCssz/uxKvPt4TPbRbXVoq0dnSn",
-	"pKPEYxGiiptDVCVhgTTICE6RSLi2QRts70vWaW44/GBJR62vZgAqTW1GQZKfGG9Cy6CC2Z/qX8WXDbQj",
-	"e37WKfhT8mot933VU2fljVUuenOBlzmd4nyhjyWBP6lEcyzQmN6Thi5fkgnVWlYtZ29NnMS59bGZ1bfy",
-	"werOejJdc4FRt9uLohCpMQqlP8CkcSgX6FsJJZYsUEoSvDiB6G2Hs2xR24AIrF2dbKLGXJl6YhMdWjZB",
-	"kWWg5OoEvMR8chICW9tsktZbX1RdNkbMRu/wJb23X9ZOR2w7FjM8JqE+9UzR7aKMBIRITPhcuc7aYGAp",
-	"mvB5jbn9pkM1SZP6mPEEZxMu5Oapj76lOIJpFb9Xd2o7AOdEn+XnycSqMCrJdC2ZW1eucqgDnOc6Cl1P",
-	"xVw9zgf33kebq7l6EVpsmxABz82h88LJwazttDffxVnmkgCBXc8KHWfTLlzx0Fh+XRHC6mpCofbxXLb3",
-	"EegKZfh6XTRotU58JoCDQ5vMwVIEzFh3jhSlCCLbunATUewNeK6RKN0dpUR3ranCtDFiv6Ae07u/8PnM",
-	"Lv9dAhfhkoKQFf4bAhfcH9I4qoc0+sfPfY6E35hZq+ieQHtv9I4N6MSrYhqJdstpaaWsg5uWCyc81mHT",
-	"QiLOXB1QRTZ7UbSxaL3GMLUpfjjXt4NmXimU9GZuQL72MH4L6nVqJlZ+XHNbLaO+LRD4bUamRvmkVJdq",
-	"CMlnjvtzYmJXRuQwsvHOfdQv3lSGB85Ul+/dR3I74fxuN9Z3ctjXUHp546Mp0GwJi1vBs0ISFNvKzRjd",
-	"fHirt9K4oKIK0ou2taGeUUsRXcfcPbAmjUdMbBP5VHN2c/b9G+pIii3U1MeJ0uyucZXBYo0JUCUdnH24",
-	"aCunWjHtFl6JX+a8c6I55nVubNCpw10ne2yd7qelqwX3c0kQoCrubcarfeHI8ZLYlHrDM4HgDrudrVXp",
-	"quF1y/ESrSJQs1naLFr6ku3Lkev0Gh299JHochq8xDKZbEmIZ+ZkUHK7CBMdGqApUYaHPoFFOZllOCEh",
-	"ilmRZXH5Y5IRnIfWheGMwNYvToYsLrXoAOln4F5g6CnCWabPGNVPOqlOh69WUrrnEM7O2g096g/TXXZ+",
-	"1nzlhjbcznyy9n278E2TR9a/5DN55ocCZ3RESbrDAnfipBYvrHmNjzdem0OELbniPTM655moziEkh1Ny",
-	"tyjCE0OTUul6n2lsfkFTnBIkOBphsOpXByjs25cFvuzvrchXO+Jjq9V8w9jFVmOECGdCC4V4rg2GDk1t",
-	"jtDyN2xtGjDyIM3ebBlkE6U/Xl9QbEpQlY9HM4LsN0E5pG6FalEMxVdFovMRYwSpN5hmJI3dI+eqlLW8",
-	"NwgDfaPnRLhhPzifrtp9d5fKFYQV2fy2gojNLu1Ay2Z4RcJmVnCgalMfvCTc3teeqSojaERzIe2oNSLu",
-	"+YjY3Lh1FHVT4jdpMmaRtyTjTDsweyNIVrP3+VOUiC1xaArfhbbFzLAj+OwnlapDQhGFPpb/XG57Qn7K",
-	"sCQsWVz4/Do6JVbT25Imm+eqllfkBKJQU5pl1KkNXRND3ZmB7RyuljCyTowCPyB/JtB319eXSLNMM2ha",
-	"LSepB1nc7NYtmdPyQZ1+3Q3egFnf0u2DK2tVSIgYmRMhNR9u7Ew25Ygn0Km+5VmRCx9DXGIhEBYoTuCG",
-	"uJQG6iGIK7vMAVYLFvqH9dGrlQLwjT8Yd8rqlVpVcKJ/fISSCc5xIkkuwvL68yObEg167d/jjQ5PSiOy",
-	"LEpzvcp11Y42UWkJjX+cEDkxp2h6NXMsdJGqlW+68qPSaroA2IGCSklCUyJc1WXKuoKwxCyyysyXyfSm",
-	"dqazhXKpHkTgsZJcnCCCkwl8+46yuuFMUJNFVbmsFYgokkmZ3dhWRGqIMgNra2dXPV3P9trBY64N8iMl",
-	"8x3HqHLSdn+8Qpfa5ekKbGrLp33YU1sO4ebYbR+0aOKGtPOiquxBsTThsMoq3ECjeWFJWu+F69ZpSe3t",
-	"2w5vwE2ao5e/o3t1w4aj1qBRmkO+pexOeezACmreIG+2GtoArHiTAgTikAu7zXgGnGXJeCA0jL3iJOBs",
-	"MHgL5eVTO9t+KhAkM0u58ZwbGDEtDWl+Rj98gEw4gUSC2QZb0jzK8S2hvW3tD+OhAj+5LaFx7zLbLOjV",
-	"0daK3kJ7KPsOCiz4yJQ8GyvUE/KEGpFPnlRSpR1DNMXJhDLSyQlOIUG+zESsK8SqAt1TUd8qkA7CoF4f",
-	"HYRLqnftE43LLpRD4ydrjTUul5XFYXBB5ISn77g8zTI+B9+zUSnULrxrl9suKatplmd76lN9loKt219b",
-	"WPNa3ehW4XuTx+dgw+ecjUMwJ62MPkE6lc+WiovuBqlaqVsutJRGX5sVbEGnr8s6FayMrRlhaXUulnqp",
-	"dWm2EpT5eKrz3bMAnchg4BdsTfryI2eLoeB9VQtgoIktUOKhbORDQETXVE55zqTaW+76sG3ut+g04Hch",
-	"XAuulUdA3VZJE9rzq/kh27CwAGqsIdeCjinDma29fiaQJExOkFpIiIjWDkMGtMmQU9pQ2a26VGZZlYL5",
-	"wm/AWgembZUg1AoWGvUI5nGnLCENmikSNzNlZ4M8KEGlbK3ylN/roFVtA72s7Xza7SNMFT2VIV2bjZkX",
-	"mfZN6jxi4D68Me8BigGbY1hE0WEyw3IC/yJxiOI/CpLbXxiekuoXdV/7Bwjumahl68e6/1dDHmntz1JJ",
-	"du2GT1wpVh99FYBJ62UW0cQbEikyomWEjkmhvdgKQrUNpXeq/tC+q9kdJUvVPxWxqv/6vnEcom6328id",
-	"Nh7wOhFsSxrM5FcL40t/0supTtMxaS8DxXV8pieJ4m90hWOv00c6ZR+cznwBYtjEdQ87h50j/bNYn0Tn",
-	"uPKH/VrB2t5w+M1wmH7qhf3H4VD8af9Pw+Hen9SVw8fhcP9Pvw6Hotv5zVxx/zp69Ja3lUbFthlNJabB",
-	"HkYzLiQuKWdfSUCeUDj5Mvg9NVN5adrOylIxC3xTR9DzkaL9/bMSb4+P11KWM49wZUnSh0am3vJgi1W2",
-	"U7ywmgZNLcaiazm6wIvvOKv+9AlR1+BbNosYquqUZGL62JIqgwcOICC+o/EEDi13mygQ1ekBGOV8HgKS",
-	"htJozlha+UEwzkSmT1BsNIAd9BileCFgZCjv5gzFR70I/YUzJUJ5rgOqKcmI8opqqk2/KVB7XGoVPY53",
-	"J67x2MfdEo9PkCjyXJkdOt2USgJFrKCUczqdNjPETbZjg1fXRN1cWK/tArDLk6Jq6U8AamjU3JdMhYLp",
-	"+Gi9hgXyJEvcCjzkiyWkLl9wGRdqHyZfn4Xow7dn6PDw8JUB0XrAicwWSE5yQtAoVwYbqBGtG3St/C/x",
-	"E9fiamNsy+xKjz2hS3QkN9tdhtbNDzgnGmFSewcLdaFMztCJFn+XAg/zRlvbIdaXdmwZTV+bW7B9sqbO",
-	"k3nqjM2T+u4jKj05nFdTCgCL2yZQbJAhrCjBKpS1k9nAFGol5nxB02j3/Hqfz2mTJtuK14OGHA/WwW3r",
-	"KkosbGZnbtRTPbBUR1j2rNFkXZ41AJI3Fwvn1sASjYxchmhqYhMW0w3PZhngluhk99CEU9Q33VEsAC6I",
-	"5XwlFp4JW5CkHCx4TfcJK7f8FUvrR1keJtnUllWDJSRnJF29tBVlFDVz1U7cn5Pu03OGVEpk7l0yl9qf",
-	"eZPQnftmG8Fz0LC3OLZZmgBxw+gfhUaEhntOUErSYkaQRg5+qkSIZj6594i/WpqJbK77GjsEDx3yVJKk",
-	"LPPRGZSgOlLHutKRMB1+0gAF0h7SeGOM9RjQrrhD3oCSBzlIGyNppXCb/hVNJsp2iNWyINSgyBzCD0pV",
-	"xcaaqccbrSRdU8GyzHoMA4PxvWFCvy0sApFA7ilfr3OaTzZZv7YrzrDV1HyEldRDg5/57eww8VP4/Wu/",
-	"M5ZuAoK5He3FTuGYiTAZWNlgc3fgc6pT7da/2XGElV92xUe0H28D4epaANUAboT3MynBHcpDDcuyjU8Z",
-	"ip1Hqwi3BhtGl6fXZ98Bc7vmWi1h8rRqRaZliJd9C2d+n4Pe1RinzKP2faa0FnTf5GvVoNwsTe789KgW",
-	"f99phNrJwi4jzJyjhV2eb3XP2JY+y+MJD1U6nTh8xpmEkjR9ZJgTxMjckxjwGfEG/Wof5cjqHOVz1m0D",
-	"cf6V25DaqrVXZgTjKONsTHI0weIzF27f3F76EvtW7cEKM2mHhEeTXi6WgRHaWij3cHDXHEgzSzdMu3ab",
-	"yvmtWLY5d981AeLy/dW1zVJqtHW4+fA2RMbvUkbzlcQsxXmKzJvFwOTkiyGrZervVeYkTfUBM6ACcmbO",
-	"gAEWdj+s8vulFbUx2isYfRgykwS8r4Nl9j4NmVXkJEZ78X0v1Mdqt1iQ50fou4vTs87Vd6f94+dKWdC0",
-	"Ww7bVWu153VDdkcW7rGFfr6TkoSnaq04lzYM1diSeD4RJPkPQNnNidzvDpnNpoAAFbQpERKQmwfWvbhd",
-	"oNh4ARDpTkleXVM+QNwAPdy9v9F/9XZG3ppRsSIXXpxAaY0ib5uYvS1Ha2f5EcKHNrS+rsZYT2sFV18B",
-	"fW2Pb1cnV6WsFJlQNjYU21YC1m7Vb3zzMKM5EdvWw5Sz9UB2teaA9ko2+sbwnmK3wz7KlZEy1dj7+xoX",
-	"xDQHACj0OqQSDPFD/2H2y8fj6Kb/4+/J9MfoZvoq+vmnD9kvb14VP/d//PPt9MP7X376JUvuvmU/f8wK",
-	"LyRcvdnM36Hjzep4Tqv5jdnecOm3WkVIrr7Zslp9JwCi3WpHVlFQS+8so6dutxvvd9F7li1srKNE6NKH",
-	"VSdDBnFURGWINIC7jk9qUgPM2iYCrR77YvTXH17lL//y15//yK/nv99cvn55/vbyl3Pef4vf4qt5b1Qc",
-	"3r77280yDMP13qDnAPcfgTjDoNBBmS3pwFt5qetKtfiDkyQjdJvnrhuV2G/JRc2qeqcIzsWVqVbrNUwF",
-	"SYqcygX0HtJ8cgoobKeFr1vWKStxCo1FYTu17cXJnabYsCwhBoskLiGS78hCmN/AeodGWdrkqlplVbDs",
-	"ldKBCWmAcWoUtAM9Ue8glra6WI+pnBS3td2utr2FWV7OFhgL0uArw9n8qI88zbcW1qY0Rl1JDrdcdyCd",
-	"dodsyN6AUaXkkc7uYoSk2hlpA8d30YcKNd02+Pj+6v27IduD2ARhsqM++qCF2h5rCzPJuCDpoA41b2C+",
-	"3JNP0+poyPSnOooi1Mhz7KI3bkKx7SdSWZsxZLrFugeUWmnJNvoVN9dnu50nq8Uus7KUXCyPcXL9Ij7D",
-	"fxTE4NoKtHdzc/76/sX+CcIV+P6Q1dvZaZxrkiJzKgU5nPaQB0MvP2hrpDss6Q/JiikkkJS9zNA453O0",
-	"h8E2cMPO+opmy/0Bwgb8HXIsMyIQNPcCELqUEzFkFrMsVPY0HTOem54FGR+PDTT3NEQ5Nrk3mNkEFIfE",
-	"nAK+HHJd4p865mN2zpU3Q5IJt9BwToIhBKfGhCkCJel+iOYTmkyGTLGXqLduYq2GT8KSCS7kRG1wAgKg",
-	"NRcYBksyZLrjiHG4YI6thhlxWL/utq0wXlmrQ8mQNVuUDFDZogQoq+xS4jYoCn0zeI0XkCY3ZPHSbhdm",
-	"Hq3mJgNkm5voTjlxo1+Jom7R6kO5rAel01dy/0T3W8KmZwu8HXgSUeW4HvVfoUY2e2wEsdtXRVsFGU2I",
-	"yXkxUvTi/LolQPmMMB0R7PJ8fGAeEgfqXuU8UZm5Ahj93//5v9BZdVBj7Rx0WdxmNFHfLAgDJTlNNXS3",
-	"14WWIuo9eEaDQXDYjQBTdIblBHRSCX73SfI7wh7VtfEyA2uGxwTdkgllaYXXq7zdFmxa7HTpLCFAsVVS",
-	"aQh9mIAPSrW3pyQU4PbqLklkRB+swLB4uQZKWj/o4LiqJwpB8iGDfA5NGXI9sKzNjTI7qA/aYSNM+vWQ",
-	"JTkBwYazLopPk4TM5ABJ8iAPJnKaxWhMJFDQFGcZ+u764q3BL8QW9Z9kQusYTRmlogI/dkyk2bSg0cOx",
-	"H0Xb9ShxIZFbKMZ10OIG0vCXa8vtAAKv6dDdbl29pnFmCfHbgOZ1kHg9aLobt16p41pDEof95rV9D3Rk",
-	"6f9LeaJUE1I36PiR/kH9jTLMxv99GBA2DGq/EZy6fwO/6wuXiqEUlRoC1jccOHeYK80xqviVeUdv5YD2",
-	"527XZJ4fNAc4qFZU683k8S4U7xqcFOzhCV+CwuMKNOgSJOcxDI6io2VfrOSag7Iw6TEMjqNo/QP1CiN4",
-	"6nD9U546JNfg163RneajEz4HoNJVCOcOvVt58Fuj6/Cv/nYB44IIAfVkWm5ZyGwXfpSPOnzUsdt68+Ft",
-	"A3d8Be6pp+cuvOfpWu2qdR7MQP4e3PcOHP/Dq4c+EFnkph1M2VvvdlF6Q+caLAXipjpcGaO9BAvSoWr5",
-	"gkp6T/a76LQKwRJQ8HY5aM9nrSOuTMM5FepZgHW65XIC5jFgHOsUR2j5BDrMxrKHrJxkOYJyB46Qp0ov",
-	"7qLreiZjDqslKbqF7Ellx85zPJvZzGefNjGlgmtp58kQqYFGoOjF33Z61zbTG6RRVfidilWx+nzNb92A",
-	"X16mgHyLqPKivEtYj6zw+NvnaPVNoCDtrRUW5DYqzjyxqkejEb8bSFOn6zQ80lv/SK1YdBcxf9R/tf6B",
-	"Zg3qf456KBXCX4isdEFd8EMMREt+LjzCT6NjiupxLTCq3tw1j8kcK92RxUr2GDKT25XT6ZSy8Qk45+Am",
-	"NRpvGx1fvs72c1Y/Kw8pitDKXqjQx1f9Uc7+lFUZOKF2GUCchmp4ndw6ZA1MXtMPdVmPnrlpfFU1izVJ",
-	"svUk8SETkmZZ5ZHYnjvSSbQ0LqZFLI3185QJ5E3U7Q7ZR5qTDmy2hB4g5c416zhDWwIDObD9KIp9Ej1x",
-	"oWQDtyn9Yks5MiqyrN4VvdGcAc7wde9Zp+yvbJNeZmhth4LsP370Zd3XsuRrqIqVhxFd954PoqNBdNyN",
-	"ouiXSlLXwA1t+pCD12mgBQ2sZt0L3xz9skrI39yNMXnxfnz8FS7Oo8FjwI2vBocWZbW1+4Xs1ASe1ma1",
-	"RXd4L/D2Yz1iroy9x89Xa/oDr1dr+j4H6bhgmp9PV6cMLhnho+byMpFw160BUOfVmtMNePx9tWhvAzXV",
-	"hGGA5443eZkHrOGfVBOfmU7eq5Wx1z85sCri4FOV9PB4YHo6wHn5OvvbX5mKTqugOqrH1AWdzrJFFU7f",
-	"qYrV49DVagGeyqtbZsKc6h0SNT07UAq7yhlTDg7UBLGGLxvP3CpwE+QzrUTL+hjMoOtumhLTXLSL9EuV",
-	"5aGUm+m7URkUQmNnivJc98ac7rhtitTbwIWzFpZ4FoL/B96cD10lhvbb4K3CNKFc0Zo+HmVvJuZAu/yT",
-	"+w41m6q17d2vbsIq4WQYxTF8HfHk5GQsE1CfShf8UXNhRnwQ1a/hej17c0byKVYTzhbhqs5dZdtfrH0F",
-	"CCwyE7ZD59I66YYlwVe4XZjTu7LiRDkfc5yn+qgLTngNsEwJbqKPfKnunaPt9iohwMNJerGu2Vzjo6OV",
-	"JVpK1Nry8q8kuopENe1s4MzWVaHvrdUtVracp5dKS4EmsbDxfmR4bk1ic7gDUc6976/ev0NTko+VAyiT",
-	"CRJkipmkCZwYs1q1svrkplZ5yCDdB/oCkwclX6lslKq6gB/68b2ymkgXEYVDFns8H3VD6ebEtk85HwF7",
-	"Gbz6/a4tSdK+Z62SYcgqrxYmQ1IdAYAjS31aLydcwKDa9AQfW7OhBm1iWolZYucjjcpg001cUKeGi4/W",
-	"efhYOuptyE5N1Y2n3ArKFk3BFYGpLynwqhxom9M2ZCBtdNWSOek/aewTGnPdYhvFLh5G8131MhQ1YUg0",
-	"sOGNCs9U9yhfhmqKqKxperRO0RduBf5nefU5sTXfjlWrN12aNqihphS9h+CMOj6j66/aym/jsSqSf3RR",
-	"+as3XPB7UrY1gN9DlBFsLmr6qvo0uO+rOfnWKa9w+x+38FW9MAZfxlf9zzaj2sgW/9Ax2a/u52bqU1Pw",
-	"bu6nY90dWDPM43Vur2q9Tps+Bhdo7mmnr5MmpkrFQrpDC28ZjTkRqJgp048zXTQ8ZIC8Deuf8nvd3iXm",
-	"CYj19FSWncF1o/UMq3H2lErGeabcYUCVgNwQ/TiVQ3aLk7v9sOpGAk1ktRKzfTurzJBqwrr+RFTW5l5c",
-	"x8hTaqtCwFN/1QHy1BUXFC8+cWH4Qg34O2R1KEAbE18PBRhardWAGDwZsrjEWi3n+H5GmDEdaoiqMZoo",
-	"Ac24XrAyM2qllIKor9JQo20FqgZerUSHTM0HsAgtYZ6nMNQU3xEo6aFEIIFHRNth1omg9RC9Y4gMWWJM",
-	"PWW8aDc+bSdMlk8KZGw4czBxnpLpjENy5wcyy/CCKKrNCxJvp7f15ph1O5WkO+lv+LncIANh13nx4mWv",
-	"I0rS6/QCpRjKPpPqHpPioz606TWvDM1OAdnUFQutzswx8ZoGGOTGissu/r+K3nUh4E1qpXqHh7A8mC5A",
-	"aVU+XI0t5rhydzV5GTgXS+kOHEG1NlvNrEb2tXl5/Gof/AvYBx8gh7omI/nIay6UsmgTc2HmoDx+GXPh",
-	"EucCTql9rVabLVYbGUvgr1b9+bE9yB2y6iTX65fWYbBjXa+3RKGgPWDtIROmZIhqtTtA8ZXMCZFGg16p",
-	"f+RVNs++zw+28Vql/N5UzmFeMFELbm2jaXBq1UwtGryrminPbo+jCL1BZ3hGJc/Q6T3xn9z2ttAEaWqn",
-	"+K+tDMo4KCPzZgz7q6T955a0p2nqSiSQT20pu13Q/aBCsPRH3jWugZYHGRXQGhKPBdpbkauzf9LGWigh",
-	"1ZSBP2RKXkGJC0nrMqeBm5nbaosSQbOL3mjL3kWDMDa0tCgPOJEFzjJlrcANfjtZ/WT46lr3X28IL/8H",
-	"s7dQAjikAu5eIjvWEJhGHoVT+q8c+q9gC00h6KhIEGpAfAwKpPYkBw7+o+vUFBaajF9ghyo0V2Wm2jQ3",
-	"zogwDEsb9ofl8SHzMDnalIeXY98O2amDAwxTcMCATb2WBgjeyAz5ysVfufhp9Kw0rftXM3DhjUJCh+cm",
-	"J8CAZRBI86ZWZ9fAocp+15jdIUqt0W6rdEGH+ZgQ3REys0E60wxuRjINSg65IIDPQgW6IzO5hEtNzsdy",
-	"NkVPwaWm8/VXTv3KqU8Ze1A0hUq7b0nkwXBs3Rp24bK8RTxvqYA0j6wBdrAaQitElCVZAaHzqm2AUrLd",
-	"IdNQJ5qt9cGAtql9DKN+sRghn113WS3210+b1kX6cYkqAJCqk0ET1mNTcA4Hi2PVROqZ0CtQNB5D/+Ki",
-	"/nXvaBDBmCYl211cu7dQucSqR8Mua3y5ZI296Dp6Oej1B0dH3ePei/YaeZZ2Vq3zt43jBi6c3JLYwRKy",
-	"/oy0on9CUaI2qL5+R36UbLhJ0Uut99bIpM9UuBA6FSYu8izWlXi3BOFbwbNCEhRbAoiHbG+WYcr0JXVF",
-	"ZxDNAXMGMhhAWvBcSSg+V8b7vg5LmhwZZcHbNhuHQ1ZbWwUbDXMySTdKKHFZSS09VR+KQ324ZxWGUaxB",
-	"jOIW3JU+LtDAGhUuka+OxGz254QSl0muLQTJVgn3ZspfKrTYgK/aSWYbRKrt8Z/+kaX9djKwDlbpl4Xu",
-	"2pys0ibs3Nc6iX88CX5lD/jBb2OOePNLcr81ePCpTt4r05IvcH4nWsialQCFigHbfrE8LJ3ynEDpoM4R",
-	"1hZgaM5Th8yUF+jsfST5HOepCb9OKUB5HjbEdxdBjiukHFhvsTYjJa4bxQNLspFd4btJNnJt3XDipeOt",
-	"X1OSN4gT1m2FpfbGVmHCqxr1mljhhqR+ULVIW4mw09D9FmoUYSnJdCYbDtHAIOEAvRpcKXtrqI0JwyK5",
-	"MiRA3VSNCCGriiUL/QfgcGlWKTMVoFObGQ+y4gvSHbJLLASK1W9nRS4AoQwndwgLFCfmgrLNygEA+2O1",
-	"F/a62p01wAWnZiOATy2qiK92H1i6gVgCkFTBoB9BKyHd6xq6m5Wdr3u+zte+D1Vbv3FibYbyynnpLVoK",
-	"KeD0WnsaEAH42Wwa7Kf5Ixj0Q/vvpZbDcfeo1/8FUpA0IW5olLzsPR1abxgYOr0QweDwZbUXtndCP4rU",
-	"NyrX1Vu/rqjbO4p2XpduQBtY1jKJaCRFSoR9mXX3+mGgKM6Q//LPpV3w5hYdR4eKiiqaDQYBWXw/Sc/O",
-	"n5//fj6/+P1neXH9Rl78/u3Nxeu75xd/O31+8fq0uLj+Yf6Rfv9qc4PQolybiS5zjk81lhgflZLtK87E",
-	"F/G7FZFCpUJDkfxDqcSDTxUfPh7kxPy1fYKSbz5e8V3uh+RIQLoqGG/++lhHSHz5+tgfClIQDW+krNlS",
-	"/UL8tZw2YFnOJ1jqHvRSa3eC9nCjJ+sCmUwndQ/kXAOmvmmYUhbRlclSpVDLuJD7Bl4EzOE7QmYCXlWC",
-	"1EPJjM8qdsA3yq+pmwcAuFK87z/GMHcutZR3Vnsv/pM12ArR3YsGvWMneloGBUzx0faid5kDbncgRH8o",
-	"Gku/Stwn95NBkjisp4TKZ7nIBxXe+RNI5uXlHc7BasMFWQuqbtB4GJnr6g4LWTZkFSA/+tZ1CPpHaMKL",
-	"XJgmH64sbjn8ZWR0zoes7OoB0ADeZh/QprkjiNoKSVIU3/fCGBEGRQehmcPczB0OaJUjtR8iwcHDN9Iv",
-	"wQyJOZXJxM6qeqqsas/J7yQxsQG7iBMrb+UEy7AqTXVf2kUfuMT6QSgsVAMC1gEXxNkdZtJN9HNDdktG",
-	"GpIeYWn2tX7IYFCQ9f3WH4SmtygekSzjnfaWhUNGBcrVhHR1di0AvleBjFvUA7sLnY5+aIkwh9/qTSo+",
-	"V54v7UBRydN+K+bZCM/u0Adit6Ds1iFUPc8lstvXoOOrKF4VBwL6a/cqqm/iEtlcR/OsA/f/+puSoxqi",
-	"ew2yYqqxviCHhAqU8qSYQjvRWFdCFSxWZlsutbmHJTIHUr3+i27Ujbq9wcvoZdQtI/cHIMPNjP3HZBDA",
-	"yQkusdug+5YxZMuqwrZRfIEZHi857ndGgOP+9tOQP6t0X4lZUcMfNVmzaE+pH1yCNhKx7wztZNe2X2BK",
-	"IaD+ELvVh2EFt67rjiXnmZn+1JatqV1O7px3lfUSfu9AK+Y2cmrps3p2xsK2tkesRc9rPQw8n6gkQ/Wl",
-	"HzpuJoVtxml77vp1+RWErjkiWMl+V5WaKBXM4JmA8PYJwmyB+g8PCCd3jM8zko5NPfupwa8eMgCw3stJ",
-	"SnOSQNyc74cII0mnRK1CJzX1jpHQTkXCGSPQeUAHFQ2OaU5JirAcsmMkQnSMppSF6DDS/+2jibo2CVEv",
-	"QhOgJfjH3v/53/0I/Tf0O5WS5Cd1qHXEGTrqvzo4jg5BiU044wAHWMwqrf0gkZBktt9F8VEvQn8ByIHc",
-	"Sb1292hJ0Z+yCc7c3f+ckv1aG8GVpQylB2E6R22rUmzHt80PTRtcXdGEchbqmXz2FEhTMq6weFc3ilsm",
-	"cR//XwAAAP//",
+	"7H2Ncts4muCr4Hh7FbmGkinZzo9cW7NqJz3tmThxx3anO63cEiYhiTEFqAnQsjrlqnuIe5F7hXuUe5Ir",
+	"fABIkIR+7cz0zHpqdyamSPx+/79fvYhNZ4wSKrjX/+qROzydpQT+fcKowJGQ/+T5dIqzhdf3BihSjxEe",
+	"CZIhQrMkmkwJFQjTGHE2JQhHIrlNxMLzvVuc5kSOgDlPxpTEV5xkb6Y4SU9jr+/hMaHiP/SknYhNPd/T",
+	"48PvQffVwVFw/bx9FL8g7RfRAW6/GnVJu3d9GD2PX5IAd3vyk4xgQeKB8PpeL+g9b3e77V73MnjVPwj6",
+	"QdDp9g4+wWvT7xOSxrA7/c1rLIj9VXDZfd4PDvvBUScIAvkVxVP5xgVOCR+xLCKe73GWy3/0vY/kmicC",
+	"Hgk8lk/ekbnne3mWen1vIsSM9/f3zQaniw4vhpHb3Q+Cg59/DuR/Di/Pznreve8ReTpe3/uCKenEjNSO",
+	"B36+EFjk3Ot7P+E0ieVTOsZjIq9B7i3FXMAhv58RWt9h97IbyB12e52jo67cYfH6BaHC/Tocoz4Q+fr3",
+	"LJte5NfThPOEOaaoHz3Np+9Hg9MfMI3ZaMS9fqCfvcZ8cs1wFp+kSXTj+uGnhMyt57DQ+svFZrnX79rP",
+	"LgiV193Tz6rLtl4+Z1xEOIsvIiwfB/e+lxIcX0QsI16/d1CAwV8xJeg1kzc+mzAqH/2pi1pHR0d7KOgG",
+	"7V5wEMjfMsZG70cnjHJCxVUBDf39/W7vRSfoBJ1u/2XwMtiP1Cv7Ef/Pg99670Y/vWR/Pbz+290v4sPv",
+	"Lz5Oz7EabUYykUi8/PWrh+M4IxygGM/E++yKJuJdPr0mmdf3DiWgS+TrexezLKHjkQR5wKucqseYjvGU",
+	"UXSingDswgWevoU/MkLEwMzhdXsH6B06wwlFF8Lzvd+Tmdf3nvdeBIcSXPXaFhvi69GRd//Z9zISsSwu",
+	"wPgMZzdEJHTs+Z7AY7lNOH/P99iM0PaE5Zx4n30vn8XrMf3+3vdOFHo7aZj+zUfzRExQIjjSJ4pmOOMk",
+	"RgkVDGFktmbTsagc8NsRqq1IwDmhsTq5KhH4O6Jc4EC5YBnKBRuhXODEuCes+gdile/NcUYTCgN9biLZ",
+	"x0RMWF7u0Yly17lAYkIKjItYnsaIMoGuiUa/J3T710e3vy+weqf0VgpKp3RWwidA8CUe80Eck/jNrb7H",
+	"Emblb2hOMgBWEiPgCQYgLRglt0p6/vWrF2OBbVilI/bNhV9SDLgEfiu0RJ6MMJs26yseyLO6TWbqbGBf",
+	"60U7eG3DBb94YT64XMyIPmM18/3neznphOCYZEA9PmBB3ibTRMB/dQP5LCY8ypKZSBj1+t4H8ltOuOCI",
+	"jZCYJBzdJDRGrYzgmCOWoXmWCML3gOAMzk/RDVmgKZb/f0NQQhGmC9QNECcRozHvSDIdTcgUrlCoBSZU",
+	"kDHJQKaoLug1XqxYEdC4CLhDOeWMZOjq8gTFeLH5ZB/kBUtI3vwEUjIScn9yETdk8YyjKM8yqaN1g7ba",
+	"LZonNGbzHZax+b4nmKulCBbjBWpdXZ7sbTMhJ6I504W6LJRTkaT2zT7jjd2hEcusY2EjlKl1ljAypAZI",
+	"RhkhHGHEUyb6aD4h6vxYGssPzIcJRYlAKcG3hHfQSZpI3EczHBH59pST9JbwIWXytc6QVnY7TWgyzadA",
+	"bRs7l0wfZ3hKhAb/E0MKzrGYNM/hckIMMXrGURITKpJRQrIOGqApTkcsm0pJtniOEo54Mp2lC+C2I5bT",
+	"WF6GphWb05tEzj6Tayp4Rkm1JFn/LU8ySUpElpPK9vHdW0LHcjPPD315GubPbnEeXEjhCgDhIr8u9rvq",
+	"ELj1XvUkttzdq1fu3fHKQh5vi/dqJMLFdyxOlM1F0sPvWLwwTEQzJTybpUmE5Qr2v3C59a/l1r6u4pf3",
+	"9vL+LSMjr+/99/3S6LOvfuX7cmaNxeXayl2qJ3wmGT2s9Dscm9c3Xit8GOfqd1LjthOCgJVJQBX4htCq",
+	"HBjLs3ttvj0p2HCd5W7MOe99b0o4V1abgrErnRBohloNTiWpWCByl3DBATITJU1U138B54huE5bC3rlj",
+	"+VoMMedWLp5kGcuUCKEUi753zeJFR0mm9kIl7mIEw5gFanlG3g+G8/Yk8mMhWar9qaRmBRnjSO+ij8qZ",
+	"+mj58AATm4HSG7kb9UETXZsrQK2wejCh1szJLckW5YlK2hvKE+uo4wr3fMnk8ZDGTPImlOWpHH+Ugw4v",
+	"UCusw0voo/LZuZaL5EO9AC0bhnuSdN/73ikVJKM4VTvaCieLK7dHsK8j0b8g2M1xeTAxOhwFUQ93yavr",
+	"F7H38GO/YFMiJgkdo5ySuxmJBInRBM9mhJL4GLgcJ9ktyZ5xlLIx8G35MCYCJ6lktTHJUAV84o5c1zsm",
+	"vpd8ZKeT0VfymhH+jok3Er0q52MQMmaEA1wCBnqPBYXKhFsbXQlNCTciDOzyHC9ShuNLxt7ibEx22mx9",
+	"DHuj5lAlHkq0SOUb8rwxRc+Pjg6eo+uFINx7XPwzs7FbfbepFLpQ6/kh+lvyHbpeoJiMcJ6KPTiEC5Ld",
+	"JhG5ovgWJym+Tnc7B8cwdRLF1SvABsh0xjKcJekC5eUnEldEtkApFlJ0epRjkXTlGnOCIky1NSIjOJqQ",
+	"GGXJeCIQZfMO+gDzAnG6xtENG42ODeOIkVRob0nG0fViSBPBSToqxchi/ITDp2qsREqcGUEcj0gfYZSR",
+	"GVgskLJcIEz5nGR8SJuUDFE8lSgtSjnQRwKPwQ1jVD4UTTAd60mSWB6nvC8fXsJ0SI2rRu0JUxSaJ6dx",
+	"KNeqtHQSI0YjoqmiEhV4norHElN8rXVuJ6woaWTZjZbC8ShPUziaVKK48lvBscHhAHhfMnaG6cKoMTvB",
+	"dn2MCo7L21QYRu4iQkDjfTDgDpA1bsIRML581q+pRTxNYgkqDfWo1Q0CBJqQj44CrS4PqYX7iGW2SveM",
+	"G/0VtQ6OAj8Igj2DFepcQ/ijPZB/hIVmDYqQS7VvF1qe6wD0F/s1nVBqieUsy1VEwdAcJxKXRywjimgk",
+	"dLxWBf25Xa5P/bdSvTdaojFWOMfRuvPmA8kPaiMVivg2q7KNCEvH22Z1FXMAgOYVxbmYsCz5newmEFQG",
+	"sJEHjJl0LGHRiIx3bTxL2jdk8UjkPywGDJHaq8QnPbFfKtQ+yukNZXMqF5ORW3ZDlCh0RXk+m7FMkPiM",
+	"xAlW9q2dTsEx0FJxYZpz4FWNsb+NsCA5Y1ifK+x4pW4A6D0wPMTYP+M4ka/j9NwyAo9wykl91u9ZhsKq",
+	"EVvK56VNHET4ikldPrGt2yFwt/B7kiZ3hUE+7NRM0F+9ktO5DQvmdzAqoBZwDLD3POOgeDBKSuZvTLxg",
+	"4Kpp+nKPIEm75zFithKw5dUDX2csRVwxaw7/sEZm119IBISQRWDaA3P4Gp6ZTAkXeDrzqtr9r/ZBVAb8",
+	"7JjPXK2l+6+83e2OvLp9dfDGslmIKq1ZllAhBUE0uDg5PfURZYjPcET4XgddKP+MPM0h5Xgq5R6Ex1I/",
+	"NMIQZaANdeq3x+FKQWTD13DiwLdKG5KkAe0XL15227yAznZXYmdp9+n2XtYNPzMspKrn9b3/+etweNfr",
+	"tofDuxfk85/+bQ2suE9WGZ1qkgBdKA3PAURzTAUwwxnmcovHAE0SqkAHh0/AJr8BgFVn/SiPKhGFLola",
+	"Wm6Q0vLeMcICTRkX6AhNE5oLUkw3ykWekaqBboWLQdsz+l6MBWmLZEpcByc0yV2FBAZ8garW8QAGWAX0",
+	"hqjXTwELWwxHMdg0StIjxW00OAUo4wKDZZyCR6kipkaMSvVB2TpUAALJOKNAUgjNp3KNVdLo+V7hBDT/",
+	"fj8jxXOgj57vVVyN9t/mBZt+eoqbgdHzWp50sRPrcMpjH8SxsaTsSBRKh3FdvB1lhLQFuRPo6sJYoqpQ",
+	"cxQE6A06wbNEsBQNbomPLAe9j07foue9F8F6JG0aoCsk0jgNXdBhBQ5szugGiIssjyQexNbujuW140wC",
+	"FBaG5SqJQ9JAish0JhZILdPB0+qRCy4qm9NEKBMbywXEv8RE0j8sWIZa4WGIRhmbonAwE+gw3Kse+KEL",
+	"9VRohNNFISm2VCLYnFYHqsZRNIfUgRX1QVV4BWqxDMn7ucUpoWLPV0uWCPXp9BxJWeoYhUNv6IWlDi5/",
+	"sU+0tp5GAEdjTTqio7HPOWunRNJ4BG/A9NXBIQbEMV4lKMQtHKQJmEHTRPImE7AEajOicMnVmeqBJY1J",
+	"IdKkPtX3yS1px8k4EXBKLJP/86fD6tAqOmUtqtRAsL5NDS3FDZtjVStzIZgOQPgApogt0ewHNgdxUHH1",
+	"gkQTKkimKTBfcEGmLlxK/kYW78AJ5LoaKoULkE5K7zJgrQ47scl79SDnKmq0Lfkad92Rmvo8I6Pkzj35",
+	"bcITKQHN4B21DCxgDS1KjE3vhixq6Bvd/OeLH37rvb17hd1YV3hRVjgcd/IbNucqo3M2llwLl9l24pFe",
+	"u4SidkZSciuZMJAebm5QW9z08CB0ZyQiyS2JnXKRsh+fztwHdXpeRDg1B0eRhBxJsOoS0EEn6HS7B50X",
+	"rvPKOckGY61MOvZXmeMZR1ecZG34YAX07fc6B2tR2vbvlrfm2xhSg1nrfOyFl9e3BM9NsNdWjLTiupPU",
+	"UeAx91GJzT4qY7WAGqQEx4hHTMmgNbR3BevUDxx+MKAj91cRACWn1qMgwY61NqFoUE7NT9VbcUUD7Yie",
+	"D/KCPyauVgLuV311UrxYBsDXN3ieJVOcLZRbEvAzEWiOORont6TGy5dEQjW2VQntW2MnsV69rwf/rfyw",
+	"fLMac1ffYNDpdIPAR3KMXPIPEGksyAX4lkSJRgsUkwgvjsF622Y0XVQOIABpVwWbyDFXhp6YQIeGTJCn",
+	"KTC5KgAvEZ+suMHGMetI+caNysdaiNloDlekfXOyZtRiU7GY4THxldczRteLwhLgIz5hc6k6K4GBxmjC",
+	"5hXkdosO5SJ1hGTKIpxOGBebR0i6tmIRplX4Xr6p5ACcEeXLz6KJYWGJINO1YG5UuVKh9nCWKSt0NWJz",
+	"9Tgf7HfvTUjn6k0osq1NBCzTTueFFYNZOekl8aHFNpcYCMr9WJGku5rObM5ogjVsolI7tCr7LOfX51Mh",
+	"K5XrtwmHC8RXsNPX6+xJq7nqMw40wDfhIDRGgM5V9UrCGieiyU03IeZOk+kamtTZkc501go7VIkz5jbV",
+	"mCvO923CtxdZJP2R4oM+ZN48OPOLG2nk98pkBC/VsAbzG8k+WLYx2hvRy4EllNyJkzzjzGFNOMdcijoo",
+	"jOCFUAdcEiQ/gkUWdJ2pBaaYqx86m0qdbqOLSijQy/672J38JdlBK9RvBBYUt0XqsGqR6h09d+mBbll0",
+	"rZzyCMLXRnNsgKROCaEWJ7kckVeyKnhpOW/BY2X1zgvg0xBVGqa7QbAxilxiWNoU352q10GwqmJLDYLV",
+	"YW4AviaWYgvotTJjNkTsMiGiSY3ZdUqmWnaIE5WQwwWbWdrrsTY9anpPycYn91FN3CQuboT3rKUuP7uP",
+	"5HrC2M1uqG+lIKyB9OLFe53U2yAW15yluSAoNNm+Ibr68FYdpbYg8NLHwpvCovxGboV3LG1l30ikDjKx",
+	"jeFartlOuXAfqEUptmBjHydSMLNl4xQ2q3lRGTNy8uHMweDsBOwtlEo3zXlnGeP0dLZp18rdXkd7TG73",
+	"16W7BevBEhtOmRBedze4rMnjJaZFOcMzjuANc5yNXalM83XbcQKtBFB9WEo+XTrJ9insVXgNDl+6QHQ5",
+	"DJ5jEU22BMQT7dgVzGxCG/f6aEqk1Kcc6CgjsxRHxEchzdM0LH6MUoIzv5RUCBz94nhIw4KL9pH6Bt4F",
+	"hJ4inKbKRSx/UjGRyvq4EtIdPlSzattyrC6ms8z9WZ9yQwF6ZzxZO98ueFPHkfWTPBBnfsxxmowSEu+w",
+	"wZ0wqYELa6Zx4cZr7QPaEiveU81znvHSjSQYBDnYOS0OE6gQkte7RGP9C5rimCDO0AiDkrHavmRmX2a3",
+	"NL83DJdNg51JNnQNYzZbjuEjnHJFFMK5EhjaSWxCvJbPsLVoIPUdfTZb2kh5YU6pbijUicZSwU5Sgsyd",
+	"oAwi73y5KYrCizxS4aQhgsgpnKQkDu2IgTJhuXjX8z31osOhX5MfrKsrT98+pWIHfgk2n1cAsT6lHWBZ",
+	"Dy9BWK8K/OEmcsUJws1z7RY66ijJuDCjVoC46wJi/eLWRvBNgV9HOelNXpOUUaXAtEYQa2jec0eYEZOh",
+	"Uie+CyWL6WFHcO22Us4lUKioiodi2yPiU4oFodHizKXXJVNiOL3JSDNhynJ7eUbAHDJN0jSxUnvXmMB3",
+	"RmCzhosliKzi2kAPyJ5x9MPl5TlSKFO3eZfbiaoWLjs4eUvkNHhQhV/7gDdA1o1MXNuyEB9RMidcKDzc",
+	"WJms05E/ksVqJQF847aEDmg10a40TvSODlE0wRmOBMm4Xzx/fmgi2oGv/Ue4ke+rECKLnEJbq1yXrGri",
+	"zJbA+McJERPtBFW7mWOucowNfVOJOyVXU/nbVvmwmERJTLjNunRWnucXda4MM3MFor2puOS2YC7lhwg0",
+	"VpLxY0RwNIG7b0upG1y6CizKxHPFQHgeTYrg1CYjkkMUAXRbK7vy62qw3g4ac2WQnxIy33GMMqRw98/L",
+	"imS7fF0WKNvya1e9si2HsEMktzda1KvDNMPayuBPvjRetAwK3YCjOYvPNOaF50Zpic3r2w6vS9jURy9+",
+	"R7fyhQ1HrRTAqQ/5NqE3UmMHVJDrBnqz1dC6jI4zpoMjBqHM24ynS/AsGQ+IhpZXrPipDQZv1PL52kyW",
+	"mHIEsehCbLzmWiWgBofUP6MfP0AgI0c8wnSDI6n70VxbaB5b82IcUOAGtyUw7txmEwWdPNpI0VtwDynf",
+	"QX4MG+mMdS2Funx6MXG5mzhkM/hoiqNJQkk7IziG/IYikLTKEMsCAo6CCI38ds/3quntnr8k+dp8UXts",
+	"V+Ko/WSksdpjkOVrz4pkcd87I2LC4ndMDNKUzUEfrSV/NXMpmxnUSzKl6hn3jpRjl/RgSjGszZV6LV+0",
+	"Cys48wHmINdnjI59EDEN3T5GKjrTZP/zTfygsZ0BthRuX+sdbAG7r4vUIywFsBmhcekri8lSr7RLJ4TM",
+	"LUfBBds/oGJTdEUNU2ZgeQyAKYvhnKpRM6JeLqIocbORXgFWXp0M5/BTNY9cgviDfP+lTwiNiCKvDi8V",
+	"X6F9N6JlGJplLNJRp9PNHXTKNKZqoDkUqgnmZ86QNSP3T6U2ovcC0TrqhnXkfcLVnucQU4tj1BoRIYVm",
+	"yMrCAnLLbbPGNWMpwXRjXQ6rbGOXKpfO8YKjWUZ0Kl3Kmc5ULnIpNtPt9GVUVlSezOdlEOJOGZI3aEpS",
+	"wcAIV0yyheOw08hjRC23cDikG2YTQWEFAJlknFCcmoILzzgShIoJkhvxEVEyxZAC9aLIymcqtR2VH7cs",
+	"NUnTgDeg4wFZb+QdVbKUaklI+nMrFyn26lFNVyqEyrMq+XmmQMGU3SpTZ+UAncTfQv7t7ZIlxSkcASYE",
+	"O8tT4ojt0TV+nJ6SPgqhIM8wD4KDaIbFBP5FQh+Fv+UkM79QPCXlL/K95g9gEta27saPVatBpdxQ43yW",
+	"8rpL2+hm87nq6KuqFjUmM2WMnIa0PCWKiyhLJmqFBknlMRQ2DfmHsnjo05HcVv5TAqv8X9cdhz7qdDq1",
+	"hAltN1lHHkwek178anZ97o5TG6jIOh2p1pdYx2ZqkSj8k0pr7rZ7SOXpgKkiWwCj1t6Ag/ZB+1D9zNdH",
+	"zloGoINeJUu1NRz+aTiMv3b93v1wyP+89+fhsPVn+eTgfjjc+/OvwyHvtD/rJ/Zfh/fOnNZCFN2aV5pC",
+	"Ji2MZowLXEDOnqSALErAX6qLdlUUrKXBXivzQ021q2rZTGcInv79QdH2R0drIctah78yD/FDLTx3uYnO",
+	"iGNTvDCcBk1N/VVb37CLsr5jtPzTRUQ/kFmKN84BbR6oLkpiWCL4PriUSEFOaF4pT2i0nRUGTHe7B/uq",
+	"Cc0w7itQR7BRPFejlgt8rKibFJV+y0nuEgvV8+YN/8DmaIrpwlhcE6KFsXKg1daB7Q+0VhpxbX1GW+aF",
+	"ukfKNuIU/h96WfWqjdXb880xuq7RVniX4VMISeGSx1IVtpFI5Q4csGDfVkLmgeFT1p1ImRdlbO5DISgJ",
+	"5dZYSowDCVZ75o5RqGUZM+gRiqVQO1JT+XIF4WE3QH9hVAoDLFOCd0xSIkhcFdLUTJ4E1UI+UuM4cfoS",
+	"j118SuDxMeJ5lkkVS2VLJIJADQYQL7NkOq0nOOlg/RrXWeN1sKtSbueAWh4UWgn/hJq8WmD7lqGgsBwX",
+	"rFVKWT3KFreqffV4+RQbb7hA2WYwzeWJjz58f4IODg5e6RqQdzgSqaSKGSFolEnVAwQiJeWoUi+fwkcu",
+	"JaHUii2jyx2SscowFUwfd+Fa1D9IEggFkpUlZCEfFMFpKtDs75KfqGc0qYl8fWbilt7EtbFV2werqzjB",
+	"x45YP66ePkqEI4b9YppAfeBtA8g2SE+RkGAYytrFbCDUNwITv6GQv3t6mMu+ZoLGm4zXUcw/7K9rKqGK",
+	"AGBuItszzZ6qhvVqgwDHHrWl7KRW339zsnBqVAVey0igKIm1HdaUJMWzWQplt1Smla9Nx/JOdyQLUNbK",
+	"YL4kC8+4yadlmZ6m84iJx+6E2/WjLDcJb6qVycEiklESr97ainy+iuJlFu7OyXHxuYpRdcfIzeY1b+Km",
+	"sGc23gqrmcMW8v3SALArmvyWq4YG8M4xikmczwhShe8fKxDMZYNthDiVW9NenHW3sYOjxAJPSUkKu7uK",
+	"IAfWEVvSlbLpKkOqqq8jjJPa6U+pWjN3LZvnNI06Ct8pYSQuGW7dUpBEEyk7hHJbYDSTYA6GNMmqQi3N",
+	"VH0rhpKuSZ9cno2rW1RsmNBkslqBJJDbhOV82y/rqF85FWvYcmkuwIqqRu4H3p0ZJnwMC9bae8bCDsDS",
+	"r6NWaGUwa1uprorubZNevXtxBXP0b3YcYeXNrrhEc3kbEFdbAigHsH0VD4QEeygHNCzLthhQFFqflr4a",
+	"VSsfnQ8uT34A5LbFtUrA+KBs36loiBN9c2t9D8mgr41T5JG4rimuuI82ua1KJVIDkzt/Pap4knYaoeIj",
+	"22WEmeUk2+X7RvOnbeGzcLQ5oNJqJOUSzgSk5KrwiIwgSuaOwKgH2BvU1C7IEaVH8CH7NoY4986NSW3V",
+	"3ksxgjKUMjomGZpg/sCNm5mbW18i38ozWCEm7RDwrdNr+LJauiYX1LbL7hoDrldpm2nXHlOxvhXb1jFG",
+	"uwaAnb+/uDRRmrWuRFcf3vpI611SaL4QmMY4i5Gemfd1ThIf0kqmUqsUJ5NYBdNAUVtGdbwLVDXf88v8",
+	"JmFIbYhaOU3uhlQnQewpY5l5T1V8zDMSolZ42/WVg/gac/L8EP1wNjhpX/ww6B09l8wiiTvFsB25V+N5",
+	"HtIbsrAdcOr7dkwiFsu94kwYM1TtSML5hJPoP6FIfEbEXmdITTQZGKigyxZXwSF9o15cL1CotQCwdMck",
+	"K59JHSCs1ezdvT3ff/VufNtHIx1DaqEEb5OYsnME0jShxrS+rsaCWtYKrL4A+Nq+PGsVXCWzkmCS0LGG",
+	"2CYTMHKrmvHN3SzJCN82H7BYraPiZGMNqFWg0Z807kl0O+ihTAopU9U6Zk+VtdKxWNDJo1oREIb4sXc3",
+	"+/TxKLjq/fQlmv4UXE1fBb/8/CH99OZV/kvvp++upx/ef/r5UxrdfE9/+ZjmzoqmWzoEH96wbbU9p+kF",
+	"VMfrL72rVYBk85stq3XsVD9vt9y5VRDU4DvL4KnT6YR7HfSepgtj6ygKTCpn1fGQgh0VJcJHqv+Isk8q",
+	"UFNO+1oBdTX22ehvP77KXv7lb7/8ll3Ov1ydv355+vb80ynrvcVv8cW8O8oPrt/9frWsBO96bdDhwP0j",
+	"AOduJceWZJ6rvHrLma6Jbt3vulGJkS2xqF5VxEoCdhc4cwqmnER5logFtM5TeDKAIqKD3NXscUCLMrta",
+	"ojCNRlthdKMg1i9KKIBEEhYV/m/IguvfQHqHPo9K5Co7PZZdRUqmAwtS/TESzaCt0jvVBpjmaMpDHydi",
+	"kl9XTrs89kbLjWK1gFiQBlQKzqYcFkhx+q65kSm1UFeAwzVTfbannSEd0jcgVEl6pOIUKSGxUkaafU86",
+	"6EPZ9MP0p/rrxft3Q9oC2wShoi0vvd9oOhIqCTNKGSdxv9opRVeptD2fulPfkKqrOgwCVIvp7qA3dkKF",
+	"aYdVSpshxGyGqoWh3GmBNmqKq8uT3fzJcrPLpCxJFws3TqYmYjP8W050WXaOWldXp69vX+wdI1z2jhnS",
+	"ajdW1aaBxEh7pSBe3Th5MLSiha58qkGgukiaTyGApGjFicYZm6MWBtnANjurJwot9/oI694lEC2cEo6g",
+	"NyXUUI0Z4UNqSm76Up5OxpRluuVOysZj3Vli6qMM6ygyTE0AigViVgJzBrEu4c9tfZntU6nNkGjCTGVT",
+	"K1QWjFNjQiWAknjPR/NJEk2GVKIXr3YepI1+hdyACc7FRB5wBASgsRYYBgsypKphlla4YI2Nfk+hX31u",
+	"d13SWlmjwdaQ1jts9VHRYQsgq2iyZffX810reI0XEPA5pOHSZk16HY3eXH1kenOpRm9hrd2WhG7eaKO8",
+	"rIWy1RZ571i1C8S65RjMDjiJEqm4HvZeoVrmTqgJsd0WTEkFaRIRHfOiqejZ6WWDgLIZocoi2GHZeF9/",
+	"xPflu1J5SkRqE2D0//7X/0YnpaPGyDnoPL9Ok0jemed7knLqahCdbgc6Ysl58Czx+t5BJ4CS2DMsJsCT",
+	"itqtXwW7IfRePhsvE7Ag0eGaTBIal+XmpbbbqNkZWk2miwrW2DCp2Ic2goAHBdtrSQoFZedVkz8ySu4M",
+	"wTDl3nUnBPWhVYZcfpFzkg0pxHMoyBDr66Kb2Ch9gsrRDgehEwmGNMoIEDacdlA4iCIyE30kyJ3Yn4hp",
+	"GqIxEQBBU5ym6IfLs7e6/C42TWtIyhWPUZBRMCrQY8dE6EPzai2Ie0GwXYstu6J/owh/teZ+rVD+DpYA",
+	"S+RfpbBb9ex1JMsyy4HGErvQ8uq+z0WF+lpleauQvKMY/Madw6ptGSCIw9x55dw9ZVn6bzGLJGtC8gVl",
+	"P1I/yL9Riun434ceoUOv8hvBsf034Lt6cC4RStdQletQL+xbb+gn9TFK+5Weo7tyQPNzp6NzKPbrA+yX",
+	"O6q0FnRoFxJ3dZ0o7MAJV4DC/YpmBkWRsHvfOwwOl91YgTX7RRLmve8dBcH6D6rZlPDVwfqvHDmXtsDv",
+	"9X/97Nu9sydsDnW2VzXosODd0IPPtab5v7q73Yxzwjnk0yq6ZTo+2NWz2ajNRm1zrFcf3tbaZqwo2+1o",
+	"GQ/zPF6neLnP/RnQ3/3b7r6lfzj50Aci8kx3Mytaw14vCm3oVBWLArupMleGqBVhTtqJ3D5PRHJL9jpo",
+	"UJpgCTB4sx3UcknriEnRcJ5w+S2UtbtmYgLiMZToVyGO0LEQeJixZQ9pschiBKkOHCJHlnLYQZfVSMYM",
+	"dktidA3Rk1KOnWd4NjORzy5uolOl18LOozVUABiB9K0SSOxYox0Bw98gjKqsXyxRFcvrq991rXvAMgbk",
+	"2kQZF+XcwvrKMvefH8LVNymFa14ta+Fuw+L0F6taDGvyuwE1/Q4XufvwSXf9J5XE+F3I/GHv1foP6vn2",
+	"/xj2UDCEvxBR8oIq4dclwbUn3FHQBMQuXn6uCIZCBZ36WmpM2q10QxYr0WNIdWxXlkynCR0fg3IOalKl",
+	"+Uzhnium00YO+FlqSEGAVrbyhjb08o9i9QNaRuD4SmUAcuojyKvOwIRSq0mu23kvazE3130by17nOki2",
+	"GiQ+pFwkaVpqJKZlnLACLbWKaSo2h+r7hHLkDNTtDOnHJCNtOGwBLayKk6tnJPsmBQZiYHtBELooemSX",
+	"0i4F6u9YvNiSjozyFCTXEg5rvYXAh69ap1sJrGBJqURobVcF3u1+dEXdV6LkK1VlSw0juOw+7weH/eCo",
+	"EwTBp5JSV4q7mvAhq16xLq2qywpXtfDNq/+WAfmbqzE6Lt7d3mWFinOvE9pw7dbAaVFUlrBvyCyN42ll",
+	"VfdbsARX44H7qsVcCnv3D2dr6oLXszX1nlXpPacKnwerQwaXjPBRYXkRSLjr0UAS5GrOaRs8/r5ctLsB",
+	"m6qXnIHvjjaZzFGY5p+UE6s7XceMnfrJvmER+1/LoIf7fd2SCPzl6+Rvd441GpRGdVS1qfNkOksXpTl9",
+	"p3xsh0JXyQV4LK1umQgzUCfEK3y2Lxl2GTMmFRzICaI1XTac2fUMtJFPd8Iu8mMwhabxcUxMdjVSk0rJ",
+	"QzI33TaqFCi4qh3MC7/ulfbu2F325GygwhkJiz/zQf8Dbc5VXSrsIKOtwjIhXdGIPg5mrxdmlbb6J9cd",
+	"KjJV49g7T2rCKuKkEcUSfC3yZMVkLCNQXwsV/F5hYUpcJfpfw/Nq9OaMZFMsF5wu/FWNJ4uu9VjpCmBY",
+	"pNpsh06FUdI1SoKucL3Q3rsi40QqH3OcxcrVBR5eXUSrKNOjXL6Jav2m5PYyIMCBSWqztthcwaPDlSla",
+	"ktSa9PInEF0Fogp2NlBmq6zQNWv5iqEtp/G55FLASUzbDHdnDGZEYu3cAStn668X79+hKcnGUgEU0QRx",
+	"MsVUJBF4jGklW1leuc5VHlII94G29uRO0tdE1FJV7dI16vNWkU2kkoj8IQ0dmo98oVBzwEzJKFRLk+il",
+	"+3XsdUxKktI9K5kMQ1pqtbAYEisLALgslbdeTBhX7ddAugEdW6GhKlBHFRMzwM5GqiqDCTexC9jVVHy0",
+	"TsPHwmJvQzrQWTeOdCtIW9QJVwSWviTBq1SgTUzbkAK1UVlL2tN/XDsnNGawIoZCu7JLfa5qGopcMAQa",
+	"GPNGWc9ZFXNbVtUZJaLC6dE6Rp/bGfgP0uozYnK+LalWHbrQXbx9BSnqDEEZtXRGW181md9aY5Ugf293",
+	"JSlnOGO3pGjrAr/7KCVYP1TwVfapseerKPlGKS/7ltxvoas6yxh8G131Hy1GNStb/KFtsk/q52bsU0Hw",
+	"buqnJd3tGzHMoXVuz2qdSptyg3M0lyTelhTjJFZBE1PJYiHcoVFvHo0Z4SifSdGPUZU0PKTQeQD2P2W3",
+	"qr1VyCIg6/FAhCZ8BIM4lmI5TkuyZJylUh2GqhIQG6I+T8SQXuPoZs8vuzFBD3TFxEzb6TIypFywyj/h",
+	"pbTZCqvVHiXbKms5yr+qpR7lE7u8Y3hsF5T0VcHzIa0WtTQ28fVFLX3DtWrFMo+HNCxqTRdrfD8jVIsO",
+	"lYrSIZpIAk2Z2rAUMyqplJzIW6mx0SYDlQOvZqJDekGUFTk0gHkaw1BTfEMgpSchHHE8IkoOM0pEUjXR",
+	"W4LIkEZa1JPCi1Lj42bAZPElR1qG046J05hMZwyCO1URMyKhNstJuB3fVoej921lku7Ev+Hn4oB0Mcb2",
+	"ixcvu21egF6760nGUDQ5lu/oEB950QisxRAn284hmrpEodWROdpeUytrujHjMpv/r8J37RYYOrRSzuEA",
+	"LEdNF4C0Mh6ughZzXKq7Crx0ORcD6VY5gnJvJptZjuxqc3X/JB/8C8gHHyCGukIj2cgpLhS0aBNxYWbV",
+	"K/024sI5zjh4qV2tpustpmsRS6CvmleVSgkq75CWnlynXlptAxCqfL0lDAW1ALWHlOuUoUSx3T4KL0RG",
+	"iNAc9EL+IyujefZcerCx10rm96ZUDrOc8opxaxtOg2PDZirW4F3ZTOG7PQoC9Aad4FkiWIoGt8Ttue1u",
+	"wQni2CzxX5sZFHZQSuZ1G/YTpf3nprSDOLYpEtCnJpXdzui+X1awdFveVV0DRQ/ShENrXDzmqLUiVmfv",
+	"uFlroSipJgX8IZX0ClJcSFylObW6mZnJtigqaHbQGyXZ29UgtAwtTJUHHIkcp6mUVuAFt5wsf9J4JQdr",
+	"Ei/3hZlXEgJ1SDm8vYR2rAEwVXkUvPRPGPqvIAtNwegoQRByQFwICqD2KA4Ht+s61omFOuIX0KE0zZWR",
+	"qSbMjVHCNcImNfnD4PiQOpAcbYrDy2vfDunAqgMMS7CKAet8LVUgeCMx5AmLn7D4cfis4l9sDQLnTisk",
+	"dLivYwIMWBiBFG4qdnYJGCrld1Wz20exEdpNli7wMBcSohtCZsZIp5thzkiqipJDLAjUZ0k4uiEzsQRL",
+	"dczHcjRFj4GluvP/E6Y+Yepj2h4kTKFC7ltiedAY65SG+cpk0mbyf7VgFmqFnGXi34tUQ91uzWQWI5Yp",
+	"1MlIBKEqxkocV78v6jSEez4aJalKvbpemH6G8ESTjdbg3eu9DjrHY00gbsiCEzGkM/mkj2aYcxSWTbJC",
+	"1eXAarns12LlYQ2hX2nfdSz/lamsI8rKHsySKmbQmlcZAFFEIAcdMQoJZCOcIYzmOL0Bl0qnupKyia9p",
+	"tFA2d0YD9Znqtg8OWq6StbUTJdPUq8xRE3MIUoeVqMonN8mMD6myqmChpBxJU3Nz7uUu5xOWEpiygz6C",
+	"xQSiBXF8EbGMhFLXkvud4gWasDQe0hGZm8T7EGIZwrIkBOSBK19OTCK8MMQ+0anCCUfRhEDHVGP5R5TN",
+	"9/pDOmJpyubVc1JefPWaOjAXTZXkunDCrUmmMu8BnTaZjq58IthZLYsSgNnrHwVQ3lw1MOkFweqG/e7c",
+	"qMo2tVXNRE2sXFdkOr45gz2Pur2tU7XCEmv7Faw+RmGJkP0qAqMK/i5brEQo9xlWyrMYE/m6ki3L9wCR",
+	"9gUUAsyDC03RDR25IyaEE6O3N7MMP5AZwQLwYsqyjVpSkLtZCq1UVfyt6wgEHldOoKhCtl3/EbvFR7PC",
+	"LReLokeYt+505hB0pCJnVFkOlY6U8M6q3LoLU1hnM0tdrQ7uJkvS+cibralS5H/TRdWr/a9eldWaQhUs",
+	"g/4VLajc4qMmBK1tVuHahyvpZvccxjU7MjWJsIAivFrClSedTIm7dUnQvQyCPvyfyeNxkiWNunLIyvo3",
+	"6XOy6bKvyYiBhX/Fintbrvg7GPPxl6zJ4xYn3Qs2WrchjN/kpBUiViMyigKYsH7K5pXlHwbuZdpCRB2g",
+	"Na+scM5gE865kpBlolAtE667T8kXIMd7AlUO5pq+ZGDyUdZSEOLgBwjudLCGPgq/YBqiUUJjjr5gWskk",
+	"A7nGJJH5QyrfJSg2r5tf6hXovkBrUdfJ/bYM/7u9l980h9ly3XBVGcFueuuRxV9/P/3Ckl8Wp/yU/pi8",
+	"T04XZ69Pe28v39y9vTy9++n14Oj9l7P5+y+D+dsvbxZnXZa8Pfnr7NPJ6fPTL4O795dn3bO/nPZOaeBt",
+	"6/CBOsAOp0/ZxNgs/O/r5fkn1BbfJtpawQnOoklxcFtEtPF9cid156U6oyqDVXZ31OFbyjwjdTijKUAy",
+	"EAeDS0LHz/heVa/0ERcZUT0tTLQ3VLHSxYV0YQkutRsqEKd4xiesKPQbY4GvMSd99O41hJi35AdhEQyN",
+	"UZpQibO2rgqU4+TiJ+0+rpQRivitrnUVsTSfUqV4JhTFLOL7eJZ0pnEfVpWxOcJWQQmQOr+whBZ+8GOt",
+	"IysF2EowK33v5Sw6EE5pg0OqBtorqhy139CIxQkd99H492QWQgq5HEQHPJ/qAD+u2jqVVcwgWBpIOxnS",
+	"DAsTne5LJVaF7GFqkVzI1YYqZsdlJTfVLCjhEaOUyLe4YDOY2KGsKcjZVF17kuuf5Ponuf5Jrn+S65/k",
+	"+ie5flO5/q5N44Zs730dlpWehl5/uFHJqKHnDxWfgE9cpTSG3j2cwbJ6c+8rMpcquwzmVyl8uTvhGWGr",
+	"uoFi9b5qFUihZtcmu/Bd6/bNFa5c/UCXZ1WNkqG7vZHvbFffFvXytP/ESLZPCssaheUNSIxb6Slli4gN",
+	"XFrqZR+VqRFSMGAZokz4iKWxpY7oKgfKnwwOGJ5PpZScczGks4xFKhSWTPvWi1odERmmXNV5Nt2HMibA",
+	"bzdVCTOQ3mIqKkCqLKMRGVIl7lrfq8+B4pX8MxFADkcJTfiExD7iELvL0pRktmMIGb+Q1E+mEEaWYiFF",
+	"5TeSZibcKk5ter7o7vwZR2MiOuicpWnpPUux3H3FpbFgORozyO8IgUuGqKU8OP2y6LI+2xsyE3vHTQ9Z",
+	"OscLKPan6ur5puIRmc7EQnulCKZlpgklc7SQy3tTFqOXg6ODQHUqL4sdL/MjqS/XqSWD6mL1hhKORoTE",
+	"RXNlwdQNOTdc9tV0So8NKeCBTh7gsLooO4CjFFkWs6VupkpJ/c0UA7tbpsMgQB/mdFNShSVjrHO7PdgU",
+	"VvTr+ex7E8zPpMBjmmpUDGMD85/2zXc33ZPezz8fvXw/e0n+FtyJL+PfPm1u7YJjWm/rUit7Yhxr4yJw",
+	"XJIwhZwW99Co7uYd+191A6PlVbaL5ri1LhC+JHoVegmdSZQ/X5mwgAC0mlQJdM1GnVDVjOih4PzUc2rj",
+	"nlObomu1WZRb4NNk/qk2yboqm1r8cSHoBgVy4dtKdS7Ushq04ZSr/o6Vnna6mocuT5MQvrdtmS6AIkeZ",
+	"rrJB9LepvGw3OXQSJ8lEpAiV1ojT6saHUsCN0hwSnsMiq4BRwjtDqhpUKalKSZMqE2KZKGU6Oz2YcpWb",
+	"/fXrptXs3Zhdtm1SaXgg3dSaMW3aUsnqoLRqIdX6lSt6H0mhybW5oHfZPayaj+zN1fo121s0zTh32+PL",
+	"JXvsBpfBy3631z887Bx1XzT3yNK4vWqfn7elr8sEohX9PDv/9Vx6lf1bVLRAw01KFduDgMeEUbuJvCpg",
+	"FOZZGqr66ddEKjsszQVBoQGAcEhbsxQnVD2ST5QyO4dQSlCEgFqwTFIoNucoEXsqmVRXNgKzng63PhjS",
+	"yt7KZv+wJl0qSRIlJkqqpZbq6r1THe5Z2XkuVK3nwkaTQiuy0uom56r+qw/7IQmgyyjXFoRkqzKpesnf",
+	"KiG01nRwJ5qt+whu37Xvj0ztt6OB1RbDblpo782qBVhvFvpU3faPR8EvjO0Rsm2oRd7clNwtDe5/rYL3",
+	"ymKSZzi74Y1+yCUBhTqvWo0tTWxTlhEo+K4qO6Y6rlwFwQ+pLgqrgw0Em+Ms1kmz0wQU5YMa+e4gqEwI",
+	"hWJMjk9lRZJc10q+LqkhaRPfTWpIVvYNgSUqS/ZJWdsgu7MqKyyVN7ZK7ryoQK/O8NwQ1PdLLW6l3b/G",
+	"+02DaISFINNZPbGlr/uXAbzqboDmVV9HzWhLjxQkVIRDxGKiS1thQWi0UH9A90SFKkV9GUruhBkPapnm",
+	"pDOk52tTVyo5KsqkuloLe12ezjrbtj6IhxhrezVb7R8oQwLyNR49bNJAD5yn/sPr93zz76WSw1HnsNv7",
+	"BIWjFCBuKJS87D6evcv3NJyeca9/8LI8Cx1QI89M3lGxr+76fQWd7mGw876AYkEsEKCWLh9GYiRJ2LfZ",
+	"d7enrPoa/Jdfl1LB60d0FBzcOwJmJzEEv57Oz778Is4u34izL99fnb2+eX72++D52etBfnb54/xj8tdX",
+	"mwuEGpMXeqHrvQUGNp+6A30TvVtlRDUZyR+KJe5/LfHwfj8j+q/ty0q51uMk38V5CIY4FBkE4c1tLrWI",
+	"xLfvavBjTnKinOBSmi3YL2TNFsuGDsTzCRag9oMeJbAgqIWh3TCJrRtX9amUHx0gQmQLCFTCZenzosRV",
+	"QdRSxsWebgoF4vANIRA2y1FhuYZCxy6p2GqZVNymClyAlnjhnjv5XL+5VFLeme29+AdzsBWkuxv0u0eW",
+	"9bQwCuiS0duT3mUKuDkBH/0mYSx+oriPricDJbFQTxKVB6nI+1CRYfE4lHBjmmNTRzAzVnBbufizhRUo",
+	"YnxVhcVzSE35UJRQFP7KExoRX2VM76n+bFDbO1G9jUoSoYOFVHwTao2ATBmiNKRgTZWkqYiLYpmqfDnH",
+	"C9P0BZK/FTETym+mQoccFMxHnKkEi4rrrZxSt76Th2Pa4kGbT6FSzvEtQZwQeqy6do4ZgvYSOm1+REj8",
+	"jKswqw7agFSqwp9r6aR87RFsuXApq0OB4cJqsmbllfvNg+Dlqr+lHVdRNa9/2PM32drOttZHP5JlHcB+",
+	"YHOV4FJKSkgqGv8c9PvJuLoV05gnNGbzMn7qMZiHcU18U+ZRqaVUs19d6KKoyCy+Zu43DTgpmauC7iaa",
+	"UtJP7d7qoO9ta1LvEE1YnnHNg6qsitRJq3arzdmQypmxyDMCuWsFuS8eh6jFZzgibU7kUQgSo/C264eI",
+	"UOAivl7DXK8dajIlGRd7OpS1YBkRpojPExFNzKrKr4pGVhn5QiJtWDabODbCumRzftmNxp60gz4wgdWH",
+	"0EtEDgiBv4wT63SorjCnvhvSMgoXC32utdo5Kl1OvW+MifJ0OApHJE1Zu3lk/pAmHGVyQaoSTsV72jKd",
+	"tOOi0Zk5hXZbfbSEw8FvxrekgPih3MEY59Rwb+5mSUZ4VRjvNRxmNd/ej7272aePR8FV76cv0fSn4Gr6",
+	"Kvjl5w/ppzev8l96P313Pf3w/tPPn9Lo5nv6y8c035nLbO1/U+tcIvgD+LjcbE9y/BInAsBfzYnwrE68",
+	"ltDmagP/r95glvyNLAa5mHj9Xz9LOspJdru2mXqs2vtCXnLCUcyifEqoOEahan6Q09CkH0mBFAukoxm6",
+	"vRedoBN0uv2XwcugU7h994GG6xW7YyzA+p8RHFv56oUVpEhnaFpUzjDF4yUVvqwRoMJX82somSt5YNGm",
+	"rqzIV/aIQy3JfnDRp12Hw+mhrYK6zQl09XNoOYLthiO+FfsO6ohgLNXLn5pOFfKUoxtrrqJEutu0pBiz",
+	"XDkbtdmorbvZlQZPx8mcqHccI1Zcr0YygB52jisqwNB1BjjWLNMdFZxQpaf4piiqVF6ssXW4o4Shu7Yd",
+	"4KfXocJMJaF1SgkXOuUA8t7q6qSwQiSlCnmMpNTbu7tDOLqhbJ6SeKxzxQd0Aa7eISUpJ6iVkTjJIK1b",
+	"MLbnIwypjvJ8VPZj9whxZevS+d9ySrDgK5+qZO0xkgrrEeI+OkLThProIFD/20MT+Wzio26AVDE1+Efr",
+	"//6fXoD+B/qSCEGyYxR+ICJbtAcqlYRRdNh7tX8UHAB7nDDKoLd4PivlgTuBuCCzvQ4KD7sB+gv0L8us",
+	"Os72GS3pICKljRP79B/S/8sKbV5TF70wbJnI4i2ZlRb6t9ABa/SihAmpA1XLghZpSoAjBa756Pz9xaVS",
+	"rRtk/erD22W0/P7/BwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

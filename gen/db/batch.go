@@ -46,6 +46,11 @@ WITH c AS (
            $30::text, $31::text, created_at
     FROM c
     WHERE $23::uuid IS NOT NULL
+), event AS (
+    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
+    SELECT account_id, $32::uuid, 'TagsAdded', contact_id, $33::json, created_at
+    FROM c
+    WHERE $32::uuid IS NOT NULL
 )
 SELECT contact_id FROM c
 `
@@ -88,10 +93,14 @@ type ContactCreateParams struct {
 	State               string
 	Zip                 string
 	Normalized          string
+	EventID             *uuid.UUID
+	EventPayload        []byte
 }
 
 // A new contact with its consent record and, when its address parsed, its first property, in
-// one statement (one round trip), due for enrichment. ON CONFLICT DO NOTHING lets racing creates of one email
+// one statement (one round trip), due for enrichment, with its TagsAdded event when it has tags
+// (@event_id; the event's deliveries are written by callers in a transaction, when the
+// account subscribes). ON CONFLICT DO NOTHING lets racing creates of one email
 // resolve to exactly one winner without aborting the losers' transactions: a loser gets no
 // row and writes nothing. (Foreign keys are checked at the end of the statement, after the
 // contact row exists.)
@@ -130,6 +139,8 @@ func (q *Queries) ContactCreate(ctx context.Context, arg []ContactCreateParams) 
 			a.State,
 			a.Zip,
 			a.Normalized,
+			a.EventID,
+			a.EventPayload,
 		}
 		batch.Queue(contactCreate, vals...)
 	}
@@ -342,9 +353,17 @@ func (b *ContactGetByIDBatchResults) Close() error {
 }
 
 const tagsSwap = `-- name: TagsSwap :batchone
-UPDATE contacts SET tags = $1, updated_at = $2
-WHERE account_id = $3 AND contact_id = $4 AND tags = $5::text[]
-RETURNING contact_id
+WITH swapped AS (
+    UPDATE contacts c SET tags = $1, updated_at = $2
+    WHERE c.account_id = $3 AND c.contact_id = $4 AND c.tags = $5::text[]
+    RETURNING c.account_id, c.contact_id
+), events AS (
+    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
+    SELECT s.account_id, unnest($6::uuid[]), unnest($7::text[]), s.contact_id,
+           unnest($8::text[])::json, $2
+    FROM swapped s
+)
+SELECT contact_id FROM swapped
 `
 
 type TagsSwapBatchResults struct {
@@ -354,15 +373,19 @@ type TagsSwapBatchResults struct {
 }
 
 type TagsSwapParams struct {
-	Tags      []string
-	UpdatedAt time.Time
-	AccountID uuid.UUID
-	ContactID uuid.UUID
-	Previous  []string
+	Tags          []string
+	UpdatedAt     time.Time
+	AccountID     uuid.UUID
+	ContactID     uuid.UUID
+	Previous      []string
+	EventIds      []uuid.UUID
+	EventTypes    []string
+	EventPayloads []string
 }
 
 // Compare-and-swap: sets the tags only if they are still the ones the change was computed
-// from (no row otherwise), so a change without events needs no transaction and no lock.
+// from (no row otherwise), and records the change's events (TagsAdded, TagsRemoved) with it,
+// so a change nobody subscribes to needs no transaction and no lock.
 func (q *Queries) TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
@@ -372,6 +395,9 @@ func (q *Queries) TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapB
 			a.AccountID,
 			a.ContactID,
 			a.Previous,
+			a.EventIds,
+			a.EventTypes,
+			a.EventPayloads,
 		}
 		batch.Queue(tagsSwap, vals...)
 	}

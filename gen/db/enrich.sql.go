@@ -48,34 +48,51 @@ func (q *Queries) EnrichFinish(ctx context.Context, arg EnrichFinishParams) (int
 }
 
 const enrichFinishMany = `-- name: EnrichFinishMany :exec
-UPDATE contacts c SET
-    email_status = CASE WHEN f.verdict <> '' AND c.email_status = 'Pending' THEN f.verdict ELSE c.email_status END,
-    updated_at = CASE WHEN f.verdict <> '' AND c.email_status = 'Pending' THEN $1::timestamptz ELSE c.updated_at END,
-    enrich_due_at = NULL, enrich_attempts = 0, addresses_parsed_by = $2::integer
-FROM (SELECT unnest($3::uuid[]) AS account_id, unnest($4::uuid[]) AS contact_id,
-             unnest($5::text[]) AS verdict, unnest($6::timestamptz[]) AS held_due_at) f
-WHERE c.account_id = f.account_id AND c.contact_id = f.contact_id
-  AND c.enrich_due_at = f.held_due_at
+WITH f AS (
+    SELECT unnest($2::uuid[]) AS account_id, unnest($3::uuid[]) AS contact_id,
+           unnest($4::text[]) AS verdict, unnest($5::timestamptz[]) AS held_due_at,
+           unnest($6::uuid[]) AS event_id, unnest($7::text[]) AS event_payload
+), finished AS (
+    UPDATE contacts c SET
+        email_status = CASE WHEN f.verdict <> '' AND c.email_status = 'Pending' THEN f.verdict ELSE c.email_status END,
+        updated_at = CASE WHEN f.verdict <> '' AND c.email_status = 'Pending' THEN $1::timestamptz ELSE c.updated_at END,
+        enrich_due_at = NULL, enrich_attempts = 0, addresses_parsed_by = $8::integer
+    FROM f
+    WHERE c.account_id = f.account_id AND c.contact_id = f.contact_id
+      AND c.enrich_due_at = f.held_due_at
+    RETURNING c.account_id, c.contact_id
+)
+INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
+SELECT f.account_id, f.event_id, 'ContactEnriched', f.contact_id, f.event_payload::json, $1::timestamptz
+FROM f JOIN finished d ON d.account_id = f.account_id AND d.contact_id = f.contact_id
+WHERE f.event_id <> '00000000-0000-0000-0000-000000000000'::uuid
 `
 
 type EnrichFinishManyParams struct {
 	Now           time.Time
-	ParserVersion int32
 	AccountIds    []uuid.UUID
 	ContactIds    []uuid.UUID
 	Verdicts      []string
 	HeldDueAts    []time.Time
+	EventIds      []uuid.UUID
+	EventPayloads []string
+	ParserVersion int32
 }
 
-// EnrichFinish for a batch, in one statement.
+// EnrichFinish for a batch, in one statement, recording the ContactEnriched event of each
+// contact whose hold was still the caller's and that has one (@event_ids: uuid.Nil for none;
+// a contact with an event was Pending when claimed, and a change of email since would have
+// ended the hold).
 func (q *Queries) EnrichFinishMany(ctx context.Context, arg EnrichFinishManyParams) error {
 	_, err := q.db.Exec(ctx, enrichFinishMany,
 		arg.Now,
-		arg.ParserVersion,
 		arg.AccountIds,
 		arg.ContactIds,
 		arg.Verdicts,
 		arg.HeldDueAts,
+		arg.EventIds,
+		arg.EventPayloads,
+		arg.ParserVersion,
 	)
 	return err
 }

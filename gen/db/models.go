@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type Account struct {
@@ -180,6 +181,7 @@ type WebhookEvent struct {
 	ContactID  *uuid.UUID
 	Payload    []byte
 	OccurredAt time.Time
+	Xid        pgtype.Uint64
 }
 
 type WebhookSubscription struct {

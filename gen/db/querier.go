@@ -29,7 +29,9 @@ type Querier interface {
 	// Not scoped by account: the unguessable token is the credential of the public page.
 	ConsentGetByToken(ctx context.Context, consentToken string) (ConsentGetByTokenRow, error)
 	// A new contact with its consent record and, when its address parsed, its first property, in
-	// one statement (one round trip), due for enrichment. ON CONFLICT DO NOTHING lets racing creates of one email
+	// one statement (one round trip), due for enrichment, with its TagsAdded event when it has tags
+	// (@event_id; the event's deliveries are written by callers in a transaction, when the
+	// account subscribes). ON CONFLICT DO NOTHING lets racing creates of one email
 	// resolve to exactly one winner without aborting the losers' transactions: a loser gets no
 	// row and writes nothing. (Foreign keys are checked at the end of the statement, after the
 	// contact row exists.)
@@ -53,6 +55,14 @@ type Querier interface {
 	ContactRefreshProperties(ctx context.Context, arg ContactRefreshPropertiesParams) ([]byte, error)
 	// A new email makes the contact due for enrichment (the right-hand sides see the old row).
 	ContactUpdateDetails(ctx context.Context, arg ContactUpdateDetailsParams) error
+	// Listing and searching contacts (GET /contacts, the export). Each filter is optional (NULL:
+	// not applied); "plan per call" has the store plan each call with its actual values, so the
+	// unused filters fold away and the index of each used one can be chosen (a prepared generic
+	// plan could not). @q_prefix is a LIKE pattern ('jan%'), @q_words a tsquery ('jan:*').
+	// A page newest first, after the cursor (@after_at, @after_id) when @has_cursor.
+	ContactsByCreated(ctx context.Context, arg ContactsByCreatedParams) ([]ContactRow, error)
+	// A page most recently changed first, after the cursor (@after_at, @after_id) when @has_cursor.
+	ContactsByUpdated(ctx context.Context, arg ContactsByUpdatedParams) ([]ContactRow, error)
 	// Leases up to @max due deliveries to the caller until @lease_until, with everything their
 	// attempts need; SKIP LOCKED lets workers in several processes claim side by side. A lease
 	// that ends without a recorded attempt (the worker died) makes the delivery due again, for
@@ -74,7 +84,10 @@ type Querier interface {
 	// email verdict (empty: none). No row when the hold is no longer the caller's: the email
 	// changed (making the contact due again) or the lease ran out.
 	EnrichFinish(ctx context.Context, arg EnrichFinishParams) (int64, error)
-	// EnrichFinish for a batch, in one statement.
+	// EnrichFinish for a batch, in one statement, recording the ContactEnriched event of each
+	// contact whose hold was still the caller's and that has one (@event_ids: uuid.Nil for none;
+	// a contact with an event was Pending when claimed, and a change of email since would have
+	// ended the hold).
 	EnrichFinishMany(ctx context.Context, arg EnrichFinishManyParams) error
 	// Leases locked contacts to the caller until @lease_until, one more attempt each. A lease
 	// that ends without EnrichFinish or EnrichRetry (the worker died) makes the contact due again.
@@ -89,7 +102,20 @@ type Querier interface {
 	EnrichMarkDue(ctx context.Context, arg EnrichMarkDueParams) error
 	// Ends a lease after a temporary failure: due again at @due_at, or never (NULL, giving up).
 	EnrichRetry(ctx context.Context, arg EnrichRetryParams) error
+	EventGet(ctx context.Context, arg EventGetParams) (string, error)
 	EventInsert(ctx context.Context, arg EventInsertParams) error
+	// The account's events after the cursor (@after_xid, @after_event), in the order of the
+	// transactions that wrote them, and only those of transactions below this statement's
+	// snapshot xmin: every transaction that could still add an event before them has finished,
+	// so an event committed late can never land behind a cursor already handed out.
+	EventsFeed(ctx context.Context, arg EventsFeedParams) ([]EventsFeedRow, error)
+	// Deletes up to @batch events that occurred before @before (their deliveries and attempts go
+	// with them), across accounts: the retention task calls it until it deletes fewer.
+	EventsPrune(ctx context.Context, arg EventsPruneParams) (int64, error)
+	// Queues a delivery to the subscription of each of its type's events in [@since, @until), in
+	// the feed's order (the due times one microsecond apart keep it), and counts them. No row
+	// when the subscription is not the account's; -1 when it is Removed.
+	EventsReplay(ctx context.Context, arg EventsReplayParams) (int64, error)
 	KeyAuthenticate(ctx context.Context, keyHash []byte) (KeyAuthenticateRow, error)
 	KeyInsert(ctx context.Context, arg KeyInsertParams) (ApiKey, error)
 	KeyListByAccount(ctx context.Context, name string) ([]ApiKey, error)
@@ -137,12 +163,13 @@ type Querier interface {
 	// Maintenance across accounts: Failing subscriptions without a success since the cutoff
 	// are removed.
 	SubscriptionsSweepFailing(ctx context.Context, arg SubscriptionsSweepFailingParams) (int64, error)
-	TagsGet(ctx context.Context, arg TagsGetParams) ([]string, error)
+	TagsGet(ctx context.Context, arg TagsGetParams) (TagsGetRow, error)
 	// Locks the contact so concurrent tag changes apply one after the other.
 	TagsLock(ctx context.Context, arg TagsLockParams) (TagsLockRow, error)
 	TagsSet(ctx context.Context, arg TagsSetParams) error
 	// Compare-and-swap: sets the tags only if they are still the ones the change was computed
-	// from (no row otherwise), so a change without events needs no transaction and no lock.
+	// from (no row otherwise), and records the change's events (TagsAdded, TagsRemoved) with it,
+	// so a change nobody subscribes to needs no transaction and no lock.
 	TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapBatchResults
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 const tagsGet = `-- name: TagsGet :one
-SELECT tags FROM contacts WHERE account_id = $1 AND contact_id = $2
+SELECT tags, email, assigned_user_email_id FROM contacts WHERE account_id = $1 AND contact_id = $2
 `
 
 type TagsGetParams struct {
@@ -21,11 +21,17 @@ type TagsGetParams struct {
 	ContactID uuid.UUID
 }
 
-func (q *Queries) TagsGet(ctx context.Context, arg TagsGetParams) ([]string, error) {
+type TagsGetRow struct {
+	Tags                []string
+	Email               string
+	AssignedUserEmailID *string
+}
+
+func (q *Queries) TagsGet(ctx context.Context, arg TagsGetParams) (TagsGetRow, error) {
 	row := q.db.QueryRow(ctx, tagsGet, arg.AccountID, arg.ContactID)
-	var tags []string
-	err := row.Scan(&tags)
-	return tags, err
+	var i TagsGetRow
+	err := row.Scan(&i.Tags, &i.Email, &i.AssignedUserEmailID)
+	return i, err
 }
 
 const tagsLock = `-- name: TagsLock :one

@@ -19,6 +19,7 @@ import (
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/enrich"
+	"github.com/contactd/contactd/internal/events"
 	"github.com/contactd/contactd/internal/httpapi"
 	"github.com/contactd/contactd/internal/metrics"
 	"github.com/contactd/contactd/internal/pgembed"
@@ -95,6 +96,8 @@ type Services struct {
 	Periodic *queue.Periodic
 	// Secrets keeps the signing secrets, sealed.
 	Secrets *webhook.Secrets
+	// Events is the events feed.
+	Events *events.Service
 }
 
 // NewServices builds the domain services over st, sealing secrets with keys. Workers are not
@@ -105,6 +108,7 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	st.ObserveGroups(m.ObserveGroup)
 	m.WatchQueue(queueDepth(st))
 	secrets := webhook.NewSecrets(st, keys, Now)
+	feed := events.New(st, cfg.EventRetention, Now, log)
 	deliveries := delivery.New(st, delivery.Options{
 		Timeout: cfg.WebhookTimeout, AllowedNetworks: cfg.WebhookAllowedNetworks, Workers: cfg.WebhookWorkers,
 		RescueAfter: cfg.WebhookRescueAfter, Now: Now, Log: log, Metrics: m, Secrets: secrets,
@@ -121,7 +125,8 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 		Enrich:      enricher,
 		Metrics:     m,
 		Subscribers: subs,
-		Periodic:    queue.NewPeriodic(st, Now, log, deliveries.SweepTask()),
+		Periodic:    queue.NewPeriodic(st, Now, log, deliveries.SweepTask(), feed.PruneTask()),
+		Events:      feed,
 	}, nil
 }
 
@@ -179,7 +184,7 @@ func queueDepth(st *store.Store) metrics.QueueDepth {
 func Handler(cfg config.Config, st *store.Store, svc *Services, log *slog.Logger) (http.Handler, error) {
 	limits := ratelimit.Limits{ReadsPer10s: cfg.RateReadsPer10s, WritesPer10s: cfg.RateWritesPer10s, AccountPerDay: cfg.RateAccountPerDay}
 	return httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, RateLimits: limits}, httpapi.Deps{
-		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Webhooks: svc.Webhooks, Deliveries: svc.Deliveries,
+		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Webhooks: svc.Webhooks, Events: svc.Events, Deliveries: svc.Deliveries,
 		Ready:   func(ctx context.Context) error { return ready(ctx, st) },
 		Metrics: svc.Metrics,
 	})

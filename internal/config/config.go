@@ -49,6 +49,7 @@ type Config struct {
 	WebhookTimeout         time.Duration // CONTACTD_WEBHOOK_TIMEOUT: one delivery attempt
 	WebhookWorkers         int           // CONTACTD_WEBHOOK_WORKERS: attempts at once per process
 	WebhookRescueAfter     time.Duration // CONTACTD_WEBHOOK_RESCUE_AFTER: retry attempts of a dead worker after
+	EventRetention         time.Duration // CONTACTD_EVENT_RETENTION: how long the events feed keeps events
 
 	// SecretKey seals the secrets stored in the database (base64 of 32 bytes); from the
 	// environment only, never a flag (flags show in ps). SecretKeyFile names a file holding it
@@ -76,6 +77,7 @@ func Default() Config {
 		ShutdownTimeout: 30 * time.Second,
 		RateReadsPer10s: 100, RateWritesPer10s: 50, RateAccountPerDay: 350_000,
 		WebhookTimeout: 15 * time.Second, WebhookWorkers: 64, WebhookRescueAfter: time.Minute,
+		EventRetention: 30 * 24 * time.Hour,
 	}
 }
 
@@ -115,6 +117,7 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	durVar(&c.WebhookTimeout, "webhook-timeout", env("CONTACTD_WEBHOOK_TIMEOUT", ""), d.WebhookTimeout, "one delivery attempt (CONTACTD_WEBHOOK_TIMEOUT)")
 	intVar(&c.WebhookWorkers, "webhook-workers", env("CONTACTD_WEBHOOK_WORKERS", ""), int64(d.WebhookWorkers), "delivery attempts at once (CONTACTD_WEBHOOK_WORKERS)")
 	durVar(&c.WebhookRescueAfter, "webhook-rescue-after", env("CONTACTD_WEBHOOK_RESCUE_AFTER", ""), d.WebhookRescueAfter, "retry an attempt whose worker died after this (CONTACTD_WEBHOOK_RESCUE_AFTER)")
+	durVar(&c.EventRetention, "event-retention", env("CONTACTD_EVENT_RETENTION", ""), d.EventRetention, "how long the events feed keeps events, e.g. 720h (CONTACTD_EVENT_RETENTION)")
 	c.SecretKey, c.SecretKeysOld = getenv("CONTACTD_SECRET_KEY"), getenv("CONTACTD_SECRET_KEYS_OLD")
 	fs.StringVar(&c.SecretKeyFile, "secret-key-file", env("CONTACTD_SECRET_KEY_FILE", d.SecretKeyFile), "file holding the key that seals stored secrets, instead of CONTACTD_SECRET_KEY (CONTACTD_SECRET_KEY_FILE)")
 	fs.StringVar(&c.WebhookAllowedRaw, "webhook-allowed-networks", env("CONTACTD_WEBHOOK_ALLOWED_NETWORKS", ""), "comma-separated CIDRs webhooks may reach despite the SSRF guard (CONTACTD_WEBHOOK_ALLOWED_NETWORKS)")
@@ -175,6 +178,9 @@ func (c *Config) Finish() error {
 	}
 	if _, err := seal.ParseKeys(c.OldSecretKeys()); err != nil {
 		errs = append(errs, fmt.Errorf("CONTACTD_SECRET_KEYS_OLD: %v", err))
+	}
+	if c.EventRetention < time.Hour {
+		errs = append(errs, errors.New("CONTACTD_EVENT_RETENTION: must be at least 1h"))
 	}
 	switch c.LogFormat {
 	case "auto", "text", "json":

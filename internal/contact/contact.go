@@ -37,6 +37,7 @@ type Contact struct {
 	Engagement          Engagement
 	Properties          []Property
 	CreatedAt           time.Time
+	UpdatedAt           time.Time
 }
 
 // CRMFields says where the contact lives in the account's CRM.
@@ -103,7 +104,7 @@ func (s *Service) fromRow(r db.ContactRow) (Contact, error) {
 	c := Contact{
 		ID: r.ContactID, Email: r.Email, Name: r.Name, Phone: r.Phone, EmailStatus: r.EmailStatus,
 		RecordStatus: r.RecordStatus, Tags: r.Tags, LeadScore: int(r.LeadScore),
-		AssignedUserEmailID: r.AssignedUserEmailID, ConsentToken: r.ConsentToken, CreatedAt: r.CreatedAt,
+		AssignedUserEmailID: r.AssignedUserEmailID, ConsentToken: r.ConsentToken, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		Engagement: engagementOf(r), Properties: props,
 	}
 	c.LeadScore = LeadScore(c.Engagement, s.now())

@@ -45,7 +45,7 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 		ID: uuid.Must(uuid.NewV7()), Email: in.Email, Name: in.Name, Phone: in.Phone,
 		EmailStatus: "Pending", RecordStatus: "Marketing", Tags: tags, CRM: in.CRM,
 		AssignedUserEmailID: in.AssignedUserEmailID, ConsentToken: "cs_" + secret.Base62(16),
-		Properties: []Property{}, CreatedAt: now,
+		Properties: []Property{}, CreatedAt: now, UpdatedAt: now,
 	}
 	warnings := []string{}
 	if in.Address != nil {
@@ -55,16 +55,24 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 			warnings = append(warnings, WarningInvalidAddress)
 		}
 	}
-	if len(tags) == 0 || !s.events.MayHaveSubscribers(ctx, accountID, webhook.TagsAdded) {
-		// no event to write with it: the one statement is the whole change.
-		err = s.insert(ctx, nil, accountID, c, in)
+	var event *webhook.Prepared
+	if len(tags) > 0 {
+		p, err := webhook.Prepare(webhook.Event{Type: webhook.TagsAdded, ContactID: c.ID,
+			Contact: c.info(), Info: webhook.TagsAddedInfo{TagsAdded: tags}, At: now})
+		if err != nil {
+			return Contact{}, nil, err
+		}
+		event = &p
+	}
+	if event == nil || !s.events.MayHaveSubscribers(ctx, accountID, webhook.TagsAdded) {
+		// no deliveries to queue: the one statement, event included, is the whole change.
+		err = s.insert(ctx, nil, accountID, c, in, event)
 	} else {
 		err = s.store.InTx(ctx, func(tx store.Tx) error {
-			if err := s.insert(ctx, tx.Queries, accountID, c, in); err != nil {
+			if err := s.insert(ctx, tx.Queries, accountID, c, in, event); err != nil {
 				return err
 			}
-			return s.events.Emit(ctx, tx, accountID, webhook.Event{Type: webhook.TagsAdded, ContactID: c.ID,
-				Contact: c.info(), Info: webhook.TagsAddedInfo{TagsAdded: tags}, At: now})
+			return s.events.Deliver(ctx, tx, accountID, *event)
 		})
 	}
 	if err != nil {
@@ -73,9 +81,9 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 	return c, warnings, nil
 }
 
-// insert writes the contact, its consent record and its first property in one statement: in
-// tx when there is one, else in a group of creates.
-func (s *Service) insert(ctx context.Context, tx *db.Queries, accountID uuid.UUID, c Contact, in CreateInput) error {
+// insert writes the contact, its consent record, its first property and its event (if any) in
+// one statement: in tx when there is one, else in a group of creates.
+func (s *Service) insert(ctx context.Context, tx *db.Queries, accountID uuid.UUID, c Contact, in CreateInput, event *webhook.Prepared) error {
 	fields := in.Fields
 	if len(fields) == 0 {
 		fields = json.RawMessage("{}")
@@ -87,6 +95,9 @@ func (s *Service) insert(ctx context.Context, tx *db.Queries, accountID uuid.UUI
 		ConsentApiKeyName: in.Origin.KeyName, ConsentApiKeyPrefix: in.Origin.KeyPrefix,
 		ConsentSourceIp: in.Origin.SourceIP, ConsentUserAgent: in.Origin.UserAgent, ConsentFields: fields,
 		ActiveProperties: storedProperties(c.Properties), AddressesParsedBy: address.Version,
+	}
+	if event != nil {
+		p.EventID, p.EventPayload = &event.ID, event.Payload
 	}
 	if c.CRM != nil {
 		p.CrmName, p.CrmUrl, p.CrmSource, p.CrmStage, p.CrmCreatedDate = c.CRM.Name, c.CRM.URL, c.CRM.Source, c.CRM.Stage, c.CRM.CreatedDate

@@ -157,15 +157,15 @@ func (s *Service) changeTags(ctx context.Context, accountID uuid.UUID, rawID str
 	return result, err
 }
 
-// swapTags is a tag change nobody subscribes to: read, then compare-and-swap (sent with the
-// other swaps in flight), again if another change came in between. Two statements, no
-// transaction of its own, no lock held between them.
+// swapTags is a tag change nobody subscribes to: read, then compare-and-swap with its events
+// (sent with the other swaps in flight), again if another change came in between. Two
+// statements, no transaction of its own, no lock held between them.
 func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []string,
 	op func(existing, tags []string) tagChange) ([]string, error) {
 	for {
-		var existing []string
+		var row db.TagsGetRow
 		err := s.store.Read(ctx, func(q *db.Queries) (err error) {
-			existing, err = q.TagsGet(ctx, db.TagsGetParams{AccountID: accountID, ContactID: id})
+			row, err = q.TagsGet(ctx, db.TagsGetParams{AccountID: accountID, ContactID: id})
 			return err
 		})
 		if errors.Is(err, apperr.ErrNoRows) {
@@ -173,16 +173,40 @@ func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []
 		} else if err != nil {
 			return nil, err
 		}
-		c, err := applyTagOp(op, existing, tags)
-		if err != nil || !c.changes(existing) {
+		c, err := applyTagOp(op, row.Tags, tags)
+		if err != nil || !c.changes(row.Tags) {
 			return c.tags, err
 		}
-		swapped, err := s.tagSwaps.Do(ctx, db.TagsSwapParams{AccountID: accountID, ContactID: id,
-			Tags: c.tags, Previous: existing, UpdatedAt: s.now()})
+		now := s.now()
+		p := db.TagsSwapParams{AccountID: accountID, ContactID: id, Tags: c.tags, Previous: row.Tags, UpdatedAt: now}
+		for _, ev := range tagEvents(id, contactInfo(id, row.Email, row.AssignedUserEmailID), c, now) {
+			prepared, err := webhook.Prepare(ev)
+			if err != nil {
+				return nil, err
+			}
+			p.EventIds, p.EventTypes = append(p.EventIds, prepared.ID), append(p.EventTypes, string(prepared.Type))
+			p.EventPayloads = append(p.EventPayloads, string(prepared.Payload))
+		}
+		swapped, err := s.tagSwaps.Do(ctx, p)
 		if err != nil || swapped.ok {
 			return c.tags, err
 		}
 	}
+}
+
+// tagEvents is what a tag change emits: TagsAdded for the tags that are new, TagsRemoved for
+// those that went.
+func tagEvents(id uuid.UUID, info webhook.ContactInfo, c tagChange, now time.Time) []webhook.Event {
+	var evs []webhook.Event
+	if len(c.added) > 0 {
+		evs = append(evs, webhook.Event{Type: webhook.TagsAdded, ContactID: id, Contact: info,
+			Info: webhook.TagsAddedInfo{TagsAdded: c.added}, At: now})
+	}
+	if len(c.removed) > 0 {
+		evs = append(evs, webhook.Event{Type: webhook.TagsRemoved, ContactID: id, Contact: info,
+			Info: webhook.TagsRemovedInfo{TagsRemoved: c.removed}, At: now})
+	}
+	return evs
 }
 
 // applyTagOp computes a tag change and holds it to the per-contact limit.
@@ -200,15 +224,10 @@ func (c tagChange) changes(existing []string) bool {
 }
 
 func (s *Service) emitTagEvents(ctx context.Context, tx store.Tx, accountID, id uuid.UUID, info webhook.ContactInfo, c tagChange, now time.Time) error {
-	if len(c.added) > 0 {
-		if err := s.events.Emit(ctx, tx, accountID, webhook.Event{Type: webhook.TagsAdded, ContactID: id,
-			Contact: info, Info: webhook.TagsAddedInfo{TagsAdded: c.added}, At: now}); err != nil {
+	for _, ev := range tagEvents(id, info, c, now) {
+		if err := s.events.Emit(ctx, tx, accountID, ev); err != nil {
 			return err
 		}
-	}
-	if len(c.removed) > 0 {
-		return s.events.Emit(ctx, tx, accountID, webhook.Event{Type: webhook.TagsRemoved, ContactID: id,
-			Contact: info, Info: webhook.TagsRemovedInfo{TagsRemoved: c.removed}, At: now})
 	}
 	return nil
 }

@@ -150,3 +150,39 @@ func decodeCursor(c string) (time.Time, uuid.UUID, int32, error) {
 	}
 	return time.UnixMicro(us).UTC(), id, int32(n), nil
 }
+
+// MaxReplayWindow bounds a replay's window: no event is kept longer by default.
+const MaxReplayWindow = 31 * 24 * time.Hour
+
+// Replay queues one more delivery to the subscription of each kept event of its type that
+// occurred in [since, until), in the feed's order, and returns how many it queued.
+func (s *Service) Replay(ctx context.Context, account uuid.UUID, rawSub string, since, until time.Time) (int, error) {
+	sub, ok := ids.Parse(rawSub)
+	if !ok {
+		return 0, ErrSubscriptionNotFound
+	}
+	switch {
+	case !since.Before(until):
+		return 0, apperr.Invalid(apperr.Field("body.until", "minimum", "until must be after since"))
+	case until.Sub(since) > MaxReplayWindow:
+		return 0, apperr.Invalid(apperr.Field("body.since", "maximum", "a replay covers at most 31 days"))
+	}
+	var n int64
+	err := s.store.InTx(ctx, func(tx store.Tx) (err error) {
+		n, err = tx.EventsReplay(ctx, db.EventsReplayParams{AccountID: account, SubscriptionID: sub,
+			Since: since, Until: until, Now: s.now()})
+		if err == nil && n > 0 {
+			tx.AfterCommit(s.queue.Wake)
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, apperr.ErrNoRows):
+		return 0, ErrSubscriptionNotFound
+	case err != nil:
+		return 0, err
+	case n < 0:
+		return 0, apperr.Invalid(apperr.Field("path.subscriptionId", "status", "the subscription is removed"))
+	}
+	return int(n), nil
+}

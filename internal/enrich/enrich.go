@@ -247,22 +247,53 @@ func restandardised(claimed []byte) ([]claimedProperty, error) {
 	return changed, nil
 }
 
-// emits reports whether finishing c emits ContactEnriched.
+// emits reports whether finishing c needs a transaction of its own: it restandardises an
+// address, or its ContactEnriched event has deliveries to queue.
 func (s *Service) emits(ctx context.Context, c checked) bool {
 	return len(c.restandardised) > 0 || (c.verdict != "" && s.events.MayHaveSubscribers(ctx, c.AccountID, webhook.ContactEnriched))
 }
 
-// finishQuiet ends the holds on contacts whose enrichment emits nothing, in one statement.
+// finishQuiet ends the holds on contacts whose enrichment queues no delivery, in one
+// statement that records their ContactEnriched events (the decided email statuses).
 func (s *Service) finishQuiet(ctx context.Context, q *db.Queries, cs []checked) error {
 	if len(cs) == 0 {
 		return nil
 	}
-	p := db.EnrichFinishManyParams{Now: s.opt.Now(), ParserVersion: address.Version}
+	now := s.opt.Now()
+	p := db.EnrichFinishManyParams{Now: now, ParserVersion: address.Version}
 	for _, c := range cs {
 		p.AccountIds, p.ContactIds = append(p.AccountIds, c.AccountID), append(p.ContactIds, c.ContactID)
 		p.Verdicts, p.HeldDueAts = append(p.Verdicts, c.verdict), append(p.HeldDueAts, c.HeldDueAt)
+		ev := webhook.Prepared{} // ID uuid.Nil: no event
+		if c.verdict != "" {
+			var err error
+			if ev, err = webhook.Prepare(webhook.Event{Type: webhook.ContactEnriched, ContactID: c.ContactID,
+				Contact: c.contactInfo(), Info: c.verdictInfo(), At: now}); err != nil {
+				return err
+			}
+		}
+		p.EventIds, p.EventPayloads = append(p.EventIds, ev.ID), append(p.EventPayloads, string(ev.Payload))
 	}
 	return q.EnrichFinishMany(ctx, p)
+}
+
+// contactInfo identifies the contact in its events.
+func (c checked) contactInfo() webhook.ContactInfo {
+	ci := webhook.ContactInfo{ContactID: c.ContactID.String(), EmailID: c.Email}
+	if c.AssignedUserEmailID != nil {
+		ci.AssignedUserEmailID = *c.AssignedUserEmailID
+	}
+	return ci
+}
+
+// verdictInfo is ContactEnriched's detail for the email verdict (none when there is none).
+func (c checked) verdictInfo() webhook.ContactEnrichedInfo {
+	info := webhook.ContactEnrichedInfo{ChangedFields: []string{}}
+	if c.verdict != "" {
+		info.ChangedFields = append(info.ChangedFields, "emailStatus")
+		info.EmailStatus, info.PreviousEmailStatus = c.verdict, StatusPending
+	}
+	return info
 }
 
 // finishWithEvents ends the lease with the changes and their events, in one transaction.
@@ -317,15 +348,7 @@ func RetryDelay(base time.Duration, attempt int) time.Duration {
 // applyAndEmit stores the new standard forms and emits ContactEnriched: the email verdict
 // with the first changed address, one more event per further changed address.
 func (s *Service) applyAndEmit(ctx context.Context, tx store.Tx, c checked, now time.Time) error {
-	ci := webhook.ContactInfo{ContactID: c.ContactID.String(), EmailID: c.Email}
-	if c.AssignedUserEmailID != nil {
-		ci.AssignedUserEmailID = *c.AssignedUserEmailID
-	}
-	info := webhook.ContactEnrichedInfo{ChangedFields: []string{}}
-	if c.verdict != "" {
-		info.ChangedFields = append(info.ChangedFields, "emailStatus")
-		info.EmailStatus, info.PreviousEmailStatus = c.verdict, StatusPending
-	}
+	ci, info := c.contactInfo(), c.verdictInfo()
 	emit := func(ci webhook.ContactInfo, info webhook.ContactEnrichedInfo) error {
 		if len(info.ChangedFields) == 0 {
 			return nil

@@ -32,6 +32,11 @@ var operations = []struct {
 	{"GET", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/deliveries", nil},
 	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/deliveries/01939d3c-0000-7000-8000-000000000000/redeliver", nil},
 	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/secret", nil},
+	{"GET", "/public/v1/contacts", nil},
+	{"GET", "/public/v1/contacts/export", nil},
+	{"GET", "/public/v1/events", nil},
+	{"GET", "/public/v1/events/01939d3c-0000-7000-8000-000000000000", nil},
+	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/replay", map[string]any{"since": "2026-11-20T00:00:00.000Z", "until": "2026-11-21T00:00:00.000Z"}},
 }
 
 // The list above names every operation that needs a key, so a new endpoint cannot skip the

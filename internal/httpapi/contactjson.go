@@ -128,6 +128,8 @@ func appendContact(b []byte, c *api.Contact) []byte {
 		}
 		b = append(b, ']')
 	}
+	b = append(b, `,"updatedAt":`...)
+	b = appendTime(b, c.UpdatedAt)
 	return append(b, '}')
 }
 

@@ -83,7 +83,7 @@ func (s *Server) contactToAPI(c contact.Contact) api.Contact {
 	out := api.Contact{
 		ContactId: c.ID.String(), Email: c.Email, Name: c.Name, Phone: c.Phone,
 		EmailStatus: api.EmailStatus(c.EmailStatus), RecordStatus: api.RecordStatus(c.RecordStatus),
-		CreatedAt: apitime.From(c.CreatedAt), Tags: c.Tags, LeadScore: c.LeadScore,
+		CreatedAt: apitime.From(c.CreatedAt), UpdatedAt: apitime.From(c.UpdatedAt), Tags: c.Tags, LeadScore: c.LeadScore,
 		AssignedUserEmailId: c.AssignedUserEmailID, ProofOfConsentUrl: s.contacts.ConsentURL(c),
 		Properties: make([]api.Property, len(c.Properties)),
 		Engagement: api.Engagement{

@@ -100,7 +100,7 @@ func (s *Server) apiRoute(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		ctx := context.WithValue(c.Request().Context(), routeKey{}, route)
 		ctx = context.WithValue(ctx, clientKey{}, client{ip: c.RealIP(), userAgent: c.Request().UserAgent(),
-			accept: c.Request().Header.Get("Accept")})
+			accept: c.Request().Header.Get("Accept"), acceptEncoding: c.Request().Header.Get("Accept-Encoding")})
 		c.SetRequest(c.Request().WithContext(ctx))
 		return api(c)
 	}
@@ -109,7 +109,7 @@ func (s *Server) apiRoute(next echo.HandlerFunc) echo.HandlerFunc {
 type clientKey struct{}
 
 // client is who sent the request, as proof of consent records it, and what it accepts.
-type client struct{ ip, userAgent, accept string }
+type client struct{ ip, userAgent, accept, acceptEncoding string }
 
 // bodyLimit refuses bodies over the limit before anything reads them.
 func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {

@@ -18,6 +18,7 @@ import (
 	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
+	"github.com/contactd/contactd/internal/events"
 	"github.com/contactd/contactd/internal/docs"
 	"github.com/contactd/contactd/internal/metrics"
 	"github.com/contactd/contactd/internal/ratelimit"
@@ -37,6 +38,8 @@ type Deps struct {
 	Auth     *auth.Service
 	Contacts *contact.Service
 	Webhooks *webhook.Service
+	// Events reads the events feed.
+	Events *events.Service
 	// Deliveries answers the delivery visibility endpoints.
 	Deliveries *delivery.Service
 	// Ready reports whether the service can take traffic (database up, migrations current).
@@ -53,6 +56,7 @@ type Server struct {
 	contacts   *contact.Service
 	webhooks   *webhook.Service
 	deliveries *delivery.Service
+	events     *events.Service
 	ready      func(ctx context.Context) error
 	routes     routeTable
 	limiter    *ratelimit.Limiter
@@ -73,7 +77,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: d.Log, auth: d.Auth, contacts: d.Contacts, webhooks: d.Webhooks,
-		deliveries: d.Deliveries, ready: d.Ready, routes: newRouteTable(spec),
+		events: d.Events, deliveries: d.Deliveries, ready: d.Ready, routes: newRouteTable(spec),
 		limiter: ratelimit.New(cfg.RateLimits, time.Now), metrics: d.Metrics}
 
 	e := echo.New()

@@ -14,14 +14,20 @@ import (
 	"github.com/contactd/contactd/internal/webhook"
 )
 
-func eventCount(t *testing.T, a *testkit.API, account uuid.UUID) int {
+// count is how many rows of table (webhook_events, webhook_deliveries) the account has.
+func count(t *testing.T, a *testkit.API, table string, account uuid.UUID) int {
 	t.Helper()
 	var n int
 	if err := a.Store.Pool.QueryRow(context.Background(),
-		`SELECT count(*) FROM webhook_events WHERE account_id = $1`, account).Scan(&n); err != nil {
+		`SELECT count(*) FROM `+table+` WHERE account_id = $1`, account).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// deliveryCount is how many deliveries the account's changes queued.
+func deliveryCount(t *testing.T, a *testkit.API, account uuid.UUID) int {
+	return count(t, a, "webhook_deliveries", account)
 }
 
 // TestTagChangesRacing: tag changes nobody subscribes to take the lock-free compare-and-swap
@@ -52,8 +58,9 @@ func TestTagChangesRacing(t *testing.T) {
 			t.Errorf("t%02d was lost", i)
 		}
 	}
-	if e := eventCount(t, a, account); e != 0 {
-		t.Errorf("%d events stored with no subscriber", e)
+	// every change is in the events feed, with nobody to deliver it to
+	if e, d := count(t, a, "webhook_events", account), deliveryCount(t, a, account); e != n+1 || d != 0 {
+		t.Errorf("%d events and %d deliveries stored with no subscriber, want %d and 0", e, d, n+1)
 	}
 }
 
@@ -78,13 +85,13 @@ func TestSubscriptionReachesTheCache(t *testing.T) {
 		t.Fatal("no subscription, yet the cache says there may be one")
 	}
 
-	// In this process: the very next change after the 200 emits.
+	// In this process: the very next change after the 200 is delivered.
 	if r := a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": "https://hooks.example.com/added", "eventType": "TagsAdded"}); r.Status != 200 {
 		t.Fatalf("subscribe: %d %s", r.Status, r.Body)
 	}
 	addTag()
-	if e := eventCount(t, a, account); e != 1 {
-		t.Fatalf("first change after subscribing: %d events, want 1", e)
+	if d := deliveryCount(t, a, account); d != 1 {
+		t.Fatalf("first change after subscribing: %d deliveries, want 1", d)
 	}
 
 	// In another process (its own webhook.Service on the same database): NOTIFY brings it here.
@@ -115,10 +122,10 @@ func TestSubscriptionReachesTheCache(t *testing.T) {
 		VALUES ($1, $2, 'https://hooks.example.com/silent', 'TagsAdded', 'whsec_x', now(), now())`, account, uuid.Must(uuid.NewV7())); err != nil {
 		t.Fatal(err)
 	}
-	before := eventCount(t, a, account)
+	before := deliveryCount(t, a, account)
 	addTag()
-	if e := eventCount(t, a, account); e != before+1 {
-		t.Errorf("change while the cache is off: %d events, want %d", e, before+1)
+	if d := deliveryCount(t, a, account); d != before+1 {
+		t.Errorf("change while the cache is off: %d deliveries, want %d", d, before+1)
 	}
 	waitFor(t, "the listener to reconnect", a.Svc.Subscribers.Caching)
 }

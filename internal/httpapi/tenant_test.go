@@ -33,12 +33,17 @@ func TestTenantMatrix(t *testing.T) {
 	if err := a.Store.Pool.QueryRow(context.Background(), "SELECT delivery_id::text FROM webhook_deliveries WHERE account_id = $1", accountA).Scan(&deliveryID); err != nil {
 		t.Fatal(err)
 	}
+	var eventID string
+	if err := a.Store.Pool.QueryRow(context.Background(), "SELECT event_id::text FROM webhook_events WHERE account_id = $1 LIMIT 1", accountA).Scan(&eventID); err != nil {
+		t.Fatal(err)
+	}
 	unknown := "01939d3c-0000-7000-8000-000000000000"
 	ids := map[string][2]string{ // parameter -> A's value, a value nobody has
 		"contactId":      {c.ContactId, unknown},
 		"propertyId":     {c.Properties[0].PropertyId, unknown},
 		"subscriptionId": {sub.SubscriptionId, unknown},
 		"deliveryId":     {deliveryID, unknown},
+		"eventId":        {eventID, unknown},
 		"emailId":        {"mine@example.com", "nobody@example.com"}, // also the email of create bodies
 	}
 	before := snapshot(t, a, keyA, c.ContactId, sub.SubscriptionId)
@@ -69,6 +74,19 @@ func TestTenantMatrix(t *testing.T) {
 			if !same || rb.Status >= 500 {
 				t.Errorf("%s (%s %s) as B with A's ids: %d %s; with unknown ids: %d %s",
 					op.OperationID, method, reqA, rb.Status, rb.Body, ru.Status, ru.Body)
+			}
+		}
+	}
+	// what lists the account's data shows B none of A's
+	for _, path := range []string{"/public/v1/contacts", "/public/v1/contacts?q=mine", "/public/v1/contacts?tag=secret",
+		"/public/v1/contacts/export", "/public/v1/events"} {
+		if r := a.Do("GET", path, keyA, nil); !strings.Contains(string(r.Body), c.ContactId) {
+			t.Errorf("%s as A does not show A's contact: nothing was checked", path)
+		}
+		r := a.Do("GET", path, keyB, nil)
+		for _, aID := range []string{c.ContactId, eventID, `"Mine"`, `"secret"`} {
+			if r.Status != 200 || strings.Contains(string(r.Body), aID) {
+				t.Errorf("%s as B: %d, shows %s of A's: %s", path, r.Status, aID, r.Body)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"reflect"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -70,12 +71,22 @@ func (b *plannedBatch) QueryRow() pgx.Row {
 }
 
 func (p plannedDB) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if strings.Contains(sql, planPerCall) {
+		args = append([]any{pgx.QueryExecModeCacheDescribe}, args...)
+	}
 	rows, err := p.inner.Query(ctx, sql, args...)
 	if err != nil {
 		return rows, err
 	}
 	return &plannedRows{Rows: rows, sql: sql}, nil
 }
+
+// planPerCall marks a query (in its SQL, as a comment) that PostgreSQL must plan on every
+// call with the values it is given: a search whose filters are optional ("@x IS NULL OR ...")
+// folds the unused ones away and picks the index of the used ones only in a plan made for
+// those values, while a prepared statement may settle on one generic plan for every call.
+// pgx then sends it unnamed, with its description cached (no extra round trip).
+const planPerCall = "/* plan per call */"
 
 // QueryRow is Query plus pgx's QueryRow contract: no rows is pgx.ErrNoRows, and the rows are
 // closed (the connection released) once scanned.

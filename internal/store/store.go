@@ -101,6 +101,13 @@ func (s *Store) InTx(ctx context.Context, fn func(tx Tx) error) error {
 	return Translate(err)
 }
 
+// ReadSnapshot runs fn in a read-only REPEATABLE READ transaction: every statement of fn sees
+// the database as it was when the first one ran (an export read in pages is one snapshot).
+func (s *Store) ReadSnapshot(ctx context.Context, fn func(q *db.Queries) error) error {
+	return Translate(pgx.BeginTxFunc(ctx, s.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+		func(tx pgx.Tx) error { return fn(db.New(plannedDB{tx})) }))
+}
+
 // Translate maps driver errors to apperr; errors that already are apperr pass unchanged.
 func Translate(err error) error {
 	if err == nil {

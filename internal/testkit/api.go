@@ -2,8 +2,10 @@ package testkit
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -194,12 +196,48 @@ func loadSpec(t testing.TB) {
 			b, err := io.ReadAll(body)
 			return string(b), err
 		})
+		// the export: CSV as a string; NDJSON line by line, each line a Contact of the spec.
+		openapi3filter.RegisterBodyDecoder("text/csv", func(body io.Reader, h http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+			b, err := readBody(body, h)
+			return string(b), err
+		})
+		openapi3filter.RegisterBodyDecoder("application/x-ndjson", func(body io.Reader, h http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+			b, err := readBody(body, h)
+			if err != nil {
+				return nil, err
+			}
+			for i, line := range bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n")) {
+				if len(line) == 0 && len(b) == 0 {
+					break
+				}
+				var v any
+				if err := json.Unmarshal(line, &v); err != nil {
+					return nil, fmt.Errorf("line %d: %w", i+1, err)
+				}
+				if err := s.Components.Schemas["Contact"].Value.VisitJSON(v, httpapi.FormatOptions()...); err != nil {
+					return nil, fmt.Errorf("line %d is not a Contact: %w", i+1, err)
+				}
+			}
+			return string(b), nil
+		})
 		r, err := gorillamux.NewRouter(s)
 		if err != nil {
 			panic(err)
 		}
 		spec, specRouter = s, r
 	})
+}
+
+// readBody is a response body, gunzipped when it was sent compressed.
+func readBody(body io.Reader, h http.Header) ([]byte, error) {
+	if h.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			return nil, err
+		}
+		body = zr
+	}
+	return io.ReadAll(body)
 }
 
 // ValidateResponse fails the test when the response is not one the spec documents for the

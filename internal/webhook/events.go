@@ -161,21 +161,32 @@ type Emitter struct {
 func NewEmitter(enq Enqueuer, subs *Subscribers) *Emitter { return &Emitter{enqueuer: enq, subs: subs} }
 
 // MayHaveSubscribers reports whether an event of typ for the account may have a
-// subscriber: false only when it certainly has none, and the change may then skip Emit (and
-// its transaction, when Emit was the only reason for one).
+// subscriber: false only when it certainly has none, and the change may then record the event
+// in its own statement instead of calling Emit in a transaction (there are no deliveries).
 func (e *Emitter) MayHaveSubscribers(ctx context.Context, accountID uuid.UUID, typ EventType) bool {
 	return e.subs.MayHave(ctx, accountID, typ)
 }
 
-// Emit records ev for every live subscription to its type. Events nobody subscribes to are
-// not stored: there is nobody to deliver them to.
+// Prepared is an event ready to be written: its id, and its payload exactly as receivers
+// and the events feed get it.
+type Prepared struct {
+	ID      uuid.UUID
+	Type    EventType
+	Payload []byte
+	At      time.Time
+}
+
+// Prepare gives ev its id and payload, for a statement that records it with the change.
+func Prepare(ev Event) (Prepared, error) {
+	id := uuid.Must(uuid.NewV7())
+	payload, err := envelope(id, ev)
+	return Prepared{ID: id, Type: ev.Type, Payload: payload, At: ev.At}, err
+}
+
+// Emit records ev, subscribed to or not (the events feed has every event), and queues its
+// deliveries to the live subscriptions of its type, all in the caller's transaction.
 func (e *Emitter) Emit(ctx context.Context, tx store.Tx, accountID uuid.UUID, ev Event) error {
-	subs, err := tx.SubscriptionsForEvent(ctx, db.SubscriptionsForEventParams{AccountID: accountID, EventType: string(ev.Type)})
-	if err != nil || len(subs) == 0 {
-		return err
-	}
-	eventID := uuid.Must(uuid.NewV7())
-	payload, err := envelope(eventID, ev)
+	p, err := Prepare(ev)
 	if err != nil {
 		return err
 	}
@@ -183,14 +194,24 @@ func (e *Emitter) Emit(ctx context.Context, tx store.Tx, accountID uuid.UUID, ev
 	if ev.ContactID != uuid.Nil {
 		contactID = &ev.ContactID
 	}
-	if err := tx.EventInsert(ctx, db.EventInsertParams{AccountID: accountID, EventID: eventID,
-		EventType: string(ev.Type), ContactID: contactID, Payload: payload, OccurredAt: ev.At}); err != nil {
+	if err := tx.EventInsert(ctx, db.EventInsertParams{AccountID: accountID, EventID: p.ID,
+		EventType: string(ev.Type), ContactID: contactID, Payload: p.Payload, OccurredAt: ev.At}); err != nil {
+		return err
+	}
+	return e.Deliver(ctx, tx, accountID, p)
+}
+
+// Deliver queues the deliveries of a recorded event to the live subscriptions of its type,
+// in the caller's transaction (the one that recorded it).
+func (e *Emitter) Deliver(ctx context.Context, tx store.Tx, accountID uuid.UUID, p Prepared) error {
+	subs, err := tx.SubscriptionsForEvent(ctx, db.SubscriptionsForEventParams{AccountID: accountID, EventType: string(p.Type)})
+	if err != nil {
 		return err
 	}
 	for _, sub := range subs {
-		d := Delivery{AccountID: accountID, DeliveryID: uuid.Must(uuid.NewV7()), SubscriptionID: sub, EventID: eventID}
+		d := Delivery{AccountID: accountID, DeliveryID: uuid.Must(uuid.NewV7()), SubscriptionID: sub, EventID: p.ID}
 		if err := tx.DeliveryInsert(ctx, db.DeliveryInsertParams{AccountID: accountID, DeliveryID: d.DeliveryID,
-			SubscriptionID: sub, EventID: eventID, NextAttemptAt: &ev.At}); err != nil {
+			SubscriptionID: sub, EventID: p.ID, NextAttemptAt: &p.At}); err != nil {
 			return err
 		}
 		if e.enqueuer != nil {

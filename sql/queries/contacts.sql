@@ -1,6 +1,8 @@
 -- name: ContactCreate :batchone
 -- A new contact with its consent record and, when its address parsed, its first property, in
--- one statement (one round trip), due for enrichment. ON CONFLICT DO NOTHING lets racing creates of one email
+-- one statement (one round trip), due for enrichment, with its TagsAdded event when it has tags
+-- (@event_id; the event's deliveries are written by callers in a transaction, when the
+-- account subscribes). ON CONFLICT DO NOTHING lets racing creates of one email
 -- resolve to exactly one winner without aborting the losers' transactions: a loser gets no
 -- row and writes nothing. (Foreign keys are checked at the end of the statement, after the
 -- contact row exists.)
@@ -31,6 +33,11 @@ WITH c AS (
            sqlc.arg('zip')::text, sqlc.arg('normalized')::text, created_at
     FROM c
     WHERE sqlc.narg('property_id')::uuid IS NOT NULL
+), event AS (
+    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
+    SELECT account_id, sqlc.narg('event_id')::uuid, 'TagsAdded', contact_id, sqlc.narg('event_payload')::json, created_at
+    FROM c
+    WHERE sqlc.narg('event_id')::uuid IS NOT NULL
 )
 SELECT contact_id FROM c;
 

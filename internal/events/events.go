@@ -1,0 +1,161 @@
+// Package events is the events feed: every event of an account, subscribed to or not, in the
+// order a consumer must process them, for as long as they are kept, and the pruning that
+// keeps them for that long. Events are written by package webhook, in the transactions of
+// the changes that cause them.
+//
+// The order is the order of the writing transactions' ids (xid8), and a read returns only
+// events of transactions below its snapshot's xmin: every transaction that started before
+// them has finished, so no event can still appear behind them. Transactions commit out of
+// the order they started in; the horizon is what keeps a poller's cursor from passing an
+// event that commits late. The price: one long transaction holds the feed back while it runs.
+package events
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/ids"
+	"github.com/contactd/contactd/internal/queue"
+	"github.com/contactd/contactd/internal/store"
+)
+
+// ErrNotFound is the answer for an unknown event, another account's, or one pruned.
+var ErrNotFound = apperr.New(apperr.KindNotFound, "EventDoesNotExist", "event does not exist")
+
+var errBadCursor = apperr.Invalid(apperr.Field("query.after", "format", "not a cursor this feed returned"))
+
+// Service reads the feed and prunes it.
+type Service struct {
+	store     *store.Store
+	retention time.Duration
+	now       func() time.Time
+	log       *slog.Logger
+}
+
+// New returns the feed over st, keeping events for retention.
+func New(st *store.Store, retention time.Duration, now func() time.Time, log *slog.Logger) *Service {
+	return &Service{store: st, retention: retention, now: now, log: log}
+}
+
+// Page is a page of the feed: the events' payloads, exactly as delivered, and where to go on.
+type Page struct {
+	Events [][]byte
+	// Next is the cursor after the last event (the one given, after an empty page).
+	Next string
+	// More is whether the page was full: more may be ready now.
+	More bool
+}
+
+// Feed returns up to limit of the account's events after the cursor after ("" from the
+// oldest kept), of eventType only when it is set.
+func (s *Service) Feed(ctx context.Context, accountID uuid.UUID, after string, eventType *string, limit int) (Page, error) {
+	pos, err := parseCursor(after)
+	if err != nil {
+		return Page{}, err
+	}
+	var rows []db.EventsFeedRow
+	err = s.store.Read(ctx, func(q *db.Queries) (err error) {
+		rows, err = q.EventsFeed(ctx, db.EventsFeedParams{AccountID: accountID, EventType: eventType,
+			AfterXid: strconv.FormatUint(pos.xid, 10), AfterEvent: pos.event, RowLimit: int32(limit)})
+		return err
+	})
+	if err != nil {
+		return Page{}, err
+	}
+	p := Page{Events: make([][]byte, len(rows)), More: len(rows) == limit}
+	for i, r := range rows {
+		p.Events[i] = []byte(r.Payload)
+		if pos.xid, err = strconv.ParseUint(r.Xid, 10, 64); err != nil {
+			return Page{}, err
+		}
+		pos.event = r.EventID
+	}
+	p.Next = pos.String()
+	return p, nil
+}
+
+// Get returns one event's payload.
+func (s *Service) Get(ctx context.Context, accountID uuid.UUID, rawID string) ([]byte, error) {
+	id, ok := ids.Parse(rawID)
+	if !ok {
+		return nil, ErrNotFound
+	}
+	var payload string
+	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+		payload, err = q.EventGet(ctx, db.EventGetParams{AccountID: accountID, EventID: id})
+		return err
+	})
+	if errors.Is(err, apperr.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	return []byte(payload), err
+}
+
+// pruneBatch is how many events one statement of the pruning deletes, so no transaction of
+// it grows with the backlog.
+const pruneBatch = 5000
+
+// PruneTask deletes, every hour, the events older than the retention, with their deliveries
+// and attempts.
+func (s *Service) PruneTask() queue.Task {
+	return queue.Task{Name: "events_prune", Every: time.Hour, Run: func(ctx context.Context) error {
+		n, err := s.Prune(ctx)
+		if n > 0 {
+			s.log.Info("pruned events past their retention", slog.Int64("count", n), slog.Duration("retention", s.retention))
+		}
+		return err
+	}}
+}
+
+// Prune deletes the events older than the retention and returns how many.
+func (s *Service) Prune(ctx context.Context) (int64, error) {
+	before := s.now().Add(-s.retention)
+	var total int64
+	for {
+		var n int64
+		err := s.store.Write(ctx, func(q *db.Queries) (err error) {
+			n, err = q.EventsPrune(ctx, db.EventsPruneParams{Before: before, Batch: pruneBatch})
+			return err
+		})
+		total += n
+		if err != nil || n < pruneBatch {
+			return total, err
+		}
+	}
+}
+
+// position is a place in an account's feed: after the event, of the transaction xid.
+type position struct {
+	xid   uint64
+	event uuid.UUID
+}
+
+func (p position) String() string {
+	b := make([]byte, 24)
+	binary.BigEndian.PutUint64(b, p.xid)
+	copy(b[8:], p.event[:])
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func parseCursor(s string) (position, error) {
+	if s == "" {
+		return position{}, nil
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(s)
+	if err != nil || len(b) != 24 {
+		return position{}, errBadCursor
+	}
+	var p position
+	p.xid = binary.BigEndian.Uint64(b)
+	copy(p.event[:], b[8:])
+	return p, nil
+}

@@ -1,0 +1,42 @@
+-- Listing and searching contacts (GET /contacts, the export). Each filter is optional (NULL:
+-- not applied); "plan per call" has the store plan each call with its actual values, so the
+-- unused filters fold away and the index of each used one can be chosen (a prepared generic
+-- plan could not). @q_prefix is a LIKE pattern ('jan%'), @q_words a tsquery ('jan:*').
+
+-- name: ContactsByCreated :many
+-- A page newest first, after the cursor (@after_at, @after_id) when @has_cursor.
+SELECT /* plan per call */ * FROM contact_rows c
+WHERE c.account_id = @account_id
+  AND (sqlc.narg('tags')::text[] IS NULL OR lower_tags(c.tags) @> sqlc.narg('tags')::text[])
+  AND (sqlc.narg('email_status')::text IS NULL OR c.email_status = sqlc.narg('email_status')::text)
+  AND (sqlc.narg('record_status')::text IS NULL OR c.record_status = sqlc.narg('record_status')::text)
+  AND (sqlc.narg('assigned_user')::text IS NULL OR lower(c.assigned_user_email_id) = sqlc.narg('assigned_user')::text)
+  AND (sqlc.narg('created_after')::timestamptz IS NULL OR c.created_at >= sqlc.narg('created_after')::timestamptz)
+  AND (sqlc.narg('created_before')::timestamptz IS NULL OR c.created_at < sqlc.narg('created_before')::timestamptz)
+  AND (sqlc.narg('updated_after')::timestamptz IS NULL OR c.updated_at >= sqlc.narg('updated_after')::timestamptz)
+  AND (sqlc.narg('min_stored_score')::int IS NULL OR c.lead_score >= sqlc.narg('min_stored_score')::int)
+  AND (sqlc.narg('q_prefix')::text IS NULL
+       OR c.email_key LIKE sqlc.narg('q_prefix')::text
+       OR (sqlc.narg('q_words')::text IS NOT NULL AND name_words(c.name) @@ to_tsquery('simple', sqlc.narg('q_words')::text)))
+  AND (NOT @has_cursor::bool OR (c.created_at, c.contact_id) < (@after_at::timestamptz, @after_id::uuid))
+ORDER BY c.created_at DESC, c.contact_id DESC
+LIMIT @row_limit;
+
+-- name: ContactsByUpdated :many
+-- A page most recently changed first, after the cursor (@after_at, @after_id) when @has_cursor.
+SELECT /* plan per call */ * FROM contact_rows c
+WHERE c.account_id = @account_id
+  AND (sqlc.narg('tags')::text[] IS NULL OR lower_tags(c.tags) @> sqlc.narg('tags')::text[])
+  AND (sqlc.narg('email_status')::text IS NULL OR c.email_status = sqlc.narg('email_status')::text)
+  AND (sqlc.narg('record_status')::text IS NULL OR c.record_status = sqlc.narg('record_status')::text)
+  AND (sqlc.narg('assigned_user')::text IS NULL OR lower(c.assigned_user_email_id) = sqlc.narg('assigned_user')::text)
+  AND (sqlc.narg('created_after')::timestamptz IS NULL OR c.created_at >= sqlc.narg('created_after')::timestamptz)
+  AND (sqlc.narg('created_before')::timestamptz IS NULL OR c.created_at < sqlc.narg('created_before')::timestamptz)
+  AND (sqlc.narg('updated_after')::timestamptz IS NULL OR c.updated_at >= sqlc.narg('updated_after')::timestamptz)
+  AND (sqlc.narg('min_stored_score')::int IS NULL OR c.lead_score >= sqlc.narg('min_stored_score')::int)
+  AND (sqlc.narg('q_prefix')::text IS NULL
+       OR c.email_key LIKE sqlc.narg('q_prefix')::text
+       OR (sqlc.narg('q_words')::text IS NOT NULL AND name_words(c.name) @@ to_tsquery('simple', sqlc.narg('q_words')::text)))
+  AND (NOT @has_cursor::bool OR (c.updated_at, c.contact_id) < (@after_at::timestamptz, @after_id::uuid))
+ORDER BY c.updated_at DESC, c.contact_id DESC
+LIMIT @row_limit;

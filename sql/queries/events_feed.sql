@@ -1,0 +1,45 @@
+-- name: EventsFeed :many
+-- The account's events after the cursor (@after_xid, @after_event), in the order of the
+-- transactions that wrote them, and only those of transactions below this statement's
+-- snapshot xmin: every transaction that could still add an event before them has finished,
+-- so an event committed late can never land behind a cursor already handed out.
+SELECT /* plan per call */ event_id, event_type, payload::text AS payload, xid::text AS xid
+FROM webhook_events
+WHERE account_id = @account_id
+  AND (sqlc.narg('event_type')::text IS NULL OR event_type = sqlc.narg('event_type')::text)
+  AND (xid, event_id) > ((@after_xid::text)::xid8, @after_event::uuid)
+  AND xid < pg_snapshot_xmin(pg_current_snapshot())
+ORDER BY xid, event_id
+LIMIT @row_limit;
+
+-- name: EventGet :one
+SELECT payload::text AS payload FROM webhook_events WHERE account_id = $1 AND event_id = $2;
+
+-- name: EventsReplay :one
+-- Queues a delivery to the subscription of each of its type's events in [@since, @until), in
+-- the feed's order (the due times one microsecond apart keep it), and counts them. No row
+-- when the subscription is not the account's; -1 when it is Removed.
+WITH sub AS (
+    SELECT s.account_id, s.subscription_id, s.event_type, s.status FROM webhook_subscriptions s
+    WHERE s.account_id = @account_id AND s.subscription_id = @subscription_id
+), evs AS (
+    SELECT e.event_id, row_number() OVER (ORDER BY e.xid, e.event_id) * interval '1 microsecond' AS lag
+    FROM webhook_events e, sub
+    WHERE sub.status <> 'Removed' AND e.account_id = sub.account_id AND e.event_type = sub.event_type
+      AND e.occurred_at >= @since::timestamptz AND e.occurred_at < @until::timestamptz
+), queued AS (
+    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
+    SELECT @account_id, gen_random_uuid(), @subscription_id, evs.event_id,
+           evs.lag + @now::timestamptz, @now::timestamptz, @now::timestamptz
+    FROM evs
+    RETURNING 1
+)
+SELECT CASE WHEN sub.status = 'Removed' THEN -1 ELSE (SELECT count(*) FROM queued) END::bigint AS queued
+FROM sub;
+
+-- name: EventsPrune :execrows
+-- Deletes up to @batch events that occurred before @before (their deliveries and attempts go
+-- with them), across accounts: the retention task calls it until it deletes fewer.
+DELETE FROM webhook_events e
+USING (SELECT account_id, event_id FROM webhook_events WHERE occurred_at < @before::timestamptz LIMIT @batch) old
+WHERE e.account_id = old.account_id AND e.event_id = old.event_id;
