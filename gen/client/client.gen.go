@@ -1712,8 +1712,9 @@ type ClientInterface interface {
 	// Queues one more delivery to this subscription of every kept event of its type that
 	// occurred in `[since, until)`, whether it was delivered before or not (for a receiver
 	// that lost events, or was away longer than the retries). Each keeps its `eventId`, so
-	// the `webhook-id` a receiver dedupes on is the one it may have seen; they go out in
-	// the feed's order. A removed subscription cannot be replayed to (`400`).
+	// the `webhook-id` a receiver dedupes on is the one it may have seen; they are queued in
+	// the feed's order, and receivers order by `eventDate` as always. A removed
+	// subscription cannot be replayed to (`400`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1725,8 +1726,9 @@ type ClientInterface interface {
 	// Queues one more delivery to this subscription of every kept event of its type that
 	// occurred in `[since, until)`, whether it was delivered before or not (for a receiver
 	// that lost events, or was away longer than the retries). Each keeps its `eventId`, so
-	// the `webhook-id` a receiver dedupes on is the one it may have seen; they go out in
-	// the feed's order. A removed subscription cannot be replayed to (`400`).
+	// the `webhook-id` a receiver dedupes on is the one it may have seen; they are queued in
+	// the feed's order, and receivers order by `eventDate` as always. A removed
+	// subscription cannot be replayed to (`400`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2364,8 +2366,9 @@ func (c *Client) RedeliverWebhook(ctx context.Context, subscriptionId Subscripti
 // Queues one more delivery to this subscription of every kept event of its type that
 // occurred in `[since, until)`, whether it was delivered before or not (for a receiver
 // that lost events, or was away longer than the retries). Each keeps its `eventId`, so
-// the `webhook-id` a receiver dedupes on is the one it may have seen; they go out in
-// the feed's order. A removed subscription cannot be replayed to (`400`).
+// the `webhook-id` a receiver dedupes on is the one it may have seen; they are queued in
+// the feed's order, and receivers order by `eventDate` as always. A removed
+// subscription cannot be replayed to (`400`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -2387,8 +2390,9 @@ func (c *Client) ReplayWebhookWithBody(ctx context.Context, subscriptionId Subsc
 // Queues one more delivery to this subscription of every kept event of its type that
 // occurred in `[since, until)`, whether it was delivered before or not (for a receiver
 // that lost events, or was away longer than the retries). Each keeps its `eventId`, so
-// the `webhook-id` a receiver dedupes on is the one it may have seen; they go out in
-// the feed's order. A removed subscription cannot be replayed to (`400`).
+// the `webhook-id` a receiver dedupes on is the one it may have seen; they are queued in
+// the feed's order, and receivers order by `eventDate` as always. A removed
+// subscription cannot be replayed to (`400`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4067,8 +4071,9 @@ type ClientWithResponsesInterface interface {
 	// Queues one more delivery to this subscription of every kept event of its type that
 	// occurred in `[since, until)`, whether it was delivered before or not (for a receiver
 	// that lost events, or was away longer than the retries). Each keeps its `eventId`, so
-	// the `webhook-id` a receiver dedupes on is the one it may have seen; they go out in
-	// the feed's order. A removed subscription cannot be replayed to (`400`).
+	// the `webhook-id` a receiver dedupes on is the one it may have seen; they are queued in
+	// the feed's order, and receivers order by `eventDate` as always. A removed
+	// subscription cannot be replayed to (`400`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4080,8 +4085,9 @@ type ClientWithResponsesInterface interface {
 	// Queues one more delivery to this subscription of every kept event of its type that
 	// occurred in `[since, until)`, whether it was delivered before or not (for a receiver
 	// that lost events, or was away longer than the retries). Each keeps its `eventId`, so
-	// the `webhook-id` a receiver dedupes on is the one it may have seen; they go out in
-	// the feed's order. A removed subscription cannot be replayed to (`400`).
+	// the `webhook-id` a receiver dedupes on is the one it may have seen; they are queued in
+	// the feed's order, and receivers order by `eventDate` as always. A removed
+	// subscription cannot be replayed to (`400`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6718,8 +6724,9 @@ func (c *ClientWithResponses) RedeliverWebhookWithResponse(ctx context.Context, 
 // Queues one more delivery to this subscription of every kept event of its type that
 // occurred in `[since, until)`, whether it was delivered before or not (for a receiver
 // that lost events, or was away longer than the retries). Each keeps its `eventId`, so
-// the `webhook-id` a receiver dedupes on is the one it may have seen; they go out in
-// the feed's order. A removed subscription cannot be replayed to (`400`).
+// the `webhook-id` a receiver dedupes on is the one it may have seen; they are queued in
+// the feed's order, and receivers order by `eventDate` as always. A removed
+// subscription cannot be replayed to (`400`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6737,8 +6744,9 @@ func (c *ClientWithResponses) ReplayWebhookWithBodyWithResponse(ctx context.Cont
 // Queues one more delivery to this subscription of every kept event of its type that
 // occurred in `[since, until)`, whether it was delivered before or not (for a receiver
 // that lost events, or was away longer than the retries). Each keeps its `eventId`, so
-// the `webhook-id` a receiver dedupes on is the one it may have seen; they go out in
-// the feed's order. A removed subscription cannot be replayed to (`400`).
+// the `webhook-id` a receiver dedupes on is the one it may have seen; they are queued in
+// the feed's order, and receivers order by `eventDate` as always. A removed
+// subscription cannot be replayed to (`400`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -56,3 +56,6 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 	}
 	return t.UnmarshalText(b[1 : len(b)-1])
 }
+
+// Bind parses a timestamp given as a query parameter (oapi-codegen's runtime.Binder).
+func (t *Time) Bind(src string) error { return t.UnmarshalText([]byte(src)) }

@@ -43,6 +43,9 @@ type Service struct {
 
 // New returns the feed over st, keeping events for retention.
 func New(st *store.Store, retention time.Duration, now func() time.Time, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	return &Service{store: st, retention: retention, now: now, log: log}
 }
 

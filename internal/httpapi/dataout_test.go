@@ -1,0 +1,314 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+func listPage(t *testing.T, a *testkit.API, key, query string) api.ContactList {
+	t.Helper()
+	r := a.Do("GET", "/public/v1/contacts?"+query, key, nil)
+	if r.Status != 200 {
+		t.Fatalf("list %s: %d %s", query, r.Status, r.Body)
+	}
+	var l api.ContactList
+	r.JSON(t, &l)
+	return l
+}
+
+// walk follows nextCursor from the first page to the last and returns the emails in order.
+func walk(t *testing.T, a *testkit.API, key, query string) []string {
+	t.Helper()
+	var emails []string
+	cursor := ""
+	for pages := 0; ; pages++ {
+		q := query
+		if cursor != "" {
+			q += "&cursor=" + url.QueryEscape(cursor)
+		}
+		l := listPage(t, a, key, q)
+		for _, c := range l.Contacts {
+			emails = append(emails, c.Email)
+		}
+		if l.NextCursor == nil {
+			return emails
+		}
+		cursor = *l.NextCursor
+		if pages > 10000 {
+			t.Fatal("the walk does not end")
+		}
+	}
+}
+
+func TestListContactsFiltersAndPages(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	for _, c := range []map[string]any{
+		{"email": "jane.doe@example.com", "name": "Jane Doe", "tags": []string{"Lead", "open-house"}},
+		{"email": "john@example.com", "name": "John Smith", "tags": []string{"lead"}},
+		{"email": "ann@other.org", "name": "Ann Janeway", "tags": []string{"open-house"}, "assignedUserEmailId": "agent@example.com"},
+		{"email": "bob@example.com", "name": "Bob", "tags": []string{"LEAD", "Open-House", "vip"}},
+		{"email": "x_y%z@example.com"},
+	} {
+		createContact(t, a, key, c)
+		time.Sleep(2 * time.Millisecond) // distinct creation times, so the order below is the order here
+	}
+	newestFirst := []string{"x_y%z@example.com", "bob@example.com", "ann@other.org", "john@example.com", "jane.doe@example.com"}
+	if got := walk(t, a, key, "limit=2"); strings.Join(got, " ") != strings.Join(newestFirst, " ") {
+		t.Errorf("walk in pages of 2: %v, want %v", got, newestFirst)
+	}
+	if l := listPage(t, a, key, "limit=5"); len(l.Contacts) != 5 || l.NextCursor == nil {
+		t.Errorf("a full last page: %d contacts, next %v (a cursor is given whenever the page is full)", len(l.Contacts), l.NextCursor)
+	}
+	for query, want := range map[string]string{
+		"tag=lead&tag=OPEN-HOUSE&limit=200":          "bob@example.com jane.doe@example.com",
+		"tag=vip":                                    "bob@example.com",
+		"q=jan":                                      "ann@other.org jane.doe@example.com",
+		"q=JOHN%40ex":                                "john@example.com",
+		"q=jane+d":                                   "jane.doe@example.com",
+		"q=smi":                                      "john@example.com",
+		"q=x_y%25":                                   "x_y%z@example.com",
+		"q=x%25":                                     "",
+		"assignedUserEmailId=AGENT%40example.com":    "ann@other.org",
+		"emailStatus=Pending&recordStatus=Marketing": strings.Join(newestFirst, " "),
+		"emailStatus=Valid":                          "",
+		"minLeadScore=1":                             "",
+		"createdAfter=2099-01-01T00:00:00.000Z":      "",
+	} {
+		if got := strings.Join(walk(t, a, key, query), " "); got != want {
+			t.Errorf("%s: %q, want %q", query, got, want)
+		}
+	}
+	// a change moves a contact to the front of sort=updatedAt, not of the default order
+	id := listPage(t, a, key, "q=john").Contacts[0].ContactId
+	time.Sleep(2 * time.Millisecond)
+	if r := a.Do("PATCH", "/public/v1/contact/"+id, key, map[string]any{"name": "John Smythe"}); r.Status != 200 {
+		t.Fatalf("patch: %d %s", r.Status, r.Body)
+	}
+	if got := walk(t, a, key, "sort=updatedAt&limit=2"); got[0] != "john@example.com" || len(got) != 5 {
+		t.Errorf("sort=updatedAt: %v", got)
+	}
+	if got := walk(t, a, key, "sort=createdAt"); strings.Join(got, " ") != strings.Join(newestFirst, " ") {
+		t.Errorf("sort=createdAt after the change: %v", got)
+	}
+	// a form submission lifts the score above the filter
+	activity(t, a, key, id, map[string]any{"type": "FormSubmission"})
+	if got := walk(t, a, key, "minLeadScore=20"); strings.Join(got, " ") != "john@example.com" {
+		t.Errorf("minLeadScore=20: %v", got)
+	}
+
+	next := *listPage(t, a, key, "limit=1").NextCursor
+	for query, field := range map[string]string{
+		"cursor=nonsense":                           "query.cursor",
+		"cursor=" + next + "&sort=updatedAt":        "query.cursor",
+		"limit=0":                                   "query.limit",
+		"limit=201":                                 "query.limit",
+		"emailStatus=Maybe":                         "query.emailStatus",
+		"sort=name":                                 "query.sort",
+		"createdAfter=yesterday":                    "query.createdAfter",
+		"minLeadScore=101":                          "query.minLeadScore",
+		"tag=+":                                     "query.tag",
+		"q=+":                                       "query.q",
+		"createdAfter=2026-11-02T00:00:00.000Z&createdBefore=2026-11-01T00:00:00.000Z": "query.createdBefore",
+	} {
+		r := a.Do("GET", "/public/v1/contacts?"+query, key, nil)
+		if e := r.Error(t); r.Status != 400 || e.Code != api.ErrorCodeInvalidRequest || e.Data == nil || e.Data.Errors == nil ||
+			!strings.Contains(string(r.Body), `"field":"`+field+`"`) {
+			t.Errorf("%s: %d %s, want 400 naming %s", query, r.Status, r.Body, field)
+		}
+	}
+}
+
+// A walk through an account while others create, change and delete contacts returns no
+// contact twice, and every contact that existed unchanged for the whole walk.
+func TestListWalkWithConcurrentWriters(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	const before = 120
+	ids := make([]string, before)
+	for i := range before {
+		ids[i] = createContact(t, a, key, map[string]any{"email": fmt.Sprintf("c%03d@example.com", i)}).Contact.ContactId
+	}
+	changed := sync.Map{} // contacts changed during the walk (updatedAt walks may miss them)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := ids[(w*31+i*7)%before]
+				changed.Store(id, true)
+				a.Do("POST", "/public/v1/contact/"+id+"/tags", key, map[string]any{"tags": []string{fmt.Sprintf("w%d-%d", w, i)}})
+				n := createContact(t, a, key, map[string]any{"email": fmt.Sprintf("new-%d-%d@example.com", w, i)}).Contact.ContactId
+				if i%3 == 0 {
+					a.Do("DELETE", "/public/v1/contact/"+n, key, nil)
+				}
+			}
+		})
+	}
+	for _, sort := range []string{"createdAt", "updatedAt"} {
+		seen := map[string]int{}
+		for _, e := range walk(t, a, key, "limit=7&sort="+sort) {
+			seen[e]++
+		}
+		for e, n := range seen {
+			if n > 1 {
+				t.Errorf("sort=%s: %s returned %d times", sort, e, n)
+			}
+		}
+		for i, id := range ids {
+			if _, moved := changed.Load(id); sort == "updatedAt" && moved {
+				continue
+			}
+			if seen[fmt.Sprintf("c%03d@example.com", i)] != 1 {
+				t.Errorf("sort=%s: c%03d, there all along, was skipped", sort, i)
+			}
+		}
+	}
+	close(stop)
+	wg.Wait()
+}
+
+func TestExportContacts(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	const n = 2600 // more than a page of the export's reads
+	var emails []string
+	for i := range n {
+		emails = append(emails, fmt.Sprintf("e%04d@example.com", i))
+	}
+	seed(t, a, "acme", emails)
+	createContact(t, a, key, map[string]any{"email": "jane@example.com", "name": "Jane, \"JJ\" Doe",
+		"tags": []string{"vip", "lead"}, "address": "123 N Main St Apt 4, Springfield, IL 62704"})
+
+	r := a.Do("GET", "/public/v1/contacts/export", key, nil)
+	lines := bytes.Split(bytes.TrimSuffix(r.Body, []byte("\n")), []byte("\n"))
+	if r.Status != 200 || r.Header.Get("Content-Type") != "application/x-ndjson" || len(lines) != n+1 {
+		t.Fatalf("ndjson: %d %q, %d lines, want %d", r.Status, r.Header.Get("Content-Type"), len(lines), n+1)
+	}
+	var first api.Contact
+	if err := json.Unmarshal(lines[0], &first); err != nil || first.Email != "jane@example.com" || len(first.Properties) != 1 {
+		t.Errorf("first line (newest): %s", lines[0])
+	}
+	if r := a.Do("GET", "/public/v1/contacts/export?tag=VIP", key, nil); strings.Count(string(r.Body), "\n") != 1 {
+		t.Errorf("filtered export: %s", r.Body)
+	}
+
+	r = a.Do("GET", "/public/v1/contacts/export?q=jane", key, nil, "Accept", "text/csv")
+	rows, err := csv.NewReader(bytes.NewReader(r.Body)).ReadAll()
+	if err != nil || r.Header.Get("Content-Type") != "text/csv; charset=utf-8" || len(rows) != 2 {
+		t.Fatalf("csv: %v %q %q", err, r.Header.Get("Content-Type"), r.Body)
+	}
+	row := map[string]string{}
+	for i, col := range rows[0] {
+		row[col] = rows[1][i]
+	}
+	if row["email"] != "jane@example.com" || row["name"] != `Jane, "JJ" Doe` || row["tags"] != "vip;lead" ||
+		row["streetAddress"] != "123 N Main St" || row["aptOrUnitNumber"] != "4" || row["zip"] != "62704" ||
+		row["county"] != "Sangamon County" || row["numOfFormSubmissions"] != "0" || row["createdAt"] != first.CreatedAt.String() {
+		t.Errorf("csv row %v", row)
+	}
+	if r := a.Do("GET", "/public/v1/contacts/export?q=nobody", key, nil, "Accept", "text/csv"); r.Status != 200 || strings.Count(string(r.Body), "\n") != 1 {
+		t.Errorf("an empty CSV export is its header: %d %q", r.Status, r.Body)
+	}
+
+	r = a.Do("GET", "/public/v1/contacts/export", key, nil, "Accept-Encoding", "gzip")
+	zr, err := gzip.NewReader(bytes.NewReader(r.Body))
+	if err != nil || r.Header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("gzip: %v %v", err, r.Header)
+	}
+	plain, _ := io.ReadAll(zr)
+	if strings.Count(string(plain), "\n") != n+1 || len(r.Body) > len(plain)/3 {
+		t.Errorf("gzip: %d lines in %d bytes from %d", strings.Count(string(plain), "\n"), len(r.Body), len(plain))
+	}
+	if r := a.Do("GET", "/public/v1/contacts/export?emailStatus=Sure", key, nil); r.Status != 400 {
+		t.Errorf("a bad filter: %d %s", r.Status, r.Body)
+	}
+}
+
+// An export whose client goes away stops reading the database.
+func TestExportStopsWhenTheClientLeaves(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	var emails []string
+	for i := range 30000 {
+		emails = append(emails, fmt.Sprintf("e%05d@example.com", i))
+	}
+	seed(t, a, "acme", emails)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", a.URL+"/public/v1/contacts/export", nil)
+	req.Header.Set("x-api-key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	exporting := func() int {
+		var n int
+		if err := a.Store.Pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND (state <> 'idle' OR backend_xmin IS NOT NULL)
+			AND query LIKE '%plan per call%' AND pid <> pg_backend_pid()`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if exporting() == 0 { // the client reads slowly: the export waits for it, its snapshot held
+		t.Fatal("no export running while the client is still reading: nothing would be checked")
+	}
+	cancel()
+	resp.Body.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		running := exporting()
+		if running == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d export queries still running 5 s after the client left", running)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// seed inserts contacts of the account straight into the table, oldest first, a
+// millisecond apart (thousands of API creates would only slow the test down).
+func seed(t *testing.T, a *testkit.API, account string, emails []string) {
+	t.Helper()
+	id, err := a.Svc.Auth.AccountByName(context.Background(), account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Store.Pool.Exec(context.Background(), `INSERT INTO contacts (account_id, contact_id, email, email_key,
+			consent_token, created_at, updated_at, consent_api_key_name, consent_api_key_prefix, consent_source_ip,
+			consent_user_agent, consent_fields)
+		SELECT $1, gen_random_uuid(), e, e, 'cs_seed' || n, now() - interval '1 hour' + n * interval '1 millisecond',
+			now() - interval '1 hour' + n * interval '1 millisecond', 'seed', 'ck_seed', '127.0.0.1', 'seed', '{}'
+		FROM unnest($2::text[]) WITH ORDINALITY AS s(e, n)`, id, emails); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,159 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+func feed(t *testing.T, a *testkit.API, key, query string) api.EventList {
+	t.Helper()
+	r := a.Do("GET", "/public/v1/events?"+query, key, nil)
+	if r.Status != 200 {
+		t.Fatalf("events %s: %d %s", query, r.Status, r.Body)
+	}
+	var l api.EventList
+	r.JSON(t, &l)
+	return l
+}
+
+// Every change's events are in the feed, subscribed to or not, in order, each as a receiver
+// gets it; a poller resuming from its cursor gets only what is new.
+func TestEventsFeed(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	a.DNS.SetMX("example.com", "mx.example.com")
+	a.StartWorkers()
+	_, key := a.Account("acme")
+	id := createContact(t, a, key, map[string]any{"email": "feed@example.com", "tags": []string{"lead"}}).Contact.ContactId
+	waitFor(t, "enrichment", func() bool {
+		return getContact(t, a, key, id).EmailStatus == api.EmailStatusValid
+	})
+	a.Do("POST", "/public/v1/contact/"+id+"/tags", key, map[string]any{"tags": []string{"vip"}})
+	a.Do("DELETE", "/public/v1/contact/"+id+"/tags", key, map[string]any{"tags": []string{"lead"}})
+	activity(t, a, key, id, map[string]any{"type": "AIHandoff", "activityId": "h1"})
+
+	var types []string
+	var all []api.WebhookEvent
+	cursor := ""
+	for {
+		q := "limit=2"
+		if cursor != "" {
+			q += "&after=" + url.QueryEscape(cursor)
+		}
+		l := feed(t, a, key, q)
+		all = append(all, l.Events...)
+		for _, e := range l.Events {
+			types = append(types, string(e.EventType))
+		}
+		cursor = l.NextCursor
+		if !l.HasMore {
+			break
+		}
+	}
+	want := "TagsAdded ContactEnriched TagsAdded TagsRemoved FelixAIHandoff"
+	if strings.Join(types, " ") != want {
+		t.Fatalf("feed: %v, want %s", types, want)
+	}
+	if tags := all[2].Data.TagsAddedInfo; tags == nil || tags.TagsAdded[0] != "vip" || all[1].Data.ContactEnrichedInfo.EmailStatus == nil {
+		t.Errorf("events %+v", all)
+	}
+	if l := feed(t, a, key, "after="+url.QueryEscape(cursor)); len(l.Events) != 0 || l.HasMore || l.NextCursor != cursor {
+		t.Errorf("nothing new: %+v, want the same cursor back", l)
+	}
+	a.Do("POST", "/public/v1/contact/"+id+"/tags", key, map[string]any{"tags": []string{"late"}})
+	if l := feed(t, a, key, "after="+url.QueryEscape(cursor)); len(l.Events) != 1 || l.Events[0].Data.TagsAddedInfo.TagsAdded[0] != "late" {
+		t.Errorf("after one more change: %+v", l.Events)
+	}
+	if l := feed(t, a, key, "eventType=TagsRemoved"); len(l.Events) != 1 || l.Events[0].EventType != api.EventTypeTagsRemoved {
+		t.Errorf("eventType=TagsRemoved: %+v", l.Events)
+	}
+
+	// one event by id: the bytes the feed has
+	r := a.Do("GET", "/public/v1/events/"+all[4].EventId, key, nil)
+	var one api.WebhookEvent
+	r.JSON(t, &one)
+	if r.Status != 200 || one.EventId != all[4].EventId || one.Data.FelixAIHandoffInfo == nil || one.Data.FelixAIHandoffInfo.ActivityId != "h1" {
+		t.Errorf("getEvent: %d %s", r.Status, r.Body)
+	}
+	for _, bad := range []string{"01939d3c-0000-7000-8000-000000000000", "not-an-id"} {
+		if r := a.Do("GET", "/public/v1/events/"+bad, key, nil); r.Status != 404 || r.Error(t).Code != api.ErrorCodeEventDoesNotExist {
+			t.Errorf("getEvent %s: %d %s", bad, r.Status, r.Body)
+		}
+	}
+	for query, field := range map[string]string{"after=x": "query.after", "limit=1001": "query.limit", "eventType=Nope": "query.eventType"} {
+		if r := a.Do("GET", "/public/v1/events?"+query, key, nil); r.Status != 400 || !strings.Contains(string(r.Body), `"field":"`+field+`"`) {
+			t.Errorf("%s: %d %s", query, r.Status, r.Body)
+		}
+	}
+}
+
+// A replay sends a window of events to a subscription again, with their eventIds; those
+// outside the window or of other types are not sent.
+func TestReplayWindow(t *testing.T) {
+	t.Parallel()
+	a, _, key := deliveringAPI(t)
+	rc := listen(t, a, key, "TagsAdded")
+	var sub api.WebhookSubscription
+	var list api.WebhookList
+	a.Do("GET", "/public/v1/webhooks", key, nil).JSON(t, &list)
+	sub = list.Webhooks[0]
+	id := createContact(t, a, key, map[string]any{"email": "replay@example.com"}).Contact.ContactId
+	var sent []string
+	for _, tag := range []string{"a", "b", "c"} {
+		a.Do("POST", "/public/v1/contact/"+id+"/tags", key, map[string]any{"tags": []string{tag}})
+		sent = append(sent, nextEvent(t, rc).EventId)
+	}
+	a.Do("DELETE", "/public/v1/contact/"+id+"/tags", key, map[string]any{"tags": []string{"a"}}) // TagsRemoved: not this subscription's
+	var occurred []time.Time
+	for _, e := range sent {
+		var at time.Time
+		_ = a.Store.Pool.QueryRow(context.Background(), "SELECT occurred_at FROM webhook_events WHERE event_id = $1::uuid", e).Scan(&at)
+		occurred = append(occurred, at)
+	}
+	body := map[string]any{"since": occurred[1].Format("2006-01-02T15:04:05.000Z"), "until": time.Now().UTC().Add(time.Minute).Format("2006-01-02T15:04:05.000Z")}
+	r := a.Do("POST", "/public/v1/webhooks/"+sub.SubscriptionId+"/replay", key, body)
+	var res api.ReplayResult
+	r.JSON(t, &res)
+	if r.Status != 200 || res.Queued != 2 || res.SubscriptionId != sub.SubscriptionId {
+		t.Fatalf("replay: %d %s", r.Status, r.Body)
+	}
+	got := map[string]bool{}
+	for range sent[1:] {
+		d := rc.Next(t, 5*time.Second)
+		var p api.WebhookPayload
+		_ = json.Unmarshal(d.Body, &p)
+		if d.Header.Get("webhook-id") != p.Events[0].EventId {
+			t.Errorf("webhook-id %s for event %s", d.Header.Get("webhook-id"), p.Events[0].EventId)
+		}
+		got[p.Events[0].EventId] = true
+	}
+	if !got[sent[1]] || !got[sent[2]] {
+		t.Errorf("replayed %v, want %v", got, sent[1:])
+	}
+	rc.Quiet(t, 300*time.Millisecond)
+
+	_, other := a.Account("other")
+	if r := a.Do("POST", "/public/v1/webhooks/"+sub.SubscriptionId+"/replay", other, body); r.Status != 404 {
+		t.Errorf("another account: %d %s", r.Status, r.Body)
+	}
+	for _, bad := range []map[string]any{
+		{"since": body["until"], "until": body["since"]},
+		{"since": "2026-01-01T00:00:00.000Z", "until": "2026-03-01T00:00:00.000Z"},
+		{"since": body["since"]},
+	} {
+		if r := a.Do("POST", "/public/v1/webhooks/"+sub.SubscriptionId+"/replay", key, bad); r.Status != 400 {
+			t.Errorf("window %v: %d %s", bad, r.Status, r.Body)
+		}
+	}
+	a.Do("DELETE", "/public/v1/webhooks/"+sub.SubscriptionId, key, nil)
+	if r := a.Do("POST", "/public/v1/webhooks/"+sub.SubscriptionId+"/replay", key, body); r.Status != 400 {
+		t.Errorf("a removed subscription: %d %s", r.Status, r.Body)
+	}
+}
