@@ -7,7 +7,8 @@
 // events of transactions below its snapshot's xmin: every transaction that started before
 // them has finished, so no event can still appear behind them. Transactions commit out of
 // the order they started in; the horizon is what keeps a poller's cursor from passing an
-// event that commits late. The price: one long transaction holds the feed back while it runs.
+// event that commits late. The price: one long transaction, in any database of the PostgreSQL
+// cluster, holds the feed back while it runs.
 package events
 
 import (
