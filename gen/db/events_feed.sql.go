@@ -29,13 +29,13 @@ func (q *Queries) EventGet(ctx context.Context, arg EventGetParams) (string, err
 }
 
 const eventsFeed = `-- name: EventsFeed :many
-SELECT /* plan per call */ event_id, event_type, payload::text AS payload, xid::text AS xid
+SELECT /* plan per call */ event_id, event_type, payload::text AS payload, xid::text AS position_xid
 FROM webhook_events
 WHERE account_id = $1
   AND ($2::text IS NULL OR event_type = $2::text)
   AND (xid, event_id) > (($3::text)::xid8, $4::uuid)
   AND xid < pg_snapshot_xmin(pg_current_snapshot())
-ORDER BY xid, event_id
+ORDER BY webhook_events.xid, event_id -- the column, not the text alias
 LIMIT $5
 `
 
@@ -48,10 +48,10 @@ type EventsFeedParams struct {
 }
 
 type EventsFeedRow struct {
-	EventID   uuid.UUID
-	EventType string
-	Payload   string
-	Xid       string
+	EventID     uuid.UUID
+	EventType   string
+	Payload     string
+	PositionXid string
 }
 
 // The account's events after the cursor (@after_xid, @after_event), in the order of the
@@ -77,7 +77,7 @@ func (q *Queries) EventsFeed(ctx context.Context, arg EventsFeedParams) ([]Event
 			&i.EventID,
 			&i.EventType,
 			&i.Payload,
-			&i.Xid,
+			&i.PositionXid,
 		); err != nil {
 			return nil, err
 		}
@@ -90,9 +90,8 @@ func (q *Queries) EventsFeed(ctx context.Context, arg EventsFeedParams) ([]Event
 }
 
 const eventsPrune = `-- name: EventsPrune :execrows
-DELETE FROM webhook_events e
-USING (SELECT account_id, event_id FROM webhook_events WHERE occurred_at < $1::timestamptz LIMIT $2) old
-WHERE e.account_id = old.account_id AND e.event_id = old.event_id
+DELETE FROM webhook_events
+WHERE ctid = ANY(ARRAY(SELECT ctid FROM webhook_events WHERE occurred_at < $1::timestamptz LIMIT $2))
 `
 
 type EventsPruneParams struct {

@@ -78,7 +78,7 @@ func (s *Service) Feed(ctx context.Context, accountID uuid.UUID, after string, e
 	p := Page{Events: make([][]byte, len(rows)), More: len(rows) == limit}
 	for i, r := range rows {
 		p.Events[i] = []byte(r.Payload)
-		if pos.xid, err = strconv.ParseUint(r.Xid, 10, 64); err != nil {
+		if pos.xid, err = strconv.ParseUint(r.PositionXid, 10, 64); err != nil {
 			return Page{}, err
 		}
 		pos.event = r.EventID

@@ -194,3 +194,32 @@ func TestPruneKeepsTheRetention(t *testing.T) {
 		t.Errorf("after pruning: %d events, %d deliveries, %d attempts; want %d of each", events, deliveries, attempts, wantKept)
 	}
 }
+
+// The feed orders by transaction id as a number: 999 before 1000 (as text it would not be).
+func TestFeedOrdersTransactionsNumerically(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := testkit.NewStore(t)
+	account := uuid.New()
+	feed := events.New(st, 24*time.Hour, time.Now, nil)
+	for _, xid := range []string{"1000", "999", "10000"} {
+		if _, err := testkit.Pool(st).Exec(ctx, `INSERT INTO webhook_events (account_id, event_id, event_type, payload, occurred_at, xid)
+			VALUES ($1, gen_random_uuid(), 'TagsAdded', json_build_object('xid', $2::text), now(), $2::xid8)`, account, xid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	cursor := ""
+	for range 3 {
+		p, err := feed.Feed(ctx, account, cursor, nil, 1)
+		if err != nil || len(p.Events) != 1 {
+			t.Fatalf("page: %v %v", p, err)
+		}
+		var v struct{ Xid string }
+		_ = json.Unmarshal(p.Events[0], &v)
+		got, cursor = append(got, v.Xid), p.Next
+	}
+	if fmt.Sprint(got) != "[999 1000 10000]" {
+		t.Errorf("feed order %v, want 999 1000 10000", got)
+	}
+}

@@ -3,13 +3,13 @@
 -- transactions that wrote them, and only those of transactions below this statement's
 -- snapshot xmin: every transaction that could still add an event before them has finished,
 -- so an event committed late can never land behind a cursor already handed out.
-SELECT /* plan per call */ event_id, event_type, payload::text AS payload, xid::text AS xid
+SELECT /* plan per call */ event_id, event_type, payload::text AS payload, xid::text AS position_xid
 FROM webhook_events
 WHERE account_id = @account_id
   AND (sqlc.narg('event_type')::text IS NULL OR event_type = sqlc.narg('event_type')::text)
   AND (xid, event_id) > ((@after_xid::text)::xid8, @after_event::uuid)
   AND xid < pg_snapshot_xmin(pg_current_snapshot())
-ORDER BY xid, event_id
+ORDER BY webhook_events.xid, event_id -- the column, not the text alias
 LIMIT @row_limit;
 
 -- name: EventGet :one
@@ -40,6 +40,5 @@ FROM sub;
 -- name: EventsPrune :execrows
 -- Deletes up to @batch events that occurred before @before (their deliveries and attempts go
 -- with them), across accounts: the retention task calls it until it deletes fewer.
-DELETE FROM webhook_events e
-USING (SELECT account_id, event_id FROM webhook_events WHERE occurred_at < @before::timestamptz LIMIT @batch) old
-WHERE e.account_id = old.account_id AND e.event_id = old.event_id;
+DELETE FROM webhook_events
+WHERE ctid = ANY(ARRAY(SELECT ctid FROM webhook_events WHERE occurred_at < @before::timestamptz LIMIT @batch));

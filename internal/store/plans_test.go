@@ -1,0 +1,163 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+// capture is a db.DBTX that records the statement a generated query would send, instead of
+// sending it: the plans test explains exactly what contactd runs.
+type capture struct {
+	sql  *string
+	args *[]any
+}
+
+var errCaptured = errors.New("captured")
+
+func (c capture) keep(sql string, args []any) { *c.sql, *c.args = sql, args }
+func (c capture) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	c.keep(sql, args)
+	return pgconn.CommandTag{}, errCaptured
+}
+func (c capture) Query(_ context.Context, sql string, args ...any) (pgx.Rows, error) {
+	c.keep(sql, args)
+	return nil, errCaptured
+}
+func (c capture) QueryRow(_ context.Context, sql string, args ...any) pgx.Row {
+	c.keep(sql, args)
+	return failedRow{}
+}
+func (c capture) SendBatch(context.Context, *pgx.Batch) pgx.BatchResults { return nil }
+
+type failedRow struct{}
+
+func (failedRow) Scan(...any) error { return errCaptured }
+
+// plan is the node types of a statement's plan, and the relations each scans.
+func plan(t *testing.T, conn *pgx.Conn, call func(q *db.Queries)) []string {
+	t.Helper()
+	var sql string
+	var args []any
+	call(db.New(capture{&sql, &args}))
+	var out []byte
+	// planned per call with its values, as the store sends searches (QueryExecModeCacheDescribe)
+	if err := conn.QueryRow(context.Background(), "EXPLAIN (FORMAT JSON) "+sql,
+		append([]any{pgx.QueryExecModeCacheDescribe}, args...)...).Scan(&out); err != nil {
+		t.Fatalf("explain: %v\n%s", err, sql)
+	}
+	var root []struct{ Plan node }
+	if err := json.Unmarshal(out, &root); err != nil {
+		t.Fatal(err)
+	}
+	var nodes []string
+	var walk func(n node)
+	walk = func(n node) {
+		nodes = append(nodes, n.Type+" "+n.Relation+" "+n.Index)
+		for _, c := range n.Plans {
+			walk(c)
+		}
+	}
+	walk(root[0].Plan)
+	return nodes
+}
+
+type node struct {
+	Type     string `json:"Node Type"`
+	Relation string `json:"Relation Name"`
+	Index    string `json:"Index Name"`
+	Plans    []node `json:"Plans"`
+}
+
+// Every query of the data-out endpoints reads through an index on a seeded account, the
+// filters and cursors of the API included: none scans a whole table.
+func TestDataOutQueriesUseIndexes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := testkit.NewStore(t)
+	pool := testkit.Pool(st)
+	account, other := uuid.New(), uuid.New()
+	for _, q := range []string{
+		`INSERT INTO accounts VALUES ($1, 'a', now()), ($2, 'b', now())`,
+		`INSERT INTO contacts (account_id, contact_id, email, email_key, name, tags, consent_token, created_at, updated_at,
+			consent_api_key_name, consent_api_key_prefix, consent_source_ip, consent_user_agent, consent_fields, email_status, lead_score)
+		 SELECT CASE WHEN n % 10 = 0 THEN $2::uuid ELSE $1::uuid END, gen_random_uuid(), 'c' || n || '@example.com', 'c' || n || '@example.com',
+			(ARRAY['Jane','John','Ann','Bob','Maria','Wei'])[1 + n % 6] || ' Doe' || n,
+			ARRAY['t' || (n % 50), 'u' || (n % 7)], 'cs_' || n, now() - n * interval '1 second', now() - n * interval '1 second',
+			'k', 'ck_k', '127.0.0.1', 'ua', '{}', (ARRAY['Pending','Valid','Invalid'])[1 + n % 3], n % 100
+		 FROM generate_series(1, 30000) n`,
+		`INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
+		 SELECT CASE WHEN n % 10 = 0 THEN $2::uuid ELSE $1::uuid END, gen_random_uuid(),
+			(ARRAY['TagsAdded','TagsRemoved','ContactEnriched','FormSubmission'])[1 + n % 4], NULL, '{}',
+			now() - interval '30 days' + n * interval '1 minute'
+		 FROM generate_series(1, 30000) n`,
+	} {
+		if _, err := pool.Exec(ctx, q, account, other); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE contacts, webhook_events`); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	str := func(s string) *string { return &s }
+	at := time.Now().Add(-time.Hour)
+	someone := uuid.New()
+	cases := map[string]func(q *db.Queries){
+		"first page": func(q *db.Queries) { q.ContactsByCreated(ctx, db.ContactsByCreatedParams{AccountID: account, RowLimit: 50}) },
+		"deep page": func(q *db.Queries) {
+			q.ContactsByCreated(ctx, db.ContactsByCreatedParams{AccountID: account, RowLimit: 50, HasCursor: true, AfterAt: at.Add(-8 * time.Hour), AfterID: someone})
+		},
+		"two tags": func(q *db.Queries) {
+			q.ContactsByCreated(ctx, db.ContactsByCreatedParams{AccountID: account, RowLimit: 50, Tags: []string{"t7", "u0"}})
+		},
+		"q prefix": func(q *db.Queries) {
+			q.ContactsByCreated(ctx, db.ContactsByCreatedParams{AccountID: account, RowLimit: 50, QPrefix: str("mar%"), QWords: str("mar:*")})
+		},
+		"email prefix": func(q *db.Queries) {
+			q.ContactsByCreated(ctx, db.ContactsByCreatedParams{AccountID: account, RowLimit: 50, QPrefix: str("c1234%")})
+		},
+		"status and score": func(q *db.Queries) {
+			min := int32(90)
+			q.ContactsByCreated(ctx, db.ContactsByCreatedParams{AccountID: account, RowLimit: 50, EmailStatus: str("Valid"), MinStoredScore: &min})
+		},
+		"by updated": func(q *db.Queries) {
+			q.ContactsByUpdated(ctx, db.ContactsByUpdatedParams{AccountID: account, RowLimit: 50, UpdatedAfter: &at})
+		},
+		"feed": func(q *db.Queries) {
+			q.EventsFeed(ctx, db.EventsFeedParams{AccountID: account, AfterXid: "0", RowLimit: 1000})
+		},
+		"feed of a type": func(q *db.Queries) {
+			q.EventsFeed(ctx, db.EventsFeedParams{AccountID: account, EventType: str("TagsRemoved"), AfterXid: "0", RowLimit: 1000})
+		},
+		"event": func(q *db.Queries) { q.EventGet(ctx, db.EventGetParams{AccountID: account, EventID: someone}) },
+		"replay": func(q *db.Queries) {
+			q.EventsReplay(ctx, db.EventsReplayParams{AccountID: account, SubscriptionID: someone, Since: at.Add(-24 * time.Hour), Until: at, Now: at})
+		},
+		"prune": func(q *db.Queries) {
+			q.EventsPrune(ctx, db.EventsPruneParams{Before: time.Now().Add(-29 * 24 * time.Hour), Batch: 5000})
+		},
+	}
+	for name, call := range cases {
+		nodes := plan(t, conn.Conn(), call)
+		for _, n := range nodes {
+			if strings.HasPrefix(n, "Seq Scan contacts") || strings.HasPrefix(n, "Seq Scan webhook_events") {
+				t.Errorf("%s scans a whole table: %v", name, nodes)
+			}
+		}
+	}
+}
