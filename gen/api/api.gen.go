@@ -5819,7 +5819,7 @@ var swaggerSpec = []string{
 	"K1QWjFNjQiWAknjPR/NJEk2GVKIXr3YepI1+hdyACc7FRB5wBASgsRYYBgsypKphlla4YI2Nfk+hX31u",
 	"d13SWlmjwdaQ1jts9VHRYQsgq2iyZffX810reI0XEPA5pOHSZk16HY3eXH1kenOpRm9hrd2WhG7eaKO8",
 	"rIWy1RZ571i1C8S65RjMDjiJEqm4HvZeoVrmTqgJsd0WTEkFaRIRHfOiqejZ6WWDgLIZocoi2GHZeF9/",
-	"xPflu1J5SkRqE2D0//7X/0YnpaPGyDnoPL9Ok0jemed7knLqahCdbgc6Ysl58Czx+t5BJ4CS2DMsJsCT",
+	"xPflu1J5SkRqE2D0//7X/0YnpaPGyDnoPL9Ok0jemed7knLqahCdXgc6Ysl58Czx+t5BJ4CS2DMsJsCT",
 	"itqtXwW7IfRePhsvE7Ag0eGaTBIal+XmpbbbqNkZWk2miwrW2DCp2Ic2goAHBdtrSQoFZedVkz8ySu4M",
 	"wTDl3nUnBPWhVYZcfpFzkg0pxHMoyBDr66Kb2Ch9gsrRDgehEwmGNMoIEDacdlA4iCIyE30kyJ3Yn4hp",
 	"GqIxEQBBU5ym6IfLs7e6/C42TWtIyhWPUZBRMCrQY8dE6EPzai2Ie0GwXYstu6J/owh/teZ+rVD+DpYA",

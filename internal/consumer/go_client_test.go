@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -64,6 +65,32 @@ func TestGoClient(t *testing.T) {
 	}
 	if w := list.JSON200.Webhooks[0]; w.SubscriptionId != sub.JSON200.SubscriptionId || w.Status != client.Active || w.Secret != nil {
 		t.Errorf("listed %+v", w)
+	}
+
+	// Data out: list and search, export, the events feed.
+	found, err := c.ListContactsWithResponse(ctx, &client.ListContactsParams{Q: ptr("go cli"), Tag: &[]string{"VIP"}})
+	if err != nil || found.JSON200 == nil || len(found.JSON200.Contacts) != 1 || found.JSON200.Contacts[0].ContactId != contact.ContactId {
+		t.Fatalf("list: %v %s", err, body(found))
+	}
+	exported, err := c.ExportContactsWithResponse(ctx, &client.ExportContactsParams{Tag: &[]string{"lead"}})
+	if err != nil || exported.StatusCode() != 200 || strings.Count(string(exported.Body), "\n") != 1 ||
+		!strings.Contains(string(exported.Body), contact.ContactId) {
+		t.Fatalf("export: %v %s", err, body(exported))
+	}
+	var events []client.WebhookEvent
+	for deadline := time.Now().Add(5 * time.Second); len(events) < 2 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		page, err := c.ListEventsWithResponse(ctx, &client.ListEventsParams{EventType: ptr(client.EventTypeTagsAdded)})
+		if err != nil || page.JSON200 == nil {
+			t.Fatalf("events: %v %s", err, body(page))
+		}
+		events = page.JSON200.Events
+	}
+	if len(events) != 2 || events[0].Data.ContactInfo.ContactId != contact.ContactId {
+		t.Fatalf("events: %+v", events)
+	}
+	one, err := c.GetEventWithResponse(ctx, events[1].EventId)
+	if err != nil || one.JSON200 == nil || one.JSON200.Data.TagsAddedInfo == nil || one.JSON200.Data.TagsAddedInfo.TagsAdded[0] != "vip" {
+		t.Fatalf("event: %v %s", err, body(one))
 	}
 
 	// A 400 and a 404 decode into the spec's Error type. (The generated Email type refuses a

@@ -49,6 +49,22 @@ async function main(): Promise<void> {
   const listed = list.data?.webhooks.find((w) => w.subscriptionId === subscriptionId);
   check(listed !== undefined && listed.status === "Active" && listed.secret === undefined, "list: subscription");
 
+  // Data out: list and search, export, the events feed.
+  const found = await client.GET("/public/v1/contacts", { params: { query: { q: "ts smo", tag: ["VIP"], limit: 10 } } });
+  check(found.data?.contacts.length === 1 && found.data.contacts[0]?.contactId === contactId, `list: ${JSON.stringify(found.data)}`);
+  const exported = await client.GET("/public/v1/contacts/export", { params: { query: { tag: ["lead"] } }, parseAs: "text" });
+  const lines = (exported.data ?? "").trim().split("\n");
+  check(lines.length === 1 && JSON.parse(lines[0] ?? "{}").contactId === contactId, `export: ${exported.data}`);
+  let feed: components["schemas"]["WebhookEvent"][] = [];
+  for (let i = 0; i < 100 && feed.length < 2; i++) { // an event shows once older transactions end
+    const page = await client.GET("/public/v1/events", { params: { query: { eventType: "TagsAdded", limit: 10 } } });
+    feed = page.data?.events ?? [];
+    if (feed.length < 2) await new Promise((r) => setTimeout(r, 50));
+  }
+  check(feed.length === 2 && feed.every((e) => e.data.contactInfo.contactId === contactId), `events: ${JSON.stringify(feed)}`);
+  const one = await client.GET("/public/v1/events/{eventId}", { params: { path: { eventId: feed[1]!.eventId } } });
+  check(one.data?.data.tagsAddedInfo?.tagsAdded[0] === "vip", `event: ${JSON.stringify(one.data)}`);
+
   // A 400 and a 404 arrive as typed errors: `error` is the spec's Error body.
   const invalid = await client.POST("/public/v1/contact", { body: { email: "not-an-email" } });
   check(invalid.response.status === 400 && invalid.data === undefined && invalid.error !== undefined, "400 expected");
