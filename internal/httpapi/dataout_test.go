@@ -77,14 +77,14 @@ func TestListContactsFiltersAndPages(t *testing.T) {
 		t.Errorf("a full last page: %d contacts, next %v (a cursor is given whenever the page is full)", len(l.Contacts), l.NextCursor)
 	}
 	for query, want := range map[string]string{
-		"tag=lead&tag=OPEN-HOUSE&limit=200":          "bob@example.com jane.doe@example.com",
-		"tag=vip":                                    "bob@example.com",
-		"q=jan":                                      "ann@other.org jane.doe@example.com",
-		"q=JOHN%40ex":                                "john@example.com",
-		"q=jane+d":                                   "jane.doe@example.com",
-		"q=smi":                                      "john@example.com",
-		"q=x_y%25":                                   "x_y%z@example.com",
-		"q=x%25":                                     "",
+		"tag=lead&tag=OPEN-HOUSE&limit=200": "bob@example.com jane.doe@example.com",
+		"tag=vip":                           "bob@example.com",
+		"q=jan":                             "ann@other.org jane.doe@example.com",
+		"q=JOHN%40ex":                       "john@example.com",
+		"q=jane+d":                          "jane.doe@example.com",
+		"q=smi":                             "john@example.com",
+		"q=x_y%25":                          "x_y%z@example.com",
+		"q=x%25":                            "",
 		"assignedUserEmailId=AGENT%40example.com":    "ann@other.org",
 		"emailStatus=Pending&recordStatus=Marketing": strings.Join(newestFirst, " "),
 		"emailStatus=Valid":                          "",
@@ -115,16 +115,16 @@ func TestListContactsFiltersAndPages(t *testing.T) {
 
 	next := *listPage(t, a, key, "limit=1").NextCursor
 	for query, field := range map[string]string{
-		"cursor=nonsense":                           "query.cursor",
-		"cursor=" + next + "&sort=updatedAt":        "query.cursor",
-		"limit=0":                                   "query.limit",
-		"limit=201":                                 "query.limit",
-		"emailStatus=Maybe":                         "query.emailStatus",
-		"sort=name":                                 "query.sort",
-		"createdAfter=yesterday":                    "query.createdAfter",
-		"minLeadScore=101":                          "query.minLeadScore",
-		"tag=+":                                     "query.tag",
-		"q=+":                                       "query.q",
+		"cursor=nonsense":                    "query.cursor",
+		"cursor=" + next + "&sort=updatedAt": "query.cursor",
+		"limit=0":                            "query.limit",
+		"limit=201":                          "query.limit",
+		"emailStatus=Maybe":                  "query.emailStatus",
+		"sort=name":                          "query.sort",
+		"createdAfter=yesterday":             "query.createdAfter",
+		"minLeadScore=101":                   "query.minLeadScore",
+		"tag=+":                              "query.tag",
+		"q=+":                                "query.q",
 		"createdAfter=2026-11-02T00:00:00.000Z&createdBefore=2026-11-01T00:00:00.000Z": "query.createdBefore",
 	} {
 		r := a.Do("GET", "/public/v1/contacts?"+query, key, nil)

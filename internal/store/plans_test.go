@@ -118,7 +118,9 @@ func TestDataOutQueriesUseIndexes(t *testing.T) {
 	at := time.Now().Add(-time.Hour)
 	someone := uuid.New()
 	cases := map[string]func(q *db.Queries){
-		"first page": func(q *db.Queries) { q.ContactsByCreated(ctx, db.ContactsByCreatedParams{AccountID: account, RowLimit: 50}) },
+		"first page": func(q *db.Queries) {
+			q.ContactsByCreated(ctx, db.ContactsByCreatedParams{AccountID: account, RowLimit: 50})
+		},
 		"deep page": func(q *db.Queries) {
 			q.ContactsByCreated(ctx, db.ContactsByCreatedParams{AccountID: account, RowLimit: 50, HasCursor: true, AfterAt: at.Add(-8 * time.Hour), AfterID: someone})
 		},
