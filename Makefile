@@ -6,7 +6,7 @@ TOOLS := $(GO) tool -modfile=tools/go.mod
 # Pure-Go builds: sqlc then uses its wasm parser (no cgo), much faster to build cold.
 export CGO_ENABLED ?= 0
 
-.PHONY: help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
+.PHONY: bench-dataout help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -62,10 +62,16 @@ bench: deps ## the load benchmark: 100k contacts, c=64, contactd vs a bare net/h
 	$(GO) build -o bin/contactbench ./cmd/contactbench
 	./bin/contactbench $(BENCH_FLAGS)
 
+bench-dataout: deps ## data out at scale: 1,000,000 contacts, list/search p99, export and events feed rates (BENCH_FLAGS=-contacts ...)
+	$(GO) build -o bin/contactd ./cmd/contactd
+	$(GO) build -o bin/contactbench ./cmd/contactbench
+	./bin/contactbench -dataout $(BENCH_FLAGS)
+
 bench-smoke: deps ## the load tool for a few seconds on a tiny dataset: fails on any error, never on timing
 	$(GO) build -o bin/contactd ./cmd/contactd
 	$(GO) build -o bin/contactbench ./cmd/contactbench
 	./bin/contactbench -smoke
+	./bin/contactbench -smoke -dataout
 
 docs-screenshot: node-deps browser-deps ## render /docs in headless Chromium and keep bin/docs.png
 	@mkdir -p bin

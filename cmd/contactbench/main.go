@@ -48,6 +48,8 @@ type options struct {
 	only        string
 	pgStats     bool
 	smoke       bool
+	dataOut     bool
+	events      int
 }
 
 func main() {
@@ -73,7 +75,17 @@ func main() {
 	flag.StringVar(&o.jsonOut, "json", "", "also write the results as JSON to this file")
 	flag.StringVar(&o.only, "only", "", "comma-separated workloads to run (default all)")
 	flag.BoolVar(&o.smoke, "smoke", false, "a few seconds on a tiny dataset, to check the tool works (make test)")
+	flag.BoolVar(&o.dataOut, "dataout", false, "measure data out instead: list, search, export and the events feed over one large account (-contacts, default 1,000,000; -events) at -c (default 16)")
+	flag.IntVar(&o.events, "events", 300_000, "events seeded for the -dataout run")
 	flag.Parse()
+	if o.dataOut {
+		if !isSet("contacts") {
+			o.contacts = 1_000_000
+		}
+		if !isSet("c") {
+			o.concurrency = 16
+		}
+	}
 	if err := checkOnly(o.only); err != nil {
 		fmt.Fprintln(os.Stderr, "contactbench:", err)
 		os.Exit(2)
@@ -83,10 +95,24 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, o, os.Stdout); err != nil {
+	runner := run
+	if o.dataOut {
+		runner = runDataOut
+		if o.smoke {
+			o.contacts, o.events = 3000, 2500
+		}
+	}
+	if err := runner(ctx, o, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "contactbench:", err)
 		os.Exit(1)
 	}
+}
+
+// isSet reports whether the command line set the flag.
+func isSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 type report struct {

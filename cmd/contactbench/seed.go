@@ -69,8 +69,8 @@ func prewarm(ctx context.Context, pool *pgxpool.Pool) error {
 		return nil
 	}
 	_, err := pool.Exec(ctx, `SELECT pg_prewarm(c.oid) FROM pg_class c
-		WHERE c.relname IN ('contacts', 'properties', 'bench_baseline')
-		   OR c.oid IN (SELECT indexrelid FROM pg_index WHERE indrelid IN
-		                ('contacts'::regclass, 'properties'::regclass, 'bench_baseline'::regclass))`)
+		WHERE c.relname IN ('contacts', 'properties', 'bench_baseline', 'webhook_events')
+		   OR c.oid IN (SELECT i.indexrelid FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid
+		                WHERE t.relname IN ('contacts', 'properties', 'bench_baseline', 'webhook_events'))`)
 	return err
 }
