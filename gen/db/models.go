@@ -84,6 +84,8 @@ type Contact struct {
 	AddressesParsedBy    int32
 	NumAiHandoffs        int32
 	LastAiHandoffAt      *time.Time
+	TagKeys              []string
+	NameKeys             interface{}
 }
 
 type ContactRow struct {

@@ -61,8 +61,24 @@ type Querier interface {
 	// plan could not). @q_prefix is a LIKE pattern ('jan%'), @q_words a tsquery ('jan:*').
 	// A page newest first, after the cursor (@after_at, @after_id) when @has_cursor.
 	ContactsByCreated(ctx context.Context, arg ContactsByCreatedParams) ([]ContactRow, error)
+	// The contacts of the account with these ids (in no order).
+	ContactsByIDs(ctx context.Context, arg ContactsByIDsParams) ([]ContactRow, error)
 	// A page most recently changed first, after the cursor (@after_at, @after_id) when @has_cursor.
 	ContactsByUpdated(ctx context.Context, arg ContactsByUpdatedParams) ([]ContactRow, error)
+	// Walks up to @walk_limit contacts in created_at order after the cursor and returns the first
+	// @row_limit of them that match the filters (all of them, with whether each matched, when
+	// @all_keys), keys only: a walk down the order's index that stops early when matches are
+	// dense, where the query above would gather every match before sorting them (a tag half the
+	// account has). The list walks first and falls back to the query above when matches are
+	// sparse; the export walks the whole account so, a page at a time.
+	ContactsWalkByCreated(ctx context.Context, arg ContactsWalkByCreatedParams) ([]ContactsWalkByCreatedRow, error)
+	// Walks up to @walk_limit contacts in updated_at order after the cursor and returns the first
+	// @row_limit of them that match the filters (all of them, with whether each matched, when
+	// @all_keys), keys only: a walk down the order's index that stops early when matches are
+	// dense, where the query above would gather every match before sorting them (a tag half the
+	// account has). The list walks first and falls back to the query above when matches are
+	// sparse; the export walks the whole account so, a page at a time.
+	ContactsWalkByUpdated(ctx context.Context, arg ContactsWalkByUpdatedParams) ([]ContactsWalkByUpdatedRow, error)
 	// Leases up to @max due deliveries to the caller until @lease_until, with everything their
 	// attempts need; SKIP LOCKED lets workers in several processes claim side by side. A lease
 	// that ends without a recorded attempt (the worker died) makes the delivery due again, for
