@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -17,9 +16,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/contactd/contactd/internal/auth"
-	"github.com/contactd/contactd/internal/pgembed"
-	"github.com/contactd/contactd/internal/store"
 )
 
 // The data-out run (-dataout): one account of -contacts contacts (1,000,000 by default) and
@@ -111,42 +107,12 @@ type dataOutResult struct {
 }
 
 func runDataOut(ctx context.Context, o options, out io.Writer) error {
-	dir, err := os.MkdirTemp("", "contactbench-")
+	b, err := openBenchDB(ctx, nil)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "contactbench: "+format+"\n", args...) }
-	cluster, err := pgembed.Start(ctx, pgembed.Options{Dir: dir})
-	if err != nil {
-		return err
-	}
-	defer cluster.Stop()
-	if err := cluster.EnsureDatabase(ctx, "contactd"); err != nil {
-		return err
-	}
-	dbURL := cluster.URL("contactd")
-	postmaster, err := postmasterPID(dir)
-	if err != nil {
-		return err
-	}
-	st, err := store.Open(ctx, dbURL, store.Options{MaxConns: 8})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
-		return err
-	}
-	keys := auth.NewService(st, time.Now)
-	account, err := keys.CreateAccount(ctx, "bench")
-	if err != nil {
-		return err
-	}
-	apiKey, err := keys.CreateKey(ctx, account, "bench")
-	if err != nil {
-		return err
-	}
+	defer b.close()
+	st, dbURL, postmaster, account, apiKey := b.st, b.url, b.postmaster, b.account, b.apiKey
 	logf("seeding %d contacts and %d events", o.contacts, o.events)
 	t0 := time.Now()
 	if err := dataOutSeed(ctx, st.Pool, account, o.contacts, o.events); err != nil {

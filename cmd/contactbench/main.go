@@ -27,8 +27,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/contactd/contactd/internal/auth"
-	"github.com/contactd/contactd/internal/pgembed"
 	"github.com/contactd/contactd/internal/seal"
 	"github.com/contactd/contactd/internal/store"
 )
@@ -126,48 +124,16 @@ type report struct {
 }
 
 func run(ctx context.Context, o options, out io.Writer) error {
-	dir, err := os.MkdirTemp("", "contactbench-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "contactbench: "+format+"\n", args...) }
-
-	logf("starting PostgreSQL in %s", dir)
-	pgOpt := pgembed.Options{Dir: dir}
+	var settings []string
 	if o.pgStats {
-		pgOpt.Settings = pgStatsSettings
+		settings = pgStatsSettings
 	}
-	cluster, err := pgembed.Start(ctx, pgOpt)
+	b, err := openBenchDB(ctx, settings)
 	if err != nil {
 		return err
 	}
-	defer cluster.Stop()
-	if err := cluster.EnsureDatabase(ctx, "contactd"); err != nil {
-		return err
-	}
-	dbURL := cluster.URL("contactd")
-	postmaster, err := postmasterPID(dir)
-	if err != nil {
-		return err
-	}
-	st, err := store.Open(ctx, dbURL, store.Options{MaxConns: 8})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	if err := st.Migrate(ctx); err != nil {
-		return err
-	}
-	keys := auth.NewService(st, time.Now)
-	accountID, err := keys.CreateAccount(ctx, "bench")
-	if err != nil {
-		return err
-	}
-	apiKey, err := keys.CreateKey(ctx, accountID, "bench")
-	if err != nil {
-		return err
-	}
+	defer b.close()
+	st, dbURL, postmaster, accountID, apiKey := b.st, b.url, b.postmaster, b.account, b.apiKey
 	logf("seeding %d contacts", o.contacts)
 	t0 := time.Now()
 	ds, err := seed(ctx, st.Pool, accountID, o.contacts)
