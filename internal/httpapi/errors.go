@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -79,7 +80,13 @@ func (s *Server) classify(err error) *apperr.Error {
 		case http.StatusUnsupportedMediaType:
 			return errMediaType
 		case http.StatusBadRequest:
-			// a body the spec accepted but Go could not bind (should not happen)
+			// a parameter or a body the spec accepted but Go could not bind (should not happen)
+			if msg, ok := he.Message.(string); ok {
+				if name, found := strings.CutPrefix(msg, "Invalid format for parameter "); found {
+					name, _, _ = strings.Cut(name, ":")
+					return apperr.Invalid(apperr.Field("query."+name, "format", "the value of "+name+" is not in the expected format"))
+				}
+			}
 			return apperr.Invalid(apperr.Field("body", "type", "the body does not match the expected types"))
 		}
 	}
