@@ -117,28 +117,26 @@ func (q *Queries) AttemptsList(ctx context.Context, arg AttemptsListParams) ([]A
 }
 
 const deliveryClaim = `-- name: DeliveryClaim :many
-UPDATE webhook_deliveries d
-SET next_attempt_at = $1::timestamptz
-FROM (
-    SELECT q.account_id, q.delivery_id FROM webhook_deliveries q
-    WHERE q.status = 'Pending' AND q.next_attempt_at <= $2::timestamptz
-    ORDER BY q.next_attempt_at
-    LIMIT $3
-    FOR UPDATE SKIP LOCKED
-) due, webhook_events e, webhook_subscriptions s
-WHERE d.account_id = due.account_id AND d.delivery_id = due.delivery_id
-  AND e.account_id = d.account_id AND e.event_id = d.event_id
-  AND s.account_id = d.account_id AND s.subscription_id = d.subscription_id
-RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, e.event_id, e.event_type,
-    e.payload::text AS payload, s.url, s.secret, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_until,
-    s.status AS subscription_status,
-    (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed
+SELECT c.account_id::uuid AS account_id, c.delivery_id::uuid AS delivery_id, c.status::text AS status,
+    c.attempts::int AS attempts, c.subscription_id::uuid AS subscription_id, c.event_id::uuid AS event_id,
+    c.event_type::text AS event_type, c.payload::text AS payload, c.url::text AS url,
+    -- sqlc cannot see the function's NULLs: absent is '' and the zero time here
+    coalesce(c.secret, '')::text AS secret, coalesce(c.secret_sealed, '')::text AS secret_sealed,
+    coalesce(c.previous_secret_sealed, '')::text AS previous_secret_sealed,
+    coalesce(c.previous_secret_until, '0001-01-01 00:00:00+00')::timestamptz AS previous_secret_until,
+    c.subscription_status::text AS subscription_status,
+    coalesce(c.client_secret_sealed, '')::text AS client_secret_sealed
+FROM claim_deliveries($1::timestamptz, $2::timestamptz, $3::int,
+    $4::int, $5::int, $6::float8) c
 `
 
 type DeliveryClaimParams struct {
-	LeaseUntil time.Time
-	Now        time.Time
-	Max        int32
+	Now           time.Time
+	LeaseUntil    time.Time
+	Max           int32
+	MaxInFlight   int32
+	ScanLimit     int32
+	ThrottleShare float64
 }
 
 type DeliveryClaimRow struct {
@@ -151,20 +149,25 @@ type DeliveryClaimRow struct {
 	EventType            string
 	Payload              string
 	Url                  string
-	Secret               *string
-	SecretSealed         *string
-	PreviousSecretSealed *string
-	PreviousSecretUntil  *time.Time
+	Secret               string
+	SecretSealed         string
+	PreviousSecretSealed string
+	PreviousSecretUntil  time.Time
 	SubscriptionStatus   string
-	ClientSecretSealed   *string
+	ClientSecretSealed   string
 }
 
-// Leases up to @max due deliveries to the caller until @lease_until, with everything their
-// attempts need; SKIP LOCKED lets workers in several processes claim side by side. A lease
-// that ends without a recorded attempt (the worker died) makes the delivery due again, for
-// the same attempt.
+// Leases up to @max due deliveries to the caller, a few per receiver at most: see
+// claim_deliveries (migration 00012).
 func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error) {
-	rows, err := q.db.Query(ctx, deliveryClaim, arg.LeaseUntil, arg.Now, arg.Max)
+	rows, err := q.db.Query(ctx, deliveryClaim,
+		arg.Now,
+		arg.LeaseUntil,
+		arg.Max,
+		arg.MaxInFlight,
+		arg.ScanLimit,
+		arg.ThrottleShare,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +203,7 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 }
 
 const deliveryGet = `-- name: DeliveryGet :one
-SELECT d.account_id, d.delivery_id, d.subscription_id, d.event_id, d.status, d.attempts, d.next_attempt_at, d.created_at, d.updated_at, e.event_type FROM webhook_deliveries d
+SELECT d.account_id, d.delivery_id, d.subscription_id, d.event_id, d.status, d.attempts, d.next_attempt_at, d.created_at, d.updated_at, d.leased_until, e.event_type FROM webhook_deliveries d
 JOIN webhook_events e ON e.account_id = d.account_id AND e.event_id = d.event_id
 WHERE d.account_id = $1 AND d.subscription_id = $2 AND d.delivery_id = $3
 `
@@ -221,6 +224,7 @@ type DeliveryGetRow struct {
 	NextAttemptAt  *time.Time
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	LeasedUntil    *time.Time
 	EventType      string
 }
 
@@ -237,6 +241,7 @@ func (q *Queries) DeliveryGet(ctx context.Context, arg DeliveryGetParams) (Deliv
 		&i.NextAttemptAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.LeasedUntil,
 		&i.EventType,
 	)
 	return i, err
@@ -298,7 +303,8 @@ func (q *Queries) DeliveryLoad(ctx context.Context, arg DeliveryLoadParams) (Del
 
 const deliveryRecordAttempt = `-- name: DeliveryRecordAttempt :exec
 UPDATE webhook_deliveries
-SET attempts = $1, status = $2, next_attempt_at = $3, updated_at = $4
+SET attempts = $1, status = $2, next_attempt_at = $3, updated_at = $4,
+    leased_until = NULL
 WHERE account_id = $5 AND delivery_id = $6
 `
 
@@ -331,7 +337,7 @@ WITH attempt AS (
     ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
 ), delivery AS (
     UPDATE webhook_deliveries d
-    SET attempts = $6, status = 'Succeeded', next_attempt_at = NULL, updated_at = $1
+    SET attempts = $6, status = 'Succeeded', next_attempt_at = NULL, updated_at = $1, leased_until = NULL
     WHERE d.account_id = $2 AND d.delivery_id = $5
 )
 UPDATE webhook_subscriptions s
@@ -386,5 +392,23 @@ type DeliveryRequeueParams struct {
 
 func (q *Queries) DeliveryRequeue(ctx context.Context, arg DeliveryRequeueParams) error {
 	_, err := q.db.Exec(ctx, deliveryRequeue, arg.Now, arg.AccountID, arg.DeliveryID)
+	return err
+}
+
+const subscriptionHoldBack = `-- name: SubscriptionHoldBack :exec
+UPDATE webhook_subscriptions SET next_send_at = greatest(coalesce(next_send_at, $1::timestamptz), $1::timestamptz)
+WHERE account_id = $2 AND subscription_id = $3
+`
+
+type SubscriptionHoldBackParams struct {
+	Until          time.Time
+	AccountID      uuid.UUID
+	SubscriptionID uuid.UUID
+}
+
+// A receiver asked for time (Retry-After on a 429 or 503): the subscription's attempts wait
+// until @until, not only the one that was refused.
+func (q *Queries) SubscriptionHoldBack(ctx context.Context, arg SubscriptionHoldBackParams) error {
+	_, err := q.db.Exec(ctx, subscriptionHoldBack, arg.Until, arg.AccountID, arg.SubscriptionID)
 	return err
 }

@@ -174,6 +174,7 @@ type WebhookDelivery struct {
 	NextAttemptAt  *time.Time
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	LeasedUntil    *time.Time
 }
 
 type WebhookEvent struct {
@@ -201,4 +202,6 @@ type WebhookSubscription struct {
 	SecretSealed         *string
 	PreviousSecretSealed *string
 	PreviousSecretUntil  *time.Time
+	MaxPerSecond         *int32
+	NextSendAt           *time.Time
 }

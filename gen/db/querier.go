@@ -79,10 +79,8 @@ type Querier interface {
 	// account has). The list walks first and falls back to the query above when matches are
 	// sparse; the export walks the whole account so, a page at a time.
 	ContactsWalkByUpdated(ctx context.Context, arg ContactsWalkByUpdatedParams) ([]ContactsWalkByUpdatedRow, error)
-	// Leases up to @max due deliveries to the caller until @lease_until, with everything their
-	// attempts need; SKIP LOCKED lets workers in several processes claim side by side. A lease
-	// that ends without a recorded attempt (the worker died) makes the delivery due again, for
-	// the same attempt.
+	// Leases up to @max due deliveries to the caller, a few per receiver at most: see
+	// claim_deliveries (migration 00012).
 	DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error)
 	DeliveryGet(ctx context.Context, arg DeliveryGetParams) (DeliveryGetRow, error)
 	DeliveryInsert(ctx context.Context, arg DeliveryInsertParams) error
@@ -159,6 +157,9 @@ type Querier interface {
 	// The event types the account has live subscriptions to (webhook.Subscribers' cache).
 	SubscriptionEventTypesLive(ctx context.Context, accountID uuid.UUID) ([]string, error)
 	SubscriptionGet(ctx context.Context, arg SubscriptionGetParams) (WebhookSubscription, error)
+	// A receiver asked for time (Retry-After on a 429 or 503): the subscription's attempts wait
+	// until @until, not only the one that was refused.
+	SubscriptionHoldBack(ctx context.Context, arg SubscriptionHoldBackParams) error
 	SubscriptionInsert(ctx context.Context, arg SubscriptionInsertParams) (WebhookSubscription, error)
 	SubscriptionList(ctx context.Context, accountID uuid.UUID) ([]WebhookSubscription, error)
 	// The third failure in a row turns an Active subscription Failing.

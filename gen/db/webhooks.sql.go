@@ -56,7 +56,7 @@ func (q *Queries) SubscriptionEventTypesLive(ctx context.Context, accountID uuid
 }
 
 const subscriptionGet = `-- name: SubscriptionGet :one
-SELECT account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until FROM webhook_subscriptions WHERE account_id = $1 AND subscription_id = $2
+SELECT account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at FROM webhook_subscriptions WHERE account_id = $1 AND subscription_id = $2
 `
 
 type SubscriptionGetParams struct {
@@ -82,6 +82,8 @@ func (q *Queries) SubscriptionGet(ctx context.Context, arg SubscriptionGetParams
 		&i.SecretSealed,
 		&i.PreviousSecretSealed,
 		&i.PreviousSecretUntil,
+		&i.MaxPerSecond,
+		&i.NextSendAt,
 	)
 	return i, err
 }
@@ -90,7 +92,7 @@ const subscriptionInsert = `-- name: SubscriptionInsert :one
 INSERT INTO webhook_subscriptions (
     account_id, subscription_id, url, event_type, secret_sealed, created_at, updated_at
 ) VALUES ($1, $2, $3, $4, $5, $6, $6)
-RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until
+RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at
 `
 
 type SubscriptionInsertParams struct {
@@ -127,12 +129,14 @@ func (q *Queries) SubscriptionInsert(ctx context.Context, arg SubscriptionInsert
 		&i.SecretSealed,
 		&i.PreviousSecretSealed,
 		&i.PreviousSecretUntil,
+		&i.MaxPerSecond,
+		&i.NextSendAt,
 	)
 	return i, err
 }
 
 const subscriptionList = `-- name: SubscriptionList :many
-SELECT account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until FROM webhook_subscriptions
+SELECT account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at FROM webhook_subscriptions
 WHERE account_id = $1
 ORDER BY created_at DESC, subscription_id DESC
 `
@@ -161,6 +165,8 @@ func (q *Queries) SubscriptionList(ctx context.Context, accountID uuid.UUID) ([]
 			&i.SecretSealed,
 			&i.PreviousSecretSealed,
 			&i.PreviousSecretUntil,
+			&i.MaxPerSecond,
+			&i.NextSendAt,
 		); err != nil {
 			return nil, err
 		}

@@ -111,7 +111,7 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	feed := events.New(st, cfg.EventRetention, Now, log)
 	deliveries := delivery.New(st, delivery.Options{
 		Timeout: cfg.WebhookTimeout, AllowedNetworks: cfg.WebhookAllowedNetworks, Workers: cfg.WebhookWorkers,
-		RescueAfter: cfg.WebhookRescueAfter, Now: Now, Log: log, Metrics: m, Secrets: secrets,
+		MaxInFlight: cfg.WebhookMaxInFlight, RescueAfter: cfg.WebhookRescueAfter, Now: Now, Log: log, Metrics: m, Secrets: secrets,
 	})
 	subs := webhook.NewSubscribers(st, Now)
 	events := webhook.NewEmitter(deliveries, subs)

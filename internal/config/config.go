@@ -48,6 +48,7 @@ type Config struct {
 	WebhookAllowedRaw      string
 	WebhookTimeout         time.Duration // CONTACTD_WEBHOOK_TIMEOUT: one delivery attempt
 	WebhookWorkers         int           // CONTACTD_WEBHOOK_WORKERS: attempts at once per process
+	WebhookMaxInFlight     int           // CONTACTD_WEBHOOK_MAX_IN_FLIGHT: attempts at once per receiver URL, across processes
 	WebhookRescueAfter     time.Duration // CONTACTD_WEBHOOK_RESCUE_AFTER: retry attempts of a dead worker after
 	EventRetention         time.Duration // CONTACTD_EVENT_RETENTION: how long the events feed keeps events
 
@@ -76,7 +77,7 @@ func Default() Config {
 		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
 		ShutdownTimeout: 30 * time.Second,
 		RateReadsPer10s: 100, RateWritesPer10s: 50, RateAccountPerDay: 350_000,
-		WebhookTimeout: 15 * time.Second, WebhookWorkers: 64, WebhookRescueAfter: time.Minute,
+		WebhookTimeout: 15 * time.Second, WebhookWorkers: 64, WebhookMaxInFlight: 4, WebhookRescueAfter: time.Minute,
 		EventRetention: 30 * 24 * time.Hour,
 	}
 }
@@ -116,6 +117,7 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	c.boolVar(fs, &c.WebhookAllowHTTP, "webhook-allow-http", env("CONTACTD_WEBHOOK_ALLOW_HTTP", ""), "admit http:// webhook URLs, for local development (CONTACTD_WEBHOOK_ALLOW_HTTP)")
 	durVar(&c.WebhookTimeout, "webhook-timeout", env("CONTACTD_WEBHOOK_TIMEOUT", ""), d.WebhookTimeout, "one delivery attempt (CONTACTD_WEBHOOK_TIMEOUT)")
 	intVar(&c.WebhookWorkers, "webhook-workers", env("CONTACTD_WEBHOOK_WORKERS", ""), int64(d.WebhookWorkers), "delivery attempts at once (CONTACTD_WEBHOOK_WORKERS)")
+	intVar(&c.WebhookMaxInFlight, "webhook-max-in-flight", env("CONTACTD_WEBHOOK_MAX_IN_FLIGHT", ""), int64(d.WebhookMaxInFlight), "attempts one receiver URL may have at once, across processes (CONTACTD_WEBHOOK_MAX_IN_FLIGHT)")
 	durVar(&c.WebhookRescueAfter, "webhook-rescue-after", env("CONTACTD_WEBHOOK_RESCUE_AFTER", ""), d.WebhookRescueAfter, "retry an attempt whose worker died after this (CONTACTD_WEBHOOK_RESCUE_AFTER)")
 	durVar(&c.EventRetention, "event-retention", env("CONTACTD_EVENT_RETENTION", ""), d.EventRetention, "how long the events feed keeps events, e.g. 720h (CONTACTD_EVENT_RETENTION)")
 	c.SecretKey, c.SecretKeysOld = getenv("CONTACTD_SECRET_KEY"), getenv("CONTACTD_SECRET_KEYS_OLD")
@@ -159,6 +161,9 @@ func (c *Config) Finish() error {
 	}
 	if c.DBMaxConns < 2 {
 		errs = append(errs, errors.New("CONTACTD_DB_MAX_CONNS: must be at least 2"))
+	}
+	if c.WebhookMaxInFlight < 1 {
+		errs = append(errs, errors.New("CONTACTD_WEBHOOK_MAX_IN_FLIGHT: must be at least 1"))
 	}
 	if c.WebhookTimeout <= 0 || c.WebhookWorkers < 1 {
 		errs = append(errs, errors.New("CONTACTD_WEBHOOK_TIMEOUT and CONTACTD_WEBHOOK_WORKERS must be positive"))

@@ -23,6 +23,9 @@ type Options struct {
 	AllowedNetworks []netip.Prefix
 	// Workers is how many attempts run at once in this process.
 	Workers int
+	// MaxInFlight is how many attempts one receiver (a URL) may have at once across every
+	// process (4): a slow or hanging receiver then delays only its own deliveries.
+	MaxInFlight int
 	// RescueAfter is the lease on a claimed delivery: when the same attempt is made again if
 	// its worker died. It must exceed Timeout, or a live attempt could be repeated.
 	RescueAfter time.Duration
@@ -44,6 +47,9 @@ func New(st *store.Store, opt Options) *Service {
 	}
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	if opt.MaxInFlight < 1 {
+		opt.MaxInFlight = 4
 	}
 	s := &Service{store: st, http: NewHTTPClient(opt.Timeout, opt.AllowedNetworks), timeout: opt.Timeout,
 		now: opt.Now, rnd: defaultRand, log: opt.Log, metrics: opt.Metrics, opt: opt, secrets: opt.Secrets}

@@ -214,6 +214,13 @@ func (s *Service) record(ctx context.Context, a Args, d db.DeliveryLoadRow, o ou
 			DeliveryID: a.DeliveryID, Attempt: int32(a.Attempt), Status: status, NextAttemptAt: next, Now: now}); err != nil {
 			return err
 		}
+		if o.retryAfter > 0 && next != nil {
+			// the receiver asked for time: its other deliveries wait as well
+			if err := tx.SubscriptionHoldBack(ctx, db.SubscriptionHoldBackParams{AccountID: a.AccountID,
+				SubscriptionID: d.SubscriptionID, Until: *next}); err != nil {
+				return err
+			}
+		}
 		return s.updateSubscription(ctx, tx, a.AccountID, d.SubscriptionID, o, now)
 	})
 }

@@ -1,24 +1,17 @@
 -- name: DeliveryClaim :many
--- Leases up to @max due deliveries to the caller until @lease_until, with everything their
--- attempts need; SKIP LOCKED lets workers in several processes claim side by side. A lease
--- that ends without a recorded attempt (the worker died) makes the delivery due again, for
--- the same attempt.
-UPDATE webhook_deliveries d
-SET next_attempt_at = @lease_until::timestamptz
-FROM (
-    SELECT q.account_id, q.delivery_id FROM webhook_deliveries q
-    WHERE q.status = 'Pending' AND q.next_attempt_at <= @now::timestamptz
-    ORDER BY q.next_attempt_at
-    LIMIT @max
-    FOR UPDATE SKIP LOCKED
-) due, webhook_events e, webhook_subscriptions s
-WHERE d.account_id = due.account_id AND d.delivery_id = due.delivery_id
-  AND e.account_id = d.account_id AND e.event_id = d.event_id
-  AND s.account_id = d.account_id AND s.subscription_id = d.subscription_id
-RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, e.event_id, e.event_type,
-    e.payload::text AS payload, s.url, s.secret, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_until,
-    s.status AS subscription_status,
-    (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed;
+-- Leases up to @max due deliveries to the caller, a few per receiver at most: see
+-- claim_deliveries (migration 00012).
+SELECT c.account_id::uuid AS account_id, c.delivery_id::uuid AS delivery_id, c.status::text AS status,
+    c.attempts::int AS attempts, c.subscription_id::uuid AS subscription_id, c.event_id::uuid AS event_id,
+    c.event_type::text AS event_type, c.payload::text AS payload, c.url::text AS url,
+    -- sqlc cannot see the function's NULLs: absent is '' and the zero time here
+    coalesce(c.secret, '')::text AS secret, coalesce(c.secret_sealed, '')::text AS secret_sealed,
+    coalesce(c.previous_secret_sealed, '')::text AS previous_secret_sealed,
+    coalesce(c.previous_secret_until, '0001-01-01 00:00:00+00')::timestamptz AS previous_secret_until,
+    c.subscription_status::text AS subscription_status,
+    coalesce(c.client_secret_sealed, '')::text AS client_secret_sealed
+FROM claim_deliveries(@now::timestamptz, @lease_until::timestamptz, @max::int,
+    @max_in_flight::int, @scan_limit::int, @throttle_share::float8) c;
 
 -- name: DeliveryLoad :one
 -- Everything one attempt needs, in one round trip.
@@ -33,7 +26,8 @@ WHERE d.account_id = $1 AND d.delivery_id = $2;
 
 -- name: DeliveryRecordAttempt :exec
 UPDATE webhook_deliveries
-SET attempts = @attempt, status = @status, next_attempt_at = sqlc.narg('next_attempt_at'), updated_at = @now
+SET attempts = @attempt, status = @status, next_attempt_at = sqlc.narg('next_attempt_at'), updated_at = @now,
+    leased_until = NULL
 WHERE account_id = @account_id AND delivery_id = @delivery_id;
 
 -- name: DeliveryRecordSuccess :exec
@@ -49,7 +43,7 @@ WITH attempt AS (
     ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
 ), delivery AS (
     UPDATE webhook_deliveries d
-    SET attempts = @attempt, status = 'Succeeded', next_attempt_at = NULL, updated_at = @now
+    SET attempts = @attempt, status = 'Succeeded', next_attempt_at = NULL, updated_at = @now, leased_until = NULL
     WHERE d.account_id = @account_id AND d.delivery_id = @delivery_id
 )
 UPDATE webhook_subscriptions s
@@ -85,3 +79,9 @@ WHERE d.account_id = $1 AND d.subscription_id = $2 AND d.delivery_id = $3;
 -- name: DeliveryRequeue :exec
 UPDATE webhook_deliveries SET status = 'Pending', next_attempt_at = @now, updated_at = @now
 WHERE account_id = @account_id AND delivery_id = @delivery_id;
+
+-- name: SubscriptionHoldBack :exec
+-- A receiver asked for time (Retry-After on a 429 or 503): the subscription's attempts wait
+-- until @until, not only the one that was refused.
+UPDATE webhook_subscriptions SET next_send_at = greatest(coalesce(next_send_at, @until::timestamptz), @until::timestamptz)
+WHERE account_id = @account_id AND subscription_id = @subscription_id;

@@ -1,0 +1,88 @@
+-- +goose Up
+-- Delivery isolation: one slow or hanging receiver may hold at most a few attempts at once
+-- (the claim counts the leases it holds), and a subscription may be throttled.
+-- leased_until is set while a worker makes the delivery's attempt (the end of its lease) and
+-- cleared when the attempt is recorded; a worker that died leaves it to expire. The leases
+-- held now are few (at most the workers of every process), so counting them per subscription
+-- on each claim is cheap.
+ALTER TABLE webhook_deliveries ADD COLUMN leased_until timestamptz;
+CREATE INDEX webhook_deliveries_leased ON webhook_deliveries (leased_until) WHERE leased_until IS NOT NULL;
+-- max_per_second throttles the subscription's attempts (NULL: as fast as they come);
+-- next_send_at holds them back until then: the throttle's pace, or a receiver's Retry-After.
+ALTER TABLE webhook_subscriptions
+    ADD COLUMN max_per_second integer CHECK (max_per_second BETWEEN 1 AND 1000),
+    ADD COLUMN next_send_at timestamptz;
+
+-- claim_deliveries is the delivery queue's claim (the query DeliveryClaim calls it; as a
+-- function because sqlc cannot analyse its statement):
+-- Leases up to @max due deliveries to the caller until @lease_until, with everything their
+-- attempts need; SKIP LOCKED lets workers in several processes claim side by side. A lease
+-- that ends without a recorded attempt (the worker died) makes the delivery due again, for
+-- the same attempt.
+-- Isolation: a receiver (a URL) holds at most @max_in_flight leases at once across every
+-- process, so a slow or hanging one delays only its own deliveries: the claim skips the
+-- deliveries of receivers at that limit, and takes at most the room left of the others, the
+-- oldest first. A throttled subscription (max_per_second) gets at most @throttle_share of a
+-- second's worth per claim and is held back (next_send_at) until that much time has passed;
+-- a subscription held back by a receiver's Retry-After waits too.
+-- +goose StatementBegin
+CREATE FUNCTION claim_deliveries(p_now timestamptz, p_lease_until timestamptz, p_max int,
+    p_max_in_flight int, p_scan_limit int, p_throttle_share float8)
+RETURNS TABLE (account_id uuid, delivery_id uuid, status text, attempts int, subscription_id uuid,
+    event_id uuid, event_type text, payload text, url text, secret text, secret_sealed text,
+    previous_secret_sealed text, previous_secret_until timestamptz, subscription_status text,
+    client_secret_sealed text)
+LANGUAGE sql VOLATILE AS $$
+WITH held AS (
+    SELECT s.url, count(*) AS n
+    FROM webhook_deliveries l
+    JOIN webhook_subscriptions s ON s.account_id = l.account_id AND s.subscription_id = l.subscription_id
+    WHERE l.leased_until > p_now
+    GROUP BY s.url
+), candidate AS (
+    SELECT q.account_id, q.delivery_id, q.subscription_id, q.next_attempt_at, s.url, s.max_per_second
+    FROM webhook_deliveries q
+    JOIN webhook_subscriptions s ON s.account_id = q.account_id AND s.subscription_id = q.subscription_id
+    WHERE q.status = 'Pending' AND q.next_attempt_at <= p_now
+      AND (s.next_send_at IS NULL OR s.next_send_at <= p_now)
+      AND s.url NOT IN (SELECT h.url FROM held h WHERE h.n >= p_max_in_flight)
+    ORDER BY q.next_attempt_at
+    LIMIT p_scan_limit
+    FOR UPDATE OF q SKIP LOCKED
+), due AS (
+    SELECT x.account_id, x.delivery_id, x.subscription_id, x.max_per_second
+    FROM (
+        SELECT c.account_id, c.delivery_id, c.subscription_id, c.next_attempt_at, c.max_per_second,
+               coalesce(h.n, 0) AS held_n,
+               row_number() OVER (PARTITION BY c.url ORDER BY c.next_attempt_at, c.delivery_id) AS by_url,
+               row_number() OVER (PARTITION BY c.account_id, c.subscription_id ORDER BY c.next_attempt_at, c.delivery_id) AS by_sub
+        FROM candidate c LEFT JOIN held h ON h.url = c.url
+    ) x
+    WHERE x.by_url <= p_max_in_flight - x.held_n
+      AND (x.max_per_second IS NULL OR x.by_sub <= greatest(1, floor(x.max_per_second * p_throttle_share)))
+    ORDER BY x.next_attempt_at
+    LIMIT p_max
+), paced AS (
+    UPDATE webhook_subscriptions s
+    SET next_send_at = t.n * interval '1 second' / s.max_per_second + p_now
+    FROM (SELECT account_id, subscription_id, count(*) AS n FROM due WHERE max_per_second IS NOT NULL GROUP BY 1, 2) t
+    WHERE s.account_id = t.account_id AND s.subscription_id = t.subscription_id
+)
+UPDATE webhook_deliveries d
+SET next_attempt_at = p_lease_until, leased_until = p_lease_until
+FROM due, webhook_events e, webhook_subscriptions s
+WHERE d.account_id = due.account_id AND d.delivery_id = due.delivery_id
+  AND e.account_id = d.account_id AND e.event_id = d.event_id
+  AND s.account_id = d.account_id AND s.subscription_id = d.subscription_id
+RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, e.event_id, e.event_type,
+    e.payload::text AS payload, s.url, s.secret, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_until,
+    s.status AS subscription_status,
+    (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed;
+$$;
+-- +goose StatementEnd
+
+-- +goose Down
+DROP FUNCTION claim_deliveries(timestamptz, timestamptz, int, int, int, float8);
+ALTER TABLE webhook_subscriptions DROP COLUMN next_send_at, DROP COLUMN max_per_second;
+DROP INDEX webhook_deliveries_leased;
+ALTER TABLE webhook_deliveries DROP COLUMN leased_until;
