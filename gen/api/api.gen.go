@@ -575,6 +575,11 @@ type CreateWebhookRequest struct {
 	// for an `AIHandoff` activity.
 	EventType EventType `json:"eventType"`
 
+	// MaxDeliveriesPerSecond Throttle the subscription's deliveries to at most this many a second, across every contactd process (absent unthrottled).
+	//
+	// Example: 20
+	MaxDeliveriesPerSecond *int `json:"maxDeliveriesPerSecond,omitempty"`
+
 	// Url Absolute `https://` URL that receives the events.
 	//
 	// Example: https://hooks.example.com/contactd
@@ -948,6 +953,14 @@ type UpdateContactRequest struct {
 	RecordStatus *RecordStatus `json:"recordStatus,omitempty"`
 }
 
+// UpdateWebhookRequest The subscription's settings to change; absent ones stay.
+type UpdateWebhookRequest struct {
+	// MaxDeliveriesPerSecond At most this many deliveries a second; `null` lifts the throttle.
+	//
+	// Example: 20
+	MaxDeliveriesPerSecond nullable.Nullable[int] `json:"maxDeliveriesPerSecond,omitempty"`
+}
+
 // Warning `InvalidInputAddress`: the address could not be parsed and was not stored.
 type Warning string
 
@@ -1109,6 +1122,11 @@ type WebhookSubscription struct {
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity.
 	EventType EventType `json:"eventType"`
+
+	// MaxDeliveriesPerSecond The subscription's throttle; absent when it has none.
+	//
+	// Example: 20
+	MaxDeliveriesPerSecond *int `json:"maxDeliveriesPerSecond,omitempty"`
 
 	// Secret The Standard Webhooks signing secret (`whsec_...`). Only in the create response;
 	// store it, it is never shown again.
@@ -1303,6 +1321,9 @@ type ReplaceContactTagsJSONRequestBody = TagsRequest
 // CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
 type CreateWebhookJSONRequestBody = CreateWebhookRequest
 
+// UpdateWebhookJSONRequestBody defines body for UpdateWebhook for application/json ContentType.
+type UpdateWebhookJSONRequestBody = UpdateWebhookRequest
+
 // ReplayWebhookJSONRequestBody defines body for ReplayWebhook for application/json ContentType.
 type ReplayWebhookJSONRequestBody = ReplayRequest
 
@@ -1362,6 +1383,9 @@ type ServerInterface interface {
 	// DeleteWebhook Remove a subscription
 	// (DELETE /public/v1/webhooks/{subscriptionId})
 	DeleteWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath) error
+	// UpdateWebhook Change a subscription's settings
+	// (PATCH /public/v1/webhooks/{subscriptionId})
+	UpdateWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath) error
 	// ListWebhookDeliveries List recent delivery attempts
 	// (GET /public/v1/webhooks/{subscriptionId}/deliveries)
 	ListWebhookDeliveries(ctx echo.Context, subscriptionId SubscriptionIdPath, params ListWebhookDeliveriesParams) error
@@ -1810,6 +1834,22 @@ func (w *ServerInterfaceWrapper) DeleteWebhook(ctx echo.Context) error {
 	return err
 }
 
+// UpdateWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "subscriptionId" -------------
+	var subscriptionId SubscriptionIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscriptionId", ctx.Param("subscriptionId"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subscriptionId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateWebhook(ctx, subscriptionId)
+	return err
+}
+
 // ListWebhookDeliveries converts echo context to params.
 func (w *ServerInterfaceWrapper) ListWebhookDeliveries(ctx echo.Context) error {
 	var err error
@@ -1962,6 +2002,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/public/v1/webhooks", wrapper.ListWebhooks, options.OperationMiddlewares["listWebhooks"]...)
 	router.POST(options.BaseURL+"/public/v1/webhooks", wrapper.CreateWebhook, options.OperationMiddlewares["createWebhook"]...)
 	router.DELETE(options.BaseURL+"/public/v1/webhooks/:subscriptionId", wrapper.DeleteWebhook, options.OperationMiddlewares["deleteWebhook"]...)
+	router.PATCH(options.BaseURL+"/public/v1/webhooks/:subscriptionId", wrapper.UpdateWebhook, options.OperationMiddlewares["updateWebhook"]...)
 	router.GET(options.BaseURL+"/public/v1/webhooks/:subscriptionId/deliveries", wrapper.ListWebhookDeliveries, options.OperationMiddlewares["listWebhookDeliveries"]...)
 	router.POST(options.BaseURL+"/public/v1/webhooks/:subscriptionId/deliveries/:deliveryId/redeliver", wrapper.RedeliverWebhook, options.OperationMiddlewares["redeliverWebhook"]...)
 	router.POST(options.BaseURL+"/public/v1/webhooks/:subscriptionId/secret", wrapper.RotateWebhookSecret, options.OperationMiddlewares["rotateWebhookSecret"]...)
@@ -4330,6 +4371,161 @@ func (response DeleteWebhook503JSONResponse) VisitDeleteWebhookResponse(w http.R
 	return err
 }
 
+type UpdateWebhookRequestObject struct {
+	SubscriptionId SubscriptionIdPath `json:"subscriptionId"`
+	Body           *UpdateWebhookJSONRequestBody
+}
+
+type UpdateWebhookResponseObject interface {
+	VisitUpdateWebhookResponse(w http.ResponseWriter) error
+}
+
+type UpdateWebhook200JSONResponse WebhookSubscription
+
+func (response UpdateWebhook200JSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateWebhook400JSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateWebhook401JSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response UpdateWebhook404JSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateWebhook413JSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateWebhook415JSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateWebhook429JSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateWebhook500JSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateWebhook503JSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhookDeliveriesRequestObject struct {
 	SubscriptionId SubscriptionIdPath `json:"subscriptionId"`
 	Params         ListWebhookDeliveriesParams
@@ -4901,6 +5097,9 @@ type StrictServerInterface interface {
 	// DeleteWebhook Remove a subscription
 	// (DELETE /public/v1/webhooks/{subscriptionId})
 	DeleteWebhook(ctx context.Context, request DeleteWebhookRequestObject) (DeleteWebhookResponseObject, error)
+	// UpdateWebhook Change a subscription's settings
+	// (PATCH /public/v1/webhooks/{subscriptionId})
+	UpdateWebhook(ctx context.Context, request UpdateWebhookRequestObject) (UpdateWebhookResponseObject, error)
 	// ListWebhookDeliveries List recent delivery attempts
 	// (GET /public/v1/webhooks/{subscriptionId}/deliveries)
 	ListWebhookDeliveries(ctx context.Context, request ListWebhookDeliveriesRequestObject) (ListWebhookDeliveriesResponseObject, error)
@@ -5555,6 +5754,54 @@ func (sh *strictHandler) DeleteWebhook(ctx echo.Context, subscriptionId Subscrip
 	return nil
 }
 
+// UpdateWebhook operation middleware
+func (sh *strictHandler) UpdateWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath) error {
+	var request UpdateWebhookRequestObject
+
+	request.SubscriptionId = subscriptionId
+
+	var body UpdateWebhookJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateWebhook(ctx.Request().Context(), request.(UpdateWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateWebhookResponseObject); ok {
+		return validResponse.VisitUpdateWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListWebhookDeliveries operation middleware
 func (sh *strictHandler) ListWebhookDeliveries(ctx echo.Context, subscriptionId SubscriptionIdPath, params ListWebhookDeliveriesParams) error {
 	var request ListWebhookDeliveriesRequestObject
@@ -5754,177 +6001,183 @@ var swaggerSpec = []string{
 	"jOCFUAdcEiQ/gkUWdJ2pBaaYqx86m0qdbqOLSijQy/672J38JdlBK9RvBBYUt0XqsGqR6h09d+mBbll0",
 	"rZzyCMLXRnNsgKROCaEWJ7kckVeyKnhpOW/BY2X1zgvg0xBVGqa7QbAxilxiWNoU352q10GwqmJLDYLV",
 	"YW4AviaWYgvotTJjNkTsMiGiSY3ZdUqmWnaIE5WQwwWbWdrrsTY9anpPycYn91FN3CQuboT3rKUuP7uP",
-	"5HrC2M1uqG+lIKyB9OLFe53U2yAW15yluSAoNNm+Ibr68FYdpbYg8NLHwpvCovxGboV3LG1l30ikDjKx",
-	"jeFartlOuXAfqEUptmBjHydSMLNl4xQ2q3lRGTNy8uHMweDsBOwtlEo3zXlnGeP0dLZp18rdXkd7TG73",
-	"16W7BevBEhtOmRBedze4rMnjJaZFOcMzjuANc5yNXalM83XbcQKtBFB9WEo+XTrJ9insVXgNDl+6QHQ5",
-	"DJ5jEU22BMQT7dgVzGxCG/f6aEqk1Kcc6CgjsxRHxEchzdM0LH6MUoIzv5RUCBz94nhIw4KL9pH6Bt4F",
-	"hJ4inKbKRSx/UjGRyvq4EtIdPlSzattyrC6ms8z9WZ9yQwF6ZzxZO98ueFPHkfWTPBBnfsxxmowSEu+w",
-	"wZ0wqYELa6Zx4cZr7QPaEiveU81znvHSjSQYBDnYOS0OE6gQkte7RGP9C5rimCDO0AiDkrHavmRmX2a3",
-	"NL83DJdNg51JNnQNYzZbjuEjnHJFFMK5EhjaSWxCvJbPsLVoIPUdfTZb2kh5YU6pbijUicZSwU5Sgsyd",
-	"oAwi73y5KYrCizxS4aQhgsgpnKQkDu2IgTJhuXjX8z31osOhX5MfrKsrT98+pWIHfgk2n1cAsT6lHWBZ",
-	"Dy9BWK8K/OEmcsUJws1z7RY66ijJuDCjVoC46wJi/eLWRvBNgV9HOelNXpOUUaXAtEYQa2jec0eYEZOh",
-	"Uie+CyWL6WFHcO22Us4lUKioiodi2yPiU4oFodHizKXXJVNiOL3JSDNhynJ7eUbAHDJN0jSxUnvXmMB3",
-	"RmCzhosliKzi2kAPyJ5x9MPl5TlSKFO3eZfbiaoWLjs4eUvkNHhQhV/7gDdA1o1MXNuyEB9RMidcKDzc",
-	"WJms05E/ksVqJQF847aEDmg10a40TvSODlE0wRmOBMm4Xzx/fmgi2oGv/Ue4ke+rECKLnEJbq1yXrGri",
-	"zJbA+McJERPtBFW7mWOucowNfVOJOyVXU/nbVvmwmERJTLjNunRWnucXda4MM3MFor2puOS2YC7lhwg0",
-	"VpLxY0RwNIG7b0upG1y6CizKxHPFQHgeTYrg1CYjkkMUAXRbK7vy62qw3g4ac2WQnxIy33GMMqRw98/L",
-	"imS7fF0WKNvya1e9si2HsEMktzda1KvDNMPayuBPvjRetAwK3YCjOYvPNOaF50Zpic3r2w6vS9jURy9+",
-	"R7fyhQ1HrRTAqQ/5NqE3UmMHVJDrBnqz1dC6jI4zpoMjBqHM24ynS/AsGQ+IhpZXrPipDQZv1PL52kyW",
-	"mHIEsehCbLzmWiWgBofUP6MfP0AgI0c8wnSDI6n70VxbaB5b82IcUOAGtyUw7txmEwWdPNpI0VtwDynf",
-	"QX4MG+mMdS2Funx6MXG5mzhkM/hoiqNJQkk7IziG/IYikLTKEMsCAo6CCI38ds/3quntnr8k+dp8UXts",
-	"V+Ko/WSksdpjkOVrz4pkcd87I2LC4ndMDNKUzUEfrSV/NXMpmxnUSzKl6hn3jpRjl/RgSjGszZV6LV+0",
-	"Cys48wHmINdnjI59EDEN3T5GKjrTZP/zTfygsZ0BthRuX+sdbAG7r4vUIywFsBmhcekri8lSr7RLJ4TM",
-	"LUfBBds/oGJTdEUNU2ZgeQyAKYvhnKpRM6JeLqIocbORXgFWXp0M5/BTNY9cgviDfP+lTwiNiCKvDi8V",
-	"X6F9N6JlGJplLNJRp9PNHXTKNKZqoDkUqgnmZ86QNSP3T6U2ovcC0TrqhnXkfcLVnucQU4tj1BoRIYVm",
-	"yMrCAnLLbbPGNWMpwXRjXQ6rbGOXKpfO8YKjWUZ0Kl3Kmc5ULnIpNtPt9GVUVlSezOdlEOJOGZI3aEpS",
-	"wcAIV0yyheOw08hjRC23cDikG2YTQWEFAJlknFCcmoILzzgShIoJkhvxEVEyxZAC9aLIymcqtR2VH7cs",
-	"NUnTgDeg4wFZb+QdVbKUaklI+nMrFyn26lFNVyqEyrMq+XmmQMGU3SpTZ+UAncTfQv7t7ZIlxSkcASYE",
-	"O8tT4ojt0TV+nJ6SPgqhIM8wD4KDaIbFBP5FQh+Fv+UkM79QPCXlL/K95g9gEta27saPVatBpdxQ43yW",
-	"8rpL2+hm87nq6KuqFjUmM2WMnIa0PCWKiyhLJmqFBknlMRQ2DfmHsnjo05HcVv5TAqv8X9cdhz7qdDq1",
-	"hAltN1lHHkwek178anZ97o5TG6jIOh2p1pdYx2ZqkSj8k0pr7rZ7SOXpgKkiWwCj1t6Ag/ZB+1D9zNdH",
-	"zloGoINeJUu1NRz+aTiMv3b93v1wyP+89+fhsPVn+eTgfjjc+/OvwyHvtD/rJ/Zfh/fOnNZCFN2aV5pC",
-	"Ji2MZowLXEDOnqSALErAX6qLdlUUrKXBXivzQ021q2rZTGcInv79QdH2R0drIctah78yD/FDLTx3uYnO",
-	"iGNTvDCcBk1N/VVb37CLsr5jtPzTRUQ/kFmKN84BbR6oLkpiWCL4PriUSEFOaF4pT2i0nRUGTHe7B/uq",
-	"Cc0w7itQR7BRPFejlgt8rKibFJV+y0nuEgvV8+YN/8DmaIrpwlhcE6KFsXKg1daB7Q+0VhpxbX1GW+aF",
-	"ukfKNuIU/h96WfWqjdXb880xuq7RVniX4VMISeGSx1IVtpFI5Q4csGDfVkLmgeFT1p1ImRdlbO5DISgJ",
-	"5dZYSowDCVZ75o5RqGUZM+gRiqVQO1JT+XIF4WE3QH9hVAoDLFOCd0xSIkhcFdLUTJ4E1UI+UuM4cfoS",
-	"j118SuDxMeJ5lkkVS2VLJIJADQYQL7NkOq0nOOlg/RrXWeN1sKtSbueAWh4UWgn/hJq8WmD7lqGgsBwX",
-	"rFVKWT3KFreqffV4+RQbb7hA2WYwzeWJjz58f4IODg5e6RqQdzgSqaSKGSFolEnVAwQiJeWoUi+fwkcu",
-	"JaHUii2jyx2SscowFUwfd+Fa1D9IEggFkpUlZCEfFMFpKtDs75KfqGc0qYl8fWbilt7EtbFV2werqzjB",
-	"x45YP66ePkqEI4b9YppAfeBtA8g2SE+RkGAYytrFbCDUNwITv6GQv3t6mMu+ZoLGm4zXUcw/7K9rKqGK",
-	"AGBuItszzZ6qhvVqgwDHHrWl7KRW339zsnBqVAVey0igKIm1HdaUJMWzWQplt1Smla9Nx/JOdyQLUNbK",
-	"YL4kC8+4yadlmZ6m84iJx+6E2/WjLDcJb6qVycEiklESr97ainy+iuJlFu7OyXHxuYpRdcfIzeY1b+Km",
-	"sGc23gqrmcMW8v3SALArmvyWq4YG8M4xikmczwhShe8fKxDMZYNthDiVW9NenHW3sYOjxAJPSUkKu7uK",
-	"IAfWEVvSlbLpKkOqqq8jjJPa6U+pWjN3LZvnNI06Ct8pYSQuGW7dUpBEEyk7hHJbYDSTYA6GNMmqQi3N",
-	"VH0rhpKuSZ9cno2rW1RsmNBkslqBJJDbhOV82y/rqF85FWvYcmkuwIqqRu4H3p0ZJnwMC9bae8bCDsDS",
-	"r6NWaGUwa1uprorubZNevXtxBXP0b3YcYeXNrrhEc3kbEFdbAigHsH0VD4QEeygHNCzLthhQFFqflr4a",
-	"VSsfnQ8uT34A5LbFtUrA+KBs36loiBN9c2t9D8mgr41T5JG4rimuuI82ua1KJVIDkzt/Pap4knYaoeIj",
-	"22WEmeUk2+X7RvOnbeGzcLQ5oNJqJOUSzgSk5KrwiIwgSuaOwKgH2BvU1C7IEaVH8CH7NoY4986NSW3V",
-	"3ksxgjKUMjomGZpg/sCNm5mbW18i38ozWCEm7RDwrdNr+LJauiYX1LbL7hoDrldpm2nXHlOxvhXb1jFG",
-	"uwaAnb+/uDRRmrWuRFcf3vpI611SaL4QmMY4i5Gemfd1ThIf0kqmUqsUJ5NYBdNAUVtGdbwLVDXf88v8",
-	"JmFIbYhaOU3uhlQnQewpY5l5T1V8zDMSolZ42/WVg/gac/L8EP1wNjhpX/ww6B09l8wiiTvFsB25V+N5",
-	"HtIbsrAdcOr7dkwiFsu94kwYM1TtSML5hJPoP6FIfEbEXmdITTQZGKigyxZXwSF9o15cL1CotQCwdMck",
-	"K59JHSCs1ezdvT3ff/VufNtHIx1DaqEEb5OYsnME0jShxrS+rsaCWtYKrL4A+Nq+PGsVXCWzkmCS0LGG",
-	"2CYTMHKrmvHN3SzJCN82H7BYraPiZGMNqFWg0Z807kl0O+ihTAopU9U6Zk+VtdKxWNDJo1oREIb4sXc3",
-	"+/TxKLjq/fQlmv4UXE1fBb/8/CH99OZV/kvvp++upx/ef/r5UxrdfE9/+ZjmzoqmWzoEH96wbbU9p+kF",
-	"VMfrL72rVYBk85stq3XsVD9vt9y5VRDU4DvL4KnT6YR7HfSepgtj6ygKTCpn1fGQgh0VJcJHqv+Isk8q",
-	"UFNO+1oBdTX22ehvP77KXv7lb7/8ll3Ov1ydv355+vb80ynrvcVv8cW8O8oPrt/9frWsBO96bdDhwP0j",
-	"AOduJceWZJ6rvHrLma6Jbt3vulGJkS2xqF5VxEoCdhc4cwqmnER5logFtM5TeDKAIqKD3NXscUCLMrta",
-	"ojCNRlthdKMg1i9KKIBEEhYV/m/IguvfQHqHPo9K5Co7PZZdRUqmAwtS/TESzaCt0jvVBpjmaMpDHydi",
-	"kl9XTrs89kbLjWK1gFiQBlQKzqYcFkhx+q65kSm1UFeAwzVTfbannSEd0jcgVEl6pOIUKSGxUkaafU86",
-	"6EPZ9MP0p/rrxft3Q9oC2wShoi0vvd9oOhIqCTNKGSdxv9opRVeptD2fulPfkKqrOgwCVIvp7qA3dkKF",
-	"aYdVSpshxGyGqoWh3GmBNmqKq8uT3fzJcrPLpCxJFws3TqYmYjP8W050WXaOWldXp69vX+wdI1z2jhnS",
-	"ajdW1aaBxEh7pSBe3Th5MLSiha58qkGgukiaTyGApGjFicYZm6MWBtnANjurJwot9/oI694lEC2cEo6g",
-	"NyXUUI0Z4UNqSm76Up5OxpRluuVOysZj3Vli6qMM6ygyTE0AigViVgJzBrEu4c9tfZntU6nNkGjCTGVT",
-	"K1QWjFNjQiWAknjPR/NJEk2GVKIXr3YepI1+hdyACc7FRB5wBASgsRYYBgsypKphlla4YI2Nfk+hX31u",
-	"d13SWlmjwdaQ1jts9VHRYQsgq2iyZffX810reI0XEPA5pOHSZk16HY3eXH1kenOpRm9hrd2WhG7eaKO8",
-	"rIWy1RZ571i1C8S65RjMDjiJEqm4HvZeoVrmTqgJsd0WTEkFaRIRHfOiqejZ6WWDgLIZocoi2GHZeF9/",
-	"xPflu1J5SkRqE2D0//7X/0YnpaPGyDnoPL9Ok0jemed7knLqahCdXgc6Ysl58Czx+t5BJ4CS2DMsJsCT",
-	"itqtXwW7IfRePhsvE7Ag0eGaTBIal+XmpbbbqNkZWk2miwrW2DCp2Ic2goAHBdtrSQoFZedVkz8ySu4M",
-	"wTDl3nUnBPWhVYZcfpFzkg0pxHMoyBDr66Kb2Ch9gsrRDgehEwmGNMoIEDacdlA4iCIyE30kyJ3Yn4hp",
-	"GqIxEQBBU5ym6IfLs7e6/C42TWtIyhWPUZBRMCrQY8dE6EPzai2Ie0GwXYstu6J/owh/teZ+rVD+DpYA",
-	"S+RfpbBb9ex1JMsyy4HGErvQ8uq+z0WF+lpleauQvKMY/Madw6ptGSCIw9x55dw9ZVn6bzGLJGtC8gVl",
-	"P1I/yL9Riun434ceoUOv8hvBsf034Lt6cC4RStdQletQL+xbb+gn9TFK+5Weo7tyQPNzp6NzKPbrA+yX",
-	"O6q0FnRoFxJ3dZ0o7MAJV4DC/YpmBkWRsHvfOwwOl91YgTX7RRLmve8dBcH6D6rZlPDVwfqvHDmXtsDv",
-	"9X/97Nu9sydsDnW2VzXosODd0IPPtab5v7q73Yxzwjnk0yq6ZTo+2NWz2ajNRm1zrFcf3tbaZqwo2+1o",
-	"GQ/zPF6neLnP/RnQ3/3b7r6lfzj50Aci8kx3Mytaw14vCm3oVBWLArupMleGqBVhTtqJ3D5PRHJL9jpo",
-	"UJpgCTB4sx3UcknriEnRcJ5w+S2UtbtmYgLiMZToVyGO0LEQeJixZQ9pschiBKkOHCJHlnLYQZfVSMYM",
-	"dktidA3Rk1KOnWd4NjORzy5uolOl18LOozVUABiB9K0SSOxYox0Bw98gjKqsXyxRFcvrq991rXvAMgbk",
-	"2kQZF+XcwvrKMvefH8LVNymFa14ta+Fuw+L0F6taDGvyuwE1/Q4XufvwSXf9J5XE+F3I/GHv1foP6vn2",
-	"/xj2UDCEvxBR8oIq4dclwbUn3FHQBMQuXn6uCIZCBZ36WmpM2q10QxYr0WNIdWxXlkynCR0fg3IOalKl",
-	"+Uzhnium00YO+FlqSEGAVrbyhjb08o9i9QNaRuD4SmUAcuojyKvOwIRSq0mu23kvazE3130by17nOki2",
-	"GiQ+pFwkaVpqJKZlnLACLbWKaSo2h+r7hHLkDNTtDOnHJCNtOGwBLayKk6tnJPsmBQZiYHtBELooemSX",
-	"0i4F6u9YvNiSjozyFCTXEg5rvYXAh69ap1sJrGBJqURobVcF3u1+dEXdV6LkK1VlSw0juOw+7weH/eCo",
-	"EwTBp5JSV4q7mvAhq16xLq2qywpXtfDNq/+WAfmbqzE6Lt7d3mWFinOvE9pw7dbAaVFUlrBvyCyN42ll",
-	"VfdbsARX44H7qsVcCnv3D2dr6oLXszX1nlXpPacKnwerQwaXjPBRYXkRSLjr0UAS5GrOaRs8/r5ctLsB",
-	"m6qXnIHvjjaZzFGY5p+UE6s7XceMnfrJvmER+1/LoIf7fd2SCPzl6+Rvd441GpRGdVS1qfNkOksXpTl9",
-	"p3xsh0JXyQV4LK1umQgzUCfEK3y2Lxl2GTMmFRzICaI1XTac2fUMtJFPd8Iu8mMwhabxcUxMdjVSk0rJ",
-	"QzI33TaqFCi4qh3MC7/ulfbu2F325GygwhkJiz/zQf8Dbc5VXSrsIKOtwjIhXdGIPg5mrxdmlbb6J9cd",
-	"KjJV49g7T2rCKuKkEcUSfC3yZMVkLCNQXwsV/F5hYUpcJfpfw/Nq9OaMZFMsF5wu/FWNJ4uu9VjpCmBY",
-	"pNpsh06FUdI1SoKucL3Q3rsi40QqH3OcxcrVBR5eXUSrKNOjXL6Jav2m5PYyIMCBSWqztthcwaPDlSla",
-	"ktSa9PInEF0Fogp2NlBmq6zQNWv5iqEtp/G55FLASUzbDHdnDGZEYu3cAStn668X79+hKcnGUgEU0QRx",
-	"MsVUJBF4jGklW1leuc5VHlII94G29uRO0tdE1FJV7dI16vNWkU2kkoj8IQ0dmo98oVBzwEzJKFRLk+il",
-	"+3XsdUxKktI9K5kMQ1pqtbAYEisLALgslbdeTBhX7ddAugEdW6GhKlBHFRMzwM5GqiqDCTexC9jVVHy0",
-	"TsPHwmJvQzrQWTeOdCtIW9QJVwSWviTBq1SgTUzbkAK1UVlL2tN/XDsnNGawIoZCu7JLfa5qGopcMAQa",
-	"GPNGWc9ZFXNbVtUZJaLC6dE6Rp/bGfgP0uozYnK+LalWHbrQXbx9BSnqDEEZtXRGW181md9aY5Ugf293",
-	"JSlnOGO3pGjrAr/7KCVYP1TwVfapseerKPlGKS/7ltxvoas6yxh8G131Hy1GNStb/KFtsk/q52bsU0Hw",
-	"buqnJd3tGzHMoXVuz2qdSptyg3M0lyTelhTjJFZBE1PJYiHcoVFvHo0Z4SifSdGPUZU0PKTQeQD2P2W3",
-	"qr1VyCIg6/FAhCZ8BIM4lmI5TkuyZJylUh2GqhIQG6I+T8SQXuPoZs8vuzFBD3TFxEzb6TIypFywyj/h",
-	"pbTZCqvVHiXbKms5yr+qpR7lE7u8Y3hsF5T0VcHzIa0WtTQ28fVFLX3DtWrFMo+HNCxqTRdrfD8jVIsO",
-	"lYrSIZpIAk2Z2rAUMyqplJzIW6mx0SYDlQOvZqJDekGUFTk0gHkaw1BTfEMgpSchHHE8IkoOM0pEUjXR",
-	"W4LIkEZa1JPCi1Lj42bAZPElR1qG046J05hMZwyCO1URMyKhNstJuB3fVoej921lku7Ev+Hn4oB0Mcb2",
-	"ixcvu21egF6760nGUDQ5lu/oEB950QisxRAn284hmrpEodWROdpeUytrujHjMpv/r8J37RYYOrRSzuEA",
-	"LEdNF4C0Mh6ughZzXKq7Crx0ORcD6VY5gnJvJptZjuxqc3X/JB/8C8gHHyCGukIj2cgpLhS0aBNxYWbV",
-	"K/024sI5zjh4qV2tpustpmsRS6CvmleVSgkq75CWnlynXlptAxCqfL0lDAW1ALWHlOuUoUSx3T4KL0RG",
-	"iNAc9EL+IyujefZcerCx10rm96ZUDrOc8opxaxtOg2PDZirW4F3ZTOG7PQoC9Aad4FkiWIoGt8Ttue1u",
-	"wQni2CzxX5sZFHZQSuZ1G/YTpf3nprSDOLYpEtCnJpXdzui+X1awdFveVV0DRQ/ShENrXDzmqLUiVmfv",
-	"uFlroSipJgX8IZX0ClJcSFylObW6mZnJtigqaHbQGyXZ29UgtAwtTJUHHIkcp6mUVuAFt5wsf9J4JQdr",
-	"Ei/3hZlXEgJ1SDm8vYR2rAEwVXkUvPRPGPqvIAtNwegoQRByQFwICqD2KA4Ht+s61omFOuIX0KE0zZWR",
-	"qSbMjVHCNcImNfnD4PiQOpAcbYrDy2vfDunAqgMMS7CKAet8LVUgeCMx5AmLn7D4cfis4l9sDQLnTisk",
-	"dLivYwIMWBiBFG4qdnYJGCrld1Wz20exEdpNli7wMBcSohtCZsZIp5thzkiqipJDLAjUZ0k4uiEzsQRL",
-	"dczHcjRFj4GluvP/E6Y+Yepj2h4kTKFC7ltiedAY65SG+cpk0mbyf7VgFmqFnGXi34tUQ91uzWQWI5Yp",
-	"1MlIBKEqxkocV78v6jSEez4aJalKvbpemH6G8ESTjdbg3eu9DjrHY00gbsiCEzGkM/mkj2aYcxSWTbJC",
-	"1eXAarns12LlYQ2hX2nfdSz/lamsI8rKHsySKmbQmlcZAFFEIAcdMQoJZCOcIYzmOL0Bl0qnupKyia9p",
-	"tFA2d0YD9Znqtg8OWq6StbUTJdPUq8xRE3MIUoeVqMonN8mMD6myqmChpBxJU3Nz7uUu5xOWEpiygz6C",
-	"xQSiBXF8EbGMhFLXkvud4gWasDQe0hGZm8T7EGIZwrIkBOSBK19OTCK8MMQ+0anCCUfRhEDHVGP5R5TN",
-	"9/pDOmJpyubVc1JefPWaOjAXTZXkunDCrUmmMu8BnTaZjq58IthZLYsSgNnrHwVQ3lw1MOkFweqG/e7c",
-	"qMo2tVXNRE2sXFdkOr45gz2Pur2tU7XCEmv7Faw+RmGJkP0qAqMK/i5brEQo9xlWyrMYE/m6ki3L9wCR",
-	"9gUUAsyDC03RDR25IyaEE6O3N7MMP5AZwQLwYsqyjVpSkLtZCq1UVfyt6wgEHldOoKhCtl3/EbvFR7PC",
-	"LReLokeYt+505hB0pCJnVFkOlY6U8M6q3LoLU1hnM0tdrQ7uJkvS+cibralS5H/TRdWr/a9eldWaQhUs",
-	"g/4VLajc4qMmBK1tVuHahyvpZvccxjU7MjWJsIAivFrClSedTIm7dUnQvQyCPvyfyeNxkiWNunLIyvo3",
-	"6XOy6bKvyYiBhX/Fintbrvg7GPPxl6zJ4xYn3Qs2WrchjN/kpBUiViMyigKYsH7K5pXlHwbuZdpCRB2g",
-	"Na+scM5gE865kpBlolAtE667T8kXIMd7AlUO5pq+ZGDyUdZSEOLgBwjudLCGPgq/YBqiUUJjjr5gWskk",
-	"A7nGJJH5QyrfJSg2r5tf6hXovkBrUdfJ/bYM/7u9l980h9ly3XBVGcFueuuRxV9/P/3Ckl8Wp/yU/pi8",
-	"T04XZ69Pe28v39y9vTy9++n14Oj9l7P5+y+D+dsvbxZnXZa8Pfnr7NPJ6fPTL4O795dn3bO/nPZOaeBt",
-	"6/CBOsAOp0/ZxNgs/O/r5fkn1BbfJtpawQnOoklxcFtEtPF9cid156U6oyqDVXZ31OFbyjwjdTijKUAy",
-	"EAeDS0LHz/heVa/0ERcZUT0tTLQ3VLHSxYV0YQkutRsqEKd4xiesKPQbY4GvMSd99O41hJi35AdhEQyN",
-	"UZpQibO2rgqU4+TiJ+0+rpQRivitrnUVsTSfUqV4JhTFLOL7eJZ0pnEfVpWxOcJWQQmQOr+whBZ+8GOt",
-	"IysF2EowK33v5Sw6EE5pg0OqBtorqhy139CIxQkd99H492QWQgq5HEQHPJ/qAD+u2jqVVcwgWBpIOxnS",
-	"DAsTne5LJVaF7GFqkVzI1YYqZsdlJTfVLCjhEaOUyLe4YDOY2KGsKcjZVF17kuuf5Ponuf5Jrn+S65/k",
-	"+ie5flO5/q5N44Zs730dlpWehl5/uFHJqKHnDxWfgE9cpTSG3j2cwbJ6c+8rMpcquwzmVyl8uTvhGWGr",
-	"uoFi9b5qFUihZtcmu/Bd6/bNFa5c/UCXZ1WNkqG7vZHvbFffFvXytP/ESLZPCssaheUNSIxb6Slli4gN",
-	"XFrqZR+VqRFSMGAZokz4iKWxpY7oKgfKnwwOGJ5PpZScczGks4xFKhSWTPvWi1odERmmXNV5Nt2HMibA",
-	"bzdVCTOQ3mIqKkCqLKMRGVIl7lrfq8+B4pX8MxFADkcJTfiExD7iELvL0pRktmMIGb+Q1E+mEEaWYiFF",
-	"5TeSZibcKk5ter7o7vwZR2MiOuicpWnpPUux3H3FpbFgORozyO8IgUuGqKU8OP2y6LI+2xsyE3vHTQ9Z",
-	"OscLKPan6ur5puIRmc7EQnulCKZlpgklc7SQy3tTFqOXg6ODQHUqL4sdL/MjqS/XqSWD6mL1hhKORoTE",
-	"RXNlwdQNOTdc9tV0So8NKeCBTh7gsLooO4CjFFkWs6VupkpJ/c0UA7tbpsMgQB/mdFNShSVjrHO7PdgU",
-	"VvTr+ex7E8zPpMBjmmpUDGMD85/2zXc33ZPezz8fvXw/e0n+FtyJL+PfPm1u7YJjWm/rUit7Yhxr4yJw",
-	"XJIwhZwW99Co7uYd+191A6PlVbaL5ri1LhC+JHoVegmdSZQ/X5mwgAC0mlQJdM1GnVDVjOih4PzUc2rj",
-	"nlObomu1WZRb4NNk/qk2yboqm1r8cSHoBgVy4dtKdS7Ushq04ZSr/o6Vnna6mocuT5MQvrdtmS6AIkeZ",
-	"rrJB9LepvGw3OXQSJ8lEpAiV1ojT6saHUsCN0hwSnsMiq4BRwjtDqhpUKalKSZMqE2KZKGU6Oz2YcpWb",
-	"/fXrptXs3Zhdtm1SaXgg3dSaMW3aUsnqoLRqIdX6lSt6H0mhybW5oHfZPayaj+zN1fo121s0zTh32+PL",
-	"JXvsBpfBy3631z887Bx1XzT3yNK4vWqfn7elr8sEohX9PDv/9Vx6lf1bVLRAw01KFduDgMeEUbuJvCpg",
-	"FOZZGqr66ddEKjsszQVBoQGAcEhbsxQnVD2ST5QyO4dQSlCEgFqwTFIoNucoEXsqmVRXNgKzng63PhjS",
-	"yt7KZv+wJl0qSRIlJkqqpZbq6r1THe5Z2XkuVK3nwkaTQiuy0uom56r+qw/7IQmgyyjXFoRkqzKpesnf",
-	"KiG01nRwJ5qt+whu37Xvj0ztt6OB1RbDblpo782qBVhvFvpU3faPR8EvjO0Rsm2oRd7clNwtDe5/rYL3",
-	"ymKSZzi74Y1+yCUBhTqvWo0tTWxTlhEo+K4qO6Y6rlwFwQ+pLgqrgw0Em+Ms1kmz0wQU5YMa+e4gqEwI",
-	"hWJMjk9lRZJc10q+LqkhaRPfTWpIVvYNgSUqS/ZJWdsgu7MqKyyVN7ZK7ryoQK/O8NwQ1PdLLW6l3b/G",
-	"+02DaISFINNZPbGlr/uXAbzqboDmVV9HzWhLjxQkVIRDxGKiS1thQWi0UH9A90SFKkV9GUruhBkPapnm",
-	"pDOk52tTVyo5KsqkuloLe12ezjrbtj6IhxhrezVb7R8oQwLyNR49bNJAD5yn/sPr93zz76WSw1HnsNv7",
-	"BIWjFCBuKJS87D6evcv3NJyeca9/8LI8Cx1QI89M3lGxr+76fQWd7mGw876AYkEsEKCWLh9GYiRJ2LfZ",
-	"d7enrPoa/Jdfl1LB60d0FBzcOwJmJzEEv57Oz778Is4u34izL99fnb2+eX72++D52etBfnb54/xj8tdX",
-	"mwuEGpMXeqHrvQUGNp+6A30TvVtlRDUZyR+KJe5/LfHwfj8j+q/ty0q51uMk38V5CIY4FBkE4c1tLrWI",
-	"xLfvavBjTnKinOBSmi3YL2TNFsuGDsTzCRag9oMeJbAgqIWh3TCJrRtX9amUHx0gQmQLCFTCZenzosRV",
-	"QdRSxsWebgoF4vANIRA2y1FhuYZCxy6p2GqZVNymClyAlnjhnjv5XL+5VFLeme29+AdzsBWkuxv0u0eW",
-	"9bQwCuiS0duT3mUKuDkBH/0mYSx+oriPricDJbFQTxKVB6nI+1CRYfE4lHBjmmNTRzAzVnBbufizhRUo",
-	"YnxVhcVzSE35UJRQFP7KExoRX2VM76n+bFDbO1G9jUoSoYOFVHwTao2ATBmiNKRgTZWkqYiLYpmqfDnH",
-	"C9P0BZK/FTETym+mQoccFMxHnKkEi4rrrZxSt76Th2Pa4kGbT6FSzvEtQZwQeqy6duKMaORCiU6dHxES",
-	"P+Mq1EqpV6XzXcVfQYNR40IOoeEtxBZ10KAsK7KUuqpaoWtJq3ztEcy/cI+ro4fhjmviaeWV+83j5uWq",
-	"v6XpV92V1z/s+ZtsbWfz7KMfybKmYT+wucqJKYUrJHWTfw6S/2SP3YrPzBMas3kZcvUY/MZ4M74pv6mU",
-	"X6qZvC50HVVkFl/zEJienZTMVQ14E4Apya32iHXQ97YBqneIJizPuGZbVe5G6oKr9sTN2ZDKmbHIMwLp",
-	"bgWHKB6HqMVnOCJtTuRRCBKj8Lbrh4hQYDy+XsNcrx3KOCUZF3s6+rXgMhGmiM8TEU3Mqsqvit5XGflC",
-	"Im2LNps4NvK95Ix+2cDGnrSDPjCB1YfQfkQOCLHCjBPrdKguSqe+G9IycBcLfa61cjsqw069b+yP8nQ4",
-	"CkckTVm7eWT+kCYcZXJBqnhOxeHaMs2346I3mjmFdlt9tITDwW/GHaWA+KHcwdjz1HBv7mZJRnhVfu81",
-	"fGw1d+CPvbvZp49HwVXvpy/R9Kfgavoq+OXnD+mnN6/yX3o/fXc9/fD+08+f0ujme/rLxzTfmcts7bJT",
-	"61yiKwD4uDxzT6L/Er8DwF/N7/CsTryW0OZqz/+v3mCW/I0sBrmYeP1fP0s6ykl2u7b/eqw6AkMqc8JR",
-	"zKJ8Sqg4RqHql5DT0GQsSRkWC6QDILq9F52gE3S6/ZfBy6BTeIr3gYbrFbvDMrREi2Mrxb0wnBQZEE0j",
-	"zBmmeLykKJg1AhQFa34NVXYlDyw625VF/Mq2cqgl2Q8uWrvrCDo9tFWDtzmBLpgOXUqw3aPEt8LlQYMR",
-	"jKV6+VPT3EKecnRjzVVUVXdboxRjlitnozYbtXUDvNJG6jiZE/WOY8SKt9ZIBtD2znFFBRi6zgDHmmW6",
-	"A4kTatQaXUdV6jrW2DpCUsLQXduOCdTrUJGpktA6pYQLnaUAqXJ1DVRYUZVS6zxGUurt3d0hHN1QNk9J",
-	"PNbp5QO6AO/wkJKUE9TKSJxkkAkuGNvzEYbsSHk+KmGye4S4Mo/plHE5JRj9lRtWsvYYSR33CHEfHaFp",
-	"Qn10EKj/7aGJfDbxUTdAqv4a/KP1f/9PL0D/A31JhCDZMQo/EJEt2gOVfcIoOuy92j8KDoA9Thhl0I48",
-	"n5XywJ1AXJDZXgeFh90A/QVanmVW6Wf7jJY0HZHSxol9+g9pGWZFQ68ppV7Ywkww8pbMSgv9W+iANXpR",
-	"woTUgaqVRIvMJsCRAtd8dP7+4lKp1g2yfvXh7TJafv//AwAA//8=",
+	"5HrC2M1uqG+lIKyB9OJFdfWvlTkuIfycZCrOwEWgMyZESpSIWA1PjosBwMSv4RAcXFNMFwjrmAkf4Shj",
+	"nOsgyMJTNctYRDhHLU1Wcyr0bHHV0tOr6QC2EtB1KQG5U1K+5izNBUGhyWUO0dWHtwpQtH2Elx4k3hSF",
+	"5TfyonjH0sX2zX4cRHAbs7xcs51Q4gYXiw5uwaQ/TqTYaUv+KWxWc9oyIubkw5mDfdvp5VuozG6K+s4y",
+	"NerpbMO1lZm+jrKazPWvS3cLtpElFqoy3b3uTHHZysdLDKdyhmccwRvmOBu7Unn067bjBFoJoPqwlPS9",
+	"dJLtE/Sr8BocvnSB6HIYPMcimmwJiCfabS2Y2YQ2XfbRlEiZVoUHoIzMUhwRH4U0T9Ow+DFKCc78Ug4j",
+	"cPSL4yENCxmhj9Q38C4g9BThNFUOcPmTivhUttWVkO7wEJtV23ZxdTGdZc7d+pQbqgc748na+XbBmzqO",
+	"rJ/kgTjzY47TZJSQeIcN7oRJDVxYM40LNzRLXWyJFe+p5jklU11IFJGqns1zHQZeIaQk4xL89S9oimOC",
+	"OEMjDCrUauuZmX2ZVdb83jDLNs2RJpXSNYzZbDmGj3DKFVEI50ocaiexCWBbPsPWgo/U5vTZbGkB5oWx",
+	"qLqhUKdRh2g+SVKCzJ2gDOIKfbkpisKLPFLBsiGCuDCcpCQO7XiIMh27eNfzPfWiI1yhJj9YV1eevn1K",
+	"xQ78Emw+rwBifUo7wLIeXoKwXhV4+01cjhOEm+faLTTwUZJxYUatALFT+tMvbm3i3xT4dQyX3uQ1SRlV",
+	"6llrBJGU5j13/Bwx+Td14rtQspgedgTXbpscuAQKFTPyUGx7RHxKsSA0Wpy5tNZkSgynN/l2Jghbbi/P",
+	"CBh7pkmaJlbi8hoD/84IbNZwsQSRVdQe6AHZM45+uLw8Rwpl6hb9cjtR1X5nh15viZwGD6rwax/wBsi6",
+	"kQFvWxbiI0rmhAuFhxurynU68keyx60kgG/cdt4BraYRlqaX3tEhiiY4w5EgGfeL588PTbw+8LX/CDfy",
+	"7BVCZJExaWuV61JxTRTdEhj/OCFiol28ajdzzFUGtaFvKi2p5GoqO90qjhaTKIkJt1mXzjn0/KKKl2Fm",
+	"rjC7NxWH4xbMpfwQgcZKMn6MCI4mcPdtKXWDw7qwJ+i0esVAeB5NitDbJiOSQxThgVsru/LraijiDhpz",
+	"ZZCfEjLfcYwyYHL3z8t6a7t8XZZf2/JrVzW2LYewA0C3N1rUa980g/bK0Fa+NBq2DHndgKM5S+s05oXn",
+	"RmmJzevbDq8L9NRHL35Ht/KFDUetlPepD/k2oTdSYwdUkOsGerPV0LpIkDNihSMGgdrbjKcLDC0ZD4iG",
+	"lles6LANBm9UKvraTAWZcgSR9kJsvOZanaMGh9Q/ox8/QJgmRzzCdIMjqXsJXVtoHlvzYhxQ4Aa3JTDu",
+	"3GYTBZ082kjRW3APKd9B9g8baVO0lkJdHsuYuJxpHHI1fDTF0SShpJ0RHEP2RhEmW2WIZXkER7mHRva+",
+	"53vV5H3PX5Jabr6oPbbrjNR+MtJY7THI8rVnRSq8750RMWHxOyYGacrmoI/WUtuamaLN/PAleWD1egKO",
+	"hGqX9GAKTazNBHstX7TLRjizHeYg12eMjn0QMQ3dPkYq9tTUNuCbeHljO79tKdy+1jvYAnZfF4lVWApg",
+	"M0Lj0hMYk6U+d5dOCHlpjnIStn9ARd7oeiGmiMLyCAdT9MM5VaMiRr0YRlHAZyO9Aqy8OtXP4YVrHrkE",
+	"8QdFNpQ+ITQiirw6fHB8hfbdiAVihfdLTFTU1WbuR2UaUxXeHArVBPMzZ0CekfunUhvRe4FYJHXDOq8g",
+	"4WrPc4gYxjFqjYiQQjPknGEBmfO2WeOasZRgurEuh1UutUuVS+d4wdEsIzpRMOVM52EXmSKb6Xb6Mior",
+	"Kk/m8zIIcSdEyRs0BbdgYIQrJtnCcdhpZGmills4HNINc6WgbASATDJOKE5NOYlnHAlCxQTJjfiIKJli",
+	"SIF6UWRla5Xajsr+W5Z4pWnAG9DxgKw3sqoqOVi1FCv9uZVpFXv1mK0rFSDmWXUKPVN+YcpulamzcoBO",
+	"4m8h//Z2yZLiFI4AE2Ce5SlxRC7pCkZOT0kfhVBuaJgHwUE0w2IC/yKhj8LfcpKZXyiekvIX+V7zBzAJ",
+	"a1t348eq1aBSTKlxPkt53aVtdLP5XHX0VTWZGpOZIk1OQ1oOQQPYWDJRKzRIKo+hsGnIP5TFQ5+O5Lby",
+	"nxJY5f+67jj0UafTqaWDaLvJOvJgsrT04lez63N3FN5AxQ3qOLy+xDo2U4tE4Z9U0na33UMqCwlMFRD4",
+	"EBPtDThoH7QP1c98fVywZQA66FVycFvD4Z+Gw/hr1+/dD4f8z3t/Hg5bf5ZPDu6Hw70//zoc8k77s35i",
+	"/3V478zYLUTRrXmlKdPSwmjGuMAF5OxJCsiiBPyluiRZRcFaGsq2MvvV1PKqFgV1Bhjq3x+US3B0tBay",
+	"rHX4K7MsP9SCj5eb6Iw4NsULw2nQ1FSXtfUNu+TsO0bLP11E9AOZpXjjDNfmgeqSK4Ylgu+DS4kU5ITm",
+	"lfKERttZYcB0t3sos5rQDOO+AnUEG0WrNSrVwMeKuklR6bec5C6xUD1v3vAPbK4ipKwIKhDGyoFWWwe2",
+	"P9Ba4ce11SdtmReqOinbiFP4f+hl1WtSVm/PN8foukZb4V2GTyGkvEseS1XYRiKVO3DAgn1bCZkHhk9Z",
+	"dyJlXpSxuQ9lriSUW2MpMQ4kWO2ZO0ahlmXMoEcolkLtSE3lyxWEh90A/YVRKQywTAneMUmJIHFVSFMz",
+	"eRJUC/lIjePE6Us8dvEpgcfHiOdZJlUslQuSCAIVJkC8zJLptJ6+pVMRalxnjdfBrrm5nQNqechrJbgV",
+	"Kg5rge1bBrrCclywVinU9Shb3Kqy1+Nli2y84QJlm8E0lyc++vD9CTo4OHilK1ze4UikkipmhKBRJlUP",
+	"EIiUlKMK2XwKH7lQhlIrtoydd0jGKn9WMH3chWtR/yBJIJR/VpaQhXxQBKepQLO/S/alntEkXvL1eZdb",
+	"ehPXxlZtH4qv4gQfOx7/uHr6KBGOCP2LaQLVj7cNINsg+UZCgmEoaxezgVDfCEz8hkL+7slvLvuaQsEt",
+	"Y9jX1r7mREj51YWTRdhnE+U2DWsfNILVLbZv4taLW02TkS4HbwLUtwlPXwJttjemcaYmzaApzDjaP4T9",
+	"dW1IVNkIzE0uRKZZftVZUW0p4YAbfccntY4Qm9/zqVG/eC2HhaIk1rZtU8QWz2YpFGpTuXm+NsfL09yR",
+	"1EIhNENNJal9xk0GNsv0NJ1HTFV3p2ivH2W5mX1TTVcOFpGMknj11lZkgFaUWbNwdxaXS3aoGKp3jIZt",
+	"XvMmrh97ZuMBstp/bKEzLQ2qu6LJb7lqgQHvHKOYxPmMINUq4bGC61x27UbYWLk17Rlbdxs7OJ8s8JSU",
+	"pPBlqKh8YMexJbEqO7kyTquKTMI4/p0+qqqFeNdCi05zs6NUomImcSnE1K0vSTSR8lgotwWGSAnmYJyU",
+	"7D/U3KjqrzKUdE3C7fL8bd3UZMMUOJMHDSSB3CYs59t+WUf9yqlYw5ZLcwFWVHUcPPDuzDDhY1gF194z",
+	"FnZQm34dtUIr513bn3UdfW+bhPzdy3GYo3+z4wgrb3bFJZrL24C42hJAOYDt/3kgJNhDOaBhWQbLgKLQ",
+	"+rT0f6nuCuh8cHnyAyC3LQJXgvAHZcNXRUOc6Jtb63tIzYXaOEVujuua4opLbpPbqtSuNTC589ejindu",
+	"pxEqfsddRphZjsddvm+0C9sWPgvnpQMqrdZjLuFMQBK3CjnJCKJk7gg2e4ANR03tghxRelkfsm9j3HTv",
+	"3JgpV+29FCMoQymjY5KhCeYP3LiZubn1JfKtPIMVYtIOQfQ6ZYkvq75s8mttJXfXuHq9Stv0vfaYivWt",
+	"2LaO29o1qO78/cWliXyt6fJXH976SOtdUmi+EJjGOIuRnpn3dZ4XH9JK9lerFCeTWAUoQRlkRnUMEdTB",
+	"3/PLnDFhSG2IWjlN7oZUJ5bsKQOkeU/VCM0zEqJWeNv1ldP9GnPy/BD9cDY4aV/8MOgdPZfMIok7xbAd",
+	"uVfjzR/SG7KwnZrq+3ZMIhbLveJMGNNe7UjC+YST6D+hrUBGxF5nSE2EHhj9oC8bVwE3faNeXC9QqLUA",
+	"8B7EJCufSR0grFV53r2h43/1/o3bR3gdQ7qmBG+T7LNzVNc0ocZdsa4qh1rWCqy+APjavqBvFVwls5Jg",
+	"ktCxhtgmEzByq5rxzd0syQjfNseyWK2jRmljDahVoNGfNO5JdDvooUwKKVPVbGhPFULT8W3Q+6VaQxKG",
+	"+LF3N/v08Si46v30JZr+FFxNXwW//Pwh/fTmVf5L76fvrqcf3n/6+VMa3XxPf/mY5s4auFs6WR/e4m+1",
+	"PafpWVXH6y+9q1WAZPObLeu77FRx8VsXNmnchTHuVrP9EtX801SJ2b0oySrYbnDEZZDe6XTCvQ56T9OF",
+	"scIUxVKVa/J4SMHCixLhI9VLR1lOFRKoEI1aMwA19tnobz++yl7+5W+//JZdzr9cnb9+efr2/NMp673F",
+	"b/HFvDvKD67f/X61rJz0ej3V4a7/I6DNbuXzltQZUFUUrNAJzQ7qXvaNCspsid/1GjJWyre7WJ9TZOYk",
+	"yrNELKANpMLgARTEHeSuxqUDWpSM1rKOaZrbCqMbBbF+UTADZKWwqAF0QxZc/wZ6BfQsVcJg2bW07JBT",
+	"skNYkOr1kmjRwSojVW3mao6mPPRxIib5deW0y2NvtI8pVguIBUlfpUhvSruBfKnvmhtpV4ubBThcM9Uz",
+	"ftoZ0iF9A+KepJQqKpUSEis1qdnDp4M+lA1sTK+1v168fzekLbCaECra8tL7jQY6oZJ9o5RxEverXX90",
+	"xVXbz627Tg6puqrDIEC1CP4OemOnz5jWbqUcHEKEbqjaccqdFmijpri6PNktekBudpn8J+li4WDK1ERs",
+	"hn/LiW4xwFHr6ur09e2LvWOEyz5IQ1rtLKxajpAYaX8ZZCcY9xNW7sFM/huSHtRF0nwK4UJFW1k0ztgc",
+	"tTBILbZBXD1RaLnXR1j34YHY8JRwBH1WoR5wzAgfUlM+1peSfjKmLNPto1I2HusuKVMfZVjHDGJqwo0s",
+	"ELPS1TNwcYY/t/Vltk+lnkWiCTNVeq3AaDCbjQmVAEriPR/NJ0k0GVKJXrzaRZM2em9yAyY4FxN5wBEQ",
+	"gMZaYBgsyJCq5m9aFYQ1NnqXhX71ud1BTOuLjWZxQ1rvFtdHRbc4gKyiYZzdK9J3reA1XkB475CGSxuP",
+	"6XU0+sz1kekzp5oWhrXWcRK6eaMl+LJ24FaL771j1foS6/Z5MDvgJEqkSn3Ye4VqeVqhJsR2izslFaRJ",
+	"RHSEk6aiZ6eXDQLKZoQqW2WHZeN9/RHfl+9KtS4RqU2A0f/7X/8bnZQuJCPnoPP8Ok0ieWee70nKqWt/",
+	"dA460N1NzoNnidf3DjoBlHefYTEBnlTUIf4q2A2h9/LZeJmABWkt12SS0LhsnSD18Eb92dBqmF5UY8eG",
+	"ScU+tMQEPCjYXktSKGihoBpWklFyZwiGaV2gu3qoD62S+vKLnJNsSCF6R0GGWF/j30TC6RNUIQBwEDpt",
+	"ZEijjABhw2kHhYMoIjPRR4Lcif2JmKYhGhMBEDTFaYp+uDx7q0tJY9OAiaRc8RgFGQWjAg17TIQ+NK/W",
+	"TrsXBNu1i7O7UzQaSlT7R9SaPuxgo7CUkVWmBKs3g45bWmbT0FhiFw1f3cO86LZQ65JgNUVwNDbYuAte",
+	"tcUIhJeYO6+cu6dsXv8tZpFkTUi+oCxb6gf5N0oxHf/70CN06FV+Izi2/wZ8Vw/OJULpesByHeqFfesN",
+	"/aQ+RmlZ03N0Vw5ofu50dMbMfn2A/XJHlTaZDu1C4q6uCoYdOOEKnbhf0ZijKAl373uHweGyGyuwZr9I",
+	"ub33vaMgWP9BNXcWvjpY/5Ujw9YW+L3+r599uw/8hM2hZvyqZjMWvBt6AOYznOEpEUS3gnd1bhrnhHPI",
+	"nlZ0y3QvsSvBs1GbjdrmWK8+vK21gFlRgh5UCcktShyFeTxbiVIhWSVs1CIFVxfwlPvcnwH93b/t7lv6",
+	"h5MPfSAiz3RnvqLN8fWi0IZOVWkwsOgqQ2qIWhHmpJ3I7fNEJLdkr4MGpXGYAIM320Etl7SOmBQN5wmX",
+	"30IRw2smJiAeQ7sJFdAK3TeBhxkr+5AWiyxGkOrAIXLkpIcddFmNW81gtyRG1xArK+XYeYZnMxPn7uIm",
+	"OjF+Lew8WnMQgBFI1iuBxI6C2hEw/A0CvMpa3BJVsby++l3XOmEsY0CuTZQRW84trK8jdP/5IVx9k7LO",
+	"5tWyrvM2LE5/sapdtia/G1DT73BRqQE+6a7/pFIGYRcyf9h7tf6DenWFfwx7KBjCX4goeUGV8Ovy9tpH",
+	"7yhfA2IXLz9XBEOhgk50LjUm7fC6IYuV6DGkOuosS6bThI6Pi9jdaiOlwnFYTKeNHPCz1JCCAK1sS08k",
+	"kZN/FKsf0DI2yFcqA5BTH0EWfQYmlFp9fd2aflm7RGNvLvv26/DdakrAkHKRpGmpkZj2h8IKAdUqpqk+",
+	"HqrvE8qRM4S4M6Qfk4y04bAFtGMrTq6ef+6bhCeIzu0FQeii6JFdFr4UqL9j8WJLOjLKU5BcSzis9cmC",
+	"6AK5XUytdGWwpFRix7braOB2jLpyLCo5EZUawqWGEVx2n/eDw35w1AmC4FNJqSulfE1gk1WdWhfS1UWk",
+	"q1r45rWey/SLzdUYnQXhblW0QsW5154QXLs1cFoUdUTsGzJL43haWdX9FizB1UTjvmoxl8Le/cPZmrrg",
+	"9WxNvWd1LcipwufB6mDGJSN8VFhehDjuejSQ8rqac9oGj78vF+1uwKbqBYbgu6NNJnOUIfon5cTqTtcx",
+	"Y6d+sm9YxP7XMhzjfl+31wJP/jr5251RjwalUR1Vbeo8mc7SRWlO3yn73qHQVbIUHkurWybCDNQJ8Qqf",
+	"7UuGXUazSQUHMsBoTZcNZ3b1Cm3k013di8wdTCXTh/Zg2lGL1KRS8pDMTbdAKwUKripF88Kve6W9O3bH",
+	"SDkbqHBGwuLPfND/QJtz1RILO8hoq7BMSE41oo+D2euFWYXM/sl1h4pM1Tj2zpOasIo4aUSxBF+LPFnR",
+	"IssI1NdCBb9XWJgSV0OG1/C8Glc6I9kUywWnC39VE1UTGK48o9qwSLXZDp0Ko6RrlARd4XqhvXdFLoxU",
+	"PuY4i5WrCzy8umRaUZRJuXwT1cZQye1lQIADk9RmbbG5gkeHK5PHJKk1xQSeQHQViCrY2UCZrbJC16zl",
+	"K4a2nMbnkksBJzFNUtx9UJgRibVzB6ycrb9evH+HpiQbSwVQRBPEyRRTkUTgMaaV3HR55TozfUgh3MeH",
+	"gml3kr4mopaYbBcqUp+3ijwnld7kD2no0HzkC4WaA2ZKRqE2nkQv3Z1lr2OSpZTuWcmxGNJSq4XFkFhZ",
+	"AMBlqbz1YsK4aiUI0g3o2AoNVTlCqpiYAXY2UjU4TLiJXa6wpuKjdRo+FhZ7G9KBzgdyJIJBQqVOBSOw",
+	"9CWpZ6UCbaLthhSojcqn0p7+49o5oTGDFTEU2nV86nNVE2TkgiHQwJg3yurdqnTfshreKBEVTo/WMfrc",
+	"rrfwIK0+IybD35Jq1aEL3ZHeV5CizhCUUUtntPVVk+evNVYJ8vd2D5pyhjN2S4omPvC7j1KC9UMFX2VX",
+	"Inu+ipJvlPKyS839Frqqs2jFt9FV/9FiVLOOyR/aJvukfm7GPhUE76Z+WtLdvhHDHFrn9qzWqbQpNzhH",
+	"c0nibUkxTmIVNDGVLBbCHRrdBdCYEY7ymRT9GFXpzEMKfSZg/1N2q5qZhSwCsh4PRGjCRzCIYymW47Qk",
+	"S8ZZKtVhqCECsSHq80QM6TWObvb8svcW9PNXTMy0UC8jQ8oFq8wYXkqbrbBa21OyrbJyp/yrWthTPrGL",
+	"eYbHdvlQX5W3H9JqCVNjE19fwtQ3XKtWGvV4SMOisnixxvczQrXoUKkfHqKJJNCUqQ1LMaOS5MmJvJUa",
+	"G20yUDnwaiY6pBdEWZFDA5inMQw1xTcEko0SwhHHI6LkMKNEJFUTvSWIDGmkRT0pvCg1Pm4GTBZfcqRl",
+	"OO2YOI3JdMYguFOVrCMSarOchNvxbXU4et9WjutO/Bt+Lg5Il95sv3jxstvmBei1u55kDEXDbvmODvGR",
+	"F43AWgxxsu0coqlLFFodmaPtNbUithszLrP5/yp81254okMr5RwOwHJUmwFIK+PhKmgxx6W6q8BLF5ox",
+	"kG4VSij3ZvKs5ciupmb3T/LBv4B88AFiqCs0ko2c4kJBizYRF2ZWddpvIy6c44yDl9rVNr3eLr0WsQT6",
+	"qnlVqZSg8g5p6cl16qXVpg+hyiRcwlBQC1B7SLlOGUoU2+2j8EJkhAjNQS/kP7IymmfPpQcbe61kfm9K",
+	"5TDLKa8Yt7bhNDg2bKZiDd6VzRS+26MgQG/QCZ4lgqVocEvcntvuFpwgjs0S/7WZQWEHpWRet2E/Udp/",
+	"bko7iGObIgF9alLZ7Yzu+2W9UrflXVVcUPQgTTg0QsZjjlorYnX2jptVIIpib1LAH1JJryDFhcRVmlOr",
+	"kpqZbIuiXmoHvVGSvV2nQsvQwtSfwJHIcZpKaQVecMvJ8ieNV3KwJvFyX5h5JSFQdZbD20toxxoAU3Vm",
+	"wUv/hKH/CrLQFIyOEgQhB8SFoABqj+JwcLuuY51YqCN+AR1K01wZmWrC3BglXCNsUpM/DI4PqQPJ0aY4",
+	"vLzS8ZAOrKrPsASr9LPO11LloDcSQ56w+AmLH4fPKv7F1iBw7rRCzlIckTomwICFEUjhpmJnl4ChUn5X",
+	"Fdp9FBuh3WTpAg9zISG6IWRmjHS69emMpKoEPcSCQOWYhKMbMhNLsFTHfCxHU/QYWJqpc3nC1CdMfUzb",
+	"g4QpVMh9SywPGmOd0jBfmUzaTP6vlvJCrZCzTPx7kWqom+uZzGLEMoU6GYkgVMVYiePq90WdhnDPR6Mk",
+	"ValX1wvTvRKeaLLRGrx7vddB53isCcQNWXAihnQmn/TRDHOOwrIlWqh6WlgNtv1arDysIfQrzdqO5b8y",
+	"lXVEWdlxW1LFDBoxKwMgigjkoCNGIYFshDOE0RynN+BS6VRXUrZsNm01ylbeaKA+m0+SVDtouUrW1k6U",
+	"TFOvMkdNzCFIHVaiKp/cJDM+pMqqgoWSciRNzc25l7ucT1hKYMoO+ggWE4gWxPFFxDISSl1L7neKF2jC",
+	"0nhIR2RuEu9DiGUIy5IQkAeufDkxifDCEPtEpwonHEUTAv1xjeUfUTbf6w/piKUpm1fPSXnx1WvqwFw0",
+	"VZLrwgm3JpnKvAd02mQ6uvKJYGe1LEoAZq9/ZBfC6a2rg+POjapsU1vVTNTEynVFpr+fM9jzqNvbOlUr",
+	"LLG2X8HqYxSWCNmvIjCq4O+yxUqEcp9hpTyLMZGvK9myfA8QaV9AIcA8uNAU3dCRO2JCODF6ezPL8AOZ",
+	"ESwAL6Ys26gBCbmbpdA4V8Xfuo5A4HHlBIr6aNt1m7EbujRr73KxKDrCeetOZw5BRypyRpXlUOlICe+s",
+	"yq27MIV1NrPU1Sr0brIknY+82ZoqLR02XVS9t8PqVVmNSFQpNehW0oLKLT5qQtDa1iSufbiSbnbPYVyz",
+	"I1OTCAsoD6wlXHnSyZS4G9UE3csg6MP/mTweJ1nSqCuHrKx/k642my77mowYWPhXrLi35Yq/gzEff8ma",
+	"PG5x0r1go3UbwvhNTlohYjUioyjNCeunbF5Z/mHgXqYtRNQBuight65r+1aELBOFaplw3WtMvgA53hOo",
+	"cjDX9CUDk4+yloIQBz9AcKeDNfRR+AXTEI0SGnP0BdNKJhnINSaJzB9S+S5BsXnd/FKvQPcFGsm6Tu63",
+	"Zfjf7b38pjnMluuGq8oIdotjjyz++vvpF5b8sjjlp/TH5H1yujh7fdp7e/nm7u3l6d1PrwdH77+czd9/",
+	"GczffnmzOOuy5O3JX2efTk6fn34Z3L2/POue/eW0d0oDb1uHD1Qodjh9ypbVZuF/Xy/PP6G2+DbR1gpO",
+	"cBZNioPbIqKN75M7qTsv1RlVGayyl6cO31LmGanDGU0BkoE4GFwSOn7G96p6pY+4yIjqtmGivaGKlS4u",
+	"pAtLcKndUIE4xTM+YUUJ4hgLfI056aN3ryHEvCU/CItgaIzShEqctXVVoBwnFz9p93GljFDEb3Wtq4il",
+	"+ZQqxTOhKGYR38ezpDON+7CqjM0RtgpKgNT5hSW08IMfax1ZKcBWglnpey9n0YFwShscUjXQXlHlqP2G",
+	"RixO6LiPxr8nsxBSyOUgOuD5VAf4cdXEq6xiBsHSQNrJkGZYmOh0XyqxKmQPU4vkQq42VDE7Liu5qTZG",
+	"CY8YpUS+xQWbwcQOZU1Bzqbq2pNc/yTXP8n1T3L9k1z/JNc/yfWbyvV3bRo3ZHvv67Cs9DT0+sONSkYN",
+	"PX+o+AR84iqlMfTu4QyW1Zt7X5G5VNllML9K4cvdo88IW9UNFKv3VRNDCjW7NtmF71q3b65w5eoHujyr",
+	"aostJoQW8p3t6tuiXp72nxjJ9klhWaOwvAGJcSs9pWxesYFLS73sozI1QgoGLEOUCR+xNLbUEV3lQPmT",
+	"wQHD86mUknMuhnSWsUiFwpJp33pRqyMiw5SrOs+mL1LGBPjtpiphBtJbTEUFSJVlNCJDqsRd63v1OVC8",
+	"kn/qwv2jhCZ8QmIfcYjdZWlKMtsxhIxfSOonUwgjS7GQovIbSTMTbhWnNt1oMhIRVeh7TEQHnbM0Lb1n",
+	"KZa7r7g0FixHYwb5HSFwyRC1lAenXxZd1md7Q2Zi77jpIUvneAHF/lRdPd9UPCLTmVhorxTBtMw0oWSO",
+	"FnJ5b8pi9HJwdBCovvRlseNlfiT15Tq1ZFBdrN5QwtGIkLjopiCYuiHnhsuOn07psSEFPNDJAxxWF2UH",
+	"cJQiy2K21M1UKam/mWJg9/F0GATow5xuSqrYvP3Ew01hRSehz743wfxMCjym3UfFMDYw/2nffHfTPen9",
+	"/PPRy/ezl+RvwZ34Mv7t0+bWLjim9bYutbInxrE2LgLHJQlTyGlxD43qbt6x/1W3VlpeZbto21vrAuFL",
+	"olehl9CZRPnzlQkLCECrSZVA12zUCVVtkh4Kzk/dsDbuhrUpulbbWLkFPk3mn2qTrKuyqcUfF4JuUCAX",
+	"vq1U50Itq3UcTrnqPFnptqereZSd8Pe2LdMFUOQo01W2rv42lZft9otO4iSZiBSh0hpxWt2SUQq4UZpD",
+	"wnNYZBUwSnhnSFXrLCVVKWlSZUIsE6VMZ6cHU65ys79+3bSavRuzy7ZNKg0PpJtaM6ZNWypZHZRWLaRa",
+	"v3JF7yMpNLk2F/Quu4dV85G9uVonaXuLpk3obnt8uWSP3eAyeNnv9vqHh52j7ovmHlkat1ft8/O29HWZ",
+	"QLSi02jnv55Lr7J/i4oWaLhJqWJ7EPCYMGq3t1cFjMI8S0NVP/2aSGWHpbkgKDQAEA5pa5bihKpH8olS",
+	"ZucQSgmKEFALlkkKxeYcJWJPJZPqykZg1tPh1gdDWtkbaBHlmnSpJEmUmCipllqqq/dOdbhnZee5ULWe",
+	"CxvtE63ISqubnKv6rz7shySALqNcWxCSrcqk6iV/q4TQWjvEnWi27iO4fde+PzK1344GVpsfu2mhvTer",
+	"FmC9jelTdds/HgW/MLZHyLahFnlzU3K3NLj/tQreK4tJnuHshjc6NZcEFOq8ajW2NLFNWUag4Luq7Jjq",
+	"uHIVBD+kuiisDjYQbI6zWCfNThNQlA9q5LuDoDIhFIoxOT6VFUlyXSv5uqSGpE18N6khWdk3BJaoLNkn",
+	"ZW2D7M6qrLBU3tgqufOiAr3rSkpeSGWESS1kJLir5bhpb9svRInQ3Sw3RFgIMp1J5cb0T/cRjjLGuQ41",
+	"Kfq6aRt/B32cYFE0PDNT+QDEyvSjJQaoiTRV/m1MEUYjMrfmUx3PUeuw2okPTPc8ZXOQwGKS4oX2CEiS",
+	"zuZ0SEu19dia9Rmv9rhDTM552Hslj+ooOIAkDq5yYYA72EggGFteA/ERZJtlvYp7wZalBP/4QsvyrX5z",
+	"saT3RxdLVIFg/g+RSJ6yEL9VgX5VyhTXqTAnQnJ3/iBBZr8kdiu9urW59VeLgt5WzV193Z0ScFj3ejWv",
+	"+jomsiSrOn4tYjHRhQuxIDRaqD+gN64ShIrqYZTcCTMeVKrOSWdIz9cmJlYyEJXDbLWNraQ0az2XhvE8",
+	"wBVXbwT/B8p/g2y8Rw+KN9AD56n/8Po93/x7KZc46hx2e5+gLKACxA1p+8vu43kzfE/D6Rn3+gcvy7PQ",
+	"4ZLyzOQdFfvqrt9X0OkeBjvvC+gORHoqOUkVhySxFE++0b67PeWz1eC//LqUgbV+REfBwb0jHWISQ2rD",
+	"6fzsyy/i7PKNOPvy/dXZ65vnZ78Pnp+9HuRnlz/OPyZ/fbU5X9WYvNALXe8LNrD51Pvtm1hVVb5rk5F8",
+	"Q4Vne5a4/7XEw/v9jOi/ti8a6FqPk3wX5yEY4lBCFlRztzPMIhLfvmfNjznJiQpxAqXLsF+oiVAsG/rL",
+	"z40GB7KowIKgFoZm8iS2blxVH1RRUgARIltAGCouG1sUBQwLopYyLvZ0yz8wdtwQAkkRHBV+SShj77J5",
+	"WA3xittUYWnQ8DTcc5cW0W8utYPszPZe/IM52ArS3Q363SPLN1boVrohwPakd5keY07AR79JGIufKO6j",
+	"W0GBklioJ4nKw/QGqLezeBxKuDHNsakjOJEquK0CuLKFFQZoIhEKf9aQmuLQKKEo/JUnNCK+qoexp7pv",
+	"QueGRHWuK0mEDgVV0auoNQIyZYjSkIKvTJKmIuqVZaqu8RwvTEsvsFMpYiZUVIQKDHVQMB9xptLnKoEV",
+	"lhFMNTaVh2OankITZ6EKiuBbgjgh9Fj1ZMYZ0ciFEl0YZURI/IyrQFqlXpWhVSq6FtpHmwChENqZQ+Ro",
+	"Bw3KolFLqauqBL2WtMrXHsEABve4OjcE7rgmnlZeud88K0qu+lvayNRdef3Dnr/J1na2cj36kSxrCfkD",
+	"m6uMx1K4QlI3+ecg+U+mqq34zDyhMZuXAbWPwW+Mr/qb8ptKcb2ayetCV8lGZvE1/6/pyEzJXHX4MOH1",
+	"ktzqeIcO+t42QPUO0YTlmXGFVLkbqQuuOs5izoZUzoxFnhFIZi44RPE4RC0+wxFpcyKPQpAYhbddP0SE",
+	"AuPx9Rrmeu1QpC/JeOEgKbhMhCni80REE7Oq8qvC5JyRLyTSnkaziWMj30vO6JftyexJO+gDE1h9CM2l",
+	"5ICQCcI4sU6H6pKj6rshLdMytJdHqQNWMTWVP63eN/ZHeTochSOSpqzdPDJ/SBOOMrkgVRqtEk7TCgtH",
+	"lel8aU6h3VYfLeFw8Jux6isgfih3MPY8Ndybu1mSEb7OVVEL9vixdzf79PEouOr99CWa/hRcTV8Fv/z8",
+	"If305lX+S++n766nH95/+vlTGt18T3/5mOY7c5mtPR9qnUt0BQAfV9zFk+i/xKsM8OfwHlQOcQltvgew",
+	"yTPoq/TrV28wS/5GFoNcTLz+r58lHeUku10ePFzgDPR7h0IVCUcxi/IpoeIYhaobTk5Dk48qZVgskA5v",
+	"6/ZedIJO0On2XwYvg07hcNsHGq5X7A660xItjq0CJoXhpMhvaxphzjDF4yUlH60RoORj82uooS55YNG3",
+	"tCzRWjYNRS3JfnBqKlLo+Gg9tFVhvTmBbocBPaiw3YHKt5KhQIMRjKV6+VPTukiecnRjzVX0zHBboxRj",
+	"litnozYbtXV709JG6jiZE/WOY8RKLI6RDKCpqeOKCjB0nQGONct0p4kk1Kg1ukq21HWssXX8u4Shu7Yd",
+	"8a3XofIOJKF1SgkXOgcNEqHrGqiwYual1nmMpNTbu7tDOLqhbJ6SeKyLhwzoAmJ/hpSknKBWRuIkgzof",
+	"grE9H2HIfZfno9Lhu0eIK/OYLggipwSjvwqykaw9RlLHPULcR0domlAfHQTqf3toIp9NfNQNkKquCf9o",
+	"/d//0wvQ/0BfEiFIdtwMcjjsvdo/Cg6APU4YZblUh/NZKQ/cCcQFme11UHjYDdBfoKFlZhX2t89oSUsp",
+	"KW2c2Kf/kIaQVq7LmkYZhS3MpJpsyay00L+FDlijFyVMSB2oWie6yFsFHClwzUfn7y8ulWrdIOtXH94u",
+	"o+X3/z8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -570,6 +570,11 @@ type CreateWebhookRequest struct {
 	// for an `AIHandoff` activity.
 	EventType EventType `json:"eventType"`
 
+	// MaxDeliveriesPerSecond Throttle the subscription's deliveries to at most this many a second, across every contactd process (absent unthrottled).
+	//
+	// Example: 20
+	MaxDeliveriesPerSecond *int `json:"maxDeliveriesPerSecond,omitempty"`
+
 	// Url Absolute `https://` URL that receives the events.
 	//
 	// Example: https://hooks.example.com/contactd
@@ -943,6 +948,14 @@ type UpdateContactRequest struct {
 	RecordStatus *RecordStatus `json:"recordStatus,omitempty"`
 }
 
+// UpdateWebhookRequest The subscription's settings to change; absent ones stay.
+type UpdateWebhookRequest struct {
+	// MaxDeliveriesPerSecond At most this many deliveries a second; `null` lifts the throttle.
+	//
+	// Example: 20
+	MaxDeliveriesPerSecond nullable.Nullable[int] `json:"maxDeliveriesPerSecond,omitempty"`
+}
+
 // Warning `InvalidInputAddress`: the address could not be parsed and was not stored.
 type Warning string
 
@@ -1104,6 +1117,11 @@ type WebhookSubscription struct {
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity.
 	EventType EventType `json:"eventType"`
+
+	// MaxDeliveriesPerSecond The subscription's throttle; absent when it has none.
+	//
+	// Example: 20
+	MaxDeliveriesPerSecond *int `json:"maxDeliveriesPerSecond,omitempty"`
 
 	// Secret The Standard Webhooks signing secret (`whsec_...`). Only in the create response;
 	// store it, it is never shown again.
@@ -1297,6 +1315,9 @@ type ReplaceContactTagsJSONRequestBody = TagsRequest
 
 // CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
 type CreateWebhookJSONRequestBody = CreateWebhookRequest
+
+// UpdateWebhookJSONRequestBody defines body for UpdateWebhook for application/json ContentType.
+type UpdateWebhookJSONRequestBody = UpdateWebhookRequest
 
 // ReplayWebhookJSONRequestBody defines body for ReplayWebhook for application/json ContentType.
 type ReplayWebhookJSONRequestBody = ReplayRequest
@@ -1688,6 +1709,30 @@ type ClientInterface interface {
 	//
 	// Corresponds with DELETE /public/v1/webhooks/{subscriptionId} (the `DeleteWebhook` operationId).
 	DeleteWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateWebhookWithBody Change a subscription's settings
+	//
+	// Sets or lifts the subscription's throttle: at most `maxDeliveriesPerSecond` attempts a
+	// second, across every contactd process. Whatever the throttle, a receiver never has
+	// more than a few attempts at once (4 by default), so a slow one delays only its own
+	// deliveries; a receiver's `Retry-After` on a 429 or 503 holds back its subscription too.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /public/v1/webhooks/{subscriptionId} (the `UpdateWebhook` operationId).
+	UpdateWebhookWithBody(ctx context.Context, subscriptionId SubscriptionIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateWebhook Change a subscription's settings
+	//
+	// Sets or lifts the subscription's throttle: at most `maxDeliveriesPerSecond` attempts a
+	// second, across every contactd process. Whatever the throttle, a receiver never has
+	// more than a few attempts at once (4 by default), so a slow one delays only its own
+	// deliveries; a receiver's `Retry-After` on a 429 or 503 holds back its subscription too.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /public/v1/webhooks/{subscriptionId} (the `UpdateWebhook` operationId).
+	UpdateWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, body UpdateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListWebhookDeliveries List recent delivery attempts
 	//
@@ -2313,6 +2358,50 @@ func (c *Client) CreateWebhook(ctx context.Context, body CreateWebhookJSONReques
 // Corresponds with DELETE /public/v1/webhooks/{subscriptionId} (the `DeleteWebhook` operationId).
 func (c *Client) DeleteWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteWebhookRequest(c.Server, subscriptionId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateWebhookWithBody Change a subscription's settings
+//
+// Sets or lifts the subscription's throttle: at most `maxDeliveriesPerSecond` attempts a
+// second, across every contactd process. Whatever the throttle, a receiver never has
+// more than a few attempts at once (4 by default), so a slow one delays only its own
+// deliveries; a receiver's `Retry-After` on a 429 or 503 holds back its subscription too.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /public/v1/webhooks/{subscriptionId} (the `UpdateWebhook` operationId).
+func (c *Client) UpdateWebhookWithBody(ctx context.Context, subscriptionId SubscriptionIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateWebhookRequestWithBody(c.Server, subscriptionId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateWebhook Change a subscription's settings
+//
+// Sets or lifts the subscription's throttle: at most `maxDeliveriesPerSecond` attempts a
+// second, across every contactd process. Whatever the throttle, a receiver never has
+// more than a few attempts at once (4 by default), so a slow one delays only its own
+// deliveries; a receiver's `Retry-After` on a 429 or 503 holds back its subscription too.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /public/v1/webhooks/{subscriptionId} (the `UpdateWebhook` operationId).
+func (c *Client) UpdateWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, body UpdateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateWebhookRequest(c.Server, subscriptionId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3471,6 +3560,53 @@ func NewDeleteWebhookRequest(server string, subscriptionId SubscriptionIdPath) (
 	return req, nil
 }
 
+// NewUpdateWebhookRequest calls the generic UpdateWebhook builder with application/json body
+func NewUpdateWebhookRequest(server string, subscriptionId SubscriptionIdPath, body UpdateWebhookJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateWebhookRequestWithBody(server, subscriptionId, "application/json", bodyReader)
+}
+
+// NewUpdateWebhookRequestWithBody constructs an http.Request for the UpdateWebhook method, with any body, and a specified content type
+func NewUpdateWebhookRequestWithBody(server string, subscriptionId SubscriptionIdPath, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "subscriptionId", subscriptionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/public/v1/webhooks/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListWebhookDeliveriesRequest constructs an http.Request for the ListWebhookDeliveries method
 func NewListWebhookDeliveriesRequest(server string, subscriptionId SubscriptionIdPath, params *ListWebhookDeliveriesParams) (*http.Request, error) {
 	var err error
@@ -4043,6 +4179,30 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with DELETE /public/v1/webhooks/{subscriptionId} (the `DeleteWebhook` operationId).
 	DeleteWebhookWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, reqEditors ...RequestEditorFn) (*DeleteWebhookResponse, error)
+
+	// UpdateWebhookWithBodyWithResponse Change a subscription's settings
+	//
+	// Sets or lifts the subscription's throttle: at most `maxDeliveriesPerSecond` attempts a
+	// second, across every contactd process. Whatever the throttle, a receiver never has
+	// more than a few attempts at once (4 by default), so a slow one delays only its own
+	// deliveries; a receiver's `Retry-After` on a 429 or 503 holds back its subscription too.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /public/v1/webhooks/{subscriptionId} (the `UpdateWebhook` operationId).
+	UpdateWebhookWithBodyWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWebhookResponse, error)
+
+	// UpdateWebhookWithResponse Change a subscription's settings
+	//
+	// Sets or lifts the subscription's throttle: at most `maxDeliveriesPerSecond` attempts a
+	// second, across every contactd process. Whatever the throttle, a receiver never has
+	// more than a few attempts at once (4 by default), so a slow one delays only its own
+	// deliveries; a receiver's `Retry-After` on a 429 or 503 holds back its subscription too.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /public/v1/webhooks/{subscriptionId} (the `UpdateWebhook` operationId).
+	UpdateWebhookWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, body UpdateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWebhookResponse, error)
 
 	// ListWebhookDeliveriesWithResponse List recent delivery attempts
 	//
@@ -5808,6 +5968,115 @@ func (r DeleteWebhookResponse) ContentType() string {
 	return ""
 }
 
+// UpdateWebhookResponse429Headers the declared response headers of an HTTP 429 response for UpdateWebhook
+type UpdateWebhookResponse429Headers struct {
+	RateLimitReset         *int
+	RetryAfter             *int
+	XRateLimitLimit10      *int
+	XRateLimitLimitDay     *int
+	XRateLimitRemaining10  *int
+	XRateLimitRemainingDay *int
+}
+
+type UpdateWebhookResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookSubscription
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateWebhookResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateWebhookResponse) GetJSON200() *WebhookSubscription {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateWebhookResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateWebhookResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateWebhookResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateWebhookResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateWebhookResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateWebhookResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateWebhookResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UpdateWebhookResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateWebhookResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateWebhookResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateWebhookResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateWebhookResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListWebhookDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for ListWebhookDeliveries
 type ListWebhookDeliveriesResponse429Headers struct {
 	RateLimitReset         *int
@@ -6683,6 +6952,42 @@ func (c *ClientWithResponses) DeleteWebhookWithResponse(ctx context.Context, sub
 		return nil, err
 	}
 	return ParseDeleteWebhookResponse(rsp)
+}
+
+// UpdateWebhookWithBodyWithResponse Change a subscription's settings
+//
+// Sets or lifts the subscription's throttle: at most `maxDeliveriesPerSecond` attempts a
+// second, across every contactd process. Whatever the throttle, a receiver never has
+// more than a few attempts at once (4 by default), so a slow one delays only its own
+// deliveries; a receiver's `Retry-After` on a 429 or 503 holds back its subscription too.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /public/v1/webhooks/{subscriptionId} (the `UpdateWebhook` operationId).
+func (c *ClientWithResponses) UpdateWebhookWithBodyWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWebhookResponse, error) {
+	rsp, err := c.UpdateWebhookWithBody(ctx, subscriptionId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateWebhookResponse(rsp)
+}
+
+// UpdateWebhookWithResponse Change a subscription's settings
+//
+// Sets or lifts the subscription's throttle: at most `maxDeliveriesPerSecond` attempts a
+// second, across every contactd process. Whatever the throttle, a receiver never has
+// more than a few attempts at once (4 by default), so a slow one delays only its own
+// deliveries; a receiver's `Retry-After` on a 429 or 503 holds back its subscription too.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /public/v1/webhooks/{subscriptionId} (the `UpdateWebhook` operationId).
+func (c *ClientWithResponses) UpdateWebhookWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, body UpdateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWebhookResponse, error) {
+	rsp, err := c.UpdateWebhook(ctx, subscriptionId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateWebhookResponse(rsp)
 }
 
 // ListWebhookDeliveriesWithResponse List recent delivery attempts
@@ -8784,6 +9089,136 @@ func ParseDeleteWebhookResponse(rsp *http.Response) (*DeleteWebhookResponse, err
 	switch {
 	case rsp.StatusCode == 429:
 		var headers DeleteWebhookResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimitDay = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemainingDay = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateWebhookResponse parses an HTTP response from a UpdateWebhookWithResponse call
+func ParseUpdateWebhookResponse(rsp *http.Response) (*UpdateWebhookResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateWebhookResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookSubscription
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers UpdateWebhookResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

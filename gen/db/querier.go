@@ -173,6 +173,9 @@ type Querier interface {
 	// A page of subscriptions whose secrets are in clear or sealed under another key than
 	// @current_key_id, after (@after_account, @after_subscription).
 	SubscriptionSecretsToSeal(ctx context.Context, arg SubscriptionSecretsToSealParams) ([]SubscriptionSecretsToSealRow, error)
+	// Sets (or, NULL, lifts) the subscription's throttle; a held-back send time of the old pace
+	// goes with it.
+	SubscriptionSetThrottle(ctx context.Context, arg SubscriptionSetThrottleParams) (WebhookSubscription, error)
 	// Tells every contactd process (webhook.Subscribers) that the account's live subscriptions
 	// changed; '' means any account. Delivered at commit.
 	SubscriptionsChangedNotify(ctx context.Context, accountID string) error

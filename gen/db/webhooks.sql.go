@@ -90,8 +90,8 @@ func (q *Queries) SubscriptionGet(ctx context.Context, arg SubscriptionGetParams
 
 const subscriptionInsert = `-- name: SubscriptionInsert :one
 INSERT INTO webhook_subscriptions (
-    account_id, subscription_id, url, event_type, secret_sealed, created_at, updated_at
-) VALUES ($1, $2, $3, $4, $5, $6, $6)
+    account_id, subscription_id, url, event_type, secret_sealed, max_per_second, created_at, updated_at
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
 RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at
 `
 
@@ -101,6 +101,7 @@ type SubscriptionInsertParams struct {
 	Url            string
 	EventType      string
 	SecretSealed   *string
+	MaxPerSecond   *int32
 	CreatedAt      time.Time
 }
 
@@ -111,6 +112,7 @@ func (q *Queries) SubscriptionInsert(ctx context.Context, arg SubscriptionInsert
 		arg.Url,
 		arg.EventType,
 		arg.SecretSealed,
+		arg.MaxPerSecond,
 		arg.CreatedAt,
 	)
 	var i WebhookSubscription
@@ -223,6 +225,51 @@ func (q *Queries) SubscriptionRemove(ctx context.Context, arg SubscriptionRemove
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const subscriptionSetThrottle = `-- name: SubscriptionSetThrottle :one
+UPDATE webhook_subscriptions
+SET max_per_second = $1, next_send_at = NULL, updated_at = $2
+WHERE account_id = $3 AND subscription_id = $4
+RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at
+`
+
+type SubscriptionSetThrottleParams struct {
+	MaxPerSecond   *int32
+	Now            time.Time
+	AccountID      uuid.UUID
+	SubscriptionID uuid.UUID
+}
+
+// Sets (or, NULL, lifts) the subscription's throttle; a held-back send time of the old pace
+// goes with it.
+func (q *Queries) SubscriptionSetThrottle(ctx context.Context, arg SubscriptionSetThrottleParams) (WebhookSubscription, error) {
+	row := q.db.QueryRow(ctx, subscriptionSetThrottle,
+		arg.MaxPerSecond,
+		arg.Now,
+		arg.AccountID,
+		arg.SubscriptionID,
+	)
+	var i WebhookSubscription
+	err := row.Scan(
+		&i.AccountID,
+		&i.SubscriptionID,
+		&i.Url,
+		&i.EventType,
+		&i.Status,
+		&i.Secret,
+		&i.ConsecutiveFailures,
+		&i.LastSuccessAt,
+		&i.FailingSince,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.SecretSealed,
+		&i.PreviousSecretSealed,
+		&i.PreviousSecretUntil,
+		&i.MaxPerSecond,
+		&i.NextSendAt,
+	)
+	return i, err
 }
 
 const subscriptionsChangedNotify = `-- name: SubscriptionsChangedNotify :exec

@@ -51,7 +51,7 @@ func subscribe(t *testing.T, dbURL, key, account string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Webhooks.Create(ctx, id, "https://hooks.example.com/x", webhook.TagsAdded); err != nil {
+	if _, err := svc.Webhooks.Create(ctx, id, "https://hooks.example.com/x", webhook.TagsAdded, nil); err != nil {
 		t.Fatal(err)
 	}
 }

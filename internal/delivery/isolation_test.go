@@ -1,13 +1,16 @@
 package delivery_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -74,5 +77,89 @@ func TestHangingReceiversDelayOnlyThemselves(t *testing.T) {
 		if p := h.peak.Load(); p > 4 || p == 0 {
 			t.Errorf("hanging receiver %d had %d attempts at once, want 1 to 4", i, p)
 		}
+	}
+}
+
+// A throttled subscription gets its deliveries at its pace, across processes; PATCH sets
+// and lifts the throttle, and the listing shows it.
+func TestThrottledSubscription(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, testkit.LocalDelivery)
+	_, key := a.Account("acme")
+	rc := testkit.NewReceiver(t)
+	r := a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": rc.URL, "eventType": "TagsAdded", "maxDeliveriesPerSecond": 4})
+	var sub api.WebhookSubscription
+	r.JSON(t, &sub)
+	if r.Status != 200 || sub.MaxDeliveriesPerSecond == nil || *sub.MaxDeliveriesPerSecond != 4 {
+		t.Fatalf("subscribe: %d %s", r.Status, r.Body)
+	}
+	for i := range 12 {
+		a.Do("POST", "/public/v1/contact", key, map[string]any{"email": fmt.Sprintf("t%d@example.com", i), "tags": []string{"x"}})
+	}
+	a.StartWorkers()
+	second := testkit.SecondDeliveryService(t, a, 8) // the pace holds across processes
+	second.UsePolling(100 * time.Millisecond)
+	second.Start()
+	t.Cleanup(func() { _ = second.Stop(context.Background()) })
+	first := rc.Next(t, 5*time.Second).At
+	var within1s int
+	for range 11 {
+		if d := rc.Next(t, 10*time.Second); d.At.Sub(first) < time.Second {
+			within1s++
+		}
+	}
+	if within1s > 5 { // 4 a second, one claim's worth of slack
+		t.Errorf("%d deliveries in the first second at 4 a second", within1s+1)
+	}
+
+	path := "/public/v1/webhooks/" + sub.SubscriptionId
+	if r := a.Do("PATCH", path, key, map[string]any{"maxDeliveriesPerSecond": nil}); r.Status != 200 || strings.Contains(string(r.Body), "maxDeliveriesPerSecond") {
+		t.Errorf("lifting the throttle: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do("PATCH", path, key, map[string]any{"maxDeliveriesPerSecond": 20}); r.Status != 200 || !strings.Contains(string(r.Body), `"maxDeliveriesPerSecond":20`) {
+		t.Errorf("setting it: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do("GET", "/public/v1/webhooks", key, nil); !strings.Contains(string(r.Body), `"maxDeliveriesPerSecond":20`) {
+		t.Errorf("listed without its throttle: %s", r.Body)
+	}
+	if r := a.Do("PATCH", path, key, map[string]any{}); r.Status != 200 || !strings.Contains(string(r.Body), `"maxDeliveriesPerSecond":20`) {
+		t.Errorf("an empty PATCH changed something: %d %s", r.Status, r.Body)
+	}
+	for _, bad := range []any{0, 1001, "fast"} {
+		if r := a.Do("PATCH", path, key, map[string]any{"maxDeliveriesPerSecond": bad}); r.Status != 400 {
+			t.Errorf("maxDeliveriesPerSecond %v: %d", bad, r.Status)
+		}
+	}
+	_, other := a.Account("other")
+	if r := a.Do("PATCH", path, other, map[string]any{"maxDeliveriesPerSecond": 1}); r.Status != 404 {
+		t.Errorf("another account: %d", r.Status)
+	}
+}
+
+// A receiver's Retry-After holds back its subscription's next deliveries, not only the
+// refused one.
+func TestRetryAfterHoldsBackTheSubscription(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, testkit.LocalDelivery)
+	_, key := a.Account("acme")
+	rc := testkit.NewReceiver(t)
+	rc.Respond = func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n == 1 {
+			w.Header().Set("Retry-After", "2")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+	if r := a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": rc.URL, "eventType": "TagsAdded"}); r.Status != 200 {
+		t.Fatal(r.Status)
+	}
+	a.StartWorkers()
+	a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "one@example.com", "tags": []string{"x"}})
+	refused := rc.Next(t, 5*time.Second).At
+	a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "two@example.com", "tags": []string{"x"}})
+	next := rc.Next(t, 10*time.Second)
+	if wait := next.At.Sub(refused); wait < 1500*time.Millisecond {
+		t.Errorf("the next delivery came %v after a Retry-After of 2 s", wait)
 	}
 }

@@ -100,7 +100,7 @@ func TestSubscriptionReachesTheCache(t *testing.T) {
 		t.Fatal("TagsRemoved: cached as subscribed before anyone subscribed")
 	}
 	subscribedAt := time.Now()
-	if _, err := other.Create(ctx, account, "https://hooks.example.com/removed", webhook.TagsRemoved); err != nil {
+	if _, err := other.Create(ctx, account, "https://hooks.example.com/removed", webhook.TagsRemoved, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the other process's subscription", func() bool {

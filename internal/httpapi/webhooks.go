@@ -10,7 +10,7 @@ import (
 
 // CreateWebhook implements POST /public/v1/webhooks.
 func (s *Server) CreateWebhook(ctx context.Context, req api.CreateWebhookRequestObject) (api.CreateWebhookResponseObject, error) {
-	sub, err := s.webhooks.Create(ctx, principal(ctx).AccountID, req.Body.Url, webhook.EventType(req.Body.EventType))
+	sub, err := s.webhooks.Create(ctx, principal(ctx).AccountID, req.Body.Url, webhook.EventType(req.Body.EventType), req.Body.MaxDeliveriesPerSecond)
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +34,7 @@ func subscriptionToAPI(s webhook.Subscription) api.WebhookSubscription {
 	out := api.WebhookSubscription{
 		SubscriptionId: s.ID.String(), Url: s.URL, EventType: api.EventType(s.EventType),
 		Status: api.SubscriptionStatus(s.Status), CreatedAt: apitime.From(s.CreatedAt),
-		UpdatedAt: apitime.From(s.UpdatedAt),
+		UpdatedAt: apitime.From(s.UpdatedAt), MaxDeliveriesPerSecond: s.MaxPerSecond,
 	}
 	if s.Secret != "" {
 		out.Secret = &s.Secret
@@ -50,4 +50,25 @@ func (s *Server) RotateWebhookSecret(ctx context.Context, req api.RotateWebhookS
 	}
 	return api.RotateWebhookSecret200JSONResponse{SubscriptionId: r.SubscriptionID.String(), Secret: r.Secret,
 		PreviousSecretExpiresAt: apitime.From(r.PreviousUntil)}, nil
+}
+
+// UpdateWebhook implements PATCH /public/v1/webhooks/{subscriptionId}.
+func (s *Server) UpdateWebhook(ctx context.Context, req api.UpdateWebhookRequestObject) (api.UpdateWebhookResponseObject, error) {
+	account := principal(ctx).AccountID
+	limit := req.Body.MaxDeliveriesPerSecond
+	var sub webhook.Subscription
+	var err error
+	switch {
+	case !limit.IsSpecified(): // nothing to change: the subscription as it is
+		sub, err = s.webhooks.Get(ctx, account, req.SubscriptionId)
+	case limit.IsNull():
+		sub, err = s.webhooks.SetThrottle(ctx, account, req.SubscriptionId, nil)
+	default:
+		n := limit.MustGet()
+		sub, err = s.webhooks.SetThrottle(ctx, account, req.SubscriptionId, &n)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return api.UpdateWebhook200JSONResponse(subscriptionToAPI(sub)), nil
 }

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"strings"
 	"time"
@@ -25,8 +26,10 @@ type Subscription struct {
 	EventType EventType
 	Status    string
 	Secret    string
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	// MaxPerSecond throttles the subscription's deliveries; nil when it has no throttle.
+	MaxPerSecond *int
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
 // Service manages subscriptions.
@@ -49,8 +52,9 @@ func (s *Service) RotateSecret(ctx context.Context, accountID uuid.UUID, rawID s
 	return s.secrets.Rotate(ctx, accountID, rawID)
 }
 
-// Create validates and stores a subscription, returning it with its signing secret.
-func (s *Service) Create(ctx context.Context, accountID uuid.UUID, rawURL string, typ EventType) (Subscription, error) {
+// Create validates and stores a subscription, throttled to maxPerSecond unless it is nil,
+// returning it with its signing secret.
+func (s *Service) Create(ctx context.Context, accountID uuid.UUID, rawURL string, typ EventType, maxPerSecond *int) (Subscription, error) {
 	if err := s.checkURL(rawURL); err != nil {
 		return Subscription{}, err
 	}
@@ -72,7 +76,7 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, rawURL string
 		}
 		row, err = tx.SubscriptionInsert(ctx, db.SubscriptionInsertParams{
 			AccountID: accountID, SubscriptionID: id, Url: rawURL,
-			EventType: string(typ), SecretSealed: &sealed, CreatedAt: s.now(),
+			EventType: string(typ), SecretSealed: &sealed, MaxPerSecond: int32Ptr(maxPerSecond), CreatedAt: s.now(),
 		})
 		if err != nil {
 			return err
@@ -124,8 +128,39 @@ func (s *Service) checkURL(raw string) error {
 }
 
 func fromRow(r db.WebhookSubscription) Subscription {
-	return Subscription{ID: r.SubscriptionID, URL: r.Url, EventType: EventType(r.EventType),
+	sub := Subscription{ID: r.SubscriptionID, URL: r.Url, EventType: EventType(r.EventType),
 		Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	if r.MaxPerSecond != nil {
+		n := int(*r.MaxPerSecond)
+		sub.MaxPerSecond = &n
+	}
+	return sub
+}
+
+func int32Ptr(n *int) *int32 {
+	if n == nil {
+		return nil
+	}
+	v := int32(*n)
+	return &v
+}
+
+// SetThrottle sets the subscription's throttle, or lifts it when maxPerSecond is nil.
+func (s *Service) SetThrottle(ctx context.Context, accountID uuid.UUID, rawID string, maxPerSecond *int) (Subscription, error) {
+	id, ok := ids.Parse(rawID)
+	if !ok {
+		return Subscription{}, ErrNotFound
+	}
+	var row db.WebhookSubscription
+	err := s.store.Write(ctx, func(q *db.Queries) (err error) {
+		row, err = q.SubscriptionSetThrottle(ctx, db.SubscriptionSetThrottleParams{AccountID: accountID,
+			SubscriptionID: id, MaxPerSecond: int32Ptr(maxPerSecond), Now: s.now()})
+		return err
+	})
+	if errors.Is(err, apperr.ErrNoRows) {
+		return Subscription{}, ErrNotFound
+	}
+	return fromRow(row), err
 }
 
 // ErrNotFound is the answer for an unknown subscription, or another account's.
@@ -158,4 +193,21 @@ func (s *Service) forget(accountID uuid.UUID) {
 	if s.subs != nil {
 		s.subs.forget(accountID)
 	}
+}
+
+// Get returns one of the account's subscriptions, without its secret.
+func (s *Service) Get(ctx context.Context, accountID uuid.UUID, rawID string) (Subscription, error) {
+	id, ok := ids.Parse(rawID)
+	if !ok {
+		return Subscription{}, ErrNotFound
+	}
+	var row db.WebhookSubscription
+	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+		row, err = q.SubscriptionGet(ctx, db.SubscriptionGetParams{AccountID: accountID, SubscriptionID: id})
+		return err
+	})
+	if errors.Is(err, apperr.ErrNoRows) {
+		return Subscription{}, ErrNotFound
+	}
+	return fromRow(row), err
 }

@@ -4,8 +4,16 @@ WHERE account_id = $1 AND event_type = $2 AND status <> 'Removed';
 
 -- name: SubscriptionInsert :one
 INSERT INTO webhook_subscriptions (
-    account_id, subscription_id, url, event_type, secret_sealed, created_at, updated_at
-) VALUES (@account_id, @subscription_id, @url, @event_type, @secret_sealed, @created_at, @created_at)
+    account_id, subscription_id, url, event_type, secret_sealed, max_per_second, created_at, updated_at
+) VALUES (@account_id, @subscription_id, @url, @event_type, @secret_sealed, sqlc.narg('max_per_second'), @created_at, @created_at)
+RETURNING *;
+
+-- name: SubscriptionSetThrottle :one
+-- Sets (or, NULL, lifts) the subscription's throttle; a held-back send time of the old pace
+-- goes with it.
+UPDATE webhook_subscriptions
+SET max_per_second = sqlc.narg('max_per_second'), next_send_at = NULL, updated_at = @now
+WHERE account_id = @account_id AND subscription_id = @subscription_id
 RETURNING *;
 
 -- name: SubscriptionList :many
