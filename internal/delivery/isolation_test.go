@@ -151,12 +151,23 @@ func TestRetryAfterHoldsBackTheSubscription(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	}
-	if r := a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": rc.URL, "eventType": "TagsAdded"}); r.Status != 200 {
-		t.Fatal(r.Status)
-	}
+	r := a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": rc.URL, "eventType": "TagsAdded"})
+	var sub api.WebhookSubscription
+	r.JSON(t, &sub)
 	a.StartWorkers()
 	a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "one@example.com", "tags": []string{"x"}})
 	refused := rc.Next(t, 5*time.Second).At
+	// the refusal is recorded (and the hold with it) before the next event exists
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var l api.DeliveryAttemptList
+		a.Do("GET", "/public/v1/webhooks/"+sub.SubscriptionId+"/deliveries", key, nil).JSON(t, &l)
+		if len(l.Attempts) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the refused attempt was not recorded")
+		}
+	}
 	a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "two@example.com", "tags": []string{"x"}})
 	next := rc.Next(t, 10*time.Second)
 	if wait := next.At.Sub(refused); wait < 1500*time.Millisecond {
