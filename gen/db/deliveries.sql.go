@@ -127,7 +127,7 @@ SELECT c.account_id::uuid AS account_id, c.delivery_id::uuid AS delivery_id, c.s
     c.subscription_status::text AS subscription_status,
     coalesce(c.client_secret_sealed, '')::text AS client_secret_sealed
 FROM claim_deliveries($1::timestamptz, $2::timestamptz, $3::int,
-    $4::int, $5::int, $6::float8) c
+    $4::int, $5::float8) c
 `
 
 type DeliveryClaimParams struct {
@@ -135,7 +135,6 @@ type DeliveryClaimParams struct {
 	LeaseUntil    time.Time
 	Max           int32
 	MaxInFlight   int32
-	ScanLimit     int32
 	ThrottleShare float64
 }
 
@@ -165,7 +164,6 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 		arg.LeaseUntil,
 		arg.Max,
 		arg.MaxInFlight,
-		arg.ScanLimit,
 		arg.ThrottleShare,
 	)
 	if err != nil {
@@ -175,6 +173,86 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 	var items []DeliveryClaimRow
 	for rows.Next() {
 		var i DeliveryClaimRow
+		if err := rows.Scan(
+			&i.AccountID,
+			&i.DeliveryID,
+			&i.Status,
+			&i.Attempts,
+			&i.SubscriptionID,
+			&i.EventID,
+			&i.EventType,
+			&i.Payload,
+			&i.Url,
+			&i.Secret,
+			&i.SecretSealed,
+			&i.PreviousSecretSealed,
+			&i.PreviousSecretUntil,
+			&i.SubscriptionStatus,
+			&i.ClientSecretSealed,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const deliveryClaimNext = `-- name: DeliveryClaimNext :many
+SELECT c.account_id::uuid AS account_id, c.delivery_id::uuid AS delivery_id, c.status::text AS status,
+    c.attempts::int AS attempts, c.subscription_id::uuid AS subscription_id, c.event_id::uuid AS event_id,
+    c.event_type::text AS event_type, c.payload::text AS payload, c.url::text AS url,
+    -- sqlc cannot see the function's NULLs: absent is '' and the zero time here
+    coalesce(c.secret, '')::text AS secret, coalesce(c.secret_sealed, '')::text AS secret_sealed,
+    coalesce(c.previous_secret_sealed, '')::text AS previous_secret_sealed,
+    coalesce(c.previous_secret_until, '0001-01-01 00:00:00+00')::timestamptz AS previous_secret_until,
+    c.subscription_status::text AS subscription_status,
+    coalesce(c.client_secret_sealed, '')::text AS client_secret_sealed
+FROM claim_next_delivery($1::uuid, $2::uuid, $3::timestamptz, $4::timestamptz) c
+`
+
+type DeliveryClaimNextParams struct {
+	AccountID      uuid.UUID
+	SubscriptionID uuid.UUID
+	Now            time.Time
+	LeaseUntil     time.Time
+}
+
+type DeliveryClaimNextRow struct {
+	AccountID            uuid.UUID
+	DeliveryID           uuid.UUID
+	Status               string
+	Attempts             int32
+	SubscriptionID       uuid.UUID
+	EventID              uuid.UUID
+	EventType            string
+	Payload              string
+	Url                  string
+	Secret               string
+	SecretSealed         string
+	PreviousSecretSealed string
+	PreviousSecretUntil  time.Time
+	SubscriptionStatus   string
+	ClientSecretSealed   string
+}
+
+// Leases the subscription's oldest due delivery: see claim_next_delivery (migration 00012).
+func (q *Queries) DeliveryClaimNext(ctx context.Context, arg DeliveryClaimNextParams) ([]DeliveryClaimNextRow, error) {
+	rows, err := q.db.Query(ctx, deliveryClaimNext,
+		arg.AccountID,
+		arg.SubscriptionID,
+		arg.Now,
+		arg.LeaseUntil,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DeliveryClaimNextRow
+	for rows.Next() {
+		var i DeliveryClaimNextRow
 		if err := rows.Scan(
 			&i.AccountID,
 			&i.DeliveryID,

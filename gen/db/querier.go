@@ -82,6 +82,8 @@ type Querier interface {
 	// Leases up to @max due deliveries to the caller, a few per receiver at most: see
 	// claim_deliveries (migration 00012).
 	DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error)
+	// Leases the subscription's oldest due delivery: see claim_next_delivery (migration 00012).
+	DeliveryClaimNext(ctx context.Context, arg DeliveryClaimNextParams) ([]DeliveryClaimNextRow, error)
 	DeliveryGet(ctx context.Context, arg DeliveryGetParams) (DeliveryGetRow, error)
 	DeliveryInsert(ctx context.Context, arg DeliveryInsertParams) error
 	// Everything one attempt needs, in one round trip.

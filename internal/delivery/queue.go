@@ -3,6 +3,8 @@ package delivery
 import (
 	"context"
 
+	"github.com/google/uuid"
+
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/queue"
 	"github.com/contactd/contactd/internal/store"
@@ -24,6 +26,38 @@ func nonEmpty(s string) *string {
 	return &s
 }
 
+// claimedDelivery is a claimed row as an attempt takes it.
+func claimedDelivery(r db.DeliveryClaimRow) (Args, db.DeliveryLoadRow) {
+	a := Args{AccountID: r.AccountID, DeliveryID: r.DeliveryID, Attempt: int(r.Attempts) + 1}
+	d := db.DeliveryLoadRow{Status: r.Status, Attempts: r.Attempts, SubscriptionID: r.SubscriptionID,
+		EventID: r.EventID, EventType: r.EventType, Payload: r.Payload, Url: r.Url, Secret: nonEmpty(r.Secret),
+		SecretSealed: nonEmpty(r.SecretSealed), PreviousSecretSealed: nonEmpty(r.PreviousSecretSealed),
+		SubscriptionStatus: r.SubscriptionStatus, ClientSecretSealed: nonEmpty(r.ClientSecretSealed)}
+	if !r.PreviousSecretUntil.IsZero() {
+		d.PreviousSecretUntil = &r.PreviousSecretUntil
+	}
+	return a, d
+}
+
+// claimNext leases the subscription's oldest due delivery for the worker that just delivered
+// one of its events, so a receiver keeps its room (at most MaxInFlight attempts) busy without
+// each attempt waiting for the dispatcher's next claim; ok is false when there is none (or the
+// subscription is throttled, or held back).
+func (s *Service) claimNext(ctx context.Context, account, sub uuid.UUID) (Args, db.DeliveryLoadRow, bool) {
+	now := s.now()
+	var rows []db.DeliveryClaimNextRow
+	err := s.store.Write(ctx, func(q *db.Queries) (err error) {
+		rows, err = q.DeliveryClaimNext(ctx, db.DeliveryClaimNextParams{AccountID: account, SubscriptionID: sub,
+			Now: now, LeaseUntil: now.Add(s.opt.RescueAfter)})
+		return err
+	})
+	if err != nil || len(rows) == 0 {
+		return Args{}, db.DeliveryLoadRow{}, false // the dispatcher's claims find it later
+	}
+	a, d := claimedDelivery(db.DeliveryClaimRow(rows[0]))
+	return a, d, true
+}
+
 // claim leases up to max due deliveries for the length of RescueAfter, which exceeds an
 // attempt's timeout: a lease ends before its attempt only when its worker died.
 func (s *Service) claim(ctx context.Context, max int) ([]queue.Work, bool, error) {
@@ -31,20 +65,16 @@ func (s *Service) claim(ctx context.Context, max int) ([]queue.Work, bool, error
 	var rows []db.DeliveryClaimRow
 	err := s.store.Write(ctx, func(q *db.Queries) (err error) {
 		rows, err = q.DeliveryClaim(ctx, db.DeliveryClaimParams{Now: now, LeaseUntil: now.Add(s.opt.RescueAfter), Max: int32(max),
-			MaxInFlight: int32(s.opt.MaxInFlight), ScanLimit: int32(8 * max), ThrottleShare: throttleShare})
+			MaxInFlight: int32(s.opt.MaxInFlight), ThrottleShare: throttleShare})
 		return err
 	})
 	work := make([]queue.Work, len(rows))
 	for i, r := range rows {
-		a := Args{AccountID: r.AccountID, DeliveryID: r.DeliveryID, Attempt: int(r.Attempts) + 1}
-		d := db.DeliveryLoadRow{Status: r.Status, Attempts: r.Attempts, SubscriptionID: r.SubscriptionID,
-			EventID: r.EventID, EventType: r.EventType, Payload: r.Payload, Url: r.Url, Secret: nonEmpty(r.Secret),
-			SecretSealed: nonEmpty(r.SecretSealed), PreviousSecretSealed: nonEmpty(r.PreviousSecretSealed),
-			SubscriptionStatus: r.SubscriptionStatus, ClientSecretSealed: nonEmpty(r.ClientSecretSealed)}
-		if !r.PreviousSecretUntil.IsZero() {
-			d.PreviousSecretUntil = &r.PreviousSecretUntil
-		}
+		a, d := claimedDelivery(r)
 		work[i] = func(ctx context.Context) { s.attempt(ctx, a, d) }
 	}
-	return work, len(rows) == max, store.Translate(err)
+	// more may be due whenever this claim took any: a full claim leaves a backlog, and a
+	// partial one may have been cut short by a receiver's limit, whose room each finishing
+	// attempt frees (so a finishing worker claims again instead of waiting for the poll).
+	return work, len(rows) > 0, store.Translate(err)
 }

@@ -61,11 +61,14 @@ func New(st *store.Store, opt Options) *Service {
 func (s *Service) UsePolling(every time.Duration) { s.queue.UsePolling(every) }
 
 // Start runs the delivery workers until Stop.
-func (s *Service) Start() { s.queue.Start() }
+func (s *Service) Start() { s.stopping.Store(false); s.queue.Start() }
 
 // Stop lets running attempts finish (their results are recorded), within ctx; attempts
 // still running when ctx ends are cancelled, and made again when their leases end.
-func (s *Service) Stop(ctx context.Context) error { return s.queue.Stop(ctx) }
+func (s *Service) Stop(ctx context.Context) error {
+	s.stopping.Store(true)
+	return s.queue.Stop(ctx)
+}
 
 // RemoveFailingAfter is how long a Failing subscription may go without a success.
 const RemoveFailingAfter = 5 * 24 * time.Hour

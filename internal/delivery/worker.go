@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -48,6 +49,8 @@ type Service struct {
 	opt     Options
 	queue   *queue.Queue
 	secrets *webhook.Secrets
+	// stopping stops workers from going on to a subscription's next delivery (Stop).
+	stopping atomic.Bool
 }
 
 var _ webhook.Enqueuer = (*Service)(nil)
@@ -96,19 +99,33 @@ func (s *Service) Attempt(ctx context.Context, a Args) error {
 	if err != nil {
 		return err
 	}
-	return s.makeAttempt(ctx, a, d)
+	_, err = s.makeAttempt(ctx, a, d)
+	return err
 }
 
 // attempt is a worker's attempt of a claimed delivery. A failure to record it (the database
 // away) is logged; the lease then ends and the same attempt is made again.
+// After a success it goes on with the subscription's next due delivery, while there is one
+// and the service is not stopping.
 func (s *Service) attempt(ctx context.Context, a Args, d db.DeliveryLoadRow) {
-	if err := s.makeAttempt(ctx, a, d); err != nil && ctx.Err() == nil {
-		s.log.Warn("webhooks: recording an attempt failed; it will be made again",
-			slog.String("delivery_id", a.DeliveryID.String()), slog.Any("error", err))
+	for {
+		ok, err := s.makeAttempt(ctx, a, d)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("webhooks: recording an attempt failed; it will be made again",
+				slog.String("delivery_id", a.DeliveryID.String()), slog.Any("error", err))
+		}
+		if !ok || err != nil || ctx.Err() != nil || s.stopping.Load() {
+			return
+		}
+		var more bool
+		if a, d, more = s.claimNext(ctx, a.AccountID, d.SubscriptionID); !more {
+			return
+		}
 	}
 }
 
-func (s *Service) makeAttempt(ctx context.Context, a Args, d db.DeliveryLoadRow) error {
+// makeAttempt makes one attempt and records it; ok reports a success.
+func (s *Service) makeAttempt(ctx context.Context, a Args, d db.DeliveryLoadRow) (ok bool, err error) {
 	var o outcome
 	if d.SubscriptionStatus == "Removed" {
 		o.err = "subscription removed"
@@ -116,7 +133,7 @@ func (s *Service) makeAttempt(ctx context.Context, a Args, d db.DeliveryLoadRow)
 		o = s.post(ctx, a.AccountID, d)
 		s.metrics.ObserveAttempt(o.label(), o.latency)
 	}
-	return s.record(ctx, a, d, o)
+	return o.ok(), s.record(ctx, a, d, o)
 }
 
 func (s *Service) post(ctx context.Context, account uuid.UUID, d db.DeliveryLoadRow) outcome {

@@ -11,7 +11,20 @@ SELECT c.account_id::uuid AS account_id, c.delivery_id::uuid AS delivery_id, c.s
     c.subscription_status::text AS subscription_status,
     coalesce(c.client_secret_sealed, '')::text AS client_secret_sealed
 FROM claim_deliveries(@now::timestamptz, @lease_until::timestamptz, @max::int,
-    @max_in_flight::int, @scan_limit::int, @throttle_share::float8) c;
+    @max_in_flight::int, @throttle_share::float8) c;
+
+-- name: DeliveryClaimNext :many
+-- Leases the subscription's oldest due delivery: see claim_next_delivery (migration 00012).
+SELECT c.account_id::uuid AS account_id, c.delivery_id::uuid AS delivery_id, c.status::text AS status,
+    c.attempts::int AS attempts, c.subscription_id::uuid AS subscription_id, c.event_id::uuid AS event_id,
+    c.event_type::text AS event_type, c.payload::text AS payload, c.url::text AS url,
+    -- sqlc cannot see the function's NULLs: absent is '' and the zero time here
+    coalesce(c.secret, '')::text AS secret, coalesce(c.secret_sealed, '')::text AS secret_sealed,
+    coalesce(c.previous_secret_sealed, '')::text AS previous_secret_sealed,
+    coalesce(c.previous_secret_until, '0001-01-01 00:00:00+00')::timestamptz AS previous_secret_until,
+    c.subscription_status::text AS subscription_status,
+    coalesce(c.client_secret_sealed, '')::text AS client_secret_sealed
+FROM claim_next_delivery(@account_id::uuid, @subscription_id::uuid, @now::timestamptz, @lease_until::timestamptz) c;
 
 -- name: DeliveryLoad :one
 -- Everything one attempt needs, in one round trip.
