@@ -6,7 +6,7 @@ TOOLS := $(GO) tool -modfile=tools/go.mod
 # Pure-Go builds: sqlc then uses its wasm parser (no cgo), much faster to build cold.
 export CGO_ENABLED ?= 0
 
-.PHONY: bench-dataout help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
+.PHONY: bench-dataout bench-isolation help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -67,11 +67,17 @@ bench-dataout: deps ## data out at scale: 1,000,000 contacts, list/search p99, e
 	$(GO) build -o bin/contactbench ./cmd/contactbench
 	./bin/contactbench -dataout $(BENCH_FLAGS)
 
+bench-isolation: deps ## delivery isolation at scale: 200 subscriptions, healthy receivers' latency with and without a tenth hanging
+	$(GO) build -o bin/contactd ./cmd/contactd
+	$(GO) build -o bin/contactbench ./cmd/contactbench
+	./bin/contactbench -isolation $(BENCH_FLAGS)
+
 bench-smoke: deps ## the load tool for a few seconds on a tiny dataset: fails on any error, never on timing
 	$(GO) build -o bin/contactd ./cmd/contactd
 	$(GO) build -o bin/contactbench ./cmd/contactbench
 	./bin/contactbench -smoke
 	./bin/contactbench -smoke -dataout
+	./bin/contactbench -smoke -isolation
 
 docs-screenshot: node-deps browser-deps ## render /docs in headless Chromium and keep bin/docs.png
 	@mkdir -p bin

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -221,6 +222,8 @@ func countLines(ctx context.Context, dr *driver, u string) (int, error) {
 	}
 	return n, sc.Err()
 }
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 func getJSON(ctx context.Context, dr *driver, u string, v any) error {
 	req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)

@@ -17,6 +17,7 @@ type request struct {
 	method, url string
 	body        []byte
 	want        int
+	key         string // the API key to send, when not the driver's
 }
 
 // workload makes the next request for worker w (each worker has its own rng and counter).
@@ -220,7 +221,11 @@ func (dr *driver) do(ctx context.Context, r request) error {
 	if r.body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("x-api-key", dr.apiKey)
+	key := dr.apiKey
+	if r.key != "" {
+		key = r.key
+	}
+	req.Header.Set("x-api-key", key)
 	resp, err := dr.client.Do(req)
 	if err != nil {
 		return err

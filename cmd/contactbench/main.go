@@ -48,6 +48,9 @@ type options struct {
 	smoke       bool
 	dataOut     bool
 	events      int
+	isolation   bool
+	isoSubs     int
+	isoRate     float64
 }
 
 func main() {
@@ -75,6 +78,9 @@ func main() {
 	flag.BoolVar(&o.smoke, "smoke", false, "a few seconds on a tiny dataset, to check the tool works (make test)")
 	flag.BoolVar(&o.dataOut, "dataout", false, "measure data out instead: list, search, export and the events feed over one large account (-contacts, default 1,000,000; -events) at -c (default 16)")
 	flag.IntVar(&o.events, "events", 300_000, "events seeded for the -dataout run")
+	flag.BoolVar(&o.isolation, "isolation", false, "measure delivery isolation instead: the healthy receivers' latency with every receiver healthy, then with a tenth hanging (-isolation-subs, -isolation-rate, -duration)")
+	flag.IntVar(&o.isoSubs, "isolation-subs", 200, "webhook subscriptions of the -isolation run (three per account)")
+	flag.Float64Var(&o.isoRate, "isolation-rate", 100, "events per second the -isolation run produces")
 	flag.Parse()
 	if o.dataOut {
 		if !isSet("contacts") {
@@ -94,6 +100,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	runner := run
+	if o.isolation {
+		runner = runIsolation
+		if o.smoke {
+			o.isoSubs, o.isoRate, o.duration = 30, 20, 2*time.Second
+		}
+	}
 	if o.dataOut {
 		runner = runDataOut
 		if o.smoke {

@@ -60,14 +60,19 @@ WITH RECURSIVE pending AS (
     GROUP BY s.url
 ), open AS (
     -- those free to send now: their receiver below its limit, not held back
-    SELECT s.account_id, s.subscription_id, s.url, s.max_per_second, p_max_in_flight - coalesce(h.n, 0) AS room
+    -- (a receiver that has not succeeded yet, or whose last attempt failed, gets one attempt
+    -- at a time until one succeeds: hanging receivers hold one worker each, not
+    -- p_max_in_flight)
+    SELECT s.account_id, s.subscription_id, s.url, s.max_per_second, l.lim,
+           l.lim - coalesce(h.n, 0) AS room
     FROM pending p
     JOIN webhook_subscriptions s ON s.account_id = p.account_id AND s.subscription_id = p.subscription_id
+    CROSS JOIN LATERAL (SELECT CASE WHEN s.consecutive_failures > 0 OR s.last_success_at IS NULL THEN 1 ELSE p_max_in_flight END AS lim) l
     LEFT JOIN held h ON h.url = s.url
-    WHERE coalesce(h.n, 0) < p_max_in_flight AND (s.next_send_at IS NULL OR s.next_send_at <= p_now)
+    WHERE coalesce(h.n, 0) < l.lim AND (s.next_send_at IS NULL OR s.next_send_at <= p_now)
 ), candidate AS (
     -- each open subscription's oldest due deliveries, at most its receiver's room
-    SELECT q.account_id, q.delivery_id, q.subscription_id, q.next_attempt_at, o.url, o.max_per_second
+    SELECT q.account_id, q.delivery_id, q.subscription_id, q.next_attempt_at, o.url, o.max_per_second, o.lim
     FROM open o, LATERAL (
         SELECT d.account_id, d.delivery_id, d.subscription_id, d.next_attempt_at FROM webhook_deliveries d
         WHERE d.account_id = o.account_id AND d.subscription_id = o.subscription_id
@@ -78,13 +83,13 @@ WITH RECURSIVE pending AS (
 ), due AS (
     SELECT x.account_id, x.delivery_id, x.subscription_id, x.max_per_second
     FROM (
-        SELECT c.account_id, c.delivery_id, c.subscription_id, c.next_attempt_at, c.max_per_second,
+        SELECT c.account_id, c.delivery_id, c.subscription_id, c.next_attempt_at, c.max_per_second, c.lim,
                coalesce(h.n, 0) AS held_n,
                row_number() OVER (PARTITION BY c.url ORDER BY c.next_attempt_at, c.delivery_id) AS by_url,
                row_number() OVER (PARTITION BY c.account_id, c.subscription_id ORDER BY c.next_attempt_at, c.delivery_id) AS by_sub
         FROM candidate c LEFT JOIN held h ON h.url = c.url
     ) x
-    WHERE x.by_url <= p_max_in_flight - x.held_n
+    WHERE x.by_url <= x.lim - x.held_n
       AND (x.max_per_second IS NULL OR x.by_sub <= greatest(1, floor(x.max_per_second * p_throttle_share)))
     ORDER BY x.next_attempt_at
     LIMIT p_max
