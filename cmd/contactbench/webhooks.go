@@ -95,8 +95,10 @@ func measureWebhooks(ctx context.Context, dr *driver, base string, ds dataset, p
 		return webhookResult{}, err
 	}
 	defer stop()
-	for range subs {
-		body, _ := json.Marshal(map[string]string{"url": rc.url, "eventType": "TagsAdded"})
+	for i := range subs {
+		// a URL each: one receiver URL gets at most CONTACTD_WEBHOOK_MAX_IN_FLIGHT (4) attempts
+		// at once, which would measure that one receiver's ceiling instead of the delivery's
+		body, _ := json.Marshal(map[string]string{"url": fmt.Sprintf("%s?sub=%d", rc.url, i), "eventType": "TagsAdded"})
 		if err := dr.do(ctx, request{method: "POST", url: base + "/public/v1/webhooks", body: body, want: 200}); err != nil {
 			return webhookResult{}, fmt.Errorf("subscribe: %w", err)
 		}
