@@ -6,7 +6,7 @@ TOOLS := $(GO) tool -modfile=tools/go.mod
 # Pure-Go builds: sqlc then uses its wasm parser (no cgo), much faster to build cold.
 export CGO_ENABLED ?= 0
 
-.PHONY: bench-dataout bench-isolation help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
+.PHONY: redis-deps bench-dataout bench-isolation help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -16,6 +16,9 @@ deps: ## install what the machine lacks (PostgreSQL server binaries)
 
 node-deps: ## install the pinned Node tooling of tools/node (and Node.js when missing)
 	@scripts/ensure-node.sh
+
+redis-deps: ## install Debian's redis-server (the shared rate limits' tests, make cluster)
+	@scripts/ensure-redis.sh
 
 browser-deps: ## install Debian's chromium for the /docs page test
 	@scripts/ensure-chromium.sh
@@ -53,7 +56,7 @@ breaking: ## fail on a breaking change to openapi.yaml since the previous commit
 unit: ## the tests without the database-backed packages' long ones
 	$(GO) test -short ./...
 
-test: deps node-deps browser-deps check-tree check-generated vet lint breaking ## everything CI runs: generation freshness, vet, lint, breaking changes, unit, integration, contract, consumers
+test: deps redis-deps node-deps browser-deps check-tree check-generated vet lint breaking ## everything CI runs: generation freshness, vet, lint, breaking changes, unit, integration, contract, consumers
 	CONTACTD_CONSUMER_TESTS=1 $(GO) test -count=1 -timeout 8m ./...
 	@$(MAKE) --no-print-directory bench-smoke
 

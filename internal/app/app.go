@@ -183,8 +183,16 @@ func queueDepth(st *store.Store) metrics.QueueDepth {
 // Handler builds the HTTP handler of the API over st.
 func Handler(cfg config.Config, st *store.Store, svc *Services, log *slog.Logger) (http.Handler, error) {
 	limits := ratelimit.Limits{ReadsPer10s: cfg.RateReadsPer10s, WritesPer10s: cfg.RateWritesPer10s, AccountPerDay: cfg.RateAccountPerDay}
+	var limiter ratelimit.Allower
+	if cfg.RedisURL != "" {
+		shared, err := ratelimit.NewShared(cfg.RedisURL, limits, time.Now, log, svc.Metrics.RateLimitFallback)
+		if err != nil {
+			return nil, fmt.Errorf("CONTACTD_REDIS_URL: %w", err)
+		}
+		limiter = shared
+	}
 	return httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, RateLimits: limits}, httpapi.Deps{
-		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Webhooks: svc.Webhooks, Events: svc.Events, Deliveries: svc.Deliveries,
+		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Webhooks: svc.Webhooks, Events: svc.Events, Deliveries: svc.Deliveries, Limiter: limiter,
 		Ready:   func(ctx context.Context) error { return ready(ctx, st) },
 		Metrics: svc.Metrics,
 	})

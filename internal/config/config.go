@@ -51,6 +51,8 @@ type Config struct {
 	WebhookMaxInFlight     int           // CONTACTD_WEBHOOK_MAX_IN_FLIGHT: attempts at once per receiver URL, across processes
 	WebhookRescueAfter     time.Duration // CONTACTD_WEBHOOK_RESCUE_AFTER: retry attempts of a dead worker after
 	EventRetention         time.Duration // CONTACTD_EVENT_RETENTION: how long the events feed keeps events
+	// RedisURL, when set, makes the rate limits shared by every process (redis://host:port/db).
+	RedisURL string // CONTACTD_REDIS_URL
 
 	// SecretKey seals the secrets stored in the database (base64 of 32 bytes); from the
 	// environment only, never a flag (flags show in ps). SecretKeyFile names a file holding it
@@ -120,6 +122,7 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	intVar(&c.WebhookMaxInFlight, "webhook-max-in-flight", env("CONTACTD_WEBHOOK_MAX_IN_FLIGHT", ""), int64(d.WebhookMaxInFlight), "attempts one receiver URL may have at once, across processes (CONTACTD_WEBHOOK_MAX_IN_FLIGHT)")
 	durVar(&c.WebhookRescueAfter, "webhook-rescue-after", env("CONTACTD_WEBHOOK_RESCUE_AFTER", ""), d.WebhookRescueAfter, "retry an attempt whose worker died after this (CONTACTD_WEBHOOK_RESCUE_AFTER)")
 	durVar(&c.EventRetention, "event-retention", env("CONTACTD_EVENT_RETENTION", ""), d.EventRetention, "how long the events feed keeps events, e.g. 720h (CONTACTD_EVENT_RETENTION)")
+	fs.StringVar(&c.RedisURL, "redis-url", env("CONTACTD_REDIS_URL", d.RedisURL), "Redis shared by every process for the rate limits, e.g. redis://127.0.0.1:6379/0; empty: each process limits alone (CONTACTD_REDIS_URL)")
 	c.SecretKey, c.SecretKeysOld = getenv("CONTACTD_SECRET_KEY"), getenv("CONTACTD_SECRET_KEYS_OLD")
 	fs.StringVar(&c.SecretKeyFile, "secret-key-file", env("CONTACTD_SECRET_KEY_FILE", d.SecretKeyFile), "file holding the key that seals stored secrets, instead of CONTACTD_SECRET_KEY (CONTACTD_SECRET_KEY_FILE)")
 	fs.StringVar(&c.WebhookAllowedRaw, "webhook-allowed-networks", env("CONTACTD_WEBHOOK_ALLOWED_NETWORKS", ""), "comma-separated CIDRs webhooks may reach despite the SSRF guard (CONTACTD_WEBHOOK_ALLOWED_NETWORKS)")

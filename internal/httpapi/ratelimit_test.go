@@ -2,7 +2,9 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,5 +81,30 @@ func TestRateLimitPerAccountDay(t *testing.T) {
 	}
 	if r := a.Do("GET", "/public/v1/webhooks", otherKey, nil); r.Status != 200 {
 		t.Errorf("another account: %d", r.Status)
+	}
+}
+
+// With CONTACTD_REDIS_URL the API's limits are the shared ones, with the same headers.
+func TestRateLimitSharedThroughRedis(t *testing.T) {
+	t.Parallel()
+	r := testkit.StartRedis(t)
+	a := testkit.NewAPI(t, func(c *config.Config) { c.RedisURL, c.RateWritesPer10s, c.RateAccountPerDay = r.URL, 3, 1000 })
+	_, key := a.Account("acme")
+	for i := range 3 {
+		if r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": fmt.Sprintf("r%d@example.com", i)}); r.Status != 200 ||
+			r.Header.Get("X-RateLimit-Remaining-10") != strconv.Itoa(2-i) || r.Header.Get("X-RateLimit-Remaining-Day") != strconv.Itoa(999-i) {
+			t.Fatalf("write %d: %d %v", i+1, r.Status, r.Header)
+		}
+	}
+	if r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "r4@example.com"}); r.Status != 429 || r.Header.Get("Retry-After") == "" ||
+		r.Header.Get("RateLimit-Reset") == "" {
+		t.Errorf("the 4th write: %d %v", r.Status, r.Header)
+	}
+	r.Stop() // Redis away: the process limits alone, and counts it
+	if r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "r5@example.com"}); r.Status != 200 {
+		t.Errorf("with Redis gone: %d %s", r.Status, r.Body)
+	}
+	if m := string(a.Do("GET", "/metrics", "", nil).Body); !strings.Contains(m, "contactd_ratelimit_fallbacks_total 1") {
+		t.Errorf("fallback not counted in /metrics")
 	}
 }

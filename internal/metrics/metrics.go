@@ -23,6 +23,7 @@ type Metrics struct {
 	attempts       *prometheus.CounterVec
 	attemptLatency prometheus.Histogram
 	groupSize      *prometheus.HistogramVec
+	rlFallbacks    prometheus.Counter
 }
 
 // New returns the process's metrics, with the Go runtime and process collectors.
@@ -50,7 +51,11 @@ func New() *Metrics {
 			Buckets: []float64{1, 2, 4, 8, 16, 32},
 		}, []string{"group"}),
 	}
-	m.registry.MustRegister(m.requests, m.latency, m.attempts, m.attemptLatency, m.groupSize,
+	m.rlFallbacks = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "contactd_ratelimit_fallbacks_total",
+		Help: "Rate-limit decisions this process made alone because Redis (CONTACTD_REDIS_URL) did not answer.",
+	})
+	m.registry.MustRegister(m.requests, m.latency, m.attempts, m.attemptLatency, m.groupSize, m.rlFallbacks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -85,6 +90,13 @@ func (m *Metrics) ObserveAttempt(outcome string, d time.Duration) {
 	}
 	m.attempts.WithLabelValues(outcome).Inc()
 	m.attemptLatency.Observe(d.Seconds())
+}
+
+// RateLimitFallback counts a rate-limit decision made without Redis.
+func (m *Metrics) RateLimitFallback() {
+	if m != nil {
+		m.rlFallbacks.Inc()
+	}
 }
 
 // ObserveGroup records the size of a group of statements sent together.

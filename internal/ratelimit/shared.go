@@ -1,0 +1,124 @@
+package ratelimit
+
+import (
+	"context"
+	"encoding/hex"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+)
+
+// Allower decides a request against the limits: the process's own windows (Limiter), or the
+// ones every process shares (Shared).
+type Allower interface {
+	Allow(key, account ID, write bool) Decision
+}
+
+var _ Allower = (*Limiter)(nil)
+
+// redisTimeout bounds each decision's round trips: a Redis slower than this is treated as
+// away, and the process decides alone.
+const redisTimeout = 100 * time.Millisecond
+
+// Shared enforces the limits across every contactd process through Redis: each key's
+// 10-second allowance with redis_rate's GCRA limiter (the allowance at once, then refilled
+// evenly over the window), each account's UTC day with a counter per day (INCR, expiring after
+// the day). When Redis cannot answer, the process falls back to its own Limiter, so traffic
+// goes on; fallbacks are logged (once a minute) and counted.
+type Shared struct {
+	rdb      *redis.Client
+	rl       *redis_rate.Limiter
+	limits   Limits
+	now      func() time.Time
+	local    *Limiter
+	log      *slog.Logger
+	fallback func() // counts a fallback (metrics)
+	warned   atomic.Int64
+}
+
+// NewShared connects to the Redis at url (redis://host:port/db).
+func NewShared(url string, l Limits, now func() time.Time, log *slog.Logger, fallback func()) (*Shared, error) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = redisTimeout, redisTimeout, redisTimeout
+	opt.MaxRetries = -1 // a retry would double the wait before the fallback
+	rdb := redis.NewClient(opt)
+	if fallback == nil {
+		fallback = func() {}
+	}
+	return &Shared{rdb: rdb, rl: redis_rate.NewLimiter(rdb), limits: l, now: now, local: New(l, now), log: log, fallback: fallback}, nil
+}
+
+// Close closes the connections to Redis.
+func (s *Shared) Close() error { return s.rdb.Close() }
+
+// Allow counts one request of key (in account) if the shared limits admit it; when Redis is
+// away, the process's own limits decide.
+func (s *Shared) Allow(key, account ID, write bool) Decision {
+	ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
+	defer cancel()
+	d, err := s.allow(ctx, key, account, write)
+	if err != nil {
+		s.fallback()
+		if last := s.warned.Load(); time.Since(time.Unix(0, last)) > time.Minute && s.warned.CompareAndSwap(last, time.Now().UnixNano()) {
+			s.log.Warn("rate limits: Redis unreachable, each process limits alone", slog.Any("error", err))
+		}
+		return s.local.Allow(key, account, write)
+	}
+	return d
+}
+
+func (s *Shared) allow(ctx context.Context, key, account ID, write bool) (Decision, error) {
+	limit, kind := s.limits.ReadsPer10s, "r"
+	if write {
+		limit, kind = s.limits.WritesPer10s, "w"
+	}
+	d := Decision{Allowed: true, Limit: limit, DayLimit: s.limits.AccountPerDay}
+	now := s.now().UTC()
+	dayKey := "contactd:rl:day:" + hex.EncodeToString(account[:]) + ":" + now.Format(time.DateOnly)
+	counted := false // the request is counted in the account's day, and must be taken back if refused
+	if d.DayLimit > 0 {
+		used, err := s.rdb.Incr(ctx, dayKey).Result()
+		if err != nil {
+			return d, err
+		}
+		if used == 1 {
+			s.rdb.Expire(ctx, dayKey, 25*time.Hour)
+		}
+		if int(used) > d.DayLimit {
+			s.rdb.Decr(ctx, dayKey)
+			tomorrow := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)
+			d.Allowed, d.RetryAfter = false, tomorrow.Sub(now)
+		} else {
+			counted, d.DayRemaining = true, d.DayLimit-int(used)
+		}
+	}
+	if limit > 0 {
+		cost := 1
+		if !d.Allowed {
+			cost = 0 // refused by the day: the window is only shown
+		}
+		res, err := s.rl.AllowN(ctx, "contactd:rl:"+kind+":"+hex.EncodeToString(key[:]),
+			redis_rate.Limit{Rate: limit, Burst: limit, Period: Window}, cost)
+		if err != nil {
+			return d, err
+		}
+		d.Remaining = res.Remaining
+		// GCRA refills a slot every interval: the next one frees that much before the last
+		interval := Window / time.Duration(limit)
+		d.Reset = max(0, res.ResetAfter-time.Duration(limit-res.Remaining-1)*interval)
+		if d.Allowed && res.Allowed == 0 {
+			d.Allowed, d.RetryAfter = false, res.RetryAfter
+			if counted {
+				s.rdb.Decr(ctx, dayKey)
+				d.DayRemaining++
+			}
+		}
+	}
+	return d, nil
+}
