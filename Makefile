@@ -6,7 +6,7 @@ TOOLS := $(GO) tool -modfile=tools/go.mod
 # Pure-Go builds: sqlc then uses its wasm parser (no cgo), much faster to build cold.
 export CGO_ENABLED ?= 0
 
-.PHONY: redis-deps bench-dataout bench-isolation help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
+.PHONY: cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -19,6 +19,9 @@ node-deps: ## install the pinned Node tooling of tools/node (and Node.js when mi
 
 redis-deps: ## install Debian's redis-server (the shared rate limits' tests, make cluster)
 	@scripts/ensure-redis.sh
+
+haproxy-deps: ## install Debian's haproxy (make cluster, make test-cluster)
+	@scripts/ensure-haproxy.sh
 
 browser-deps: ## install Debian's chromium for the /docs page test
 	@scripts/ensure-chromium.sh
@@ -56,9 +59,19 @@ breaking: ## fail on a breaking change to openapi.yaml since the previous commit
 unit: ## the tests without the database-backed packages' long ones
 	$(GO) test -short ./...
 
-test: deps redis-deps node-deps browser-deps check-tree check-generated vet lint breaking ## everything CI runs: generation freshness, vet, lint, breaking changes, unit, integration, contract, consumers
+test: deps redis-deps haproxy-deps node-deps browser-deps check-tree check-generated vet lint breaking ## everything CI runs: generation freshness, vet, lint, breaking changes, unit, integration, contract, consumers
 	CONTACTD_CONSUMER_TESTS=1 $(GO) test -count=1 -timeout 8m ./...
+	@$(MAKE) --no-print-directory test-cluster
 	@$(MAKE) --no-print-directory bench-smoke
+
+cluster: deps redis-deps haproxy-deps build ## HAProxy, 2 serve + 2 worker processes, PostgreSQL and Redis on loopback (CLUSTER_PORT=8800); prints the URL and a key
+	@scripts/cluster.sh up
+
+test-cluster: deps redis-deps haproxy-deps build ## the cluster under load with nodes killed (SIGKILL) and restarted: nothing acknowledged lost, every event delivered
+	CONTACTD_CLUSTER_TEST=1 $(GO) test -count=1 -timeout 3m -run TestCluster -v ./internal/clustertest/
+
+cluster-down: ## stop the cluster (PURGE=1: delete its data too)
+	@scripts/cluster.sh down $(if $(PURGE),--purge)
 
 bench: deps ## the load benchmark: 100k contacts, c=64, contactd vs a bare net/http+pgx baseline (BENCH_FLAGS=-profile bin/prof ...)
 	$(GO) build -o bin/contactd ./cmd/contactd

@@ -1,0 +1,522 @@
+// Package clustertest runs contactd the way scripts/cluster.sh (make cluster) deploys it —
+// HAProxy in front of two API processes, two worker processes, PostgreSQL and Redis — and
+// kills nodes under load. It runs with CONTACTD_CLUSTER_TEST=1 (make test-cluster, part of
+// make test) and needs bin/contactd built.
+package clustertest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+const readsPer10s = 60
+
+// cluster is one scripts/cluster.sh deployment in a temporary directory.
+type cluster struct {
+	t    *testing.T
+	root string // the repository
+	env  []string
+	vars map[string]string // cluster.env
+	key  string            // the demo account's key
+}
+
+func startCluster(t *testing.T) *cluster {
+	if os.Getenv("CONTACTD_CLUSTER_TEST") == "" {
+		t.Skip("the cluster test runs with CONTACTD_CLUSTER_TEST=1: make test-cluster")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "bin/contactd")); err != nil {
+		t.Fatalf("bin/contactd is missing (make build): %v", err)
+	}
+	// not t.TempDir(): its parent is private to us, and PostgreSQL runs as the postgres user
+	dir, err := os.MkdirTemp("", "contactd-cluster-")
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) }) // after down: cleanups run last first
+	c := &cluster{t: t, root: root}
+	c.env = append(os.Environ(), "CLUSTER_DIR="+dir, fmt.Sprintf("CLUSTER_PORT=%d", freePortRange(t, 12)),
+		"CONTACTD_RATE_WRITES_PER_10S=1000000", fmt.Sprintf("CONTACTD_RATE_READS_PER_10S=%d", readsPer10s),
+		"CONTACTD_RATE_ACCOUNT_PER_DAY=0",
+		// an attempt whose worker was killed is made again when its lease ends
+		"CONTACTD_WEBHOOK_TIMEOUT=1s", "CONTACTD_WEBHOOK_RESCUE_AFTER=12s")
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, name := range []string{"setup", "serve1", "serve2", "worker1", "worker2", "haproxy"} {
+				if b, err := os.ReadFile(filepath.Join(dir, name+".log")); err == nil {
+					t.Logf("%s.log (end):\n%s", name, tail(b, 3000))
+				}
+			}
+		}
+		c.script("down")
+	})
+	c.script("up")
+	c.vars = readEnv(t, filepath.Join(dir, "cluster.env"))
+	b, err := os.ReadFile(filepath.Join(dir, "api-key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.key = strings.TrimSpace(string(b))
+	return c
+}
+
+// script runs scripts/cluster.sh with args.
+func (c *cluster) script(args ...string) string {
+	c.t.Helper()
+	cmd := exec.Command(filepath.Join(c.root, "scripts/cluster.sh"), args...)
+	cmd.Env = c.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		c.t.Fatalf("cluster.sh %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// contactd runs a contactd command against the cluster's database and returns its stdout.
+func (c *cluster) contactd(args ...string) string {
+	c.t.Helper()
+	cmd := exec.Command(filepath.Join(c.root, "bin/contactd"), args...)
+	cmd.Env = c.env
+	for k, v := range c.vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		c.t.Fatalf("contactd %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func (c *cluster) db(ctx context.Context) *pgx.Conn {
+	c.t.Helper()
+	conn, err := pgx.Connect(ctx, c.vars["DATABASE_URL"])
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
+
+// failure is a request that got no answer from contactd: a transport error or HAProxy's own
+// 5xx (no X-Request-Id), or contactd's own 5xx.
+type failure struct {
+	at   time.Time
+	what string
+}
+
+// client sends requests and validates every answer contactd gave against openapi.yaml.
+type client struct {
+	t        *testing.T
+	http     *http.Client
+	mu       sync.Mutex
+	failures []failure
+}
+
+func newClient(t *testing.T) *client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	return &client{t: t, http: &http.Client{Transport: tr, Timeout: 15 * time.Second}}
+}
+
+// do returns the status and body, or 0 when the request failed before contactd answered.
+func (cl *client) do(method, url, key string, body any) (int, []byte, http.Header) {
+	var rd io.Reader
+	var raw []byte
+	if body != nil {
+		raw, _ = json.Marshal(body)
+		rd = bytes.NewReader(raw)
+	}
+	req, _ := http.NewRequest(method, url, rd)
+	req.Header.Set("x-api-key", key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := cl.http.Do(req)
+	if err != nil {
+		cl.fail(fmt.Sprintf("%s %s: %v", method, req.URL.Path, err))
+		return 0, nil, nil
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		cl.fail(fmt.Sprintf("%s %s: reading the answer: %v", method, req.URL.Path, err))
+		return 0, nil, nil
+	}
+	if resp.StatusCode >= 500 {
+		cl.fail(fmt.Sprintf("%s %s: %d %q (X-Request-Id %q)", method, req.URL.Path, resp.StatusCode, tail(b, 200), resp.Header.Get("X-Request-Id")))
+		if resp.Header.Get("X-Request-Id") == "" {
+			return 0, nil, nil // HAProxy's page, not contactd's answer
+		}
+	}
+	if body != nil {
+		req.Body = io.NopCloser(bytes.NewReader(raw)) // the validator reads the request too
+	}
+	testkit.ValidateResponse(cl.t, req, &testkit.Response{Status: resp.StatusCode, Header: resp.Header, Body: b})
+	return resp.StatusCode, b, resp.Header
+}
+
+func (cl *client) fail(what string) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	cl.failures = append(cl.failures, failure{time.Now(), what})
+}
+
+// written is what the load was told was stored: contact id -> tags.
+type written struct {
+	mu   sync.Mutex
+	tags map[string][]string
+	acks int
+}
+
+func (w *written) ack(id string, tags ...string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.tags[id] = append(w.tags[id], tags...)
+	w.acks++
+}
+
+// TestClusterSurvivesKilledNodes puts write load through HAProxy while an API process and a
+// worker are killed with SIGKILL and restarted, then checks that nothing acknowledged was
+// lost, every event reached the receiver, failures happened only at the kill, and that key
+// revocation and rate limits hold across both API processes.
+func TestClusterSurvivesKilledNodes(t *testing.T) {
+	c := startCluster(t)
+	ctx := context.Background()
+	rc := newReceiver(t)
+	cl := newClient(t)
+	url := c.vars["CLUSTER_URL"]
+	if st, b, _ := cl.do("POST", url+"/public/v1/webhooks", c.key, map[string]any{"url": rc.url, "eventType": "TagsAdded"}); st != 200 && st != 201 {
+		t.Fatalf("subscribe: %d %s", st, b)
+	}
+
+	const (
+		duration = 12 * time.Second
+		killAt   = 3 * time.Second
+		writers  = 8
+	)
+	w := &written{tags: map[string][]string{}}
+	start := time.Now()
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var sent atomic.Int64
+	for g := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; !stop.Load(); i++ {
+				sent.Add(1)
+				email := fmt.Sprintf("w%d-%d@cluster.example", g, i)
+				st, b, _ := cl.do("POST", url+"/public/v1/contact", c.key, map[string]any{"email": email, "tags": []string{"created"}})
+				if st != 200 {
+					if st != 0 {
+						t.Errorf("create %s: %d %s", email, st, b)
+						return
+					}
+					continue
+				}
+				var created struct {
+					Contact struct {
+						ContactId string `json:"contactId"`
+					} `json:"contact"`
+				}
+				if err := json.Unmarshal(b, &created); err != nil || created.Contact.ContactId == "" {
+					t.Errorf("create answer %s: %v", b, err)
+					return
+				}
+				id := created.Contact.ContactId
+				w.ack(id, "created")
+				sent.Add(1)
+				tag := fmt.Sprintf("n%d", i)
+				if st, b, _ := cl.do("POST", url+"/public/v1/contact/"+id+"/tags", c.key, map[string]any{"tags": []string{tag}}); st == 200 {
+					w.ack(id, tag)
+				} else if st != 0 {
+					t.Errorf("add tag: %d %s", st, b)
+					return
+				}
+			}
+		}()
+	}
+
+	time.Sleep(killAt)
+	killedAt := time.Now()
+	c.script("kill", "serve1")
+	c.script("kill", "worker1")
+	time.Sleep(time.Second)
+	c.script("start", "serve1")
+	c.script("start", "worker1")
+	restartedAt := time.Now()
+	time.Sleep(time.Until(start.Add(duration)))
+	stop.Store(true)
+	wg.Wait()
+	elapsed := time.Since(start)
+
+	// Failures only at the moment of the kill: requests serve1 held when it died.
+	var late []string
+	for _, f := range cl.failures {
+		if f.at.Before(killedAt) || f.at.After(killedAt.Add(time.Second)) {
+			late = append(late, fmt.Sprintf("%s after the kill: %s", f.at.Sub(killedAt).Round(time.Millisecond), f.what))
+		}
+	}
+	if len(late) > 0 {
+		t.Errorf("%d failed requests outside the second after the kill:\n%s", len(late), strings.Join(late, "\n"))
+	}
+	t.Logf("load: %d requests in %s through HAProxy (%d acknowledged writes, %.0f/s); serve1 and worker1 killed at %s, back at %s; %d failed at the kill",
+		sent.Load(), elapsed.Round(time.Millisecond), w.acks, float64(w.acks)/elapsed.Seconds(),
+		killedAt.Sub(start).Round(time.Millisecond), restartedAt.Sub(start).Round(time.Millisecond), len(cl.failures))
+	for i, f := range cl.failures {
+		if i == 10 {
+			t.Logf("  ... %d more", len(cl.failures)-10)
+			break
+		}
+		t.Logf("  failed %s after the kill: %s", f.at.Sub(killedAt).Round(time.Millisecond), f.what)
+	}
+	if w.acks < 200 {
+		t.Fatalf("only %d acknowledged writes: the load did not run", w.acks)
+	}
+
+	// Every acknowledged write is in the database.
+	conn := c.db(ctx)
+	stored := map[string][]string{}
+	rows, _ := conn.Query(ctx, "SELECT contact_id::text, tags FROM contacts")
+	var id string
+	var tags []string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &tags}, func() error { stored[id] = tags; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	lost := 0
+	for id, want := range w.tags {
+		for _, tag := range want {
+			if !slices.Contains(stored[id], tag) {
+				lost++
+				t.Errorf("acknowledged write lost: contact %s tag %q (stored: %v)", id, tag, stored[id])
+			}
+		}
+	}
+
+	// Every event reaches the receiver at least once, with one webhook-id per event.
+	events := map[string]bool{}
+	rows, _ = conn.Query(ctx, "SELECT event_id::text FROM webhook_events WHERE event_type = 'TagsAdded'")
+	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { events[id] = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(events) < w.acks {
+		t.Errorf("%d TagsAdded events for %d acknowledged tag writes", len(events), w.acks)
+	}
+	deadline := time.Now().Add(30 * time.Second) // a killed worker's attempts wait out their 12 s lease
+	for rc.missing(events) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	got, dups, mismatched := rc.summary()
+	if n := rc.missing(events); n > 0 {
+		t.Errorf("%d of %d events never delivered", n, len(events))
+	}
+	if mismatched > 0 {
+		t.Errorf("%d deliveries whose webhook-id is not their event's id", mismatched)
+	}
+	t.Logf("deliveries: %d events, %d requests received, %d duplicates (same webhook-id, redelivered after the killed worker's lease)", len(events), got, dups)
+
+	c.checkRevocationReachesEveryNode(cl)
+	c.checkRateLimitIsShared(cl)
+}
+
+// checkRevocationReachesEveryNode revokes a key that both API processes have cached and
+// measures until each refuses it.
+func (c *cluster) checkRevocationReachesEveryNode(cl *client) {
+	t := c.t
+	key := c.contactd("keys", "create", "--account", "demo", "--name", "to-revoke")
+	nodes := []string{c.vars["CLUSTER_SERVE1"], c.vars["CLUSTER_SERVE2"]}
+	for _, n := range nodes {
+		if st, b, _ := cl.do("GET", n+"/public/v1/contacts?limit=1", key, nil); st != 200 {
+			t.Fatalf("%s with the new key: %d %s", n, st, b)
+		}
+	}
+	revoking := time.Now()
+	c.contactd("keys", "revoke", key[:11])
+	for _, n := range nodes {
+		for {
+			st, b, _ := cl.do("GET", n+"/public/v1/contacts?limit=1", key, nil)
+			if st == 401 {
+				break
+			}
+			if st != 200 && st != 429 {
+				t.Fatalf("%s: %d %s", n, st, b)
+			}
+			if time.Since(revoking) > time.Second {
+				t.Fatalf("%s still accepts the key %s after it was revoked", n, time.Since(revoking).Round(time.Millisecond))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	t.Logf("revocation: refused by both API processes %s after `contactd keys revoke` started", time.Since(revoking).Round(time.Millisecond))
+}
+
+// checkRateLimitIsShared sends a fresh key's reads to both API processes in turn: together
+// they allow the one budget, not one each.
+func (c *cluster) checkRateLimitIsShared(cl *client) {
+	t := c.t
+	key := c.contactd("keys", "create", "--account", "demo", "--name", "rate")
+	nodes := []string{c.vars["CLUSTER_SERVE1"], c.vars["CLUSTER_SERVE2"]}
+	ok, limited := 0, 0
+	start := time.Now()
+	for i := range 2 * readsPer10s {
+		st, b, h := cl.do("GET", nodes[i%2]+"/public/v1/contacts?limit=1", key, nil)
+		switch st {
+		case 200:
+			ok++
+		case 429:
+			limited++
+			if h.Get("Retry-After") == "" {
+				t.Errorf("a 429 without Retry-After")
+			}
+		default:
+			t.Fatalf("read %d: %d %s", i, st, b)
+		}
+	}
+	elapsed := time.Since(start)
+	// GCRA lets the whole allowance through at once, then refills it evenly over 10 s.
+	refilled := int(elapsed.Seconds()*readsPer10s/10) + 1
+	if ok < readsPer10s || ok > readsPer10s+refilled {
+		t.Errorf("%d of %d reads sent to two processes in %s were allowed; the budget is %d per 10 s (+%d refilled)",
+			ok, 2*readsPer10s, elapsed.Round(time.Millisecond), readsPer10s, refilled)
+	}
+	t.Logf("rate limit: %d of %d reads alternating between the two API processes allowed in %s (budget %d per 10 s), %d refused",
+		ok, 2*readsPer10s, elapsed.Round(time.Millisecond), readsPer10s, limited)
+}
+
+// receiver records deliveries by webhook-id.
+type receiver struct {
+	url        string
+	mu         sync.Mutex
+	byID       map[string][][]byte
+	mismatched int
+	requests   int
+}
+
+func newReceiver(t *testing.T) *receiver {
+	rc := &receiver{byID: map[string][][]byte{}}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		testkit.ValidatePayload(t, body)
+		var payload struct {
+			Events []struct {
+				EventId string `json:"eventId"`
+			} `json:"events"`
+		}
+		_ = json.Unmarshal(body, &payload)
+		id := r.Header.Get("webhook-id")
+		rc.mu.Lock()
+		rc.requests++
+		if len(payload.Events) != 1 || payload.Events[0].EventId != id {
+			rc.mismatched++
+		}
+		for _, earlier := range rc.byID[id] {
+			if !bytes.Equal(earlier, body) {
+				rc.mismatched++
+			}
+		}
+		rc.byID[id] = append(rc.byID[id], body)
+		rc.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	rc.url = "http://" + ln.Addr().String() + "/hook"
+	return rc
+}
+
+func (rc *receiver) missing(events map[string]bool) int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	n := 0
+	for id := range events {
+		if len(rc.byID[id]) == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func (rc *receiver) summary() (requests, duplicates, mismatched int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for _, bodies := range rc.byID {
+		duplicates += len(bodies) - 1
+	}
+	return rc.requests, duplicates, rc.mismatched
+}
+
+// freePortRange finds n consecutive free loopback ports.
+func freePortRange(t *testing.T, n int) int {
+	t.Helper()
+	for base := 20000 + os.Getpid()%20000; base < 60000; base += n {
+		free := true
+		for p := base; p < base+n && free; p++ {
+			ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+			if err != nil {
+				free = false
+				continue
+			}
+			ln.Close()
+		}
+		if free {
+			return base
+		}
+	}
+	t.Fatal("no free port range")
+	return 0
+}
+
+func readEnv(t *testing.T, path string) map[string]string {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	vars := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimPrefix(strings.TrimSpace(sc.Text()), "export ")
+		if k, v, ok := strings.Cut(line, "="); ok {
+			vars[k] = v
+		}
+	}
+	return vars
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}

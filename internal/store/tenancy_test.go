@@ -1,0 +1,237 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+// crossAccount are the queries in sql/queries that do not confine themselves to one account,
+// and why. On a database sharded by account (docs/operations.md#many-nodes) each of these
+// runs on every shard; every other query runs on the one shard of its account.
+var crossAccount = map[string]string{
+	"AccountGetByName":          "operator command: an account by its name",
+	"KeyListByAccount":          "operator command: an account's keys, by the account's name",
+	"KeyRevokeByPrefix":         "operator command: revoke a key by its prefix",
+	"KeyAuthenticate":           "authentication: the key, found by its hash, names its account",
+	"ConsentGetByToken":         "the public consent page: the token names its account",
+	"DeliveryClaim":             "workers claim due deliveries of every account (claim_deliveries)",
+	"EnrichLockDue":             "workers claim due contacts of every account",
+	"EventsPrune":               "retention: prunes old events of every account",
+	"SubscriptionsSweepFailing": "maintenance: removes subscriptions Failing for 5 days, in every account",
+	"SecretKeyIDs":              "start-up check: the key ids sealing every stored secret",
+}
+
+// TestEveryQueryIsConfinedToAnAccount plans every query sqlc generated from sql/queries (a
+// generic plan, so parameters stay parameters) and checks that each scan of a table keyed by
+// account is restricted by account_id — by a parameter, or by a join on account_id to a
+// table that is — and that a function of ours a query calls takes the account (a plan does
+// not show a function's insides: those take it as p_account and filter by it). The queries
+// that are not confined are exactly crossAccount.
+func TestEveryQueryIsConfinedToAnAccount(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, testkit.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	keyed := map[string]bool{}
+	rows, _ := conn.Query(ctx, `SELECT table_name FROM information_schema.columns
+		WHERE table_schema = 'public' AND column_name = 'account_id'`)
+	var table string
+	if _, err := pgx.ForEachRow(rows, []any{&table}, func() error { keyed[table] = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	// our functions, and whether each takes the account it works in
+	ours := map[string]bool{}
+	var takesAccount bool
+	rows, _ = conn.Query(ctx, `SELECT proname, coalesce('p_account' = ANY (proargnames) OR 'account' = ANY (proargnames), false)
+		FROM pg_proc WHERE pronamespace = 'public'::regnamespace`)
+	if _, err := pgx.ForEachRow(rows, []any{&table, &takesAccount}, func() error { ours[table] = takesAccount; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+
+	queries := generatedQueries(t)
+	if len(queries) < 50 {
+		t.Fatalf("found %d queries in gen/db", len(queries))
+	}
+	var unconfined []string
+	for i, name := range sortedKeys(queries) {
+		sql := queries[name]
+		stmt := fmt.Sprintf("q%d", i)
+		if _, err := conn.Exec(ctx, "PREPARE "+stmt+" AS "+sql); err != nil {
+			t.Errorf("%s: prepare: %v", name, err)
+			continue
+		}
+		args := strings.TrimSuffix(strings.Repeat("NULL,", maxParam(sql)), ",")
+		call := "EXECUTE " + stmt
+		if args != "" {
+			call += "(" + args + ")"
+		}
+		var out []byte
+		if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+call).Scan(&out); err != nil {
+			t.Errorf("%s: explain: %v", name, err)
+			continue
+		}
+		var root []struct{ Plan scanNode }
+		if err := json.Unmarshal(out, &root); err != nil {
+			t.Fatal(err)
+		}
+		if why := unconfinedScans(root[0].Plan, "", keyed, ours); len(why) > 0 {
+			unconfined = append(unconfined, name)
+			if _, listed := crossAccount[name]; !listed {
+				t.Errorf("%s reaches beyond one account: %s\n%s", name, strings.Join(why, "; "), sql)
+			}
+		}
+	}
+	for name := range crossAccount {
+		if _, ok := queries[name]; !ok {
+			t.Errorf("crossAccount lists %s, which is not a query", name)
+		} else if !strings.Contains(" "+strings.Join(unconfined, " ")+" ", " "+name+" ") {
+			t.Errorf("crossAccount lists %s, which is confined to one account: take it off the list", name)
+		}
+	}
+	t.Logf("%d queries, %d confined to one account, %d across accounts", len(queries), len(queries)-len(unconfined), len(unconfined))
+}
+
+// uniqueWithoutAccount are the unique indexes that do not include account_id: a database
+// sharded by account cannot enforce them per shard, so their tables stay whole (reference
+// tables) or the value must name its account (docs/operations.md#many-nodes).
+var uniqueWithoutAccount = []string{
+	"accounts.accounts_name_key",          // accounts: a reference table
+	"api_keys.api_keys_key_hash_key",      // api_keys: a reference table
+	"api_keys.api_keys_prefix_key",        //
+	"contacts.contacts_consent_token_key", // not ready: the consent token does not name its account
+	"goose_db_version.goose_db_version_pkey",
+	"periodic_tasks.periodic_tasks_pkey", // one row per maintenance task, not per account
+}
+
+// TestUniqueIndexesIncludeTheAccount keeps uniqueWithoutAccount exact.
+func TestUniqueIndexesIncludeTheAccount(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, testkit.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, _ := conn.Query(ctx, `SELECT c.relname || '.' || i.relname
+		FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class c ON c.oid = x.indrelid
+		WHERE c.relnamespace = 'public'::regnamespace AND x.indisunique
+		  AND NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'account_id'
+		                  AND a.attnum = ANY (x.indkey))
+		ORDER BY 1`)
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, " ") != strings.Join(uniqueWithoutAccount, " ") {
+		t.Errorf("unique indexes without account_id:\n got %v\nwant %v", got, uniqueWithoutAccount)
+	}
+}
+
+type scanNode struct {
+	Type     string     `json:"Node Type"`
+	Relation string     `json:"Relation Name"`
+	Function string     `json:"Function Name"`
+	Index    string     `json:"Index Cond"`
+	Recheck  string     `json:"Recheck Cond"`
+	Filter   string     `json:"Filter"`
+	Hash     string     `json:"Hash Cond"`
+	Merge    string     `json:"Merge Cond"`
+	Join     string     `json:"Join Filter"`
+	Plans    []scanNode `json:"Plans"`
+}
+
+// unconfinedScans lists the scans under n of account-keyed tables that no condition on
+// account_id restricts (their own, a bitmap index's under them, or a join's above them), and
+// the calls of our own functions, whose insides a plan does not show.
+func unconfinedScans(n scanNode, joinConds string, keyed, ours map[string]bool) []string {
+	var why []string
+	own := n.Index + " " + n.Recheck + " " + n.Filter
+	for _, c := range n.Plans {
+		if c.Type == "Bitmap Index Scan" {
+			own += " " + c.Index
+		}
+	}
+	joinConds += " " + n.Hash + " " + n.Merge + " " + n.Join
+	if n.Relation != "" && keyed[n.Relation] && !strings.HasPrefix(n.Type, "ModifyTable") && n.Type != "Insert" &&
+		!strings.Contains(own+joinConds, "account_id") {
+		why = append(why, fmt.Sprintf("%s on %s without account_id", n.Type, n.Relation))
+	}
+	if takesAccount, isOurs := ours[n.Function]; n.Type == "Function Scan" && isOurs && !takesAccount {
+		why = append(why, "calls "+n.Function)
+	}
+	for _, c := range n.Plans {
+		why = append(why, unconfinedScans(c, joinConds, keyed, ours)...)
+	}
+	return why
+}
+
+// generatedQueries reads the SQL constants sqlc generated into gen/db, by query name.
+func generatedQueries(t *testing.T) map[string]string {
+	t.Helper()
+	files, err := filepath.Glob("../../gen/db/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("gen/db: %v", err)
+	}
+	out := map[string]string{}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			s, err := strconv.Unquote(lit.Value)
+			if err != nil || !strings.HasPrefix(s, "-- name: ") {
+				return true
+			}
+			out[strings.Fields(s)[2]] = s
+			return true
+		})
+	}
+	return out
+}
+
+var paramRef = regexp.MustCompile(`\$(\d+)`)
+
+func maxParam(sql string) int {
+	n := 0
+	for _, m := range paramRef.FindAllStringSubmatch(sql, -1) {
+		if v, _ := strconv.Atoi(m[1]); v > n {
+			n = v
+		}
+	}
+	return n
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,240 @@
+#!/usr/bin/env bash
+# cluster.sh up|down|status|kill NODE|start NODE — contactd on several processes, on loopback:
+#
+#   HAProxy :BASE ─┬─ serve1 :BASE+1 ─┐
+#                  └─ serve2 :BASE+2 ─┼─ PostgreSQL :BASE+10
+#                     worker1, worker2 ┘   Redis :BASE+11 (the shared rate limits)
+#
+# Everything comes from Debian packages (haproxy, redis-server, postgresql) and bin/contactd.
+# CLUSTER_DIR (default .cluster) holds the data, logs, pid files and cluster.env (the
+# variables to run contactd commands against the cluster: `. .cluster/cluster.env`);
+# CLUSTER_PORT (default 8800) is BASE. CONTACTD_* variables in the environment reach every
+# contactd process (rate limits, worker counts...). `down` stops everything and keeps the
+# data for the next `up`; `down --purge` deletes it too.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+DIR=${CLUSTER_DIR:-$ROOT/.cluster}
+mkdir -p "$DIR"
+DIR=$(cd "$DIR" && pwd)
+BASE=${CLUSTER_PORT:-8800}
+PG_PORT=$((BASE + 10))
+REDIS_PORT=$((BASE + 11))
+STATS_PORT=$((BASE + 9))
+CONTACTD=${CONTACTD_BIN:-$ROOT/bin/contactd}
+NODES="serve1 serve2 worker1 worker2"
+
+pg_bin() {
+	if [ -n "${CONTACTD_PG_BIN:-}" ]; then echo "$CONTACTD_PG_BIN"; return; fi
+	ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1
+}
+
+# as_postgres runs a PostgreSQL program as the postgres user when we are root (initdb and
+# postgres refuse to run as root).
+as_postgres() {
+	if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+# alive NAME: its process runs (a killed one can linger as a zombie until init reaps it)
+alive() {
+	local st
+	[ -f "$DIR/$1.pid" ] && st=$(ps -o stat= -p "$(cat "$DIR/$1.pid")" 2>/dev/null) && [ "${st:0:1}" != Z ]
+}
+
+# logged LOG COMMAND...: stderr to LOG.log, shown when the command fails
+logged() {
+	local log="$DIR/$1.log"
+	shift
+	"$@" 2>>"$log" || { echo "cluster: $* failed:" >&2; tail -5 "$log" >&2; return 1; }
+}
+
+not_alive() { ! alive "$1"; }
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+wait_for() { # wait_for WHAT SECONDS COMMAND...
+	local what=$1 secs=$2
+	shift 2
+	for _ in $(seq $((secs * 10))); do
+		if "$@" >/dev/null 2>&1; then return 0; fi
+		sleep 0.1
+	done
+	echo "cluster: $what did not come up (logs in $DIR)" >&2
+	return 1
+}
+
+logged_since() { tail -c +"$2" "$1" | grep -q "$3"; } # logged_since FILE BYTE TEXT
+
+ready() { curl -fsS -o /dev/null "http://127.0.0.1:$1/readyz"; }
+
+start_postgres() {
+	local bin
+	bin=$(pg_bin)
+	mkdir -p "$DIR/pg"
+	[ "$(id -u)" -ne 0 ] || chown postgres: "$DIR/pg"
+	if [ ! -f "$DIR/pg/data/PG_VERSION" ]; then
+		as_postgres "$bin/initdb" -D "$DIR/pg/data" -U postgres -A trust -E UTF8 --locale=C.UTF-8 \
+			--no-sync --no-instructions >"$DIR/pg/initdb.log"
+	fi
+	if as_postgres "$bin/pg_ctl" -D "$DIR/pg/data" status >/dev/null 2>&1; then return; fi
+	port_free "$PG_PORT" || { echo "cluster: port $PG_PORT (PostgreSQL) is taken" >&2; exit 1; }
+	as_postgres "$bin/pg_ctl" -D "$DIR/pg/data" -l "$DIR/pg/postgres.log" -w -t 60 \
+		-o "-p $PG_PORT -k $DIR/pg -c listen_addresses=127.0.0.1 -c max_connections=300" start >/dev/null
+	"$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -qtAc "SELECT 1 FROM pg_database WHERE datname = 'contactd'" |
+		grep -q 1 || "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -qc "CREATE DATABASE contactd"
+}
+
+start_redis() {
+	if alive redis; then return; fi
+	port_free "$REDIS_PORT" || { echo "cluster: port $REDIS_PORT (Redis) is taken" >&2; exit 1; }
+	redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$DIR" \
+		--daemonize yes --pidfile "$DIR/redis.pid" --logfile "$DIR/redis.log"
+	wait_for Redis 5 redis-cli -p "$REDIS_PORT" ping
+}
+
+write_env() {
+	[ -f "$DIR/secret-key" ] || (umask 077 && head -c 32 /dev/urandom | base64 >"$DIR/secret-key")
+	cat >"$DIR/cluster.env" <<-ENV
+		export DATABASE_URL=postgres://postgres@127.0.0.1:$PG_PORT/contactd?sslmode=disable
+		export CONTACTD_SECRET_KEY_FILE=$DIR/secret-key
+		export CONTACTD_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
+		export CLUSTER_URL=http://127.0.0.1:$BASE
+		export CLUSTER_SERVE1=http://127.0.0.1:$((BASE + 1))
+		export CLUSTER_SERVE2=http://127.0.0.1:$((BASE + 2))
+	ENV
+}
+
+# start_node NODE starts one contactd process (again, after a kill) and waits until it is up.
+start_node() {
+	local node=$1 port
+	if alive "$node"; then return; fi
+	# shellcheck disable=SC1091
+	. "$DIR/cluster.env"
+	export CONTACTD_LOG_FORMAT=${CONTACTD_LOG_FORMAT:-json}
+	# the cluster is for trying contactd on one machine: receivers on loopback are allowed
+	export CONTACTD_WEBHOOK_ALLOW_HTTP=${CONTACTD_WEBHOOK_ALLOW_HTTP:-true}
+	export CONTACTD_WEBHOOK_ALLOWED_NETWORKS=${CONTACTD_WEBHOOK_ALLOWED_NETWORKS:-127.0.0.0/8}
+	case $node in
+	serve1 | serve2)
+		port=$((BASE + ${node#serve}))
+		port_free "$port" || { echo "cluster: port $port ($node) is taken" >&2; exit 1; }
+		setsid "$CONTACTD" serve --addr "127.0.0.1:$port" --public-url "http://127.0.0.1:$BASE" \
+			>>"$DIR/$node.log" 2>&1 </dev/null &
+		echo $! >"$DIR/$node.pid"
+		wait_for "$node" 30 ready "$port"
+		;;
+	worker1 | worker2)
+		local since
+		since=$(($(stat -c %s "$DIR/$node.log" 2>/dev/null || echo 0) + 1))
+		setsid "$CONTACTD" worker >>"$DIR/$node.log" 2>&1 </dev/null &
+		echo $! >"$DIR/$node.pid"
+		wait_for "$node" 30 logged_since "$DIR/$node.log" "$since" "workers running"
+		;;
+	*) echo "cluster: no node $node (one of: $NODES)" >&2; exit 2 ;;
+	esac
+}
+
+start_haproxy() {
+	if alive haproxy; then return; fi
+	port_free "$BASE" || { echo "cluster: port $BASE (HAProxy) is taken" >&2; exit 1; }
+	# A dead node's connections fail at once and are retried on the other node (retry-on
+	# conn-failure never resends a request a node may have received); health checks on
+	# /readyz take a node out within a second and back when it is ready again.
+	cat >"$DIR/haproxy.cfg" <<-CFG
+		global
+		    maxconn 4096
+		    log stderr format short local0 notice
+		defaults
+		    mode http
+		    log global
+		    option httplog
+		    option dontlognull
+		    timeout connect 1s
+		    timeout client 60s
+		    timeout server 60s
+		    retries 3
+		    option redispatch 1
+		    retry-on conn-failure
+		frontend api
+		    bind 127.0.0.1:$BASE
+		    default_backend contactd
+		backend contactd
+		    balance roundrobin
+		    option httpchk GET /readyz
+		    default-server check inter 250ms fall 2 rise 2
+		    server serve1 127.0.0.1:$((BASE + 1))
+		    server serve2 127.0.0.1:$((BASE + 2))
+		listen stats
+		    bind 127.0.0.1:$STATS_PORT
+		    stats enable
+		    stats uri /
+	CFG
+	haproxy -c -q -f "$DIR/haproxy.cfg"
+	haproxy -D -p "$DIR/haproxy.pid" -f "$DIR/haproxy.cfg" 2>>"$DIR/haproxy.log"
+	wait_for HAProxy 10 ready "$BASE"
+}
+
+up() {
+	[ -x "$CONTACTD" ] || { echo "cluster: $CONTACTD is missing: run make build" >&2; exit 1; }
+	start_postgres
+	start_redis
+	write_env
+	# shellcheck disable=SC1091
+	. "$DIR/cluster.env"
+	logged setup "$CONTACTD" migrate
+	if [ ! -s "$DIR/api-key" ]; then
+		"$CONTACTD" accounts create --name demo >/dev/null 2>>"$DIR/setup.log" || true
+		(umask 077 && logged setup "$CONTACTD" keys create --account demo --name cluster >"$DIR/api-key")
+	fi
+	for node in $NODES; do start_node "$node"; done
+	start_haproxy
+	cat <<-MSG
+		contactd cluster up: HAProxy $CLUSTER_URL -> serve1 $CLUSTER_SERVE1, serve2 $CLUSTER_SERVE2;
+		worker1, worker2; PostgreSQL 127.0.0.1:$PG_PORT; Redis 127.0.0.1:$REDIS_PORT; HAProxy stats http://127.0.0.1:$STATS_PORT/
+		API key (account demo): $(cat "$DIR/api-key")
+		try:   curl -H "Authorization: Bearer \$(cat $DIR/api-key)" $CLUSTER_URL/public/v1/contacts
+		admin: . $DIR/cluster.env && bin/contactd keys list --account demo
+		logs:  $DIR/*.log        stop: make cluster-down
+	MSG
+}
+
+stop_pid() { # stop_pid NAME: TERM, then KILL after 10 s
+	alive "$1" || { rm -f "$DIR/$1.pid"; return 0; }
+	local pid
+	pid=$(cat "$DIR/$1.pid")
+	kill -TERM "$pid" 2>/dev/null || true
+	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	kill -KILL "$pid" 2>/dev/null || true
+	rm -f "$DIR/$1.pid"
+}
+
+down() {
+	stop_pid haproxy
+	for node in $NODES; do stop_pid "$node"; done
+	stop_pid redis
+	if [ -f "$DIR/pg/data/PG_VERSION" ]; then
+		as_postgres "$(pg_bin)/pg_ctl" -D "$DIR/pg/data" -m fast -w stop >/dev/null 2>&1 || true
+	fi
+	if [ "${1:-}" = "--purge" ]; then rm -rf "$DIR"; echo "contactd cluster stopped and deleted"; else
+		echo "contactd cluster stopped (data kept in $DIR; make cluster-down PURGE=1 deletes it)"
+	fi
+}
+
+status() {
+	for p in haproxy $NODES redis; do
+		if alive "$p"; then echo "$p running (pid $(cat "$DIR/$p.pid"))"; else echo "$p stopped"; fi
+	done
+}
+
+case ${1:-} in
+up) up ;;
+down) down "${2:-}" ;;
+status) status ;;
+kill) # kill NODE: SIGKILL, as a crash would, and wait until it is gone
+	alive "$2" || { echo "cluster: $2 is not running" >&2; exit 1; }
+	kill -KILL "$(cat "$DIR/$2.pid")"
+	wait_for "$2's end" 5 not_alive "$2"
+	;;
+start) write_env && start_node "$2" ;;
+*) echo "usage: $0 up | down [--purge] | status | kill NODE | start NODE   (NODE: $NODES)" >&2; exit 2 ;;
+esac
