@@ -63,6 +63,48 @@ func (e ActivityType) Valid() bool {
 	}
 }
 
+// Defines values for BatchContactItemResultStatus.
+const (
+	BatchContactItemResultStatusCreated   BatchContactItemResultStatus = "created"
+	BatchContactItemResultStatusFailed    BatchContactItemResultStatus = "failed"
+	BatchContactItemResultStatusUnchanged BatchContactItemResultStatus = "unchanged"
+	BatchContactItemResultStatusUpdated   BatchContactItemResultStatus = "updated"
+)
+
+// Valid indicates whether the value is a known member of the BatchContactItemResultStatus enum.
+func (e BatchContactItemResultStatus) Valid() bool {
+	switch e {
+	case BatchContactItemResultStatusCreated:
+		return true
+	case BatchContactItemResultStatusFailed:
+		return true
+	case BatchContactItemResultStatusUnchanged:
+		return true
+	case BatchContactItemResultStatusUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BatchContactsRequestMode.
+const (
+	Create BatchContactsRequestMode = "create"
+	Upsert BatchContactsRequestMode = "upsert"
+)
+
+// Valid indicates whether the value is a known member of the BatchContactsRequestMode enum.
+func (e BatchContactsRequestMode) Valid() bool {
+	switch e {
+	case Create:
+		return true
+	case Upsert:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DeliveryStatus.
 const (
 	DeliveryStatusFailed    DeliveryStatus = "Failed"
@@ -398,6 +440,46 @@ type Address struct {
 	//
 	// Example: 62704
 	Zip string `json:"zip"`
+}
+
+// BatchContactItem A contact as `POST /contact` takes it (`CreateContactRequest`). Items are validated one
+// by one, so one that breaks the schema fails alone.
+type BatchContactItem = json.RawMessage
+
+// BatchContactItemResult defines model for BatchContactItemResult.
+type BatchContactItemResult struct {
+	// ContactId The contact created or updated (absent when the item failed).
+	ContactId *openapi_types.UUID `json:"contactId,omitempty"`
+
+	// Error The body of every failure.
+	Error *Error `json:"error,omitempty"`
+
+	// Status What happened to the item.
+	Status BatchContactItemResultStatus `json:"status"`
+
+	// Warnings As `POST /contact` reports them (`InvalidInputAddress`).
+	Warnings *[]Warning `json:"warnings,omitempty"`
+}
+
+// BatchContactItemResultStatus What happened to the item.
+type BatchContactItemResultStatus string
+
+// BatchContactsRequest defines model for BatchContactsRequest.
+type BatchContactsRequest struct {
+	// Contacts The contacts, at most 1,000.
+	Contacts []BatchContactItem `json:"contacts"`
+
+	// Mode `create` refuses existing emails per item; `upsert` updates them.
+	Mode *BatchContactsRequestMode `json:"mode,omitempty"`
+}
+
+// BatchContactsRequestMode `create` refuses existing emails per item; `upsert` updates them.
+type BatchContactsRequestMode string
+
+// BatchContactsResult defines model for BatchContactsResult.
+type BatchContactsResult struct {
+	// Results One result per item, in request order.
+	Results []BatchContactItemResult `json:"results"`
 }
 
 // ConsentRecord How and when a contact entered the system.
@@ -1318,6 +1400,9 @@ type AddContactTagsJSONRequestBody = TagsRequest
 // ReplaceContactTagsJSONRequestBody defines body for ReplaceContactTags for application/json ContentType.
 type ReplaceContactTagsJSONRequestBody = TagsRequest
 
+// BatchContactsJSONRequestBody defines body for BatchContacts for application/json ContentType.
+type BatchContactsJSONRequestBody = BatchContactsRequest
+
 // CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
 type CreateWebhookJSONRequestBody = CreateWebhookRequest
 
@@ -1365,6 +1450,9 @@ type ServerInterface interface {
 	// ListContacts List and search contacts
 	// (GET /public/v1/contacts)
 	ListContacts(ctx echo.Context, params ListContactsParams) error
+	// BatchContacts Create or upsert up to 1,000 contacts
+	// (POST /public/v1/contacts/batch)
+	BatchContacts(ctx echo.Context) error
 	// ExportContacts Export contacts
 	// (GET /public/v1/contacts/export)
 	ExportContacts(ctx echo.Context, params ExportContactsParams) error
@@ -1678,6 +1766,15 @@ func (w *ServerInterfaceWrapper) ListContacts(ctx echo.Context) error {
 	return err
 }
 
+// BatchContacts converts echo context to params.
+func (w *ServerInterfaceWrapper) BatchContacts(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.BatchContacts(ctx)
+	return err
+}
+
 // ExportContacts converts echo context to params.
 func (w *ServerInterfaceWrapper) ExportContacts(ctx echo.Context) error {
 	var err error
@@ -1988,6 +2085,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/public/v1/contact", wrapper.GetContact, options.OperationMiddlewares["getContact"]...)
 	router.POST(options.BaseURL+"/public/v1/contact", wrapper.CreateContact, options.OperationMiddlewares["createContact"]...)
 	router.GET(options.BaseURL+"/public/v1/contacts", wrapper.ListContacts, options.OperationMiddlewares["listContacts"]...)
+	router.POST(options.BaseURL+"/public/v1/contacts/batch", wrapper.BatchContacts, options.OperationMiddlewares["batchContacts"]...)
 	router.GET(options.BaseURL+"/public/v1/contacts/export", wrapper.ExportContacts, options.OperationMiddlewares["exportContacts"]...)
 	router.GET(options.BaseURL+"/public/v1/events", wrapper.ListEvents, options.OperationMiddlewares["listEvents"]...)
 	router.GET(options.BaseURL+"/public/v1/events/:eventId", wrapper.GetEvent, options.OperationMiddlewares["getEvent"]...)
@@ -3653,6 +3751,146 @@ func (response ListContacts503JSONResponse) VisitListContactsResponse(w http.Res
 	return err
 }
 
+type BatchContactsRequestObject struct {
+	Body *BatchContactsJSONRequestBody
+}
+
+type BatchContactsResponseObject interface {
+	VisitBatchContactsResponse(w http.ResponseWriter) error
+}
+
+type BatchContacts200JSONResponse BatchContactsResult
+
+func (response BatchContacts200JSONResponse) VisitBatchContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BatchContacts400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response BatchContacts400JSONResponse) VisitBatchContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BatchContacts401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response BatchContacts401JSONResponse) VisitBatchContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BatchContacts413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response BatchContacts413JSONResponse) VisitBatchContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BatchContacts415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response BatchContacts415JSONResponse) VisitBatchContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BatchContacts429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response BatchContacts429JSONResponse) VisitBatchContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BatchContacts500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response BatchContacts500JSONResponse) VisitBatchContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BatchContacts503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response BatchContacts503JSONResponse) VisitBatchContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExportContactsRequestObject struct {
 	Params ExportContactsParams
 }
@@ -5079,6 +5317,9 @@ type StrictServerInterface interface {
 	// ListContacts List and search contacts
 	// (GET /public/v1/contacts)
 	ListContacts(ctx context.Context, request ListContactsRequestObject) (ListContactsResponseObject, error)
+	// BatchContacts Create or upsert up to 1,000 contacts
+	// (POST /public/v1/contacts/batch)
+	BatchContacts(ctx context.Context, request BatchContactsRequestObject) (BatchContactsResponseObject, error)
 	// ExportContacts Export contacts
 	// (GET /public/v1/contacts/export)
 	ExportContacts(ctx context.Context, request ExportContactsRequestObject) (ExportContactsResponseObject, error)
@@ -5585,6 +5826,52 @@ func (sh *strictHandler) ListContacts(ctx echo.Context, params ListContactsParam
 	return nil
 }
 
+// BatchContacts operation middleware
+func (sh *strictHandler) BatchContacts(ctx echo.Context) error {
+	var request BatchContactsRequestObject
+
+	var body BatchContactsJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.BatchContacts(ctx.Request().Context(), request.(BatchContactsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "BatchContacts")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(BatchContactsResponseObject); ok {
+		return validResponse.VisitBatchContactsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ExportContacts operation middleware
 func (sh *strictHandler) ExportContacts(ctx echo.Context, params ExportContactsParams) error {
 	var request ExportContactsRequestObject
@@ -5932,252 +6219,271 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, subscriptionId Su
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H2Ncts4muCr4Hh7FbmGkinZzo9cW7NqJz3tmThxx3anO63cEiYhiTEFqAnQsjrlqnuIe5F7hXuUe5Ir",
-	"fABIkIR+7cz0zHpqdyamSPx+/79fvYhNZ4wSKrjX/+qROzydpQT+fcKowJGQ/+T5dIqzhdf3BihSjxEe",
-	"CZIhQrMkmkwJFQjTGHE2JQhHIrlNxMLzvVuc5kSOgDlPxpTEV5xkb6Y4SU9jr+/hMaHiP/SknYhNPd/T",
-	"48PvQffVwVFw/bx9FL8g7RfRAW6/GnVJu3d9GD2PX5IAd3vyk4xgQeKB8PpeL+g9b3e77V73MnjVPwj6",
-	"QdDp9g4+wWvT7xOSxrA7/c1rLIj9VXDZfd4PDvvBUScIAvkVxVP5xgVOCR+xLCKe73GWy3/0vY/kmicC",
-	"Hgk8lk/ekbnne3mWen1vIsSM9/f3zQaniw4vhpHb3Q+Cg59/DuR/Di/Pznreve8ReTpe3/uCKenEjNSO",
-	"B36+EFjk3Ot7P+E0ieVTOsZjIq9B7i3FXMAhv58RWt9h97IbyB12e52jo67cYfH6BaHC/Tocoz4Q+fr3",
-	"LJte5NfThPOEOaaoHz3Np+9Hg9MfMI3ZaMS9fqCfvcZ8cs1wFp+kSXTj+uGnhMyt57DQ+svFZrnX79rP",
-	"LgiV193Tz6rLtl4+Z1xEOIsvIiwfB/e+lxIcX0QsI16/d1CAwV8xJeg1kzc+mzAqH/2pi1pHR0d7KOgG",
-	"7V5wEMjfMsZG70cnjHJCxVUBDf39/W7vRSfoBJ1u/2XwMtiP1Cv7Ef/Pg99670Y/vWR/Pbz+290v4sPv",
-	"Lz5Oz7EabUYykUi8/PWrh+M4IxygGM/E++yKJuJdPr0mmdf3DiWgS+TrexezLKHjkQR5wKucqseYjvGU",
-	"UXSingDswgWevoU/MkLEwMzhdXsH6B06wwlFF8Lzvd+Tmdf3nvdeBIcSXPXaFhvi69GRd//Z9zISsSwu",
-	"wPgMZzdEJHTs+Z7AY7lNOH/P99iM0PaE5Zx4n30vn8XrMf3+3vdOFHo7aZj+zUfzRExQIjjSJ4pmOOMk",
-	"RgkVDGFktmbTsagc8NsRqq1IwDmhsTq5KhH4O6Jc4EC5YBnKBRuhXODEuCes+gdile/NcUYTCgN9biLZ",
-	"x0RMWF7u0Yly17lAYkIKjItYnsaIMoGuiUa/J3T710e3vy+weqf0VgpKp3RWwidA8CUe80Eck/jNrb7H",
-	"Emblb2hOMgBWEiPgCQYgLRglt0p6/vWrF2OBbVilI/bNhV9SDLgEfiu0RJ6MMJs26yseyLO6TWbqbGBf",
-	"60U7eG3DBb94YT64XMyIPmM18/3neznphOCYZEA9PmBB3ibTRMB/dQP5LCY8ypKZSBj1+t4H8ltOuOCI",
-	"jZCYJBzdJDRGrYzgmCOWoXmWCML3gOAMzk/RDVmgKZb/f0NQQhGmC9QNECcRozHvSDIdTcgUrlCoBSZU",
-	"kDHJQKaoLug1XqxYEdC4CLhDOeWMZOjq8gTFeLH5ZB/kBUtI3vwEUjIScn9yETdk8YyjKM8yqaN1g7ba",
-	"LZonNGbzHZax+b4nmKulCBbjBWpdXZ7sbTMhJ6I504W6LJRTkaT2zT7jjd2hEcusY2EjlKl1ljAypAZI",
-	"RhkhHGHEUyb6aD4h6vxYGssPzIcJRYlAKcG3hHfQSZpI3EczHBH59pST9JbwIWXytc6QVnY7TWgyzadA",
-	"bRs7l0wfZ3hKhAb/E0MKzrGYNM/hckIMMXrGURITKpJRQrIOGqApTkcsm0pJtniOEo54Mp2lC+C2I5bT",
-	"WF6GphWb05tEzj6Tayp4Rkm1JFn/LU8ySUpElpPK9vHdW0LHcjPPD315GubPbnEeXEjhCgDhIr8u9rvq",
-	"ELj1XvUkttzdq1fu3fHKQh5vi/dqJMLFdyxOlM1F0sPvWLwwTEQzJTybpUmE5Qr2v3C59a/l1r6u4pf3",
-	"9vL+LSMjr+/99/3S6LOvfuX7cmaNxeXayl2qJ3wmGT2s9Dscm9c3Xit8GOfqd1LjthOCgJVJQBX4htCq",
-	"HBjLs3ttvj0p2HCd5W7MOe99b0o4V1abgrErnRBohloNTiWpWCByl3DBATITJU1U138B54huE5bC3rlj",
-	"+VoMMedWLp5kGcuUCKEUi753zeJFR0mm9kIl7mIEw5gFanlG3g+G8/Yk8mMhWar9qaRmBRnjSO+ij8qZ",
-	"+mj58AATm4HSG7kb9UETXZsrQK2wejCh1szJLckW5YlK2hvKE+uo4wr3fMnk8ZDGTPImlOWpHH+Ugw4v",
-	"UCusw0voo/LZuZaL5EO9AC0bhnuSdN/73ikVJKM4VTvaCieLK7dHsK8j0b8g2M1xeTAxOhwFUQ93yavr",
-	"F7H38GO/YFMiJgkdo5ySuxmJBInRBM9mhJL4GLgcJ9ktyZ5xlLIx8G35MCYCJ6lktTHJUAV84o5c1zsm",
-	"vpd8ZKeT0VfymhH+jok3Er0q52MQMmaEA1wCBnqPBYXKhFsbXQlNCTciDOzyHC9ShuNLxt7ibEx22mx9",
-	"DHuj5lAlHkq0SOUb8rwxRc+Pjg6eo+uFINx7XPwzs7FbfbepFLpQ6/kh+lvyHbpeoJiMcJ6KPTiEC5Ld",
-	"JhG5ovgWJym+Tnc7B8cwdRLF1SvABsh0xjKcJekC5eUnEldEtkApFlJ0epRjkXTlGnOCIky1NSIjOJqQ",
-	"GGXJeCIQZfMO+gDzAnG6xtENG42ODeOIkVRob0nG0fViSBPBSToqxchi/ITDp2qsREqcGUEcj0gfYZSR",
-	"GVgskLJcIEz5nGR8SJuUDFE8lSgtSjnQRwKPwQ1jVD4UTTAd60mSWB6nvC8fXsJ0SI2rRu0JUxSaJ6dx",
-	"KNeqtHQSI0YjoqmiEhV4norHElN8rXVuJ6woaWTZjZbC8ShPUziaVKK48lvBscHhAHhfMnaG6cKoMTvB",
-	"dn2MCo7L21QYRu4iQkDjfTDgDpA1bsIRML581q+pRTxNYgkqDfWo1Q0CBJqQj44CrS4PqYX7iGW2SveM",
-	"G/0VtQ6OAj8Igj2DFepcQ/ijPZB/hIVmDYqQS7VvF1qe6wD0F/s1nVBqieUsy1VEwdAcJxKXRywjimgk",
-	"dLxWBf25Xa5P/bdSvTdaojFWOMfRuvPmA8kPaiMVivg2q7KNCEvH22Z1FXMAgOYVxbmYsCz5newmEFQG",
-	"sJEHjJl0LGHRiIx3bTxL2jdk8UjkPywGDJHaq8QnPbFfKtQ+yukNZXMqF5ORW3ZDlCh0RXk+m7FMkPiM",
-	"xAlW9q2dTsEx0FJxYZpz4FWNsb+NsCA5Y1ifK+x4pW4A6D0wPMTYP+M4ka/j9NwyAo9wykl91u9ZhsKq",
-	"EVvK56VNHET4ikldPrGt2yFwt/B7kiZ3hUE+7NRM0F+9ktO5DQvmdzAqoBZwDLD3POOgeDBKSuZvTLxg",
-	"4Kpp+nKPIEm75zFithKw5dUDX2csRVwxaw7/sEZm119IBISQRWDaA3P4Gp6ZTAkXeDrzqtr9r/ZBVAb8",
-	"7JjPXK2l+6+83e2OvLp9dfDGslmIKq1ZllAhBUE0uDg5PfURZYjPcET4XgddKP+MPM0h5Xgq5R6Ex1I/",
-	"NMIQZaANdeq3x+FKQWTD13DiwLdKG5KkAe0XL15227yAznZXYmdp9+n2XtYNPzMspKrn9b3/+etweNfr",
-	"tofDuxfk85/+bQ2suE9WGZ1qkgBdKA3PAURzTAUwwxnmcovHAE0SqkAHh0/AJr8BgFVn/SiPKhGFLola",
-	"Wm6Q0vLeMcICTRkX6AhNE5oLUkw3ykWekaqBboWLQdsz+l6MBWmLZEpcByc0yV2FBAZ8garW8QAGWAX0",
-	"hqjXTwELWwxHMdg0StIjxW00OAUo4wKDZZyCR6kipkaMSvVB2TpUAALJOKNAUgjNp3KNVdLo+V7hBDT/",
-	"fj8jxXOgj57vVVyN9t/mBZt+eoqbgdHzWp50sRPrcMpjH8SxsaTsSBRKh3FdvB1lhLQFuRPo6sJYoqpQ",
-	"cxQE6A06wbNEsBQNbomPLAe9j07foue9F8F6JG0aoCsk0jgNXdBhBQ5szugGiIssjyQexNbujuW140wC",
-	"FBaG5SqJQ9JAish0JhZILdPB0+qRCy4qm9NEKBMbywXEv8RE0j8sWIZa4WGIRhmbonAwE+gw3Kse+KEL",
-	"9VRohNNFISm2VCLYnFYHqsZRNIfUgRX1QVV4BWqxDMn7ucUpoWLPV0uWCPXp9BxJWeoYhUNv6IWlDi5/",
-	"sU+0tp5GAEdjTTqio7HPOWunRNJ4BG/A9NXBIQbEMV4lKMQtHKQJmEHTRPImE7AEajOicMnVmeqBJY1J",
-	"IdKkPtX3yS1px8k4EXBKLJP/86fD6tAqOmUtqtRAsL5NDS3FDZtjVStzIZgOQPgApogt0ewHNgdxUHH1",
-	"gkQTKkimKTBfcEGmLlxK/kYW78AJ5LoaKoULkE5K7zJgrQ47scl79SDnKmq0Lfkad92Rmvo8I6Pkzj35",
-	"bcITKQHN4B21DCxgDS1KjE3vhixq6Bvd/OeLH37rvb17hd1YV3hRVjgcd/IbNucqo3M2llwLl9l24pFe",
-	"u4SidkZSciuZMJAebm5QW9z08CB0ZyQiyS2JnXKRsh+fztwHdXpeRDg1B0eRhBxJsOoS0EEn6HS7B50X",
-	"rvPKOckGY61MOvZXmeMZR1ecZG34YAX07fc6B2tR2vbvlrfm2xhSg1nrfOyFl9e3BM9NsNdWjLTiupPU",
-	"UeAx91GJzT4qY7WAGqQEx4hHTMmgNbR3BevUDxx+MKAj91cRACWn1qMgwY61NqFoUE7NT9VbcUUD7Yie",
-	"D/KCPyauVgLuV311UrxYBsDXN3ieJVOcLZRbEvAzEWiOORont6TGy5dEQjW2VQntW2MnsV69rwf/rfyw",
-	"fLMac1ffYNDpdIPAR3KMXPIPEGksyAX4lkSJRgsUkwgvjsF622Y0XVQOIABpVwWbyDFXhp6YQIeGTJCn",
-	"KTC5KgAvEZ+suMHGMetI+caNysdaiNloDlekfXOyZtRiU7GY4THxldczRteLwhLgIz5hc6k6K4GBxmjC",
-	"5hXkdosO5SJ1hGTKIpxOGBebR0i6tmIRplX4Xr6p5ACcEeXLz6KJYWGJINO1YG5UuVKh9nCWKSt0NWJz",
-	"9Tgf7HfvTUjn6k0osq1NBCzTTueFFYNZOekl8aHFNpcYCMr9WJGku5rObM5ogjVsolI7tCr7LOfX51Mh",
-	"K5XrtwmHC8RXsNPX6+xJq7nqMw40wDfhIDRGgM5V9UrCGieiyU03IeZOk+kamtTZkc501go7VIkz5jbV",
-	"mCvO923CtxdZJP2R4oM+ZN48OPOLG2nk98pkBC/VsAbzG8k+WLYx2hvRy4EllNyJkzzjzGFNOMdcijoo",
-	"jOCFUAdcEiQ/gkUWdJ2pBaaYqx86m0qdbqOLSijQy/672J38JdlBK9RvBBYUt0XqsGqR6h09d+mBbll0",
-	"rZzyCMLXRnNsgKROCaEWJ7kckVeyKnhpOW/BY2X1zgvg0xBVGqa7QbAxilxiWNoU352q10GwqmJLDYLV",
-	"YW4AviaWYgvotTJjNkTsMiGiSY3ZdUqmWnaIE5WQwwWbWdrrsTY9anpPycYn91FN3CQuboT3rKUuP7uP",
-	"5HrC2M1uqG+lIKyB9OJFdfWvlTkuIfycZCrOwEWgMyZESpSIWA1PjosBwMSv4RAcXFNMFwjrmAkf4Shj",
-	"nOsgyMJTNctYRDhHLU1Wcyr0bHHV0tOr6QC2EtB1KQG5U1K+5izNBUGhyWUO0dWHtwpQtH2Elx4k3hSF",
-	"5TfyonjH0sX2zX4cRHAbs7xcs51Q4gYXiw5uwaQ/TqTYaUv+KWxWc9oyIubkw5mDfdvp5VuozG6K+s4y",
-	"NerpbMO1lZm+jrKazPWvS3cLtpElFqoy3b3uTHHZysdLDKdyhmccwRvmOBu7Unn067bjBFoJoPqwlPS9",
-	"dJLtE/Sr8BocvnSB6HIYPMcimmwJiCfabS2Y2YQ2XfbRlEiZVoUHoIzMUhwRH4U0T9Ow+DFKCc78Ug4j",
-	"cPSL4yENCxmhj9Q38C4g9BThNFUOcPmTivhUttWVkO7wEJtV23ZxdTGdZc7d+pQbqgc748na+XbBmzqO",
-	"rJ/kgTjzY47TZJSQeIcN7oRJDVxYM40LNzRLXWyJFe+p5jklU11IFJGqns1zHQZeIaQk4xL89S9oimOC",
-	"OEMjDCrUauuZmX2ZVdb83jDLNs2RJpXSNYzZbDmGj3DKFVEI50ocaiexCWBbPsPWgo/U5vTZbGkB5oWx",
-	"qLqhUKdRh2g+SVKCzJ2gDOIKfbkpisKLPFLBsiGCuDCcpCQO7XiIMh27eNfzPfWiI1yhJj9YV1eevn1K",
-	"xQ78Emw+rwBifUo7wLIeXoKwXhV4+01cjhOEm+faLTTwUZJxYUatALFT+tMvbm3i3xT4dQyX3uQ1SRlV",
-	"6llrBJGU5j13/Bwx+Td14rtQspgedgTXbpscuAQKFTPyUGx7RHxKsSA0Wpy5tNZkSgynN/l2Jghbbi/P",
-	"CBh7pkmaJlbi8hoD/84IbNZwsQSRVdQe6AHZM45+uLw8Rwpl6hb9cjtR1X5nh15viZwGD6rwax/wBsi6",
-	"kQFvWxbiI0rmhAuFhxurynU68keyx60kgG/cdt4BraYRlqaX3tEhiiY4w5EgGfeL588PTbw+8LX/CDfy",
-	"7BVCZJExaWuV61JxTRTdEhj/OCFiol28ajdzzFUGtaFvKi2p5GoqO90qjhaTKIkJt1mXzjn0/KKKl2Fm",
-	"rjC7NxWH4xbMpfwQgcZKMn6MCI4mcPdtKXWDw7qwJ+i0esVAeB5NitDbJiOSQxThgVsru/LraijiDhpz",
-	"ZZCfEjLfcYwyYHL3z8t6a7t8XZZf2/JrVzW2LYewA0C3N1rUa980g/bK0Fa+NBq2DHndgKM5S+s05oXn",
-	"RmmJzevbDq8L9NRHL35Ht/KFDUetlPepD/k2oTdSYwdUkOsGerPV0LpIkDNihSMGgdrbjKcLDC0ZD4iG",
-	"lles6LANBm9UKvraTAWZcgSR9kJsvOZanaMGh9Q/ox8/QJgmRzzCdIMjqXsJXVtoHlvzYhxQ4Aa3JTDu",
-	"3GYTBZ082kjRW3APKd9B9g8baVO0lkJdHsuYuJxpHHI1fDTF0SShpJ0RHEP2RhEmW2WIZXkER7mHRva+",
-	"53vV5H3PX5Jabr6oPbbrjNR+MtJY7THI8rVnRSq8750RMWHxOyYGacrmoI/WUtuamaLN/PAleWD1egKO",
-	"hGqX9GAKTazNBHstX7TLRjizHeYg12eMjn0QMQ3dPkYq9tTUNuCbeHljO79tKdy+1jvYAnZfF4lVWApg",
-	"M0Lj0hMYk6U+d5dOCHlpjnIStn9ARd7oeiGmiMLyCAdT9MM5VaMiRr0YRlHAZyO9Aqy8OtXP4YVrHrkE",
-	"8QdFNpQ+ITQiirw6fHB8hfbdiAVihfdLTFTU1WbuR2UaUxXeHArVBPMzZ0CekfunUhvRe4FYJHXDOq8g",
-	"4WrPc4gYxjFqjYiQQjPknGEBmfO2WeOasZRgurEuh1UutUuVS+d4wdEsIzpRMOVM52EXmSKb6Xb6Mior",
-	"Kk/m8zIIcSdEyRs0BbdgYIQrJtnCcdhpZGmills4HNINc6WgbASATDJOKE5NOYlnHAlCxQTJjfiIKJli",
-	"SIF6UWRla5Xajsr+W5Z4pWnAG9DxgKw3sqoqOVi1FCv9uZVpFXv1mK0rFSDmWXUKPVN+YcpulamzcoBO",
-	"4m8h//Z2yZLiFI4AE2Ce5SlxRC7pCkZOT0kfhVBuaJgHwUE0w2IC/yKhj8LfcpKZXyiekvIX+V7zBzAJ",
-	"a1t348eq1aBSTKlxPkt53aVtdLP5XHX0VTWZGpOZIk1OQ1oOQQPYWDJRKzRIKo+hsGnIP5TFQ5+O5Lby",
-	"nxJY5f+67jj0UafTqaWDaLvJOvJgsrT04lez63N3FN5AxQ3qOLy+xDo2U4tE4Z9U0na33UMqCwlMFRD4",
-	"EBPtDThoH7QP1c98fVywZQA66FVycFvD4Z+Gw/hr1+/dD4f8z3t/Hg5bf5ZPDu6Hw70//zoc8k77s35i",
-	"/3V478zYLUTRrXmlKdPSwmjGuMAF5OxJCsiiBPyluiRZRcFaGsq2MvvV1PKqFgV1Bhjq3x+US3B0tBay",
-	"rHX4K7MsP9SCj5eb6Iw4NsULw2nQ1FSXtfUNu+TsO0bLP11E9AOZpXjjDNfmgeqSK4Ylgu+DS4kU5ITm",
-	"lfKERttZYcB0t3sos5rQDOO+AnUEG0WrNSrVwMeKuklR6bec5C6xUD1v3vAPbK4ipKwIKhDGyoFWWwe2",
-	"P9Ba4ce11SdtmReqOinbiFP4f+hl1WtSVm/PN8foukZb4V2GTyGkvEseS1XYRiKVO3DAgn1bCZkHhk9Z",
-	"dyJlXpSxuQ9lriSUW2MpMQ4kWO2ZO0ahlmXMoEcolkLtSE3lyxWEh90A/YVRKQywTAneMUmJIHFVSFMz",
-	"eRJUC/lIjePE6Us8dvEpgcfHiOdZJlUslQuSCAIVJkC8zJLptJ6+pVMRalxnjdfBrrm5nQNqechrJbgV",
-	"Kg5rge1bBrrCclywVinU9Shb3Kqy1+Nli2y84QJlm8E0lyc++vD9CTo4OHilK1ze4UikkipmhKBRJlUP",
-	"EIiUlKMK2XwKH7lQhlIrtoydd0jGKn9WMH3chWtR/yBJIJR/VpaQhXxQBKepQLO/S/alntEkXvL1eZdb",
-	"ehPXxlZtH4qv4gQfOx7/uHr6KBGOCP2LaQLVj7cNINsg+UZCgmEoaxezgVDfCEz8hkL+7slvLvuaQsEt",
-	"Y9jX1r7mREj51YWTRdhnE+U2DWsfNILVLbZv4taLW02TkS4HbwLUtwlPXwJttjemcaYmzaApzDjaP4T9",
-	"dW1IVNkIzE0uRKZZftVZUW0p4YAbfccntY4Qm9/zqVG/eC2HhaIk1rZtU8QWz2YpFGpTuXm+NsfL09yR",
-	"1EIhNENNJal9xk0GNsv0NJ1HTFV3p2ivH2W5mX1TTVcOFpGMknj11lZkgFaUWbNwdxaXS3aoGKp3jIZt",
-	"XvMmrh97ZuMBstp/bKEzLQ2qu6LJb7lqgQHvHKOYxPmMINUq4bGC61x27UbYWLk17Rlbdxs7OJ8s8JSU",
-	"pPBlqKh8YMexJbEqO7kyTquKTMI4/p0+qqqFeNdCi05zs6NUomImcSnE1K0vSTSR8lgotwWGSAnmYJyU",
-	"7D/U3KjqrzKUdE3C7fL8bd3UZMMUOJMHDSSB3CYs59t+WUf9yqlYw5ZLcwFWVHUcPPDuzDDhY1gF194z",
-	"FnZQm34dtUIr513bn3UdfW+bhPzdy3GYo3+z4wgrb3bFJZrL24C42hJAOYDt/3kgJNhDOaBhWQbLgKLQ",
-	"+rT0f6nuCuh8cHnyAyC3LQJXgvAHZcNXRUOc6Jtb63tIzYXaOEVujuua4opLbpPbqtSuNTC589ejindu",
-	"pxEqfsddRphZjsddvm+0C9sWPgvnpQMqrdZjLuFMQBK3CjnJCKJk7gg2e4ANR03tghxRelkfsm9j3HTv",
-	"3JgpV+29FCMoQymjY5KhCeYP3LiZubn1JfKtPIMVYtIOQfQ6ZYkvq75s8mttJXfXuHq9Stv0vfaYivWt",
-	"2LaO29o1qO78/cWliXyt6fJXH976SOtdUmi+EJjGOIuRnpn3dZ4XH9JK9lerFCeTWAUoQRlkRnUMEdTB",
-	"3/PLnDFhSG2IWjlN7oZUJ5bsKQOkeU/VCM0zEqJWeNv1ldP9GnPy/BD9cDY4aV/8MOgdPZfMIok7xbAd",
-	"uVfjzR/SG7KwnZrq+3ZMIhbLveJMGNNe7UjC+YST6D+hrUBGxF5nSE2EHhj9oC8bVwE3faNeXC9QqLUA",
-	"8B7EJCufSR0grFV53r2h43/1/o3bR3gdQ7qmBG+T7LNzVNc0ocZdsa4qh1rWCqy+APjavqBvFVwls5Jg",
-	"ktCxhtgmEzByq5rxzd0syQjfNseyWK2jRmljDahVoNGfNO5JdDvooUwKKVPVbGhPFULT8W3Q+6VaQxKG",
-	"+LF3N/v08Si46v30JZr+FFxNXwW//Pwh/fTmVf5L76fvrqcf3n/6+VMa3XxPf/mY5s4auFs6WR/e4m+1",
-	"PafpWVXH6y+9q1WAZPObLeu77FRx8VsXNmnchTHuVrP9EtX801SJ2b0oySrYbnDEZZDe6XTCvQ56T9OF",
-	"scIUxVKVa/J4SMHCixLhI9VLR1lOFRKoEI1aMwA19tnobz++yl7+5W+//JZdzr9cnb9+efr2/NMp673F",
-	"b/HFvDvKD67f/X61rJz0ej3V4a7/I6DNbuXzltQZUFUUrNAJzQ7qXvaNCspsid/1GjJWyre7WJ9TZOYk",
-	"yrNELKANpMLgARTEHeSuxqUDWpSM1rKOaZrbCqMbBbF+UTADZKWwqAF0QxZc/wZ6BfQsVcJg2bW07JBT",
-	"skNYkOr1kmjRwSojVW3mao6mPPRxIib5deW0y2NvtI8pVguIBUlfpUhvSruBfKnvmhtpV4ubBThcM9Uz",
-	"ftoZ0iF9A+KepJQqKpUSEis1qdnDp4M+lA1sTK+1v168fzekLbCaECra8tL7jQY6oZJ9o5RxEverXX90",
-	"xVXbz627Tg6puqrDIEC1CP4OemOnz5jWbqUcHEKEbqjaccqdFmijpri6PNktekBudpn8J+li4WDK1ERs",
-	"hn/LiW4xwFHr6ur09e2LvWOEyz5IQ1rtLKxajpAYaX8ZZCcY9xNW7sFM/huSHtRF0nwK4UJFW1k0ztgc",
-	"tTBILbZBXD1RaLnXR1j34YHY8JRwBH1WoR5wzAgfUlM+1peSfjKmLNPto1I2HusuKVMfZVjHDGJqwo0s",
-	"ELPS1TNwcYY/t/Vltk+lnkWiCTNVeq3AaDCbjQmVAEriPR/NJ0k0GVKJXrzaRZM2em9yAyY4FxN5wBEQ",
-	"gMZaYBgsyJCq5m9aFYQ1NnqXhX71ud1BTOuLjWZxQ1rvFtdHRbc4gKyiYZzdK9J3reA1XkB475CGSxuP",
-	"6XU0+sz1kekzp5oWhrXWcRK6eaMl+LJ24FaL771j1foS6/Z5MDvgJEqkSn3Ye4VqeVqhJsR2izslFaRJ",
-	"RHSEk6aiZ6eXDQLKZoQqW2WHZeN9/RHfl+9KtS4RqU2A0f/7X/8bnZQuJCPnoPP8Ok0ieWee70nKqWt/",
-	"dA460N1NzoNnidf3DjoBlHefYTEBnlTUIf4q2A2h9/LZeJmABWkt12SS0LhsnSD18Eb92dBqmF5UY8eG",
-	"ScU+tMQEPCjYXktSKGihoBpWklFyZwiGaV2gu3qoD62S+vKLnJNsSCF6R0GGWF/j30TC6RNUIQBwEDpt",
-	"ZEijjABhw2kHhYMoIjPRR4Lcif2JmKYhGhMBEDTFaYp+uDx7q0tJY9OAiaRc8RgFGQWjAg17TIQ+NK/W",
-	"TrsXBNu1i7O7UzQaSlT7R9SaPuxgo7CUkVWmBKs3g45bWmbT0FhiFw1f3cO86LZQ65JgNUVwNDbYuAte",
-	"tcUIhJeYO6+cu6dsXv8tZpFkTUi+oCxb6gf5N0oxHf/70CN06FV+Izi2/wZ8Vw/OJULpesByHeqFfesN",
-	"/aQ+RmlZ03N0Vw5ofu50dMbMfn2A/XJHlTaZDu1C4q6uCoYdOOEKnbhf0ZijKAl373uHweGyGyuwZr9I",
-	"ub33vaMgWP9BNXcWvjpY/5Ujw9YW+L3+r599uw/8hM2hZvyqZjMWvBt6AOYznOEpEUS3gnd1bhrnhHPI",
-	"nlZ0y3QvsSvBs1GbjdrmWK8+vK21gFlRgh5UCcktShyFeTxbiVIhWSVs1CIFVxfwlPvcnwH93b/t7lv6",
-	"h5MPfSAiz3RnvqLN8fWi0IZOVWkwsOgqQ2qIWhHmpJ3I7fNEJLdkr4MGpXGYAIM320Etl7SOmBQN5wmX",
-	"30IRw2smJiAeQ7sJFdAK3TeBhxkr+5AWiyxGkOrAIXLkpIcddFmNW81gtyRG1xArK+XYeYZnMxPn7uIm",
-	"OjF+Lew8WnMQgBFI1iuBxI6C2hEw/A0CvMpa3BJVsby++l3XOmEsY0CuTZQRW84trK8jdP/5IVx9k7LO",
-	"5tWyrvM2LE5/sapdtia/G1DT73BRqQE+6a7/pFIGYRcyf9h7tf6DenWFfwx7KBjCX4goeUGV8Ovy9tpH",
-	"7yhfA2IXLz9XBEOhgk50LjUm7fC6IYuV6DGkOuosS6bThI6Pi9jdaiOlwnFYTKeNHPCz1JCCAK1sS08k",
-	"kZN/FKsf0DI2yFcqA5BTH0EWfQYmlFp9fd2aflm7RGNvLvv26/DdakrAkHKRpGmpkZj2h8IKAdUqpqk+",
-	"HqrvE8qRM4S4M6Qfk4y04bAFtGMrTq6ef+6bhCeIzu0FQeii6JFdFr4UqL9j8WJLOjLKU5BcSzis9cmC",
-	"6AK5XUytdGWwpFRix7braOB2jLpyLCo5EZUawqWGEVx2n/eDw35w1AmC4FNJqSulfE1gk1WdWhfS1UWk",
-	"q1r45rWey/SLzdUYnQXhblW0QsW5154QXLs1cFoUdUTsGzJL43haWdX9FizB1UTjvmoxl8Le/cPZmrrg",
-	"9WxNvWd1LcipwufB6mDGJSN8VFhehDjuejSQ8rqac9oGj78vF+1uwKbqBYbgu6NNJnOUIfon5cTqTtcx",
-	"Y6d+sm9YxP7XMhzjfl+31wJP/jr5251RjwalUR1Vbeo8mc7SRWlO3yn73qHQVbIUHkurWybCDNQJ8Qqf",
-	"7UuGXUazSQUHMsBoTZcNZ3b1Cm3k013di8wdTCXTh/Zg2lGL1KRS8pDMTbdAKwUKripF88Kve6W9O3bH",
-	"SDkbqHBGwuLPfND/QJtz1RILO8hoq7BMSE41oo+D2euFWYXM/sl1h4pM1Tj2zpOasIo4aUSxBF+LPFnR",
-	"IssI1NdCBb9XWJgSV0OG1/C8Glc6I9kUywWnC39VE1UTGK48o9qwSLXZDp0Ko6RrlARd4XqhvXdFLoxU",
-	"PuY4i5WrCzy8umRaUZRJuXwT1cZQye1lQIADk9RmbbG5gkeHK5PHJKk1xQSeQHQViCrY2UCZrbJC16zl",
-	"K4a2nMbnkksBJzFNUtx9UJgRibVzB6ycrb9evH+HpiQbSwVQRBPEyRRTkUTgMaaV3HR55TozfUgh3MeH",
-	"gml3kr4mopaYbBcqUp+3ijwnld7kD2no0HzkC4WaA2ZKRqE2nkQv3Z1lr2OSpZTuWcmxGNJSq4XFkFhZ",
-	"AMBlqbz1YsK4aiUI0g3o2AoNVTlCqpiYAXY2UjU4TLiJXa6wpuKjdRo+FhZ7G9KBzgdyJIJBQqVOBSOw",
-	"9CWpZ6UCbaLthhSojcqn0p7+49o5oTGDFTEU2nV86nNVE2TkgiHQwJg3yurdqnTfshreKBEVTo/WMfrc",
-	"rrfwIK0+IybD35Jq1aEL3ZHeV5CizhCUUUtntPVVk+evNVYJ8vd2D5pyhjN2S4omPvC7j1KC9UMFX2VX",
-	"Inu+ipJvlPKyS839Frqqs2jFt9FV/9FiVLOOyR/aJvukfm7GPhUE76Z+WtLdvhHDHFrn9qzWqbQpNzhH",
-	"c0nibUkxTmIVNDGVLBbCHRrdBdCYEY7ymRT9GFXpzEMKfSZg/1N2q5qZhSwCsh4PRGjCRzCIYymW47Qk",
-	"S8ZZKtVhqCECsSHq80QM6TWObvb8svcW9PNXTMy0UC8jQ8oFq8wYXkqbrbBa21OyrbJyp/yrWthTPrGL",
-	"eYbHdvlQX5W3H9JqCVNjE19fwtQ3XKtWGvV4SMOisnixxvczQrXoUKkfHqKJJNCUqQ1LMaOS5MmJvJUa",
-	"G20yUDnwaiY6pBdEWZFDA5inMQw1xTcEko0SwhHHI6LkMKNEJFUTvSWIDGmkRT0pvCg1Pm4GTBZfcqRl",
-	"OO2YOI3JdMYguFOVrCMSarOchNvxbXU4et9WjutO/Bt+Lg5Il95sv3jxstvmBei1u55kDEXDbvmODvGR",
-	"F43AWgxxsu0coqlLFFodmaPtNbUithszLrP5/yp81254okMr5RwOwHJUmwFIK+PhKmgxx6W6q8BLF5ox",
-	"kG4VSij3ZvKs5ciupmb3T/LBv4B88AFiqCs0ko2c4kJBizYRF2ZWddpvIy6c44yDl9rVNr3eLr0WsQT6",
-	"qnlVqZSg8g5p6cl16qXVpg+hyiRcwlBQC1B7SLlOGUoU2+2j8EJkhAjNQS/kP7IymmfPpQcbe61kfm9K",
-	"5TDLKa8Yt7bhNDg2bKZiDd6VzRS+26MgQG/QCZ4lgqVocEvcntvuFpwgjs0S/7WZQWEHpWRet2E/Udp/",
-	"bko7iGObIgF9alLZ7Yzu+2W9UrflXVVcUPQgTTg0QsZjjlorYnX2jptVIIpib1LAH1JJryDFhcRVmlOr",
-	"kpqZbIuiXmoHvVGSvV2nQsvQwtSfwJHIcZpKaQVecMvJ8ieNV3KwJvFyX5h5JSFQdZbD20toxxoAU3Vm",
-	"wUv/hKH/CrLQFIyOEgQhB8SFoABqj+JwcLuuY51YqCN+AR1K01wZmWrC3BglXCNsUpM/DI4PqQPJ0aY4",
-	"vLzS8ZAOrKrPsASr9LPO11LloDcSQ56w+AmLH4fPKv7F1iBw7rRCzlIckTomwICFEUjhpmJnl4ChUn5X",
-	"Fdp9FBuh3WTpAg9zISG6IWRmjHS69emMpKoEPcSCQOWYhKMbMhNLsFTHfCxHU/QYWJqpc3nC1CdMfUzb",
-	"g4QpVMh9SywPGmOd0jBfmUzaTP6vlvJCrZCzTPx7kWqom+uZzGLEMoU6GYkgVMVYiePq90WdhnDPR6Mk",
-	"ValX1wvTvRKeaLLRGrx7vddB53isCcQNWXAihnQmn/TRDHOOwrIlWqh6WlgNtv1arDysIfQrzdqO5b8y",
-	"lXVEWdlxW1LFDBoxKwMgigjkoCNGIYFshDOE0RynN+BS6VRXUrZsNm01ylbeaKA+m0+SVDtouUrW1k6U",
-	"TFOvMkdNzCFIHVaiKp/cJDM+pMqqgoWSciRNzc25l7ucT1hKYMoO+ggWE4gWxPFFxDISSl1L7neKF2jC",
-	"0nhIR2RuEu9DiGUIy5IQkAeufDkxifDCEPtEpwonHEUTAv1xjeUfUTbf6w/piKUpm1fPSXnx1WvqwFw0",
-	"VZLrwgm3JpnKvAd02mQ6uvKJYGe1LEoAZq9/ZBfC6a2rg+POjapsU1vVTNTEynVFpr+fM9jzqNvbOlUr",
-	"LLG2X8HqYxSWCNmvIjCq4O+yxUqEcp9hpTyLMZGvK9myfA8QaV9AIcA8uNAU3dCRO2JCODF6ezPL8AOZ",
-	"ESwAL6Ys26gBCbmbpdA4V8Xfuo5A4HHlBIr6aNt1m7EbujRr73KxKDrCeetOZw5BRypyRpXlUOlICe+s",
-	"yq27MIV1NrPU1Sr0brIknY+82ZoqLR02XVS9t8PqVVmNSFQpNehW0oLKLT5qQtDa1iSufbiSbnbPYVyz",
-	"I1OTCAsoD6wlXHnSyZS4G9UE3csg6MP/mTweJ1nSqCuHrKx/k642my77mowYWPhXrLi35Yq/gzEff8ma",
-	"PG5x0r1go3UbwvhNTlohYjUioyjNCeunbF5Z/mHgXqYtRNQBuight65r+1aELBOFaplw3WtMvgA53hOo",
-	"cjDX9CUDk4+yloIQBz9AcKeDNfRR+AXTEI0SGnP0BdNKJhnINSaJzB9S+S5BsXnd/FKvQPcFGsm6Tu63",
-	"Zfjf7b38pjnMluuGq8oIdotjjyz++vvpF5b8sjjlp/TH5H1yujh7fdp7e/nm7u3l6d1PrwdH77+czd9/",
-	"GczffnmzOOuy5O3JX2efTk6fn34Z3L2/POue/eW0d0oDb1uHD1Qodjh9ypbVZuF/Xy/PP6G2+DbR1gpO",
-	"cBZNioPbIqKN75M7qTsv1RlVGayyl6cO31LmGanDGU0BkoE4GFwSOn7G96p6pY+4yIjqtmGivaGKlS4u",
-	"pAtLcKndUIE4xTM+YUUJ4hgLfI056aN3ryHEvCU/CItgaIzShEqctXVVoBwnFz9p93GljFDEb3Wtq4il",
-	"+ZQqxTOhKGYR38ezpDON+7CqjM0RtgpKgNT5hSW08IMfax1ZKcBWglnpey9n0YFwShscUjXQXlHlqP2G",
-	"RixO6LiPxr8nsxBSyOUgOuD5VAf4cdXEq6xiBsHSQNrJkGZYmOh0XyqxKmQPU4vkQq42VDE7Liu5qTZG",
-	"CY8YpUS+xQWbwcQOZU1Bzqbq2pNc/yTXP8n1T3L9k1z/JNc/yfWbyvV3bRo3ZHvv67Cs9DT0+sONSkYN",
-	"PX+o+AR84iqlMfTu4QyW1Zt7X5G5VNllML9K4cvdo88IW9UNFKv3VRNDCjW7NtmF71q3b65w5eoHujyr",
-	"aostJoQW8p3t6tuiXp72nxjJ9klhWaOwvAGJcSs9pWxesYFLS73sozI1QgoGLEOUCR+xNLbUEV3lQPmT",
-	"wQHD86mUknMuhnSWsUiFwpJp33pRqyMiw5SrOs+mL1LGBPjtpiphBtJbTEUFSJVlNCJDqsRd63v1OVC8",
-	"kn/qwv2jhCZ8QmIfcYjdZWlKMtsxhIxfSOonUwgjS7GQovIbSTMTbhWnNt1oMhIRVeh7TEQHnbM0Lb1n",
-	"KZa7r7g0FixHYwb5HSFwyRC1lAenXxZd1md7Q2Zi77jpIUvneAHF/lRdPd9UPCLTmVhorxTBtMw0oWSO",
-	"FnJ5b8pi9HJwdBCovvRlseNlfiT15Tq1ZFBdrN5QwtGIkLjopiCYuiHnhsuOn07psSEFPNDJAxxWF2UH",
-	"cJQiy2K21M1UKam/mWJg9/F0GATow5xuSqrYvP3Ew01hRSehz743wfxMCjym3UfFMDYw/2nffHfTPen9",
-	"/PPRy/ezl+RvwZ34Mv7t0+bWLjim9bYutbInxrE2LgLHJQlTyGlxD43qbt6x/1W3VlpeZbto21vrAuFL",
-	"olehl9CZRPnzlQkLCECrSZVA12zUCVVtkh4Kzk/dsDbuhrUpulbbWLkFPk3mn2qTrKuyqcUfF4JuUCAX",
-	"vq1U50Itq3UcTrnqPFnptqereZSd8Pe2LdMFUOQo01W2rv42lZft9otO4iSZiBSh0hpxWt2SUQq4UZpD",
-	"wnNYZBUwSnhnSFXrLCVVKWlSZUIsE6VMZ6cHU65ys79+3bSavRuzy7ZNKg0PpJtaM6ZNWypZHZRWLaRa",
-	"v3JF7yMpNLk2F/Quu4dV85G9uVonaXuLpk3obnt8uWSP3eAyeNnv9vqHh52j7ovmHlkat1ft8/O29HWZ",
-	"QLSi02jnv55Lr7J/i4oWaLhJqWJ7EPCYMGq3t1cFjMI8S0NVP/2aSGWHpbkgKDQAEA5pa5bihKpH8olS",
-	"ZucQSgmKEFALlkkKxeYcJWJPJZPqykZg1tPh1gdDWtkbaBHlmnSpJEmUmCipllqqq/dOdbhnZee5ULWe",
-	"CxvtE63ISqubnKv6rz7shySALqNcWxCSrcqk6iV/q4TQWjvEnWi27iO4fde+PzK1344GVpsfu2mhvTer",
-	"FmC9jelTdds/HgW/MLZHyLahFnlzU3K3NLj/tQreK4tJnuHshjc6NZcEFOq8ajW2NLFNWUag4Luq7Jjq",
-	"uHIVBD+kuiisDjYQbI6zWCfNThNQlA9q5LuDoDIhFIoxOT6VFUlyXSv5uqSGpE18N6khWdk3BJaoLNkn",
-	"ZW2D7M6qrLBU3tgqufOiAr3rSkpeSGWESS1kJLir5bhpb9svRInQ3Sw3RFgIMp1J5cb0T/cRjjLGuQ41",
-	"Kfq6aRt/B32cYFE0PDNT+QDEyvSjJQaoiTRV/m1MEUYjMrfmUx3PUeuw2okPTPc8ZXOQwGKS4oX2CEiS",
-	"zuZ0SEu19dia9Rmv9rhDTM552Hslj+ooOIAkDq5yYYA72EggGFteA/ERZJtlvYp7wZalBP/4QsvyrX5z",
-	"saT3RxdLVIFg/g+RSJ6yEL9VgX5VyhTXqTAnQnJ3/iBBZr8kdiu9urW59VeLgt5WzV193Z0ScFj3ejWv",
-	"+jomsiSrOn4tYjHRhQuxIDRaqD+gN64ShIrqYZTcCTMeVKrOSWdIz9cmJlYyEJXDbLWNraQ0az2XhvE8",
-	"wBVXbwT/B8p/g2y8Rw+KN9AD56n/8Po93/x7KZc46hx2e5+gLKACxA1p+8vu43kzfE/D6Rn3+gcvy7PQ",
-	"4ZLyzOQdFfvqrt9X0OkeBjvvC+gORHoqOUkVhySxFE++0b67PeWz1eC//LqUgbV+REfBwb0jHWISQ2rD",
-	"6fzsyy/i7PKNOPvy/dXZ65vnZ78Pnp+9HuRnlz/OPyZ/fbU5X9WYvNALXe8LNrD51Pvtm1hVVb5rk5F8",
-	"Q4Vne5a4/7XEw/v9jOi/ti8a6FqPk3wX5yEY4lBCFlRztzPMIhLfvmfNjznJiQpxAqXLsF+oiVAsG/rL",
-	"z40GB7KowIKgFoZm8iS2blxVH1RRUgARIltAGCouG1sUBQwLopYyLvZ0yz8wdtwQAkkRHBV+SShj77J5",
-	"WA3xittUYWnQ8DTcc5cW0W8utYPszPZe/IM52ArS3Q363SPLN1boVrohwPakd5keY07AR79JGIufKO6j",
-	"W0GBklioJ4nKw/QGqLezeBxKuDHNsakjOJEquK0CuLKFFQZoIhEKf9aQmuLQKKEo/JUnNCK+qoexp7pv",
-	"QueGRHWuK0mEDgVV0auoNQIyZYjSkIKvTJKmIuqVZaqu8RwvTEsvsFMpYiZUVIQKDHVQMB9xptLnKoEV",
-	"lhFMNTaVh2OankITZ6EKiuBbgjgh9Fj1ZMYZ0ciFEl0YZURI/IyrQFqlXpWhVSq6FtpHmwChENqZQ+Ro",
-	"Bw3KolFLqauqBL2WtMrXHsEABve4OjcE7rgmnlZeud88K0qu+lvayNRdef3Dnr/J1na2cj36kSxrCfkD",
-	"m6uMx1K4QlI3+ecg+U+mqq34zDyhMZuXAbWPwW+Mr/qb8ptKcb2ayetCV8lGZvE1/6/pyEzJXHX4MOH1",
-	"ktzqeIcO+t42QPUO0YTlmXGFVLkbqQuuOs5izoZUzoxFnhFIZi44RPE4RC0+wxFpcyKPQpAYhbddP0SE",
-	"AuPx9Rrmeu1QpC/JeOEgKbhMhCni80REE7Oq8qvC5JyRLyTSnkaziWMj30vO6JftyexJO+gDE1h9CM2l",
-	"5ICQCcI4sU6H6pKj6rshLdMytJdHqQNWMTWVP63eN/ZHeTochSOSpqzdPDJ/SBOOMrkgVRqtEk7TCgtH",
-	"lel8aU6h3VYfLeFw8Jux6isgfih3MPY8Ndybu1mSEb7OVVEL9vixdzf79PEouOr99CWa/hRcTV8Fv/z8",
-	"If305lX+S++n766nH95/+vlTGt18T3/5mOY7c5mtPR9qnUt0BQAfV9zFk+i/xKsM8OfwHlQOcQltvgew",
-	"yTPoq/TrV28wS/5GFoNcTLz+r58lHeUku10ePFzgDPR7h0IVCUcxi/IpoeIYhaobTk5Dk48qZVgskA5v",
-	"6/ZedIJO0On2XwYvg07hcNsHGq5X7A660xItjq0CJoXhpMhvaxphzjDF4yUlH60RoORj82uooS55YNG3",
-	"tCzRWjYNRS3JfnBqKlLo+Gg9tFVhvTmBbocBPaiw3YHKt5KhQIMRjKV6+VPTukiecnRjzVX0zHBboxRj",
-	"litnozYbtXV709JG6jiZE/WOY8RKLI6RDKCpqeOKCjB0nQGONct0p4kk1Kg1ukq21HWssXX8u4Shu7Yd",
-	"8a3XofIOJKF1SgkXOgcNEqHrGqiwYual1nmMpNTbu7tDOLqhbJ6SeKyLhwzoAmJ/hpSknKBWRuIkgzof",
-	"grE9H2HIfZfno9Lhu0eIK/OYLggipwSjvwqykaw9RlLHPULcR0domlAfHQTqf3toIp9NfNQNkKquCf9o",
-	"/d//0wvQ/0BfEiFIdtwMcjjsvdo/Cg6APU4YZblUh/NZKQ/cCcQFme11UHjYDdBfoKFlZhX2t89oSUsp",
-	"KW2c2Kf/kIaQVq7LmkYZhS3MpJpsyay00L+FDlijFyVMSB2oWie6yFsFHClwzUfn7y8ulWrdIOtXH94u",
-	"o+X3/z8AAP//",
+	"7L2LctvIuTD4Kr3Ys2WqAlIkJflC1akcjezJKLHGGksez3joPWgBTRIW2M1BN0UxLlXtQ+yL7Cvso/xP",
+	"8ld/XzfQAJtXyckkR6lzEgsE+vrdr1+DWIwngjOuZND7GrA7Op5kDP59KriisdL/lNPxmObzoBeckBgf",
+	"EzpQLCeM52k8GjOuCOUJkWLMCI1VepuqeRAGtzSbMj0ClTIdcpZ8kCx/M6ZpdpYEvYAOGVf/ZSZtxWIc",
+	"hIEZH35vd14dHLWvnzePkhes+SI+oM1Xgw5rdq8P4+fJS9amna7+JGdUseREBb2g2+4+b3Y6zW7nqv2q",
+	"d9DutdutTvfgE7w2/j5lWQK7M9+8poq5X7WvOs977cNe+6jVbrf1V5yO9RuXNGNyIPKYBWEgxVT/oxd8",
+	"ZNcyVfBI0aF+8iObBWEwzbOgF4yUmsje/r7d4HjeksUwerv77fbBL7+09X8Or87Pu8F9GDB9OkEv+EI5",
+	"ayWC1Y4Hfr5UVE1l0At+plma6Kd8SIdMX4PeW0algkN+N2G8vsPOVaetd9jpto6OOnqHxeuXjCv/63CM",
+	"5kD069+LfHw5vR6nUqbCM0X96Pl0/G5wcvYD5YkYDGTQa5tnr6kcXQuaJ6dZGt/4fvg5ZTPnOSy0/nKx",
+	"WRn0Ou6zS8b1dXfNs+qynZcvhFQxzZPLmOrH7fswyBhNLmORs6DXPSjA4K+UM/Ja6BufjATXj/7UIY2j",
+	"o6M90u60m932QVv/lgsxeDc4FVwyrj4U0NDb3+90X7TarXar03vZftnej/GV/Vj+98Hv3R8HP78Ufz28",
+	"/tvdr+r93198HF9QHG3CcpVqvPzta0CTJGcSoJhO1Lv8A0/Vj9PxNcuDXnCoAV0jXy+4nOQpHw40yANe",
+	"TTk+pnxIx4KTU3wCsAsXePYW/sgZUyd2jqDTPSA/knOacnKpgjD4ezoJesHz7ov2oQZXs7b5hvh6dBTc",
+	"fw6DnMUiTwowPqf5DVMpHwZhoOhQbxPOPwgDMWG8ORJTyYLPYTCdJOsx/f4+DE4Rvb00zPwWklmqRiRV",
+	"kpgTJROaS5aQlCtBKLFbc+lYXA747QjVViTggvEET65KBP6BKNf2oFx7Gcq1N0K5thfjnrDqn4hVYTCj",
+	"OU85DPR5Eck+pmokpuUevSh3PVVEjViBcbGYZgnhQpFrZtDvCd3+/dHtHwuswRm/1YLSGZ+U8AkQfEWH",
+	"8iRJWPLm1txjCbP6NzJjOQArSwjwBAuQDoyyW5Sef/saJFRRF1b5QHxz4ZcVAy6B3wot0Sej7Kbt+ooH",
+	"+qxu0wmeDexrvWgHr2244Bcv7AdX8wkzZ4wz33++15OOGE1YDtTjPVXsbTpOFfxXp62fJUzGeTpRqeBB",
+	"L3jPfp8yqSQRA6JGqSQ3KU9II2c0kUTkZJanisk9IDgnF2fkhs3JmOr/v2Ek5YTyOem0iWSx4IlsaTId",
+	"j9gYrlDhAlOu2JDlIFNUF/SazlesCGhcDNyhnHLCcvLh6pQkdL75ZO/1BWtI3vwEMjZQen96ETds/kyS",
+	"eJrnWkfrtJu4WzJLeSJmOyxj832PqMSlKJHQOWl8uDrd22ZCydTiTJd4WWTKVZq5N/tMLuyODETuHIsY",
+	"kBzXWcJIn1sgGeSMSUKJzITqkdmI4fmJLNEf2A9TTlJFMkZvmWyR0yzVuE8mNGb67bFk2S2TfS70a60+",
+	"r+x2nPJ0PB0DtV3YuWb6NKdjpgz4n1pScEHVaPEcrkbMEqNnkqQJ4yodpCxvkRMyptlA5GMtyRbPSSqJ",
+	"TMeTbA7cdiCmPNGXYWjF5vQm1bNP9JoKnlFSLU3Wf5+muSYlKp+yyvbp3VvGh3ozzw9DfRr2z05xHlJp",
+	"4QoA4XJ6Xex31SFI573qSWy5u1ev/LuTlYU83hbvcSQm1XciSdHmounhdyKZWyZimBKdTLI0pnoF+1+k",
+	"3vrXcmtfV/HLe3d5/5GzQdAL/s/90uizj7/KfT2zweJybeUu8YmcaEYPK/2OJvb1jdcKHyZT/J3VuO2I",
+	"EWBlGlAVvWG8Kgcm+uxe229PCzZcZ7kbc877MBgzKdFqUzB21AmBZuBqaKZJxZywu1QqCZCZojRRXf8l",
+	"nCO5TUUGe5ee5RsxxJ5buXiW5yJHEQIVi15wLZJ5CyVTd6EadymBYewCjTyj74fCeQca+anSLNX9VFOz",
+	"goxJYnbRI+VMPbJ8eICJzUDpjd4NfrCIrosrII2oejCR0czZLcvn5Ylq2hvpE2vhcUV7oWbytM8ToXkT",
+	"yaeZHn8wBR1ekUZUh5coJOWzCyMX6YdmAUY2jPY06b4PgzOuWM5phjvaCieLK3dHcK8jNb8Q2M1xeTAJ",
+	"ORy04y7tsFfXL5Lg4cd+KcZMjVI+JFPO7iYsViwhIzqZMM6SY+BykuW3LH8mSSaGwLf1w4Qpmmaa1SYs",
+	"JxXwSVp6XT8K9b3mIzudjLmS14LJH4V6o9Grcj4WIRPBJMAlYGDwWFCIJtza6Cg0pdKKMLDLCzrPBE2u",
+	"hHhL8yHbabP1MdyN2kPVeKjRItNv6POmnDw/Ojp4Tq7nisngcfHPziZuzd1mWugijeeH5G/pd+R6ThI2",
+	"oNNM7cEhXLL8No3ZB05vaZrR62y3c/AMUydREl8BNsDGE5HTPM3mZFp+onFF5XOSUaVFp0c5Fk1Xrqlk",
+	"JKbcWCNyRuMRS0ieDkeKcDFrkfcwLxCnaxrfiMHg2DKOhGiF9pblklzP+zxVkmWDUowsxk8lfIpjpVri",
+	"zBmRdMB6hJKcTcBiQdByQSiXM5bLPl+kZITTsUZpVcqBIVF0CG4Yq/KReET50EySJvo49X2F8BLlfW5d",
+	"Nbgnyklkn5wlkV4rauksIYLHzFBFFBXkNFOPJaaERuvcTlhBaWTZjZbC8WCaZXA0mUZx9FvBscHhAHhf",
+	"CXFO+dyqMTvBdn2MCo7r20QMY3cxY6DxPhhwT4gzbioJML7ppFdTi2SWJhpUFtSjRqfdJqAJheSobdTl",
+	"Pndwn4jcVemeSau/ksbBUTtst9t7FivwXCP4o3mi/4gKzRoUIZ9q3yy0PN8BmC/2azqh1hLLWZariEqQ",
+	"GU01Lg9EzpBopHy4VgX9pVmuD/8bVe+NlmiNFd5xjO68+UD6g9pIhSK+zapcI8LS8bZZXcUcAKD5gdOp",
+	"Gok8/TvbTSCoDOAiDxgz+VDDohUZ75p0kjZv2PyRyH9UDBgR3KvGJzNxWCrUIZnyGy5mXC8mZ7fihqEo",
+	"9IHL6WQicsWSc5akFO1bO52CZ6Cl4sJ4KoFXLYz9bYQFzRmj+lxRKyh1A0DvE8tDrP0zSVL9Os0uHCPw",
+	"gGaS1Wf9XuQkqhqxtXxe2sRBhK+Y1PUT17odAXeLvmdZelcY5KNWzQT9NSg5nd+wYH8HowJpAMcAe88z",
+	"CYqH4Kxk/tbECwaumqav9wiStH8eK2ajgK2vHvi6EBmRyKwl/MMZWVx/YTEQQhGDaQ/M4Wt4ZjpmUtHx",
+	"JKhq97+5B1EZ8LNnPnu1ju6/8na3O/Lq9vHgrWWzEFUakzzlSguC5OTy9OwsJFwQOaExk3stcon+GX2a",
+	"fS7pWMs9hA61fmiFIS5AG2rVb0/ClYLIRq/hxIFvlTYkTQOaL1687DRlAZ3NjsbO0u7T6b6sG34mVGlV",
+	"L+gF//dv/f5dt9Ps9+9esM9/+o81sOI/WTQ61SQBPkcNzwNEM8oVMMMJlXqLxwBNGqpAB4dPwCa/AYBV",
+	"Z/2ojypVhS5JGkZu0NLy3jGhioyFVOSIjFM+VayYbjBV05xVDXQrXAzGntELEqpYU6Vj5js4ZUjuKiSw",
+	"4AtUtY4HMMAqoLdEvX4KVLliOEnAplGSHi1uk5MzgDKpKFjGOXiUKmJqLLhWH9DWgQEILJeCA0lhfDrW",
+	"a6ySxiAMCieg/fe7CSueA30MwqDianT/ti+49DNAbgZGz2t90sVOnMMpj/0kSawlZUeiUDqM6+LtIGes",
+	"qdidIh8urSWqCjVH7TZ5Q07pJFUiIye3LCSOgz4kZ2/J8+6L9nokXTRAV0ikdRr6oMMJHNic0Z0QqfJp",
+	"rPEgcXZ3rK+d5hqgqLIsFyUOTQM5YeOJmhNcpoen1SMXfFR2ylOFJjYxVRD/kjBN/6gSOWlEhxEZ5GJM",
+	"opOJIofRXvXAD32oh6ERXheFpthaiRAzXh2oGkexOKQJrKgPiuEVpCFyou/nlmaMq70Ql6wR6tPZBdGy",
+	"1DGJ+kE/iEodXP/inmhtPQsBHAtrMhEdC/uciWbGNI0n8AZMXx0cYkA841WCQvzCQZaCGTRLNW+yAUug",
+	"NhMOl1ydqR5YsjApRJrUp/o+vWXNJB2mCk5J5Pp//nRYHRqjU9aiSg0E69s00FLcsD1WXJkPwb6jKh5Z",
+	"d5hiYwD0LHs3AIP5KnKPYSfm08K78XkRF4ugVkmii3eXV2Q/tnYWRW8041KkEfmGi/ZaRC8KbSygnYAF",
+	"R3AGmrTgLCRSgGgBOH2dM3qD0h4ukwxA/KOZ4AwljrumlUyadsAm/GyZ/11zKJrmnLQI3npPZ+dGQ/Ac",
+	"WGms2YIsOw6VFb5HY6lKNMiYyAzSQOmpRLxUsTHs0sjHBT+fTlMv8jNrb99Ac0H4mcoljLmQTZQo1uIy",
+	"VLP+oAgs0f/iKCrqf+OyvZyvjDBZ4FyLYIRCGdz7uPR4uBEpSGn1+uS6rX/EmUupJ6B5Dop4FRfNyaxD",
+	"Krkb4zZ7kysBRIaFGNgJ2+32xntcwPp7YOFn+G2n3W4DC7d/108iDMagUOulgUwa9MxdB3X0j/B5ZHxH",
+	"En0BWn4GF5iEuA295mMSTSeS5SoysI7XuQhOAE36RQ/c1K6oOMQNLmkHLM7hI88VvePgBdHCut1eqMVz",
+	"q/KLPEHWstNlmbWug0+7Ot/eTdjZezBAbylc/SBmYARAXa6gVYwrlhu5W86loQR1CSr9G5v/CK5/H1hz",
+	"rVKCTlrGFAFdt4TQEeqr7HOGuQJNTf2kj+rh1Bc5G6R3/slvU5lqvXcC7+AyqII1NDiznpwbNq8JbfHN",
+	"f7/44ffu27tX1C9rbULqd4oWWZyrjMnc2F5RBEpspxSbtWsoauYsY7da9QKBU9obNH4WMzyYWnIWs/SW",
+	"JV5tGL2GZxP/QZ1dFHGti4OTWEOOFlPreu9Bq93qdA5aL3znNZUsPxkaE6Jnf5U5nknyQbK8CR+sgL79",
+	"busg2JAygVWovLXQxZAazDrn4y68vL4leG5DfLdSnyoBG1omVnQoQ1Jic0jKCF2gBhmjCZGxQMtDDe19",
+	"IZr1A4cfLOjo/VXUfq2fmVGIEsfElYKm3P5UvRVfDOiO6Pmg2KfHxNVKmtVq6dy+WKY91Td4kadjms+R",
+	"EwN+porMqCTD9JbVNLgl8a+L0qUb0L1GxnReva+HfK/8sHyzGmld32C71eq02yHRY0w1/wBF1oFcgG9N",
+	"lHg8JwmL6fwYfHZNwbN55QDaICBhiGHHiEdLAw5teNuCJjjNMmByVQBeojQ70eILx2zyoxZuVD82qutG",
+	"c/jyqxYnW4xVXzQnTehQK2Msv2UJuZ4X9t+QyJGYaYEPBQaekJGYVZDbLzqUizRx8ZmIaTYSUm0eF+/b",
+	"ikOYVuF7+SbKAVoDhQiuPB5ZFraR+GYNeIsCWz1Of/U47913720g/+pNINk2hmGQOvW/5k7kfeWkl2QF",
+	"FNtcYhYu9+PkD+zqMHE5ow3Rc4lK7dCq7LOc35xPhaxUrt8lHD4QX8FOX6/zIqzmqs8k0IDQBgHyhAA6",
+	"V41qGtYkU4vcdBNi7nWUraFJrR3pTGutsMNRnLG3iWOuON+3qdxeZNH0R4sPVudbPLjVKrX+Hh0FRrOu",
+	"YA2VN5p9iM21Nit6ebCEszt1Os2l8NiQL6iUYCmL4YXIhNkzoj+CRRZ0XeACMyrxh1bwIH3Ya8/7pt6G",
+	"cElO6AqjKwG7ud8PcVj1Q3SPnvv0QL8sulZOeQTha6M5NkBSr4RQi45fjsgrWRW8tJy30CH6OqcF8BmI",
+	"Kt2RnS2sUFd0uGB4WmPUwMPcAHx3N8pugdjLjZQXubjO2NjIDkmKaZhSiYmjvR4bh5Oh95w9uo2yzKgr",
+	"lrr87D6y65EQN7uhvpN4tgbSixfx6l+jEyZl8oLlGF3mI9C5UCpjKCJWk1KSYgBw7Bo4hLCGMeVzQk2k",
+	"XEhonAspTeh7EZ8wyUXMpCws61OuzGxJ1dLTrekArhLQ8SkBU6+kfC1FNlWMRLaCRUQ+vH+LgGLsI7KM",
+	"G5CLorD+Rl+UbDm6mDWGJx4iuI0zVq/ZTSP0g4tDB7dg0h9HWux0Jf8MNms4bRkHefr+3MO+3aIiW6jM",
+	"for6o2NqNNO57kqnHsk6ymrrlXxduluwjSyxUJVFTuoudJ+HdLjEcKpneCYJvGGPc2FXWD1l3Xa8QKsB",
+	"1BwWSt9LJ9m+LEsVXtuHL30guhwGL6iKR1sC4qkJVjJuq9P358Z02SNjpmVaDAojOZtkNGYhifg0y6Li",
+	"xzhjNA9LOYzB0c+P+zwqZIQewW/gXeOaolmGTkj9E8b5o211JaR74oLsql27OF5Ma1lIT33KDdWDnfFk",
+	"7Xy74E0dR9ZP8kCc+WlKs3SQsmSHDe6ESQu4sGYaH24YljrfEiveccNzSqY61yiiVT2X53oMvEppScYn",
+	"+JtfyJgmjEhBBhRUqNXWMzv7Mqus/X3BLLtojrQJ9L5h7GbLMUJCM4lEIZqhONRMExu2vHyGrQUfrc2Z",
+	"s9nSArzMIR+Z4hkRmY3SjBF7JySHaPJQb4qT6HIaY4pERCAaGDzwketlLYtwFO8GYfD9Mld9TX5wrq48",
+	"ffeUih2EJdh8XgHE5pR2gGUzvAZhsyqI8bLRmF4QXjzXTqGBD9JcKjtqBYi90p95cWsT/6bAbyJ3zSav",
+	"WSY4qmeNAcTP2/f8UdNFFEid+M5RFjPDYoSGa3KQGigwUvCh2PaI+JRRxXg8P/dpremYWU5vs6xt6o3e",
+	"3jRnYOwZp1mWOuUq1hj4d0Zgu4bLJYiMsdqgB+TPJPnh6uqCIMrULfrlduKq/c5NuNkSOS0eVOHXPeAN",
+	"kHUjA962LCQknM2YVIiHG6vKdTryR7LHrSSAb/x23hNeTR4vTS/do0MSj2hOY8VyJzTo+aHN0gK+9l/R",
+	"Rp69Qogs8uRdrXJdAQYbO700eoypkXHx4m5mVGLdDEvfMBm15GpYk8QpiZmwOE2YdFmXCfwKwqJ2o2Vm",
+	"vhCzNxWH4xbMpfyQgMbKcnlMGI1HcPdNLXWDw7qwJ5hiKshA5DQeFQkXi4xID1EEhW+t7OqvqwHoO2jM",
+	"lUF+TtlsxzHKMPndPy+rbO7ydVl0c8uvfTU4txzCDfvf3mhRr3i2GKpdJjTIpTkQZaLDBhzNW1BtYV54",
+	"bpWWxL6+7fCmLFt99OJ3cqtf2HDUSlG3+pBvU36jNXZABb1ujDvcZmhTGs4bsSKJgBDYbcYzZeWWjAdE",
+	"w8grTnTYBoMv1Kf7upgAOJYE8quU2njNtep2CxzS/Ex+eg/B+ZLImPINjqTuJfRtYfHYFi/GAwV+cFsC",
+	"495tLqKgl0dbKXoL7qHlO8j5FANjijZSqM9jmTCfM01Chl5IxjQepZw1c0YTyNkrkiOqDLEsiuMp8rNQ",
+	"syUIg2rJliBcUlDEflF77FaXqv1kpbHaY5Dla8+KAihhcM7USCQ/CnWSZWIG+mgtoXmxPsBiVZAl2b/1",
+	"KjKeMho+6cGWF1obRf9av+gWC/KG0s9Ars8FH4YgYlq6fUww9tRWtJGbeHkTN6t5Kdy+NjvYAnZfF+m0",
+	"VAtgE8aT0hOYsKU+d59OCNnIniJCrn8AI29MlShbOmd5hIMt9eSdaqEOUr0EUlG2bSO9Aqy8RZrEghdu",
+	"8cg1iD8osqH0CZEBQ/Lq8cHJFdr3QiyQKLxfNtZ+M/cjmsawrqdHoRpRee4NyLNy/1hrI2YvEIuEN2yS",
+	"WlKJe55BxDBNSGPAlBaaIdOYKqiX4po1roXIGOUb63IUK2j4VLlsRueSTHJm0sMzKUz1jSI/cDPdzlxG",
+	"ZUXlyXxeBiH+NFh9g7bMIgxMaMUkWzgOWwu5+aThFw77fMMMWSgWBCCTDlNOM1tE6JkkinE1InojIWEo",
+	"U/Q5UC9OnBzdUtvBnO9l6baGBrwBHQ/I+kIubSXztpZYaz538muToB6z9aHIQyqro9qiO2Nxi6bOygF6",
+	"ib+D/NvbJUuKUzgCbIB5Ps2YJ3LJ1K3zekp6JIIic/1pu30QT6gawb9YFJLo9ynL7S+cjln5i35v8Qcw",
+	"CRtb98KPVatBpYTewvks5XVXrtHN5XPV0VdV4luYzJbm8xrSpplJDURLJmlEFkn1MRQ2Df0HWjzM6Whu",
+	"q/+pgVX/r++Oo5C0Wq1aOoixm6wjDzY31yx+Nbu+8EfhnWDcoInD62msExNcJIn+hKU6Os0uwdxTMFVA",
+	"4EPCjDfgoHnQPMSf5fq4YMcAdNCtVF5o9Pt/6veTr52we9/vyz/v/bnfb/xZPzm47/f3/vxbvy9bzc/m",
+	"ifvX4b23TkMhim7NK21xrgYlEyEVLSBnT1NAEafgLzWFKCsK1tJQtpU1D2wFx2opaG+Aofn9QbkER0dr",
+	"IctZR7gyt/59Lfh4uYnOimNjOrechoxtTXFX33ALjf8oePmnj4i+Z5OMblzXYPFATaEtyxLB9yG1RApy",
+	"wuKVypTH21lhwHS3eygzTmiH8V8BHsFG0WoL9cngY6RuWlT6fcqmPrEQny/e8A9ihhFSTgQVCGPlQKut",
+	"A9sfaK3c79qaw67MC7X80DbiFf4feln1SsTV2wvtMfqu0VV4l+FTBIVONI/lGLaRauUOHLBg30Yh88Dy",
+	"KedOtMxLcjELobihhnJnLBTjQII1nrljEhlZxg56RBIt1A5wqlCvIDrstMlfBNfCgMhR8E5YxhRLqkIa",
+	"zhRoUC3kIxzHi9NXdOjjU4oOj4mc5rlWsTAXJFUM6gqBeJmn43E9fcukItS4zhqvg1tpeTsH1PKQ10pw",
+	"KyT0GoHtWwa6wnJ8sFYpz/goW9yqnuPjZYtsvOECZReDaa5OQ/L++1NycHDwytQ1vqOxyjRVzBkjg1yr",
+	"HiAQoZSD5cs+RY9cHgnVii1j5z2SMebPKmGOu3Atmh80CYSi/2gJmesHRXAaBpr9Q7IvzYw28VKuz7vc",
+	"0pu4NrZq+1B8jBN87Hj84+rpk1R5IvQvxynUvN82gGyD5BsNCZahrF3MBkL9QmDiNxTyd09+89nXEAW3",
+	"jGFf2/FAMqXlVx9OFmGfiyi3aVj7yUKwusP2bdx6catZOjBNQGyA+jbh6UugzfXGLJypTTNYFGZ8JVZ6",
+	"65pPYdkIKm0uRG5YftVZUW0k5IEbc8entT5Am9/zmVW/ZC2HhZM0MbZtW7qcTiYZlOfE3LzQmOP1ae5I",
+	"aqH8paWmmtQ+kzYDW+RmmtYjpqr7U7TXj7LczL6ppqsHi1nOWbJ6aysyQCvKrF24P4vLJztUDNU7RsMu",
+	"XvMmrh93ZusBcpo+baEzLQ2q+8DT36fY+AjeOSYJS6YTRrBBzmMF1/ns2gthY+XWjGds3W3s4HxyK2NR",
+	"nhS+DIzKB3acOBIr2snROI11+JR1/Ht9VFUL8a7ldb3mZk+BXFMEqxRi6taXNB5peSzS2wJDpAZzME5q",
+	"9h8ZblT1V1lKuibhdnn+tmlltWEKnM2DBpLAblMxldt+WUf9yqk4w5ZL8wFWXHUcPPDu7DDRY1gF194z",
+	"VW5Qm3mdNCIn593Ynz11zNZe6O7lOOzRv9lxhJU3u+IS7eVtQFxdCaAcwPX/PBAS3KE80LAsg+WEk8j5",
+	"tPR/YU8dcnFydfoDILcrAleC8E/KNt9IQ7zoO3XW95CaC7Vxitwc3zUlFZfcJrdVqVhuYXLnrwcV79xO",
+	"I1T8jruMMHEcj7t8v9Akclv4LJyXHqh0Gk76hDMFSdwYcpIzwtnME2z2ABsOTu2DHFV6WR+yb2vc9O/c",
+	"milX7b0UI7ggmeBDlpMRlQ/cuJ15cetL5Ft9BivEpB2C6E3KklxWc9/m17pK7q5x9WaVrul77TEV61ux",
+	"bRO3tWtQ3cW7yysb+VrT5T+8fxsSo3dpoflSUZ7QPCFmZtkzeV6yzyvZX41SnEwTDFCC4veCmxgi6H6y",
+	"F5Y5Y8qS2og0pjy963OTWLKHBkj7HlaGnuYsIo3othOi0/2aSvb8kPxwfnLavPzhpHv0XDOLNGkVw7b0",
+	"Xq03v89v2Nx1auL3zYTFItF7pbmypr3akUSzkWTxf0MzmZypvVaf2wg9MPpBN06JATc9q15cz0lktADw",
+	"HiQsL59pHSCq1fbfvY3v//SuvdtHeB1DuqYGb5vss3NU14oCsP5YpxVYfQnwtX0Z9yq4amalwSTlQwOx",
+	"i0zAyq0445u7SZozuW2OZbFaT43ShTWQRoFGfzK4p9HtoEtyLaSMscXcHhZCM/Ft0PGrWkMShvipezf5",
+	"9PGo/aH785d4/HP7w/hV+9df3mef3rya/tr9+bvr8ft3n375lMU33/NfP2ZTb+XzLZ2sD2/sutqes+hZ",
+	"xeMNl97VKkBy+c2W9V12qrj4rQubLNyFNe5Ws/1SbPlsq8TsXpRkFWwvcMRlkN5qtaK9FnnHs7m1whTF",
+	"UtE1edznYOElqQoJdlBDyykiAYZo1FrA4Njng7/99Cp/+Ze//fp7fjX78uHi9cuztxefzkT3LX1LL2ed",
+	"wfTg+se/f1jWRGC9nupx1/8R0Ga38nlL6gxgFQUndMKwg7qXfaOCMlvid72GjJPy7S/W5xWZJYunearm",
+	"0PwXMfgECuKeTH3tqk94UTLayDq2VXojim8QYsOiYAbISlFRA+iGzaX5DfQK6FSNwmDZq7rsi1ayQ1gQ",
+	"dvhKjejglJGqtvC2R1Me+jBVo+l15bTLY19oGlasFhALkr5Kkd6WdgP50ty1tNKuETcLcLgWU4UR333e",
+	"529A3NOUEqNSOWMJqkmLndta5H3Ztsx22Pzr5bsf+7wBVhPGVVNfem+hbVqEsm+cCcmSXrXXm6m46vq5",
+	"Ta/hPserOmy3SS2Cv0XeuOkztqFnKQdHEKEbYRNmvdMCbXCKD1enu0UP6M0uk/+gZ0VBF3AiMaG/T5lp",
+	"LCNJ48OHs9e3L/aOCS273/V5tZ889jRgCTH+MshOsO4niu7BXP8bkh7wIvl0LLHOvGkmToa5mJEGBanF",
+	"NYjjE0TLvR6hpvsaxIZnTBLorg31gBPBZJ/b8rGhlvTTIRe5aRqYieHQ9MYahySnJmaQchtu5ICYk66e",
+	"g4sz+qVpLrN5pvUsFo+ErdLrBEaD2WzIuAZQluyFZDZK41Gfa/SS1d7JfKHjsrRgQqdqpA84BgKwsBYY",
+	"hirW59jy06iCsMaFjpVRWH3u9o00+uJCi9A+r/cI7ZGiRyhAVtEm1O0QHPpW8JrOIby3z6Ol7SbNOha6",
+	"i/aI7S6KrWqjWsNQDd1GW3Vyl3ErC11OBzlDV3Um1N4xNjympmkqzA44SVKtUh92X5FanlZkCLHb2BSl",
+	"giyNmYlwMlT0/OxqgYCKCeNoq2yJfLhvPpL7+l2t1qUqcwkw+V//z/9LTksXkpVzyMX0OktjfWdBGGjK",
+	"aWp/tA5b0NNTz0MnadALDlptKO8+oWoEPKmoQ/xViRvG7/Wz4TIBC9Jartko5UnZOkHr4Qv1Z6Ne2eKl",
+	"qMZOLZNKQmiEDHhQsL2GplDQQgHbFLNBemcJhm1dYHo54YdOSX39xVSyvM8hegchQ62v8W8j4cwJYggA",
+	"HIRJG+nzOGdA2GjWItFJHLOJ6hHF7tT+SI2ziAyZAgga0ywjP1ydvzWlpKltu8cyiTwGIaNgVKBhD5ky",
+	"hxaUpTXgYrrt9nZNQt3uFAsNJar9I2pNH3awUTjKyCpTgtObwcQtLbNpGCxxi4YvbQn9udJtodYlwWmK",
+	"4GlssHHv02qLEQgvsXdeOfcAbV7/RyJizZqIfgEtW/iD/ptklA//sx8w3g8qvzGauH8DvuODC41Qph6w",
+	"Xge+sO+8YZ7Uxygta2aOzsoB7c+tlsmY2a8PsF/uqNIc2aNdaNw1VcGoByd8oRP3KxpzFCXh7sPgsH24",
+	"7MYKrNkvUm7vw+Co3V7/QTV3Fr46WP+VJ8PWFfiD3m+ftTo2HtN8HvSCy5GYQc34Vc1mHHi39ADMZzSn",
+	"Y6agNfZv/n59wymTErKnkW7Z7iVuJXgxaIpB0x7rh/dvay1gVpSgB1VCc4sSR2GewFWiMCSrhI1apODq",
+	"Ap56n/sToL/7t519R//w8qH3TE1z04+1aG5/PS+0oTMsDQYWXTSkRqQRU8maqd6+TFV6y/Za5KQ0DjNg",
+	"8HY7pOGT1onQouEslfpbKGJ4LdQIxGNoN4EBrdBzGXiYtbL3ebHIYgStDhwST0561CJX1bjVHHbLEnIN",
+	"sbJajp3ldDKxce4+bmIS49fCzqM1BwEYgWS9EkjcKKgdASPcIMCrrMWtUZXq66vfda0TxjIG5NtEGbHl",
+	"3cL6OkL3nx/C1Tcp62xfLes6b8PizBf34arWTkB+N6Cm39GiUgN80ln/SaUMwi5k/rD7av0H9eoK/xz2",
+	"UDCEvzBV8oIq4Tfl7Y2P3lO+BsQuWX6OBANRwSQ6lxqTcXjdsPlK9OhzE3WWp+NxyofHRexutZFS4Tgs",
+	"pjNGDvhZa0jtNlmoiKDJoe0+XTTPK1Z/wsvYoBBVBiCnIYEs+hxMKLX6+rgauqxJrrU3x5RXw3erKQF9",
+	"LlWaZaVGYpveKicE1KiYtvp4hN+nXBJvCHGrzz+mOWvCYStox1acXD3/PLQJTxCd2223Ix9Fj92y8KVA",
+	"/Z1I5lvSkcE0A8m1hMNanyyILtDbpdxJVwZLSiV2bLuOBn7HqC/HopITUakhXGoY7avO8177sNc+arXb",
+	"7U8lpa6U8rWBTU51alNI1xSRrmrhm9d6LtMvNldjTBaEv1XRChXn3nhCaO3WwGlR1BFxb8guTdJxZVX3",
+	"W7AEb1PcqsVcC3v3D2drprfqWraG7zldC6Yc8flkdTDjkhE+IpYXIY67Hg32sFzJOV2Dxz+Wi3Y2YFP1",
+	"AkPw3dEmk3nKEP2LcmK803XM2Kuf7FsWsf+1DMe43zfttcCTv07+9mfUk5PSqE6qNnWZjifZvDSn75R9",
+	"71HoKlkKj6XVLRNhTvCEZIXP9jTDLqPZtIIDGWC8pstGE7d6hTHy9TlIJUXmDuWa6UN7MOOoJTipljw0",
+	"czMt0EqBQmKlaFn4dT8Y747bMVLPBiqclbDksxD0P9DmfLXEohax2iosE5JTrejjYfZmYU4hs39x3aEi",
+	"Uy0ce+tJTVhFnAyiOIKvQ56caJFlBOproYLfIxZmzNeQ4TU8r8aVTlg+pnrB2Txc1UTVBoajZ9QYFrkx",
+	"25EzZZV0g5KgK1zPjfeuyIXRyseM5gm6usDDa0qmFUWZ0OWbYhtDlNvLgAAPJuFmXbG5gkeHq/vWp7Io",
+	"JvAEoqtAFGFnA2W2ygp9s5avWNpyllxoLgWcxDZJ8fdBEVYkNs4dsHI2/nr57kcyZvlQK4AqHhHJxpSr",
+	"NAaPMa/kpusrN5npfQ7hPiEUTLvT9DVVtcRkt1ARft4o8pwwvSns88ij+egXCjUHzJSCQ208jV6mO8te",
+	"yyZLoe5ZybHo81KrhcWwBC0A4LJEb70aCYmtBEG6AR0b0RDLEXJkYhbYxQBrcNhwE7dcYU3FJ+s0fKoc",
+	"9tbnJyYfyJMIBgmVJhWMwdKXpJ6VCrSNtutzoDaYT2U8/ce1cyJDASsSJHLr+NTnqibI6AVDoIE1b5TV",
+	"u7F037Ia3iRVFU5P1jH6qVtv4UFafc5shr8j1eKhK9ORPkRIwTMEZdTRGV191eb5G41Vg/y924OmnOFc",
+	"3LKiiQ/8HpKMUfMQ4avsSuTOV1HyrVJedqm530JX9Rat+Da66j9bjFqsY/KHtsk+qZ+bsU+E4N3UT0e6",
+	"27dimEfr3J7VepU2dINLMtMk3pUUkzTBoImxZrEQ7rDQXYAMBZNkOtGin+CYztzn0GcC9j8Wt9jMLBIx",
+	"kPXkREU2fISCOJZRPU5Ds2SaZ1odhhoiEBuCn6eqz69pfLMXlr23oJ8/MjHbQr2MDCkXjJkxspQ2G1G1",
+	"tqdmW2XlTv1XtbCnfuIW84yO3fKhIZa37/NqCVNrE19fwjS0XKtWGvW4z6OisnixxncTxo3oUKkfHpGR",
+	"JtBc4Ia1mFFJ8pRM30qNjS4yUD3waiba55cMrciRBcyzBIYa0xsGyUYpk0TSAUM5zCoRadVE7wgifR4b",
+	"UU8LL6jGJ4sBk8WXkhgZzjgmzhI2nggI7sSSdUxDbT5l0XZ8Gw/H7NvJcd2Jf8PPxQGZ0pvNFy9edpqy",
+	"AL1mJ9CMoWjYrd8xIT76oglYiyFOtjmFaOoShVZH5hh7Ta2I7caMy27+fwrfdRuemNBKPYcHsDzVZgDS",
+	"yni4ClrMaKnuIniZQjMW0p1CCeXebJ61HtnX1Oz+ST74N5AP3kMMdYVGioFXXCho0SbiwsSpTvttxIUL",
+	"mkvwUvvaptfbpdcilkBfta+iSgkqb5+XnlyvXlpt+hBhJuEShkIagNp9Lk3KUIpst0eiS5UzpgwHvdT/",
+	"yMtonj2fHmzttZr5vSmVw3zKZcW4tQ2noYllMxVr8K5spvDdHrXb5A05pZNUiYyc3DK/57azBSdIErvE",
+	"f29mUNhBOZvVbdhPlPZfm9KeJIlLkYA+LVLZ7Yzu+2W9Ur/lHSsuID3IUgmNkOlQksaKWJ2948UqEEWx",
+	"Ny3g97mmV5DiwpIqzalVSc1ttkVRL7VF3qBk79apMDK0svUnaKymNMu0tAIv+OVk/ZPBKz3YIvHyX5h9",
+	"JWVQdVbC20toxxoAwzqz4KV/wtB/B1loDEZHDYKQA+JDUAC1R3E4+F3XiUksNBG/gA6laa6MTLVhboIz",
+	"aRA2rckfFsf73IPkZFMcXl7puM9PnKrPsASn9LPJ18Jy0BuJIU9Y/ITFj8NnkX+JNQg89VohJxmNWR0T",
+	"YMDCCIS4iezsCjBUy+9YoT0kiRXabZYu8DAfEpIbxibWSGdan05YhiXoIRYEKsekktywiVqCpSbmYzma",
+	"ksfA0hzP5QlTnzD1MW0PGqZIIfctsTwYjPVKw3JlMuli8n+1lBdpRFLk6j+LVEPTXM9mFhORI+rkLIZQ",
+	"FWslTqrfF3Uaor2QDNIMU6+u57Z7JTwxZKNx8uPrvRa5oENDIG7YXDLV5xP9pEcmVEoSlS3RIuxp4TTY",
+	"Dmux8rCGKKw0azvW/8ox64iLsuO2poo5NGJGAyCJGeSgE8EhgWxAc0LJjGY34FJpVVdStmy2bTXKVt7k",
+	"BD+bjdLMOGglJmsbJ0puqFeZo6ZmEKQOK8HKJzfpRPY5WlWoQilH09SpPfdyl7ORyBhM2SIfwWIC0YI0",
+	"uYxFziKta+n9jumcjESW9PmAzWzifQSxDFFZEgLywNGXk7CYzi2xT02qcCpJPGLQH9da/gkXs71enw9E",
+	"lolZ9ZzQi4+v4YH5aKom14UTbk0ylX0P6LTNdPTlE8HOalmUAMxB78gthNNdVwfHnxtV2aaxqtmoiZXr",
+	"im1/P2+w51Gnu3WqVlRiba+C1cckKhGyV0VgUsHfZYvVCOU/w0p5FmsiX1eyZfkeINK+gEKAeXChId0w",
+	"kTtqxCSzevtiluF7NmFUAV6MRb5RAxJ2N8mgcS7G3/qOQNFh5QSK+mjbdZtxG7os1t6Val50hAvWnc4M",
+	"go4wcgbLcmA6Uipbq3LrLm1hnc0sdbUKvZssyeQjb7amSkuHTRdV7+2welVOIxIspQbdShpQuSUkixC0",
+	"tjWJbx++pJvdcxjX7MjWJKIKygMbCVefdDpm/kY17c5Vu92D/7N5PF6yZFBXD1lZ/yZdbTZd9jUbCLDw",
+	"r1hxd8sVfwdjPv6SDXnc4qS77Y3WbQnjNzlpRMRqREZRmhPWz8WssvzDtn+ZrhBRB+iihNy6ru1bEbJc",
+	"FaplKk2vMf0C5HiPoMrBzNCXHEw+aC0FIQ5+gOBOD2vokegL5REZpDyR5AvllUwykGtsElnY5/pdRhL7",
+	"uv2lXoHuCzSS9Z3c78vwv9N9+U1zmB3XjcTKCG6L44DN//r3sy8i/XV+Js/4T+m79Gx+/vqs+/bqzd3b",
+	"q7O7n1+fHL37cj579+Vk9vbLm/l5R6RvT/86+XR69vzsy8ndu6vzzvlfzrpnvB1s6/CBCsUep0/Zstou",
+	"/B/r5fkX1BbfpsZaIRnN41FxcFtEtMn9axvl7be+fsTaUtOJZp2dsN1ul1ibcpDHXLuJjQ7C53KaQVoD",
+	"0aJSiEXG4N0+BztOi7zRKKt/BfLkxhJFF+8ur4hdZ0QUvYGAsxA7/AIXgZ4lkogZ7xHK+zxFZ7QzYISd",
+	"ESO7mJjm+bxIjNbXsTDRDHoQgcyJu8HgtHplCnRJJ1TRFnaQjwyRsuHwmjaZNssFRGNxl5Qn7M4UYt5z",
+	"EqowhBfESjIUhI4YTUy9TKfmG2H8lmViwkiDCwU1jkKtttpSHDIKsaQW3Fafw3gQDmer50VjkbBoD4qt",
+	"SUdztBdZeNsxsKyJH/RsrUPSsMaAnkkqKWO3DSuOjrHzOTWFwGyYuwlvp31OyquB28I5t8tjd5Y2nUiW",
+	"a9Vm9YIcF4H+1TBgnBySFpqQtKCXB121ofaXbbA3YrhUyTQ3yB1TDbalwuZeDTfXAPMUrk2Nwr1QD1zt",
+	"zicVnYck0viKQQ+YQVetrv8M76/I2SfXLBZjiPXgbKYHLZyoU56ZzvzeCIxUwZaMAm+VQuznGRUmBQyb",
+	"0uPaeKgkHQxM2k+f11IbTNogmC4sTQCqAletmRRL4LlG+RDaEM6EBTZp8O1as9U3ZeXRsqiixik45JQP",
+	"M1aWnMTQ0Z7b18A0B7dCpjkAUw0S7Wk5WkvARK2/CZenQIwY1wcMRdtz0zXbxoWRK42wiKpwCiaZEdY+",
+	"y1OlGLdnoXLKJRaFbJHvja0mp6rIH8Hy6+bABGd9jkYik4i5pIoeWMMd8mvprP3MqUhB5z5jC0zpWFt2",
+	"z4dA7KtmK1zNhGNixDegE2yZlVAKKDsXOnhYfbPPWi5dlsBfvsvZTGZMaSn9s5bLxmAosLveInniO/fE",
+	"v2nczji9w6DIetp1EhZUTwOQaRyMpgznbpBd4tXsUKjOllQuCg6Ega3mocVRfexbjnrgjmp24BkVWDGe",
+	"FdxRlWvbPmM98yLuD7vq94Iqq+62iq6jpsl+L4Defih/VAshlT35i17+UGGr/NQtOFqEjkA0PLGFP+WE",
+	"xenA3KpbmDrAW9JD7gxryyonvFstqCHRfqqj8AeuoyByQ129QvpWugC700ez1H+EJXHLvv4mlQNdtZnS",
+	"cn+jcMFQCc7XlA+fyb2qjykkUuUMO+/ZzE+oaGsKjZoiczKVmtwRyelEjkTRjkSj8DWVrEd+fA3ppg39",
+	"QVSIjJRkKdf6u+u3Agnn9PJnI2hWSorG8tbUvY1FNh1zlEBSThIRy306SVvjpIe8VvNdp7gcyBFfRMqL",
+	"mNhj4y9DZ5hTbKKMwy1nMUkx6Bnqcxxor6h42nzDY5GkfNgjw7+nkwjKSelBTPLjmUn2kdjQ19HEhjTl",
+	"YOZhfe5IGiEZiRmm71DumF9SZSsaH5dVnbGlaSpjwTnTb0klJjCxR5ZAyNnUdfNk43+y8T/Z+J9s/E82",
+	"/icb/5ONf1M9767JkwU7f/C1X6pS/aDX30hF6wdhH/kEfOLTnvvBPZzBstrT7yoyF7ZgARVCC1/+ft1W",
+	"2KpuoFh9iA3NOdTv3WQXoW/dob3Clas/Ma0atEQHAhsv5Ds37G+L2tnG0GEl2yfnxRrt5Q1IjFvpKWUj",
+	"uw3C2/DlkJRp0lowELlWvEMissRRR4zFDGNLwQshp2MtJU+l6vNJLmJjUx33nBeNOuKY92yP1FwosFmO",
+	"MXkeUt2tmRTK5ggesz5Hcdf53pgSNcUr+adp4jVIeSpHLAmJhDw+kWUsd4PEiI0R0/rJGAyLGVVaVEYn",
+	"i3RsqrYzZc5ihk1/hky1yIXIsjKSLqN695XwprmYkqFA/wxwyYg00J7dKxuwmLO9YRO1d7wYLZfN6BwK",
+	"f2ON7dBWP2XjiZqbCDVGeZl1ztmMzPXyHPOwHpwctElC527jk2UxZfjlOrXkpLpYs6FUkgFjSdFZTQnj",
+	"2/FtuOz+75UeF6SABwZ8AYc1DZoAHLXIMp8sDTmrtNfaTDFwe/p7DAL8YQF4KFVs3oru4W7xoqvo5zAY",
+	"UXmuBR7b+q/iJD+x/2nefHfTOe3+8svRy3eTl+xv7Tv1Zfj7p80933BM6/3euLInxrE2RpomJQlD5HS4",
+	"h0F1P+/Y/2rarC7vuKPlGiSO1Y5w4Liq0EtwRmNsL5qwgAA0FqkS6JoLPQOwZepDwfmpM+7GnXE3Rddq",
+	"S1u/wGfI/FOdwnUV943440PQDZplwLeVSr2k4bSRpplEP3ml87ap7JcUrVT3ti3ZC1DkKdlrIfFbdWFx",
+	"W7F7iZNmIlqEymrEaXV7di3gxtkUih9FRYax4Ey2+hzb6KJUhdIkZkUvE6Vsl9cHU65ys7993bSzlR+z",
+	"HU8ZlOQA6abWmHXT9qpON9VVC6nWsl/RBxVcnZ7NtbtXncOq+cjdnNGBsLBFdYvmAnfc48sle+y0r9ov",
+	"e51u7/CwddR5sbhHkSXNVfv8vC19XSYQXS0H69b/vPC+yv4dKlqg4SZtS9xBwGMiCiEHtAUoZhpN8yzC",
+	"XkrXTCs7IpsqRiILAFGfNyYZTTk+0k9QmZ1BWhUoQkAtRK4plJhJkqo9LCzjhH9Rk3p50OeVvYEWUa7J",
+	"xBZpoiRUSbVwqb4+nNXhnpVdqCNsQx0ttFJ3sqycztK+TiDmsB9SDGYZ5dqCkGzVMsEs+VsFmdRao+9E",
+	"s01P8e07eP+Rqf12NLDSmH4JLXT35tQFrzZZf4rQ+CNS8Etre4TMe+6QNz8l90uD+1+r4L2ysPw5zW8w",
+	"orBC9AsCCj0fjBpbmtjGImfQ/AmrvGcmxxQTYvvcNIgwwQZKzGiemAI64xQU5YMa+W4RqFIORSNtvn9l",
+	"RZpc19o/LKkn7xLfTerJV/YNgSVYMedJWdug0ktVVlgqb2xV6OWyAr3rystfamVEaC1koBYB+Zl+lAul",
+	"MtYrRIloTO9eF9reBcsvIVA2IlQpNp4oCDjH4NmQ0DgXUppQk6LHs7Hxt8jHEVVF82M7VQhAjKYfIzFA",
+	"fdQx+rcpJ5QM2MyZT6GE0TisduUG073MxAwksIRldG48AiaPoc9LtfXYmfWZrPa7JkLPedh9pY/qqH0A",
+	"Cd0S8+KBO7hIoIRYXg/9EWQb//EHvW57y7Lif3yhZflWv7lY0v2jiyXYLET+UySSp4ok3yrIFNsa0DoV",
+	"lkwpCLx+iCCzXxK7lV7d2tzmq3lBb6vmrp7pVA84HJo/zKuhiYksyaqJX4tFwkwRc6oYj+dhmSKGglBR",
+	"SZizO2XHg641U9bq84u1RUoq1UjQYbbaxlZSmrWeS8t4HuCK69Y8cX+gWhhQmePRE2Qt9GD+Cf4R9Lqh",
+	"/fdSLnHUOux0P0GJcATEDWn7y87jeTPCwMDpuQx6By/LszDhkvrM9B0V++qs31e71Tls77wvzLwICjnJ",
+	"Jk9q8eQb7bvTRZ+tAf/l14UG1voRHbUP7j2p0aME0pzPZudfflXnV2/U+ZfvP5y/vnl+/veT5+evT6bn",
+	"Vz/NPqZ/fbU5XzWYPDcLXe8LtrD51Af6m1hVsfbNIiP5hgrP9ixx/2uJh/f7OTN/bV9A3LceL/kuzkMJ",
+	"yHI1qrnfGeYQiW/fv/KnKZsyDHECpcuyX6iPViybi1kI3VJARQNZVFHFSIPaRLfyxrESOUZJAUSofA5h",
+	"qLRsclcUMy+IWiak2jPtv8HYccMYJEVIUvgloaWVz+bhNMcubhPD0hqQbb3nLzNo3lxqB9mZ7b34J3Ow",
+	"FaS70+51jhzfWKFbmeZg25PeZXqMPYGQ/K5hLHmiuI9uBQVK4qCeJioP0xsg+X7+OJRwY5rjUkdwIlVw",
+	"GwO48rkTBmgjEQp/Vp/bRjEk5ST6TaY8ZiHWxtvDTvymBAR0KClJhAkFxehV0sA0d0uU+hx8ZZo0FVGv",
+	"IsceJzM6t+19wU6FxExhVAQGhnooWEikwPS5SmCFYwRLWDKdwOFg5g/DkgoKiwvSW0YkYxxKLs7Bi4fI",
+	"RVJTJHHAWPJMFiUBeOKEVmF07fXcrOc11JygNnK0RU7KArJLqSt2hVlLWvVrj2AAg3tcnRsCd1wTTyuv",
+	"3G+eFaVX/S1tZHhXQe+wG26ytZ2tXI9+JMuSnH8QM8x4LIUronWTfw2S/2Sq2orPmPIYRUDtY/Ab66v+",
+	"pvymUmi7ZvK6NB1ziF18zf+LfmEsfgPd/mx4vSa3Jt6hLD4CBqjuIRmJaW5dIVXuxuqCq4mzmIk+1zNT",
+	"Nc0ZJDMXHKJ4HJGGnNCYNSXTR6FYQqLbThgRxoHxhGYNM7N2KNid5rJwkBRcJqacyFkKRRJE7avC5Jyz",
+	"Lyw2nka7iWMr32vOGJatit1JW+S9UBQ/hEazekDIBBGSOafDTe0f/K7Py7QM4+VBdcAprIz50/i+tT/q",
+	"05EkGrAsE83FIwv7PJUk1wvCMsmVcJpGVDiqbBd8ewrNJn60hMPBb9aqj0D8UO5g7Xk43Ju7SZozuc5V",
+	"UQv2+Kl7N/n08aj9ofvzl3j8c/vD+FX711/eZ5/evJr+2v35u+vx+3effvmUxTff818/ZtOduczWng9c",
+	"5xJdAcDHF3fxJPov8SoD/Hm8B5VDXEKb7wFspjn0WP3ta3AySf/G5idTNYJqL5/1z/nt8uDhAmf0a1io",
+	"IpUkEfF0zLg6JhF2xpzyyOajahmWKmLC2zrdF612q93q9F62X7ZbhcNtH2i4WbE/6M5ItDRxihkWhpMi",
+	"v23RCHNOOR0uKf/ujADl3xe/hn5Kmgfm8Si9dVrcPpO2EoUm4g3NfmhRu8bER5uhnW5LixOY1njQj5a6",
+	"3WhDJxkKNBglRGaWP7ZtTPUpxzfOXEX/PL81ChmzXrkYNMWgGWug46q0kXpO5hTf8YxYicWxksG1ZiCe",
+	"KyrA0HcGNDEs058mUlY6Mx1ztK7jjG3i3zUM3TXdiG+zDsw7WFqQ8dLkoEEidF0DVU7MvNY6j4mWert3",
+	"d4TGN1zMMpYMTfGQEz6H2J8+Z5lkpJGzJM2hzocSYi8kFHLf9flgOnzniEg0j5mCIHpKrKAIQTaatSdE",
+	"67hHRIbkiIxTHpKDNv5vl4z0s1FIOm2ClfbhH43////rtsn/Rb6kSrH8eDHI4bD7av+ofQDscSS4mGp1",
+	"GAvdFJKMVGyy1yLRYadN/gLN7XOnyZd7Rkvay2pp49Q9/YcUQ3NyXdY0zStsYTbVZEtmZYT+LXTAGr0o",
+	"YULrQNWeMUXeKuBIgWshuXh3eYWq9QJZ//D+7TJafv+/AwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -58,6 +58,48 @@ func (e ActivityType) Valid() bool {
 	}
 }
 
+// Defines values for BatchContactItemResultStatus.
+const (
+	BatchContactItemResultStatusCreated   BatchContactItemResultStatus = "created"
+	BatchContactItemResultStatusFailed    BatchContactItemResultStatus = "failed"
+	BatchContactItemResultStatusUnchanged BatchContactItemResultStatus = "unchanged"
+	BatchContactItemResultStatusUpdated   BatchContactItemResultStatus = "updated"
+)
+
+// Valid indicates whether the value is a known member of the BatchContactItemResultStatus enum.
+func (e BatchContactItemResultStatus) Valid() bool {
+	switch e {
+	case BatchContactItemResultStatusCreated:
+		return true
+	case BatchContactItemResultStatusFailed:
+		return true
+	case BatchContactItemResultStatusUnchanged:
+		return true
+	case BatchContactItemResultStatusUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BatchContactsRequestMode.
+const (
+	Create BatchContactsRequestMode = "create"
+	Upsert BatchContactsRequestMode = "upsert"
+)
+
+// Valid indicates whether the value is a known member of the BatchContactsRequestMode enum.
+func (e BatchContactsRequestMode) Valid() bool {
+	switch e {
+	case Create:
+		return true
+	case Upsert:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DeliveryStatus.
 const (
 	DeliveryStatusFailed    DeliveryStatus = "Failed"
@@ -393,6 +435,46 @@ type Address struct {
 	//
 	// Example: 62704
 	Zip string `json:"zip"`
+}
+
+// BatchContactItem A contact as `POST /contact` takes it (`CreateContactRequest`). Items are validated one
+// by one, so one that breaks the schema fails alone.
+type BatchContactItem = json.RawMessage
+
+// BatchContactItemResult defines model for BatchContactItemResult.
+type BatchContactItemResult struct {
+	// ContactId The contact created or updated (absent when the item failed).
+	ContactId *openapi_types.UUID `json:"contactId,omitempty"`
+
+	// Error The body of every failure.
+	Error *Error `json:"error,omitempty"`
+
+	// Status What happened to the item.
+	Status BatchContactItemResultStatus `json:"status"`
+
+	// Warnings As `POST /contact` reports them (`InvalidInputAddress`).
+	Warnings *[]Warning `json:"warnings,omitempty"`
+}
+
+// BatchContactItemResultStatus What happened to the item.
+type BatchContactItemResultStatus string
+
+// BatchContactsRequest defines model for BatchContactsRequest.
+type BatchContactsRequest struct {
+	// Contacts The contacts, at most 1,000.
+	Contacts []BatchContactItem `json:"contacts"`
+
+	// Mode `create` refuses existing emails per item; `upsert` updates them.
+	Mode *BatchContactsRequestMode `json:"mode,omitempty"`
+}
+
+// BatchContactsRequestMode `create` refuses existing emails per item; `upsert` updates them.
+type BatchContactsRequestMode string
+
+// BatchContactsResult defines model for BatchContactsResult.
+type BatchContactsResult struct {
+	// Results One result per item, in request order.
+	Results []BatchContactItemResult `json:"results"`
 }
 
 // ConsentRecord How and when a contact entered the system.
@@ -1313,6 +1395,9 @@ type AddContactTagsJSONRequestBody = TagsRequest
 // ReplaceContactTagsJSONRequestBody defines body for ReplaceContactTags for application/json ContentType.
 type ReplaceContactTagsJSONRequestBody = TagsRequest
 
+// BatchContactsJSONRequestBody defines body for BatchContacts for application/json ContentType.
+type BatchContactsJSONRequestBody = BatchContactsRequest
+
 // CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
 type CreateWebhookJSONRequestBody = CreateWebhookRequest
 
@@ -1637,6 +1722,62 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /public/v1/contacts (the `ListContacts` operationId).
 	ListContacts(ctx context.Context, params *ListContactsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BatchContactsWithBody Create or upsert up to 1,000 contacts
+	//
+	// Writes up to 1,000 contacts in one request and answers one result per item, in request
+	// order. Each item is a contact as `POST /contact` takes it, validated on its own: an
+	// invalid item is a `failed` result carrying the error `POST /contact` would have answered
+	// (`InvalidRequest` with `data.errors` whose fields start `body.contacts.<index>`), and the
+	// other items go ahead. Only a malformed envelope (not JSON, no `contacts`, over 1,000
+	// items, an unknown `mode`) fails the whole request with `400`.
+	//
+	// - `mode: create` (default): a new email is `created`; an email the account has is a
+	//   `failed` item with `DuplicateContact` naming the existing contact.
+	// - `mode: upsert`: a new email is `created`; an existing one is updated with merge-patch
+	//   rules — fields the item sends replace the stored ones (`crmFields` field by field),
+	//   absent fields stay, `tags` are added to the contact's, an `address` becomes a new
+	//   property unless the contact already has it — and is `updated`, or `unchanged` when
+	//   nothing differed.
+	//
+	// An email that appears twice in one batch is applied in order, as two requests would be.
+	// Events are exactly those the single operations emit: `TagsAdded` for a created contact
+	// with tags or for tags added, `ContactDetailsUpdated` when a name or phone changed. The
+	// items that succeed are written in one transaction. For the rate limits the batch is one
+	// write in the key's 10-second window and one request per item in the account's day.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /public/v1/contacts/batch (the `BatchContacts` operationId).
+	BatchContactsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// BatchContacts Create or upsert up to 1,000 contacts
+	//
+	// Writes up to 1,000 contacts in one request and answers one result per item, in request
+	// order. Each item is a contact as `POST /contact` takes it, validated on its own: an
+	// invalid item is a `failed` result carrying the error `POST /contact` would have answered
+	// (`InvalidRequest` with `data.errors` whose fields start `body.contacts.<index>`), and the
+	// other items go ahead. Only a malformed envelope (not JSON, no `contacts`, over 1,000
+	// items, an unknown `mode`) fails the whole request with `400`.
+	//
+	// - `mode: create` (default): a new email is `created`; an email the account has is a
+	//   `failed` item with `DuplicateContact` naming the existing contact.
+	// - `mode: upsert`: a new email is `created`; an existing one is updated with merge-patch
+	//   rules — fields the item sends replace the stored ones (`crmFields` field by field),
+	//   absent fields stay, `tags` are added to the contact's, an `address` becomes a new
+	//   property unless the contact already has it — and is `updated`, or `unchanged` when
+	//   nothing differed.
+	//
+	// An email that appears twice in one batch is applied in order, as two requests would be.
+	// Events are exactly those the single operations emit: `TagsAdded` for a created contact
+	// with tags or for tags added, `ContactDetailsUpdated` when a name or phone changed. The
+	// items that succeed are written in one transaction. For the rate limits the batch is one
+	// write in the key's 10-second window and one request per item in the account's day.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /public/v1/contacts/batch (the `BatchContacts` operationId).
+	BatchContacts(ctx context.Context, body BatchContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ExportContacts Export contacts
 	//
@@ -2216,6 +2357,82 @@ func (c *Client) ReplaceContactTags(ctx context.Context, contactId ContactIdPath
 // Corresponds with GET /public/v1/contacts (the `ListContacts` operationId).
 func (c *Client) ListContacts(ctx context.Context, params *ListContactsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListContactsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BatchContactsWithBody Create or upsert up to 1,000 contacts
+//
+// Writes up to 1,000 contacts in one request and answers one result per item, in request
+// order. Each item is a contact as `POST /contact` takes it, validated on its own: an
+// invalid item is a `failed` result carrying the error `POST /contact` would have answered
+// (`InvalidRequest` with `data.errors` whose fields start `body.contacts.<index>`), and the
+// other items go ahead. Only a malformed envelope (not JSON, no `contacts`, over 1,000
+// items, an unknown `mode`) fails the whole request with `400`.
+//
+//   - `mode: create` (default): a new email is `created`; an email the account has is a
+//     `failed` item with `DuplicateContact` naming the existing contact.
+//   - `mode: upsert`: a new email is `created`; an existing one is updated with merge-patch
+//     rules — fields the item sends replace the stored ones (`crmFields` field by field),
+//     absent fields stay, `tags` are added to the contact's, an `address` becomes a new
+//     property unless the contact already has it — and is `updated`, or `unchanged` when
+//     nothing differed.
+//
+// An email that appears twice in one batch is applied in order, as two requests would be.
+// Events are exactly those the single operations emit: `TagsAdded` for a created contact
+// with tags or for tags added, `ContactDetailsUpdated` when a name or phone changed. The
+// items that succeed are written in one transaction. For the rate limits the batch is one
+// write in the key's 10-second window and one request per item in the account's day.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /public/v1/contacts/batch (the `BatchContacts` operationId).
+func (c *Client) BatchContactsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBatchContactsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// BatchContacts Create or upsert up to 1,000 contacts
+//
+// Writes up to 1,000 contacts in one request and answers one result per item, in request
+// order. Each item is a contact as `POST /contact` takes it, validated on its own: an
+// invalid item is a `failed` result carrying the error `POST /contact` would have answered
+// (`InvalidRequest` with `data.errors` whose fields start `body.contacts.<index>`), and the
+// other items go ahead. Only a malformed envelope (not JSON, no `contacts`, over 1,000
+// items, an unknown `mode`) fails the whole request with `400`.
+//
+//   - `mode: create` (default): a new email is `created`; an email the account has is a
+//     `failed` item with `DuplicateContact` naming the existing contact.
+//   - `mode: upsert`: a new email is `created`; an existing one is updated with merge-patch
+//     rules — fields the item sends replace the stored ones (`crmFields` field by field),
+//     absent fields stay, `tags` are added to the contact's, an `address` becomes a new
+//     property unless the contact already has it — and is `updated`, or `unchanged` when
+//     nothing differed.
+//
+// An email that appears twice in one batch is applied in order, as two requests would be.
+// Events are exactly those the single operations emit: `TagsAdded` for a created contact
+// with tags or for tags added, `ContactDetailsUpdated` when a name or phone changed. The
+// items that succeed are written in one transaction. For the rate limits the batch is one
+// write in the key's 10-second window and one request per item in the account's day.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /public/v1/contacts/batch (the `BatchContacts` operationId).
+func (c *Client) BatchContacts(ctx context.Context, body BatchContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBatchContactsRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3197,6 +3414,46 @@ func NewListContactsRequest(server string, params *ListContactsParams) (*http.Re
 	return req, nil
 }
 
+// NewBatchContactsRequest calls the generic BatchContacts builder with application/json body
+func NewBatchContactsRequest(server string, body BatchContactsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewBatchContactsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewBatchContactsRequestWithBody constructs an http.Request for the BatchContacts method, with any body, and a specified content type
+func NewBatchContactsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/public/v1/contacts/batch")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewExportContactsRequest constructs an http.Request for the ExportContacts method
 func NewExportContactsRequest(server string, params *ExportContactsParams) (*http.Request, error) {
 	var err error
@@ -4097,6 +4354,62 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /public/v1/contacts (the `ListContacts` operationId).
 	ListContactsWithResponse(ctx context.Context, params *ListContactsParams, reqEditors ...RequestEditorFn) (*ListContactsResponse, error)
+
+	// BatchContactsWithBodyWithResponse Create or upsert up to 1,000 contacts
+	//
+	// Writes up to 1,000 contacts in one request and answers one result per item, in request
+	// order. Each item is a contact as `POST /contact` takes it, validated on its own: an
+	// invalid item is a `failed` result carrying the error `POST /contact` would have answered
+	// (`InvalidRequest` with `data.errors` whose fields start `body.contacts.<index>`), and the
+	// other items go ahead. Only a malformed envelope (not JSON, no `contacts`, over 1,000
+	// items, an unknown `mode`) fails the whole request with `400`.
+	//
+	// - `mode: create` (default): a new email is `created`; an email the account has is a
+	//   `failed` item with `DuplicateContact` naming the existing contact.
+	// - `mode: upsert`: a new email is `created`; an existing one is updated with merge-patch
+	//   rules — fields the item sends replace the stored ones (`crmFields` field by field),
+	//   absent fields stay, `tags` are added to the contact's, an `address` becomes a new
+	//   property unless the contact already has it — and is `updated`, or `unchanged` when
+	//   nothing differed.
+	//
+	// An email that appears twice in one batch is applied in order, as two requests would be.
+	// Events are exactly those the single operations emit: `TagsAdded` for a created contact
+	// with tags or for tags added, `ContactDetailsUpdated` when a name or phone changed. The
+	// items that succeed are written in one transaction. For the rate limits the batch is one
+	// write in the key's 10-second window and one request per item in the account's day.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /public/v1/contacts/batch (the `BatchContacts` operationId).
+	BatchContactsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BatchContactsResponse, error)
+
+	// BatchContactsWithResponse Create or upsert up to 1,000 contacts
+	//
+	// Writes up to 1,000 contacts in one request and answers one result per item, in request
+	// order. Each item is a contact as `POST /contact` takes it, validated on its own: an
+	// invalid item is a `failed` result carrying the error `POST /contact` would have answered
+	// (`InvalidRequest` with `data.errors` whose fields start `body.contacts.<index>`), and the
+	// other items go ahead. Only a malformed envelope (not JSON, no `contacts`, over 1,000
+	// items, an unknown `mode`) fails the whole request with `400`.
+	//
+	// - `mode: create` (default): a new email is `created`; an email the account has is a
+	//   `failed` item with `DuplicateContact` naming the existing contact.
+	// - `mode: upsert`: a new email is `created`; an existing one is updated with merge-patch
+	//   rules — fields the item sends replace the stored ones (`crmFields` field by field),
+	//   absent fields stay, `tags` are added to the contact's, an `address` becomes a new
+	//   property unless the contact already has it — and is `updated`, or `unchanged` when
+	//   nothing differed.
+	//
+	// An email that appears twice in one batch is applied in order, as two requests would be.
+	// Events are exactly those the single operations emit: `TagsAdded` for a created contact
+	// with tags or for tags added, `ContactDetailsUpdated` when a name or phone changed. The
+	// items that succeed are written in one transaction. For the rate limits the batch is one
+	// write in the key's 10-second window and one request per item in the account's day.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /public/v1/contacts/batch (the `BatchContacts` operationId).
+	BatchContactsWithResponse(ctx context.Context, body BatchContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchContactsResponse, error)
 
 	// ExportContactsWithResponse Export contacts
 	//
@@ -5441,6 +5754,108 @@ func (r ListContactsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListContactsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// BatchContactsResponse429Headers the declared response headers of an HTTP 429 response for BatchContacts
+type BatchContactsResponse429Headers struct {
+	RateLimitReset         *int
+	RetryAfter             *int
+	XRateLimitLimit10      *int
+	XRateLimitLimitDay     *int
+	XRateLimitRemaining10  *int
+	XRateLimitRemainingDay *int
+}
+
+type BatchContactsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BatchContactsResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *BatchContactsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r BatchContactsResponse) GetJSON200() *BatchContactsResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r BatchContactsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r BatchContactsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r BatchContactsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r BatchContactsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r BatchContactsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r BatchContactsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r BatchContactsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r BatchContactsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r BatchContactsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r BatchContactsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r BatchContactsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6828,6 +7243,74 @@ func (c *ClientWithResponses) ListContactsWithResponse(ctx context.Context, para
 		return nil, err
 	}
 	return ParseListContactsResponse(rsp)
+}
+
+// BatchContactsWithBodyWithResponse Create or upsert up to 1,000 contacts
+//
+// Writes up to 1,000 contacts in one request and answers one result per item, in request
+// order. Each item is a contact as `POST /contact` takes it, validated on its own: an
+// invalid item is a `failed` result carrying the error `POST /contact` would have answered
+// (`InvalidRequest` with `data.errors` whose fields start `body.contacts.<index>`), and the
+// other items go ahead. Only a malformed envelope (not JSON, no `contacts`, over 1,000
+// items, an unknown `mode`) fails the whole request with `400`.
+//
+//   - `mode: create` (default): a new email is `created`; an email the account has is a
+//     `failed` item with `DuplicateContact` naming the existing contact.
+//   - `mode: upsert`: a new email is `created`; an existing one is updated with merge-patch
+//     rules — fields the item sends replace the stored ones (`crmFields` field by field),
+//     absent fields stay, `tags` are added to the contact's, an `address` becomes a new
+//     property unless the contact already has it — and is `updated`, or `unchanged` when
+//     nothing differed.
+//
+// An email that appears twice in one batch is applied in order, as two requests would be.
+// Events are exactly those the single operations emit: `TagsAdded` for a created contact
+// with tags or for tags added, `ContactDetailsUpdated` when a name or phone changed. The
+// items that succeed are written in one transaction. For the rate limits the batch is one
+// write in the key's 10-second window and one request per item in the account's day.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /public/v1/contacts/batch (the `BatchContacts` operationId).
+func (c *ClientWithResponses) BatchContactsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BatchContactsResponse, error) {
+	rsp, err := c.BatchContactsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBatchContactsResponse(rsp)
+}
+
+// BatchContactsWithResponse Create or upsert up to 1,000 contacts
+//
+// Writes up to 1,000 contacts in one request and answers one result per item, in request
+// order. Each item is a contact as `POST /contact` takes it, validated on its own: an
+// invalid item is a `failed` result carrying the error `POST /contact` would have answered
+// (`InvalidRequest` with `data.errors` whose fields start `body.contacts.<index>`), and the
+// other items go ahead. Only a malformed envelope (not JSON, no `contacts`, over 1,000
+// items, an unknown `mode`) fails the whole request with `400`.
+//
+//   - `mode: create` (default): a new email is `created`; an email the account has is a
+//     `failed` item with `DuplicateContact` naming the existing contact.
+//   - `mode: upsert`: a new email is `created`; an existing one is updated with merge-patch
+//     rules — fields the item sends replace the stored ones (`crmFields` field by field),
+//     absent fields stay, `tags` are added to the contact's, an `address` becomes a new
+//     property unless the contact already has it — and is `updated`, or `unchanged` when
+//     nothing differed.
+//
+// An email that appears twice in one batch is applied in order, as two requests would be.
+// Events are exactly those the single operations emit: `TagsAdded` for a created contact
+// with tags or for tags added, `ContactDetailsUpdated` when a name or phone changed. The
+// items that succeed are written in one transaction. For the rate limits the batch is one
+// write in the key's 10-second window and one request per item in the account's day.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /public/v1/contacts/batch (the `BatchContacts` operationId).
+func (c *ClientWithResponses) BatchContactsWithResponse(ctx context.Context, body BatchContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchContactsResponse, error) {
+	rsp, err := c.BatchContacts(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseBatchContactsResponse(rsp)
 }
 
 // ExportContactsWithResponse Export contacts
@@ -8439,6 +8922,129 @@ func ParseListContactsResponse(rsp *http.Response) (*ListContactsResponse, error
 	switch {
 	case rsp.StatusCode == 429:
 		var headers ListContactsResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimitDay = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemainingDay = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseBatchContactsResponse parses an HTTP response from a BatchContactsWithResponse call
+func ParseBatchContactsResponse(rsp *http.Response) (*BatchContactsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &BatchContactsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BatchContactsResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers BatchContactsResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

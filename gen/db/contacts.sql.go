@@ -169,6 +169,64 @@ func (q *Queries) ContactLock(ctx context.Context, arg ContactLockParams) (Conta
 	return i, err
 }
 
+const contactLockByEmail = `-- name: ContactLockByEmail :one
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows
+WHERE account_id = $1 AND email_key = $2
+FOR UPDATE
+`
+
+type ContactLockByEmailParams struct {
+	AccountID uuid.UUID
+	EmailKey  string
+}
+
+// Locks the account's contact with this email key for a batch upsert's read-modify-write.
+func (q *Queries) ContactLockByEmail(ctx context.Context, arg ContactLockByEmailParams) (ContactRow, error) {
+	row := q.db.QueryRow(ctx, contactLockByEmail, arg.AccountID, arg.EmailKey)
+	var i ContactRow
+	err := row.Scan(
+		&i.AccountID,
+		&i.ContactID,
+		&i.Email,
+		&i.EmailKey,
+		&i.Name,
+		&i.Phone,
+		&i.EmailStatus,
+		&i.RecordStatus,
+		&i.Tags,
+		&i.LeadScore,
+		&i.AssignedUserEmailID,
+		&i.CrmName,
+		&i.CrmUrl,
+		&i.CrmSource,
+		&i.CrmStage,
+		&i.CrmCreatedDate,
+		&i.ConsentToken,
+		&i.NumFormSubmissions,
+		&i.LastFormSubmissionAt,
+		&i.NumEmailSends,
+		&i.LastEmailSendAt,
+		&i.NumEmailOpens,
+		&i.LastEmailOpenAt,
+		&i.NumEmailClicks,
+		&i.LastEmailClickAt,
+		&i.NumDashboardViews,
+		&i.LastDashboardViewAt,
+		&i.NumDashboardClicks,
+		&i.LastDashboardClickAt,
+		&i.NumPostcardScans,
+		&i.LastPostcardScanAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.EnrichDueAt,
+		&i.EnrichAttempts,
+		&i.ActiveProperties,
+		&i.NumAiHandoffs,
+		&i.LastAiHandoffAt,
+	)
+	return i, err
+}
+
 const contactOtherWithEmail = `-- name: ContactOtherWithEmail :one
 SELECT contact_id FROM contacts
 WHERE account_id = $1 AND email_key = $2 AND contact_id <> $3

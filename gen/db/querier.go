@@ -45,6 +45,8 @@ type Querier interface {
 	ContactIDByEmail(ctx context.Context, arg ContactIDByEmailParams) (uuid.UUID, error)
 	// Locks the contact for a read-modify-write (PATCH, activity, a new property).
 	ContactLock(ctx context.Context, arg ContactLockParams) (ContactRow, error)
+	// Locks the account's contact with this email key for a batch upsert's read-modify-write.
+	ContactLockByEmail(ctx context.Context, arg ContactLockByEmailParams) (ContactRow, error)
 	// Another contact of the account that has this email key, for PATCH's duplicate check.
 	ContactOtherWithEmail(ctx context.Context, arg ContactOtherWithEmailParams) (uuid.UUID, error)
 	// Rewrites the contact's copy of its active properties from properties, after a change to

@@ -191,7 +191,7 @@ func Handler(cfg config.Config, st *store.Store, svc *Services, log *slog.Logger
 		}
 		limiter = shared
 	}
-	return httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, RateLimits: limits}, httpapi.Deps{
+	return httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxBatchBodyBytes: cfg.MaxBatchBodyBytes, RateLimits: limits}, httpapi.Deps{
 		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Webhooks: svc.Webhooks, Events: svc.Events, Deliveries: svc.Deliveries, Limiter: limiter,
 		Ready:   func(ctx context.Context) error { return ready(ctx, st) },
 		Metrics: svc.Metrics,

@@ -31,6 +31,7 @@ type Config struct {
 	PprofAddr string // CONTACTD_PPROF_ADDR
 
 	MaxBodyBytes       int64         // CONTACTD_MAX_BODY_BYTES
+	MaxBatchBodyBytes  int64         // CONTACTD_MAX_BATCH_BODY_BYTES
 	DBMaxConns         int           // CONTACTD_DB_MAX_CONNS
 	DBStatementTimeout time.Duration // CONTACTD_DB_STATEMENT_TIMEOUT
 	ReadHeaderTimeout  time.Duration // CONTACTD_READ_HEADER_TIMEOUT
@@ -74,7 +75,7 @@ var EnvOnly = []string{"CONTACTD_SECRET_KEY", "CONTACTD_SECRET_KEYS_OLD", "CONTA
 func Default() Config {
 	return Config{
 		Addr: ":8080", DataDir: ".data", LogLevel: "info", LogFormat: "auto",
-		MaxBodyBytes: 64 << 10, DBMaxConns: 32, DBStatementTimeout: 10 * time.Second,
+		MaxBodyBytes: 64 << 10, MaxBatchBodyBytes: 4 << 20, DBMaxConns: 32, DBStatementTimeout: 10 * time.Second,
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
 		ShutdownTimeout: 30 * time.Second,
@@ -106,6 +107,7 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 		c.durVar(fs, p, name, envVal, def, usage)
 	}
 	intVar(&c.MaxBodyBytes, "max-body-bytes", env("CONTACTD_MAX_BODY_BYTES", ""), d.MaxBodyBytes, "request body limit (CONTACTD_MAX_BODY_BYTES)")
+	intVar(&c.MaxBatchBodyBytes, "max-batch-body-bytes", env("CONTACTD_MAX_BATCH_BODY_BYTES", ""), d.MaxBatchBodyBytes, "request body limit of the batch operations (CONTACTD_MAX_BATCH_BODY_BYTES)")
 	intVar(&c.DBMaxConns, "db-max-conns", env("CONTACTD_DB_MAX_CONNS", ""), int64(d.DBMaxConns), "database pool size (CONTACTD_DB_MAX_CONNS)")
 	durVar(&c.DBStatementTimeout, "db-statement-timeout", env("CONTACTD_DB_STATEMENT_TIMEOUT", ""), d.DBStatementTimeout, "(CONTACTD_DB_STATEMENT_TIMEOUT)")
 	durVar(&c.ReadHeaderTimeout, "read-header-timeout", env("CONTACTD_READ_HEADER_TIMEOUT", ""), d.ReadHeaderTimeout, "(CONTACTD_READ_HEADER_TIMEOUT)")
@@ -158,6 +160,9 @@ func (c *Config) Finish() error {
 	}
 	if c.MaxBodyBytes < 1024 {
 		errs = append(errs, errors.New("CONTACTD_MAX_BODY_BYTES: must be at least 1024"))
+	}
+	if c.MaxBatchBodyBytes < c.MaxBodyBytes {
+		errs = append(errs, errors.New("CONTACTD_MAX_BATCH_BODY_BYTES: must be at least CONTACTD_MAX_BODY_BYTES"))
 	}
 	if c.RateReadsPer10s < 0 || c.RateWritesPer10s < 0 || c.RateAccountPerDay < 0 {
 		errs = append(errs, errors.New("CONTACTD_RATE_*: limits must be 0 (off) or positive"))

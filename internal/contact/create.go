@@ -36,33 +36,9 @@ type CreateInput struct {
 // other creates in flight (s.creates). An address that cannot be parsed does not stop the
 // create: it is reported in the warnings.
 func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInput) (Contact, []string, error) {
-	tags, err := NormalizeTags(in.Tags)
+	c, warnings, event, err := s.newContact(in, s.now())
 	if err != nil {
 		return Contact{}, nil, err
-	}
-	now := s.now()
-	c := Contact{
-		ID: uuid.Must(uuid.NewV7()), Email: in.Email, Name: in.Name, Phone: in.Phone,
-		EmailStatus: "Pending", RecordStatus: "Marketing", Tags: tags, CRM: in.CRM,
-		AssignedUserEmailID: in.AssignedUserEmailID, ConsentToken: "cs_" + secret.Base62(16),
-		Properties: []Property{}, CreatedAt: now, UpdatedAt: now,
-	}
-	warnings := []string{}
-	if in.Address != nil {
-		if a, err := address.Parse(*in.Address); err == nil {
-			c.Properties = append(c.Properties, Property{ID: uuid.Must(uuid.NewV7()), Address: a})
-		} else {
-			warnings = append(warnings, WarningInvalidAddress)
-		}
-	}
-	var event *webhook.Prepared
-	if len(tags) > 0 {
-		p, err := webhook.Prepare(webhook.Event{Type: webhook.TagsAdded, ContactID: c.ID,
-			Contact: c.info(), Info: webhook.TagsAddedInfo{TagsAdded: tags}, At: now})
-		if err != nil {
-			return Contact{}, nil, err
-		}
-		event = &p
 	}
 	if event == nil || !s.events.MayHaveSubscribers(ctx, accountID, webhook.TagsAdded) {
 		// no deliveries to queue: the one statement, event included, is the whole change.
@@ -81,32 +57,42 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 	return c, warnings, nil
 }
 
+// newContact is the contact in would create at now, with its defaults, its parsed address (or
+// the warning that it did not parse) and its TagsAdded event when it has tags.
+func (s *Service) newContact(in CreateInput, now time.Time) (Contact, []string, *webhook.Prepared, error) {
+	tags, err := NormalizeTags(in.Tags)
+	if err != nil {
+		return Contact{}, nil, nil, err
+	}
+	c := Contact{
+		ID: uuid.Must(uuid.NewV7()), Email: in.Email, Name: in.Name, Phone: in.Phone,
+		EmailStatus: "Pending", RecordStatus: "Marketing", Tags: tags, CRM: in.CRM,
+		AssignedUserEmailID: in.AssignedUserEmailID, ConsentToken: "cs_" + secret.Base62(16),
+		Properties: []Property{}, CreatedAt: now, UpdatedAt: now,
+	}
+	warnings := []string{}
+	if in.Address != nil {
+		if a, err := address.Parse(*in.Address); err == nil {
+			c.Properties = append(c.Properties, Property{ID: uuid.Must(uuid.NewV7()), Address: a})
+		} else {
+			warnings = append(warnings, WarningInvalidAddress)
+		}
+	}
+	if len(tags) == 0 {
+		return c, warnings, nil, nil
+	}
+	p, err := webhook.Prepare(webhook.Event{Type: webhook.TagsAdded, ContactID: c.ID,
+		Contact: c.info(), Info: webhook.TagsAddedInfo{TagsAdded: tags}, At: now})
+	if err != nil {
+		return Contact{}, nil, nil, err
+	}
+	return c, warnings, &p, nil
+}
+
 // insert writes the contact, its consent record, its first property and its event (if any) in
 // one statement: in tx when there is one, else in a group of creates.
 func (s *Service) insert(ctx context.Context, tx *db.Queries, accountID uuid.UUID, c Contact, in CreateInput, event *webhook.Prepared) error {
-	fields := in.Fields
-	if len(fields) == 0 {
-		fields = json.RawMessage("{}")
-	}
-	p := db.ContactCreateParams{
-		AccountID: accountID, ContactID: c.ID, Email: c.Email, EmailKey: EmailKey(c.Email),
-		Name: c.Name, Phone: c.Phone, Tags: c.Tags, AssignedUserEmailID: c.AssignedUserEmailID,
-		ConsentToken: c.ConsentToken, CreatedAt: c.CreatedAt,
-		ConsentApiKeyName: in.Origin.KeyName, ConsentApiKeyPrefix: in.Origin.KeyPrefix,
-		ConsentSourceIp: in.Origin.SourceIP, ConsentUserAgent: in.Origin.UserAgent, ConsentFields: fields,
-		ActiveProperties: storedProperties(c.Properties), AddressesParsedBy: address.Version,
-	}
-	if event != nil {
-		p.EventID, p.EventPayload = &event.ID, event.Payload
-	}
-	if c.CRM != nil {
-		p.CrmName, p.CrmUrl, p.CrmSource, p.CrmStage, p.CrmCreatedDate = c.CRM.Name, c.CRM.URL, c.CRM.Source, c.CRM.Stage, c.CRM.CreatedDate
-	}
-	if len(c.Properties) > 0 {
-		a := c.Properties[0].Address
-		p.PropertyID, p.RawAddress, p.Normalized = &c.Properties[0].ID, *in.Address, a.Normalized()
-		p.AptOrUnitNumber, p.StreetAddress, p.City, p.County, p.State, p.Zip = a.AptOrUnitNumber, a.StreetAddress, a.City, a.County, a.State, a.Zip
-	}
+	p := createParams(accountID, c, in, event)
 	var inserted returned[uuid.UUID]
 	var err error
 	if tx != nil {
@@ -134,6 +120,35 @@ func (s *Service) insert(ctx context.Context, tx *db.Queries, accountID uuid.UUI
 		return err
 	}
 	return duplicate(existing)
+}
+
+// createParams is ContactCreate's statement for c: the contact, its consent record, its
+// first property and its event (if any).
+func createParams(accountID uuid.UUID, c Contact, in CreateInput, event *webhook.Prepared) db.ContactCreateParams {
+	fields := in.Fields
+	if len(fields) == 0 {
+		fields = json.RawMessage("{}")
+	}
+	p := db.ContactCreateParams{
+		AccountID: accountID, ContactID: c.ID, Email: c.Email, EmailKey: EmailKey(c.Email),
+		Name: c.Name, Phone: c.Phone, Tags: c.Tags, AssignedUserEmailID: c.AssignedUserEmailID,
+		ConsentToken: c.ConsentToken, CreatedAt: c.CreatedAt,
+		ConsentApiKeyName: in.Origin.KeyName, ConsentApiKeyPrefix: in.Origin.KeyPrefix,
+		ConsentSourceIp: in.Origin.SourceIP, ConsentUserAgent: in.Origin.UserAgent, ConsentFields: fields,
+		ActiveProperties: storedProperties(c.Properties), AddressesParsedBy: address.Version,
+	}
+	if event != nil {
+		p.EventID, p.EventPayload = &event.ID, event.Payload
+	}
+	if c.CRM != nil {
+		p.CrmName, p.CrmUrl, p.CrmSource, p.CrmStage, p.CrmCreatedDate = c.CRM.Name, c.CRM.URL, c.CRM.Source, c.CRM.Stage, c.CRM.CreatedDate
+	}
+	if len(c.Properties) > 0 {
+		a := c.Properties[0].Address
+		p.PropertyID, p.RawAddress, p.Normalized = &c.Properties[0].ID, *in.Address, a.Normalized()
+		p.AptOrUnitNumber, p.StreetAddress, p.City, p.County, p.State, p.Zip = a.AptOrUnitNumber, a.StreetAddress, a.City, a.County, a.State, a.Zip
+	}
+	return p
 }
 
 // createContacts sends ContactCreate for each of ps as one batch: whether each inserted its

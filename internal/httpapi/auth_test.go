@@ -35,6 +35,7 @@ var operations = []struct {
 	{"PATCH", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000", map[string]any{"maxDeliveriesPerSecond": 5}},
 	{"GET", "/public/v1/contacts", nil},
 	{"GET", "/public/v1/contacts/export", nil},
+	{"POST", "/public/v1/contacts/batch", map[string]any{"contacts": []any{map[string]any{"email": "x@example.com"}}}},
 	{"GET", "/public/v1/events", nil},
 	{"GET", "/public/v1/events/01939d3c-0000-7000-8000-000000000000", nil},
 	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/replay", map[string]any{"since": "2026-11-20T00:00:00.000Z", "until": "2026-11-21T00:00:00.000Z"}},

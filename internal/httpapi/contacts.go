@@ -11,18 +11,9 @@ import (
 
 // CreateContact implements POST /public/v1/contact.
 func (s *Server) CreateContact(ctx context.Context, req api.CreateContactRequestObject) (api.CreateContactResponseObject, error) {
-	b := req.Body
 	p := principal(ctx)
-	in := contact.CreateInput{
-		Email: string(b.Email), Name: b.Name, Phone: b.Phone, Address: b.Address,
-		CRM: crmFromAPI(b.CrmFields), AssignedUserEmailID: (*string)(b.AssignedUserEmailId),
-		Origin: origin(ctx, p.KeyName, p.KeyPrefix),
-	}
-	if b.Tags != nil {
-		in.Tags = *b.Tags
-	}
-	in.Fields, _ = json.Marshal(b)
-	c, warnings, err := s.contacts.Create(ctx, p.AccountID, in)
+	fields, _ := json.Marshal(req.Body)
+	c, warnings, err := s.contacts.Create(ctx, p.AccountID, createInput(ctx, *req.Body, fields))
 	if err != nil {
 		return nil, err
 	}
@@ -32,6 +23,20 @@ func (s *Server) CreateContact(ctx context.Context, req api.CreateContactRequest
 	}
 	out := s.contactToAPI(c)
 	return contactResponse{contact: &out, created: true, warnings: ws}, nil
+}
+
+// createInput is the contact b creates; fields is b as the client sent it (the consent record).
+func createInput(ctx context.Context, b api.CreateContactRequest, fields json.RawMessage) contact.CreateInput {
+	p := principal(ctx)
+	in := contact.CreateInput{
+		Email: string(b.Email), Name: b.Name, Phone: b.Phone, Address: b.Address,
+		CRM: crmFromAPI(b.CrmFields), AssignedUserEmailID: (*string)(b.AssignedUserEmailId),
+		Origin: origin(ctx, p.KeyName, p.KeyPrefix), Fields: fields,
+	}
+	if b.Tags != nil {
+		in.Tags = *b.Tags
+	}
+	return in
 }
 
 // GetContact implements GET /public/v1/contact.

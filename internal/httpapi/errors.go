@@ -42,6 +42,19 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 			slog.String("request_id", requestID(c)), slog.Any("error", err))
 		e = &apperr.Error{Kind: e.Kind, Code: e.Code, Message: "internal error; request id " + requestID(c)}
 	}
+	body := errorBody(e)
+	if c.Request().Method == http.MethodHead {
+		err = c.NoContent(status)
+	} else {
+		err = c.JSON(status, body)
+	}
+	if err != nil {
+		s.log.WarnContext(c.Request().Context(), "write error response", slog.Any("error", err))
+	}
+}
+
+// errorBody is the documented error body of e.
+func errorBody(e *apperr.Error) api.Error {
 	body := api.Error{Code: api.ErrorCode(e.Code), Message: e.Message}
 	if len(e.Fields) > 0 || e.ContactID != "" {
 		body.Data = &api.ErrorData{}
@@ -56,14 +69,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 			body.Data.ContactId = &e.ContactID
 		}
 	}
-	if c.Request().Method == http.MethodHead {
-		err = c.NoContent(status)
-	} else {
-		err = c.JSON(status, body)
-	}
-	if err != nil {
-		s.log.WarnContext(c.Request().Context(), "write error response", slog.Any("error", err))
-	}
+	return body
 }
 
 // classify turns any error into an apperr.Error, including Echo's own (routing, binding).
@@ -76,7 +82,7 @@ func (s *Server) classify(err error) *apperr.Error {
 		case http.StatusMethodNotAllowed:
 			return errMethodNotAllowed
 		case http.StatusRequestEntityTooLarge:
-			return s.errTooLarge()
+			return errTooLarge(s.cfg.MaxBodyBytes)
 		case http.StatusUnsupportedMediaType:
 			return errMediaType
 		case http.StatusBadRequest:

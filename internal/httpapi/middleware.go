@@ -22,8 +22,8 @@ const headerRequestID = "X-Request-Id"
 
 var errMediaType = apperr.New(apperr.KindMediaType, "UnsupportedMediaType", "request body must be application/json")
 
-func (s *Server) errTooLarge() *apperr.Error {
-	return apperr.New(apperr.KindTooLarge, "PayloadTooLarge", fmt.Sprintf("request body is larger than %d bytes", s.cfg.MaxBodyBytes))
+func errTooLarge(limit int64) *apperr.Error {
+	return apperr.New(apperr.KindTooLarge, "PayloadTooLarge", fmt.Sprintf("request body is larger than %d bytes", limit))
 }
 
 // requestIDMiddleware accepts a sane X-Request-Id from the client or makes one, and echoes it.
@@ -115,10 +115,14 @@ type client struct{ ip, userAgent, accept, acceptEncoding string }
 func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		if r.ContentLength > s.cfg.MaxBodyBytes {
-			return s.errTooLarge()
+		limit := s.cfg.MaxBodyBytes
+		if route, _ := r.Context().Value(routeKey{}).(*routers.Route); s.routes.batch[route] {
+			limit = s.cfg.MaxBatchBodyBytes
 		}
-		r.Body = http.MaxBytesReader(c.Response(), r.Body, s.cfg.MaxBodyBytes)
+		if r.ContentLength > limit {
+			return errTooLarge(limit)
+		}
+		r.Body = http.MaxBytesReader(c.Response(), r.Body, limit)
 		return next(c)
 	}
 }

@@ -1,10 +1,14 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
 
+	"github.com/getkin/kin-openapi/routers"
 	"github.com/labstack/echo/v4"
 
 	"github.com/contactd/contactd/internal/apperr"
@@ -22,7 +26,7 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		write := c.Request().Method != http.MethodGet && c.Request().Method != http.MethodHead
-		d := s.limiter.Allow(p.KeyID, p.AccountID, write)
+		d := s.limiter.AllowN(p.KeyID, p.AccountID, write, s.dayCost(c))
 		h := c.Response().Header()
 		if d.Limit > 0 {
 			h.Set("X-RateLimit-Limit-10", strconv.Itoa(d.Limit))
@@ -39,4 +43,24 @@ func (s *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// dayCost is what a request costs in the account's day: one, or one per item of a batch.
+func (s *Server) dayCost(c echo.Context) int {
+	r := c.Request()
+	if route, _ := r.Context().Value(routeKey{}).(*routers.Route); !s.routes.batch[route] || r.Body == nil {
+		return 1
+	}
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body)) // what is left, if the read failed
+	if err != nil {
+		return 1 // the validator reads the error again and answers it
+	}
+	var batch struct {
+		Contacts []json.RawMessage `json:"contacts"`
+	}
+	if json.Unmarshal(body, &batch) != nil {
+		return 1
+	}
+	return min(max(1, len(batch.Contacts)), maxBatchItems) // more is refused whole by the validator
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
@@ -28,6 +29,8 @@ import (
 // Config holds the HTTP layer's settings.
 type Config struct {
 	MaxBodyBytes int64
+	// MaxBatchBodyBytes is the body limit of the batch operations (x-contactd-batch).
+	MaxBatchBodyBytes int64
 	// RateLimits are per API key (10 s) and per account (day); zero values disable them.
 	RateLimits ratelimit.Limits
 }
@@ -61,8 +64,10 @@ type Server struct {
 	events     *events.Service
 	ready      func(ctx context.Context) error
 	routes     routeTable
-	limiter    ratelimit.Allower
-	metrics    *metrics.Metrics
+	// batchItemSchema validates each item of a batch on its own.
+	batchItemSchema *openapi3.Schema
+	limiter         ratelimit.Allower
+	metrics         *metrics.Metrics
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
@@ -80,7 +85,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	}
 	s := &Server{cfg: cfg, log: d.Log, auth: d.Auth, contacts: d.Contacts, webhooks: d.Webhooks,
 		events: d.Events, deliveries: d.Deliveries, ready: d.Ready, routes: newRouteTable(spec),
-		limiter: d.Limiter, metrics: d.Metrics}
+		limiter: d.Limiter, metrics: d.Metrics, batchItemSchema: batchItemSchema(spec)}
 	if s.limiter == nil {
 		s.limiter = ratelimit.New(cfg.RateLimits, time.Now)
 	}

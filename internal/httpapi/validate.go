@@ -36,10 +36,14 @@ type routeTable struct {
 	// validated is each route as the validator sees it: without security requirements, which
 	// the auth middleware has enforced already (kin-openapi would walk them to call a no-op).
 	validated map[*routers.Route]*routers.Route
+	// batch are the operations whose items are validated one by one (validateAlone): they
+	// take a larger body.
+	batch map[*routers.Route]bool
 }
 
 func newRouteTable(spec *openapi3.T) routeTable {
-	t := routeTable{ops: map[string]*routers.Route{}, paths: map[string]bool{}, validated: map[*routers.Route]*routers.Route{}}
+	t := routeTable{ops: map[string]*routers.Route{}, paths: map[string]bool{}, validated: map[*routers.Route]*routers.Route{},
+		batch: map[*routers.Route]bool{}}
 	for path, item := range spec.Paths.Map() {
 		t.paths[echoPath(path)] = true
 		for method, op := range item.Operations() {
@@ -47,6 +51,7 @@ func newRouteTable(spec *openapi3.T) routeTable {
 			t.ops[method+" "+echoPath(path)] = route
 			unsecured := *op
 			unsecured.Security = &openapi3.SecurityRequirements{}
+			unsecured.RequestBody, t.batch[route] = aloneItems(op.RequestBody)
 			v := *route
 			v.Operation = &unsecured
 			t.validated[route] = &v
@@ -117,7 +122,7 @@ func (s *Server) checkBody(r *http.Request) error {
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return s.errTooLarge()
+			return errTooLarge(tooLarge.Limit)
 		}
 		return apperr.Invalid(apperr.Field("body", "read", "the request body could not be read"))
 	}
@@ -159,7 +164,7 @@ var notFoundByPath = map[string]*apperr.Error{
 func (s *Server) validationError(err error) error {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return s.errTooLarge()
+		return errTooLarge(tooLarge.Limit)
 	}
 	var fields []apperr.FieldError
 	collectFields(err, "", &fields)

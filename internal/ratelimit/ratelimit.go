@@ -69,6 +69,12 @@ func New(l Limits, now func() time.Time) *Limiter {
 
 // Allow counts one request of key (in account) if the limits admit it.
 func (l *Limiter) Allow(key, account ID, write bool) Decision {
+	return l.AllowN(key, account, write, 1)
+}
+
+// AllowN counts one request of key in its 10-second window and dayCost requests in the
+// account's day (a batch of N items costs N there), if the limits admit it.
+func (l *Limiter) AllowN(key, account ID, write bool, dayCost int) Decision {
 	now := l.now()
 	limit := l.limits.ReadsPer10s
 	if write {
@@ -94,7 +100,7 @@ func (l *Limiter) Allow(key, account ID, write bool) Decision {
 	if l.limits.AccountPerDay > 0 {
 		dc = l.day(account, now)
 		d.DayRemaining = l.limits.AccountPerDay - dc.count
-		if dc.count >= l.limits.AccountPerDay {
+		if dc.count+dayCost > l.limits.AccountPerDay {
 			tomorrow := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)
 			d.Allowed, d.RetryAfter = false, max(d.RetryAfter, tomorrow.Sub(now))
 		}
@@ -108,8 +114,8 @@ func (l *Limiter) Allow(key, account ID, write bool) Decision {
 		d.Reset = w.oldest().Add(Window).Sub(now)
 	}
 	if dc != nil {
-		dc.count++
-		d.DayRemaining--
+		dc.count += dayCost
+		d.DayRemaining -= dayCost
 	}
 	return d
 }

@@ -14,7 +14,8 @@ import (
 // Allower decides a request against the limits: the process's own windows (Limiter), or the
 // ones every process shares (Shared).
 type Allower interface {
-	Allow(key, account ID, write bool) Decision
+	// AllowN counts one request in the key's window and dayCost in the account's day.
+	AllowN(key, account ID, write bool, dayCost int) Decision
 }
 
 var _ Allower = (*Limiter)(nil)
@@ -59,21 +60,24 @@ func (s *Shared) Close() error { return s.rdb.Close() }
 
 // Allow counts one request of key (in account) if the shared limits admit it; when Redis is
 // away, the process's own limits decide.
-func (s *Shared) Allow(key, account ID, write bool) Decision {
+func (s *Shared) Allow(key, account ID, write bool) Decision { return s.AllowN(key, account, write, 1) }
+
+// AllowN is Allow with dayCost requests counted in the account's day.
+func (s *Shared) AllowN(key, account ID, write bool, dayCost int) Decision {
 	ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
 	defer cancel()
-	d, err := s.allow(ctx, key, account, write)
+	d, err := s.allow(ctx, key, account, write, dayCost)
 	if err != nil {
 		s.fallback()
 		if last := s.warned.Load(); time.Since(time.Unix(0, last)) > time.Minute && s.warned.CompareAndSwap(last, time.Now().UnixNano()) {
 			s.log.Warn("rate limits: Redis unreachable, each process limits alone", slog.Any("error", err))
 		}
-		return s.local.Allow(key, account, write)
+		return s.local.AllowN(key, account, write, dayCost)
 	}
 	return d
 }
 
-func (s *Shared) allow(ctx context.Context, key, account ID, write bool) (Decision, error) {
+func (s *Shared) allow(ctx context.Context, key, account ID, write bool, dayCost int) (Decision, error) {
 	limit, kind := s.limits.ReadsPer10s, "r"
 	if write {
 		limit, kind = s.limits.WritesPer10s, "w"
@@ -83,15 +87,15 @@ func (s *Shared) allow(ctx context.Context, key, account ID, write bool) (Decisi
 	dayKey := "contactd:rl:day:" + hex.EncodeToString(account[:]) + ":" + now.Format(time.DateOnly)
 	counted := false // the request is counted in the account's day, and must be taken back if refused
 	if d.DayLimit > 0 {
-		used, err := s.rdb.Incr(ctx, dayKey).Result()
+		used, err := s.rdb.IncrBy(ctx, dayKey, int64(dayCost)).Result()
 		if err != nil {
 			return d, err
 		}
-		if used == 1 {
+		if used == int64(dayCost) {
 			s.rdb.Expire(ctx, dayKey, 25*time.Hour)
 		}
 		if int(used) > d.DayLimit {
-			s.rdb.Decr(ctx, dayKey)
+			s.rdb.DecrBy(ctx, dayKey, int64(dayCost))
 			tomorrow := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)
 			d.Allowed, d.RetryAfter = false, tomorrow.Sub(now)
 		} else {
@@ -115,8 +119,8 @@ func (s *Shared) allow(ctx context.Context, key, account ID, write bool) (Decisi
 		if d.Allowed && res.Allowed == 0 {
 			d.Allowed, d.RetryAfter = false, res.RetryAfter
 			if counted {
-				s.rdb.Decr(ctx, dayKey)
-				d.DayRemaining++
+				s.rdb.DecrBy(ctx, dayKey, int64(dayCost))
+				d.DayRemaining += dayCost
 			}
 		}
 	}

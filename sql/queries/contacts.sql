@@ -67,6 +67,12 @@ SELECT * FROM contact_rows
 WHERE account_id = $1 AND contact_id = $2
 FOR UPDATE;
 
+-- name: ContactLockByEmail :one
+-- Locks the account's contact with this email key for a batch upsert's read-modify-write.
+SELECT * FROM contact_rows
+WHERE account_id = $1 AND email_key = $2
+FOR UPDATE;
+
 -- name: ContactOtherWithEmail :one
 -- Another contact of the account that has this email key, for PATCH's duplicate check.
 SELECT contact_id FROM contacts

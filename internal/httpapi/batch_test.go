@@ -1,0 +1,190 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/config"
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+func batch(t *testing.T, a *testkit.API, key, mode string, items ...any) []api.BatchContactItemResult {
+	t.Helper()
+	r := a.Do("POST", "/public/v1/contacts/batch", key, map[string]any{"mode": mode, "contacts": items})
+	if r.Status != 200 {
+		t.Fatalf("batch: %d %s", r.Status, r.Body)
+	}
+	var out api.BatchContactsResult
+	r.JSON(t, &out)
+	if len(out.Results) != len(items) {
+		t.Fatalf("%d results for %d items", len(out.Results), len(items))
+	}
+	return out.Results
+}
+
+// eventsOf lists the event types of a contact in the order they happened (from the table:
+// the feed holds back events while any transaction of the test cluster is running).
+func eventsOf(t *testing.T, a *testkit.API, contactID string) []string {
+	t.Helper()
+	rows, _ := testkit.Pool(a.Store).Query(context.Background(),
+		"SELECT event_type FROM webhook_events WHERE contact_id = $1 ORDER BY event_id", contactID)
+	types, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return types
+}
+
+func TestBatchCreate(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	existing := createContact(t, a, key, map[string]any{"email": "old@example.com"}).Contact.ContactId
+	res := batch(t, a, key, "create",
+		map[string]any{"email": "new@example.com", "name": "New", "tags": []string{"lead", "LEAD", "vip"},
+			"address": "123 N Main St Apt 4, Springfield, IL 62704"},
+		map[string]any{"email": "not an email", "tags": "x", "color": "red"},
+		map[string]any{"email": "OLD@example.com", "tags": []string{"a"}},
+		map[string]any{"email": "bad-address@example.com", "address": "nowhere at all"},
+		map[string]any{"email": "tags@example.com", "tags": []string{strings.Repeat("t", 300)}},
+	)
+	if res[0].Status != "created" || res[0].ContactId == nil || len(*res[0].Warnings) != 0 {
+		t.Errorf("new: %+v", res[0])
+	}
+	if res[1].Status != "failed" || res[1].Error == nil || res[1].Error.Code != "InvalidRequest" {
+		t.Fatalf("invalid: %+v", res[1])
+	}
+	var fields []string
+	for _, f := range *res[1].Error.Data.Errors {
+		fields = append(fields, f.Field)
+	}
+	slices.Sort(fields)
+	if strings.Join(fields, " ") != "body.contacts.1.color body.contacts.1.email body.contacts.1.tags" {
+		t.Errorf("invalid item's fields: %v", fields)
+	}
+	if res[2].Status != "failed" || res[2].Error.Code != "DuplicateContact" || *res[2].Error.Data.ContactId != existing {
+		t.Errorf("duplicate: %+v", res[2])
+	}
+	if res[3].Status != "created" || (*res[3].Warnings)[0] != "InvalidInputAddress" {
+		t.Errorf("unparsed address: %+v", res[3])
+	}
+	if res[4].Status != "failed" || res[4].Error.Code != "InvalidRequest" || (*res[4].Error.Data.Errors)[0].Field != "body.contacts.4.tags.0" {
+		t.Errorf("too long a tag: %+v", res[4])
+	}
+
+	var c api.Contact
+	a.Do("GET", "/public/v1/contact?contactId="+res[0].ContactId.String(), key, nil).JSON(t, &c)
+	if c.Email != "new@example.com" || *c.Name != "New" || strings.Join(c.Tags, ",") != "lead,vip" ||
+		len(c.Properties) != 1 || c.Properties[0].Address.City != "Springfield" {
+		t.Errorf("created contact: %+v", c)
+	}
+	if got := eventsOf(t, a, res[0].ContactId.String()); strings.Join(got, ",") != "TagsAdded" {
+		t.Errorf("events of the created contact: %v", got)
+	}
+	if got := eventsOf(t, a, existing); len(got) != 0 {
+		t.Errorf("the duplicate emitted %v", got)
+	}
+}
+
+func TestBatchUpsert(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	id := createContact(t, a, key, map[string]any{"email": "jane@example.com", "name": "Jane", "phone": "555-010-0100",
+		"tags": []string{"lead"}, "crmFields": map[string]any{"name": "Salesforce", "stage": "New"}}).Contact.ContactId
+
+	res := batch(t, a, key, "upsert",
+		map[string]any{"email": "JANE@example.com", "name": "Jane Doe", "tags": []string{"Lead", "vip"},
+			"crmFields": map[string]any{"stage": "Won"}, "address": "500 E Capitol Ave, Springfield, IL 62701"},
+		map[string]any{"email": "sam@example.com", "tags": []string{"x"}},
+		map[string]any{"email": "sam@example.com", "tags": []string{"y"}, "name": "Sam"},
+	)
+	if res[0].Status != "updated" || res[0].ContactId.String() != id {
+		t.Errorf("existing: %+v", res[0])
+	}
+	if res[1].Status != "created" || res[2].Status != "updated" || *res[1].ContactId != *res[2].ContactId {
+		t.Errorf("an email twice in the batch: %+v then %+v", res[1], res[2])
+	}
+	var c api.Contact
+	a.Do("GET", "/public/v1/contact?contactId="+id, key, nil).JSON(t, &c)
+	if *c.Name != "Jane Doe" || *c.Phone != "555-010-0100" || strings.Join(c.Tags, ",") != "lead,vip" ||
+		*c.CrmFields.Name != "Salesforce" || *c.CrmFields.Stage != "Won" || len(c.Properties) != 1 || c.Email != "jane@example.com" {
+		t.Errorf("merged contact: name %v phone %v tags %v crm %+v properties %d email %s",
+			*c.Name, *c.Phone, c.Tags, *c.CrmFields, len(c.Properties), c.Email)
+	}
+	if got := eventsOf(t, a, id); strings.Join(got, ",") != "TagsAdded,ContactDetailsUpdated,TagsAdded" {
+		t.Errorf("events of the upserted contact: %v", got)
+	}
+	a.Do("GET", "/public/v1/contact?contactId="+res[1].ContactId.String(), key, nil).JSON(t, &c)
+	if strings.Join(c.Tags, ",") != "x,y" || *c.Name != "Sam" {
+		t.Errorf("the email twice: %v %v", c.Tags, *c.Name)
+	}
+
+	// the same again changes nothing and emits nothing
+	res = batch(t, a, key, "upsert",
+		map[string]any{"email": "jane@example.com", "name": "Jane Doe", "tags": []string{"vip"},
+			"address": "500 E Capitol Ave, Springfield, IL 62701"})
+	if res[0].Status != "unchanged" || res[0].ContactId.String() != id {
+		t.Errorf("again: %+v", res[0])
+	}
+	if got := eventsOf(t, a, id); len(got) != 3 {
+		t.Errorf("an unchanged upsert emitted: %v", got)
+	}
+}
+
+func TestBatchEnvelope(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	many := make([]any, 1001)
+	for i := range many {
+		many[i] = map[string]any{"email": fmt.Sprintf("m%d@example.com", i)}
+	}
+	for name, body := range map[string]any{
+		"over 1,000":   map[string]any{"contacts": many},
+		"none":         map[string]any{"contacts": []any{}},
+		"no contacts":  map[string]any{"mode": "create"},
+		"unknown mode": map[string]any{"mode": "merge", "contacts": many[:1]},
+		"extra field":  map[string]any{"contacts": many[:1], "dryRun": true},
+		"not an array": map[string]any{"contacts": "x"},
+	} {
+		if r := a.Do("POST", "/public/v1/contacts/batch", key, body); r.Status != 400 || r.Error(t).Code != "InvalidRequest" {
+			t.Errorf("%s: %d %s", name, r.Status, r.Body)
+		}
+	}
+	if r := a.Do("POST", "/public/v1/contacts/batch", key, "not json"); r.Status != 400 {
+		t.Errorf("not JSON: %d %s", r.Status, r.Body)
+	}
+	var n int
+	if err := testkit.Pool(a.Store).QueryRow(context.Background(), "SELECT count(*) FROM contacts").Scan(&n); err != nil || n != 0 {
+		t.Errorf("refused batches wrote %d contacts (%v)", n, err)
+	}
+	// 1,000 contacts are over the body limit of one contact, not of a batch
+	res := batch(t, a, key, "create", many[:1000]...)
+	for i, r := range res {
+		if r.Status != "created" {
+			t.Fatalf("item %d: %+v", i, r)
+		}
+	}
+}
+
+func TestBatchRateLimits(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, func(c *config.Config) { c.RateWritesPer10s, c.RateAccountPerDay = 5, 100 })
+	_, key := a.Account("acme")
+	items := make([]any, 7)
+	for i := range items {
+		items[i] = map[string]any{"email": fmt.Sprintf("r%d@example.com", i)}
+	}
+	r := a.Do("POST", "/public/v1/contacts/batch", key, map[string]any{"contacts": items})
+	if r.Status != 200 || r.Header.Get("X-RateLimit-Remaining-10") != "4" || r.Header.Get("X-RateLimit-Remaining-Day") != "93" {
+		t.Errorf("a batch of 7: %d, 10 s remaining %s, day remaining %s", r.Status,
+			r.Header.Get("X-RateLimit-Remaining-10"), r.Header.Get("X-RateLimit-Remaining-Day"))
+	}
+}
