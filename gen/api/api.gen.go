@@ -154,6 +154,8 @@ const (
 	ErrorCodeDuplicateContact         ErrorCode = "DuplicateContact"
 	ErrorCodeDuplicateProperty        ErrorCode = "DuplicateProperty"
 	ErrorCodeEventDoesNotExist        ErrorCode = "EventDoesNotExist"
+	ErrorCodeIdempotencyKeyInProgress ErrorCode = "IdempotencyKeyInProgress"
+	ErrorCodeIdempotencyKeyReused     ErrorCode = "IdempotencyKeyReused"
 	ErrorCodeInternalError            ErrorCode = "InternalError"
 	ErrorCodeInvalidAddress           ErrorCode = "InvalidAddress"
 	ErrorCodeInvalidRequest           ErrorCode = "InvalidRequest"
@@ -180,6 +182,10 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeDuplicateProperty:
 		return true
 	case ErrorCodeEventDoesNotExist:
+		return true
+	case ErrorCodeIdempotencyKeyInProgress:
+		return true
+	case ErrorCodeIdempotencyKeyReused:
 		return true
 	case ErrorCodeInternalError:
 		return true
@@ -1240,11 +1246,20 @@ type WebhookSubscription struct {
 // ContactIdPath defines model for ContactIdPath.
 type ContactIdPath = string
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // SubscriptionIdPath defines model for SubscriptionIdPath.
 type SubscriptionIdPath = string
 
 // BadRequest The body of every failure.
 type BadRequest = Error
+
+// IdempotencyKeyInProgress The body of every failure.
+type IdempotencyKeyInProgress = Error
+
+// IdempotencyKeyReused The body of every failure.
+type IdempotencyKeyReused = Error
 
 // InternalError The body of every failure.
 type InternalError = Error
@@ -1280,6 +1295,114 @@ type GetContactParams struct {
 
 	// EmailId The contact's email address, compared case-insensitively.
 	EmailId *string `form:"emailId,omitempty" json:"emailId,omitempty"`
+}
+
+// CreateContactParams defines parameters for CreateContact.
+type CreateContactParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ArchivePropertyParams defines parameters for ArchiveProperty.
+type ArchivePropertyParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DeleteContactParams defines parameters for DeleteContact.
+type DeleteContactParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UpdateContactParams defines parameters for UpdateContact.
+type UpdateContactParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RecordContactActivityParams defines parameters for RecordContactActivity.
+type RecordContactActivityParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// AddContactPropertyParams defines parameters for AddContactProperty.
+type AddContactPropertyParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RemoveContactTagsParams defines parameters for RemoveContactTags.
+type RemoveContactTagsParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// AddContactTagsParams defines parameters for AddContactTags.
+type AddContactTagsParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ReplaceContactTagsParams defines parameters for ReplaceContactTags.
+type ReplaceContactTagsParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ListContactsParams defines parameters for ListContacts.
@@ -1326,6 +1449,18 @@ type ListContactsParams struct {
 // ListContactsParamsSort defines parameters for ListContacts.
 type ListContactsParamsSort string
 
+// BatchContactsParams defines parameters for BatchContacts.
+type BatchContactsParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ExportContactsParams defines parameters for ExportContacts.
 type ExportContactsParams struct {
 	// Tag Only contacts that have every one of these tags (case-insensitive). Repeat for more.
@@ -1370,6 +1505,42 @@ type ListEventsParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// CreateWebhookParams defines parameters for CreateWebhook.
+type CreateWebhookParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DeleteWebhookParams defines parameters for DeleteWebhook.
+type DeleteWebhookParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UpdateWebhookParams defines parameters for UpdateWebhook.
+type UpdateWebhookParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
 type ListWebhookDeliveriesParams struct {
 	// Limit Attempts per page.
@@ -1377,6 +1548,42 @@ type ListWebhookDeliveriesParams struct {
 
 	// Cursor The `nextCursor` of the previous page.
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// RedeliverWebhookParams defines parameters for RedeliverWebhook.
+type RedeliverWebhookParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ReplayWebhookParams defines parameters for ReplayWebhook.
+type ReplayWebhookParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RotateWebhookSecretParams defines parameters for RotateWebhookSecret.
+type RotateWebhookSecretParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // CreateContactJSONRequestBody defines body for CreateContact for application/json ContentType.
@@ -1422,37 +1629,37 @@ type ServerInterface interface {
 	GetContact(ctx echo.Context, params GetContactParams) error
 	// CreateContact Create a contact
 	// (POST /public/v1/contact)
-	CreateContact(ctx echo.Context) error
+	CreateContact(ctx echo.Context, params CreateContactParams) error
 	// ArchiveProperty Archive a property
 	// (POST /public/v1/contact/property/{propertyId}/archive)
-	ArchiveProperty(ctx echo.Context, propertyId string) error
+	ArchiveProperty(ctx echo.Context, propertyId string, params ArchivePropertyParams) error
 	// DeleteContact Delete a contact
 	// (DELETE /public/v1/contact/{contactId})
-	DeleteContact(ctx echo.Context, contactId ContactIdPath) error
+	DeleteContact(ctx echo.Context, contactId ContactIdPath, params DeleteContactParams) error
 	// UpdateContact Update a contact
 	// (PATCH /public/v1/contact/{contactId})
-	UpdateContact(ctx echo.Context, contactId ContactIdPath) error
+	UpdateContact(ctx echo.Context, contactId ContactIdPath, params UpdateContactParams) error
 	// RecordContactActivity Report an activity of a contact
 	// (POST /public/v1/contact/{contactId}/activity)
-	RecordContactActivity(ctx echo.Context, contactId ContactIdPath) error
+	RecordContactActivity(ctx echo.Context, contactId ContactIdPath, params RecordContactActivityParams) error
 	// AddContactProperty Add a property to a contact
 	// (POST /public/v1/contact/{contactId}/property)
-	AddContactProperty(ctx echo.Context, contactId ContactIdPath) error
+	AddContactProperty(ctx echo.Context, contactId ContactIdPath, params AddContactPropertyParams) error
 	// RemoveContactTags Remove tags from a contact
 	// (DELETE /public/v1/contact/{contactId}/tags)
-	RemoveContactTags(ctx echo.Context, contactId ContactIdPath) error
+	RemoveContactTags(ctx echo.Context, contactId ContactIdPath, params RemoveContactTagsParams) error
 	// AddContactTags Add tags to a contact
 	// (POST /public/v1/contact/{contactId}/tags)
-	AddContactTags(ctx echo.Context, contactId ContactIdPath) error
+	AddContactTags(ctx echo.Context, contactId ContactIdPath, params AddContactTagsParams) error
 	// ReplaceContactTags Replace the tags of a contact
 	// (PUT /public/v1/contact/{contactId}/tags)
-	ReplaceContactTags(ctx echo.Context, contactId ContactIdPath) error
+	ReplaceContactTags(ctx echo.Context, contactId ContactIdPath, params ReplaceContactTagsParams) error
 	// ListContacts List and search contacts
 	// (GET /public/v1/contacts)
 	ListContacts(ctx echo.Context, params ListContactsParams) error
 	// BatchContacts Create or upsert up to 1,000 contacts
 	// (POST /public/v1/contacts/batch)
-	BatchContacts(ctx echo.Context) error
+	BatchContacts(ctx echo.Context, params BatchContactsParams) error
 	// ExportContacts Export contacts
 	// (GET /public/v1/contacts/export)
 	ExportContacts(ctx echo.Context, params ExportContactsParams) error
@@ -1467,25 +1674,25 @@ type ServerInterface interface {
 	ListWebhooks(ctx echo.Context) error
 	// CreateWebhook Subscribe to an event type
 	// (POST /public/v1/webhooks)
-	CreateWebhook(ctx echo.Context) error
+	CreateWebhook(ctx echo.Context, params CreateWebhookParams) error
 	// DeleteWebhook Remove a subscription
 	// (DELETE /public/v1/webhooks/{subscriptionId})
-	DeleteWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath) error
+	DeleteWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath, params DeleteWebhookParams) error
 	// UpdateWebhook Change a subscription's settings
 	// (PATCH /public/v1/webhooks/{subscriptionId})
-	UpdateWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath) error
+	UpdateWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath, params UpdateWebhookParams) error
 	// ListWebhookDeliveries List recent delivery attempts
 	// (GET /public/v1/webhooks/{subscriptionId}/deliveries)
 	ListWebhookDeliveries(ctx echo.Context, subscriptionId SubscriptionIdPath, params ListWebhookDeliveriesParams) error
 	// RedeliverWebhook Send a delivery again
 	// (POST /public/v1/webhooks/{subscriptionId}/deliveries/{deliveryId}/redeliver)
-	RedeliverWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath, deliveryId string) error
+	RedeliverWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath, deliveryId string, params RedeliverWebhookParams) error
 	// ReplayWebhook Send a window of events again
 	// (POST /public/v1/webhooks/{subscriptionId}/replay)
-	ReplayWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath) error
+	ReplayWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath, params ReplayWebhookParams) error
 	// RotateWebhookSecret Rotate a subscription's signing secret
 	// (POST /public/v1/webhooks/{subscriptionId}/secret)
-	RotateWebhookSecret(ctx echo.Context, subscriptionId SubscriptionIdPath) error
+	RotateWebhookSecret(ctx echo.Context, subscriptionId SubscriptionIdPath, params RotateWebhookSecretParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -1538,8 +1745,28 @@ func (w *ServerInterfaceWrapper) GetContact(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) CreateContact(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateContactParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CreateContact(ctx)
+	err = w.Handler.CreateContact(ctx, params)
 	return err
 }
 
@@ -1554,8 +1781,28 @@ func (w *ServerInterfaceWrapper) ArchiveProperty(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter propertyId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ArchivePropertyParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ArchiveProperty(ctx, propertyId)
+	err = w.Handler.ArchiveProperty(ctx, propertyId, params)
 	return err
 }
 
@@ -1570,8 +1817,28 @@ func (w *ServerInterfaceWrapper) DeleteContact(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter contactId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteContactParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.DeleteContact(ctx, contactId)
+	err = w.Handler.DeleteContact(ctx, contactId, params)
 	return err
 }
 
@@ -1586,8 +1853,28 @@ func (w *ServerInterfaceWrapper) UpdateContact(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter contactId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateContactParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.UpdateContact(ctx, contactId)
+	err = w.Handler.UpdateContact(ctx, contactId, params)
 	return err
 }
 
@@ -1602,8 +1889,28 @@ func (w *ServerInterfaceWrapper) RecordContactActivity(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter contactId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RecordContactActivityParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.RecordContactActivity(ctx, contactId)
+	err = w.Handler.RecordContactActivity(ctx, contactId, params)
 	return err
 }
 
@@ -1618,8 +1925,28 @@ func (w *ServerInterfaceWrapper) AddContactProperty(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter contactId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params AddContactPropertyParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.AddContactProperty(ctx, contactId)
+	err = w.Handler.AddContactProperty(ctx, contactId, params)
 	return err
 }
 
@@ -1634,8 +1961,28 @@ func (w *ServerInterfaceWrapper) RemoveContactTags(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter contactId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RemoveContactTagsParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.RemoveContactTags(ctx, contactId)
+	err = w.Handler.RemoveContactTags(ctx, contactId, params)
 	return err
 }
 
@@ -1650,8 +1997,28 @@ func (w *ServerInterfaceWrapper) AddContactTags(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter contactId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params AddContactTagsParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.AddContactTags(ctx, contactId)
+	err = w.Handler.AddContactTags(ctx, contactId, params)
 	return err
 }
 
@@ -1666,8 +2033,28 @@ func (w *ServerInterfaceWrapper) ReplaceContactTags(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter contactId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ReplaceContactTagsParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ReplaceContactTags(ctx, contactId)
+	err = w.Handler.ReplaceContactTags(ctx, contactId, params)
 	return err
 }
 
@@ -1770,8 +2157,28 @@ func (w *ServerInterfaceWrapper) ListContacts(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) BatchContacts(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params BatchContactsParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.BatchContacts(ctx)
+	err = w.Handler.BatchContacts(ctx, params)
 	return err
 }
 
@@ -1910,8 +2317,28 @@ func (w *ServerInterfaceWrapper) ListWebhooks(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) CreateWebhook(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateWebhookParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CreateWebhook(ctx)
+	err = w.Handler.CreateWebhook(ctx, params)
 	return err
 }
 
@@ -1926,8 +2353,28 @@ func (w *ServerInterfaceWrapper) DeleteWebhook(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subscriptionId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteWebhookParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.DeleteWebhook(ctx, subscriptionId)
+	err = w.Handler.DeleteWebhook(ctx, subscriptionId, params)
 	return err
 }
 
@@ -1942,8 +2389,28 @@ func (w *ServerInterfaceWrapper) UpdateWebhook(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subscriptionId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateWebhookParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.UpdateWebhook(ctx, subscriptionId)
+	err = w.Handler.UpdateWebhook(ctx, subscriptionId, params)
 	return err
 }
 
@@ -1998,8 +2465,28 @@ func (w *ServerInterfaceWrapper) RedeliverWebhook(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter deliveryId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RedeliverWebhookParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.RedeliverWebhook(ctx, subscriptionId, deliveryId)
+	err = w.Handler.RedeliverWebhook(ctx, subscriptionId, deliveryId, params)
 	return err
 }
 
@@ -2014,8 +2501,28 @@ func (w *ServerInterfaceWrapper) ReplayWebhook(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subscriptionId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ReplayWebhookParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.ReplayWebhook(ctx, subscriptionId)
+	err = w.Handler.ReplayWebhook(ctx, subscriptionId, params)
 	return err
 }
 
@@ -2030,8 +2537,28 @@ func (w *ServerInterfaceWrapper) RotateWebhookSecret(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subscriptionId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RotateWebhookSecretParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.RotateWebhookSecret(ctx, subscriptionId)
+	err = w.Handler.RotateWebhookSecret(ctx, subscriptionId, params)
 	return err
 }
 
@@ -2110,6 +2637,10 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 }
 
 type BadRequestJSONResponse Error
+
+type IdempotencyKeyInProgressJSONResponse Error
+
+type IdempotencyKeyReusedJSONResponse Error
 
 type InternalErrorJSONResponse Error
 
@@ -2348,7 +2879,8 @@ func (response GetContact503JSONResponse) VisitGetContactResponse(w http.Respons
 }
 
 type CreateContactRequestObject struct {
-	Body *CreateContactJSONRequestBody
+	Params CreateContactParams
+	Body   *CreateContactJSONRequestBody
 }
 
 type CreateContactResponseObject interface {
@@ -2397,6 +2929,22 @@ func (response CreateContact401JSONResponse) VisitCreateContactResponse(w http.R
 	return err
 }
 
+type CreateContact409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response CreateContact409JSONResponse) VisitCreateContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateContact413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response CreateContact413JSONResponse) VisitCreateContactResponse(w http.ResponseWriter) error {
@@ -2423,6 +2971,22 @@ func (response CreateContact415JSONResponse) VisitCreateContactResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateContact422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response CreateContact422JSONResponse) VisitCreateContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2489,6 +3053,7 @@ func (response CreateContact503JSONResponse) VisitCreateContactResponse(w http.R
 
 type ArchivePropertyRequestObject struct {
 	PropertyId string `json:"propertyId"`
+	Params     ArchivePropertyParams
 }
 
 type ArchivePropertyResponseObject interface {
@@ -2533,6 +3098,38 @@ func (response ArchiveProperty404JSONResponse) VisitArchivePropertyResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveProperty409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response ArchiveProperty409JSONResponse) VisitArchivePropertyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveProperty422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response ArchiveProperty422JSONResponse) VisitArchivePropertyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2599,6 +3196,7 @@ func (response ArchiveProperty503JSONResponse) VisitArchivePropertyResponse(w ht
 
 type DeleteContactRequestObject struct {
 	ContactId ContactIdPath `json:"contactId"`
+	Params    DeleteContactParams
 }
 
 type DeleteContactResponseObject interface {
@@ -2637,6 +3235,38 @@ func (response DeleteContact404JSONResponse) VisitDeleteContactResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteContact409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response DeleteContact409JSONResponse) VisitDeleteContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteContact422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response DeleteContact422JSONResponse) VisitDeleteContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2703,6 +3333,7 @@ func (response DeleteContact503JSONResponse) VisitDeleteContactResponse(w http.R
 
 type UpdateContactRequestObject struct {
 	ContactId ContactIdPath `json:"contactId"`
+	Params    UpdateContactParams
 	Body      *UpdateContactJSONRequestBody
 }
 
@@ -2766,6 +3397,22 @@ func (response UpdateContact404JSONResponse) VisitUpdateContactResponse(w http.R
 	return err
 }
 
+type UpdateContact409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response UpdateContact409JSONResponse) VisitUpdateContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateContact413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response UpdateContact413JSONResponse) VisitUpdateContactResponse(w http.ResponseWriter) error {
@@ -2792,6 +3439,22 @@ func (response UpdateContact415JSONResponse) VisitUpdateContactResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateContact422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response UpdateContact422JSONResponse) VisitUpdateContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2858,6 +3521,7 @@ func (response UpdateContact503JSONResponse) VisitUpdateContactResponse(w http.R
 
 type RecordContactActivityRequestObject struct {
 	ContactId ContactIdPath `json:"contactId"`
+	Params    RecordContactActivityParams
 	Body      *RecordContactActivityJSONRequestBody
 }
 
@@ -2931,6 +3595,22 @@ func (response RecordContactActivity404JSONResponse) VisitRecordContactActivityR
 	return err
 }
 
+type RecordContactActivity409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response RecordContactActivity409JSONResponse) VisitRecordContactActivityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RecordContactActivity413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response RecordContactActivity413JSONResponse) VisitRecordContactActivityResponse(w http.ResponseWriter) error {
@@ -2957,6 +3637,22 @@ func (response RecordContactActivity415JSONResponse) VisitRecordContactActivityR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RecordContactActivity422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response RecordContactActivity422JSONResponse) VisitRecordContactActivityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3023,6 +3719,7 @@ func (response RecordContactActivity503JSONResponse) VisitRecordContactActivityR
 
 type AddContactPropertyRequestObject struct {
 	ContactId ContactIdPath `json:"contactId"`
+	Params    AddContactPropertyParams
 	Body      *AddContactPropertyJSONRequestBody
 }
 
@@ -3086,6 +3783,22 @@ func (response AddContactProperty404JSONResponse) VisitAddContactPropertyRespons
 	return err
 }
 
+type AddContactProperty409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response AddContactProperty409JSONResponse) VisitAddContactPropertyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AddContactProperty413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response AddContactProperty413JSONResponse) VisitAddContactPropertyResponse(w http.ResponseWriter) error {
@@ -3112,6 +3825,22 @@ func (response AddContactProperty415JSONResponse) VisitAddContactPropertyRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddContactProperty422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response AddContactProperty422JSONResponse) VisitAddContactPropertyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3178,6 +3907,7 @@ func (response AddContactProperty503JSONResponse) VisitAddContactPropertyRespons
 
 type RemoveContactTagsRequestObject struct {
 	ContactId ContactIdPath `json:"contactId"`
+	Params    RemoveContactTagsParams
 	Body      *RemoveContactTagsJSONRequestBody
 }
 
@@ -3241,6 +3971,22 @@ func (response RemoveContactTags404JSONResponse) VisitRemoveContactTagsResponse(
 	return err
 }
 
+type RemoveContactTags409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response RemoveContactTags409JSONResponse) VisitRemoveContactTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RemoveContactTags413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response RemoveContactTags413JSONResponse) VisitRemoveContactTagsResponse(w http.ResponseWriter) error {
@@ -3267,6 +4013,22 @@ func (response RemoveContactTags415JSONResponse) VisitRemoveContactTagsResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveContactTags422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response RemoveContactTags422JSONResponse) VisitRemoveContactTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3333,6 +4095,7 @@ func (response RemoveContactTags503JSONResponse) VisitRemoveContactTagsResponse(
 
 type AddContactTagsRequestObject struct {
 	ContactId ContactIdPath `json:"contactId"`
+	Params    AddContactTagsParams
 	Body      *AddContactTagsJSONRequestBody
 }
 
@@ -3396,6 +4159,22 @@ func (response AddContactTags404JSONResponse) VisitAddContactTagsResponse(w http
 	return err
 }
 
+type AddContactTags409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response AddContactTags409JSONResponse) VisitAddContactTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AddContactTags413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response AddContactTags413JSONResponse) VisitAddContactTagsResponse(w http.ResponseWriter) error {
@@ -3422,6 +4201,22 @@ func (response AddContactTags415JSONResponse) VisitAddContactTagsResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddContactTags422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response AddContactTags422JSONResponse) VisitAddContactTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3488,6 +4283,7 @@ func (response AddContactTags503JSONResponse) VisitAddContactTagsResponse(w http
 
 type ReplaceContactTagsRequestObject struct {
 	ContactId ContactIdPath `json:"contactId"`
+	Params    ReplaceContactTagsParams
 	Body      *ReplaceContactTagsJSONRequestBody
 }
 
@@ -3551,6 +4347,22 @@ func (response ReplaceContactTags404JSONResponse) VisitReplaceContactTagsRespons
 	return err
 }
 
+type ReplaceContactTags409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response ReplaceContactTags409JSONResponse) VisitReplaceContactTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ReplaceContactTags413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response ReplaceContactTags413JSONResponse) VisitReplaceContactTagsResponse(w http.ResponseWriter) error {
@@ -3577,6 +4389,22 @@ func (response ReplaceContactTags415JSONResponse) VisitReplaceContactTagsRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplaceContactTags422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response ReplaceContactTags422JSONResponse) VisitReplaceContactTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3752,7 +4580,8 @@ func (response ListContacts503JSONResponse) VisitListContactsResponse(w http.Res
 }
 
 type BatchContactsRequestObject struct {
-	Body *BatchContactsJSONRequestBody
+	Params BatchContactsParams
+	Body   *BatchContactsJSONRequestBody
 }
 
 type BatchContactsResponseObject interface {
@@ -3801,6 +4630,22 @@ func (response BatchContacts401JSONResponse) VisitBatchContactsResponse(w http.R
 	return err
 }
 
+type BatchContacts409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response BatchContacts409JSONResponse) VisitBatchContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type BatchContacts413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response BatchContacts413JSONResponse) VisitBatchContactsResponse(w http.ResponseWriter) error {
@@ -3827,6 +4672,22 @@ func (response BatchContacts415JSONResponse) VisitBatchContactsResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BatchContacts422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response BatchContacts422JSONResponse) VisitBatchContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4366,7 +5227,8 @@ func (response ListWebhooks503JSONResponse) VisitListWebhooksResponse(w http.Res
 }
 
 type CreateWebhookRequestObject struct {
-	Body *CreateWebhookJSONRequestBody
+	Params CreateWebhookParams
+	Body   *CreateWebhookJSONRequestBody
 }
 
 type CreateWebhookResponseObject interface {
@@ -4415,6 +5277,22 @@ func (response CreateWebhook401JSONResponse) VisitCreateWebhookResponse(w http.R
 	return err
 }
 
+type CreateWebhook409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response CreateWebhook409JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateWebhook413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response CreateWebhook413JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
@@ -4441,6 +5319,22 @@ func (response CreateWebhook415JSONResponse) VisitCreateWebhookResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response CreateWebhook422JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4507,6 +5401,7 @@ func (response CreateWebhook503JSONResponse) VisitCreateWebhookResponse(w http.R
 
 type DeleteWebhookRequestObject struct {
 	SubscriptionId SubscriptionIdPath `json:"subscriptionId"`
+	Params         DeleteWebhookParams
 }
 
 type DeleteWebhookResponseObject interface {
@@ -4545,6 +5440,38 @@ func (response DeleteWebhook404JSONResponse) VisitDeleteWebhookResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response DeleteWebhook409JSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response DeleteWebhook422JSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4611,6 +5538,7 @@ func (response DeleteWebhook503JSONResponse) VisitDeleteWebhookResponse(w http.R
 
 type UpdateWebhookRequestObject struct {
 	SubscriptionId SubscriptionIdPath `json:"subscriptionId"`
+	Params         UpdateWebhookParams
 	Body           *UpdateWebhookJSONRequestBody
 }
 
@@ -4674,6 +5602,22 @@ func (response UpdateWebhook404JSONResponse) VisitUpdateWebhookResponse(w http.R
 	return err
 }
 
+type UpdateWebhook409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response UpdateWebhook409JSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateWebhook413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response UpdateWebhook413JSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
@@ -4700,6 +5644,22 @@ func (response UpdateWebhook415JSONResponse) VisitUpdateWebhookResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response UpdateWebhook422JSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4892,6 +5852,7 @@ func (response ListWebhookDeliveries503JSONResponse) VisitListWebhookDeliveriesR
 type RedeliverWebhookRequestObject struct {
 	SubscriptionId SubscriptionIdPath `json:"subscriptionId"`
 	DeliveryId     string             `json:"deliveryId"`
+	Params         RedeliverWebhookParams
 }
 
 type RedeliverWebhookResponseObject interface {
@@ -4950,6 +5911,38 @@ func (response RedeliverWebhook404JSONResponse) VisitRedeliverWebhookResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response RedeliverWebhook409JSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response RedeliverWebhook422JSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5016,6 +6009,7 @@ func (response RedeliverWebhook503JSONResponse) VisitRedeliverWebhookResponse(w 
 
 type ReplayWebhookRequestObject struct {
 	SubscriptionId SubscriptionIdPath `json:"subscriptionId"`
+	Params         ReplayWebhookParams
 	Body           *ReplayWebhookJSONRequestBody
 }
 
@@ -5079,6 +6073,22 @@ func (response ReplayWebhook404JSONResponse) VisitReplayWebhookResponse(w http.R
 	return err
 }
 
+type ReplayWebhook409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response ReplayWebhook409JSONResponse) VisitReplayWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ReplayWebhook413JSONResponse struct{ PayloadTooLargeJSONResponse }
 
 func (response ReplayWebhook413JSONResponse) VisitReplayWebhookResponse(w http.ResponseWriter) error {
@@ -5105,6 +6115,22 @@ func (response ReplayWebhook415JSONResponse) VisitReplayWebhookResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplayWebhook422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response ReplayWebhook422JSONResponse) VisitReplayWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5171,6 +6197,7 @@ func (response ReplayWebhook503JSONResponse) VisitReplayWebhookResponse(w http.R
 
 type RotateWebhookSecretRequestObject struct {
 	SubscriptionId SubscriptionIdPath `json:"subscriptionId"`
+	Params         RotateWebhookSecretParams
 }
 
 type RotateWebhookSecretResponseObject interface {
@@ -5215,6 +6242,38 @@ func (response RotateWebhookSecret404JSONResponse) VisitRotateWebhookSecretRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response RotateWebhookSecret409JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response RotateWebhookSecret422JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5418,8 +6477,10 @@ func (sh *strictHandler) GetContact(ctx echo.Context, params GetContactParams) e
 }
 
 // CreateContact operation middleware
-func (sh *strictHandler) CreateContact(ctx echo.Context) error {
+func (sh *strictHandler) CreateContact(ctx echo.Context, params CreateContactParams) error {
 	var request CreateContactRequestObject
+
+	request.Params = params
 
 	var body CreateContactJSONRequestBody
 	var err error
@@ -5464,10 +6525,11 @@ func (sh *strictHandler) CreateContact(ctx echo.Context) error {
 }
 
 // ArchiveProperty operation middleware
-func (sh *strictHandler) ArchiveProperty(ctx echo.Context, propertyId string) error {
+func (sh *strictHandler) ArchiveProperty(ctx echo.Context, propertyId string, params ArchivePropertyParams) error {
 	var request ArchivePropertyRequestObject
 
 	request.PropertyId = propertyId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.ArchiveProperty(ctx.Request().Context(), request.(ArchivePropertyRequestObject))
@@ -5489,10 +6551,11 @@ func (sh *strictHandler) ArchiveProperty(ctx echo.Context, propertyId string) er
 }
 
 // DeleteContact operation middleware
-func (sh *strictHandler) DeleteContact(ctx echo.Context, contactId ContactIdPath) error {
+func (sh *strictHandler) DeleteContact(ctx echo.Context, contactId ContactIdPath, params DeleteContactParams) error {
 	var request DeleteContactRequestObject
 
 	request.ContactId = contactId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.DeleteContact(ctx.Request().Context(), request.(DeleteContactRequestObject))
@@ -5514,10 +6577,11 @@ func (sh *strictHandler) DeleteContact(ctx echo.Context, contactId ContactIdPath
 }
 
 // UpdateContact operation middleware
-func (sh *strictHandler) UpdateContact(ctx echo.Context, contactId ContactIdPath) error {
+func (sh *strictHandler) UpdateContact(ctx echo.Context, contactId ContactIdPath, params UpdateContactParams) error {
 	var request UpdateContactRequestObject
 
 	request.ContactId = contactId
+	request.Params = params
 
 	var body UpdateContactJSONRequestBody
 	var err error
@@ -5562,10 +6626,11 @@ func (sh *strictHandler) UpdateContact(ctx echo.Context, contactId ContactIdPath
 }
 
 // RecordContactActivity operation middleware
-func (sh *strictHandler) RecordContactActivity(ctx echo.Context, contactId ContactIdPath) error {
+func (sh *strictHandler) RecordContactActivity(ctx echo.Context, contactId ContactIdPath, params RecordContactActivityParams) error {
 	var request RecordContactActivityRequestObject
 
 	request.ContactId = contactId
+	request.Params = params
 
 	var body RecordContactActivityJSONRequestBody
 	var err error
@@ -5610,10 +6675,11 @@ func (sh *strictHandler) RecordContactActivity(ctx echo.Context, contactId Conta
 }
 
 // AddContactProperty operation middleware
-func (sh *strictHandler) AddContactProperty(ctx echo.Context, contactId ContactIdPath) error {
+func (sh *strictHandler) AddContactProperty(ctx echo.Context, contactId ContactIdPath, params AddContactPropertyParams) error {
 	var request AddContactPropertyRequestObject
 
 	request.ContactId = contactId
+	request.Params = params
 
 	var body AddContactPropertyJSONRequestBody
 	var err error
@@ -5658,10 +6724,11 @@ func (sh *strictHandler) AddContactProperty(ctx echo.Context, contactId ContactI
 }
 
 // RemoveContactTags operation middleware
-func (sh *strictHandler) RemoveContactTags(ctx echo.Context, contactId ContactIdPath) error {
+func (sh *strictHandler) RemoveContactTags(ctx echo.Context, contactId ContactIdPath, params RemoveContactTagsParams) error {
 	var request RemoveContactTagsRequestObject
 
 	request.ContactId = contactId
+	request.Params = params
 
 	var body RemoveContactTagsJSONRequestBody
 	var err error
@@ -5706,10 +6773,11 @@ func (sh *strictHandler) RemoveContactTags(ctx echo.Context, contactId ContactId
 }
 
 // AddContactTags operation middleware
-func (sh *strictHandler) AddContactTags(ctx echo.Context, contactId ContactIdPath) error {
+func (sh *strictHandler) AddContactTags(ctx echo.Context, contactId ContactIdPath, params AddContactTagsParams) error {
 	var request AddContactTagsRequestObject
 
 	request.ContactId = contactId
+	request.Params = params
 
 	var body AddContactTagsJSONRequestBody
 	var err error
@@ -5754,10 +6822,11 @@ func (sh *strictHandler) AddContactTags(ctx echo.Context, contactId ContactIdPat
 }
 
 // ReplaceContactTags operation middleware
-func (sh *strictHandler) ReplaceContactTags(ctx echo.Context, contactId ContactIdPath) error {
+func (sh *strictHandler) ReplaceContactTags(ctx echo.Context, contactId ContactIdPath, params ReplaceContactTagsParams) error {
 	var request ReplaceContactTagsRequestObject
 
 	request.ContactId = contactId
+	request.Params = params
 
 	var body ReplaceContactTagsJSONRequestBody
 	var err error
@@ -5827,8 +6896,10 @@ func (sh *strictHandler) ListContacts(ctx echo.Context, params ListContactsParam
 }
 
 // BatchContacts operation middleware
-func (sh *strictHandler) BatchContacts(ctx echo.Context) error {
+func (sh *strictHandler) BatchContacts(ctx echo.Context, params BatchContactsParams) error {
 	var request BatchContactsRequestObject
+
+	request.Params = params
 
 	var body BatchContactsJSONRequestBody
 	var err error
@@ -5971,8 +7042,10 @@ func (sh *strictHandler) ListWebhooks(ctx echo.Context) error {
 }
 
 // CreateWebhook operation middleware
-func (sh *strictHandler) CreateWebhook(ctx echo.Context) error {
+func (sh *strictHandler) CreateWebhook(ctx echo.Context, params CreateWebhookParams) error {
 	var request CreateWebhookRequestObject
+
+	request.Params = params
 
 	var body CreateWebhookJSONRequestBody
 	var err error
@@ -6017,10 +7090,11 @@ func (sh *strictHandler) CreateWebhook(ctx echo.Context) error {
 }
 
 // DeleteWebhook operation middleware
-func (sh *strictHandler) DeleteWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath) error {
+func (sh *strictHandler) DeleteWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath, params DeleteWebhookParams) error {
 	var request DeleteWebhookRequestObject
 
 	request.SubscriptionId = subscriptionId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.DeleteWebhook(ctx.Request().Context(), request.(DeleteWebhookRequestObject))
@@ -6042,10 +7116,11 @@ func (sh *strictHandler) DeleteWebhook(ctx echo.Context, subscriptionId Subscrip
 }
 
 // UpdateWebhook operation middleware
-func (sh *strictHandler) UpdateWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath) error {
+func (sh *strictHandler) UpdateWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath, params UpdateWebhookParams) error {
 	var request UpdateWebhookRequestObject
 
 	request.SubscriptionId = subscriptionId
+	request.Params = params
 
 	var body UpdateWebhookJSONRequestBody
 	var err error
@@ -6116,11 +7191,12 @@ func (sh *strictHandler) ListWebhookDeliveries(ctx echo.Context, subscriptionId 
 }
 
 // RedeliverWebhook operation middleware
-func (sh *strictHandler) RedeliverWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath, deliveryId string) error {
+func (sh *strictHandler) RedeliverWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath, deliveryId string, params RedeliverWebhookParams) error {
 	var request RedeliverWebhookRequestObject
 
 	request.SubscriptionId = subscriptionId
 	request.DeliveryId = deliveryId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.RedeliverWebhook(ctx.Request().Context(), request.(RedeliverWebhookRequestObject))
@@ -6142,10 +7218,11 @@ func (sh *strictHandler) RedeliverWebhook(ctx echo.Context, subscriptionId Subsc
 }
 
 // ReplayWebhook operation middleware
-func (sh *strictHandler) ReplayWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath) error {
+func (sh *strictHandler) ReplayWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath, params ReplayWebhookParams) error {
 	var request ReplayWebhookRequestObject
 
 	request.SubscriptionId = subscriptionId
+	request.Params = params
 
 	var body ReplayWebhookJSONRequestBody
 	var err error
@@ -6190,10 +7267,11 @@ func (sh *strictHandler) ReplayWebhook(ctx echo.Context, subscriptionId Subscrip
 }
 
 // RotateWebhookSecret operation middleware
-func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, subscriptionId SubscriptionIdPath) error {
+func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, subscriptionId SubscriptionIdPath, params RotateWebhookSecretParams) error {
 	var request RotateWebhookSecretRequestObject
 
 	request.SubscriptionId = subscriptionId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.RotateWebhookSecret(ctx.Request().Context(), request.(RotateWebhookSecretRequestObject))
@@ -6219,271 +7297,282 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, subscriptionId Su
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2LctvIuTD4Kr3Ys2WqAlIkJflC1akcjezJKLHGGksez3joPWgBTRIW2M1BN0UxLlXtQ+yL7Cvso/xP",
-	"8ld/XzfQAJtXyckkR6lzEgsE+vrdr1+DWIwngjOuZND7GrA7Op5kDP59KriisdL/lNPxmObzoBeckBgf",
-	"EzpQLCeM52k8GjOuCOUJkWLMCI1VepuqeRAGtzSbMj0ClTIdcpZ8kCx/M6ZpdpYEvYAOGVf/ZSZtxWIc",
-	"hIEZH35vd14dHLWvnzePkhes+SI+oM1Xgw5rdq8P4+fJS9amna7+JGdUseREBb2g2+4+b3Y6zW7nqv2q",
-	"d9DutdutTvfgE7w2/j5lWQK7M9+8poq5X7WvOs977cNe+6jVbrf1V5yO9RuXNGNyIPKYBWEgxVT/oxd8",
-	"ZNcyVfBI0aF+8iObBWEwzbOgF4yUmsje/r7d4HjeksUwerv77fbBL7+09X8Or87Pu8F9GDB9OkEv+EI5",
-	"ayWC1Y4Hfr5UVE1l0At+plma6Kd8SIdMX4PeW0algkN+N2G8vsPOVaetd9jpto6OOnqHxeuXjCv/63CM",
-	"5kD069+LfHw5vR6nUqbCM0X96Pl0/G5wcvYD5YkYDGTQa5tnr6kcXQuaJ6dZGt/4fvg5ZTPnOSy0/nKx",
-	"WRn0Ou6zS8b1dXfNs+qynZcvhFQxzZPLmOrH7fswyBhNLmORs6DXPSjA4K+UM/Ja6BufjATXj/7UIY2j",
-	"o6M90u60m932QVv/lgsxeDc4FVwyrj4U0NDb3+90X7TarXar03vZftnej/GV/Vj+98Hv3R8HP78Ufz28",
-	"/tvdr+r93198HF9QHG3CcpVqvPzta0CTJGcSoJhO1Lv8A0/Vj9PxNcuDXnCoAV0jXy+4nOQpHw40yANe",
-	"TTk+pnxIx4KTU3wCsAsXePYW/sgZUyd2jqDTPSA/knOacnKpgjD4ezoJesHz7ov2oQZXs7b5hvh6dBTc",
-	"fw6DnMUiTwowPqf5DVMpHwZhoOhQbxPOPwgDMWG8ORJTyYLPYTCdJOsx/f4+DE4Rvb00zPwWklmqRiRV",
-	"kpgTJROaS5aQlCtBKLFbc+lYXA747QjVViTggvEET65KBP6BKNf2oFx7Gcq1N0K5thfjnrDqn4hVYTCj",
-	"OU85DPR5Eck+pmokpuUevSh3PVVEjViBcbGYZgnhQpFrZtDvCd3+/dHtHwuswRm/1YLSGZ+U8AkQfEWH",
-	"8iRJWPLm1txjCbP6NzJjOQArSwjwBAuQDoyyW5Sef/saJFRRF1b5QHxz4ZcVAy6B3wot0Sej7Kbt+ooH",
-	"+qxu0wmeDexrvWgHr2244Bcv7AdX8wkzZ4wz33++15OOGE1YDtTjPVXsbTpOFfxXp62fJUzGeTpRqeBB",
-	"L3jPfp8yqSQRA6JGqSQ3KU9II2c0kUTkZJanisk9IDgnF2fkhs3JmOr/v2Ek5YTyOem0iWSx4IlsaTId",
-	"j9gYrlDhAlOu2JDlIFNUF/SazlesCGhcDNyhnHLCcvLh6pQkdL75ZO/1BWtI3vwEMjZQen96ETds/kyS",
-	"eJrnWkfrtJu4WzJLeSJmOyxj832PqMSlKJHQOWl8uDrd22ZCydTiTJd4WWTKVZq5N/tMLuyODETuHIsY",
-	"kBzXWcJIn1sgGeSMSUKJzITqkdmI4fmJLNEf2A9TTlJFMkZvmWyR0yzVuE8mNGb67bFk2S2TfS70a60+",
-	"r+x2nPJ0PB0DtV3YuWb6NKdjpgz4n1pScEHVaPEcrkbMEqNnkqQJ4yodpCxvkRMyptlA5GMtyRbPSSqJ",
-	"TMeTbA7cdiCmPNGXYWjF5vQm1bNP9JoKnlFSLU3Wf5+muSYlKp+yyvbp3VvGh3ozzw9DfRr2z05xHlJp",
-	"4QoA4XJ6Xex31SFI573qSWy5u1ev/LuTlYU83hbvcSQm1XciSdHmounhdyKZWyZimBKdTLI0pnoF+1+k",
-	"3vrXcmtfV/HLe3d5/5GzQdAL/s/90uizj7/KfT2zweJybeUu8YmcaEYPK/2OJvb1jdcKHyZT/J3VuO2I",
-	"EWBlGlAVvWG8Kgcm+uxe229PCzZcZ7kbc877MBgzKdFqUzB21AmBZuBqaKZJxZywu1QqCZCZojRRXf8l",
-	"nCO5TUUGe5ee5RsxxJ5buXiW5yJHEQIVi15wLZJ5CyVTd6EadymBYewCjTyj74fCeQca+anSLNX9VFOz",
-	"goxJYnbRI+VMPbJ8eICJzUDpjd4NfrCIrosrII2oejCR0czZLcvn5Ylq2hvpE2vhcUV7oWbytM8ToXkT",
-	"yaeZHn8wBR1ekUZUh5coJOWzCyMX6YdmAUY2jPY06b4PgzOuWM5phjvaCieLK3dHcK8jNb8Q2M1xeTAJ",
-	"ORy04y7tsFfXL5Lg4cd+KcZMjVI+JFPO7iYsViwhIzqZMM6SY+BykuW3LH8mSSaGwLf1w4Qpmmaa1SYs",
-	"JxXwSVp6XT8K9b3mIzudjLmS14LJH4V6o9Grcj4WIRPBJMAlYGDwWFCIJtza6Cg0pdKKMLDLCzrPBE2u",
-	"hHhL8yHbabP1MdyN2kPVeKjRItNv6POmnDw/Ojp4Tq7nisngcfHPziZuzd1mWugijeeH5G/pd+R6ThI2",
-	"oNNM7cEhXLL8No3ZB05vaZrR62y3c/AMUydREl8BNsDGE5HTPM3mZFp+onFF5XOSUaVFp0c5Fk1Xrqlk",
-	"JKbcWCNyRuMRS0ieDkeKcDFrkfcwLxCnaxrfiMHg2DKOhGiF9pblklzP+zxVkmWDUowsxk8lfIpjpVri",
-	"zBmRdMB6hJKcTcBiQdByQSiXM5bLPl+kZITTsUZpVcqBIVF0CG4Yq/KReET50EySJvo49X2F8BLlfW5d",
-	"Nbgnyklkn5wlkV4rauksIYLHzFBFFBXkNFOPJaaERuvcTlhBaWTZjZbC8WCaZXA0mUZx9FvBscHhAHhf",
-	"CXFO+dyqMTvBdn2MCo7r20QMY3cxY6DxPhhwT4gzbioJML7ppFdTi2SWJhpUFtSjRqfdJqAJheSobdTl",
-	"Pndwn4jcVemeSau/ksbBUTtst9t7FivwXCP4o3mi/4gKzRoUIZ9q3yy0PN8BmC/2azqh1hLLWZariEqQ",
-	"GU01Lg9EzpBopHy4VgX9pVmuD/8bVe+NlmiNFd5xjO68+UD6g9pIhSK+zapcI8LS8bZZXcUcAKD5gdOp",
-	"Gok8/TvbTSCoDOAiDxgz+VDDohUZ75p0kjZv2PyRyH9UDBgR3KvGJzNxWCrUIZnyGy5mXC8mZ7fihqEo",
-	"9IHL6WQicsWSc5akFO1bO52CZ6Cl4sJ4KoFXLYz9bYQFzRmj+lxRKyh1A0DvE8tDrP0zSVL9Os0uHCPw",
-	"gGaS1Wf9XuQkqhqxtXxe2sRBhK+Y1PUT17odAXeLvmdZelcY5KNWzQT9NSg5nd+wYH8HowJpAMcAe88z",
-	"CYqH4Kxk/tbECwaumqav9wiStH8eK2ajgK2vHvi6EBmRyKwl/MMZWVx/YTEQQhGDaQ/M4Wt4ZjpmUtHx",
-	"JKhq97+5B1EZ8LNnPnu1ju6/8na3O/Lq9vHgrWWzEFUakzzlSguC5OTy9OwsJFwQOaExk3stcon+GX2a",
-	"fS7pWMs9hA61fmiFIS5AG2rVb0/ClYLIRq/hxIFvlTYkTQOaL1687DRlAZ3NjsbO0u7T6b6sG34mVGlV",
-	"L+gF//dv/f5dt9Ps9+9esM9/+o81sOI/WTQ61SQBPkcNzwNEM8oVMMMJlXqLxwBNGqpAB4dPwCa/AYBV",
-	"Z/2ojypVhS5JGkZu0NLy3jGhioyFVOSIjFM+VayYbjBV05xVDXQrXAzGntELEqpYU6Vj5js4ZUjuKiSw",
-	"4AtUtY4HMMAqoLdEvX4KVLliOEnAplGSHi1uk5MzgDKpKFjGOXiUKmJqLLhWH9DWgQEILJeCA0lhfDrW",
-	"a6ySxiAMCieg/fe7CSueA30MwqDianT/ti+49DNAbgZGz2t90sVOnMMpj/0kSawlZUeiUDqM6+LtIGes",
-	"qdidIh8urSWqCjVH7TZ5Q07pJFUiIye3LCSOgz4kZ2/J8+6L9nokXTRAV0ikdRr6oMMJHNic0Z0QqfJp",
-	"rPEgcXZ3rK+d5hqgqLIsFyUOTQM5YeOJmhNcpoen1SMXfFR2ylOFJjYxVRD/kjBN/6gSOWlEhxEZ5GJM",
-	"opOJIofRXvXAD32oh6ERXheFpthaiRAzXh2oGkexOKQJrKgPiuEVpCFyou/nlmaMq70Ql6wR6tPZBdGy",
-	"1DGJ+kE/iEodXP/inmhtPQsBHAtrMhEdC/uciWbGNI0n8AZMXx0cYkA841WCQvzCQZaCGTRLNW+yAUug",
-	"NhMOl1ydqR5YsjApRJrUp/o+vWXNJB2mCk5J5Pp//nRYHRqjU9aiSg0E69s00FLcsD1WXJkPwb6jKh5Z",
-	"d5hiYwD0LHs3AIP5KnKPYSfm08K78XkRF4ugVkmii3eXV2Q/tnYWRW8041KkEfmGi/ZaRC8KbSygnYAF",
-	"R3AGmrTgLCRSgGgBOH2dM3qD0h4ukwxA/KOZ4AwljrumlUyadsAm/GyZ/11zKJrmnLQI3npPZ+dGQ/Ac",
-	"WGms2YIsOw6VFb5HY6lKNMiYyAzSQOmpRLxUsTHs0sjHBT+fTlMv8jNrb99Ac0H4mcoljLmQTZQo1uIy",
-	"VLP+oAgs0f/iKCrqf+OyvZyvjDBZ4FyLYIRCGdz7uPR4uBEpSGn1+uS6rX/EmUupJ6B5Dop4FRfNyaxD",
-	"Krkb4zZ7kysBRIaFGNgJ2+32xntcwPp7YOFn+G2n3W4DC7d/108iDMagUOulgUwa9MxdB3X0j/B5ZHxH",
-	"En0BWn4GF5iEuA295mMSTSeS5SoysI7XuQhOAE36RQ/c1K6oOMQNLmkHLM7hI88VvePgBdHCut1eqMVz",
-	"q/KLPEHWstNlmbWug0+7Ot/eTdjZezBAbylc/SBmYARAXa6gVYwrlhu5W86loQR1CSr9G5v/CK5/H1hz",
-	"rVKCTlrGFAFdt4TQEeqr7HOGuQJNTf2kj+rh1Bc5G6R3/slvU5lqvXcC7+AyqII1NDiznpwbNq8JbfHN",
-	"f7/44ffu27tX1C9rbULqd4oWWZyrjMnc2F5RBEpspxSbtWsoauYsY7da9QKBU9obNH4WMzyYWnIWs/SW",
-	"JV5tGL2GZxP/QZ1dFHGti4OTWEOOFlPreu9Bq93qdA5aL3znNZUsPxkaE6Jnf5U5nknyQbK8CR+sgL79",
-	"busg2JAygVWovLXQxZAazDrn4y68vL4leG5DfLdSnyoBG1omVnQoQ1Jic0jKCF2gBhmjCZGxQMtDDe19",
-	"IZr1A4cfLOjo/VXUfq2fmVGIEsfElYKm3P5UvRVfDOiO6Pmg2KfHxNVKmtVq6dy+WKY91Td4kadjms+R",
-	"EwN+porMqCTD9JbVNLgl8a+L0qUb0L1GxnReva+HfK/8sHyzGmld32C71eq02yHRY0w1/wBF1oFcgG9N",
-	"lHg8JwmL6fwYfHZNwbN55QDaICBhiGHHiEdLAw5teNuCJjjNMmByVQBeojQ70eILx2zyoxZuVD82qutG",
-	"c/jyqxYnW4xVXzQnTehQK2Msv2UJuZ4X9t+QyJGYaYEPBQaekJGYVZDbLzqUizRx8ZmIaTYSUm0eF+/b",
-	"ikOYVuF7+SbKAVoDhQiuPB5ZFraR+GYNeIsCWz1Of/U47913720g/+pNINk2hmGQOvW/5k7kfeWkl2QF",
-	"FNtcYhYu9+PkD+zqMHE5ow3Rc4lK7dCq7LOc35xPhaxUrt8lHD4QX8FOX6/zIqzmqs8k0IDQBgHyhAA6",
-	"V41qGtYkU4vcdBNi7nWUraFJrR3pTGutsMNRnLG3iWOuON+3qdxeZNH0R4sPVudbPLjVKrX+Hh0FRrOu",
-	"YA2VN5p9iM21Nit6ebCEszt1Os2l8NiQL6iUYCmL4YXIhNkzoj+CRRZ0XeACMyrxh1bwIH3Ya8/7pt6G",
-	"cElO6AqjKwG7ud8PcVj1Q3SPnvv0QL8sulZOeQTha6M5NkBSr4RQi45fjsgrWRW8tJy30CH6OqcF8BmI",
-	"Kt2RnS2sUFd0uGB4WmPUwMPcAHx3N8pugdjLjZQXubjO2NjIDkmKaZhSiYmjvR4bh5Oh95w9uo2yzKgr",
-	"lrr87D6y65EQN7uhvpN4tgbSixfx6l+jEyZl8oLlGF3mI9C5UCpjKCJWk1KSYgBw7Bo4hLCGMeVzQk2k",
-	"XEhonAspTeh7EZ8wyUXMpCws61OuzGxJ1dLTrekArhLQ8SkBU6+kfC1FNlWMRLaCRUQ+vH+LgGLsI7KM",
-	"G5CLorD+Rl+UbDm6mDWGJx4iuI0zVq/ZTSP0g4tDB7dg0h9HWux0Jf8MNms4bRkHefr+3MO+3aIiW6jM",
-	"for6o2NqNNO57kqnHsk6ymrrlXxduluwjSyxUJVFTuoudJ+HdLjEcKpneCYJvGGPc2FXWD1l3Xa8QKsB",
-	"1BwWSt9LJ9m+LEsVXtuHL30guhwGL6iKR1sC4qkJVjJuq9P358Z02SNjpmVaDAojOZtkNGYhifg0y6Li",
-	"xzhjNA9LOYzB0c+P+zwqZIQewW/gXeOaolmGTkj9E8b5o211JaR74oLsql27OF5Ma1lIT33KDdWDnfFk",
-	"7Xy74E0dR9ZP8kCc+WlKs3SQsmSHDe6ESQu4sGYaH24YljrfEiveccNzSqY61yiiVT2X53oMvEppScYn",
-	"+JtfyJgmjEhBBhRUqNXWMzv7Mqus/X3BLLtojrQJ9L5h7GbLMUJCM4lEIZqhONRMExu2vHyGrQUfrc2Z",
-	"s9nSArzMIR+Z4hkRmY3SjBF7JySHaPJQb4qT6HIaY4pERCAaGDzwketlLYtwFO8GYfD9Mld9TX5wrq48",
-	"ffeUih2EJdh8XgHE5pR2gGUzvAZhsyqI8bLRmF4QXjzXTqGBD9JcKjtqBYi90p95cWsT/6bAbyJ3zSav",
-	"WSY4qmeNAcTP2/f8UdNFFEid+M5RFjPDYoSGa3KQGigwUvCh2PaI+JRRxXg8P/dpremYWU5vs6xt6o3e",
-	"3jRnYOwZp1mWOuUq1hj4d0Zgu4bLJYiMsdqgB+TPJPnh6uqCIMrULfrlduKq/c5NuNkSOS0eVOHXPeAN",
-	"kHUjA962LCQknM2YVIiHG6vKdTryR7LHrSSAb/x23hNeTR4vTS/do0MSj2hOY8VyJzTo+aHN0gK+9l/R",
-	"Rp69Qogs8uRdrXJdAQYbO700eoypkXHx4m5mVGLdDEvfMBm15GpYk8QpiZmwOE2YdFmXCfwKwqJ2o2Vm",
-	"vhCzNxWH4xbMpfyQgMbKcnlMGI1HcPdNLXWDw7qwJ5hiKshA5DQeFQkXi4xID1EEhW+t7OqvqwHoO2jM",
-	"lUF+TtlsxzHKMPndPy+rbO7ydVl0c8uvfTU4txzCDfvf3mhRr3i2GKpdJjTIpTkQZaLDBhzNW1BtYV54",
-	"bpWWxL6+7fCmLFt99OJ3cqtf2HDUSlG3+pBvU36jNXZABb1ujDvcZmhTGs4bsSKJgBDYbcYzZeWWjAdE",
-	"w8grTnTYBoMv1Kf7upgAOJYE8quU2njNtep2CxzS/Ex+eg/B+ZLImPINjqTuJfRtYfHYFi/GAwV+cFsC",
-	"495tLqKgl0dbKXoL7qHlO8j5FANjijZSqM9jmTCfM01Chl5IxjQepZw1c0YTyNkrkiOqDLEsiuMp8rNQ",
-	"syUIg2rJliBcUlDEflF77FaXqv1kpbHaY5Dla8+KAihhcM7USCQ/CnWSZWIG+mgtoXmxPsBiVZAl2b/1",
-	"KjKeMho+6cGWF1obRf9av+gWC/KG0s9Ars8FH4YgYlq6fUww9tRWtJGbeHkTN6t5Kdy+NjvYAnZfF+m0",
-	"VAtgE8aT0hOYsKU+d59OCNnIniJCrn8AI29MlShbOmd5hIMt9eSdaqEOUr0EUlG2bSO9Aqy8RZrEghdu",
-	"8cg1iD8osqH0CZEBQ/Lq8cHJFdr3QiyQKLxfNtZ+M/cjmsawrqdHoRpRee4NyLNy/1hrI2YvEIuEN2yS",
-	"WlKJe55BxDBNSGPAlBaaIdOYKqiX4po1roXIGOUb63IUK2j4VLlsRueSTHJm0sMzKUz1jSI/cDPdzlxG",
-	"ZUXlyXxeBiH+NFh9g7bMIgxMaMUkWzgOWwu5+aThFw77fMMMWSgWBCCTDlNOM1tE6JkkinE1InojIWEo",
-	"U/Q5UC9OnBzdUtvBnO9l6baGBrwBHQ/I+kIubSXztpZYaz538muToB6z9aHIQyqro9qiO2Nxi6bOygF6",
-	"ib+D/NvbJUuKUzgCbIB5Ps2YJ3LJ1K3zekp6JIIic/1pu30QT6gawb9YFJLo9ynL7S+cjln5i35v8Qcw",
-	"CRtb98KPVatBpYTewvks5XVXrtHN5XPV0VdV4luYzJbm8xrSpplJDURLJmlEFkn1MRQ2Df0HWjzM6Whu",
-	"q/+pgVX/r++Oo5C0Wq1aOoixm6wjDzY31yx+Nbu+8EfhnWDcoInD62msExNcJIn+hKU6Os0uwdxTMFVA",
-	"4EPCjDfgoHnQPMSf5fq4YMcAdNCtVF5o9Pt/6veTr52we9/vyz/v/bnfb/xZPzm47/f3/vxbvy9bzc/m",
-	"ifvX4b23TkMhim7NK21xrgYlEyEVLSBnT1NAEafgLzWFKCsK1tJQtpU1D2wFx2opaG+Aofn9QbkER0dr",
-	"IctZR7gyt/59Lfh4uYnOimNjOrechoxtTXFX33ALjf8oePmnj4i+Z5OMblzXYPFATaEtyxLB9yG1RApy",
-	"wuKVypTH21lhwHS3eygzTmiH8V8BHsFG0WoL9cngY6RuWlT6fcqmPrEQny/e8A9ihhFSTgQVCGPlQKut",
-	"A9sfaK3c79qaw67MC7X80DbiFf4feln1SsTV2wvtMfqu0VV4l+FTBIVONI/lGLaRauUOHLBg30Yh88Dy",
-	"KedOtMxLcjELobihhnJnLBTjQII1nrljEhlZxg56RBIt1A5wqlCvIDrstMlfBNfCgMhR8E5YxhRLqkIa",
-	"zhRoUC3kIxzHi9NXdOjjU4oOj4mc5rlWsTAXJFUM6gqBeJmn43E9fcukItS4zhqvg1tpeTsH1PKQ10pw",
-	"KyT0GoHtWwa6wnJ8sFYpz/goW9yqnuPjZYtsvOECZReDaa5OQ/L++1NycHDwytQ1vqOxyjRVzBkjg1yr",
-	"HiAQoZSD5cs+RY9cHgnVii1j5z2SMebPKmGOu3Atmh80CYSi/2gJmesHRXAaBpr9Q7IvzYw28VKuz7vc",
-	"0pu4NrZq+1B8jBN87Hj84+rpk1R5IvQvxynUvN82gGyD5BsNCZahrF3MBkL9QmDiNxTyd09+89nXEAW3",
-	"jGFf2/FAMqXlVx9OFmGfiyi3aVj7yUKwusP2bdx6catZOjBNQGyA+jbh6UugzfXGLJypTTNYFGZ8JVZ6",
-	"65pPYdkIKm0uRG5YftVZUW0k5IEbc8entT5Am9/zmVW/ZC2HhZM0MbZtW7qcTiYZlOfE3LzQmOP1ae5I",
-	"aqH8paWmmtQ+kzYDW+RmmtYjpqr7U7TXj7LczL6ppqsHi1nOWbJ6aysyQCvKrF24P4vLJztUDNU7RsMu",
-	"XvMmrh93ZusBcpo+baEzLQ2q+8DT36fY+AjeOSYJS6YTRrBBzmMF1/ns2gthY+XWjGds3W3s4HxyK2NR",
-	"nhS+DIzKB3acOBIr2snROI11+JR1/Ht9VFUL8a7ldb3mZk+BXFMEqxRi6taXNB5peSzS2wJDpAZzME5q",
-	"9h8ZblT1V1lKuibhdnn+tmlltWEKnM2DBpLAblMxldt+WUf9yqk4w5ZL8wFWXHUcPPDu7DDRY1gF194z",
-	"VW5Qm3mdNCIn593Ynz11zNZe6O7lOOzRv9lxhJU3u+IS7eVtQFxdCaAcwPX/PBAS3KE80LAsg+WEk8j5",
-	"tPR/YU8dcnFydfoDILcrAleC8E/KNt9IQ7zoO3XW95CaC7Vxitwc3zUlFZfcJrdVqVhuYXLnrwcV79xO",
-	"I1T8jruMMHEcj7t8v9Akclv4LJyXHqh0Gk76hDMFSdwYcpIzwtnME2z2ABsOTu2DHFV6WR+yb2vc9O/c",
-	"milX7b0UI7ggmeBDlpMRlQ/cuJ15cetL5Ft9BivEpB2C6E3KklxWc9/m17pK7q5x9WaVrul77TEV61ux",
-	"bRO3tWtQ3cW7yysb+VrT5T+8fxsSo3dpoflSUZ7QPCFmZtkzeV6yzyvZX41SnEwTDFCC4veCmxgi6H6y",
-	"F5Y5Y8qS2og0pjy963OTWLKHBkj7HlaGnuYsIo3othOi0/2aSvb8kPxwfnLavPzhpHv0XDOLNGkVw7b0",
-	"Xq03v89v2Nx1auL3zYTFItF7pbmypr3akUSzkWTxf0MzmZypvVaf2wg9MPpBN06JATc9q15cz0lktADw",
-	"HiQsL59pHSCq1fbfvY3v//SuvdtHeB1DuqYGb5vss3NU14oCsP5YpxVYfQnwtX0Z9yq4amalwSTlQwOx",
-	"i0zAyq0445u7SZozuW2OZbFaT43ShTWQRoFGfzK4p9HtoEtyLaSMscXcHhZCM/Ft0PGrWkMShvipezf5",
-	"9PGo/aH785d4/HP7w/hV+9df3mef3rya/tr9+bvr8ft3n375lMU33/NfP2ZTb+XzLZ2sD2/sutqes+hZ",
-	"xeMNl97VKkBy+c2W9V12qrj4rQubLNyFNe5Ws/1SbPlsq8TsXpRkFWwvcMRlkN5qtaK9FnnHs7m1whTF",
-	"UtE1edznYOElqQoJdlBDyykiAYZo1FrA4Njng7/99Cp/+Ze//fp7fjX78uHi9cuztxefzkT3LX1LL2ed",
-	"wfTg+se/f1jWRGC9nupx1/8R0Ga38nlL6gxgFQUndMKwg7qXfaOCMlvid72GjJPy7S/W5xWZJYunearm",
-	"0PwXMfgECuKeTH3tqk94UTLayDq2VXojim8QYsOiYAbISlFRA+iGzaX5DfQK6FSNwmDZq7rsi1ayQ1gQ",
-	"dvhKjejglJGqtvC2R1Me+jBVo+l15bTLY19oGlasFhALkr5Kkd6WdgP50ty1tNKuETcLcLgWU4UR333e",
-	"529A3NOUEqNSOWMJqkmLndta5H3Ztsx22Pzr5bsf+7wBVhPGVVNfem+hbVqEsm+cCcmSXrXXm6m46vq5",
-	"Ta/hPserOmy3SS2Cv0XeuOkztqFnKQdHEKEbYRNmvdMCbXCKD1enu0UP6M0uk/+gZ0VBF3AiMaG/T5lp",
-	"LCNJ48OHs9e3L/aOCS273/V5tZ889jRgCTH+MshOsO4niu7BXP8bkh7wIvl0LLHOvGkmToa5mJEGBanF",
-	"NYjjE0TLvR6hpvsaxIZnTBLorg31gBPBZJ/b8rGhlvTTIRe5aRqYieHQ9MYahySnJmaQchtu5ICYk66e",
-	"g4sz+qVpLrN5pvUsFo+ErdLrBEaD2WzIuAZQluyFZDZK41Gfa/SS1d7JfKHjsrRgQqdqpA84BgKwsBYY",
-	"hirW59jy06iCsMaFjpVRWH3u9o00+uJCi9A+r/cI7ZGiRyhAVtEm1O0QHPpW8JrOIby3z6Ol7SbNOha6",
-	"i/aI7S6KrWqjWsNQDd1GW3Vyl3ErC11OBzlDV3Um1N4xNjympmkqzA44SVKtUh92X5FanlZkCLHb2BSl",
-	"giyNmYlwMlT0/OxqgYCKCeNoq2yJfLhvPpL7+l2t1qUqcwkw+V//z/9LTksXkpVzyMX0OktjfWdBGGjK",
-	"aWp/tA5b0NNTz0MnadALDlptKO8+oWoEPKmoQ/xViRvG7/Wz4TIBC9Jartko5UnZOkHr4Qv1Z6Ne2eKl",
-	"qMZOLZNKQmiEDHhQsL2GplDQQgHbFLNBemcJhm1dYHo54YdOSX39xVSyvM8hegchQ62v8W8j4cwJYggA",
-	"HIRJG+nzOGdA2GjWItFJHLOJ6hHF7tT+SI2ziAyZAgga0ywjP1ydvzWlpKltu8cyiTwGIaNgVKBhD5ky",
-	"hxaUpTXgYrrt9nZNQt3uFAsNJar9I2pNH3awUTjKyCpTgtObwcQtLbNpGCxxi4YvbQn9udJtodYlwWmK",
-	"4GlssHHv02qLEQgvsXdeOfcAbV7/RyJizZqIfgEtW/iD/ptklA//sx8w3g8qvzGauH8DvuODC41Qph6w",
-	"Xge+sO+8YZ7Uxygta2aOzsoB7c+tlsmY2a8PsF/uqNIc2aNdaNw1VcGoByd8oRP3KxpzFCXh7sPgsH24",
-	"7MYKrNkvUm7vw+Co3V7/QTV3Fr46WP+VJ8PWFfiD3m+ftTo2HtN8HvSCy5GYQc34Vc1mHHi39ADMZzSn",
-	"Y6agNfZv/n59wymTErKnkW7Z7iVuJXgxaIpB0x7rh/dvay1gVpSgB1VCc4sSR2GewFWiMCSrhI1apODq",
-	"Ap56n/sToL/7t519R//w8qH3TE1z04+1aG5/PS+0oTMsDQYWXTSkRqQRU8maqd6+TFV6y/Za5KQ0DjNg",
-	"8HY7pOGT1onQouEslfpbKGJ4LdQIxGNoN4EBrdBzGXiYtbL3ebHIYgStDhwST0561CJX1bjVHHbLEnIN",
-	"sbJajp3ldDKxce4+bmIS49fCzqM1BwEYgWS9EkjcKKgdASPcIMCrrMWtUZXq66vfda0TxjIG5NtEGbHl",
-	"3cL6OkL3nx/C1Tcp62xfLes6b8PizBf34arWTkB+N6Cm39GiUgN80ln/SaUMwi5k/rD7av0H9eoK/xz2",
-	"UDCEvzBV8oIq4Tfl7Y2P3lO+BsQuWX6OBANRwSQ6lxqTcXjdsPlK9OhzE3WWp+NxyofHRexutZFS4Tgs",
-	"pjNGDvhZa0jtNlmoiKDJoe0+XTTPK1Z/wsvYoBBVBiCnIYEs+hxMKLX6+rgauqxJrrU3x5RXw3erKQF9",
-	"LlWaZaVGYpveKicE1KiYtvp4hN+nXBJvCHGrzz+mOWvCYStox1acXD3/PLQJTxCd2223Ix9Fj92y8KVA",
-	"/Z1I5lvSkcE0A8m1hMNanyyILtDbpdxJVwZLSiV2bLuOBn7HqC/HopITUakhXGoY7avO8177sNc+arXb",
-	"7U8lpa6U8rWBTU51alNI1xSRrmrhm9d6LtMvNldjTBaEv1XRChXn3nhCaO3WwGlR1BFxb8guTdJxZVX3",
-	"W7AEb1PcqsVcC3v3D2drprfqWraG7zldC6Yc8flkdTDjkhE+IpYXIY67Hg32sFzJOV2Dxz+Wi3Y2YFP1",
-	"AkPw3dEmk3nKEP2LcmK803XM2Kuf7FsWsf+1DMe43zfttcCTv07+9mfUk5PSqE6qNnWZjifZvDSn75R9",
-	"71HoKlkKj6XVLRNhTvCEZIXP9jTDLqPZtIIDGWC8pstGE7d6hTHy9TlIJUXmDuWa6UN7MOOoJTipljw0",
-	"czMt0EqBQmKlaFn4dT8Y747bMVLPBiqclbDksxD0P9DmfLXEohax2iosE5JTrejjYfZmYU4hs39x3aEi",
-	"Uy0ce+tJTVhFnAyiOIKvQ56caJFlBOproYLfIxZmzNeQ4TU8r8aVTlg+pnrB2Txc1UTVBoajZ9QYFrkx",
-	"25EzZZV0g5KgK1zPjfeuyIXRyseM5gm6usDDa0qmFUWZ0OWbYhtDlNvLgAAPJuFmXbG5gkeHq/vWp7Io",
-	"JvAEoqtAFGFnA2W2ygp9s5avWNpyllxoLgWcxDZJ8fdBEVYkNs4dsHI2/nr57kcyZvlQK4AqHhHJxpSr",
-	"NAaPMa/kpusrN5npfQ7hPiEUTLvT9DVVtcRkt1ARft4o8pwwvSns88ij+egXCjUHzJSCQ208jV6mO8te",
-	"yyZLoe5ZybHo81KrhcWwBC0A4LJEb70aCYmtBEG6AR0b0RDLEXJkYhbYxQBrcNhwE7dcYU3FJ+s0fKoc",
-	"9tbnJyYfyJMIBgmVJhWMwdKXpJ6VCrSNtutzoDaYT2U8/ce1cyJDASsSJHLr+NTnqibI6AVDoIE1b5TV",
-	"u7F037Ia3iRVFU5P1jH6qVtv4UFafc5shr8j1eKhK9ORPkRIwTMEZdTRGV191eb5G41Vg/y924OmnOFc",
-	"3LKiiQ/8HpKMUfMQ4avsSuTOV1HyrVJedqm530JX9Rat+Da66j9bjFqsY/KHtsk+qZ+bsU+E4N3UT0e6",
-	"27dimEfr3J7VepU2dINLMtMk3pUUkzTBoImxZrEQ7rDQXYAMBZNkOtGin+CYztzn0GcC9j8Wt9jMLBIx",
-	"kPXkREU2fISCOJZRPU5Ds2SaZ1odhhoiEBuCn6eqz69pfLMXlr23oJ8/MjHbQr2MDCkXjJkxspQ2G1G1",
-	"tqdmW2XlTv1XtbCnfuIW84yO3fKhIZa37/NqCVNrE19fwjS0XKtWGvW4z6OisnixxncTxo3oUKkfHpGR",
-	"JtBc4Ia1mFFJ8pRM30qNjS4yUD3waiba55cMrciRBcyzBIYa0xsGyUYpk0TSAUM5zCoRadVE7wgifR4b",
-	"UU8LL6jGJ4sBk8WXkhgZzjgmzhI2nggI7sSSdUxDbT5l0XZ8Gw/H7NvJcd2Jf8PPxQGZ0pvNFy9edpqy",
-	"AL1mJ9CMoWjYrd8xIT76oglYiyFOtjmFaOoShVZH5hh7Ta2I7caMy27+fwrfdRuemNBKPYcHsDzVZgDS",
-	"yni4ClrMaKnuIniZQjMW0p1CCeXebJ61HtnX1Oz+ST74N5AP3kMMdYVGioFXXCho0SbiwsSpTvttxIUL",
-	"mkvwUvvaptfbpdcilkBfta+iSgkqb5+XnlyvXlpt+hBhJuEShkIagNp9Lk3KUIpst0eiS5UzpgwHvdT/",
-	"yMtonj2fHmzttZr5vSmVw3zKZcW4tQ2noYllMxVr8K5spvDdHrXb5A05pZNUiYyc3DK/57azBSdIErvE",
-	"f29mUNhBOZvVbdhPlPZfm9KeJIlLkYA+LVLZ7Yzu+2W9Ur/lHSsuID3IUgmNkOlQksaKWJ2948UqEEWx",
-	"Ny3g97mmV5DiwpIqzalVSc1ttkVRL7VF3qBk79apMDK0svUnaKymNMu0tAIv+OVk/ZPBKz3YIvHyX5h9",
-	"JWVQdVbC20toxxoAwzqz4KV/wtB/B1loDEZHDYKQA+JDUAC1R3E4+F3XiUksNBG/gA6laa6MTLVhboIz",
-	"aRA2rckfFsf73IPkZFMcXl7puM9PnKrPsASn9LPJ18Jy0BuJIU9Y/ITFj8NnkX+JNQg89VohJxmNWR0T",
-	"YMDCCIS4iezsCjBUy+9YoT0kiRXabZYu8DAfEpIbxibWSGdan05YhiXoIRYEKsekktywiVqCpSbmYzma",
-	"ksfA0hzP5QlTnzD1MW0PGqZIIfctsTwYjPVKw3JlMuli8n+1lBdpRFLk6j+LVEPTXM9mFhORI+rkLIZQ",
-	"FWslTqrfF3Uaor2QDNIMU6+u57Z7JTwxZKNx8uPrvRa5oENDIG7YXDLV5xP9pEcmVEoSlS3RIuxp4TTY",
-	"Dmux8rCGKKw0azvW/8ox64iLsuO2poo5NGJGAyCJGeSgE8EhgWxAc0LJjGY34FJpVVdStmy2bTXKVt7k",
-	"BD+bjdLMOGglJmsbJ0puqFeZo6ZmEKQOK8HKJzfpRPY5WlWoQilH09SpPfdyl7ORyBhM2SIfwWIC0YI0",
-	"uYxFziKta+n9jumcjESW9PmAzWzifQSxDFFZEgLywNGXk7CYzi2xT02qcCpJPGLQH9da/gkXs71enw9E",
-	"lolZ9ZzQi4+v4YH5aKom14UTbk0ylX0P6LTNdPTlE8HOalmUAMxB78gthNNdVwfHnxtV2aaxqtmoiZXr",
-	"im1/P2+w51Gnu3WqVlRiba+C1cckKhGyV0VgUsHfZYvVCOU/w0p5FmsiX1eyZfkeINK+gEKAeXChId0w",
-	"kTtqxCSzevtiluF7NmFUAV6MRb5RAxJ2N8mgcS7G3/qOQNFh5QSK+mjbdZtxG7os1t6Val50hAvWnc4M",
-	"go4wcgbLcmA6Uipbq3LrLm1hnc0sdbUKvZssyeQjb7amSkuHTRdV7+2welVOIxIspQbdShpQuSUkixC0",
-	"tjWJbx++pJvdcxjX7MjWJKIKygMbCVefdDpm/kY17c5Vu92D/7N5PF6yZFBXD1lZ/yZdbTZd9jUbCLDw",
-	"r1hxd8sVfwdjPv6SDXnc4qS77Y3WbQnjNzlpRMRqREZRmhPWz8WssvzDtn+ZrhBRB+iihNy6ru1bEbJc",
-	"FaplKk2vMf0C5HiPoMrBzNCXHEw+aC0FIQ5+gOBOD2vokegL5REZpDyR5AvllUwykGtsElnY5/pdRhL7",
-	"uv2lXoHuCzSS9Z3c78vwv9N9+U1zmB3XjcTKCG6L44DN//r3sy8i/XV+Js/4T+m79Gx+/vqs+/bqzd3b",
-	"q7O7n1+fHL37cj579+Vk9vbLm/l5R6RvT/86+XR69vzsy8ndu6vzzvlfzrpnvB1s6/CBCsUep0/Zstou",
-	"/B/r5fkX1BbfpsZaIRnN41FxcFtEtMn9axvl7be+fsTaUtOJZp2dsN1ul1ibcpDHXLuJjQ7C53KaQVoD",
-	"0aJSiEXG4N0+BztOi7zRKKt/BfLkxhJFF+8ur4hdZ0QUvYGAsxA7/AIXgZ4lkogZ7xHK+zxFZ7QzYISd",
-	"ESO7mJjm+bxIjNbXsTDRDHoQgcyJu8HgtHplCnRJJ1TRFnaQjwyRsuHwmjaZNssFRGNxl5Qn7M4UYt5z",
-	"EqowhBfESjIUhI4YTUy9TKfmG2H8lmViwkiDCwU1jkKtttpSHDIKsaQW3Fafw3gQDmer50VjkbBoD4qt",
-	"SUdztBdZeNsxsKyJH/RsrUPSsMaAnkkqKWO3DSuOjrHzOTWFwGyYuwlvp31OyquB28I5t8tjd5Y2nUiW",
-	"a9Vm9YIcF4H+1TBgnBySFpqQtKCXB121ofaXbbA3YrhUyTQ3yB1TDbalwuZeDTfXAPMUrk2Nwr1QD1zt",
-	"zicVnYck0viKQQ+YQVetrv8M76/I2SfXLBZjiPXgbKYHLZyoU56ZzvzeCIxUwZaMAm+VQuznGRUmBQyb",
-	"0uPaeKgkHQxM2k+f11IbTNogmC4sTQCqAletmRRL4LlG+RDaEM6EBTZp8O1as9U3ZeXRsqiixik45JQP",
-	"M1aWnMTQ0Z7b18A0B7dCpjkAUw0S7Wk5WkvARK2/CZenQIwY1wcMRdtz0zXbxoWRK42wiKpwCiaZEdY+",
-	"y1OlGLdnoXLKJRaFbJHvja0mp6rIH8Hy6+bABGd9jkYik4i5pIoeWMMd8mvprP3MqUhB5z5jC0zpWFt2",
-	"z4dA7KtmK1zNhGNixDegE2yZlVAKKDsXOnhYfbPPWi5dlsBfvsvZTGZMaSn9s5bLxmAosLveInniO/fE",
-	"v2nczji9w6DIetp1EhZUTwOQaRyMpgznbpBd4tXsUKjOllQuCg6Ega3mocVRfexbjnrgjmp24BkVWDGe",
-	"FdxRlWvbPmM98yLuD7vq94Iqq+62iq6jpsl+L4Defih/VAshlT35i17+UGGr/NQtOFqEjkA0PLGFP+WE",
-	"xenA3KpbmDrAW9JD7gxryyonvFstqCHRfqqj8AeuoyByQ129QvpWugC700ez1H+EJXHLvv4mlQNdtZnS",
-	"cn+jcMFQCc7XlA+fyb2qjykkUuUMO+/ZzE+oaGsKjZoiczKVmtwRyelEjkTRjkSj8DWVrEd+fA3ppg39",
-	"QVSIjJRkKdf6u+u3Agnn9PJnI2hWSorG8tbUvY1FNh1zlEBSThIRy306SVvjpIe8VvNdp7gcyBFfRMqL",
-	"mNhj4y9DZ5hTbKKMwy1nMUkx6Bnqcxxor6h42nzDY5GkfNgjw7+nkwjKSelBTPLjmUn2kdjQ19HEhjTl",
-	"YOZhfe5IGiEZiRmm71DumF9SZSsaH5dVnbGlaSpjwTnTb0klJjCxR5ZAyNnUdfNk43+y8T/Z+J9s/E82",
-	"/icb/5ONf1M9767JkwU7f/C1X6pS/aDX30hF6wdhH/kEfOLTnvvBPZzBstrT7yoyF7ZgARVCC1/+ft1W",
-	"2KpuoFh9iA3NOdTv3WQXoW/dob3Clas/Ma0atEQHAhsv5Ds37G+L2tnG0GEl2yfnxRrt5Q1IjFvpKWUj",
-	"uw3C2/DlkJRp0lowELlWvEMissRRR4zFDGNLwQshp2MtJU+l6vNJLmJjUx33nBeNOuKY92yP1FwosFmO",
-	"MXkeUt2tmRTK5ggesz5Hcdf53pgSNcUr+adp4jVIeSpHLAmJhDw+kWUsd4PEiI0R0/rJGAyLGVVaVEYn",
-	"i3RsqrYzZc5ihk1/hky1yIXIsjKSLqN695XwprmYkqFA/wxwyYg00J7dKxuwmLO9YRO1d7wYLZfN6BwK",
-	"f2ON7dBWP2XjiZqbCDVGeZl1ztmMzPXyHPOwHpwctElC527jk2UxZfjlOrXkpLpYs6FUkgFjSdFZTQnj",
-	"2/FtuOz+75UeF6SABwZ8AYc1DZoAHLXIMp8sDTmrtNfaTDFwe/p7DAL8YQF4KFVs3oru4W7xoqvo5zAY",
-	"UXmuBR7b+q/iJD+x/2nefHfTOe3+8svRy3eTl+xv7Tv1Zfj7p80933BM6/3euLInxrE2RpomJQlD5HS4",
-	"h0F1P+/Y/2rarC7vuKPlGiSO1Y5w4Liq0EtwRmNsL5qwgAA0FqkS6JoLPQOwZepDwfmpM+7GnXE3Rddq",
-	"S1u/wGfI/FOdwnUV943440PQDZplwLeVSr2k4bSRpplEP3ml87ap7JcUrVT3ti3ZC1DkKdlrIfFbdWFx",
-	"W7F7iZNmIlqEymrEaXV7di3gxtkUih9FRYax4Ey2+hzb6KJUhdIkZkUvE6Vsl9cHU65ys7993bSzlR+z",
-	"HU8ZlOQA6abWmHXT9qpON9VVC6nWsl/RBxVcnZ7NtbtXncOq+cjdnNGBsLBFdYvmAnfc48sle+y0r9ov",
-	"e51u7/CwddR5sbhHkSXNVfv8vC19XSYQXS0H69b/vPC+yv4dKlqg4SZtS9xBwGMiCiEHtAUoZhpN8yzC",
-	"XkrXTCs7IpsqRiILAFGfNyYZTTk+0k9QmZ1BWhUoQkAtRK4plJhJkqo9LCzjhH9Rk3p50OeVvYEWUa7J",
-	"xBZpoiRUSbVwqb4+nNXhnpVdqCNsQx0ttFJ3sqycztK+TiDmsB9SDGYZ5dqCkGzVMsEs+VsFmdRao+9E",
-	"s01P8e07eP+Rqf12NLDSmH4JLXT35tQFrzZZf4rQ+CNS8Etre4TMe+6QNz8l90uD+1+r4L2ysPw5zW8w",
-	"orBC9AsCCj0fjBpbmtjGImfQ/AmrvGcmxxQTYvvcNIgwwQZKzGiemAI64xQU5YMa+W4RqFIORSNtvn9l",
-	"RZpc19o/LKkn7xLfTerJV/YNgSVYMedJWdug0ktVVlgqb2xV6OWyAr3rystfamVEaC1koBYB+Zl+lAul",
-	"MtYrRIloTO9eF9reBcsvIVA2IlQpNp4oCDjH4NmQ0DgXUppQk6LHs7Hxt8jHEVVF82M7VQhAjKYfIzFA",
-	"fdQx+rcpJ5QM2MyZT6GE0TisduUG073MxAwksIRldG48AiaPoc9LtfXYmfWZrPa7JkLPedh9pY/qqH0A",
-	"Cd0S8+KBO7hIoIRYXg/9EWQb//EHvW57y7Lif3yhZflWv7lY0v2jiyXYLET+UySSp4ok3yrIFNsa0DoV",
-	"lkwpCLx+iCCzXxK7lV7d2tzmq3lBb6vmrp7pVA84HJo/zKuhiYksyaqJX4tFwkwRc6oYj+dhmSKGglBR",
-	"SZizO2XHg641U9bq84u1RUoq1UjQYbbaxlZSmrWeS8t4HuCK69Y8cX+gWhhQmePRE2Qt9GD+Cf4R9Lqh",
-	"/fdSLnHUOux0P0GJcATEDWn7y87jeTPCwMDpuQx6By/LszDhkvrM9B0V++qs31e71Tls77wvzLwICjnJ",
-	"Jk9q8eQb7bvTRZ+tAf/l14UG1voRHbUP7j2p0aME0pzPZudfflXnV2/U+ZfvP5y/vnl+/veT5+evT6bn",
-	"Vz/NPqZ/fbU5XzWYPDcLXe8LtrD51Af6m1hVsfbNIiP5hgrP9ixx/2uJh/f7OTN/bV9A3LceL/kuzkMJ",
-	"yHI1qrnfGeYQiW/fv/KnKZsyDHECpcuyX6iPViybi1kI3VJARQNZVFHFSIPaRLfyxrESOUZJAUSofA5h",
-	"qLRsclcUMy+IWiak2jPtv8HYccMYJEVIUvgloaWVz+bhNMcubhPD0hqQbb3nLzNo3lxqB9mZ7b34J3Ow",
-	"FaS70+51jhzfWKFbmeZg25PeZXqMPYGQ/K5hLHmiuI9uBQVK4qCeJioP0xsg+X7+OJRwY5rjUkdwIlVw",
-	"GwO48rkTBmgjEQp/Vp/bRjEk5ST6TaY8ZiHWxtvDTvymBAR0KClJhAkFxehV0sA0d0uU+hx8ZZo0FVGv",
-	"IsceJzM6t+19wU6FxExhVAQGhnooWEikwPS5SmCFYwRLWDKdwOFg5g/DkgoKiwvSW0YkYxxKLs7Bi4fI",
-	"RVJTJHHAWPJMFiUBeOKEVmF07fXcrOc11JygNnK0RU7KArJLqSt2hVlLWvVrj2AAg3tcnRsCd1wTTyuv",
-	"3G+eFaVX/S1tZHhXQe+wG26ytZ2tXI9+JMuSnH8QM8x4LIUronWTfw2S/2Sq2orPmPIYRUDtY/Ab66v+",
-	"pvymUmi7ZvK6NB1ziF18zf+LfmEsfgPd/mx4vSa3Jt6hLD4CBqjuIRmJaW5dIVXuxuqCq4mzmIk+1zNT",
-	"Nc0ZJDMXHKJ4HJGGnNCYNSXTR6FYQqLbThgRxoHxhGYNM7N2KNid5rJwkBRcJqacyFkKRRJE7avC5Jyz",
-	"Lyw2nka7iWMr32vOGJatit1JW+S9UBQ/hEazekDIBBGSOafDTe0f/K7Py7QM4+VBdcAprIz50/i+tT/q",
-	"05EkGrAsE83FIwv7PJUk1wvCMsmVcJpGVDiqbBd8ewrNJn60hMPBb9aqj0D8UO5g7Xk43Ju7SZozuc5V",
-	"UQv2+Kl7N/n08aj9ofvzl3j8c/vD+FX711/eZ5/evJr+2v35u+vx+3effvmUxTff818/ZtOduczWng9c",
-	"5xJdAcDHF3fxJPov8SoD/Hm8B5VDXEKb7wFspjn0WP3ta3AySf/G5idTNYJqL5/1z/nt8uDhAmf0a1io",
-	"IpUkEfF0zLg6JhF2xpzyyOajahmWKmLC2zrdF612q93q9F62X7ZbhcNtH2i4WbE/6M5ItDRxihkWhpMi",
-	"v23RCHNOOR0uKf/ujADl3xe/hn5Kmgfm8Si9dVrcPpO2EoUm4g3NfmhRu8bER5uhnW5LixOY1njQj5a6",
-	"3WhDJxkKNBglRGaWP7ZtTPUpxzfOXEX/PL81ChmzXrkYNMWgGWug46q0kXpO5hTf8YxYicWxksG1ZiCe",
-	"KyrA0HcGNDEs058mUlY6Mx1ztK7jjG3i3zUM3TXdiG+zDsw7WFqQ8dLkoEEidF0DVU7MvNY6j4mWert3",
-	"d4TGN1zMMpYMTfGQEz6H2J8+Z5lkpJGzJM2hzocSYi8kFHLf9flgOnzniEg0j5mCIHpKrKAIQTaatSdE",
-	"67hHRIbkiIxTHpKDNv5vl4z0s1FIOm2ClfbhH43////rtsn/Rb6kSrH8eDHI4bD7av+ofQDscSS4mGp1",
-	"GAvdFJKMVGyy1yLRYadN/gLN7XOnyZd7Rkvay2pp49Q9/YcUQ3NyXdY0zStsYTbVZEtmZYT+LXTAGr0o",
-	"YULrQNWeMUXeKuBIgWshuXh3eYWq9QJZ//D+7TJafv+/AwAA//8=",
+	"7L2Ldts41i74KjiaMyv2akqWZDsXeZ31/64k1eWuuOKOnUpVSpmfMAlJjClARYCW1VmeNQ8xLzKvMI8y",
+	"TzILewMkSELXOF3Vf/tf53TFFC+4bOz7/vaXViSmM8EZV7I1+NJid3Q6Sxn8+6XgikZK/1Pm0ynNFq1B",
+	"65REeJnQkWIZYTxLosmUcUUoj4kUU0ZopJLbRC1aQeuWpjnTb6BSJmPO4veSZa+nNEnP4tagRceMq/80",
+	"H+1EYtoKWub98Hu39+LwuHv9tH0cP2PtZ9Ehbb8Y9Vi7f30UPY2fsy7t9fUjGaOKxaeqNWj1u/2n7V6v",
+	"3e9ddV8MDruDbrfT6x9+hNum3ycsjWF25plXVDH3qe5V7+mgezToHne63a5+itOpvuOSpkyORBaxVtCS",
+	"Itf/GLQ+sGuZKLik6Fhf+YnNW0Erz9LWoDVRaiYHBwd2gtNFRxav0dM96HYPf/mlq//v6Or8vN+6D1pM",
+	"r05r0PpMOevEgtWWB36+VFTlsjVo/UzTJNZX+ZiOmd4GPbeUSgWL/HbGeH2GvateV8+w1+8cH/f0DIvb",
+	"LxlX/tthGc2C6Nu/F9n0Mr+eJlImwvOJ+tLzfPp2dHr2A+WxGI1ka9A1115RObkWNItfpkl04/vh54TN",
+	"nesw0PrNxWRla9Bzr10yrre7b65Vh+3cfCGkimgWX0ZUX+7eB62U0fgyEhlrDfqHBRn8jXJGXgm947OJ",
+	"4PrSX3pk7/j4eJ90e912v3vY1b9lQozejl4KLhlX7wtqGBwc9PrPOt1Ot9MbPO8+7x5EeMtBJP/r8Pf+",
+	"T6Ofn4u/HV3/ePerevePZx+mFxTfNmOZSvS5/O1Li8ZxxiRQMZ2pt9l7nqif8uk1y1qD1pEmdH34Bq3L",
+	"WZbw8UiTPJyrnONlysd0Kjh5iVeAdmEDz97AHxlj6tR+o9XrH5KfyDlNOLlUraD1j2TWGrSe9p91jzS5",
+	"mrEtNjyvx8et+09BK2ORyOKCjM9pdsNUwsetoKXoWE8T1r8VtMSM8fZE5JK1PgWtfBavP+n390HrJR5v",
+	"Lw8zvwVknqgJSZQkZkXJjGaSxSThShBK7NRcPhaVL/x2jGorFnDBeIwrV2UC/8Qj1/Ucue6yI9fd6Mh1",
+	"vSfu8VT9gacqaM1pxhMOL/rUPGQfEjUReTlH75G7zhVRE1acuEjkaUy4UOSameP3eNz++x+3fy6xts74",
+	"rVaUzvispE+g4Cs6lqdxzOLXt2YfS5rVv5E5y4BYWUxAJliCdGiU3aL2/NuXVkwVdWmVj8Q3V35Z8cIl",
+	"9FvhJXpllJ20HV9xQa/VbTLDtYF5rVft4LYNB/zsmX3gajFjZo3xy/ef7vVHJ4zGLAPu8Y4q9iaZJgr+",
+	"p9fV12ImoyyZqUTw1qD1jv2eM6kkESOiJokkNwmPyV7GaCyJyMg8SxST+8BwTi/OyA1bkCnV//+GkYQT",
+	"yhek1yWSRYLHsqPZdDRhU9hChQNMuGJjloFOUR3QK7pYMSLgcRFIh/KTM5aR91cvSUwXm3/snd5gTcmb",
+	"r0DKRkrPTw/ihi2eSBLlWaZttF63jbMl84THYr7DMDaf94RKHIoSMV2QvfdXL/e3+aBkqvmlS9wsknOV",
+	"pO7OPpGN2ZGRyJxlESOS4ThLGhlySySjjDFJKJGpUAMynzBcP5HG+gH7YMJJokjK6C2THfIyTfTZJzMa",
+	"MX33VLL0lskhF/q2zpBXZjtNeDLNp8BtGzPXQp9mdMqUIf+XlhVcUDVprsPVhFlm9ESSJGZcJaOEZR1y",
+	"SqY0HYlsqjXZ4jpJJJHJdJYuQNqORM5jvRmGV2zObxL99ZkeUyEzSq6l2frveZJpVqKynFWmT+/eMD7W",
+	"k3l6FOjVsH/2ivWQSitXQAhnMZvOhGI8WvzIPCR3Tm8Y0hvsIJF0xDSPzpjKFmRP/3D2+up7oiUWnSUk",
+	"zuhILxVymP0BPDpKMthcOdMSjCgx5LTYazAPkHzYgsB/Zgpoqn9EJiLPZABH2tB7AB4QagYAB1KPasqG",
+	"vCC7KVMTEQdEr19Afs9ZtoCnrkW82CdjpqQmLzqmCTfmSVisg2q/Y7OULlg8IHptw2DI56hzkSzn+mwS",
+	"NU8i1iFX5sswcHgN5UJNWFbSsSThUb8/5NVlfsdyyeLwhMwnScoqS4TPZTmXAQmPui9I9ckzfpGJsZas",
+	"YWfIT8sH2Ei/klyzkciYnp1+BdkDgUz1XgaE5mqi6TQyf2dUMZJqJiD3NR8f0SRN+BinSyg5vrvTE9B0",
+	"rLekQ95LRqg+wXJCMq2BTQmIZ7JHyfv3Z6/2YZ9SMU4imtqh4fEs6f941I369DlrH14/i9tHUe9F+wV9",
+	"ytrduD96ft2LnrGjI0v/SETlCXDWoq2pdQnd94+P64Q/o0qxTL/z//jtf7T/z09/+Z8t32m4zK8L4l/F",
+	"EqRzX5UvbHnWX7zwn3VZGcjDHfh7fBOT6jsRJ+iB1NrBdyJeWJXKqGh0NksNrRx8lnrqX8qpfVmlPd67",
+	"w/ufGRu1Bq3/7aB0gR7gr/JAf9nItHJs5SzxCjINGOl3NLa3bzxWeDDO8XdW0z0njIBip+lc0RvGq1ZR",
+	"rNfulX32ZaGU1hXQjfXI+6A1ZVKiD7NQcx0WiKOhqRacC8LuEqkkUGaCunV1/JewjuQ2ESnMXXqGb5Ry",
+	"u27l4FmWiQwVajSzBy3NHztop7kD1RyAEniNHaDR7vX+UFjvlhaFVGkF031UszaHGZpZDEj5pQFZ/nqg",
+	"ic1I6bWeDT7QPK7NEZC9sLowoREE7FYLi2JFtSYS6hXr4HKF+4FmlXSouR9NOMnylBXcN1FkL6zTSxiQ",
+	"8tqFsRL0RTMAYymF+5pTNiRyyfC3JPmk8mCV5qvCRqssKklTK958RLRsTFV6bor0GsdufOvEyHEMcySo",
+	"zY4SnsiJtlYeYP9P66MyMjusDS1sjE3TyDLhu79y4J3mPqLI33IPs+IhJzRkVAx9gkjOY5aVc7phi7Wb",
+	"ZwZSPaSenZpTSYCovYpNRcXSJwJUqxP9BKGEsznoRFqJw78yl8s/wIlu7t6a8YZeDWwfd4pr3YCm+MWt",
+	"pGDBZN03uGubmF8I8I+T8tDF5Ag0oR57cf0sbn39slwKvSeabnPO7mYsUiwmEzqbMc7iEyQSlt2y7InU",
+	"OhoQrL4YM0WTVDq0VI4Rlucnob7XdsxOK2OY4CvB5E9CvdYCrbI+VgTGgqGqCTKv9VB8H0OItbej0Z5I",
+	"a1LALC/oIhU0vhLiDc3GbKfJ1t/hTtQuKpzbRJJU36HXm3Ly9Pj48Cm5XigmWw8r8ezXxK3ZW9D3yd7T",
+	"I/Jj8h25XpCYjWieKjwJlyy7TSL2ntNbmqT0Ot1tHTyvqSsFEm8BxUsfzIxmSaoZWvGI5bApVdp0f5Bl",
+	"0ZL8mkpGIsqNNzxjNJqwmGTJeKIIF/MOeQffBT5yTaMbMRqdWFUtJhmL9GJKcr0Y8kRJlo5KN0bx/kTC",
+	"o/iuhElCM7SdB2C6zsBjTtBzTiiXc5bJIW/qDoTTKVicpR8iIIqOwZy1LkcSTSgfm48khSFrLGU+5DZV",
+	"wPJGEtorZzHIPfQSs5gIHjGjh6ByLvNUPZRhEBiv53bmAer/y3a0dM6M8jSFpUn1EUe5DMsGiwPkfSXE",
+	"OeUL60bbibbr76ic8cKiJuwuYgw8rg+hwZTvTYyUy2eDmltOpkmsSaXhntvrdbsEPHEBOe4ad+2QO2ef",
+	"iMx1KT6R1n9K9g6Pu0G32923pwLXNYQ/2qf6j7Dw7IKl73Mttwsvo28BzBMHNZ/kfdByvrLcRakEmdNE",
+	"WdcHMI2Ej9e6QH9pl+PD/0XX70ZDtM5y73uM73bzF+kHam8qHMHbjMp1Yi993zajq7ijgTTfc5qriciS",
+	"f7DdFILKC9zDA8E0Pta0aI20uzadJW2t1T6Q1li8MDQOSn2ezIeD0qEbkJzfcDHnejAZuxU3Rqd/z2U+",
+	"m4lMsficxQnF+MpOq+B50VJ1YZpLkFWNd38bZUFLxrD+rbDTKnV3ON6nVobY+FscJ/p2ml44QcgRTSWr",
+	"f/V7kZGwGkTVFnEZkwWjuRLS1Vfc6GoI0i38nqXJXREQDju1EOiXVinp/K48+zu48dChHUG84YkEU19w",
+	"Vgp/G2KEAEvNt6bnCJq0/ztWzUYFW289yHUhUiJRWEv4h/Nmcf2ZRcAIRQShJQjHrpGZyZRJRaezVtWf",
+	"9pu7EJUXfvJ8z26t421bubvbLXl1+rjwNrJWqCp7syzhSiuC5PTy5dlZQLggckYjJvc75BLzA/RqDjnY",
+	"vkmMDv1CGdIWoJYD9d2TsKWgstFrWPGah1rzgPazZ897bVlQZ7unT2fpae31n69yMQ+Hd/1eezi8e8a8",
+	"ruYKrfhXFt28NU2AL9DC8xDRnHIFwnBGpZ7iCVCTpirwesEjEBPegMCqX/2glwo8HGhLkj2jN2htef+E",
+	"UEWmQipyTKYJzxUrPjfKVZ6xqkt8RYjbeBAHrZgq1lbJlPkWThmWu+oQWPIFrlo/B/CCVURvmXp9Fahy",
+	"1XASgxexZD1a3SanZ0BlUlGIzHLIaKioqZHg2nxA7yImwLFMCg4shfF8qsdYZY2toFUkodh/v52x4jrw",
+	"x1bQqqS6uH/bG1z+2UJpBmGGa73SxUycxSmX/TSOre9yR6ZQJizV1dtRxlhbsTtF3l9a32+Vao67XfKa",
+	"vKSzRImUnN6ygDgJYgE5e0Oe9p911x/SZsinwiJt0oqPOpzEtc0F3SmRKssjfQ5iZ3YnettppgmKqiLI",
+	"BhqH5oGcsOlMLQgO0yPT6plzPi6b80ShU1vkCvIvY6b5H1UiI3vhUUhGmZiS8HSmyFG4X13wI9/Rw9Q8",
+	"b4hcc2xtRIg5r76omsfXfKVJ7Ku/FNP7yJ7IiN6fW5oyrvYDHLI+UB/PLojWpU5IOGwNW2Fpg+tf3BWt",
+	"jaeRQNgYk8kobMxzLtop0zyewB3w+erLIQfR875KUqJfOUgTCDykiZZNNmEWzGbCYZOrX6onNjY+CpmO",
+	"9U99n9yydpyMEwWrJDL9n78cVV+N2ZFrj0qNBOvTNNRS7LBdVhyZ74B9R1U0sekYik2B0NP07QhCVKvY",
+	"PaY9mkeLeOKn5lksiiokCS/eXl6Rg8j6WRTkOUAAx/e6cL9D9KDQx2Ki6uAvYWBJC84CIgWoFnCmrzNG",
+	"b1Dbw2FCeF0SmgrOUOO4a1vNpG1f2IafrfC/a49F26yTVsE77+j83FgIngUrnTVbsGUnhLki98V4qmJN",
+	"MiYzkOyh9lQevESxKczS6MeFPM/zxHv4mfW3b2C5IP3kcolgLnQTJYqxuALVjL9VJDbqf3FUFfW/cdhe",
+	"yVdmODYkV5OMUCmDfZ+WMUY3IxI5rR6fXDf1D/jlUutp0SwDQ7x6Fs3KrDtUcjfBbeYmVxKIDAo1sBd0",
+	"u92N59g49fcgws/w2V632wURbv+ur0TQmoJBrYcGOmlrYPa6VT/+IV4PTbRWYixA688QdJaQvKLHfELC",
+	"fCZZpkJD67idTXICatI3euimtkXFIm6wSTuc4gwe8mzRWw5REK2s2+kFWj23Jr/IYhQtO22WGes6+rSj",
+	"883dpD2/Awf0lsrVD2IOTgC05QpexbhimdG75UIaTlDXoJIf2eInSLbxkTXXJqVJLrM5rcDXLSN0lPqq",
+	"+JxjrVpbcz/p43r46YuMjZI7/8dvE5lou3cG9+AwqIIx7HFmIzk3bFFT2qKb/3r2w+/9N3cvqF/X2oTV",
+	"75St2PxWWROwsb+iSE3azig2Y9dU1M5Yym616QUKp7Q7aOIs5vXgaslYxJJbFnutYYwans38C3V2UdRV",
+	"NF9OIk05Wk2t272HnW6n1zvsPPOtVy5Zdjo2LkTP/CrfeCLJe8myNjywgvoO+p3D1oacCbxC5a4F7gmp",
+	"0ayzPu7Ay+1bcs5ticlW5lMlRUrrxIqOZUDK0xyQskIEuEHKaExkJNDzUDv2vhKB+oLDD5Z09PwqZr+2",
+	"z8xbiBInxNWCcm5/qu6KrwZhx+P5VdmGD3lWK2W+q7Vze2NZdluf4EWWTGm2QEkM5zNRkNExTm5ZzYJb",
+	"Un/R1C7dgqI1OqZz63295Gjlg+Wd1Uqf+gS7nU6v2w2Ifkeu5QcYsg7lAn1rpsSjBYlZRBcnELNrC54u",
+	"KgvQBQUJU9x7Rj1amvBuE0oblmCepiDkqgS8xGh2qpUay2zqcxs7qi8b03Wjb/jqe5sfa9ZKNd1JMzrW",
+	"xhjLbllMrheF/zcgciLmWuFDhYHHZCLmlcPtVx3KQZq6rFRENJ0IqTavy/JNxWFMq857eSfqAdoChZzJ",
+	"LJpYEbaR+mYdeE2FrV4ntvo979x7720h2epJINs2jmHQOvW/Fk7lV2Wll1SlFdNc4hYu5+PUr+0aMHEl",
+	"o02KdZlKbdGq4rP8vlmfClupbL/LOHwkvkKcvloXRVgtVZ9I4AGBTbvlMYHjXHWqaVqTTDWl6SbM3Bso",
+	"W8OTOjvymc5aZYejOmN3E9+5Yn3fJHJ7lUXzH60+WJuvuXCrTWr9PAYKjGVdOTVU3mjxITa32qzq5Tkl",
+	"nN2pl3kmhceHfEGlBE9ZBDeEpsyLEf0QDLLg6wIHmFKJP3RaX2UPe/153zTaECzBJFjhdCXgN/fHIY6q",
+	"cYj+8VOfHejXRdfqKQ+gfG30jQ0OqVdDqNWjLD/IK0UV3LRcttAxxjrzgvgMRZXhyN4WXqgrOm44ntY4",
+	"NXAxNyDf3Z2yWxzs5U7Ki0xcp2xqdIc4QRgAqcTMsV5PTMDJ8HvOHtxHWVZ0F0NdvnYf2PVEiJvdjr5T",
+	"+LyG0osbcetfYRAmYfKCZZhd5mPQmVDKFO3VysDi4gUQ2DV0CGkNU8oXhJpMuYDQKBNSmmKTIj9hlomI",
+	"SVl41nOuzNfiqqenX7MBXCOg5zMCcq+mfC1FmitGQougFJL3794goRj/iCzzBmRTFdbP6I2SHccWs87w",
+	"2MMEtwnG6jG7Zex+cnH44BZC+sNEq52u5p/CZI2kLfMgX74794hvF9RqC5PZz1F/clyN5nNuuNLBw1rH",
+	"WS1e1pelswXfyBIPVQmyVQ+h+yKk4yWOU/2FJ5LAHXY5G7NC9K510/ESrSZQs1iofS/9yPawYFV67R49",
+	"95Hochq8oCqabEmIL02ykglbvXx3blyXAzJlWqfFpDCSsVlKIxaQkOdpGhY/RimjWVDqYQyWfnEy5GGh",
+	"IwwIPgP3mtAUTVMMQuqfMM8ffasrKd2TF2RH7frFcWM6y1J66p/c0DzY+Zys/d4u56Z+RtZ/5CvPzN9z",
+	"miajhMU7THCnk9Q4C2s+4zsbRqQutjwVb7mROaVQXegjok09V+Z6HLxKaU3Gp/ibX8iUxoxIQUYUTKjV",
+	"3jP79WVeWft7wy3bdEdaABffa+xky3cEhKYSmUI4R3WoncQ2bXn5F7ZWfLQ1Z9ZmSw/wsoB8aMCbQgNv",
+	"YPeEZJBNHuhJcRJe5hGWSIQEsoEhAh+6UdYSBKq4txW0vl8Wqq/pD87WlavvrlIxg6Akm08riNis0g60",
+	"bF6vSdiMCnK8bDaml4Sb69orLHCs3zU3VojYq/2ZG7d28W9K/CZz10zymqWCo3m2N4L8eXufP2u6yAKp",
+	"M98F6mLmtZih4bocpCYKzBT82tP2gOcppVBjeu6zWpMps5K+AEOxW0qTNM8YOHumSZomDlzSGgf/zgfY",
+	"juFyyUHGXG2wA7InkvxwdXVB8MjUPfrldKKq/84tuNnycNpzUKVfd4E3OKwbOfC2FSEB4WzOpMJzuLGp",
+	"XOcjfyZ/3EoG+Nrv5z3lVbiG0vXSPz4i0YRmNFIsc1KDnh7ZKi2Qa/8ZbhTZK5TIApnCtSrXQZ7Y3Oml",
+	"2WMMCsVVAQUypxJxmyx/w2LUUqohJpYDyRyzKImZdEWXSfxqBQV2sBVmvhSz15WA4xbCpXyQgMXKMnlC",
+	"GI0msPdtrXVDwLrwJxgwLxQgMo8mRcFFUxDpVxRJ4Vsbu/rpagL6DhZz5SU/J2y+4zvKNPndHy9Rnnd5",
+	"ugR93vJpHwb0lq9w0/63d1rUETebqdplQYNcWgNRFjpsING8gJ6N78J1a7TE9vZtX29gQetvL34nt/qG",
+	"Dd9aARWtv/JNwm+0xQ5HQY8b8w63ebWBJvVmrEgiIAV2m/cZWNMl7wOmYfQVJztsg5c38FG/NAsAp5JA",
+	"fZVSG4+5hq7akJDmZ/L3d5CcL4mMKN9gSepRQt8UmsvW3BgPFfjJbQmNe6fZPIJeGW216C2kh9bvoOZT",
+	"jIwr2mihvohlzHzBNAkVegGZ0miScNbOGI2hZq8ojqgKxBKGygOr1UBJagWtKkhSK1gCKGKfqF128dxq",
+	"P1ltrHYZdPnatQIAJWidA+zNT0KdpqmYgz1aK2hu4gM0UUGWVP/WUWS8MBpL0HyWIjT59A0LAbY27/6V",
+	"vtEF9PIm38/BEsgEHwcG8gc5/QnBbFWLgSM3iQvHbh30Ukp/ZWawBbW/KgpwqVbZZozHZewwZkuj9D4r",
+	"EuqXPUBfbkQBc3UMkpsF21meE2Hh2LyfamCV1WHKCqDRjSwR8AsXhRWNuF1zyfWh+KpciDKKREYMGbIn",
+	"aidX2OuN7CFRxMtsdv5mAUt0piEStccEm1B57k3hs5bCVNsvZi6QvYQ7bMpgEolznkOOMY3J3ogprWZD",
+	"bTJVgLDiOkKuhUgZ5RtbfxQxN3zGXzqnC0lmGTMF5akUBq+jqCjczBo0m1EZUbkyn5ZRiL9wVu+gBQaG",
+	"FxNaceIWocZOo5qf7PnVySHfsKYW4IWAZJJxwmlqYYeeSKIYVxOiJxIQhlrIkAP34sSp6i3tI6wSX1ag",
+	"a3jAa7AKgSM3qm8rtbq1UlzzuFORG7fqWV7vi8qlEs/bwvRMxS06RysL6GX+zuHf3pNZcpwidGBT0rM8",
+	"ZZ5cJ4Mt6Y2tDEgIQJDDvNs9jGZUTeBfLAxICKi95hdOp6z8Rd/X/AGcyMY73vix6meowFw21meprLty",
+	"3XSunKu+fRVaZuNjFj7T63rLU1NMiL5PshfaQ6qXofCC6D/QR2JWR0tb/U9NrPq/vj0OA9LpdGoFJMbT",
+	"so492GpeM/jV4vrCn7d3ipmGJnNvoE+dmOEgSfgXBPfotfsEq1XBuQGpEjEz8YPD9mH7CH+W6zOJHZfR",
+	"Yb+C1bA3HP5lOIy/9IL+/XAo/2P/P4bDvf/QVw7vh8P9//htOJSd9idzxf3r6N6L7FAor1vLSgvntUfJ",
+	"TEhFC8rZ1xxQRAlEWAsYS8ckW5r8thIlwaKsVpsXeFMSze9fVX1wfLyWspxxBCur8d/V0pWXO/WsOjal",
+	"CytpyNR2wXAtFLc1xk+Cl3/6mChihG+aoNRcUAPNZUUiREuk1khBT2huqUx4tJ3fBpx9uyc/4wfta/xb",
+	"gEuwUX5bE5NVP4zcTatKv+cs96mFeL25wz+IOeZUOTlXoIyVL1rtT9h+QWuQ3GtxwV2dF9D/0JviVf6/",
+	"drPqaOHV3QvsMvq20TWRl52nEKBRtIzlmOiRaOMOQrbgEUcl89DKKWdPtM5LMjEPAA5RU7nzLlTjQIM1",
+	"sbwTEhpdxr70mMRaqTXY9IEeQXjU65K/Cq6VAZGh4h2zlCkWV5U0/FJLk2qhH+F7vGf6io59ckrR8QmR",
+	"eZZpEwurRxLFAIkI1MssmU7rBV+meKEmddbEKVw09O1CVsuTZCvpsFACbGH5v2FqLAzHR2sVQMcHmeJW",
+	"CJAPV1+y8YSLI9tMv7l6GZB3378kh4eHLwz2+B2NVKq5YsYYGWXa9ACFCLUcBDz7GD4woBKaFVtm23s0",
+	"Y6y4VcIsdxGMND9oFghtatATstAXinQ2TE37p9Rrmi/aUk25vlJzy/jj2mys7ZP3MbPwoTP4T6qrTxLl",
+	"yem/nCbQl2LblLMNynU0JViBsnYwGyj1jVTGb6jk714u5/Ov4RHcMut9bVcSyZTWX31nskgUbR65TRPh",
+	"Txvp7Y7Yt5nuxa6myci0rbIp7dsktC+hNjd+01hTW5jQVGZ8oCyDde0SEWiCSls9kRmRXw1vVFvfeejG",
+	"7PHLWue6zff5zJpfslb1wkkSG9+2BTuns1kKgJ5YzRcYd7xezR1ZLQBmWm6qWe0TaWu2RWY+03nA4nZ/",
+	"Uff6tyx3s29q6eqXRSzjLF49tRU1oxVj1g7cX/fl0x0qjuod82eb27xJ6Mf9so0AOW0Kt7CZlqbhvefJ",
+	"7zm26oN7TkjM4nzGCLZ0e6h0PJ9fu5FoVk7NRMbW7cYOwScXS4vyuIhlYB4/iOPY0VjRT47OaUTuUzZV",
+	"wBujqnqIdwXk9bqbPZC6BjarVGLq3pckmmh9LNTTAkekJnNwTmrxHxppVI1XWU66pkR3ecW3ab64YdGc",
+	"rZwGlsBuE5HLbZ+sH/3KqjivLYfmI6yoGjj4yr2zrwkfwiu4dp+pctPgzO1kL3Sq5I3/2YN8tnZDdwfw",
+	"sEv/esc3rNzZFZtoN28D5upqAOUL3PjPV1KC+yoPNSyreTnlJHQeLeNf2PeKXJxevfwBDrerAlfS9i2O",
+	"bssqtt7jmzvj+xqUhtp7imoe3zbFlZDcJrtVwTi3NLnz06NKdG6nN1Tijru8YeYEHnd5vtHWeFv6LIKX",
+	"Hqp0WiT7lDMFZd+YcpIxaCzVTE/7Ch8OftpHOaqMsn7NvK1z0z9z66ZcNfdSjeCCpIKPWUYmVH7lxO2X",
+	"m1Nfot/qNVihJu2Qdm+KnOQylH5bkesaubtm4ptRuq7vtctUjG/FtE2m165peBdvL69srmzNln//7k1A",
+	"jN2lleZLRXlMs5iYL8uBqQyTQ16pF9sr1ckkDspWcYKbHCLol7IflFVmyrLakOzlPLkbclOKso8OSHsf",
+	"YknnGQvJXnjbCzDofk0le3pEfjg/fdm+/OG0f/xUC4sk7hSv7ei52mj+kN+whRvUxOfbMYtErOdKM1U0",
+	"+a0uSTifSBb9F7SfyZja7wy5zekDpx/0j5aYcDOw5sX1goTGCoDoQcyy8pq2AcJaN4DdG8//u/eZ3z7D",
+	"6wQKPDV52/KgnbO6VkDG+nOdVpzqS6Cv7YHfq+SqhZUmk4SPDcU2hYDVW/GLr+9mScbktlWZxWg9qKaN",
+	"MZC94hj9xZw9fdwO+7bBMzSl20foNJPfBj3CqqiT8Iq/9+9mHz8cd9/3f/4cTX/uvp++6P76y7v04+sX",
+	"+a/9n7+7nr57+/GXj2l08z3/9UOae7HStwyyfn3z5dX+nGZkFZc3WLpXqwjJlTdbIsLshNH4raFQGnth",
+	"nbvV+kDTHdXiyuwOY7KKthsScRmldzqdcL9D3vJ0Yb0wBbwqhiZPhhw8vCRRAcGea+g5xUOAKRq1pjH4",
+	"7vPRj39/kT3/64+//p5dzT+/v3j1/OzNxccz0X9D39DLeW+UH17/9I/3y9oOrLdTPeH6P8Ox2Q1wbwky",
+	"AeIuOKkTRhzUo+wbQdBseb7rqDNOkbgf3s+rMksW5VmiFtCgG0/wKUDonua+lvKnvACZNrqO0XfJXhjd",
+	"IMUGBcQG6EphgRp0wxbS/AZ2hbdzftlJrRSHMCDsCZYY1cEBnjIPOisJe1Us+jhRk/y6strlsjfajBWj",
+	"hYMFZWKlSm/B4EC/NHstrbZr1M2CHK5FrjDje8iH/DWoe5pTYlYqZyxGM6nZ661D3pWNzmxPzr9dvv1p",
+	"yPfAa8K4autNHzQarYWo+0apkCweVLvDGYxWN85t+oEPOW7VUbdLahn8HfLaLbixLUBLPTiEDN0QG6Xr",
+	"mRbHBj/x/urlbtkDerLL9D/oclHwBfyQmNHfc2Za0Uiy9/792avbZ/snhJb98oa85CbYThSLW4iJl0F1",
+	"gg0/UQwPZvrfUPSAG8nzqURketPwn4wzMSd72D/adYjjFTyW+wNCTb82yA1PmSTQ/xoQhGPB5JBbwNlA",
+	"a/rJmIvMtBlMxXhsumlNA5JRkzNIuU03ckjMKXDPIMQZ/tI2m9k+03YWiybC4vo6idHgNhszrgmUxfsB",
+	"mU+SaDLk+njJardl3ujRLC2Z0FxN9AJHwAAaY4HXUMWGHJuEGlMQxtjocRkG1etup0ljLzaaig55vavo",
+	"gBRdRYGyisaibk/hwDeCV3QB6b1DHi5tUGnG0ehHOiC2Hyk2tw1rLUY1dRtr1al2xqk0+qKOMoah6lSo",
+	"/RNskUxNm1X4OpxJkmiT+qj/gtQqu0LDiN1WqKgVpEnETIaT4aLnZ1cNBipmjKOvsiOy8YF5SB7oe7VZ",
+	"l6jUZcDk//u//m/ysgwhWT2HXOTXaRLpPWsFLc05DVpI56gDXUD1d+gsaQ1ah50uAMLPqJqATCqQi78o",
+	"ccP4vb42XqZgQVnLNZskPC6bLWg7vIFYGw7KpjAFfju1QioOoHUynINC7O1pDgVNF7CxMRsld5Zh2GYH",
+	"pvsTPuiA8OsncsmyIYfsHaQMtb4rgM2EMyuIKQCwEKZsZMijjAFjo2mHhKdRxGZqQBS7UwcTNU1DMmYK",
+	"KGhK05T8cHX+xoBPU9uoj6USZQxSRiGowMIeM2UWrVWCccDG9Lvd7dqKuv0sGi0oqh0nam0idvBROMbI",
+	"KleC083B5C0t82mYU+LCjC9tIv2p0p+h1lfBaaPgaYWwcbfUalMSSC+xe15Z9xb6vP5HLCItmoi+AT1b",
+	"+IP+m6SUj//XsMX4sFX5jdHY/RvOO1640AfKIAjrceANB84d5kr9HaVnzXyjt/KF9udOx1TMHNRfcFDO",
+	"qNJO2WNd6LNrcMSo50z4UifuV7TyKEDk7oPWUfdo2Y4Vp+agKNK9D1rH3e76B6rVtvDU4fqnPDW5rsLf",
+	"Gvz2SZtj0ynNFq1B63Ii5oAyv6o9jUPvlh+A+4xmdMoUNNP+zd/hb5wzKaHeGvmW7XfiYseLUVuM2nZZ",
+	"3797U2saswK0HkwJLS3KMwrfablGFKZklbRRyxRcDfmp53kwA/57cNs7cOwPrxx6x1SemQ6uRTv860Vh",
+	"DZ0hmBh4dNGRGpK9iErWTvT0ZaKSW7bfIaelc5iBgLfTIXs+bZ0IrRrOE6mfBdjDa6EmoB5DgwpMaIUu",
+	"zSDDrJd9yItBFm/Q5sAR8VSxhx1yVc1bzWC2LCbXkCur9dh5Rmczm+fukyamlH4t7TxYOxGgESjWK4nE",
+	"zYLakTCCDRK8SvRufVSp3r76Xtd6ZywTQL5JlBlb3imsRx66//Q1Un0TIGh7a4kEvY2IM0/cB6uaQQH7",
+	"3YCbfkcLbAd4pLf+kQpwwi5s/qj/Yv0DdTyGP0Y8FALhr0yVsqDK+A0gvonRewBvQO2S5ePIMPAomELn",
+	"0mIyAa8btlh5PIbcZJ1lyXSa8PFJkbtbbb1UBA6LzxknB/ysLaRulzQQETQ7tP2qi3Z7xehPeZkbFKDJ",
+	"AOw0IFBFn4ELpYbIj6Ohy9rqWn9zRHk1fbdaEjDkUiVpWloktk2uclJAjYlp8cpDfD7hknhTiDtD/iHJ",
+	"WBsWW0EDt2Ll6vXngS14guzcfrcb+jh65ALJN5m6jxLLWw6qiCAt5EZwCL4T8WJLRjTKU1B9S0KuteaC",
+	"9AS9XpQ79c7giqkkn23XRMEfWfUVaVSKKiqwxaWJ0r3qPR10jwbd40632/1YsvoKerDNjHIAsQ12r8Gt",
+	"rprxm8NLl/Ubm9tBpozC3x1phY10b0IptLZrEPUogEjcHbJDk3RaGdX9FjLF24e36nLX2uL918tF0851",
+	"rVzE+5xGCTlHhnC6OhtyyRs+IJsociR3XRpsm7lS9Loek3+yGN5Aqi6FG9Iv6G0gKOugSPDc8Saj9UAn",
+	"gS7Q33bUBjvpX1SRQIpap0t4zasDK+EOvpTZJPcHpp8YJCKsMx/8gADktIwJkGpIQCbTWbooowE7gQd4",
+	"7NFKkcVDGaXLNLBTXCFZURMGWt8ok/G0fQYFbLxmioczF3zD+CiHHJSqovCIcq2zQD80E2cm+FGtOGnR",
+	"anq+lfqQRGhsWYSl35vglNsiU38NLFCrIMonAZivYIz6wNPCDrHGNgwTamut5ubRVczAHOS2B9BW/qVt",
+	"p4pO2di3zj/RTPpqhv7vxlvNOXfMDoe7Ork6y/jrl8IBco9MJGW+Bhqv4Ho1q3fGsinVA04XwaqmtzYt",
+	"H+PSxq3LjdOUnCnrIjEcBSy164WJnRaVSNr0m9MsxkAjxNcNYF0BiYUB9wTbTqLVVKZjeBgBTvZBjZYK",
+	"GzhaWfunRY3Fgng8YX/eE4akv4EnZCvqsUU18YXWEUCO2548/rY7wppDJjIILvK9v12+/YlMWTZmBJ4n",
+	"kk0pV0kE6Qa8AmygCc7AGgw55IoFgLZ3p4VTompV7S7KFT6+VxTJYW1cMOShx+rVNxQmLvi4BQdgRc0d",
+	"TDOg/Y6ttEPHRaVAZ8hLlwgMhsXoPoJ4N6Z6qImQ2LkSdEtw0CAXQSxLjiqEPWpihAAuNlfJxbqs+YfI",
+	"OvcQVY5yMeSnppjMU0UI1bimjpDB0JfULZbeF5uqOeTALLEYz6SJnNTWiYwFjEiQ0AWBqn+rWl2lBwxZ",
+	"KtY3VoLFI+7jMsh4kqiKnkXWqVm5C9bxx7qEMmbxJRyjBHcNYH2gsSyQGm4CeDIch4Pr7LAoE8bdoc/M",
+	"vdszqfzCubhlRdMp+D0gKaPmIhJo2UXL/V7FQ2Q9OmVXpfstHB1eyJRv4+j4o5XYJorOnzoi8Oi7+FeQ",
+	"/nh+dvNdOLr1gVWCPS6L7TUFr8WPKSCSzLWEcvX0OIkxYWiqNQRI9Wn04iBjwSTJZ1rxFhxL+YccurLA",
+	"/KfiFlv/hSICqRSfqtCmTlHQZVOq37OnNQqapQlDuY95Ufh4oob8mkY3+0HZqU5GkL0uIYliOsshxGGz",
+	"osoBY1WYLHX9vbCKa6ulbolaq/+qgtrqKy6QbXjiQucG2AxiyKvwvTYetB6+N7BCtwYLfDLkYYHDX4zx",
+	"7Yxxo/lU0PZDMtHigQucsNaSKgXOkuldqWkBTfmvX7xaBxjyS4YBkNAS5lkMr5rSGwaFdgmTRNIRQzXS",
+	"mnBJNTzl6FFDHhlNVete6AOKm8nCxZOSGBXUBOUKpqHaCNfINNVmOQu3Uztwccy8nfruP0b9gJ+LFTa4",
+	"te1nz5732rKg3XavpeVa0R9f32Py4zSlEIiUQJJ5O4dShPIMrk5rM97CGgL0xnLXrt6/i9rg9hcyecn6",
+	"Gx7K9EA1AamWyaSVczWnpbcC6dOgNNmj4qCMlHOzIAX6zb4egveP6s2jevOV6s07KH+osHgx8mo7BSvd",
+	"RNuZOcDS30bbuaCZhASTUcZYW7E75SRXkHomRjXZELwF9lY06MHhMORlEobXK1Dt8BJiEfASeUj2gLEM",
+	"uTTVfglqDQMSXqqMMWUUgEv9j6xMxNv3eSFsrELL7telaZ7lXFY8o9sIShpbKfmwkZBdpWSRdnHc7ZLX",
+	"5CWdJUqk5PSW+ZMuelsIsji2c/zvLcsKLzxn83r85lFQPAqKr4gzxbHLUIG9NoXEdgGngxIp2R91QqwX",
+	"ZGdpIqFpOx1LsrciS3D/pIk/U8BMavNqyDW7heI6FldZZg2fObN1XgVSc4e8RrvKRcgxFoyyyDc0UjlN",
+	"U63qwQ1+K0X/ZE61ftk34L3+Hbe3JAwAsyXcvYT1raFQhMiG/KBHBvPIYL5WE52Cv1yfICie8/EXOCkP",
+	"EmzzJ83EpiLblErAaS69ymVKv80PFpxJw2+SmvZnWdSQe3gU2ZQFLYeIH/JTBy4fhuBg5ptCV8TR30gJ",
+	"fGRCj0zoUcuJjYaxRL8p+U/u9cDPUhqx+kGGFxYOUGQtqExcAYPRxh925ghIbC0+i84AGoSPh5AbxmbW",
+	"QW2aZM9Yiq1HIIkOEMMSSW7YTC1hMiZZbjmXIQ/BZDJcl0dG88hoHhlN4XfTR4IURsMSr5thOF5TSq7E",
+	"QGhi1lQRKMleKEWm/ldRIW96wlpADCIyPPkZiyDHzwZ44urzBbxQuB+QUZJixfD1wrZphiuG6+2d/vRq",
+	"v0Mu6Njwtxu2kEwN+UxfGZAZlZKEZSfPEFsxUUnCCC8EtRIvGEMYVHqMnuh/ZVgsywWBICYgQihBMkaj",
+	"iXG9k4gBdAoRHOqeRzQjlMxpegPR0E51JIksO1KgsVe8uENO8bH5JElNZodEjBET/8wM8y1Lq9Ucaqtg",
+	"JAjYdZPM5JCjR5Eq1DG1SMjtupeznE9EyuCTHfIBvIWQJU7jy0hkLNSGup7vlC7IRKTxkI/Y3OLFhJBF",
+	"FZZIRgBfgmHYmEV0YWVVYhAuEkmiCYNG8DZoR7iY7w+GfCTSVMyr64T5Q3gbLphPJGhpU8TP19QA2/tA",
+	"zNgCfV8ZLMysVvwPxNwaHLv4bf118G3+kt7KNI1H2eZrrRxXZNvSepP8j3v9rSuMw/LUDiqn+oSE5YEc",
+	"VA8wqZzfZYPVB8q/hhVUMRucWoc0tnwOUN9VUCHQPES/kW+YnEE1YZJZp0+zOP4dmzGq4FxMRbZR3yx2",
+	"N0uhQzzWXfiWQNFxZQUKWM/tmqS5fciakPFSLYpGpq11qzOHdEfM2UM0KayiTWRnVUn4pcWD28zJXAOW",
+	"32RIBkZjszFVOhFtOqh6S6LVo3L6ZyECKDTZ2gPAsYA0KWhtRy3fPHylnruX3q+ZkYXSowpQ7Y2Crlc6",
+	"mTJ/f7Vu76rbHcD/s9WjXrZkjq5+ZWX8mzRj23TY12wkILq1YsT9LUf8Hbzz4Yds2OMWK93vbjRuyxi/",
+	"yUrjQawmUxWI0jB+LuaV4R91/cN0lYg6QRfIp6u7lW7JyDJVWMaJNC0y9Q0ATTIBcJ654S8ZONzQ1Q5K",
+	"HPwAaeUe0TAg4WfKQzJKeCzJZ8or9cug19jS5WDI9b2MxPZ2+0sdOPUz9D/3rdzvy85/r//8m0JvOFFH",
+	"iYA+bmf+Flv87R9nn0Xy6+JMnvG/J2+Ts8X5q7P+m6vXd2+uzu5+fnV6/Pbz+fzt59P5m8+vF+c9kbx5",
+	"+bfZx5dnT88+n969vTrvnf/1rH/Gu61tY5UArO+JV56icooQTzDwf26A8l/QWnyTGGeLZDSLJsXCbZGM",
+	"Kg+ubX2J3/f9ASER85kWnb2g2+2WpzbhoI+5bh+b2IfXZZ5CPRjRqlKA2Jhw75CDG6pDXusjq38F9uSm",
+	"AYYXby+viB1nSBS9gVzRABvTgxSBVluSiDkfEMqHPMFEDOeFITb0De1gIppliwLPQ29H40NzaJ0HOifO",
+	"BvNK64BKmI4RU0U78B4ZGiZlC3E0byIhoJ8WFI2YZAmP2Z3pH7DvFNJi7j+olWQsCJ0wGhuYZweqlDB+",
+	"y1IxY2SPCwXQfIE2Wy2ClAwDRIKE3RpyeB9kslrQ13AqYhbuA0aodCxHu5FFpgnmhLbxgYGF6CV71hkw",
+	"MNV4ZdWIEcUhtPOzlTdlgY0prKFDTsqtgd3Cb24Hv+IMLZ9JlmnTZvWAnACN/tUIYPw4lEu1oVxKDy/L",
+	"UyYBstL2hZ0wHKpkWhpkjqsGuyliT8o9t8oJK6SuDbTufqBfXG0qKxVdBCTU5xUTfrByutoU5gnuXwE1",
+	"Q65ZJKaQ58TZXL+0iMDnPMX0JX/2UaJgSsaAt0YhtqEOC5cCJizq99pMxDgZjUy95JDXiqpMuTi4LixP",
+	"AK4CW62FFIvhuj7yAXTPnQtLbNKct2stVl+XgNklFrA+U7DICR+nrERKxqzvgduOByw+WiiZZgEMiDH6",
+	"0zL0loCHXT8TLC++mjCuFxh6jWRY/VNkZJIrfWDxqMIqmCJ2GPs8S5Ri3K6FyiiXiGXcId8bX01GVVG5",
+	"hl1DzIIJzoYcnUSmAH8J+Cs48x32a/msfcwBUqILn7MFPrnc2/LPrMTC41utk7qaC8dHiXdAB/SyHqrU",
+	"cHbG5/k6XM9PWrFdhjtT3svZXKZMaTX/k16oKXga7Ky3KNv6zt2yb5qzNk3uMJ+5jtcRBwXb1BRoGuaj",
+	"L8TZG5S3uDU7ALTaVgIFTk7QsihWWp/Vy77lWw/dt5oZeN4KshzXCvaoKvZtf82BuRHnB1SlD1RF1vc7",
+	"RbdtJiUW60FPW1RgqgCAAP1BYR+s9QfIkuWjLtB2kbgElTDEAl7LGYuSkdlVtyFDC3dJv3JnWlsG+PN2",
+	"taaHXP8R/ucx1rUE/kdkhrd7bYytTBl2p9d1afgLgeitVlQUkWGgPNVCzQQ9AM9GQug74eMncr8aIguI",
+	"VBnDfre2ZB5w5A28t4F2lYnUzJZITmdyIoomYJqBXFPJBuSnV1Cnv6cfCAuNl5I04SzAYFKJQy8y8vLy",
+	"Z6MnV4C8I3lr0OYjkeZTjgpUwkksInlAZ0lnGg9QVdBqgwPpCmrQZ5HwIp39xIT7MJbnYCSVKfTlV0w5",
+	"Hga2hhxftF/gjLdf80jECR8PyPgfySwEEEf9ElM1fmbKDCW20XcMyTFNOHip2JA7ilJAJmKOhYOUO96j",
+	"RNk+AidlLwVsJJ7ISHDO9F1SiRl82KMKIeVsGnl6DFE8higeQxSPIYrHEMVjiOIxRLGplXnX5nEjTNH6",
+	"MiwNuWFrMNzIQBy2giHKCXjEZ7sPW/ewBss6Pryt6FzY+AwMGK18dbxd16yyVZ1AMfoABhRwQM3fZBaB",
+	"b9yB3cKVoz81DZK0RgcKGy/0OzfpcouOFcbNYjXbx9jLGuvlNWiMW9kpZfvYDbLz8OaAlAANWjEQmTb7",
+	"AyLS2DFHjMMPM3shiCLzqdaSc6mGfJaJyLiEpwPnRmOOON5J25k8EwpcrlOE7QCQDevlBbwxwSM25Kju",
+	"Os8bT6jmeKX8NK0zRwlP5ITFAZFQgivSlGVujhuxKW7aPpmCXzSlSqvKGCOSjkvY9oPOWMSw1d6YqQ65",
+	"EGlaJgKmVM++kp21EDkZCwwvgZQMyR664wdl2zOztjdspvZPmsl+6ZwuoN0GdrYILGQ4m87UwiTYMcpL",
+	"vAvO5mShh+d4t/XLyWGXxHThthtblhKHT64zS06rgzUTSiQZMRYX/UyVMKEp34RxXZdpwbShBXxlvhpI",
+	"WNMWEchRqyyL2dKMuUpTy80Mg7ItbPPzZkO+In8QtYrNG8B+fVS/6OX9KWhNqDzXCo9tuFuJ8Z/a/2vf",
+	"fHfTe9n/5Zfj529nz9mP3Tv1efz7x80D97BM68P2OLJHwbE2xZvGJQvDw+lID3PU/bLj4Itpbr68z53W",
+	"a5A5VvuwQtytwi8hlo6pyejCAgaw1+RKYGs2OvVgo/KvJefHfvQb96Pf9LhWG8n7FT7D5h/73Kzrc2PU",
+	"H98B3aBFFTxbAZgne6GhhzAgNJUY5g9Ni+B2EocWEjUuGpjvb4s0D1TkQZq3lPitep+ZWSxXcbUQ0SpU",
+	"WmNOT2Slt7es+9sTHqU5wK6FRXW94Ex2hhyb16NWhdokIgIsU6Vsb/Wv5lzlZH/7smk/Sf/JduJ0gKYD",
+	"2k2tHfqmTc2dHuarBlJtALOi+zgEWj2T6/avekdV95E7OWMDISZNdYpmA3ec4/Mlc+x1r7rPB73+4Oio",
+	"c9x71pyjSOP2qnl+2pa/LlOIrpaTdeffLzuxMn+HixbHcJNmYe5LIGIiCiUHrAVAgQ7zLA2xg+E108aO",
+	"SHPFSGgJIBzyvVlKE46X9BU0ZudQFQaGEHALkWkOJeaSJGofMaGc7DVqCl8Ph7wyN7AiyjGZ1CjNlIQq",
+	"uRYO1df9uvq6J9g8HjieBA4XBkROxJyjkaQNcKdIzDbOWNJ/yyz2H4rjtIz1bcGJtmpUZOb8rXJknBZO",
+	"OzN92NfWoDWfSBb91/nox7+/yJ7/9cdff8+u5p/fX7x6fvbm4uOZ6L+hb+jlvDfKD69/+sf7P7m42I6J",
+	"XjrjXsZM3bk5DSXs+cBlfEwweUwwqQugS+s6BdgG7nBnvyDyK7MHX6qHa2U/lHOa3WA+Z0VmFfwfOi0Z",
+	"K7z0EE5FxqBjJDYnSU2FL5YjD7lpy2RyJZSY0yw22FfTBOz8w5r06RDoTgFouxYsojIiLW1qTZeWtEF5",
+	"UNmxSRuUysJBYg2iZT32QvnTgzRVNbWl2t5WdHRZOXzruqJcalNQaBtwpJrn8Im+lAmlUjYoFLlwSu9e",
+	"Fbb2BcsuIcs6JFQpNp0pqFbAzOuA0CgTUppEHyv1iImwdMiHCVWgkEFgxXwqgDOIjjejrwEu9hSzCygn",
+	"lIzY3PmeQv1u78h1wpnAiUzFHPTfmKV0YeIxpghmyEunwYnz1SdScyCVLdqnGPQQ+ptH/Rd6qY67h4AG",
+	"IBFUAUSrewSVEMvbePwZNEv//rUG/e6W3TD+/Crj8ql+c6Ww/2dXCrHHl/xj9MFHNJ7/lhnK2AuI1oWI",
+	"ZEpBzcDXqJEHJa9emRJQ+7Z5alGIi6qvdEDmkySaoC4YmD/MrYFJqC2lgkl+jETMTO8NCjsXlOWRqIYW",
+	"+PWc3Sn7PuhUl7POkF+sBeipIPFgtHW1g7bkc2vD3lZufkUct18L4/6JcGAAlebBi8Mt9WDpFP7RGvQD",
+	"+++lMuq4c9Trf4TGFEiIG0qW572HC4UFLUOn57I1OHxeroXJtdVrpveomFdv/by6nd5Rd+d5YdFQq1Dz",
+	"bOGw1q6+0bx7fQz4G/Jfvl3ona8v0XH38N4DCzCJocT/bH7++Vd1fvVanX/+/v35q5un5/84fXr+6jQ/",
+	"v/r7/EPytxebS3VzkhdmoOsTCSxt/sll+L+qSx5xn5qC5Bvaa9uLxIMv5Tm8P8iY+Wv7xhG+8XjZd7Ee",
+	"SkCFt3GM+COpDpP49j27/56znGF+HNiMVvwCNmAxbC7mATT5AgsTNGFFFSN71NZoljuOHSgwxQ4oQmUL",
+	"yGGmZWfcoolFwdRSIdU+RjDQ1XTDGFTUSFIEtaGRpM/jRMrmncVuYk7jHiAN7PsRQs2d384LtbPcfPYH",
+	"i8AVvL/XHfSOnchsYRqanp7b8+5lZphdgYD8rok0/u9udv3budCBETqcQ/PErzN7ADdj8TCMfGOW6TJ3",
+	"CKBWWBMmL2YLJwXWZuEUsdwht93VSMJJ+JtMeMQChLXcDzXnZQa9Bdp6lRzOpEFj5jbZQ4QKy1OHHOLE",
+	"mrMWGd8iw8Zgc7ogxvUPXkLkxQozgjAp2sOAAyIFlo5WkoocF2TM4nwGi4NVbwzRUBTigtJbRiRjHNBS",
+	"FxDBxqNNEoNvOmIsfiILNA8eO2mFmFl+vTDjeQVwMdRmTXfIaQldvVQ4YCu1tZJB3/ZncD8CIawurAIi",
+	"qannlVvuNy8p1NP+lh5K3OzW4KgfbDK1nX2MD74ky/AJfhBzLBculUuibbN/E4n16Cj854lJA8xT5MI/",
+	"hLi0WSLfVFxWOhTUHI6Xpk8dsYOvZV5gRgbCbkGLYFsZo6WFSVUqYY/A/dc/IhORZzaOVhXOrG42mBSp",
+	"uRhy/WWq8owBDkEh4IrLIdmTMxqxtmR6KRSLSXjbC0LCOMjNwIxhbsYOnQ6STBbRtUJIRpQTOU8AXUXU",
+	"nirCDRn7zCITZbeTOLHWlRbsAYbn6h/tkHdCUXwQmuvrF0IRl5DMWR1uUMfwuSEvK6pMiBCNMQfSHaEP",
+	"8H7r/dWrI0k4Ymkq2s0lC4Y8kSTTA0KA9kom3F5YRDnNZ2yEhbTb+NASAQ2/2YgOEvEfbr1ZdyyO5/Xd",
+	"LMmYXBfnquVp/b1/N/v44bj7vv/z52j6c/f99EX311/epR9fv8h/7f/83fX03duPv3xMo5vv+a8f0nxn",
+	"Ibl12AzHucRSA/rzpUw9Gl5/yowKOD6e0FNlC5eIlnsg2jyDvvK/fWmdzpIf2eI0VxNAufqkf85ul5ct",
+	"FEde34YQOYkksYjyKePqhITYDTznoa2E1xYEVcQk1vb6zzrdTrfTGzzvPu92iljxARxhM2J/uq+xJ2js",
+	"oMAWXreisrbpwTunHFo5+PpmOG+AvhnNp6GLoRbhWTRJbp22/k+kxcDRMmhPS09aYHaZygzzaqfHYfMD",
+	"pp8u9OCnbgf+wCnDBPtRCZGa4U9t63a9ytGN862i6a7flYl6hR65GLXFqB1pouOqdLB7VuYl3uN5YyWN",
+	"zio211r+ebaoIEPfGtDYSHx/gVoJEWkavWlL03m3qbzRNHTXdmtNzDiw4mkpku2lqX4FCIa6/a+cah1t",
+	"858QbTL07+4IjW64mKcsHhvYolO+gLS9IWepZGQvY3GSAcKQEmI/IBRQN/T6IBBH75hI9K0aKCL9SYSe",
+	"hfQ2rZnEhKohPyYyIMdkmvCAHHbxv30y0dcmAel1CbYogX/s/b//T79L/nfyOVGKZSfNBJ+j/ouD4+4h",
+	"SPeJ4CLPWGwgtgpFTCo22++Q8KjXJX8VnIXGPG8qgkta6mtl6aW7+l8DAulU2a1plFv4QW2R25ai0hg8",
+	"WxjQNX5R0oQ2IKu9woqKeTgjxVkLyMXbyyt0bDTY+vt3b5bx8vv/PwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -149,6 +149,8 @@ const (
 	ErrorCodeDuplicateContact         ErrorCode = "DuplicateContact"
 	ErrorCodeDuplicateProperty        ErrorCode = "DuplicateProperty"
 	ErrorCodeEventDoesNotExist        ErrorCode = "EventDoesNotExist"
+	ErrorCodeIdempotencyKeyInProgress ErrorCode = "IdempotencyKeyInProgress"
+	ErrorCodeIdempotencyKeyReused     ErrorCode = "IdempotencyKeyReused"
 	ErrorCodeInternalError            ErrorCode = "InternalError"
 	ErrorCodeInvalidAddress           ErrorCode = "InvalidAddress"
 	ErrorCodeInvalidRequest           ErrorCode = "InvalidRequest"
@@ -175,6 +177,10 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeDuplicateProperty:
 		return true
 	case ErrorCodeEventDoesNotExist:
+		return true
+	case ErrorCodeIdempotencyKeyInProgress:
+		return true
+	case ErrorCodeIdempotencyKeyReused:
 		return true
 	case ErrorCodeInternalError:
 		return true
@@ -1235,11 +1241,20 @@ type WebhookSubscription struct {
 // ContactIdPath defines model for ContactIdPath.
 type ContactIdPath = string
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // SubscriptionIdPath defines model for SubscriptionIdPath.
 type SubscriptionIdPath = string
 
 // BadRequest The body of every failure.
 type BadRequest = Error
+
+// IdempotencyKeyInProgress The body of every failure.
+type IdempotencyKeyInProgress = Error
+
+// IdempotencyKeyReused The body of every failure.
+type IdempotencyKeyReused = Error
 
 // InternalError The body of every failure.
 type InternalError = Error
@@ -1275,6 +1290,114 @@ type GetContactParams struct {
 
 	// EmailId The contact's email address, compared case-insensitively.
 	EmailId *string `form:"emailId,omitempty" json:"emailId,omitempty"`
+}
+
+// CreateContactParams defines parameters for CreateContact.
+type CreateContactParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ArchivePropertyParams defines parameters for ArchiveProperty.
+type ArchivePropertyParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DeleteContactParams defines parameters for DeleteContact.
+type DeleteContactParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UpdateContactParams defines parameters for UpdateContact.
+type UpdateContactParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RecordContactActivityParams defines parameters for RecordContactActivity.
+type RecordContactActivityParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// AddContactPropertyParams defines parameters for AddContactProperty.
+type AddContactPropertyParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RemoveContactTagsParams defines parameters for RemoveContactTags.
+type RemoveContactTagsParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// AddContactTagsParams defines parameters for AddContactTags.
+type AddContactTagsParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ReplaceContactTagsParams defines parameters for ReplaceContactTags.
+type ReplaceContactTagsParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ListContactsParams defines parameters for ListContacts.
@@ -1321,6 +1444,18 @@ type ListContactsParams struct {
 // ListContactsParamsSort defines parameters for ListContacts.
 type ListContactsParamsSort string
 
+// BatchContactsParams defines parameters for BatchContacts.
+type BatchContactsParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ExportContactsParams defines parameters for ExportContacts.
 type ExportContactsParams struct {
 	// Tag Only contacts that have every one of these tags (case-insensitive). Repeat for more.
@@ -1365,6 +1500,42 @@ type ListEventsParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// CreateWebhookParams defines parameters for CreateWebhook.
+type CreateWebhookParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DeleteWebhookParams defines parameters for DeleteWebhook.
+type DeleteWebhookParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UpdateWebhookParams defines parameters for UpdateWebhook.
+type UpdateWebhookParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
 type ListWebhookDeliveriesParams struct {
 	// Limit Attempts per page.
@@ -1372,6 +1543,42 @@ type ListWebhookDeliveriesParams struct {
 
 	// Cursor The `nextCursor` of the previous page.
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// RedeliverWebhookParams defines parameters for RedeliverWebhook.
+type RedeliverWebhookParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ReplayWebhookParams defines parameters for ReplayWebhook.
+type ReplayWebhookParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// RotateWebhookSecretParams defines parameters for RotateWebhookSecret.
+type RotateWebhookSecretParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // CreateContactJSONRequestBody defines body for CreateContact for application/json ContentType.
@@ -1512,7 +1719,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /public/v1/contact (the `CreateContact` operationId).
-	CreateContactWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateContactWithBody(ctx context.Context, params *CreateContactParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateContact Create a contact
 	//
@@ -1526,7 +1733,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /public/v1/contact (the `CreateContact` operationId).
-	CreateContact(ctx context.Context, body CreateContactJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateContact(ctx context.Context, params *CreateContactParams, body CreateContactJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ArchiveProperty Archive a property
 	//
@@ -1536,7 +1743,7 @@ type ClientInterface interface {
 	// full contact.
 	//
 	// Corresponds with POST /public/v1/contact/property/{propertyId}/archive (the `ArchiveProperty` operationId).
-	ArchiveProperty(ctx context.Context, propertyId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ArchiveProperty(ctx context.Context, propertyId string, params *ArchivePropertyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteContact Delete a contact
 	//
@@ -1545,7 +1752,7 @@ type ClientInterface interface {
 	// about it are still delivered.
 	//
 	// Corresponds with DELETE /public/v1/contact/{contactId} (the `DeleteContact` operationId).
-	DeleteContact(ctx context.Context, contactId ContactIdPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DeleteContact(ctx context.Context, contactId ContactIdPath, params *DeleteContactParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateContactWithBody Update a contact
 	//
@@ -1562,7 +1769,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PATCH /public/v1/contact/{contactId} (the `UpdateContact` operationId).
-	UpdateContactWithBody(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UpdateContactWithBody(ctx context.Context, contactId ContactIdPath, params *UpdateContactParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateContact Update a contact
 	//
@@ -1579,7 +1786,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PATCH /public/v1/contact/{contactId} (the `UpdateContact` operationId).
-	UpdateContact(ctx context.Context, contactId ContactIdPath, body UpdateContactJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UpdateContact(ctx context.Context, contactId ContactIdPath, params *UpdateContactParams, body UpdateContactJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RecordContactActivityWithBody Report an activity of a contact
 	//
@@ -1598,7 +1805,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /public/v1/contact/{contactId}/activity (the `RecordContactActivity` operationId).
-	RecordContactActivityWithBody(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RecordContactActivityWithBody(ctx context.Context, contactId ContactIdPath, params *RecordContactActivityParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RecordContactActivity Report an activity of a contact
 	//
@@ -1617,7 +1824,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /public/v1/contact/{contactId}/activity (the `RecordContactActivity` operationId).
-	RecordContactActivity(ctx context.Context, contactId ContactIdPath, body RecordContactActivityJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RecordContactActivity(ctx context.Context, contactId ContactIdPath, params *RecordContactActivityParams, body RecordContactActivityJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AddContactPropertyWithBody Add a property to a contact
 	//
@@ -1629,7 +1836,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /public/v1/contact/{contactId}/property (the `AddContactProperty` operationId).
-	AddContactPropertyWithBody(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	AddContactPropertyWithBody(ctx context.Context, contactId ContactIdPath, params *AddContactPropertyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AddContactProperty Add a property to a contact
 	//
@@ -1641,7 +1848,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /public/v1/contact/{contactId}/property (the `AddContactProperty` operationId).
-	AddContactProperty(ctx context.Context, contactId ContactIdPath, body AddContactPropertyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	AddContactProperty(ctx context.Context, contactId ContactIdPath, params *AddContactPropertyParams, body AddContactPropertyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RemoveContactTagsWithBody Remove tags from a contact
 	//
@@ -1652,7 +1859,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with DELETE /public/v1/contact/{contactId}/tags (the `RemoveContactTags` operationId).
-	RemoveContactTagsWithBody(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RemoveContactTagsWithBody(ctx context.Context, contactId ContactIdPath, params *RemoveContactTagsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RemoveContactTags Remove tags from a contact
 	//
@@ -1663,7 +1870,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with DELETE /public/v1/contact/{contactId}/tags (the `RemoveContactTags` operationId).
-	RemoveContactTags(ctx context.Context, contactId ContactIdPath, body RemoveContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RemoveContactTags(ctx context.Context, contactId ContactIdPath, params *RemoveContactTagsParams, body RemoveContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AddContactTagsWithBody Add tags to a contact
 	//
@@ -1674,7 +1881,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /public/v1/contact/{contactId}/tags (the `AddContactTags` operationId).
-	AddContactTagsWithBody(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	AddContactTagsWithBody(ctx context.Context, contactId ContactIdPath, params *AddContactTagsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AddContactTags Add tags to a contact
 	//
@@ -1685,7 +1892,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /public/v1/contact/{contactId}/tags (the `AddContactTags` operationId).
-	AddContactTags(ctx context.Context, contactId ContactIdPath, body AddContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	AddContactTags(ctx context.Context, contactId ContactIdPath, params *AddContactTagsParams, body AddContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReplaceContactTagsWithBody Replace the tags of a contact
 	//
@@ -1696,7 +1903,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PUT /public/v1/contact/{contactId}/tags (the `ReplaceContactTags` operationId).
-	ReplaceContactTagsWithBody(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ReplaceContactTagsWithBody(ctx context.Context, contactId ContactIdPath, params *ReplaceContactTagsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReplaceContactTags Replace the tags of a contact
 	//
@@ -1707,7 +1914,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PUT /public/v1/contact/{contactId}/tags (the `ReplaceContactTags` operationId).
-	ReplaceContactTags(ctx context.Context, contactId ContactIdPath, body ReplaceContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ReplaceContactTags(ctx context.Context, contactId ContactIdPath, params *ReplaceContactTagsParams, body ReplaceContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListContacts List and search contacts
 	//
@@ -1749,7 +1956,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /public/v1/contacts/batch (the `BatchContacts` operationId).
-	BatchContactsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	BatchContactsWithBody(ctx context.Context, params *BatchContactsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// BatchContacts Create or upsert up to 1,000 contacts
 	//
@@ -1777,7 +1984,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /public/v1/contacts/batch (the `BatchContacts` operationId).
-	BatchContacts(ctx context.Context, body BatchContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	BatchContacts(ctx context.Context, params *BatchContactsParams, body BatchContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ExportContacts Export contacts
 	//
@@ -1828,7 +2035,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /public/v1/webhooks (the `CreateWebhook` operationId).
-	CreateWebhookWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateWebhookWithBody(ctx context.Context, params *CreateWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateWebhook Subscribe to an event type
 	//
@@ -1840,7 +2047,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /public/v1/webhooks (the `CreateWebhook` operationId).
-	CreateWebhook(ctx context.Context, body CreateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateWebhook(ctx context.Context, params *CreateWebhookParams, body CreateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteWebhook Remove a subscription
 	//
@@ -1849,7 +2056,7 @@ type ClientInterface interface {
 	// succeeds again.
 	//
 	// Corresponds with DELETE /public/v1/webhooks/{subscriptionId} (the `DeleteWebhook` operationId).
-	DeleteWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DeleteWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, params *DeleteWebhookParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateWebhookWithBody Change a subscription's settings
 	//
@@ -1861,7 +2068,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PATCH /public/v1/webhooks/{subscriptionId} (the `UpdateWebhook` operationId).
-	UpdateWebhookWithBody(ctx context.Context, subscriptionId SubscriptionIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UpdateWebhookWithBody(ctx context.Context, subscriptionId SubscriptionIdPath, params *UpdateWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateWebhook Change a subscription's settings
 	//
@@ -1873,7 +2080,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with PATCH /public/v1/webhooks/{subscriptionId} (the `UpdateWebhook` operationId).
-	UpdateWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, body UpdateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	UpdateWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, params *UpdateWebhookParams, body UpdateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListWebhookDeliveries List recent delivery attempts
 	//
@@ -1891,7 +2098,7 @@ type ClientInterface interface {
 	// A removed subscription cannot be redelivered to (`400`).
 	//
 	// Corresponds with POST /public/v1/webhooks/{subscriptionId}/deliveries/{deliveryId}/redeliver (the `RedeliverWebhook` operationId).
-	RedeliverWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, deliveryId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RedeliverWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, deliveryId string, params *RedeliverWebhookParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReplayWebhookWithBody Send a window of events again
 	//
@@ -1905,7 +2112,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /public/v1/webhooks/{subscriptionId}/replay (the `ReplayWebhook` operationId).
-	ReplayWebhookWithBody(ctx context.Context, subscriptionId SubscriptionIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ReplayWebhookWithBody(ctx context.Context, subscriptionId SubscriptionIdPath, params *ReplayWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReplayWebhook Send a window of events again
 	//
@@ -1919,7 +2126,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /public/v1/webhooks/{subscriptionId}/replay (the `ReplayWebhook` operationId).
-	ReplayWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, body ReplayWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ReplayWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, params *ReplayWebhookParams, body ReplayWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RotateWebhookSecret Rotate a subscription's signing secret
 	//
@@ -1932,7 +2139,7 @@ type ClientInterface interface {
 	// is rotated by the operator (`contactd accounts secret --rotate`).
 	//
 	// Corresponds with POST /public/v1/webhooks/{subscriptionId}/secret (the `RotateWebhookSecret` operationId).
-	RotateWebhookSecret(ctx context.Context, subscriptionId SubscriptionIdPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RotateWebhookSecret(ctx context.Context, subscriptionId SubscriptionIdPath, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetConsent Show how a contact entered the system
@@ -1986,8 +2193,8 @@ func (c *Client) GetContact(ctx context.Context, params *GetContactParams, reqEd
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /public/v1/contact (the `CreateContact` operationId).
-func (c *Client) CreateContactWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateContactRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateContactWithBody(ctx context.Context, params *CreateContactParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateContactRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2010,8 +2217,8 @@ func (c *Client) CreateContactWithBody(ctx context.Context, contentType string, 
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /public/v1/contact (the `CreateContact` operationId).
-func (c *Client) CreateContact(ctx context.Context, body CreateContactJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateContactRequest(c.Server, body)
+func (c *Client) CreateContact(ctx context.Context, params *CreateContactParams, body CreateContactJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateContactRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2030,8 +2237,8 @@ func (c *Client) CreateContact(ctx context.Context, body CreateContactJSONReques
 // full contact.
 //
 // Corresponds with POST /public/v1/contact/property/{propertyId}/archive (the `ArchiveProperty` operationId).
-func (c *Client) ArchiveProperty(ctx context.Context, propertyId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewArchivePropertyRequest(c.Server, propertyId)
+func (c *Client) ArchiveProperty(ctx context.Context, propertyId string, params *ArchivePropertyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewArchivePropertyRequest(c.Server, propertyId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2049,8 +2256,8 @@ func (c *Client) ArchiveProperty(ctx context.Context, propertyId string, reqEdit
 // about it are still delivered.
 //
 // Corresponds with DELETE /public/v1/contact/{contactId} (the `DeleteContact` operationId).
-func (c *Client) DeleteContact(ctx context.Context, contactId ContactIdPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDeleteContactRequest(c.Server, contactId)
+func (c *Client) DeleteContact(ctx context.Context, contactId ContactIdPath, params *DeleteContactParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteContactRequest(c.Server, contactId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2076,8 +2283,8 @@ func (c *Client) DeleteContact(ctx context.Context, contactId ContactIdPath, req
 // Takes any type of body and a specified content type.
 //
 // Corresponds with PATCH /public/v1/contact/{contactId} (the `UpdateContact` operationId).
-func (c *Client) UpdateContactWithBody(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpdateContactRequestWithBody(c.Server, contactId, contentType, body)
+func (c *Client) UpdateContactWithBody(ctx context.Context, contactId ContactIdPath, params *UpdateContactParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateContactRequestWithBody(c.Server, contactId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2103,8 +2310,8 @@ func (c *Client) UpdateContactWithBody(ctx context.Context, contactId ContactIdP
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PATCH /public/v1/contact/{contactId} (the `UpdateContact` operationId).
-func (c *Client) UpdateContact(ctx context.Context, contactId ContactIdPath, body UpdateContactJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpdateContactRequest(c.Server, contactId, body)
+func (c *Client) UpdateContact(ctx context.Context, contactId ContactIdPath, params *UpdateContactParams, body UpdateContactJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateContactRequest(c.Server, contactId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2132,8 +2339,8 @@ func (c *Client) UpdateContact(ctx context.Context, contactId ContactIdPath, bod
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /public/v1/contact/{contactId}/activity (the `RecordContactActivity` operationId).
-func (c *Client) RecordContactActivityWithBody(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRecordContactActivityRequestWithBody(c.Server, contactId, contentType, body)
+func (c *Client) RecordContactActivityWithBody(ctx context.Context, contactId ContactIdPath, params *RecordContactActivityParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRecordContactActivityRequestWithBody(c.Server, contactId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2161,8 +2368,8 @@ func (c *Client) RecordContactActivityWithBody(ctx context.Context, contactId Co
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /public/v1/contact/{contactId}/activity (the `RecordContactActivity` operationId).
-func (c *Client) RecordContactActivity(ctx context.Context, contactId ContactIdPath, body RecordContactActivityJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRecordContactActivityRequest(c.Server, contactId, body)
+func (c *Client) RecordContactActivity(ctx context.Context, contactId ContactIdPath, params *RecordContactActivityParams, body RecordContactActivityJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRecordContactActivityRequest(c.Server, contactId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2183,8 +2390,8 @@ func (c *Client) RecordContactActivity(ctx context.Context, contactId ContactIdP
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /public/v1/contact/{contactId}/property (the `AddContactProperty` operationId).
-func (c *Client) AddContactPropertyWithBody(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAddContactPropertyRequestWithBody(c.Server, contactId, contentType, body)
+func (c *Client) AddContactPropertyWithBody(ctx context.Context, contactId ContactIdPath, params *AddContactPropertyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddContactPropertyRequestWithBody(c.Server, contactId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2205,8 +2412,8 @@ func (c *Client) AddContactPropertyWithBody(ctx context.Context, contactId Conta
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /public/v1/contact/{contactId}/property (the `AddContactProperty` operationId).
-func (c *Client) AddContactProperty(ctx context.Context, contactId ContactIdPath, body AddContactPropertyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAddContactPropertyRequest(c.Server, contactId, body)
+func (c *Client) AddContactProperty(ctx context.Context, contactId ContactIdPath, params *AddContactPropertyParams, body AddContactPropertyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddContactPropertyRequest(c.Server, contactId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2226,8 +2433,8 @@ func (c *Client) AddContactProperty(ctx context.Context, contactId ContactIdPath
 // Takes any type of body and a specified content type.
 //
 // Corresponds with DELETE /public/v1/contact/{contactId}/tags (the `RemoveContactTags` operationId).
-func (c *Client) RemoveContactTagsWithBody(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRemoveContactTagsRequestWithBody(c.Server, contactId, contentType, body)
+func (c *Client) RemoveContactTagsWithBody(ctx context.Context, contactId ContactIdPath, params *RemoveContactTagsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemoveContactTagsRequestWithBody(c.Server, contactId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2247,8 +2454,8 @@ func (c *Client) RemoveContactTagsWithBody(ctx context.Context, contactId Contac
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with DELETE /public/v1/contact/{contactId}/tags (the `RemoveContactTags` operationId).
-func (c *Client) RemoveContactTags(ctx context.Context, contactId ContactIdPath, body RemoveContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRemoveContactTagsRequest(c.Server, contactId, body)
+func (c *Client) RemoveContactTags(ctx context.Context, contactId ContactIdPath, params *RemoveContactTagsParams, body RemoveContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemoveContactTagsRequest(c.Server, contactId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2268,8 +2475,8 @@ func (c *Client) RemoveContactTags(ctx context.Context, contactId ContactIdPath,
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /public/v1/contact/{contactId}/tags (the `AddContactTags` operationId).
-func (c *Client) AddContactTagsWithBody(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAddContactTagsRequestWithBody(c.Server, contactId, contentType, body)
+func (c *Client) AddContactTagsWithBody(ctx context.Context, contactId ContactIdPath, params *AddContactTagsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddContactTagsRequestWithBody(c.Server, contactId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2289,8 +2496,8 @@ func (c *Client) AddContactTagsWithBody(ctx context.Context, contactId ContactId
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /public/v1/contact/{contactId}/tags (the `AddContactTags` operationId).
-func (c *Client) AddContactTags(ctx context.Context, contactId ContactIdPath, body AddContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAddContactTagsRequest(c.Server, contactId, body)
+func (c *Client) AddContactTags(ctx context.Context, contactId ContactIdPath, params *AddContactTagsParams, body AddContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddContactTagsRequest(c.Server, contactId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2310,8 +2517,8 @@ func (c *Client) AddContactTags(ctx context.Context, contactId ContactIdPath, bo
 // Takes any type of body and a specified content type.
 //
 // Corresponds with PUT /public/v1/contact/{contactId}/tags (the `ReplaceContactTags` operationId).
-func (c *Client) ReplaceContactTagsWithBody(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewReplaceContactTagsRequestWithBody(c.Server, contactId, contentType, body)
+func (c *Client) ReplaceContactTagsWithBody(ctx context.Context, contactId ContactIdPath, params *ReplaceContactTagsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplaceContactTagsRequestWithBody(c.Server, contactId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2331,8 +2538,8 @@ func (c *Client) ReplaceContactTagsWithBody(ctx context.Context, contactId Conta
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PUT /public/v1/contact/{contactId}/tags (the `ReplaceContactTags` operationId).
-func (c *Client) ReplaceContactTags(ctx context.Context, contactId ContactIdPath, body ReplaceContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewReplaceContactTagsRequest(c.Server, contactId, body)
+func (c *Client) ReplaceContactTags(ctx context.Context, contactId ContactIdPath, params *ReplaceContactTagsParams, body ReplaceContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplaceContactTagsRequest(c.Server, contactId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2393,8 +2600,8 @@ func (c *Client) ListContacts(ctx context.Context, params *ListContactsParams, r
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /public/v1/contacts/batch (the `BatchContacts` operationId).
-func (c *Client) BatchContactsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewBatchContactsRequestWithBody(c.Server, contentType, body)
+func (c *Client) BatchContactsWithBody(ctx context.Context, params *BatchContactsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBatchContactsRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2431,8 +2638,8 @@ func (c *Client) BatchContactsWithBody(ctx context.Context, contentType string, 
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /public/v1/contacts/batch (the `BatchContacts` operationId).
-func (c *Client) BatchContacts(ctx context.Context, body BatchContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewBatchContactsRequest(c.Server, body)
+func (c *Client) BatchContacts(ctx context.Context, params *BatchContactsParams, body BatchContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewBatchContactsRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2532,8 +2739,8 @@ func (c *Client) ListWebhooks(ctx context.Context, reqEditors ...RequestEditorFn
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /public/v1/webhooks (the `CreateWebhook` operationId).
-func (c *Client) CreateWebhookWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateWebhookRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateWebhookWithBody(ctx context.Context, params *CreateWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateWebhookRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2554,8 +2761,8 @@ func (c *Client) CreateWebhookWithBody(ctx context.Context, contentType string, 
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /public/v1/webhooks (the `CreateWebhook` operationId).
-func (c *Client) CreateWebhook(ctx context.Context, body CreateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateWebhookRequest(c.Server, body)
+func (c *Client) CreateWebhook(ctx context.Context, params *CreateWebhookParams, body CreateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateWebhookRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2573,8 +2780,8 @@ func (c *Client) CreateWebhook(ctx context.Context, body CreateWebhookJSONReques
 // succeeds again.
 //
 // Corresponds with DELETE /public/v1/webhooks/{subscriptionId} (the `DeleteWebhook` operationId).
-func (c *Client) DeleteWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDeleteWebhookRequest(c.Server, subscriptionId)
+func (c *Client) DeleteWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, params *DeleteWebhookParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteWebhookRequest(c.Server, subscriptionId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2595,8 +2802,8 @@ func (c *Client) DeleteWebhook(ctx context.Context, subscriptionId SubscriptionI
 // Takes any type of body and a specified content type.
 //
 // Corresponds with PATCH /public/v1/webhooks/{subscriptionId} (the `UpdateWebhook` operationId).
-func (c *Client) UpdateWebhookWithBody(ctx context.Context, subscriptionId SubscriptionIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpdateWebhookRequestWithBody(c.Server, subscriptionId, contentType, body)
+func (c *Client) UpdateWebhookWithBody(ctx context.Context, subscriptionId SubscriptionIdPath, params *UpdateWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateWebhookRequestWithBody(c.Server, subscriptionId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2617,8 +2824,8 @@ func (c *Client) UpdateWebhookWithBody(ctx context.Context, subscriptionId Subsc
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with PATCH /public/v1/webhooks/{subscriptionId} (the `UpdateWebhook` operationId).
-func (c *Client) UpdateWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, body UpdateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewUpdateWebhookRequest(c.Server, subscriptionId, body)
+func (c *Client) UpdateWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, params *UpdateWebhookParams, body UpdateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateWebhookRequest(c.Server, subscriptionId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2655,8 +2862,8 @@ func (c *Client) ListWebhookDeliveries(ctx context.Context, subscriptionId Subsc
 // A removed subscription cannot be redelivered to (`400`).
 //
 // Corresponds with POST /public/v1/webhooks/{subscriptionId}/deliveries/{deliveryId}/redeliver (the `RedeliverWebhook` operationId).
-func (c *Client) RedeliverWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, deliveryId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRedeliverWebhookRequest(c.Server, subscriptionId, deliveryId)
+func (c *Client) RedeliverWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, deliveryId string, params *RedeliverWebhookParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRedeliverWebhookRequest(c.Server, subscriptionId, deliveryId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2679,8 +2886,8 @@ func (c *Client) RedeliverWebhook(ctx context.Context, subscriptionId Subscripti
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /public/v1/webhooks/{subscriptionId}/replay (the `ReplayWebhook` operationId).
-func (c *Client) ReplayWebhookWithBody(ctx context.Context, subscriptionId SubscriptionIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewReplayWebhookRequestWithBody(c.Server, subscriptionId, contentType, body)
+func (c *Client) ReplayWebhookWithBody(ctx context.Context, subscriptionId SubscriptionIdPath, params *ReplayWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplayWebhookRequestWithBody(c.Server, subscriptionId, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2703,8 +2910,8 @@ func (c *Client) ReplayWebhookWithBody(ctx context.Context, subscriptionId Subsc
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /public/v1/webhooks/{subscriptionId}/replay (the `ReplayWebhook` operationId).
-func (c *Client) ReplayWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, body ReplayWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewReplayWebhookRequest(c.Server, subscriptionId, body)
+func (c *Client) ReplayWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, params *ReplayWebhookParams, body ReplayWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReplayWebhookRequest(c.Server, subscriptionId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2726,8 +2933,8 @@ func (c *Client) ReplayWebhook(ctx context.Context, subscriptionId SubscriptionI
 // is rotated by the operator (`contactd accounts secret --rotate`).
 //
 // Corresponds with POST /public/v1/webhooks/{subscriptionId}/secret (the `RotateWebhookSecret` operationId).
-func (c *Client) RotateWebhookSecret(ctx context.Context, subscriptionId SubscriptionIdPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRotateWebhookSecretRequest(c.Server, subscriptionId)
+func (c *Client) RotateWebhookSecret(ctx context.Context, subscriptionId SubscriptionIdPath, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateWebhookSecretRequest(c.Server, subscriptionId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2839,18 +3046,18 @@ func NewGetContactRequest(server string, params *GetContactParams) (*http.Reques
 }
 
 // NewCreateContactRequest calls the generic CreateContact builder with application/json body
-func NewCreateContactRequest(server string, body CreateContactJSONRequestBody) (*http.Request, error) {
+func NewCreateContactRequest(server string, params *CreateContactParams, body CreateContactJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateContactRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateContactRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateContactRequestWithBody constructs an http.Request for the CreateContact method, with any body, and a specified content type
-func NewCreateContactRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateContactRequestWithBody(server string, params *CreateContactParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -2875,11 +3082,26 @@ func NewCreateContactRequestWithBody(server string, contentType string, body io.
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewArchivePropertyRequest constructs an http.Request for the ArchiveProperty method
-func NewArchivePropertyRequest(server string, propertyId string) (*http.Request, error) {
+func NewArchivePropertyRequest(server string, propertyId string, params *ArchivePropertyParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2909,11 +3131,26 @@ func NewArchivePropertyRequest(server string, propertyId string) (*http.Request,
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewDeleteContactRequest constructs an http.Request for the DeleteContact method
-func NewDeleteContactRequest(server string, contactId ContactIdPath) (*http.Request, error) {
+func NewDeleteContactRequest(server string, contactId ContactIdPath, params *DeleteContactParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2943,22 +3180,37 @@ func NewDeleteContactRequest(server string, contactId ContactIdPath) (*http.Requ
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewUpdateContactRequest calls the generic UpdateContact builder with application/json body
-func NewUpdateContactRequest(server string, contactId ContactIdPath, body UpdateContactJSONRequestBody) (*http.Request, error) {
+func NewUpdateContactRequest(server string, contactId ContactIdPath, params *UpdateContactParams, body UpdateContactJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewUpdateContactRequestWithBody(server, contactId, "application/json", bodyReader)
+	return NewUpdateContactRequestWithBody(server, contactId, params, "application/json", bodyReader)
 }
 
 // NewUpdateContactRequestWithBody constructs an http.Request for the UpdateContact method, with any body, and a specified content type
-func NewUpdateContactRequestWithBody(server string, contactId ContactIdPath, contentType string, body io.Reader) (*http.Request, error) {
+func NewUpdateContactRequestWithBody(server string, contactId ContactIdPath, params *UpdateContactParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2990,22 +3242,37 @@ func NewUpdateContactRequestWithBody(server string, contactId ContactIdPath, con
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewRecordContactActivityRequest calls the generic RecordContactActivity builder with application/json body
-func NewRecordContactActivityRequest(server string, contactId ContactIdPath, body RecordContactActivityJSONRequestBody) (*http.Request, error) {
+func NewRecordContactActivityRequest(server string, contactId ContactIdPath, params *RecordContactActivityParams, body RecordContactActivityJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewRecordContactActivityRequestWithBody(server, contactId, "application/json", bodyReader)
+	return NewRecordContactActivityRequestWithBody(server, contactId, params, "application/json", bodyReader)
 }
 
 // NewRecordContactActivityRequestWithBody constructs an http.Request for the RecordContactActivity method, with any body, and a specified content type
-func NewRecordContactActivityRequestWithBody(server string, contactId ContactIdPath, contentType string, body io.Reader) (*http.Request, error) {
+func NewRecordContactActivityRequestWithBody(server string, contactId ContactIdPath, params *RecordContactActivityParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -3037,22 +3304,37 @@ func NewRecordContactActivityRequestWithBody(server string, contactId ContactIdP
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewAddContactPropertyRequest calls the generic AddContactProperty builder with application/json body
-func NewAddContactPropertyRequest(server string, contactId ContactIdPath, body AddContactPropertyJSONRequestBody) (*http.Request, error) {
+func NewAddContactPropertyRequest(server string, contactId ContactIdPath, params *AddContactPropertyParams, body AddContactPropertyJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewAddContactPropertyRequestWithBody(server, contactId, "application/json", bodyReader)
+	return NewAddContactPropertyRequestWithBody(server, contactId, params, "application/json", bodyReader)
 }
 
 // NewAddContactPropertyRequestWithBody constructs an http.Request for the AddContactProperty method, with any body, and a specified content type
-func NewAddContactPropertyRequestWithBody(server string, contactId ContactIdPath, contentType string, body io.Reader) (*http.Request, error) {
+func NewAddContactPropertyRequestWithBody(server string, contactId ContactIdPath, params *AddContactPropertyParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -3084,22 +3366,37 @@ func NewAddContactPropertyRequestWithBody(server string, contactId ContactIdPath
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewRemoveContactTagsRequest calls the generic RemoveContactTags builder with application/json body
-func NewRemoveContactTagsRequest(server string, contactId ContactIdPath, body RemoveContactTagsJSONRequestBody) (*http.Request, error) {
+func NewRemoveContactTagsRequest(server string, contactId ContactIdPath, params *RemoveContactTagsParams, body RemoveContactTagsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewRemoveContactTagsRequestWithBody(server, contactId, "application/json", bodyReader)
+	return NewRemoveContactTagsRequestWithBody(server, contactId, params, "application/json", bodyReader)
 }
 
 // NewRemoveContactTagsRequestWithBody constructs an http.Request for the RemoveContactTags method, with any body, and a specified content type
-func NewRemoveContactTagsRequestWithBody(server string, contactId ContactIdPath, contentType string, body io.Reader) (*http.Request, error) {
+func NewRemoveContactTagsRequestWithBody(server string, contactId ContactIdPath, params *RemoveContactTagsParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -3131,22 +3428,37 @@ func NewRemoveContactTagsRequestWithBody(server string, contactId ContactIdPath,
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewAddContactTagsRequest calls the generic AddContactTags builder with application/json body
-func NewAddContactTagsRequest(server string, contactId ContactIdPath, body AddContactTagsJSONRequestBody) (*http.Request, error) {
+func NewAddContactTagsRequest(server string, contactId ContactIdPath, params *AddContactTagsParams, body AddContactTagsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewAddContactTagsRequestWithBody(server, contactId, "application/json", bodyReader)
+	return NewAddContactTagsRequestWithBody(server, contactId, params, "application/json", bodyReader)
 }
 
 // NewAddContactTagsRequestWithBody constructs an http.Request for the AddContactTags method, with any body, and a specified content type
-func NewAddContactTagsRequestWithBody(server string, contactId ContactIdPath, contentType string, body io.Reader) (*http.Request, error) {
+func NewAddContactTagsRequestWithBody(server string, contactId ContactIdPath, params *AddContactTagsParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -3178,22 +3490,37 @@ func NewAddContactTagsRequestWithBody(server string, contactId ContactIdPath, co
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewReplaceContactTagsRequest calls the generic ReplaceContactTags builder with application/json body
-func NewReplaceContactTagsRequest(server string, contactId ContactIdPath, body ReplaceContactTagsJSONRequestBody) (*http.Request, error) {
+func NewReplaceContactTagsRequest(server string, contactId ContactIdPath, params *ReplaceContactTagsParams, body ReplaceContactTagsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewReplaceContactTagsRequestWithBody(server, contactId, "application/json", bodyReader)
+	return NewReplaceContactTagsRequestWithBody(server, contactId, params, "application/json", bodyReader)
 }
 
 // NewReplaceContactTagsRequestWithBody constructs an http.Request for the ReplaceContactTags method, with any body, and a specified content type
-func NewReplaceContactTagsRequestWithBody(server string, contactId ContactIdPath, contentType string, body io.Reader) (*http.Request, error) {
+func NewReplaceContactTagsRequestWithBody(server string, contactId ContactIdPath, params *ReplaceContactTagsParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -3224,6 +3551,21 @@ func NewReplaceContactTagsRequestWithBody(server string, contactId ContactIdPath
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -3415,18 +3757,18 @@ func NewListContactsRequest(server string, params *ListContactsParams) (*http.Re
 }
 
 // NewBatchContactsRequest calls the generic BatchContacts builder with application/json body
-func NewBatchContactsRequest(server string, body BatchContactsJSONRequestBody) (*http.Request, error) {
+func NewBatchContactsRequest(server string, params *BatchContactsParams, body BatchContactsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewBatchContactsRequestWithBody(server, "application/json", bodyReader)
+	return NewBatchContactsRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewBatchContactsRequestWithBody constructs an http.Request for the BatchContacts method, with any body, and a specified content type
-func NewBatchContactsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewBatchContactsRequestWithBody(server string, params *BatchContactsParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -3450,6 +3792,21 @@ func NewBatchContactsRequestWithBody(server string, contentType string, body io.
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -3744,18 +4101,18 @@ func NewListWebhooksRequest(server string) (*http.Request, error) {
 }
 
 // NewCreateWebhookRequest calls the generic CreateWebhook builder with application/json body
-func NewCreateWebhookRequest(server string, body CreateWebhookJSONRequestBody) (*http.Request, error) {
+func NewCreateWebhookRequest(server string, params *CreateWebhookParams, body CreateWebhookJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateWebhookRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateWebhookRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateWebhookRequestWithBody constructs an http.Request for the CreateWebhook method, with any body, and a specified content type
-func NewCreateWebhookRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateWebhookRequestWithBody(server string, params *CreateWebhookParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -3780,11 +4137,26 @@ func NewCreateWebhookRequestWithBody(server string, contentType string, body io.
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewDeleteWebhookRequest constructs an http.Request for the DeleteWebhook method
-func NewDeleteWebhookRequest(server string, subscriptionId SubscriptionIdPath) (*http.Request, error) {
+func NewDeleteWebhookRequest(server string, subscriptionId SubscriptionIdPath, params *DeleteWebhookParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -3814,22 +4186,37 @@ func NewDeleteWebhookRequest(server string, subscriptionId SubscriptionIdPath) (
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewUpdateWebhookRequest calls the generic UpdateWebhook builder with application/json body
-func NewUpdateWebhookRequest(server string, subscriptionId SubscriptionIdPath, body UpdateWebhookJSONRequestBody) (*http.Request, error) {
+func NewUpdateWebhookRequest(server string, subscriptionId SubscriptionIdPath, params *UpdateWebhookParams, body UpdateWebhookJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewUpdateWebhookRequestWithBody(server, subscriptionId, "application/json", bodyReader)
+	return NewUpdateWebhookRequestWithBody(server, subscriptionId, params, "application/json", bodyReader)
 }
 
 // NewUpdateWebhookRequestWithBody constructs an http.Request for the UpdateWebhook method, with any body, and a specified content type
-func NewUpdateWebhookRequestWithBody(server string, subscriptionId SubscriptionIdPath, contentType string, body io.Reader) (*http.Request, error) {
+func NewUpdateWebhookRequestWithBody(server string, subscriptionId SubscriptionIdPath, params *UpdateWebhookParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -3860,6 +4247,21 @@ func NewUpdateWebhookRequestWithBody(server string, subscriptionId SubscriptionI
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -3938,7 +4340,7 @@ func NewListWebhookDeliveriesRequest(server string, subscriptionId SubscriptionI
 }
 
 // NewRedeliverWebhookRequest constructs an http.Request for the RedeliverWebhook method
-func NewRedeliverWebhookRequest(server string, subscriptionId SubscriptionIdPath, deliveryId string) (*http.Request, error) {
+func NewRedeliverWebhookRequest(server string, subscriptionId SubscriptionIdPath, deliveryId string, params *RedeliverWebhookParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -3975,22 +4377,37 @@ func NewRedeliverWebhookRequest(server string, subscriptionId SubscriptionIdPath
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewReplayWebhookRequest calls the generic ReplayWebhook builder with application/json body
-func NewReplayWebhookRequest(server string, subscriptionId SubscriptionIdPath, body ReplayWebhookJSONRequestBody) (*http.Request, error) {
+func NewReplayWebhookRequest(server string, subscriptionId SubscriptionIdPath, params *ReplayWebhookParams, body ReplayWebhookJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewReplayWebhookRequestWithBody(server, subscriptionId, "application/json", bodyReader)
+	return NewReplayWebhookRequestWithBody(server, subscriptionId, params, "application/json", bodyReader)
 }
 
 // NewReplayWebhookRequestWithBody constructs an http.Request for the ReplayWebhook method, with any body, and a specified content type
-func NewReplayWebhookRequestWithBody(server string, subscriptionId SubscriptionIdPath, contentType string, body io.Reader) (*http.Request, error) {
+func NewReplayWebhookRequestWithBody(server string, subscriptionId SubscriptionIdPath, params *ReplayWebhookParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -4022,11 +4439,26 @@ func NewReplayWebhookRequestWithBody(server string, subscriptionId SubscriptionI
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewRotateWebhookSecretRequest constructs an http.Request for the RotateWebhookSecret method
-func NewRotateWebhookSecretRequest(server string, subscriptionId SubscriptionIdPath) (*http.Request, error) {
+func NewRotateWebhookSecretRequest(server string, subscriptionId SubscriptionIdPath, params *RotateWebhookSecretParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -4054,6 +4486,21 @@ func NewRotateWebhookSecretRequest(server string, subscriptionId SubscriptionIdP
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -4138,7 +4585,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /public/v1/contact (the `CreateContact` operationId).
-	CreateContactWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateContactResponse, error)
+	CreateContactWithBodyWithResponse(ctx context.Context, params *CreateContactParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateContactResponse, error)
 
 	// CreateContactWithResponse Create a contact
 	//
@@ -4152,7 +4599,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /public/v1/contact (the `CreateContact` operationId).
-	CreateContactWithResponse(ctx context.Context, body CreateContactJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateContactResponse, error)
+	CreateContactWithResponse(ctx context.Context, params *CreateContactParams, body CreateContactJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateContactResponse, error)
 
 	// ArchivePropertyWithResponse Archive a property
 	//
@@ -4164,7 +4611,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /public/v1/contact/property/{propertyId}/archive (the `ArchiveProperty` operationId).
-	ArchivePropertyWithResponse(ctx context.Context, propertyId string, reqEditors ...RequestEditorFn) (*ArchivePropertyResponse, error)
+	ArchivePropertyWithResponse(ctx context.Context, propertyId string, params *ArchivePropertyParams, reqEditors ...RequestEditorFn) (*ArchivePropertyResponse, error)
 
 	// DeleteContactWithResponse Delete a contact
 	//
@@ -4175,7 +4622,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /public/v1/contact/{contactId} (the `DeleteContact` operationId).
-	DeleteContactWithResponse(ctx context.Context, contactId ContactIdPath, reqEditors ...RequestEditorFn) (*DeleteContactResponse, error)
+	DeleteContactWithResponse(ctx context.Context, contactId ContactIdPath, params *DeleteContactParams, reqEditors ...RequestEditorFn) (*DeleteContactResponse, error)
 
 	// UpdateContactWithBodyWithResponse Update a contact
 	//
@@ -4192,7 +4639,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /public/v1/contact/{contactId} (the `UpdateContact` operationId).
-	UpdateContactWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateContactResponse, error)
+	UpdateContactWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, params *UpdateContactParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateContactResponse, error)
 
 	// UpdateContactWithResponse Update a contact
 	//
@@ -4209,7 +4656,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /public/v1/contact/{contactId} (the `UpdateContact` operationId).
-	UpdateContactWithResponse(ctx context.Context, contactId ContactIdPath, body UpdateContactJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateContactResponse, error)
+	UpdateContactWithResponse(ctx context.Context, contactId ContactIdPath, params *UpdateContactParams, body UpdateContactJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateContactResponse, error)
 
 	// RecordContactActivityWithBodyWithResponse Report an activity of a contact
 	//
@@ -4228,7 +4675,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /public/v1/contact/{contactId}/activity (the `RecordContactActivity` operationId).
-	RecordContactActivityWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RecordContactActivityResponse, error)
+	RecordContactActivityWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, params *RecordContactActivityParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RecordContactActivityResponse, error)
 
 	// RecordContactActivityWithResponse Report an activity of a contact
 	//
@@ -4247,7 +4694,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /public/v1/contact/{contactId}/activity (the `RecordContactActivity` operationId).
-	RecordContactActivityWithResponse(ctx context.Context, contactId ContactIdPath, body RecordContactActivityJSONRequestBody, reqEditors ...RequestEditorFn) (*RecordContactActivityResponse, error)
+	RecordContactActivityWithResponse(ctx context.Context, contactId ContactIdPath, params *RecordContactActivityParams, body RecordContactActivityJSONRequestBody, reqEditors ...RequestEditorFn) (*RecordContactActivityResponse, error)
 
 	// AddContactPropertyWithBodyWithResponse Add a property to a contact
 	//
@@ -4259,7 +4706,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /public/v1/contact/{contactId}/property (the `AddContactProperty` operationId).
-	AddContactPropertyWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddContactPropertyResponse, error)
+	AddContactPropertyWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, params *AddContactPropertyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddContactPropertyResponse, error)
 
 	// AddContactPropertyWithResponse Add a property to a contact
 	//
@@ -4271,7 +4718,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /public/v1/contact/{contactId}/property (the `AddContactProperty` operationId).
-	AddContactPropertyWithResponse(ctx context.Context, contactId ContactIdPath, body AddContactPropertyJSONRequestBody, reqEditors ...RequestEditorFn) (*AddContactPropertyResponse, error)
+	AddContactPropertyWithResponse(ctx context.Context, contactId ContactIdPath, params *AddContactPropertyParams, body AddContactPropertyJSONRequestBody, reqEditors ...RequestEditorFn) (*AddContactPropertyResponse, error)
 
 	// RemoveContactTagsWithBodyWithResponse Remove tags from a contact
 	//
@@ -4282,7 +4729,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /public/v1/contact/{contactId}/tags (the `RemoveContactTags` operationId).
-	RemoveContactTagsWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RemoveContactTagsResponse, error)
+	RemoveContactTagsWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, params *RemoveContactTagsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RemoveContactTagsResponse, error)
 
 	// RemoveContactTagsWithResponse Remove tags from a contact
 	//
@@ -4293,7 +4740,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /public/v1/contact/{contactId}/tags (the `RemoveContactTags` operationId).
-	RemoveContactTagsWithResponse(ctx context.Context, contactId ContactIdPath, body RemoveContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*RemoveContactTagsResponse, error)
+	RemoveContactTagsWithResponse(ctx context.Context, contactId ContactIdPath, params *RemoveContactTagsParams, body RemoveContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*RemoveContactTagsResponse, error)
 
 	// AddContactTagsWithBodyWithResponse Add tags to a contact
 	//
@@ -4304,7 +4751,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /public/v1/contact/{contactId}/tags (the `AddContactTags` operationId).
-	AddContactTagsWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddContactTagsResponse, error)
+	AddContactTagsWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, params *AddContactTagsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddContactTagsResponse, error)
 
 	// AddContactTagsWithResponse Add tags to a contact
 	//
@@ -4315,7 +4762,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /public/v1/contact/{contactId}/tags (the `AddContactTags` operationId).
-	AddContactTagsWithResponse(ctx context.Context, contactId ContactIdPath, body AddContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*AddContactTagsResponse, error)
+	AddContactTagsWithResponse(ctx context.Context, contactId ContactIdPath, params *AddContactTagsParams, body AddContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*AddContactTagsResponse, error)
 
 	// ReplaceContactTagsWithBodyWithResponse Replace the tags of a contact
 	//
@@ -4326,7 +4773,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /public/v1/contact/{contactId}/tags (the `ReplaceContactTags` operationId).
-	ReplaceContactTagsWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplaceContactTagsResponse, error)
+	ReplaceContactTagsWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, params *ReplaceContactTagsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplaceContactTagsResponse, error)
 
 	// ReplaceContactTagsWithResponse Replace the tags of a contact
 	//
@@ -4337,7 +4784,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /public/v1/contact/{contactId}/tags (the `ReplaceContactTags` operationId).
-	ReplaceContactTagsWithResponse(ctx context.Context, contactId ContactIdPath, body ReplaceContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplaceContactTagsResponse, error)
+	ReplaceContactTagsWithResponse(ctx context.Context, contactId ContactIdPath, params *ReplaceContactTagsParams, body ReplaceContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplaceContactTagsResponse, error)
 
 	// ListContactsWithResponse List and search contacts
 	//
@@ -4381,7 +4828,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /public/v1/contacts/batch (the `BatchContacts` operationId).
-	BatchContactsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BatchContactsResponse, error)
+	BatchContactsWithBodyWithResponse(ctx context.Context, params *BatchContactsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BatchContactsResponse, error)
 
 	// BatchContactsWithResponse Create or upsert up to 1,000 contacts
 	//
@@ -4409,7 +4856,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /public/v1/contacts/batch (the `BatchContacts` operationId).
-	BatchContactsWithResponse(ctx context.Context, body BatchContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchContactsResponse, error)
+	BatchContactsWithResponse(ctx context.Context, params *BatchContactsParams, body BatchContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchContactsResponse, error)
 
 	// ExportContactsWithResponse Export contacts
 	//
@@ -4468,7 +4915,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /public/v1/webhooks (the `CreateWebhook` operationId).
-	CreateWebhookWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookResponse, error)
+	CreateWebhookWithBodyWithResponse(ctx context.Context, params *CreateWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookResponse, error)
 
 	// CreateWebhookWithResponse Subscribe to an event type
 	//
@@ -4480,7 +4927,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /public/v1/webhooks (the `CreateWebhook` operationId).
-	CreateWebhookWithResponse(ctx context.Context, body CreateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookResponse, error)
+	CreateWebhookWithResponse(ctx context.Context, params *CreateWebhookParams, body CreateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookResponse, error)
 
 	// DeleteWebhookWithResponse Remove a subscription
 	//
@@ -4491,7 +4938,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /public/v1/webhooks/{subscriptionId} (the `DeleteWebhook` operationId).
-	DeleteWebhookWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, reqEditors ...RequestEditorFn) (*DeleteWebhookResponse, error)
+	DeleteWebhookWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, params *DeleteWebhookParams, reqEditors ...RequestEditorFn) (*DeleteWebhookResponse, error)
 
 	// UpdateWebhookWithBodyWithResponse Change a subscription's settings
 	//
@@ -4503,7 +4950,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /public/v1/webhooks/{subscriptionId} (the `UpdateWebhook` operationId).
-	UpdateWebhookWithBodyWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWebhookResponse, error)
+	UpdateWebhookWithBodyWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, params *UpdateWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWebhookResponse, error)
 
 	// UpdateWebhookWithResponse Change a subscription's settings
 	//
@@ -4515,7 +4962,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PATCH /public/v1/webhooks/{subscriptionId} (the `UpdateWebhook` operationId).
-	UpdateWebhookWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, body UpdateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWebhookResponse, error)
+	UpdateWebhookWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, params *UpdateWebhookParams, body UpdateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWebhookResponse, error)
 
 	// ListWebhookDeliveriesWithResponse List recent delivery attempts
 	//
@@ -4537,7 +4984,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /public/v1/webhooks/{subscriptionId}/deliveries/{deliveryId}/redeliver (the `RedeliverWebhook` operationId).
-	RedeliverWebhookWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, deliveryId string, reqEditors ...RequestEditorFn) (*RedeliverWebhookResponse, error)
+	RedeliverWebhookWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, deliveryId string, params *RedeliverWebhookParams, reqEditors ...RequestEditorFn) (*RedeliverWebhookResponse, error)
 
 	// ReplayWebhookWithBodyWithResponse Send a window of events again
 	//
@@ -4551,7 +4998,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /public/v1/webhooks/{subscriptionId}/replay (the `ReplayWebhook` operationId).
-	ReplayWebhookWithBodyWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplayWebhookResponse, error)
+	ReplayWebhookWithBodyWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, params *ReplayWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplayWebhookResponse, error)
 
 	// ReplayWebhookWithResponse Send a window of events again
 	//
@@ -4565,7 +5012,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /public/v1/webhooks/{subscriptionId}/replay (the `ReplayWebhook` operationId).
-	ReplayWebhookWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, body ReplayWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplayWebhookResponse, error)
+	ReplayWebhookWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, params *ReplayWebhookParams, body ReplayWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplayWebhookResponse, error)
 
 	// RotateWebhookSecretWithResponse Rotate a subscription's signing secret
 	//
@@ -4580,7 +5027,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /public/v1/webhooks/{subscriptionId}/secret (the `RotateWebhookSecret` operationId).
-	RotateWebhookSecretWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
+	RotateWebhookSecretWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error)
 }
 
 type GetConsentResponse struct {
@@ -4759,10 +5206,14 @@ type CreateContactResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -4788,6 +5239,11 @@ func (r CreateContactResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateContactResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CreateContactResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
@@ -4796,6 +5252,11 @@ func (r CreateContactResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r CreateContactResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateContactResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -4861,6 +5322,10 @@ type ArchivePropertyResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -4884,6 +5349,16 @@ func (r ArchivePropertyResponse) GetJSON401() *Unauthorized {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r ArchivePropertyResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ArchivePropertyResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ArchivePropertyResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -4947,6 +5422,10 @@ type DeleteContactResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -4965,6 +5444,16 @@ func (r DeleteContactResponse) GetJSON401() *Unauthorized {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r DeleteContactResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteContactResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteContactResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5032,10 +5521,14 @@ type UpdateContactResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -5066,6 +5559,11 @@ func (r UpdateContactResponse) GetJSON404() *NotFound {
 	return r.JSON404
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateContactResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r UpdateContactResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
@@ -5074,6 +5572,11 @@ func (r UpdateContactResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r UpdateContactResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UpdateContactResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5146,10 +5649,14 @@ type RecordContactActivityResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -5182,6 +5689,11 @@ func (r RecordContactActivityResponse) GetJSON404() *NotFound {
 	return r.JSON404
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RecordContactActivityResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r RecordContactActivityResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
@@ -5190,6 +5702,11 @@ func (r RecordContactActivityResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r RecordContactActivityResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RecordContactActivityResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5257,10 +5774,14 @@ type AddContactPropertyResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -5291,6 +5812,11 @@ func (r AddContactPropertyResponse) GetJSON404() *NotFound {
 	return r.JSON404
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r AddContactPropertyResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r AddContactPropertyResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
@@ -5299,6 +5825,11 @@ func (r AddContactPropertyResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r AddContactPropertyResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r AddContactPropertyResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5366,10 +5897,14 @@ type RemoveContactTagsResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -5400,6 +5935,11 @@ func (r RemoveContactTagsResponse) GetJSON404() *NotFound {
 	return r.JSON404
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RemoveContactTagsResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r RemoveContactTagsResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
@@ -5408,6 +5948,11 @@ func (r RemoveContactTagsResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r RemoveContactTagsResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RemoveContactTagsResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5475,10 +6020,14 @@ type AddContactTagsResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -5509,6 +6058,11 @@ func (r AddContactTagsResponse) GetJSON404() *NotFound {
 	return r.JSON404
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r AddContactTagsResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r AddContactTagsResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
@@ -5517,6 +6071,11 @@ func (r AddContactTagsResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r AddContactTagsResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r AddContactTagsResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5584,10 +6143,14 @@ type ReplaceContactTagsResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -5618,6 +6181,11 @@ func (r ReplaceContactTagsResponse) GetJSON404() *NotFound {
 	return r.JSON404
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ReplaceContactTagsResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r ReplaceContactTagsResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
@@ -5626,6 +6194,11 @@ func (r ReplaceContactTagsResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r ReplaceContactTagsResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ReplaceContactTagsResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -5779,10 +6352,14 @@ type BatchContactsResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -5808,6 +6385,11 @@ func (r BatchContactsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r BatchContactsResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r BatchContactsResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
@@ -5816,6 +6398,11 @@ func (r BatchContactsResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r BatchContactsResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r BatchContactsResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -6219,10 +6806,14 @@ type CreateWebhookResponse struct {
 	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -6248,6 +6839,11 @@ func (r CreateWebhookResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateWebhookResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CreateWebhookResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
@@ -6256,6 +6852,11 @@ func (r CreateWebhookResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r CreateWebhookResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateWebhookResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -6319,6 +6920,10 @@ type DeleteWebhookResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -6337,6 +6942,16 @@ func (r DeleteWebhookResponse) GetJSON401() *Unauthorized {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r DeleteWebhookResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteWebhookResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteWebhookResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -6404,10 +7019,14 @@ type UpdateWebhookResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -6438,6 +7057,11 @@ func (r UpdateWebhookResponse) GetJSON404() *NotFound {
 	return r.JSON404
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateWebhookResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r UpdateWebhookResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
@@ -6446,6 +7070,11 @@ func (r UpdateWebhookResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r UpdateWebhookResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UpdateWebhookResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -6608,6 +7237,10 @@ type RedeliverWebhookResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -6636,6 +7269,16 @@ func (r RedeliverWebhookResponse) GetJSON401() *Unauthorized {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r RedeliverWebhookResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RedeliverWebhookResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RedeliverWebhookResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -6703,10 +7346,14 @@ type ReplayWebhookResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
 	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -6737,6 +7384,11 @@ func (r ReplayWebhookResponse) GetJSON404() *NotFound {
 	return r.JSON404
 }
 
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ReplayWebhookResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r ReplayWebhookResponse) GetJSON413() *PayloadTooLarge {
 	return r.JSON413
@@ -6745,6 +7397,11 @@ func (r ReplayWebhookResponse) GetJSON413() *PayloadTooLarge {
 // GetJSON415 returns the response for an HTTP 415 `application/json` response
 func (r ReplayWebhookResponse) GetJSON415() *UnsupportedMediaType {
 	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ReplayWebhookResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -6810,6 +7467,10 @@ type RotateWebhookSecretResponse struct {
 	JSON401 *Unauthorized
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
 	// JSON500 the response for an HTTP 500 `application/json` response
@@ -6833,6 +7494,16 @@ func (r RotateWebhookSecretResponse) GetJSON401() *Unauthorized {
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r RotateWebhookSecretResponse) GetJSON404() *NotFound {
 	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r RotateWebhookSecretResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r RotateWebhookSecretResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
 }
 
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
@@ -6926,8 +7597,8 @@ func (c *ClientWithResponses) GetContactWithResponse(ctx context.Context, params
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /public/v1/contact (the `CreateContact` operationId).
-func (c *ClientWithResponses) CreateContactWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateContactResponse, error) {
-	rsp, err := c.CreateContactWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateContactWithBodyWithResponse(ctx context.Context, params *CreateContactParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateContactResponse, error) {
+	rsp, err := c.CreateContactWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6946,8 +7617,8 @@ func (c *ClientWithResponses) CreateContactWithBodyWithResponse(ctx context.Cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /public/v1/contact (the `CreateContact` operationId).
-func (c *ClientWithResponses) CreateContactWithResponse(ctx context.Context, body CreateContactJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateContactResponse, error) {
-	rsp, err := c.CreateContact(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateContactWithResponse(ctx context.Context, params *CreateContactParams, body CreateContactJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateContactResponse, error) {
+	rsp, err := c.CreateContact(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6964,8 +7635,8 @@ func (c *ClientWithResponses) CreateContactWithResponse(ctx context.Context, bod
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /public/v1/contact/property/{propertyId}/archive (the `ArchiveProperty` operationId).
-func (c *ClientWithResponses) ArchivePropertyWithResponse(ctx context.Context, propertyId string, reqEditors ...RequestEditorFn) (*ArchivePropertyResponse, error) {
-	rsp, err := c.ArchiveProperty(ctx, propertyId, reqEditors...)
+func (c *ClientWithResponses) ArchivePropertyWithResponse(ctx context.Context, propertyId string, params *ArchivePropertyParams, reqEditors ...RequestEditorFn) (*ArchivePropertyResponse, error) {
+	rsp, err := c.ArchiveProperty(ctx, propertyId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6981,8 +7652,8 @@ func (c *ClientWithResponses) ArchivePropertyWithResponse(ctx context.Context, p
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /public/v1/contact/{contactId} (the `DeleteContact` operationId).
-func (c *ClientWithResponses) DeleteContactWithResponse(ctx context.Context, contactId ContactIdPath, reqEditors ...RequestEditorFn) (*DeleteContactResponse, error) {
-	rsp, err := c.DeleteContact(ctx, contactId, reqEditors...)
+func (c *ClientWithResponses) DeleteContactWithResponse(ctx context.Context, contactId ContactIdPath, params *DeleteContactParams, reqEditors ...RequestEditorFn) (*DeleteContactResponse, error) {
+	rsp, err := c.DeleteContact(ctx, contactId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7004,8 +7675,8 @@ func (c *ClientWithResponses) DeleteContactWithResponse(ctx context.Context, con
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /public/v1/contact/{contactId} (the `UpdateContact` operationId).
-func (c *ClientWithResponses) UpdateContactWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateContactResponse, error) {
-	rsp, err := c.UpdateContactWithBody(ctx, contactId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) UpdateContactWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, params *UpdateContactParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateContactResponse, error) {
+	rsp, err := c.UpdateContactWithBody(ctx, contactId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7027,8 +7698,8 @@ func (c *ClientWithResponses) UpdateContactWithBodyWithResponse(ctx context.Cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /public/v1/contact/{contactId} (the `UpdateContact` operationId).
-func (c *ClientWithResponses) UpdateContactWithResponse(ctx context.Context, contactId ContactIdPath, body UpdateContactJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateContactResponse, error) {
-	rsp, err := c.UpdateContact(ctx, contactId, body, reqEditors...)
+func (c *ClientWithResponses) UpdateContactWithResponse(ctx context.Context, contactId ContactIdPath, params *UpdateContactParams, body UpdateContactJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateContactResponse, error) {
+	rsp, err := c.UpdateContact(ctx, contactId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7052,8 +7723,8 @@ func (c *ClientWithResponses) UpdateContactWithResponse(ctx context.Context, con
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /public/v1/contact/{contactId}/activity (the `RecordContactActivity` operationId).
-func (c *ClientWithResponses) RecordContactActivityWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RecordContactActivityResponse, error) {
-	rsp, err := c.RecordContactActivityWithBody(ctx, contactId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) RecordContactActivityWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, params *RecordContactActivityParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RecordContactActivityResponse, error) {
+	rsp, err := c.RecordContactActivityWithBody(ctx, contactId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7077,8 +7748,8 @@ func (c *ClientWithResponses) RecordContactActivityWithBodyWithResponse(ctx cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /public/v1/contact/{contactId}/activity (the `RecordContactActivity` operationId).
-func (c *ClientWithResponses) RecordContactActivityWithResponse(ctx context.Context, contactId ContactIdPath, body RecordContactActivityJSONRequestBody, reqEditors ...RequestEditorFn) (*RecordContactActivityResponse, error) {
-	rsp, err := c.RecordContactActivity(ctx, contactId, body, reqEditors...)
+func (c *ClientWithResponses) RecordContactActivityWithResponse(ctx context.Context, contactId ContactIdPath, params *RecordContactActivityParams, body RecordContactActivityJSONRequestBody, reqEditors ...RequestEditorFn) (*RecordContactActivityResponse, error) {
+	rsp, err := c.RecordContactActivity(ctx, contactId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7095,8 +7766,8 @@ func (c *ClientWithResponses) RecordContactActivityWithResponse(ctx context.Cont
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /public/v1/contact/{contactId}/property (the `AddContactProperty` operationId).
-func (c *ClientWithResponses) AddContactPropertyWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddContactPropertyResponse, error) {
-	rsp, err := c.AddContactPropertyWithBody(ctx, contactId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) AddContactPropertyWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, params *AddContactPropertyParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddContactPropertyResponse, error) {
+	rsp, err := c.AddContactPropertyWithBody(ctx, contactId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7113,8 +7784,8 @@ func (c *ClientWithResponses) AddContactPropertyWithBodyWithResponse(ctx context
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /public/v1/contact/{contactId}/property (the `AddContactProperty` operationId).
-func (c *ClientWithResponses) AddContactPropertyWithResponse(ctx context.Context, contactId ContactIdPath, body AddContactPropertyJSONRequestBody, reqEditors ...RequestEditorFn) (*AddContactPropertyResponse, error) {
-	rsp, err := c.AddContactProperty(ctx, contactId, body, reqEditors...)
+func (c *ClientWithResponses) AddContactPropertyWithResponse(ctx context.Context, contactId ContactIdPath, params *AddContactPropertyParams, body AddContactPropertyJSONRequestBody, reqEditors ...RequestEditorFn) (*AddContactPropertyResponse, error) {
+	rsp, err := c.AddContactProperty(ctx, contactId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7130,8 +7801,8 @@ func (c *ClientWithResponses) AddContactPropertyWithResponse(ctx context.Context
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /public/v1/contact/{contactId}/tags (the `RemoveContactTags` operationId).
-func (c *ClientWithResponses) RemoveContactTagsWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RemoveContactTagsResponse, error) {
-	rsp, err := c.RemoveContactTagsWithBody(ctx, contactId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) RemoveContactTagsWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, params *RemoveContactTagsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RemoveContactTagsResponse, error) {
+	rsp, err := c.RemoveContactTagsWithBody(ctx, contactId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7147,8 +7818,8 @@ func (c *ClientWithResponses) RemoveContactTagsWithBodyWithResponse(ctx context.
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /public/v1/contact/{contactId}/tags (the `RemoveContactTags` operationId).
-func (c *ClientWithResponses) RemoveContactTagsWithResponse(ctx context.Context, contactId ContactIdPath, body RemoveContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*RemoveContactTagsResponse, error) {
-	rsp, err := c.RemoveContactTags(ctx, contactId, body, reqEditors...)
+func (c *ClientWithResponses) RemoveContactTagsWithResponse(ctx context.Context, contactId ContactIdPath, params *RemoveContactTagsParams, body RemoveContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*RemoveContactTagsResponse, error) {
+	rsp, err := c.RemoveContactTags(ctx, contactId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7164,8 +7835,8 @@ func (c *ClientWithResponses) RemoveContactTagsWithResponse(ctx context.Context,
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /public/v1/contact/{contactId}/tags (the `AddContactTags` operationId).
-func (c *ClientWithResponses) AddContactTagsWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddContactTagsResponse, error) {
-	rsp, err := c.AddContactTagsWithBody(ctx, contactId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) AddContactTagsWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, params *AddContactTagsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddContactTagsResponse, error) {
+	rsp, err := c.AddContactTagsWithBody(ctx, contactId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7181,8 +7852,8 @@ func (c *ClientWithResponses) AddContactTagsWithBodyWithResponse(ctx context.Con
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /public/v1/contact/{contactId}/tags (the `AddContactTags` operationId).
-func (c *ClientWithResponses) AddContactTagsWithResponse(ctx context.Context, contactId ContactIdPath, body AddContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*AddContactTagsResponse, error) {
-	rsp, err := c.AddContactTags(ctx, contactId, body, reqEditors...)
+func (c *ClientWithResponses) AddContactTagsWithResponse(ctx context.Context, contactId ContactIdPath, params *AddContactTagsParams, body AddContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*AddContactTagsResponse, error) {
+	rsp, err := c.AddContactTags(ctx, contactId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7198,8 +7869,8 @@ func (c *ClientWithResponses) AddContactTagsWithResponse(ctx context.Context, co
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /public/v1/contact/{contactId}/tags (the `ReplaceContactTags` operationId).
-func (c *ClientWithResponses) ReplaceContactTagsWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplaceContactTagsResponse, error) {
-	rsp, err := c.ReplaceContactTagsWithBody(ctx, contactId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) ReplaceContactTagsWithBodyWithResponse(ctx context.Context, contactId ContactIdPath, params *ReplaceContactTagsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplaceContactTagsResponse, error) {
+	rsp, err := c.ReplaceContactTagsWithBody(ctx, contactId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7215,8 +7886,8 @@ func (c *ClientWithResponses) ReplaceContactTagsWithBodyWithResponse(ctx context
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PUT /public/v1/contact/{contactId}/tags (the `ReplaceContactTags` operationId).
-func (c *ClientWithResponses) ReplaceContactTagsWithResponse(ctx context.Context, contactId ContactIdPath, body ReplaceContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplaceContactTagsResponse, error) {
-	rsp, err := c.ReplaceContactTags(ctx, contactId, body, reqEditors...)
+func (c *ClientWithResponses) ReplaceContactTagsWithResponse(ctx context.Context, contactId ContactIdPath, params *ReplaceContactTagsParams, body ReplaceContactTagsJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplaceContactTagsResponse, error) {
+	rsp, err := c.ReplaceContactTags(ctx, contactId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7271,8 +7942,8 @@ func (c *ClientWithResponses) ListContactsWithResponse(ctx context.Context, para
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /public/v1/contacts/batch (the `BatchContacts` operationId).
-func (c *ClientWithResponses) BatchContactsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BatchContactsResponse, error) {
-	rsp, err := c.BatchContactsWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) BatchContactsWithBodyWithResponse(ctx context.Context, params *BatchContactsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*BatchContactsResponse, error) {
+	rsp, err := c.BatchContactsWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7305,8 +7976,8 @@ func (c *ClientWithResponses) BatchContactsWithBodyWithResponse(ctx context.Cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /public/v1/contacts/batch (the `BatchContacts` operationId).
-func (c *ClientWithResponses) BatchContactsWithResponse(ctx context.Context, body BatchContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchContactsResponse, error) {
-	rsp, err := c.BatchContacts(ctx, body, reqEditors...)
+func (c *ClientWithResponses) BatchContactsWithResponse(ctx context.Context, params *BatchContactsParams, body BatchContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchContactsResponse, error) {
+	rsp, err := c.BatchContacts(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7394,8 +8065,8 @@ func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, reqE
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /public/v1/webhooks (the `CreateWebhook` operationId).
-func (c *ClientWithResponses) CreateWebhookWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookResponse, error) {
-	rsp, err := c.CreateWebhookWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateWebhookWithBodyWithResponse(ctx context.Context, params *CreateWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookResponse, error) {
+	rsp, err := c.CreateWebhookWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7412,8 +8083,8 @@ func (c *ClientWithResponses) CreateWebhookWithBodyWithResponse(ctx context.Cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /public/v1/webhooks (the `CreateWebhook` operationId).
-func (c *ClientWithResponses) CreateWebhookWithResponse(ctx context.Context, body CreateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookResponse, error) {
-	rsp, err := c.CreateWebhook(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateWebhookWithResponse(ctx context.Context, params *CreateWebhookParams, body CreateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookResponse, error) {
+	rsp, err := c.CreateWebhook(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7429,8 +8100,8 @@ func (c *ClientWithResponses) CreateWebhookWithResponse(ctx context.Context, bod
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /public/v1/webhooks/{subscriptionId} (the `DeleteWebhook` operationId).
-func (c *ClientWithResponses) DeleteWebhookWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, reqEditors ...RequestEditorFn) (*DeleteWebhookResponse, error) {
-	rsp, err := c.DeleteWebhook(ctx, subscriptionId, reqEditors...)
+func (c *ClientWithResponses) DeleteWebhookWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, params *DeleteWebhookParams, reqEditors ...RequestEditorFn) (*DeleteWebhookResponse, error) {
+	rsp, err := c.DeleteWebhook(ctx, subscriptionId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7447,8 +8118,8 @@ func (c *ClientWithResponses) DeleteWebhookWithResponse(ctx context.Context, sub
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /public/v1/webhooks/{subscriptionId} (the `UpdateWebhook` operationId).
-func (c *ClientWithResponses) UpdateWebhookWithBodyWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWebhookResponse, error) {
-	rsp, err := c.UpdateWebhookWithBody(ctx, subscriptionId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) UpdateWebhookWithBodyWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, params *UpdateWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateWebhookResponse, error) {
+	rsp, err := c.UpdateWebhookWithBody(ctx, subscriptionId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7465,8 +8136,8 @@ func (c *ClientWithResponses) UpdateWebhookWithBodyWithResponse(ctx context.Cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with PATCH /public/v1/webhooks/{subscriptionId} (the `UpdateWebhook` operationId).
-func (c *ClientWithResponses) UpdateWebhookWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, body UpdateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWebhookResponse, error) {
-	rsp, err := c.UpdateWebhook(ctx, subscriptionId, body, reqEditors...)
+func (c *ClientWithResponses) UpdateWebhookWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, params *UpdateWebhookParams, body UpdateWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateWebhookResponse, error) {
+	rsp, err := c.UpdateWebhook(ctx, subscriptionId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7499,8 +8170,8 @@ func (c *ClientWithResponses) ListWebhookDeliveriesWithResponse(ctx context.Cont
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /public/v1/webhooks/{subscriptionId}/deliveries/{deliveryId}/redeliver (the `RedeliverWebhook` operationId).
-func (c *ClientWithResponses) RedeliverWebhookWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, deliveryId string, reqEditors ...RequestEditorFn) (*RedeliverWebhookResponse, error) {
-	rsp, err := c.RedeliverWebhook(ctx, subscriptionId, deliveryId, reqEditors...)
+func (c *ClientWithResponses) RedeliverWebhookWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, deliveryId string, params *RedeliverWebhookParams, reqEditors ...RequestEditorFn) (*RedeliverWebhookResponse, error) {
+	rsp, err := c.RedeliverWebhook(ctx, subscriptionId, deliveryId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7519,8 +8190,8 @@ func (c *ClientWithResponses) RedeliverWebhookWithResponse(ctx context.Context, 
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /public/v1/webhooks/{subscriptionId}/replay (the `ReplayWebhook` operationId).
-func (c *ClientWithResponses) ReplayWebhookWithBodyWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplayWebhookResponse, error) {
-	rsp, err := c.ReplayWebhookWithBody(ctx, subscriptionId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) ReplayWebhookWithBodyWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, params *ReplayWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReplayWebhookResponse, error) {
+	rsp, err := c.ReplayWebhookWithBody(ctx, subscriptionId, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7539,8 +8210,8 @@ func (c *ClientWithResponses) ReplayWebhookWithBodyWithResponse(ctx context.Cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /public/v1/webhooks/{subscriptionId}/replay (the `ReplayWebhook` operationId).
-func (c *ClientWithResponses) ReplayWebhookWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, body ReplayWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplayWebhookResponse, error) {
-	rsp, err := c.ReplayWebhook(ctx, subscriptionId, body, reqEditors...)
+func (c *ClientWithResponses) ReplayWebhookWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, params *ReplayWebhookParams, body ReplayWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*ReplayWebhookResponse, error) {
+	rsp, err := c.ReplayWebhook(ctx, subscriptionId, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7560,8 +8231,8 @@ func (c *ClientWithResponses) ReplayWebhookWithResponse(ctx context.Context, sub
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /public/v1/webhooks/{subscriptionId}/secret (the `RotateWebhookSecret` operationId).
-func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error) {
-	rsp, err := c.RotateWebhookSecret(ctx, subscriptionId, reqEditors...)
+func (c *ClientWithResponses) RotateWebhookSecretWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, params *RotateWebhookSecretParams, reqEditors ...RequestEditorFn) (*RotateWebhookSecretResponse, error) {
+	rsp, err := c.RotateWebhookSecret(ctx, subscriptionId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7769,6 +8440,13 @@ func ParseCreateContactResponse(rsp *http.Response) (*CreateContactResponse, err
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7782,6 +8460,13 @@ func ParseCreateContactResponse(rsp *http.Response) (*CreateContactResponse, err
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -7892,6 +8577,20 @@ func ParseArchivePropertyResponse(rsp *http.Response) (*ArchivePropertyResponse,
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7996,6 +8695,20 @@ func ParseDeleteContactResponse(rsp *http.Response) (*DeleteContactResponse, err
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -8113,6 +8826,13 @@ func ParseUpdateContactResponse(rsp *http.Response) (*UpdateContactResponse, err
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8126,6 +8846,13 @@ func ParseUpdateContactResponse(rsp *http.Response) (*UpdateContactResponse, err
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -8243,6 +8970,13 @@ func ParseRecordContactActivityResponse(rsp *http.Response) (*RecordContactActiv
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8256,6 +8990,13 @@ func ParseRecordContactActivityResponse(rsp *http.Response) (*RecordContactActiv
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -8383,6 +9124,13 @@ func ParseAddContactPropertyResponse(rsp *http.Response) (*AddContactPropertyRes
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8396,6 +9144,13 @@ func ParseAddContactPropertyResponse(rsp *http.Response) (*AddContactPropertyRes
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -8513,6 +9268,13 @@ func ParseRemoveContactTagsResponse(rsp *http.Response) (*RemoveContactTagsRespo
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8526,6 +9288,13 @@ func ParseRemoveContactTagsResponse(rsp *http.Response) (*RemoveContactTagsRespo
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -8643,6 +9412,13 @@ func ParseAddContactTagsResponse(rsp *http.Response) (*AddContactTagsResponse, e
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8656,6 +9432,13 @@ func ParseAddContactTagsResponse(rsp *http.Response) (*AddContactTagsResponse, e
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -8773,6 +9556,13 @@ func ParseReplaceContactTagsResponse(rsp *http.Response) (*ReplaceContactTagsRes
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8786,6 +9576,13 @@ func ParseReplaceContactTagsResponse(rsp *http.Response) (*ReplaceContactTagsRes
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -9005,6 +9802,13 @@ func ParseBatchContactsResponse(rsp *http.Response) (*BatchContactsResponse, err
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9018,6 +9822,13 @@ func ParseBatchContactsResponse(rsp *http.Response) (*BatchContactsResponse, err
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -9550,6 +10361,13 @@ func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, err
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9563,6 +10381,13 @@ func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, err
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -9668,6 +10493,20 @@ func ParseDeleteWebhookResponse(rsp *http.Response) (*DeleteWebhookResponse, err
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -9785,6 +10624,13 @@ func ParseUpdateWebhookResponse(rsp *http.Response) (*UpdateWebhookResponse, err
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9798,6 +10644,13 @@ func ParseUpdateWebhookResponse(rsp *http.Response) (*UpdateWebhookResponse, err
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -10031,6 +10884,20 @@ func ParseRedeliverWebhookResponse(rsp *http.Response) (*RedeliverWebhookRespons
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10147,6 +11014,13 @@ func ParseReplayWebhookResponse(rsp *http.Response) (*ReplayWebhookResponse, err
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10160,6 +11034,13 @@ func ParseReplayWebhookResponse(rsp *http.Response) (*ReplayWebhookResponse, err
 			return nil, err
 		}
 		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -10269,6 +11150,20 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests

@@ -129,6 +129,19 @@ type ContactRow struct {
 	LastAiHandoffAt      *time.Time
 }
 
+type IdempotencyKey struct {
+	AccountID   uuid.UUID
+	Key         string
+	Fingerprint []byte
+	Method      string
+	Path        string
+	Status      int32
+	Headers     []byte
+	Body        []byte
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+}
+
 type PeriodicTask struct {
 	Name           string
 	DueAt          time.Time

@@ -134,6 +134,13 @@ type Querier interface {
 	// the feed's order (the due times one microsecond apart keep it), and counts them. No row
 	// when the subscription is not the account's; -1 when it is Removed.
 	EventsReplay(ctx context.Context, arg EventsReplayParams) (int64, error)
+	IdempotencyGet(ctx context.Context, arg IdempotencyGetParams) (IdempotencyGetRow, error)
+	// Takes the key for this transaction, or answers false at once when another request holds
+	// it: that request is still running.
+	IdempotencyLock(ctx context.Context, arg IdempotencyLockParams) (bool, error)
+	IdempotencyPrune(ctx context.Context, arg IdempotencyPruneParams) (int64, error)
+	// An expired key not pruned yet is reused.
+	IdempotencySave(ctx context.Context, arg IdempotencySaveParams) error
 	KeyAuthenticate(ctx context.Context, keyHash []byte) (KeyAuthenticateRow, error)
 	KeyInsert(ctx context.Context, arg KeyInsertParams) (ApiKey, error)
 	KeyListByAccount(ctx context.Context, name string) ([]ApiKey, error)

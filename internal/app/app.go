@@ -21,6 +21,7 @@ import (
 	"github.com/contactd/contactd/internal/enrich"
 	"github.com/contactd/contactd/internal/events"
 	"github.com/contactd/contactd/internal/httpapi"
+	"github.com/contactd/contactd/internal/idempotency"
 	"github.com/contactd/contactd/internal/metrics"
 	"github.com/contactd/contactd/internal/pgembed"
 	"github.com/contactd/contactd/internal/queue"
@@ -98,6 +99,8 @@ type Services struct {
 	Secrets *webhook.Secrets
 	// Events is the events feed.
 	Events *events.Service
+	// Idempotency keeps the responses of writes sent with an Idempotency-Key.
+	Idempotency *idempotency.Service
 }
 
 // NewServices builds the domain services over st, sealing secrets with keys. Workers are not
@@ -116,6 +119,7 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	subs := webhook.NewSubscribers(st, Now)
 	events := webhook.NewEmitter(deliveries, subs)
 	enricher := enrich.New(st, events, enrich.Options{Resolver: net.DefaultResolver, Now: Now, Log: log})
+	idem := idempotency.New(st, Now, log)
 	return &Services{
 		Auth:        auth.NewService(st, Now),
 		Contacts:    contact.NewService(st, events, Now, cfg.PublicURL),
@@ -125,8 +129,9 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 		Enrich:      enricher,
 		Metrics:     m,
 		Subscribers: subs,
-		Periodic:    queue.NewPeriodic(st, Now, log, deliveries.SweepTask(), feed.PruneTask()),
+		Periodic:    queue.NewPeriodic(st, Now, log, deliveries.SweepTask(), feed.PruneTask(), idem.PruneTask()),
 		Events:      feed,
+		Idempotency: idem,
 	}, nil
 }
 
@@ -193,8 +198,9 @@ func Handler(cfg config.Config, st *store.Store, svc *Services, log *slog.Logger
 	}
 	return httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxBatchBodyBytes: cfg.MaxBatchBodyBytes, RateLimits: limits}, httpapi.Deps{
 		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Webhooks: svc.Webhooks, Events: svc.Events, Deliveries: svc.Deliveries, Limiter: limiter,
-		Ready:   func(ctx context.Context) error { return ready(ctx, st) },
-		Metrics: svc.Metrics,
+		Idempotency: svc.Idempotency,
+		Ready:       func(ctx context.Context) error { return ready(ctx, st) },
+		Metrics:     svc.Metrics,
 	})
 }
 

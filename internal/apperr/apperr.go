@@ -13,15 +13,17 @@ type Kind uint8
 
 // The kinds of failure, each with one HTTP status.
 const (
-	KindInternal     Kind = iota // 500
-	KindInvalid                  // 400
-	KindNotFound                 // 404
-	KindUnauthorized             // 401
-	KindRateLimited              // 429
-	KindTooLarge                 // 413
-	KindMediaType                // 415
-	KindMethod                   // 405
-	KindUnavailable              // 503
+	KindInternal      Kind = iota // 500
+	KindInvalid                   // 400
+	KindNotFound                  // 404
+	KindUnauthorized              // 401
+	KindRateLimited               // 429
+	KindTooLarge                  // 413
+	KindMediaType                 // 415
+	KindMethod                    // 405
+	KindUnavailable               // 503
+	KindConflict                  // 409
+	KindUnprocessable             // 422
 )
 
 // FieldError is one violation of a request's rules.

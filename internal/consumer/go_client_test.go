@@ -2,6 +2,7 @@ package consumer_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"reflect"
 	"slices"
@@ -32,12 +33,20 @@ func TestGoClient(t *testing.T) {
 	ctx := context.Background()
 	email := "go.client@example.com"
 
-	created, err := c.CreateContactWithResponse(ctx, client.CreateContactRequest{
+	// an idempotent create, retried as after a lost response: one contact, the same answer
+	idem := &client.CreateContactParams{IdempotencyKey: ptr(uuid.NewString())}
+	newContact := client.CreateContactRequest{
 		Email: client.Email(email), Name: ptr("Go Client"), Tags: &[]client.Tag{"lead"},
 		Address: ptr("123 N Main St Apt 4, Springfield, IL 62704"),
-	})
+	}
+	created, err := c.CreateContactWithResponse(ctx, idem, newContact)
 	if err != nil || created.JSON200 == nil {
 		t.Fatalf("create: %v %s", err, body(created))
+	}
+	retried, err := c.CreateContactWithResponse(ctx, idem, newContact)
+	if err != nil || retried.JSON200 == nil || retried.HTTPResponse.Header.Get("Idempotent-Replayed") != "true" ||
+		retried.JSON200.Contact.ContactId != created.JSON200.Contact.ContactId {
+		t.Fatalf("retried create: %v %s", err, body(retried))
 	}
 	contact := created.JSON200.Contact
 	if len(contact.Properties) != 1 || contact.Properties[0].Address.County != "Sangamon County" {
@@ -49,13 +58,13 @@ func TestGoClient(t *testing.T) {
 		t.Fatalf("get by email: %v %s", err, body(got))
 	}
 
-	tagged, err := c.AddContactTagsWithResponse(ctx, contact.ContactId, client.TagsRequest{Tags: []client.Tag{"vip", "LEAD"}})
+	tagged, err := c.AddContactTagsWithResponse(ctx, contact.ContactId, nil, client.TagsRequest{Tags: []client.Tag{"vip", "LEAD"}})
 	if err != nil || tagged.JSON200 == nil || !slices.Equal(tagged.JSON200.Tags, []string{"lead", "vip"}) {
 		t.Fatalf("add tags: %v %s", err, body(tagged))
 	}
 
 	rc := testkit.NewReceiver(t)
-	sub, err := c.CreateWebhookWithResponse(ctx, client.CreateWebhookRequest{Url: rc.URL, EventType: client.EventTypeTagsAdded})
+	sub, err := c.CreateWebhookWithResponse(ctx, nil, client.CreateWebhookRequest{Url: rc.URL, EventType: client.EventTypeTagsAdded})
 	if err != nil || sub.JSON200 == nil || sub.JSON200.Secret == nil || !strings.HasPrefix(*sub.JSON200.Secret, "whsec_") {
 		t.Fatalf("subscribe: %v %s", err, body(sub))
 	}
@@ -67,9 +76,32 @@ func TestGoClient(t *testing.T) {
 		t.Errorf("listed %+v", w)
 	}
 
+	// A batch upsert: the existing contact updated, a new one created, a bad item failing alone.
+	items := []client.BatchContactItem{}
+	for _, item := range []client.CreateContactRequest{
+		{Email: client.Email(email), Phone: ptr("555-010-0199")},
+		{Email: "batch.new@example.com", Tags: &[]client.Tag{"import"}},
+		{Email: "batch.bad@example.com", Name: ptr(strings.Repeat("n", 65))},
+	} {
+		raw, _ := json.Marshal(item)
+		items = append(items, raw)
+	}
+	upsert := client.Upsert
+	batch, err := c.BatchContactsWithResponse(ctx, &client.BatchContactsParams{IdempotencyKey: ptr(uuid.NewString())},
+		client.BatchContactsRequest{Mode: &upsert, Contacts: items})
+	if err != nil || batch.JSON200 == nil || len(batch.JSON200.Results) != 3 {
+		t.Fatalf("batch: %v %s", err, body(batch))
+	}
+	if r := batch.JSON200.Results; r[0].Status != client.BatchContactItemResultStatusUpdated || r[0].ContactId.String() != contact.ContactId ||
+		r[1].Status != client.BatchContactItemResultStatusCreated || r[2].Status != client.BatchContactItemResultStatusFailed ||
+		r[2].Error.Code != client.ErrorCodeInvalidRequest {
+		t.Errorf("batch results: %+v", r)
+	}
+
 	// Data out: list and search, export, the events feed.
 	found, err := c.ListContactsWithResponse(ctx, &client.ListContactsParams{Q: ptr("go cli"), Tag: &[]string{"VIP"}})
-	if err != nil || found.JSON200 == nil || len(found.JSON200.Contacts) != 1 || found.JSON200.Contacts[0].ContactId != contact.ContactId {
+	if err != nil || found.JSON200 == nil || len(found.JSON200.Contacts) != 1 || found.JSON200.Contacts[0].ContactId != contact.ContactId ||
+		*found.JSON200.Contacts[0].Phone != "555-010-0199" {
 		t.Fatalf("list: %v %s", err, body(found))
 	}
 	exported, err := c.ExportContactsWithResponse(ctx, &client.ExportContactsParams{Tag: &[]string{"lead"}})
@@ -78,14 +110,14 @@ func TestGoClient(t *testing.T) {
 		t.Fatalf("export: %v %s", err, body(exported))
 	}
 	var events []client.WebhookEvent
-	for deadline := time.Now().Add(5 * time.Second); len(events) < 2 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); len(events) < 3 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		page, err := c.ListEventsWithResponse(ctx, &client.ListEventsParams{EventType: ptr(client.EventTypeTagsAdded)})
 		if err != nil || page.JSON200 == nil {
 			t.Fatalf("events: %v %s", err, body(page))
 		}
 		events = page.JSON200.Events
 	}
-	if len(events) != 2 || events[0].Data.ContactInfo.ContactId != contact.ContactId {
+	if len(events) != 3 || events[0].Data.ContactInfo.ContactId != contact.ContactId {
 		t.Fatalf("events: %+v", events)
 	}
 	one, err := c.GetEventWithResponse(ctx, events[1].EventId)
@@ -95,7 +127,7 @@ func TestGoClient(t *testing.T) {
 
 	// A 400 and a 404 decode into the spec's Error type. (The generated Email type refuses a
 	// malformed address before sending, so the 400 comes from a name over its limit.)
-	invalid, err := c.CreateContactWithResponse(ctx, client.CreateContactRequest{Email: "x@example.com",
+	invalid, err := c.CreateContactWithResponse(ctx, nil, client.CreateContactRequest{Email: "x@example.com",
 		Name: ptr(strings.Repeat("x", 65))})
 	if err != nil || invalid.StatusCode() != http.StatusBadRequest || invalid.JSON400 == nil {
 		t.Fatalf("invalid create: %v %s", err, body(invalid))

@@ -13,15 +13,17 @@ import (
 )
 
 var statusOf = map[apperr.Kind]int{
-	apperr.KindInternal:     http.StatusInternalServerError,
-	apperr.KindInvalid:      http.StatusBadRequest,
-	apperr.KindNotFound:     http.StatusNotFound,
-	apperr.KindUnauthorized: http.StatusUnauthorized,
-	apperr.KindRateLimited:  http.StatusTooManyRequests,
-	apperr.KindTooLarge:     http.StatusRequestEntityTooLarge,
-	apperr.KindMediaType:    http.StatusUnsupportedMediaType,
-	apperr.KindMethod:       http.StatusMethodNotAllowed,
-	apperr.KindUnavailable:  http.StatusServiceUnavailable,
+	apperr.KindInternal:      http.StatusInternalServerError,
+	apperr.KindInvalid:       http.StatusBadRequest,
+	apperr.KindNotFound:      http.StatusNotFound,
+	apperr.KindUnauthorized:  http.StatusUnauthorized,
+	apperr.KindRateLimited:   http.StatusTooManyRequests,
+	apperr.KindTooLarge:      http.StatusRequestEntityTooLarge,
+	apperr.KindMediaType:     http.StatusUnsupportedMediaType,
+	apperr.KindMethod:        http.StatusMethodNotAllowed,
+	apperr.KindUnavailable:   http.StatusServiceUnavailable,
+	apperr.KindConflict:      http.StatusConflict,
+	apperr.KindUnprocessable: http.StatusUnprocessableEntity,
 }
 
 var (

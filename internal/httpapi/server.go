@@ -21,6 +21,7 @@ import (
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/docs"
 	"github.com/contactd/contactd/internal/events"
+	"github.com/contactd/contactd/internal/idempotency"
 	"github.com/contactd/contactd/internal/metrics"
 	"github.com/contactd/contactd/internal/ratelimit"
 	"github.com/contactd/contactd/internal/webhook"
@@ -45,6 +46,9 @@ type Deps struct {
 	Events *events.Service
 	// Limiter decides the rate limits; nil: this process's own, from Config.RateLimits.
 	Limiter ratelimit.Allower
+	// Idempotency replays the responses of writes sent with an Idempotency-Key; nil: the
+	// header is ignored.
+	Idempotency *idempotency.Service
 	// Deliveries answers the delivery visibility endpoints.
 	Deliveries *delivery.Service
 	// Ready reports whether the service can take traffic (database up, migrations current).
@@ -64,6 +68,7 @@ type Server struct {
 	events     *events.Service
 	ready      func(ctx context.Context) error
 	routes     routeTable
+	idem       *idempotency.Service
 	// batchItemSchema validates each item of a batch on its own.
 	batchItemSchema *openapi3.Schema
 	limiter         ratelimit.Allower
@@ -85,7 +90,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	}
 	s := &Server{cfg: cfg, log: d.Log, auth: d.Auth, contacts: d.Contacts, webhooks: d.Webhooks,
 		events: d.Events, deliveries: d.Deliveries, ready: d.Ready, routes: newRouteTable(spec),
-		limiter: d.Limiter, metrics: d.Metrics, batchItemSchema: batchItemSchema(spec)}
+		limiter: d.Limiter, metrics: d.Metrics, idem: d.Idempotency, batchItemSchema: batchItemSchema(spec)}
 	if s.limiter == nil {
 		s.limiter = ratelimit.New(cfg.RateLimits, time.Now)
 	}

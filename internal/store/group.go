@@ -76,6 +76,14 @@ func NewGroup[T, R any](s *Store, opt GroupOptions, send func(ctx context.Contex
 // group has committed. A caller whose ctx ends first gets ctx's error, and its write may
 // still commit, as a statement cancelled mid-flight may.
 func (g *Group[T, R]) Do(ctx context.Context, item T) (R, error) {
+	if a := ambientOf(ctx); a != nil { // in an Atomic transaction: alone, in it
+		var zero R
+		res, err := g.send(ctx, a.q, []T{item})
+		if err != nil {
+			return zero, Translate(err)
+		}
+		return res[0], nil
+	}
 	c := &groupCall[T, R]{ctx: ctx, item: item, done: make(chan struct{})}
 	g.mu.Lock()
 	g.waiting = append(g.waiting, c)

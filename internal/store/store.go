@@ -78,17 +78,28 @@ func (s *Store) Close() { s.Pool.Close() }
 
 // Read runs fn outside a transaction, for single reads.
 func (s *Store) Read(ctx context.Context, fn func(q *db.Queries) error) error {
+	if a := ambientOf(ctx); a != nil {
+		return Translate(fn(a.q))
+	}
 	return Translate(fn(s.q))
 }
 
 // Write runs fn outside a transaction, for a change that is one statement (atomic on its own):
 // no BEGIN and COMMIT round trips.
 func (s *Store) Write(ctx context.Context, fn func(q *db.Queries) error) error {
+	if a := ambientOf(ctx); a != nil {
+		return Translate(fn(a.q))
+	}
 	return Translate(fn(s.q))
 }
 
 // InTx runs fn in a transaction: committed when fn returns nil, rolled back otherwise.
 func (s *Store) InTx(ctx context.Context, fn func(tx Tx) error) error {
+	if a := ambientOf(ctx); a != nil { // a savepoint of the Atomic transaction
+		return Translate(pgx.BeginFunc(ctx, a.tx, func(sp pgx.Tx) error {
+			return fn(Tx{Queries: db.New(plannedDB{sp}), after: a.after})
+		}))
+	}
 	var after []func()
 	err := pgx.BeginFunc(ctx, s.Pool, func(raw pgx.Tx) error {
 		return fn(Tx{Queries: db.New(plannedDB{raw}), after: &after})
@@ -104,6 +115,9 @@ func (s *Store) InTx(ctx context.Context, fn func(tx Tx) error) error {
 // ReadSnapshot runs fn in a read-only REPEATABLE READ transaction: every statement of fn sees
 // the database as it was when the first one ran (an export read in pages is one snapshot).
 func (s *Store) ReadSnapshot(ctx context.Context, fn func(q *db.Queries) error) error {
+	if a := ambientOf(ctx); a != nil { // inside a write's Atomic transaction: its view
+		return Translate(fn(a.q))
+	}
 	return Translate(pgx.BeginTxFunc(ctx, s.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
 		func(tx pgx.Tx) error { return fn(db.New(plannedDB{tx})) }))
 }

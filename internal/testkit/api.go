@@ -345,3 +345,27 @@ func SecondDeliveryService(t testing.TB, a *API, workers int) *delivery.Service 
 		AllowedNetworks: a.Cfg.WebhookAllowedNetworks, Workers: workers, RescueAfter: a.Cfg.WebhookRescueAfter,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Secrets: a.Svc.Secrets})
 }
+
+// SecondProcess is another API process on the same database: its own services, caches and
+// handler, as a second `contactd serve` behind a balancer would have.
+func (a *API) SecondProcess() *API {
+	a.t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	keys, err := SecretKeys(a.Cfg)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	svc, err := app.NewServices(a.Cfg, a.Store, keys, log)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	h, err := app.Handler(a.Cfg, a.Store, svc, log)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	a.t.Cleanup(srv.Close)
+	second := *a
+	second.URL, second.Svc = srv.URL, svc
+	return &second
+}

@@ -25,10 +25,20 @@ function check(cond: boolean, what: string): asserts cond {
 }
 
 async function main(): Promise<void> {
+  // An idempotent create, retried as after a lost response: the same contact, replayed.
+  const idempotencyKey = `ts-smoke-${Date.now()}`;
+  const createBody = { email, name: "Ts Smoke", tags: ["lead"], address: "123 N Main St Apt 4, Springfield, IL 62704" };
   const created = await client.POST("/public/v1/contact", {
-    body: { email, name: "Ts Smoke", tags: ["lead"], address: "123 N Main St Apt 4, Springfield, IL 62704" },
+    params: { header: { "Idempotency-Key": idempotencyKey } },
+    body: createBody,
   });
   check(created.response.status === 200 && created.data !== undefined, `create: ${created.response.status}`);
+  const retried = await client.POST("/public/v1/contact", {
+    params: { header: { "Idempotency-Key": idempotencyKey } },
+    body: createBody,
+  });
+  check(retried.response.headers.get("Idempotent-Replayed") === "true" &&
+    retried.data?.contact.contactId === created.data.contact.contactId, `retried create: ${retried.response.status}`);
   const contactId: string = created.data.contact.contactId;
   check(created.data.contact.properties[0]?.address.county === "Sangamon County", "create: county");
 
@@ -48,6 +58,16 @@ async function main(): Promise<void> {
   const list = await client.GET("/public/v1/webhooks");
   const listed = list.data?.webhooks.find((w) => w.subscriptionId === subscriptionId);
   check(listed !== undefined && listed.status === "Active" && listed.secret === undefined, "list: subscription");
+
+  // A batch upsert: one result per item, in order; the bad item fails alone.
+  const batch = await client.POST("/public/v1/contacts/batch", {
+    body: {
+      mode: "upsert",
+      contacts: [{ email, tags: ["lead"] }, { email: `b-${email}`, name: "Batch" }, { email: `c-${email}`, name: "x".repeat(65) }],
+    },
+  });
+  const statuses = batch.data?.results.map((r) => r.status).join(",");
+  check(statuses === "unchanged,created,failed" && batch.data?.results[2]?.error?.code === "InvalidRequest", `batch: ${JSON.stringify(batch.data)}`);
 
   // Data out: list and search, export, the events feed.
   const found = await client.GET("/public/v1/contacts", { params: { query: { q: "ts smo", tag: ["VIP"], limit: 10 } } });

@@ -1,0 +1,160 @@
+// Package idempotency keeps the first response to a write sent with an Idempotency-Key and
+// replays it to retries of the same request (the IETF httpapi draft's header). A response is
+// stored in the transaction of the change it reports, so a retry after any failure — a lost
+// response, a process killed before or after its commit — gets either the stored response or
+// a fresh run, never a second change.
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/queue"
+	"github.com/contactd/contactd/internal/store"
+)
+
+// TTL is how long a key's response is kept.
+const TTL = 24 * time.Hour
+
+// Errors of a key's reuse.
+var (
+	ErrReused = apperr.New(apperr.KindUnprocessable, "IdempotencyKeyReused",
+		"this Idempotency-Key was used with another request (method, path or body); use a new key for a new request")
+	ErrInProgress = apperr.New(apperr.KindConflict, "IdempotencyKeyInProgress",
+		"a request with this Idempotency-Key is still running; retry after it has finished")
+)
+
+// Response is what a request answered.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Request identifies a write: its method, its path with the query, and its body.
+type Request struct {
+	Method, Path string
+	Body         []byte
+}
+
+func (r Request) fingerprint() []byte {
+	h := sha256.New()
+	h.Write([]byte(r.Method + " " + r.Path + "\n"))
+	h.Write(r.Body)
+	return h.Sum(nil)
+}
+
+// Service runs requests once per account and key.
+type Service struct {
+	store *store.Store
+	now   func() time.Time
+	log   *slog.Logger
+	// beforeCommit and afterCommit are test hooks: a process that dies on either side of
+	// the commit.
+	beforeCommit, afterCommit func()
+}
+
+// New returns a Service over st.
+func New(st *store.Store, now func() time.Time, log *slog.Logger) *Service {
+	return &Service{store: st, now: now, log: log}
+}
+
+// Do runs run for the first request with key in account, in one transaction with the
+// storing of its response, and answers a retry of the same request with that response
+// (replayed true). The same key for another request is ErrReused, and while the first one
+// runs, ErrInProgress. A response run says not to keep (a 5xx: the retry should run again)
+// is answered but not stored, and its changes roll back.
+func (s *Service) Do(ctx context.Context, account uuid.UUID, key string, req Request,
+	run func(ctx context.Context) (resp Response, keep bool)) (resp Response, replayed bool, err error) {
+	fp := req.fingerprint()
+	now := s.now()
+	errDiscard := errors.New("discard")
+	err = s.store.Atomic(ctx, func(ctx context.Context, q *db.Queries) error {
+		locked, err := q.IdempotencyLock(ctx, db.IdempotencyLockParams{AccountID: account, Key: key})
+		if err != nil {
+			return err
+		}
+		if !locked {
+			return ErrInProgress
+		}
+		stored, err := q.IdempotencyGet(ctx, db.IdempotencyGetParams{AccountID: account, Key: key, ExpiresAt: now})
+		switch {
+		case err == nil:
+			if !bytes.Equal(stored.Fingerprint, fp) {
+				return ErrReused
+			}
+			resp, replayed = Response{Status: int(stored.Status), Body: stored.Body}, true
+			return json.Unmarshal(stored.Headers, &resp.Header)
+		case !errors.Is(store.Translate(err), apperr.ErrNoRows):
+			return err
+		}
+		var keep bool
+		resp, keep = run(ctx)
+		if !keep {
+			return errDiscard
+		}
+		headers, err := json.Marshal(resp.Header)
+		if err != nil {
+			return err
+		}
+		if err := q.IdempotencySave(ctx, db.IdempotencySaveParams{AccountID: account, Key: key, Fingerprint: fp,
+			Method: req.Method, Path: req.Path, Status: int32(resp.Status), Headers: headers, Body: resp.Body,
+			CreatedAt: now, ExpiresAt: now.Add(TTL)}); err != nil {
+			return err
+		}
+		if s.beforeCommit != nil {
+			s.beforeCommit()
+		}
+		return nil
+	})
+	if errors.Is(err, errDiscard) {
+		return resp, false, nil
+	}
+	if err == nil && !replayed && s.afterCommit != nil {
+		s.afterCommit()
+	}
+	return resp, replayed, err
+}
+
+// CrashHooks has fn called just before the transaction of a stored response commits, and
+// after it has: a test kills the request there, as a crash would.
+func (s *Service) CrashHooks(beforeCommit, afterCommit func()) {
+	s.beforeCommit, s.afterCommit = beforeCommit, afterCommit
+}
+
+// pruneBatch is how many expired keys one statement deletes.
+const pruneBatch = 5000
+
+// PruneTask deletes expired keys every hour.
+func (s *Service) PruneTask() queue.Task {
+	return queue.Task{Name: "idempotency_prune", Every: time.Hour, Run: func(ctx context.Context) error {
+		total := int64(0)
+		for {
+			var n int64
+			err := s.store.Write(ctx, func(q *db.Queries) (err error) {
+				n, err = q.IdempotencyPrune(ctx, db.IdempotencyPruneParams{Before: s.now(), Batch: pruneBatch})
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			total += n
+			if n < pruneBatch {
+				if total > 0 {
+					s.log.Info("idempotency keys pruned", slog.Int64("keys", total))
+				}
+				return nil
+			}
+		}
+	}}
+}

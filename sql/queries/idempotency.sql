@@ -1,0 +1,21 @@
+-- name: IdempotencyLock :one
+-- Takes the key for this transaction, or answers false at once when another request holds
+-- it: that request is still running.
+SELECT pg_try_advisory_xact_lock(hashtextextended(sqlc.arg('account_id')::uuid::text || '/' || sqlc.arg('key')::text, 0));
+
+-- name: IdempotencyGet :one
+SELECT fingerprint, method, path, status, headers, body FROM idempotency_keys
+WHERE account_id = $1 AND key = $2 AND expires_at > $3;
+
+-- name: IdempotencySave :exec
+-- An expired key not pruned yet is reused.
+INSERT INTO idempotency_keys (account_id, key, fingerprint, method, path, status, headers, body, created_at, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+ON CONFLICT (account_id, key) DO UPDATE SET
+    fingerprint = excluded.fingerprint, method = excluded.method, path = excluded.path,
+    status = excluded.status, headers = excluded.headers, body = excluded.body,
+    created_at = excluded.created_at, expires_at = excluded.expires_at;
+
+-- name: IdempotencyPrune :execrows
+DELETE FROM idempotency_keys k
+WHERE k.ctid = ANY (ARRAY(SELECT e.ctid FROM idempotency_keys e WHERE e.expires_at <= sqlc.arg('before') LIMIT sqlc.arg('batch')));
