@@ -6,7 +6,7 @@ TOOLS := $(GO) tool -modfile=tools/go.mod
 # Pure-Go builds: sqlc then uses its wasm parser (no cgo), much faster to build cold.
 export CGO_ENABLED ?= 0
 
-.PHONY: cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
+.PHONY: bench-bulk cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -88,12 +88,18 @@ bench-isolation: deps ## delivery isolation at scale: 200 subscriptions, healthy
 	$(GO) build -o bin/contactbench ./cmd/contactbench
 	./bin/contactbench -isolation $(BENCH_FLAGS)
 
+bench-bulk: deps ## bulk writes: 200,000 contacts by POST /contacts/batch vs a COPY of the same rows, then contactd import of a 1,000,000-row CSV
+	$(GO) build -o bin/contactd ./cmd/contactd
+	$(GO) build -o bin/contactbench ./cmd/contactbench
+	./bin/contactbench -bulk $(BENCH_FLAGS)
+
 bench-smoke: deps ## the load tool for a few seconds on a tiny dataset: fails on any error, never on timing
 	$(GO) build -o bin/contactd ./cmd/contactd
 	$(GO) build -o bin/contactbench ./cmd/contactbench
 	./bin/contactbench -smoke
 	./bin/contactbench -smoke -dataout
 	./bin/contactbench -smoke -isolation
+	./bin/contactbench -smoke -bulk
 
 docs-screenshot: node-deps browser-deps ## render /docs in headless Chromium and keep bin/docs.png
 	@mkdir -p bin

@@ -32,25 +32,27 @@ import (
 )
 
 type options struct {
-	contactd    string
-	duration    time.Duration
-	warmup      time.Duration
-	concurrency int
-	contacts    int
-	subs        int
-	whDuration  time.Duration
-	whConc      int
-	whRate      float64
-	profileDir  string
-	jsonOut     string
-	only        string
-	pgStats     bool
-	smoke       bool
-	dataOut     bool
-	events      int
-	isolation   bool
-	isoSubs     int
-	isoRate     float64
+	contactd                 string
+	duration                 time.Duration
+	warmup                   time.Duration
+	concurrency              int
+	contacts                 int
+	subs                     int
+	whDuration               time.Duration
+	whConc                   int
+	whRate                   float64
+	profileDir               string
+	jsonOut                  string
+	only                     string
+	pgStats                  bool
+	smoke                    bool
+	dataOut                  bool
+	events                   int
+	isolation                bool
+	bulk                     bool
+	bulkContacts, importRows int
+	isoSubs                  int
+	isoRate                  float64
 }
 
 func main() {
@@ -81,7 +83,13 @@ func main() {
 	flag.BoolVar(&o.isolation, "isolation", false, "measure delivery isolation instead: the healthy receivers' latency with every receiver healthy, then with a tenth hanging (-isolation-subs, -isolation-rate, -duration)")
 	flag.IntVar(&o.isoSubs, "isolation-subs", 200, "webhook subscriptions of the -isolation run (three per account)")
 	flag.Float64Var(&o.isoRate, "isolation-rate", 100, "events per second the -isolation run produces")
+	flag.BoolVar(&o.bulk, "bulk", false, "measure bulk writes instead: POST /contacts/batch against a COPY of the same rows, then contactd import of a CSV (-bulk-contacts, -import-rows) at -c (default 4)")
+	flag.IntVar(&o.bulkContacts, "bulk-contacts", 200_000, "contacts the -bulk run writes in batches")
+	flag.IntVar(&o.importRows, "import-rows", 1_000_000, "CSV rows the -bulk run imports")
 	flag.Parse()
+	if o.bulk && !isSet("c") {
+		o.concurrency = 4
+	}
 	if o.dataOut {
 		if !isSet("contacts") {
 			o.contacts = 1_000_000
@@ -110,6 +118,12 @@ func main() {
 		runner = runDataOut
 		if o.smoke {
 			o.contacts, o.events = 3000, 2500
+		}
+	}
+	if o.bulk {
+		runner = runBulk
+		if o.smoke {
+			o.bulkContacts, o.importRows = 3000, 5000
 		}
 	}
 	if err := runner(ctx, o, os.Stdout); err != nil {

@@ -101,6 +101,8 @@ type Services struct {
 	Events *events.Service
 	// Idempotency keeps the responses of writes sent with an Idempotency-Key.
 	Idempotency *idempotency.Service
+	// Store is the database the services work on.
+	Store *store.Store
 }
 
 // NewServices builds the domain services over st, sealing secrets with keys. Workers are not
@@ -132,6 +134,7 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 		Periodic:    queue.NewPeriodic(st, Now, log, deliveries.SweepTask(), feed.PruneTask(), idem.PruneTask()),
 		Events:      feed,
 		Idempotency: idem,
+		Store:       st,
 	}, nil
 }
 

@@ -32,6 +32,10 @@ usage:
   contactd keys list --account NAME           list an account's keys
   contactd keys revoke KEY_PREFIX             revoke a key at once
   contactd secrets rekey                      seal every stored secret under CONTACTD_SECRET_KEY
+  contactd import --account NAME [--map field=Column,...] [--dry-run] FILE
+                                              upsert the contacts of a CSV (header row) or NDJSON
+                                              file; rejected rows go to FILE.rejected.csv; exit
+                                              status 3 when rows were rejected
 
 Every command takes the configuration flags (contactd serve -h lists them) and reads
 CONTACTD_* variables and DATABASE_URL; without DATABASE_URL the embedded PostgreSQL under
@@ -62,8 +66,19 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cl.name = fs.String("name", "", "account or key name")
 	cl.account = fs.String("account", "", "account name")
 	cl.rotate = fs.Bool("rotate", false, "accounts secret: replace the client secret first")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+	cl.mapping = fs.String("map", "", "import: field=Column pairs, comma-separated (name=\"Full Name\")")
+	cl.dryRun = fs.Bool("dry-run", false, "import: check every row against the database, write nothing")
+	cl.batchSize = fs.Int("batch-size", 1000, "import: rows per batch (at most 1000)")
+	cl.writers = fs.Int("writers", 4, "import: batches written at once")
+	// flags may come before or after the positional arguments (contactd import FILE --dry-run)
+	for rest := args[1:]; ; rest = fs.Args()[1:] {
+		if err := fs.Parse(rest); err != nil {
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		cl.args = append(cl.args, fs.Arg(0))
 	}
 	if err := cfg.Finish(); err != nil {
 		fmt.Fprintf(stderr, "contactd: invalid configuration:\n%v\n", err)
@@ -78,7 +93,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(logs, "contactd %s: %v\n", cmd, err)
 	}
 	logs.Close()
-	if err != nil {
+	switch {
+	case errors.Is(err, errRowsRejected):
+		return 3
+	case err != nil:
 		return 1
 	}
 	return 0
@@ -89,8 +107,13 @@ type cmdline struct {
 	cfg            config.Config
 	log            *slog.Logger
 	stdout, stderr io.Writer
+	args           []string // the positional arguments
 	name, account  *string
 	rotate         *bool
+	mapping        *string
+	dryRun         *bool
+	batchSize      *int
+	writers        *int
 }
 
 var commands = map[string]func(context.Context, *cmdline) error{
@@ -103,6 +126,7 @@ var commands = map[string]func(context.Context, *cmdline) error{
 	"keys create":     cmdKeysCreate,
 	"keys list":       cmdKeysList,
 	"keys revoke":     cmdKeysRevoke,
+	"import":          cmdImport,
 }
 
 // newLogger logs at level to w: as text for people (the time of day, the level, the message,
@@ -282,14 +306,14 @@ func cmdKeysList(ctx context.Context, c *cmdline) error {
 }
 
 func cmdKeysRevoke(ctx context.Context, c *cmdline) error {
-	if c.fs.NArg() != 1 {
+	if len(c.args) != 1 {
 		return errors.New("usage: contactd keys revoke KEY_PREFIX")
 	}
 	return withServices(ctx, c, func(s *Services) error {
-		if err := s.Auth.RevokeKey(ctx, c.fs.Arg(0)); err != nil {
+		if err := s.Auth.RevokeKey(ctx, c.args[0]); err != nil {
 			return err
 		}
-		fmt.Fprintf(c.stderr, "revoked %s\n", c.fs.Arg(0))
+		fmt.Fprintf(c.stderr, "revoked %s\n", c.args[0])
 		return nil
 	})
 }

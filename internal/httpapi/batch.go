@@ -3,8 +3,10 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/contact"
@@ -13,24 +15,49 @@ import (
 // maxBatchItems is the spec's maxItems of a batch.
 const maxBatchItems = 1000
 
-// BatchContacts implements POST /public/v1/contacts/batch: each item is validated alone
-// against the spec's item schema, the valid ones are written together, and every item gets
-// its result in request order.
+// BatchContacts implements POST /public/v1/contacts/batch.
 func (s *Server) BatchContacts(ctx context.Context, req api.BatchContactsRequestObject) (api.BatchContactsResponseObject, error) {
-	b := req.Body
-	results := make([]api.BatchContactItemResult, len(b.Contacts))
-	ins := make([]contact.CreateInput, 0, len(b.Contacts))
-	at := make([]int, 0, len(b.Contacts))
-	for i, raw := range b.Contacts {
-		in, err := s.batchItem(ctx, i, raw)
+	p := principal(ctx)
+	upsert := req.Body.Mode != nil && *req.Body.Mode == api.Upsert
+	results, err := s.batch.Run(ctx, p.AccountID, origin(ctx, p.KeyName, p.KeyPrefix), upsert, req.Body.Contacts)
+	if err != nil {
+		return nil, err
+	}
+	return api.BatchContacts200JSONResponse{Results: results}, nil
+}
+
+// Batch is the batch endpoint's work without HTTP, which `contactd import` shares: each item
+// validated alone against the spec's item schema, the valid ones written together, a result
+// for every item in order.
+type Batch struct {
+	contacts *contact.Service
+	item     *openapi3.Schema
+}
+
+// NewBatch returns the batch work over contacts.
+func NewBatch(contacts *contact.Service) (*Batch, error) {
+	spec, err := api.GetSwagger()
+	if err != nil {
+		return nil, fmt.Errorf("load embedded spec: %w", err)
+	}
+	return &Batch{contacts: contacts, item: batchItemSchema(spec)}, nil
+}
+
+// Run writes items (each a CreateContactRequest) as the account's, recording origin as the
+// proof of consent of the contacts it creates.
+func (b *Batch) Run(ctx context.Context, account uuid.UUID, origin contact.Origin, upsert bool, items []json.RawMessage) ([]api.BatchContactItemResult, error) {
+	results := make([]api.BatchContactItemResult, len(items))
+	ins := make([]contact.CreateInput, 0, len(items))
+	at := make([]int, 0, len(items))
+	for i, raw := range items {
+		in, err := b.input(i, raw, origin)
 		if err != nil {
 			results[i] = failedItem(err, i)
 			continue
 		}
 		ins, at = append(ins, in), append(at, i)
 	}
-	upsert := b.Mode != nil && *b.Mode == api.Upsert
-	out, err := s.contacts.Batch(ctx, principal(ctx).AccountID, upsert, ins)
+	out, err := b.contacts.Batch(ctx, account, upsert, ins)
 	if err != nil {
 		return nil, err
 	}
@@ -47,19 +74,19 @@ func (s *Server) BatchContacts(ctx context.Context, req api.BatchContactsRequest
 		}
 		results[i] = api.BatchContactItemResult{Status: api.BatchContactItemResultStatus(r.Status), ContactId: &id, Warnings: &ws}
 	}
-	return api.BatchContacts200JSONResponse{Results: results}, nil
+	return results, nil
 }
 
-// batchItem validates item i and turns it into a create.
-func (s *Server) batchItem(ctx context.Context, i int, raw json.RawMessage) (contact.CreateInput, error) {
-	if err := validateItem(s.batchItemSchema, raw, itemField(i)); err != nil {
+// input validates item i and turns it into a create.
+func (b *Batch) input(i int, raw json.RawMessage, origin contact.Origin) (contact.CreateInput, error) {
+	if err := validateItem(b.item, raw, itemField(i)); err != nil {
 		return contact.CreateInput{}, err
 	}
-	var b api.CreateContactRequest
-	if err := json.Unmarshal(raw, &b); err != nil { // the schema admitted it: cannot happen
+	var req api.CreateContactRequest
+	if err := json.Unmarshal(raw, &req); err != nil { // the schema admitted it: cannot happen
 		return contact.CreateInput{}, err
 	}
-	return createInput(ctx, b, raw), nil
+	return createInput(req, origin, raw), nil
 }
 
 func failedItem(err error, i int) api.BatchContactItemResult {

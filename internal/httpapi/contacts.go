@@ -13,7 +13,7 @@ import (
 func (s *Server) CreateContact(ctx context.Context, req api.CreateContactRequestObject) (api.CreateContactResponseObject, error) {
 	p := principal(ctx)
 	fields, _ := json.Marshal(req.Body)
-	c, warnings, err := s.contacts.Create(ctx, p.AccountID, createInput(ctx, *req.Body, fields))
+	c, warnings, err := s.contacts.Create(ctx, p.AccountID, createInput(*req.Body, origin(ctx, p.KeyName, p.KeyPrefix), fields))
 	if err != nil {
 		return nil, err
 	}
@@ -26,12 +26,11 @@ func (s *Server) CreateContact(ctx context.Context, req api.CreateContactRequest
 }
 
 // createInput is the contact b creates; fields is b as the client sent it (the consent record).
-func createInput(ctx context.Context, b api.CreateContactRequest, fields json.RawMessage) contact.CreateInput {
-	p := principal(ctx)
+func createInput(b api.CreateContactRequest, origin contact.Origin, fields json.RawMessage) contact.CreateInput {
 	in := contact.CreateInput{
 		Email: string(b.Email), Name: b.Name, Phone: b.Phone, Address: b.Address,
 		CRM: crmFromAPI(b.CrmFields), AssignedUserEmailID: (*string)(b.AssignedUserEmailId),
-		Origin: origin(ctx, p.KeyName, p.KeyPrefix), Fields: fields,
+		Origin: origin, Fields: fields,
 	}
 	if b.Tags != nil {
 		in.Tags = *b.Tags

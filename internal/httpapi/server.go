@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
@@ -69,10 +68,9 @@ type Server struct {
 	ready      func(ctx context.Context) error
 	routes     routeTable
 	idem       *idempotency.Service
-	// batchItemSchema validates each item of a batch on its own.
-	batchItemSchema *openapi3.Schema
-	limiter         ratelimit.Allower
-	metrics         *metrics.Metrics
+	batch      *Batch
+	limiter    ratelimit.Allower
+	metrics    *metrics.Metrics
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
@@ -90,7 +88,10 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	}
 	s := &Server{cfg: cfg, log: d.Log, auth: d.Auth, contacts: d.Contacts, webhooks: d.Webhooks,
 		events: d.Events, deliveries: d.Deliveries, ready: d.Ready, routes: newRouteTable(spec),
-		limiter: d.Limiter, metrics: d.Metrics, idem: d.Idempotency, batchItemSchema: batchItemSchema(spec)}
+		limiter: d.Limiter, metrics: d.Metrics, idem: d.Idempotency}
+	if s.batch, err = NewBatch(d.Contacts); err != nil {
+		return nil, err
+	}
 	if s.limiter == nil {
 		s.limiter = ratelimit.New(cfg.RateLimits, time.Now)
 	}

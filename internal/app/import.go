@@ -1,0 +1,53 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/term"
+
+	"github.com/contactd/contactd/internal/httpapi"
+	"github.com/contactd/contactd/internal/importer"
+)
+
+// errRowsRejected ends an import that finished with rejected rows: exit status 3.
+var errRowsRejected = errors.New("some rows were rejected")
+
+// cmdImport upserts the contacts of a file into an account, through the batch endpoint's code.
+func cmdImport(ctx context.Context, c *cmdline) error {
+	args := c.args
+	if *c.account == "" || len(args) != 1 {
+		return errors.New("usage: contactd import --account NAME [--map field=Column,...] [--dry-run] FILE")
+	}
+	mapping, err := importer.ParseMap(*c.mapping)
+	if err != nil {
+		return err
+	}
+	return withServices(ctx, c, func(s *Services) error {
+		id, err := s.Auth.AccountByName(ctx, *c.account)
+		if err != nil {
+			return err
+		}
+		batch, err := httpapi.NewBatch(s.Contacts)
+		if err != nil {
+			return err
+		}
+		opt := importer.Options{Account: id, File: args[0], Map: mapping, DryRun: *c.dryRun,
+			BatchSize: *c.batchSize, Writers: *c.writers, Progress: c.stderr}
+		if term.IsTerminal(int(os.Stderr.Fd())) {
+			opt.Progress, opt.Terminal = os.Stderr, true // a bar redraws its line: not through the log's line buffer
+		}
+		sum, err := importer.Run(ctx, s.Store, batch, opt)
+		what := "imported"
+		if *c.dryRun {
+			what = "dry run, nothing written"
+		}
+		fmt.Fprintf(c.stdout, "%s: %s\n", what, sum)
+		if err == nil && sum.Rejected > 0 {
+			err = fmt.Errorf("%w: %d, with their errors in %s", errRowsRejected, sum.Rejected, sum.RejectedFile)
+		}
+		return err
+	})
+}
