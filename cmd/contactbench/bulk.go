@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -63,8 +62,19 @@ func runBulk(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cd, err := startProcess(ctx, o.contactd, []string{"serve", "--addr", addr, "--database-url", b.url,
-		"--rate-reads-per-10s", "0", "--rate-writes-per-10s", "0", "--rate-account-per-day", "0"}, "http://"+addr+"/readyz")
+	args := []string{"serve", "--addr", addr, "--database-url", b.url,
+		"--rate-reads-per-10s", "0", "--rate-writes-per-10s", "0", "--rate-account-per-day", "0"}
+	pprofAddr := ""
+	if o.profileDir != "" {
+		if pprofAddr, err = freeAddr(); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			return err
+		}
+		args = append(args, "--pprof-addr", pprofAddr)
+	}
+	cd, err := startProcess(ctx, o.contactd, args, "http://"+addr+"/readyz")
 	if err != nil {
 		return err
 	}
@@ -93,6 +103,13 @@ func runBulk(ctx context.Context, o options, out io.Writer) error {
 	client := &http.Client{Timeout: 2 * time.Minute}
 	t0 := time.Now()
 	var wg sync.WaitGroup
+	if pprofAddr != "" { // contactd's CPU during the batches
+		go func() {
+			if err := fetchProfile(pprofAddr, 5*time.Second, filepath.Join(o.profileDir, "batch.pprof")); err != nil {
+				logf("%v", err)
+			}
+		}()
+	}
 	for range o.concurrency {
 		wg.Add(1)
 		go func() {
@@ -283,11 +300,33 @@ func importCSV(ctx context.Context, o options, b *benchDB) (time.Duration, int64
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	t0 := time.Now()
-	if err := cmd.Run(); err != nil {
+	if err := cmd.Start(); err != nil {
+		return 0, 0, 0, err
+	}
+	// the peak RSS from /proc while it runs: a child's rusage would count the pages of this
+	// process it shared between fork and exec
+	done, peak := make(chan struct{}), make(chan int64)
+	go func() {
+		p, rss := proc{pid: cmd.Process.Pid}, int64(0)
+		for {
+			if n, err := p.peakRSSBytes(); err == nil {
+				rss = max(rss, n)
+			}
+			select {
+			case <-done:
+				peak <- rss
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	err = cmd.Wait()
+	elapsed := time.Since(t0)
+	close(done)
+	rss := <-peak
+	if err != nil {
 		return 0, 0, 0, fmt.Errorf("contactd import: %v\n%s%s", err, stdout.Bytes(), stderr.Bytes())
 	}
-	elapsed := time.Since(t0)
-	rss := int64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) << 10 // KiB on Linux
 	var n int
 	if err := b.st.Pool.QueryRow(ctx, `SELECT count(*) FROM contacts c JOIN accounts a USING (account_id) WHERE a.name = 'import'`).Scan(&n); err != nil {
 		return 0, 0, 0, err

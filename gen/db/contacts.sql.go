@@ -12,6 +12,57 @@ import (
 	"github.com/google/uuid"
 )
 
+const contactCreateMany = `-- name: ContactCreateMany :many
+SELECT c.contact_id::uuid AS contact_id
+FROM create_contacts($1::uuid, $2::jsonb,
+    $3::text, $4::text,
+    $5::text, $6::text,
+    $7::timestamptz, $8::integer) c
+`
+
+type ContactCreateManyParams struct {
+	AccountID           uuid.UUID
+	Rows                []byte
+	ConsentApiKeyName   string
+	ConsentApiKeyPrefix string
+	ConsentSourceIp     string
+	ConsentUserAgent    string
+	CreatedAt           time.Time
+	AddressesParsedBy   int32
+}
+
+// A batch's new contacts in one statement (create_contacts, migration 00014): each with its
+// consent record (the batch's origin), its first property and its TagsAdded event. rows is a
+// JSON array of the contacts. Returns the contacts inserted; the others' emails were taken.
+func (q *Queries) ContactCreateMany(ctx context.Context, arg ContactCreateManyParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, contactCreateMany,
+		arg.AccountID,
+		arg.Rows,
+		arg.ConsentApiKeyName,
+		arg.ConsentApiKeyPrefix,
+		arg.ConsentSourceIp,
+		arg.ConsentUserAgent,
+		arg.CreatedAt,
+		arg.AddressesParsedBy,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var contact_id uuid.UUID
+		if err := rows.Scan(&contact_id); err != nil {
+			return nil, err
+		}
+		items = append(items, contact_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const contactDelete = `-- name: ContactDelete :execrows
 DELETE FROM contacts WHERE account_id = $1 AND contact_id = $2
 `

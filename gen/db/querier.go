@@ -36,6 +36,10 @@ type Querier interface {
 	// row and writes nothing. (Foreign keys are checked at the end of the statement, after the
 	// contact row exists.)
 	ContactCreate(ctx context.Context, arg []ContactCreateParams) *ContactCreateBatchResults
+	// A batch's new contacts in one statement (create_contacts, migration 00014): each with its
+	// consent record (the batch's origin), its first property and its TagsAdded event. rows is a
+	// JSON array of the contacts. Returns the contacts inserted; the others' emails were taken.
+	ContactCreateMany(ctx context.Context, arg ContactCreateManyParams) ([]uuid.UUID, error)
 	// Properties and activities go with it (ON DELETE CASCADE), the consent record is on its row.
 	ContactDelete(ctx context.Context, arg ContactDeleteParams) (int64, error)
 	ContactEngagementSet(ctx context.Context, arg ContactEngagementSetParams) error

@@ -102,13 +102,13 @@ func (s *Service) batchRound(ctx context.Context, tx store.Tx, accountID uuid.UU
 	for i, it := range round {
 		ps[i] = createParams(accountID, it.c, it.in, it.event)
 	}
-	inserted, err := createContacts(ctx, tx.Queries, ps)
+	inserted, err := createMany(ctx, tx.Queries, ps)
 	if err != nil {
 		return err
 	}
 	var existing []batchItem
-	for i, it := range round {
-		if !inserted[i].ok {
+	for _, it := range round {
+		if !inserted[it.c.ID] {
 			existing = append(existing, it)
 			continue
 		}

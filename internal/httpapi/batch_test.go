@@ -53,6 +53,7 @@ func TestBatchCreate(t *testing.T) {
 		map[string]any{"email": "OLD@example.com", "tags": []string{"a"}},
 		map[string]any{"email": "bad-address@example.com", "address": "nowhere at all"},
 		map[string]any{"email": "tags@example.com", "tags": []string{strings.Repeat("t", 300)}},
+		map[string]any{"email": "plain@example.com", "address": "500 E Capitol Ave, Springfield, IL 62701"},
 	)
 	if res[0].Status != "created" || res[0].ContactId == nil || len(*res[0].Warnings) != 0 {
 		t.Errorf("new: %+v", res[0])
@@ -79,6 +80,11 @@ func TestBatchCreate(t *testing.T) {
 	}
 
 	var c api.Contact
+	a.Do("GET", "/public/v1/contact?contactId="+res[5].ContactId.String(), key, nil).JSON(t, &c)
+	if res[5].Status != "created" || len(c.Properties) != 1 || c.Properties[0].Address.StreetAddress != "500 E Capitol Ave" ||
+		c.Properties[0].Address.AptOrUnitNumber != "" {
+		t.Errorf("an address without a unit: %+v %+v", res[5], c.Properties)
+	}
 	a.Do("GET", "/public/v1/contact?contactId="+res[0].ContactId.String(), key, nil).JSON(t, &c)
 	if c.Email != "new@example.com" || *c.Name != "New" || strings.Join(c.Tags, ",") != "lead,vip" ||
 		len(c.Properties) != 1 || c.Properties[0].Address.City != "Springfield" {

@@ -107,3 +107,13 @@ WHERE account_id = @account_id AND contact_id = @contact_id;
 -- name: ContactDelete :execrows
 -- Properties and activities go with it (ON DELETE CASCADE), the consent record is on its row.
 DELETE FROM contacts WHERE account_id = $1 AND contact_id = $2;
+
+-- name: ContactCreateMany :many
+-- A batch's new contacts in one statement (create_contacts, migration 00014): each with its
+-- consent record (the batch's origin), its first property and its TagsAdded event. rows is a
+-- JSON array of the contacts. Returns the contacts inserted; the others' emails were taken.
+SELECT c.contact_id::uuid AS contact_id
+FROM create_contacts(sqlc.arg('account_id')::uuid, sqlc.arg('rows')::jsonb,
+    sqlc.arg('consent_api_key_name')::text, sqlc.arg('consent_api_key_prefix')::text,
+    sqlc.arg('consent_source_ip')::text, sqlc.arg('consent_user_agent')::text,
+    sqlc.arg('created_at')::timestamptz, sqlc.arg('addresses_parsed_by')::integer) c;
