@@ -17,8 +17,8 @@ type progress struct {
 	wg   sync.WaitGroup
 }
 
-// plainEvery is how often a non-terminal gets a progress line.
-const plainEvery = 5 * time.Second
+// plainEvery is how often a non-terminal gets a progress line (a variable for the tests).
+var plainEvery = 5 * time.Second
 
 func newProgress(w io.Writer, terminal bool, total int64, read *atomic.Int64, sum func() Summary) *progress {
 	p := &progress{done: make(chan struct{})}

@@ -1,0 +1,75 @@
+package importer
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestParseMap(t *testing.T) {
+	got, err := ParseMap(`email=E-mail, name="Full, Name",crm.stage=Stage`)
+	if err != nil || got["email"] != "E-mail" || got["name"] != "Full, Name" || got["crm.stage"] != "Stage" || len(got) != 3 {
+		t.Errorf("%v %v", got, err)
+	}
+	for _, bad := range []string{`color=Red`, `email`, `email=`, `name="Full`} {
+		if _, err := ParseMap(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestColumnsAndItems(t *testing.T) {
+	at, err := columns([]string{"First Name", "Last Name", "E-Mail", "Mobile", "Labels", "Status"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := item([]string{"Ann", "Lee", " ann@example.com ", "", "a; b ,|c", "Active"}, at)
+	if it["email"] != "ann@example.com" || it["name"] != "Ann Lee" || it["phone"] != nil ||
+		strings.Join(it["tags"].([]string), ",") != "a,b,c" || it["crmFields"] != nil {
+		t.Errorf("item %v", it)
+	}
+	if _, err := columns([]string{"Name"}, nil); err == nil || !strings.Contains(err.Error(), "no email column") {
+		t.Errorf("no email column: %v", err)
+	}
+	if _, err := columns([]string{"Email"}, map[string]string{"name": "Who"}); err == nil || !strings.Contains(err.Error(), `no column "Who"`) {
+		t.Errorf("a mapped column the header lacks: %v", err)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Off a terminal, progress is a plain line every few seconds: share of the file, rows, rate,
+// rejects and the time left.
+func TestPlainProgress(t *testing.T) {
+	plainEvery = 20 * time.Millisecond
+	var out syncBuffer
+	var read atomic.Int64
+	read.Store(250)
+	p := newProgress(&out, false, 1000, &read, func() Summary { return Summary{Rows: 40, Rejected: 2} })
+	time.Sleep(100 * time.Millisecond)
+	p.stop()
+	line := regexp.MustCompile(`^import: 25% of the file, 40 rows \(\d+ rows/s\), 2 rejected, about \S+ left$`)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) < 2 || !line.MatchString(lines[0]) {
+		t.Errorf("progress lines: %q", lines)
+	}
+}
