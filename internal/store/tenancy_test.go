@@ -7,6 +7,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -110,6 +111,13 @@ func TestEveryQueryIsConfinedToAnAccount(t *testing.T) {
 		}
 	}
 	t.Logf("%d queries, %d confined to one account, %d across accounts", len(queries), len(queries)-len(unconfined), len(unconfined))
+	page, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if claim := fmt.Sprintf("%d of the %d queries", len(queries)-len(unconfined), len(queries)); !strings.Contains(string(page), claim) {
+		t.Errorf("docs/operations.md should say %q (the Citus paragraph)", claim)
+	}
 }
 
 // uniqueWithoutAccount are the unique indexes that do not include account_id: a database
