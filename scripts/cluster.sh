@@ -114,6 +114,8 @@ start_node() {
 	# the cluster is for trying contactd on one machine: receivers on loopback are allowed
 	export CONTACTD_WEBHOOK_ALLOW_HTTP=${CONTACTD_WEBHOOK_ALLOW_HTTP:-true}
 	export CONTACTD_WEBHOOK_ALLOWED_NETWORKS=${CONTACTD_WEBHOOK_ALLOWED_NETWORKS:-127.0.0.0/8}
+	# HAProxy says who the client is (X-Forwarded-For): key IP allow-lists and consent records
+	export CONTACTD_TRUSTED_PROXIES=${CONTACTD_TRUSTED_PROXIES:-127.0.0.1/32}
 	case $node in
 	serve1 | serve2)
 		port=$((BASE + ${node#serve}))
@@ -157,6 +159,7 @@ start_haproxy() {
 		    retry-on conn-failure
 		frontend api
 		    bind 127.0.0.1:$BASE
+		    option forwardfor
 		    default_backend contactd
 		backend contactd
 		    balance roundrobin

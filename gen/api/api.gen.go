@@ -154,6 +154,7 @@ const (
 	ErrorCodeDuplicateContact         ErrorCode = "DuplicateContact"
 	ErrorCodeDuplicateProperty        ErrorCode = "DuplicateProperty"
 	ErrorCodeEventDoesNotExist        ErrorCode = "EventDoesNotExist"
+	ErrorCodeForbidden                ErrorCode = "Forbidden"
 	ErrorCodeIdempotencyKeyInProgress ErrorCode = "IdempotencyKeyInProgress"
 	ErrorCodeIdempotencyKeyReused     ErrorCode = "IdempotencyKeyReused"
 	ErrorCodeInternalError            ErrorCode = "InternalError"
@@ -182,6 +183,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeDuplicateProperty:
 		return true
 	case ErrorCodeEventDoesNotExist:
+		return true
+	case ErrorCodeForbidden:
 		return true
 	case ErrorCodeIdempotencyKeyInProgress:
 		return true
@@ -1175,10 +1178,14 @@ type WebhookList struct {
 // keyed with the base64-decoded part of the subscription's `whsec_` secret).
 // Delivery is at least once: dedupe by `eventId`, order by `eventDate`.
 //
-// Example: {"events":[{"data":{"contactInfo":{"assignedUserEmailId":"","contactId":"019350b6-5d7e-7c3a-9f1e-2b4c6d8e0a12","emailId":"jane.doe@example.com","propertyId":""},"tagsAddedInfo":{"tagsAdded":["vip"]}},"eventDate":"2026-11-21T09:30:00.123Z","eventId":"019350b6-5d7e-7c3a-9f1e-2b4c6d8e0a77","eventType":"TagsAdded"}]}
+// Example: {"events":[{"data":{"contactInfo":{"assignedUserEmailId":"","contactId":"019350b6-5d7e-7c3a-9f1e-2b4c6d8e0a12","emailId":"jane.doe@example.com","propertyId":""},"tagsAddedInfo":{"tagsAdded":["vip"]}},"eventDate":"2026-11-21T09:30:00.123Z","eventId":"019350b6-5d7e-7c3a-9f1e-2b4c6d8e0a77","eventType":"TagsAdded"}],"livemode":true}
 type WebhookPayload struct {
 	// Events The events; one per delivery.
 	Events []WebhookEvent `json:"events"`
+
+	// Livemode `false` for the events of the account's sandbox (test keys, `ck_test_`), `true` for
+	// live data; also in the `Contactd-Livemode` header.
+	Livemode bool `json:"livemode"`
 }
 
 // WebhookSecret A subscription's new signing secret.
@@ -1254,6 +1261,9 @@ type SubscriptionIdPath = string
 
 // BadRequest The body of every failure.
 type BadRequest = Error
+
+// Forbidden The body of every failure.
+type Forbidden = Error
 
 // IdempotencyKeyInProgress The body of every failure.
 type IdempotencyKeyInProgress = Error
@@ -2638,6 +2648,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 
 type BadRequestJSONResponse Error
 
+type ForbiddenJSONResponse Error
+
 type IdempotencyKeyInProgressJSONResponse Error
 
 type IdempotencyKeyReusedJSONResponse Error
@@ -2804,6 +2816,20 @@ func (response GetContact401JSONResponse) VisitGetContactResponse(w http.Respons
 	return err
 }
 
+type GetContact403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetContact403JSONResponse) VisitGetContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetContact404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response GetContact404JSONResponse) VisitGetContactResponse(w http.ResponseWriter) error {
@@ -2925,6 +2951,20 @@ func (response CreateContact401JSONResponse) VisitCreateContactResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateContact403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateContact403JSONResponse) VisitCreateContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3088,6 +3128,20 @@ func (response ArchiveProperty401JSONResponse) VisitArchivePropertyResponse(w ht
 	return err
 }
 
+type ArchiveProperty403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ArchiveProperty403JSONResponse) VisitArchivePropertyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ArchiveProperty404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response ArchiveProperty404JSONResponse) VisitArchivePropertyResponse(w http.ResponseWriter) error {
@@ -3221,6 +3275,20 @@ func (response DeleteContact401JSONResponse) VisitDeleteContactResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteContact403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteContact403JSONResponse) VisitDeleteContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3379,6 +3447,20 @@ func (response UpdateContact401JSONResponse) VisitUpdateContactResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateContact403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateContact403JSONResponse) VisitUpdateContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3581,6 +3663,20 @@ func (response RecordContactActivity401JSONResponse) VisitRecordContactActivityR
 	return err
 }
 
+type RecordContactActivity403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RecordContactActivity403JSONResponse) VisitRecordContactActivityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RecordContactActivity404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response RecordContactActivity404JSONResponse) VisitRecordContactActivityResponse(w http.ResponseWriter) error {
@@ -3765,6 +3861,20 @@ func (response AddContactProperty401JSONResponse) VisitAddContactPropertyRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddContactProperty403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response AddContactProperty403JSONResponse) VisitAddContactPropertyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3957,6 +4067,20 @@ func (response RemoveContactTags401JSONResponse) VisitRemoveContactTagsResponse(
 	return err
 }
 
+type RemoveContactTags403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RemoveContactTags403JSONResponse) VisitRemoveContactTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RemoveContactTags404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response RemoveContactTags404JSONResponse) VisitRemoveContactTagsResponse(w http.ResponseWriter) error {
@@ -4141,6 +4265,20 @@ func (response AddContactTags401JSONResponse) VisitAddContactTagsResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddContactTags403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response AddContactTags403JSONResponse) VisitAddContactTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4333,6 +4471,20 @@ func (response ReplaceContactTags401JSONResponse) VisitReplaceContactTagsRespons
 	return err
 }
 
+type ReplaceContactTags403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ReplaceContactTags403JSONResponse) VisitReplaceContactTagsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ReplaceContactTags404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response ReplaceContactTags404JSONResponse) VisitReplaceContactTagsResponse(w http.ResponseWriter) error {
@@ -4519,6 +4671,20 @@ func (response ListContacts401JSONResponse) VisitListContactsResponse(w http.Res
 	return err
 }
 
+type ListContacts403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListContacts403JSONResponse) VisitListContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListContacts429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response ListContacts429JSONResponse) VisitListContactsResponse(w http.ResponseWriter) error {
@@ -4626,6 +4792,20 @@ func (response BatchContacts401JSONResponse) VisitBatchContactsResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type BatchContacts403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response BatchContacts403JSONResponse) VisitBatchContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4851,6 +5031,20 @@ func (response ExportContacts401JSONResponse) VisitExportContactsResponse(w http
 	return err
 }
 
+type ExportContacts403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ExportContacts403JSONResponse) VisitExportContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExportContacts429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response ExportContacts429JSONResponse) VisitExportContactsResponse(w http.ResponseWriter) error {
@@ -4961,6 +5155,20 @@ func (response ListEvents401JSONResponse) VisitListEventsResponse(w http.Respons
 	return err
 }
 
+type ListEvents403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListEvents403JSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListEvents429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response ListEvents429JSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
@@ -5053,6 +5261,20 @@ func (response GetEvent401JSONResponse) VisitGetEventResponse(w http.ResponseWri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetEvent403JSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5166,6 +5388,20 @@ func (response ListWebhooks401JSONResponse) VisitListWebhooksResponse(w http.Res
 	return err
 }
 
+type ListWebhooks403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListWebhooks403JSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhooks429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response ListWebhooks429JSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
@@ -5273,6 +5509,20 @@ func (response CreateWebhook401JSONResponse) VisitCreateWebhookResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateWebhook403JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5426,6 +5676,20 @@ func (response DeleteWebhook401JSONResponse) VisitDeleteWebhookResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteWebhook403JSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5584,6 +5848,20 @@ func (response UpdateWebhook401JSONResponse) VisitUpdateWebhookResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateWebhook403JSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5775,6 +6053,20 @@ func (response ListWebhookDeliveries401JSONResponse) VisitListWebhookDeliveriesR
 	return err
 }
 
+type ListWebhookDeliveries403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListWebhookDeliveries403JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhookDeliveries404JSONResponse struct{ NotFoundJSONResponse }
 
 func (response ListWebhookDeliveries404JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
@@ -5897,6 +6189,20 @@ func (response RedeliverWebhook401JSONResponse) VisitRedeliverWebhookResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RedeliverWebhook403JSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6055,6 +6361,20 @@ func (response ReplayWebhook401JSONResponse) VisitReplayWebhookResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReplayWebhook403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ReplayWebhook403JSONResponse) VisitReplayWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6228,6 +6548,20 @@ func (response RotateWebhookSecret401JSONResponse) VisitRotateWebhookSecretRespo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RotateWebhookSecret403JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7297,282 +7631,291 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, subscriptionId Su
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2Ldts41i74KjiaMyv2akqWZDsXeZ31/64k1eWuuOKOnUpVSpmfMAlJjClARYCW1VmeNQ8xLzKvMI8y",
-	"TzILewMkSELXOF3Vf/tf53TFFC+4bOz7/vaXViSmM8EZV7I1+NJid3Q6Sxn8+6XgikZK/1Pm0ynNFq1B",
-	"65REeJnQkWIZYTxLosmUcUUoj4kUU0ZopJLbRC1aQeuWpjnTb6BSJmPO4veSZa+nNEnP4tagRceMq/80",
-	"H+1EYtoKWub98Hu39+LwuHv9tH0cP2PtZ9Ehbb8Y9Vi7f30UPY2fsy7t9fUjGaOKxaeqNWj1u/2n7V6v",
-	"3e9ddV8MDruDbrfT6x9+hNum3ycsjWF25plXVDH3qe5V7+mgezToHne63a5+itOpvuOSpkyORBaxVtCS",
-	"Itf/GLQ+sGuZKLik6Fhf+YnNW0Erz9LWoDVRaiYHBwd2gtNFRxav0dM96HYPf/mlq//v6Or8vN+6D1pM",
-	"r05r0PpMOevEgtWWB36+VFTlsjVo/UzTJNZX+ZiOmd4GPbeUSgWL/HbGeH2GvateV8+w1+8cH/f0DIvb",
-	"LxlX/tthGc2C6Nu/F9n0Mr+eJlImwvOJ+tLzfPp2dHr2A+WxGI1ka9A1115RObkWNItfpkl04/vh54TN",
-	"nesw0PrNxWRla9Bzr10yrre7b65Vh+3cfCGkimgWX0ZUX+7eB62U0fgyEhlrDfqHBRn8jXJGXgm947OJ",
-	"4PrSX3pk7/j4eJ90e912v3vY1b9lQozejl4KLhlX7wtqGBwc9PrPOt1Ot9MbPO8+7x5EeMtBJP/r8Pf+",
-	"T6Ofn4u/HV3/ePerevePZx+mFxTfNmOZSvS5/O1Li8ZxxiRQMZ2pt9l7nqif8uk1y1qD1pEmdH34Bq3L",
-	"WZbw8UiTPJyrnONlysd0Kjh5iVeAdmEDz97AHxlj6tR+o9XrH5KfyDlNOLlUraD1j2TWGrSe9p91jzS5",
-	"mrEtNjyvx8et+09BK2ORyOKCjM9pdsNUwsetoKXoWE8T1r8VtMSM8fZE5JK1PgWtfBavP+n390HrJR5v",
-	"Lw8zvwVknqgJSZQkZkXJjGaSxSThShBK7NRcPhaVL/x2jGorFnDBeIwrV2UC/8Qj1/Ucue6yI9fd6Mh1",
-	"vSfu8VT9gacqaM1pxhMOL/rUPGQfEjUReTlH75G7zhVRE1acuEjkaUy4UOSameP3eNz++x+3fy6xts74",
-	"rVaUzvispE+g4Cs6lqdxzOLXt2YfS5rVv5E5y4BYWUxAJliCdGiU3aL2/NuXVkwVdWmVj8Q3V35Z8cIl",
-	"9FvhJXpllJ20HV9xQa/VbTLDtYF5rVft4LYNB/zsmX3gajFjZo3xy/ef7vVHJ4zGLAPu8Y4q9iaZJgr+",
-	"p9fV12ImoyyZqUTw1qD1jv2eM6kkESOiJokkNwmPyV7GaCyJyMg8SxST+8BwTi/OyA1bkCnV//+GkYQT",
-	"yhek1yWSRYLHsqPZdDRhU9hChQNMuGJjloFOUR3QK7pYMSLgcRFIh/KTM5aR91cvSUwXm3/snd5gTcmb",
-	"r0DKRkrPTw/ihi2eSBLlWaZttF63jbMl84THYr7DMDaf94RKHIoSMV2QvfdXL/e3+aBkqvmlS9wsknOV",
-	"pO7OPpGN2ZGRyJxlESOS4ThLGhlySySjjDFJKJGpUAMynzBcP5HG+gH7YMJJokjK6C2THfIyTfTZJzMa",
-	"MX33VLL0lskhF/q2zpBXZjtNeDLNp8BtGzPXQp9mdMqUIf+XlhVcUDVprsPVhFlm9ESSJGZcJaOEZR1y",
-	"SqY0HYlsqjXZ4jpJJJHJdJYuQNqORM5jvRmGV2zObxL99ZkeUyEzSq6l2frveZJpVqKynFWmT+/eMD7W",
-	"k3l6FOjVsH/2ivWQSitXQAhnMZvOhGI8WvzIPCR3Tm8Y0hvsIJF0xDSPzpjKFmRP/3D2+up7oiUWnSUk",
-	"zuhILxVymP0BPDpKMthcOdMSjCgx5LTYazAPkHzYgsB/Zgpoqn9EJiLPZABH2tB7AB4QagYAB1KPasqG",
-	"vCC7KVMTEQdEr19Afs9ZtoCnrkW82CdjpqQmLzqmCTfmSVisg2q/Y7OULlg8IHptw2DI56hzkSzn+mwS",
-	"NU8i1iFX5sswcHgN5UJNWFbSsSThUb8/5NVlfsdyyeLwhMwnScoqS4TPZTmXAQmPui9I9ckzfpGJsZas",
-	"YWfIT8sH2Ei/klyzkciYnp1+BdkDgUz1XgaE5mqi6TQyf2dUMZJqJiD3NR8f0SRN+BinSyg5vrvTE9B0",
-	"rLekQ95LRqg+wXJCMq2BTQmIZ7JHyfv3Z6/2YZ9SMU4imtqh4fEs6f941I369DlrH14/i9tHUe9F+wV9",
-	"ytrduD96ft2LnrGjI0v/SETlCXDWoq2pdQnd94+P64Q/o0qxTL/z//jtf7T/z09/+Z8t32m4zK8L4l/F",
-	"EqRzX5UvbHnWX7zwn3VZGcjDHfh7fBOT6jsRJ+iB1NrBdyJeWJXKqGh0NksNrRx8lnrqX8qpfVmlPd67",
-	"w/ufGRu1Bq3/7aB0gR7gr/JAf9nItHJs5SzxCjINGOl3NLa3bzxWeDDO8XdW0z0njIBip+lc0RvGq1ZR",
-	"rNfulX32ZaGU1hXQjfXI+6A1ZVKiD7NQcx0WiKOhqRacC8LuEqkkUGaCunV1/JewjuQ2ESnMXXqGb5Ry",
-	"u27l4FmWiQwVajSzBy3NHztop7kD1RyAEniNHaDR7vX+UFjvlhaFVGkF031UszaHGZpZDEj5pQFZ/nqg",
-	"ic1I6bWeDT7QPK7NEZC9sLowoREE7FYLi2JFtSYS6hXr4HKF+4FmlXSouR9NOMnylBXcN1FkL6zTSxiQ",
-	"8tqFsRL0RTMAYymF+5pTNiRyyfC3JPmk8mCV5qvCRqssKklTK958RLRsTFV6bor0GsdufOvEyHEMcySo",
-	"zY4SnsiJtlYeYP9P66MyMjusDS1sjE3TyDLhu79y4J3mPqLI33IPs+IhJzRkVAx9gkjOY5aVc7phi7Wb",
-	"ZwZSPaSenZpTSYCovYpNRcXSJwJUqxP9BKGEsznoRFqJw78yl8s/wIlu7t6a8YZeDWwfd4pr3YCm+MWt",
-	"pGDBZN03uGubmF8I8I+T8tDF5Ag0oR57cf0sbn39slwKvSeabnPO7mYsUiwmEzqbMc7iEyQSlt2y7InU",
-	"OhoQrL4YM0WTVDq0VI4Rlucnob7XdsxOK2OY4CvB5E9CvdYCrbI+VgTGgqGqCTKv9VB8H0OItbej0Z5I",
-	"a1LALC/oIhU0vhLiDc3GbKfJ1t/hTtQuKpzbRJJU36HXm3Ly9Pj48Cm5XigmWw8r8ezXxK3ZW9D3yd7T",
-	"I/Jj8h25XpCYjWieKjwJlyy7TSL2ntNbmqT0Ot1tHTyvqSsFEm8BxUsfzIxmSaoZWvGI5bApVdp0f5Bl",
-	"0ZL8mkpGIsqNNzxjNJqwmGTJeKIIF/MOeQffBT5yTaMbMRqdWFUtJhmL9GJKcr0Y8kRJlo5KN0bx/kTC",
-	"o/iuhElCM7SdB2C6zsBjTtBzTiiXc5bJIW/qDoTTKVicpR8iIIqOwZy1LkcSTSgfm48khSFrLGU+5DZV",
-	"wPJGEtorZzHIPfQSs5gIHjGjh6ByLvNUPZRhEBiv53bmAer/y3a0dM6M8jSFpUn1EUe5DMsGiwPkfSXE",
-	"OeUL60bbibbr76ic8cKiJuwuYgw8rg+hwZTvTYyUy2eDmltOpkmsSaXhntvrdbsEPHEBOe4ad+2QO2ef",
-	"iMx1KT6R1n9K9g6Pu0G32923pwLXNYQ/2qf6j7Dw7IKl73Mttwsvo28BzBMHNZ/kfdByvrLcRakEmdNE",
-	"WdcHMI2Ej9e6QH9pl+PD/0XX70ZDtM5y73uM73bzF+kHam8qHMHbjMp1Yi993zajq7ijgTTfc5qriciS",
-	"f7DdFILKC9zDA8E0Pta0aI20uzadJW2t1T6Q1li8MDQOSn2ezIeD0qEbkJzfcDHnejAZuxU3Rqd/z2U+",
-	"m4lMsficxQnF+MpOq+B50VJ1YZpLkFWNd38bZUFLxrD+rbDTKnV3ON6nVobY+FscJ/p2ml44QcgRTSWr",
-	"f/V7kZGwGkTVFnEZkwWjuRLS1Vfc6GoI0i38nqXJXREQDju1EOiXVinp/K48+zu48dChHUG84YkEU19w",
-	"Vgp/G2KEAEvNt6bnCJq0/ztWzUYFW289yHUhUiJRWEv4h/Nmcf2ZRcAIRQShJQjHrpGZyZRJRaezVtWf",
-	"9pu7EJUXfvJ8z26t421bubvbLXl1+rjwNrJWqCp7syzhSiuC5PTy5dlZQLggckYjJvc75BLzA/RqDjnY",
-	"vkmMDv1CGdIWoJYD9d2TsKWgstFrWPGah1rzgPazZ897bVlQZ7unT2fpae31n69yMQ+Hd/1eezi8e8a8",
-	"ruYKrfhXFt28NU2AL9DC8xDRnHIFwnBGpZ7iCVCTpirwesEjEBPegMCqX/2glwo8HGhLkj2jN2htef+E",
-	"UEWmQipyTKYJzxUrPjfKVZ6xqkt8RYjbeBAHrZgq1lbJlPkWThmWu+oQWPIFrlo/B/CCVURvmXp9Fahy",
-	"1XASgxexZD1a3SanZ0BlUlGIzHLIaKioqZHg2nxA7yImwLFMCg4shfF8qsdYZY2toFUkodh/v52x4jrw",
-	"x1bQqqS6uH/bG1z+2UJpBmGGa73SxUycxSmX/TSOre9yR6ZQJizV1dtRxlhbsTtF3l9a32+Vao67XfKa",
-	"vKSzRImUnN6ygDgJYgE5e0Oe9p911x/SZsinwiJt0oqPOpzEtc0F3SmRKssjfQ5iZ3YnettppgmKqiLI",
-	"BhqH5oGcsOlMLQgO0yPT6plzPi6b80ShU1vkCvIvY6b5H1UiI3vhUUhGmZiS8HSmyFG4X13wI9/Rw9Q8",
-	"b4hcc2xtRIg5r76omsfXfKVJ7Ku/FNP7yJ7IiN6fW5oyrvYDHLI+UB/PLojWpU5IOGwNW2Fpg+tf3BWt",
-	"jaeRQNgYk8kobMxzLtop0zyewB3w+erLIQfR875KUqJfOUgTCDykiZZNNmEWzGbCYZOrX6onNjY+CpmO",
-	"9U99n9yydpyMEwWrJDL9n78cVV+N2ZFrj0qNBOvTNNRS7LBdVhyZ74B9R1U0sekYik2B0NP07QhCVKvY",
-	"PaY9mkeLeOKn5lksiiokCS/eXl6Rg8j6WRTkOUAAx/e6cL9D9KDQx2Ki6uAvYWBJC84CIgWoFnCmrzNG",
-	"b1Dbw2FCeF0SmgrOUOO4a1vNpG1f2IafrfC/a49F26yTVsE77+j83FgIngUrnTVbsGUnhLki98V4qmJN",
-	"MiYzkOyh9lQevESxKczS6MeFPM/zxHv4mfW3b2C5IP3kcolgLnQTJYqxuALVjL9VJDbqf3FUFfW/cdhe",
-	"yVdmODYkV5OMUCmDfZ+WMUY3IxI5rR6fXDf1D/jlUutp0SwDQ7x6Fs3KrDtUcjfBbeYmVxKIDAo1sBd0",
-	"u92N59g49fcgws/w2V632wURbv+ur0TQmoJBrYcGOmlrYPa6VT/+IV4PTbRWYixA688QdJaQvKLHfELC",
-	"fCZZpkJD67idTXICatI3euimtkXFIm6wSTuc4gwe8mzRWw5REK2s2+kFWj23Jr/IYhQtO22WGes6+rSj",
-	"883dpD2/Awf0lsrVD2IOTgC05QpexbhimdG75UIaTlDXoJIf2eInSLbxkTXXJqVJLrM5rcDXLSN0lPqq",
-	"+JxjrVpbcz/p43r46YuMjZI7/8dvE5lou3cG9+AwqIIx7HFmIzk3bFFT2qKb/3r2w+/9N3cvqF/X2oTV",
-	"75St2PxWWROwsb+iSE3azig2Y9dU1M5Yym616QUKp7Q7aOIs5vXgaslYxJJbFnutYYwans38C3V2UdRV",
-	"NF9OIk05Wk2t272HnW6n1zvsPPOtVy5Zdjo2LkTP/CrfeCLJe8myNjywgvoO+p3D1oacCbxC5a4F7gmp",
-	"0ayzPu7Ay+1bcs5ticlW5lMlRUrrxIqOZUDK0xyQskIEuEHKaExkJNDzUDv2vhKB+oLDD5Z09PwqZr+2",
-	"z8xbiBInxNWCcm5/qu6KrwZhx+P5VdmGD3lWK2W+q7Vze2NZdluf4EWWTGm2QEkM5zNRkNExTm5ZzYJb",
-	"Un/R1C7dgqI1OqZz63295Gjlg+Wd1Uqf+gS7nU6v2w2Ifkeu5QcYsg7lAn1rpsSjBYlZRBcnELNrC54u",
-	"KgvQBQUJU9x7Rj1amvBuE0oblmCepiDkqgS8xGh2qpUay2zqcxs7qi8b03Wjb/jqe5sfa9ZKNd1JMzrW",
-	"xhjLbllMrheF/zcgciLmWuFDhYHHZCLmlcPtVx3KQZq6rFRENJ0IqTavy/JNxWFMq857eSfqAdoChZzJ",
-	"LJpYEbaR+mYdeE2FrV4ntvo979x7720h2epJINs2jmHQOvW/Fk7lV2Wll1SlFdNc4hYu5+PUr+0aMHEl",
-	"o02KdZlKbdGq4rP8vlmfClupbL/LOHwkvkKcvloXRVgtVZ9I4AGBTbvlMYHjXHWqaVqTTDWl6SbM3Bso",
-	"W8OTOjvymc5aZYejOmN3E9+5Yn3fJHJ7lUXzH60+WJuvuXCrTWr9PAYKjGVdOTVU3mjxITa32qzq5Tkl",
-	"nN2pl3kmhceHfEGlBE9ZBDeEpsyLEf0QDLLg6wIHmFKJP3RaX2UPe/153zTaECzBJFjhdCXgN/fHIY6q",
-	"cYj+8VOfHejXRdfqKQ+gfG30jQ0OqVdDqNWjLD/IK0UV3LRcttAxxjrzgvgMRZXhyN4WXqgrOm44ntY4",
-	"NXAxNyDf3Z2yWxzs5U7Ki0xcp2xqdIc4QRgAqcTMsV5PTMDJ8HvOHtxHWVZ0F0NdvnYf2PVEiJvdjr5T",
-	"+LyG0osbcetfYRAmYfKCZZhd5mPQmVDKFO3VysDi4gUQ2DV0CGkNU8oXhJpMuYDQKBNSmmKTIj9hlomI",
-	"SVl41nOuzNfiqqenX7MBXCOg5zMCcq+mfC1FmitGQougFJL3794goRj/iCzzBmRTFdbP6I2SHccWs87w",
-	"2MMEtwnG6jG7Zex+cnH44BZC+sNEq52u5p/CZI2kLfMgX74794hvF9RqC5PZz1F/clyN5nNuuNLBw1rH",
-	"WS1e1pelswXfyBIPVQmyVQ+h+yKk4yWOU/2FJ5LAHXY5G7NC9K510/ESrSZQs1iofS/9yPawYFV67R49",
-	"95Hochq8oCqabEmIL02ykglbvXx3blyXAzJlWqfFpDCSsVlKIxaQkOdpGhY/RimjWVDqYQyWfnEy5GGh",
-	"IwwIPgP3mtAUTVMMQuqfMM8ffasrKd2TF2RH7frFcWM6y1J66p/c0DzY+Zys/d4u56Z+RtZ/5CvPzN9z",
-	"miajhMU7THCnk9Q4C2s+4zsbRqQutjwVb7mROaVQXegjok09V+Z6HLxKaU3Gp/ibX8iUxoxIQUYUTKjV",
-	"3jP79WVeWft7wy3bdEdaABffa+xky3cEhKYSmUI4R3WoncQ2bXn5F7ZWfLQ1Z9ZmSw/wsoB8aMCbQgNv",
-	"YPeEZJBNHuhJcRJe5hGWSIQEsoEhAh+6UdYSBKq4txW0vl8Wqq/pD87WlavvrlIxg6Akm08riNis0g60",
-	"bF6vSdiMCnK8bDaml4Sb69orLHCs3zU3VojYq/2ZG7d28W9K/CZz10zymqWCo3m2N4L8eXufP2u6yAKp",
-	"M98F6mLmtZih4bocpCYKzBT82tP2gOcppVBjeu6zWpMps5K+AEOxW0qTNM8YOHumSZomDlzSGgf/zgfY",
-	"juFyyUHGXG2wA7InkvxwdXVB8MjUPfrldKKq/84tuNnycNpzUKVfd4E3OKwbOfC2FSEB4WzOpMJzuLGp",
-	"XOcjfyZ/3EoG+Nrv5z3lVbiG0vXSPz4i0YRmNFIsc1KDnh7ZKi2Qa/8ZbhTZK5TIApnCtSrXQZ7Y3Oml",
-	"2WMMCsVVAQUypxJxmyx/w2LUUqohJpYDyRyzKImZdEWXSfxqBQV2sBVmvhSz15WA4xbCpXyQgMXKMnlC",
-	"GI0msPdtrXVDwLrwJxgwLxQgMo8mRcFFUxDpVxRJ4Vsbu/rpagL6DhZz5SU/J2y+4zvKNPndHy9Rnnd5",
-	"ugR93vJpHwb0lq9w0/63d1rUETebqdplQYNcWgNRFjpsING8gJ6N78J1a7TE9vZtX29gQetvL34nt/qG",
-	"Dd9aARWtv/JNwm+0xQ5HQY8b8w63ebWBJvVmrEgiIAV2m/cZWNMl7wOmYfQVJztsg5c38FG/NAsAp5JA",
-	"fZVSG4+5hq7akJDmZ/L3d5CcL4mMKN9gSepRQt8UmsvW3BgPFfjJbQmNe6fZPIJeGW216C2kh9bvoOZT",
-	"jIwr2mihvohlzHzBNAkVegGZ0miScNbOGI2hZq8ojqgKxBKGygOr1UBJagWtKkhSK1gCKGKfqF128dxq",
-	"P1ltrHYZdPnatQIAJWidA+zNT0KdpqmYgz1aK2hu4gM0UUGWVP/WUWS8MBpL0HyWIjT59A0LAbY27/6V",
-	"vtEF9PIm38/BEsgEHwcG8gc5/QnBbFWLgSM3iQvHbh30Ukp/ZWawBbW/KgpwqVbZZozHZewwZkuj9D4r",
-	"EuqXPUBfbkQBc3UMkpsF21meE2Hh2LyfamCV1WHKCqDRjSwR8AsXhRWNuF1zyfWh+KpciDKKREYMGbIn",
-	"aidX2OuN7CFRxMtsdv5mAUt0piEStccEm1B57k3hs5bCVNsvZi6QvYQ7bMpgEolznkOOMY3J3ogprWZD",
-	"bTJVgLDiOkKuhUgZ5RtbfxQxN3zGXzqnC0lmGTMF5akUBq+jqCjczBo0m1EZUbkyn5ZRiL9wVu+gBQaG",
-	"FxNaceIWocZOo5qf7PnVySHfsKYW4IWAZJJxwmlqYYeeSKIYVxOiJxIQhlrIkAP34sSp6i3tI6wSX1ag",
-	"a3jAa7AKgSM3qm8rtbq1UlzzuFORG7fqWV7vi8qlEs/bwvRMxS06RysL6GX+zuHf3pNZcpwidGBT0rM8",
-	"ZZ5cJ4Mt6Y2tDEgIQJDDvNs9jGZUTeBfLAxICKi95hdOp6z8Rd/X/AGcyMY73vix6meowFw21meprLty",
-	"3XSunKu+fRVaZuNjFj7T63rLU1NMiL5PshfaQ6qXofCC6D/QR2JWR0tb/U9NrPq/vj0OA9LpdGoFJMbT",
-	"so492GpeM/jV4vrCn7d3ipmGJnNvoE+dmOEgSfgXBPfotfsEq1XBuQGpEjEz8YPD9mH7CH+W6zOJHZfR",
-	"Yb+C1bA3HP5lOIy/9IL+/XAo/2P/P4bDvf/QVw7vh8P9//htOJSd9idzxf3r6N6L7FAor1vLSgvntUfJ",
-	"TEhFC8rZ1xxQRAlEWAsYS8ckW5r8thIlwaKsVpsXeFMSze9fVX1wfLyWspxxBCur8d/V0pWXO/WsOjal",
-	"CytpyNR2wXAtFLc1xk+Cl3/6mChihG+aoNRcUAPNZUUiREuk1khBT2huqUx4tJ3fBpx9uyc/4wfta/xb",
-	"gEuwUX5bE5NVP4zcTatKv+cs96mFeL25wz+IOeZUOTlXoIyVL1rtT9h+QWuQ3GtxwV2dF9D/0JviVf6/",
-	"drPqaOHV3QvsMvq20TWRl52nEKBRtIzlmOiRaOMOQrbgEUcl89DKKWdPtM5LMjEPAA5RU7nzLlTjQIM1",
-	"sbwTEhpdxr70mMRaqTXY9IEeQXjU65K/Cq6VAZGh4h2zlCkWV5U0/FJLk2qhH+F7vGf6io59ckrR8QmR",
-	"eZZpEwurRxLFAIkI1MssmU7rBV+meKEmddbEKVw09O1CVsuTZCvpsFACbGH5v2FqLAzHR2sVQMcHmeJW",
-	"CJAPV1+y8YSLI9tMv7l6GZB3378kh4eHLwz2+B2NVKq5YsYYGWXa9ACFCLUcBDz7GD4woBKaFVtm23s0",
-	"Y6y4VcIsdxGMND9oFghtatATstAXinQ2TE37p9Rrmi/aUk25vlJzy/jj2mys7ZP3MbPwoTP4T6qrTxLl",
-	"yem/nCbQl2LblLMNynU0JViBsnYwGyj1jVTGb6jk714u5/Ov4RHcMut9bVcSyZTWX31nskgUbR65TRPh",
-	"Txvp7Y7Yt5nuxa6myci0rbIp7dsktC+hNjd+01hTW5jQVGZ8oCyDde0SEWiCSls9kRmRXw1vVFvfeejG",
-	"7PHLWue6zff5zJpfslb1wkkSG9+2BTuns1kKgJ5YzRcYd7xezR1ZLQBmWm6qWe0TaWu2RWY+03nA4nZ/",
-	"Uff6tyx3s29q6eqXRSzjLF49tRU1oxVj1g7cX/fl0x0qjuod82eb27xJ6Mf9so0AOW0Kt7CZlqbhvefJ",
-	"7zm26oN7TkjM4nzGCLZ0e6h0PJ9fu5FoVk7NRMbW7cYOwScXS4vyuIhlYB4/iOPY0VjRT47OaUTuUzZV",
-	"wBujqnqIdwXk9bqbPZC6BjarVGLq3pckmmh9LNTTAkekJnNwTmrxHxppVI1XWU66pkR3ecW3ab64YdGc",
-	"rZwGlsBuE5HLbZ+sH/3KqjivLYfmI6yoGjj4yr2zrwkfwiu4dp+pctPgzO1kL3Sq5I3/2YN8tnZDdwfw",
-	"sEv/esc3rNzZFZtoN28D5upqAOUL3PjPV1KC+yoPNSyreTnlJHQeLeNf2PeKXJxevfwBDrerAlfS9i2O",
-	"bssqtt7jmzvj+xqUhtp7imoe3zbFlZDcJrtVwTi3NLnz06NKdG6nN1Tijru8YeYEHnd5vtHWeFv6LIKX",
-	"Hqp0WiT7lDMFZd+YcpIxaCzVTE/7Ch8OftpHOaqMsn7NvK1z0z9z66ZcNfdSjeCCpIKPWUYmVH7lxO2X",
-	"m1Nfot/qNVihJu2Qdm+KnOQylH5bkesaubtm4ptRuq7vtctUjG/FtE2m165peBdvL69srmzNln//7k1A",
-	"jN2lleZLRXlMs5iYL8uBqQyTQ16pF9sr1ckkDspWcYKbHCLol7IflFVmyrLakOzlPLkbclOKso8OSHsf",
-	"YknnGQvJXnjbCzDofk0le3pEfjg/fdm+/OG0f/xUC4sk7hSv7ei52mj+kN+whRvUxOfbMYtErOdKM1U0",
-	"+a0uSTifSBb9F7SfyZja7wy5zekDpx/0j5aYcDOw5sX1goTGCoDoQcyy8pq2AcJaN4DdG8//u/eZ3z7D",
-	"6wQKPDV52/KgnbO6VkDG+nOdVpzqS6Cv7YHfq+SqhZUmk4SPDcU2hYDVW/GLr+9mScbktlWZxWg9qKaN",
-	"MZC94hj9xZw9fdwO+7bBMzSl20foNJPfBj3CqqiT8Iq/9+9mHz8cd9/3f/4cTX/uvp++6P76y7v04+sX",
-	"+a/9n7+7nr57+/GXj2l08z3/9UOae7HStwyyfn3z5dX+nGZkFZc3WLpXqwjJlTdbIsLshNH4raFQGnth",
-	"nbvV+kDTHdXiyuwOY7KKthsScRmldzqdcL9D3vJ0Yb0wBbwqhiZPhhw8vCRRAcGea+g5xUOAKRq1pjH4",
-	"7vPRj39/kT3/64+//p5dzT+/v3j1/OzNxccz0X9D39DLeW+UH17/9I/3y9oOrLdTPeH6P8Ox2Q1wbwky",
-	"AeIuOKkTRhzUo+wbQdBseb7rqDNOkbgf3s+rMksW5VmiFtCgG0/wKUDonua+lvKnvACZNrqO0XfJXhjd",
-	"IMUGBcQG6EphgRp0wxbS/AZ2hbdzftlJrRSHMCDsCZYY1cEBnjIPOisJe1Us+jhRk/y6strlsjfajBWj",
-	"hYMFZWKlSm/B4EC/NHstrbZr1M2CHK5FrjDje8iH/DWoe5pTYlYqZyxGM6nZ661D3pWNzmxPzr9dvv1p",
-	"yPfAa8K4autNHzQarYWo+0apkCweVLvDGYxWN85t+oEPOW7VUbdLahn8HfLaLbixLUBLPTiEDN0QG6Xr",
-	"mRbHBj/x/urlbtkDerLL9D/oclHwBfyQmNHfc2Za0Uiy9/792avbZ/snhJb98oa85CbYThSLW4iJl0F1",
-	"gg0/UQwPZvrfUPSAG8nzqURketPwn4wzMSd72D/adYjjFTyW+wNCTb82yA1PmSTQ/xoQhGPB5JBbwNlA",
-	"a/rJmIvMtBlMxXhsumlNA5JRkzNIuU03ckjMKXDPIMQZ/tI2m9k+03YWiybC4vo6idHgNhszrgmUxfsB",
-	"mU+SaDLk+njJardl3ujRLC2Z0FxN9AJHwAAaY4HXUMWGHJuEGlMQxtjocRkG1etup0ljLzaaig55vavo",
-	"gBRdRYGyisaibk/hwDeCV3QB6b1DHi5tUGnG0ehHOiC2Hyk2tw1rLUY1dRtr1al2xqk0+qKOMoah6lSo",
-	"/RNskUxNm1X4OpxJkmiT+qj/gtQqu0LDiN1WqKgVpEnETIaT4aLnZ1cNBipmjKOvsiOy8YF5SB7oe7VZ",
-	"l6jUZcDk//u//m/ysgwhWT2HXOTXaRLpPWsFLc05DVpI56gDXUD1d+gsaQ1ah50uAMLPqJqATCqQi78o",
-	"ccP4vb42XqZgQVnLNZskPC6bLWg7vIFYGw7KpjAFfju1QioOoHUynINC7O1pDgVNF7CxMRsld5Zh2GYH",
-	"pvsTPuiA8OsncsmyIYfsHaQMtb4rgM2EMyuIKQCwEKZsZMijjAFjo2mHhKdRxGZqQBS7UwcTNU1DMmYK",
-	"KGhK05T8cHX+xoBPU9uoj6USZQxSRiGowMIeM2UWrVWCccDG9Lvd7dqKuv0sGi0oqh0nam0idvBROMbI",
-	"KleC083B5C0t82mYU+LCjC9tIv2p0p+h1lfBaaPgaYWwcbfUalMSSC+xe15Z9xb6vP5HLCItmoi+AT1b",
-	"+IP+m6SUj//XsMX4sFX5jdHY/RvOO1640AfKIAjrceANB84d5kr9HaVnzXyjt/KF9udOx1TMHNRfcFDO",
-	"qNJO2WNd6LNrcMSo50z4UifuV7TyKEDk7oPWUfdo2Y4Vp+agKNK9D1rH3e76B6rVtvDU4fqnPDW5rsLf",
-	"Gvz2SZtj0ynNFq1B63Ii5oAyv6o9jUPvlh+A+4xmdMoUNNP+zd/hb5wzKaHeGvmW7XfiYseLUVuM2nZZ",
-	"3797U2saswK0HkwJLS3KMwrfablGFKZklbRRyxRcDfmp53kwA/57cNs7cOwPrxx6x1SemQ6uRTv860Vh",
-	"DZ0hmBh4dNGRGpK9iErWTvT0ZaKSW7bfIaelc5iBgLfTIXs+bZ0IrRrOE6mfBdjDa6EmoB5DgwpMaIUu",
-	"zSDDrJd9yItBFm/Q5sAR8VSxhx1yVc1bzWC2LCbXkCur9dh5Rmczm+fukyamlH4t7TxYOxGgESjWK4nE",
-	"zYLakTCCDRK8SvRufVSp3r76Xtd6ZywTQL5JlBlb3imsRx66//Q1Un0TIGh7a4kEvY2IM0/cB6uaQQH7",
-	"3YCbfkcLbAd4pLf+kQpwwi5s/qj/Yv0DdTyGP0Y8FALhr0yVsqDK+A0gvonRewBvQO2S5ePIMPAomELn",
-	"0mIyAa8btlh5PIbcZJ1lyXSa8PFJkbtbbb1UBA6LzxknB/ysLaRulzQQETQ7tP2qi3Z7xehPeZkbFKDJ",
-	"AOw0IFBFn4ELpYbIj6Ohy9rqWn9zRHk1fbdaEjDkUiVpWloktk2uclJAjYlp8cpDfD7hknhTiDtD/iHJ",
-	"WBsWW0EDt2Ll6vXngS14guzcfrcb+jh65ALJN5m6jxLLWw6qiCAt5EZwCL4T8WJLRjTKU1B9S0KuteaC",
-	"9AS9XpQ79c7giqkkn23XRMEfWfUVaVSKKiqwxaWJ0r3qPR10jwbd40632/1YsvoKerDNjHIAsQ12r8Gt",
-	"rprxm8NLl/Ubm9tBpozC3x1phY10b0IptLZrEPUogEjcHbJDk3RaGdX9FjLF24e36nLX2uL918tF0851",
-	"rVzE+5xGCTlHhnC6OhtyyRs+IJsociR3XRpsm7lS9Loek3+yGN5Aqi6FG9Iv6G0gKOugSPDc8Saj9UAn",
-	"gS7Q33bUBjvpX1SRQIpap0t4zasDK+EOvpTZJPcHpp8YJCKsMx/8gADktIwJkGpIQCbTWbooowE7gQd4",
-	"7NFKkcVDGaXLNLBTXCFZURMGWt8ok/G0fQYFbLxmioczF3zD+CiHHJSqovCIcq2zQD80E2cm+FGtOGnR",
-	"anq+lfqQRGhsWYSl35vglNsiU38NLFCrIMonAZivYIz6wNPCDrHGNgwTamut5ubRVczAHOS2B9BW/qVt",
-	"p4pO2di3zj/RTPpqhv7vxlvNOXfMDoe7Ork6y/jrl8IBco9MJGW+Bhqv4Ho1q3fGsinVA04XwaqmtzYt",
-	"H+PSxq3LjdOUnCnrIjEcBSy164WJnRaVSNr0m9MsxkAjxNcNYF0BiYUB9wTbTqLVVKZjeBgBTvZBjZYK",
-	"GzhaWfunRY3Fgng8YX/eE4akv4EnZCvqsUU18YXWEUCO2548/rY7wppDJjIILvK9v12+/YlMWTZmBJ4n",
-	"kk0pV0kE6Qa8AmygCc7AGgw55IoFgLZ3p4VTompV7S7KFT6+VxTJYW1cMOShx+rVNxQmLvi4BQdgRc0d",
-	"TDOg/Y6ttEPHRaVAZ8hLlwgMhsXoPoJ4N6Z6qImQ2LkSdEtw0CAXQSxLjiqEPWpihAAuNlfJxbqs+YfI",
-	"OvcQVY5yMeSnppjMU0UI1bimjpDB0JfULZbeF5uqOeTALLEYz6SJnNTWiYwFjEiQ0AWBqn+rWl2lBwxZ",
-	"KtY3VoLFI+7jMsh4kqiKnkXWqVm5C9bxx7qEMmbxJRyjBHcNYH2gsSyQGm4CeDIch4Pr7LAoE8bdoc/M",
-	"vdszqfzCubhlRdMp+D0gKaPmIhJo2UXL/V7FQ2Q9OmVXpfstHB1eyJRv4+j4o5XYJorOnzoi8Oi7+FeQ",
-	"/nh+dvNdOLr1gVWCPS6L7TUFr8WPKSCSzLWEcvX0OIkxYWiqNQRI9Wn04iBjwSTJZ1rxFhxL+YccurLA",
-	"/KfiFlv/hSICqRSfqtCmTlHQZVOq37OnNQqapQlDuY95Ufh4oob8mkY3+0HZqU5GkL0uIYliOsshxGGz",
-	"osoBY1WYLHX9vbCKa6ulbolaq/+qgtrqKy6QbXjiQucG2AxiyKvwvTYetB6+N7BCtwYLfDLkYYHDX4zx",
-	"7Yxxo/lU0PZDMtHigQucsNaSKgXOkuldqWkBTfmvX7xaBxjyS4YBkNAS5lkMr5rSGwaFdgmTRNIRQzXS",
-	"mnBJNTzl6FFDHhlNVete6AOKm8nCxZOSGBXUBOUKpqHaCNfINNVmOQu3Uztwccy8nfruP0b9gJ+LFTa4",
-	"te1nz5732rKg3XavpeVa0R9f32Py4zSlEIiUQJJ5O4dShPIMrk5rM97CGgL0xnLXrt6/i9rg9hcyecn6",
-	"Gx7K9EA1AamWyaSVczWnpbcC6dOgNNmj4qCMlHOzIAX6zb4egveP6s2jevOV6s07KH+osHgx8mo7BSvd",
-	"RNuZOcDS30bbuaCZhASTUcZYW7E75SRXkHomRjXZELwF9lY06MHhMORlEobXK1Dt8BJiEfASeUj2gLEM",
-	"uTTVfglqDQMSXqqMMWUUgEv9j6xMxNv3eSFsrELL7telaZ7lXFY8o9sIShpbKfmwkZBdpWSRdnHc7ZLX",
-	"5CWdJUqk5PSW+ZMuelsIsji2c/zvLcsKLzxn83r85lFQPAqKr4gzxbHLUIG9NoXEdgGngxIp2R91QqwX",
-	"ZGdpIqFpOx1LsrciS3D/pIk/U8BMavNqyDW7heI6FldZZg2fObN1XgVSc4e8RrvKRcgxFoyyyDc0UjlN",
-	"U63qwQ1+K0X/ZE61ftk34L3+Hbe3JAwAsyXcvYT1raFQhMiG/KBHBvPIYL5WE52Cv1yfICie8/EXOCkP",
-	"EmzzJ83EpiLblErAaS69ymVKv80PFpxJw2+SmvZnWdSQe3gU2ZQFLYeIH/JTBy4fhuBg5ptCV8TR30gJ",
-	"fGRCj0zoUcuJjYaxRL8p+U/u9cDPUhqx+kGGFxYOUGQtqExcAYPRxh925ghIbC0+i84AGoSPh5AbxmbW",
-	"QW2aZM9Yiq1HIIkOEMMSSW7YTC1hMiZZbjmXIQ/BZDJcl0dG88hoHhlN4XfTR4IURsMSr5thOF5TSq7E",
-	"QGhi1lQRKMleKEWm/ldRIW96wlpADCIyPPkZiyDHzwZ44urzBbxQuB+QUZJixfD1wrZphiuG6+2d/vRq",
-	"v0Mu6Njwtxu2kEwN+UxfGZAZlZKEZSfPEFsxUUnCCC8EtRIvGEMYVHqMnuh/ZVgsywWBICYgQihBMkaj",
-	"iXG9k4gBdAoRHOqeRzQjlMxpegPR0E51JIksO1KgsVe8uENO8bH5JElNZodEjBET/8wM8y1Lq9Ucaqtg",
-	"JAjYdZPM5JCjR5Eq1DG1SMjtupeznE9EyuCTHfIBvIWQJU7jy0hkLNSGup7vlC7IRKTxkI/Y3OLFhJBF",
-	"FZZIRgBfgmHYmEV0YWVVYhAuEkmiCYNG8DZoR7iY7w+GfCTSVMyr64T5Q3gbLphPJGhpU8TP19QA2/tA",
-	"zNgCfV8ZLMysVvwPxNwaHLv4bf118G3+kt7KNI1H2eZrrRxXZNvSepP8j3v9rSuMw/LUDiqn+oSE5YEc",
-	"VA8wqZzfZYPVB8q/hhVUMRucWoc0tnwOUN9VUCHQPES/kW+YnEE1YZJZp0+zOP4dmzGq4FxMRbZR3yx2",
-	"N0uhQzzWXfiWQNFxZQUKWM/tmqS5fciakPFSLYpGpq11qzOHdEfM2UM0KayiTWRnVUn4pcWD28zJXAOW",
-	"32RIBkZjszFVOhFtOqh6S6LVo3L6ZyECKDTZ2gPAsYA0KWhtRy3fPHylnruX3q+ZkYXSowpQ7Y2Crlc6",
-	"mTJ/f7Vu76rbHcD/s9WjXrZkjq5+ZWX8mzRj23TY12wkILq1YsT9LUf8Hbzz4Yds2OMWK93vbjRuyxi/",
-	"yUrjQawmUxWI0jB+LuaV4R91/cN0lYg6QRfIp6u7lW7JyDJVWMaJNC0y9Q0ATTIBcJ654S8ZONzQ1Q5K",
-	"HPwAaeUe0TAg4WfKQzJKeCzJZ8or9cug19jS5WDI9b2MxPZ2+0sdOPUz9D/3rdzvy85/r//8m0JvOFFH",
-	"iYA+bmf+Flv87R9nn0Xy6+JMnvG/J2+Ts8X5q7P+m6vXd2+uzu5+fnV6/Pbz+fzt59P5m8+vF+c9kbx5",
-	"+bfZx5dnT88+n969vTrvnf/1rH/Gu61tY5UArO+JV56icooQTzDwf26A8l/QWnyTGGeLZDSLJsXCbZGM",
-	"Kg+ubX2J3/f9ASER85kWnb2g2+2WpzbhoI+5bh+b2IfXZZ5CPRjRqlKA2Jhw75CDG6pDXusjq38F9uSm",
-	"AYYXby+viB1nSBS9gVzRABvTgxSBVluSiDkfEMqHPMFEDOeFITb0De1gIppliwLPQ29H40NzaJ0HOifO",
-	"BvNK64BKmI4RU0U78B4ZGiZlC3E0byIhoJ8WFI2YZAmP2Z3pH7DvFNJi7j+olWQsCJ0wGhuYZweqlDB+",
-	"y1IxY2SPCwXQfIE2Wy2ClAwDRIKE3RpyeB9kslrQ13AqYhbuA0aodCxHu5FFpgnmhLbxgYGF6CV71hkw",
-	"MNV4ZdWIEcUhtPOzlTdlgY0prKFDTsqtgd3Cb24Hv+IMLZ9JlmnTZvWAnACN/tUIYPw4lEu1oVxKDy/L",
-	"UyYBstL2hZ0wHKpkWhpkjqsGuyliT8o9t8oJK6SuDbTufqBfXG0qKxVdBCTU5xUTfrByutoU5gnuXwE1",
-	"Q65ZJKaQ58TZXL+0iMDnPMX0JX/2UaJgSsaAt0YhtqEOC5cCJizq99pMxDgZjUy95JDXiqpMuTi4LixP",
-	"AK4CW62FFIvhuj7yAXTPnQtLbNKct2stVl+XgNklFrA+U7DICR+nrERKxqzvgduOByw+WiiZZgEMiDH6",
-	"0zL0loCHXT8TLC++mjCuFxh6jWRY/VNkZJIrfWDxqMIqmCJ2GPs8S5Ri3K6FyiiXiGXcId8bX01GVVG5",
-	"hl1DzIIJzoYcnUSmAH8J+Cs48x32a/msfcwBUqILn7MFPrnc2/LPrMTC41utk7qaC8dHiXdAB/SyHqrU",
-	"cHbG5/k6XM9PWrFdhjtT3svZXKZMaTX/k16oKXga7Ky3KNv6zt2yb5qzNk3uMJ+5jtcRBwXb1BRoGuaj",
-	"L8TZG5S3uDU7ALTaVgIFTk7QsihWWp/Vy77lWw/dt5oZeN4KshzXCvaoKvZtf82BuRHnB1SlD1RF1vc7",
-	"RbdtJiUW60FPW1RgqgCAAP1BYR+s9QfIkuWjLtB2kbgElTDEAl7LGYuSkdlVtyFDC3dJv3JnWlsG+PN2",
-	"taaHXP8R/ucx1rUE/kdkhrd7bYytTBl2p9d1afgLgeitVlQUkWGgPNVCzQQ9AM9GQug74eMncr8aIguI",
-	"VBnDfre2ZB5w5A28t4F2lYnUzJZITmdyIoomYJqBXFPJBuSnV1Cnv6cfCAuNl5I04SzAYFKJQy8y8vLy",
-	"Z6MnV4C8I3lr0OYjkeZTjgpUwkksInlAZ0lnGg9QVdBqgwPpCmrQZ5HwIp39xIT7MJbnYCSVKfTlV0w5",
-	"Hga2hhxftF/gjLdf80jECR8PyPgfySwEEEf9ElM1fmbKDCW20XcMyTFNOHip2JA7ilJAJmKOhYOUO96j",
-	"RNk+AidlLwVsJJ7ISHDO9F1SiRl82KMKIeVsGnl6DFE8higeQxSPIYrHEMVjiOIxRLGplXnX5nEjTNH6",
-	"MiwNuWFrMNzIQBy2giHKCXjEZ7sPW/ewBss6Pryt6FzY+AwMGK18dbxd16yyVZ1AMfoABhRwQM3fZBaB",
-	"b9yB3cKVoz81DZK0RgcKGy/0OzfpcouOFcbNYjXbx9jLGuvlNWiMW9kpZfvYDbLz8OaAlAANWjEQmTb7",
-	"AyLS2DFHjMMPM3shiCLzqdaSc6mGfJaJyLiEpwPnRmOOON5J25k8EwpcrlOE7QCQDevlBbwxwSM25Kju",
-	"Os8bT6jmeKX8NK0zRwlP5ITFAZFQgivSlGVujhuxKW7aPpmCXzSlSqvKGCOSjkvY9oPOWMSw1d6YqQ65",
-	"EGlaJgKmVM++kp21EDkZCwwvgZQMyR664wdl2zOztjdspvZPmsl+6ZwuoN0GdrYILGQ4m87UwiTYMcpL",
-	"vAvO5mShh+d4t/XLyWGXxHThthtblhKHT64zS06rgzUTSiQZMRYX/UyVMKEp34RxXZdpwbShBXxlvhpI",
-	"WNMWEchRqyyL2dKMuUpTy80Mg7ItbPPzZkO+In8QtYrNG8B+fVS/6OX9KWhNqDzXCo9tuFuJ8Z/a/2vf",
-	"fHfTe9n/5Zfj529nz9mP3Tv1efz7x80D97BM68P2OLJHwbE2xZvGJQvDw+lID3PU/bLj4Itpbr68z53W",
-	"a5A5VvuwQtytwi8hlo6pyejCAgaw1+RKYGs2OvVgo/KvJefHfvQb96Pf9LhWG8n7FT7D5h/73Kzrc2PU",
-	"H98B3aBFFTxbAZgne6GhhzAgNJUY5g9Ni+B2EocWEjUuGpjvb4s0D1TkQZq3lPitep+ZWSxXcbUQ0SpU",
-	"WmNOT2Slt7es+9sTHqU5wK6FRXW94Ex2hhyb16NWhdokIgIsU6Vsb/Wv5lzlZH/7smk/Sf/JduJ0gKYD",
-	"2k2tHfqmTc2dHuarBlJtALOi+zgEWj2T6/avekdV95E7OWMDISZNdYpmA3ec4/Mlc+x1r7rPB73+4Oio",
-	"c9x71pyjSOP2qnl+2pa/LlOIrpaTdeffLzuxMn+HixbHcJNmYe5LIGIiCiUHrAVAgQ7zLA2xg+E108aO",
-	"SHPFSGgJIBzyvVlKE46X9BU0ZudQFQaGEHALkWkOJeaSJGofMaGc7DVqCl8Ph7wyN7AiyjGZ1CjNlIQq",
-	"uRYO1df9uvq6J9g8HjieBA4XBkROxJyjkaQNcKdIzDbOWNJ/yyz2H4rjtIz1bcGJtmpUZOb8rXJknBZO",
-	"OzN92NfWoDWfSBb91/nox7+/yJ7/9cdff8+u5p/fX7x6fvbm4uOZ6L+hb+jlvDfKD69/+sf7P7m42I6J",
-	"XjrjXsZM3bk5DSXs+cBlfEwweUwwqQugS+s6BdgG7nBnvyDyK7MHX6qHa2U/lHOa3WA+Z0VmFfwfOi0Z",
-	"K7z0EE5FxqBjJDYnSU2FL5YjD7lpy2RyJZSY0yw22FfTBOz8w5r06RDoTgFouxYsojIiLW1qTZeWtEF5",
-	"UNmxSRuUysJBYg2iZT32QvnTgzRVNbWl2t5WdHRZOXzruqJcalNQaBtwpJrn8Im+lAmlUjYoFLlwSu9e",
-	"Fbb2BcsuIcs6JFQpNp0pqFbAzOuA0CgTUppEHyv1iImwdMiHCVWgkEFgxXwqgDOIjjejrwEu9hSzCygn",
-	"lIzY3PmeQv1u78h1wpnAiUzFHPTfmKV0YeIxpghmyEunwYnz1SdScyCVLdqnGPQQ+ptH/Rd6qY67h4AG",
-	"IBFUAUSrewSVEMvbePwZNEv//rUG/e6W3TD+/Crj8ql+c6Ww/2dXCrHHl/xj9MFHNJ7/lhnK2AuI1oWI",
-	"ZEpBzcDXqJEHJa9emRJQ+7Z5alGIi6qvdEDmkySaoC4YmD/MrYFJqC2lgkl+jETMTO8NCjsXlOWRqIYW",
-	"+PWc3Sn7PuhUl7POkF+sBeipIPFgtHW1g7bkc2vD3lZufkUct18L4/6JcGAAlebBi8Mt9WDpFP7RGvQD",
-	"+++lMuq4c9Trf4TGFEiIG0qW572HC4UFLUOn57I1OHxeroXJtdVrpveomFdv/by6nd5Rd+d5YdFQq1Dz",
-	"bOGw1q6+0bx7fQz4G/Jfvl3ona8v0XH38N4DCzCJocT/bH7++Vd1fvVanX/+/v35q5un5/84fXr+6jQ/",
-	"v/r7/EPytxebS3VzkhdmoOsTCSxt/sll+L+qSx5xn5qC5Bvaa9uLxIMv5Tm8P8iY+Wv7xhG+8XjZd7Ee",
-	"SkCFt3GM+COpDpP49j27/56znGF+HNiMVvwCNmAxbC7mATT5AgsTNGFFFSN71NZoljuOHSgwxQ4oQmUL",
-	"yGGmZWfcoolFwdRSIdU+RjDQ1XTDGFTUSFIEtaGRpM/jRMrmncVuYk7jHiAN7PsRQs2d384LtbPcfPYH",
-	"i8AVvL/XHfSOnchsYRqanp7b8+5lZphdgYD8rok0/u9udv3budCBETqcQ/PErzN7ADdj8TCMfGOW6TJ3",
-	"CKBWWBMmL2YLJwXWZuEUsdwht93VSMJJ+JtMeMQChLXcDzXnZQa9Bdp6lRzOpEFj5jbZQ4QKy1OHHOLE",
-	"mrMWGd8iw8Zgc7ogxvUPXkLkxQozgjAp2sOAAyIFlo5WkoocF2TM4nwGi4NVbwzRUBTigtJbRiRjHNBS",
-	"FxDBxqNNEoNvOmIsfiILNA8eO2mFmFl+vTDjeQVwMdRmTXfIaQldvVQ4YCu1tZJB3/ZncD8CIawurAIi",
-	"qannlVvuNy8p1NP+lh5K3OzW4KgfbDK1nX2MD74ky/AJfhBzLBculUuibbN/E4n16Cj854lJA8xT5MI/",
-	"hLi0WSLfVFxWOhTUHI6Xpk8dsYOvZV5gRgbCbkGLYFsZo6WFSVUqYY/A/dc/IhORZzaOVhXOrG42mBSp",
-	"uRhy/WWq8owBDkEh4IrLIdmTMxqxtmR6KRSLSXjbC0LCOMjNwIxhbsYOnQ6STBbRtUJIRpQTOU8AXUXU",
-	"nirCDRn7zCITZbeTOLHWlRbsAYbn6h/tkHdCUXwQmuvrF0IRl5DMWR1uUMfwuSEvK6pMiBCNMQfSHaEP",
-	"8H7r/dWrI0k4Ymkq2s0lC4Y8kSTTA0KA9kom3F5YRDnNZ2yEhbTb+NASAQ2/2YgOEvEfbr1ZdyyO5/Xd",
-	"LMmYXBfnquVp/b1/N/v44bj7vv/z52j6c/f99EX311/epR9fv8h/7f/83fX03duPv3xMo5vv+a8f0nxn",
-	"Ibl12AzHucRSA/rzpUw9Gl5/yowKOD6e0FNlC5eIlnsg2jyDvvK/fWmdzpIf2eI0VxNAufqkf85ul5ct",
-	"FEde34YQOYkksYjyKePqhITYDTznoa2E1xYEVcQk1vb6zzrdTrfTGzzvPu92iljxARxhM2J/uq+xJ2js",
-	"oMAWXreisrbpwTunHFo5+PpmOG+AvhnNp6GLoRbhWTRJbp22/k+kxcDRMmhPS09aYHaZygzzaqfHYfMD",
-	"pp8u9OCnbgf+wCnDBPtRCZGa4U9t63a9ytGN862i6a7flYl6hR65GLXFqB1pouOqdLB7VuYl3uN5YyWN",
-	"zio211r+ebaoIEPfGtDYSHx/gVoJEWkavWlL03m3qbzRNHTXdmtNzDiw4mkpku2lqX4FCIa6/a+cah1t",
-	"858QbTL07+4IjW64mKcsHhvYolO+gLS9IWepZGQvY3GSAcKQEmI/IBRQN/T6IBBH75hI9K0aKCL9SYSe",
-	"hfQ2rZnEhKohPyYyIMdkmvCAHHbxv30y0dcmAel1CbYogX/s/b//T79L/nfyOVGKZSfNBJ+j/ouD4+4h",
-	"SPeJ4CLPWGwgtgpFTCo22++Q8KjXJX8VnIXGPG8qgkta6mtl6aW7+l8DAulU2a1plFv4QW2R25ai0hg8",
-	"WxjQNX5R0oQ2IKu9woqKeTgjxVkLyMXbyyt0bDTY+vt3b5bx8vv/PwAA//8=",
+	"7L2Ldts41i74KjicMyvyakqWZDsXeZ3VvytJdbkrrrhip1IXZZowCUmMKUBFQJbVWZ41DzEvMq8wjzJP",
+	"Mgt7AyRIQjfH6aq/2/86pyumeMFlY9/3tz8HsZjOBGdcyWDwOWC3dDrLGPz7peCKxkr/U86nU5ovg0Fw",
+	"QmK8TOhIsZwwnqfxZMq4IpQnRIopIzRW6U2qlkEY3NBszvQbqJTpmLPkvWT56ylNs9MkGAR0zLj6L/PR",
+	"TiymQRiY98Pv3d6Lg6Pu1dP2UfKMtZ/FB7T9YtRj7f7VYfw0ec66tNfXj+SMKpacqGAQ9Lv9p+1er93v",
+	"XXZfDA66g2630+sf/Aq3Tb9NWZbA7Mwzr6hi7lPdy97TQfdw0D3qdLtd/RSnU33HBc2YHIk8ZkEYSDHX",
+	"/xgEH9iVTBVcUnSsr/zAFkEYzPMsGAQTpWZysL9vJzhddmTxGj3d/W734Oefu/r/Di/PzvrBXRgwvTrB",
+	"IPhEOeskgtWWB36+UFTNZTAIfqJZmuirfEzHTG+DnltGpYJFfjtjvD7D3mWvq2fY63eOjnp6hsXtF4wr",
+	"/+2wjGZB9O3finx6Mb+aplKmwvOJ+tLz+fTt6OT0O8oTMRrJYNA1115RObkSNE9eZml87fvhp5QtnOsw",
+	"0PrNxWRlMOi51y4Y19vdN9eqw3ZuPhdSxTRPLmKqL3fvwiBjNLmIRc6CQf+gIIO/U87IK6F3fDYRXF/6",
+	"S4+0jo6O9ki31233uwdd/VsuxOjt6KXgknH1vqCGwf5+r/+s0+10O73B8+7z7n6Mt+zH8h8Hv/d/GP30",
+	"XPz98Or721/Uu38++zA9p/i2GctVqs/lb58DmiQ5k0DFdKbe5u95qn6YT69YHgyCQ03o+vANgotZnvLx",
+	"SJM8nKs5x8uUj+lUcPISrwDtwgaevoE/csbUif1G0OsfkB/IGU05uVBBGPwznQWD4Gn/WfdQk6sZ23LL",
+	"83p0FNx9DIOcxSJPCjI+o/k1UykfB2Gg6FhPE9Y/CAMxY7w9EXPJgo9hMJ8lm0/63V0YvMTj7eVh5reQ",
+	"LFI1IamSxKwomdFcsoSkXAlCiZ2ay8fi8oVfj1HtxALOGU9w5apM4F945LqeI9dddeS6Wx25rvfEPZ6q",
+	"P/BUhcGC5jzl8KKPzUP2IVUTMS/n6D1yV3NF1IQVJy4W8ywhXChyxczxezxu//7H7V9LrMEpv9GK0imf",
+	"lfQJFHxJx/IkSVjy+sbsY0mz+jeyYDkQK0sIyARLkA6NshvUnn/7HCRUUZdW+Uh8deWXFS9cQb8VXqJX",
+	"RtlJ2/EVF/Ra3aQzXBuY12bVDm7bcsDPntkHLpczZtYYv6z5V5besKlIWDBQ+Zzd6UFMGE1YDtzkHVXs",
+	"TTpNFfxPr6uvJUzGeTpTqeDBIHjHfp8zqSQRI6ImqSTXKU9IK2c0kUTkZJGnisk9YEAn56fkmi3JlOr/",
+	"f81IygnlS9LrEsliwRPZ0Ww7nrApbKnCAadcsTHLQceoDugVXa4ZEfC8GKRF+ckZy8n7y5ckocvtP/ZO",
+	"b7im7O1XIGMjpeenB3HNlk8kied5rm22XreNsyWLlCdicY9hbD/vCZU4FCUSuiSt95cv93b5oGSq+aUL",
+	"3Cwy5yrN3J19IhuzIyORO8siRiTHcZY0MuSWSEY5Y5JQIjOhBmQxYbh+Ikv0A/bBlJNUkYzRGyY75GWW",
+	"al5AZjRm+u6pZNkNk0Mu9G2dIa/MdprydDqfAvdtzFwrATSnU6YM+b+0rOGcqklzHS4nzDKnJ5KkCeMq",
+	"HaUs75ATMqXZSORTrdkW10kqiUyns2wJ0nck5jzRm2F4x/b8J9Vfn+kxFTKk5GKazf8+T3PNWvSZrkyf",
+	"3r5hfKwn8/Qw1Kth/+wV6yGVVraAEE4TNp0JxXi8/J55SO6MXjOkN9hBIumIaZ6dM5UvSUv/cPr68lui",
+	"JRidpSTJ6UgvFXKYvQE8Okpz2Fw50xKNKDHktNhrMBeQfNiSwH9mCmiqf0gmYp7LEI60ofcQPCLUDAAO",
+	"pB7VlA15QXZTpiYiCYlev5D8Pmf5Ep66Eslyj4yZkpq86Jim3JgrUbEOqv2OzTK6ZMmA6LWNwiFfoA5G",
+	"8jnXZ5OoRRqzDrk0X4aBw2soF2rC8pKOJYkO+/0hry7zOzaXLImOyWKSZqyyRPhcPucyJNFh9wWpPnnK",
+	"z3Mx1pI26gz5SfkAG+lXkis2EjnTs9OvIC0Q0FTvZUjoXE00ncbm75wqRjLNBOSe5uMjmmYpH+N0CSVH",
+	"t7d6ApqO9ZZ0yHvJCNUnWE5IrjWyKQFxTVqUvH9/+moP9ikT4zSmmR0aHs+S/o9G3bhPn7P2wdWzpH0Y",
+	"9160X9CnrN1N+qPnV734GTs8tPSPRFSeAGct2ppaV9B9/+ioTvgzqhTL9Tv/j9/+R/v//PiX/xn4TsPF",
+	"/Kog/nUsQTr3VfnCjmf9xQv/WZeVgTzcgb/DNzGpvhFJih5JrS18I5KlVbGMykZns8zQyv4nqaf+uZza",
+	"53Xa5J07vP+Zs1EwCP63/dIluo+/yn39ZSPTyrGVs8QryDRgpN/QxN6+9VjhwWSOv7OaLjphBBQ9TeeK",
+	"XjNetZK0zhS8ss++LJTUukK6tV55FwZTJiX6NAu112GBOBqaacG5JOw2lUoCZaaoa1fHfwHrSG5SkcHc",
+	"pWf4Rkm361YOnuW5yFHBRrN7EGj+2EG7zR2o5gCUwGvsAI22r/eHwnoHWhRSFdx9rMxRszaHGZpZDEj5",
+	"pQFZ/Xqgie1I6bWeDT7QPK7NEZBWVF2YyAgCdqOFRbGiWhOJ9Ip1cLmivVCzSjrU3I+mnOTzjBXcN1Wk",
+	"FdXpJQpJee3cWA36ohmAsZyiPc0p78LgW5FfpUnC+I40LmMxY/WwgqajtuDZEmSU4ISiHPcQSvnd6gam",
+	"stDqMxpfozIAH7P0Kwf4zofaLteI0MSRCDwcragYY7Q3AA2xGJBeVmrYMQ4OdBMzkSHXfFVLfdw/lyxj",
+	"oX8Z5WJKxFzJNGGORn96TmiWiUU7S1GUNVSmUiLvuF9p5cEqU6pqA1qnVGmWWf3Dd8pXjanKcJo6V02k",
+	"Nr51bBQtjEulaG6MUp7KiTYvH2DHT+qjMkpVVBta1BibPsSrtKO9tQPvNPcRdbId9zAvHnIOndEBNYsj",
+	"c56wvJzTNVtu3DwzkMYhrO/UgkoCXMereVZ0YE3yoPse6ycIJZwt4IRpLRv/yl0x/ABnuLl7G8YbeVXk",
+	"PdwprpU3muEXd1JTCinovsFd29T8QoDBH5eHLiGHoKr22IurZ0nw5ctyIfSeaLqdc3Y7Y7FiCZnQ2Yxx",
+	"lhwjkbD8huVPpFaigWD1xYQpmmbSoaVyjLA8Pwj1rTY077UyRkq9Ekz+INRrrXFU1sfqKIlgaAuAUhI8",
+	"lGDGmG/t7ehVSaW1+WCW53SZCZpcCvGG5mN2r8nW3+FO1C4qnNtUkkzfodebcvL06OjgKblaKiaDh1VJ",
+	"7NfEjdlbMMhI6+kh+T79hlwtScJGdJ4pPAkXLL9JY/ae0xuaZvQqu986eF5T19ok3gKasT6YOc3TTDO0",
+	"4hHLYTOqWP5Ay6JVrSsqGYkpN+GLnNF4whKSp+OJIlwsOuQdfBf4yBWNr8VodGx1kYTkLNaLKcnVcshT",
+	"JVk2Kv1MxftTCY/iu1ImCc3RuTEA38IMQhwEQx2EcrlguRzypnJHOJ2CS6B0FIVE0TH4G6yPmMQTysfm",
+	"I2nhaTCuDD7kNrfD8kYS2SunCcg9dOuzhAgeM6OHoPUk55l6KMstNG7q3ew3NNBW7WjpPRvNswyWRutS",
+	"Ri7DssHiAHlfCnFG+dL6Oe9F2/V3VM544fIg7DZmDFzkD6HBlO9NjZSbzwY1v6nM0kSTSsN/2up1u6Cp",
+	"y5AcdY0/fcids291VsMPn0jr4Catg6Nu2O129+ypwHWN4I/2if4jKlzv4Irx+f7bhRvYtwDmif2a0/gu",
+	"DJyvrPYhK0EWNFXWNwVMI+XjjT7qn9vl+PB/0Te/1RBtNMP7HuNc3/5F+oHamwpP/S6jcqMMK9+3y+gq",
+	"8QIgzfecztVE5Ok/2f0UgsoL3MMD0U8+1rRorejbNp2lba3VPpDWWLwwMh5kfZ7Mh8PS4x6SOb/mYsH1",
+	"YHJ2I66NTv+ey/lsJnLFkjOWpBQDYvdaBc+LVqoL07kEWdV499dRFrRkjOrfijpBqbvD8T6xMsQGTJMk",
+	"1bfT7NyJGo9oJln9q9+KnETVqHcUkqgMooNXoxKD11fccHgE0i36lmXpbRHBjzq1mPXnoJR0fl+r/R38",
+	"rGjVxxAQeiLBlheclcLfxoQhAlZzfuo5gibt/45Vs1HB1lsPcl2IjEgU1hL+4bxZXH1iMTBCEUPsD+Ln",
+	"G2RmOmVS0eksqDo8f3MXovLCj57v2a113KFrd3e3Ja9OHxfehj4LVaU1y1OutCJITi5enp6GhAsiZzRm",
+	"cq9DLjChQ6/mkIPtmyYYcSmUIW0BajlQ3z0JWwoqG72CFa+FEDQPaD979rzXlgV1tnv6dJau8F7/+boY",
+	"wHB42++1h8PbZ8wbC6jQin9l0Q9f0wT4Ei08DxEtKFcgDGdU6ikeAzVpqgK3JDwCQfwtCKz61Q96qcDD",
+	"gbYkaRm9QWvLe8eEKjIVUpEjMk35XLHic6O5muesGrNYk5NgXLyDIKGKtVU6Zb6FU4blrjsElnyBq9bP",
+	"AbxgHdFbpl5fBapcNZwk4OYtWY9Wt8nJKVCZVBRC5xxSUCpqaiy4Nh/Q/YsZiyyXggNLYXw+1WOsssYg",
+	"DIqsIfvvtzNWXAf+GIRBJTfJ/dve4PLPAKUZxIGu9EoXM3EWp1z2kySxzuV7MoUyw6yu3o5yxtqK3Sry",
+	"/sI656tUc9TtktfkJZ2lSmTk5IaFxMnoC8npG/K0/6y7+ZA2Y3IVFmmzjHzU4WQabi/oTohU+TzW5yBx",
+	"Znest53mmqCoKqKgoHFoHsgJm87UkuAwPTKtnuro47JzniqMOoi5goTZhGn+R5XISSs6jNApHZ3MFDmM",
+	"9qoLfug7ephL6c1h0BxbGxFiwasvqiZeNl9pMjHrL8V8TNISOdH7c0MzxtVeiEPWB+rX03OidaljEg2D",
+	"YRCVNrj+xV3R2ngaGZ+NMZkU0MY8F6KdMc3jCdwBn6++HJJGPe+rZJH6lYMshchQlmrZZDOcwWwmHDa5",
+	"+qV6Jmrjo5CaWv/Ut+kNayfpOFWwSiLX//nLYfXVmM668ajUSLA+TUMtxQ7bZcWR+Q7YN1TFE5svo9gU",
+	"CD3L3o4ghriO3WOeqnm0CPh+bJ7FogpGkuj87cUl2Y+tn0VBIgpE2Hyvi/Y6RA8KfSwm7QH8JQwsacFZ",
+	"SKQA1QLO9FXOaBHMgjDqCNQ/mgnOUOO4bVvNpG1f2IafrfC/bY9F26yTVsE77+jizFgIngUrnTU7sGUn",
+	"xrwmOcl4qhJNMiaVk7RQeyoPXqrYFGZp9ONCns/nqffwM+tv38JyQfqZyxWCudBNlCjG4gpUM/6gyETV",
+	"/+KoKup/47C9kq9MSW1IriYZoVIG+z4tg8BuCityWj0+uWnqH/DLpdYT0DwHQ7x6Fs3KbDpU8n6C20Zh",
+	"1xKIDAs1sBd2u92t59g49Xcgwk/x2V632wURbv+ur0QYYOqpHhropMHA7HVQP/4RXo9MOF1iLEDrz5AV",
+	"ICG7SI/5mETzmWS5igyt43Y2yQmoSd/ooZvaFhWLuMUm3eMU5/CQZ4vecoiCaGXdTi/U6rk1+UWeoGi5",
+	"12aZsW6iTzs639xNnvo7cEDvqFx9JxbgBEBbruBVjCuWG71bLqXhBHUNKv2eLX+AbCgfWXNtUprsP5sv",
+	"AHzdMkJHqa+KzwUWF7Y195M+roefPs/ZKL31f/wmlam2e2dwDw6DKhhDizMbyblmy5rSFl//49l3v/ff",
+	"3L6gfl1rG1Z/r3TS5rfKIo6t/RVF7thuRrEZu6aids4ydqNNL1A4pd1BE2cxrwdXS85ilt6wxGsNY9Tw",
+	"dOZfqNPzohCm+XISa8rRamrd7j3odDu93kHnmW+95pLlJ2PjQvTMr/KNJ5K8lyxvwwNrqG+/3zkItuRM",
+	"4BUqdy10T0iNZp31cQdebt+Kc25rgnYynyo5bFonVnQsQ1Ke5pCUJT3ADTJGEyJjgZ6H2rH31XTUFxx+",
+	"sKSj51cx+7V9Zt5ClDgmrhY05/an6q74ikbueTy/KB30Ic9qpS57vXZubyzrpOsTPM/TKc2XKInhfKYK",
+	"MjrG6Q2rWXArCmaa2qVbAbZBx3RuvavXiK19sLyzWppVn2C30+l1uyHR75hr+QGGrEO5QN+aKfF4SRIW",
+	"0+VxmV1XWYAuKEhYg9Az6tHKigSb8duwBOdZBkKuSsArjGanvKyxzKagurGj+rIxXbf6hq8gu/mxZnFb",
+	"0500o2NtjLH8hiXkaln4f0MiJ2KhFT5UGHhCJmJROdx+1aEcpCmky0RMs4mQavtCOt9UHMa07ryXd6Ie",
+	"oC1QSGrN44kVYVupb9aB11TY6oV969/zzr33zlb+rZ8Esm3jGAatU/9r6ZTqVVZ6RRlhMc0VbuFyPk7B",
+	"4X0DJq5ktFnLLlOpLVpVfJbfN+tTYSuV7XcZh4/E14jTV5uiCOul6hMJPCC0edE8IXCcq041TWuSqaY0",
+	"3YaZewNlG3hS5558prNR2eGoztjdxHeuWd83qdxdZdH8R6sP1uZrLtx6k1o/j4ECY1lXTg2V11p8iO2t",
+	"Nqt6eU4JZ7fq5TyXwuNDPqdSgqcshhsiU4fHiH4IBlnwdYEDzKjEHzrBF9nDXn/eV402hCtAJNY4XQn4",
+	"zf1xiMNqHKJ/9NRnB/p10Y16ygMoX1t9Y4tD6tUQagVDqw/yWlEFN62WLXSMsc55QXyGospwZG8HL9Ql",
+	"HTccTxucGriYW5Dv/Z2yOxzs1U7K81xcZWxqdIckRdwGqcTMsV6PTcDJ8HvOHtxHWZbgF0NdvXYf2NVE",
+	"iOv7HX2nUn0DpRc34ta/wiBMyuQ5yzG7zMegc6GUqaqs1eklxQsgsGvoENIappQvCTWZciGhcS6kNNVA",
+	"RX7CLBcxk7LwrM+5Ml9Lqp6efs0GcI2Ans8ImHs15SspsrliJLKQVxF5/+4NEorxj8gyb0A2VWH9jN4o",
+	"2XFsMesMTzxMcJdgrB6zizvgJxeHD+4gpD9MtNrpav4ZTNZI2jIP8uW7M4/4dlHIdjCZ/Rz1B8fVaD7n",
+	"hisdALNNnNUCnH1eOVvwjazwUJWoaPUQui9COl7hONVfeCIJ3GGXszErhFvbNB0v0WoCNYuF2vfKj+yO",
+	"41al1+7hcx+JrqbBc6riyY6E+NIkK5mw1ct3Z8Z1OSBTpnVaTAojOZtlNGYhifg8y6LixzhjNA9LPYzB",
+	"0i+PhzwqdIQBwWfgXhOaolmGQUj9E+b5o291LaV78oLsqF2/OG5MZ1VKT/2TW5oH9z4nG793n3NTPyOb",
+	"P/KFZ+bHOc3SUcqSe0zwXiepcRY2fMZ3NoxIXe54Kt5yI3NKobrUR0Sbeq7M9Th4ldKajE/xN7+QKU0Y",
+	"kYKMKJhQ671n9uurvLL294ZbtumOtIg7vtfYyZbvCAnNJDKFaIHqUDtNbNry6i/srPhoa86szY4e4FUB",
+	"+cigbUUGf8LuCckhmzzUk+IkupjHWCIREcgGhgh85EZZS9Su4t4gDL5dFaqv6Q/O1pWr765SMYOwJJuP",
+	"a4jYrNI9aNm8XpOwGRXkeNlsTC8JN9e1V1jgWL9rbqwQsVf7Mzfu7OLflvhN5q6Z5BXLBEfzrDWC/Hl7",
+	"nz9rusgCqTPfJepi5rWYoeG6HKQmCswU/NLT9oDnKaNQY3rms1rTKbOSvkCrsVtK02yeM3D2TNMsSx08",
+	"qw0O/nsfYDuGixUHGXO1wQ7In0jy3eXlOcEjU/fol9OJq/47t+Bmx8Npz0GVft0F3uKwbuXA21WEhISz",
+	"BZMKz+HWpnKdj/yZ/HFrGeBrv5/3hFfxNErXS//okMQTmtNYsdxJDXp6aKu0QK79V7RVZK9QIgvoENeq",
+	"3IRJY3OnV2aPMSgUVwVWy4JKBNay/A2LUUuphqBlDoZ2wuI0YdIVXSbxKwgLsGcrzHwpZq8rAccdhEv5",
+	"IAGLleXymDAaT2Dv21rrhoB14U8waGsoQOQ8nhQFF01BpF9RJIXvbOzqp6sJ6PewmCsv+Slli3u+o0yT",
+	"v//jJSz3fZ4uUbp3fNoH2r3jK9y0/92dFnWI1GaqdlnQIFfWQJSFDltINC8Ca+O7cN0aLYm9fdfXGxzX",
+	"+tuL38mNvmHLt1ZQYOuvfJPya22xw1HQ48a8w11ebbBkvRkrkghIgd3lfQaHdsX7gGkYfcXJDtvi5Q1A",
+	"28/NAsCpJFBfpdTWY67B4TYkpPmZ/PgOkvMlkTHlWyxJPUrom0Jz2Zob46ECP7mtoHHvNJtH0CujrRa9",
+	"g/TQ+h3UfIqRcUUbLdQXsUyYL5gmoUIvJFMaT1LO2jmjCdTsFcURVYFY4oR5cM8aMFZBGFRRrIJwBaCI",
+	"faJ22QXcq/1ktbHaZdDla9cKAJQwOAPYmx+EOskysQB7tFbQ3MQHaKKCrKj+raPIeGE0VqD5rEFoKpG3",
+	"fLqHxWvbmIP/St/ooq95E/EXYBXkgo9DA/+DXP+YYOaqxcOR28SIE7cmeiXVvzIz2IHyXxXFuFSrbzPG",
+	"kzKOmLCVEXufRQm1zB5UNje6gHk7BnbPAu+szo+w2HneTzWA5eqYcgUq7FZWCfiIiyKLRgyvueT6gHxR",
+	"XkQZUSIjhszZE8GTa2z3RiaRKGJnNlN/u+AlOtYQRtxjjk2oPPOm81mrYaptGTMXyGTCHTYlManEOS8g",
+	"35gmpDViSqvcUKdMFaCtuE6RKyEyRvnWliBF/A2fIZgt6FKSWc5McXkmhcHuKKoLt7MMzWZURlSuzMdV",
+	"FOIvotU7aFGc4cWEVhy6Rdix06jsJy2/ajnkW9bXAtQQkEw6TjnNLATRE0kU42pC9ERCwlAjGXLgXpw4",
+	"Fb6lrYQV46uKdQ0PeA0WInDnRiVupW63VpZrHneqc5OgnvH1vqhiKsHYLWTPVNygo7SygF7m7xz+3b2a",
+	"Jccpwgg2PT2fZ8yT92SAQL1xlgGJALVzOO92D+IZVRP4F4tCEgHEsvmF0ykrf9H3NX8Ah7LxlDd+rPoc",
+	"KpikjfVZKesuXZedK+eqb18Hbdr4mMU69brh5pkpLEQ/KGlF9pDqZSg8IvoP9JeY1dHSVv9TE6v+r2+P",
+	"o5B0Op1aMYnxumxiD7ay1wx+vbg+9+fwnWDWocniG+hTJ2Y4SBL9BYE+eu0+wcpVcHRA2kTCTCzhoH3Q",
+	"PsSf5easYsd9dNCv4Da0hsO/DIfJ517YvxsO5V/3/joctv6qrxzcDYd7f/1tOJSd9kdzxf3r8M6L8lAo",
+	"sjvLSgvt1aJkJqSiBeXsaQ4o4hSirQWkpWOerUyEW4uYYCFxq50nvOmJ5vcvqkQ4OtpIWc44wrWV+e9q",
+	"qcurHXxWHZvSpZU0ZGpbmLjWitvX5AfByz99TBQB3bdNVmouqIHpsiIRIidSa6SgJzS3VKY83s2HA46/",
+	"+ydC4wfta/xbgEuwVa5bE59VP4zcTatKv8/Z3KcW4vXmDn8nFphf5eRfgTJWvmi9b2H3Ba3hp28EcXd1",
+	"XkACRM+KV/n/0s2qQ7tXdy+0y+jbRtdcXnWeIoBJ0TKWY9JHqo07CN+CdxyVzAMrp5w90TovycUiBGhE",
+	"TeXOu1CNAw3WxPWOSWR0GfvSI5JopdY0Egj1CKLDXpf8TXCtDIgcFe+EZUyxpKqk4ZcCTaqFfoTv8Z7p",
+	"Szr2ySlFx8dEzvNcm1hYSZIqBqhEoF7m6XRaL/4yhQw1qbMhZuFC1+8WvlqdMFtJjYVyYNtD4SumycJw",
+	"fLRWAXd8kCnuhAb5cLUmW0+4OLLNVJzLlyF59+1LcnBw8MIAxd/SWGWaK+aMkVGuTQ9QiFDLQfCzX6MH",
+	"BldCs2LHzHuPZozVt0qY5S4Ck+YHzQKhpxB6Qpb6QpHahmlq/5LaTfNFW7YpN1dt7hiL3JiZtXsiP2YZ",
+	"PnQ2/3F19UmqPPn9F9MUmojsmn62RemOpgQrUDYOZgulvpHW+BWV/PuXzvn8a3gEd8yA39hCRjKl9Vff",
+	"mSySRptHbtuk+JNGqrsj9m3We7GrWToyPcZsevsuye0rqM2N5TTW1BYpNJUZH0DLYFOvSwSdoNJWUuRG",
+	"5FdDHdW+hR66MXv8stZ2cPt9PrXml6xVwHCSJsa3bYHP6WyWAbgnVvaFxh2vV/OerBbAMy031az2ibT1",
+	"2yI3n+k8YKG7v8B781tWu9m3tXT1y2KWc5asn9qa+tGKMWsH7q8B8+kOFUf1PXNpm9u8TejH/bKNADk9",
+	"JnewmVam5L3n6e9z7KsI9xyThCXzGSPYf++hUvN8fu1G0lk5NRMZ27Qb9wg+ubhalCdFLANz+kEcJ47G",
+	"in5ydE4jip+yaQPeGFXVQ3xfcF6vu9kDr2sgtEolpu59SeOJ1sciPS1wRGoyB+ekFv+RkUbVeJXlpBvK",
+	"dVdXf5tOmVsW0NkqamAJ7CYVc7nrk/WjX1kV57Xl0HyEFVcDB1+4d/Y10UN4BTfuM1VuSpy5nbQip2Le",
+	"+J89KGgbN/T+YB526V/f8w1rd3bNJtrN24K5uhpA+QI3/vOFlOC+ykMNq+pfTjiJnEfL+Bc2KSPnJ5cv",
+	"v4PD7arAlRR+i6kbWMXWe3znzvi+BLGh9p6isse3TUklJLfNblXwzi1N3vvpUSU6d683VOKO93nDzAk8",
+	"3uf5Rk/qXemzCF56qNLpb+1TzhSUgGPKSc6gyVQzVe0LfDj4aR/lqDLK+iXzts5N/8ytm3Ld3Es1gguS",
+	"CT5mOZlQ+YUTt19uTn2FfqvXYI2adI8UfFPwJFch9tvqXNfIvW9Wvhml6/reuEzF+NZM22R93Tcl7/zt",
+	"xaXNm63Z8u/fvQmJsbu00nyhKE9onhDzZTkwVWJyyCu1Y61SnUyTsGwbJ7jJIYLeKXthWXGmLKuNSGvO",
+	"09shN2Upe+iAtPchrvQ8ZxFpRTe9EIPuV1Syp4fku7OTl+2L7076R0+1sEiTTvHajp6rjeYP+TVbukFN",
+	"fL6dsFgkeq40V0VH5uqSRIuJZPE/oBVNztReZ8htfh84/aDZt8SEm4E1L66WJDJWAEQPEpaX17QNENU6",
+	"A5SZSb99bjRptZzAZzoHQbh7M1fHwF1VGeEasIGXITtM9DfTfalqwK3zGRcW2xYDfvasYkkNnLyUu49h",
+	"oPcCkVqh8+7uGV/HUPypyd2WDt07y2stnGw50IavCA5smW1lwnmGIB2mRHlyJW5JS2lmdM2WMiRRfP0P",
+	"/ec/In26oO+3fs+Q689B17BjTNEypqBV3JL2GzOeovITSLKeL7YqZ6uYzRpGdQFHZndc++oJ1PJXU37K",
+	"x+YQNuWaVcXxi69vZ2nO5K5Fp8VoPaCtjTGQVsEZ/mLYid6wg75tMA499/YQGc6k7EELtCqoJrzix/7t",
+	"7NcPR933/Z8+xdOfuu+nL7q//Pwu+/X1i/kv/Z++uZq+e/vrz79m8fW3/JcP2dwLBb9j3PjLm3+vd1E1",
+	"g8W4vOHKvVpHSK4I3RHw5l4QlF8b6aWxF9ZfXS1/NM1fLWzO/VFa1tF2Q8ivovROpxPtdchbni0tNynQ",
+	"YzHaejzk4LQmqQoJtpRDZzAeAsw6qfXEwXefjb7/8UX+/G/f//J7frn49P781fPTN+e/nor+G/qGXix6",
+	"o/nB1Q//fL+qq8Jm09uTgfBnODb3wxNcAbyAsBJONoiRaPXEga0QdnY833VQHacG3o9e6LUCJIvneaqW",
+	"0CAeT/AJIASfzNXE60ewGNpVaUlaWjBqigX8HUdOwrVRoy2hka174ZBbwBHQFqMCQ0nLW0PwUYecwEdj",
+	"mkMkChp3S2yLCUWSRVdvgv27oZuU1jNSRThjCeSspEoSO2FiFnfKuBoUX5WDnFHIw6x2LNcqrVWRy3uK",
+	"C+Yeo3CaG44JhTHjtGiWGbW9aNU4oXLIUV2H+dhJ2kYv/m7l0ONzVPZHjg67B6Rsdw4NzG1jKXgCokgM",
+	"2H7iDOiw2yNuwUtEJF0CFxKVkVNOTs+HvGxujl0rEfU2k2wBZ8A3FOQ8qaYb1HgCG7wOynaApd4GZIeN",
+	"7VKj8zroaeZB57zAiSyO1jhVk/lV5UyVh6vRK68gMmCfUOtYkqbdeqAuc6KlNdPMnheH/srs1LQz5EP+",
+	"GnbTIUYgPeVtWNgh78pufbax7N8v3v4w5C3QGhlXbX20B41ugREabXEmJEsG1RaHto2/k6Bh6GXI7S51",
+	"Sa30pENeu1Vjto9tacBFkFoeEUzs5kNeMEf8xPvLl/dLe9GTXWW4QKuWgvvjh8SM/j5npp+SJK33709f",
+	"3Tzb0yRbNH0c8lJm4HnBCi1iAr1QVmPjphTj2rn+N1Tr4Eby+VRiewUUtZKMc7EgLWyC7kZy8Aoy370B",
+	"oabpIBQ1ZEwSaOIOMNiJYHLILWpyqE3UdMxFbnplZmI8Nid3GpKcmmRXym2enENiDkoDcsTo57bZzPZp",
+	"EpEWiyfCHlMnox/8vWPGNYGyZC8ki0kaT4BpMFltGc4bjcalJRPNNfQCx8C3G2OB11DFtFE01ToV+jBg",
+	"jI1GrZptrmqXajhmozPukNdb4w5I0RoXKKvojus2xg59I3hFl5CXPuTRyi6rZhyNproDYpvqoiiKan1y",
+	"NXUbN4tTso9TaTT3HeUMcywyofaOsc83Nb2C4etwJkkqhzw67L8gtfLEyPBgt58vcuAsjZlJzTNc9Oz0",
+	"ssFAxYxxdLJ3RD7eNw/JfX3vXRioVGUuAyb/3//1f5OXZezTarPkfH6VpbHesyAMNOc0kDedow60stXf",
+	"obM0GAQHnS50NZhRNQHNo4Df/qzENeN3+tp4lRoN9VhXbJLypOwY8kSSqAG7HA3KzkZFEwJqdYskhP7f",
+	"cA4K5aalORR0DsHu3GyU3lqGYTt2mBZm+KDTSUI/MZcsH3JIO0PKUJtbW9gUTrOCmLsCC2HqnUBTAsZG",
+	"sw6JTuKYzdSAKHar9idqmkVkzBRQ0JRmGfnu8uyNQVCnttukFtggY5AyCkEFrqExU2bRghJRBjam3+3u",
+	"1hvXbcrS6KNSbZtS63VyD+eaY3Ku84E5LUlMwt0qZ5w5JS5W/spO6B8rTUZqzUGcXiCefh5bt/ytdtaB",
+	"vCi755V1D9BZ+z8SEWvRRPQN6JLFH/TfJKN8/L+GAePDoPIbo4n7N5x3vHCuD5SBwdbjwBv2nTvMlfo7",
+	"Spew+UZv7Qvtz52OKfXar79gv5xRpSe4x4bUZ9eA4VHPmfDl/Nyt6UdTICHehcFh93DVjhWnZr+oNL8L",
+	"g6Nud/MD1ZJxeOpg81OewnLXrAsGv33URvd0SvNlMAguJmIBrRLW9Vhy6N3yA03lM5rTKVPQEf43f5vK",
+	"8ZxJCaAByLds0x63AYIYtcWobZf1/bs3tc5HazovgCmhpUV5RuE7gWsqYy5hSRu1FNf1uLV6nvsz4L/7",
+	"N719x/7wyqF3TM1z04bY3AtaXVRwMShghFAERgAi0oqpZO1UT1+mKr1hex1yUkY1GAh4Ox3S8mnrRGjV",
+	"cJFK/Sxgd14JbanlDLusYCY2tBoHGWbDQ0NeDLJ4gzYHDokHiiHqkMtqwnUOs2UJuYIkb63HLnI6m9kC",
+	"DZ80MXgQG2nnwXriAI1AlWlJJG763j0JI9wiM7GEoNdHlertq+91rQHMKgHkm0SZauidwmb4rLuPXyLV",
+	"t0Ezt7eWcOa7iDjzxF24rqMZsN8tuOk3tAAogUd6mx+poH/AQ1vw3xKR4z6C4bD/YvMDdRiSP1qgVD2E",
+	"ZQMI8HoFH+8qAudvTJWypipYTNcIk7ziQYUCtU6WjyNDwqNmEABKi8xEgq/Zcu3xG3KTjpmn02nKx8dF",
+	"Unu1P1kRUS8+5zrdtAXW7ZIGVAhxfG9FT8pi9Ce8TJoL0SQBdh0SgJfIwUVTa1thfHCrek/bqEVMeTWv",
+	"vVorM+RSpVlWWjyui9F+ypiwFtQ/wudTLok3t74z5B/SnLVhsRV0OSxWrg7MENpKQEhb73e7kU9ixG63",
+	"habQ8NFtect+FTYnQG4HR+YbkSx3ZHSjeQaqdUnItf51kLej14tyBwgAXD2VrMzdOo34Uw581UuVaqMK",
+	"tndpAnUve08H3cNB96jT7XZ/LUVJBWLbpgw6qPEG4NqAu1fdBNtjsJeFTdvbWaa+yN9CbI0NdmcCcrS2",
+	"axA7KxB63B2yQ5N0WhnV3Q4yy9usuhq4MTkSXyp3Tc/jjXIX73O6icw5MoST9WnCK97wAdlEkTx836XB",
+	"3rJrRbvrkfnTi/ktpPZKFC/9gt4Wn6xjjcFzR9vMz4NIBrpGf9dRG0iyfztFBTzDdU0FSXaTsuK1D/et",
+	"CN3/XOZx3e2brn6QL7PJ/vFDcZCTMqhBqjENmU5n2bIMZ9wLtsNjUFfKmx7Kql6l4p3gCsmKHjKAmG2R",
+	"BqsNTCgd5TVfQjRzYW+Mk3XIQWsrSv4o10oRdCU06RAEP6o1My27TefFUuGSCFAvi+yJ9ya65jaq1V8D",
+	"E9pqoPJJCPY3WNM+CMOoQ6y3AIYJVe1WNfQoQ2ZgDn7iA6hD/62Nv4rS2ti3zp/azvtiifHIvNcyb8NI",
+	"HMPJYd9OztoqBv65cBHdIZfKmK9Pziu4Xk3Yn7F8SvX8smW4rre1rbjByL1xfHPjVianyjqRDMsCW/Nq",
+	"aaLLRZGhNl4XNE8wFAsZCAaLskC7w5SEFLvLot1XpiV5OA1O9kHNrgqfOVxb1qtlmYV5eTzC/8FHGM/W",
+	"Fs6incjTFuQl51rLAU3E9vbyt+8S1mI0wVmIUrT+fvH2BzJl+ZgReJ5INqVcpTFkfPAKKIqmaAOJMuSQ",
+	"lBmaDKwsjVNVQ8RwEfLw8VZRYIt1teGQRx7HACSpWS8AhBkEB1BWzX5MU7G9jq3SRd9OpbhvyEuvEQyG",
+	"Jehhg5QDzLZREyGxAy5ox+DDQjaFOLgclSB7lsUIwZ9sUqCLk+vJW1vrQaPKUY+G/MQUonoqkKGS39Qg",
+	"Mxj6iprn0kFlc6KHHLgxFvKaTJ3j2jqRsYARCRK5AHL1b1UrM/WAIVHIug/LphOIGbuq9QRJVUVTJJsU",
+	"xbkL9PPHes1yZrFpHLMKdw0gwaBBNZAabgI4exyfjOsPsgg1xiOkz8yd23ut/MKZuGFF8zr4PSQZo+Yi",
+	"EmjZjc/9XsWJZp1eZXe2ux18QV64pa/jC/qj1fAmAte/WVDm0b3zb6he4AG9n3vHsQ72rRrv8ersrop4",
+	"nSKY5iPJQotA19JI0gSTwqZaBYF0rkbTIDIWTJL5TJsOgiPOyJBD+yiY/1TcYI/SSMQg9pITFdn0OAra",
+	"eEb1e1paZaF5ljJULDD3DR9P1ZBf0fh6LyxbasoY6lAkJMpMZ3MIM9nMt3LAWLIqS2ulFVVBt7VYLyG1",
+	"9V9VxG19xUXZjo5dXO8Qu9YMeRVb3MbkNmOLh1aq1zDLj4c8KhqGFGN8O2PcqFaVtiARmWj5wwVOWKth",
+	"FfQFyfSu1NSMpoIB1Q1rlYwhv2AYhIosYZ4m8KopvWZQBQzlEnTEUE+1RmhaDRE6itqQx0YV1sodusmS",
+	"ZkJ48aQkRsc1gdGCx6g2YskyTbX5nEW76TW4OGbeDvjEH6PfwM/FChtQ7fazZ897bVnQbrsXaMGJQDKD",
+	"z3CPyYHUlEIgWgWFBO05FBWVZ3B96qJxqNbg6bcW7Hb1/lP0ErcRmsk919/wUKanNhhLeouE4cq5WtDS",
+	"34L0aSDk7FFxIJDKuVkEFf1mX7PTu0f96VF/+rPrT++ghqYiQ8TIq04VvHobdWrmwOp/HXXqnOYSsohG",
+	"OWNtxW6Vk0FD6uk21YxV8HfYW9ElAS6TIS8zbbx+jWqvqwghD1YIXNICzjXk0hQGp6iWDEh0oXLGlNEw",
+	"LvQ/8jKbc8/nR7HxIq0cvC6dC/mcy4rzeBdJTBMrhh82GnVfMVzk1hx1u+Q1eUlnqRIZOblh/sya3g6S",
+	"MknsHP+9hWURqOBsUY+hPUqiR0n0Z471JYnLsYF/N6XQbkG//RKI3h/5Qygt5JdZKhVLMAWwtSbXdO+4",
+	"Ce9VoPhqA3HINT+HElCWVHlyDf4+t9WIBRB+h7xGy9AFIDM2mLLAYjRWc5plWlmFG/x2lv7JsA39sq/A",
+	"3P0EYm9JGfQjkHD3Ct66gaCxAwFkmT1ysEcO9qfXpacQs9BHFGpIfQwMjuKDBDz9qVeJASYwFUPALkrP",
+	"flnZYtPYBWfSMLS0pr9aHjjkHiZItuVxq1t8DPmJ0+4EhuD0PDH13tgHZSs19pHLPXK5Ry73r9DTUP8R",
+	"Gxjc3BsFmWU0ZnVOAS8snNDIu1AdugQOpu1jbN0UksQaxRYFBXQgH5Mi14zNbJAAQEeJnLEMe1NBridA",
+	"SqaSXLOZWsHFTE7najZGHoKL5bguj5zskZM9crJ/ne9TnzlS2FUrPJ+Go3mtTbkWzKQJPlXFQCatSIpc",
+	"/a8C6sJ0JS+wxESOrCVnMaSi2iheUn2+QIOL9kIySjMs/b9aGtRgvGLYauvkh1d7HXJOx4aBXrOlZGrI",
+	"Z/rKgMyolCQqe0lH2AyQShLFeCGs1VLCGKKw0uX6WP8rx6p3LghEqgHaRQmSA7QbxldIzAADiQgOAAYj",
+	"mhNKFjS7hpB3pzqSVJY9kdAeLl7cISf42GKSZiY/SCJYkAly54a7lxgJagFFjDASxFe8TmcSAebALQxa",
+	"spY5c7vu5SwXE5Ex+GSHfACPLVRL0OQiFjmLCMX5TumSTESWDPmILSzwUwS5eFEJSdYysG6ANRjTpRWG",
+	"qYGqSSWJJyy+RrArAwkpFnuDIR+JLBOL6jphFhrehgvmkzlanBVJEhuK+e19IMcs0oavnh1mVkPxAGIO",
+	"Bkcu3GZ/E9qmvza/Mk3j1bdZf2vHFdvG6N5il6Nef2eogKg8tYPKqT4mUXkgB9UDTCrnd9Vg9YHyr2EF",
+	"BNJGIDcBQ66eAxRSFlQINA8pDsg3TOapmjDJrF+siXLxjs0YVXAupiLfqnMju51lBda0fwkUHVdWoACS",
+	"3q1Np9sJs4klLdWyaKUdbFqdBSTNYuYnwsJhuXoqO+uwHS4sfOd2jv5aa5NthmTwcLYbU6UX3raDqjfF",
+	"Wz8qp4MjAjZDm8cWIAeGpElBG3s6+ubhq6m+P4bGhhlZKFOqoK+KsQD0SqdT5u/w2e1ddrsD+H+2TNvL",
+	"lszR1a+sjH+bdqDbDvuKjQREGNeMuL/jiL+Bdz78kA173GGl+92txm0Z41dZaTyI1Yy5oqcBjJ+LRWX4",
+	"h13/MF0lok7QBVD1+n7ZOzKyXBWmdypNk2Z9A2AMTQBla2H4Sw4uQ4xGgBIHP0Bxgkc0DEj0ifKIjFKe",
+	"SPKJ8gpQAOg1FiMgHHJ9LyOJvd3+Use5/kT5ig3+fdX57/Wff1UMHSfyKxGZq1RStBRY/v2fp59E+svy",
+	"VJ7yH9O36eny7NVp/83l69s3l6e3P706OXr76Wzx9tPJ4s2n18uznkjfvPz77NeXp09PP53cvr086539",
+	"7bR/yrvBrvFiaO3iiRmfoHKKWG0w8D97kPjfHlLnTWq8RZLRPJ4UG7NDRrPcv7JVUP7owAfETp3PtGju",
+	"hd1ut+QKKQd9z/Vb2exQvC7nGZRFEq2KhQiiC/cOOfjROuS1Zgn6V2B/bi5pdP724pLYcUZE0WtIOA4J",
+	"JNSAlBKI5C0WfEAoH/IUk22cF0bYsj6yg4lpni8LYB69eY0PLaA5LOi0OBtMTq4jr2HKTUIV7cB7ZGSY",
+	"oC0X07yPRACTXJwYBC9MecJuTYecPadgHStUQG0lY0HohNHEoP47mMaE8RuWiRkjLS4UYHiG2iwugMqj",
+	"ECFjYbeGHN4H6dAWHTqC5iN7ACYsHcvUbmSRTYSJxW18YGAh2EnLOhsGpii1rG0yoj5CqHFTH1aWgZny",
+	"LzrkpNwa2C385m44Ss7Q5jPJcm06rR+QE8LSvxoBjx+Hor42FPXp4eXzjEnAtrWdzycMhyqZlja54wrC",
+	"fsHYdbnl1uJhHd+VweDeC/WLq23TpaLLkET6vGJSFyIUVNuePcH9KzCjyBWLxRRy2Thb6JcWSRBznmGK",
+	"mj/DLFUwJeMgsEZnhD1wC5cFZr3q99p01iQdjUzZ8JDXSv8MLAO4RixPAK4CW62FIEvguj7yIfSHXwhL",
+	"bNKctysttl+X/RNK0HB9pmCRUz7OHBx8LB0YuA3nwKKkhRJrFsCgnaO/LkdvDIQI9DPh6hLBCeN6gaGb",
+	"Vo41akVaL7nUBxaPKqyCAYuAsS/yVCnG7VqonHKJoOcd8q3xBeVUFfWV2BfLLJjgbMjRCWWALlagREM0",
+	"wmG/ls/axxxENLr0OXPgk6u9Of/KekE8vtVqvsuFcHygeAdLKlV7pQZ1b6CtLwMA/qgV51UAUuW9nC1k",
+	"xpQ2I0CEYzMqO+sdigu/cbfsq+YlTtNbTIqv4+IkYcE2NQUiE0eh5e4NylvcmnsgOdvOMgXgVRhYODqt",
+	"L+tl3/GtB+5bzQw8bwVZjmsFe1QV+7aD9MDciPMDqoLWXa6s73cs1NiUSYklpdC1HRWYKlIoQOxQ2Adr",
+	"XQIEbfmoi8hf5I5BORWxyPhyxuJ0ZHbV7c8T4C7pV96b1lYhd71dr+kh13/E8XoM1v1ROF4iN8LDa8Ts",
+	"ZCuxW70NK+N32BLDql1FqSOmEmRaapqoDQBTSUgOSPn4idyrxvhCIlXOsGW8RY6Ajham0YABmZap1Nyc",
+	"SE5nciKKPpqaQ11RyQbkh1cAV9HSD0SFSk1JlnIWYjSs7IghcvLy4iejiFdaCsTyxvS9iEU2n3LU0FJO",
+	"EhHLfTpLO9NkgLqI1ksccGnQsz6JlBc1EccmXonBSAfsrKzDKL9iikYxMjfk+KK9ouNB+zWPRZLy8YCM",
+	"/5nOIoB71S8x4AmnphhW6sWuWKpjmnJws7EhdzSxkEzEAstbKXfcX6myHU2Oy64uoPYlqYwF50zfJZWY",
+	"wYc9uhZSzrahs8cYy2OM5THG8hhjeYyxPMZYHmMs25qxt22eNOIswedhaSkOg8FwKwt0GIRDlBPwiM85",
+	"MAzuYA1W9Z55W9G5sNEmWEha+ep4u3xaZas6gWL0IQwo5NC/Y5tZhL5xh3YL147+xLRq0xodKGy80O/c",
+	"tNQdeucYP47VbB+DR39w8Og1aKQ72UFlR/ct0hfx5pCUMCVa8RA54UKFRGSJY+4YjyXmVkMUSM6nWguf",
+	"SzXks1zExqc9HTg3GnPHca8aXXmRCwU+4ymC1wDUjHVTA6yf4DGzHVed540rV3PUUj6bVtCjlKdywpKQ",
+	"SKgTF1nGcjcJkNgcQG3/TMGxm1GlVXEMcknHp21aBUOOFzYVHTPVIeciy8pMyYzq2VfS15ZiTsYC42Mg",
+	"hSPSwnjCoGzwaNb2ms3U3nEzGzJb0CU0FsIePqFtXsCmM7U0GYiM8hL1hbMFWerhOe55/XJy0CUJXbqN",
+	"FVflDL62zevXmj0n1cGaCaWSjBhLiv7cSpjYmm/CuK6rtGza0DK+MKEPJLhpAAvkqFWi5WxlSmGlSfN2",
+	"hkfZ5rz5ebMhX5BgiVrL9g3NvzztwTKR3z6GwYTKM61Q2QbylSSIE/t/7etvrnsv+z//fPT87ew5+757",
+	"qz6Nf/91+8wGWKbNeQ04skfB9PUFk9Mcu5lhT5OSQeLRd2STYSR+ybT/Gf5roJu9MkprZch6q13LISxZ",
+	"4caQaoCZ4eiAA/bSavI8sJQbHc9goF/cPdMGG6wOaLph+7vD3K9nJiueXxECc/oADAJoAGvjrXY4xQW9",
+	"QzfpDLcHlrneiaaJaGW2bKsBP3tWaXQ/CIrQ7/bMwHSnxf1Zoa4aIfLYL+wPYwPQLcyobr7jv0UjQXi2",
+	"0kWDtCJDbVFIaCYxx8I272+nSWRRkw1Mesrk3q7tNIBGPe00LJ1/rQ6VZhar1XMtALX6l9VY3xNpdXS4",
+	"U9ZjESmPszkAJ0YFuoTgTHaG/ILFOTMaIWrCiIixSg38YMf4pXyxnOxvn7ft+uvnG06QFOCqQDNzlmNL",
+	"zvTiRaWQYu1Aqm20YB4dh+XacFMCrm/f5Lr9y95h1bXmTs7Ybwj6VJ2i2cB7zvH5ijn2upfd54Nef3B4",
+	"2DnqPWvOUWRJe908P+7KvVcpc5erybrzqKTtxp3tGVudelpZX4dLF8d8m5aO7ksgWiUKFQ0sKQCij+Z5",
+	"FmEf2yumDUGRzRUjkSWwaMhbs4ymHC/pK2joL6CkEIxE4EYi1xxQLCRJ1R6CujmpidSUZR8MeWVuYGGV",
+	"YzJ5b5rpCVVyRRyqXXIbMTS9iJzXacpMx4DhE0ngoFFI5EQsOBqQgsfMqTC03YdWdEk0i/2HArGtYq07",
+	"cLqd2smZOX+tBCin0d69hQrsazAIFhPJ4n+cjb7/8UX+/G/f//J7frn49P781fPTN+e/nor+G/qGXix6",
+	"o/nB1Q//fP8nF0e7MekLZ9yrmLU7N6dpjj0fuIyP2UOP2UNfU8B5s4curN8aUEu4w/79ks6vje9/rp7e",
+	"tU2lzmh+jdnAFaFYCBjoh2ecFKV7dipyBo2DscNTZurPsVh+yE3zPJMIo8SC5okBr5um4AY5qIm3DoEO",
+	"PAD4bbFSKiPS4qzWGm9FL6kHFU7b9JKqLBxkTSHc3WNDqf/go2xQ1qq65kp9dSdCvaic7k2tpS60sSy0",
+	"lTxSzYP+RF/KhVIZGxSqaDSlt68Kb8Q5yy+gCCAiVCk2nSkopsHCgJDQOBdSmjQxK7eJiZ91yIcJVaBS",
+	"QtjMfCqEQ46OT6NxAvb/FHNTKCeUjNjC+Z5CDbV16DpBTVhMZmIBGnzCMro00TZTozXkpVvl2PnqE6lZ",
+	"nMqX7RMMaQn9zcP+C71UR90DAMOQiCkCyoF7xpUQq3sh/Rl0Y//+BYN+d8eWQn9+pXf1VL+6Wtv/s6u1",
+	"2IlR/nfRaB/Rrh7lpu3YRutSSjKloGbmSxTh/VIYrM0oqX3bPLUs5FHVXT0gi0kaT1CbDc0f5tbQ5HuX",
+	"Ysfk5sYiYaaBEYWNDsvyYFSkiyYgnN0q+z5oWDpnnSE/3wiAVUG6wmD9eh95yUg3Zk1YwfwFaQD9WhbA",
+	"nwhnCVCfHhx8wVIPlg7iH8GgH9p/rxSCR53DXv9X6O6DhLil6Hree7hYZxgYOj2TweDgebkWJhVcr5ne",
+	"o2Jevc3z6nZ6h917zwuL5oJCj7SF81p9+0rz7vUxX8SQ/+rtwgBJfYmOugd3HtiNSQIQGqeLs0+/qLPL",
+	"1+rs07fvz15dPz3758nTs1cn87PLHxcf0r+/2F5tMCd5aQa6OQ/F0ua/nZLwnxEVQdy2pqD6igbn7iJ3",
+	"/3N5zu/2c2b+2r35jm88XvFQrIcSgKBgXEf+YLnDhB4uXr4qFvXjnM0Zpm+C0WvFO2B7FsPmYhFCJ0Yw",
+	"kUGVV1Qx0qK2BrrccezigxmgQBEqX0IKPy0bsBeNgAqmmQmp9jCIhM64a8agoEySIm8B2gn7fHKkbOFc",
+	"7Cam3LYAyWPPDyFs7vx6frp7y+Vnf7CIXSNbet1B78gJvhe2rensvLtsWGVH2hUIye+aSJNHu/HR9blb",
+	"FAM4rcOaNNP9MrsNgG+WDyMptubJrvSAIHmF92Hybr50UsBtJlcRrx9y22OTpJxEv8mUxyxE3Nu9SLN2",
+	"ZuCXoLljyUJNGQBWLpAWQsxYpj3kkAugWXdR8SBybA+5oEtioi/gR0VmrzCrDIsCPBw+JFJgaXYlMc1x",
+	"0iYsmc9gcbCqlCGckULgYHrDiGSMA5zyErIUkHeQ1AAgjxhLnsgCjocnTuIrVlZcLc14XgHeE7VVAx1y",
+	"UoLnr5Q+2FBzo+jRt/0ZHLRACOsLF4FIavZF5Za77Ut29bS/pg8XNzsYHPbDbaZ2by/sgy/JKoCR78QC",
+	"y/FL7ZVo4/JRJD66Uv+7yWED3VUUmzyEPLapRl9VHleasNRcshemWymxg6+l72BaDwLzQSd6W3qmxZHJ",
+	"dyuB0cBB2j8kEzHPbSizKv1Z3fAxeXYLMeT6y1TNcwZAIoUELS5HpCVnNGZtyfRSKJaQ6KYXRoRxEMyh",
+	"GcPCjB2auaS5LAKchRSOKSdykQL+kqg9VUR8cvaJxSaTwk7i2NqHWnMIMUJa/2iHvBOK4oOaQuCFUCUp",
+	"JHNWhxtcQnxuyMuSRROlRXPSaSqB2CV4v/WP69WRJBqxLBPt5pKFQ55KkusBYYuISjplKyoCzeYzNshF",
+	"2m18aIUGAL/ZoBoS8R9uf1qHNY7n9e0szZncFGqsJfv92L+d/frhqPu+/9OnePpT9/30RfeXn99lv75+",
+	"Mf+l/9M3V9N3b3/9+dcsvv6W//Ihm99bCu8cucRxrrA1gf58eXePpuN/ZtYMnE9P9K9CIytk19oP44dY",
+	"frO6eKfgKfo2BNFKJUlEPJ8yro5JNKXXjORzHlmsDG0DUUVM+nev/6zT7XQ7vcHz7vNup8gH2AceYUbs",
+	"T0o3FhFNHKDrwjFZ1MY3nZxnlEO3Gl9rIOcN0Bqo+TT0stU6Qh5PUkhWKludzYoOtqSlxTMtYANNfZJ5",
+	"tdPptvkB07Z9AanrZRfa1IKKFUBbRAmRmeFPaX6NmYBS0fja+VbR293v7UXFRY9cjNpi1I41jXJVxjg8",
+	"K/MS7/G8sZKLaTWnKy1gPVtUkKFvDWhiVAp/EWiJUmu6cWpb2Xm3qT/TNHTbdiuuzDiwqnAlmPaFqV8H",
+	"kJa6B0M5NWtqOWPHRBs9/dtbQuNrLhYZS8YG2OyELyH3c8hZJhlp5SxJc8AgU0LshYQCLo9eH4Tq6R0R",
+	"ie5nA1amP4no15AjqVWfhFA15EdEhuSITFMekoMu/rdPJvraJCS9LsEuTPCP1v/7//S75H8nn1KlWH7c",
+	"TOI67L/YP+oegPowEVzMc5YYEL5C05OKzfY6JDrsdcnfBGeRcTA0NU2/FwG0sZfu6n8JDq1TybqhH3vh",
+	"KraFpDvKYmOA7eACqPGLkia0CXxX6bdYYF7AGSnOWkjO315comumwdbfv3uzipff/f8BAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

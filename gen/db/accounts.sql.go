@@ -13,7 +13,7 @@ import (
 )
 
 const accountGetByName = `-- name: AccountGetByName :one
-SELECT account_id, name, created_at, client_secret_sealed FROM accounts WHERE name = $1
+SELECT account_id, name, created_at, client_secret_sealed, live_account_id FROM accounts WHERE name = $1 AND live_account_id IS NULL
 `
 
 func (q *Queries) AccountGetByName(ctx context.Context, name string) (Account, error) {
@@ -24,13 +24,14 @@ func (q *Queries) AccountGetByName(ctx context.Context, name string) (Account, e
 		&i.Name,
 		&i.CreatedAt,
 		&i.ClientSecretSealed,
+		&i.LiveAccountID,
 	)
 	return i, err
 }
 
 const accountInsert = `-- name: AccountInsert :one
 INSERT INTO accounts (account_id, name, created_at) VALUES ($1, $2, $3)
-RETURNING account_id, name, created_at, client_secret_sealed
+RETURNING account_id, name, created_at, client_secret_sealed, live_account_id
 `
 
 type AccountInsertParams struct {
@@ -47,8 +48,20 @@ func (q *Queries) AccountInsert(ctx context.Context, arg AccountInsertParams) (A
 		&i.Name,
 		&i.CreatedAt,
 		&i.ClientSecretSealed,
+		&i.LiveAccountID,
 	)
 	return i, err
+}
+
+const accountIsLive = `-- name: AccountIsLive :one
+SELECT (live_account_id IS NULL)::boolean AS live FROM accounts WHERE account_id = $1
+`
+
+func (q *Queries) AccountIsLive(ctx context.Context, accountID uuid.UUID) (bool, error) {
+	row := q.db.QueryRow(ctx, accountIsLive, accountID)
+	var live bool
+	err := row.Scan(&live)
+	return live, err
 }
 
 const accountLock = `-- name: AccountLock :exec
@@ -58,5 +71,57 @@ SELECT account_id FROM accounts WHERE account_id = $1 FOR UPDATE
 // Serialises changes that enforce per-account limits (subscriptions per event type).
 func (q *Queries) AccountLock(ctx context.Context, accountID uuid.UUID) error {
 	_, err := q.db.Exec(ctx, accountLock, accountID)
+	return err
+}
+
+const sandboxGet = `-- name: SandboxGet :one
+SELECT account_id FROM accounts WHERE live_account_id = $1
+`
+
+func (q *Queries) SandboxGet(ctx context.Context, liveAccountID *uuid.UUID) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, sandboxGet, liveAccountID)
+	var account_id uuid.UUID
+	err := row.Scan(&account_id)
+	return account_id, err
+}
+
+const sandboxInsert = `-- name: SandboxInsert :one
+WITH made AS (
+    INSERT INTO accounts (account_id, name, created_at, live_account_id)
+    SELECT $1::uuid, l.name, $2::timestamptz, l.account_id
+    FROM accounts l WHERE l.account_id = $3::uuid AND l.live_account_id IS NULL
+    ON CONFLICT (live_account_id) WHERE live_account_id IS NOT NULL DO NOTHING
+    RETURNING account_id
+)
+SELECT account_id FROM made
+UNION ALL
+SELECT account_id FROM accounts WHERE live_account_id = $3::uuid
+`
+
+type SandboxInsertParams struct {
+	SandboxID     uuid.UUID
+	CreatedAt     time.Time
+	LiveAccountID uuid.UUID
+}
+
+// The live account's sandbox, made on first use (racing makers: one wins, all get its id).
+func (q *Queries) SandboxInsert(ctx context.Context, arg SandboxInsertParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, sandboxInsert, arg.SandboxID, arg.CreatedAt, arg.LiveAccountID)
+	var account_id uuid.UUID
+	err := row.Scan(&account_id)
+	return account_id, err
+}
+
+const sandboxReset = `-- name: SandboxReset :exec
+WITH contacts_gone AS (DELETE FROM contacts WHERE account_id = $1::uuid),
+     subscriptions_gone AS (DELETE FROM webhook_subscriptions WHERE account_id = $1::uuid),
+     events_gone AS (DELETE FROM webhook_events WHERE account_id = $1::uuid)
+DELETE FROM idempotency_keys WHERE account_id = $1::uuid
+`
+
+// Deletes a sandbox's data (contacts with their properties and activity, subscriptions,
+// events and deliveries, idempotency keys); its keys stay.
+func (q *Queries) SandboxReset(ctx context.Context, sandboxID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, sandboxReset, sandboxID)
 	return err
 }

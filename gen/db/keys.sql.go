@@ -7,22 +7,28 @@ package db
 
 import (
 	"context"
+	"net/netip"
 	"time"
 
 	"github.com/google/uuid"
 )
 
 const keyAuthenticate = `-- name: KeyAuthenticate :one
-SELECT k.account_id, k.key_id, k.name, k.prefix
-FROM api_keys k
+SELECT k.account_id, k.key_id, k.name, k.prefix, k.scopes, k.expires_at, k.allowed_networks,
+       (a.live_account_id IS NULL)::boolean AS live
+FROM api_keys k JOIN accounts a ON a.account_id = k.account_id
 WHERE k.key_hash = $1 AND k.revoked_at IS NULL
 `
 
 type KeyAuthenticateRow struct {
-	AccountID uuid.UUID
-	KeyID     uuid.UUID
-	Name      string
-	Prefix    string
+	AccountID       uuid.UUID
+	KeyID           uuid.UUID
+	Name            string
+	Prefix          string
+	Scopes          []string
+	ExpiresAt       *time.Time
+	AllowedNetworks []netip.Prefix
+	Live            bool
 }
 
 func (q *Queries) KeyAuthenticate(ctx context.Context, keyHash []byte) (KeyAuthenticateRow, error) {
@@ -33,57 +39,28 @@ func (q *Queries) KeyAuthenticate(ctx context.Context, keyHash []byte) (KeyAuthe
 		&i.KeyID,
 		&i.Name,
 		&i.Prefix,
+		&i.Scopes,
+		&i.ExpiresAt,
+		&i.AllowedNetworks,
+		&i.Live,
 	)
 	return i, err
 }
 
-const keyInsert = `-- name: KeyInsert :one
-INSERT INTO api_keys (account_id, key_id, name, prefix, key_hash, created_at)
-VALUES ($1, $2, $3, $4, $5, $6)
-RETURNING account_id, key_id, name, prefix, key_hash, created_at, last_used_at, revoked_at
+const keyExpireByPrefix = `-- name: KeyExpireByPrefix :many
+UPDATE api_keys SET expires_at = $2
+WHERE prefix = $1 AND revoked_at IS NULL
+RETURNING account_id, key_id, name, prefix, key_hash, created_at, last_used_at, revoked_at, scopes, expires_at, allowed_networks
 `
 
-type KeyInsertParams struct {
-	AccountID uuid.UUID
-	KeyID     uuid.UUID
-	Name      string
+type KeyExpireByPrefixParams struct {
 	Prefix    string
-	KeyHash   []byte
-	CreatedAt time.Time
+	ExpiresAt *time.Time
 }
 
-func (q *Queries) KeyInsert(ctx context.Context, arg KeyInsertParams) (ApiKey, error) {
-	row := q.db.QueryRow(ctx, keyInsert,
-		arg.AccountID,
-		arg.KeyID,
-		arg.Name,
-		arg.Prefix,
-		arg.KeyHash,
-		arg.CreatedAt,
-	)
-	var i ApiKey
-	err := row.Scan(
-		&i.AccountID,
-		&i.KeyID,
-		&i.Name,
-		&i.Prefix,
-		&i.KeyHash,
-		&i.CreatedAt,
-		&i.LastUsedAt,
-		&i.RevokedAt,
-	)
-	return i, err
-}
-
-const keyListByAccount = `-- name: KeyListByAccount :many
-SELECT k.account_id, k.key_id, k.name, k.prefix, k.key_hash, k.created_at, k.last_used_at, k.revoked_at FROM api_keys k
-JOIN accounts a USING (account_id)
-WHERE a.name = $1
-ORDER BY k.created_at, k.key_id
-`
-
-func (q *Queries) KeyListByAccount(ctx context.Context, name string) ([]ApiKey, error) {
-	rows, err := q.db.Query(ctx, keyListByAccount, name)
+// Sets when a key stops working (a grace period before its revocation).
+func (q *Queries) KeyExpireByPrefix(ctx context.Context, arg KeyExpireByPrefixParams) ([]ApiKey, error) {
+	rows, err := q.db.Query(ctx, keyExpireByPrefix, arg.Prefix, arg.ExpiresAt)
 	if err != nil {
 		return nil, err
 	}
@@ -100,6 +77,115 @@ func (q *Queries) KeyListByAccount(ctx context.Context, name string) ([]ApiKey, 
 			&i.CreatedAt,
 			&i.LastUsedAt,
 			&i.RevokedAt,
+			&i.Scopes,
+			&i.ExpiresAt,
+			&i.AllowedNetworks,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const keyInsert = `-- name: KeyInsert :one
+INSERT INTO api_keys (account_id, key_id, name, prefix, key_hash, created_at, scopes, expires_at, allowed_networks)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+RETURNING account_id, key_id, name, prefix, key_hash, created_at, last_used_at, revoked_at, scopes, expires_at, allowed_networks
+`
+
+type KeyInsertParams struct {
+	AccountID       uuid.UUID
+	KeyID           uuid.UUID
+	Name            string
+	Prefix          string
+	KeyHash         []byte
+	CreatedAt       time.Time
+	Scopes          []string
+	ExpiresAt       *time.Time
+	AllowedNetworks []netip.Prefix
+}
+
+func (q *Queries) KeyInsert(ctx context.Context, arg KeyInsertParams) (ApiKey, error) {
+	row := q.db.QueryRow(ctx, keyInsert,
+		arg.AccountID,
+		arg.KeyID,
+		arg.Name,
+		arg.Prefix,
+		arg.KeyHash,
+		arg.CreatedAt,
+		arg.Scopes,
+		arg.ExpiresAt,
+		arg.AllowedNetworks,
+	)
+	var i ApiKey
+	err := row.Scan(
+		&i.AccountID,
+		&i.KeyID,
+		&i.Name,
+		&i.Prefix,
+		&i.KeyHash,
+		&i.CreatedAt,
+		&i.LastUsedAt,
+		&i.RevokedAt,
+		&i.Scopes,
+		&i.ExpiresAt,
+		&i.AllowedNetworks,
+	)
+	return i, err
+}
+
+const keyListByAccount = `-- name: KeyListByAccount :many
+SELECT k.account_id, k.key_id, k.name, k.prefix, k.key_hash, k.created_at, k.last_used_at, k.revoked_at, k.scopes, k.expires_at, k.allowed_networks, (a.live_account_id IS NULL)::boolean AS live FROM api_keys k
+JOIN accounts a USING (account_id)
+WHERE a.account_id IN (SELECT l.account_id FROM accounts l WHERE l.name = $1 AND l.live_account_id IS NULL
+                       UNION ALL
+                       SELECT s.account_id FROM accounts s JOIN accounts l ON l.account_id = s.live_account_id
+                       WHERE l.name = $1 AND l.live_account_id IS NULL)
+ORDER BY k.created_at, k.key_id
+`
+
+type KeyListByAccountRow struct {
+	AccountID       uuid.UUID
+	KeyID           uuid.UUID
+	Name            string
+	Prefix          string
+	KeyHash         []byte
+	CreatedAt       time.Time
+	LastUsedAt      *time.Time
+	RevokedAt       *time.Time
+	Scopes          []string
+	ExpiresAt       *time.Time
+	AllowedNetworks []netip.Prefix
+	Live            bool
+}
+
+// The keys of the live account with this name and of its sandbox.
+func (q *Queries) KeyListByAccount(ctx context.Context, name string) ([]KeyListByAccountRow, error) {
+	rows, err := q.db.Query(ctx, keyListByAccount, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []KeyListByAccountRow
+	for rows.Next() {
+		var i KeyListByAccountRow
+		if err := rows.Scan(
+			&i.AccountID,
+			&i.KeyID,
+			&i.Name,
+			&i.Prefix,
+			&i.KeyHash,
+			&i.CreatedAt,
+			&i.LastUsedAt,
+			&i.RevokedAt,
+			&i.Scopes,
+			&i.ExpiresAt,
+			&i.AllowedNetworks,
+			&i.Live,
 		); err != nil {
 			return nil, err
 		}
@@ -114,7 +200,7 @@ func (q *Queries) KeyListByAccount(ctx context.Context, name string) ([]ApiKey, 
 const keyRevokeByPrefix = `-- name: KeyRevokeByPrefix :many
 UPDATE api_keys SET revoked_at = $2
 WHERE prefix = $1 AND revoked_at IS NULL
-RETURNING account_id, key_id, name, prefix, key_hash, created_at, last_used_at, revoked_at
+RETURNING account_id, key_id, name, prefix, key_hash, created_at, last_used_at, revoked_at, scopes, expires_at, allowed_networks
 `
 
 type KeyRevokeByPrefixParams struct {
@@ -140,6 +226,9 @@ func (q *Queries) KeyRevokeByPrefix(ctx context.Context, arg KeyRevokeByPrefixPa
 			&i.CreatedAt,
 			&i.LastUsedAt,
 			&i.RevokedAt,
+			&i.Scopes,
+			&i.ExpiresAt,
+			&i.AllowedNetworks,
 		); err != nil {
 			return nil, err
 		}

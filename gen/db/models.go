@@ -5,6 +5,7 @@
 package db
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,6 +17,7 @@ type Account struct {
 	Name               string
 	CreatedAt          time.Time
 	ClientSecretSealed *string
+	LiveAccountID      *uuid.UUID
 }
 
 type Activity struct {
@@ -29,14 +31,17 @@ type Activity struct {
 }
 
 type ApiKey struct {
-	AccountID  uuid.UUID
-	KeyID      uuid.UUID
-	Name       string
-	Prefix     string
-	KeyHash    []byte
-	CreatedAt  time.Time
-	LastUsedAt *time.Time
-	RevokedAt  *time.Time
+	AccountID       uuid.UUID
+	KeyID           uuid.UUID
+	Name            string
+	Prefix          string
+	KeyHash         []byte
+	CreatedAt       time.Time
+	LastUsedAt      *time.Time
+	RevokedAt       *time.Time
+	Scopes          []string
+	ExpiresAt       *time.Time
+	AllowedNetworks []netip.Prefix
 }
 
 type Contact struct {

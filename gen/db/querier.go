@@ -17,6 +17,7 @@ type Querier interface {
 	AccountClientSecretSet(ctx context.Context, arg AccountClientSecretSetParams) (*string, error)
 	AccountGetByName(ctx context.Context, name string) (Account, error)
 	AccountInsert(ctx context.Context, arg AccountInsertParams) (Account, error)
+	AccountIsLive(ctx context.Context, accountID uuid.UUID) (bool, error)
 	// Serialises changes that enforce per-account limits (subscriptions per event type).
 	AccountLock(ctx context.Context, accountID uuid.UUID) error
 	AccountSecretReseal(ctx context.Context, arg AccountSecretResealParams) (int64, error)
@@ -146,8 +147,11 @@ type Querier interface {
 	// An expired key not pruned yet is reused.
 	IdempotencySave(ctx context.Context, arg IdempotencySaveParams) error
 	KeyAuthenticate(ctx context.Context, keyHash []byte) (KeyAuthenticateRow, error)
+	// Sets when a key stops working (a grace period before its revocation).
+	KeyExpireByPrefix(ctx context.Context, arg KeyExpireByPrefixParams) ([]ApiKey, error)
 	KeyInsert(ctx context.Context, arg KeyInsertParams) (ApiKey, error)
-	KeyListByAccount(ctx context.Context, name string) ([]ApiKey, error)
+	// The keys of the live account with this name and of its sandbox.
+	KeyListByAccount(ctx context.Context, name string) ([]KeyListByAccountRow, error)
 	KeyRevokeByPrefix(ctx context.Context, arg KeyRevokeByPrefixParams) ([]ApiKey, error)
 	// Tells every contactd process listening (auth's key cache) to forget the key; delivered at commit.
 	KeyRevokedNotify(ctx context.Context, keyID uuid.UUID) error
@@ -166,6 +170,12 @@ type Querier interface {
 	PropertyInsert(ctx context.Context, arg PropertyInsertParams) (uuid.UUID, error)
 	// Leaves the row alone when the standardised form would collide with another active property.
 	PropertyUpdateAddress(ctx context.Context, arg PropertyUpdateAddressParams) (int64, error)
+	SandboxGet(ctx context.Context, liveAccountID *uuid.UUID) (uuid.UUID, error)
+	// The live account's sandbox, made on first use (racing makers: one wins, all get its id).
+	SandboxInsert(ctx context.Context, arg SandboxInsertParams) (uuid.UUID, error)
+	// Deletes a sandbox's data (contacts with their properties and activity, subscriptions,
+	// events and deliveries, idempotency keys); its keys stay.
+	SandboxReset(ctx context.Context, sandboxID uuid.UUID) error
 	// The ids of the keys the stored secrets are sealed under (package seal's "v1.<id>.<...>").
 	SecretKeyIDs(ctx context.Context) ([]string, error)
 	SubscriptionCountLive(ctx context.Context, arg SubscriptionCountLiveParams) (int64, error)

@@ -113,17 +113,19 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	st.ObserveGroups(m.ObserveGroup)
 	m.WatchQueue(queueDepth(st))
 	secrets := webhook.NewSecrets(st, keys, Now)
+	keyring := auth.NewService(st, Now)
 	feed := events.New(st, cfg.EventRetention, Now, log)
 	deliveries := delivery.New(st, delivery.Options{
 		Timeout: cfg.WebhookTimeout, AllowedNetworks: cfg.WebhookAllowedNetworks, Workers: cfg.WebhookWorkers,
 		MaxInFlight: cfg.WebhookMaxInFlight, RescueAfter: cfg.WebhookRescueAfter, Now: Now, Log: log, Metrics: m, Secrets: secrets,
+		Live: keyring.IsLive,
 	})
 	subs := webhook.NewSubscribers(st, Now)
 	events := webhook.NewEmitter(deliveries, subs)
 	enricher := enrich.New(st, events, enrich.Options{Resolver: net.DefaultResolver, Now: Now, Log: log})
 	idem := idempotency.New(st, Now, log)
 	return &Services{
-		Auth:        auth.NewService(st, Now),
+		Auth:        keyring,
 		Contacts:    contact.NewService(st, events, Now, cfg.PublicURL),
 		Webhooks:    webhook.NewService(st, subs, secrets, Now, cfg.WebhookAllowHTTP),
 		Secrets:     secrets,
@@ -199,7 +201,8 @@ func Handler(cfg config.Config, st *store.Store, svc *Services, log *slog.Logger
 		}
 		limiter = shared
 	}
-	return httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxBatchBodyBytes: cfg.MaxBatchBodyBytes, RateLimits: limits}, httpapi.Deps{
+	return httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxBatchBodyBytes: cfg.MaxBatchBodyBytes, RateLimits: limits,
+		TrustedProxies: cfg.TrustedProxies}, httpapi.Deps{
 		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Webhooks: svc.Webhooks, Events: svc.Events, Deliveries: svc.Deliveries, Limiter: limiter,
 		Idempotency: svc.Idempotency,
 		Ready:       func(ctx context.Context) error { return ready(ctx, st) },

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"golang.org/x/term"
@@ -24,13 +23,17 @@ usage:
   contactd worker [flags]                     run only the delivery workers
   contactd migrate                            apply pending migrations
   contactd accounts create --name NAME        create an account
-  contactd accounts secret --account NAME [--rotate]
+  contactd accounts secret --account NAME [--rotate] [--test]
                                               print the account's webhook client secret
                                               (fello-webhook-signature); --rotate replaces it
-  contactd keys create --account NAME [--name KEY_NAME]
+  contactd keys create --account NAME [--name KEY_NAME] [--scope SCOPE ...] [--expires 90d|DATE]
+                      [--allow-ip CIDR ...] [--test]
                                               create an API key; prints it alone on stdout
-  contactd keys list --account NAME           list an account's keys
+  contactd keys list --account NAME           list an account's keys (live and test)
+  contactd keys expire KEY_PREFIX --expires 24h|DATE
+                                              set when a key stops working (rotation grace)
   contactd keys revoke KEY_PREFIX             revoke a key at once
+  contactd sandbox reset --account NAME       delete the account's test data
   contactd secrets rekey                      seal every stored secret under CONTACTD_SECRET_KEY
   contactd import --account NAME [--map field=Column,...] [--dry-run] FILE
                                               upsert the contacts of a CSV (header row) or NDJSON
@@ -50,7 +53,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cmd := args[0]
-	if (cmd == "accounts" || cmd == "keys" || cmd == "secrets") && len(args) > 1 {
+	if (cmd == "accounts" || cmd == "keys" || cmd == "secrets" || cmd == "sandbox") && len(args) > 1 {
 		cmd, args = cmd+" "+args[1], args[1:]
 	}
 	run, ok := commands[cmd]
@@ -70,6 +73,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cl.dryRun = fs.Bool("dry-run", false, "import: check every row against the database, write nothing")
 	cl.batchSize = fs.Int("batch-size", 1000, "import: rows per batch (at most 1000)")
 	cl.writers = fs.Int("writers", 4, "import: batches written at once")
+	cl.scopes, cl.allowIPs = &listFlag{}, &listFlag{}
+	fs.Var(cl.scopes, "scope", "keys create: a scope the key gets (repeat, or comma-separate); default all")
+	fs.Var(cl.allowIPs, "allow-ip", "keys create: a CIDR or address the key may be used from (repeat); default anywhere")
+	cl.expires = fs.String("expires", "", "keys create, keys expire: when the key stops working (90d, 36h, 2027-01-31, RFC 3339)")
+	cl.test = fs.Bool("test", false, "keys create: a sandbox key (ck_test_); accounts secret: the sandbox's client secret")
 	// flags may come before or after the positional arguments (contactd import FILE --dry-run)
 	for rest := args[1:]; ; rest = fs.Args()[1:] {
 		if err := fs.Parse(rest); err != nil {
@@ -114,6 +122,10 @@ type cmdline struct {
 	dryRun         *bool
 	batchSize      *int
 	writers        *int
+	scopes         *listFlag
+	allowIPs       *listFlag
+	expires        *string
+	test           *bool
 }
 
 var commands = map[string]func(context.Context, *cmdline) error{
@@ -126,6 +138,8 @@ var commands = map[string]func(context.Context, *cmdline) error{
 	"keys create":     cmdKeysCreate,
 	"keys list":       cmdKeysList,
 	"keys revoke":     cmdKeysRevoke,
+	"keys expire":     cmdKeysExpire,
+	"sandbox reset":   cmdSandboxReset,
 	"import":          cmdImport,
 }
 
@@ -228,6 +242,16 @@ func cmdAccountsSecret(ctx context.Context, c *cmdline) error {
 		if err != nil {
 			return err
 		}
+		if *c.test { // the sandbox signs its deliveries with a client secret of its own
+			sandbox, ok, err := s.Auth.Sandbox(ctx, id)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("%s has no sandbox yet: make a test key first (keys create --test)", *c.account)
+			}
+			id = sandbox
+		}
 		secret, err := s.Secrets.ClientSecret(ctx, id, *c.rotate)
 		if err == nil {
 			fmt.Fprintln(c.stdout, secret)
@@ -259,61 +283,6 @@ func cmdAccountsCreate(ctx context.Context, c *cmdline) error {
 			return err
 		}
 		fmt.Fprintf(c.stdout, "%s\n", id)
-		return nil
-	})
-}
-
-func cmdKeysCreate(ctx context.Context, c *cmdline) error {
-	if *c.account == "" {
-		return errors.New("--account is required")
-	}
-	keyName := *c.name
-	if keyName == "" {
-		keyName = "key-" + time.Now().UTC().Format("20060102-150405")
-	}
-	return withServices(ctx, c, func(s *Services) error {
-		id, err := s.Auth.AccountByName(ctx, *c.account)
-		if err != nil {
-			return err
-		}
-		key, err := s.Auth.CreateKey(ctx, id, keyName)
-		if err == nil {
-			fmt.Fprintln(c.stdout, key)
-		}
-		return err
-	})
-}
-
-func cmdKeysList(ctx context.Context, c *cmdline) error {
-	if *c.account == "" {
-		return errors.New("--account is required")
-	}
-	return withServices(ctx, c, func(s *Services) error {
-		if _, err := s.Auth.AccountByName(ctx, *c.account); err != nil {
-			return err
-		}
-		keys, err := s.Auth.ListKeys(ctx, *c.account)
-		if err != nil {
-			return err
-		}
-		w := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "PREFIX\tNAME\tCREATED\tLAST USED\tREVOKED")
-		for _, k := range keys {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", k.Prefix, k.Name, stamp(&k.CreatedAt), stamp(k.LastUsedAt), stamp(k.RevokedAt))
-		}
-		return w.Flush()
-	})
-}
-
-func cmdKeysRevoke(ctx context.Context, c *cmdline) error {
-	if len(c.args) != 1 {
-		return errors.New("usage: contactd keys revoke KEY_PREFIX")
-	}
-	return withServices(ctx, c, func(s *Services) error {
-		if err := s.Auth.RevokeKey(ctx, c.args[0]); err != nil {
-			return err
-		}
-		fmt.Fprintf(c.stderr, "revoked %s\n", c.args[0])
 		return nil
 	})
 }

@@ -104,7 +104,7 @@ func TestCommandLine(t *testing.T) {
 	}
 	ts := `\d{4}-\d\d-\d\dT\S+Z`
 	if code, out, _ := contactd(t, ctx, db, "keys", "list", "--account", "acme"); code != 0 ||
-		!regexp.MustCompile(prefix+`\s+\S+\s+`+ts+`\s+`+ts+`\s+-\s*$`).MatchString(strings.TrimSpace(out)) {
+		!regexp.MustCompile(prefix+`\s+\S+\s+live\s+all\s+-\s+anywhere\s+`+ts+`\s+`+ts+`\s+-\s*$`).MatchString(strings.TrimSpace(out)) {
 		t.Errorf("keys list after use: %q, want a last-used time", out)
 	}
 	if code, _, errOut := contactd(t, ctx, db, "keys", "revoke", prefix); code != 0 {

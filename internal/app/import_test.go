@@ -5,6 +5,8 @@ import (
 	"encoding/csv"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -140,5 +142,11 @@ func readCSV(t *testing.T, path string) [][]string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// the writers reject in parallel: each row carries its line, the order is the writers'
+	slices.SortFunc(rows[1:], func(a, b []string) int {
+		x, _ := strconv.Atoi(a[0])
+		y, _ := strconv.Atoi(b[0])
+		return x - y
+	})
 	return rows
 }

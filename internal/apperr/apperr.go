@@ -24,6 +24,7 @@ const (
 	KindUnavailable               // 503
 	KindConflict                  // 409
 	KindUnprocessable             // 422
+	KindForbidden                 // 403
 )
 
 // FieldError is one violation of a request's rules.

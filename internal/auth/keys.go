@@ -7,6 +7,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,20 +23,46 @@ import (
 
 const (
 	keyPrefix   = "ck_"
-	keyBodyLen  = 43 // 32 random bytes in base62
-	visibleLen  = 8  // characters of the body kept in clear as the key's prefix
+	testPrefix  = "ck_test_" // a sandbox key
+	keyBodyLen  = 43         // 32 random bytes in base62
+	visibleLen  = 8          // characters of the body kept in clear as the key's prefix
 	base62Chars = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 )
 
 // ErrUnauthorized is the answer to a missing, malformed, unknown or revoked key.
 var ErrUnauthorized = apperr.New(apperr.KindUnauthorized, "Unauthorized", "missing or invalid x-api-key")
 
-// Principal is who is calling: the account and the key used.
+// ScopeAll grants every scope: a key's default, the behaviour of keys before scopes.
+const ScopeAll = "all"
+
+// Principal is who is calling: the account and the key used, with what the key may do.
 type Principal struct {
+	// AccountID is the account the request acts in: the live account, or its sandbox for a
+	// test key.
 	AccountID uuid.UUID
 	KeyID     uuid.UUID
 	KeyName   string
 	KeyPrefix string
+	Scopes    []string
+	ExpiresAt *time.Time
+	// Networks the key may be used from; none: anywhere.
+	Networks []netip.Prefix
+	// Live is false for a sandbox (ck_test_) key.
+	Live bool
+}
+
+// Has reports whether the key has scope.
+func (p Principal) Has(scope string) bool {
+	return slices.Contains(p.Scopes, ScopeAll) || slices.Contains(p.Scopes, scope)
+}
+
+// From reports whether the key may be used from addr.
+func (p Principal) From(addr netip.Addr) bool {
+	if len(p.Networks) == 0 {
+		return true
+	}
+	addr = addr.Unmap()
+	return slices.ContainsFunc(p.Networks, func(n netip.Prefix) bool { return n.Contains(addr) })
 }
 
 // Key is a stored key as `keys list` shows it; the key itself is never stored.
@@ -44,6 +72,21 @@ type Key struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+	Scopes     []string
+	ExpiresAt  *time.Time
+	Networks   []netip.Prefix
+	Live       bool
+}
+
+// KeyOptions are what a new key may do.
+type KeyOptions struct {
+	Name string
+	// Scopes; empty: all.
+	Scopes    []string
+	ExpiresAt *time.Time
+	Networks  []netip.Prefix
+	// Test makes a sandbox key (ck_test_): it acts in the account's sandbox.
+	Test bool
 }
 
 // Service manages accounts and keys.
@@ -88,32 +131,88 @@ func (s *Service) AccountByName(ctx context.Context, name string) (uuid.UUID, er
 	return id, err
 }
 
-// CreateKey makes a new key for the account and returns it; it cannot be shown again.
+// CreateKey makes a new key for the account, with every scope, and returns it; it cannot be
+// shown again.
 func (s *Service) CreateKey(ctx context.Context, accountID uuid.UUID, name string) (string, error) {
-	key, err := generateKey()
-	if err != nil {
-		return "", err
+	return s.CreateKeyWith(ctx, accountID, KeyOptions{Name: name})
+}
+
+// CreateKeyWith makes a new key of the live account accountID as opt says, and returns it.
+func (s *Service) CreateKeyWith(ctx context.Context, accountID uuid.UUID, opt KeyOptions) (string, error) {
+	scopes := opt.Scopes
+	if len(scopes) == 0 {
+		scopes = []string{ScopeAll}
 	}
-	err = s.store.InTx(ctx, func(tx store.Tx) error {
+	networks := opt.Networks
+	if networks == nil {
+		networks = []netip.Prefix{}
+	}
+	prefix := keyPrefix
+	if opt.Test {
+		prefix = testPrefix
+	}
+	key := prefix + secret.Base62(32)
+	err := s.store.InTx(ctx, func(tx store.Tx) error {
+		owner := accountID
+		if opt.Test {
+			var err error
+			if owner, err = s.sandbox(ctx, tx, accountID); err != nil {
+				return err
+			}
+		}
 		_, err := tx.KeyInsert(ctx, db.KeyInsertParams{
-			AccountID: accountID, KeyID: uuid.Must(uuid.NewV7()), Name: name,
+			AccountID: owner, KeyID: uuid.Must(uuid.NewV7()), Name: opt.Name,
 			Prefix: visiblePrefix(key), KeyHash: hashBytes(key), CreatedAt: s.now(),
+			Scopes: scopes, ExpiresAt: opt.ExpiresAt, AllowedNetworks: networks,
 		})
 		return err
 	})
 	return key, err
 }
 
+// sandbox is the live account's sandbox, made on first use.
+func (s *Service) sandbox(ctx context.Context, tx store.Tx, live uuid.UUID) (uuid.UUID, error) {
+	id, err := tx.SandboxInsert(ctx, db.SandboxInsertParams{SandboxID: uuid.Must(uuid.NewV7()), CreatedAt: s.now(), LiveAccountID: live})
+	if errors.Is(store.Translate(err), apperr.ErrNoRows) { // another maker's, committed after this statement's snapshot
+		return tx.SandboxGet(ctx, &live)
+	}
+	return id, err
+}
+
+// Sandbox is the id of the live account's sandbox, if it has one.
+func (s *Service) Sandbox(ctx context.Context, live uuid.UUID) (uuid.UUID, bool, error) {
+	var id uuid.UUID
+	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+		id, err = q.SandboxGet(ctx, &live)
+		return err
+	})
+	if errors.Is(err, apperr.ErrNoRows) {
+		return uuid.Nil, false, nil
+	}
+	return id, err == nil, err
+}
+
+// IsLive reports whether the account is a live account (not a sandbox).
+func (s *Service) IsLive(ctx context.Context, account uuid.UUID) (bool, error) {
+	var live bool
+	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+		live, err = q.AccountIsLive(ctx, account)
+		return err
+	})
+	return live, err
+}
+
 // ListKeys lists an account's keys, oldest first.
 func (s *Service) ListKeys(ctx context.Context, account string) ([]Key, error) {
-	var rows []db.ApiKey
+	var rows []db.KeyListByAccountRow
 	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
 		rows, err = q.KeyListByAccount(ctx, account)
 		return err
 	})
 	keys := make([]Key, len(rows))
 	for i, r := range rows {
-		keys[i] = Key{Name: r.Name, Prefix: r.Prefix, CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt}
+		keys[i] = Key{Name: r.Name, Prefix: r.Prefix, CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt,
+			Scopes: r.Scopes, ExpiresAt: r.ExpiresAt, Networks: r.AllowedNetworks, Live: r.Live}
 	}
 	return keys, err
 }
@@ -142,6 +241,29 @@ func (s *Service) RevokeKey(ctx context.Context, prefix string) error {
 	return err
 }
 
+// ExpireKey sets when the key with the given prefix stops working (a grace period before
+// its revocation); every process's cache forgets the key at once, as on revocation.
+func (s *Service) ExpireKey(ctx context.Context, prefix string, at time.Time) error {
+	var changed []uuid.UUID
+	err := s.store.InTx(ctx, func(tx store.Tx) error {
+		rows, err := tx.KeyExpireByPrefix(ctx, db.KeyExpireByPrefixParams{Prefix: prefix, ExpiresAt: &at})
+		for _, r := range rows {
+			if err == nil {
+				changed = append(changed, r.KeyID)
+				err = tx.KeyRevokedNotify(ctx, r.KeyID)
+			}
+		}
+		return err
+	})
+	for _, id := range changed {
+		s.cache.Forget(keyIs(id))
+	}
+	if err == nil && len(changed) == 0 {
+		return fmt.Errorf("no active key with prefix %q", prefix)
+	}
+	return err
+}
+
 // Authenticate resolves a presented key to its principal.
 func (s *Service) Authenticate(ctx context.Context, key string) (Principal, error) {
 	if !wellFormed(key) {
@@ -150,24 +272,34 @@ func (s *Service) Authenticate(ctx context.Context, key string) (Principal, erro
 	h := hash(key)
 	now := s.now()
 	if p, ok := s.cache.Get(h, now); ok {
-		s.touch(ctx, p)
-		return p, nil
+		return s.admit(ctx, p, now)
 	}
 	gen := s.cache.Generation()
 	var p Principal
 	err := s.store.Read(ctx, func(q *db.Queries) error {
 		row, err := q.KeyAuthenticate(ctx, h[:])
-		p = Principal{AccountID: row.AccountID, KeyID: row.KeyID, KeyName: row.Name, KeyPrefix: row.Prefix}
+		p = Principal{AccountID: row.AccountID, KeyID: row.KeyID, KeyName: row.Name, KeyPrefix: row.Prefix,
+			Scopes: row.Scopes, ExpiresAt: row.ExpiresAt, Networks: row.AllowedNetworks, Live: row.Live}
 		return err
 	})
 	if errors.Is(err, apperr.ErrNoRows) {
 		return Principal{}, ErrUnauthorized
 	}
-	if err == nil {
-		s.cache.Put(h, p, gen, now)
-		s.touch(ctx, p)
+	if err != nil {
+		return p, err
 	}
-	return p, err
+	s.cache.Put(h, p, gen, now)
+	return s.admit(ctx, p, now)
+}
+
+// admit refuses an expired key, and records the use of the others.
+func (s *Service) admit(ctx context.Context, p Principal, now time.Time) (Principal, error) {
+	if p.ExpiresAt != nil && !now.Before(*p.ExpiresAt) {
+		return Principal{}, apperr.New(apperr.KindUnauthorized, "Unauthorized",
+			"this API key expired at "+p.ExpiresAt.UTC().Format(time.RFC3339)+"; use another key")
+	}
+	s.touch(ctx, p)
+	return p, nil
 }
 
 // touch records that the key was used, cheaply: one UPDATE per key per TouchEvery per
@@ -184,10 +316,14 @@ func (s *Service) touch(ctx context.Context, p Principal) {
 }
 
 func wellFormed(key string) bool {
-	if len(key) != len(keyPrefix)+keyBodyLen || !strings.HasPrefix(key, keyPrefix) {
+	body, ok := strings.CutPrefix(key, testPrefix)
+	if !ok {
+		body, ok = strings.CutPrefix(key, keyPrefix)
+	}
+	if !ok || len(body) != keyBodyLen {
 		return false
 	}
-	for _, c := range key[len(keyPrefix):] {
+	for _, c := range body {
 		if !strings.ContainsRune(base62Chars, c) {
 			return false
 		}
@@ -195,9 +331,8 @@ func wellFormed(key string) bool {
 	return true
 }
 
-func generateKey() (string, error) { return keyPrefix + secret.Base62(32), nil }
-
-func visiblePrefix(key string) string { return key[:len(keyPrefix)+visibleLen] }
+// visiblePrefix is what is kept of a key in clear: ck_ (or ck_test_) and 8 characters.
+func visiblePrefix(key string) string { return key[:len(key)-keyBodyLen+visibleLen] }
 
 func hash(key string) [32]byte { return sha256.Sum256([]byte(key)) }
 
@@ -220,4 +355,17 @@ func FromContext(ctx context.Context) (Principal, bool) {
 func hashBytes(key string) []byte {
 	h := hash(key)
 	return h[:]
+}
+
+// ResetSandbox deletes a sandbox's test data: contacts (with their properties and activity),
+// subscriptions, events, deliveries and idempotency keys. Its keys stay.
+func (s *Service) ResetSandbox(ctx context.Context, sandbox uuid.UUID) error {
+	live, err := s.IsLive(ctx, sandbox)
+	if err != nil {
+		return err
+	}
+	if live {
+		return errors.New("not a sandbox: a live account's data is never reset")
+	}
+	return s.store.InTx(ctx, func(tx store.Tx) error { return tx.SandboxReset(ctx, sandbox) })
 }

@@ -47,6 +47,8 @@ type Config struct {
 	WebhookAllowHTTP       bool           // CONTACTD_WEBHOOK_ALLOW_HTTP: admit http:// subscription URLs
 	WebhookAllowedNetworks []netip.Prefix // CONTACTD_WEBHOOK_ALLOWED_NETWORKS: CIDRs exempt from the SSRF guard
 	WebhookAllowedRaw      string
+	TrustedProxies         []netip.Prefix // CONTACTD_TRUSTED_PROXIES: balancers whose X-Forwarded-For is believed
+	TrustedProxiesRaw      string
 	WebhookTimeout         time.Duration // CONTACTD_WEBHOOK_TIMEOUT: one delivery attempt
 	WebhookWorkers         int           // CONTACTD_WEBHOOK_WORKERS: attempts at once per process
 	WebhookMaxInFlight     int           // CONTACTD_WEBHOOK_MAX_IN_FLIGHT: attempts at once per receiver URL, across processes
@@ -127,23 +129,39 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&c.RedisURL, "redis-url", env("CONTACTD_REDIS_URL", d.RedisURL), "Redis shared by every process for the rate limits, e.g. redis://127.0.0.1:6379/0; empty: each process limits alone (CONTACTD_REDIS_URL)")
 	c.SecretKey, c.SecretKeysOld = getenv("CONTACTD_SECRET_KEY"), getenv("CONTACTD_SECRET_KEYS_OLD")
 	fs.StringVar(&c.SecretKeyFile, "secret-key-file", env("CONTACTD_SECRET_KEY_FILE", d.SecretKeyFile), "file holding the key that seals stored secrets, instead of CONTACTD_SECRET_KEY (CONTACTD_SECRET_KEY_FILE)")
+	fs.StringVar(&c.TrustedProxiesRaw, "trusted-proxies", env("CONTACTD_TRUSTED_PROXIES", ""), "comma-separated CIDRs of the proxies whose X-Forwarded-For names the client (CONTACTD_TRUSTED_PROXIES)")
 	fs.StringVar(&c.WebhookAllowedRaw, "webhook-allowed-networks", env("CONTACTD_WEBHOOK_ALLOWED_NETWORKS", ""), "comma-separated CIDRs webhooks may reach despite the SSRF guard (CONTACTD_WEBHOOK_ALLOWED_NETWORKS)")
 }
 
-// Finish derives and validates what the flags left raw.
-func (c *Config) Finish() error {
-	errs := append([]error(nil), c.envErrs...)
-	c.WebhookAllowedNetworks = nil
-	for _, s := range strings.Split(c.WebhookAllowedRaw, ",") {
+// ParseNetworks reads comma-separated CIDRs; a bare address is its own /32 or /128.
+func ParseNetworks(raw string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range strings.Split(raw, ",") {
 		if s = strings.TrimSpace(s); s == "" {
 			continue
 		}
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("CONTACTD_WEBHOOK_ALLOWED_NETWORKS: %q is not a CIDR like 127.0.0.0/8", s))
-			continue
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return nil, fmt.Errorf("%q is not a CIDR like 127.0.0.0/8 or an address", s)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
 		}
-		c.WebhookAllowedNetworks = append(c.WebhookAllowedNetworks, p.Masked())
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+// Finish derives and validates what the flags left raw.
+func (c *Config) Finish() error {
+	errs := append([]error(nil), c.envErrs...)
+	var err error
+	if c.WebhookAllowedNetworks, err = ParseNetworks(c.WebhookAllowedRaw); err != nil {
+		errs = append(errs, fmt.Errorf("CONTACTD_WEBHOOK_ALLOWED_NETWORKS: %w", err))
+	}
+	if c.TrustedProxies, err = ParseNetworks(c.TrustedProxiesRaw); err != nil {
+		errs = append(errs, fmt.Errorf("CONTACTD_TRUSTED_PROXIES: %w", err))
 	}
 	host, port, err := net.SplitHostPort(c.Addr)
 	if err != nil {

@@ -38,6 +38,8 @@ type Options struct {
 	Metrics *metrics.Metrics
 	// Secrets opens the secrets that sign each delivery.
 	Secrets *webhook.Secrets
+	// Live tells a live account from a sandbox, for the deliveries' livemode; nil: all live.
+	Live func(ctx context.Context, account uuid.UUID) (bool, error)
 }
 
 // New returns the delivery service over st; Start runs its workers.

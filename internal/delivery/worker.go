@@ -9,7 +9,9 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +53,8 @@ type Service struct {
 	secrets *webhook.Secrets
 	// stopping stops workers from going on to a subscription's next delivery (Stop).
 	stopping atomic.Bool
+	// liveness remembers which accounts are live (uuid.UUID -> bool).
+	liveness sync.Map
 }
 
 var _ webhook.Enqueuer = (*Service)(nil)
@@ -144,8 +148,13 @@ func (s *Service) post(ctx context.Context, account uuid.UUID, d db.DeliveryLoad
 		s.log.Error("webhooks: cannot open the signing secrets", slog.String("subscription_id", d.SubscriptionID.String()), slog.Any("error", err))
 		return outcome{err: "contactd could not open this subscription's signing secret"}
 	}
-	body := make([]byte, 0, len(d.Payload)+12)
-	body = append(append(append(body, `{"events":[`...), d.Payload...), "]}"...)
+	live, err := s.live(ctx, account)
+	if err != nil {
+		return outcome{err: "contactd could not tell whether the account is live"}
+	}
+	body := make([]byte, 0, len(d.Payload)+32)
+	body = append(append(append(body, `{"events":[`...), d.Payload...), `],"livemode":`...)
+	body = append(strconv.AppendBool(body, live), '}')
 	start := time.Now()
 	ts := start.Unix()
 	sig, err := Sign(keys.Current, d.EventID.String(), ts, body)
@@ -168,6 +177,7 @@ func (s *Service) post(ctx context.Context, account uuid.UUID, d db.DeliveryLoad
 	req.Header.Set("webhook-timestamp", fmt.Sprint(ts))
 	req.Header.Set("webhook-signature", sig)
 	req.Header.Set(LegacySignatureHeader, SignLegacy(keys.Client, body))
+	req.Header.Set(LivemodeHeader, strconv.FormatBool(live))
 	resp, err := s.http.Do(req)
 	o := outcome{latency: time.Since(start)}
 	if err != nil {
@@ -183,6 +193,26 @@ func (s *Service) post(ctx context.Context, account uuid.UUID, d db.DeliveryLoad
 		o.retryAfter = retryAfter(resp, time.Now())
 	}
 	return o
+}
+
+// LivemodeHeader says whether a delivery is of live data ("true") or of the account's
+// sandbox ("false"), as the payload's livemode does.
+const LivemodeHeader = "Contactd-Livemode"
+
+// live reports whether account is live (not a sandbox); a sandbox never becomes live, so the
+// answer is kept.
+func (s *Service) live(ctx context.Context, account uuid.UUID) (bool, error) {
+	if s.opt.Live == nil {
+		return true, nil
+	}
+	if v, ok := s.liveness.Load(account); ok {
+		return v.(bool), nil
+	}
+	live, err := s.opt.Live(ctx, account)
+	if err == nil {
+		s.liveness.Store(account, live)
+	}
+	return live, err
 }
 
 // describe words a transport error for the deliveries list without our internals.

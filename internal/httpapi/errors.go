@@ -22,6 +22,7 @@ var statusOf = map[apperr.Kind]int{
 	apperr.KindMediaType:     http.StatusUnsupportedMediaType,
 	apperr.KindMethod:        http.StatusMethodNotAllowed,
 	apperr.KindUnavailable:   http.StatusServiceUnavailable,
+	apperr.KindForbidden:     http.StatusForbidden,
 	apperr.KindConflict:      http.StatusConflict,
 	apperr.KindUnprocessable: http.StatusUnprocessableEntity,
 }

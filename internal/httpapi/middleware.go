@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -151,6 +152,15 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		p, err := s.auth.Authenticate(c.Request().Context(), c.Request().Header.Get("x-api-key"))
 		if err != nil {
 			return err
+		}
+		if addr, err := netip.ParseAddr(c.RealIP()); err != nil || !p.From(addr) {
+			return apperr.New(apperr.KindForbidden, "Forbidden",
+				fmt.Sprintf("this API key may not be used from %s: it is limited to its allowed networks", c.RealIP()))
+		}
+		for _, scope := range s.routes.scopes[route] {
+			if !p.Has(scope) {
+				return apperr.New(apperr.KindForbidden, "Forbidden", "this API key lacks the scope "+scope)
+			}
 		}
 		c.SetRequest(c.Request().WithContext(auth.WithPrincipal(c.Request().Context(), p)))
 		return next(c)

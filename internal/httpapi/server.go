@@ -7,7 +7,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -31,6 +33,9 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxBatchBodyBytes is the body limit of the batch operations (x-contactd-batch).
 	MaxBatchBodyBytes int64
+	// TrustedProxies are the proxies whose X-Forwarded-For names the client; none: the
+	// client is the TCP peer.
+	TrustedProxies []netip.Prefix
 	// RateLimits are per API key (10 s) and per account (day); zero values disable them.
 	RateLimits ratelimit.Limits
 }
@@ -99,7 +104,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
-	e.IPExtractor = echo.ExtractIPDirect() // no proxy is trusted unless configured
+	e.IPExtractor = ipExtractor(cfg.TrustedProxies)
 	e.Use(requestIDMiddleware, s.accessLog, middleware.RecoverWithConfig(middleware.RecoverConfig{
 		DisableStackAll: true, LogErrorFunc: s.logPanic}), s.apiRoute)
 	e.GET("/healthz", s.healthz)
@@ -110,6 +115,20 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	reference.Register(e)
 	api.RegisterHandlers(e, api.NewStrictHandler(s, nil))
 	return e, nil
+}
+
+// ipExtractor finds the client's address: the TCP peer, or with trusted proxies the last
+// X-Forwarded-For address that is not one of them (echo trusts loopback and private
+// networks by default: here only what is configured).
+func ipExtractor(trusted []netip.Prefix) echo.IPExtractor {
+	if len(trusted) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, p := range trusted {
+		opts = append(opts, echo.TrustIPRange(&net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
 }
 
 func (s *Server) logPanic(c echo.Context, err error, stack []byte) error {

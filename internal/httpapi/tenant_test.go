@@ -12,7 +12,10 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/google/uuid"
+
 	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -24,6 +27,37 @@ func TestTenantMatrix(t *testing.T) {
 	a := testkit.NewAPI(t)
 	accountA, keyA := a.Account("a")
 	_, keyB := a.Account("b")
+	tenantMatrix(t, a, accountA, keyA, keyB)
+}
+
+// The same between an account's live data and its sandbox, both ways: test keys act in the
+// sandbox, an account of its own.
+func TestTenantMatrixLiveAndTest(t *testing.T) {
+	t.Parallel()
+	for _, liveFirst := range []bool{true, false} {
+		t.Run(map[bool]string{true: "live data, test key", false: "test data, live key"}[liveFirst], func(t *testing.T) {
+			t.Parallel()
+			a := testkit.NewAPI(t)
+			live, liveKey := a.Account("a")
+			testKey, err := a.Svc.Auth.CreateKeyWith(context.Background(), live, auth.KeyOptions{Name: "test", Test: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sandbox, _, err := a.Svc.Auth.Sandbox(context.Background(), live)
+			if err != nil || !strings.HasPrefix(testKey, "ck_test_") {
+				t.Fatal(testKey, err)
+			}
+			if liveFirst {
+				tenantMatrix(t, a, live, liveKey, testKey)
+			} else {
+				tenantMatrix(t, a, sandbox, testKey, liveKey)
+			}
+		})
+	}
+}
+
+// tenantMatrix checks that keyB cannot reach what keyA (of accountA) made.
+func tenantMatrix(t *testing.T, a *testkit.API, accountA uuid.UUID, keyA, keyB string) {
 	c := createContact(t, a, keyA, map[string]any{"email": "mine@example.com", "tags": []string{"secret"},
 		"name": "Mine", "address": "1 Main St, Springfield, IL 62704"}).Contact
 	var sub api.WebhookSubscription

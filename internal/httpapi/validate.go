@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/labstack/echo/v4"
 
+	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
@@ -39,11 +41,13 @@ type routeTable struct {
 	// batch are the operations whose items are validated one by one (validateAlone): they
 	// take a larger body.
 	batch map[*routers.Route]bool
+	// scopes are the scopes each operation's security requirement names: a key needs them all.
+	scopes map[*routers.Route][]string
 }
 
 func newRouteTable(spec *openapi3.T) routeTable {
 	t := routeTable{ops: map[string]*routers.Route{}, paths: map[string]bool{}, validated: map[*routers.Route]*routers.Route{},
-		batch: map[*routers.Route]bool{}}
+		batch: map[*routers.Route]bool{}, scopes: map[*routers.Route][]string{}}
 	for path, item := range spec.Paths.Map() {
 		t.paths[echoPath(path)] = true
 		for method, op := range item.Operations() {
@@ -52,12 +56,51 @@ func newRouteTable(spec *openapi3.T) routeTable {
 			unsecured := *op
 			unsecured.Security = &openapi3.SecurityRequirements{}
 			unsecured.RequestBody, t.batch[route] = aloneItems(op.RequestBody)
+			t.scopes[route] = requiredScopes(spec, op)
 			v := *route
 			v.Operation = &unsecured
 			t.validated[route] = &v
 		}
 	}
 	return t
+}
+
+// Scopes are the scopes the spec's operations name, sorted: what a key may be given (with
+// "all").
+func Scopes() ([]string, error) {
+	spec, err := api.GetSwagger()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, item := range spec.Paths.Map() {
+		for _, op := range item.Operations() {
+			for _, s := range requiredScopes(spec, op) {
+				seen[s] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for s := range seen {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// requiredScopes are the scopes the operation's security requirement (or the spec's) names.
+func requiredScopes(spec *openapi3.T, op *openapi3.Operation) []string {
+	reqs := spec.Security
+	if op.Security != nil {
+		reqs = *op.Security
+	}
+	var scopes []string
+	for _, req := range reqs {
+		for _, s := range req {
+			scopes = append(scopes, s...)
+		}
+	}
+	return scopes
 }
 
 // echoPath turns /a/{id}/b into Echo's /a/:id/b.

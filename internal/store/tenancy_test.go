@@ -27,6 +27,7 @@ var crossAccount = map[string]string{
 	"AccountGetByName":          "operator command: an account by its name",
 	"KeyListByAccount":          "operator command: an account's keys, by the account's name",
 	"KeyRevokeByPrefix":         "operator command: revoke a key by its prefix",
+	"KeyExpireByPrefix":         "operator command: set a key's expiry by its prefix",
 	"KeyAuthenticate":           "authentication: the key, found by its hash, names its account",
 	"ConsentGetByToken":         "the public consent page: the token names its account",
 	"DeliveryClaim":             "workers claim due deliveries of every account (claim_deliveries)",
@@ -125,6 +126,7 @@ func TestEveryQueryIsConfinedToAnAccount(t *testing.T) {
 // tables) or the value must name its account (docs/operations.md#many-nodes).
 var uniqueWithoutAccount = []string{
 	"accounts.accounts_name_key",          // accounts: a reference table
+	"accounts.accounts_sandbox",           // one sandbox per live account
 	"api_keys.api_keys_key_hash_key",      // api_keys: a reference table
 	"api_keys.api_keys_prefix_key",        //
 	"contacts.contacts_consent_token_key", // not ready: the consent token does not name its account

@@ -363,6 +363,9 @@ func (a *API) SecondProcess() *API {
 	if err != nil {
 		a.t.Fatal(err)
 	}
+	listening, stopListening := context.WithCancel(context.Background())
+	go svc.Listen(listening, a.Store, log)
+	a.t.Cleanup(stopListening)
 	srv := httptest.NewServer(h)
 	a.t.Cleanup(srv.Close)
 	second := *a

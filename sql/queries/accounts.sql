@@ -3,7 +3,34 @@ INSERT INTO accounts (account_id, name, created_at) VALUES ($1, $2, $3)
 RETURNING *;
 
 -- name: AccountGetByName :one
-SELECT * FROM accounts WHERE name = $1;
+SELECT * FROM accounts WHERE name = $1 AND live_account_id IS NULL;
+
+-- name: SandboxGet :one
+SELECT account_id FROM accounts WHERE live_account_id = $1;
+
+-- name: SandboxInsert :one
+-- The live account's sandbox, made on first use (racing makers: one wins, all get its id).
+WITH made AS (
+    INSERT INTO accounts (account_id, name, created_at, live_account_id)
+    SELECT sqlc.arg('sandbox_id')::uuid, l.name, sqlc.arg('created_at')::timestamptz, l.account_id
+    FROM accounts l WHERE l.account_id = sqlc.arg('live_account_id')::uuid AND l.live_account_id IS NULL
+    ON CONFLICT (live_account_id) WHERE live_account_id IS NOT NULL DO NOTHING
+    RETURNING account_id
+)
+SELECT account_id FROM made
+UNION ALL
+SELECT account_id FROM accounts WHERE live_account_id = sqlc.arg('live_account_id')::uuid;
+
+-- name: AccountIsLive :one
+SELECT (live_account_id IS NULL)::boolean AS live FROM accounts WHERE account_id = $1;
+
+-- name: SandboxReset :exec
+-- Deletes a sandbox's data (contacts with their properties and activity, subscriptions,
+-- events and deliveries, idempotency keys); its keys stay.
+WITH contacts_gone AS (DELETE FROM contacts WHERE account_id = sqlc.arg('sandbox_id')::uuid),
+     subscriptions_gone AS (DELETE FROM webhook_subscriptions WHERE account_id = sqlc.arg('sandbox_id')::uuid),
+     events_gone AS (DELETE FROM webhook_events WHERE account_id = sqlc.arg('sandbox_id')::uuid)
+DELETE FROM idempotency_keys WHERE account_id = sqlc.arg('sandbox_id')::uuid;
 
 -- name: AccountLock :exec
 -- Serialises changes that enforce per-account limits (subscriptions per event type).
