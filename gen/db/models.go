@@ -44,6 +44,15 @@ type ApiKey struct {
 	AllowedNetworks []netip.Prefix
 }
 
+type ConsoleSession struct {
+	SessionHash []byte
+	AccountID   uuid.UUID
+	KeyID       uuid.UUID
+	CsrfToken   string
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+}
+
 type Contact struct {
 	AccountID            uuid.UUID
 	ContactID            uuid.UUID

@@ -6,6 +6,7 @@ package db
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -29,6 +30,12 @@ type Querier interface {
 	AttemptsList(ctx context.Context, arg AttemptsListParams) ([]AttemptsListRow, error)
 	// Not scoped by account: the unguessable token is the credential of the public page.
 	ConsentGetByToken(ctx context.Context, consentToken string) (ConsentGetByTokenRow, error)
+	ConsoleSessionDelete(ctx context.Context, sessionHash []byte) error
+	// A session that has not expired, with its key as it is now: a revoked or expired key ends
+	// every session made with it.
+	ConsoleSessionGet(ctx context.Context, arg ConsoleSessionGetParams) (ConsoleSessionGetRow, error)
+	ConsoleSessionInsert(ctx context.Context, arg ConsoleSessionInsertParams) error
+	ConsoleSessionPrune(ctx context.Context, expiresAt time.Time) (int64, error)
 	// A new contact with its consent record and, when its address parsed, its first property, in
 	// one statement (one round trip), due for enrichment, with its TagsAdded event when it has tags
 	// (@event_id; the event's deliveries are written by callers in a transaction, when the
@@ -44,6 +51,8 @@ type Querier interface {
 	// Properties and activities go with it (ON DELETE CASCADE), the consent record is on its row.
 	ContactDelete(ctx context.Context, arg ContactDeleteParams) (int64, error)
 	ContactEngagementSet(ctx context.Context, arg ContactEngagementSetParams) error
+	// A contact's events, oldest first, for its page in the console.
+	ContactEvents(ctx context.Context, arg ContactEventsParams) ([]ContactEventsRow, error)
 	ContactGetByEmail(ctx context.Context, arg []ContactGetByEmailParams) *ContactGetByEmailBatchResults
 	// One row by primary key: the active properties are kept on it (active_properties).
 	ContactGetByID(ctx context.Context, arg []ContactGetByIDParams) *ContactGetByIDBatchResults
@@ -182,6 +191,9 @@ type Querier interface {
 	// The event types the account has live subscriptions to (webhook.Subscribers' cache).
 	SubscriptionEventTypesLive(ctx context.Context, accountID uuid.UUID) ([]string, error)
 	SubscriptionGet(ctx context.Context, arg SubscriptionGetParams) (WebhookSubscription, error)
+	// The account's subscriptions' attempts over a window: how many, how many succeeded, and
+	// their median and 95th-percentile latency.
+	SubscriptionHealth(ctx context.Context, arg SubscriptionHealthParams) ([]SubscriptionHealthRow, error)
 	// A receiver asked for time (Retry-After on a 429 or 503): the subscription's attempts wait
 	// until @until, not only the one that was refused.
 	SubscriptionHoldBack(ctx context.Context, arg SubscriptionHoldBackParams) error

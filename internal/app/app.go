@@ -16,6 +16,7 @@ import (
 
 	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/config"
+	"github.com/contactd/contactd/internal/console"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/enrich"
@@ -103,6 +104,8 @@ type Services struct {
 	Idempotency *idempotency.Service
 	// Store is the database the services work on.
 	Store *store.Store
+	// Console is the browser console at /console.
+	Console *console.Console
 }
 
 // NewServices builds the domain services over st, sealing secrets with keys. Workers are not
@@ -124,19 +127,27 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	events := webhook.NewEmitter(deliveries, subs)
 	enricher := enrich.New(st, events, enrich.Options{Resolver: net.DefaultResolver, Now: Now, Log: log})
 	idem := idempotency.New(st, Now, log)
+	contacts := contact.NewService(st, events, Now, cfg.PublicURL)
+	subscriptions := webhook.NewService(st, subs, secrets, Now, cfg.WebhookAllowHTTP)
+	cons, err := console.New(console.Deps{Store: st, Auth: keyring, Contacts: contacts, Webhooks: subscriptions,
+		Deliveries: deliveries, Log: log, Now: Now, PublicURL: cfg.PublicURL})
+	if err != nil {
+		return nil, err
+	}
 	return &Services{
 		Auth:        keyring,
-		Contacts:    contact.NewService(st, events, Now, cfg.PublicURL),
-		Webhooks:    webhook.NewService(st, subs, secrets, Now, cfg.WebhookAllowHTTP),
+		Contacts:    contacts,
+		Webhooks:    subscriptions,
 		Secrets:     secrets,
 		Deliveries:  deliveries,
 		Enrich:      enricher,
 		Metrics:     m,
 		Subscribers: subs,
-		Periodic:    queue.NewPeriodic(st, Now, log, deliveries.SweepTask(), feed.PruneTask(), idem.PruneTask()),
+		Periodic:    queue.NewPeriodic(st, Now, log, deliveries.SweepTask(), feed.PruneTask(), idem.PruneTask(), cons.PruneTask()),
 		Events:      feed,
 		Idempotency: idem,
 		Store:       st,
+		Console:     cons,
 	}, nil
 }
 
@@ -204,9 +215,9 @@ func Handler(cfg config.Config, st *store.Store, svc *Services, log *slog.Logger
 	return httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxBatchBodyBytes: cfg.MaxBatchBodyBytes, RateLimits: limits,
 		TrustedProxies: cfg.TrustedProxies}, httpapi.Deps{
 		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Webhooks: svc.Webhooks, Events: svc.Events, Deliveries: svc.Deliveries, Limiter: limiter,
-		Idempotency: svc.Idempotency,
-		Ready:       func(ctx context.Context) error { return ready(ctx, st) },
-		Metrics:     svc.Metrics,
+		Idempotency: svc.Idempotency, Extra: svc.Console.Register,
+		Ready:   func(ctx context.Context) error { return ready(ctx, st) },
+		Metrics: svc.Metrics,
 	})
 }
 

@@ -50,6 +50,8 @@ type Deps struct {
 	Events *events.Service
 	// Limiter decides the rate limits; nil: this process's own, from Config.RateLimits.
 	Limiter ratelimit.Allower
+	// Extra registers more routes (the console) on the server, outside the API.
+	Extra func(e *echo.Echo)
 	// Idempotency replays the responses of writes sent with an Idempotency-Key; nil: the
 	// header is ignored.
 	Idempotency *idempotency.Service
@@ -113,6 +115,9 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 		e.GET("/metrics", echo.WrapHandler(d.Metrics.Handler()))
 	}
 	reference.Register(e)
+	if d.Extra != nil {
+		d.Extra(e)
+	}
 	api.RegisterHandlers(e, api.NewStrictHandler(s, nil))
 	return e, nil
 }

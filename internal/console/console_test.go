@@ -1,0 +1,284 @@
+package console_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/contactd/contactd/internal/auth"
+	"github.com/contactd/contactd/internal/config"
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+func TestMain(m *testing.M) { testkit.Main(m) }
+
+// browser is a cookie-keeping client that does not follow redirects.
+type browser struct {
+	t      *testing.T
+	base   string
+	cookie *http.Cookie
+}
+
+type page struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (b *browser) do(method, path string, form url.Values, headers ...string) page {
+	b.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, b.base+path, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if b.cookie != nil {
+		req.AddCookie(b.cookie)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	for _, c := range resp.Cookies() {
+		if c.Name == "contactd_console" {
+			if c.MaxAge < 0 {
+				b.cookie = nil
+			} else {
+				b.cookie = c
+			}
+		}
+	}
+	return page{resp.StatusCode, resp.Header, string(raw)}
+}
+
+func (b *browser) signIn(key string) page {
+	b.t.Helper()
+	p := b.do("POST", "/console/login", url.Values{"key": {key}})
+	if p.status != http.StatusSeeOther || b.cookie == nil {
+		b.t.Fatalf("sign in: %d %s", p.status, p.body)
+	}
+	return p
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func (b *browser) csrf(path string) string {
+	b.t.Helper()
+	m := csrfField.FindStringSubmatch(b.do("GET", path, nil).body)
+	if m == nil {
+		b.t.Fatalf("no form token on %s", path)
+	}
+	return m[1]
+}
+
+func TestSignInAndSessions(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	b := &browser{t: t, base: a.URL}
+
+	if p := b.do("GET", "/console/contacts", nil); p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/login" {
+		t.Errorf("without a session: %d %v", p.status, p.header)
+	}
+	if p := b.do("POST", "/console/contacts/x/tags", url.Values{"tag": {"x"}}); p.status != http.StatusForbidden {
+		t.Errorf("a form without a session: %d", p.status)
+	}
+	login := b.do("GET", "/console/login", nil)
+	if login.status != 200 || !strings.Contains(login.body, `<label for="key">API key</label>`) {
+		t.Fatalf("login page: %d %s", login.status, login.body)
+	}
+	for name, want := range map[string]string{
+		"Content-Security-Policy": "default-src 'none'; script-src 'self'", "X-Frame-Options": "DENY", "Cache-Control": "no-store",
+	} {
+		if !strings.Contains(login.header.Get(name), want) {
+			t.Errorf("%s: %q", name, login.header.Get(name))
+		}
+	}
+	if p := b.do("POST", "/console/login", url.Values{"key": {"ck_nope"}}); p.status != http.StatusUnauthorized || b.cookie != nil ||
+		strings.Contains(p.body, "ck_nope") {
+		t.Errorf("a wrong key: %d, cookie %v", p.status, b.cookie)
+	}
+	b.signIn(key)
+	if c := b.cookie; !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/console" || c.Secure {
+		t.Errorf("cookie %+v", c)
+	}
+	var stored int
+	if err := testkit.Pool(a.Store).QueryRow(context.Background(), "SELECT count(*) FROM console_sessions WHERE session_hash = $1",
+		sha(b.cookie.Value)).Scan(&stored); err != nil || stored != 1 {
+		t.Errorf("the session is stored by its hash: %d %v", stored, err)
+	}
+	p := b.do("GET", "/console/contacts", nil)
+	if p.status != 200 || strings.Contains(p.body, key) || !strings.Contains(p.body, "acme-key") {
+		t.Errorf("contacts page: %d (the key must never be rendered)", p.status)
+	}
+	// revoking the key ends its sessions
+	if err := a.Svc.Auth.RevokeKey(context.Background(), key[:11]); err != nil {
+		t.Fatal(err)
+	}
+	if p := b.do("GET", "/console/contacts", nil); p.status != http.StatusSeeOther {
+		t.Errorf("after the key's revocation: %d", p.status)
+	}
+
+	// sign out ends the session for good, even for a copy of the cookie
+	_, key2 := a.Account("globex")
+	b.signIn(key2)
+	copied := *b.cookie
+	token := b.csrf("/console/contacts")
+	if p := b.do("POST", "/console/logout", url.Values{"csrf": {token}}); p.status != http.StatusSeeOther || b.cookie != nil {
+		t.Errorf("sign out: %d %v", p.status, b.cookie)
+	}
+	b.cookie = &copied
+	if p := b.do("GET", "/console/contacts", nil); p.status != http.StatusSeeOther {
+		t.Errorf("an old cookie after sign-out: %d", p.status)
+	}
+}
+
+func TestSecureCookieOverHTTPS(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, func(c *config.Config) { c.PublicURL = "https://contacts.example.com" })
+	_, key := a.Account("acme")
+	b := &browser{t: t, base: a.URL}
+	b.signIn(key)
+	if !b.cookie.Secure {
+		t.Errorf("cookie over https is not Secure: %+v", b.cookie)
+	}
+}
+
+func TestFormsNeedTheirToken(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	id := createContact(t, a, key, "mine@example.com")
+	b := &browser{t: t, base: a.URL}
+	b.signIn(key)
+	token := b.csrf("/console/contacts/" + id)
+	other := &browser{t: t, base: a.URL}
+	_, key2 := a.Account("globex")
+	other.signIn(key2)
+	foreign := other.csrf("/console/contacts")
+	for name, form := range map[string]url.Values{
+		"no token":              {"tag": {"x"}},
+		"another session's one": {"tag": {"x"}, "csrf": {foreign}},
+	} {
+		if p := b.do("POST", "/console/contacts/"+id+"/tags", form); p.status != http.StatusForbidden {
+			t.Errorf("%s: %d", name, p.status)
+		}
+	}
+	if p := b.do("POST", "/console/contacts/"+id+"/tags", url.Values{"tag": {"x"}, "csrf": {token}}, "Origin", "https://evil.example"); p.status != http.StatusForbidden {
+		t.Errorf("from another site: %d", p.status)
+	}
+	if r := a.Do("GET", "/public/v1/contact?contactId="+id, key, nil); strings.Contains(string(r.Body), `"x"`) {
+		t.Errorf("a refused form changed the tags: %s", r.Body)
+	}
+	if p := b.do("POST", "/console/contacts/"+id+"/tags", url.Values{"tag": {"vip"}, "csrf": {token}}); p.status != http.StatusSeeOther {
+		t.Errorf("with its token: %d %s", p.status, p.body)
+	}
+	if p := b.do("GET", "/console/contacts/"+id, nil); !strings.Contains(p.body, `<span class="tag">vip</span>`) || !strings.Contains(p.body, "TagsAdded") {
+		t.Errorf("the tag and its event on the contact's page:\n%s", p.body)
+	}
+}
+
+// The tenant matrix of the console: another account's session sees none of A's pages or
+// actions; a read-only key sees but does not change.
+func TestConsoleTenantsAndScopes(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, testkit.LocalDelivery)
+	accountA, keyA := a.Account("a")
+	id := createContact(t, a, keyA, "mine@example.com")
+	rc := testkit.NewReceiver(t)
+	var sub struct {
+		SubscriptionId string `json:"subscriptionId"`
+	}
+	a.Do("POST", "/public/v1/webhooks", keyA, map[string]any{"url": rc.URL, "eventType": "TagsAdded"}).JSON(t, &sub)
+	a.Do("POST", "/public/v1/contact/"+id+"/tags", keyA, map[string]any{"tags": []string{"t"}})
+	var delivery string
+	if err := testkit.Pool(a.Store).QueryRow(context.Background(), "SELECT delivery_id::text FROM webhook_deliveries").Scan(&delivery); err != nil {
+		t.Fatal(err)
+	}
+	_, keyB := a.Account("b")
+	b := &browser{t: t, base: a.URL}
+	b.signIn(keyB)
+	token := b.csrf("/console/contacts")
+	for _, path := range []string{"/console/contacts/" + id, "/console/webhooks/" + sub.SubscriptionId} {
+		if p := b.do("GET", path, nil); p.status != http.StatusNotFound || strings.Contains(p.body, "mine@example.com") {
+			t.Errorf("B reading %s: %d", path, p.status)
+		}
+	}
+	if p := b.do("GET", "/console/contacts", nil); strings.Contains(p.body, "mine@example.com") {
+		t.Error("B's contact list shows A's contact")
+	}
+	for _, path := range []string{"/console/contacts/" + id + "/tags", "/console/contacts/" + id + "/tags/remove",
+		"/console/webhooks/" + sub.SubscriptionId + "/secret", "/console/webhooks/" + sub.SubscriptionId + "/delete",
+		"/console/webhooks/" + sub.SubscriptionId + "/deliveries/" + delivery + "/redeliver"} {
+		if p := b.do("POST", path, url.Values{"tag": {"t"}, "csrf": {token}}); p.status != http.StatusNotFound {
+			t.Errorf("B posting %s: %d", path, p.status)
+		}
+	}
+	if r := a.Do("GET", "/public/v1/webhooks", keyA, nil); !strings.Contains(string(r.Body), `"status":"Active"`) {
+		t.Errorf("A's subscription after B's attempts: %s", r.Body)
+	}
+
+	reader, err := a.Svc.Auth.CreateKeyWith(context.Background(), accountA, auth.KeyOptions{Name: "reader", Scopes: []string{"contacts:read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &browser{t: t, base: a.URL}
+	r.signIn(reader)
+	page := r.do("GET", "/console/contacts/"+id, nil)
+	if page.status != 200 || strings.Contains(page.body, "Add tag") || !strings.Contains(page.body, "lacks the scope events:read") {
+		t.Errorf("a read-only key's contact page: %d", page.status)
+	}
+	if p := r.do("POST", "/console/contacts/"+id+"/tags", url.Values{"tag": {"x"}, "csrf": {csrfField.FindStringSubmatch(page.body)[1]}}); p.status != http.StatusForbidden {
+		t.Errorf("a read-only key adding a tag: %d", p.status)
+	}
+	if p := r.do("GET", "/console/webhooks", nil); p.status != http.StatusForbidden {
+		t.Errorf("a contacts-only key on webhooks: %d", p.status)
+	}
+}
+
+func TestVendoredHtmxIsTheRecordedOne(t *testing.T) {
+	b, err := os.ReadFile("static/htmx.min.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("static/HTMX.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	if !strings.Contains(string(doc), "sha256 of htmx.min.js: "+hex.EncodeToString(sum[:])) {
+		t.Errorf("static/htmx.min.js (sha256 %x) is not the file static/HTMX.md records", sum)
+	}
+}
+
+func sha(s string) []byte {
+	h := sha256.Sum256([]byte(s))
+	return h[:]
+}
+
+func createContact(t *testing.T, a *testkit.API, key, email string) string {
+	t.Helper()
+	var out struct {
+		Contact struct {
+			ContactId string `json:"contactId"`
+		} `json:"contact"`
+	}
+	a.Do("POST", "/public/v1/contact", key, map[string]any{"email": email}).JSON(t, &out)
+	return out.Contact.ContactId
+}

@@ -1,0 +1,211 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/contact"
+	"github.com/contactd/contactd/internal/webhook"
+)
+
+// contactsPage searches and filters the account's contacts with the list API's filters.
+func (c *Console) contactsPage(ec echo.Context) error {
+	q := ec.QueryParams()
+	o := contact.ListOptions{Limit: 25, Cursor: q.Get("cursor"), Sort: "createdAt"}
+	if v := strings.TrimSpace(q.Get("q")); v != "" {
+		o.Q = &v
+	}
+	if v := strings.TrimSpace(q.Get("tag")); v != "" {
+		o.Tags = []string{v}
+	}
+	if v := q.Get("emailStatus"); v != "" {
+		o.EmailStatus = &v
+	}
+	contacts, next, err := c.d.Contacts.List(ec.Request().Context(), sessionOf(ec).AccountID, o)
+	if err != nil {
+		return c.failed(ec, err)
+	}
+	nextURL := ""
+	if next != "" {
+		v := url.Values{"cursor": {next}}
+		for _, k := range []string{"q", "tag", "emailStatus"} {
+			if q.Get(k) != "" {
+				v.Set(k, q.Get(k))
+			}
+		}
+		nextURL = "/console/contacts?" + v.Encode()
+	}
+	return c.render(ec, http.StatusOK, "contacts", map[string]any{"Title": "Contacts", "Contacts": contacts,
+		"Q": q.Get("q"), "Tag": q.Get("tag"), "EmailStatus": q.Get("emailStatus"), "Next": nextURL,
+		"Statuses": []string{"Pending", "Valid", "Invalid", "Disposable"}})
+}
+
+// shownEvent is an event on a contact's page.
+type shownEvent struct {
+	ID, Type string
+	At       time.Time
+	Details  string
+}
+
+func (c *Console) contactPage(ec echo.Context) error {
+	id := ec.Param("id")
+	s := sessionOf(ec)
+	ct, err := c.d.Contacts.Get(ec.Request().Context(), s.AccountID, &id, nil)
+	if err != nil {
+		return c.failed(ec, err)
+	}
+	data := map[string]any{"Title": ct.Email, "C": ct, "ConsentURL": c.d.Contacts.ConsentURL(ct), "CanWrite": s.Has("contacts:write")}
+	if s.Has("events:read") {
+		var rows []db.ContactEventsRow
+		ctx := ec.Request().Context()
+		err := c.d.Store.Read(ctx, func(q *db.Queries) (err error) {
+			rows, err = q.ContactEvents(ctx, db.ContactEventsParams{AccountID: s.AccountID, ContactID: &ct.ID, Limit: 200})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		events := make([]shownEvent, len(rows))
+		for i, r := range rows {
+			events[i] = shownEvent{ID: r.EventID.String(), Type: r.EventType, At: r.OccurredAt, Details: infoOf(r.Payload)}
+		}
+		data["Events"], data["EventsAllowed"] = events, true
+	}
+	return c.render(ec, http.StatusOK, "contact", data)
+}
+
+// infoOf is the event's details member, indented for reading.
+func infoOf(payload string) string {
+	var ev struct {
+		Data map[string]json.RawMessage `json:"data"`
+	}
+	if json.Unmarshal([]byte(payload), &ev) != nil {
+		return ""
+	}
+	for k, v := range ev.Data {
+		if k != "contactInfo" {
+			var out bytes.Buffer
+			if json.Indent(&out, v, "", "  ") == nil {
+				return k + ": " + out.String()
+			}
+		}
+	}
+	return ""
+}
+
+func (c *Console) addTag(ec echo.Context) error {
+	return c.changeTag(ec, c.d.Contacts.AddTags)
+}
+
+func (c *Console) removeTag(ec echo.Context) error {
+	return c.changeTag(ec, c.d.Contacts.RemoveTags)
+}
+
+func (c *Console) changeTag(ec echo.Context, change func(ctx context.Context, account uuid.UUID, id string, tags []string) ([]string, error)) error {
+	id := ec.Param("id")
+	tag := strings.TrimSpace(ec.FormValue("tag"))
+	if _, err := change(ec.Request().Context(), sessionOf(ec).AccountID, id, []string{tag}); err != nil {
+		return c.failed(ec, err)
+	}
+	return ec.Redirect(http.StatusSeeOther, "/console/contacts/"+url.PathEscape(id))
+}
+
+// health is a subscription's last 24 hours of attempts.
+type health struct {
+	Attempts, Succeeded int
+	P50, P95            float64
+}
+
+type shownSubscription struct {
+	webhook.Subscription
+	Health health
+}
+
+func (c *Console) webhooksPage(ec echo.Context) error {
+	ctx := ec.Request().Context()
+	account := sessionOf(ec).AccountID
+	subs, err := c.d.Webhooks.List(ctx, account)
+	if err != nil {
+		return err
+	}
+	byID, err := c.health(ec, account)
+	if err != nil {
+		return err
+	}
+	shown := make([]shownSubscription, len(subs))
+	for i, s := range subs {
+		shown[i] = shownSubscription{Subscription: s, Health: byID[s.ID.String()]}
+	}
+	return c.render(ec, http.StatusOK, "webhooks", map[string]any{"Title": "Webhooks", "Subscriptions": shown})
+}
+
+func (c *Console) health(ec echo.Context, account uuid.UUID) (map[string]health, error) {
+	ctx := ec.Request().Context()
+	var rows []db.SubscriptionHealthRow
+	err := c.d.Store.Read(ctx, func(q *db.Queries) (err error) {
+		rows, err = q.SubscriptionHealth(ctx, db.SubscriptionHealthParams{AccountID: account, AttemptedAt: c.d.Now().Add(-24 * time.Hour)})
+		return err
+	})
+	out := map[string]health{}
+	for _, r := range rows {
+		out[r.SubscriptionID.String()] = health{Attempts: int(r.Attempts), Succeeded: int(r.Succeeded), P50: r.P50Ms, P95: r.P95Ms}
+	}
+	return out, err
+}
+
+func (c *Console) webhookPage(ec echo.Context) error {
+	return c.showWebhook(ec, "")
+}
+
+// showWebhook is a subscription's page: its settings, health and delivery log; secret is a
+// secret just rotated, shown this once.
+func (c *Console) showWebhook(ec echo.Context, secret string) error {
+	ctx := ec.Request().Context()
+	s := sessionOf(ec)
+	sub, err := c.d.Webhooks.Get(ctx, s.AccountID, ec.Param("id"))
+	if err != nil {
+		return c.failed(ec, err)
+	}
+	attempts, _, err := c.d.Deliveries.Attempts(ctx, s.AccountID, sub.ID.String(), 100, "")
+	if err != nil {
+		return c.failed(ec, err)
+	}
+	byID, err := c.health(ec, s.AccountID)
+	if err != nil {
+		return err
+	}
+	return c.render(ec, http.StatusOK, "webhook", map[string]any{"Title": sub.URL, "S": sub, "Health": byID[sub.ID.String()],
+		"Attempts": attempts, "Secret": secret, "CanWrite": s.Has("webhooks:write")})
+}
+
+func (c *Console) redeliver(ec echo.Context) error {
+	sub := ec.Param("id")
+	if _, err := c.d.Deliveries.Redeliver(ec.Request().Context(), sessionOf(ec).AccountID, sub, ec.Param("delivery")); err != nil {
+		return c.failed(ec, err)
+	}
+	return ec.Redirect(http.StatusSeeOther, "/console/webhooks/"+url.PathEscape(sub))
+}
+
+func (c *Console) rotate(ec echo.Context) error {
+	r, err := c.d.Webhooks.RotateSecret(ec.Request().Context(), sessionOf(ec).AccountID, ec.Param("id"))
+	if err != nil {
+		return c.failed(ec, err)
+	}
+	return c.showWebhook(ec, r.Secret) // shown once, never stored in a URL
+}
+
+func (c *Console) remove(ec echo.Context) error {
+	if err := c.d.Webhooks.Remove(ec.Request().Context(), sessionOf(ec).AccountID, ec.Param("id")); err != nil {
+		return c.failed(ec, err)
+	}
+	return ec.Redirect(http.StatusSeeOther, "/console/webhooks")
+}
