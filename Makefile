@@ -6,7 +6,7 @@ TOOLS := $(GO) tool -modfile=tools/go.mod
 # Pure-Go builds: sqlc then uses its wasm parser (no cgo), much faster to build cold.
 export CGO_ENABLED ?= 0
 
-.PHONY: bench-bulk cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
+.PHONY: console-screenshots bench-bulk cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -100,6 +100,10 @@ bench-smoke: deps ## the load tool for a few seconds on a tiny dataset: fails on
 	./bin/contactbench -smoke -dataout
 	./bin/contactbench -smoke -isolation
 	./bin/contactbench -smoke -bulk
+
+console-screenshots: deps node-deps browser-deps ## drive the console in headless Chromium and keep its pages' screenshots in docs/console/
+	@mkdir -p docs/console
+	CONTACTD_CONSOLE_SCREENSHOTS=$(CURDIR)/docs/console $(GO) test -count=1 -run TestConsoleInABrowser ./internal/console/
 
 docs-screenshot: node-deps browser-deps ## render /docs in headless Chromium and keep bin/docs.png
 	@mkdir -p bin
