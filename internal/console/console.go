@@ -121,6 +121,8 @@ func (c *Console) Register(e *echo.Echo) {
 	signedIn.GET("/contacts/:id", c.contactPage, c.scope("contacts:read"))
 	signedIn.POST("/contacts/:id/tags", c.addTag, c.sameOrigin, c.csrf, c.scope("contacts:write"))
 	signedIn.POST("/contacts/:id/tags/remove", c.removeTag, c.sameOrigin, c.csrf, c.scope("contacts:write"))
+	signedIn.POST("/contacts/:id/properties", c.addProperty, c.sameOrigin, c.csrf, c.scope("contacts:write"))
+	signedIn.POST("/contacts/:id/properties/:property/archive", c.archiveProperty, c.sameOrigin, c.csrf, c.scope("contacts:write"))
 	signedIn.GET("/webhooks", c.webhooksPage, c.scope("webhooks:read"))
 	signedIn.GET("/webhooks/:id", c.webhookPage, c.scope("webhooks:read"))
 	signedIn.POST("/webhooks/:id/deliveries/:delivery/redeliver", c.redeliver, c.sameOrigin, c.csrf, c.scope("webhooks:write"))

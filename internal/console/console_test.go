@@ -9,8 +9,11 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/config"
@@ -192,6 +195,22 @@ func TestFormsNeedTheirToken(t *testing.T) {
 	if p := b.do("GET", "/console/contacts/"+id, nil); !strings.Contains(p.body, `<span class="tag">vip</span>`) || !strings.Contains(p.body, "TagsAdded") {
 		t.Errorf("the tag and its event on the contact's page:\n%s", p.body)
 	}
+	// properties: add one, refuse a bad one with the API's words, archive it
+	if p := b.do("POST", "/console/contacts/"+id+"/properties", url.Values{"address": {"500 E Capitol Ave, Springfield, IL 62701"}, "csrf": {token}}); p.status != http.StatusSeeOther {
+		t.Errorf("add an address: %d %s", p.status, p.body)
+	}
+	if p := b.do("POST", "/console/contacts/"+id+"/properties", url.Values{"address": {"nowhere"}, "csrf": {token}}); p.status != http.StatusBadRequest ||
+		!strings.Contains(p.body, "could not be parsed") {
+		t.Errorf("a bad address: %d %s", p.status, p.body)
+	}
+	m := regexp.MustCompile(`/properties/([0-9a-f-]{36})/archive`).FindStringSubmatch(b.do("GET", "/console/contacts/"+id, nil).body)
+	if m == nil {
+		t.Fatal("no archive button")
+	}
+	if p := b.do("POST", "/console/contacts/"+id+"/properties/"+m[1]+"/archive", url.Values{"csrf": {token}}); p.status != http.StatusSeeOther ||
+		strings.Contains(b.do("GET", "/console/contacts/"+id, nil).body, "500 E Capitol Ave") {
+		t.Errorf("archive: %d", p.status)
+	}
 }
 
 // The tenant matrix of the console: another account's session sees none of A's pages or
@@ -211,6 +230,13 @@ func TestConsoleTenantsAndScopes(t *testing.T) {
 	if err := testkit.Pool(a.Store).QueryRow(context.Background(), "SELECT delivery_id::text FROM webhook_deliveries").Scan(&delivery); err != nil {
 		t.Fatal(err)
 	}
+	var withProperty struct {
+		Properties []struct {
+			PropertyId string `json:"propertyId"`
+		} `json:"properties"`
+	}
+	a.Do("POST", "/public/v1/contact/"+id+"/property", keyA, map[string]any{"address": "1 Main St, Springfield, IL 62704"}).JSON(t, &withProperty)
+	property := withProperty.Properties[0].PropertyId
 	_, keyB := a.Account("b")
 	b := &browser{t: t, base: a.URL}
 	b.signIn(keyB)
@@ -223,10 +249,24 @@ func TestConsoleTenantsAndScopes(t *testing.T) {
 	if p := b.do("GET", "/console/contacts", nil); strings.Contains(p.body, "mine@example.com") {
 		t.Error("B's contact list shows A's contact")
 	}
-	for _, path := range []string{"/console/contacts/" + id + "/tags", "/console/contacts/" + id + "/tags/remove",
+	posts := []string{"/console/contacts/" + id + "/tags", "/console/contacts/" + id + "/tags/remove",
+		"/console/contacts/" + id + "/properties", "/console/contacts/" + id + "/properties/" + property + "/archive",
 		"/console/webhooks/" + sub.SubscriptionId + "/secret", "/console/webhooks/" + sub.SubscriptionId + "/delete",
-		"/console/webhooks/" + sub.SubscriptionId + "/deliveries/" + delivery + "/redeliver"} {
-		if p := b.do("POST", path, url.Values{"tag": {"t"}, "csrf": {token}}); p.status != http.StatusNotFound {
+		"/console/webhooks/" + sub.SubscriptionId + "/deliveries/" + delivery + "/redeliver"}
+	// every console action on an account's data is in the list above
+	e := echo.New()
+	a.Svc.Console.Register(e)
+	for _, r := range e.Routes() {
+		if r.Method != http.MethodPost || !strings.Contains(r.Path, ":") {
+			continue
+		}
+		re := regexp.MustCompile("^" + regexp.MustCompile(`:[a-z]+`).ReplaceAllString(r.Path, "[^/]+") + "$")
+		if !slices.ContainsFunc(posts, re.MatchString) {
+			t.Errorf("the console's %s %s is not in the tenant test", r.Method, r.Path)
+		}
+	}
+	for _, path := range posts {
+		if p := b.do("POST", path, url.Values{"tag": {"t"}, "address": {"2 Main St, Springfield, IL 62704"}, "csrf": {token}}); p.status != http.StatusNotFound {
 			t.Errorf("B posting %s: %d", path, p.status)
 		}
 	}

@@ -119,6 +119,22 @@ func (c *Console) changeTag(ec echo.Context, change func(ctx context.Context, ac
 	return ec.Redirect(http.StatusSeeOther, "/console/contacts/"+url.PathEscape(id))
 }
 
+func (c *Console) addProperty(ec echo.Context) error {
+	id := ec.Param("id")
+	if _, err := c.d.Contacts.AddProperty(ec.Request().Context(), sessionOf(ec).AccountID, id, strings.TrimSpace(ec.FormValue("address"))); err != nil {
+		return c.failed(ec, err)
+	}
+	return ec.Redirect(http.StatusSeeOther, "/console/contacts/"+url.PathEscape(id))
+}
+
+func (c *Console) archiveProperty(ec echo.Context) error {
+	ct, err := c.d.Contacts.ArchiveProperty(ec.Request().Context(), sessionOf(ec).AccountID, ec.Param("property"))
+	if err != nil {
+		return c.failed(ec, err)
+	}
+	return ec.Redirect(http.StatusSeeOther, "/console/contacts/"+ct.ID.String())
+}
+
 // health is a subscription's last 24 hours of attempts.
 type health struct {
 	Attempts, Succeeded int
