@@ -783,6 +783,9 @@ type DeliveryAttempt struct {
 	// Example: 2026-11-21T09:30:00.123Z
 	NextAttemptAt *Timestamp `json:"nextAttemptAt,omitempty"`
 
+	// ResponseExcerpt The start of the receiver's answer (at most 256 bytes); absent when it had no body.
+	ResponseExcerpt *string `json:"responseExcerpt,omitempty"`
+
 	// ResponseStatus The receiver's HTTP status; absent when no response came.
 	ResponseStatus *int `json:"responseStatus,omitempty"`
 }

@@ -14,20 +14,21 @@ import (
 
 const attemptInsert = `-- name: AttemptInsert :exec
 INSERT INTO webhook_attempts (
-    account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, error, next_attempt_at
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+    account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, error, next_attempt_at, response_excerpt
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
 `
 
 type AttemptInsertParams struct {
-	AccountID      uuid.UUID
-	DeliveryID     uuid.UUID
-	Attempt        int32
-	AttemptedAt    time.Time
-	ResponseStatus *int32
-	LatencyMs      int32
-	Error          *string
-	NextAttemptAt  *time.Time
+	AccountID       uuid.UUID
+	DeliveryID      uuid.UUID
+	Attempt         int32
+	AttemptedAt     time.Time
+	ResponseStatus  *int32
+	LatencyMs       int32
+	Error           *string
+	NextAttemptAt   *time.Time
+	ResponseExcerpt *string
 }
 
 func (q *Queries) AttemptInsert(ctx context.Context, arg AttemptInsertParams) error {
@@ -40,13 +41,14 @@ func (q *Queries) AttemptInsert(ctx context.Context, arg AttemptInsertParams) er
 		arg.LatencyMs,
 		arg.Error,
 		arg.NextAttemptAt,
+		arg.ResponseExcerpt,
 	)
 	return err
 }
 
 const attemptsList = `-- name: AttemptsList :many
 SELECT a.delivery_id, a.attempt, a.attempted_at, a.response_status, a.latency_ms, a.error,
-       a.next_attempt_at, e.event_id, e.event_type
+       a.next_attempt_at, e.event_id, e.event_type, a.response_excerpt
 FROM webhook_attempts a
 JOIN webhook_deliveries d ON d.account_id = a.account_id AND d.delivery_id = a.delivery_id
 JOIN webhook_events e ON e.account_id = d.account_id AND e.event_id = d.event_id
@@ -67,15 +69,16 @@ type AttemptsListParams struct {
 }
 
 type AttemptsListRow struct {
-	DeliveryID     uuid.UUID
-	Attempt        int32
-	AttemptedAt    time.Time
-	ResponseStatus *int32
-	LatencyMs      int32
-	Error          *string
-	NextAttemptAt  *time.Time
-	EventID        uuid.UUID
-	EventType      string
+	DeliveryID      uuid.UUID
+	Attempt         int32
+	AttemptedAt     time.Time
+	ResponseStatus  *int32
+	LatencyMs       int32
+	Error           *string
+	NextAttemptAt   *time.Time
+	EventID         uuid.UUID
+	EventType       string
+	ResponseExcerpt *string
 }
 
 func (q *Queries) AttemptsList(ctx context.Context, arg AttemptsListParams) ([]AttemptsListRow, error) {
@@ -105,6 +108,7 @@ func (q *Queries) AttemptsList(ctx context.Context, arg AttemptsListParams) ([]A
 			&i.NextAttemptAt,
 			&i.EventID,
 			&i.EventType,
+			&i.ResponseExcerpt,
 		); err != nil {
 			return nil, err
 		}
@@ -410,8 +414,8 @@ func (q *Queries) DeliveryRecordAttempt(ctx context.Context, arg DeliveryRecordA
 const deliveryRecordSuccess = `-- name: DeliveryRecordSuccess :exec
 WITH attempt AS (
     INSERT INTO webhook_attempts (
-        account_id, delivery_id, attempt, attempted_at, response_status, latency_ms
-    ) VALUES ($2, $5, $6, $1, $7, $8)
+        account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt
+    ) VALUES ($2, $5, $6, $1, $7, $8, $9)
     ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
 ), delivery AS (
     UPDATE webhook_deliveries d
@@ -428,14 +432,15 @@ WHERE s.account_id = $2 AND s.subscription_id = $3 AND s.status <> 'Removed'
 `
 
 type DeliveryRecordSuccessParams struct {
-	Now            *time.Time
-	AccountID      uuid.UUID
-	SubscriptionID uuid.UUID
-	RefreshBefore  *time.Time
-	DeliveryID     uuid.UUID
-	Attempt        int32
-	ResponseStatus *int32
-	LatencyMs      int32
+	Now             *time.Time
+	AccountID       uuid.UUID
+	SubscriptionID  uuid.UUID
+	RefreshBefore   *time.Time
+	DeliveryID      uuid.UUID
+	Attempt         int32
+	ResponseStatus  *int32
+	LatencyMs       int32
+	ResponseExcerpt *string
 }
 
 // A successful attempt in one statement (no transaction round trips): the attempt, the
@@ -453,6 +458,7 @@ func (q *Queries) DeliveryRecordSuccess(ctx context.Context, arg DeliveryRecordS
 		arg.Attempt,
 		arg.ResponseStatus,
 		arg.LatencyMs,
+		arg.ResponseExcerpt,
 	)
 	return err
 }

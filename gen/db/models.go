@@ -181,14 +181,15 @@ type Property struct {
 }
 
 type WebhookAttempt struct {
-	AccountID      uuid.UUID
-	DeliveryID     uuid.UUID
-	Attempt        int32
-	AttemptedAt    time.Time
-	ResponseStatus *int32
-	LatencyMs      int32
-	Error          *string
-	NextAttemptAt  *time.Time
+	AccountID       uuid.UUID
+	DeliveryID      uuid.UUID
+	Attempt         int32
+	AttemptedAt     time.Time
+	ResponseStatus  *int32
+	LatencyMs       int32
+	Error           *string
+	NextAttemptAt   *time.Time
+	ResponseExcerpt *string
 }
 
 type WebhookDelivery struct {

@@ -34,6 +34,8 @@ type Attempt struct {
 	Latency             time.Duration
 	Error               *string
 	NextAttemptAt       *time.Time
+	// ResponseExcerpt is the start of the receiver's answer.
+	ResponseExcerpt *string
 }
 
 // Delivery is one event's delivery to one subscription.
@@ -72,7 +74,7 @@ func (s *Service) Attempts(ctx context.Context, account uuid.UUID, rawSub string
 	for i, r := range rows {
 		out[i] = Attempt{DeliveryID: r.DeliveryID, EventID: r.EventID, EventType: r.EventType, Attempt: int(r.Attempt),
 			AttemptedAt: r.AttemptedAt, Latency: time.Duration(r.LatencyMs) * time.Millisecond, Error: r.Error,
-			NextAttemptAt: r.NextAttemptAt}
+			NextAttemptAt: r.NextAttemptAt, ResponseExcerpt: r.ResponseExcerpt}
 		if r.ResponseStatus != nil {
 			v := int(*r.ResponseStatus)
 			out[i].ResponseStatus = &v

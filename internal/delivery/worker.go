@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -72,6 +73,8 @@ type outcome struct {
 	latency    time.Duration
 	err        string
 	retryAfter time.Duration
+	// excerpt is the start of the receiver's answer (nil: no body)
+	excerpt *string
 }
 
 func (o outcome) ok() bool   { return o.status != nil && *o.status >= 200 && *o.status < 300 }
@@ -184,15 +187,36 @@ func (s *Service) post(ctx context.Context, account uuid.UUID, d db.DeliveryLoad
 		o.err = describe(err)
 		return o
 	}
+	head := make([]byte, excerptBytes)
+	n, _ := io.ReadFull(resp.Body, head)
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
 	resp.Body.Close()
 	code := int32(resp.StatusCode)
-	o.status = &code
+	o.status, o.excerpt = &code, excerpt(head[:n])
 	if !o.ok() {
 		o.err = fmt.Sprintf("receiver answered %d", resp.StatusCode)
 		o.retryAfter = retryAfter(resp, time.Now())
 	}
 	return o
+}
+
+// excerptBytes is how much of a receiver's answer the delivery log keeps.
+const excerptBytes = 256
+
+// excerpt is the start of an answer as valid UTF-8 (a character cut at the end is dropped,
+// invalid bytes replaced), or nil for an empty one.
+func excerpt(b []byte) *string {
+	if len(b) == 0 {
+		return nil
+	}
+	if len(b) == excerptBytes {
+		for i := 0; i < utf8.UTFMax && len(b) > 0 && !utf8.Valid(b); i++ {
+			b = b[:len(b)-1]
+		}
+	}
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "")
+	return &s
 }
 
 // LivemodeHeader says whether a delivery is of live data ("true") or of the account's
@@ -239,7 +263,8 @@ func (s *Service) record(ctx context.Context, a Args, d db.DeliveryLoadRow, o ou
 		return s.store.Write(ctx, func(q *db.Queries) error {
 			return q.DeliveryRecordSuccess(ctx, db.DeliveryRecordSuccessParams{AccountID: a.AccountID,
 				DeliveryID: a.DeliveryID, SubscriptionID: d.SubscriptionID, Attempt: int32(a.Attempt),
-				ResponseStatus: o.status, LatencyMs: int32(o.latency.Milliseconds()), Now: &now, RefreshBefore: &refreshBefore})
+				ResponseStatus: o.status, LatencyMs: int32(o.latency.Milliseconds()), Now: &now, RefreshBefore: &refreshBefore,
+				ResponseExcerpt: o.excerpt})
 		})
 	}
 	status, next := "Failed", (*time.Time)(nil)
@@ -254,7 +279,7 @@ func (s *Service) record(ctx context.Context, a Args, d db.DeliveryLoadRow, o ou
 	return s.store.InTx(ctx, func(tx store.Tx) error {
 		if err := tx.AttemptInsert(ctx, db.AttemptInsertParams{AccountID: a.AccountID, DeliveryID: a.DeliveryID,
 			Attempt: int32(a.Attempt), AttemptedAt: now, ResponseStatus: o.status,
-			LatencyMs: int32(o.latency.Milliseconds()), Error: errText, NextAttemptAt: next}); err != nil {
+			LatencyMs: int32(o.latency.Milliseconds()), Error: errText, NextAttemptAt: next, ResponseExcerpt: o.excerpt}); err != nil {
 			return err
 		}
 		if err := tx.DeliveryRecordAttempt(ctx, db.DeliveryRecordAttemptParams{AccountID: a.AccountID,

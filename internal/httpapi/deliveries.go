@@ -35,6 +35,7 @@ func (s *Server) ListWebhookDeliveries(ctx context.Context, req api.ListWebhookD
 			DeliveryId: a.DeliveryID.String(), EventId: a.EventID.String(), EventType: api.EventType(a.EventType),
 			Attempt: a.Attempt, AttemptedAt: apitime.From(a.AttemptedAt), ResponseStatus: a.ResponseStatus,
 			LatencyMs: int(a.Latency.Milliseconds()), Error: a.Error, NextAttemptAt: apitime.Ptr(a.NextAttemptAt),
+			ResponseExcerpt: a.ResponseExcerpt,
 		}
 	}
 	if next != "" {

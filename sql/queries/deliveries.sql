@@ -51,8 +51,8 @@ WHERE account_id = @account_id AND delivery_id = @delivery_id;
 -- days on, is refreshed when older than @refresh_before (a minute).
 WITH attempt AS (
     INSERT INTO webhook_attempts (
-        account_id, delivery_id, attempt, attempted_at, response_status, latency_ms
-    ) VALUES (@account_id, @delivery_id, @attempt, @now, @response_status, @latency_ms)
+        account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt
+    ) VALUES (@account_id, @delivery_id, @attempt, @now, @response_status, @latency_ms, sqlc.narg('response_excerpt'))
     ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
 ), delivery AS (
     UPDATE webhook_deliveries d
@@ -69,13 +69,13 @@ WHERE s.account_id = @account_id AND s.subscription_id = @subscription_id AND s.
 
 -- name: AttemptInsert :exec
 INSERT INTO webhook_attempts (
-    account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, error, next_attempt_at
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+    account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, error, next_attempt_at, response_excerpt
+) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING;
 
 -- name: AttemptsList :many
 SELECT a.delivery_id, a.attempt, a.attempted_at, a.response_status, a.latency_ms, a.error,
-       a.next_attempt_at, e.event_id, e.event_type
+       a.next_attempt_at, e.event_id, e.event_type, a.response_excerpt
 FROM webhook_attempts a
 JOIN webhook_deliveries d ON d.account_id = a.account_id AND d.delivery_id = a.delivery_id
 JOIN webhook_events e ON e.account_id = d.account_id AND e.event_id = d.event_id
