@@ -1048,6 +1048,13 @@ type UpdateWebhookRequest struct {
 	//
 	// Example: 20
 	MaxDeliveriesPerSecond nullable.Nullable[int] `json:"maxDeliveriesPerSecond,omitempty"`
+
+	// Paused `true` pauses the subscription: its events keep being queued but none is sent until
+	// `false` resumes it (then the backlog goes, oldest first).
+	//
+	//
+	// Example: true
+	Paused *bool `json:"paused,omitempty"`
 }
 
 // Warning `InvalidInputAddress`: the address could not be parsed and was not stored.
@@ -1220,6 +1227,11 @@ type WebhookSubscription struct {
 	//
 	// Example: 20
 	MaxDeliveriesPerSecond *int `json:"maxDeliveriesPerSecond,omitempty"`
+
+	// Paused Present, and `true`, while the subscription is paused (PATCH `paused`).
+	//
+	// Example: true
+	Paused *bool `json:"paused,omitempty"`
 
 	// Secret The Standard Webhooks signing secret (`whsec_...`). Only in the create response;
 	// store it, it is never shown again.

@@ -232,4 +232,5 @@ type WebhookSubscription struct {
 	PreviousSecretUntil  *time.Time
 	MaxPerSecond         *int32
 	NextSendAt           *time.Time
+	PausedAt             *time.Time
 }

@@ -210,8 +210,10 @@ type Querier interface {
 	// A page of subscriptions whose secrets are in clear or sealed under another key than
 	// @current_key_id, after (@after_account, @after_subscription).
 	SubscriptionSecretsToSeal(ctx context.Context, arg SubscriptionSecretsToSealParams) ([]SubscriptionSecretsToSealRow, error)
+	// Pauses the subscription (its deliveries wait) or resumes it (they go at once).
+	SubscriptionSetPaused(ctx context.Context, arg SubscriptionSetPausedParams) (WebhookSubscription, error)
 	// Sets (or, NULL, lifts) the subscription's throttle; a held-back send time of the old pace
-	// goes with it.
+	// goes with it (a pause stays).
 	SubscriptionSetThrottle(ctx context.Context, arg SubscriptionSetThrottleParams) (WebhookSubscription, error)
 	// Tells every contactd process (webhook.Subscribers) that the account's live subscriptions
 	// changed; '' means any account. Delivered at commit.

@@ -56,7 +56,7 @@ func (q *Queries) SubscriptionEventTypesLive(ctx context.Context, accountID uuid
 }
 
 const subscriptionGet = `-- name: SubscriptionGet :one
-SELECT account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at FROM webhook_subscriptions WHERE account_id = $1 AND subscription_id = $2
+SELECT account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at FROM webhook_subscriptions WHERE account_id = $1 AND subscription_id = $2
 `
 
 type SubscriptionGetParams struct {
@@ -84,6 +84,7 @@ func (q *Queries) SubscriptionGet(ctx context.Context, arg SubscriptionGetParams
 		&i.PreviousSecretUntil,
 		&i.MaxPerSecond,
 		&i.NextSendAt,
+		&i.PausedAt,
 	)
 	return i, err
 }
@@ -92,7 +93,7 @@ const subscriptionInsert = `-- name: SubscriptionInsert :one
 INSERT INTO webhook_subscriptions (
     account_id, subscription_id, url, event_type, secret_sealed, max_per_second, created_at, updated_at
 ) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
-RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at
+RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at
 `
 
 type SubscriptionInsertParams struct {
@@ -133,12 +134,13 @@ func (q *Queries) SubscriptionInsert(ctx context.Context, arg SubscriptionInsert
 		&i.PreviousSecretUntil,
 		&i.MaxPerSecond,
 		&i.NextSendAt,
+		&i.PausedAt,
 	)
 	return i, err
 }
 
 const subscriptionList = `-- name: SubscriptionList :many
-SELECT account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at FROM webhook_subscriptions
+SELECT account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at FROM webhook_subscriptions
 WHERE account_id = $1
 ORDER BY created_at DESC, subscription_id DESC
 `
@@ -169,6 +171,7 @@ func (q *Queries) SubscriptionList(ctx context.Context, accountID uuid.UUID) ([]
 			&i.PreviousSecretUntil,
 			&i.MaxPerSecond,
 			&i.NextSendAt,
+			&i.PausedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -227,11 +230,59 @@ func (q *Queries) SubscriptionRemove(ctx context.Context, arg SubscriptionRemove
 	return result.RowsAffected(), nil
 }
 
+const subscriptionSetPaused = `-- name: SubscriptionSetPaused :one
+UPDATE webhook_subscriptions
+SET paused_at = CASE WHEN $1::boolean THEN coalesce(paused_at, $2::timestamptz) END,
+    next_send_at = CASE WHEN $1::boolean THEN '9999-12-31 00:00:00+00'::timestamptz END,
+    updated_at = $2::timestamptz
+WHERE account_id = $3 AND subscription_id = $4
+RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at
+`
+
+type SubscriptionSetPausedParams struct {
+	Paused         bool
+	Now            time.Time
+	AccountID      uuid.UUID
+	SubscriptionID uuid.UUID
+}
+
+// Pauses the subscription (its deliveries wait) or resumes it (they go at once).
+func (q *Queries) SubscriptionSetPaused(ctx context.Context, arg SubscriptionSetPausedParams) (WebhookSubscription, error) {
+	row := q.db.QueryRow(ctx, subscriptionSetPaused,
+		arg.Paused,
+		arg.Now,
+		arg.AccountID,
+		arg.SubscriptionID,
+	)
+	var i WebhookSubscription
+	err := row.Scan(
+		&i.AccountID,
+		&i.SubscriptionID,
+		&i.Url,
+		&i.EventType,
+		&i.Status,
+		&i.Secret,
+		&i.ConsecutiveFailures,
+		&i.LastSuccessAt,
+		&i.FailingSince,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.SecretSealed,
+		&i.PreviousSecretSealed,
+		&i.PreviousSecretUntil,
+		&i.MaxPerSecond,
+		&i.NextSendAt,
+		&i.PausedAt,
+	)
+	return i, err
+}
+
 const subscriptionSetThrottle = `-- name: SubscriptionSetThrottle :one
 UPDATE webhook_subscriptions
-SET max_per_second = $1, next_send_at = NULL, updated_at = $2
+SET max_per_second = $1,
+    next_send_at = CASE WHEN paused_at IS NULL THEN NULL ELSE '9999-12-31 00:00:00+00'::timestamptz END, updated_at = $2
 WHERE account_id = $3 AND subscription_id = $4
-RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at
+RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at
 `
 
 type SubscriptionSetThrottleParams struct {
@@ -242,7 +293,7 @@ type SubscriptionSetThrottleParams struct {
 }
 
 // Sets (or, NULL, lifts) the subscription's throttle; a held-back send time of the old pace
-// goes with it.
+// goes with it (a pause stays).
 func (q *Queries) SubscriptionSetThrottle(ctx context.Context, arg SubscriptionSetThrottleParams) (WebhookSubscription, error) {
 	row := q.db.QueryRow(ctx, subscriptionSetThrottle,
 		arg.MaxPerSecond,
@@ -268,6 +319,7 @@ func (q *Queries) SubscriptionSetThrottle(ctx context.Context, arg SubscriptionS
 		&i.PreviousSecretUntil,
 		&i.MaxPerSecond,
 		&i.NextSendAt,
+		&i.PausedAt,
 	)
 	return i, err
 }

@@ -219,6 +219,15 @@ func (c *Console) rotate(ec echo.Context) error {
 	return c.showWebhook(ec, r.Secret) // shown once, never stored in a URL
 }
 
+// pause pauses the subscription (paused=true) or resumes it.
+func (c *Console) pause(ec echo.Context) error {
+	sub := ec.Param("id")
+	if _, err := c.d.Webhooks.SetPaused(ec.Request().Context(), sessionOf(ec).AccountID, sub, ec.FormValue("paused") == "true"); err != nil {
+		return c.failed(ec, err)
+	}
+	return ec.Redirect(http.StatusSeeOther, "/console/webhooks/"+url.PathEscape(sub))
+}
+
 func (c *Console) remove(ec echo.Context) error {
 	if err := c.d.Webhooks.Remove(ec.Request().Context(), sessionOf(ec).AccountID, ec.Param("id")); err != nil {
 		return c.failed(ec, err)

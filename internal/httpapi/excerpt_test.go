@@ -38,3 +38,35 @@ func TestDeliveryLogKeepsTheAnswer(t *testing.T) {
 		t.Fatalf("attempts %+v", list.Attempts)
 	}
 }
+
+// A paused subscription collects its deliveries and sends them when resumed; a throttle
+// change while paused does not resume it.
+func TestPauseAndResume(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, testkit.LocalDelivery)
+	a.StartWorkers()
+	_, key := a.Account("acme")
+	rc := testkit.NewReceiver(t)
+	var sub api.WebhookSubscription
+	subscribe(t, a, key, rc.URL, "TagsAdded").JSON(t, &sub)
+	path := "/public/v1/webhooks/" + sub.SubscriptionId
+	if r := a.Do("PATCH", path, key, map[string]any{"paused": true}); r.Status != 200 || !strings.Contains(string(r.Body), `"paused":true`) {
+		t.Fatalf("pause: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do("PATCH", path, key, map[string]any{"maxDeliveriesPerSecond": 50}); r.Status != 200 || !strings.Contains(string(r.Body), `"paused":true`) {
+		t.Errorf("a throttle while paused: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do("GET", "/public/v1/webhooks", key, nil); !strings.Contains(string(r.Body), `"paused":true`) {
+		t.Errorf("listing: %s", r.Body)
+	}
+	createContact(t, a, key, map[string]any{"email": "a@example.com", "tags": []string{"one"}})
+	createContact(t, a, key, map[string]any{"email": "b@example.com", "tags": []string{"two"}})
+	rc.Quiet(t, 700*time.Millisecond)
+	if r := a.Do("PATCH", path, key, map[string]any{"paused": false}); r.Status != 200 || strings.Contains(string(r.Body), `"paused"`) {
+		t.Fatalf("resume: %d %s", r.Status, r.Body)
+	}
+	first, second := rc.Next(t, 5*time.Second), rc.Next(t, 5*time.Second)
+	if !strings.Contains(string(first.Body), `"one"`) || !strings.Contains(string(second.Body), `"two"`) {
+		t.Errorf("after resuming, in order: %s then %s", first.Body, second.Body)
+	}
+}

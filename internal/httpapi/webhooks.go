@@ -39,6 +39,10 @@ func subscriptionToAPI(s webhook.Subscription) api.WebhookSubscription {
 	if s.Secret != "" {
 		out.Secret = &s.Secret
 	}
+	if s.PausedAt != nil {
+		paused := true
+		out.Paused = &paused
+	}
 	return out
 }
 
@@ -56,16 +60,17 @@ func (s *Server) RotateWebhookSecret(ctx context.Context, req api.RotateWebhookS
 func (s *Server) UpdateWebhook(ctx context.Context, req api.UpdateWebhookRequestObject) (api.UpdateWebhookResponseObject, error) {
 	account := principal(ctx).AccountID
 	limit := req.Body.MaxDeliveriesPerSecond
-	var sub webhook.Subscription
-	var err error
+	sub, err := s.webhooks.Get(ctx, account, req.SubscriptionId) // nothing to change: as it is
 	switch {
-	case !limit.IsSpecified(): // nothing to change: the subscription as it is
-		sub, err = s.webhooks.Get(ctx, account, req.SubscriptionId)
+	case err != nil:
 	case limit.IsNull():
 		sub, err = s.webhooks.SetThrottle(ctx, account, req.SubscriptionId, nil)
-	default:
+	case limit.IsSpecified():
 		n := limit.MustGet()
 		sub, err = s.webhooks.SetThrottle(ctx, account, req.SubscriptionId, &n)
+	}
+	if err == nil && req.Body.Paused != nil {
+		sub, err = s.webhooks.SetPaused(ctx, account, req.SubscriptionId, *req.Body.Paused)
 	}
 	if err != nil {
 		return nil, err

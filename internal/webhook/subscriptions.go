@@ -28,8 +28,10 @@ type Subscription struct {
 	Secret    string
 	// MaxPerSecond throttles the subscription's deliveries; nil when it has no throttle.
 	MaxPerSecond *int
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// PausedAt is when the subscription was paused; nil while it sends.
+	PausedAt  *time.Time
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Service manages subscriptions.
@@ -129,7 +131,7 @@ func (s *Service) checkURL(raw string) error {
 
 func fromRow(r db.WebhookSubscription) Subscription {
 	sub := Subscription{ID: r.SubscriptionID, URL: r.Url, EventType: EventType(r.EventType),
-		Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, PausedAt: r.PausedAt}
 	if r.MaxPerSecond != nil {
 		n := int(*r.MaxPerSecond)
 		sub.MaxPerSecond = &n
@@ -155,6 +157,24 @@ func (s *Service) SetThrottle(ctx context.Context, accountID uuid.UUID, rawID st
 	err := s.store.Write(ctx, func(q *db.Queries) (err error) {
 		row, err = q.SubscriptionSetThrottle(ctx, db.SubscriptionSetThrottleParams{AccountID: accountID,
 			SubscriptionID: id, MaxPerSecond: int32Ptr(maxPerSecond), Now: s.now()})
+		return err
+	})
+	if errors.Is(err, apperr.ErrNoRows) {
+		return Subscription{}, ErrNotFound
+	}
+	return fromRow(row), err
+}
+
+// SetPaused pauses the subscription (its deliveries wait, none is lost) or resumes it.
+func (s *Service) SetPaused(ctx context.Context, accountID uuid.UUID, rawID string, paused bool) (Subscription, error) {
+	id, ok := ids.Parse(rawID)
+	if !ok {
+		return Subscription{}, ErrNotFound
+	}
+	var row db.WebhookSubscription
+	err := s.store.Write(ctx, func(q *db.Queries) (err error) {
+		row, err = q.SubscriptionSetPaused(ctx, db.SubscriptionSetPausedParams{AccountID: accountID,
+			SubscriptionID: id, Paused: paused, Now: s.now()})
 		return err
 	})
 	if errors.Is(err, apperr.ErrNoRows) {

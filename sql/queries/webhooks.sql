@@ -10,10 +10,20 @@ RETURNING *;
 
 -- name: SubscriptionSetThrottle :one
 -- Sets (or, NULL, lifts) the subscription's throttle; a held-back send time of the old pace
--- goes with it.
+-- goes with it (a pause stays).
 UPDATE webhook_subscriptions
-SET max_per_second = sqlc.narg('max_per_second'), next_send_at = NULL, updated_at = @now
+SET max_per_second = sqlc.narg('max_per_second'),
+    next_send_at = CASE WHEN paused_at IS NULL THEN NULL ELSE '9999-12-31 00:00:00+00'::timestamptz END, updated_at = @now
 WHERE account_id = @account_id AND subscription_id = @subscription_id
+RETURNING *;
+
+-- name: SubscriptionSetPaused :one
+-- Pauses the subscription (its deliveries wait) or resumes it (they go at once).
+UPDATE webhook_subscriptions
+SET paused_at = CASE WHEN sqlc.arg('paused')::boolean THEN coalesce(paused_at, sqlc.arg('now')::timestamptz) END,
+    next_send_at = CASE WHEN sqlc.arg('paused')::boolean THEN '9999-12-31 00:00:00+00'::timestamptz END,
+    updated_at = sqlc.arg('now')::timestamptz
+WHERE account_id = sqlc.arg('account_id') AND subscription_id = sqlc.arg('subscription_id')
 RETURNING *;
 
 -- name: SubscriptionList :many
