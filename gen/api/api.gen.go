@@ -1611,6 +1611,18 @@ type RotateWebhookSecretParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// SendTestWebhookParams defines parameters for SendTestWebhook.
+type SendTestWebhookParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // CreateContactJSONRequestBody defines body for CreateContact for application/json ContentType.
 type CreateContactJSONRequestBody = CreateContactRequest
 
@@ -1718,6 +1730,9 @@ type ServerInterface interface {
 	// RotateWebhookSecret Rotate a subscription's signing secret
 	// (POST /public/v1/webhooks/{subscriptionId}/secret)
 	RotateWebhookSecret(ctx echo.Context, subscriptionId SubscriptionIdPath, params RotateWebhookSecretParams) error
+	// SendTestWebhook Send a test event
+	// (POST /public/v1/webhooks/{subscriptionId}/test)
+	SendTestWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath, params SendTestWebhookParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -2587,6 +2602,42 @@ func (w *ServerInterfaceWrapper) RotateWebhookSecret(ctx echo.Context) error {
 	return err
 }
 
+// SendTestWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) SendTestWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "subscriptionId" -------------
+	var subscriptionId SubscriptionIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscriptionId", ctx.Param("subscriptionId"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subscriptionId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params SendTestWebhookParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.SendTestWebhook(ctx, subscriptionId, params)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -2654,6 +2705,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.DELETE(options.BaseURL+"/public/v1/webhooks/:subscriptionId", wrapper.DeleteWebhook, options.OperationMiddlewares["deleteWebhook"]...)
 	router.PATCH(options.BaseURL+"/public/v1/webhooks/:subscriptionId", wrapper.UpdateWebhook, options.OperationMiddlewares["updateWebhook"]...)
 	router.GET(options.BaseURL+"/public/v1/webhooks/:subscriptionId/deliveries", wrapper.ListWebhookDeliveries, options.OperationMiddlewares["listWebhookDeliveries"]...)
+	router.POST(options.BaseURL+"/public/v1/webhooks/:subscriptionId/test", wrapper.SendTestWebhook, options.OperationMiddlewares["sendTestWebhook"]...)
 	router.POST(options.BaseURL+"/public/v1/webhooks/:subscriptionId/deliveries/:deliveryId/redeliver", wrapper.RedeliverWebhook, options.OperationMiddlewares["redeliverWebhook"]...)
 	router.POST(options.BaseURL+"/public/v1/webhooks/:subscriptionId/secret", wrapper.RotateWebhookSecret, options.OperationMiddlewares["rotateWebhookSecret"]...)
 	router.POST(options.BaseURL+"/public/v1/webhooks/:subscriptionId/replay", wrapper.ReplayWebhook, options.OperationMiddlewares["replayWebhook"]...)
@@ -6687,6 +6739,177 @@ func (response RotateWebhookSecret503JSONResponse) VisitRotateWebhookSecretRespo
 	return err
 }
 
+type SendTestWebhookRequestObject struct {
+	SubscriptionId SubscriptionIdPath `json:"subscriptionId"`
+	Params         SendTestWebhookParams
+}
+
+type SendTestWebhookResponseObject interface {
+	VisitSendTestWebhookResponse(w http.ResponseWriter) error
+}
+
+type SendTestWebhook200JSONResponse Delivery
+
+func (response SendTestWebhook200JSONResponse) VisitSendTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendTestWebhook400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response SendTestWebhook400JSONResponse) VisitSendTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendTestWebhook401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response SendTestWebhook401JSONResponse) VisitSendTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendTestWebhook403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response SendTestWebhook403JSONResponse) VisitSendTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendTestWebhook404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response SendTestWebhook404JSONResponse) VisitSendTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendTestWebhook409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response SendTestWebhook409JSONResponse) VisitSendTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendTestWebhook422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response SendTestWebhook422JSONResponse) VisitSendTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendTestWebhook429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response SendTestWebhook429JSONResponse) VisitSendTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendTestWebhook500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response SendTestWebhook500JSONResponse) VisitSendTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SendTestWebhook503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response SendTestWebhook503JSONResponse) VisitSendTestWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// GetConsent Show how a contact entered the system
@@ -6761,6 +6984,9 @@ type StrictServerInterface interface {
 	// RotateWebhookSecret Rotate a subscription's signing secret
 	// (POST /public/v1/webhooks/{subscriptionId}/secret)
 	RotateWebhookSecret(ctx context.Context, request RotateWebhookSecretRequestObject) (RotateWebhookSecretResponseObject, error)
+	// SendTestWebhook Send a test event
+	// (POST /public/v1/webhooks/{subscriptionId}/test)
+	SendTestWebhook(ctx context.Context, request SendTestWebhookRequestObject) (SendTestWebhookResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -7641,126 +7867,152 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, subscriptionId Su
 	return nil
 }
 
+// SendTestWebhook operation middleware
+func (sh *strictHandler) SendTestWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath, params SendTestWebhookParams) error {
+	var request SendTestWebhookRequestObject
+
+	request.SubscriptionId = subscriptionId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.SendTestWebhook(ctx.Request().Context(), request.(SendTestWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SendTestWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(SendTestWebhookResponseObject); ok {
+		return validResponse.VisitSendTestWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2Ldts41i74KjicMyvyakqWZDsXeZ3VvytJdbkrrrhip1IXZZowCUmMKUBFQJbVWZ41DzEvMq8wjzJP",
-	"Mgt7AyRIQjfH6aq/2/86pyumeMFlY9/3tz8HsZjOBGdcyWDwOWC3dDrLGPz7peCKxkr/U86nU5ovg0Fw",
-	"QmK8TOhIsZwwnqfxZMq4IpQnRIopIzRW6U2qlkEY3NBszvQbqJTpmLPkvWT56ylNs9MkGAR0zLj6L/PR",
-	"TiymQRiY98Pv3d6Lg6Pu1dP2UfKMtZ/FB7T9YtRj7f7VYfw0ec66tNfXj+SMKpacqGAQ9Lv9p+1er93v",
-	"XXZfDA66g2630+sf/Aq3Tb9NWZbA7Mwzr6hi7lPdy97TQfdw0D3qdLtd/RSnU33HBc2YHIk8ZkEYSDHX",
-	"/xgEH9iVTBVcUnSsr/zAFkEYzPMsGAQTpWZysL9vJzhddmTxGj3d/W734Oefu/r/Di/PzvrBXRgwvTrB",
-	"IPhEOeskgtWWB36+UFTNZTAIfqJZmuirfEzHTG+DnltGpYJFfjtjvD7D3mWvq2fY63eOjnp6hsXtF4wr",
-	"/+2wjGZB9O3finx6Mb+aplKmwvOJ+tLz+fTt6OT0O8oTMRrJYNA1115RObkSNE9eZml87fvhp5QtnOsw",
-	"0PrNxWRlMOi51y4Y19vdN9eqw3ZuPhdSxTRPLmKqL3fvwiBjNLmIRc6CQf+gIIO/U87IK6F3fDYRXF/6",
-	"S4+0jo6O9ki31233uwdd/VsuxOjt6KXgknH1vqCGwf5+r/+s0+10O73B8+7z7n6Mt+zH8h8Hv/d/GP30",
-	"XPz98Or721/Uu38++zA9p/i2GctVqs/lb58DmiQ5k0DFdKbe5u95qn6YT69YHgyCQ03o+vANgotZnvLx",
-	"SJM8nKs5x8uUj+lUcPISrwDtwgaevoE/csbUif1G0OsfkB/IGU05uVBBGPwznQWD4Gn/WfdQk6sZ23LL",
-	"83p0FNx9DIOcxSJPCjI+o/k1UykfB2Gg6FhPE9Y/CAMxY7w9EXPJgo9hMJ8lm0/63V0YvMTj7eVh5reQ",
-	"LFI1IamSxKwomdFcsoSkXAlCiZ2ay8fi8oVfj1HtxALOGU9w5apM4F945LqeI9dddeS6Wx25rvfEPZ6q",
-	"P/BUhcGC5jzl8KKPzUP2IVUTMS/n6D1yV3NF1IQVJy4W8ywhXChyxczxezxu//7H7V9LrMEpv9GK0imf",
-	"lfQJFHxJx/IkSVjy+sbsY0mz+jeyYDkQK0sIyARLkA6NshvUnn/7HCRUUZdW+Uh8deWXFS9cQb8VXqJX",
-	"RtlJ2/EVF/Ra3aQzXBuY12bVDm7bcsDPntkHLpczZtYYv6z5V5besKlIWDBQ+Zzd6UFMGE1YDtzkHVXs",
-	"TTpNFfxPr6uvJUzGeTpTqeDBIHjHfp8zqSQRI6ImqSTXKU9IK2c0kUTkZJGnisk9YEAn56fkmi3JlOr/",
-	"f81IygnlS9LrEsliwRPZ0Ww7nrApbKnCAadcsTHLQceoDugVXa4ZEfC8GKRF+ckZy8n7y5ckocvtP/ZO",
-	"b7im7O1XIGMjpeenB3HNlk8kied5rm22XreNsyWLlCdicY9hbD/vCZU4FCUSuiSt95cv93b5oGSq+aUL",
-	"3Cwy5yrN3J19IhuzIyORO8siRiTHcZY0MuSWSEY5Y5JQIjOhBmQxYbh+Ikv0A/bBlJNUkYzRGyY75GWW",
-	"al5AZjRm+u6pZNkNk0Mu9G2dIa/MdprydDqfAvdtzFwrATSnU6YM+b+0rOGcqklzHS4nzDKnJ5KkCeMq",
-	"HaUs75ATMqXZSORTrdkW10kqiUyns2wJ0nck5jzRm2F4x/b8J9Vfn+kxFTKk5GKazf8+T3PNWvSZrkyf",
-	"3r5hfKwn8/Qw1Kth/+wV6yGVVraAEE4TNp0JxXi8/J55SO6MXjOkN9hBIumIaZ6dM5UvSUv/cPr68lui",
-	"JRidpSTJ6UgvFXKYvQE8Okpz2Fw50xKNKDHktNhrMBeQfNiSwH9mCmiqf0gmYp7LEI60ofcQPCLUDAAO",
-	"pB7VlA15QXZTpiYiCYlev5D8Pmf5Ep66Eslyj4yZkpq86Jim3JgrUbEOqv2OzTK6ZMmA6LWNwiFfoA5G",
-	"8jnXZ5OoRRqzDrk0X4aBw2soF2rC8pKOJYkO+/0hry7zOzaXLImOyWKSZqyyRPhcPucyJNFh9wWpPnnK",
-	"z3Mx1pI26gz5SfkAG+lXkis2EjnTs9OvIC0Q0FTvZUjoXE00ncbm75wqRjLNBOSe5uMjmmYpH+N0CSVH",
-	"t7d6ApqO9ZZ0yHvJCNUnWE5IrjWyKQFxTVqUvH9/+moP9ikT4zSmmR0aHs+S/o9G3bhPn7P2wdWzpH0Y",
-	"9160X9CnrN1N+qPnV734GTs8tPSPRFSeAGct2ppaV9B9/+ioTvgzqhTL9Tv/j9/+R/v//PiX/xn4TsPF",
-	"/Kog/nUsQTr3VfnCjmf9xQv/WZeVgTzcgb/DNzGpvhFJih5JrS18I5KlVbGMykZns8zQyv4nqaf+uZza",
-	"53Xa5J07vP+Zs1EwCP63/dIluo+/yn39ZSPTyrGVs8QryDRgpN/QxN6+9VjhwWSOv7OaLjphBBQ9TeeK",
-	"XjNetZK0zhS8ss++LJTUukK6tV55FwZTJiX6NAu112GBOBqaacG5JOw2lUoCZaaoa1fHfwHrSG5SkcHc",
-	"pWf4Rkm361YOnuW5yFHBRrN7EGj+2EG7zR2o5gCUwGvsAI22r/eHwnoHWhRSFdx9rMxRszaHGZpZDEj5",
-	"pQFZ/Xqgie1I6bWeDT7QPK7NEZBWVF2YyAgCdqOFRbGiWhOJ9Ip1cLmivVCzSjrU3I+mnOTzjBXcN1Wk",
-	"FdXpJQpJee3cWA36ohmAsZyiPc0p78LgW5FfpUnC+I40LmMxY/WwgqajtuDZEmSU4ISiHPcQSvnd6gam",
-	"stDqMxpfozIAH7P0Kwf4zofaLteI0MSRCDwcragYY7Q3AA2xGJBeVmrYMQ4OdBMzkSHXfFVLfdw/lyxj",
-	"oX8Z5WJKxFzJNGGORn96TmiWiUU7S1GUNVSmUiLvuF9p5cEqU6pqA1qnVGmWWf3Dd8pXjanKcJo6V02k",
-	"Nr51bBQtjEulaG6MUp7KiTYvH2DHT+qjMkpVVBta1BibPsSrtKO9tQPvNPcRdbId9zAvHnIOndEBNYsj",
-	"c56wvJzTNVtu3DwzkMYhrO/UgkoCXMereVZ0YE3yoPse6ycIJZwt4IRpLRv/yl0x/ABnuLl7G8YbeVXk",
-	"PdwprpU3muEXd1JTCinovsFd29T8QoDBH5eHLiGHoKr22IurZ0nw5ctyIfSeaLqdc3Y7Y7FiCZnQ2Yxx",
-	"lhwjkbD8huVPpFaigWD1xYQpmmbSoaVyjLA8Pwj1rTY077UyRkq9Ekz+INRrrXFU1sfqKIlgaAuAUhI8",
-	"lGDGmG/t7ehVSaW1+WCW53SZCZpcCvGG5mN2r8nW3+FO1C4qnNtUkkzfodebcvL06OjgKblaKiaDh1VJ",
-	"7NfEjdlbMMhI6+kh+T79hlwtScJGdJ4pPAkXLL9JY/ae0xuaZvQqu986eF5T19ok3gKasT6YOc3TTDO0",
-	"4hHLYTOqWP5Ay6JVrSsqGYkpN+GLnNF4whKSp+OJIlwsOuQdfBf4yBWNr8VodGx1kYTkLNaLKcnVcshT",
-	"JVk2Kv1MxftTCY/iu1ImCc3RuTEA38IMQhwEQx2EcrlguRzypnJHOJ2CS6B0FIVE0TH4G6yPmMQTysfm",
-	"I2nhaTCuDD7kNrfD8kYS2SunCcg9dOuzhAgeM6OHoPUk55l6KMstNG7q3ew3NNBW7WjpPRvNswyWRutS",
-	"Ri7DssHiAHlfCnFG+dL6Oe9F2/V3VM544fIg7DZmDFzkD6HBlO9NjZSbzwY1v6nM0kSTSsN/2up1u6Cp",
-	"y5AcdY0/fcids291VsMPn0jr4Catg6Nu2O129+ypwHWN4I/2if4jKlzv4Irx+f7bhRvYtwDmif2a0/gu",
-	"DJyvrPYhK0EWNFXWNwVMI+XjjT7qn9vl+PB/0Te/1RBtNMP7HuNc3/5F+oHamwpP/S6jcqMMK9+3y+gq",
-	"8QIgzfecztVE5Ok/2f0UgsoL3MMD0U8+1rRorejbNp2lba3VPpDWWLwwMh5kfZ7Mh8PS4x6SOb/mYsH1",
-	"YHJ2I66NTv+ey/lsJnLFkjOWpBQDYvdaBc+LVqoL07kEWdV499dRFrRkjOrfijpBqbvD8T6xMsQGTJMk",
-	"1bfT7NyJGo9oJln9q9+KnETVqHcUkqgMooNXoxKD11fccHgE0i36lmXpbRHBjzq1mPXnoJR0fl+r/R38",
-	"rGjVxxAQeiLBlheclcLfxoQhAlZzfuo5gibt/45Vs1HB1lsPcl2IjEgU1hL+4bxZXH1iMTBCEUPsD+Ln",
-	"G2RmOmVS0eksqDo8f3MXovLCj57v2a113KFrd3e3Ja9OHxfehj4LVaU1y1OutCJITi5enp6GhAsiZzRm",
-	"cq9DLjChQ6/mkIPtmyYYcSmUIW0BajlQ3z0JWwoqG72CFa+FEDQPaD979rzXlgV1tnv6dJau8F7/+boY",
-	"wHB42++1h8PbZ8wbC6jQin9l0Q9f0wT4Ei08DxEtKFcgDGdU6ikeAzVpqgK3JDwCQfwtCKz61Q96qcDD",
-	"gbYkaRm9QWvLe8eEKjIVUpEjMk35XLHic6O5muesGrNYk5NgXLyDIKGKtVU6Zb6FU4blrjsElnyBq9bP",
-	"AbxgHdFbpl5fBapcNZwk4OYtWY9Wt8nJKVCZVBRC5xxSUCpqaiy4Nh/Q/YsZiyyXggNLYXw+1WOsssYg",
-	"DIqsIfvvtzNWXAf+GIRBJTfJ/dve4PLPAKUZxIGu9EoXM3EWp1z2kySxzuV7MoUyw6yu3o5yxtqK3Sry",
-	"/sI656tUc9TtktfkJZ2lSmTk5IaFxMnoC8npG/K0/6y7+ZA2Y3IVFmmzjHzU4WQabi/oTohU+TzW5yBx",
-	"Znest53mmqCoKqKgoHFoHsgJm87UkuAwPTKtnuro47JzniqMOoi5goTZhGn+R5XISSs6jNApHZ3MFDmM",
-	"9qoLfug7ephL6c1h0BxbGxFiwasvqiZeNl9pMjHrL8V8TNISOdH7c0MzxtVeiEPWB+rX03OidaljEg2D",
-	"YRCVNrj+xV3R2ngaGZ+NMZkU0MY8F6KdMc3jCdwBn6++HJJGPe+rZJH6lYMshchQlmrZZDOcwWwmHDa5",
-	"+qV6Jmrjo5CaWv/Ut+kNayfpOFWwSiLX//nLYfXVmM668ajUSLA+TUMtxQ7bZcWR+Q7YN1TFE5svo9gU",
-	"CD3L3o4ghriO3WOeqnm0CPh+bJ7FogpGkuj87cUl2Y+tn0VBIgpE2Hyvi/Y6RA8KfSwm7QH8JQwsacFZ",
-	"SKQA1QLO9FXOaBHMgjDqCNQ/mgnOUOO4bVvNpG1f2IafrfC/bY9F26yTVsE77+jizFgIngUrnTU7sGUn",
-	"xrwmOcl4qhJNMiaVk7RQeyoPXqrYFGZp9ONCns/nqffwM+tv38JyQfqZyxWCudBNlCjG4gpUM/6gyETV",
-	"/+KoKup/47C9kq9MSW1IriYZoVIG+z4tg8BuCityWj0+uWnqH/DLpdYT0DwHQ7x6Fs3KbDpU8n6C20Zh",
-	"1xKIDAs1sBd2u92t59g49Xcgwk/x2V632wURbv+ur0QYYOqpHhropMHA7HVQP/4RXo9MOF1iLEDrz5AV",
-	"ICG7SI/5mETzmWS5igyt43Y2yQmoSd/ooZvaFhWLuMUm3eMU5/CQZ4vecoiCaGXdTi/U6rk1+UWeoGi5",
-	"12aZsW6iTzs639xNnvo7cEDvqFx9JxbgBEBbruBVjCuWG71bLqXhBHUNKv2eLX+AbCgfWXNtUprsP5sv",
-	"AHzdMkJHqa+KzwUWF7Y195M+roefPs/ZKL31f/wmlam2e2dwDw6DKhhDizMbyblmy5rSFl//49l3v/ff",
-	"3L6gfl1rG1Z/r3TS5rfKIo6t/RVF7thuRrEZu6aids4ydqNNL1A4pd1BE2cxrwdXS85ilt6wxGsNY9Tw",
-	"dOZfqNPzohCm+XISa8rRamrd7j3odDu93kHnmW+95pLlJ2PjQvTMr/KNJ5K8lyxvwwNrqG+/3zkItuRM",
-	"4BUqdy10T0iNZp31cQdebt+Kc25rgnYynyo5bFonVnQsQ1Ke5pCUJT3ADTJGEyJjgZ6H2rH31XTUFxx+",
-	"sKSj51cx+7V9Zt5ClDgmrhY05/an6q74ikbueTy/KB30Ic9qpS57vXZubyzrpOsTPM/TKc2XKInhfKYK",
-	"MjrG6Q2rWXArCmaa2qVbAbZBx3RuvavXiK19sLyzWppVn2C30+l1uyHR75hr+QGGrEO5QN+aKfF4SRIW",
-	"0+VxmV1XWYAuKEhYg9Az6tHKigSb8duwBOdZBkKuSsArjGanvKyxzKagurGj+rIxXbf6hq8gu/mxZnFb",
-	"0500o2NtjLH8hiXkaln4f0MiJ2KhFT5UGHhCJmJROdx+1aEcpCmky0RMs4mQavtCOt9UHMa07ryXd6Ie",
-	"oC1QSGrN44kVYVupb9aB11TY6oV969/zzr33zlb+rZ8Esm3jGAatU/9r6ZTqVVZ6RRlhMc0VbuFyPk7B",
-	"4X0DJq5ktFnLLlOpLVpVfJbfN+tTYSuV7XcZh4/E14jTV5uiCOul6hMJPCC0edE8IXCcq041TWuSqaY0",
-	"3YaZewNlG3hS5558prNR2eGoztjdxHeuWd83qdxdZdH8R6sP1uZrLtx6k1o/j4ECY1lXTg2V11p8iO2t",
-	"Nqt6eU4JZ7fq5TyXwuNDPqdSgqcshhsiU4fHiH4IBlnwdYEDzKjEHzrBF9nDXn/eV402hCtAJNY4XQn4",
-	"zf1xiMNqHKJ/9NRnB/p10Y16ygMoX1t9Y4tD6tUQagVDqw/yWlEFN62WLXSMsc55QXyGospwZG8HL9Ql",
-	"HTccTxucGriYW5Dv/Z2yOxzs1U7K81xcZWxqdIckRdwGqcTMsV6PTcDJ8HvOHtxHWZbgF0NdvXYf2NVE",
-	"iOv7HX2nUn0DpRc34ta/wiBMyuQ5yzG7zMegc6GUqaqs1eklxQsgsGvoENIappQvCTWZciGhcS6kNNVA",
-	"RX7CLBcxk7LwrM+5Ml9Lqp6efs0GcI2Ans8ImHs15SspsrliJLKQVxF5/+4NEorxj8gyb0A2VWH9jN4o",
-	"2XFsMesMTzxMcJdgrB6zizvgJxeHD+4gpD9MtNrpav4ZTNZI2jIP8uW7M4/4dlHIdjCZ/Rz1B8fVaD7n",
-	"hisdALNNnNUCnH1eOVvwjazwUJWoaPUQui9COl7hONVfeCIJ3GGXszErhFvbNB0v0WoCNYuF2vfKj+yO",
-	"41al1+7hcx+JrqbBc6riyY6E+NIkK5mw1ct3Z8Z1OSBTpnVaTAojOZtlNGYhifg8y6LixzhjNA9LPYzB",
-	"0i+PhzwqdIQBwWfgXhOaolmGQUj9E+b5o291LaV78oLsqF2/OG5MZ1VKT/2TW5oH9z4nG793n3NTPyOb",
-	"P/KFZ+bHOc3SUcqSe0zwXiepcRY2fMZ3NoxIXe54Kt5yI3NKobrUR0Sbeq7M9Th4ldKajE/xN7+QKU0Y",
-	"kYKMKJhQ671n9uurvLL294ZbtumOtIg7vtfYyZbvCAnNJDKFaIHqUDtNbNry6i/srPhoa86szY4e4FUB",
-	"+cigbUUGf8LuCckhmzzUk+IkupjHWCIREcgGhgh85EZZS9Su4t4gDL5dFaqv6Q/O1pWr765SMYOwJJuP",
-	"a4jYrNI9aNm8XpOwGRXkeNlsTC8JN9e1V1jgWL9rbqwQsVf7Mzfu7OLflvhN5q6Z5BXLBEfzrDWC/Hl7",
-	"nz9rusgCqTPfJepi5rWYoeG6HKQmCswU/NLT9oDnKaNQY3rms1rTKbOSvkCrsVtK02yeM3D2TNMsSx08",
-	"qw0O/nsfYDuG17cxy2crQo9S0Vw5gkJbBfkTaYrWSMuaOf0jU8G4V3X3Q+KwNjoRlGEbz4gd18UKBnNZ",
-	"Hcl3l5fnBI9yPdJQLnNc9Su6hUA7Mg17Pqvnyt34LZjIVo7FXUVbSDhbMKmQP2xtwtf525/JT7iWMb/2",
-	"+59PeBXno3QJ9Y8OSTyhOY0Vy52UpaeHtnoM5O1/RVtFHAvltoA0cQl7E1aOzelemdXGoIBdFRgyCyoR",
-	"8MvyXSySLaUtgqk52N4Ji9OESVekmoS0ICxAqK2Q9aW+va4EQncQeuWDBCxplstjwmg8gb1va2sAAumF",
-	"n8OgwKFgk/N4UhSCNAWkfkWRrL6zEa6fribG38OSr7zkp5Qt7vmOMn3//o+XcOH3ebpED9/xaR+Y+I6v",
-	"cMsRdnem1KFbmynkZaGFXFmbURZgbCFpvciwje/CdWtMJfb2XV9v8GXrby9+Jzf6hi3fWkGnrb/yTcqv",
-	"JYnxKOhxYz7kLq82GLfeTBpJBKTm7vI+g4+74n3ANIwe5WStbfHyBtDu52Zh4lQSqPtSausx12B6GxLS",
-	"/Ex+fAdFA5LImPItlqQevfRNoblszY3xUIGf3FbQuHeazSPoldFWu99Bemj9DmpRxci4yI127IukJswX",
-	"5JNQORiSKY0nKWftnNEEagmLoo2qQCzxyzx4bA14rSAMquhaQbgC6MQ+UbvsAgHWfrLaWO0y2Bi1awUw",
-	"SxicARzPD0KdZJlYgJ1cK7Ru4hY00UpWVCXX0W288B4rUIbWIEeViGA+3cPiyG2sDXilb3RR4bwFAguw",
-	"CnLBx6GBJUKuf0wwo9bi9MhtYteJW6u9kupfmRnsQPmviiJhqtW3GeNJGd9M2MpMAp+lCzXWHrQ4N+qB",
-	"+UQGDtACAq3O27CYft5PNQDv6lh3BVrtVlYJ+K6L4o9GbLG55PqAfFG+RhnpIiOGzNkTWZRrfAqNDCdR",
-	"xPRsBcF2QVV0+CG8ucccm1B55k0ztFbDVNsyZi6QYYU7bEp1UolzXkAeNE1Ia8SUVrmhfpoqQIFxnTVX",
-	"QmSM8q0tQYq4ID5DMFvQpSSznJmi90wKgylSVD1uZxmazaiMqFyZj6soxF/cq3fQokvDiwmtOJqLcGin",
-	"gThAWn7Vcsi3rPsFCCQgmXSccppZaKQnkijG1YToiYSEoUYy5MC9OHEqj0tbCSvZVxURGx7wGixE4M6N",
-	"CuFKPXGtXNg87lQNJ0E9E+19UV1VgsRbKKGpuEEHbmUBvczfOfy7e1tLjlN4rWzafD7PmCcfywCUeuM/",
-	"AxKB42o473YP4hlVE/gXi0ISAfSz+YXTKSt/0fc1fwBHt/HgN36s+hwqWKmN9Vkp6y5dV6Ir56pvXwe5",
-	"6nHHUYNj4nHDzTNT8Ij+WdKK7CHVy1B4RPQf6C8xq6Olrf6nJlb9X98eRyHpdDq1IhfjddnEHmzFsRn8",
+	"7L2Lcts41j/4Kvhz/1uRayhZku1c5PrXfO4kPe3puOOOnU5flB3CJCQxpgA1AVnWpLy1D7Evsq+wj7JP",
+	"soVzABIkoZvjTPc346nvm4kpXnA5OPfzO5+DWExngjOuZDD4HLBbOp1lDP79UnBFY6X/KefTKc2XwSA4",
+	"ITFeJnSkWE4Yz9N4MmVcEcoTIsWUERqr9CZVyyAMbmg2Z/oNVMp0zFnyXrL89ZSm2WkSDAI6Zlz9l/lo",
+	"JxbTIAzM++H3bu/FwVH36mn7KHnG2s/iA9p+Meqxdv/qMH6aPGdd2uvrR3JGFUtOVDAI+t3+03av1+73",
+	"LrsvBgfdQbfb6fUPfoXbpt+mLEtgduaZV1Qx96nuZe/poHs46B51ut2uforTqb7jgmZMjkQesyAMpJjr",
+	"fwyCD+xKpgouKTrWV35giyAM5nkWDIKJUjM52N+3E5wuO7J4jZ7ufrd78PPPXf2fw8uzs35wFwZMr04w",
+	"CD5RzjqJYLXlgZ8vFFVzGQyCn2iWJvoqH9Mx09ug55ZRqWCR384Yr8+wd9nr6hn2+p2jo56eYXH7BePK",
+	"fzsso1kQffu3Ip9ezK+mqZSp8HyivvR8Pn07Ojn9jvJEjEYyGHTNtVdUTq4EzZOXWRpf+374KWUL5zoM",
+	"tH5zMVkZDHrutQvG9Xb3zbXqsJ2bz4VUMc2Ti5jqy927MMgYTS5ikbNg0D8oyODvlDPySugdn00E15f+",
+	"0iOto6OjPdLtddv97kFX/5YLMXo7eim4ZFy9L6hhsL/f6z/rdDvdTm/wvPu8ux/jLfux/MfB7/0fRj89",
+	"F38/vPr+9hf17p/PPkzPKb5txnKV6nP52+eAJknOJFAxnam3+Xueqh/m0yuWB4PgUBO6PnyD4GKWp3w8",
+	"0iQP52rO8TLlYzoVnLzEK0C7sIGnb+CPnDF1Yr8R9PoH5AdyRlNOLlQQBv9MZ8EgeNp/1j3U5GrGttzy",
+	"vB4dBXcfwyBnsciTgozPaH7NVMrHQRgoOtbThPUPwkDMGG9PxFyy4GMYzGfJ5pN+dxcGL/F4e3mY+S0k",
+	"i1RNSKokMStKZjSXLCEpV4JQYqfm8rG4fOHXY1Q7sYBzxhNcuSoT+Bceua7nyHVXHbnuVkeu6z1xj6fq",
+	"DzxVYbCgOU85vOhj85B9SNVEzMs5eo/c1VwRNWHFiYvFPEsIF4pcMXP8Ho/bv/9x+9cSa3DKb7SidMpn",
+	"JX0CBV/SsTxJEpa8vjH7WNKs/o0sWA7EyhICMsESpEOj7Aa1598+BwlV1KVVPhJfXfllxQtX0G+Fl+iV",
+	"UXbSdnzFBb1WN+kM1wbmtVm1g9u2HPCzZ/aBy+WMmTXGL2v+laU3bCoSFgxUPmd3ehATRhOWAzd5RxV7",
+	"k05TBf/V6+prCZNxns5UKngwCN6x3+dMKknEiKhJKsl1yhPSyhlNJBE5WeSpYnIPGNDJ+Sm5Zksypfr/",
+	"rxlJOaF8SXpdIlkseCI7mm3HEzaFLVU44JQrNmY56BjVAb2iyzUjAp4Xg7QoPzljOXl/+ZIkdLn9x97p",
+	"DdeUvf0KZGyk9Pz0IK7Z8okk8TzPtc3W67ZxtmSR8kQs7jGM7ec9oRKHokRCl6T1/vLl3i4flEw1v3SB",
+	"m0XmXKWZu7NPZGN2ZCRyZ1nEiOQ4zpJGhtwSyShnTBJKZCbUgCwmDNdPZIl+wD6YcpIqkjF6w2SHvMxS",
+	"zQvIjMZM3z2VLLthcsiFvq0z5JXZTlOeTudT4L6NmWslgOZ0ypQh/5eWNZxTNWmuw+WEWeb0RJI0YVyl",
+	"o5TlHXJCpjQbiXyqNdviOkklkel0li1B+o7EnCd6Mwzv2J7/pPrrMz2mQoaUXEyz+d/naa5Ziz7TlenT",
+	"2zeMj/Vknh6GejXsn71iPaTSyhYQwmnCpjOhGI+X3zMPyZ3Ra4b0BjtIJB0xzbNzpvIlaekfTl9ffku0",
+	"BKOzlCQ5HemlQg6zN4BHR2kOmytnWqIRJYacFnsN5gKSD1sS+J+ZAprqH5KJmOcyhCNt6D0Ejwg1A4AD",
+	"qUc1ZUNekN2UqYlIQqLXLyS/z1m+hKeuRLLcI2OmpCYvOqYpN+ZKVKyDar9js4wuWTIgem2jcMgXqIOR",
+	"fM712SRqkcasQy7Nl2Hg8BrKhZqwvKRjSaLDfn/Iq8v8js0lS6JjspikGassET6Xz7kMSXTYfUGqT57y",
+	"81yMtaSNOkN+Uj7ARvqV5IqNRM707PQrSAsENNV7GRI6VxNNp7H5O6eKkUwzAbmn+fiIplnKxzhdQsnR",
+	"7a2egKZjvSUd8l4yQvUJlhOSa41sSkBckxYl79+fvtqDfcrEOI1pZoeGx7Ok/6NRN+7T56x9cPUsaR/G",
+	"vRftF/Qpa3eT/uj5VS9+xg4PLf0jEZUnwFmLtqbWFXTfPzqqE/6MKsVy/c7/47f/0f4/P/7lfwa+03Ax",
+	"vyqIfx1LkM59Vb6w41l/8cJ/1mVlIA934O/wTUyqb0SSokdSawvfiGRpVSyjstHZLDO0sv9J6ql/Lqf2",
+	"eZ02eecO73/mbBQMgv9tv3SJ7uOvcl9/2ci0cmzlLPEKMg0Y6Tc0sbdvPVZ4MJnj76ymi04YAUVP07mi",
+	"14xXrSStMwWv7LMvCyW1rpBurVfehcGUSYk+zULtdVggjoZmWnAuCbtNpZJAmSnq2tXxX8A6kptUZDB3",
+	"6Rm+UdLtupWDZ3kuclSw0eweBJo/dtBucweqOQAl8Bo7QKPt6/2hsN6BFoVUBXcfK3PUrM1hhmYWA1J+",
+	"aUBWvx5oYjtSeq1ngw80j2tzBKQVVRcmMoKA3WhhUayo1kQivWIdXK5oL9Sskg4196MpJ/k8YwX3TRVp",
+	"RXV6iUJSXjs3VoO+aAZgLKdoT3PKuzD4VuRXaZIwviONy1jMWD2soOmoLXi2BBklOKEoxz2EUn63uoGp",
+	"LLT6jMbXqAzAxyz9ygG+86G2yzUiNHEkAg9HKyrGGO0NQEMsBqSXlRp2jIMD3cRMZMg1X9VSH/fPJctY",
+	"6F9GuZgSMVcyTZij0Z+eE5plYtHOUhRlDZWplMg77ldaebDKlKragNYpVZplVv/wnfJVY6oynKbOVROp",
+	"jW8dG0UL41IpmhujlKdyos3LB9jxk/qojFIV1YYWNcamD/Eq7Whv7cA7zX1EnWzHPcyLh5xDZ3RAzeLI",
+	"nCcsL+d0zZYbN88MpHEI6zu1oJIA1/FqnhUdWJM86L7H+glCCWcLOGFay8a/clcMP8AZbu7ehvFGXhV5",
+	"D3eKa+WNZvjFndSUQgq6b3DXNjW/EGDwx+WhS8ghqKo99uLqWRJ8+bJcCL0nmm7nnN3OWKxYQiZ0NmOc",
+	"JcdIJCy/YfkTqZVoIFh9MWGKppl0aKkcIyzPD0J9qw3Ne62MkVKvBJM/CPVaaxyV9bE6SiIY2gKglAQP",
+	"JZgx5lt7O3pVUmltPpjlOV1mgiaXQryh+Zjda7L1d7gTtYsK5zaVJNN36PWmnDw9Ojp4Sq6WisngYVUS",
+	"+zVxY/YWDDLSenpIvk+/IVdLkrARnWcKT8IFy2/SmL3n9IamGb3K7rcOntfUtTaJt4BmrA9mTvM00wyt",
+	"eMRy2Iwqlj/QsmhV64pKRmLKTfgiZzSesITk6XiiCBeLDnkH3wU+ckXjazEaHVtdJCE5i/ViSnK1HPJU",
+	"SZaNSj9T8f5UwqP4rpRJQnN0bgzAtzCDEAfBUAehXC5YLoe8qdwRTqfgEigdRSFRdAz+BusjJvGE8rH5",
+	"SFp4Gowrgw+5ze2wvJFE9sppAnIP3fosIYLHzOghaD3JeaYeynILjZt6N/sNDbRVO1p6z0bzLIOl0bqU",
+	"kcuwbLA4QN6XQpxRvrR+znvRdv0dlTNeuDwIu40ZAxf5Q2gw5XtTI+Xms0HNbyqzNNGk0vCftnrdLmjq",
+	"MiRHXeNPH3Ln7Fud1fDDJ9I6uEnr4KgbdrvdPXsqcF0j+KN9ov+ICtc7uGJ8vv924Qb2LYB5Yr/mNL4L",
+	"A+crq33ISpAFTZX1TQHTSPl4o4/653Y5Pvxv9M1vNUQbzfC+xzjXt3+RfqD2psJTv8uo3CjDyvftMrpK",
+	"vABI8z2nczURefpPdj+FoPIC9/BA9JOPNS1aK/q2TWdpW2u1D6Q1Fi+MjAdZnyfz4bD0uIdkzq+5WHA9",
+	"mJzdiGuj07/ncj6biVyx5IwlKcWA2L1WwfOilerCdC5BVjXe/XWUBS0Zo/q3ok5Q6u5wvE+sDLEB0yRJ",
+	"9e00O3eixiOaSVb/6rciJ1E16h2FJCqD6ODVqMTg9RU3HB6BdIu+ZVl6W0Two04tZv05KCWd39dqfwc/",
+	"K1r1MQSEnkiw5QVnpfC3MWGIgNWcn3qOoEn7v2PVbFSw9daDXBciIxKFtYR/OG8WV59YDIxQxBD7g/j5",
+	"BpmZTplUdDoLqg7P39yFqLzwo+d7dmsdd+ja3d1tyavTx4W3oc9CVWnN8pQrrQiSk4uXp6ch4YLIGY2Z",
+	"3OuQC0zo0Ks55GD7pglGXAplSFuAWg7Ud0/CloLKRq9gxWshBM0D2s+ePe+1ZUGd7Z4+naUrvNd/vi4G",
+	"MBze9nvt4fD2GfPGAiq04l9Z9MPXNAG+RAvPQ0QLyhUIwxmVeorHQE2aqsAtCY9AEH8LAqt+9YNeKvBw",
+	"oC1JWkZv0Nry3jGhikyFVOSITFM+V6z43Giu5jmrxizW5CQYF+8gSKhibZVOmW/hlGG56w6BJV/gqvVz",
+	"AC9YR/SWqddXgSpXDScJuHlL1qPVbXJyClQmFYXQOYcUlIqaGguuzQd0/2LGIsul4MBSGJ9P9RirrDEI",
+	"gyJryP777YwV14E/BmFQyU1y/7Y3uPwzQGkGcaArvdLFTJzFKZf9JEmsc/meTKHMMKurt6OcsbZit4q8",
+	"v7DO+SrVHHW75DV5SWepEhk5uWEhcTL6QnL6hjztP+tuPqTNmFyFRdosIx91OJmG2wu6EyJVPo/1OUic",
+	"2R3rbae5JiiqiigoaByaB3LCpjO1JDhMj0yrpzr6uOycpwqjDmKuIGE2YZr/USVy0ooOI3RKRyczRQ6j",
+	"veqCH/qOHuZSenMYNMfWRoRY8OqLqomXzVeaTMz6SzEfk7RETvT+3NCMcbUX4pD1gfr19JxoXeqYRMNg",
+	"GESlDa5/cVe0Np5GxmdjTCYFtDHPhWhnTPN4AnfA56svh6RRz/sqWaR+5SBLITKUpVo22QxnMJsJh02u",
+	"fqmeidr4KKSm1j/1bXrD2kk6ThWsksj1//zlsPpqTGfdeFRqJFifpqGWYoftsuLIfAfsG6riic2XUWwK",
+	"hJ5lb0cQQ1zH7jFP1TxaBHw/Ns9iUQUjSXT+9uKS7MfWz6IgEQUibL7XRXsdogeFPhaT9gD+EgaWtOAs",
+	"JFKAagFn+ipntAhmQRh1BOofzQRnqHHctq1m0rYvbMPPVvjftseibdZJq+Cdd3RxZiwEz4KVzpod2LIT",
+	"Y16TnGQ8VYkmGZPKSVqoPZUHL1VsCrM0+nEhz+fz1Hv4mfW3b2G5IP3M5QrBXOgmShRjcQWqGX9QZKLq",
+	"f3FUFfW/cdheyVempDYkV5OMUCmDfZ+WQWA3hRU5rR6f3DT1D/jlUusJaJ6DIV49i2ZlNh0qeT/BbaOw",
+	"awlEhoUa2Au73e7Wc2yc+jsQ4af4bK/b7YIIt3/XVyIMMPVUDw100mBg9jqoH/8Ir0cmnC4xFqD1Z8gK",
+	"kJBdpMd8TKL5TLJcRYbWcTub5ATUpG/00E1ti4pF3GKT7nGKc3jIs0VvOURBtLJupxdq9dya/CJPULTc",
+	"a7PMWDfRpx2db+4mT/0dOKB3VK6+EwtwAqAtV/AqxhXLjd4tl9JwgroGlX7Plj9ANpSPrLk2KU32n80X",
+	"AL5uGaGj1FfF5wKLC9ua+0kf18NPn+dslN76P36TylTbvTO4B4dBFYyhxZmN5FyzZU1pi6//8ey73/tv",
+	"bl9Qv661Dau/Vzpp81tlEcfW/ooid2w3o9iMXVNRO2cZu9GmFyic0u6gibOY14OrJWcxS29Y4rWGMWp4",
+	"OvMv1Ol5UQjTfDmJNeVoNbVu9x50up1e76DzzLdec8nyk7FxIXrmV/nGE0neS5a34YE11Lff7xwEW3Im",
+	"8AqVuxa6J6RGs876uAMvt2/FObc1QTuZT5UcNq0TKzqWISlPc0jKkh7gBhmjCZGxQM9D7dj7ajrqCw4/",
+	"WNLR86uY/do+M28hShwTVwuac/tTdVd8RSP3PJ5flA76kGe1Upe9Xju3N5Z10vUJnufplOZLlMRwPlMF",
+	"GR3j9IbVLLgVBTNN7dKtANugYzq33tVrxNY+WN5ZLc2qT7Db6fS63ZDod8y1/ABD1qFcoG/NlHi8JAmL",
+	"6fK4zK6rLEAXFCSsQegZ9WhlRYLN+G1YgvMsAyFXJeAVRrNTXtZYZlNQ3dhRfdmYrlt9w1eQ3fxYs7it",
+	"6U6a0bE2xlh+wxJytSz8vyGRE7HQCh8qDDwhE7GoHG6/6lAO0hTSZSKm2URItX0hnW8qDmNad97LO1EP",
+	"0BYoJLXm8cSKsK3UN+vAayps9cK+9e955957Zyv/1k8C2bZxDIPWqf+1dEr1Kiu9ooywmOYKt3A5H6fg",
+	"8L4BE1cy2qxll6nUFq0qPsvvm/WpsJXK9ruMw0fia8Tpq01RhPVS9YkEHhDavGieEDjOVaeapjXJVFOa",
+	"bsPMvYGyDTypc08+09mo7HBUZ+xu4jvXrO+bVO6usmj+o9UHa/M1F269Sa2fx0CBsawrp4bKay0+xPZW",
+	"m1W9PKeEs1v1cp5L4fEhn1MpwVMWww2RqcNjRD8Egyz4usABZlTiD53gi+xhrz/vq0YbwhUgEmucrgT8",
+	"5v44xGE1DtE/euqzA/266EY95QGUr62+scUh9WoItYKh1Qd5raiCm1bLFjrGWOe8ID5DUWU4sreDF+qS",
+	"jhuOpw1ODVzMLcj3/k7ZHQ72aifleS6uMjY1ukOSIm6DVGLmWK/HJuBk+D1nD+6jLEvwi6GuXrsP7Goi",
+	"xPX9jr5Tqb6B0osbcetfYRAmZfKc5Zhd5mPQuVDKVFXW6vSS4gUQ2DV0CGkNU8qXhJpMuZDQOBdSmmqg",
+	"Ij9hlouYSVl41udcma8lVU9Pv2YDuEZAz2cEzL2a8pUU2VwxElnIq4i8f/cGCcX4R2SZNyCbqrB+Rm+U",
+	"7Di2mHWGJx4muEswVo/ZxR3wk4vDB3cQ0h8mWu10Nf8MJmskbZkH+fLdmUd8uyhkO5jMfo76g+NqNJ9z",
+	"w5UOgNkmzmoBzj6vnC34RlZ4qEpUtHoI3RchHa9wnOovPJEE7rDL2ZgVwq1tmo6XaDWBmsVC7XvlR3bH",
+	"cavSa/fwuY9EV9PgOVXxZEdCfGmSlUzY6uW7M+O6HJAp0zotJoWRnM0yGrOQRHyeZVHxY5wxmoelHsZg",
+	"6ZfHQx4VOsKA4DNwrwlN0SzDIKT+CfP80be6ltI9eUF21K5fHDemsyqlp/7JLc2De5+Tjd+7z7mpn5HN",
+	"H/nCM/PjnGbpKGXJPSZ4r5PUOAsbPuM7G0akLnc8FW+5kTmlUF3qI6JNPVfmehy8SmlNxqf4m1/IlCaM",
+	"SEFGFEyo9d4z+/VVXln7e8Mt23RHWsQd32vsZMt3hIRmEplCtEB1qJ0mNm159Rd2Vny0NWfWZkcP8KqA",
+	"fGTQtiKDP2H3hOSQTR7qSXESXcxjLJGICGQDQwQ+cqOsJWpXcW8QBt+uCtXX9Adn68rVd1epmEFYks3H",
+	"NURsVuketGxer0nYjApyvGw2ppeEm+vaKyxwrN81N1aI2Kv9mRt3dvFvS/wmc9dM8oplgqN51hpB/ry9",
+	"z581XWSB1JnvEnUx81rM0HBdDlITBWYKfulpe8DzlFGoMT3zWa3plFlJX6DV2C2laTbPGTh7pmmWpQ6e",
+	"1QYH/70PsB3D69uY5bMVoUepaK4cQaGtgvyJNEVrpGXNnP6RqWDcq7r7IXFYG50IyrCNZ8SO62IFg7ms",
+	"juS7y8tzgke5Hmkolzmu+hXdQqAdmYY9n9Vz5W78FkxkK8firqItJJwtmFTIH7Y24ev87c/kJ1zLmF/7",
+	"/c8nvIrzUbqE+keHJJ7QnMaK5U7K0tNDWz0G8va/oq0ijoVyW0CauIS9CSvH5nSvzGpjUMCuCgyZBZUI",
+	"+GX5LhbJltIWwdQcbO+ExWnCpCtSTUJaEBYg1FbI+lLfXlcCoTsIvfJBApY0y+UxYTSewN63tTUAgfTC",
+	"z2FQ4FCwyXk8KQpBmgJSv6JIVt/ZCNdPVxPj72HJV17yU8oW93xHmb5//8dLuPD7PF2ih+/4tA9MfMdX",
+	"uOUIuztT6tCtzRTystBCrqzNKAswtpC0XmTYxnfhujWmEnv7rq83+LL1txe/kxt9w5ZvraDT1l/5JuXX",
+	"ksR4FPS4MR9yl1cbjFtvJo0kAlJzd3mfwcdd8T5gGkaPcrLWtnh5A2j3c7MwcSoJ1H0ptfWYazC9DQlp",
+	"fiY/voOiAUlkTPkWS1KPXvqm0Fy25sZ4qMBPbito3DvN5hH0ymir3e8gPbR+B7WoYmRc5EY79kVSE+YL",
+	"8kmoHAzJlMaTlLN2zmgCtYRF0UZVIJb4ZR48tga8VhAGVXStIFwBdGKfqF12gQBrP1ltrHYZbIzatQKY",
+	"JQzOAI7nB6FOskwswE6uFVo3cQuaaCUrqpLr6DZeeI8VKENrkKNKRDCf7mFx5DbWBrzSN7qocN4CgQVY",
+	"Bbng49DAEiHXPyaYUWtxeuQ2sevErdVeSfWvzAx2oPxXRZEw1erbjPGkjG8mbGUmgc/ShRprD1qcG/XA",
+	"fCIDB2gBgVbnbVhMP++nGoB3day7Aq12K6sEfNdF8Ucjtthccn1Avihfo4x0kRFD5uyJLMo1PoVGhpMo",
+	"Ynq2gmC7oCo6/BDe3GOOTag886YZWqthqm0ZMxfIsMIdNqU6qcQ5LyAPmiakNWJKq9xQP00VoMC4zpor",
+	"ITJG+daWIEVcEJ8hmC3oUpJZzkzReyaFwRQpqh63swzNZlRGVK7Mx1UU4i/u1Tto0aXhxYRWHM1FOLTT",
+	"QBwgLb9qOeRb1v0CBBKQTDpOOc0sNNITSRTjakL0RELCUCMZcuBenDiVx6WthJXsq4qIDQ94DRYicOdG",
+	"hXClnrhWLmwed6qGk6Ceifa+qK4qQeItlNBU3KADt7KAXubvHP7dva0lxym8VjZtPp9nzJOPZQBKvfGf",
+	"AYnAcTWcd7sH8YyqCfyLRSGJAPrZ/MLplJW/6PuaP4Cj23jwGz9WfQ4VrNTG+qyUdZeuK9GVc9W3r4Nc",
+	"9bjjqMEx8bjh5pkpeET/LGlF9pDqZSg8IvoP9JeY1dHSVv9TE6v+X98eRyHpdDq1IhfjddnEHmzFsRn8",
 	"enF97s8tPMFsSJNdONCnTsxwkCT6CwKQ9Np9ghW14OiAdI6EmRjHQfugfYg/y83Zzo776KBfwZNoDYd/",
 	"GQ6Tz72wfzccyr/u/XU4bP1VXzm4Gw73/vrbcCg77Y/mivvX4Z0XfaJQZHeWlRZyrEXJTEhFC8rZ0xxQ",
 	"xClEgQuoTcc8W5mgtxbJwUL1VjtieNMmze9fVCFxdLSRspxxhGsRA97VUqpXO/isOjalSytpyNS2VnGt",
@@ -7807,7 +8059,7 @@ var swaggerSpec = []string{
 	"Ly2ZaK6hFzgGvt0YC7yGKqbtsqlW69CNAmNs9OPVbHNVV1zDMRsNkIe83gF5QIoOyEBZRRNkt/956BvB",
 	"K7qENP8hj1Y20zXjaPROHhDbO9kolbV2yJq6jafHQUDAqTR6OI9yhikrmVB7x9jOnZqW0PB1RGNJ5ZBH",
 	"h/0XpFbtGRke7LZtRg6cpTEzmY6Gi56dXjYYqJgxjn7+jsjH++Yhua/vvQsDlarMZcDk//u//m/ysgy/",
-	"Wm2WnM+vsjTWexaEgeacBtmo87QDHYv1d+gsDQbBQacLzStmVE1A8yhQ1j8rcc34nb42XqVGQ3nbFZuk",
+	"Wm2WnM+vsjTWexaEgeacBtmo86wDHYv1d+gsDQbBQacLzStmVE1A8yhQ1j8rcc34nb42XqVGQ3nbFZuk",
 	"PCkbwzyRJGqga0eDsoFV0WuCWt0iCaHNO5yDQrlpaQ4FDWKwCTsbpbeWYdjGLKZTHT7oNAzRT8wly4cc",
 	"sviQMtTmDiY2I9asIKbPwEKY8jHQlICx0axDopM4ZjM1IIrdqv2JmmYRGTMFFDSlWUa+uzx7Y4DyqW0q",
 	"qgU2yBikjEJQgXdqzJRZtKAE6IGN6Xe7u7VAdnvvNNrlVLvj1Fra3MO/51i969xwTucZk7+4yh9oTonb",
@@ -7861,79 +8113,81 @@ var swaggerSpec = []string{
 	"YxKVB3JQPcCkcn5XDVYfKP8aVkAgbQRyEzDk6jlAIWVBhUDzkOKAfMNknqoJk8z6xZooF+/YjFEF52Iq",
 	"8q0aYbLbWVbAXfuXQNFxZQUKLOvdup66jUWbcNZSLYvO5MGm1VlA0ixmfiIsHJarp7KzDtvhwsJ3bufo",
 	"r3VX2WZIBg9nuzFVWgtuO6h6j8H1o3IaYiJmNHTNbAFyYEiaFLSxRaZvHr6a6vtjaGyYkYUypQpauxgL",
-	"QK90OmX+hqnd3mW3O4D/Z8u0vWzJHF39ysr4t+muuu2wr9hIQIRxzYj7O474G3jnww/ZsMcdVrrf3Wrc",
-	"ljF+lZXGg1jNmCvaKsD4uVhUhn/Y9Q/TVSLqBF1gZa9vP74jI8tVYXqn0vS81jcAxtAEULYWhr/k4DLE",
-	"aAQocfADFCd4RMOARJ8oj8go5YkknyivAAWAXmMxAsIh1/cyktjb7S91nOtPlK/Y4N9Xnf9e//lXxdBx",
-	"Ir8SkblKJUVLgeXf/3n6SaS/LE/lKf8xfZueLs9enfbfXL6+fXN5evvTq5Ojt5/OFm8/nSzefHq9POuJ",
-	"9M3Lv89+fXn69PTTye3by7Pe2d9O+6e8G+waL4buMp6Y8Qkqp4jVBgP/sweJ/+0hdd6kxlskGc3jSbEx",
-	"O2Q0y/0rWwXljw58QOzU+UyL5l7Y7XZLrpBy0Pdcv5XNDsXrcp5BWSTRqliIILpw75CDH61DXmuWoH8F",
-	"9ufmkkbnby8uiR1nRBS9hoTjkEBCDUgpgUjeYsEHhPIhTzHZxnlhNKJpxpLIDiameb4sgHn05jU+tID+",
-	"tKDT4mwwObmOvIYpNwlVtAPvkZFhgrZcTPM+EgFMcnFiELww5Qm7NU169pyCdaxQAbWVjAWhE0YTg/rv",
-	"YBoTxm9YJmaMtLhQgOEZarO4ACqPQoSMhd0acngfpENbdOgI+p/sAZiwdCxTu5FFNhEmFrfxgYGFYCct",
-	"62wYmKLUsrbJiPoIocZNfVhZBmbKv+iQk3JrYLfwm7vhKDlDm88ky7XptH5ATghL/2oEPH4civraUNSn",
-	"h5fPMyYB29Y2kp8wHKpkWtrkjisIWxZjE+uWW4uHdXxXBoN7L9Qvrnahl4ouQxLp84pJXYhQUO289gT3",
-	"r8CMIlcsFlPIZeNsoV9aJEHMeYYpav4Ms1TBlIyDwBqdEbbhLVwWmPWq32vTWZN0NDJlw0NeK/0zsAzg",
-	"GrE8AbgKbLUWgiyB6/rIh9BufyEssUlz3q602H5d9k8oQcP1mYJFTvk4c3DwsXRg4Pa8A4uSFkqsWQCD",
-	"do7+uhy9MRAi0M+Eq0sEJ4zrBYaGXjnWqBVpveRSH1g8qrAKBiwCxr7IU6UYt2uhcsolgp53yLfGF5RT",
-	"VdRXYmsus2CCsyFHJ5QBuliBEg3RCIf9Wj5rH3MQ0ejS58yBT6725vwr6wXx+Far+S4XwvGB4h0sqVTt",
-	"lRrUvYG2vgwA+KNWnFcBSJX3craQGVPajAARjv2w7Kx3KC78xt2yr5qXOE1vMSm+jouThAXb1BSITByF",
-	"lrs3KG9xa+6B5Gw7yxSAV2Fg4ei0vqyXfce3HrhvNTPwvBVkOa4V7FFV7Nsm1gNzI84PqAra/riyvt+x",
-	"UGNTJiWWlELjeFRgqkihALFDYR+sdQkQtOWjLiJ/kTsG5VTEIuPLGYvTkdlVtz9PgLukX3lvWluF3PV2",
-	"vaaHXP8Rx+sxWPdH4XiJ3AgPrxGzk63EbvU2rIzfYUsMq3YVpY6YSpBpqWmiNgBMJSE5IOXjJ3KvGuML",
-	"iVQ5w671FjkCOlqYRgMGZFqmUnNzIjmdyYkoWnlqDnVFJRuQH14BXEVLPxAVKjUlWcpZiNGwsiOGyMnL",
-	"i5+MIl5pKRDLG9P3IhbZfMpRQ0s5SUQs9+ks7UyTAeoiWi9xwKVBz/okUl7URBybeCUGIx2ws7IOo/yK",
-	"KRrFyNyQ44v2io4H7dc8FknKxwMy/mc6iwDuVb/EgCecmmJYqRe7YqmOacrBzcaG3NHEQjIRCyxvpdxx",
-	"f6XKdjQ5Lru6gNqXpDIWnDN9l1RiBh/26FpIOduGzh5jLI8xlscYy2OM5THG8hhjeYyxbGvG3rZ50oiz",
-	"BJ+HpaU4DAbDrSzQYRAOUU7AIz7nwDC4gzVY1XvmbUXnwkabYCFp5avj7fJpla3qBIrRhzCgkEP/jm1m",
-	"EfrGHdotXDv6E9OqTWt0oLDxQr9z01J36J1j/DhWs30MHv3BwaPXoJHuZAeVTeW3SF/Em0NSwpRoxUPk",
-	"hAsVEpEljrljPJaYWw1RIDmfai18LtWQz3IRG5/2dODcaMwdx71qdOVFLhT4jKcIXgNQM9ZNDbB+gsfM",
-	"dlx1njeuXM1RS/lsulGPUp7KCUtCIqFOXGQZy90kQGJzALX9MwXHbkaVVsUxyCUdn7ZpFQw5XthUdMxU",
-	"h5yLLCszJTOqZ19JX1uKORkLjI+BFI5IC+MJg7LBo1nbazZTe8fNbMhsQZfQWAh7+IS2eQGbztTSZCAy",
-	"ykvUF84WZKmH57jn9cvJQZckdOk2VlyVM/ja9s9fa/acVAdrJpRKMmIsKVqEK2Fia74J47qu0rJpQ8v4",
-	"woQ+kOCmASyQo1aJlrOVKYWVJs3bGR5lp/Xm582GfEGCJWot2/dU//K0B8tEfvsYBhMqz7RCZXvYV5Ig",
-	"Tuz/ta+/ue697P/889Hzt7Pn7Pvurfo0/v3X7TMbYJk25zXgyB4F09cXTE5z7GaGPU1KBolH35FNhpH4",
-	"JdP+Z/ivgW72yiitlSHrrXYth7BkhRtDqgFmhqMDDthLq8nzwFJudDyDgX5x90wbbLA6oOmG7e8Oc7+e",
-	"max4fkUIzOkDMAigAayNt9rhFBf0Dt2kM9weWOZ6J5omopXZsq0G/OxZpdH9IChCv9szA9OdFvdnhbpq",
-	"hMhjv7A/jA1AtzCjuvmO/xaNBOHZShcN0ooMtUUhoZnEHAvbvL+dJpFFTTYw6SmTe7u20wAa9bTTsHT+",
-	"tTpUmlmsVs+1ANTqX1ZjfU+k1dHhTlmPRaQ8zuYAnBgV6BKCM9kZ8gsW58xohKgJIyLGKjXwgx3jl/LF",
-	"crK/fd6266+fbzhBUoCrAs3MWY4tOdOLF5VCirUDqbbRgnl0HJZrw00JuL59k+v2L3uHVdeaOzljvyHo",
-	"U3WKZgPvOcfnK+bY6152nw96/cHhYeeo96w5R5El7XXz/Lgr916lzF2uJuvOo5K2G3e2Z2x16mllfR0u",
-	"XRzzbVo6ui+BaJUoVDSwpACIPprnWYR9bK+YNgRFNleMRJbAoiFvzTKacrykr6Chv4CSQjASgRuJXHNA",
-	"sZAkVXsI6uakJlJTln0w5JW5gYVVjsnkvWmmJ1TJFXGodsltxND0InJepykzHQOGTySBg0YhkROx4GhA",
-	"Ch4zp8LQdh9a0SXRLPYfCsS2irXuwOl2aidn5vy1EqCcRnv3Fiqwr8EgWEwki/9xNvr+xxf58799/8vv",
-	"+eXi0/vzV89P35z/eir6b+gberHojeYHVz/88/2fXBztxqQvnHGvYtbu3JymOfZ84DI+Zg89Zg99TQHn",
-	"zR66sH5rQC3hDvv3Szq/Nr7/uXp61zaVOqP5NWYDV4RiIWCgH55xUpTu2anIGTQOxg5Pmak/x2L5ITfN",
-	"80wijBILmicGvG6aghvkoCbeOgQ68ADgt8VKqYxIi7Naa7wVvaQeVDht00uqsnCQNYVwd48Npf6Dj7JB",
-	"Wavqmiv11Z0I9aJyuje1lrrQxrLQVvJINQ/6E30pF0plbFCootGU3r4qvBHnLL+AIoCIUKXYdKagmAYL",
-	"A0JC41xIadLErNwmJn7WIR8mVIFKCWEz86kQDjk6Po3GCdj/U8xNoZxQMmIL53sKNdTWoesENWExmYkF",
-	"aPAJy+jSRNtMjdaQl26VY+erT6RmcSpftk8wpCX0Nw/7L/RSHXUPAAxDIqYIKAfuGVdCrO6F9GfQjf37",
-	"Fwz63R1bCv35ld7VU/3qam3/z67WYidG+d9Fo31Eu3qUm7ZjG61LKcmUgpqZL1GE90thsDajpPZt89Sy",
-	"kEdVd/WALCZpPEFtNjR/mFtDk+9dih2TmxuLhJkGRhQ2OizLg1GRLpqAcHar7PugYemcdYb8fCMAVgXp",
-	"CoP1633kJSPdmDVhBfMXpAH0a1kAfyKcJUB9enDwBUs9WDqIfwSDfmj/vVIIHnUOe/1fobsPEuKWout5",
-	"7+FinWFg6PRMBoOD5+VamFRwvWZ6j4p59TbPq9vpHXbvPS8smgsKPdIWzmv17SvNu9fHfBFD/qu3CwMk",
-	"9SU66h7ceWA3JglAaJwuzj79os4uX6uzT9++P3t1/fTsnydPz16dzM8uf1x8SP/+Ynu1wZzkpRno5jwU",
-	"S5v/dkrCf0ZUBHHbmoLqKxqcu4vc/c/lOb/bz5n5a/fmO77xeMVDsR5KAIKCcR35g+UOE3q4ePmqWNSP",
-	"czZnmL4JRq8V74DtWQybi0UInRjBRAZVXlHFSIvaGuhyx7GLD2aAAkWofAkp/LRswF40AiqYZiak2sMg",
-	"EjrjrhmDgjJJirwFaCfs88mRsoVzsZuYctsCJI89P4SwufPr+enuLZef/cEido1s6XUHvSMn+F7Ytqaz",
-	"8+6yYZUdaVcgJL9rIk0e7cZH1+duUQzgtA5r0kz3y+w2AL5ZPoyk2Jonu9IDguQV3ofJu/nSSQG3mVxF",
-	"vH7IbY9NknIS/SZTHrMQcW/3Is3amYFfguaOJQs1ZQBYuUBaCDFjmfaQQy6AZt1FxYPIsT3kgi6Jib6A",
-	"HxWZvcKsMiwK8HD4kEiBpdmVxDTHSZuwZD6DxcGqUoZwRgqBg+kNI5IxDnDKS8hSQN5BUgOAPGIseSIL",
-	"OB6eOImvWFlxtTTjeQV4T9RWDXTISQmev1L6YEPNjaJH3/ZncNACIawvXAQiqdkXlVvuti/Z1dP+mj5c",
-	"3OxgcNgPt5navb2wD74kqwBGvhMLLMcvtVeijctHkfjoSv3vJocNdFdRbPIQ8timGn1VeVxpwlJzyV6Y",
-	"bqXEDr6WvoNpPQjMB53obemZFkcm360ERgMHaf+QTMQ8t6HMqvRndcPH5NktxJDrL1M1zxkAiRQStLgc",
-	"kZac0Zi1JdNLoVhCopteGBHGQTCHZgwLM3Zo5pLmsghwFlI4ppzIRQr4S6L2VBHxydknFptMCjuJY2sf",
-	"as0hxAhp/aMd8k4oig9qCoEXQpWkkMxZHW5wCfG5IS9LFk2UFs1Jp6kEYpfg/dY/rldHkmjEsky0m0sW",
-	"DnkqSa4HhC0iKumUragINJvP2CAXabfxoRUaAPxmg2pIxH+4/Wkd1jie17ezNGdyU6ixluz3Y/929uuH",
-	"o+77/k+f4ulP3ffTF91ffn6X/fr6xfyX/k/fXE3fvf3151+z+Ppb/suHbH5vKbxz5BLHucLWBPrz5d09",
-	"mo7/mVkzcD490b8KjayQXWs/jB9i+c3q4p2Cp+jbEEQrlSQR8XzKuDom0ZReM5LPeWSxMrQNRBUx6d+9",
-	"/rNOt9Pt9AbPu8+7nSIfYB94hBmxPyndWEQ0cYCuC8dkURvfdHKeUQ7danytgZw3QGug5tPQy1brCHk8",
-	"SSFZqWx1Nis62JKWFs+0gA009Unm1U6n2+YHTNv2BaSul11oUwsqVgBtESVEZoY/pfk1ZgJKReNr51tF",
-	"b3e/txcVFz1yMWqLUTvWNMpVGePwrMxLvMfzxkouptWcrrSA9WxRQYa+NaCJUSn8RaAlSq3pxqltZefd",
-	"pv5M09Bt2624MuPAqsKVYNoXpn4dQFrqHgzl1Kyp5YwdE2309G9vCY2vuVhkLBkbYLMTvoTczyFnmWSk",
-	"lbMkzQGDTAmxFxIKuDx6fRCqp3dEJLqfDViZ/iSiX0OOpFZ9EkLVkB8RGZIjMk15SA66+N8+mehrk5D0",
-	"ugS7MME/Wv/v/9Pvkv+dfEqVYvlxM4nrsP9i/6h7AOrDRHAxz1liQPgKTU8qNtvrkOiw1yV/E5xFxsHQ",
-	"1DT9XgTQxl66q/8lOLROJeuGfuyFq9gWku4oi40BtoMLoMYvSprQJvBdpd9igXkBZ6Q4ayE5f3txia6Z",
-	"Blt//+7NKl5+9/8HAAD//w==",
+	"QK90OmX+hqnd3mW3O4D/s2XaXrZkjq5+ZWX823RX3XbYV2wkIMK4ZsT9HUf8Dbzz4Yds2OMOK93vbjVu",
+	"yxi/ykrjQaxmzBVtFWD8XCwqwz/s+ofpKhF1gi6wste3H9+RkeWqML1TaXpe6xsAY2gCKFsLw19ycBli",
+	"NAKUOPgBihM8omFAok+UR2SU8kSST5RXgAJAr7EYAeGQ63sZSezt9pc6zvUnylds8O+rzn+v//yrYug4",
+	"kV+JyFylkqKlwPLv/zz9JNJflqfylP+Yvk1Pl2evTvtvLl/fvrk8vf3p1cnR209ni7efThZvPr1envVE",
+	"+ubl32e/vjx9evrp5Pbt5Vnv7G+n/VPeDXaNF0N3GU/M+ASVU8Rqg4H/2YPE//aQOm9S4y2SjObxpNiY",
+	"HTKa5f6VrYLyRwc+IHbqfKZFcy/sdrslV0g56Huu38pmh+J1Oc+gLJJoVSxEEF24d8jBj9YhrzVL0L8C",
+	"+3NzSaPztxeXxI4zIopeQ8JxSCChBqSUQCRvseADQvmQp5hs47wwGtE0Y0lkBxPTPF8WwDx68xofWkB/",
+	"WtBpcTaYnFxHXsOUm4Qq2oH3yMgwQVsupnkfiQAmuTgxCF6Y8oTdmiY9e07BOlaogNpKxoLQCaOJQf13",
+	"MI0J4zcsEzNGWlwowPAMtVlcAJVHIULGwm4NObwP0qEtOnQE/U/2AExYOpap3cgimwgTi9v4wMBCsJOW",
+	"dTYMTFFqWdtkRH2EUOOmPqwsAzPlX3TISbk1sFv4zd1wlJyhzWeS5dp0Wj8gJ4SlfzUCHj8ORX1tKOrT",
+	"w8vnGZOAbWsbyU8YDlUyLW1yxxWELYuxiXXLrcXDOr4rg8G9F+oXV7vQS0WXIYn0ecWkLkQoqHZee4L7",
+	"V2BGkSsWiynksnG20C8tkiDmPMMUNX+GWapgSsZBYI3OCNvwFi4LzHrV77XprEk6Gpmy4SGvlf4ZWAZw",
+	"jVieAFwFtloLQZbAdX3kQ2i3vxCW2KQ5b1dabL8u+yeUoOH6TMEip3ycOTj4WDowcHvegUVJCyXWLIBB",
+	"O0d/XY7eGAgR6GfC1SWCE8b1AkNDrxxr1Iq0XnKpDyweVVgFAxYBY1/kqVKM27VQOeUSQc875FvjC8qp",
+	"KuorsTWXWTDB2ZCjE8oAXaxAiYZohMN+LZ+1jzmIaHTpc+bAJ1d7c/6V9YJ4fKvVfJcL4fhA8Q6WVKr2",
+	"Sg3q3kBbXwYA/FErzqsApMp7OVvIjCltRoAIx35YdtY7FBd+427ZV81LnKa3mBRfx8VJwoJtagpEJo5C",
+	"y90blLe4NfdAcradZQrAqzCwcHRaX9bLvuNbD9y3mhl43gqyHNcK9qgq9m0T64G5EecHVAVtf1xZ3+9Y",
+	"qLEpkxJLSqFxPCowVaRQgNihsA/WugQI2vJRF5G/yB2DcipikfHljMXpyOyq258nwF3Sr7w3ra1C7nq7",
+	"XtNDrv+I4/UYrPujcLxEboSH14jZyVZit3obVsbvsCWGVbuKUkdMJci01DRRGwCmkpAckPLxE7lXjfGF",
+	"RKqcYdd6ixwBHS1MowEDMi1Tqbk5kZzO5EQUrTw1h7qikg3ID68ArqKlH4gKlZqSLOUsxGhY2RFD5OTl",
+	"xU9GEa+0FIjljel7EYtsPuWooaWcJCKW+3SWdqbJAHURrZc44NKgZ30SKS9qIo5NvBKDkQ7YWVmHUX7F",
+	"FI1iZG7I8UV7RceD9mseiyTl4wEZ/zOdRQD3ql9iwBNOTTGs1ItdsVTHNOXgZmND7mhiIZmIBZa3Uu64",
+	"v1JlO5ocl11dQO1LUhkLzpm+Syoxgw97dC2knG1DZ48xlscYy2OM5THG8hhjeYyxPMZYtjVjb9s8acRZ",
+	"gs/D0lIcBoPhVhboMAiHKCfgEZ9zYBjcwRqs6j3ztqJzYaNNsJC08tXxdvm0ylZ1AsXoQxhQyKF/xzaz",
+	"CH3jDu0Wrh39iWnVpjU6UNh4od+5aak79M4xfhyr2T4Gj/7g4NFr0Eh3soPKpvJbpC/izSEpYUq04iFy",
+	"woUKicgSx9wxHkvMrYYokJxPtRY+l2rIZ7mIjU97OnBuNOaO4141uvIiFwp8xlMErwGoGeumBlg/wWNm",
+	"O646zxtXruaopXw23ahHKU/lhCUhkVAnLrKM5W4SILE5gNr+mYJjN6NKq+IY5JKOT9u0CoYcL2wqOmaq",
+	"Q85FlpWZkhnVs6+kry3FnIwFxsdACkekhfGEQdng0aztNZupveNmNmS2oEtoLIQ9fELbvIBNZ2ppMhAZ",
+	"5SXqC2cLstTDc9zz+uXkoEsSunQbK67KGXxt++evNXtOqoM1E0olGTGWFC3ClTCxNd+EcV1Xadm0oWV8",
+	"YUIfSHDTABbIUatEy9nKlMJKk+btDI+y03rz82ZDviDBErWW7Xuqf3nag2Uiv30MgwmVZ1qhsj3sK0kQ",
+	"J/Y/7etvrnsv+z//fPT87ew5+757qz6Nf/91+8wGWKbNeQ04skfB9PUFk9Mcu5lhT5OSQeLRd2STYSR+",
+	"ybT/Gf7XQDd7ZZTWypD1VruWQ1iywo0h1QAzw9EBB+yl1eR5YCk3Op7BQL+4e6YNNlgd0HTD9neHuV/P",
+	"TFY8vyIE5vQBGATQANbGW+1wigt6h27SGW4PLHO9E00T0cps2VYDfvas0uh+EBSh3+2ZgelOi/uzQl01",
+	"QuSxX9gfxgagW5hR3XzHf4tGgvBspYsGaUWG2qKQ0ExijoVt3t9Ok8iiJhuY9JTJvV3baQCNetppWDr/",
+	"Wh0qzSxWq+daAGr1L6uxvifS6uhwp6zHIlIeZ3MATowKdAnBmewM+QWLc2Y0QtSEERFjlRr4wY7xS/li",
+	"OdnfPm/b9dfPN5wgKcBVgWbmLMeWnOnFi0ohxdqBVNtowTw6Dsu14aYEXN++yXX7l73DqmvNnZyx3xD0",
+	"qTpFs4H3nOPzFXPsdS+7zwe9/uDwsHPUe9aco8iS9rp5ftyVe69S5i5Xk3XnUUnbjTvbM7Y69bSyvg6X",
+	"Lo75Ni0d3ZdAtEoUKhpYUgBEH83zLMI+tldMG4IimytGIktg0ZC3ZhlNOV7SV9DQX0BJIRiJwI1Erjmg",
+	"WEiSqj0EdXNSE6kpyz4Y8srcwMIqx2Ty3jTTE6rkijhUu+Q2Ymh6ETmv05SZjgHDJ5LAQaOQyIlYcDQg",
+	"BY+ZU2Fouw+t6JJoFvsPBWJbxVp34HQ7tZMzc/5aCVBOo717CxXY12AQLCaSxf84G33/44v8+d++/+X3",
+	"/HLx6f35q+enb85/PRX9N/QNvVj0RvODqx/++f5PLo52Y9IXzrhXMWt3bk7THHs+cBkfs4ces4e+poDz",
+	"Zg9dWL81oJZwh/37JZ1fG9//XD29a5tKndH8GrOBK0KxEDDQD884KUr37FTkDBoHY4enzNSfY7H8kJvm",
+	"eSYRRokFzRMDXjdNwQ1yUBNvHQIdeADw22KlVEakxVmtNd6KXlIPKpy26SVVWTjImkK4u8eGUv/BR9mg",
+	"rFV1zZX66k6EelE53ZtaS11oY1loK3mkmgf9ib6UC6UyNihU0WhKb18V3ohzll9AEUBEqFJsOlNQTIOF",
+	"ASGhcS6kNGliVm4TEz/rkA8TqkClhLCZ+VQIhxwdn0bjBOz/KeamUE4oGbGF8z2FGmrr0HWCmrCYzMQC",
+	"NPiEZXRpom2mRmvIS7fKsfPVJ1KzOJUv2ycY0hL6m4f9F3qpjroHAIYhEVMElAP3jCshVvdC+jPoxv79",
+	"Cwb97o4thf78Su/qqX51tbb/Z1drsROj/O+i0T6iXT3KTduxjdallGRKQc3MlyjC+6UwWJtRUvu2eWpZ",
+	"yKOqu3pAFpM0nqA2G5o/zK2hyfcuxY7JzY1FwkwDIwobHZblwahIF01AOLtV9n3QsHTOOkN+vhEAq4J0",
+	"hcH69T7ykpFuzJqwgvkL0gD6tSyAPxHOEqA+PTj4gqUeLB3EP4JBP7T/XikEjzqHvf6v0N0HCXFL0fW8",
+	"93CxzjAwdHomg8HB83ItTCq4XjO9R8W8epvn1e30Drv3nhcWzQWFHmkL57X69pXm3etjvogh/9XbhQGS",
+	"+hIddQ/uPLAbkwQgNE4XZ59+UWeXr9XZp2/fn726fnr2z5OnZ69O5meXPy4+pH9/sb3aYE7y0gx0cx6K",
+	"pc1/OyXhPyMqgrhtTUH1FQ3O3UXu/ufynN/t58z8tXvzHd94vOKhWA8lAEHBuI78wXKHCT1cvHxVLOrH",
+	"OZszTN8Eo9eKd8D2LIbNxSKEToxgIoMqr6hipEVtDXS549jFBzNAgSJUvoQUflo2YC8aARVMMxNS7WEQ",
+	"CZ1x14xBQZkkRd4CtBP2+eRI2cK52E1MuW0BkseeH0LY3Pn1/HT3lsvP/mARu0a29LqD3pETfC9sW9PZ",
+	"eXfZsMqOtCsQkt81kSaPduOj63O3KAZwWoc1aab7ZXYbAN8sH0ZSbM2TXekBQfIK78Pk3XzppIDbTK4i",
+	"Xj/ktscmSTmJfpMpj1mIuLd7kWbtzMAvQXPHkoWaMgCsXCAthJixTHvIIRdAs+6i4kHk2B5yQZfERF/A",
+	"j4rMXmFWGRYFeDh8SKTA0uxKYprjpE1YMp/B4mBVKUM4I4XAwfSGEckYBzjlJWQpIO8gqQFAHjGWPJEF",
+	"HA9PnMRXrKy4WprxvAK8J2qrBjrkpATPXyl9sKHmRtGjb/szOGiBENYXLgKR1OyLyi1325fs6ml/TR8u",
+	"bnYwOOyH20zt3l7YB1+SVQAj34kFluOX2ivRxuWjSHx0pf53k8MGuqsoNnkIeWxTjb6qPK40Yam5ZC9M",
+	"t1JiB19L38G0HgTmg070tvRMiyOT71YCo4GDtH9IJmKe21BmVfqzuuFj8uwWYsj1l6ma5wyARAoJWlyO",
+	"SEvOaMzakumlUCwh0U0vjAjjIJhDM4aFGTs0c0lzWQQ4CykcU07kIgX8JVF7qoj45OwTi00mhZ3EsbUP",
+	"teYQYoS0/tEOeScUxQc1hcALoUpSSOasDje4hPjckJcliyZKi+ak01QCsUvwfusf16sjSTRiWSbazSUL",
+	"hzyVJNcDwhYRlXTKVlQEms1nbJCLtNv40AoNAH6zQTUk4j/c/rQOaxzP69tZmjO5KdRYS/b7sX87+/XD",
+	"Ufd9/6dP8fSn7vvpi+4vP7/Lfn39Yv5L/6dvrqbv3v76869ZfP0t/+VDNr+3FN45conjXGFrAv358u4e",
+	"Tcf/zKwZOJ+e6F+FRr5Mdikm1b/GkqREf6ta+1dPvgFT0Wdf0gzkFheLARYDoqCB1mLWTgyNbYewiJkY",
+	"j1lCsvSaEUd3XYaFuJLAcwCsi9ArLSy4GPKc0aIDd8laT5OIRF3znzb81zP9X8/tn/Y/Fk7YZI6bkndr",
+	"+DkllcRYsVr1dqy66rQbqYZr7DnJeHLJivDln8mT2N3dk9jf1ZP4/M/uSQTqf3QnPsqEhzBjSla6gv2v",
+	"/Qa+k+U3q2s3C5VS34YYiqkkiYjnU8bVMYmm9JqRfM4jC5UkONM6r6n+6fWfdbqdbqc3eN593u0U6WD7",
+	"wFjMiP01ScYhRhOnz0ERlyqgUZoxrjPKoVmZrzOc8wboDNd8GlqZ67XN40kKuaplp8tZ0cCctLSMowVq",
+	"rClPNa92Gp03P/COAdzLAiqXyibkqcWULHAWiRIiM8Of0vwaE8GlovG18y3I4tO76w/2oezXIxejthi1",
+	"Y02OXJUhbs/KvMR7PG+spOJbwxlEpmeLCjL0rQFNjEXpxwAoQcpNM2YtKp13m/JjTUO3bbfg1owDi8pX",
+	"9lK4MPAlgNFVd2Arp2RZayLHoDf0b28Jja+5WGQsGRtcyxO+BHk85CyTjLRylqQ5QFAqIbQGALBsen0Q",
+	"qa13RCQKfINVqT+JzQ8gRd6oLWrIj4gMyRGZpjwkB1383z6Z6GuTkPS6BJvwwT9a/+//0++S/518SpVi",
+	"+XEzh/ew/2L/qHsA1uNEcDHPWWIwWAtDXyo22+uQ6LDXJX8TnEVGE2k6GvxOZFBQXrqr/yUw5A6QgZ+z",
+	"2pv3C/lucQR2NMWM/20HD3CNX5Q0oaX4XaXdbgF5BGekOGshOX97cYme+YZW//7dm1W8/O7/DwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -62,3 +62,28 @@ func (q *Queries) EventInsert(ctx context.Context, arg EventInsertParams) error 
 	)
 	return err
 }
+
+const eventInsertTest = `-- name: EventInsertTest :exec
+INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, test)
+VALUES ($1, $2, $3, NULL, $4, $5, true)
+`
+
+type EventInsertTestParams struct {
+	AccountID  uuid.UUID
+	EventID    uuid.UUID
+	EventType  string
+	Payload    []byte
+	OccurredAt time.Time
+}
+
+// A test event: about no contact, left out of the feed.
+func (q *Queries) EventInsertTest(ctx context.Context, arg EventInsertTestParams) error {
+	_, err := q.db.Exec(ctx, eventInsertTest,
+		arg.AccountID,
+		arg.EventID,
+		arg.EventType,
+		arg.Payload,
+		arg.OccurredAt,
+	)
+	return err
+}

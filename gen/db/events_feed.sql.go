@@ -13,7 +13,7 @@ import (
 )
 
 const eventGet = `-- name: EventGet :one
-SELECT payload::text AS payload FROM webhook_events WHERE account_id = $1 AND event_id = $2
+SELECT payload::text AS payload FROM webhook_events WHERE account_id = $1 AND event_id = $2 AND NOT test
 `
 
 type EventGetParams struct {
@@ -35,6 +35,7 @@ WHERE account_id = $1
   AND ($2::text IS NULL OR event_type = $2::text)
   AND (xid, event_id) > (($3::text)::xid8, $4::uuid)
   AND xid < pg_snapshot_xmin(pg_current_snapshot())
+  AND NOT test
 ORDER BY webhook_events.xid, event_id -- the column, not the text alias
 LIMIT $5
 `
@@ -117,7 +118,7 @@ WITH sub AS (
     SELECT e.event_id, row_number() OVER (ORDER BY e.xid, e.event_id) * interval '1 microsecond' AS lag
     FROM webhook_events e, sub
     WHERE sub.status <> 'Removed' AND e.account_id = sub.account_id AND e.event_type = sub.event_type
-      AND e.occurred_at >= $3::timestamptz AND e.occurred_at < $4::timestamptz
+      AND e.occurred_at >= $3::timestamptz AND e.occurred_at < $4::timestamptz AND NOT e.test
 ), queued AS (
     INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
     SELECT $1, gen_random_uuid(), $2, evs.event_id,

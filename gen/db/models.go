@@ -213,6 +213,7 @@ type WebhookEvent struct {
 	Payload    []byte
 	OccurredAt time.Time
 	Xid        pgtype.Uint64
+	Test       bool
 }
 
 type WebhookSubscription struct {

@@ -136,6 +136,8 @@ type Querier interface {
 	EnrichRetry(ctx context.Context, arg EnrichRetryParams) error
 	EventGet(ctx context.Context, arg EventGetParams) (string, error)
 	EventInsert(ctx context.Context, arg EventInsertParams) error
+	// A test event: about no contact, left out of the feed.
+	EventInsertTest(ctx context.Context, arg EventInsertTestParams) error
 	// The account's events after the cursor (@after_xid, @after_event), in the order of the
 	// transactions that wrote them, and only those of transactions below this statement's
 	// snapshot xmin: every transaction that could still add an event before them has finished,

@@ -129,6 +129,7 @@ func (c *Console) Register(e *echo.Echo) {
 	signedIn.POST("/webhooks/:id/secret", c.rotate, c.sameOrigin, c.csrf, c.scope("webhooks:write"))
 	signedIn.POST("/webhooks/:id/delete", c.remove, c.sameOrigin, c.csrf, c.scope("webhooks:write"))
 	signedIn.POST("/webhooks/:id/pause", c.pause, c.sameOrigin, c.csrf, c.scope("webhooks:write"))
+	signedIn.POST("/webhooks/:id/test", c.sendTest, c.sameOrigin, c.csrf, c.scope("webhooks:write"))
 }
 
 // headers keeps every console response out of frames and caches, under a strict CSP.

@@ -252,7 +252,7 @@ func TestConsoleTenantsAndScopes(t *testing.T) {
 	posts := []string{"/console/contacts/" + id + "/tags", "/console/contacts/" + id + "/tags/remove",
 		"/console/contacts/" + id + "/properties", "/console/contacts/" + id + "/properties/" + property + "/archive",
 		"/console/webhooks/" + sub.SubscriptionId + "/secret", "/console/webhooks/" + sub.SubscriptionId + "/delete",
-		"/console/webhooks/" + sub.SubscriptionId + "/pause",
+		"/console/webhooks/" + sub.SubscriptionId + "/pause", "/console/webhooks/" + sub.SubscriptionId + "/test",
 		"/console/webhooks/" + sub.SubscriptionId + "/deliveries/" + delivery + "/redeliver"}
 	// every console action on an account's data is in the list above
 	e := echo.New()

@@ -219,6 +219,15 @@ func (c *Console) rotate(ec echo.Context) error {
 	return c.showWebhook(ec, r.Secret) // shown once, never stored in a URL
 }
 
+// sendTest queues a test event to the subscription; its attempt shows in the delivery log.
+func (c *Console) sendTest(ec echo.Context) error {
+	sub := ec.Param("id")
+	if _, err := c.d.Webhooks.SendTest(ec.Request().Context(), sessionOf(ec).AccountID, sub, c.d.Deliveries); err != nil {
+		return c.failed(ec, err)
+	}
+	return ec.Redirect(http.StatusSeeOther, "/console/webhooks/"+url.PathEscape(sub))
+}
+
 // pause pauses the subscription (paused=true) or resumes it.
 func (c *Console) pause(ec echo.Context) error {
 	sub := ec.Param("id")

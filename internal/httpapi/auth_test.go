@@ -32,6 +32,7 @@ var operations = []struct {
 	{"GET", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/deliveries", nil},
 	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/deliveries/01939d3c-0000-7000-8000-000000000000/redeliver", nil},
 	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/secret", nil},
+	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/test", nil},
 	{"PATCH", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000", map[string]any{"maxDeliveriesPerSecond": 5}},
 	{"GET", "/public/v1/contacts", nil},
 	{"GET", "/public/v1/contacts/export", nil},

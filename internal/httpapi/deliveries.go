@@ -57,3 +57,13 @@ func deliveryToAPI(d delivery.Delivery) api.Delivery {
 	return api.Delivery{DeliveryId: d.ID.String(), EventId: d.EventID.String(), EventType: api.EventType(d.EventType),
 		Status: api.DeliveryStatus(d.Status), Attempts: d.Attempts, NextAttemptAt: apitime.Ptr(d.NextAttemptAt)}
 }
+
+// SendTestWebhook implements POST /public/v1/webhooks/{subscriptionId}/test.
+func (s *Server) SendTestWebhook(ctx context.Context, req api.SendTestWebhookRequestObject) (api.SendTestWebhookResponseObject, error) {
+	d, err := s.webhooks.SendTest(ctx, principal(ctx).AccountID, req.SubscriptionId, s.deliveries)
+	if err != nil {
+		return nil, err
+	}
+	return api.SendTestWebhook200JSONResponse(api.Delivery{DeliveryId: d.DeliveryID.String(), EventId: d.EventID.String(),
+		EventType: api.EventType(d.EventType), Status: api.DeliveryStatusPending, Attempts: 0, NextAttemptAt: apitime.Ptr(&d.At)}), nil
+}

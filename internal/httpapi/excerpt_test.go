@@ -70,3 +70,43 @@ func TestPauseAndResume(t *testing.T) {
 		t.Errorf("after resuming, in order: %s then %s", first.Body, second.Body)
 	}
 }
+
+// A test event reaches its subscription alone, signed and logged like any delivery, and stays
+// out of the events feed.
+func TestSendTestEvent(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, testkit.LocalDelivery)
+	a.StartWorkers()
+	_, key := a.Account("acme")
+	rc, other := testkit.NewReceiver(t), testkit.NewReceiver(t)
+	var sub api.WebhookSubscription
+	subscribe(t, a, key, rc.URL, "ContactDetailsUpdated").JSON(t, &sub)
+	subscribe(t, a, key, other.URL, "ContactDetailsUpdated")
+	r := a.Do("POST", "/public/v1/webhooks/"+sub.SubscriptionId+"/test", key, nil)
+	var d api.Delivery
+	r.JSON(t, &d)
+	if r.Status != 200 || d.Status != "Pending" || d.EventType != "ContactDetailsUpdated" {
+		t.Fatalf("test: %d %s", r.Status, r.Body)
+	}
+	got := rc.Next(t, 5*time.Second)
+	testkit.ValidatePayload(t, got.Body)
+	if got.Header.Get("webhook-id") != d.EventId || !strings.Contains(string(got.Body), `"contactId":"00000000-0000-7000-8000-000000000000"`) ||
+		!strings.Contains(string(got.Body), "contactDetailsUpdatedInfo") {
+		t.Errorf("the test delivery: %v %s", got.Header, got.Body)
+	}
+	other.Quiet(t, 300*time.Millisecond)
+	if r := a.Do("GET", "/public/v1/events/"+d.EventId, key, nil); r.Status != 404 {
+		t.Errorf("the test event in the feed: %d", r.Status)
+	}
+	var feed api.EventList
+	a.Do("GET", "/public/v1/events", key, nil).JSON(t, &feed)
+	if len(feed.Events) != 0 {
+		t.Errorf("the feed has %d events", len(feed.Events))
+	}
+	if r := a.Do("DELETE", "/public/v1/webhooks/"+sub.SubscriptionId, key, nil); r.Status != 204 {
+		t.Fatal(r.Status)
+	}
+	if r := a.Do("POST", "/public/v1/webhooks/"+sub.SubscriptionId+"/test", key, nil); r.Status != 400 {
+		t.Errorf("a removed subscription: %d %s", r.Status, r.Body)
+	}
+}

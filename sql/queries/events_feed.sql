@@ -9,11 +9,12 @@ WHERE account_id = @account_id
   AND (sqlc.narg('event_type')::text IS NULL OR event_type = sqlc.narg('event_type')::text)
   AND (xid, event_id) > ((@after_xid::text)::xid8, @after_event::uuid)
   AND xid < pg_snapshot_xmin(pg_current_snapshot())
+  AND NOT test
 ORDER BY webhook_events.xid, event_id -- the column, not the text alias
 LIMIT @row_limit;
 
 -- name: EventGet :one
-SELECT payload::text AS payload FROM webhook_events WHERE account_id = $1 AND event_id = $2;
+SELECT payload::text AS payload FROM webhook_events WHERE account_id = $1 AND event_id = $2 AND NOT test;
 
 -- name: EventsReplay :one
 -- Queues a delivery to the subscription of each of its type's events in [@since, @until), in
@@ -26,7 +27,7 @@ WITH sub AS (
     SELECT e.event_id, row_number() OVER (ORDER BY e.xid, e.event_id) * interval '1 microsecond' AS lag
     FROM webhook_events e, sub
     WHERE sub.status <> 'Removed' AND e.account_id = sub.account_id AND e.event_type = sub.event_type
-      AND e.occurred_at >= @since::timestamptz AND e.occurred_at < @until::timestamptz
+      AND e.occurred_at >= @since::timestamptz AND e.occurred_at < @until::timestamptz AND NOT e.test
 ), queued AS (
     INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
     SELECT @account_id, gen_random_uuid(), @subscription_id, evs.event_id,
