@@ -130,7 +130,7 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	contacts := contact.NewService(st, events, Now, cfg.PublicURL)
 	subscriptions := webhook.NewService(st, subs, secrets, Now, cfg.WebhookAllowHTTP)
 	cons, err := console.New(console.Deps{Store: st, Auth: keyring, Contacts: contacts, Webhooks: subscriptions,
-		Deliveries: deliveries, Log: log, Now: Now, PublicURL: cfg.PublicURL})
+		Deliveries: deliveries, Events: feed, Log: log, Now: Now, PublicURL: cfg.PublicURL})
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,8 @@
 // and change their tags, read a contact's events, and debug webhooks (delivery log,
 // redelivery, secret rotation). Pages are server-rendered html/template, work without
 // JavaScript, and use a vendored htmx only to navigate without full reloads. Every action
-// goes through the same services as the API, as the signed-in key's account and scopes.
+// goes through the same services as the API, as the signed-in key's account and scopes; the
+// store is used directly only for the console's own sessions.
 package console
 
 import (
@@ -17,6 +18,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +30,7 @@ import (
 	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
+	"github.com/contactd/contactd/internal/events"
 	"github.com/contactd/contactd/internal/queue"
 	"github.com/contactd/contactd/internal/secret"
 	"github.com/contactd/contactd/internal/store"
@@ -57,6 +60,7 @@ type Deps struct {
 	Contacts   *contact.Service
 	Webhooks   *webhook.Service
 	Deliveries *delivery.Service
+	Events     *events.Service
 	Log        *slog.Logger
 	Now        func() time.Time
 	// PublicURL decides whether the session cookie is Secure (https).
@@ -90,6 +94,7 @@ func New(d Deps) (*Console, error) {
 			}
 			return *s
 		},
+		"ms": func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + " ms" },
 		"pct": func(n, of int) int {
 			if of == 0 {
 				return 0

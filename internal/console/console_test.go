@@ -138,6 +138,11 @@ func TestSignInAndSessions(t *testing.T) {
 		t.Errorf("after the key's revocation: %d", p.status)
 	}
 
+	if logs := a.Logs.String(); !strings.Contains(logs, "/console/login") || strings.Contains(logs, key) ||
+		strings.Contains(logs, b.cookie.Value) {
+		t.Errorf("the logs show the key or the session token (or nothing was logged):\n%s", logs)
+	}
+
 	// sign out ends the session for good, even for a copy of the cookie
 	_, key2 := a.Account("globex")
 	b.signIn(key2)

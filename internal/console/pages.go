@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
-	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/contact"
+	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/webhook"
 )
 
@@ -65,18 +65,13 @@ func (c *Console) contactPage(ec echo.Context) error {
 	}
 	data := map[string]any{"Title": ct.Email, "C": ct, "ConsentURL": c.d.Contacts.ConsentURL(ct), "CanWrite": s.Has("contacts:write")}
 	if s.Has("events:read") {
-		var rows []db.ContactEventsRow
-		ctx := ec.Request().Context()
-		err := c.d.Store.Read(ctx, func(q *db.Queries) (err error) {
-			rows, err = q.ContactEvents(ctx, db.ContactEventsParams{AccountID: s.AccountID, ContactID: &ct.ID, Limit: 200})
-			return err
-		})
+		evs, err := c.d.Events.OfContact(ec.Request().Context(), s.AccountID, ct.ID, 200)
 		if err != nil {
 			return err
 		}
-		events := make([]shownEvent, len(rows))
-		for i, r := range rows {
-			events[i] = shownEvent{ID: r.EventID.String(), Type: r.EventType, At: r.OccurredAt, Details: infoOf(r.Payload)}
+		events := make([]shownEvent, len(evs))
+		for i, e := range evs {
+			events[i] = shownEvent{ID: e.ID, Type: e.Type, At: e.At, Details: infoOf(e.Payload)}
 		}
 		data["Events"], data["EventsAllowed"] = events, true
 	}
@@ -135,15 +130,9 @@ func (c *Console) archiveProperty(ec echo.Context) error {
 	return ec.Redirect(http.StatusSeeOther, "/console/contacts/"+ct.ID.String())
 }
 
-// health is a subscription's last 24 hours of attempts.
-type health struct {
-	Attempts, Succeeded int
-	P50, P95            float64
-}
-
 type shownSubscription struct {
 	webhook.Subscription
-	Health health
+	Health delivery.Health
 }
 
 func (c *Console) webhooksPage(ec echo.Context) error {
@@ -159,23 +148,13 @@ func (c *Console) webhooksPage(ec echo.Context) error {
 	}
 	shown := make([]shownSubscription, len(subs))
 	for i, s := range subs {
-		shown[i] = shownSubscription{Subscription: s, Health: byID[s.ID.String()]}
+		shown[i] = shownSubscription{Subscription: s, Health: byID[s.ID]}
 	}
 	return c.render(ec, http.StatusOK, "webhooks", map[string]any{"Title": "Webhooks", "Subscriptions": shown})
 }
 
-func (c *Console) health(ec echo.Context, account uuid.UUID) (map[string]health, error) {
-	ctx := ec.Request().Context()
-	var rows []db.SubscriptionHealthRow
-	err := c.d.Store.Read(ctx, func(q *db.Queries) (err error) {
-		rows, err = q.SubscriptionHealth(ctx, db.SubscriptionHealthParams{AccountID: account, AttemptedAt: c.d.Now().Add(-24 * time.Hour)})
-		return err
-	})
-	out := map[string]health{}
-	for _, r := range rows {
-		out[r.SubscriptionID.String()] = health{Attempts: int(r.Attempts), Succeeded: int(r.Succeeded), P50: r.P50Ms, P95: r.P95Ms}
-	}
-	return out, err
+func (c *Console) health(ec echo.Context, account uuid.UUID) (map[uuid.UUID]delivery.Health, error) {
+	return c.d.Deliveries.HealthSince(ec.Request().Context(), account, c.d.Now().Add(-24*time.Hour))
 }
 
 func (c *Console) webhookPage(ec echo.Context) error {
@@ -199,7 +178,7 @@ func (c *Console) showWebhook(ec echo.Context, secret string) error {
 	if err != nil {
 		return err
 	}
-	return c.render(ec, http.StatusOK, "webhook", map[string]any{"Title": sub.URL, "S": sub, "Health": byID[sub.ID.String()],
+	return c.render(ec, http.StatusOK, "webhook", map[string]any{"Title": sub.URL, "S": sub, "Health": byID[sub.ID],
 		"Attempts": attempts, "Secret": secret, "CanWrite": s.Has("webhooks:write")})
 }
 

@@ -188,3 +188,25 @@ func (s *Service) Replay(ctx context.Context, account uuid.UUID, rawSub string, 
 	}
 	return int(n), nil
 }
+
+// Health is a subscription's delivery attempts over a window: how many, how many succeeded,
+// and their median and 95th-percentile latency.
+type Health struct {
+	Attempts, Succeeded int
+	P50, P95            time.Duration
+}
+
+// HealthSince is the health of each of the account's subscriptions since a time, by id.
+func (s *Service) HealthSince(ctx context.Context, account uuid.UUID, since time.Time) (map[uuid.UUID]Health, error) {
+	var rows []db.SubscriptionHealthRow
+	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+		rows, err = q.SubscriptionHealth(ctx, db.SubscriptionHealthParams{AccountID: account, AttemptedAt: since})
+		return err
+	})
+	out := make(map[uuid.UUID]Health, len(rows))
+	for _, r := range rows {
+		out[r.SubscriptionID] = Health{Attempts: int(r.Attempts), Succeeded: int(r.Succeeded),
+			P50: time.Duration(r.P50Ms * float64(time.Millisecond)), P95: time.Duration(r.P95Ms * float64(time.Millisecond))}
+	}
+	return out, err
+}

@@ -163,3 +163,24 @@ func parseCursor(s string) (position, error) {
 	copy(p.event[:], b[8:])
 	return p, nil
 }
+
+// ContactEvent is one event of a contact, as its page in the console shows it.
+type ContactEvent struct {
+	ID, Type string
+	At       time.Time
+	Payload  string
+}
+
+// OfContact lists up to limit of a contact's events, oldest first (test events have no contact).
+func (s *Service) OfContact(ctx context.Context, accountID, contactID uuid.UUID, limit int) ([]ContactEvent, error) {
+	var rows []db.ContactEventsRow
+	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+		rows, err = q.ContactEvents(ctx, db.ContactEventsParams{AccountID: accountID, ContactID: &contactID, Limit: int32(limit)})
+		return err
+	})
+	out := make([]ContactEvent, len(rows))
+	for i, r := range rows {
+		out[i] = ContactEvent{ID: r.EventID.String(), Type: r.EventType, At: r.OccurredAt, Payload: r.Payload}
+	}
+	return out, err
+}

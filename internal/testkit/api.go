@@ -43,6 +43,27 @@ type API struct {
 	Cfg         config.Config
 	// DNS is the enrichment's resolver: it knows no domain until told.
 	DNS *enrich.FakeResolver
+	// Logs is everything the API logged (JSON lines), for tests of what must never be logged.
+	Logs *LogBuffer
+}
+
+// LogBuffer collects log lines; safe for concurrent use.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String is what was logged so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // Option adjusts the configuration of a test API.
@@ -70,7 +91,8 @@ func NewAPI(t testing.TB, opts ...Option) *API {
 	}
 	t.Cleanup(st.Close)
 	t.Cleanup(func() { CheckInvariants(t, st) })
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logs := &LogBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, nil))
 	keys, err := SecretKeys(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +113,7 @@ func NewAPI(t testing.TB, opts ...Option) *API {
 	t.Cleanup(stopListening)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &API{t: t, URL: srv.URL, DatabaseURL: dbURL, Store: st, Svc: svc, Cfg: cfg, DNS: dns}
+	return &API{t: t, URL: srv.URL, DatabaseURL: dbURL, Store: st, Svc: svc, Cfg: cfg, DNS: dns, Logs: logs}
 }
 
 // Account creates an account and a key for it, returning the account id and the key.
