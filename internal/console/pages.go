@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,6 +31,12 @@ func (c *Console) contactsPage(ec echo.Context) error {
 	if v := q.Get("emailStatus"); v != "" {
 		o.EmailStatus = &v
 	}
+	if v := q.Get("recordStatus"); v != "" {
+		o.RecordStatus = &v
+	}
+	if v, err := strconv.Atoi(q.Get("minLeadScore")); err == nil {
+		o.MinLeadScore = &v
+	}
 	contacts, next, err := c.d.Contacts.List(ec.Request().Context(), sessionOf(ec).AccountID, o)
 	if err != nil {
 		return c.failed(ec, err)
@@ -37,7 +44,7 @@ func (c *Console) contactsPage(ec echo.Context) error {
 	nextURL := ""
 	if next != "" {
 		v := url.Values{"cursor": {next}}
-		for _, k := range []string{"q", "tag", "emailStatus"} {
+		for _, k := range []string{"q", "tag", "emailStatus", "recordStatus", "minLeadScore"} {
 			if q.Get(k) != "" {
 				v.Set(k, q.Get(k))
 			}
@@ -46,7 +53,8 @@ func (c *Console) contactsPage(ec echo.Context) error {
 	}
 	return c.render(ec, http.StatusOK, "contacts", map[string]any{"Title": "Contacts", "Contacts": contacts,
 		"Q": q.Get("q"), "Tag": q.Get("tag"), "EmailStatus": q.Get("emailStatus"), "Next": nextURL,
-		"Statuses": []string{"Pending", "Valid", "Invalid", "Disposable"}})
+		"RecordStatus": q.Get("recordStatus"), "MinLeadScore": q.Get("minLeadScore"),
+		"Statuses": []string{"Pending", "Valid", "Invalid"}, "RecordStatuses": []string{"Marketing", "NonMarketing"}})
 }
 
 // shownEvent is an event on a contact's page.
