@@ -142,6 +142,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("the delivery of the new tag: %s", first.Body)
 	}
 
+	var subscriptionPage string
 	err = chromedp.Run(ctx,
 		chromedp.Click(`//a[text()="Webhooks"]`, chromedp.BySearch),
 		chromedp.WaitVisible(`//td/a[contains(text(), "/hook")]`, chromedp.BySearch),
@@ -149,8 +150,8 @@ func TestConsoleInABrowser(t *testing.T) {
 		chromedp.Click(`//td/a[contains(text(), "/hook")]`, chromedp.BySearch),
 		chromedp.WaitVisible(`//button[text()="Redeliver"]`, chromedp.BySearch),
 		checkPage("webhook"),
+		chromedp.Location(&subscriptionPage),
 		chromedp.Click(`(//button[text()="Redeliver"])[1]`, chromedp.BySearch),
-		chromedp.WaitVisible(`//h2[text()="Delivery log"]`, chromedp.BySearch),
 	)
 	if err != nil {
 		t.Fatalf("webhooks, redeliver: %v", err)
@@ -162,6 +163,9 @@ func TestConsoleInABrowser(t *testing.T) {
 
 	var url string
 	if err := chromedp.Run(ctx,
+		// a fresh load: the redeliver's answer may still be replacing the page
+		chromedp.Navigate(subscriptionPage),
+		chromedp.WaitVisible(`//h2[text()="Delivery log"]`, chromedp.BySearch),
 		chromedp.Click(`//button[text()="Sign out"]`, chromedp.BySearch),
 		chromedp.WaitVisible(`#key`, chromedp.ByQuery),
 		chromedp.Location(&url),
