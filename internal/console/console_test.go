@@ -130,6 +130,14 @@ func TestSignInAndSessions(t *testing.T) {
 	if p.status != 200 || strings.Contains(p.body, key) || !strings.Contains(p.body, "acme-key") {
 		t.Errorf("contacts page: %d (the key must never be rendered)", p.status)
 	}
+	// a session ends after its time
+	if _, err := testkit.Pool(a.Store).Exec(context.Background(), "UPDATE console_sessions SET expires_at = now() - interval '1 second'"); err != nil {
+		t.Fatal(err)
+	}
+	if p := b.do("GET", "/console/contacts", nil); p.status != http.StatusSeeOther {
+		t.Errorf("an expired session: %d", p.status)
+	}
+	b.signIn(key)
 	// revoking the key ends its sessions
 	if err := a.Svc.Auth.RevokeKey(context.Background(), key[:11]); err != nil {
 		t.Fatal(err)
