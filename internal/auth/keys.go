@@ -220,33 +220,25 @@ func (s *Service) ListKeys(ctx context.Context, account string) ([]Key, error) {
 // RevokeKey revokes the key with the given visible prefix; it stops working at once, in
 // every process: the revocation is announced to their key caches in the same transaction.
 func (s *Service) RevokeKey(ctx context.Context, prefix string) error {
-	var revoked []uuid.UUID
-	err := s.store.InTx(ctx, func(tx store.Tx) error {
-		rows, err := tx.KeyRevokeByPrefix(ctx, db.KeyRevokeByPrefixParams{Prefix: prefix, RevokedAt: ptr(s.now())})
-		for _, r := range rows {
-			if err == nil {
-				revoked = append(revoked, r.KeyID)
-				err = tx.KeyRevokedNotify(ctx, r.KeyID)
-			}
-		}
-		return err
+	return s.changeKeys(ctx, prefix, func(tx store.Tx) ([]db.ApiKey, error) {
+		return tx.KeyRevokeByPrefix(ctx, db.KeyRevokeByPrefixParams{Prefix: prefix, RevokedAt: ptr(s.now())})
 	})
-	for _, id := range revoked {
-		s.cache.Forget(keyIs(id))
-	}
-	n := len(revoked)
-	if err == nil && n == 0 {
-		return fmt.Errorf("no active key with prefix %q", prefix)
-	}
-	return err
 }
 
 // ExpireKey sets when the key with the given prefix stops working (a grace period before
 // its revocation); every process's cache forgets the key at once, as on revocation.
 func (s *Service) ExpireKey(ctx context.Context, prefix string, at time.Time) error {
+	return s.changeKeys(ctx, prefix, func(tx store.Tx) ([]db.ApiKey, error) {
+		return tx.KeyExpireByPrefix(ctx, db.KeyExpireByPrefixParams{Prefix: prefix, ExpiresAt: &at})
+	})
+}
+
+// changeKeys changes the active keys with a prefix (change returns them) and tells every
+// process's key cache in the same transaction, so none keeps an old copy.
+func (s *Service) changeKeys(ctx context.Context, prefix string, change func(tx store.Tx) ([]db.ApiKey, error)) error {
 	var changed []uuid.UUID
 	err := s.store.InTx(ctx, func(tx store.Tx) error {
-		rows, err := tx.KeyExpireByPrefix(ctx, db.KeyExpireByPrefixParams{Prefix: prefix, ExpiresAt: &at})
+		rows, err := change(tx)
 		for _, r := range rows {
 			if err == nil {
 				changed = append(changed, r.KeyID)

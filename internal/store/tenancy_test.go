@@ -48,17 +48,13 @@ var crossAccount = map[string]string{
 // TestEveryQueryIsConfinedToAnAccount plans every query sqlc generated from sql/queries (a
 // generic plan, so parameters stay parameters) and checks that each scan of a table keyed by
 // account is restricted by account_id — by a parameter, or by a join on account_id in a plan
-// where some account_id is a parameter — and that a function of ours a query calls takes the account (a plan does
-// not show a function's insides: those take it as p_account and filter by it). The queries
-// that are not confined are exactly crossAccount.
+// where some account_id is a parameter — and that a function of ours a query calls takes the
+// account (a plan does not show a function's insides: those take it as p_account and filter
+// by it). The queries that are not confined are exactly crossAccount.
 func TestEveryQueryIsConfinedToAnAccount(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, testkit.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t)
 	keyed := map[string]bool{}
 	rows, _ := conn.Query(ctx, `SELECT table_name FROM information_schema.columns
 		WHERE table_schema = 'public' AND column_name = 'account_id'`)
@@ -150,11 +146,7 @@ var uniqueWithoutAccount = []string{
 func TestUniqueIndexesIncludeTheAccount(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, testkit.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(t)
 	rows, _ := conn.Query(ctx, `SELECT c.relname || '.' || i.relname
 		FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class c ON c.oid = x.indrelid
 		WHERE c.relnamespace = 'public'::regnamespace AND x.indisunique
@@ -206,6 +198,17 @@ func unconfinedScans(n scanNode, joinConds string, keyed, ours map[string]bool) 
 		why = append(why, unconfinedScans(c, joinConds, keyed, ours)...)
 	}
 	return why
+}
+
+// connect opens a connection to a fresh migrated database for the test.
+func connect(t *testing.T) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), testkit.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
 }
 
 // paramAccount is a condition that names the account as a parameter: (account_id = $1).
