@@ -153,9 +153,11 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		if addr, err := netip.ParseAddr(c.RealIP()); err != nil || !p.From(addr) {
-			return apperr.New(apperr.KindForbidden, "Forbidden",
-				fmt.Sprintf("this API key may not be used from %s: it is limited to its allowed networks", c.RealIP()))
+		if len(p.Networks) > 0 { // most keys may be used from anywhere: no address to parse
+			if addr, err := netip.ParseAddr(c.RealIP()); err != nil || !p.From(addr) {
+				return apperr.New(apperr.KindForbidden, "Forbidden",
+					fmt.Sprintf("this API key may not be used from %s: it is limited to its allowed networks", c.RealIP()))
+			}
 		}
 		for _, scope := range s.routes.scopes[route] {
 			if !p.Has(scope) {
