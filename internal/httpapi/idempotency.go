@@ -47,12 +47,14 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 				rec := &recorder{status: http.StatusOK, header: before.Clone()}
 				writer := res.Writer
 				res.Writer = rec
+				defer func() { // also when the handler panics: the recovery must answer the client
+					res.Writer = writer
+					// the answer leaves below, once stored: forget that it was written
+					res.Committed, res.Status, res.Size = false, 0, 0
+				}()
 				if err := next(c); err != nil {
 					s.errorHandler(err, c) // into rec, like any other answer
 				}
-				res.Writer = writer
-				// the answer leaves below, once stored: forget that it was written
-				res.Committed, res.Status, res.Size = false, 0, 0
 				h := http.Header{}
 				for k, v := range rec.header {
 					if !slices.Equal(before[k], v) {
