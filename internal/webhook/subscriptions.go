@@ -149,32 +149,30 @@ func int32Ptr(n *int) *int32 {
 
 // SetThrottle sets the subscription's throttle, or lifts it when maxPerSecond is nil.
 func (s *Service) SetThrottle(ctx context.Context, accountID uuid.UUID, rawID string, maxPerSecond *int) (Subscription, error) {
-	id, ok := ids.Parse(rawID)
-	if !ok {
-		return Subscription{}, ErrNotFound
-	}
-	var row db.WebhookSubscription
-	err := s.store.Write(ctx, func(q *db.Queries) (err error) {
-		row, err = q.SubscriptionSetThrottle(ctx, db.SubscriptionSetThrottleParams{AccountID: accountID,
+	return s.update(ctx, rawID, func(q *db.Queries, id uuid.UUID) (db.WebhookSubscription, error) {
+		return q.SubscriptionSetThrottle(ctx, db.SubscriptionSetThrottleParams{AccountID: accountID,
 			SubscriptionID: id, MaxPerSecond: int32Ptr(maxPerSecond), Now: s.now()})
-		return err
 	})
-	if errors.Is(err, apperr.ErrNoRows) {
-		return Subscription{}, ErrNotFound
-	}
-	return fromRow(row), err
 }
 
 // SetPaused pauses the subscription (its deliveries wait, none is lost) or resumes it.
 func (s *Service) SetPaused(ctx context.Context, accountID uuid.UUID, rawID string, paused bool) (Subscription, error) {
+	return s.update(ctx, rawID, func(q *db.Queries, id uuid.UUID) (db.WebhookSubscription, error) {
+		return q.SubscriptionSetPaused(ctx, db.SubscriptionSetPausedParams{AccountID: accountID,
+			SubscriptionID: id, Paused: paused, Now: s.now()})
+	})
+}
+
+// update changes one setting of the subscription rawID names with a one-statement write that
+// returns its row; an id that is not one, or no row, is ErrNotFound.
+func (s *Service) update(ctx context.Context, rawID string, write func(q *db.Queries, id uuid.UUID) (db.WebhookSubscription, error)) (Subscription, error) {
 	id, ok := ids.Parse(rawID)
 	if !ok {
 		return Subscription{}, ErrNotFound
 	}
 	var row db.WebhookSubscription
 	err := s.store.Write(ctx, func(q *db.Queries) (err error) {
-		row, err = q.SubscriptionSetPaused(ctx, db.SubscriptionSetPausedParams{AccountID: accountID,
-			SubscriptionID: id, Paused: paused, Now: s.now()})
+		row, err = write(q, id)
 		return err
 	})
 	if errors.Is(err, apperr.ErrNoRows) {
