@@ -10,6 +10,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -107,7 +109,11 @@ type dataOutResult struct {
 }
 
 func runDataOut(ctx context.Context, o options, out io.Writer) error {
-	b, err := openBenchDB(ctx, nil)
+	var settings []string
+	if o.pgStats {
+		settings = pgStatsSettings
+	}
+	b, err := openBenchDB(ctx, settings)
 	if err != nil {
 		return err
 	}
@@ -119,6 +125,11 @@ func runDataOut(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	logf("seeded in %v", time.Since(t0).Round(time.Second))
+	if o.hold {
+		logf("holding the seeded database for inspection until interrupted: psql %q (account %s)", dbURL, account)
+		<-ctx.Done()
+		return nil
+	}
 	deep, err := deepCursors(ctx, st.Pool, account, o.contacts)
 	if err != nil {
 		return err
@@ -127,8 +138,23 @@ func runDataOut(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	pprofAddr := ""
+	if o.profileDir != "" {
+		if pprofAddr, err = freeAddr(); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			return err
+		}
+	}
+	if o.pgStats {
+		if err := resetPGStats(ctx, st); err != nil {
+			return err
+		}
+	}
 	cd, err := startProcess(ctx, o.contactd, []string{"serve", "--addr", addr, "--database-url", dbURL,
-		"--rate-reads-per-10s", "0", "--rate-writes-per-10s", "0", "--rate-account-per-day", "0"}, "http://"+addr+"/readyz")
+		"--rate-reads-per-10s", "0", "--rate-writes-per-10s", "0", "--rate-account-per-day", "0",
+		"--pprof-addr", pprofAddr}, "http://"+addr+"/readyz")
 	if err != nil {
 		return err
 	}
@@ -157,9 +183,21 @@ func runDataOut(ctx context.Context, o options, out io.Writer) error {
 		}
 		logf("%s: %v at c=%d", wl.name, o.duration, o.concurrency)
 		dr.drive(ctx, wl, o.warmup)
+		var profDone chan error
+		if pprofAddr != "" {
+			profDone = make(chan error, 1)
+			go func() {
+				profDone <- fetchProfile(pprofAddr, o.duration, filepath.Join(o.profileDir, strings.ReplaceAll(wl.name, " ", "-")+".pprof"))
+			}()
+		}
 		var m measurement
 		if err := dr.slice(ctx, wl, cd.proc, postmaster, o.duration, &m); err != nil {
 			return err
+		}
+		if profDone != nil {
+			if err := <-profDone; err != nil {
+				return err
+			}
 		}
 		res.Lists = append(res.Lists, m.result(wl))
 	}
@@ -199,6 +237,11 @@ func runDataOut(ctx context.Context, o options, out io.Writer) error {
 		}
 	}
 	res.FeedTime = time.Since(t0)
+	if o.pgStats {
+		if err := printPGStats(ctx, out, st); err != nil {
+			return err
+		}
+	}
 	printDataOut(out, o, res)
 	return checkDataOut(o, res)
 }

@@ -45,6 +45,7 @@ type options struct {
 	jsonOut                  string
 	only                     string
 	pgStats                  bool
+	hold                     bool
 	smoke                    bool
 	dataOut                  bool
 	events                   int
@@ -80,6 +81,7 @@ func main() {
 	flag.BoolVar(&o.smoke, "smoke", false, "a few seconds on a tiny dataset, to check the tool works (make test)")
 	flag.BoolVar(&o.dataOut, "dataout", false, "measure data out instead: list, search, export and the events feed over one large account (-contacts, default 1,000,000; -events) at -c (default 16)")
 	flag.IntVar(&o.events, "events", 300_000, "events seeded for the -dataout run")
+	flag.BoolVar(&o.hold, "hold", false, "with -dataout: seed, print the database's URL and keep it until interrupted (for EXPLAIN), measuring nothing")
 	flag.BoolVar(&o.isolation, "isolation", false, "measure delivery isolation instead: the healthy receivers' latency with every receiver healthy, then with a tenth hanging (-isolation-subs, -isolation-rate, -duration)")
 	flag.IntVar(&o.isoSubs, "isolation-subs", 200, "webhook subscriptions of the -isolation run (three per account)")
 	flag.Float64Var(&o.isoRate, "isolation-rate", 100, "events per second the -isolation run produces")

@@ -15,7 +15,7 @@ import (
 // defaultGCPercent is GOGC unless the environment sets it. contactd's live heap is small (a
 // few MB), so Go's default of 100 collects several times a second under load; 200 halves that
 // for a few tens of MB more memory (measured with `make bench`).
-const defaultGCPercent = 200
+const defaultGCPercent = 400
 
 func main() {
 	if os.Getenv("GOGC") == "" {

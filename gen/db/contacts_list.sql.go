@@ -312,9 +312,258 @@ func (q *Queries) ContactsByUpdated(ctx context.Context, arg ContactsByUpdatedPa
 	return items, nil
 }
 
-const contactsWalkByCreated = `-- name: ContactsWalkByCreated :many
-SELECT /* plan per call */ w.at, w.contact_id, w.matched FROM (
+const contactsPageWalkByCreated = `-- name: ContactsPageWalkByCreated :many
+WITH walked AS (
     SELECT c.created_at AS at, c.contact_id,
+    coalesce(($2::text[] IS NULL OR c.tag_keys @> $2::text[])
+     AND ($3::text IS NULL OR c.email_status = $3::text)
+     AND ($4::text IS NULL OR c.record_status = $4::text)
+     AND ($5::text IS NULL OR lower(c.assigned_user_email_id) = $5::text)
+     AND ($6::int IS NULL OR c.lead_score >= $6::int)
+     AND ($7::text IS NULL
+          OR c.email_key LIKE $7::text
+          OR ($8::text IS NOT NULL AND c.name_keys @@ to_tsquery('simple', $8::text))), false)::bool AS matched
+    FROM contacts c
+    WHERE c.account_id = $1
+      AND ($9::timestamptz IS NULL OR c.created_at >= $9::timestamptz)
+      AND ($10::timestamptz IS NULL OR c.created_at < $10::timestamptz)
+      AND ($11::timestamptz IS NULL OR c.updated_at >= $11::timestamptz)
+      AND (NOT $12::bool OR (c.created_at, c.contact_id) < ($13::timestamptz, $14::uuid))
+    ORDER BY c.created_at DESC, c.contact_id DESC
+    LIMIT $15
+), page AS (
+    SELECT w.contact_id FROM walked w WHERE w.matched LIMIT $16
+)
+SELECT /* plan per call */ account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows r
+WHERE r.account_id = $1 AND r.contact_id IN (SELECT p.contact_id FROM page p)
+ORDER BY r.created_at DESC, r.contact_id DESC
+`
+
+type ContactsPageWalkByCreatedParams struct {
+	AccountID      uuid.UUID
+	Tags           []string
+	EmailStatus    *string
+	RecordStatus   *string
+	AssignedUser   *string
+	MinStoredScore *int32
+	QPrefix        *string
+	QWords         *string
+	CreatedAfter   *time.Time
+	CreatedBefore  *time.Time
+	UpdatedAfter   *time.Time
+	HasCursor      bool
+	AfterAt        time.Time
+	AfterID        uuid.UUID
+	WalkLimit      int32
+	RowLimit       int32
+}
+
+// The contacts of a page found walking up to @walk_limit contacts down the created_at order
+// after the cursor: the first @row_limit that match, read in the same statement (one round
+// trip). Fewer than @row_limit when matches are sparser than that, or the account ends.
+func (q *Queries) ContactsPageWalkByCreated(ctx context.Context, arg ContactsPageWalkByCreatedParams) ([]ContactRow, error) {
+	rows, err := q.db.Query(ctx, contactsPageWalkByCreated,
+		arg.AccountID,
+		arg.Tags,
+		arg.EmailStatus,
+		arg.RecordStatus,
+		arg.AssignedUser,
+		arg.MinStoredScore,
+		arg.QPrefix,
+		arg.QWords,
+		arg.CreatedAfter,
+		arg.CreatedBefore,
+		arg.UpdatedAfter,
+		arg.HasCursor,
+		arg.AfterAt,
+		arg.AfterID,
+		arg.WalkLimit,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ContactRow
+	for rows.Next() {
+		var i ContactRow
+		if err := rows.Scan(
+			&i.AccountID,
+			&i.ContactID,
+			&i.Email,
+			&i.EmailKey,
+			&i.Name,
+			&i.Phone,
+			&i.EmailStatus,
+			&i.RecordStatus,
+			&i.Tags,
+			&i.LeadScore,
+			&i.AssignedUserEmailID,
+			&i.CrmName,
+			&i.CrmUrl,
+			&i.CrmSource,
+			&i.CrmStage,
+			&i.CrmCreatedDate,
+			&i.ConsentToken,
+			&i.NumFormSubmissions,
+			&i.LastFormSubmissionAt,
+			&i.NumEmailSends,
+			&i.LastEmailSendAt,
+			&i.NumEmailOpens,
+			&i.LastEmailOpenAt,
+			&i.NumEmailClicks,
+			&i.LastEmailClickAt,
+			&i.NumDashboardViews,
+			&i.LastDashboardViewAt,
+			&i.NumDashboardClicks,
+			&i.LastDashboardClickAt,
+			&i.NumPostcardScans,
+			&i.LastPostcardScanAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.EnrichDueAt,
+			&i.EnrichAttempts,
+			&i.ActiveProperties,
+			&i.NumAiHandoffs,
+			&i.LastAiHandoffAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const contactsPageWalkByUpdated = `-- name: ContactsPageWalkByUpdated :many
+WITH walked AS (
+    SELECT c.updated_at AS at, c.contact_id,
+    coalesce(($2::text[] IS NULL OR c.tag_keys @> $2::text[])
+     AND ($3::text IS NULL OR c.email_status = $3::text)
+     AND ($4::text IS NULL OR c.record_status = $4::text)
+     AND ($5::text IS NULL OR lower(c.assigned_user_email_id) = $5::text)
+     AND ($6::int IS NULL OR c.lead_score >= $6::int)
+     AND ($7::text IS NULL
+          OR c.email_key LIKE $7::text
+          OR ($8::text IS NOT NULL AND c.name_keys @@ to_tsquery('simple', $8::text))), false)::bool AS matched
+    FROM contacts c
+    WHERE c.account_id = $1
+      AND ($9::timestamptz IS NULL OR c.created_at >= $9::timestamptz)
+      AND ($10::timestamptz IS NULL OR c.created_at < $10::timestamptz)
+      AND ($11::timestamptz IS NULL OR c.updated_at >= $11::timestamptz)
+      AND (NOT $12::bool OR (c.updated_at, c.contact_id) < ($13::timestamptz, $14::uuid))
+    ORDER BY c.updated_at DESC, c.contact_id DESC
+    LIMIT $15
+), page AS (
+    SELECT w.contact_id FROM walked w WHERE w.matched LIMIT $16
+)
+SELECT /* plan per call */ account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows r
+WHERE r.account_id = $1 AND r.contact_id IN (SELECT p.contact_id FROM page p)
+ORDER BY r.updated_at DESC, r.contact_id DESC
+`
+
+type ContactsPageWalkByUpdatedParams struct {
+	AccountID      uuid.UUID
+	Tags           []string
+	EmailStatus    *string
+	RecordStatus   *string
+	AssignedUser   *string
+	MinStoredScore *int32
+	QPrefix        *string
+	QWords         *string
+	CreatedAfter   *time.Time
+	CreatedBefore  *time.Time
+	UpdatedAfter   *time.Time
+	HasCursor      bool
+	AfterAt        time.Time
+	AfterID        uuid.UUID
+	WalkLimit      int32
+	RowLimit       int32
+}
+
+// The contacts of a page found walking up to @walk_limit contacts down the updated_at order
+// after the cursor: the first @row_limit that match, read in the same statement (one round
+// trip). Fewer than @row_limit when matches are sparser than that, or the account ends.
+func (q *Queries) ContactsPageWalkByUpdated(ctx context.Context, arg ContactsPageWalkByUpdatedParams) ([]ContactRow, error) {
+	rows, err := q.db.Query(ctx, contactsPageWalkByUpdated,
+		arg.AccountID,
+		arg.Tags,
+		arg.EmailStatus,
+		arg.RecordStatus,
+		arg.AssignedUser,
+		arg.MinStoredScore,
+		arg.QPrefix,
+		arg.QWords,
+		arg.CreatedAfter,
+		arg.CreatedBefore,
+		arg.UpdatedAfter,
+		arg.HasCursor,
+		arg.AfterAt,
+		arg.AfterID,
+		arg.WalkLimit,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ContactRow
+	for rows.Next() {
+		var i ContactRow
+		if err := rows.Scan(
+			&i.AccountID,
+			&i.ContactID,
+			&i.Email,
+			&i.EmailKey,
+			&i.Name,
+			&i.Phone,
+			&i.EmailStatus,
+			&i.RecordStatus,
+			&i.Tags,
+			&i.LeadScore,
+			&i.AssignedUserEmailID,
+			&i.CrmName,
+			&i.CrmUrl,
+			&i.CrmSource,
+			&i.CrmStage,
+			&i.CrmCreatedDate,
+			&i.ConsentToken,
+			&i.NumFormSubmissions,
+			&i.LastFormSubmissionAt,
+			&i.NumEmailSends,
+			&i.LastEmailSendAt,
+			&i.NumEmailOpens,
+			&i.LastEmailOpenAt,
+			&i.NumEmailClicks,
+			&i.LastEmailClickAt,
+			&i.NumDashboardViews,
+			&i.LastDashboardViewAt,
+			&i.NumDashboardClicks,
+			&i.LastDashboardClickAt,
+			&i.NumPostcardScans,
+			&i.LastPostcardScanAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.EnrichDueAt,
+			&i.EnrichAttempts,
+			&i.ActiveProperties,
+			&i.NumAiHandoffs,
+			&i.LastAiHandoffAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const contactsWalkByCreated = `-- name: ContactsWalkByCreated :many
+SELECT /* plan per call */ c.created_at AS at, c.contact_id,
     coalesce(($1::text[] IS NULL OR c.tag_keys @> $1::text[])
      AND ($2::text IS NULL OR c.email_status = $2::text)
      AND ($3::text IS NULL OR c.record_status = $3::text)
@@ -331,9 +580,6 @@ WHERE c.account_id = $8
   AND (NOT $12::bool OR (c.created_at, c.contact_id) < ($13::timestamptz, $14::uuid))
 ORDER BY c.created_at DESC, c.contact_id DESC
 LIMIT $15
-) w
-WHERE w.matched OR $16::bool
-LIMIT $17
 `
 
 type ContactsWalkByCreatedParams struct {
@@ -352,8 +598,6 @@ type ContactsWalkByCreatedParams struct {
 	AfterAt        time.Time
 	AfterID        uuid.UUID
 	WalkLimit      int32
-	AllKeys        bool
-	RowLimit       int32
 }
 
 type ContactsWalkByCreatedRow struct {
@@ -362,12 +606,10 @@ type ContactsWalkByCreatedRow struct {
 	Matched   bool
 }
 
-// Walks up to @walk_limit contacts in created_at order after the cursor and returns the first
-// @row_limit of them that match the filters (all of them, with whether each matched, when
-// @all_keys), keys only: a walk down the order's index that stops early when matches are
-// dense, where the query above would gather every match before sorting them (a tag half the
-// account has). The list walks first and falls back to the query above when matches are
-// sparse; the export walks the whole account so, a page at a time.
+// The export's walk: up to @walk_limit contacts in created_at order after the cursor, keys
+// only, each with whether it matches the filters (an index-only scan of the creation order's
+// index, which carries what the filters compare). The export reads the matches' contacts
+// next, and walks on from the last key.
 func (q *Queries) ContactsWalkByCreated(ctx context.Context, arg ContactsWalkByCreatedParams) ([]ContactsWalkByCreatedRow, error) {
 	rows, err := q.db.Query(ctx, contactsWalkByCreated,
 		arg.Tags,
@@ -385,8 +627,6 @@ func (q *Queries) ContactsWalkByCreated(ctx context.Context, arg ContactsWalkByC
 		arg.AfterAt,
 		arg.AfterID,
 		arg.WalkLimit,
-		arg.AllKeys,
-		arg.RowLimit,
 	)
 	if err != nil {
 		return nil, err
@@ -395,100 +635,6 @@ func (q *Queries) ContactsWalkByCreated(ctx context.Context, arg ContactsWalkByC
 	var items []ContactsWalkByCreatedRow
 	for rows.Next() {
 		var i ContactsWalkByCreatedRow
-		if err := rows.Scan(&i.At, &i.ContactID, &i.Matched); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const contactsWalkByUpdated = `-- name: ContactsWalkByUpdated :many
-SELECT /* plan per call */ w.at, w.contact_id, w.matched FROM (
-    SELECT c.updated_at AS at, c.contact_id,
-    coalesce(($1::text[] IS NULL OR c.tag_keys @> $1::text[])
-     AND ($2::text IS NULL OR c.email_status = $2::text)
-     AND ($3::text IS NULL OR c.record_status = $3::text)
-     AND ($4::text IS NULL OR lower(c.assigned_user_email_id) = $4::text)
-     AND ($5::int IS NULL OR c.lead_score >= $5::int)
-     AND ($6::text IS NULL
-          OR c.email_key LIKE $6::text
-          OR ($7::text IS NOT NULL AND c.name_keys @@ to_tsquery('simple', $7::text))), false)::bool AS matched
-FROM contacts c
-WHERE c.account_id = $8
-  AND ($9::timestamptz IS NULL OR c.created_at >= $9::timestamptz)
-  AND ($10::timestamptz IS NULL OR c.created_at < $10::timestamptz)
-  AND ($11::timestamptz IS NULL OR c.updated_at >= $11::timestamptz)
-  AND (NOT $12::bool OR (c.updated_at, c.contact_id) < ($13::timestamptz, $14::uuid))
-ORDER BY c.updated_at DESC, c.contact_id DESC
-LIMIT $15
-) w
-WHERE w.matched OR $16::bool
-LIMIT $17
-`
-
-type ContactsWalkByUpdatedParams struct {
-	Tags           []string
-	EmailStatus    *string
-	RecordStatus   *string
-	AssignedUser   *string
-	MinStoredScore *int32
-	QPrefix        *string
-	QWords         *string
-	AccountID      uuid.UUID
-	CreatedAfter   *time.Time
-	CreatedBefore  *time.Time
-	UpdatedAfter   *time.Time
-	HasCursor      bool
-	AfterAt        time.Time
-	AfterID        uuid.UUID
-	WalkLimit      int32
-	AllKeys        bool
-	RowLimit       int32
-}
-
-type ContactsWalkByUpdatedRow struct {
-	At        time.Time
-	ContactID uuid.UUID
-	Matched   bool
-}
-
-// Walks up to @walk_limit contacts in updated_at order after the cursor and returns the first
-// @row_limit of them that match the filters (all of them, with whether each matched, when
-// @all_keys), keys only: a walk down the order's index that stops early when matches are
-// dense, where the query above would gather every match before sorting them (a tag half the
-// account has). The list walks first and falls back to the query above when matches are
-// sparse; the export walks the whole account so, a page at a time.
-func (q *Queries) ContactsWalkByUpdated(ctx context.Context, arg ContactsWalkByUpdatedParams) ([]ContactsWalkByUpdatedRow, error) {
-	rows, err := q.db.Query(ctx, contactsWalkByUpdated,
-		arg.Tags,
-		arg.EmailStatus,
-		arg.RecordStatus,
-		arg.AssignedUser,
-		arg.MinStoredScore,
-		arg.QPrefix,
-		arg.QWords,
-		arg.AccountID,
-		arg.CreatedAfter,
-		arg.CreatedBefore,
-		arg.UpdatedAfter,
-		arg.HasCursor,
-		arg.AfterAt,
-		arg.AfterID,
-		arg.WalkLimit,
-		arg.AllKeys,
-		arg.RowLimit,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []ContactsWalkByUpdatedRow
-	for rows.Next() {
-		var i ContactsWalkByUpdatedRow
 		if err := rows.Scan(&i.At, &i.ContactID, &i.Matched); err != nil {
 			return nil, err
 		}

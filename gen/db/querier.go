@@ -81,20 +81,19 @@ type Querier interface {
 	ContactsByIDs(ctx context.Context, arg ContactsByIDsParams) ([]ContactRow, error)
 	// A page most recently changed first, after the cursor (@after_at, @after_id) when @has_cursor.
 	ContactsByUpdated(ctx context.Context, arg ContactsByUpdatedParams) ([]ContactRow, error)
-	// Walks up to @walk_limit contacts in created_at order after the cursor and returns the first
-	// @row_limit of them that match the filters (all of them, with whether each matched, when
-	// @all_keys), keys only: a walk down the order's index that stops early when matches are
-	// dense, where the query above would gather every match before sorting them (a tag half the
-	// account has). The list walks first and falls back to the query above when matches are
-	// sparse; the export walks the whole account so, a page at a time.
+	// The contacts of a page found walking up to @walk_limit contacts down the created_at order
+	// after the cursor: the first @row_limit that match, read in the same statement (one round
+	// trip). Fewer than @row_limit when matches are sparser than that, or the account ends.
+	ContactsPageWalkByCreated(ctx context.Context, arg ContactsPageWalkByCreatedParams) ([]ContactRow, error)
+	// The contacts of a page found walking up to @walk_limit contacts down the updated_at order
+	// after the cursor: the first @row_limit that match, read in the same statement (one round
+	// trip). Fewer than @row_limit when matches are sparser than that, or the account ends.
+	ContactsPageWalkByUpdated(ctx context.Context, arg ContactsPageWalkByUpdatedParams) ([]ContactRow, error)
+	// The export's walk: up to @walk_limit contacts in created_at order after the cursor, keys
+	// only, each with whether it matches the filters (an index-only scan of the creation order's
+	// index, which carries what the filters compare). The export reads the matches' contacts
+	// next, and walks on from the last key.
 	ContactsWalkByCreated(ctx context.Context, arg ContactsWalkByCreatedParams) ([]ContactsWalkByCreatedRow, error)
-	// Walks up to @walk_limit contacts in updated_at order after the cursor and returns the first
-	// @row_limit of them that match the filters (all of them, with whether each matched, when
-	// @all_keys), keys only: a walk down the order's index that stops early when matches are
-	// dense, where the query above would gather every match before sorting them (a tag half the
-	// account has). The list walks first and falls back to the query above when matches are
-	// sparse; the export walks the whole account so, a page at a time.
-	ContactsWalkByUpdated(ctx context.Context, arg ContactsWalkByUpdatedParams) ([]ContactsWalkByUpdatedRow, error)
 	// Leases up to @max due deliveries to the caller, a few per receiver at most: see
 	// claim_deliveries (migration 00012).
 	DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error)

@@ -30,9 +30,12 @@ type Config struct {
 	// PprofAddr, when set, serves net/http/pprof on its own listener (keep it on loopback).
 	PprofAddr string // CONTACTD_PPROF_ADDR
 
-	MaxBodyBytes       int64         // CONTACTD_MAX_BODY_BYTES
-	MaxBatchBodyBytes  int64         // CONTACTD_MAX_BATCH_BODY_BYTES
-	DBMaxConns         int           // CONTACTD_DB_MAX_CONNS
+	MaxBodyBytes      int64 // CONTACTD_MAX_BODY_BYTES
+	MaxBatchBodyBytes int64 // CONTACTD_MAX_BATCH_BODY_BYTES
+	DBMaxConns        int   // CONTACTD_DB_MAX_CONNS
+	// ListConcurrency is how many list and search pages query PostgreSQL at once; the rest
+	// wait their turn in order. 0: twice the CPUs.
+	ListConcurrency    int           // CONTACTD_LIST_CONCURRENCY
 	DBStatementTimeout time.Duration // CONTACTD_DB_STATEMENT_TIMEOUT
 	ReadHeaderTimeout  time.Duration // CONTACTD_READ_HEADER_TIMEOUT
 	ReadTimeout        time.Duration // CONTACTD_READ_TIMEOUT
@@ -111,6 +114,7 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	intVar(&c.MaxBodyBytes, "max-body-bytes", env("CONTACTD_MAX_BODY_BYTES", ""), d.MaxBodyBytes, "request body limit (CONTACTD_MAX_BODY_BYTES)")
 	intVar(&c.MaxBatchBodyBytes, "max-batch-body-bytes", env("CONTACTD_MAX_BATCH_BODY_BYTES", ""), d.MaxBatchBodyBytes, "request body limit of the batch operations (CONTACTD_MAX_BATCH_BODY_BYTES)")
 	intVar(&c.DBMaxConns, "db-max-conns", env("CONTACTD_DB_MAX_CONNS", ""), int64(d.DBMaxConns), "database pool size (CONTACTD_DB_MAX_CONNS)")
+	intVar(&c.ListConcurrency, "list-concurrency", env("CONTACTD_LIST_CONCURRENCY", ""), int64(d.ListConcurrency), "list and search pages that query at once, the rest wait in order; 0: twice the CPUs (CONTACTD_LIST_CONCURRENCY)")
 	durVar(&c.DBStatementTimeout, "db-statement-timeout", env("CONTACTD_DB_STATEMENT_TIMEOUT", ""), d.DBStatementTimeout, "(CONTACTD_DB_STATEMENT_TIMEOUT)")
 	durVar(&c.ReadHeaderTimeout, "read-header-timeout", env("CONTACTD_READ_HEADER_TIMEOUT", ""), d.ReadHeaderTimeout, "(CONTACTD_READ_HEADER_TIMEOUT)")
 	durVar(&c.ReadTimeout, "read-timeout", env("CONTACTD_READ_TIMEOUT", ""), d.ReadTimeout, "(CONTACTD_READ_TIMEOUT)")
@@ -184,6 +188,9 @@ func (c *Config) Finish() error {
 	}
 	if c.RateReadsPer10s < 0 || c.RateWritesPer10s < 0 || c.RateAccountPerDay < 0 {
 		errs = append(errs, errors.New("CONTACTD_RATE_*: limits must be 0 (off) or positive"))
+	}
+	if c.ListConcurrency < 0 {
+		errs = append(errs, errors.New("CONTACTD_LIST_CONCURRENCY: must not be negative"))
 	}
 	if c.DBMaxConns < 2 {
 		errs = append(errs, errors.New("CONTACTD_DB_MAX_CONNS: must be at least 2"))

@@ -3,6 +3,7 @@
 package contact
 
 import (
+	"runtime"
 	"strings"
 	"time"
 
@@ -75,13 +76,31 @@ type Service struct {
 	tagSwaps  *store.Group[db.TagsSwapParams, returned[uuid.UUID]]
 	byID      *store.Group[db.ContactGetByIDParams, returned[db.ContactRow]]
 	byEmail   *store.Group[db.ContactGetByEmailParams, returned[db.ContactRow]]
+	// listing holds a slot per list page querying: see Options.ListConcurrency.
+	listing chan struct{}
 }
 
-// NewService returns a Service. publicURL is the base of proof-of-consent URLs. Changes that
+// Options tune a Service.
+type Options struct {
+	// PublicURL is the base of proof-of-consent URLs.
+	PublicURL string
+	// ListConcurrency is how many list pages query at once (0: twice the CPUs); the others
+	// wait in order. A page is the costliest read, and its cost varies with its filters:
+	// queued here, in order, the pages beyond it do not crowd PostgreSQL's CPUs with
+	// backends that all run slower (each page's time then grows with every page running), and
+	// a burst of searches cannot take every connection of the pool from the writes.
+	ListConcurrency int
+}
+
+// NewService returns a Service. Changes that
 // call for enrichment (a create, a new email, a new property) mark the contact due in their
 // own statements; the enrich package's workers take it from there.
-func NewService(st *store.Store, events *webhook.Emitter, now func() time.Time, publicURL string) *Service {
-	return &Service{store: st, events: events, now: now, publicURL: strings.TrimRight(publicURL, "/"),
+func NewService(st *store.Store, events *webhook.Emitter, now func() time.Time, o Options) *Service {
+	if o.ListConcurrency <= 0 {
+		o.ListConcurrency = 2 * runtime.GOMAXPROCS(0)
+	}
+	return &Service{store: st, events: events, now: now, publicURL: strings.TrimRight(o.PublicURL, "/"),
+		listing:  make(chan struct{}, o.ListConcurrency),
 		creates:  store.NewGroup(st, store.GroupOptions{Name: "contact_create"}, createContacts),
 		tagSwaps: store.NewGroup(st, store.GroupOptions{Name: "tags_swap"}, swapTagsOf),
 		byID:     store.NewGroup(st, store.GroupOptions{Name: "contact_get_by_id"}, contactsByID),

@@ -1,11 +1,9 @@
 package contact
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/store"
 )
 
 // Sort orders of a contact list.
@@ -62,6 +61,12 @@ func (s *Service) List(ctx context.Context, accountID uuid.UUID, o ListOptions) 
 		}
 		p.HasCursor, p.AfterAt, p.AfterID = true, c.At, c.ID
 	}
+	select {
+	case s.listing <- struct{}{}:
+		defer func() { <-s.listing }()
+	case <-ctx.Done():
+		return nil, "", store.Translate(ctx.Err())
+	}
 	if o.Filter.selective() {
 		cs, next, done, err := s.walkPage(ctx, o, p)
 		if err != nil || done {
@@ -81,12 +86,7 @@ func (s *Service) List(ctx context.Context, accountID uuid.UUID, o ListOptions) 
 	if err != nil || len(rows) < o.Limit {
 		return out, "", err
 	}
-	last := rows[len(rows)-1]
-	at := last.CreatedAt
-	if o.Sort == SortUpdated {
-		at = last.UpdatedAt
-	}
-	return out, cursor{Sort: o.Sort, At: at, ID: last.ContactID}.String(), nil
+	return out, pageCursor(o.Sort, rows[len(rows)-1]), nil
 }
 
 // selective reports whether the filter leaves out contacts along the list's order (not only
@@ -110,67 +110,58 @@ const (
 
 // walkPage is the page found by walking down the order's index, when the walk finds a full
 // page (done); not done when it did not (matches too sparse, or the end of the account), which
-// the indexes of the filters then answer.
+// the indexes of the filters then answer. The walk and the read of its contacts are one
+// statement: one round trip, one snapshot.
 func (s *Service) walkPage(ctx context.Context, o ListOptions, p listParams) ([]Contact, string, bool, error) {
-	w, err := s.walk(ctx, nil, o.Sort, p, int32(min(maxWalk, walkFactor*o.Limit)), int32(o.Limit))
-	if err != nil || len(w) < o.Limit {
-		return nil, "", false, err
-	}
-	last := w[len(w)-1]
-	var cs []Contact
-	err = s.store.Read(ctx, func(q *db.Queries) (err error) {
-		cs, err = s.fetch(ctx, q, p.AccountID, w, o.MinLeadScore)
+	w := db.ContactsPageWalkByCreatedParams{Tags: p.Tags, EmailStatus: p.EmailStatus, RecordStatus: p.RecordStatus,
+		AssignedUser: p.AssignedUser, MinStoredScore: p.MinStoredScore, QPrefix: p.QPrefix, QWords: p.QWords,
+		AccountID: p.AccountID, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore, UpdatedAfter: p.UpdatedAfter,
+		HasCursor: p.HasCursor, AfterAt: p.AfterAt, AfterID: p.AfterID,
+		WalkLimit: int32(min(maxWalk, walkFactor*o.Limit)), RowLimit: int32(o.Limit)}
+	var rows []db.ContactRow
+	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+		if o.Sort == SortUpdated {
+			rows, err = q.ContactsPageWalkByUpdated(ctx, db.ContactsPageWalkByUpdatedParams(w))
+		} else {
+			rows, err = q.ContactsPageWalkByCreated(ctx, w)
+		}
 		return err
 	})
-	return cs, cursor{Sort: o.Sort, At: last.at, ID: last.id}.String(), true, err
+	if err != nil || len(rows) < o.Limit {
+		return nil, "", false, err
+	}
+	cs, err := s.keep(rows, o.MinLeadScore)
+	return cs, pageCursor(o.Sort, rows[len(rows)-1]), true, err
 }
 
-// walkedKey is a contact a walk passed: its place in the order, and whether it matched.
+// pageCursor is the cursor of the page after the one ending with last.
+func pageCursor(sort string, last db.ContactRow) string {
+	at := last.CreatedAt
+	if sort == SortUpdated {
+		at = last.UpdatedAt
+	}
+	return cursor{Sort: sort, At: at, ID: last.ContactID}.String()
+}
+
+// walkedKey is a contact an export's walk passed: its place in the order, and whether it
+// matched.
 type walkedKey struct {
 	at      time.Time
 	id      uuid.UUID
 	matched bool
 }
 
-// walk reads, after p's cursor in the order of sort, up to walkLimit contacts and returns
-// the first take that match (every key, matched or not, when take is 0), in order; with q, or
-// a read of its own when q is nil.
-func (s *Service) walk(ctx context.Context, q *db.Queries, sort string, p listParams, walkLimit, take int32) ([]walkedKey, error) {
-	w := db.ContactsWalkByCreatedParams{Tags: p.Tags, EmailStatus: p.EmailStatus, RecordStatus: p.RecordStatus,
-		AssignedUser: p.AssignedUser, MinStoredScore: p.MinStoredScore, QPrefix: p.QPrefix, QWords: p.QWords,
-		AccountID: p.AccountID, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore, UpdatedAfter: p.UpdatedAfter,
-		HasCursor: p.HasCursor, AfterAt: p.AfterAt, AfterID: p.AfterID, WalkLimit: walkLimit, RowLimit: take, AllKeys: take == 0}
-	if take == 0 {
-		w.RowLimit = walkLimit
+// walk reads, after p's cursor in creation order, up to walkLimit contacts' keys, each with
+// whether it matches p's filters, newest first.
+func (s *Service) walk(ctx context.Context, q *db.Queries, p listParams, walkLimit int32) ([]walkedKey, error) {
+	rows, err := q.ContactsWalkByCreated(ctx, db.ContactsWalkByCreatedParams{Tags: p.Tags, EmailStatus: p.EmailStatus,
+		RecordStatus: p.RecordStatus, AssignedUser: p.AssignedUser, MinStoredScore: p.MinStoredScore, QPrefix: p.QPrefix,
+		QWords: p.QWords, AccountID: p.AccountID, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore,
+		UpdatedAfter: p.UpdatedAfter, HasCursor: p.HasCursor, AfterAt: p.AfterAt, AfterID: p.AfterID, WalkLimit: walkLimit})
+	out := make([]walkedKey, len(rows))
+	for i, r := range rows {
+		out[i] = walkedKey{at: r.At, id: r.ContactID, matched: r.Matched}
 	}
-	var out []walkedKey
-	read := func(q *db.Queries) error {
-		if sort == SortUpdated {
-			rows, err := q.ContactsWalkByUpdated(ctx, db.ContactsWalkByUpdatedParams(w))
-			for _, r := range rows {
-				out = append(out, walkedKey{at: r.At, id: r.ContactID, matched: r.Matched})
-			}
-			return err
-		}
-		rows, err := q.ContactsWalkByCreated(ctx, w)
-		for _, r := range rows {
-			out = append(out, walkedKey{at: r.At, id: r.ContactID, matched: r.Matched})
-		}
-		return err
-	}
-	var err error
-	if q != nil {
-		err = read(q)
-	} else {
-		err = s.store.Read(ctx, read)
-	}
-	// the walk's order, whatever order the outer query kept: newest (or last changed) first
-	slices.SortFunc(out, func(a, b walkedKey) int {
-		if c := b.at.Compare(a.at); c != 0 {
-			return c
-		}
-		return bytes.Compare(b.id[:], a.id[:])
-	})
 	return out, err
 }
 
@@ -242,7 +233,7 @@ func (s *Service) Export(ctx context.Context, accountID uuid.UUID, f Filter, emi
 	}
 	return s.store.ReadSnapshot(ctx, func(q *db.Queries) error {
 		for {
-			keys, err := s.walk(ctx, q, SortCreated, p, exportWalk, 0)
+			keys, err := s.walk(ctx, q, p, exportWalk)
 			if err != nil {
 				return err
 			}

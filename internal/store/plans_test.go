@@ -140,12 +140,16 @@ func TestDataOutQueriesUseIndexes(t *testing.T) {
 		"by updated": func(q *db.Queries) {
 			q.ContactsByUpdated(ctx, db.ContactsByUpdatedParams{AccountID: account, RowLimit: 50, UpdatedAfter: &at})
 		},
-		"walk with two tags": func(q *db.Queries) {
-			q.ContactsWalkByCreated(ctx, db.ContactsWalkByCreatedParams{AccountID: account, WalkLimit: 2000, Tags: []string{"t7", "u0"}})
+		"export's walk with two tags, deep": func(q *db.Queries) {
+			q.ContactsWalkByCreated(ctx, db.ContactsWalkByCreatedParams{AccountID: account, WalkLimit: 10000, Tags: []string{"t7", "u0"},
+				HasCursor: true, AfterAt: at.Add(-8 * time.Hour), AfterID: someone})
 		},
-		"walk by updated, deep": func(q *db.Queries) {
-			q.ContactsWalkByUpdated(ctx, db.ContactsWalkByUpdatedParams{AccountID: account, WalkLimit: 10000, HasCursor: true,
-				AfterAt: at.Add(-8 * time.Hour), AfterID: someone, QPrefix: str("c1%")})
+		"page walk with two tags": func(q *db.Queries) {
+			q.ContactsPageWalkByCreated(ctx, db.ContactsPageWalkByCreatedParams{AccountID: account, WalkLimit: 8000, RowLimit: 50, Tags: []string{"t7", "u0"}})
+		},
+		"page walk by updated, q, deep": func(q *db.Queries) {
+			q.ContactsPageWalkByUpdated(ctx, db.ContactsPageWalkByUpdatedParams{AccountID: account, WalkLimit: 8000, RowLimit: 50, HasCursor: true,
+				AfterAt: at.Add(-8 * time.Hour), AfterID: someone, QPrefix: str("c1%"), QWords: str("c1:*")})
 		},
 		"by ids": func(q *db.Queries) {
 			q.ContactsByIDs(ctx, db.ContactsByIDsParams{AccountID: account, Ids: []uuid.UUID{someone, uuid.New()}})

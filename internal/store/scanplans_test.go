@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -158,4 +159,29 @@ func TestScanPlansSaveAllocations(t *testing.T) {
 		t.Errorf("%.0f allocations per query with kept plans, %.0f without: want at least one per column fewer", planned, plain)
 	}
 	t.Logf("allocations per query: %.0f with kept plans, %.0f without", planned, plain)
+}
+
+// TestScanPlansUUIDs: uuid columns scan into uuid.UUID and *uuid.UUID (NULL included) as pgx
+// scans them; a NULL leaves a uuid.UUID as it was, as pgx (uuid.UUID's Scan) does.
+func TestScanPlansUUIDs(t *testing.T) {
+	t.Parallel()
+	ctx, st := oneConnection(t)
+	q := store.Planned(st.Pool)
+	want := uuid.Must(uuid.NewV7())
+	for i := range 2 { // planned, then from the kept plans
+		var id uuid.UUID
+		var some, none *uuid.UUID
+		if err := q.QueryRow(ctx, `SELECT $1::uuid, $1::uuid, NULL::uuid`, want).Scan(&id, &some, &none); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if id != want || some == nil || *some != want || none != nil {
+			t.Errorf("call %d: got %v %v %v, want %v %v <nil>", i, id, some, none, want, want)
+		}
+	}
+	id, direct := want, want
+	err := q.QueryRow(ctx, `SELECT NULL::uuid`).Scan(&id)
+	pgxErr := st.Pool.QueryRow(ctx, `SELECT NULL::uuid`).Scan(&direct)
+	if err != nil || pgxErr != nil || id != direct || id != want {
+		t.Errorf("NULL into uuid.UUID: %v %v, pgx gives %v %v", id, err, direct, pgxErr)
+	}
 }

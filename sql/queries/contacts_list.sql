@@ -41,15 +41,70 @@ WHERE c.account_id = @account_id
 ORDER BY c.updated_at DESC, c.contact_id DESC
 LIMIT @row_limit;
 
--- name: ContactsWalkByCreated :many
--- Walks up to @walk_limit contacts in created_at order after the cursor and returns the first
--- @row_limit of them that match the filters (all of them, with whether each matched, when
--- @all_keys), keys only: a walk down the order's index that stops early when matches are
--- dense, where the query above would gather every match before sorting them (a tag half the
--- account has). The list walks first and falls back to the query above when matches are
--- sparse; the export walks the whole account so, a page at a time.
-SELECT /* plan per call */ w.at, w.contact_id, w.matched FROM (
+-- name: ContactsPageWalkByCreated :many
+-- The contacts of a page found walking up to @walk_limit contacts down the created_at order
+-- after the cursor: the first @row_limit that match, read in the same statement (one round
+-- trip). Fewer than @row_limit when matches are sparser than that, or the account ends.
+WITH walked AS (
     SELECT c.created_at AS at, c.contact_id,
+    coalesce((sqlc.narg('tags')::text[] IS NULL OR c.tag_keys @> sqlc.narg('tags')::text[])
+     AND (sqlc.narg('email_status')::text IS NULL OR c.email_status = sqlc.narg('email_status')::text)
+     AND (sqlc.narg('record_status')::text IS NULL OR c.record_status = sqlc.narg('record_status')::text)
+     AND (sqlc.narg('assigned_user')::text IS NULL OR lower(c.assigned_user_email_id) = sqlc.narg('assigned_user')::text)
+     AND (sqlc.narg('min_stored_score')::int IS NULL OR c.lead_score >= sqlc.narg('min_stored_score')::int)
+     AND (sqlc.narg('q_prefix')::text IS NULL
+          OR c.email_key LIKE sqlc.narg('q_prefix')::text
+          OR (sqlc.narg('q_words')::text IS NOT NULL AND c.name_keys @@ to_tsquery('simple', sqlc.narg('q_words')::text))), false)::bool AS matched
+    FROM contacts c
+    WHERE c.account_id = @account_id
+      AND (sqlc.narg('created_after')::timestamptz IS NULL OR c.created_at >= sqlc.narg('created_after')::timestamptz)
+      AND (sqlc.narg('created_before')::timestamptz IS NULL OR c.created_at < sqlc.narg('created_before')::timestamptz)
+      AND (sqlc.narg('updated_after')::timestamptz IS NULL OR c.updated_at >= sqlc.narg('updated_after')::timestamptz)
+      AND (NOT @has_cursor::bool OR (c.created_at, c.contact_id) < (@after_at::timestamptz, @after_id::uuid))
+    ORDER BY c.created_at DESC, c.contact_id DESC
+    LIMIT @walk_limit
+), page AS (
+    SELECT w.contact_id FROM walked w WHERE w.matched LIMIT @row_limit
+)
+SELECT /* plan per call */ * FROM contact_rows r
+WHERE r.account_id = @account_id AND r.contact_id IN (SELECT p.contact_id FROM page p)
+ORDER BY r.created_at DESC, r.contact_id DESC;
+
+-- name: ContactsPageWalkByUpdated :many
+-- The contacts of a page found walking up to @walk_limit contacts down the updated_at order
+-- after the cursor: the first @row_limit that match, read in the same statement (one round
+-- trip). Fewer than @row_limit when matches are sparser than that, or the account ends.
+WITH walked AS (
+    SELECT c.updated_at AS at, c.contact_id,
+    coalesce((sqlc.narg('tags')::text[] IS NULL OR c.tag_keys @> sqlc.narg('tags')::text[])
+     AND (sqlc.narg('email_status')::text IS NULL OR c.email_status = sqlc.narg('email_status')::text)
+     AND (sqlc.narg('record_status')::text IS NULL OR c.record_status = sqlc.narg('record_status')::text)
+     AND (sqlc.narg('assigned_user')::text IS NULL OR lower(c.assigned_user_email_id) = sqlc.narg('assigned_user')::text)
+     AND (sqlc.narg('min_stored_score')::int IS NULL OR c.lead_score >= sqlc.narg('min_stored_score')::int)
+     AND (sqlc.narg('q_prefix')::text IS NULL
+          OR c.email_key LIKE sqlc.narg('q_prefix')::text
+          OR (sqlc.narg('q_words')::text IS NOT NULL AND c.name_keys @@ to_tsquery('simple', sqlc.narg('q_words')::text))), false)::bool AS matched
+    FROM contacts c
+    WHERE c.account_id = @account_id
+      AND (sqlc.narg('created_after')::timestamptz IS NULL OR c.created_at >= sqlc.narg('created_after')::timestamptz)
+      AND (sqlc.narg('created_before')::timestamptz IS NULL OR c.created_at < sqlc.narg('created_before')::timestamptz)
+      AND (sqlc.narg('updated_after')::timestamptz IS NULL OR c.updated_at >= sqlc.narg('updated_after')::timestamptz)
+      AND (NOT @has_cursor::bool OR (c.updated_at, c.contact_id) < (@after_at::timestamptz, @after_id::uuid))
+    ORDER BY c.updated_at DESC, c.contact_id DESC
+    LIMIT @walk_limit
+), page AS (
+    SELECT w.contact_id FROM walked w WHERE w.matched LIMIT @row_limit
+)
+SELECT /* plan per call */ * FROM contact_rows r
+WHERE r.account_id = @account_id AND r.contact_id IN (SELECT p.contact_id FROM page p)
+ORDER BY r.updated_at DESC, r.contact_id DESC;
+
+-- name: ContactsWalkByCreated :many
+-- The export's walk: up to @walk_limit contacts in created_at order after the cursor, keys
+-- only, each with whether it matches the filters (an index-only scan of the creation order's
+-- index, which carries what the filters compare). The export reads the matches' contacts
+-- next, and walks on from the last key.
+SELECT /* plan per call */ c.created_at AS at, c.contact_id,
     coalesce((sqlc.narg('tags')::text[] IS NULL OR c.tag_keys @> sqlc.narg('tags')::text[])
      AND (sqlc.narg('email_status')::text IS NULL OR c.email_status = sqlc.narg('email_status')::text)
      AND (sqlc.narg('record_status')::text IS NULL OR c.record_status = sqlc.narg('record_status')::text)
@@ -65,39 +120,7 @@ WHERE c.account_id = @account_id
   AND (sqlc.narg('updated_after')::timestamptz IS NULL OR c.updated_at >= sqlc.narg('updated_after')::timestamptz)
   AND (NOT @has_cursor::bool OR (c.created_at, c.contact_id) < (@after_at::timestamptz, @after_id::uuid))
 ORDER BY c.created_at DESC, c.contact_id DESC
-LIMIT @walk_limit
-) w
-WHERE w.matched OR @all_keys::bool
-LIMIT @row_limit;
-
--- name: ContactsWalkByUpdated :many
--- Walks up to @walk_limit contacts in updated_at order after the cursor and returns the first
--- @row_limit of them that match the filters (all of them, with whether each matched, when
--- @all_keys), keys only: a walk down the order's index that stops early when matches are
--- dense, where the query above would gather every match before sorting them (a tag half the
--- account has). The list walks first and falls back to the query above when matches are
--- sparse; the export walks the whole account so, a page at a time.
-SELECT /* plan per call */ w.at, w.contact_id, w.matched FROM (
-    SELECT c.updated_at AS at, c.contact_id,
-    coalesce((sqlc.narg('tags')::text[] IS NULL OR c.tag_keys @> sqlc.narg('tags')::text[])
-     AND (sqlc.narg('email_status')::text IS NULL OR c.email_status = sqlc.narg('email_status')::text)
-     AND (sqlc.narg('record_status')::text IS NULL OR c.record_status = sqlc.narg('record_status')::text)
-     AND (sqlc.narg('assigned_user')::text IS NULL OR lower(c.assigned_user_email_id) = sqlc.narg('assigned_user')::text)
-     AND (sqlc.narg('min_stored_score')::int IS NULL OR c.lead_score >= sqlc.narg('min_stored_score')::int)
-     AND (sqlc.narg('q_prefix')::text IS NULL
-          OR c.email_key LIKE sqlc.narg('q_prefix')::text
-          OR (sqlc.narg('q_words')::text IS NOT NULL AND c.name_keys @@ to_tsquery('simple', sqlc.narg('q_words')::text))), false)::bool AS matched
-FROM contacts c
-WHERE c.account_id = @account_id
-  AND (sqlc.narg('created_after')::timestamptz IS NULL OR c.created_at >= sqlc.narg('created_after')::timestamptz)
-  AND (sqlc.narg('created_before')::timestamptz IS NULL OR c.created_at < sqlc.narg('created_before')::timestamptz)
-  AND (sqlc.narg('updated_after')::timestamptz IS NULL OR c.updated_at >= sqlc.narg('updated_after')::timestamptz)
-  AND (NOT @has_cursor::bool OR (c.updated_at, c.contact_id) < (@after_at::timestamptz, @after_id::uuid))
-ORDER BY c.updated_at DESC, c.contact_id DESC
-LIMIT @walk_limit
-) w
-WHERE w.matched OR @all_keys::bool
-LIMIT @row_limit;
+LIMIT @walk_limit;
 
 -- name: ContactsByIDs :many
 -- The contacts of the account with these ids (in no order).
