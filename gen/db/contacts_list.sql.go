@@ -313,8 +313,10 @@ func (q *Queries) ContactsByUpdated(ctx context.Context, arg ContactsByUpdatedPa
 }
 
 const contactsPageWalkByCreated = `-- name: ContactsPageWalkByCreated :many
-WITH walked AS (
-    SELECT c.created_at AS at, c.contact_id,
+SELECT /* plan per call */ account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows r
+WHERE r.account_id = $1 AND r.contact_id = ANY(ARRAY(
+    SELECT w.contact_id FROM (
+    SELECT c.contact_id,
     coalesce(($2::text[] IS NULL OR c.tag_keys @> $2::text[])
      AND ($3::text IS NULL OR c.email_status = $3::text)
      AND ($4::text IS NULL OR c.record_status = $4::text)
@@ -331,11 +333,9 @@ WITH walked AS (
       AND (NOT $12::bool OR (c.created_at, c.contact_id) < ($13::timestamptz, $14::uuid))
     ORDER BY c.created_at DESC, c.contact_id DESC
     LIMIT $15
-), page AS (
-    SELECT w.contact_id FROM walked w WHERE w.matched LIMIT $16
-)
-SELECT /* plan per call */ account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows r
-WHERE r.account_id = $1 AND r.contact_id IN (SELECT p.contact_id FROM page p)
+    ) w
+    WHERE w.matched
+    LIMIT $16))
 ORDER BY r.created_at DESC, r.contact_id DESC
 `
 
@@ -360,7 +360,10 @@ type ContactsPageWalkByCreatedParams struct {
 
 // The contacts of a page found walking up to @walk_limit contacts down the created_at order
 // after the cursor: the first @row_limit that match, read in the same statement (one round
-// trip). Fewer than @row_limit when matches are sparser than that, or the account ends.
+// trip). Fewer than @row_limit when matches are sparser than that, or the account ends. The
+// walk hands the outer scan an array of ids (an InitPlan): written as a join of the two, the
+// statement took 0.25 ms to plan against 0.16, and 1.2 ms a call against 1.0 (pgbench, a
+// page of two tags over 1,000,000 contacts).
 func (q *Queries) ContactsPageWalkByCreated(ctx context.Context, arg ContactsPageWalkByCreatedParams) ([]ContactRow, error) {
 	rows, err := q.db.Query(ctx, contactsPageWalkByCreated,
 		arg.AccountID,
@@ -438,8 +441,10 @@ func (q *Queries) ContactsPageWalkByCreated(ctx context.Context, arg ContactsPag
 }
 
 const contactsPageWalkByUpdated = `-- name: ContactsPageWalkByUpdated :many
-WITH walked AS (
-    SELECT c.updated_at AS at, c.contact_id,
+SELECT /* plan per call */ account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows r
+WHERE r.account_id = $1 AND r.contact_id = ANY(ARRAY(
+    SELECT w.contact_id FROM (
+    SELECT c.contact_id,
     coalesce(($2::text[] IS NULL OR c.tag_keys @> $2::text[])
      AND ($3::text IS NULL OR c.email_status = $3::text)
      AND ($4::text IS NULL OR c.record_status = $4::text)
@@ -456,11 +461,9 @@ WITH walked AS (
       AND (NOT $12::bool OR (c.updated_at, c.contact_id) < ($13::timestamptz, $14::uuid))
     ORDER BY c.updated_at DESC, c.contact_id DESC
     LIMIT $15
-), page AS (
-    SELECT w.contact_id FROM walked w WHERE w.matched LIMIT $16
-)
-SELECT /* plan per call */ account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows r
-WHERE r.account_id = $1 AND r.contact_id IN (SELECT p.contact_id FROM page p)
+    ) w
+    WHERE w.matched
+    LIMIT $16))
 ORDER BY r.updated_at DESC, r.contact_id DESC
 `
 
@@ -485,7 +488,10 @@ type ContactsPageWalkByUpdatedParams struct {
 
 // The contacts of a page found walking up to @walk_limit contacts down the updated_at order
 // after the cursor: the first @row_limit that match, read in the same statement (one round
-// trip). Fewer than @row_limit when matches are sparser than that, or the account ends.
+// trip). Fewer than @row_limit when matches are sparser than that, or the account ends. The
+// walk hands the outer scan an array of ids (an InitPlan): written as a join of the two, the
+// statement took 0.25 ms to plan against 0.16, and 1.2 ms a call against 1.0 (pgbench, a
+// page of two tags over 1,000,000 contacts).
 func (q *Queries) ContactsPageWalkByUpdated(ctx context.Context, arg ContactsPageWalkByUpdatedParams) ([]ContactRow, error) {
 	rows, err := q.db.Query(ctx, contactsPageWalkByUpdated,
 		arg.AccountID,

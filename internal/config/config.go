@@ -34,7 +34,7 @@ type Config struct {
 	MaxBatchBodyBytes int64 // CONTACTD_MAX_BATCH_BODY_BYTES
 	DBMaxConns        int   // CONTACTD_DB_MAX_CONNS
 	// ListConcurrency is how many list and search pages query PostgreSQL at once; the rest
-	// wait their turn in order. 0: twice the CPUs.
+	// wait their turn in order. 0: as many as CPUs, at least 2.
 	ListConcurrency    int           // CONTACTD_LIST_CONCURRENCY
 	DBStatementTimeout time.Duration // CONTACTD_DB_STATEMENT_TIMEOUT
 	ReadHeaderTimeout  time.Duration // CONTACTD_READ_HEADER_TIMEOUT
@@ -114,7 +114,7 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	intVar(&c.MaxBodyBytes, "max-body-bytes", env("CONTACTD_MAX_BODY_BYTES", ""), d.MaxBodyBytes, "request body limit (CONTACTD_MAX_BODY_BYTES)")
 	intVar(&c.MaxBatchBodyBytes, "max-batch-body-bytes", env("CONTACTD_MAX_BATCH_BODY_BYTES", ""), d.MaxBatchBodyBytes, "request body limit of the batch operations (CONTACTD_MAX_BATCH_BODY_BYTES)")
 	intVar(&c.DBMaxConns, "db-max-conns", env("CONTACTD_DB_MAX_CONNS", ""), int64(d.DBMaxConns), "database pool size (CONTACTD_DB_MAX_CONNS)")
-	intVar(&c.ListConcurrency, "list-concurrency", env("CONTACTD_LIST_CONCURRENCY", ""), int64(d.ListConcurrency), "list and search pages that query at once, the rest wait in order; 0: twice the CPUs (CONTACTD_LIST_CONCURRENCY)")
+	intVar(&c.ListConcurrency, "list-concurrency", env("CONTACTD_LIST_CONCURRENCY", ""), int64(d.ListConcurrency), "list and search pages that query at once, the rest wait in order; 0: as many as CPUs, at least 2 (CONTACTD_LIST_CONCURRENCY)")
 	durVar(&c.DBStatementTimeout, "db-statement-timeout", env("CONTACTD_DB_STATEMENT_TIMEOUT", ""), d.DBStatementTimeout, "(CONTACTD_DB_STATEMENT_TIMEOUT)")
 	durVar(&c.ReadHeaderTimeout, "read-header-timeout", env("CONTACTD_READ_HEADER_TIMEOUT", ""), d.ReadHeaderTimeout, "(CONTACTD_READ_HEADER_TIMEOUT)")
 	durVar(&c.ReadTimeout, "read-timeout", env("CONTACTD_READ_TIMEOUT", ""), d.ReadTimeout, "(CONTACTD_READ_TIMEOUT)")

@@ -84,7 +84,7 @@ type Service struct {
 type Options struct {
 	// PublicURL is the base of proof-of-consent URLs.
 	PublicURL string
-	// ListConcurrency is how many list pages query at once (0: twice the CPUs); the others
+	// ListConcurrency is how many list pages query at once (0: the CPUs, at least 2); the others
 	// wait in order. A page is the costliest read, and its cost varies with its filters:
 	// queued here, in order, the pages beyond it do not crowd PostgreSQL's CPUs with
 	// backends that all run slower (each page's time then grows with every page running), and
@@ -97,7 +97,7 @@ type Options struct {
 // own statements; the enrich package's workers take it from there.
 func NewService(st *store.Store, events *webhook.Emitter, now func() time.Time, o Options) *Service {
 	if o.ListConcurrency <= 0 {
-		o.ListConcurrency = 2 * runtime.GOMAXPROCS(0)
+		o.ListConcurrency = max(2, runtime.GOMAXPROCS(0))
 	}
 	return &Service{store: st, events: events, now: now, publicURL: strings.TrimRight(o.PublicURL, "/"),
 		listing:  make(chan struct{}, o.ListConcurrency),

@@ -78,6 +78,7 @@ func (r contactListResponse) VisitListContactsResponse(w http.ResponseWriter) er
 	}
 	b = append(b, "}\n"...)
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b))) // one write, not chunks
 	w.WriteHeader(http.StatusOK)
 	_, err := w.Write(b)
 	return err

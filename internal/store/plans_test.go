@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -168,12 +169,19 @@ func TestDataOutQueriesUseIndexes(t *testing.T) {
 			q.EventsPrune(ctx, db.EventsPruneParams{Before: time.Now().Add(-29 * 24 * time.Hour), Batch: 5000})
 		},
 	}
+	// the pages in the list's order read its index (backward: the order indexes ascend)
+	orderIndex := map[string]string{"first page": "contacts_by_created", "deep page": "contacts_by_created",
+		"page walk with two tags": "contacts_by_created", "page walk by updated, q, deep": "contacts_by_updated",
+		"export's walk with two tags, deep": "contacts_by_created"}
 	for name, call := range cases {
 		nodes := plan(t, conn.Conn(), call)
 		for _, n := range nodes {
 			if strings.HasPrefix(n, "Seq Scan contacts") || strings.HasPrefix(n, "Seq Scan webhook_events") {
 				t.Errorf("%s scans a whole table: %v", name, nodes)
 			}
+		}
+		if want := orderIndex[name]; want != "" && !slices.ContainsFunc(nodes, func(n string) bool { return strings.HasSuffix(n, " "+want) }) {
+			t.Errorf("%s does not walk %s: %v", name, want, nodes)
 		}
 	}
 }

@@ -44,9 +44,14 @@ LIMIT @row_limit;
 -- name: ContactsPageWalkByCreated :many
 -- The contacts of a page found walking up to @walk_limit contacts down the created_at order
 -- after the cursor: the first @row_limit that match, read in the same statement (one round
--- trip). Fewer than @row_limit when matches are sparser than that, or the account ends.
-WITH walked AS (
-    SELECT c.created_at AS at, c.contact_id,
+-- trip). Fewer than @row_limit when matches are sparser than that, or the account ends. The
+-- walk hands the outer scan an array of ids (an InitPlan): written as a join of the two, the
+-- statement took 0.25 ms to plan against 0.16, and 1.2 ms a call against 1.0 (pgbench, a
+-- page of two tags over 1,000,000 contacts).
+SELECT /* plan per call */ * FROM contact_rows r
+WHERE r.account_id = @account_id AND r.contact_id = ANY(ARRAY(
+    SELECT w.contact_id FROM (
+    SELECT c.contact_id,
     coalesce((sqlc.narg('tags')::text[] IS NULL OR c.tag_keys @> sqlc.narg('tags')::text[])
      AND (sqlc.narg('email_status')::text IS NULL OR c.email_status = sqlc.narg('email_status')::text)
      AND (sqlc.narg('record_status')::text IS NULL OR c.record_status = sqlc.narg('record_status')::text)
@@ -63,19 +68,22 @@ WITH walked AS (
       AND (NOT @has_cursor::bool OR (c.created_at, c.contact_id) < (@after_at::timestamptz, @after_id::uuid))
     ORDER BY c.created_at DESC, c.contact_id DESC
     LIMIT @walk_limit
-), page AS (
-    SELECT w.contact_id FROM walked w WHERE w.matched LIMIT @row_limit
-)
-SELECT /* plan per call */ * FROM contact_rows r
-WHERE r.account_id = @account_id AND r.contact_id IN (SELECT p.contact_id FROM page p)
+    ) w
+    WHERE w.matched
+    LIMIT @row_limit))
 ORDER BY r.created_at DESC, r.contact_id DESC;
 
 -- name: ContactsPageWalkByUpdated :many
 -- The contacts of a page found walking up to @walk_limit contacts down the updated_at order
 -- after the cursor: the first @row_limit that match, read in the same statement (one round
--- trip). Fewer than @row_limit when matches are sparser than that, or the account ends.
-WITH walked AS (
-    SELECT c.updated_at AS at, c.contact_id,
+-- trip). Fewer than @row_limit when matches are sparser than that, or the account ends. The
+-- walk hands the outer scan an array of ids (an InitPlan): written as a join of the two, the
+-- statement took 0.25 ms to plan against 0.16, and 1.2 ms a call against 1.0 (pgbench, a
+-- page of two tags over 1,000,000 contacts).
+SELECT /* plan per call */ * FROM contact_rows r
+WHERE r.account_id = @account_id AND r.contact_id = ANY(ARRAY(
+    SELECT w.contact_id FROM (
+    SELECT c.contact_id,
     coalesce((sqlc.narg('tags')::text[] IS NULL OR c.tag_keys @> sqlc.narg('tags')::text[])
      AND (sqlc.narg('email_status')::text IS NULL OR c.email_status = sqlc.narg('email_status')::text)
      AND (sqlc.narg('record_status')::text IS NULL OR c.record_status = sqlc.narg('record_status')::text)
@@ -92,11 +100,9 @@ WITH walked AS (
       AND (NOT @has_cursor::bool OR (c.updated_at, c.contact_id) < (@after_at::timestamptz, @after_id::uuid))
     ORDER BY c.updated_at DESC, c.contact_id DESC
     LIMIT @walk_limit
-), page AS (
-    SELECT w.contact_id FROM walked w WHERE w.matched LIMIT @row_limit
-)
-SELECT /* plan per call */ * FROM contact_rows r
-WHERE r.account_id = @account_id AND r.contact_id IN (SELECT p.contact_id FROM page p)
+    ) w
+    WHERE w.matched
+    LIMIT @row_limit))
 ORDER BY r.updated_at DESC, r.contact_id DESC;
 
 -- name: ContactsWalkByCreated :many
