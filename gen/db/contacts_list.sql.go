@@ -568,6 +568,190 @@ func (q *Queries) ContactsPageWalkByUpdated(ctx context.Context, arg ContactsPag
 	return items, nil
 }
 
+const contactsSearchPage = `-- name: ContactsSearchPage :many
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows r
+WHERE r.account_id = $1 AND r.contact_id = ANY(ARRAY(
+    SELECT w.contact_id FROM (
+    SELECT c.contact_id,
+        (c.email_key LIKE $2::text OR c.name_keys @@ (SELECT to_tsquery('simple', $3::text))) AS matched
+    FROM contacts c
+    WHERE c.account_id = $1 AND (c.created_at, c.contact_id) < ($4::timestamptz, $5::uuid)
+    ORDER BY c.created_at DESC, c.contact_id DESC
+    LIMIT 8000
+    ) w
+    WHERE w.matched
+    LIMIT 50))
+ORDER BY r.created_at DESC, r.contact_id DESC
+`
+
+type ContactsSearchPageParams struct {
+	AccountID uuid.UUID
+	QPrefix   string
+	QWords    string
+	AfterAt   time.Time
+	AfterID   uuid.UUID
+}
+
+// ContactsTaggedPage for the other common search, q alone (with words in it): the email's
+// prefix (@q_prefix, a LIKE pattern) or a word of the name (@q_words, a tsquery, made once
+// per call by its InitPlan).
+func (q *Queries) ContactsSearchPage(ctx context.Context, arg ContactsSearchPageParams) ([]ContactRow, error) {
+	rows, err := q.db.Query(ctx, contactsSearchPage,
+		arg.AccountID,
+		arg.QPrefix,
+		arg.QWords,
+		arg.AfterAt,
+		arg.AfterID,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ContactRow
+	for rows.Next() {
+		var i ContactRow
+		if err := rows.Scan(
+			&i.AccountID,
+			&i.ContactID,
+			&i.Email,
+			&i.EmailKey,
+			&i.Name,
+			&i.Phone,
+			&i.EmailStatus,
+			&i.RecordStatus,
+			&i.Tags,
+			&i.LeadScore,
+			&i.AssignedUserEmailID,
+			&i.CrmName,
+			&i.CrmUrl,
+			&i.CrmSource,
+			&i.CrmStage,
+			&i.CrmCreatedDate,
+			&i.ConsentToken,
+			&i.NumFormSubmissions,
+			&i.LastFormSubmissionAt,
+			&i.NumEmailSends,
+			&i.LastEmailSendAt,
+			&i.NumEmailOpens,
+			&i.LastEmailOpenAt,
+			&i.NumEmailClicks,
+			&i.LastEmailClickAt,
+			&i.NumDashboardViews,
+			&i.LastDashboardViewAt,
+			&i.NumDashboardClicks,
+			&i.LastDashboardClickAt,
+			&i.NumPostcardScans,
+			&i.LastPostcardScanAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.EnrichDueAt,
+			&i.EnrichAttempts,
+			&i.ActiveProperties,
+			&i.NumAiHandoffs,
+			&i.LastAiHandoffAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const contactsTaggedPage = `-- name: ContactsTaggedPage :many
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows r
+WHERE r.account_id = $1 AND r.contact_id = ANY(ARRAY(
+    SELECT w.contact_id FROM (
+    SELECT c.contact_id, c.tag_keys @> $2::text[] AS matched
+    FROM contacts c
+    WHERE c.account_id = $1 AND (c.created_at, c.contact_id) < ($3::timestamptz, $4::uuid)
+    ORDER BY c.created_at DESC, c.contact_id DESC
+    LIMIT 8000
+    ) w
+    WHERE w.matched
+    LIMIT 50))
+ORDER BY r.created_at DESC, r.contact_id DESC
+`
+
+type ContactsTaggedPageParams struct {
+	AccountID uuid.UUID
+	Tags      []string
+	AfterAt   time.Time
+	AfterID   uuid.UUID
+}
+
+// ContactsPageWalkByCreated for the commonest search, tags alone, at the default page size
+// (50; walking at most 8,000): a statement of its own that PostgreSQL plans once per
+// connection, where planning the general one took 0.16 ms of each call (0.24 for q). It has
+// no optional filters to fold away, its cursor is always given (the first page's is past
+// every contact), and its limits are constants: a generic plan costs a parameter's LIMIT as
+// a tenth of the rows, and would never be chosen over the custom ones.
+func (q *Queries) ContactsTaggedPage(ctx context.Context, arg ContactsTaggedPageParams) ([]ContactRow, error) {
+	rows, err := q.db.Query(ctx, contactsTaggedPage,
+		arg.AccountID,
+		arg.Tags,
+		arg.AfterAt,
+		arg.AfterID,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ContactRow
+	for rows.Next() {
+		var i ContactRow
+		if err := rows.Scan(
+			&i.AccountID,
+			&i.ContactID,
+			&i.Email,
+			&i.EmailKey,
+			&i.Name,
+			&i.Phone,
+			&i.EmailStatus,
+			&i.RecordStatus,
+			&i.Tags,
+			&i.LeadScore,
+			&i.AssignedUserEmailID,
+			&i.CrmName,
+			&i.CrmUrl,
+			&i.CrmSource,
+			&i.CrmStage,
+			&i.CrmCreatedDate,
+			&i.ConsentToken,
+			&i.NumFormSubmissions,
+			&i.LastFormSubmissionAt,
+			&i.NumEmailSends,
+			&i.LastEmailSendAt,
+			&i.NumEmailOpens,
+			&i.LastEmailOpenAt,
+			&i.NumEmailClicks,
+			&i.LastEmailClickAt,
+			&i.NumDashboardViews,
+			&i.LastDashboardViewAt,
+			&i.NumDashboardClicks,
+			&i.LastDashboardClickAt,
+			&i.NumPostcardScans,
+			&i.LastPostcardScanAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.EnrichDueAt,
+			&i.EnrichAttempts,
+			&i.ActiveProperties,
+			&i.NumAiHandoffs,
+			&i.LastAiHandoffAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const contactsWalkByCreated = `-- name: ContactsWalkByCreated :many
 SELECT /* plan per call */ c.created_at AS at, c.contact_id,
     coalesce(($1::text[] IS NULL OR c.tag_keys @> $1::text[])

@@ -120,11 +120,7 @@ func (s *Service) walkPage(ctx context.Context, o ListOptions, p listParams) ([]
 		WalkLimit: int32(min(maxWalk, walkFactor*o.Limit)), RowLimit: int32(o.Limit)}
 	var rows []db.ContactRow
 	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
-		if o.Sort == SortUpdated {
-			rows, err = q.ContactsPageWalkByUpdated(ctx, db.ContactsPageWalkByUpdatedParams(w))
-		} else {
-			rows, err = q.ContactsPageWalkByCreated(ctx, w)
-		}
+		rows, err = walkedPage(ctx, q, o.Sort, w)
 		return err
 	})
 	if err != nil || len(rows) < o.Limit {
@@ -133,6 +129,41 @@ func (s *Service) walkPage(ctx context.Context, o ListOptions, p listParams) ([]
 	cs, err := s.keep(rows, o.MinLeadScore)
 	return cs, pageCursor(o.Sort, rows[len(rows)-1]), true, err
 }
+
+// walkedPage runs the walk of w: the commonest searches (tags alone, or q alone, newest first,
+// pages of the default size) by statements of their own, which PostgreSQL plans once per
+// connection; any other by the general statement, planned for each call so that its unused
+// filters fold away.
+func walkedPage(ctx context.Context, q *db.Queries, sort string, w db.ContactsPageWalkByCreatedParams) ([]db.ContactRow, error) {
+	if sort == SortUpdated {
+		return q.ContactsPageWalkByUpdated(ctx, db.ContactsPageWalkByUpdatedParams(w))
+	}
+	alone := w.CreatedAfter == nil && w.CreatedBefore == nil && w.UpdatedAfter == nil && w.EmailStatus == nil &&
+		w.RecordStatus == nil && w.AssignedUser == nil && w.MinStoredScore == nil
+	at, id := w.AfterAt, w.AfterID
+	if !w.HasCursor { // past every contact
+		at, id = endOfTime, uuid.Max
+	}
+	switch {
+	case alone && w.RowLimit == plannedPage && w.WalkLimit == plannedWalk && len(w.Tags) > 0 && w.QPrefix == nil:
+		return q.ContactsTaggedPage(ctx, db.ContactsTaggedPageParams{AccountID: w.AccountID, Tags: w.Tags,
+			AfterAt: at, AfterID: id})
+	case alone && w.RowLimit == plannedPage && w.WalkLimit == plannedWalk && len(w.Tags) == 0 && w.QPrefix != nil && w.QWords != nil:
+		return q.ContactsSearchPage(ctx, db.ContactsSearchPageParams{AccountID: w.AccountID, QPrefix: *w.QPrefix,
+			QWords: *w.QWords, AfterAt: at, AfterID: id})
+	}
+	return q.ContactsPageWalkByCreated(ctx, w)
+}
+
+// plannedPage and plannedWalk are the page and the walk of the statements planned once
+// (constants in their SQL): the default page and its walk.
+const (
+	plannedPage = 50
+	plannedWalk = min(maxWalk, walkFactor*plannedPage)
+)
+
+// endOfTime is after every contact's creation.
+var endOfTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 
 // pageCursor is the cursor of the page after the one ending with last.
 func pageCursor(sort string, last db.ContactRow) string {

@@ -348,6 +348,22 @@ func TestListDenseAndSparseMatches(t *testing.T) {
 	if got := strings.Join(walk(t, a, key, "tag=dense&tag=rare&limit=3&sort=updatedAt"), " "); len(strings.Fields(got)) != 6 {
 		t.Errorf("sparse by updatedAt: %s", got)
 	}
+	// tags alone or q alone at the default page size take statements of their own (planned
+	// once); other page sizes the general one: the same contacts either way
+	for _, tc := range []struct {
+		query string
+		keep  func(i int) bool
+	}{
+		{"tag=DENSE", func(i int) bool { return i%2 == 1 }},
+		{"tag=dense&limit=37", func(i int) bool { return i%2 == 1 }},
+		{"q=M00", func(i int) bool { return i < 100 }},
+		{"q=m00&limit=7", func(i int) bool { return i < 100 }},
+		{"q=m00&tag=dense", func(i int) bool { return i < 100 && i%2 == 1 }},
+	} {
+		if got := strings.Join(walk(t, a, key, tc.query), " "); got != want(tc.keep) {
+			t.Errorf("%s: %d contacts: %.80s", tc.query, len(strings.Fields(got)), got)
+		}
+	}
 }
 
 // The tag filter is case-insensitive for any tag a contact can have: quotes, commas,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -182,6 +183,70 @@ func TestDataOutQueriesUseIndexes(t *testing.T) {
 		}
 		if want := orderIndex[name]; want != "" && !slices.ContainsFunc(nodes, func(n string) bool { return strings.HasSuffix(n, " "+want) }) {
 			t.Errorf("%s does not walk %s: %v", name, want, nodes)
+		}
+	}
+}
+
+// The statements of the commonest searches (tags alone, q alone) are planned once per
+// connection: after PostgreSQL's five custom plans, it keeps a generic one.
+func TestCommonSearchesArePlannedOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := testkit.NewStore(t)
+	pool := testkit.Pool(st)
+	account := uuid.New()
+	for _, q := range []string{
+		`INSERT INTO accounts VALUES ($1, 'a', now())`,
+		`INSERT INTO contacts (account_id, contact_id, email, email_key, name, tags, consent_token, created_at, updated_at,
+			consent_api_key_name, consent_api_key_prefix, consent_source_ip, consent_user_agent, consent_fields)
+		 SELECT $1::uuid, gen_random_uuid(), 'c' || n || '@example.com', 'c' || n || '@example.com', 'Jane Doe' || n,
+			ARRAY['t' || (n % 50), 'u' || (n % 7)], 'cs_' || n, now() - n * interval '1 second', now() - n * interval '1 second',
+			'k', 'ck_k', '127.0.0.1', 'ua', '{}'
+		 FROM generate_series(1, 5000) n`,
+	} {
+		if _, err := pool.Exec(ctx, q, account); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE contacts`); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	q := db.New(conn)
+	end := time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+	for i := range 8 {
+		tagged, err := q.ContactsTaggedPage(ctx, db.ContactsTaggedPageParams{AccountID: account, Tags: []string{"t" + strconv.Itoa(i), "u1"},
+			AfterAt: end, AfterID: uuid.Max})
+		if err != nil || len(tagged) == 0 {
+			t.Fatalf("tagged page %d: %d contacts, %v", i, len(tagged), err)
+		}
+		found, err := q.ContactsSearchPage(ctx, db.ContactsSearchPageParams{AccountID: account, QPrefix: "c" + strconv.Itoa(i+1) + "%",
+			QWords: "jane:*", AfterAt: end, AfterID: uuid.Max})
+		if err != nil || len(found) != 50 {
+			t.Fatalf("search page %d: %d contacts, %v", i, len(found), err)
+		}
+	}
+	rows, err := conn.Query(ctx, `SELECT substring(statement from '-- name: (\w+)'), generic_plans, custom_plans
+		FROM pg_prepared_statements WHERE statement ~ '-- name: Contacts(Tagged|Search)Page '`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := map[string][2]int64{}
+	for rows.Next() {
+		var name string
+		var generic, custom int64
+		if err := rows.Scan(&name, &generic, &custom); err != nil {
+			t.Fatal(err)
+		}
+		plans[name] = [2]int64{generic, custom}
+	}
+	for _, name := range []string{"ContactsTaggedPage", "ContactsSearchPage"} {
+		if p, ok := plans[name]; !ok || p[0] < 3 || p[1] > 5 {
+			t.Errorf("%s: generic, custom plans %v (of 8 calls), want the generic plan kept after at most 5 custom ones", name, p)
 		}
 	}
 }

@@ -105,6 +105,44 @@ WHERE r.account_id = @account_id AND r.contact_id = ANY(ARRAY(
     LIMIT @row_limit))
 ORDER BY r.updated_at DESC, r.contact_id DESC;
 
+-- name: ContactsTaggedPage :many
+-- ContactsPageWalkByCreated for the commonest search, tags alone, at the default page size
+-- (50; walking at most 8,000): a statement of its own that PostgreSQL plans once per
+-- connection, where planning the general one took 0.16 ms of each call (0.24 for q). It has
+-- no optional filters to fold away, its cursor is always given (the first page's is past
+-- every contact), and its limits are constants: a generic plan costs a parameter's LIMIT as
+-- a tenth of the rows, and would never be chosen over the custom ones.
+SELECT * FROM contact_rows r
+WHERE r.account_id = @account_id AND r.contact_id = ANY(ARRAY(
+    SELECT w.contact_id FROM (
+    SELECT c.contact_id, c.tag_keys @> @tags::text[] AS matched
+    FROM contacts c
+    WHERE c.account_id = @account_id AND (c.created_at, c.contact_id) < (@after_at::timestamptz, @after_id::uuid)
+    ORDER BY c.created_at DESC, c.contact_id DESC
+    LIMIT 8000
+    ) w
+    WHERE w.matched
+    LIMIT 50))
+ORDER BY r.created_at DESC, r.contact_id DESC;
+
+-- name: ContactsSearchPage :many
+-- ContactsTaggedPage for the other common search, q alone (with words in it): the email's
+-- prefix (@q_prefix, a LIKE pattern) or a word of the name (@q_words, a tsquery, made once
+-- per call by its InitPlan).
+SELECT * FROM contact_rows r
+WHERE r.account_id = @account_id AND r.contact_id = ANY(ARRAY(
+    SELECT w.contact_id FROM (
+    SELECT c.contact_id,
+        (c.email_key LIKE @q_prefix::text OR c.name_keys @@ (SELECT to_tsquery('simple', @q_words::text))) AS matched
+    FROM contacts c
+    WHERE c.account_id = @account_id AND (c.created_at, c.contact_id) < (@after_at::timestamptz, @after_id::uuid)
+    ORDER BY c.created_at DESC, c.contact_id DESC
+    LIMIT 8000
+    ) w
+    WHERE w.matched
+    LIMIT 50))
+ORDER BY r.created_at DESC, r.contact_id DESC;
+
 -- name: ContactsWalkByCreated :many
 -- The export's walk: up to @walk_limit contacts in created_at order after the cursor, keys
 -- only, each with whether it matches the filters (an index-only scan of the creation order's
