@@ -262,6 +262,9 @@ func (s *Service) Export(ctx context.Context, accountID uuid.UUID, f Filter, emi
 	if err != nil {
 		return err
 	}
+	if !f.selective() {
+		return s.exportInOrder(ctx, p, emit)
+	}
 	return s.store.ReadSnapshot(ctx, func(q *db.Queries) error {
 		for {
 			keys, err := s.walk(ctx, q, p, exportWalk)
@@ -292,6 +295,36 @@ func (s *Service) Export(ctx context.Context, accountID uuid.UUID, f Filter, emi
 			}
 			last := keys[len(keys)-1]
 			p.HasCursor, p.AfterAt, p.AfterID = true, last.at, last.id
+		}
+	})
+}
+
+// exportInOrder is Export when every contact in p's time range is wanted: pages of the list's
+// own statement, read in the creation index's order (the contacts' rows come mostly in the
+// order they were written), where the walk and read by ids went down the primary key once
+// per contact (4.5 µs each).
+func (s *Service) exportInOrder(ctx context.Context, p listParams, emit func(Contact) error) error {
+	p.RowLimit = exportFetch
+	return s.store.ReadSnapshot(ctx, func(q *db.Queries) error {
+		for {
+			rows, err := q.ContactsByCreated(ctx, p)
+			if err != nil {
+				return err
+			}
+			for _, r := range rows {
+				c, err := s.fromRow(r)
+				if err != nil {
+					return err
+				}
+				if err := emit(c); err != nil {
+					return err
+				}
+			}
+			if len(rows) < exportFetch {
+				return nil
+			}
+			last := rows[len(rows)-1]
+			p.HasCursor, p.AfterAt, p.AfterID = true, last.CreatedAt, last.ContactID
 		}
 	})
 }

@@ -212,6 +212,15 @@ func TestExportContacts(t *testing.T) {
 	if err := json.Unmarshal(lines[0], &first); err != nil || first.Email != "jane@example.com" || len(first.Properties) != 1 {
 		t.Errorf("first line (newest): %s", lines[0])
 	}
+	seen := map[string]bool{}
+	var prev time.Time
+	for i, line := range lines { // every contact once, newest first, across the export's pages
+		var c api.Contact
+		if err := json.Unmarshal(line, &c); err != nil || seen[c.Email] || (i > 0 && c.CreatedAt.After(prev)) {
+			t.Fatalf("line %d: %s (%v; seen before: %v; after the line before it: %v)", i, line, err, seen[c.Email], c.CreatedAt.After(prev))
+		}
+		seen[c.Email], prev = true, c.CreatedAt.Time
+	}
 	if r := a.Do("GET", "/public/v1/contacts/export?tag=VIP", key, nil); strings.Count(string(r.Body), "\n") != 1 {
 		t.Errorf("filtered export: %s", r.Body)
 	}
