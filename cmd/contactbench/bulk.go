@@ -64,14 +64,11 @@ func runBulk(ctx context.Context, o options, out io.Writer) error {
 	}
 	args := []string{"serve", "--addr", addr, "--database-url", b.url,
 		"--rate-reads-per-10s", "0", "--rate-writes-per-10s", "0", "--rate-account-per-day", "0"}
-	pprofAddr := ""
-	if o.profileDir != "" {
-		if pprofAddr, err = freeAddr(); err != nil {
-			return err
-		}
-		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
-			return err
-		}
+	pprofAddr, err := profileAddr(o)
+	if err != nil {
+		return err
+	}
+	if pprofAddr != "" {
 		args = append(args, "--pprof-addr", pprofAddr)
 	}
 	cd, err := startProcess(ctx, o.contactd, args, "http://"+addr+"/readyz")

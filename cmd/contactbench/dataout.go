@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -138,14 +137,9 @@ func runDataOut(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	pprofAddr := ""
-	if o.profileDir != "" {
-		if pprofAddr, err = freeAddr(); err != nil {
-			return err
-		}
-		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
-			return err
-		}
+	pprofAddr, err := profileAddr(o)
+	if err != nil {
+		return err
 	}
 	if o.pgStats {
 		if err := resetPGStats(ctx, st); err != nil {

@@ -175,14 +175,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		}
 	}
 
-	pprofAddr := ""
-	if o.profileDir != "" {
-		if pprofAddr, err = freeAddr(); err != nil {
-			return err
-		}
-		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
-			return err
-		}
+	pprofAddr, err := profileAddr(o)
+	if err != nil {
+		return err
 	}
 	contactdAddr, err := freeAddr()
 	if err != nil {
@@ -488,6 +483,17 @@ func freeAddr() (string, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().String(), nil
+}
+
+// profileAddr is where contactd serves pprof with -profile (the directory made), or "".
+func profileAddr(o options) (string, error) {
+	if o.profileDir == "" {
+		return "", nil
+	}
+	if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+		return "", err
+	}
+	return freeAddr()
 }
 
 func fetchProfile(addr string, d time.Duration, path string) error {
