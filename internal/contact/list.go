@@ -138,17 +138,17 @@ func walkedPage(ctx context.Context, q *db.Queries, sort string, w db.ContactsPa
 	if sort == SortUpdated {
 		return q.ContactsPageWalkByUpdated(ctx, db.ContactsPageWalkByUpdatedParams(w))
 	}
-	alone := w.CreatedAfter == nil && w.CreatedBefore == nil && w.UpdatedAfter == nil && w.EmailStatus == nil &&
-		w.RecordStatus == nil && w.AssignedUser == nil && w.MinStoredScore == nil
+	planned := w.RowLimit == plannedPage && w.WalkLimit == plannedWalk && w.CreatedAfter == nil &&
+		w.CreatedBefore == nil && w.UpdatedAfter == nil && w.EmailStatus == nil && w.RecordStatus == nil &&
+		w.AssignedUser == nil && w.MinStoredScore == nil
 	at, id := w.AfterAt, w.AfterID
 	if !w.HasCursor { // past every contact
 		at, id = endOfTime, uuid.Max
 	}
 	switch {
-	case alone && w.RowLimit == plannedPage && w.WalkLimit == plannedWalk && len(w.Tags) > 0 && w.QPrefix == nil:
-		return q.ContactsTaggedPage(ctx, db.ContactsTaggedPageParams{AccountID: w.AccountID, Tags: w.Tags,
-			AfterAt: at, AfterID: id})
-	case alone && w.RowLimit == plannedPage && w.WalkLimit == plannedWalk && len(w.Tags) == 0 && w.QPrefix != nil && w.QWords != nil:
+	case planned && len(w.Tags) > 0 && w.QPrefix == nil:
+		return q.ContactsTaggedPage(ctx, db.ContactsTaggedPageParams{AccountID: w.AccountID, Tags: w.Tags, AfterAt: at, AfterID: id})
+	case planned && len(w.Tags) == 0 && w.QPrefix != nil && w.QWords != nil:
 		return q.ContactsSearchPage(ctx, db.ContactsSearchPageParams{AccountID: w.AccountID, QPrefix: *w.QPrefix,
 			QWords: *w.QWords, AfterAt: at, AfterID: id})
 	}
