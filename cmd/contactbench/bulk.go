@@ -53,7 +53,11 @@ func bulkItem(prefix string, i int) map[string]any {
 }
 
 func runBulk(ctx context.Context, o options, out io.Writer) error {
-	b, err := openBenchDB(ctx, nil)
+	var settings []string
+	if o.pgStats {
+		settings = pgStatsSettings
+	}
+	b, err := openBenchDB(ctx, settings)
 	if err != nil {
 		return err
 	}
@@ -98,6 +102,11 @@ func runBulk(ctx context.Context, o options, out io.Writer) error {
 	var created atomic.Int64
 	errs := make(chan error, o.concurrency)
 	client := &http.Client{Timeout: 2 * time.Minute}
+	if o.pgStats {
+		if err := resetPGStats(ctx, b.st); err != nil {
+			return err
+		}
+	}
 	t0 := time.Now()
 	var wg sync.WaitGroup
 	if pprofAddr != "" { // contactd's CPU during the batches
@@ -147,6 +156,11 @@ func runBulk(ctx context.Context, o options, out io.Writer) error {
 	}
 	if int(created.Load()) != o.bulkContacts {
 		return fmt.Errorf("batches created %d of %d contacts", created.Load(), o.bulkContacts)
+	}
+	if o.pgStats { // the batches' statements only
+		if err := printPGStats(ctx, out, b.st); err != nil {
+			return err
+		}
 	}
 	cd.stop() // its enrichment workers would compete with what follows
 	stopped = true
