@@ -92,9 +92,9 @@ type Options struct {
 	ListConcurrency int
 }
 
-// NewService returns a Service. Changes that
-// call for enrichment (a create, a new email, a new property) mark the contact due in their
-// own statements; the enrich package's workers take it from there.
+// NewService returns a Service. Changes that call for enrichment (a create, a new email, a
+// new property) mark the contact due in their own statements; the enrich package's workers
+// take it from there.
 func NewService(st *store.Store, events *webhook.Emitter, now func() time.Time, o Options) *Service {
 	if o.ListConcurrency <= 0 {
 		o.ListConcurrency = max(2, runtime.GOMAXPROCS(0))
