@@ -174,8 +174,23 @@ func (s *Services) StopWorkers(ctx context.Context) error {
 // Listen keeps the in-process caches (API keys, subscribed event types) in step with changes
 // made by any process, until ctx ends; without it they stay off. Run it in its own goroutine.
 func (s *Services) Listen(ctx context.Context, st *store.Store, log *slog.Logger) {
-	store.Listen(ctx, st.Pool, log, s.Auth.Follower(), s.Subscribers.Follower())
+	followers := []store.Follower{s.Auth.Follower(), s.Subscribers.Follower()}
+	for _, f := range followers[:2] {
+		followers = append(followers, heard{channel: f.Channel(), metrics: s.Metrics})
+	}
+	store.Listen(ctx, st.Pool, log, followers...)
 }
+
+// heard counts in /metrics the notifications heard on a channel: an operator (and the
+// cluster test) sees that one process's change reached the others by notification.
+type heard struct {
+	channel string
+	metrics *metrics.Metrics
+}
+
+func (h heard) Channel() string { return h.channel }
+func (h heard) Notified(string) { h.metrics.NotificationHeard(h.channel) }
+func (h heard) Listening(bool)  {}
 
 // queueDepth counts, for /metrics, the Pending webhook deliveries as the "webhooks" queue
 // and the contacts due for enrichment as the "enrichment" queue (available: due now;

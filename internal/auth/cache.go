@@ -42,3 +42,8 @@ func (s *Service) Follower() store.Follower { return s.cache }
 
 // Caching reports whether resolved keys are being cached (the revocation listener is up).
 func (s *Service) Caching() bool { return s.cache.Caching() }
+
+// Invalidations counts what made the key cache forget (a notification heard, a revocation in
+// this process): a test tells by it that a key was refused because it was forgotten, not
+// because its entry expired.
+func (s *Service) Invalidations() uint64 { return s.cache.Generation() }

@@ -62,6 +62,12 @@ func New(st *store.Store, opt Options) *Service {
 // UsePolling replaces how often idle workers look for due deliveries; for tests, before Start.
 func (s *Service) UsePolling(every time.Duration) { s.queue.UsePolling(every) }
 
+// Wake tells the workers that deliveries may be due now; it never blocks.
+func (s *Service) Wake() { s.queue.Wake() }
+
+// Claims is how many times the workers of this process have looked for due deliveries.
+func (s *Service) Claims() int64 { return s.queue.Claims() }
+
 // Start runs the delivery workers until Stop.
 func (s *Service) Start() { s.stopping.Store(false); s.queue.Start() }
 

@@ -24,6 +24,7 @@ type Metrics struct {
 	attemptLatency prometheus.Histogram
 	groupSize      *prometheus.HistogramVec
 	rlFallbacks    prometheus.Counter
+	heard          *prometheus.CounterVec
 }
 
 // New returns the process's metrics, with the Go runtime and process collectors.
@@ -55,7 +56,11 @@ func New() *Metrics {
 		Name: "contactd_ratelimit_fallbacks_total",
 		Help: "Rate-limit decisions this process made alone because Redis (CONTACTD_REDIS_URL) did not answer.",
 	})
-	m.registry.MustRegister(m.requests, m.latency, m.attempts, m.attemptLatency, m.groupSize, m.rlFallbacks,
+	m.heard = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "contactd_notifications_heard_total",
+		Help: "Notifications this process heard from other processes' changes (key revocations, subscription changes), by channel: its caches forget on each.",
+	}, []string{"channel"})
+	m.registry.MustRegister(m.requests, m.latency, m.attempts, m.attemptLatency, m.groupSize, m.rlFallbacks, m.heard,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -96,6 +101,13 @@ func (m *Metrics) ObserveAttempt(outcome string, d time.Duration) {
 func (m *Metrics) RateLimitFallback() {
 	if m != nil {
 		m.rlFallbacks.Inc()
+	}
+}
+
+// NotificationHeard counts a notification heard on channel.
+func (m *Metrics) NotificationHeard(channel string) {
+	if m != nil {
+		m.heard.WithLabelValues(channel).Inc()
 	}
 }
 

@@ -48,10 +48,11 @@ type Options struct {
 
 // Queue runs the work of one kind of queued row.
 type Queue struct {
-	opt   Options
-	claim Claim
-	wake  chan struct{}
-	loop  Loop
+	opt    Options
+	claim  Claim
+	wake   chan struct{}
+	loop   Loop
+	claims atomic.Int64
 }
 
 // New returns a stopped queue that claims with claim.
@@ -83,6 +84,10 @@ func (q *Queue) Wake() {
 	}
 }
 
+// Claims is how many claims this queue has finished, successful or not: a test waits on it to
+// know the queue has looked (with PollEvery long, the next look can only come from a wake).
+func (q *Queue) Claims() int64 { return q.claims.Load() }
+
 // Start runs the queue until Stop.
 func (q *Queue) Start() { q.loop.Start(q.run) }
 
@@ -109,6 +114,7 @@ func (q *Queue) run(loop, work context.Context) {
 			if err == nil {
 				backlog.Store(more)
 			}
+			q.claims.Add(1)
 		}
 		for _, w := range got {
 			<-free

@@ -81,6 +81,10 @@ func (s *Subscribers) Follower() store.Follower { return s.cache }
 // Caching reports whether the cache answers (its listener is up).
 func (s *Subscribers) Caching() bool { return s.cache.Caching() }
 
+// Invalidations counts what made the cache forget (a notification heard, a change in this
+// process): a test tells by it that a change arrived by notification, not by expiry.
+func (s *Subscribers) Invalidations() uint64 { return s.cache.Generation() }
+
 // Announce tells every process, at commit, that the account's live subscriptions changed;
 // uuid.Nil for any account. Every change of a subscription's liveness calls it in its
 // transaction.
