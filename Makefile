@@ -59,10 +59,8 @@ breaking: ## fail on a breaking change to openapi.yaml since the previous commit
 unit: ## the tests without the database-backed packages' long ones
 	$(GO) test -short ./...
 
-test: deps redis-deps haproxy-deps node-deps browser-deps check-tree check-generated vet lint breaking ## everything CI runs: generation freshness, vet, lint, breaking changes, unit, integration, contract, consumers
-	CONTACTD_CONSUMER_TESTS=1 $(GO) test -count=1 -timeout 8m ./...
-	@$(MAKE) --no-print-directory test-cluster
-	@$(MAKE) --no-print-directory bench-smoke
+test: ## everything CI runs: generation freshness, vet, lint, breaking changes, unit, integration, contract, consumers, cluster, bench smoke (each step timed)
+	@MAKE="$(MAKE)" GO="$(GO)" scripts/test.sh
 
 cluster: deps redis-deps haproxy-deps build ## HAProxy, 2 serve + 2 worker processes, PostgreSQL and Redis on loopback (CLUSTER_PORT=8800); prints the URL and a key
 	@scripts/cluster.sh up

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -110,13 +109,14 @@ func TestGoClient(t *testing.T) {
 		t.Fatalf("export: %v %s", err, body(exported))
 	}
 	var events []client.WebhookEvent
-	for deadline := time.Now().Add(5 * time.Second); len(events) < 3 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	testkit.Eventually(t, "three TagsAdded events in the feed", func() bool {
 		page, err := c.ListEventsWithResponse(ctx, &client.ListEventsParams{EventType: ptr(client.EventTypeTagsAdded)})
 		if err != nil || page.JSON200 == nil {
 			t.Fatalf("events: %v %s", err, body(page))
 		}
 		events = page.JSON200.Events
-	}
+		return len(events) >= 3
+	})
 	if len(events) != 3 || events[0].Data.ContactInfo.ContactId != contact.ContactId {
 		t.Fatalf("events: %+v", events)
 	}

@@ -95,14 +95,7 @@ func TestNodeReceiver(t *testing.T) {
 		t.Errorf("verified payload: %s", line)
 	}
 	// the receiver's 204 acknowledged it: the delivery is done.
-	var status string
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if err := testkit.Pool(a.Store).QueryRow(ctx, `select status from webhook_deliveries where event_id = $1`,
-			got.WebhookID).Scan(&status); err == nil && status == "Succeeded" {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Errorf("delivery status %q, want Succeeded", status)
+	testkit.Eventually(t, "the delivery Succeeded", func() bool {
+		return a.Count(t, `select count(*) from webhook_deliveries where event_id = $1 and status = 'Succeeded'`, got.WebhookID) == 1
+	})
 }

@@ -3,6 +3,7 @@ package delivery_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -64,15 +65,12 @@ func (s *setup) attempts(t *testing.T) []api.DeliveryAttempt {
 
 func (s *setup) waitAttempts(t *testing.T, n int) []api.DeliveryAttempt {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if got := s.attempts(t); len(got) >= n {
-			return got
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("fewer than %d attempts recorded: %+v", n, s.attempts(t))
-	return nil
+	var got []api.DeliveryAttempt
+	testkit.Eventually(t, fmt.Sprintf("%d attempts recorded", n), func() bool {
+		got = s.attempts(t)
+		return len(got) >= n
+	})
+	return got
 }
 
 func (s *setup) subscriptionStatus(t *testing.T) api.SubscriptionStatus {
@@ -87,14 +85,13 @@ func (s *setup) subscriptionStatus(t *testing.T) api.SubscriptionStatus {
 	return ""
 }
 
-func TestSignedDeliveryArrivesQuickly(t *testing.T) {
+// How soon a delivery follows its commit is TestCommitWakesTheWorkers' proof and make bench's
+// figure; this is what arrives.
+func TestSignedDelivery(t *testing.T) {
 	t.Parallel()
 	s := newSetup(t, true)
-	answered := s.addTags(t, "jane@example.com", "lead", "vip")
-	d := s.rc.Next(t, 5*time.Second)
-	if lag := d.At.Sub(answered); lag > time.Second {
-		t.Errorf("delivered %v after the API answered, want < 1s", lag)
-	}
+	s.addTags(t, "jane@example.com", "lead", "vip")
+	d := s.rc.Next(t)
 	wh, err := standardwebhooks.NewWebhook(*s.sub.Secret)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +118,8 @@ func TestSignedDeliveryArrivesQuickly(t *testing.T) {
 		att[0].EventId != ev.EventId || att[0].NextAttemptAt != nil {
 		t.Errorf("attempt %+v", att[0])
 	}
-	s.rc.Quiet(t, 300*time.Millisecond)
+	s.a.DeliveriesSettled(t)
+	s.rc.None(t)
 }
 
 func TestRetryAfterFailureKeepsTheID(t *testing.T) {
@@ -135,10 +133,12 @@ func TestRetryAfterFailureKeepsTheID(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	}
 	s.addTags(t, "retry@example.com", "x")
-	first := s.rc.Next(t, 5*time.Second)
-	second := s.rc.Next(t, 10*time.Second)
-	if gap := second.At.Sub(first.At); gap < 3900*time.Millisecond || gap > 7*time.Second {
-		t.Errorf("retry came %v after the failure, want about 5s (±20%%)", gap)
+	first := s.rc.Next(t)
+	second := s.rc.Next(t)
+	// the retry is due 5 s (±20 %) after the failure was recorded: never sooner, and how late
+	// it came depends on the machine, so the schedule is read from the recorded attempt
+	if gap := second.At.Sub(first.At); gap < 4*time.Second {
+		t.Errorf("retry came %v after the failure, want at least 4s", gap)
 	}
 	if first.Header.Get("webhook-id") != second.Header.Get("webhook-id") || string(first.Body) != string(second.Body) {
 		t.Errorf("retry differs: %s vs %s", first.Header.Get("webhook-id"), second.Header.Get("webhook-id"))
@@ -146,7 +146,11 @@ func TestRetryAfterFailureKeepsTheID(t *testing.T) {
 	att := s.waitAttempts(t, 2)
 	if att[0].Attempt != 2 || *att[0].ResponseStatus != 200 || att[1].Attempt != 1 || *att[1].ResponseStatus != 503 ||
 		att[1].NextAttemptAt == nil || att[1].Error == nil {
-		t.Errorf("attempts newest first: %+v", att)
+		t.Fatalf("attempts newest first: %+v", att)
+	}
+	// timestamps are kept to the microsecond and shown to the millisecond
+	if delay := att[1].NextAttemptAt.Sub(att[1].AttemptedAt.Time); delay < 4*time.Second-time.Millisecond || delay > 6*time.Second+time.Millisecond {
+		t.Errorf("retry scheduled %v after the failed attempt, want 5s ±20%%", delay)
 	}
 }
 
@@ -156,7 +160,7 @@ func TestGoneRemovesSubscription(t *testing.T) {
 	s.rc.Respond = func(int, http.ResponseWriter, *http.Request) {}
 	s.rc.Respond = func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusGone) }
 	s.addTags(t, "gone@example.com", "x")
-	s.rc.Next(t, 5*time.Second)
+	s.rc.Next(t)
 	s.waitAttempts(t, 1)
 	if st := s.subscriptionStatus(t); st != api.Removed {
 		t.Errorf("status %s, want Removed", st)
@@ -165,7 +169,8 @@ func TestGoneRemovesSubscription(t *testing.T) {
 		t.Errorf("a 410 was scheduled for retry: %+v", att[0])
 	}
 	s.addTags(t, "gone2@example.com", "y")
-	s.rc.Quiet(t, 500*time.Millisecond)
+	s.a.DeliveriesSettled(t)
+	s.rc.None(t)
 }
 
 func TestRedirectIsAFailure(t *testing.T) {
@@ -175,12 +180,13 @@ func TestRedirectIsAFailure(t *testing.T) {
 		http.Redirect(w, r, "/elsewhere", http.StatusFound)
 	}
 	s.addTags(t, "redirect@example.com", "x")
-	s.rc.Next(t, 5*time.Second)
+	s.rc.Next(t)
 	att := s.waitAttempts(t, 1)
 	if *att[0].ResponseStatus != 302 || att[0].NextAttemptAt == nil {
 		t.Errorf("attempt %+v, want a failed 302 with a retry scheduled", att[0])
 	}
-	s.rc.Quiet(t, 300*time.Millisecond) // the redirect was not followed
+	s.a.DeliveriesSettled(t) // the attempt ended, its retry is 5 s away
+	s.rc.None(t)             // the redirect was not followed
 }
 
 func TestHangingReceiverTimesOutAndIsRetried(t *testing.T) {
@@ -197,12 +203,12 @@ func TestHangingReceiverTimesOutAndIsRetried(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	}
 	s.addTags(t, "hang@example.com", "x")
-	s.rc.Next(t, 5*time.Second)
+	s.rc.Next(t)
 	att := s.waitAttempts(t, 1)
 	if att[0].ResponseStatus != nil || att[0].Error == nil || !strings.Contains(*att[0].Error, "timed out") || att[0].LatencyMs < 900 {
 		t.Errorf("attempt %+v, want a timeout after ~1s", att[0])
 	}
-	s.rc.Next(t, 10*time.Second)
+	s.rc.Next(t)
 	if att := s.waitAttempts(t, 2); *att[0].ResponseStatus != 200 {
 		t.Errorf("retry %+v", att[0])
 	}
@@ -222,7 +228,8 @@ func TestLoopbackRefusedWithoutAllowance(t *testing.T) {
 	if att[0].ResponseStatus != nil || att[0].Error == nil || !strings.Contains(*att[0].Error, "refused") {
 		t.Errorf("attempt %+v, want refused", att[0])
 	}
-	rc.Quiet(t, 200*time.Millisecond)
+	a.DeliveriesSettled(t)
+	rc.None(t)
 }
 
 // A change committed while no worker runs is delivered once one starts.
@@ -230,9 +237,11 @@ func TestCommittedBeforeWorkersStartIsDelivered(t *testing.T) {
 	t.Parallel()
 	s := newSetup(t, false)
 	s.addTags(t, "early@example.com", "x")
-	s.rc.Quiet(t, 300*time.Millisecond)
+	if n := s.a.Count(t, `SELECT count(*) FROM webhook_deliveries WHERE status = 'Pending' AND attempts = 0`); n != 1 {
+		t.Fatalf("%d deliveries waiting, want 1", n)
+	}
 	s.a.StartWorkers()
-	d := s.rc.Next(t, 5*time.Second)
+	d := s.rc.Next(t)
 	testkit.ValidatePayload(t, d.Body)
 }
 
@@ -249,10 +258,11 @@ func TestTwoWorkerPoolsDeliverEachEventOnce(t *testing.T) {
 	}
 	seen := map[string]int{}
 	for range n {
-		d := s.rc.Next(t, 10*time.Second)
+		d := s.rc.Next(t)
 		seen[d.Header.Get("webhook-id")]++
 	}
-	s.rc.Quiet(t, 500*time.Millisecond)
+	s.a.DeliveriesSettled(t)
+	s.rc.None(t)
 	for id, c := range seen {
 		if c != 1 {
 			t.Errorf("%s delivered %d times", id, c)

@@ -55,7 +55,7 @@ func TestDeliveryVerifiesBothWays(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.addTags(t, "both@example.com", "vip")
-	d := s.rc.Next(t, 5*time.Second)
+	d := s.rc.Next(t)
 	client, err := s.a.Svc.Secrets.ClientSecret(context.Background(), account, false)
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +82,7 @@ func TestDeliveryVerifiesBothWays(t *testing.T) {
 		t.Fatalf("rotate: %q, %v", rotated, err)
 	}
 	s.addTags(t, "after@example.com", "vip")
-	d = s.rc.Next(t, 5*time.Second)
+	d = s.rc.Next(t)
 	if legacy := d.Header.Get("fello-webhook-signature"); !verifyLegacy(rotated, d.Body, legacy) || verifyLegacy(client, d.Body, legacy) {
 		t.Errorf("after rotating the client secret: verifies with new %v, with old %v",
 			verifyLegacy(rotated, d.Body, legacy), verifyLegacy(client, d.Body, legacy))
@@ -144,7 +144,7 @@ func TestRotatedSecretSignsAlongsideTheOldFor24Hours(t *testing.T) {
 		if err := svc.Attempt(ctx, delivery.Args{AccountID: account, DeliveryID: id, Attempt: 1}); err != nil {
 			t.Fatal(err)
 		}
-		return s.rc.Next(t, 5*time.Second)
+		return s.rc.Next(t)
 	}
 	d := deliver("during@example.com")
 	if n := len(strings.Fields(d.Header.Get("webhook-signature"))); n != 2 {
@@ -184,7 +184,7 @@ func TestDumpShowsNoSecretInClear(t *testing.T) {
 	ctx := context.Background()
 	account, _ := s.a.Svc.Auth.AccountByName(ctx, "acme")
 	s.addTags(t, "dump@example.com", "x")
-	s.rc.Next(t, 5*time.Second) // the client secret exists once a delivery was signed
+	s.rc.Next(t) // the client secret exists once a delivery was signed
 	r := s.a.Do("POST", "/public/v1/webhooks/"+s.sub.SubscriptionId+"/secret", s.key, nil)
 	var rotated api.WebhookSecret
 	r.JSON(t, &rotated)
@@ -221,7 +221,7 @@ func TestSecretsInClearAreSealed(t *testing.T) {
 	}
 	s.a.StartWorkers()
 	s.addTags(t, "clear@example.com", "x")
-	if err := verifies(old, s.rc.Next(t, 5*time.Second)); err != nil {
+	if err := verifies(old, s.rc.Next(t)); err != nil {
 		t.Errorf("a secret in clear, before sealing: %v", err)
 	}
 	n, err := s.a.Svc.Secrets.Reseal(ctx, true)
@@ -234,7 +234,7 @@ func TestSecretsInClearAreSealed(t *testing.T) {
 		t.Error("still in clear after sealing")
 	}
 	s.addTags(t, "sealed@example.com", "x")
-	if err := verifies(old, s.rc.Next(t, 5*time.Second)); err != nil {
+	if err := verifies(old, s.rc.Next(t)); err != nil {
 		t.Errorf("the same secret, sealed: %v", err)
 	}
 	if n, err := s.a.Svc.Secrets.Reseal(ctx, true); err != nil || n.Subscriptions != 0 {

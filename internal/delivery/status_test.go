@@ -59,7 +59,9 @@ func TestSubscriptionStatusTransitions(t *testing.T) {
 	state := func() (api.SubscriptionStatus, string) {
 		var st string
 		var updated time.Time
-		_ = s.a.Store.Pool.QueryRow(context.Background(), "SELECT status, updated_at FROM webhook_subscriptions").Scan(&st, &updated)
+		if err := s.a.Store.Pool.QueryRow(context.Background(), "SELECT status, updated_at FROM webhook_subscriptions").Scan(&st, &updated); err != nil {
+			t.Fatal(err)
+		}
 		return api.SubscriptionStatus(st), updated.UTC().Format(time.RFC3339)
 	}
 	expect := func(want api.SubscriptionStatus, changedAt string) {
@@ -100,10 +102,12 @@ func TestSubscriptionStatusTransitions(t *testing.T) {
 	for len(s.rc.Got) > 0 {
 		<-s.rc.Got
 	}
-	try()
-	s.rc.Quiet(t, 100*time.Millisecond)
+	try() // synchronous: a request it made is in the receiver's channel when it returns
+	s.rc.None(t)
 	var status string
-	_ = s.a.Store.Pool.QueryRow(context.Background(), "SELECT status FROM webhook_deliveries").Scan(&status)
+	if err := s.a.Store.Pool.QueryRow(context.Background(), "SELECT status FROM webhook_deliveries").Scan(&status); err != nil {
+		t.Fatal(err)
+	}
 	if status != "Failed" {
 		t.Errorf("delivery %s, want Failed", status)
 	}
@@ -114,7 +118,7 @@ func TestDeleteRedeliverAndPaginate(t *testing.T) {
 	s := newSetup(t, true)
 	for i := range 3 {
 		s.addTags(t, "p"+string(rune('a'+i))+"@example.com", "x")
-		s.rc.Next(t, 5*time.Second)
+		s.rc.Next(t)
 	}
 	s.waitAttempts(t, 3)
 	base := "/public/v1/webhooks/" + s.sub.SubscriptionId
@@ -141,7 +145,7 @@ func TestDeleteRedeliverAndPaginate(t *testing.T) {
 	if r.Status != 200 || d.Status != api.DeliveryStatusPending || d.EventId != oldest.EventId {
 		t.Fatalf("redeliver: %d %s", r.Status, r.Body)
 	}
-	again := s.rc.Next(t, 5*time.Second)
+	again := s.rc.Next(t)
 	if again.Header.Get("webhook-id") != oldest.EventId {
 		t.Errorf("redelivered %s, want %s", again.Header.Get("webhook-id"), oldest.EventId)
 	}
@@ -175,5 +179,6 @@ func TestDeleteRedeliverAndPaginate(t *testing.T) {
 		t.Errorf("delete unknown: %d", r.Status)
 	}
 	s.addTags(t, "after@example.com", "x")
-	s.rc.Quiet(t, 400*time.Millisecond)
+	s.a.DeliveriesSettled(t)
+	s.rc.None(t)
 }

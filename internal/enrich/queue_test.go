@@ -303,11 +303,7 @@ func TestRememberedVerdictIsOneWrite(t *testing.T) {
 	}
 	w := worker(a, enrich.Options{})
 	// without the subscriptions cache every verdict may have ContactEnriched subscribers.
-	for deadline := time.Now().Add(10 * time.Second); !a.Svc.Subscribers.Caching(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the subscriptions cache never started")
-		}
-	}
+	testkit.Eventually(t, "the subscriptions cache listening", a.Svc.Subscribers.Caching)
 	writes := func(id uuid.UUID) []string {
 		t.Helper()
 		rows, err := a.Store.Pool.Query(ctx, `SELECT status || CASE WHEN due_at IS NULL THEN '' ELSE ' leased' END

@@ -134,20 +134,13 @@ func waitHorizon(t *testing.T, pool interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, xid int64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testkit.Eventually(t, fmt.Sprintf("the horizon passing transaction %d", xid), func() bool {
 		var xmin int64
 		if err := pool.QueryRow(context.Background(), `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`).Scan(&xmin); err != nil {
 			t.Fatal(err)
 		}
-		if xmin > xid {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the horizon stays at %d, before %d", xmin, xid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return xmin > xid
+	})
 }
 
 // Pruning deletes the events past the retention, with their deliveries and attempts, in

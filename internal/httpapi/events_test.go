@@ -32,7 +32,7 @@ func TestEventsFeed(t *testing.T) {
 	a.StartWorkers()
 	_, key := a.Account("acme")
 	id := createContact(t, a, key, map[string]any{"email": "feed@example.com", "tags": []string{"lead"}}).Contact.ContactId
-	waitFor(t, "enrichment", func() bool {
+	testkit.Eventually(t, "enrichment", func() bool {
 		return getContact(t, a, key, id).EmailStatus == api.EmailStatusValid
 	})
 	a.Do("POST", "/public/v1/contact/"+id+"/tags", key, map[string]any{"tags": []string{"vip"}})
@@ -44,7 +44,7 @@ func TestEventsFeed(t *testing.T) {
 	var types []string
 	var all []api.WebhookEvent
 	cursor := ""
-	waitFor(t, "the five events", func() bool {
+	testkit.Eventually(t, "the five events", func() bool {
 		q := "limit=2"
 		if cursor != "" {
 			q += "&after=" + url.QueryEscape(cursor)
@@ -69,7 +69,7 @@ func TestEventsFeed(t *testing.T) {
 	}
 	a.Do("POST", "/public/v1/contact/"+id+"/tags", key, map[string]any{"tags": []string{"late"}})
 	var l api.EventList
-	waitFor(t, "the next event", func() bool { l = feed(t, a, key, "after="+url.QueryEscape(cursor)); return len(l.Events) > 0 })
+	testkit.Eventually(t, "the next event", func() bool { l = feed(t, a, key, "after="+url.QueryEscape(cursor)); return len(l.Events) > 0 })
 	if len(l.Events) != 1 || l.Events[0].Data.TagsAddedInfo.TagsAdded[0] != "late" {
 		t.Errorf("after one more change: %+v", l.Events)
 	}
@@ -128,7 +128,7 @@ func TestReplayWindow(t *testing.T) {
 	}
 	got := map[string]bool{}
 	for range sent[1:] {
-		d := rc.Next(t, 5*time.Second)
+		d := rc.Next(t)
 		var p api.WebhookPayload
 		_ = json.Unmarshal(d.Body, &p)
 		if d.Header.Get("webhook-id") != p.Events[0].EventId {
@@ -139,7 +139,8 @@ func TestReplayWindow(t *testing.T) {
 	if !got[sent[1]] || !got[sent[2]] {
 		t.Errorf("replayed %v, want %v", got, sent[1:])
 	}
-	rc.Quiet(t, 300*time.Millisecond)
+	a.DeliveriesSettled(t)
+	rc.None(t)
 
 	_, other := a.Account("other")
 	if r := a.Do("POST", "/public/v1/webhooks/"+sub.SubscriptionId+"/replay", other, body); r.Status != 404 {

@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/testkit"
@@ -28,11 +27,12 @@ func TestDeliveryLogKeepsTheAnswer(t *testing.T) {
 	var sub api.WebhookSubscription
 	subscribe(t, a, key, rc.URL, "TagsAdded").JSON(t, &sub)
 	createContact(t, a, key, map[string]any{"email": "x@example.com", "tags": []string{"a"}})
-	rc.Next(t, 5*time.Second)
+	rc.Next(t)
 	var list api.DeliveryAttemptList
-	for deadline := time.Now().Add(5 * time.Second); len(list.Attempts) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	testkit.Eventually(t, "the attempt recorded", func() bool {
 		a.Do("GET", "/public/v1/webhooks/"+sub.SubscriptionId+"/deliveries", key, nil).JSON(t, &list)
-	}
+		return len(list.Attempts) > 0
+	})
 	if len(list.Attempts) != 1 || list.Attempts[0].ResponseExcerpt == nil ||
 		!strings.HasPrefix(*list.Attempts[0].ResponseExcerpt, `{"error":"maintenance until 10:00"}`) || len(*list.Attempts[0].ResponseExcerpt) != 256 {
 		t.Fatalf("attempts %+v", list.Attempts)
@@ -61,11 +61,17 @@ func TestPauseAndResume(t *testing.T) {
 	}
 	createContact(t, a, key, map[string]any{"email": "a@example.com", "tags": []string{"one"}})
 	createContact(t, a, key, map[string]any{"email": "b@example.com", "tags": []string{"two"}})
-	rc.Quiet(t, 700*time.Millisecond)
+	// due, and looked at by the workers since: still untouched
+	a.DeliveryWorkersLooked(t)
+	if n := a.Count(t, `SELECT count(*) FROM webhook_deliveries WHERE status = 'Pending' AND attempts = 0
+		AND leased_until IS NULL AND next_attempt_at <= now()`); n != 2 {
+		t.Errorf("%d deliveries due and untouched while paused, want 2", n)
+	}
+	rc.None(t)
 	if r := a.Do("PATCH", path, key, map[string]any{"paused": false}); r.Status != 200 || strings.Contains(string(r.Body), `"paused"`) {
 		t.Fatalf("resume: %d %s", r.Status, r.Body)
 	}
-	first, second := rc.Next(t, 5*time.Second), rc.Next(t, 5*time.Second)
+	first, second := rc.Next(t), rc.Next(t)
 	if !strings.Contains(string(first.Body), `"one"`) || !strings.Contains(string(second.Body), `"two"`) {
 		t.Errorf("after resuming, in order: %s then %s", first.Body, second.Body)
 	}
@@ -88,13 +94,14 @@ func TestSendTestEvent(t *testing.T) {
 	if r.Status != 200 || d.Status != "Pending" || d.EventType != "ContactDetailsUpdated" {
 		t.Fatalf("test: %d %s", r.Status, r.Body)
 	}
-	got := rc.Next(t, 5*time.Second)
+	got := rc.Next(t)
 	testkit.ValidatePayload(t, got.Body)
 	if got.Header.Get("webhook-id") != d.EventId || !strings.Contains(string(got.Body), `"contactId":"00000000-0000-7000-8000-000000000000"`) ||
 		!strings.Contains(string(got.Body), "contactDetailsUpdatedInfo") {
 		t.Errorf("the test delivery: %v %s", got.Header, got.Body)
 	}
-	other.Quiet(t, 300*time.Millisecond)
+	a.DeliveriesSettled(t)
+	other.None(t)
 	if r := a.Do("GET", "/public/v1/events/"+d.EventId, key, nil); r.Status != 404 {
 		t.Errorf("the test event in the feed: %d", r.Status)
 	}

@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/contactd/contactd/internal/testkit"
 )
@@ -51,15 +50,11 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	a.StartWorkers()
-	rc.Next(t, 10*time.Second)
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(text, `contactd_webhook_attempts_total{outcome="success"} 1`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no successful attempt counted:\n%s", grep(text, "contactd_webhook"))
-		}
-		time.Sleep(50 * time.Millisecond)
+	rc.Next(t)
+	testkit.Eventually(t, "a successful attempt counted", func() bool {
 		text = scrape(t, a)
-	}
+		return strings.Contains(text, `contactd_webhook_attempts_total{outcome="success"} 1`)
+	})
 	if !strings.Contains(text, `contactd_webhook_attempt_duration_seconds_count 1`) {
 		t.Errorf("attempt latency not observed:\n%s", grep(text, "contactd_webhook"))
 	}

@@ -115,7 +115,7 @@ func tenantMatrix(t *testing.T, a *testkit.API, accountA uuid.UUID, keyA, keyB s
 	for _, path := range []string{"/public/v1/contacts", "/public/v1/contacts?q=mine", "/public/v1/contacts?tag=secret",
 		"/public/v1/contacts/export", "/public/v1/events"} {
 		// (the feed shows an event once every older transaction of the cluster has ended)
-		waitFor(t, path+" as A to show A's contact", func() bool {
+		testkit.Eventually(t, path+" as A to show A's contact", func() bool {
 			return strings.Contains(string(a.Do("GET", path, keyA, nil).Body), c.ContactId)
 		})
 		r := a.Do("GET", path, keyB, nil)

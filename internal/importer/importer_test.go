@@ -65,7 +65,12 @@ func TestPlainProgress(t *testing.T) {
 	var read atomic.Int64
 	read.Store(250)
 	p := newProgress(&out, false, 1000, &read, func() Summary { return Summary{Rows: 40, Rejected: 2} })
-	time.Sleep(100 * time.Millisecond)
+	// two lines written, however long the machine takes to write them (the bound is a guard)
+	for deadline := time.Now().Add(3 * time.Minute); strings.Count(out.String(), "\n") < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("fewer than two progress lines")
+		}
+	}
 	p.stop()
 	line := regexp.MustCompile(`^import: 25% of the file, 40 rows \(\d+ rows/s\), 2 rejected, about \S+ left$`)
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")

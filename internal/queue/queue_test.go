@@ -19,6 +19,11 @@ type fakeRows struct {
 	peak     atomic.Int32
 	done     atomic.Int32
 	hold     chan struct{} // when non-nil, each item's work waits for it
+	// full, when non-nil, is closed once peak reaches fullAt: until then each item's work
+	// waits, so the queue must fill its slots to make progress
+	full     chan struct{}
+	fullAt   int32
+	fullOnce sync.Once
 }
 
 func (f *fakeRows) claim(ctx context.Context, max int) ([]Work, bool, error) {
@@ -37,9 +42,13 @@ func (f *fakeRows) claim(ctx context.Context, max int) ([]Work, bool, error) {
 			now := f.running.Add(1)
 			for p := f.peak.Load(); now > p && !f.peak.CompareAndSwap(p, now); p = f.peak.Load() {
 			}
-			if f.hold == nil {
-				time.Sleep(2 * time.Millisecond) // long enough for the slots to overlap
-			} else {
+			if f.full != nil {
+				if now == f.fullAt {
+					f.fullOnce.Do(func() { close(f.full) })
+				}
+				<-f.full
+			}
+			if f.hold != nil {
 				select {
 				case <-f.hold:
 				case <-ctx.Done():
@@ -60,9 +69,11 @@ func (f *fakeRows) add(n int) {
 	f.mu.Unlock()
 }
 
+// waitFor waits for cond. Its bound guards against a hang, never a claim of speed (the
+// testkit's Patience; this package is below testkit, so it has its own).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(3 * time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -72,16 +83,17 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // A backlog larger than the slots drains without polling: each finishing worker wakes the
-// queue while the last claim was full, and no more than Slots items ever run at once.
+// queue while the last claim was full. The first items wait until all 4 slots run one, and no
+// more than the 4 ever run at once.
 func TestBacklogDrainsWithoutPolling(t *testing.T) {
 	t.Parallel()
-	f := &fakeRows{left: 100}
+	f := &fakeRows{left: 100, full: make(chan struct{}), fullAt: 4}
 	q := New(Options{Name: "test", Slots: 4, PollEvery: time.Hour}, f.claim)
 	q.Start()
 	defer q.Stop(context.Background())
 	waitFor(t, "100 items done", func() bool { return f.done.Load() == 100 })
-	if p := f.peak.Load(); p > 4 || p < 2 {
-		t.Errorf("peak concurrency %d, want between 2 and the 4 slots", p)
+	if p := f.peak.Load(); p != 4 {
+		t.Errorf("peak concurrency %d, want the 4 slots", p)
 	}
 }
 
@@ -95,12 +107,13 @@ func TestWakeClaimsAtOnce(t *testing.T) {
 	defer q.Stop(context.Background())
 	waitFor(t, "the first look", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.claims == 1 })
 	f.add(1)
-	time.Sleep(50 * time.Millisecond)
-	if f.done.Load() != 0 {
-		t.Fatal("an item was claimed before anything woke the queue")
-	}
 	q.Wake()
 	waitFor(t, "the woken claim's item", func() bool { return f.done.Load() == 1 })
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.claims != 2 {
+		t.Errorf("%d claims, want the first look and the woken one", f.claims)
+	}
 }
 
 // A failing claim is retried with a growing wait, logged, and the queue recovers by itself.

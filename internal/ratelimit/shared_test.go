@@ -81,7 +81,6 @@ func TestSharedFallsBackWhenRedisIsAway(t *testing.T) {
 		t.Fatalf("with Redis: %+v, %d fallbacks", d, fallbacks.Load())
 	}
 	r.Stop()
-	start := time.Now()
 	var allowed int
 	for range 5 {
 		if d := s.Allow(id("k"), id("a"), true); d.Allowed {
@@ -90,8 +89,5 @@ func TestSharedFallsBackWhenRedisIsAway(t *testing.T) {
 	}
 	if allowed != 3 || fallbacks.Load() != 5 {
 		t.Errorf("without Redis: %d allowed (want the local 3), %d fallbacks (want 5)", allowed, fallbacks.Load())
-	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("five decisions without Redis took %v", took)
 	}
 }

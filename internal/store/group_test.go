@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -115,11 +114,7 @@ func (rig *groupRig) stored(t *testing.T) []int {
 
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-	}
+	testkit.Eventually(t, "the condition", cond)
 }
 
 // TestGroupSendsWaitingWritesTogether: writes asked while a group is in flight leave together

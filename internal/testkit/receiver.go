@@ -50,25 +50,27 @@ func NewReceiver(t testing.TB) *Receiver {
 	return rc
 }
 
-// Next waits for the next request, failing the test after timeout.
-func (rc *Receiver) Next(t testing.TB, timeout time.Duration) Delivered {
+// Next waits for the next request (for Patience at most: a guard, not a claim of speed).
+func (rc *Receiver) Next(t testing.TB) Delivered {
 	t.Helper()
 	select {
 	case d := <-rc.Got:
 		return d
-	case <-time.After(timeout):
-		t.Fatalf("no delivery within %v", timeout)
+	case <-time.After(time.Until(deadline(t))):
+		t.Fatalf("no delivery within %v", Patience)
 		return Delivered{}
 	}
 }
 
-// Quiet fails the test when a request arrives within d.
-func (rc *Receiver) Quiet(t testing.TB, d time.Duration) {
+// None fails the test when the receiver holds a request nobody took. Call it once what would
+// have to happen first has happened (API.DeliveriesSettled: every due attempt made), so that
+// "nothing was sent" is proven by the queue's state, not by a quiet moment.
+func (rc *Receiver) None(t testing.TB) {
 	t.Helper()
 	select {
 	case got := <-rc.Got:
 		t.Errorf("unexpected delivery: %s", got.Body)
-	case <-time.After(d):
+	default:
 	}
 }
 
