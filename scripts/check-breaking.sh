@@ -21,9 +21,17 @@ else
   base=HEAD~1
   intended=$(git log -1 --format='%(trailers:key=API-Breaking-Change,valueonly)' HEAD | head -1)
 fi
+# a shallow clone lacks the base: fetch one more commit of history rather than pass unchecked
+if ! git cat-file -e "$base" 2>/dev/null && [ "$(git rev-parse --is-shallow-repository)" = true ]; then
+  git fetch -q --deepen=1 origin 2>/dev/null || true
+fi
 if ! git cat-file -e "$base:openapi.yaml" 2>/dev/null; then
-  echo "breaking-change check: $base has no openapi.yaml (first commit or shallow clone): nothing to compare"
-  exit 0
+  cat >&2 <<MSG
+breaking-change check: cannot read openapi.yaml at $base, so nothing was checked.
+A shallow clone needs more history (git fetch --deepen=1), or name the spec to compare with:
+CONTACTD_API_BASE=<commit> make breaking.
+MSG
+  exit 1
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

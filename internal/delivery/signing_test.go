@@ -229,7 +229,9 @@ func TestSecretsInClearAreSealed(t *testing.T) {
 		t.Fatalf("sealed %d (%v), want 1", n.Subscriptions, err)
 	}
 	var inClear *string
-	_ = s.a.Store.Pool.QueryRow(ctx, `SELECT secret FROM webhook_subscriptions WHERE subscription_id = $1`, s.sub.SubscriptionId).Scan(&inClear)
+	if err := s.a.Store.Pool.QueryRow(ctx, `SELECT secret FROM webhook_subscriptions WHERE subscription_id = $1`, s.sub.SubscriptionId).Scan(&inClear); err != nil {
+		t.Fatal(err)
+	}
 	if inClear != nil {
 		t.Error("still in clear after sealing")
 	}

@@ -175,14 +175,18 @@ func TestPruneKeepsTheRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	var wantKept int
-	_ = pool.QueryRow(ctx, `SELECT count(*) FROM webhook_events WHERE occurred_at >= $1`, now.Add(-30*24*time.Hour)).Scan(&wantKept)
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM webhook_events WHERE occurred_at >= $1`, now.Add(-30*24*time.Hour)).Scan(&wantKept); err != nil {
+		t.Fatal(err)
+	}
 	n, err := feed.Prune(ctx)
 	if err != nil || n != int64(12000-wantKept) {
 		t.Fatalf("pruned %d (%v), want %d", n, err, 12000-wantKept)
 	}
 	var events, deliveries, attempts int
-	_ = pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook_events), (SELECT count(*) FROM webhook_deliveries),
-		(SELECT count(*) FROM webhook_attempts)`).Scan(&events, &deliveries, &attempts)
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook_events), (SELECT count(*) FROM webhook_deliveries),
+		(SELECT count(*) FROM webhook_attempts)`).Scan(&events, &deliveries, &attempts); err != nil {
+		t.Fatal(err)
+	}
 	if events != wantKept || deliveries != wantKept || attempts != wantKept {
 		t.Errorf("after pruning: %d events, %d deliveries, %d attempts; want %d of each", events, deliveries, attempts, wantKept)
 	}

@@ -59,7 +59,9 @@ func TestActivityCountersAndScore(t *testing.T) {
 		t.Errorf("lead score %d after more activity, was %d", c.LeadScore, first)
 	}
 	var stored int
-	_ = a.Store.Pool.QueryRow(context.Background(), "SELECT lead_score FROM contacts").Scan(&stored)
+	if err := a.Store.Pool.QueryRow(context.Background(), "SELECT lead_score FROM contacts").Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
 	if stored != c.LeadScore {
 		t.Errorf("stored lead score %d, shown %d", stored, c.LeadScore)
 	}
@@ -138,7 +140,9 @@ func TestActivityEventsAndIdempotency(t *testing.T) {
 		t.Errorf("ContactUnsubscribed = %+v", ev.Data)
 	}
 	var n int
-	_ = a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM activities").Scan(&n)
+	if err := a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM activities").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
 	if n != 6 {
 		t.Errorf("%d activities stored, want 6", n)
 	}

@@ -101,7 +101,9 @@ func TestUnauthorized(t *testing.T) {
 		t.Errorf("no key and bad body: %d, want 401", r.Status)
 	}
 	var hashes int
-	_ = a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM api_keys WHERE position($1::bytea in key_hash) > 0 OR prefix = $2", []byte(key), key).Scan(&hashes)
+	if err := a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM api_keys WHERE position($1::bytea in key_hash) > 0 OR prefix = $2", []byte(key), key).Scan(&hashes); err != nil {
+		t.Fatal(err)
+	}
 	if hashes != 0 {
 		t.Errorf("the key is stored in clear")
 	}
@@ -137,7 +139,9 @@ func TestTransportErrors(t *testing.T) {
 		})
 	}
 	var n int
-	_ = a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM contacts").Scan(&n)
+	if err := a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM contacts").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
 	if n != 0 {
 		t.Errorf("refused requests stored %d contacts", n)
 	}

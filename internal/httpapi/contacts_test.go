@@ -98,7 +98,9 @@ func TestCreateContactUnparseableAddressWarns(t *testing.T) {
 		t.Errorf("properties = %+v, want none", out.Contact.Properties)
 	}
 	var n int
-	_ = a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM properties").Scan(&n)
+	if err := a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM properties").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
 	if n != 0 {
 		t.Errorf("%d properties stored, want 0", n)
 	}
@@ -215,7 +217,9 @@ func TestCreateContactDuplicateRace(t *testing.T) {
 		}
 	}
 	var rows, properties int
-	_ = a.Store.Pool.QueryRow(context.Background(), "SELECT count(*), (SELECT count(*) FROM properties) FROM contacts").Scan(&rows, &properties)
+	if err := a.Store.Pool.QueryRow(context.Background(), "SELECT count(*), (SELECT count(*) FROM properties) FROM contacts").Scan(&rows, &properties); err != nil {
+		t.Fatal(err)
+	}
 	if rows != emails || properties != emails {
 		t.Errorf("%d contacts and %d properties exist; want %d of each", rows, properties, emails)
 	}
@@ -250,7 +254,9 @@ func TestCreateContactReportsEveryViolation(t *testing.T) {
 		}
 	}
 	var n int
-	_ = a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM contacts").Scan(&n)
+	if err := a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM contacts").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
 	if n != 0 {
 		t.Errorf("a rejected create stored %d contacts", n)
 	}

@@ -116,7 +116,9 @@ func TestReplayWindow(t *testing.T) {
 	var occurred []time.Time
 	for _, e := range sent {
 		var at time.Time
-		_ = a.Store.Pool.QueryRow(context.Background(), "SELECT occurred_at FROM webhook_events WHERE event_id = $1::uuid", e).Scan(&at)
+		if err := a.Store.Pool.QueryRow(context.Background(), "SELECT occurred_at FROM webhook_events WHERE event_id = $1::uuid", e).Scan(&at); err != nil {
+			t.Fatal(err)
+		}
 		occurred = append(occurred, at)
 	}
 	body := map[string]any{"since": occurred[1].Format("2006-01-02T15:04:05.000Z"), "until": time.Now().UTC().Add(time.Minute).Format("2006-01-02T15:04:05.000Z")}

@@ -204,7 +204,9 @@ func TestDeleteContact(t *testing.T) {
 	}
 	for _, table := range []string{"contacts", "properties", "activities"} {
 		var n int
-		_ = a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM "+table).Scan(&n)
+		if err := a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
 		if n != 0 {
 			t.Errorf("%s still has %d rows", table, n)
 		}

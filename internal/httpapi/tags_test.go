@@ -106,9 +106,13 @@ func TestTagsPerContactLimit(t *testing.T) {
 	// the refusal came inside the transaction, after the contact was locked: it rolled back,
 	// and with it the event it would have emitted.
 	var events, stray int
-	_ = a.Store.Pool.QueryRow(context.Background(), `SELECT count(*), count(*) FILTER (WHERE payload::text LIKE '%one-too-many%') FROM webhook_events`).Scan(&events, &stray)
+	if err := a.Store.Pool.QueryRow(context.Background(), `SELECT count(*), count(*) FILTER (WHERE payload::text LIKE '%one-too-many%') FROM webhook_events`).Scan(&events, &stray); err != nil {
+		t.Fatal(err)
+	}
 	var due int
-	_ = a.Store.Pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_deliveries WHERE status = 'Pending'`).Scan(&due)
+	if err := a.Store.Pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_deliveries WHERE status = 'Pending'`).Scan(&due); err != nil {
+		t.Fatal(err)
+	}
 	if events != 5 || stray != 0 || due != 5 {
 		t.Errorf("%d events (%d for the refused tag) and %d deliveries due, want 5, 0, 5", events, stray, due)
 	}

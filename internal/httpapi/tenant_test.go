@@ -203,7 +203,9 @@ func snapshot(t *testing.T, a *testkit.API, key, contactID, subID string) string
 	subs := a.Do("GET", "/public/v1/webhooks", key, nil)
 	att := a.Do("GET", "/public/v1/webhooks/"+subID+"/deliveries", key, nil)
 	var n int
-	_ = a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM webhook_deliveries").Scan(&n)
+	if err := a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM webhook_deliveries").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
 	var compact = func(b []byte) string {
 		var v any
 		_ = json.Unmarshal(b, &v)

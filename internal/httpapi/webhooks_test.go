@@ -48,8 +48,10 @@ func TestCreateAndListWebhooks(t *testing.T) {
 	// stored sealed, never in clear (the delivery tests show it opens to the secret returned)
 	var inClear *string
 	var sealed string
-	_ = a.Store.Pool.QueryRow(context.Background(), "SELECT secret, secret_sealed FROM webhook_subscriptions WHERE subscription_id = $1",
-		first.SubscriptionId).Scan(&inClear, &sealed)
+	if err := a.Store.Pool.QueryRow(context.Background(), "SELECT secret, secret_sealed FROM webhook_subscriptions WHERE subscription_id = $1",
+		first.SubscriptionId).Scan(&inClear, &sealed); err != nil {
+		t.Fatal(err)
+	}
 	if inClear != nil || !strings.HasPrefix(sealed, "v1.") || strings.Contains(sealed, strings.TrimPrefix(*first.Secret, "whsec_")) {
 		t.Errorf("stored secret: in clear %v, sealed %q", inClear, sealed)
 	}
