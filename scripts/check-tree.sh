@@ -4,19 +4,19 @@
 # once landed at the root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-max=$((1024 * 1024))
-bad=0
-while IFS= read -r -d '' f; do
-  [ -f "$f" ] || continue
-  magic=$(head -c 4 "$f" | od -An -tx1 | tr -d ' \n')
-  case "$magic" in
-    7f454c46|cffaedfe|cefaedfe|feedface|feedfacf|4d5a*)
-      echo "check-tree: $f is a compiled binary: build output goes to bin/ (ignored)" >&2; bad=1; continue ;;
-  esac
-  size=$(stat -c %s "$f")
-  if [ "$size" -gt "$max" ]; then
-    echo "check-tree: $f is $((size / 1024)) KiB (over 1 MiB): keep build output and data dumps out of git" >&2; bad=1
-  fi
-done < <(git ls-files -z)
-[ "$bad" = 0 ] && echo "check-tree: no binaries or oversized files tracked"
-exit "$bad"
+# one perl process for every file (a few processes per file took 30 s on a busy machine)
+if git ls-files -z | perl -0 -ne '
+  chomp; next unless -f $_;
+  open(my $fh, "<", $_) or next; binmode $fh; read($fh, my $magic, 4); close $fh;
+  if (unpack("H*", $magic) =~ /^(7f454c46|cffaedfe|cefaedfe|feedface|feedfacf|4d5a)/) {
+    print STDERR "check-tree: $_ is a compiled binary: build output goes to bin/ (ignored)\n"; $bad = 1; next;
+  }
+  my $size = -s $_;
+  if ($size > 1024 * 1024) {
+    printf STDERR "check-tree: %s is %d KiB (over 1 MiB): keep build output and data dumps out of git\n", $_, $size / 1024; $bad = 1;
+  }
+  END { exit($bad ? 1 : 0) }'; then
+  echo "check-tree: no binaries or oversized files tracked"
+else
+  exit 1
+fi

@@ -229,3 +229,39 @@ func TestIdempotencyInProgressAndExpiry(t *testing.T) {
 		t.Errorf("%d keys after pruning", n)
 	}
 }
+
+// A 5xx is never kept as a key's answer: the retry with the same key runs the request again
+// and gets the answer the request deserves. (The table the write needs is renamed away behind
+// contactd's back for the first attempt: an unexpected database error, a 500.)
+func TestIdempotencyNeverKeepsA5xx(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	exec := func(sql string) {
+		t.Helper()
+		if _, err := testkit.Pool(a.Store).Exec(context.Background(), sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	body := map[string]any{"url": "https://hooks.example.com/once", "eventType": "TagsAdded"}
+	exec(`ALTER TABLE webhook_subscriptions RENAME TO webhook_subscriptions_away`)
+	r := a.Do("POST", "/public/v1/webhooks", key, body, "Idempotency-Key", "retry-after-500")
+	if r.Status != http.StatusInternalServerError || r.Error(t).Code != "InternalError" {
+		t.Fatalf("with the table away: %d %s, want 500 InternalError", r.Status, r.Body)
+	}
+	if n := countRows(t, a, `SELECT count(*) FROM idempotency_keys`); n != 0 {
+		t.Errorf("%d idempotency records kept after a 500", n)
+	}
+	exec(`ALTER TABLE webhook_subscriptions_away RENAME TO webhook_subscriptions`)
+	r = a.Do("POST", "/public/v1/webhooks", key, body, "Idempotency-Key", "retry-after-500")
+	if r.Status != http.StatusOK || r.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("the retry: %d (replayed %q) %s, want the request run again", r.Status, r.Header.Get("Idempotent-Replayed"), r.Body)
+	}
+	r = a.Do("POST", "/public/v1/webhooks", key, body, "Idempotency-Key", "retry-after-500")
+	if r.Status != http.StatusOK || r.Header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("the third try: %d (replayed %q), want the 200 replayed", r.Status, r.Header.Get("Idempotent-Replayed"))
+	}
+	if n := countRows(t, a, `SELECT count(*) FROM webhook_subscriptions`); n != 1 {
+		t.Errorf("%d subscriptions, want 1", n)
+	}
+}
