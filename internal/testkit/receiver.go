@@ -19,8 +19,9 @@ type Delivered struct {
 	At     time.Time
 }
 
-// Receiver is a webhook receiver on loopback. Respond decides each answer from the
-// 1-based count of requests so far; the default answers 204.
+// Receiver is a webhook receiver on loopback. Every body it gets is checked against the
+// spec's WebhookPayload schema. Respond decides each answer from the 1-based count of
+// requests so far; the default answers 204.
 type Receiver struct {
 	URL     string
 	Got     chan Delivered
@@ -34,6 +35,7 @@ func NewReceiver(t testing.TB) *Receiver {
 	rc := &Receiver{Got: make(chan Delivered, 1000)}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		ValidatePayload(t, body)
 		rc.mu.Lock()
 		rc.n++
 		n, respond := rc.n, rc.Respond
