@@ -12,35 +12,37 @@ import (
 )
 
 // every operation of the spec, with a body it would accept.
+// operations is every operation that needs a key, with the scope it needs: a reviewed table,
+// kept by hand, so that a scope changed in openapi.yaml (which the server enforces from) fails
+// TestScopesFromTheSpec until someone decides it is right.
 var operations = []struct {
-	method, path string
-	body         any
+	method, path, scope string
+	body                any
 }{
-	{"POST", "/public/v1/contact", map[string]any{"email": "x@example.com"}},
-	{"GET", "/public/v1/contact?emailId=x%40example.com", nil},
-	{"PUT", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000/tags", map[string]any{"tags": []string{"a"}}},
-	{"POST", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000/tags", map[string]any{"tags": []string{"a"}}},
-	{"DELETE", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000/tags", map[string]any{"tags": []string{"a"}}},
-	{"PATCH", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000", map[string]any{"name": "x"}},
-	{"DELETE", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000", nil},
-	{"POST", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000/property", map[string]any{"address": "1 Main St, Springfield, IL 62704"}},
-	{"POST", "/public/v1/contact/property/01939d3c-0000-7000-8000-000000000000/archive", nil},
-	{"POST", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000/activity", map[string]any{"type": "EmailOpen"}},
-	{"POST", "/public/v1/webhooks", map[string]any{"url": "https://h.example.com", "eventType": "TagsAdded"}},
-	{"GET", "/public/v1/webhooks", nil},
-	{"DELETE", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000", nil},
-	{"GET", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/deliveries", nil},
-	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/deliveries/01939d3c-0000-7000-8000-000000000000/redeliver", nil},
-	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/secret", nil},
-	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/test", nil},
-	{"PATCH", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000", map[string]any{"maxDeliveriesPerSecond": 5}},
-	{"GET", "/public/v1/contacts", nil},
-	{"GET", "/public/v1/contacts/export", nil},
-	{"POST", "/public/v1/contacts/batch", map[string]any{"contacts": []any{map[string]any{"email": "x@example.com"}}}},
-	{"GET", "/public/v1/events", nil},
-	{"GET", "/public/v1/events/01939d3c-0000-7000-8000-000000000000", nil},
-	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/replay", map[string]any{"since": "2026-11-20T00:00:00.000Z", "until": "2026-11-21T00:00:00.000Z"}},
-}
+	{"POST", "/public/v1/contact", "contacts:write", map[string]any{"email": "x@example.com"}},
+	{"GET", "/public/v1/contact?emailId=x%40example.com", "contacts:read", nil},
+	{"PUT", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000/tags", "contacts:write", map[string]any{"tags": []string{"a"}}},
+	{"POST", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000/tags", "contacts:write", map[string]any{"tags": []string{"a"}}},
+	{"DELETE", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000/tags", "contacts:write", map[string]any{"tags": []string{"a"}}},
+	{"PATCH", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000", "contacts:write", map[string]any{"name": "x"}},
+	{"DELETE", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000", "contacts:write", nil},
+	{"POST", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000/property", "contacts:write", map[string]any{"address": "1 Main St, Springfield, IL 62704"}},
+	{"POST", "/public/v1/contact/property/01939d3c-0000-7000-8000-000000000000/archive", "contacts:write", nil},
+	{"POST", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000/activity", "contacts:write", map[string]any{"type": "EmailOpen"}},
+	{"POST", "/public/v1/webhooks", "webhooks:write", map[string]any{"url": "https://h.example.com", "eventType": "TagsAdded"}},
+	{"GET", "/public/v1/webhooks", "webhooks:read", nil},
+	{"DELETE", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000", "webhooks:write", nil},
+	{"GET", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/deliveries", "webhooks:read", nil},
+	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/deliveries/01939d3c-0000-7000-8000-000000000000/redeliver", "webhooks:write", nil},
+	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/secret", "webhooks:write", nil},
+	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/test", "webhooks:write", nil},
+	{"PATCH", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000", "webhooks:write", map[string]any{"maxDeliveriesPerSecond": 5}},
+	{"GET", "/public/v1/contacts", "contacts:read", nil},
+	{"GET", "/public/v1/contacts/export", "contacts:read", nil},
+	{"POST", "/public/v1/contacts/batch", "contacts:write", map[string]any{"contacts": []any{map[string]any{"email": "x@example.com"}}}},
+	{"GET", "/public/v1/events", "events:read", nil},
+	{"GET", "/public/v1/events/01939d3c-0000-7000-8000-000000000000", "events:read", nil},
+	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/replay", "webhooks:write", map[string]any{"since": "2026-11-20T00:00:00.000Z", "until": "2026-11-21T00:00:00.000Z"}}}
 
 // The list above names every operation that needs a key, so a new endpoint cannot skip the
 // 401 matrix; the public ones (security: []) are the only exceptions.
