@@ -294,6 +294,43 @@ func TestExportStopsWhenTheClientLeaves(t *testing.T) {
 	testkit.Eventually(t, "the export's transaction ending after the client left", func() bool { return exporting() == 0 })
 }
 
+// An export that fails once it has started never looks complete: the connection breaks, so
+// the client reads an error, not a clean end of a shorter file. (The export's database session
+// is ended behind its back while the client, reading slowly, holds it mid-stream.)
+func TestExportFailingMidwayIsNotComplete(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	var emails []string
+	for i := range 30000 {
+		emails = append(emails, fmt.Sprintf("e%05d@example.com", i))
+	}
+	seed(t, a, "acme", emails)
+	for _, format := range []string{"application/x-ndjson", "text/csv"} {
+		req, _ := http.NewRequest("GET", a.URL+"/public/v1/contacts/export", nil)
+		req.Header.Set("x-api-key", key)
+		req.Header.Set("Accept", format)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := bufio.NewReader(resp.Body)
+		if _, err := r.ReadString('\n'); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %v", format, resp.StatusCode, err)
+		}
+		var killed int
+		if err := a.Store.Pool.QueryRow(context.Background(), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE datname = current_database() AND xact_start IS NOT NULL AND pid <> pg_backend_pid()`).Scan(&killed); err != nil || killed != 1 {
+			t.Fatalf("%s: ending the export's session: %d %v", format, killed, err)
+		}
+		rest, err := io.ReadAll(r)
+		resp.Body.Close()
+		if err == nil {
+			t.Errorf("%s: the failed export ended like a complete one (%d more bytes, then a clean end)", format, len(rest))
+		}
+	}
+}
+
 // seed inserts contacts of the account straight into the table, oldest first, a
 // millisecond apart (thousands of API creates would only slow the test down).
 func seed(t *testing.T, a *testkit.API, account string, emails []string) {
