@@ -294,6 +294,43 @@ func TestExportStopsWhenTheClientLeaves(t *testing.T) {
 	testkit.Eventually(t, "the export's transaction ending after the client left", func() bool { return exporting() == 0 })
 }
 
+// A filtered export walks the account's contacts a batch at a time (10,000) and goes on
+// until the walk ends: with matches past the first batch it has every one of them, once.
+func TestFilteredExportWalksEveryBatch(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	const n = 25000 // two and a half walks
+	var emails []string
+	for i := range n {
+		emails = append(emails, fmt.Sprintf("e%05d@example.com", i))
+	}
+	seed(t, a, "acme", emails)
+	if _, err := a.Store.Pool.Exec(context.Background(),
+		`UPDATE contacts SET tags = ARRAY['odd'] WHERE substr(email, 2, 5)::int % 2 = 1`); err != nil {
+		t.Fatal(err)
+	}
+	r := a.Do("GET", "/public/v1/contacts/export?tag=odd", key, nil)
+	if r.Status != 200 {
+		t.Fatalf("export: %d %s", r.Status, r.Body)
+	}
+	seen := map[string]bool{}
+	for _, line := range bytes.Split(bytes.TrimSuffix(r.Body, []byte("\n")), []byte("\n")) {
+		var c api.Contact
+		if err := json.Unmarshal(line, &c); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		var i int
+		if _, err := fmt.Sscanf(c.Email, "e%05d@example.com", &i); err != nil || i%2 != 1 || seen[c.Email] {
+			t.Errorf("exported %s: not a match, or twice", c.Email)
+		}
+		seen[c.Email] = true
+	}
+	if len(seen) != n/2 {
+		t.Errorf("%d contacts exported, want all %d matches", len(seen), n/2)
+	}
+}
+
 // An export that fails once it has started never looks complete: the connection breaks, so
 // the client reads an error, not a clean end of a shorter file. (The export's database session
 // is ended behind its back while the client, reading slowly, holds it mid-stream.)
