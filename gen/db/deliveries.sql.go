@@ -161,7 +161,7 @@ type DeliveryClaimRow struct {
 }
 
 // Leases up to @max due deliveries to the caller, a few per receiver at most: see
-// claim_deliveries (migration 00012).
+// claim_deliveries (migrations 00012, 00022).
 func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error) {
 	rows, err := q.db.Query(ctx, deliveryClaim,
 		arg.Now,
@@ -214,7 +214,8 @@ SELECT c.account_id::uuid AS account_id, c.delivery_id::uuid AS delivery_id, c.s
     coalesce(c.previous_secret_until, '0001-01-01 00:00:00+00')::timestamptz AS previous_secret_until,
     c.subscription_status::text AS subscription_status,
     coalesce(c.client_secret_sealed, '')::text AS client_secret_sealed
-FROM claim_next_delivery($1::uuid, $2::uuid, $3::timestamptz, $4::timestamptz) c
+FROM claim_next_delivery($1::uuid, $2::uuid, $3::timestamptz, $4::timestamptz,
+    $5::int) c
 `
 
 type DeliveryClaimNextParams struct {
@@ -222,6 +223,7 @@ type DeliveryClaimNextParams struct {
 	SubscriptionID uuid.UUID
 	Now            time.Time
 	LeaseUntil     time.Time
+	MaxInFlight    int32
 }
 
 type DeliveryClaimNextRow struct {
@@ -242,13 +244,15 @@ type DeliveryClaimNextRow struct {
 	ClientSecretSealed   string
 }
 
-// Leases the subscription's oldest due delivery: see claim_next_delivery (migration 00012).
+// Leases the subscription's oldest due delivery while its receiver is below its limit: see
+// claim_next_delivery (migration 00022).
 func (q *Queries) DeliveryClaimNext(ctx context.Context, arg DeliveryClaimNextParams) ([]DeliveryClaimNextRow, error) {
 	rows, err := q.db.Query(ctx, deliveryClaimNext,
 		arg.AccountID,
 		arg.SubscriptionID,
 		arg.Now,
 		arg.LeaseUntil,
+		arg.MaxInFlight,
 	)
 	if err != nil {
 		return nil, err

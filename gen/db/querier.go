@@ -112,9 +112,10 @@ type Querier interface {
 	// next, and walks on from the last key.
 	ContactsWalkByCreated(ctx context.Context, arg ContactsWalkByCreatedParams) ([]ContactsWalkByCreatedRow, error)
 	// Leases up to @max due deliveries to the caller, a few per receiver at most: see
-	// claim_deliveries (migration 00012).
+	// claim_deliveries (migrations 00012, 00022).
 	DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error)
-	// Leases the subscription's oldest due delivery: see claim_next_delivery (migration 00012).
+	// Leases the subscription's oldest due delivery while its receiver is below its limit: see
+	// claim_next_delivery (migration 00022).
 	DeliveryClaimNext(ctx context.Context, arg DeliveryClaimNextParams) ([]DeliveryClaimNextRow, error)
 	DeliveryGet(ctx context.Context, arg DeliveryGetParams) (DeliveryGetRow, error)
 	DeliveryInsert(ctx context.Context, arg DeliveryInsertParams) error

@@ -42,13 +42,14 @@ func claimedDelivery(r db.DeliveryClaimRow) (Args, db.DeliveryLoadRow) {
 // claimNext leases the subscription's oldest due delivery for the worker that just delivered
 // one of its events, so a receiver keeps its room (at most MaxInFlight attempts) busy without
 // each attempt waiting for the dispatcher's next claim; ok is false when there is none (or the
-// subscription is throttled, or held back).
+// subscription is throttled, or held back, or its receiver is at its limit, or another claim
+// for it runs now: the dispatcher's next claim finds it then).
 func (s *Service) claimNext(ctx context.Context, account, sub uuid.UUID) (Args, db.DeliveryLoadRow, bool) {
 	now := s.now()
 	var rows []db.DeliveryClaimNextRow
 	err := s.store.Write(ctx, func(q *db.Queries) (err error) {
 		rows, err = q.DeliveryClaimNext(ctx, db.DeliveryClaimNextParams{AccountID: account, SubscriptionID: sub,
-			Now: now, LeaseUntil: now.Add(s.opt.RescueAfter)})
+			Now: now, LeaseUntil: now.Add(s.opt.RescueAfter), MaxInFlight: int32(s.opt.MaxInFlight)})
 		return err
 	})
 	if err != nil || len(rows) == 0 {
