@@ -221,7 +221,8 @@ func Handler(cfg config.Config, st *store.Store, svc *Services, log *slog.Logger
 	limits := ratelimit.Limits{ReadsPer10s: cfg.RateReadsPer10s, WritesPer10s: cfg.RateWritesPer10s, AccountPerDay: cfg.RateAccountPerDay}
 	var limiter ratelimit.Allower
 	if cfg.RedisURL != "" {
-		shared, err := ratelimit.NewShared(cfg.RedisURL, limits, time.Now, log, svc.Metrics.RateLimitFallback)
+		shared, err := ratelimit.NewShared(cfg.RedisURL, limits, ratelimit.SharedOptions{
+			Timeout: cfg.RedisTimeout, Log: log, Fallback: svc.Metrics.RateLimitFallback})
 		if err != nil {
 			return nil, fmt.Errorf("CONTACTD_REDIS_URL: %w", err)
 		}

@@ -59,6 +59,9 @@ type Config struct {
 	EventRetention         time.Duration // CONTACTD_EVENT_RETENTION: how long the events feed keeps events
 	// RedisURL, when set, makes the rate limits shared by every process (redis://host:port/db).
 	RedisURL string // CONTACTD_REDIS_URL
+	// RedisTimeout bounds each rate-limit decision's round trips to Redis: slower, and the
+	// process decides alone (counted in contactd_ratelimit_fallbacks_total).
+	RedisTimeout time.Duration // CONTACTD_REDIS_TIMEOUT
 
 	// SecretKey seals the secrets stored in the database (base64 of 32 bytes); from the
 	// environment only, never a flag (flags show in ps). SecretKeyFile names a file holding it
@@ -86,7 +89,7 @@ func Default() Config {
 		ShutdownTimeout: 30 * time.Second,
 		RateReadsPer10s: 100, RateWritesPer10s: 50, RateAccountPerDay: 350_000,
 		WebhookTimeout: 15 * time.Second, WebhookWorkers: 64, WebhookMaxInFlight: 4, WebhookRescueAfter: time.Minute,
-		EventRetention: 30 * 24 * time.Hour,
+		EventRetention: 30 * 24 * time.Hour, RedisTimeout: 100 * time.Millisecond,
 	}
 }
 
@@ -130,6 +133,7 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	intVar(&c.WebhookMaxInFlight, "webhook-max-in-flight", env("CONTACTD_WEBHOOK_MAX_IN_FLIGHT", ""), int64(d.WebhookMaxInFlight), "attempts one receiver URL may have at once, across processes (CONTACTD_WEBHOOK_MAX_IN_FLIGHT)")
 	durVar(&c.WebhookRescueAfter, "webhook-rescue-after", env("CONTACTD_WEBHOOK_RESCUE_AFTER", ""), d.WebhookRescueAfter, "retry an attempt whose worker died after this (CONTACTD_WEBHOOK_RESCUE_AFTER)")
 	durVar(&c.EventRetention, "event-retention", env("CONTACTD_EVENT_RETENTION", ""), d.EventRetention, "how long the events feed keeps events, e.g. 720h (CONTACTD_EVENT_RETENTION)")
+	durVar(&c.RedisTimeout, "redis-timeout", env("CONTACTD_REDIS_TIMEOUT", ""), d.RedisTimeout, "bound on each rate-limit decision's Redis round trips; slower, the process limits alone (CONTACTD_REDIS_TIMEOUT)")
 	fs.StringVar(&c.RedisURL, "redis-url", env("CONTACTD_REDIS_URL", d.RedisURL), "Redis shared by every process for the rate limits, e.g. redis://127.0.0.1:6379/0; empty: each process limits alone (CONTACTD_REDIS_URL)")
 	c.SecretKey, c.SecretKeysOld = getenv("CONTACTD_SECRET_KEY"), getenv("CONTACTD_SECRET_KEYS_OLD")
 	fs.StringVar(&c.SecretKeyFile, "secret-key-file", env("CONTACTD_SECRET_KEY_FILE", d.SecretKeyFile), "file holding the key that seals stored secrets, instead of CONTACTD_SECRET_KEY (CONTACTD_SECRET_KEY_FILE)")
@@ -194,6 +198,9 @@ func (c *Config) Finish() error {
 	}
 	if c.DBMaxConns < 2 {
 		errs = append(errs, errors.New("CONTACTD_DB_MAX_CONNS: must be at least 2"))
+	}
+	if c.RedisTimeout <= 0 {
+		errs = append(errs, errors.New("CONTACTD_REDIS_TIMEOUT: must be positive"))
 	}
 	if c.WebhookMaxInFlight < 1 {
 		errs = append(errs, errors.New("CONTACTD_WEBHOOK_MAX_IN_FLIGHT: must be at least 1"))

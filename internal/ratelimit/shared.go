@@ -20,9 +20,16 @@ type Allower interface {
 
 var _ Allower = (*Limiter)(nil)
 
-// redisTimeout bounds each decision's round trips: a Redis slower than this is treated as
-// away, and the process decides alone.
-const redisTimeout = 100 * time.Millisecond
+// SharedOptions configures NewShared.
+type SharedOptions struct {
+	// Timeout bounds each decision's round trips: a Redis slower than this is treated as away,
+	// and the process decides alone (100 ms when zero).
+	Timeout time.Duration
+	Now     func() time.Time // time.Now when nil
+	Log     *slog.Logger
+	// Fallback counts a decision made alone (metrics); may be nil.
+	Fallback func()
+}
 
 // Shared enforces the limits across every contactd process through Redis: each key's
 // 10-second allowance with redis_rate's GCRA limiter (the allowance at once, then refilled
@@ -37,22 +44,33 @@ type Shared struct {
 	local    *Limiter
 	log      *slog.Logger
 	fallback func() // counts a fallback (metrics)
+	timeout  time.Duration
 	warned   atomic.Int64
 }
 
 // NewShared connects to the Redis at url (redis://host:port/db).
-func NewShared(url string, l Limits, now func() time.Time, log *slog.Logger, fallback func()) (*Shared, error) {
+func NewShared(url string, l Limits, o SharedOptions) (*Shared, error) {
 	opt, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, err
 	}
-	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = redisTimeout, redisTimeout, redisTimeout
+	if o.Timeout <= 0 {
+		o.Timeout = 100 * time.Millisecond
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.Fallback == nil {
+		o.Fallback = func() {}
+	}
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = o.Timeout, o.Timeout, o.Timeout
 	opt.MaxRetries = -1 // a retry would double the wait before the fallback
 	rdb := redis.NewClient(opt)
-	if fallback == nil {
-		fallback = func() {}
-	}
-	return &Shared{rdb: rdb, rl: redis_rate.NewLimiter(rdb), limits: l, now: now, local: New(l, now), log: log, fallback: fallback}, nil
+	return &Shared{rdb: rdb, rl: redis_rate.NewLimiter(rdb), limits: l, now: o.Now, local: New(l, o.Now), log: o.Log,
+		fallback: o.Fallback, timeout: o.Timeout}, nil
 }
 
 // Close closes the connections to Redis.
@@ -64,7 +82,7 @@ func (s *Shared) Allow(key, account ID, write bool) Decision { return s.AllowN(k
 
 // AllowN is Allow with dayCost requests counted in the account's day.
 func (s *Shared) AllowN(key, account ID, write bool, dayCost int) Decision {
-	ctx, cancel := context.WithTimeout(context.Background(), redisTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
 	d, err := s.allow(ctx, key, account, write, dayCost)
 	if err != nil {

@@ -25,11 +25,13 @@ func TestSharedLimitsAcrossProcesses(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	var fallbacks atomic.Int32
 	count := func() { fallbacks.Add(1) }
-	a, err := ratelimit.NewShared(r.URL, limits, time.Now, log, count)
+	// a generous timeout: a busy machine must not turn Redis's answers into fallbacks here
+	opt := ratelimit.SharedOptions{Timeout: testkit.Patience, Log: log, Fallback: count}
+	a, err := ratelimit.NewShared(r.URL, limits, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := ratelimit.NewShared(r.URL, limits, time.Now, log, count)
+	b, _ := ratelimit.NewShared(r.URL, limits, opt)
 	defer a.Close()
 	defer b.Close()
 	nodes := []*ratelimit.Shared{a, b}
@@ -72,7 +74,8 @@ func TestSharedFallsBackWhenRedisIsAway(t *testing.T) {
 	t.Parallel()
 	r := testkit.StartRedis(t)
 	var fallbacks atomic.Int32
-	s, err := ratelimit.NewShared(r.URL, ratelimit.Limits{WritesPer10s: 3}, time.Now, slog.New(slog.DiscardHandler), func() { fallbacks.Add(1) })
+	s, err := ratelimit.NewShared(r.URL, ratelimit.Limits{WritesPer10s: 3},
+		ratelimit.SharedOptions{Timeout: testkit.Patience, Fallback: func() { fallbacks.Add(1) }})
 	if err != nil {
 		t.Fatal(err)
 	}
