@@ -102,13 +102,23 @@ func TestSendTestEvent(t *testing.T) {
 	}
 	a.DeliveriesSettled(t)
 	other.None(t)
+	// the feed shows an event once every transaction before it has ended: a real change made
+	// after the test event, seen in the feed, proves the feed could show the test event too
+	var created api.CreateContactResult
+	a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "after-the-test@example.com"}).JSON(t, &created)
+	a.Do("PATCH", "/public/v1/contact/"+created.Contact.ContactId, key, map[string]any{"name": "Later"})
+	var feed api.EventList
+	testkit.Eventually(t, "the later change in the feed", func() bool {
+		a.Do("GET", "/public/v1/events?eventType=ContactDetailsUpdated", key, nil).JSON(t, &feed)
+		return len(feed.Events) > 0
+	})
 	if r := a.Do("GET", "/public/v1/events/"+d.EventId, key, nil); r.Status != 404 {
 		t.Errorf("the test event in the feed: %d", r.Status)
 	}
-	var feed api.EventList
-	a.Do("GET", "/public/v1/events", key, nil).JSON(t, &feed)
-	if len(feed.Events) != 0 {
-		t.Errorf("the feed has %d events", len(feed.Events))
+	for _, e := range feed.Events {
+		if e.EventId == d.EventId || e.Data.ContactInfo.ContactId != created.Contact.ContactId {
+			t.Errorf("the feed has %s %s of %s, want only the later change", e.EventType, e.EventId, e.Data.ContactInfo.ContactId)
+		}
 	}
 	if r := a.Do("DELETE", "/public/v1/webhooks/"+sub.SubscriptionId, key, nil); r.Status != 204 {
 		t.Fatal(r.Status)
