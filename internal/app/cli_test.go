@@ -91,7 +91,7 @@ func TestCommandLine(t *testing.T) {
 		req, _ := http.NewRequest("POST", base+"/public/v1/contact", strings.NewReader(`{"email":"cli@example.com"}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("x-api-key", key)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := (&http.Client{Transport: testkit.ValidatingTransport(t)}).Do(req) // answers checked against openapi.yaml
 		if err != nil {
 			t.Fatal(err)
 		}

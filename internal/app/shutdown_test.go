@@ -50,7 +50,7 @@ func TestSIGTERMFinishesInFlightRequests(t *testing.T) {
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("x-api-key", key)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := (&http.Client{Transport: testkit.ValidatingTransport(t)}).Do(req) // answers checked against openapi.yaml
 		if err != nil {
 			return 0, err
 		}

@@ -134,7 +134,7 @@ func send(t *testing.T, a *testkit.API, key, idemKey, path string, body any) (in
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("x-api-key", key)
 	req.Header.Set("Idempotency-Key", idemKey)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Transport: testkit.ValidatingTransport(t)}).Do(req) // answers checked against openapi.yaml
 	if err != nil {
 		return 0, nil, nil, err
 	}
