@@ -188,8 +188,8 @@ func unconfinedScans(n scanNode, joinConds string, keyed, ours map[string]bool) 
 	}
 	joinConds += " " + n.Hash + " " + n.Merge + " " + n.Join
 	if n.Relation != "" && keyed[n.Relation] && !strings.HasPrefix(n.Type, "ModifyTable") && n.Type != "Insert" &&
-		!strings.Contains(own+joinConds, "account_id") {
-		why = append(why, fmt.Sprintf("%s on %s without account_id", n.Type, n.Relation))
+		!confining.MatchString(own+joinConds) {
+		why = append(why, fmt.Sprintf("%s on %s without account_id = a parameter or another row's account_id", n.Type, n.Relation))
 	}
 	if takesAccount, isOurs := ours[n.Function]; n.Type == "Function Scan" && isOurs && !takesAccount {
 		why = append(why, "calls "+n.Function)
@@ -210,6 +210,11 @@ func connect(t *testing.T) *pgx.Conn {
 	t.Cleanup(func() { conn.Close(context.Background()) })
 	return conn
 }
+
+// confining is a condition that ties a scan to one account: its account_id equal to a
+// parameter (or one of an array parameter's), or to a joined row's account_id. Any mention
+// of account_id (IS NOT NULL, <>) is not enough.
+var confining = regexp.MustCompile(`account_id = (\$\d+|ANY \(\$\d+|\(?\w+\.account_id\b)|\w+\.account_id = \(?(\$\d+|\w+\.account_id\b)`)
 
 // paramAccount is a condition that names the account as a parameter: (account_id = $1).
 var paramAccount = regexp.MustCompile(`account_id = \$\d+`)
@@ -277,4 +282,23 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// The conditions that confine a scan, and mentions of account_id that do not.
+func TestConfiningConditions(t *testing.T) {
+	for cond, want := range map[string]bool{
+		"(account_id = $1)":                         true,
+		"((account_id = $1) AND (contact_id = $2))": true,
+		"(account_id = ANY ($3))":                   true,
+		"(d.account_id = e.account_id)":             true,
+		"(account_id = s.account_id)":               true,
+		"(account_id IS NOT NULL)":                  false,
+		"(account_id <> $1)":                        false,
+		"(d.account_id <> e.account_id)":            false,
+		"(contact_id = $1)":                         false,
+	} {
+		if got := confining.MatchString(cond); got != want {
+			t.Errorf("%s confines: %v, want %v", cond, got, want)
+		}
+	}
 }
