@@ -232,23 +232,7 @@ func Handler(cfg config.Config, st *store.Store, svc *Services, log *slog.Logger
 		TrustedProxies: cfg.TrustedProxies}, httpapi.Deps{
 		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Webhooks: svc.Webhooks, Events: svc.Events, Deliveries: svc.Deliveries, Limiter: limiter,
 		Idempotency: svc.Idempotency, Extra: svc.Console.Register,
-		Ready:   func(ctx context.Context) error { return ready(ctx, st) },
+		Ready:   newReadiness(st).check,
 		Metrics: svc.Metrics,
 	})
-}
-
-func ready(ctx context.Context, st *store.Store) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	if err := st.Pool.Ping(ctx); err != nil {
-		return fmt.Errorf("database unreachable: %w", err)
-	}
-	ok, err := st.MigrationsCurrent(ctx)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return fmt.Errorf("database migrations are not current")
-	}
-	return nil
 }

@@ -19,10 +19,12 @@ func PlannedStatements(conn *pgx.Conn) int {
 
 // MigrateDownTo reverts the migrations after version.
 func MigrateDownTo(ctx context.Context, s *Store, version int64) error {
-	p, err := s.migrations()
+	p, sqlDB, err := s.migrations()
 	if err != nil {
 		return err
 	}
+	defer sqlDB.Close()
+	s.migrated.Store(false)
 	_, err = p.DownTo(ctx, version)
 	return err
 }

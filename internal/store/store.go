@@ -24,6 +24,8 @@ type Store struct {
 	q    *db.Queries
 	// groupObserver learns the size of each group the store's Groups send.
 	groupObserver atomic.Pointer[func(group string, size int)]
+	// migrated: the database was seen with every migration of this binary
+	migrated atomic.Bool
 }
 
 // ObserveGroups has f told the name and size of every group sent from now on (metrics).
