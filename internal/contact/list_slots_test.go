@@ -24,14 +24,13 @@ func TestListWaitsForASlot(t *testing.T) {
 	s.listing <- struct{}{}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	_, _, err := s.List(ctx, uuid.New(), ListOptions{Limit: 50})
 	var ae *apperr.Error
 	if !errors.As(err, &ae) || ae.Kind != apperr.KindUnavailable {
 		t.Fatalf("List with every slot taken: %v, want unavailable", err)
 	}
-	if waited := time.Since(start); waited < 50*time.Millisecond {
-		t.Errorf("gave up after %v, before its request's deadline", waited)
+	if ctx.Err() == nil { // the request's own end, not a clock of the test's
+		t.Errorf("gave up before its request's deadline")
 	}
 	if d := NewService(nil, nil, time.Now, Options{}); cap(d.listing) != max(2, runtime.GOMAXPROCS(0)) {
 		t.Errorf("default slots %d, want as many as CPUs, at least 2", cap(d.listing))
