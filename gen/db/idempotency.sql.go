@@ -12,6 +12,54 @@ import (
 	"github.com/google/uuid"
 )
 
+const idempotencyBodiesToReseal = `-- name: IdempotencyBodiesToReseal :many
+SELECT account_id, key, body FROM idempotency_keys
+WHERE (account_id, key) > ($1::uuid, $2::text)
+  AND substring(body FROM 1 FOR length($3::bytea)) <> $3::bytea
+ORDER BY account_id, key
+LIMIT $4
+`
+
+type IdempotencyBodiesToResealParams struct {
+	AfterAccount  uuid.UUID
+	AfterKey      string
+	CurrentPrefix []byte
+	PageSize      int32
+}
+
+type IdempotencyBodiesToResealRow struct {
+	AccountID uuid.UUID
+	Key       string
+	Body      []byte
+}
+
+// Stored bodies not sealed under the current key (@current_prefix, "v1.<key id>."), a page at
+// a time in key order, for `contactd secrets rekey`.
+func (q *Queries) IdempotencyBodiesToReseal(ctx context.Context, arg IdempotencyBodiesToResealParams) ([]IdempotencyBodiesToResealRow, error) {
+	rows, err := q.db.Query(ctx, idempotencyBodiesToReseal,
+		arg.AfterAccount,
+		arg.AfterKey,
+		arg.CurrentPrefix,
+		arg.PageSize,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []IdempotencyBodiesToResealRow
+	for rows.Next() {
+		var i IdempotencyBodiesToResealRow
+		if err := rows.Scan(&i.AccountID, &i.Key, &i.Body); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const idempotencyGet = `-- name: IdempotencyGet :one
 SELECT fingerprint, method, path, status, headers, body FROM idempotency_keys
 WHERE account_id = $1 AND key = $2 AND expires_at > $3
@@ -117,6 +165,28 @@ func (q *Queries) IdempotencySave(ctx context.Context, arg IdempotencySaveParams
 		arg.Body,
 		arg.CreatedAt,
 		arg.ExpiresAt,
+	)
+	return err
+}
+
+const idempotencySetBody = `-- name: IdempotencySetBody :exec
+UPDATE idempotency_keys SET body = $1 WHERE account_id = $2 AND key = $3 AND body = $4
+`
+
+type IdempotencySetBodyParams struct {
+	Body      []byte
+	AccountID uuid.UUID
+	Key       string
+	Was       []byte
+}
+
+// Replaces a stored body unless the row changed since it was read.
+func (q *Queries) IdempotencySetBody(ctx context.Context, arg IdempotencySetBodyParams) error {
+	_, err := q.db.Exec(ctx, idempotencySetBody,
+		arg.Body,
+		arg.AccountID,
+		arg.Key,
+		arg.Was,
 	)
 	return err
 }

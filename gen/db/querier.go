@@ -167,6 +167,9 @@ type Querier interface {
 	// the feed's order (the due times one microsecond apart keep it), and counts them. No row
 	// when the subscription is not the account's; -1 when it is Removed.
 	EventsReplay(ctx context.Context, arg EventsReplayParams) (int64, error)
+	// Stored bodies not sealed under the current key (@current_prefix, "v1.<key id>."), a page at
+	// a time in key order, for `contactd secrets rekey`.
+	IdempotencyBodiesToReseal(ctx context.Context, arg IdempotencyBodiesToResealParams) ([]IdempotencyBodiesToResealRow, error)
 	IdempotencyGet(ctx context.Context, arg IdempotencyGetParams) (IdempotencyGetRow, error)
 	// Takes the key for this transaction, or answers false at once when another request holds
 	// it: that request is still running.
@@ -174,6 +177,8 @@ type Querier interface {
 	IdempotencyPrune(ctx context.Context, arg IdempotencyPruneParams) (int64, error)
 	// An expired key not pruned yet is reused.
 	IdempotencySave(ctx context.Context, arg IdempotencySaveParams) error
+	// Replaces a stored body unless the row changed since it was read.
+	IdempotencySetBody(ctx context.Context, arg IdempotencySetBodyParams) error
 	KeyAuthenticate(ctx context.Context, keyHash []byte) (KeyAuthenticateRow, error)
 	// Sets when a key stops working (a grace period before its revocation).
 	KeyExpireByPrefix(ctx context.Context, arg KeyExpireByPrefixParams) ([]ApiKey, error)

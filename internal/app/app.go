@@ -126,7 +126,7 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	subs := webhook.NewSubscribers(st, Now)
 	events := webhook.NewEmitter(deliveries, subs)
 	enricher := enrich.New(st, events, enrich.Options{Resolver: net.DefaultResolver, Now: Now, Log: log})
-	idem := idempotency.New(st, Now, log)
+	idem := idempotency.New(st, keys, Now, log)
 	contacts := contact.NewService(st, events, Now, contact.Options{PublicURL: cfg.PublicURL, ListConcurrency: cfg.ListConcurrency})
 	subscriptions := webhook.NewService(st, subs, secrets, Now, cfg.WebhookAllowHTTP)
 	cons, err := console.New(console.Deps{Store: st, Auth: keyring, Contacts: contacts, Webhooks: subscriptions,

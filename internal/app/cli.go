@@ -265,7 +265,12 @@ func cmdAccountsSecret(ctx context.Context, c *cmdline) error {
 func cmdSecretsRekey(ctx context.Context, c *cmdline) error {
 	return withServices(ctx, c, func(s *Services) error {
 		n, err := s.Secrets.Reseal(ctx, false)
-		fmt.Fprintf(c.stderr, "resealed under key %s: %d subscriptions, %d accounts\n", s.Secrets.KeyID(), n.Subscriptions, n.Accounts)
+		if err != nil {
+			return err
+		}
+		stored, err := s.Idempotency.Reseal(ctx)
+		fmt.Fprintf(c.stderr, "resealed under key %s: %d subscriptions, %d accounts, %d stored idempotent responses\n",
+			s.Secrets.KeyID(), n.Subscriptions, n.Accounts, stored)
 		return err
 	})
 }

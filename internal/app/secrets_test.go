@@ -11,8 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/contactd/contactd/internal/app"
 	"github.com/contactd/contactd/internal/config"
+	"github.com/contactd/contactd/internal/idempotency"
 	"github.com/contactd/contactd/internal/seal"
 	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/testkit"
@@ -28,15 +31,14 @@ func writeKey(t *testing.T, key string) string {
 	return path
 }
 
-// subscribe stores a subscription sealed under key, as serve would.
-func subscribe(t *testing.T, dbURL, key, account string) {
+// services are contactd's services on the database at dbURL with key as the sealing key.
+func services(t *testing.T, dbURL, key string) *app.Services {
 	t.Helper()
-	ctx := context.Background()
-	st, err := store.Open(ctx, dbURL, store.Options{})
+	st, err := store.Open(context.Background(), dbURL, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(st.Close)
 	cfg := config.Default()
 	cfg.SecretKey = key
 	keys, err := testkit.SecretKeys(cfg)
@@ -47,6 +49,15 @@ func subscribe(t *testing.T, dbURL, key, account string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return svc
+}
+
+// subscribe stores a subscription sealed under key, as serve would, and a response under an
+// Idempotency-Key.
+func subscribe(t *testing.T, dbURL, key, account string) {
+	t.Helper()
+	ctx := context.Background()
+	svc := services(t, dbURL, key)
 	id, err := svc.Auth.AccountByName(ctx, account)
 	if err != nil {
 		t.Fatal(err)
@@ -54,6 +65,23 @@ func subscribe(t *testing.T, dbURL, key, account string) {
 	if _, err := svc.Webhooks.Create(ctx, id, "https://hooks.example.com/x", webhook.TagsAdded, nil); err != nil {
 		t.Fatal(err)
 	}
+	if got := storedResponse(t, svc, id); got != "the first answer" {
+		t.Fatalf("stored response: %q", got)
+	}
+}
+
+// storedResponse runs a request under the Idempotency-Key "rekey" of account, and returns the
+// body answered: the first run's, stored (sealed) and replayed ever after.
+func storedResponse(t *testing.T, svc *app.Services, account uuid.UUID) string {
+	t.Helper()
+	resp, _, err := svc.Idempotency.Do(context.Background(), account, "rekey", idempotency.Request{Method: "POST", Path: "/x"},
+		func(context.Context) (idempotency.Response, bool) {
+			return idempotency.Response{Status: 200, Body: []byte("the first answer")}, true
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(resp.Body)
 }
 
 // The account client secret is printed alone, created on first use and kept; --rotate
@@ -107,15 +135,19 @@ func TestSecretKeysAndClientSecret(t *testing.T) {
 	// moving to key B: B current, A still opening; rekey; then B alone
 	t.Setenv("CONTACTD_SECRET_KEYS_OLD", keyA)
 	code, _, errOut = run(fileB, "secrets", "rekey")
-	if want := "resealed under key " + seal.KeyID(mustKey(t, keyB)) + ": 1 subscriptions, 1 accounts"; code != 0 || !strings.Contains(errOut, want) {
+	if want := "resealed under key " + seal.KeyID(mustKey(t, keyB)) + ": 1 subscriptions, 1 accounts, 1 stored idempotent responses"; code != 0 || !strings.Contains(errOut, want) {
 		t.Fatalf("rekey: %d %q, want %q", code, errOut, want)
 	}
-	if _, _, errOut := run(fileB, "secrets", "rekey"); !strings.Contains(errOut, ": 0 subscriptions, 0 accounts") {
+	if _, _, errOut := run(fileB, "secrets", "rekey"); !strings.Contains(errOut, ": 0 subscriptions, 0 accounts, 0 stored idempotent responses") {
 		t.Errorf("a second rekey: %s, want nothing left to move", errOut)
 	}
 	t.Setenv("CONTACTD_SECRET_KEYS_OLD", "")
 	if code, again, errOut := run(fileB, "accounts", "secret", "--account", "acme"); code != 0 || again != rotated {
 		t.Errorf("with key B alone after the rekey: %d %q %s, want %q", code, again, errOut, rotated)
+	}
+	withB := services(t, db, keyB)
+	if id, err := withB.Auth.AccountByName(ctx, "acme"); err != nil || storedResponse(t, withB, id) != "the first answer" {
+		t.Errorf("the stored response with key B alone after the rekey: %v", err)
 	}
 	if code, _, _ := run(fileA, "keys", "list", "--account", "acme"); code != 1 {
 		t.Errorf("with key A alone after the rekey: exit %d, want 1", code)

@@ -265,3 +265,35 @@ func TestIdempotencyNeverKeepsA5xx(t *testing.T) {
 		t.Errorf("%d subscriptions, want 1", n)
 	}
 }
+
+// A stored response is sealed at rest: a subscription's signing secret (shown once, in the
+// create response) and a contact's email never sit in clear in idempotency_keys, and the
+// retry still gets them back.
+func TestIdempotentResponsesAreSealedAtRest(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	first := a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": "https://hooks.example.com/s", "eventType": "TagsAdded"},
+		"Idempotency-Key", "sealed-webhook")
+	a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "private.person@example.com"}, "Idempotency-Key", "sealed-contact")
+	var created struct {
+		Secret string `json:"secret"`
+	}
+	first.JSON(t, &created)
+	if first.Status != 200 || !strings.HasPrefix(created.Secret, "whsec_") {
+		t.Fatalf("create: %d %s", first.Status, first.Body)
+	}
+	if n := countRows(t, a, `SELECT count(*) FROM idempotency_keys`); n != 2 {
+		t.Fatalf("%d stored responses, want 2", n)
+	}
+	for _, clear := range []string{created.Secret, strings.TrimPrefix(created.Secret, "whsec_"), "private.person@example.com"} {
+		if n := countRows(t, a, `SELECT count(*) FROM idempotency_keys WHERE position($1::bytea in body) > 0`, []byte(clear)); n != 0 {
+			t.Errorf("%q is stored in clear", clear)
+		}
+	}
+	again := a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": "https://hooks.example.com/s", "eventType": "TagsAdded"},
+		"Idempotency-Key", "sealed-webhook")
+	if again.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(again.Body, first.Body) {
+		t.Errorf("replay: %v %s, want the first answer, secret included", again.Header, again.Body)
+	}
+}

@@ -2,7 +2,8 @@
 // replays it to retries of the same request (the IETF httpapi draft's header). A response is
 // stored in the transaction of the change it reports, so a retry after any failure — a lost
 // response, a process killed before or after its commit — gets either the stored response or
-// a fresh run, never a second change.
+// a fresh run, never a second change. Stored bodies are sealed (CONTACTD_SECRET_KEY): they
+// carry contacts' data, and a subscription's signing secret once, as it was created.
 package idempotency
 
 import (
@@ -20,6 +21,7 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/queue"
+	"github.com/contactd/contactd/internal/seal"
 	"github.com/contactd/contactd/internal/store"
 )
 
@@ -57,6 +59,7 @@ func (r Request) fingerprint() []byte {
 // Service runs requests once per account and key.
 type Service struct {
 	store *store.Store
+	keys  *seal.Keyring
 	now   func() time.Time
 	log   *slog.Logger
 	// beforeCommit and afterCommit are test hooks: a process that dies on either side of
@@ -64,9 +67,24 @@ type Service struct {
 	beforeCommit, afterCommit func()
 }
 
-// New returns a Service over st.
-func New(st *store.Store, now func() time.Time, log *slog.Logger) *Service {
-	return &Service{store: st, now: now, log: log}
+// New returns a Service over st that seals stored bodies with keys.
+func New(st *store.Store, keys *seal.Keyring, now func() time.Time, log *slog.Logger) *Service {
+	return &Service{store: st, keys: keys, now: now, log: log}
+}
+
+// place binds a sealed body to its row: a body moved to another account's or key's row does
+// not open.
+func place(account uuid.UUID, key string) string {
+	return "idempotency_keys.body/" + account.String() + "/" + key
+}
+
+// openBody is a stored body in clear: sealed ones are opened, and one stored in clear by an
+// older contactd (JSON never starts like a sealed value) is taken as it is.
+func (s *Service) openBody(account uuid.UUID, key string, body []byte) ([]byte, error) {
+	if seal.KeyIDOf(string(body)) == "" {
+		return body, nil
+	}
+	return s.keys.Open(string(body), place(account, key))
 }
 
 // Do runs run for the first request with key in account, in one transaction with the
@@ -93,7 +111,11 @@ func (s *Service) Do(ctx context.Context, account uuid.UUID, key string, req Req
 			if !bytes.Equal(stored.Fingerprint, fp) {
 				return ErrReused
 			}
-			resp, replayed = Response{Status: int(stored.Status), Body: stored.Body}, true
+			body, err := s.openBody(account, key, stored.Body)
+			if err != nil {
+				return err
+			}
+			resp, replayed = Response{Status: int(stored.Status), Body: body}, true
 			return json.Unmarshal(stored.Headers, &resp.Header)
 		case !errors.Is(store.Translate(err), apperr.ErrNoRows):
 			return err
@@ -108,7 +130,8 @@ func (s *Service) Do(ctx context.Context, account uuid.UUID, key string, req Req
 			return err
 		}
 		if err := q.IdempotencySave(ctx, db.IdempotencySaveParams{AccountID: account, Key: key, Fingerprint: fp,
-			Method: req.Method, Path: req.Path, Status: int32(resp.Status), Headers: headers, Body: resp.Body,
+			Method: req.Method, Path: req.Path, Status: int32(resp.Status), Headers: headers,
+			Body:      []byte(s.keys.Seal(resp.Body, place(account, key))),
 			CreatedAt: now, ExpiresAt: now.Add(TTL)}); err != nil {
 			return err
 		}
@@ -124,6 +147,42 @@ func (s *Service) Do(ctx context.Context, account uuid.UUID, key string, req Req
 		s.afterCommit()
 	}
 	return resp, replayed, err
+}
+
+// Reseal seals every stored body under the current key (bodies sealed under an older one, or
+// stored in clear by an older contactd), for `contactd secrets rekey`; it returns how many.
+func (s *Service) Reseal(ctx context.Context) (int, error) {
+	prefix := []byte("v1." + s.keys.CurrentID() + ".")
+	var afterAccount uuid.UUID
+	afterKey, n := "", 0
+	for {
+		var page []db.IdempotencyBodiesToResealRow
+		err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+			page, err = q.IdempotencyBodiesToReseal(ctx, db.IdempotencyBodiesToResealParams{AfterAccount: afterAccount,
+				AfterKey: afterKey, CurrentPrefix: prefix, PageSize: 500})
+			return err
+		})
+		if err != nil {
+			return n, err
+		}
+		for _, r := range page {
+			afterAccount, afterKey = r.AccountID, r.Key
+			body, err := s.openBody(r.AccountID, r.Key, r.Body)
+			if err != nil {
+				return n, err
+			}
+			sealed := []byte(s.keys.Seal(body, place(r.AccountID, r.Key)))
+			if err := s.store.Write(ctx, func(q *db.Queries) error {
+				return q.IdempotencySetBody(ctx, db.IdempotencySetBodyParams{AccountID: r.AccountID, Key: r.Key, Body: sealed, Was: r.Body})
+			}); err != nil {
+				return n, err
+			}
+			n++
+		}
+		if len(page) < 500 {
+			return n, nil
+		}
+	}
 }
 
 // CrashHooks has fn called just before the transaction of a stored response commits, and

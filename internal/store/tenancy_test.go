@@ -37,6 +37,7 @@ var crossAccount = map[string]string{
 	"SubscriptionsSweepFailing": "maintenance: removes subscriptions Failing for 5 days, in every account",
 	"SecretKeyIDs":              "start-up check: the key ids sealing every stored secret",
 	"AccountSecretsToSeal":      "start-up: client secrets an older version stored in clear, in every account",
+	"IdempotencyBodiesToReseal": "secrets rekey: stored responses not sealed under the current key, in every account",
 	"SubscriptionSecretsToSeal": "start-up: signing secrets an older version stored in clear, in every account",
 	"EnrichLease":               "workers lease the contacts they claimed, of any account, in one statement",
 	"EnrichFinishMany":          "workers record the enrichment of contacts of any account in one statement",

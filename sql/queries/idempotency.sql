@@ -19,3 +19,16 @@ ON CONFLICT (account_id, key) DO UPDATE SET
 -- name: IdempotencyPrune :execrows
 DELETE FROM idempotency_keys k
 WHERE k.ctid = ANY (ARRAY(SELECT e.ctid FROM idempotency_keys e WHERE e.expires_at <= sqlc.arg('before') LIMIT sqlc.arg('batch')));
+
+-- name: IdempotencyBodiesToReseal :many
+-- Stored bodies not sealed under the current key (@current_prefix, "v1.<key id>."), a page at
+-- a time in key order, for `contactd secrets rekey`.
+SELECT account_id, key, body FROM idempotency_keys
+WHERE (account_id, key) > (@after_account::uuid, @after_key::text)
+  AND substring(body FROM 1 FOR length(@current_prefix::bytea)) <> @current_prefix::bytea
+ORDER BY account_id, key
+LIMIT @page_size;
+
+-- name: IdempotencySetBody :exec
+-- Replaces a stored body unless the row changed since it was read.
+UPDATE idempotency_keys SET body = @body WHERE account_id = @account_id AND key = @key AND body = @was;
