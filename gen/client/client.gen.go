@@ -2031,6 +2031,9 @@ type ClientInterface interface {
 	// contact, tags joined with `;`, the first property's address in columns and the others
 	// joined). `Accept-Encoding: gzip` compresses it. It counts as one request against the
 	// rate limits, however many contacts it carries; a client that disconnects stops it.
+	// An account streams at most 2 exports at once (the operator's setting): one more is
+	// answered 429 with `Retry-After` at once. A client that takes none of the stream's bytes
+	// for 30 seconds (the operator's write timeout) has its export ended.
 	//
 	// Corresponds with GET /public/v1/contacts/export (the `ExportContacts` operationId).
 	ExportContacts(ctx context.Context, params *ExportContactsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2705,6 +2708,9 @@ func (c *Client) BatchContacts(ctx context.Context, params *BatchContactsParams,
 // contact, tags joined with `;`, the first property's address in columns and the others
 // joined). `Accept-Encoding: gzip` compresses it. It counts as one request against the
 // rate limits, however many contacts it carries; a client that disconnects stops it.
+// An account streams at most 2 exports at once (the operator's setting): one more is
+// answered 429 with `Retry-After` at once. A client that takes none of the stream's bytes
+// for 30 seconds (the operator's write timeout) has its export ended.
 //
 // Corresponds with GET /public/v1/contacts/export (the `ExportContacts` operationId).
 func (c *Client) ExportContacts(ctx context.Context, params *ExportContactsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4982,6 +4988,9 @@ type ClientWithResponsesInterface interface {
 	// contact, tags joined with `;`, the first property's address in columns and the others
 	// joined). `Accept-Encoding: gzip` compresses it. It counts as one request against the
 	// rate limits, however many contacts it carries; a client that disconnects stops it.
+	// An account streams at most 2 exports at once (the operator's setting): one more is
+	// answered 429 with `Retry-After` at once. A client that takes none of the stream's bytes
+	// for 30 seconds (the operator's write timeout) has its export ended.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8397,6 +8406,9 @@ func (c *ClientWithResponses) BatchContactsWithResponse(ctx context.Context, par
 // contact, tags joined with `;`, the first property's address in columns and the others
 // joined). `Accept-Encoding: gzip` compresses it. It counts as one request against the
 // rate limits, however many contacts it carries; a client that disconnects stops it.
+// An account streams at most 2 exports at once (the operator's setting): one more is
+// answered 429 with `Retry-After` at once. A client that takes none of the stream's bytes
+// for 30 seconds (the operator's write timeout) has its export ended.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -127,7 +127,8 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	events := webhook.NewEmitter(deliveries, subs)
 	enricher := enrich.New(st, events, enrich.Options{Resolver: net.DefaultResolver, Now: Now, Log: log})
 	idem := idempotency.New(st, keys, Now, log)
-	contacts := contact.NewService(st, events, Now, contact.Options{PublicURL: cfg.PublicURL, ListConcurrency: cfg.ListConcurrency})
+	contacts := contact.NewService(st, events, Now, contact.Options{PublicURL: cfg.PublicURL, ListConcurrency: cfg.ListConcurrency,
+		Exports: cfg.Exports, ExportsPerAccount: cfg.ExportsPerAccount})
 	subscriptions := webhook.NewService(st, subs, secrets, Now, cfg.WebhookAllowHTTP)
 	cons, err := console.New(console.Deps{Store: st, Auth: keyring, Contacts: contacts, Webhooks: subscriptions,
 		Deliveries: deliveries, Events: feed, Log: log, Now: Now, PublicURL: cfg.PublicURL})
@@ -229,7 +230,7 @@ func Handler(cfg config.Config, st *store.Store, svc *Services, log *slog.Logger
 		limiter = shared
 	}
 	return httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxBatchBodyBytes: cfg.MaxBatchBodyBytes, RateLimits: limits,
-		TrustedProxies: cfg.TrustedProxies}, httpapi.Deps{
+		TrustedProxies: cfg.TrustedProxies, ExportStall: cfg.WriteTimeout}, httpapi.Deps{
 		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Webhooks: svc.Webhooks, Events: svc.Events, Deliveries: svc.Deliveries, Limiter: limiter,
 		Idempotency: svc.Idempotency, Extra: svc.Console.Register,
 		Ready:   newReadiness(st).check,

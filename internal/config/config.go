@@ -35,7 +35,11 @@ type Config struct {
 	DBMaxConns        int   // CONTACTD_DB_MAX_CONNS
 	// ListConcurrency is how many list and search pages query PostgreSQL at once; the rest
 	// wait their turn in order. 0: as many as CPUs, at least 2.
-	ListConcurrency    int           // CONTACTD_LIST_CONCURRENCY
+	ListConcurrency int // CONTACTD_LIST_CONCURRENCY
+	// Exports and ExportsPerAccount bound the exports streaming at once, in the process and
+	// per account: each holds a database connection for its whole stream.
+	Exports            int           // CONTACTD_EXPORTS
+	ExportsPerAccount  int           // CONTACTD_EXPORTS_PER_ACCOUNT
 	DBStatementTimeout time.Duration // CONTACTD_DB_STATEMENT_TIMEOUT
 	ReadHeaderTimeout  time.Duration // CONTACTD_READ_HEADER_TIMEOUT
 	ReadTimeout        time.Duration // CONTACTD_READ_TIMEOUT
@@ -89,7 +93,7 @@ func Default() Config {
 		ShutdownTimeout: 30 * time.Second,
 		RateReadsPer10s: 100, RateWritesPer10s: 50, RateAccountPerDay: 350_000,
 		WebhookTimeout: 15 * time.Second, WebhookWorkers: 64, WebhookMaxInFlight: 4, WebhookRescueAfter: time.Minute,
-		EventRetention: 30 * 24 * time.Hour, RedisTimeout: 100 * time.Millisecond,
+		EventRetention: 30 * 24 * time.Hour, RedisTimeout: 100 * time.Millisecond, Exports: 4, ExportsPerAccount: 2,
 	}
 }
 
@@ -118,6 +122,8 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	intVar(&c.MaxBatchBodyBytes, "max-batch-body-bytes", env("CONTACTD_MAX_BATCH_BODY_BYTES", ""), d.MaxBatchBodyBytes, "request body limit of the batch operations (CONTACTD_MAX_BATCH_BODY_BYTES)")
 	intVar(&c.DBMaxConns, "db-max-conns", env("CONTACTD_DB_MAX_CONNS", ""), int64(d.DBMaxConns), "database pool size (CONTACTD_DB_MAX_CONNS)")
 	intVar(&c.ListConcurrency, "list-concurrency", env("CONTACTD_LIST_CONCURRENCY", ""), int64(d.ListConcurrency), "list and search pages that query at once, the rest wait in order; 0: as many as CPUs, at least 2 (CONTACTD_LIST_CONCURRENCY)")
+	intVar(&c.Exports, "exports", env("CONTACTD_EXPORTS", ""), int64(d.Exports), "exports streaming at once in this process, each holding a database connection; more answer 429 (CONTACTD_EXPORTS)")
+	intVar(&c.ExportsPerAccount, "exports-per-account", env("CONTACTD_EXPORTS_PER_ACCOUNT", ""), int64(d.ExportsPerAccount), "exports one account may stream at once; more answer 429 (CONTACTD_EXPORTS_PER_ACCOUNT)")
 	durVar(&c.DBStatementTimeout, "db-statement-timeout", env("CONTACTD_DB_STATEMENT_TIMEOUT", ""), d.DBStatementTimeout, "(CONTACTD_DB_STATEMENT_TIMEOUT)")
 	durVar(&c.ReadHeaderTimeout, "read-header-timeout", env("CONTACTD_READ_HEADER_TIMEOUT", ""), d.ReadHeaderTimeout, "(CONTACTD_READ_HEADER_TIMEOUT)")
 	durVar(&c.ReadTimeout, "read-timeout", env("CONTACTD_READ_TIMEOUT", ""), d.ReadTimeout, "(CONTACTD_READ_TIMEOUT)")
@@ -192,6 +198,9 @@ func (c *Config) Finish() error {
 	}
 	if c.RateReadsPer10s < 0 || c.RateWritesPer10s < 0 || c.RateAccountPerDay < 0 {
 		errs = append(errs, errors.New("CONTACTD_RATE_*: limits must be 0 (off) or positive"))
+	}
+	if c.Exports < 1 || c.ExportsPerAccount < 1 || c.ExportsPerAccount > c.Exports {
+		errs = append(errs, errors.New("CONTACTD_EXPORTS and CONTACTD_EXPORTS_PER_ACCOUNT: at least 1, and no more per account than in all"))
 	}
 	if c.ListConcurrency < 0 {
 		errs = append(errs, errors.New("CONTACTD_LIST_CONCURRENCY: must not be negative"))

@@ -78,6 +78,7 @@ type Service struct {
 	byEmail   *store.Group[db.ContactGetByEmailParams, returned[db.ContactRow]]
 	// listing holds a slot per list page querying: see Options.ListConcurrency.
 	listing chan struct{}
+	exports *exportSlots
 }
 
 // Options tune a Service.
@@ -90,6 +91,10 @@ type Options struct {
 	// backends that all run slower (each page's time then grows with every page running), and
 	// a burst of searches cannot take every connection of the pool from the writes.
 	ListConcurrency int
+	// Exports is how many exports stream at once in this process (0: 4), and
+	// ExportsPerAccount how many of those one account may run (0: 2). Each holds a database
+	// connection for its whole stream.
+	Exports, ExportsPerAccount int
 }
 
 // NewService returns a Service. Changes that call for enrichment (a create, a new email, a
@@ -99,8 +104,15 @@ func NewService(st *store.Store, events *webhook.Emitter, now func() time.Time, 
 	if o.ListConcurrency <= 0 {
 		o.ListConcurrency = max(2, runtime.GOMAXPROCS(0))
 	}
+	if o.Exports <= 0 {
+		o.Exports = 4
+	}
+	if o.ExportsPerAccount <= 0 {
+		o.ExportsPerAccount = 2
+	}
 	return &Service{store: st, events: events, now: now, publicURL: strings.TrimRight(o.PublicURL, "/"),
 		listing:  make(chan struct{}, o.ListConcurrency),
+		exports:  newExportSlots(o.Exports, o.ExportsPerAccount),
 		creates:  store.NewGroup(st, store.GroupOptions{Name: "contact_create"}, createContacts),
 		tagSwaps: store.NewGroup(st, store.GroupOptions{Name: "tags_swap"}, swapTagsOf),
 		byID:     store.NewGroup(st, store.GroupOptions{Name: "contact_get_by_id"}, contactsByID),

@@ -256,12 +256,18 @@ const (
 // Export calls emit with every contact the filter selects, newest first, walking the account
 // a page at a time in one read-only transaction, so the whole export is one snapshot of it
 // and its memory does not grow with it. It stops at the first error emit returns, or when ctx
-// ends (a client that went away).
+// ends (a client that went away). While the account runs Options.ExportsPerAccount exports,
+// or the process Options.Exports, it is ErrTooManyExports at once.
 func (s *Service) Export(ctx context.Context, accountID uuid.UUID, f Filter, emit func(Contact) error) error {
 	p, err := f.params(accountID)
 	if err != nil {
 		return err
 	}
+	release, ok := s.exports.take(accountID)
+	if !ok {
+		return ErrTooManyExports
+	}
+	defer release()
 	if !f.selective() {
 		return s.exportInOrder(ctx, p, emit)
 	}

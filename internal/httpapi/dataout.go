@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"bufio"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/csv"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -92,7 +94,8 @@ func (s *Server) ExportContacts(ctx context.Context, req api.ExportContactsReque
 		AssignedUserEmailId: p.AssignedUserEmailId, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore,
 		UpdatedAfter: p.UpdatedAfter, MinLeadScore: p.MinLeadScore, Q: p.Q})
 	cl, _ := ctx.Value(clientKey{}).(client)
-	return exportResponse{s: s, ctx: ctx, filter: f, csv: prefersCSV(cl.accept), gzip: acceptsGzip(cl.acceptEncoding)}, nil
+	return exportResponse{s: s, ctx: ctx, filter: f, csv: prefersCSV(cl.accept), gzip: acceptsGzip(cl.acceptEncoding),
+		stall: cmp.Or(s.cfg.ExportStall, 30*time.Second)}, nil
 }
 
 // prefersCSV reports whether an Accept header asks for CSV rather than NDJSON.
@@ -114,14 +117,17 @@ type exportResponse struct {
 	filter contact.Filter
 	csv    bool
 	gzip   bool
+	stall  time.Duration
 }
 
 // VisitExportContactsResponse streams the export. The status line waits for the first bytes,
 // so a filter refused, or a database that fails before any contact was read, is still
 // answered with the error body; a failure after that breaks the connection, as a truncated
-// stream must not look complete.
+// stream must not look complete. Each write must be taken by the client within the stall
+// bound (which replaces the server's write timeout for the stream): a client that stops
+// reading gives back its connection to the database then, however long the export.
 func (r exportResponse) VisitExportContactsResponse(w http.ResponseWriter) error {
-	out := &lazyStart{w: w, start: func() {
+	out := &lazyStart{w: w, rc: http.NewResponseController(w), stall: r.stall, start: func() {
 		h := w.Header()
 		h.Set("Content-Type", map[bool]string{true: "text/csv; charset=utf-8", false: "application/x-ndjson"}[r.csv])
 		h.Set("Vary", "Accept, Accept-Encoding")
@@ -162,6 +168,9 @@ func (r exportResponse) VisitExportContactsResponse(w http.ResponseWriter) error
 	})
 	if err != nil {
 		if !out.started {
+			if errors.Is(err, contact.ErrTooManyExports) {
+				w.Header().Set("Retry-After", "5")
+			}
 			return err
 		}
 		panic(http.ErrAbortHandler)
@@ -193,6 +202,8 @@ func (r exportResponse) VisitExportContactsResponse(w http.ResponseWriter) error
 // lazyStart sends the status line and headers with the first bytes of the body.
 type lazyStart struct {
 	w       http.ResponseWriter
+	rc      *http.ResponseController
+	stall   time.Duration
 	start   func()
 	started bool
 }
@@ -202,6 +213,7 @@ func (l *lazyStart) Write(p []byte) (int, error) {
 		l.started = true
 		l.start()
 	}
+	_ = l.rc.SetWriteDeadline(time.Now().Add(l.stall)) // unsupported writers (tests' recorders) need none
 	return l.w.Write(p)
 }
 

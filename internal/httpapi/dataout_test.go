@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/config"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -292,6 +293,52 @@ func TestExportStopsWhenTheClientLeaves(t *testing.T) {
 	cancel()
 	resp.Body.Close()
 	testkit.Eventually(t, "the export's transaction ending after the client left", func() bool { return exporting() == 0 })
+}
+
+// A client that stops reading its export holds one of its account's export slots (a
+// database connection) only until its stall bound: meanwhile the same account's next export is
+// refused at once (429, Retry-After), another account's runs, and afterwards the slot is free.
+func TestStalledExportsHoldOnlyTheirShare(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, func(c *config.Config) { c.Exports, c.ExportsPerAccount, c.WriteTimeout = 2, 1, time.Second })
+	_, key := a.Account("acme")
+	_, other := a.Account("globex")
+	var emails []string
+	for i := range 30000 {
+		emails = append(emails, fmt.Sprintf("e%05d@example.com", i))
+	}
+	seed(t, a, "acme", emails)
+	for i := range 10 {
+		createContact(t, a, other, map[string]any{"email": fmt.Sprintf("g%d@example.com", i)})
+	}
+	req, _ := http.NewRequest("GET", a.URL+"/public/v1/contacts/export", nil)
+	req.Header.Set("x-api-key", key)
+	req.Header.Set("Accept-Encoding", "identity") // 20 MB: far more than the sockets buffer
+	stalled, err := http.DefaultClient.Do(req)    // raw: read once, then never again
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Body.Close()
+	if _, err := bufio.NewReader(stalled.Body).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	exporting := func() int {
+		return a.Count(t, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND xact_start IS NOT NULL AND pid <> pg_backend_pid()`)
+	}
+	if exporting() != 1 {
+		t.Fatal("the stalled export holds no transaction: nothing would be checked")
+	}
+	if r := a.Do("GET", "/public/v1/contacts/export", key, nil); r.Status != 429 || r.Error(t).Code != "TooManyRequests" || r.Header.Get("Retry-After") == "" {
+		t.Errorf("the account's second export: %d %v %s", r.Status, r.Header, r.Body)
+	}
+	if r := a.Do("GET", "/public/v1/contacts/export", other, nil); r.Status != 200 || bytes.Count(r.Body, []byte("\n")) != 10 {
+		t.Errorf("another account's export: %d, %d lines", r.Status, bytes.Count(r.Body, []byte("\n")))
+	}
+	testkit.Eventually(t, "the stalled export giving back its connection", func() bool { return exporting() == 0 })
+	if r := a.Do("GET", "/public/v1/contacts/export?limit=1&tag=none", key, nil); r.Status != 200 {
+		t.Errorf("the account's export once the stalled one ended: %d %s", r.Status, r.Body)
+	}
 }
 
 // A filtered export walks the account's contacts a batch at a time (10,000) and goes on

@@ -38,6 +38,9 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// RateLimits are per API key (10 s) and per account (day); zero values disable them.
 	RateLimits ratelimit.Limits
+	// ExportStall ends an export whose client has taken none of its bytes for this long
+	// (0: 30 s); an export that keeps moving is not bounded in time.
+	ExportStall time.Duration
 }
 
 // Deps are the services the API calls.
