@@ -12,7 +12,8 @@ import (
 )
 
 // every operation of the spec, with a body it would accept.
-// operations is every operation that needs a key, with the scope it needs: a reviewed table,
+// operations is every operation that needs a key, with the scopes it needs (all of them,
+// space-separated): a reviewed table,
 // kept by hand, so that a scope changed in openapi.yaml (which the server enforces from) fails
 // TestScopesFromTheSpec until someone decides it is right.
 var operations = []struct {
@@ -29,7 +30,7 @@ var operations = []struct {
 	{"POST", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000/property", "contacts:write", map[string]any{"address": "1 Main St, Springfield, IL 62704"}},
 	{"POST", "/public/v1/contact/property/01939d3c-0000-7000-8000-000000000000/archive", "contacts:write", nil},
 	{"POST", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000/activity", "contacts:write", map[string]any{"type": "EmailOpen"}},
-	{"POST", "/public/v1/webhooks", "webhooks:write", map[string]any{"url": "https://h.example.com", "eventType": "TagsAdded"}},
+	{"POST", "/public/v1/webhooks", "webhooks:write events:read", map[string]any{"url": "https://h.example.com", "eventType": "TagsAdded"}},
 	{"GET", "/public/v1/webhooks", "webhooks:read", nil},
 	{"DELETE", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000", "webhooks:write", nil},
 	{"GET", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/deliveries", "webhooks:read", nil},
@@ -42,7 +43,7 @@ var operations = []struct {
 	{"POST", "/public/v1/contacts/batch", "contacts:write", map[string]any{"contacts": []any{map[string]any{"email": "x@example.com"}}}},
 	{"GET", "/public/v1/events", "events:read", nil},
 	{"GET", "/public/v1/events/01939d3c-0000-7000-8000-000000000000", "events:read", nil},
-	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/replay", "webhooks:write", map[string]any{"since": "2026-11-20T00:00:00.000Z", "until": "2026-11-21T00:00:00.000Z"}}}
+	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/replay", "webhooks:write events:read", map[string]any{"since": "2026-11-20T00:00:00.000Z", "until": "2026-11-21T00:00:00.000Z"}}}
 
 // The list above names every operation that needs a key, so a new endpoint cannot skip the
 // 401 matrix; the public ones (security: []) are the only exceptions.
