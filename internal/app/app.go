@@ -230,7 +230,8 @@ func Handler(cfg config.Config, st *store.Store, svc *Services, log *slog.Logger
 		limiter = shared
 	}
 	return httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxBatchBodyBytes: cfg.MaxBatchBodyBytes, RateLimits: limits,
-		TrustedProxies: cfg.TrustedProxies, ExportStall: cfg.WriteTimeout}, httpapi.Deps{
+		TrustedProxies: cfg.TrustedProxies, ExportStall: cfg.WriteTimeout,
+		MetricsToken: cfg.MetricsToken}, httpapi.Deps{
 		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Webhooks: svc.Webhooks, Events: svc.Events, Deliveries: svc.Deliveries, Limiter: limiter,
 		Idempotency: svc.Idempotency, Extra: svc.Console.Register,
 		Ready:   newReadiness(st).check,

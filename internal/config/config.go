@@ -63,6 +63,9 @@ type Config struct {
 	EventRetention         time.Duration // CONTACTD_EVENT_RETENTION: how long the events feed keeps events
 	// RedisURL, when set, makes the rate limits shared by every process (redis://host:port/db).
 	RedisURL string // CONTACTD_REDIS_URL
+	// MetricsToken, when set, lets a scraper from anywhere read /metrics with it as a bearer
+	// token; unset, only clients on this machine (loopback) may.
+	MetricsToken string // CONTACTD_METRICS_TOKEN
 	// RedisTimeout bounds each rate-limit decision's round trips to Redis: slower, and the
 	// process decides alone (counted in contactd_ratelimit_fallbacks_total).
 	RedisTimeout time.Duration // CONTACTD_REDIS_TIMEOUT
@@ -143,6 +146,7 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&c.RedisURL, "redis-url", env("CONTACTD_REDIS_URL", d.RedisURL), "Redis shared by every process for the rate limits, e.g. redis://127.0.0.1:6379/0; empty: each process limits alone (CONTACTD_REDIS_URL)")
 	c.SecretKey, c.SecretKeysOld = getenv("CONTACTD_SECRET_KEY"), getenv("CONTACTD_SECRET_KEYS_OLD")
 	fs.StringVar(&c.SecretKeyFile, "secret-key-file", env("CONTACTD_SECRET_KEY_FILE", d.SecretKeyFile), "file holding the key that seals stored secrets, instead of CONTACTD_SECRET_KEY (CONTACTD_SECRET_KEY_FILE)")
+	fs.StringVar(&c.MetricsToken, "metrics-token", env("CONTACTD_METRICS_TOKEN", ""), "bearer token that lets a scraper from anywhere read /metrics; unset: loopback clients only (CONTACTD_METRICS_TOKEN)")
 	fs.StringVar(&c.TrustedProxiesRaw, "trusted-proxies", env("CONTACTD_TRUSTED_PROXIES", ""), "comma-separated CIDRs of the proxies whose X-Forwarded-For names the client (CONTACTD_TRUSTED_PROXIES)")
 	fs.StringVar(&c.WebhookAllowedRaw, "webhook-allowed-networks", env("CONTACTD_WEBHOOK_ALLOWED_NETWORKS", ""), "comma-separated CIDRs webhooks may reach despite the SSRF guard (CONTACTD_WEBHOOK_ALLOWED_NETWORKS)")
 }

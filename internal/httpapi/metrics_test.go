@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/contactd/contactd/internal/config"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -68,4 +69,28 @@ func grep(text, prefix string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// /metrics shows every tenant's traffic and queues: only the operator reads it. A client
+// elsewhere (here, named by a trusted proxy) is refused without the token, and with the token
+// configured only the token opens it.
+func TestMetricsAreTheOperators(t *testing.T) {
+	t.Parallel()
+	behind := testkit.NewAPI(t, func(c *config.Config) { c.TrustedProxiesRaw = "127.0.0.1/32" })
+	if r := behind.Do("GET", "/metrics", "", nil); r.Status != 200 {
+		t.Errorf("from this machine: %d", r.Status)
+	}
+	if r := behind.Do("GET", "/metrics", "", nil, "X-Forwarded-For", "203.0.113.9"); r.Status != 403 || r.Error(t).Code != "Forbidden" ||
+		strings.Contains(string(r.Body), "contactd_") {
+		t.Errorf("from elsewhere, through the proxy: %d %s", r.Status, r.Body)
+	}
+	withToken := testkit.NewAPI(t, func(c *config.Config) { c.MetricsToken = "s3cret-scrape" })
+	for name, tc := range map[string]struct {
+		auth string
+		want int
+	}{"no token": {"", 401}, "a wrong token": {"Bearer nope", 401}, "the token": {"Bearer s3cret-scrape", 200}} {
+		if r := withToken.Do("GET", "/metrics", "", nil, "Authorization", tc.auth); r.Status != tc.want {
+			t.Errorf("%s: %d, want %d", name, r.Status, tc.want)
+		}
+	}
 }

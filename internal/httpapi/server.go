@@ -5,11 +5,13 @@ package httpapi
 
 import (
 	"context"
+	"crypto/subtle"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -17,6 +19,7 @@ import (
 
 	contactd "github.com/contactd/contactd"
 	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
@@ -38,6 +41,9 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// RateLimits are per API key (10 s) and per account (day); zero values disable them.
 	RateLimits ratelimit.Limits
+	// MetricsToken lets a scraper from anywhere read /metrics (Authorization: Bearer); without
+	// it only loopback clients may.
+	MetricsToken string
 	// ExportStall ends an export whose client has taken none of its bytes for this long
 	// (0: 30 s); an export that keeps moving is not bounded in time.
 	ExportStall time.Duration
@@ -115,7 +121,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	if d.Metrics != nil {
-		e.GET("/metrics", echo.WrapHandler(d.Metrics.Handler()))
+		e.GET("/metrics", echo.WrapHandler(d.Metrics.Handler()), s.metricsAccess)
 	}
 	reference.Register(e)
 	if d.Extra != nil {
@@ -143,6 +149,26 @@ func (s *Server) logPanic(c echo.Context, err error, stack []byte) error {
 	s.log.ErrorContext(c.Request().Context(), "panic", slog.String("request_id", requestID(c)),
 		slog.Any("error", err), slog.String("stack", string(stack)))
 	return err
+}
+
+// metricsAccess keeps /metrics to the operator: it shows every tenant's traffic and queues.
+// A scraper sends CONTACTD_METRICS_TOKEN as a bearer token, or, with none configured, runs on
+// this machine (a loopback client, after CONTACTD_TRUSTED_PROXIES: not a request HAProxy
+// forwarded from elsewhere).
+func (s *Server) metricsAccess(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if want := s.cfg.MetricsToken; want != "" {
+			got, ok := strings.CutPrefix(c.Request().Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+				return apperr.New(apperr.KindUnauthorized, "Unauthorized", "/metrics needs the operator's bearer token (CONTACTD_METRICS_TOKEN)")
+			}
+			return next(c)
+		}
+		if addr, err := netip.ParseAddr(c.RealIP()); err != nil || !addr.IsLoopback() {
+			return apperr.New(apperr.KindForbidden, "Forbidden", "/metrics answers clients on this machine only, unless the operator sets CONTACTD_METRICS_TOKEN")
+		}
+		return next(c)
+	}
 }
 
 func (s *Server) healthz(c echo.Context) error {

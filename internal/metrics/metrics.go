@@ -7,6 +7,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -127,9 +128,11 @@ func (m *Metrics) WatchPool(pool *pgxpool.Pool) {
 // QueueDepth counts the jobs waiting or running, by queue and state.
 type QueueDepth func(ctx context.Context) (map[[2]string]float64, error)
 
-// WatchQueue exports the job queue's depth at each scrape.
+// WatchQueue exports the job queue's depth: counted at a scrape, and reused by the scrapes of
+// the next second, so scraping often (or by many scrapers) costs the database one count a
+// second at most.
 func (m *Metrics) WatchQueue(depth QueueDepth) {
-	m.registry.MustRegister(queueCollector{depth})
+	m.registry.MustRegister(&queueCollector{depth: depth})
 }
 
 var (
@@ -162,18 +165,32 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(poolDescs["wait"], prometheus.CounterValue, s.AcquireDuration().Seconds())
 }
 
-type queueCollector struct{ depth QueueDepth }
+type queueCollector struct {
+	depth QueueDepth
+	mu    sync.Mutex // one count at a time; the scrapes meanwhile wait for it
+	at    time.Time
+	last  map[[2]string]float64
+}
 
-func (c queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- queueDesc }
+// queueFresh is how long a count of the queues answers the scrapes that follow it.
+const queueFresh = time.Second
 
-func (c queueCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	depths, err := c.depth(ctx)
-	if err != nil {
-		ch <- prometheus.NewInvalidMetric(queueDesc, err)
-		return
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- queueDesc }
+
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.at) >= queueFresh {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		depths, err := c.depth(ctx)
+		cancel()
+		if err != nil {
+			ch <- prometheus.NewInvalidMetric(queueDesc, err)
+			return
+		}
+		c.at, c.last = time.Now(), depths
 	}
+	depths := c.last
 	for k, v := range depths {
 		ch <- prometheus.MustNewConstMetric(queueDesc, prometheus.GaugeValue, v, k[0], k[1])
 	}
