@@ -141,7 +141,10 @@ start_haproxy() {
 	port_free "$BASE" || { echo "cluster: port $BASE (HAProxy) is taken" >&2; exit 1; }
 	# A dead node's connections fail at once and are retried on the other node (retry-on
 	# conn-failure never resends a request a node may have received); health checks on
-	# /readyz take a node out within a second and back when it is ready again.
+	# /readyz take a node out within a second and back when it is ready again. A dead node
+	# refuses the check's connection at once, so the check's answer may take its time: without
+	# "timeout check" HAProxy gives it only "inter" (250 ms), and a busy machine's live node
+	# was marked DOWN beside the dead one (every request then 503, "no server is available").
 	cat >"$DIR/haproxy.cfg" <<-CFG
 		global
 		    maxconn 4096
@@ -152,6 +155,7 @@ start_haproxy() {
 		    option httplog
 		    option dontlognull
 		    timeout connect 1s
+		    timeout check 5s
 		    timeout client 60s
 		    timeout server 60s
 		    retries 3
