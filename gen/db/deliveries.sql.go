@@ -130,7 +130,7 @@ SELECT c.account_id::uuid AS account_id, c.delivery_id::uuid AS delivery_id, c.s
     coalesce(c.previous_secret_until, '0001-01-01 00:00:00+00')::timestamptz AS previous_secret_until,
     c.subscription_status::text AS subscription_status,
     coalesce(c.client_secret_sealed, '')::text AS client_secret_sealed
-FROM claim_deliveries($1::timestamptz, $2::timestamptz, $3::int,
+FROM claim_deliveries_alone($1::timestamptz, $2::timestamptz, $3::int,
     $4::int, $5::float8) c
 `
 
@@ -161,7 +161,7 @@ type DeliveryClaimRow struct {
 }
 
 // Leases up to @max due deliveries to the caller, a few per receiver at most: see
-// claim_deliveries (migrations 00012, 00022).
+// claim_deliveries (migration 00012), run alone by claim_deliveries_alone (00022).
 func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error) {
 	rows, err := q.db.Query(ctx, deliveryClaim,
 		arg.Now,

@@ -112,7 +112,7 @@ type Querier interface {
 	// next, and walks on from the last key.
 	ContactsWalkByCreated(ctx context.Context, arg ContactsWalkByCreatedParams) ([]ContactsWalkByCreatedRow, error)
 	// Leases up to @max due deliveries to the caller, a few per receiver at most: see
-	// claim_deliveries (migrations 00012, 00022).
+	// claim_deliveries (migration 00012), run alone by claim_deliveries_alone (00022).
 	DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error)
 	// Leases the subscription's oldest due delivery while its receiver is below its limit: see
 	// claim_next_delivery (migration 00022).

@@ -1,6 +1,6 @@
 -- name: DeliveryClaim :many
 -- Leases up to @max due deliveries to the caller, a few per receiver at most: see
--- claim_deliveries (migrations 00012, 00022).
+-- claim_deliveries (migration 00012), run alone by claim_deliveries_alone (00022).
 SELECT c.account_id::uuid AS account_id, c.delivery_id::uuid AS delivery_id, c.status::text AS status,
     c.attempts::int AS attempts, c.subscription_id::uuid AS subscription_id, c.event_id::uuid AS event_id,
     c.event_type::text AS event_type, c.payload::text AS payload, c.url::text AS url,
@@ -10,7 +10,7 @@ SELECT c.account_id::uuid AS account_id, c.delivery_id::uuid AS delivery_id, c.s
     coalesce(c.previous_secret_until, '0001-01-01 00:00:00+00')::timestamptz AS previous_secret_until,
     c.subscription_status::text AS subscription_status,
     coalesce(c.client_secret_sealed, '')::text AS client_secret_sealed
-FROM claim_deliveries(@now::timestamptz, @lease_until::timestamptz, @max::int,
+FROM claim_deliveries_alone(@now::timestamptz, @lease_until::timestamptz, @max::int,
     @max_in_flight::int, @throttle_share::float8) c;
 
 -- name: DeliveryClaimNext :many
