@@ -263,11 +263,7 @@ func TestExportStopsWhenTheClientLeaves(t *testing.T) {
 	t.Parallel()
 	a := testkit.NewAPI(t)
 	_, key := a.Account("acme")
-	var emails []string
-	for i := range 30000 {
-		emails = append(emails, fmt.Sprintf("e%05d@example.com", i))
-	}
-	seed(t, a, "acme", emails)
+	seedMany(t, a, "acme", 30000) // megabytes of export: more than the sockets buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", a.URL+"/public/v1/contacts/export", nil)
 	req.Header.Set("x-api-key", key)
@@ -278,15 +274,7 @@ func TestExportStopsWhenTheClientLeaves(t *testing.T) {
 	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
-	exporting := func() int {
-		var n int
-		// the export's transaction (its snapshot), open or running a statement
-		if err := a.Store.Pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND xact_start IS NOT NULL AND pid <> pg_backend_pid()`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	exporting := func() int { return exportTransactions(t, a) }
 	if exporting() == 0 { // the client reads slowly: the export waits for it, its snapshot held
 		t.Fatal("no export running while the client is still reading: nothing would be checked")
 	}
@@ -303,11 +291,7 @@ func TestStalledExportsHoldOnlyTheirShare(t *testing.T) {
 	a := testkit.NewAPI(t, func(c *config.Config) { c.Exports, c.ExportsPerAccount, c.WriteTimeout = 2, 1, time.Second })
 	_, key := a.Account("acme")
 	_, other := a.Account("globex")
-	var emails []string
-	for i := range 30000 {
-		emails = append(emails, fmt.Sprintf("e%05d@example.com", i))
-	}
-	seed(t, a, "acme", emails)
+	seedMany(t, a, "acme", 30000) // megabytes of export: more than the sockets buffer
 	for i := range 10 {
 		createContact(t, a, other, map[string]any{"email": fmt.Sprintf("g%d@example.com", i)})
 	}
@@ -322,10 +306,7 @@ func TestStalledExportsHoldOnlyTheirShare(t *testing.T) {
 	if _, err := bufio.NewReader(stalled.Body).ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
-	exporting := func() int {
-		return a.Count(t, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND xact_start IS NOT NULL AND pid <> pg_backend_pid()`)
-	}
+	exporting := func() int { return exportTransactions(t, a) }
 	if exporting() != 1 {
 		t.Fatal("the stalled export holds no transaction: nothing would be checked")
 	}
@@ -385,11 +366,7 @@ func TestExportFailingMidwayIsNotComplete(t *testing.T) {
 	t.Parallel()
 	a := testkit.NewAPI(t)
 	_, key := a.Account("acme")
-	var emails []string
-	for i := range 30000 {
-		emails = append(emails, fmt.Sprintf("e%05d@example.com", i))
-	}
-	seed(t, a, "acme", emails)
+	seedMany(t, a, "acme", 30000) // megabytes of export: more than the sockets buffer
 	for _, format := range []string{"application/x-ndjson", "text/csv"} {
 		req, _ := http.NewRequest("GET", a.URL+"/public/v1/contacts/export", nil)
 		req.Header.Set("x-api-key", key)
@@ -413,6 +390,24 @@ func TestExportFailingMidwayIsNotComplete(t *testing.T) {
 			t.Errorf("%s: the failed export ended like a complete one (%d more bytes, then a clean end)", format, len(rest))
 		}
 	}
+}
+
+// seedMany seeds n contacts e00000@example.com... into the account.
+func seedMany(t *testing.T, a *testkit.API, account string, n int) {
+	t.Helper()
+	emails := make([]string, n)
+	for i := range emails {
+		emails[i] = fmt.Sprintf("e%05d@example.com", i)
+	}
+	seed(t, a, account, emails)
+}
+
+// exportTransactions counts the open transactions of the test's database but this query's:
+// an export's snapshot, open or running a statement.
+func exportTransactions(t *testing.T, a *testkit.API) int {
+	t.Helper()
+	return a.Count(t, `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND xact_start IS NOT NULL AND pid <> pg_backend_pid()`)
 }
 
 // seed inserts contacts of the account straight into the table, oldest first, a
