@@ -6,7 +6,7 @@ TOOLS := $(GO) tool -modfile=tools/go.mod
 # Pure-Go builds: sqlc then uses its wasm parser (no cgo), much faster to build cold.
 export CGO_ENABLED ?= 0
 
-.PHONY: console-screenshots bench-bulk cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
+.PHONY: bench-tools console-screenshots bench-bulk cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -66,38 +66,28 @@ cluster: deps redis-deps haproxy-deps build ## HAProxy, 2 serve + 2 worker proce
 	@scripts/cluster.sh up
 
 test-cluster: deps redis-deps haproxy-deps build ## the cluster under load with nodes killed (SIGKILL) and restarted: nothing acknowledged lost, every event delivered
-	CONTACTD_CLUSTER_TEST=1 $(GO) test -count=1 -timeout 3m -run TestCluster -v ./internal/clustertest/
+	@GO="$(GO)" scripts/test-cluster.sh
 
 cluster-down: ## stop the cluster (PURGE=1: delete its data too)
 	@scripts/cluster.sh down $(if $(PURGE),--purge)
 
-bench: deps ## the load benchmark: 100k contacts, c=64, contactd vs a bare net/http+pgx baseline (BENCH_FLAGS=-profile bin/prof ...)
-	$(GO) build -o bin/contactd ./cmd/contactd
-	$(GO) build -o bin/contactbench ./cmd/contactbench
+bench: deps bench-tools ## the load benchmark: 100k contacts, c=64, contactd vs a bare net/http+pgx baseline (BENCH_FLAGS=-profile bin/prof ...)
 	./bin/contactbench $(BENCH_FLAGS)
 
-bench-dataout: deps ## data out at scale: 1,000,000 contacts, list/search p99, export and events feed rates (BENCH_FLAGS=-contacts ...)
-	$(GO) build -o bin/contactd ./cmd/contactd
-	$(GO) build -o bin/contactbench ./cmd/contactbench
+bench-dataout: deps bench-tools ## data out at scale: 1,000,000 contacts, list/search p99, export and events feed rates (BENCH_FLAGS=-contacts ...)
 	./bin/contactbench -dataout $(BENCH_FLAGS)
 
-bench-isolation: deps ## delivery isolation at scale: 200 subscriptions, healthy receivers' latency with and without a tenth hanging
-	$(GO) build -o bin/contactd ./cmd/contactd
-	$(GO) build -o bin/contactbench ./cmd/contactbench
+bench-isolation: deps bench-tools ## delivery isolation at scale: 200 subscriptions, healthy receivers' latency with and without a tenth hanging
 	./bin/contactbench -isolation $(BENCH_FLAGS)
 
-bench-bulk: deps ## bulk writes: 200,000 contacts by POST /contacts/batch vs a COPY of the same rows, then contactd import of a 1,000,000-row CSV
-	$(GO) build -o bin/contactd ./cmd/contactd
-	$(GO) build -o bin/contactbench ./cmd/contactbench
+bench-bulk: deps bench-tools ## bulk writes: 200,000 contacts by POST /contacts/batch vs a COPY of the same rows, then contactd import of a 1,000,000-row CSV
 	./bin/contactbench -bulk $(BENCH_FLAGS)
 
-bench-smoke: deps ## the load tool for a few seconds on a tiny dataset: fails on any error, never on timing
-	$(GO) build -o bin/contactd ./cmd/contactd
+bench-smoke: deps bench-tools ## the load tool's four modes for a few seconds each on tiny datasets, side by side: fails on any error, never on timing
+	@scripts/bench-smoke.sh
+
+bench-tools: build ## build bin/contactd and bin/contactbench
 	$(GO) build -o bin/contactbench ./cmd/contactbench
-	./bin/contactbench -smoke
-	./bin/contactbench -smoke -dataout
-	./bin/contactbench -smoke -isolation
-	./bin/contactbench -smoke -bulk
 
 console-screenshots: deps node-deps browser-deps ## drive the console in headless Chromium and keep its pages' screenshots in docs/console/
 	@mkdir -p docs/console
