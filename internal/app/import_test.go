@@ -77,6 +77,14 @@ func TestImportCSV(t *testing.T) {
 		t.Errorf("rejected rows: %q", rejected)
 	}
 	events := queryInt(t, conn, `SELECT count(*) FROM webhook_events`)
+	// the rejected rows are personal data: the importing user's alone, also when an earlier
+	// file was left readable by everyone
+	if fi, err := os.Stat(file + ".rejected.csv"); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("rejected file: %v %v, want -rw-------", fi.Mode(), err)
+	}
+	if err := os.Chmod(file+".rejected.csv", 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	// a second run changes nothing: the same rows are unchanged, the same ones rejected
 	code, stdout, _ = contactd(t, ctx, dbURL, "import", "--account", "acme", file)
@@ -85,6 +93,9 @@ func TestImportCSV(t *testing.T) {
 	}
 	if n := queryInt(t, conn, `SELECT count(*) FROM contacts`); n != 2 || queryInt(t, conn, `SELECT count(*) FROM webhook_events`) != events {
 		t.Errorf("again: %d contacts, events %d then %d", n, events, queryInt(t, conn, `SELECT count(*) FROM webhook_events`))
+	}
+	if fi, err := os.Stat(file + ".rejected.csv"); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("rejected file rewritten: %v %v, want -rw-------", fi.Mode(), err)
 	}
 
 	// --map for headers no default knows; --dry-run writes nothing; a clean run exits 0 and

@@ -15,6 +15,7 @@ import (
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/apitime"
 	"github.com/contactd/contactd/internal/contact"
+	"github.com/contactd/contactd/internal/csvcell"
 )
 
 // ListContacts implements GET /public/v1/contacts.
@@ -164,7 +165,11 @@ func (r exportResponse) VisitExportContactsResponse(w http.ResponseWriter) error
 				return err
 			}
 		}
-		return csvw.Write(csvRow(&a))
+		row := csvRow(&a)
+		for i := range row {
+			row[i] = csvcell.Neutralize(row[i])
+		}
+		return csvw.Write(row)
 	})
 	if err != nil {
 		if !out.started {

@@ -240,6 +240,19 @@ func TestExportContacts(t *testing.T) {
 		row["county"] != "Sangamon County" || row["numOfFormSubmissions"] != "0" || row["createdAt"] != first.CreatedAt.String() {
 		t.Errorf("csv row %v", row)
 	}
+	// a cell a spreadsheet would run as a formula is quoted (CSV injection); a phone number is not
+	createContact(t, a, key, map[string]any{"email": "formula@example.com", "name": `=HYPERLINK("http://evil.example","open")`,
+		"phone": "+1 (415) 555-0100", "tags": []string{"-x"}})
+	r = a.Do("GET", "/public/v1/contacts/export?q=formula", key, nil, "Accept", "text/csv")
+	if rows, err = csv.NewReader(bytes.NewReader(r.Body)).ReadAll(); err != nil || len(rows) != 2 {
+		t.Fatalf("csv: %v %q", err, r.Body)
+	}
+	for i, col := range rows[0] {
+		row[col] = rows[1][i]
+	}
+	if row["name"] != `'=HYPERLINK("http://evil.example","open")` || row["phone"] != "+1 (415) 555-0100" || row["tags"] != "'-x" {
+		t.Errorf("formula cells: name %q phone %q tags %q", row["name"], row["phone"], row["tags"])
+	}
 	if r := a.Do("GET", "/public/v1/contacts/export?q=nobody", key, nil, "Accept", "text/csv"); r.Status != 200 || strings.Count(string(r.Body), "\n") != 1 {
 		t.Errorf("an empty CSV export is its header: %d %q", r.Status, r.Body)
 	}
@@ -250,7 +263,7 @@ func TestExportContacts(t *testing.T) {
 		t.Fatalf("gzip: %v %v", err, r.Header)
 	}
 	plain, _ := io.ReadAll(zr)
-	if strings.Count(string(plain), "\n") != n+1 || len(r.Body) > len(plain)/3 {
+	if strings.Count(string(plain), "\n") != n+2 || len(r.Body) > len(plain)/3 { // and the formula contact
 		t.Errorf("gzip: %d lines in %d bytes from %d", strings.Count(string(plain), "\n"), len(r.Body), len(plain))
 	}
 	if r := a.Do("GET", "/public/v1/contacts/export?emailStatus=Sure", key, nil); r.Status != 400 {

@@ -25,6 +25,7 @@ import (
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/contact"
+	"github.com/contactd/contactd/internal/csvcell"
 	"github.com/contactd/contactd/internal/httpapi"
 	"github.com/contactd/contactd/internal/store"
 )
@@ -336,8 +337,14 @@ type rejected struct {
 
 func (r *rejected) add(row row, reason string) error {
 	if r.w == nil {
-		f, err := os.Create(r.path)
+		// The rows are personal data: only the importing user may read them, also when a
+		// previous run left the file readable by others.
+		f, err := os.OpenFile(r.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
+			return err
+		}
+		if err := f.Chmod(0o600); err != nil {
+			f.Close()
 			return err
 		}
 		r.f, r.w = f, csv.NewWriter(f)
@@ -346,7 +353,11 @@ func (r *rejected) add(row row, reason string) error {
 		}
 	}
 	r.n++
-	return r.w.Write(append([]string{fmt.Sprint(row.line), reason}, row.record...))
+	out := append([]string{fmt.Sprint(row.line), reason}, row.record...)
+	for i := range out {
+		out[i] = csvcell.Neutralize(out[i]) // it is opened in a spreadsheet, to be mended
+	}
+	return r.w.Write(out)
 }
 
 func (r *rejected) close() error {

@@ -32,6 +32,11 @@ func TestColumnsAndItems(t *testing.T) {
 		strings.Join(it["tags"].([]string), ",") != "a,b,c" || it["crmFields"] != nil {
 		t.Errorf("item %v", it)
 	}
+	// an export of ours quoted cells that would run as formulas: the quote comes off
+	it = item([]string{"'=Ann", "Lee", "ann@example.com", "'+1 415", "'-x", ""}, at)
+	if it["name"] != "=Ann Lee" || it["phone"] != "'+1 415" || strings.Join(it["tags"].([]string), ",") != "-x" {
+		t.Errorf("quoted cells: %v", it)
+	}
 	if _, err := columns([]string{"Name"}, nil); err == nil || !strings.Contains(err.Error(), "no email column") {
 		t.Errorf("no email column: %v", err)
 	}

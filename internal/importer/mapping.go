@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/contactd/contactd/internal/csvcell"
 )
 
 // Fields are the contact fields a CSV column can fill, as the API names them (crmFields'
@@ -123,7 +125,7 @@ func normalise(h string) string {
 func item(row []string, at map[string]int) map[string]any {
 	cell := func(field string) string {
 		if i, ok := at[field]; ok && i < len(row) {
-			return strings.TrimSpace(row[i])
+			return strings.TrimSpace(csvcell.Restore(row[i])) // an export of ours quoted formulas
 		}
 		return ""
 	}
