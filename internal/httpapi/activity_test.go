@@ -187,4 +187,10 @@ func TestConsentPage(t *testing.T) {
 	if r := a.Do("GET", "/consent/cs_unknown", "", nil); r.Status != 404 || r.Error(t).Code != api.ErrorCodeNotFound {
 		t.Errorf("unknown token: %d %s", r.Status, r.Body)
 	}
+	// the token opens the page: whoever reads the access log must not be able to
+	token := strings.TrimPrefix(path, "/consent/")
+	if logs := a.Logs.String(); strings.Contains(logs, token) || strings.Contains(logs, "cs_unknown") ||
+		!strings.Contains(logs, `"path":"/consent/:token"`) {
+		t.Errorf("the access log shows a consent token, or not the consent route:\n%s", logs)
+	}
 }

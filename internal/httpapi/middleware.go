@@ -68,7 +68,7 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		latency, status := time.Since(start), c.Response().Status
 		attrs := []slog.Attr{
 			slog.String("request_id", requestID(c)), slog.String("method", c.Request().Method),
-			slog.String("path", c.Request().URL.Path), slog.Int("status", status),
+			slog.String("path", loggedPath(c)), slog.Int("status", status),
 			slog.Duration("latency", latency),
 		}
 		op := operationID(ctx)
@@ -84,6 +84,15 @@ func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
 		s.log.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
 		return nil
 	}
+}
+
+// loggedPath is the request's path for the access log. A path that carries a capability (the
+// consent page's token opens the page to anyone) is logged as its route.
+func loggedPath(c echo.Context) string {
+	if c.Param("token") != "" {
+		return c.Path()
+	}
+	return c.Request().URL.Path
 }
 
 // apiRoute attaches the spec's route to requests of the public API; other paths skip the
