@@ -47,7 +47,11 @@ var staticFiles embed.FS
 const SessionTTL = 12 * time.Hour
 
 const (
-	cookieName = "contactd_console"
+	// Over https the session cookie is __Host- prefixed: the browser then takes it only
+	// Secure, for this exact host (no Domain) and Path=/, so a sibling subdomain or a
+	// plain-http page cannot plant or shadow it. Plain http (development) cannot carry it.
+	cookieName       = "contactd_console"
+	secureCookieName = "__Host-contactd_console"
 	// csp: nothing but this origin's own files, no inline script or style, never framed.
 	csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
 		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
@@ -112,14 +116,16 @@ func New(d Deps) (*Console, error) {
 	return c, nil
 }
 
-// Register mounts the console on e.
-func (c *Console) Register(e *echo.Echo) {
+// Register mounts the console on e. bodyLimit bounds every form as it bounds the API's
+// bodies; rateLimit counts a signed-in page or action against its key's limits and its
+// account's day, as the same request to the API would be.
+func (c *Console) Register(e *echo.Echo, bodyLimit, rateLimit echo.MiddlewareFunc) {
 	static, _ := fs.Sub(staticFiles, "static")
-	g := e.Group("/console", c.headers)
+	g := e.Group("/console", c.headers, bodyLimit)
 	g.GET("/static/*", echo.WrapHandler(http.StripPrefix("/console/static/", http.FileServer(http.FS(static)))))
 	g.GET("/login", c.loginPage)
 	g.POST("/login", c.login, c.sameOrigin)
-	signedIn := g.Group("", c.session)
+	signedIn := g.Group("", c.session, rateLimit)
 	signedIn.GET("", func(ec echo.Context) error { return ec.Redirect(http.StatusSeeOther, "/console/contacts") })
 	signedIn.POST("/logout", c.logout, c.sameOrigin, c.csrf)
 	signedIn.GET("/contacts", c.contactsPage, c.scope("contacts:read"))
@@ -188,7 +194,7 @@ func sessionOf(ec echo.Context) signedIn {
 // its key: revoked, expired, or used from outside its networks.
 func (c *Console) session(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(ec echo.Context) error {
-		cookie, err := ec.Cookie(cookieName)
+		cookie, err := ec.Cookie(c.cookieName())
 		if err != nil || cookie.Value == "" {
 			return c.signIn(ec)
 		}
@@ -276,9 +282,24 @@ func (c *Console) login(ec echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ec.SetCookie(&http.Cookie{Name: cookieName, Value: token, Path: "/console", HttpOnly: true, Secure: c.secure,
-		SameSite: http.SameSiteStrictMode, MaxAge: int(SessionTTL.Seconds())})
+	ec.SetCookie(c.sessionCookie(token, int(SessionTTL.Seconds())))
 	return ec.Redirect(http.StatusSeeOther, "/console/contacts")
+}
+
+func (c *Console) cookieName() string {
+	if c.secure {
+		return secureCookieName
+	}
+	return cookieName
+}
+
+func (c *Console) sessionCookie(value string, maxAge int) *http.Cookie {
+	path := "/console"
+	if c.secure {
+		path = "/" // the __Host- prefix requires it
+	}
+	return &http.Cookie{Name: c.cookieName(), Value: value, Path: path, HttpOnly: true, Secure: c.secure,
+		SameSite: http.SameSiteStrictMode, MaxAge: maxAge}
 }
 
 func (c *Console) logout(ec echo.Context) error {
@@ -286,8 +307,7 @@ func (c *Console) logout(ec echo.Context) error {
 	if err := c.d.Store.Write(ctx, func(q *db.Queries) error { return q.ConsoleSessionDelete(ctx, sessionOf(ec).hash) }); err != nil {
 		return err
 	}
-	ec.SetCookie(&http.Cookie{Name: cookieName, Value: "", Path: "/console", HttpOnly: true, Secure: c.secure,
-		SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	ec.SetCookie(c.sessionCookie("", -1))
 	return ec.Redirect(http.StatusSeeOther, "/console/login")
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -59,7 +60,7 @@ func (b *browser) do(method, path string, form url.Values, headers ...string) pa
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	for _, c := range resp.Cookies() {
-		if c.Name == "contactd_console" {
+		if c.Name == "contactd_console" || c.Name == "__Host-contactd_console" {
 			if c.MaxAge < 0 {
 				b.cookie = nil
 			} else {
@@ -165,14 +166,55 @@ func TestSignInAndSessions(t *testing.T) {
 	}
 }
 
+// The console is the API's client in all but name: its pages count against the key's rate
+// limit (429 with Retry-After), and its forms have the API's body limit.
+func TestConsoleHasTheAPIsLimits(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, func(c *config.Config) { c.RateReadsPer10s, c.RateWritesPer10s, c.MaxBodyBytes = 3, 3, 1024 })
+	_, key := a.Account("acme")
+	b := &browser{t: t, base: a.URL}
+	b.signIn(key)
+	for i := range 3 {
+		if p := b.do("GET", "/console/contacts", nil); p.status != http.StatusOK {
+			t.Fatalf("page %d: %d", i+1, p.status)
+		}
+	}
+	p := b.do("GET", "/console/contacts", nil)
+	if retry, err := strconv.Atoi(p.header.Get("Retry-After")); p.status != http.StatusTooManyRequests || err != nil || retry < 1 {
+		t.Errorf("a 4th page in the window: %d, Retry-After %q", p.status, p.header.Get("Retry-After"))
+	}
+	// the same key's API reads share the window
+	if r := a.Do("GET", "/public/v1/contacts", key, nil); r.Status != http.StatusTooManyRequests {
+		t.Errorf("the API after the console spent the key's reads: %d", r.Status)
+	}
+	big := url.Values{"tag": {strings.Repeat("x", 2048)}, "csrf": {"whatever"}}
+	if p := b.do("POST", "/console/contacts/01939d3c-0000-7000-8000-000000000000/tags", big); p.status != http.StatusRequestEntityTooLarge {
+		t.Errorf("a form over the body limit: %d", p.status)
+	}
+	if p := b.do("POST", "/console/login", big); p.status != http.StatusRequestEntityTooLarge {
+		t.Errorf("a sign-in form over the body limit: %d", p.status)
+	}
+}
+
 func TestSecureCookieOverHTTPS(t *testing.T) {
 	t.Parallel()
 	a := testkit.NewAPI(t, func(c *config.Config) { c.PublicURL = "https://contacts.example.com" })
 	_, key := a.Account("acme")
 	b := &browser{t: t, base: a.URL}
 	b.signIn(key)
-	if !b.cookie.Secure {
-		t.Errorf("cookie over https is not Secure: %+v", b.cookie)
+	if c := b.cookie; c.Name != "__Host-contactd_console" || !c.Secure || c.Path != "/" || c.Domain != "" || !c.HttpOnly ||
+		c.SameSite != http.SameSiteStrictMode {
+		t.Errorf("cookie over https is not a Secure __Host- cookie for / on this host alone: %+v", c)
+	}
+	if p := b.do("GET", "/console/contacts", nil); p.status != http.StatusOK {
+		t.Errorf("the session with its __Host- cookie: %d", p.status)
+	}
+	// the unprefixed name, as a plain-http page or a sibling host could plant it, is no session
+	planted := *b.cookie
+	planted.Name = "contactd_console"
+	b.cookie = &planted
+	if p := b.do("GET", "/console/contacts", nil); p.status != http.StatusSeeOther {
+		t.Errorf("an unprefixed cookie over https: %d", p.status)
 	}
 }
 
@@ -270,7 +312,7 @@ func TestConsoleTenantsAndScopes(t *testing.T) {
 		"/console/webhooks/" + sub.SubscriptionId + "/deliveries/" + delivery + "/redeliver"}
 	// every console action on an account's data is in the list above
 	e := echo.New()
-	a.Svc.Console.Register(e)
+	a.Svc.Console.Register(e, passThrough, passThrough)
 	for _, r := range e.Routes() {
 		if !strings.Contains(r.Path, ":") {
 			continue
@@ -337,3 +379,6 @@ func createContact(t *testing.T, a *testkit.API, key, email string) string {
 	a.Do("POST", "/public/v1/contact", key, map[string]any{"email": email}).JSON(t, &out)
 	return out.Contact.ContactId
 }
+
+// passThrough stands for the API's guards where a test only lists the console's routes.
+func passThrough(next echo.HandlerFunc) echo.HandlerFunc { return next }

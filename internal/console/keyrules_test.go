@@ -92,7 +92,7 @@ func TestConsoleActionsNeedTheirScope(t *testing.T) {
 	before := a.Count(t, `SELECT count(*) FROM webhook_subscriptions WHERE status = 'Active' AND paused_at IS NULL`)
 
 	e := echo.New()
-	a.Svc.Console.Register(e)
+	a.Svc.Console.Register(e, passThrough, passThrough)
 	all := []string{"contacts:read", "contacts:write", "events:read", "webhooks:read", "webhooks:write"}
 	for _, r := range e.Routes() {
 		if !strings.Contains(r.Path, "/contacts") && !strings.Contains(r.Path, "/webhooks") {

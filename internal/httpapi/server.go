@@ -59,8 +59,10 @@ type Deps struct {
 	Events *events.Service
 	// Limiter decides the rate limits; nil: this process's own, from Config.RateLimits.
 	Limiter ratelimit.Allower
-	// Extra registers more routes (the console) on the server, outside the API.
-	Extra func(e *echo.Echo)
+	// Extra registers more routes (the console) on the server, outside the API. It gets the
+	// API's guards to put on them: the body limit, and the key's rate limits and account's
+	// day (for requests whose context carries a principal).
+	Extra func(e *echo.Echo, bodyLimit, rateLimit echo.MiddlewareFunc)
 	// Idempotency replays the responses of writes sent with an Idempotency-Key; nil: the
 	// header is ignored.
 	Idempotency *idempotency.Service
@@ -125,7 +127,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	}
 	reference.Register(e)
 	if d.Extra != nil {
-		d.Extra(e)
+		d.Extra(e, s.bodyLimit, s.rateLimit)
 	}
 	api.RegisterHandlers(e, api.NewStrictHandler(s, nil))
 	return e, nil
