@@ -3,10 +3,14 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/contactd/contactd/internal/app"
@@ -26,9 +30,38 @@ func gcPercent(args []string) int {
 	return 200
 }
 
+// memoryLimit is the soft limit of the Go heap unless GOMEMLIMIT sets one: half of the
+// memory the process may use (its cgroup's memory.max, else the machine's MemTotal), so that
+// a burst of large requests makes the collector work harder long before the kernel's OOM
+// killer ends every tenant's requests at once; with GOGC=400 the heap would otherwise grow to
+// five times its live size before a collection. Half leaves the rest to PostgreSQL and the
+// page cache on a shared machine. 0 when neither is known.
+func memoryLimit(cgroupMax, meminfo []byte) int64 {
+	if v, err := strconv.ParseInt(string(bytes.TrimSpace(cgroupMax)), 10, 64); err == nil && v > 0 {
+		return v / 2
+	}
+	sc := bufio.NewScanner(bytes.NewReader(meminfo))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text()) // MemTotal:       24683620 kB
+		if len(f) == 3 && f[0] == "MemTotal:" && f[2] == "kB" {
+			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil && kb > 0 {
+				return kb << 10 / 2
+			}
+		}
+	}
+	return 0
+}
+
 func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent(os.Args[1:]))
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		cgroupMax, _ := os.ReadFile("/sys/fs/cgroup/memory.max") // "max" when unlimited
+		meminfo, _ := os.ReadFile("/proc/meminfo")
+		if limit := memoryLimit(cgroupMax, meminfo); limit > 0 {
+			debug.SetMemoryLimit(limit)
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := app.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
