@@ -239,21 +239,6 @@ func (s *Service) live(ctx context.Context, account uuid.UUID) (bool, error) {
 	return live, err
 }
 
-// describe words a transport error for the deliveries list without our internals.
-func describe(err error) string {
-	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "prohibited IP"):
-		return "refused: the URL resolves to a private, loopback or otherwise prohibited address"
-	case errors.Is(err, context.DeadlineExceeded) || strings.Contains(msg, "Client.Timeout") || strings.Contains(msg, "timeout awaiting"):
-		return "timed out waiting for the receiver"
-	}
-	if len(msg) > 300 {
-		msg = msg[:300]
-	}
-	return msg
-}
-
 // record stores an attempt's outcome: a success in one statement; a failure with its effect on
 // the subscription and the next attempt's time, in one transaction.
 func (s *Service) record(ctx context.Context, a Args, d db.DeliveryLoadRow, o outcome) error {
