@@ -76,8 +76,8 @@ type Service struct {
 	tagSwaps  *store.Group[db.TagsSwapParams, returned[uuid.UUID]]
 	byID      *store.Group[db.ContactGetByIDParams, returned[db.ContactRow]]
 	byEmail   *store.Group[db.ContactGetByEmailParams, returned[db.ContactRow]]
-	// listing holds a slot per list page querying: see Options.ListConcurrency.
-	listing chan struct{}
+	// listing gives list pages their turns: see Options.ListConcurrency.
+	listing *listTurns
 	exports *exportSlots
 }
 
@@ -86,7 +86,7 @@ type Options struct {
 	// PublicURL is the base of proof-of-consent URLs.
 	PublicURL string
 	// ListConcurrency is how many list pages query at once (0: the CPUs, at least 2); the others
-	// wait in order. A page is the costliest read, and its cost varies with its filters:
+	// wait, the accounts running the fewest pages first (listTurns). A page is the costliest read, and its cost varies with its filters:
 	// queued here, in order, the pages beyond it do not crowd PostgreSQL's CPUs with
 	// backends that all run slower (each page's time then grows with every page running), and
 	// a burst of searches cannot take every connection of the pool from the writes.
@@ -111,7 +111,7 @@ func NewService(st *store.Store, events *webhook.Emitter, now func() time.Time, 
 		o.ExportsPerAccount = 2
 	}
 	return &Service{store: st, events: events, now: now, publicURL: strings.TrimRight(o.PublicURL, "/"),
-		listing:  make(chan struct{}, o.ListConcurrency),
+		listing:  newListTurns(o.ListConcurrency),
 		exports:  newExportSlots(o.Exports, o.ExportsPerAccount),
 		creates:  store.NewGroup(st, store.GroupOptions{Name: "contact_create"}, createContacts),
 		tagSwaps: store.NewGroup(st, store.GroupOptions{Name: "tags_swap"}, swapTagsOf),

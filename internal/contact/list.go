@@ -61,12 +61,11 @@ func (s *Service) List(ctx context.Context, accountID uuid.UUID, o ListOptions) 
 		}
 		p.HasCursor, p.AfterAt, p.AfterID = true, c.At, c.ID
 	}
-	select {
-	case s.listing <- struct{}{}:
-		defer func() { <-s.listing }()
-	case <-ctx.Done():
-		return nil, "", store.Translate(ctx.Err())
+	release, err := s.listing.take(ctx, accountID)
+	if err != nil {
+		return nil, "", store.Translate(err)
 	}
+	defer release()
 	if o.Filter.selective() {
 		cs, next, done, err := s.walkPage(ctx, o, p)
 		if err != nil || done {
