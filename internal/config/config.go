@@ -89,7 +89,7 @@ var EnvOnly = []string{"CONTACTD_SECRET_KEY", "CONTACTD_SECRET_KEYS_OLD", "CONTA
 // Default is the configuration with nothing set.
 func Default() Config {
 	return Config{
-		Addr: ":8080", DataDir: ".data", LogLevel: "info", LogFormat: "auto",
+		Addr: "127.0.0.1:8080", DataDir: ".data", LogLevel: "info", LogFormat: "auto",
 		MaxBodyBytes: 64 << 10, MaxBatchBodyBytes: 4 << 20, DBMaxConns: 32, DBStatementTimeout: 10 * time.Second,
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
@@ -110,7 +110,7 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 		return def
 	}
 	d := *c
-	fs.StringVar(&c.Addr, "addr", env("CONTACTD_ADDR", d.Addr), "listen address (CONTACTD_ADDR)")
+	fs.StringVar(&c.Addr, "addr", env("CONTACTD_ADDR", d.Addr), "listen address; the default is loopback only, :8080 listens on every interface (CONTACTD_ADDR)")
 	fs.StringVar(&c.DatabaseURL, "database-url", env("DATABASE_URL", d.DatabaseURL), "PostgreSQL URL; empty runs an embedded PostgreSQL (DATABASE_URL)")
 	fs.StringVar(&c.DataDir, "data-dir", env("CONTACTD_DATA_DIR", d.DataDir), "embedded PostgreSQL directory (CONTACTD_DATA_DIR)")
 	fs.StringVar(&c.PublicURL, "public-url", env("CONTACTD_PUBLIC_URL", d.PublicURL), "base URL clients reach contactd at (CONTACTD_PUBLIC_URL)")
