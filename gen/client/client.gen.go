@@ -390,7 +390,8 @@ type ActivityRequest struct {
 	// Example: form-7781-submission-1
 	ActivityId *string `json:"activityId,omitempty"`
 
-	// Details Anything the reporting tool wants to pass on; sent as is in the event.
+	// Details Anything the reporting tool wants to pass on; sent as is in the event. At most
+	// 8,192 bytes as JSON: more is refused with `400 InvalidRequest` (reason `maxBytes`).
 	Details *map[string]interface{} `json:"details,omitempty"`
 
 	// OccurredAt When it happened (default now); at most 5 minutes in the future.
@@ -1521,7 +1522,8 @@ type ListEventsParams struct {
 	// EventType Only events of this type.
 	EventType *EventType `form:"eventType,omitempty" json:"eventType,omitempty"`
 
-	// Limit Events per page.
+	// Limit Events per page, at most. A page also ends early once it holds about 1 MiB of
+	// events (always at least one), with `hasMore` true: read on from `nextCursor`.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 }
 

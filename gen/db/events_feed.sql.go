@@ -29,15 +29,24 @@ func (q *Queries) EventGet(ctx context.Context, arg EventGetParams) (string, err
 }
 
 const eventsFeed = `-- name: EventsFeed :many
-SELECT /* plan per call */ event_id, event_type, payload::text AS payload, xid::text AS position_xid
-FROM webhook_events
-WHERE account_id = $1
-  AND ($2::text IS NULL OR event_type = $2::text)
-  AND (xid, event_id) > (($3::text)::xid8, $4::uuid)
-  AND xid < pg_snapshot_xmin(pg_current_snapshot())
-  AND NOT test
-ORDER BY webhook_events.xid, event_id -- the column, not the text alias
-LIMIT $5
+SELECT event_id, event_type, payload, position_xid, upto
+FROM (
+    SELECT event_id, event_type, payload, position_xid, xid,
+           sum(octet_length(payload)) OVER (ORDER BY xid, event_id ROWS UNBOUNDED PRECEDING)::bigint AS upto
+    FROM (
+        SELECT /* plan per call */ event_id, event_type, payload::text AS payload, xid::text AS position_xid, xid
+        FROM webhook_events
+        WHERE account_id = $1
+          AND ($2::text IS NULL OR event_type = $2::text)
+          AND (xid, event_id) > (($3::text)::xid8, $4::uuid)
+          AND xid < pg_snapshot_xmin(pg_current_snapshot())
+          AND NOT test
+        ORDER BY webhook_events.xid, event_id -- the column, not the text alias
+        LIMIT $5
+    ) page
+) sized
+WHERE upto - octet_length(payload) < $6::bigint
+ORDER BY xid, event_id
 `
 
 type EventsFeedParams struct {
@@ -46,6 +55,7 @@ type EventsFeedParams struct {
 	AfterXid   string
 	AfterEvent uuid.UUID
 	RowLimit   int32
+	MaxBytes   int64
 }
 
 type EventsFeedRow struct {
@@ -53,12 +63,15 @@ type EventsFeedRow struct {
 	EventType   string
 	Payload     string
 	PositionXid string
+	Upto        int64
 }
 
 // The account's events after the cursor (@after_xid, @after_event), in the order of the
 // transactions that wrote them, and only those of transactions below this statement's
 // snapshot xmin: every transaction that could still add an event before them has finished,
-// so an event committed late can never land behind a cursor already handed out.
+// so an event committed late can never land behind a cursor already handed out. The page
+// ends once its events reach @max_bytes (the event that crosses it included, so at least
+// one), so a page of big events costs its reader about @max_bytes, not @row_limit of them.
 func (q *Queries) EventsFeed(ctx context.Context, arg EventsFeedParams) ([]EventsFeedRow, error) {
 	rows, err := q.db.Query(ctx, eventsFeed,
 		arg.AccountID,
@@ -66,6 +79,7 @@ func (q *Queries) EventsFeed(ctx context.Context, arg EventsFeedParams) ([]Event
 		arg.AfterXid,
 		arg.AfterEvent,
 		arg.RowLimit,
+		arg.MaxBytes,
 	)
 	if err != nil {
 		return nil, err
@@ -79,6 +93,7 @@ func (q *Queries) EventsFeed(ctx context.Context, arg EventsFeedParams) ([]Event
 			&i.EventType,
 			&i.Payload,
 			&i.PositionXid,
+			&i.Upto,
 		); err != nil {
 			return nil, err
 		}

@@ -32,6 +32,29 @@ func (q *Queries) PropertyArchive(ctx context.Context, arg PropertyArchiveParams
 	return contact_id, err
 }
 
+const propertyCount = `-- name: PropertyCount :one
+SELECT count(*) FILTER (WHERE archived_at IS NULL) AS active, count(*) AS total
+FROM properties WHERE account_id = $1 AND contact_id = $2
+`
+
+type PropertyCountParams struct {
+	AccountID uuid.UUID
+	ContactID uuid.UUID
+}
+
+type PropertyCountRow struct {
+	Active int64
+	Total  int64
+}
+
+// A contact's properties, active and all (archived kept as history): both are bounded.
+func (q *Queries) PropertyCount(ctx context.Context, arg PropertyCountParams) (PropertyCountRow, error) {
+	row := q.db.QueryRow(ctx, propertyCount, arg.AccountID, arg.ContactID)
+	var i PropertyCountRow
+	err := row.Scan(&i.Active, &i.Total)
+	return i, err
+}
+
 const propertyInsert = `-- name: PropertyInsert :one
 INSERT INTO properties (
     account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,

@@ -158,7 +158,9 @@ type Querier interface {
 	// The account's events after the cursor (@after_xid, @after_event), in the order of the
 	// transactions that wrote them, and only those of transactions below this statement's
 	// snapshot xmin: every transaction that could still add an event before them has finished,
-	// so an event committed late can never land behind a cursor already handed out.
+	// so an event committed late can never land behind a cursor already handed out. The page
+	// ends once its events reach @max_bytes (the event that crosses it included, so at least
+	// one), so a page of big events costs its reader about @max_bytes, not @row_limit of them.
 	EventsFeed(ctx context.Context, arg EventsFeedParams) ([]EventsFeedRow, error)
 	// Deletes up to @batch events that occurred before @before (their deliveries and attempts go
 	// with them), across accounts: the retention task calls it until it deletes fewer.
@@ -200,6 +202,8 @@ type Querier interface {
 	PeriodicList(ctx context.Context) ([]PeriodicTask, error)
 	// Archiving twice keeps the first archive time.
 	PropertyArchive(ctx context.Context, arg PropertyArchiveParams) (uuid.UUID, error)
+	// A contact's properties, active and all (archived kept as history): both are bounded.
+	PropertyCount(ctx context.Context, arg PropertyCountParams) (PropertyCountRow, error)
 	PropertyInsert(ctx context.Context, arg PropertyInsertParams) (uuid.UUID, error)
 	// Leaves the row alone when the standardised form would collide with another active property.
 	PropertyUpdateAddress(ctx context.Context, arg PropertyUpdateAddressParams) (int64, error)

@@ -3,6 +3,7 @@ package contact
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -43,6 +44,11 @@ var activityEvents = map[string]webhook.EventType{
 // MaxActivityFuture is how far in the future an occurredAt may be (clock skew).
 const MaxActivityFuture = 5 * time.Minute
 
+// MaxActivityDetailsBytes bounds an activity's details as JSON. They are stored, and sent
+// in the event's payload to every subscriber, in feed pages and in replays: without a bound
+// below the body limit, every copy of a busy account's events is as big as its biggest body.
+const MaxActivityDetailsBytes = 8 << 10
+
 // ActivityInput is one reported activity.
 type ActivityInput struct {
 	Type string
@@ -66,6 +72,10 @@ func (s *Service) RecordActivity(ctx context.Context, accountID uuid.UUID, rawID
 		if at.After(now.Add(MaxActivityFuture)) {
 			return Contact{}, false, apperr.Invalid(apperr.Field("body.occurredAt", "maximum", "must not be more than 5 minutes in the future"))
 		}
+	}
+	if len(in.Details) > MaxActivityDetailsBytes {
+		return Contact{}, false, apperr.Invalid(apperr.Field("body.details", "maxBytes",
+			fmt.Sprintf("must be at most %d bytes as JSON (it is %d)", MaxActivityDetailsBytes, len(in.Details))))
 	}
 	activityID := uuid.Must(uuid.NewV7()).String()
 	if in.ID != nil {

@@ -3,6 +3,7 @@ package contact
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/google/uuid"
 
@@ -18,6 +19,17 @@ var (
 	ErrPropertyNotFound  = apperr.New(apperr.KindNotFound, "PropertyDoesNotExist", "property does not exist")
 	errInvalidAddress    = apperr.New(apperr.KindInvalid, "InvalidAddress", "the address could not be parsed as a US address")
 	errDuplicateProperty = apperr.New(apperr.KindInvalid, "DuplicateProperty", "the contact already has this address")
+	errTooManyProperties = apperr.Invalid(apperr.FieldError{Field: "body.address", Reason: "maxProperties",
+		Message: fmt.Sprintf("a contact has at most %d active properties and %d in all with the archived ones: archive one, or delete and recreate the contact",
+			MaxActiveProperties, MaxProperties)})
+)
+
+// A contact's properties are bounded, so that one contact cannot grow without end (each
+// add rewrites the contact's copy of its active properties, and every read carries them):
+// MaxActiveProperties active ones, MaxProperties with the archived ones kept as history.
+const (
+	MaxActiveProperties = 50
+	MaxProperties       = 500
 )
 
 // AddProperty parses raw into a new property of the contact and returns the contact. The
@@ -37,6 +49,13 @@ func (s *Service) AddProperty(ctx context.Context, accountID uuid.UUID, rawID, r
 		row, err := s.lock(ctx, tx, accountID, id)
 		if err != nil {
 			return err
+		}
+		n, err := tx.PropertyCount(ctx, db.PropertyCountParams{AccountID: accountID, ContactID: id})
+		if err != nil {
+			return err
+		}
+		if n.Active >= MaxActiveProperties || n.Total >= MaxProperties {
+			return errTooManyProperties
 		}
 		err = insertProperty(ctx, tx, accountID, id, p, raw, s.now())
 		if errors.Is(store.Translate(err), apperr.ErrNoRows) {

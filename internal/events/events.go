@@ -52,12 +52,16 @@ func New(st *store.Store, retention time.Duration, now func() time.Time, log *sl
 
 // Page is a page of the feed: the events' payloads, exactly as delivered, and where to go on.
 type Page struct {
-	Events [][]byte
+	Events []string
 	// Next is the cursor after the last event (the one given, after an empty page).
 	Next string
-	// More is whether the page was full: more may be ready now.
+	// More is whether the page was full (limit events, or MaxPageBytes): more may be ready now.
 	More bool
 }
+
+// MaxPageBytes is about the most a page of the feed holds: a page ends with the event that
+// reaches it.
+const MaxPageBytes = 1 << 20
 
 // Feed returns up to limit of the account's events after the cursor after ("" from the
 // oldest kept), of eventType only when it is set.
@@ -69,15 +73,16 @@ func (s *Service) Feed(ctx context.Context, accountID uuid.UUID, after string, e
 	var rows []db.EventsFeedRow
 	err = s.store.Read(ctx, func(q *db.Queries) (err error) {
 		rows, err = q.EventsFeed(ctx, db.EventsFeedParams{AccountID: accountID, EventType: eventType,
-			AfterXid: strconv.FormatUint(pos.xid, 10), AfterEvent: pos.event, RowLimit: int32(limit)})
+			AfterXid: strconv.FormatUint(pos.xid, 10), AfterEvent: pos.event, RowLimit: int32(limit), MaxBytes: MaxPageBytes})
 		return err
 	})
 	if err != nil {
 		return Page{}, err
 	}
-	p := Page{Events: make([][]byte, len(rows)), More: len(rows) == limit}
+	p := Page{Events: make([]string, len(rows)), More: len(rows) == limit}
 	for i, r := range rows {
-		p.Events[i] = []byte(r.Payload)
+		p.Events[i] = r.Payload
+		p.More = p.More || r.Upto >= MaxPageBytes
 		if pos.xid, err = strconv.ParseUint(r.PositionXid, 10, 64); err != nil {
 			return Page{}, err
 		}

@@ -83,7 +83,7 @@ func TestFeedPollerNeverSkipsALateCommit(t *testing.T) {
 		}
 		for _, e := range p.Events {
 			var v struct{ EventID uuid.UUID }
-			if err := json.Unmarshal(e, &v); err != nil {
+			if err := json.Unmarshal([]byte(e), &v); err != nil {
 				t.Fatal(err)
 			}
 			seen[v.EventID]++
@@ -213,7 +213,7 @@ func TestFeedOrdersTransactionsNumerically(t *testing.T) {
 			t.Fatalf("page: %v %v", p, err)
 		}
 		var v struct{ Xid string }
-		_ = json.Unmarshal(p.Events[0], &v)
+		_ = json.Unmarshal([]byte(p.Events[0]), &v)
 		got, cursor = append(got, v.Xid), p.Next
 	}
 	if fmt.Sprint(got) != "[9 10 100]" {

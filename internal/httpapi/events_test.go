@@ -3,12 +3,15 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/contact"
+	"github.com/contactd/contactd/internal/events"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -160,5 +163,63 @@ func TestReplayWindow(t *testing.T) {
 	a.Do("DELETE", "/public/v1/webhooks/"+sub.SubscriptionId, key, nil)
 	if r := a.Do("POST", "/public/v1/webhooks/"+sub.SubscriptionId+"/replay", key, body); r.Status != 400 {
 		t.Errorf("a removed subscription: %d %s", r.Status, r.Body)
+	}
+}
+
+// A page of the feed ends at about 1 MiB of events, with hasMore, however many were asked
+// for: a reader of big events gets every one, once, in order, over more pages. Details over
+// 8 KiB are refused, naming the rule.
+func TestFeedPagesAreBoundedInBytes(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	id := createContact(t, a, key, map[string]any{"email": "big@example.com"}).Contact.ContactId
+	filler := strings.Repeat("x", contact.MaxActivityDetailsBytes-64)
+	if _, r := activity(t, a, key, id, map[string]any{"type": "AIHandoff", "details": map[string]any{"note": filler + strings.Repeat("y", 100)}}); r.Status != 400 ||
+		r.Error(t).Code != api.ErrorCodeInvalidRequest || !strings.Contains(string(r.Body), `"reason":"maxBytes"`) {
+		t.Fatalf("details over 8 KiB: %d %s", r.Status, r.Body)
+	}
+	const n = 300 // 300 events of 8 KiB: about 2.4 MiB
+	for i := range n {
+		if _, r := activity(t, a, key, id, map[string]any{"type": "AIHandoff", "activityId": fmt.Sprintf("h%03d", i),
+			"details": map[string]any{"note": filler}}); r.Status != 200 {
+			t.Fatalf("activity %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	var handoffs []string
+	pages, cursor := 0, ""
+	testkit.Eventually(t, "every handoff", func() bool {
+		q := "/public/v1/events?eventType=FelixAIHandoff&limit=1000"
+		if cursor != "" {
+			q += "&after=" + url.QueryEscape(cursor)
+		}
+		r := a.Do("GET", q, key, nil)
+		if r.Status != 200 {
+			t.Fatalf("feed: %d %s", r.Status, r.Body)
+		}
+		var l api.EventList
+		r.JSON(t, &l)
+		if len(r.Body) > events.MaxPageBytes+2*contact.MaxActivityDetailsBytes {
+			t.Fatalf("a page of %d bytes", len(r.Body))
+		}
+		if len(l.Events) > 0 {
+			pages++
+		}
+		for _, e := range l.Events {
+			handoffs = append(handoffs, e.EventId)
+		}
+		cursor = l.NextCursor
+		t.Logf("page: %d events, %d bytes, hasMore %v, %d in all", len(l.Events), len(r.Body), l.HasMore, len(handoffs))
+		return len(handoffs) >= n && !l.HasMore
+	})
+	seen := map[string]bool{}
+	for _, h := range handoffs {
+		seen[h] = true
+	}
+	if len(handoffs) != n || len(seen) != n {
+		t.Errorf("%d handoffs read, want %d, each once", len(handoffs), n)
+	}
+	if pages < 3 {
+		t.Errorf("%d pages of events for 2.4 MiB, want at least 3", pages)
 	}
 }

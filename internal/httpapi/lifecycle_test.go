@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -299,6 +300,63 @@ func TestProperties(t *testing.T) {
 	}
 	if r := a.Do("POST", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000/property", key, map[string]any{"address": "1 Main St, Springfield, IL 62704"}); r.Status != 404 || r.Error(t).Code != api.ErrorCodeContactDoesNotExist {
 		t.Errorf("add to unknown contact: %d %s", r.Status, r.Body)
+	}
+}
+
+// A contact holds at most 50 active properties, and 500 with the archived ones: the next add
+// is refused with the rule named, and nothing is written.
+func TestPropertiesAreBounded(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	address := func(n int) string { return fmt.Sprintf("%d N Main St, Springfield, IL 62704", 100+n) }
+	id := createContact(t, a, key, map[string]any{"email": "many@example.com", "address": address(0)}).Contact.ContactId
+	add := func(n int) *testkit.Response {
+		return a.Do("POST", "/public/v1/contact/"+id+"/property", key, map[string]any{"address": address(n)})
+	}
+	for n := 1; n < contact.MaxActiveProperties; n++ {
+		if r := add(n); r.Status != 200 {
+			t.Fatalf("property %d: %d %s", n+1, r.Status, r.Body)
+		}
+	}
+	refused := func(what string) {
+		t.Helper()
+		r := add(1000)
+		e := r.Error(t)
+		if r.Status != 400 || e.Code != api.ErrorCodeInvalidRequest || e.Data == nil || e.Data.Errors == nil ||
+			len(*e.Data.Errors) != 1 || (*e.Data.Errors)[0].Reason != "maxProperties" || (*e.Data.Errors)[0].Field != "body.address" {
+			t.Errorf("%s: %d %s", what, r.Status, r.Body)
+		}
+	}
+	refused("a 51st active property")
+	c := getContact(t, a, key, id)
+	if len(c.Properties) != contact.MaxActiveProperties {
+		t.Fatalf("%d active properties, want %d", len(c.Properties), contact.MaxActiveProperties)
+	}
+	if r := a.Do("POST", "/public/v1/contact/property/"+c.Properties[0].PropertyId+"/archive", key, nil); r.Status != 200 {
+		t.Fatalf("archive: %d %s", r.Status, r.Body)
+	}
+	if r := add(1000); r.Status != 200 {
+		t.Errorf("with one archived, an add: %d %s", r.Status, r.Body)
+	}
+	// the archived ones are history, bounded too: fill it to 500 in all
+	if _, err := a.Store.Pool.Exec(context.Background(), `
+		INSERT INTO properties (account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,
+		                        city, county, state, zip, normalized, created_at, archived_at)
+		SELECT account_id, gen_random_uuid(), contact_id, raw_address, apt_or_unit_number, street_address,
+		       city, county, state, zip, normalized || ' #' || g, created_at, now()
+		FROM properties, generate_series(1, $2::int - (SELECT count(*) FROM properties WHERE contact_id = $1)::int) g
+		WHERE contact_id = $1 AND property_id = (SELECT property_id FROM properties WHERE contact_id = $1 ORDER BY property_id LIMIT 1)`,
+		id, contact.MaxProperties); err != nil {
+		t.Fatal(err)
+	}
+	if r := a.Do("POST", "/public/v1/contact/property/"+getContact(t, a, key, id).Properties[0].PropertyId+"/archive", key, nil); r.Status != 200 {
+		t.Fatalf("archive: %d %s", r.Status, r.Body)
+	}
+	refused("a 501st property, 49 of them active")
+	var total int
+	if err := a.Store.Pool.QueryRow(context.Background(), `SELECT count(*) FROM properties WHERE contact_id = $1`, id).Scan(&total); err != nil || total != contact.MaxProperties {
+		t.Errorf("%d properties stored (%v), want %d", total, err, contact.MaxProperties)
 	}
 }
 

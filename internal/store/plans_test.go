@@ -157,10 +157,10 @@ func TestDataOutQueriesUseIndexes(t *testing.T) {
 			q.ContactsByIDs(ctx, db.ContactsByIDsParams{AccountID: account, Ids: []uuid.UUID{someone, uuid.New()}})
 		},
 		"feed": func(q *db.Queries) {
-			q.EventsFeed(ctx, db.EventsFeedParams{AccountID: account, AfterXid: "0", RowLimit: 1000})
+			q.EventsFeed(ctx, db.EventsFeedParams{AccountID: account, AfterXid: "0", RowLimit: 1000, MaxBytes: 1 << 20})
 		},
 		"feed of a type": func(q *db.Queries) {
-			q.EventsFeed(ctx, db.EventsFeedParams{AccountID: account, EventType: str("TagsRemoved"), AfterXid: "0", RowLimit: 1000})
+			q.EventsFeed(ctx, db.EventsFeedParams{AccountID: account, EventType: str("TagsRemoved"), AfterXid: "0", RowLimit: 1000, MaxBytes: 1 << 20})
 		},
 		"event": func(q *db.Queries) { q.EventGet(ctx, db.EventGetParams{AccountID: account, EventID: someone}) },
 		"replay": func(q *db.Queries) {

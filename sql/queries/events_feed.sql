@@ -2,16 +2,27 @@
 -- The account's events after the cursor (@after_xid, @after_event), in the order of the
 -- transactions that wrote them, and only those of transactions below this statement's
 -- snapshot xmin: every transaction that could still add an event before them has finished,
--- so an event committed late can never land behind a cursor already handed out.
-SELECT /* plan per call */ event_id, event_type, payload::text AS payload, xid::text AS position_xid
-FROM webhook_events
-WHERE account_id = @account_id
-  AND (sqlc.narg('event_type')::text IS NULL OR event_type = sqlc.narg('event_type')::text)
-  AND (xid, event_id) > ((@after_xid::text)::xid8, @after_event::uuid)
-  AND xid < pg_snapshot_xmin(pg_current_snapshot())
-  AND NOT test
-ORDER BY webhook_events.xid, event_id -- the column, not the text alias
-LIMIT @row_limit;
+-- so an event committed late can never land behind a cursor already handed out. The page
+-- ends once its events reach @max_bytes (the event that crosses it included, so at least
+-- one), so a page of big events costs its reader about @max_bytes, not @row_limit of them.
+SELECT event_id, event_type, payload, position_xid, upto
+FROM (
+    SELECT event_id, event_type, payload, position_xid, xid,
+           sum(octet_length(payload)) OVER (ORDER BY xid, event_id ROWS UNBOUNDED PRECEDING)::bigint AS upto
+    FROM (
+        SELECT /* plan per call */ event_id, event_type, payload::text AS payload, xid::text AS position_xid, xid
+        FROM webhook_events
+        WHERE account_id = @account_id
+          AND (sqlc.narg('event_type')::text IS NULL OR event_type = sqlc.narg('event_type')::text)
+          AND (xid, event_id) > ((@after_xid::text)::xid8, @after_event::uuid)
+          AND xid < pg_snapshot_xmin(pg_current_snapshot())
+          AND NOT test
+        ORDER BY webhook_events.xid, event_id -- the column, not the text alias
+        LIMIT @row_limit
+    ) page
+) sized
+WHERE upto - octet_length(payload) < @max_bytes::bigint
+ORDER BY xid, event_id;
 
 -- name: EventGet :one
 SELECT payload::text AS payload FROM webhook_events WHERE account_id = $1 AND event_id = $2 AND NOT test;

@@ -22,3 +22,8 @@ WHERE p.account_id = @account_id AND p.property_id = @property_id AND p.archived
                   WHERE o.account_id = p.account_id AND o.contact_id = p.contact_id
                     AND o.property_id <> p.property_id AND o.archived_at IS NULL
                     AND o.normalized = @normalized);
+
+-- name: PropertyCount :one
+-- A contact's properties, active and all (archived kept as history): both are bounded.
+SELECT count(*) FILTER (WHERE archived_at IS NULL) AS active, count(*) AS total
+FROM properties WHERE account_id = @account_id AND contact_id = @contact_id;
