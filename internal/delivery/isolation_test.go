@@ -174,3 +174,58 @@ func TestRetryAfterHoldsBackTheSubscription(t *testing.T) {
 		t.Errorf("the next delivery came %v after a Retry-After of 2 s", wait)
 	}
 }
+
+// Workers are shared between accounts by what they hold, not by age: account A's three
+// receivers each hold a worker (every one of the 3) with 57 more of its deliveries due
+// behind them; account B's one delivery, due after all of them, is the next attempt made
+// when one of A's ends. (Before, the freed worker went on with A's next delivery, and the
+// dispatcher gave the next free one to A's oldest.)
+func TestAnAccountsBacklogQueuesBehindItself(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, testkit.LocalDelivery, func(c *testkit.Config) {
+		c.WebhookTimeout, c.WebhookRescueAfter, c.WebhookWorkers, c.WebhookMaxInFlight = time.Hour, 2*time.Hour, 3, 4
+	})
+	_, keyA := a.Account("busy")
+	_, keyB := a.Account("quiet")
+	var arrivals atomic.Int32
+	release := make(chan struct{}, 100)
+	for i := range 3 {
+		rc := testkit.NewReceiver(t)
+		rc.Respond = func(n int, w http.ResponseWriter, r *http.Request) {
+			arrivals.Add(1)
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			w.WriteHeader(http.StatusNoContent)
+		}
+		if r := a.Do("POST", "/public/v1/webhooks", keyA, map[string]any{"url": fmt.Sprintf("%s?a=%d", rc.URL, i), "eventType": "TagsAdded"}); r.Status != 200 {
+			t.Fatalf("subscribe: %d %s", r.Status, r.Body)
+		}
+	}
+	b := testkit.NewReceiver(t)
+	var bArrivedAs atomic.Int32
+	b.Respond = func(n int, w http.ResponseWriter, r *http.Request) {
+		bArrivedAs.Store(arrivals.Add(1))
+		w.WriteHeader(http.StatusNoContent)
+	}
+	if r := a.Do("POST", "/public/v1/webhooks", keyB, map[string]any{"url": b.URL, "eventType": "TagsAdded"}); r.Status != 200 {
+		t.Fatalf("subscribe: %d %s", r.Status, r.Body)
+	}
+	for i := range 20 {
+		if r := a.Do("POST", "/public/v1/contact", keyA, map[string]any{"email": fmt.Sprintf("a%d@example.com", i), "tags": []string{"x"}}); r.Status != 200 {
+			t.Fatalf("create: %d %s", r.Status, r.Body)
+		}
+	}
+	a.StartWorkers()
+	t.Cleanup(func() { close(release) }) // before the workers stop: cleanups run last first
+	testkit.Eventually(t, "A's receivers holding the 3 workers", func() bool { return arrivals.Load() == 3 })
+	if r := a.Do("POST", "/public/v1/contact", keyB, map[string]any{"email": "b@example.com", "tags": []string{"x"}}); r.Status != 200 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	release <- struct{}{} // one of A's attempts ends: its worker is the only free one
+	b.Next(t)
+	if got := bArrivedAs.Load(); got != 4 {
+		t.Errorf("B's delivery was attempt %d to arrive, want 4 (the first after A's three)", got)
+	}
+}

@@ -69,6 +69,7 @@ func (s *Service) claim(ctx context.Context, max int) ([]queue.Work, bool, error
 			MaxInFlight: int32(s.opt.MaxInFlight), ThrottleShare: throttleShare})
 		return err
 	})
+	s.saturated.Store(err == nil && len(rows) >= max)
 	work := make([]queue.Work, len(rows))
 	for i, r := range rows {
 		a, d := claimedDelivery(r)

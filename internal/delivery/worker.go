@@ -54,6 +54,11 @@ type Service struct {
 	secrets *webhook.Secrets
 	// stopping stops workers from going on to a subscription's next delivery (Stop).
 	stopping atomic.Bool
+	// saturated is set while the dispatcher's last claim filled every free worker: due
+	// deliveries then outnumber the workers, and a freed worker goes back to the dispatcher,
+	// whose claim shares the workers between accounts, instead of going on with its own
+	// subscription (which would keep one account's backlog on every worker).
+	saturated atomic.Bool
 	// liveness remembers which accounts are live (uuid.UUID -> bool).
 	liveness sync.Map
 }
@@ -112,8 +117,8 @@ func (s *Service) Attempt(ctx context.Context, a Args) error {
 
 // attempt is a worker's attempt of a claimed delivery. A failure to record it (the database
 // away) is logged; the lease then ends and the same attempt is made again.
-// After a success it goes on with the subscription's next due delivery, while there is one
-// and the service is not stopping.
+// After a success it goes on with the subscription's next due delivery, while there is one,
+// the service is not stopping and the workers are not saturated.
 func (s *Service) attempt(ctx context.Context, a Args, d db.DeliveryLoadRow) {
 	for {
 		ok, err := s.makeAttempt(ctx, a, d)
@@ -121,7 +126,7 @@ func (s *Service) attempt(ctx context.Context, a Args, d db.DeliveryLoadRow) {
 			s.log.Warn("webhooks: recording an attempt failed; it will be made again",
 				slog.String("delivery_id", a.DeliveryID.String()), slog.Any("error", err))
 		}
-		if !ok || err != nil || ctx.Err() != nil || s.stopping.Load() {
+		if !ok || err != nil || ctx.Err() != nil || s.stopping.Load() || s.saturated.Load() {
 			return
 		}
 		var more bool
