@@ -5,6 +5,9 @@ GO    ?= go
 TOOLS := $(GO) tool -modfile=tools/go.mod
 # Pure-Go builds: sqlc then uses its wasm parser (no cgo), much faster to build cold.
 export CGO_ENABLED ?= 0
+# Builds that do not depend on where the clone is: a fresh clone (as CI makes) reuses the build
+# cache of an earlier one instead of compiling every package of the module again.
+export GOFLAGS ?= -trimpath
 
 .PHONY: bench-tools console-screenshots bench-bulk cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
 
