@@ -2149,7 +2149,12 @@ type ClientInterface interface {
 	// that lost events, or was away longer than the retries). Each keeps its `eventId`, so
 	// the `webhook-id` a receiver dedupes on is the one it may have seen; they are queued in
 	// the feed's order, and receivers order by `eventDate` as always. A removed
-	// subscription cannot be replayed to (`400`).
+	// subscription cannot be replayed to (`400`). One replay queues at most 10,000 events:
+	// a window holding more is refused (`400`, reason `maxEvents`; replay shorter windows),
+	// and so is a replay that would leave more than 10,000 of the subscription's deliveries
+	// pending (`429` with `Retry-After`: retry once the earlier ones are delivered). The
+	// workers are shared between accounts, so a replay delays the account's own deliveries,
+	// not other accounts'.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2163,7 +2168,12 @@ type ClientInterface interface {
 	// that lost events, or was away longer than the retries). Each keeps its `eventId`, so
 	// the `webhook-id` a receiver dedupes on is the one it may have seen; they are queued in
 	// the feed's order, and receivers order by `eventDate` as always. A removed
-	// subscription cannot be replayed to (`400`).
+	// subscription cannot be replayed to (`400`). One replay queues at most 10,000 events:
+	// a window holding more is refused (`400`, reason `maxEvents`; replay shorter windows),
+	// and so is a replay that would leave more than 10,000 of the subscription's deliveries
+	// pending (`429` with `Retry-After`: retry once the earlier ones are delivered). The
+	// workers are shared between accounts, so a replay delays the account's own deliveries,
+	// not other accounts'.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2936,7 +2946,12 @@ func (c *Client) RedeliverWebhook(ctx context.Context, subscriptionId Subscripti
 // that lost events, or was away longer than the retries). Each keeps its `eventId`, so
 // the `webhook-id` a receiver dedupes on is the one it may have seen; they are queued in
 // the feed's order, and receivers order by `eventDate` as always. A removed
-// subscription cannot be replayed to (`400`).
+// subscription cannot be replayed to (`400`). One replay queues at most 10,000 events:
+// a window holding more is refused (`400`, reason `maxEvents`; replay shorter windows),
+// and so is a replay that would leave more than 10,000 of the subscription's deliveries
+// pending (`429` with `Retry-After`: retry once the earlier ones are delivered). The
+// workers are shared between accounts, so a replay delays the account's own deliveries,
+// not other accounts'.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2960,7 +2975,12 @@ func (c *Client) ReplayWebhookWithBody(ctx context.Context, subscriptionId Subsc
 // that lost events, or was away longer than the retries). Each keeps its `eventId`, so
 // the `webhook-id` a receiver dedupes on is the one it may have seen; they are queued in
 // the feed's order, and receivers order by `eventDate` as always. A removed
-// subscription cannot be replayed to (`400`).
+// subscription cannot be replayed to (`400`). One replay queues at most 10,000 events:
+// a window holding more is refused (`400`, reason `maxEvents`; replay shorter windows),
+// and so is a replay that would leave more than 10,000 of the subscription's deliveries
+// pending (`429` with `Retry-After`: retry once the earlier ones are delivered). The
+// workers are shared between accounts, so a replay delays the account's own deliveries,
+// not other accounts'.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5120,7 +5140,12 @@ type ClientWithResponsesInterface interface {
 	// that lost events, or was away longer than the retries). Each keeps its `eventId`, so
 	// the `webhook-id` a receiver dedupes on is the one it may have seen; they are queued in
 	// the feed's order, and receivers order by `eventDate` as always. A removed
-	// subscription cannot be replayed to (`400`).
+	// subscription cannot be replayed to (`400`). One replay queues at most 10,000 events:
+	// a window holding more is refused (`400`, reason `maxEvents`; replay shorter windows),
+	// and so is a replay that would leave more than 10,000 of the subscription's deliveries
+	// pending (`429` with `Retry-After`: retry once the earlier ones are delivered). The
+	// workers are shared between accounts, so a replay delays the account's own deliveries,
+	// not other accounts'.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5134,7 +5159,12 @@ type ClientWithResponsesInterface interface {
 	// that lost events, or was away longer than the retries). Each keeps its `eventId`, so
 	// the `webhook-id` a receiver dedupes on is the one it may have seen; they are queued in
 	// the feed's order, and receivers order by `eventDate` as always. A removed
-	// subscription cannot be replayed to (`400`).
+	// subscription cannot be replayed to (`400`). One replay queues at most 10,000 events:
+	// a window holding more is refused (`400`, reason `maxEvents`; replay shorter windows),
+	// and so is a replay that would leave more than 10,000 of the subscription's deliveries
+	// pending (`429` with `Retry-After`: retry once the earlier ones are delivered). The
+	// workers are shared between accounts, so a replay delays the account's own deliveries,
+	// not other accounts'.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8604,7 +8634,12 @@ func (c *ClientWithResponses) RedeliverWebhookWithResponse(ctx context.Context, 
 // that lost events, or was away longer than the retries). Each keeps its `eventId`, so
 // the `webhook-id` a receiver dedupes on is the one it may have seen; they are queued in
 // the feed's order, and receivers order by `eventDate` as always. A removed
-// subscription cannot be replayed to (`400`).
+// subscription cannot be replayed to (`400`). One replay queues at most 10,000 events:
+// a window holding more is refused (`400`, reason `maxEvents`; replay shorter windows),
+// and so is a replay that would leave more than 10,000 of the subscription's deliveries
+// pending (`429` with `Retry-After`: retry once the earlier ones are delivered). The
+// workers are shared between accounts, so a replay delays the account's own deliveries,
+// not other accounts'.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8624,7 +8659,12 @@ func (c *ClientWithResponses) ReplayWebhookWithBodyWithResponse(ctx context.Cont
 // that lost events, or was away longer than the retries). Each keeps its `eventId`, so
 // the `webhook-id` a receiver dedupes on is the one it may have seen; they are queued in
 // the feed's order, and receivers order by `eventDate` as always. A removed
-// subscription cannot be replayed to (`400`).
+// subscription cannot be replayed to (`400`). One replay queues at most 10,000 events:
+// a window holding more is refused (`400`, reason `maxEvents`; replay shorter windows),
+// and so is a replay that would leave more than 10,000 of the subscription's deliveries
+// pending (`429` with `Retry-After`: retry once the earlier ones are delivered). The
+// workers are shared between accounts, so a replay delays the account's own deliveries,
+// not other accounts'.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

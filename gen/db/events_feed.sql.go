@@ -168,3 +168,49 @@ func (q *Queries) EventsReplay(ctx context.Context, arg EventsReplayParams) (int
 	err := row.Scan(&queued)
 	return queued, err
 }
+
+const replayRoom = `-- name: ReplayRoom :one
+SELECT
+    (SELECT count(*)::int FROM (
+        SELECT 1 FROM webhook_events e JOIN webhook_subscriptions s
+          ON s.account_id = e.account_id AND s.event_type = e.event_type
+        WHERE s.account_id = $1 AND s.subscription_id = $2
+          AND e.occurred_at >= $3::timestamptz AND e.occurred_at < $4::timestamptz AND NOT e.test
+        LIMIT $5::int) w) AS events,
+    (SELECT count(*)::int FROM (
+        SELECT 1 FROM webhook_deliveries d
+        WHERE d.account_id = $1 AND d.subscription_id = $2 AND d.status = 'Pending'
+        LIMIT $6::int) p) AS pending
+`
+
+type ReplayRoomParams struct {
+	AccountID      uuid.UUID
+	SubscriptionID uuid.UUID
+	Since          time.Time
+	Until          time.Time
+	EventsLimit    int32
+	PendingLimit   int32
+}
+
+type ReplayRoomRow struct {
+	Events  int32
+	Pending int32
+}
+
+// For a replay's bounds: how many events of the subscription's type occurred in the window
+// (counted up to one more than the bound), and how many of its deliveries are Pending
+// (counted up to the bound). Each count stops at its bound, so it costs at most that many
+// index entries however big the account.
+func (q *Queries) ReplayRoom(ctx context.Context, arg ReplayRoomParams) (ReplayRoomRow, error) {
+	row := q.db.QueryRow(ctx, replayRoom,
+		arg.AccountID,
+		arg.SubscriptionID,
+		arg.Since,
+		arg.Until,
+		arg.EventsLimit,
+		arg.PendingLimit,
+	)
+	var i ReplayRoomRow
+	err := row.Scan(&i.Events, &i.Pending)
+	return i, err
+}

@@ -207,6 +207,11 @@ type Querier interface {
 	PropertyInsert(ctx context.Context, arg PropertyInsertParams) (uuid.UUID, error)
 	// Leaves the row alone when the standardised form would collide with another active property.
 	PropertyUpdateAddress(ctx context.Context, arg PropertyUpdateAddressParams) (int64, error)
+	// For a replay's bounds: how many events of the subscription's type occurred in the window
+	// (counted up to one more than the bound), and how many of its deliveries are Pending
+	// (counted up to the bound). Each count stops at its bound, so it costs at most that many
+	// index entries however big the account.
+	ReplayRoom(ctx context.Context, arg ReplayRoomParams) (ReplayRoomRow, error)
 	SandboxGet(ctx context.Context, liveAccountID *uuid.UUID) (uuid.UUID, error)
 	// The live account's sandbox, made on first use (racing makers: one wins, all get its id).
 	SandboxInsert(ctx context.Context, arg SandboxInsertParams) (uuid.UUID, error)

@@ -6,6 +6,7 @@ package apperr
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Kind decides the HTTP status of an error; Code is the machine-readable name clients see.
@@ -43,7 +44,9 @@ type Error struct {
 	Fields  []FieldError
 	// ContactID names the existing contact of a DuplicateContact.
 	ContactID string
-	Cause     error
+	// RetryAfter, on a refusal of KindRateLimited, is sent as Retry-After (whole seconds).
+	RetryAfter time.Duration
+	Cause      error
 }
 
 func (e *Error) Error() string {

@@ -156,6 +156,16 @@ func decodeCursor(c string) (time.Time, uuid.UUID, int32, error) {
 // MaxReplayWindow bounds a replay's window: no event is kept longer by default.
 const MaxReplayWindow = 31 * 24 * time.Hour
 
+// MaxReplayEvents bounds what one request queues: a window of more events is refused (400),
+// and so is a replay that would leave more than this many of the subscription's deliveries
+// Pending (429, until the earlier ones are delivered). One request cannot queue a month of a
+// busy account's events, and repeated replays cannot pile up without end.
+const MaxReplayEvents = 10_000
+
+// replayRetryAfter is when to try a refused replay again: time for a receiver to take a good
+// part of the backlog.
+const replayRetryAfter = time.Minute
+
 // Replay queues one more delivery to the subscription of each kept event of its type that
 // occurred in [since, until), in the feed's order, and returns how many it queued.
 func (s *Service) Replay(ctx context.Context, account uuid.UUID, rawSub string, since, until time.Time) (int, error) {
@@ -171,6 +181,21 @@ func (s *Service) Replay(ctx context.Context, account uuid.UUID, rawSub string, 
 	}
 	var n int64
 	err := s.store.InTx(ctx, func(tx store.Tx) (err error) {
+		room, err := tx.ReplayRoom(ctx, db.ReplayRoomParams{AccountID: account, SubscriptionID: sub, Since: since, Until: until,
+			EventsLimit: MaxReplayEvents + 1, PendingLimit: MaxReplayEvents})
+		switch {
+		case err != nil:
+			return err
+		case room.Events > MaxReplayEvents:
+			return apperr.Invalid(apperr.Field("body.since", "maxEvents",
+				fmt.Sprintf("the window holds more than %d events, the most one replay queues: replay shorter windows", MaxReplayEvents)))
+		case room.Pending+room.Events > MaxReplayEvents:
+			e := apperr.New(apperr.KindRateLimited, "TooManyRequests", fmt.Sprintf(
+				"the subscription has %d deliveries pending: a replay of %d more events would pass %d; retry when they are delivered",
+				room.Pending, room.Events, MaxReplayEvents))
+			e.RetryAfter = replayRetryAfter
+			return e
+		}
 		n, err = tx.EventsReplay(ctx, db.EventsReplayParams{AccountID: account, SubscriptionID: sub,
 			Since: since, Until: until, Now: s.now()})
 		if err == nil && n > 0 {

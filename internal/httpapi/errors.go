@@ -3,7 +3,9 @@ package httpapi
 import (
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -44,6 +46,9 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		s.log.ErrorContext(c.Request().Context(), "request failed",
 			slog.String("request_id", requestID(c)), slog.Any("error", err))
 		e = &apperr.Error{Kind: e.Kind, Code: e.Code, Message: "internal error; request id " + requestID(c)}
+	}
+	if e.RetryAfter > 0 {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 	}
 	body := errorBody(e)
 	if c.Request().Method == http.MethodHead {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/contact"
+	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/events"
 	"github.com/contactd/contactd/internal/testkit"
 )
@@ -163,6 +164,51 @@ func TestReplayWindow(t *testing.T) {
 	a.Do("DELETE", "/public/v1/webhooks/"+sub.SubscriptionId, key, nil)
 	if r := a.Do("POST", "/public/v1/webhooks/"+sub.SubscriptionId+"/replay", key, body); r.Status != 400 {
 		t.Errorf("a removed subscription: %d %s", r.Status, r.Body)
+	}
+}
+
+// A replay queues at most 10,000 events (a longer window is refused, 400, nothing queued),
+// and none that would leave more than 10,000 of the subscription's deliveries pending (429
+// with Retry-After, until those are delivered).
+func TestReplaysAreBounded(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t) // no workers: what a replay queues stays pending
+	account, key := a.Account("acme")
+	var sub api.WebhookSubscription
+	a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": "https://hooks.example.com/x", "eventType": "TagsAdded"}).JSON(t, &sub)
+	day := time.Now().UTC().Truncate(24*time.Hour).Add(-48 * time.Hour)
+	seed := func(from time.Duration, n int) map[string]any {
+		t.Helper()
+		if _, err := a.Store.Pool.Exec(context.Background(), `INSERT INTO webhook_events (account_id, event_id, event_type, payload, occurred_at)
+			SELECT $1, gen_random_uuid(), 'TagsAdded', '{}', $2::timestamptz + g * interval '1 millisecond' FROM generate_series(1, $3::int) g`,
+			account, day.Add(from), n); err != nil {
+			t.Fatal(err)
+		}
+		return map[string]any{"since": day.Add(from).Format("2006-01-02T15:04:05.000Z"), "until": day.Add(from + time.Hour).Format("2006-01-02T15:04:05.000Z")}
+	}
+	tooMany, first, second := seed(0, delivery.MaxReplayEvents+1), seed(2*time.Hour, 6000), seed(4*time.Hour, 6000)
+	replay := func(body map[string]any) *testkit.Response {
+		return a.Do("POST", "/public/v1/webhooks/"+sub.SubscriptionId+"/replay", key, body)
+	}
+	pending := func() int { return a.Count(t, `SELECT count(*) FROM webhook_deliveries WHERE status = 'Pending'`) }
+	if r := replay(tooMany); r.Status != 400 || !strings.Contains(string(r.Body), `"reason":"maxEvents"`) || pending() != 0 {
+		t.Errorf("a window of 10,001 events: %d %s, %d pending", r.Status, r.Body, pending())
+	}
+	var res api.ReplayResult
+	if r := replay(first); r.Status != 200 {
+		t.Fatalf("6,000 events: %d %s", r.Status, r.Body)
+	} else if r.JSON(t, &res); res.Queued != 6000 {
+		t.Fatalf("6,000 events: %s", r.Body)
+	}
+	r := replay(second)
+	if r.Status != 429 || r.Header.Get("Retry-After") != "60" || r.Error(t).Code != api.ErrorCodeTooManyRequests || pending() != 6000 {
+		t.Errorf("6,000 more with 6,000 pending: %d %q %s, %d pending", r.Status, r.Header.Get("Retry-After"), r.Body, pending())
+	}
+	if _, err := a.Store.Pool.Exec(context.Background(), `UPDATE webhook_deliveries SET status = 'Succeeded'`); err != nil {
+		t.Fatal(err)
+	}
+	if r := replay(second); r.Status != 200 || pending() != 6000 {
+		t.Errorf("6,000 more once the first were delivered: %d %s, %d pending", r.Status, r.Body, pending())
 	}
 }
 

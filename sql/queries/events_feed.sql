@@ -54,3 +54,20 @@ FROM sub;
 -- with them), across accounts: the retention task calls it until it deletes fewer.
 DELETE FROM webhook_events
 WHERE ctid = ANY(ARRAY(SELECT ctid FROM webhook_events WHERE occurred_at < @before::timestamptz LIMIT @batch));
+
+-- name: ReplayRoom :one
+-- For a replay's bounds: how many events of the subscription's type occurred in the window
+-- (counted up to one more than the bound), and how many of its deliveries are Pending
+-- (counted up to the bound). Each count stops at its bound, so it costs at most that many
+-- index entries however big the account.
+SELECT
+    (SELECT count(*)::int FROM (
+        SELECT 1 FROM webhook_events e JOIN webhook_subscriptions s
+          ON s.account_id = e.account_id AND s.event_type = e.event_type
+        WHERE s.account_id = @account_id AND s.subscription_id = @subscription_id
+          AND e.occurred_at >= @since::timestamptz AND e.occurred_at < @until::timestamptz AND NOT e.test
+        LIMIT @events_limit::int) w) AS events,
+    (SELECT count(*)::int FROM (
+        SELECT 1 FROM webhook_deliveries d
+        WHERE d.account_id = @account_id AND d.subscription_id = @subscription_id AND d.status = 'Pending'
+        LIMIT @pending_limit::int) p) AS pending;
