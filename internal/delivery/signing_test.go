@@ -177,7 +177,9 @@ func TestRotatedSecretSignsAlongsideTheOldFor24Hours(t *testing.T) {
 	}
 }
 
-// A dump of the database shows no webhook secret and no client secret in clear.
+// A dump of the database (every column of every table) shows no webhook secret, client secret
+// or API key in clear: not in the subscriptions, the accounts, nor the responses kept for
+// Idempotency-Key retries.
 func TestDumpShowsNoSecretInClear(t *testing.T) {
 	t.Parallel()
 	s := newSetup(t, true)
@@ -185,9 +187,16 @@ func TestDumpShowsNoSecretInClear(t *testing.T) {
 	account, _ := s.a.Svc.Auth.AccountByName(ctx, "acme")
 	s.addTags(t, "dump@example.com", "x")
 	s.rc.Next(t) // the client secret exists once a delivery was signed
-	r := s.a.Do("POST", "/public/v1/webhooks/"+s.sub.SubscriptionId+"/secret", s.key, nil)
-	var rotated api.WebhookSecret
+	// rotated, and a second subscription made, with Idempotency-Keys: their responses (the
+	// secrets shown once) are kept for retries, and must be sealed there too
+	r := s.a.Do("POST", "/public/v1/webhooks/"+s.sub.SubscriptionId+"/secret", s.key, nil, "Idempotency-Key", "rotate-1")
+	var rotated, second api.WebhookSecret
 	r.JSON(t, &rotated)
+	s.a.Do("POST", "/public/v1/webhooks", s.key, map[string]any{"url": s.rc.URL + "?second", "eventType": "TagsRemoved"},
+		"Idempotency-Key", "subscribe-2").JSON(t, &second)
+	if rotated.Secret == "" || second.Secret == "" {
+		t.Fatalf("rotate %+v, second subscription %+v", rotated, second)
+	}
 	client, err := s.a.Svc.Secrets.ClientSecret(ctx, account, false)
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +208,11 @@ func TestDumpShowsNoSecretInClear(t *testing.T) {
 	if !strings.Contains(string(dump), "dump@example.com") {
 		t.Fatal("the dump does not hold the data: nothing was checked")
 	}
-	for name, secret := range map[string]string{"the first secret": *s.sub.Secret, "the rotated secret": rotated.Secret, "the client secret": client} {
+	if strings.Contains(string(dump), "whsec_") {
+		t.Error("the dump shows a signing secret's prefix: one is stored in clear")
+	}
+	for name, secret := range map[string]string{"the first secret": *s.sub.Secret, "the rotated secret": rotated.Secret,
+		"the second subscription's secret": second.Secret, "the client secret": client, "the API key": s.key} {
 		for _, part := range []string{secret, strings.TrimPrefix(secret, "whsec_")} {
 			if strings.Contains(string(dump), part) {
 				t.Errorf("the dump shows %s in clear", name)
