@@ -1,0 +1,295 @@
+// Package hostiletest runs one account's attacks on a shared contactd beside another
+// account's ordinary work. It is a package of its own so that the process it measures (its
+// goroutines, its heap) holds this test alone.
+package hostiletest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/config"
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+func TestMain(m *testing.M) { testkit.Main(m) }
+
+// Tenant B attacks with every kind of request that could take what others need: a flood of
+// unauthenticated probes, exports it never reads, the biggest feed pages, replays queued to
+// receivers that hang, the console as fast as it answers. Meanwhile tenant A reads its
+// contact and receives its webhooks, with the default limits on. A gets an answer to every
+// read (no 5xx, no timeout) and every webhook; the process's heap stays bounded while it
+// lasts; and afterwards its goroutines and heap return to where they were.
+func TestAHostileTenantCannotHurtAnother(t *testing.T) {
+	a := testkit.NewAPI(t, testkit.LocalDelivery, func(c *config.Config) {
+		d := config.Default()
+		c.RateReadsPer10s, c.RateWritesPer10s, c.RateAccountPerDay = d.RateReadsPer10s, d.RateWritesPer10s, d.RateAccountPerDay
+		// fewer workers than B's hanging receivers can hold (6 receivers x 4), and a timeout
+		// that frees them now and then: who gets a freed worker is what is tested
+		c.WebhookWorkers, c.WebhookTimeout, c.WebhookRescueAfter = 16, 2*time.Second, 13*time.Second
+		c.WriteTimeout = 3 * time.Second // a stalled export's connection goes at this
+	})
+	ctx := context.Background()
+	accountB, keyB := a.Account("hostile")
+	_, keyA := a.Account("ordinary")
+	client := &http.Client{Transport: testkit.ValidatingTransport(t), Timeout: time.Minute}
+	// B's attack checks its first answer of each kind against the spec and sends the rest
+	// unchecked: validating megabytes of feed pages would spend the CPU the server under test
+	// needs (an attacker's own CPU is elsewhere)
+	plain := &http.Client{Timeout: time.Minute}
+	send := func(c *http.Client, method, path, key string, body string) (int, error) {
+		req, _ := http.NewRequest(method, a.URL+path, strings.NewReader(body))
+		if key != "" {
+			req.Header.Set("x-api-key", key)
+		}
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+
+	// A: one contact, a receiver for its tag changes
+	var created api.CreateContactResult
+	if r := a.Do("POST", "/public/v1/contact", keyA, map[string]any{"email": "a@example.com"}); r.Status != 200 {
+		t.Fatalf("A's contact: %d %s", r.Status, r.Body)
+	} else {
+		r.JSON(t, &created)
+	}
+	contactA := created.Contact.ContactId
+	receiverA := testkit.NewReceiver(t)
+	if r := a.Do("POST", "/public/v1/webhooks", keyA, map[string]any{"url": receiverA.URL, "eventType": "TagsAdded"}); r.Status != 200 {
+		t.Fatalf("A subscribes: %d %s", r.Status, r.Body)
+	}
+
+	// B: 10,000 contacts to export, 2,000 events of 8 KiB for feed pages and replays, six
+	// receivers that answer once and then hang
+	for i := range 10 {
+		var items []string
+		for j := range 1000 {
+			items = append(items, fmt.Sprintf(`{"email":"b%d-%d@example.com","name":"B %d"}`, i, j, j))
+		}
+		if r := a.Do("POST", "/public/v1/contacts/batch", keyB, `{"contacts":[`+strings.Join(items, ",")+`]}`); r.Status != 200 {
+			t.Fatalf("B's batch: %d %s", r.Status, r.Body)
+		}
+	}
+	// one real handoff of 8 KiB, copied 2,000 times under new ids (the feed shows exactly the
+	// stored payload, so the copies are events of the spec too)
+	var one api.CreateContactResult
+	a.Do("POST", "/public/v1/contact", keyB, map[string]any{"email": "handoff@example.com", "tags": []string{"x"}}).JSON(t, &one)
+	if r := a.Do("POST", "/public/v1/contact/"+one.Contact.ContactId+"/activity", keyB, map[string]any{"type": "AIHandoff",
+		"details": map[string]any{"transcript": strings.Repeat("x", 8000)}}); r.Status != 200 {
+		t.Fatalf("B's handoff: %d %s", r.Status, r.Body)
+	}
+	if _, err := a.Store.Pool.Exec(ctx, `INSERT INTO webhook_events (account_id, event_id, event_type, payload, occurred_at)
+		SELECT account_id, id, event_type, replace(payload::text, event_id::text, id::text)::json, occurred_at - g * interval '1 millisecond'
+		FROM (SELECT e.*, g, gen_random_uuid() AS id FROM webhook_events e, generate_series(1, 2000) g
+		      WHERE e.account_id = $1 AND e.event_type = 'FelixAIHandoff') copies`, accountB); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	releaseAll := func() { releaseOnce.Do(func() { close(release) }) }
+	var servers []*http.Server
+	var hanging []string
+	for _, eventType := range []string{"FelixAIHandoff", "TagsAdded"} {
+		for i := range 3 {
+			var n atomic.Int32
+			hang := http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if n.Add(1) > 1 {
+					select {
+					case <-release:
+					case <-r.Context().Done():
+					}
+				}
+				w.WriteHeader(http.StatusNoContent)
+			})}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			go hang.Serve(ln)
+			servers = append(servers, &hang)
+			var sub api.WebhookSubscription
+			if r := a.Do("POST", "/public/v1/webhooks", keyB, map[string]any{"url": fmt.Sprintf("http://%s/%s/%d", ln.Addr(), eventType, i),
+				"eventType": eventType}); r.Status != 200 {
+				t.Fatalf("B subscribes: %d %s", r.Status, r.Body)
+			} else {
+				r.JSON(t, &sub)
+			}
+			hanging = append(hanging, sub.SubscriptionId)
+		}
+	}
+	a.StartWorkers()
+	t.Cleanup(func() { // before the workers stop: cleanups run last first
+		releaseAll()
+		for _, srv := range servers {
+			srv.Close()
+		}
+	})
+
+	// each attack with a key of its own, so that one key's rate limit does not end the others
+	bKey := func(name string) string {
+		k, err := a.Svc.Auth.CreateKey(ctx, accountB, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	before := testkit.TakeBaseline()
+	stopAttack := make(chan struct{})
+	var attacks sync.WaitGroup
+	var attackErrors, attackRequests atomic.Int64
+	attack := func(name string, one func(c *http.Client) error) {
+		attacks.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stopAttack:
+					return
+				default:
+				}
+				c := plain
+				if i == 0 {
+					c = client
+				}
+				attackRequests.Add(1)
+				if err := one(c); err != nil {
+					attackErrors.Add(1)
+					t.Logf("%s: %v", name, err)
+				}
+			}
+		})
+	}
+	// any answer a limit gives is fine for B; an error of the server's (5xx) or none is not
+	answered := func(what string, status int, err error) error {
+		if err == nil && status >= 500 {
+			err = fmt.Errorf("%s answered %d", what, status)
+		}
+		return err
+	}
+	for _, path := range []string{"/readyz", "/healthz"} {
+		attack("probe flood", func(c *http.Client) error {
+			status, err := send(c, "GET", path, "", "")
+			return answered(path, status, err)
+		})
+	}
+	feedKey := bKey("feed")
+	for range 2 {
+		attack("feed pages", func(c *http.Client) error {
+			status, err := send(c, "GET", "/public/v1/events?limit=1000", feedKey, "")
+			return answered("the feed", status, err)
+		})
+	}
+	since, until := time.Now().Add(-2*time.Hour).UTC().Format("2006-01-02T15:04:05.000Z"), time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+	replayKey := bKey("replay")
+	for _, sub := range hanging {
+		attack("replays", func(c *http.Client) error {
+			status, err := send(c, "POST", "/public/v1/webhooks/"+sub+"/replay", replayKey, fmt.Sprintf(`{"since":%q,"until":%q}`, since, until))
+			return answered("a replay", status, err)
+		})
+	}
+	exportKey := bKey("export")
+	for range 3 {
+		attack("stalled exports", func(*http.Client) error { // reads the status line, then never reads again
+			conn, err := net.Dial("tcp", strings.TrimPrefix(a.URL, "http://"))
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			fmt.Fprintf(conn, "GET /public/v1/contacts/export HTTP/1.1\r\nHost: x\r\nx-api-key: %s\r\n\r\n", exportKey)
+			status, err := bufio.NewReaderSize(conn, 16).ReadString('\n')
+			if err != nil {
+				return err
+			}
+			if strings.Contains(status, " 5") {
+				return fmt.Errorf("an export: %s", status)
+			}
+			if strings.Contains(status, " 200") {
+				<-stopAttack // holds it, unread, to the end: the server's write deadline is what ends it
+			}
+			return nil
+		})
+	}
+	jar, _ := cookiejar.New(nil)
+	noRedirect := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	console := map[*http.Client]*http.Client{
+		client: {Jar: jar, Transport: testkit.ValidatingTransport(t), Timeout: time.Minute, CheckRedirect: noRedirect},
+		plain:  {Jar: jar, Timeout: time.Minute, CheckRedirect: noRedirect},
+	}
+	if resp, err := console[client].PostForm(a.URL+"/console/login", url.Values{"key": {bKey("console")}}); err != nil || resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("B signs in to the console: %v %v", resp, err)
+	}
+	attack("console pages", func(c *http.Client) error {
+		status, err := send(console[c], "GET", "/console/contacts", "", "")
+		return answered("a console page", status, err)
+	})
+	attack("console forms", func(c *http.Client) error {
+		resp, err := console[c].PostForm(a.URL+"/console/contacts/x/tags", url.Values{"tag": {strings.Repeat("x", 1<<20)}})
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return answered("a console form", resp.StatusCode, nil)
+	})
+
+	// A, meanwhile: 30 reads and 3 tag changes, each answered, each tag change delivered
+	var peakHeap uint64
+	var latencies []time.Duration
+	for i := range 30 {
+		start := time.Now()
+		status, err := send(client, "GET", "/public/v1/contact?contactId="+contactA, keyA, "")
+		latencies = append(latencies, time.Since(start))
+		if err != nil || status != 200 {
+			t.Errorf("A's read %d during the attack: %d %v", i, status, err)
+		}
+		if i%10 == 0 {
+			if status, err := send(client, "POST", "/public/v1/contact/"+contactA+"/tags", keyA, fmt.Sprintf(`{"tags":["t%d"]}`, i)); err != nil || status != 200 {
+				t.Errorf("A's tag change %d during the attack: %d %v", i, status, err)
+			}
+			receiverA.Next(t)
+		}
+		peakHeap = max(peakHeap, testkit.TakeBaseline().Heap)
+	}
+	close(stopAttack)
+	attacks.Wait()
+	slices.Sort(latencies)
+	t.Logf("A's reads during the attack: p50 %v, max %v; live heap peaked at %d MB (%d MB before); B sent %d requests, %d got a 5xx or no answer",
+		latencies[len(latencies)/2], latencies[len(latencies)-1], peakHeap>>20, before.Heap>>20, attackRequests.Load(), attackErrors.Load())
+	if n := attackErrors.Load(); n > 0 {
+		t.Errorf("%d of B's requests got a 5xx or no answer", n)
+	}
+	if peakHeap > before.Heap+256<<20 {
+		t.Errorf("live heap peaked at %d MB, %d MB over the baseline", peakHeap>>20, (peakHeap-before.Heap)>>20)
+	}
+
+	// afterwards: B's subscriptions paused and its receivers let go, the attempts under way
+	// end; then the process holds what it held before the attack
+	for _, sub := range hanging {
+		if r := a.Do("PATCH", "/public/v1/webhooks/"+sub, keyB, map[string]any{"paused": true}); r.Status != 200 {
+			t.Fatalf("pause: %d %s", r.Status, r.Body)
+		}
+	}
+	releaseAll()
+	testkit.Eventually(t, "B's attempts under way ending", func() bool {
+		return a.Count(t, `SELECT count(*) FROM webhook_deliveries WHERE leased_until IS NOT NULL`) == 0
+	})
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	before.Returned(t, 20, 64<<20)
+}
