@@ -176,7 +176,7 @@ func TestReplaysAreBounded(t *testing.T) {
 	account, key := a.Account("acme")
 	var sub api.WebhookSubscription
 	a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": "https://hooks.example.com/x", "eventType": "TagsAdded"}).JSON(t, &sub)
-	day := time.Now().UTC().Truncate(24*time.Hour).Add(-48 * time.Hour)
+	day := time.Now().UTC().Truncate(24 * time.Hour).Add(-48 * time.Hour)
 	seed := func(from time.Duration, n int) map[string]any {
 		t.Helper()
 		if _, err := a.Store.Pool.Exec(context.Background(), `INSERT INTO webhook_events (account_id, event_id, event_type, payload, occurred_at)
