@@ -118,7 +118,8 @@ func (s *Service) Attempt(ctx context.Context, a Args) error {
 // attempt is a worker's attempt of a claimed delivery. A failure to record it (the database
 // away) is logged; the lease then ends and the same attempt is made again.
 // After a success it goes on with the subscription's next due delivery, while there is one,
-// the service is not stopping and the workers are not saturated.
+// the service is not stopping, the workers are not saturated and no commit since the last
+// claim wants a worker (the next claim shares the workers between accounts).
 func (s *Service) attempt(ctx context.Context, a Args, d db.DeliveryLoadRow) {
 	for {
 		ok, err := s.makeAttempt(ctx, a, d)
@@ -126,7 +127,7 @@ func (s *Service) attempt(ctx context.Context, a Args, d db.DeliveryLoadRow) {
 			s.log.Warn("webhooks: recording an attempt failed; it will be made again",
 				slog.String("delivery_id", a.DeliveryID.String()), slog.Any("error", err))
 		}
-		if !ok || err != nil || ctx.Err() != nil || s.stopping.Load() || s.saturated.Load() {
+		if !ok || err != nil || ctx.Err() != nil || s.stopping.Load() || s.saturated.Load() || s.queue.Wanted() {
 			return
 		}
 		var more bool

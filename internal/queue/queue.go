@@ -53,6 +53,9 @@ type Queue struct {
 	wake   chan struct{}
 	loop   Loop
 	claims atomic.Int64
+	// wanted: the queue was woken (or polled) with no slot free, so a claim it would have
+	// made waits for one (Wanted).
+	wanted atomic.Bool
 }
 
 // New returns a stopped queue that claims with claim.
@@ -88,6 +91,11 @@ func (q *Queue) Wake() {
 // know the queue has looked (with PollEvery long, the next look can only come from a wake).
 func (q *Queue) Claims() int64 { return q.claims.Load() }
 
+// Wanted reports that the queue has wanted to claim since its last claim and found no slot
+// free: items may be due that no claim has seen. Work that could go on to more items of its
+// own (the deliveries' workers) ends instead, so the next claim sees everything due.
+func (q *Queue) Wanted() bool { return q.wanted.Load() }
+
 // Start runs the queue until Stop.
 func (q *Queue) Start() { q.loop.Start(q.run) }
 
@@ -110,11 +118,14 @@ func (q *Queue) run(loop, work context.Context) {
 		var more bool
 		var err error
 		if n > 0 {
+			q.wanted.Store(false)
 			got, more, err = q.claim(work, n)
 			if err == nil {
 				backlog.Store(more)
 			}
 			q.claims.Add(1)
+		} else {
+			q.wanted.Store(true)
 		}
 		for _, w := range got {
 			<-free
