@@ -154,6 +154,9 @@ func TestAHostileTenantCannotHurtAnother(t *testing.T) {
 	before := testkit.TakeBaseline()
 	stopAttack := make(chan struct{})
 	var attacks sync.WaitGroup
+	var stopOnce sync.Once
+	stop := func() { stopOnce.Do(func() { close(stopAttack) }); attacks.Wait() }
+	t.Cleanup(stop) // a failure before the end stops the attack before the server goes
 	var attackErrors, attackRequests atomic.Int64
 	attack := func(name string, one func(c *http.Client) error) {
 		attacks.Go(func() {
@@ -265,8 +268,7 @@ func TestAHostileTenantCannotHurtAnother(t *testing.T) {
 		}
 		peakHeap = max(peakHeap, testkit.TakeBaseline().Heap)
 	}
-	close(stopAttack)
-	attacks.Wait()
+	stop()
 	slices.Sort(latencies)
 	t.Logf("A's reads during the attack: p50 %v, max %v; live heap peaked at %d MB (%d MB before); B sent %d requests, %d got a 5xx or no answer",
 		latencies[len(latencies)/2], latencies[len(latencies)-1], peakHeap>>20, before.Heap>>20, attackRequests.Load(), attackErrors.Load())
