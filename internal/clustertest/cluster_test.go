@@ -521,11 +521,12 @@ func (c *cluster) checkRateLimitIsShared(cl *client) {
 		}
 	}
 	elapsed := time.Since(start)
-	// GCRA lets the whole allowance through at once, then refills it evenly over 10 s.
-	refilled := int(elapsed.Seconds()*readsPer10s/10) + 1
-	if ok < readsPer10s || ok > readsPer10s+refilled {
-		t.Errorf("%d of %d reads sent to two processes in %s were allowed; the budget is %d per 10 s (+%d refilled)",
-			ok, 2*readsPer10s, elapsed.Round(time.Millisecond), readsPer10s, refilled)
+	// the sliding window admits the budget in any 10 s: once if the reads took less, once
+	// more for each 10 s they took beyond (a busy machine)
+	windows := int(elapsed/(10*time.Second)) + 1
+	if ok < readsPer10s || ok > readsPer10s*windows {
+		t.Errorf("%d of %d reads sent to two processes in %s were allowed; the budget is %d per 10 s",
+			ok, 2*readsPer10s, elapsed.Round(time.Millisecond), readsPer10s)
 	}
 	t.Logf("rate limit: %d of %d reads alternating between the two API processes allowed in %s (budget %d per 10 s), %d refused",
 		ok, 2*readsPer10s, elapsed.Round(time.Millisecond), readsPer10s, limited)

@@ -1,6 +1,7 @@
 // Package ratelimit counts requests per API key in a sliding 10-second window (reads and
-// writes apart) and per account per UTC day. It is in-process: each contactd process has its
-// own windows, so N processes behind a balancer admit up to N times the limits.
+// writes apart) and per account per UTC day. Limiter keeps them in the process: each contactd
+// process has its own windows, so N processes behind a balancer admit up to N times the
+// limits. Shared keeps the same windows in Redis, for every process at once.
 package ratelimit
 
 import (

@@ -2,12 +2,13 @@ package ratelimit
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"strconv"
 	"sync/atomic"
 	"time"
 
-	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -31,14 +32,14 @@ type SharedOptions struct {
 	Fallback func()
 }
 
-// Shared enforces the limits across every contactd process through Redis: each key's
-// 10-second allowance with redis_rate's GCRA limiter (the allowance at once, then refilled
-// evenly over the window), each account's UTC day with a counter per day (INCR, expiring after
-// the day). When Redis cannot answer, the process falls back to its own Limiter, so traffic
-// goes on; fallbacks are logged (once a minute) and counted.
+// Shared enforces the limits across every contactd process through Redis, with the algorithm
+// of Limiter: each key's sliding 10-second window is a sorted set of its admitted requests'
+// times (Redis's clock, so every process agrees), each account's UTC day a counter per day
+// (INCR, expiring after the day). A key's burst and steady rate are therefore the same with
+// Redis or without. When Redis cannot answer, the process falls back to its own Limiter, so
+// traffic goes on; fallbacks are logged (once a minute) and counted.
 type Shared struct {
 	rdb      *redis.Client
-	rl       *redis_rate.Limiter
 	limits   Limits
 	now      func() time.Time
 	local    *Limiter
@@ -46,7 +47,30 @@ type Shared struct {
 	fallback func() // counts a fallback (metrics)
 	timeout  time.Duration
 	warned   atomic.Int64
+	member   string        // this process's prefix of the window's members, unique with seq
+	seq      atomic.Uint64 // two requests in one microsecond are two members
 }
+
+// slidingWindow is Limiter's window kept in Redis: it drops the times that left the window,
+// admits the request when fewer than the limit remain (and cost is 1), and returns whether it
+// did, how many the window holds, and the microseconds until the oldest leaves (-1: none).
+var slidingWindow = redis.NewScript(`
+local key, limit, window, cost, member = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+local n = redis.call('ZCARD', key)
+local allowed = 0
+if cost > 0 and n < limit then
+  redis.call('ZADD', key, now, member)
+  redis.call('PEXPIRE', key, math.ceil(window / 1000))
+  n, allowed = n + 1, 1
+end
+local reset = -1
+local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+if #oldest > 0 then reset = tonumber(oldest[2]) + window - now end
+return {allowed, n, reset}
+`)
 
 // NewShared connects to the Redis at url (redis://host:port/db).
 func NewShared(url string, l Limits, o SharedOptions) (*Shared, error) {
@@ -69,8 +93,10 @@ func NewShared(url string, l Limits, o SharedOptions) (*Shared, error) {
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = o.Timeout, o.Timeout, o.Timeout
 	opt.MaxRetries = -1 // a retry would double the wait before the fallback
 	rdb := redis.NewClient(opt)
-	return &Shared{rdb: rdb, rl: redis_rate.NewLimiter(rdb), limits: l, now: o.Now, local: New(l, o.Now), log: o.Log,
-		fallback: o.Fallback, timeout: o.Timeout}, nil
+	var prefix [8]byte
+	_, _ = rand.Read(prefix[:])
+	return &Shared{rdb: rdb, limits: l, now: o.Now, local: New(l, o.Now), log: o.Log,
+		fallback: o.Fallback, timeout: o.Timeout, member: hex.EncodeToString(prefix[:]) + ":"}, nil
 }
 
 // Close closes the connections to Redis.
@@ -125,17 +151,18 @@ func (s *Shared) allow(ctx context.Context, key, account ID, write bool, dayCost
 		if !d.Allowed {
 			cost = 0 // refused by the day: the window is only shown
 		}
-		res, err := s.rl.AllowN(ctx, "contactd:rl:"+kind+":"+hex.EncodeToString(key[:]),
-			redis_rate.Limit{Rate: limit, Burst: limit, Period: Window}, cost)
+		res, err := slidingWindow.Run(ctx, s.rdb, []string{"contactd:rl:" + kind + ":" + hex.EncodeToString(key[:])},
+			limit, Window.Microseconds(), cost, s.member+strconv.FormatUint(s.seq.Add(1), 36)).Int64Slice()
 		if err != nil {
 			return d, err
 		}
-		d.Remaining = res.Remaining
-		// GCRA refills a slot every interval: the next one frees that much before the last
-		interval := Window / time.Duration(limit)
-		d.Reset = max(0, res.ResetAfter-time.Duration(limit-res.Remaining-1)*interval)
-		if d.Allowed && res.Allowed == 0 {
-			d.Allowed, d.RetryAfter = false, res.RetryAfter
+		admitted, held, reset := res[0] == 1, int(res[1]), time.Duration(res[2])*time.Microsecond
+		d.Remaining = limit - held
+		if reset >= 0 {
+			d.Reset = reset
+		}
+		if d.Allowed && !admitted {
+			d.Allowed, d.RetryAfter = false, d.Reset
 			if counted {
 				s.rdb.DecrBy(ctx, dayKey, int64(dayCost))
 				d.DayRemaining += dayCost

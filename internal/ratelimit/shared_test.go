@@ -1,10 +1,13 @@
 package ratelimit_test
 
 import (
+	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/contactd/contactd/internal/ratelimit"
 	"github.com/contactd/contactd/internal/testkit"
@@ -93,4 +96,69 @@ func TestSharedFallsBackWhenRedisIsAway(t *testing.T) {
 	if allowed != 3 || fallbacks.Load() != 5 {
 		t.Errorf("without Redis: %d allowed (want the local 3), %d fallbacks (want 5)", allowed, fallbacks.Load())
 	}
+}
+
+// Redis or not, a key's window is the same algorithm: a sequence of requests gets the same
+// decisions from the process's own Limiter and from Shared, refusals and day included.
+func TestSharedDecidesAsTheLocalLimiter(t *testing.T) {
+	t.Parallel()
+	r := testkit.StartRedis(t)
+	limits := ratelimit.Limits{ReadsPer10s: 3, WritesPer10s: 2, AccountPerDay: 8}
+	opt, _ := redis.ParseURL(r.URL)
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	type step struct {
+		key   string
+		write bool
+		late  bool // sent half a window after the first: a window that refills (a token bucket, GCRA) admits it
+	}
+	steps := []step{{"k1", false, false}, {"k1", false, false}, {"k1", true, false}, {"k1", false, false},
+		{"k1", false, false}, {"k1", false, true}, // the 4th read refused, and half a window later still
+		{"k1", true, false}, {"k1", true, false}, {"k2", false, false}, {"k2", true, false}, {"k2", false, false}} // the day ends at 8
+	run := 0
+	// the sequence must fit in one window (Redis's clock): otherwise its first requests leave
+	// Redis's window and not the local one's; a run that did not fit is run again, fresh
+	testkit.Eventually(t, "a sequence within one window", func() bool {
+		run++
+		s, err := ratelimit.NewShared(r.URL, limits, ratelimit.SharedOptions{Timeout: testkit.Patience,
+			Fallback: func() { t.Error("a fallback with Redis up") }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		local := ratelimit.New(limits, time.Now)
+		account := id(fmt.Sprintf("account %d", run))
+		start, err := rdb.Time(t.Context()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, want []ratelimit.Decision
+		for _, st := range steps {
+			if st.late {
+				testkit.Eventually(t, "half a window on Redis's clock", func() bool {
+					now, err := rdb.Time(t.Context()).Result()
+					return err == nil && now.Sub(start) > ratelimit.Window/2
+				})
+			}
+			key := id(fmt.Sprintf("%s %d", st.key, run))
+			got = append(got, s.Allow(key, account, st.write))
+			want = append(want, local.Allow(key, account, st.write))
+		}
+		end, err := rdb.Time(t.Context()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if end.Sub(start) >= ratelimit.Window {
+			return false
+		}
+		for i := range steps {
+			g, w := got[i], want[i]
+			if g.Allowed != w.Allowed || g.Limit != w.Limit || g.Remaining != w.Remaining || g.DayLimit != w.DayLimit ||
+				g.DayRemaining != w.DayRemaining || (g.RetryAfter > 0) != (w.RetryAfter > 0) ||
+				g.Reset <= 0 || g.Reset > ratelimit.Window || w.Reset <= 0 || w.Reset > ratelimit.Window {
+				t.Errorf("request %d (%+v): Redis decided %+v, the local limiter %+v", i+1, steps[i], g, w)
+			}
+		}
+		return true
+	})
 }
