@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # make test: everything CI runs, each step timed so that where the time goes is in the log.
-# The Debian packages (network and disk) install in the background while the generators and
-# the lint run (CPU); the tests wait for them. On a fresh machine the installs are the largest
-# step, so overlapping them is the biggest cut. Vet runs inside go test, and the cluster test
-# and the bench smoke beside it.
+# The Debian packages (network and disk) install in the background while the generators run
+# (CPU); the tests wait for them. Vet runs inside go test, and everything that does not need
+# its results beside it: the cluster test, the bench smoke, the spec's lint and breaking check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MAKE=${MAKE:-make}
@@ -24,28 +23,17 @@ step "debian packages" scripts/ensure-test-packages.sh >"$pkglog" 2>&1 &
 packages=$!
 step "node tooling" $MAKE --no-print-directory node-deps
 step "check-tree" $MAKE --no-print-directory check-tree
-# Listed before the generators can rewrite gen/: the packages the module needs but does not
-# own, and those of its packages that have no tests.
-deps=$($GO list -deps -test -f '{{if not .Module}}{{.ImportPath}}{{else if ne .Module.Path "github.com/contactd/contactd"}}{{.ImportPath}}{{end}}' ./... | grep -v -e ' \[' -e '\.test$' | sort -u)
+# Listed before the generators can rewrite gen/: the packages of the module without tests.
 untested=$($GO list -f '{{if not (or .TestGoFiles .XTestGoFiles)}}{{.ImportPath}}{{end}}' ./...)
-# Cold, building the generators (sqlc's parsers above all) is the longest step, and much of
-# it keeps one core busy: the module's dependencies compile on the other meanwhile.
-step "generate + freshness" $MAKE --no-print-directory check-generated >"$pkglog.generate" 2>&1 &
-generate=$!
-step "compile dependencies" $GO build $deps
-step "lint" $MAKE --no-print-directory lint
-step "breaking" $MAKE --no-print-directory breaking
-if ! wait "$generate"; then cat "$pkglog.generate" >&2; exit 1; fi
-cat "$pkglog.generate" >&2
-# go test runs every vet analyzer (-vet=all) on the packages it builds anyway, beside their
-# tests; a separate `go vet ./...` type-checked them all again first (21-50 s here). The
-# packages without tests are vetted on their own.
-step "gofmt + vet untested" sh -c "$MAKE --no-print-directory fmt-check && $GO vet $(echo $untested)"
+step "generate + freshness" $MAKE --no-print-directory check-generated
 if ! wait "$packages"; then cat "$pkglog" >&2; exit 1; fi
 cat "$pkglog" >&2
 step "build" $MAKE --no-print-directory bench-tools
-# The cluster test and the smoke runs spend most of their time waiting (paced load, HAProxy's
-# checks, one-second slices): they run beside go test, each into its own log, printed after.
+# Everything that does not need go test's results runs beside it, each into its own log,
+# printed after: the cluster test and the smoke runs spend most of their time waiting (paced
+# load, HAProxy's checks, one-second slices), and so do go test's integration tests, which
+# leaves a core free for the spec's lint and breaking-change check and the vet of packages
+# without tests (go test runs every vet analyzer, -vet=all, on the packages it builds anyway).
 declare -A beside=()
 besides() { # besides NAME LOG COMMAND...: step NAME in the background
   local name=$1 log=$2
@@ -55,9 +43,11 @@ besides() { # besides NAME LOG COMMAND...: step NAME in the background
 }
 besides "cluster" "$pkglog.cluster" scripts/test-cluster.sh
 besides "bench smoke" "$pkglog.smoke" scripts/bench-smoke.sh
+besides "lint + breaking" "$pkglog.lint" sh -c "$MAKE --no-print-directory lint && $MAKE --no-print-directory breaking"
+besides "gofmt + vet untested" "$pkglog.vet" sh -c "$MAKE --no-print-directory fmt-check && $GO vet $(echo $untested)"
 rc=0
 step "go test + vet" env CONTACTD_CONSUMER_TESTS=1 $GO test -vet=all -count=1 -timeout 8m ./... || rc=1
-for name in "cluster" "bench smoke"; do
+for name in "cluster" "bench smoke" "lint + breaking" "gofmt + vet untested"; do
   read -r pid log <<<"${beside[$name]}"
   wait "$pid" || rc=1
   cat "$log" >&2
