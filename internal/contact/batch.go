@@ -1,64 +1,217 @@
 package contact
 
 import (
-	"bytes"
+	"cmp"
+	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/webhook"
 )
 
-// rowBatch is a sent batch of sqlc :batchone statements returning R.
-type rowBatch[R any] interface {
-	QueryRow(f func(int, R, error))
-	Close() error
+// What a batch did with an item.
+const (
+	BatchCreated   = "created"
+	BatchUpdated   = "updated"
+	BatchUnchanged = "unchanged"
+)
+
+// BatchResult is one item's outcome: a status and the contact, or the item's error.
+type BatchResult struct {
+	Status    string
+	ContactID uuid.UUID
+	Warnings  []string
+	Err       error
 }
 
-// returned is a statement's row, if it returned one.
-type returned[R any] struct {
-	row R
-	ok  bool
+// batchItem is an item ready to write: the contact it would create.
+type batchItem struct {
+	index int
+	in    CreateInput
+	key   string
+	c     Contact
+	event *webhook.Prepared
 }
 
-// returnedRows sends items as one batch (send queues one statement each) in cmp's order, so
-// that two batches changing the same rows lock them in the same order and never wait on
-// each other both ways. It reports, in items' order, the row each statement returned, or
-// the error that failed the batch, which then wrote nothing (one implicit transaction).
-func returnedRows[T, R any](items []T, cmp func(a, b T) int, send func(sorted []T) rowBatch[R]) ([]returned[R], error) {
-	order := make([]int, len(items))
-	for i := range order {
-		order[i] = i
-	}
-	if cmp != nil {
-		slices.SortStableFunc(order, func(a, b int) int { return cmp(items[a], items[b]) })
-	}
-	sorted := make([]T, len(items))
-	for i, o := range order {
-		sorted[i] = items[o]
-	}
-	out := make([]returned[R], len(items))
-	var failed error
-	results := send(sorted)
-	results.QueryRow(func(i int, row R, err error) {
-		switch {
-		case err == nil:
-			out[order[i]] = returned[R]{row: row, ok: true}
-		case errors.Is(store.Translate(err), apperr.ErrNoRows):
-		case failed == nil:
-			failed = err
+// Batch writes contacts as creates, or with upsert as upserts — an existing email is updated
+// with merge-patch rules: the fields the item sets replace the stored ones (CRM fields one by
+// one), tags are added, an address becomes a property unless the contact has it — and
+// answers one result per item. Items that fail do so alone (invalid tags, a duplicate email
+// without upsert); the others are written in one transaction, emitting what the single
+// operations emit. An email that appears again in the batch is applied after the earlier one.
+func (s *Service) Batch(ctx context.Context, accountID uuid.UUID, upsert bool, ins []CreateInput) ([]BatchResult, error) {
+	now := s.now()
+	base := make([]BatchResult, len(ins))
+	items := make([]batchItem, 0, len(ins))
+	withTags := false
+	for i, in := range ins {
+		c, warnings, event, err := s.newContact(in, now)
+		if err != nil {
+			base[i].Err = err
+			continue
 		}
+		base[i].Warnings = warnings
+		items = append(items, batchItem{index: i, in: in, key: EmailKey(in.Email), c: c, event: event})
+		withTags = withTags || event != nil
+	}
+	deliverTags := withTags && s.events.MayHaveSubscribers(ctx, accountID, webhook.TagsAdded)
+	var results []BatchResult
+	err := s.store.InTx(ctx, func(tx store.Tx) error {
+		results = slices.Clone(base)
+		for _, round := range byOccurrence(items) {
+			if err := s.batchRound(ctx, tx, accountID, upsert, round, results, now, deliverTags); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
-	// The implicit transaction commits after the last result: Close reports whether it did.
-	if err := results.Close(); failed == nil {
-		failed = err
+	if err != nil {
+		return nil, err
 	}
-	if failed != nil {
-		return nil, failed
-	}
-	return out, nil
+	return results, nil
 }
 
-func compareIDs(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) }
+// byOccurrence splits items into rounds: the first item of each email, then the second, and
+// so on, so that each round has an email at most once and later rounds see earlier ones.
+func byOccurrence(items []batchItem) [][]batchItem {
+	seen := make(map[string]int, len(items))
+	var rounds [][]batchItem
+	for _, it := range items {
+		n := seen[it.key]
+		seen[it.key] = n + 1
+		if n == len(rounds) {
+			rounds = append(rounds, nil)
+		}
+		rounds[n] = append(rounds[n], it)
+	}
+	return rounds
+}
+
+// batchRound creates the round's contacts in one pipelined batch of ContactCreate, then deals
+// with the emails that exist: a duplicate, or an update in email order (the order every batch
+// locks rows in).
+func (s *Service) batchRound(ctx context.Context, tx store.Tx, accountID uuid.UUID, upsert bool, round []batchItem,
+	results []BatchResult, now time.Time, deliverTags bool) error {
+	ps := make([]db.ContactCreateParams, len(round))
+	for i, it := range round {
+		ps[i] = createParams(accountID, it.c, it.in, it.event)
+	}
+	inserted, err := createMany(ctx, tx.Queries, ps)
+	if err != nil {
+		return err
+	}
+	var existing []batchItem
+	for _, it := range round {
+		if !inserted[it.c.ID] {
+			existing = append(existing, it)
+			continue
+		}
+		results[it.index].Status, results[it.index].ContactID = BatchCreated, it.c.ID
+		if it.event != nil && deliverTags {
+			if err := s.events.Deliver(ctx, tx, accountID, *it.event); err != nil {
+				return err
+			}
+		}
+	}
+	slices.SortFunc(existing, func(a, b batchItem) int { return cmp.Compare(a.key, b.key) })
+	for _, it := range existing {
+		r := &results[it.index]
+		if !upsert {
+			id, err := tx.ContactIDByEmail(ctx, db.ContactIDByEmailParams{AccountID: accountID, EmailKey: it.key})
+			if err != nil {
+				return err
+			}
+			r.Err = duplicate(id)
+			continue
+		}
+		if err := s.upsertExisting(ctx, tx, accountID, it, r, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// upsertExisting applies it to the account's contact with its email and emits what PATCH,
+// POST tags and POST property would have emitted for the same changes.
+func (s *Service) upsertExisting(ctx context.Context, tx store.Tx, accountID uuid.UUID, it batchItem, r *BatchResult, now time.Time) error {
+	row, err := tx.ContactLockByEmail(ctx, db.ContactLockByEmailParams{AccountID: accountID, EmailKey: it.key})
+	if errors.Is(store.Translate(err), apperr.ErrNoRows) {
+		r.Err = ErrNotFound // deleted between this batch's insert and its lock
+		return nil
+	} else if err != nil {
+		return err
+	}
+	var tags tagChange
+	if len(it.c.Tags) > 0 {
+		if tags, err = applyTagOp(addTags, row.Tags, it.c.Tags); err != nil {
+			r.Err = err // over the per-contact limit: nothing of the item is written
+			return nil
+		}
+	}
+	r.ContactID, r.Status = row.ContactID, BatchUnchanged
+	next := patched(row, mergePatch(it.in))
+	if !sameDetails(row, next) {
+		if err := tx.ContactUpdateDetails(ctx, updateParams(next, now)); err != nil {
+			return err
+		}
+		if err := s.emitUpdateEvents(ctx, tx, row, next, now); err != nil {
+			return err
+		}
+		r.Status = BatchUpdated
+	}
+	if len(it.c.Tags) > 0 && tags.changes(row.Tags) {
+		if err := tx.TagsSet(ctx, db.TagsSetParams{AccountID: accountID, ContactID: row.ContactID, Tags: tags.tags, UpdatedAt: now}); err != nil {
+			return err
+		}
+		info := contactInfo(row.ContactID, next.Email, next.AssignedUserEmailID)
+		if err := s.emitTagEvents(ctx, tx, accountID, row.ContactID, info, tags, now); err != nil {
+			return err
+		}
+		r.Status = BatchUpdated
+	}
+	if len(it.c.Properties) > 0 {
+		err := insertProperty(ctx, tx, accountID, row.ContactID, it.c.Properties[0], *it.in.Address, now)
+		if errors.Is(store.Translate(err), apperr.ErrNoRows) {
+			return nil // the contact has this address already
+		} else if err != nil {
+			return err
+		}
+		if err := tx.EnrichMarkDue(ctx, db.EnrichMarkDueParams{AccountID: accountID, ContactID: row.ContactID, Now: now}); err != nil {
+			return err
+		}
+		if _, err := tx.ContactRefreshProperties(ctx, db.ContactRefreshPropertiesParams{AccountID: accountID, ContactID: row.ContactID}); err != nil {
+			return err
+		}
+		r.Status = BatchUpdated
+	}
+	return nil
+}
+
+// mergePatch is the update an upsert item makes: what it sets, and nothing it leaves out.
+func mergePatch(in CreateInput) UpdateInput {
+	u := UpdateInput{Name: setIf(in.Name), Phone: setIf(in.Phone), AssignedUserEmailID: setIf(in.AssignedUserEmailID)}
+	if in.CRM != nil {
+		u.CRM = Patch[CRMPatch]{Set: true, Value: &CRMPatch{Name: setIf(in.CRM.Name), URL: setIf(in.CRM.URL),
+			Source: setIf(in.CRM.Source), Stage: setIf(in.CRM.Stage), CreatedDate: setIf(in.CRM.CreatedDate)}}
+	}
+	return u
+}
+
+func setIf[T any](v *T) Patch[T] { return Patch[T]{Set: v != nil, Value: v} }
+
+// sameDetails reports whether an upsert left the fields it may change as they were.
+func sameDetails(a, b db.ContactRow) bool {
+	return eq(a.Name, b.Name) && eq(a.Phone, b.Phone) && eq(a.AssignedUserEmailID, b.AssignedUserEmailID) &&
+		eq(a.CrmName, b.CrmName) && eq(a.CrmUrl, b.CrmUrl) && eq(a.CrmSource, b.CrmSource) &&
+		eq(a.CrmStage, b.CrmStage) && eqTime(a.CrmCreatedDate, b.CrmCreatedDate)
+}
+
+func eq(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+func eqTime(a, b *time.Time) bool { return (a == nil) == (b == nil) && (a == nil || a.Equal(*b)) }

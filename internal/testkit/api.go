@@ -59,6 +59,14 @@ func (l *LogBuffer) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 
+// Held is the memory the buffer holds: a test that measures the process's heap takes it out
+// (the service's logs go to a file or a pipe, never to its heap).
+func (l *LogBuffer) Held() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return uint64(l.b.Cap())
+}
+
 // String is what was logged so far.
 func (l *LogBuffer) String() string {
 	l.mu.Lock()
