@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -100,55 +99,82 @@ func Default() Config {
 	}
 }
 
-// Flags registers every setting on fs, with defaults taken from the environment, so that a
-// flag overrides its variable. Call Finish after fs.Parse.
+// Flags registers every setting on fs, and sets each from its environment variable, named
+// after the flag (EnvName: --webhook-timeout is CONTACTD_WEBHOOK_TIMEOUT), so that a flag on
+// the command line overrides its variable. A variable that does not parse is an error of
+// Finish, which is called after fs.Parse.
 func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
-	env := func(name, def string) string {
-		if v := getenv(name); v != "" {
-			return v
-		}
-		return def
-	}
+	theirs := map[string]bool{} // the caller's own flags, registered before: no variables
+	fs.VisitAll(func(f *flag.Flag) { theirs[f.Name] = true })
 	d := *c
-	fs.StringVar(&c.Addr, "addr", env("CONTACTD_ADDR", d.Addr), "listen address; the default is loopback only, :8080 listens on every interface (CONTACTD_ADDR)")
-	fs.StringVar(&c.DatabaseURL, "database-url", env("DATABASE_URL", d.DatabaseURL), "PostgreSQL URL; empty runs an embedded PostgreSQL (DATABASE_URL)")
-	fs.StringVar(&c.DataDir, "data-dir", env("CONTACTD_DATA_DIR", d.DataDir), "embedded PostgreSQL directory (CONTACTD_DATA_DIR)")
-	fs.StringVar(&c.PublicURL, "public-url", env("CONTACTD_PUBLIC_URL", d.PublicURL), "base URL clients reach contactd at (CONTACTD_PUBLIC_URL)")
-	fs.StringVar(&c.PprofAddr, "pprof-addr", env("CONTACTD_PPROF_ADDR", d.PprofAddr), "serve net/http/pprof on this address, e.g. 127.0.0.1:6060; off when empty (CONTACTD_PPROF_ADDR)")
-	fs.StringVar(&c.LogLevel, "log-level", env("CONTACTD_LOG_LEVEL", d.LogLevel), "debug, info, warn or error (CONTACTD_LOG_LEVEL)")
-	fs.StringVar(&c.LogFormat, "log-format", env("CONTACTD_LOG_FORMAT", d.LogFormat), "text, json, or auto: text on a terminal, JSON otherwise (CONTACTD_LOG_FORMAT)")
-	intVar := func(p any, name, envVal string, def int64, usage string) { c.intVar(fs, p, name, envVal, def, usage) }
-	durVar := func(p *time.Duration, name, envVal string, def time.Duration, usage string) {
-		c.durVar(fs, p, name, envVal, def, usage)
-	}
-	intVar(&c.MaxBodyBytes, "max-body-bytes", env("CONTACTD_MAX_BODY_BYTES", ""), d.MaxBodyBytes, "request body limit (CONTACTD_MAX_BODY_BYTES)")
-	intVar(&c.MaxBatchBodyBytes, "max-batch-body-bytes", env("CONTACTD_MAX_BATCH_BODY_BYTES", ""), d.MaxBatchBodyBytes, "request body limit of the batch operations (CONTACTD_MAX_BATCH_BODY_BYTES)")
-	intVar(&c.DBMaxConns, "db-max-conns", env("CONTACTD_DB_MAX_CONNS", ""), int64(d.DBMaxConns), "database pool size (CONTACTD_DB_MAX_CONNS)")
-	intVar(&c.ListConcurrency, "list-concurrency", env("CONTACTD_LIST_CONCURRENCY", ""), int64(d.ListConcurrency), "list and search pages that query at once, the rest wait in order; 0: as many as CPUs, at least 2 (CONTACTD_LIST_CONCURRENCY)")
-	intVar(&c.Exports, "exports", env("CONTACTD_EXPORTS", ""), int64(d.Exports), "exports streaming at once in this process, each holding a database connection; more answer 429 (CONTACTD_EXPORTS)")
-	intVar(&c.ExportsPerAccount, "exports-per-account", env("CONTACTD_EXPORTS_PER_ACCOUNT", ""), int64(d.ExportsPerAccount), "exports one account may stream at once; more answer 429 (CONTACTD_EXPORTS_PER_ACCOUNT)")
-	durVar(&c.DBStatementTimeout, "db-statement-timeout", env("CONTACTD_DB_STATEMENT_TIMEOUT", ""), d.DBStatementTimeout, "(CONTACTD_DB_STATEMENT_TIMEOUT)")
-	durVar(&c.ReadHeaderTimeout, "read-header-timeout", env("CONTACTD_READ_HEADER_TIMEOUT", ""), d.ReadHeaderTimeout, "(CONTACTD_READ_HEADER_TIMEOUT)")
-	durVar(&c.ReadTimeout, "read-timeout", env("CONTACTD_READ_TIMEOUT", ""), d.ReadTimeout, "(CONTACTD_READ_TIMEOUT)")
-	durVar(&c.WriteTimeout, "write-timeout", env("CONTACTD_WRITE_TIMEOUT", ""), d.WriteTimeout, "(CONTACTD_WRITE_TIMEOUT)")
-	durVar(&c.IdleTimeout, "idle-timeout", env("CONTACTD_IDLE_TIMEOUT", ""), d.IdleTimeout, "(CONTACTD_IDLE_TIMEOUT)")
-	durVar(&c.ShutdownTimeout, "shutdown-timeout", env("CONTACTD_SHUTDOWN_TIMEOUT", ""), d.ShutdownTimeout, "(CONTACTD_SHUTDOWN_TIMEOUT)")
-	intVar(&c.RateReadsPer10s, "rate-reads-per-10s", env("CONTACTD_RATE_READS_PER_10S", ""), int64(d.RateReadsPer10s), "reads per API key per sliding 10 s, 0 disables (CONTACTD_RATE_READS_PER_10S)")
-	intVar(&c.RateWritesPer10s, "rate-writes-per-10s", env("CONTACTD_RATE_WRITES_PER_10S", ""), int64(d.RateWritesPer10s), "writes per API key per sliding 10 s, 0 disables (CONTACTD_RATE_WRITES_PER_10S)")
-	intVar(&c.RateAccountPerDay, "rate-account-per-day", env("CONTACTD_RATE_ACCOUNT_PER_DAY", ""), int64(d.RateAccountPerDay), "requests per account per UTC day, 0 disables (CONTACTD_RATE_ACCOUNT_PER_DAY)")
-	c.boolVar(fs, &c.WebhookAllowHTTP, "webhook-allow-http", env("CONTACTD_WEBHOOK_ALLOW_HTTP", ""), "admit http:// webhook URLs, for local development (CONTACTD_WEBHOOK_ALLOW_HTTP)")
-	durVar(&c.WebhookTimeout, "webhook-timeout", env("CONTACTD_WEBHOOK_TIMEOUT", ""), d.WebhookTimeout, "one delivery attempt (CONTACTD_WEBHOOK_TIMEOUT)")
-	intVar(&c.WebhookWorkers, "webhook-workers", env("CONTACTD_WEBHOOK_WORKERS", ""), int64(d.WebhookWorkers), "delivery attempts at once (CONTACTD_WEBHOOK_WORKERS)")
-	intVar(&c.WebhookMaxInFlight, "webhook-max-in-flight", env("CONTACTD_WEBHOOK_MAX_IN_FLIGHT", ""), int64(d.WebhookMaxInFlight), "attempts one receiver URL may have at once, across processes (CONTACTD_WEBHOOK_MAX_IN_FLIGHT)")
-	durVar(&c.WebhookRescueAfter, "webhook-rescue-after", env("CONTACTD_WEBHOOK_RESCUE_AFTER", ""), d.WebhookRescueAfter, "retry an attempt whose worker died after this (CONTACTD_WEBHOOK_RESCUE_AFTER)")
-	durVar(&c.EventRetention, "event-retention", env("CONTACTD_EVENT_RETENTION", ""), d.EventRetention, "how long the events feed keeps events, e.g. 720h (CONTACTD_EVENT_RETENTION)")
-	durVar(&c.RedisTimeout, "redis-timeout", env("CONTACTD_REDIS_TIMEOUT", ""), d.RedisTimeout, "bound on each rate-limit decision's Redis round trips; slower, the process limits alone (CONTACTD_REDIS_TIMEOUT)")
-	fs.StringVar(&c.RedisURL, "redis-url", env("CONTACTD_REDIS_URL", d.RedisURL), "Redis shared by every process for the rate limits, e.g. redis://127.0.0.1:6379/0; empty: each process limits alone (CONTACTD_REDIS_URL)")
+	fs.StringVar(&c.Addr, "addr", d.Addr, "listen address; the default is loopback only, :8080 listens on every interface")
+	fs.StringVar(&c.DatabaseURL, "database-url", d.DatabaseURL, "PostgreSQL URL; empty runs an embedded PostgreSQL")
+	fs.StringVar(&c.DataDir, "data-dir", d.DataDir, "embedded PostgreSQL directory")
+	fs.StringVar(&c.PublicURL, "public-url", d.PublicURL, "base URL clients reach contactd at")
+	fs.StringVar(&c.PprofAddr, "pprof-addr", d.PprofAddr, "serve net/http/pprof on this address, e.g. 127.0.0.1:6060; off when empty")
+	fs.StringVar(&c.LogLevel, "log-level", d.LogLevel, "debug, info, warn or error")
+	fs.StringVar(&c.LogFormat, "log-format", d.LogFormat, "text, json, or auto: text on a terminal, JSON otherwise")
+	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", d.MaxBodyBytes, "request body limit")
+	fs.Int64Var(&c.MaxBatchBodyBytes, "max-batch-body-bytes", d.MaxBatchBodyBytes, "request body limit of the batch operations")
+	fs.IntVar(&c.DBMaxConns, "db-max-conns", d.DBMaxConns, "database pool size")
+	fs.IntVar(&c.ListConcurrency, "list-concurrency", d.ListConcurrency, "list and search pages that query at once, the rest wait in order; 0: as many as CPUs, at least 2")
+	fs.IntVar(&c.Exports, "exports", d.Exports, "exports streaming at once in this process, each holding a database connection; more answer 429")
+	fs.IntVar(&c.ExportsPerAccount, "exports-per-account", d.ExportsPerAccount, "exports one account may stream at once; more answer 429")
+	fs.DurationVar(&c.DBStatementTimeout, "db-statement-timeout", d.DBStatementTimeout, "longest a statement may run before PostgreSQL cancels it")
+	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", d.ReadHeaderTimeout, "longest a client may take to send a request's headers")
+	fs.DurationVar(&c.ReadTimeout, "read-timeout", d.ReadTimeout, "longest a client may take to send a whole request")
+	fs.DurationVar(&c.WriteTimeout, "write-timeout", d.WriteTimeout, "longest a write of an answer may wait for the client (an export's every write)")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", d.IdleTimeout, "how long an idle keep-alive connection stays open")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "how long a stop waits for requests and deliveries under way")
+	fs.IntVar(&c.RateReadsPer10s, "rate-reads-per-10s", d.RateReadsPer10s, "reads per API key per sliding 10 s, 0 disables")
+	fs.IntVar(&c.RateWritesPer10s, "rate-writes-per-10s", d.RateWritesPer10s, "writes per API key per sliding 10 s, 0 disables")
+	fs.IntVar(&c.RateAccountPerDay, "rate-account-per-day", d.RateAccountPerDay, "requests per account per UTC day, 0 disables")
+	fs.BoolVar(&c.WebhookAllowHTTP, "webhook-allow-http", false, "admit http:// webhook URLs, for local development")
+	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", d.WebhookTimeout, "one delivery attempt")
+	fs.IntVar(&c.WebhookWorkers, "webhook-workers", d.WebhookWorkers, "delivery attempts at once")
+	fs.IntVar(&c.WebhookMaxInFlight, "webhook-max-in-flight", d.WebhookMaxInFlight, "attempts one receiver URL may have at once, across processes")
+	fs.DurationVar(&c.WebhookRescueAfter, "webhook-rescue-after", d.WebhookRescueAfter, "retry an attempt whose worker died after this")
+	fs.DurationVar(&c.EventRetention, "event-retention", d.EventRetention, "how long the events feed keeps events, e.g. 720h")
+	fs.DurationVar(&c.RedisTimeout, "redis-timeout", d.RedisTimeout, "bound on each rate-limit decision's Redis round trips; slower, the process limits alone")
+	fs.StringVar(&c.RedisURL, "redis-url", d.RedisURL, "Redis shared by every process for the rate limits, e.g. redis://127.0.0.1:6379/0; empty: each process limits alone")
+	fs.StringVar(&c.SecretKeyFile, "secret-key-file", d.SecretKeyFile, "file holding the key that seals stored secrets, instead of CONTACTD_SECRET_KEY")
+	fs.StringVar(&c.MetricsToken, "metrics-token", "", "bearer token that lets a scraper from anywhere read /metrics; unset: loopback clients only")
+	fs.StringVar(&c.TrustedProxiesRaw, "trusted-proxies", "", "comma-separated CIDRs of the proxies whose X-Forwarded-For names the client")
+	fs.StringVar(&c.WebhookAllowedRaw, "webhook-allowed-networks", "", "comma-separated CIDRs webhooks may reach despite the SSRF guard")
 	c.SecretKey, c.SecretKeysOld = getenv("CONTACTD_SECRET_KEY"), getenv("CONTACTD_SECRET_KEYS_OLD")
-	fs.StringVar(&c.SecretKeyFile, "secret-key-file", env("CONTACTD_SECRET_KEY_FILE", d.SecretKeyFile), "file holding the key that seals stored secrets, instead of CONTACTD_SECRET_KEY (CONTACTD_SECRET_KEY_FILE)")
-	fs.StringVar(&c.MetricsToken, "metrics-token", env("CONTACTD_METRICS_TOKEN", ""), "bearer token that lets a scraper from anywhere read /metrics; unset: loopback clients only (CONTACTD_METRICS_TOKEN)")
-	fs.StringVar(&c.TrustedProxiesRaw, "trusted-proxies", env("CONTACTD_TRUSTED_PROXIES", ""), "comma-separated CIDRs of the proxies whose X-Forwarded-For names the client (CONTACTD_TRUSTED_PROXIES)")
-	fs.StringVar(&c.WebhookAllowedRaw, "webhook-allowed-networks", env("CONTACTD_WEBHOOK_ALLOWED_NETWORKS", ""), "comma-separated CIDRs webhooks may reach despite the SSRF guard (CONTACTD_WEBHOOK_ALLOWED_NETWORKS)")
+	fs.VisitAll(func(f *flag.Flag) {
+		if theirs[f.Name] {
+			return
+		}
+		name := EnvName(f.Name)
+		f.Usage += " (" + name + ")"
+		if v := getenv(name); v != "" {
+			if err := fs.Set(f.Name, v); err != nil {
+				c.envErrs = append(c.envErrs, fmt.Errorf("%s: %q is not a %s", name, v, kindOf(f.Value)))
+			}
+		}
+	})
+}
+
+// EnvName is the environment variable of a setting's flag: CONTACTD_ and the flag in capitals,
+// DATABASE_URL for --database-url (the name every PostgreSQL tool knows).
+func EnvName(flagName string) string {
+	if flagName == "database-url" {
+		return "DATABASE_URL"
+	}
+	return "CONTACTD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// kindOf names what a flag's value must look like, for an error.
+func kindOf(v flag.Value) string {
+	switch v.(flag.Getter).Get().(type) {
+	case time.Duration:
+		return "duration like 10s"
+	case bool:
+		return "boolean (true or false)"
+	default:
+		return "whole number"
+	}
 }
 
 // ParseNetworks reads comma-separated CIDRs; a bare address is its own /32 or /128.
@@ -257,56 +283,4 @@ func (c *Config) OldSecretKeys() []string {
 		}
 	}
 	return out
-}
-
-// intVar binds an int or int64 setting.
-func (c *Config) intVar(fs *flag.FlagSet, p any, name, envVal string, def int64, usage string) {
-	set := func(v int64) {
-		switch p := p.(type) {
-		case *int:
-			*p = int(v)
-		case *int64:
-			*p = v
-		}
-	}
-	set(def)
-	if envVal != "" {
-		v, err := strconv.ParseInt(envVal, 10, 64)
-		if err != nil {
-			c.envErrs = append(c.envErrs, fmt.Errorf("%s: %q is not an integer", envName(name), envVal))
-		}
-		set(v)
-	}
-	fs.Func(name, fmt.Sprintf("%s (default %d)", usage, def), func(s string) error {
-		v, err := strconv.ParseInt(s, 10, 64)
-		set(v)
-		return err
-	})
-}
-
-func (c *Config) durVar(fs *flag.FlagSet, p *time.Duration, name, envVal string, def time.Duration, usage string) {
-	*p = def
-	if envVal != "" {
-		v, err := time.ParseDuration(envVal)
-		if err != nil {
-			c.envErrs = append(c.envErrs, fmt.Errorf("%s: %q is not a duration like 10s", envName(name), envVal))
-		}
-		*p = v
-	}
-	fs.DurationVar(p, name, *p, usage)
-}
-
-func (c *Config) boolVar(fs *flag.FlagSet, p *bool, name, envVal, usage string) {
-	var v bool
-	if envVal != "" {
-		var err error
-		if v, err = strconv.ParseBool(envVal); err != nil {
-			c.envErrs = append(c.envErrs, fmt.Errorf("%s: %q is not true or false", envName(name), envVal))
-		}
-	}
-	fs.BoolVar(p, name, v, usage)
-}
-
-func envName(flagName string) string {
-	return "CONTACTD_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }

@@ -46,3 +46,53 @@ func TestVariablesAndFlags(t *testing.T) {
 		}
 	}
 }
+
+// Every setting's variable comes from its flag's name, and each kind of value parses from
+// the environment: a whole number, a duration, a boolean, a string, DATABASE_URL.
+func TestEveryFlagHasItsVariable(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": "postgres://db/contactd", "CONTACTD_MAX_BODY_BYTES": "2048",
+		"CONTACTD_DB_MAX_CONNS": "9", "CONTACTD_WEBHOOK_RESCUE_AFTER": "2m", "CONTACTD_WEBHOOK_ALLOW_HTTP": "true",
+		"CONTACTD_RATE_READS_PER_10S": "7", "CONTACTD_SECRET_KEYS_OLD": "a2V5LWtleS1rZXkta2V5LWtleS1rZXkta2V5LWtleS0=", "CONTACTD_LOG_LEVEL": "debug"}
+	c, err := parse(t, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DatabaseURL != "postgres://db/contactd" || c.MaxBodyBytes != 2048 || c.DBMaxConns != 9 || c.WebhookRescueAfter != 2*time.Minute ||
+		!c.WebhookAllowHTTP || c.RateReadsPer10s != 7 || c.SecretKeysOld == "" || c.LogLevel != "debug" {
+		t.Errorf("from the environment: %+v", c)
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	own := fs.String("name", "", "a command's own flag")
+	d := Default()
+	d.Flags(fs, func(k string) string {
+		if k == "CONTACTD_NAME" {
+			return "from the environment"
+		}
+		return ""
+	})
+	if *own != "" {
+		t.Errorf("a command's own flag read CONTACTD_NAME: %q", *own)
+	}
+	n := 0
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name == "name" {
+			if strings.Contains(f.Usage, "CONTACTD_") {
+				t.Errorf("a command's own flag names a variable: %q", f.Usage)
+			}
+			return
+		}
+		n++
+		if want := "(" + EnvName(f.Name) + ")"; !strings.HasSuffix(f.Usage, want) {
+			t.Errorf("--%s: usage %q does not end with %s", f.Name, f.Usage, want)
+		}
+	})
+	if n < 30 {
+		t.Errorf("%d settings registered", n)
+	}
+	for name, value := range map[string]string{"CONTACTD_WEBHOOK_ALLOW_HTTP": "maybe", "CONTACTD_MAX_BODY_BYTES": "64k"} {
+		if _, err := parse(t, map[string]string{name: value}); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=%q: %v, want an error naming it", name, value, err)
+		}
+	}
+}
