@@ -50,7 +50,7 @@ func (rt *Runtime) currentKey(ctx context.Context, cfg config.Config) ([]byte, e
 		return readKeyFile(path, path)
 	}
 	var sealed []string
-	if err := rt.Store.Read(ctx, func(q *db.Queries) (err error) {
+	if err := rt.Store.Do(ctx, func(q *db.Queries) (err error) {
 		sealed, err = q.SecretKeyIDs(ctx)
 		return err
 	}); err != nil {

@@ -120,7 +120,7 @@ func (s *Service) CreateAccount(ctx context.Context, name string) (uuid.UUID, er
 // AccountByName finds an account's id by its name.
 func (s *Service) AccountByName(ctx context.Context, name string) (uuid.UUID, error) {
 	var id uuid.UUID
-	err := s.store.Read(ctx, func(q *db.Queries) error {
+	err := s.store.Do(ctx, func(q *db.Queries) error {
 		a, err := q.AccountGetByName(ctx, name)
 		id = a.AccountID
 		return err
@@ -182,7 +182,7 @@ func (s *Service) sandbox(ctx context.Context, tx store.Tx, live uuid.UUID) (uui
 // Sandbox is the id of the live account's sandbox, if it has one.
 func (s *Service) Sandbox(ctx context.Context, live uuid.UUID) (uuid.UUID, bool, error) {
 	var id uuid.UUID
-	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 		id, err = q.SandboxGet(ctx, &live)
 		return err
 	})
@@ -195,7 +195,7 @@ func (s *Service) Sandbox(ctx context.Context, live uuid.UUID) (uuid.UUID, bool,
 // IsLive reports whether the account is a live account (not a sandbox).
 func (s *Service) IsLive(ctx context.Context, account uuid.UUID) (bool, error) {
 	var live bool
-	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 		live, err = q.AccountIsLive(ctx, account)
 		return err
 	})
@@ -205,7 +205,7 @@ func (s *Service) IsLive(ctx context.Context, account uuid.UUID) (bool, error) {
 // ListKeys lists an account's keys, oldest first.
 func (s *Service) ListKeys(ctx context.Context, account string) ([]Key, error) {
 	var rows []db.KeyListByAccountRow
-	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 		rows, err = q.KeyListByAccount(ctx, account)
 		return err
 	})
@@ -268,7 +268,7 @@ func (s *Service) Authenticate(ctx context.Context, key string) (Principal, erro
 	}
 	gen := s.cache.Generation()
 	var p Principal
-	err := s.store.Read(ctx, func(q *db.Queries) error {
+	err := s.store.Do(ctx, func(q *db.Queries) error {
 		row, err := q.KeyAuthenticate(ctx, h[:])
 		p = Principal{AccountID: row.AccountID, KeyID: row.KeyID, KeyName: row.Name, KeyPrefix: row.Prefix,
 			Scopes: row.Scopes, ExpiresAt: row.ExpiresAt, Networks: row.AllowedNetworks, Live: row.Live}
@@ -302,7 +302,7 @@ func (s *Service) touch(ctx context.Context, p Principal) {
 		return
 	}
 	s.touched.Store(p.KeyID, now)
-	_ = s.store.Read(ctx, func(q *db.Queries) error {
+	_ = s.store.Do(ctx, func(q *db.Queries) error {
 		return q.KeyTouch(ctx, db.KeyTouchParams{AccountID: p.AccountID, KeyID: p.KeyID, UsedAt: now})
 	})
 }

@@ -200,7 +200,7 @@ func (c *Console) session(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		h := sha256.Sum256([]byte(cookie.Value))
 		var row db.ConsoleSessionGetRow
-		err = c.d.Store.Read(ec.Request().Context(), func(q *db.Queries) (err error) {
+		err = c.d.Store.Do(ec.Request().Context(), func(q *db.Queries) (err error) {
 			row, err = q.ConsoleSessionGet(ec.Request().Context(), db.ConsoleSessionGetParams{SessionHash: h[:], ExpiresAt: c.d.Now()})
 			return err
 		})
@@ -275,7 +275,7 @@ func (c *Console) login(ec echo.Context) error {
 	token := secret.Base62(32)
 	h := sha256.Sum256([]byte(token))
 	now := c.d.Now()
-	err = c.d.Store.Write(ctx, func(q *db.Queries) error {
+	err = c.d.Store.Do(ctx, func(q *db.Queries) error {
 		return q.ConsoleSessionInsert(ctx, db.ConsoleSessionInsertParams{SessionHash: h[:], AccountID: p.AccountID,
 			KeyID: p.KeyID, CsrfToken: secret.Base62(24), CreatedAt: now, ExpiresAt: now.Add(SessionTTL)})
 	})
@@ -304,7 +304,7 @@ func (c *Console) sessionCookie(value string, maxAge int) *http.Cookie {
 
 func (c *Console) logout(ec echo.Context) error {
 	ctx := ec.Request().Context()
-	if err := c.d.Store.Write(ctx, func(q *db.Queries) error { return q.ConsoleSessionDelete(ctx, sessionOf(ec).hash) }); err != nil {
+	if err := c.d.Store.Do(ctx, func(q *db.Queries) error { return q.ConsoleSessionDelete(ctx, sessionOf(ec).hash) }); err != nil {
 		return err
 	}
 	ec.SetCookie(c.sessionCookie("", -1))
@@ -344,7 +344,7 @@ func (c *Console) failed(ec echo.Context, err error) error {
 // PruneTask deletes ended sessions every hour.
 func (c *Console) PruneTask() queue.Task {
 	return queue.Task{Name: "console_sessions_prune", Every: time.Hour, Run: func(ctx context.Context) error {
-		return c.d.Store.Write(ctx, func(q *db.Queries) error {
+		return c.d.Store.Do(ctx, func(q *db.Queries) error {
 			_, err := q.ConsoleSessionPrune(ctx, c.d.Now())
 			return err
 		})

@@ -34,7 +34,7 @@ func (s *Service) ConsentByToken(ctx context.Context, token string) (Consent, er
 		return Consent{}, ErrConsentNotFound
 	}
 	var r db.ConsentGetByTokenRow
-	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 		r, err = q.ConsentGetByToken(ctx, token)
 		return err
 	})

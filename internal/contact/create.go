@@ -111,7 +111,7 @@ func (s *Service) insert(ctx context.Context, tx *db.Queries, accountID uuid.UUI
 	if tx != nil {
 		existing, err = tx.ContactIDByEmail(ctx, lookup)
 	} else {
-		err = s.store.Read(ctx, func(q *db.Queries) error {
+		err = s.store.Do(ctx, func(q *db.Queries) error {
 			existing, err = q.ContactIDByEmail(ctx, lookup)
 			return err
 		})

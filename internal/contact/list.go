@@ -74,7 +74,7 @@ func (s *Service) List(ctx context.Context, accountID uuid.UUID, o ListOptions) 
 	}
 	p.RowLimit = int32(o.Limit)
 	var rows []db.ContactRow
-	err = s.store.Read(ctx, func(q *db.Queries) (err error) {
+	err = s.store.Do(ctx, func(q *db.Queries) (err error) {
 		rows, err = listPage(ctx, q, o.Sort, p)
 		return err
 	})
@@ -118,7 +118,7 @@ func (s *Service) walkPage(ctx context.Context, o ListOptions, p listParams) ([]
 		HasCursor: p.HasCursor, AfterAt: p.AfterAt, AfterID: p.AfterID,
 		WalkLimit: int32(min(maxWalk, walkFactor*o.Limit)), RowLimit: int32(o.Limit)}
 	var rows []db.ContactRow
-	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 		rows, err = walkedPage(ctx, q, o.Sort, w)
 		return err
 	})

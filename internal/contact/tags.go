@@ -164,7 +164,7 @@ func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []
 	op func(existing, tags []string) tagChange) ([]string, error) {
 	for {
 		var row db.TagsGetRow
-		err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+		err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 			row, err = q.TagsGet(ctx, db.TagsGetParams{AccountID: accountID, ContactID: id})
 			return err
 		})

@@ -141,7 +141,7 @@ func (s *Service) duplicateOf(ctx context.Context, accountID uuid.UUID, email *s
 		return errDuplicate
 	}
 	var other uuid.UUID
-	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 		other, err = q.ContactIDByEmail(ctx, db.ContactIDByEmailParams{AccountID: accountID, EmailKey: EmailKey(*email)})
 		return err
 	})

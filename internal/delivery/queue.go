@@ -47,7 +47,7 @@ func claimedDelivery(r db.DeliveryClaimRow) (Args, db.DeliveryLoadRow) {
 func (s *Service) claimNext(ctx context.Context, account, sub uuid.UUID) (Args, db.DeliveryLoadRow, bool) {
 	now := s.now()
 	var rows []db.DeliveryClaimNextRow
-	err := s.store.Write(ctx, func(q *db.Queries) (err error) {
+	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 		rows, err = q.DeliveryClaimNext(ctx, db.DeliveryClaimNextParams{AccountID: account, SubscriptionID: sub,
 			Now: now, LeaseUntil: now.Add(s.opt.RescueAfter), MaxInFlight: int32(s.opt.MaxInFlight)})
 		return err
@@ -64,7 +64,7 @@ func (s *Service) claimNext(ctx context.Context, account, sub uuid.UUID) (Args, 
 func (s *Service) claim(ctx context.Context, max int) ([]queue.Work, bool, error) {
 	now := s.now()
 	var rows []db.DeliveryClaimRow
-	err := s.store.Write(ctx, func(q *db.Queries) (err error) {
+	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 		rows, err = q.DeliveryClaim(ctx, db.DeliveryClaimParams{Now: now, LeaseUntil: now.Add(s.opt.RescueAfter), Max: int32(max),
 			MaxInFlight: int32(s.opt.MaxInFlight), ThrottleShare: throttleShare})
 		return err

@@ -61,7 +61,7 @@ func (s *Service) Attempts(ctx context.Context, account uuid.UUID, rawSub string
 		p.HasCursor = true
 	}
 	var rows []db.AttemptsListRow
-	if err := s.store.Read(ctx, func(q *db.Queries) (err error) { rows, err = q.AttemptsList(ctx, p); return err }); err != nil {
+	if err := s.store.Do(ctx, func(q *db.Queries) (err error) { rows, err = q.AttemptsList(ctx, p); return err }); err != nil {
 		return nil, "", err
 	}
 	next := ""
@@ -124,7 +124,7 @@ func (s *Service) subscription(ctx context.Context, account uuid.UUID, raw strin
 	if !ok {
 		return uuid.Nil, ErrSubscriptionNotFound
 	}
-	err := s.store.Read(ctx, func(q *db.Queries) error {
+	err := s.store.Do(ctx, func(q *db.Queries) error {
 		_, err := q.SubscriptionGet(ctx, db.SubscriptionGetParams{AccountID: account, SubscriptionID: id})
 		return err
 	})
@@ -224,7 +224,7 @@ type Health struct {
 // HealthSince is the health of each of the account's subscriptions since a time, by id.
 func (s *Service) HealthSince(ctx context.Context, account uuid.UUID, since time.Time) (map[uuid.UUID]Health, error) {
 	var rows []db.SubscriptionHealthRow
-	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 		rows, err = q.SubscriptionHealth(ctx, db.SubscriptionHealthParams{AccountID: account, AttemptedAt: since})
 		return err
 	})

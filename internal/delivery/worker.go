@@ -101,7 +101,7 @@ func (o outcome) label() string {
 // without waiting for the schedule; the workers have what it loads from their claim.
 func (s *Service) Attempt(ctx context.Context, a Args) error {
 	var d db.DeliveryLoadRow
-	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 		d, err = q.DeliveryLoad(ctx, db.DeliveryLoadParams{AccountID: a.AccountID, DeliveryID: a.DeliveryID})
 		return err
 	})
@@ -251,7 +251,7 @@ func (s *Service) record(ctx context.Context, a Args, d db.DeliveryLoadRow, o ou
 	now := s.now()
 	if o.ok() {
 		refreshBefore := now.Add(-time.Minute)
-		return s.store.Write(ctx, func(q *db.Queries) error {
+		return s.store.Do(ctx, func(q *db.Queries) error {
 			return q.DeliveryRecordSuccess(ctx, db.DeliveryRecordSuccessParams{AccountID: a.AccountID,
 				DeliveryID: a.DeliveryID, SubscriptionID: d.SubscriptionID, Attempt: int32(a.Attempt),
 				ResponseStatus: o.status, LatencyMs: int32(o.latency.Milliseconds()), Now: &now, RefreshBefore: &refreshBefore,

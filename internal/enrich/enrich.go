@@ -183,7 +183,7 @@ func (s *Service) checkLeased(ctx context.Context, leased []db.EnrichLockDueRow)
 			quiet = append(quiet, c)
 		}
 	}
-	err := s.store.Write(ctx, func(q *db.Queries) error { return s.finishQuiet(ctx, q, quiet) })
+	err := s.store.Do(ctx, func(q *db.Queries) error { return s.finishQuiet(ctx, q, quiet) })
 	wg.Wait()
 	return err
 }
@@ -332,7 +332,7 @@ func (s *Service) retry(ctx context.Context, c db.EnrichLockDueRow, cause error)
 	}
 	s.opt.Log.Info("enrichment will retry", slog.String("contact_id", c.ContactID.String()),
 		slog.Int("attempt", int(c.EnrichAttempts)), slog.Bool("giving_up", p.DueAt == nil), slog.Any("error", cause))
-	return s.store.Write(ctx, func(q *db.Queries) error { return q.EnrichRetry(ctx, p) })
+	return s.store.Do(ctx, func(q *db.Queries) error { return q.EnrichRetry(ctx, p) })
 }
 
 // RetryDelay is the wait after the attempt-th failed check: base, 4x base, 16x base, ...

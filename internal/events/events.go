@@ -71,7 +71,7 @@ func (s *Service) Feed(ctx context.Context, accountID uuid.UUID, after string, e
 		return Page{}, err
 	}
 	var rows []db.EventsFeedRow
-	err = s.store.Read(ctx, func(q *db.Queries) (err error) {
+	err = s.store.Do(ctx, func(q *db.Queries) (err error) {
 		rows, err = q.EventsFeed(ctx, db.EventsFeedParams{AccountID: accountID, EventType: eventType,
 			AfterXid: strconv.FormatUint(pos.xid, 10), AfterEvent: pos.event, RowLimit: int32(limit), MaxBytes: MaxPageBytes})
 		return err
@@ -99,7 +99,7 @@ func (s *Service) Get(ctx context.Context, accountID uuid.UUID, rawID string) ([
 		return nil, ErrNotFound
 	}
 	var payload string
-	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 		payload, err = q.EventGet(ctx, db.EventGetParams{AccountID: accountID, EventID: id})
 		return err
 	})
@@ -131,7 +131,7 @@ func (s *Service) Prune(ctx context.Context) (int64, error) {
 	var total int64
 	for {
 		var n int64
-		err := s.store.Write(ctx, func(q *db.Queries) (err error) {
+		err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 			n, err = q.EventsPrune(ctx, db.EventsPruneParams{Before: before, Batch: pruneBatch})
 			return err
 		})
@@ -179,7 +179,7 @@ type ContactEvent struct {
 // OfContact lists up to limit of a contact's events, oldest first (test events have no contact).
 func (s *Service) OfContact(ctx context.Context, accountID, contactID uuid.UUID, limit int) ([]ContactEvent, error) {
 	var rows []db.ContactEventsRow
-	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 		rows, err = q.ContactEvents(ctx, db.ContactEventsParams{AccountID: accountID, ContactID: &contactID, Limit: int32(limit)})
 		return err
 	})

@@ -3,10 +3,12 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/apitime"
 	"github.com/contactd/contactd/internal/contact"
+	"github.com/oapi-codegen/nullable"
 )
 
 // CreateContact implements POST /public/v1/contact.
@@ -46,24 +48,6 @@ func (s *Server) GetContact(ctx context.Context, req api.GetContactRequestObject
 	}
 	out := s.contactToAPI(c)
 	return contactResponse{contact: &out}, nil
-}
-
-// AddContactTags implements POST /public/v1/contact/{contactId}/tags.
-func (s *Server) AddContactTags(ctx context.Context, req api.AddContactTagsRequestObject) (api.AddContactTagsResponseObject, error) {
-	tags, err := s.contacts.AddTags(ctx, principal(ctx).AccountID, req.ContactId, req.Body.Tags)
-	if err != nil {
-		return nil, err
-	}
-	return api.AddContactTags200JSONResponse{TagsResultJSONResponse: api.TagsResultJSONResponse{Tags: tags}}, nil
-}
-
-// ReplaceContactTags implements PUT /public/v1/contact/{contactId}/tags.
-func (s *Server) ReplaceContactTags(ctx context.Context, req api.ReplaceContactTagsRequestObject) (api.ReplaceContactTagsResponseObject, error) {
-	tags, err := s.contacts.ReplaceTags(ctx, principal(ctx).AccountID, req.ContactId, req.Body.Tags)
-	if err != nil {
-		return nil, err
-	}
-	return api.ReplaceContactTags200JSONResponse{TagsResultJSONResponse: api.TagsResultJSONResponse{Tags: tags}}, nil
 }
 
 func origin(ctx context.Context, keyName, keyPrefix string) contact.Origin {
@@ -116,3 +100,61 @@ func (s *Server) contactToAPI(c contact.Contact) api.Contact {
 	}
 	return out
 }
+
+// UpdateContact implements PATCH /public/v1/contact/{contactId}.
+func (s *Server) UpdateContact(ctx context.Context, req api.UpdateContactRequestObject) (api.UpdateContactResponseObject, error) {
+	c, err := s.contacts.Update(ctx, principal(ctx).AccountID, req.ContactId, updateFromAPI(req.Body))
+	if err != nil {
+		return nil, err
+	}
+	out := s.contactToAPI(c)
+	return contactResponse{contact: &out}, nil
+}
+
+// DeleteContact implements DELETE /public/v1/contact/{contactId}.
+func (s *Server) DeleteContact(ctx context.Context, req api.DeleteContactRequestObject) (api.DeleteContactResponseObject, error) {
+	if err := s.contacts.Delete(ctx, principal(ctx).AccountID, req.ContactId); err != nil {
+		return nil, err
+	}
+	return api.DeleteContact204Response{}, nil
+}
+
+func updateFromAPI(b *api.UpdateContactRequest) contact.UpdateInput {
+	in := contact.UpdateInput{
+		Name:                patchOf(b.Name, same[string]),
+		Phone:               patchOf(b.Phone, same[string]),
+		AssignedUserEmailID: patchOf(b.AssignedUserEmailId, func(e api.Email) string { return string(e) }),
+		CRM:                 patchOf(b.CrmFields, crmPatch),
+	}
+	if b.Email != nil {
+		e := string(*b.Email)
+		in.Email = contact.Patch[string]{Set: true, Value: &e}
+	}
+	if b.RecordStatus != nil {
+		r := string(*b.RecordStatus)
+		in.RecordStatus = contact.Patch[string]{Set: true, Value: &r}
+	}
+	return in
+}
+
+func crmPatch(f api.CrmFieldsPatch) contact.CRMPatch {
+	return contact.CRMPatch{
+		Name: patchOf(f.Name, same[string]), URL: patchOf(f.Url, same[string]),
+		Source: patchOf(f.Source, same[string]), Stage: patchOf(f.Stage, same[string]),
+		CreatedDate: patchOf(f.CreatedDate, func(t apitime.Time) time.Time { return t.Time }),
+	}
+}
+
+// patchOf turns a JSON field that may be absent, null or a value into a domain Patch.
+func patchOf[T, U any](n nullable.Nullable[T], conv func(T) U) contact.Patch[U] {
+	if !n.IsSpecified() {
+		return contact.Patch[U]{}
+	}
+	if n.IsNull() {
+		return contact.Patch[U]{Set: true}
+	}
+	v := conv(n.MustGet())
+	return contact.Patch[U]{Set: true, Value: &v}
+}
+
+func same[T any](v T) T { return v }

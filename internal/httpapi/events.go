@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/contactd/contactd/gen/api"
-	"github.com/contactd/contactd/internal/apitime"
 	"github.com/contactd/contactd/internal/events"
 )
 
@@ -73,15 +72,4 @@ func writeJSON(w http.ResponseWriter, b []byte) error {
 	w.WriteHeader(http.StatusOK)
 	_, err := w.Write(b)
 	return err
-}
-
-// ReplayWebhook implements POST /public/v1/webhooks/{subscriptionId}/replay.
-func (s *Server) ReplayWebhook(ctx context.Context, req api.ReplayWebhookRequestObject) (api.ReplayWebhookResponseObject, error) {
-	since, until := req.Body.Since.Time, req.Body.Until.Time
-	n, err := s.deliveries.Replay(ctx, principal(ctx).AccountID, req.SubscriptionId, since, until)
-	if err != nil {
-		return nil, err
-	}
-	return api.ReplayWebhook200JSONResponse{SubscriptionId: req.SubscriptionId, Since: apitime.From(since),
-		Until: apitime.From(until), Queued: n}, nil
 }

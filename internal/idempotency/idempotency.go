@@ -157,7 +157,7 @@ func (s *Service) Reseal(ctx context.Context) (int, error) {
 	afterKey, n := "", 0
 	for {
 		var page []db.IdempotencyBodiesToResealRow
-		err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+		err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 			page, err = q.IdempotencyBodiesToReseal(ctx, db.IdempotencyBodiesToResealParams{AfterAccount: afterAccount,
 				AfterKey: afterKey, CurrentPrefix: prefix, PageSize: 500})
 			return err
@@ -172,7 +172,7 @@ func (s *Service) Reseal(ctx context.Context) (int, error) {
 				return n, err
 			}
 			sealed := []byte(s.keys.Seal(body, place(r.AccountID, r.Key)))
-			if err := s.store.Write(ctx, func(q *db.Queries) error {
+			if err := s.store.Do(ctx, func(q *db.Queries) error {
 				return q.IdempotencySetBody(ctx, db.IdempotencySetBodyParams{AccountID: r.AccountID, Key: r.Key, Body: sealed, Was: r.Body})
 			}); err != nil {
 				return n, err
@@ -200,7 +200,7 @@ func (s *Service) PruneTask() queue.Task {
 		total := int64(0)
 		for {
 			var n int64
-			err := s.store.Write(ctx, func(q *db.Queries) (err error) {
+			err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 				n, err = q.IdempotencyPrune(ctx, db.IdempotencyPruneParams{Before: s.now(), Batch: pruneBatch})
 				return err
 			})

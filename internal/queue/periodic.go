@@ -75,7 +75,7 @@ func (p *Periodic) RunDue(ctx context.Context) ([]string, error) {
 		names[i], next[i], byName[t.Name] = t.Name, now.Add(t.Every), t
 	}
 	var claimed []string
-	err := p.store.Write(ctx, func(q *db.Queries) (err error) {
+	err := p.store.Do(ctx, func(q *db.Queries) (err error) {
 		if err = q.PeriodicEnsure(ctx, db.PeriodicEnsureParams{Names: names, Now: now}); err != nil {
 			return err
 		}
@@ -101,7 +101,7 @@ func (p *Periodic) run(ctx context.Context, t Task) {
 			p.log.Warn("periodic task failed", slog.String("task", t.Name), slog.Any("error", err))
 		}
 	}
-	if err := p.store.Write(ctx, func(q *db.Queries) error {
+	if err := p.store.Do(ctx, func(q *db.Queries) error {
 		return q.PeriodicFinish(ctx, db.PeriodicFinishParams{Name: t.Name, Now: p.now(), LastError: lastError})
 	}); err != nil && ctx.Err() == nil {
 		p.log.Warn("periodic task: recording the run failed", slog.String("task", t.Name), slog.Any("error", err))

@@ -78,17 +78,9 @@ func New(pool *pgxpool.Pool) *Store { return &Store{Pool: pool, q: db.New(planne
 // Close closes the pool.
 func (s *Store) Close() { s.Pool.Close() }
 
-// Read runs fn outside a transaction, for single reads.
-func (s *Store) Read(ctx context.Context, fn func(q *db.Queries) error) error {
-	if a := ambientOf(ctx); a != nil {
-		return Translate(fn(a.q))
-	}
-	return Translate(fn(s.q))
-}
-
-// Write runs fn outside a transaction, for a change that is one statement (atomic on its own):
-// no BEGIN and COMMIT round trips.
-func (s *Store) Write(ctx context.Context, fn func(q *db.Queries) error) error {
+// Do runs fn outside a transaction: for one statement, a read or a change that is atomic on
+// its own (no BEGIN and COMMIT round trips). Inside an Atomic transaction, fn runs in it.
+func (s *Store) Do(ctx context.Context, fn func(q *db.Queries) error) error {
 	if a := ambientOf(ctx); a != nil {
 		return Translate(fn(a.q))
 	}

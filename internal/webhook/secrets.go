@@ -147,7 +147,7 @@ func (s *Secrets) ClientSecret(ctx context.Context, accountID uuid.UUID, rotate 
 		return s.setClient(ctx, accountID, false)
 	}
 	var sealed *string
-	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 		sealed, err = q.AccountClientSecret(ctx, accountID)
 		return err
 	})
@@ -171,7 +171,7 @@ func (s *Secrets) openClient(ctx context.Context, accountID uuid.UUID, sealed *s
 // setClient stores a new client secret, or, onlyIfUnset, the one that won a race to be first.
 func (s *Secrets) setClient(ctx context.Context, accountID uuid.UUID, onlyIfUnset bool) (string, error) {
 	plain := secret.Base64(32)
-	err := s.store.Write(ctx, func(q *db.Queries) (err error) {
+	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 		_, err = q.AccountClientSecretSet(ctx, db.AccountClientSecretSetParams{AccountID: accountID,
 			ClientSecretSealed: ptr(s.keys.Seal([]byte(plain), clientPlace(accountID))), OnlyIfUnset: onlyIfUnset})
 		return err
@@ -191,7 +191,7 @@ func ptr[T any](v T) *T { return &v }
 // does not hold: contactd must not start with a wrong or missing key, and never sign with one.
 func (s *Secrets) Check(ctx context.Context) error {
 	var stored []string
-	if err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+	if err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 		stored, err = q.SecretKeyIDs(ctx)
 		return err
 	}); err != nil {
@@ -227,7 +227,7 @@ func (s *Secrets) Reseal(ctx context.Context, onlyInClear bool) (ResealCounts, e
 	var afterAccount, afterSub uuid.UUID
 	for {
 		var page []db.SubscriptionSecretsToSealRow
-		err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+		err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 			page, err = q.SubscriptionSecretsToSeal(ctx, db.SubscriptionSecretsToSealParams{AfterAccount: afterAccount,
 				AfterSubscription: afterSub, CurrentKeyID: s.keys.CurrentID(), PageSize: 500})
 			return err
@@ -256,7 +256,7 @@ func (s *Secrets) Reseal(ctx context.Context, onlyInClear bool) (ResealCounts, e
 	var after uuid.UUID
 	for {
 		var page []db.AccountSecretsToSealRow
-		err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+		err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 			page, err = q.AccountSecretsToSeal(ctx, db.AccountSecretsToSealParams{AfterAccount: after, CurrentKeyID: s.keys.CurrentID(), PageSize: 500})
 			return err
 		})
@@ -270,7 +270,7 @@ func (s *Secrets) Reseal(ctx context.Context, onlyInClear bool) (ResealCounts, e
 				return n, fmt.Errorf("account %s: %w", r.AccountID, err)
 			}
 			var moved int64
-			err = s.store.Write(ctx, func(q *db.Queries) (err error) {
+			err = s.store.Do(ctx, func(q *db.Queries) (err error) {
 				moved, err = q.AccountSecretReseal(ctx, db.AccountSecretResealParams{AccountID: r.AccountID,
 					ClientSecretSealed: ptr(s.keys.Seal(b, clientPlace(r.AccountID))), OldClientSecretSealed: &r.ClientSecretSealed})
 				return err
@@ -312,7 +312,7 @@ func (s *Secrets) resealSubscription(ctx context.Context, r db.SubscriptionSecre
 		return 0, err
 	}
 	var moved int64
-	err = s.store.Write(ctx, func(q *db.Queries) (err error) {
+	err = s.store.Do(ctx, func(q *db.Queries) (err error) {
 		moved, err = q.SubscriptionSecretsReseal(ctx, db.SubscriptionSecretsResealParams{AccountID: r.AccountID,
 			SubscriptionID: r.SubscriptionID, SecretSealed: current, PreviousSecretSealed: previous,
 			OldSecret: r.Secret, OldSecretSealed: r.SecretSealed, OldPreviousSecretSealed: r.PreviousSecretSealed})

@@ -60,7 +60,7 @@ func (s *Subscribers) MayHave(ctx context.Context, accountID uuid.UUID, typ Even
 	types, ok := s.cache.Get(accountID, now)
 	if !ok {
 		gen := s.cache.Generation()
-		err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+		err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 			types, err = q.SubscriptionEventTypesLive(ctx, accountID)
 			return err
 		})

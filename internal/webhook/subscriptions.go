@@ -97,7 +97,7 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, rawURL string
 // List returns the account's subscriptions, newest first, without secrets.
 func (s *Service) List(ctx context.Context, accountID uuid.UUID) ([]Subscription, error) {
 	var rows []db.WebhookSubscription
-	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 		rows, err = q.SubscriptionList(ctx, accountID)
 		return err
 	})
@@ -171,7 +171,7 @@ func (s *Service) update(ctx context.Context, rawID string, write func(q *db.Que
 		return Subscription{}, ErrNotFound
 	}
 	var row db.WebhookSubscription
-	err := s.store.Write(ctx, func(q *db.Queries) (err error) {
+	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 		row, err = write(q, id)
 		return err
 	})
@@ -220,7 +220,7 @@ func (s *Service) Get(ctx context.Context, accountID uuid.UUID, rawID string) (S
 		return Subscription{}, ErrNotFound
 	}
 	var row db.WebhookSubscription
-	err := s.store.Read(ctx, func(q *db.Queries) (err error) {
+	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 		row, err = q.SubscriptionGet(ctx, db.SubscriptionGetParams{AccountID: accountID, SubscriptionID: id})
 		return err
 	})
