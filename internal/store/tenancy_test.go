@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,27 +52,13 @@ var crossAccount = map[string]string{
 // generic plan, so parameters stay parameters) and checks that each scan of a table keyed by
 // account is restricted by account_id — by a parameter, or by a join on account_id in a plan
 // where some account_id is a parameter — and that a function of ours a query calls takes the
-// account (a plan does not show a function's insides: those take it as p_account and filter
-// by it). The queries that are not confined are exactly crossAccount.
+// account (a plan does not show a function's insides: TestOurFunctionsAreConfinedToTheirAccount
+// plans those). The queries that are not confined are exactly crossAccount.
 func TestEveryQueryIsConfinedToAnAccount(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	conn := connect(t)
-	keyed := map[string]bool{}
-	rows, _ := conn.Query(ctx, `SELECT table_name FROM information_schema.columns
-		WHERE table_schema = 'public' AND column_name = 'account_id'`)
-	var table string
-	if _, err := pgx.ForEachRow(rows, []any{&table}, func() error { keyed[table] = true; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	// our functions, and whether each takes the account it works in
-	ours := map[string]bool{}
-	var takesAccount bool
-	rows, _ = conn.Query(ctx, `SELECT proname, coalesce('p_account' = ANY (proargnames) OR 'account' = ANY (proargnames), false)
-		FROM pg_proc WHERE pronamespace = 'public'::regnamespace`)
-	if _, err := pgx.ForEachRow(rows, []any{&table, &takesAccount}, func() error { ours[table] = takesAccount; return nil }); err != nil {
-		t.Fatal(err)
-	}
+	keyed, ours := catalog(t, conn)
 	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
 		t.Fatal(err)
 	}
@@ -82,27 +70,16 @@ func TestEveryQueryIsConfinedToAnAccount(t *testing.T) {
 	var unconfined []string
 	for i, name := range sortedKeys(queries) {
 		sql := queries[name]
-		stmt := fmt.Sprintf("q%d", i)
-		if _, err := conn.Exec(ctx, "PREPARE "+stmt+" AS "+sql); err != nil {
-			t.Errorf("%s: prepare: %v", name, err)
+		root, out, err := genericPlan(conn, fmt.Sprintf("q%d", i), sql, nil)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
 			continue
 		}
-		args := strings.TrimSuffix(strings.Repeat("NULL,", maxParam(sql)), ",")
-		call := "EXECUTE " + stmt
-		if args != "" {
-			call += "(" + args + ")"
+		var why []string
+		for _, u := range unconfinedScans(root, "", keyed, ours) {
+			why = append(why, u.String())
 		}
-		var out []byte
-		if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+call).Scan(&out); err != nil {
-			t.Errorf("%s: explain: %v", name, err)
-			continue
-		}
-		var root []struct{ Plan scanNode }
-		if err := json.Unmarshal(out, &root); err != nil {
-			t.Fatal(err)
-		}
-		why := unconfinedScans(root[0].Plan, "", keyed, ours)
-		if len(why) == 0 && !paramAccount.Match(out) && joinsOnly(root[0].Plan, keyed) {
+		if len(why) == 0 && !paramAccount.Match(out) && joinsOnly(root, keyed) {
 			why = append(why, "joined on account_id, but no account_id is a parameter")
 		}
 		if len(why) > 0 {
@@ -127,6 +104,204 @@ func TestEveryQueryIsConfinedToAnAccount(t *testing.T) {
 	if claim := fmt.Sprintf("%d of the %d queries", len(queries)-len(unconfined), len(queries)); !strings.Contains(string(page), claim) {
 		t.Errorf("docs/operations.md should say %q (the Citus paragraph)", claim)
 	}
+}
+
+// catalog reads the tables keyed by account, and our functions with whether each takes the
+// account it works in (a parameter named p_account or account).
+func catalog(t *testing.T, conn *pgx.Conn) (keyed, ours map[string]bool) {
+	t.Helper()
+	ctx := context.Background()
+	keyed, ours = map[string]bool{}, map[string]bool{}
+	rows, _ := conn.Query(ctx, `SELECT table_name FROM information_schema.columns
+		WHERE table_schema = 'public' AND column_name = 'account_id'`)
+	var name string
+	if _, err := pgx.ForEachRow(rows, []any{&name}, func() error { keyed[name] = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var takesAccount bool
+	rows, _ = conn.Query(ctx, `SELECT proname, coalesce('p_account' = ANY (proargnames) OR 'account' = ANY (proargnames), false)
+		FROM pg_proc p WHERE pronamespace = 'public'::regnamespace
+		  AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')`)
+	if _, err := pgx.ForEachRow(rows, []any{&name, &takesAccount}, func() error { ours[name] = takesAccount; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return keyed, ours
+}
+
+// genericPlan prepares sql as stmt (with the parameter types given, or inferred) and explains
+// its generic plan, so that parameters stay parameters in the conditions it shows.
+func genericPlan(conn *pgx.Conn, stmt, sql string, types []string) (scanNode, []byte, error) {
+	ctx := context.Background()
+	prepare := "PREPARE " + stmt
+	if len(types) > 0 {
+		prepare += "(" + strings.Join(types, ", ") + ")"
+	}
+	if _, err := conn.Exec(ctx, prepare+" AS "+sql); err != nil {
+		return scanNode{}, nil, fmt.Errorf("prepare: %w", err)
+	}
+	args := strings.TrimSuffix(strings.Repeat("NULL,", max(len(types), maxParam(sql))), ",")
+	call := "EXECUTE " + stmt
+	if args != "" {
+		call += "(" + args + ")"
+	}
+	var out []byte
+	if err := conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+call).Scan(&out); err != nil {
+		return scanNode{}, nil, fmt.Errorf("explain: %w", err)
+	}
+	var root []struct{ Plan scanNode }
+	if err := json.Unmarshal(out, &root); err != nil {
+		return scanNode{}, nil, err
+	}
+	return root[0].Plan, out, nil
+}
+
+// accountFree are our functions that take no account, and why each may.
+var accountFree = map[string]string{
+	"claim_deliveries":       "workers claim due deliveries of every account (DeliveryClaim is in crossAccount)",
+	"claim_deliveries_alone": "the same, one claim at a time",
+	"accounts_delete_data":   "the trigger that deletes a deleted account's rows: its own account, by OLD.account_id",
+	"lower_tags":             "pure: reads no table",
+	"name_words":             "pure: reads no table",
+}
+
+// acrossInside are the scans inside our account-taking functions that reach beyond the
+// account on purpose: "function: table alias" and why.
+var acrossInside = map[string]string{
+	"claim_next_delivery: webhook_subscriptions ls": "the receiver's in-flight cap counts the leases of its URL's subscriptions in every account",
+}
+
+// TestOurFunctionsAreConfinedToTheirAccount plans each statement of each function of ours that
+// takes the account, its parameters and variables as parameters, with the check queries get:
+// every scan of a table keyed by account restricted by the account parameter or by a row
+// joined on account_id, except acrossInside. (Rows a body inserts are not scanned: a plan
+// cannot show whose they are.) The functions that take no account are exactly accountFree.
+func TestOurFunctionsAreConfinedToTheirAccount(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn := connect(t)
+	keyed, ours := catalog(t, conn)
+	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	for name, takesAccount := range ours {
+		if _, free := accountFree[name]; free == takesAccount {
+			t.Errorf("%s takes an account: %v; accountFree lists it: %v", name, takesAccount, free)
+		}
+	}
+	rows, _ := conn.Query(ctx, `SELECT p.proname, l.lanname, p.prosrc,
+			array(SELECT format_type(a, NULL) FROM unnest(p.proargtypes) a),
+			coalesce((p.proargnames)[1:p.pronargs], '{}')
+		FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+		WHERE p.pronamespace = 'public'::regnamespace
+		  AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')
+		ORDER BY 1`)
+	type function struct {
+		name, lang, src string
+		types, args     []string
+	}
+	fns, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (f function, err error) {
+		return f, r.Scan(&f.name, &f.lang, &f.src, &f.types, &f.args)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{}
+	var planned []string
+	for i, f := range fns {
+		if !ours[f.name] {
+			continue
+		}
+		statements, variables, err := []string{f.src}, map[string]string{}, error(nil)
+		if f.lang == "plpgsql" {
+			statements, variables, err = plpgsqlStatements(f.src)
+			if err != nil {
+				t.Errorf("%s: %v", f.name, err)
+				continue
+			}
+		}
+		names, types := append([]string{}, f.args...), append([]string{}, f.types...)
+		for v, typ := range variables {
+			names, types = append(names, v), append(types, typ)
+		}
+		account := slices.IndexFunc(names, func(n string) bool { return n == "p_account" || n == "account" }) + 1
+		for j, statement := range statements {
+			for k, name := range names { // each parameter and variable by its position
+				statement = regexp.MustCompile(`\b`+regexp.QuoteMeta(name)+`\b`).ReplaceAllString(statement, fmt.Sprintf("$$%d", k+1))
+			}
+			root, out, err := genericPlan(conn, fmt.Sprintf("f%d_%d", i, j), statement, types)
+			if err != nil {
+				t.Errorf("%s: %v\n%s", f.name, err, statement)
+				continue
+			}
+			var why []string
+			for _, w := range unconfinedScans(root, "", keyed, ours) {
+				if scan := f.name + ": " + w.scanned; acrossInside[scan] != "" {
+					used[scan] = true
+				} else {
+					why = append(why, w.String())
+				}
+			}
+			if joinsOnly(root, keyed) && !regexp.MustCompile(fmt.Sprintf(`account_id = \$%d\b`, account)).Match(out) {
+				why = append(why, fmt.Sprintf("no scan restricted by the account parameter ($%d)", account))
+			}
+			if len(why) > 0 {
+				t.Errorf("%s reaches beyond its account: %s\n%s", f.name, strings.Join(why, "; "), statement)
+			}
+			planned = append(planned, fmt.Sprintf("%s#%d", f.name, j+1))
+		}
+	}
+	for scan := range acrossInside {
+		if !used[scan] {
+			t.Errorf("acrossInside lists %q, which no function scans unconfined: take it off the list", scan)
+		}
+	}
+	t.Logf("planned %v", planned)
+	if len(planned) < 4 {
+		t.Errorf("planned %d statements of functions that take the account: %v", len(planned), planned)
+	}
+}
+
+// plpgsqlStatements reads the SQL statements of a plpgsql body written as ours are: an optional
+// DECLARE of one variable a line, then statements ending in ";" (SELECT ... INTO, PERFORM,
+// RETURN QUERY, the DML) and control flow (IF ... THEN, RETURN, END IF), which runs no SQL
+// of its own here. A body it cannot read is an error, not a pass.
+func plpgsqlStatements(src string) (statements []string, variables map[string]string, err error) {
+	src = regexp.MustCompile(`--[^\n]*`).ReplaceAllString(src, "")
+	m := regexp.MustCompile(`(?is)^\s*(#variable_conflict\s+\w+\s+)?(DECLARE\s+(.*?))?\bBEGIN\b(.*)\bEND\s*;?\s*$`).FindStringSubmatch(src)
+	if m == nil {
+		return nil, nil, errors.New("a body not of DECLARE ... BEGIN ... END")
+	}
+	variables = map[string]string{}
+	for _, decl := range strings.Split(m[3], ";") {
+		if f := strings.Fields(decl); len(f) == 2 {
+			variables[f[0]] = f[1]
+		} else if len(f) != 0 {
+			return nil, nil, fmt.Errorf("a declaration not of one name and one type: %q", decl)
+		}
+	}
+	into := regexp.MustCompile(`(?is)^(SELECT\b.*?)\bINTO\s+\w+(\s*,\s*\w+)*\s+(FROM\b.*)$`)
+	for _, st := range strings.Split(m[4], ";") {
+		st = strings.TrimSpace(st)
+		upper := strings.ToUpper(st)
+		switch {
+		case st == "", upper == "RETURN", strings.HasPrefix(upper, "END IF"):
+		case strings.HasPrefix(upper, "IF "):
+			if !strings.HasSuffix(upper, "RETURN") || strings.Contains(upper, "SELECT") {
+				return nil, nil, fmt.Errorf("an IF that runs more than its condition's functions: %q", st)
+			}
+		case strings.HasPrefix(upper, "RETURN QUERY"):
+			statements = append(statements, st[len("RETURN QUERY"):])
+		case strings.HasPrefix(upper, "PERFORM"):
+			statements = append(statements, "SELECT"+st[len("PERFORM"):])
+		case into.MatchString(st):
+			statements = append(statements, into.ReplaceAllString(st, "$1 $3"))
+		case regexp.MustCompile(`^(SELECT|WITH|INSERT|UPDATE|DELETE)\b`).MatchString(upper):
+			statements = append(statements, st)
+		default:
+			return nil, nil, fmt.Errorf("a statement this reader does not know: %q", st)
+		}
+	}
+	return statements, variables, nil
 }
 
 // uniqueWithoutAccount are the unique indexes that do not include account_id: a database
@@ -166,6 +341,7 @@ func TestUniqueIndexesIncludeTheAccount(t *testing.T) {
 type scanNode struct {
 	Type     string     `json:"Node Type"`
 	Relation string     `json:"Relation Name"`
+	Alias    string     `json:"Alias"`
 	Function string     `json:"Function Name"`
 	Index    string     `json:"Index Cond"`
 	Recheck  string     `json:"Recheck Cond"`
@@ -176,11 +352,17 @@ type scanNode struct {
 	Plans    []scanNode `json:"Plans"`
 }
 
+// unconfined is a scan no condition confines to an account ("table alias"), or a call of a
+// function of ours that takes no account.
+type unconfined struct{ scanned, why string }
+
+func (u unconfined) String() string { return u.why }
+
 // unconfinedScans lists the scans under n of account-keyed tables that no condition on
 // account_id restricts (their own, a bitmap index's under them, or a join's above them), and
-// the calls of our own functions, whose insides a plan does not show.
-func unconfinedScans(n scanNode, joinConds string, keyed, ours map[string]bool) []string {
-	var why []string
+// the calls of our own functions that take no account.
+func unconfinedScans(n scanNode, joinConds string, keyed, ours map[string]bool) []unconfined {
+	var found []unconfined
 	own := n.Index + " " + n.Recheck + " " + n.Filter
 	for _, c := range n.Plans {
 		if c.Type == "Bitmap Index Scan" {
@@ -190,15 +372,16 @@ func unconfinedScans(n scanNode, joinConds string, keyed, ours map[string]bool) 
 	joinConds += " " + n.Hash + " " + n.Merge + " " + n.Join
 	if n.Relation != "" && keyed[n.Relation] && !strings.HasPrefix(n.Type, "ModifyTable") && n.Type != "Insert" &&
 		!confining.MatchString(own+joinConds) {
-		why = append(why, fmt.Sprintf("%s on %s without account_id = a parameter or another row's account_id", n.Type, n.Relation))
+		found = append(found, unconfined{n.Relation + " " + n.Alias,
+			fmt.Sprintf("%s on %s %s without account_id = a parameter or another row's account_id", n.Type, n.Relation, n.Alias)})
 	}
 	if takesAccount, isOurs := ours[n.Function]; n.Type == "Function Scan" && isOurs && !takesAccount {
-		why = append(why, "calls "+n.Function)
+		found = append(found, unconfined{why: "calls " + n.Function})
 	}
 	for _, c := range n.Plans {
-		why = append(why, unconfinedScans(c, joinConds, keyed, ours)...)
+		found = append(found, unconfinedScans(c, joinConds, keyed, ours)...)
 	}
-	return why
+	return found
 }
 
 // connect opens a connection to a fresh migrated database for the test.
