@@ -2,6 +2,20 @@
 // writes each event with its deliveries inside the transaction of the change that caused it
 // (a transactional outbox), so a committed change always produces its events and a
 // rolled-back one never does.
+//
+// Every event's columns (its id, type, payload exactly as delivered and time) are built here,
+// by Prepare. The statements that write them to webhook_events are these, and no others
+// (TestOutboxWritersAreListed keeps the list):
+//   - EventInsert, by Emit: an event and then its deliveries, one statement each.
+//   - EventInsertTest, by SendTest: a test event, left out of the feed.
+//   - ContactCreate: a new contact's TagsAdded event, in the statement that inserts it.
+//   - create_contacts (a function, for sqlc cannot type its input): the same for a batch.
+//   - TagsSwap: a tag change's TagsAdded and TagsRemoved events, in the statement that makes it.
+//   - EnrichFinishMany: the ContactEnriched events of an enrichment pass.
+//
+// The last four are the fast paths: the event rides the change's own statement (and when a
+// subscription may want it, Emitter.MayHaveSubscribers, Deliver queues its deliveries in the
+// same transaction, or the change goes through Emit instead).
 package webhook
 
 import (

@@ -1,0 +1,66 @@
+package webhook_test
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestOutboxWritersAreListed finds every statement of sql/queries and every function of the
+// migrations that inserts into webhook_events, and checks the package doc lists exactly those:
+// a new writer of events is one the package knows of, and builds its columns with Prepare.
+func TestOutboxWritersAreListed(t *testing.T) {
+	var writers []string
+	queries, err := filepath.Glob("../../sql/queries/*.sql")
+	if err != nil || len(queries) == 0 {
+		t.Fatalf("sql/queries: %v", err)
+	}
+	for _, f := range queries {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range strings.Split(string(src), "-- name: ")[1:] {
+			if insertsEvents.MatchString(q) {
+				writers = append(writers, strings.Fields(q)[0])
+			}
+		}
+	}
+	migrations, _ := filepath.Glob("../../sql/migrations/*.sql")
+	for _, f := range migrations {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		up, _, _ := strings.Cut(string(src), "-- +goose Down")
+		for _, fn := range function.FindAllStringSubmatch(up, -1) {
+			if insertsEvents.MatchString(fn[2]) && !slices.Contains(writers, fn[1]) {
+				writers = append(writers, fn[1])
+			}
+		}
+	}
+	pkg, err := parser.ParseFile(token.NewFileSet(), "events.go", nil, parser.PackageClauseOnly|parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := regexp.MustCompile(`(?m)^  - (\w+)`).FindAllStringSubmatch(pkg.Doc.Text(), -1)
+	var documented []string
+	for _, m := range listed {
+		documented = append(documented, m[1])
+	}
+	slices.Sort(writers)
+	slices.Sort(documented)
+	if len(writers) < 6 || !slices.Equal(writers, documented) {
+		t.Errorf("statements writing webhook_events: %v\nthe package doc lists: %v", writers, documented)
+	}
+}
+
+var (
+	insertsEvents = regexp.MustCompile(`(?i)INSERT\s+INTO\s+webhook_events\b`)
+	function      = regexp.MustCompile(`(?is)CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+(\w+)(.*?)\$\$;`)
+)
