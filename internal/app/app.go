@@ -20,7 +20,7 @@ import (
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/enrich"
-	"github.com/contactd/contactd/internal/events"
+	"github.com/contactd/contactd/internal/feed"
 	"github.com/contactd/contactd/internal/httpapi"
 	"github.com/contactd/contactd/internal/idempotency"
 	"github.com/contactd/contactd/internal/metrics"
@@ -99,7 +99,7 @@ type Services struct {
 	// Secrets keeps the signing secrets, sealed.
 	Secrets *webhook.Secrets
 	// Events is the events feed.
-	Events *events.Service
+	Events *feed.Service
 	// Idempotency keeps the responses of writes sent with an Idempotency-Key.
 	Idempotency *idempotency.Service
 	// Store is the database the services work on.
@@ -117,7 +117,7 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	m.WatchQueue(queueDepth(st))
 	secrets := webhook.NewSecrets(st, keys, Now)
 	keyring := auth.NewService(st, Now)
-	feed := events.New(st, cfg.EventRetention, Now, log)
+	eventFeed := feed.New(st, cfg.EventRetention, Now, log)
 	deliveries := delivery.New(st, delivery.Options{
 		Timeout: cfg.WebhookTimeout, AllowedNetworks: cfg.WebhookAllowedNetworks, Workers: cfg.WebhookWorkers,
 		MaxInFlight: cfg.WebhookMaxInFlight, RescueAfter: cfg.WebhookRescueAfter, Now: Now, Log: log, Metrics: m, Secrets: secrets,
@@ -131,7 +131,7 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 		Exports: cfg.Exports, ExportsPerAccount: cfg.ExportsPerAccount})
 	subscriptions := webhook.NewService(st, subs, secrets, Now, cfg.WebhookAllowHTTP)
 	cons, err := console.New(console.Deps{Store: st, Auth: keyring, Contacts: contacts, Webhooks: subscriptions,
-		Deliveries: deliveries, Events: feed, Log: log, Now: Now, PublicURL: cfg.PublicURL})
+		Deliveries: deliveries, Events: eventFeed, Log: log, Now: Now, PublicURL: cfg.PublicURL})
 	if err != nil {
 		return nil, err
 	}
@@ -144,8 +144,8 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 		Enrich:      enricher,
 		Metrics:     m,
 		Subscribers: subs,
-		Periodic:    queue.NewPeriodic(st, Now, log, deliveries.SweepTask(), feed.PruneTask(), idem.PruneTask(), cons.PruneTask()),
-		Events:      feed,
+		Periodic:    queue.NewPeriodic(st, Now, log, deliveries.SweepTask(), eventFeed.PruneTask(), idem.PruneTask(), cons.PruneTask()),
+		Events:      eventFeed,
 		Idempotency: idem,
 		Store:       st,
 		Console:     cons,

@@ -30,7 +30,7 @@ import (
 	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
-	"github.com/contactd/contactd/internal/events"
+	"github.com/contactd/contactd/internal/feed"
 	"github.com/contactd/contactd/internal/queue"
 	"github.com/contactd/contactd/internal/secret"
 	"github.com/contactd/contactd/internal/store"
@@ -64,7 +64,7 @@ type Deps struct {
 	Contacts   *contact.Service
 	Webhooks   *webhook.Service
 	Deliveries *delivery.Service
-	Events     *events.Service
+	Events     *feed.Service
 	Log        *slog.Logger
 	Now        func() time.Time
 	// PublicURL decides whether the session cookie is Secure (https).

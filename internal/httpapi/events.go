@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/contactd/contactd/gen/api"
-	"github.com/contactd/contactd/internal/events"
+	"github.com/contactd/contactd/internal/feed"
 )
 
 // ListEvents implements GET /public/v1/events.
@@ -29,7 +29,7 @@ func (s *Server) ListEvents(ctx context.Context, req api.ListEventsRequestObject
 
 // eventListResponse writes the events as stored: the bytes receivers were sent, not decoded
 // and encoded again.
-type eventListResponse events.Page
+type eventListResponse feed.Page
 
 func (r eventListResponse) VisitListEventsResponse(w http.ResponseWriter) error {
 	size := 64

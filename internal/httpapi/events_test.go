@@ -12,11 +12,11 @@ import (
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
-	"github.com/contactd/contactd/internal/events"
+	"github.com/contactd/contactd/internal/feed"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
-func feed(t *testing.T, a *testkit.API, key, query string) api.EventList {
+func feedPage(t *testing.T, a *testkit.API, key, query string) api.EventList {
 	t.Helper()
 	r := a.Do("GET", "/public/v1/events?"+query, key, nil)
 	if r.Status != 200 {
@@ -53,7 +53,7 @@ func TestEventsFeed(t *testing.T) {
 		if cursor != "" {
 			q += "&after=" + url.QueryEscape(cursor)
 		}
-		l := feed(t, a, key, q)
+		l := feedPage(t, a, key, q)
 		all = append(all, l.Events...)
 		for _, e := range l.Events {
 			types = append(types, string(e.EventType))
@@ -68,16 +68,16 @@ func TestEventsFeed(t *testing.T) {
 	if tags := all[2].Data.TagsAddedInfo; tags == nil || tags.TagsAdded[0] != "vip" || all[1].Data.ContactEnrichedInfo.EmailStatus == nil {
 		t.Errorf("events %+v", all)
 	}
-	if l := feed(t, a, key, "after="+url.QueryEscape(cursor)); len(l.Events) != 0 || l.HasMore || l.NextCursor != cursor {
+	if l := feedPage(t, a, key, "after="+url.QueryEscape(cursor)); len(l.Events) != 0 || l.HasMore || l.NextCursor != cursor {
 		t.Errorf("nothing new: %+v, want the same cursor back", l)
 	}
 	a.Do("POST", "/public/v1/contact/"+id+"/tags", key, map[string]any{"tags": []string{"late"}})
 	var l api.EventList
-	testkit.Eventually(t, "the next event", func() bool { l = feed(t, a, key, "after="+url.QueryEscape(cursor)); return len(l.Events) > 0 })
+	testkit.Eventually(t, "the next event", func() bool { l = feedPage(t, a, key, "after="+url.QueryEscape(cursor)); return len(l.Events) > 0 })
 	if len(l.Events) != 1 || l.Events[0].Data.TagsAddedInfo.TagsAdded[0] != "late" {
 		t.Errorf("after one more change: %+v", l.Events)
 	}
-	if l := feed(t, a, key, "eventType=TagsRemoved"); len(l.Events) != 1 || l.Events[0].EventType != api.EventTypeTagsRemoved {
+	if l := feedPage(t, a, key, "eventType=TagsRemoved"); len(l.Events) != 1 || l.Events[0].EventType != api.EventTypeTagsRemoved {
 		t.Errorf("eventType=TagsRemoved: %+v", l.Events)
 	}
 
@@ -245,7 +245,7 @@ func TestFeedPagesAreBoundedInBytes(t *testing.T) {
 		}
 		var l api.EventList
 		r.JSON(t, &l)
-		if len(r.Body) > events.MaxPageBytes+2*contact.MaxActivityDetailsBytes {
+		if len(r.Body) > feed.MaxPageBytes+2*contact.MaxActivityDetailsBytes {
 			t.Fatalf("a page of %d bytes", len(r.Body))
 		}
 		if len(l.Events) > 0 {

@@ -24,7 +24,7 @@ import (
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/docs"
-	"github.com/contactd/contactd/internal/events"
+	"github.com/contactd/contactd/internal/feed"
 	"github.com/contactd/contactd/internal/idempotency"
 	"github.com/contactd/contactd/internal/metrics"
 	"github.com/contactd/contactd/internal/ratelimit"
@@ -56,7 +56,7 @@ type Deps struct {
 	Contacts *contact.Service
 	Webhooks *webhook.Service
 	// Events reads the events feed.
-	Events *events.Service
+	Events *feed.Service
 	// Limiter decides the rate limits; nil: this process's own, from Config.RateLimits.
 	Limiter ratelimit.Allower
 	// Extra registers more routes (the console) on the server, outside the API. It gets the
@@ -82,7 +82,7 @@ type Server struct {
 	contacts   *contact.Service
 	webhooks   *webhook.Service
 	deliveries *delivery.Service
-	events     *events.Service
+	events     *feed.Service
 	ready      func(ctx context.Context) error
 	routes     routeTable
 	idem       *idempotency.Service

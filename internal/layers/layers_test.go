@@ -24,7 +24,7 @@ var rules = []struct {
 		"the database boundary knows only the generated queries and apperr"},
 	{[]string{"internal/httpapi"}, []string{"gen/db", "internal/store"}, nil, "handlers reach the database only through the domain services"},
 	{[]string{"internal/contact", "internal/webhook", "internal/delivery", "internal/enrich", "internal/auth",
-		"internal/events", "internal/idempotency", "internal/queue", "internal/ratelimit"},
+		"internal/feed", "internal/idempotency", "internal/queue", "internal/ratelimit"},
 		[]string{"gen/api", "internal/httpapi", "internal/console", "internal/importer", "internal/app", "github.com/labstack/echo/v4"},
 		nil, "domain services know nothing of HTTP"},
 	{[]string{"internal/importer", "internal/console"}, []string{"internal/httpapi"}, nil,

@@ -1,4 +1,4 @@
-// Package events is the events feed: every event of an account, subscribed to or not, in the
+// Package feed is the events feed: every event of an account, subscribed to or not, in the
 // order a consumer must process them, for as long as they are kept, and the pruning that
 // keeps them for that long. Events are written by package webhook, in the transactions of
 // the changes that cause them.
@@ -9,7 +9,7 @@
 // the order they started in; the horizon is what keeps a poller's cursor from passing an
 // event that commits late. The price: one long transaction, in any database of the PostgreSQL
 // cluster, holds the feed back while it runs.
-package events
+package feed
 
 import (
 	"context"

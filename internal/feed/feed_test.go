@@ -1,4 +1,4 @@
-package events_test
+package feed_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/contactd/contactd/internal/events"
+	"github.com/contactd/contactd/internal/feed"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -27,7 +27,7 @@ func TestFeedPollerNeverSkipsALateCommit(t *testing.T) {
 	ctx := context.Background()
 	st := testkit.NewStore(t)
 	pool := testkit.Pool(st)
-	feed := events.New(st, 24*time.Hour, func() time.Time { return time.Now().UTC() }, nil)
+	feed := feed.New(st, 24*time.Hour, func() time.Time { return time.Now().UTC() }, nil)
 	account := uuid.New()
 
 	var mu sync.Mutex
@@ -151,7 +151,7 @@ func TestPruneKeepsTheRetention(t *testing.T) {
 	st := testkit.NewStore(t)
 	pool := testkit.Pool(st)
 	now := time.Date(2030, 1, 31, 0, 0, 0, 0, time.UTC)
-	feed := events.New(st, 30*24*time.Hour, func() time.Time { return now }, nil)
+	feed := feed.New(st, 30*24*time.Hour, func() time.Time { return now }, nil)
 	account, sub := uuid.New(), uuid.New()
 	if _, err := pool.Exec(ctx, `INSERT INTO accounts VALUES ($1, 'p', now())`, account); err != nil {
 		t.Fatal(err)
@@ -198,7 +198,7 @@ func TestFeedOrdersTransactionsNumerically(t *testing.T) {
 	ctx := context.Background()
 	st := testkit.NewStore(t)
 	account := uuid.New()
-	feed := events.New(st, 24*time.Hour, time.Now, nil)
+	feed := feed.New(st, 24*time.Hour, time.Now, nil)
 	for _, xid := range []string{"10", "9", "100"} { // old transactions: below any horizon
 		if _, err := testkit.Pool(st).Exec(ctx, `INSERT INTO webhook_events (account_id, event_id, event_type, payload, occurred_at, xid)
 			VALUES ($1, gen_random_uuid(), 'TagsAdded', json_build_object('xid', $2::text), now(), $2::xid8)`, account, xid); err != nil {
