@@ -9,7 +9,7 @@ export CGO_ENABLED ?= 0
 # cache of an earlier one instead of compiling every package of the module again.
 export GOFLAGS ?= -trimpath
 
-.PHONY: bench-tools console-screenshots bench-bulk cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
+.PHONY: mutation bench-tools console-screenshots bench-bulk cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -104,6 +104,16 @@ docs-screenshot: node-deps browser-deps ## render /docs in headless Chromium and
 fuzz: ## run the fuzz targets for a while (FUZZTIME=30s each); make test runs their seeds
 	$(GO) test -run XXX -fuzz FuzzParse -fuzztime $${FUZZTIME:-30s} ./internal/address/
 	$(GO) test -run XXX -fuzz FuzzAPI -fuzztime $${FUZZTIME:-30s} ./internal/httpapi/
+
+# each target: the package to mutate, and the test packages that should notice
+MUTATE_TARGETS := \
+	"-pkg ./internal/auth -tests ./internal/auth,./internal/httpapi,./internal/console" \
+	"-pkg ./internal/idempotency -tests ./internal/idempotency,./internal/httpapi" \
+	"-pkg ./internal/console" \
+	"-pkg ./internal/delivery -files ^(queue|worker|visibility)\.go$$" \
+	"-pkg ./internal/httpapi -files ^(contacts_list_export|idempotency)\.go$$"
+mutation: deps ## mutation tests of the riskiest code (hours): each change the tests did not notice is printed (MUTATE='-pkg ./internal/auth' for one)
+	@for target in $(if $(MUTATE),"$(MUTATE)",$(MUTATE_TARGETS)); do $(GO) run ./cmd/mutate $$target || exit 1; done
 
 clean: ## remove build output (not ./.data)
 	rm -rf bin

@@ -1,0 +1,236 @@
+// Command mutate is the project's mutation test: it makes one small change at a time to the
+// code of a package (a comparison turned round, && for ||, a negation dropped), runs the tests
+// that should notice, and reports each change they did not notice (a survivor): a behaviour
+// the suite does not prove. Only code the tests run is changed, the source tree is never
+// written (each mutant reaches the compiler through go test -overlay), and the tests chosen
+// per package may live elsewhere (auth's behaviour is proven by the HTTP API's tests).
+//
+//	mutate -pkg ./internal/auth -tests ./internal/auth,./internal/httpapi,./internal/console
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// swaps are the operator changes: each to the one that breaks the condition at its edge.
+var swaps = map[token.Token]token.Token{
+	token.EQL: token.NEQ, token.NEQ: token.EQL,
+	token.LSS: token.GEQ, token.GEQ: token.LSS,
+	token.GTR: token.LEQ, token.LEQ: token.GTR,
+	token.LAND: token.LOR, token.LOR: token.LAND,
+}
+
+type mutant struct {
+	file     string // absolute
+	offset   int    // of the operator in the file
+	old, new string // the operator's text, and what replaces it
+	line     int
+}
+
+func (m mutant) String() string {
+	rel, _ := filepath.Rel(mustGetwd(), m.file)
+	what := fmt.Sprintf("%s -> %s", m.old, m.new)
+	if m.new == "" {
+		what = "drop " + m.old
+	}
+	return fmt.Sprintf("%s:%d: %s", rel, m.line, what)
+}
+
+func main() {
+	pkg := flag.String("pkg", "", "the package to mutate (a directory: ./internal/auth)")
+	tests := flag.String("tests", "", "comma-separated test packages that should notice (default: -pkg)")
+	files := flag.String("files", "", "only files whose base name matches this regexp")
+	timeout := flag.Duration("timeout", 0, "one mutant's tests at most (default: 3 x the unmutated run, at least a minute)")
+	flag.Parse()
+	if *pkg == "" {
+		flag.Usage()
+		os.Exit(2)
+	}
+	testPkgs := strings.Split(*tests, ",")
+	if *tests == "" {
+		testPkgs = []string{*pkg}
+	}
+	only := regexp.MustCompile(*files)
+	tmp, err := os.MkdirTemp("", "mutate-")
+	check(err)
+	defer os.RemoveAll(tmp)
+
+	// the unmutated run: it must pass, it gives the coverage (only covered code is mutated),
+	// and its time sets the mutants' timeout
+	profile := filepath.Join(tmp, "cover.out")
+	start := time.Now()
+	if out, err := goTest(context.Background(), testPkgs, "-coverpkg="+*pkg, "-coverprofile="+profile); err != nil {
+		fmt.Fprintf(os.Stderr, "the tests fail without a mutant:\n%s\n", out)
+		os.Exit(1)
+	}
+	if *timeout == 0 {
+		*timeout = max(3*time.Since(start), time.Minute)
+	}
+	covered := readCoverage(profile)
+	mutants := findMutants(*pkg, only, covered)
+	fmt.Printf("%d mutants in covered code of %s, each against %s (timeout %v)\n", len(mutants), *pkg, strings.Join(testPkgs, " "), timeout.Round(time.Second))
+
+	var survived, unbuilt []mutant
+	for i, m := range mutants {
+		overlay := writeMutant(tmp, m)
+		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+		out, err := goTest(ctx, testPkgs, "-overlay="+overlay, "-failfast")
+		timedOut := ctx.Err() != nil
+		cancel()
+		verdict := "killed"
+		switch {
+		case err == nil:
+			verdict, survived = "SURVIVED", append(survived, m)
+		case timedOut:
+			verdict = "killed (timed out)"
+		case bytes.Contains(out, []byte("[build failed]")) || bytes.Contains(out, []byte("[setup failed]")):
+			verdict, unbuilt = "does not compile", append(unbuilt, m)
+		}
+		fmt.Printf("[%d/%d] %s: %s\n", i+1, len(mutants), m, verdict)
+	}
+	tested := len(mutants) - len(unbuilt)
+	fmt.Printf("\n%s: %d mutants tested, %d killed, %d survived", *pkg, tested, tested-len(survived), len(survived))
+	if tested > 0 {
+		fmt.Printf(" (%.0f%% killed)", 100*float64(tested-len(survived))/float64(tested))
+	}
+	fmt.Println()
+	for _, m := range survived {
+		fmt.Println("  survivor:", m)
+	}
+}
+
+func goTest(ctx context.Context, pkgs []string, flags ...string) ([]byte, error) {
+	args := append([]string{"test", "-count=1"}, flags...)
+	cmd := exec.CommandContext(ctx, goCommand(), append(args, pkgs...)...)
+	cmd.WaitDelay = 10 * time.Second
+	return cmd.CombinedOutput()
+}
+
+func goCommand() string {
+	if g := os.Getenv("GO"); g != "" {
+		return g
+	}
+	return "go"
+}
+
+// block is a covered range of a file, in lines and columns (go tool cover's profile).
+type block struct{ startLine, startCol, endLine, endCol int }
+
+func (b block) holds(line, col int) bool {
+	return (line > b.startLine || line == b.startLine && col >= b.startCol) &&
+		(line < b.endLine || line == b.endLine && col <= b.endCol)
+}
+
+// readCoverage is the blocks the tests ran, by file base name within the package.
+func readCoverage(profile string) map[string][]block {
+	f, err := os.Open(profile)
+	check(err)
+	defer f.Close()
+	covered := map[string][]block{}
+	line := regexp.MustCompile(`^(.+):(\d+)\.(\d+),(\d+)\.(\d+) \d+ (\d+)$`)
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		m := line.FindStringSubmatch(s.Text())
+		if m == nil || m[6] == "0" {
+			continue
+		}
+		n := func(i int) int { v, _ := strconv.Atoi(m[i]); return v }
+		name := filepath.Base(m[1])
+		covered[name] = append(covered[name], block{n(2), n(3), n(4), n(5)})
+	}
+	return covered
+}
+
+func findMutants(pkg string, only *regexp.Regexp, covered map[string][]block) []mutant {
+	dir, err := filepath.Abs(pkg)
+	check(err)
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	check(err)
+	sort.Strings(names)
+	var mutants []mutant
+	fset := token.NewFileSet()
+	for _, name := range names {
+		base := filepath.Base(name)
+		if strings.HasSuffix(base, "_test.go") || !only.MatchString(base) {
+			continue
+		}
+		file, err := parser.ParseFile(fset, name, nil, 0)
+		check(err)
+		isCovered := func(p token.Pos) bool {
+			pos := fset.Position(p)
+			for _, b := range covered[base] {
+				if b.holds(pos.Line, pos.Column) {
+					return true
+				}
+			}
+			return false
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			switch e := n.(type) {
+			case *ast.BinaryExpr:
+				if to, ok := swaps[e.Op]; ok && isCovered(e.OpPos) && !constantOperands(e) {
+					pos := fset.Position(e.OpPos)
+					mutants = append(mutants, mutant{name, pos.Offset, e.Op.String(), to.String(), pos.Line})
+				}
+			case *ast.UnaryExpr:
+				if e.Op == token.NOT && isCovered(e.OpPos) {
+					pos := fset.Position(e.OpPos)
+					mutants = append(mutants, mutant{name, pos.Offset, "!", "", pos.Line})
+				}
+			}
+			return true
+		})
+	}
+	return mutants
+}
+
+// constantOperands is a comparison of two literals, which a swap turns into nothing a test
+// could tell from a compile error.
+func constantOperands(e *ast.BinaryExpr) bool {
+	_, l := e.X.(*ast.BasicLit)
+	_, r := e.Y.(*ast.BasicLit)
+	return l && r
+}
+
+// writeMutant writes the mutated file and an overlay that puts it in place of the original.
+func writeMutant(tmp string, m mutant) string {
+	src, err := os.ReadFile(m.file)
+	check(err)
+	mutated := append(append(append([]byte{}, src[:m.offset]...), m.new...), src[m.offset+len(m.old):]...)
+	path := filepath.Join(tmp, "mutant.go")
+	check(os.WriteFile(path, mutated, 0o644))
+	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {m.file: path}})
+	check(err)
+	overlayPath := filepath.Join(tmp, "overlay.json")
+	check(os.WriteFile(overlayPath, overlay, 0o644))
+	return overlayPath
+}
+
+func mustGetwd() string {
+	wd, err := os.Getwd()
+	check(err)
+	return wd
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mutate:", err)
+		os.Exit(1)
+	}
+}
