@@ -25,7 +25,7 @@ func TestSharedLimitsAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	r := testkit.StartRedis(t)
 	limits := ratelimit.Limits{ReadsPer10s: 20, WritesPer10s: 5, AccountPerDay: 12}
-	log := slog.New(slog.DiscardHandler)
+	log := slog.New(slog.NewTextHandler(t.Output(), nil)) // a fallback says why
 	var fallbacks atomic.Int32
 	count := func() { fallbacks.Add(1) }
 	// a generous timeout: a busy machine must not turn Redis's answers into fallbacks here

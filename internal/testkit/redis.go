@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os/exec"
 	"testing"
@@ -36,15 +37,30 @@ func StartRedis(t testing.TB) *Redis {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Stop)
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if c, err := net.Dial("tcp", r.Addr); err == nil {
-			c.Close()
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("redis-server did not start")
-		}
+	// ready when it answers PING with PONG: a listening socket is not enough (a Redis still
+	// starting answers -LOADING, and the port might have been taken by another process)
+	Eventually(t, "redis-server to answer PING", func() bool { return ping(r.Addr) == nil })
+	return r
+}
+
+func ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
 	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	answer := make([]byte, 7)
+	if _, err := io.ReadFull(c, answer); err != nil {
+		return err
+	}
+	if string(answer) != "+PONG\r\n" {
+		return fmt.Errorf("PING answered %q", answer)
+	}
+	return nil
 }
 
 // Stop kills the server (a Redis that went away).
