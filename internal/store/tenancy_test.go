@@ -56,12 +56,7 @@ var crossAccount = map[string]string{
 // plans those). The queries that are not confined are exactly crossAccount.
 func TestEveryQueryIsConfinedToAnAccount(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	conn := connect(t)
-	keyed, ours := catalog(t, conn)
-	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
-		t.Fatal(err)
-	}
+	conn, keyed, ours := planner(t)
 
 	queries := generatedQueries(t)
 	if len(queries) < 50 {
@@ -128,6 +123,17 @@ func catalog(t *testing.T, conn *pgx.Conn) (keyed, ours map[string]bool) {
 	return keyed, ours
 }
 
+// planner is a connection to a fresh migrated database that plans generically, and its catalog.
+func planner(t *testing.T) (conn *pgx.Conn, keyed, ours map[string]bool) {
+	t.Helper()
+	conn = connect(t)
+	keyed, ours = catalog(t, conn)
+	if _, err := conn.Exec(context.Background(), "SET plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	return conn, keyed, ours
+}
+
 // genericPlan prepares sql as stmt (with the parameter types given, or inferred) and explains
 // its generic plan, so that parameters stay parameters in the conditions it shows.
 func genericPlan(conn *pgx.Conn, stmt, sql string, types []string) (scanNode, []byte, error) {
@@ -178,11 +184,7 @@ var acrossInside = map[string]string{
 func TestOurFunctionsAreConfinedToTheirAccount(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	conn := connect(t)
-	keyed, ours := catalog(t, conn)
-	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
-		t.Fatal(err)
-	}
+	conn, keyed, ours := planner(t)
 	for name, takesAccount := range ours {
 		if _, free := accountFree[name]; free == takesAccount {
 			t.Errorf("%s takes an account: %v; accountFree lists it: %v", name, takesAccount, free)
