@@ -27,7 +27,7 @@ func TestFeedPollerNeverSkipsALateCommit(t *testing.T) {
 	ctx := context.Background()
 	st := testkit.NewStore(t)
 	pool := testkit.Pool(st)
-	feed := feed.New(st, 24*time.Hour, func() time.Time { return time.Now().UTC() }, nil)
+	svc := feed.New(st, 24*time.Hour, func() time.Time { return time.Now().UTC() }, nil)
 	account := uuid.New()
 
 	var mu sync.Mutex
@@ -77,7 +77,7 @@ func TestFeedPollerNeverSkipsALateCommit(t *testing.T) {
 	seen := map[uuid.UUID]int{}
 	cursor := ""
 	poll := func() int {
-		p, err := feed.Feed(ctx, account, cursor, nil, 7)
+		p, err := svc.Feed(ctx, account, cursor, nil, 7)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +151,7 @@ func TestPruneKeepsTheRetention(t *testing.T) {
 	st := testkit.NewStore(t)
 	pool := testkit.Pool(st)
 	now := time.Date(2030, 1, 31, 0, 0, 0, 0, time.UTC)
-	feed := feed.New(st, 30*24*time.Hour, func() time.Time { return now }, nil)
+	svc := feed.New(st, 30*24*time.Hour, func() time.Time { return now }, nil)
 	account, sub := uuid.New(), uuid.New()
 	if _, err := pool.Exec(ctx, `INSERT INTO accounts VALUES ($1, 'p', now())`, account); err != nil {
 		t.Fatal(err)
@@ -178,7 +178,7 @@ func TestPruneKeepsTheRetention(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM webhook_events WHERE occurred_at >= $1`, now.Add(-30*24*time.Hour)).Scan(&wantKept); err != nil {
 		t.Fatal(err)
 	}
-	n, err := feed.Prune(ctx)
+	n, err := svc.Prune(ctx)
 	if err != nil || n != int64(12000-wantKept) {
 		t.Fatalf("pruned %d (%v), want %d", n, err, 12000-wantKept)
 	}
@@ -198,7 +198,7 @@ func TestFeedOrdersTransactionsNumerically(t *testing.T) {
 	ctx := context.Background()
 	st := testkit.NewStore(t)
 	account := uuid.New()
-	feed := feed.New(st, 24*time.Hour, time.Now, nil)
+	svc := feed.New(st, 24*time.Hour, time.Now, nil)
 	for _, xid := range []string{"10", "9", "100"} { // old transactions: below any horizon
 		if _, err := testkit.Pool(st).Exec(ctx, `INSERT INTO webhook_events (account_id, event_id, event_type, payload, occurred_at, xid)
 			VALUES ($1, gen_random_uuid(), 'TagsAdded', json_build_object('xid', $2::text), now(), $2::xid8)`, account, xid); err != nil {
@@ -208,7 +208,7 @@ func TestFeedOrdersTransactionsNumerically(t *testing.T) {
 	var got []string
 	cursor := ""
 	for range 3 {
-		p, err := feed.Feed(ctx, account, cursor, nil, 1)
+		p, err := svc.Feed(ctx, account, cursor, nil, 1)
 		if err != nil || len(p.Events) != 1 {
 			t.Fatalf("page: %v %v", p, err)
 		}
