@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/contactd/contactd/internal/httpapi"
+	"github.com/contactd/contactd/internal/apicore"
 	"github.com/contactd/contactd/internal/importer"
 )
 
@@ -30,7 +30,7 @@ func cmdImport(ctx context.Context, c *cmdline) error {
 		if err != nil {
 			return err
 		}
-		batch, err := httpapi.NewBatch(s.Contacts)
+		batch, err := apicore.NewBatch(s.Contacts)
 		if err != nil {
 			return err
 		}

@@ -5,17 +5,19 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/oapi-codegen/nullable"
+
 	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/apicore"
 	"github.com/contactd/contactd/internal/apitime"
 	"github.com/contactd/contactd/internal/contact"
-	"github.com/oapi-codegen/nullable"
 )
 
 // CreateContact implements POST /public/v1/contact.
 func (s *Server) CreateContact(ctx context.Context, req api.CreateContactRequestObject) (api.CreateContactResponseObject, error) {
 	p := principal(ctx)
 	fields, _ := json.Marshal(req.Body)
-	c, warnings, err := s.contacts.Create(ctx, p.AccountID, createInput(*req.Body, origin(ctx, p.KeyName, p.KeyPrefix), fields))
+	c, warnings, err := s.contacts.Create(ctx, p.AccountID, apicore.CreateInput(*req.Body, origin(ctx, p.KeyName, p.KeyPrefix), fields))
 	if err != nil {
 		return nil, err
 	}
@@ -25,19 +27,6 @@ func (s *Server) CreateContact(ctx context.Context, req api.CreateContactRequest
 	}
 	out := s.contactToAPI(c)
 	return contactResponse{contact: &out, created: true, warnings: ws}, nil
-}
-
-// createInput is the contact b creates; fields is b as the client sent it (the consent record).
-func createInput(b api.CreateContactRequest, origin contact.Origin, fields json.RawMessage) contact.CreateInput {
-	in := contact.CreateInput{
-		Email: string(b.Email), Name: b.Name, Phone: b.Phone, Address: b.Address,
-		CRM: crmFromAPI(b.CrmFields), AssignedUserEmailID: (*string)(b.AssignedUserEmailId),
-		Origin: origin, Fields: fields,
-	}
-	if b.Tags != nil {
-		in.Tags = *b.Tags
-	}
-	return in
 }
 
 // GetContact implements GET /public/v1/contact.
@@ -53,18 +42,6 @@ func (s *Server) GetContact(ctx context.Context, req api.GetContactRequestObject
 func origin(ctx context.Context, keyName, keyPrefix string) contact.Origin {
 	cl, _ := ctx.Value(clientKey{}).(client)
 	return contact.Origin{KeyName: keyName, KeyPrefix: keyPrefix, SourceIP: cl.ip, UserAgent: cl.userAgent}
-}
-
-func crmFromAPI(f *api.CrmFields) *contact.CRMFields {
-	if f == nil {
-		return nil
-	}
-	c := &contact.CRMFields{Name: f.Name, URL: f.Url, Source: f.Source, Stage: f.Stage}
-	if f.CreatedDate != nil {
-		t := f.CreatedDate.Time
-		c.CreatedDate = &t
-	}
-	return c
 }
 
 func (s *Server) contactToAPI(c contact.Contact) api.Contact {

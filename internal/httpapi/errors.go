@@ -10,7 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/apicore"
 	"github.com/contactd/contactd/internal/apperr"
 )
 
@@ -50,7 +50,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	if e.RetryAfter > 0 {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 	}
-	body := errorBody(e)
+	body := apicore.ErrorBody(e)
 	if c.Request().Method == http.MethodHead {
 		err = c.NoContent(status)
 	} else {
@@ -59,25 +59,6 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	if err != nil {
 		s.log.WarnContext(c.Request().Context(), "write error response", slog.Any("error", err))
 	}
-}
-
-// errorBody is the documented error body of e.
-func errorBody(e *apperr.Error) api.Error {
-	body := api.Error{Code: api.ErrorCode(e.Code), Message: e.Message}
-	if len(e.Fields) > 0 || e.ContactID != "" {
-		body.Data = &api.ErrorData{}
-		if len(e.Fields) > 0 {
-			fields := make([]api.FieldError, len(e.Fields))
-			for i, f := range e.Fields {
-				fields[i] = api.FieldError{Field: f.Field, Reason: f.Reason, Message: f.Message}
-			}
-			body.Data.Errors = &fields
-		}
-		if e.ContactID != "" {
-			body.Data.ContactId = &e.ContactID
-		}
-	}
-	return body
 }
 
 // classify turns any error into an apperr.Error, including Echo's own (routing, binding).

@@ -1,13 +1,7 @@
 package httpapi
 
 import (
-	"encoding/json"
-	"fmt"
-	"strings"
-
 	"github.com/getkin/kin-openapi/openapi3"
-
-	"github.com/contactd/contactd/internal/apperr"
 )
 
 // validateAlone marks, in openapi.yaml, a schema of batch items: the request's validator
@@ -66,41 +60,3 @@ func looseCopy(ref *openapi3.SchemaRef) (*openapi3.SchemaRef, bool) {
 	}
 	return &openapi3.SchemaRef{Value: &s}, true
 }
-
-// validateItem checks one batch item against its schema, as the request validator would
-// check a whole body: every violation, with fields under prefix (body.contacts.3).
-func validateItem(schema *openapi3.Schema, raw json.RawMessage, prefix string) error {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return apperr.Invalid(apperr.Field(prefix, "json", "not JSON"))
-	}
-	opts := append([]openapi3.SchemaValidationOption{openapi3.MultiErrors()}, FormatOptions()...)
-	if err := schema.VisitJSON(v, opts...); err != nil {
-		var fields []apperr.FieldError
-		collectFields(err, prefix, &fields)
-		if len(fields) == 0 {
-			fields = append(fields, apperr.Field(prefix, "invalid", err.Error()))
-		}
-		return apperr.Invalid(fields...)
-	}
-	return nil
-}
-
-// itemError moves the fields of an item's error (body.tags) under the item (body.contacts.3.tags).
-func itemError(err error, index int) *apperr.Error {
-	e := *apperr.As(err)
-	item := itemField(index)
-	fields := make([]apperr.FieldError, len(e.Fields))
-	for i, f := range e.Fields {
-		if !strings.HasPrefix(f.Field, item) {
-			if rest, ok := strings.CutPrefix(f.Field, "body"); ok {
-				f.Field = item + rest
-			}
-		}
-		fields[i] = f
-	}
-	e.Fields = fields
-	return &e
-}
-
-func itemField(index int) string { return fmt.Sprintf("body.contacts.%d", index) }

@@ -11,6 +11,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/labstack/echo/v4"
 
+	"github.com/contactd/contactd/internal/apicore"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/auth"
 )
@@ -62,5 +63,5 @@ func (s *Server) dayCost(c echo.Context) int {
 	if json.Unmarshal(body, &batch) != nil {
 		return 1
 	}
-	return min(max(1, len(batch.Contacts)), maxBatchItems) // more is refused whole by the validator
+	return min(max(1, len(batch.Contacts)), apicore.MaxBatchItems) // more is refused whole by the validator
 }

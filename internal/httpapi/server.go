@@ -19,6 +19,7 @@ import (
 
 	contactd "github.com/contactd/contactd"
 	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/apicore"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/contact"
@@ -86,7 +87,7 @@ type Server struct {
 	ready      func(ctx context.Context) error
 	routes     routeTable
 	idem       *idempotency.Service
-	batch      *Batch
+	batch      *apicore.Batch
 	limiter    ratelimit.Allower
 	metrics    *metrics.Metrics
 }
@@ -107,7 +108,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	s := &Server{cfg: cfg, log: d.Log, auth: d.Auth, contacts: d.Contacts, webhooks: d.Webhooks,
 		events: d.Events, deliveries: d.Deliveries, ready: d.Ready, routes: newRouteTable(spec),
 		limiter: d.Limiter, metrics: d.Metrics, idem: d.Idempotency}
-	if s.batch, err = NewBatch(d.Contacts); err != nil {
+	if s.batch, err = apicore.NewBatch(d.Contacts); err != nil {
 		return nil, err
 	}
 	if s.limiter == nil {

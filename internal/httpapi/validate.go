@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -17,18 +16,11 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/apicore"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
 )
-
-// FormatOptions registers the string formats kin-openapi does not check by itself; tests
-// validating responses use the same set.
-func FormatOptions() []openapi3.SchemaValidationOption {
-	return []openapi3.SchemaValidationOption{
-		openapi3.WithStringFormatValidator("email", openapi3.NewCallbackValidator(contact.ValidateEmail)),
-	}
-}
 
 // routeTable maps Echo's route key (method and path pattern) to the spec's operation, built
 // once at start so requests are not routed twice.
@@ -131,7 +123,7 @@ func (s *Server) validate(next echo.HandlerFunc) echo.HandlerFunc {
 	opts := &openapi3filter.Options{
 		MultiError:              true,
 		AuthenticationFunc:      openapi3filter.NoopAuthenticationFunc,
-		SchemaValidationOptions: FormatOptions(),
+		SchemaValidationOptions: apicore.FormatOptions(),
 	}
 	return func(c echo.Context) error {
 		if err := s.checkBody(c.Request()); err != nil {
@@ -209,8 +201,7 @@ func (s *Server) validationError(err error) error {
 	if errors.As(err, &tooLarge) {
 		return errTooLarge(tooLarge.Limit)
 	}
-	var fields []apperr.FieldError
-	collectFields(err, "", &fields)
+	fields := apicore.Fields(err, "")
 	for _, f := range fields {
 		if nf, ok := notFoundByPath[f.Field]; ok {
 			return nf // a malformed id is simply not found, whatever else is wrong
@@ -220,68 +211,4 @@ func (s *Server) validationError(err error) error {
 		fields = append(fields, apperr.Field("request", "invalid", err.Error()))
 	}
 	return apperr.Invalid(fields...)
-}
-
-// collectFields flattens kin-openapi's error tree into one FieldError per violation. It
-// switches on the concrete type: errors.As would look through a RequestError into its
-// children and lose the "body"/"query.x" prefix the RequestError carries.
-func collectFields(err error, prefix string, out *[]apperr.FieldError) {
-	switch e := err.(type) {
-	case openapi3.MultiError:
-		for _, child := range e {
-			collectFields(child, prefix, out)
-		}
-	case *openapi3filter.RequestError:
-		field := "body"
-		if p := e.Parameter; p != nil {
-			field = p.In + "." + p.Name
-		}
-		switch e.Err.(type) {
-		case openapi3.MultiError, *openapi3.SchemaError:
-			collectFields(e.Err, field, out)
-		default:
-			*out = append(*out, apperr.Field(field, requestReason(e), requestMessage(e)))
-		}
-	case *openapi3.SchemaError:
-		*out = append(*out, schemaField(e, prefix))
-	default:
-		*out = append(*out, apperr.Field(prefix, "invalid", err.Error()))
-	}
-}
-
-var unsupportedProperty = regexp.MustCompile(`^property "(.*)" is unsupported$`)
-
-func schemaField(e *openapi3.SchemaError, prefix string) apperr.FieldError {
-	field := prefix
-	if ptr := e.JSONPointer(); len(ptr) > 0 {
-		field += "." + strings.Join(ptr, ".")
-	}
-	if m := unsupportedProperty.FindStringSubmatch(e.Reason); m != nil {
-		return apperr.Field(field+"."+m[1], "additionalProperties", "unknown or read-only field")
-	}
-	if e.SchemaField == "required" {
-		return apperr.Field(field, "required", "is required")
-	}
-	return apperr.Field(field, e.SchemaField, e.Reason)
-}
-
-func requestReason(e *openapi3filter.RequestError) string {
-	var parseErr *openapi3filter.ParseError
-	switch {
-	case errors.Is(e.Err, openapi3filter.ErrInvalidRequired):
-		return "required"
-	case errors.As(e.Err, &parseErr):
-		return "json"
-	}
-	return "invalid"
-}
-
-func requestMessage(e *openapi3filter.RequestError) string {
-	if errors.Is(e.Err, openapi3filter.ErrInvalidRequired) {
-		return "is required"
-	}
-	if e.Err != nil {
-		return e.Err.Error()
-	}
-	return e.Reason
 }

@@ -24,9 +24,9 @@ import (
 
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/apicore"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/csvcell"
-	"github.com/contactd/contactd/internal/httpapi"
 	"github.com/contactd/contactd/internal/store"
 )
 
@@ -76,7 +76,7 @@ type row struct {
 var errDryRun = errors.New("dry run")
 
 // Run imports opt.File into opt.Account.
-func Run(ctx context.Context, st *store.Store, batch *httpapi.Batch, opt Options) (Summary, error) {
+func Run(ctx context.Context, st *store.Store, batch *apicore.Batch, opt Options) (Summary, error) {
 	start := time.Now()
 	opt.BatchSize = min(max(opt.BatchSize, 1), 1000)
 	opt.Writers = max(opt.Writers, 1)
@@ -200,7 +200,7 @@ func Run(ctx context.Context, st *store.Store, batch *httpapi.Batch, opt Options
 }
 
 // write sends one batch (a dry run: in a transaction rolled back afterwards).
-func write(ctx context.Context, st *store.Store, batch *httpapi.Batch, opt Options, origin contact.Origin, rows []row) ([]api.BatchContactItemResult, error) {
+func write(ctx context.Context, st *store.Store, batch *apicore.Batch, opt Options, origin contact.Origin, rows []row) ([]api.BatchContactItemResult, error) {
 	items := make([]json.RawMessage, len(rows))
 	for i, r := range rows {
 		items[i] = r.item

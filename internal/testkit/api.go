@@ -22,12 +22,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/apicore"
 	"github.com/contactd/contactd/internal/app"
 	"github.com/contactd/contactd/internal/config"
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/docs"
 	"github.com/contactd/contactd/internal/enrich"
-	"github.com/contactd/contactd/internal/httpapi"
 	"github.com/contactd/contactd/internal/seal"
 	"github.com/contactd/contactd/internal/store"
 )
@@ -244,7 +244,7 @@ func loadSpec(t testing.TB) {
 				if err := json.Unmarshal(line, &v); err != nil {
 					return nil, fmt.Errorf("line %d: %w", i+1, err)
 				}
-				if err := s.Components.Schemas["Contact"].Value.VisitJSON(v, httpapi.FormatOptions()...); err != nil {
+				if err := s.Components.Schemas["Contact"].Value.VisitJSON(v, apicore.FormatOptions()...); err != nil {
 					return nil, fmt.Errorf("line %d is not a Contact: %w", i+1, err)
 				}
 			}
@@ -292,7 +292,7 @@ func ValidateResponse(t testing.TB, req *http.Request, r *Response) {
 			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}},
 		Status: r.Status, Header: r.Header, Body: io.NopCloser(bytes.NewReader(r.Body)),
 		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true,
-			SchemaValidationOptions: httpapi.FormatOptions()},
+			SchemaValidationOptions: apicore.FormatOptions()},
 	}
 	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
 		t.Errorf("%s %s -> %d does not match openapi.yaml: %v\nbody: %s", req.Method, req.URL.Path, r.Status, err, r.Body)
@@ -347,7 +347,7 @@ func ValidatePayload(t testing.TB, body []byte) {
 		t.Errorf("payload is not JSON: %s", body)
 		return
 	}
-	if err := spec.Components.Schemas["WebhookPayload"].Value.VisitJSON(v, httpapi.FormatOptions()...); err != nil {
+	if err := spec.Components.Schemas["WebhookPayload"].Value.VisitJSON(v, apicore.FormatOptions()...); err != nil {
 		t.Errorf("payload does not match openapi.yaml WebhookPayload: %v\n%s", err, body)
 	}
 }

@@ -1,0 +1,133 @@
+package apicore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/contact"
+)
+
+// MaxBatchItems is the spec's maxItems of a batch.
+const MaxBatchItems = 1000
+
+// Batch is the batch endpoint's work without HTTP, which `contactd import` shares: each item
+// validated alone against the spec's item schema, the valid ones written together, a result
+// for every item in order.
+type Batch struct {
+	contacts *contact.Service
+	item     *openapi3.Schema
+}
+
+// NewBatch returns the batch work over contacts.
+func NewBatch(contacts *contact.Service) (*Batch, error) {
+	spec, err := api.GetSwagger()
+	if err != nil {
+		return nil, fmt.Errorf("load embedded spec: %w", err)
+	}
+	return &Batch{contacts: contacts, item: batchItemSchema(spec)}, nil
+}
+
+// Run writes items (each a CreateContactRequest) as the account's, recording origin as the
+// proof of consent of the contacts it creates.
+func (b *Batch) Run(ctx context.Context, account uuid.UUID, origin contact.Origin, upsert bool, items []json.RawMessage) ([]api.BatchContactItemResult, error) {
+	results := make([]api.BatchContactItemResult, len(items))
+	ins := make([]contact.CreateInput, 0, len(items))
+	at := make([]int, 0, len(items))
+	for i, raw := range items {
+		in, err := b.input(i, raw, origin)
+		if err != nil {
+			results[i] = failedItem(err, i)
+			continue
+		}
+		ins, at = append(ins, in), append(at, i)
+	}
+	out, err := b.contacts.Batch(ctx, account, upsert, ins)
+	if err != nil {
+		return nil, err
+	}
+	for j, r := range out {
+		i := at[j]
+		if r.Err != nil {
+			results[i] = failedItem(r.Err, i)
+			continue
+		}
+		id := r.ContactID
+		ws := make([]api.Warning, len(r.Warnings))
+		for k, w := range r.Warnings {
+			ws[k] = api.Warning(w)
+		}
+		results[i] = api.BatchContactItemResult{Status: api.BatchContactItemResultStatus(r.Status), ContactId: &id, Warnings: &ws}
+	}
+	return results, nil
+}
+
+// input validates item i and turns it into a create.
+func (b *Batch) input(i int, raw json.RawMessage, origin contact.Origin) (contact.CreateInput, error) {
+	if err := validateItem(b.item, raw, itemField(i)); err != nil {
+		return contact.CreateInput{}, err
+	}
+	var req api.CreateContactRequest
+	if err := json.Unmarshal(raw, &req); err != nil { // the schema admitted it: cannot happen
+		return contact.CreateInput{}, err
+	}
+	return CreateInput(req, origin, raw), nil
+}
+
+func failedItem(err error, i int) api.BatchContactItemResult {
+	body := ErrorBody(itemError(err, i))
+	return api.BatchContactItemResult{Status: api.BatchContactItemResultStatusFailed, Error: &body}
+}
+
+// batchItemSchema is the schema each item of a batch is validated against: the one its
+// allOf names, which reports each violation at its field (allOf would report only itself).
+func batchItemSchema(spec *openapi3.T) *openapi3.Schema {
+	s := spec.Components.Schemas["BatchContactItem"].Value
+	if len(s.AllOf) == 1 {
+		return s.AllOf[0].Value
+	}
+	return s
+}
+
+// validateItem checks one batch item against its schema, as the request validator would
+// check a whole body: every violation, with fields under prefix (body.contacts.3).
+func validateItem(schema *openapi3.Schema, raw json.RawMessage, prefix string) error {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return apperr.Invalid(apperr.Field(prefix, "json", "not JSON"))
+	}
+	opts := append([]openapi3.SchemaValidationOption{openapi3.MultiErrors()}, FormatOptions()...)
+	if err := schema.VisitJSON(v, opts...); err != nil {
+		fields := Fields(err, prefix)
+		if len(fields) == 0 {
+			fields = append(fields, apperr.Field(prefix, "invalid", err.Error()))
+		}
+		return apperr.Invalid(fields...)
+	}
+	return nil
+}
+
+// itemError moves the fields of an item's error (body.tags) under the item (body.contacts.3.tags).
+func itemError(err error, index int) *apperr.Error {
+	e := *apperr.As(err)
+	item := itemField(index)
+	fields := make([]apperr.FieldError, len(e.Fields))
+	for i, f := range e.Fields {
+		if !strings.HasPrefix(f.Field, item) {
+			if rest, ok := strings.CutPrefix(f.Field, "body"); ok {
+				f.Field = item + rest
+			}
+		}
+		fields[i] = f
+	}
+	e.Fields = fields
+	return &e
+}
+
+func itemField(index int) string { return fmt.Sprintf("body.contacts.%d", index) }
