@@ -35,13 +35,21 @@ func NewBatch(contacts *contact.Service) (*Batch, error) {
 }
 
 // Run writes items (each a CreateContactRequest) as the account's, recording origin as the
-// proof of consent of the contacts it creates.
-func (b *Batch) Run(ctx context.Context, account uuid.UUID, origin contact.Origin, upsert bool, items []json.RawMessage) ([]api.BatchContactItemResult, error) {
+// proof of consent of the contacts it creates. decoded, when not nil, holds the items already
+// decoded into JSON values (the HTTP validator's), which are validated without decoding again.
+func (b *Batch) Run(ctx context.Context, account uuid.UUID, origin contact.Origin, upsert bool, items []json.RawMessage, decoded []any) ([]api.BatchContactItemResult, error) {
+	if len(decoded) != len(items) {
+		decoded = nil
+	}
 	results := make([]api.BatchContactItemResult, len(items))
 	ins := make([]contact.CreateInput, 0, len(items))
 	at := make([]int, 0, len(items))
 	for i, raw := range items {
-		in, err := b.input(i, raw, origin)
+		var value any
+		if decoded != nil {
+			value = decoded[i]
+		}
+		in, err := b.input(i, raw, value, origin)
 		if err != nil {
 			results[i] = failedItem(err, i)
 			continue
@@ -68,9 +76,9 @@ func (b *Batch) Run(ctx context.Context, account uuid.UUID, origin contact.Origi
 	return results, nil
 }
 
-// input validates item i and turns it into a create.
-func (b *Batch) input(i int, raw json.RawMessage, origin contact.Origin) (contact.CreateInput, error) {
-	if err := validateItem(b.item, raw, itemField(i)); err != nil {
+// input validates item i (value: raw decoded, or nil) and turns it into a create.
+func (b *Batch) input(i int, raw json.RawMessage, value any, origin contact.Origin) (contact.CreateInput, error) {
+	if err := validateItem(b.item, raw, value, itemField(i)); err != nil {
 		return contact.CreateInput{}, err
 	}
 	var req api.CreateContactRequest
@@ -95,14 +103,17 @@ func batchItemSchema(spec *openapi3.T) *openapi3.Schema {
 	return s
 }
 
-// validateItem checks one batch item against its schema, as the request validator would
-// check a whole body: every violation, with fields under prefix (body.contacts.3).
-func validateItem(schema *openapi3.Schema, raw json.RawMessage, prefix string) error {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return apperr.Invalid(apperr.Field(prefix, "json", "not JSON"))
+// validateItem checks one batch item (v: raw decoded, or nil to decode it here) against its
+// schema, as the request validator would check a whole body: every violation, with fields
+// under prefix (body.contacts.3).
+func validateItem(schema *openapi3.Schema, raw json.RawMessage, v any, prefix string) error {
+	if v == nil {
+		var err error
+		if v, err = DecodeJSON(raw); err != nil {
+			return apperr.Invalid(apperr.Field(prefix, "json", "not JSON"))
+		}
 	}
-	opts := append([]openapi3.SchemaValidationOption{openapi3.MultiErrors()}, FormatOptions()...)
+	opts := append([]openapi3.SchemaValidationOption{openapi3.VisitAsRequest(), openapi3.MultiErrors()}, FormatOptions()...)
 	if err := schema.VisitJSON(v, opts...); err != nil {
 		fields := Fields(err, prefix)
 		if len(fields) == 0 {

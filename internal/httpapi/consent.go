@@ -25,7 +25,7 @@ func (s *Server) GetConsent(ctx context.Context, req api.GetConsentRequestObject
 	if err := json.Unmarshal(c.Request, &rec.Request); err != nil {
 		return nil, err
 	}
-	cl, _ := ctx.Value(clientKey{}).(client)
+	cl := clientOf(ctx)
 	if !prefersHTML(cl.accept) {
 		return api.GetConsent200JSONResponse(rec), nil
 	}

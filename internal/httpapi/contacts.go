@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/oapi-codegen/nullable"
@@ -16,7 +15,7 @@ import (
 // CreateContact implements POST /public/v1/contact.
 func (s *Server) CreateContact(ctx context.Context, req api.CreateContactRequestObject) (api.CreateContactResponseObject, error) {
 	p := principal(ctx)
-	fields, _ := json.Marshal(req.Body)
+	fields := requestOf(ctx).body // the consent record keeps the request as the client sent it
 	c, warnings, err := s.contacts.Create(ctx, p.AccountID, apicore.CreateInput(*req.Body, origin(ctx, p.KeyName, p.KeyPrefix), fields))
 	if err != nil {
 		return nil, err
@@ -40,7 +39,7 @@ func (s *Server) GetContact(ctx context.Context, req api.GetContactRequestObject
 }
 
 func origin(ctx context.Context, keyName, keyPrefix string) contact.Origin {
-	cl, _ := ctx.Value(clientKey{}).(client)
+	cl := clientOf(ctx)
 	return contact.Origin{KeyName: keyName, KeyPrefix: keyPrefix, SourceIP: cl.ip, UserAgent: cl.userAgent}
 }
 

@@ -10,7 +10,12 @@ import (
 func (s *Server) BatchContacts(ctx context.Context, req api.BatchContactsRequestObject) (api.BatchContactsResponseObject, error) {
 	p := principal(ctx)
 	upsert := req.Body.Mode != nil && *req.Body.Mode == api.Upsert
-	results, err := s.batch.Run(ctx, p.AccountID, origin(ctx, p.KeyName, p.KeyPrefix), upsert, req.Body.Contacts)
+	// the items as the validator decoded them: each is validated on its own, not decoded again
+	var decoded []any
+	if body, ok := requestOf(ctx).value.(map[string]any); ok {
+		decoded, _ = body["contacts"].([]any)
+	}
+	results, err := s.batch.Run(ctx, p.AccountID, origin(ctx, p.KeyName, p.KeyPrefix), upsert, req.Body.Contacts, decoded)
 	if err != nil {
 		return nil, err
 	}

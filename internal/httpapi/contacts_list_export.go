@@ -94,7 +94,7 @@ func (s *Server) ExportContacts(ctx context.Context, req api.ExportContactsReque
 	f := listFilter(api.ListContactsParams{Tag: p.Tag, EmailStatus: p.EmailStatus, RecordStatus: p.RecordStatus,
 		AssignedUserEmailId: p.AssignedUserEmailId, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore,
 		UpdatedAfter: p.UpdatedAfter, MinLeadScore: p.MinLeadScore, Q: p.Q})
-	cl, _ := ctx.Value(clientKey{}).(client)
+	cl := clientOf(ctx)
 	return exportResponse{s: s, ctx: ctx, filter: f, csv: prefersCSV(cl.accept), gzip: acceptsGzip(cl.acceptEncoding),
 		stall: cmp.Or(s.cfg.ExportStall, 30*time.Second)}, nil
 }

@@ -262,6 +262,28 @@ func TestCreateContactReportsEveryViolation(t *testing.T) {
 	}
 }
 
+// The body validated is the whole body: anything after the JSON value is refused, where a
+// decoder reading one value would have written the first and dropped the rest unseen.
+func TestBodyWithDataAfterItsValueIsRefused(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	for path, body := range map[string]string{
+		"/public/v1/contact":        `{"email":"first@example.com"} {"email":"second@example.com"}`,
+		"/public/v1/contacts/batch": `{"contacts":[{"email":"first@example.com"}]}]`,
+	} {
+		r := a.Do("POST", path, key, body)
+		e := r.Error(t)
+		if r.Status != 400 || e.Code != api.ErrorCodeInvalidRequest || e.Data == nil || e.Data.Errors == nil ||
+			len(*e.Data.Errors) != 1 || (*e.Data.Errors)[0].Field != "body" || (*e.Data.Errors)[0].Reason != "json" {
+			t.Errorf("%s: got %d %s, want 400 with body's json error", path, r.Status, r.Body)
+		}
+	}
+	if n := a.Count(t, "SELECT count(*) FROM contacts"); n != 0 {
+		t.Errorf("refused bodies stored %d contacts", n)
+	}
+}
+
 func TestCreateContactFieldBoundaries(t *testing.T) {
 	t.Parallel()
 	a := testkit.NewAPI(t)

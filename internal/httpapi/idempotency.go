@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"slices"
 
@@ -29,12 +28,8 @@ func (s *Server) idempotent(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		var body []byte
-		if r.Body != nil {
-			var err error
-			if body, err = io.ReadAll(r.Body); err != nil {
-				return err
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
+		if rq := requestOf(r.Context()); rq != nil {
+			body = rq.body // read and validated before
 		}
 		req := idempotency.Request{Method: r.Method, Path: r.URL.RequestURI(), Body: body}
 		res := c.Response()

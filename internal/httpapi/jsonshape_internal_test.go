@@ -27,7 +27,7 @@ func TestCheckJSONShape(t *testing.T) {
 		{"an escaped backslash ends before the quote", `{"a":"\\"` + `,"b":` + nested(MaxJSONDepth) + `}`, "maxDepth"},
 		{"malformed: left to the validator", `]]]}}{"a":`, ""},
 	} {
-		err := checkJSONShape([]byte(tc.body))
+		_, err := checkJSONShape([]byte(tc.body))
 		var got string
 		var ae *apperr.Error
 		if errors.As(err, &ae) && len(ae.Fields) > 0 {
@@ -37,6 +37,30 @@ func TestCheckJSONShape(t *testing.T) {
 		}
 		if got != tc.reason {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.reason)
+		}
+	}
+}
+
+// The scan counts a batch's items for the rate limiter: the longest array that is a member of
+// the top-level object, and nothing else.
+func TestCheckJSONShapeCountsTheMemberArraysItems(t *testing.T) {
+	t.Parallel()
+	for body, want := range map[string]int{
+		`{"contacts":[]}`:         0,
+		"{\"contacts\":[ \n\t ]}": 0,
+		`{"contacts":[{}]}`:       1,
+		`{"contacts":[ {} ]}`:     1,
+		`{"contacts":["a,b"]}`:    1,
+		`{"mode":"upsert","contacts":[{"tags":["a","b","c"]},{"a":[1,2]}, {"b":{"c":[1,2,3,4]}}]}`: 3,
+		`{"a":[1],"b":[1,2]}`:    2,
+		`{"a":{"b":[1,2,3]}}`:    0,
+		`[1,2,3]`:                0,
+		`[[1,2,3]]`:              0,
+		`{"contacts":[1,2,3`:     0, // never closed: malformed, the validator answers it
+		`{"contacts":[[1,2],3]}`: 2,
+	} {
+		if got, err := checkJSONShape([]byte(body)); err != nil || got != want {
+			t.Errorf("%s: %d items (%v), want %d", body, got, err, want)
 		}
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/getkin/kin-openapi/routers"
 	"github.com/labstack/echo/v4"
 
 	"github.com/contactd/contactd/internal/apperr"
@@ -108,25 +107,20 @@ func (s *Server) apiRoute(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			return next(c)
 		}
-		ctx := context.WithValue(c.Request().Context(), routeKey{}, route)
-		ctx = context.WithValue(ctx, clientKey{}, client{ip: c.RealIP(), userAgent: c.Request().UserAgent(),
-			accept: c.Request().Header.Get("Accept"), acceptEncoding: c.Request().Header.Get("Accept-Encoding")})
-		c.SetRequest(c.Request().WithContext(ctx))
+		r := c.Request()
+		rq := &request{route: route, client: client{ip: c.RealIP(), userAgent: r.UserAgent(),
+			accept: r.Header.Get("Accept"), acceptEncoding: r.Header.Get("Accept-Encoding")}}
+		c.SetRequest(r.WithContext(context.WithValue(r.Context(), requestKey{}, rq)))
 		return api(c)
 	}
 }
-
-type clientKey struct{}
-
-// client is who sent the request, as proof of consent records it, and what it accepts.
-type client struct{ ip, userAgent, accept, acceptEncoding string }
 
 // bodyLimit refuses bodies over the limit before anything reads them.
 func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		limit := s.cfg.MaxBodyBytes
-		if route, _ := r.Context().Value(routeKey{}).(*routers.Route); s.routes.batch[route] {
+		if s.routes.batch[routeOf(r.Context())] {
 			limit = s.cfg.MaxBatchBodyBytes
 		}
 		if r.ContentLength > limit {
@@ -141,7 +135,7 @@ func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {
 func (s *Server) contentType(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		route, _ := r.Context().Value(routeKey{}).(*routers.Route)
+		route := routeOf(r.Context())
 		hasBody := r.ContentLength > 0 || r.ContentLength < 0
 		if hasBody && route.Operation.RequestBody != nil && !isJSON(r.Header.Get("Content-Type")) {
 			return errMediaType
@@ -154,7 +148,7 @@ func (s *Server) contentType(next echo.HandlerFunc) echo.HandlerFunc {
 // declares public (security: []).
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		route, _ := c.Request().Context().Value(routeKey{}).(*routers.Route)
+		route := routeOf(c.Request().Context())
 		if sec := route.Operation.Security; sec != nil && len(*sec) == 0 {
 			return next(c)
 		}

@@ -118,6 +118,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
+	e.JSONSerializer = bodySerializer{}
 	e.IPExtractor = ipExtractor(cfg.TrustedProxies)
 	e.Use(requestIDMiddleware, s.accessLog, middleware.RecoverWithConfig(middleware.RecoverConfig{
 		DisableStackAll: true, LogErrorFunc: s.logPanic}), s.apiRoute)

@@ -1,10 +1,9 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -107,11 +106,9 @@ func (t routeTable) lookup(c echo.Context) *routers.Route {
 // isSpecPath tells whether Echo matched one of the spec's paths (with another method).
 func (t routeTable) isSpecPath(c echo.Context) bool { return t.paths[c.Path()] }
 
-type routeKey struct{}
-
 // operationID names the spec operation of the request, for logs and metrics; "" outside the API.
 func operationID(ctx context.Context) string {
-	if r, ok := ctx.Value(routeKey{}).(*routers.Route); ok {
+	if r := routeOf(ctx); r != nil {
 		return r.Operation.OperationID
 	}
 	return ""
@@ -120,49 +117,78 @@ func operationID(ctx context.Context) string {
 // validate checks the request against its operation in the spec: parameters and body, with
 // every violation reported. Authentication is checked before, by the auth middleware.
 func (s *Server) validate(next echo.HandlerFunc) echo.HandlerFunc {
+	// kin-openapi checks the parameters; the body, read once already, is decoded and checked
+	// against the same schemas here (validateBody), so nothing reads or decodes it twice.
 	opts := &openapi3filter.Options{
 		MultiError:              true,
+		ExcludeRequestBody:      true,
 		AuthenticationFunc:      openapi3filter.NoopAuthenticationFunc,
 		SchemaValidationOptions: apicore.FormatOptions(),
 	}
+	bodyOpts := append([]openapi3.SchemaValidationOption{openapi3.VisitAsRequest(), openapi3.MultiErrors()},
+		apicore.FormatOptions()...)
 	return func(c echo.Context) error {
-		if err := s.checkBody(c.Request()); err != nil {
+		r := c.Request()
+		rq := requestOf(r.Context())
+		if err := rq.readBody(r); err != nil {
 			return err
 		}
-		route, _ := c.Request().Context().Value(routeKey{}).(*routers.Route)
-		if err := checkQueryEncoding(c.Request(), route); err != nil {
+		if err := checkQueryEncoding(r, rq.route); err != nil {
 			return err
 		}
 		params := make(map[string]string, len(c.ParamNames()))
 		for i, name := range c.ParamNames() {
 			params[name] = c.ParamValues()[i]
 		}
-		err := openapi3filter.ValidateRequest(c.Request().Context(), &openapi3filter.RequestValidationInput{
-			Request: c.Request(), PathParams: params, Route: s.routes.validated[route], Options: opts,
-		})
-		if err != nil {
-			return s.validationError(err)
+		route := s.routes.validated[rq.route]
+		var errs openapi3.MultiError
+		if err := openapi3filter.ValidateRequest(r.Context(), &openapi3filter.RequestValidationInput{
+			Request: r, PathParams: params, Route: route, Options: opts,
+		}); err != nil {
+			errs = append(errs, err)
+		}
+		if err := rq.validateBody(r, route.Operation.RequestBody, bodyOpts); err != nil {
+			errs = append(errs, err)
+		}
+		if len(errs) > 0 {
+			return s.validationError(errs)
 		}
 		return next(c)
 	}
 }
 
-// checkBody reads the (size-limited) body once, refuses pathological JSON shapes before
-// anything decodes them, and leaves the body readable again for the validator and binder.
-func (s *Server) checkBody(r *http.Request) error {
-	if r.Body == nil || r.Body == http.NoBody {
+// validateBody decodes the body into JSON values (rq.value) and checks them against the
+// operation's body schema, with the errors kin-openapi's request validator would give. The
+// spec's defaults are not written into the body: the handlers read an absent field as its
+// default.
+func (rq *request) validateBody(r *http.Request, ref *openapi3.RequestBodyRef, opts []openapi3.SchemaValidationOption) error {
+	if ref == nil || ref.Value == nil {
+		return nil // the operation takes no body: one sent is ignored, as kin-openapi does
+	}
+	spec := ref.Value
+	if len(rq.body) == 0 {
+		if spec.Required {
+			return &openapi3filter.RequestError{RequestBody: spec, Err: openapi3filter.ErrInvalidRequired}
+		}
 		return nil
 	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return errTooLarge(tooLarge.Limit)
-		}
-		return apperr.Invalid(apperr.Field("body", "read", "the request body could not be read"))
+	media := spec.Content.Get(r.Header.Get("Content-Type"))
+	if media == nil {
+		return &openapi3filter.RequestError{RequestBody: spec, Reason: fmt.Sprintf("header Content-Type has unexpected value %q", r.Header.Get("Content-Type"))}
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	return checkJSONShape(body)
+	if media.Schema == nil || media.Schema.Value == nil {
+		return nil
+	}
+	value, err := apicore.DecodeJSON(rq.body)
+	if err != nil {
+		return &openapi3filter.RequestError{RequestBody: spec, Reason: "failed to decode request body",
+			Err: &openapi3filter.ParseError{Kind: openapi3filter.KindInvalidFormat, Cause: err}}
+	}
+	if err := media.Schema.Value.VisitJSON(value, opts...); err != nil {
+		return &openapi3filter.RequestError{RequestBody: spec, Reason: "doesn't match schema", Err: err}
+	}
+	rq.value = value
+	return nil
 }
 
 // checkQueryEncoding refuses values of the operation's query parameters that are not UTF-8:

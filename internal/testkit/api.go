@@ -45,6 +45,8 @@ type API struct {
 	DNS *enrich.FakeResolver
 	// Logs is everything the API logged (JSON lines), for tests of what must never be logged.
 	Logs *LogBuffer
+	// Handler is the service's handler behind URL, for benchmarks that leave the network out.
+	Handler http.Handler
 }
 
 // LogBuffer collects log lines; safe for concurrent use.
@@ -121,7 +123,7 @@ func NewAPI(t testing.TB, opts ...Option) *API {
 	t.Cleanup(stopListening)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &API{t: t, URL: srv.URL, DatabaseURL: dbURL, Store: st, Svc: svc, Cfg: cfg, DNS: dns, Logs: logs}
+	return &API{t: t, URL: srv.URL, DatabaseURL: dbURL, Store: st, Svc: svc, Cfg: cfg, DNS: dns, Logs: logs, Handler: h}
 }
 
 // Account creates an account and a key for it, returning the account id and the key.
