@@ -13,37 +13,160 @@ import (
 )
 
 const contactCreateMany = `-- name: ContactCreateMany :many
-SELECT c.contact_id::uuid AS contact_id
-FROM create_contacts($1::uuid, $2::jsonb,
-    $3::text, $4::text,
-    $5::text, $6::text,
-    $7::timestamptz, $8::integer) c
+WITH input AS (
+    SELECT unnest($1::uuid[]) AS contact_id,
+           unnest($2::text[]) AS email,
+           unnest($3::text[]) AS email_key,
+           unnest($4::varchar[]) AS name,
+           unnest($5::varchar[]) AS phone,
+           unnest($6::integer[]) AS tag_from,
+           unnest($7::integer[]) AS tag_count,
+           unnest($8::varchar[]) AS assigned_user_email_id,
+           unnest($9::varchar[]) AS crm_name,
+           unnest($10::varchar[]) AS crm_url,
+           unnest($11::varchar[]) AS crm_source,
+           unnest($12::varchar[]) AS crm_stage,
+           unnest($13::varchar[]) AS crm_created_date,
+           unnest($14::text[]) AS consent_token,
+           unnest($15::jsonb[]) AS consent_fields,
+           unnest($16::jsonb[]) AS active_properties
+), c AS (
+    INSERT INTO contacts (
+        account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
+        crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
+        consent_api_key_name, consent_api_key_prefix, consent_source_ip, consent_user_agent,
+        consent_fields, created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by
+    )
+    SELECT $17::uuid, i.contact_id, i.email, i.email_key, i.name, i.phone,
+           ($18::text[])[i.tag_from + 1 : i.tag_from + i.tag_count],
+           i.assigned_user_email_id, i.crm_name, i.crm_url, i.crm_source, i.crm_stage,
+           i.crm_created_date::timestamptz, i.consent_token, $19::text,
+           $20::text, $21::text, $22::text,
+           i.consent_fields, $23::timestamptz, $23::timestamptz, $23::timestamptz,
+           i.active_properties, $24::integer
+    FROM input i
+    ORDER BY i.email_key
+    ON CONFLICT (account_id, email_key) DO NOTHING
+    RETURNING contacts.contact_id
+), property AS (
+    INSERT INTO properties (
+        account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,
+        city, county, state, zip, normalized, created_at
+    )
+    SELECT $17::uuid, p.property_id, p.contact_id, p.raw_address, p.apt_or_unit_number,
+           p.street_address, p.city, p.county, p.state, p.zip, p.normalized, $23::timestamptz
+    FROM (
+        SELECT unnest($25::uuid[]) AS property_id,
+               unnest($26::uuid[]) AS contact_id,
+               unnest($27::text[]) AS raw_address,
+               unnest($28::text[]) AS apt_or_unit_number,
+               unnest($29::text[]) AS street_address,
+               unnest($30::text[]) AS city,
+               unnest($31::text[]) AS county,
+               unnest($32::text[]) AS state,
+               unnest($33::text[]) AS zip,
+               unnest($34::text[]) AS normalized
+    ) p JOIN c ON c.contact_id = p.contact_id
+), event AS (
+    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
+    SELECT $17::uuid, e.event_id, 'TagsAdded', e.contact_id, e.payload::json, $23::timestamptz
+    FROM (
+        SELECT unnest($35::uuid[]) AS event_id,
+               unnest($36::uuid[]) AS contact_id,
+               unnest($37::text[]) AS payload
+    ) e JOIN c ON c.contact_id = e.contact_id
+)
+SELECT c.contact_id FROM c
 `
 
 type ContactCreateManyParams struct {
-	AccountID           uuid.UUID
-	Rows                []byte
-	ConsentApiKeyName   string
-	ConsentApiKeyPrefix string
-	ConsentSourceIp     string
-	ConsentUserAgent    string
-	CreatedAt           time.Time
-	AddressesParsedBy   int32
+	ContactIds           []uuid.UUID
+	Emails               []string
+	EmailKeys            []string
+	Names                []*string
+	Phones               []*string
+	TagFrom              []int32
+	TagCount             []int32
+	AssignedUserEmailIds []*string
+	CrmNames             []*string
+	CrmUrls              []*string
+	CrmSources           []*string
+	CrmStages            []*string
+	CrmCreatedDates      []*string
+	ConsentTokens        []string
+	ConsentFields        [][]byte
+	ActiveProperties     [][]byte
+	AccountID            uuid.UUID
+	Tags                 []string
+	ConsentApiKeyName    string
+	ConsentApiKeyPrefix  string
+	ConsentSourceIp      string
+	ConsentUserAgent     string
+	CreatedAt            time.Time
+	AddressesParsedBy    int32
+	PropertyIds          []uuid.UUID
+	PropertyContactIds   []uuid.UUID
+	RawAddresses         []string
+	AptOrUnitNumbers     []string
+	StreetAddresses      []string
+	Cities               []string
+	Counties             []string
+	States               []string
+	Zips                 []string
+	Normalized           []string
+	EventIds             []uuid.UUID
+	EventContactIds      []uuid.UUID
+	EventPayloads        []string
 }
 
-// A batch's new contacts in one statement (create_contacts, migration 00014): each with its
-// consent record (the batch's origin), its first property and its TagsAdded event. rows is a
-// JSON array of the contacts. Returns the contacts inserted; the others' emails were taken.
+// A batch's new contacts in one statement (POST /contacts/batch, contactd import), each with
+// its consent record (the batch's origin), its first property and its TagsAdded event, as
+// ContactCreate does for one. Each column comes as an array with an element per contact, as
+// River's JobInsertFastMany sends its jobs: a contact's tags are its slice of tags (tag_from,
+// tag_count: PostgreSQL has no arrays of arrays), nullable text comes as varchar[] ([]*string:
+// sqlc.yaml says why), and properties and events have arrays of their own, for the contacts
+// that have one. Contacts are inserted in email order, so concurrent batches take the email
+// keys in one order; ON CONFLICT DO NOTHING skips emails the account has (waiting first for a
+// transaction that has just inserted one). Returns the contacts inserted.
 func (q *Queries) ContactCreateMany(ctx context.Context, arg ContactCreateManyParams) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, contactCreateMany,
+		arg.ContactIds,
+		arg.Emails,
+		arg.EmailKeys,
+		arg.Names,
+		arg.Phones,
+		arg.TagFrom,
+		arg.TagCount,
+		arg.AssignedUserEmailIds,
+		arg.CrmNames,
+		arg.CrmUrls,
+		arg.CrmSources,
+		arg.CrmStages,
+		arg.CrmCreatedDates,
+		arg.ConsentTokens,
+		arg.ConsentFields,
+		arg.ActiveProperties,
 		arg.AccountID,
-		arg.Rows,
+		arg.Tags,
 		arg.ConsentApiKeyName,
 		arg.ConsentApiKeyPrefix,
 		arg.ConsentSourceIp,
 		arg.ConsentUserAgent,
 		arg.CreatedAt,
 		arg.AddressesParsedBy,
+		arg.PropertyIds,
+		arg.PropertyContactIds,
+		arg.RawAddresses,
+		arg.AptOrUnitNumbers,
+		arg.StreetAddresses,
+		arg.Cities,
+		arg.Counties,
+		arg.States,
+		arg.Zips,
+		arg.Normalized,
+		arg.EventIds,
+		arg.EventContactIds,
+		arg.EventPayloads,
 	)
 	if err != nil {
 		return nil, err

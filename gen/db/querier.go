@@ -44,9 +44,15 @@ type Querier interface {
 	// row and writes nothing. (Foreign keys are checked at the end of the statement, after the
 	// contact row exists.)
 	ContactCreate(ctx context.Context, arg []ContactCreateParams) *ContactCreateBatchResults
-	// A batch's new contacts in one statement (create_contacts, migration 00014): each with its
-	// consent record (the batch's origin), its first property and its TagsAdded event. rows is a
-	// JSON array of the contacts. Returns the contacts inserted; the others' emails were taken.
+	// A batch's new contacts in one statement (POST /contacts/batch, contactd import), each with
+	// its consent record (the batch's origin), its first property and its TagsAdded event, as
+	// ContactCreate does for one. Each column comes as an array with an element per contact, as
+	// River's JobInsertFastMany sends its jobs: a contact's tags are its slice of tags (tag_from,
+	// tag_count: PostgreSQL has no arrays of arrays), nullable text comes as varchar[] ([]*string:
+	// sqlc.yaml says why), and properties and events have arrays of their own, for the contacts
+	// that have one. Contacts are inserted in email order, so concurrent batches take the email
+	// keys in one order; ON CONFLICT DO NOTHING skips emails the account has (waiting first for a
+	// transaction that has just inserted one). Returns the contacts inserted.
 	ContactCreateMany(ctx context.Context, arg ContactCreateManyParams) ([]uuid.UUID, error)
 	// Properties and activities go with it (ON DELETE CASCADE), the consent record is on its row.
 	ContactDelete(ctx context.Context, arg ContactDeleteParams) (int64, error)

@@ -2,8 +2,6 @@ package contact
 
 import (
 	"context"
-	"encoding/json"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -11,71 +9,13 @@ import (
 	"github.com/contactd/contactd/internal/address"
 )
 
-// manyRow is one contact of ContactCreateMany's rows: the JSON object jsonb_to_recordset
-// reads (column names as the statement declares them).
-type manyRow struct {
-	ContactID           uuid.UUID       `json:"contact_id"`
-	Email               string          `json:"email"`
-	EmailKey            string          `json:"email_key"`
-	Name                *string         `json:"name,omitempty"`
-	Phone               *string         `json:"phone,omitempty"`
-	Tags                []string        `json:"tags"`
-	AssignedUserEmailID *string         `json:"assigned_user_email_id,omitempty"`
-	CrmName             *string         `json:"crm_name,omitempty"`
-	CrmURL              *string         `json:"crm_url,omitempty"`
-	CrmSource           *string         `json:"crm_source,omitempty"`
-	CrmStage            *string         `json:"crm_stage,omitempty"`
-	CrmCreatedDate      *time.Time      `json:"crm_created_date,omitempty"`
-	ConsentToken        string          `json:"consent_token"`
-	ConsentFields       json.RawMessage `json:"consent_fields"`
-	ActiveProperties    json.RawMessage `json:"active_properties"`
-	PropertyID          *uuid.UUID      `json:"property_id,omitempty"`
-	RawAddress          string          `json:"raw_address"`
-	AptOrUnitNumber     string          `json:"apt_or_unit_number"`
-	StreetAddress       string          `json:"street_address"`
-	City                string          `json:"city"`
-	County              string          `json:"county"`
-	State               string          `json:"state"`
-	Zip                 string          `json:"zip"`
-	Normalized          string          `json:"normalized"`
-	EventID             *uuid.UUID      `json:"event_id,omitempty"`
-	EventPayload        *string         `json:"event_payload,omitempty"`
-}
-
 // createMany inserts the contacts of ps (one account, one origin, one time: a batch) in one
 // statement and reports which it inserted: the others' emails were taken.
 func createMany(ctx context.Context, q *db.Queries, ps []db.ContactCreateParams) (map[uuid.UUID]bool, error) {
 	if len(ps) == 0 {
 		return map[uuid.UUID]bool{}, nil
 	}
-	rows := make([]manyRow, len(ps))
-	for i, p := range ps {
-		r := manyRow{ContactID: p.ContactID, Email: p.Email, EmailKey: p.EmailKey, Name: p.Name, Phone: p.Phone,
-			Tags: p.Tags, AssignedUserEmailID: p.AssignedUserEmailID, CrmName: p.CrmName, CrmURL: p.CrmUrl,
-			CrmSource: p.CrmSource, CrmStage: p.CrmStage, CrmCreatedDate: p.CrmCreatedDate,
-			ConsentToken: p.ConsentToken, ConsentFields: p.ConsentFields, ActiveProperties: p.ActiveProperties}
-		if r.Tags == nil {
-			r.Tags = []string{}
-		}
-		if p.PropertyID != nil {
-			r.PropertyID, r.RawAddress, r.AptOrUnitNumber, r.StreetAddress = p.PropertyID, p.RawAddress, p.AptOrUnitNumber, p.StreetAddress
-			r.City, r.County, r.State, r.Zip, r.Normalized = p.City, p.County, p.State, p.Zip, p.Normalized
-		}
-		if p.EventID != nil {
-			payload := string(p.EventPayload) // a JSON string: the exact text survives jsonb
-			r.EventID, r.EventPayload = p.EventID, &payload
-		}
-		rows[i] = r
-	}
-	raw, err := json.Marshal(rows)
-	if err != nil {
-		return nil, err
-	}
-	first := ps[0]
-	ids, err := q.ContactCreateMany(ctx, db.ContactCreateManyParams{Rows: raw, AccountID: first.AccountID,
-		ConsentApiKeyName: first.ConsentApiKeyName, ConsentApiKeyPrefix: first.ConsentApiKeyPrefix,
-		ConsentSourceIp: first.ConsentSourceIp, ConsentUserAgent: first.ConsentUserAgent,
-		CreatedAt: first.CreatedAt, AddressesParsedBy: address.Version})
+	ids, err := q.ContactCreateMany(ctx, manyParams(ps))
 	if err != nil {
 		return nil, err
 	}
@@ -84,4 +24,50 @@ func createMany(ctx context.Context, q *db.Queries, ps []db.ContactCreateParams)
 		inserted[id] = true
 	}
 	return inserted, nil
+}
+
+// manyParams lays ps out as ContactCreateMany's columns: an element per contact, and per
+// property and event for the contacts that have one. Every array is made, even empty: a nil
+// slice would be sent as NULL, which unnest reads as no rows at all.
+func manyParams(ps []db.ContactCreateParams) db.ContactCreateManyParams {
+	n, first := len(ps), ps[0]
+	m := db.ContactCreateManyParams{
+		AccountID: first.AccountID, ConsentApiKeyName: first.ConsentApiKeyName, ConsentApiKeyPrefix: first.ConsentApiKeyPrefix,
+		ConsentSourceIp: first.ConsentSourceIp, ConsentUserAgent: first.ConsentUserAgent, CreatedAt: first.CreatedAt,
+		AddressesParsedBy: address.Version,
+		ContactIds:        make([]uuid.UUID, n), Emails: make([]string, n), EmailKeys: make([]string, n),
+		Names: make([]*string, n), Phones: make([]*string, n), TagFrom: make([]int32, n), TagCount: make([]int32, n),
+		AssignedUserEmailIds: make([]*string, n), CrmNames: make([]*string, n), CrmUrls: make([]*string, n),
+		CrmSources: make([]*string, n), CrmStages: make([]*string, n), CrmCreatedDates: make([]*string, n),
+		ConsentTokens: make([]string, n), ConsentFields: make([][]byte, n), ActiveProperties: make([][]byte, n),
+		Tags:        []string{},
+		PropertyIds: []uuid.UUID{}, PropertyContactIds: []uuid.UUID{}, RawAddresses: []string{}, AptOrUnitNumbers: []string{},
+		StreetAddresses: []string{}, Cities: []string{}, Counties: []string{}, States: []string{}, Zips: []string{},
+		Normalized: []string{}, EventIds: []uuid.UUID{}, EventContactIds: []uuid.UUID{}, EventPayloads: []string{},
+	}
+	for i, p := range ps {
+		m.ContactIds[i], m.Emails[i], m.EmailKeys[i], m.Names[i], m.Phones[i] = p.ContactID, p.Email, p.EmailKey, p.Name, p.Phone
+		m.TagFrom[i], m.TagCount[i] = int32(len(m.Tags)), int32(len(p.Tags))
+		m.Tags = append(m.Tags, p.Tags...)
+		m.AssignedUserEmailIds[i], m.CrmNames[i], m.CrmUrls[i] = p.AssignedUserEmailID, p.CrmName, p.CrmUrl
+		m.CrmSources[i], m.CrmStages[i] = p.CrmSource, p.CrmStage
+		if p.CrmCreatedDate != nil {
+			// as text, the one nullable timestamptz: to the microsecond PostgreSQL keeps
+			at := p.CrmCreatedDate.UTC().Format("2006-01-02T15:04:05.999999Z07:00")
+			m.CrmCreatedDates[i] = &at
+		}
+		m.ConsentTokens[i], m.ConsentFields[i], m.ActiveProperties[i] = p.ConsentToken, p.ConsentFields, p.ActiveProperties
+		if p.PropertyID != nil {
+			m.PropertyIds, m.PropertyContactIds = append(m.PropertyIds, *p.PropertyID), append(m.PropertyContactIds, p.ContactID)
+			m.RawAddresses, m.AptOrUnitNumbers = append(m.RawAddresses, p.RawAddress), append(m.AptOrUnitNumbers, p.AptOrUnitNumber)
+			m.StreetAddresses, m.Cities = append(m.StreetAddresses, p.StreetAddress), append(m.Cities, p.City)
+			m.Counties, m.States, m.Zips = append(m.Counties, p.County), append(m.States, p.State), append(m.Zips, p.Zip)
+			m.Normalized = append(m.Normalized, p.Normalized)
+		}
+		if p.EventID != nil {
+			m.EventIds, m.EventContactIds = append(m.EventIds, *p.EventID), append(m.EventContactIds, p.ContactID)
+			m.EventPayloads = append(m.EventPayloads, string(p.EventPayload)) // text: the exact bytes survive ::json
+		}
+	}
+	return m
 }

@@ -194,3 +194,68 @@ func TestBatchRateLimits(t *testing.T) {
 			r.Header.Get("X-RateLimit-Remaining-10"), r.Header.Get("X-RateLimit-Remaining-Day"))
 	}
 }
+
+// A batch stores each contact exactly as POST /contact stores it: every column of the contact,
+// its property and its event, nulls and empty strings apart, tags in their order (each
+// contact's slice of the batch's tags, with contacts of no tags between), times to the
+// microsecond. The two writes are separate statements; this keeps them one behaviour.
+func TestBatchStoresWhatASingleCreateStores(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, single := a.Account("single")
+	_, batched := a.Account("batched")
+	items := []map[string]any{
+		{"email": "full@example.com", "name": "Full Name", "phone": "+1 555 010 0100", "tags": []string{"b", "a", "vip"},
+			"address": "123 N Main St Apt 4, Springfield, IL 62704", "assignedUserEmailId": "agent@example.com",
+			"crmFields": map[string]any{"name": "Salesforce", "url": "https://crm.example.com/1", "source": "Web", "stage": "New",
+				"createdDate": "2026-01-02T03:04:05.123456Z"}},
+		{"email": "bare@example.com"},
+		{"email": "empty@example.com", "name": "", "tags": []string{}, "crmFields": map[string]any{}},
+		{"email": "one-tag@example.com", "tags": []string{"only"}, "address": "nowhere at all"},
+		{"email": "Mixed.Case@Example.com", "tags": []string{"x", "y"}, "crmFields": map[string]any{"stage": "Won",
+			"createdDate": "2025-12-31T23:59:59Z"}},
+	}
+	for _, item := range items {
+		createContact(t, a, single, item)
+	}
+	for i, r := range batch(t, a, batched, "create", slices.Collect(func(yield func(any) bool) {
+		for _, item := range items {
+			if !yield(item) {
+				return
+			}
+		}
+	})...) {
+		if r.Status != "created" {
+			t.Fatalf("item %d: %+v", i, r)
+		}
+	}
+	uuids := `[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`
+	stored := func(account string) []string {
+		rows, _ := testkit.Pool(a.Store).Query(context.Background(), `
+			SELECT (to_jsonb(c) - ARRAY['account_id', 'contact_id', 'consent_token', 'consent_api_key_name',
+			        'consent_api_key_prefix', 'created_at', 'updated_at', 'enrich_due_at', 'active_properties'])::text
+			    || ' active:' || regexp_replace(c.active_properties::text, $2, 'ID', 'g')
+			    || ' property:' || coalesce((SELECT string_agg((to_jsonb(p) - ARRAY['account_id', 'property_id',
+			        'contact_id', 'created_at'])::text, ',') FROM properties p WHERE p.account_id = c.account_id
+			        AND p.contact_id = c.contact_id), '')
+			    || ' events:' || coalesce((SELECT string_agg(e.event_type || regexp_replace(regexp_replace(e.payload::text,
+			        $2, 'ID', 'g'), '\d{4}-\d\d-\d\dT[\d:.]+Z', 'TIME', 'g'), ',' ORDER BY e.event_id)
+			        FROM webhook_events e WHERE e.account_id = c.account_id AND e.contact_id = c.contact_id), '')
+			FROM contacts c JOIN accounts ac ON ac.account_id = c.account_id
+			WHERE ac.name = $1 ORDER BY c.email_key`, account, uuids)
+		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	want, got := stored("single"), stored("batched")
+	if len(want) != len(items) || len(got) != len(items) {
+		t.Fatalf("stored %d contacts by POST /contact and %d by the batch, want %d each", len(want), len(got), len(items))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("contact %d\nby POST /contact: %s\nby the batch:     %s", i, want[i], got[i])
+		}
+	}
+}

@@ -9,7 +9,7 @@
 //   - EventInsert, by Emit: an event and then its deliveries, one statement each.
 //   - EventInsertTest, by SendTest: a test event, left out of the feed.
 //   - ContactCreate: a new contact's TagsAdded event, in the statement that inserts it.
-//   - create_contacts (a function, for sqlc cannot type its input): the same for a batch.
+//   - ContactCreateMany: the same for a batch's contacts.
 //   - TagsSwap: a tag change's TagsAdded and TagsRemoved events, in the statement that makes it.
 //   - EnrichFinishMany: the ContactEnriched events of an enrichment pass.
 //

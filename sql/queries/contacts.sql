@@ -109,11 +109,76 @@ WHERE account_id = @account_id AND contact_id = @contact_id;
 DELETE FROM contacts WHERE account_id = $1 AND contact_id = $2;
 
 -- name: ContactCreateMany :many
--- A batch's new contacts in one statement (create_contacts, migration 00014): each with its
--- consent record (the batch's origin), its first property and its TagsAdded event. rows is a
--- JSON array of the contacts. Returns the contacts inserted; the others' emails were taken.
-SELECT c.contact_id::uuid AS contact_id
-FROM create_contacts(sqlc.arg('account_id')::uuid, sqlc.arg('rows')::jsonb,
-    sqlc.arg('consent_api_key_name')::text, sqlc.arg('consent_api_key_prefix')::text,
-    sqlc.arg('consent_source_ip')::text, sqlc.arg('consent_user_agent')::text,
-    sqlc.arg('created_at')::timestamptz, sqlc.arg('addresses_parsed_by')::integer) c;
+-- A batch's new contacts in one statement (POST /contacts/batch, contactd import), each with
+-- its consent record (the batch's origin), its first property and its TagsAdded event, as
+-- ContactCreate does for one. Each column comes as an array with an element per contact, as
+-- River's JobInsertFastMany sends its jobs: a contact's tags are its slice of tags (tag_from,
+-- tag_count: PostgreSQL has no arrays of arrays), nullable text comes as varchar[] ([]*string:
+-- sqlc.yaml says why), and properties and events have arrays of their own, for the contacts
+-- that have one. Contacts are inserted in email order, so concurrent batches take the email
+-- keys in one order; ON CONFLICT DO NOTHING skips emails the account has (waiting first for a
+-- transaction that has just inserted one). Returns the contacts inserted.
+WITH input AS (
+    SELECT unnest(@contact_ids::uuid[]) AS contact_id,
+           unnest(@emails::text[]) AS email,
+           unnest(@email_keys::text[]) AS email_key,
+           unnest(@names::varchar[]) AS name,
+           unnest(@phones::varchar[]) AS phone,
+           unnest(@tag_from::integer[]) AS tag_from,
+           unnest(@tag_count::integer[]) AS tag_count,
+           unnest(@assigned_user_email_ids::varchar[]) AS assigned_user_email_id,
+           unnest(@crm_names::varchar[]) AS crm_name,
+           unnest(@crm_urls::varchar[]) AS crm_url,
+           unnest(@crm_sources::varchar[]) AS crm_source,
+           unnest(@crm_stages::varchar[]) AS crm_stage,
+           unnest(@crm_created_dates::varchar[]) AS crm_created_date,
+           unnest(@consent_tokens::text[]) AS consent_token,
+           unnest(@consent_fields::jsonb[]) AS consent_fields,
+           unnest(@active_properties::jsonb[]) AS active_properties
+), c AS (
+    INSERT INTO contacts (
+        account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
+        crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
+        consent_api_key_name, consent_api_key_prefix, consent_source_ip, consent_user_agent,
+        consent_fields, created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by
+    )
+    SELECT @account_id::uuid, i.contact_id, i.email, i.email_key, i.name, i.phone,
+           (@tags::text[])[i.tag_from + 1 : i.tag_from + i.tag_count],
+           i.assigned_user_email_id, i.crm_name, i.crm_url, i.crm_source, i.crm_stage,
+           i.crm_created_date::timestamptz, i.consent_token, @consent_api_key_name::text,
+           @consent_api_key_prefix::text, @consent_source_ip::text, @consent_user_agent::text,
+           i.consent_fields, @created_at::timestamptz, @created_at::timestamptz, @created_at::timestamptz,
+           i.active_properties, @addresses_parsed_by::integer
+    FROM input i
+    ORDER BY i.email_key
+    ON CONFLICT (account_id, email_key) DO NOTHING
+    RETURNING contacts.contact_id
+), property AS (
+    INSERT INTO properties (
+        account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,
+        city, county, state, zip, normalized, created_at
+    )
+    SELECT @account_id::uuid, p.property_id, p.contact_id, p.raw_address, p.apt_or_unit_number,
+           p.street_address, p.city, p.county, p.state, p.zip, p.normalized, @created_at::timestamptz
+    FROM (
+        SELECT unnest(@property_ids::uuid[]) AS property_id,
+               unnest(@property_contact_ids::uuid[]) AS contact_id,
+               unnest(@raw_addresses::text[]) AS raw_address,
+               unnest(@apt_or_unit_numbers::text[]) AS apt_or_unit_number,
+               unnest(@street_addresses::text[]) AS street_address,
+               unnest(@cities::text[]) AS city,
+               unnest(@counties::text[]) AS county,
+               unnest(@states::text[]) AS state,
+               unnest(@zips::text[]) AS zip,
+               unnest(@normalized::text[]) AS normalized
+    ) p JOIN c ON c.contact_id = p.contact_id
+), event AS (
+    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
+    SELECT @account_id::uuid, e.event_id, 'TagsAdded', e.contact_id, e.payload::json, @created_at::timestamptz
+    FROM (
+        SELECT unnest(@event_ids::uuid[]) AS event_id,
+               unnest(@event_contact_ids::uuid[]) AS contact_id,
+               unnest(@event_payloads::text[]) AS payload
+    ) e JOIN c ON c.contact_id = e.contact_id
+)
+SELECT c.contact_id FROM c;
