@@ -3,6 +3,7 @@ package enrich_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -26,7 +27,9 @@ func newClock() *clock                   { c := &clock{}; c.ns.Store(time.Now().
 func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
 func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 func worker(a *testkit.API, opt enrich.Options) *enrich.Service {
-	opt.Resolver = a.DNS
+	if opt.Resolver == nil {
+		opt.Resolver = a.DNS
+	}
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
@@ -110,9 +113,20 @@ func TestWorkersShareTheQueue(t *testing.T) {
 		a.DNS.SetMX(fmt.Sprintf("d%d.example", i), "mx.example")
 		ids[i] = createContact(t, a, key, fmt.Sprintf("c@d%d.example", i))
 	}
+	// Both hold a claim at once, whatever the scheduler does: each worker's first lookup waits
+	// for the other's (a worker looks up only what it has leased), so neither drains the
+	// queue alone.
+	var looking sync.WaitGroup
+	looking.Add(2)
+	both := make(chan struct{})
+	go func() { looking.Wait(); close(both) }()
+	meet := func(opt enrich.Options) *enrich.Service {
+		opt.Resolver = &meeting{Resolver: a.DNS, arrived: looking.Done, both: both}
+		return worker(a, opt)
+	}
 	var wg sync.WaitGroup
 	claimed := make([]int, 2)
-	for i, w := range []*enrich.Service{worker(a, enrich.Options{Batch: 3}), worker(a, enrich.Options{Batch: 5})} {
+	for i, w := range []*enrich.Service{meet(enrich.Options{Batch: 3}), meet(enrich.Options{Batch: 5})} {
 		wg.Go(func() {
 			for {
 				k, err := w.RunBatch(context.Background())
@@ -149,6 +163,26 @@ func TestWorkersShareTheQueue(t *testing.T) {
 	if events != n || contacts != n {
 		t.Errorf("%d ContactEnriched events about %d contacts, want one each for %d", events, contacts, n)
 	}
+}
+
+// meeting is a resolver whose first lookup waits until the other worker's meeting has had
+// its first lookup too.
+type meeting struct {
+	enrich.Resolver
+	once    sync.Once
+	arrived func()
+	both    <-chan struct{}
+}
+
+func (m *meeting) LookupMX(ctx context.Context, name string) ([]*net.MX, error) {
+	m.once.Do(func() {
+		m.arrived()
+		select {
+		case <-m.both:
+		case <-ctx.Done():
+		}
+	})
+	return m.Resolver.LookupMX(ctx, name)
 }
 
 // TestLeaseOutlivesItsWorker: a contact claimed by a worker that died is due again when the
