@@ -29,11 +29,16 @@ step "generate + freshness" $MAKE --no-print-directory check-generated
 if ! wait "$packages"; then cat "$pkglog" >&2; exit 1; fi
 cat "$pkglog" >&2
 step "build" $MAKE --no-print-directory bench-tools
+# The vet of the packages without tests, and of the cluster test, before anything runs beside
+# go test: each go command compiles what it needs, and two started together compile the same
+# packages twice (on a cold cache, the cluster test's and go test's dependencies were built by
+# both at once). Vet builds the dependencies' export data, which go test then finds cached.
+step "vet untested + deps" $GO vet $untested ./internal/clustertest/
 # Everything that does not need go test's results runs beside it, each into its own log,
 # printed after: the cluster test and the smoke runs spend most of their time waiting (paced
 # load, HAProxy's checks, one-second slices), and so do go test's integration tests, which
-# leaves a core free for the spec's lint and breaking-change check and the vet of packages
-# without tests (go test runs every vet analyzer, -vet=all, on the packages it builds anyway).
+# leaves a core free for the spec's lint and breaking-change check (go test runs every vet
+# analyzer, -vet=all, on the packages it builds anyway).
 declare -A beside=()
 besides() { # besides NAME LOG COMMAND...: step NAME in the background
   local name=$1 log=$2
@@ -44,10 +49,10 @@ besides() { # besides NAME LOG COMMAND...: step NAME in the background
 besides "cluster" "$pkglog.cluster" scripts/test-cluster.sh
 besides "bench smoke" "$pkglog.smoke" scripts/bench-smoke.sh
 besides "lint + breaking" "$pkglog.lint" sh -c "$MAKE --no-print-directory lint && $MAKE --no-print-directory breaking"
-besides "gofmt + vet untested" "$pkglog.vet" sh -c "$MAKE --no-print-directory fmt-check && $GO vet $(echo $untested)"
+besides "gofmt" "$pkglog.vet" $MAKE --no-print-directory fmt-check
 rc=0
 step "go test + vet" env CONTACTD_CONSUMER_TESTS=1 $GO test -vet=all -count=1 -timeout 8m ./... || rc=1
-for name in "cluster" "bench smoke" "lint + breaking" "gofmt + vet untested"; do
+for name in "cluster" "bench smoke" "lint + breaking" "gofmt"; do
   read -r pid log <<<"${beside[$name]}"
   wait "$pid" || rc=1
   cat "$log" >&2
