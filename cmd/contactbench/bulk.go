@@ -62,11 +62,7 @@ func runBulk(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	defer b.close()
-	addr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	args := []string{"serve", "--addr", addr, "--database-url", b.url,
+	args := []string{"--database-url", b.url,
 		"--rate-reads-per-10s", "0", "--rate-writes-per-10s", "0", "--rate-account-per-day", "0"}
 	pprofAddr, err := profileAddr(o)
 	if err != nil {
@@ -75,7 +71,7 @@ func runBulk(ctx context.Context, o options, out io.Writer) error {
 	if pprofAddr != "" {
 		args = append(args, "--pprof-addr", pprofAddr)
 	}
-	cd, err := startProcess(ctx, o.contactd, args, "http://"+addr+"/readyz")
+	cd, addr, err := startContactd(ctx, o.contactd, args)
 	if err != nil {
 		return err
 	}

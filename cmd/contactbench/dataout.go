@@ -133,10 +133,6 @@ func runDataOut(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	addr, err := freeAddr()
-	if err != nil {
-		return err
-	}
 	pprofAddr, err := profileAddr(o)
 	if err != nil {
 		return err
@@ -146,9 +142,9 @@ func runDataOut(ctx context.Context, o options, out io.Writer) error {
 			return err
 		}
 	}
-	cd, err := startProcess(ctx, o.contactd, []string{"serve", "--addr", addr, "--database-url", dbURL,
+	cd, addr, err := startContactd(ctx, o.contactd, []string{"--database-url", dbURL,
 		"--rate-reads-per-10s", "0", "--rate-writes-per-10s", "0", "--rate-account-per-day", "0",
-		"--pprof-addr", pprofAddr}, "http://"+addr+"/readyz")
+		"--pprof-addr", pprofAddr})
 	if err != nil {
 		return err
 	}

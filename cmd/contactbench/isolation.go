@@ -98,14 +98,10 @@ func runIsolation(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	defer stop()
-	addr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	cd, err := startProcess(ctx, o.contactd, []string{"serve", "--addr", addr, "--database-url", b.url,
+	cd, addr, err := startContactd(ctx, o.contactd, []string{"--database-url", b.url,
 		"--rate-reads-per-10s", "0", "--rate-writes-per-10s", "0", "--rate-account-per-day", "0",
 		"--webhook-allow-http", "--webhook-allowed-networks", "127.0.0.0/8", "--webhook-timeout", "5s",
-		"--webhook-rescue-after", "16s"}, "http://"+addr+"/readyz")
+		"--webhook-rescue-after", "16s"})
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -179,14 +180,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	contactdAddr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	cd, err := startProcess(ctx, o.contactd, []string{"serve", "--addr", contactdAddr, "--database-url", dbURL,
+	cd, contactdAddr, err := startContactd(ctx, o.contactd, []string{"--database-url", dbURL,
 		"--rate-reads-per-10s", "0", "--rate-writes-per-10s", "0", "--rate-account-per-day", "0",
-		"--webhook-allow-http", "--webhook-allowed-networks", "127.0.0.0/8", "--pprof-addr", pprofAddr},
-		"http://"+contactdAddr+"/readyz")
+		"--webhook-allow-http", "--webhook-allowed-networks", "127.0.0.0/8", "--pprof-addr", pprofAddr})
 	if err != nil {
 		return err
 	}
@@ -429,36 +425,99 @@ var runSecretKey = seal.NewKey()
 
 // process is a server the tool started and measures.
 type process struct {
-	cmd  *exec.Cmd
-	proc proc
+	cmd    *exec.Cmd
+	proc   proc
+	log    string        // its output
+	exited chan struct{} // closed when it has exited
 }
 
+// startProcess starts bin and waits until readyURL answers 200 while the process runs.
 func startProcess(ctx context.Context, bin string, args []string, readyURL string) (*process, error) {
+	p, err := spawn(bin, args)
+	if err != nil {
+		return nil, err
+	}
+	return p, p.await(ctx, func() string { return readyURL })
+}
+
+// startContactd starts `contactd serve` with args on a port the kernel picks (--addr
+// 127.0.0.1:0) and returns it with the address it listens on, read from its own log. A port
+// chosen beforehand (freeAddr) can be bound by another process first: contactd then exits,
+// and the other server answers the readiness check (seen with bench smoke's four modes side by
+// side beside go test: a batch sent to another contactd, 401).
+func startContactd(ctx context.Context, bin string, args []string) (*process, string, error) {
+	p, err := spawn(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...))
+	if err != nil {
+		return nil, "", err
+	}
+	var addr string
+	err = p.await(ctx, func() string {
+		if addr == "" {
+			addr = listeningAddr(p.log)
+		}
+		if addr == "" {
+			return ""
+		}
+		return "http://" + addr + "/readyz"
+	})
+	return p, addr, err
+}
+
+// listeningAddr is the address in contactd's "contactd listening" log line, or "".
+func listeningAddr(logFile string) string {
+	b, _ := os.ReadFile(logFile)
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var l struct{ Msg, Addr string }
+		if json.Unmarshal(line, &l) == nil && l.Msg == "contactd listening" {
+			return l.Addr
+		}
+	}
+	return ""
+}
+
+func spawn(bin string, args []string) (*process, error) {
 	cmd := exec.Command(bin, args...)
 	// one sealing key per run: the tool's database is its own.
-	cmd.Env = append(os.Environ(), "CONTACTD_LOG_LEVEL=info", "CONTACTD_SECRET_KEY="+runSecretKey)
+	cmd.Env = append(os.Environ(), "CONTACTD_LOG_LEVEL=info", "CONTACTD_LOG_FORMAT=json", "CONTACTD_SECRET_KEY="+runSecretKey)
 	logFile, err := os.CreateTemp("", filepath.Base(bin)+"-*.log")
 	if err != nil {
 		return nil, err
 	}
+	defer logFile.Close()
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &process{cmd: cmd, proc: proc{pid: cmd.Process.Pid}}
+	p := &process{cmd: cmd, proc: proc{pid: cmd.Process.Pid}, log: logFile.Name(), exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	return p, nil
+}
+
+// await polls url() (empty: not yet known) until it answers 200, failing when the process
+// exits first or after a minute.
+func (p *process) await(ctx context.Context, url func() string) error {
 	deadline := time.Now().Add(60 * time.Second)
+	var err error
 	for {
-		resp, err := http.Get(readyURL)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return p, nil
+		select {
+		case <-p.exited:
+			b, _ := os.ReadFile(p.log)
+			return fmt.Errorf("%s exited before it was ready:\n%s", p.cmd.Path, b)
+		default:
+		}
+		if u := url(); u != "" {
+			var resp *http.Response
+			if resp, err = http.Get(u); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == 200 {
+					return nil
+				}
 			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			p.stop()
-			b, _ := os.ReadFile(logFile.Name())
-			return nil, fmt.Errorf("%s did not become ready at %s: %v\n%s", bin, readyURL, err, b)
+			b, _ := os.ReadFile(p.log)
+			return fmt.Errorf("%s did not become ready at %s: %v\n%s", p.cmd.Path, url(), err, b)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -466,13 +525,11 @@ func startProcess(ctx context.Context, bin string, args []string, readyURL strin
 
 func (p *process) stop() {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-p.exited:
 	case <-time.After(20 * time.Second):
 		_ = p.cmd.Process.Kill()
-		<-done
+		<-p.exited
 	}
 }
 
