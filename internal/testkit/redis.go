@@ -4,47 +4,50 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 )
 
 // Redis is a private redis-server for one test (scripts/ensure-redis.sh installs it).
 type Redis struct {
-	URL  string
-	Addr string
-	cmd  *exec.Cmd
+	URL    string
+	socket string
+	cmd    *exec.Cmd
 }
 
-// StartRedis starts a redis-server on a free loopback port, without persistence, stopped
-// when the test ends.
+// StartRedis starts a redis-server on a unix socket of its own directory, without
+// persistence, stopped when the test ends. Not a loopback port: one chosen free can be bound
+// by another process before Redis binds it, and then another test's Redis answers this one.
 func StartRedis(t testing.TB) *Redis {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatalf("redis-server is not installed (scripts/ensure-redis.sh): %v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	dir, err := os.MkdirTemp("", "redis-") // short: a socket's path has at most 107 bytes
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	r := &Redis{Addr: fmt.Sprintf("127.0.0.1:%d", port), URL: fmt.Sprintf("redis://127.0.0.1:%d/0", port)}
-	r.cmd = exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", t.TempDir(), "--daemonize", "no", "--loglevel", "warning")
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	r := &Redis{socket: filepath.Join(dir, "redis.sock")}
+	r.URL = "unix://" + r.socket + "?db=0"
+	r.cmd = exec.Command(bin, "--port", "0", "--unixsocket", r.socket, "--unixsocketperm", "700", "--save", "",
+		"--appendonly", "no", "--dir", dir, "--daemonize", "no", "--loglevel", "warning")
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Stop)
-	// ready when it answers PING with PONG: a listening socket is not enough (a Redis still
-	// starting answers -LOADING, and the port might have been taken by another process)
-	Eventually(t, "redis-server to answer PING", func() bool { return ping(r.Addr) == nil })
+	// ready when it answers PING with PONG: a socket is not enough (a Redis still starting
+	// answers -LOADING)
+	Eventually(t, "redis-server to answer PING", func() bool { return ping(r.socket) == nil })
 	return r
 }
 
-func ping(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+func ping(socket string) error {
+	c, err := net.DialTimeout("unix", socket, time.Second)
 	if err != nil {
 		return err
 	}
