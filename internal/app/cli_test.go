@@ -3,7 +3,7 @@ package app_test
 import (
 	"bytes"
 	"context"
-	"net"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -29,6 +29,12 @@ func contactd(t *testing.T, ctx context.Context, dbURL string, args ...string) (
 func contactdWithKey(t *testing.T, ctx context.Context, dbURL, keyPath string, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
+	code := runContactd(ctx, dbURL, keyPath, &stdout, &stderr, args...)
+	return code, stdout.String(), stderr.String()
+}
+
+// runContactd runs a command of contactd in this process, on the database at dbURL.
+func runContactd(ctx context.Context, dbURL, keyPath string, stdout, stderr io.Writer, args ...string) int {
 	args = append(args[:1:1], append([]string{}, args[1:]...)...)
 	db := []string{"--database-url", dbURL, "--secret-key-file", keyPath}
 	full := append(args, db...)
@@ -36,8 +42,7 @@ func contactdWithKey(t *testing.T, ctx context.Context, dbURL, keyPath string, a
 		// flags must follow the subcommand's own words
 		full = append(append([]string{args[0], args[1]}, db...), args[2:]...)
 	}
-	code := app.Main(ctx, full, &stdout, &stderr)
-	return code, stdout.String(), stderr.String()
+	return app.Main(ctx, full, stdout, stderr)
 }
 
 var keyFiles sync.Map // database URL -> the file of its sealing key
@@ -81,11 +86,13 @@ func TestCommandLine(t *testing.T) {
 		t.Errorf("keys create for an unknown account: exit %d, want 1", code)
 	}
 
-	addr := freeAddr(t)
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan int, 1)
-	go func() { c, _, _ := contactd(t, sctx, db, "serve", "--addr", addr); done <- c }()
-	base := "http://" + addr
+	logs := newListening()
+	go func() {
+		done <- runContactd(sctx, db, keyFile(t, db), io.Discard, logs, "serve", "--addr", "127.0.0.1:0")
+	}()
+	base := "http://" + logs.Addr(t)
 	waitHealthy(t, base)
 	post := func() int {
 		req, _ := http.NewRequest("POST", base+"/public/v1/contact", strings.NewReader(`{"email":"cli@example.com"}`))
@@ -138,13 +145,47 @@ func TestBadConfigurationIsExplained(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+// listening collects a server's log and finds in it the address the server says it listens
+// on: tests start servers on --addr 127.0.0.1:0, because a port chosen free beforehand can be
+// bound by another process first, and another server then answers the readiness check.
+type listening struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	addr chan string
+	once sync.Once
+}
+
+func newListening() *listening { return &listening{addr: make(chan string, 1)} }
+
+// listeningLine is the "contactd listening" line, in the text or the JSON log format.
+var listeningLine = regexp.MustCompile(`contactd listening"?,?\s*"?addr"?[=:]"?([^"\s,]+)`)
+
+func (l *listening) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf.Write(p)
+	if m := listeningLine.FindSubmatch(l.buf.Bytes()); m != nil {
+		l.once.Do(func() { l.addr <- string(m[1]) })
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return len(p), nil
+}
+
+func (l *listening) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// Addr waits for the server to say where it listens.
+func (l *listening) Addr(t *testing.T) string {
+	t.Helper()
+	select {
+	case a := <-l.addr:
+		return a
+	case <-time.After(testkit.Patience):
+		t.Fatalf("the server never said where it listens; its log:\n%s", l)
+		return ""
+	}
 }
 
 func waitHealthy(t *testing.T, base string) {

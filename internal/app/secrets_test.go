@@ -118,7 +118,7 @@ func TestSecretKeysAndClientSecret(t *testing.T) {
 	subscribe(t, db, keyA, "acme")
 
 	// a wrong key: refused before anything runs, naming the key ids
-	for _, cmd := range [][]string{{"serve", "--addr", freeAddr(t)}, {"worker"}, {"keys", "list", "--account", "acme"}} {
+	for _, cmd := range [][]string{{"serve", "--addr", "127.0.0.1:0"}, {"worker"}, {"keys", "list", "--account", "acme"}} {
 		code, _, errOut := run(fileB, cmd...)
 		if code != 1 || !strings.Contains(errOut, "sealed under key id "+seal.KeyID(mustKey(t, keyA))) ||
 			!strings.Contains(errOut, "CONTACTD_SECRET_KEY is wrong") {

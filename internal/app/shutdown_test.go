@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"os/exec"
@@ -36,15 +35,14 @@ func TestSIGTERMFinishesInFlightRequests(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/contactd/contactd/cmd/contactd").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	addr := freeAddr(t)
-	var logs bytes.Buffer
-	srv := exec.Command(bin, "serve", "--addr", addr, "--database-url", db, "--secret-key-file", keyFile(t, db), "--rate-writes-per-10s", "0")
-	srv.Stderr = &logs
+	logs := newListening()
+	srv := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--database-url", db, "--secret-key-file", keyFile(t, db), "--rate-writes-per-10s", "0")
+	srv.Stderr = logs
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Process.Kill()
-	base := "http://" + addr
+	base := "http://" + logs.Addr(t)
 	waitHealthy(t, base)
 	call := func(method, path, body string) (int, error) {
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
