@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make breaking: fails when openapi.yaml breaks its clients compared with the previous commit
-# (or, with uncommitted changes to it, with HEAD). oasdiff (pinned in tools/oasdiff/go.mod)
+# (or, with uncommitted changes to it, with HEAD). oasdiff (pinned in tools/oasdiff/go.mod, run by scripts/tool.sh)
 # decides what breaks. A break that is meant says so: a commit trailer
 #   API-Breaking-Change: <why, and what clients must do>
 # on the commit that makes it (or CONTACTD_API_BREAKING="<why>" for uncommitted work) turns the
@@ -11,7 +11,7 @@
 # responses grow; handle values you do not know), as Stripe and GitHub do.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-oasdiff() { go tool -modfile=tools/oasdiff/go.mod oasdiff "$@"; }
+oasdiff() { scripts/tool.sh tools/oasdiff/go.mod oasdiff "$@"; }
 
 if [ -n "${CONTACTD_API_BASE:-}" ]; then
   base=$CONTACTD_API_BASE intended=${CONTACTD_API_BREAKING:-}
