@@ -136,7 +136,7 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	fs.DurationVar(&c.WebhookRescueAfter, "webhook-rescue-after", d.WebhookRescueAfter, "retry an attempt whose worker died after this")
 	fs.DurationVar(&c.EventRetention, "event-retention", d.EventRetention, "how long the events feed keeps events, e.g. 720h")
 	fs.DurationVar(&c.RedisTimeout, "redis-timeout", d.RedisTimeout, "bound on each rate-limit decision's Redis round trips; slower, the process limits alone")
-	fs.StringVar(&c.RedisURL, "redis-url", d.RedisURL, "Redis shared by every process for the rate limits, e.g. redis://127.0.0.1:6379/0; empty: each process limits alone")
+	fs.StringVar(&c.RedisURL, "redis-url", d.RedisURL, "Redis shared by every process for the rate limits, e.g. redis://127.0.0.1:6379/0 or unix:///run/redis.sock?db=0; empty: each process limits alone")
 	fs.StringVar(&c.SecretKeyFile, "secret-key-file", d.SecretKeyFile, "file holding the key that seals stored secrets, instead of CONTACTD_SECRET_KEY")
 	fs.StringVar(&c.MetricsToken, "metrics-token", "", "bearer token that lets a scraper from anywhere read /metrics; unset: loopback clients only")
 	fs.StringVar(&c.TrustedProxiesRaw, "trusted-proxies", "", "comma-separated CIDRs of the proxies whose X-Forwarded-For names the client")

@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
+	"net/url"
+	"runtime"
 	"strconv"
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/gomodule/redigo/redis"
 )
 
 // Allower decides a request against the limits: the process's own windows (Limiter), or the
@@ -39,7 +42,7 @@ type SharedOptions struct {
 // Redis or without. When Redis cannot answer, the process falls back to its own Limiter, so
 // traffic goes on; fallbacks are logged (once a minute) and counted.
 type Shared struct {
-	rdb      *redis.Client
+	pool     *redis.Pool
 	limits   Limits
 	now      func() time.Time
 	local    *Limiter
@@ -54,7 +57,7 @@ type Shared struct {
 // slidingWindow is Limiter's window kept in Redis: it drops the times that left the window,
 // admits the request when fewer than the limit remain (and cost is 1), and returns whether it
 // did, how many the window holds, and the microseconds until the oldest leaves (-1: none).
-var slidingWindow = redis.NewScript(`
+var slidingWindow = redis.NewScript(1, `
 local key, limit, window, cost, member = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -72,12 +75,9 @@ if #oldest > 0 then reset = tonumber(oldest[2]) + window - now end
 return {allowed, n, reset}
 `)
 
-// NewShared connects to the Redis at url (redis://host:port/db).
-func NewShared(url string, l Limits, o SharedOptions) (*Shared, error) {
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, err
-	}
+// NewShared connects to the Redis at rawURL: redis://[:password@]host:port/db (rediss:// for
+// TLS), or unix:///path/to/redis.sock?db=N.
+func NewShared(rawURL string, l Limits, o SharedOptions) (*Shared, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 100 * time.Millisecond
 	}
@@ -90,17 +90,51 @@ func NewShared(url string, l Limits, o SharedOptions) (*Shared, error) {
 	if o.Fallback == nil {
 		o.Fallback = func() {}
 	}
-	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = o.Timeout, o.Timeout, o.Timeout
-	opt.MaxRetries = -1 // a retry would double the wait before the fallback
-	rdb := redis.NewClient(opt)
+	dial, err := dialer(rawURL, redis.DialConnectTimeout(o.Timeout), redis.DialReadTimeout(o.Timeout),
+		redis.DialWriteTimeout(o.Timeout))
+	if err != nil {
+		return nil, err
+	}
+	// no retries: a retry would double the wait before the fallback; a connection that failed
+	// is closed, not put back
+	pool := &redis.Pool{DialContext: dial, MaxIdle: 10 * runtime.GOMAXPROCS(0), IdleTimeout: 5 * time.Minute}
 	var prefix [8]byte
 	_, _ = rand.Read(prefix[:])
-	return &Shared{rdb: rdb, limits: l, now: o.Now, local: New(l, o.Now), log: o.Log,
+	return &Shared{pool: pool, limits: l, now: o.Now, local: New(l, o.Now), log: o.Log,
 		fallback: o.Fallback, timeout: o.Timeout, member: hex.EncodeToString(prefix[:]) + ":"}, nil
 }
 
+// dialer connects to the Redis that rawURL names.
+func dialer(rawURL string, opts ...redis.DialOption) (func(context.Context) (redis.Conn, error), error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("redis URL: %w", err)
+	}
+	switch u.Scheme {
+	case "redis", "rediss":
+		return func(ctx context.Context) (redis.Conn, error) {
+			return redis.DialURLContext(ctx, rawURL, opts...)
+		}, nil
+	case "unix":
+		if db := u.Query().Get("db"); db != "" {
+			n, err := strconv.Atoi(db)
+			if err != nil {
+				return nil, fmt.Errorf("redis URL: db %q is not a number", db)
+			}
+			opts = append(opts, redis.DialDatabase(n))
+		}
+		if p, ok := u.User.Password(); ok {
+			opts = append(opts, redis.DialPassword(p))
+		}
+		return func(ctx context.Context) (redis.Conn, error) {
+			return redis.DialContext(ctx, "unix", u.Path, opts...)
+		}, nil
+	}
+	return nil, fmt.Errorf("redis URL: scheme %q is none of redis, rediss, unix", u.Scheme)
+}
+
 // Close closes the connections to Redis.
-func (s *Shared) Close() error { return s.rdb.Close() }
+func (s *Shared) Close() error { return s.pool.Close() }
 
 // Allow counts one request of key (in account) if the shared limits admit it; when Redis is
 // away, the process's own limits decide.
@@ -122,6 +156,12 @@ func (s *Shared) AllowN(key, account ID, write bool, dayCost int) Decision {
 }
 
 func (s *Shared) allow(ctx context.Context, key, account ID, write bool, dayCost int) (Decision, error) {
+	conn, err := s.pool.GetContext(ctx)
+	if err != nil {
+		return Decision{}, err
+	}
+	defer conn.Close()
+	do := func(cmd string, args ...any) (any, error) { return redis.DoContext(conn, ctx, cmd, args...) }
 	limit, kind := s.limits.ReadsPer10s, "r"
 	if write {
 		limit, kind = s.limits.WritesPer10s, "w"
@@ -131,19 +171,19 @@ func (s *Shared) allow(ctx context.Context, key, account ID, write bool, dayCost
 	dayKey := "contactd:rl:day:" + hex.EncodeToString(account[:]) + ":" + now.Format(time.DateOnly)
 	counted := false // the request is counted in the account's day, and must be taken back if refused
 	if d.DayLimit > 0 {
-		used, err := s.rdb.IncrBy(ctx, dayKey, int64(dayCost)).Result()
+		used, err := redis.Int(do("INCRBY", dayKey, dayCost))
 		if err != nil {
 			return d, err
 		}
-		if used == int64(dayCost) {
-			s.rdb.Expire(ctx, dayKey, 25*time.Hour)
+		if used == dayCost {
+			_, _ = do("EXPIRE", dayKey, int((25 * time.Hour).Seconds()))
 		}
-		if int(used) > d.DayLimit {
-			s.rdb.DecrBy(ctx, dayKey, int64(dayCost))
+		if used > d.DayLimit {
+			_, _ = do("DECRBY", dayKey, dayCost)
 			tomorrow := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)
 			d.Allowed, d.RetryAfter = false, tomorrow.Sub(now)
 		} else {
-			counted, d.DayRemaining = true, d.DayLimit-int(used)
+			counted, d.DayRemaining = true, d.DayLimit-used
 		}
 	}
 	if limit > 0 {
@@ -151,8 +191,11 @@ func (s *Shared) allow(ctx context.Context, key, account ID, write bool, dayCost
 		if !d.Allowed {
 			cost = 0 // refused by the day: the window is only shown
 		}
-		res, err := slidingWindow.Run(ctx, s.rdb, []string{"contactd:rl:" + kind + ":" + hex.EncodeToString(key[:])},
-			limit, Window.Microseconds(), cost, s.member+strconv.FormatUint(s.seq.Add(1), 36)).Int64Slice()
+		res, err := redis.Int64s(slidingWindow.DoContext(ctx, conn, "contactd:rl:"+kind+":"+hex.EncodeToString(key[:]),
+			limit, Window.Microseconds(), cost, s.member+strconv.FormatUint(s.seq.Add(1), 36)))
+		if err == nil && len(res) != 3 {
+			err = fmt.Errorf("rate limit script answered %d values, want 3", len(res))
+		}
 		if err != nil {
 			return d, err
 		}
@@ -164,7 +207,7 @@ func (s *Shared) allow(ctx context.Context, key, account ID, write bool, dayCost
 		if d.Allowed && !admitted {
 			d.Allowed, d.RetryAfter = false, d.Reset
 			if counted {
-				s.rdb.DecrBy(ctx, dayKey, int64(dayCost))
+				_, _ = do("DECRBY", dayKey, dayCost)
 				d.DayRemaining += dayCost
 			}
 		}

@@ -3,11 +3,13 @@ package ratelimit_test
 import (
 	"fmt"
 	"log/slog"
+	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/gomodule/redigo/redis"
 
 	"github.com/contactd/contactd/internal/ratelimit"
 	"github.com/contactd/contactd/internal/testkit"
@@ -104,8 +106,11 @@ func TestSharedDecidesAsTheLocalLimiter(t *testing.T) {
 	t.Parallel()
 	r := testkit.StartRedis(t)
 	limits := ratelimit.Limits{ReadsPer10s: 3, WritesPer10s: 2, AccountPerDay: 8}
-	opt, _ := redis.ParseURL(r.URL)
-	rdb := redis.NewClient(opt)
+	u, _ := url.Parse(r.URL)
+	rdb, err := redis.Dial("unix", u.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer rdb.Close()
 	type step struct {
 		key   string
@@ -128,7 +133,7 @@ func TestSharedDecidesAsTheLocalLimiter(t *testing.T) {
 		defer s.Close()
 		local := ratelimit.New(limits, time.Now)
 		account := id(fmt.Sprintf("account %d", run))
-		start, err := rdb.Time(t.Context()).Result()
+		start, err := redisTime(rdb)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +141,7 @@ func TestSharedDecidesAsTheLocalLimiter(t *testing.T) {
 		for _, st := range steps {
 			if st.late {
 				testkit.Eventually(t, "half a window on Redis's clock", func() bool {
-					now, err := rdb.Time(t.Context()).Result()
+					now, err := redisTime(rdb)
 					return err == nil && now.Sub(start) > ratelimit.Window/2
 				})
 			}
@@ -144,7 +149,7 @@ func TestSharedDecidesAsTheLocalLimiter(t *testing.T) {
 			got = append(got, s.Allow(key, account, st.write))
 			want = append(want, local.Allow(key, account, st.write))
 		}
-		end, err := rdb.Time(t.Context()).Result()
+		end, err := redisTime(rdb)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,4 +166,29 @@ func TestSharedDecidesAsTheLocalLimiter(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// redisTime is Redis's clock.
+func redisTime(conn redis.Conn) (time.Time, error) {
+	v, err := redis.Int64s(conn.Do("TIME"))
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.Unix(v[0], v[1]*1000), nil
+}
+
+// A Redis URL the client cannot use is refused at start, naming what is wrong, rather than
+// taken for a Redis that is away (which would fall back to local limits forever).
+func TestSharedRefusesURLsItCannotUse(t *testing.T) {
+	t.Parallel()
+	for url, want := range map[string]string{
+		"http://127.0.0.1:6379":          `scheme "http"`,
+		"unix:///tmp/redis.sock?db=zero": `db "zero"`,
+		"redis://%zz":                    "redis URL",
+	} {
+		_, err := ratelimit.NewShared(url, ratelimit.Limits{}, ratelimit.SharedOptions{})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("NewShared(%q): %v, want an error naming %s", url, err, want)
+		}
+	}
 }
