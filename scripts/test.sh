@@ -3,9 +3,10 @@
 # On a fresh machine most of the time is compiling (the module, the pinned tools) and waiting
 # on the network (modules, Debian packages, npm): so the Debian packages, the Node tooling and
 # the generators' freshness check (which builds the generators) run in the background while the
-# module builds, and the tests wait for what they need. Vet runs inside go test, and
-# everything that does not need its results beside it: the cluster test, the bench smoke, the
-# spec's lint and breaking check.
+# module builds, and the tests wait for what they need. Vet runs inside go test, on every
+# package of the module, tests or not (go vet's results are not go test -vet's: run apart,
+# every dependency was vetted twice), and everything that does not need its results runs
+# beside it: the cluster test, the bench smoke, the spec's lint and breaking check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MAKE=${MAKE:-make}
@@ -41,13 +42,7 @@ background "node tooling" $MAKE --no-print-directory node-deps
 # the generators run on a scratch copy (scripts/check-generated.sh): the build may read gen/
 background "generate + freshness" $MAKE --no-print-directory check-generated
 step "check-tree" $MAKE --no-print-directory check-tree
-untested=$($GO list -f '{{if not (or .TestGoFiles .XTestGoFiles)}}{{.ImportPath}}{{end}}' ./...)
 step "build" $MAKE --no-print-directory bench-tools
-# The vet of the packages without tests, and of the cluster test, before anything runs beside
-# go test: each go command compiles what it needs, and two started together compile the same
-# packages twice (on a cold cache, the cluster test's and go test's dependencies were built by
-# both at once). Vet builds the dependencies' export data, which go test then finds cached.
-step "vet untested + deps" $GO vet $untested ./internal/clustertest/
 waitfor "debian packages"
 waitfor "node tooling"
 # Everything that does not need go test's results runs beside it, each into its own log,
