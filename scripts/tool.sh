@@ -7,8 +7,9 @@
 # is the largest single cost of `make test`. Built without optimisation or DWARF (they run for
 # a second or two), sqlc builds in 90 s instead of 132 s on 2 cores, oasdiff in 79 CPU-seconds
 # instead of 102, and sqlc generate takes 3.8 s instead of 2.4 (docs/development.md).
-# The binary goes to the repository's bin/tools/, and the go command rebuilds it only when its
-# inputs change. MODFILE is relative to the repository; the tool runs in the caller's directory.
+# `go run` keeps the linked binary in the build cache, as `go tool` does, so a fresh clone
+# neither builds nor links it again. MODFILE is relative to the repository; the tool runs in
+# the caller's directory, which must hold a go.mod (-modfile needs one to find its root).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 modfile=$1 name=$2
@@ -18,6 +19,4 @@ if [ -z "$pkg" ]; then
   echo "tool.sh: $modfile has no tool directive for $name" >&2
   exit 2
 fi
-mkdir -p "$root/bin/tools"
-${GO:-go} build -C "$root" -modfile="$modfile" '-gcflags=all=-N -l' -ldflags=-w -o "bin/tools/$name" "$pkg"
-exec "$root/bin/tools/$name" "$@"
+exec ${GO:-go} run -modfile="$root/$modfile" '-gcflags=all=-N -l' -ldflags=-w "$pkg" "$@"
