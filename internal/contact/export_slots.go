@@ -48,3 +48,10 @@ func (e *exportSlots) take(account uuid.UUID) (release func(), ok bool) {
 		})
 	}, true
 }
+
+// ExportsRunning is how many exports the account runs in this process now.
+func (s *Service) ExportsRunning(accountID uuid.UUID) int {
+	s.exports.mu.Lock()
+	defer s.exports.mu.Unlock()
+	return s.exports.running[accountID]
+}
