@@ -19,11 +19,12 @@ for i in $(seq "$runs"); do
   dir=$(mktemp -d)
   git clone -q "$PWD" "$dir/repo" && git -C "$dir/repo" checkout -q "$commit"
   start=$(date +%s)
-  (cd "$dir/repo" && CI=true bash .ci/run) >"$out/run$i.log" 2>&1
+  chmod 755 "$dir" && mkdir -m 1777 "$dir/tmp" # the run's test servers live here (PostgreSQL runs as postgres), and nothing else's
+  (cd "$dir/repo" && TMPDIR="$dir/tmp" CI=true bash .ci/run) >"$out/run$i.log" 2>&1
   rc=$?
   [ $rc -eq 0 ] && passed=$((passed + 1))
   echo "run $i of $runs: exit $rc in $(($(date +%s) - start)) s; $(grep 'make test: all' "$out/run$i.log" | tr -s ' ')"
-  pkill -f "bin/postgres -D /tmp/contactd-test" 2>/dev/null # a failed run's test PostgreSQL
+  pkill -f "bin/postgres -D $dir/tmp/" 2>/dev/null # a failed run's test PostgreSQL, not another's
   rm -rf "$dir"
 done
 echo "$passed of $runs passed on $(git rev-parse --short "$commit") beside $(nproc) busy loops"
