@@ -147,9 +147,28 @@ func (e EmailStatus) Valid() bool {
 	}
 }
 
+// Defines values for ErasureSuppressed.
+const (
+	ErasureSuppressedEmail ErasureSuppressed = "email"
+	ErasureSuppressedPhone ErasureSuppressed = "phone"
+)
+
+// Valid indicates whether the value is a known member of the ErasureSuppressed enum.
+func (e ErasureSuppressed) Valid() bool {
+	switch e {
+	case ErasureSuppressedEmail:
+		return true
+	case ErasureSuppressedPhone:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ErrorCode.
 const (
 	ErrorCodeContactDoesNotExist      ErrorCode = "ContactDoesNotExist"
+	ErrorCodeContactSuppressed        ErrorCode = "ContactSuppressed"
 	ErrorCodeDeliveryDoesNotExist     ErrorCode = "DeliveryDoesNotExist"
 	ErrorCodeDuplicateContact         ErrorCode = "DuplicateContact"
 	ErrorCodeDuplicateProperty        ErrorCode = "DuplicateProperty"
@@ -175,6 +194,8 @@ const (
 func (e ErrorCode) Valid() bool {
 	switch e {
 	case ErrorCodeContactDoesNotExist:
+		return true
+	case ErrorCodeContactSuppressed:
 		return true
 	case ErrorCodeDeliveryDoesNotExist:
 		return true
@@ -223,6 +244,7 @@ func (e ErrorCode) Valid() bool {
 const (
 	EventTypeContactDetailsUpdated EventType = "ContactDetailsUpdated"
 	EventTypeContactEnriched       EventType = "ContactEnriched"
+	EventTypeContactErased         EventType = "ContactErased"
 	EventTypeContactUnsubscribed   EventType = "ContactUnsubscribed"
 	EventTypeDashboardClick        EventType = "DashboardClick"
 	EventTypeEmailClick            EventType = "EmailClick"
@@ -239,6 +261,8 @@ func (e EventType) Valid() bool {
 	case EventTypeContactDetailsUpdated:
 		return true
 	case EventTypeContactEnriched:
+		return true
+	case EventTypeContactErased:
 		return true
 	case EventTypeContactUnsubscribed:
 		return true
@@ -664,7 +688,9 @@ type CreateContactResult struct {
 type CreateWebhookRequest struct {
 	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
-	// for an `AIHandoff` activity.
+	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
+	// data was erased: receivers should erase their copies. More types may be added: handle
+	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
 	// MaxDeliveriesPerSecond Throttle the subscription's deliveries to at most this many a second, across every contactd process (absent unthrottled).
@@ -742,7 +768,9 @@ type Delivery struct {
 
 	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
-	// for an `AIHandoff` activity.
+	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
+	// data was erased: receivers should erase their copies. More types may be added: handle
+	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
 	// NextAttemptAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
@@ -778,7 +806,9 @@ type DeliveryAttempt struct {
 
 	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
-	// for an `AIHandoff` activity.
+	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
+	// data was erased: receivers should erase their copies. More types may be added: handle
+	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
 	// LatencyMs Time to the response or the failure, in milliseconds.
@@ -880,6 +910,29 @@ type Engagement struct {
 	NumOfPostcardScans int `json:"numOfPostcardScans"`
 }
 
+// Erasure An erasure as recorded for audit; it holds no personal data.
+type Erasure struct {
+	// ContactId The erased contact's identifier, which no longer resolves.
+	ContactId string `json:"contactId"`
+
+	// ErasedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	ErasedAt Timestamp `json:"erasedAt"`
+
+	// ErasureId The erasure's identifier, also in the `ContactErased` event.
+	ErasureId string `json:"erasureId"`
+
+	// EventsRedacted How many events about the contact became tombstones.
+	EventsRedacted int `json:"eventsRedacted"`
+
+	// Suppressed What went on the suppression list (`email`; `phone` when the contact had one).
+	Suppressed []ErasureSuppressed `json:"suppressed"`
+}
+
+// ErasureSuppressed defines model for Erasure.Suppressed.
+type ErasureSuppressed string
+
 // Error The body of every failure.
 type Error struct {
 	// Code A stable, machine-readable code.
@@ -918,7 +971,9 @@ type EventList struct {
 
 // EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 // the contact's conversation to a person) is the original service's tenth type, emitted
-// for an `AIHandoff` activity.
+// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
+// data was erased: receivers should erase their copies. More types may be added: handle
+// a type you do not know by ignoring it.
 type EventType string
 
 // FieldError One violation of the request's rules.
@@ -1096,8 +1151,15 @@ type WebhookEvent struct {
 
 	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
-	// for an `AIHandoff` activity.
+	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
+	// data was erased: receivers should erase their copies. More types may be added: handle
+	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
+
+	// Redacted `true` when the contact the event is about was erased: the event is a tombstone,
+	// its `eventId`, `eventType`, `eventDate` and `contactId` kept, every other value
+	// emptied (`""`, `[]`, no `details`). Absent otherwise.
+	Redacted *bool `json:"redacted,omitempty"`
 }
 
 // WebhookEventData The contact and, in the member named after the event type, its details.
@@ -1128,6 +1190,17 @@ type WebhookEventData struct {
 		// PreviousEmailStatus Whether the email was found deliverable; `Pending` until enrichment decides.
 		PreviousEmailStatus *EmailStatus `json:"previousEmailStatus,omitempty"`
 	} `json:"contactEnrichedInfo,omitempty"`
+
+	// ContactErasedInfo For `ContactErased`; `contactInfo` carries only the `contactId`.
+	ContactErasedInfo *struct {
+		// ErasedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+		//
+		// Example: 2026-11-21T09:30:00.123Z
+		ErasedAt Timestamp `json:"erasedAt"`
+
+		// ErasureId The erasure's identifier, as `POST /contact/{contactId}/erase` answered it.
+		ErasureId string `json:"erasureId"`
+	} `json:"contactErasedInfo,omitempty"`
 
 	// ContactInfo Identifies the contact; an id that does not apply is `""`, never null.
 	ContactInfo WebhookContactInfo `json:"contactInfo"`
@@ -1226,7 +1299,9 @@ type WebhookSubscription struct {
 
 	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
-	// for an `AIHandoff` activity.
+	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
+	// data was erased: receivers should erase their copies. More types may be added: handle
+	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
 	// MaxDeliveriesPerSecond The subscription's throttle; absent when it has none.
@@ -1277,6 +1352,9 @@ type SubscriptionIdPath = string
 
 // BadRequest The body of every failure.
 type BadRequest = Error
+
+// ContactConflict The body of every failure.
+type ContactConflict = Error
 
 // Forbidden The body of every failure.
 type Forbidden = Error
@@ -1373,6 +1451,18 @@ type UpdateContactParams struct {
 
 // RecordContactActivityParams defines parameters for RecordContactActivity.
 type RecordContactActivityParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// EraseContactParams defines parameters for EraseContact.
+type EraseContactParams struct {
 	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
 	// a request with this key is kept for 24 hours, per account, and a retry of the same
 	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
@@ -1681,6 +1771,9 @@ type ServerInterface interface {
 	// RecordContactActivity Report an activity of a contact
 	// (POST /public/v1/contact/{contactId}/activity)
 	RecordContactActivity(ctx echo.Context, contactId ContactIdPath, params RecordContactActivityParams) error
+	// EraseContact Erase a person's data everywhere
+	// (POST /public/v1/contact/{contactId}/erase)
+	EraseContact(ctx echo.Context, contactId ContactIdPath, params EraseContactParams) error
 	// AddContactProperty Add a property to a contact
 	// (POST /public/v1/contact/{contactId}/property)
 	AddContactProperty(ctx echo.Context, contactId ContactIdPath, params AddContactPropertyParams) error
@@ -1953,6 +2046,42 @@ func (w *ServerInterfaceWrapper) RecordContactActivity(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.RecordContactActivity(ctx, contactId, params)
+	return err
+}
+
+// EraseContact converts echo context to params.
+func (w *ServerInterfaceWrapper) EraseContact(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "contactId" -------------
+	var contactId ContactIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "contactId", ctx.Param("contactId"), &contactId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter contactId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params EraseContactParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.EraseContact(ctx, contactId, params)
 	return err
 }
 
@@ -2696,6 +2825,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/public/v1/events/:eventId", wrapper.GetEvent, options.OperationMiddlewares["getEvent"]...)
 	router.DELETE(options.BaseURL+"/public/v1/contact/:contactId", wrapper.DeleteContact, options.OperationMiddlewares["deleteContact"]...)
 	router.PATCH(options.BaseURL+"/public/v1/contact/:contactId", wrapper.UpdateContact, options.OperationMiddlewares["updateContact"]...)
+	router.POST(options.BaseURL+"/public/v1/contact/:contactId/erase", wrapper.EraseContact, options.OperationMiddlewares["eraseContact"]...)
 	router.DELETE(options.BaseURL+"/public/v1/contact/:contactId/tags", wrapper.RemoveContactTags, options.OperationMiddlewares["removeContactTags"]...)
 	router.POST(options.BaseURL+"/public/v1/contact/:contactId/tags", wrapper.AddContactTags, options.OperationMiddlewares["addContactTags"]...)
 	router.PUT(options.BaseURL+"/public/v1/contact/:contactId/tags", wrapper.ReplaceContactTags, options.OperationMiddlewares["replaceContactTags"]...)
@@ -2716,6 +2846,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 }
 
 type BadRequestJSONResponse Error
+
+type ContactConflictJSONResponse Error
 
 type ForbiddenJSONResponse Error
 
@@ -3038,9 +3170,7 @@ func (response CreateContact403JSONResponse) VisitCreateContactResponse(w http.R
 	return err
 }
 
-type CreateContact409JSONResponse struct {
-	IdempotencyKeyInProgressJSONResponse
-}
+type CreateContact409JSONResponse struct{ ContactConflictJSONResponse }
 
 func (response CreateContact409JSONResponse) VisitCreateContactResponse(w http.ResponseWriter) error {
 
@@ -3179,6 +3309,20 @@ func (response ArchiveProperty200JSONResponse) VisitArchivePropertyResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveProperty400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ArchiveProperty400JSONResponse) VisitArchivePropertyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3332,6 +3476,20 @@ type DeleteContact204Response struct {
 func (response DeleteContact204Response) VisitDeleteContactResponse(w http.ResponseWriter) error {
 	w.WriteHeader(204)
 	return nil
+}
+
+type DeleteContact400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteContact400JSONResponse) VisitDeleteContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type DeleteContact401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -3548,9 +3706,7 @@ func (response UpdateContact404JSONResponse) VisitUpdateContactResponse(w http.R
 	return err
 }
 
-type UpdateContact409JSONResponse struct {
-	IdempotencyKeyInProgressJSONResponse
-}
+type UpdateContact409JSONResponse struct{ ContactConflictJSONResponse }
 
 func (response UpdateContact409JSONResponse) VisitUpdateContactResponse(w http.ResponseWriter) error {
 
@@ -3871,6 +4027,177 @@ func (response RecordContactActivity500JSONResponse) VisitRecordContactActivityR
 type RecordContactActivity503JSONResponse struct{ ServiceUnavailableJSONResponse }
 
 func (response RecordContactActivity503JSONResponse) VisitRecordContactActivityResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EraseContactRequestObject struct {
+	ContactId ContactIdPath `json:"contactId"`
+	Params    EraseContactParams
+}
+
+type EraseContactResponseObject interface {
+	VisitEraseContactResponse(w http.ResponseWriter) error
+}
+
+type EraseContact200JSONResponse Erasure
+
+func (response EraseContact200JSONResponse) VisitEraseContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EraseContact400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response EraseContact400JSONResponse) VisitEraseContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EraseContact401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response EraseContact401JSONResponse) VisitEraseContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EraseContact403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response EraseContact403JSONResponse) VisitEraseContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EraseContact404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response EraseContact404JSONResponse) VisitEraseContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EraseContact409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response EraseContact409JSONResponse) VisitEraseContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EraseContact422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response EraseContact422JSONResponse) VisitEraseContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EraseContact429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response EraseContact429JSONResponse) VisitEraseContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EraseContact500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response EraseContact500JSONResponse) VisitEraseContactResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EraseContact503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response EraseContact503JSONResponse) VisitEraseContactResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -5320,6 +5647,20 @@ func (response GetEvent200JSONResponse) VisitGetEventResponse(w http.ResponseWri
 	return err
 }
 
+type GetEvent400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetEvent400JSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetEvent401JSONResponse struct{ UnauthorizedJSONResponse }
 
 func (response GetEvent401JSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
@@ -5733,6 +6074,20 @@ type DeleteWebhook204Response struct {
 func (response DeleteWebhook204Response) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
 	w.WriteHeader(204)
 	return nil
+}
+
+type DeleteWebhook400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteWebhook400JSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type DeleteWebhook401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -6607,6 +6962,20 @@ func (response RotateWebhookSecret200JSONResponse) VisitRotateWebhookSecretRespo
 	return err
 }
 
+type RotateWebhookSecret400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RotateWebhookSecret400JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RotateWebhookSecret401JSONResponse struct{ UnauthorizedJSONResponse }
 
 func (response RotateWebhookSecret401JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
@@ -6935,6 +7304,9 @@ type StrictServerInterface interface {
 	// RecordContactActivity Report an activity of a contact
 	// (POST /public/v1/contact/{contactId}/activity)
 	RecordContactActivity(ctx context.Context, request RecordContactActivityRequestObject) (RecordContactActivityResponseObject, error)
+	// EraseContact Erase a person's data everywhere
+	// (POST /public/v1/contact/{contactId}/erase)
+	EraseContact(ctx context.Context, request EraseContactRequestObject) (EraseContactResponseObject, error)
 	// AddContactProperty Add a property to a contact
 	// (POST /public/v1/contact/{contactId}/property)
 	AddContactProperty(ctx context.Context, request AddContactPropertyRequestObject) (AddContactPropertyResponseObject, error)
@@ -7245,6 +7617,32 @@ func (sh *strictHandler) RecordContactActivity(ctx echo.Context, contactId Conta
 		return err
 	} else if validResponse, ok := response.(RecordContactActivityResponseObject); ok {
 		return validResponse.VisitRecordContactActivityResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// EraseContact operation middleware
+func (sh *strictHandler) EraseContact(ctx echo.Context, contactId ContactIdPath, params EraseContactParams) error {
+	var request EraseContactRequestObject
+
+	request.ContactId = contactId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.EraseContact(ctx.Request().Context(), request.(EraseContactRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "EraseContact")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(EraseContactResponseObject); ok {
+		return validResponse.VisitEraseContactResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -7900,304 +8298,325 @@ func (sh *strictHandler) SendTestWebhook(ctx echo.Context, subscriptionId Subscr
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2Lcts41j/4Kvhz/1uRayhZku1c5PrXfO4kPe3puOOOnU5flB3CJCQxpgA1AVnWpLy1D7Evsq+wj7JP",
-	"soVzABIkoZvjTPc346nvm4kpXnA5OPfzO5+DWExngjOuZDD4HLBbOp1lDP79UnBFY6X/KefTKc2XwSA4",
-	"ITFeJnSkWE4Yz9N4MmVcEcoTIsWUERqr9CZVyyAMbmg2Z/oNVMp0zFnyXrL89ZSm2WkSDAI6Zlz9l/lo",
-	"JxbTIAzM++H3bu/FwVH36mn7KHnG2s/iA9p+Meqxdv/qMH6aPGdd2uvrR3JGFUtOVDAI+t3+03av1+73",
-	"LrsvBgfdQbfb6fUPfoXbpt+mLEtgduaZV1Qx96nuZe/poHs46B51ut2uforTqb7jgmZMjkQesyAMpJjr",
-	"fwyCD+xKpgouKTrWV35giyAM5nkWDIKJUjM52N+3E5wuO7J4jZ7ufrd78PPPXf2fw8uzs35wFwZMr04w",
-	"CD5RzjqJYLXlgZ8vFFVzGQyCn2iWJvoqH9Mx09ug55ZRqWCR384Yr8+wd9nr6hn2+p2jo56eYXH7BePK",
-	"fzsso1kQffu3Ip9ezK+mqZSp8HyivvR8Pn07Ojn9jvJEjEYyGHTNtVdUTq4EzZOXWRpf+374KWUL5zoM",
-	"tH5zMVkZDHrutQvG9Xb3zbXqsJ2bz4VUMc2Ti5jqy927MMgYTS5ikbNg0D8oyODvlDPySugdn00E15f+",
-	"0iOto6OjPdLtddv97kFX/5YLMXo7eim4ZFy9L6hhsL/f6z/rdDvdTm/wvPu8ux/jLfux/MfB7/0fRj89",
-	"F38/vPr+9hf17p/PPkzPKb5txnKV6nP52+eAJknOJFAxnam3+Xueqh/m0yuWB4PgUBO6PnyD4GKWp3w8",
-	"0iQP52rO8TLlYzoVnLzEK0C7sIGnb+CPnDF1Yr8R9PoH5AdyRlNOLlQQBv9MZ8EgeNp/1j3U5GrGttzy",
-	"vB4dBXcfwyBnsciTgozPaH7NVMrHQRgoOtbThPUPwkDMGG9PxFyy4GMYzGfJ5pN+dxcGL/F4e3mY+S0k",
-	"i1RNSKokMStKZjSXLCEpV4JQYqfm8rG4fOHXY1Q7sYBzxhNcuSoT+Bceua7nyHVXHbnuVkeu6z1xj6fq",
-	"DzxVYbCgOU85vOhj85B9SNVEzMs5eo/c1VwRNWHFiYvFPEsIF4pcMXP8Ho/bv/9x+9cSa3DKb7SidMpn",
-	"JX0CBV/SsTxJEpa8vjH7WNKs/o0sWA7EyhICMsESpEOj7Aa1598+BwlV1KVVPhJfXfllxQtX0G+Fl+iV",
-	"UXbSdnzFBb1WN+kM1wbmtVm1g9u2HPCzZ/aBy+WMmTXGL2v+laU3bCoSFgxUPmd3ehATRhOWAzd5RxV7",
-	"k05TBf/V6+prCZNxns5UKngwCN6x3+dMKknEiKhJKsl1yhPSyhlNJBE5WeSpYnIPGNDJ+Sm5Zksypfr/",
-	"rxlJOaF8SXpdIlkseCI7mm3HEzaFLVU44JQrNmY56BjVAb2iyzUjAp4Xg7QoPzljOXl/+ZIkdLn9x97p",
-	"DdeUvf0KZGyk9Pz0IK7Z8okk8TzPtc3W67ZxtmSR8kQs7jGM7ec9oRKHokRCl6T1/vLl3i4flEw1v3SB",
-	"m0XmXKWZu7NPZGN2ZCRyZ1nEiOQ4zpJGhtwSyShnTBJKZCbUgCwmDNdPZIl+wD6YcpIqkjF6w2SHvMxS",
-	"zQvIjMZM3z2VLLthcsiFvq0z5JXZTlOeTudT4L6NmWslgOZ0ypQh/5eWNZxTNWmuw+WEWeb0RJI0YVyl",
-	"o5TlHXJCpjQbiXyqNdviOkklkel0li1B+o7EnCd6Mwzv2J7/pPrrMz2mQoaUXEyz+d/naa5Ziz7TlenT",
-	"2zeMj/Vknh6GejXsn71iPaTSyhYQwmnCpjOhGI+X3zMPyZ3Ra4b0BjtIJB0xzbNzpvIlaekfTl9ffku0",
-	"BKOzlCQ5HemlQg6zN4BHR2kOmytnWqIRJYacFnsN5gKSD1sS+J+ZAprqH5KJmOcyhCNt6D0Ejwg1A4AD",
-	"qUc1ZUNekN2UqYlIQqLXLyS/z1m+hKeuRLLcI2OmpCYvOqYpN+ZKVKyDar9js4wuWTIgem2jcMgXqIOR",
-	"fM712SRqkcasQy7Nl2Hg8BrKhZqwvKRjSaLDfn/Iq8v8js0lS6JjspikGassET6Xz7kMSXTYfUGqT57y",
-	"81yMtaSNOkN+Uj7ARvqV5IqNRM707PQrSAsENNV7GRI6VxNNp7H5O6eKkUwzAbmn+fiIplnKxzhdQsnR",
-	"7a2egKZjvSUd8l4yQvUJlhOSa41sSkBckxYl79+fvtqDfcrEOI1pZoeGx7Ok/6NRN+7T56x9cPUsaR/G",
-	"vRftF/Qpa3eT/uj5VS9+xg4PLf0jEZUnwFmLtqbWFXTfPzqqE/6MKsVy/c7/47f/0f4/P/7lfwa+03Ax",
-	"vyqIfx1LkM59Vb6w41l/8cJ/1mVlIA934O/wTUyqb0SSokdSawvfiGRpVSyjstHZLDO0sv9J6ql/Lqf2",
-	"eZ02eecO73/mbBQMgv9tv3SJ7uOvcl9/2ci0cmzlLPEKMg0Y6Tc0sbdvPVZ4MJnj76ymi04YAUVP07mi",
-	"14xXrSStMwWv7LMvCyW1rpBurVfehcGUSYk+zULtdVggjoZmWnAuCbtNpZJAmSnq2tXxX8A6kptUZDB3",
-	"6Rm+UdLtupWDZ3kuclSw0eweBJo/dtBucweqOQAl8Bo7QKPt6/2hsN6BFoVUBXcfK3PUrM1hhmYWA1J+",
-	"aUBWvx5oYjtSeq1ngw80j2tzBKQVVRcmMoKA3WhhUayo1kQivWIdXK5oL9Sskg4196MpJ/k8YwX3TRVp",
-	"RXV6iUJSXjs3VoO+aAZgLKdoT3PKuzD4VuRXaZIwviONy1jMWD2soOmoLXi2BBklOKEoxz2EUn63uoGp",
-	"LLT6jMbXqAzAxyz9ygG+86G2yzUiNHEkAg9HKyrGGO0NQEMsBqSXlRp2jIMD3cRMZMg1X9VSH/fPJctY",
-	"6F9GuZgSMVcyTZij0Z+eE5plYtHOUhRlDZWplMg77ldaebDKlKragNYpVZplVv/wnfJVY6oynKbOVROp",
-	"jW8dG0UL41IpmhujlKdyos3LB9jxk/qojFIV1YYWNcamD/Eq7Whv7cA7zX1EnWzHPcyLh5xDZ3RAzeLI",
-	"nCcsL+d0zZYbN88MpHEI6zu1oJIA1/FqnhUdWJM86L7H+glCCWcLOGFay8a/clcMP8AZbu7ehvFGXhV5",
-	"D3eKa+WNZvjFndSUQgq6b3DXNjW/EGDwx+WhS8ghqKo99uLqWRJ8+bJcCL0nmm7nnN3OWKxYQiZ0NmOc",
-	"JcdIJCy/YfkTqZVoIFh9MWGKppl0aKkcIyzPD0J9qw3Ne62MkVKvBJM/CPVaaxyV9bE6SiIY2gKglAQP",
-	"JZgx5lt7O3pVUmltPpjlOV1mgiaXQryh+Zjda7L1d7gTtYsK5zaVJNN36PWmnDw9Ojp4Sq6WisngYVUS",
-	"+zVxY/YWDDLSenpIvk+/IVdLkrARnWcKT8IFy2/SmL3n9IamGb3K7rcOntfUtTaJt4BmrA9mTvM00wyt",
-	"eMRy2Iwqlj/QsmhV64pKRmLKTfgiZzSesITk6XiiCBeLDnkH3wU+ckXjazEaHVtdJCE5i/ViSnK1HPJU",
-	"SZaNSj9T8f5UwqP4rpRJQnN0bgzAtzCDEAfBUAehXC5YLoe8qdwRTqfgEigdRSFRdAz+BusjJvGE8rH5",
-	"SFp4Gowrgw+5ze2wvJFE9sppAnIP3fosIYLHzOghaD3JeaYeynILjZt6N/sNDbRVO1p6z0bzLIOl0bqU",
-	"kcuwbLA4QN6XQpxRvrR+znvRdv0dlTNeuDwIu40ZAxf5Q2gw5XtTI+Xms0HNbyqzNNGk0vCftnrdLmjq",
-	"MiRHXeNPH3Ln7Fud1fDDJ9I6uEnr4KgbdrvdPXsqcF0j+KN9ov+ICtc7uGJ8vv924Qb2LYB5Yr/mNL4L",
-	"A+crq33ISpAFTZX1TQHTSPl4o4/653Y5Pvxv9M1vNUQbzfC+xzjXt3+RfqD2psJTv8uo3CjDyvftMrpK",
-	"vABI8z2nczURefpPdj+FoPIC9/BA9JOPNS1aK/q2TWdpW2u1D6Q1Fi+MjAdZnyfz4bD0uIdkzq+5WHA9",
-	"mJzdiGuj07/ncj6biVyx5IwlKcWA2L1WwfOilerCdC5BVjXe/XWUBS0Zo/q3ok5Q6u5wvE+sDLEB0yRJ",
-	"9e00O3eixiOaSVb/6rciJ1E16h2FJCqD6ODVqMTg9RU3HB6BdIu+ZVl6W0Two04tZv05KCWd39dqfwc/",
-	"K1r1MQSEnkiw5QVnpfC3MWGIgNWcn3qOoEn7v2PVbFSw9daDXBciIxKFtYR/OG8WV59YDIxQxBD7g/j5",
-	"BpmZTplUdDoLqg7P39yFqLzwo+d7dmsdd+ja3d1tyavTx4W3oc9CVWnN8pQrrQiSk4uXp6ch4YLIGY2Z",
-	"3OuQC0zo0Ks55GD7pglGXAplSFuAWg7Ud0/CloLKRq9gxWshBM0D2s+ePe+1ZUGd7Z4+naUrvNd/vi4G",
-	"MBze9nvt4fD2GfPGAiq04l9Z9MPXNAG+RAvPQ0QLyhUIwxmVeorHQE2aqsAtCY9AEL9DThSZCqmG/HnY",
-	"e9FHu0Pf+PeLtz8MyBQiPLLwOmIA67DbJTWXJsRfpeAkmtLbb/RL0Mm4kX6rk/qgdwIcKGiqkpZRS7Qy",
-	"vndMKI6WHJFpyud6qGY2o7ma56waElmT8mA8yIMgoYq1VTplvn1RhqOvO2P2dADTrh8zeMG6M2VlRn0V",
-	"qHK1fJKAF7nkbFqbJyenQMRSUYjMc8hwqWjBseDaOkHvMiZEslwKDhyL8flUj7HKeYMwKJKS7L/fzlhx",
-	"HdhvEAaV1Cf3b3uDy54DFJYQZrrSK13MxFmcctlPksT6ru/Jc8oEtrr2PMoZayt2q8j7C+v7r1LNUbdL",
-	"XpOXdJYqkZGTGxYSJ2EwJKdvyNP+s+5mHtAM+VU4sE1i8lGHk8i4vRw9IVLl81ifg8SZ3bHedpprgqKq",
-	"CLKCQqNZLCdsOlNLgsP0iMx6JqWPic95qjCoIeYK8nETptkrVSInregwQp93dDJT5DDaqy74oe/oYaqm",
-	"N0VCCwRto4gFr76omtfZfKVJ9Ky/FNM9SUvkRO/PDc0YV3shDlkfqF9Pz4lW1Y5JNAyGQVSa+PoXd0Vr",
-	"42kklDbGZDJMG/NciHbGtAghcAd8vvpyyEn1vK+SpOrXPbIUAk9ZqkWfTaAGq5xw2OTql+qJro2PQuZr",
-	"/VPfpjesnaTjVMEqiVz/z18Oq6/GbNmNR6VGgvVpGmopdtguK47Md8C+oSqe2HQcxaZA6Fn2dgQhynXs",
-	"HtNgzaNFPPlj8ywWRTaSROdvLy7JfmzdOAryXCCA53tdtNchelDowjFZFeCOYWCoC85CIgVoLnCmr3JG",
-	"i1gZRGlHoF3STHCGQvi2bRWftn1hG362usVteyzaZp20ht95RxdnxgDxLFjpC9qBLTsh7DW5T8YRlmiS",
-	"MZmipIXKWXnwUsWmMEujfhfyfD5PvYefWXf+FoYR0s9crhDMhW6iRDEWV6Ca8QdFoqv+F0dNVP8bh+2V",
-	"fGXGa0NyNckIdT7Y92kZY3YzZJHT6vHJTVP/gF8utZ6A5jnY+dWzaFZm06GS9xPcNsi7lkBkWKiBvbDb",
-	"7W49x8apvwMRforP9rrdLohw+3d9JcIAM1v10EAnDQZmr4P68Y/wemT0ZomhBq2eQ9KBhOQlPeZjEs1n",
-	"kuUqMrSO29kkJ6AmfaOHbmpbVCziFpt0j1Ocw0OeLXrLIciilXU7vVCr59ajIPIERcu9NsuMdRN92tH5",
-	"5m7S4N+Bf3tH5eo7sQAfA5qKBa9iXLHc6N1yKQ0nqGtQ6fds+QMkW/nImmuL1SQX2nQE4OuWETpKfVV8",
-	"LrB2sa25n/RxPfz0ec5G6a3/4zepTLVZPYN7cBhUwRhanNlA0TVb1pS2+Pofz777vf/m9gX161rbsPp7",
-	"Zas2v1XWiGztDilS03azuc3YNRW1c5axG216gcIp7Q6aMI55PXhychaz9IYlXm8OBiVPZ/6FOj0v6mya",
-	"Lyexphytptbt3oNOt9PrHXSe+dZrLll+MjYeSs/8Kt94Isl7yfI2PLCG+vb7nYNgS84ETqdy10L3hNRo",
-	"1lkfd+Dl9q0457bkaCfzqZIip3ViRccyJOVpDklZMQTcIGM0ITIW6HmoHXtfyUh9weEHSzp6fhWzX9tn",
-	"5i1EiWPiakFzbn+q7oqvJuWex/OLsk0f8qxWyr7Xa+f2xrIMuz7B8zyd0nyJkhjOZ6ogYWSc3rCaBbei",
-	"HqepXboFZht0TOfWu3oJ2toHyzurlV/1CXY7nV63GxL9jrmWH2DIOpQL9K2ZEo+XJGExXR6XyXuVBeiC",
-	"goQlDj2jHq0seLAJxQ1LcJ5lIOSqBLzCaHaq1xrLbOq1GzuqLxvTdatv+Oq9mx9r1s413UkzOtbGGMtv",
-	"WEKuloV7OSRyIhZa4UOFgSdkIhaVw+1XHcpBmjq9TMQ0mwiptq/T803FYUzrznt5J+oB2gKFnNk8nlgR",
-	"tpX6Zh14TYWtXje4/j3v3HvvbGHh+kkg2zaOYdA69b+WTiVgZaVXVCkW01zhFi7n49Qz3jce40pGmxTt",
-	"MpXaolXFZ/l9sz4VtlLZfpdx+Eh8jTh9tSlIsV6qPpHAA0Kbds0TAse56lTTtCaZakrTbZi5Nw63gSd1",
-	"7slnOhuVHY7qjN1NfOea9X2Tyt1VFs1/tPpgbb7mwq03qfXzGCgwlnXl1FB5rcWH2N5qs6qX55Rwdqte",
-	"znMpPD7kcyoh6BTFcENkyvwY0Q/BIAu+LnCAGZX4Qyf4InvY68/7qtGGcAVGxRqnKwG/uT8OcViNQ/SP",
-	"nvrsQL8uulFPeQDla6tvbHFIvRpCrR5p9UFeK6rgptWyhY4xlDoviM9QVBmO7O3ghbqk44bjaYNTAxdz",
-	"C/K9v1N2h4O92kl5nourjE2N7pCkCAshlZg51uuxCTgZfs/Zg/soywr/Yqir1+4Du5oIcX2/o+8Uwm+g",
-	"9OJG3PpXGIRJmTxnOSav+Rh0LpQyRZu1MsCkeAEEdg0dQtbElPIloSYRLyQ0zoWUptioSH+Y5SJmUhae",
-	"9TlX5mtJ1dPTr9kArhHQ8xkBc6+mfCVFNleMRBZRKyLv371BQjH+EVmmJcimKqyf0RslO44tZp3hiYcJ",
-	"7hKM1WN2YQ385OLwwR2E9IeJVjtdzT+DyRpJW6ZZvnx35hHfLsjZDiazn6P+4LgazefccKWDj7aJs1r8",
-	"tM8rZwu+kRUeqhJ0rR5C90VIxyscp/oLTySBO+xyNmaFaG6bpuMlWk2gZrFQ+175kd1h4qr02j187iPR",
-	"1TR4TlU82ZEQX5pcKBO2evnuzLguB2TKtE6LOWckZ7OMxiwkEZ9nWVT8GGeM5mGphzFY+uXxkEeFjjAg",
-	"+Azca0JTNMswCKl/wjIC9K2upXRPXpAdtesXx43prErpqX9yS/Pg3udk4/fuc27qZ2TzR77wzPw4p1k6",
-	"Sllyjwne6yQ1zsKGz/jOhhGpyx1PxVtuZE4pVJf6iGhTz5W5HgevUlqT8Sn+5hcypQkjUpARBRNqvffM",
-	"fn2VV9b+3nDLNt2RFtDH9xo72fIdIaGZRKYQLVAdaqeJzYpe/YWdFR9tzZm12dEDvCogHxkwr8jAW9g9",
-	"ITkkq4d6UpxEF/MYKzAiAsnGEIGP3ChrCQpW3BuEwberQvU1/cHZunL13VUqZhCWZPNxDRGbVboHLZvX",
-	"axI2o4IcrxsTvvGScHNde4UFjuXB5sYKEXu1P3Pjzi7+bYnfJAabSV6xTHA0z1ojSM+39/mTsosskDrz",
-	"XaIuZl6LGRquy0FqosBMwS89bQ94njIKJaxnPqs1nTIr6QswHLulNM3mOQNnzzTNstSBy9rg4L/3AbZj",
-	"eH0bs3y2IvQoFc2VIyi0VZA/kaYmjrSsmdM/MgWSe1V3PyQOa6MTMR+28YzYcV2sYDCX1ZF8d3l5TvAo",
-	"1yMN5TLHVb+iW2e0I9Ow57N6rtyN34KJbOVY3FW0hYSzBZMK+cPWJnydv/2Z/IRrGfNrv//5hFdhREqX",
-	"UP/okMQTmtNYsdxJWXp6aIvTQN7+V7RVxLFQbgvEFJewN0Hx2JzulVltDOrjVQFRs6AS8cQs38Ua3FLa",
-	"IlabAx2esDhNmHRFqklIC8IC49oKWV/q2+tKIHQHoVc+SMCSZrk8JozGE9j7trYGIJBe+DkMyBwKNjmP",
-	"J0WdSVNA6lcUyeo7G+H66Wpi/D0s+cpLfkrZ4p7vKNP37/94iUZ+n6dLcPIdn/Zhle/4CrccYXdnSh0Z",
-	"tplCXhZayJW1GWUBxhaS1gs82/guXLfGVGJv3/X1Br62/vbid3Kjb9jyrRXw2/or36T8WpIYj4IeN+ZD",
-	"7vJqA6HrzaSRREBq7i7vM/C7K94HTMPoUU7W2hYvb+D4fm7WPU4lgbIypbYecw0FuCEhzc/kx3dQNCCJ",
-	"jCnfYknq0UvfFJrL1twYDxX4yW0FjXun2TyCXhlttfsdpIfW76DUVYyMi9xox75IasJ8QT4JhYkhmdJ4",
-	"knLWzhlNoFSxKNqoCsQSHs0D99ZA7wrCoAreFYQrcFTsE7XLLs5g7SerjdUug41Ru1bgvoTBGaD9/CDU",
-	"SZaJBdjJtTruJixCEwxlRdFzHTzHix6yAsRoDTBVCTjm0z0sTN3G2oBX+kYXdM5bILAAqyAXfBwa1CPk",
-	"+scEM2otDJDcJnaduKXgK6n+lZnBDpT/qqhBplp9mzGelPHNhK3MJPBZulDC7QGjc6MemE9k0AYt3tDq",
-	"vA0LGej9VANPrw6lV4DhbmWVgO+6KP5oxBabS64PyBfla5SRLjJiyJw9kUW5xqfQyHASRUzPVhBsF1RF",
-	"hx+ip3vMsQmVZ940Q2s1QImwmQtkWOEOm1KdVOKcF5AHTRPSGjGlVW4oz6YKQGZcZ82VEBmjfGtLkCLs",
-	"iM8QzBZ0KcksZ6amPpPCQJYUVY/bWYZmMyojKlfm4yoK8Rf36h204NXwYkIrjuYiHNppABqQll+1HPIt",
-	"634BYQlIJh2nnGYWeemJJIpxNSF6IiFhqJEMOXAvTpzK49JWwkL5VUXEhge8BgsRuHOjQrhST1wrFzaP",
-	"O1XDSVDPRHtfVFeVGPQWqWgqbtCBW1lAL/N3Dv/u3taS4xReK5s2n88z5snHMvin3vjPgETguBrOu92D",
-	"eEbVBP7FopBEgCxtfuF0yspf9H3NH8DRbTz4jR+rPocKFGtjfVbKukvXlejKuerb1yG6etxx1MCkeNxw",
-	"88wUPKJ/lrQie0j1MhQeEf0H+kvM6mhpq/+piVX/r2+Po5B0Op1akYvxumxiD7bi2Ax+vbg+9+cWnmA2",
-	"pMkuHOhTJ2Y4SBL9BfFNeu0+wYpacHRAOkfCTIzjoH3QPsSf5eZsZ8d9dNCvwFW0hsO/DIfJ517YvxsO",
-	"5V/3/joctv6qrxzcDYd7f/1tOJSd9kdzxf3r8M4LblEosjvLSoto1qJkJqSiBeXsaQ4o4hSiwAWSp2Oe",
-	"rUzQW4vkYJGAqw03vGmT5vcvqpA4OtpIWc44wrWIAe9qKdWrHXxWHZvSpZU0ZGo7t7jWitvO5QfByz99",
-	"TBRx7LdNomouqEEnsyIRIjpSa6SgJzS3VKY83s2HA46/+ydo4wfta/xbgEuwVQ5eE5ZWP4zcTatKv8/Z",
-	"3KcW4vXmDn8nFpj35eSFgTJWvmi9b2H3Ba3Bxm/Ernd1XgBARM+KV/n/0s2qI9pXdy+0y+jbRtdcXnWe",
-	"IoBv0TKWYzJKqo07CCuDdxyVzAMrp5w90TovycUiBERITeXOu1CNAw3WxBuPSWR0GfvSI5Jopdb0Twj1",
-	"CKLDXpf8TXCtDIgcFe+EZUyxpKqk4ZcCTaqFfoTv8Z7pSzr2ySlFx8dEzvNcm1hY4ZIqBmBMoF7m6XRa",
-	"L0ozBRY1qbMhZuEi9u8WvlqdyFtJ2YUyZds64ium78JwfLRWwbR8kCnuBIL5cDUwW0+4OLLNFKHLlyF5",
-	"9+1LcnBw8MLg49/SWGWaK+aMkVGuTQ9QiFDLQcy3X6MHBn1Cs2LHigCPZoxVwUqY5S4Ck+YHzQKhlRJ6",
-	"Qpb6QpFyh+lz/5KaUvNFW04qN1eT7hiL3JgxtnuBAWY/PnSVwXF19UmqPHUHF9MUeqfsmha3RUmRpgQr",
-	"UDYOZgulvpFu+RWV/PuX9Pn8a3gEd8zM39g5RzKl9VffmSySWZtHbttk/ZNGCr4j9m02frGrWToyrdVs",
-	"2v0uSfcrqM1R52bUNguoaS7QZorAz7JRVzCAqnejo10zNiNXTEt4VJeg8yfX9JqauBioU0MewQ5EAP4x",
-	"NchGyibsaj0nE2MyFkyGtvcaxN73aliLlbkUbkAffdhCkOb0fCA4g03tShHYg0pbrZIb9aUatqm2nvSc",
-	"AUOvL2udI7en2VNrSspalREnaWL89Ba7ns5mGeCzYvVkaEILmjLuKTYA/9RKBi02nkhbIy9y85nOA4IJ",
-	"+IvoN79ldchgW6tdvyxmOWfJ+qmtqdGtGOZ24P46O58eVHG63zNfubnN24Sx3C/baJbTJnQH+29l2uN7",
-	"nv4+x9aYcM8xSVgynzGCLRQfKv3R56NvJNCVUzNRvk27cY9AmotdRnlSxGWwbgJUi8TRvtHnj452REpU",
-	"NgXCG2+rervvi6/sdZ17EJINTFmpkNU9SWk80bplpKcFTlVN5uBo1apMZCRrNfZmOemGkujVFfam2emW",
-	"RYq2Uh1YArtJxVzu+mT96FdWxXltOTQfYcXVIMgX7p19TfQQHs6N+0yVm95nbietyEElML50D9Lcxg29",
-	"P2CKXfrX93zD2p1ds4l287Zgrq4GUL7AjWV9ISW4r/JQw6oaoxNOIufRMpaHfebI+cnly+/gcLvqfKVM",
-	"wuIWB1ZJ9x7fuTO+L0HFqL2nqJ7ybVNSCS9us1sVyHpLk/d+elSJNN7rDZUY6n3eMHOCqPd5vtFWfFf6",
-	"LAKxHqp0WpT7lDMFZfaYPpMz6BPWTLv7An8UftpHOaqMGH/JvK2j1j9z63JdN/dSjeCCZIKPWU4mVH7h",
-	"xO2Xm1Nfod/qNVijJt2jnMAUlclVTRdsBbRri963wsCM0nXjb1ymYnxrpm0y2O6bXnj+9uLS5gDX/BLv",
-	"370JibG7tNJ8oShPaJ4Q82U5MJV4csgr9XmtUp1Mk7Ds/Ce4yYeC9jd7YVnVpyyrjUhrztPbITelP3vo",
-	"TLX3IXb3PGcRaUU3vRATCK6oZE8PyXdnJy/bF9+d9I+eamGRJp3itR09V5uZMOTXbOkGaPH5dsJikei5",
-	"OsU+tSWJFhPJ4n9AN6GcgafA5iqCAxP6tUtMHhpY8+JqSSJjBUAkJGF5eU3bAFHN4VBmWf32udFn13IC",
-	"n+kcBOHu/XgdA3dVlYdrwAZehuww0d9MA62qAbfO/11YbFsM+NmziiU1cHJs7j6Ggd4LRMOF5sm7Z68d",
-	"Q4GtJndbBnXvjLW1kL3lQBu+IuO1spljxu1lCNJhSpQnV+KWtJRmRtdsKUMSxdf/0H/+I9KnC31qI5EP",
-	"uf4cNH47xnQzYwpaxS1pvzHjKapr3R4ZrtPLm39WzGYNo7qAI7N774DqCdTyV1N+ysfmEDblmlXF8Yuv",
-	"b2dpzuSuhb3FaD3AuI0xkFbBGf5i2InesIO+7RGPVYGIvmfSD6GLXRW4FF7xY/929uuHo+77/k+f4ulP",
-	"3ffTF91ffn6X/fr6xfyX/k/fXE3fvf3151+z+Ppb/suHbO6F298xBv7l/dvXu6iagW9c3nDlXq0jJFeE",
-	"7ggqdC+Yz6+NptPYC+t791SRygKa6P5IOKuc8OdFRqqWucA9QlO/XpeFBPJnofVOC82zCP+sNdHw+87X",
-	"H6+GnrHqsHU6nWivQ97ybGkZWgESjMHr4yEHvzlJVUiwMSH6o/EcYhJPrbMSvvts9P2PL/Lnf/v+l9/z",
-	"y8Wn9+evnp++Of/1VPTf0Df0YtEbzQ+ufvjn+1XNMzZb/56Ejj/Dyb0fbOQKfA1ED3GSa4xQredhbAWk",
-	"tCOLqWMnOVAHfpBKryEiWTzPU7W80HNGJnICQNAnczXxujIsVHpVYJOWls2aYgFmyRHVcG3UaG5pxPte",
-	"OOQWVwabXBVQWVrkG4KPOuQEPhrTHAJ70P5d4kmGmtOiNzzBLvDQkwzCi6kinLEEcoBSJYmdMTGrO2Vc",
-	"DYrPykHOKOS1Vhvfa7XaqunlPcUFc49Res0Nx4TCoHFeNMuM6VB0/JxQOeRoMsCEOsQcmivNDSggdekZ",
-	"YpYatDEosvTMtKpfJFdMpgmT7lhxaAM3LKpXcUkWttuVUxABjENCmxMcu7hSNOWaK4N6NQS4svl4Qigx",
-	"XzD9jZQT4dNjsTtmmxNptdOQTKOPvxxyT6+zA1JUDxUteFMMyzGQo4mzuofdHnGroSIiccWkqGwD5eT0",
-	"fMjLhv/YyRWhmjPJFnCifUNAPprqU4AqZGAzG4KyRWapCMMhwmaPqTEiHMg/86Bz+oG/FIxinKrJ/KrC",
-	"IUpW0egfWRwZEAZQCFseNEvHQEmGCKS1e+0eWhZ2pbcK6liGfMhfA2k6RwvOkfI28eyQd2UHS9ts+e8X",
-	"b38Y8hao4YyrtmZUg0YHzQit4DgTkiWDattPg47tZu8YOhnylU3xOuS1W1JoezuXFnEEdQcRwlXomRas",
-	"Hj/x/vLl/XKi9GRXWYLQX6iQZfghMaO/z5lpAiZJ6/3701c3z/Y0yRaNUIe8lIDYExDL94iJnEPNlQ1E",
-	"U0x6yPW/oZQLN5LPpxJ7gqDiIMk4FwvSoqDsu6ExvIKiZG9AqGnECRUvGZPkhmZz5KqJ0AfXQn2H2uZP",
-	"x1zkpn9sJsZj0yZxGpKcmkxoym0SpUNiDoQH8vfo57bZzPZpEpEWiyfCHlOn3AMc6GPGNYGyZA+0uXgy",
-	"5IUMKNvo80bzfWnJRHMNvcAxSKHGWOA1VDFtZU61kopOIRhjo3mxlgGrWggb9t/oFj3k9XbRA1K0iwbK",
-	"KjpGu83iQ98IXtElFC0MebSy87AZR6PR9IDYRtNGRa71jtbUbfxWDp4DTqXR8HqUM0zAyYTaO8be99T0",
-	"z4avI7ZMqmXVYf8FqdWuRoYHuz2ukQNnacxM3qbhomenlw0GKmaMY9SiI/LxvnlI7ut778JApSpzGTD5",
-	"//6v/5u8LIPJVjcn5/OrLI31ngVhoDmnwWnqPO9Ae2f9HTpLg0Fw0OlCK44ZVRPQowrM+M9KXDN+p6+N",
-	"VxkFUKx3xSYpT8o2N08kiRpY4dGgbMdVdM6gVlNKQuiJD+egUNVamkNBuxvsWM9G6a1lGLbNjOm7hw86",
-	"7U/0E3PJ8iGHnESkDLW5H4vN7zUriMlAsBCmGA70PmBsNOuQ6CSO2UwNiGK3an+ipllExkwBBU1plpHv",
-	"Ls/eGNh/ajuwaoENMgYpoxBU4GsbM2UWLSjhhmBj+t3ubv2i3U5CjeY/1V4/tQY99/BWOjb8Oqei00fH",
-	"ZGOu8m6aU+I2eIAkZm/ucaUzTq2jjdPAxtOEZus22NV2UJBoZve8su4Ber//RyJiLZqIvgF93PiD/ptk",
-	"lI//1zBgfBhUfmM0cf+G844XzvWBMtjtehx4w75zh7lSf0fpYzff6K19of250zF1gPv1F+yXM6r0yfdY",
-	"xPrsGgRH6jkTviSquzVNlAr4zrswOOwertqx4tTsFzAEd2Fw1O1ufqCKJwBPHWx+yoM64BqpweC3j2Eg",
-	"59MpzZfBILiYiAX091jXGMyhd8sPPoKTKKdTplhuwhCe3qrjOZMSECWQb9lOU27XDjFqi1HbLuv7d29q",
-	"7brWtAsBU0JLi/KMwncC1/BHB1NJG7X85/Vgy3qe+zPgv/s3vX3H/vDKoXdMzXPTmtvcC1pdVHAxqG6F",
-	"2A6GVCLSiqlk7VRPX6YqvWF70NrahokYCHg7HdLytrAWWjVcpFI/C4CzV0JbajnD1kCYpg/t90GG2Xjb",
-	"kBeDLN6gzYFD4sHpiDrkspqNn8NsWUKuoAJA67GLnM5mtnrHJ00MWMhG2nmwRk5AI1CCXBKJmw95T8II",
-	"t0j1LPsm6KNK9fbV97rWtWiVAPJNoszd9E5hM7ba3ccvkerbQPDbW0sM/l1EnHniLlzXhg/Y7xbc9Bta",
-	"oNfAI73Nj1SgYeChLfhvCddyH8Fw2H+x+YE6Rs0fLVCq/s6yawk41IKPdxWB8zemSllTFSym1YnJBvJA",
-	"hoFaJ8vHkSHhUTPwEKVFZkLr12y59vgNuclvzdPpNOXj46LiodpUr0hRKD7nOtu0BdbtkgaOjHW6gY/Q",
-	"NlItRn/CyyzEEE0SYNchxk5ycNHUeq0YH9yqhuk2DBRTXi0UqBZSDblUaZaVFo/1MSon2dyYsLYTRYTP",
-	"p1wSb7FCZ8g/pDlrw2IraM1ZrFwdtSO0ZaJQB9DvdiOfxIjdFiFNoeGj2/KW/SqmUoDcDo7MNyJZ7sjo",
-	"RvMMVOuSkGtNFyERSq8X5Q5KBLh6Kmmuu7XH8edw+ErbKqVoFUD60gTqXvaeDrqHg+5Rp9vt/lqKkgou",
-	"vM3BdFodGFR205Gg6ibYvnFAWfW2vZ1lis/8fe/W2GB3JsJJa7sGkcACvsndITs0SaeVUd3tILO8Hdar",
-	"YSiTdPKlctc06t4od/E+pwXOnCNDOFmfd73iDR+QTRTZ2PddGmyIvFa0ux6ZP72Y30Jqr4R40y/obfHJ",
-	"OhAdPHe0zfw8cHWga/R3HbXBq/u3U1TAM1zXVJBkNykrXvtw34rQ/c9lYtzdvmlFCQlIm+wfP04LOSmD",
-	"GqQa05DpdJYty3DGvTBdPAZ1pV7soazqVSreCa6QrOghA4jUFnnF2sCEumJe8yVEMxcTyThZhxy0tqKG",
-	"knKtFEErTZPcQfCjEC/mRbvQUuGS2FVBFrkg7010ze2urL8GJrTVQOWTEOxvsKZ9+JZRh1hvAQwTIA+s",
-	"auhRhszAHHDNB1CH/lsbfxWltbFvnT+1nffFEuORea9l3oaROIaTw76dJMBVDPxz4SK6Qy6VMV9zp1dw",
-	"vVoBMWP5lOr5ZctwXUN2W8KEkXvj+ObGrUxOlXUiGZYFtubV0kSXi6pNbbwuaJ5gKBYyEAxQaQGFiCkJ",
-	"KbZERruvTLLycBqc7IOaXRU+c7i2TlrLMosB9HiE/4OPMJ6tLZxFO5GnrXBMzrWWA5qIbUjn7zknrMVo",
-	"grMQpWj9/eLtD2TK8jEj8DyRbEq5SmPI+OAVxBxN0QYvZ8ghxTQ0GVhZGqeqBpfiwifi462iYhkLlcMh",
-	"jzyOAci4s14ACDOYhDHNfkwnvL2OLXtG306lWnLIS68RDIYl6GGDlAPMtlETIbFtM2jH4MNCNoUgyRyV",
-	"IHuWxQiRwWyKowui7MlXW+tBo8pRj4b8xFT2ekq6ARrBFHUzGPqKIvLSQWWTzIccuDFWRptMnePaOpGx",
-	"gBEJErnogvVvVUtd9YAhUci6D8uOJAgovKovCUlVRVMkmxTFuYsC9cd6zXJmgYscswp3DfDioKs6kBpu",
-	"Ajh7HJ+M6w+y8EXGI6TPzJ3bMLD8wpm4YUXHRfg9JBmj5iISaNlC0v1exYlmnV5lS8G7HXxBXiyur+ML",
-	"+qPV8CY8279ZUObRvfNvqF7gAb2fe8exDvatGu/x6uyuinidIpjmI8tsc3vwkjTBpLCpVkEgnavRUQrQ",
-	"q8h8pk0HwRG4ZcihtxjMfypusLFuJGIQe8mJimx6HAVtPKMKWthxwmiepQwVC8x9w8dTNeRXNL7eC8s+",
-	"sDKGqhoJiTLT2RzCTDbzrRww1gDL0lppRVVEdi3WS7x1/VcVjl1fcSHYo2MX9D3ElkZDXgWetzG5zcDz",
-	"oZXqNUD74yGPim4yxRjfzhg3qlWlZ0xEJlr+cIET1mpYBc5CMr0rNTWjqWBArcZaJWPILxgGoSJLmKcJ",
-	"vGpKrxmUVUPxBx0x1FOtEZpWQ4SOojbksVGFtXKHbrKkmRBePCmJ0XFNYLTgMaqNQMNMU20+Z9Fueg0u",
-	"jpm3g+bxx+g38HOxwgZxvf3s2fNeWxa02+4FWnAiMs/gM9xjciA1pRCIVkEhQXsOJVLlGVyfumgcqrXe",
-	"BVsLdrt6/yl6idslz+Se6294KHMl7mCRMFw5Vwta+luQPg0mnz0qDqZUOTcLSaPf7OvQe/eoPz3qT392",
-	"/ekd1NBUZIgYedWpgldvo07NnJ4LX0edOqe5hCyiUc5YW7Fb5WTQkHq6TTVjFfwd9lZ0SYDLZMjLTBuv",
-	"X6PaCC1CDIkVApe0gHMNuTRlzimqJQMSXaicMWU0jAv9j7zM5tzz+VFsvEgrB69L50I+57LiPN5FEtPE",
-	"iuGHjUbdVwwXuTVH3S55TV7SWapERk5umD+zpreDpEwSO8d/b2FZBCo4W9RjaI+S6FES/ZljfUnicmzg",
-	"300ptFvQb7/sUuCP/CE2GfLLLJWKJZgC2FqTa7p33MRLK2CRtYE45JqfQwkoS6o8udYbIbfViEWXhA55",
-	"jZahi+hmbDBlkdporOY0y7SyCjf47Sz9k2Eb+mVfgbn7CcTekjJoViHh7hW8dQNBY3sKyDJ75GCPHOxP",
-	"r0tPIWahjyjUkPoYGBzFBwl4+lOvEgNMYCqGgF2Unv2yssWmsQvOpGFoaU1/tTxwyD1MkGzL41b3fxny",
-	"E6cXDgzBaYhj6r2xSc5Wauwjl3vkco9c7l+hp6H+IzYwuLk3CjLLaMzqnAJeWDihkXehOnQJHEzbx9jX",
-	"KySJNYotCgroQD4mBS1EbJAAUFyJnLEMG5dBridgdKaSXLOZWsHFTE7najZGHoKL5bguj5zskZM9crJ/",
-	"ne9TnzlS2FUrPJ+Go3mtTbkWzKQJPlUFlSatSIpc/a8C6sK0rC+A0USOrCVnMaSi2iheUn2+wLaL9kIy",
-	"SjMs/b9aGhhmvGLYauvkh1d7HXJOx4aBXrOlZGrIZ/rKgMyolCQqG41H2CmSShLFeCGs1VLCGKKw0gL9",
-	"WP8rx6p3LghEqgHaRQmSA1AdxldIzAADiQgOAAYjmhNKFjS7hpB3pzqSVJYNs9AeLl7cISf4GOJYQn6Q",
-	"RLAgE+TODXcvMRLUAooYYSSIFnmdziTA5aFbGLRkLXPmdt3LWS4mImPwyQ75AB5bqJagyUUschYRivOd",
-	"0iWZiCwZ8hFbWOCnCHLxohKSDHCIMNaesJgurTBMDVRNKkk8YfE1gl0ZgEux2BsM+UhkmVhU1wmz0PA2",
-	"XDCfzNHirEiS2FDMb+8DOWaRNnz17DCzGooHEHMwOHLxS/ub4Ev9tfmVaRqvvs36Wzuu2HbN9xa7HPX6",
-	"O0MFROWpHVRO9TGJygM5qB5gUjm/qwarD5R/DSuQljYCuQnmcvUcoJCyoEKgeUhxQL5RQhVKZv1iTZSL",
-	"d2zGqIJzMRX5Vm092e0sK8C7/Uug6LiyAgUy9249XN02qU1wbqmWRZ/1YNPqLCBpFjM/ERYOy9VT2VmH",
-	"7XBhwUi3c/TXesVsMySDh7PdmCqNErcdVL1j4vpROe09EQEbeoC2ADkwJE0K2tjw0zcPX031/TE0NszI",
-	"ArNSBY1qjAWgVzqdMn/7127vstsdwP/ZMm0vWzJHV7+yMv5tesVuO+wrNhIQYVwz4v6OI/4G3vnwQzbs",
-	"cYeV7ne3GrdljF9lpfEgVjPmiiYRMH4uFpXhH3b9w3SViDpBF8jf65up78jIclWY3qk0Hbz1DYAxNAGU",
-	"rYXhLzm4DDEaAUoc/ADFCR7RMCDRJ8ojMkp5IsknyitAAaDXWIyAcMj1vYwk9nb7Sx21+xPlKzb491Xn",
-	"v9d//lUxdJzIr0RkrlJJ0VJg+fd/nn4S6S/LU3nKf0zfpqfLs1en/TeXr2/fXJ7e/vTq5Ojtp7PF208n",
-	"izefXi/PeiJ98/Lvs19fnj49/XRy+/byrHf2t9P+Ke8Gu8aLoVeOJ2Z8gsopYrXBwP/sQeJ/e0idN6nx",
-	"FklG83hSbMwOGc1y/8pWQfmjAx8QO3U+06K5F3a73ZIrpBz0PddvZbND8bqcZ1AWSbQqFiKILtw75OBH",
-	"65DXmiXoX4H9ubmk0fnbi0tixxkRRa8h4TgkkFADUkogLLlY8AGhfMhTTLZxXhiNaJqxJLKDAfjuAphH",
-	"b17jQwvA4gadFmeDycl15DVMuUmooh14j4wME7TlYpr3kQhgkosTg+CFKU/YrWk5tOcUrGOFCqitZCwI",
-	"nQAWOHBiB9OYMH7DMjFjpMWFAgzPUJvFBep6FCJkLOzWkMP7IB3aokNH0M1lD8CEpWOZ2o0ssokwsbiN",
-	"DwwsoDxpWWfDwBSllrVNRtRHCDVu6sPKMjBT/kWHnJRbA7uF39wNR8kZ2nwmWa5Np/UDckJY+lcj4PHj",
-	"UNTXhqI+Pbx8njEJ2La2Lf6E4VAl09Imd1xB2IAZW3K33Fo8rOO7Mhjce6F+cbWnvlR0GZJIn1dM6kKE",
-	"gmofuSe4fwVmFLlisZhCLhtnC/3SIglizjNMUfNnmKUKpmQcBNbojLCpcOGywKxX/V6bzpqko5EpGx7y",
-	"WumfgWUA14jlCcBVYKu1EGQJXNdHPtRnWy2EJTZpztuVFtuvy24QJWi4PlOwyCkfZw4CPpYODNwOfmBR",
-	"0kKJNQtg0M7RX5ejNwZCBPqZcHWJ4IRxvcDQnizHGrUirZdc6gOLRxVWwYBFwNgXeaoU43YtVE65RNDz",
-	"DvnW+IJyqor6Smw0ZhZMcDbk6IQyQBcrUKIhGuGwX8tn7WMOIhpd+pw58MnV3px/Zb0gHt9qNd/lQjg+",
-	"ULyDJZWqvVKDujfQ1pcBAH/UivMqAKnyXs4WMmNKmxEgwrG7l531DsWF37hb9lXzEqfpLSbF13FxkrBg",
-	"m5oCkYmj0HL3BuUtbs09kJxtn5wC8CoMLByd1pf1su/41gP3rWYGnreCLMe1gj2qin3bkntgbsT5AVVB",
-	"EyNX1vc7FmpsyqTEklJog48KTBUpFCB2KOyDtS4BgrZ81EXkL3LHoJyKWGR8OWNxOjK76nYbCnCX9Cvv",
-	"TWurkLvertf0kOs/4ng9Buv+KBwvkRvh4TVidrKV2K3ehpXxO2yJYdWuotQRUwkyLTVN1AaAqSQkB6R8",
-	"/ETuVWN8IZEqZ9iD3yJHQEcL02jAgEzLVGpuTiSnMzkRRWNSzaGuqGQD8sMrgKto6QeiQqWmJEs5CzEa",
-	"VnbEEDl5efGTUcQrLQVieWP6XsQim085amgpJ4mI5T6dpZ1pMkBdROslDrg06FmfRMqLmohjE6/EYKQD",
-	"dlbWYZRfMUWjGJkbcnzRXtHxoP2axyJJ+XhAxv9MZxHAveqXGPCEU1MMK/ViVyzVMU05uNnYkDuaWEgm",
-	"YoHlrZQ77q9U2Y4mx2VXF1D7klTGgnOm75JKzODDoCFbkwe3Enx7ENbpE6QiuCJ4zHBlUTUT+RNJJFOa",
-	"LPZwSafCxEStMUoO+y88HT7s6zrkpDJCtJu500MKR/REYufJIdcK8UGX2PYk9eGgLqrSKRNzbLwFRjfO",
-	"gjCe+LOJ8fdtg4WPUaXHqNJjVOkxqvQYVXqMKj1GlbY13G/bPGlEloLPw9I2HgaD4VY29zAIhygn4BGf",
-	"O2QY3MEarOq287aiZWKjVLAJtbrZ8XZptepldQLF6EMYUMihY8k2swh94w7tFq4d/YlpTqd1WFBReaHR",
-	"uom4O3QLMp4rq8s/hsv+4HDZa9RYd7H8TBf77RI28eaQlMAsWvEQOeFChURkiWPgGR8tZpND3EvOp9ru",
-	"mEs15LNcxMaLPx04NxoF3nEoG115kQsFXvIpwvUAuI51zAOQoTYNbMNc53njvNYctZTPppv4KOWpnLDE",
-	"tLSdiSxjuZv2SGzWo7b4puDKzqjSqjiG9aTjxTetciGrDduojpnqkHORZWVuaEb17CsJe0sxJ2OBEUGK",
-	"hk4LIyiDsqWlWdtrNlN7x838z2xBl9BKCbsWhbZdA5vO1NLkXDLKS5wbzhZkqYfnBCT0y7WZlNCl20py",
-	"VZYkPrnJ7DmpDtZMKMWGwkWLdyVMNNE3YVzXVVo2bWgZX5jCCBLctLwFctQq0XK2Momy0mR7O8Oj7JTf",
-	"/LzZEJtSGlqzWlu9sJE0k4JAgI7R3NA9ELSAHriAiNsjZ+k3AFFpJtJCEik1JcHZnslZjiZUnkF6rrYR",
-	"B+CHIYLjXri75zQ53j7BFXWo7Tv0f3naiWVpv30MAzO1YDCimWS1JJQT+5/29TfXvZf9n38+ev529px9",
-	"371Vn8a//7p9Zgls2ua8EhzZo5j8+mLS6XverHCgSb2zuSMpDVvzy8n9z/C/BjrbKzG1joiCoNoDH8LC",
-	"FdkAqR6YmY8OUGB2rSYHBru90XEOBvrF3UttsMdqpKYbub87z/16lrLi+RUhSKcPwyCABrw23m2HU1zQ",
-	"O3STznB7YJnrnYCaiGJmy7Ya8LNn9oFL5EtF6H17ZmC6A+P+rFCejUh77Nf2h7EB6NZmFEnf8d+ikSM8",
-	"W+liQlqRobYoREENuGqmkX47TSKLWm1g6lMm93ZtZwI06mlnYun8a3UINbNYbSxoAaiV0azG+p5IazHA",
-	"nbIeC0p5nM0BuDIq0D0EZ7Iz5BcszpnRT1EvR0SSVUrpBzvGL+WL5WR/+7xt12U/33CC1AAXBnqisxxb",
-	"cqYXLyqFLGsHUm1jBvPoOCzXhvsScMT7JtftX/YOq44+d3LGmkTQreoUzQbec47PV8yx173sPh/0+oPD",
-	"w85R71lzjiJL2uvm+XFX7r1KmbtcTdadRyVtN+5sz9jq1N/K+jpcujjm27TUdF8CsTNRqGhg10EjgGie",
-	"ZxH2Eb5i2iwV2VwxElkCi4a8NctoyvGSvoJuhwWUdLoRRc0BxUKSVO0hqJ6TGmpjpAdDXpkb2HvlmEze",
-	"oWZ6QpVcEYdql9xGbE0vKOd1mjLTMWAoRRI4aBQSORELjuYsmIxlhaft/rSiS6VZ7D8UCG8Va92B0+3U",
-	"zs/M+WsloDmNDu8tVGBfg0GwmEgW/+Ns9P2PL/Lnf/v+l9/zy8Wn9+evnp++Of/1VPTf0Df0YtEbzQ+u",
-	"fvjn+z+5ONqNSV84417FrN25OU2L7PnAZXzM3nrM3vqaAg6zt8J19siF9akDhgx3hIFf7vl18/3P1bO8",
-	"tsXXGc2vMTe7IiILcQPdCY3LonQdT0XOoI0z9tvKDBoAQhcMuWllaNKSlFjQPDFQgtMUnCIHNWHXIdAP",
-	"CeDXLXJNZURauNUaFa7o7PWgomqbzl6VhYMcNgQffGzv9Z90sP2Yd1XNc6X2uhOhXlRO96ZGXxfadBba",
-	"Zh6p5kF/oi/lQqmMDQrFNJrS21eFb+Kc5ReQNBcRqhSbzhSUNmEiXUhonAspTQqbleLExPY65MOEKlAw",
-	"IaRnPhXCIUc3qNE/oRPDFPNmKCeUjNjC+Z5NIjx0XaImZCczsQB9PmEZXZpIoKmYG/LSyXLsfPWJrOUV",
-	"Cv3Nw/4LvVRH3QMTSQGEF1AV3DOuhFjdmerPoCn79y8Y9Ls7Nnj686vAq6f61ZXc/p9dycW+mPK/i377",
-	"iD32KDdt/zxal1ImXVx+kSK8XwqDtdkutW+bp5aFPKo6rwdkMUnjCWqzofnD3Bqa7PtS7Ji84VgkzLST",
-	"orDRYVmsjYp00ZKFs1tl3wftY+esM+TnG+HIKrhjiAG13mNeMtKNGR1WMH8B6lW/lhPwJ0K9AgyuB4fC",
-	"sNSDhZz4RzDoh/bfK4XgUeew1/8Vei0hIW4pup73Hi7yGQaGTs9kMDh4Xq6FSVPXa6b3qJhXb/O8up3e",
-	"Yffe88ISxqDQI4vKEc23vs68e33MHjHkv3q7MFxSX6Kj7sGdBwRlkgCgyeni7NMv6uzytTr79O37s1fX",
-	"T8/+efL07NXJ/Ozyx8WH9O8vtlcbzElemoFuzkqxtPlvpyT8Z8RIEEWvKai+osG5u8jd/1ye87v9nJm/",
-	"dm+F5BuPVzwU66EE4FkY15E/dO4woYeLnq+KTP04Z3Mmy9I3K94BabUYNheLEPpigokMqryiipEWtRXp",
-	"5Y5jTyXMTgWKUPkSygto2Q6/aMtUMM1MSLWHISV0xl0zNsPStyKLAZo7+3xypGyoXewmpgO3AFdlzw/o",
-	"bO78en66e8vlZ3+wiF0jW3rdQe/ICcUXtq3ps727bFhlR9oVCMnvmkiTR7vx0fW5kwmHLVod1qSZ7pfZ",
-	"bQBDtHwYSbE1T3alB4TMK7wPU3nzpZOebvO6iuj9kNuOpyTlJPpNpjxmIaIQ70WatTMDhgWtNksWakoU",
-	"sKqCtBDwxzLtIYfMAM26i2oMkWOzzgVdEhN9AT8qMnuFOWZYsODh8CGRAgvlK2lqjpM2Ycl8BouDFa8M",
-	"waUUwjjTG0YkYxzArZeQs4C8g6QGjnrEWPJEFuBIPHHSYLHq42ppxvMK0LeorWjokJOylcFK6YPtTV3R",
-	"QxCyQ/+AgykTL3pdAEcwgbghpxZsaCKyxIa33EaH+M6QIHgJ+McxRzA6tp+QE5Erlps3yb1wyAGzTiBC",
-	"m7kLy1gACgpb9pcebzMoW73u9UCkTA75DBm+HlT/ReSpkR+g8EePOTgVyr7WmEVXENqegXhaiPxab4X+",
-	"UU4okqBaMFZkrkjjbDcTMa72aoKfWHBnpOEQtgfh3uxbnqzs8bD8MzjO4YCuL3aFw1uz+yq33G1f5q2n",
-	"/TV963gIg8FhP9xmavf2jj/4kqyC4flOLBC0oiQzoo3+R1Xl0cX93zXnA7UlI4GKAqGH0JpsethX1Zoq",
-	"jYtqYuvCdPgldvC1lCsUXghmKTgLiS1e1EqDyVEswQTBjd0/JBMxz23Auaqjsbp5anIjF2LI9ZepmucM",
-	"wHcKPae4HJGWnNGYtSXTS6FYQqKbXhgRxkF9Cs0YFmbs0AApzWURhi50pZhyIhcpYJaJ2lNFXC5nn1hs",
-	"8l3sJI6tFa/VhBDj2PWPdsg7oSg+qCkEXgh1tkIyZ3W4wfLE54a8LHotEHRqjVgQTQfvt1EMvTqSRCOW",
-	"ZaLdXLJwyLWWpAeEbVUqKbCtqEgHsOLfrkK7jQ+tcBHAbzb0iUT8h3sJbFgBx/P6dpbmTG4KCNcSNH/s",
-	"385+/XDUfd//6VM8/an7fvqi+8vP77JfX7+Y/9L/6Zur6bu3v/78axZff8t/+ZDN7y2Td44v4zhXeASA",
-	"/ny5ko8G/n9mbhOcT0+MtkIjXya7FJPqX2PvU6K/Va3XrKdIgUHv8wLQDOQWF4sBFnCioIF2fNbICo0F",
-	"jlCimRiPWUKy9JoRR5NdhoW4ksBzAODOlHJzMeQ5o0XX+pK1niYRibrmP234r2f6v57bP+1/LAS3yfY3",
-	"oAnWPHfKYInxNWhF3LG9q9NuJISucfhKxpNLVgSZ/0z+3u7u/t7+rv7e5392fy9Q/6PT91EmPITTt2Sl",
-	"K9j/2m/gO1l+s7retlAp9W2IO5pKkoh4PmVcHZNoSq8Zyec8smBbgjOt85qKrV7/Wafb6XZ6g+fd591O",
-	"kbS3D4zFjNhfR2bcljRxeoMU0cMCXKcZiTyjHBr8+bopOm+AborNp6H9v17bPJ6kkFFcdoedFU3/SUvL",
-	"OFogLZuSYvPq8+I+zwfeMQAMWkC1Wdm4P7U4rAU2KVFCZGb4U5pfY7q+VDS+dr4FuZZ6d/0hWZT9euRi",
-	"1BajdqzJkasyEcGzMi/xHs8bKwUT1nAGkenZooIMfWtAE2NR+nEbSmB/08Bci0rn3aZkXNPQbdstkjbj",
-	"QCCAlf1HLgwADqC81cMMyikz15rIMegN/dtbQuNrLhYZS8YGC/aEL0EeDznLJCOtnCVpDrCtSgitAViE",
-	"U4P11zsiEgW+wXfVn8SGIeD+NmqLGvIjIkNyRKYpD8lBF/+3Tyb62iQkvS7BxpXwj9b/+//0u+R/J59S",
-	"pVh+3My0Puy/2D/qHoD1OBFczHOWGNziwtCXis32OiQ67HXJ3wRnkdFEmo4Gv0sZFJSX7up/CXS/Az7h",
-	"56z25v1Cvlvshx1NMeON28EfXOMXJU1oKX5XaVFdgGbBGSnOWkjO315cYvykodW/f/dmFS+/+/8DAAD/",
-	"/w==",
+	"7L2Ldts41i74KjicMyvyakqWZDsXeZ31H5eT6nJXXHHHTl2VacIkJDGmABUBWVZnedY8xLzIvMI8yjzJ",
+	"LOwNkCAJ3Rynu6qPe/1/dyyJIC4b+76//TmIxXQmOONKBoPPAbuj01nG4N+ngisaK/1POZ9Oab4MBsEJ",
+	"ifFjQkeK5YTxPI0nU8YVoTwhUkwZobFKb1O1DMLglmZzpkegUqZjzpIPkuVvpjTNzpJgENAx4+p/mpd2",
+	"YjENwsCMD993e68OjrrXz9tHyQvWfhEf0ParUY+1+9eH8fPkJevSXl8/kjOqWHKigkHQ7/aft3u9dr93",
+	"1X01OOgOut1Or3/wK/xs+m3KsgRWZ555TRVzn+pe9Z4PuoeD7lGn2+3qpzid6l9c0ozJkchjFoSBFHP9",
+	"j0HwE7uWqYKPFB3rT35giyAM5nkWDIKJUjM52N+3C5wuO7IYRi93v9s9+Pnnrv7P4dX5eT+4DwOmdycY",
+	"BJ8oZ51EsNr2wNeXiqq5DAbBjzRLE/0pH9Mx08eg15ZRqWCT380Yr6+wd9Xr6hX2+p2jo55eYfHzS8aV",
+	"/+ewjWZD9M+/Ffn0cn49TaVMhecV9a3n8+m70cnZd5QnYjSSwaBrPntN5eRa0Dw5zdL4xvfFjylbOJ/D",
+	"ROs/LhYrg0HP/eyScX3cffNZddrOjy+EVDHNk8uY6o+792GQMZpcxiJnwaB/UJDB3yhn5LXQJz6bCK4/",
+	"+kuPtI6OjvZIt9dt97sHXf1dLsTo3ehUcMm4+lBQw2B/v9d/0el2up3e4GX3ZXc/xp/sx/IfB7/3fxj9",
+	"+FL87fD6+7tf1Pt/vvhpekFxtBnLVarv5W+fA5okOZNAxXSm3uUfeKp+mE+vWR4MgkNN6PryDYLLWZ7y",
+	"8UiTPNyrOcePKR/TqeDkFD8B2oUDPHsLf+SMqRP7jqDXPyA/kHOacnKpgjD4ZzoLBsHz/ovuoSZXM7fl",
+	"lvf16Ci4/xgGOYtFnhRkfE7zG6ZSPg7CQNGxXibsfxAGYsZ4eyLmkgUfw2A+Szbf9Pv7MDjF6+3lYea7",
+	"kCxSNSGpksTsKJnRXLKEpFwJQoldmsvH4nLAr8eodmIBF4wnuHNVJvAvvHJdz5Xrrrpy3a2uXNd7455u",
+	"1b/xVoXBguY85TDQx+Yl+ylVEzEv1+i9ctdzRdSEFTcuFvMsIVwocs3M9Xu6bv/51+1fS6zBGb/VitIZ",
+	"n5X0CRR8RcfyJElY8ubWnGNJs/o7smA5ECtLCMgES5AOjbJb1J5/+xwkVFGXVvlIfHXllxUDrqDfCi/R",
+	"O6Psou38ig/0Xt2mM9wbWNdm1Q5+tuWEX7ywD1wtZ8zsMb5Z868svWVTkbBgoPI5u9eTmDCasBy4yXuq",
+	"2Nt0mir4r15Xf5YwGefpTKWCB4PgPft9zqSSRIyImqSS3KQ8Ia2c0UQSkZNFniom94ABnVyckRu2JFOq",
+	"//+GkZQTypek1yWSxYInsqPZdjxhUzhShRNOuWJjloOOUZ3Qa7pcMyPgeTFIi/KVM5aTD1enJKHL7V/2",
+	"Xh+4puztdyBjI6XXpydxw5bPJInnea5ttl63jasli5QnYvGAaWy/7gmVOBUlErokrQ9Xp3u7vFAy1XzT",
+	"JR4WmXOVZu7JPpON1ZGRyJ1tESOS4zxLGhlySySjnDFJKJGZUAOymDDcP5El+gH7YMpJqkjG6C2THXKa",
+	"pZoXkBmNmf71VLLslskhF/pnnSGvrHaa8nQ6nwL3baxcKwE0p1OmDPmfWtZwQdWkuQ9XE2aZ0zNJ0oRx",
+	"lY5SlnfICZnSbCTyqdZsi89JKolMp7NsCdJ3JOY8OSaCMyJuWU6eH5J4QnMa69fr3+ZsNNe6cSs67HaJ",
+	"YajmmCM4RsN1tudcqZ73TK+mkD4l/9MC4vd5mmumpLlBZePo3VvGx3obnh+Geh/tn71iJ6XSahqQ0FnC",
+	"pjOhGI+X3zMPsZ7TG4aUCmdPJB0xze1zpvIlaekvzt5cfUu07KOzlCQ5HelNRt60N4BHR2kOZCFnWhYS",
+	"JYacFlQChgYSHlsS+J+ZAmrsH5KJmOcyBGZgbkoIvhRqJgBXWc9qyoa8INgpUxORhETvX0h+n7N8CU9d",
+	"i2S5R8ZMSU2YdExTbgydqNgH1X7PZhldsmRA9N5G4ZAvUHsj+ZzrW03UIo1Zh1yZN8PEYRjKhZqwvLwB",
+	"kkSH/f6QV7f5PdPkEh2TxSTNWGWL8Ll8zmVIosPuK1J98oxf5GKsZXTUGfKT8gFDgddsJHKmV6eHIC2g",
+	"RKrPMiR0riaawmPzd04VI5lmH3JPS4ARTbOUj3G5hJKjuzu9AH0D9JF0yAfJCNV3X05IrnW5KQFBT1qU",
+	"fPhw9noPzikT4zSmmZ0aXuyS/o9G3bhPX7L2wfWLpH0Y9161X9HnrN1N+qOX1734BTs8tPSPRFTeAGcv",
+	"2ppaV9B9/+ioTvgzqhTL9Zj/x2//rf1/fvzLfw98t+Fyfl0Q/zpmIp3fVTnKjnf91Sv/XZeViTzehb/H",
+	"kZhU34gkRV+m1jO+EcnSKmdG2aOzWWZoZf+T1Ev/XC7t8zo99N6d3n/P2SgYBP/bfulM3cdv5b5+s2GT",
+	"5dzKVeInyDRgpt9Qy1W3nys8mMzxe1bTYieMgIqo6VzRG8ar9pXWtoLX9tnTQr2tq7Jba6T3YTBlUqI3",
+	"tFCYHRaIs6GZFrlLwu5SqSRQZopCpTr/S9hHcpuKDNYuPdOvSiNn8izPRY6qORrsg0Dzxw5afO5ENQeg",
+	"BIaxEzR2gj4fCvsdaCFKVXD/sbJGzdocZmhWMSDlmwZk9fBAE9uR0hu9GnygeV2bMyCtqCamjSBgt1pY",
+	"FDuqdZhI71gHtyvaCzWrpEPN/WjKST7PWMF9U0VaUZ1eopCUn10Ye0N/aCZgbK5oT3PK+9DqMqeCj7I0",
+	"3pXS00JANEm9KmO0jqPSLLNSzUc7K2RPUCXjpiSvMerGu46N+MY4SYrq7yjlqZxoc0ef+nw2069iSXMd",
+	"M5ZLwcmCSsJy2vCKwNTNLl6Ww1TJsrhrIifgrCbXLBN8LMGU5WZg+yqtPOg1FKMd69/oo6RK5CSmnGSp",
+	"tiPMJkTmZifFI/p2kpxNxS2LHo2u16yg2KSJcDaKtKLGxkR7Az3vVBLBh9yxSZ5Jd/YkS6UyloS7dr1u",
+	"iZTvXbRWy2DVe8ckEXDZ4ew75F1OGrRjFKqoRkBRg4KGvBWtVI321tKXuWffivw6TRLGd7xhMhYzVg/8",
+	"aX7dFjxbgi6oKQb1ZQ9llu9tUKS1uzMa36DSDS+zckIOcMzHIh/XzNfnkgi8va2omKMhjnJCeO6o9uDk",
+	"wAYwCxlyrb9ockA+6bL/WOhvRrmYEjFXMk2YY3OfXRCaZWLR1lRmDmgl9/lfkSN++YmfPPiukYdfteY5",
+	"ou2z4xnmxUPOpTO2llYlyJwnLC/XdMOWGw/PTKRxCesnpbknSHevhVexNTXJg415rJ8glHC2gBumrVn8",
+	"K3fV3Ue4w83T2zDfyGuK7uFJcW0k0QzfuJM5UGib7gju3qbmGwKK1HF56RJyCCZhj726fpEEX74tl0Kf",
+	"iabbOWd3MxYrlpAJnc0Y14IbiITltyx/JrWxCgSrP0yYomkmHVoq5wjb84NQ34o5Tx60M0buvhZM/iDU",
+	"G63ZV/bH2gKJYGhzg/IfPJYCjFkZtdHR75lKK/FhlRd0mQmaXAnxluZj9qDF1sdwF2o3Fe5tKkmmf6H3",
+	"m3Ly/Ojo4Dm5Xiomg8dV/e3bwIGnzxYcH6T1/JB8n35DrpckYSM6zxTehEuW36Yx+8DpLU0zep09bB88",
+	"w9StI4k/AQtUX8yc5mmmGVrxiOWwGVUsf6Rt0SbNNZVMq64mwJgzGk9YQvJ0PFGEi0WHvIf3Ah+5pvGN",
+	"GI2OSaHk5SzWmynJ9XLIUyVZNio9wcX4qYRHcayUSUJzdCIOQPmbQRCSYDCSUC4XLJdD3jSiCKdTcL2V",
+	"rtyQKDoG1dxGcUg8oXxsXpIWHj3jMuRDbrOvLG8kkf3kLInQkxuLPGEJETxmRg9BL4WcZ+qxPCShCSTt",
+	"5idBR8iqEy3926N5lsHWgMaOchm2DTYHyPtKiHPKlzYS8SDaro9RueOFa5Gwu5gxCGI9hgZTjpsaKTef",
+	"DWqRDZmliSaVRoSj1et2QVOXITnqmojXkDt33+qspQVkQlCkdXDUDbvd7p69FbivEfzRPtF/REVwDFye",
+	"vuhcuwjU+DbAPLFfC+vch4HzltVRHqUtvVRZHzAwjZSPN0aRfm6X88P/xujZVlO08UbvOCb8tf1A+oHa",
+	"SEUsbZdZuXHAlePtMrtKRA9I8wOnczURefpP9jCFoDKAe3kgP4GPNS1ab9Vdm87SttZqH0lrLAaMTKRG",
+	"3yfz4rCMiYVkzm+4WHA9mZzdihuj03/g2sYXuWLJOUtSiiHrB+2CZ6CV6sJ0LkFWNcb+OsqCloxR/V1R",
+	"Jyh1d7jeJ1aG2JSGJEn1z2l24eR1jGgmWf2t34qcRNW8lCgkUZnmAt7DSpaM/sRNWIlAukXfsiy9K3Js",
+	"ok4tq+RzUEo6f0zDfg/xDLTqYwjZPpNgywvOSuFvszYguFkLMug1gibtf49Vs1HB1kcPcl2IjEgU1hL+",
+	"4Ywsrj+xGBihiCE6DxkuG2RmOmVS0eksqAYWfnM3ojLgR8/77NE6YYe1p7vblleXjxtvkxMKVaU1y1Ou",
+	"tCJITi5Pz85CwgWRMxozudchl5hypXdzyMH2TROMbBbKkLYAtRyon56EIwWVjV7DjtdCdZoHtF+8eNlr",
+	"y4I62z19O8uQU6//cl2sbTi86/faw+HdC+aNuVVoxb+zGO+qaQJ8iRaeh4gWlCsQhjMq9RKPgZo0VYH7",
+	"Hx6BNJsOOVFkKqQa8pdh71Uf7Q79w79dvvthQKYQSS2j++jZ9UT4IUNCCk6iKb37Rg+CzvyN9Ftd1E/6",
+	"JMCBgqYqaRm1RCvje8eE4mzJEZmmfK6nalYzmqt5zqqhxzVJSSZSMwgSqlhbpVPmOxdlOPq6O2ZvBzDt",
+	"+jWDAdbdKSsz6rtAlavlkwSiNSVn09o8OTkDIpaKQu4Mhxy0ihYcC66tE4ziOB5xTMfg86meY5XzBmFQ",
+	"pA3af7+bseJzYL9BGFSSE92/7Q9c9hygsIRw7rXe6WIlzuaU236SJDZG9ECeU6aY1rXnUc5YW7E7RT5c",
+	"2hhblWqOul3yhpzSWapERk5uWUiclN6QnL0lz/svupt5QDO0XuHANs3QRx1OqvH2cvSESJXPY30PEmd1",
+	"x/rYaa4JiqoimQEUGs1iOWHTmVoSnKZHZNZznX1MfM5ThcFDMVeQMZ8wzV4hOtKKDiP0eUcnM0UO69lA",
+	"h76rh8nU3iQmLRC0jSIWvDpQNfO6OaRJxa4PignZpCVyos/nlmaMq70Qp6wv1K9nF0SrasckGgbDICpN",
+	"fP2Nu6O1+TRSvhtzMjngjXUuRDtjWoQQ+AW8vjo4ZI17xqukkft1jyyFAG+WatFnSxzAKiccDrn6pnoq",
+	"euOlkJtef9W36S1rJ+k4VbBLItf/85fD6tCYz77xqtRIsL5MQy3FCdttxZn5Ltg3VMUTmzCn2BQIPcve",
+	"jSAVYB27x0R182iRt/GxeReLMjhJoot3l1dkP7ZuHAX5ZBAu9A0X7XWInhS6cEz2ErhjGBjqgrOQSAGa",
+	"C9zp65zRIlYG2RAj0C5pJjhDIXzXtopP2w7Yhq+tbnHXHou22Set4Xfe08W5MUA8G1b6gnZgy06qyJrs",
+	"ROMISzTJmFxu0kLlrLx4qWJTWKVRvwt5Pp+n3svPrDt/C8MI6WcuVwjmQjdRopiLK1DN/IMiFV3/i6Mm",
+	"qv+N0/ZKvjInvSG5mmSEOh+c+7TM5XBz2JHT6vnJTUv/Cd9caj0BzXOw86t30ezMpkslHya4bZB3LYHI",
+	"sFADe2G32916jY1bfw8i/Ayf7XW7XRDh9u/6ToQB5p7rqYFOGgzMWQf16x/h55HRmyWGGrR6DukKEpIE",
+	"9ZyPSTSfSZaryNA6HmeTnICa9A89dFM7omITtzikB9ziHB7yHNE7DkEWrazb5YVaPbceBZEnKFoedFhm",
+	"rpvo087Ot3ZTqPIe/Ns7KlffiQX4GNBULHgV44rlRu+WS2k4QV2DSr9nyx8gqdFH1lxbrCaJ16YjAF+3",
+	"jNBR6qvic4HVxW3N/aSP6+GrL3I2Su/8L79NZarN6hn8BqdBFcyhxZkNFN2wZU1pi2/+8eK73/tv715R",
+	"v661Dat/UFZ4811lFdfW7pAiBXQ3m9vMXVNRO2cZu9WmFyic0p6gCeOY4cGTk7OYpbcs8XpzMCh5NvNv",
+	"1NlFUQnXHJzEmnK0mlq3ew863U6vd9B54duvuWT5ydh4KD3rq7zjmSQfJMvb8MAa6tvvdw6CLTkTOJ3K",
+	"UwvdG1KjWWd/3ImXx7fintuiwJ3Mp0oqqtaJFR3LkJS3OSRlTR9wg4zRhMhYoOehdu19RV31DX+D2WtI",
+	"Onp9FbNf22dmFKLEMXG1oDm3X1VPxVc19sDr+UVZ3Y95VyvADOu1c/vDEiihvsCLPJ3SfImSGO5nqiBh",
+	"ZJzespoFt6JirqlduiWgG3RM56f39SLRtQ+Wv6zWZtYX2O10et1uSPQYcy0/wJB1KBfoWzMlHi9JwmK6",
+	"PC6T9yob0AUFCYuQekY9WlmSZBP3G5bgPMtAyFUJeIXR7NSXNrbZICo0ThQyP9F03eodPkSG5sua1a1N",
+	"d9KMjrUxxvJblpDrZeFeDomciIVW+FBh4AmZiEXlcvtVh3KSppI2EzHNJkKq7StpfUtxGNO6+17+EvUA",
+	"bYFCbnoeT6wI20p9sw68psJWr+xdP85797f3tvR3/SKQbRvHMGid+l9Lp1a3stMr6oiLZa5wC5frcSqO",
+	"HxqPcSWjLT5wmUpt06ris3y/2Z8KW6kcv8s4fCS+Rpy+3hSkWC9Vn0ngAaEtb+AJZmxXnWqa1iRTTWm6",
+	"DTP3xuE28KTOA/lMZ6Oyw1GdsaeJY67Z37ep3F1l0fxHqw/W5mtu3HqTWj+PgQJjWVduDZU3WnyI7a02",
+	"q3p5bglnd+p0nkvh8SFfUAlBpyiGH0SmEJcR/RBMsuDrAieYUYlfdIIvsoe9/ryvGm0IV6DIrHG6EvCb",
+	"++MQh9U4RP/ouc8O9OuiG/WUR1C+tnrHFpfUqyHU6v5WX+S1ogp+tFq2UCwnmc0L4jMUVYYjezt4oa7o",
+	"uOF42uDUwM3cgnwf7pTd4WKvdlJe5OI6Y1OjOyQpArdIJWaO9XpsAk6G33P26D7KEoOjmOrqvfuJXU+E",
+	"uHnY1XegKjZQevFDPPrXGIRJmbxgOSav+Rh0LpQyxdG1ctukGAACu4YOIWtiSvmSUJOIFxIa50JKU9RX",
+	"pD/MchEzKQvP+pwr87ak6unp12wA1wjo+YyAuVdTvpYimytGIot5F5EP798ioRj/iCzTEmRTFdbP6IOS",
+	"HccWs87wxMMEdwnG6jm7wCN+cnH44A5C+qeJVjtdzT+DxRpJW6ZZnr4/94hvF4ZwB5PZz1F/cFyN5nVu",
+	"uNJBMNzEWS3C4eeVqwXfyAoPVQmLWA+h+yKk4xWOU/2GZ5LAL+x2NlaFeIubluMlWk2gZrNQ+175kt2B",
+	"HKv02j186SPR1TR4QVU82ZEQT00ulAlbnb4/N67LAZkyrdNizhnJ2SyjMQtJxOdZFhVfxhmjeVjqYQy2",
+	"fnk85FGhIwwIPgO/NaEpmmUYhNRfYRkB+lbXUronL8jO2vWL48F0VqX01F+5pXnw4Huy8X0PuTf1O7L5",
+	"JV94Z/4+p1k6SlnygAU+6CY17sKG1/juhhGpyx1vxTtuZE4pVJf6imhTz5W5HgevUlqT8Sn+5hsypQkj",
+	"UpARBRNqvffMvn2VV9Z+33DLNt2RFnLLN4xdbDlGSGgmkSlEC1SH2mlis6JXv2FnxUdbc2ZvdvQArwrI",
+	"RwZuLzIwMvZMSA7J6qFeFCfR5TzGCoyIQLIxROAjN8pawvYVvw3C4NtVofqa/uAcXbn77i4VKwhLsvm4",
+	"hojNLj2Als3wmoTNrCDH69aEb7wk3NzXXmGBY3mw+WGFiL3an/nhzi7+bYnfJAabRTrV/q0RpOfb3/mT",
+	"sosskDrzXaIuZobFDA3X5SA1UWCm4Jfetke8TxmFEtZzn9WaTpmV9AXolD1SmmbznIGzZ5pmWeoA2m1w",
+	"8D/4Ats5vLmLWT5bEXqUiubKERTaKsifSVMTR1rWzOkfmQLJvaq7HxKHtdGJ2CrbeEbsvC5XMJir6ky+",
+	"u7q6IHiV65GGcpvjql/RrTPakWnY+1m9V+7Bb8FEtnIs7iraQsLZgkmF/GFrE77O3/5IfsK1jPmN3/98",
+	"wqtwPaVLqH/kIuSVKUvPD21xGsjb/xltFXEslNsCmcgl7E2QVzane2VWG4P6eFXAqSyoRMQ/y3exBreU",
+	"toiB4oD7JyxOEyZdkWoS0oKwQKG3QtaX+vamEgjdQeiVDxKwpFkujwmj8QTOvq2tAQikF34OAwOJgk3O",
+	"40lRZ9IUkHqIIll9ZyNcP11NjH+AJV8Z5MeULR44Rpm+//DHy34BD3m6bB+w49O+bgI7DuGWI+zuTKlj",
+	"NzdTyMtCC7myNqMswNhC0nqhoRvvhc+tMZXYn+86vAGYro9efE9u9Q+2HLUCT10f8m3KbySJ8SroeWM+",
+	"5C5DG5BrbyaNJAJSc3cZzwBkrxgPmIbRo5ystS0GbyBtf27WPU4lgbIypbaecw2nuyEhzdfk7++haEAS",
+	"GVO+xZbUo5e+JTS3rXkwHirwk9sKGvcus3kFvTI6p3KOGTG7BFER6GyeM5Orh+AHAFczT1J1DGqlyBKp",
+	"lTy8vzQDdIeV0daV1gAikPnyq0JtwcYT/Q5t0wBcjRTZLVthdMBIOyrhZp3rZjfPmc83YDiMRU57A2+P",
+	"SrPSb9DI9yzR+o/nfd+JBQYq8IeEXot5tebtmoETTInptVSCV/bBuRRVkDxPuv7C0QYbWG6tCBhQdEwi",
+	"iBU6tT12HtqiEJxVU+mtjrMqur8qWaQe2CsOJKymgNjTrayvsav+S2BM3B2ugD58qPcWIxMnMiaij8AT",
+	"5ot0S6jODcmUxpOUs3bOaAL1ukXlUlUrLLE4PdiiDajIIAyqSJFBuAJMyD5R+9gFta19ZU2S2sdgaNc+",
+	"K8CPwuAcIK9+EOoky8QCDqcGZtDEBmkiAq2o/K8jSHkhdFYgea1BZ3NR95rYkD7itTipG4tmXusfuqin",
+	"q6/iIhd8HBo4MGSnxwRTzS0+ltwmqSNxMRJW3oTXZgU73IbXRXE+1XbNjPGkDPwnbCemD9gGHjRUl8Fg",
+	"op2Bu7VAXKsTmixmrfdVDUDXOpYrWHVbm+sQ1CmqohqsrLnl+tJ8USJTGQImI4ZaiyfkLtc42xqpf6II",
+	"dtvSmu2yDdATjo0/PH6KCZXn3vxba05D7bxZC6Qe4gkbAZNKXPMClA6akNaIKW2LAm4BVYC+5Hoxr4XI",
+	"GOVbu0go4vH4PCTZgi4l0RcfwSa0hEcsn6IceDuXiTmMyozKnfm4ikL8Ve/6BG3fBRiY0EoEpsgT6DSQ",
+	"PkjLb3MhlusWBfEAPQYkk45Trd4ZSLJnkijG1YTohYSEoao+5MC9OHFK8ksnQkNLatkshWdyj0i99dRN",
+	"uTUa5ZBrbusA1Q4Kx6MkcgJ9kOALPdE0J7GYpXovzsGXtJwxCSCm1ybFdQBbkLEhp/AtWYq5BZ+94WJB",
+	"rpckHXOhz7XoPbESE8CuCBw+IGcaBf8VeIBa9b953AEBSIJ6YumHoliybPpigcem4hbjMZVjd+aFEMg+",
+	"EeawsN2DKSXfLJzStiomn2fMk25pYMS94d0BicAvPZx3uwfxjKoJ/ItFIYmgQYP5htMpK7/Rv2t+AXEs",
+	"E6BrfFl1KVYQzRv7s1JiX7mRAldaV0dfB4zu8bZTg4Lk8bLPM1PPjOEX0oosq9HbUDg89R/oDjW7o3UG",
+	"/U9NvPp/fWcchaTT6dRq2IxTdROTs4ACZvLrlY4Lf+rwiYGnxuThAaJH4yRJ9BeEL+q1+wQL5sGPCdla",
+	"CTMhzIP2QfsQv5abixkc7/BBv4JG0xoO/zIcJp97Yf9+OJT/tfdfw2Hrv/QnB/fD4d5//TYcyk77o/nE",
+	"/evw3otdU6joO0t8C1jYomQmpKIF5expPi7iFJI8CqBex/uyMv92LVCLBdSvdrzyZkWb77+oAOroaCNl",
+	"OfMI1wKCvK9VTKz231ulUosCIz7I1LZOc+0wt5/aD4KXf/qYKLaD2TZHsrmhBnzQCnYI2EqtV4O20zxS",
+	"mfJ4Nxct+PUfXn+BL7TD+I8At2CrFNsm6rR+GLmbFvC/z9ncp9zi52u8JU7aJ6iU5UDrXYe7b2it+8rG",
+	"FjCu5g74pug49ZowX3pY9cYw1dML7Tb6jtF1BKy6TxGgM2kZyzHXLNUmKmSNQPALVeUDK6ecM9GaO8nF",
+	"IgTAV03lzliojIIebtIJjklkdBs76BFJtH5o2hCFegbRYa9L/iq4VgZEjuZDwjKmEMW/vNH4pkCTaqEv",
+	"4TjeO31Fxz45pej4mMh5nmtDEQvYUsUAaw2U5DydTus1p6Z+qiZ1NoQk3cY3u0WnV+fpVzLyAYXAdmD6",
+	"itn5MB0frVUgax9liTth3D5eidvWCy6ubDMD8Oo0JO+/PSUHBwevTJuZOxqrTHPFnDEyyrUBha510HIQ",
+	"0vHX6JEx3dDM2LHgx6MZY9G/Ema7i7wD84VmgdDLEP05S/1BkVGL2bH/kpJx80ZbLS43F4vvmGqwMSF0",
+	"9/ohTG5+7CKi4+rua5u3WVZ0OU2hBdmuWa9bVAxqSrACZeNktlDqG9nUX1HJf3jFrs9LiFdwx8KbjQ3o",
+	"JFNaf/XdySJXvXnltq3FOWlU2Dhi3xbbFKeKDYH0vbRVNbvU1KygNkedm9G5N+AVQbdGAl/LRtnQAEAt",
+	"jI52w9iMXDMt4VFdgtbbXNNrasLeoE4NeQQnEAG2z9QAlykbJdN6TibGZCyYDG3zU0it2atBqVbWUjgz",
+	"ffRh67yay/NhXA029QtH3B4qbTFabtSXakCq2vvZcwcMvZ7WWjdvT7Nn1pSUtSJCTtLERBtsawo6m2UA",
+	"v4zF0aEJkGjKeKDYAHhjKxm02HgmLQSGyM1rOo+IFeLHyNg8yurAx7ZWux4sZjlnyfqlrSnBrxjmduL+",
+	"MlqfHlQJHTywHKF5zNsE49w325ic06d7l1yBVVnNH3j6+xx7U8NvjknCkvmMEexh/HjZzfnK5AHD5hqh",
+	"+sIExYQ/MVcVd3r16zKzIITeHSQySwZfop1I8cdrwHMDnbSglAiawtogGzYZgoZLQ86mM5WCE9Nc4Oi3",
+	"jxHAVkcG7Tna65ATI5/0k4tUsgpisssjG0GXRqpwecombLuJMB8QGXVRGilPikAbVoiBlpU4hgjuNUZO",
+	"EBNW2WQvbwC1Ggh4KJK8N6rgwYI3gIylblp3qqXxRKvZkV4WkAFkioRFpogZwJsXsgH8YTWWiGm8vmU5",
+	"tsXkAO7IblMxl7s+WeeClV1xhi2n5iOsuBof+sKzs8NEj+Hs3XjOVLmJzObnNjMI9VgTVvBgam480IdD",
+	"Q9mtf/PAEdae7LpDBHb5pUeIsc/jklvykYhITHPQmKFNJGSUlczUE+v/1yW51eFV9z8XE7vfh3lEpgwF",
+	"etxuERp3UruKdazZdbvfW0h3VwUtB3CDq194eO5QnmNZVcN6wknkPFqGxLFfMLk4uTr9Dliqa09WyvAs",
+	"Ln5grUQv05w78/sS1KXaOEV1ru+Ykkq8e5vTqrREsZzgwU+PKqHvB41QCeo/ZISZE9V/yPPKBvYfSp9F",
+	"ZoCHKovB/fdeAYwLZqHlDPpQNtO6v8Ahiq/2UY4qUxi+ZN02UuBfufX5r1t7qbyVScYTKr9w4fbNzaWv",
+	"MLD0HqxRTh9QrmaKluWqpj5lK+fSGfLQCjYzSzeOtHGbivmtWbZJDn1o5q4WXrbGpOYY+/D+bUiM4a+t",
+	"tktFeULzhJg3y4Gp9JZDXqn/bjkGUxKWnWUFNxYPtFfbC8uqcWVZbURac57eDbkpLd1Dy8n+DntDzHMW",
+	"kVZ02wsxg+WaSvb8kHx3fnLavvzupH/0XAuLNOkUw3b0Wm1qzJDfsKWbIYDPtxMWi0Sv1SkmrW1JtJhI",
+	"Fv8DutXlDFxVNg0YbENFMkYl5uANrH17vXRNREwuLD4D87Dm8SqTFX8rrfeauPf6boJKOvjWaKuFh2VV",
+	"FaHrQQm8DNlhor+ZBo1VD8K6AEzhMthiwi9eVOzXgZP0df8xDPRZINq6NvXvd08CPQYAB03utsz2wYmf",
+	"ayHhy4k2nBTGbWoTMI3f1RCkw5QoT67FHWkpzYxu2FKGJIpv/qH//Eekbxd6O0YiH3L9Oig9OfbWZSTt",
+	"t2Y+BXrD1h4FAIe0q1nDqC7hyuzem6Z6A7X81ZSf8rG5hE25Zg0gfOObu1maM7krcEQxWw/wemMOpFVw",
+	"hr8YdqIP7KBPcq13TU3VOaK7mixe6JJaBcaGIf7ev5v9+tNR90P/x0/x9Mfuh+mr7i8/v89+ffNq/kv/",
+	"x2+up+/f/frzr1l88y3/5ads7m3nsmMSxhclLL16tdGoaWZe4PaGK89qHSG5InRH0LoHwUh/bbS2xlnY",
+	"4I8HpUAW0HcPR1pbFQW6KBK7tcwF7hEafJS6LCSQhg6t3VponkX4Z61Jkz94s/56NfSMVZet0+lEex3y",
+	"jmdLy9AKEHrMnjgecgjckFSFBBvfYkAE7yFmkdU69+HY56Pv//4qf/nX73/5Pb9afPpw8frl2duLX89E",
+	"/y19Sy8XvdH84PqHf35Y1Zxps8/Fk1H0R7i5D4MlXoHfhOhUTnaXEar1RKCtgPp2ZDF1bD4HSscPguw1",
+	"RCSL53mqlpd6zchETqDRwMlcTbyuDNuKoyqwSUvLZk2xAOPniGr4bNRonmzE+1445Ba3DJsoFlCMWuQb",
+	"go865AReav1kMhYzJvEmA6aB5oKYkc7pFCOJQw7x7VQRzlgCSWipksSumJjdnTKuBsVr5SBnFEIdxQfQ",
+	"C1qr1VZNL39TfGB+Y5RezyDoKjsmFJaBK6VZhsbEkBdNpjUHRCMCltgh5hpda/5AARtSrxkTJ6FxTpE4",
+	"ahZanQO5ZjJNmHRnj5MduJF6va9LsrD9FZ1KI2AlEhpr4dzFtaIph6JfrXANASBzPp4QSswbTEc95QSd",
+	"9VzsGdp2eFoRNURUnN4ze7RD7umueUCKUr2i6XuKkWIGkjVxdvew2yNu6WFEJO6YFJVjoJycXQw5zTKx",
+	"aEPKGLwTmwNkki3gjvumgJw11fcClcrAJtsEZVPmUjWGa4XthVNjVjggs+ZBhx8AxylYxzhVk/l1hWeU",
+	"zKPRsbi4RCAeAHqhvHqWKIGSDBFIawnbM6zXH087Qz7kbzCiV142uFnK2za6Q96XPZNte/+/Xb77Ychb",
+	"oJgzrtqadQ0aPZsjtIvjTECAstJo2vRjcBPKDJ0M+co2rB3yxq3fNS5rWdrIEZTCRAiQpFdaMH98xYer",
+	"04el6enFrrINoaNdId3wRWJGf58z03ZSktaHD2evb1/saZItWm8PeSkTsQst1soSk8wBxYw2N4JiHk6u",
+	"/w01kniQfD6V2IUKVQlJxrlYkBYF9d8NUeInKFz2BoSa1s+mjkpiZBf4bCL0xbWVVGGllErkJBPjsWnM",
+	"Ow1JTk1yPuU2r9chMQc0Cjl+9HPbHGb7LIlIi8UTYa+pU4EELvUx45pAWbJn0AOGvJAKRZMgo1HhzjyT",
+	"enbSkonmGnqDY5BLjbnAMFQxbXdOtdqKbiKYY6NdvhYDq5rWG1+SEama+WVpkvLxkPe6bXQRmRqBAWTu",
+	"aupHyjrqEmDjUm+ylR6hbwav6RLi80Merex1b+ZRsghN7gldDsjBUTfsdrt7Rml2n5dMaeo2niwHQQiX",
+	"Ul8BgL4DLWZC7R0TAcRJcAfh7YhmlmpZddh/RWqF4pHhwe+ZypftE6jiRA6cpTEzqcSGi56fXTUYqJgx",
+	"jnGMjsjH++Yhua9/ex8GKlWZy4DJ//d//d/ktAzqW22dXMyvszTWZxaEgeacBhmw86rThTbOM8bpLA0G",
+	"wUGnC82fZlRNQLMqupR8VuKG8Xv92XiVmQBVsNdskvKkUhcZNbpTRINmyseCWt0p0fdwyBFFwypvLc2h",
+	"oMEaNJyAplKWYdjGZqbTKz7oNNzST8wly4cc0mSRMtTmDmA25dzsIOadwEaYKlPQBIGx0axDopM4ZjM1",
+	"IIrdqf2JmmYRGTMFFDSlWUa+uzp/axrNUNvzWwtskDFIGYWgAu/bmCmzaUEJcAcH0+92rTi2qUk1iQTe",
+	"tdKB6faua7Sbq3aXq7WEe4D/0rHq17kZnc5tJkF4lb/T3BK3pRDk1XvT4Su92Go91JyWaZ62Z/pJMKW2",
+	"yL1wGhBC7qM988q+B+gP/2+JiKF0V/8Avd74hf6bZJSP/8cwYHwYVL5jNHH/hvuOH1zoC2W6heh54A/2",
+	"nV+YT+pjlF53847e2gHt152OKU3drw+wX64ocDfPYyPru2swg6nnTvgC8fdr2vYVgNH3YXDYPVx1YsWt",
+	"2S8wP+7D4Aivz/oHquAd8NTB5qc8EB+u2RoMfvsYBnI+ndJ8GQyCy4lYQEepda0oHXq3/OAjuI1yOmWK",
+	"5SYw4enmPZ4zKQG+BfmW7W3o9okSo7YYte22fnj/ttYgck2DKjAltLQo7yi8J3BdAehyKmmjlpK/Ht5f",
+	"r3N/Bvx3/7a379gfXjn0nql5ziWYaua3oNW5qX7CRHswyBKRVkwla6d6+TJV6S3b65CTMnDEQMDb5ZCW",
+	"T1svE//2OgQgzq+FttRyhs3osHJkOpcKZZiNwA15McliBG0OHBIPKE7UIVfVApEcVssScg1FKVqPXeR0",
+	"NrMFZT5pYpB5NtLOo7UOBBqBqviSSNwU3QcSRrhF9nHZqUdfVaqPr37WtT55qwSQbxFlOrF3CZvRPO8/",
+	"folU36bpi/1p2fVlFxFnnrgP1zV+Bfa7BTf9hhZQUfBIb/MjFRwmeGgL/ltiIz1EMBz2X21+oA4I9e8W",
+	"KFUPaNknCxxqwcf7isD5K1OlrKkKFtNcy+QHeUAqQa1zQE+QIeFVM7grpUVmgu03bLn2+g25yTPO0+k0",
+	"5ePjogin2sa1SFooXuc627QF1u2SBkCTdbqBj9C27i5mf8LLbNAQTRJg1yFGU3Jw0dS6exkfHJEqn8dq",
+	"rhdVtgQ7LgJDMeXV2pVqbd+QS5VmWWnxWB+jcuofjAlrex9F+HzKJfHWz3SGvEAxFrnBqRAjcDYiXCHC",
+	"fhCPo/IVaeCIgSNoUyqlFndpztpwwAoaUBenVYfgCYfclEtDPUy/2418Yip2O2E1JZXvspQ/2a+ipgXI",
+	"YuGefiOS5Y7cdTTPQJ8vb0+ttzDkY+lDotxBSwH/UiXHebcucP5UEl+JZ6Uks9J3pbS7ule954Pu4aB7",
+	"1Ol2u7+W8qvS/sSmgjodfUzzEdN4p+qb2L4/Tln9ub1xZ4ow/e1d1xh+9ybQSmun9s4mKds0/uKE7NQk",
+	"nVZmdb+DoPQ1HryvRsNM7suXCns84M3CHn/ndHqbc+RCJ+uT7leM8BPypiIV/6Fbg33/1+oTrhvoD69b",
+	"bKEqmLWfCj7KUjyLw94Wb6ojTMJzR9ssy4NDCXpNfwv9xAdE+R+nFIEXuq4VIaVuUoy8tui+Fdf7n8u0",
+	"vPt902gZ0p822Vp+mCJyUgZQSDV+ItPpLFuWoRNMkgMH9XO3W4Er6r2G696DwJA8Zn+l0PKxbP9ViugJ",
+	"7q2saEsDiCcX+dDaDIaCfF7zeEQzF0zMuIKHHHTLoviY8gJ/zySlEHwpRLV50Ua7VAsldhuSRQ7LBxMD",
+	"LF+Hb8PqQqMny2cheAnA5vdB3kYdYn0aME3ACrEKrEd7MhNz8HYfQX/6U5uoFdW6cW7/cQbsNlJpJbTw",
+	"k6TYKCkM73EsQkdWOPmOq6SFY0MhY8uYr0/ia/i8WuwxY/mU6vVlSzQYIT0Im+RXuIyp1sGUBOPR58Zf",
+	"Ts6U9Y4ZLgfS4XppwuZFWbC2yhc0TzDGDKkVBtq4AE/FXItUIU4YGLRlPpmHOeFiH9W0q7Cmw7WYBFoY",
+	"Wrytp1v/dOt3ufV4HbdwnO1E0bb+M7nQuhToO7YdrL/ja1FtawLVELFp/e3y3Q9kyvIxI/A8kWxKuUpj",
+	"yH7hFUArfQkMnNWQQwJuaLLRsjROVQ3NyEU3xcdbRRU9Fs+HQx55/BWQSmidExByMc4ozbFMH9q9ji3F",
+	"Rz9XpZZ0yEsPGkyGJehthPQLzDxSEyFhUDQYwZ+HnA2R2DmqWvb6ixEC99kEUBep3eMSW+tNpMpRwob8",
+	"xFSbe2AGALnEAA0wmPoKYIPScWZT8IccGDhW65uspePaPpGxgBkJErngn/V3VQuB9YQhacq6Ust+YIha",
+	"vqorGEmVs8tVJ+OQP8jLWNFvySb1du6Cvv17nYM5szhljhmJVADwkHTKQiRdPFTwaTmuJ9ftZdHKjONL",
+	"38F7t/1v+YZzccuK/snwfUgyRs2HSPBlQ2j3fRVfofXtlQ2C73dweXmh976Oy+vfbTw00Rj/F9QcnrxY",
+	"fw4tBe/lw7xYbmzHGhAe59XuGo3Xg4OZU7JM4Lf3LUkNvtNUazKQIddoCwkYdWQ+00aL4IhJNOTQIBTW",
+	"PxW32B0/EjFIz+REFSBTFOyAjCroQ8sJo3mWMtRPMJ0QH0/VkF/T+GYvLJu5yxhKl7C52HQ2h8idTSYs",
+	"J2yRqQo7qRVV+zBo7aDssqD/qjZh0J+4jReiY7dBRYh9CYe82iTDhjk3N8kIrXJQa75xPORR0RKumOO7",
+	"GeNGQ6s0fovIRIsdLnDBWpurYIZIpk+lpq009RQoiFmrqwz5JcMQW2QJ8yyBoab0hkHtOlTY0BFDddea",
+	"v2k16uroe0MeG41a64jo00uaOfbFk5IYVdnEmgseo9oIJw6oZPmc7ajO4OaYdTuQKf8etQa+LnbY9FVo",
+	"v3jxsteWBe22e4GWlwg6NfgMvzFppZpSCMTioDajPYc6tPIOrs8GNd7fWseSreW53b3/VdQRt9WtSefX",
+	"7/BQ5mbYvcq9WtDS01M0UdTXw14VBy6tXJvF/dEj+9rs3z85XKoOlyf96Y+nP72HsqSKDNGmrUedKnj1",
+	"NuoU2MVfU5cyCk81sdftb2qKA6FUKBazJXFqVtlM2rZAttJIiSG/ZvrDsVCKcdL66+uL94TmqkN6L0Jy",
+	"enpxsgegkVprUjnlEovJBtWSDuOiHvJN3mnDaI7NFE3TMONdtg1VpaJLG88bcrfiE/LJLcpoCQdKWhDU",
+	"88OBokZTQr6EMGS+RD8LMbCfIYnsuEbA70FlKQh3xpJn0uDHYI2r6fL1zEl+k0M+EZnRE2kBYmLc5TP0",
+	"u0APFYMzbWd/bGpQTCkXu4tZPlNlY1vsXYY+MNyMZ+XotgX+caGeIl6yUz0nRiRy7nr7e7aMMM9Z39xm",
+	"H9cOecdXNI4NsRxXL6TeWTeEZDejCWOdYpEyCJU84ECiOSOzedHd1QV6qvZ5DQGoFf2gVBLADRryCZUT",
+	"JgeEGr0e/YEhuQZvaKrYNCTpFO52LhZE5DYAgu4arI5MwXdSeq3K4kyf28q4yMBBqjU6kRus8BQqy4tq",
+	"1nL+kESub2q0Z/ImTbPi1NesmLS0dEaqqVRC7RW5gkNe22l71EVdGpo7JvCj9/6Hsvq1VuiNVcyklXIs",
+	"8w4NijiUHdZLy/c6xES3iwT2jcFtX0I7wDWmTkKpVTysL9GnM8M3Xy+GtKtKiBOtZQnyWoPoonC7JHza",
+	"9Ag+BCmqANYsVeujJp5TiaS5xcC012xQPDisNmhuNEzewXtou3uvUHXNZEN/E++nyN1T5G6VTod6Vk2n",
+	"A0FVuD6eSdSHQNQDUMJDfWQzp13e19HrLmguIdt+lDPWVuxOOZnmpJ6WXq3sgiiN/SmGqyCcBnqdyUj3",
+	"xryq3bkjTCxb4UUhLTBHh1wagKAUfU0DEl2qnDFllKxL/Y+8rHra88XYbMZS1BnyN2XgKZ9zWclF2MW9",
+	"QhPrW3ncfKiH+laKdPCjbpe8Iad0liqRkZNb5k8G7+3g/kgSu8b/bA9IkffC2eIpi+vJvfBnSh1LEpdj",
+	"A/9uuhZ2yyHbLxvM+RPJXO+AtqC0gUzHkrTW1GTtHTeRhouONhN6y4Zc83OASmFJlSfX2trlFrWjaHDX",
+	"IW/Q3e9iIRvHurIYxzRWc5plS4ImU+J3nuuvDNvQg30F5u4nEPuTlEGfQQm/XsFbNxA0dhaEwognDvbE",
+	"wf7wDtIp5J/oKwouRR8Dg6v4KMlw/uT/xLgwTGU9sIsyS6OsALflnoIzaRhaWtNfLQ8ccg8TJNvyuNWt",
+	"O4f8xGljClNwepkaXCTsb7qVGvvE5Z643BOX+1foaaj/iA0Mbu4Nx8wyGjfiMTBgkVmAvAvVoSvgYNo+",
+	"xpbMIUmsUWzRAkEH8jEpiN/YzA/of0DkjGXYcxocshCdSCX4zVdwMVNVtJqNkcfgYjnuyxMne+JkT5zs",
+	"XxfQ1neOFHbVinC24Whea1OuBf1rgrRW27GQViRFrv5HAQkXYT5dgR8scmQtOYuhssmmZiXV5wtU6Ggv",
+	"JKM0Q4is66WJGOMnhq22Tn54vdchF3RsGOgNW0qmhnymPxmQGZWSRJzdqdN5LgFElcY30Dosxg/CGuYI",
+	"zCEKC1Ro/SzEZ3NEh+KCQPohQCAqQXKAeMakGRIzwAolggPQ14jmhJIFzW4gj7FTnQn0uzS9jtEeLgbu",
+	"kBN8DBHgIdQmEVTTZC7mhruX8TS1SGOGksDgrN+kMwlA0+gWBi1Zy5y53fdylYuJyBi8skN+Ao8t1OvS",
+	"5DIWOYsIxfVO6ZJMRJYM+YgtLEBqBHUaUQndC3idmECZsJgurTBMDaRjKkk8YfENhvMNNLxY7A2GfCSy",
+	"TCyq+4Th11SVG+aTOVqcFV79DaBX9ncgxywinQ/3CVZWQ7sDYg4GRy7yf38T8L8fw6qyTOPVtxUha+eF",
+	"tLsKjuqo198ZUisqb+2gcquPSVReyEH1ApPK/V01WX2h/HtYAYO3aWWbAOJXrwGwPwoqBJqHvFXT6rWA",
+	"9JbM+sWaaHDv2YxRBfdiKvJqswcvEon+fpYVbW/8W6DouLIDRU+bWn/4tYcG9Ga72nSbbW2kWkJl/0jk",
+	"02DT7iwwmQRi1AifjEkEqeysw0C7tDD+W8Z/q70tt5mSwY3cbk6VHvfbTqre7H79rIr+29B5LpUAL0ta",
+	"gLAdkiYFVUAWfEA+vnX4YIAejjW3YUW2pQFV0OLRWAB6p9NprSuOTTTo9q663QH8n0UW8rIlc3X1kJX5",
+	"a5Kk+sLr6wwdx4IHT/uajQREGNfMuL/jjL+BMR9/yoY97rDT/e5W87aM8avsNF7EahlE0V4N5s/FojL9",
+	"w65/mq4SUSfoomeOIzm720jOtYwsV4XpnUoAXMcfABbnBLIHF4a/5OAyxGgEKHHwBRSuekTDgESfKI/I",
+	"KOWJJJ8or2BbgV5jYa3CIde/ZSSxP7ff1PvdfKJ8xQH/vur+9/ovvyrWpBP5lYhgWyopWgos//bPs08i",
+	"/WV5Js/439N36dny/PVZ/+3Vm7u3V2d3P74+OXr36Xzx7tPJ4u2nN8vznkjfnv5t9uvp2fOzTyd3767O",
+	"e+d/Peuf8W6wa7wYukx6YsYnqJwipjFM/I8eJP6Ph558mxpvkWQ0jyfFweyQgiP3r22FvD868BP2GJjP",
+	"tGjuhd1ut+QKJl/Z9VvZkh/8XM4zQNmwKaPc/nbIwY/WIW+oSSitpS3Wu05HRNEbqCILCSTUgJQS2NBH",
+	"LPgACqZTTLZxBoxGNM1YEtnJFHm1gF6nD6/xogX0rAGd1va1HvJWVEcoxpSbhCragXFkZJighRLQvI9E",
+	"0E6kuDEI8p3yhN2ZZp17DmQSJnuC2krGgtAJ9MwBTuz0/iCM37IMkku5UIB1H2qzuEgqjUJEroLTGnIY",
+	"D2rcbBeVCPog7kHTDelYpvYgi2wirBZr4wMD24qJtKyzYWAwTsq6dyPqo+MyOdOFCDDQAHTISXk0cFr4",
+	"zt3wRvXUzrjNNNZzDGugK67cKqrrr1kmuPFGe6A8V07OU2vvbM58Jlmujbf1W+IE0fS3RsXANwDkRBsg",
+	"J/Qc8nnGJHShMCSlNwHmg9ntueOMMtno0O+q5SJFIMrEtemWsxfqgV38CiDUZUgizTEwrQxRuqo9oJ8h",
+	"BRXoruSaxWIK2XScLfSgRRrGnGeYJOfPcUsVLMm4KKzZC31jSVQ4TbCYSo9rq6SSdDQyODgOLisCUxho",
+	"MnDOWK5kctUlthZiCXyumQ4kwqqFIEVqPt74a604vCk7uZXtfTQNwSanfJw5vaqwInXgdt82hR9WjTYb",
+	"YFLf0WOYoz8IghT6mXA1gMWEcb3B0FrYUq+tFiNXmmUgs4BdMIBpMPdFnkKdSbOipEO+Nd6onKoC/QOb",
+	"BJsNE5wNObrBDNjbin4uEA9xBIDl9PYxB7uYLn3uJHjlan/SvxJ9Aq9vNe38aiEcLyz+giWeDHOc7gPR",
+	"ab+sVcdHrbqvQl0tf8vZQmZMaUMGlAjszGtXvUOy+TfukX3VzMhpelevAzi16M6WbWoKRE6NYtM9G5T4",
+	"eDQPqASwPS4LlNgwsMDRWmPX277jqAfuqGYFnlFBm8C9gjOqKh5BWDTMRrUD1gdUBQ1IXW2j37FFBVMm",
+	"JQKUaJWBogpVxfQHmEkK52DtW2gWUT7q9s4qstegSp/YHlZyxuJ0ZE7V7RQa4CnpIR9Ma6vgbt+t1zWR",
+	"6/8ngN8+hQv/nCi4IjfCw2tG7WStsTt9DCsjiG9MRSqqXQWCBiYzZIBg2yqCcFRCekLKx8/kXjXKGBKp",
+	"ckanEDwyuGbQe860BDPtYGQqNTcnktOZnAhlwyuaQ11TyQbkh9cAptYSTqljBE3fOAsxHlf2rhM5Ob38",
+	"0WjbleZfsbw1Hepikc2nHDW0lJNExHKfztLONBmgLqL1EqcNDOhZn0TKi6qMYxMxxXCoAxVcVoKUbzEV",
+	"gBgbHHIcaK/oTdZ+w2ORpHw8ION/prMIGjOAcYDQXmcGY0Xqza7YymOacnD0sSF3NLGQTMQCUVModxxw",
+	"qbK9B4/L/oug9iWpjAXnTP9KKjGDF4OGbI0uPErwLkJgqU+QiuATwWOGO2vrLp9JIpnSZLGHWzoVJipr",
+	"zWFy2H/l6cVnh+uQk8oM0XLnTrdXnNEziV3jsfD2oEtsI8H6dFAXVemUibnpkKuVVlwFYTxZUdgI328b",
+	"rnyKaz3FtZ7iWk9xrae41lNc6ymuta3hftfmSSO2FXwelrbxMBgMt7K5h0E4RDkBj/jcIcPgHvZgVV/M",
+	"dxUtU1x/YojyDeqmryGm6TMay9vqAorZhzChkENvwW1WEfrmHdojXDv7E9NGWuuwoKLyQqN1U4F36Otp",
+	"PFdWl38K2P2bA3ZvUGPdxfJD3IgtU0bxxyEp8f604iFywoUKicgSx8AzPlqDtgPW3Hyq7Y65VAAwFBsv",
+	"/nTg/NAo8I5D2ejKi1wo8JJPEQUSEYeMYx7gZbRpYDGBnOeN81pz1FI+pxgqGqU8lROWAEQQJTORZSx3",
+	"Ey+JzbvUFt8UXNkZVVoVx8CidLz4BtWnRBUiY6Y65EJkWZmdmlG9+krK4FLMyVhgTJKiodPCCMqgbD5v",
+	"9vaGzdTecTMDNVvQJeDVYH/R0PY4Y9OZWpqsT0Z5CZ/I2YIs9fScgAQg9Rx0SUKXbtP3VXma+OQms+ek",
+	"OlmzoBSBoI5tqEgJE8/0LRj3dZWWTRtaxhcmUYIEN2hVQI5aJVrOVqZxFhBV2xsexROe15sDsUmtoTWr",
+	"tdULB0kzKQgE6BjNDd0DQYsssTBQPXKefgMA6mYhLSSRUlMSnBlkIhJNqDyHBGFtIw7AD0MEx7NwTw8p",
+	"YccUW9ShHI1qU5LtFye+WJb228cwMEsLBiOaSVZLgzmx/2nffHPTO+3//PPRy3ezl+z77p36NP791+1z",
+	"W+DQNme24MyexOTXF5O4014h+V6Td8GukRE5ktKwNb+c3P9ssOnuV0pMrSOiIDCyzIhPi49UygYLlZcx",
+	"kxcPzK7V5MBgtzd6Q8NEgy+9LDbYYzVSPhLwlLelZRA+CPOqeH5FCNLpRTYINFEoG++20yk+0Cd0m87w",
+	"eAowwPVAtebItprwixf2gSvkS0XofXtm8BO7nghxg+ezCjQLRdpTM+Y/E+eAVsxG9/RxjC26tMOzlbaB",
+	"pOXgXYJsB7i/BRJRO00i24bFgEWmTO7cBRDI2tMF0F6Nr9X+36xitX2hZabWX7MatwQoyevil7IePkp5",
+	"nM0BiTMqIEkEZ7Iz5JcszplRaVGVRxiVVXrsT3aOX8pKy8X+9tkpgNnMmxqsxolrA3AtqJbOdmzJzF69",
+	"qlTfrJ1ItV0wrKPjcGkbIUzAd+9bXLd/1Tus+gbdxVkYUkAKqy7RHOAD1/hyxRp73avuy0GvPzg87Bz1",
+	"XjTXKLKkvW6dH3dl+Kv0v6vVZN150ut24872jq3OV67sr8Oli2u+Tb98dxAIt4lCqwNTEPBgo3meReDP",
+	"gN6j11Jkc8VIZAksGvLWLKMpx4/0J+ipABxD4gYhNQcUC0lStYdIgE4+qw2rHgx5ZW1gIpZzMqmKmukJ",
+	"VXJFnGqBSmyCvKaFqjOcpsx0DMBPkQQOGoVETsSCowUMVmZZlmqbpq7oBm82+9+K3reKte7A6XZqm23W",
+	"/LVy1pyG4g8WKnCuwSBYTCSL/3E++v7vr/KXf/3+l9/zq8WnDxevX569vfj1TPTf0rf0ctEbzQ+uf/jn",
+	"hz+4ONqNSV86817FrN21OY077f3AbXxK+HpK+PqaAg4TvsJ19sildcPbUoNCGPjlnl833/9cvctr29ye",
+	"0/wG07krIrIQN9DU23g5Sm/zVOQshD7oAKKfGQgDxFsYctMB3GQyKbGgeWLwD6cp+FEOasKuQ6DBJzQC",
+	"snA7lRlp4Vbr772iu+2jiqptuttWNg7S3hAx8Qmg5gkoey0v8GP7VZXVlQrvTrR9WWEIm5rdXmpru+in",
+	"UOcNz/RHuVAqY4NCl42m9O514c64YPklpOZFRR8MQocc0/VCQuNcSFl0QzGdGkwEsUN+mlAFOikEDs2r",
+	"QuAL6Gw1Kiu0EZtidg7lhJIRWzjvs6mKh67j1QQGZSYWYAIkLKNLE280lYFDXvpljp23PpO17EWh33nY",
+	"f6W36qh7YOI1gGQD2oXLFpQQq7up/hGUa//5BYN+d8empH98rXn1Ur+6Xtz/o+vF2PBH/llU4ieMtSe5",
+	"aXs+07qUMknp8ot05/1SGKzNqam9u9EHqurvHpiWQqZ5E/5hfhqaHP9S7Jjs5BjqlTHpBA46LIvSbZ8i",
+	"00+Qsztlx9MqaTJnnSG/2Ai7VsFXQ6yr9U72kpFuzBuxgvkL0L36tcyDPxC6F2CNPTrkh6UeLBfFP4JB",
+	"P7T/XikEjzqHvf6v0CgUCXFL0fWy93jx1TAwdHoug8HBy3IvTDK83jN9RsW6epvX1e30DrsPXhcWSgaF",
+	"HlnUp2i+9XXW3etjjooh/9XHhRGW+hYddQ/uPWAvkwSAW84W559+UedXb9T5p28/nL++eX7+z5Pn569P",
+	"5udXf1/8lP7t1fZqg7nJSzPRzbkvljafgt5/yrAKogU2BdVXNDh3F7n7n8t7fr+fM/PX7i2ffPPxiodi",
+	"P5QA1AzjbfJH2x0m9HgB91XBrL/P2ZzJssDOindAlC2mzcUihKbuYCKDKq+oYqRFbd17eeLYOwpzYIEi",
+	"VL6EIoZiPEQIMX0wDdPMhFS2gSL476CDKbyqSHzoDPmJ141numCRaz1g+RIlSAvwY/b8wNXml1/Ptfdg",
+	"ufzi3yxi18iWXnfQO3Ki94Vte4E9T3eXDavsSLsDIfldE+mT6/PJ9bmbCXfJqr15gel+md0GYEfLx5EU",
+	"W/NkV3pAlL3C+zBhOF86SfA2FawI+A+5bdcPfV9/kymPWYhoy3uRZu3MgH5Bn/iShZpCCKzdIC3bTxqZ",
+	"9pBDMoFm3UXNh8ix0/yCLokJ2IAfFZm9wrQ0LIvwcPiQSIHl+JXMNsdJix2YJcGgCCRHcEiMBbhqesuI",
+	"ZIwDiPcS0hyQd5DUwG673Z3DantnU1tyvXT7R0MTakiK75CTsmXDSumDvfld0UMQGER/gZMpczV6XYBg",
+	"MLG7IacW0mgissRGxNyGjjhmSBAiBfzjmFYYHdtXyInIFcvNSHIvHHLA5hOIRGd+hcUyADiVMb1rpcfb",
+	"TMrWyHs9ECmTQ26bXLeiw/6ryFOJP0Dhjx5zcCrQPEtZjvhgtKRswDIAIKmFyG/0Uegv5YQiCaoFY0Wy",
+	"izTOdrMQ42qv5gSKBXdmGg7heGo9jFf2slj+ERzncEHXl9TC5a3ZfZWf3G9fTK6X/TV963gJg8FhP9xm",
+	"aQ/2jj/6lqwC+/lOLBAaoyQzoo3+J1XlycX9Z00TQW3JSKCiDOkxtCabUfZVtaZKg6aa2Lo0nYyJnXwt",
+	"S8s0cod6R8FZSGyJpFYaTFpjCVkIbuz+IZmIeW4DzlUdjdXNU5NOuRBDrt9M1TxnAPFT6DnFxxFpyRmN",
+	"WVsyvRWKJSS67YURYRzUp9DMYWHmDo2e0lwWYehCV4opJ3KRAjKaqD1VxOVy9onFJkXGLuLYWvFaTQgx",
+	"jl1/aYe8F4rig5pCYECo5hWSObvDDWIoPjfkZWltgdNTaziDmD34exvF0LsjSTRiWSbazS0Lh1xrSXpC",
+	"2D6mkjXbiop0ACv+7S602/jQChcBfGdDn0jE/3YvgQ0r4Hze3M3SnMlNAeFaTuff+3ezX3866n7o//gp",
+	"nv7Y/TB91f3l5/fZr29ezX/p//jN9fT9u19//jWLb77lv/yUzR8sk3eOL+M8V3gEgP7+XOmVTz6BP1g6",
+	"FFxpT1i3QlZfJu4Uk+pf4yKgRL+rWkhaz6oCH4DPcUAzEHVcLAZYWYqyCToVWrssNEY7YpxmYjxmCcnS",
+	"G0Yc5XcZFhJOApsC5D1TY87FkOeMFg39S258lkQk6pr/tOG/Xuj/emn/tP+x6OSmpsCgOViL3qnPJcY9",
+	"oXV3x1yvLruRdrrGRywZT65YEZf+I7mIu7u7iPu7uohf/tFdxED9T37iJ5nwGH7ikpWuYP9r34Fjsvx2",
+	"dVVvoYXqnyEgaipJIuL5lHF1TKIpvWEkn/PIooAJzrSabOrCev0XnW6n2+kNXnZfdjtFnt8+MBYzY3+1",
+	"mvF00sRpm1IEHAvUn2bw8pxy6H3oazTpjACNJptPnyQoN2geT1JIQi4b55pqfi00WlrG0QIC2hQum6Ev",
+	"it95XvCeAZLRAmraCgmTpBYgtgBNJUqIzEx/SvMbLAqQisY3zrsgPVOfrj+Ki7Jfz1yM2mLUjjU5clXm",
+	"Lnh25hR/4xmxUpZhbW0QmZ4jKsjQtwc0MUaoH1Ci7DhgertrUemMbQrTNQ3dtd1SbDMPRChY2Zrl0iDz",
+	"APxcPTKhnGJ2rYkcg97Qv7sjNL7hYpGxZGxAak/4EuTxkLNMMtLKWZLmgCerhNAagIVeNSCEvSMiUeAb",
+	"4Fn9SuylAh5zo7aoIT8iMiRHZJrykBx08X/7ZKI/m4Sk1yXY0xP+0fp//59+l/zv5FOqFMuPm8nZh/1X",
+	"+0fdAzA4J4KLec4SA6hc+AakYrO9DokOe13yV8FZZDSRpm/C74UGBeXU3f0v6SngoGL4Oav98X4h3y0o",
+	"xY7Wm3Hg7eBCrvGLkia0FL+vdO8u0LzgjhR3LSQX7y6vMOTS0Oo/vH+7ipff//8BAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

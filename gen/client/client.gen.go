@@ -142,9 +142,28 @@ func (e EmailStatus) Valid() bool {
 	}
 }
 
+// Defines values for ErasureSuppressed.
+const (
+	ErasureSuppressedEmail ErasureSuppressed = "email"
+	ErasureSuppressedPhone ErasureSuppressed = "phone"
+)
+
+// Valid indicates whether the value is a known member of the ErasureSuppressed enum.
+func (e ErasureSuppressed) Valid() bool {
+	switch e {
+	case ErasureSuppressedEmail:
+		return true
+	case ErasureSuppressedPhone:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ErrorCode.
 const (
 	ErrorCodeContactDoesNotExist      ErrorCode = "ContactDoesNotExist"
+	ErrorCodeContactSuppressed        ErrorCode = "ContactSuppressed"
 	ErrorCodeDeliveryDoesNotExist     ErrorCode = "DeliveryDoesNotExist"
 	ErrorCodeDuplicateContact         ErrorCode = "DuplicateContact"
 	ErrorCodeDuplicateProperty        ErrorCode = "DuplicateProperty"
@@ -170,6 +189,8 @@ const (
 func (e ErrorCode) Valid() bool {
 	switch e {
 	case ErrorCodeContactDoesNotExist:
+		return true
+	case ErrorCodeContactSuppressed:
 		return true
 	case ErrorCodeDeliveryDoesNotExist:
 		return true
@@ -218,6 +239,7 @@ func (e ErrorCode) Valid() bool {
 const (
 	EventTypeContactDetailsUpdated EventType = "ContactDetailsUpdated"
 	EventTypeContactEnriched       EventType = "ContactEnriched"
+	EventTypeContactErased         EventType = "ContactErased"
 	EventTypeContactUnsubscribed   EventType = "ContactUnsubscribed"
 	EventTypeDashboardClick        EventType = "DashboardClick"
 	EventTypeEmailClick            EventType = "EmailClick"
@@ -234,6 +256,8 @@ func (e EventType) Valid() bool {
 	case EventTypeContactDetailsUpdated:
 		return true
 	case EventTypeContactEnriched:
+		return true
+	case EventTypeContactErased:
 		return true
 	case EventTypeContactUnsubscribed:
 		return true
@@ -659,7 +683,9 @@ type CreateContactResult struct {
 type CreateWebhookRequest struct {
 	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
-	// for an `AIHandoff` activity.
+	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
+	// data was erased: receivers should erase their copies. More types may be added: handle
+	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
 	// MaxDeliveriesPerSecond Throttle the subscription's deliveries to at most this many a second, across every contactd process (absent unthrottled).
@@ -737,7 +763,9 @@ type Delivery struct {
 
 	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
-	// for an `AIHandoff` activity.
+	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
+	// data was erased: receivers should erase their copies. More types may be added: handle
+	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
 	// NextAttemptAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
@@ -773,7 +801,9 @@ type DeliveryAttempt struct {
 
 	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
-	// for an `AIHandoff` activity.
+	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
+	// data was erased: receivers should erase their copies. More types may be added: handle
+	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
 	// LatencyMs Time to the response or the failure, in milliseconds.
@@ -875,6 +905,29 @@ type Engagement struct {
 	NumOfPostcardScans int `json:"numOfPostcardScans"`
 }
 
+// Erasure An erasure as recorded for audit; it holds no personal data.
+type Erasure struct {
+	// ContactId The erased contact's identifier, which no longer resolves.
+	ContactId string `json:"contactId"`
+
+	// ErasedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	ErasedAt Timestamp `json:"erasedAt"`
+
+	// ErasureId The erasure's identifier, also in the `ContactErased` event.
+	ErasureId string `json:"erasureId"`
+
+	// EventsRedacted How many events about the contact became tombstones.
+	EventsRedacted int `json:"eventsRedacted"`
+
+	// Suppressed What went on the suppression list (`email`; `phone` when the contact had one).
+	Suppressed []ErasureSuppressed `json:"suppressed"`
+}
+
+// ErasureSuppressed defines model for Erasure.Suppressed.
+type ErasureSuppressed string
+
 // Error The body of every failure.
 type Error struct {
 	// Code A stable, machine-readable code.
@@ -913,7 +966,9 @@ type EventList struct {
 
 // EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 // the contact's conversation to a person) is the original service's tenth type, emitted
-// for an `AIHandoff` activity.
+// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
+// data was erased: receivers should erase their copies. More types may be added: handle
+// a type you do not know by ignoring it.
 type EventType string
 
 // FieldError One violation of the request's rules.
@@ -1091,8 +1146,15 @@ type WebhookEvent struct {
 
 	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
-	// for an `AIHandoff` activity.
+	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
+	// data was erased: receivers should erase their copies. More types may be added: handle
+	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
+
+	// Redacted `true` when the contact the event is about was erased: the event is a tombstone,
+	// its `eventId`, `eventType`, `eventDate` and `contactId` kept, every other value
+	// emptied (`""`, `[]`, no `details`). Absent otherwise.
+	Redacted *bool `json:"redacted,omitempty"`
 }
 
 // WebhookEventData The contact and, in the member named after the event type, its details.
@@ -1123,6 +1185,17 @@ type WebhookEventData struct {
 		// PreviousEmailStatus Whether the email was found deliverable; `Pending` until enrichment decides.
 		PreviousEmailStatus *EmailStatus `json:"previousEmailStatus,omitempty"`
 	} `json:"contactEnrichedInfo,omitempty"`
+
+	// ContactErasedInfo For `ContactErased`; `contactInfo` carries only the `contactId`.
+	ContactErasedInfo *struct {
+		// ErasedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+		//
+		// Example: 2026-11-21T09:30:00.123Z
+		ErasedAt Timestamp `json:"erasedAt"`
+
+		// ErasureId The erasure's identifier, as `POST /contact/{contactId}/erase` answered it.
+		ErasureId string `json:"erasureId"`
+	} `json:"contactErasedInfo,omitempty"`
 
 	// ContactInfo Identifies the contact; an id that does not apply is `""`, never null.
 	ContactInfo WebhookContactInfo `json:"contactInfo"`
@@ -1221,7 +1294,9 @@ type WebhookSubscription struct {
 
 	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
-	// for an `AIHandoff` activity.
+	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
+	// data was erased: receivers should erase their copies. More types may be added: handle
+	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
 	// MaxDeliveriesPerSecond The subscription's throttle; absent when it has none.
@@ -1272,6 +1347,9 @@ type SubscriptionIdPath = string
 
 // BadRequest The body of every failure.
 type BadRequest = Error
+
+// ContactConflict The body of every failure.
+type ContactConflict = Error
 
 // Forbidden The body of every failure.
 type Forbidden = Error
@@ -1368,6 +1446,18 @@ type UpdateContactParams struct {
 
 // RecordContactActivityParams defines parameters for RecordContactActivity.
 type RecordContactActivityParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// EraseContactParams defines parameters for EraseContact.
+type EraseContactParams struct {
 	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
 	// a request with this key is kept for 24 hours, per account, and a retry of the same
 	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
@@ -1753,7 +1843,9 @@ type ClientInterface interface {
 	// `400 DuplicateContact` naming the existing contact. An `address`, when given, is parsed
 	// into a property with a structured US address; when it cannot be parsed the contact is
 	// still created, without the property, and `warnings` contains `InvalidInputAddress`.
-	// Wire-compatible with the original service, success is `200`.
+	// An email or phone of an erased person is refused with `409 ContactSuppressed`
+	// (`POST /contact/{contactId}/erase`). Wire-compatible with the original service,
+	// success is `200`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1767,7 +1859,9 @@ type ClientInterface interface {
 	// `400 DuplicateContact` naming the existing contact. An `address`, when given, is parsed
 	// into a property with a structured US address; when it cannot be parsed the contact is
 	// still created, without the property, and `warnings` contains `InvalidInputAddress`.
-	// Wire-compatible with the original service, success is `200`.
+	// An email or phone of an erased person is refused with `409 ContactSuppressed`
+	// (`POST /contact/{contactId}/erase`). Wire-compatible with the original service,
+	// success is `200`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1803,7 +1897,8 @@ type ClientInterface interface {
 	//
 	// A change of `name`, `email` or `phone` emits `ContactDetailsUpdated` with the previous
 	// and current values; `recordStatus` going to `NonMarketing` emits `ContactUnsubscribed`.
-	// A new email is `Pending` again until enrichment decides it. Returns the full contact.
+	// A new email is `Pending` again until enrichment decides it. An email or phone of an
+	// erased person is refused with `409 ContactSuppressed`. Returns the full contact.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1820,7 +1915,8 @@ type ClientInterface interface {
 	//
 	// A change of `name`, `email` or `phone` emits `ContactDetailsUpdated` with the previous
 	// and current values; `recordStatus` going to `NonMarketing` emits `ContactUnsubscribed`.
-	// A new email is `Pending` again until enrichment decides it. Returns the full contact.
+	// A new email is `Pending` again until enrichment decides it. An email or phone of an
+	// erased person is refused with `409 ContactSuppressed`. Returns the full contact.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1864,6 +1960,31 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /public/v1/contact/{contactId}/activity (the `RecordContactActivity` operationId).
 	RecordContactActivity(ctx context.Context, contactId ContactIdPath, params *RecordContactActivityParams, body RecordContactActivityJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EraseContact Erase a person's data everywhere
+	//
+	// Removes the contact's personal data from every copy contactd keeps, for a request to
+	// be forgotten (GDPR art. 17, CCPA), in one transaction: the contact with its
+	// properties, activity and consent record; every event about it, which stays in the
+	// events feed as a redacted tombstone (same `eventId`, `eventType` and `eventDate`,
+	// every value emptied, `redacted: true`), so the feed's order and receivers' dedupe keys
+	// hold, and a delivery still pending sends the tombstone; the response excerpts recorded
+	// for those events' delivery attempts; and the stored responses of `Idempotency-Key`
+	// requests about the contact. One `ContactErased` event, carrying no personal data, is
+	// emitted.
+	//
+	// The email and phone are put on the account's suppression list, kept only as keyed
+	// hashes: a later create, batch item, import row or email change with either is refused
+	// with `409 ContactSuppressed` until an operator lifts it (`contactd suppressions
+	// remove`). The erasure is recorded for audit (when, and which API key), without
+	// personal data, and the answer is that record.
+	//
+	// Needs the `contacts:erase` scope (in `all`, but not in `contacts:write`). Unknown
+	// contacts, and other accounts', are `404 ContactDoesNotExist`, as is a contact already
+	// erased.
+	//
+	// Corresponds with POST /public/v1/contact/{contactId}/erase (the `EraseContact` operationId).
+	EraseContact(ctx context.Context, contactId ContactIdPath, params *EraseContactParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AddContactPropertyWithBody Add a property to a contact
 	//
@@ -1980,6 +2101,8 @@ type ClientInterface interface {
 	//
 	// - `mode: create` (default): a new email is `created`; an email the account has is a
 	//   `failed` item with `DuplicateContact` naming the existing contact.
+	// - In either mode, a new contact whose email or phone belongs to an erased person is a
+	//   `failed` item with `ContactSuppressed`.
 	// - `mode: upsert`: a new email is `created`; an existing one is updated with merge-patch
 	//   rules — fields the item sends replace the stored ones (`crmFields` field by field),
 	//   absent fields stay, `tags` are added to the contact's, an `address` becomes a new
@@ -2008,6 +2131,8 @@ type ClientInterface interface {
 	//
 	// - `mode: create` (default): a new email is `created`; an email the account has is a
 	//   `failed` item with `DuplicateContact` naming the existing contact.
+	// - In either mode, a new contact whose email or phone belongs to an erased person is a
+	//   `failed` item with `ContactSuppressed`.
 	// - `mode: upsert`: a new email is `created`; an existing one is updated with merge-patch
 	//   rules — fields the item sends replace the stored ones (`crmFields` field by field),
 	//   absent fields stay, `tags` are added to the contact's, an `address` becomes a new
@@ -2250,7 +2375,9 @@ func (c *Client) GetContact(ctx context.Context, params *GetContactParams, reqEd
 // `400 DuplicateContact` naming the existing contact. An `address`, when given, is parsed
 // into a property with a structured US address; when it cannot be parsed the contact is
 // still created, without the property, and `warnings` contains `InvalidInputAddress`.
-// Wire-compatible with the original service, success is `200`.
+// An email or phone of an erased person is refused with `409 ContactSuppressed`
+// (`POST /contact/{contactId}/erase`). Wire-compatible with the original service,
+// success is `200`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2274,7 +2401,9 @@ func (c *Client) CreateContactWithBody(ctx context.Context, params *CreateContac
 // `400 DuplicateContact` naming the existing contact. An `address`, when given, is parsed
 // into a property with a structured US address; when it cannot be parsed the contact is
 // still created, without the property, and `warnings` contains `InvalidInputAddress`.
-// Wire-compatible with the original service, success is `200`.
+// An email or phone of an erased person is refused with `409 ContactSuppressed`
+// (`POST /contact/{contactId}/erase`). Wire-compatible with the original service,
+// success is `200`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2340,7 +2469,8 @@ func (c *Client) DeleteContact(ctx context.Context, contactId ContactIdPath, par
 //
 // A change of `name`, `email` or `phone` emits `ContactDetailsUpdated` with the previous
 // and current values; `recordStatus` going to `NonMarketing` emits `ContactUnsubscribed`.
-// A new email is `Pending` again until enrichment decides it. Returns the full contact.
+// A new email is `Pending` again until enrichment decides it. An email or phone of an
+// erased person is refused with `409 ContactSuppressed`. Returns the full contact.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2367,7 +2497,8 @@ func (c *Client) UpdateContactWithBody(ctx context.Context, contactId ContactIdP
 //
 // A change of `name`, `email` or `phone` emits `ContactDetailsUpdated` with the previous
 // and current values; `recordStatus` going to `NonMarketing` emits `ContactUnsubscribed`.
-// A new email is `Pending` again until enrichment decides it. Returns the full contact.
+// A new email is `Pending` again until enrichment decides it. An email or phone of an
+// erased person is refused with `409 ContactSuppressed`. Returns the full contact.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2432,6 +2563,41 @@ func (c *Client) RecordContactActivityWithBody(ctx context.Context, contactId Co
 // Corresponds with POST /public/v1/contact/{contactId}/activity (the `RecordContactActivity` operationId).
 func (c *Client) RecordContactActivity(ctx context.Context, contactId ContactIdPath, params *RecordContactActivityParams, body RecordContactActivityJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRecordContactActivityRequest(c.Server, contactId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EraseContact Erase a person's data everywhere
+//
+// Removes the contact's personal data from every copy contactd keeps, for a request to
+// be forgotten (GDPR art. 17, CCPA), in one transaction: the contact with its
+// properties, activity and consent record; every event about it, which stays in the
+// events feed as a redacted tombstone (same `eventId`, `eventType` and `eventDate`,
+// every value emptied, `redacted: true`), so the feed's order and receivers' dedupe keys
+// hold, and a delivery still pending sends the tombstone; the response excerpts recorded
+// for those events' delivery attempts; and the stored responses of `Idempotency-Key`
+// requests about the contact. One `ContactErased` event, carrying no personal data, is
+// emitted.
+//
+// The email and phone are put on the account's suppression list, kept only as keyed
+// hashes: a later create, batch item, import row or email change with either is refused
+// with `409 ContactSuppressed` until an operator lifts it (`contactd suppressions
+// remove`). The erasure is recorded for audit (when, and which API key), without
+// personal data, and the answer is that record.
+//
+// Needs the `contacts:erase` scope (in `all`, but not in `contacts:write`). Unknown
+// contacts, and other accounts', are `404 ContactDoesNotExist`, as is a contact already
+// erased.
+//
+// Corresponds with POST /public/v1/contact/{contactId}/erase (the `EraseContact` operationId).
+func (c *Client) EraseContact(ctx context.Context, contactId ContactIdPath, params *EraseContactParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEraseContactRequest(c.Server, contactId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2647,6 +2813,8 @@ func (c *Client) ListContacts(ctx context.Context, params *ListContactsParams, r
 //
 //   - `mode: create` (default): a new email is `created`; an email the account has is a
 //     `failed` item with `DuplicateContact` naming the existing contact.
+//   - In either mode, a new contact whose email or phone belongs to an erased person is a
+//     `failed` item with `ContactSuppressed`.
 //   - `mode: upsert`: a new email is `created`; an existing one is updated with merge-patch
 //     rules — fields the item sends replace the stored ones (`crmFields` field by field),
 //     absent fields stay, `tags` are added to the contact's, an `address` becomes a new
@@ -2685,6 +2853,8 @@ func (c *Client) BatchContactsWithBody(ctx context.Context, params *BatchContact
 //
 //   - `mode: create` (default): a new email is `created`; an email the account has is a
 //     `failed` item with `DuplicateContact` naming the existing contact.
+//   - In either mode, a new contact whose email or phone belongs to an erased person is a
+//     `failed` item with `ContactSuppressed`.
 //   - `mode: upsert`: a new email is `created`; an existing one is updated with merge-patch
 //     rules — fields the item sends replace the stored ones (`crmFields` field by field),
 //     absent fields stay, `tags` are added to the contact's, an `address` becomes a new
@@ -3398,6 +3568,55 @@ func NewRecordContactActivityRequestWithBody(server string, contactId ContactIdP
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewEraseContactRequest constructs an http.Request for the EraseContact method
+func NewEraseContactRequest(server string, contactId ContactIdPath, params *EraseContactParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "contactId", contactId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/public/v1/contact/%s/erase", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
 
 	if params != nil {
 
@@ -4724,7 +4943,9 @@ type ClientWithResponsesInterface interface {
 	// `400 DuplicateContact` naming the existing contact. An `address`, when given, is parsed
 	// into a property with a structured US address; when it cannot be parsed the contact is
 	// still created, without the property, and `warnings` contains `InvalidInputAddress`.
-	// Wire-compatible with the original service, success is `200`.
+	// An email or phone of an erased person is refused with `409 ContactSuppressed`
+	// (`POST /contact/{contactId}/erase`). Wire-compatible with the original service,
+	// success is `200`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4738,7 +4959,9 @@ type ClientWithResponsesInterface interface {
 	// `400 DuplicateContact` naming the existing contact. An `address`, when given, is parsed
 	// into a property with a structured US address; when it cannot be parsed the contact is
 	// still created, without the property, and `warnings` contains `InvalidInputAddress`.
-	// Wire-compatible with the original service, success is `200`.
+	// An email or phone of an erased person is refused with `409 ContactSuppressed`
+	// (`POST /contact/{contactId}/erase`). Wire-compatible with the original service,
+	// success is `200`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4778,7 +5001,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// A change of `name`, `email` or `phone` emits `ContactDetailsUpdated` with the previous
 	// and current values; `recordStatus` going to `NonMarketing` emits `ContactUnsubscribed`.
-	// A new email is `Pending` again until enrichment decides it. Returns the full contact.
+	// A new email is `Pending` again until enrichment decides it. An email or phone of an
+	// erased person is refused with `409 ContactSuppressed`. Returns the full contact.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4795,7 +5019,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// A change of `name`, `email` or `phone` emits `ContactDetailsUpdated` with the previous
 	// and current values; `recordStatus` going to `NonMarketing` emits `ContactUnsubscribed`.
-	// A new email is `Pending` again until enrichment decides it. Returns the full contact.
+	// A new email is `Pending` again until enrichment decides it. An email or phone of an
+	// erased person is refused with `409 ContactSuppressed`. Returns the full contact.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4839,6 +5064,33 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /public/v1/contact/{contactId}/activity (the `RecordContactActivity` operationId).
 	RecordContactActivityWithResponse(ctx context.Context, contactId ContactIdPath, params *RecordContactActivityParams, body RecordContactActivityJSONRequestBody, reqEditors ...RequestEditorFn) (*RecordContactActivityResponse, error)
+
+	// EraseContactWithResponse Erase a person's data everywhere
+	//
+	// Removes the contact's personal data from every copy contactd keeps, for a request to
+	// be forgotten (GDPR art. 17, CCPA), in one transaction: the contact with its
+	// properties, activity and consent record; every event about it, which stays in the
+	// events feed as a redacted tombstone (same `eventId`, `eventType` and `eventDate`,
+	// every value emptied, `redacted: true`), so the feed's order and receivers' dedupe keys
+	// hold, and a delivery still pending sends the tombstone; the response excerpts recorded
+	// for those events' delivery attempts; and the stored responses of `Idempotency-Key`
+	// requests about the contact. One `ContactErased` event, carrying no personal data, is
+	// emitted.
+	//
+	// The email and phone are put on the account's suppression list, kept only as keyed
+	// hashes: a later create, batch item, import row or email change with either is refused
+	// with `409 ContactSuppressed` until an operator lifts it (`contactd suppressions
+	// remove`). The erasure is recorded for audit (when, and which API key), without
+	// personal data, and the answer is that record.
+	//
+	// Needs the `contacts:erase` scope (in `all`, but not in `contacts:write`). Unknown
+	// contacts, and other accounts', are `404 ContactDoesNotExist`, as is a contact already
+	// erased.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /public/v1/contact/{contactId}/erase (the `EraseContact` operationId).
+	EraseContactWithResponse(ctx context.Context, contactId ContactIdPath, params *EraseContactParams, reqEditors ...RequestEditorFn) (*EraseContactResponse, error)
 
 	// AddContactPropertyWithBodyWithResponse Add a property to a contact
 	//
@@ -4957,6 +5209,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// - `mode: create` (default): a new email is `created`; an email the account has is a
 	//   `failed` item with `DuplicateContact` naming the existing contact.
+	// - In either mode, a new contact whose email or phone belongs to an erased person is a
+	//   `failed` item with `ContactSuppressed`.
 	// - `mode: upsert`: a new email is `created`; an existing one is updated with merge-patch
 	//   rules — fields the item sends replace the stored ones (`crmFields` field by field),
 	//   absent fields stay, `tags` are added to the contact's, an `address` becomes a new
@@ -4985,6 +5239,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// - `mode: create` (default): a new email is `created`; an email the account has is a
 	//   `failed` item with `DuplicateContact` naming the existing contact.
+	// - In either mode, a new contact whose email or phone belongs to an erased person is a
+	//   `failed` item with `ContactSuppressed`.
 	// - `mode: upsert`: a new email is `created`; an existing one is updated with merge-patch
 	//   rules — fields the item sends replace the stored ones (`crmFields` field by field),
 	//   absent fields stay, `tags` are added to the contact's, an `address` becomes a new
@@ -5385,7 +5641,7 @@ type CreateContactResponse struct {
 	// JSON403 the response for an HTTP 403 `application/json` response
 	JSON403 *Forbidden
 	// JSON409 the response for an HTTP 409 `application/json` response
-	JSON409 *IdempotencyKeyInProgress
+	JSON409 *ContactConflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
@@ -5423,7 +5679,7 @@ func (r CreateContactResponse) GetJSON403() *Forbidden {
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
-func (r CreateContactResponse) GetJSON409() *IdempotencyKeyInProgress {
+func (r CreateContactResponse) GetJSON409() *ContactConflict {
 	return r.JSON409
 }
 
@@ -5501,6 +5757,8 @@ type ArchivePropertyResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Contact
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
@@ -5524,6 +5782,11 @@ type ArchivePropertyResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ArchivePropertyResponse) GetJSON200() *Contact {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ArchivePropertyResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -5608,6 +5871,8 @@ type DeleteContactResponse429Headers struct {
 type DeleteContactResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
@@ -5626,6 +5891,11 @@ type DeleteContactResponse struct {
 	JSON503 *ServiceUnavailable
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteContactResponse429Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteContactResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -5721,7 +5991,7 @@ type UpdateContactResponse struct {
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
 	// JSON409 the response for an HTTP 409 `application/json` response
-	JSON409 *IdempotencyKeyInProgress
+	JSON409 *ContactConflict
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *PayloadTooLarge
 	// JSON415 the response for an HTTP 415 `application/json` response
@@ -5764,7 +6034,7 @@ func (r UpdateContactResponse) GetJSON404() *NotFound {
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
-func (r UpdateContactResponse) GetJSON409() *IdempotencyKeyInProgress {
+func (r UpdateContactResponse) GetJSON409() *ContactConflict {
 	return r.JSON409
 }
 
@@ -5958,6 +6228,122 @@ func (r RecordContactActivityResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RecordContactActivityResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// EraseContactResponse429Headers the declared response headers of an HTTP 429 response for EraseContact
+type EraseContactResponse429Headers struct {
+	RateLimitReset         *int
+	RetryAfter             *int
+	XRateLimitLimit10      *int
+	XRateLimitLimitDay     *int
+	XRateLimitRemaining10  *int
+	XRateLimitRemainingDay *int
+}
+
+type EraseContactResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Erasure
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *EraseContactResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r EraseContactResponse) GetJSON200() *Erasure {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r EraseContactResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r EraseContactResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r EraseContactResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r EraseContactResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r EraseContactResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r EraseContactResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r EraseContactResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r EraseContactResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r EraseContactResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r EraseContactResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r EraseContactResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r EraseContactResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r EraseContactResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6900,6 +7286,8 @@ type GetEventResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *WebhookEvent
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
@@ -6919,6 +7307,11 @@ type GetEventResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetEventResponse) GetJSON200() *WebhookEvent {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetEventResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -7204,6 +7597,8 @@ type DeleteWebhookResponse429Headers struct {
 type DeleteWebhookResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
@@ -7222,6 +7617,11 @@ type DeleteWebhookResponse struct {
 	JSON503 *ServiceUnavailable
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteWebhookResponse429Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteWebhookResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -7786,6 +8186,8 @@ type RotateWebhookSecretResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *WebhookSecret
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON403 the response for an HTTP 403 `application/json` response
@@ -7809,6 +8211,11 @@ type RotateWebhookSecretResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r RotateWebhookSecretResponse) GetJSON200() *WebhookSecret {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RotateWebhookSecretResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -8038,7 +8445,9 @@ func (c *ClientWithResponses) GetContactWithResponse(ctx context.Context, params
 // `400 DuplicateContact` naming the existing contact. An `address`, when given, is parsed
 // into a property with a structured US address; when it cannot be parsed the contact is
 // still created, without the property, and `warnings` contains `InvalidInputAddress`.
-// Wire-compatible with the original service, success is `200`.
+// An email or phone of an erased person is refused with `409 ContactSuppressed`
+// (`POST /contact/{contactId}/erase`). Wire-compatible with the original service,
+// success is `200`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8058,7 +8467,9 @@ func (c *ClientWithResponses) CreateContactWithBodyWithResponse(ctx context.Cont
 // `400 DuplicateContact` naming the existing contact. An `address`, when given, is parsed
 // into a property with a structured US address; when it cannot be parsed the contact is
 // still created, without the property, and `warnings` contains `InvalidInputAddress`.
-// Wire-compatible with the original service, success is `200`.
+// An email or phone of an erased person is refused with `409 ContactSuppressed`
+// (`POST /contact/{contactId}/erase`). Wire-compatible with the original service,
+// success is `200`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8116,7 +8527,8 @@ func (c *ClientWithResponses) DeleteContactWithResponse(ctx context.Context, con
 //
 // A change of `name`, `email` or `phone` emits `ContactDetailsUpdated` with the previous
 // and current values; `recordStatus` going to `NonMarketing` emits `ContactUnsubscribed`.
-// A new email is `Pending` again until enrichment decides it. Returns the full contact.
+// A new email is `Pending` again until enrichment decides it. An email or phone of an
+// erased person is refused with `409 ContactSuppressed`. Returns the full contact.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8139,7 +8551,8 @@ func (c *ClientWithResponses) UpdateContactWithBodyWithResponse(ctx context.Cont
 //
 // A change of `name`, `email` or `phone` emits `ContactDetailsUpdated` with the previous
 // and current values; `recordStatus` going to `NonMarketing` emits `ContactUnsubscribed`.
-// A new email is `Pending` again until enrichment decides it. Returns the full contact.
+// A new email is `Pending` again until enrichment decides it. An email or phone of an
+// erased person is refused with `409 ContactSuppressed`. Returns the full contact.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8200,6 +8613,39 @@ func (c *ClientWithResponses) RecordContactActivityWithResponse(ctx context.Cont
 		return nil, err
 	}
 	return ParseRecordContactActivityResponse(rsp)
+}
+
+// EraseContactWithResponse Erase a person's data everywhere
+//
+// Removes the contact's personal data from every copy contactd keeps, for a request to
+// be forgotten (GDPR art. 17, CCPA), in one transaction: the contact with its
+// properties, activity and consent record; every event about it, which stays in the
+// events feed as a redacted tombstone (same `eventId`, `eventType` and `eventDate`,
+// every value emptied, `redacted: true`), so the feed's order and receivers' dedupe keys
+// hold, and a delivery still pending sends the tombstone; the response excerpts recorded
+// for those events' delivery attempts; and the stored responses of `Idempotency-Key`
+// requests about the contact. One `ContactErased` event, carrying no personal data, is
+// emitted.
+//
+// The email and phone are put on the account's suppression list, kept only as keyed
+// hashes: a later create, batch item, import row or email change with either is refused
+// with `409 ContactSuppressed` until an operator lifts it (`contactd suppressions
+// remove`). The erasure is recorded for audit (when, and which API key), without
+// personal data, and the answer is that record.
+//
+// Needs the `contacts:erase` scope (in `all`, but not in `contacts:write`). Unknown
+// contacts, and other accounts', are `404 ContactDoesNotExist`, as is a contact already
+// erased.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /public/v1/contact/{contactId}/erase (the `EraseContact` operationId).
+func (c *ClientWithResponses) EraseContactWithResponse(ctx context.Context, contactId ContactIdPath, params *EraseContactParams, reqEditors ...RequestEditorFn) (*EraseContactResponse, error) {
+	rsp, err := c.EraseContact(ctx, contactId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEraseContactResponse(rsp)
 }
 
 // AddContactPropertyWithBodyWithResponse Add a property to a contact
@@ -8373,6 +8819,8 @@ func (c *ClientWithResponses) ListContactsWithResponse(ctx context.Context, para
 //
 //   - `mode: create` (default): a new email is `created`; an email the account has is a
 //     `failed` item with `DuplicateContact` naming the existing contact.
+//   - In either mode, a new contact whose email or phone belongs to an erased person is a
+//     `failed` item with `ContactSuppressed`.
 //   - `mode: upsert`: a new email is `created`; an existing one is updated with merge-patch
 //     rules — fields the item sends replace the stored ones (`crmFields` field by field),
 //     absent fields stay, `tags` are added to the contact's, an `address` becomes a new
@@ -8407,6 +8855,8 @@ func (c *ClientWithResponses) BatchContactsWithBodyWithResponse(ctx context.Cont
 //
 //   - `mode: create` (default): a new email is `created`; an email the account has is a
 //     `failed` item with `DuplicateContact` naming the existing contact.
+//   - In either mode, a new contact whose email or phone belongs to an erased person is a
+//     `failed` item with `ContactSuppressed`.
 //   - `mode: upsert`: a new email is `created`; an existing one is updated with merge-patch
 //     rules — fields the item sends replace the stored ones (`crmFields` field by field),
 //     absent fields stay, `tags` are added to the contact's, an `address` becomes a new
@@ -8932,7 +9382,7 @@ func ParseCreateContactResponse(rsp *http.Response) (*CreateContactResponse, err
 		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest IdempotencyKeyInProgress
+		var dest ContactConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -9053,6 +9503,13 @@ func ParseArchivePropertyResponse(rsp *http.Response) (*ArchivePropertyResponse,
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
@@ -9179,6 +9636,13 @@ func ParseDeleteContactResponse(rsp *http.Response) (*DeleteContactResponse, err
 	switch {
 	case rsp.StatusCode == 204:
 		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
@@ -9339,7 +9803,7 @@ func ParseUpdateContactResponse(rsp *http.Response) (*UpdateContactResponse, err
 		response.JSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest IdempotencyKeyInProgress
+		var dest ContactConflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -9553,6 +10017,143 @@ func ParseRecordContactActivityResponse(rsp *http.Response) (*RecordContactActiv
 		response.Headers200 = &headers
 	case rsp.StatusCode == 429:
 		var headers RecordContactActivityResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimitDay = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemainingDay = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseEraseContactResponse parses an HTTP response from a EraseContactWithResponse call
+func ParseEraseContactResponse(rsp *http.Response) (*EraseContactResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &EraseContactResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Erasure
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers EraseContactResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -10711,6 +11312,13 @@ func ParseGetEventResponse(rsp *http.Response) (*GetEventResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11075,6 +11683,13 @@ func ParseDeleteWebhookResponse(rsp *http.Response) (*DeleteWebhookResponse, err
 	switch {
 	case rsp.StatusCode == 204:
 		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
@@ -11767,6 +12382,13 @@ func ParseRotateWebhookSecretResponse(rsp *http.Response) (*RotateWebhookSecretR
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized

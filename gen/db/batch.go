@@ -25,14 +25,17 @@ WITH c AS (
         crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
         consent_api_key_name, consent_api_key_prefix, consent_source_ip, consent_user_agent,
         consent_fields, created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by
-    ) VALUES (
-        $1, $2, $3, $4, $5, $6, $7,
-        $8, $9, $10,
-        $11, $12, $13,
-        $14, $15, $16, $17,
-        $18, $19, $20, $20, $20, $21,
-        $22
     )
+    SELECT $1::uuid, $2::uuid, $3::text, $4::text, $5::text,
+        $6::text, $7::text[], $8::text,
+        $9::text, $10::text, $11::text,
+        $12::text, $13::timestamptz,
+        $14::text, $15::text, $16::text, $17::text,
+        $18::text, $19::jsonb, $20::timestamptz, $20, $20,
+        $21::jsonb, $22::integer
+    WHERE NOT EXISTS (
+        SELECT 1 FROM suppressions s
+        WHERE s.account_id = $1 AND s.digest = ANY($23::bytea[]))
     ON CONFLICT (account_id, email_key) DO NOTHING
     RETURNING account_id, contact_id, created_at
 ), property AS (
@@ -40,17 +43,17 @@ WITH c AS (
         account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,
         city, county, state, zip, normalized, created_at
     )
-    SELECT account_id, $23::uuid, contact_id, $24::text,
-           $25::text, $26::text,
-           $27::text, $28::text, $29::text,
-           $30::text, $31::text, created_at
+    SELECT account_id, $24::uuid, contact_id, $25::text,
+           $26::text, $27::text,
+           $28::text, $29::text, $30::text,
+           $31::text, $32::text, created_at
     FROM c
-    WHERE $23::uuid IS NOT NULL
+    WHERE $24::uuid IS NOT NULL
 ), event AS (
     INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
-    SELECT account_id, $32::uuid, 'TagsAdded', contact_id, $33::json, created_at
+    SELECT account_id, $33::uuid, 'TagsAdded', contact_id, $34::json, created_at
     FROM c
-    WHERE $32::uuid IS NOT NULL
+    WHERE $33::uuid IS NOT NULL
 )
 SELECT contact_id FROM c
 `
@@ -84,6 +87,7 @@ type ContactCreateParams struct {
 	CreatedAt           time.Time
 	ActiveProperties    []byte
 	AddressesParsedBy   int32
+	SuppressionDigests  [][]byte
 	PropertyID          *uuid.UUID
 	RawAddress          string
 	AptOrUnitNumber     string
@@ -102,8 +106,9 @@ type ContactCreateParams struct {
 // (@event_id; the event's deliveries are written by callers in a transaction, when the
 // account subscribes). ON CONFLICT DO NOTHING lets racing creates of one email
 // resolve to exactly one winner without aborting the losers' transactions: a loser gets no
-// row and writes nothing. (Foreign keys are checked at the end of the statement, after the
-// contact row exists.)
+// row and writes nothing. A contact whose email or phone the account suppresses
+// (@suppression_digests: an erased person's) is not inserted either, and gets no row.
+// (Foreign keys are checked at the end of the statement, after the contact row exists.)
 func (q *Queries) ContactCreate(ctx context.Context, arg []ContactCreateParams) *ContactCreateBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
@@ -130,6 +135,7 @@ func (q *Queries) ContactCreate(ctx context.Context, arg []ContactCreateParams) 
 			a.CreatedAt,
 			a.ActiveProperties,
 			a.AddressesParsedBy,
+			a.SuppressionDigests,
 			a.PropertyID,
 			a.RawAddress,
 			a.AptOrUnitNumber,

@@ -15,21 +15,23 @@ import (
 const contactCreateMany = `-- name: ContactCreateMany :many
 WITH input AS (
     SELECT unnest($1::uuid[]) AS contact_id,
-           unnest($2::text[]) AS email,
-           unnest($3::text[]) AS email_key,
-           unnest($4::varchar[]) AS name,
-           unnest($5::varchar[]) AS phone,
-           unnest($6::integer[]) AS tag_from,
-           unnest($7::integer[]) AS tag_count,
-           unnest($8::varchar[]) AS assigned_user_email_id,
-           unnest($9::varchar[]) AS crm_name,
-           unnest($10::varchar[]) AS crm_url,
-           unnest($11::varchar[]) AS crm_source,
-           unnest($12::varchar[]) AS crm_stage,
-           unnest($13::varchar[]) AS crm_created_date,
-           unnest($14::text[]) AS consent_token,
-           unnest($15::jsonb[]) AS consent_fields,
-           unnest($16::jsonb[]) AS active_properties
+           unnest($2::bytea[]) AS email_digest,
+           unnest($3::bytea[]) AS phone_digest,
+           unnest($4::text[]) AS email,
+           unnest($5::text[]) AS email_key,
+           unnest($6::varchar[]) AS name,
+           unnest($7::varchar[]) AS phone,
+           unnest($8::integer[]) AS tag_from,
+           unnest($9::integer[]) AS tag_count,
+           unnest($10::varchar[]) AS assigned_user_email_id,
+           unnest($11::varchar[]) AS crm_name,
+           unnest($12::varchar[]) AS crm_url,
+           unnest($13::varchar[]) AS crm_source,
+           unnest($14::varchar[]) AS crm_stage,
+           unnest($15::varchar[]) AS crm_created_date,
+           unnest($16::text[]) AS consent_token,
+           unnest($17::jsonb[]) AS consent_fields,
+           unnest($18::jsonb[]) AS active_properties
 ), c AS (
     INSERT INTO contacts (
         account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
@@ -37,14 +39,17 @@ WITH input AS (
         consent_api_key_name, consent_api_key_prefix, consent_source_ip, consent_user_agent,
         consent_fields, created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by
     )
-    SELECT $17::uuid, i.contact_id, i.email, i.email_key, i.name, i.phone,
-           ($18::text[])[i.tag_from + 1 : i.tag_from + i.tag_count],
+    SELECT $19::uuid, i.contact_id, i.email, i.email_key, i.name, i.phone,
+           ($20::text[])[i.tag_from + 1 : i.tag_from + i.tag_count],
            i.assigned_user_email_id, i.crm_name, i.crm_url, i.crm_source, i.crm_stage,
-           i.crm_created_date::timestamptz, i.consent_token, $19::text,
-           $20::text, $21::text, $22::text,
-           i.consent_fields, $23::timestamptz, $23::timestamptz, $23::timestamptz,
-           i.active_properties, $24::integer
+           i.crm_created_date::timestamptz, i.consent_token, $21::text,
+           $22::text, $23::text, $24::text,
+           i.consent_fields, $25::timestamptz, $25::timestamptz, $25::timestamptz,
+           i.active_properties, $26::integer
     FROM input i
+    WHERE NOT EXISTS (
+        SELECT 1 FROM suppressions s
+        WHERE s.account_id = $19::uuid AND s.digest IN (i.email_digest, i.phone_digest))
     ORDER BY i.email_key
     ON CONFLICT (account_id, email_key) DO NOTHING
     RETURNING contacts.contact_id
@@ -53,27 +58,27 @@ WITH input AS (
         account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,
         city, county, state, zip, normalized, created_at
     )
-    SELECT $17::uuid, p.property_id, p.contact_id, p.raw_address, p.apt_or_unit_number,
-           p.street_address, p.city, p.county, p.state, p.zip, p.normalized, $23::timestamptz
+    SELECT $19::uuid, p.property_id, p.contact_id, p.raw_address, p.apt_or_unit_number,
+           p.street_address, p.city, p.county, p.state, p.zip, p.normalized, $25::timestamptz
     FROM (
-        SELECT unnest($25::uuid[]) AS property_id,
-               unnest($26::uuid[]) AS contact_id,
-               unnest($27::text[]) AS raw_address,
-               unnest($28::text[]) AS apt_or_unit_number,
-               unnest($29::text[]) AS street_address,
-               unnest($30::text[]) AS city,
-               unnest($31::text[]) AS county,
-               unnest($32::text[]) AS state,
-               unnest($33::text[]) AS zip,
-               unnest($34::text[]) AS normalized
+        SELECT unnest($27::uuid[]) AS property_id,
+               unnest($28::uuid[]) AS contact_id,
+               unnest($29::text[]) AS raw_address,
+               unnest($30::text[]) AS apt_or_unit_number,
+               unnest($31::text[]) AS street_address,
+               unnest($32::text[]) AS city,
+               unnest($33::text[]) AS county,
+               unnest($34::text[]) AS state,
+               unnest($35::text[]) AS zip,
+               unnest($36::text[]) AS normalized
     ) p JOIN c ON c.contact_id = p.contact_id
 ), event AS (
     INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
-    SELECT $17::uuid, e.event_id, 'TagsAdded', e.contact_id, e.payload::json, $23::timestamptz
+    SELECT $19::uuid, e.event_id, 'TagsAdded', e.contact_id, e.payload::json, $25::timestamptz
     FROM (
-        SELECT unnest($35::uuid[]) AS event_id,
-               unnest($36::uuid[]) AS contact_id,
-               unnest($37::text[]) AS payload
+        SELECT unnest($37::uuid[]) AS event_id,
+               unnest($38::uuid[]) AS contact_id,
+               unnest($39::text[]) AS payload
     ) e JOIN c ON c.contact_id = e.contact_id
 )
 SELECT c.contact_id FROM c
@@ -81,6 +86,8 @@ SELECT c.contact_id FROM c
 
 type ContactCreateManyParams struct {
 	ContactIds           []uuid.UUID
+	EmailDigests         [][]byte
+	PhoneDigests         [][]byte
 	Emails               []string
 	EmailKeys            []string
 	Names                []*string
@@ -127,10 +134,14 @@ type ContactCreateManyParams struct {
 // sqlc.yaml says why), and properties and events have arrays of their own, for the contacts
 // that have one. Contacts are inserted in email order, so concurrent batches take the email
 // keys in one order; ON CONFLICT DO NOTHING skips emails the account has (waiting first for a
-// transaction that has just inserted one). Returns the contacts inserted.
+// transaction that has just inserted one), and contacts whose email or phone digest the
+// account suppresses are skipped too (a phone digest is NULL without a phone). Returns the
+// contacts inserted.
 func (q *Queries) ContactCreateMany(ctx context.Context, arg ContactCreateManyParams) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, contactCreateMany,
 		arg.ContactIds,
+		arg.EmailDigests,
+		arg.PhoneDigests,
 		arg.Emails,
 		arg.EmailKeys,
 		arg.Names,

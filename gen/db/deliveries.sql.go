@@ -46,6 +46,30 @@ func (q *Queries) AttemptInsert(ctx context.Context, arg AttemptInsertParams) er
 	return err
 }
 
+const attemptsForgetResponses = `-- name: AttemptsForgetResponses :execrows
+UPDATE webhook_attempts a SET response_excerpt = NULL
+FROM webhook_deliveries d
+WHERE d.account_id = $1 AND d.event_id = ANY($2::uuid[])
+  AND a.account_id = d.account_id AND a.delivery_id = d.delivery_id
+  AND a.response_excerpt IS NOT NULL
+`
+
+type AttemptsForgetResponsesParams struct {
+	AccountID uuid.UUID
+	EventIds  []uuid.UUID
+}
+
+// Clears the response excerpts recorded for the deliveries of @event_ids, for an erasure: a
+// receiver may have echoed what it was sent. (No index leads from an event to its
+// deliveries: this reads the account's deliveries, once per erasure.)
+func (q *Queries) AttemptsForgetResponses(ctx context.Context, arg AttemptsForgetResponsesParams) (int64, error) {
+	result, err := q.db.Exec(ctx, attemptsForgetResponses, arg.AccountID, arg.EventIds)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const attemptsList = `-- name: AttemptsList :many
 SELECT a.delivery_id, a.attempt, a.attempted_at, a.response_status, a.latency_ms, a.error,
        a.next_attempt_at, e.event_id, e.event_type, a.response_excerpt

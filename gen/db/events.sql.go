@@ -87,3 +87,70 @@ func (q *Queries) EventInsertTest(ctx context.Context, arg EventInsertTestParams
 	)
 	return err
 }
+
+const eventsAbout = `-- name: EventsAbout :many
+SELECT event_id, event_type, occurred_at, payload::text AS payload FROM webhook_events
+WHERE account_id = $1 AND contact_id = $2 AND NOT test
+ORDER BY event_id
+FOR UPDATE
+`
+
+type EventsAboutParams struct {
+	AccountID uuid.UUID
+	ContactID *uuid.UUID
+}
+
+type EventsAboutRow struct {
+	EventID    uuid.UUID
+	EventType  string
+	OccurredAt time.Time
+	Payload    string
+}
+
+// The events about a contact (test events are about none), locked, for its erasure.
+func (q *Queries) EventsAbout(ctx context.Context, arg EventsAboutParams) ([]EventsAboutRow, error) {
+	rows, err := q.db.Query(ctx, eventsAbout, arg.AccountID, arg.ContactID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EventsAboutRow
+	for rows.Next() {
+		var i EventsAboutRow
+		if err := rows.Scan(
+			&i.EventID,
+			&i.EventType,
+			&i.OccurredAt,
+			&i.Payload,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const eventsRedact = `-- name: EventsRedact :execrows
+UPDATE webhook_events e SET payload = r.payload::json
+FROM (SELECT unnest($2::uuid[]) AS event_id, unnest($3::text[]) AS payload) r
+WHERE e.account_id = $1 AND e.event_id = r.event_id
+`
+
+type EventsRedactParams struct {
+	AccountID uuid.UUID
+	EventIds  []uuid.UUID
+	Payloads  []string
+}
+
+// Replaces the payloads of @event_ids with @payloads, one for one: an erased contact's events
+// become tombstones.
+func (q *Queries) EventsRedact(ctx context.Context, arg EventsRedactParams) (int64, error) {
+	result, err := q.db.Exec(ctx, eventsRedact, arg.AccountID, arg.EventIds, arg.Payloads)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}

@@ -60,6 +60,24 @@ func (q *Queries) IdempotencyBodiesToReseal(ctx context.Context, arg Idempotency
 	return items, nil
 }
 
+const idempotencyForgetContact = `-- name: IdempotencyForgetContact :execrows
+DELETE FROM idempotency_keys WHERE account_id = $1 AND $2::uuid = ANY(contact_ids)
+`
+
+type IdempotencyForgetContactParams struct {
+	AccountID uuid.UUID
+	ContactID uuid.UUID
+}
+
+// Deletes the stored responses about a contact, for its erasure.
+func (q *Queries) IdempotencyForgetContact(ctx context.Context, arg IdempotencyForgetContactParams) (int64, error) {
+	result, err := q.db.Exec(ctx, idempotencyForgetContact, arg.AccountID, arg.ContactID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const idempotencyGet = `-- name: IdempotencyGet :one
 SELECT fingerprint, method, path, status, headers, body FROM idempotency_keys
 WHERE account_id = $1 AND key = $2 AND expires_at > $3
@@ -131,12 +149,14 @@ func (q *Queries) IdempotencyPrune(ctx context.Context, arg IdempotencyPrunePara
 }
 
 const idempotencySave = `-- name: IdempotencySave :exec
-INSERT INTO idempotency_keys (account_id, key, fingerprint, method, path, status, headers, body, created_at, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+INSERT INTO idempotency_keys (account_id, key, fingerprint, method, path, status, headers, body, created_at, expires_at,
+    contact_ids)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+    $11)
 ON CONFLICT (account_id, key) DO UPDATE SET
     fingerprint = excluded.fingerprint, method = excluded.method, path = excluded.path,
     status = excluded.status, headers = excluded.headers, body = excluded.body,
-    created_at = excluded.created_at, expires_at = excluded.expires_at
+    created_at = excluded.created_at, expires_at = excluded.expires_at, contact_ids = excluded.contact_ids
 `
 
 type IdempotencySaveParams struct {
@@ -150,6 +170,7 @@ type IdempotencySaveParams struct {
 	Body        []byte
 	CreatedAt   time.Time
 	ExpiresAt   time.Time
+	ContactIds  []uuid.UUID
 }
 
 // An expired key not pruned yet is reused.
@@ -165,6 +186,7 @@ func (q *Queries) IdempotencySave(ctx context.Context, arg IdempotencySaveParams
 		arg.Body,
 		arg.CreatedAt,
 		arg.ExpiresAt,
+		arg.ContactIds,
 	)
 	return err
 }

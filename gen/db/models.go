@@ -143,6 +143,18 @@ type ContactRow struct {
 	LastAiHandoffAt      *time.Time
 }
 
+type Erasure struct {
+	AccountID      uuid.UUID
+	ErasureID      uuid.UUID
+	ContactID      uuid.UUID
+	ErasedAt       time.Time
+	KeyID          uuid.UUID
+	KeyPrefix      string
+	KeyName        string
+	Suppressed     []string
+	EventsRedacted int32
+}
+
 type IdempotencyKey struct {
 	AccountID   uuid.UUID
 	Key         string
@@ -154,6 +166,7 @@ type IdempotencyKey struct {
 	Body        []byte
 	CreatedAt   time.Time
 	ExpiresAt   time.Time
+	ContactIds  []uuid.UUID
 }
 
 type PeriodicTask struct {
@@ -178,6 +191,20 @@ type Property struct {
 	Normalized      string
 	ArchivedAt      *time.Time
 	CreatedAt       time.Time
+}
+
+type Suppression struct {
+	AccountID uuid.UUID
+	Digest    []byte
+	Kind      string
+	ErasureID *uuid.UUID
+	CreatedAt time.Time
+}
+
+type SuppressionKey struct {
+	Singleton bool
+	KeySealed string
+	CreatedAt time.Time
 }
 
 type WebhookAttempt struct {

@@ -27,6 +27,10 @@ type Querier interface {
 	// No row when the contact already has this activity id: the retry of a reported activity.
 	ActivityInsert(ctx context.Context, arg ActivityInsertParams) (int64, error)
 	AttemptInsert(ctx context.Context, arg AttemptInsertParams) error
+	// Clears the response excerpts recorded for the deliveries of @event_ids, for an erasure: a
+	// receiver may have echoed what it was sent. (No index leads from an event to its
+	// deliveries: this reads the account's deliveries, once per erasure.)
+	AttemptsForgetResponses(ctx context.Context, arg AttemptsForgetResponsesParams) (int64, error)
 	AttemptsList(ctx context.Context, arg AttemptsListParams) ([]AttemptsListRow, error)
 	// Not scoped by account: the unguessable token is the credential of the public page.
 	ConsentGetByToken(ctx context.Context, consentToken string) (ConsentGetByTokenRow, error)
@@ -41,8 +45,9 @@ type Querier interface {
 	// (@event_id; the event's deliveries are written by callers in a transaction, when the
 	// account subscribes). ON CONFLICT DO NOTHING lets racing creates of one email
 	// resolve to exactly one winner without aborting the losers' transactions: a loser gets no
-	// row and writes nothing. (Foreign keys are checked at the end of the statement, after the
-	// contact row exists.)
+	// row and writes nothing. A contact whose email or phone the account suppresses
+	// (@suppression_digests: an erased person's) is not inserted either, and gets no row.
+	// (Foreign keys are checked at the end of the statement, after the contact row exists.)
 	ContactCreate(ctx context.Context, arg []ContactCreateParams) *ContactCreateBatchResults
 	// A batch's new contacts in one statement (POST /contacts/batch, contactd import), each with
 	// its consent record (the batch's origin), its first property and its TagsAdded event, as
@@ -52,7 +57,9 @@ type Querier interface {
 	// sqlc.yaml says why), and properties and events have arrays of their own, for the contacts
 	// that have one. Contacts are inserted in email order, so concurrent batches take the email
 	// keys in one order; ON CONFLICT DO NOTHING skips emails the account has (waiting first for a
-	// transaction that has just inserted one). Returns the contacts inserted.
+	// transaction that has just inserted one), and contacts whose email or phone digest the
+	// account suppresses are skipped too (a phone digest is NULL without a phone). Returns the
+	// contacts inserted.
 	ContactCreateMany(ctx context.Context, arg ContactCreateManyParams) ([]uuid.UUID, error)
 	// Properties and activities go with it (ON DELETE CASCADE), the consent record is on its row.
 	ContactDelete(ctx context.Context, arg ContactDeleteParams) (int64, error)
@@ -157,10 +164,13 @@ type Querier interface {
 	EnrichMarkDue(ctx context.Context, arg EnrichMarkDueParams) error
 	// Ends a lease after a temporary failure: due again at @due_at, or never (NULL, giving up).
 	EnrichRetry(ctx context.Context, arg EnrichRetryParams) error
+	ErasureInsert(ctx context.Context, arg ErasureInsertParams) error
 	EventGet(ctx context.Context, arg EventGetParams) (string, error)
 	EventInsert(ctx context.Context, arg EventInsertParams) error
 	// A test event: about no contact, left out of the feed.
 	EventInsertTest(ctx context.Context, arg EventInsertTestParams) error
+	// The events about a contact (test events are about none), locked, for its erasure.
+	EventsAbout(ctx context.Context, arg EventsAboutParams) ([]EventsAboutRow, error)
 	// The account's events after the cursor (@after_xid, @after_event), in the order of the
 	// transactions that wrote them, and only those of transactions below this statement's
 	// snapshot xmin: every transaction that could still add an event before them has finished,
@@ -171,6 +181,9 @@ type Querier interface {
 	// Deletes up to @batch events that occurred before @before (their deliveries and attempts go
 	// with them), across accounts: the retention task calls it until it deletes fewer.
 	EventsPrune(ctx context.Context, arg EventsPruneParams) (int64, error)
+	// Replaces the payloads of @event_ids with @payloads, one for one: an erased contact's events
+	// become tombstones.
+	EventsRedact(ctx context.Context, arg EventsRedactParams) (int64, error)
 	// Queues a delivery to the subscription of each of its type's events in [@since, @until), in
 	// the feed's order (the due times one microsecond apart keep it), and counts them. No row
 	// when the subscription is not the account's; -1 when it is Removed.
@@ -178,6 +191,8 @@ type Querier interface {
 	// Stored bodies not sealed under the current key (@current_prefix, "v1.<key id>."), a page at
 	// a time in key order, for `contactd secrets rekey`.
 	IdempotencyBodiesToReseal(ctx context.Context, arg IdempotencyBodiesToResealParams) ([]IdempotencyBodiesToResealRow, error)
+	// Deletes the stored responses about a contact, for its erasure.
+	IdempotencyForgetContact(ctx context.Context, arg IdempotencyForgetContactParams) (int64, error)
 	IdempotencyGet(ctx context.Context, arg IdempotencyGetParams) (IdempotencyGetRow, error)
 	// Takes the key for this transaction, or answers false at once when another request holds
 	// it: that request is still running.
@@ -261,6 +276,15 @@ type Querier interface {
 	// Maintenance across accounts: Failing subscriptions without a success since the cutoff
 	// are removed.
 	SubscriptionsSweepFailing(ctx context.Context, arg SubscriptionsSweepFailingParams) (int64, error)
+	// The key, once: a second process creating it at the same moment leaves the first one's.
+	SuppressionKeyCreate(ctx context.Context, arg SuppressionKeyCreateParams) error
+	SuppressionKeyGet(ctx context.Context) (string, error)
+	// Stores the key sealed anew (`contactd secrets rekey`) unless it changed since it was read.
+	SuppressionKeyReseal(ctx context.Context, arg SuppressionKeyResealParams) (int64, error)
+	SuppressionRemove(ctx context.Context, arg SuppressionRemoveParams) (int64, error)
+	SuppressionsAdd(ctx context.Context, arg SuppressionsAddParams) error
+	// Which of @digests the account suppresses.
+	SuppressionsMatching(ctx context.Context, arg SuppressionsMatchingParams) ([][]byte, error)
 	TagsGet(ctx context.Context, arg TagsGetParams) (TagsGetRow, error)
 	// Locks the contact so concurrent tag changes apply one after the other.
 	TagsLock(ctx context.Context, arg TagsLockParams) (TagsLockRow, error)

@@ -108,6 +108,7 @@ SELECT DISTINCT split_part(v, '.', 2)::text AS key_id FROM (
     SELECT secret_sealed AS v FROM webhook_subscriptions WHERE secret_sealed IS NOT NULL
     UNION ALL SELECT previous_secret_sealed FROM webhook_subscriptions WHERE previous_secret_sealed IS NOT NULL
     UNION ALL SELECT client_secret_sealed FROM accounts WHERE client_secret_sealed IS NOT NULL
+    UNION ALL SELECT key_sealed FROM suppression_key
 ) sealed
 `
 

@@ -20,6 +20,7 @@ import (
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/enrich"
+	"github.com/contactd/contactd/internal/erasure"
 	"github.com/contactd/contactd/internal/feed"
 	"github.com/contactd/contactd/internal/httpapi"
 	"github.com/contactd/contactd/internal/idempotency"
@@ -29,6 +30,7 @@ import (
 	"github.com/contactd/contactd/internal/ratelimit"
 	"github.com/contactd/contactd/internal/seal"
 	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/suppress"
 	"github.com/contactd/contactd/internal/webhook"
 )
 
@@ -86,12 +88,15 @@ func (rt *Runtime) Close() {
 
 // Services are the domain services over one store.
 type Services struct {
-	Auth       *auth.Service
-	Contacts   *contact.Service
-	Webhooks   *webhook.Service
-	Deliveries *delivery.Service
-	Enrich     *enrich.Service
-	Metrics    *metrics.Metrics
+	Auth     *auth.Service
+	Contacts *contact.Service
+	// Erasures forgets people; Suppressions keeps them out afterwards.
+	Erasures     *erasure.Service
+	Suppressions *suppress.List
+	Webhooks     *webhook.Service
+	Deliveries   *delivery.Service
+	Enrich       *enrich.Service
+	Metrics      *metrics.Metrics
 	// Subscribers caches which event types each account subscribes to.
 	Subscribers *webhook.Subscribers
 	// Periodic runs the maintenance tasks, once per interval across all processes.
@@ -127,8 +132,9 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	events := webhook.NewEmitter(deliveries, subs)
 	enricher := enrich.New(st, events, enrich.Options{Resolver: net.DefaultResolver, Now: Now, Log: log})
 	idem := idempotency.New(st, keys, Now, log)
+	suppressions := suppress.New(st, keys, Now)
 	contacts := contact.NewService(st, events, Now, contact.Options{PublicURL: cfg.PublicURL, ListConcurrency: cfg.ListConcurrency,
-		Exports: cfg.Exports, ExportsPerAccount: cfg.ExportsPerAccount})
+		Exports: cfg.Exports, ExportsPerAccount: cfg.ExportsPerAccount, Suppressions: suppressions})
 	subscriptions := webhook.NewService(st, subs, secrets, Now, cfg.WebhookAllowHTTP)
 	cons, err := console.New(console.Deps{Store: st, Auth: keyring, Contacts: contacts, Webhooks: subscriptions,
 		Deliveries: deliveries, Events: eventFeed, Log: log, Now: Now, PublicURL: cfg.PublicURL})
@@ -136,19 +142,21 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 		return nil, err
 	}
 	return &Services{
-		Auth:        keyring,
-		Contacts:    contacts,
-		Webhooks:    subscriptions,
-		Secrets:     secrets,
-		Deliveries:  deliveries,
-		Enrich:      enricher,
-		Metrics:     m,
-		Subscribers: subs,
-		Periodic:    queue.NewPeriodic(st, Now, log, deliveries.SweepTask(), eventFeed.PruneTask(), idem.PruneTask(), cons.PruneTask()),
-		Events:      eventFeed,
-		Idempotency: idem,
-		Store:       st,
-		Console:     cons,
+		Auth:         keyring,
+		Contacts:     contacts,
+		Erasures:     erasure.New(st, contacts, events, suppressions, Now),
+		Suppressions: suppressions,
+		Webhooks:     subscriptions,
+		Secrets:      secrets,
+		Deliveries:   deliveries,
+		Enrich:       enricher,
+		Metrics:      m,
+		Subscribers:  subs,
+		Periodic:     queue.NewPeriodic(st, Now, log, deliveries.SweepTask(), eventFeed.PruneTask(), idem.PruneTask(), cons.PruneTask()),
+		Events:       eventFeed,
+		Idempotency:  idem,
+		Store:        st,
+		Console:      cons,
 	}, nil
 }
 
@@ -232,7 +240,7 @@ func Handler(cfg config.Config, st *store.Store, svc *Services, log *slog.Logger
 	return httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxBatchBodyBytes: cfg.MaxBatchBodyBytes, RateLimits: limits,
 		TrustedProxies: cfg.TrustedProxies, ExportStall: cfg.WriteTimeout,
 		MetricsToken: cfg.MetricsToken}, httpapi.Deps{
-		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Webhooks: svc.Webhooks, Events: svc.Events, Deliveries: svc.Deliveries, Limiter: limiter,
+		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Erasures: svc.Erasures, Webhooks: svc.Webhooks, Events: svc.Events, Deliveries: svc.Deliveries, Limiter: limiter,
 		Idempotency: svc.Idempotency, Extra: svc.Console.Register,
 		Ready:   newReadiness(st).check,
 		Metrics: svc.Metrics,

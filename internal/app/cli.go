@@ -35,6 +35,9 @@ usage:
   contactd keys revoke KEY_PREFIX             revoke a key at once
   contactd sandbox reset --account NAME       delete the account's test data
   contactd secrets rekey                      seal every stored secret under CONTACTD_SECRET_KEY
+  contactd suppressions remove --account NAME (--email EMAIL | --phone PHONE) [--test]
+                                              lift the suppression of an erased person's email
+                                              or phone: contacts may have it again
   contactd import --account NAME [--map field=Column,...] [--dry-run] FILE
                                               upsert the contacts of a CSV (header row) or NDJSON
                                               file; rejected rows go to FILE.rejected.csv; exit
@@ -53,7 +56,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cmd := args[0]
-	if (cmd == "accounts" || cmd == "keys" || cmd == "secrets" || cmd == "sandbox") && len(args) > 1 {
+	if (cmd == "accounts" || cmd == "keys" || cmd == "secrets" || cmd == "sandbox" || cmd == "suppressions") && len(args) > 1 {
 		cmd, args = cmd+" "+args[1], args[1:]
 	}
 	run, ok := commands[cmd]
@@ -77,7 +80,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Var(cl.scopes, "scope", "keys create: a scope the key gets (repeat, or comma-separate); default all")
 	fs.Var(cl.allowIPs, "allow-ip", "keys create: a CIDR or address the key may be used from (repeat); default anywhere")
 	cl.expires = fs.String("expires", "", "keys create, keys expire: when the key stops working (90d, 36h, 2027-01-31, RFC 3339)")
-	cl.test = fs.Bool("test", false, "keys create: a sandbox key (ck_test_); accounts secret: the sandbox's client secret")
+	cl.test = fs.Bool("test", false, "keys create: a sandbox key (ck_test_); accounts secret, suppressions remove: the sandbox's")
+	cl.email = fs.String("email", "", "suppressions remove: the email to lift")
+	cl.phone = fs.String("phone", "", "suppressions remove: the phone to lift")
 	// flags may come before or after the positional arguments (contactd import FILE --dry-run)
 	for rest := args[1:]; ; rest = fs.Args()[1:] {
 		if err := fs.Parse(rest); err != nil {
@@ -126,21 +131,23 @@ type cmdline struct {
 	allowIPs       *listFlag
 	expires        *string
 	test           *bool
+	email, phone   *string
 }
 
 var commands = map[string]func(context.Context, *cmdline) error{
-	"serve":           func(ctx context.Context, c *cmdline) error { return Serve(ctx, c.cfg, c.log, c.stdout) },
-	"worker":          func(ctx context.Context, c *cmdline) error { return Work(ctx, c.cfg, c.log) },
-	"migrate":         cmdMigrate,
-	"accounts create": cmdAccountsCreate,
-	"accounts secret": cmdAccountsSecret,
-	"secrets rekey":   cmdSecretsRekey,
-	"keys create":     cmdKeysCreate,
-	"keys list":       cmdKeysList,
-	"keys revoke":     cmdKeysRevoke,
-	"keys expire":     cmdKeysExpire,
-	"sandbox reset":   cmdSandboxReset,
-	"import":          cmdImport,
+	"serve":               func(ctx context.Context, c *cmdline) error { return Serve(ctx, c.cfg, c.log, c.stdout) },
+	"worker":              func(ctx context.Context, c *cmdline) error { return Work(ctx, c.cfg, c.log) },
+	"migrate":             cmdMigrate,
+	"accounts create":     cmdAccountsCreate,
+	"accounts secret":     cmdAccountsSecret,
+	"secrets rekey":       cmdSecretsRekey,
+	"keys create":         cmdKeysCreate,
+	"keys list":           cmdKeysList,
+	"keys revoke":         cmdKeysRevoke,
+	"keys expire":         cmdKeysExpire,
+	"sandbox reset":       cmdSandboxReset,
+	"suppressions remove": cmdSuppressionsRemove,
+	"import":              cmdImport,
 }
 
 // newLogger logs at level to w: as text for people (the time of day, the level, the message,
@@ -238,19 +245,10 @@ func cmdAccountsSecret(ctx context.Context, c *cmdline) error {
 		return errors.New("--account is required")
 	}
 	return withServices(ctx, c, func(s *Services) error {
-		id, err := s.Auth.AccountByName(ctx, *c.account)
+		// the sandbox signs its deliveries with a client secret of its own
+		id, err := c.accountID(ctx, s)
 		if err != nil {
 			return err
-		}
-		if *c.test { // the sandbox signs its deliveries with a client secret of its own
-			sandbox, ok, err := s.Auth.Sandbox(ctx, id)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return fmt.Errorf("%s has no sandbox yet: make a test key first (keys create --test)", *c.account)
-			}
-			id = sandbox
 		}
 		secret, err := s.Secrets.ClientSecret(ctx, id, *c.rotate)
 		if err == nil {
@@ -269,8 +267,12 @@ func cmdSecretsRekey(ctx context.Context, c *cmdline) error {
 			return err
 		}
 		stored, err := s.Idempotency.Reseal(ctx)
-		fmt.Fprintf(c.stderr, "resealed under key %s: %d subscriptions, %d accounts, %d stored idempotent responses\n",
-			s.Secrets.KeyID(), n.Subscriptions, n.Accounts, stored)
+		if err != nil {
+			return err
+		}
+		suppressionKey, err := s.Suppressions.Reseal(ctx)
+		fmt.Fprintf(c.stderr, "resealed under key %s: %d subscriptions, %d accounts, %d stored idempotent responses, %d suppression list key\n",
+			s.Secrets.KeyID(), n.Subscriptions, n.Accounts, stored, map[bool]int{true: 1}[suppressionKey])
 		return err
 	})
 }

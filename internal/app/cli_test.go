@@ -38,7 +38,7 @@ func runContactd(ctx context.Context, dbURL, keyPath string, stdout, stderr io.W
 	args = append(args[:1:1], append([]string{}, args[1:]...)...)
 	db := []string{"--database-url", dbURL, "--secret-key-file", keyPath}
 	full := append(args, db...)
-	if args[0] == "accounts" || args[0] == "keys" || args[0] == "secrets" {
+	if args[0] == "accounts" || args[0] == "keys" || args[0] == "secrets" || args[0] == "suppressions" {
 		// flags must follow the subcommand's own words
 		full = append(append([]string{args[0], args[1]}, db...), args[2:]...)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/suppress"
 	"github.com/contactd/contactd/internal/webhook"
 )
 
@@ -32,11 +33,12 @@ type BatchResult struct {
 
 // batchItem is an item ready to write: the contact it would create.
 type batchItem struct {
-	index int
-	in    CreateInput
-	key   string
-	c     Contact
-	event *webhook.Prepared
+	index   int
+	in      CreateInput
+	key     string
+	c       Contact
+	event   *webhook.Prepared
+	digests [][]byte // its email's and phone's on the suppression list
 }
 
 // Batch writes contacts as creates, or with upsert as upserts — an existing email is updated
@@ -57,7 +59,12 @@ func (s *Service) Batch(ctx context.Context, accountID uuid.UUID, upsert bool, i
 			continue
 		}
 		base[i].Warnings = warnings
-		items = append(items, batchItem{index: i, in: in, key: EmailKey(in.Email), c: c, event: event})
+		key := EmailKey(in.Email)
+		entries, err := s.suppressed.Entries(ctx, accountID, key, in.Phone)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, batchItem{index: i, in: in, key: key, c: c, event: event, digests: suppress.Digests(entries)})
 		withTags = withTags || event != nil
 	}
 	deliverTags := withTags && s.events.MayHaveSubscribers(ctx, accountID, webhook.TagsAdded)
@@ -101,6 +108,7 @@ func (s *Service) batchRound(ctx context.Context, tx store.Tx, accountID uuid.UU
 	ps := make([]db.ContactCreateParams, len(round))
 	for i, it := range round {
 		ps[i] = createParams(accountID, it.c, it.in, it.event)
+		ps[i].SuppressionDigests = it.digests
 	}
 	inserted, err := createMany(ctx, tx.Queries, ps)
 	if err != nil {
@@ -124,10 +132,14 @@ func (s *Service) batchRound(ctx context.Context, tx store.Tx, accountID uuid.UU
 		r := &results[it.index]
 		if !upsert {
 			id, err := tx.ContactIDByEmail(ctx, db.ContactIDByEmailParams{AccountID: accountID, EmailKey: it.key})
+			if errors.Is(store.Translate(err), apperr.ErrNoRows) {
+				r.Err, err = s.notInserted(ctx, tx.Queries, accountID, it.digests)
+			} else if err == nil {
+				r.Err = duplicate(id)
+			}
 			if err != nil {
 				return err
 			}
-			r.Err = duplicate(id)
 			continue
 		}
 		if err := s.upsertExisting(ctx, tx, accountID, it, r, now); err != nil {
@@ -142,8 +154,8 @@ func (s *Service) batchRound(ctx context.Context, tx store.Tx, accountID uuid.UU
 func (s *Service) upsertExisting(ctx context.Context, tx store.Tx, accountID uuid.UUID, it batchItem, r *BatchResult, now time.Time) error {
 	row, err := tx.ContactLockByEmail(ctx, db.ContactLockByEmailParams{AccountID: accountID, EmailKey: it.key})
 	if errors.Is(store.Translate(err), apperr.ErrNoRows) {
-		r.Err = ErrNotFound // deleted between this batch's insert and its lock
-		return nil
+		r.Err, err = s.notInserted(ctx, tx.Queries, accountID, it.digests)
+		return err
 	} else if err != nil {
 		return err
 	}
@@ -154,8 +166,11 @@ func (s *Service) upsertExisting(ctx context.Context, tx store.Tx, accountID uui
 			return nil
 		}
 	}
-	r.ContactID, r.Status = row.ContactID, BatchUnchanged
 	next := patched(row, mergePatch(it.in))
+	if r.Err, err = s.suppressedChange(ctx, tx.Queries, row, next); r.Err != nil || err != nil {
+		return err // given an erased person's phone: nothing of the item is written
+	}
+	r.ContactID, r.Status = row.ContactID, BatchUnchanged
 	if !sameDetails(row, next) {
 		if err := tx.ContactUpdateDetails(ctx, updateParams(next, now)); err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"github.com/contactd/contactd/internal/address"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/suppress"
 	"github.com/contactd/contactd/internal/webhook"
 )
 
@@ -79,6 +80,8 @@ type Service struct {
 	// listing gives list pages their turns: see Options.ListConcurrency.
 	listing *listTurns
 	exports *exportSlots
+	// suppressed are the erased people's emails and phones, which new contacts may not have.
+	suppressed *suppress.List
 }
 
 // Options tune a Service.
@@ -95,6 +98,8 @@ type Options struct {
 	// ExportsPerAccount how many of those one account may run (0: 2). Each holds a database
 	// connection for its whole stream.
 	Exports, ExportsPerAccount int
+	// Suppressions is the suppression list creates check and erasures add to.
+	Suppressions *suppress.List
 }
 
 // NewService returns a Service. Changes that call for enrichment (a create, a new email, a
@@ -110,7 +115,7 @@ func NewService(st *store.Store, events *webhook.Emitter, now func() time.Time, 
 	if o.ExportsPerAccount <= 0 {
 		o.ExportsPerAccount = 2
 	}
-	return &Service{store: st, events: events, now: now, publicURL: strings.TrimRight(o.PublicURL, "/"),
+	return &Service{store: st, events: events, now: now, publicURL: strings.TrimRight(o.PublicURL, "/"), suppressed: o.Suppressions,
 		listing:  newListTurns(o.ListConcurrency),
 		exports:  newExportSlots(o.Exports, o.ExportsPerAccount),
 		creates:  store.NewGroup(st, store.GroupOptions{Name: "contact_create"}, createContacts),

@@ -3,6 +3,7 @@ package contact
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 
@@ -10,8 +11,10 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/address"
+	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/secret"
 	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/suppress"
 	"github.com/contactd/contactd/internal/webhook"
 )
 
@@ -40,12 +43,18 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 	if err != nil {
 		return Contact{}, nil, err
 	}
+	p := createParams(accountID, c, in, event)
+	entries, err := s.suppressed.Entries(ctx, accountID, p.EmailKey, p.Phone)
+	if err != nil {
+		return Contact{}, nil, err
+	}
+	p.SuppressionDigests = suppress.Digests(entries)
 	if event == nil || !s.events.MayHaveSubscribers(ctx, accountID, webhook.TagsAdded) {
 		// no deliveries to queue: the one statement, event included, is the whole change.
-		err = s.insert(ctx, nil, accountID, c, in, event)
+		err = s.insert(ctx, nil, p)
 	} else {
 		err = s.store.InTx(ctx, func(tx store.Tx) error {
-			if err := s.insert(ctx, tx.Queries, accountID, c, in, event); err != nil {
+			if err := s.insert(ctx, tx.Queries, p); err != nil {
 				return err
 			}
 			return s.events.Deliver(ctx, tx, accountID, *event)
@@ -90,9 +99,10 @@ func (s *Service) newContact(in CreateInput, now time.Time) (Contact, []string, 
 }
 
 // insert writes the contact, its consent record, its first property and its event (if any) in
-// one statement: in tx when there is one, else in a group of creates.
-func (s *Service) insert(ctx context.Context, tx *db.Queries, accountID uuid.UUID, c Contact, in CreateInput, event *webhook.Prepared) error {
-	p := createParams(accountID, c, in, event)
+// one statement: in tx when there is one, else in a group of creates. A contact it did not
+// insert had an email the account has (DuplicateContact), or an erased person's email or
+// phone (ContactSuppressed).
+func (s *Service) insert(ctx context.Context, tx *db.Queries, p db.ContactCreateParams) error {
 	var inserted returned[uuid.UUID]
 	var err error
 	if tx != nil {
@@ -106,15 +116,22 @@ func (s *Service) insert(ctx context.Context, tx *db.Queries, accountID uuid.UUI
 	if err != nil || inserted.ok {
 		return err
 	}
-	lookup := db.ContactIDByEmailParams{AccountID: accountID, EmailKey: p.EmailKey}
 	var existing uuid.UUID
-	if tx != nil {
-		existing, err = tx.ContactIDByEmail(ctx, lookup)
-	} else {
-		err = s.store.Do(ctx, func(q *db.Queries) error {
-			existing, err = q.ContactIDByEmail(ctx, lookup)
+	find := func(q *db.Queries) error {
+		existing, err = q.ContactIDByEmail(ctx, db.ContactIDByEmailParams{AccountID: p.AccountID, EmailKey: p.EmailKey})
+		if !errors.Is(store.Translate(err), apperr.ErrNoRows) {
 			return err
-		})
+		}
+		suppressed, serr := suppress.Matching(ctx, q, p.AccountID, p.SuppressionDigests)
+		if serr == nil && len(suppressed) > 0 {
+			return suppress.ErrSuppressed
+		}
+		return errors.Join(err, serr)
+	}
+	if tx != nil {
+		err = find(tx)
+	} else {
+		err = s.store.Do(ctx, find)
 	}
 	if err != nil {
 		return err

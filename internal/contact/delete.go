@@ -24,3 +24,28 @@ func (s *Service) Delete(ctx context.Context, accountID uuid.UUID, rawID string)
 		return err
 	})
 }
+
+// Removed is what an erasure needs of a contact it removed: the values the suppression list
+// keeps (as digests).
+type Removed struct {
+	ID       uuid.UUID
+	EmailKey string
+	Phone    *string
+}
+
+// Remove deletes a contact as Delete does, in the caller's transaction (an erasure's), and
+// returns what the suppression list needs of it.
+func (s *Service) Remove(ctx context.Context, tx store.Tx, accountID uuid.UUID, rawID string) (Removed, error) {
+	id, err := ParseID(rawID)
+	if err != nil {
+		return Removed{}, err
+	}
+	row, err := s.lock(ctx, tx, accountID, id)
+	if err != nil {
+		return Removed{}, err
+	}
+	if _, err := tx.ContactDelete(ctx, db.ContactDeleteParams{AccountID: accountID, ContactID: id}); err != nil {
+		return Removed{}, err
+	}
+	return Removed{ID: id, EmailKey: EmailKey(row.Email), Phone: row.Phone}, nil
+}

@@ -67,6 +67,11 @@ func (s *Service) Update(ctx context.Context, accountID uuid.UUID, rawID string,
 		if err := s.checkEmailFree(ctx, tx, row, next); err != nil {
 			return err
 		}
+		if refusal, err := s.suppressedChange(ctx, tx.Queries, row, next); err != nil {
+			return err
+		} else if refusal != nil {
+			return refusal
+		}
 		now := s.now()
 		if err := tx.ContactUpdateDetails(ctx, updateParams(next, now)); err != nil {
 			return err

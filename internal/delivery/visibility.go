@@ -235,3 +235,13 @@ func (s *Service) HealthSince(ctx context.Context, account uuid.UUID, since time
 	}
 	return out, err
 }
+
+// ForgetResponses clears the response excerpts recorded for the deliveries of events, in the
+// caller's transaction (an erasure's: a receiver may have echoed what it was sent).
+func ForgetResponses(ctx context.Context, q *db.Queries, accountID uuid.UUID, events []uuid.UUID) error {
+	if len(events) == 0 {
+		return nil
+	}
+	_, err := q.AttemptsForgetResponses(ctx, db.AttemptsForgetResponsesParams{AccountID: accountID, EventIds: events})
+	return err
+}

@@ -27,6 +27,7 @@ var operations = []struct {
 	{"DELETE", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000/tags", "contacts:write", map[string]any{"tags": []string{"a"}}},
 	{"PATCH", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000", "contacts:write", map[string]any{"name": "x"}},
 	{"DELETE", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000", "contacts:write", nil},
+	{"POST", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000/erase", "contacts:erase", nil},
 	{"POST", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000/property", "contacts:write", map[string]any{"address": "1 Main St, Springfield, IL 62704"}},
 	{"POST", "/public/v1/contact/property/01939d3c-0000-7000-8000-000000000000/archive", "contacts:write", nil},
 	{"POST", "/public/v1/contact/01939d3c-0000-7000-8000-000000000000/activity", "contacts:write", map[string]any{"type": "EmailOpen"}},

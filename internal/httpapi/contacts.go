@@ -10,6 +10,7 @@ import (
 	"github.com/contactd/contactd/internal/apicore"
 	"github.com/contactd/contactd/internal/apitime"
 	"github.com/contactd/contactd/internal/contact"
+	"github.com/contactd/contactd/internal/erasure"
 )
 
 // CreateContact implements POST /public/v1/contact.
@@ -93,6 +94,21 @@ func (s *Server) DeleteContact(ctx context.Context, req api.DeleteContactRequest
 		return nil, err
 	}
 	return api.DeleteContact204Response{}, nil
+}
+
+// EraseContact implements POST /public/v1/contact/{contactId}/erase.
+func (s *Server) EraseContact(ctx context.Context, req api.EraseContactRequestObject) (api.EraseContactResponseObject, error) {
+	p := principal(ctx)
+	e, err := s.erasures.Erase(ctx, p.AccountID, req.ContactId, erasure.Requester{KeyID: p.KeyID, KeyPrefix: p.KeyPrefix, KeyName: p.KeyName})
+	if err != nil {
+		return nil, err
+	}
+	suppressed := make([]api.ErasureSuppressed, len(e.Suppressed))
+	for i, k := range e.Suppressed {
+		suppressed[i] = api.ErasureSuppressed(k)
+	}
+	return api.EraseContact200JSONResponse{ErasureId: e.ID.String(), ContactId: e.ContactID.String(),
+		ErasedAt: apitime.From(e.ErasedAt), Suppressed: suppressed, EventsRedacted: e.EventsRedacted}, nil
 }
 
 func updateFromAPI(b *api.UpdateContactRequest) contact.UpdateInput {

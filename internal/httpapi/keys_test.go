@@ -35,7 +35,7 @@ func TestScopesFromTheSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	scopes, err := httpapi.Scopes()
-	if err != nil || strings.Join(scopes, " ") != "contacts:read contacts:write events:read webhooks:read webhooks:write" {
+	if err != nil || strings.Join(scopes, " ") != "contacts:erase contacts:read contacts:write events:read webhooks:read webhooks:write" {
 		t.Fatalf("scopes %v %v", scopes, err)
 	}
 	keyWith := func(scopes ...string) string {

@@ -25,6 +25,7 @@ import (
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/docs"
+	"github.com/contactd/contactd/internal/erasure"
 	"github.com/contactd/contactd/internal/feed"
 	"github.com/contactd/contactd/internal/idempotency"
 	"github.com/contactd/contactd/internal/metrics"
@@ -55,6 +56,8 @@ type Deps struct {
 	Log      *slog.Logger
 	Auth     *auth.Service
 	Contacts *contact.Service
+	// Erasures forgets people (POST /contact/{id}/erase).
+	Erasures *erasure.Service
 	Webhooks *webhook.Service
 	// Events reads the events feed.
 	Events *feed.Service
@@ -81,6 +84,7 @@ type Server struct {
 	log        *slog.Logger
 	auth       *auth.Service
 	contacts   *contact.Service
+	erasures   *erasure.Service
 	webhooks   *webhook.Service
 	deliveries *delivery.Service
 	events     *feed.Service
@@ -105,7 +109,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: d.Log, auth: d.Auth, contacts: d.Contacts, webhooks: d.Webhooks,
+	s := &Server{cfg: cfg, log: d.Log, auth: d.Auth, contacts: d.Contacts, erasures: d.Erasures, webhooks: d.Webhooks,
 		events: d.Events, deliveries: d.Deliveries, ready: d.Ready, routes: newRouteTable(spec),
 		limiter: d.Limiter, metrics: d.Metrics, idem: d.Idempotency}
 	if s.batch, err = apicore.NewBatch(d.Contacts); err != nil {

@@ -14,6 +14,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -132,7 +134,7 @@ func (s *Service) Do(ctx context.Context, account uuid.UUID, key string, req Req
 		if err := q.IdempotencySave(ctx, db.IdempotencySaveParams{AccountID: account, Key: key, Fingerprint: fp,
 			Method: req.Method, Path: req.Path, Status: int32(resp.Status), Headers: headers,
 			Body:      []byte(s.keys.Seal(resp.Body, place(account, key))),
-			CreatedAt: now, ExpiresAt: now.Add(TTL)}); err != nil {
+			CreatedAt: now, ExpiresAt: now.Add(TTL), ContactIds: about(req.Path, resp.Body)}); err != nil {
 			return err
 		}
 		if s.beforeCommit != nil {
@@ -183,6 +185,38 @@ func (s *Service) Reseal(ctx context.Context) (int, error) {
 			return n, nil
 		}
 	}
+}
+
+// about lists the ids a stored response is about, so an erasure finds it: each id in the
+// request's path (/contact/{id}/tags), and each contactId the body names (a create, a batch's
+// results, a DuplicateContact).
+func about(path string, body []byte) []uuid.UUID {
+	ids := []uuid.UUID{}
+	for seg := range strings.SplitSeq(path, "/") {
+		if id, err := uuid.Parse(seg); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	const key = `"contactId":"`
+	for rest := body; ; {
+		i := bytes.Index(rest, []byte(key))
+		if i < 0 {
+			return ids
+		}
+		rest = rest[i+len(key):]
+		if end := bytes.IndexByte(rest, '"'); end > 0 {
+			if id, err := uuid.ParseBytes(rest[:end]); err == nil && !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+}
+
+// ForgetContact deletes the stored responses about a contact, in the caller's transaction
+// (its erasure): a retry of one of those requests then runs again.
+func ForgetContact(ctx context.Context, q *db.Queries, account, contactID uuid.UUID) error {
+	_, err := q.IdempotencyForgetContact(ctx, db.IdempotencyForgetContactParams{AccountID: account, ContactID: contactID})
+	return err
 }
 
 // CrashHooks has fn called just before the transaction of a stored response commits, and

@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -21,7 +22,7 @@ type Delivered struct {
 
 // Receiver is a webhook receiver on loopback. Every body it gets is checked against the
 // spec's WebhookPayload schema. Respond decides each answer from the 1-based count of
-// requests so far; the default answers 204.
+// requests so far and the request (its body readable again); the default answers 204.
 type Receiver struct {
 	URL     string
 	Got     chan Delivered
@@ -45,6 +46,7 @@ func NewReceiver(t testing.TB) *Receiver {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		respond(n, w, r)
 	}))
 	t.Cleanup(srv.Close)

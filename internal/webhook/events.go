@@ -13,6 +13,9 @@
 //   - TagsSwap: a tag change's TagsAdded and TagsRemoved events, in the statement that makes it.
 //   - EnrichFinishMany: the ContactEnriched events of an enrichment pass.
 //
+// One statement rewrites events: EventsRedact, by Redact, turns an erased contact's events
+// into tombstones.
+//
 // The last four are the fast paths: the event rides the change's own statement (and when a
 // subscription may want it, Emitter.MayHaveSubscribers, Deliver queues its deliveries in the
 // same transaction, or the change goes through Emit instead).
@@ -47,6 +50,8 @@ const (
 	// FelixAIHandoff is the original service's tenth type: an AI assistant handed the
 	// contact's conversation to a person.
 	FelixAIHandoff EventType = "FelixAIHandoff"
+	// ContactErased says a contact's personal data was erased (contactd's own type).
+	ContactErased EventType = "ContactErased"
 )
 
 // infoKeys names the member of an event's data that carries the type's details.
@@ -61,6 +66,7 @@ var infoKeys = map[EventType]string{
 	TagsAdded:             "tagsAddedInfo",
 	TagsRemoved:           "tagsRemovedInfo",
 	FelixAIHandoff:        "felixAIHandoffInfo",
+	ContactErased:         "contactErasedInfo",
 }
 
 // ContactInfo identifies the contact an event is about; absent ids are "" on the wire.
@@ -115,6 +121,12 @@ type ContactDetailsUpdatedInfo struct {
 	Current       ContactDetails `json:"current"`
 }
 
+// ContactErasedInfo is the detail of a ContactErased event: which erasure, and when.
+type ContactErasedInfo struct {
+	ErasureID string       `json:"erasureId"`
+	ErasedAt  apitime.Time `json:"erasedAt"`
+}
+
 // Address is a structured address as events carry it.
 type Address struct {
 	AptOrUnitNumber string `json:"aptOrUnitNumber"`
@@ -148,6 +160,8 @@ type Envelope struct {
 	EventType EventType       `json:"eventType"`
 	EventDate apitime.Time    `json:"eventDate"`
 	Data      json.RawMessage `json:"data"`
+	// Redacted marks a tombstone: the event of a contact since erased (Redact).
+	Redacted bool `json:"redacted,omitempty"`
 }
 
 // Enqueuer schedules the delivery of a stored event to one subscription, in the same

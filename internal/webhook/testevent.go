@@ -34,6 +34,8 @@ func sampleInfo(t EventType, now time.Time) any {
 		return ContactUnsubscribedInfo{UnsubscribedAt: at, Source: UnsubscribedByUpdate}
 	case ContactEnriched:
 		return ContactEnrichedInfo{ChangedFields: []string{"emailStatus"}, EmailStatus: "Valid", PreviousEmailStatus: "Pending"}
+	case ContactErased:
+		return ContactErasedInfo{ErasureID: TestContactID.String(), ErasedAt: at}
 	default: // the activity types
 		return ActivityInfo{ActivityID: "test", OccurredAt: at, Details: json.RawMessage(`{"test":true}`)}
 	}

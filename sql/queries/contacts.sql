@@ -4,22 +4,26 @@
 -- (@event_id; the event's deliveries are written by callers in a transaction, when the
 -- account subscribes). ON CONFLICT DO NOTHING lets racing creates of one email
 -- resolve to exactly one winner without aborting the losers' transactions: a loser gets no
--- row and writes nothing. (Foreign keys are checked at the end of the statement, after the
--- contact row exists.)
+-- row and writes nothing. A contact whose email or phone the account suppresses
+-- (@suppression_digests: an erased person's) is not inserted either, and gets no row.
+-- (Foreign keys are checked at the end of the statement, after the contact row exists.)
 WITH c AS (
     INSERT INTO contacts (
         account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
         crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
         consent_api_key_name, consent_api_key_prefix, consent_source_ip, consent_user_agent,
         consent_fields, created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by
-    ) VALUES (
-        @account_id, @contact_id, @email, @email_key, sqlc.narg('name'), sqlc.narg('phone'), @tags,
-        sqlc.narg('assigned_user_email_id'), sqlc.narg('crm_name'), sqlc.narg('crm_url'),
-        sqlc.narg('crm_source'), sqlc.narg('crm_stage'), sqlc.narg('crm_created_date'),
-        @consent_token, @consent_api_key_name, @consent_api_key_prefix, @consent_source_ip,
-        @consent_user_agent, @consent_fields, @created_at, @created_at, @created_at, @active_properties,
-        @addresses_parsed_by
     )
+    SELECT @account_id::uuid, @contact_id::uuid, @email::text, @email_key::text, sqlc.narg('name')::text,
+        sqlc.narg('phone')::text, @tags::text[], sqlc.narg('assigned_user_email_id')::text,
+        sqlc.narg('crm_name')::text, sqlc.narg('crm_url')::text, sqlc.narg('crm_source')::text,
+        sqlc.narg('crm_stage')::text, sqlc.narg('crm_created_date')::timestamptz,
+        @consent_token::text, @consent_api_key_name::text, @consent_api_key_prefix::text, @consent_source_ip::text,
+        @consent_user_agent::text, @consent_fields::jsonb, @created_at::timestamptz, @created_at, @created_at,
+        @active_properties::jsonb, @addresses_parsed_by::integer
+    WHERE NOT EXISTS (
+        SELECT 1 FROM suppressions s
+        WHERE s.account_id = @account_id AND s.digest = ANY(@suppression_digests::bytea[]))
     ON CONFLICT (account_id, email_key) DO NOTHING
     RETURNING account_id, contact_id, created_at
 ), property AS (
@@ -117,9 +121,13 @@ DELETE FROM contacts WHERE account_id = $1 AND contact_id = $2;
 -- sqlc.yaml says why), and properties and events have arrays of their own, for the contacts
 -- that have one. Contacts are inserted in email order, so concurrent batches take the email
 -- keys in one order; ON CONFLICT DO NOTHING skips emails the account has (waiting first for a
--- transaction that has just inserted one). Returns the contacts inserted.
+-- transaction that has just inserted one), and contacts whose email or phone digest the
+-- account suppresses are skipped too (a phone digest is NULL without a phone). Returns the
+-- contacts inserted.
 WITH input AS (
     SELECT unnest(@contact_ids::uuid[]) AS contact_id,
+           unnest(@email_digests::bytea[]) AS email_digest,
+           unnest(@phone_digests::bytea[]) AS phone_digest,
            unnest(@emails::text[]) AS email,
            unnest(@email_keys::text[]) AS email_key,
            unnest(@names::varchar[]) AS name,
@@ -150,6 +158,9 @@ WITH input AS (
            i.consent_fields, @created_at::timestamptz, @created_at::timestamptz, @created_at::timestamptz,
            i.active_properties, @addresses_parsed_by::integer
     FROM input i
+    WHERE NOT EXISTS (
+        SELECT 1 FROM suppressions s
+        WHERE s.account_id = @account_id::uuid AND s.digest IN (i.email_digest, i.phone_digest))
     ORDER BY i.email_key
     ON CONFLICT (account_id, email_key) DO NOTHING
     RETURNING contacts.contact_id

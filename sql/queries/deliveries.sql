@@ -100,3 +100,13 @@ WHERE account_id = @account_id AND delivery_id = @delivery_id;
 -- until @until, not only the one that was refused.
 UPDATE webhook_subscriptions SET next_send_at = greatest(coalesce(next_send_at, @until::timestamptz), @until::timestamptz)
 WHERE account_id = @account_id AND subscription_id = @subscription_id;
+
+-- name: AttemptsForgetResponses :execrows
+-- Clears the response excerpts recorded for the deliveries of @event_ids, for an erasure: a
+-- receiver may have echoed what it was sent. (No index leads from an event to its
+-- deliveries: this reads the account's deliveries, once per erasure.)
+UPDATE webhook_attempts a SET response_excerpt = NULL
+FROM webhook_deliveries d
+WHERE d.account_id = @account_id AND d.event_id = ANY(@event_ids::uuid[])
+  AND a.account_id = d.account_id AND a.delivery_id = d.delivery_id
+  AND a.response_excerpt IS NOT NULL;

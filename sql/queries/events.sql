@@ -11,3 +11,17 @@ INSERT INTO webhook_deliveries (
 -- A test event: about no contact, left out of the feed.
 INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, test)
 VALUES ($1, $2, $3, NULL, $4, $5, true);
+
+-- name: EventsAbout :many
+-- The events about a contact (test events are about none), locked, for its erasure.
+SELECT event_id, event_type, occurred_at, payload::text AS payload FROM webhook_events
+WHERE account_id = @account_id AND contact_id = @contact_id AND NOT test
+ORDER BY event_id
+FOR UPDATE;
+
+-- name: EventsRedact :execrows
+-- Replaces the payloads of @event_ids with @payloads, one for one: an erased contact's events
+-- become tombstones.
+UPDATE webhook_events e SET payload = r.payload::json
+FROM (SELECT unnest(@event_ids::uuid[]) AS event_id, unnest(@payloads::text[]) AS payload) r
+WHERE e.account_id = @account_id AND e.event_id = r.event_id;

@@ -9,12 +9,14 @@ WHERE account_id = $1 AND key = $2 AND expires_at > $3;
 
 -- name: IdempotencySave :exec
 -- An expired key not pruned yet is reused.
-INSERT INTO idempotency_keys (account_id, key, fingerprint, method, path, status, headers, body, created_at, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+INSERT INTO idempotency_keys (account_id, key, fingerprint, method, path, status, headers, body, created_at, expires_at,
+    contact_ids)
+VALUES (@account_id, @key, @fingerprint, @method, @path, @status, @headers, @body, @created_at, @expires_at,
+    @contact_ids)
 ON CONFLICT (account_id, key) DO UPDATE SET
     fingerprint = excluded.fingerprint, method = excluded.method, path = excluded.path,
     status = excluded.status, headers = excluded.headers, body = excluded.body,
-    created_at = excluded.created_at, expires_at = excluded.expires_at;
+    created_at = excluded.created_at, expires_at = excluded.expires_at, contact_ids = excluded.contact_ids;
 
 -- name: IdempotencyPrune :execrows
 DELETE FROM idempotency_keys k
@@ -32,3 +34,7 @@ LIMIT @page_size;
 -- name: IdempotencySetBody :exec
 -- Replaces a stored body unless the row changed since it was read.
 UPDATE idempotency_keys SET body = @body WHERE account_id = @account_id AND key = @key AND body = @was;
+
+-- name: IdempotencyForgetContact :execrows
+-- Deletes the stored responses about a contact, for its erasure.
+DELETE FROM idempotency_keys WHERE account_id = @account_id AND @contact_id::uuid = ANY(contact_ids);

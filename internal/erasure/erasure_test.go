@@ -1,0 +1,375 @@
+package erasure_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/internal/auth"
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+func TestMain(m *testing.M) { testkit.Main(m) }
+
+// person is someone written into contactd with values found nowhere else, so that any copy
+// of them left in the database or the logs is found.
+type person struct {
+	email, name, renamed, phone, phoneDigits, street, street2 string
+}
+
+func newPerson(tag string) person {
+	u := strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	n := fmt.Sprintf("%04d", uuid.New().ID()%10000)
+	return person{
+		email: "zq." + tag + u + "@example.com", name: "Zebulon " + tag + "Quixote" + u, renamed: "Xavierre " + tag + "Ulloa" + u,
+		phone: "+1 (555) 013-" + n, phoneDigits: "555013" + n,
+		street: "Qwyx" + tag + u + " St", street2: "Vrell" + tag + u + " Ave",
+	}
+}
+
+func (p person) values() []string {
+	return []string{p.email, p.name, p.renamed, p.phone, p.street, p.street2}
+}
+
+// The proof that an erasure reaches every copy: a person goes through every path contactd
+// has (create, tags, PATCH, activity, a property, enrichment, deliveries whose receiver echoes
+// them, Idempotency-Key writes, the export, the console), beside a bystander in the same
+// account. Before the erasure every text, json and bytea column of every table (and the stored
+// responses, opened) holds the person's values; after it none does, nor does the log, while
+// the bystander's are all still there. Then the person is kept out: their email or phone is
+// refused by every path that creates or changes a contact. In live data and in the sandbox.
+func TestErasureLeavesNoTrace(t *testing.T) {
+	for _, mode := range []string{"live", "sandbox"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			a := testkit.NewAPI(t, testkit.LocalDelivery)
+			account, key := a.Account("acme")
+			if mode == "sandbox" {
+				k, err := a.Svc.Auth.CreateKeyWith(context.Background(), account, auth.KeyOptions{Name: "test", Test: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				key = k
+			}
+			a.StartWorkers()
+			p, bystander := newPerson("p"), newPerson("b")
+			a.DNS.SetMX("example.com", "mx.example.com")
+			rc := testkit.NewReceiver(t)
+			// a receiver that echoes what it got (the contact's email and the event's details):
+			// the start of its answers is kept in the delivery log
+			rc.Respond = func(n int, w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusOK)
+				fmt.Fprint(w, echo(t, r))
+			}
+			for _, typ := range []string{"TagsAdded", "TagsRemoved", "ContactDetailsUpdated", "FormSubmission", "ContactEnriched", "ContactErased"} {
+				if r := a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": rc.URL, "eventType": typ}); r.Status != 200 {
+					t.Fatalf("subscribe %s: %d %s", typ, r.Status, r.Body)
+				}
+			}
+			id := live(t, a, key, p, "p")
+			live(t, a, key, bystander, "b")
+			a.DeliveriesSettled(t)
+			testkit.Eventually(t, "both contacts enriched", func() bool {
+				return a.Count(t, `SELECT count(*) FROM webhook_events WHERE event_type = 'ContactEnriched'`) == 2
+			})
+			a.DeliveriesSettled(t)
+			for _, v := range append(p.values(), bystander.values()...) {
+				if where := traces(t, a, v); len(where) == 0 {
+					t.Fatalf("%q is nowhere before the erasure: the search cannot find what it looks for", v)
+				}
+			}
+			events := a.Count(t, `SELECT count(*) FROM webhook_events WHERE contact_id = $1`, id)
+
+			r := a.Do("POST", "/public/v1/contact/"+id+"/erase", key, nil, "Idempotency-Key", "erase-"+mode)
+			var erased struct {
+				ErasureID      string   `json:"erasureId"`
+				ContactID      string   `json:"contactId"`
+				Suppressed     []string `json:"suppressed"`
+				EventsRedacted int      `json:"eventsRedacted"`
+			}
+			r.JSON(t, &erased)
+			if r.Status != 200 || erased.ContactID != id || strings.Join(erased.Suppressed, ",") != "email,phone" || erased.EventsRedacted != events {
+				t.Fatalf("erase: %d %s (%d events about the contact)", r.Status, r.Body, events)
+			}
+			for _, v := range p.values() {
+				for _, where := range traces(t, a, v) {
+					t.Errorf("%q is still in %s", v, where)
+				}
+				if strings.Contains(strings.ToLower(a.Logs.String()), strings.ToLower(v)) {
+					t.Errorf("%q is in the log", v)
+				}
+			}
+			for _, v := range bystander.values() {
+				if len(traces(t, a, v)) == 0 {
+					t.Errorf("the bystander's %q went with the erasure", v)
+				}
+			}
+			keptOut(t, a, key, p, id, erased.ErasureID, rc)
+		})
+	}
+}
+
+// echo is what a receiver that repeats what it got answers to a delivery.
+func echo(t *testing.T, r *http.Request) string {
+	body, _ := io.ReadAll(r.Body)
+	var payload struct {
+		Events []struct {
+			Data map[string]json.RawMessage `json:"data"`
+		} `json:"events"`
+	}
+	if err := json.Unmarshal(body, &payload); err != nil || len(payload.Events) == 0 {
+		t.Errorf("a delivery: %v %s", err, body)
+		return "?"
+	}
+	var who struct {
+		EmailID string `json:"emailId"`
+	}
+	out := "got"
+	for k, v := range payload.Events[0].Data {
+		if k == "contactInfo" {
+			_ = json.Unmarshal(v, &who)
+			continue
+		}
+		out += " " + string(v)
+	}
+	return who.EmailID + " " + out
+}
+
+// live drives p through every path and returns its contact id.
+func live(t *testing.T, a *testkit.API, key string, p person, tag string) string {
+	t.Helper()
+	r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": p.email, "name": p.name, "phone": p.phone,
+		"tags": []string{"lead"}, "address": "12 " + p.street + " Apt 9, Springfield, IL 62704",
+		"crmFields": map[string]any{"name": "Salesforce", "stage": "New"}}, "Idempotency-Key", "create-"+tag)
+	var created struct {
+		Contact struct {
+			ContactID string `json:"contactId"`
+		} `json:"contact"`
+	}
+	r.JSON(t, &created)
+	id := created.Contact.ContactID
+	if r.Status != 200 || id == "" {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	steps := []struct {
+		method, path string
+		body         any
+	}{
+		{"POST", "/tags", map[string]any{"tags": []string{"vip"}}},
+		{"PATCH", "", map[string]any{"name": p.renamed}},
+		{"POST", "/activity", map[string]any{"type": "FormSubmission", "details": map[string]any{"said": "I am " + p.renamed}}},
+		{"POST", "/property", map[string]any{"address": "7 " + p.street2 + ", Springfield, IL 62701"}},
+		{"PUT", "/tags", map[string]any{"tags": []string{"customer"}}},
+	}
+	for i, s := range steps {
+		if r := a.Do(s.method, "/public/v1/contact/"+id+s.path, key, s.body, "Idempotency-Key", fmt.Sprintf("%s-%d", tag, i)); r.Status != 200 {
+			t.Fatalf("%s %s: %d %s", s.method, s.path, r.Status, r.Body)
+		}
+	}
+	if r := a.Do("GET", "/public/v1/contacts/export", key, nil); r.Status != 200 || !strings.Contains(string(r.Body), p.email) {
+		t.Fatalf("export: %d, has the email: %v", r.Status, strings.Contains(string(r.Body), p.email))
+	}
+	if page := consolePage(t, a, key, "/console/contacts/"+id); !strings.Contains(page, p.renamed) {
+		t.Fatalf("the console's page of the contact does not show its name")
+	}
+	return id
+}
+
+// consolePage signs in to the console with key and returns the page at path.
+func consolePage(t *testing.T, a *testkit.API, key, path string) string {
+	t.Helper()
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.PostForm(a.URL+"/console/login", url.Values{"key": {key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) == 0 {
+		t.Fatalf("console sign-in: %d", resp.StatusCode)
+	}
+	req, _ := http.NewRequest("GET", a.URL+path, nil)
+	for _, c := range resp.Cookies() {
+		req.AddCookie(c)
+	}
+	page, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer page.Body.Close()
+	b, _ := io.ReadAll(page.Body)
+	if page.StatusCode != 200 || page.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("console %s: %d, Cache-Control %q", path, page.StatusCode, page.Header.Get("Cache-Control"))
+	}
+	return string(b)
+}
+
+// traces lists where v is in the database: every text, json and bytea column of every table
+// (arrays and json as text, case-insensitively), and the stored Idempotency-Key responses,
+// which are sealed, opened.
+func traces(t *testing.T, a *testkit.API, v string) []string {
+	t.Helper()
+	ctx := context.Background()
+	rows, _ := a.Store.Pool.Query(ctx, `SELECT table_name, column_name, data_type FROM information_schema.columns
+		WHERE table_schema = 'public' AND (data_type IN ('text', 'character varying', 'json', 'jsonb', 'bytea', 'ARRAY', 'tsvector'))
+		ORDER BY 1, 2`)
+	type column struct{ table, name, kind string }
+	var columns []column
+	for rows.Next() {
+		var c column
+		if err := rows.Scan(&c.table, &c.name, &c.kind); err != nil {
+			t.Fatal(err)
+		}
+		columns = append(columns, c)
+	}
+	if err := rows.Err(); err != nil || len(columns) < 40 {
+		t.Fatalf("the columns to search: %d, %v", len(columns), err)
+	}
+	var where []string
+	for _, c := range columns {
+		cond := fmt.Sprintf("%q::text ILIKE '%%' || $1 || '%%'", c.name)
+		if c.kind == "bytea" {
+			cond = fmt.Sprintf("position(convert_to($1, 'UTF8') in %q) > 0", c.name)
+		}
+		if n := a.Count(t, fmt.Sprintf("SELECT count(*) FROM %q WHERE %s", c.table, cond), v); n > 0 {
+			where = append(where, fmt.Sprintf("%s.%s (%d rows)", c.table, c.name, n))
+		}
+	}
+	for key, body := range storedResponses(t, a) {
+		if strings.Contains(strings.ToLower(body), strings.ToLower(v)) {
+			where = append(where, "the stored response of Idempotency-Key "+key)
+		}
+	}
+	return where
+}
+
+// storedResponses are the stored Idempotency-Key responses of every account, opened.
+func storedResponses(t *testing.T, a *testkit.API) map[string]string {
+	t.Helper()
+	keys, err := testkit.SecretKeys(a.Cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := a.Store.Pool.Query(context.Background(), `SELECT account_id::text, key, body FROM idempotency_keys`)
+	out := map[string]string{}
+	for rows.Next() {
+		var account, key string
+		var body []byte
+		if err := rows.Scan(&account, &key, &body); err != nil {
+			t.Fatal(err)
+		}
+		opened, err := keys.Open(string(body), "idempotency_keys.body/"+account+"/"+key)
+		if err != nil {
+			t.Fatalf("stored response %s: %v", key, err)
+		}
+		out[key] = string(opened)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// keptOut checks the erased contact is gone and stays out: it is not found, its events are
+// tombstones, ContactErased reached its subscriber, and its email and phone are refused by
+// every path that makes or changes a contact.
+func keptOut(t *testing.T, a *testkit.API, key string, p person, id, erasureID string, rc *testkit.Receiver) {
+	t.Helper()
+	for _, q := range []string{"contactId=" + id, "emailId=" + url.QueryEscape(p.email)} {
+		if r := a.Do("GET", "/public/v1/contact?"+q, key, nil); r.Status != 404 || r.Error(t).Code != "ContactDoesNotExist" {
+			t.Errorf("GET contact?%s after the erasure: %d %s", q, r.Status, r.Body)
+		}
+	}
+	if r := a.Do("POST", "/public/v1/contact/"+id+"/erase", key, nil); r.Status != 404 {
+		t.Errorf("a second erasure: %d %s", r.Status, r.Body)
+	}
+	var feed struct {
+		Events []struct {
+			EventID   string          `json:"eventId"`
+			EventType string          `json:"eventType"`
+			Redacted  bool            `json:"redacted"`
+			Data      json.RawMessage `json:"data"`
+		} `json:"events"`
+	}
+	a.Do("GET", "/public/v1/events?limit=1000", key, nil).JSON(t, &feed)
+	tombstones, erasures := 0, 0
+	for _, e := range feed.Events {
+		if !strings.Contains(string(e.Data), id) {
+			continue
+		}
+		switch {
+		case e.EventType == "ContactErased":
+			erasures++
+			if e.Redacted || !strings.Contains(string(e.Data), erasureID) {
+				t.Errorf("ContactErased in the feed: %s", e.Data)
+			}
+		case e.Redacted:
+			tombstones++
+		default:
+			t.Errorf("an event about the erased contact is not a tombstone: %s %s", e.EventType, e.Data)
+		}
+	}
+	if tombstones == 0 || erasures != 1 {
+		t.Errorf("the feed has %d tombstones and %d ContactErased events about the contact", tombstones, erasures)
+	}
+	a.DeliveriesSettled(t)
+	got := 0
+	for len(rc.Got) > 0 {
+		if d := rc.Next(t); strings.Contains(string(d.Body), `"ContactErased"`) && strings.Contains(string(d.Body), erasureID) {
+			got++
+		}
+	}
+	if got != 1 {
+		t.Errorf("ContactErased delivered %d times", got)
+	}
+
+	refused := func(what string, r *testkit.Response) {
+		t.Helper()
+		if r.Status != 409 || r.Error(t).Code != "ContactSuppressed" {
+			t.Errorf("%s: %d %s, want 409 ContactSuppressed", what, r.Status, r.Body)
+		}
+	}
+	refused("create with the email (another case)", a.Do("POST", "/public/v1/contact", key, map[string]any{"email": strings.ToUpper(p.email)}))
+	refused("create with the phone", a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "fresh@example.com", "phone": "555.013." + p.phoneDigits[6:]}))
+	var other struct {
+		Contact struct {
+			ContactID string `json:"contactId"`
+		} `json:"contact"`
+	}
+	a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "other@example.com"}).JSON(t, &other)
+	refused("PATCH to the email", a.Do("PATCH", "/public/v1/contact/"+other.Contact.ContactID, key, map[string]any{"email": p.email}))
+	refused("PATCH to the phone", a.Do("PATCH", "/public/v1/contact/"+other.Contact.ContactID, key, map[string]any{"phone": p.phone}))
+	for _, mode := range []string{"create", "upsert"} {
+		var results struct {
+			Results []struct {
+				Status string `json:"status"`
+				Error  *struct {
+					Code string `json:"code"`
+				} `json:"error"`
+			} `json:"results"`
+		}
+		r := a.Do("POST", "/public/v1/contacts/batch", key, map[string]any{"mode": mode, "contacts": []any{
+			map[string]any{"email": p.email}, map[string]any{"email": "new-" + mode + "@example.com", "phone": p.phone},
+			map[string]any{"email": "other@example.com", "phone": p.phone}, map[string]any{"email": "ok-" + mode + "@example.com"}}})
+		r.JSON(t, &results)
+		want := []string{"ContactSuppressed", "ContactSuppressed", "DuplicateContact", ""}
+		if mode == "upsert" {
+			want[2] = "ContactSuppressed" // the existing contact would take on the phone
+		}
+		for i, w := range want {
+			got := ""
+			if i < len(results.Results) && results.Results[i].Error != nil {
+				got = results.Results[i].Error.Code
+			}
+			if r.Status != 200 || got != w {
+				t.Errorf("batch (%s) item %d: %q, want %q: %s", mode, i, got, w, r.Body)
+			}
+		}
+	}
+}
