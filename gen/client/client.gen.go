@@ -336,19 +336,28 @@ func (e Warning) Valid() bool {
 
 // Defines values for WebhookEventDataContactDetailsUpdatedInfoChangedFields.
 const (
-	WebhookEventDataContactDetailsUpdatedInfoChangedFieldsEmail WebhookEventDataContactDetailsUpdatedInfoChangedFields = "email"
-	WebhookEventDataContactDetailsUpdatedInfoChangedFieldsName  WebhookEventDataContactDetailsUpdatedInfoChangedFields = "name"
-	WebhookEventDataContactDetailsUpdatedInfoChangedFieldsPhone WebhookEventDataContactDetailsUpdatedInfoChangedFields = "phone"
+	WebhookEventDataContactDetailsUpdatedInfoChangedFieldsAssignedUserEmailId WebhookEventDataContactDetailsUpdatedInfoChangedFields = "assignedUserEmailId"
+	WebhookEventDataContactDetailsUpdatedInfoChangedFieldsCrmFields           WebhookEventDataContactDetailsUpdatedInfoChangedFields = "crmFields"
+	WebhookEventDataContactDetailsUpdatedInfoChangedFieldsEmail               WebhookEventDataContactDetailsUpdatedInfoChangedFields = "email"
+	WebhookEventDataContactDetailsUpdatedInfoChangedFieldsName                WebhookEventDataContactDetailsUpdatedInfoChangedFields = "name"
+	WebhookEventDataContactDetailsUpdatedInfoChangedFieldsPhone               WebhookEventDataContactDetailsUpdatedInfoChangedFields = "phone"
+	WebhookEventDataContactDetailsUpdatedInfoChangedFieldsRecordStatus        WebhookEventDataContactDetailsUpdatedInfoChangedFields = "recordStatus"
 )
 
 // Valid indicates whether the value is a known member of the WebhookEventDataContactDetailsUpdatedInfoChangedFields enum.
 func (e WebhookEventDataContactDetailsUpdatedInfoChangedFields) Valid() bool {
 	switch e {
+	case WebhookEventDataContactDetailsUpdatedInfoChangedFieldsAssignedUserEmailId:
+		return true
+	case WebhookEventDataContactDetailsUpdatedInfoChangedFieldsCrmFields:
+		return true
 	case WebhookEventDataContactDetailsUpdatedInfoChangedFieldsEmail:
 		return true
 	case WebhookEventDataContactDetailsUpdatedInfoChangedFieldsName:
 		return true
 	case WebhookEventDataContactDetailsUpdatedInfoChangedFieldsPhone:
+		return true
+	case WebhookEventDataContactDetailsUpdatedInfoChangedFieldsRecordStatus:
 		return true
 	default:
 		return false
@@ -615,8 +624,16 @@ type Contact struct {
 	UpdatedAt Timestamp `json:"updatedAt"`
 }
 
-// ContactDetails A contact's name, email and phone; `""` when not set.
+// ContactDetails A contact's name, email and phone (`""` when not set), always; and each other field
+// that changed (`assignedUserEmailId`, `recordStatus`, `crmFields` with the members
+// set), in `previous` and `current` alike.
 type ContactDetails struct {
+	// AssignedUserEmailId The assigned user's email (`""` when none); present when it changed.
+	AssignedUserEmailId *string `json:"assignedUserEmailId,omitempty"`
+
+	// CrmFields Where the contact lives in the account's CRM.
+	CrmFields *CrmFields `json:"crmFields,omitempty"`
+
 	// Email Primary email.
 	Email string `json:"email"`
 
@@ -625,6 +642,9 @@ type ContactDetails struct {
 
 	// Phone Phone number.
 	Phone string `json:"phone"`
+
+	// RecordStatus Whether the contact may receive marketing.
+	RecordStatus *RecordStatus `json:"recordStatus,omitempty"`
 }
 
 // ContactList A page of contacts.
@@ -1161,13 +1181,18 @@ type WebhookEvent struct {
 type WebhookEventData struct {
 	// ContactDetailsUpdatedInfo For `ContactDetailsUpdated`.
 	ContactDetailsUpdatedInfo *struct {
-		// ChangedFields Which of `name`, `email`, `phone` changed.
+		// ChangedFields Which fields changed; `previous` holds the value of each before the change. A
+		// change that changes nothing emits no event.
 		ChangedFields []WebhookEventDataContactDetailsUpdatedInfoChangedFields `json:"changedFields"`
 
-		// Current A contact's name, email and phone; `""` when not set.
+		// Current A contact's name, email and phone (`""` when not set), always; and each other field
+		// that changed (`assignedUserEmailId`, `recordStatus`, `crmFields` with the members
+		// set), in `previous` and `current` alike.
 		Current ContactDetails `json:"current"`
 
-		// Previous A contact's name, email and phone; `""` when not set.
+		// Previous A contact's name, email and phone (`""` when not set), always; and each other field
+		// that changed (`assignedUserEmailId`, `recordStatus`, `crmFields` with the members
+		// set), in `previous` and `current` alike.
 		Previous ContactDetails `json:"previous"`
 	} `json:"contactDetailsUpdatedInfo,omitempty"`
 
@@ -1895,8 +1920,10 @@ type ClientInterface interface {
 	// cannot be cleared. The limits are those of create. An email that another contact of
 	// the account already has is refused with `400 DuplicateContact` naming that contact.
 	//
-	// A change of `name`, `email` or `phone` emits `ContactDetailsUpdated` with the previous
-	// and current values; `recordStatus` going to `NonMarketing` emits `ContactUnsubscribed`.
+	// A change of any field emits `ContactDetailsUpdated` naming the fields that changed, with
+	// their previous and current values (a PATCH that changes nothing writes nothing: no event,
+	// `updatedAt` as it was);
+	// `recordStatus` going to `NonMarketing` also emits `ContactUnsubscribed`.
 	// A new email is `Pending` again until enrichment decides it. An email or phone of an
 	// erased person is refused with `409 ContactSuppressed`. Returns the full contact.
 	//
@@ -1913,8 +1940,10 @@ type ClientInterface interface {
 	// cannot be cleared. The limits are those of create. An email that another contact of
 	// the account already has is refused with `400 DuplicateContact` naming that contact.
 	//
-	// A change of `name`, `email` or `phone` emits `ContactDetailsUpdated` with the previous
-	// and current values; `recordStatus` going to `NonMarketing` emits `ContactUnsubscribed`.
+	// A change of any field emits `ContactDetailsUpdated` naming the fields that changed, with
+	// their previous and current values (a PATCH that changes nothing writes nothing: no event,
+	// `updatedAt` as it was);
+	// `recordStatus` going to `NonMarketing` also emits `ContactUnsubscribed`.
 	// A new email is `Pending` again until enrichment decides it. An email or phone of an
 	// erased person is refused with `409 ContactSuppressed`. Returns the full contact.
 	//
@@ -2467,8 +2496,10 @@ func (c *Client) DeleteContact(ctx context.Context, contactId ContactIdPath, par
 // cannot be cleared. The limits are those of create. An email that another contact of
 // the account already has is refused with `400 DuplicateContact` naming that contact.
 //
-// A change of `name`, `email` or `phone` emits `ContactDetailsUpdated` with the previous
-// and current values; `recordStatus` going to `NonMarketing` emits `ContactUnsubscribed`.
+// A change of any field emits `ContactDetailsUpdated` naming the fields that changed, with
+// their previous and current values (a PATCH that changes nothing writes nothing: no event,
+// `updatedAt` as it was);
+// `recordStatus` going to `NonMarketing` also emits `ContactUnsubscribed`.
 // A new email is `Pending` again until enrichment decides it. An email or phone of an
 // erased person is refused with `409 ContactSuppressed`. Returns the full contact.
 //
@@ -2495,8 +2526,10 @@ func (c *Client) UpdateContactWithBody(ctx context.Context, contactId ContactIdP
 // cannot be cleared. The limits are those of create. An email that another contact of
 // the account already has is refused with `400 DuplicateContact` naming that contact.
 //
-// A change of `name`, `email` or `phone` emits `ContactDetailsUpdated` with the previous
-// and current values; `recordStatus` going to `NonMarketing` emits `ContactUnsubscribed`.
+// A change of any field emits `ContactDetailsUpdated` naming the fields that changed, with
+// their previous and current values (a PATCH that changes nothing writes nothing: no event,
+// `updatedAt` as it was);
+// `recordStatus` going to `NonMarketing` also emits `ContactUnsubscribed`.
 // A new email is `Pending` again until enrichment decides it. An email or phone of an
 // erased person is refused with `409 ContactSuppressed`. Returns the full contact.
 //
@@ -4999,8 +5032,10 @@ type ClientWithResponsesInterface interface {
 	// cannot be cleared. The limits are those of create. An email that another contact of
 	// the account already has is refused with `400 DuplicateContact` naming that contact.
 	//
-	// A change of `name`, `email` or `phone` emits `ContactDetailsUpdated` with the previous
-	// and current values; `recordStatus` going to `NonMarketing` emits `ContactUnsubscribed`.
+	// A change of any field emits `ContactDetailsUpdated` naming the fields that changed, with
+	// their previous and current values (a PATCH that changes nothing writes nothing: no event,
+	// `updatedAt` as it was);
+	// `recordStatus` going to `NonMarketing` also emits `ContactUnsubscribed`.
 	// A new email is `Pending` again until enrichment decides it. An email or phone of an
 	// erased person is refused with `409 ContactSuppressed`. Returns the full contact.
 	//
@@ -5017,8 +5052,10 @@ type ClientWithResponsesInterface interface {
 	// cannot be cleared. The limits are those of create. An email that another contact of
 	// the account already has is refused with `400 DuplicateContact` naming that contact.
 	//
-	// A change of `name`, `email` or `phone` emits `ContactDetailsUpdated` with the previous
-	// and current values; `recordStatus` going to `NonMarketing` emits `ContactUnsubscribed`.
+	// A change of any field emits `ContactDetailsUpdated` naming the fields that changed, with
+	// their previous and current values (a PATCH that changes nothing writes nothing: no event,
+	// `updatedAt` as it was);
+	// `recordStatus` going to `NonMarketing` also emits `ContactUnsubscribed`.
 	// A new email is `Pending` again until enrichment decides it. An email or phone of an
 	// erased person is refused with `409 ContactSuppressed`. Returns the full contact.
 	//
@@ -8525,8 +8562,10 @@ func (c *ClientWithResponses) DeleteContactWithResponse(ctx context.Context, con
 // cannot be cleared. The limits are those of create. An email that another contact of
 // the account already has is refused with `400 DuplicateContact` naming that contact.
 //
-// A change of `name`, `email` or `phone` emits `ContactDetailsUpdated` with the previous
-// and current values; `recordStatus` going to `NonMarketing` emits `ContactUnsubscribed`.
+// A change of any field emits `ContactDetailsUpdated` naming the fields that changed, with
+// their previous and current values (a PATCH that changes nothing writes nothing: no event,
+// `updatedAt` as it was);
+// `recordStatus` going to `NonMarketing` also emits `ContactUnsubscribed`.
 // A new email is `Pending` again until enrichment decides it. An email or phone of an
 // erased person is refused with `409 ContactSuppressed`. Returns the full contact.
 //
@@ -8549,8 +8588,10 @@ func (c *ClientWithResponses) UpdateContactWithBodyWithResponse(ctx context.Cont
 // cannot be cleared. The limits are those of create. An email that another contact of
 // the account already has is refused with `400 DuplicateContact` naming that contact.
 //
-// A change of `name`, `email` or `phone` emits `ContactDetailsUpdated` with the previous
-// and current values; `recordStatus` going to `NonMarketing` emits `ContactUnsubscribed`.
+// A change of any field emits `ContactDetailsUpdated` naming the fields that changed, with
+// their previous and current values (a PATCH that changes nothing writes nothing: no event,
+// `updatedAt` as it was);
+// `recordStatus` going to `NonMarketing` also emits `ContactUnsubscribed`.
 // A new email is `Pending` again until enrichment decides it. An email or phone of an
 // erased person is refused with `409 ContactSuppressed`. Returns the full contact.
 //

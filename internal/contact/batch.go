@@ -171,7 +171,7 @@ func (s *Service) upsertExisting(ctx context.Context, tx store.Tx, accountID uui
 		return err // given an erased person's phone: nothing of the item is written
 	}
 	r.ContactID, r.Status = row.ContactID, BatchUnchanged
-	if !sameDetails(row, next) {
+	if len(changedFields(row, next)) > 0 {
 		if err := tx.ContactUpdateDetails(ctx, updateParams(next, now)); err != nil {
 			return err
 		}
@@ -219,14 +219,3 @@ func mergePatch(in CreateInput) UpdateInput {
 }
 
 func setIf[T any](v *T) Patch[T] { return Patch[T]{Set: v != nil, Value: v} }
-
-// sameDetails reports whether an upsert left the fields it may change as they were.
-func sameDetails(a, b db.ContactRow) bool {
-	return eq(a.Name, b.Name) && eq(a.Phone, b.Phone) && eq(a.AssignedUserEmailID, b.AssignedUserEmailID) &&
-		eq(a.CrmName, b.CrmName) && eq(a.CrmUrl, b.CrmUrl) && eq(a.CrmSource, b.CrmSource) &&
-		eq(a.CrmStage, b.CrmStage) && eqTime(a.CrmCreatedDate, b.CrmCreatedDate)
-}
-
-func eq(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
-
-func eqTime(a, b *time.Time) bool { return (a == nil) == (b == nil) && (a == nil || a.Equal(*b)) }

@@ -49,8 +49,9 @@ type UpdateInput struct {
 	CRM                              Patch[CRMPatch]
 }
 
-// Update changes the fields sent and emits ContactDetailsUpdated (name, email, phone) and
-// ContactUnsubscribed (recordStatus to NonMarketing). A new email is Pending again and is
+// Update changes the fields sent and emits ContactDetailsUpdated (each changed field with its
+// previous value) and ContactUnsubscribed (recordStatus to NonMarketing); a patch that changes
+// nothing writes nothing. A new email is Pending again and is
 // enriched; an email another contact has is DuplicateContact.
 func (s *Service) Update(ctx context.Context, accountID uuid.UUID, rawID string, in UpdateInput) (Contact, error) {
 	id, err := ParseID(rawID)
@@ -72,12 +73,14 @@ func (s *Service) Update(ctx context.Context, accountID uuid.UUID, rawID string,
 		} else if refusal != nil {
 			return refusal
 		}
-		now := s.now()
-		if err := tx.ContactUpdateDetails(ctx, updateParams(next, now)); err != nil {
-			return err
-		}
-		if err := s.emitUpdateEvents(ctx, tx, row, next, now); err != nil {
-			return err
+		if len(changedFields(row, next)) > 0 {
+			now := s.now()
+			if err := tx.ContactUpdateDetails(ctx, updateParams(next, now)); err != nil {
+				return err
+			}
+			if err := s.emitUpdateEvents(ctx, tx, row, next, now); err != nil {
+				return err
+			}
 		}
 		c, err = s.load(ctx, tx.Queries, accountID, id)
 		return err
@@ -173,16 +176,8 @@ func updateParams(c db.ContactRow, now time.Time) db.ContactUpdateDetailsParams 
 
 func (s *Service) emitUpdateEvents(ctx context.Context, tx store.Tx, prev, next db.ContactRow, now time.Time) error {
 	info := contactInfo(next.ContactID, next.Email, next.AssignedUserEmailID)
-	before, after := details(prev), details(next)
-	var changed []string
-	for _, f := range []struct{ name, a, b string }{
-		{"name", before.Name, after.Name}, {"email", before.Email, after.Email}, {"phone", before.Phone, after.Phone},
-	} {
-		if f.a != f.b {
-			changed = append(changed, f.name)
-		}
-	}
-	if len(changed) > 0 {
+	if changed := changedFields(prev, next); len(changed) > 0 {
+		before, after := details(prev, changed), details(next, changed)
 		if err := s.events.Emit(ctx, tx, next.AccountID, webhook.Event{Type: webhook.ContactDetailsUpdated,
 			ContactID: next.ContactID, Contact: info, At: now,
 			Info: webhook.ContactDetailsUpdatedInfo{ChangedFields: changed, Previous: before, Current: after}}); err != nil {
@@ -197,13 +192,67 @@ func (s *Service) emitUpdateEvents(ctx context.Context, tx store.Tx, prev, next 
 	return nil
 }
 
-func details(c db.ContactRow) webhook.ContactDetails {
-	d := webhook.ContactDetails{Email: c.Email}
-	if c.Name != nil {
-		d.Name = *c.Name
+// Fields a ContactDetailsUpdated event names, in the spec's order.
+const (
+	fieldName         = "name"
+	fieldEmail        = "email"
+	fieldPhone        = "phone"
+	fieldAssignedUser = "assignedUserEmailId"
+	fieldRecordStatus = "recordStatus"
+	fieldCRM          = "crmFields"
+)
+
+// changedFields names the fields a change of a contact from a to b changes; none when it
+// changes nothing, and then neither the row nor an event is written.
+func changedFields(a, b db.ContactRow) []string {
+	var changed []string
+	for _, f := range []struct {
+		name string
+		same bool
+	}{
+		{fieldName, eq(a.Name, b.Name)},
+		{fieldEmail, a.Email == b.Email},
+		{fieldPhone, eq(a.Phone, b.Phone)},
+		{fieldAssignedUser, eq(a.AssignedUserEmailID, b.AssignedUserEmailID)},
+		{fieldRecordStatus, a.RecordStatus == b.RecordStatus},
+		{fieldCRM, eq(a.CrmName, b.CrmName) && eq(a.CrmUrl, b.CrmUrl) && eq(a.CrmSource, b.CrmSource) &&
+			eq(a.CrmStage, b.CrmStage) && eqTime(a.CrmCreatedDate, b.CrmCreatedDate)},
+	} {
+		if !f.same {
+			changed = append(changed, f.name)
+		}
 	}
-	if c.Phone != nil {
-		d.Phone = *c.Phone
+	return changed
+}
+
+func eq(a, b *string) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+
+func eqTime(a, b *time.Time) bool { return (a == nil) == (b == nil) && (a == nil || a.Equal(*b)) }
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// details are c's name, email and phone, and its other fields among changed.
+func details(c db.ContactRow, changed []string) webhook.ContactDetails {
+	d := webhook.ContactDetails{Name: deref(c.Name), Email: c.Email, Phone: deref(c.Phone)}
+	for _, f := range changed {
+		switch f {
+		case fieldAssignedUser:
+			assigned := deref(c.AssignedUserEmailID)
+			d.AssignedUserEmailID = &assigned
+		case fieldRecordStatus:
+			d.RecordStatus = c.RecordStatus
+		case fieldCRM:
+			d.CRMFields = &webhook.CRMFields{Name: c.CrmName, URL: c.CrmUrl, Source: c.CrmSource, Stage: c.CrmStage}
+			if c.CrmCreatedDate != nil {
+				at := apitime.From(*c.CrmCreatedDate)
+				d.CRMFields.CreatedDate = &at
+			}
+		}
 	}
 	return d
 }

@@ -144,6 +144,81 @@ func TestBatchUpsert(t *testing.T) {
 	}
 }
 
+// A 1,000-item upsert that changes 10 contacts emits 10 events: an item that leaves its
+// contact as it was is written nowhere, whatever its layout (the email's case, tags in another
+// order or left out, CRM members left out).
+func TestBatchUpsertEmitsOnlyRealChanges(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	account, key := a.Account("acme")
+	items := make([]any, 1000)
+	item := func(i int) map[string]any {
+		return map[string]any{"email": fmt.Sprintf("u%d@example.com", i), "name": fmt.Sprintf("U %d", i),
+			"phone": "555-010-0100", "tags": []string{"lead", "vip"}, "assignedUserEmailId": "agent@example.com",
+			"crmFields": map[string]any{"name": "Salesforce", "stage": "New", "createdDate": "2026-11-21T09:30:00.123Z"}}
+	}
+	for i := range items {
+		items[i] = item(i)
+	}
+	for _, r := range batch(t, a, key, "create", items...) {
+		if r.Status != "created" {
+			t.Fatalf("create: %+v", r)
+		}
+	}
+	countEvents := func() (n int) {
+		t.Helper()
+		if err := testkit.Pool(a.Store).QueryRow(context.Background(),
+			"SELECT count(*) FROM webhook_events WHERE account_id = $1", account).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := countEvents()
+
+	changes := map[int]func(m map[string]any){
+		3:   func(m map[string]any) { m["name"] = "Renamed" },
+		50:  func(m map[string]any) { m["phone"] = "555-010-0199" },
+		97:  func(m map[string]any) { m["assignedUserEmailId"] = "other@example.com" },
+		150: func(m map[string]any) { m["crmFields"].(map[string]any)["stage"] = "Won" },
+		201: func(m map[string]any) { m["crmFields"].(map[string]any)["url"] = "https://crm.example.com/1" },
+		333: func(m map[string]any) { m["crmFields"].(map[string]any)["createdDate"] = "2026-11-22T09:30:00.123Z" },
+		500: func(m map[string]any) { m["name"] = "Renamed"; m["phone"] = "555-010-0198" },
+		640: func(m map[string]any) { m["tags"] = []string{"lead", "vip", "new-tag"} },
+		777: func(m map[string]any) { m["tags"] = []string{"another"} },
+		999: func(m map[string]any) { m["crmFields"].(map[string]any)["source"] = "Website" },
+	}
+	for i := range items {
+		m := item(i)
+		switch {
+		case changes[i] != nil:
+			changes[i](m)
+		case i%3 == 0:
+			m["email"] = strings.ToUpper(m["email"].(string))
+		case i%3 == 1:
+			m["tags"] = []string{"VIP", "lead"}
+			delete(m["crmFields"].(map[string]any), "stage")
+		default:
+			delete(m, "tags")
+			delete(m, "crmFields")
+		}
+		items[i] = m
+	}
+	var updated []int
+	for i, r := range batch(t, a, key, "upsert", items...) {
+		if r.Status == "updated" {
+			updated = append(updated, i)
+		} else if r.Status != "unchanged" {
+			t.Errorf("item %d: %+v", i, r)
+		}
+	}
+	if want := []int{3, 50, 97, 150, 201, 333, 500, 640, 777, 999}; !slices.Equal(updated, want) {
+		t.Errorf("updated items %v, want %v", updated, want)
+	}
+	if n := countEvents() - before; n != 10 {
+		t.Errorf("the upsert emitted %d events, want 10", n)
+	}
+}
+
 func TestBatchEnvelope(t *testing.T) {
 	t.Parallel()
 	a := testkit.NewAPI(t)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -156,32 +157,51 @@ func TestPatchEvents(t *testing.T) {
 	a, _, key := deliveringAPI(t)
 	details := listen(t, a, key, "ContactDetailsUpdated")
 	unsub := listen(t, a, key, "ContactUnsubscribed")
-	id := createContact(t, a, key, map[string]any{"email": "ev@example.com", "name": "Ev", "phone": "555-010-0000"}).Contact.ContactId
+	id := createContact(t, a, key, map[string]any{"email": "ev@example.com", "name": "Ev", "phone": "555-010-0000",
+		"crmFields": map[string]any{"name": "Salesforce"}}).Contact.ContactId
+	detailsChange := func(want string) {
+		t.Helper()
+		ev := nextEvent(t, details)
+		got, _ := json.Marshal(ev.Data.ContactDetailsUpdatedInfo)
+		if ev.EventType != api.EventTypeContactDetailsUpdated || !jsonEqual(got, []byte(want)) {
+			t.Fatalf("ContactDetailsUpdated = %s, want %s", got, want)
+		}
+		if ci := ev.Data.ContactInfo; ci.ContactId != id {
+			t.Errorf("contactInfo = %+v", ci)
+		}
+	}
 
 	patch(t, a, key, id, `{"crmFields": {"stage": "Won"}, "assignedUserEmailId": "agent@example.com"}`)
+	detailsChange(`{"changedFields": ["assignedUserEmailId", "crmFields"],
+		"previous": {"name": "Ev", "email": "ev@example.com", "phone": "555-010-0000", "assignedUserEmailId": "",
+			"crmFields": {"name": "Salesforce"}},
+		"current": {"name": "Ev", "email": "ev@example.com", "phone": "555-010-0000", "assignedUserEmailId": "agent@example.com",
+			"crmFields": {"name": "Salesforce", "stage": "Won"}}}`)
 	patch(t, a, key, id, `{"name": "Eve", "phone": null}`)
-	ev := nextEvent(t, details)
-	info := ev.Data.ContactDetailsUpdatedInfo
-	if ev.EventType != api.EventTypeContactDetailsUpdated || info == nil || len(info.ChangedFields) != 2 ||
-		info.ChangedFields[0] != "name" || info.ChangedFields[1] != "phone" ||
-		info.Previous != (api.ContactDetails{Name: "Ev", Email: "ev@example.com", Phone: "555-010-0000"}) ||
-		info.Current != (api.ContactDetails{Name: "Eve", Email: "ev@example.com", Phone: ""}) {
-		t.Fatalf("ContactDetailsUpdated = %+v", ev)
-	}
-	if ci := ev.Data.ContactInfo; ci.ContactId != id || ci.AssignedUserEmailId != "agent@example.com" || ci.PropertyId != "" {
-		t.Errorf("contactInfo = %+v", ci)
+	detailsChange(`{"changedFields": ["name", "phone"],
+		"previous": {"name": "Ev", "email": "ev@example.com", "phone": "555-010-0000"},
+		"current": {"name": "Eve", "email": "ev@example.com", "phone": ""}}`)
+
+	before := getContact(t, a, key, id)
+	same, r := patch(t, a, key, id, `{"name": "Eve", "crmFields": {"stage": "Won"}, "assignedUserEmailId": "agent@example.com"}`)
+	if r.Status != 200 || same.UpdatedAt != before.UpdatedAt {
+		t.Errorf("a PATCH that changes nothing: %d, updatedAt %s, was %s", r.Status, same.UpdatedAt, before.UpdatedAt)
 	}
 	a.DeliveriesSettled(t)
-	details.None(t) // the CRM-only PATCH emitted nothing
+	details.None(t) // the PATCH that changed nothing emitted nothing
 
 	patch(t, a, key, id, `{"recordStatus": "NonMarketing"}`)
-	ev = nextEvent(t, unsub)
+	ev := nextEvent(t, unsub)
 	if u := ev.Data.ContactUnsubscribedInfo; u == nil || u.Source != "Update" {
 		t.Fatalf("ContactUnsubscribed = %+v", ev)
 	}
-	patch(t, a, key, id, `{"recordStatus": "NonMarketing"}`) // already unsubscribed: no second event
+	detailsChange(`{"changedFields": ["recordStatus"],
+		"previous": {"name": "Eve", "email": "ev@example.com", "phone": "", "recordStatus": "Marketing"},
+		"current": {"name": "Eve", "email": "ev@example.com", "phone": "", "recordStatus": "NonMarketing"}}`)
+	patch(t, a, key, id, `{"recordStatus": "NonMarketing"}`) // already unsubscribed: no second event of either
 	a.DeliveriesSettled(t)
 	unsub.None(t)
+	details.None(t)
 }
 
 func TestDeleteContact(t *testing.T) {
@@ -402,4 +422,10 @@ func TestPropertyChangesRacing(t *testing.T) {
 	if want := []string{"106 N Main St", "107 N Main St", "108 N Main St"}; !slices.Equal(streets, want) {
 		t.Errorf("properties after the race: %v, want %v", streets, want)
 	}
+}
+
+// jsonEqual reports whether a and b are the same JSON value, whatever their layout.
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }

@@ -107,11 +107,24 @@ type ContactUnsubscribedInfo struct {
 	Source         string       `json:"source"`
 }
 
-// ContactDetails are the fields a ContactDetailsUpdated event compares; "" when not set.
+// ContactDetails are the fields a ContactDetailsUpdated event compares: name, email and phone
+// always ("" when not set), each other field only when it changed.
 type ContactDetails struct {
-	Name  string `json:"name"`
-	Email string `json:"email"`
-	Phone string `json:"phone"`
+	Name                string     `json:"name"`
+	Email               string     `json:"email"`
+	Phone               string     `json:"phone"`
+	AssignedUserEmailID *string    `json:"assignedUserEmailId,omitempty"`
+	RecordStatus        string     `json:"recordStatus,omitempty"`
+	CRMFields           *CRMFields `json:"crmFields,omitempty"`
+}
+
+// CRMFields are a contact's CRM fields, each present when set.
+type CRMFields struct {
+	Name        *string       `json:"name,omitempty"`
+	URL         *string       `json:"url,omitempty"`
+	Source      *string       `json:"source,omitempty"`
+	Stage       *string       `json:"stage,omitempty"`
+	CreatedDate *apitime.Time `json:"createdDate,omitempty"`
 }
 
 // ContactDetailsUpdatedInfo is the detail of a ContactDetailsUpdated event.
