@@ -246,6 +246,7 @@ const (
 	EventTypeContactEnriched       EventType = "ContactEnriched"
 	EventTypeContactErased         EventType = "ContactErased"
 	EventTypeContactUnsubscribed   EventType = "ContactUnsubscribed"
+	EventTypeContactsMerged        EventType = "ContactsMerged"
 	EventTypeDashboardClick        EventType = "DashboardClick"
 	EventTypeEmailClick            EventType = "EmailClick"
 	EventTypeFelixAIHandoff        EventType = "FelixAIHandoff"
@@ -265,6 +266,8 @@ func (e EventType) Valid() bool {
 	case EventTypeContactErased:
 		return true
 	case EventTypeContactUnsubscribed:
+		return true
+	case EventTypeContactsMerged:
 		return true
 	case EventTypeDashboardClick:
 		return true
@@ -381,6 +384,36 @@ func (e WebhookEventDataContactUnsubscribedInfoSource) Valid() bool {
 	case Activity:
 		return true
 	case Update:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookEventDataContactsMergedInfoChangedFields.
+const (
+	WebhookEventDataContactsMergedInfoChangedFieldsAssignedUserEmailId WebhookEventDataContactsMergedInfoChangedFields = "assignedUserEmailId"
+	WebhookEventDataContactsMergedInfoChangedFieldsCrmFields           WebhookEventDataContactsMergedInfoChangedFields = "crmFields"
+	WebhookEventDataContactsMergedInfoChangedFieldsEmail               WebhookEventDataContactsMergedInfoChangedFields = "email"
+	WebhookEventDataContactsMergedInfoChangedFieldsName                WebhookEventDataContactsMergedInfoChangedFields = "name"
+	WebhookEventDataContactsMergedInfoChangedFieldsPhone               WebhookEventDataContactsMergedInfoChangedFields = "phone"
+	WebhookEventDataContactsMergedInfoChangedFieldsRecordStatus        WebhookEventDataContactsMergedInfoChangedFields = "recordStatus"
+)
+
+// Valid indicates whether the value is a known member of the WebhookEventDataContactsMergedInfoChangedFields enum.
+func (e WebhookEventDataContactsMergedInfoChangedFields) Valid() bool {
+	switch e {
+	case WebhookEventDataContactsMergedInfoChangedFieldsAssignedUserEmailId:
+		return true
+	case WebhookEventDataContactsMergedInfoChangedFieldsCrmFields:
+		return true
+	case WebhookEventDataContactsMergedInfoChangedFieldsEmail:
+		return true
+	case WebhookEventDataContactsMergedInfoChangedFieldsName:
+		return true
+	case WebhookEventDataContactsMergedInfoChangedFieldsPhone:
+		return true
+	case WebhookEventDataContactsMergedInfoChangedFieldsRecordStatus:
 		return true
 	default:
 		return false
@@ -597,6 +630,10 @@ type Contact struct {
 	// Example: 0
 	LeadScore int `json:"leadScore"`
 
+	// MergedInto Present only when the contact was asked for by the id of a duplicate merged into
+	// it: that id now answers for this contact, whose id this is.
+	MergedInto *string `json:"mergedInto,omitempty"`
+
 	// Name Full name; absent when not known.
 	//
 	// Example: Jane Doe
@@ -709,7 +746,8 @@ type CreateWebhookRequest struct {
 	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
-	// data was erased: receivers should erase their copies. More types may be added: handle
+	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
+	// says duplicates were merged into the contact. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
@@ -789,7 +827,8 @@ type Delivery struct {
 	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
-	// data was erased: receivers should erase their copies. More types may be added: handle
+	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
+	// says duplicates were merged into the contact. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
@@ -827,7 +866,8 @@ type DeliveryAttempt struct {
 	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
-	// data was erased: receivers should erase their copies. More types may be added: handle
+	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
+	// says duplicates were merged into the contact. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
@@ -970,7 +1010,9 @@ type ErrorCode string
 
 // ErrorData Details that depend on the code.
 type ErrorData struct {
-	// ContactId For `DuplicateContact`, the contact that already has the email.
+	// ContactId For `DuplicateContact`, the contact that already has the email; for
+	// `ContactDoesNotExist` from a merge, the id not found; for `ContactDoesNotExist` on
+	// the id of a merged duplicate, the contact it was merged into.
 	ContactId *string `json:"contactId,omitempty"`
 
 	// Errors For `InvalidRequest`, every violation found.
@@ -992,7 +1034,8 @@ type EventList struct {
 // EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 // the contact's conversation to a person) is the original service's tenth type, emitted
 // for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
-// data was erased: receivers should erase their copies. More types may be added: handle
+// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
+// says duplicates were merged into the contact. More types may be added: handle
 // a type you do not know by ignoring it.
 type EventType string
 
@@ -1012,6 +1055,30 @@ type FieldError struct {
 	//
 	// Example: format
 	Reason string `json:"reason"`
+}
+
+// MergeContactsRequest A merge of duplicates into a primary contact.
+type MergeContactsRequest struct {
+	// DryRun Answer the merged contact without writing anything.
+	DryRun *bool `json:"dryRun,omitempty"`
+
+	// DuplicateContactIds The contacts merged into the primary, in order of precedence.
+	DuplicateContactIds []string `json:"duplicateContactIds"`
+
+	// PrimaryContactId The contact that stays.
+	PrimaryContactId string `json:"primaryContactId"`
+}
+
+// MergeContactsResult A merge's outcome.
+type MergeContactsResult struct {
+	// Contact A contact with its tags, properties, engagement and lead score.
+	Contact Contact `json:"contact"`
+
+	// DryRun True when nothing was written.
+	DryRun bool `json:"dryRun"`
+
+	// MergedContactIds The duplicates merged into the contact (their ids now answer for it).
+	MergedContactIds []string `json:"mergedContactIds"`
 }
 
 // Phone A phone number: an optional `+` and 1-2 digit country code, then 3-3-4 digits.
@@ -1172,7 +1239,8 @@ type WebhookEvent struct {
 	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
-	// data was erased: receivers should erase their copies. More types may be added: handle
+	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
+	// says duplicates were merged into the contact. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
@@ -1241,6 +1309,30 @@ type WebhookEventData struct {
 		UnsubscribedAt Timestamp `json:"unsubscribedAt"`
 	} `json:"contactUnsubscribedInfo,omitempty"`
 
+	// ContactsMergedInfo For `ContactsMerged`: which contacts were merged into this one (their ids now
+	// answer for it), the primary's fields the merge changed with their values before and
+	// after, and the tags it gained.
+	ContactsMergedInfo *struct {
+		// ChangedFields The primary's fields the merge filled or changed.
+		ChangedFields []WebhookEventDataContactsMergedInfoChangedFields `json:"changedFields"`
+
+		// Current A contact's name, email and phone (`""` when not set), always; and each other field
+		// that changed (`assignedUserEmailId`, `recordStatus`, `crmFields` with the members
+		// set), in `previous` and `current` alike.
+		Current ContactDetails `json:"current"`
+
+		// MergedContactIds The duplicates' ids, in the order given.
+		MergedContactIds []string `json:"mergedContactIds"`
+
+		// Previous A contact's name, email and phone (`""` when not set), always; and each other field
+		// that changed (`assignedUserEmailId`, `recordStatus`, `crmFields` with the members
+		// set), in `previous` and `current` alike.
+		Previous ContactDetails `json:"previous"`
+
+		// TagsAdded The duplicates' tags the primary did not have.
+		TagsAdded []string `json:"tagsAdded"`
+	} `json:"contactsMergedInfo,omitempty"`
+
 	// DashboardClickInfo For `FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan` and `FelixAIHandoff`.
 	DashboardClickInfo *ActivityInfo `json:"dashboardClickInfo,omitempty"`
 
@@ -1274,6 +1366,9 @@ type WebhookEventDataContactDetailsUpdatedInfoChangedFields string
 
 // WebhookEventDataContactUnsubscribedInfoSource An `Unsubscribe` activity, or a PATCH of `recordStatus`.
 type WebhookEventDataContactUnsubscribedInfoSource string
+
+// WebhookEventDataContactsMergedInfoChangedFields defines model for WebhookEventData.ContactsMergedInfo.ChangedFields.
+type WebhookEventDataContactsMergedInfoChangedFields string
 
 // WebhookList defines model for WebhookList.
 type WebhookList struct {
@@ -1325,7 +1420,8 @@ type WebhookSubscription struct {
 	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
-	// data was erased: receivers should erase their copies. More types may be added: handle
+	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
+	// says duplicates were merged into the contact. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
@@ -1634,6 +1730,18 @@ type ExportContactsParams struct {
 	Q *string `form:"q,omitempty" json:"q,omitempty"`
 }
 
+// MergeContactsParams defines parameters for MergeContacts.
+type MergeContactsParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListEventsParams defines parameters for ListEvents.
 type ListEventsParams struct {
 	// After A `nextCursor` from this feed; absent to start from the oldest kept event.
@@ -1764,6 +1872,9 @@ type ReplaceContactTagsJSONRequestBody = TagsRequest
 // BatchContactsJSONRequestBody defines body for BatchContacts for application/json ContentType.
 type BatchContactsJSONRequestBody = BatchContactsRequest
 
+// MergeContactsJSONRequestBody defines body for MergeContacts for application/json ContentType.
+type MergeContactsJSONRequestBody = MergeContactsRequest
+
 // CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
 type CreateWebhookJSONRequestBody = CreateWebhookRequest
 
@@ -1820,6 +1931,9 @@ type ServerInterface interface {
 	// ExportContacts Export contacts
 	// (GET /public/v1/contacts/export)
 	ExportContacts(ctx echo.Context, params ExportContactsParams) error
+	// MergeContacts Merge duplicates into one contact
+	// (POST /public/v1/contacts/merge)
+	MergeContacts(ctx echo.Context, params MergeContactsParams) error
 	// ListEvents Read the events feed
 	// (GET /public/v1/events)
 	ListEvents(ctx echo.Context, params ListEventsParams) error
@@ -2452,6 +2566,35 @@ func (w *ServerInterfaceWrapper) ExportContacts(ctx echo.Context) error {
 	return err
 }
 
+// MergeContacts converts echo context to params.
+func (w *ServerInterfaceWrapper) MergeContacts(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params MergeContactsParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.MergeContacts(ctx, params)
+	return err
+}
+
 // ListEvents converts echo context to params.
 func (w *ServerInterfaceWrapper) ListEvents(ctx echo.Context) error {
 	var err error
@@ -2845,6 +2988,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/public/v1/contact", wrapper.CreateContact, options.OperationMiddlewares["createContact"]...)
 	router.GET(options.BaseURL+"/public/v1/contacts", wrapper.ListContacts, options.OperationMiddlewares["listContacts"]...)
 	router.POST(options.BaseURL+"/public/v1/contacts/batch", wrapper.BatchContacts, options.OperationMiddlewares["batchContacts"]...)
+	router.POST(options.BaseURL+"/public/v1/contacts/merge", wrapper.MergeContacts, options.OperationMiddlewares["mergeContacts"]...)
 	router.GET(options.BaseURL+"/public/v1/contacts/export", wrapper.ExportContacts, options.OperationMiddlewares["exportContacts"]...)
 	router.GET(options.BaseURL+"/public/v1/events", wrapper.ListEvents, options.OperationMiddlewares["listEvents"]...)
 	router.GET(options.BaseURL+"/public/v1/events/:eventId", wrapper.GetEvent, options.OperationMiddlewares["getEvent"]...)
@@ -5526,6 +5670,207 @@ func (response ExportContacts503JSONResponse) VisitExportContactsResponse(w http
 	return err
 }
 
+type MergeContactsRequestObject struct {
+	Params MergeContactsParams
+	Body   *MergeContactsJSONRequestBody
+}
+
+type MergeContactsResponseObject interface {
+	VisitMergeContactsResponse(w http.ResponseWriter) error
+}
+
+type MergeContacts200JSONResponse MergeContactsResult
+
+func (response MergeContacts200JSONResponse) VisitMergeContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MergeContacts400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response MergeContacts400JSONResponse) VisitMergeContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MergeContacts401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response MergeContacts401JSONResponse) VisitMergeContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MergeContacts403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response MergeContacts403JSONResponse) VisitMergeContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MergeContacts404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response MergeContacts404JSONResponse) VisitMergeContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MergeContacts409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response MergeContacts409JSONResponse) VisitMergeContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MergeContacts413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response MergeContacts413JSONResponse) VisitMergeContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MergeContacts415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response MergeContacts415JSONResponse) VisitMergeContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MergeContacts422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response MergeContacts422JSONResponse) VisitMergeContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MergeContacts429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response MergeContacts429JSONResponse) VisitMergeContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MergeContacts500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response MergeContacts500JSONResponse) VisitMergeContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MergeContacts503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response MergeContacts503JSONResponse) VisitMergeContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListEventsRequestObject struct {
 	Params ListEventsParams
 }
@@ -7353,6 +7698,9 @@ type StrictServerInterface interface {
 	// ExportContacts Export contacts
 	// (GET /public/v1/contacts/export)
 	ExportContacts(ctx context.Context, request ExportContactsRequestObject) (ExportContactsResponseObject, error)
+	// MergeContacts Merge duplicates into one contact
+	// (POST /public/v1/contacts/merge)
+	MergeContacts(ctx context.Context, request MergeContactsRequestObject) (MergeContactsResponseObject, error)
 	// ListEvents Read the events feed
 	// (GET /public/v1/events)
 	ListEvents(ctx context.Context, request ListEventsRequestObject) (ListEventsResponseObject, error)
@@ -7968,6 +8316,54 @@ func (sh *strictHandler) ExportContacts(ctx echo.Context, params ExportContactsP
 	return nil
 }
 
+// MergeContacts operation middleware
+func (sh *strictHandler) MergeContacts(ctx echo.Context, params MergeContactsParams) error {
+	var request MergeContactsRequestObject
+
+	request.Params = params
+
+	var body MergeContactsJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.MergeContacts(ctx.Request().Context(), request.(MergeContactsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "MergeContacts")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(MergeContactsResponseObject); ok {
+		return validResponse.VisitMergeContactsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListEvents operation middleware
 func (sh *strictHandler) ListEvents(ctx echo.Context, params ListEventsParams) error {
 	var request ListEventsRequestObject
@@ -8323,328 +8719,352 @@ func (sh *strictHandler) SendTestWebhook(ctx echo.Context, subscriptionId Subscr
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L0Lchs51i64FVzOnTAVnaRISvKDihv/VcmuLnVZZbUl15OeTigTFNNKAqwEKIrt0MQsYjYyW5ilzEom",
-	"cA6ARCbBp+Xuqr7q+P9uK5kPPA7O+3zncyMR44ngjCvZ6H9usHs6nuQM/n0quKKJ0v+U0/GYFvNGv3FC",
-	"ErxM6FCxgjBeZMlozLgilKdEijEjNFHZXabmjahxR/Mp02+gUmY3nKUfJCvejGmWn6WNfoPeMK7+p/lo",
-	"OxHjRtQw74ffO91XB0ed6+eto/QFa71IDmjr1bDLWr3rw+R5+pJ1aLenHykYVSw9UY1+o9fpPW91u61e",
-	"96rzqn/Q6Xc67W7v4Fe4bfxtxvIUZmeeeU0V85/qXHWf9zuH/c5Ru9Pp6Kc4Hes7LmnO5FAUCWtEDSmm",
-	"+h/9xk/sWmYKLil6o6/8wGaNqDEt8ka/MVJqIvv7+3aC43lbutfo6e53Ogc//9zR/zm8Oj/vNR6iBtOr",
-	"0+g3PlHO2qlgteWBny8VVVPZ6Dd+pHmW6qv8ht4wvQ16bjmVChb53YTx+gy7V92OnmG31z466uoZutsv",
-	"GVfh22EZzYLo278Vxfhyej3OpMxE4BP1pefT8bvhydl3lKdiOJSNfsdce03l6FrQIj3Ns+Q29MOPGZt5",
-	"12Gg9ZvdZGWj3/WvXTKut7tnrlWH7d18IaRKaJFeJlRf7jxEjZzR9DIRBWv0eweODP5GOSOvhd7xyUhw",
-	"fekvXdI8OjraI51up9XrHHT0b4UQw3fDU8El4+qDo4b+/n6396LdaXfa3f7LzsvOfoK37CfyHwe/934Y",
-	"/vhS/O3w+vv7X9T7f774aXxB8W0TVqhMn8vfPjdomhZMAhXTiXpXfOCZ+mE6vmZFo9841ISuD1+/cTkp",
-	"Mn4z1CQP52rK8TLlN3QsODnFK0C7sIFnb+GPgjF1Yr/R6PYOyA/knGacXKpG1PhnNmn0G897LzqHmlzN",
-	"2OYbntejo8bDx6hRsEQUqSPjc1rcMpXxm0bUUPRGTxPWvxE1xITx1khMJWt8jBrTSbr+pD88RI1TPN5B",
-	"HmZ+i8gsUyOSKUnMipIJLSRLScaVIJTYqfl8LClf+PUY1VYs4ILxFFeuygT+hUeuEzhynWVHrrPRkesE",
-	"T9zTqfo3nqqoMaMFzzi86OPiIfspUyMxLecYPHLXU0XUiLkTl4hpnhIuFLlm5vg9Hbf//OP2ryXWxhm/",
-	"04rSGZ+U9AkUfEVv5EmasvTNndnHkmb1b2TGCiBWlhKQCZYgPRpld6g9//a5kVJFfVrlQ/HVlV/mXriE",
-	"fiu8RK+MspO243MX9FrdZRNcG5jXetUObttwwC9e2Aeu5hNm1hi/rPlXnt2xsUhZo6+KKXvQgxgxmrIC",
-	"uMl7qtjbbJwp+K9uR19LmUyKbKIywRv9xnv2+5RJJYkYEjXKJLnNeEqaBaOpJKIgsyJTTO4BAzq5OCO3",
-	"bE7GVP//LSMZJ5TPSbdDJEsET2Vbs+1kxMawpQoHnHHFblgBOkZ1QK/pfMWIgOclIC3KT05YQT5cnZKU",
-	"zjf/2Hu94ZqyN1+BnA2Vnp8exC2bP5MkmRaFttm6nRbOlswynorZDsPYfN4jKnEoSqR0Tpofrk73tvmg",
-	"ZGrxS5e4WWTKVZb7O/tMLsyODEXhLYsYkgLHWdLIgFsiGRaMSUKJzIXqk9mI4fqJPNUP2AczTjJFckbv",
-	"mGyT0zzTvIBMaML03WPJ8jsmB1zo29oDXpntOOPZeDoG7rswc60E0IKOmTLkf2pZwwVVo8V1uBoxy5ye",
-	"SZKljKtsmLGiTU7ImOZDUYy1Zuuuk0wSmY0n+Ryk71BMeXpMBGdE3LGCPD8kyYgWNNGf1/cWbDjVunEz",
-	"Pux0iGGoZptj2EbDdTbnXJke90TPxkmfkv9pAfH7NCs0U9LcoLJw9P4t4zd6GZ4fRnod7Z9dt5JSaTUN",
-	"SOgsZeOJUIwn8+9ZgFjP6S1DSoW9J5IOmeb2BVPFnDT1D2dvrr4lWvbRSUbSgg71IiNv2uvDo8OsALKQ",
-	"Ey0LiRIDTh2VgKGBhMfmBP5nooAae4dkJKaFjIAZmJMSgS+FmgHAUdajGrMBdwQ7Zmok0ojo9YvI71NW",
-	"zOGpa5HO98gNU1ITJr2hGTeGTuzWQbXes0lO5yztE722cTTgM9TeSDHl+lQTNcsS1iZX5sswcHgN5UKN",
-	"WFGeAEniw15vwKvL/J5pcomPyWyU5ayyRPhcMeUyIvFh5xWpPnnGLwpxo2V03B7wk/IBQ4HXbCgKpmen",
-	"X0GaQIlU72VE6FSNNIUn5u+CKkZyzT7knpYAQ5rlGb/B6RJKju7v9QT0CdBb0iYfJCNUn305IoXW5cYE",
-	"BD1pUvLhw9nrPdinXNxkCc3t0PBgl/R/NOwkPfqStQ6uX6Stw6T7qvWKPmetTtobvrzuJi/Y4aGlfySi",
-	"8gR4a9HS1LqE7ntHR3XCn1ClWKHf+X/89t9a/+fHv/z3Rug0XE6vHfGvYibSu6/KUbY8669ehc+6rAzk",
-	"8Q78A76JSfWNSDP0ZWo94xuRzq1yZpQ9Opnkhlb2P0k99c/l1D6v0kMf/OH994ING/3G/7ZfOlP38Ve5",
-	"r79s2GQ5tnKWeAWZBoz0G2q56uZjhQfTKf7OalrsiBFQETWdK3rLeNW+0tpW47V99tSpt3VVdmON9CFq",
-	"jJmU6A11CrPHAnE0NNcid07YfSaVBMrMUKhUx38J60juMpHD3GVg+FVp5A2eFYUoUDVHg73f0PyxjRaf",
-	"P1DNASiB19gBGjtB7w+F9W5oIUpV4+FjZY6atXnM0MyiT8ov9cny1wNNbEZKb/Rs8IHF47o4AtKMa2La",
-	"CAJ2p4WFW1Gtw8R6xdq4XPFepFklHWjuRzNOimnOHPfNFGnGdXqJI1JeuzD2hr5oBmBsrnhPc8qHyOoy",
-	"p4IP8yzZltIzJyAWSb0qY7SOo7I8t1ItRDtLZE+jSsaLkrzGqBe+dWzEN8ZJMlR/hxnP5EibO3rXp5OJ",
-	"/hRLF+cxYYUUnMyoJKygC14RGLpZxcvyNVWydGdNFASc1eSa5YLfSDBluXmx/ZRWHvQc3NuO9T16K6kS",
-	"BUkoJ3mm7QizCLE52al7RJ9OUrCxuGPxo9H1ihm4RRoJb6FIM15YmHivr8edSSL4gHs2yTPpj57kmVTG",
-	"kvDnructkfKDk9ZqGcx675ikAg477H2bvCvIAu0YhSquEVC8QEED3oyXqkZ7K+nLnLNvRXGdpSnjW54w",
-	"mYgJqwf+NL9uCZ7PQRfUFIP6coAyy+8uUKS1u3Oa3KLSDR+zckL28Z2PRT6+ma/3JRV4epuxG6MhjnJA",
-	"uO+o9uDgwAYwExlwrb9ockA+6bP/ROhfhoUYEzFVMkuZZ3OfXRCa52LW0lRmNmgp9/lfkSN++Y6f7HzW",
-	"yO5HbXEf0fbZcg8L95B36IytpVUJMuUpK8o53bL52s0zA1k4hPWd0twTpHvQwqvYmprkwcY81k8QSjib",
-	"wQnT1iz+Vfjq7iOc4cXdWzPeOGiK7uFOcW0k0Ry/uJU54LRN/w3+2mbmFwKK1HF56FJyCCZhl726fpE2",
-	"vnxZLoXeE023U87uJyxRLCUjOpkwrgU3EAkr7ljxTGpjFQhWX0yZolkuPVoqxwjL84NQ34opT3daGSN3",
-	"XwsmfxDqjdbsK+tjbYFUMLS5QflvPJYCjFkZtbej3zOTVuLDLC/oPBc0vRLiLS1u2E6Trb/Dn6hdVDi3",
-	"mSS5vkOvN+Xk+dHRwXNyPVdMNh5X9bdfAwee3ltwfJDm80PyffYNuZ6TlA3pNFd4Ei5ZcZcl7AOndzTL",
-	"6XW+2zoEXlO3jiTeAhaoPpgFLbJcMzT3iOWwOVWseKRl0SbNNZVMq64mwFgwmoxYSorsZqQIF7M2eQ/f",
-	"BT5yTZNbMRweE6fkFSzRiynJ9XzAMyVZPiw9we79mYRH8V0Zk4QW6ETsg/I3gSAkwWAkoVzOWCEHfNGI",
-	"IpyOwfVWunIjougNqOY2ikOSEeU35iOZ8+gZlyEfcJt9ZXkjie2VszRGT24iipSlRPCEGT0EvRRymqvH",
-	"8pBEJpC0nZ8EHSHLdrT0bw+neQ5LAxo7ymVYNlgcIO8rIc4pn9tIxE60XX9H5Yw71yJh9wljEMR6DA2m",
-	"fG9mpNx00q9FNmSepZpUFiIczW6nA5q6jMhRx0S8Btw7+1ZnLS0gE4IizYOjTtTpdPbsqcB1jeGP1on+",
-	"I3bBMXB5hqJzLReoCS2AeWK/FtZ5iBreV5ZHeZS29DJlfcDANDJ+szaK9HOrHB/+N0bPNhqijTcG32PC",
-	"X5u/SD9Qe5OLpW0zKj8OuPR924yuEtED0vzA6VSNRJH9k+2mEFRe4B8eyE/gN5oWrbfqvkUnWUtrtY+k",
-	"NboXxiZSo8+T+XBUxsQiMuW3XMy4HkzB7sSt0ek/cG3ji0Kx9JylGcWQ9U6rEHjRUnVhPJUgqxbe/XWU",
-	"BS0Z4/q34naj1N3heJ9YGWJTGtI007fT/MLL6xjSXLL6V78VBYmreSlxROIyzQW8h5UsGX3FT1iJQbrF",
-	"37I8u3c5NnG7llXyuVFKunBMw/4O8Qy06hMI2T6TYMsLzkrhb7M2ILhZCzLoOYImHf6OVbNRwdZbD3Jd",
-	"iJxIFNYS/uG9WVx/YgkwQpFAdB4yXNbIzGzMpKLjSaMaWPjNX4jKCz8Gvme31gs7rNzd7Za8On1ceJuc",
-	"4FSV5qTIuNKKIDm5PD07iwgXRE5owuRem1xiypVezQEH2zdLMbLplCFtAWo5UN89CVsKKhu9hhWvheo0",
-	"D2i9ePGy25KOOltdfTrLkFO393JVrG0wuO91W4PB/QsWjLlVaCW8shjvqmkCfI4WXoCIZpQrEIYTKvUU",
-	"j4GaNFWB+x8egTSbNjlRZCykGvCXUfdVD+0OfePfLt/90CdjiKSW0X307AYi/JAhIQUn8Zjef6Nfgs78",
-	"tfRbndRPeifAgYKmKmkatUQr43vHhOJoyREZZ3yqh2pmM5yqacGqoccVSUkmUtNvpFSxlsrGLLQvynD0",
-	"VWfMng5g2vVjBi9YdaaszKivAlW+lk9SiNaUnE1r8+TkDIhYKgq5Mxxy0CpacCK4tk4wiuN5xDEdg0/H",
-	"eoxVztuIGi5t0P773YS568B+G1Gjkpzo/21v8NlzA4UlhHOv9Uq7mXiLUy77SZraGNGOPKdMMa1rz8OC",
-	"sZZi94p8uLQxtirVHHU65A05pZNMiZyc3LGIeCm9ETl7S573XnTW84DF0HqFA9s0wxB1eKnGm8vREyJV",
-	"MU30OUi92R3rbaeFJiiqXDIDKDSaxXLCxhM1JzjMgMis5zqHmPiUZwqDh2KqIGM+ZZq9QnSkGR/G6POO",
-	"TyaKHNazgQ5DRw+TqYNJTFogaBtFzHj1RdXM68VXmlTs+ksxIZs0RUH0/tzRnHG1F+GQ9YH69eyCaFXt",
-	"mMSDxqARlya+/sVf0dp4FlK+F8ZkcsAX5jkTrZxpEULgDvh89eWQNR54XyWNPKx75BkEePNMiz5b4gBW",
-	"OeGwydUv1VPRFz4Kuen1T32b3bFWmt1kClZJFPp//nJYfTXms689KjUSrE/TUIvbYbusOLLQAfuGqmRk",
-	"E+YUGwOh5/m7IaQCrGL3mKhuHnV5Gx8Xz6Irg5Mkvnh3eUX2E+vGUZBPBuHC0OvivTbRg0IXjsleAncM",
-	"A0NdcBYRKUBzgTN9XTDqYmWQDTEE7ZLmgjMUwvctq/i07Atb8LPVLe5bN6Jl1klr+O33dHZuDJDAgpW+",
-	"oC3YspcqsiI70TjCUk0yJpebNFE5Kw9eptgYZmnUbyfPp9MsePiZdedvYBgh/UzlEsHsdBMl3Fh8gWrG",
-	"33Cp6PpfHDVR/W8cdlDylTnpC5JrkYxQ54N9H5e5HH4OO3JaPT65buo/4ZdLradBiwLs/OpZNCuz7lDJ",
-	"3QS3DfKuJBAZOTWwG3U6nY3nuHDqH0CEn+Gz3U6nAyLc/l1fiaiBued6aKCTNvpmrxv14x/j9djozRJD",
-	"DVo9h3QFCUmCeszHJJ5OJCtUbGgdt3ORnICa9I0BuqltkVvEDTZph1NcwEOBLXrHIciilXU7vUir59aj",
-	"IIoURctOm2XGuo4+7ehCczeFKu/Bv72lcvWdmIGPAU1Fx6sYV6wwerecS8MJ6hpU9j2b/wBJjSGy5tpi",
-	"NUm8Nh0B+LplhJ5SXxWfM6wubmnuJ0NcDz99UbBhdh/++F0mM21WT+AeHAZVMIYmZzZQdMvmNaUtuf3H",
-	"i+9+7729f0XDutYmrH6nrPDFb5VVXBu7Q1wK6HY2txm7pqJWwXJ2p00vUDil3UETxjGvB09OwRKW3bE0",
-	"6M3BoOTZJLxQZxeuEm7x5STRlKPV1Lrde9DutLvdg/aL0HpNJStOboyHMjC/yjeeSfJBsqIFD6ygvv1e",
-	"+6CxIWcCp1O5a5F/Qmo0662PP/By+5acc1sUuJX5VElF1TqxojcyIuVpjkhZ0wfcIGc0JTIR6HmoHftQ",
-	"UVd9wd9g9hqSjp5fxezX9pl5C1HimPha0JTbn6q7Eqoa2/F4flFW92Oe1Qoww2rt3N5YAiXUJ3hRZGNa",
-	"zFESw/nMFCSM3GR3rGbBLamYW9Qu/RLQNTqmd+tDvUh05YPlndXazPoEO+12t9OJiH7HVMsPMGQ9ygX6",
-	"1kyJJ3OSsoTOj8vkvcoCdEBBwiKkrlGPlpYk2cT9BUtwmucg5KoEvMRo9upLF5bZICos7ChkfqLputE3",
-	"QogMix9brG5ddCdN6I02xlhxx1JyPXfu5YjIkZhphQ8VBp6SkZhVDndYdSgHaSppc5HQfCSk2rySNjQV",
-	"jzGtOu/lnagHaAsUctOLZGRF2Ebqm3XgLSps9cre1e9579/7YEt/V08C2bZxDIPWqf8192p1Kyu9pI7Y",
-	"TXOJW7icj1dxvGs8xpeMtvjAZyq1RauKz/L7Zn0qbKWy/T7jCJH4CnH6el2QYrVUfSaBB0S2vIGnJmO7",
-	"6TvVNK1JpvYiQvMZnctjuJHRZEQwhw+UrQFH/RhNatKMA7I2jkjsr5n+28mRuMz/HDPNNuSA42czTuJJ",
-	"we4yMZUmqmhqYWNC8+zW+FN2EPUQX7TSXIv6Zzb9vrYCnO0da328ZGOZm2s7LFS/lngMfm4Nl2/vyLmD",
-	"z+3OKmoHjKNyac8WjmcFtb/N5PYKpJYGWpmzFviiUrjawaGfx7CN8XNUeBiVt1qYi81taKsIB3gWZ/fq",
-	"dFpIEfDoX1AJIUBN+VIUsSmLZkQ/BIN0UlbgAHMq8Yd244u8E0Hv6leN/URLMH1WuMAJRDHCUaHDalSo",
-	"d/Q8ZJWH2cVarfERzvpG39jggAf1tVoV5nImsFJxgJuWS3qKxT2TqSM+Q1FlcLi7hU/wit4suAHXuJhw",
-	"MTcg391d5Fsc7OUu44tCXOdsbDS5NEMYHanExPMlHJvwn5M9j+4xLhFR3FCXr91P7HokxO1uR98DDllD",
-	"6e5G3PrXGBLLmLxgBaYShhh0IZQypeq14ufUvQDC7IYOIYdlTPmcUJMWGRGaFEJKU2LpklEmhUiYlC7O",
-	"MeXKfC2t+t16NYvMN8m6IZNsGrRbrqXIp4qR2CIQxuTD+7dIKMZbJcskEblomOhn9EbJtmcZ29BEGmCC",
-	"24TG9Zh9GJgwuXh8cAsh/dNIGwG+HZbDZI2kLZNeT9+fB8S3Dwq5hQMjzFF/8By/5nN+8NjDk1zHWS3e",
-	"5OelswVP1RJ/YQlSWU9oCMWrb5a4sfUXnkkCd9jlXJgVol+um06QaDWBmsVCrXDpR7aH1azSa+fwZYhE",
-	"l9PgBVXJaEtCPDWZaSaIePr+3DiS+9YkwZytgk1ymrCIxHya57H7MckZLaJSD2Ow9PPjAS/NnD7BZ+Be",
-	"EyikeY4mjP4JizrQ072S0gNZWnbUfpQCN6a9LMGq/skNTYudz8na7+1ybupnZP1HvvDM/H1K82yYsXSH",
-	"Ce50khbOwprPhM6GEanzLU/FO25kTilU5/qIaDPRl7kBd7tSWpMJKf7mFzKmKSNSkCEFE2q1L9N+fZkp",
-	"b39fcJIvOoctAFroNXay5TsiQnOJTCGeoTrUylKbo778C1srPtqaM2uzpT9+WXpEbMAPYwPqY/eEFFA6",
-	"EOlJcRJfThOsh4kJpH5DPkTsx7xLEEV3byNqfLsscaKmP3hbV66+v0puBlFJNh9XELFZpR1o2bxek7AZ",
-	"FWTc3ZlgWpCEF9e16yxwLNY2N1aIOKj9mRu3DrhsSvwmTdtM0sNeaA6hWMLeF06Rdzk5deY7R13MvBbz",
-	"ZXyXg9REgXmbX3raHvE85RQKis9DVms2ZlbSOwgwu6U0y6cFA2fPOMvzzIMXXBNu2fkA2zG8uU9YMVkS",
-	"CJaKFsoTFNoqKJ5JU6FImtbM6R2ZctW9avAF0ri10YlIN5t4Ruy4LpcwmKvqSL67urogeJTrcZ9ymZOq",
-	"T9Kv+tqSadjzWT1X/sZvwEQ2cixuK9oiwtmMSYX8YWMTvs7f/kh+wpWM+U3Yd33Cq+BJpUuod+TjFZYJ",
-	"ZM8PbakgyNv/GW8U/3XKrcOJ8gl7HQCZzbBfmmPIINKhHLjNjErEX7R8FyuiS2mLiDReq4WUJVnKpC9S",
-	"TXpgI3I9AayQDSUivqmEpbcQeuWDBCxpVshjjN/ovW9pawDSGpyfw4ByomCT02Tkqn4WBaR+hSsd2NoI",
-	"109XyxR2sOQrL/kxY7Md31EWU+z+eNm9YZeny2YOWz4d6u2w5Sv84pDtnSl1JO3FhP6y7EUurZQpy2E2",
-	"kLRBoO6F78J1a0yl9vZtX2/gvutvd7+TO33Dhm+tgIXXX/k247eSJHgU9LgxO3WbVxvI8WBekyQCEqW3",
-	"eZ+BK1/yPmAaRo/ycgg3ePkC7vnnxSrUsSRQ5KfUxmOuoaYvSEjzM/n7eyjhkEQmlG+wJPXoZWgKi8u2",
-	"uDEBKgiT2xIaD05z8QgGZXRB5RTzk7YJoiLs3LRgJnMSoSgAPGiaZuoY1EqRp1IreXh+aQ5YG0ujrUut",
-	"AcSDC2W7RdqCTUb6G9qmAfAgKfI7tsTogDdtqYSbea4a3bRgId+A4TAWx+4NfD0uzcqwQSPfs1TrP4Hv",
-	"fSdmGKjAGwm9FtNqBeI1AyeYEuNrqQSvrIN3KKqQhYHiiZmnDS4g6zVjYEDxMYkhVuhVWtlxaItCcFYt",
-	"bLA6zrLo/rLUnXpgz21IVE3Isbtbmd/CqoYPgTFxtzgCevOh+l4MTZzImIghAk9ZKNItoVY6ImOajDLO",
-	"WgWjKVRPuzqyqlZYIqMGkF4XgDsbUaOK29mIlkA72Sdql32I4dpP1iSpXQZDu3bNQVFFjXMAIPtBqJM8",
-	"FzPYnBq0xCJSyyI+0xIchjqeVxDQaAmu2gqsPB8DcRGpM0S8FrV2bQnTa32jj0G7/CjOCsFvIgPOhuz0",
-	"mGDiv0Urk5skdaQ+YsXSk/DazGCL0/DaQSVQbddMGE/LwH/KtmL6gDQRwKb1GQymPRrwYQuLtjwZyiII",
-	"Bz+1AK9bR9YFq25jcx2COq5GbYGVLS65PjRflMhUhoDJkKHWEgi5yxXOtoVETOGC3bbQabNsA/SEYxuW",
-	"gJ9iROV5MBvamtOAZGDmAomguMNGwGQS5zwDpYOmpDlkStuigCJBFWBh+V7MayFyRvnGLhKK6EghDwkk",
-	"OtqEPyPhEVnJFWdv5jIxm1EZUbkyH5dRSBiDQO+g7YIBLya0EoFxeQLtBdwV0gzbXIisuwE8AQDBAclk",
-	"N5lW7wxA3DNJFONqRPREIsJQVR9w4F6ceAAJpRNhQUtq2iyFZ3KPSL301E+ANhrlgGtu68EG953jURI5",
-	"gq5U8IMeaFaQREwyvRbn4EuaT5gESNlrk3DchyXI2YBT+JXMxdRCAd9yMSPXc5LdcKH31XUCWYrQYGcE",
-	"Dh+QMwvwCxWwhhoWg3ncg2RIG/U03w+udLVswWNh4MbiDuMxlW33xoWA1CER5rGw7YMpJd90Tmlbo1RM",
-	"cxZItzSg7sHwbp/E4JceTDudg2RC1Qj+xeKIxNAuw/zC6ZiVv+j7Fn+AOJYJ0C38WHUpVvDlF9ZnqcS+",
-	"8iMFvrSuvn0VTH3A204NJlXAyz7NTXU5hl9IM7asRi+Dc3jqP9AdalZH6wz6n5p49f+G9jiOSLvdrlUU",
-	"GqfqOiZn4R3M4FcrHRfhtOMTk3qOicd9xPLGQZL4L5j23W31CMIXgB8TsrVSZkKYB62D1iH+LNeXlnje",
-	"4YNeBRuoORj8ZTBIP3ej3sNgIP9r778Gg+Z/6SsHD4PB3n/9NhjIduujueL/dfgQRBJyKvrWEt/CRzYp",
-	"mQipqKOcPc3HRZJBkodLm/e8L0vzb1fC5tj2BtX+Y8GsaPP7F5WjHR2tpSxvHNFKeJb3taT05f57q1Rq",
-	"UWDEBxnbRna+HeZ3t/tB8PLPEBPF5jyb5kguLqiBgrSCHQK2UuvVoO0sbqnMeLKdixb8+rtXw+AH7WvC",
-	"W4BLsFGK7SIGuH4YuZsW8L9P2TSk3OL1Fd4SL+0TVMryRatdh9svaK0XztqGPL7mDmiz6DgNmjBfuln1",
-	"Nj3V3YvsMoa20XcELDtPMWBlaRnLMdcs0yYqZI1A8AtV5QMrp7w90Zo7KcQsAvhdTeXeu1AZBT3cpBMc",
-	"k9joNvalRyTV+qFpChXpEcSH3Q75q+BaGRAFmg8py5nCngrlicYvNTSpOn0J3xM801f0JiSnFL05JnJa",
-	"FNpQxHLCTDFAvgMlucjG43oFsKlmq0mdNSFJvw3RdtHp5Xn6lYx8wISw/bC+YnY+DCdEaxUA4UeZ4laI",
-	"w49XcLjxhN2RXcwAvDqNyPtvT8nBwcEr0/TnniYq11yxYIwMC21AoWsdtBwshfs1fmSEPTQztiz4CWjG",
-	"CMGghFlul3dgftAsEDpLoj9nri+4jFrMjv2XFPCbL9rafbm+dH/LVIO1CaHb1w9hcvNjFxEdV1df27yL",
-	"ZUWX4wwawm2b9bpBtaGmBCtQ1g5mA6V+IZv6Kyr5X1QUucAm8AhuWXizth2gZErrr6Ez6XLVF4/cprU4",
-	"JwsVNp7Yt8U2blexPZM+l7aqZpuamiXU5qlzEzoNBrxi6J1J4Ge5UDbUB4gRo6PdMjYh10xLeFSXoBE6",
-	"1/SambA3qFMDHsMOxIC0NDYwcspGybSek4sbciOYjGwrWkit2asB21bm4pyZIfqwdV6L0wshjvXXdW9H",
-	"FCUqbTFaYdSXakCq2ok7cAYMvZ7WGmlvTrNn1pSUtSJCTrLURBtsoxA6meQAho2F2pEJkGjKaD9yMTho",
-	"lfiZ9iMit4QRS9a/ZXngY1OrXb8sYQVn6eqprQBEqBjmduDhMtqQHlQJHexYjrC4zZsE4/wv25ic1zV9",
-	"m1yBZVnNH3j2+xQ7hcM9xyRl6XTCCHaUfrzs5mJp8oBhcwuhemeCYsKfmKqKO736c5lZEEEnFRKbKYMv",
-	"0Q7E/fEa0PUQnsFSSgwtem2QDeEioP3VgLPxRGXgxDQHOP7tYwwg4rHB3o732uTEyCf95CyTrIJf7fPI",
-	"haDLQqpwucsmbLuOMHeIjPqYmZSnLtCGFWKgZaWeIYJrjZETROhVNtkrGECtBgJ2xfUPRhUCyPwG36LU",
-	"TetOtSwZWW3e3HvsI3VgSpCeJ7ZjFkPMOvWye40lRk4GBoyTeCgiDiIeokqQXIQHH2hgIdMkCCcRZkkB",
-	"6Bargq/PUIkaBn1kw4pwC9ICDBrXZtsn64y4sjHea8uhhWg7qYaovpB87Gvix/A3ryU1qvxc6hJlxgPk",
-	"MZGNAMjq2g3dHSvMLv2bHd+wcmdXbSJw7C/dQgy/HpcMmw9FTBJagNIOfUMhqa3k54F0g39dnl0db3f/",
-	"sxvYwz6MIzaVMND0eIPovJdd5uaxYtXtem+gYPhacPkCP777hZvnvyqwLcvKaE84ib1Hy6g8NpAmFydX",
-	"p99pVl1FamrX3aiI7o3CI8g0p974vgSGq/YeVyAc2qa0EnLfZLcqPXIsJ9j56WEl+r7TGyp5Bbu8YeIl",
-	"FuzyvLK5BbvSp0tOCFCle3n43CtAksFEuIJBY9LFzPIv8Mnip0OUo8osii+Ztw1WhGduww6r5l7qj2We",
-	"84jKL5y4/fLi1JfYeHoNVujHO1TMmbppuazLU9nbu/TH7FpEZ0bph7LWLpMb34ppm/zUXZOHtfCyZS41",
-	"39yH928jYnwP2nC8VJSntEiJ+bLsm2JzOeCVEvSmZ7OlUdlqWHBjdEG/vb2oLFxXltXGpDnl2f2Am+rW",
-	"PTTe7H3YLGRasJg047tuhEk011Sy54fku/OT09bldye9o+daWGRp2722redqs3MG/JbN/SQFfL6VskSk",
-	"eq5ePWttSeLZSLLkH9C+sGDgLbOZyGCeKpIzKjENsG9N7Ou5b6VifqO7BhZqzelW5kv+VjoQauI+6D5q",
-	"VDLSN4bfdU6eZYWMvhOnEWTIHhP9zXTsrDoxVsWAnNdigwG/eFExofte3tnDx6ih9wLh91UxZQ/b56Ee",
-	"A4aEJndb6btz7unKHgHlQBf8JMZza3NAjevXEKTHlChPr8U9aSrNjG7ZXEYkTm7/of/8R6xPFzpchqIY",
-	"cP05qH45DpaGpK23ZjwOQGJjpwaghdrZrGBUl3Bktm9WVD2BWv5qytcmOB7CRblmDSD84pv7SVYwuS12",
-	"hRttAIl/YQyk6TjDXww70Rt20COF1rvGpvAd4X5NIjG0za0ipcMr/t67n/z601HnQ+/HT8n4x86H8avO",
-	"Lz+/z39982r6S+/Hb67H79/9+vOveXL7Lf/lp3wa7O+zZR7IF+VMvXq11qhZTP7A5Y2W7tUqQvJF6Ja4",
-	"eTvhin9twLiFvbDxpwBQgnToe7uDvS0LRF243HItc4F7RAaipS4LCWTCQ6+/JppnMf5Z69oVjh+tPl4L",
-	"esayw9Zut+O9NnnH87llaK4rASZwHA84xI5IpiKCnZAxJoPnEBPZaq0c8d3nw+///qp4+dfvf/m9uJp9",
-	"+nDx+uXZ24tfz0TvLX1LL2fd4fTg+od/fljWrWu9zyWQ1PRHOLm74VQvgZBCgCwvwcwI1Xou0kZYgVuy",
-	"mDo8oIfmE0bFDhoikiXTIlPzSz1nZCIn0HniZKpGQVeG7c1SFdikqWWzplhAEvRENVwbLnTTNuJ9Lxpw",
-	"C52GXTUdGqQW+Ybg4zY5gY9aP5lMxITJyIPFnrACk+I5HWMwc8AhxJ4pwhlLIQ8uU5LYGROzumPGVd99",
-	"VvYLRiHa4i5Ac3CtVls1vbzHXTD3GKU38BJ0lR0TCtPAmdI8R2NiwF3Xcc0B0YiAKbaJOUbXmj9QgKfU",
-	"c8bcTfDTu9xVM9HqGMg1k1nKpD96HGzfTxbQ6zonM9tw0yt2AlYiodMajl1cK5pxCA1ohWsAGJ3TmxGh",
-	"xHzBtFhUXtxbj8Xuoe2PqBVRQ0Ru957ZrR3wQLvVA+KqBWO9z1glAsFqBpI19Vb3sNMlfvVjTCSumBSV",
-	"baCcnF0MOM1zMWtB1hp8E7tF5JLN4IyHhmCCIvpcoFLZsPk+jbJLd6kaw7HCftOZMSs8nFvzoMcPgOM4",
-	"1nGTqdH0usIzSuax0MLaHSIQD4D+UB49S5RASYYIpLWE7R7WS6DH7QEf8DcYVCwPG5wsFewj3ibvyyba",
-	"kJFSMOinO+BNUMwZVy3NuvoLTbxjtIuTXECMtNJ53DTo8HPaDJ0M+NK+vG3yxi8hNi5rWdrIMVTjxIjR",
-	"pGfqmD9+4sPV6W6Zgnqyy2xDaHHopBt+SEzo71Nm+pBK0vzw4ez13Ys9TbKuF/uAlzIR2xJjuS4x+SRQ",
-	"T2nTMyimAhX631CmiRvJp2OJbclQlZDkphAz0qSg/vtRUryCwmWvT6jpBW5KuSRGGoHPpkIfXFvMFVWq",
-	"uURBcnFzYzo1jyNSUFMfQLlNLfZIzMOtQo4f/9wym9k6S2PSZMlI2GPqFUGBS/2GcU2gLN0zAAYD7qSC",
-	"6xplNCpcmWdSj05aMtFcQy9wAnJpYSzwGqqYtjvHWm1FNxGMkSr2Vl9s4X93O1oM+NffAwhgxm/0b+hL",
-	"MiJVM788SzN+M+DdTgtdRKZMoQ/Jw5r6kbKOOgTYuNSLbKVHFBrBazqHFIEBXzIMuKFZlc6a3FM675OD",
-	"o07U6XT2jNLsPy+Z0tRtPFkeiBFOpT4DwJ0HWsyF2jsmAoiT4ArC1xFQLdOy6rD3itRq1U2zivg9U8W8",
-	"dQKFpMiB8yxhJpvZcNHzs6sFBiomjGMcoy2Km33zkNzX9z5EDZWp3GfA5P/7v/5vclrmFVhtnVxMr/Ms",
-	"0XvWiBqacxpwwna30+5AY+8J43SSNfqNg3YH2oFNqBqBauX61nxW4pbxB33tZpmdAJW412yU8bRSmxkv",
-	"9CuJ+4tpJzNqladUH8QBRyQPq701IbpPxwxbkECbMcsxbKs70/sXH/RasOknppIVAw6pukgaan1POJv2",
-	"bpYQc19gIUylK6iCwNlo3ibxSZKwieoTxe7V/kiN85jcMAUkNKZ5Tr67On9rWg9R2wVeS2wQMkgaTlKB",
-	"++2GKbNojRJkDzam1+lYeWzTo2oiCdxrpQfT72a40ICw2m+w1iRwBwemZ9av8jN6vfxMkvIyh6c5Jn6T",
-	"KcjtD6bkV7rz1brqeU30Ao3w9JNgS22QfOG1pIT8S7vnlXVvoEP8v6UigfJhfQO6vfEH/TfJKb/5H4MG",
-	"44NG5TdGU/9vOPB44UIfKNOxRI8Db9j37jBX6u8o3e7mG92VL7Q/t9umPHa//oL9ckYNf/ECRrI+uwa3",
-	"mAbORCgS/7CikaMDrX6IGoedw2U75k7NvsMdeYgaR3h8Vj9QBRCBpw7WPxWAGfHt1kb/t49RQ07HY1rM",
-	"G/3G5UjMoMfYquakHr1bfvAR/EYFHTPFChOZCPR3v5kyKQFCBvmW7Xbpdw4Tw5YYtuyyfnj/ttYydEXL",
-	"MrAltLQozyh8p+H7AtDnVNJGrSxgdYsBPc/9CfDf/bvuvmeABOXQe6amBZdgq5l7Qa3z0w2FCfeYhlOk",
-	"mVDJWpmevsxUdsf22uSkjBwxkPB2OqQZUtfL5MO9NgGY9WuhTbWCYXtCrF4ZT6VCGWZDcAPuBuneoO2B",
-	"QxIA5onb5KpapFLAbFlKrqEwRiuys4JOJraoLSRNDDrQWtp5tGaSQCNQmV8SiZ8mvCNhRBtkQJfdgvRR",
-	"pXr76ntd65y4TACFJlGmNAensB5R9OHjl0j1TRrP2FvLzjPbiDjzxEO0qhUwsN8NuOk31MFVwSPd9Y9U",
-	"sKDgoQ34b4nPtItgOOy9Wv9AHZTq3y1Qqi7QslcXeNQaHx8qAuevTJWypipYTIMvkyAUAMoEtc4DXkGG",
-	"hEfNYL+UJpmJtt+y+crjN+Am17nIxuOM3xy7QqBqY1+XteA+53vbtAnW6ZAFkCjrdQMnoW3m7kZ/wst0",
-	"0AhNEmDXEYZTCvDR1DqMGScckaqYJmqqJ1W2JTsuG/9RXq2fqdYXDrhUWZ6XFo91MiqvBsPYsLb/UozP",
-	"Z1ySYA1Pe8AdkrIoDFaGGIK3ESETEXqEBDyVr8gClhl4gtblUmpxlxWsBRusoCW52606DFA04KZkG2py",
-	"ep1OHBJTid+Na1FShQ5Lect+FbmtgSwWzuk3Ip1vyV2H0xz0+fL01LpNQ0KW3iTKPcQWcDBVkpy360QX",
-	"ziUJlZlWykIrvV9Ku6tz1X3e7xz2O0ftTqfzaym/Ki1YbC6o11XINEAxzX+qzonNe/SUFaibG3emEDTc",
-	"8HeF4fdgIq20tmvvbJayTfx3O2SHJum4MqqHLQRlqPnhQzUcZpJfvlTY4wavF/Z4n9dtbsqRC52szrpf",
-	"8oafkDe5XPxdlwZQP1brE74b6A+vW2ygKpi5nwo+zDPci8PuBl+qo1zCc0ebTCuAhQl6TW8D/SQEhvkf",
-	"pxSBG7quFSGlrlOMgrbovhXX+5/LvLyHfdN6G/Kf1tlaYagkclJGUEg1gCKz8SSfl7ETzJIDD/Vzv2OC",
-	"L+qDhuveToBMAbO/Uuz5WLb/MkX0BNdWVrSlPgSUXUK0NoMBFIDXPB7xxAc0M67gAQfd0hVAU+4wAE1W",
-	"CsGPQlibu8bqpVooseORdEksH0wQsPwcfg0rHI2eLJ9F4CUAmz8Euxu3ifVpwDABr8QqsAHtyQzMw/x9",
-	"BP3pT22iVlTrhX37jzNgN5FKS+GNnyTFWklheI9nEXqywkt4XCYtPBsKGVvOQr0aX8P1arXHhBVjqueX",
-	"z9FghPwg/e2oymVMuQ7mJBiPPjf+cnKmrHfMcDmQDtdzEzd3pcnaKp/RIsUgM+RWGHhlB+CKyRaZQqwy",
-	"MGjLhLIAc8LJPqppV2FNhytxEbQwtJhfT6f+6dRvc+rxOG7gONuKom0BaHqhdSnQd2xL2nDXWVduawLV",
-	"ELFp/u3y3Q9kzIobRuB5ItmYcpUlkP7CK6Ba+hAYSK0BhwzcyKSj5VmSqRqiko+wio83Y63wAWgstHqI",
-	"BjwO+Csgl9A6JyDkYpxRmmOZXrh7bROEMYgQlWLSAS89aDAYlqK3EfIvMPVIjYSEl6LBCP485GyIBs9R",
-	"1bLHXwwRPNBmgPpo8QGX2EpvIlWeEjbgJ6bcHN1tJtfLQBIswVLwPZMWB63ENTAeQRhwVhCblY8cHev3",
-	"bR5T0xbkBmERTNKN+bPvABL0vrlU25hQyIeaUbl3PODVnSA3AsYpSOxDnMZYuFKdY7XgWK8LJGdZj23Z",
-	"+gwB2pc1QCOZ8jaz6ssc8J2cmRU1mqzToqc+vt2/1wdZMAvJ5lmrFgeDQTgxwhOC1pCBtHAeLt+7ZoHZ",
-	"jH9NH/UHv9Nx+YVzccdcq2j4PSI5o+Yinquy97X/vYpL0roQy17ID1t41oIog1/Hs/bvtlEWgSf/F1RQ",
-	"npxlfw5lCM/lbs4yP4Rk7ZSAj2x7xSnoKMIELVkWCtjzlmYGymqsFSZIxFvogAlwfGQ60baR4Ai/NODQ",
-	"CxXmPxbgghIkFgnIZJCkJrGRgrmRUwUtdzlhtMgzhmoQZi3i45ka8Gua3O5FZd96mUCJFPZRG0+mECC0",
-	"OYvlgC0IlzPHmnG15YRWwsqGEvqvar8JfcXvMREf+704ImzBOODVfiBWZ1nfDySyykGtz4jWMFz3OzfG",
-	"dxPGjSJY6XEXk5EWO1Zv0UpjBZtEMr0rNZUloKzwdI2uMuCXDCN5sSXMsxReNaa3DGrkoZKHDhlq1dbK",
-	"zqrBXU+ttIhVpTqGscJaLr97UhKjkZuQtuMxqoXI6QDAVkzZluoMLo6ZtwfN8u9Ra+Bnt8KmhUTrxYuX",
-	"3ZZ0tNvqNrS8RHCr/me4x2SvakohEPKDGpDWFOrdyjO4OunUOJlrzVk2lud29f5XUUf8rr6mbEB/I0CZ",
-	"6xEGK+dqRkuHkusXqY+HPSrGEGpX8qssvpB+cwBSCKb15Nfx/DpP+tMfT396D+VPFRmiTduAOuV49Sbq",
-	"FNjFX1OXMgpPNX/Yb+VqihChJCkRkznxamPZRNoOSLaiSYkBv2b64o1QinHS/Ovri/eEFqpNui8icnp6",
-	"cbIH+Jhaa1IF5RKL1vrVyhHjCR/wdU5ww2iOzRBNfzTjxLa9Y6Wicxs2HHC/shTS1i2gaol8SpoQOwwj",
-	"n6JGU0LLRPDKYm7wLg3CaURi+14j4PegghWEO2PpM2lwarCW1jQ0e+bl2MkBH4nc6InUgaUYr/wE/S7Q",
-	"LsZAatvRH5tSF1Myxu4TVkxU2cMX27Shqw0X41n5dtvt/9ippwgN7VXpiSGJvbPe+p7NY0yn1id3sWVt",
-	"m7zjS3rkRlj2qydSbyIcQU6d0YSxHtJlJkLBEDiQaMHIZOoa2fqAUtWWthFg0qK7lUoC+EQDPqJyxGSf",
-	"UKPXo9sxItfgdM0UG0ckG8PZLsSMiMLGWdBdg1WYGfhOSq9VWQQaclsZFxn4YbVGJwoDi55BBburmi3H",
-	"D7nq+qTGeyY90/RlzkJ9mUlTS2ekmkrB1Z5LSRzw2krbrXb1b2jumPiSXvsfyirbWkE5VkuTZsaxnDwy",
-	"gOlQ3lgvYd9rExNEd3nya2Poobx5gIXMvLxVq3hYX2JIZ4Zfvl6oaluVEAdaS0bktV7YrkC8JHy66BHc",
-	"BZHKAXiWqvXRIm5Uidi5wYtpd7EXc/+w2ot6oTf0Ft5D28h8iaprBhuF+5U/BQifAoTLdDrUs2o6HQgq",
-	"5/p4JlEfAlEPgAy7+sgmXmfAr6PXXdBCQlL/sGCspdi98hLaST37vVpABlEaeyvGnyBqB3qdSXwPhtaq",
-	"jchjzF9b4kUhTTBHB1waIKIMfU19El+qgjFllKxL/Y+iLK7aC4XybGJU3B7wN2XgqZhyWUl52Ma9QlPr",
-	"W3nctKtdfSsu6/yo0yFvyCmdZErk5OSOhXPOu1u4P9LUzvE/2wPi0ms4mz0liz25F/5MGWpp6nNs4N+L",
-	"roXtUtX2y1564Xw13zugLShtINMbSZorSr/2jhcRjV3znhG9YwOu+TlAsrC0ypNrHfwKiw7ievm1yRt0",
-	"9/uYy2VShSndSdSU5vmcoMmUhp3n+ifDNvTLvgJzDxOIvSVj0FJRwt1LeOsagsYmilB/8cTBnjjYH95B",
-	"Oob8E31EwaUYYmBwFB8l5y5cY5AaF4Yp4Ad2UWZplIXmtqpUcCYNQ8tq+qvlgQMeYIJkUx63vEvpgJ94",
-	"HVthCF7bVoO/hK1cN1Jjn7jcE5d74nL/Cj0N9R+xhsFNg+GYSU6ThXgMvNBlFiDvQnXoCjiYto+x+3RE",
-	"UmsUW1RC0IFCTAriN2W2aiEVkROWY3ttcMhCdCKT4DdfwsVM8dJyNkYeg4sVuC5PnOyJkz1xsn9dQFuf",
-	"OeLsqiXhbMPRgtamXIktuAgGW237QpqxFIX6Hw55LsZ8OodTLApkLQVLoIDKpmal1efLlPi9iAyzHJG4",
-	"rucmYoxXDFttnvzweq9NLuiNYaC3bC6ZGvCJvtInEyoliTm7V6fTQgJYK01uoUVZgheiGrQJjCGOHPq0",
-	"fhbiswWCUHFBIP0QkBaVIAVASWPSDEkYYJISwQFPbEgLQsmM5reQx9iujgRae5q2zmgPuxe3yQk+hkjz",
-	"EGqTWEdgMhcLw93LeJqaZQlDSWDw3G+ziQRAa3QLg5asZc6UuwIHO8vZSOQMPtkmP4HHFsqCaXqZiILF",
-	"hOJ8x3QO7SIHfMhmFog1hnKQuIQIBlxQTKBMWULnVhhmBjkykyQZseQWw/kGgl7M9voDPhR5LmbVdcLw",
-	"a6bKBQvJHC3OnFd/DbaWvQ/kmAW+C8FLwcxqoHpAzI3+kd9hoLeuwUAYKqsyTePVd2Umq8aFtLsM9eqo",
-	"29sauSsuT22/cqqPiVej0q8eYFI5v8sGqw9UeA0roPM2rWwdEP3yOQDEiKNCoHnIWzVdbR10uGTWL7YI",
-	"OveeTRhVcC7Goqg2lQgCnujfJ7lrrxNeAkVvKivgeufUWuGv3DSgN9s9p7PYPkeqOQAIDEUxbqxbnRkm",
-	"k0CMGmGaMYkgk+1VUGuuE+uG8d9qD81NhmTgKTcbU6097GaDqvf1Xz0q12ocOtxlElBsSROQvCOySEEV",
-	"LIcQXlBoHuHmt7tC2q2ZkW2dQBW0kjQWgF7pbFzrvmMTDTrdq06nD/9nAYyCbMkcXf3Kyvg1SVJ94PVx",
-	"hs5mjZ2H7doSrxhxb8sRfwPvfPwhG/a4xUr3OhuN2zLGr7LSeBCrZRCujRuMn4tZZfiHnfAwfSWiTtCu",
-	"N48nOTubSM6VjKxQzvTOJAC74w0A+TmC7MGZ4S8FuAwxGgFKHPwA9bEB0dAn8SfKYzLMeCrJJ8orEFqg",
-	"11j0rGjA9b2MpPZ2+0u9r84nypds8O/Lzn+39/KrQlp6kV+JQLmlkqKlwPxv/zz7JLJf5mfyjP89e5ed",
-	"zc9fn/XeXr25f3t1dv/j65Ojd5/OZ+8+nczefnozP++K7O3p3ya/np49P/t0cv/u6rx7/tez3hnvNLaN",
-	"F0M3y0DM+ASVU4ROhoH/0YPE//EIl28z4y2SjBbJyG3MFik4cv/aFuKHowM/YVn1dKJFczfqdDolVzD5",
-	"yr7fypb84HU5zQHMw6aMcnvvgIMfrU3eUJNQWktbrHe3jomit1BFFhFIqAEpJbBxkJjxPhRMZ5hs470w",
-	"HtIsZ2lsB+PyagEkT2/ewodm0BsHdFrbP3vAm3EdCBlTblKqaBveI2PDBC1igeZ9JIa2Je7EIJZ4xlN2",
-	"b5qC7nnITJjsCWoruRGEjqA3D3Bir8cIYfyO5ZBcyoUCSP1Im8UuqTSOECALdmvA4X1Q42a7tcTQb3EP",
-	"mntIzzK1G+myibBarIUP9G3LJ9K0zoa+gVIp696NqI+Py+RMH4nAIBDQASfl1sBu4Te3gzXVQzvjNtNY",
-	"jzGqYbv4cstV11+zXHDjjQ4ghi4dXKDW3luc6USyQhtvq5fEC6LpX42KgV8AZIsWIFvoMRTTnEnoduFg",
-	"ExiOB7PbC88ZZbLRoa9W0wekQICGa4PUsBfpF/swGUCo84jEmmNgWhmCgVV7TT9DCnIgsuSaJWIM2XSc",
-	"zfRLXRrGlOeYJBfOccsUTMm4KKzZC/1pSeycJlhMpd9rq6TSbDg0cDse/CviXxgENHDOWK5kctUltjBi",
-	"KVzXTAcSYdVMEJeajyf+WisOb8qOcWUbIU1DsMgZv8m9nlhYkdr3u3ybwg+rRpsFMKnv6DEs0B8EQQr9",
-	"TLQUOAPqyShqVY56bbUYudIsA5kFrILBZYOxz4oM6kwWK0ra5FvjjSqociAj2IzYLJjgbMDRDWYw5Zb0",
-	"jYF4iCcALKe3j3kQyXQecifBJ5f7k/6V6BN4fKtp51cz4Xlh8Q6WBjLMcbg7guB+WUeQj1p1XwbuWt7L",
-	"2UzmTGlDBpQI7ABsZ71Fsvk3/pZ91czIcXZfrwM4tSDSlm1qCkROjWLT3xuU+Lg1O1QC2F6aDow2alh8",
-	"aq2x62Xf8q0H/lvNDAJvBW0C1wr2qKp4NCLXmBvVDpgfUBU0OvW1jV7bFhWMmZQIUKJVBooqVLV1AKBZ",
-	"UtgHa99CT4ryUb9Hl8tegyp9YntlyQlLsqHZVb8jaQN3Sb9yZ1pbhqr7brWuiVz/PwFj9ylc+OcE2xWF",
-	"ER5BM2ora43d621YGkF8YypSUe1yCBqYzJADUG7TBeGohPSEjN88k3vVKGNEpCoYHUPwyMCnQY8703nM",
-	"dJ2RmdTcnEhOJ3IklA2vaA51TSXrkx9eA2ZbU3iljjE0l+Mswnhc2SNPFOT08kejbVd6jCXyznTCS0Q+",
-	"HXPU0DJOUpHIfTrJ2uO0j7qI1ku8bjOgZ30SGXdVGccmYorhUA+RuKwEKb9iKgAxNjjg+KI91wKt9YYn",
-	"IgW8sZt/ZpMY+j+AcYDQXmcGY0Xqxa7Yyjc04+DoYwPuaWIRGYkZoqZQ7jngMmV7HB6XfR5B7UszmQjO",
-	"mb5LKjGBD4OGbI0u3ErwLkJgqUeQiuCK4AnDlbV1l88kkUxpstjDJR0LE5W15jA57L0K9Pyzr2uTk8oI",
-	"0XLnXldZHNEzid3psfD2oENsw8L6cFAXVdmYianpxKuVVpwFYTxdUtgIv28arnyKaz3FtZ7iWk9xrae4",
-	"1lNc6ymutanhft/i6UJsq/F5UNrGg0Z/sJHNPWhEA5QT8EjIHTJoPMAaLGu/+a6iZYrrTwzBxEHdDPXd",
-	"NO1ME3lXnYAbfQQDiji0MNxkFlFo3JHdwpWjPzHtqrUOCyoqdxqtnwq8RftQ47myuvxTwO7fHLB7gxrr",
-	"NpYf4kZsmDKKN0ekxPvTiocoCBcqIiJPPQPP+GgN2g5Yc9OxtjumUgHAUGK8+OO+d6NR4D2HstGVZ4VQ",
-	"4CUfIwokIg4ZxzzAy2jTwGICec8b57XmqKV8zjBUNMx4JkcsBYggSiYiz1nhJ14Sm3epLb4xuLJzqrQq",
-	"joFF6XnxDapPiSpEbphqkwuR52V2ak717Cspg3MxJTcCY5IUDZ0mRlD6ZZN7s7a3bKL2jhczUPMZnQNe",
-	"DbYxjWwrNTaeqLnJ+mSUl/CJnM3IXA/PC0gAUs9Bh6R07jeXX5aniU+uM3tOqoM1E8oQCOrYhoqUMPHM",
-	"0IRxXZdp2XRBy/jCJEqQ4AatCshRq0TzydI0TgdRtbnh4Z4IfN5siE1qjaxZra1e2EhEC9eCm9HC0D0Q",
-	"tMhTCwPVJefZN4DTbibSRBIpNSXBmUEmIvGIynNIENY2Yh/8MERw3At/95AStkyxRR3K06jWJdl+ceKL",
-	"ZWm/fYwaZmqN/pDmktXSYE7sf1q339x2T3s//3z08t3kJfu+c68+3fz+6+a5LbBp6zNbcGRPYvLri0lc",
-	"6aCQfK/J27FrZESepDRsLSwn9z8bbLqHpRJT64goCIwsM+LT4iOVssFC5eXM5MUDs2sucmCw2xdaUMNA",
-	"G196WGywx2qkfCjgqWDnzEa0E+aVe35JCNJredZvaKJQNt5th+Mu6B26yya4PQ4McDVQrdmyjQb84oV9",
-	"4Ar5kgu9b84MfmLXIyFucX+WgWahSHvq+fxn4hzQ8dnoniGOsUEzeHi20p2QND28S5DtAPc3QyJqZWls",
-	"u70YsMiMya2bDQJZB5oN2qPxeJ0Gq1zTzGK5faFlptZf8xq3BCjJa3enrIePMp7kU0DijB0kieBMtgf8",
-	"kiUFMyotqvIIo7JMj/3JjvFLWWk52d8+ewUw63nTAqvx4toAXAuqpbccGzKzV68q1TcrB1LtSgzzaHtc",
-	"2kYIU/DdhybX6V11D6u+QX9yFoYUkMKqUzQbuOMcXy6ZY7dz1XnZ7/b6h4fto+6LxTmKPG2tmufHbRn+",
-	"Mv3vajlZt5/0uu24sz1jy/OVK+vrcWl3zDdpy++/BMJtwml1YAoCHmw8LfIY/BnQ4vRainyqGIktgcUD",
-	"3pzkNON4SV9BTwXgGBI/CKk5oJhJkqk9RAL08lltWPVgwCtzAxOxHJNJVdRMT6iSK+JQHSqxCfKaTq3e",
-	"6zRlZjcA/BRL4KBxRORIzDhawGBllmWptjfrkqbzZrH/reh9y1jrFpxuq+7cZs5fK2fN61u+s1CBfW30",
-	"G7ORZMk/zoff//1V8fKv3//ye3E1+/Th4vXLs7cXv56J3lv6ll7OusPpwfUP//zwBxdH2zHpS2/cy5i1",
-	"PzevP6g9H7iMTwlfTwlfX1PAYcJXtMoeubRueFtq4IRBWO6FdfP9z9WzvLKb7jktbjGduyIinbiB3uHG",
-	"y1F6m8eiYBG0WwcQ/dxAGCDewoCbRuMmk0mJGS1Sg384zsCPclATdm0CfUShEZCF26mMSAu3WhvxJU10",
-	"H1VUbdJEt7JwkPaGiIlPADVPQNkreUEY26+qrC5VeLei7csKQ1jXU/dSW9uun0KdNzzTlwqhVM76TpeN",
-	"x/T+tXNnXLDiElLzYtcHg9ABx3S9iNCkEFK6biimU4OJILbJTyOqQCeFwKH5VAR8AZ2tRmWFNmJjzM6h",
-	"nFAyZDPvezZV8dB3vJrAoMzFDEyAlOV0buKNpjJwwEu/zLH31Weylr0o9DcPe6/0Uh11Dky8BpBsQLvw",
-	"2YISYnk31T+Cch3ev0a/19myKekfX2tePtWvrhf3/uh6MTb8kX8WlfgJY+1Jbtqez7QupUxSuvwi3Xm/",
-	"FAYrc2pq317oA1X1d/dNSyHTvAn/MLdGJse/FDsmOzmBemVMOoGNjsqidNunyPQT5Oxe2fdplTSdsvaA",
-	"X6yFXavgqyHW1Wone8lI1+aNWMH8BehevVrmwR8I3Quwxh4d8sNSD5aL4h+Nfi+y/14qBI/ah93er9Ao",
-	"FAlxQ9H1svt48dWoYej0XDb6By/LtTDJ8HrN9B65eXXXz6vT7h52dp4XFko2nB7p6lM03/o68+72MEfF",
-	"kP/y7cIIS32JjjoHDwGwl1EKwC1ns/NPv6jzqzfq/NO3H85f3z4//+fJ8/PXJ9Pzq7/Pfsr+9mpztcGc",
-	"5LkZ6PrcF0ubT0HvP2VYBdECFwXVVzQ4txe5+5/Lc/6wXzDz1/Ytn0LjCYoHtx5KAGqG8TaFo+0eE3q8",
-	"gPuyYNbfp2zKZFlgZ8U7IMq6YXMxi6CpO5jIoMorqhhpUlv3Xu449o7CHFigCFXMoYjBvQ8RQkwfTMM0",
-	"cyGVbaAI/jvoYAqfcokP7QE/CbrxTBcscq1fWH5ECdIE/Ji9MHC1ufPrufZ2lssv/s0idoVs6Xb63SMv",
-	"eu9s2wvsebq9bFhmR9oViMjvmkifXJ9Prs/tTLhLVu3NC0z3y+w2ADuaP46k2Jgn+9IDouwV3ocJw8Xc",
-	"S4K3qWAu4D/gtl0/9H39TWY8YRGiLe/FmrUzA/oFfeJLFmoKIbB2gzRtP2lk2gMOyQSadbuaD1Fgp/kZ",
-	"nRMTsAE/KjJ7hWlpWBYR4PARkQLL8SuZbZ6TFjswS4JBEUiO4JAYC3DV9I4RyRgHEO85pDkg7yCZgd32",
-	"uztH1fbOprbkeu73j4Ym1JAU3yYnZcuGpdIHe/P7oocgMIj+AQdT5mp0OwDBYGJ3A04tpNFI5KmNiPkN",
-	"HfGdEUGIFPCPY1phfGw/IUeiUKwwb5J70YADNp9AJDpzFxbLAOBUzvSqlR5vMyhbIx/0QGRMDrhtct2M",
-	"D3uv4kAlfh+FP3rMwalAizxjBeKD0ZKyAcsAgKRmorjVW6F/lCOKJKhmjLlkF2mc7WYixtVezQkUM+6N",
-	"NBrA9tR6GC/tZTH/IzjO4YCuLqmFw1uz+yq3PGxeTK6n/TV963gIG/3DXrTJ1Hb2jj/6kiwD+/lOzBAa",
-	"oyQzoo3+J1XlycX9Z00TQW3JSCBXhvQYWpPNKPuqWlOlQVNNbF2aTsbEDr6WpWUauUO9o+AsIrZEUisN",
-	"Jq2xhCwEN3bvkIzEtLAB56qOxurmqUmnnIkB11+malowgPhxeo67HJOmnNCEtSTTS6FYSuK7bhQTxkF9",
-	"iswYZmbs0OgpK6QLQztdKaGcyFkGyGii9pSLyxXsE0tMioydxLG14rWaEGEcu/7RNnkvFMUHNYXAC6Ga",
-	"V0jmrQ43iKH43ICXpbUOp6fWcAYxe/B+G8XQqyNJPGR5LlqLSxYNuNaS9ICwfUwla7YZu3QAK/7tKrRa",
-	"+NASFwH8ZkOfSMT/di+BDSvgeN7cT7KCyXUB4VpO599795NffzrqfOj9+CkZ/9j5MH7V+eXn9/mvb15N",
-	"f+n9+M31+P27X3/+NU9uv+W//JRPd5bJW8eXcZxLPAJAf3+u9Monn8AfLB0KjnQgrFshqy8Td4pJ9a9x",
-	"EVCiv1UtJK1nVYEPIOQ4oDmIOi5mfawsRdkEnQqtXRYZox0xTnNxc8NSkme3jHjK7zxyEk4CmwLkPVNj",
-	"zsWAF4y6hv4lNz5LYxJ3zH9a8F8v9H+9tH/a/1h0clNTYNAcrEXv1ecS457QurtnrlenvZB2usJHLBlP",
-	"r5iLS/+RXMSd7V3EvW1dxC//6C5ioP4nP/GTTHgMP3HJSpew/5XfwHey4m55Va/TQvVtCIiaSZKKZDpm",
-	"XB2TeExvGSmmPLYoYIIzrSaburBu70W70+60u/2XnZedtsvz2wfGYkYcrlYznk6aem1TXMDRof4sBi/P",
-	"KYfeh6FGk94boNHk4tMnKcoNWiSjDJKQy8a5pppfC42mlnHUQUCbwmXz6gt3X+AD7xkgGc2gps1JmDSz",
-	"ALEONJUoIXIz/DEtbrEoQCqa3HrfgvRMvbvhKC7Kfj1yMWyJYSvR5MhVmbsQWJlTvCfwxkpZhrW1QWQG",
-	"tsiRYWgNaGqM0DCgRNlxwPR216LSe7cpTNc0dN/yS7HNOBChYGlrlkuDzAPwc/XIhPKK2bUmcgx6Q+/+",
-	"ntDklotZztIbA1J7wucgjwec5ZKRZsHSrAA8WSWE1gAs9KoBIeweEYkC3wDP6k9iLxXwmBu1RQ34EZER",
-	"OSLjjEfkoIP/2yMjfW0UkW6HYE9P+Efz//1/eh3yv5NPmVKsOF5Mzj7svdo/6hyAwTkSXEwLlhpAZecb",
-	"kIpN9tokPux2yF8FZ7HRRBZ9E2EvNCgop/7qf0lPAQ8VI8xZ7c37Tr5bUIotrTfjwNvChVzjFyVNaCn+",
-	"UOne7dC84Iy4sxaRi3eXVxhyWdDqP7x/u4yXP/z/AQAA//8=",
+	"7L2Lcts41j/4Kvhz/1uRayhZku1c5Ppq/u4kPe3puOOOnb4qO4RJSGJMAWoCtKzp8tY+xL7IvsI+yj7J",
+	"Fs4BQJCirkmme+bz1PfNxJII4nJw7ud3fg9iMZ0JzriSweD3gN3T6Sxj8O+XgisaK/1PWUynNF8Eg+CM",
+	"xPgxoSPFcsJ4nsaTKeOKUJ4QKaaM0Fild6laBGFwR7OC6RGolOmYs+S9ZPnrKU2z8yQYBHTMuPpf5qWd",
+	"WEyDMDDjw/fd3oujk+7N0/ZJ8oy1n8VHtP1i1GPt/s1x/DR5zrq019eP5IwqlpypYBD0u/2n7V6v3e9d",
+	"d18MjrqDbrfT6x/9Aj+bfp2yLIHVmWdeUcX8p7rXvaeD7vGge9Lpdrv6KU6n+hdXNGNyJPKYBWEgRaH/",
+	"MQh+ZDcyVfCRomP9yXdsHoRBkWfBIJgoNZODw0O7wOmiI90wermH3e7RTz919X+Ory8u+sFDGDC9O8Eg",
+	"+Eg56ySC1bYHvr5SVBUyGAQ/0CxN9Kd8TMdMH4NeW0algk1+O2O8vsLeda+rV9jrd05OenqF7udXjKvm",
+	"n8M2mg3RP/9a5NOr4maaSpmKhlfUt54X07ejs/NvKE/EaCSDQdd89orKyY2gefIyS+Pbpi9+SNnc+xwm",
+	"Wv+xW6wMBj3/syvG9XH3zWfVaXs/vhRSxTRPrmKqP+4+hEHGaHIVi5wFg/6RI4O/U87IK6FPfDYRXH/0",
+	"lx5pnZycHJBur9vud4+6+rtciNHb0UvBJePqvaOGweFhr/+s0+10O73B8+7z7mGMPzmM5T+Ofut/N/rh",
+	"ufj78c239z+rd/989uP0kuJoM5arVN/LX38PaJLkTAIV05l6m7/nqfqumN6wPBgEx5rQ9eUbBFezPOXj",
+	"kSZ5uFcFx48pH9Op4OQlfgK0Cwd4/gb+yBlTZ/YdQa9/RL4jFzTl5EoFYfDPdBYMgqf9Z91jTa5mbost",
+	"7+vJSfDwIQxyFos8cWR8QfNbplI+DsJA0bFeJux/EAZixnh7IgrJgg9hUMySzTf94SEMXuL1buRh5ruQ",
+	"zFM1IamSxOwomdFcsoSkXAlCiV2az8ficsAvx6h2YgGXjCe4c1Um8C+8ct2GK9dddeW6W125buONe7xV",
+	"f+CtCoM5zXnKYaAPy5fsx1RNRFGusfHK3RSKqAlzNy4WRZYQLhS5Yeb6PV63//zr9q8l1uCc32lF6ZzP",
+	"SvoECr6mY3mWJCx5fWfOsaRZ/R2ZsxyIlSUEZIIlSI9G2R1qz7/+HiRUUZ9W+Uh8ceWXuQFX0G+Fl+id",
+	"UXbRdn7uA71Xd+kM9wbWtVm1g59tOeFnz+wD14sZM3uMb9b8K0vv2FQkLBiovGAPehITRhOWAzd5RxV7",
+	"k05TBf/V6+rPEibjPJ2pVPBgELxjvxVMKknEiKhJKsltyhPSyhlNJBE5meepYvIAGNDZ5Tm5ZQsypfr/",
+	"bxlJOaF8QXpdIlkseCI7mm3HEzaFI1U44ZQrNmY56BjVCb2iizUzAp4Xg7QoXzljOXl//ZIkdLH9y97p",
+	"A9eUvf0OZGyk9Pr0JG7Z4okkcZHn2mbrddu4WjJPeSLme0xj+3VPqMSpKJHQBWm9v355sMsLJVPLb7rC",
+	"wyIFV2nmn+wTubQ6MhK5ty1iRHKcZ0kjQ26JZJQzJgklMhNqQOYThvsnskQ/YB9MOUkVyRi9Y7JDXmap",
+	"5gVkRmOmfz2VLLtjcsiF/llnyCurnaY8nRZT4L5LK9dKAM3plClD/i8ta7ikarK8D9cTZpnTE0nShHGV",
+	"jlKWd8gZmdJsJPKp1mzd5ySVRKbTWbYA6TsSBU9OieCMiDuWk6fHJJ7QnMb69fq3ORsVWjduRcfdLjEM",
+	"1RxzBMdouM72nCvV857p1TjpU/I/LSB+K9JcMyXNDSobR+/fMD7W2/D0ONT7aP/suZ2USqtpQELnCZvO",
+	"hGI8XnzLGoj1gt4ypFQ4eyLpiGlunzOVL0hLf3H++vpromUfnaUkyelIbzLypoMBPDpKcyALOdOykCgx",
+	"5NRRCRgaSHhsQeB/ZgqosX9MJqLIZQjMwNyUEHwp1EwArrKe1ZQNuSPYKVMTkYRE719IfitYvoCnbkSy",
+	"OCBjpqQmTDqmKTeGTuT2QbXfsVlGFywZEL23UTjkc9TeSF5wfauJmqcx65Br82aYOAxDuVATlpc3QJLo",
+	"uN8f8uo2v2OaXKJTMp+kGatsET6XF1yGJDruviDVJ8/5ZS7GWkZHnSE/Kx8wFHjDRiJnenV6CNICSqT6",
+	"LENCCzXRFB6bv3OqGMk0+5AHWgKMaJqlfIzLJZSc3N/rBegboI+kQ95LRqi++3JCcq3LTQkIetKi5P37",
+	"81cHcE6ZGKcxzezU8GKX9H8y6sZ9+py1j26eJe3juPei/YI+Ze1u0h89v+nFz9jxsaV/JKLyBnh70dbU",
+	"uoLu+ycndcKfUaVYrsf8P379H+3/88Nf/mfQdBuuihtH/OuYifR+V+UoO971Fy+a77qsTOTzXfgHHIlJ",
+	"9ZVIUvRlaj3jK5EsrHJmlD06m2WGVg4/Sr3038ul/b5OD33wp/c/czYKBsH/dlg6Uw/xW3mo32zYZDm3",
+	"cpX4CTINmOlX1HLV7ecKDyYFfs9qWuyEEVARNZ0rest41b7S2lbwyj770qm3dVV2a430IQymTEr0hjqF",
+	"2WOBOBuaaZG7IOw+lUoCZaYoVKrzv4J9JHepyGDtsmH6VWnkTZ7luchRNUeDfRBo/thBi8+fqOYAlMAw",
+	"doLGTtDnQ2G/Ay1EqQoePlTWqFmbxwzNKgakfNOArB4eaGI7UnqtV4MPLF/X5RmQVlQT00YQsDstLNyO",
+	"ah0m0jvWwe2KDkLNKulQcz+acpIXGXPcN1WkFdXpJQpJ+dmlsTf0h2YCxuaKDjSnfAitLvNS8FGWxrtS",
+	"euoExDKpV2WM1nFUmmVWqjXRzgrZE1TJeFmS1xj10rtOjfjGOEmK6u8o5amcaHNHn3oxm+lXsWR5HTOW",
+	"S8HJnErCcrrkFYGpm128KoepkqW7ayIn4KwmNywTfCzBlOVmYPsqrTzoNbjRTvVv9FFSJXISU06yVNsR",
+	"ZhMic7MT94i+nSRnU3HHos9G12tW4DZpIryNIq1oaWOig4GedyqJ4EPu2SRPpD97kqVSGUvCX7tet0TK",
+	"b1y0Vstg1QenJBFw2eHsO+RtTpZoxyhUUY2AoiUKGvJWtFI1OlhLX+aefS3ymzRJGN/xhslYzFg98Kf5",
+	"dVvwbAG6oKYY1JcbKLN87xJFWrs7o/EtKt3wMisn5ADH/Fzk45v5+lwSgbe3Fbk5GuIoJ4TnjmoPTg5s",
+	"ALOQIdf6iyYH5JM++4+F/maUiykRhZJpwjyb+/yS0CwT87amMnNAK7nPf0eO+Oknfrb3XSP7X7Xlc0Tb",
+	"Z8czzN1D3qUztpZWJUjBE5aXa7pli42HZyaydAnrJ6W5J0j3RguvYmtqkgcb81Q/QSjhbA43TFuz+Ffu",
+	"q7uf4Q4vn96G+UaNpugBnhTXRhLN8I07mQNO2/RH8Pc2Nd8QUKROy0uXkGMwCXvsxc2zJPj0bbkS+kw0",
+	"3Rac3c9YrFhCJnQ2Y1wLbiASlt+x/InUxioQrP4wYYqmmfRoqZwjbM93Qn0tCp7stTNG7r4STH4n1Gut",
+	"2Vf2x9oCiWBoc4PyH3wuBRizMmqjo98zlVbiwyov6SITNLkW4g3Nx2yvxdbH8BdqNxXubSpJpn+h95ty",
+	"8vTk5OgpuVkoJoPPq/rbt4EDT58tOD5I6+kx+Tb9itwsSMJGtMgU3oQrlt+lMXvP6R1NM3qT7bcPDcPU",
+	"rSOJPwELVF/MnOZpphmae8Ry2Iwqln+mbdEmzQ2VTKuuJsCYMxpPWELydDxRhIt5h7yD9wIfuaHxrRiN",
+	"TolT8nIW682U5GYx5KmSLBuVnmA3firhURwrZZLQHJ2IA1D+ZhCEJBiMJJTLOcvlkC8bUYTTKbjeSldu",
+	"SBQdg2puozgknlA+Ni9JnUfPuAz5kNvsK8sbSWQ/OU8i9OTGIk9YQgSPmdFD0Eshi0x9Lg9JaAJJu/lJ",
+	"0BGy6kRL//aoyDLYGtDYUS7DtsHmAHlfC3FB+cJGIvai7foYlTvuXIuE3ceMQRDrc2gw5bipkXLFbFCL",
+	"bMgsTTSpLEU4Wr1uFzR1GZKTrol4Dbl3963OWlpAJgRFWkcn3bDb7R7YW4H7GsEf7TP9R+SCY+DybIrO",
+	"tV2gpmkDzBOHtbDOQxh4b1kd5VHa0kuV9QED00j5eGMU6ad2OT/8b4yebTVFG29sHMeEv7YfSD9QG8nF",
+	"0naZlR8HXDneLrOrRPSANN9zWqiJyNN/sv0UgsoA/uWB/AQ+1rRovVX3bTpL21qr/UxaoxswMpEafZ/M",
+	"i8MyJhaSgt9yMed6Mjm7E7dGp3/PtY0vcsWSC5akFEPWe+1Cw0Ar1YVpIUFWLY39ZZQFLRmj+ruiTlDq",
+	"7nC9z6wMsSkNSZLqn9Ps0svrGNFMsvpbvxY5iap5KVFIojLNBbyHlSwZ/YmfsBKBdIu+Zll673Jsok4t",
+	"q+T3oJR0zTEN+z3EM9CqjyFk+0SCLS84K4W/zdqA4GYtyKDXCJp083usmo0Ktj56kOtCZESisJbwD29k",
+	"cfORxcAIRQzRechw2SAz0ymTik5nQTWw8Ku/EZUBPzS8zx6tF3ZYe7q7bXl1+bjxNjnBqSqtWZ5ypRVB",
+	"cnb18vw8JFwQOaMxkwcdcoUpV3o3hxxs3zTByKZThrQFqOVA/fQkHCmobPQGdrwWqtM8oP3s2fNeWzrq",
+	"bPf07SxDTr3+83WxtuHwvt9rD4f3z1hjzK1CK807i/GumibAF2jhNRDRnHIFwnBGpV7iKVCTpipw/8Mj",
+	"kGbTIWeKTIVUQ/487L3oo92hf/j3q7ffDcgUIqlldB89uw0RfsiQkIKTaErvv9KDoDN/I/1WF/WjPglw",
+	"oKCpSlpGLdHK+MEpoThbckKmKS/0VM1qRoUqclYNPa5JSjKRmkGQUMXaKp2ypnNRhqOvu2P2dgDTrl8z",
+	"GGDdnbIyo74LVPlaPkkgWlNyNq3Nk7NzIGKpKOTOcMhBq2jBseDaOsEojucRx3QMXkz1HKucNwgDlzZo",
+	"//12xtznwH6DMKgkJ/p/2x/47DlAYQnh3Bu9024l3uaU236WJDZGtCfPKVNM69rzKGesrdi9Iu+vbIyt",
+	"SjUn3S55TV7SWapERs7uWEi8lN6QnL8hT/vPupt5wHJovcKBbZphE3V4qcbby9EzIlVexPoeJN7qTvWx",
+	"01wTFFUumQEUGs1iOWHTmVoQnGaDyKznOjcx8YKnCoOHolCQMZ8wzV4hOtKKjiP0eUdnM0WO69lAx01X",
+	"D5OpG5OYtEDQNoqY8+pA1czr5SFNKnZ9UEzIJi2RE30+dzRjXB2EOGV9oX45vyRaVTsl0TAYBlFp4utv",
+	"/B2tzWcp5XtpTiYHfGmdc9HOmBYhBH4Br68ODlnjDeNV0sibdY8shQBvlmrRZ0scwConHA65+qZ6KvrS",
+	"SyE3vf6qr9M71k7Scapgl0Su/+cvx9WhMZ9941WpkWB9mYZa3AnbbcWZNV2wr6iKJzZhTrEpEHqWvR1B",
+	"KsA6do+J6uZRl7fxYfkuujI4SaLLt1fX5DC2bhwF+WQQLmwaLjroED0pdOGY7CVwxzAw1AVnIZECNBe4",
+	"0zc5oy5WBtkQI9AuaSY4QyF837aKT9sO2IavrW5x3x6LttknreF33tH5hTFAGjas9AXtwJa9VJE12YnG",
+	"EZZokjG53KSFyll58VLFprBKo347eV4UaePlZ9adv4VhhPRTyBWC2ekmSri5+ALVzD9wqej6Xxw1Uf1v",
+	"nHaj5Ctz0pck1zIZoc4H5z4tczn8HHbktHp+ctPSf8Q3l1pPQPMc7PzqXTQ7s+lSyf0Etw3yriUQGTo1",
+	"sBd2u92t17h06x9AhJ/js71utwsi3P5d34kwwNxzPTXQSYOBOeugfv0j/DwyerPEUINWzyFdQUKSoJ7z",
+	"KYmKmWS5igyt43EukxNQk/5hA93Ujsht4haHtMctzuGhhiN6yyHIopV1u7xQq+fWoyDyBEXLXodl5rqJ",
+	"Pu3smtZuClXegX97R+XqGzEHHwOaio5XMa5YbvRuuZCGE9Q1qPRbtvgOkhqbyJpri9Uk8dp0BODrlhF6",
+	"Sn1VfM6xurituZ9s4nr46sucjdL75pffpTLVZvUMfoPToArm0OLMBopu2aKmtMW3/3j2zW/9N/cvaLOu",
+	"tQ2r3ysrfPldZRXX1u4QlwK6m81t5q6pqJ2zjN1p0wsUTmlP0IRxzPDgyclZzNI7ljR6czAoeT5r3qjz",
+	"S1cJtzw4iTXlaDW1bvcedbqdXu+o86xpvwrJ8rOx8VA2rK/yjieSvJcsb8MDa6jvsN85CrbkTOB0Kk8t",
+	"9G9IjWa9/fEnXh7fintuiwJ3Mp8qqahaJ1Z0LENS3uaQlDV9wA0yRhMiY4Geh9q1byrqqm/4a8xeQ9LR",
+	"66uY/do+M6MQJU6JrwUV3H5VPZWmqrE9r+cnZXV/zrtaAWZYr53bH5ZACfUFXubplOYLlMRwP1MFCSPj",
+	"9I7VLLgVFXPL2qVfArpBx/R++lAvEl37YPnLam1mfYHdTqfX7YZEj1Fo+QGGrEe5QN+aKfF4QRIW08Vp",
+	"mbxX2YAuKEhYhNQz6tHKkqQwmLJ8zJJzrkTTtjMgXkgQdHq8u3JUk/qtnqzIyc0CFWvwBFPiMtcJvgDq",
+	"74c8VQPj00gIB/EMkfOyiMvFyOcTIWE4+DiVFcdkeYq8UUR/XWQZyOjq/Vth83vlsUvjG0CIpZ2BxFW0",
+	"vLd6RxOgxPLLlotzl71hMzrWtiTL71iid90aiSGREzHX+irqOzwhEzGvnFiz5lNO0hQCZyKm2URItX0h",
+	"cNNSPL66jl2Vv0TK0AY0pNbn8cRK4K20T+t/XNY364XJ68d55//2wVYur18ESh3j1walWf9r4ZUaV3Z6",
+	"RRm0W+YKr3a5Hq9get9wki/Ybe2EzxNrm1aV/uX7zf5UuGLl+H2+10Tia7SBV5tiLOuVgicSeEBoqzN4",
+	"YhLOW75PUNOaZOogJDSb04U8hR8yGk8IpiCCrjjkqN6jR4C0ogZVIQpJ5O+Z/tuJwahMX50yzTbkkONr",
+	"U06iWc7uUlFIExQ1pbwRoVl6a9xBe2gqEB61yojWVJ7Y6oHaDnB2cKrNiZKNpW6tnWad4EtJ984eXL6z",
+	"J+dufG5/VlG7YBx1Y3u3cD5rqP1NKnfXf7U00BLXOhCWddr1/hn9/BPpuWkqPMyJ962ZsNXjG3gWZ/fq",
+	"ZZFL0RCQuKQSIpia8qXII6MQMKIfgkk6KStwghmV+EUn+CTnSqNz+IuGrsIVkERrPPgEgjDNQa3jalCr",
+	"f/K0yanQzC42Kr2f4a5v9Y4tLnijvlYrIl3NBNYqDvCj1ZKeYm3SrHDEZyiqjG33dnBpXtPxkhdzg4cM",
+	"N3ML8t3fw7/DxV7t8b7MxU3GpkaTS1JEAZJKzDxXyKmJXjrZ89kd3iWgi5vq6r37kd1MhLjd7+p7uCcb",
+	"KN39EI/+FUb0UiYvWY6ZkE0MOhdKmUr7Wu124gaALAFDh2AsTSlfEGqyOkNC41xIaSpEXS7NLBcxk9KF",
+	"aQquzNuSqtuwXzMofYuy12RRFo12y40UWaEYiSyAYkTev3uDhGKcbbLMcZHLhol+Rh+U7HiGvY2sJA1M",
+	"cJfIvp6zj2LTTC4eH9xBSP840UaAb4dlsFgjacuc3ZfvLhrEt49puYP/pZmjfuf5rc3r/Ni3B4e5ibNa",
+	"uMzfV64WHG0r3J0lxmY9H6Mp3D5e4YXXb3giCfzCbufSqhC8c9NyGolWE6jZLNQKV75kd1TQKr12j583",
+	"kehqGrykKp7sSIgvTWKdiYG+fHdh/OADa5JgylnOZhmNWUgiXmRZ5L6MM0bzsNTDGGz94nTISzNnQPAZ",
+	"+K2Jc9IsQxNGf4U1KeioX0vpDUlmdtZ+kAUPprMqP6z+yi1Ni73vycb37XNv6ndk80s+8c58X9AsHaUs",
+	"2WOBe92kpbuw4TVNd8OI1MWOt+ItNzKnFKoLfUW0mejL3IZogVJak2lS/M03ZEoTRqQgIwom1HpXrH37",
+	"KlPefr/k41/2bVv8tqZh7GLLMUJCM4lMIZqjOtROE5tiv/oNOys+2poze7NjOGFVdkdksBsjg0lkz4Tk",
+	"UPkQ6kVxEl0VMZbzRAQy1yGdI/JD9iUGpPttEAZfr8r7qOkP3tGVu+/vkltBWJLNhzVEbHZpD1o2w2sS",
+	"NrOChME7EwtsJOHlfe05Cxxrzc0PK0TcqP2ZH+4cL9qW+E2WuVmkBx3RGkGth/1dc4a/SymqM1+MXthh",
+	"Md3HdzlITRSYdvqpt+0z3qeMQj30RZPVmk6ZlfQOwcweKU2zImfg7JmmWZZ66IjrWdT+F9jO4fV9zPLZ",
+	"iji2VDRXnqDQVkH+RJowEWlZM6d/YqptD6rBF8hC10YnAvVs4xmx87pawWCuqzP55vr6kuBVrsd9ym2O",
+	"qz5Jv2htR6Zh72f1XvkHvwUT2cqxuKtoCwlncyYV8oetTfg6f/sz+QnXMubXzb7rM17FfipdQv0TH26x",
+	"zH97emwrHUHe/q9oq/C1U24dzJVP2Jvw02yBwMoUSQaRDuWweeZUInyk5btY0F1KWwTU8TpFJCxOEyZ9",
+	"kWqyG4PQtTSwQrYpj/J1Jaq+g9ArHyRgSbNcnmL8Rp99W1sDkJXh/BwGUxQFmyziiStaWhaQeghX+bCz",
+	"Ea6frlZZ7GHJVwb5IWXzPccoa0H2f7xsPrHP02Uvih2fbmpNseMQfm3L7s6UOhD4cj1CWbUjVxb6lNU8",
+	"W0jaRpzxpffC59aYSuzPdx3eoJXXR3ffkzv9gy1HrWCd14d8k/JbSWK8CnremFy7y9AGMb0xLUsSAXne",
+	"u4xn0NZXjAdMw+hRXgrkFoMvwbb/vlxEO5UEahSV2nrONdD3JQlpvibfv4MKFElkTPkWW1KPXjYtYXnb",
+	"lg+mgQqayW0FjTcuc/kKNsronMoC06t2CaIial6RM5P4iUgagH1UJKk6BbVSZInUSh7eX5oBVMjKaOtK",
+	"awDh7JqS9UJtwcYT/Q5t0wD2kRTZHVthdMBIOyrhZp3rZlfkrMk3YDiMheF7DW+PSrOy2aCR71ii9Z+G",
+	"930j5hiowB8SeiOKagHlDQMnmBLTG6kEr+yDdymqiIsNtR9zTxtcAgZsRcCAolMSQawwWs5z0xaF4Kxa",
+	"l2F1nFXR/VWpO/XAnjuQsJqQY0+3sr6lXW2+BMbE3eEK6MMH8AAxMnEiYyI2EXjCmiLdEkq9QzKl8STl",
+	"rJ0zmkDxtyuDq2qFJbBrA1DtEu5oEAZV2NEgXIFMZZ+ofewjJNe+siZJ7WMwtGufOSStMLgA/LTvhDrL",
+	"MjGHw6khYywDzSzDS62AkajDkTXiMa2AhVsD9edDOC4DjTYRrwXd3ViB9Ur/0IfQXX0V57ng49BgyyE7",
+	"PSVYt2DB1uQ2SR2JD7ix8ia8MivY4Ta8ckgPVNs1M8aTMvCfsJ2YPgBlNEDr+gwG0x4NdrJFdQPGcqp3",
+	"acijBlI35bkU82tDm3zr4f7rDW5+0gKm2mRdk6Lrcnar0zOp1l4e74pcXIvM3LgHS7DFdcRimPXWfgSI",
+	"NrnavyUeu0wL+jZ/UoZVGZsmI4bqVEMugFzjBVzKEBUuCm8LyLZLg0AXPba3aXCgTKi8aMwyt3Y+IESY",
+	"tUCGKpKekXypxDXPQRuiCWmNmNJGMqBzUAUYY7579UaIjFG+te+GIupUk+sGMjBtJqJRPRCxyhW9b+fL",
+	"MYdRmVG5Mx9WUUgztoM+QdtdBAYmtBIacgkMnSU8G9JqNgbxAm4B+wAAe0Ay6TjVeqcB3nsiiWJcTYhe",
+	"SEgY2hBDDmyVEw94ovRuLKlvLZs+8UQeEKm3nvqZ2UbVHXItBjw45oHziEoiJ9DtC77QE01zEotZyuSp",
+	"e5u8ANZRfd2Qw/sczzGU6HGZislFLsBjtpgxCbi/NyategD7mbEhp/AtWYjC4jXfcjEnNwuSjrnQROLa",
+	"tayE0bDbA24tkKZLGBkVRI0aYIZ53MPNSIJ6MvN7V19c9kmyWH1TcYdRpwoNefOyqOHVjW2U3B6D3D2G",
+	"VHJl54u3lWV5kbGGLFMDxd8Y1R6QCNzxw6LbPYpnVE3gXywKSQRNTsw3nE5Z+Y3+3fIXEL4zccmlL6ue",
+	"1EpXgKX9WamoXPsBEl9JqY6+rrlAQ5CBGiSxhuBCkRlMAIw6kVZkGZneBufn1X+gF9jsjlaV9D81Nev/",
+	"bTrjKCSdTqdWB2p8yZtYqAXlMJNfr2sBJe5aSF4XtXD5Ncl5XMElyWKOuOeCqZWY5It3Ba9Ueq+w9iGU",
+	"hHn4wGv8EkJtg87zFMq+qQFrapZ0SU2nO082VMAvsTazJFAKUCEQIy36YpYwHlezIndpllJNLd1QHm8m",
+	"8XI7mAcgU6noQnaWM0N2ybdbem3zhm5BaVtlvDYS2hNJRKFiMV2t0e+QFOvTX2X78oK5QhPA/tJyVNOY",
+	"wsrFZdJCQtlEV94dWSE0AQwvzUkKnitbbAc8LVVVd8ZuXosyv3Zpqm4jmo7usrkk48yU5WBRxgDbNOBZ",
+	"kugvWBLTa/cJItNAjAc4QcJMesdR+6h9jF/LzWV3Htke9Suwb63h8C/DYfJ7L+w/DIfyrwd/HQ5bf9Wf",
+	"HD0Mhwd//XU4lJ32B/OJ/9fxQyNInHNf7Gx0WGTgFiUzIRV14uVAq5IiTiEBzpUUrWSLXm3CWkQ027mm",
+	"2lqysWLEfP9JlcYnJ8FmFuHmEa5F3npXK9hZHdu090IrkEaDJVPbo9T3UfmNS78TvPyzSdPCvmv7yTy9",
+	"oQbl19oWkMwiGTdwiMtHKlMe7xa+gpjn/pWC+EI7TPMR4BbsxYwh3dTAZ2je+FvBiib7Gj9f40n2UuLB",
+	"ligHWh9W2X1Da23ONvZa850HACSOQaVGx/mnHla9A1v19EK7jU3H6DtJV92nCGAQtSLOMQ83FfwUM+og",
+	"MQCt9SOrzHpnknJCSS7mISCrayr3xkJ7GFwBJtXqlETGIrKDnpBEm4ym31+oZxAd97rkb4Jri0HkKGcT",
+	"ljGF7XLKG41vCjSpOisLx2m809d03CSnFB2fElnkuSgQvnQ+SRUDUFOw0/N0Oq2DO5hK35rU2aDB+R3m",
+	"dsvcWV3DVKlWArgf2+rwC1YuwXSaaK2CDf9ZlrgTmPznK8beesHuyi5nR1+/DMm7r1+So6OjF6af2z2N",
+	"Vaa5Ys4YGeU0NgoRajlYJvxL9JnBU9E5sWMxZIP5jOg6SpjtdjlZ5gvNAqFpMPq6F/oDV22AlQP/EmwW",
+	"80YLyyI3o7LsmIa1MVl+99pKLPz43AWWp9XdJ6lqKLm8mqbQ63PXioAtKrE1JViBsnEyWyj1S5UmX1DJ",
+	"/6SC8SU2gVdwx6LEjZ1eJVNaf226k66OZ/nKbVuneLZUfeiJfVuI6E4VO+/pe2krDnepN1xBbZ46N6NF",
+	"YzJABG2RCXwtl0oqB4AeZXS0W8Zm5IZpCY/qErkpFNSqQpMxl0c45BGcQAQgelODEKpsBoHWczIxJmPB",
+	"ZGi7jEPa4UENs7yyFucKaKIPWwO7vLwmMEnsMWLhyGJw1Zu+OaYIHQDyqLSFurlRX6rBen/MRn3J0Kt1",
+	"BOzeUODcmpKyVmDNEQOIeh2m6GyWQZ8DBLEITfBYU0bnMwNlgFaJr+l8RlCuZjCqzaOsRsjY1mrXg8Us",
+	"5yxZv7Q1YDEVw9xOvBlioEkPqkQv9yzVanD/bpGo4L/Z5iuwu31yUldWfLzn6W8FdHrFiZ6ShCXFjGnh",
+	"lqrPWPmRr0ysMmxuKY3JmaCYDA2ebi+iV/26zLoKoUkWicySIeBgJ+L+eAXAqQhdYyklgu7rNs6PUDrQ",
+	"2XDI2XSmUoh0mAsc/fohgv4QkWmrEB10yJmRT/rJeSpZJevA55FLcd+lMorylE1KyybC3CNrxPeTU564",
+	"WD9Wz4KWlXiGCO41Bm8RfF3ZRNhGV3Q1fLhvy5bGWGRD0xWD/VPqpnWnWhpPrDZvfnvqoxhhuqReJ3ba",
+	"FyPMyPcqH4wlRs6GBmeZeAhLrvsHBLYh8RIvPtDAUhZeI9ROM0tqgLWyKvjm7L0wMMhMWwYGLIAVMGjc",
+	"m12frDPiysF4w5ZTa6LtuBrY/kTyscNEn8PfvJHUqPLrTEoELg+szIQ/G/CzNx7o/jCQdutf7znC2pNd",
+	"d4jAsT/1CDED5LRk2HwkIhLTHJR2QHyEhN+SnzdkPP3rcpDrUOqHv7uJPRzCPCIT34J+9lskCHmZt24d",
+	"a3bd7vcWCoavBZcD+Fkhn3h4/lANx7IKYuCMk8h7tEwMAlWQksuz65ffaFZdRbHr1N2o2LgBhUcj0yy8",
+	"+X0KRGFtHAeesOaYTErMJ26wzVgamJx8F8NvyFFKsR9VNdY65NVga+hH/J9I5yGzWQiOrdmIXmqUJWlF",
+	"JuXJkIP6gG1BwX6mY7A4xzTl1uG9kxy/Xj+pUZpl2NTBwwL8dxS+u0bUn+hzrGVrOqjh7WXLvjIfkcgw",
+	"N2zjTIEIPOpysFsTesc+IcjfENrfQvnwp950TZNKPt02TLXSpdAK7L2fHlVS6/YaoZI0uM8IMy9rcJ/n",
+	"3Q7vy+Vc5mGD8NhAeYbaIJc/Z9Aafrk47hNCJ6spR5Upkp+ybhtTbF65jQ6uW3tp5pWlWhMqP3Hh9s3L",
+	"S1/hitF7sMaM3aPo30C/yFV9Ni1Ome823RcHwMzSjzhv3CY3vzXLNiU2+9Y/aR3TVurWXOjv370JiXER",
+	"zlhOrhTlCc0TYt4sBwYvRw55BUWn5blWElQEoOGl4MY3Ah2PD8ISe0dZjSgirYKn90NuADoO0Mdif4ft",
+	"2oqcRaQV3fVCTIi9oZI9PSbfXJy9bF99c9Y/eap1ujTpuGE7eq0203bIb9nCzyXC59sJi0Wi1+pBctS2",
+	"JJpPJIv/AQ2kcwZObVtMBV4kRTJGJRYMDKwn7GbhO5NQtrrPwJFU842XlRW/ln6+mlbe6OUNKkV1WzdA",
+	"cL7YVVgMvq81aGTIHhP91fRMr/oa14VqnXNxiwk/e1bxdA28pPKHD2GgzwIbIKm8YA+7V6ycgm6ryd2C",
+	"lexdpbI2DbWc6JI70wRYbLWIidAYgvSYEuXJjbgnLaWZ0S1byJBE8e0/9J//iPTtQr8oFFTp10EB72lj",
+	"dWvSfmPm4zCwtvY9AuC5Xc0aRnUFV2b3dpHVG6jlr6b8lI/NJVyWa1ZLwze+vp+lOZO7wm+52Tb0Qlqa",
+	"A2k5zvAXw070gR31Sa71rqnB7sGOBdzaUHEN5heH+L5/P/vlx5Pu+/4PH+PpD9330xfdn396l/3y+kXx",
+	"c/+Hr26m797+8tMvWXz7Nf/5x6xo7LC4Y7rWJ6U2vnix0fewnKOF2xuuPKt1hOSL0B2hf/fq7PKlMW+X",
+	"zsKGiRuwnqQDEN4fr3ZVvPjSVaFpmQvcIzQoc3VZSKBmDrott9CLEuGftb6pzWHe9ddrSc9Yddk6nU50",
+	"0CFvebawDM31hcI8q9MhhxAvSVWo9y+VJnSK9xDzTWvNtHHsi9G337/In//t259/y6/nH99fvnp+/uby",
+	"l3PRf0Pf0Kt5b1Qc3Xz3z/er+qVutoEbcg//DDd3v1YbK1AwEePTywM1QrWeMrgV3PGOLKaOcOwBEjY3",
+	"9mg0RCSLizxViyu9ZmQiZ9D766xQk0aPo+2OVxXYpKVls6ZYAEP2RDV8ZoX9kng/CIfcor9iX3MHaK1F",
+	"viH4qEPO4KXWnS1jMWMy9Dp7zFiOBW6cTjHnYMghEyZVhDOWQLpqqiSxKyZmd6eMq4F7rRzkjEJQ1H0w",
+	"z1MFarVV08vfuA/Mb4zS2zAIerRPCYVl4EpplqExMeSmxOkAOCAaEbDEDjHX6AYKmABhW68ZU6whnOZS",
+	"zM1Cq3MgN0ymCZP+7HGyAz+nR+/rgsxty3OvLBpYiYRetzh3caNoyiGCpxWuIcCMF+MJocS8wTSEUl56",
+	"ip6LPUNblqUVUUNE7vSe2KMd8oaG90fEAR5E+pyxBBRyShhI1sTb3eNuj/gADhGRuGNSVI6BcnJ+OeQ0",
+	"y8S8Dcml8E7s15VJNoc73jQFE7vU9wKVysCm5QX3bTpL27fM6zeNLfWCB33rUmNWeFVJ5kGPHwDHcaxj",
+	"nKpJcVPhGSXzeKjrle4SgXgAAKvy6jnnNy3h4KS1hO0Z1lFcpp0hH/LXGPsvLxvcLFC13ZKdik1Mtpu2",
+	"xCFxLGfk71dvvxvyFijmjKu2Zl0DSABKYxjy8KMUPEK7OM4EpDIUHFulAx6oaZHmp54aOhlye0pdUkMn",
+	"6JDXPgqKa1PmbOQIKmsjhJnUK3XMH1/x/vrlfgm9erGrbENoMu2kG75IzOhvBTOd4CVpvX9//uru2YEm",
+	"2SnNRiKf6oWWMpHAPUHEEWLSvgB5wWZRUczYy/W/AdABD5IXU4mNYVGVkGScizlpUVD//WQG/ASFy8GA",
+	"UBJnKTN17xmTNqyRYkLXkNtK7bBSqi1ykonxWP9TU1NIcmrKeCi3FQAeiXnQm8jxo5/a5jDb50lEWiye",
+	"CHtNvYJmiHyNGdcEypIDg8E05E4quL6dRqPCnXki9eykJRPNNfQGxyCXluYCw1DFtN051WoruolgjlSx",
+	"N/rDNv53r6vFgP/5O8AxTvlYf4e+JCNSNfPL0iTl4yHvddvoIjLVRAPI8dfUj5R10oWSQyb1JlvpETbN",
+	"4BVdRBhsWjEN+EGrKp01uSd0MSBHJ92w2+0eGKXZf14ypanbeLI8HEZcSn0F0DoHaDET6uCUCCBOgjsI",
+	"b8cAW6pl1XH/BanB7Zh+W9E7pvJF+wwgJ5ADZ2nMTNGB4aIX59dLDFTMGMdwY0fk40PzkDzUv30IA5Wq",
+	"zGfA5P/7v/5v8rJM/7HaOrksbrI01mcWhIHmnAZfudPrdbp6JP0iOkuDQXDU6UJD1hlVE1CtXOu935W4",
+	"ZfxBfzZeZScAZscNm6Q8qaA4REst1yCs2dDM0ShW+iIOOQY+rfbWgiQcOmXYRQ0avVqOYZsNh3i78EGv",
+	"Ca5+opAsH3LIqC/Dlxu68trqFLOFmKIGG2EwMUAVBM5Gsw6JzuKYzdSAKHavDidqmkVkzBSQ0JRmGfnm",
+	"+uKN6Z5oS7tBYoOQQdJwkgrcb2OmzKYFJU4wHEy/27Xy2GYx1kQSuNdKD6bfT3qpBXS143OtTfMeDkzP",
+	"rF/nZ/S6KZtaglUOT3NN/D6ZUILTWDlT6Y9c62vstTFuaEWsnwRbaot4qdcUHNKk7ZlX9j1Ah/j/SEQM",
+	"2CD6B+j2xi/03ySjfPxfw4DxYVD5jtHE/xsuPH5wqS+Uabqm54E/OPR+YT6pj1G63c07emsHtF93Ogbq",
+	"4rA+wGG5osDfvAYjWd9d03qBNtyJpoSZhzWttF3fjYcwOO4erzoxd2sOHXTaQxic4PVZ/0AVAw2eOtr8",
+	"VANSmm+3BoNfP4SBLKZTmi+CQXA1EXNok7quPbxH75YffAC/UU6nTLHcRCaWtqrg44JJCSh4yLdsv3G/",
+	"+akYtcWobbf1/bs3tabta7qugi2hpUV5R+E9ge8LQJ9TSRs7oTbodR7OgP8e3vUOPQOkUQ69Y6rIOSbE",
+	"uE6+N4tKVrAw4R7TM5O0YipZO9XLl6lK79hBh5yVkSMGEt4uh7Sa1PUyR/igQ6BTzI3QplrOMGsDi8ym",
+	"hVQow2wIbsjdJN0I2h44Jk2waR1yXa0ly2G1LCE3UL+mFdl5Tmczm4rTJE0MbsJG2vls7byBRgBlpyQS",
+	"P5t/T8IItyhUKBse6qtK9fHVz7rWu3qVAGpaRFl50LiEzaDoDx8+RapvAxNif1rihOwi4swTD2sSzQ37",
+	"3YKbfkUd4iY80tv8SAXOEh7agv+WEJP7CIbj/ovND9RxNf9ogVJ1gZbtRsGjFnx4qAicvzFVypqqYDE9",
+	"Sk2CUAPWN6h1HkQbMiS8agYlrjTJTLT9li3WXj+TU4il6ykfn7p6vQouUpm14F7ne9u0CdbtkiWcS+t1",
+	"AyehZqL6Dzf7M15mbYdokgC7DjGckoOPptYk1TjhiFR5EatCL6rsrHpa9i6mvFrmVi0DHnKp0iwrLR7r",
+	"ZFReqZSxYW0LyQifT7kkjaV2nSF3zSBEbiBtxAi8jYj6jDBipMFT+YIswbGCJ2hTyrMWd2nO2nDAKtWK",
+	"hjutOmBgOOQGWQFK5/rdbtQkpmK/oeiypGq6LOVPDqvgswGyWLinX4lksSN3HRUZ6PPl7TmrESUdo3lJ",
+	"uYe+Bg6mSi3Cbs10m3NJmqrBK9XblfZ1pd3Vve49HXSPB92TTrfb/aWUX5UucjZl22uMaHq4mf6FVefE",
+	"9m0Gy0Lx7Y07U6/dWGe9zvB7MJFWWju1t7aYwKYIuxOyU5N0WpnVww6Csql/80M1HGaSXz5V2OMBbxb2",
+	"+DsPG6zgyIXO1hfHrBjhR+RNrmRm360BcJ71+oTvBvrT6xZbqApm7S8FH2UpnsVxb4s31YG64bmTbZbV",
+	"AOcNek1/C/2kCc/7P04pAjd0XStCSt2kGDXaoodWXB/+XublPRzSPJ6kd8BkNtpazYhm5KyMoJBqAEWm",
+	"01m28LG2QdbfsZw89Zs++aK+0XA92As3rcHsr9Rkfy7bf5UieoZ7Kyva0gACyi4hWpvBgN3Bax6PaOaD",
+	"kxpX8JCDbulwCih3AL8mK4XgSxGXk5jTTUq1UGLTRumSWN6bIGD5OnwbFiIbPVk+CcFLADZ/U+eAqEOs",
+	"TwOmCbBCVoFt0J7MxLy2BZ9Bf/q3NlErqvXSuf3HGbDbSKWVHRoeJcVGSWF4j2cRerLCS3hcJS08GwoZ",
+	"W8aa2k2/gs+r1R4zlk+pXl+2QIMR8oP0u8MqlzHlOpiTYDz63PjLybmy3jHD5UA63CxM3NwhCGirfE7z",
+	"BIPMkFthOkQ4qHdMtkgVQgqCQVsmlDUwJ1zsZzXtKqzpeD14cCodNN/jrX+89bvceryOWzjOdqJoV9t4",
+	"qXUp0HdsV/3mxvmuKt4EqiFi0/r71dvvTMEsPE8km1Ku0hjSX3gF+05fAoN8N+SQgRuadLQsjVNVAz7z",
+	"gZDx8VakFT4AgIduVeGQRw3+CsgltM4JCLkYZ1QKOOTQzv+gY4IwBrilUvM95KUHDSbDEvQ2Qv4Fph6p",
+	"iZAwKBqM4M9DzoYNbTiqWvb6ixFifNoMUL/hTYNLbK03kSpPCRvyM1OfjO42k+tlkENWQJ74nklX9+zg",
+	"R4xHECac5sRm5SNHx0pXm8fUsnXzjeglJunG/DlwOCb63FyqbUSoNF12Dk6HvHoSZCxgnoJEPhJxhIUr",
+	"1TVWcQH0vkBylvXYlt1bsZXLqh6uJFXeYVZ9mUO+lzOzokaTTVp04cNQ/rE+yJxZ5ETPWrVwNQzCiSHe",
+	"ELSGTPG783D53jWLn2j8a/qqPzw4R5//hgtxh+O/fHdB4PuQZIyaD/Fe6a9GthLbva/ikrQuxO8Lmmnj",
+	"NdG6+tb6fSMY6JfxrP3RNsoyPux/QwXl0Vn276EM4b3cz1nmh5CsndLgI9tdcWp0FGGCliwLBex9S1KD",
+	"ODfVChMk4i018QbUTFLMtG0kOKKkDTm0c4f1TwW4oASJRAwyGSSpSWykYG5kVI/T0goWzbOUoRqEWYv4",
+	"eKqG/IbGtwagJWM0ITKGEilsBTudFRAgtDmL5YQtVp4zx1pRtZ+UVsLKblH6r2ozKf2J30AqOvW7doXY",
+	"RXrIq53DrM6yuXNYaJWDWkcyrWG4Br5ujm9njBtFsNKmNwIYEae3aKWxAiEkmT6VmsrSoKzwZIOuMuRX",
+	"DCN5kSXM8wSGmtJbBjXyUMlDRwy1amtlp9XgrqdWWmC5Uh3DWGEtl989KYnRyE1I2/EY1cYGB4CTmBds",
+	"R3UGN8es20NQ+mPUGvja7bBpB9V+9ux5ry0d7bZ7gZaXiEcz+B1+Y7JXNaUQCPlBDUi7gHq38g6uTzo1",
+	"TuZa57Wt5bndvf8u6ohr3ReEpmgIZthAmZuBQCv3ak5Lh5Jrea2vh70qHuJTuTYL+aRHbkBsgmU9+nU8",
+	"v86j/vTn05/eQflTRYZAF9xldcrx6m3UKbCLv6QuZRSeav6w343eFCFCSVIsZq5ZXgJ45tJ2M7QVTUoM",
+	"+Q3TH46FUoyT1t9eXb4jNFcd0nsWkpcvL88OsDsdZ0TllEssWhtUK0eMJ3zINznBDaM5NVM0nVSNE9u2",
+	"v4fuciZsOOR+ZSmkrVvc4xKgmLQgdtgMUIwaTQktE8KQ+cLA0hog4pBEdlwj4A+gghWEO2PJE2lwarCW",
+	"1rQ+feLl2Mkhn4jM6InUgaUYr/wM/S7Q1ckg39vZn5pSF1Myxu5jls+UdDwZG7qiqw0340k5OlVKr0Ce",
+	"OvUUEdy9Kj0xIpF319vfskWE6dT65i533e+Qt3xFm/8Qy371QrioUl4IOXVGE8Z6SJeZCAVD4ECiOSOz",
+	"wvXi9wGlql35Q4CORncrlQTwiYZ8QuWEyQGhRq9Ht2NIbsDpmio2DUk6hbudizkRuY2zoLsGqzBT8J2U",
+	"XquyCLTJbWVcZOCH1RqdyE33ghQq2F3VbDl/yFXXNzU6MOmZiDNq7QmQs3APi0QPoqUzUk2l4OrApSQO",
+	"eW2n7VG7+jc0d0x8Se/9d2WVba2gHKulSSvlWE4emr4GUN5YL2E/6BATRHd58htj6E1584Demnp5q1bx",
+	"sL7EJp0ZvvlyoapdVUKcaC0Z0SV2Vlgh5R7h02WP4D6IVA5nt1StT5Zxo0pg3S0Gpj0LByHfOSz5Yy0n",
+	"LfUDpFEF1PPDDt7D1zibVaqumSzQxvK9eAwQPgYIV+l0qGfVdDoQVM718USiPgSiHgAZ9vWRzbwGnl9G",
+	"r7ukuYSk/lHOWFuxe+UltJN69nu1gAyiNPanGH+CqB3odSbxvTG0ZtLQbOo65q+t8KKQFpijQy4NEFGK",
+	"vqYBia5UzpgyStaV/kdeFlcdNIXybGJU1Bny12XgKS+4rKQ87OJeoYn1rXzetKt9fSsu6/yk2yWvyUs6",
+	"S5XIyNkda8457+3g/kgSu8b/bA+IS6/hbP6YLPboXvh3ylBLEp9jA/9edi3slqp2WLa8bM5X870D2oLS",
+	"BjIdS9JaU/p1cLqMaOx6bE3oHRtyzc8BkoUlVZ5ca7SZW3QQ13KzQ16ju9/HXC6TKkzpTqwKmmULgiZT",
+	"0uw8118ZtqEH+wLMvZlA7E9SBp1PJfx6BW/dQNDY6xTqLx452CMH+9M7SKeQf6KvKLgUmxgYXMXPknPX",
+	"XGOQGBeGKeAHdlFmaZSF5raqVHAmT11HjIr+anngkDcwQbItj1vdTHjIz7zGyjAFr7uywV/CjstbqbGP",
+	"XO6Ryz1yuX+Fnob6j9jA4IrGcMwso/FSPAYGdJkFyLtQHboGDqbtY2wSH3pNXAwqIehATUwK4jdltmou",
+	"FZEzlmEXfHDIQnQileA3X8HFTPHSajZGPgcXy3FfHjnZIyd75GT/uoC2vnNlS7AV4WzD0RqtTbkWW3AZ",
+	"DLba9oW0Iily9V8OeS7CfDqHUyxyZC05i6GAyqZmJdXny5T4g5CM0gyRuG4WJmKMnxi22jr77tVBh1zS",
+	"sWGgt2whmRrymf5kQGZUShJxdq9eFrkEsFYa30InwRg/CGvQJjCHKHTo0/pZiM/mCELFBYH0Q0BaVILk",
+	"ACWNSTMkZoBJSgQHPLERzQklc5rdQh5jpzoT6MBruq+jPewG7pAzfAyR5iHUJrGOwGQu5oa7l/E0NU9j",
+	"hpLA4LnfpjMJgNboFgYtWcucgrsCB7vK+URkDF7ZIT+CxxbKgmlyFYucRYTieqd0AV1dh3zE5haINYJy",
+	"kKiECAZcUEygTFhMF1YYpgY5MpUknrD4FsP5BoJezA8GQz4SWSbm1X3C8Guqyg1rkjlanDmv/gZsLfs7",
+	"kGMW+K4JXgpWVgPVA2IOBid+h4H+pgYDzVBZlWUar74rM1k3L6TdVahXJ73+zshdUXlrB5VbfUq8GpVB",
+	"9QKTyv1dNVl9oZr3sAI6b9PKNgHRr14DQIw4KgSah7xV03zaQYdLZv1iy6Bz79iMUQX3YiryalOJRsAT",
+	"/f0sc+11mrdA0XFlB1zvHO/UjjYdGtCb7Z7TXW6fI9UCAARGIp8Gm3ZnjskkEKNGmGZMIkhlZx3UmuvZ",
+	"uGX8t9rqdpspGXjK7eZUayS53aTe+Q9tnJUtrCO2z2chWU5agOQdkmUKqmA5NOEFNa2juU3mvpB2G1Zk",
+	"WydQBR1fjQWgdzqd1rrv2ESDbu+62x3A/1kAo0a2ZK6uHrIyf02SVF94fZ2hs1mw97Rd9/A1M+7vOOOv",
+	"YMzPP2XDHnfY6X53q3lbxvhFdhovYrUMwrVxg/lzMa9M/7jbPE1fiagTtOvN40nO7jaScy0jy5UzvVMJ",
+	"wO74A4D8nED24NzwlxxchhiNACUOvoD62AbRMCDRR8ojMkp5IslHyisQWqDXWPSscMj1bxlJ7M/tN/W+",
+	"Oh8pX3HAv626/73+8y8KaelFfiUC5ZZKipYCi7//8/yjSH9enMtz/n36Nj1fXLw677+5fn3/5vr8/odX",
+	"ZydvP17M3348m7/5+Hpx0RPpm5d/n/3y8vzp+cez+7fXF72Lv533z3k32DVeDN0sG2LGZ6icInQyTPzP",
+	"HiT+j0e4fJMab5FkNPd6Z++QgiMPb2whfnN04Ecsqy5mWjT3wm63W3IFk6/s+61syQ9+LosMwDxsyii3",
+	"vx1y8KN1yGtqEkpraYv1JvQRUfQWqshCAgk1IKUENg4Scz6AgukUk228AaMRTTOWRHYyLq8WQPL04S29",
+	"aA69cUCntW3uh7wV1YGQMeUmoYp2YBwZGSZoEQs07yMRtC1xNwaxxFOesHvTFPTAQ2bCZE9QW8lYEDqB",
+	"3jzAib0eI4TxO5ZBcikXCiD1Q20Wu6TSKESALDitIYfxoMbNdmuJoN/iATT3kJ5lag/SZRNhtVgbHxjY",
+	"lk+kZZ0NAwOlUta9G1EfnZbJmT4SgUEgoENOyqOB08J37gZrqqd2zm2msZ5jWMN28eWWq66/YZngxhvd",
+	"gBi6cnINtfbe5hQzyXJtvK3fEi+Ipr81Kga+AZAt2oBsoeeQFxmT0O3CaxcP88Hs9txzRplsdOir1fIB",
+	"KRCg4cYgNRyEemAfJgMIdRGSSHMMTCtDMLBqr+knSEEORJbcsFhMIZuOs7ke1KVhFDzDJLnmHLdUwZKM",
+	"i8KavdCflkTOaYLFVHpcWyWVpKORgdvx4F8R/8IgoIFzxnIlk6susYURS+BzzXQgEVbNBXGp+Xjjb7Ti",
+	"8LrsGFe2EdI0BJuc8nHm9cTCitSB3+XbFH5YNdpsgEl9R49hjv4gCFLoZ8KVwBlQT0ZRq3LUa6vFyLVm",
+	"GcgsYBcMLhvMfZ6nUGeyXFHSIV8bb1ROlQMZwWbEZsMEZ0OObjCDKbeibwzEQzwBYDm9fcyDSKaLJncS",
+	"vHK1P+lfiT6B17eadn49F54XFn/BkoYMc5zuniC4n9YR5INW3VeBu5a/5WwuM6a0IQNKBHYAtqveIdn8",
+	"K//Ivmhm5DS9r9cBvLQg0pZtagpETo1i0z8blPh4NHtUAthemg6MNgwsPrXW2PW27zjqkT+qWUHDqKBN",
+	"4F7BGVUVjyB0jblR7YD1AVVBo1Nf2+h3bFHBlEmJACVaZaCoQlVbBwCaJYVzsPYt9KQoH/V7dLnsNajS",
+	"J7ZXlpyxOB2ZU/U7kgZ4SnrIvWltFaru2/W6JnL9/wSM3cdw4b8n2K7IjfBoNKN2stbYvT6GlRHE16Yi",
+	"FdUuh6CByQwZAOW2XBCOSkhPSPn4iTyoRhlDIlXO6BSCRwY+DXrcmc5jpuuMTKXm5kRyOpMToWx4RXOo",
+	"GyrZgHz3CjDbWsIrdYyguRxnIcbjyh55Iicvr34w2nalx1gs70wnvFhkxZSjhpZykohYHtJZ2pkmA9RF",
+	"tF7idZsBPeujSLmryjg1EVMMh3qIxGUlSPkWUwGIscEhx4EOXAu09mseiwTwxsb/TGcR9H8A4wChvc4N",
+	"xorUm12xlcc05eDoY0PuaWIhmYg5oqZQ7jngUmV7HJ6WfR5B7UtSGQvOmf6VVGIGLwYN2RpdeJTgXYTA",
+	"Up8gFcEngscMd9bWXT6RRDKlyeIAt3QqTFTWmsPkuP+ioeefHa5DziozRMude11lcUZPJHanx8Lboy6x",
+	"DQvr00FdVKVTJgrTiVcrrbgKwniyorARvt82XPkY13qMaz3GtR7jWo9xrce41mNca1vD/b7Nk6XYVvD7",
+	"sLSNh8FguJXNPQzCIcoJeKTJHTIMHmAPVrXffFvRMsXNR4Zg4qBuNvXdNO1MY3lXXYCbfQgTCjm0MNxm",
+	"FWHTvEN7hGtnf2baVWsdFlRU7jRaPxV4h/ahxnNldfnHgN0fHLB7jRrrXpYfBAdWx+ku9NcuTtf1U95d",
+	"ZXuqp1GCxC/5hsNKCA9ME3hrUm2DB3GJAUaGMJkOBn4ibURhnvJTAkzR4GCz6UwtbHBiCVabkBXA2jAE",
+	"YmgDuk4Z1jgwRkVpx7n1PjF97/W4xg+NOfuQy3rqzxjBmswMLY5I5Kmq0SkEeKqQi6msQy6miIWN9gEE",
+	"HlvUwJTbPNK2g2AE4Om28f/njBQ8BZdmfSchV9eabCfd7sDaYRiZw1GWsTxlGcIxG1jieJrOhZmmCq85",
+	"eEVW622zWJxopcKLSsAppBHEnNJ/YgGbqOxrq+wSB7rLEoYkBozwxzV0ci4UYhJBNMcsU6/DP+EqzJUt",
+	"xxjAUTY1+jXoUIa0HWxSrS4EWO4YEFDN3qQ5SaGvPwAA2TxeO3OI9Ujow4M5tkMO8T0JB4caz4suSehC",
+	"hpUEW9OcAYCTIPyoFYS/vS6j0H91Aui/IozHWOLKvYITOw80xfGqnnMlACvUXuaFwRBytjER3DX7XYkk",
+	"5Ie3vY7CXjTWvLxDNOcBxM8y2gXW8xzNdJaNfOaDTgyDjg+8BTZY72EVEEsCR7OIWLYFh7/sEhH21AB2",
+	"1Rt3eKBb3lFLRQHsSk3YAgqvgR4wITvJF+8KbqDJXOwxlS6iZnLQ65i0gyWgqLLlMaLZAjvASOOU3iKG",
+	"vwnIhzYIrenJrMBtzoZzMieSIq5U7byq3I5OBZ7dkJe7AVouLbfHZrhbPtPRr7VA/AZjHwLndYQUOeRz",
+	"mip3SXDBEO2EbPNUDdAHlOobIxvTy+GZPzweCMK1lohwnoCY3qwBvngRfAgDs+Uvdw07bR0aufB36kuF",
+	"4Wr4JHsE0co087VQtRtCoL7zaBD8QLM0gVR2K/v05LSUc/DK9c6gR9fd51WzWP+8ioxbf+YYuomeeM/w",
+	"Yvp25NCdJRic8FkVbLrpix9SNvc+L7Gq6x/q2ctgcOR/dsV44v2uOm0ZDPrmCx/hWv/+IQSXI9rPg6Pe",
+	"rg1IQZC+HZlG/O9dW9TB4WEmYppNhFSD593n3UMjaQ/XddAvNQhMeKx43waBU6fWdj4Ng7t0pi9YWbNQ",
+	"AWrrdQfd/qDX6xyfPP1F3ybk58FgRDPJQmQwyT53et+bua4VaFW5Jq25J4JMkGKdCDl4ROl5DIL++YOg",
+	"cCGW7FETQdy2qwLqd1tWTuKPQ1LC3muVReRanwuJyBIvzlkxEUGFlcWU5WRaSAU4u7FJZpsOvB8a1cez",
+	"nU3IaJ4LxVBTh2YICLxr8tMAZVXwmFloXO95k8OlaO65qVPMmBylPJUTbdBJMORFlrHcrz8ktvxQ65xT",
+	"yOjSRt6Bza+VXjKbAbctwXXJmKkOuRRZVhZpavE45JXKuYUoyFhgai7FeF8LEwkHGBOG3cG91cbYwely",
+	"IWY2pwuAbdU2jO31AImiM7UwxY+M8rKLAGdzstDT8/LywDg8QrOK3Cxs/HhVuSI+uSn6d1adrFlQinjI",
+	"pzZjUgmT1tu0YNzXVcEmuuRs/8RaQnBkG7MHyFFbHYvZympGh9S8ffzNPdHwenMgtrYztNHlDjGFAtg0",
+	"iycSOoIg3QNBiyyxaMg9cpF+Be3KzEJaSCJlwEBwZgB6STSh8gLqZLViO4B0BG3Lwln4p4eUsGOlKYYS",
+	"vMDCplrTT67/sCxNK0NmaU5PqVSDnNn/tG+/uu297P/008nzt7Pn7Nvuvfo4/u2X7a0GOLTNBR44s0dv",
+	"8ZeXnLjTjb7id5q8HbtGRuRJSsPWmuXk4e8Gov1hpcR8y60gMLLMiE8LE1zKBosYnzHjvQJm11rmwBC+",
+	"rjLgMUP+G3zqZbE5j9YG5SMBTzWEvgeBNjz3gH52z68wQ73O34NAE4Wyad92Ou4DfUJgqejjcZj4G4xg",
+	"PLKtJvzsmX3gGvmSy0Dfnhn8yG4mQtzi+azCjkaR9h9mZvyHc46/MWi5wczFW+IY4eY+/fBspUk/aXlt",
+	"H0C2A+r9HImonSaRDfaYngkpkzv33Aeybui5b6/G52u4X+WaZhWr7Ys34NWnWVbjltBR4cb9UtazKFMe",
+	"ZwU0pIgcMqfgTHaG/IrFOTMqLaryiCa6So/90c7xU1lpudhff9/aQdfIarz0bujfAqqltx1bMrMXL4IV",
+	"Dp3liRTOCyUHh4ewjo7HpW38JIEUtqbFdfvXveOqL9BfnO3GAYDZ1SWaA9xzjc9XrLHXve4+H/T6g+Pj",
+	"zknv2fIaRZa0163zw64Mf5X+d72arDuPet1u3NnesdVlu5X99bi0u+bApxtD/ZhVLgmtDAKBF+G0OjAF",
+	"IVwfFXkWgT+D3DBtyYqsUIxElsCiIW/NMppy/Eh/gp4KgPMnfi6u5oBiLkmqDhAQ3yvrtKHqoyGvrA1M",
+	"xHJOpmJPMz2hSq5oMgtscx4bJoRglT+cpsx0DPjHkQQOGoVETsScowUMVmaJzgQB7CaOiqzBbPYfGmla",
+	"xVp34HTbFvj7a/6iMaNPFCpwrsEgmE8ki/9xMfr2+xf58799+/Nv+fX84/vLV8/P31z+ci76b+gbejXv",
+	"jYqjm+/++f5PLo52Y9JX3rxXMWt/bWGJ42/vB27jY93To8v/Swo4dPmH6+yRK+uGtxX3Thg0y71m3fzw",
+	"9+pdflgH0n9B81vMkamISCduBiR1HvDS2zwVOWY+YLZQZpD8MOVjyDPBx5CHCQU9SsxpbhKo0mkKfpSj",
+	"mrDrkFd6gpgdY1BnKzPSwg2qtuVqUYVr/KyiqsLcj5vDKZWNg+ovbBzwGHN87Be1lhc0Q9xXldWVCu9O",
+	"tH1VYQglzL1FtKkS9ZW2tl1bwTpveKI/yoVSGRs4XTaa0vtXzp1xyfIrqFCLXDtIQoccq9ZCQuNcSOma",
+	"gpqGhSaC2CE/TqgCnRQCh+ZVIfAFdLYalRW6aU+xSIVyQsmIzb332Yq9Y9/xagKDMhNzMAESltGFiTca",
+	"gJwhL/0yp95bn8haEZ/Q7zzuv9BbddI9MvEaAHQF7cJnC0qIJo6FytOfQbluPr9g0O9urZC99xfzJ9aa",
+	"Vy/1i+vF/T+7Xox9b+W/i0r8mDbzKDeDl9hLl9allKnNlp+kOx+WwmBtTk3t3UvtkKv+7oHprGt6GOMf",
+	"5qehKXUvxY4p0o0BtsvWJfB4EZbYbLZdr2mrz9m9suNBGn3BOkN+uRF9vAIzjpDP653sJSPdmDdiBfMn",
+	"gFz3a5kHfyKQa4Dc/uzIl5Z6EDUJ/4A0VvPvlULwpHPc62v5YglxS9H1vPf54qthYOj0QgaDo+flXthU",
+	"1n63q8/Irau3eV3dTu+4u/e6EC8ocHqkg2nQfOvLrLvXxxwVQ/6rjwsjLPUtOukePTRgnk4SwC89n198",
+	"/FldXL9WFx+/fn/x6vbpxT/Pnl68Oisurr+f/5j+/cX2aoO5yQsz0c25L5Y2H4Pe/5ZhFQTNXxZUX9Dg",
+	"3F3kHv5e3vOHw5yZv3bvfNw0n0bx4PZDCQCPNN6m5mi7x4Q+X8B9VTDr+4IVTJY4M1a8Q2MVN20u5lqf",
+	"MBY0qPKKKkZa1MK/lSeOLZQxBxYoQuULW+WEP0KgTARBtEwzE1IdYBQK/XdlbahLfOgM+VmjG880gyY3",
+	"esDyJUqQFhZrNvdvMr/8cq69veXysz9YxK6RLb3uoOdX5Tjb9pLxxEDd7CYbVtmRdgdC8psm0kfX56Pr",
+	"czcT7go4rceaNNP9NLsNMH8Xn0dSbM2TfekBUfYK78OEYaimt0nwNhXMBfyHXMRQRAowvNGvMuUxMzXR",
+	"B5Fm7cxgX0PZcMlCTSEE1m6QFqLrWqZtCo0163Y1HyKHEeicLogJ2IAfFZm9wrQ0LIto4PAhkQJR6SqZ",
+	"bZ6TNmFJMYPNseX0UNOqsGsTvWNEMgMzsIA0B+QdJDXdp0aMJU+kQyLmiZdsi7UlNwszn1cAtk1t3USH",
+	"nJWdC1dKH00eVdFDEB9Tf4GTKXM1el1AIjSxuyGnFtl3IrLERsQw+DPS99aMGRJECgX/OKYVRqf2FXIi",
+	"csVyM5I8CIccIOoFArKbX2GxDJSyZUzvWunxNpOyUHGNHoiUySGfIcPXk+q/iBoA6QYo/NFjDk4Fmmcp",
+	"yxGJgpaUDZB+gKc8F/mtBVGQE4okqOaMuWQXaZztZiHG1V7NCRRz7s00HMLxYBm+HeXJypaOiz+D4xwu",
+	"6HpkKbi8Nbuv8pOH7THV9LK/pG8dL2EwOO6H2yxtb+/4Z9+SVeWj34g5IkSWZEa00f+oqjy6uP9d00RQ",
+	"WzISyJUhfQ6tyWaUfVGtqdKnuCa2rhTlCc0TYidfy9JC4YWdIwB/xpZIaqXBpDWWyP3gxu4fk4kochtw",
+	"ruporG6emnTKuRhy/WaqihwqcUs9x30ckZac0Zi1JdNboVhCorteGBHGQX0KzRzmZu7Q7zjNpQtDO10p",
+	"ppzIeQoA4aL2lIvL5ewji02KjF3EqbXitZoQYhy7/tIOeScUxQc1hcCAUM0rJPN2h5vGGfjckJeltQ6u",
+	"ttZ3FaFr8fc2iqF3R5JoxLJMtJe3LBxyrSXpCWEX1UrWbCty6QBW/NtdaLfxoRUuAvjOhj6RiP9wL4EN",
+	"K+B8Xt/P0pzJTQHhWk7n9/372S8/nnTf93/4GE9/6L6fvuj+/NO77JfXL4qf+z98dTN99/aXn37J4tuv",
+	"+c8/ZsXeMnnn+DLOc4VHAOjv3yu98tEn8CdLh4Ir3RDWrZDVp4k7xaT617gIKNHvqhaS1rOqwAfQ5Dig",
+	"GYg6LuYDrCxF2QQN+61dFhqjHVt9ZGI8ZgnJ0ltGPOV3EToJJ4FNAQC9qTHnYshzRrMSZiXyAM2irvlP",
+	"G/7rmf6v5/ZP+x/bpMvUFBg0B2vRe/W5xLgntO7umevVZS+lna7xEUvGk2vm4tJ/Jhdxd3cXcX9XF/Hz",
+	"P7uLGKj/0U/8KBM+h5+4ZKUr2P/ad+CYLL9bXdXrtFD9M8RxTCVJRFxMGVenJJrSW0bygkcWDFtwptVk",
+	"UxfW6z/rdDvdTg9Qvzouz+8QGIuZcXO1mvF00sTrHuoCjg71Zzl4eUE5HaPzDrunjUqcSW8EzRganj5L",
+	"UG7QPJ6kkITs2tn5iKYtLeOo64RkCpfN0JclbtnyC94xAPSdQ02bkzBJavukuN4hRAmRmelPLdSZ3uX4",
+	"1nvXmUFJXRHFRdm/DHDqchcadsagtzWMWCnLsLY2iMyGI3Jk2LQHNDFGaDOgRNl4D/aEgqj0xjaF6ZqG",
+	"7tt+KbaZByIUrEQ+vjLIPAASW49MKK+YXWsip6A39O/vCY1vuZhnLBmbXi1nfAHyeMhZJhlp5SxJc2ir",
+	"ooTQGoDtQGKw+HsnBNFtiem/ol+JLUXBY27UFjXkJ0SG5IRMUx6Soy7+b59M9GeTkPS6ZAJUCv9o/b//",
+	"T79L/nfyMVWK5afLydnH/ReHJ90jMDgngosiZ4mBfXa+AanY7KBDouNel/xNcBYZTWTZN9HshQYF5aW/",
+	"+5/SWs9DxWjmrPbHh06+W1CKHa0348DbwYVc4xclTWgp/uAz6TOH5gV3xN21kFy+vbrGkMuSVv/+3ZtV",
+	"vPzh/w8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -241,6 +241,7 @@ const (
 	EventTypeContactEnriched       EventType = "ContactEnriched"
 	EventTypeContactErased         EventType = "ContactErased"
 	EventTypeContactUnsubscribed   EventType = "ContactUnsubscribed"
+	EventTypeContactsMerged        EventType = "ContactsMerged"
 	EventTypeDashboardClick        EventType = "DashboardClick"
 	EventTypeEmailClick            EventType = "EmailClick"
 	EventTypeFelixAIHandoff        EventType = "FelixAIHandoff"
@@ -260,6 +261,8 @@ func (e EventType) Valid() bool {
 	case EventTypeContactErased:
 		return true
 	case EventTypeContactUnsubscribed:
+		return true
+	case EventTypeContactsMerged:
 		return true
 	case EventTypeDashboardClick:
 		return true
@@ -376,6 +379,36 @@ func (e WebhookEventDataContactUnsubscribedInfoSource) Valid() bool {
 	case Activity:
 		return true
 	case Update:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookEventDataContactsMergedInfoChangedFields.
+const (
+	WebhookEventDataContactsMergedInfoChangedFieldsAssignedUserEmailId WebhookEventDataContactsMergedInfoChangedFields = "assignedUserEmailId"
+	WebhookEventDataContactsMergedInfoChangedFieldsCrmFields           WebhookEventDataContactsMergedInfoChangedFields = "crmFields"
+	WebhookEventDataContactsMergedInfoChangedFieldsEmail               WebhookEventDataContactsMergedInfoChangedFields = "email"
+	WebhookEventDataContactsMergedInfoChangedFieldsName                WebhookEventDataContactsMergedInfoChangedFields = "name"
+	WebhookEventDataContactsMergedInfoChangedFieldsPhone               WebhookEventDataContactsMergedInfoChangedFields = "phone"
+	WebhookEventDataContactsMergedInfoChangedFieldsRecordStatus        WebhookEventDataContactsMergedInfoChangedFields = "recordStatus"
+)
+
+// Valid indicates whether the value is a known member of the WebhookEventDataContactsMergedInfoChangedFields enum.
+func (e WebhookEventDataContactsMergedInfoChangedFields) Valid() bool {
+	switch e {
+	case WebhookEventDataContactsMergedInfoChangedFieldsAssignedUserEmailId:
+		return true
+	case WebhookEventDataContactsMergedInfoChangedFieldsCrmFields:
+		return true
+	case WebhookEventDataContactsMergedInfoChangedFieldsEmail:
+		return true
+	case WebhookEventDataContactsMergedInfoChangedFieldsName:
+		return true
+	case WebhookEventDataContactsMergedInfoChangedFieldsPhone:
+		return true
+	case WebhookEventDataContactsMergedInfoChangedFieldsRecordStatus:
 		return true
 	default:
 		return false
@@ -592,6 +625,10 @@ type Contact struct {
 	// Example: 0
 	LeadScore int `json:"leadScore"`
 
+	// MergedInto Present only when the contact was asked for by the id of a duplicate merged into
+	// it: that id now answers for this contact, whose id this is.
+	MergedInto *string `json:"mergedInto,omitempty"`
+
 	// Name Full name; absent when not known.
 	//
 	// Example: Jane Doe
@@ -704,7 +741,8 @@ type CreateWebhookRequest struct {
 	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
-	// data was erased: receivers should erase their copies. More types may be added: handle
+	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
+	// says duplicates were merged into the contact. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
@@ -784,7 +822,8 @@ type Delivery struct {
 	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
-	// data was erased: receivers should erase their copies. More types may be added: handle
+	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
+	// says duplicates were merged into the contact. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
@@ -822,7 +861,8 @@ type DeliveryAttempt struct {
 	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
-	// data was erased: receivers should erase their copies. More types may be added: handle
+	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
+	// says duplicates were merged into the contact. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
@@ -965,7 +1005,9 @@ type ErrorCode string
 
 // ErrorData Details that depend on the code.
 type ErrorData struct {
-	// ContactId For `DuplicateContact`, the contact that already has the email.
+	// ContactId For `DuplicateContact`, the contact that already has the email; for
+	// `ContactDoesNotExist` from a merge, the id not found; for `ContactDoesNotExist` on
+	// the id of a merged duplicate, the contact it was merged into.
 	ContactId *string `json:"contactId,omitempty"`
 
 	// Errors For `InvalidRequest`, every violation found.
@@ -987,7 +1029,8 @@ type EventList struct {
 // EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 // the contact's conversation to a person) is the original service's tenth type, emitted
 // for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
-// data was erased: receivers should erase their copies. More types may be added: handle
+// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
+// says duplicates were merged into the contact. More types may be added: handle
 // a type you do not know by ignoring it.
 type EventType string
 
@@ -1007,6 +1050,30 @@ type FieldError struct {
 	//
 	// Example: format
 	Reason string `json:"reason"`
+}
+
+// MergeContactsRequest A merge of duplicates into a primary contact.
+type MergeContactsRequest struct {
+	// DryRun Answer the merged contact without writing anything.
+	DryRun *bool `json:"dryRun,omitempty"`
+
+	// DuplicateContactIds The contacts merged into the primary, in order of precedence.
+	DuplicateContactIds []string `json:"duplicateContactIds"`
+
+	// PrimaryContactId The contact that stays.
+	PrimaryContactId string `json:"primaryContactId"`
+}
+
+// MergeContactsResult A merge's outcome.
+type MergeContactsResult struct {
+	// Contact A contact with its tags, properties, engagement and lead score.
+	Contact Contact `json:"contact"`
+
+	// DryRun True when nothing was written.
+	DryRun bool `json:"dryRun"`
+
+	// MergedContactIds The duplicates merged into the contact (their ids now answer for it).
+	MergedContactIds []string `json:"mergedContactIds"`
 }
 
 // Phone A phone number: an optional `+` and 1-2 digit country code, then 3-3-4 digits.
@@ -1167,7 +1234,8 @@ type WebhookEvent struct {
 	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
-	// data was erased: receivers should erase their copies. More types may be added: handle
+	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
+	// says duplicates were merged into the contact. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
@@ -1236,6 +1304,30 @@ type WebhookEventData struct {
 		UnsubscribedAt Timestamp `json:"unsubscribedAt"`
 	} `json:"contactUnsubscribedInfo,omitempty"`
 
+	// ContactsMergedInfo For `ContactsMerged`: which contacts were merged into this one (their ids now
+	// answer for it), the primary's fields the merge changed with their values before and
+	// after, and the tags it gained.
+	ContactsMergedInfo *struct {
+		// ChangedFields The primary's fields the merge filled or changed.
+		ChangedFields []WebhookEventDataContactsMergedInfoChangedFields `json:"changedFields"`
+
+		// Current A contact's name, email and phone (`""` when not set), always; and each other field
+		// that changed (`assignedUserEmailId`, `recordStatus`, `crmFields` with the members
+		// set), in `previous` and `current` alike.
+		Current ContactDetails `json:"current"`
+
+		// MergedContactIds The duplicates' ids, in the order given.
+		MergedContactIds []string `json:"mergedContactIds"`
+
+		// Previous A contact's name, email and phone (`""` when not set), always; and each other field
+		// that changed (`assignedUserEmailId`, `recordStatus`, `crmFields` with the members
+		// set), in `previous` and `current` alike.
+		Previous ContactDetails `json:"previous"`
+
+		// TagsAdded The duplicates' tags the primary did not have.
+		TagsAdded []string `json:"tagsAdded"`
+	} `json:"contactsMergedInfo,omitempty"`
+
 	// DashboardClickInfo For `FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan` and `FelixAIHandoff`.
 	DashboardClickInfo *ActivityInfo `json:"dashboardClickInfo,omitempty"`
 
@@ -1269,6 +1361,9 @@ type WebhookEventDataContactDetailsUpdatedInfoChangedFields string
 
 // WebhookEventDataContactUnsubscribedInfoSource An `Unsubscribe` activity, or a PATCH of `recordStatus`.
 type WebhookEventDataContactUnsubscribedInfoSource string
+
+// WebhookEventDataContactsMergedInfoChangedFields defines model for WebhookEventData.ContactsMergedInfo.ChangedFields.
+type WebhookEventDataContactsMergedInfoChangedFields string
 
 // WebhookList defines model for WebhookList.
 type WebhookList struct {
@@ -1320,7 +1415,8 @@ type WebhookSubscription struct {
 	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
-	// data was erased: receivers should erase their copies. More types may be added: handle
+	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
+	// says duplicates were merged into the contact. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
@@ -1629,6 +1725,18 @@ type ExportContactsParams struct {
 	Q *string `form:"q,omitempty" json:"q,omitempty"`
 }
 
+// MergeContactsParams defines parameters for MergeContacts.
+type MergeContactsParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListEventsParams defines parameters for ListEvents.
 type ListEventsParams struct {
 	// After A `nextCursor` from this feed; absent to start from the oldest kept event.
@@ -1758,6 +1866,9 @@ type ReplaceContactTagsJSONRequestBody = TagsRequest
 
 // BatchContactsJSONRequestBody defines body for BatchContacts for application/json ContentType.
 type BatchContactsJSONRequestBody = BatchContactsRequest
+
+// MergeContactsJSONRequestBody defines body for MergeContacts for application/json ContentType.
+type MergeContactsJSONRequestBody = MergeContactsRequest
 
 // CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
 type CreateWebhookJSONRequestBody = CreateWebhookRequest
@@ -2193,6 +2304,76 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /public/v1/contacts/export (the `ExportContacts` operationId).
 	ExportContacts(ctx context.Context, params *ExportContactsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MergeContactsWithBody Merge duplicates into one contact
+	//
+	// Merges up to 10 duplicates into a primary contact in one transaction, and answers the
+	// merged contact. The rules:
+	//
+	// - the primary's fields win; each of its empty ones (`name`, `phone`,
+	//   `assignedUserEmailId`, each member of `crmFields`) takes the first duplicate's value
+	//   in the order given; the primary keeps its email and `emailStatus`;
+	// - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes);
+	// - tags are united, the primary's first (at most 500: more is `400`);
+	// - engagement counters are added, each last date is the latest, and the lead score is
+	//   computed again;
+	// - properties and activities move to the primary (an address or an activity id the
+	//   primary already has is not kept twice);
+	// - each duplicate's consent record is kept: its proof-of-consent URL still answers.
+	//
+	// The duplicates are then gone, and their ids answer for the primary for as long as it
+	// exists (at least 90 days, until it is deleted or erased): `GET /contact?contactId=` one
+	// of them returns the primary with `mergedInto` set, and any other operation on one is
+	// `404 ContactDoesNotExist` with `data.contactId` naming the primary. Merging a contact
+	// that was itself a primary carries its merged ids along. One `ContactsMerged` event
+	// about the primary is emitted; events already emitted about the duplicates stay as they
+	// are.
+	//
+	// With `dryRun: true` nothing is written and no event is emitted: the answer is the
+	// contact the merge would make. An unknown, erased or already merged id is
+	// `404 ContactDoesNotExist` naming it in `data.contactId`; the primary among the
+	// duplicates, or a duplicate twice, is `400`. Concurrent writes to any of the contacts
+	// wait for the merge or follow it: none is lost.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /public/v1/contacts/merge (the `MergeContacts` operationId).
+	MergeContactsWithBody(ctx context.Context, params *MergeContactsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MergeContacts Merge duplicates into one contact
+	//
+	// Merges up to 10 duplicates into a primary contact in one transaction, and answers the
+	// merged contact. The rules:
+	//
+	// - the primary's fields win; each of its empty ones (`name`, `phone`,
+	//   `assignedUserEmailId`, each member of `crmFields`) takes the first duplicate's value
+	//   in the order given; the primary keeps its email and `emailStatus`;
+	// - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes);
+	// - tags are united, the primary's first (at most 500: more is `400`);
+	// - engagement counters are added, each last date is the latest, and the lead score is
+	//   computed again;
+	// - properties and activities move to the primary (an address or an activity id the
+	//   primary already has is not kept twice);
+	// - each duplicate's consent record is kept: its proof-of-consent URL still answers.
+	//
+	// The duplicates are then gone, and their ids answer for the primary for as long as it
+	// exists (at least 90 days, until it is deleted or erased): `GET /contact?contactId=` one
+	// of them returns the primary with `mergedInto` set, and any other operation on one is
+	// `404 ContactDoesNotExist` with `data.contactId` naming the primary. Merging a contact
+	// that was itself a primary carries its merged ids along. One `ContactsMerged` event
+	// about the primary is emitted; events already emitted about the duplicates stay as they
+	// are.
+	//
+	// With `dryRun: true` nothing is written and no event is emitted: the answer is the
+	// contact the merge would make. An unknown, erased or already merged id is
+	// `404 ContactDoesNotExist` naming it in `data.contactId`; the primary among the
+	// duplicates, or a duplicate twice, is `400`. Concurrent writes to any of the contacts
+	// wait for the merge or follow it: none is lost.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /public/v1/contacts/merge (the `MergeContacts` operationId).
+	MergeContacts(ctx context.Context, params *MergeContactsParams, body MergeContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListEvents Read the events feed
 	//
@@ -2930,6 +3111,96 @@ func (c *Client) BatchContacts(ctx context.Context, params *BatchContactsParams,
 // Corresponds with GET /public/v1/contacts/export (the `ExportContacts` operationId).
 func (c *Client) ExportContacts(ctx context.Context, params *ExportContactsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewExportContactsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MergeContactsWithBody Merge duplicates into one contact
+//
+// Merges up to 10 duplicates into a primary contact in one transaction, and answers the
+// merged contact. The rules:
+//
+//   - the primary's fields win; each of its empty ones (`name`, `phone`,
+//     `assignedUserEmailId`, each member of `crmFields`) takes the first duplicate's value
+//     in the order given; the primary keeps its email and `emailStatus`;
+//   - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes);
+//   - tags are united, the primary's first (at most 500: more is `400`);
+//   - engagement counters are added, each last date is the latest, and the lead score is
+//     computed again;
+//   - properties and activities move to the primary (an address or an activity id the
+//     primary already has is not kept twice);
+//   - each duplicate's consent record is kept: its proof-of-consent URL still answers.
+//
+// The duplicates are then gone, and their ids answer for the primary for as long as it
+// exists (at least 90 days, until it is deleted or erased): `GET /contact?contactId=` one
+// of them returns the primary with `mergedInto` set, and any other operation on one is
+// `404 ContactDoesNotExist` with `data.contactId` naming the primary. Merging a contact
+// that was itself a primary carries its merged ids along. One `ContactsMerged` event
+// about the primary is emitted; events already emitted about the duplicates stay as they
+// are.
+//
+// With `dryRun: true` nothing is written and no event is emitted: the answer is the
+// contact the merge would make. An unknown, erased or already merged id is
+// `404 ContactDoesNotExist` naming it in `data.contactId`; the primary among the
+// duplicates, or a duplicate twice, is `400`. Concurrent writes to any of the contacts
+// wait for the merge or follow it: none is lost.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /public/v1/contacts/merge (the `MergeContacts` operationId).
+func (c *Client) MergeContactsWithBody(ctx context.Context, params *MergeContactsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMergeContactsRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MergeContacts Merge duplicates into one contact
+//
+// Merges up to 10 duplicates into a primary contact in one transaction, and answers the
+// merged contact. The rules:
+//
+//   - the primary's fields win; each of its empty ones (`name`, `phone`,
+//     `assignedUserEmailId`, each member of `crmFields`) takes the first duplicate's value
+//     in the order given; the primary keeps its email and `emailStatus`;
+//   - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes);
+//   - tags are united, the primary's first (at most 500: more is `400`);
+//   - engagement counters are added, each last date is the latest, and the lead score is
+//     computed again;
+//   - properties and activities move to the primary (an address or an activity id the
+//     primary already has is not kept twice);
+//   - each duplicate's consent record is kept: its proof-of-consent URL still answers.
+//
+// The duplicates are then gone, and their ids answer for the primary for as long as it
+// exists (at least 90 days, until it is deleted or erased): `GET /contact?contactId=` one
+// of them returns the primary with `mergedInto` set, and any other operation on one is
+// `404 ContactDoesNotExist` with `data.contactId` naming the primary. Merging a contact
+// that was itself a primary carries its merged ids along. One `ContactsMerged` event
+// about the primary is emitted; events already emitted about the duplicates stay as they
+// are.
+//
+// With `dryRun: true` nothing is written and no event is emitted: the answer is the
+// contact the merge would make. An unknown, erased or already merged id is
+// `404 ContactDoesNotExist` naming it in `data.contactId`; the primary among the
+// duplicates, or a duplicate twice, is `400`. Concurrent writes to any of the contacts
+// wait for the merge or follow it: none is lost.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /public/v1/contacts/merge (the `MergeContacts` operationId).
+func (c *Client) MergeContacts(ctx context.Context, params *MergeContactsParams, body MergeContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMergeContactsRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4308,6 +4579,61 @@ func NewExportContactsRequest(server string, params *ExportContactsParams) (*htt
 	return req, nil
 }
 
+// NewMergeContactsRequest calls the generic MergeContacts builder with application/json body
+func NewMergeContactsRequest(server string, params *MergeContactsParams, body MergeContactsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewMergeContactsRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewMergeContactsRequestWithBody constructs an http.Request for the MergeContacts method, with any body, and a specified content type
+func NewMergeContactsRequestWithBody(server string, params *MergeContactsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/public/v1/contacts/merge")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListEventsRequest constructs an http.Request for the ListEvents method
 func NewListEventsRequest(server string, params *ListEventsParams) (*http.Request, error) {
 	var err error
@@ -5311,6 +5637,76 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /public/v1/contacts/export (the `ExportContacts` operationId).
 	ExportContactsWithResponse(ctx context.Context, params *ExportContactsParams, reqEditors ...RequestEditorFn) (*ExportContactsResponse, error)
+
+	// MergeContactsWithBodyWithResponse Merge duplicates into one contact
+	//
+	// Merges up to 10 duplicates into a primary contact in one transaction, and answers the
+	// merged contact. The rules:
+	//
+	// - the primary's fields win; each of its empty ones (`name`, `phone`,
+	//   `assignedUserEmailId`, each member of `crmFields`) takes the first duplicate's value
+	//   in the order given; the primary keeps its email and `emailStatus`;
+	// - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes);
+	// - tags are united, the primary's first (at most 500: more is `400`);
+	// - engagement counters are added, each last date is the latest, and the lead score is
+	//   computed again;
+	// - properties and activities move to the primary (an address or an activity id the
+	//   primary already has is not kept twice);
+	// - each duplicate's consent record is kept: its proof-of-consent URL still answers.
+	//
+	// The duplicates are then gone, and their ids answer for the primary for as long as it
+	// exists (at least 90 days, until it is deleted or erased): `GET /contact?contactId=` one
+	// of them returns the primary with `mergedInto` set, and any other operation on one is
+	// `404 ContactDoesNotExist` with `data.contactId` naming the primary. Merging a contact
+	// that was itself a primary carries its merged ids along. One `ContactsMerged` event
+	// about the primary is emitted; events already emitted about the duplicates stay as they
+	// are.
+	//
+	// With `dryRun: true` nothing is written and no event is emitted: the answer is the
+	// contact the merge would make. An unknown, erased or already merged id is
+	// `404 ContactDoesNotExist` naming it in `data.contactId`; the primary among the
+	// duplicates, or a duplicate twice, is `400`. Concurrent writes to any of the contacts
+	// wait for the merge or follow it: none is lost.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /public/v1/contacts/merge (the `MergeContacts` operationId).
+	MergeContactsWithBodyWithResponse(ctx context.Context, params *MergeContactsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MergeContactsResponse, error)
+
+	// MergeContactsWithResponse Merge duplicates into one contact
+	//
+	// Merges up to 10 duplicates into a primary contact in one transaction, and answers the
+	// merged contact. The rules:
+	//
+	// - the primary's fields win; each of its empty ones (`name`, `phone`,
+	//   `assignedUserEmailId`, each member of `crmFields`) takes the first duplicate's value
+	//   in the order given; the primary keeps its email and `emailStatus`;
+	// - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes);
+	// - tags are united, the primary's first (at most 500: more is `400`);
+	// - engagement counters are added, each last date is the latest, and the lead score is
+	//   computed again;
+	// - properties and activities move to the primary (an address or an activity id the
+	//   primary already has is not kept twice);
+	// - each duplicate's consent record is kept: its proof-of-consent URL still answers.
+	//
+	// The duplicates are then gone, and their ids answer for the primary for as long as it
+	// exists (at least 90 days, until it is deleted or erased): `GET /contact?contactId=` one
+	// of them returns the primary with `mergedInto` set, and any other operation on one is
+	// `404 ContactDoesNotExist` with `data.contactId` naming the primary. Merging a contact
+	// that was itself a primary carries its merged ids along. One `ContactsMerged` event
+	// about the primary is emitted; events already emitted about the duplicates stay as they
+	// are.
+	//
+	// With `dryRun: true` nothing is written and no event is emitted: the answer is the
+	// contact the merge would make. An unknown, erased or already merged id is
+	// `404 ContactDoesNotExist` naming it in `data.contactId`; the primary among the
+	// duplicates, or a duplicate twice, is `400`. Concurrent writes to any of the contacts
+	// wait for the merge or follow it: none is lost.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /public/v1/contacts/merge (the `MergeContacts` operationId).
+	MergeContactsWithResponse(ctx context.Context, params *MergeContactsParams, body MergeContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*MergeContactsResponse, error)
 
 	// ListEventsWithResponse Read the events feed
 	//
@@ -7213,6 +7609,136 @@ func (r ExportContactsResponse) ContentType() string {
 	return ""
 }
 
+// MergeContactsResponse429Headers the declared response headers of an HTTP 429 response for MergeContacts
+type MergeContactsResponse429Headers struct {
+	RateLimitReset         *int
+	RetryAfter             *int
+	XRateLimitLimit10      *int
+	XRateLimitLimitDay     *int
+	XRateLimitRemaining10  *int
+	XRateLimitRemainingDay *int
+}
+
+type MergeContactsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MergeContactsResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *MergeContactsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r MergeContactsResponse) GetJSON200() *MergeContactsResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r MergeContactsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r MergeContactsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r MergeContactsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r MergeContactsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r MergeContactsResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r MergeContactsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r MergeContactsResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r MergeContactsResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r MergeContactsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r MergeContactsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r MergeContactsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r MergeContactsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r MergeContactsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r MergeContactsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r MergeContactsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListEventsResponse429Headers the declared response headers of an HTTP 429 response for ListEvents
 type ListEventsResponse429Headers struct {
 	RateLimitReset         *int
@@ -8942,6 +9468,88 @@ func (c *ClientWithResponses) ExportContactsWithResponse(ctx context.Context, pa
 		return nil, err
 	}
 	return ParseExportContactsResponse(rsp)
+}
+
+// MergeContactsWithBodyWithResponse Merge duplicates into one contact
+//
+// Merges up to 10 duplicates into a primary contact in one transaction, and answers the
+// merged contact. The rules:
+//
+//   - the primary's fields win; each of its empty ones (`name`, `phone`,
+//     `assignedUserEmailId`, each member of `crmFields`) takes the first duplicate's value
+//     in the order given; the primary keeps its email and `emailStatus`;
+//   - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes);
+//   - tags are united, the primary's first (at most 500: more is `400`);
+//   - engagement counters are added, each last date is the latest, and the lead score is
+//     computed again;
+//   - properties and activities move to the primary (an address or an activity id the
+//     primary already has is not kept twice);
+//   - each duplicate's consent record is kept: its proof-of-consent URL still answers.
+//
+// The duplicates are then gone, and their ids answer for the primary for as long as it
+// exists (at least 90 days, until it is deleted or erased): `GET /contact?contactId=` one
+// of them returns the primary with `mergedInto` set, and any other operation on one is
+// `404 ContactDoesNotExist` with `data.contactId` naming the primary. Merging a contact
+// that was itself a primary carries its merged ids along. One `ContactsMerged` event
+// about the primary is emitted; events already emitted about the duplicates stay as they
+// are.
+//
+// With `dryRun: true` nothing is written and no event is emitted: the answer is the
+// contact the merge would make. An unknown, erased or already merged id is
+// `404 ContactDoesNotExist` naming it in `data.contactId`; the primary among the
+// duplicates, or a duplicate twice, is `400`. Concurrent writes to any of the contacts
+// wait for the merge or follow it: none is lost.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /public/v1/contacts/merge (the `MergeContacts` operationId).
+func (c *ClientWithResponses) MergeContactsWithBodyWithResponse(ctx context.Context, params *MergeContactsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MergeContactsResponse, error) {
+	rsp, err := c.MergeContactsWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMergeContactsResponse(rsp)
+}
+
+// MergeContactsWithResponse Merge duplicates into one contact
+//
+// Merges up to 10 duplicates into a primary contact in one transaction, and answers the
+// merged contact. The rules:
+//
+//   - the primary's fields win; each of its empty ones (`name`, `phone`,
+//     `assignedUserEmailId`, each member of `crmFields`) takes the first duplicate's value
+//     in the order given; the primary keeps its email and `emailStatus`;
+//   - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes);
+//   - tags are united, the primary's first (at most 500: more is `400`);
+//   - engagement counters are added, each last date is the latest, and the lead score is
+//     computed again;
+//   - properties and activities move to the primary (an address or an activity id the
+//     primary already has is not kept twice);
+//   - each duplicate's consent record is kept: its proof-of-consent URL still answers.
+//
+// The duplicates are then gone, and their ids answer for the primary for as long as it
+// exists (at least 90 days, until it is deleted or erased): `GET /contact?contactId=` one
+// of them returns the primary with `mergedInto` set, and any other operation on one is
+// `404 ContactDoesNotExist` with `data.contactId` naming the primary. Merging a contact
+// that was itself a primary carries its merged ids along. One `ContactsMerged` event
+// about the primary is emitted; events already emitted about the duplicates stay as they
+// are.
+//
+// With `dryRun: true` nothing is written and no event is emitted: the answer is the
+// contact the merge would make. An unknown, erased or already merged id is
+// `404 ContactDoesNotExist` naming it in `data.contactId`; the primary among the
+// duplicates, or a duplicate twice, is `400`. Concurrent writes to any of the contacts
+// wait for the merge or follow it: none is lost.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /public/v1/contacts/merge (the `MergeContacts` operationId).
+func (c *ClientWithResponses) MergeContactsWithResponse(ctx context.Context, params *MergeContactsParams, body MergeContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*MergeContactsResponse, error) {
+	rsp, err := c.MergeContacts(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMergeContactsResponse(rsp)
 }
 
 // ListEventsWithResponse Read the events feed
@@ -11168,6 +11776,157 @@ func ParseExportContactsResponse(rsp *http.Response) (*ExportContactsResponse, e
 	switch {
 	case rsp.StatusCode == 429:
 		var headers ExportContactsResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimitDay = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemainingDay = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseMergeContactsResponse parses an HTTP response from a MergeContactsWithResponse call
+func ParseMergeContactsResponse(rsp *http.Response) (*MergeContactsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &MergeContactsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MergeContactsResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers MergeContactsResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

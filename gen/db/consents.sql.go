@@ -15,7 +15,12 @@ import (
 const consentGetByToken = `-- name: ConsentGetByToken :one
 SELECT contact_id, created_at, consent_api_key_name, consent_api_key_prefix, consent_source_ip,
     consent_user_agent, consent_fields
-FROM contacts WHERE consent_token = $1
+FROM contacts WHERE consent_token = $1::text
+UNION ALL
+SELECT contact_id, consent_created_at, consent_api_key_name, consent_api_key_prefix,
+    consent_source_ip, consent_user_agent, consent_fields
+FROM contact_merges WHERE consent_token = $1::text
+LIMIT 1
 `
 
 type ConsentGetByTokenRow struct {
@@ -28,9 +33,10 @@ type ConsentGetByTokenRow struct {
 	ConsentFields       []byte
 }
 
-// Not scoped by account: the unguessable token is the credential of the public page.
-func (q *Queries) ConsentGetByToken(ctx context.Context, consentToken string) (ConsentGetByTokenRow, error) {
-	row := q.db.QueryRow(ctx, consentGetByToken, consentToken)
+// Not scoped by account: the unguessable token is the credential of the public page. A
+// duplicate merged into another contact keeps its record in contact_merges.
+func (q *Queries) ConsentGetByToken(ctx context.Context, token string) (ConsentGetByTokenRow, error) {
+	row := q.db.QueryRow(ctx, consentGetByToken, token)
 	var i ConsentGetByTokenRow
 	err := row.Scan(
 		&i.ContactID,

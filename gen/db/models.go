@@ -102,6 +102,22 @@ type Contact struct {
 	NameKeys             interface{}
 }
 
+type ContactMerge struct {
+	AccountID           uuid.UUID
+	ContactID           uuid.UUID
+	MergedInto          uuid.UUID
+	MergedAt            time.Time
+	EmailKey            string
+	Phone               *string
+	ConsentToken        string
+	ConsentCreatedAt    time.Time
+	ConsentApiKeyName   string
+	ConsentApiKeyPrefix string
+	ConsentSourceIp     string
+	ConsentUserAgent    string
+	ConsentFields       []byte
+}
+
 type ContactRow struct {
 	AccountID            uuid.UUID
 	ContactID            uuid.UUID

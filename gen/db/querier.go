@@ -32,8 +32,9 @@ type Querier interface {
 	// deliveries: this reads the account's deliveries, once per erasure.)
 	AttemptsForgetResponses(ctx context.Context, arg AttemptsForgetResponsesParams) (int64, error)
 	AttemptsList(ctx context.Context, arg AttemptsListParams) ([]AttemptsListRow, error)
-	// Not scoped by account: the unguessable token is the credential of the public page.
-	ConsentGetByToken(ctx context.Context, consentToken string) (ConsentGetByTokenRow, error)
+	// Not scoped by account: the unguessable token is the credential of the public page. A
+	// duplicate merged into another contact keeps its record in contact_merges.
+	ConsentGetByToken(ctx context.Context, token string) (ConsentGetByTokenRow, error)
 	ConsoleSessionDelete(ctx context.Context, sessionHash []byte) error
 	// A session that has not expired, with its key as it is now: a revoked or expired key ends
 	// every session made with it.
@@ -74,6 +75,13 @@ type Querier interface {
 	ContactLock(ctx context.Context, arg ContactLockParams) (ContactRow, error)
 	// Locks the account's contact with this email key for a batch upsert's read-modify-write.
 	ContactLockByEmail(ctx context.Context, arg ContactLockByEmailParams) (ContactRow, error)
+	// Locks the contacts of a merge in id order, so that two merges sharing a contact queue
+	// instead of deadlocking.
+	ContactLockMany(ctx context.Context, arg ContactLockManyParams) ([]ContactRow, error)
+	// The contact a merged duplicate's id answers for.
+	ContactMergedInto(ctx context.Context, arg ContactMergedIntoParams) (uuid.UUID, error)
+	// The duplicates merged into a contact, for an erasure of it.
+	ContactMergesOf(ctx context.Context, arg ContactMergesOfParams) ([]ContactMergesOfRow, error)
 	// Another contact of the account that has this email key, for PATCH's duplicate check.
 	ContactOtherWithEmail(ctx context.Context, arg ContactOtherWithEmailParams) (uuid.UUID, error)
 	// Rewrites the contact's copy of its active properties from properties, after a change to
@@ -213,6 +221,16 @@ type Querier interface {
 	KeyRevokedNotify(ctx context.Context, keyID uuid.UUID) error
 	// Records use at most once a minute per key, also across processes: the hot path rarely writes.
 	KeyTouch(ctx context.Context, arg KeyTouchParams) error
+	MergeDeleteDuplicates(ctx context.Context, arg MergeDeleteDuplicatesParams) (int64, error)
+	// Keeps each duplicate's id and consent record, and points the ids merged into a duplicate
+	// earlier at the new primary; before the duplicates' rows go.
+	MergeKeep(ctx context.Context, arg MergeKeepParams) error
+	// Moves the duplicates' activities to the primary, but an activity id the primary has (or an
+	// earlier duplicate's) stays behind and goes with its contact.
+	MergeMoveActivities(ctx context.Context, arg MergeMoveActivitiesParams) error
+	// Moves the duplicates' properties to the primary, but an active address the primary (or an
+	// earlier duplicate) has already stays behind and goes with its contact.
+	MergeMoveProperties(ctx context.Context, arg MergeMovePropertiesParams) error
 	// Claims the tasks among @names that are due, moving each to its next run (@next_due_ats, in
 	// the order of @names): one process gets each run.
 	PeriodicClaim(ctx context.Context, arg PeriodicClaimParams) ([]string, error)

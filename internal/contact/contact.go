@@ -40,6 +40,9 @@ type Contact struct {
 	Properties          []Property
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
+	// MergedInto is set when the contact was asked for by the id of a duplicate merged into
+	// it: its own id.
+	MergedInto *uuid.UUID
 }
 
 // CRMFields says where the contact lives in the account's CRM.

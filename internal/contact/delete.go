@@ -26,11 +26,13 @@ func (s *Service) Delete(ctx context.Context, accountID uuid.UUID, rawID string)
 }
 
 // Removed is what an erasure needs of a contact it removed: the values the suppression list
-// keeps (as digests).
+// keeps (as digests), and the same of each duplicate merged into it earlier (the same person,
+// whose events carry its own id).
 type Removed struct {
 	ID       uuid.UUID
 	EmailKey string
 	Phone    *string
+	Merged   []Removed
 }
 
 // Remove deletes a contact as Delete does, in the caller's transaction (an erasure's), and
@@ -44,8 +46,16 @@ func (s *Service) Remove(ctx context.Context, tx store.Tx, accountID uuid.UUID, 
 	if err != nil {
 		return Removed{}, err
 	}
+	merges, err := tx.ContactMergesOf(ctx, db.ContactMergesOfParams{AccountID: accountID, ContactID: id})
+	if err != nil {
+		return Removed{}, err
+	}
 	if _, err := tx.ContactDelete(ctx, db.ContactDeleteParams{AccountID: accountID, ContactID: id}); err != nil {
 		return Removed{}, err
 	}
-	return Removed{ID: id, EmailKey: EmailKey(row.Email), Phone: row.Phone}, nil
+	gone := Removed{ID: id, EmailKey: EmailKey(row.Email), Phone: row.Phone}
+	for _, m := range merges {
+		gone.Merged = append(gone.Merged, Removed{ID: m.ContactID, EmailKey: m.EmailKey, Phone: m.Phone})
+	}
+	return gone, nil
 }

@@ -23,12 +23,26 @@ func (s *Service) Get(ctx context.Context, accountID uuid.UUID, contactID, email
 		if id, err = ParseID(*contactID); err == nil {
 			c, err = s.loaded(s.byID.Do(ctx, db.ContactGetByIDParams{AccountID: accountID, ContactID: id}))
 		}
+		if err == ErrNotFound {
+			c, err = s.getMerged(ctx, accountID, *contactID)
+		}
 	} else {
 		c, err = s.loaded(s.byEmail.Do(ctx, db.ContactGetByEmailParams{AccountID: accountID, EmailKey: EmailKey(*email)}))
 	}
 	if err == nil && contactID != nil && email != nil && EmailKey(c.Email) != EmailKey(*email) {
 		return Contact{}, ErrNotFound
 	}
+	return c, err
+}
+
+// getMerged answers for a merged duplicate's id: the contact it was merged into, marked so.
+func (s *Service) getMerged(ctx context.Context, accountID uuid.UUID, rawID string) (Contact, error) {
+	into, err := s.MergedInto(ctx, accountID, rawID)
+	if err != nil {
+		return Contact{}, err
+	}
+	c, err := s.loaded(s.byID.Do(ctx, db.ContactGetByIDParams{AccountID: accountID, ContactID: into}))
+	c.MergedInto = &into
 	return c, err
 }
 

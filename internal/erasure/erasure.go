@@ -15,6 +15,7 @@ package erasure
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -72,19 +73,30 @@ func (s *Service) Erase(ctx context.Context, accountID uuid.UUID, rawID string, 
 		if err != nil {
 			return err
 		}
+		for _, m := range gone.Merged {
+			more, err := s.suppressed.Entries(ctx, accountID, m.EmailKey, m.Phone)
+			if err != nil {
+				return err
+			}
+			entries = append(entries, more...)
+		}
 		if e.Suppressed, err = suppress.Add(ctx, tx.Queries, accountID, e.ID, entries, e.ErasedAt); err != nil {
 			return err
 		}
-		redacted, err := webhook.Redact(ctx, tx.Queries, accountID, gone.ID)
-		if err != nil {
-			return err
-		}
-		e.EventsRedacted = len(redacted)
-		if err := delivery.ForgetResponses(ctx, tx.Queries, accountID, redacted); err != nil {
-			return err
-		}
-		if err := idempotency.ForgetContact(ctx, tx.Queries, accountID, gone.ID); err != nil {
-			return err
+		slices.Sort(e.Suppressed) // email before phone, each once (a merged duplicate's too)
+		e.Suppressed = slices.Compact(e.Suppressed)
+		for _, id := range append([]uuid.UUID{gone.ID}, mergedIDs(gone)...) {
+			redacted, err := webhook.Redact(ctx, tx.Queries, accountID, id)
+			if err != nil {
+				return err
+			}
+			e.EventsRedacted += len(redacted)
+			if err := delivery.ForgetResponses(ctx, tx.Queries, accountID, redacted); err != nil {
+				return err
+			}
+			if err := idempotency.ForgetContact(ctx, tx.Queries, accountID, id); err != nil {
+				return err
+			}
 		}
 		if err := s.events.Emit(ctx, tx, accountID, webhook.Event{Type: webhook.ContactErased, ContactID: gone.ID,
 			Contact: webhook.ContactInfo{ContactID: gone.ID.String()}, At: e.ErasedAt,
@@ -96,4 +108,13 @@ func (s *Service) Erase(ctx context.Context, accountID uuid.UUID, rawID string, 
 			Suppressed: e.Suppressed, EventsRedacted: int32(e.EventsRedacted)})
 	})
 	return e, err
+}
+
+// mergedIDs are the ids of the duplicates merged into the removed contact.
+func mergedIDs(gone contact.Removed) []uuid.UUID {
+	ids := make([]uuid.UUID, len(gone.Merged))
+	for i, m := range gone.Merged {
+		ids[i] = m.ID
+	}
+	return ids
 }

@@ -90,6 +90,10 @@ func appendContact(b []byte, c *api.Contact) []byte {
 	b = appendEngagement(b, &c.Engagement)
 	b = append(b, `},"leadScore":`...)
 	b = strconv.AppendInt(b, int64(c.LeadScore), 10)
+	if c.MergedInto != nil {
+		b = append(b, ',')
+		b = appendField(b, "mergedInto", *c.MergedInto)
+	}
 	if c.Name != nil {
 		b = append(b, ',')
 		b = appendField(b, "name", *c.Name)

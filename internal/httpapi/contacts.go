@@ -39,6 +39,23 @@ func (s *Server) GetContact(ctx context.Context, req api.GetContactRequestObject
 	return contactResponse{contact: &out}, nil
 }
 
+// MergeContacts implements POST /public/v1/contacts/merge.
+func (s *Server) MergeContacts(ctx context.Context, req api.MergeContactsRequestObject) (api.MergeContactsResponseObject, error) {
+	in := contact.MergeInput{Primary: req.Body.PrimaryContactId, Duplicates: req.Body.DuplicateContactIds}
+	if req.Body.DryRun != nil {
+		in.DryRun = *req.Body.DryRun
+	}
+	m, err := s.contacts.Merge(ctx, principal(ctx).AccountID, in)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(m.Duplicates))
+	for i, id := range m.Duplicates {
+		ids[i] = id.String()
+	}
+	return api.MergeContacts200JSONResponse{Contact: s.contactToAPI(m.Contact), MergedContactIds: ids, DryRun: in.DryRun}, nil
+}
+
 func origin(ctx context.Context, keyName, keyPrefix string) contact.Origin {
 	cl := clientOf(ctx)
 	return contact.Origin{KeyName: keyName, KeyPrefix: keyPrefix, SourceIP: cl.ip, UserAgent: cl.userAgent}
@@ -64,6 +81,10 @@ func (s *Server) contactToAPI(c contact.Contact) api.Contact {
 	}
 	if out.Tags == nil {
 		out.Tags = []string{}
+	}
+	if c.MergedInto != nil {
+		into := c.MergedInto.String()
+		out.MergedInto = &into
 	}
 	for i, p := range c.Properties {
 		a := p.Address

@@ -12,6 +12,8 @@ import (
 
 	"github.com/contactd/contactd/internal/apicore"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/auth"
+	"github.com/contactd/contactd/internal/contact"
 )
 
 var statusOf = map[apperr.Kind]int{
@@ -41,6 +43,9 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		return
 	}
 	e := s.classify(err)
+	if e.Code == contact.ErrNotFound.Code && e.ContactID == "" {
+		e = s.mergedHint(c, e)
+	}
 	status := statusOf[e.Kind]
 	if e.Kind == apperr.KindInternal {
 		s.log.ErrorContext(c.Request().Context(), "request failed",
@@ -59,6 +64,26 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	if err != nil {
 		s.log.WarnContext(c.Request().Context(), "write error response", slog.Any("error", err))
 	}
+}
+
+// mergedHint names, in a ContactDoesNotExist about the id of a duplicate merged into another
+// contact, the contact it was merged into.
+func (s *Server) mergedHint(c echo.Context, e *apperr.Error) *apperr.Error {
+	raw := c.Param("contactId")
+	if raw == "" {
+		raw = c.QueryParam("contactId")
+	}
+	p, ok := auth.FromContext(c.Request().Context())
+	if raw == "" || !ok {
+		return e
+	}
+	into, err := s.contacts.MergedInto(c.Request().Context(), p.AccountID, raw)
+	if err != nil {
+		return e
+	}
+	hint := *e
+	hint.ContactID, hint.Message = into.String(), "contact was merged into "+into.String()
+	return &hint
 }
 
 // classify turns any error into an apperr.Error, including Echo's own (routing, binding).

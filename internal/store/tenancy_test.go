@@ -312,12 +312,13 @@ func plpgsqlStatements(src string) (statements []string, variables map[string]st
 // sharded by account cannot enforce them per shard, so their tables stay whole (reference
 // tables) or the value must name its account (docs/operations.md#many-nodes).
 var uniqueWithoutAccount = []string{
-	"accounts.accounts_name_key",             // accounts: a reference table
-	"accounts.accounts_sandbox",              // one sandbox per live account
-	"api_keys.api_keys_key_hash_key",         // api_keys: a reference table
-	"api_keys.api_keys_prefix_key",           //
-	"console_sessions.console_sessions_pkey", // not ready: the session token does not name its account
-	"contacts.contacts_consent_token_key",    // not ready: the consent token does not name its account
+	"accounts.accounts_name_key",                      // accounts: a reference table
+	"accounts.accounts_sandbox",                       // one sandbox per live account
+	"api_keys.api_keys_key_hash_key",                  // api_keys: a reference table
+	"api_keys.api_keys_prefix_key",                    //
+	"console_sessions.console_sessions_pkey",          // not ready: the session token does not name its account
+	"contact_merges.contact_merges_consent_token_key", // the same token, kept for a merged duplicate
+	"contacts.contacts_consent_token_key",             // not ready: the consent token does not name its account
 	"goose_db_version.goose_db_version_pkey",
 	"periodic_tasks.periodic_tasks_pkey",   // one row per maintenance task, not per account
 	"suppression_key.suppression_key_pkey", // one row: the key of every account's suppression digests

@@ -52,6 +52,8 @@ const (
 	FelixAIHandoff EventType = "FelixAIHandoff"
 	// ContactErased says a contact's personal data was erased (contactd's own type).
 	ContactErased EventType = "ContactErased"
+	// ContactsMerged says duplicates were merged into the contact (contactd's own type).
+	ContactsMerged EventType = "ContactsMerged"
 )
 
 // infoKeys names the member of an event's data that carries the type's details.
@@ -67,6 +69,7 @@ var infoKeys = map[EventType]string{
 	TagsRemoved:           "tagsRemovedInfo",
 	FelixAIHandoff:        "felixAIHandoffInfo",
 	ContactErased:         "contactErasedInfo",
+	ContactsMerged:        "contactsMergedInfo",
 }
 
 // ContactInfo identifies the contact an event is about; absent ids are "" on the wire.
@@ -132,6 +135,16 @@ type ContactDetailsUpdatedInfo struct {
 	ChangedFields []string       `json:"changedFields"`
 	Previous      ContactDetails `json:"previous"`
 	Current       ContactDetails `json:"current"`
+}
+
+// ContactsMergedInfo is the detail of a ContactsMerged event: which contacts went into the
+// one it is about, and what that changed of it.
+type ContactsMergedInfo struct {
+	MergedContactIDs []string       `json:"mergedContactIds"`
+	ChangedFields    []string       `json:"changedFields"`
+	Previous         ContactDetails `json:"previous"`
+	Current          ContactDetails `json:"current"`
+	TagsAdded        []string       `json:"tagsAdded"`
 }
 
 // ContactErasedInfo is the detail of a ContactErased event: which erasure, and when.

@@ -34,6 +34,10 @@ func sampleInfo(t EventType, now time.Time) any {
 		return ContactUnsubscribedInfo{UnsubscribedAt: at, Source: UnsubscribedByUpdate}
 	case ContactEnriched:
 		return ContactEnrichedInfo{ChangedFields: []string{"emailStatus"}, EmailStatus: "Valid", PreviousEmailStatus: "Pending"}
+	case ContactsMerged:
+		return ContactsMergedInfo{MergedContactIDs: []string{TestContactID.String()}, ChangedFields: []string{"phone"},
+			Previous: ContactDetails{Name: "Test Contact", Email: "test@example.com"},
+			Current:  ContactDetails{Name: "Test Contact", Email: "test@example.com", Phone: "555-010-0000"}, TagsAdded: []string{"test"}}
 	case ContactErased:
 		return ContactErasedInfo{ErasureID: TestContactID.String(), ErasedAt: at}
 	default: // the activity types
