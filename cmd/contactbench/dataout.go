@@ -32,9 +32,11 @@ var lastNames = []string{"Smith", "Johnson", "Williams", "Brown", "Jones", "Garc
 	"Martinez", "Hernandez", "Lopez", "Gonzalez", "Wilson", "Anderson", "Thomas", "Taylor", "Moore", "Jackson", "Martin"}
 
 // dataOutSeed writes n contacts of the account (names from the lists above, three tags of 50
-// and a segment, creation a millisecond apart) and the events, with COPY.
+// and a segment, a phone and an address each, creation a millisecond apart) and the events,
+// with COPY. Likely duplicates are seeded at known rates (dupPhone, dupEmail, dupNameAddress).
 func dataOutSeed(ctx context.Context, pool *pgxpool.Pool, account uuid.UUID, n, events int) error {
 	start := time.Now().UTC().Add(-time.Duration(n) * time.Millisecond).Truncate(time.Millisecond)
+	ids := make([]uuid.UUID, n+1)
 	rows := pgx.CopyFromFunc(func() func() ([]any, error) {
 		i := 0
 		return func() ([]any, error) {
@@ -42,17 +44,34 @@ func dataOutSeed(ctx context.Context, pool *pgxpool.Pool, account uuid.UUID, n, 
 				return nil, nil
 			}
 			i++
-			email := fmt.Sprintf("%s.%s%d@example.com", strings.ToLower(firstNames[i%len(firstNames)]), strings.ToLower(lastNames[i%len(lastNames)]), i)
+			ids[i] = uuid.Must(uuid.NewV7())
+			email := seedEmail(i)
 			at := start.Add(time.Duration(i) * time.Millisecond)
 			tags := []string{fmt.Sprintf("t%d", i%50), fmt.Sprintf("t%d", (i*7+3)%50), fmt.Sprintf("segment-%d", i%5)}
-			return []any{account, uuid.Must(uuid.NewV7()), email, email, firstNames[i%len(firstNames)] + " " + lastNames[(i/7)%len(lastNames)],
+			return []any{account, ids[i], email, strings.ToLower(email), seedName(i), seedPhone(i),
 				"Valid", tags, fmt.Sprintf("cs_do%026d", i), "seed", "ck_seed0000", "127.0.0.1", "contactbench", []byte("{}"), at, at, int32(i % 100)}, nil
 		}
 	}())
 	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"contacts"}, []string{"account_id", "contact_id", "email", "email_key",
-		"name", "email_status", "tags", "consent_token", "consent_api_key_name", "consent_api_key_prefix",
+		"name", "phone", "email_status", "tags", "consent_token", "consent_api_key_name", "consent_api_key_prefix",
 		"consent_source_ip", "consent_user_agent", "consent_fields", "created_at", "updated_at", "lead_score"}, rows); err != nil {
 		return fmt.Errorf("seed contacts: %w", err)
+	}
+	props := pgx.CopyFromFunc(func() func() ([]any, error) {
+		i := 0
+		return func() ([]any, error) {
+			if i == n {
+				return nil, nil
+			}
+			i++
+			street := seedStreet(i)
+			return []any{account, uuid.Must(uuid.NewV7()), ids[i], street + ", Springfield, IL 62701", "", street, "Springfield",
+				"Sangamon", "IL", "62701", strings.ToLower(street) + "||springfield|il|62701", start}, nil
+		}
+	}())
+	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"properties"}, []string{"account_id", "property_id", "contact_id",
+		"raw_address", "apt_or_unit_number", "street_address", "city", "county", "state", "zip", "normalized", "created_at"}, props); err != nil {
+		return fmt.Errorf("seed properties: %w", err)
 	}
 	payload := `{"eventId":"%s","eventType":"TagsAdded","eventDate":"2026-11-21T09:30:00.123Z","data":{"contactInfo":{"contactId":"%s","propertyId":"","emailId":"jane.doe@example.com","assignedUserEmailId":""},"tagsAddedInfo":{"tagsAdded":["vip","lead"]}}}`
 	for done := 0; done < events; done += 50_000 { // one transaction per 50,000: xids as real writers leave them, roughly
@@ -73,10 +92,49 @@ func dataOutSeed(ctx context.Context, pool *pgxpool.Pool, account uuid.UUID, n, 
 			return fmt.Errorf("seed events: %w", err)
 		}
 	}
-	if _, err := pool.Exec(ctx, "VACUUM ANALYZE contacts, webhook_events"); err != nil {
+	if _, err := pool.Exec(ctx, "VACUUM ANALYZE contacts, properties, webhook_events"); err != nil {
 		return err
 	}
 	return prewarm(ctx, pool)
+}
+
+// The seeded likely duplicates: one contact in dupPhone has the phone of the one before it,
+// one in dupEmail the Gmail address of the one before it with a +tag and without its dots,
+// and one in dupNameAddress the name and address of the one before it; as many again share
+// an address with the one before them under another name (no duplicate).
+const dupPhone, dupEmail, dupNameAddress = 100, 50, 100
+
+func seedName(i int) string {
+	if i%dupNameAddress == 50 {
+		i--
+	}
+	return firstNames[i%len(firstNames)] + " " + lastNames[(i/7)%len(lastNames)]
+}
+
+func seedPhone(i int) string {
+	if i%dupPhone == 0 {
+		i--
+	}
+	return fmt.Sprintf("555-%03d-%04d", (i/10000)%1000, i%10000)
+}
+
+func seedEmail(i int) string {
+	first, last := strings.ToLower(firstNames[i%len(firstNames)]), strings.ToLower(lastNames[i%len(lastNames)])
+	switch i % dupEmail {
+	case 0:
+		return fmt.Sprintf("%s.%s%d@gmail.com", first, last, i)
+	case 1:
+		first, last = strings.ToLower(firstNames[(i-1)%len(firstNames)]), strings.ToLower(lastNames[(i-1)%len(lastNames)])
+		return fmt.Sprintf("%s%s%d+promo@gmail.com", first, last, i-1)
+	}
+	return fmt.Sprintf("%s.%s%d@example.com", first, last, i)
+}
+
+func seedStreet(i int) string {
+	if j := i % dupNameAddress; j == 50 || j == 60 {
+		i--
+	}
+	return fmt.Sprintf("%d Main St", i)
 }
 
 // deepCursors are list cursors past the 900,000th newest contact (past 90 % of a smaller seed).
@@ -105,6 +163,35 @@ type dataOutResult struct {
 	FeedEvents   int           `json:"feedEvents"`
 	FeedTime     time.Duration `json:"feedTime"`
 	FeedRequests int           `json:"feedRequests"`
+	// every duplicate group of the account, walked in pages of 100
+	DuplicateGroups int           `json:"duplicateGroups"`
+	DuplicatePages  int           `json:"duplicatePages"`
+	DuplicatesTime  time.Duration `json:"duplicatesTime"`
+}
+
+const duplicatesWorkload = "duplicates, each rule's first page"
+
+// walkDuplicates reads every duplicate group of the account, as a client would.
+func walkDuplicates(ctx context.Context, dr *driver, base string) (groups, pages int, err error) {
+	cursor := ""
+	for {
+		var page struct {
+			Groups     []json.RawMessage `json:"groups"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		u := base + "/contacts/duplicates?limit=100"
+		if cursor != "" {
+			u += "&cursor=" + url.QueryEscape(cursor)
+		}
+		if err := getJSON(ctx, dr, u, &page); err != nil {
+			return groups, pages, err
+		}
+		pages++
+		groups += len(page.Groups)
+		if cursor = page.NextCursor; cursor == "" {
+			return groups, pages, nil
+		}
+	}
 }
 
 func runDataOut(ctx context.Context, o options, out io.Writer) error {
@@ -164,6 +251,9 @@ func runDataOut(ctx context.Context, o options, out io.Writer) error {
 		{name: "q prefix", server: "contactd", next: func(w *worker) request {
 			return get("/contacts?q=" + prefixes[w.rng.IntN(len(prefixes))])
 		}},
+		{name: duplicatesWorkload, server: "contactd", next: func(w *worker) request {
+			return get("/contacts/duplicates?limit=25&by=" + []string{"phone", "email", "nameAndAddress"}[w.rng.IntN(3)])
+		}},
 	}
 	dr := newDriver(o.concurrency, apiKey)
 	var res dataOutResult
@@ -203,6 +293,13 @@ func runDataOut(ctx context.Context, o options, out io.Writer) error {
 	if res.ExportRSS, err = cd.proc.peakRSSBytes(); err != nil {
 		return err
 	}
+	logf("duplicates, every group in pages of 100")
+	t0 = time.Now()
+	res.DuplicateGroups, res.DuplicatePages, err = walkDuplicates(ctx, dr, base)
+	if err != nil {
+		return err
+	}
+	res.DuplicatesTime = time.Since(t0)
 	logf("events feed, pages of 1000")
 	t0 = time.Now()
 	cursor := ""
@@ -285,6 +382,8 @@ func printDataOut(w io.Writer, o options, r dataOutResult) {
 		r.Exported, r.ExportTime.Round(time.Millisecond), float64(r.Exported)/r.ExportTime.Seconds(), r.ExportRSS>>20)
 	fmt.Fprintf(w, "events feed: %d events in %d pages in %v: %.0f events/s\n", r.FeedEvents, r.FeedRequests,
 		r.FeedTime.Round(time.Millisecond), float64(r.FeedEvents)/r.FeedTime.Seconds())
+	fmt.Fprintf(w, "duplicates: all %d groups in %d pages of 100 in %v: %.1f ms a page\n", r.DuplicateGroups, r.DuplicatePages,
+		r.DuplicatesTime.Round(time.Millisecond), float64(r.DuplicatesTime.Milliseconds())/float64(max(1, r.DuplicatePages)))
 }
 
 // checkDataOut fails on errors or a short export or feed always, and on the targets unless
@@ -295,9 +394,21 @@ func checkDataOut(o options, r dataOutResult) error {
 		if l.Errors > 0 {
 			problems = append(problems, fmt.Sprintf("%s: %d errors (%s)", l.Name, l.Errors, l.FirstError))
 		}
-		if !o.smoke && l.P99 > 25*time.Millisecond {
-			problems = append(problems, fmt.Sprintf("%s: p99 %v over 25 ms", l.Name, l.P99))
+		target := 25 * time.Millisecond
+		if l.Name == duplicatesWorkload {
+			target = 100 * time.Millisecond // an occasional review's read, not a list page
 		}
+		if !o.smoke && l.P99 > target {
+			problems = append(problems, fmt.Sprintf("%s: p99 %v over %v", l.Name, l.P99, target))
+		}
+	}
+	// contact i pairs with i-1: by phone at each multiple of 100, by email at each multiple of
+	// 50 plus one, by name and address at each 50 past a hundred
+	if want := o.contacts/dupPhone + (o.contacts-1)/dupEmail + (o.contacts+50)/dupNameAddress; r.DuplicateGroups != want {
+		problems = append(problems, fmt.Sprintf("found %d duplicate groups of the %d seeded", r.DuplicateGroups, want))
+	}
+	if !o.smoke && r.DuplicatesTime > time.Duration(r.DuplicatePages)*25*time.Millisecond {
+		problems = append(problems, fmt.Sprintf("duplicates walk %v a page of 100, over 25 ms", r.DuplicatesTime/time.Duration(max(1, r.DuplicatePages))))
 	}
 	if r.Exported != o.contacts || r.FeedEvents != o.events {
 		problems = append(problems, fmt.Sprintf("exported %d of %d contacts, read %d of %d events", r.Exported, o.contacts, r.FeedEvents, o.events))

@@ -115,9 +115,22 @@ func main() {
 	}
 }
 
+// goTest runs the tests with a TMPDIR of their own, and afterwards stops whatever they left
+// running there: a run cut off at its timeout never reaches its cleanups, and its test
+// PostgreSQL servers (under TMPDIR) went on, loading the machine for the mutants after it.
 func goTest(ctx context.Context, pkgs []string, flags ...string) ([]byte, error) {
+	tmp, err := os.MkdirTemp("", "mutant-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o1777); err != nil { // the test servers run as another user
+		return nil, err
+	}
+	defer exec.Command("pkill", "-f", "--", tmp).Run()
 	args := append([]string{"test", "-count=1"}, flags...)
 	cmd := exec.CommandContext(ctx, goCommand(), append(args, pkgs...)...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	cmd.WaitDelay = 10 * time.Second
 	return cmd.CombinedOutput()
 }

@@ -126,6 +126,27 @@ func (e DeliveryStatus) Valid() bool {
 	}
 }
 
+// Defines values for DuplicateGroupBy.
+const (
+	DuplicateGroupByEmail          DuplicateGroupBy = "email"
+	DuplicateGroupByNameAndAddress DuplicateGroupBy = "nameAndAddress"
+	DuplicateGroupByPhone          DuplicateGroupBy = "phone"
+)
+
+// Valid indicates whether the value is a known member of the DuplicateGroupBy enum.
+func (e DuplicateGroupBy) Valid() bool {
+	switch e {
+	case DuplicateGroupByEmail:
+		return true
+	case DuplicateGroupByNameAndAddress:
+		return true
+	case DuplicateGroupByPhone:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EmailStatus.
 const (
 	EmailStatusInvalid EmailStatus = "Invalid"
@@ -432,6 +453,27 @@ func (e ListContactsParamsSort) Valid() bool {
 	case CreatedAt:
 		return true
 	case UpdatedAt:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FindDuplicateContactsParamsBy.
+const (
+	FindDuplicateContactsParamsByEmail          FindDuplicateContactsParamsBy = "email"
+	FindDuplicateContactsParamsByNameAndAddress FindDuplicateContactsParamsBy = "nameAndAddress"
+	FindDuplicateContactsParamsByPhone          FindDuplicateContactsParamsBy = "phone"
+)
+
+// Valid indicates whether the value is a known member of the FindDuplicateContactsParamsBy enum.
+func (e FindDuplicateContactsParamsBy) Valid() bool {
+	switch e {
+	case FindDuplicateContactsParamsByEmail:
+		return true
+	case FindDuplicateContactsParamsByNameAndAddress:
+		return true
+	case FindDuplicateContactsParamsByPhone:
 		return true
 	default:
 		return false
@@ -890,6 +932,34 @@ type DeliveryAttempt struct {
 type DeliveryAttemptList struct {
 	// Attempts Attempts, newest first.
 	Attempts []DeliveryAttempt `json:"attempts"`
+
+	// NextCursor Pass as `cursor` for the next page; absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
+// DuplicateGroup Contacts that one rule says are likely the same person.
+type DuplicateGroup struct {
+	// By The rule that matched them.
+	By DuplicateGroupBy `json:"by"`
+
+	// ContactIds The contacts (at most 100, oldest ids first).
+	ContactIds []string `json:"contactIds"`
+
+	// Match What they share, as the rule compares it: the phone's digits, the email as the
+	// provider reads it, or the name and the standardised address joined by ` @ `.
+	Match string `json:"match"`
+
+	// Size How many contacts share it.
+	Size int `json:"size"`
+}
+
+// DuplicateGroupBy The rule that matched them.
+type DuplicateGroupBy string
+
+// DuplicateList A page of likely duplicates.
+type DuplicateList struct {
+	// Groups The page's groups, by rule and then by the matched value.
+	Groups []DuplicateGroup `json:"groups"`
 
 	// NextCursor Pass as `cursor` for the next page; absent on the last page.
 	NextCursor *string `json:"nextCursor,omitempty"`
@@ -1698,6 +1768,21 @@ type BatchContactsParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// FindDuplicateContactsParams defines parameters for FindDuplicateContacts.
+type FindDuplicateContactsParams struct {
+	// By Only this rule's groups.
+	By *FindDuplicateContactsParamsBy `form:"by,omitempty" json:"by,omitempty"`
+
+	// Limit Groups per page.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// FindDuplicateContactsParamsBy defines parameters for FindDuplicateContacts.
+type FindDuplicateContactsParamsBy string
+
 // ExportContactsParams defines parameters for ExportContacts.
 type ExportContactsParams struct {
 	// Tag Only contacts that have every one of these tags (case-insensitive). Repeat for more.
@@ -1928,6 +2013,9 @@ type ServerInterface interface {
 	// BatchContacts Create or upsert up to 1,000 contacts
 	// (POST /public/v1/contacts/batch)
 	BatchContacts(ctx echo.Context, params BatchContactsParams) error
+	// FindDuplicateContacts Find likely duplicates
+	// (GET /public/v1/contacts/duplicates)
+	FindDuplicateContacts(ctx echo.Context, params FindDuplicateContactsParams) error
 	// ExportContacts Export contacts
 	// (GET /public/v1/contacts/export)
 	ExportContacts(ctx echo.Context, params ExportContactsParams) error
@@ -2492,6 +2580,38 @@ func (w *ServerInterfaceWrapper) BatchContacts(ctx echo.Context) error {
 	return err
 }
 
+// FindDuplicateContacts converts echo context to params.
+func (w *ServerInterfaceWrapper) FindDuplicateContacts(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params FindDuplicateContactsParams
+	// ------------- Optional query parameter "by" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "by", ctx.QueryParams(), &params.By, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter by: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.FindDuplicateContacts(ctx, params)
+	return err
+}
+
 // ExportContacts converts echo context to params.
 func (w *ServerInterfaceWrapper) ExportContacts(ctx echo.Context) error {
 	var err error
@@ -2988,6 +3108,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/public/v1/contact", wrapper.CreateContact, options.OperationMiddlewares["createContact"]...)
 	router.GET(options.BaseURL+"/public/v1/contacts", wrapper.ListContacts, options.OperationMiddlewares["listContacts"]...)
 	router.POST(options.BaseURL+"/public/v1/contacts/batch", wrapper.BatchContacts, options.OperationMiddlewares["batchContacts"]...)
+	router.GET(options.BaseURL+"/public/v1/contacts/duplicates", wrapper.FindDuplicateContacts, options.OperationMiddlewares["findDuplicateContacts"]...)
 	router.POST(options.BaseURL+"/public/v1/contacts/merge", wrapper.MergeContacts, options.OperationMiddlewares["mergeContacts"]...)
 	router.GET(options.BaseURL+"/public/v1/contacts/export", wrapper.ExportContacts, options.OperationMiddlewares["exportContacts"]...)
 	router.GET(options.BaseURL+"/public/v1/events", wrapper.ListEvents, options.OperationMiddlewares["listEvents"]...)
@@ -5497,6 +5618,130 @@ func (response BatchContacts503JSONResponse) VisitBatchContactsResponse(w http.R
 	return err
 }
 
+type FindDuplicateContactsRequestObject struct {
+	Params FindDuplicateContactsParams
+}
+
+type FindDuplicateContactsResponseObject interface {
+	VisitFindDuplicateContactsResponse(w http.ResponseWriter) error
+}
+
+type FindDuplicateContacts200JSONResponse DuplicateList
+
+func (response FindDuplicateContacts200JSONResponse) VisitFindDuplicateContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FindDuplicateContacts400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response FindDuplicateContacts400JSONResponse) VisitFindDuplicateContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FindDuplicateContacts401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FindDuplicateContacts401JSONResponse) VisitFindDuplicateContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FindDuplicateContacts403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response FindDuplicateContacts403JSONResponse) VisitFindDuplicateContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FindDuplicateContacts429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FindDuplicateContacts429JSONResponse) VisitFindDuplicateContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FindDuplicateContacts500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response FindDuplicateContacts500JSONResponse) VisitFindDuplicateContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FindDuplicateContacts503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response FindDuplicateContacts503JSONResponse) VisitFindDuplicateContactsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExportContactsRequestObject struct {
 	Params ExportContactsParams
 }
@@ -7695,6 +7940,9 @@ type StrictServerInterface interface {
 	// BatchContacts Create or upsert up to 1,000 contacts
 	// (POST /public/v1/contacts/batch)
 	BatchContacts(ctx context.Context, request BatchContactsRequestObject) (BatchContactsResponseObject, error)
+	// FindDuplicateContacts Find likely duplicates
+	// (GET /public/v1/contacts/duplicates)
+	FindDuplicateContacts(ctx context.Context, request FindDuplicateContactsRequestObject) (FindDuplicateContactsResponseObject, error)
 	// ExportContacts Export contacts
 	// (GET /public/v1/contacts/export)
 	ExportContacts(ctx context.Context, request ExportContactsRequestObject) (ExportContactsResponseObject, error)
@@ -8291,6 +8539,31 @@ func (sh *strictHandler) BatchContacts(ctx echo.Context, params BatchContactsPar
 	return nil
 }
 
+// FindDuplicateContacts operation middleware
+func (sh *strictHandler) FindDuplicateContacts(ctx echo.Context, params FindDuplicateContactsParams) error {
+	var request FindDuplicateContactsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.FindDuplicateContacts(ctx.Request().Context(), request.(FindDuplicateContactsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FindDuplicateContacts")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(FindDuplicateContactsResponseObject); ok {
+		return validResponse.VisitFindDuplicateContactsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ExportContacts operation middleware
 func (sh *strictHandler) ExportContacts(ctx echo.Context, params ExportContactsParams) error {
 	var request ExportContactsRequestObject
@@ -8719,352 +8992,367 @@ func (sh *strictHandler) SendTestWebhook(ctx echo.Context, subscriptionId Subscr
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2Lcts41j/4Kvhz/1uRayhZku1c5Ppq/u4kPe3puOOOnb4qO4RJSGJMAWoCtKzp8tY+xL7IvsI+yj7J",
-	"Fs4BQJCirkmme+bz1PfNxJII4nJw7ud3fg9iMZ0JzriSweD3gN3T6Sxj8O+XgisaK/1PWUynNF8Eg+CM",
-	"xPgxoSPFcsJ4nsaTKeOKUJ4QKaaM0Fild6laBGFwR7OC6RGolOmYs+S9ZPnrKU2z8yQYBHTMuPpf5qWd",
-	"WEyDMDDjw/fd3oujk+7N0/ZJ8oy1n8VHtP1i1GPt/s1x/DR5zrq019eP5IwqlpypYBD0u/2n7V6v3e9d",
-	"d18MjrqDbrfT6x/9Aj+bfp2yLIHVmWdeUcX8p7rXvaeD7vGge9Lpdrv6KU6n+hdXNGNyJPKYBWEgRaH/",
-	"MQh+ZDcyVfCRomP9yXdsHoRBkWfBIJgoNZODw0O7wOmiI90wermH3e7RTz919X+Ory8u+sFDGDC9O8Eg",
-	"+Eg56ySC1bYHvr5SVBUyGAQ/0CxN9Kd8TMdMH4NeW0algk1+O2O8vsLeda+rV9jrd05OenqF7udXjKvm",
-	"n8M2mg3RP/9a5NOr4maaSpmKhlfUt54X07ejs/NvKE/EaCSDQdd89orKyY2gefIyS+Pbpi9+SNnc+xwm",
-	"Wv+xW6wMBj3/syvG9XH3zWfVaXs/vhRSxTRPrmKqP+4+hEHGaHIVi5wFg/6RI4O/U87IK6FPfDYRXH/0",
-	"lx5pnZycHJBur9vud4+6+rtciNHb0UvBJePqvaOGweFhr/+s0+10O73B8+7z7mGMPzmM5T+Ofut/N/rh",
-	"ufj78c239z+rd/989uP0kuJoM5arVN/LX38PaJLkTAIV05l6m7/nqfqumN6wPBgEx5rQ9eUbBFezPOXj",
-	"kSZ5uFcFx48pH9Op4OQlfgK0Cwd4/gb+yBlTZ/YdQa9/RL4jFzTl5EoFYfDPdBYMgqf9Z91jTa5mbost",
-	"7+vJSfDwIQxyFos8cWR8QfNbplI+DsJA0bFeJux/EAZixnh7IgrJgg9hUMySzTf94SEMXuL1buRh5ruQ",
-	"zFM1IamSxOwomdFcsoSkXAlCiV2az8ficsAvx6h2YgGXjCe4c1Um8C+8ct2GK9dddeW6W125buONe7xV",
-	"f+CtCoM5zXnKYaAPy5fsx1RNRFGusfHK3RSKqAlzNy4WRZYQLhS5Yeb6PV63//zr9q8l1uCc32lF6ZzP",
-	"SvoECr6mY3mWJCx5fWfOsaRZ/R2ZsxyIlSUEZIIlSI9G2R1qz7/+HiRUUZ9W+Uh8ceWXuQFX0G+Fl+id",
-	"UXbRdn7uA71Xd+kM9wbWtVm1g59tOeFnz+wD14sZM3uMb9b8K0vv2FQkLBiovGAPehITRhOWAzd5RxV7",
-	"k05TBf/V6+rPEibjPJ2pVPBgELxjvxVMKknEiKhJKsltyhPSyhlNJBE5meepYvIAGNDZ5Tm5ZQsypfr/",
-	"bxlJOaF8QXpdIlkseCI7mm3HEzaFI1U44ZQrNmY56BjVCb2iizUzAp4Xg7QoXzljOXl//ZIkdLH9y97p",
-	"A9eUvf0OZGyk9Pr0JG7Z4okkcZHn2mbrddu4WjJPeSLme0xj+3VPqMSpKJHQBWm9v355sMsLJVPLb7rC",
-	"wyIFV2nmn+wTubQ6MhK5ty1iRHKcZ0kjQ26JZJQzJgklMhNqQOYThvsnskQ/YB9MOUkVyRi9Y7JDXmap",
-	"5gVkRmOmfz2VLLtjcsiF/llnyCurnaY8nRZT4L5LK9dKAM3plClD/i8ta7ikarK8D9cTZpnTE0nShHGV",
-	"jlKWd8gZmdJsJPKp1mzd5ySVRKbTWbYA6TsSBU9OieCMiDuWk6fHJJ7QnMb69fq3ORsVWjduRcfdLjEM",
-	"1RxzBMdouM72nCvV857p1TjpU/I/LSB+K9JcMyXNDSobR+/fMD7W2/D0ONT7aP/suZ2USqtpQELnCZvO",
-	"hGI8XnzLGoj1gt4ypFQ4eyLpiGlunzOVL0hLf3H++vpromUfnaUkyelIbzLypoMBPDpKcyALOdOykCgx",
-	"5NRRCRgaSHhsQeB/ZgqosX9MJqLIZQjMwNyUEHwp1EwArrKe1ZQNuSPYKVMTkYRE719IfitYvoCnbkSy",
-	"OCBjpqQmTDqmKTeGTuT2QbXfsVlGFywZEL23UTjkc9TeSF5wfauJmqcx65Br82aYOAxDuVATlpc3QJLo",
-	"uN8f8uo2v2OaXKJTMp+kGatsET6XF1yGJDruviDVJ8/5ZS7GWkZHnSE/Kx8wFHjDRiJnenV6CNICSqT6",
-	"LENCCzXRFB6bv3OqGMk0+5AHWgKMaJqlfIzLJZSc3N/rBegboI+kQ95LRqi++3JCcq3LTQkIetKi5P37",
-	"81cHcE6ZGKcxzezU8GKX9H8y6sZ9+py1j26eJe3juPei/YI+Ze1u0h89v+nFz9jxsaV/JKLyBnh70dbU",
-	"uoLu+ycndcKfUaVYrsf8P379H+3/88Nf/mfQdBuuihtH/OuYifR+V+UoO971Fy+a77qsTOTzXfgHHIlJ",
-	"9ZVIUvRlaj3jK5EsrHJmlD06m2WGVg4/Sr3038ul/b5OD33wp/c/czYKBsH/dlg6Uw/xW3mo32zYZDm3",
-	"cpX4CTINmOlX1HLV7ecKDyYFfs9qWuyEEVARNZ0rest41b7S2lbwyj770qm3dVV2a430IQymTEr0hjqF",
-	"2WOBOBuaaZG7IOw+lUoCZaYoVKrzv4J9JHepyGDtsmH6VWnkTZ7luchRNUeDfRBo/thBi8+fqOYAlMAw",
-	"doLGTtDnQ2G/Ay1EqQoePlTWqFmbxwzNKgakfNOArB4eaGI7UnqtV4MPLF/X5RmQVlQT00YQsDstLNyO",
-	"ah0m0jvWwe2KDkLNKulQcz+acpIXGXPcN1WkFdXpJQpJ+dmlsTf0h2YCxuaKDjSnfAitLvNS8FGWxrtS",
-	"euoExDKpV2WM1nFUmmVWqjXRzgrZE1TJeFmS1xj10rtOjfjGOEmK6u8o5amcaHNHn3oxm+lXsWR5HTOW",
-	"S8HJnErCcrrkFYGpm128KoepkqW7ayIn4KwmNywTfCzBlOVmYPsqrTzoNbjRTvVv9FFSJXISU06yVNsR",
-	"ZhMic7MT94i+nSRnU3HHos9G12tW4DZpIryNIq1oaWOig4GedyqJ4EPu2SRPpD97kqVSGUvCX7tet0TK",
-	"b1y0Vstg1QenJBFw2eHsO+RtTpZoxyhUUY2AoiUKGvJWtFI1OlhLX+aefS3ymzRJGN/xhslYzFg98Kf5",
-	"dVvwbAG6oKYY1JcbKLN87xJFWrs7o/EtKt3wMisn5ADH/Fzk45v5+lwSgbe3Fbk5GuIoJ4TnjmoPTg5s",
-	"ALOQIdf6iyYH5JM++4+F/maUiykRhZJpwjyb+/yS0CwT87amMnNAK7nPf0eO+Oknfrb3XSP7X7Xlc0Tb",
-	"Z8czzN1D3qUztpZWJUjBE5aXa7pli42HZyaydAnrJ6W5J0j3RguvYmtqkgcb81Q/QSjhbA43TFuz+Ffu",
-	"q7uf4Q4vn96G+UaNpugBnhTXRhLN8I07mQNO2/RH8Pc2Nd8QUKROy0uXkGMwCXvsxc2zJPj0bbkS+kw0",
-	"3Rac3c9YrFhCJnQ2Y1wLbiASlt+x/InUxioQrP4wYYqmmfRoqZwjbM93Qn0tCp7stTNG7r4STH4n1Gut",
-	"2Vf2x9oCiWBoc4PyH3wuBRizMmqjo98zlVbiwyov6SITNLkW4g3Nx2yvxdbH8BdqNxXubSpJpn+h95ty",
-	"8vTk5OgpuVkoJoPPq/rbt4EDT58tOD5I6+kx+Tb9itwsSMJGtMgU3oQrlt+lMXvP6R1NM3qT7bcPDcPU",
-	"rSOJPwELVF/MnOZpphmae8Ry2Iwqln+mbdEmzQ2VTKuuJsCYMxpPWELydDxRhIt5h7yD9wIfuaHxrRiN",
-	"TolT8nIW682U5GYx5KmSLBuVnmA3firhURwrZZLQHJ2IA1D+ZhCEJBiMJJTLOcvlkC8bUYTTKbjeSldu",
-	"SBQdg2puozgknlA+Ni9JnUfPuAz5kNvsK8sbSWQ/OU8i9OTGIk9YQgSPmdFD0Eshi0x9Lg9JaAJJu/lJ",
-	"0BGy6kRL//aoyDLYGtDYUS7DtsHmAHlfC3FB+cJGIvai7foYlTvuXIuE3ceMQRDrc2gw5bipkXLFbFCL",
-	"bMgsTTSpLEU4Wr1uFzR1GZKTrol4Dbl3963OWlpAJgRFWkcn3bDb7R7YW4H7GsEf7TP9R+SCY+DybIrO",
-	"tV2gpmkDzBOHtbDOQxh4b1kd5VHa0kuV9QED00j5eGMU6ad2OT/8b4yebTVFG29sHMeEv7YfSD9QG8nF",
-	"0naZlR8HXDneLrOrRPSANN9zWqiJyNN/sv0UgsoA/uWB/AQ+1rRovVX3bTpL21qr/UxaoxswMpEafZ/M",
-	"i8MyJhaSgt9yMed6Mjm7E7dGp3/PtY0vcsWSC5akFEPWe+1Cw0Ar1YVpIUFWLY39ZZQFLRmj+ruiTlDq",
-	"7nC9z6wMsSkNSZLqn9Ps0svrGNFMsvpbvxY5iap5KVFIojLNBbyHlSwZ/YmfsBKBdIu+Zll673Jsok4t",
-	"q+T3oJR0zTEN+z3EM9CqjyFk+0SCLS84K4W/zdqA4GYtyKDXCJp083usmo0Ktj56kOtCZESisJbwD29k",
-	"cfORxcAIRQzRechw2SAz0ymTik5nQTWw8Ku/EZUBPzS8zx6tF3ZYe7q7bXl1+bjxNjnBqSqtWZ5ypRVB",
-	"cnb18vw8JFwQOaMxkwcdcoUpV3o3hxxs3zTByKZThrQFqOVA/fQkHCmobPQGdrwWqtM8oP3s2fNeWzrq",
-	"bPf07SxDTr3+83WxtuHwvt9rD4f3z1hjzK1CK807i/GumibAF2jhNRDRnHIFwnBGpV7iKVCTpipw/8Mj",
-	"kGbTIWeKTIVUQ/487L3oo92hf/j3q7ffDcgUIqlldB89uw0RfsiQkIKTaErvv9KDoDN/I/1WF/WjPglw",
-	"oKCpSlpGLdHK+MEpoThbckKmKS/0VM1qRoUqclYNPa5JSjKRmkGQUMXaKp2ypnNRhqOvu2P2dgDTrl8z",
-	"GGDdnbIyo74LVPlaPkkgWlNyNq3Nk7NzIGKpKOTOcMhBq2jBseDaOsEojucRx3QMXkz1HKucNwgDlzZo",
-	"//12xtznwH6DMKgkJ/p/2x/47DlAYQnh3Bu9024l3uaU236WJDZGtCfPKVNM69rzKGesrdi9Iu+vbIyt",
-	"SjUn3S55TV7SWapERs7uWEi8lN6QnL8hT/vPupt5wHJovcKBbZphE3V4qcbby9EzIlVexPoeJN7qTvWx",
-	"01wTFFUumQEUGs1iOWHTmVoQnGaDyKznOjcx8YKnCoOHolCQMZ8wzV4hOtKKjiP0eUdnM0WO69lAx01X",
-	"D5OpG5OYtEDQNoqY8+pA1czr5SFNKnZ9UEzIJi2RE30+dzRjXB2EOGV9oX45vyRaVTsl0TAYBlFp4utv",
-	"/B2tzWcp5XtpTiYHfGmdc9HOmBYhBH4Br68ODlnjDeNV0sibdY8shQBvlmrRZ0scwConHA65+qZ6KvrS",
-	"SyE3vf6qr9M71k7Scapgl0Su/+cvx9WhMZ9941WpkWB9mYZa3AnbbcWZNV2wr6iKJzZhTrEpEHqWvR1B",
-	"KsA6do+J6uZRl7fxYfkuujI4SaLLt1fX5DC2bhwF+WQQLmwaLjroED0pdOGY7CVwxzAw1AVnIZECNBe4",
-	"0zc5oy5WBtkQI9AuaSY4QyF837aKT9sO2IavrW5x3x6LttknreF33tH5hTFAGjas9AXtwJa9VJE12YnG",
-	"EZZokjG53KSFyll58VLFprBKo347eV4UaePlZ9adv4VhhPRTyBWC2ekmSri5+ALVzD9wqej6Xxw1Uf1v",
-	"nHaj5Ctz0pck1zIZoc4H5z4tczn8HHbktHp+ctPSf8Q3l1pPQPMc7PzqXTQ7s+lSyf0Etw3yriUQGTo1",
-	"sBd2u92t17h06x9AhJ/js71utwsi3P5d34kwwNxzPTXQSYOBOeugfv0j/DwyerPEUINWzyFdQUKSoJ7z",
-	"KYmKmWS5igyt43EukxNQk/5hA93Ujsht4haHtMctzuGhhiN6yyHIopV1u7xQq+fWoyDyBEXLXodl5rqJ",
-	"Pu3smtZuClXegX97R+XqGzEHHwOaio5XMa5YbvRuuZCGE9Q1qPRbtvgOkhqbyJpri9Uk8dp0BODrlhF6",
-	"Sn1VfM6xurituZ9s4nr46sucjdL75pffpTLVZvUMfoPToArm0OLMBopu2aKmtMW3/3j2zW/9N/cvaLOu",
-	"tQ2r3ysrfPldZRXX1u4QlwK6m81t5q6pqJ2zjN1p0wsUTmlP0IRxzPDgyclZzNI7ljR6czAoeT5r3qjz",
-	"S1cJtzw4iTXlaDW1bvcedbqdXu+o86xpvwrJ8rOx8VA2rK/yjieSvJcsb8MDa6jvsN85CrbkTOB0Kk8t",
-	"9G9IjWa9/fEnXh7fintuiwJ3Mp8qqahaJ1Z0LENS3uaQlDV9wA0yRhMiY4Geh9q1byrqqm/4a8xeQ9LR",
-	"66uY/do+M6MQJU6JrwUV3H5VPZWmqrE9r+cnZXV/zrtaAWZYr53bH5ZACfUFXubplOYLlMRwP1MFCSPj",
-	"9I7VLLgVFXPL2qVfArpBx/R++lAvEl37YPnLam1mfYHdTqfX7YZEj1Fo+QGGrEe5QN+aKfF4QRIW08Vp",
-	"mbxX2YAuKEhYhNQz6tHKkqQwmLJ8zJJzrkTTtjMgXkgQdHq8u3JUk/qtnqzIyc0CFWvwBFPiMtcJvgDq",
-	"74c8VQPj00gIB/EMkfOyiMvFyOcTIWE4+DiVFcdkeYq8UUR/XWQZyOjq/Vth83vlsUvjG0CIpZ2BxFW0",
-	"vLd6RxOgxPLLlotzl71hMzrWtiTL71iid90aiSGREzHX+irqOzwhEzGvnFiz5lNO0hQCZyKm2URItX0h",
-	"cNNSPL66jl2Vv0TK0AY0pNbn8cRK4K20T+t/XNY364XJ68d55//2wVYur18ESh3j1walWf9r4ZUaV3Z6",
-	"RRm0W+YKr3a5Hq9get9wki/Ybe2EzxNrm1aV/uX7zf5UuGLl+H2+10Tia7SBV5tiLOuVgicSeEBoqzN4",
-	"YhLOW75PUNOaZOogJDSb04U8hR8yGk8IpiCCrjjkqN6jR4C0ogZVIQpJ5O+Z/tuJwahMX50yzTbkkONr",
-	"U06iWc7uUlFIExQ1pbwRoVl6a9xBe2gqEB61yojWVJ7Y6oHaDnB2cKrNiZKNpW6tnWad4EtJ984eXL6z",
-	"J+dufG5/VlG7YBx1Y3u3cD5rqP1NKnfXf7U00BLXOhCWddr1/hn9/BPpuWkqPMyJ962ZsNXjG3gWZ/fq",
-	"ZZFL0RCQuKQSIpia8qXII6MQMKIfgkk6KStwghmV+EUn+CTnSqNz+IuGrsIVkERrPPgEgjDNQa3jalCr",
-	"f/K0yanQzC42Kr2f4a5v9Y4tLnijvlYrIl3NBNYqDvCj1ZKeYm3SrHDEZyiqjG33dnBpXtPxkhdzg4cM",
-	"N3ML8t3fw7/DxV7t8b7MxU3GpkaTS1JEAZJKzDxXyKmJXjrZ89kd3iWgi5vq6r37kd1MhLjd7+p7uCcb",
-	"KN39EI/+FUb0UiYvWY6ZkE0MOhdKmUr7Wu124gaALAFDh2AsTSlfEGqyOkNC41xIaSpEXS7NLBcxk9KF",
-	"aQquzNuSqtuwXzMofYuy12RRFo12y40UWaEYiSyAYkTev3uDhGKcbbLMcZHLhol+Rh+U7HiGvY2sJA1M",
-	"cJfIvp6zj2LTTC4eH9xBSP840UaAb4dlsFgjacuc3ZfvLhrEt49puYP/pZmjfuf5rc3r/Ni3B4e5ibNa",
-	"uMzfV64WHG0r3J0lxmY9H6Mp3D5e4YXXb3giCfzCbufSqhC8c9NyGolWE6jZLNQKV75kd1TQKr12j583",
-	"kehqGrykKp7sSIgvTWKdiYG+fHdh/OADa5JgylnOZhmNWUgiXmRZ5L6MM0bzsNTDGGz94nTISzNnQPAZ",
-	"+K2Jc9IsQxNGf4U1KeioX0vpDUlmdtZ+kAUPprMqP6z+yi1Ni73vycb37XNv6ndk80s+8c58X9AsHaUs",
-	"2WOBe92kpbuw4TVNd8OI1MWOt+ItNzKnFKoLfUW0mejL3IZogVJak2lS/M03ZEoTRqQgIwom1HpXrH37",
-	"KlPefr/k41/2bVv8tqZh7GLLMUJCM4lMIZqjOtROE5tiv/oNOys+2poze7NjOGFVdkdksBsjg0lkz4Tk",
-	"UPkQ6kVxEl0VMZbzRAQy1yGdI/JD9iUGpPttEAZfr8r7qOkP3tGVu+/vkltBWJLNhzVEbHZpD1o2w2sS",
-	"NrOChME7EwtsJOHlfe05Cxxrzc0PK0TcqP2ZH+4cL9qW+E2WuVmkBx3RGkGth/1dc4a/SymqM1+MXthh",
-	"Md3HdzlITRSYdvqpt+0z3qeMQj30RZPVmk6ZlfQOwcweKU2zImfg7JmmWZZ66IjrWdT+F9jO4fV9zPLZ",
-	"iji2VDRXnqDQVkH+RJowEWlZM6d/YqptD6rBF8hC10YnAvVs4xmx87pawWCuqzP55vr6kuBVrsd9ym2O",
-	"qz5Jv2htR6Zh72f1XvkHvwUT2cqxuKtoCwlncyYV8oetTfg6f/sz+QnXMubXzb7rM17FfipdQv0TH26x",
-	"zH97emwrHUHe/q9oq/C1U24dzJVP2Jvw02yBwMoUSQaRDuWweeZUInyk5btY0F1KWwTU8TpFJCxOEyZ9",
-	"kWqyG4PQtTSwQrYpj/J1Jaq+g9ArHyRgSbNcnmL8Rp99W1sDkJXh/BwGUxQFmyziiStaWhaQeghX+bCz",
-	"Ea6frlZZ7GHJVwb5IWXzPccoa0H2f7xsPrHP02Uvih2fbmpNseMQfm3L7s6UOhD4cj1CWbUjVxb6lNU8",
-	"W0jaRpzxpffC59aYSuzPdx3eoJXXR3ffkzv9gy1HrWCd14d8k/JbSWK8CnremFy7y9AGMb0xLUsSAXne",
-	"u4xn0NZXjAdMw+hRXgrkFoMvwbb/vlxEO5UEahSV2nrONdD3JQlpvibfv4MKFElkTPkWW1KPXjYtYXnb",
-	"lg+mgQqayW0FjTcuc/kKNsronMoC06t2CaIial6RM5P4iUgagH1UJKk6BbVSZInUSh7eX5oBVMjKaOtK",
-	"awDh7JqS9UJtwcYT/Q5t0wD2kRTZHVthdMBIOyrhZp3rZlfkrMk3YDiMheF7DW+PSrOy2aCR71ii9Z+G",
-	"930j5hiowB8SeiOKagHlDQMnmBLTG6kEr+yDdymqiIsNtR9zTxtcAgZsRcCAolMSQawwWs5z0xaF4Kxa",
-	"l2F1nFXR/VWpO/XAnjuQsJqQY0+3sr6lXW2+BMbE3eEK6MMH8AAxMnEiYyI2EXjCmiLdEkq9QzKl8STl",
-	"rJ0zmkDxtyuDq2qFJbBrA1DtEu5oEAZV2NEgXIFMZZ+ofewjJNe+siZJ7WMwtGufOSStMLgA/LTvhDrL",
-	"MjGHw6khYywDzSzDS62AkajDkTXiMa2AhVsD9edDOC4DjTYRrwXd3ViB9Ur/0IfQXX0V57ng49BgyyE7",
-	"PSVYt2DB1uQ2SR2JD7ix8ia8MivY4Ta8ckgPVNs1M8aTMvCfsJ2YPgBlNEDr+gwG0x4NdrJFdQPGcqp3",
-	"acijBlI35bkU82tDm3zr4f7rDW5+0gKm2mRdk6Lrcnar0zOp1l4e74pcXIvM3LgHS7DFdcRimPXWfgSI",
-	"NrnavyUeu0wL+jZ/UoZVGZsmI4bqVEMugFzjBVzKEBUuCm8LyLZLg0AXPba3aXCgTKi8aMwyt3Y+IESY",
-	"tUCGKpKekXypxDXPQRuiCWmNmNJGMqBzUAUYY7579UaIjFG+te+GIupUk+sGMjBtJqJRPRCxyhW9b+fL",
-	"MYdRmVG5Mx9WUUgztoM+QdtdBAYmtBIacgkMnSU8G9JqNgbxAm4B+wAAe0Ay6TjVeqcB3nsiiWJcTYhe",
-	"SEgY2hBDDmyVEw94ovRuLKlvLZs+8UQeEKm3nvqZ2UbVHXItBjw45oHziEoiJ9DtC77QE01zEotZyuSp",
-	"e5u8ANZRfd2Qw/sczzGU6HGZislFLsBjtpgxCbi/NyategD7mbEhp/AtWYjC4jXfcjEnNwuSjrnQROLa",
-	"tayE0bDbA24tkKZLGBkVRI0aYIZ53MPNSIJ6MvN7V19c9kmyWH1TcYdRpwoNefOyqOHVjW2U3B6D3D2G",
-	"VHJl54u3lWV5kbGGLFMDxd8Y1R6QCNzxw6LbPYpnVE3gXywKSQRNTsw3nE5Z+Y3+3fIXEL4zccmlL6ue",
-	"1EpXgKX9WamoXPsBEl9JqY6+rrlAQ5CBGiSxhuBCkRlMAIw6kVZkGZneBufn1X+gF9jsjlaV9D81Nev/",
-	"bTrjKCSdTqdWB2p8yZtYqAXlMJNfr2sBJe5aSF4XtXD5Ncl5XMElyWKOuOeCqZWY5It3Ba9Ueq+w9iGU",
-	"hHn4wGv8EkJtg87zFMq+qQFrapZ0SU2nO082VMAvsTazJFAKUCEQIy36YpYwHlezIndpllJNLd1QHm8m",
-	"8XI7mAcgU6noQnaWM0N2ybdbem3zhm5BaVtlvDYS2hNJRKFiMV2t0e+QFOvTX2X78oK5QhPA/tJyVNOY",
-	"wsrFZdJCQtlEV94dWSE0AQwvzUkKnitbbAc8LVVVd8ZuXosyv3Zpqm4jmo7usrkk48yU5WBRxgDbNOBZ",
-	"kugvWBLTa/cJItNAjAc4QcJMesdR+6h9jF/LzWV3Htke9Suwb63h8C/DYfJ7L+w/DIfyrwd/HQ5bf9Wf",
-	"HD0Mhwd//XU4lJ32B/OJ/9fxQyNInHNf7Gx0WGTgFiUzIRV14uVAq5IiTiEBzpUUrWSLXm3CWkQ027mm",
-	"2lqysWLEfP9JlcYnJ8FmFuHmEa5F3npXK9hZHdu090IrkEaDJVPbo9T3UfmNS78TvPyzSdPCvmv7yTy9",
-	"oQbl19oWkMwiGTdwiMtHKlMe7xa+gpjn/pWC+EI7TPMR4BbsxYwh3dTAZ2je+FvBiib7Gj9f40n2UuLB",
-	"ligHWh9W2X1Da23ONvZa850HACSOQaVGx/mnHla9A1v19EK7jU3H6DtJV92nCGAQtSLOMQ83FfwUM+og",
-	"MQCt9SOrzHpnknJCSS7mISCrayr3xkJ7GFwBJtXqlETGIrKDnpBEm4ym31+oZxAd97rkb4Jri0HkKGcT",
-	"ljGF7XLKG41vCjSpOisLx2m809d03CSnFB2fElnkuSgQvnQ+SRUDUFOw0/N0Oq2DO5hK35rU2aDB+R3m",
-	"dsvcWV3DVKlWArgf2+rwC1YuwXSaaK2CDf9ZlrgTmPznK8beesHuyi5nR1+/DMm7r1+So6OjF6af2z2N",
-	"Vaa5Ys4YGeU0NgoRajlYJvxL9JnBU9E5sWMxZIP5jOg6SpjtdjlZ5gvNAqFpMPq6F/oDV22AlQP/EmwW",
-	"80YLyyI3o7LsmIa1MVl+99pKLPz43AWWp9XdJ6lqKLm8mqbQ63PXioAtKrE1JViBsnEyWyj1S5UmX1DJ",
-	"/6SC8SU2gVdwx6LEjZ1eJVNaf226k66OZ/nKbVuneLZUfeiJfVuI6E4VO+/pe2krDnepN1xBbZ46N6NF",
-	"YzJABG2RCXwtl0oqB4AeZXS0W8Zm5IZpCY/qErkpFNSqQpMxl0c45BGcQAQgelODEKpsBoHWczIxJmPB",
-	"ZGi7jEPa4UENs7yyFucKaKIPWwO7vLwmMEnsMWLhyGJw1Zu+OaYIHQDyqLSFurlRX6rBen/MRn3J0Kt1",
-	"BOzeUODcmpKyVmDNEQOIeh2m6GyWQZ8DBLEITfBYU0bnMwNlgFaJr+l8RlCuZjCqzaOsRsjY1mrXg8Us",
-	"5yxZv7Q1YDEVw9xOvBlioEkPqkQv9yzVanD/bpGo4L/Z5iuwu31yUldWfLzn6W8FdHrFiZ6ShCXFjGnh",
-	"lqrPWPmRr0ysMmxuKY3JmaCYDA2ebi+iV/26zLoKoUkWicySIeBgJ+L+eAXAqQhdYyklgu7rNs6PUDrQ",
-	"2XDI2XSmUoh0mAsc/fohgv4QkWmrEB10yJmRT/rJeSpZJevA55FLcd+lMorylE1KyybC3CNrxPeTU564",
-	"WD9Wz4KWlXiGCO41Bm8RfF3ZRNhGV3Q1fLhvy5bGWGRD0xWD/VPqpnWnWhpPrDZvfnvqoxhhuqReJ3ba",
-	"FyPMyPcqH4wlRs6GBmeZeAhLrvsHBLYh8RIvPtDAUhZeI9ROM0tqgLWyKvjm7L0wMMhMWwYGLIAVMGjc",
-	"m12frDPiysF4w5ZTa6LtuBrY/kTyscNEn8PfvJHUqPLrTEoELg+szIQ/G/CzNx7o/jCQdutf7znC2pNd",
-	"d4jAsT/1CDED5LRk2HwkIhLTHJR2QHyEhN+SnzdkPP3rcpDrUOqHv7uJPRzCPCIT34J+9lskCHmZt24d",
-	"a3bd7vcWCoavBZcD+Fkhn3h4/lANx7IKYuCMk8h7tEwMAlWQksuz65ffaFZdRbHr1N2o2LgBhUcj0yy8",
-	"+X0KRGFtHAeesOaYTErMJ26wzVgamJx8F8NvyFFKsR9VNdY65NVga+hH/J9I5yGzWQiOrdmIXmqUJWlF",
-	"JuXJkIP6gG1BwX6mY7A4xzTl1uG9kxy/Xj+pUZpl2NTBwwL8dxS+u0bUn+hzrGVrOqjh7WXLvjIfkcgw",
-	"N2zjTIEIPOpysFsTesc+IcjfENrfQvnwp950TZNKPt02TLXSpdAK7L2fHlVS6/YaoZI0uM8IMy9rcJ/n",
-	"3Q7vy+Vc5mGD8NhAeYbaIJc/Z9Aafrk47hNCJ6spR5Upkp+ybhtTbF65jQ6uW3tp5pWlWhMqP3Hh9s3L",
-	"S1/hitF7sMaM3aPo30C/yFV9Ni1Ome823RcHwMzSjzhv3CY3vzXLNiU2+9Y/aR3TVurWXOjv370JiXER",
-	"zlhOrhTlCc0TYt4sBwYvRw55BUWn5blWElQEoOGl4MY3Ah2PD8ISe0dZjSgirYKn90NuADoO0Mdif4ft",
-	"2oqcRaQV3fVCTIi9oZI9PSbfXJy9bF99c9Y/eap1ujTpuGE7eq0203bIb9nCzyXC59sJi0Wi1+pBctS2",
-	"JJpPJIv/AQ2kcwZObVtMBV4kRTJGJRYMDKwn7GbhO5NQtrrPwJFU842XlRW/ln6+mlbe6OUNKkV1WzdA",
-	"cL7YVVgMvq81aGTIHhP91fRMr/oa14VqnXNxiwk/e1bxdA28pPKHD2GgzwIbIKm8YA+7V6ycgm6ryd2C",
-	"lexdpbI2DbWc6JI70wRYbLWIidAYgvSYEuXJjbgnLaWZ0S1byJBE8e0/9J//iPTtQr8oFFTp10EB72lj",
-	"dWvSfmPm4zCwtvY9AuC5Xc0aRnUFV2b3dpHVG6jlr6b8lI/NJVyWa1ZLwze+vp+lOZO7wm+52Tb0Qlqa",
-	"A2k5zvAXw070gR31Sa71rqnB7sGOBdzaUHEN5heH+L5/P/vlx5Pu+/4PH+PpD9330xfdn396l/3y+kXx",
-	"c/+Hr26m797+8tMvWXz7Nf/5x6xo7LC4Y7rWJ6U2vnix0fewnKOF2xuuPKt1hOSL0B2hf/fq7PKlMW+X",
-	"zsKGiRuwnqQDEN4fr3ZVvPjSVaFpmQvcIzQoc3VZSKBmDrott9CLEuGftb6pzWHe9ddrSc9Yddk6nU50",
-	"0CFvebawDM31hcI8q9MhhxAvSVWo9y+VJnSK9xDzTWvNtHHsi9G337/In//t259/y6/nH99fvnp+/uby",
-	"l3PRf0Pf0Kt5b1Qc3Xz3z/er+qVutoEbcg//DDd3v1YbK1AwEePTywM1QrWeMrgV3PGOLKaOcOwBEjY3",
-	"9mg0RCSLizxViyu9ZmQiZ9D766xQk0aPo+2OVxXYpKVls6ZYAEP2RDV8ZoX9kng/CIfcor9iX3MHaK1F",
-	"viH4qEPO4KXWnS1jMWMy9Dp7zFiOBW6cTjHnYMghEyZVhDOWQLpqqiSxKyZmd6eMq4F7rRzkjEJQ1H0w",
-	"z1MFarVV08vfuA/Mb4zS2zAIerRPCYVl4EpplqExMeSmxOkAOCAaEbDEDjHX6AYKmABhW68ZU6whnOZS",
-	"zM1Cq3MgN0ymCZP+7HGyAz+nR+/rgsxty3OvLBpYiYRetzh3caNoyiGCpxWuIcCMF+MJocS8wTSEUl56",
-	"ip6LPUNblqUVUUNE7vSe2KMd8oaG90fEAR5E+pyxBBRyShhI1sTb3eNuj/gADhGRuGNSVI6BcnJ+OeQ0",
-	"y8S8Dcml8E7s15VJNoc73jQFE7vU9wKVysCm5QX3bTpL27fM6zeNLfWCB33rUmNWeFVJ5kGPHwDHcaxj",
-	"nKpJcVPhGSXzeKjrle4SgXgAAKvy6jnnNy3h4KS1hO0Z1lFcpp0hH/LXGPsvLxvcLFC13ZKdik1Mtpu2",
-	"xCFxLGfk71dvvxvyFijmjKu2Zl0DSABKYxjy8KMUPEK7OM4EpDIUHFulAx6oaZHmp54aOhlye0pdUkMn",
-	"6JDXPgqKa1PmbOQIKmsjhJnUK3XMH1/x/vrlfgm9erGrbENoMu2kG75IzOhvBTOd4CVpvX9//uru2YEm",
-	"2SnNRiKf6oWWMpHAPUHEEWLSvgB5wWZRUczYy/W/AdABD5IXU4mNYVGVkGScizlpUVD//WQG/ASFy8GA",
-	"UBJnKTN17xmTNqyRYkLXkNtK7bBSqi1ykonxWP9TU1NIcmrKeCi3FQAeiXnQm8jxo5/a5jDb50lEWiye",
-	"CHtNvYJmiHyNGdcEypIDg8E05E4quL6dRqPCnXki9eykJRPNNfQGxyCXluYCw1DFtN051WoruolgjlSx",
-	"N/rDNv53r6vFgP/5O8AxTvlYf4e+JCNSNfPL0iTl4yHvddvoIjLVRAPI8dfUj5R10oWSQyb1JlvpETbN",
-	"4BVdRBhsWjEN+EGrKp01uSd0MSBHJ92w2+0eGKXZf14ypanbeLI8HEZcSn0F0DoHaDET6uCUCCBOgjsI",
-	"b8cAW6pl1XH/BanB7Zh+W9E7pvJF+wwgJ5ADZ2nMTNGB4aIX59dLDFTMGMdwY0fk40PzkDzUv30IA5Wq",
-	"zGfA5P/7v/5v8rJM/7HaOrksbrI01mcWhIHmnAZfudPrdbp6JP0iOkuDQXDU6UJD1hlVE1CtXOu935W4",
-	"ZfxBfzZeZScAZscNm6Q8qaA4REst1yCs2dDM0ShW+iIOOQY+rfbWgiQcOmXYRQ0avVqOYZsNh3i78EGv",
-	"Ca5+opAsH3LIqC/Dlxu68trqFLOFmKIGG2EwMUAVBM5Gsw6JzuKYzdSAKHavDidqmkVkzBSQ0JRmGfnm",
-	"+uKN6Z5oS7tBYoOQQdJwkgrcb2OmzKYFJU4wHEy/27Xy2GYx1kQSuNdKD6bfT3qpBXS143OtTfMeDkzP",
-	"rF/nZ/S6KZtaglUOT3NN/D6ZUILTWDlT6Y9c62vstTFuaEWsnwRbaot4qdcUHNKk7ZlX9j1Ah/j/SEQM",
-	"2CD6B+j2xi/03ySjfPxfw4DxYVD5jtHE/xsuPH5wqS+Uabqm54E/OPR+YT6pj1G63c07emsHtF93Ogbq",
-	"4rA+wGG5osDfvAYjWd9d03qBNtyJpoSZhzWttF3fjYcwOO4erzoxd2sOHXTaQxic4PVZ/0AVAw2eOtr8",
-	"VANSmm+3BoNfP4SBLKZTmi+CQXA1EXNok7quPbxH75YffAC/UU6nTLHcRCaWtqrg44JJCSh4yLdsv3G/",
-	"+akYtcWobbf1/bs3tabta7qugi2hpUV5R+E9ge8LQJ9TSRs7oTbodR7OgP8e3vUOPQOkUQ69Y6rIOSbE",
-	"uE6+N4tKVrAw4R7TM5O0YipZO9XLl6lK79hBh5yVkSMGEt4uh7Sa1PUyR/igQ6BTzI3QplrOMGsDi8ym",
-	"hVQow2wIbsjdJN0I2h44Jk2waR1yXa0ly2G1LCE3UL+mFdl5Tmczm4rTJE0MbsJG2vls7byBRgBlpyQS",
-	"P5t/T8IItyhUKBse6qtK9fHVz7rWu3qVAGpaRFl50LiEzaDoDx8+RapvAxNif1rihOwi4swTD2sSzQ37",
-	"3YKbfkUd4iY80tv8SAXOEh7agv+WEJP7CIbj/ovND9RxNf9ogVJ1gZbtRsGjFnx4qAicvzFVypqqYDE9",
-	"Sk2CUAPWN6h1HkQbMiS8agYlrjTJTLT9li3WXj+TU4il6ykfn7p6vQouUpm14F7ne9u0CdbtkiWcS+t1",
-	"AyehZqL6Dzf7M15mbYdokgC7DjGckoOPptYk1TjhiFR5EatCL6rsrHpa9i6mvFrmVi0DHnKp0iwrLR7r",
-	"ZFReqZSxYW0LyQifT7kkjaV2nSF3zSBEbiBtxAi8jYj6jDBipMFT+YIswbGCJ2hTyrMWd2nO2nDAKtWK",
-	"hjutOmBgOOQGWQFK5/rdbtQkpmK/oeiypGq6LOVPDqvgswGyWLinX4lksSN3HRUZ6PPl7TmrESUdo3lJ",
-	"uYe+Bg6mSi3Cbs10m3NJmqrBK9XblfZ1pd3Vve49HXSPB92TTrfb/aWUX5UucjZl22uMaHq4mf6FVefE",
-	"9m0Gy0Lx7Y07U6/dWGe9zvB7MJFWWju1t7aYwKYIuxOyU5N0WpnVww6Csql/80M1HGaSXz5V2OMBbxb2",
-	"+DsPG6zgyIXO1hfHrBjhR+RNrmRm360BcJ71+oTvBvrT6xZbqApm7S8FH2UpnsVxb4s31YG64bmTbZbV",
-	"AOcNek1/C/2kCc/7P04pAjd0XStCSt2kGDXaoodWXB/+XublPRzSPJ6kd8BkNtpazYhm5KyMoJBqAEWm",
-	"01m28LG2QdbfsZw89Zs++aK+0XA92As3rcHsr9Rkfy7bf5UieoZ7Kyva0gACyi4hWpvBgN3Bax6PaOaD",
-	"kxpX8JCDbulwCih3AL8mK4XgSxGXk5jTTUq1UGLTRumSWN6bIGD5OnwbFiIbPVk+CcFLADZ/U+eAqEOs",
-	"TwOmCbBCVoFt0J7MxLy2BZ9Bf/q3NlErqvXSuf3HGbDbSKWVHRoeJcVGSWF4j2cRerLCS3hcJS08GwoZ",
-	"W8aa2k2/gs+r1R4zlk+pXl+2QIMR8oP0u8MqlzHlOpiTYDz63PjLybmy3jHD5UA63CxM3NwhCGirfE7z",
-	"BIPMkFthOkQ4qHdMtkgVQgqCQVsmlDUwJ1zsZzXtKqzpeD14cCodNN/jrX+89bvceryOWzjOdqJoV9t4",
-	"qXUp0HdsV/3mxvmuKt4EqiFi0/r71dvvTMEsPE8km1Ku0hjSX3gF+05fAoN8N+SQgRuadLQsjVNVAz7z",
-	"gZDx8VakFT4AgIduVeGQRw3+CsgltM4JCLkYZ1QKOOTQzv+gY4IwBrilUvM95KUHDSbDEvQ2Qv4Fph6p",
-	"iZAwKBqM4M9DzoYNbTiqWvb6ixFifNoMUL/hTYNLbK03kSpPCRvyM1OfjO42k+tlkENWQJ74nklX9+zg",
-	"R4xHECac5sRm5SNHx0pXm8fUsnXzjeglJunG/DlwOCb63FyqbUSoNF12Dk6HvHoSZCxgnoJEPhJxhIUr",
-	"1TVWcQH0vkBylvXYlt1bsZXLqh6uJFXeYVZ9mUO+lzOzokaTTVp04cNQ/rE+yJxZ5ETPWrVwNQzCiSHe",
-	"ELSGTPG783D53jWLn2j8a/qqPzw4R5//hgtxh+O/fHdB4PuQZIyaD/Fe6a9GthLbva/ikrQuxO8Lmmnj",
-	"NdG6+tb6fSMY6JfxrP3RNsoyPux/QwXl0Vn276EM4b3cz1nmh5CsndLgI9tdcWp0FGGCliwLBex9S1KD",
-	"ODfVChMk4i018QbUTFLMtG0kOKKkDTm0c4f1TwW4oASJRAwyGSSpSWykYG5kVI/T0goWzbOUoRqEWYv4",
-	"eKqG/IbGtwagJWM0ITKGEilsBTudFRAgtDmL5YQtVp4zx1pRtZ+UVsLKblH6r2ozKf2J30AqOvW7doXY",
-	"RXrIq53DrM6yuXNYaJWDWkcyrWG4Br5ujm9njBtFsNKmNwIYEae3aKWxAiEkmT6VmsrSoKzwZIOuMuRX",
-	"DCN5kSXM8wSGmtJbBjXyUMlDRwy1amtlp9XgrqdWWmC5Uh3DWGEtl989KYnRyE1I2/EY1cYGB4CTmBds",
-	"R3UGN8es20NQ+mPUGvja7bBpB9V+9ux5ry0d7bZ7gZaXiEcz+B1+Y7JXNaUQCPlBDUi7gHq38g6uTzo1",
-	"TuZa57Wt5bndvf8u6ohr3ReEpmgIZthAmZuBQCv3ak5Lh5Jrea2vh70qHuJTuTYL+aRHbkBsgmU9+nU8",
-	"v86j/vTn05/eQflTRYZAF9xldcrx6m3UKbCLv6QuZRSeav6w343eFCFCSVIsZq5ZXgJ45tJ2M7QVTUoM",
-	"+Q3TH46FUoyT1t9eXb4jNFcd0nsWkpcvL88OsDsdZ0TllEssWhtUK0eMJ3zINznBDaM5NVM0nVSNE9u2",
-	"v4fuciZsOOR+ZSmkrVvc4xKgmLQgdtgMUIwaTQktE8KQ+cLA0hog4pBEdlwj4A+gghWEO2PJE2lwarCW",
-	"1rQ+feLl2Mkhn4jM6InUgaUYr/wM/S7Q1ckg39vZn5pSF1Myxu5jls+UdDwZG7qiqw0340k5OlVKr0Ce",
-	"OvUUEdy9Kj0xIpF319vfskWE6dT65i533e+Qt3xFm/8Qy371QrioUl4IOXVGE8Z6SJeZCAVD4ECiOSOz",
-	"wvXi9wGlql35Q4CORncrlQTwiYZ8QuWEyQGhRq9Ht2NIbsDpmio2DUk6hbudizkRuY2zoLsGqzBT8J2U",
-	"XquyCLTJbWVcZOCH1RqdyE33ghQq2F3VbDl/yFXXNzU6MOmZiDNq7QmQs3APi0QPoqUzUk2l4OrApSQO",
-	"eW2n7VG7+jc0d0x8Se/9d2WVba2gHKulSSvlWE4emr4GUN5YL2E/6BATRHd58htj6E1584Demnp5q1bx",
-	"sL7EJp0ZvvlyoapdVUKcaC0Z0SV2Vlgh5R7h02WP4D6IVA5nt1StT5Zxo0pg3S0Gpj0LByHfOSz5Yy0n",
-	"LfUDpFEF1PPDDt7D1zibVaqumSzQxvK9eAwQPgYIV+l0qGfVdDoQVM718USiPgSiHgAZ9vWRzbwGnl9G",
-	"r7ukuYSk/lHOWFuxe+UltJN69nu1gAyiNPanGH+CqB3odSbxvTG0ZtLQbOo65q+t8KKQFpijQy4NEFGK",
-	"vqYBia5UzpgyStaV/kdeFlcdNIXybGJU1Bny12XgKS+4rKQ87OJeoYn1rXzetKt9fSsu6/yk2yWvyUs6",
-	"S5XIyNkda8457+3g/kgSu8b/bA+IS6/hbP6YLPboXvh3ylBLEp9jA/9edi3slqp2WLa8bM5X870D2oLS",
-	"BjIdS9JaU/p1cLqMaOx6bE3oHRtyzc8BkoUlVZ5ca7SZW3QQ13KzQ16ju9/HXC6TKkzpTqwKmmULgiZT",
-	"0uw8118ZtqEH+wLMvZlA7E9SBp1PJfx6BW/dQNDY6xTqLx452CMH+9M7SKeQf6KvKLgUmxgYXMXPknPX",
-	"XGOQGBeGKeAHdlFmaZSF5raqVHAmT11HjIr+anngkDcwQbItj1vdTHjIz7zGyjAFr7uywV/CjstbqbGP",
-	"XO6Ryz1yuX+Fnob6j9jA4IrGcMwso/FSPAYGdJkFyLtQHboGDqbtY2wSH3pNXAwqIehATUwK4jdltmou",
-	"FZEzlmEXfHDIQnQileA3X8HFTPHSajZGPgcXy3FfHjnZIyd75GT/uoC2vnNlS7AV4WzD0RqtTbkWW3AZ",
-	"DLba9oW0Iily9V8OeS7CfDqHUyxyZC05i6GAyqZmJdXny5T4g5CM0gyRuG4WJmKMnxi22jr77tVBh1zS",
-	"sWGgt2whmRrymf5kQGZUShJxdq9eFrkEsFYa30InwRg/CGvQJjCHKHTo0/pZiM/mCELFBYH0Q0BaVILk",
-	"ACWNSTMkZoBJSgQHPLERzQklc5rdQh5jpzoT6MBruq+jPewG7pAzfAyR5iHUJrGOwGQu5oa7l/E0NU9j",
-	"hpLA4LnfpjMJgNboFgYtWcucgrsCB7vK+URkDF7ZIT+CxxbKgmlyFYucRYTieqd0AV1dh3zE5haINYJy",
-	"kKiECAZcUEygTFhMF1YYpgY5MpUknrD4FsP5BoJezA8GQz4SWSbm1X3C8Guqyg1rkjlanDmv/gZsLfs7",
-	"kGMW+K4JXgpWVgPVA2IOBid+h4H+pgYDzVBZlWUar74rM1k3L6TdVahXJ73+zshdUXlrB5VbfUq8GpVB",
-	"9QKTyv1dNVl9oZr3sAI6b9PKNgHRr14DQIw4KgSah7xV03zaQYdLZv1iy6Bz79iMUQX3YiryalOJRsAT",
-	"/f0sc+11mrdA0XFlB1zvHO/UjjYdGtCb7Z7TXW6fI9UCAARGIp8Gm3ZnjskkEKNGmGZMIkhlZx3UmuvZ",
-	"uGX8t9rqdpspGXjK7eZUayS53aTe+Q9tnJUtrCO2z2chWU5agOQdkmUKqmA5NOEFNa2juU3mvpB2G1Zk",
-	"WydQBR1fjQWgdzqd1rrv2ESDbu+62x3A/1kAo0a2ZK6uHrIyf02SVF94fZ2hs1mw97Rd9/A1M+7vOOOv",
-	"YMzPP2XDHnfY6X53q3lbxvhFdhovYrUMwrVxg/lzMa9M/7jbPE1fiagTtOvN40nO7jaScy0jy5UzvVMJ",
-	"wO74A4D8nED24NzwlxxchhiNACUOvoD62AbRMCDRR8ojMkp5IslHyisQWqDXWPSscMj1bxlJ7M/tN/W+",
-	"Oh8pX3HAv626/73+8y8KaelFfiUC5ZZKipYCi7//8/yjSH9enMtz/n36Nj1fXLw677+5fn3/5vr8/odX",
-	"ZydvP17M3348m7/5+Hpx0RPpm5d/n/3y8vzp+cez+7fXF72Lv533z3k32DVeDN0sG2LGZ6icInQyTPzP",
-	"HiT+j0e4fJMab5FkNPd6Z++QgiMPb2whfnN04Ecsqy5mWjT3wm63W3IFk6/s+61syQ9+LosMwDxsyii3",
-	"vx1y8KN1yGtqEkpraYv1JvQRUfQWqshCAgk1IKUENg4Scz6AgukUk228AaMRTTOWRHYyLq8WQPL04S29",
-	"aA69cUCntW3uh7wV1YGQMeUmoYp2YBwZGSZoEQs07yMRtC1xNwaxxFOesHvTFPTAQ2bCZE9QW8lYEDqB",
-	"3jzAib0eI4TxO5ZBcikXCiD1Q20Wu6TSKESALDitIYfxoMbNdmuJoN/iATT3kJ5lag/SZRNhtVgbHxjY",
-	"lk+kZZ0NAwOlUta9G1EfnZbJmT4SgUEgoENOyqOB08J37gZrqqd2zm2msZ5jWMN28eWWq66/YZngxhvd",
-	"gBi6cnINtfbe5hQzyXJtvK3fEi+Ipr81Kga+AZAt2oBsoeeQFxmT0O3CaxcP88Hs9txzRplsdOir1fIB",
-	"KRCg4cYgNRyEemAfJgMIdRGSSHMMTCtDMLBqr+knSEEORJbcsFhMIZuOs7ke1KVhFDzDJLnmHLdUwZKM",
-	"i8KavdCflkTOaYLFVHpcWyWVpKORgdvx4F8R/8IgoIFzxnIlk6susYURS+BzzXQgEVbNBXGp+Xjjb7Ti",
-	"8LrsGFe2EdI0BJuc8nHm9cTCitSB3+XbFH5YNdpsgEl9R49hjv4gCFLoZ8KVwBlQT0ZRq3LUa6vFyLVm",
-	"GcgsYBcMLhvMfZ6nUGeyXFHSIV8bb1ROlQMZwWbEZsMEZ0OObjCDKbeibwzEQzwBYDm9fcyDSKaLJncS",
-	"vHK1P+lfiT6B17eadn49F54XFn/BkoYMc5zuniC4n9YR5INW3VeBu5a/5WwuM6a0IQNKBHYAtqveIdn8",
-	"K//Ivmhm5DS9r9cBvLQg0pZtagpETo1i0z8blPh4NHtUAthemg6MNgwsPrXW2PW27zjqkT+qWUHDqKBN",
-	"4F7BGVUVjyB0jblR7YD1AVVBo1Nf2+h3bFHBlEmJACVaZaCoQlVbBwCaJYVzsPYt9KQoH/V7dLnsNajS",
-	"J7ZXlpyxOB2ZU/U7kgZ4SnrIvWltFaru2/W6JnL9/wSM3cdw4b8n2K7IjfBoNKN2stbYvT6GlRHE16Yi",
-	"FdUuh6CByQwZAOW2XBCOSkhPSPn4iTyoRhlDIlXO6BSCRwY+DXrcmc5jpuuMTKXm5kRyOpMToWx4RXOo",
-	"GyrZgHz3CjDbWsIrdYyguRxnIcbjyh55Iicvr34w2nalx1gs70wnvFhkxZSjhpZykohYHtJZ2pkmA9RF",
-	"tF7idZsBPeujSLmryjg1EVMMh3qIxGUlSPkWUwGIscEhx4EOXAu09mseiwTwxsb/TGcR9H8A4wChvc4N",
-	"xorUm12xlcc05eDoY0PuaWIhmYg5oqZQ7jngUmV7HJ6WfR5B7UtSGQvOmf6VVGIGLwYN2RpdeJTgXYTA",
-	"Up8gFcEngscMd9bWXT6RRDKlyeIAt3QqTFTWmsPkuP+ioeefHa5DziozRMude11lcUZPJHanx8Lboy6x",
-	"DQvr00FdVKVTJgrTiVcrrbgKwniyorARvt82XPkY13qMaz3GtR7jWo9xrce41mNca1vD/b7Nk6XYVvD7",
-	"sLSNh8FguJXNPQzCIcoJeKTJHTIMHmAPVrXffFvRMsXNR4Zg4qBuNvXdNO1MY3lXXYCbfQgTCjm0MNxm",
-	"FWHTvEN7hGtnf2baVWsdFlRU7jRaPxV4h/ahxnNldfnHgN0fHLB7jRrrXpYfBAdWx+ku9NcuTtf1U95d",
-	"ZXuqp1GCxC/5hsNKCA9ME3hrUm2DB3GJAUaGMJkOBn4ibURhnvJTAkzR4GCz6UwtbHBiCVabkBXA2jAE",
-	"YmgDuk4Z1jgwRkVpx7n1PjF97/W4xg+NOfuQy3rqzxjBmswMLY5I5Kmq0SkEeKqQi6msQy6miIWN9gEE",
-	"HlvUwJTbPNK2g2AE4Om28f/njBQ8BZdmfSchV9eabCfd7sDaYRiZw1GWsTxlGcIxG1jieJrOhZmmCq85",
-	"eEVW622zWJxopcKLSsAppBHEnNJ/YgGbqOxrq+wSB7rLEoYkBozwxzV0ci4UYhJBNMcsU6/DP+EqzJUt",
-	"xxjAUTY1+jXoUIa0HWxSrS4EWO4YEFDN3qQ5SaGvPwAA2TxeO3OI9Ujow4M5tkMO8T0JB4caz4suSehC",
-	"hpUEW9OcAYCTIPyoFYS/vS6j0H91Aui/IozHWOLKvYITOw80xfGqnnMlACvUXuaFwRBytjER3DX7XYkk",
-	"5Ie3vY7CXjTWvLxDNOcBxM8y2gXW8xzNdJaNfOaDTgyDjg+8BTZY72EVEEsCR7OIWLYFh7/sEhH21AB2",
-	"1Rt3eKBb3lFLRQHsSk3YAgqvgR4wITvJF+8KbqDJXOwxlS6iZnLQ65i0gyWgqLLlMaLZAjvASOOU3iKG",
-	"vwnIhzYIrenJrMBtzoZzMieSIq5U7byq3I5OBZ7dkJe7AVouLbfHZrhbPtPRr7VA/AZjHwLndYQUOeRz",
-	"mip3SXDBEO2EbPNUDdAHlOobIxvTy+GZPzweCMK1lohwnoCY3qwBvngRfAgDs+Uvdw07bR0aufB36kuF",
-	"4Wr4JHsE0co087VQtRtCoL7zaBD8QLM0gVR2K/v05LSUc/DK9c6gR9fd51WzWP+8ioxbf+YYuomeeM/w",
-	"Yvp25NCdJRic8FkVbLrpix9SNvc+L7Gq6x/q2ctgcOR/dsV44v2uOm0ZDPrmCx/hWv/+IQSXI9rPg6Pe",
-	"rg1IQZC+HZlG/O9dW9TB4WEmYppNhFSD593n3UMjaQ/XddAvNQhMeKx43waBU6fWdj4Ng7t0pi9YWbNQ",
-	"AWrrdQfd/qDX6xyfPP1F3ybk58FgRDPJQmQwyT53et+bua4VaFW5Jq25J4JMkGKdCDl4ROl5DIL++YOg",
-	"cCGW7FETQdy2qwLqd1tWTuKPQ1LC3muVReRanwuJyBIvzlkxEUGFlcWU5WRaSAU4u7FJZpsOvB8a1cez",
-	"nU3IaJ4LxVBTh2YICLxr8tMAZVXwmFloXO95k8OlaO65qVPMmBylPJUTbdBJMORFlrHcrz8ktvxQ65xT",
-	"yOjSRt6Bza+VXjKbAbctwXXJmKkOuRRZVhZpavE45JXKuYUoyFhgai7FeF8LEwkHGBOG3cG91cbYwely",
-	"IWY2pwuAbdU2jO31AImiM7UwxY+M8rKLAGdzstDT8/LywDg8QrOK3Cxs/HhVuSI+uSn6d1adrFlQinjI",
-	"pzZjUgmT1tu0YNzXVcEmuuRs/8RaQnBkG7MHyFFbHYvZympGh9S8ffzNPdHwenMgtrYztNHlDjGFAtg0",
-	"iycSOoIg3QNBiyyxaMg9cpF+Be3KzEJaSCJlwEBwZgB6STSh8gLqZLViO4B0BG3Lwln4p4eUsGOlKYYS",
-	"vMDCplrTT67/sCxNK0NmaU5PqVSDnNn/tG+/uu297P/008nzt7Pn7Nvuvfo4/u2X7a0GOLTNBR44s0dv",
-	"8ZeXnLjTjb7id5q8HbtGRuRJSsPWmuXk4e8Gov1hpcR8y60gMLLMiE8LE1zKBosYnzHjvQJm11rmwBC+",
-	"rjLgMUP+G3zqZbE5j9YG5SMBTzWEvgeBNjz3gH52z68wQ73O34NAE4Wyad92Ou4DfUJgqejjcZj4G4xg",
-	"PLKtJvzsmX3gGvmSy0Dfnhn8yG4mQtzi+azCjkaR9h9mZvyHc46/MWi5wczFW+IY4eY+/fBspUk/aXlt",
-	"H0C2A+r9HImonSaRDfaYngkpkzv33Aeybui5b6/G52u4X+WaZhWr7Ys34NWnWVbjltBR4cb9UtazKFMe",
-	"ZwU0pIgcMqfgTHaG/IrFOTMqLaryiCa6So/90c7xU1lpudhff9/aQdfIarz0bujfAqqltx1bMrMXL4IV",
-	"Dp3liRTOCyUHh4ewjo7HpW38JIEUtqbFdfvXveOqL9BfnO3GAYDZ1SWaA9xzjc9XrLHXve4+H/T6g+Pj",
-	"zknv2fIaRZa0163zw64Mf5X+d72arDuPet1u3NnesdVlu5X99bi0u+bApxtD/ZhVLgmtDAKBF+G0OjAF",
-	"IVwfFXkWgT+D3DBtyYqsUIxElsCiIW/NMppy/Eh/gp4KgPMnfi6u5oBiLkmqDhAQ3yvrtKHqoyGvrA1M",
-	"xHJOpmJPMz2hSq5oMgtscx4bJoRglT+cpsx0DPjHkQQOGoVETsScowUMVmaJzgQB7CaOiqzBbPYfGmla",
-	"xVp34HTbFvj7a/6iMaNPFCpwrsEgmE8ki/9xMfr2+xf58799+/Nv+fX84/vLV8/P31z+ci76b+gbejXv",
-	"jYqjm+/++f5PLo52Y9JX3rxXMWt/bWGJ42/vB27jY93To8v/Swo4dPmH6+yRK+uGtxX3Thg0y71m3fzw",
-	"9+pdflgH0n9B81vMkamISCduBiR1HvDS2zwVOWY+YLZQZpD8MOVjyDPBx5CHCQU9SsxpbhKo0mkKfpSj",
-	"mrDrkFd6gpgdY1BnKzPSwg2qtuVqUYVr/KyiqsLcj5vDKZWNg+ovbBzwGHN87Be1lhc0Q9xXldWVCu9O",
-	"tH1VYQglzL1FtKkS9ZW2tl1bwTpveKI/yoVSGRs4XTaa0vtXzp1xyfIrqFCLXDtIQoccq9ZCQuNcSOma",
-	"gpqGhSaC2CE/TqgCnRQCh+ZVIfAFdLYalRW6aU+xSIVyQsmIzb332Yq9Y9/xagKDMhNzMAESltGFiTca",
-	"gJwhL/0yp95bn8haEZ/Q7zzuv9BbddI9MvEaAHQF7cJnC0qIJo6FytOfQbluPr9g0O9urZC99xfzJ9aa",
-	"Vy/1i+vF/T+7Xox9b+W/i0r8mDbzKDeDl9hLl9allKnNlp+kOx+WwmBtTk3t3UvtkKv+7oHprGt6GOMf",
-	"5qehKXUvxY4p0o0BtsvWJfB4EZbYbLZdr2mrz9m9suNBGn3BOkN+uRF9vAIzjpDP653sJSPdmDdiBfMn",
-	"gFz3a5kHfyKQa4Dc/uzIl5Z6EDUJ/4A0VvPvlULwpHPc62v5YglxS9H1vPf54qthYOj0QgaDo+flXthU",
-	"1n63q8/Irau3eV3dTu+4u/e6EC8ocHqkg2nQfOvLrLvXxxwVQ/6rjwsjLPUtOukePTRgnk4SwC89n198",
-	"/FldXL9WFx+/fn/x6vbpxT/Pnl68Oisurr+f/5j+/cX2aoO5yQsz0c25L5Y2H4Pe/5ZhFQTNXxZUX9Dg",
-	"3F3kHv5e3vOHw5yZv3bvfNw0n0bx4PZDCQCPNN6m5mi7x4Q+X8B9VTDr+4IVTJY4M1a8Q2MVN20u5lqf",
-	"MBY0qPKKKkZa1MK/lSeOLZQxBxYoQuULW+WEP0KgTARBtEwzE1IdYBQK/XdlbahLfOgM+VmjG880gyY3",
-	"esDyJUqQFhZrNvdvMr/8cq69veXysz9YxK6RLb3uoOdX5Tjb9pLxxEDd7CYbVtmRdgdC8psm0kfX56Pr",
-	"czcT7go4rceaNNP9NLsNMH8Xn0dSbM2TfekBUfYK78OEYaimt0nwNhXMBfyHXMRQRAowvNGvMuUxMzXR",
-	"B5Fm7cxgX0PZcMlCTSEE1m6QFqLrWqZtCo0163Y1HyKHEeicLogJ2IAfFZm9wrQ0LIto4PAhkQJR6SqZ",
-	"bZ6TNmFJMYPNseX0UNOqsGsTvWNEMgMzsIA0B+QdJDXdp0aMJU+kQyLmiZdsi7UlNwszn1cAtk1t3USH",
-	"nJWdC1dKH00eVdFDEB9Tf4GTKXM1el1AIjSxuyGnFtl3IrLERsQw+DPS99aMGRJECgX/OKYVRqf2FXIi",
-	"csVyM5I8CIccIOoFArKbX2GxDJSyZUzvWunxNpOyUHGNHoiUySGfIcPXk+q/iBoA6QYo/NFjDk4Fmmcp",
-	"yxGJgpaUDZB+gKc8F/mtBVGQE4okqOaMuWQXaZztZiHG1V7NCRRz7s00HMLxYBm+HeXJypaOiz+D4xwu",
-	"6HpkKbi8Nbuv8pOH7THV9LK/pG8dL2EwOO6H2yxtb+/4Z9+SVeWj34g5IkSWZEa00f+oqjy6uP9d00RQ",
-	"WzISyJUhfQ6tyWaUfVGtqdKnuCa2rhTlCc0TYidfy9JC4YWdIwB/xpZIaqXBpDWWyP3gxu4fk4kochtw",
-	"ruporG6emnTKuRhy/WaqihwqcUs9x30ckZac0Zi1JdNboVhCorteGBHGQX0KzRzmZu7Q7zjNpQtDO10p",
-	"ppzIeQoA4aL2lIvL5ewji02KjF3EqbXitZoQYhy7/tIOeScUxQc1hcCAUM0rJPN2h5vGGfjckJeltQ6u",
-	"ttZ3FaFr8fc2iqF3R5JoxLJMtJe3LBxyrSXpCWEX1UrWbCty6QBW/NtdaLfxoRUuAvjOhj6RiP9wL4EN",
-	"K+B8Xt/P0pzJTQHhWk7n9/372S8/nnTf93/4GE9/6L6fvuj+/NO77JfXL4qf+z98dTN99/aXn37J4tuv",
-	"+c8/ZsXeMnnn+DLOc4VHAOjv3yu98tEn8CdLh4Ir3RDWrZDVp4k7xaT617gIKNHvqhaS1rOqwAfQ5Dig",
-	"GYg6LuYDrCxF2QQN+61dFhqjHVt9ZGI8ZgnJ0ltGPOV3EToJJ4FNAQC9qTHnYshzRrMSZiXyAM2irvlP",
-	"G/7rmf6v5/ZP+x/bpMvUFBg0B2vRe/W5xLgntO7umevVZS+lna7xEUvGk2vm4tJ/Jhdxd3cXcX9XF/Hz",
-	"P7uLGKj/0U/8KBM+h5+4ZKUr2P/ad+CYLL9bXdXrtFD9M8RxTCVJRFxMGVenJJrSW0bygkcWDFtwptVk",
-	"UxfW6z/rdDvdTg9Qvzouz+8QGIuZcXO1mvF00sTrHuoCjg71Zzl4eUE5HaPzDrunjUqcSW8EzRganj5L",
-	"UG7QPJ6kkITs2tn5iKYtLeOo64RkCpfN0JclbtnyC94xAPSdQ02bkzBJavukuN4hRAmRmelPLdSZ3uX4",
-	"1nvXmUFJXRHFRdm/DHDqchcadsagtzWMWCnLsLY2iMyGI3Jk2LQHNDFGaDOgRNl4D/aEgqj0xjaF6ZqG",
-	"7tt+KbaZByIUrEQ+vjLIPAASW49MKK+YXWsip6A39O/vCY1vuZhnLBmbXi1nfAHyeMhZJhlp5SxJc2ir",
-	"ooTQGoDtQGKw+HsnBNFtiem/ol+JLUXBY27UFjXkJ0SG5IRMUx6Soy7+b59M9GeTkPS6ZAJUCv9o/b//",
-	"T79L/nfyMVWK5afLydnH/ReHJ90jMDgngosiZ4mBfXa+AanY7KBDouNel/xNcBYZTWTZN9HshQYF5aW/",
-	"+5/SWs9DxWjmrPbHh06+W1CKHa0348DbwYVc4xclTWgp/uAz6TOH5gV3xN21kFy+vbrGkMuSVv/+3ZtV",
-	"vPzh/w8AAP//",
+	"7L0LciM3tja4Ffycf6Ko6CRFUlI9qPijr6wq22qXqtSSym7b9HRCmSCJUhKgE6Ao2qGJWcRsZLYwS5mV",
+	"TOAcAIlMJl+qqra7rzru7S6RTCQeB+d9vvN7I5GTqRRMaNXo/95g93QyzRj8+1QKTRNt/qlmkwnNF41+",
+	"44Qk+DGhQ81ywkTOk/GECU2oSImSE0Zoovkd14tG1Lij2YyZEahSfCRY+kGx/M2E8uwsbfQbdMSE/i/7",
+	"0nYiJ42oYceH7zvdVwdHnZvnraP0BWu9SA5o69Wwy1q9m8PkefqSdWi3Zx7JGdUsPdGNfqPX6T1vdbut",
+	"Xve686p/0Ol3Ou1u7+An+Nnka86yFFZnn3lNNQuf6lx3n/c7h/3OUbvT6ZinBJ2YX1zRjKmhzBPWiBpK",
+	"zsw/+o0f2I3iGj7SdGQ+ecfmjagxy7NGvzHWeqr6+/tugZNFW/lhzHL3O52Df/yjY/5zeH1+3ms8RA1m",
+	"dqfRb3ykgrVTySrbA19faapnqtFvfE8znppPxYiOmDkGs7aMKg2b/H7KRHWF3etux6yw22sfHXXNCv3P",
+	"r5jQ9T+HbbQbYn7+tcwnV7ObCVeKy5pXVLdezCbvhydn31KRyuFQNfod+9lrqsY3kubpacaT27ovvuds",
+	"HnwOE63+2C9WNfrd8LMrJsxx9+xn5WkHP76QSic0T68Saj7uPESNjNH0KpE5a/R7B54M/kYFI6+lOfHp",
+	"WArz0V+6pHl0dLRHOt1Oq9c56JjvcimH74enUigm9AdPDf39/W7vRbvT7rS7/Zedl539BH+yn6h/Hvza",
+	"ezf8/qX82+HNd/c/6svfXvwwuaA42pTlmpt7+fPvDZqmOVNAxXSq3+cfBNfvZpMbljf6jUND6Oby9RtX",
+	"05yL0dCQPNyrmcCPqRjRiRTkFD8B2oUDPHsLf+SM6RP3jka3d0DekXPKBbnSjajxG582+o3nvRedQ0Ou",
+	"dm6LLe/r0VHj4ZeokbNE5qkn43Oa3zLNxagRNTQdmWXC/jeihpwy0RrLmWKNX6LGbJpuvukPD1HjFK93",
+	"LQ+z30VkzvWYcK2I3VEypbliKeFCS0KJW1rIx5JiwC/HqHZiARdMpLhzZSbwL7xynZor11l15TpbXblO",
+	"7Y17ulV/4K2KGnOaCy5goF+WL9kPXI/lrFhj7ZW7mWmix8zfuETOspQIqckNs9fv6br951+3fy2xNs7E",
+	"nVGUzsS0oE+g4Gs6UidpytI3d/YcC5o135E5y4FYWUpAJjiCDGiU3aH2/PPvjZRqGtKqGMovrvwyP+AK",
+	"+i3xErMz2i3azc9/YPbqjk9xb2Bdm1U7+NmWE37xwj1wvZgyu8f4ZsO/Mn7HJjJljb7OZ+zBTGLMaMpy",
+	"4CaXVLO3fMI1/Fe3Yz5LmUpyPtVcika/ccl+nTGlFZFDosdckVsuUtLMGU0VkTmZ51wztQcM6OTijNyy",
+	"BZlQ8/+3jHBBqFiQbocolkiRqrZh28mYTeBINU6YC81GLAcdozyh13SxZkbA8xKQFsUrpywnH65PSUoX",
+	"27/s0hy4oeztdyBjQ23WZyZxyxbPFElmeW5stm6nhaslcy5SOX/ENLZf95gqnIqWKV2Q5ofr071dXqiY",
+	"Xn7TFR4WmQnNs/Bkn6ml1ZGhzINtkUOS4zwLGhkIRyTDnDFFKFGZ1H0yHzPcP5ml5gH3IBeEa5IxesdU",
+	"m5xm3PACMqUJM7+eKJbdMTUQ0vysPRCl1U644JPZBLjv0sqNEkBzOmHakv+pYw0XVI+X9+F6zBxzeqYI",
+	"T5nQfMhZ3iYnZEKzocwnRrP1nxOuiOKTabYA6TuUM5EeEykYkXcsJ88PSTKmOU3M681vczacGd24GR92",
+	"OsQyVHvMMRyj5Trbcy5u5j01q/HSp+B/RkD8OuO5YUqGG5Q2jt6/ZWJktuH5YWT20f3Z9TuptFHTgITO",
+	"UjaZSs1EsviO1RDrOb1lSKlw9kTRITPcPmc6X5Cm+eLszfXXxMg+OuUkzenQbDLypr0+PDrkOZCFmhpZ",
+	"SLQcCOqpBAwNJDy2IPA/Uw3U2DskYznLVQTMwN6UCHwp1E4ArrKZ1YQNhCfYCdNjmUbE7F9Efp2xfAFP",
+	"3ch0sUdGTCtDmHREubCGTuz3Qbcu2TSjC5b2idnbOBqIOWpvJJ8Jc6uJnvOEtcm1fTNMHIahQuoxy4sb",
+	"oEh82OsNRHmbL5khl/iYzMc8Y6UtwufymVARiQ87r0j5yTNxkcuRkdFxeyBOigcsBd6wocyZWZ0ZgjSB",
+	"Eqk5y4jQmR4bCk/s3znVjGSGfag9IwGGlGdcjHC5hJKj+3uzAHMDzJG0yQfFCDV3X41JbnS5CQFBT5qU",
+	"fPhw9noPzimTI57QzE0NL3ZB/0fDTtKjL1nr4OZF2jpMuq9ar+hz1uqkveHLm27ygh0eOvpHIipuQLAX",
+	"LUOtK+i+d3RUJfwp1ZrlZsz/4+f/0fo/f/nL/2zU3Yar2Y0n/nXMRAW/K3OUHe/6q1f1d12VJvL5LvwD",
+	"jsSU/kqmHH2ZRs/4SqYLp5xZZY9Op5mllf2Pyiz992Jpv6/TQx/C6f3PnA0b/cb/tl84U/fxW7Vv3mzZ",
+	"ZDG3YpX4CTINmOlX1HHV7ecKD6Yz/J5VtNgxI6AiGjrX9JaJsn1ltK3Ga/fsqVdvq6rs1hrpQ9SYMKXQ",
+	"G+oV5oAF4mxoZkTugrB7rrQCyuQoVMrzv4J9JHdcZrB2VTP9sjQKJs/yXOaomqPB3m8Y/thGiy+cqOEA",
+	"lMAwboLWTjDnQ2G/G0aIUt14+KW0RsPaAmZoV9EnxZv6ZPXwQBPbkdIbsxp8YPm6Ls+ANOOKmLaCgN0Z",
+	"YeF31OgwsdmxNm5XvBcZVkkHhvtRLkg+y5jnvlyTZlyllzgixWcX1t4wH9oJWJsr3jOc8iFyusypFMOM",
+	"J7tSOvcCYpnUyzLG6DiaZ5mTanW0s0L2NMpkvCzJK4x66V3HVnxjnISj+jvkgquxMXfMqc+mU/Mqli6v",
+	"Y8pyJQWZU0VYTpe8IjB1u4tXxTBlsvR3TeYEnNXkhmVSjBSYssIO7F5llAezBj/asfmNOUqqZU4SKkjG",
+	"jR1hNyG2Nzv1j5jbSXI2kXcs/mx0vWYFfpPGMtgo0oyXNibe65t5c0WkGIjAJnmmwtmTjCttLYlw7Wbd",
+	"Cim/dtFGLYNV7x2TVMJlh7Nvk/c5WaIdq1DFFQKKlyhoIJrxStVoby192Xv2tcxveJoyseMNU4mcsmrg",
+	"z/DrlhTZAnRBQzGoL9dQZvHeJYp0dndGk1tUuuFlTk6oPo75ucgnNPPNuaQSb28z9nO0xFFMCM8d1R6c",
+	"HNgAdiEDYfQXQw7IJ0P2n0jzzTCXEyJnWvGUBTb32QWhWSbnLUNl9oBWcp//jhzx00/85NF3jTz+qi2f",
+	"I9o+O55h7h8KLp21tYwqQWYiZXmxplu22Hh4diJLl7B6UoZ7gnSvtfBKtqYhebAxj80ThBLB5nDDjDWL",
+	"f+WhuvsZ7vDy6W2Yb1xriu7hSQljJNEM37iTOeC1zXCEcG+5/YaAInVcXLqUHIJJ2GWvbl6kjU/flitp",
+	"zsTQ7Uyw+ylLNEvJmE6nTBjBDUTC8juWP1PGWAWCNR+mTFOeqYCWijnC9ryT+ms5E+mjdsbK3deSqXdS",
+	"vzGafWl/nC2QSoY2Nyj/jc+lAGNWRmV09Hty5SQ+rPKCLjJJ02sp39J8xB612OoY4ULdpsK95Ypk5hdm",
+	"v6kgz4+ODp6Tm4VmqvF5VX/3NnDgmbMFxwdpPj8k3/GvyM2CpGxIZ5nGm3DF8juesA+C3lGe0ZvscftQ",
+	"M0zVOlL4E7BAzcXMac4zw9D8I47DZlSz/DNtizFpbqhiRnW1Acac0WTMUpLz0VgTIedtcgnvBT5yQ5Nb",
+	"ORweE6/k5Swxm6nIzWIguFYsGxaeYD8+V/AojsWZIjRHJ2IflL8pBCEJBiMJFWrOcjUQy0YUEXQCrrfC",
+	"lRsRTUegmrsoDknGVIzsS7j36FmXoRgIl33leCOJ3SdnaYye3ETmKUuJFAmzegh6KdQs05/LQxLZQNJu",
+	"fhJ0hKw60cK/PZxlGWwNaOwol2HbYHOAvK+lPKdi4SIRj6Lt6hilO+5di4TdJ4xBEOtzaDDFuNxKudm0",
+	"X4lsqIynhlSWIhzNbqcDmrqKyFHHRrwGIrj7TmctLCAbgiLNg6NO1Ol09tytwH2N4Y/Wifkj9sExcHnW",
+	"RedaPlBTtwH2if1KWOchagRvWR3l0cbS49r5gIFpcDHaGEX6R6uYH/43Rs+2mqKLN9aOY8Nf2w9kHqiM",
+	"5GNpu8wqjAOuHG+X2ZUiekCaHwSd6bHM+W/scQpBaYDw8kB+ghgZWnTeqvsWnfKW0Wo/k9boB4xtpMbc",
+	"J/viqIiJRWQmboWcCzOZnN3JW6vTfxDGxpe5Zuk5SznFkPWjdqFmoJXqwmSmQFYtjf1llAUjGePqu+J2",
+	"o9Dd4XqfOBniUhrSlJuf0+wiyOsY0kyx6lu/ljmJy3kpcUTiIs0FvIelLBnzSZiwEoN0i79mGb/3OTZx",
+	"u5JV8nujkHT1MQ33PcQz0KpPIGT7TIEtLwUrhL/L2oDgZiXIYNYImnT9e5yajQq2OXqQ61JmRKGwVvCP",
+	"YGR585ElwAhlAtF5yHDZIDP5hClNJ9NGObDwc7gRpQF/qXmfO9og7LD2dHfb8vLyceNdcoJXVZrTnAtt",
+	"FEFycnV6dhYRIYma0oSpvTa5wpQrs5sDAbYvTzGy6ZUhYwEaOVA9PQVHCiobvYEdr4TqDA9ovXjxsttS",
+	"njpbXXM7i5BTt/dyXaxtMLjvdVuDwf0LVhtzK9FK/c5ivKuiCYgFWng1RDSnQoMwnFJllngM1GSoCtz/",
+	"8Aik2bTJiSYTqfRAvIy6r3pod5gf/u3q/bs+mUAktYjuo2e3JsIPGRJKChJP6P1XZhB05m+k3/KifjAn",
+	"AQ4UNFVJ06olRhnfOyYUZ0uOyISLmZmqXc1wpmc5K4ce1yQl2UhNv5FSzVqaT1jduWjL0dfdMXc7gGlX",
+	"rxkMsO5OOZlR3QWqQy2fpBCtKTib0ebJyRkQsdIUcmcE5KCVtOBECmOdYBQn8IhjOoaYTcwcy5y3ETV8",
+	"2qD79/sp858D+21EjVJyYvi3+0HInhsoLCGce2N22q8k2Jxi20/S1MWIHslzihTTqvY8zBlraXavyYcr",
+	"F2MrU81Rp0PekFM65Vpm5OSORSRI6Y3I2VvyvPeis5kHLIfWSxzYpRnWUUeQary9HD0hSuezxNyDNFjd",
+	"sTl2mhuCotonM4BCY1isIGwy1QuC06wRmdVc5zomPhNcY/BQzjRkzKfMsFeIjjTjwxh93vHJVJPDajbQ",
+	"Yd3Vw2Tq2iQmIxCMjSLnojxQOfN6eUibil0dFBOySVPmxJzPHc2Y0HsRTtlcqJ/OLohR1Y5JPGgMGnFh",
+	"4ptvwh2tzGcp5XtpTjYHfGmdc9nKmBEhBH4Bry8PDlnjNeOV0sjrdY+MQ4A340b0uRIHsMqJgEMuv6ma",
+	"ir70UshNr77qa37HWikfcQ27JHPzP385LA+N+ewbr0qFBKvLtNTiT9htK86s7oJ9RXUydglzmk2A0LPs",
+	"/RBSAdaxe0xUt4/6vI1flu+iL4NTJL54f3VN9hPnxtGQTwbhwrrh4r02MZNCF47NXgJ3DANDXQoWESVB",
+	"c4E7fZMz6mNlkA0xBO2SZlIwFML3Laf4tNyALfja6Rb3rZFs2X0yGn77ks7PrQFSs2GFL2gHthykiqzJ",
+	"TrSOsNSQjM3lJk1UzoqLxzWbwCqt+u3l+WzGay8/c+78LQwjpJ+ZWiGYvW6ipZ9LKFDt/Bs+Fd38S6Am",
+	"av6N066VfEVO+pLkWiYj1Png3CdFLkeYw46c1sxPbVr6D/jmQutp0DwHO798F+3ObLpU6nGC2wV51xKI",
+	"irwa2I06nc7Wa1y69Q8gws/w2W6n0wER7v6u7kTUwNxzMzXQSRt9e9aN6vWP8fPY6s0KQw1GPYd0BQVJ",
+	"gmbOxySeTRXLdWxpHY9zmZyAmswPa+imckR+E7c4pEfc4hweqjmi9wKCLEZZd8uLjHruPAoyT1G0POqw",
+	"7Fw30aebXd3abaHKJfi3d1SuvpVz8DGgqeh5FROa5VbvVgtlOUFVg+LfscU7SGqsI2thLFabxOvSEYCv",
+	"O0YYKPVl8TnH6uKW4X6qjuvhqy9yNuT39S+/44obs3oKv8FpUA1zaArmAkW3bFFR2pLbf7749tfe2/tX",
+	"tF7X2obVPyorfPldRRXX1u4QnwK6m81t526oqJWzjN0Z0wsUTuVO0IZx7PDgyclZwvgdS2u9ORiUPJvW",
+	"b9TZha+EWx6cJIZyjJpatXsP2p12t3vQflG3XzPF8pOR9VDWrK/0jmeKfFAsb8EDa6hvv9c+aGzJmcDp",
+	"VJxaFN6QCs0G+xNOvDi+FffcFQXuZD6VUlGNTqzpSEWkuM0RKWr6gBtkjKZEJRI9D5VrX1fUVd3wN5i9",
+	"hqRj1lcy+419ZkchWh6TUAuaCfdV+VTqqsYeeT0/Kav7c97VEjDDeu3c/bAASqgu8CLnE5ovUBLD/eQa",
+	"EkZG/I5VLLgVFXPL2mVYArpBxwx++lAtEl37YPHLcm1mdYGddrvb6UTEjDEz8gMM2YBygb4NUxLJgqQs",
+	"oYvjInmvtAEdUJCwCKlr1aOVJUlRY8LyEUvPhJZ1286AeCFB0Ovx/spRQ+q3ZrIyJzcLVKzBE0yJz1wn",
+	"+AKovx8IrvvWp5ESAeIZIudFEZePkc/HUsFw8DFXJcdkcYqiVkR/PcsykNHl+7fC5g/KY5fGt4AQSzsD",
+	"iatoeW/1jjpAieWXLRfnLnvDpnRkbEmW37HU7LozEiOixnJu9FXUd0RKxnJeOrF6zaeYpC0EzmRCs7FU",
+	"evtC4LqlBHx1HbsqfomUYQxoSK3Pk7GTwFtpn87/uKxvVguT149zGf72wVUur18ESh3r1wal2fxrEZQa",
+	"l3Z6RRm0X+YKr3axnqBg+rHhpFCwu9qJkCdWNq0s/Yv32/0pccXS8Yd8r47E12gDrzfFWNYrBc8U8IDI",
+	"VWeI1CacN0OfoKE1xfReRGg2pwt1DD9kNBkTTEEEXXEgUL1HjwBpxjWqQhyRONwz87cXg3GRvjphhm2o",
+	"gcDXckHiac7uuJwpGxS1pbwxoRm/te6gR2gqEB51yojRVJ656oHKDgi2d2zMiYKNcb/Wdr1O8KWke/sR",
+	"XL79SM5d+9zjWUXlggnUjd3dwvmsofa3XO2u/xppYCSucyAs67Tr/TPm+WcqcNOUeJgX71szYafH1/As",
+	"we716SxXsiYgcUEVRDAN5SuZx1YhYMQ8BJP0UlbiBDOq8It245OcK7XO4S8auopWQBKt8eATCMLUB7UO",
+	"y0Gt3tHzOqdCPbvYqPR+hru+1Tu2uOC1+lqliHQ1E1irOMCPVkt6irVJ05knPktRRWy7u4NL85qOlryY",
+	"GzxkuJlbkO/jPfw7XOzVHu+LXN5kbGI1uZQjCpDSchq4Qo5t9NLLns/u8C4AXfxUV+/dD+xmLOXt465+",
+	"gHuygdL9D/HoX2NEjzN1wXLMhKxj0LnU2lbaV2q3Uz8AZAlYOgRjaULFglCb1RkRmuRSKVsh6nNpprlM",
+	"mFI+TDMT2r4tLbsNexWDMrQou3UW5azWbrlRMptpRmIHoBiTD5dvkVCss00VOS5q2TAxz5iDUu3AsHeR",
+	"lbSGCe4S2TdzDlFs6skl4IM7COkfxsYICO2wDBZrJW2Rs3t6eV4jvkNMyx38L/Uc9V3gt7avC2PfARzm",
+	"Js7q4DJ/X7lacLStcHcWGJvVfIy6cPtohRfevOGZIvALt51Lq0Lwzk3LqSVaQ6B2s1ArXPmS3VFBy/Ta",
+	"OXxZR6KrafCC6mS8IyGe2sQ6GwM9vTy3fvC+M0kw5Sxn04wmLCKxmGVZ7L9MMkbzqNDDGGz94nggCjOn",
+	"T/AZ+K2Nc9IsQxPGfIU1KeioX0vpNUlmbtZhkAUPpr0qP6z6yi1Ni0ffk43ve8y9qd6RzS/5xDvz9xnN",
+	"+JCz9BELfNRNWroLG15TdzesSF3seCveCytzCqG6MFfEmImhzK2JFmhtNJk6xd9+QyY0ZURJMqRgQq13",
+	"xbq3rzLl3fdLPv5l37bDb6sbxi22GCMiNFPIFOI5qkMtnroU+9Vv2FnxMdac3Zsdwwmrsjtii90YW0wi",
+	"dyYkh8qHyCxKkPhqlmA5T0wgcx3SOeIwZF9gQPrfNqLG16vyPir6Q3B0xe6Hu+RXEBVk88saIra79Aha",
+	"tsMbErazgoTBOxsLrCXh5X3tegsca83tD0tEXKv92R/uHC/alvhtlrldZAAd0RxCrYf7XX2Gv08pqjJf",
+	"jF64YTHdJ3Q5KEMUmHb6qbftM96njEI99Hmd1conzEl6j2DmjpTybJYzcPZMeJbxAB1xPYt6/AV2c3hz",
+	"n7B8uiKOrTTNdSAojFWQP1M2TESazszpHdlq271y8AWy0I3RiUA923hG3LyuVjCY6/JMvr2+viB4latx",
+	"n2Kbk7JPMixa25FpuPtZvlfhwW/BRLZyLO4q2iIi2JwpjfxhaxO+yt/+TH7C9YzZBTS/yeVsuqvmbT2Q",
+	"aO4azQLwlxRdYMJoxm9ZtihwIDDlf5ld36zIr4bRYOyJsQtQNS5lpKEjrPBGG7X3RKQnSxntNQkHG1L7",
+	"imsJIWwLpslThaRRzmdcekvFDVbk8vVqcvmc0VNferEgakwNW7PACLArhgZpDrm7WHALO2F0PT7ihoy1",
+	"ByTCxwZimss7ngL4BE3Ngx4TBtK+qLARVE1FSvOUK5b6jJ+PkguMy8bkv0i8Imqt+G816vm3co6+G7+z",
+	"sB7Cy2K3t5Gx3CwabrPsu0qnuZa8PykKYenYB/9rwhEjc33WByPwJ5HZRDhCu+HC5Rg4GgeclO05T/kC",
+	"/5kYj92TunN5Ux8yOxFlyLnCE907ClFei7Tb54euwBrU/P+Kt8qa8Ta1R9cL5ekm2EZXl7QyM5tBgLW4",
+	"gXOqELXWqXuII1Eo+YjjFTSoSVnCU6Qzx+psUnUj8p1UnG5fx+XelJJ5dqD64kECDjyWq2MMG5uTb6VU",
+	"QxVe4V61UMaoT6tZMva1ksu3xAzhC6529v2Zp8vFXY9wIJYG+Z6z+SPHKErQHv940fPmMU8XLXB2fLqu",
+	"I86OQ4Qldbv7cKv9B5bLoIpiQbWyvrAoItxCwa9tb7D0Xvjc+XBS9/Ndh7dNEqqj++/JnfnBlqOWWixU",
+	"h3zLxa0iCV4FM2/M6d9laNuooTYbVBEJ5SW7jGebPKwYD5iGNd+CzOstBl/qFvH7cu3+RBEojdZ66zlX",
+	"ek0syUf7Nfn7JRS+KaISKrbYkmrSRN0Slrdt+WBqqKCe3FbQeO0yl69grYzOqZphVucuWhOCdc5yZvPN",
+	"EcAHINdmKdfHYM3KLFXGtsT7SzNAKFqZ5LHSCYEomnU5whGZj3kyNu/IpBiB1qtkdsdW+DpgpB1tf7vO",
+	"dbOb5azOJWk5jEP/fANvjwtvVr0fRV2y1Og/6RodG39I6I2cleu2bxj43rWc3CgtRWkfgktRBnqtMUjm",
+	"gS64hEfajIEBxcckBnskXk6vHVMoHyybT07HWZVUtCpjsJpP4A8kKucButMtrW9pV+svgfWs7XAFzOED",
+	"Zokc2vC09UzVEXjK6hJsFCBMRGRCkzEXrGVMNsCc8NW3Za2wwJOuwcdegjtuRI0y2nEjWgGI556ofBwC",
+	"s1e+cp6Qysfg36t85gH8osY5wDa+k/oky+QcDqcCyLOMb7WMarcCvaaKglgLA7cCjXINwmiIHLuMb1xH",
+	"vA7re2Ph52vzwxC5e/VVnOdSjCILaYns9JhguZTDeFTb5JKlIc7Pypvw2q5gh9vw2gPMUGPXTJlIi3yj",
+	"lO3E9AGfpwbRO2QwmG1tIdsdmCQwlmOzSwMR15C6RQWgmNYfuZz/oN2I2eD6Jx1Os6sRsJUB3ltQnp6t",
+	"8AjKB1Y4UxwgfO0eLKGlV4HSYdZbOxEgyO1Ljpd47DItmNv8SS6VIiWGDBmqUzUpSGpN8GEpMV365B/n",
+	"Jdwu+wojg9hVq8Z9MqbqvLa4xdn5AExj1wKJ8Uh6VvJxhWuegzZEU9IcMm2MZAAFArdpwsKozo2UGaNi",
+	"a88NRbC7OscNJH67BGireiBQnsfa2M6TYw+jNKNiZ35ZRSH1kDLmBF1TIxiY0FJE2udNtZdgtEiz3hjE",
+	"C7gF2gzgegLJ8BE3eqfF+3ymiGZCj4lZSEQY2hADAWxVkADvpvBuLKlvTZe19UztWSd4WBBiVd2BMGIg",
+	"QIHv+0CMImoMTQbhCzNRnpNETjlTx/5t6hxYR/l1AwHvKzyUSIkBlymZXOQcPGaLKVMAN35jqzn6sJ8Z",
+	"GwgK35KFnDmY+Fsh5+RmQfhISEMkvkvUSvQetz3g1gJpugTNUwLyqeD02McDuJ60Ua2h+OBhDYr2bA4i",
+	"dCLvMNhdoqFgXq5ZQXljayV3wCB3D10XXNmHAF1Baz7L6rzJtgNIbTJNn8QQBRzMOp2DZEr1GP7F4ojE",
+	"0FvJfiPohBXfmN8tfwFZAzYdYunLsie11IxkOdyxSlG5DuOyoZJSHn1dT5Oa2Ca1AIbrQkYY7CbN2DEy",
+	"sw3ez2v+QC+w3R2jKpl/Gmo2/1t3xnFE2u12pfzc+pI3sVCHBWQnv17XAkrcFb+iKmrh8huSC7iCz83H",
+	"0pTABVOpbMsXlzNRAphYYe1DBBvLf4DXhJXLxgad5xzQJqjFiKuXdGlFp9scnauyNrskUApQIZBDI/oS",
+	"ljKRlOMpu/RoKofyNqBy2EmcbocuA2SqNF2o9nJC2i5pvkuvrd/QLShtq0T7WkJ7poic6UROVmv0O+Ti",
+	"h/RX2r58xnx9G0AOGjlqaExjwfQyaSGhbKKr4I6sEJqAwclziAAXNb7A0/imaPCWaf1LU/UbUXd0F/WV",
+	"YCe2GhBrwfrYHQbPksR/wUq8bquHgWKM8QAnSJnNKjtoHbQObRx5c7VvQLYHvRLaZHMw+MtgkP7ejXoP",
+	"g4H6695fB4PmX80nBw+Dwd5ffx4MVLv1i/0k/OvwoRab0rsvdjY6HCB5k5KpVJp68bJnVEmZcMi79ZWM",
+	"K9liUBK1FojRNcwqd7StjQ3b7z8J4ODoqLGZRfh5RGsB/y4rdYKrY5vuXhgF0mqwZOJaI4c+qrBf8jsp",
+	"ij/rNC1s9/g4mWc21IKLO9sCcugUExaFdflIFRfJbuEriHk+vkAZX+iGqT8C3IJHMWPIcreoPYY3/jpj",
+	"szr7Gj9f40kOKnHAligGWh9W2X1DK90VN7Z4DJ0H0L8Ag0q1jvNPPaxq48fy6UVuG+uOMXSSrrpPMaCv",
+	"GkVcYPo/l+IYE3khMQCt9QOnzAZnwgWhJJfzCBo6GCoPxkJ7GFwBNsPzmMTWInKDHpHUmIy2zWhkZhAf",
+	"djvkGymMxSBzlLMpy5jGLl3FjcY3NQypeisLx6m909d0VCenNB0dEzXLczlD1OT5mGsGWMpgp+d8Mqli",
+	"yliAgYrU2aDBhY0td0sYXF06WSqSBJQx12H1CxZMwnTqaK3UkuKzLHGnHhafDwNi6wX7K7tclHF9GpHL",
+	"r0/JwcHBK9tG8p4mGjIRc8bIMKeJVYhQy0F0gp/iz4zZjM6JHWuwa8xnBPXS0m63z8iyX0CmJRtqm+i3",
+	"IJAsGIcFS/8SSCj7RocGpTaDQe2YhrWxRmf3km6sN/vcdd3H5d23mY6VSu+rCYcWw7sWIm0BAGEowQmU",
+	"jZPZQqlfKnD7gkr+J+FULLEJvII71kJvbDCtmDb6a92d9OWDy1du2/Lok6Wi50Dsu/pnf6rY8NPcS1fo",
+	"vEuZ8wpqC9S5KZ3VJgPE0I2dwNdqqZK7D6B1Vke7ZWxKbpiR8KgukZuZhhJ56G3o8wgHIoYTiAG7c2KB",
+	"ibXLIDB6TiZHZCSZ8vnYNhe73CqhtBbvCqijD1d6v7y8OgxbzLR2OdEJuOptuy6LfQG4nFQ5fIDcqi/l",
+	"YH04Zq2+ZOnVOQJ272Ny5kxJVcF1EAg9RoPGdnQ6zaC9CmLnRDZ4bCij/ZnxeUCrxNe0PyMWYD0G3uZR",
+	"VgPzbGu1m8ESlguWrl/aGoyqkmHuJl6PbFKnB5Wil4+sEK1x/26RqBC+2eUrsLvH5KSuLDT7IPivMygb",
+	"wYkek5Slsykzwo3rz1hwlq9MrLJsbimNyZugmAwNnu4golf+usi6iqA3H4ntkiHg4Cbi/3gNeM2ImOUo",
+	"JSa3bKpdnB8RvKBQYCDYZKo5RDrsBY5//iWGtjSx7eYS77XJiZVP5sk5V6yUdRDyyKW471L1VnHKNqVl",
+	"E2E+Imsk9JNTkfpYPxbtg5aVBoYI7jUGb7Hng3aJsLWu6HL48LGdompjkTW9nizkWKGbVp1qPBk7bd7+",
+	"9jgET8N0SbNOOHJwbtFkHFY+WEuMnAwsvDsJgN180yEIbEPiJV58oIGlLLxahK96llSDpudU8M3Ze1HD",
+	"AsJtGRhwuHnAoHFvdn2yyohLBxMMW0ytjraTcmD7E8nHDRN/Dn/zRlKjOqwzKYD/AoxEG/6sge3feKCP",
+	"R591W//mkSOsPdl1hwgc+1OPEDNAjguGLYYyJgnNQWkHoFlI+C34eU3G078uB7nawWH/dz+xh32YR2zj",
+	"Wyytl7RrMm/9OtbsutvvLRSMUAsuBgizQj7x8MKhao5lFbLJiSBx8GiRGASqICUXJ9en3xpWXQbPbFfd",
+	"qNgvBoVHLdOcBfP7FGTUyjges2XNMdmUmE/cYJex1Lc5+T6GX5OjxLENXjnWOhDlYGsURvyfKe8hc1kI",
+	"nq25iB63ypJyIpOKdCBAfYh84aumI7A4R5QL5/DeSY5fr5/UkGcZ9pIJIEj/HYXvrhH1Z+YcK9maHuF8",
+	"e9nyWJmPAIiYG7ZxpkAEAXV5tL8xvWOfEOSvCe1voXyEU6+7pmkpn24bplpqjuoE9qOfHpZS6x41Qilp",
+	"8DEjTIOswcc873f4sVzOZx7WCI8NlGepDXL5c0YEm9cUx31C6GQ15egiRfJT1u1iivUrd9HBdWsvzLyi",
+	"VGtM1Scu3L15eekrXDFmD9aYsY/AGrGIU2pVe18Hjxi6TR8LP2JnGUacN26Tn9+aZdsSm8fWPxkd01Xq",
+	"VlzoHy7fRsS6CKcsJ1cWdYLYN6u+helSA1EC72oGrpU0KrBFpLC+EWi0vhcVkF/aaUQxac4Evx8Iiwu0",
+	"hz4W9zvsEjnLWUya8V03woTYG6rY80Py7fnJaevq25Pe0XOj0/G07Ydtm7W6TNuBuGWLMJcIn2+lLJGp",
+	"WWuABFTZkng+Viz5J/Stzxk4tV0xFXiRNMkYVVgw0HeesJtF6ExC2eo/A0dSxTdeVFb8XPj5Klp5rZe3",
+	"USqq27rvivfFrsJiCH2tjVqGHDDRnxt3fNr45aHsa1wXqvXOxS0m/OJFydPVD5LKH36JGuYssO+azmfs",
+	"YfeKlWPQbQ25O4ykR1eprE1DLSa65M60ARZXLWIjNJYgA6ZERXoj70lTG2Z0yxYqInFy+0/z5z9jc7vQ",
+	"LwoFVeZ1UMB7XFvdmrbe2vl46L2tfY/QZ8GtZg2juoIrs3uX2vINNPLXUD4XI3sJl+Wa09LwjW/upzxn",
+	"alfUPz/bmhZsS3MgTc8Z/mLZiTmwgx7Jjd41sZBh2ChFOBsqqaCL4xB/791Pf/rhqPOh9/3HZPJ958Pk",
+	"VefHf1xmP715Nfux9/1XN5PL9z/946csuf1a/PhDNqtF+dkxXeuTUhtfvdroe1jO0cLtjVae1TpCCkXo",
+	"jojjj2oo9aWhtpfOwoWJayDmlMctfzxM9qp48YWvQjMyF7hHZMEtq7KQQM0cNHlvohclxj8r7Zrrw7zr",
+	"r9eSnrHqsrXb7XivTd6LbOEYmm9Hh3lWxwMBIV5A0uLYzxpCp3gPMd+00sMfxz4ffvf3V/nLb7778df8",
+	"ev7xw8Xrl2dvL346k7239C29mneHs4Obd799WNWmebMNXJN7+Ge4uY/r8LMCfBehhYM8UCtUqymDW6Gs",
+	"78hiqsDqAQ5qfT+hWkNEsWSWc724MmtGJnICLQdPZnpc63F0TTnLAps0jWw2FAsY7IGohs+csF8S73vR",
+	"QDjQaVBYY4+jb0S+Jfi4TU7gpc6drRI5ZSoKGgpNWY4FboJOmIWbg0wYrolgLIV0Va4VcSsmdncnTOi+",
+	"f63q54xCUNR/MM+5BrXaqenFb/wH9jdW6a0ZBD3ax4TCMnClNMvQmBgIW+K0BxwQjQhYYpvYa3QDBUwA",
+	"7G/WjCnWEE7zKeZ2oeU5kBumeMpUOHucbD/M6TH7uiBzC/cXlkUDK1HQYhvnLm805QIieEbhGkB3g9lo",
+	"TCixb7B96HSQnmLm4s7QlWUZRdQSkT+9Z+5oB4Ir2y/YEcZh54B4wIPYnDOWgEJOCQPJmga7e9jpkhDA",
+	"ISYKd0zJ0jFQQc4uBoJmmZy3ILkU3oltAjPF5nDH66ZgY5fmXqBS2XBpeY37Fp3y1i0L2txjJ8/Gg7l1",
+	"3JoVQVWSfTDgB8BxPOsYcT2e3ZR4RsE8Hqp6pb9EIB4AwKq4et75TQs4OOUsYXeGVRSXSXsgBuINxv6L",
+	"ywY3C1Rtv2SvYhOb7WYscUgcyxn529X7dwPRBMWcCd0yrKsPCUA8gSH3PyopYrSLk0xCKsNMQN8/IvOi",
+	"M2OYemrpZCDcKXVIBZ2gTd6EKCi+O6K3kWOorI0R3das1DN/fMWH69PHJfSaxa6yDaG3vZdu+CI5pb/O",
+	"GEEpoEjzw4ez13cv9gzJTmg2lPnELLSQiQTuCSKOEJv2BcgLLouKYsZebv4NgA54kGI2UdiPGlUJAIec",
+	"kyYF9T9MZsBPULjs9QklScaZrXvPmHJhDY4JXQPhKrWjUqm2zEkmRyPzT0NNEcmpLeOhwlUABCQWIP4i",
+	"x4//0bKH2TpLY9JkyVi6axoUNEPka8SEIVCW7lkMpoHwUsG3C7YaFe7MM2VmpxyZGK5hNjgBubQ0FxiG",
+	"ambszolRW9FNBHMEoM8J1y38727HiIHw80uAT+diZL5DX5IVqYb5ZTzlYjQQ3U4LXUS2mqgPOf4Im2oo",
+	"66gDJYdMmU120iOqm8Fruogx2LRiGvCDZlk6G3JP6aJPDo46UafT2bNKc/i8YtpQt/VkBTiMuJTqCqBj",
+	"F9BiJvXeMZFAnAR3EN6OATZuZNVh7xWpwO3YNn/xJdP5onUCkBPIgTOeMFt0YLno+dn1EgOVUyYw3NiW",
+	"+WjfPqT2zW8foobmOgsZMPn//q//m5wW6T9OWycXs5uMJ+bMGlHDcE4L697u9todM5J5EZ3yRr9x0O5A",
+	"H+gp1WNQrXzHz9+1vGXiAWBbV9kJgNlxw8ZcpCUUh3ip0yOENWt6yFrFylzEgcDAp9PempCE40B3sd+5",
+	"4xiux3mEtwsfDHpvmydmiuUDARn1RfhyQzNwV51itxBT1GAjLCYGqILA2WjWJvFJkrCp7hPN7vX+WE+y",
+	"mIyYBhKa0Cwj316fv7VNW11pN0hsEDJIGl5SgfttxLTdtEYBTw4H0+t0nDx2WYwVkQTutcKDGbaxX+o8",
+	"X240X+kO/wgHZmDWr/MzBk3cbS3BKoenvSZhe14owamtnCm1Za+0Uw+6p9d0QDdPgi21RbzUnAom02Oa",
+	"tDvz0r430CH+P1KZADaI+QG6vfEL8zfJqBj9r0GDiUGj9B2jafg3XHj84MJcKNvr0cwDf7Af/MJ+Uh2j",
+	"cLvbd3TXDui+brct1MV+dYD9YkWNcPNqjGRzd23HF1pzJ+oSZh7WdPD37X4eosZh53DViflbs++h0x6i",
+	"xhFen/UPlDHQ4KmDzU/VIKWFdmuj//MvUUPNJhOaLxr9xtVYzqE7M13Tmzmgd8cPfgG/UU4nTLPcRiaW",
+	"tmomRjOmFKDgId+ynK3Uc1kOW3LYctv64fJt2Rewrtkz2BJGWhR3FN7TCH0B6HMqaGMn1Aazzv0p8N/9",
+	"u+5+YIDUyqFLpme5wIQY30D8ZlHKCpY23GNb9ZJmQhVrcbN8xTW/Y3ttclJEjhhIeLcc0qxT14sc4b02",
+	"gQZVN9KYajnDrA0sMpvMlEYZ5kJwA+En6Ucw9sAhqYNNa5Prci1ZDqtlKbmB+jWjyM5zOp26VJw6aWJx",
+	"EzbSzqrKgV38WSAMgEYAZacgkjCb/5GEEW1RqFD0WbXY/ympnnWlZf4qAVS3iKLyoHYJm0HRH375FKm+",
+	"DUyI+2mBE7KLiLNPPKxJNLfsdwtu+hX1iJvwSHfzIyU4S3hoC/5bQEw+RjAc9l5tfqCKq/lHC5SyC7To",
+	"cgwetcYvDyWB8w3ThawpCxbbGtkmCNVgfYNaF0C0IUPCq2ZR4gqTzEbbb9li7fWzOYVYus7F6NjX65Vw",
+	"kYqsBf+60NtmTLBOhyzhXDqvGzgJDRM1f/jZn4giaztCkwTYdYThlBx8NJXezNYJR5TOZ4memUUVDZ2P",
+	"i5bpVJTL3MplwAOhNM+ywuJxTkYdlEpZG9Z1ro3xeS4UqS21aw+EbwYhcwtpI4fgbUTUZ4QRIzWeyldk",
+	"CY4VPEGbUp6NuOM5a8EBa24UDX9aVcDAaCAssgKUzvU6nbhOTCVhH+NlSVV3WYqf7JfBZxvIYuGefiXT",
+	"xY7cdTjLQJ8vbs9JhSjpCM1LKgL0NXAwlWoRduvhXZ9LUlcNXqreLnXNLOyuznX3eb9z2O8ctTudzk+F",
+	"/Co1r3Qp20E/Vts60rZNLTsntu9uWhSKb2/c2Xrt2jrrdYbfg4200sqpvXfFBC5F2J+Qm5qik9KsHnYQ",
+	"lHVt4x/K4TCb/PKpwh4PeLOwx98F2GAzgVzoZH1xzIoRfkDe5EtmHrs1AM6zXp8I3UB/et1iC1XBrv1U",
+	"imHG8SwOu1u8qQrUDc8dbbOsGjhv0Gt6W+gndXje/3FKEbihq1oRUuomxajWFt134nr/9yIv72Gf5smY",
+	"3wGT2Whr1SOakZMigkLKARTFJ9NsEWJtg6y/Yzl5HjZ9CkV9reG69yjctBqzv1ST/bls/1WK6AnurSpp",
+	"S30IKPuEaGMGA3aHqHg84mkITmpdwQMBuqXHKaDCA/zarBSCL0VcTmJPNy3UQoW9YpVPYvlgg4DF6/Bt",
+	"WIhs9WT1LAIvAdj8dZ0D4jZxPg2YJsAKOQW2RnuyEwvaFnwG/enf2kQtqdZL5/YfZ8BuI5VWdmh4khQb",
+	"JYXlPYFFGMiKIOFxlbQIbChkbBmr63L/Gj4vV3tMWT6hZn3ZAg1GyA8y747KXMaW62BOgvXoC+svJ2fa",
+	"eccslwPpcLOwcXOPIGCs8jnNUwwyQ26F7RDhod4x2YJrhBQEg7ZIKKthTrjYz2ralVjT4XrwYK48NN/T",
+	"rX+69bvceryOWzjOdqJoX9t4YXQp0Hfq+9qeWkwKXxVvA9UQsWn+7er9O1swC88TxSZUaJ5A+osoYd+Z",
+	"S2CR7wYCMnAjm46W8YTrCvBZCISMjzdjo/ABADx0q4oGIq7xV0AuoXNOQMjFOqM44JBPbliu9to2CGOB",
+	"W0o13wNReNBgMixFbyPkX2DqkR5LBYOiwQj+PORs2NBGoKrlrr8cIsanywANG97UuMTWehOpDpSwgTix",
+	"9cnobrO5XhY5ZAXkSeiZ9HXPHn7EegRhwjwnLisfOTpWuro8pqarm69FL7FJN/bPvscxMefmU21jQpXt",
+	"srN3PBDlkyAjCfOUJA6RiGMsXCmvsYwLYPYFkrOcx7bo3oqtXFb1cCVcB4dZ9mUOxKOcmSU1mmzSomch",
+	"DOUf64PMmUNODKxVB1eDfagjvCFFT+vQwxV61xx+ovWvmav+8OAdfeEbzuUdjn96eU7g+4hkjNoP8V6Z",
+	"r4auEtu/r+SSdC7Ev89oZozX1OjqW+v3tWCgX8az9kfbKMv4sP8NFZQnZ9m/hzKE9/JxzrIwhOTslBof",
+	"2e6KU62jCBO0VFEo4O5byi3iHHSQh0S8pSbegJpJZlNjG0mBKGkDAc3cYf0TCS4oSWKZgEwGSWoTGymY",
+	"Gxk14zSNgkXzjDNUgzBrER/neiBuaHJrAVoyRlOiEiiRwlawk+kMAoQuZ7GYsMPK8+ZYMy73kzJKWNEt",
+	"yvxVbiZlPgkbSMXHYdeuCLtID0S5c5jTWTZ3DoucclDpSGY0DN/A18/x/ZQJqwiW2vTGACPi9RajNJYg",
+	"hBQzp1JRWWqUFZFu0FUG4ophJC92hHmWwlATesugRh4qeeiQoVbtrGxeDu4GaqUDlivUMYwVVnL5/ZOK",
+	"WI3chrQ9j9EtbHAAOIn5jO2ozuDm2HUHCEp/jFoDX/sdtu2gWi9evOy2lKfdVrdh5CXi0fR/h9/Y7FVD",
+	"KQRCflAD0ppBvVtxB9cnnVonc6Xz2tby3O3efxd1xLfua0S2aAhmWEOZm4FAS/dqTguHkm95ba6HuyoB",
+	"4lOxNgf5ZEauQWyCZT35dQK/zpP+9OfTny6h/KkkQ6AL7rI65Xn1NuoU2MVfUpeyCk85fzjsRm+LEKEk",
+	"KZFT3ywvBTxz5boZuoomLQfihpkPR1JrJkjzm9cXl4Tmuk26LyJyenpxsofd6QQjOqdCYdFav1w5Yj3h",
+	"A7HJCW4ZzbGdou2kap3Yrv09dJezYcOBCCtLIW3d4R4XAMWkCbHDeoBi1GgKaJkIhswXFpbWAhFHJHbj",
+	"WgG/BxWsINwZS58pi1ODtbS29emzIMdODcRYZlZPpB4sxXrlp+h3ga5OFvnezf7YlrrYkjF2n7B8qpXn",
+	"ydjQFV1tuBnPitGp1mYF6tirp4jgHlTpySGJg7ve+o4tYkynNjd3uet+m7wXK9r8R1j2axYiZJnyIsip",
+	"s5ow1kP6zEQoGAIHEs0Zmc58L/4QUKrclT8C6Gh0t1JFAJ9oIMZUjZnqE2r1enQ7RuQGnK5cs0lE+ATu",
+	"di7nROYuzoLuGqzC5OA7KbxWRRFondvKusjAD2s0Opnb7gUcKth91Wwxf8hVNzc13rPpmYgz6uwJkLNw",
+	"D2epGcRIZ6SaUsHVnk9JHIjKTruj9vVvaO7Y+JLZ+3dFlW2loByrpUmTCywnj2xfAyhvrJaw77WJDaL7",
+	"PPmNMfS6vHlAb+VB3qpTPJwvsU5nhm++XKhqV5UQJ1pJRvSJnSVWSEVA+HTZI/gYRCqPs1uo1kfLuFEF",
+	"sO4WA9Oug4NQlx5L/tDISUf9AGlUAvX8ZQfv4RuczSpV104WaGP5XjwFCJ8ChKt0OtSzKjodCCrv+nim",
+	"UB8CUQ+ADI/1kU2DBp5fRq+7oLmCpP5hzlhLs3sdJLSTavZ7uYAMojTupxh/gqgd6HU28b02tGbT0Fzq",
+	"OuavrfCikCaYowOhLBARR19Tn8RXOmdMWyXryvwjL4qr9upCeS4xKm4PxJsi8JTPhCqlPOziXqGp8618",
+	"3rSrx/pWfNb5UadD3pBTOuVaZuTkjtXnnHd3cH+kqVvjf7YHxKfXCDZ/ShZ7ci/8O2WopWnIsYF/L7sW",
+	"dktV2y9aXtbnq4XeAWNBGQOZjhRprin92jteRjT2PbbG9I4NhOHnAMnC0jJPrjTazB06iG+52SZv0N0f",
+	"Yi4XSRW2dCfRM5plC4ImU1rvPDdfWbZhBvsCzL2eQNxPOIPOpwp+vYK3biBo7HUK9RdPHOyJg/3pHaQT",
+	"yD8xVxRcinUMDK7iZ8m5q68xSK0LwxbwA7sosjSKQnNXVSoFU8e+I0ZJf3U8cCBqmCDZlsetbiY8ECdB",
+	"Y2WYQtBd2eIvYcflrdTYJy73xOWeuNy/Qk9D/UduYHCz2nDMNKPJUjwGBvSZBci7UB26Bg5m7GNsEh8F",
+	"TVwsKiHoQHVMCuI3RbZqrjRRU5ZhF3xwyEJ0givwm6/gYrZ4aTUbI5+Di+W4L0+c7ImTPXGyf11A29y5",
+	"oiXYinC25Wi11qZaiy24DAZbbvtCmrGSuf5fHnkuxnw6j1Msc2QtOUuggMqlZqXl54uU+L2IDHmGSFw3",
+	"Cxsxxk8sW22evHu91yYXdGQZ6C1bKKYHYmo+6ZMpVYrEgt3r01muAKyVJrfQSTDBD6IKtAnMIY48+rR5",
+	"FuKzOYJQCUkg/RCQFrUkOUBJY9IMSRhgkhIpAE9sSHNCyZxmt5DH2C7PBDrw2u7raA/7gdvkBB9DpHkI",
+	"tSmsI7CZi7nl7kU8Tc95wlASWDz3Wz5VAGiNbmHQko3MmQlf4OBWOR/LjMEr2+QH8NhCWTBNrxKZs5hQ",
+	"XO+ELqCr60AM2dwBscZQDhIXEMGAC4oJlClL6MIJQ26RI7kiyZgltxjOtxD0cr7XH4ihzDI5L+8Thl+5",
+	"LjasTuYYcea9+huwtdzvQI454Ls6eClYWQVUD4i50T8KOwz0NjUYqIfKKi3TevV9mcm6eSHtrkK9Our2",
+	"dkbuiotb2y/d6mMS1Kj0yxeYlO7vqsmaC1W/hyXQeZdWtgmIfvUaAGLEUyHQPOSt2ubTHjpcMecXWwad",
+	"u2RTRjXci4nMy00lagFPzPfTzLfXqd8CTUelHfC9c4JTO9h0aEBvrntOZ7l9jtILABAYynzS2LQ7c0wm",
+	"gRg1wjRjEgFX7XVQa75n45bx33Kr222mZOEpt5tTpZHkdpO6DB/aOCtXWEdcn8+ZYjlpApJ3RJYpqITl",
+	"UIcXVLeO+jaZj4W027Ai1zqBauj4ai0As9N8Uum+4xINOt3rTqcP/+cAjGrZkr26ZsjS/A1JUnPhzXWG",
+	"zmaNR0/bdw9fM+PejjP+Csb8/FO27HGHne51tpq3Y4xfZKfxIpbLIHwbN5i/kPPS9A879dMMlYgqQfve",
+	"PIHk7GwjOdcyslx705srAHbHHwDk5xiyB+eWv+TgMsRoBChx8AXUx9aIhj6JP1IRkyEXqSIfqShBaIFe",
+	"49CzooEwv2UkdT9331T76nykYsUB/7rq/nd7L78opGUQ+VUIlFsoKUYKLP7229lHyX9cnKkz8Xf+np8t",
+	"zl+f9d5ev7l/e312//3rk6P3H8/n7z+ezN9+fLM470r+9vRv059Oz56ffTy5f3993j3/5qx3JjqNXePF",
+	"0M2yJmZ8gsopQifDxP/sQeL/eITLt9x6ixSjedA7e4cUHLV/4wrx66MDP2BZ9WxqRHM36nQ6BVew+cqh",
+	"38qV/ODnapYBmIdLGRXutwMBfrQ2eUNtQmklbbHahD4mmt5CFVlEIKEGpJTExkFyLvpQMM0x2SYYMB5S",
+	"nrE0dpPxebUAkmcOb+lFc+iNAzqta3M/EM24CoSMKTcp1bQN46jYMkGHWGB4H4mhbYm/MYglzkXK7m1T",
+	"0L0AmQmTPUFtJSNJ6Bh68wAnDnqMECbuWAbJpUJqgNSPjFnsk0rjCAGy4LQGAsaDGjfXrSWGfot70NxD",
+	"BZapO0ifTYTVYi18oO9aPpGmczb0LZRKUfduRX18XCRnhkgEFoGADgQpjgZOC9+5G6ypmdqZcJnGZo5R",
+	"BdsllFu+uv6GZVJYb3QNYujKydXU2gebM5sqlhvjbf2WBEE0861VMfANgGzRAmQLM4d8ljEF3S6CdvEw",
+	"H8xuzwNnlM1Gh75azRCQAgEabixSw15kBg5hMoBQFxGJDcfAtDIEAyv3mn6GFORBZMkNS+QEsukEm5tB",
+	"fRrGTGSYJFef48Y1LMm6KJzZC/1pSeydJlhMZcZ1VVIpHw4t3E4A/4r4FxYBDZwzjivZXHWFLYxYCp8b",
+	"pgOJsHouiU/Nxxt/YxSHN0XHuKKNkKEh2GQuRlnQEwsrUvthl29b+OHUaLsBNvUdPYY5+oMgSGGeiVYC",
+	"Z0A9GUWtylOvqxYj14ZlILOAXbC4bDD3ec6hzmS5oqRNvrbeqJxqDzKCzYjthknBBgLdYBZTbkXfGIiH",
+	"BALAcXr3WACRTBd17iR45Wp/0r8SfQKvbznt/HouAy8s/oKlNRnmON1HguB+WkeQX4zqvgrctfitYHOV",
+	"MW0MGVAisAOwW/UOyeZfhUf2RTMjJ/y+Wgdw6kCkHds0FIicGsVmeDYo8fFoHlEJ4HppejDaqOHwqY3G",
+	"brZ9x1EPwlHtCmpGBW0C9wrOqKx4NCLfmBvVDlgfUBU0Og21jV7bFRVMmFIIUGJUBooqVLl1AKBZUjgH",
+	"Z99CT4ri0bBHl89egyp94nplqSlL+NCeatiRtIGnZIZ8NK2tQtV9v17XRK7/n4Cx+xQu/PcE25W5FR61",
+	"ZtRO1lqRybAyivhNLmfTmrbtZZ+90RIyfssszBpE5TyahTHKAG7XIoIMhNFFSTO+WcR7fWsTICxaP3h8",
+	"DOAhPg/2ZgHWme262KTg7DKq3IcrEndj72NkAqIARtlLczmdsrRP4iVEdFv7cHR01O50O238CLjP3jHM",
+	"BxHW+sjV7CpRacTyRmwXaoF07zikcUAyGqo/Vr8UCeuTVGKbSFCWSfwXTUexU2oymdCMTI1xRzX5Blho",
+	"Mx6Z/zUyN45IPJJylDH/iTHx3CBUmzHfz3Qm5W1EvpXa/Cwib6E1Lz/N5CyNyNdUaV/YdpFLLQVpxkYF",
+	"aL+W7C9GmP9X8UY3U3CHGQWi8v7SLhl14kT4epTg+EDNbPqcmSXfXFH5CgDCifkQNshWxRQJ0MZ6X65D",
+	"AZmxB+q7xVknhp4wfI29OtHi4RZWxroILD0XcefWlI6QvEAiGcqEHfCgMSzFouNtItOlEDS4uI5LUdCB",
+	"sDW0GVW6TU7IyEwH8nrAX+vTeCzkXxGflVkK3SxThZE73EAo344V/w1bJzsLaUIX5Ab0bWrfIId4D836",
+	"2uSdtYK4QivRXJGL91fXA1HwBvgCtxk2sE7jHnKRVo3sjZFc21WAK5jMM4UzXBkvulnUIlm48kynk5Qp",
+	"cavYoyWFTwgo946iVW7xPzqg3O30Dr+40xlPDs74xkgodyhelQU5tKWKvFWfd2NsoIuxcXR01Ol2bHsL",
+	"cwUa/d5Dje+bn32UPPlmfHcz+cDfnv4tN3+/u/7QPX/9Zn7+8eS389O/vdrese3pfbNr24tXT+JPLu4/",
+	"1MX9NRep01MC3WcXlYndG811pbr0xoJ4OD5sQccw/zOD3gLNQuop4PxcjJ6pvXJiVkSUzhmdgPyziLPQ",
+	"Ftg2a7WN+hRX5qoSJehUjaV2DMQYdTdUsT559xpgbpsyQIeIoR+vYBFKuaKtsMzJ6dX31kFZasuaqDvb",
+	"PDiR2WwiUIJyQVKZqH065e1J2kf3jZwTGjToA9fUR8mFL2Q9tlIaM8iCJg5F8WzxFqslYDrVQOBAe75r",
+	"bOuNSGQKEK2j3/g0Bn0R/KmIhnpmYemU2exSeGFEuYDYqNFHC+dVRMZyjkBzVAQxS65dW+jjojW21QpV",
+	"IoVg5ldKyym8GJyKzk+NR1kI+B5BKoJPpEgY7qyDqnimiGLakMUebulE2kQ2F0Egh71XNW2S3XCgCgQz",
+	"xGCHCBrx44yeKXKz0EwhVslBh7gez9XpoPtO8wmTM71nHa/KroIwka7AgoDvd9ILnlKBnlKBnlKBnlKB",
+	"nlKBnlKBnlKBtrDK7lsiXbLMGr8PChts0OgPtrLBBo1ogHICHqmLIA0aD7AHqzqWvy9pmfLmI8P+K6Bu",
+	"1rUqtx3gE3VXXoCffQQTigR0fd5mFVHdvCN3hGtnf0IQqtPosKCiCq/RhtVTO3Rct8E+p8s/GYB/sAH4",
+	"BjXWRznLwSG2OrXp3HztU5s6YZWgBwPiZhpFX52lcHpUynoC0wT9c+XOweDYtI5zdBfBwM+US8KYc3GM",
+	"/j7rR2STqV64fI6lTiSErOhFAkNg2xEAJCwyQfasUVHYcX69zxT6S8241suNZY5Q/nMczhjxLe0MnYc6",
+	"DlTVGN3MZZRqrqoo1Rzbh6B9ALlaTWo7u7jSm5ZHrVbou9aurnMmOESBqzsJ5U3OZDvqdPrODsNkJhxl",
+	"Gf5cFVkvdgML6HPb7DkzVKELRMCSrDbb5uDL0UqFFxUYnUgjCNNp/sSaf1na12bRWBd0lyXYbcyxwR9X",
+	"GroIqRHGERJg7DLNOsITLiODugrWPhzlNJdy2JLDlvvRh8u3FlDTkrZHmqyU0gLLHUHcx+4Nz8HlbTET",
+	"nXfdzRzSYxS0LsSypIGAlCgFB4caz6sOSelCRaWaJNvPCrAmIWPLKAjfvCkS9/7qBdD/ijFm5YgrD2p0",
+	"3TzQFMereia0BHh1d5kXFnbR28ZECpuwBe2368EXw4xAP5dSApt9eZsYzgMg6UWCEFjPczTTWTYMmQ86",
+	"MWxDIeAtsMFmD8sYogo4mgMRdV3LwmUXIPrHFuO02usswCkNjlppCvigeswWgFXjwzgkTvPF5UxYNFef",
+	"rsWVT0KyZXtVGP/+ErYm804obAAA7ACTsyb0Ftse2RzGyOXtGXqyK/Cbs+Gc7IlwhOKsnFeZ29GJxLMb",
+	"iGI3QMulga/YFgU6PtM2r3W9i2xbIsg1rILKqYGYU679JcEFQ4IYFOhx3UcfEDc3RtUGdOCZPzyFCoRr",
+	"Jay0dSwBgwR2y093zdTZOgxwHu7Ul8pcqkC6PSLvqKjMW4vuvyFrLHQe9Rvf04ynUP3nZJ+ZnJFyviNF",
+	"tZn6wXXnZdksNj8vNxOoPnMIDdiPgmfEbPJ+6BtiKDA44bNyf466L77nbB58XrT3qH5oZq8a/YPwsysm",
+	"0uB35WmrRr9nvwibgpjfP0TgckT7uX/Q3bVnOwjS98NTFKMffCf5/v4+5A2MpdL9l52XnX0rafcT9c+D",
+	"X3vvht+/lH87vPnu/kd9+duLHyYXFEdzyGVQI1LyvvUbXp1a2yw+atzxqblgRZlnCdu22+l3ev1ut314",
+	"9Pwnc5uQnzf6Q5opFiGDSR9zpx97M9d1Ty8r16Q5D0SQDVKsEyF7T8CGT3ljf/68MbgQS/aojSBu24gK",
+	"9bstwSbwxxEpOgUZlUXmRp+LiE1lsXHOkokIKqyaTVhOJjOloTVBYvP/J/3gh1b1CWxnGzKa51Iz1NSh",
+	"fxT2KrAp/ZC5JUXCXDeB4Hmb9q5pHripORaZDLngamwMOgWGvMwyloeQDcQhNhidcwJJ8MbI23MlSSrI",
+	"/7f9AIp+BGTEdJtcyCwrcC2MeByIUm7IQs7ISGI1E8V4XxOzivoYE4bdwb01xtje8TJ2RTanC0C6NzaM",
+	"a48FtTVTvbB4EYyKovGSYHOyMNMLShnAODxAs4rcLFz8eBXCAz65Kfp3Up6sXRDHFhLHrshES1sJVbdg",
+	"3NdVwSa65Gz/RPgFcGRbswfI0Vgdi+nKfB3f3GL7+Jt/oub19kBc9lLkosttYhNQsM+oSBU0UUO6B4KW",
+	"WeoaSHTJOf8KOrzahTSRRIqAgRTM9jQg8Ziqc4AWMYptH9IRjC0LZxGeHlLCjrlUGEoIAgubsqk+OXvJ",
+	"sTSjDNmleT2llER04v7Tuv3qtnva+8c/jl6+n75k33Xu9cfRrz9tbzXAoW1OHMKZPXmLv7zkxJ2u9RVf",
+	"GvL27BoZUSApLVurl5P7v9uuNg8rJeZ74QRBObfadVYoZINrspMx670CZtdc5sAQvi4z4BFD/tv41Mvi",
+	"ykScDSqGEp6qCX33G2EK4A7dMvzzK8xQlyqE73jAs4BKOTcd/4E5IbBUzPH4NkIbjGA8sq0m/OKFe+Aa",
+	"+ZIv2tueGfzAbsZS3uL5rGq3gSLtP8zM+A/nHN8w6FLG7MVb4hgbVCF/7s8U4SkTmg85y0kz6JQFsh0a",
+	"Bc2RiFo8jV2wx7aZ4kxV8lm2JGsQ3FMKLa9D3QWyWsrerRXq1PPNqcdlrmlXsdq+eIsZ8lm2XIlijQz4",
+	"papmUXKRZDMoE4k9mLkUTLUH4oolObMqLaryCMC+So/9wc3xU1lpsdiff9/aQVfLaoKKOGh5B6plsB1b",
+	"MrNXrxorHDrLE5l5L5Tq7+/DOtoBl3bxkxRS2OoW1+lddw/LvsBwca6BGfQYKS/RHuAj1/hyxRq7nevO",
+	"y3631z88bB91XyyvUWZpa906f9mV4a/S/65Xk3X7Sa/bjTu7O7Ya6aS0vwGX9tcc+HRtqB8L8RShpUEg",
+	"8CK9VgemIITr41mexeDPIDfMWLIym2lGYkdg8UA0pxnlAj8yn1RrzHwXO5plcq4I13vYQyhAwnCh6oOB",
+	"KK0NTMRiTkXBnpC64Io2s8D1M3RhQghWhcMZyuQjaBkRK+CgcUTUWM4FWsBgZRaAlhDAruOoyBrsZv+h",
+	"kaZVrHUHTrctJlK45i8aM/pEoQLn2ug35mPFkn+eD7/7+6v85Tff/fhrfj3/+OHi9cuztxc/ncneW/qW",
+	"Xs27w9nBzbvfPvzJxdFuTPoqmPcqZh2uLSpaH7n7gdv4VCr+5PL/kgIOXf7ROnvkyrnhHUiRFwb1cq9e",
+	"N9//vXyXH9b1NTqn+S3myJREpBc3fcK9B7zwNk9kjpkPmC2UWfBjTPkYiEyKEeRhQkGPlnOa2wQqPuHg",
+	"RzmoCLs2eW0miNkxFqi/NCMj3ADoRq0WVbjGzyqqSsz9sD6cUto4qP7CXktPMcenFptreUF9V6CysrpS",
+	"4d2Jtq9KDKHoDORAAMtEfWWsbd+JucobnpmPcql1xvpel40n9P61d2dcsPwKKtRi30Gb0IHAqrWI0CSX",
+	"Svk+6rbHs40gtskPY6pBJ7UIAfCqCPgCOlutyjqmaiAmWKRCBaFkyObB+1zF3mHoeLWBQZXJOZgAKcvo",
+	"wsYbLabgQBR+mePgrc9UpYhPmnce9l6ZrTrqHNh4DSANgHYRsgUtZR3HQuXpz6Bc159fo9/rbK2QfQgX",
+	"8yfWmlcv9Yvrxb0/u14sZxqJ999DJX5Km3mSm41TKP+ryM2iNlt9ku68XwiDtTk1lXfbpxZeHpX93X0y",
+	"H/NkjApwZP+wP41sqXshdmyRbgJIp64uQSSLqICzRd0bkCM9qo0dD9LoZ6w9EBePgMXZ4GQvGOnGvBEn",
+	"mD8FxqXzp4VxgS4lnx23xVEPAk3iH5DGav+9UggetQ+7PSNfHCFuKbpedj9ffDVqWDo9V43+wctiL1wq",
+	"a6/TMWfk19XdvK5Ou3vYefS6EGKx4fVID9Ng+NaXWXe3hzkqlvxXHxdGWKpbdNQ5qIPKGacA+X42P//4",
+	"oz6/fqPPP3794fz17fPz306en78+mZ1f/33+A98JLsduqJ3o5twXR5tPQe9/y7AK9hlaFlRf0ODcXeTu",
+	"/17c84f9nNm/oLjzk+dTKx78fmgJeNvW21QfbQ+Y0OcLuK8KZv19xmZMFTgzTrxDLzo/bSHnRp+wFjSo",
+	"8ppqRprUIeYWJ27M2IHAHFigCJ0vXJUT/gixxRFwzzHNTCq9h1Eo9N8VtaE+8aE9ECe1bjySUCEkxNf8",
+	"aWLScROLNetbXtpffjnX3qPl8os/WMSukS3dTr8bVuV42/aCidRC3ewmG1bZkW4HIvKrIdIn1+eT63M3",
+	"E+4KOG3AmgzT/TS7DdokLD6PpNiaJ4fSA6LsJd6HCcNQTe+S4F0qmA/4D4RMoIgUOhfEPysuEmZrovdi",
+	"w9qZbRcCZcMFC7WFEFi7QZrYkMAxbVtobFi3r/mQOYxA53RBbMAG/KjI7DWmpWFZRA2Hj4iSiEpXymwL",
+	"nLQpS2dT2BxXTg81rQh6CoBhilmYgQWkOSDvINw27Bwylj5TvnmDSINkW6wtuVnY+byG/iTU1U20yUnR",
+	"7Hml9DHkURY9BCHFzRc4mRDqFcCbbexuIKhrhjCWWeoiYhj8GZp7a8eMCIKrg38c0wrjY/cKNZa5Zrkd",
+	"Se1FAwFdfST2sLG/wmIZKGXLmNm1wuNtJ+Wg4mo9EJypgZgiwzeT6r2KawDp+ij80WMOTgWaZxwglG3F",
+	"vye0PduCYi7zWweioMaI/Mz0nDGf7KKss90uxLrayzmBci6CmUYDOB4sw3ejPFvZBXvxZ3CcwwVdjywF",
+	"l7di95V+8rA9pppZ9pf0reMlbPQPe9E2S3u0d/yzb8mq8tFv5RwRIgsyI8bof1JVnlzc/65pIqgtWQnk",
+	"y5A+h9bkMsq+qNZk26nXhpavNBUpzVPiJl/J0kLhhc22AH/GlUgapcGmNRbNjsCN3TskYznLXcC5rKOx",
+	"qnlq0ynnciDMm6me5QhO7/Uc/3FMmmpKE9ZSzGyFZimJ77pRTJgA9Smyc5jbuT9TA4GY8F4yWl0poYKo",
+	"OYeeKrLylI/L5ewjS2yKjFvEsbPijZoQYRy7+tI2uZSa4oOGQmBAqOaVigW7I2yvMXxuIIrSWg9XW2lV",
+	"j9C1+HsXxTC7o0g8ZFkmW8tbFg2E0ZLMhAowf58124x9OoAT/24XWi18aIWLAL5zoU8k4j/cS+DCCjif",
+	"N/dTnjO1KSBcyen8e+9++tMPR50Pve8/JpPvOx8mrzo//uMy++nNq9mPve+/uplcvv/pHz9lye3X4scf",
+	"stmjZfLO8WWc5wqPANDfv1d65ZNP4E+WDgVXuiasWyKrTxN3min9r3ERUGLeVS4krWZVgQ+gznFAMxB1",
+	"Qs77WFmKsomlUWGXRdZox+5omRyNGELok0D5XURewilgUwBAb2vMhRyInNGsgFmJA0CzuGP/04L/emH+",
+	"66X70/3H9TW1NQUWzcFZ9EF9LrHuCaO7B+Z6edlLaadrfMSKifSa+bj0n8lF3NndRdzb1UX88s/uIgbq",
+	"f/ITP8mEz+EnLljpCva/9h04JsvvVlf1ei3U/AxxHLkiqUxmEyb0MYkn9JaRfCZiB4YtBTNqsq0L6/Ze",
+	"tDvtTrsLqF9tn+e3D4zFzri+Ws16OmkaNFz3AUeP+rMcvDyngo7QeYcNZ4cFzmQwgmEMNU+fpCg3aJ6M",
+	"OSQh+w7AIaJp08g46ptH2sJlO/RFgVu2/IJLBoC+c6hp8xIm5a5Piu8dQrSUmZ3+xEGdmV1OboN3nViU",
+	"1BVRXJT9ywCnPnehZmcselvNiKWyDGdrg8isOSJPhnV7QFNrhNYDShS9imFPKIjKYGxbmG5o6L4VlmLb",
+	"eSBCwUrk4yuLzAMgsdXIhA6K2Y0mcgx6Q+/+ntDkVsh5xtKR7dVyIhYgjweCZYqRZs5SnkNbFS0ltL2z",
+	"HUgsFn/3iCC6LbH9V8wrsQs7eMyt2qIH4oioiByRCRcROejg//bI2Hw2jki3Q8ZApfCP5v/7//Q65H8n",
+	"H7nWLD9eTs4+7L3aP+ocgME5lkLOcpZa2GfvG1CaTffaJD7sdsg3UrDYaiLLvol6LzQoKKfh7n9KN+IA",
+	"FaOes7of73v57kApdrTerANvBxdyhV8UNGGk+EPIpE88mhfcEX/XInLx/uoaQy5LWv2Hy7erePnD/x8A",
+	"AP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -121,6 +121,27 @@ func (e DeliveryStatus) Valid() bool {
 	}
 }
 
+// Defines values for DuplicateGroupBy.
+const (
+	DuplicateGroupByEmail          DuplicateGroupBy = "email"
+	DuplicateGroupByNameAndAddress DuplicateGroupBy = "nameAndAddress"
+	DuplicateGroupByPhone          DuplicateGroupBy = "phone"
+)
+
+// Valid indicates whether the value is a known member of the DuplicateGroupBy enum.
+func (e DuplicateGroupBy) Valid() bool {
+	switch e {
+	case DuplicateGroupByEmail:
+		return true
+	case DuplicateGroupByNameAndAddress:
+		return true
+	case DuplicateGroupByPhone:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EmailStatus.
 const (
 	EmailStatusInvalid EmailStatus = "Invalid"
@@ -427,6 +448,27 @@ func (e ListContactsParamsSort) Valid() bool {
 	case CreatedAt:
 		return true
 	case UpdatedAt:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FindDuplicateContactsParamsBy.
+const (
+	FindDuplicateContactsParamsByEmail          FindDuplicateContactsParamsBy = "email"
+	FindDuplicateContactsParamsByNameAndAddress FindDuplicateContactsParamsBy = "nameAndAddress"
+	FindDuplicateContactsParamsByPhone          FindDuplicateContactsParamsBy = "phone"
+)
+
+// Valid indicates whether the value is a known member of the FindDuplicateContactsParamsBy enum.
+func (e FindDuplicateContactsParamsBy) Valid() bool {
+	switch e {
+	case FindDuplicateContactsParamsByEmail:
+		return true
+	case FindDuplicateContactsParamsByNameAndAddress:
+		return true
+	case FindDuplicateContactsParamsByPhone:
 		return true
 	default:
 		return false
@@ -885,6 +927,34 @@ type DeliveryAttempt struct {
 type DeliveryAttemptList struct {
 	// Attempts Attempts, newest first.
 	Attempts []DeliveryAttempt `json:"attempts"`
+
+	// NextCursor Pass as `cursor` for the next page; absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
+// DuplicateGroup Contacts that one rule says are likely the same person.
+type DuplicateGroup struct {
+	// By The rule that matched them.
+	By DuplicateGroupBy `json:"by"`
+
+	// ContactIds The contacts (at most 100, oldest ids first).
+	ContactIds []string `json:"contactIds"`
+
+	// Match What they share, as the rule compares it: the phone's digits, the email as the
+	// provider reads it, or the name and the standardised address joined by ` @ `.
+	Match string `json:"match"`
+
+	// Size How many contacts share it.
+	Size int `json:"size"`
+}
+
+// DuplicateGroupBy The rule that matched them.
+type DuplicateGroupBy string
+
+// DuplicateList A page of likely duplicates.
+type DuplicateList struct {
+	// Groups The page's groups, by rule and then by the matched value.
+	Groups []DuplicateGroup `json:"groups"`
 
 	// NextCursor Pass as `cursor` for the next page; absent on the last page.
 	NextCursor *string `json:"nextCursor,omitempty"`
@@ -1693,6 +1763,21 @@ type BatchContactsParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// FindDuplicateContactsParams defines parameters for FindDuplicateContacts.
+type FindDuplicateContactsParams struct {
+	// By Only this rule's groups.
+	By *FindDuplicateContactsParamsBy `form:"by,omitempty" json:"by,omitempty"`
+
+	// Limit Groups per page.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// FindDuplicateContactsParamsBy defines parameters for FindDuplicateContacts.
+type FindDuplicateContactsParamsBy string
+
 // ExportContactsParams defines parameters for ExportContacts.
 type ExportContactsParams struct {
 	// Tag Only contacts that have every one of these tags (case-insensitive). Repeat for more.
@@ -2289,6 +2374,29 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /public/v1/contacts/batch (the `BatchContacts` operationId).
 	BatchContacts(ctx context.Context, params *BatchContactsParams, body BatchContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FindDuplicateContacts Find likely duplicates
+	//
+	// Groups of the account's contacts that are likely the same person, each found by one
+	// rule (`by`):
+	//
+	// - `phone`: the same phone, compared by its digits (a leading US `1` before ten more
+	//   dropped: `+1 (555) 010-2030` and `555.010.2030` match);
+	// - `email`: emails that differ only where the provider ignores the difference: dots and
+	//   a `+tag` in the local part at Gmail (`gmail.com`, `googlemail.com`), a `+tag` at
+	//   Outlook, Hotmail, Live, iCloud, Fastmail and Proton (`Jane.Doe+news@gmail.com` and
+	//   `janedoe@googlemail.com` match);
+	// - `nameAndAddress`: the same name (trimmed, case-insensitive) and the same active
+	//   address (compared as `DuplicateProperty` does).
+	//
+	// Without `by`, the three rules in that order. Groups are keyset-paged by the rule and
+	// the matched value: pass `nextCursor` back as `cursor` for the next page; it is absent
+	// on the last. A group lists at most 100 of its contacts (oldest ids first) and its
+	// `size`. A contact may be in a group of each rule. Nothing is merged: `POST
+	// /contacts/merge` does that.
+	//
+	// Corresponds with GET /public/v1/contacts/duplicates (the `FindDuplicateContacts` operationId).
+	FindDuplicateContacts(ctx context.Context, params *FindDuplicateContactsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ExportContacts Export contacts
 	//
@@ -3086,6 +3194,39 @@ func (c *Client) BatchContactsWithBody(ctx context.Context, params *BatchContact
 // Corresponds with POST /public/v1/contacts/batch (the `BatchContacts` operationId).
 func (c *Client) BatchContacts(ctx context.Context, params *BatchContactsParams, body BatchContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewBatchContactsRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FindDuplicateContacts Find likely duplicates
+//
+// Groups of the account's contacts that are likely the same person, each found by one
+// rule (`by`):
+//
+//   - `phone`: the same phone, compared by its digits (a leading US `1` before ten more
+//     dropped: `+1 (555) 010-2030` and `555.010.2030` match);
+//   - `email`: emails that differ only where the provider ignores the difference: dots and
+//     a `+tag` in the local part at Gmail (`gmail.com`, `googlemail.com`), a `+tag` at
+//     Outlook, Hotmail, Live, iCloud, Fastmail and Proton (`Jane.Doe+news@gmail.com` and
+//     `janedoe@googlemail.com` match);
+//   - `nameAndAddress`: the same name (trimmed, case-insensitive) and the same active
+//     address (compared as `DuplicateProperty` does).
+//
+// Without `by`, the three rules in that order. Groups are keyset-paged by the rule and
+// the matched value: pass `nextCursor` back as `cursor` for the next page; it is absent
+// on the last. A group lists at most 100 of its contacts (oldest ids first) and its
+// `size`. A contact may be in a group of each rule. Nothing is merged: `POST
+// /contacts/merge` does that.
+//
+// Corresponds with GET /public/v1/contacts/duplicates (the `FindDuplicateContacts` operationId).
+func (c *Client) FindDuplicateContacts(ctx context.Context, params *FindDuplicateContactsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFindDuplicateContactsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4429,6 +4570,84 @@ func NewBatchContactsRequestWithBody(server string, params *BatchContactsParams,
 	return req, nil
 }
 
+// NewFindDuplicateContactsRequest constructs an http.Request for the FindDuplicateContacts method
+func NewFindDuplicateContactsRequest(server string, params *FindDuplicateContactsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/public/v1/contacts/duplicates")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.By != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "by", *params.By, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewExportContactsRequest constructs an http.Request for the ExportContacts method
 func NewExportContactsRequest(server string, params *ExportContactsParams) (*http.Request, error) {
 	var err error
@@ -5620,6 +5839,31 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /public/v1/contacts/batch (the `BatchContacts` operationId).
 	BatchContactsWithResponse(ctx context.Context, params *BatchContactsParams, body BatchContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*BatchContactsResponse, error)
+
+	// FindDuplicateContactsWithResponse Find likely duplicates
+	//
+	// Groups of the account's contacts that are likely the same person, each found by one
+	// rule (`by`):
+	//
+	// - `phone`: the same phone, compared by its digits (a leading US `1` before ten more
+	//   dropped: `+1 (555) 010-2030` and `555.010.2030` match);
+	// - `email`: emails that differ only where the provider ignores the difference: dots and
+	//   a `+tag` in the local part at Gmail (`gmail.com`, `googlemail.com`), a `+tag` at
+	//   Outlook, Hotmail, Live, iCloud, Fastmail and Proton (`Jane.Doe+news@gmail.com` and
+	//   `janedoe@googlemail.com` match);
+	// - `nameAndAddress`: the same name (trimmed, case-insensitive) and the same active
+	//   address (compared as `DuplicateProperty` does).
+	//
+	// Without `by`, the three rules in that order. Groups are keyset-paged by the rule and
+	// the matched value: pass `nextCursor` back as `cursor` for the next page; it is absent
+	// on the last. A group lists at most 100 of its contacts (oldest ids first) and its
+	// `size`. A contact may be in a group of each rule. Nothing is merged: `POST
+	// /contacts/merge` does that.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /public/v1/contacts/duplicates (the `FindDuplicateContacts` operationId).
+	FindDuplicateContactsWithResponse(ctx context.Context, params *FindDuplicateContactsParams, reqEditors ...RequestEditorFn) (*FindDuplicateContactsResponse, error)
 
 	// ExportContactsWithResponse Export contacts
 	//
@@ -7515,6 +7759,101 @@ func (r BatchContactsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r BatchContactsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FindDuplicateContactsResponse429Headers the declared response headers of an HTTP 429 response for FindDuplicateContacts
+type FindDuplicateContactsResponse429Headers struct {
+	RateLimitReset         *int
+	RetryAfter             *int
+	XRateLimitLimit10      *int
+	XRateLimitLimitDay     *int
+	XRateLimitRemaining10  *int
+	XRateLimitRemainingDay *int
+}
+
+type FindDuplicateContactsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DuplicateList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FindDuplicateContactsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FindDuplicateContactsResponse) GetJSON200() *DuplicateList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r FindDuplicateContactsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FindDuplicateContactsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r FindDuplicateContactsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FindDuplicateContactsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r FindDuplicateContactsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FindDuplicateContactsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FindDuplicateContactsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FindDuplicateContactsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FindDuplicateContactsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FindDuplicateContactsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9445,6 +9784,37 @@ func (c *ClientWithResponses) BatchContactsWithResponse(ctx context.Context, par
 		return nil, err
 	}
 	return ParseBatchContactsResponse(rsp)
+}
+
+// FindDuplicateContactsWithResponse Find likely duplicates
+//
+// Groups of the account's contacts that are likely the same person, each found by one
+// rule (`by`):
+//
+//   - `phone`: the same phone, compared by its digits (a leading US `1` before ten more
+//     dropped: `+1 (555) 010-2030` and `555.010.2030` match);
+//   - `email`: emails that differ only where the provider ignores the difference: dots and
+//     a `+tag` in the local part at Gmail (`gmail.com`, `googlemail.com`), a `+tag` at
+//     Outlook, Hotmail, Live, iCloud, Fastmail and Proton (`Jane.Doe+news@gmail.com` and
+//     `janedoe@googlemail.com` match);
+//   - `nameAndAddress`: the same name (trimmed, case-insensitive) and the same active
+//     address (compared as `DuplicateProperty` does).
+//
+// Without `by`, the three rules in that order. Groups are keyset-paged by the rule and
+// the matched value: pass `nextCursor` back as `cursor` for the next page; it is absent
+// on the last. A group lists at most 100 of its contacts (oldest ids first) and its
+// `size`. A contact may be in a group of each rule. Nothing is merged: `POST
+// /contacts/merge` does that.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /public/v1/contacts/duplicates (the `FindDuplicateContacts` operationId).
+func (c *ClientWithResponses) FindDuplicateContactsWithResponse(ctx context.Context, params *FindDuplicateContactsParams, reqEditors ...RequestEditorFn) (*FindDuplicateContactsResponse, error) {
+	rsp, err := c.FindDuplicateContacts(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFindDuplicateContactsResponse(rsp)
 }
 
 // ExportContactsWithResponse Export contacts
@@ -11667,6 +12037,122 @@ func ParseBatchContactsResponse(rsp *http.Response) (*BatchContactsResponse, err
 	switch {
 	case rsp.StatusCode == 429:
 		var headers BatchContactsResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimitDay = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemainingDay = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFindDuplicateContactsResponse parses an HTTP response from a FindDuplicateContactsWithResponse call
+func ParseFindDuplicateContactsResponse(rsp *http.Response) (*FindDuplicateContactsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FindDuplicateContactsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DuplicateList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers FindDuplicateContactsResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

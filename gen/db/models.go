@@ -100,6 +100,8 @@ type Contact struct {
 	LastAiHandoffAt      *time.Time
 	TagKeys              []string
 	NameKeys             interface{}
+	PhoneKey             *string
+	EmailCanon           *string
 }
 
 type ContactMerge struct {

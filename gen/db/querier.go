@@ -82,6 +82,8 @@ type Querier interface {
 	ContactMergedInto(ctx context.Context, arg ContactMergedIntoParams) (uuid.UUID, error)
 	// The duplicates merged into a contact, for an erasure of it.
 	ContactMergesOf(ctx context.Context, arg ContactMergesOfParams) ([]ContactMergesOfRow, error)
+	// The trimmed, lower-case names of some of the account's contacts ("" when none).
+	ContactNames(ctx context.Context, arg ContactNamesParams) ([]ContactNamesRow, error)
 	// Another contact of the account that has this email key, for PATCH's duplicate check.
 	ContactOtherWithEmail(ctx context.Context, arg ContactOtherWithEmailParams) (uuid.UUID, error)
 	// Rewrites the contact's copy of its active properties from properties, after a change to
@@ -150,6 +152,11 @@ type Querier interface {
 	// days on, is refreshed when older than @refresh_before (a minute).
 	DeliveryRecordSuccess(ctx context.Context, arg DeliveryRecordSuccessParams) error
 	DeliveryRequeue(ctx context.Context, arg DeliveryRequeueParams) error
+	// Groups of the account's contacts whose emails the provider reads as one, after @after.
+	DuplicatesByEmail(ctx context.Context, arg DuplicatesByEmailParams) ([]DuplicatesByEmailRow, error)
+	// Groups of the account's contacts with the same phone digits, after @after: an index-only
+	// walk of contacts_phone_key that stops at the page's last group.
+	DuplicatesByPhone(ctx context.Context, arg DuplicatesByPhoneParams) ([]DuplicatesByPhoneRow, error)
 	// Ends the caller's hold on a contact (its lease, or the due time it locked), applying the
 	// email verdict (empty: none). No row when the hold is no longer the caller's: the email
 	// changed (making the contact due again) or the lease ran out.
@@ -259,6 +266,9 @@ type Querier interface {
 	SandboxReset(ctx context.Context, sandboxID uuid.UUID) error
 	// The ids of the keys the stored secrets are sealed under (package seal's "v1.<id>.<...>").
 	SecretKeyIDs(ctx context.Context) ([]string, error)
+	// The account's active addresses from @from_address on that more than one contact has, with those
+	// contacts: an index-only walk of properties_active_address that stops at the page's last.
+	SharedAddresses(ctx context.Context, arg SharedAddressesParams) ([]SharedAddressesRow, error)
 	SubscriptionCountLive(ctx context.Context, arg SubscriptionCountLiveParams) (int64, error)
 	// The event types the account has live subscriptions to (webhook.Subscribers' cache).
 	SubscriptionEventTypesLive(ctx context.Context, accountID uuid.UUID) ([]string, error)

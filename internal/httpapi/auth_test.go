@@ -42,6 +42,7 @@ var operations = []struct {
 	{"GET", "/public/v1/contacts", "contacts:read", nil},
 	{"GET", "/public/v1/contacts/export", "contacts:read", nil},
 	{"POST", "/public/v1/contacts/batch", "contacts:write", map[string]any{"contacts": []any{map[string]any{"email": "x@example.com"}}}},
+	{"GET", "/public/v1/contacts/duplicates", "contacts:read", nil},
 	{"POST", "/public/v1/contacts/merge", "contacts:write", map[string]any{"primaryContactId": "01939d3c-0000-7000-8000-000000000000",
 		"duplicateContactIds": []string{"01939d3c-0000-7000-8000-000000000001"}}},
 	{"GET", "/public/v1/events", "events:read", nil},

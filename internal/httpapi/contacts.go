@@ -56,6 +56,36 @@ func (s *Server) MergeContacts(ctx context.Context, req api.MergeContactsRequest
 	return api.MergeContacts200JSONResponse{Contact: s.contactToAPI(m.Contact), MergedContactIds: ids, DryRun: in.DryRun}, nil
 }
 
+// FindDuplicateContacts implements GET /public/v1/contacts/duplicates.
+func (s *Server) FindDuplicateContacts(ctx context.Context, req api.FindDuplicateContactsRequestObject) (api.FindDuplicateContactsResponseObject, error) {
+	by, cursor, limit := "", "", 25
+	if req.Params.By != nil {
+		by = string(*req.Params.By)
+	}
+	if req.Params.Cursor != nil {
+		cursor = *req.Params.Cursor
+	}
+	if req.Params.Limit != nil {
+		limit = *req.Params.Limit
+	}
+	page, err := s.contacts.Duplicates(ctx, principal(ctx).AccountID, by, cursor, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := api.FindDuplicateContacts200JSONResponse{Groups: make([]api.DuplicateGroup, len(page.Groups))}
+	for i, g := range page.Groups {
+		ids := make([]string, len(g.ContactIDs))
+		for j, id := range g.ContactIDs {
+			ids[j] = id.String()
+		}
+		out.Groups[i] = api.DuplicateGroup{By: api.DuplicateGroupBy(g.By), Match: g.Match, Size: g.Size, ContactIds: ids}
+	}
+	if page.NextCursor != "" {
+		out.NextCursor = &page.NextCursor
+	}
+	return out, nil
+}
+
 func origin(ctx context.Context, keyName, keyPrefix string) contact.Origin {
 	cl := clientOf(ctx)
 	return contact.Origin{KeyName: keyName, KeyPrefix: keyPrefix, SourceIP: cl.ip, UserAgent: cl.userAgent}

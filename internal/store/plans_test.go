@@ -98,6 +98,12 @@ func TestDataOutQueriesUseIndexes(t *testing.T) {
 			ARRAY['t' || (n % 50), 'u' || (n % 7)], 'cs_' || n, now() - n * interval '1 second', now() - n * interval '1 second',
 			'k', 'ck_k', '127.0.0.1', 'ua', '{}', (ARRAY['Pending','Valid','Invalid'])[1 + n % 3], n % 100
 		 FROM generate_series(1, 30000) n`,
+		`UPDATE contacts SET phone = '555-01' || lpad((hashtext(email) % 9000 + 1000)::text, 4, '0') WHERE email_key LIKE '%3@example.com' AND account_id IN ($1, $2)`,
+		`INSERT INTO properties (account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,
+			city, county, state, zip, normalized, created_at)
+		 SELECT account_id, gen_random_uuid(), contact_id, 'x', '', 'x', 'x', '', 'IL', '62701',
+			(hashtext(email_key) % 20000)::text || ' main st||springfield|il|62701', now()
+		 FROM contacts WHERE account_id IN ($1, $2)`,
 		`INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
 		 SELECT CASE WHEN n % 10 = 0 THEN $2::uuid ELSE $1::uuid END, gen_random_uuid(),
 			(ARRAY['TagsAdded','TagsRemoved','ContactEnriched','FormSubmission'])[1 + n % 4], NULL, '{}',
@@ -108,7 +114,7 @@ func TestDataOutQueriesUseIndexes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := pool.Exec(ctx, `ANALYZE contacts, webhook_events`); err != nil {
+	if _, err := pool.Exec(ctx, `ANALYZE contacts, webhook_events, properties`); err != nil {
 		t.Fatal(err)
 	}
 	conn, err := pool.Acquire(ctx)
@@ -166,6 +172,15 @@ func TestDataOutQueriesUseIndexes(t *testing.T) {
 		"replay": func(q *db.Queries) {
 			q.EventsReplay(ctx, db.EventsReplayParams{AccountID: account, SubscriptionID: someone, Since: at.Add(-24 * time.Hour), Until: at, Now: at})
 		},
+		"duplicates by phone": func(q *db.Queries) {
+			q.DuplicatesByPhone(ctx, db.DuplicatesByPhoneParams{AccountID: account, After: "5550150", PageLimit: 26})
+		},
+		"duplicates by email": func(q *db.Queries) {
+			q.DuplicatesByEmail(ctx, db.DuplicatesByEmailParams{AccountID: account, PageLimit: 26})
+		},
+		"duplicates, shared addresses": func(q *db.Queries) {
+			q.SharedAddresses(ctx, db.SharedAddressesParams{AccountID: account, FromAddress: "1", PageLimit: 104})
+		},
 		"prune": func(q *db.Queries) {
 			q.EventsPrune(ctx, db.EventsPruneParams{Before: time.Now().Add(-29 * 24 * time.Hour), Batch: 5000})
 		},
@@ -173,11 +188,13 @@ func TestDataOutQueriesUseIndexes(t *testing.T) {
 	// the pages in the list's order read its index (backward: the order indexes ascend)
 	orderIndex := map[string]string{"first page": "contacts_by_created", "deep page": "contacts_by_created",
 		"page walk with two tags": "contacts_by_created", "page walk by updated, q, deep": "contacts_by_updated",
-		"export's walk with two tags, deep": "contacts_by_created"}
+		"export's walk with two tags, deep": "contacts_by_created",
+		"duplicates by phone":               "contacts_phone_key", "duplicates by email": "contacts_email_canon",
+		"duplicates, shared addresses": "properties_active_address"}
 	for name, call := range cases {
 		nodes := plan(t, conn.Conn(), call)
 		for _, n := range nodes {
-			if strings.HasPrefix(n, "Seq Scan contacts") || strings.HasPrefix(n, "Seq Scan webhook_events") {
+			if strings.HasPrefix(n, "Seq Scan contacts") || strings.HasPrefix(n, "Seq Scan webhook_events") || strings.HasPrefix(n, "Seq Scan properties") {
 				t.Errorf("%s scans a whole table: %v", name, nodes)
 			}
 		}
