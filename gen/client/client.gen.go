@@ -391,6 +391,7 @@ func (e WebhookEventDataContactDetailsUpdatedInfoChangedFields) Valid() bool {
 // Defines values for WebhookEventDataContactUnsubscribedInfoSource.
 const (
 	Activity WebhookEventDataContactUnsubscribedInfoSource = "Activity"
+	Merge    WebhookEventDataContactUnsubscribedInfoSource = "Merge"
 	Update   WebhookEventDataContactUnsubscribedInfoSource = "Update"
 )
 
@@ -398,6 +399,8 @@ const (
 func (e WebhookEventDataContactUnsubscribedInfoSource) Valid() bool {
 	switch e {
 	case Activity:
+		return true
+	case Merge:
 		return true
 	case Update:
 		return true
@@ -1365,7 +1368,8 @@ type WebhookEventData struct {
 
 	// ContactUnsubscribedInfo For `ContactUnsubscribed`.
 	ContactUnsubscribedInfo *struct {
-		// Source An `Unsubscribe` activity, or a PATCH of `recordStatus`.
+		// Source An `Unsubscribe` activity, a PATCH of `recordStatus`, or a merge with a
+		// duplicate that was `NonMarketing`.
 		Source WebhookEventDataContactUnsubscribedInfoSource `json:"source"`
 
 		// UnsubscribedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
@@ -1429,7 +1433,8 @@ type WebhookEventData struct {
 // WebhookEventDataContactDetailsUpdatedInfoChangedFields defines model for WebhookEventData.ContactDetailsUpdatedInfo.ChangedFields.
 type WebhookEventDataContactDetailsUpdatedInfoChangedFields string
 
-// WebhookEventDataContactUnsubscribedInfoSource An `Unsubscribe` activity, or a PATCH of `recordStatus`.
+// WebhookEventDataContactUnsubscribedInfoSource An `Unsubscribe` activity, a PATCH of `recordStatus`, or a merge with a
+// duplicate that was `NonMarketing`.
 type WebhookEventDataContactUnsubscribedInfoSource string
 
 // WebhookEventDataContactsMergedInfoChangedFields defines model for WebhookEventData.ContactsMergedInfo.ChangedFields.
@@ -2421,7 +2426,9 @@ type ClientInterface interface {
 	// - the primary's fields win; each of its empty ones (`name`, `phone`,
 	//   `assignedUserEmailId`, each member of `crmFields`) takes the first duplicate's value
 	//   in the order given; the primary keeps its email and `emailStatus`;
-	// - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes);
+	// - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes; a
+	//   primary that becomes `NonMarketing` also emits `ContactUnsubscribed` with source
+	//   `Merge`);
 	// - tags are united, the primary's first (at most 500: more is `400`);
 	// - engagement counters are added, each last date is the latest, and the lead score is
 	//   computed again;
@@ -2456,7 +2463,9 @@ type ClientInterface interface {
 	// - the primary's fields win; each of its empty ones (`name`, `phone`,
 	//   `assignedUserEmailId`, each member of `crmFields`) takes the first duplicate's value
 	//   in the order given; the primary keeps its email and `emailStatus`;
-	// - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes);
+	// - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes; a
+	//   primary that becomes `NonMarketing` also emits `ContactUnsubscribed` with source
+	//   `Merge`);
 	// - tags are united, the primary's first (at most 500: more is `400`);
 	// - engagement counters are added, each last date is the latest, and the lead score is
 	//   computed again;
@@ -3270,7 +3279,9 @@ func (c *Client) ExportContacts(ctx context.Context, params *ExportContactsParam
 //   - the primary's fields win; each of its empty ones (`name`, `phone`,
 //     `assignedUserEmailId`, each member of `crmFields`) takes the first duplicate's value
 //     in the order given; the primary keeps its email and `emailStatus`;
-//   - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes);
+//   - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes; a
+//     primary that becomes `NonMarketing` also emits `ContactUnsubscribed` with source
+//     `Merge`);
 //   - tags are united, the primary's first (at most 500: more is `400`);
 //   - engagement counters are added, each last date is the latest, and the lead score is
 //     computed again;
@@ -3315,7 +3326,9 @@ func (c *Client) MergeContactsWithBody(ctx context.Context, params *MergeContact
 //   - the primary's fields win; each of its empty ones (`name`, `phone`,
 //     `assignedUserEmailId`, each member of `crmFields`) takes the first duplicate's value
 //     in the order given; the primary keeps its email and `emailStatus`;
-//   - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes);
+//   - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes; a
+//     primary that becomes `NonMarketing` also emits `ContactUnsubscribed` with source
+//     `Merge`);
 //   - tags are united, the primary's first (at most 500: more is `400`);
 //   - engagement counters are added, each last date is the latest, and the lead score is
 //     computed again;
@@ -5890,7 +5903,9 @@ type ClientWithResponsesInterface interface {
 	// - the primary's fields win; each of its empty ones (`name`, `phone`,
 	//   `assignedUserEmailId`, each member of `crmFields`) takes the first duplicate's value
 	//   in the order given; the primary keeps its email and `emailStatus`;
-	// - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes);
+	// - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes; a
+	//   primary that becomes `NonMarketing` also emits `ContactUnsubscribed` with source
+	//   `Merge`);
 	// - tags are united, the primary's first (at most 500: more is `400`);
 	// - engagement counters are added, each last date is the latest, and the lead score is
 	//   computed again;
@@ -5925,7 +5940,9 @@ type ClientWithResponsesInterface interface {
 	// - the primary's fields win; each of its empty ones (`name`, `phone`,
 	//   `assignedUserEmailId`, each member of `crmFields`) takes the first duplicate's value
 	//   in the order given; the primary keeps its email and `emailStatus`;
-	// - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes);
+	// - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes; a
+	//   primary that becomes `NonMarketing` also emits `ContactUnsubscribed` with source
+	//   `Merge`);
 	// - tags are united, the primary's first (at most 500: more is `400`);
 	// - engagement counters are added, each last date is the latest, and the lead score is
 	//   computed again;
@@ -9848,7 +9865,9 @@ func (c *ClientWithResponses) ExportContactsWithResponse(ctx context.Context, pa
 //   - the primary's fields win; each of its empty ones (`name`, `phone`,
 //     `assignedUserEmailId`, each member of `crmFields`) takes the first duplicate's value
 //     in the order given; the primary keeps its email and `emailStatus`;
-//   - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes);
+//   - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes; a
+//     primary that becomes `NonMarketing` also emits `ContactUnsubscribed` with source
+//     `Merge`);
 //   - tags are united, the primary's first (at most 500: more is `400`);
 //   - engagement counters are added, each last date is the latest, and the lead score is
 //     computed again;
@@ -9889,7 +9908,9 @@ func (c *ClientWithResponses) MergeContactsWithBodyWithResponse(ctx context.Cont
 //   - the primary's fields win; each of its empty ones (`name`, `phone`,
 //     `assignedUserEmailId`, each member of `crmFields`) takes the first duplicate's value
 //     in the order given; the primary keeps its email and `emailStatus`;
-//   - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes);
+//   - `recordStatus` is `NonMarketing` if any of them is (a merge never re-subscribes; a
+//     primary that becomes `NonMarketing` also emits `ContactUnsubscribed` with source
+//     `Merge`);
 //   - tags are united, the primary's first (at most 500: more is `400`);
 //   - engagement counters are added, each last date is the latest, and the lead score is
 //     computed again;

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/apitime"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/webhook"
@@ -225,7 +226,8 @@ func (s *Service) writeMerged(ctx context.Context, tx store.Tx, prev, next db.Co
 	return err
 }
 
-// emitMerged emits the merge's one event, about the primary.
+// emitMerged emits the merge's ContactsMerged about the primary, and ContactUnsubscribed when
+// the merge made it NonMarketing.
 func (s *Service) emitMerged(ctx context.Context, tx store.Tx, prev, next db.ContactRow, dups []uuid.UUID, tags tagChange, now time.Time) error {
 	changed := changedFields(prev, next)
 	ids := make([]string, len(dups))
@@ -239,10 +241,18 @@ func (s *Service) emitMerged(ctx context.Context, tx store.Tx, prev, next db.Con
 	if changed == nil {
 		changed = []string{}
 	}
-	return s.events.Emit(ctx, tx, next.AccountID, webhook.Event{Type: webhook.ContactsMerged, ContactID: next.ContactID,
-		Contact: contactInfo(next.ContactID, next.Email, next.AssignedUserEmailID), At: now,
-		Info: webhook.ContactsMergedInfo{MergedContactIDs: ids, ChangedFields: changed,
-			Previous: details(prev, changed), Current: details(next, changed), TagsAdded: added}})
+	info := contactInfo(next.ContactID, next.Email, next.AssignedUserEmailID)
+	if err := s.events.Emit(ctx, tx, next.AccountID, webhook.Event{Type: webhook.ContactsMerged, ContactID: next.ContactID,
+		Contact: info, At: now, Info: webhook.ContactsMergedInfo{MergedContactIDs: ids, ChangedFields: changed,
+			Previous: details(prev, changed), Current: details(next, changed), TagsAdded: added}}); err != nil {
+		return err
+	}
+	if prev.RecordStatus == RecordNonMarketing || next.RecordStatus != RecordNonMarketing {
+		return nil
+	}
+	// a receiver that stops marketing on ContactUnsubscribed must hear of the primary too
+	return s.events.Emit(ctx, tx, next.AccountID, webhook.Event{Type: webhook.ContactUnsubscribed, ContactID: next.ContactID,
+		Contact: info, At: now, Info: webhook.ContactUnsubscribedInfo{UnsubscribedAt: apitime.From(now), Source: webhook.UnsubscribedByMerge}})
 }
 
 // MergedInto is the contact a merged duplicate's id answers for; ErrNotFound when the id is

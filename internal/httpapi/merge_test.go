@@ -99,6 +99,11 @@ func TestMergeContacts(t *testing.T) {
 	if got := countRows(t, a, "SELECT count(*) FROM webhook_events WHERE account_id = $1 AND event_type = 'ContactsMerged'", account); got != 1 {
 		t.Errorf("%d ContactsMerged events, want 1", got)
 	}
+	// the primary became NonMarketing: receivers of ContactUnsubscribed hear of it
+	if got := countRows(t, a, `SELECT count(*) FROM webhook_events WHERE account_id = $1 AND contact_id = $2
+		AND event_type = 'ContactUnsubscribed' AND payload->'data'->'contactUnsubscribedInfo'->>'source' = 'Merge'`, account, primary.ContactId); got != 1 {
+		t.Errorf("%d ContactUnsubscribed (Merge) events about the primary, want 1", got)
+	}
 
 	// a duplicate's id answers for the primary: GET with a hint, anything else a 404 naming it
 	if c := getContact(t, a, key, dup1.ContactId); c.ContactId != primary.ContactId || c.MergedInto == nil || *c.MergedInto != primary.ContactId {

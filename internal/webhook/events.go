@@ -102,6 +102,7 @@ type ActivityInfo struct {
 const (
 	UnsubscribedByActivity = "Activity"
 	UnsubscribedByUpdate   = "Update"
+	UnsubscribedByMerge    = "Merge"
 )
 
 // ContactUnsubscribedInfo is the detail of a ContactUnsubscribed event.
