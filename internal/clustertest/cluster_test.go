@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -598,10 +599,23 @@ func (rc *receiver) summary() (requests, duplicates, mismatched int) {
 	return rc.requests, duplicates, rc.mismatched
 }
 
-// freePortRange finds n consecutive free loopback ports.
+// freePortRange finds n consecutive free loopback ports below the kernel's range for
+// ephemeral ports. A port found free in that range can be taken by any process's outgoing
+// connection (or a listener on port 0) before the cluster binds it, or rebinds it when the
+// test restarts a node: one run beside a loaded make test failed with serve1's "bind: address
+// already in use" on a port picked at 35452.
 func freePortRange(t *testing.T, n int) int {
 	t.Helper()
-	for base := 20000 + os.Getpid()%20000; base < 60000; base += n {
+	const low = 10000
+	high := 32768 // Linux's default first ephemeral port
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if first, err := strconv.Atoi(strings.Fields(string(b))[0]); err == nil && first > low+n {
+			high = first
+		}
+	}
+	ranges := (high - low) / n
+	for i := range ranges {
+		base := low + ((os.Getpid()+i)%ranges)*n
 		free := true
 		for p := base; p < base+n && free; p++ {
 			ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))

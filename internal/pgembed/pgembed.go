@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -81,27 +82,52 @@ func (c *Cluster) URL(name string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", c.Port, name)
 }
 
-// Start starts a stopped cluster on its port.
+// Start starts a stopped cluster on its port. A cluster without one gets a free port, and
+// another one if a process binds it between the check and PostgreSQL's start.
 func (c *Cluster) Start(ctx context.Context) error {
-	if c.Port == 0 {
-		port, err := freePort()
-		if err != nil {
-			return err
+	chosen := c.Port == 0
+	for attempt := 1; ; attempt++ {
+		if chosen {
+			port, err := pickPort()
+			if err != nil {
+				return err
+			}
+			c.Port = port
 		}
-		c.Port = port
-	}
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300", c.Port, c.path("run"))
-	for _, setting := range c.opt.Settings {
-		opts += " -c " + setting
-	}
-	if c.opt.Ephemeral {
-		opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-	}
-	out, err := c.run(ctx, "pg_ctl", "-D", c.path("data"), "-l", c.path("postgres.log"), "-w", "-t", "60", "-o", opts, "start")
-	if err != nil {
+		opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300", c.Port, c.path("run"))
+		for _, setting := range c.opt.Settings {
+			opts += " -c " + setting
+		}
+		if c.opt.Ephemeral {
+			opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+		}
+		logged := logSize(c.path("postgres.log"))
+		out, err := c.run(ctx, "pg_ctl", "-D", c.path("data"), "-l", c.path("postgres.log"), "-w", "-t", "60", "-o", opts, "start")
+		if err == nil {
+			return nil
+		}
+		if chosen && attempt < 5 && portWasTaken(c.path("postgres.log"), logged) {
+			continue
+		}
 		return fmt.Errorf("start PostgreSQL: %w: %s (see %s)", err, out, c.path("postgres.log"))
 	}
-	return nil
+}
+
+func logSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// portWasTaken reports whether the log, past offset, says PostgreSQL could not bind its port.
+func portWasTaken(path string, offset int64) bool {
+	b, err := os.ReadFile(path)
+	if err != nil || int64(len(b)) < offset {
+		return false
+	}
+	return strings.Contains(string(b[offset:]), "Address already in use")
 }
 
 // Stop stops the cluster, letting sessions end cleanly ("fast" shutdown). A cluster that
@@ -224,11 +250,30 @@ func version(binDir string) int {
 	return v
 }
 
+// pickPort chooses a cluster's port (a test takes the first pick itself).
+var pickPort = freePort
+
+// freePort is a free loopback port below the kernel's range for ephemeral ports: one found
+// free inside it can be taken by any outgoing connection before PostgreSQL binds it, or
+// while a test has stopped the cluster to start it again on the same port.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	const low = 10000
+	high := 32768 // Linux's default first ephemeral port
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			if first, err := strconv.Atoi(f[0]); err == nil && first > low+100 {
+				high = first
+			}
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	start := rand.IntN(high - low)
+	for i := range high - low {
+		port := low + (start+i)%(high-low)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			l.Close()
+			return port, nil
+		}
+	}
+	return 0, errors.New("no free port below the ephemeral range")
 }
