@@ -80,7 +80,7 @@ func (s *Service) Merge(ctx context.Context, accountID uuid.UUID, in MergeInput)
 		if _, err := tx.MergeDeleteDuplicates(ctx, db.MergeDeleteDuplicatesParams{AccountID: accountID, DuplicateIds: dups}); err != nil {
 			return err
 		}
-		if err := s.writeMerged(ctx, tx, prev, next, tags, now); err != nil {
+		if err := s.writeMerged(ctx, tx, next, tags, now); err != nil {
 			return err
 		}
 		if err := s.emitMerged(ctx, tx, prev, next, dups, tags, now); err != nil {
@@ -209,7 +209,7 @@ func setEngagement(r *db.ContactRow, e Engagement) {
 
 // writeMerged writes the merged primary: its details, tags, engagement and score, and its
 // copy of its active properties (the duplicates' moved in).
-func (s *Service) writeMerged(ctx context.Context, tx store.Tx, prev, next db.ContactRow, tags tagChange, now time.Time) error {
+func (s *Service) writeMerged(ctx context.Context, tx store.Tx, next db.ContactRow, tags tagChange, now time.Time) error {
 	if err := tx.ContactUpdateDetails(ctx, updateParams(next, now)); err != nil {
 		return err
 	}
