@@ -165,13 +165,9 @@ func TestBatchUpsertEmitsOnlyRealChanges(t *testing.T) {
 			t.Fatalf("create: %+v", r)
 		}
 	}
-	countEvents := func() (n int) {
+	countEvents := func() int {
 		t.Helper()
-		if err := testkit.Pool(a.Store).QueryRow(context.Background(),
-			"SELECT count(*) FROM webhook_events WHERE account_id = $1", account).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
+		return countRows(t, a, "SELECT count(*) FROM webhook_events WHERE account_id = $1", account)
 	}
 	before := countEvents()
 
