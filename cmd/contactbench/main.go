@@ -150,6 +150,7 @@ type report struct {
 	Smoke       bool          `json:"smoke"`
 	Results     []result      `json:"results"`
 	Webhooks    webhookResult `json:"webhooks"`
+	StoreCosts  []storeCost   `json:"storeCosts"`
 }
 
 func run(ctx context.Context, o options, out io.Writer) error {
@@ -243,7 +244,21 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		}
 		rep.Results = append(rep.Results, acc.result(wl))
 	}
-	if o.only == "" || strings.Contains(","+o.only+",", ",webhooks,") {
+	if selected("store-cost") {
+		n := storeCostRequests
+		if o.smoke {
+			n = 300
+		}
+		for _, name := range []string{"create", "baseline-insert"} {
+			logf("store cost: %d requests of %s", n, name)
+			sc, err := measureStoreCost(ctx, newDriver(16, apiKey), st, postmaster, byName[name], n, 16)
+			if err != nil {
+				return err
+			}
+			rep.StoreCosts = append(rep.StoreCosts, sc)
+		}
+	}
+	if selected("webhooks") {
 		if err := settle(ctx, st); err != nil {
 			return err
 		}
@@ -363,7 +378,7 @@ func checkOnly(only string) error {
 	if only == "" {
 		return nil
 	}
-	known := map[string]bool{"webhooks": true}
+	known := map[string]bool{"webhooks": true, "store-cost": true}
 	for _, wl := range workloads("", "", dataset{}) {
 		known[wl.name] = true
 	}
