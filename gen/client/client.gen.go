@@ -659,7 +659,9 @@ type Contact struct {
 	// Example: jane.doe@example.com
 	Email string `json:"email"`
 
-	// EmailStatus Whether the email was found deliverable; `Pending` until enrichment decides.
+	// EmailStatus Whether the email was found deliverable; `Pending` until enrichment decides. A create
+	// decides it at once when that needs no DNS lookup (a disposable domain, or a domain the
+	// process checked within the last 10 minutes), emitting the same `ContactEnriched` event.
 	EmailStatus EmailStatus `json:"emailStatus"`
 
 	// Engagement Engagement counters; each last-date is absent until the first such activity.
@@ -968,7 +970,9 @@ type DuplicateList struct {
 // Example: jane.doe@example.com
 type Email = openapi_types.Email
 
-// EmailStatus Whether the email was found deliverable; `Pending` until enrichment decides.
+// EmailStatus Whether the email was found deliverable; `Pending` until enrichment decides. A create
+// decides it at once when that needs no DNS lookup (a disposable domain, or a domain the
+// process checked within the last 10 minutes), emitting the same `ContactEnriched` event.
 type EmailStatus string
 
 // Engagement Engagement counters; each last-date is absent until the first such activity.
@@ -1345,10 +1349,14 @@ type WebhookEventData struct {
 		// ChangedFields What enrichment changed (`emailStatus`, `address`).
 		ChangedFields []string `json:"changedFields"`
 
-		// EmailStatus Whether the email was found deliverable; `Pending` until enrichment decides.
+		// EmailStatus Whether the email was found deliverable; `Pending` until enrichment decides. A create
+		// decides it at once when that needs no DNS lookup (a disposable domain, or a domain the
+		// process checked within the last 10 minutes), emitting the same `ContactEnriched` event.
 		EmailStatus *EmailStatus `json:"emailStatus,omitempty"`
 
-		// PreviousEmailStatus Whether the email was found deliverable; `Pending` until enrichment decides.
+		// PreviousEmailStatus Whether the email was found deliverable; `Pending` until enrichment decides. A create
+		// decides it at once when that needs no DNS lookup (a disposable domain, or a domain the
+		// process checked within the last 10 minutes), emitting the same `ContactEnriched` event.
 		PreviousEmailStatus *EmailStatus `json:"previousEmailStatus,omitempty"`
 	} `json:"contactEnrichedInfo,omitempty"`
 

@@ -24,18 +24,20 @@ WITH c AS (
         account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
         crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
         consent_api_key_name, consent_api_key_prefix, consent_source_ip, consent_user_agent,
-        consent_fields, created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by
+        consent_fields, created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by,
+        email_status
     )
     SELECT $1::uuid, $2::uuid, $3::text, $4::text, $5::text,
         $6::text, $7::text[], $8::text,
         $9::text, $10::text, $11::text,
         $12::text, $13::timestamptz,
         $14::text, $15::text, $16::text, $17::text,
-        $18::text, $19::jsonb, $20::timestamptz, $20, $20,
-        $21::jsonb, $22::integer
+        $18::text, $19::jsonb, $20::timestamptz, $20,
+        $21::timestamptz, $22::jsonb, $23::integer,
+        $24::text
     WHERE NOT EXISTS (
         SELECT 1 FROM suppressions s
-        WHERE s.account_id = $1 AND s.digest = ANY($23::bytea[]))
+        WHERE s.account_id = $1 AND s.digest = ANY($25::bytea[]))
     ON CONFLICT (account_id, email_key) DO NOTHING
     RETURNING account_id, contact_id, created_at
 ), property AS (
@@ -43,17 +45,18 @@ WITH c AS (
         account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,
         city, county, state, zip, normalized, created_at
     )
-    SELECT account_id, $24::uuid, contact_id, $25::text,
-           $26::text, $27::text,
-           $28::text, $29::text, $30::text,
-           $31::text, $32::text, created_at
+    SELECT account_id, $26::uuid, contact_id, $27::text,
+           $28::text, $29::text,
+           $30::text, $31::text, $32::text,
+           $33::text, $34::text, created_at
     FROM c
-    WHERE $24::uuid IS NOT NULL
+    WHERE $26::uuid IS NOT NULL
 ), event AS (
+    -- payloads as text: the exact bytes survive ::json
     INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
-    SELECT account_id, $33::uuid, 'TagsAdded', contact_id, $34::json, created_at
-    FROM c
-    WHERE $33::uuid IS NOT NULL
+    SELECT c.account_id, e.event_id, e.event_type, c.contact_id, e.payload::json, c.created_at
+    FROM c, (SELECT unnest($35::uuid[]) AS event_id, unnest($36::text[]) AS event_type,
+                    unnest($37::text[]) AS payload) e
 )
 SELECT contact_id FROM c
 `
@@ -85,8 +88,10 @@ type ContactCreateParams struct {
 	ConsentUserAgent    string
 	ConsentFields       []byte
 	CreatedAt           time.Time
+	EnrichDueAt         *time.Time
 	ActiveProperties    []byte
 	AddressesParsedBy   int32
+	EmailStatus         string
 	SuppressionDigests  [][]byte
 	PropertyID          *uuid.UUID
 	RawAddress          string
@@ -97,14 +102,16 @@ type ContactCreateParams struct {
 	State               string
 	Zip                 string
 	Normalized          string
-	EventID             *uuid.UUID
-	EventPayload        []byte
+	EventIds            []uuid.UUID
+	EventTypes          []string
+	EventPayloads       []string
 }
 
 // A new contact with its consent record and, when its address parsed, its first property, in
-// one statement (one round trip), due for enrichment, with its TagsAdded event when it has tags
-// (@event_id; the event's deliveries are written by callers in a transaction, when the
-// account subscribes). ON CONFLICT DO NOTHING lets racing creates of one email
+// one statement (one round trip), with its events (TagsAdded when it has tags, ContactEnriched
+// when its email status was decided without DNS; their deliveries are written by callers in a
+// transaction, when the account subscribes). It is due for enrichment (@enrich_due_at) only
+// while its email status is Pending: an address is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one email
 // resolve to exactly one winner without aborting the losers' transactions: a loser gets no
 // row and writes nothing. A contact whose email or phone the account suppresses
 // (@suppression_digests: an erased person's) is not inserted either, and gets no row.
@@ -133,8 +140,10 @@ func (q *Queries) ContactCreate(ctx context.Context, arg []ContactCreateParams) 
 			a.ConsentUserAgent,
 			a.ConsentFields,
 			a.CreatedAt,
+			a.EnrichDueAt,
 			a.ActiveProperties,
 			a.AddressesParsedBy,
+			a.EmailStatus,
 			a.SuppressionDigests,
 			a.PropertyID,
 			a.RawAddress,
@@ -145,8 +154,9 @@ func (q *Queries) ContactCreate(ctx context.Context, arg []ContactCreateParams) 
 			a.State,
 			a.Zip,
 			a.Normalized,
-			a.EventID,
-			a.EventPayload,
+			a.EventIds,
+			a.EventTypes,
+			a.EventPayloads,
 		}
 		batch.Queue(contactCreate, vals...)
 	}

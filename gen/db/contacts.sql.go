@@ -31,25 +31,28 @@ WITH input AS (
            unnest($15::varchar[]) AS crm_created_date,
            unnest($16::text[]) AS consent_token,
            unnest($17::jsonb[]) AS consent_fields,
-           unnest($18::jsonb[]) AS active_properties
+           unnest($18::jsonb[]) AS active_properties,
+           unnest($19::text[]) AS email_status
 ), c AS (
     INSERT INTO contacts (
         account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
         crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
         consent_api_key_name, consent_api_key_prefix, consent_source_ip, consent_user_agent,
-        consent_fields, created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by
+        consent_fields, created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by,
+        email_status
     )
-    SELECT $19::uuid, i.contact_id, i.email, i.email_key, i.name, i.phone,
-           ($20::text[])[i.tag_from + 1 : i.tag_from + i.tag_count],
+    SELECT $20::uuid, i.contact_id, i.email, i.email_key, i.name, i.phone,
+           ($21::text[])[i.tag_from + 1 : i.tag_from + i.tag_count],
            i.assigned_user_email_id, i.crm_name, i.crm_url, i.crm_source, i.crm_stage,
-           i.crm_created_date::timestamptz, i.consent_token, $21::text,
-           $22::text, $23::text, $24::text,
-           i.consent_fields, $25::timestamptz, $25::timestamptz, $25::timestamptz,
-           i.active_properties, $26::integer
+           i.crm_created_date::timestamptz, i.consent_token, $22::text,
+           $23::text, $24::text, $25::text,
+           i.consent_fields, $26::timestamptz, $26::timestamptz,
+           CASE WHEN i.email_status = 'Pending' THEN $26::timestamptz END,
+           i.active_properties, $27::integer, i.email_status
     FROM input i
     WHERE NOT EXISTS (
         SELECT 1 FROM suppressions s
-        WHERE s.account_id = $19::uuid AND s.digest IN (i.email_digest, i.phone_digest))
+        WHERE s.account_id = $20::uuid AND s.digest IN (i.email_digest, i.phone_digest))
     ORDER BY i.email_key
     ON CONFLICT (account_id, email_key) DO NOTHING
     RETURNING contacts.contact_id
@@ -58,27 +61,28 @@ WITH input AS (
         account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,
         city, county, state, zip, normalized, created_at
     )
-    SELECT $19::uuid, p.property_id, p.contact_id, p.raw_address, p.apt_or_unit_number,
-           p.street_address, p.city, p.county, p.state, p.zip, p.normalized, $25::timestamptz
+    SELECT $20::uuid, p.property_id, p.contact_id, p.raw_address, p.apt_or_unit_number,
+           p.street_address, p.city, p.county, p.state, p.zip, p.normalized, $26::timestamptz
     FROM (
-        SELECT unnest($27::uuid[]) AS property_id,
-               unnest($28::uuid[]) AS contact_id,
-               unnest($29::text[]) AS raw_address,
-               unnest($30::text[]) AS apt_or_unit_number,
-               unnest($31::text[]) AS street_address,
-               unnest($32::text[]) AS city,
-               unnest($33::text[]) AS county,
-               unnest($34::text[]) AS state,
-               unnest($35::text[]) AS zip,
-               unnest($36::text[]) AS normalized
+        SELECT unnest($28::uuid[]) AS property_id,
+               unnest($29::uuid[]) AS contact_id,
+               unnest($30::text[]) AS raw_address,
+               unnest($31::text[]) AS apt_or_unit_number,
+               unnest($32::text[]) AS street_address,
+               unnest($33::text[]) AS city,
+               unnest($34::text[]) AS county,
+               unnest($35::text[]) AS state,
+               unnest($36::text[]) AS zip,
+               unnest($37::text[]) AS normalized
     ) p JOIN c ON c.contact_id = p.contact_id
 ), event AS (
     INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
-    SELECT $19::uuid, e.event_id, 'TagsAdded', e.contact_id, e.payload::json, $25::timestamptz
+    SELECT $20::uuid, e.event_id, e.event_type, e.contact_id, e.payload::json, $26::timestamptz
     FROM (
-        SELECT unnest($37::uuid[]) AS event_id,
-               unnest($38::uuid[]) AS contact_id,
-               unnest($39::text[]) AS payload
+        SELECT unnest($38::uuid[]) AS event_id,
+               unnest($39::text[]) AS event_type,
+               unnest($40::uuid[]) AS contact_id,
+               unnest($41::text[]) AS payload
     ) e JOIN c ON c.contact_id = e.contact_id
 )
 SELECT c.contact_id FROM c
@@ -103,6 +107,7 @@ type ContactCreateManyParams struct {
 	ConsentTokens        []string
 	ConsentFields        [][]byte
 	ActiveProperties     [][]byte
+	EmailStatuses        []string
 	AccountID            uuid.UUID
 	Tags                 []string
 	ConsentApiKeyName    string
@@ -122,14 +127,15 @@ type ContactCreateManyParams struct {
 	Zips                 []string
 	Normalized           []string
 	EventIds             []uuid.UUID
+	EventTypes           []string
 	EventContactIds      []uuid.UUID
 	EventPayloads        []string
 }
 
 // A batch's new contacts in one statement (POST /contacts/batch, contactd import), each with
-// its consent record (the batch's origin), its first property and its TagsAdded event, as
-// ContactCreate does for one. Each column comes as an array with an element per contact, as
-// River's JobInsertFastMany sends its jobs: a contact's tags are its slice of tags (tag_from,
+// its consent record (the batch's origin), its first property and its events, due for
+// enrichment while its email status is Pending, as ContactCreate does for one. Each column
+// comes as an array with an element per contact, as River's JobInsertFastMany sends its jobs: a contact's tags are its slice of tags (tag_from,
 // tag_count: PostgreSQL has no arrays of arrays), nullable text comes as varchar[] ([]*string:
 // sqlc.yaml says why), and properties and events have arrays of their own, for the contacts
 // that have one. Contacts are inserted in email order, so concurrent batches take the email
@@ -157,6 +163,7 @@ func (q *Queries) ContactCreateMany(ctx context.Context, arg ContactCreateManyPa
 		arg.ConsentTokens,
 		arg.ConsentFields,
 		arg.ActiveProperties,
+		arg.EmailStatuses,
 		arg.AccountID,
 		arg.Tags,
 		arg.ConsentApiKeyName,
@@ -176,6 +183,7 @@ func (q *Queries) ContactCreateMany(ctx context.Context, arg ContactCreateManyPa
 		arg.Zips,
 		arg.Normalized,
 		arg.EventIds,
+		arg.EventTypes,
 		arg.EventContactIds,
 		arg.EventPayloads,
 	)

@@ -42,18 +42,19 @@ type Querier interface {
 	ConsoleSessionInsert(ctx context.Context, arg ConsoleSessionInsertParams) error
 	ConsoleSessionPrune(ctx context.Context, expiresAt time.Time) (int64, error)
 	// A new contact with its consent record and, when its address parsed, its first property, in
-	// one statement (one round trip), due for enrichment, with its TagsAdded event when it has tags
-	// (@event_id; the event's deliveries are written by callers in a transaction, when the
-	// account subscribes). ON CONFLICT DO NOTHING lets racing creates of one email
+	// one statement (one round trip), with its events (TagsAdded when it has tags, ContactEnriched
+	// when its email status was decided without DNS; their deliveries are written by callers in a
+	// transaction, when the account subscribes). It is due for enrichment (@enrich_due_at) only
+	// while its email status is Pending: an address is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one email
 	// resolve to exactly one winner without aborting the losers' transactions: a loser gets no
 	// row and writes nothing. A contact whose email or phone the account suppresses
 	// (@suppression_digests: an erased person's) is not inserted either, and gets no row.
 	// (Foreign keys are checked at the end of the statement, after the contact row exists.)
 	ContactCreate(ctx context.Context, arg []ContactCreateParams) *ContactCreateBatchResults
 	// A batch's new contacts in one statement (POST /contacts/batch, contactd import), each with
-	// its consent record (the batch's origin), its first property and its TagsAdded event, as
-	// ContactCreate does for one. Each column comes as an array with an element per contact, as
-	// River's JobInsertFastMany sends its jobs: a contact's tags are its slice of tags (tag_from,
+	// its consent record (the batch's origin), its first property and its events, due for
+	// enrichment while its email status is Pending, as ContactCreate does for one. Each column
+	// comes as an array with an element per contact, as River's JobInsertFastMany sends its jobs: a contact's tags are its slice of tags (tag_from,
 	// tag_count: PostgreSQL has no arrays of arrays), nullable text comes as varchar[] ([]*string:
 	// sqlc.yaml says why), and properties and events have arrays of their own, for the contacts
 	// that have one. Contacts are inserted in email order, so concurrent batches take the email

@@ -37,7 +37,7 @@ type batchItem struct {
 	in      CreateInput
 	key     string
 	c       Contact
-	event   *webhook.Prepared
+	events  []webhook.Prepared
 	digests [][]byte // its email's and phone's on the suppression list
 }
 
@@ -51,9 +51,9 @@ func (s *Service) Batch(ctx context.Context, accountID uuid.UUID, upsert bool, i
 	now := s.now()
 	base := make([]BatchResult, len(ins))
 	items := make([]batchItem, 0, len(ins))
-	withTags := false
+	types := map[webhook.EventType]bool{}
 	for i, in := range ins {
-		c, warnings, event, err := s.newContact(in, now)
+		c, warnings, events, err := s.newContact(in, now)
 		if err != nil {
 			base[i].Err = err
 			continue
@@ -64,15 +64,21 @@ func (s *Service) Batch(ctx context.Context, accountID uuid.UUID, upsert bool, i
 		if err != nil {
 			return nil, err
 		}
-		items = append(items, batchItem{index: i, in: in, key: key, c: c, event: event, digests: suppress.Digests(entries)})
-		withTags = withTags || event != nil
+		items = append(items, batchItem{index: i, in: in, key: key, c: c, events: events, digests: suppress.Digests(entries)})
+		for _, ev := range events {
+			types[ev.Type] = true
+		}
 	}
-	deliverTags := withTags && s.events.MayHaveSubscribers(ctx, accountID, webhook.TagsAdded)
+	// the types of the creates' events the account may subscribe to: their deliveries are queued
+	deliver := map[webhook.EventType]bool{}
+	for typ := range types {
+		deliver[typ] = s.events.MayHaveSubscribers(ctx, accountID, typ)
+	}
 	var results []BatchResult
 	err := s.store.InTx(ctx, func(tx store.Tx) error {
 		results = slices.Clone(base)
 		for _, round := range byOccurrence(items) {
-			if err := s.batchRound(ctx, tx, accountID, upsert, round, results, now, deliverTags); err != nil {
+			if err := s.batchRound(ctx, tx, accountID, upsert, round, results, now, deliver); err != nil {
 				return err
 			}
 		}
@@ -104,10 +110,10 @@ func byOccurrence(items []batchItem) [][]batchItem {
 // with the emails that exist: a duplicate, or an update in email order (the order every batch
 // locks rows in).
 func (s *Service) batchRound(ctx context.Context, tx store.Tx, accountID uuid.UUID, upsert bool, round []batchItem,
-	results []BatchResult, now time.Time, deliverTags bool) error {
+	results []BatchResult, now time.Time, deliver map[webhook.EventType]bool) error {
 	ps := make([]db.ContactCreateParams, len(round))
 	for i, it := range round {
-		ps[i] = createParams(accountID, it.c, it.in, it.event)
+		ps[i] = createParams(accountID, it.c, it.in, it.events)
 		ps[i].SuppressionDigests = it.digests
 	}
 	inserted, err := createMany(ctx, tx.Queries, ps)
@@ -121,8 +127,11 @@ func (s *Service) batchRound(ctx context.Context, tx store.Tx, accountID uuid.UU
 			continue
 		}
 		results[it.index].Status, results[it.index].ContactID = BatchCreated, it.c.ID
-		if it.event != nil && deliverTags {
-			if err := s.events.Deliver(ctx, tx, accountID, *it.event); err != nil {
+		for _, ev := range it.events {
+			if !deliver[ev.Type] {
+				continue
+			}
+			if err := s.events.Deliver(ctx, tx, accountID, ev); err != nil {
 				return err
 			}
 		}

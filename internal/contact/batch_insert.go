@@ -44,7 +44,8 @@ func manyParams(ps []db.ContactCreateParams) db.ContactCreateManyParams {
 		Tags:        []string{},
 		PropertyIds: []uuid.UUID{}, PropertyContactIds: []uuid.UUID{}, RawAddresses: []string{}, AptOrUnitNumbers: []string{},
 		StreetAddresses: []string{}, Cities: []string{}, Counties: []string{}, States: []string{}, Zips: []string{},
-		Normalized: []string{}, EventIds: []uuid.UUID{}, EventContactIds: []uuid.UUID{}, EventPayloads: []string{},
+		Normalized: []string{}, EventIds: []uuid.UUID{}, EventTypes: []string{}, EventContactIds: []uuid.UUID{},
+		EventPayloads: []string{}, EmailStatuses: make([]string, n),
 	}
 	for i, p := range ps {
 		m.ContactIds[i], m.Emails[i], m.EmailKeys[i], m.Names[i], m.Phones[i] = p.ContactID, p.Email, p.EmailKey, p.Name, p.Phone
@@ -67,6 +68,7 @@ func manyParams(ps []db.ContactCreateParams) db.ContactCreateManyParams {
 			m.CrmCreatedDates[i] = &at
 		}
 		m.ConsentTokens[i], m.ConsentFields[i], m.ActiveProperties[i] = p.ConsentToken, p.ConsentFields, p.ActiveProperties
+		m.EmailStatuses[i] = p.EmailStatus
 		if p.PropertyID != nil {
 			m.PropertyIds, m.PropertyContactIds = append(m.PropertyIds, *p.PropertyID), append(m.PropertyContactIds, p.ContactID)
 			m.RawAddresses, m.AptOrUnitNumbers = append(m.RawAddresses, p.RawAddress), append(m.AptOrUnitNumbers, p.AptOrUnitNumber)
@@ -74,9 +76,9 @@ func manyParams(ps []db.ContactCreateParams) db.ContactCreateManyParams {
 			m.Counties, m.States, m.Zips = append(m.Counties, p.County), append(m.States, p.State), append(m.Zips, p.Zip)
 			m.Normalized = append(m.Normalized, p.Normalized)
 		}
-		if p.EventID != nil {
-			m.EventIds, m.EventContactIds = append(m.EventIds, *p.EventID), append(m.EventContactIds, p.ContactID)
-			m.EventPayloads = append(m.EventPayloads, string(p.EventPayload)) // text: the exact bytes survive ::json
+		for k, id := range p.EventIds {
+			m.EventIds, m.EventContactIds = append(m.EventIds, id), append(m.EventContactIds, p.ContactID)
+			m.EventTypes, m.EventPayloads = append(m.EventTypes, p.EventTypes[k]), append(m.EventPayloads, p.EventPayloads[k])
 		}
 	}
 	return m

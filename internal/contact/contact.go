@@ -85,6 +85,17 @@ type Service struct {
 	exports *exportSlots
 	// suppressed are the erased people's emails and phones, which new contacts may not have.
 	suppressed *suppress.List
+	verdicts   Verdicts
+}
+
+// EmailPending is a contact's email status until enrichment, or its create, decides it.
+const EmailPending = "Pending"
+
+// Verdicts knows some emails' statuses without asking DNS: a disposable domain's, or a domain's
+// checked within the last minutes. The enrich package's Service is one.
+type Verdicts interface {
+	// KnownStatus is the email's status (Valid or Invalid) when it is known now.
+	KnownStatus(email string) (status string, ok bool)
 }
 
 // Options tune a Service.
@@ -103,6 +114,9 @@ type Options struct {
 	Exports, ExportsPerAccount int
 	// Suppressions is the suppression list creates check and erasures add to.
 	Suppressions *suppress.List
+	// Verdicts lets creates decide an email's status themselves when no DNS is needed (nil:
+	// every new contact waits for enrichment).
+	Verdicts Verdicts
 }
 
 // NewService returns a Service. Changes that call for enrichment (a create, a new email, a
@@ -118,7 +132,7 @@ func NewService(st *store.Store, events *webhook.Emitter, now func() time.Time, 
 	if o.ExportsPerAccount <= 0 {
 		o.ExportsPerAccount = 2
 	}
-	return &Service{store: st, events: events, now: now, publicURL: strings.TrimRight(o.PublicURL, "/"), suppressed: o.Suppressions,
+	return &Service{store: st, events: events, now: now, publicURL: strings.TrimRight(o.PublicURL, "/"), suppressed: o.Suppressions, verdicts: o.Verdicts,
 		listing:  newListTurns(o.ListConcurrency),
 		exports:  newExportSlots(o.Exports, o.ExportsPerAccount),
 		creates:  store.NewGroup(st, store.GroupOptions{Name: "contact_create"}, createContacts),

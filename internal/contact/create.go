@@ -34,30 +34,36 @@ type CreateInput struct {
 }
 
 // Create stores a new contact with its defaults, its parsed address and its consent record,
-// due for enrichment, and emits TagsAdded for its tags, all at once: one statement, in a
-// transaction with the event when the account subscribes to TagsAdded, else sent with the
-// other creates in flight (s.creates). An address that cannot be parsed does not stop the
-// create: it is reported in the warnings.
+// and emits its events (TagsAdded for its tags, ContactEnriched when its email status needs no
+// DNS), all at once: one statement, in a transaction with the events' deliveries when the
+// account subscribes to one of them, else sent with the other creates in flight (s.creates).
+// An address that cannot be parsed does not stop the create: it is reported in the warnings.
 func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInput) (Contact, []string, error) {
-	c, warnings, event, err := s.newContact(in, s.now())
+	c, warnings, events, err := s.newContact(in, s.now())
 	if err != nil {
 		return Contact{}, nil, err
 	}
-	p := createParams(accountID, c, in, event)
+	p := createParams(accountID, c, in, events)
 	entries, err := s.suppressed.Entries(ctx, accountID, p.EmailKey, p.Phone)
 	if err != nil {
 		return Contact{}, nil, err
 	}
 	p.SuppressionDigests = suppress.Digests(entries)
-	if event == nil || !s.events.MayHaveSubscribers(ctx, accountID, webhook.TagsAdded) {
-		// no deliveries to queue: the one statement, event included, is the whole change.
+	deliver := s.subscribed(ctx, accountID, events)
+	if len(deliver) == 0 {
+		// no deliveries to queue: the one statement, events included, is the whole change.
 		err = s.insert(ctx, nil, p)
 	} else {
 		err = s.store.InTx(ctx, func(tx store.Tx) error {
 			if err := s.insert(ctx, tx.Queries, p); err != nil {
 				return err
 			}
-			return s.events.Deliver(ctx, tx, accountID, *event)
+			for _, ev := range deliver {
+				if err := s.events.Deliver(ctx, tx, accountID, ev); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 	}
 	if err != nil {
@@ -66,16 +72,31 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 	return c, warnings, nil
 }
 
+// subscribed is those of events the account may subscribe to: their deliveries must be
+// queued in the transaction that records them.
+func (s *Service) subscribed(ctx context.Context, accountID uuid.UUID, events []webhook.Prepared) []webhook.Prepared {
+	var out []webhook.Prepared
+	for _, ev := range events {
+		if s.events.MayHaveSubscribers(ctx, accountID, ev.Type) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
 // newContact is the contact in would create at now, with its defaults, its parsed address (or
-// the warning that it did not parse) and its TagsAdded event when it has tags.
-func (s *Service) newContact(in CreateInput, now time.Time) (Contact, []string, *webhook.Prepared, error) {
+// the warning that it did not parse) and its events: TagsAdded when it has tags, and
+// ContactEnriched when its email's status is known without DNS (Options.Verdicts), which the
+// create then applies itself, so that enrichment has nothing left to do for it: its address,
+// if any, is parsed by the running parser already.
+func (s *Service) newContact(in CreateInput, now time.Time) (Contact, []string, []webhook.Prepared, error) {
 	tags, err := NormalizeTags(in.Tags)
 	if err != nil {
 		return Contact{}, nil, nil, err
 	}
 	c := Contact{
 		ID: uuid.Must(uuid.NewV7()), Email: in.Email, Name: in.Name, Phone: in.Phone,
-		EmailStatus: "Pending", RecordStatus: "Marketing", Tags: tags, CRM: in.CRM,
+		EmailStatus: EmailPending, RecordStatus: "Marketing", Tags: tags, CRM: in.CRM,
 		AssignedUserEmailID: in.AssignedUserEmailID, ConsentToken: "cs_" + secret.Base62(16),
 		Properties: []Property{}, CreatedAt: now, UpdatedAt: now,
 	}
@@ -87,15 +108,29 @@ func (s *Service) newContact(in CreateInput, now time.Time) (Contact, []string, 
 			warnings = append(warnings, WarningInvalidAddress)
 		}
 	}
-	if len(tags) == 0 {
-		return c, warnings, nil, nil
+	var events []webhook.Prepared
+	if len(tags) > 0 {
+		p, err := webhook.Prepare(webhook.Event{Type: webhook.TagsAdded, ContactID: c.ID,
+			Contact: c.info(), Info: webhook.TagsAddedInfo{TagsAdded: tags}, At: now})
+		if err != nil {
+			return Contact{}, nil, nil, err
+		}
+		events = append(events, p)
 	}
-	p, err := webhook.Prepare(webhook.Event{Type: webhook.TagsAdded, ContactID: c.ID,
-		Contact: c.info(), Info: webhook.TagsAddedInfo{TagsAdded: tags}, At: now})
-	if err != nil {
-		return Contact{}, nil, nil, err
+	if s.verdicts == nil {
+		return c, warnings, events, nil
 	}
-	return c, warnings, &p, nil
+	if status, ok := s.verdicts.KnownStatus(in.Email); ok {
+		c.EmailStatus = status
+		p, err := webhook.Prepare(webhook.Event{Type: webhook.ContactEnriched, ContactID: c.ID, Contact: c.info(),
+			Info: webhook.ContactEnrichedInfo{ChangedFields: []string{"emailStatus"}, EmailStatus: status,
+				PreviousEmailStatus: EmailPending}, At: now})
+		if err != nil {
+			return Contact{}, nil, nil, err
+		}
+		events = append(events, p)
+	}
+	return c, warnings, events, nil
 }
 
 // insert writes the contact, its consent record, its first property and its event (if any) in
@@ -140,8 +175,8 @@ func (s *Service) insert(ctx context.Context, tx *db.Queries, p db.ContactCreate
 }
 
 // createParams is ContactCreate's statement for c: the contact, its consent record, its
-// first property and its event (if any).
-func createParams(accountID uuid.UUID, c Contact, in CreateInput, event *webhook.Prepared) db.ContactCreateParams {
+// first property and its events.
+func createParams(accountID uuid.UUID, c Contact, in CreateInput, events []webhook.Prepared) db.ContactCreateParams {
 	fields := in.Fields
 	if len(fields) == 0 {
 		fields = json.RawMessage("{}")
@@ -153,9 +188,14 @@ func createParams(accountID uuid.UUID, c Contact, in CreateInput, event *webhook
 		ConsentApiKeyName: in.Origin.KeyName, ConsentApiKeyPrefix: in.Origin.KeyPrefix,
 		ConsentSourceIp: in.Origin.SourceIP, ConsentUserAgent: in.Origin.UserAgent, ConsentFields: fields,
 		ActiveProperties: storedProperties(c.Properties), AddressesParsedBy: address.Version,
+		EmailStatus: c.EmailStatus,
 	}
-	if event != nil {
-		p.EventID, p.EventPayload = &event.ID, event.Payload
+	if c.EmailStatus == EmailPending {
+		p.EnrichDueAt = &c.CreatedAt
+	}
+	for _, ev := range events {
+		p.EventIds, p.EventTypes = append(p.EventIds, ev.ID), append(p.EventTypes, string(ev.Type))
+		p.EventPayloads = append(p.EventPayloads, string(ev.Payload)) // text: the exact bytes survive ::json
 	}
 	if c.CRM != nil {
 		p.CrmName, p.CrmUrl, p.CrmSource, p.CrmStage, p.CrmCreatedDate = c.CRM.Name, c.CRM.URL, c.CRM.Source, c.CRM.Stage, c.CRM.CreatedDate

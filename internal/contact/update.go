@@ -108,7 +108,7 @@ func patched(row db.ContactRow, in UpdateInput) db.ContactRow {
 	if in.Email.Set && in.Email.Value != nil && *in.Email.Value != row.Email {
 		next.Email = *in.Email.Value
 		if EmailKey(next.Email) != EmailKey(row.Email) {
-			next.EmailStatus = "Pending"
+			next.EmailStatus = EmailPending
 		}
 	}
 	if in.RecordStatus.Set && in.RecordStatus.Value != nil {

@@ -82,6 +82,12 @@ func (s *Service) UseResolver(r Resolver, retryBase time.Duration) {
 	s.opt.Resolver, s.opt.RetryBase = r, retryBase
 }
 
+// KnownStatus is the email's status when deciding it needs no DNS: an invalid address, a
+// disposable domain, or a domain this process looked up within DomainVerdictTTL. A create
+// applies it itself (contact.Verdicts), with the ContactEnriched event this service would
+// emit, and is never due here.
+func (s *Service) KnownStatus(email string) (string, bool) { return s.domains.remembered(email) }
+
 // UsePolling replaces how often an idle worker looks for due contacts; for tests, before the
 // worker starts.
 func (s *Service) UsePolling(every time.Duration) { s.queue.UsePolling(every) }

@@ -36,15 +36,20 @@ func TestEnrichmentEmailStatus(t *testing.T) {
 	a.DNS.SetMX("good.example", "mx.good.example")
 	a.DNS.SetHost("web-only.example", "192.0.2.10")
 
-	for email, want := range map[string]string{
-		"jane@good.example":        "Pending->Valid",
-		"ops@web-only.example":     "Pending->Valid",
-		"temp@mailinator.com":      "Pending->Invalid",
-		"who@no-such-host.example": "Pending->Invalid",
+	for _, tc := range []struct {
+		email, want string
+		created     api.EmailStatus
+	}{
+		{"jane@good.example", "Pending->Valid", api.EmailStatusPending},
+		{"ops@web-only.example", "Pending->Valid", api.EmailStatusPending},
+		// a disposable domain needs no DNS: the create decides it, and emits the same event
+		{"temp@mailinator.com", "Pending->Invalid", api.EmailStatusInvalid},
+		{"who@no-such-host.example", "Pending->Invalid", api.EmailStatusPending},
 	} {
+		email, want := tc.email, tc.want
 		c := createContact(t, a, key, map[string]any{"email": email}).Contact
-		if c.EmailStatus != api.EmailStatusPending {
-			t.Errorf("%s created %s, want Pending", email, c.EmailStatus)
+		if c.EmailStatus != tc.created {
+			t.Errorf("%s created %s, want %s", email, c.EmailStatus, tc.created)
 		}
 		ev := enriched(t, rc, c.ContactId)
 		if got := emailVerdict(ev); got != want {
@@ -154,4 +159,65 @@ func enrichAgain(t *testing.T, a *testkit.API, accountID uuid.UUID, parsedBy int
 	testkit.Eventually(t, "the contacts enriched again", func() bool {
 		return a.Count(t, `SELECT count(*) FROM contacts WHERE account_id = $1 AND enrich_due_at IS NOT NULL`, accountID) == 0
 	})
+}
+
+// TestKnownVerdictAppliedAtCreate: once a domain's verdict is remembered, a new contact on it
+// is created with its status decided and its ContactEnriched event recorded by the create
+// itself — alone, in a batch, with and without subscribers — and enrichment has nothing left
+// to do for it (no second write of the contact, no second lookup).
+func TestKnownVerdictAppliedAtCreate(t *testing.T) {
+	t.Parallel()
+	a, _, key := deliveringAPI(t)
+	rc := listen(t, a, key, "ContactEnriched")
+	a.DNS.SetMX("warm.example", "mx.warm.example")
+	first := createContact(t, a, key, map[string]any{"email": "first@warm.example"}).Contact
+	if first.EmailStatus != api.EmailStatusPending {
+		t.Fatalf("a domain never looked up: created %s, want Pending", first.EmailStatus)
+	}
+	if got := emailVerdict(enriched(t, rc, first.ContactId)); got != "Pending->Valid" {
+		t.Fatalf("the first contact: %s", got)
+	}
+
+	_, quietKey := a.Account("quiet") // no subscriptions: the create's statement alone
+	created := []string{
+		createContact(t, a, key, map[string]any{"email": "second@warm.example", "tags": []string{"vip"}}).Contact.ContactId,
+		createContact(t, a, quietKey, map[string]any{"email": "third@warm.example"}).Contact.ContactId,
+	}
+	for _, r := range batch(t, a, key, "create", map[string]any{"email": "b1@warm.example"}, map[string]any{"email": "b2@warm.example"}) {
+		created = append(created, r.ContactId.String())
+	}
+	for _, r := range batch(t, a, quietKey, "create", map[string]any{"email": "b3@warm.example"}) {
+		created = append(created, r.ContactId.String())
+	}
+	for _, id := range created {
+		if n := a.Count(t, `SELECT count(*) FROM contacts WHERE contact_id = $1::uuid AND email_status = 'Valid' AND enrich_due_at IS NULL`, id); n != 1 {
+			t.Errorf("contact %s: not stored Valid and done with enrichment", id)
+		}
+		if n := a.Count(t, `SELECT count(*) FROM webhook_events WHERE contact_id = $1::uuid AND event_type = 'ContactEnriched'
+			AND payload->'data'->'contactEnrichedInfo'->>'emailStatus' = 'Valid'
+			AND payload->'data'->'contactEnrichedInfo'->>'previousEmailStatus' = 'Pending'`, id); n != 1 {
+			t.Errorf("contact %s: %d ContactEnriched events recorded, want 1", id, n)
+		}
+	}
+	// the subscribed account's three get theirs delivered (in any order: deliveries run side by side)
+	delivered := map[string]string{}
+	for range 3 {
+		ev := nextEvent(t, rc)
+		if ev.EventType == api.EventTypeContactEnriched {
+			delivered[ev.Data.ContactInfo.ContactId] = emailVerdict(ev)
+		}
+	}
+	for _, id := range []string{created[0], created[2], created[3]} {
+		if got := delivered[id]; got != "Pending->Valid" {
+			t.Errorf("contact %s: delivered %q, want Pending->Valid", id, got)
+		}
+	}
+	if got := getContact(t, a, key, created[0]); got.EmailStatus != api.EmailStatusValid {
+		t.Errorf("read back: %s, want Valid", got.EmailStatus)
+	}
+	if calls := a.DNS.Calls("warm.example"); calls != 1 {
+		t.Errorf("%d MX lookups, want 1", calls)
+	}
+	a.DeliveriesSettled(t)
+	rc.None(t)
 }

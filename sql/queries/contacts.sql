@@ -1,8 +1,9 @@
 -- name: ContactCreate :batchone
 -- A new contact with its consent record and, when its address parsed, its first property, in
--- one statement (one round trip), due for enrichment, with its TagsAdded event when it has tags
--- (@event_id; the event's deliveries are written by callers in a transaction, when the
--- account subscribes). ON CONFLICT DO NOTHING lets racing creates of one email
+-- one statement (one round trip), with its events (TagsAdded when it has tags, ContactEnriched
+-- when its email status was decided without DNS; their deliveries are written by callers in a
+-- transaction, when the account subscribes). It is due for enrichment (@enrich_due_at) only
+-- while its email status is Pending: an address is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one email
 -- resolve to exactly one winner without aborting the losers' transactions: a loser gets no
 -- row and writes nothing. A contact whose email or phone the account suppresses
 -- (@suppression_digests: an erased person's) is not inserted either, and gets no row.
@@ -12,15 +13,17 @@ WITH c AS (
         account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
         crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
         consent_api_key_name, consent_api_key_prefix, consent_source_ip, consent_user_agent,
-        consent_fields, created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by
+        consent_fields, created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by,
+        email_status
     )
     SELECT @account_id::uuid, @contact_id::uuid, @email::text, @email_key::text, sqlc.narg('name')::text,
         sqlc.narg('phone')::text, @tags::text[], sqlc.narg('assigned_user_email_id')::text,
         sqlc.narg('crm_name')::text, sqlc.narg('crm_url')::text, sqlc.narg('crm_source')::text,
         sqlc.narg('crm_stage')::text, sqlc.narg('crm_created_date')::timestamptz,
         @consent_token::text, @consent_api_key_name::text, @consent_api_key_prefix::text, @consent_source_ip::text,
-        @consent_user_agent::text, @consent_fields::jsonb, @created_at::timestamptz, @created_at, @created_at,
-        @active_properties::jsonb, @addresses_parsed_by::integer
+        @consent_user_agent::text, @consent_fields::jsonb, @created_at::timestamptz, @created_at,
+        sqlc.narg('enrich_due_at')::timestamptz, @active_properties::jsonb, @addresses_parsed_by::integer,
+        @email_status::text
     WHERE NOT EXISTS (
         SELECT 1 FROM suppressions s
         WHERE s.account_id = @account_id AND s.digest = ANY(@suppression_digests::bytea[]))
@@ -38,10 +41,11 @@ WITH c AS (
     FROM c
     WHERE sqlc.narg('property_id')::uuid IS NOT NULL
 ), event AS (
+    -- payloads as text: the exact bytes survive ::json
     INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
-    SELECT account_id, sqlc.narg('event_id')::uuid, 'TagsAdded', contact_id, sqlc.narg('event_payload')::json, created_at
-    FROM c
-    WHERE sqlc.narg('event_id')::uuid IS NOT NULL
+    SELECT c.account_id, e.event_id, e.event_type, c.contact_id, e.payload::json, c.created_at
+    FROM c, (SELECT unnest(@event_ids::uuid[]) AS event_id, unnest(@event_types::text[]) AS event_type,
+                    unnest(@event_payloads::text[]) AS payload) e
 )
 SELECT contact_id FROM c;
 
@@ -114,9 +118,9 @@ DELETE FROM contacts WHERE account_id = $1 AND contact_id = $2;
 
 -- name: ContactCreateMany :many
 -- A batch's new contacts in one statement (POST /contacts/batch, contactd import), each with
--- its consent record (the batch's origin), its first property and its TagsAdded event, as
--- ContactCreate does for one. Each column comes as an array with an element per contact, as
--- River's JobInsertFastMany sends its jobs: a contact's tags are its slice of tags (tag_from,
+-- its consent record (the batch's origin), its first property and its events, due for
+-- enrichment while its email status is Pending, as ContactCreate does for one. Each column
+-- comes as an array with an element per contact, as River's JobInsertFastMany sends its jobs: a contact's tags are its slice of tags (tag_from,
 -- tag_count: PostgreSQL has no arrays of arrays), nullable text comes as varchar[] ([]*string:
 -- sqlc.yaml says why), and properties and events have arrays of their own, for the contacts
 -- that have one. Contacts are inserted in email order, so concurrent batches take the email
@@ -142,21 +146,24 @@ WITH input AS (
            unnest(@crm_created_dates::varchar[]) AS crm_created_date,
            unnest(@consent_tokens::text[]) AS consent_token,
            unnest(@consent_fields::jsonb[]) AS consent_fields,
-           unnest(@active_properties::jsonb[]) AS active_properties
+           unnest(@active_properties::jsonb[]) AS active_properties,
+           unnest(@email_statuses::text[]) AS email_status
 ), c AS (
     INSERT INTO contacts (
         account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
         crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
         consent_api_key_name, consent_api_key_prefix, consent_source_ip, consent_user_agent,
-        consent_fields, created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by
+        consent_fields, created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by,
+        email_status
     )
     SELECT @account_id::uuid, i.contact_id, i.email, i.email_key, i.name, i.phone,
            (@tags::text[])[i.tag_from + 1 : i.tag_from + i.tag_count],
            i.assigned_user_email_id, i.crm_name, i.crm_url, i.crm_source, i.crm_stage,
            i.crm_created_date::timestamptz, i.consent_token, @consent_api_key_name::text,
            @consent_api_key_prefix::text, @consent_source_ip::text, @consent_user_agent::text,
-           i.consent_fields, @created_at::timestamptz, @created_at::timestamptz, @created_at::timestamptz,
-           i.active_properties, @addresses_parsed_by::integer
+           i.consent_fields, @created_at::timestamptz, @created_at::timestamptz,
+           CASE WHEN i.email_status = 'Pending' THEN @created_at::timestamptz END,
+           i.active_properties, @addresses_parsed_by::integer, i.email_status
     FROM input i
     WHERE NOT EXISTS (
         SELECT 1 FROM suppressions s
@@ -185,9 +192,10 @@ WITH input AS (
     ) p JOIN c ON c.contact_id = p.contact_id
 ), event AS (
     INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
-    SELECT @account_id::uuid, e.event_id, 'TagsAdded', e.contact_id, e.payload::json, @created_at::timestamptz
+    SELECT @account_id::uuid, e.event_id, e.event_type, e.contact_id, e.payload::json, @created_at::timestamptz
     FROM (
         SELECT unnest(@event_ids::uuid[]) AS event_id,
+               unnest(@event_types::text[]) AS event_type,
                unnest(@event_contact_ids::uuid[]) AS contact_id,
                unnest(@event_payloads::text[]) AS payload
     ) e JOIN c ON c.contact_id = e.contact_id
