@@ -204,9 +204,10 @@ func TestAnAccountsBacklogQueuesBehindItself(t *testing.T) {
 		}
 	}
 	b := testkit.NewReceiver(t)
-	var bArrivedAs atomic.Int32
+	// the receiver hands its request to Next before Respond runs: the order is sent from here
+	bArrivedAs := make(chan int32, 1)
 	b.Respond = func(n int, w http.ResponseWriter, r *http.Request) {
-		bArrivedAs.Store(arrivals.Add(1))
+		bArrivedAs <- arrivals.Add(1)
 		w.WriteHeader(http.StatusNoContent)
 	}
 	if r := a.Do("POST", "/public/v1/webhooks", keyB, map[string]any{"url": b.URL, "eventType": "TagsAdded"}); r.Status != 200 {
@@ -225,7 +226,7 @@ func TestAnAccountsBacklogQueuesBehindItself(t *testing.T) {
 	}
 	release <- struct{}{} // one of A's attempts ends: its worker is the only free one
 	b.Next(t)
-	if got := bArrivedAs.Load(); got != 4 {
+	if got := <-bArrivedAs; got != 4 {
 		t.Errorf("B's delivery was attempt %d to arrive, want 4 (the first after A's three)", got)
 	}
 }
