@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -52,6 +53,10 @@ type result struct {
 	// ended, in all: how far the background enrichment fell behind the creates.
 	EnrichDue   int64         `json:"enrichDue"`
 	EnrichDrain time.Duration `json:"enrichDrain"`
+	// DeliveriesDue is how many webhook deliveries (to the workloads' TagsAdded subscriber)
+	// were still pending when the slices ended, and DeliveriesDrain how long they took to go.
+	DeliveriesDue   int64         `json:"deliveriesDue"`
+	DeliveriesDrain time.Duration `json:"deliveriesDrain"`
 	// BaselineRPS is the requests/s of the baseline workload this one was interleaved with,
 	// slice for slice: the denominator of its ratio.
 	BaselineRPS float64 `json:"baselineRps,omitempty"`
@@ -72,14 +77,16 @@ func newDriver(concurrency int, apiKey string) *driver {
 
 // measurement accumulates one workload's slices of measured time.
 type measurement struct {
-	lat         []time.Duration
-	errs        int
-	firstErr    string
-	seconds     float64
-	cpu, dbCPU  float64
-	peakRSS     int64
-	enrichDue   int64
-	enrichDrain time.Duration
+	lat             []time.Duration
+	errs            int
+	firstErr        string
+	seconds         float64
+	cpu, dbCPU      float64
+	peakRSS         int64
+	enrichDue       int64
+	enrichDrain     time.Duration
+	deliveriesDue   int64
+	deliveriesDrain time.Duration
 }
 
 // slice drives wl for d, measuring the server process p and the PostgreSQL cluster whose
@@ -132,7 +139,7 @@ func (m *measurement) result(wl workload) result {
 	return result{Name: wl.name, Server: wl.server, Requests: n, Errors: m.errs, FirstError: m.firstErr,
 		Seconds: m.seconds, RPS: float64(n) / m.seconds, CPUSeconds: m.cpu, DBCPUSeconds: m.dbCPU, PeakRSS: m.peakRSS,
 		P50: percentile(m.lat, 0.50), P90: percentile(m.lat, 0.90), P99: percentile(m.lat, 0.99),
-		EnrichDue: m.enrichDue, EnrichDrain: m.enrichDrain}
+		EnrichDue: m.enrichDue, EnrichDrain: m.enrichDrain, DeliveriesDue: m.deliveriesDue, DeliveriesDrain: m.deliveriesDrain}
 }
 
 // drive runs the clients for d and returns the successful requests' latencies. Requests in
@@ -209,7 +216,10 @@ func (dr *driver) paced(ctx context.Context, wl workload, rate float64, d time.D
 	return sent, errs, firstErr
 }
 
-func (dr *driver) do(ctx context.Context, r request) error {
+func (dr *driver) do(ctx context.Context, r request) error { return dr.doJSON(ctx, r, nil) }
+
+// doJSON is do, decoding the answer's body into out unless out is nil.
+func (dr *driver) doJSON(ctx context.Context, r request, out any) error {
 	var body io.Reader
 	if r.body != nil {
 		body = bytes.NewReader(r.body)
@@ -237,6 +247,9 @@ func (dr *driver) do(ctx context.Context, r request) error {
 	}
 	if resp.StatusCode != r.want {
 		return fmt.Errorf("%s %s: %d %.200s", r.method, r.url, resp.StatusCode, b)
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
 	}
 	return nil
 }

@@ -205,6 +205,10 @@ func run(ctx context.Context, o options, out io.Writer) error {
 
 	contactdURL, baseURL := "http://"+contactdAddr, "http://"+baseAddr
 	dr := newDriver(o.concurrency, apiKey)
+	unsubscribe, err := subscribeWorkloads(ctx, dr, contactdURL)
+	if err != nil {
+		return err
+	}
 	rep := report{Date: time.Now().UTC().Format("2006-01-02"), Machine: machine(), Concurrency: o.concurrency, Contacts: o.contacts, Smoke: o.smoke}
 	selected := func(name string) bool { return o.only == "" || strings.Contains(","+o.only+",", ","+name+",") }
 	wls := workloads(contactdURL, baseURL, ds)
@@ -244,6 +248,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		}
 		rep.Results = append(rep.Results, acc.result(wl))
 	}
+	// what a create writes is measured alone: no subscriber, so no delivery (the webhook
+	// workload measures those)
+	if err := unsubscribe(ctx); err != nil {
+		return err
+	}
 	if selected("store-cost") {
 		n := storeCostRequests
 		if o.smoke {
@@ -263,9 +272,21 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			return err
 		}
 		logf("webhooks: %d subscriptions, %v at c=%d", o.subs, o.whDuration, o.whConc)
+		var profDone chan error
+		if pprofAddr != "" { // the unpaced phase
+			profDone = make(chan error, 1)
+			go func() {
+				profDone <- fetchProfile(pprofAddr, o.whDuration, filepath.Join(o.profileDir, "webhooks.pprof"))
+			}()
+		}
 		wh, err := measureWebhooks(ctx, newDriver(o.whConc, apiKey), contactdURL, ds, cd.proc, o.subs, o.whDuration, o.whRate)
 		if err != nil {
 			return err
+		}
+		if profDone != nil {
+			if err := <-profDone; err != nil {
+				return err
+			}
 		}
 		rep.Webhooks = wh
 	}
@@ -347,6 +368,11 @@ func (m *measurer) measure(ctx context.Context, wl workload, partner *workload) 
 				return result{}, err
 			}
 			own.enrichDue, own.enrichDrain = own.enrichDue+due, own.enrichDrain+took
+			// and the deliveries its changes queued to the workloads' subscriber
+			if due, took, err = drain(ctx, m.st, `SELECT count(*) FROM webhook_deliveries WHERE status = 'Pending'`); err != nil {
+				return result{}, err
+			}
+			own.deliveriesDue, own.deliveriesDrain = own.deliveriesDue+due, own.deliveriesDrain+took
 		}
 		if partner != nil {
 			if err := m.dr.slice(ctx, *partner, m.procs[partner.server], m.pg, slice, &paired); err != nil {
@@ -617,8 +643,14 @@ func settle(ctx context.Context, st *store.Store) error {
 // waits (up to a minute) until contactd has enriched them, so the next workload does not pay
 // for this one's background work; it returns the count and how long draining took.
 func drainEnrichment(ctx context.Context, st *store.Store) (int64, time.Duration, error) {
+	return drain(ctx, st, `SELECT count(*) FROM contacts WHERE enrich_due_at IS NOT NULL`)
+}
+
+// drain counts what the statement counts (contactd's background work left to do), then waits
+// up to a minute until it counts none; it returns the first count and how long that took.
+func drain(ctx context.Context, st *store.Store, counting string) (int64, time.Duration, error) {
 	count := func() (n int64, err error) {
-		err = st.Pool.QueryRow(ctx, `SELECT count(*) FROM contacts WHERE enrich_due_at IS NOT NULL`).Scan(&n)
+		err = st.Pool.QueryRow(ctx, counting).Scan(&n)
 		return n, err
 	}
 	due, err := count()

@@ -104,6 +104,12 @@ func printReport(w io.Writer, rep report) {
 				r.EnrichDue, r.EnrichDrain.Seconds())
 		}
 	}
+	for _, r := range rep.Results {
+		if r.DeliveriesDue > 0 {
+			fmt.Fprintf(w, "deliveries to the workloads' TagsAdded subscriber: %d pending at the ends of %s's slices (in all); delivered %.1f s later (in all)\n",
+				r.DeliveriesDue, r.Name, r.DeliveriesDrain.Seconds())
+		}
+	}
 	if wh := rep.Webhooks; wh.Expected > 0 {
 		fmt.Fprintf(w, "\nwebhooks: %d subscriptions; as fast as producers go: %d events, %d/%d deliveries, %.0f deliveries/s, contactd CPU %.1f s\n",
 			wh.Subscriptions, wh.Events, wh.Deliveries, wh.Expected, wh.PerSecond, wh.CPUSeconds)

@@ -66,6 +66,29 @@ func (rc *receiver) take() (lat []time.Duration, at []time.Time) {
 	return lat, at
 }
 
+// subscribeWorkloads subscribes a local receiver to TagsAdded for the request workloads, as an
+// account in production would be: each create with tags and each new tag then queues a
+// delivery with its change, and contactd delivers it meanwhile. The function it returns
+// removes the subscription (the webhook workload subscribes its own) and stops the receiver.
+func subscribeWorkloads(ctx context.Context, dr *driver, base string) (func(context.Context) error, error) {
+	rc, stop, err := startReceiver()
+	if err != nil {
+		return nil, err
+	}
+	var sub struct {
+		SubscriptionID string `json:"subscriptionId"`
+	}
+	body, _ := json.Marshal(map[string]string{"url": rc.url + "?sub=workloads", "eventType": "TagsAdded"})
+	if err := dr.doJSON(ctx, request{method: "POST", url: base + "/public/v1/webhooks", body: body, want: 200}, &sub); err != nil {
+		stop()
+		return nil, fmt.Errorf("subscribe the workloads' receiver: %w", err)
+	}
+	return func(ctx context.Context) error {
+		defer stop()
+		return dr.do(ctx, request{method: "DELETE", url: base + "/public/v1/webhooks/" + sub.SubscriptionID, want: 204})
+	}, nil
+}
+
 // webhookResult is the delivery measurement: throughput with producers as fast as they can
 // go, then latency with producers paced below that, where it means something (at saturation
 // every delivery waits behind the backlog, however long the run made it).

@@ -57,6 +57,13 @@ WITH c AS (
     SELECT c.account_id, e.event_id, e.event_type, c.contact_id, e.payload::json, c.created_at
     FROM c, (SELECT unnest($35::uuid[]) AS event_id, unnest($36::text[]) AS event_type,
                     unnest($37::text[]) AS payload) e
+    RETURNING account_id, event_id, event_type, occurred_at
+), delivery AS (
+    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
+    SELECT e.account_id, uuid_v7(e.occurred_at), s.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
+    FROM event e
+    JOIN webhook_subscriptions s ON s.account_id = e.account_id AND s.event_type = e.event_type AND s.status <> 'Removed'
+    WHERE $38::bool
 )
 SELECT contact_id FROM c
 `
@@ -105,13 +112,15 @@ type ContactCreateParams struct {
 	EventIds            []uuid.UUID
 	EventTypes          []string
 	EventPayloads       []string
+	QueueDeliveries     bool
 }
 
 // A new contact with its consent record and, when its address parsed, its first property, in
 // one statement (one round trip), with its events (TagsAdded when it has tags, ContactEnriched
-// when its email status was decided without DNS; their deliveries are written by callers in a
-// transaction, when the account subscribes). It is due for enrichment (@enrich_due_at) only
-// while its email status is Pending: an address is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one email
+// when its email status was decided without DNS) and, with @queue_deliveries (the account may
+// subscribe to one of them), their deliveries to the account's live subscriptions of their
+// types, due at once. It is due for enrichment (@enrich_due_at) only while its email status is
+// Pending: an address is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one email
 // resolve to exactly one winner without aborting the losers' transactions: a loser gets no
 // row and writes nothing. A contact whose email or phone the account suppresses
 // (@suppression_digests: an erased person's) is not inserted either, and gets no row.
@@ -157,6 +166,7 @@ func (q *Queries) ContactCreate(ctx context.Context, arg []ContactCreateParams) 
 			a.EventIds,
 			a.EventTypes,
 			a.EventPayloads,
+			a.QueueDeliveries,
 		}
 		batch.Queue(contactCreate, vals...)
 	}
@@ -378,6 +388,13 @@ WITH swapped AS (
     SELECT s.account_id, unnest($6::uuid[]), unnest($7::text[]), s.contact_id,
            unnest($8::text[])::json, $2
     FROM swapped s
+    RETURNING account_id, event_id, event_type, occurred_at
+), delivery AS (
+    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
+    SELECT e.account_id, uuid_v7(e.occurred_at), s.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
+    FROM events e
+    JOIN webhook_subscriptions s ON s.account_id = e.account_id AND s.event_type = e.event_type AND s.status <> 'Removed'
+    WHERE $9::bool
 )
 SELECT contact_id FROM swapped
 `
@@ -389,19 +406,22 @@ type TagsSwapBatchResults struct {
 }
 
 type TagsSwapParams struct {
-	Tags          []string
-	UpdatedAt     time.Time
-	AccountID     uuid.UUID
-	ContactID     uuid.UUID
-	Previous      []string
-	EventIds      []uuid.UUID
-	EventTypes    []string
-	EventPayloads []string
+	Tags            []string
+	UpdatedAt       time.Time
+	AccountID       uuid.UUID
+	ContactID       uuid.UUID
+	Previous        []string
+	EventIds        []uuid.UUID
+	EventTypes      []string
+	EventPayloads   []string
+	QueueDeliveries bool
 }
 
 // Compare-and-swap: sets the tags only if they are still the ones the change was computed
-// from (no row otherwise), and records the change's events (TagsAdded, TagsRemoved) with it,
-// so a change nobody subscribes to needs no transaction and no lock.
+// from (no row otherwise), and records the change's events (TagsAdded, TagsRemoved) with it
+// and, with @queue_deliveries (the account may subscribe to one of them), their deliveries to
+// the account's live subscriptions of their types: a tag change needs no transaction and no
+// lock, and goes to PostgreSQL with the other swaps in flight.
 func (q *Queries) TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
@@ -414,6 +434,7 @@ func (q *Queries) TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapB
 			a.EventIds,
 			a.EventTypes,
 			a.EventPayloads,
+			a.QueueDeliveries,
 		}
 		batch.Queue(tagsSwap, vals...)
 	}

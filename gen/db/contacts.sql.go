@@ -84,6 +84,15 @@ WITH input AS (
                unnest($40::uuid[]) AS contact_id,
                unnest($41::text[]) AS payload
     ) e JOIN c ON c.contact_id = e.contact_id
+    RETURNING account_id, event_id, event_type, occurred_at
+), delivery AS (
+    -- with @queue_deliveries (the account may subscribe to one of the types), the events'
+    -- deliveries to its live subscriptions, as ContactCreate
+    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
+    SELECT e.account_id, uuid_v7(e.occurred_at), s.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
+    FROM event e
+    JOIN webhook_subscriptions s ON s.account_id = e.account_id AND s.event_type = e.event_type AND s.status <> 'Removed'
+    WHERE $42::bool
 )
 SELECT c.contact_id FROM c
 `
@@ -130,6 +139,7 @@ type ContactCreateManyParams struct {
 	EventTypes           []string
 	EventContactIds      []uuid.UUID
 	EventPayloads        []string
+	QueueDeliveries      bool
 }
 
 // A batch's new contacts in one statement (POST /contacts/batch, contactd import), each with
@@ -186,6 +196,7 @@ func (q *Queries) ContactCreateMany(ctx context.Context, arg ContactCreateManyPa
 		arg.EventTypes,
 		arg.EventContactIds,
 		arg.EventPayloads,
+		arg.QueueDeliveries,
 	)
 	if err != nil {
 		return nil, err

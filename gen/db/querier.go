@@ -43,9 +43,10 @@ type Querier interface {
 	ConsoleSessionPrune(ctx context.Context, expiresAt time.Time) (int64, error)
 	// A new contact with its consent record and, when its address parsed, its first property, in
 	// one statement (one round trip), with its events (TagsAdded when it has tags, ContactEnriched
-	// when its email status was decided without DNS; their deliveries are written by callers in a
-	// transaction, when the account subscribes). It is due for enrichment (@enrich_due_at) only
-	// while its email status is Pending: an address is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one email
+	// when its email status was decided without DNS) and, with @queue_deliveries (the account may
+	// subscribe to one of them), their deliveries to the account's live subscriptions of their
+	// types, due at once. It is due for enrichment (@enrich_due_at) only while its email status is
+	// Pending: an address is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one email
 	// resolve to exactly one winner without aborting the losers' transactions: a loser gets no
 	// row and writes nothing. A contact whose email or phone the account suppresses
 	// (@suppression_digests: an erased person's) is not inserted either, and gets no row.
@@ -315,12 +316,12 @@ type Querier interface {
 	// Which of @digests the account suppresses.
 	SuppressionsMatching(ctx context.Context, arg SuppressionsMatchingParams) ([][]byte, error)
 	TagsGet(ctx context.Context, arg TagsGetParams) (TagsGetRow, error)
-	// Locks the contact so concurrent tag changes apply one after the other.
-	TagsLock(ctx context.Context, arg TagsLockParams) (TagsLockRow, error)
 	TagsSet(ctx context.Context, arg TagsSetParams) error
 	// Compare-and-swap: sets the tags only if they are still the ones the change was computed
-	// from (no row otherwise), and records the change's events (TagsAdded, TagsRemoved) with it,
-	// so a change nobody subscribes to needs no transaction and no lock.
+	// from (no row otherwise), and records the change's events (TagsAdded, TagsRemoved) with it
+	// and, with @queue_deliveries (the account may subscribe to one of them), their deliveries to
+	// the account's live subscriptions of their types: a tag change needs no transaction and no
+	// lock, and goes to PostgreSQL with the other swaps in flight.
 	TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapBatchResults
 }
 

@@ -34,31 +34,6 @@ func (q *Queries) TagsGet(ctx context.Context, arg TagsGetParams) (TagsGetRow, e
 	return i, err
 }
 
-const tagsLock = `-- name: TagsLock :one
-SELECT tags, email, assigned_user_email_id FROM contacts
-WHERE account_id = $1 AND contact_id = $2
-FOR UPDATE
-`
-
-type TagsLockParams struct {
-	AccountID uuid.UUID
-	ContactID uuid.UUID
-}
-
-type TagsLockRow struct {
-	Tags                []string
-	Email               string
-	AssignedUserEmailID *string
-}
-
-// Locks the contact so concurrent tag changes apply one after the other.
-func (q *Queries) TagsLock(ctx context.Context, arg TagsLockParams) (TagsLockRow, error) {
-	row := q.db.QueryRow(ctx, tagsLock, arg.AccountID, arg.ContactID)
-	var i TagsLockRow
-	err := row.Scan(&i.Tags, &i.Email, &i.AssignedUserEmailID)
-	return i, err
-}
-
 const tagsSet = `-- name: TagsSet :exec
 UPDATE contacts SET tags = $3, updated_at = $4
 WHERE account_id = $1 AND contact_id = $2

@@ -69,16 +69,17 @@ func (s *Service) Batch(ctx context.Context, accountID uuid.UUID, upsert bool, i
 			types[ev.Type] = true
 		}
 	}
-	// the types of the creates' events the account may subscribe to: their deliveries are queued
-	deliver := map[webhook.EventType]bool{}
+	// whether the account may subscribe to the creates' events: their statement then queues
+	// their deliveries too
+	queue := false
 	for typ := range types {
-		deliver[typ] = s.events.MayHaveSubscribers(ctx, accountID, typ)
+		queue = queue || s.events.MayHaveSubscribers(ctx, accountID, typ)
 	}
 	var results []BatchResult
 	err := s.store.InTx(ctx, func(tx store.Tx) error {
 		results = slices.Clone(base)
 		for _, round := range byOccurrence(items) {
-			if err := s.batchRound(ctx, tx, accountID, upsert, round, results, now, deliver); err != nil {
+			if err := s.batchRound(ctx, tx, accountID, upsert, round, results, now, queue); err != nil {
 				return err
 			}
 		}
@@ -110,15 +111,18 @@ func byOccurrence(items []batchItem) [][]batchItem {
 // with the emails that exist: a duplicate, or an update in email order (the order every batch
 // locks rows in).
 func (s *Service) batchRound(ctx context.Context, tx store.Tx, accountID uuid.UUID, upsert bool, round []batchItem,
-	results []BatchResult, now time.Time, deliver map[webhook.EventType]bool) error {
+	results []BatchResult, now time.Time, queue bool) error {
 	ps := make([]db.ContactCreateParams, len(round))
 	for i, it := range round {
 		ps[i] = createParams(accountID, it.c, it.in, it.events)
-		ps[i].SuppressionDigests = it.digests
+		ps[i].SuppressionDigests, ps[i].QueueDeliveries = it.digests, queue
 	}
 	inserted, err := createMany(ctx, tx.Queries, ps)
 	if err != nil {
 		return err
+	}
+	if queue && len(inserted) > 0 {
+		tx.AfterCommit(s.events.Queued)
 	}
 	var existing []batchItem
 	for _, it := range round {
@@ -127,14 +131,6 @@ func (s *Service) batchRound(ctx context.Context, tx store.Tx, accountID uuid.UU
 			continue
 		}
 		results[it.index].Status, results[it.index].ContactID = BatchCreated, it.c.ID
-		for _, ev := range it.events {
-			if !deliver[ev.Type] {
-				continue
-			}
-			if err := s.events.Deliver(ctx, tx, accountID, ev); err != nil {
-				return err
-			}
-		}
 	}
 	slices.SortFunc(existing, func(a, b batchItem) int { return cmp.Compare(a.key, b.key) })
 	for _, it := range existing {

@@ -9,8 +9,9 @@ import (
 	"github.com/contactd/contactd/internal/address"
 )
 
-// createMany inserts the contacts of ps (one account, one origin, one time: a batch) in one
-// statement and reports which it inserted: the others' emails were taken.
+// createMany inserts the contacts of ps (one account, one origin, one time: a batch) with
+// their events, and their deliveries when the first of ps asks to queue them, in one
+// statement, and reports which it inserted: the others' emails were taken.
 func createMany(ctx context.Context, q *db.Queries, ps []db.ContactCreateParams) (map[uuid.UUID]bool, error) {
 	if len(ps) == 0 {
 		return map[uuid.UUID]bool{}, nil
@@ -34,8 +35,8 @@ func manyParams(ps []db.ContactCreateParams) db.ContactCreateManyParams {
 	m := db.ContactCreateManyParams{
 		AccountID: first.AccountID, ConsentApiKeyName: first.ConsentApiKeyName, ConsentApiKeyPrefix: first.ConsentApiKeyPrefix,
 		ConsentSourceIp: first.ConsentSourceIp, ConsentUserAgent: first.ConsentUserAgent, CreatedAt: first.CreatedAt,
-		AddressesParsedBy: address.Version,
-		ContactIds:        make([]uuid.UUID, n), EmailDigests: make([][]byte, n), PhoneDigests: make([][]byte, n),
+		AddressesParsedBy: address.Version, QueueDeliveries: first.QueueDeliveries,
+		ContactIds: make([]uuid.UUID, n), EmailDigests: make([][]byte, n), PhoneDigests: make([][]byte, n),
 		Emails: make([]string, n), EmailKeys: make([]string, n),
 		Names: make([]*string, n), Phones: make([]*string, n), TagFrom: make([]int32, n), TagCount: make([]int32, n),
 		AssignedUserEmailIds: make([]*string, n), CrmNames: make([]*string, n), CrmUrls: make([]*string, n),

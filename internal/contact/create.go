@@ -34,10 +34,10 @@ type CreateInput struct {
 }
 
 // Create stores a new contact with its defaults, its parsed address and its consent record,
-// and emits its events (TagsAdded for its tags, ContactEnriched when its email status needs no
-// DNS), all at once: one statement, in a transaction with the events' deliveries when the
-// account subscribes to one of them, else sent with the other creates in flight (s.creates).
-// An address that cannot be parsed does not stop the create: it is reported in the warnings.
+// its events (TagsAdded for its tags, ContactEnriched when its email status needs no DNS) and
+// their deliveries, all at once: one statement, sent with the other creates in flight
+// (s.creates), one commit for all of them. An address that cannot be parsed does not stop
+// the create: it is reported in the warnings.
 func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInput) (Contact, []string, error) {
 	c, warnings, events, err := s.newContact(in, s.now())
 	if err != nil {
@@ -49,39 +49,26 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 		return Contact{}, nil, err
 	}
 	p.SuppressionDigests = suppress.Digests(entries)
-	deliver := s.subscribed(ctx, accountID, events)
-	if len(deliver) == 0 {
-		// no deliveries to queue: the one statement, events included, is the whole change.
-		err = s.insert(ctx, nil, p)
-	} else {
-		err = s.store.InTx(ctx, func(tx store.Tx) error {
-			if err := s.insert(ctx, tx.Queries, p); err != nil {
-				return err
-			}
-			for _, ev := range deliver {
-				if err := s.events.Deliver(ctx, tx, accountID, ev); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
-	if err != nil {
+	p.QueueDeliveries = s.maySubscribe(ctx, accountID, p.EventTypes)
+	if err := s.insert(ctx, p); err != nil {
 		return Contact{}, nil, err
+	}
+	if p.QueueDeliveries {
+		s.events.Queued()
 	}
 	return c, warnings, nil
 }
 
-// subscribed is those of events the account may subscribe to: their deliveries must be
-// queued in the transaction that records them.
-func (s *Service) subscribed(ctx context.Context, accountID uuid.UUID, events []webhook.Prepared) []webhook.Prepared {
-	var out []webhook.Prepared
-	for _, ev := range events {
-		if s.events.MayHaveSubscribers(ctx, accountID, ev.Type) {
-			out = append(out, ev)
+// maySubscribe reports whether the account may subscribe to one of the event types: a change
+// then queues its events' deliveries in its statement (a join on the live subscriptions,
+// which a change nobody subscribes to is spared).
+func (s *Service) maySubscribe(ctx context.Context, accountID uuid.UUID, types []string) bool {
+	for _, typ := range types {
+		if s.events.MayHaveSubscribers(ctx, accountID, webhook.EventType(typ)) {
+			return true
 		}
 	}
-	return out
+	return false
 }
 
 // newContact is the contact in would create at now, with its defaults, its parsed address (or
@@ -133,26 +120,17 @@ func (s *Service) newContact(in CreateInput, now time.Time) (Contact, []string, 
 	return c, warnings, events, nil
 }
 
-// insert writes the contact, its consent record, its first property and its event (if any) in
-// one statement: in tx when there is one, else in a group of creates. A contact it did not
-// insert had an email the account has (DuplicateContact), or an erased person's email or
-// phone (ContactSuppressed).
-func (s *Service) insert(ctx context.Context, tx *db.Queries, p db.ContactCreateParams) error {
-	var inserted returned[uuid.UUID]
-	var err error
-	if tx != nil {
-		var one []returned[uuid.UUID]
-		if one, err = createContacts(ctx, tx, []db.ContactCreateParams{p}); err == nil {
-			inserted = one[0]
-		}
-	} else {
-		inserted, err = s.creates.Do(ctx, p)
-	}
+// insert writes the contact, its consent record, its first property, its events and their
+// deliveries in one statement, in a group of creates. A contact it did not insert had an
+// email the account has (DuplicateContact), or an erased person's email or phone
+// (ContactSuppressed).
+func (s *Service) insert(ctx context.Context, p db.ContactCreateParams) error {
+	inserted, err := s.creates.Do(ctx, p)
 	if err != nil || inserted.ok {
 		return err
 	}
 	var existing uuid.UUID
-	find := func(q *db.Queries) error {
+	err = s.store.Do(ctx, func(q *db.Queries) error {
 		existing, err = q.ContactIDByEmail(ctx, db.ContactIDByEmailParams{AccountID: p.AccountID, EmailKey: p.EmailKey})
 		if !errors.Is(store.Translate(err), apperr.ErrNoRows) {
 			return err
@@ -162,12 +140,7 @@ func (s *Service) insert(ctx context.Context, tx *db.Queries, p db.ContactCreate
 			return suppress.ErrSuppressed
 		}
 		return errors.Join(err, serr)
-	}
-	if tx != nil {
-		err = find(tx)
-	} else {
-		err = s.store.Do(ctx, find)
-	}
+	})
 	if err != nil {
 		return err
 	}

@@ -130,34 +130,10 @@ func (s *Service) changeTags(ctx context.Context, accountID uuid.UUID, rawID str
 	if err != nil {
 		return nil, err
 	}
-	if !s.events.MayHaveSubscribers(ctx, accountID, webhook.TagsAdded) &&
-		!s.events.MayHaveSubscribers(ctx, accountID, webhook.TagsRemoved) {
-		return s.swapTags(ctx, accountID, id, tags, op)
-	}
-	var result []string
-	err = s.store.InTx(ctx, func(tx store.Tx) error {
-		row, err := tx.TagsLock(ctx, db.TagsLockParams{AccountID: accountID, ContactID: id})
-		if errors.Is(store.Translate(err), apperr.ErrNoRows) {
-			return ErrNotFound
-		} else if err != nil {
-			return err
-		}
-		c, err := applyTagOp(op, row.Tags, tags)
-		result = c.tags
-		if err != nil || !c.changes(row.Tags) {
-			return err
-		}
-		now := s.now()
-		if err := tx.TagsSet(ctx, db.TagsSetParams{AccountID: accountID, ContactID: id, Tags: c.tags, UpdatedAt: now}); err != nil {
-			return err
-		}
-		info := contactInfo(id, row.Email, row.AssignedUserEmailID)
-		return s.emitTagEvents(ctx, tx, accountID, id, info, c, now)
-	})
-	return result, err
+	return s.swapTags(ctx, accountID, id, tags, op)
 }
 
-// swapTags is a tag change nobody subscribes to: read, then compare-and-swap with its events
+// swapTags is a tag change: read, then compare-and-swap with its events and their deliveries
 // (sent with the other swaps in flight), again if another change came in between. Two
 // statements, no transaction of its own, no lock held between them.
 func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []string,
@@ -187,7 +163,11 @@ func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []
 			p.EventIds, p.EventTypes = append(p.EventIds, prepared.ID), append(p.EventTypes, string(prepared.Type))
 			p.EventPayloads = append(p.EventPayloads, string(prepared.Payload))
 		}
+		p.QueueDeliveries = s.maySubscribe(ctx, accountID, p.EventTypes)
 		swapped, err := s.tagSwaps.Do(ctx, p)
+		if err == nil && swapped.ok && p.QueueDeliveries {
+			s.events.Queued()
+		}
 		if err != nil || swapped.ok {
 			return c.tags, err
 		}

@@ -37,7 +37,7 @@ func TestMetrics(t *testing.T) {
 		`contactd_http_requests_total{operation="other",status="200"} 1`,
 		`contactd_http_request_duration_seconds_bucket{operation="getContact",status="200",le="+Inf"} 1`,
 		`contactd_db_pool_max_connections 16`,
-		// the two reads were groups of one each; the create went in a transaction (TagsAdded).
+		// the two reads were groups of one each (the create too, its delivery with it).
 		`contactd_db_group_size_count{group="contact_get_by_id"} 2`,
 		`contactd_db_group_size_bucket{group="contact_get_by_id",le="1"} 2`,
 		`contactd_db_pool_connections{state="idle"}`,

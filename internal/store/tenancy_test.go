@@ -170,6 +170,7 @@ var accountFree = map[string]string{
 	"name_words":             "pure: reads no table",
 	"contact_phone_key":      "pure: reads no table",
 	"contact_email_canon":    "pure: reads no table",
+	"uuid_v7":                "makes an id: reads no table",
 }
 
 // acrossInside are the scans inside our account-taking functions that reach beyond the

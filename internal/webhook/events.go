@@ -8,17 +8,21 @@
 // (TestOutboxWritersAreListed keeps the list):
 //   - EventInsert, by Emit: an event and then its deliveries, one statement each.
 //   - EventInsertTest, by SendTest: a test event, left out of the feed.
-//   - ContactCreate: a new contact's TagsAdded event, in the statement that inserts it.
-//   - ContactCreateMany: the same for a batch's contacts.
-//   - TagsSwap: a tag change's TagsAdded and TagsRemoved events, in the statement that makes it.
+//   - ContactCreate: a new contact's TagsAdded and ContactEnriched events, in the statement
+//     that inserts it, with their deliveries.
+//   - ContactCreateMany: the same events for a batch's contacts.
+//   - TagsSwap: a tag change's TagsAdded and TagsRemoved events, in the statement that makes
+//     it, with their deliveries.
 //   - EnrichFinishMany: the ContactEnriched events of an enrichment pass.
 //
 // One statement rewrites events: EventsRedact, by Redact, turns an erased contact's events
 // into tombstones.
 //
-// The last four are the fast paths: the event rides the change's own statement (and when a
-// subscription may want it, Emitter.MayHaveSubscribers, Deliver queues its deliveries in the
-// same transaction, or the change goes through Emit instead).
+// The last four are the fast paths: the event rides the change's own statement. When a
+// subscription may want it (Emitter.MayHaveSubscribers), ContactCreate and TagsSwap join the
+// account's live subscriptions and queue the deliveries in that statement too, so the change
+// still goes to PostgreSQL in a group with others (Emitter.Queued then wakes the workers);
+// a batch's Deliver queues them in its transaction; enrichment goes through Emit instead.
 package webhook
 
 import (
@@ -195,6 +199,9 @@ type Envelope struct {
 // transaction. The delivery package provides it; nil means deliveries are only recorded.
 type Enqueuer interface {
 	EnqueueDelivery(ctx context.Context, tx store.Tx, d Delivery) error
+	// Wake tells this process's workers that deliveries were queued and committed by a
+	// statement of their own (a create or a tag change that writes its deliveries itself).
+	Wake()
 }
 
 // Delivery names one (event, subscription) pair to deliver.
@@ -220,6 +227,14 @@ func NewEmitter(enq Enqueuer, subs *Subscribers) *Emitter { return &Emitter{enqu
 // in its own statement instead of calling Emit in a transaction (there are no deliveries).
 func (e *Emitter) MayHaveSubscribers(ctx context.Context, accountID uuid.UUID, typ EventType) bool {
 	return e.subs.MayHave(ctx, accountID, typ)
+}
+
+// Queued tells the delivery workers of this process that a committed statement queued
+// deliveries, so they are sent at once instead of at the workers' next poll.
+func (e *Emitter) Queued() {
+	if e.enqueuer != nil {
+		e.enqueuer.Wake()
+	}
 }
 
 // Prepared is an event ready to be written: its id, and its payload exactly as receivers

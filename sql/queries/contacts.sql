@@ -1,9 +1,10 @@
 -- name: ContactCreate :batchone
 -- A new contact with its consent record and, when its address parsed, its first property, in
 -- one statement (one round trip), with its events (TagsAdded when it has tags, ContactEnriched
--- when its email status was decided without DNS; their deliveries are written by callers in a
--- transaction, when the account subscribes). It is due for enrichment (@enrich_due_at) only
--- while its email status is Pending: an address is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one email
+-- when its email status was decided without DNS) and, with @queue_deliveries (the account may
+-- subscribe to one of them), their deliveries to the account's live subscriptions of their
+-- types, due at once. It is due for enrichment (@enrich_due_at) only while its email status is
+-- Pending: an address is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one email
 -- resolve to exactly one winner without aborting the losers' transactions: a loser gets no
 -- row and writes nothing. A contact whose email or phone the account suppresses
 -- (@suppression_digests: an erased person's) is not inserted either, and gets no row.
@@ -46,6 +47,13 @@ WITH c AS (
     SELECT c.account_id, e.event_id, e.event_type, c.contact_id, e.payload::json, c.created_at
     FROM c, (SELECT unnest(@event_ids::uuid[]) AS event_id, unnest(@event_types::text[]) AS event_type,
                     unnest(@event_payloads::text[]) AS payload) e
+    RETURNING account_id, event_id, event_type, occurred_at
+), delivery AS (
+    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
+    SELECT e.account_id, uuid_v7(e.occurred_at), s.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
+    FROM event e
+    JOIN webhook_subscriptions s ON s.account_id = e.account_id AND s.event_type = e.event_type AND s.status <> 'Removed'
+    WHERE @queue_deliveries::bool
 )
 SELECT contact_id FROM c;
 
@@ -199,5 +207,14 @@ WITH input AS (
                unnest(@event_contact_ids::uuid[]) AS contact_id,
                unnest(@event_payloads::text[]) AS payload
     ) e JOIN c ON c.contact_id = e.contact_id
+    RETURNING account_id, event_id, event_type, occurred_at
+), delivery AS (
+    -- with @queue_deliveries (the account may subscribe to one of the types), the events'
+    -- deliveries to its live subscriptions, as ContactCreate
+    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
+    SELECT e.account_id, uuid_v7(e.occurred_at), s.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
+    FROM event e
+    JOIN webhook_subscriptions s ON s.account_id = e.account_id AND s.event_type = e.event_type AND s.status <> 'Removed'
+    WHERE @queue_deliveries::bool
 )
 SELECT c.contact_id FROM c;

@@ -1,9 +1,3 @@
--- name: TagsLock :one
--- Locks the contact so concurrent tag changes apply one after the other.
-SELECT tags, email, assigned_user_email_id FROM contacts
-WHERE account_id = $1 AND contact_id = $2
-FOR UPDATE;
-
 -- name: TagsSet :exec
 UPDATE contacts SET tags = $3, updated_at = $4
 WHERE account_id = $1 AND contact_id = $2;
@@ -13,8 +7,10 @@ SELECT tags, email, assigned_user_email_id FROM contacts WHERE account_id = $1 A
 
 -- name: TagsSwap :batchone
 -- Compare-and-swap: sets the tags only if they are still the ones the change was computed
--- from (no row otherwise), and records the change's events (TagsAdded, TagsRemoved) with it,
--- so a change nobody subscribes to needs no transaction and no lock.
+-- from (no row otherwise), and records the change's events (TagsAdded, TagsRemoved) with it
+-- and, with @queue_deliveries (the account may subscribe to one of them), their deliveries to
+-- the account's live subscriptions of their types: a tag change needs no transaction and no
+-- lock, and goes to PostgreSQL with the other swaps in flight.
 WITH swapped AS (
     UPDATE contacts c SET tags = @tags, updated_at = @updated_at
     WHERE c.account_id = @account_id AND c.contact_id = @contact_id AND c.tags = @previous::text[]
@@ -24,5 +20,12 @@ WITH swapped AS (
     SELECT s.account_id, unnest(@event_ids::uuid[]), unnest(@event_types::text[]), s.contact_id,
            unnest(@event_payloads::text[])::json, @updated_at
     FROM swapped s
+    RETURNING account_id, event_id, event_type, occurred_at
+), delivery AS (
+    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
+    SELECT e.account_id, uuid_v7(e.occurred_at), s.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
+    FROM events e
+    JOIN webhook_subscriptions s ON s.account_id = e.account_id AND s.event_type = e.event_type AND s.status <> 'Removed'
+    WHERE @queue_deliveries::bool
 )
 SELECT contact_id FROM swapped;
