@@ -23,10 +23,15 @@ import (
 // end is read. Unlike requests per second these do not move with the machine's speed, so
 // two binaries compare across runs and days.
 type storeCost struct {
-	Workload string             `json:"workload"`
-	Requests int                `json:"requests"`
-	WALBytes float64            `json:"walBytes"`
-	FPIBytes float64            `json:"fullPageImageBytes"`
+	Workload string  `json:"workload"`
+	Requests int     `json:"requests"`
+	WALBytes float64 `json:"walBytes"`
+	FPIBytes float64 `json:"fullPageImageBytes"`
+	// OwnBytes are the bytes of the requests' own records: without full-page images (their
+	// number depends on how many pages the requests touch first after the checkpoint) and
+	// without the maintenance records vacuum and pruning write meanwhile (for what earlier
+	// workloads left).
+	OwnBytes float64            `json:"ownBytes"`
 	DBCPUms  float64            `json:"postgresCPUms"`
 	Records  map[string]walKind `json:"records"`
 }
@@ -111,6 +116,9 @@ func measureStoreCost(ctx context.Context, dr *driver, st *store.Store, pg int, 
 		if err := rows.Scan(&kind, &count, &recBytes, &fpiBytes); err != nil {
 			return storeCost{}, err
 		}
+		if !maintenance(kind) {
+			sc.OwnBytes += float64(recBytes) / float64(n)
+		}
 		k := sc.Records[kind]
 		k.Count += float64(count) / float64(n)
 		k.Bytes += float64(recBytes+fpiBytes) / float64(n)
@@ -119,6 +127,18 @@ func measureStoreCost(ctx context.Context, dr *driver, st *store.Store, pg int, 
 		sc.FPIBytes += float64(fpiBytes) / float64(n)
 	}
 	return sc, rows.Err()
+}
+
+// maintenance reports WAL records written by vacuum, pruning, checkpoints and the like rather
+// than by the requests.
+func maintenance(kind string) bool {
+	for _, prefix := range []string{"Heap2/VACUUM", "Heap2/PRUNE", "Heap2/VISIBLE", "Heap2/FREEZE", "Btree/VACUUM",
+		"Gin/VACUUM", "Gin/DELETE_LISTPAGE", "XLOG/", "Standby/"} {
+		if strings.HasPrefix(kind, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // printStoreCosts prints the measurements side by side, with the kinds of record written at
@@ -143,6 +163,7 @@ func printStoreCosts(out io.Writer, costs []storeCost) {
 	row("WAL bytes", func(c storeCost) string { return fmt.Sprintf("%.0f", c.WALBytes) })
 	row("of which full-page images", func(c storeCost) string { return fmt.Sprintf("%.0f", c.FPIBytes) })
 	row("WAL bytes without them", func(c storeCost) string { return fmt.Sprintf("%.0f", c.WALBytes-c.FPIBytes) })
+	row("the requests' own (no images, no vacuum)", func(c storeCost) string { return fmt.Sprintf("%.0f", c.OwnBytes) })
 	row("PostgreSQL CPU ms", func(c storeCost) string { return fmt.Sprintf("%.3f", c.DBCPUms) })
 	var kinds []string
 	for _, c := range costs {
