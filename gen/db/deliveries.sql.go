@@ -154,7 +154,8 @@ SELECT c.account_id::uuid AS account_id, c.delivery_id::uuid AS delivery_id, c.s
     coalesce(c.previous_secret_until, '0001-01-01 00:00:00+00')::timestamptz AS previous_secret_until,
     c.subscription_status::text AS subscription_status,
     coalesce(c.client_secret_sealed, '')::text AS client_secret_sealed
-FROM claim_deliveries_alone($1::timestamptz, $2::timestamptz, $3::int,
+FROM (SELECT set_config('synchronous_commit', 'off', true)) lazy,
+    claim_deliveries_alone($1::timestamptz, $2::timestamptz, $3::int,
     $4::int, $5::float8) c
 `
 
@@ -185,7 +186,8 @@ type DeliveryClaimRow struct {
 }
 
 // Leases up to @max due deliveries to the caller, a few per receiver at most: see
-// claim_deliveries (migration 00012), run alone by claim_deliveries_alone (00022).
+// claim_deliveries (migration 00012), run alone by claim_deliveries_alone (00022). Commits
+// without waiting for the WAL flush (the lazy row: see DeliveryRecordSuccess).
 func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error) {
 	rows, err := q.db.Query(ctx, deliveryClaim,
 		arg.Now,
@@ -238,7 +240,8 @@ SELECT c.account_id::uuid AS account_id, c.delivery_id::uuid AS delivery_id, c.s
     coalesce(c.previous_secret_until, '0001-01-01 00:00:00+00')::timestamptz AS previous_secret_until,
     c.subscription_status::text AS subscription_status,
     coalesce(c.client_secret_sealed, '')::text AS client_secret_sealed
-FROM claim_next_delivery($1::uuid, $2::uuid, $3::timestamptz, $4::timestamptz,
+FROM (SELECT set_config('synchronous_commit', 'off', true)) lazy,
+    claim_next_delivery($1::uuid, $2::uuid, $3::timestamptz, $4::timestamptz,
     $5::int) c
 `
 
@@ -269,7 +272,8 @@ type DeliveryClaimNextRow struct {
 }
 
 // Leases the subscription's oldest due delivery while its receiver is below its limit: see
-// claim_next_delivery (migration 00022).
+// claim_next_delivery (migration 00022). Commits without waiting for the WAL flush (the lazy
+// row: see DeliveryRecordSuccess).
 func (q *Queries) DeliveryClaimNext(ctx context.Context, arg DeliveryClaimNextParams) ([]DeliveryClaimNextRow, error) {
 	rows, err := q.db.Query(ctx, deliveryClaimNext,
 		arg.AccountID,
@@ -443,7 +447,8 @@ const deliveryRecordSuccess = `-- name: DeliveryRecordSuccess :exec
 WITH attempt AS (
     INSERT INTO webhook_attempts (
         account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt
-    ) VALUES ($2, $5, $6, $1, $7, $8, $9)
+    ) SELECT $2, $5, $6, $1, $7, $8, $9
+    FROM (SELECT set_config('synchronous_commit', 'off', true)) lazy
     ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
 ), delivery AS (
     UPDATE webhook_deliveries d
@@ -476,6 +481,12 @@ type DeliveryRecordSuccessParams struct {
 // when the success changes something, so workers delivering to one subscription do not line
 // up on its row lock; last_success_at, read only by the sweep of Failing subscriptions five
 // days on, is refreshed when older than @refresh_before (a minute).
+// The statement commits without waiting for its WAL to reach the disk (synchronous_commit
+// off for its transaction, set by the "lazy" row the attempt is inserted from: a
+// data-modifying CTE always runs). A crash of PostgreSQL can lose the last fraction of a
+// second of these records, and the delivery is then made again: the at-least-once promise,
+// which receivers meet with the webhook-id. The changes that create events and deliveries
+// still wait for the flush, and so does the record of a failure.
 func (q *Queries) DeliveryRecordSuccess(ctx context.Context, arg DeliveryRecordSuccessParams) error {
 	_, err := q.db.Exec(ctx, deliveryRecordSuccess,
 		arg.Now,

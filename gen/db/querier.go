@@ -137,10 +137,12 @@ type Querier interface {
 	// next, and walks on from the last key.
 	ContactsWalkByCreated(ctx context.Context, arg ContactsWalkByCreatedParams) ([]ContactsWalkByCreatedRow, error)
 	// Leases up to @max due deliveries to the caller, a few per receiver at most: see
-	// claim_deliveries (migration 00012), run alone by claim_deliveries_alone (00022).
+	// claim_deliveries (migration 00012), run alone by claim_deliveries_alone (00022). Commits
+	// without waiting for the WAL flush (the lazy row: see DeliveryRecordSuccess).
 	DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error)
 	// Leases the subscription's oldest due delivery while its receiver is below its limit: see
-	// claim_next_delivery (migration 00022).
+	// claim_next_delivery (migration 00022). Commits without waiting for the WAL flush (the lazy
+	// row: see DeliveryRecordSuccess).
 	DeliveryClaimNext(ctx context.Context, arg DeliveryClaimNextParams) ([]DeliveryClaimNextRow, error)
 	DeliveryGet(ctx context.Context, arg DeliveryGetParams) (DeliveryGetRow, error)
 	DeliveryInsert(ctx context.Context, arg DeliveryInsertParams) error
@@ -152,6 +154,12 @@ type Querier interface {
 	// when the success changes something, so workers delivering to one subscription do not line
 	// up on its row lock; last_success_at, read only by the sweep of Failing subscriptions five
 	// days on, is refreshed when older than @refresh_before (a minute).
+	// The statement commits without waiting for its WAL to reach the disk (synchronous_commit
+	// off for its transaction, set by the "lazy" row the attempt is inserted from: a
+	// data-modifying CTE always runs). A crash of PostgreSQL can lose the last fraction of a
+	// second of these records, and the delivery is then made again: the at-least-once promise,
+	// which receivers meet with the webhook-id. The changes that create events and deliveries
+	// still wait for the flush, and so does the record of a failure.
 	DeliveryRecordSuccess(ctx context.Context, arg DeliveryRecordSuccessParams) error
 	DeliveryRequeue(ctx context.Context, arg DeliveryRequeueParams) error
 	// Groups of the account's contacts whose emails the provider reads as one, after @after.

@@ -1,6 +1,7 @@
 -- name: DeliveryClaim :many
 -- Leases up to @max due deliveries to the caller, a few per receiver at most: see
--- claim_deliveries (migration 00012), run alone by claim_deliveries_alone (00022).
+-- claim_deliveries (migration 00012), run alone by claim_deliveries_alone (00022). Commits
+-- without waiting for the WAL flush (the lazy row: see DeliveryRecordSuccess).
 SELECT c.account_id::uuid AS account_id, c.delivery_id::uuid AS delivery_id, c.status::text AS status,
     c.attempts::int AS attempts, c.subscription_id::uuid AS subscription_id, c.event_id::uuid AS event_id,
     c.event_type::text AS event_type, c.payload::text AS payload, c.url::text AS url,
@@ -10,12 +11,14 @@ SELECT c.account_id::uuid AS account_id, c.delivery_id::uuid AS delivery_id, c.s
     coalesce(c.previous_secret_until, '0001-01-01 00:00:00+00')::timestamptz AS previous_secret_until,
     c.subscription_status::text AS subscription_status,
     coalesce(c.client_secret_sealed, '')::text AS client_secret_sealed
-FROM claim_deliveries_alone(@now::timestamptz, @lease_until::timestamptz, @max::int,
+FROM (SELECT set_config('synchronous_commit', 'off', true)) lazy,
+    claim_deliveries_alone(@now::timestamptz, @lease_until::timestamptz, @max::int,
     @max_in_flight::int, @throttle_share::float8) c;
 
 -- name: DeliveryClaimNext :many
 -- Leases the subscription's oldest due delivery while its receiver is below its limit: see
--- claim_next_delivery (migration 00022).
+-- claim_next_delivery (migration 00022). Commits without waiting for the WAL flush (the lazy
+-- row: see DeliveryRecordSuccess).
 SELECT c.account_id::uuid AS account_id, c.delivery_id::uuid AS delivery_id, c.status::text AS status,
     c.attempts::int AS attempts, c.subscription_id::uuid AS subscription_id, c.event_id::uuid AS event_id,
     c.event_type::text AS event_type, c.payload::text AS payload, c.url::text AS url,
@@ -25,7 +28,8 @@ SELECT c.account_id::uuid AS account_id, c.delivery_id::uuid AS delivery_id, c.s
     coalesce(c.previous_secret_until, '0001-01-01 00:00:00+00')::timestamptz AS previous_secret_until,
     c.subscription_status::text AS subscription_status,
     coalesce(c.client_secret_sealed, '')::text AS client_secret_sealed
-FROM claim_next_delivery(@account_id::uuid, @subscription_id::uuid, @now::timestamptz, @lease_until::timestamptz,
+FROM (SELECT set_config('synchronous_commit', 'off', true)) lazy,
+    claim_next_delivery(@account_id::uuid, @subscription_id::uuid, @now::timestamptz, @lease_until::timestamptz,
     @max_in_flight::int) c;
 
 -- name: DeliveryLoad :one
@@ -51,10 +55,17 @@ WHERE account_id = @account_id AND delivery_id = @delivery_id;
 -- when the success changes something, so workers delivering to one subscription do not line
 -- up on its row lock; last_success_at, read only by the sweep of Failing subscriptions five
 -- days on, is refreshed when older than @refresh_before (a minute).
+-- The statement commits without waiting for its WAL to reach the disk (synchronous_commit
+-- off for its transaction, set by the "lazy" row the attempt is inserted from: a
+-- data-modifying CTE always runs). A crash of PostgreSQL can lose the last fraction of a
+-- second of these records, and the delivery is then made again: the at-least-once promise,
+-- which receivers meet with the webhook-id. The changes that create events and deliveries
+-- still wait for the flush, and so does the record of a failure.
 WITH attempt AS (
     INSERT INTO webhook_attempts (
         account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt
-    ) VALUES (@account_id, @delivery_id, @attempt, @now, @response_status, @latency_ms, sqlc.narg('response_excerpt'))
+    ) SELECT @account_id, @delivery_id, @attempt, @now, @response_status, @latency_ms, sqlc.narg('response_excerpt')
+    FROM (SELECT set_config('synchronous_commit', 'off', true)) lazy
     ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
 ), delivery AS (
     UPDATE webhook_deliveries d
