@@ -248,15 +248,23 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		}
 		rep.Results = append(rep.Results, acc.result(wl))
 	}
-	// what a create writes is measured alone: no subscriber, so no delivery (the webhook
-	// workload measures those)
-	if err := unsubscribe(ctx); err != nil {
-		return err
-	}
 	if selected("store-cost") {
 		n := storeCostRequests
 		if o.smoke {
 			n = 300
+		}
+		// a create with the workloads' subscriber (its delivery made before the end is read),
+		// then without: what the subscriber costs a create
+		logf("store cost: %d requests of create, subscribed", n)
+		subscribed := byName["create"]
+		subscribed.name = "create, subscribed"
+		sc, err := measureStoreCost(ctx, newDriver(16, apiKey), st, postmaster, subscribed, n, 16)
+		if err != nil {
+			return err
+		}
+		rep.StoreCosts = append(rep.StoreCosts, sc)
+		if err := unsubscribe(ctx); err != nil {
+			return err
 		}
 		for _, name := range []string{"create", "baseline-insert"} {
 			logf("store cost: %d requests of %s", n, name)
@@ -266,6 +274,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			}
 			rep.StoreCosts = append(rep.StoreCosts, sc)
 		}
+	}
+	if err := unsubscribe(ctx); err != nil { // the webhook workload subscribes its own
+		return err
 	}
 	if selected("webhooks") {
 		if err := settle(ctx, st); err != nil {

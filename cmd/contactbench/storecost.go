@@ -19,8 +19,8 @@ import (
 // storeCost is what PostgreSQL wrote for each request of a workload: WAL bytes (and the part
 // that were full-page images, written for a page's first change after a checkpoint), the WAL
 // records by kind (a heap row, an index entry, a row lock, a commit), and PostgreSQL's CPU.
-// For contactd's create it includes the enrichment the creates queued, finished before the
-// end is read. Unlike requests per second these do not move with the machine's speed, so
+// For contactd's create it includes the enrichment the creates queued, and the deliveries
+// when a subscriber listens, finished before the end is read. Unlike requests per second these do not move with the machine's speed, so
 // two binaries compare across runs and days.
 type storeCost struct {
 	Workload string  `json:"workload"`
@@ -93,6 +93,9 @@ func measureStoreCost(ctx context.Context, dr *driver, st *store.Store, pg int, 
 	if _, _, err := drainEnrichment(ctx, st); err != nil {
 		return storeCost{}, err
 	}
+	if _, _, err := drain(ctx, st, `SELECT count(*) FROM webhook_deliveries WHERE status = 'Pending'`); err != nil {
+		return storeCost{}, err
+	}
 	cpu1, err := clusterCPU(pg)
 	if err != nil {
 		return storeCost{}, err
@@ -147,7 +150,7 @@ func printStoreCosts(out io.Writer, costs []storeCost) {
 	if len(costs) == 0 {
 		return
 	}
-	fmt.Fprintf(out, "\nwhat PostgreSQL writes per request (%d requests after a CHECKPOINT; creates include their enrichment):\n\n", costs[0].Requests)
+	fmt.Fprintf(out, "\nwhat PostgreSQL writes per request (%d requests after a CHECKPOINT; creates include their enrichment, and their deliveries when subscribed):\n\n", costs[0].Requests)
 	fmt.Fprintf(out, "| per request |")
 	for _, c := range costs {
 		fmt.Fprintf(out, " %s |", c.Workload)

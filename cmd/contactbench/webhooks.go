@@ -69,7 +69,8 @@ func (rc *receiver) take() (lat []time.Duration, at []time.Time) {
 // subscribeWorkloads subscribes a local receiver to TagsAdded for the request workloads, as an
 // account in production would be: each create with tags and each new tag then queues a
 // delivery with its change, and contactd delivers it meanwhile. The function it returns
-// removes the subscription (the webhook workload subscribes its own) and stops the receiver.
+// removes the subscription (the webhook workload subscribes its own) and stops the receiver,
+// the first time it is called.
 func subscribeWorkloads(ctx context.Context, dr *driver, base string) (func(context.Context) error, error) {
 	rc, stop, err := startReceiver()
 	if err != nil {
@@ -83,9 +84,13 @@ func subscribeWorkloads(ctx context.Context, dr *driver, base string) (func(cont
 		stop()
 		return nil, fmt.Errorf("subscribe the workloads' receiver: %w", err)
 	}
-	return func(ctx context.Context) error {
-		defer stop()
-		return dr.do(ctx, request{method: "DELETE", url: base + "/public/v1/webhooks/" + sub.SubscriptionID, want: 204})
+	var once sync.Once
+	return func(ctx context.Context) (err error) {
+		once.Do(func() {
+			defer stop()
+			err = dr.do(ctx, request{method: "DELETE", url: base + "/public/v1/webhooks/" + sub.SubscriptionID, want: 204})
+		})
+		return err
 	}, nil
 }
 
