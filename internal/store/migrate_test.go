@@ -135,8 +135,8 @@ func TestDeliveryQueueMigratesBothWays(t *testing.T) {
 		t.Fatal(err)
 	}
 	var indexed bool
-	if err := pool.QueryRow(ctx, `SELECT to_regclass('webhook_deliveries_due') IS NOT NULL`).Scan(&indexed); err != nil || !indexed {
-		t.Errorf("after coming back: due index %v (%v)", indexed, err)
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('webhook_deliveries_pending') IS NOT NULL`).Scan(&indexed); err != nil || !indexed {
+		t.Errorf("after coming back: pending index %v (%v)", indexed, err)
 	}
 	requireNoRiver(t, pool)
 }
