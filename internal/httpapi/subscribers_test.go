@@ -64,6 +64,48 @@ func TestTagChangesRacing(t *testing.T) {
 	}
 }
 
+// TestSubscribedTagChangesRacing: racing tag changes of an account that subscribes take the
+// same compare-and-swap, their deliveries in its statement: every change lands, and each
+// event, once, gets exactly one delivery per live subscription (a swap that lost and went
+// again wrote none the first time).
+func TestSubscribedTagChangesRacing(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	testkit.Eventually(t, "the subscriptions cache", a.Svc.Subscribers.Caching)
+	account, key := a.Account("racing")
+	subs := []string{"https://hooks.example.com/one", "https://hooks.example.com/two"}
+	for _, url := range subs {
+		if r := a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": url, "eventType": "TagsAdded"}); r.Status != 200 {
+			t.Fatalf("subscribe: %d %s", r.Status, r.Body)
+		}
+	}
+	id := createContact(t, a, key, map[string]any{"email": "race@example.com", "tags": []string{"first"}}).Contact.ContactId
+	path := "/public/v1/contact/" + id + "/tags"
+	const n = 24
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if r := a.Do("POST", path, key, map[string]any{"tags": []string{fmt.Sprintf("t%02d", i)}}); r.Status != 200 {
+				t.Errorf("add t%02d: %d %s", i, r.Status, r.Body)
+			}
+		})
+	}
+	wg.Wait()
+	if got := tagsOf(t, a.Do("POST", path, key, map[string]any{"tags": []string{}})); len(got) != n+1 {
+		t.Fatalf("after %d racing adds: %d tags %q", n, len(got), got)
+	}
+	if e, d := count(t, a, "webhook_events", account), deliveryCount(t, a, account); e != n+1 || d != len(subs)*(n+1) {
+		t.Errorf("%d events and %d deliveries, want %d and %d", e, d, n+1, len(subs)*(n+1))
+	}
+	if odd := countRows(t, a, `SELECT count(*) FROM (
+		SELECT e.event_id FROM webhook_events e
+		LEFT JOIN webhook_deliveries d ON d.account_id = e.account_id AND d.event_id = e.event_id
+		WHERE e.account_id = $1 GROUP BY e.event_id
+		HAVING count(d.delivery_id) <> 2 OR count(DISTINCT d.subscription_id) <> 2) odd`, account); odd != 0 {
+		t.Errorf("%d events without exactly one delivery to each subscription", odd)
+	}
+}
+
 // TestSubscriptionReachesTheCache: which event types an account subscribes to is cached,
 // and a new subscription counts from the next change: at once in the process that made it,
 // through NOTIFY in any other, and always while the cache's listener is down.
