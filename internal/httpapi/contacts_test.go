@@ -146,6 +146,10 @@ func TestCreateContactDuplicateRace(t *testing.T) {
 	t.Parallel()
 	a := testkit.NewAPI(t)
 	_, key := a.Account("acme")
+	// a subscriber: the winners' events and deliveries are written by their creates' statements
+	if r := a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": "https://hooks.example.com/race", "eventType": "TagsAdded"}); r.Status != 200 {
+		t.Fatalf("subscribe: %d %s", r.Status, r.Body)
+	}
 	const emails, racers = 4, 8
 	type outcome struct {
 		status int
@@ -164,7 +168,7 @@ func TestCreateContactDuplicateRace(t *testing.T) {
 					email = strings.ToLower(email)
 				}
 				r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": email, "name": fmt.Sprintf("racer %d/%d", e, i),
-					"address": fmt.Sprintf("%d Main St, Springfield, IL 62704", 100+i)})
+					"address": fmt.Sprintf("%d Main St, Springfield, IL 62704", 100+i), "tags": []string{"race"}})
 				outcomes[e][i] = outcome{r.Status, r.Body}
 			})
 		}
@@ -216,12 +220,14 @@ func TestCreateContactDuplicateRace(t *testing.T) {
 			t.Errorf("email %d: stored %q with %d properties (%v); want %q with 1", e, name, properties, err, winnerName)
 		}
 	}
-	var rows, properties int
-	if err := a.Store.Pool.QueryRow(context.Background(), "SELECT count(*), (SELECT count(*) FROM properties) FROM contacts").Scan(&rows, &properties); err != nil {
+	var rows, properties, events, deliveries int
+	if err := a.Store.Pool.QueryRow(context.Background(), `SELECT count(*), (SELECT count(*) FROM properties),
+		(SELECT count(*) FROM webhook_events), (SELECT count(*) FROM webhook_deliveries) FROM contacts`).Scan(&rows, &properties, &events, &deliveries); err != nil {
 		t.Fatal(err)
 	}
-	if rows != emails || properties != emails {
-		t.Errorf("%d contacts and %d properties exist; want %d of each", rows, properties, emails)
+	if rows != emails || properties != emails || events != emails || deliveries != emails {
+		t.Errorf("%d contacts, %d properties, %d events and %d deliveries exist; want %d of each (the losers wrote none)",
+			rows, properties, events, deliveries, emails)
 	}
 	testkit.CheckInvariants(t, a.Store)
 }
