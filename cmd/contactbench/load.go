@@ -19,6 +19,7 @@ type request struct {
 	body        []byte
 	want        int
 	key         string // the API key to send, when not the driver's
+	idempotency string // the Idempotency-Key to send, if any
 }
 
 // workload makes the next request for worker w (each worker has its own rng and counter).
@@ -236,6 +237,9 @@ func (dr *driver) doJSON(ctx context.Context, r request, out any) error {
 		key = r.key
 	}
 	req.Header.Set("x-api-key", key)
+	if r.idempotency != "" {
+		req.Header.Set("Idempotency-Key", r.idempotency)
+	}
 	resp, err := dr.client.Do(req)
 	if err != nil {
 		return err

@@ -266,9 +266,18 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		if err := unsubscribe(ctx); err != nil {
 			return err
 		}
-		for _, name := range []string{"create", "baseline-insert"} {
-			logf("store cost: %d requests of %s", n, name)
-			sc, err := measureStoreCost(ctx, newDriver(16, apiKey), st, postmaster, byName[name], n, 16)
+		// and a create sent with an Idempotency-Key: what keeping its answer costs
+		idempotent := byName["create"]
+		idempotent.name = "create, Idempotency-Key"
+		var keys atomic.Int64
+		idempotent.next = func(w *worker) request {
+			r := byName["create"].next(w)
+			r.idempotency = fmt.Sprintf("bench-%d", keys.Add(1))
+			return r
+		}
+		for _, wl := range []workload{idempotent, byName["create"], byName["baseline-insert"]} {
+			logf("store cost: %d requests of %s", n, wl.name)
+			sc, err := measureStoreCost(ctx, newDriver(16, apiKey), st, postmaster, wl, n, 16)
 			if err != nil {
 				return err
 			}
