@@ -209,6 +209,8 @@ func TestDeletingAnAccountDeletesItsData(t *testing.T) {
 			`INSERT INTO webhook_events VALUES (@account, @event, 'TagsAdded', @contact, '{}', now())`,
 			`INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, created_at, updated_at)
 				VALUES (@account, @event, @sub, @event, now(), now())`,
+			`INSERT INTO idempotency_keys (account_id, key, fingerprint, method, path, status, headers, body, created_at, expires_at)
+				VALUES (@account, 'k' || @n, '\x00', 'POST', '/public/v1/contact', 200, '{}', '\x00', now(), now() + interval '1 day')`,
 		} {
 			args := pgx.NamedArgs{"account": account, "contact": contact, "sub": sub, "event": event, "n": fmt.Sprint(i)}
 			if _, err := pool.Exec(ctx, stmt, args); err != nil {
@@ -219,7 +221,8 @@ func TestDeletingAnAccountDeletesItsData(t *testing.T) {
 	if _, err := pool.Exec(ctx, `DELETE FROM accounts WHERE account_id = $1`, gone); err != nil {
 		t.Fatal(err)
 	}
-	tables := []string{"api_keys", "contacts", "properties", "activities", "webhook_subscriptions", "webhook_events", "webhook_deliveries"}
+	tables := []string{"api_keys", "contacts", "properties", "activities", "webhook_subscriptions", "webhook_events", "webhook_deliveries",
+		"idempotency_keys"}
 	for _, table := range tables {
 		var ofGone, ofKept int
 		if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE account_id = $1), count(*) FILTER (WHERE account_id = $2) FROM `+table,
