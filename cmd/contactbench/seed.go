@@ -68,9 +68,13 @@ func prewarm(ctx context.Context, pool *pgxpool.Pool) error {
 	if _, err := pool.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_prewarm"); err != nil {
 		return nil
 	}
-	_, err := pool.Exec(ctx, `SELECT pg_prewarm(c.oid) FROM pg_class c
-		WHERE c.relname IN ('contacts', 'properties', 'bench_baseline', 'webhook_events')
-		   OR c.oid IN (SELECT i.indexrelid FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid
-		                WHERE t.relname IN ('contacts', 'properties', 'bench_baseline', 'webhook_events'))`)
+	// the tables, the events' partitions (the partitioned table itself stores nothing), and
+	// their indexes
+	_, err := pool.Exec(ctx, `WITH t AS (
+		    SELECT c.oid FROM pg_class c WHERE c.relname IN ('contacts', 'properties', 'bench_baseline') AND c.relkind = 'r'
+		    UNION ALL
+		    SELECT i.inhrelid FROM pg_inherits i WHERE i.inhparent = to_regclass('webhook_events')
+		)
+		SELECT pg_prewarm(oid) FROM (SELECT oid FROM t UNION ALL SELECT i.indexrelid FROM pg_index i JOIN t ON t.oid = i.indrelid) r`)
 	return err
 }

@@ -115,7 +115,8 @@ func (q *Queries) SandboxInsert(ctx context.Context, arg SandboxInsertParams) (u
 const sandboxReset = `-- name: SandboxReset :exec
 WITH contacts_gone AS (DELETE FROM contacts WHERE account_id = $1::uuid),
      subscriptions_gone AS (DELETE FROM webhook_subscriptions WHERE account_id = $1::uuid),
-     events_gone AS (DELETE FROM webhook_events WHERE account_id = $1::uuid)
+     events_gone AS (DELETE FROM webhook_events WHERE account_id = $1::uuid),
+     deliveries_gone AS (DELETE FROM webhook_deliveries WHERE account_id = $1::uuid)
 DELETE FROM idempotency_keys WHERE account_id = $1::uuid
 `
 

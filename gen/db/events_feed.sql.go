@@ -12,6 +12,45 @@ import (
 	"github.com/google/uuid"
 )
 
+const deliveriesOrphanedFail = `-- name: DeliveriesOrphanedFail :execrows
+UPDATE webhook_deliveries d SET status = 'Failed', next_attempt_at = NULL, updated_at = $1
+WHERE d.status = 'Pending' AND (d.leased_until IS NULL OR d.leased_until < $1)
+  AND NOT EXISTS (SELECT 1 FROM webhook_events e WHERE e.account_id = d.account_id AND e.event_id = d.event_id OFFSET 0)
+`
+
+// Fails the pending deliveries whose event the retention has removed (one replayed or held by
+// a paused subscription until then), across accounts: the claims join the events, so they
+// could never be sent, and would stay due at the head of their subscription's queue. (OFFSET
+// 0 keeps the check a probe of each pending delivery's event by its key, in its day's
+// partition: as an anti-join PostgreSQL may hash every event kept.)
+func (q *Queries) DeliveriesOrphanedFail(ctx context.Context, now time.Time) (int64, error) {
+	result, err := q.db.Exec(ctx, deliveriesOrphanedFail, now)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const deliveriesPrune = `-- name: DeliveriesPrune :execrows
+DELETE FROM webhook_deliveries
+WHERE ctid = ANY(ARRAY(SELECT ctid FROM webhook_deliveries WHERE created_at < $1::timestamptz LIMIT $2))
+`
+
+type DeliveriesPruneParams struct {
+	Before time.Time
+	Batch  int32
+}
+
+// Deletes up to @batch deliveries queued before @before (their attempts go with them), across
+// accounts: every event they could be about is past the retention too.
+func (q *Queries) DeliveriesPrune(ctx context.Context, arg DeliveriesPruneParams) (int64, error) {
+	result, err := q.db.Exec(ctx, deliveriesPrune, arg.Before, arg.Batch)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const eventGet = `-- name: EventGet :one
 SELECT payload::text AS payload FROM webhook_events WHERE account_id = $1 AND event_id = $2 AND NOT test
 `
@@ -106,8 +145,8 @@ func (q *Queries) EventsFeed(ctx context.Context, arg EventsFeedParams) ([]Event
 }
 
 const eventsPrune = `-- name: EventsPrune :execrows
-DELETE FROM webhook_events
-WHERE ctid = ANY(ARRAY(SELECT ctid FROM webhook_events WHERE occurred_at < $1::timestamptz LIMIT $2))
+DELETE FROM webhook_events_default
+WHERE ctid = ANY(ARRAY(SELECT ctid FROM webhook_events_default WHERE occurred_at < $1::timestamptz LIMIT $2))
 `
 
 type EventsPruneParams struct {
@@ -115,8 +154,9 @@ type EventsPruneParams struct {
 	Batch  int32
 }
 
-// Deletes up to @batch events that occurred before @before (their deliveries and attempts go
-// with them), across accounts: the retention task calls it until it deletes fewer.
+// Deletes up to @batch events of the default partition that occurred before @before, across
+// accounts: the retention task calls it until it deletes fewer. (The day partitions are
+// dropped whole: store.DropEventPartitions.)
 func (q *Queries) EventsPrune(ctx context.Context, arg EventsPruneParams) (int64, error) {
 	result, err := q.db.Exec(ctx, eventsPrune, arg.Before, arg.Batch)
 	if err != nil {
@@ -134,10 +174,11 @@ WITH sub AS (
     FROM webhook_events e, sub
     WHERE sub.status <> 'Removed' AND e.account_id = sub.account_id AND e.event_type = sub.event_type
       AND e.occurred_at >= $3::timestamptz AND e.occurred_at < $4::timestamptz AND NOT e.test
+      AND e.event_id >= $5 AND e.event_id < $6
 ), queued AS (
     INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
     SELECT $1, gen_random_uuid(), $2, evs.event_id,
-           evs.lag + $5::timestamptz, $5::timestamptz, $5::timestamptz
+           evs.lag + $7::timestamptz, $7::timestamptz, $7::timestamptz
     FROM evs
     RETURNING 1
 )
@@ -150,18 +191,24 @@ type EventsReplayParams struct {
 	SubscriptionID uuid.UUID
 	Since          time.Time
 	Until          time.Time
+	SinceID        uuid.UUID
+	UntilID        uuid.UUID
 	Now            time.Time
 }
 
 // Queues a delivery to the subscription of each of its type's events in [@since, @until), in
 // the feed's order (the due times one microsecond apart keep it), and counts them. No row
-// when the subscription is not the account's; -1 when it is Removed.
+// when the subscription is not the account's; -1 when it is Removed. @since_id and @until_id
+// bound the events' ids (of their time: a bit wider than the window, see delivery.Replay), so
+// only the partitions of the window's days are read.
 func (q *Queries) EventsReplay(ctx context.Context, arg EventsReplayParams) (int64, error) {
 	row := q.db.QueryRow(ctx, eventsReplay,
 		arg.AccountID,
 		arg.SubscriptionID,
 		arg.Since,
 		arg.Until,
+		arg.SinceID,
+		arg.UntilID,
 		arg.Now,
 	)
 	var queued int64
@@ -176,11 +223,12 @@ SELECT
           ON s.account_id = e.account_id AND s.event_type = e.event_type
         WHERE s.account_id = $1 AND s.subscription_id = $2
           AND e.occurred_at >= $3::timestamptz AND e.occurred_at < $4::timestamptz AND NOT e.test
-        LIMIT $5::int) w) AS events,
+          AND e.event_id >= $5 AND e.event_id < $6
+        LIMIT $7::int) w) AS events,
     (SELECT count(*)::int FROM (
         SELECT 1 FROM webhook_deliveries d
         WHERE d.account_id = $1 AND d.subscription_id = $2 AND d.status = 'Pending'
-        LIMIT $6::int) p) AS pending
+        LIMIT $8::int) p) AS pending
 `
 
 type ReplayRoomParams struct {
@@ -188,6 +236,8 @@ type ReplayRoomParams struct {
 	SubscriptionID uuid.UUID
 	Since          time.Time
 	Until          time.Time
+	SinceID        uuid.UUID
+	UntilID        uuid.UUID
 	EventsLimit    int32
 	PendingLimit   int32
 }
@@ -207,6 +257,8 @@ func (q *Queries) ReplayRoom(ctx context.Context, arg ReplayRoomParams) (ReplayR
 		arg.SubscriptionID,
 		arg.Since,
 		arg.Until,
+		arg.SinceID,
+		arg.UntilID,
 		arg.EventsLimit,
 		arg.PendingLimit,
 	)

@@ -261,6 +261,17 @@ type WebhookEvent struct {
 	Test       bool
 }
 
+type WebhookEventsDefault struct {
+	AccountID  uuid.UUID
+	EventID    uuid.UUID
+	EventType  string
+	ContactID  *uuid.UUID
+	Payload    []byte
+	OccurredAt time.Time
+	Xid        pgtype.Uint64
+	Test       bool
+}
+
 type WebhookSubscription struct {
 	AccountID            uuid.UUID
 	SubscriptionID       uuid.UUID

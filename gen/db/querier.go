@@ -136,6 +136,15 @@ type Querier interface {
 	// index, which carries what the filters compare). The export reads the matches' contacts
 	// next, and walks on from the last key.
 	ContactsWalkByCreated(ctx context.Context, arg ContactsWalkByCreatedParams) ([]ContactsWalkByCreatedRow, error)
+	// Fails the pending deliveries whose event the retention has removed (one replayed or held by
+	// a paused subscription until then), across accounts: the claims join the events, so they
+	// could never be sent, and would stay due at the head of their subscription's queue. (OFFSET
+	// 0 keeps the check a probe of each pending delivery's event by its key, in its day's
+	// partition: as an anti-join PostgreSQL may hash every event kept.)
+	DeliveriesOrphanedFail(ctx context.Context, now time.Time) (int64, error)
+	// Deletes up to @batch deliveries queued before @before (their attempts go with them), across
+	// accounts: every event they could be about is past the retention too.
+	DeliveriesPrune(ctx context.Context, arg DeliveriesPruneParams) (int64, error)
 	// Leases up to @max due deliveries to the caller, a few per receiver at most: see
 	// claim_deliveries (migration 00012), run alone by claim_deliveries_alone (00022). Commits
 	// without waiting for the WAL flush (the lazy row: see DeliveryRecordSuccess).
@@ -203,15 +212,18 @@ type Querier interface {
 	// ends once its events reach @max_bytes (the event that crosses it included, so at least
 	// one), so a page of big events costs its reader about @max_bytes, not @row_limit of them.
 	EventsFeed(ctx context.Context, arg EventsFeedParams) ([]EventsFeedRow, error)
-	// Deletes up to @batch events that occurred before @before (their deliveries and attempts go
-	// with them), across accounts: the retention task calls it until it deletes fewer.
+	// Deletes up to @batch events of the default partition that occurred before @before, across
+	// accounts: the retention task calls it until it deletes fewer. (The day partitions are
+	// dropped whole: store.DropEventPartitions.)
 	EventsPrune(ctx context.Context, arg EventsPruneParams) (int64, error)
 	// Replaces the payloads of @event_ids with @payloads, one for one: an erased contact's events
 	// become tombstones.
 	EventsRedact(ctx context.Context, arg EventsRedactParams) (int64, error)
 	// Queues a delivery to the subscription of each of its type's events in [@since, @until), in
 	// the feed's order (the due times one microsecond apart keep it), and counts them. No row
-	// when the subscription is not the account's; -1 when it is Removed.
+	// when the subscription is not the account's; -1 when it is Removed. @since_id and @until_id
+	// bound the events' ids (of their time: a bit wider than the window, see delivery.Replay), so
+	// only the partitions of the window's days are read.
 	EventsReplay(ctx context.Context, arg EventsReplayParams) (int64, error)
 	// Stored bodies not sealed under the current key (@current_prefix, "v1.<key id>."), a page at
 	// a time in key order, for `contactd secrets rekey`.

@@ -162,6 +162,9 @@ const MaxReplayWindow = 31 * 24 * time.Hour
 // busy account's events, and repeated replays cannot pile up without end.
 const MaxReplayEvents = 10_000
 
+// replayIDSlack widens a replay's bounds on event ids past its window of time.
+const replayIDSlack = time.Minute
+
 // replayRetryAfter is when to try a refused replay again: time for a receiver to take a good
 // part of the backlog.
 const replayRetryAfter = time.Minute
@@ -179,10 +182,14 @@ func (s *Service) Replay(ctx context.Context, account uuid.UUID, rawSub string, 
 	case until.Sub(since) > MaxReplayWindow:
 		return 0, apperr.Invalid(apperr.Field("body.since", "maximum", "a replay covers at most 31 days"))
 	}
+	// An event's id is of its time (webhook.NewEventID), so the window's ids bound the
+	// partitions read; a minute wider, for the events recorded before migration 00032, whose
+	// ids are of the clock a few milliseconds after their time.
+	sinceID, untilID := store.EventIDFloor(since.Add(-replayIDSlack)), store.EventIDFloor(until.Add(replayIDSlack))
 	var n int64
 	err := s.store.InTx(ctx, func(tx store.Tx) (err error) {
 		room, err := tx.ReplayRoom(ctx, db.ReplayRoomParams{AccountID: account, SubscriptionID: sub, Since: since, Until: until,
-			EventsLimit: MaxReplayEvents + 1, PendingLimit: MaxReplayEvents})
+			SinceID: sinceID, UntilID: untilID, EventsLimit: MaxReplayEvents + 1, PendingLimit: MaxReplayEvents})
 		switch {
 		case err != nil:
 			return err
@@ -197,7 +204,7 @@ func (s *Service) Replay(ctx context.Context, account uuid.UUID, rawSub string, 
 			return e
 		}
 		n, err = tx.EventsReplay(ctx, db.EventsReplayParams{AccountID: account, SubscriptionID: sub,
-			Since: since, Until: until, Now: s.now()})
+			Since: since, Until: until, SinceID: sinceID, UntilID: untilID, Now: s.now()})
 		if err == nil && n > 0 {
 			tx.AfterCommit(s.queue.Wake)
 		}

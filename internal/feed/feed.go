@@ -109,30 +109,72 @@ func (s *Service) Get(ctx context.Context, accountID uuid.UUID, rawID string) ([
 	return []byte(payload), err
 }
 
-// pruneBatch is how many events one statement of the pruning deletes, so no transaction of
+// pruneBatch is how many rows one statement of the pruning deletes, so no transaction of
 // it grows with the backlog.
 const pruneBatch = 5000
 
-// PruneTask deletes, every hour, the events older than the retention, with their deliveries
-// and attempts.
+// PruneTask keeps, every hour, the events' partitions of the days ahead made, and prunes the
+// events older than the retention with their deliveries and attempts.
 func (s *Service) PruneTask() queue.Task {
 	return queue.Task{Name: "events_prune", Every: time.Hour, Run: func(ctx context.Context) error {
-		n, err := s.Prune(ctx)
-		if n > 0 {
-			s.log.Info("pruned events past their retention", slog.Int64("count", n), slog.Duration("retention", s.retention))
+		p, err := s.Prune(ctx)
+		if p.Partitions > 0 || p.Rows > 0 || p.Deliveries > 0 || p.Orphans > 0 {
+			s.log.Info("pruned events past their retention", slog.Int("partitions", p.Partitions),
+				slog.Int64("default_rows", p.Rows), slog.Int64("deliveries", p.Deliveries),
+				slog.Int64("orphans_failed", p.Orphans), slog.Duration("retention", s.retention))
 		}
 		return err
 	}}
 }
 
-// Prune deletes the events older than the retention and returns how many.
-func (s *Service) Prune(ctx context.Context) (int64, error) {
-	before := s.now().Add(-s.retention)
+// Pruned is what one pruning removed.
+type Pruned struct {
+	Partitions int   // days of events dropped whole
+	Rows       int64 // events deleted from the default partition
+	Deliveries int64 // deliveries deleted, their attempts with them
+	Orphans    int64 // pending deliveries failed: their event is gone
+}
+
+// Prune makes the events' partitions of the days ahead, then removes what is past the
+// retention: the partitions of the days entirely before it, the default partition's older
+// events one by one, the deliveries queued before it, and fails the pending deliveries whose
+// events are gone. An event is kept for the retention at least, and less than a day longer.
+func (s *Service) Prune(ctx context.Context) (Pruned, error) {
+	var p Pruned
+	now := s.now()
+	before := now.Add(-s.retention)
+	if _, err := s.store.EnsureEventPartitions(ctx, now, now.Add(store.EventPartitionsAhead)); err != nil {
+		return p, err
+	}
+	dropped, err := s.store.DropEventPartitions(ctx, before)
+	p.Partitions = len(dropped)
+	if err != nil {
+		return p, err
+	}
+	if p.Rows, err = s.pruneBatches(ctx, func(q *db.Queries) (int64, error) {
+		return q.EventsPrune(ctx, db.EventsPruneParams{Before: before, Batch: pruneBatch})
+	}); err != nil {
+		return p, err
+	}
+	if p.Deliveries, err = s.pruneBatches(ctx, func(q *db.Queries) (int64, error) {
+		return q.DeliveriesPrune(ctx, db.DeliveriesPruneParams{Before: before, Batch: pruneBatch})
+	}); err != nil {
+		return p, err
+	}
+	err = s.store.Do(ctx, func(q *db.Queries) (err error) {
+		p.Orphans, err = q.DeliveriesOrphanedFail(ctx, now)
+		return err
+	})
+	return p, err
+}
+
+// pruneBatches runs one batch of a pruning until it deletes fewer than a batch.
+func (s *Service) pruneBatches(ctx context.Context, batch func(q *db.Queries) (int64, error)) (int64, error) {
 	var total int64
 	for {
 		var n int64
 		err := s.store.Do(ctx, func(q *db.Queries) (err error) {
-			n, err = q.EventsPrune(ctx, db.EventsPruneParams{Before: before, Batch: pruneBatch})
+			n, err = batch(q)
 			return err
 		})
 		total += n

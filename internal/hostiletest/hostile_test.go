@@ -104,7 +104,7 @@ func TestAHostileTenantCannotHurtAnother(t *testing.T) {
 	}
 	if _, err := a.Store.Pool.Exec(ctx, `INSERT INTO webhook_events (account_id, event_id, event_type, payload, occurred_at)
 		SELECT account_id, id, event_type, replace(payload::text, event_id::text, id::text)::json, occurred_at - g * interval '1 millisecond'
-		FROM (SELECT e.*, g, gen_random_uuid() AS id FROM webhook_events e, generate_series(1, 2000) g
+		FROM (SELECT e.*, g, uuid_v7(e.occurred_at - g * interval '1 millisecond') AS id FROM webhook_events e, generate_series(1, 2000) g
 		      WHERE e.account_id = $1 AND e.event_type IN ('FelixAIHandoff', 'TagsAdded')) copies`, accountB); err != nil {
 		t.Fatal(err)
 	}

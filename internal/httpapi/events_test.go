@@ -180,7 +180,7 @@ func TestReplaysAreBounded(t *testing.T) {
 	seed := func(from time.Duration, n int) map[string]any {
 		t.Helper()
 		if _, err := a.Store.Pool.Exec(context.Background(), `INSERT INTO webhook_events (account_id, event_id, event_type, payload, occurred_at)
-			SELECT $1, gen_random_uuid(), 'TagsAdded', '{}', $2::timestamptz + g * interval '1 millisecond' FROM generate_series(1, $3::int) g`,
+			SELECT $1, uuid_v7(at), 'TagsAdded', '{}', at FROM generate_series(1, $3::int) g, LATERAL (SELECT $2::timestamptz + g * interval '1 millisecond' AS at) t`,
 			account, day.Add(from), n); err != nil {
 			t.Fatal(err)
 		}

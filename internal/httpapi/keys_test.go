@@ -207,8 +207,21 @@ func TestSandbox(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
+	sandboxRows := func() map[string]int {
+		rows := map[string]int{}
+		for _, table := range []string{"webhook_events", "webhook_deliveries", "webhook_attempts"} {
+			rows[table] = a.Count(t, "SELECT count(*) FROM "+table+" WHERE account_id = $1", sandbox)
+		}
+		return rows
+	}
+	if rows := sandboxRows(); rows["webhook_deliveries"] == 0 || rows["webhook_attempts"] == 0 {
+		t.Fatalf("the sandbox has %v before its reset, want deliveries and attempts", rows)
+	}
 	if err := a.Svc.Auth.ResetSandbox(ctx, sandbox); err != nil {
 		t.Fatal(err)
+	}
+	if rows := sandboxRows(); rows["webhook_events"]+rows["webhook_deliveries"]+rows["webhook_attempts"] != 0 {
+		t.Errorf("the sandbox keeps %v after its reset", rows)
 	}
 	if err := a.Svc.Auth.ResetSandbox(ctx, account); err == nil {
 		t.Error("reset a live account")

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io/fs"
+	"time"
 
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -33,8 +34,9 @@ func (s *Store) migrations() (*goose.Provider, *sql.DB, error) {
 	return p, sqlDB, nil
 }
 
-// Migrate applies every pending migration. Concurrent callers are serialised by goose's
-// advisory lock, so several processes may start at once.
+// Migrate applies every pending migration and makes the events' partitions of the days
+// ahead. Concurrent callers are serialised by advisory locks, so several processes may start
+// at once.
 func (s *Store) Migrate(ctx context.Context) error {
 	p, sqlDB, err := s.migrations()
 	if err != nil {
@@ -43,6 +45,10 @@ func (s *Store) Migrate(ctx context.Context) error {
 	defer sqlDB.Close()
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("apply migrations: %w", err)
+	}
+	now := time.Now()
+	if _, err := s.EnsureEventPartitions(ctx, now, now.Add(EventPartitionsAhead)); err != nil {
+		return err
 	}
 	s.migrated.Store(true)
 	return nil

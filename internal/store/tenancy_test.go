@@ -35,6 +35,8 @@ var crossAccount = map[string]string{
 	"DeliveryClaim":             "workers claim due deliveries of every account (claim_deliveries)",
 	"EnrichLockDue":             "workers claim due contacts of every account",
 	"EventsPrune":               "retention: prunes old events of every account",
+	"DeliveriesPrune":           "retention: prunes old deliveries of every account",
+	"DeliveriesOrphanedFail":    "retention: fails pending deliveries of every account whose event was pruned",
 	"IdempotencyPrune":          "retention: prunes expired Idempotency-Keys of every account",
 	"SubscriptionsSweepFailing": "maintenance: removes subscriptions Failing for 5 days, in every account",
 	"SecretKeyIDs":              "start-up check: the key ids sealing every stored secret",

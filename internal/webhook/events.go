@@ -248,7 +248,7 @@ type Prepared struct {
 
 // Prepare gives ev its id and payload, for a statement that records it with the change.
 func Prepare(ev Event) (Prepared, error) {
-	id := uuid.Must(uuid.NewV7())
+	id := NewEventID(ev.At)
 	payload, err := envelope(id, ev)
 	return Prepared{ID: id, Type: ev.Type, Payload: payload, At: ev.At}, err
 }

@@ -29,7 +29,8 @@ SELECT (live_account_id IS NULL)::boolean AS live FROM accounts WHERE account_id
 -- events and deliveries, idempotency keys); its keys stay.
 WITH contacts_gone AS (DELETE FROM contacts WHERE account_id = sqlc.arg('sandbox_id')::uuid),
      subscriptions_gone AS (DELETE FROM webhook_subscriptions WHERE account_id = sqlc.arg('sandbox_id')::uuid),
-     events_gone AS (DELETE FROM webhook_events WHERE account_id = sqlc.arg('sandbox_id')::uuid)
+     events_gone AS (DELETE FROM webhook_events WHERE account_id = sqlc.arg('sandbox_id')::uuid),
+     deliveries_gone AS (DELETE FROM webhook_deliveries WHERE account_id = sqlc.arg('sandbox_id')::uuid)
 DELETE FROM idempotency_keys WHERE account_id = sqlc.arg('sandbox_id')::uuid;
 
 -- name: AccountLock :exec

@@ -30,7 +30,9 @@ SELECT payload::text AS payload FROM webhook_events WHERE account_id = $1 AND ev
 -- name: EventsReplay :one
 -- Queues a delivery to the subscription of each of its type's events in [@since, @until), in
 -- the feed's order (the due times one microsecond apart keep it), and counts them. No row
--- when the subscription is not the account's; -1 when it is Removed.
+-- when the subscription is not the account's; -1 when it is Removed. @since_id and @until_id
+-- bound the events' ids (of their time: a bit wider than the window, see delivery.Replay), so
+-- only the partitions of the window's days are read.
 WITH sub AS (
     SELECT s.account_id, s.subscription_id, s.event_type, s.status FROM webhook_subscriptions s
     WHERE s.account_id = @account_id AND s.subscription_id = @subscription_id
@@ -39,6 +41,7 @@ WITH sub AS (
     FROM webhook_events e, sub
     WHERE sub.status <> 'Removed' AND e.account_id = sub.account_id AND e.event_type = sub.event_type
       AND e.occurred_at >= @since::timestamptz AND e.occurred_at < @until::timestamptz AND NOT e.test
+      AND e.event_id >= @since_id AND e.event_id < @until_id
 ), queued AS (
     INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
     SELECT @account_id, gen_random_uuid(), @subscription_id, evs.event_id,
@@ -50,10 +53,27 @@ SELECT CASE WHEN sub.status = 'Removed' THEN -1 ELSE (SELECT count(*) FROM queue
 FROM sub;
 
 -- name: EventsPrune :execrows
--- Deletes up to @batch events that occurred before @before (their deliveries and attempts go
--- with them), across accounts: the retention task calls it until it deletes fewer.
-DELETE FROM webhook_events
-WHERE ctid = ANY(ARRAY(SELECT ctid FROM webhook_events WHERE occurred_at < @before::timestamptz LIMIT @batch));
+-- Deletes up to @batch events of the default partition that occurred before @before, across
+-- accounts: the retention task calls it until it deletes fewer. (The day partitions are
+-- dropped whole: store.DropEventPartitions.)
+DELETE FROM webhook_events_default
+WHERE ctid = ANY(ARRAY(SELECT ctid FROM webhook_events_default WHERE occurred_at < @before::timestamptz LIMIT @batch));
+
+-- name: DeliveriesPrune :execrows
+-- Deletes up to @batch deliveries queued before @before (their attempts go with them), across
+-- accounts: every event they could be about is past the retention too.
+DELETE FROM webhook_deliveries
+WHERE ctid = ANY(ARRAY(SELECT ctid FROM webhook_deliveries WHERE created_at < @before::timestamptz LIMIT @batch));
+
+-- name: DeliveriesOrphanedFail :execrows
+-- Fails the pending deliveries whose event the retention has removed (one replayed or held by
+-- a paused subscription until then), across accounts: the claims join the events, so they
+-- could never be sent, and would stay due at the head of their subscription's queue. (OFFSET
+-- 0 keeps the check a probe of each pending delivery's event by its key, in its day's
+-- partition: as an anti-join PostgreSQL may hash every event kept.)
+UPDATE webhook_deliveries d SET status = 'Failed', next_attempt_at = NULL, updated_at = @now
+WHERE d.status = 'Pending' AND (d.leased_until IS NULL OR d.leased_until < @now)
+  AND NOT EXISTS (SELECT 1 FROM webhook_events e WHERE e.account_id = d.account_id AND e.event_id = d.event_id OFFSET 0);
 
 -- name: ReplayRoom :one
 -- For a replay's bounds: how many events of the subscription's type occurred in the window
@@ -66,6 +86,7 @@ SELECT
           ON s.account_id = e.account_id AND s.event_type = e.event_type
         WHERE s.account_id = @account_id AND s.subscription_id = @subscription_id
           AND e.occurred_at >= @since::timestamptz AND e.occurred_at < @until::timestamptz AND NOT e.test
+          AND e.event_id >= @since_id AND e.event_id < @until_id
         LIMIT @events_limit::int) w) AS events,
     (SELECT count(*)::int FROM (
         SELECT 1 FROM webhook_deliveries d
