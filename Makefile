@@ -11,7 +11,7 @@ export CGO_ENABLED ?= 0
 # cache of an earlier one instead of compiling every package of the module again.
 export GOFLAGS ?= -trimpath
 
-.PHONY: mutation bench-tools console-screenshots bench-bulk cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
+.PHONY: backup-deps backup restore mutation bench-tools console-screenshots bench-bulk cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -34,8 +34,19 @@ browser-deps: ## install Debian's chromium for the /docs page test
 build: ## build bin/contactd
 	$(GO) build -o bin/contactd ./cmd/contactd
 
-run: deps build ## start contactd on the embedded PostgreSQL (./.data) and print a dev API key
-	./bin/contactd serve
+backup-deps: ## install Debian's pgbackrest (make run's WAL archive, make backup, make restore)
+	@scripts/ensure-pgbackrest.sh
+
+BACKUP_DIR ?= .backup
+
+run: deps backup-deps build ## start contactd on the embedded PostgreSQL (./.data, its WAL archived into ./.backup) and print a dev API key
+	CONTACTD_BACKUP_DIR=$(BACKUP_DIR) ./bin/contactd serve
+
+backup: deps backup-deps build ## back the embedded PostgreSQL (./.data) up into ./.backup with pgBackRest (FULL=1: a full backup; else differential after the first)
+	CONTACTD_BACKUP_DIR=$(BACKUP_DIR) ./bin/contactd backup $(if $(FULL),--full)
+
+restore: deps backup-deps build ## restore ./.data as it was at TO (RFC 3339) into the new directory INTO; then contactd serve --data-dir INTO
+	CONTACTD_BACKUP_DIR=$(BACKUP_DIR) ./bin/contactd restore --to "$(TO)" --into "$(INTO)"
 
 generate: ## regenerate gen/api + gen/client (oapi-codegen) and gen/db (sqlc) from openapi.yaml and sql/
 	$(TOOLS) sqlc generate

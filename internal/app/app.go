@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/contactd/contactd/internal/auth"
+	"github.com/contactd/contactd/internal/backup"
 	"github.com/contactd/contactd/internal/config"
 	"github.com/contactd/contactd/internal/console"
 	"github.com/contactd/contactd/internal/contact"
@@ -42,6 +43,7 @@ func Now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
 type Runtime struct {
 	Store    *store.Store
 	embedded *pgembed.Cluster
+	backups  *backup.Repo // the embedded cluster's, when CONTACTD_BACKUP_DIR is set
 	log      *slog.Logger
 }
 
@@ -50,11 +52,25 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Runtime, e
 	rt := &Runtime{log: log}
 	url := cfg.DatabaseURL
 	if url == "" {
-		c, err := pgembed.Start(ctx, pgembed.Options{Dir: cfg.DataDir})
+		opt := pgembed.Options{Dir: cfg.DataDir}
+		if cfg.BackupDir != "" {
+			repo, err := backup.Open(cfg.BackupDir)
+			if err != nil {
+				return nil, err
+			}
+			rt.backups, opt.Settings = &repo, repo.Settings()
+		}
+		c, err := pgembed.Start(ctx, opt)
 		if err != nil {
 			return nil, err
 		}
 		rt.embedded = c
+		if rt.backups != nil {
+			if err := rt.backups.Attach(c); err != nil {
+				rt.Close()
+				return nil, err
+			}
+		}
 		if err := c.EnsureDatabase(ctx, "contactd"); err != nil {
 			rt.Close()
 			return nil, err

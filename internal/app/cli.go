@@ -38,6 +38,10 @@ usage:
   contactd suppressions remove --account NAME (--email EMAIL | --phone PHONE) [--test]
                                               lift the suppression of an erased person's email
                                               or phone: contacts may have it again
+  contactd backup [--full]                    back the embedded PostgreSQL up into CONTACTD_BACKUP_DIR
+                                              (pgBackRest; differential after the first full one)
+  contactd restore --to TIME --into DIR       restore the embedded PostgreSQL as it was at TIME
+                                              (RFC 3339) into the new directory DIR
   contactd import --account NAME [--map field=Column,...] [--dry-run] FILE
                                               upsert the contacts of a CSV (header row) or NDJSON
                                               file; rejected rows go to FILE.rejected.csv; exit
@@ -83,6 +87,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cl.test = fs.Bool("test", false, "keys create: a sandbox key (ck_test_); accounts secret, suppressions remove: the sandbox's")
 	cl.email = fs.String("email", "", "suppressions remove: the email to lift")
 	cl.phone = fs.String("phone", "", "suppressions remove: the phone to lift")
+	cl.full = fs.Bool("full", false, "backup: a full backup (default: differential, full when there is none)")
+	cl.to = fs.String("to", "", "restore: the time to restore to (RFC 3339)")
+	cl.into = fs.String("into", "", "restore: a new directory for the restored cluster")
 	// flags may come before or after the positional arguments (contactd import FILE --dry-run)
 	for rest := args[1:]; ; rest = fs.Args()[1:] {
 		if err := fs.Parse(rest); err != nil {
@@ -132,6 +139,8 @@ type cmdline struct {
 	expires        *string
 	test           *bool
 	email, phone   *string
+	full           *bool
+	to, into       *string
 }
 
 var commands = map[string]func(context.Context, *cmdline) error{
@@ -148,6 +157,8 @@ var commands = map[string]func(context.Context, *cmdline) error{
 	"sandbox reset":       cmdSandboxReset,
 	"suppressions remove": cmdSuppressionsRemove,
 	"import":              cmdImport,
+	"backup":              cmdBackup,
+	"restore":             cmdRestore,
 }
 
 // newLogger logs at level to w: as text for people (the time of day, the level, the message,

@@ -21,8 +21,11 @@ type Config struct {
 	Addr        string // CONTACTD_ADDR: where serve listens
 	DatabaseURL string // DATABASE_URL: empty runs the embedded PostgreSQL
 	DataDir     string // CONTACTD_DATA_DIR: the embedded PostgreSQL's home
-	PublicURL   string // CONTACTD_PUBLIC_URL: base of URLs contactd hands out (consent pages)
-	LogLevel    string // CONTACTD_LOG_LEVEL: debug, info, warn, error
+	// BackupDir is a pgBackRest repository the embedded PostgreSQL archives its WAL into,
+	// for `contactd backup` and `contactd restore` (package backup); off when empty.
+	BackupDir string // CONTACTD_BACKUP_DIR
+	PublicURL string // CONTACTD_PUBLIC_URL: base of URLs contactd hands out (consent pages)
+	LogLevel  string // CONTACTD_LOG_LEVEL: debug, info, warn, error
 	// LogFormat is text (for people), json (for machines) or auto: text when the log goes to
 	// a terminal, JSON otherwise.
 	LogFormat string // CONTACTD_LOG_FORMAT
@@ -110,6 +113,7 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&c.Addr, "addr", d.Addr, "listen address; the default is loopback only, :8080 listens on every interface")
 	fs.StringVar(&c.DatabaseURL, "database-url", d.DatabaseURL, "PostgreSQL URL; empty runs an embedded PostgreSQL")
 	fs.StringVar(&c.DataDir, "data-dir", d.DataDir, "embedded PostgreSQL directory")
+	fs.StringVar(&c.BackupDir, "backup-dir", d.BackupDir, "pgBackRest repository the embedded PostgreSQL archives its WAL into (contactd backup, contactd restore); off when empty")
 	fs.StringVar(&c.PublicURL, "public-url", d.PublicURL, "base URL clients reach contactd at")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", d.PprofAddr, "serve net/http/pprof on this address, e.g. 127.0.0.1:6060; off when empty")
 	fs.StringVar(&c.LogLevel, "log-level", d.LogLevel, "debug, info, warn or error")
@@ -206,6 +210,9 @@ func (c *Config) Finish() error {
 	}
 	if c.TrustedProxies, err = ParseNetworks(c.TrustedProxiesRaw); err != nil {
 		errs = append(errs, fmt.Errorf("CONTACTD_TRUSTED_PROXIES: %w", err))
+	}
+	if c.BackupDir != "" && c.DatabaseURL != "" {
+		errs = append(errs, errors.New("CONTACTD_BACKUP_DIR: backs up the embedded PostgreSQL only; a server of DATABASE_URL is backed up by its operator (docs/operations.md, Backups)"))
 	}
 	host, port, err := net.SplitHostPort(c.Addr)
 	if err != nil {

@@ -44,8 +44,9 @@ type Cluster struct {
 	attached bool
 }
 
-// Start initialises the cluster on first use and starts it.
-func Start(ctx context.Context, opt Options) (*Cluster, error) {
+// Open is the cluster in opt.Dir, neither made nor started: for the tools that work on its
+// files as its user (a restore).
+func Open(opt Options) (*Cluster, error) {
 	bin, err := findBinaries()
 	if err != nil {
 		return nil, err
@@ -61,6 +62,15 @@ func Start(ctx context.Context, opt Options) (*Cluster, error) {
 			return nil, fmt.Errorf("running as root needs a postgres user to run PostgreSQL as: %w", err)
 		}
 	}
+	return c, nil
+}
+
+// Start initialises the cluster on first use and starts it.
+func Start(ctx context.Context, opt Options) (*Cluster, error) {
+	c, err := Open(opt)
+	if err != nil {
+		return nil, err
+	}
 	if err := c.prepare(ctx); err != nil {
 		return nil, err
 	}
@@ -73,6 +83,19 @@ func Start(ctx context.Context, opt Options) (*Cluster, error) {
 	}
 	return c, nil
 }
+
+// DataDir is the cluster's data directory; SocketDir the directory of its unix socket.
+func (c *Cluster) DataDir() string   { return c.path("data") }
+func (c *Cluster) SocketDir() string { return c.path("run") }
+
+// RunAs runs program (a path, or a name on the PATH) as the user PostgreSQL runs as, from
+// the cluster's directory: tools that read the data directory (pgBackRest) must.
+func (c *Cluster) RunAs(ctx context.Context, program string, args ...string) (string, error) {
+	return c.runProgram(ctx, program, args...)
+}
+
+// Own gives path to the user PostgreSQL runs as (a no-op when that is us).
+func (c *Cluster) Own(path string) error { return c.chown(path) }
 
 // Program is the path of one of the PostgreSQL programs the cluster runs with (pg_dump, psql).
 func (c *Cluster) Program(name string) string { return filepath.Join(c.bin, name) }
@@ -209,7 +232,11 @@ func (c *Cluster) chown(path string) error {
 // its own process group so a Ctrl-C at the terminal reaches contactd, which then stops
 // PostgreSQL in order, instead of killing the server under it.
 func (c *Cluster) run(ctx context.Context, prog string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, filepath.Join(c.bin, prog), args...)
+	return c.runProgram(ctx, filepath.Join(c.bin, prog), args...)
+}
+
+func (c *Cluster) runProgram(ctx context.Context, program string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, program, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if c.runAs != nil {
 		uid, _ := strconv.Atoi(c.runAs.Uid)

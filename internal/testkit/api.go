@@ -79,8 +79,15 @@ func (l *LogBuffer) String() string {
 // Option adjusts the configuration of a test API.
 type Option func(*config.Config)
 
-// NewAPI starts the API for one test.
+// NewAPI starts the API for one test, on a fresh database of the test cluster.
 func NewAPI(t testing.TB, opts ...Option) *API {
+	t.Helper()
+	return NewAPIOn(t, NewDatabase(t), opts...)
+}
+
+// NewAPIOn starts the API for one test on the migrated database at dbURL: one of another
+// cluster than the test cluster (a restored one).
+func NewAPIOn(t testing.TB, dbURL string, opts ...Option) *API {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Addr = "127.0.0.1:0"
@@ -94,7 +101,6 @@ func NewAPI(t testing.TB, opts ...Option) *API {
 	if err := cfg.Finish(); err != nil {
 		t.Fatal(err)
 	}
-	dbURL := NewDatabase(t)
 	st, err := store.Open(context.Background(), dbURL, store.Options{MaxConns: 16})
 	if err != nil {
 		t.Fatal(err)
