@@ -78,13 +78,19 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Runtime, e
 		url = c.URL("contactd")
 		log.Info("embedded PostgreSQL started", slog.String("dir", cfg.DataDir), slog.Int("port", c.Port))
 	}
-	st, err := store.Open(ctx, url, store.Options{MaxConns: int32(cfg.DBMaxConns), StatementTimeout: cfg.DBStatementTimeout})
+	st, err := store.Open(ctx, url, StoreOptions(cfg))
 	if err != nil {
 		rt.Close()
 		return nil, err
 	}
 	rt.Store = st
 	return rt, nil
+}
+
+// StoreOptions are the database pool's options of cfg.
+func StoreOptions(cfg config.Config) store.Options {
+	return store.Options{MaxConns: int32(cfg.DBMaxConns), StatementTimeout: cfg.DBStatementTimeout,
+		ReplicaURL: cfg.DatabaseReplicaURL, ReplicaMaxLag: cfg.ReplicaMaxLag}
 }
 
 // Embedded reports whether the database is the embedded one.
@@ -136,6 +142,9 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	m.WatchPool(st.Pool)
 	st.ObserveGroups(m.ObserveGroup)
 	m.WatchQueue(queueDepth(st))
+	if st.Replica().Configured {
+		m.WatchReplica(func() (bool, time.Duration) { r := st.Replica(); return r.InUse, r.Lag })
+	}
 	secrets := webhook.NewSecrets(st, keys, Now)
 	keyring := auth.NewService(st, Now)
 	eventFeed := feed.New(st, cfg.EventRetention, Now, log)

@@ -21,6 +21,11 @@ type Config struct {
 	Addr        string // CONTACTD_ADDR: where serve listens
 	DatabaseURL string // DATABASE_URL: empty runs the embedded PostgreSQL
 	DataDir     string // CONTACTD_DATA_DIR: the embedded PostgreSQL's home
+	// DatabaseReplicaURL is a standby of DATABASE_URL for the reads a few seconds of staleness
+	// does not hurt (lists, exports, the console's pages), while its lag is at most
+	// ReplicaMaxLag; empty sends every read to the primary.
+	DatabaseReplicaURL string        // CONTACTD_DATABASE_REPLICA_URL
+	ReplicaMaxLag      time.Duration // CONTACTD_REPLICA_MAX_LAG
 	// BackupDir is a pgBackRest repository the embedded PostgreSQL archives its WAL into,
 	// for `contactd backup` and `contactd restore` (package backup); off when empty.
 	BackupDir string // CONTACTD_BACKUP_DIR
@@ -93,6 +98,7 @@ func Default() Config {
 	return Config{
 		Addr: "127.0.0.1:8080", DataDir: ".data", LogLevel: "info", LogFormat: "auto",
 		MaxBodyBytes: 64 << 10, MaxBatchBodyBytes: 4 << 20, DBMaxConns: 32, DBStatementTimeout: 10 * time.Second,
+		ReplicaMaxLag:     5 * time.Second,
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
 		ShutdownTimeout: 30 * time.Second,
@@ -113,6 +119,8 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&c.Addr, "addr", d.Addr, "listen address; the default is loopback only, :8080 listens on every interface")
 	fs.StringVar(&c.DatabaseURL, "database-url", d.DatabaseURL, "PostgreSQL URL; empty runs an embedded PostgreSQL")
 	fs.StringVar(&c.DataDir, "data-dir", d.DataDir, "embedded PostgreSQL directory")
+	fs.StringVar(&c.DatabaseReplicaURL, "database-replica-url", d.DatabaseReplicaURL, "a standby of the database for lists, exports and the console's reads; empty: every read on the primary")
+	fs.DurationVar(&c.ReplicaMaxLag, "replica-max-lag", d.ReplicaMaxLag, "the standby serves reads while it is at most this far behind the primary")
 	fs.StringVar(&c.BackupDir, "backup-dir", d.BackupDir, "pgBackRest repository the embedded PostgreSQL archives its WAL into (contactd backup, contactd restore); off when empty")
 	fs.StringVar(&c.PublicURL, "public-url", d.PublicURL, "base URL clients reach contactd at")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", d.PprofAddr, "serve net/http/pprof on this address, e.g. 127.0.0.1:6060; off when empty")

@@ -74,7 +74,7 @@ func (s *Service) List(ctx context.Context, accountID uuid.UUID, o ListOptions) 
 	}
 	p.RowLimit = int32(o.Limit)
 	var rows []db.ContactRow
-	err = s.store.Do(ctx, func(q *db.Queries) (err error) {
+	err = s.store.DoStale(ctx, func(q *db.Queries) (err error) {
 		rows, err = listPage(ctx, q, o.Sort, p)
 		return err
 	})
@@ -118,7 +118,7 @@ func (s *Service) walkPage(ctx context.Context, o ListOptions, p listParams) ([]
 		HasCursor: p.HasCursor, AfterAt: p.AfterAt, AfterID: p.AfterID,
 		WalkLimit: int32(min(maxWalk, walkFactor*o.Limit)), RowLimit: int32(o.Limit)}
 	var rows []db.ContactRow
-	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
+	err := s.store.DoStale(ctx, func(q *db.Queries) (err error) {
 		rows, err = walkedPage(ctx, q, o.Sort, w)
 		return err
 	})
@@ -270,7 +270,7 @@ func (s *Service) Export(ctx context.Context, accountID uuid.UUID, f Filter, emi
 	if !f.selective() {
 		return s.exportInOrder(ctx, p, emit)
 	}
-	return s.store.ReadSnapshot(ctx, func(q *db.Queries) error {
+	return s.store.ReadSnapshotStale(ctx, func(q *db.Queries) error {
 		for {
 			keys, err := s.walk(ctx, q, p, exportWalk)
 			if err != nil {
@@ -310,7 +310,7 @@ func (s *Service) Export(ctx context.Context, accountID uuid.UUID, f Filter, emi
 // per contact (4.5 µs each).
 func (s *Service) exportInOrder(ctx context.Context, p listParams, emit func(Contact) error) error {
 	p.RowLimit = exportFetch
-	return s.store.ReadSnapshot(ctx, func(q *db.Queries) error {
+	return s.store.ReadSnapshotStale(ctx, func(q *db.Queries) error {
 		for {
 			rows, err := q.ContactsByCreated(ctx, p)
 			if err != nil {

@@ -125,6 +125,36 @@ func (m *Metrics) WatchPool(pool *pgxpool.Pool) {
 	m.registry.MustRegister(poolCollector{pool})
 }
 
+// WatchReplica exports the database standby's state at each scrape: its lag at the last
+// look, and whether reads go to it.
+func (m *Metrics) WatchReplica(state func() (inUse bool, lag time.Duration)) {
+	m.registry.MustRegister(replicaCollector(state))
+}
+
+var (
+	replicaLagDesc = prometheus.NewDesc("contactd_db_replica_lag_seconds",
+		"How far the standby of CONTACTD_DATABASE_REPLICA_URL is behind the primary, at the last look (once a second).", nil, nil)
+	replicaInUseDesc = prometheus.NewDesc("contactd_db_replica_in_use",
+		"1 while lists, exports and the console's reads go to the standby; 0 while it lags past CONTACTD_REPLICA_MAX_LAG or does not answer.", nil, nil)
+)
+
+type replicaCollector func() (bool, time.Duration)
+
+func (c replicaCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- replicaLagDesc
+	ch <- replicaInUseDesc
+}
+
+func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
+	inUse, lag := c()
+	used := 0.0
+	if inUse {
+		used = 1
+	}
+	ch <- prometheus.MustNewConstMetric(replicaLagDesc, prometheus.GaugeValue, lag.Seconds())
+	ch <- prometheus.MustNewConstMetric(replicaInUseDesc, prometheus.GaugeValue, used)
+}
+
 // QueueDepth counts the jobs waiting or running, by queue and state.
 type QueueDepth func(ctx context.Context) (map[[2]string]float64, error)
 

@@ -97,6 +97,28 @@ func (c *Cluster) RunAs(ctx context.Context, program string, args ...string) (st
 // Own gives path to the user PostgreSQL runs as (a no-op when that is us).
 func (c *Cluster) Own(path string) error { return c.chown(path) }
 
+// StartStandby makes a streaming standby of the running cluster c in opt.Dir, a new
+// directory (pg_basebackup of c, with the replication settings that follow c), and starts
+// it: it replays what c writes, and answers reads (hot standby).
+func (c *Cluster) StartStandby(ctx context.Context, opt Options) (*Cluster, error) {
+	s, err := Open(opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(s.opt.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	if err := s.chown(s.opt.Dir); err != nil {
+		return nil, err
+	}
+	out, err := c.run(ctx, "pg_basebackup", "-h", "127.0.0.1", "-p", strconv.Itoa(c.Port), "-U", "postgres",
+		"-D", s.path("data"), "--write-recovery-conf", "--wal-method=stream", "--checkpoint=fast", "--no-sync")
+	if err != nil {
+		return nil, fmt.Errorf("pg_basebackup: %w: %s", err, out)
+	}
+	return Start(ctx, opt)
+}
+
 // Program is the path of one of the PostgreSQL programs the cluster runs with (pg_dump, psql).
 func (c *Cluster) Program(name string) string { return filepath.Join(c.bin, name) }
 

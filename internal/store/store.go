@@ -26,6 +26,8 @@ type Store struct {
 	groupObserver atomic.Pointer[func(group string, size int)]
 	// migrated: the database was seen with every migration of this binary
 	migrated atomic.Bool
+	// replica serves the reads that may be a little stale (replica.go); nil without one
+	replica *replica
 }
 
 // ObserveGroups has f told the name and size of every group sent from now on (metrics).
@@ -45,6 +47,11 @@ func (t Tx) AfterCommit(f func()) { *t.after = append(*t.after, f) }
 type Options struct {
 	MaxConns         int32
 	StatementTimeout time.Duration
+	// ReplicaURL is a standby of the database for the reads that may be a little stale,
+	// used while its lag is at most ReplicaMaxLag, looked at every ReplicaLookEvery (1 s).
+	ReplicaURL       string
+	ReplicaMaxLag    time.Duration
+	ReplicaLookEvery time.Duration
 }
 
 // Open connects to url and checks the connection.
@@ -69,14 +76,26 @@ func Open(ctx context.Context, url string, opt Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
-	return New(pool), nil
+	st := New(pool)
+	if opt.ReplicaURL != "" {
+		if err := st.useReplica(ctx, opt.ReplicaURL, opt); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("open replica: %w", err)
+		}
+	}
+	return st, nil
 }
 
 // New wraps an existing pool.
 func New(pool *pgxpool.Pool) *Store { return &Store{Pool: pool, q: db.New(plannedDB{pool})} }
 
-// Close closes the pool.
-func (s *Store) Close() { s.Pool.Close() }
+// Close closes the pool (and the standby's).
+func (s *Store) Close() {
+	if s.replica != nil {
+		s.replica.close()
+	}
+	s.Pool.Close()
+}
 
 // Do runs fn outside a transaction: for one statement, a read or a change that is atomic on
 // its own (no BEGIN and COMMIT round trips). Inside an Atomic transaction, fn runs in it.

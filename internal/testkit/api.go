@@ -101,7 +101,9 @@ func NewAPIOn(t testing.TB, dbURL string, opts ...Option) *API {
 	if err := cfg.Finish(); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(context.Background(), dbURL, store.Options{MaxConns: 16})
+	stOpts := app.StoreOptions(cfg)
+	stOpts.MaxConns, stOpts.StatementTimeout, stOpts.ReplicaLookEvery = 16, 0, 20*time.Millisecond
+	st, err := store.Open(context.Background(), dbURL, stOpts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,146 @@
+package httpapi_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/pgembed"
+	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+// With a standby (CONTACTD_DATABASE_REPLICA_URL), list pages and exports are read from it
+// while it is within CONTACTD_REPLICA_MAX_LAG, and from the primary once it lags further;
+// a single contact is always read from the primary. The standby's replay is paused to make
+// it lag: a process that tolerates an hour of lag lists what the standby has, one that
+// tolerates none stops using it and lists the primary's, and both read the new contact by
+// its email; /metrics shows the lag and which one is in use.
+func TestListsReadTheStandbyWhileItKeepsUp(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	base, err := os.MkdirTemp("", "contactd-replica-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil { // PostgreSQL's user walks into its directories
+		t.Fatal(err)
+	}
+	primary, err := pgembed.Start(ctx, pgembed.Options{Dir: filepath.Join(base, "primary"), Ephemeral: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { primary.Stop() })
+	if err := primary.EnsureDatabase(ctx, "contactd"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, primary.URL("contactd"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	standby, err := primary.StartStandby(ctx, pgembed.Options{Dir: filepath.Join(base, "standby"), Ephemeral: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { standby.Stop() })
+
+	lenient := testkit.NewAPIOn(t, primary.URL("contactd"), func(c *testkit.Config) {
+		c.DatabaseReplicaURL, c.ReplicaMaxLag = standby.URL("contactd"), time.Hour
+	})
+	strict := testkit.NewAPIOn(t, primary.URL("contactd"), func(c *testkit.Config) {
+		c.DatabaseReplicaURL, c.ReplicaMaxLag, c.SecretKey = standby.URL("contactd"), 0, lenient.Cfg.SecretKey
+	})
+	_, key := lenient.Account("acme")
+	listed := func(a *testkit.API) string {
+		t.Helper()
+		var page api.ContactList
+		if r := a.Do("GET", "/public/v1/contacts", key, nil); r.Status != 200 {
+			t.Fatalf("list: %d %s", r.Status, r.Body)
+		} else {
+			r.JSON(t, &page)
+		}
+		var emails []string
+		for _, c := range page.Contacts {
+			emails = append(emails, c.Email)
+		}
+		return strings.Join(emails, " ")
+	}
+	exported := func(a *testkit.API) string {
+		t.Helper()
+		r := a.Do("GET", "/public/v1/contacts/export", key, nil)
+		if r.Status != 200 {
+			t.Fatalf("export: %d %s", r.Status, r.Body)
+		}
+		return strconv.Itoa(strings.Count(string(r.Body), `"email"`))
+	}
+	onStandby := func(sql string) int {
+		t.Helper()
+		conn, err := pgx.Connect(ctx, standby.URL("contactd"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var n int
+		if err := conn.QueryRow(ctx, sql).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		return n
+	}
+	if r := lenient.Do("POST", "/public/v1/contact", key, map[string]any{"email": "first@example.com"}); r.Status != 200 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	testkit.Eventually(t, "the standby replayed the first contact and is in use", func() bool {
+		return onStandby(`SELECT count(*) FROM contacts`) == 1 && lenient.Store.Replica().InUse
+	})
+
+	onStandby(`SELECT 1 FROM pg_wal_replay_pause()`)
+	testkit.Eventually(t, "the standby's replay paused", func() bool {
+		return onStandby(`SELECT (pg_get_wal_replay_pause_state() = 'paused')::int`) == 1
+	})
+	if r := lenient.Do("POST", "/public/v1/contact", key, map[string]any{"email": "second@example.com"}); r.Status != 200 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	for _, a := range []*testkit.API{lenient, strict} {
+		if r := a.Do("GET", "/public/v1/contact?emailId=second%40example.com", key, nil); r.Status != 200 {
+			t.Errorf("a contact by its email, while the standby lags: %d %s", r.Status, r.Body)
+		}
+	}
+	if got := listed(lenient); got != "first@example.com" {
+		t.Errorf("listed %q within an hour's lag, want the standby's first@example.com", got)
+	}
+	if got := exported(lenient); got != "1" {
+		t.Errorf("exported %s contacts within an hour's lag, want the standby's 1", got)
+	}
+	testkit.Eventually(t, "the strict process stops reading the lagging standby", func() bool {
+		r := strict.Store.Replica()
+		return !r.InUse && r.Lag > 0
+	})
+	if got := listed(strict); got != "second@example.com first@example.com" {
+		t.Errorf("listed %q past the lag bound, want the primary's second and first", got)
+	}
+	if got := exported(strict); got != "2" {
+		t.Errorf("exported %s contacts past the lag bound, want the primary's 2", got)
+	}
+	testkit.Eventually(t, "/metrics shows the lag, and the standby in use by one process and not by the other", func() bool {
+		l, s := lenient.Do("GET", "/metrics", "", nil).Body, strict.Do("GET", "/metrics", "", nil).Body
+		return strings.Contains(string(l), "contactd_db_replica_in_use 1") && strings.Contains(string(s), "contactd_db_replica_in_use 0") &&
+			!strings.Contains(string(l), "contactd_db_replica_lag_seconds 0\n")
+	})
+
+	onStandby(`SELECT 1 FROM pg_wal_replay_resume()`)
+	testkit.Eventually(t, "the standby caught up and serves the lenient process's list again", func() bool {
+		return listed(lenient) == "second@example.com first@example.com"
+	})
+}
