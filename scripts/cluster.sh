@@ -5,6 +5,14 @@
 #                  └─ serve2 :BASE+2 ─┼─ PostgreSQL :BASE+10
 #                     worker1, worker2 ┘   Redis :BASE+11 (the shared rate limits)
 #
+# With CLUSTER_HA=1, PostgreSQL is three nodes instead of one, managed by pg_auto_failover
+# (Debian's postgresql-15-auto-failover; docs/decisions/0002-postgresql-failover.md): its
+# monitor on :BASE+10, the nodes pg1 pg2 pg3 on :BASE+12..14, one primary and two standbys
+# with synchronous replication (a commit waits for one standby), and contactd reaches the
+# primary through a multi-host URL with target_session_attrs=read-write. `kill pgN` kills a
+# node's keeper and PostgreSQL with SIGKILL, as a lost machine; `start pgN` brings it back
+# (it rejoins as a standby); `primary` prints the primary's node, `standbys` the standbys.
+#
 # Everything comes from Debian packages (haproxy, redis-server, postgresql) and bin/contactd.
 # CLUSTER_DIR (default .cluster) holds the data, logs, pid files and cluster.env (the
 # variables to run contactd commands against the cluster: `. .cluster/cluster.env`);
@@ -23,6 +31,9 @@ REDIS_PORT=$((BASE + 11))
 STATS_PORT=$((BASE + 9))
 CONTACTD=${CONTACTD_BIN:-$ROOT/bin/contactd}
 NODES="serve1 serve2 worker1 worker2"
+HA=${CLUSTER_HA:-}
+MON_PORT=$PG_PORT
+PG_NODES="pg1 pg2 pg3"
 
 pg_bin() {
 	if [ -n "${CONTACTD_PG_BIN:-}" ]; then echo "$CONTACTD_PG_BIN"; return; fi
@@ -84,6 +95,90 @@ start_postgres() {
 		grep -q 1 || "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -qc "CREATE DATABASE contactd"
 }
 
+# autoctl ARGS...: pg_auto_failover's command, as the postgres user, its configuration and
+# state files under the cluster's directory
+autoctl() {
+	as_postgres env PATH="$(pg_bin):$PATH" XDG_CONFIG_HOME="$DIR/ha/config" XDG_DATA_HOME="$DIR/ha/state" pg_autoctl "$@"
+}
+
+pg_node_port() { echo $((BASE + 11 + ${1#pg})); }
+
+monitor_sql() { "$(pg_bin)/psql" -h 127.0.0.1 -p "$MON_PORT" -U autoctl_node -d pg_auto_failover -qtAc "$1"; }
+
+# nodes_in STATES COUNT: COUNT nodes report one of the states (a regular expression)
+nodes_in() { [ "$(monitor_sql "SELECT count(*) FROM pgautofailover.node WHERE reportedstate::text ~ '^($1)$' AND goalstate = reportedstate")" -ge "$2" ]; }
+
+# primary: the node the monitor made primary (a lost one keeps reporting primary, its goal
+# is demoted)
+primary() { monitor_sql "SELECT nodename FROM pgautofailover.node WHERE goalstate::text IN ('primary', 'wait_primary', 'single') ORDER BY nodeid LIMIT 1"; }
+
+# run_keeper NAME PGDATA: pg_auto_failover's keeper of one node, in the background (it runs
+# and watches its PostgreSQL, and takes its orders from the monitor)
+run_keeper() {
+	local as=()
+	# setpriv execs (runuser would stay its parent): the pid file is the keeper's own
+	[ "$(id -u)" -ne 0 ] || as=(setpriv --reuid=postgres --regid=postgres --init-groups)
+	setsid "${as[@]}" env HOME="$DIR/ha" PATH="$(pg_bin):$PATH" XDG_CONFIG_HOME="$DIR/ha/config" XDG_DATA_HOME="$DIR/ha/state" \
+		pg_autoctl run --pgdata "$2" >>"$DIR/$1.log" 2>&1 </dev/null &
+	echo $! >"$DIR/$1.pid"
+}
+
+start_pg_node() {
+	local node=$1 port
+	port=$(pg_node_port "$node")
+	if alive "$node"; then return; fi
+	if [ ! -f "$DIR/ha/$node/PG_VERSION" ]; then
+		port_free "$port" || { echo "cluster: port $port ($node) is taken" >&2; exit 1; }
+		logged "$node" autoctl create postgres --pgdata "$DIR/ha/$node" --pgport "$port" --hostname 127.0.0.1 \
+			--auth trust --no-ssl --name "$node" --pg-hba-lan \
+			--monitor "postgres://autoctl_node@127.0.0.1:$MON_PORT/pg_auto_failover?sslmode=disable"
+	fi
+	run_keeper "$node" "$DIR/ha/$node"
+}
+
+start_ha_postgres() {
+	command -v pg_autoctl >/dev/null || { echo "cluster: pg_autoctl is missing: scripts/ensure-auto-failover.sh" >&2; exit 1; }
+	mkdir -p "$DIR/ha"
+	[ "$(id -u)" -ne 0 ] || chown postgres: "$DIR/ha"
+	if ! alive monitor; then
+		if [ ! -f "$DIR/ha/monitor/PG_VERSION" ]; then
+			port_free "$MON_PORT" || { echo "cluster: port $MON_PORT (monitor) is taken" >&2; exit 1; }
+			logged monitor autoctl create monitor --pgdata "$DIR/ha/monitor" --pgport "$MON_PORT" --hostname 127.0.0.1 \
+				--auth trust --no-ssl
+		fi
+		run_keeper monitor "$DIR/ha/monitor"
+		wait_for "the monitor" 30 monitor_sql "SELECT 1"
+		# a node that stops answering is failed over within seconds: checked every second,
+		# unhealthy after 2 s, and the old primary given 2 s to step down (it cannot commit
+		# anyway: its commits wait for a standby)
+		"$(pg_bin)/psql" -h 127.0.0.1 -p "$MON_PORT" -U postgres -d pg_auto_failover -q \
+			-c "ALTER SYSTEM SET pgautofailover.health_check_period = 1000" \
+			-c "ALTER SYSTEM SET pgautofailover.health_check_timeout = 1000" \
+			-c "ALTER SYSTEM SET pgautofailover.health_check_max_retries = 1" \
+			-c "ALTER SYSTEM SET pgautofailover.health_check_retry_delay = 500" \
+			-c "ALTER SYSTEM SET pgautofailover.node_considered_unhealthy_timeout = 2000" \
+			-c "ALTER SYSTEM SET pgautofailover.primary_demote_timeout = 2000" \
+			-c "SELECT pg_reload_conf()" >/dev/null
+	fi
+	local n=0 node
+	for node in $PG_NODES; do
+		start_pg_node "$node"
+		n=$((n + 1))
+		# one at a time: each new node copies the primary (pg_basebackup)
+		wait_for "$node" 120 nodes_in "single|primary|secondary" "$n"
+	done
+	local url
+	url=$(ha_url postgres)
+	"$(pg_bin)/psql" "$url" -qtAc "SELECT 1 FROM pg_database WHERE datname = 'contactd'" | grep -q 1 ||
+		"$(pg_bin)/psql" "$url" -qc "CREATE DATABASE contactd"
+}
+
+ha_url() { # ha_url DB: every node, the primary chosen by the client
+	local hosts="" node
+	for node in $PG_NODES; do hosts="$hosts${hosts:+,}127.0.0.1:$(pg_node_port "$node")"; done
+	echo "postgres://postgres@$hosts/$1?sslmode=disable&target_session_attrs=read-write&connect_timeout=2"
+}
+
 start_redis() {
 	if alive redis; then return; fi
 	port_free "$REDIS_PORT" || { echo "cluster: port $REDIS_PORT (Redis) is taken" >&2; exit 1; }
@@ -94,8 +189,10 @@ start_redis() {
 
 write_env() {
 	[ -f "$DIR/secret-key" ] || (umask 077 && head -c 32 /dev/urandom | base64 >"$DIR/secret-key")
+	local url=postgres://postgres@127.0.0.1:$PG_PORT/contactd?sslmode=disable
+	[ -z "$HA" ] || url=$(ha_url contactd)
 	cat >"$DIR/cluster.env" <<-ENV
-		export DATABASE_URL=postgres://postgres@127.0.0.1:$PG_PORT/contactd?sslmode=disable
+		export DATABASE_URL='$url'
 		export CONTACTD_SECRET_KEY_FILE=$DIR/secret-key
 		export CONTACTD_REDIS_URL=redis://127.0.0.1:$REDIS_PORT/0
 		export CLUSTER_URL=http://127.0.0.1:$BASE
@@ -183,7 +280,7 @@ start_haproxy() {
 
 up() {
 	[ -x "$CONTACTD" ] || { echo "cluster: $CONTACTD is missing: run make build" >&2; exit 1; }
-	start_postgres
+	if [ -n "$HA" ]; then start_ha_postgres; else start_postgres; fi
 	start_redis
 	write_env
 	# shellcheck disable=SC1091
@@ -197,9 +294,9 @@ up() {
 	start_haproxy
 	cat <<-MSG
 		contactd cluster up: HAProxy $CLUSTER_URL -> serve1 $CLUSTER_SERVE1, serve2 $CLUSTER_SERVE2;
-		worker1, worker2; PostgreSQL 127.0.0.1:$PG_PORT; Redis 127.0.0.1:$REDIS_PORT; HAProxy stats http://127.0.0.1:$STATS_PORT/
+		worker1, worker2; PostgreSQL 127.0.0.1:$PG_PORT${HA:+ (the pg_auto_failover monitor; nodes: scripts/cluster.sh primary)}; Redis 127.0.0.1:$REDIS_PORT; HAProxy stats http://127.0.0.1:$STATS_PORT/
 		API key (account demo): $(cat "$DIR/api-key")
-		try:   curl -H "Authorization: Bearer \$(cat $DIR/api-key)" $CLUSTER_URL/public/v1/contacts
+		try:   curl -H "x-api-key: \$(cat $DIR/api-key)" $CLUSTER_URL/public/v1/contacts
 		admin: . $DIR/cluster.env && bin/contactd keys list --account demo
 		logs:  $DIR/*.log        stop: make cluster-down
 	MSG
@@ -211,7 +308,8 @@ stop_pid() { # stop_pid NAME: TERM, then KILL after 10 s
 	pid=$(cat "$DIR/$1.pid")
 	kill -TERM "$pid" 2>/dev/null || true
 	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$pid" 2>/dev/null || true
+	# its process group too: a pg_auto_failover keeper's services and PostgreSQL
+	kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
 	rm -f "$DIR/$1.pid"
 }
 
@@ -219,6 +317,7 @@ down() {
 	stop_pid haproxy
 	for node in $NODES; do stop_pid "$node"; done
 	stop_pid redis
+	for node in $PG_NODES monitor; do stop_pid "$node"; done
 	if [ -f "$DIR/pg/data/PG_VERSION" ]; then
 		as_postgres "$(pg_bin)/pg_ctl" -D "$DIR/pg/data" -m fast -w stop >/dev/null 2>&1 || true
 	fi
@@ -228,7 +327,9 @@ down() {
 }
 
 status() {
-	for p in haproxy $NODES redis; do
+	local ha=""
+	[ -z "$HA" ] || ha="monitor $PG_NODES"
+	for p in haproxy $NODES redis $ha; do
 		if alive "$p"; then echo "$p running (pid $(cat "$DIR/$p.pid"))"; else echo "$p stopped"; fi
 	done
 }
@@ -239,9 +340,22 @@ down) down "${2:-}" ;;
 status) status ;;
 kill) # kill NODE: SIGKILL, as a crash would, and wait until it is gone
 	alive "$2" || { echo "cluster: $2 is not running" >&2; exit 1; }
-	kill -KILL "$(cat "$DIR/$2.pid")"
+	case $2 in
+	# a PostgreSQL node is lost whole: its keeper's process group, which holds the keeper's
+	# services and its PostgreSQL (killing the keeper alone leaves its service that restarts
+	# PostgreSQL, and the old primary comes back taking connections)
+	pg[0-9] | monitor) kill -KILL -- "-$(cat "$DIR/$2.pid")" ;;
+	*) kill -KILL "$(cat "$DIR/$2.pid")" ;;
+	esac
 	wait_for "$2's end" 5 not_alive "$2"
 	;;
-start) write_env && start_node "$2" ;;
-*) echo "usage: $0 up | down [--purge] | status | kill NODE | start NODE   (NODE: $NODES)" >&2; exit 2 ;;
+start)
+	case $2 in
+	pg[0-9]) start_pg_node "$2" ;;
+	*) write_env && start_node "$2" ;;
+	esac
+	;;
+primary) primary ;;
+standbys) monitor_sql "SELECT nodename FROM pgautofailover.node WHERE reportedstate::text = 'secondary' AND goalstate = reportedstate ORDER BY nodeid" ;;
+*) echo "usage: $0 up | down [--purge] | status | kill NODE | start NODE | primary | standbys   (NODE: $NODES, with CLUSTER_HA=1 $PG_NODES)" >&2; exit 2 ;;
 esac

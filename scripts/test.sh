@@ -51,13 +51,14 @@ waitfor "node tooling"
 # leaves a core free for the spec's lint and breaking-change check (go test runs every vet
 # analyzer, -vet=all, on the packages it builds anyway).
 background "cluster" scripts/test-cluster.sh
+background "failover" scripts/test-ha.sh
 background "bench smoke" scripts/bench-smoke.sh
 background "lint + breaking" sh -c "$MAKE --no-print-directory lint && $MAKE --no-print-directory breaking"
 background "gofmt" $MAKE --no-print-directory fmt-check
 rc=0
 # test binaries are linked without DWARF (-w): a fifth less link time, and nothing reads it
 step "go test + vet" env CONTACTD_CONSUMER_TESTS=1 $GO test -vet=all -ldflags=-w -count=1 -timeout 8m ./... || rc=1
-for name in "generate + freshness" "cluster" "bench smoke" "lint + breaking" "gofmt"; do
+for name in "generate + freshness" "cluster" "failover" "bench smoke" "lint + breaking" "gofmt"; do
   waitfor "$name" || rc=1
 done
 [ $rc -eq 0 ] || exit 1

@@ -49,6 +49,12 @@ func startCluster(t *testing.T) *cluster {
 	if os.Getenv("CONTACTD_CLUSTER_TEST") == "" {
 		t.Skip("the cluster test runs with CONTACTD_CLUSTER_TEST=1: make test-cluster")
 	}
+	return upCluster(t)
+}
+
+// upCluster starts scripts/cluster.sh in a temporary directory with the extra environment
+// variables env (CLUSTER_HA=1).
+func upCluster(t *testing.T, env ...string) *cluster {
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
@@ -65,8 +71,8 @@ func startCluster(t *testing.T) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) }) // after down: cleanups run last first
-	c := &cluster{t: t, root: root, dir: dir, base: freePortRange(t, 12)}
-	c.env = append(os.Environ(), "CLUSTER_DIR="+dir, fmt.Sprintf("CLUSTER_PORT=%d", c.base),
+	c := &cluster{t: t, root: root, dir: dir, base: freePortRange(t, 16)}
+	c.env = append(append(os.Environ(), env...), "CLUSTER_DIR="+dir, fmt.Sprintf("CLUSTER_PORT=%d", c.base),
 		"CONTACTD_RATE_WRITES_PER_10S=1000000", fmt.Sprintf("CONTACTD_RATE_READS_PER_10S=%d", readsPer10s),
 		"CONTACTD_RATE_ACCOUNT_PER_DAY=0",
 		// the shared budget is checked exactly: a busy machine's slow Redis is not a fallback
@@ -75,7 +81,7 @@ func startCluster(t *testing.T) *cluster {
 		"CONTACTD_WEBHOOK_TIMEOUT=1s", "CONTACTD_WEBHOOK_RESCUE_AFTER=12s")
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, name := range []string{"setup", "serve1", "serve2", "worker1", "worker2", "haproxy"} {
+			for _, name := range []string{"setup", "serve1", "serve2", "worker1", "worker2", "haproxy", "monitor", "pg1", "pg2", "pg3"} {
 				if b, err := os.ReadFile(filepath.Join(dir, name+".log")); err == nil {
 					t.Logf("%s.log (end):\n%s", name, tail(b, 3000))
 				}
@@ -644,7 +650,7 @@ func readEnv(t *testing.T, path string) map[string]string {
 	for sc.Scan() {
 		line := strings.TrimPrefix(strings.TrimSpace(sc.Text()), "export ")
 		if k, v, ok := strings.Cut(line, "="); ok {
-			vars[k] = v
+			vars[k] = strings.Trim(v, "'") // a multi-host URL is quoted: its & would end the command
 		}
 	}
 	return vars

@@ -1,0 +1,188 @@
+package clustertest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+// TestClusterSurvivesPrimaryLoss runs the cluster on three PostgreSQL nodes managed by
+// pg_auto_failover (CLUSTER_HA=1), puts writes with Idempotency-Keys through HAProxy, and
+// loses the PostgreSQL primary whole (its keeper and PostgreSQL, SIGKILL) as a machine would
+// be lost. A standby is promoted; contactd's processes find it through their multi-host URL
+// (target_session_attrs=read-write); every write is retried with its key until answered.
+// Afterwards every acknowledged write is there exactly once, every event reaches the
+// receiver, the window in which writes failed is reported, and the lost node, started
+// again, rejoins as a standby. Every phase waits for an event, never for a time.
+func TestClusterSurvivesPrimaryLoss(t *testing.T) {
+	if os.Getenv("CONTACTD_HA_TEST") == "" {
+		t.Skip("the failover test runs with CONTACTD_HA_TEST=1: make test-ha")
+	}
+	c := upCluster(t, "CLUSTER_HA=1")
+	ctx := context.Background()
+	rc := newReceiver(t)
+	cl := newClient(t)
+	url := c.vars["CLUSTER_URL"]
+	if st, b, _ := cl.do("POST", url+"/public/v1/webhooks", c.key, map[string]any{"url": rc.url, "eventType": "TagsAdded"}); st != 200 {
+		t.Fatalf("subscribe: %d %s", st, b)
+	}
+	const (
+		writers    = 6
+		beforeKill = 200 // acknowledged creates before the primary is lost
+		afterKill  = 200 // and after
+	)
+	var mu sync.Mutex
+	acked := map[string]string{} // contact id -> email
+	var failed []time.Time       // when a write attempt got no success
+	var retried, replayed atomic.Int64
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
+	// create sends a create with an Idempotency-Key until it is answered with success: no
+	// answer, HAProxy's 5xx, contactd's 5xx (the database went away under the request) and
+	// 409 (the first attempt still runs) are retried with the same key.
+	create := func(email string) (string, bool) {
+		key := uuid.NewString()
+		for try := 0; try < 600; try++ {
+			if try > 0 {
+				retried.Add(1)
+				time.Sleep(50 * time.Millisecond)
+			}
+			st, b, h := cl.do("POST", url+"/public/v1/contact", c.key, map[string]any{"email": email, "tags": []string{"created"}},
+				"Idempotency-Key", key)
+			if st == 0 || st >= 500 || st == http.StatusConflict {
+				mu.Lock()
+				failed = append(failed, time.Now())
+				mu.Unlock()
+				continue
+			}
+			if st != 200 {
+				t.Errorf("create %s: %d %s", email, st, b)
+				return "", false
+			}
+			if h.Get("Idempotent-Replayed") == "true" {
+				replayed.Add(1)
+			}
+			var created struct {
+				Contact struct {
+					ContactId string `json:"contactId"`
+				} `json:"contact"`
+			}
+			if err := json.Unmarshal(b, &created); err != nil || created.Contact.ContactId == "" {
+				t.Errorf("create answer %s: %v", b, err)
+				return "", false
+			}
+			return created.Contact.ContactId, true
+		}
+		t.Errorf("create %s: no success in 600 tries", email)
+		return "", false
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	start := time.Now()
+	for g := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; !stop.Load(); i++ {
+				email := fmt.Sprintf("f%d-%d@cluster.example", g, i)
+				id, ok := create(email)
+				if !ok {
+					return
+				}
+				mu.Lock()
+				acked[id] = email
+				mu.Unlock()
+			}
+		}()
+	}
+	testkit.Eventually(t, fmt.Sprintf("%d acknowledged creates before the primary is lost", beforeKill), func() bool { return count() >= beforeKill })
+	primary := strings.TrimSpace(c.script("primary"))
+	killed := time.Now()
+	c.script("kill", primary)
+	ackedAtKill := count()
+	testkit.Eventually(t, fmt.Sprintf("%d acknowledged creates after the primary is lost", afterKill), func() bool {
+		return count() >= ackedAtKill+afterKill
+	})
+	stop.Store(true)
+	wg.Wait()
+	newPrimary := strings.TrimSpace(c.script("primary"))
+
+	mu.Lock()
+	var first, last time.Time
+	for _, f := range failed {
+		if f.After(killed) && (first.IsZero() || f.Before(first)) {
+			first = f
+		}
+		if f.After(last) {
+			last = f
+		}
+	}
+	mu.Unlock()
+	window := time.Duration(0)
+	if !last.IsZero() {
+		window = last.Sub(killed)
+	}
+	t.Logf("primary %s lost (SIGKILL, keeper and PostgreSQL) %s into the load; %s promoted; %d create attempts failed, the last %s after the kill (the window without writes); %d retries with their Idempotency-Key, %d answered by a replay; %d creates acknowledged in %s",
+		primary, killed.Sub(start).Round(time.Millisecond), newPrimary, len(failed), window.Round(time.Millisecond),
+		retried.Load(), replayed.Load(), count(), time.Since(start).Round(time.Millisecond))
+	if newPrimary == primary || newPrimary == "" {
+		t.Errorf("the primary is %q after losing %s", newPrimary, primary)
+	}
+
+	// every acknowledged create is stored exactly once, with its event
+	conn := c.db(ctx)
+	stored := map[string]string{}
+	rows, _ := conn.Query(ctx, "SELECT contact_id::text, email FROM contacts")
+	var id, email string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &email}, func() error { stored[id] = email; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	for id, email := range acked {
+		if stored[id] != email {
+			t.Errorf("acknowledged create lost: contact %s (%s)", id, email)
+		}
+	}
+	if len(stored) != len(acked) {
+		t.Errorf("%d contacts stored for %d acknowledged creates: a retried create wrote twice", len(stored), len(acked))
+	}
+	mu.Unlock()
+	events := map[string]bool{}
+	rows, _ = conn.Query(ctx, "SELECT event_id::text FROM webhook_events WHERE event_type = 'TagsAdded'")
+	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { events[id] = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != len(stored) {
+		t.Errorf("%d TagsAdded events for %d contacts", len(events), len(stored))
+	}
+	testkit.Eventually(t, fmt.Sprintf("all %d events delivered", len(events)), func() bool { return rc.missing(events) == 0 })
+	got, dups, mismatched := rc.summary()
+	if mismatched > 0 {
+		t.Errorf("%d deliveries whose webhook-id is not their event's id", mismatched)
+	}
+	t.Logf("deliveries: %d events, %d requests received, %d duplicates", len(events), got, dups)
+
+	// reads resume by themselves, and the lost node comes back as a standby
+	if st, b, _ := cl.do("GET", url+"/public/v1/contacts?limit=1", c.key, nil); st != 200 {
+		t.Errorf("list after the failover: %d %s", st, b)
+	}
+	c.script("start", primary)
+	testkit.Eventually(t, primary+" rejoining as a standby", func() bool {
+		return slices.Contains(strings.Fields(c.script("standbys")), primary)
+	})
+	// the API processes' notification listeners followed the new primary: a revocation made
+	// there reaches both
+	c.checkRevocationReachesEveryNode(cl)
+}
