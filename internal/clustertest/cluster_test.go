@@ -210,6 +210,20 @@ func (cl *client) fail(sent time.Time, what string) {
 	cl.failures = append(cl.failures, failure{sent, time.Now(), what})
 }
 
+// createdID is the contact id of a create's answer.
+func createdID(t *testing.T, body []byte) (string, bool) {
+	var created struct {
+		Contact struct {
+			ContactId string `json:"contactId"`
+		} `json:"contact"`
+	}
+	if err := json.Unmarshal(body, &created); err != nil || created.Contact.ContactId == "" {
+		t.Errorf("create answer %s: %v", body, err)
+		return "", false
+	}
+	return created.Contact.ContactId, true
+}
+
 // written is what the load was told was stored: contact id -> tags.
 type written struct {
 	mu   sync.Mutex
@@ -293,16 +307,10 @@ func TestClusterSurvivesKilledNodes(t *testing.T) {
 					t.Errorf("create %s: %d %s", email, st, b)
 					return
 				}
-				var created struct {
-					Contact struct {
-						ContactId string `json:"contactId"`
-					} `json:"contact"`
-				}
-				if err := json.Unmarshal(b, &created); err != nil || created.Contact.ContactId == "" {
-					t.Errorf("create answer %s: %v", b, err)
+				id, ok := createdID(t, b)
+				if !ok {
 					return
 				}
-				id := created.Contact.ContactId
 				w.ack(id, "created")
 				tag := fmt.Sprintf("n%d", i)
 				if st, b := write("/public/v1/contact/"+id+"/tags", map[string]any{"tags": []string{tag}}); st != 200 {

@@ -2,7 +2,6 @@ package clustertest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -74,16 +73,7 @@ func TestClusterSurvivesPrimaryLoss(t *testing.T) {
 			if h.Get("Idempotent-Replayed") == "true" {
 				replayed.Add(1)
 			}
-			var created struct {
-				Contact struct {
-					ContactId string `json:"contactId"`
-				} `json:"contact"`
-			}
-			if err := json.Unmarshal(b, &created); err != nil || created.Contact.ContactId == "" {
-				t.Errorf("create answer %s: %v", b, err)
-				return "", false
-			}
-			return created.Contact.ContactId, true
+			return createdID(t, b)
 		}
 		t.Errorf("create %s: no success in 600 tries", email)
 		return "", false

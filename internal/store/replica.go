@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,19 +58,7 @@ func (s *Store) Replica() ReplicaState {
 // useReplica connects to the standby at url and looks at its lag every interval until the
 // store is closed. Reads go to the primary until the first look finds it within maxLag.
 func (s *Store) useReplica(ctx context.Context, url string, opt Options) error {
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return err
-	}
-	if opt.MaxConns > 0 {
-		cfg.MaxConns = opt.MaxConns
-	}
-	if opt.StatementTimeout > 0 {
-		cfg.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(opt.StatementTimeout.Milliseconds())
-	}
-	cfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
-	cfg.AfterConnect = registerUUID
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := newPool(ctx, url, opt)
 	if err != nil {
 		return err
 	}

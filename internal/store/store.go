@@ -56,6 +56,27 @@ type Options struct {
 
 // Open connects to url and checks the connection.
 func Open(ctx context.Context, url string, opt Options) (*Store, error) {
+	pool, err := newPool(ctx, url, opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	st := New(pool)
+	if opt.ReplicaURL != "" {
+		if err := st.useReplica(ctx, opt.ReplicaURL, opt); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("open replica: %w", err)
+		}
+	}
+	return st, nil
+}
+
+// newPool is a pool on url as contactd uses every database: opt's size and statement
+// timeout, UTC, and uuid as google/uuid.
+func newPool(ctx context.Context, url string, opt Options) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
@@ -72,18 +93,7 @@ func Open(ctx context.Context, url string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("connect to database: %w", err)
-	}
-	st := New(pool)
-	if opt.ReplicaURL != "" {
-		if err := st.useReplica(ctx, opt.ReplicaURL, opt); err != nil {
-			pool.Close()
-			return nil, fmt.Errorf("open replica: %w", err)
-		}
-	}
-	return st, nil
+	return pool, nil
 }
 
 // New wraps an existing pool.
