@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cluster.sh up|down|status|kill NODE|start NODE — contactd on several processes, on loopback:
+# cluster.sh up|down|status|kill NODE|start NODE|restart NODE — contactd on several processes, on loopback:
 #
 #   HAProxy :BASE ─┬─ serve1 :BASE+1 ─┐
 #                  └─ serve2 :BASE+2 ─┼─ PostgreSQL :BASE+10
@@ -213,6 +213,9 @@ start_node() {
 	export CONTACTD_WEBHOOK_ALLOWED_NETWORKS=${CONTACTD_WEBHOOK_ALLOWED_NETWORKS:-127.0.0.0/8}
 	# HAProxy says who the client is (X-Forwarded-For): key IP allow-lists and consent records
 	export CONTACTD_TRUSTED_PROXIES=${CONTACTD_TRUSTED_PROXIES:-127.0.0.1/32}
+	# a stopping serve answers /readyz with 503 for a second while serving on: HAProxy's
+	# checks (every 250 ms, DOWN after 2) take it out before it closes its port
+	export CONTACTD_SHUTDOWN_DRAIN=${CONTACTD_SHUTDOWN_DRAIN:-1s}
 	case $node in
 	serve1 | serve2)
 		port=$((BASE + ${node#serve}))
@@ -355,7 +358,11 @@ start)
 	*) write_env && start_node "$2" ;;
 	esac
 	;;
+restart) # restart NODE: stopped as an upgrade would (SIGTERM: drained), then started again
+	stop_pid "$2"
+	write_env && start_node "$2"
+	;;
 primary) primary ;;
 standbys) monitor_sql "SELECT nodename FROM pgautofailover.node WHERE reportedstate::text = 'secondary' AND goalstate = reportedstate ORDER BY nodeid" ;;
-*) echo "usage: $0 up | down [--purge] | status | kill NODE | start NODE | primary | standbys   (NODE: $NODES, with CLUSTER_HA=1 $PG_NODES)" >&2; exit 2 ;;
+*) echo "usage: $0 up | down [--purge] | status | kill NODE | start NODE | restart NODE | primary | standbys   (NODE: $NODES, with CLUSTER_HA=1 $PG_NODES)" >&2; exit 2 ;;
 esac

@@ -61,6 +61,18 @@ func Serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		return err
 	case <-ctx.Done():
 	}
+	if cfg.ShutdownDrain > 0 {
+		// a balancer still sends requests until its checks see /readyz fail: serve them, each
+		// on a connection closed after its answer, so none is reused once the listener closes
+		svc.Draining.Store(true)
+		srv.SetKeepAlivesEnabled(false)
+		log.Info("stopping: /readyz says so, serving on meanwhile", slog.Duration("drain", cfg.ShutdownDrain))
+		select {
+		case err := <-errc:
+			return err
+		case <-time.After(cfg.ShutdownDrain):
+		}
+	}
 	log.Info("shutting down: draining in-flight requests", slog.Duration("timeout", cfg.ShutdownTimeout))
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()

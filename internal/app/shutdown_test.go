@@ -146,3 +146,59 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 	t.Helper()
 	testkit.Eventually(t, what, cond)
 }
+
+// With CONTACTD_SHUTDOWN_DRAIN, a SIGTERM first makes /readyz answer 503 while requests are
+// still served, each answer closing its connection (a balancer reusing it after the port
+// closes would lose a request): the balancer's checks take the process out before it stops.
+func TestSIGTERMDrainsBehindABalancer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and signals a server process")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	db := testkit.NewDatabase(t)
+	if code, _, errOut := contactd(t, ctx, db, "accounts", "create", "--name", "acme"); code != 0 {
+		t.Fatal(errOut)
+	}
+	_, out, _ := contactd(t, ctx, db, "keys", "create", "--account", "acme")
+	key := strings.TrimSpace(out)
+	bin := filepath.Join(t.TempDir(), "contactd")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/contactd/contactd/cmd/contactd").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	logs := newListening()
+	// a drain longer than the test: it ends the process with SIGKILL once it has seen enough
+	srv := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--database-url", db, "--secret-key-file", keyFile(t, db),
+		"--rate-writes-per-10s", "0", "--shutdown-drain", "1h")
+	srv.Stderr = logs
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Process.Kill()
+	base := "http://" + logs.Addr(t)
+	waitHealthy(t, base)
+	client := &http.Client{Transport: testkit.ValidatingTransport(t)}
+	get := func(path string) (*http.Response, error) {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.Header.Set("x-api-key", key)
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return resp, err
+	}
+	if resp, err := get("/public/v1/contacts"); err != nil || resp.StatusCode != 200 || resp.Close {
+		t.Fatalf("before the SIGTERM: %v %v", resp, err)
+	}
+	if err := srv.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, "/readyz answering 503 after the SIGTERM", func() bool {
+		resp, err := get("/readyz")
+		return err == nil && resp.StatusCode == http.StatusServiceUnavailable
+	})
+	resp, err := get("/public/v1/contacts")
+	if err != nil || resp.StatusCode != 200 || !resp.Close {
+		t.Errorf("a request while draining: %v %v; want 200 and its connection closed after it", resp, err)
+	}
+}

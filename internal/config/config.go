@@ -53,6 +53,10 @@ type Config struct {
 	WriteTimeout       time.Duration // CONTACTD_WRITE_TIMEOUT
 	IdleTimeout        time.Duration // CONTACTD_IDLE_TIMEOUT
 	ShutdownTimeout    time.Duration // CONTACTD_SHUTDOWN_TIMEOUT
+	// ShutdownDrain is how long a stopping serve answers /readyz with 503 and keeps serving,
+	// every answer closing its connection, before it stops taking connections: time for a
+	// balancer's health checks to take it out, so a rolling restart fails no request.
+	ShutdownDrain time.Duration // CONTACTD_SHUTDOWN_DRAIN
 
 	RateReadsPer10s   int // CONTACTD_RATE_READS_PER_10S: per API key; 0 disables
 	RateWritesPer10s  int // CONTACTD_RATE_WRITES_PER_10S: per API key; 0 disables
@@ -138,6 +142,7 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", d.WriteTimeout, "longest a write of an answer may wait for the client (an export's every write)")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", d.IdleTimeout, "how long an idle keep-alive connection stays open")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "how long a stop waits for requests and deliveries under way")
+	fs.DurationVar(&c.ShutdownDrain, "shutdown-drain", d.ShutdownDrain, "serve: how long a stop first answers /readyz with 503 while still serving (behind a balancer: a few of its health-check intervals)")
 	fs.IntVar(&c.RateReadsPer10s, "rate-reads-per-10s", d.RateReadsPer10s, "reads per API key per sliding 10 s, 0 disables")
 	fs.IntVar(&c.RateWritesPer10s, "rate-writes-per-10s", d.RateWritesPer10s, "writes per API key per sliding 10 s, 0 disables")
 	fs.IntVar(&c.RateAccountPerDay, "rate-account-per-day", d.RateAccountPerDay, "requests per account per UTC day, 0 disables")
