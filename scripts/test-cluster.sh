@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # -vet=off: make test vets every package in its go test (-vet=all); vetting here too, with go
 # test's default analyzers, would vet every dependency again
-CONTACTD_CLUSTER_TEST=1 exec ${GO:-go} test -vet=off -count=1 -timeout 3m -run TestCluster -v ./internal/clustertest/
+CONTACTD_CLUSTER_TEST=1 exec ${GO:-go} test -vet=off -count=1 -timeout 6m -run TestCluster -v ./internal/clustertest/
