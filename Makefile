@@ -11,7 +11,7 @@ export CGO_ENABLED ?= 0
 # cache of an earlier one instead of compiling every package of the module again.
 export GOFLAGS ?= -trimpath
 
-.PHONY: ha-deps test-ha backup-deps backup restore mutation bench-tools console-screenshots bench-bulk cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
+.PHONY: ha-deps test-ha test-rolling backup-deps backup restore mutation bench-tools console-screenshots bench-bulk cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -88,6 +88,9 @@ ha-deps: ## install Debian's postgresql-15-auto-failover (CLUSTER_HA=1 make clus
 
 test-ha: deps redis-deps haproxy-deps ha-deps build ## the cluster on three PostgreSQL nodes (pg_auto_failover) under load with the primary lost (SIGKILL): nothing acknowledged lost, the failover window reported
 	@scripts/test-ha.sh
+
+test-rolling: deps redis-deps haproxy-deps build ## every contactd process of the cluster restarted in turn (SIGTERM) under writes sent once: none may fail (not in make test yet)
+	@CONTACTD_CLUSTER_TEST=1 CONTACTD_ROLLING_TEST=1 $(GO) test -vet=off -count=1 -timeout 5m -run TestClusterRollingRestart -v ./internal/clustertest/
 
 cluster-down: ## stop the cluster (PURGE=1: delete its data too)
 	@scripts/cluster.sh down $(if $(PURGE),--purge)
