@@ -116,7 +116,7 @@ const pruneBatch = 5000
 // PruneTask keeps, every hour, the events' partitions of the days ahead made, and prunes the
 // events older than the retention with their deliveries and attempts.
 func (s *Service) PruneTask() queue.Task {
-	return queue.Task{Name: "events_prune", Every: time.Hour, Run: func(ctx context.Context) error {
+	return queue.Task{Name: "events_retention", Every: time.Hour, Run: func(ctx context.Context) error {
 		p, err := s.Prune(ctx)
 		if p.Partitions > 0 || p.Rows > 0 || p.Deliveries > 0 || p.Orphans > 0 {
 			s.log.Info("pruned events past their retention", slog.Int("partitions", p.Partitions),

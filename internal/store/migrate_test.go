@@ -323,3 +323,44 @@ func normalized(row []any) []any {
 	}
 	return row
 }
+
+// Upgrading past 00032 parks the previous release's retention task for good: its DELETE by
+// ctid, run by an older process during a rolling upgrade, would delete rows of other
+// partitions. An older process registering its tasks afterwards leaves it parked; going back
+// makes it due again.
+func TestOldRetentionTaskParkedByPartitioning(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := testkit.NewStore(t)
+	pool := testkit.Pool(st)
+	if err := store.MigrateDownTo(ctx, st, 31); err != nil {
+		t.Fatal(err)
+	}
+	register := `INSERT INTO periodic_tasks (name, due_at) VALUES ('events_prune', now()) ON CONFLICT (name) DO NOTHING`
+	if _, err := pool.Exec(ctx, register); err != nil { // the older release's workers
+		t.Fatal(err)
+	}
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, register); err != nil { // an older process started mid-rollout
+		t.Fatal(err)
+	}
+	due := func() string {
+		t.Helper()
+		var at string
+		if err := pool.QueryRow(ctx, `SELECT due_at::text FROM periodic_tasks WHERE name = 'events_prune'`).Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		return at
+	}
+	if at := due(); at != "infinity" {
+		t.Errorf("the older release's retention task is due at %s after 00032, want never (infinity)", at)
+	}
+	if err := store.MigrateDownTo(ctx, st, 31); err != nil {
+		t.Fatal(err)
+	}
+	if at := due(); at == "infinity" {
+		t.Errorf("the older release's retention task still parked after going back before 00032")
+	}
+}

@@ -51,6 +51,13 @@ CREATE INDEX webhook_events_contact ON webhook_events (account_id, contact_id, e
 CREATE INDEX webhook_events_occurred ON webhook_events USING brin (occurred_at);
 ALTER TABLE webhook_events ATTACH PARTITION webhook_events_default DEFAULT;
 
+-- The previous release's retention task, events_prune, deleted by ctid from webhook_events:
+-- on the partitioned table a ctid names a row in every partition, so an older process still
+-- running during a rolling upgrade would delete recent events of other partitions. Its row
+-- is parked for ever (a process registers its tasks with ON CONFLICT DO NOTHING, so an older
+-- one started later leaves it parked); this release's task is events_retention.
+UPDATE periodic_tasks SET due_at = 'infinity' WHERE name = 'events_prune';
+
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION accounts_delete_data() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -64,6 +71,8 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
+DELETE FROM periodic_tasks WHERE name = 'events_retention';
+UPDATE periodic_tasks SET due_at = now() WHERE name = 'events_prune';
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION accounts_delete_data() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
