@@ -24,26 +24,7 @@ func TestSIGTERMFinishesInFlightRequests(t *testing.T) {
 	}
 	t.Parallel()
 	ctx := context.Background()
-	db := testkit.NewDatabase(t)
-	if code, _, errOut := contactd(t, ctx, db, "accounts", "create", "--name", "acme"); code != 0 {
-		t.Fatal(errOut)
-	}
-	_, out, _ := contactd(t, ctx, db, "keys", "create", "--account", "acme")
-	key := strings.TrimSpace(out)
-
-	bin := filepath.Join(t.TempDir(), "contactd")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/contactd/contactd/cmd/contactd").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	logs := newListening()
-	srv := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--database-url", db, "--secret-key-file", keyFile(t, db), "--rate-writes-per-10s", "0")
-	srv.Stderr = logs
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Process.Kill()
-	base := "http://" + logs.Addr(t)
-	waitHealthy(t, base)
+	srv, base, key, db, logs := startServeProcess(t)
 	call := func(method, path, body string) (int, error) {
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -155,28 +136,8 @@ func TestSIGTERMDrainsBehindABalancer(t *testing.T) {
 		t.Skip("builds and signals a server process")
 	}
 	t.Parallel()
-	ctx := context.Background()
-	db := testkit.NewDatabase(t)
-	if code, _, errOut := contactd(t, ctx, db, "accounts", "create", "--name", "acme"); code != 0 {
-		t.Fatal(errOut)
-	}
-	_, out, _ := contactd(t, ctx, db, "keys", "create", "--account", "acme")
-	key := strings.TrimSpace(out)
-	bin := filepath.Join(t.TempDir(), "contactd")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/contactd/contactd/cmd/contactd").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	logs := newListening()
-	// a drain longer than the test: it ends the process with SIGKILL once it has seen enough
-	srv := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--database-url", db, "--secret-key-file", keyFile(t, db),
-		"--rate-writes-per-10s", "0", "--shutdown-drain", "1h")
-	srv.Stderr = logs
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Process.Kill()
-	base := "http://" + logs.Addr(t)
-	waitHealthy(t, base)
+	// a drain longer than the test: the process is ended with SIGKILL once it has seen enough
+	srv, base, key, _, _ := startServeProcess(t, "--shutdown-drain", "1h")
 	client := &http.Client{Transport: testkit.ValidatingTransport(t)}
 	get := func(path string) (*http.Response, error) {
 		req, _ := http.NewRequest("GET", base+path, nil)
@@ -201,4 +162,33 @@ func TestSIGTERMDrainsBehindABalancer(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 || !resp.Close {
 		t.Errorf("a request while draining: %v %v; want 200 and its connection closed after it", resp, err)
 	}
+}
+
+// startServeProcess builds contactd and runs `contactd serve` (with extra flags) as a process
+// of its own on a fresh database with an account and a key, until the test ends; it returns
+// once the server answers. logs is what it writes to stderr.
+func startServeProcess(t *testing.T, extra ...string) (srv *exec.Cmd, base, key, db string, logs *listening) {
+	t.Helper()
+	ctx := context.Background()
+	db = testkit.NewDatabase(t)
+	if code, _, errOut := contactd(t, ctx, db, "accounts", "create", "--name", "acme"); code != 0 {
+		t.Fatal(errOut)
+	}
+	_, out, _ := contactd(t, ctx, db, "keys", "create", "--account", "acme")
+	key = strings.TrimSpace(out)
+	bin := filepath.Join(t.TempDir(), "contactd")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/contactd/contactd/cmd/contactd").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	logs = newListening()
+	srv = exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--database-url", db,
+		"--secret-key-file", keyFile(t, db), "--rate-writes-per-10s", "0"}, extra...)...)
+	srv.Stderr = logs
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill() })
+	base = "http://" + logs.Addr(t)
+	waitHealthy(t, base)
+	return srv, base, key, db, logs
 }

@@ -210,6 +210,29 @@ func (cl *client) fail(sent time.Time, what string) {
 	cl.failures = append(cl.failures, failure{sent, time.Now(), what})
 }
 
+// subscribed is a receiver subscribed to the demo account's TagsAdded events, a client, and
+// the cluster's URL (HAProxy).
+func (c *cluster) subscribed(t *testing.T) (*receiver, *client, string) {
+	t.Helper()
+	rc, cl, url := newReceiver(t), newClient(t), c.vars["CLUSTER_URL"]
+	if st, b, _ := cl.do("POST", url+"/public/v1/webhooks", c.key, map[string]any{"url": rc.url, "eventType": "TagsAdded"}); st != 200 {
+		t.Fatalf("subscribe: %d %s", st, b)
+	}
+	return rc, cl, url
+}
+
+// tagsAddedEvents are the ids of every TagsAdded event stored.
+func tagsAddedEvents(t *testing.T, conn *pgx.Conn) map[string]bool {
+	t.Helper()
+	events := map[string]bool{}
+	rows, _ := conn.Query(context.Background(), "SELECT event_id::text FROM webhook_events WHERE event_type = 'TagsAdded'")
+	var id string
+	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { events[id] = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return events
+}
+
 // createdID is the contact id of a create's answer.
 func createdID(t *testing.T, body []byte) (string, bool) {
 	var created struct {
@@ -257,12 +280,7 @@ func (w *written) count() int {
 func TestClusterSurvivesKilledNodes(t *testing.T) {
 	c := startCluster(t)
 	ctx := context.Background()
-	rc := newReceiver(t)
-	cl := newClient(t)
-	url := c.vars["CLUSTER_URL"]
-	if st, b, _ := cl.do("POST", url+"/public/v1/webhooks", c.key, map[string]any{"url": rc.url, "eventType": "TagsAdded"}); st != 200 && st != 201 {
-		t.Fatalf("subscribe: %d %s", st, b)
-	}
+	rc, cl, url := c.subscribed(t)
 
 	const (
 		writers    = 8
@@ -391,11 +409,7 @@ func TestClusterSurvivesKilledNodes(t *testing.T) {
 	}
 
 	// Every event reaches the receiver at least once, with one webhook-id per event.
-	events := map[string]bool{}
-	rows, _ = conn.Query(ctx, "SELECT event_id::text FROM webhook_events WHERE event_type = 'TagsAdded'")
-	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { events[id] = true; return nil }); err != nil {
-		t.Fatal(err)
-	}
+	events := tagsAddedEvents(t, conn)
 	// each write was retried with its key until answered: each happened exactly once
 	if len(events) != w.count() || len(stored) != len(w.tags) {
 		t.Errorf("%d TagsAdded events for %d acknowledged writes, %d contacts for %d acknowledged creates",

@@ -32,12 +32,7 @@ func TestClusterSurvivesPrimaryLoss(t *testing.T) {
 	}
 	c := upCluster(t, "CLUSTER_HA=1")
 	ctx := context.Background()
-	rc := newReceiver(t)
-	cl := newClient(t)
-	url := c.vars["CLUSTER_URL"]
-	if st, b, _ := cl.do("POST", url+"/public/v1/webhooks", c.key, map[string]any{"url": rc.url, "eventType": "TagsAdded"}); st != 200 {
-		t.Fatalf("subscribe: %d %s", st, b)
-	}
+	rc, cl, url := c.subscribed(t)
 	const (
 		writers    = 6
 		beforeKill = 200 // acknowledged creates before the primary is lost
@@ -149,11 +144,7 @@ func TestClusterSurvivesPrimaryLoss(t *testing.T) {
 		t.Errorf("%d contacts stored for %d acknowledged creates: a retried create wrote twice", len(stored), len(acked))
 	}
 	mu.Unlock()
-	events := map[string]bool{}
-	rows, _ = conn.Query(ctx, "SELECT event_id::text FROM webhook_events WHERE event_type = 'TagsAdded'")
-	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { events[id] = true; return nil }); err != nil {
-		t.Fatal(err)
-	}
+	events := tagsAddedEvents(t, conn)
 	if len(events) != len(stored) {
 		t.Errorf("%d TagsAdded events for %d contacts", len(events), len(stored))
 	}

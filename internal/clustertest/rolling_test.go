@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -30,12 +28,7 @@ func TestClusterRollingRestart(t *testing.T) {
 	}
 	c := startCluster(t)
 	ctx := context.Background()
-	rc := newReceiver(t)
-	cl := newClient(t)
-	url := c.vars["CLUSTER_URL"]
-	if st, b, _ := cl.do("POST", url+"/public/v1/webhooks", c.key, map[string]any{"url": rc.url, "eventType": "TagsAdded"}); st != 200 {
-		t.Fatalf("subscribe: %d %s", st, b)
-	}
+	rc, cl, url := c.subscribed(t)
 	const writers, between = 4, 100 // acknowledged creates before each restart and after the last
 	var acked atomic.Int64
 	var stop atomic.Bool
@@ -86,12 +79,7 @@ func TestClusterRollingRestart(t *testing.T) {
 	if stored != acked.Load() {
 		t.Errorf("%d contacts stored for %d acknowledged creates", stored, acked.Load())
 	}
-	events := map[string]bool{}
-	rows, _ := conn.Query(ctx, "SELECT event_id::text FROM webhook_events WHERE event_type = 'TagsAdded'")
-	var id string
-	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { events[id] = true; return nil }); err != nil {
-		t.Fatal(err)
-	}
+	events := tagsAddedEvents(t, conn)
 	testkit.Eventually(t, fmt.Sprintf("all %d events delivered", len(events)), func() bool { return rc.missing(events) == 0 })
 	got, dups, _ := rc.summary()
 	t.Logf("rolling restart of serve1, serve2, worker1, worker2 under %d writers: %d creates acknowledged, none failed; %d events, %d deliveries received, %d duplicates",
