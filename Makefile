@@ -11,7 +11,7 @@ export CGO_ENABLED ?= 0
 # cache of an earlier one instead of compiling every package of the module again.
 export GOFLAGS ?= -trimpath
 
-.PHONY: ha-deps test-ha test-rolling backup-deps backup restore mutation bench-tools console-screenshots bench-bulk cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
+.PHONY: ha-deps test-ha test-rolling backup-deps backup restore mutation bench-tools console-screenshots bench-bulk cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation bench-filters help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -104,10 +104,13 @@ bench-dataout: deps bench-tools ## data out at scale: 1,000,000 contacts, list/s
 bench-isolation: deps bench-tools ## delivery isolation at scale: 200 subscriptions, healthy receivers' latency with and without a tenth hanging
 	./bin/contactbench -isolation $(BENCH_FLAGS)
 
+bench-filters: deps bench-tools ## webhook payload filters' price: delivery throughput over 100 subscriptions without filters, with filters keeping every event, and leaving out half
+	./bin/contactbench -filters $(BENCH_FLAGS)
+
 bench-bulk: deps bench-tools ## bulk writes: 200,000 contacts by POST /contacts/batch vs a COPY of the same rows, then contactd import of a 1,000,000-row CSV
 	./bin/contactbench -bulk $(BENCH_FLAGS)
 
-bench-smoke: deps bench-tools ## the load tool's four modes for a few seconds each on tiny datasets, side by side: fails on any error, never on timing
+bench-smoke: deps bench-tools ## the load tool's five modes for a few seconds each on tiny datasets, side by side: fails on any error, never on timing
 	@scripts/bench-smoke.sh
 
 bench-tools: build ## build bin/contactd and bin/contactbench

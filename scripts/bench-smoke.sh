@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The load tool's four modes on tiny datasets, side by side: each starts its own PostgreSQL
+# The load tool's five modes on tiny datasets, side by side: each starts its own PostgreSQL
 # and contactd and mostly waits (one-second slices, paced webhooks), so together they take
 # about as long as the longest. Fails on any error, never on timing. Needs bin/contactd and
 # bin/contactbench (make bench-tools).
@@ -7,7 +7,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-modes=("" -dataout -isolation -bulk)
+modes=("" -dataout -isolation -bulk -filters)
 pids=()
 for i in "${!modes[@]}"; do
   ./bin/contactbench -smoke ${modes[$i]} >"$dir/$i" 2>&1 &

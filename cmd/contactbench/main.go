@@ -51,6 +51,8 @@ type options struct {
 	dataOut                  bool
 	events                   int
 	isolation                bool
+	filters                  bool
+	filterSubs, filterRounds int
 	bulk                     bool
 	bulkContacts, importRows int
 	isoSubs                  int
@@ -86,6 +88,9 @@ func main() {
 	flag.BoolVar(&o.isolation, "isolation", false, "measure delivery isolation instead: the healthy receivers' latency with every receiver healthy, then with a tenth hanging (-isolation-subs, -isolation-rate, -duration)")
 	flag.IntVar(&o.isoSubs, "isolation-subs", 200, "webhook subscriptions of the -isolation run (three per account)")
 	flag.Float64Var(&o.isoRate, "isolation-rate", 100, "events per second the -isolation run produces")
+	flag.BoolVar(&o.filters, "filters", false, "measure the price of webhook payload filters instead: delivery throughput over -filter-subs subscriptions without filters, with filters that keep every event, and with filters that leave out half (-duration each, -webhook-c clients)")
+	flag.IntVar(&o.filterSubs, "filter-subs", 100, "webhook subscriptions of the -filters run (three per account)")
+	flag.IntVar(&o.filterRounds, "filter-rounds", 2, "times the -filters run takes its three scenarios in turn")
 	flag.BoolVar(&o.bulk, "bulk", false, "measure bulk writes instead: POST /contacts/batch against a COPY of the same rows, then contactd import of a CSV (-bulk-contacts, -import-rows) at -c (default 4)")
 	flag.IntVar(&o.bulkContacts, "bulk-contacts", 200_000, "contacts the -bulk run writes in batches")
 	flag.IntVar(&o.importRows, "import-rows", 1_000_000, "CSV rows the -bulk run imports")
@@ -121,6 +126,12 @@ func main() {
 		runner = runDataOut
 		if o.smoke {
 			o.contacts, o.events = 3000, 2500
+		}
+	}
+	if o.filters {
+		runner = runFilters
+		if o.smoke {
+			o.filterSubs, o.filterRounds, o.duration = 9, 1, time.Second
 		}
 	}
 	if o.bulk {

@@ -273,6 +273,7 @@ const (
 	EventTypeFelixAIHandoff        EventType = "FelixAIHandoff"
 	EventTypeFormSubmission        EventType = "FormSubmission"
 	EventTypePostcardScan          EventType = "PostcardScan"
+	EventTypeSubscriptionFailing   EventType = "SubscriptionFailing"
 	EventTypeTagsAdded             EventType = "TagsAdded"
 	EventTypeTagsRemoved           EventType = "TagsRemoved"
 )
@@ -300,6 +301,8 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypePostcardScan:
 		return true
+	case EventTypeSubscriptionFailing:
+		return true
 	case EventTypeTagsAdded:
 		return true
 	case EventTypeTagsRemoved:
@@ -321,6 +324,27 @@ func (e RecordStatus) Valid() bool {
 	case Marketing:
 		return true
 	case NonMarketing:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SubscriptionHealthRemovedReason.
+const (
+	Deleted        SubscriptionHealthRemovedReason = "Deleted"
+	FailingTooLong SubscriptionHealthRemovedReason = "FailingTooLong"
+	Gone           SubscriptionHealthRemovedReason = "Gone"
+)
+
+// Valid indicates whether the value is a known member of the SubscriptionHealthRemovedReason enum.
+func (e SubscriptionHealthRemovedReason) Valid() bool {
+	switch e {
+	case Deleted:
+		return true
+	case FailingTooLong:
+		return true
+	case Gone:
 		return true
 	default:
 		return false
@@ -790,13 +814,29 @@ type CreateContactResult struct {
 
 // CreateWebhookRequest defines model for CreateWebhookRequest.
 type CreateWebhookRequest struct {
-	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+	// EventType The kind of event a subscription receives. `SubscriptionFailing` (contactd's) warns
+	// that another of the account's subscriptions has failed 3 deliveries in a row and will
+	// be removed unless a delivery succeeds (its `contactInfo` ids are `""`: it is about no
+	// contact). `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
 	// says duplicates were merged into the contact. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
+
+	// Filter A payload filter: the subscription receives only the events it wants
+	// (docs/webhooks.md, "Filters"). Each member is a condition on the event (one element of
+	// a delivery's `events`) at a dotted path, all of which must hold, or `$and`, `$or`
+	// (arrays of filters) and `$not` (a filter). A condition is a value (equality) or an
+	// object of operators: `$eq`, `$neq`, `$in`, `$nin`, `$gt`, `$gte`, `$lt`, `$lte`,
+	// `$exists`. Where the path holds an array, `$eq`, `$in` and the comparisons hold when
+	// one element satisfies them, `$neq` and `$nin` when none does. At most 32 conditions,
+	// 4 levels and 64 values in an `$in`. An empty object is no filter.
+	//
+	//
+	// Example: {"data.tagsAddedInfo.tagsAdded":{"$in":["vip","gold"]}}
+	Filter *WebhookFilter `json:"filter,omitempty"`
 
 	// MaxDeliveriesPerSecond Throttle the subscription's deliveries to at most this many a second, across every contactd process (absent unthrottled).
 	//
@@ -871,7 +911,10 @@ type Delivery struct {
 	// EventId The event's identifier, also the `webhook-id` header.
 	EventId string `json:"eventId"`
 
-	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+	// EventType The kind of event a subscription receives. `SubscriptionFailing` (contactd's) warns
+	// that another of the account's subscriptions has failed 3 deliveries in a row and will
+	// be removed unless a delivery succeeds (its `contactInfo` ids are `""`: it is about no
+	// contact). `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
@@ -910,7 +953,10 @@ type DeliveryAttempt struct {
 	// EventId The event's identifier.
 	EventId string `json:"eventId"`
 
-	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+	// EventType The kind of event a subscription receives. `SubscriptionFailing` (contactd's) warns
+	// that another of the account's subscriptions has failed 3 deliveries in a row and will
+	// be removed unless a delivery succeeds (its `contactInfo` ids are `""`: it is about no
+	// contact). `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
@@ -1108,13 +1154,50 @@ type EventList struct {
 	NextCursor string `json:"nextCursor"`
 }
 
-// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+// EventType The kind of event a subscription receives. `SubscriptionFailing` (contactd's) warns
+// that another of the account's subscriptions has failed 3 deliveries in a row and will
+// be removed unless a delivery succeeds (its `contactInfo` ids are `""`: it is about no
+// contact). `FelixAIHandoff` (an AI assistant handed
 // the contact's conversation to a person) is the original service's tenth type, emitted
 // for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 // data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
 // says duplicates were merged into the contact. More types may be added: handle
 // a type you do not know by ignoring it.
 type EventType string
+
+// EventTypeInfo One event type of the catalog.
+type EventTypeInfo struct {
+	// Description What the event says happened.
+	Description string `json:"description"`
+
+	// EventType The kind of event a subscription receives. `SubscriptionFailing` (contactd's) warns
+	// that another of the account's subscriptions has failed 3 deliveries in a row and will
+	// be removed unless a delivery succeeds (its `contactInfo` ids are `""`: it is about no
+	// contact). `FelixAIHandoff` (an AI assistant handed
+	// the contact's conversation to a person) is the original service's tenth type, emitted
+	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
+	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
+	// says duplicates were merged into the contact. More types may be added: handle
+	// a type you do not know by ignoring it.
+	EventType EventType `json:"eventType"`
+
+	// Example An example event of the type.
+	Example map[string]interface{} `json:"example"`
+
+	// InfoMember The member of `data` that carries the type's details.
+	//
+	// Example: tagsAddedInfo
+	InfoMember string `json:"infoMember"`
+
+	// Schema The JSON Schema of one event of the type, self-contained.
+	Schema map[string]interface{} `json:"schema"`
+}
+
+// EventTypeList defines model for EventTypeList.
+type EventTypeList struct {
+	// EventTypes Every event type.
+	EventTypes []EventTypeInfo `json:"eventTypes"`
+}
 
 // FieldError One violation of the request's rules.
 type FieldError struct {
@@ -1132,6 +1215,47 @@ type FieldError struct {
 	//
 	// Example: format
 	Reason string `json:"reason"`
+}
+
+// FilterTestRequest A filter and an event to evaluate it against; each defaults to the subscription's.
+type FilterTestRequest struct {
+	// Event An event, as in a delivery's `events` (absent the example of the subscription's type).
+	Event *map[string]interface{} `json:"event,omitempty"`
+
+	// Filter A payload filter: the subscription receives only the events it wants
+	// (docs/webhooks.md, "Filters"). Each member is a condition on the event (one element of
+	// a delivery's `events`) at a dotted path, all of which must hold, or `$and`, `$or`
+	// (arrays of filters) and `$not` (a filter). A condition is a value (equality) or an
+	// object of operators: `$eq`, `$neq`, `$in`, `$nin`, `$gt`, `$gte`, `$lt`, `$lte`,
+	// `$exists`. Where the path holds an array, `$eq`, `$in` and the comparisons hold when
+	// one element satisfies them, `$neq` and `$nin` when none does. At most 32 conditions,
+	// 4 levels and 64 values in an `$in`. An empty object is no filter.
+	//
+	//
+	// Example: {"data.tagsAddedInfo.tagsAdded":{"$in":["vip","gold"]}}
+	Filter *WebhookFilter `json:"filter,omitempty"`
+}
+
+// FilterTestResult Whether the filter wants the event, with what was evaluated.
+type FilterTestResult struct {
+	// Event The event evaluated.
+	Event map[string]interface{} `json:"event"`
+
+	// Filter A payload filter: the subscription receives only the events it wants
+	// (docs/webhooks.md, "Filters"). Each member is a condition on the event (one element of
+	// a delivery's `events`) at a dotted path, all of which must hold, or `$and`, `$or`
+	// (arrays of filters) and `$not` (a filter). A condition is a value (equality) or an
+	// object of operators: `$eq`, `$neq`, `$in`, `$nin`, `$gt`, `$gte`, `$lt`, `$lte`,
+	// `$exists`. Where the path holds an array, `$eq`, `$in` and the comparisons hold when
+	// one element satisfies them, `$neq` and `$nin` when none does. At most 32 conditions,
+	// 4 levels and 64 values in an `$in`. An empty object is no filter.
+	//
+	//
+	// Example: {"data.tagsAddedInfo.tagsAdded":{"$in":["vip","gold"]}}
+	Filter *WebhookFilter `json:"filter,omitempty"`
+
+	// Matches `true` when the event would be delivered (also when there is no filter).
+	Matches bool `json:"matches"`
 }
 
 // MergeContactsRequest A merge of duplicates into a primary contact.
@@ -1209,8 +1333,53 @@ type ReplayResult struct {
 	Until Timestamp `json:"until"`
 }
 
-// SubscriptionStatus `Active` on creation; `Failing` after 3 failed deliveries in a row, back to `Active` on
-// the next success; `Removed` after 5 days failing, on `410 Gone`, or when deleted.
+// SubscriptionHealth How the subscription's receiver is doing, and why its status is what it is:
+// `failingSince` and `removalAt` while it is `Failing` (it is removed at the first sweep
+// after `removalAt` unless a delivery succeeds first).
+type SubscriptionHealth struct {
+	// ConsecutiveFailures Failed attempts in a row (3 turn it `Failing`); a success resets it.
+	ConsecutiveFailures int `json:"consecutiveFailures"`
+
+	// FailingSince UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	FailingSince *Timestamp `json:"failingSince,omitempty"`
+
+	// LastFailure The last failed attempt's failure (`HTTP 503`, or the error).
+	//
+	// Example: HTTP 503
+	LastFailure *string `json:"lastFailure,omitempty"`
+
+	// LastFailureAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	LastFailureAt *Timestamp `json:"lastFailureAt,omitempty"`
+
+	// LastSuccessAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	LastSuccessAt *Timestamp `json:"lastSuccessAt,omitempty"`
+
+	// RemovalAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	RemovalAt *Timestamp `json:"removalAt,omitempty"`
+
+	// RemovedReason Why a `Removed` subscription was removed: `DELETE`, its receiver answered
+	// `410 Gone`, or it failed 5 days without a success. Absent for one removed before
+	// contactd recorded reasons.
+	RemovedReason *SubscriptionHealthRemovedReason `json:"removedReason,omitempty"`
+}
+
+// SubscriptionHealthRemovedReason Why a `Removed` subscription was removed: `DELETE`, its receiver answered
+// `410 Gone`, or it failed 5 days without a success. Absent for one removed before
+// contactd recorded reasons.
+type SubscriptionHealthRemovedReason string
+
+// SubscriptionStatus `Active` on creation; `Failing` after 3 failed deliveries in a row (the account's
+// `SubscriptionFailing` subscriptions are told), back to `Active` on the next success;
+// `Removed` after 5 days without a success while failing, at once on `410 Gone`, or when
+// deleted (`health.removedReason` says which).
 type SubscriptionStatus string
 
 // Tag A tag; surrounding whitespace is trimmed.
@@ -1269,6 +1438,13 @@ type UpdateContactRequest struct {
 
 // UpdateWebhookRequest The subscription's settings to change; absent ones stay.
 type UpdateWebhookRequest struct {
+	// Filter The subscription's payload filter (`WebhookFilter`), for the events written from
+	// now on; `null` or `{}` removes it.
+	//
+	//
+	// Example: {"data.tagsAddedInfo.tagsAdded":"vip"}
+	Filter nullable.Nullable[map[string]interface{}] `json:"filter,omitempty"`
+
 	// MaxDeliveriesPerSecond At most this many deliveries a second; `null` lifts the throttle.
 	//
 	// Example: 20
@@ -1313,7 +1489,10 @@ type WebhookEvent struct {
 	// EventId Unique per event; dedupe on it.
 	EventId string `json:"eventId"`
 
-	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+	// EventType The kind of event a subscription receives. `SubscriptionFailing` (contactd's) warns
+	// that another of the account's subscriptions has failed 3 deliveries in a row and will
+	// be removed unless a delivery succeeds (its `contactInfo` ids are `""`: it is about no
+	// contact). `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
@@ -1430,6 +1609,42 @@ type WebhookEventData struct {
 	// PostcardScanInfo For `FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan` and `FelixAIHandoff`.
 	PostcardScanInfo *ActivityInfo `json:"postcardScanInfo,omitempty"`
 
+	// SubscriptionFailingInfo For `SubscriptionFailing`: the subscription that turned `Failing`, and when it will
+	// be removed (at the first sweep after `removalAt`) unless a delivery to it succeeds.
+	// Its URL is not in the event (the feed's readers may lack `webhooks:read`): look it
+	// up by its id.
+	SubscriptionFailingInfo *struct {
+		// ConsecutiveFailures Failed attempts in a row.
+		ConsecutiveFailures int `json:"consecutiveFailures"`
+
+		// EventType The kind of event a subscription receives. `SubscriptionFailing` (contactd's) warns
+		// that another of the account's subscriptions has failed 3 deliveries in a row and will
+		// be removed unless a delivery succeeds (its `contactInfo` ids are `""`: it is about no
+		// contact). `FelixAIHandoff` (an AI assistant handed
+		// the contact's conversation to a person) is the original service's tenth type, emitted
+		// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
+		// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
+		// says duplicates were merged into the contact. More types may be added: handle
+		// a type you do not know by ignoring it.
+		EventType EventType `json:"eventType"`
+
+		// FailingSince UTC, RFC 3339 with exactly three fractional digits and `Z`.
+		//
+		// Example: 2026-11-21T09:30:00.123Z
+		FailingSince Timestamp `json:"failingSince"`
+
+		// LastFailure The last attempt's failure (`HTTP 503`, or the error).
+		LastFailure string `json:"lastFailure"`
+
+		// RemovalAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+		//
+		// Example: 2026-11-21T09:30:00.123Z
+		RemovalAt Timestamp `json:"removalAt"`
+
+		// SubscriptionId The failing subscription.
+		SubscriptionId string `json:"subscriptionId"`
+	} `json:"subscriptionFailingInfo,omitempty"`
+
 	// TagsAddedInfo For `TagsAdded`.
 	TagsAddedInfo *struct {
 		// TagsAdded The tags that were new to the contact.
@@ -1452,6 +1667,18 @@ type WebhookEventDataContactUnsubscribedInfoSource string
 
 // WebhookEventDataContactsMergedInfoChangedFields defines model for WebhookEventData.ContactsMergedInfo.ChangedFields.
 type WebhookEventDataContactsMergedInfoChangedFields string
+
+// WebhookFilter A payload filter: the subscription receives only the events it wants
+// (docs/webhooks.md, "Filters"). Each member is a condition on the event (one element of
+// a delivery's `events`) at a dotted path, all of which must hold, or `$and`, `$or`
+// (arrays of filters) and `$not` (a filter). A condition is a value (equality) or an
+// object of operators: `$eq`, `$neq`, `$in`, `$nin`, `$gt`, `$gte`, `$lt`, `$lte`,
+// `$exists`. Where the path holds an array, `$eq`, `$in` and the comparisons hold when
+// one element satisfies them, `$neq` and `$nin` when none does. At most 32 conditions,
+// 4 levels and 64 values in an `$in`. An empty object is no filter.
+//
+// Example: {"data.tagsAddedInfo.tagsAdded":{"$in":["vip","gold"]}}
+type WebhookFilter map[string]interface{}
 
 // WebhookList defines model for WebhookList.
 type WebhookList struct {
@@ -1500,13 +1727,41 @@ type WebhookSubscription struct {
 	// Example: 2026-11-21T09:30:00.123Z
 	CreatedAt Timestamp `json:"createdAt"`
 
-	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+	// EventType The kind of event a subscription receives. `SubscriptionFailing` (contactd's) warns
+	// that another of the account's subscriptions has failed 3 deliveries in a row and will
+	// be removed unless a delivery succeeds (its `contactInfo` ids are `""`: it is about no
+	// contact). `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
 	// says duplicates were merged into the contact. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
+
+	// Filter A payload filter: the subscription receives only the events it wants
+	// (docs/webhooks.md, "Filters"). Each member is a condition on the event (one element of
+	// a delivery's `events`) at a dotted path, all of which must hold, or `$and`, `$or`
+	// (arrays of filters) and `$not` (a filter). A condition is a value (equality) or an
+	// object of operators: `$eq`, `$neq`, `$in`, `$nin`, `$gt`, `$gte`, `$lt`, `$lte`,
+	// `$exists`. Where the path holds an array, `$eq`, `$in` and the comparisons hold when
+	// one element satisfies them, `$neq` and `$nin` when none does. At most 32 conditions,
+	// 4 levels and 64 values in an `$in`. An empty object is no filter.
+	//
+	//
+	// Example: {"data.tagsAddedInfo.tagsAdded":{"$in":["vip","gold"]}}
+	Filter *WebhookFilter `json:"filter,omitempty"`
+
+	// FilteredEvents How many events of its type the subscription's filter has left out (no delivery, no
+	// attempt); counted within a few seconds. Absent while it has never had a filter.
+	//
+	//
+	// Example: 1204
+	FilteredEvents *int64 `json:"filteredEvents,omitempty"`
+
+	// Health How the subscription's receiver is doing, and why its status is what it is:
+	// `failingSince` and `removalAt` while it is `Failing` (it is removed at the first sweep
+	// after `removalAt` unless a delivery succeeds first).
+	Health SubscriptionHealth `json:"health"`
 
 	// MaxDeliveriesPerSecond The subscription's throttle; absent when it has none.
 	//
@@ -1525,8 +1780,10 @@ type WebhookSubscription struct {
 	// Example: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw1fu3bNzU
 	Secret *string `json:"secret,omitempty"`
 
-	// Status `Active` on creation; `Failing` after 3 failed deliveries in a row, back to `Active` on
-	// the next success; `Removed` after 5 days failing, on `410 Gone`, or when deleted.
+	// Status `Active` on creation; `Failing` after 3 failed deliveries in a row (the account's
+	// `SubscriptionFailing` subscriptions are told), back to `Active` on the next success;
+	// `Removed` after 5 days without a success while failing, at once on `410 Gone`, or when
+	// deleted (`health.removedReason` says which).
 	Status SubscriptionStatus `json:"status"`
 
 	// SubscriptionId The subscription's identifier.
@@ -1979,6 +2236,9 @@ type CreateWebhookJSONRequestBody = CreateWebhookRequest
 // UpdateWebhookJSONRequestBody defines body for UpdateWebhook for application/json ContentType.
 type UpdateWebhookJSONRequestBody = UpdateWebhookRequest
 
+// TestWebhookFilterJSONRequestBody defines body for TestWebhookFilter for application/json ContentType.
+type TestWebhookFilterJSONRequestBody = FilterTestRequest
+
 // ReplayWebhookJSONRequestBody defines body for ReplayWebhook for application/json ContentType.
 type ReplayWebhookJSONRequestBody = ReplayRequest
 
@@ -2035,6 +2295,9 @@ type ServerInterface interface {
 	// MergeContacts Merge duplicates into one contact
 	// (POST /public/v1/contacts/merge)
 	MergeContacts(ctx echo.Context, params MergeContactsParams) error
+	// ListEventTypes The event catalog
+	// (GET /public/v1/event-types)
+	ListEventTypes(ctx echo.Context) error
 	// ListEvents Read the events feed
 	// (GET /public/v1/events)
 	ListEvents(ctx echo.Context, params ListEventsParams) error
@@ -2059,6 +2322,9 @@ type ServerInterface interface {
 	// RedeliverWebhook Send a delivery again
 	// (POST /public/v1/webhooks/{subscriptionId}/deliveries/{deliveryId}/redeliver)
 	RedeliverWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath, deliveryId string, params RedeliverWebhookParams) error
+	// TestWebhookFilter Evaluate a filter against a sample event
+	// (POST /public/v1/webhooks/{subscriptionId}/filter-test)
+	TestWebhookFilter(ctx echo.Context, subscriptionId SubscriptionIdPath) error
 	// ReplayWebhook Send a window of events again
 	// (POST /public/v1/webhooks/{subscriptionId}/replay)
 	ReplayWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath, params ReplayWebhookParams) error
@@ -2728,6 +2994,15 @@ func (w *ServerInterfaceWrapper) MergeContacts(ctx echo.Context) error {
 	return err
 }
 
+// ListEventTypes converts echo context to params.
+func (w *ServerInterfaceWrapper) ListEventTypes(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListEventTypes(ctx)
+	return err
+}
+
 // ListEvents converts echo context to params.
 func (w *ServerInterfaceWrapper) ListEvents(ctx echo.Context) error {
 	var err error
@@ -2962,6 +3237,22 @@ func (w *ServerInterfaceWrapper) RedeliverWebhook(ctx echo.Context) error {
 	return err
 }
 
+// TestWebhookFilter converts echo context to params.
+func (w *ServerInterfaceWrapper) TestWebhookFilter(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "subscriptionId" -------------
+	var subscriptionId SubscriptionIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "subscriptionId", ctx.Param("subscriptionId"), &subscriptionId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter subscriptionId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.TestWebhookFilter(ctx, subscriptionId)
+	return err
+}
+
 // ReplayWebhook converts echo context to params.
 func (w *ServerInterfaceWrapper) ReplayWebhook(ctx echo.Context) error {
 	var err error
@@ -3141,6 +3432,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PATCH(options.BaseURL+"/public/v1/webhooks/:subscriptionId", wrapper.UpdateWebhook, options.OperationMiddlewares["updateWebhook"]...)
 	router.GET(options.BaseURL+"/public/v1/webhooks/:subscriptionId/deliveries", wrapper.ListWebhookDeliveries, options.OperationMiddlewares["listWebhookDeliveries"]...)
 	router.POST(options.BaseURL+"/public/v1/webhooks/:subscriptionId/test", wrapper.SendTestWebhook, options.OperationMiddlewares["sendTestWebhook"]...)
+	router.POST(options.BaseURL+"/public/v1/webhooks/:subscriptionId/filter-test", wrapper.TestWebhookFilter, options.OperationMiddlewares["testWebhookFilter"]...)
+	router.GET(options.BaseURL+"/public/v1/event-types", wrapper.ListEventTypes, options.OperationMiddlewares["listEventTypes"]...)
 	router.POST(options.BaseURL+"/public/v1/webhooks/:subscriptionId/deliveries/:deliveryId/redeliver", wrapper.RedeliverWebhook, options.OperationMiddlewares["redeliverWebhook"]...)
 	router.POST(options.BaseURL+"/public/v1/webhooks/:subscriptionId/secret", wrapper.RotateWebhookSecret, options.OperationMiddlewares["rotateWebhookSecret"]...)
 	router.POST(options.BaseURL+"/public/v1/webhooks/:subscriptionId/replay", wrapper.ReplayWebhook, options.OperationMiddlewares["replayWebhook"]...)
@@ -6129,6 +6422,115 @@ func (response MergeContacts503JSONResponse) VisitMergeContactsResponse(w http.R
 	return err
 }
 
+type ListEventTypesRequestObject struct {
+}
+
+type ListEventTypesResponseObject interface {
+	VisitListEventTypesResponse(w http.ResponseWriter) error
+}
+
+type ListEventTypes200JSONResponse EventTypeList
+
+func (response ListEventTypes200JSONResponse) VisitListEventTypesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventTypes401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListEventTypes401JSONResponse) VisitListEventTypesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventTypes403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListEventTypes403JSONResponse) VisitListEventTypesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventTypes429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListEventTypes429JSONResponse) VisitListEventTypesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventTypes500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListEventTypes500JSONResponse) VisitListEventTypesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventTypes503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListEventTypes503JSONResponse) VisitListEventTypesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListEventsRequestObject struct {
 	Params ListEventsParams
 }
@@ -7365,6 +7767,175 @@ func (response RedeliverWebhook503JSONResponse) VisitRedeliverWebhookResponse(w 
 	return err
 }
 
+type TestWebhookFilterRequestObject struct {
+	SubscriptionId SubscriptionIdPath `json:"subscriptionId"`
+	Body           *TestWebhookFilterJSONRequestBody
+}
+
+type TestWebhookFilterResponseObject interface {
+	VisitTestWebhookFilterResponse(w http.ResponseWriter) error
+}
+
+type TestWebhookFilter200JSONResponse FilterTestResult
+
+func (response TestWebhookFilter200JSONResponse) VisitTestWebhookFilterResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookFilter400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response TestWebhookFilter400JSONResponse) VisitTestWebhookFilterResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookFilter401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response TestWebhookFilter401JSONResponse) VisitTestWebhookFilterResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookFilter403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response TestWebhookFilter403JSONResponse) VisitTestWebhookFilterResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookFilter404JSONResponse struct{ NotFoundJSONResponse }
+
+func (response TestWebhookFilter404JSONResponse) VisitTestWebhookFilterResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookFilter413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response TestWebhookFilter413JSONResponse) VisitTestWebhookFilterResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookFilter415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response TestWebhookFilter415JSONResponse) VisitTestWebhookFilterResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookFilter429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response TestWebhookFilter429JSONResponse) VisitTestWebhookFilterResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookFilter500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response TestWebhookFilter500JSONResponse) VisitTestWebhookFilterResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestWebhookFilter503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response TestWebhookFilter503JSONResponse) VisitTestWebhookFilterResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ReplayWebhookRequestObject struct {
 	SubscriptionId SubscriptionIdPath `json:"subscriptionId"`
 	Params         ReplayWebhookParams
@@ -7962,6 +8533,9 @@ type StrictServerInterface interface {
 	// MergeContacts Merge duplicates into one contact
 	// (POST /public/v1/contacts/merge)
 	MergeContacts(ctx context.Context, request MergeContactsRequestObject) (MergeContactsResponseObject, error)
+	// ListEventTypes The event catalog
+	// (GET /public/v1/event-types)
+	ListEventTypes(ctx context.Context, request ListEventTypesRequestObject) (ListEventTypesResponseObject, error)
 	// ListEvents Read the events feed
 	// (GET /public/v1/events)
 	ListEvents(ctx context.Context, request ListEventsRequestObject) (ListEventsResponseObject, error)
@@ -7986,6 +8560,9 @@ type StrictServerInterface interface {
 	// RedeliverWebhook Send a delivery again
 	// (POST /public/v1/webhooks/{subscriptionId}/deliveries/{deliveryId}/redeliver)
 	RedeliverWebhook(ctx context.Context, request RedeliverWebhookRequestObject) (RedeliverWebhookResponseObject, error)
+	// TestWebhookFilter Evaluate a filter against a sample event
+	// (POST /public/v1/webhooks/{subscriptionId}/filter-test)
+	TestWebhookFilter(ctx context.Context, request TestWebhookFilterRequestObject) (TestWebhookFilterResponseObject, error)
 	// ReplayWebhook Send a window of events again
 	// (POST /public/v1/webhooks/{subscriptionId}/replay)
 	ReplayWebhook(ctx context.Context, request ReplayWebhookRequestObject) (ReplayWebhookResponseObject, error)
@@ -8650,6 +9227,29 @@ func (sh *strictHandler) MergeContacts(ctx echo.Context, params MergeContactsPar
 	return nil
 }
 
+// ListEventTypes operation middleware
+func (sh *strictHandler) ListEventTypes(ctx echo.Context) error {
+	var request ListEventTypesRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListEventTypes(ctx.Request().Context(), request.(ListEventTypesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListEventTypes")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListEventTypesResponseObject); ok {
+		return validResponse.VisitListEventTypesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListEvents operation middleware
 func (sh *strictHandler) ListEvents(ctx echo.Context, params ListEventsParams) error {
 	var request ListEventsRequestObject
@@ -8899,6 +9499,54 @@ func (sh *strictHandler) RedeliverWebhook(ctx echo.Context, subscriptionId Subsc
 	return nil
 }
 
+// TestWebhookFilter operation middleware
+func (sh *strictHandler) TestWebhookFilter(ctx echo.Context, subscriptionId SubscriptionIdPath) error {
+	var request TestWebhookFilterRequestObject
+
+	request.SubscriptionId = subscriptionId
+
+	var body TestWebhookFilterJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.TestWebhookFilter(ctx.Request().Context(), request.(TestWebhookFilterRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TestWebhookFilter")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(TestWebhookFilterResponseObject); ok {
+		return validResponse.VisitTestWebhookFilterResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ReplayWebhook operation middleware
 func (sh *strictHandler) ReplayWebhook(ctx echo.Context, subscriptionId SubscriptionIdPath, params ReplayWebhookParams) error {
 	var request ReplayWebhookRequestObject
@@ -9005,369 +9653,417 @@ func (sh *strictHandler) SendTestWebhook(ctx echo.Context, subscriptionId Subscr
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L0LciM3tja4Ffycf6Ko6CRFUlI9qPijr6wq22qXqtSSym7b9HRCmSCJUhKgE6Ao2qGJWcRsZLYwS5mV",
-	"TOAcAIlMJl+qqra7rzru7S6RTCQeB+d9vvN7I5GTqRRMaNXo/95g93QyzRj8+1QKTRNt/qlmkwnNF41+",
-	"44Qk+DGhQ81ywkTOk/GECU2oSImSE0Zoovkd14tG1Lij2YyZEahSfCRY+kGx/M2E8uwsbfQbdMSE/i/7",
-	"0nYiJ42oYceH7zvdVwdHnZvnraP0BWu9SA5o69Wwy1q9m8PkefqSdWi3Zx7JGdUsPdGNfqPX6T1vdbut",
-	"Xve686p/0Ol3Ou1u7+An+Nnka86yFFZnn3lNNQuf6lx3n/c7h/3OUbvT6ZinBJ2YX1zRjKmhzBPWiBpK",
-	"zsw/+o0f2I3iGj7SdGQ+ecfmjagxy7NGvzHWeqr6+/tugZNFW/lhzHL3O52Df/yjY/5zeH1+3ms8RA1m",
-	"dqfRb3ykgrVTySrbA19faapnqtFvfE8znppPxYiOmDkGs7aMKg2b/H7KRHWF3etux6yw22sfHXXNCv3P",
-	"r5jQ9T+HbbQbYn7+tcwnV7ObCVeKy5pXVLdezCbvhydn31KRyuFQNfod+9lrqsY3kubpacaT27ovvuds",
-	"HnwOE63+2C9WNfrd8LMrJsxx9+xn5WkHP76QSic0T68Saj7uPESNjNH0KpE5a/R7B54M/kYFI6+lOfHp",
-	"WArz0V+6pHl0dLRHOt1Oq9c56JjvcimH74enUigm9AdPDf39/W7vRbvT7rS7/Zedl539BH+yn6h/Hvza",
-	"ezf8/qX82+HNd/c/6svfXvwwuaA42pTlmpt7+fPvDZqmOVNAxXSq3+cfBNfvZpMbljf6jUND6Oby9RtX",
-	"05yL0dCQPNyrmcCPqRjRiRTkFD8B2oUDPHsLf+SM6RP3jka3d0DekXPKBbnSjajxG582+o3nvRedQ0Ou",
-	"dm6LLe/r0VHj4ZeokbNE5qkn43Oa3zLNxagRNTQdmWXC/jeihpwy0RrLmWKNX6LGbJpuvukPD1HjFK93",
-	"LQ+z30VkzvWYcK2I3VEypbliKeFCS0KJW1rIx5JiwC/HqHZiARdMpLhzZSbwL7xynZor11l15TpbXblO",
-	"7Y17ulV/4K2KGnOaCy5goF+WL9kPXI/lrFhj7ZW7mWmix8zfuETOspQIqckNs9fv6br951+3fy2xNs7E",
-	"nVGUzsS0oE+g4Gs6UidpytI3d/YcC5o135E5y4FYWUpAJjiCDGiU3aH2/PPvjZRqGtKqGMovrvwyP+AK",
-	"+i3xErMz2i3azc9/YPbqjk9xb2Bdm1U7+NmWE37xwj1wvZgyu8f4ZsO/Mn7HJjJljb7OZ+zBTGLMaMpy",
-	"4CaXVLO3fMI1/Fe3Yz5LmUpyPtVcika/ccl+nTGlFZFDosdckVsuUtLMGU0VkTmZ51wztQcM6OTijNyy",
-	"BZlQ8/+3jHBBqFiQbocolkiRqrZh28mYTeBINU6YC81GLAcdozyh13SxZkbA8xKQFsUrpywnH65PSUoX",
-	"27/s0hy4oeztdyBjQ23WZyZxyxbPFElmeW5stm6nhaslcy5SOX/ENLZf95gqnIqWKV2Q5ofr071dXqiY",
-	"Xn7TFR4WmQnNs/Bkn6ml1ZGhzINtkUOS4zwLGhkIRyTDnDFFKFGZ1H0yHzPcP5ml5gH3IBeEa5IxesdU",
-	"m5xm3PACMqUJM7+eKJbdMTUQ0vysPRCl1U644JPZBLjv0sqNEkBzOmHakv+pYw0XVI+X9+F6zBxzeqYI",
-	"T5nQfMhZ3iYnZEKzocwnRrP1nxOuiOKTabYA6TuUM5EeEykYkXcsJ88PSTKmOU3M681vczacGd24GR92",
-	"OsQyVHvMMRyj5Trbcy5u5j01q/HSp+B/RkD8OuO5YUqGG5Q2jt6/ZWJktuH5YWT20f3Z9TuptFHTgITO",
-	"UjaZSs1EsviO1RDrOb1lSKlw9kTRITPcPmc6X5Cm+eLszfXXxMg+OuUkzenQbDLypr0+PDrkOZCFmhpZ",
-	"SLQcCOqpBAwNJDy2IPA/Uw3U2DskYznLVQTMwN6UCHwp1E4ArrKZ1YQNhCfYCdNjmUbE7F9Efp2xfAFP",
-	"3ch0sUdGTCtDmHREubCGTuz3Qbcu2TSjC5b2idnbOBqIOWpvJJ8Jc6uJnvOEtcm1fTNMHIahQuoxy4sb",
-	"oEh82OsNRHmbL5khl/iYzMc8Y6UtwufymVARiQ87r0j5yTNxkcuRkdFxeyBOigcsBd6wocyZWZ0ZgjSB",
-	"Eqk5y4jQmR4bCk/s3znVjGSGfag9IwGGlGdcjHC5hJKj+3uzAHMDzJG0yQfFCDV3X41JbnS5CQFBT5qU",
-	"fPhw9noPzimTI57QzE0NL3ZB/0fDTtKjL1nr4OZF2jpMuq9ar+hz1uqkveHLm27ygh0eOvpHIipuQLAX",
-	"LUOtK+i+d3RUJfwp1ZrlZsz/4+f/0fo/f/nL/2zU3Yar2Y0n/nXMRAW/K3OUHe/6q1f1d12VJvL5LvwD",
-	"jsSU/kqmHH2ZRs/4SqYLp5xZZY9Op5mllf2Pyiz992Jpv6/TQx/C6f3PnA0b/cb/tl84U/fxW7Vv3mzZ",
-	"ZDG3YpX4CTINmOlX1HHV7ecKD6Yz/J5VtNgxI6AiGjrX9JaJsn1ltK3Ga/fsqVdvq6rs1hrpQ9SYMKXQ",
-	"G+oV5oAF4mxoZkTugrB7rrQCyuQoVMrzv4J9JHdcZrB2VTP9sjQKJs/yXOaomqPB3m8Y/thGiy+cqOEA",
-	"lMAwboLWTjDnQ2G/G0aIUt14+KW0RsPaAmZoV9EnxZv6ZPXwQBPbkdIbsxp8YPm6Ls+ANOOKmLaCgN0Z",
-	"YeF31OgwsdmxNm5XvBcZVkkHhvtRLkg+y5jnvlyTZlyllzgixWcX1t4wH9oJWJsr3jOc8iFyusypFMOM",
-	"J7tSOvcCYpnUyzLG6DiaZ5mTanW0s0L2NMpkvCzJK4x66V3HVnxjnISj+jvkgquxMXfMqc+mU/Mqli6v",
-	"Y8pyJQWZU0VYTpe8IjB1u4tXxTBlsvR3TeYEnNXkhmVSjBSYssIO7F5llAezBj/asfmNOUqqZU4SKkjG",
-	"jR1hNyG2Nzv1j5jbSXI2kXcs/mx0vWYFfpPGMtgo0oyXNibe65t5c0WkGIjAJnmmwtmTjCttLYlw7Wbd",
-	"Cim/dtFGLYNV7x2TVMJlh7Nvk/c5WaIdq1DFFQKKlyhoIJrxStVoby192Xv2tcxveJoyseMNU4mcsmrg",
-	"z/DrlhTZAnRBQzGoL9dQZvHeJYp0dndGk1tUuuFlTk6oPo75ucgnNPPNuaQSb28z9nO0xFFMCM8d1R6c",
-	"HNgAdiEDYfQXQw7IJ0P2n0jzzTCXEyJnWvGUBTb32QWhWSbnLUNl9oBWcp//jhzx00/85NF3jTz+qi2f",
-	"I9o+O55h7h8KLp21tYwqQWYiZXmxplu22Hh4diJLl7B6UoZ7gnSvtfBKtqYhebAxj80ThBLB5nDDjDWL",
-	"f+WhuvsZ7vDy6W2Yb1xriu7hSQljJNEM37iTOeC1zXCEcG+5/YaAInVcXLqUHIJJ2GWvbl6kjU/flitp",
-	"zsTQ7Uyw+ylLNEvJmE6nTBjBDUTC8juWP1PGWAWCNR+mTFOeqYCWijnC9ryT+ms5E+mjdsbK3deSqXdS",
-	"vzGafWl/nC2QSoY2Nyj/jc+lAGNWRmV09Hty5SQ+rPKCLjJJ02sp39J8xB612OoY4ULdpsK95Ypk5hdm",
-	"v6kgz4+ODp6Tm4VmqvF5VX/3NnDgmbMFxwdpPj8k3/GvyM2CpGxIZ5nGm3DF8juesA+C3lGe0ZvscftQ",
-	"M0zVOlL4E7BAzcXMac4zw9D8I47DZlSz/DNtizFpbqhiRnW1Acac0WTMUpLz0VgTIedtcgnvBT5yQ5Nb",
-	"ORweE6/k5Swxm6nIzWIguFYsGxaeYD8+V/AojsWZIjRHJ2IflL8pBCEJBiMJFWrOcjUQy0YUEXQCrrfC",
-	"lRsRTUegmrsoDknGVIzsS7j36FmXoRgIl33leCOJ3SdnaYye3ETmKUuJFAmzegh6KdQs05/LQxLZQNJu",
-	"fhJ0hKw60cK/PZxlGWwNaOwol2HbYHOAvK+lPKdi4SIRj6Lt6hilO+5di4TdJ4xBEOtzaDDFuNxKudm0",
-	"X4lsqIynhlSWIhzNbqcDmrqKyFHHRrwGIrj7TmctLCAbgiLNg6NO1Ol09tytwH2N4Y/Wifkj9sExcHnW",
-	"RedaPlBTtwH2if1KWOchagRvWR3l0cbS49r5gIFpcDHaGEX6R6uYH/43Rs+2mqKLN9aOY8Nf2w9kHqiM",
-	"5GNpu8wqjAOuHG+X2ZUiekCaHwSd6bHM+W/scQpBaYDw8kB+ghgZWnTeqvsWnfKW0Wo/k9boB4xtpMbc",
-	"J/viqIiJRWQmboWcCzOZnN3JW6vTfxDGxpe5Zuk5SznFkPWjdqFmoJXqwmSmQFYtjf1llAUjGePqu+J2",
-	"o9Dd4XqfOBniUhrSlJuf0+wiyOsY0kyx6lu/ljmJy3kpcUTiIs0FvIelLBnzSZiwEoN0i79mGb/3OTZx",
-	"u5JV8nujkHT1MQ33PcQz0KpPIGT7TIEtLwUrhL/L2oDgZiXIYNYImnT9e5yajQq2OXqQ61JmRKGwVvCP",
-	"YGR585ElwAhlAtF5yHDZIDP5hClNJ9NGObDwc7gRpQF/qXmfO9og7LD2dHfb8vLyceNdcoJXVZrTnAtt",
-	"FEFycnV6dhYRIYma0oSpvTa5wpQrs5sDAbYvTzGy6ZUhYwEaOVA9PQVHCiobvYEdr4TqDA9ovXjxsttS",
-	"njpbXXM7i5BTt/dyXaxtMLjvdVuDwf0LVhtzK9FK/c5ivKuiCYgFWng1RDSnQoMwnFJllngM1GSoCtz/",
-	"8Aik2bTJiSYTqfRAvIy6r3pod5gf/u3q/bs+mUAktYjuo2e3JsIPGRJKChJP6P1XZhB05m+k3/KifjAn",
-	"AQ4UNFVJ06olRhnfOyYUZ0uOyISLmZmqXc1wpmc5K4ce1yQl2UhNv5FSzVqaT1jduWjL0dfdMXc7gGlX",
-	"rxkMsO5OOZlR3QWqQy2fpBCtKTib0ebJyRkQsdIUcmcE5KCVtOBECmOdYBQn8IhjOoaYTcwcy5y3ETV8",
-	"2qD79/sp858D+21EjVJyYvi3+0HInhsoLCGce2N22q8k2Jxi20/S1MWIHslzihTTqvY8zBlraXavyYcr",
-	"F2MrU81Rp0PekFM65Vpm5OSORSRI6Y3I2VvyvPeis5kHLIfWSxzYpRnWUUeQary9HD0hSuezxNyDNFjd",
-	"sTl2mhuCotonM4BCY1isIGwy1QuC06wRmdVc5zomPhNcY/BQzjRkzKfMsFeIjjTjwxh93vHJVJPDajbQ",
-	"Yd3Vw2Tq2iQmIxCMjSLnojxQOfN6eUibil0dFBOySVPmxJzPHc2Y0HsRTtlcqJ/OLohR1Y5JPGgMGnFh",
-	"4ptvwh2tzGcp5XtpTjYHfGmdc9nKmBEhBH4Bry8PDlnjNeOV0sjrdY+MQ4A340b0uRIHsMqJgEMuv6ma",
-	"ir70UshNr77qa37HWikfcQ27JHPzP385LA+N+ewbr0qFBKvLtNTiT9htK86s7oJ9RXUydglzmk2A0LPs",
-	"/RBSAdaxe0xUt4/6vI1flu+iL4NTJL54f3VN9hPnxtGQTwbhwrrh4r02MZNCF47NXgJ3DANDXQoWESVB",
-	"c4E7fZMz6mNlkA0xBO2SZlIwFML3Laf4tNyALfja6Rb3rZFs2X0yGn77ks7PrQFSs2GFL2gHthykiqzJ",
-	"TrSOsNSQjM3lJk1UzoqLxzWbwCqt+u3l+WzGay8/c+78LQwjpJ+ZWiGYvW6ipZ9LKFDt/Bs+Fd38S6Am",
-	"av6N066VfEVO+pLkWiYj1Png3CdFLkeYw46c1sxPbVr6D/jmQutp0DwHO798F+3ObLpU6nGC2wV51xKI",
-	"irwa2I06nc7Wa1y69Q8gws/w2W6n0wER7v6u7kTUwNxzMzXQSRt9e9aN6vWP8fPY6s0KQw1GPYd0BQVJ",
-	"gmbOxySeTRXLdWxpHY9zmZyAmswPa+imckR+E7c4pEfc4hweqjmi9wKCLEZZd8uLjHruPAoyT1G0POqw",
-	"7Fw30aebXd3abaHKJfi3d1SuvpVz8DGgqeh5FROa5VbvVgtlOUFVg+LfscU7SGqsI2thLFabxOvSEYCv",
-	"O0YYKPVl8TnH6uKW4X6qjuvhqy9yNuT39S+/44obs3oKv8FpUA1zaArmAkW3bFFR2pLbf7749tfe2/tX",
-	"tF7X2obVPyorfPldRRXX1u4QnwK6m81t526oqJWzjN0Z0wsUTuVO0IZx7PDgyclZwvgdS2u9ORiUPJvW",
-	"b9TZha+EWx6cJIZyjJpatXsP2p12t3vQflG3XzPF8pOR9VDWrK/0jmeKfFAsb8EDa6hvv9c+aGzJmcDp",
-	"VJxaFN6QCs0G+xNOvDi+FffcFQXuZD6VUlGNTqzpSEWkuM0RKWr6gBtkjKZEJRI9D5VrX1fUVd3wN5i9",
-	"hqRj1lcy+419ZkchWh6TUAuaCfdV+VTqqsYeeT0/Kav7c97VEjDDeu3c/bAASqgu8CLnE5ovUBLD/eQa",
-	"EkZG/I5VLLgVFXPL2mVYArpBxwx++lAtEl37YPHLcm1mdYGddrvb6UTEjDEz8gMM2YBygb4NUxLJgqQs",
-	"oYvjInmvtAEdUJCwCKlr1aOVJUlRY8LyEUvPhJZ1286AeCFB0Ovx/spRQ+q3ZrIyJzcLVKzBE0yJz1wn",
-	"+AKovx8IrvvWp5ESAeIZIudFEZePkc/HUsFw8DFXJcdkcYqiVkR/PcsykNHl+7fC5g/KY5fGt4AQSzsD",
-	"iatoeW/1jjpAieWXLRfnLnvDpnRkbEmW37HU7LozEiOixnJu9FXUd0RKxnJeOrF6zaeYpC0EzmRCs7FU",
-	"evtC4LqlBHx1HbsqfomUYQxoSK3Pk7GTwFtpn87/uKxvVguT149zGf72wVUur18ESh3r1wal2fxrEZQa",
-	"l3Z6RRm0X+YKr3axnqBg+rHhpFCwu9qJkCdWNq0s/Yv32/0pccXS8Yd8r47E12gDrzfFWNYrBc8U8IDI",
-	"VWeI1CacN0OfoKE1xfReRGg2pwt1DD9kNBkTTEEEXXEgUL1HjwBpxjWqQhyRONwz87cXg3GRvjphhm2o",
-	"gcDXckHiac7uuJwpGxS1pbwxoRm/te6gR2gqEB51yojRVJ656oHKDgi2d2zMiYKNcb/Wdr1O8KWke/sR",
-	"XL79SM5d+9zjWUXlggnUjd3dwvmsofa3XO2u/xppYCSucyAs67Tr/TPm+WcqcNOUeJgX71szYafH1/As",
-	"we716SxXsiYgcUEVRDAN5SuZx1YhYMQ8BJP0UlbiBDOq8It245OcK7XO4S8auopWQBKt8eATCMLUB7UO",
-	"y0Gt3tHzOqdCPbvYqPR+hru+1Tu2uOC1+lqliHQ1E1irOMCPVkt6irVJ05knPktRRWy7u4NL85qOlryY",
-	"GzxkuJlbkO/jPfw7XOzVHu+LXN5kbGI1uZQjCpDSchq4Qo5t9NLLns/u8C4AXfxUV+/dD+xmLOXt465+",
-	"gHuygdL9D/HoX2NEjzN1wXLMhKxj0LnU2lbaV2q3Uz8AZAlYOgRjaULFglCb1RkRmuRSKVsh6nNpprlM",
-	"mFI+TDMT2r4tLbsNexWDMrQou3UW5azWbrlRMptpRmIHoBiTD5dvkVCss00VOS5q2TAxz5iDUu3AsHeR",
-	"lbSGCe4S2TdzDlFs6skl4IM7COkfxsYICO2wDBZrJW2Rs3t6eV4jvkNMyx38L/Uc9V3gt7avC2PfARzm",
-	"Js7q4DJ/X7lacLStcHcWGJvVfIy6cPtohRfevOGZIvALt51Lq0Lwzk3LqSVaQ6B2s1ArXPmS3VFBy/Ta",
-	"OXxZR6KrafCC6mS8IyGe2sQ6GwM9vTy3fvC+M0kw5Sxn04wmLCKxmGVZ7L9MMkbzqNDDGGz94nggCjOn",
-	"T/AZ+K2Nc9IsQxPGfIU1KeioX0vpNUlmbtZhkAUPpr0qP6z6yi1Ni0ffk43ve8y9qd6RzS/5xDvz9xnN",
-	"+JCz9BELfNRNWroLG15TdzesSF3seCveCytzCqG6MFfEmImhzK2JFmhtNJk6xd9+QyY0ZURJMqRgQq13",
-	"xbq3rzLl3fdLPv5l37bDb6sbxi22GCMiNFPIFOI5qkMtnroU+9Vv2FnxMdac3Zsdwwmrsjtii90YW0wi",
-	"dyYkh8qHyCxKkPhqlmA5T0wgcx3SOeIwZF9gQPrfNqLG16vyPir6Q3B0xe6Hu+RXEBVk88saIra79Aha",
-	"tsMbErazgoTBOxsLrCXh5X3tegsca83tD0tEXKv92R/uHC/alvhtlrldZAAd0RxCrYf7XX2Gv08pqjJf",
-	"jF64YTHdJ3Q5KEMUmHb6qbftM96njEI99Hmd1conzEl6j2DmjpTybJYzcPZMeJbxAB1xPYt6/AV2c3hz",
-	"n7B8uiKOrTTNdSAojFWQP1M2TESazszpHdlq271y8AWy0I3RiUA923hG3LyuVjCY6/JMvr2+viB4latx",
-	"n2Kbk7JPMixa25FpuPtZvlfhwW/BRLZyLO4q2iIi2JwpjfxhaxO+yt/+TH7C9YzZBTS/yeVsuqvmbT2Q",
-	"aO4azQLwlxRdYMJoxm9ZtihwIDDlf5ld36zIr4bRYOyJsQtQNS5lpKEjrPBGG7X3RKQnSxntNQkHG1L7",
-	"imsJIWwLpslThaRRzmdcekvFDVbk8vVqcvmc0VNferEgakwNW7PACLArhgZpDrm7WHALO2F0PT7ihoy1",
-	"ByTCxwZimss7ngL4BE3Ngx4TBtK+qLARVE1FSvOUK5b6jJ+PkguMy8bkv0i8Imqt+G816vm3co6+G7+z",
-	"sB7Cy2K3t5Gx3CwabrPsu0qnuZa8PykKYenYB/9rwhEjc33WByPwJ5HZRDhCu+HC5Rg4GgeclO05T/kC",
-	"/5kYj92TunN5Ux8yOxFlyLnCE907ClFei7Tb54euwBrU/P+Kt8qa8Ta1R9cL5ekm2EZXl7QyM5tBgLW4",
-	"gXOqELXWqXuII1Eo+YjjFTSoSVnCU6ba5MR6BQbCfgRQqRoAEVzuCtVEMJYqI6xfv7simZS3sylpUpJy",
-	"NZUKihURIA/h8uwfni2AxzQZs+TW1tXx4Ky7HVfgthcRNuFau0o/xCuyQuANTN5YIqiTY/GiZdM2IbwR",
-	"+S4wzi6p49BvSolIO9zY4kECzkeWq2MMeZuVtFKqoYKwcA1bGGa0BdQsGfs6z+UbbobwxWI7+y3N0+XC",
-	"tEc4P0uDfM/Z/JFjFOVzj3+86NfzmKeL9j07Pl3XzWfHIcJywN39z9XeCcslXEWho1pZG1kUQG5hnNS2",
-	"Zlh6L3zu/E+p+/muw9sGD9XR/ffkzvxgy1FL7SGqQ77l4laRBK+CmTfWI+wytG0yUZvJqoiE0phdxrMN",
-	"KlaMB0zDmp5B1vgWgy91uvh9GXdgogiUdWu99ZwrfTKWZLv9mvz9Eor2FFEJFVtsSTXho24Jy9u2fDA1",
-	"VFBPbitovHaZy1ewVr/IqZphRuouGh8Cjc5yZnPlEXwI4OJmKdfHYInLDEUt3l+aAbrSygSVlQ4URACt",
-	"y2+OyHzMk7F5RybFCDR2JbM7tsJPAyPt6Lew61w3u1nO6typlsN4uQ9vjwtPXL0PSF2y1Ohu6Rr7AH9I",
-	"6I2clWvObxjEDbSc3CgtRWkfgktRBqmtMabmgR67hKXajIEBxcckBlsqXk4NHlMofSybfk7HWZUQtSrb",
-	"sZoL4Q8kKucwutMtrW9pV+svgfUK7nAFzOED3ooc2tC69arVEXjK6pKDFKBjRGRCkzEXrGXMTVBBfeVw",
-	"WSsssLBrsL2XoJobUaOM1NyIVoD5uScqH4eg8pWvnBen8jH4JiufefDBqHEOkJPvpD7JMjmHw6mACS1j",
-	"cy0j8q1A3qkiONZC2K1A0lyDjhqi3i5jM9cRr8Mp31i0+tr8MEQdX30V57kUo8jCcSI7PSZY6uXwKdU2",
-	"eXBpiFG08ia8tivY4Ta89uA41NhkUybSIlcqZTsxfcAWqkEjDxkMZopbuHkHhAmM5djs0kDENaRuEQ0o",
-	"liRErl4haJViNrj+SYcx7eobbFWD93SUp2erU4LShxWOIAdmX7sHS0jvVZB3mPXWDhAI0Pty6SUeu0wL",
-	"5jZ/kjuoSOchQ4bqVE36lFoTOFlKqpc+ccl5OLfLHMOoJnYEq3H9jKk6ry3McT4KANWxa4GkfiQ9K/m4",
-	"wjXPQRuiKWkOmTZGMgAaWS9EGJG6kTJjVGztdaII1FfndIKkdZe8bVUPBPnzOCHbeaHsYZRmVOzML6so",
-	"pB4Ox5yga8gEAxNaiqb7nK/2EgQYadYbg3gBt0DKAUxSIBk+4kbvtFilzxTRTOgxMQuxLhozLLBVQQKs",
-	"nsK7saS+NV3G2TO1Zx34YTGLVXUHwoiBAMG+74NIiqgxNEiEL8xEeU4SOeVMHfu3qXNgHeXXDQS8r/Cu",
-	"IiUGXKZkcpFz8PYtpkwBVPqNrUTpw35mbCAofEsWcuYg7m+FnJObBeEjIQ2R+A5XK5GHKl6tOlihEghR",
-	"BWPIPh5ADaWNav3HBw/JULSWc/CmE3mHgfoSDQXzco0WyhtbK7kDBrl72L3gyj586Ypx81lW5wm33Utq",
-	"E4H6JIYI5mDW6RwkU6rH8C8WRySGvlD2G0EnrPjG/G75C8h4sKkcS1+WvcClRirLoZpVisp1GFMOlZTy",
-	"6Ov6sdTEZakFX1wX7sJAPWnGjpGZbfA+avMHerDt7hhVyfzTULP537ozjiPSbrcrpfPWD76JhTocIzv5",
-	"9boWUOKu2BtVUQuX35BcwBV8XQGW1QQumEpVXr64nIkSOMYKax+i71i6BLwmrLo2Nug85+Dsphbfrl7S",
-	"pRWdbnNkscra7JJAKUCFQA6N6EtYykRSjgXt0l+qHIbcgChiJ3G6HTIOkKnSdKHay8l0u6QoL722fkO3",
-	"oLStigRqCe2ZInKmEzlZrdHvUEcQ0l9p+/IZ87V5AJdo5KihMY3F3sukhYSyia6CO7JCaAJ+KM8hel3U",
-	"JwNP45si2VuWJCxN1W9E3dFd1FexndhKRqxj62NnGzxLEv8Fqwi7rR4GuTHGA5wgZTYj7qB10Dq0MfDN",
-	"lcoB2R70SkiZzcHgL4NB+ns36j0MBuqve38dDJp/NZ8cPAwGe3/9eTBQ7dYv9pPwr8OHWlxN777Y2ehw",
-	"YOpNSqZSaerFy55RJWXCIWfYV2GuZItBOddaEEnX7Kvcjbc2rm2//yRwhqOjxmYW4ecRrQUrvKzUOK6O",
-	"y7p7YRRIq8GSiWvrHPqowl7P76Qo/qzTtLBV5eNkntlQC4zubAvI/1NMWATZ5SNVXCS7ha8g5vn44mp8",
-	"oRum/ghwCx7FjCFD3yIOGd7464zN6uxr/HyNJzmoIgJbohhofVhl9w2tdIbc2J4ydB5A7wUMKtU6zj/1",
-	"sKpNK8unF7ltrDvG0Em66j7FgBxrFHGBSQpcimNMQoakBrTWD5wyG5wJF4SSXM4jaEZhqDwYC+1hcAXY",
-	"7NRjEluLyA16RFJjMtoWqZGZQXzY7ZBvpDAWg8xRzqYsYxo7jBU3Gt/UMKTqrSwcp/ZOX9NRnZzSdHRM",
-	"1CzP5QwRn+djrhngQIOdnvPJpIqHY8ERKlJngwYXNuXcLdlxddlnqcATENJcd9gvWOwJ06mjtVI7jc+y",
-	"xJ36b3w+/IqtF+yv7HJByfVpRC6/PiUHBwevbAvMe5poyKLMGSPDnCZWIUItB5EVfoo/M940Oid2rB+v",
-	"MZ8RkExLu90+m8x+AVmibKhtkuKCQKJjHBZb/UvgrOwbHZKV2gxktWMK2cb6ot3L0bFW7nPXpB+Xd99m",
-	"aVaq1K8mHNoj71pEtQV4haEEJ1A2TmYLpX6pOO8LKvmfhLGxxCbwCu5Yx72xObZikMBXdyd96ePyldu2",
-	"tPtkqWA7EPuudtufKjYrNffSFWnvUqK9gtoCdW5KZ7XJADF0kifwtVqqQu8D4J7V0W4Zm5IbZiQ8qkvk",
-	"ZqahvB/6Mvo8woGI4QRiwB2dWFBl7TIIjJ6TyREZSaZ8LrnNIy+3eSitxbsC6ujDwQYsL68OfxezxF0+",
-	"dwKuettqzOJ2AKYoVQ7bILfqSzlYH45Zqy9ZenWOgN17sJw5U1JVMCkEwqbRoCkfnU4zaA2DuD+RDR4b",
-	"ymh/Zmwh0CrxNe3PiGNYj9+3eZTVoELbWu1msITlgqXrl7YGX6tkmLuJ16Oy1OlBpejlI6tba9y/WyQq",
-	"hG92+Qrs7jE5qSuL5D4I/usMSl5wosckZelsyoxw4/ozFsvlKxOrLJtbSmPyJigmQ4OnO4jolb8usq4i",
-	"6CtIYrtkCDi4ifg/XgPWNKJ9OUqJyS2bahfnR/QxKHIYCDaZag6RDnuB459/iaGlTmw70cR7bXJi5ZN5",
-	"cs4VK2UdhDxyKe67VHlWnLJNadlEmI/IGgn95FSkPtaPgAOgZaWBIYJ7jcFb7FehXSJsrSu6HD58bJer",
-	"2lhkTZ8qC5dW6KZVpxpPxk6bt789DoHfMF3SrBOOHJxbNBmHVRvWEiMnAwtNTwJQOt8wCQLbkHgZFBgs",
-	"ZeHVopPVs6QaJECngm/O3osaFsxuy8CAw/wDBo17s+uTVUZcOphg2GJqdbSdlAPbn0g+vurjc/ibN5Ia",
-	"1WGNTAFaGOA72vBnTcuBjQf6eORct/VvHjnC2pNdd4jAsT/1CDED5Lhg2GIoY5LQHJR2AMmFhN+Cn9dk",
-	"PP3rcpCr3Sf2f/cTe9iHecQ2vsXSekm7JvPWr2PNrrv93kLBCLXgYoAwK+QTDy8cquZYVqGynAgSB48W",
-	"iUERoeTi5Pr0W8Onq6ifkAGBkXls2DsQBR6yd9rHYZgkrvG9YoMclDgNG8Wt5bizYHGfAglbGceD1aw5",
-	"Y5tP84mn49Kd+jah3ycA1CQ4cez/Vw7UDkQ5UhuF6QLPlHevuRQGzxNdOJBbTUs5eUtFOhCge0S+4lfT",
-	"EZirI8qF85bvpARcr5/UkGcZNtEJsFf/HSX3ruH4Z+YcK6meHtp9e8H0WIUBkR8xsWzjTIEIAuryMIdj",
-	"esc+IUOgJi9gC80lnHrdNU1LyXjbcORSV1gn7R/99LCUl/eoEUoZh48ZYRqkHD7meb/Dj+VyPm2xRvJs",
-	"oDxLbVAIkDMi2Lymsu4T4i6rKUcX+ZWfsm4XkKxfuQstrlt7YSMWdV5jqj5x4e7Ny0tf4ccxe7DGBn4E",
-	"yIqF2lKr+ho7XMjQ5/pY3BU7yzBcvXGb/PzWLNvW5zy2eMooqK7Mt+J//3D5NiLWvzhlObmycBvEvln1",
-	"LT6ZGogSalkz8MukUVGAL4V1rECH+b2owDrTTiOKSXMm+P1AWECkPXTQuN9he8xZzmLSjO+6EWbT3lDF",
-	"nh+Sb89PTltX3570jp4bnZCnbT9s26zVpekOxC1bhIlI+HwrZYlMzVoDCKTKlsTzsWLJP6Fhf87AI+4q",
-	"scAFpUnGqMJqg75zo90sQk8Uylb/GXihKo71oizj58JJWFHpa13EjVJF3tYNZ7wjdxUIReiobdQy5ICJ",
-	"/ty449PGLw9lR+W6OK/3TG4x4RcvSm6yfpCR/vBL1DBngQ3ndD5jD7uXuxyDbmvI3YFDPbrEZW0OazHR",
-	"JV+ojc64UhMb3rEEGTAlKtIbeU+a2jCjW7ZQEYmT23+aP/8Zm9uFTlWoxjKvg+rf49rS2LT11s7HYw5u",
-	"7biEBhNuNWsY1RVcmd3b85ZvoJG/hvK5GNlLuCzXnJaGb3xzP+U5U7vCHfrZ1vSeW5oDaXrO8BfLTsyB",
-	"HfRIbvSuicVKww4xwtlQSQVWHYf4e+9++tMPR50Pve8/JpPvOx8mrzo//uMy++nNq9mPve+/uplcvv/p",
-	"Hz9lye3X4scfslktvNGOuV6flBf56tVGx8Vyghdub7TyrNYRUihCd4Raf1QnrS+NMb50Fi7GXIOtpzxg",
-	"++PxwVcFmy98CZuRucA9IovqWZWFBAruoLt9E70wMf5Z6VNdHyNef72W9IxVl63dbsd7bfJeZAvH0Hwf",
-	"PkzSOh4IiA8DhBjHRt4Qd8V7iMmqZeFrb+H58Lu/v8pffvPdj7/m1/OPHy5evzx7e/HTmey9pW/p1bw7",
-	"nB3cvPvtw6r+1Jtt4JrExT/DzX1ca6MVqMOIqRwkkVqhWs033ApefkcWU0WUDwBg6xsp1RoiiiWznOvF",
-	"lVkzMpET6LV4MtPjWnel60ZaFtikaWSzoVgAnw9ENXzmhP2SeN+LBsKhbYPCGvsGAkbkW4KP2+QEXup8",
-	"4SqRU6aioJPSlOVYHSfohFmcPUij4Q6TiwsI6rkVE7u7EyZ0379W9XNGIaLqP5jnXINa7dT04jf+A/sb",
-	"q/TWDILu8GNCYRm4UpplaEwMhK2P2gMOiEYELLFN7DW6geon6Ghg1oz52RCL8/npdqHlOZAbpnjKVDh7",
-	"nGw/TAgy+7ogc4tzGNZUAytR0Fsc5y5vNOUCwn9G4RpAW4fZaEwosW+wDfh0kNti5uLO0NV0GUXUEpE/",
-	"vWfuaAeCK9so2RHGYeeAeLSE2Jwz1o9CQgoDyZoGu3vY6ZIQ/SEmCndMydIxUEHOLgaCZpmctyAzFd6J",
-	"/REzxeZwx+umYAOf5l6gUtlwOX2N+xad8tYtC/r7YwvTxoO5ddyaFUFJk30w4AfAcTzrGHE9nt2UeEbB",
-	"PB6qeqW/RCAeAP2quHre+U0LHDzlLGF3hlUImEl7IAbiDSYOFJcNbhao2n7JXsUmNlXOWOKQdZYz8rer",
-	"9+8GogmKORO6ZVhXH7KHeAJD7n9UUsRoFyeZhDyImYCGh0TmRUvKMG/V0slAuFPqkAq0QZu8CSFUfFtI",
-	"byPHUJYbI6yvWaln/viKD9enj8sGNotdZRtCU38v3fBFckp/nTGCUkCR5ocPZ6/vXuwZkp3QbCjziVlo",
-	"IRMJ3BOEKyE2ZwxgG1wKFsV0v9z8G9Ag8CDFbKKwETeqEoCKOSdNCup/mAmBn6Bw2esTSpKMM1s0nzHl",
-	"whocs8EGwpV5R6U6b5mTTI5GFrFwEpGc2hogKlz5QEBiAdQxcvz4Hy17mK2zNCZNloylu6ZBNTTExkZM",
-	"GAJl6Z4FcBoILxV8n2SrUeHOPFNmdsqRieEaZoMTkEtLc4FhAAoy4xOjtqKbCOYICKcTrlv4392OEQPh",
-	"55eAG8/FyHyHviQrUg3zy3jKxWggup0WuohsKVIfCgQQL9ZQ1lEH6hWZMpvspEdUN4PXdBFjsGnFNOAH",
-	"zbJ0NuSe0kWfHBx1ok6ns2eV5vB5xbShbuvJCkAccSnVFUCrMqDFTOq9YyKBOAnuILwdA2zcyKrD3itS",
-	"weqx/Q3jS6bzResE8CqQA2c8YbZiwXLR87PrJQYqp0xguLEt89G+fUjtm98+RA3NdRYyYPL//V//Nzkt",
-	"coectk4uZjcZT8yZNaKG4ZwWz77d7bW7ZiTzIjrljX7joN2BBthTqsegWvlWp79recvEA+DVrrITAPDj",
-	"ho25SEsQEPFSi0sIa9Y0z7WKlbmIA4GBT6e9NSGDx6ENY6N3xzFcc/cIbxc+GDQdN0/MFMsHAtLxi/Dl",
-	"hi7orrTFbiHmt8FGWEANUAWBs9GsTeKTJGFT3Sea3ev9sZ5kMRkxDSQ0oVlGvr0+f2u71bq6cJDYIGSQ",
-	"NLykAvfbiGm7aY0Clx0OptfpOHnsUiArIgnca4UHM+zfv9Ryv9xhv9IW/xEOzMCsX+dnDLrX20KEVQ5P",
-	"e03CvsRQv1NbdlPqR1/pIx+0ja9p/W6eBFtqi3ipORXMxMcca3fmpX1voEP8f6QyAWAR8wN0e+MX5m+S",
-	"UTH6X4MGE4NG6TtG0/BvuPD4wYW5ULbJpZkH/mA/+IX9pDpG4Xa37+iuHdB93W5bnIz96gD7xYoa4ebV",
-	"GMnm7tpWN7TmTtRl2zysyI+0TZmwz9FD1DjsHK46MX9r9j3u2kPUOMLrs/6BMoAaPHWw+akamLXQbm30",
-	"f/4laqjZZELzRaPfuBrLObSlpmuaUgf07vjBL+A3yumEaZbbyMTSVs3EaMYUojgj37KcrdRsWg5bcthy",
-	"2/rh8m3ZF7CuyzXYEkZaFHcU3tMIfQHocypoYyfIB7PO/Snw3/277n5ggNTKoUumZ7nAhBjfOf1mUUop",
-	"ljbcY3sUk2ZCFWtxs3zFNb9je21yUkSOGEh4txzSrFPXiwTjvTaBzlw30phqOcOsDaxQm8yURhnmQnAD",
-	"4SfpRzD2wCGpw1xrk+tyIVoOq2UpuYHiN6PIznM6nbpUnDppYkEXNtLOqrKDXfxZIAyARgCipyCSsBTg",
-	"kYQRbVHlUDSYtU0PUlI962yxFex73SKKsoXaJWxGg3/45VOk+jYYI+6nBcjILiLOPvGwJkvdst8tuOlX",
-	"1MN1wiPdzY+UsDDhoS34b4FP+RjBcNh7tfmBKijnHy1Qyi7Qor0zeNQavzyUBM43TBeypixYbE9omyBU",
-	"AxQOal2A74YMCa+ahZgrTDIbbb9li7XXz+YUYt07F6NjX+xXAlUqshb860JvmzHBOh2yBJLpvG7gJDRM",
-	"1PzhZ38iipTvCE0SYNcRhlNy8NFUmlJbJxxROp8lemYWVXSyPi56xVNRrpEr1xAPhNI8ywqLxzkZdVBn",
-	"ZW1Y17I3xue5UKS2Tq89EL4LhswtHo4cgrcRIaMRg4zUeCpfkSUsV/AEbcqXNuKO56wFB6y5UTT8aVXR",
-	"BqOBsLAMUHfX63TiOjGVhA2clyVV3WUpfrJfRq5tIIuFe/qVTBc7ctfhLAN9vrg9JxWipCM0L6kIoNvA",
-	"wVQqZNiteXl9LkldKXmp9LvULrSwuzrX3ef9zmG/c9TudDo/FfKr1LXT5XsHjWhtz0zbL7bsnNi+rWtR",
-	"Zb69cWeLvWuLtNcZfg820korp/beVSK4FGF/Qm5qik5Ks3rYQVDW9ct/KIfDbPLLpwp7PODNwh5/FwCL",
-	"zQRyoZP1lTUrRvgBeZOvt3ns1gCyz3p9InQD/el1iy1UBbv2UymGGcezOOxu8aYqyjc8d7TNsmqwwEGv",
-	"6W2hn9SBgf/HKUXghq5qRUipmxSjWlt034nr/d+LvLyHfZonY34HTGajrVUPh0ZOiggKKQdQFJ9Ms0UI",
-	"1A2y/o7l5HnY7SoU9bWG696jQNdqzP5SQffnsv1XKaInuLeqpC31IaDsE6KNGQzAH6Li8YinIbKpdQUP",
-	"BOiWHuSACo8ObLNSCL4UQT2JPd20UAsVNslVPonlgw0CFq/Dt2EVs9WT1bMIvARg89e1HYjbxPk0YJqA",
-	"SeQU2BrtyU4s6HnwGfSnf2sTtaRaL53bf5wBu41UWtne4UlSbJQUlvcEFmEgK4KEx1XSIrChkLFlrK69",
-	"/2v4vFztMWX5hJr1ZQs0GCE/yLw7KnMZW66DOQnWoy+sv5ycaecds1wOpMPNwsbNPfyAscrnNE8xyAy5",
-	"Fba9hMeJx2QLrhGPEAzaIqGshjnhYj+raVdiTYfrkYe58rh+T7f+6dbvcuvxOm7hONuJon1t44XRpUDf",
-	"qW/oe2oBLXxJvQ1UQ8Sm+ber9+9swSw8TxSbUKF5AukvogScZy6Bhc0bCMjAjWw6WsYTriuoaSGKMj7e",
-	"jI3CB+jx0OoqGoi4xl8BuYTOOQEhF+uM4gBiPrlhudpr2yCMRX0p1YwPROFBg8mwFL2NkH+BqUd6LBUM",
-	"igYj+POQs2E3HIGqlrv+cogAoS4DNOyWU+MSW+tNpDpQwgbixNYno7vN5npZ2JEVeCmhZ9LXPXvsEusR",
-	"hAnznLisfOToWOnq8piaru6+FvrEJt3YP/seBMWcm0+1jQlVtkXP3vFAlE+CjCTMU1bq87FwpbzGMqiA",
-	"2RdIznIe26JtLfaBWdW8lnAdHGbZlzkQj3JmltRoskmLnoUYln+sDzJnDnYxsFYd1g024I7whhTNvEMP",
-	"V+hdc+CL1r9mrvrDg3f0hW84l3c4/unlOYHvI5Ixaj/Ee2W+GrpKbP++kkvSuRD/PqOZMV5To6tvrd/X",
-	"Iol+Gc/aH22jLIPL/jdUUJ6cZf8eyhDey8c5y8IQkrNTanxkuytOtY4iTNBSRaGAu28pt3B10DofEvGW",
-	"OoAD5CaZTY1tJAVCrA0EdDaH9U8kuKAkiWUCMhkkadFZ3Wha1IzTNAoWzTPOUA3CrEV8nOuBuKHJrQVo",
-	"yRhNiUqgRAr7yE6mMwgQupzFYsIOaM+bY8243IzKKGFFqynzV7kTlfkk7D4VH4ctvyJsQT0Q5bZjTmfZ",
-	"3HYscspBpZ2Z0TB8918/x/dTJqwiWOrxGwOMiNdbjNJYwh9SzJxKRWWpUVZEukFXGYgrhpG82BHmWQpD",
-	"Tegtgxp5qOShQ4ZatbOyeTm4G6iVDpWuUMcwVljJ5fdPKmI1chvS9jxGt7A7AoAs5jO2ozqDm2PXHSAp",
-	"/TFqDXztd9j2kmq9ePGy21KedlvdhpGXiEfT/x1+Y7NXDaUQCPlBDUhrBvVuxR1cn3RqncyVtm1by3O3",
-	"e/9d1BHf968R2aIhmGENZW5GES3dqzktHEq+X7a5Hu6qBIhPxdoc5JMZuQaxCZb15NcJ/DpP+tOfT3+6",
-	"hPKnkgyBFrrL6pTn1duoU2AXf0ldyio85fzhsJW9LUKEkqRETn2nvRTA0JVrhegqmrQciBtmPhxJrZkg",
-	"zW9eX1wSmus26b6IyOnpxcketrYTjOicCoVFa/1y5Yj1hA/EJie4ZTTHdoq2Dat1Yrve+dCazoYNByKs",
-	"LIW0dQeaXKAbkybEDuvRjVGjKaBlIhgyX1hMW4tiHJHYjWsF/B5UsIJwZyx9pixODdbS2r6pz4IcOzUQ",
-	"Y5lZPZF6sBTrlZ+i3wVaQlnYfDf7Y1vqYkvG2H3C8qlWnidjN1h0teFmPCtGp1qbFahjr54i/HtQpSeH",
-	"JA7ueus7togxndrc3OWW/W3yXrClJrPos8KyX7MQIcuUF0FOndWEsR7SZyZCwRA4kGjOyHTmG/mHgFLl",
-	"lv4R4E6ju5UqAvhEAzGmasxUn1Cr16PbMSI34HTlmk0iwidwt3M5JzJ3cRZ012AVJgffSeG1KopA69xW",
-	"1kUGflij0cnctj7gUMHuq2aL+UOuurmp8Z5Nz0SQUmdPgJyFezhLzSBGOiPVlAqu9nxK4kBUdtodta9/",
-	"Q3PHxpfM3r8rqmwrBeVYLU2aXGA5eWSbIkB5Y7WEfa9NbBDd58lvjKHX5c0D9CsP8lad4uF8iXU6M3zz",
-	"5UJVu6qEONFKMqJP7CyxQioCwqfLHsHHIFJ5kN5CtT5axo0qUHm3GJh2HRyEuvRA9IdGTjrqB0ijEqjn",
-	"Lzt4D9/gbFapunayQBvL9+IpQPgUIFyl06GeVdHpQFB518czhfoQiHoAZHisj2wadP/8MnrdBc0VJPUP",
-	"c8Zamt3rIKGdVLPfywVkEKVxP8X4E0TtQK+zie+1oTWbhuZS1zF/bYUXhTTBHB0IZYGIOPqa+iS+0jlj",
-	"2ipZV+YfeVFctVcXynOJUXF7IN4Ugad8JlQp5WEX9wpNnW/l86ZdPda34rPOjzod8oac0inXMiMnd6w+",
-	"57y7g/sjTd0a/7M9ID69RrD5U7LYk3vh3ylDLU1Djg38e9m1sFuq2n7RL7M+Xy30DhgLyhjIdKRIc03p",
-	"197xMqKxb9A1pndsIAw/B0gWlpZ5cqVLZ+7QQXy/zjZ5g+7+EHO5SKqwpTuJntEsWxA0mdJ657n5yrIN",
-	"M9gXYO71BOJ+whm0TVXw6xW8dQNBY6NUqL944mBPHOxP7yCdQP6JuaLgUqxjYHAVP0vOXX2NQWpdGLaA",
-	"H9hFkaVRFJq7qlIpmDr2HTFK+qvjgQNRwwTJtjxudSfigTgJujLDFILWzBZ/Cds1b6XGPnG5Jy73xOX+",
-	"FXoa6j9yA4Ob1YZjphlNluIxMKDPLEDeherQNXAwYx9jh/koaOJiUQlBB6pjUhC/KbJVc6WJmrIMW+iD",
-	"QxaiE1yB33wFF7PFS6vZGPkcXCzHfXniZE+c7ImT/esC2ubOFS3BVoSzLUertTbVWmzBZTDYctsX0oyV",
-	"zPX/8shzMebTeZximSNryVkCBVQuNSstP1+kxO9FZMgzROK6WdiIMX5i2Wrz5N3rvTa5oCPLQG/ZQjE9",
-	"EFPzSZ9MqVIkFuxen85yBWCtNLmFNoQJfhBVoE1gDnHk0afNsxCfzRGESkgC6YeAtKglyQFKGpNmSMIA",
-	"k5RIAXhiQ5oTSuY0u4U8xnZ5JtC+17ZuR3vYD9wmJ/gYIs1DqE1hHYHNXMwtdy/iaXrOE4aSwOK53/Kp",
-	"AkBrdAuDlmxkzkz4Age3yvlYZgxe2SY/gMcWyoJpepXInMWE4nondAEtYQdiyOYOiDWGcpC4gAgGXFBM",
-	"oExZQhdOGHKLHMkVScYsucVwvoWgl/O9/kAMZZbJeXmfMPzKdbFhdTLHiDPv1d+AreV+B3LMAd/VwUvB",
-	"yiqgekDMjf5R2GGgt6nBQD1UVmmZ1qvvy0zWzQtpdxXq1VG3tzNyV1zc2n7pVh+ToEalX77ApHR/V03W",
-	"XKj6PSyBzru0sk1A9KvXABAjngqB5iFv1Xau9tDhijm/2DLo3CWbMqrhXkxkXm4qUQt4Yr6fZr69Tv0W",
-	"aDoq7YDvnROc2sGmQwN6c91zOsvtc5ReAIDAUOaTxqbdmWMyCcSoEaYZkwi4aq+DWvM9G7eM/5b75G4z",
-	"JQtPud2cKo0kt5vUZfjQxlm5wjri+nzOFMtJE5C8I7JMQSUshzq8oLp11LfJfCyk3YYVudYJVENPWGsB",
-	"mJ3mk0r3HZdo0Oledzp9+D8HYFTLluzVNUOW5m9IkpoLb64zdDZrPHravvX4mhn3dpzxVzDm55+yZY87",
-	"7HSvs9W8HWP8IjuNF7FcBuHbuMH8hZyXpn/YqZ9mqERUCdr35gkkZ2cbybmWkeXam95cAbA7/gAgP8eQ",
-	"PTi3/CUHlyFGI0CJgy+gPrZGNPRJ/JGKmAy5SBX5SEUJQgv0GoeeFQ2E+S0jqfu5+6baV+cjFSsO+NdV",
-	"97/be/lFIS2DyK9CoNxCSTFSYPG3384+Sv7j4kydib/z9/xscf76rPf2+s392+uz++9fnxy9/3g+f//x",
-	"ZP7245vFeVfyt6d/m/50evb87OPJ/fvr8+75N2e9M9Fp7Bovhm6WNTHjE1ROEToZJv5nDxL/xyNcvuXW",
-	"W6QYzYPe2Tuk4Kj9G1eIXx8d+AHLqmdTI5q7UafTKbiCzVcO/Vau5Ac/V7MMwDxcyqhwvx0I8KO1yRtq",
-	"E0oraYvVDvYx0fQWqsgiAgk1IKUkNg6Sc9GHgmmOyTbBgPGQ8oylsZuMz6sFkDxzeEsvmkNvHNBpXY/8",
-	"gWjGVSBkTLlJqaZtGEfFlgk6xALD+0gMbUv8jUEscS5Sdm+bgu4FyEyY7AlqKxlJQsfQmwc4cdBjhDBx",
-	"xzJILhVSA6R+ZMxin1QaRwiQBac1EDAe1Li5bi0x9Fvcg+YeKrBM3UH6bCKsFmvhA33X8ok0nbOhb6FU",
-	"irp3K+rj4yI5M0QisAgEdCBIcTRwWvjO3WBNzdTOhMs0NnOMKtguodzy1fU3LJPCeqNrEENXTq6m1j7Y",
-	"nNlUsdwYb+u3JAiimW+tioFvAGSLFiBbmDnks4wp6HYRtIuH+WB2ex44o2w2OvTVaoaAFAjQcGORGvYi",
-	"M3AIkwGEuohIbDgGppUhGFi51/QzpCAPIktuWCInkE0n2NwM6tMwZiLDJLn6HDeuYUnWReHMXuhPS2Lv",
-	"NMFiKjOuq5JK+XBo4XYC+FfEv7AIaOCccVzJ5qorbGHEUvjcMB1IhNVzSXxqPt74G6M4vCk6xhVthAwN",
-	"wSZzMcqCnlhYkdoPu3zbwg+nRtsNsKnv6DHM0R8EQQrzTLQSOAPqyShqVZ56XbUYuTYsA5kF7ILFZYO5",
-	"z3MOdSbLFSVt8rX1RuVUe5ARbEZsN0wKNhDoBrOYciv6xkA8JBAAjtO7xwKIZLqocyfBK1f7k/6V6BN4",
-	"fctp59dzGXhh8Rcsrckwx+k+EgT30zqC/GJU91XgrsVvBZurjGljyIASgR2A3ap3SDb/KjyyL5oZOeH3",
-	"1TqAUwci7dimoUDk1Cg2w7NBiY9H84hKANdL04PRRg2HT200drPtO456EI5qV1AzKmgTuFdwRmXFoxH5",
-	"xtyodsD6gKqg0WmobfTarqhgwpRCgBKjMlBUocqtAwDNksI5OPsWelIUj4Y9unz2GlTpE9crS01Zwof2",
-	"VMOOpA08JTPko2ltFaru+/W6JnL9/wSM3adw4b8n2K7MrfCoNaN2staKTIaVUcRvcjmb1rRtL/vsjZaQ",
-	"8VtmYdYgKufRLIxRBnC7FhFkIIwuSprxzSLe61ubAGHR+sHjYwAP8XmwNwuwzmzXxSYFZ5dR5T5ckbgb",
-	"ex8jExAFMMpemsvplKV9Ei8hotvah6Ojo3an22njR8B99o5hPoiw1keuZleJSiOWN2K7UAuke8chjQOS",
-	"0VD9sfqlSFifpBLbRIKyTOK/aDqKnVKTyYRmZGqMO6rJN8BCm/HI/K+RuXFE4pGUo4z5T4yJ5wah2oz5",
-	"fqYzKW8j8q3U5mcReQuteflpJmdpRL6mSvvCtotcailIMzYqQPu1ZH8xwvy/ije6mYI7zCgQlfeXdsmo",
-	"EyfC16MExwdqZtPnzCz55orKVwAQTsyHsEG2KqZIgDbW+3IdCsiMPVDfLc46MfSE4Wvs1YkWD7ewMtZF",
-	"YOm5iDu3pnSE5AUSyVAm7IAHjWEpFh1vE5kuhaDBxXVcioIOhK2hzajSbXJCRmY6kNcD/lqfxmMh/4r4",
-	"rMxS6GaZKozc4QZC+Xas+G/YOtlZSBO6IDegb1P7BjnEe2jW1ybvrBXEFVqJ5opcvL+6HoiCN8AXuM2w",
-	"gXUa95CLtGpkb4zk2q4CXMFknimc4cp40c2iFsnClWc6naRMiVvFHi0pfEJAuXcUrXKL/9EB5W6nd/jF",
-	"nc54cnDGN0ZCuUPxqizIoS1V5K36vBtjA12MjaOjo063Y9tbmCvQ6Pceanzf/Oyj5Mk347ubyQf+9vRv",
-	"ufn73fWH7vnrN/Pzjye/nZ/+7dX2jm1P75td2168ehJ/cnH/oS7ur7lInZ4S6D67qEzs3miuK9WlNxbE",
-	"w/FhCzqG+Z8Z9BZoFlJPAefnYvRM7ZUTsyKidM7oBOSfRZyFtsC2Watt1Ke4MleVKEGnaiy1YyDGqLuh",
-	"ivXJu9cAc9uUATpEDP14BYtQyhVthWVOTq++tw7KUlvWRN3Z5sGJzGYTgRKUC5LKRO3TKW9P0j66b+Sc",
-	"0KBBH7imPkoufCHrsZXSmEEWNHEoimeLt1gtAdOpBgIH2vNdY1tvRCJTgGgd/canMeiL4E9FNNQzC0un",
-	"zGaXwgsjygXERo0+WjivIjKWcwSaoyKIWXLt2kIfF62xrVaoEikEM79SWk7hxeBUdH5qPMpCwPcIUhF8",
-	"IkXCcGcdVMUzRRTThiz2cEsn0iayuQgCOey9qmmT7IYDVSCYIQY7RNCIH2f0TJGbhWYKsUoOOsT1eK5O",
-	"B913mk+YnOk963hVdhWEiXQFFgR8v5Ne8JQK9JQK9JQK9JQK9JQK9JQK9JQKtIVVdt8S6ZJl1vh9UNhg",
-	"g0Z/sJUNNmhEA5QT8EhdBGnQeIA9WNWx/H1Jy5Q3Hxn2XwF1s65Vue0An6i78gL87COYUCSg6/M2q4jq",
-	"5h25I1w7+xOCUJ1GhwUVVXiNNqye2qHjug32OV3+yQD8gw3AN6ixPspZDg6x1alN5+Zrn9rUCasEPRgQ",
-	"N9Mo+uoshdOjUtYTmCbonyt3DgbHpnWco7sIBn6mXBLGnItj9PdZPyKbTPXC5XMsdSIhZEUvEhgC244A",
-	"IGGRCbJnjYrCjvPrfabQX2rGtV5uLHOE8p/jcMaIb2ln6DzUcaCqxuhmLqNUc1VFqebYPgTtA8jValLb",
-	"2cWV3rQ8arUx4DDFBOcAloZLQNmxVwcKK2wCC/sIVBCjd1y7ytGZ4BBnrp4VFFA5o/Co0+k7Sw/TpXCU",
-	"ZYB1VeTV2CMqwNVtO+nM0J0uMAdL2oCZqANIRzsYXlSggCIVIhCo+RNRBWTp5JpF617QjpaAvcMtrrSM",
-	"EVIjUCSk2NhlmnWENFTGHnU1sn0glmku5bAlhy33ow+Xby1kp708HsuyUqwLTH0EkSW7NzwHp7pFZXT+",
-	"ezdzSMBR0BwRC58GApKuFBwc6lSvOiSlCxWVqp5sxyxAs4ScMKOCfPOmSA38qxdx/yvGqJgj3zyoAnbz",
-	"QGMfmcGZ0BIA3B27WFhgR299EylsShg0+K6HdwxzDv1cSily9uVtYqgaYNiLFCS4NXN0BLBsGLI3dJPY",
-	"lkXAvWCDzR6WUUoV3BYHU+r6ooXLLmD6jy2KarWbWoCEGhy10hQQSPWYLQANxweKSJzmi8uZsHixPiGM",
-	"K5/mZAsDq40C+kvoncy7ubDFADAcTP+a0FtsrGSzJCOXGWjoya7Ab86Gc7InwhHss3JeZX5KJxLPbiCK",
-	"3QA9mgbeaFt26PhM27zWdUeyjY8gm7EKW6cGYk659pcEFwwpaFACyHUfvUzc3BhVGzKCZ/7wJC0Q35XA",
-	"1dbRCgxD2C0/3TUXaOtAw3m4U18qN6oCGveIzKai9m9t/4ANeWmhe6rf+J5mPIX6Qif7zOSMlPM9L6rt",
-	"2g+uOy/Lhrf5ebldQfWZQ2jxfhQ8I2aT90PfckOBSQuflTuA1H3xPWfz4POigUj1QzN71egfhJ9dMZEG",
-	"vytPWzX6PftF2HbE/P4hAqcmWuj9g+6uXeFBkL4fnqIY/eB71ff39yEzYSyV7r/svOzsW0m7n6h/Hvza",
-	"ezf8/qX82+HNd/c/6svfXvwwuaA4msNGgyqUkn+v3/B61dp29FHjjk/NBSsKSUvoud1Ov9Prd7vtw6Pn",
-	"P5nbhPy80R/STLEIGUz6mDv92Ju5rj97WX0nzXkggmwYZJ0I2XuCTnzKTPvzZ6bBhViyeG2McttWV6jf",
-	"bQlngT+OSGGLGZVF5kafi4hNlrGR1JIRCiqsmk1YTiYzpaH5QWIrDCb94IdW9QmscxuUmudSM9TUoUMV",
-	"dkOwRQOQGyZFwly/guB5m1ivaR44wjmWsQy54GpsDDoFrgKZZSwPQSGIw4QwOucELFJj5O25oicVVBjY",
-	"jgNFxwMyYrpNLmSWFcgZRjwORCn7ZCFnZCSxXopiRLGJeUt9jDrD7uDeGmNs73gZHSOb0wVg6RsbxjXg",
-	"guqdqV5YRApGRdHaSbA5WZjpBcUSYBweoFlFbhYuQr0KQwKf3BRfPClP1i6IY5OKY1fGoqWttapbMO7r",
-	"qnAWXXLnfyLAA7jKrdkD5GisjsV0ZUaQb5+xfYTPP1HzensgLj8qcvHrNrEpLugdEamCNm1I90DQMktd",
-	"i4ouOedfQQ9Zu5AmkkgRkpCC2a4JJB5TdQ7gJUax7UPCg7Fl4SzC00NK2DFbC4MVQehiU77WJ+dHOZZm",
-	"lCG7NK+nlNKUTtx/Wrdf3XZPe//4x9HL99OX7LvOvf44+vWn7a0GOLTNqUk4syd/9JeXnLjTtd7oS0Pe",
-	"nl0jIwokpWVr9XJy/3fbN+dhpcR8L5wgKGdvu94NhWxwbXwyZr1XwOyayxwYAuRlBjxiyH8bn3pZXCGK",
-	"s0HFUMJTNcH1fiNMMtyhH4d/foUZ6pKR8B0PeBZQi+em4z8wJwSWijke36hogxGMR7bVhF+8cA9cI1/y",
-	"ZYHbM4Mf2M1Yyls8n1UNPVCk/YeZGf/hnOMbBn3QmL14Sxxjgyrkz/2ZIjxlQvMhZzlpBr24QLZDK6I5",
-	"ElGLp7ELJ9lGVpypSsbMlmQNgntKoal2qLtA3kzZu7VCnXq+Obm5zDXtKlbbF28xBz/LlmtdrJEBv1TV",
-	"PE0ukmwGhSixh0uXgqn2QFyxJGdWpUVVHiHeV+mxP7g5fiorLRb78+9bO+hqWU1QcwdN9UC1DLZjS2b2",
-	"6lVjhUNneSIz74VS/f19WEc74NIufpJCklzd4jq96+5h2RcYLs61SIMuJuUl2gN85Bpfrlhjt3Pdednv",
-	"9vqHh+2j7ovlNcosba1b5y+7MvxV+t/1arJuP+l1u3Fnd8dWY6mU9jfg0v6aA5+uTSbAUj9FaGkQCLxI",
-	"r9WBKQgJAfEsz2LwZ5AbZixZmc00I7EjsHggmtOMcoEfmU+qVWy+Tx7NMjlXhOs97FIUYG24UPXBQJTW",
-	"BiZiMaeiJFBIXXBFm7vgOia6MCEEq8LhDGXyETSliBVw0DgiaiznAi1gsDILyEwIYNdxVGQNdrP/0EjT",
-	"Kta6A6fbFnUpXPMXjRl9olCBc230G/OxYsk/z4ff/f1V/vKb7378Nb+ef/xw8frl2duLn85k7y19S6/m",
-	"3eHs4Obdbx/+5OJoNyZ9Fcx7FbMO1xYVzZXc/cBtfCpGf3L5f0kBhy7/aJ09cuXc8A4GyQuDerlXr5vv",
-	"/16+yw/rOied0/wWc2RKItKLmz7h3gNeeJsnMsfMB8wWyiy8MqZ8DEQmxQgyPaFkSMs5zW0CFZ9w8KMc",
-	"VIRdm7w2E8TsGNsKoDQjI9wASketFlW4xs8qqkrM/bA+nFLaOKgvw25OTzHHpyaea3lBfd+hsrK6UuHd",
-	"ibavSgyh6D3kYAbLRH1lrG3f67nKG56Zj3Kpdcb6XpeNJ/T+tXdnXLD8CmrgYt+jm9CBwLq4iNAkl0r5",
-	"Tu22i7SNILbJD2OqQSe1GATwqgj4Ajpbrco6pmogJlgGQwWhZMjmwftcTeBh6Hi1gUGVyTmYACnL6MLG",
-	"Gy1q4UAUfpnj4K3PVKVMUJp3HvZema066hzYeA1gGYB2EbIFLWUdx0Ll6c+gXNefX6Pf62ytkH0IF/Mn",
-	"1ppXL/WL68W9P7teLGcaifffQyV+Spt5kpuNUygwrMjNovpbfZLuvF8Ig7U5NZV326cWXh6V/d19Mh/z",
-	"ZIwKcGT/sD+NbDF9IXZsGXACWKquLkEki6gAzEXdG7ApPW6OHQ/S6GesPRAXjwDe2eBkLxjpxrwRJ5g/",
-	"BSim86cFioE+KJ8dGcZRD0JZ4h+Qxmr/vVIIHrUPuz0jXxwhbim6XnY/X3w1alg6PVeN/sHLYi9cKmuv",
-	"0zFn5NfV3byuTrt72Hn0uhDEseH1SA8EYfjWl1l3t4c5Kpb8Vx8XRliqW3TUOagD4xmnACp/Nj//+KM+",
-	"v36jzz9+/eH89e3z899Onp+/PpmdX/99/gPfCZDHbqid6ObcF0ebT0Hvf8uwCnYyWhZUX9Dg3F3k7v9e",
-	"3POH/ZzZv6B89JPnUyse/H5oCYje1ttUH20PmNDnC7ivCmb9fcZmTBVINk68Q7c7P20h50afsBY0qPKa",
-	"akaa1GHyFiduzNiBwBxYoAidL1yVE/4I0csR0s8xzUwqvYdRKPTfFdWnPvGhPRAntW48klAhJMTX/Gli",
-	"0nETizXrm2raX345196j5fKLP1jErpEt3U6/G1bleNv2gonUgunsJhtW2ZFuByLyqyHSJ9fnk+tzNxPu",
-	"CjhtwJoM0/00uw0aMSw+j6TYmieH0gOi7CXehwnDUK/vkuBdKpgP+A+ETKCIFHojxD8rLhJma6L3YsPa",
-	"mW1IAmXDBQu1hRBYu0Ga2PLAMW1baGxYt6/5kDmMQOd0QWzABvyoyOw1pqVhWUQNh4+Ikoh7V8psC5y0",
-	"KUtnU9gcV04PNa0IqwqQZIpZIIMFpDkg7yDctgQdMpY+U749hEiDZFusLblZ2Pm8hg4o1NVNtMlJ0U56",
-	"pfQx5FEWPQRBy80XOJkQTBbgoW3sbiCoa7cwllnqImIY/Bmae2vHjAjCt4N/HNMK42P3CjWWuWa5HUnt",
-	"RQMBfYMkdsmxv8JiGShly5jZtcLjbSflwOhqPRCcqYGYIsM3k+q9imsg7/oo/NFjDk4FmmccQJptxb8n",
-	"tD3b5GIu81sHoqDGiC3N9Jwxn+yirLPdLsS62ss5gXIugplGAzgeLMN3ozxb2Wd78WdwnMMFXY9dBZe3",
-	"YveVfvKwPWqbWfaX9K3jJWz0D3vRNkt7tHf8s2/JqvLRb+UcMSgLMiPG6H9SVZ5c3P+uaSKoLVkJ5MuQ",
-	"PofW5DLKvqjWZBu214aWrzQVKc1T4iZfydJC4YXtvAB/xpVIGqXBpjUW7ZTAjd07JGM5y13Auayjsap5",
-	"atMp53IgzJupnuUIf+/1HP9xTJpqShPWUsxshWYpie+6UUyYAPUpsnOY27k/UwOBqPNeMlpdKaGCqDmH",
-	"ri2y8pSPy+XsI0tsioxbxLGz4o2aEGEcu/rSNrmUmuKDhkJgQKjmlYoFuyNsNzN8biCK0loPiFtpho/g",
-	"uPh7F8Uwu6NIPGRZJlvLWxYNhNGSzISKdgE+a7YZ+3QAJ/7dLrRa+NAKFwF850KfSMR/uJfAhRVwPm/u",
-	"pzxnalNAuJLT+ffe/fSnH446H3rff0wm33c+TF51fvzHZfbTm1ezH3vff3UzuXz/0z9+ypLbr8WPP2Sz",
-	"R8vknePLOM8VHgGgv3+v9Monn8CfLB0KrnRNWLdEVp8m7jRT+l/jIqDEvKtcSFrNqgIfQJ3jgGYg6oSc",
-	"97GyFGUTS6PCLous0Y791zI5GjEE6SeB8ruIvIRTwKYA4t7WmAs5EDmjWQGzEgeAZnHH/qcF//XC/NdL",
-	"96f7j+ucamsKLJqDs+iD+lxi3RNGdw/M9fKyl9JO1/iIFRPpNfNx6T+Ti7izu4u4t6uL+OWf3UUM1P/k",
-	"J36SCZ/DT1yw0hXsf+07cEyW362u6vVaqPkZ4jhyRVKZzCZM6GMST+gtI/lMxA5uWwpm1GRbF9btvWh3",
-	"2p12F1C/2j7Pbx8Yi51xfbWa9XTSNGjp7gOOHvVnOXh5TgUdofMOW9oOC5zJYATDGGqePklRbtA8GXNI",
-	"QvY9hkNE06aRcdS3p7SFy3boiwK3bPkFlwwgg+dQ0+YlTMpdJxbfnYRoKTM7/YmDOjO7nNwG7zqxKKkr",
-	"orgo+5cBTn3uQs3OWPS2mhFLZRnO1gaRWXNEngzr9oCm1gitB5QouiHDnlAQlcHYtjDd0NB9KyzFtvNA",
-	"hIKV2MpXFpkHQGKrkQkdFLMbTeQY9Ibe/T2hya2Q84ylI9sN5kQsQB4PBMsUI82cpTyHxi1aSmisZ3uc",
-	"WLT/7hFBdFtiO7yYV2Kfd/CYW7VFD8QRURE5IhMuInLQwf/tkbH5bByRboeMgUrhH83/9//pdcj/Tj5y",
-	"rVl+vJycfdh7tX/UOQCDcyyFnOUstcDS3jegNJvutUl82O2Qb6RgsdVEln0T9V5oUFBOw93/lH7HASpG",
-	"PWd1P9738t2BUuxovVkH3g4u5Aq/KGjCSPGHkEmfeDQvuCP+rkXk4v3VNYZclrT6D5dvV/Hyh/8/AAD/",
-	"/w==",
+	"7L2Jchs5tjb4Kvg5PWEqOkWRlOSFihv3qrxUqcuy1ZZcKz2dUCZIppUEWAlQFKtCE/MQ8yLzCvMo8yQT",
+	"OAdAIpPgartraVXc21Uik0gsB2c/3/mtkYjxRHDGlWz0fmuwOzqe5Az++7ngiiZK/6ecjse0mDd6jVOS",
+	"4MeEDhQrCONFlozGjCtCeUqkGDNCE5XdZmreiBq3NJ8yPQKVMhtylr6XrHg5pll+ljZ6DTpkXP2PeWkr",
+	"EeNG1DDjw/ftzrPD4/b14/3j9Anbf5Ic0v1ngw7b714fJY/Tp6xNO139k4JRxdJT1eg1uu3u4/1OZ7/b",
+	"uWo/6x22e+12q9M9/AkeG7/KWJ7C6sxvXlDF/F+1rzqPe+2jXvu41W639a84HesnLmnO5EAUCWtEDSmm",
+	"+j96je/ZtcwUfKToUH/yhs0aUWNa5I1eY6TURPYODuwCx/OWdMPo5R6024c//NDW/xxdnZ93G/dRg+nd",
+	"afQaHylnrVSw2vbA15eKqqls9Brf0TxL9ad8SIdMH4NeW06lgk1+O2G8vsLOVaetV9jpto6PO3qF7vFL",
+	"xlX4cdhGsyH68VeiGF9Or8eZlJkIvKK+9Xw6fjs4PfuG8lQMBrLRa5vPXlA5uha0SJ/nWXIT+uK7jM28",
+	"z2Gi9YfdYmWj1/E/u2RcH3fXfFadtvfwhZAqoUV6mVD9cfs+auSMppeJKFij1z10ZPAPyhl5IfSJT0aC",
+	"64/+3iHN4+PjPdLutPe77cO2/q4QYvB28Fxwybh676ihd3DQ6T5ptVvtVqf3tP20fZDgIweJ/NfhL903",
+	"g++ein8cXX9796N69+uT78cXFEebsEJl+l7+/FuDpmnBJFAxnai3xXueqTfT8TUrGr3GkSZ0ffl6jctJ",
+	"kfHhQJM83Kspx48pH9Kx4OQ5fgK0Cwd49hr+KBhTp/YdjU73kLwh5zTj5FI1osav2aTRazzuPmkfaXI1",
+	"c5tveF+Pjxv3H6JGwRJRpI6Mz2lxw1TGh42ooehQLxP2vxE1xITx/ZGYStb4EDWmk3T9Tb+/jyzzesEU",
+	"zXL5Hn/28tZckAA/eySJPuKIwAUjoiBwviQZUT5kqc/L2C2yy59/a6RUUeAmoded8YGAL3EIy3t+NpTz",
+	"IWok06IwU1pz7VeR3zH80+6023gg7DYTU/lJg8IeWk5slvFFWThzAy6Za4XOYHpwDOtZDzy24VSePLM/",
+	"uJpP9LhBMgIKzrNbNhYpa/RUMWUeyb0EiRgktpelsExZkqUsJWrEkOIeSSLhOqAcVZSntEgzaZ6xd34j",
+	"MrRTcCf3B2EYHU2fC7fBl2iRm+uHZaLO0vfLyrcXjKeaf/xnki0Nk62lgzUEW1C5ljdOWCEFpznRpEZm",
+	"VBIGP9uQIOFZeyL4y3Xamn5qWrDNtuDa0NYmR/+pJ/3vOtWnnSWnihu/8kzfczm9lkmRXa8+WTL1Htzs",
+	"LP+Q98q9xF+4nanT1k9Lw8Rf93pt4kvc2evw6foLWH3G8pwVw+DxvphO8iyhikkyYwUjY3iQZFwJQu3R",
+	"/xVO22zB76No4a4+t8uFF26w4EM9n8+kpKG2fJqmLNVv93XlL8WUumGyNSexjGLR2A56FMx3EZllakQy",
+	"Ja2uQya0kCXZWhrw6TYpB/xyboOtDHKrh9RN8n+jAdwOGMDtZQZweyMDuB0kwwcb93e0caPGjBY84zDQ",
+	"h8VL9n2mRmJarjF45a6nyrcuSCKmeUq4UOSamev3cN3++tft30usjTN+q225Mz4p6RMouHo4K/XWRD8B",
+	"wkETcFaQ1P72T63XpJUdcJM0eivOLVH/ejroXneSRtRI0TEBC6PjCc2GvNFrSGCK+95J3UcNkYASFDqq",
+	"7rPe8VN0734pbZfV1IbqUS9RG8q7txEtUJJn/EaTBOXoVPlT0wJzq/8L0UFao4PyiJfQwCuWZ3eOk4fo",
+	"gJPTM6LPTirKFRlRbh1rpfsiEfyWFZKqTHCC6iQ4NP7UBDKobM1fh0ietmtEUqWBZYRSkbUrGYbUjykF",
+	"LGMgivGfmwoq6/4LsYqkTgWVhS6hAl+xWk0DCeUcKGBifgJsImV/amKYeMv/C5HCoEYK/ikvIYRL9KJN",
+	"NMd/RbM848Og8BBqxAoivaeJGKBRlIA5STJJBjgAhGZmWZ5r86hgY3HLUjLluTadKEmZnkUxJ3KaJIyl",
+	"8nNQUo1w1jiio4ZcXLbzjmmzIJmq7Jbpb6aF1v0Pqxt75dxJUcMs+jLjyZqzhIwAHLLRa3xzdXVBjtuH",
+	"DW1VjMUtzatEc3zVedJrd3udjs0o8Ce9IUk8e/bFpM9hjdgClLSE5tzuBShNf4feWJqCfvJXccU6D6Sd",
+	"X8UleZtNvpgv8smTxjLqXX4+7/Darjwhe7UHhRj/hU7JLN0/J/ORPqlE5OmXO6qngaOyLw8d1n3UGDGa",
+	"sgKk0zuq2OtsnCn4n05bf5YydysbvcY79suUSSWReWeS3GQ8Jc2C0VQSUZBZkSkm94Cxn16ckRs2J2Oq",
+	"//+GocU4J502kSwRPJUtzZSSERvDySqccsYVG7IC+E51Qi/ofMWMfFniXjlhBXl/9ZykdL75y97pc+cZ",
+	"H26+AzkbKOMk0WvWOg6GQkinvY+rJbOMp2K2wzQ2X/eISpyKEimdk+b7q+d727xQMrX4pks8LDLlKsv9",
+	"k30kF1an9XxvW8SAFDjPkkb63BLJoGBMS3SZC9UjsxHD/RN5qn9gf5hxkimSM3rLZIs8zzPNEsiEJkw/",
+	"PZYsv2Wyz4V+rNXnldWOM56Np2Nw9S2sXOtxtKBjpgz5uxjTBVWjxX24qpi6Wcq4ygYZK1rklIxprg0E",
+	"lnqfa41GZuNJPgdX70BMeXpCBGdE3LKCPD4iyYgWNNGv188WbDCVLCXN+KjdJsZ7Z445hmM0zGdzBpbp",
+	"eU/0apyrs2SDWm/4ZZoVmi9pblDZOHr3mvGh3obHR5HeR/tnx+2kVAXI6PuocZay8UQoxpP5tyxArOf0",
+	"hiGlwtkTSQdMi+aCqWJOmvqLs5dXr8hIqQmdZCQt6EBvMvKmvR78dJAVQBZyojUsokSfU0clENVCwmNz",
+	"Av+aKKDG7hEZiWkhI2AG5qZEoGNSMwGjiUo6Zn3uCHbM1EikEdH7F5Ffplrn1L+6Ful8jwyZkpow6ZBm",
+	"3ETVYrcPav8dm+R0ztIe0XsbR30+w1ABKaZc32qiZlnCWuTKvBkmDsNQoy27GyBJfNTt9nl1m98xTS7x",
+	"CZmNspxVtgh/V0y5jEh81H5Gqr884xeFGBZMyrjV56flDwwFXrOBKJhenR6CNIESwakTETpVI03hifm7",
+	"oIqRXLMPuaclgFFncbmEkuO7O70AfQP0kbTIe8kI1XdfjkhBeSrGBOQ9aVLy/v3Ziz04p1wMs4Tmdmp4",
+	"sUv6Px60ky59yvYPr5+k+0dJ59n+M/qY7bfT7uDpdSd5wo6OLP0jEZU3wNuLfU2tS+i+e3xcJ/wJVYoV",
+	"esz/4+f/tf9/fvj73xqh23BZ0bOXMxNfH69ylC3v+rNn4bteU/g/24W/x5GYVF+JNMM0dq1pfCXSudXR",
+	"jN5HJ5gjkQl+8FHqpf9WLu23VUGPe396fyvYoNFr/G8HZR79AX4rD1DHgemUcytXiZ8g04CZfkUtV918",
+	"rvDD1OZ71BRam1uo6VzRG8arwbyU+bkiz52WW9doN1ZMISlCSkyEd3qzxwJxNjTXIndO2F0mlQTKzFCo",
+	"VOd/CftIbjORw9plYPpVaeRNnhWFKFBDx+hwr6H5Y8vGBcqJag5ACQxjJ+iSLQtGYb/By0ZV4/5DZY2a",
+	"tXnM0KyiR8o39cjy4YEmNiOll3o1+IPF67o4A9KMa2LaCAIGDgq3o1qHifWOtXC74r1Is0ra19yPZpwU",
+	"05w57psp0ozr9BJHpPzswpgd+kMzARPgi/c0pyyTl54LPsizZFtKz5yAWCT1qozROo7K8txKtRDtLJE9",
+	"jSoZL0ryGqNeeNeJEd9YIpOh+jvIeCYhGRPcNJOJfhVLF9eBkYklOZZm6mYXL8thqmTp7prLY79mueBD",
+	"CX4Hbga2r9LKg16DG+1EP6OPkipRkIRykmfajjCbEJubnbqf6NtpzOb4s9H1ihW4TRoJb6NIM17YmHiv",
+	"p+edSSJ4n3s2ySPpz57kmVTGkvDXrtctkfKDi9ZqGax674SkAi47nH2LvC3IAu0YhSquEVC8QEF93oyX",
+	"qkZ7K+nL3LNXorjO0pTxLW+YTMSE1Z3mml/vC57PQRfUFIP6coAyy/cuUKS1u3Oa3KDSDS+zckL2cMzP",
+	"RT6+ma/PJRV4e5uxm6MhjnJCeO6o9uDkwAYwC+lzrb9ockA+6bP/ROhvwGMkpkpmKfNs7rMLQvNczPY1",
+	"lZkDWsp9/hM54qef+OnOd43sftUWzxFtny3PsHA/WoxMaFWCTHnKinJNN2y+9vDMRBYuYf2kNPcE6R60",
+	"8Cq2piZ5sDFP9C8IJZzN4IZpaxb/Knx19zPc4cXTWzPfOGiK7uFJcW0k0RzfuJU54LRNfwR/bzPzDQFF",
+	"6qS8dCk5ApOww55dP0kbn74tl0KfiabbKWd3E5YolpIRnUwY14IbiIQVt6x4JLWxCgSrPzTBPo+WyjnC",
+	"9rwR6pWY8nSnnbGFUoLJN0K91Jp9ZX+sLZAKhjY3KP+Nz6UAY4p/bXT0e2bSSnxY5QWd54KmV0K8psWQ",
+	"7bTY+hj+Qu2mwr3NJMn1E3q/KSePj48PH5PruWKy8XlVf/s2cODpswXHB2k+PiLfZl+R6zlJ2YBOc4U3",
+	"4ZIVt1nC3nN6S7OcXue77UNgmLp1JPERsED1xSxokeWaobmfWA6bU8WKz7Qt2qS5ppJp1dVksxaMJiOW",
+	"kiIbjhThYtYi7+C9wEeuaXIjBoMT4pS8giV6MyW5nvd5piTLB6Un2I2fSfgpjpUxSWiBTsQeKH8TyHgl",
+	"mPlKKJczVsg+XzSiCKdjcL2VrtyIKIoRZxvMMbWo+JLMefSMy5D3uY30W95I4jL2H6MnNxFFylIieMKM",
+	"HoJeCjnN1efykEQm6rednwQdIctOtPRvD6Z5DlsDGjvKZdg22Bwg7yshzimf20jETrRdH6Nyx51rkbC7",
+	"hDGIOH4ODaYcNzNSbjrp1SIbMs9STSoLEY5mp90GTV1G5LhtIl597t19q7OWFpAJQZHm4XE7arfbe/ZW",
+	"4L7G8Mf+qf4jdsExcHmGonP7LlAT2gDzi4NaWOc+anhvWR7lUdrSy5T1AQPTyPhwbRTph/1yfvi/GD3b",
+	"aIo23hgcx4S/Nh9I/6A2koulbTMrPw64dLxtZleJ6AFpvud0qkaiyH5luykElQH8ywP5W3yoadF6q+72",
+	"6STb11rtZ9Ia3YCxidTo+2ReHJUxsYhM+Q0XM64nU7BbcWN0+vdc2/iiUCw9Z2lGMWi90y4EBlqqLoyn",
+	"EmTVwthfRlnQkjGuvytuNUrdHa63rZr0qskz/TjNL7wiggHNJau/9ZUoSFzN24sjEpdJv+A9rKSC60/8",
+	"9K4YpFtcTQGNW7UShmqWWyimYb+HeAZa9QmEbB9JsOUB68EKf5u8AcHNWpChkjYXUD2Mmo0Ktj56kOtC",
+	"5ESisJbwH97I4vojS1Q9y26NzMzGTCo6njSqgYWf/Y2oDPgh8D57tF7YYeXpbrfl1eXjxtvkBKeqNCdF",
+	"xpVWBMnp5fOzs4hwQeSEJkzutcgl1vfo3exzsH2zFCObThnSFqCWA/XTk3CkoLLRa9jxWqhO84D9J0+e",
+	"dvalo879jr6dZcip0326KtbW7991O/v9/t0TFoy5VWglvLMY76ppAnyOFl6AiGaUKxCGEyr1Ek+AmjRV",
+	"gfsfASVu9XLJqSJjIVWfP406z7pod+gH/3H59k2PjCGSWkb30bMbiPBDhoQUnMRjeveVHgSd+Wvpt7qo",
+	"7/VJgAMFTVXSNGqJVsb3TgjF2ZJjMs74VE/VrGYwVdOCVUOPK9KSTKSm10ipYvsqG7PQuSjD0VfdMXs7",
+	"gGnXrxkMsOpOWZlR3wWqfC2fpBCtKTmb1uY/oaAB0zH4dKznWMuYNgU1+k7Z/347Ye5zrMLwqrC+ywDL",
+	"qlaqU82xbqCwNBXrjahRpul/CGz7aZraGNGOPKesZ6xrz4OCsX3F7hR5f2ljbFWqOW63yUvynE4yJXJy",
+	"essi4tWPRuTsNUGYknU8YDG0XuHAJYTJInV4da2by9FTIlUxTfQ9SL3Vnehjp4UmKKpcMgMoNJrFcsLG",
+	"EzUnOM2AyKwX1oaY+JRnCoOHYqqgPDtlmr1CdKQZH8Xo845PJ4oc1bOBjkJXDyt3g0lMWiBoG0XMeHWg",
+	"apnv4pCm7rc+KFb/kqYoiD6fW5ozrvYinLK+UD+dXUDS/wmJ+41+Iy5NfP2Nv6O1+SzUFy/MyRQcL6xz",
+	"JvZzpkUI4P0weH11cChRDoxXqVkO6x4mAz3PtOiz9fRglRMOh1x9U73ueeGlUAhdf9Wr7Jbtp9kwU7BL",
+	"otD/+vtRdWgsnl57VWokWF+moRZ3wnZbcWahC/YVVcnIJswpNgZCz/O3A0gFWMXusSra/NTlbXxYvIsO",
+	"AVGS+OLt5RU5SKwbR0E+GYQLQ8PFey2iJ4UuHJO9BO4YBoa64CwiUoDmAnf6umDUxcogG2IA2iXNBWco",
+	"hO/2reKzbwfch6+tbnG3PxT7Zp+0ht96R2fnxgAJbFjpC9qCLXupIiuyE40jLNUkYwqHSROVs/LiZYqN",
+	"YZVG/XbyfDrNgpefWXf+BoYR0s9ULhHMTjdRws3FF6hm/g1X9wxIMiVEHE47KPnKAugFybVIRqjzwbmP",
+	"y1wOv2AaOa2en1y39O/xzaXW06BFAXZ+9S6anVl3qeRugtsGeVcSiIycGtiJ2u32xmtcuPX3IMLP8Led",
+	"drsNItz+Xd+JqIG553pqoJM2euasG/XrH+PnsdGbJYYatHoO6QqAlAV0c0Li6USyQsWG1vE4F8kJqEk/",
+	"GKCb2hG5TdzgkHa4xQX8KHBEbzkEWbSybpcXafXcehREkaJo2emwzFzX0aedXWjtBhXhHfi3t1SuvhEz",
+	"LOwCU9HxKsYVK4zeLefScIK6BpV9y+ZvIKkxRNZcW6wmidemIwBft4zQU+qr4nOGwLL7mvvJENfDV18U",
+	"bJDdhV9+m8lMm9UTeAanQRXMocmZDRTdsHlNaUtu/vXkm1+6r++e0bCutQmr3ykrfPFdJWTIxu4QlwK6",
+	"nc1t5q6paL9gObvVphconNKeoAnjmOHBk1OwhGW3LA16czAoeTYJb9TZhYNdWRycJJpytJpat3sPW+1W",
+	"p3PYehLar6lkxenQeCgD66u845Ek7yUr9uEHK6jvoNs6bGzImcDpVJ5a5N+QGs16++NPvDy+JffcItBs",
+	"ZT5VUlG1TqzoUEakvM0RKQFkgBvkjKZEJgI9D7VrH6rtqm/4S8xeQ9LR66uY/do+M6MQJU6IrwVNuf2q",
+	"eiqh4rEdr+cnZXV/zrtaweRerZ3bB0uM7PoCL4psTIs5SmK4n5mChJFhdstqFtySwrlF7dLHG1qjY3qP",
+	"3tcRiVb+sHyyCgRUX2C71eq02xHRY0yVrVD0KBfoWzMlnsxJyhI6PymT9yob0AYFCYuQOkY9WlqSZMHu",
+	"zrgSoW1nQLyQIOj0eHflqCb1Gz1ZUZDrOSrW4AmmxGWu+xiFfZ6pnvFppISDeIbIeVnE5WLks5GQMBx8",
+	"nMmKY7I8RR4U0a+meQ4yunr/ltj8HhbTwvgGkm9hZyBxFS3vjd4RwhJffNkiEtSiN2xCh9qWZMUtS/Wu",
+	"WyMxInIkZlpfRX2Hp2QkZpUTC2s+5SQN6lQuEpqPhFSbo06FluLx1VXsqnwSKUMb0JBaXyQjK4E30j6t",
+	"/3FR36yjYK0e553/7L2FyVq9CJQ6xq8NSrP+r7lXF17Z6SWYW26ZS7za5Xo8dK5dw0m+YLe1E1XE5sqm",
+	"VaV/+X6zPxWuWDl+n++FSHyFNvBiXYxltVJQQ36HjBu4t03fJ6hpTTK1FxGaz+hcnsCDjCYjgimIoCv2",
+	"Oar36BEgzTigKsQRif090387MRiX6atjptmG7HN8bcZJbGFDTVDUlPLGhObZjXEH7aCpQHjUKiNaU3lk",
+	"qwdqO8DZ3ok2J0o2lrm1tsI6wZeS7q0duHxrR84d/N3urKJ2wTjqxvZuOcjaZdT+OpPb679aGmiJax0I",
+	"izrtav+M/v0j6blpKjzMifeNmbDV4wM8i7M79XxaSBEISFxQCRFMTflSFLFRCBjRP4JJOikrcII5lfhF",
+	"q/FJzpWgc/iLhq6iJfi3Kzz4BIIw4aDWUTWo1T1+HHIqhNnFWqX3M9z1jd6xwQUP6mu1ItLlTGCl4gAP",
+	"LZf0FGuTJlNHfIaiyth2ZwuX5hUdLngx13jIcDM3IN/dPfxbXOzlHu+LQlznbGw0uTRDyFmpxMRzhZyY",
+	"6KWTPZ/d4V3iuripLt+779n1SIib3a6+h3yyhtLdg/dRY5DlJiNy5WpxYq/wYaSYFxgIzJi8YAUmUIb4",
+	"eiGUMgX6tZLv1A0AyQWGfMHGGlM+J9Qkg0aEJoWQ0hSWuhScSSESJqWL7ky5Mm9Lq97Gbs0O9Q3RTsgQ",
+	"nQbNnWsp8qliJLYtt2Ly/t1rpC/jo5NlaoxctGf0b/Q2ypbnD7ABmTTAO7dJCNBz9uFvwlTmsc8tZPv3",
+	"I207+OZbDos1ArpM9X3+7jwg9f0uaFu4bcKM+I3n7jav80PmXgO1dQzZtmz4belqwT+3xEtadmWrp3GE",
+	"ovTDJc57/QbsyjNkdjsXVoXt3tYtJ0i0mkDNZqEyufQl2/eRq9Jr++hpiESX0+AFVcloS0J8bvLxTOj0",
+	"+btz4z7vWUsGM9UKNslpwiIS82mex+7LJGe0iEr1jcHWz0/6vLSOegR/A8+a8CjNc7R89FdYyoL+/ZWU",
+	"HshNs7P2YzN4MK1laWX1V25okex8T9a+b5d7U78j61/yiXfmn1OaZ4OMpTsscKebtHAX1rwmdDeMSJ1v",
+	"eSveciNzSqE611dEW5e+zA0EGZTSClDIXjDfkDFNGZGCDChYXqs9uPbtyzwA9vuF0MCiS9wCv4WGsYst",
+	"x4gIzSUyhXiGysp+ltrM/OVv2Fpf0kag2ZstoxDLkkJi018gNlBG9kxIAQUTkV4UJ/ElAn6yNCaQ8A5Z",
+	"ILEf6S/7FLhnG1Hj1bJ0kZr+4B1dufv+LrkVRCXZfFhBxGaXdqBlM7wmYTMryDO8NSHEIAkv7mvHGe5Y",
+	"om4erBBxUPszD24dZtqU+E1yulmkhzjRHECJiH0uXBjgMpHqzBeDHnZYzBLyPRWAGIvZqp962z7jfcop",
+	"lFGfh4zdbMyspHfAZ/ZIEQkWfETjLM8zD1RxNYva/QLbOby8S1gxWRL+looWyhMU2iooHkkTXSJNa+Z0",
+	"j02R7l41ZgPJ69pWRXyfTRwqdl6XSxjMVXUmAJ2LV7keLiq3Oam6Mv1aty2Zhr2f1XvlH/wGTGQjf+S2",
+	"oi0inM2YVMgfNrb86/ztj+ReXM2YbRz060JMJ9tq3sZxieau1iwAtknSOeaZ5tkNy+clfARWCiyy6+sl",
+	"adkwGow91nYBqsaVRDb0n5VObK32nvL0dCERPpCnsCYjsLyWEPk2GJxZKpE0qmmQC2+pec/KFMBuIAXQ",
+	"Gj3hio05kSOq2ZrBU4Bd0TRIC0j5xTpd2Amt62XDTJOx6+9qftbnk0LcZilgVtBU/9BByUC2GOUm8Op3",
+	"gLWJQh9FxjGcG5P/IfGSYLfMfg2o59+IGfpu3M7CekhWFbvdtYzlet6wm2XeVTnNleT9ScELQ8cuZyAQ",
+	"xRjq67M6hoGPRHoT4QjNhnObmmBpHOBVNuc81Qv8R2I8Zk9C5/IyHGk75VWkutKB3T32wWHLbN3HR7Yu",
+	"G9T8/4k3SrZxNrUD5fPl6Tq0R1vOtDShm0FctryBMyoR7Naqewg/USr5CP/F6l2aZYucGq9An5uPAGFV",
+	"AY6CTXmhinDGUqmF9Ys3lyQX4mY6IU1K0kxOhIQaR8TVQ5Q984djC+AxTUYMmhnNMjXKvLPutG1d3F5E",
+	"2DhTyhYIIsxRreVvbHRyrHk0bNrkkTci10zZ2iUhDv2ykr+0xY0tf0jA+cgKeYKRcr2S/ZQqKDwsXcMG",
+	"vRltATlNRq48dPGG6yFcjdnWfkv962o92w7Oz8og32VstuMYZdXd7j9/O2F8919fOqD3LX9drSzcaQi/",
+	"inB7/3O9v99i5VdZHymXllSWdZMbGCfB9oEL74XPrf/JtXPbdnjThLA+uvue3OoHNhy10sKwPuTrjN9I",
+	"v50eljFsM7RphBhMgJVEQEXNNuOZJopLxgOmYUxPL9l8g8EXujH+tghXMJZld6gNh631clyQ7eZr8s93",
+	"UOsnbeuhdcPX80RCS1jctsWDCVBBmNyW0HhwmYtXMKhfYA/3bTU+xCedFsyk2CNmEaDMTdNMnYAlLnIU",
+	"tZXO9EvzWpY6UBA4NJQWHZHZKEtG+h254EPQ2KXIb9kSP43rar8FH/Oa3C+b3bRgIXeq4TBxpSl8XHri",
+	"wj4g+Y6lWndLV9gH+CCh12JaLVW/ZhA3UGJ8LZXglX3wLkUV2zZgTM08PXYBgrUZAwOKT0gMtlS8mFE8",
+	"olAxWTX9rI6zLI9qWZJkPYXCHUhUTX20p1tZ38Kuhi+B8QpucQX04QNMixiY0LrxqoUIPGWhnCIJoBoR",
+	"GdNklHG2r81NUEFdwXFVKywhtAOQ4AsIz42oUQV4bkRLMADtL2of+1j0ta+sF6f2Mfgma585zMKocQ5I",
+	"lW+EOs1zMYPDqWEQLUJ6LQL5LQHsqQM/BpHvlgBwrgBV9cFyFyGdQ8Rr4c3X1rq+0A/6YOXLr+KsEHwY",
+	"GRRPZKcnBCvELKyl3CR9LvWhjZbehBdmBVvchhcOU4dqm2zCeFqmWKVsK6YPkEQBEHOfwWCCuUGpt/iZ",
+	"wFhO9C71eRwg9di2i4JKhsiWOXgdVvQGh39poaltWYQphnCejur0TFGLVzGxxBFkMfCDe7AAEF/HhodZ",
+	"b+wAgQC9q7Je4LGLtKBv8ye5g8p0HjJgqE4Fsq7kisDJQi6+cIlL1sO5WcIZRjWxp1jA9TOi8jxYz2N9",
+	"FIDFY9ZiOpBp0jOSL5O45hloQzQlzQFT2kgGHCTjhfAjUtdC5Izyjb1OFPH9Qk4nyHW3Od9G9UBsQAcv",
+	"spkXyhxGZUblznxYRiFhFB19graPEwxMaLWFo835apE40L4vJk2b2fVI7pEZLbg0mfsWULjaAxKw4sth",
+	"JKJAQxiPHPrJcvo8SGELirM87/ONWkWSZqakw9U/4wMRg4+bFswgk1gUe1TLuOhz8/BeawEdjTTDBi8y",
+	"mQ1AhACuFa5FNsy0bm1gXB9JohhXI6IPy7ih9LAgOjjxYIxKD86CilrZewxS+HU+Rp3vcy3qPHD/nguU",
+	"SSJHYpqn+IXp/56IScbkiXubPAf2WH1dn8P7Sg8y3jaPk1bMSnIOHs35hElAkb82RTo92M+c9TmFb8lc",
+	"TC36/w0XM3I9J9mQC30RXPOvpaBMNc9dCHGpgs9Ug18yP/dQmNJGvTTmvUOr8Bt8+j346o22vXnZHhTV",
+	"jW0EW6yGHYn2Iu+AIOjyZ3CjbSU2VTQXAUijyo+XYm/hgEAKFvHjM4bNPRTIbSDfiPmdmZ1ZqZ5TsLg8",
+	"4wNxzpbjNmFanR4GGrzEBneAFpjUa4aGrCRlHT6lw77a1DMUY3JwlNuV2P/j8u0bYhr7iAEEKxfWGxHJ",
+	"8gHC2mQ8WFwfEi5GVfffWdkmN+lyoSvFzg6BbTePkPsKGH5JyxtrF9Xrs9aALacQWp2npm1/EUvd0CVR",
+	"WCSBYpqH4nGm9VIwHbFHYsij6E/b7cNkQtUI/ovFEYmhqZ35htMxK7/Rzy1+AXlXJqFs4csqaVe6QC0G",
+	"jJeZS1d+ZotvKlVHX9VMKpAdQmWIUVWD7kbPaMb2mPU2uEiZ/gPjaGZ3tMGm/1PLG/3v0BnHEWm1WjXc",
+	"DxONW6fIWRA2M/nVFh9WJVwxuXHN1EJpFIxgIM7t9RGE3dJ8CoEk0+lQKhNjMgg+LhG5WtmwxErYnlnf",
+	"WjBXUPm85MkYNd3Y1T6AxDG83TZ0rFZb6G3bC3L5nUpA7tccxEbVP8uDqeZEDBCpFaemwdgMvApaaTMH",
+	"lH6WHXcmW3Xcz7NfJpshxLRj6JFZuiBxDjPQPq9d2iDAmGnLyD6HyKpcmL0K2ma1a2WnYLSO4G0CzWtb",
+	"GK76hQJlVxOipwW7EkOssPXCKjX1qpi/m/IKTtYSDz5k1GEVM+jWPgCLNmBmRaawoz5C3Yat17Tmp1mf",
+	"LVRX5c2SwNBHI18MtDmbsJTxpCqEt2k1WU0tWgMuZibxfDOQPGD6UtG5bC0myG9TdrTw2vCGbkBpO3AM",
+	"Q2iPJBFTlYjxci/dFiWFPv1Vtq+YMlemD8jJmgVpGlOI+7JIWkgo6+jKuyNLjESAEs8KsNZLqBLQELJ1",
+	"2WkbVicuTNVtROjoLsIF7acG1ABL2nvY5A7PksR/R0CBzn4XE9cwbwM4QcpMlvvh/uH+kclrWw9a4pHt",
+	"YbcCmt3s9//e76e/daLufb8v/3vvv/v95n/rTw7v+/29//6535et/Q/mE/+vo/sgxLYLSWztSLR9VZqU",
+	"TIRU1Clre4RKKZIM6oAcIMNStuhVdq/Ek7Z9P6v9+YO5aub7T8JpOj5urGcRbh7RStzidzW4g+Xqgb0X",
+	"Yzq3HhsypsUNU4bNW0fIuf0Q4ji8/DPkQ8Cu1bvJPL2hpkeK9ReCdigZN2Dyi0cqM55sl5ICeUy746zg",
+	"C+0w4SPALdiJGUPVnQEf1LzxlymbhnQz/HxFdNhzdoLvrBxodarE9htaaxK9tlO1HxCANkxoKgQ9O596",
+	"WPX+1dXTi+w2ho7R95p9w2iuRjvgVQaMCOsd1ZpnKqDRCaJazgHwDqsK9JegooMzudfnsWmLfqkXYGBl",
+	"wF1N81Nly57Q8xyX3nP8wLq1jVfNpO/NGJv0uekf5A21wvltMrkD+DUAKpVMVXbLXqHxHQpnoYHsirOc",
+	"E755SNS0gMINN/m9E4gVQL0NKZjEbvnr6dffp+3T5XDuS2omqXRGvlnDI2l9DaQZQ1HIcfswdoniENer",
+	"We/2qRC1e1PYMj9F//ISN2vrihxz8tv/iqXvljhGvh/NCSWxcVrH1euP4TH4pkfiFy9fv7x6GUdA/O5u",
+	"oHbG0j6Pjzpt8rXgDLc1c0dwTFI6l85QccTSIqdozw9MtxhL/pj47OIxaZmxhC4SWfX/v2A5Q1/811g0",
+	"YSjzSojXIij9FhXDhTuxjtEsE9wxdKtgMREcM5wzwU+8m47X+NDuTSjS1azEyfo8HHCrhs80e1YiT/ci",
+	"aJ+nhbE/ExeENFt/0uflmeOUlp2S4VjmtkYuR1twUjtxbS70eYqnQZrxCHhxq0KBMQYJIA9sr3qMON2G",
+	"FssugrIiBnJFhyGdXNHhCZHTohBTbHQzG2WKQfsbiMEV2XhchwE1mHA1DXuNtYqxnl2wS5aj3VRwbQAY",
+	"2viDvyTGDUwnRO6VLoKfZYlbtR38fLB9Gy/YMc7Fgvir5xF59+o5OTw8fGY6/9/RREEVWMEYGRQ0McYf",
+	"WnQo+X+KP3ObHQw8bgmbFXC8Iw6zEma7XTWM+QKq3NhAmSKrOYFCrdgHi/i3oPiaN1oAX7kev3fLEpi1",
+	"+Ajbo3Ah1sfnhuI6qe6+UbFq4FyX40yNdgCB2ACzT1OClWlrJ7OBA2MBXOQLOjQ+CVpwgU3gFdwSvmq1",
+	"pfVIEsmgACl0Jx10SygcaN3z27n+ay+fYNqmjUQ044pDP96LXCqTzalCTyBk6PU5FzNonGaIQhQk/u0+",
+	"NvqcLBM2yjg+pJZXYuLlX40etLtFMeYvJkQ2C6ezKVjX6QIEl6eLWTQut6Q8G5jYjIXd2gZ0a8mkPWNo",
+	"QqfB9G4TLoGv5YKR2gNd3BzJDWMTcs20zoPGMrmGvCYOik9ZGQYmai6h4Yacjk13HWUDMlp9zMWQDAWT",
+	"rjrYtyfdoitr8aMwC2di8eMWlxdqxIJ1v7ZCN4HQkOk5bQAcwQyn0oLcFUahq6Zf+2MGNUhD48/LFLEt",
+	"b/GZdSTKGjghR/xs6nVnp5NJDj1CMfksMunAmjJanxlkFpRxfE3rMwLah4Hc14+yHF12U5+tHixhBWfp",
+	"6qWtAFquuGXtxMPwnCHNsJKPumO+VSD4t0Hquf9mm4HObnepMlwKe/KeZ79MAcQAJ3pCUpZOJ2DiZeoz",
+	"5nEVS0tl6lHhMnJnI8QuUdPPX6x+XdbRRNBg3iQOID60m7H74wU0HULYZ0spMblhE2UztzFxFcrW+5yN",
+	"JyoDu9Zc4PjnDzH0Vo1Nwle85zwa8MtZJlklj3xZpDqMJVKesilSWEeYO9QB+FFSylOXvW1y3bTemXqm",
+	"WZlrFZnGhS7TLRiIrCZL7truOJh5GWhYbHCzS2297urKkpG1b8yzJz4COBbA6XXCkUNogyYjvw7f2Kbk",
+	"tG96lBEPndx1zoU0XshW8ErGF+qqgjDVYZYUgIS3Rsn6eqyoYVDNNwwLW/B3YNC4N9v+ss6IKwfjDVtO",
+	"LUTbSTWN9xPJx9Xxf45o41pSo8pHPSjR6z2gf5NKFug9t/ZAd2+hYrf+5Y4jrDzZVYcIHPtTjxDz3U9q",
+	"af02BRe6pUAJZ8nPA7lS/76q0nobwoPf3MTuD2AesfOfhyXtilpKt44Vu273ewMFw9eCywH8HPhPPDx/",
+	"qMCxLMPZPOUk9n5alkFEhJKL06vn30BGdq39A2STYl4W+Opon5eNcVzINvaD5HHAG42dUlHiNEwOT5Dj",
+	"Tr3FfUpvkNo4Dn50xRmb6oFPPB1b3NEzJdou/StQzpFhI/hqmk6fV/N0Ij9Z7JF0DkebwOZ4ok0GyYym",
+	"Ja28pTw1Uc/IYTgpOgRzdYhp7KH45mrOfLV6UoMsz7GbqteE488oubdNxnqkz7FWvOd6fG0umHZVGKKG",
+	"5/1ZN1MgAo+6HN79iN6yT8gPC2SFbaC5+FMPXdO0Unq0CUe2rMfyYuZqlXb59aBShbTTCJX6ql1GmHgF",
+	"Vrv8Xi4GQHfld6FYam/BsYYyQk0LztIyeBuVXU0ztViM2FxM2yALWRt7gbQNJfR4Nnmj1ednSgLavmmX",
+	"nvmp0hAdHjCWPsLaVVZgKV1OkxsHByx7+qt4rweYWSRTfT6dQBGd0jrKZ08MCeNW7Nik4cvmhWybEBII",
+	"JuySh7FJ7pVZ+QKM9WqlcCF1ynciVDbTn3sUPPDqJobYWbWObYcL6OolA0rgGiFgGD+gLBSMcDYLwBZ9",
+	"QlB4ORNXZWHnp6zbplyEV27zHlatvXTXlCA6Iyo/ceH2zR/WlQX6dsUKd9SrHaJSp7UgVIApu74jztIz",
+	"oQ/Ab+BK9nkzFYk8sFywNU4j0jelOrLf2GuRlzQZWfdWZgqlcYpEVNgsFFLmCLonBn0eLEnaI1QB7KBS",
+	"LCUTqkYRoTmEt1GPHk8lIiuh5/pvlIM38m+iiPu8CScC3ZBxzXIP/ZF/40LFpEldtQs59eYJ00YXVZP9",
+	"MqV5puZ7YPLwPsezgErQCSuoEoXskfhv7Bd4LTf/zjj+af49VOZf4B39W67Mv1gc9Xn8N2jILuMWKZse",
+	"6KUahxnlBNYRla/JeOxUdgR0zSQU+Ys8NWlC/vZKqjJpwyhjO0+7FXow17IIAiotYoN3h91yX2TU50ck",
+	"Z7csx+SLx0fWotBiiuO8WuTUwiyYrfLriraMU/7W+FvG9b24zSaNqDEUedr4cB8OXC67KzsUxVryXhIT",
+	"CiMs7AgAbWbpq01rWYqb3woWYYCCdkVxunh7eWXxBmux7PfvXkfEhMUmrCCXBveXfG91I9MoQfZ5pX1C",
+	"0wsnpFGJBCq4iQcUTBXzvahsuqCshI9Jc8qzuz43yOzmHtvn9GyomhYsJs34thNhQe01lezxEfnm/PT5",
+	"/uU3p93jx/raZmnLDdvSa7WVun1+w+Z+9QT+fj9liUiB+5RY7LUtiWcjyZJ/xUSypGAQyLWQUMBNFMmZ",
+	"1o0ET1jPRn+u534ABU1C9xkETxZui8WH+bmMbdU8UcHIZqMCDbZxw2wXf1yGhuvHFxtB5cW7y3iJ4fZ6",
+	"8bVVCVsuoLbBhJ88qShmPQ824v5D1NBnMQbYMS0a77fH3TkBl4wmdyuldsbaWVl4V050IYRnkgpqiSKL",
+	"sC+Up9fijjSVZkY3bC4jEic3/9J//ivWtwtjgQALpV8HMIQnQYy+dP+1mY9rfrJxvA2UXbuaFYzqEq7M",
+	"1uUhtRuodVVN+aDew4iLOqB1LuAbX95NsoJtmyQu3WwXKWVxDqTpOMPfDTvRB3bYJQXlqRibpg3Y4Zpb",
+	"119SawuJQ/yzezf56fvj9vvudx+T8Xft9+Nn7R9/eJf/9PLZ9Mfud19dj9+9/emHn/Lk5hX/8ft8GsTA",
+	"2LJA5ZOKuZ492960MtsbLT2rVYTki9AtW0W6DtBbB/z/XT0S8WcsfbmEVdXBMLWkU1ioH5JYJhFtRCWm",
+	"oYqpIk3uWuTMIwBsMrb83omBxXYg35QMNLGbNik2Ku9qb/SwmH8zoimhYeWv020feemkGVePj9YWtYxc",
+	"/dGq3QtULG3VZnIR78AkpQXaq0jX6nP3FpHLstMuHIqZ1naAb0dmlxeMN8Bc08OQJoZtYvwzrpbdhJPK",
+	"VjO2BQ1vGZtrtVrxXou81eajESV4tVwvmJM+h4Qy6CKBRVlIKMgBsbaxSieG/50Pvv3ns+Lp19/++Etx",
+	"Nfv4/uLF07PXFz+die5r+ppezjqD6eH1m1/fN8L93zYIxAbKT/4IPHO3pvhLGs+hhenVHDpAiB06jG7J",
+	"3OtNRb0eYOZaL+vFH/SbSJZMi0zNAZsJ+fjpJPuWzU+nahQMdJ5enGmFqKYzkaZWjzTpQiNST1uCz6y+",
+	"taBh7UV9bjsvgs0Qu3oqrXUZytcGMbzURtFlIiZMRl4zfvAj6CvM6ZiZniuQkpzZ/gwZx4pIs2Jitlkb",
+	"9z33WuOTjrwPZkVmfAxVv3XkObLNM9blsjgIBtJPCIVl4EppnqM91+cGV2MPWCHacbDEFjH36RpQM8Df",
+	"rteMdb2QxePqms1Cq3Mg10xmKZP+7HGyPT+VWO/rHEtEa/iawFNkRKQwcxfXimYc3BFa5+1Di9/pcEQo",
+	"MW9A7yfCCZisWD0Xe4a2eEvbAoaI3Ok9skfb51BpOgBejNt11D4kDjk31ueMOHuQyspAuUm93T1qd4iP",
+	"BAxFXcBuReUYKCdnF31O81zM9qHKB94JqK4sl2wGlz00BZMype8F6vUNWx/RuNunk2z/hs3LC07hWjXu",
+	"7w2KWw0Kw/zQYwzAehwPGWZqNL2uMI+Si9zXVXt3iUBOoPvLXT0XNqdlTxRpnRH2DOtw4ONWn/c5opl5",
+	"lw1uFlg7bsnOyiGm7IBcixTy1QsEguvzJthGjKt9zcN6kHecJTDkwUcpeIyuiSQXkEE55TdcCzaB3ZP2",
+	"wbPq1QAZOulze0ptUoO5bZGXPpy2SWiRpZsiBnC0GFu86ZU6KYCveH/1fLfKKr3YZea5FvMuPbvAF4kJ",
+	"/WXKCIoDSZrv35+9uH0C5ctjmmtFTy+0FI5YkY3Q1cRkmwOEr03eplgoUOj/hoARHiSfjoElWp0COiTN",
+	"SJOCBebnUOInKGX2eoSSJM+YARfNmXTuS8wj73MLhxlV8DBFQXIxHJruNeOIFNRgR1BuY0oeiXlt75Dj",
+	"xz/sm8PcP0tj0mTJSNhr6mHSgQd7yLgmUJbuGTD/PndSwT5oVSvcmUdSz05aMtFcQ29wAnJpYS4wDLQF",
+	"yrOx1l9NhFPPEbpdjTO1j//baWsx4H/+DnqIZnyov0N3nhGpmvnlWZrxYZ932vtoGBgIix4UW2LvME1Z",
+	"x22obmFSb7KVHlFoBi/oPMY0lSXTgAeq5bxA7imd98jhcTtqt9t7Rnv2fy+Z0tRt7BevoQ8upb4CMigY",
+	"Fq3kQhtDAoiT4A7C2zE1J9Oy6qj7jNRw22PDg98xVcz3TwG7GDlwniXMVH8aLnp+drXAQMWEcUxUaoli",
+	"eGB+JA/0s/dRQ2Uq9xkw+f/+r/+bPC+zjq3aTi6m13mW6DNrRA3NOU1v01bnsNXWI+kX0UnW6DUOW+3W",
+	"YQOqxkagWh1AOJOrg9+UuGH8HnqXLTMYAPz5mo0ynlagcuNJIcTg7eA5jvW+yCEhqpaUPqNWeUr1Rexz",
+	"DPVY7Q2Ah13nuUnBBtmd5RjmDPcivF34w7MLV+yifzGVrOhzKG2MvCgKzGi/YDm7pWWdZhU2smW2EGNn",
+	"sBEGeBhUQeBsNG+R+DRJ2ET1iGJ36mCkxnlMhkwBCY1pnpNvrs5fwy5FDk8MJDYIGSQNJ6nAAzpkymxa",
+	"o+zRCQfTbbetPLbFEzWRBB5OD+IVpPkbJLcZNp7f19wZmvHClxewqZqkbv715Jtfuq/vntHdfMieZ2WV",
+	"q7coq/xMUecyn7O5JlCN+UIwkx60pITZ9Rc/m8D7NVV3OoetJ/qKSVacDmHLqrtw0G0dVgFj12Ra6VPB",
+	"qkaszrJnXtn3BsYk/lcqEvDJ6Acw8oBf6L9JTvnwv/oNxvuNyneMpv7fcOHxgwt9oTSVGgLGBw68J8wn",
+	"9THKyId5R2flgPbrVsuglR7UBzgoV9TwNy9gLeu7a9qe08CdCKVk3C+prDAN+rHn/X3UOGofLTsxd2sO",
+	"XA+O+6hxjNdn9Q+qzTTgV4frfxVoueHbrY3ezx+ihpyOx7SYN3qNy5GYEf3/jmMSxsHnh9J+LhUbe/Ru",
+	"+cEHcCAVdMwUK0xwaGGrpnw4ZRI7+iHfssDUJY65Pvl9ATDGsK3v372uOgUS+a/DX7pvBt89Ff84uv72",
+	"7kf17tcn348vqLUltLQo7yi8p+E7BdD5VNLGVlCBep0HE+C/B7edA88ACcqhd0xNC46ptOZZUOv8YiRh",
+	"Im4Y6IpJM6GS7Wd6+TJT2S3bg1C4Dd4xkPB2OaQZUtfL0qQ9iOdzci20qVYwzPfEan9IWwAZZqOgDo0l",
+	"KkfQ9sARCfXfaJGralF/wUwy3TUACWhFdlbQycQm8YakiQHrW0s7ywoWt3FsgTAAGgGg5JJI/CLCHQkj",
+	"2qA+0moAkW2Am5L6WefzjVqAhhZRFjwGl7C+M+j9h0+R6ptgU9pHS3DKbUSc+cX9ivo2w3434KZfUde6",
+	"CX7SWf+TSl8k+NEG/LfsVbSLYDjqPlv/g3qDpt9boFRdoC6fDD1qjQ/3FYHzNVOlrKkKFvgRShYhA8z1",
+	"Oah1Xh8MZEh41UwrjtIkMwkPN2y+8vpZDDbAEMr48MTBBFTAeMvEEfc639umTbB2myw0TLJeNwS3ziSA",
+	"+brZn/KyWCxCkwTYdYRxlQJ8NA502JRNoxOOSFVMEzXVi3p/WXYgtiGihPJqdX0Vj6XPpcryvLR4rJNR",
+	"eRXaxoadYZ2/jIlpNSBJsMK/1eeuI7IoDI6qGIC3EdsHIhI8CXgqn5GFvl7gCVpXaaXFXVawfThglWlF",
+	"w51WvStL1OcW/SqTJO6223FITOGWLJVUoctSPnJQ7WLWQBYL9/Qrkc635K6DaQ76fHl7TmtESYfSYr6X",
+	"APrgYKqUQDY63UPyhpzTjJNLRU4nihxF5HKi5QDYnBE5e00ed5+0j5aUvIRheSowOoaW6ik27avO4177",
+	"qNc+brXb7Z9K+XVJcyYHooAcZlsp1vgerSKM0wz1J2/YbME5YacxnrekGwacve324Q8/tPU/R1fn510P",
+	"sWdz484A5wQBb1YZfvcm5Eprp/bWZbaa4iJ3QnZqko4rs7rfQlD69OpEXDUuZvKPPlXY4wGvF/b4nAdI",
+	"PeXIhU5X1+QuGeF75E2uUnfXrQFE2NX6hO8G+sPrFhuoCmbtzwUf5BmexVFngzfVOz7C7443WVagLyTo",
+	"Nd0N9JNQY8i/nFIEbui6VoSUuk4xCtqiB1ZcH/xWpkbeH9AiGWW3wGTW2lphGG1yWkZQSDWAIrPxJJ/7",
+	"TRtB1t+ygjw+IsmIFjTR7/NFfdBw3dsJrDtg9legYD6X7b9MET3FvZUVbQk6z5X1G9oMBhA1XvN4xBO/",
+	"v4xxBfc56JYOHoly10XNpKcQfCk2gyDmdNNSLXQowTab5b0JApavw7ch/onRk+WjCJvnaZs/1II2bhHr",
+	"04BpAr6jVWAD2pOZmNf/9jPoT39qE7WiWi+c21/OgN1EKi1t9fsgKdZKCsN7PIvQkxVezukyaeHZUMjY",
+	"cqYCid8Iv1wtTpuwYkz1+vK5aWMEyZ50KKMqlzGFvpiTYDz63PjLyZmy3jHD5UA6XM9N3NwBF2mrfEaL",
+	"FIPMkFthWg27fpqYbJEpxLEHg7bMLAswJ1zsZzXtKqzpaHXHmkwSg6P8cOsfbv1Wtx6v4waOs60o2qEi",
+	"XGhdCvQdQLld9LwZKCxXomkC1RCxaUKzSoTagN8TycaUqyyB9BdeASHWl8BAEPc5pOJGJh0tz5JM1RBo",
+	"/e47+PNmrBU+6OE3AozyPo8D/grIJbTOCQi5GGdUBs2vxteskHstE4Rx/Rw8tJk+Lz1oMBmWorcR8i8M",
+	"NPtISBgUDUZThEghq8PrkWyvvxhgY2GbAep3Tg+4xFZ6E6nylLA+PzXIJuhuM7leBrBsCdKa75l0iCkO",
+	"9cx4BGHCWUFsYQRydMTIsHlMTYvYEwRNM0k35s+eg0/T5+ZSbWNoEAjG995Jn1dPggwFzFPUkH2wdqi6",
+	"xiockd4XSM6yHtv4ggF8fGx6gmMKjgfplbIkSxHblizxZfb5Ts7MihpN1mnRUx8P/Pf1QRbMQlh71qpF",
+	"yWMQTozwhqA1ZGBznIfL965ZIGvjX9NX/f7eOfr8N5yLWxz/+btzAt9HJGfUfIj3Sn81sBgu7n0Vl6R1",
+	"If5zSnNtvKZaV99Yvw+isn8Zz9rvbaMsAvX/ByooD86yP4cyhPdyN2eZH0KydkrAR7a94hR0FGGCliwL",
+	"Bex9SzMDdAv9TCERjw/pEJETsOytALBuggg/giM4a58D3A2sH2HYtVwUCcjkFFtRMQN0pDUtCsDvWsGi",
+	"RZ4xVIMwa9GiuPf5NU1uDLRbzmhKZCKwM6uWw+PJFAKENmexnLCF6HXmWDOuNu3XSljZkl//Ve3Yrz/x",
+	"u/THJyR2mFbgGyOnZ31oEiEVNRnUVmcpHWqJ4LeskJhgj7FSEM2RVQ6qLftjrWEg/CVD3A744+2EGXyL",
+	"cpbfZWwWAwCZ01u00lhBLpRMn0pNZQkoKzxdo6v0+SXDSF5sCfMshaHG9IYBTAFU8tABQ63aWtlZNbjr",
+	"qZUWz7ZUxzBWWMvld7+UxGjkJqTteIzax656AM9cTNmW6gxujlm3h8H4+6g18LXbYdPRe//Jk6edfelo",
+	"d78DPfIRya73Gzxjslc1pRAI+UENyP4UCt/KO7g66dQ4mas3ZfPMT7t7/ynqiD2oFtbrpUArvzUClLke",
+	"f7xyr2a0dCi5TmT6etir4mFFlmuzYJF65FALsvsHv07Vr/OgP/3x9Kd3UP5UkSHatA2oU45Xb6JOgV38",
+	"JXUpo/BU84dB1NMcaitNESKUJCVi4jq0p9BGRWK/G+oqmpQApMeBKIYC+t40v35x8Y7QQrVI50lEnj+/",
+	"ON3DluicEVVQLrForVetHDGe8D5f5wQ3jObETBE1KOvENqVX2NLchA373K8shbR1226h7ItAmhA7DPdF",
+	"QI2mRPeJYMhibqDGTP+DiMR2XCPg96CC1UOlRKggrKXFLpHykZdjJ/scAdFAw/Cal4JXfoJ+F2glbBru",
+	"2NmfmFIXUzLG7hJWTLAXJfDkPsdaaCFtme2jcnQLWXni1FNsHONV6YkBib27vv8tm8eYTq1vblmvWWbl",
+	"veWsDk5ufFZY9qsXwkWV8iLIqTOaMNZDusxEKBgCBxItGJlAJW+9uNs4irQGm2dSRdCxAt2tVBKAiOrz",
+	"EZUjJnuEGr0e3Y4RuQana6bYOCLZGO52IWZEFDbOgu4arMLMwHdSeq3KItCQ28q4yMAPi8BzpmlSBhXs",
+	"rmq2nD/kquubGu+Z9EyEN7f2BMhZuIfTVA+ipbOFYPUKrvZcSmKf13baHrWrf0Nzx8SX9N6/KatsawXl",
+	"WC1NmhnHcvLItFOC8sZ6Cftei5ggusuTXxtDD+XNA2h85uWtWsXD+hJDOjN88+VCVduqhDjRWjKiS+ys",
+	"sELKPcKnix7BXUDBHLx/qVofL0J3lXj+GwxMOxYXQr5zLWyOtJy01A+oUhU48A9beA9f4myWqbpmskAb",
+	"i/fiIUD4ECBcptOhnlXT6UBQOdfHI4n6EIh6AGTY1Ufmkgy+mF53QQsJSf2DgrF9xe6Ul9BO6tnv1QIy",
+	"iNLYRzH+BFE70OtM4nswtGbS0GzqOuavLfGikCaYo30uDSJRhr6mHokvVcGYMkrWpf6Poiyu2guF8mxi",
+	"VNzq85dl4KmYcllJedjGvUJT61v5vGlXu/pWXNb5cbtNXpLndJIpkZPTWxbOOe9s4f5IU7vGv7YHxKXX",
+	"cDZ7SBZ7cC/8mTLU0tTn2MC/F10L26WqHZS9x8P5ar53QFtQ2kCmQ0maK0q/9k4WAdhda88RvWV9rvk5",
+	"QLKwtMqTax3PC4sO4nqft8hLdPf7EPFlUoUp3UnUlOb53HabCDvP9VeGbejBvgBzDxOIfSRj0IJewtNL",
+	"eOsagsam81B/8cDBHjjYH95BOob8E31FwaUYYmBwFT9Lzl24xiA1LgxTwA/soszSKAvNbVWp4EyeuF5a",
+	"Ff3V8sA+DzBBsimPs5xtMVmkzy10f6fdxilMWOH8rIi/1IbPNlJjH7jcA5d74HL/Dj0N9R+xhsFNg+GY",
+	"SU6ThXgMDOgyC5B3oTp0BRxM28dFNh6zNPLavxlUQtCBQkwK4jdltip04pqwPM/40DhkITqRSfCbL+Fi",
+	"pnhpORsjn4OLFbgvD5zsgZM9cLJ/X0Bb37mymeiScLbhaEFrU67EFlwEg6123iHNWIpC/ZdDnosxn87h",
+	"FIsCWUvBEiigsqlZafX3ZUr8XkQs+j65npuIsQHQR7baPH3zYq9FLujQMNAbNpdM9flEf9IjEyoliTm7",
+	"U8+nhQSwVprcQAPjBD+IatAmMIc4cujT+rcQny0QhIoL7LYHSItKkAKgpDFphiQM+9wJDnhiA1oQSmY0",
+	"v4E8xlZ1JtD4H5vqc7SH3cAtcoo/Q8h5CLVJrCMwmYuF4e5lPE3NsoShJDDA7jfZRGI/KnALg5asZc6U",
+	"uwIHu8rZSOQMXtki34PHFsqCaXqZiILFhOJ6x3QOra76fMBmFog1hnKQuIQIBlxQTKBMWULnVhhmBjky",
+	"kyQZseQGw/kGi17M9np9PhB5LmbVfcLwKz6GGxaSOVqcOa/+Gmwt+xzIMQt8F4KXgpXVQPWAmBu9Y7/V",
+	"QHddp4EwVFZlmcar78pMVs0LaXcZ6tVxp7s1cldc3tpe5VafEK9GpVe9wKRyf5dNVl+o8B5WQOdtWtk6",
+	"IPrlawCIEUeFQPOQt4p8o4QOl8z6xRZB596xCaMK7sVYFNXuEkHAE/39JHcdjsJboOiwsgOufZF3aofr",
+	"Dg3ozTYwai92MJJqDgACA1GMG+t2Z4bJJBCjRphmTCLIZGsV1Jrr9rxh/LfaYX+TKRl4ys3mVGtBvdmk",
+	"3vk/WjsrW1hHbIfwqWQFaQKSd0QWKaiC5RDCCwqtI9xge1dIuzUrsq0TqILWisYC0DudjWsNkGyiQbtz",
+	"1W734P8sgFGQLZmrq4eszN/1mtHXGZrLNXaetmmivnLG3S1n/BWM+fmnbNjjFjvdbW80b8sYv8hO40Ws",
+	"lkG4Tnowf46Nkd30j9rhafpKRJ2gXZOe1Z2HtmRkhXKmdyYB2B0fAMjPEWQPzgx/KcBliNEIUOLgC6iP",
+	"DYiGHok/Uh6TQcZTST5SXoHQAr3GomdFfa6fZSS1j9tv6g12PlK+5IB/WXb/O92nXxTS0ov8SgTKLZUU",
+	"LQXm//j17KPIfpyfyTP+z+xtdjY/f3HWfX318u711dnddy9Oj99+PJ+9/Xg6e/3x5fy8I7LXz/8x+en5",
+	"2eOzj6d3b6/OO+dfn3XPeLuxbbwYGooGYsanqJwidDJM/I8eJP7LI1y+zoy3SDJaJCN3MFuk4MiDa1uI",
+	"H44OfI9l1dOJFs2dqN1ul1zB5Cv7fitb8oOfy2kOYB42ZZTbZ/sc/Gimn7L+tpa2KEkVkTEmit5AFVlE",
+	"IKEGpJTAxkFixntQMJ1hso03YDyAlvOxnYzLq3Vd2hdeNIPeOKDT4mqw4qwOhIwpN9DgF8aRsWGCFrFA",
+	"8z4SQ9sSd2MQSzzjKbszfVn3PGQmTPYEtZUMBaEj6M0DnNjrMUIYv2U5JJdyoQBSP9JmsUsqjSMEyILT",
+	"6nMYD2rcbLeWGFpe7kFzD+lZpvYgXTYRVovt4w96tuUTaVpnQ89AqZR170bUxydlcqaPRGAQCGifk/Jo",
+	"4LTwndvBmuqpnXGbaaznGNWwXXy55arrr1kuuPFGBxBDl04uUGvvbc50IlmhjbfVW+IF0fS3RsXANwCy",
+	"xT4gW+g5FNOcSeh24WATGM4Hs9sLzxllstGhr1bTB6RAgIZrg9SwF+mBfZgMINR5RGLNMTCtDMHAqq3x",
+	"HyEFORBZcs0SMYZsOs5melCXhjHlOSbJhXPcMgVLMi4Ka/bG2ODcOU1i0+ebuCqpNBsMDNyOB/+K+BcG",
+	"AQ2cM5YrmVx1iS2MWAqfa6YDibBqJohLzccbf60Vh5dl67iyjZCmIdjkjA9zrycWVqT2MPMCuvHGpvDD",
+	"qtFmA0zqO3oMC/QHQZBC/yZaCpwB9WQUtSpHvbZajFxploHMAnbB4LLB3GdFBnUmixUlLfLKeKMKqhzI",
+	"CPaDNhsmOOtzdIMZTLklfWMgHuIJAMvp7c88iGQ6D7mT4JXL/Un/TvQJvL7VtPOrmfC8sPgESwMZ5jjd",
+	"HUFwP60jyAetui8Ddy2f5Wwmc6a0IQNKBDZhtqveItn8K//Ivmhm5Di7q9cBPLcg0pZtagpETo1i0z8b",
+	"lPh4NDtUAtimmg6MNmpYfGqtsett33LUQ39Us4LAqKBN4F7BGVUVj0bkeqOj2gHrA6qCjqe+ttFt2aKC",
+	"MZMSAUq0ykBRhaq2DgA0SwrnYO1b6ElR/tTv0eWy16BKn9heWXLCkmxgTtVvTdrAU9JD7kxry1B1367W",
+	"NZHr/xUwdh/ChX9OsF1RGOERNKO2stbKTIalUcSvCzGdBDrnV332WkvIsxtmYNYgKufQLLRRBnC7BhGk",
+	"z7UuSprx9Tze6xmbAGHRet7PRwAe4vJgr+dgnZmui00Kzi6tyr2/JHEndj5GxiEKoJW9tBCTCUt7JF5A",
+	"RDe1D8fHx612p93Cj4D77J3AfBBhrYdczawSlUYsb8R2oQZI9zaDNA5IRkP1x+iXPGE9kgpsEwnKMon/",
+	"rugwtkpNLhKak4k27qgiXwMLbcZD/W8tc+OIxEMhhjlzn2gTzw5ClR7z7VTlQtxE5Buh9GMReQ2tebPn",
+	"uZimEXlFpXKFbReFUIKTZqxVgNYLwf6uhfn/lG+0MwV3mFYgau+v7JJWJ065q0fxjg/UzKbLmVnwzZWV",
+	"rwAgnOgPYYNMVUyZAK2t98U6FJAZe6C+G5x1oukJw9fYqxMtnszAyhgXgaHnMu68P6FDJC+QSJoyYQcc",
+	"aAxLseh4k8h0JQQNLq6TShS0z00NbU6lapFTMtTTgbwe8Ne6NB4D+VfGZ0WeQjfLVGLkDjcQyrdjmf2K",
+	"rZOthTSmc3IN+jY1bxADvId6fS3yxlhBmUQrUV+Ri7eXV31e8gb4ArcZNjCkcQ8yntaN7LWRXNNVIJMw",
+	"mUcSZ7g0XnQ9DyJZ2PJMq5NUKXGj2KMhhU8IKHePo2Vu8d87oNxpd4++uNMZTw7O+FpLKHsoTpUFObSh",
+	"irxRw3dtbKCLsXF8fNzutE17C30FGr3ufcD3nZ19FFny9ej2evw+e/38H4X++83V+875i5ez84+nv54/",
+	"/8ezzR3bjt7Xu7adeHUk/uDi/l1d3K8ynlo9xdN9tlGZ2J3WXJeqSy8NiIflwwZ0DPM/c+gt0CylngTO",
+	"n/HhI7lXTcyKiFQFo2OQfwZxFtoCm2atplGfzKS+qkRyOpEjoSwD0UbdNZWsR968AJjbpvDQIWLox8tZ",
+	"hFKubCssCvL88jvjoKy0ZU3krWkenIh8OuYoQTNOUpHIAzrJWuO0h+4bMSPUa9AHrqmPIuOukPXESGnM",
+	"IPOaOJTFs+VbjJaA6VR9jgPtua6x+y95IlKAaB3+mk1i0BfBn4poqGcGlk7qza6EF4Y04xAb1fpo6byK",
+	"yEjMEGiOci9mmSnbFvqkbI1ttEKZCM6ZfkoqMYEXg1PR+qnxKEsB3yVIRfCJ4AnDnbVQFY8kkUxpstjD",
+	"LR0Lk8hmIwjkqPss0CbZDgeqgDdDDHZwrxE/zuiRJNdzxSRilRy2ie3xXJ8Ouu9UNmZiqvaM41WaVRDG",
+	"0yVYEPD9VnrBQyrQQyrQQyrQQyrQQyrQQyrQQyrQBlbZ3T5PFyyzxm/90gbrN3r9jWywfiPqo5yAn4Qi",
+	"SP3GPezBso7lbytaprj+yLD/CqiboVblpgN8Im+rC3Czj2BCEYeuz5usIgrNO7JHuHL2pwShOrUOCyoq",
+	"dxqtXz21Rcd1E+yzuvyDAfg7G4AvUWPdyVkODrHlqU3n+muX2tT2qwQdGFCmp1H21VkIp0eVrCcwTdA/",
+	"V+0cDI5N4zhHdxEM/EjaJIxZxk/Q32f8iGw8UXObz7HQiYSQJb1IYAhsOwKAhGUmyJ4xKko7zq33kUR/",
+	"qR7XeLmxzBHKf078GSO+pZmh9VDHnqoao5u5ilKdyTpKdYbtQ9A+gFytJjWdXWzpzb5DrdYGHKaY4BzA",
+	"0rAJKFv26kBhhU1gYR+BCmL0jitbOTrlGcSZ62cFBVTWKDxut3vW0sN0KRxlEWBdlnk15ohKcHXTTjrX",
+	"dKdKzMGKNqAnagHS0Q6GF5UooEiFCASq/0RUAVE5uWbZuhe0owVgb3+Lay1juFAIFAkpNmaZeh0+DVWx",
+	"R22NbA+IZVIIMdgXg3370Pt3rw1kp7k8DsuyVqwLTH0IkSWzN1kBTnWDymj993bmkIAjoTkiFj71OSRd",
+	"STg41KmetUlK5zKqVD2ZjlmAZgk5YVoF+fplmRr4307E/VeMUTFLvoVXBWzngcY+MoMzrgQAuFt2MTfA",
+	"js76JoKblDBo8B2Gd/RzDt1cKily5uUtoqkaYNjLFCS4NTN0BLB84LM3dJOYlkXAvWCD9R5WUUol3BYL",
+	"U2r7ovnLLmH6TwyKar2bmoeE6h21VBQQSNWIzQENxwWKSJwW83dTbvBiXUJYJl2akykMrDcK6C2gdzLn",
+	"5sIWA8BwMP1rTG+wsZLJkoxsZqCmJ7MCtzlrzsmcSIZgn7XzqvJTOhZ4dn1e7gbo0dTzRpuyQ8tnWvq1",
+	"tjuSaXwE2Yx12DrZ5zOaKXdJcMGQggYlgJnqoZcp0zdGBkNG8JvfPUkLxHctcLVxtALDEGbLn2+bC7Rx",
+	"oOHc36kvlRtVA43bIbOprP1b2T9gTV6a757qNb6jeZZCfaGVfXpyWsq5nhf1du2HV+2nVcNbP15tV1D/",
+	"zRG0eD/2fsOn47cD13JDgkkLn1U7gIS++C5jM+/zsoFI/UM9e9noHfqfXTKees9Vpy0bva75wm87op+/",
+	"j8CpiRZ677CzbVd4EKRvB89RjL53vep7BweQmTASUvWetp+2D4ykPUjkvw5/6b4ZfPdU/OPo+tu7H9W7",
+	"X598P76gOJrFRoMqlIp/r9dwetXKdvRR4zab6AtWFpJW0HM77V672+t0WkfHj3/Stwn5eaM3oLlkETKY",
+	"dJc7vevNXNWfvaq+k+bME0EmDLJKhOw9QCc+ZKb98TPT4EIsWLwmRrlpqyvQt/bVfLIiG+2l14BAP0ko",
+	"MdYYPAGteQ3OvwcSARHQS7i8ziCGIZqgd7MczStA37AY/Y+kaT8gEQcdSka8pgZyJGYQFVRC7Bk9nFiZ",
+	"1udfCTXSRhbDcC24XU8vzh5Jotn/6cUZSUUyHQM6P1jInBkz0uRQ4WwzaVJ8vmfXIyFuoKDA19xjwHbQ",
+	"6qEt2DnjAxE7w09v0iOoaTJ2fES0ur4PD2ccipG4ILGml3ivRaBAq2yVgBaGiVxHLmiaLYVzeGk7OGAG",
+	"8KeoJawcKtD+H/CamF9f4iOnuN+aR6Gcwvfd/ubynr1tg0kFYjnhSNAuePBuwCVqkA2GwzP6Ois7eTs/",
+	"94G+SyAp9TVyjTLWKGHYamOjCT95snQf76NGxgfiHAgK46PeJH0pWmqqP7uX+6P6Mzep6GXmFrqPG/f3",
+	"m0tmR37LknOu7DWGmyGjqodKDEjshohbD67X7YTEDJlU2PVa7nxCFc2FrwUa7rZEJmwKcYQPR6T0z2m2",
+	"IApt40fEJFCa7JrKsQPnkNMxK8h4KhU0xElM1dm4V6UPYKqlx9YkKswKoRh6b6BrIXbIMYVkkC8seMJs",
+	"Dxvv96bYStHCC45mWNo4yHgmRyyFljaUTESes8IHCiIWJ6jPEzEGL2VOFduzhbDSqzqzm+9YOxky1SIX",
+	"Is9LQalNpj6vZCTOxZQMBdbQUswyaWIua8+KNmb39oZN1N7JImJSPqNz6K+ipgW3TRmhonOi5galiFFe",
+	"tvvjbEbmenpeAR04DA/R1Uau5zZraaUgWptzclqdbCmrtYw/saWNSpj629CCcV+XpTjQhRDvJ4L+QPjU",
+	"KCJAjpkEVrY078PjtVvy0NDrzYHYnNnI5jS1iEl7RI85TyW07kS6B4IWeWrbFnXIefYV9BU3C2kiiZRh",
+	"asGZ6aRD4hGV5wBopYop60ESHBEcz8I/PaSELTN4MYDthbPX5fB++CxqjTGQzdKc7VpJXT21/+zffHXT",
+	"ed794Yfjp28nT9m37Tv1cfjLT43tpOL6dFWc2UOM8ssLStzpoJh8p8m7Zmx4ktKwtbCcPPjN6Fj3SyXm",
+	"W24FQbWix/bzKWWDbe2WMxPRAGbXXOTAkDRVZcBDhvz3k22ArZT0/3SdfDNm4FuSKzXkv5zr6S/OOb5m",
+	"0BuTmYu3wDHWqELu3B9JkqWMq2yQsYI0vf6MINuhPZ3R9PezNLYeFeM4yZisZVFuSNYguCdUjWq6C1iM",
+	"1YjHEnXq8fqClyrXtPbKUm75Guuy8nyx/tF3O8l67n7Gk3yKXhnXQkNwJlt9fsmSghmVFlV5bPuxTI91",
+	"ptGnstJysT//tnHQZokbZcRorkbm/ZpaVXbLXtEsnxYMwxjakricJtqKCr2k02t3MebiV3VD21ZQVL3N",
+	"3ZA1PnvWWBIyWFzW1MU5ZO/gAHal5fF8G6FPIQ07tFXt7lXnqBpt8rfKNuGEPlkbbphBEX9ni+a/FpxV",
+	"NscQ0o6783TJ7nTaV+2nvU63d3TUOu48Wdwdkaf7q3bow7aCZ5VnZsn1enDEfE5HDOB8VfY37IlZ1uED",
+	"y9Bl3fU+EAX4I0rvGiarxdMij8GvQq6ZtqhFPlWMxJbA4j5vTnKacfxIf1KvsHY9XGmeo9d9DzvoeThQ",
+	"No3qsM8rawNT1QsYuHJ1LlTJnU1ene3ma1NYIJHCH05TZjaEhkmxBE4eRxAK4GiJg7VbwjmDvzzE2ZGp",
+	"mM3+XbMglrH4LXjkpoiA/pq/aD7DlxVuePUKrS80ZiPJkn+dD77957Pi6dff/vhLcTX7+P7ixdOz1xc/",
+	"nYnua/qaXs46g+nh9Ztf3zf+2LJuOz5+6c17GT/31xaVvQHtFcJtfMBSeYhYf0kZiBHraJXpdGkjBhbF",
+	"z8mLTYIU9k0Hv1Xv8v2qxn/ntLjBqHJFijqJ1COZc9aXjvGxKDBxD5Ndc9MdADMW+zwXfAiFClDxqsSM",
+	"Fib/Nxtn4PI5rMnDFnmhJ4jJnUYHrcxIyz9AgpPLpRmu8bNKswr/PwpHfiobB+XR2IzwIWXmoQf1Sl4Q",
+	"bptX1WeX6sRb0fZlhSGUrfMsSm6VqC+ZgmT6PBuoRd7wSH9UCKVy1nPqbjymdy+c5+WCFZdQwh0TqhQb",
+	"TxQAkGJZd0RoUggpTUG1FfzEBDtb5PsRVaC2GggdeFUEfAH9wkarHVHZ52Os4qScUDJgM+99tqT9yPcR",
+	"mximzMUMrISU5XRuQqMGdLfPSxfSiffWR7JW5S70O4+6z/RWHbcPTWgJoHhAu/DZghIixLFQefoj6N/h",
+	"82v0uu2NFbL3/mL+3Ir18t344qpz94+uOoupQvr+c2jND4mhD6K18RxK6GuitcQ3kZ+kXh+U8mJlhlDt",
+	"3TbD04msqve+R2ajLBmhjhyZP8yjkYGLKSWTAbpIAC3cVt7xZB6VkPCongP6skOGM+NBodiUtfr8Ygdo",
+	"uTUhg5KRrs2CsbL7U6DQ2n9YKDTo9PXZsc8s9SBYM/4BhRrmv5fKyePWUaer5YslxA1F19PO54sWRw1D",
+	"p+ey0Tt8Wu6FLdbottv6jNy6OuvX1W51jto7rwthihtO1XRQR5pvfZl1d7qYcWPIf/lxYYSnvkXH7cMQ",
+	"3NwohbYpZ7Pzjz+q86uX6vzjq/fnL24en/96+vj8xen0/Oqfs++zrSDnzIaaia7P5LG0+RDC/1MGZ7BX",
+	"36Kg+oI26fYi9+C38p7fHxTM/AUACZ88n6B4cPuhBPSsMA6pcO6Ax4Q+X/rAspDYP6dsymSJ1WbFe6Wi",
+	"hHAx0/qEMbJBlVdUMdKkFnW+PHFt6fY5ZvQCRahibut48SHsz4GgtZZp5kKqPYxloYuvxFdwaRytPj8N",
+	"evpIQjkXEKVzp4kp1E2EIwi3jTZPfjnv385y+cnvLGJXyJZOu9fx606dbXvBeGrg4raTDcvsSLsDEflF",
+	"E+mDd/TBO7qdCXcJnNZjTZrpfprdhvVk+4ohL/08LtUgYz41UDqzEQOEjBhf7dUwBLysYsb3yIxyxzWr",
+	"j/e54TbVRNq6q3Y+YZBUi6AfwTLH2FUR7kV9zm5pPgWMPFu1Qf2sOkIL1iJoULuAUIuc2ubakNhgwFVM",
+	"3zKouRhoWvWacJVwEpJc0xSw52GiYKFiqq+kt+GMNH1k5sBfwWsbn+D6xInbNN9WJa225eXUQkrt5n0+",
+	"cGJXTKov6QvFNMuHOsJPzFnejgYM+Lc+MnOI25PEsmr97w2LKKGaDQ9Qf9mE6N/HY/pXN+FeGj5OqKUj",
+	"WzZNifQEx6fJUGjXN//C4rNu1/gWGOS7VewHLCECVDdbFmeTw13qXZ+LBKCGoINe/LPMeMIMctZeHDlB",
+	"nSG4VGmGmNJIrOYkTWyMZw0fA0elzR9XBSoKGIHO6JyYvAgIV6LBpDBRHQslA1ZSRKRAdPRKrrsXC01Z",
+	"Op3A5ljQNUA+wuYbAFwtmYG7m0PCIerfJOM47oCxVCsbpokgT73yG6w2vZ6b+byAPpnUVlJqoW8MuGp2",
+	"YsWC0+RRNd8ItrbSX+Bk/JYj0ETIpMj0ObVN+Sy6gAWms/oEjhkRbPIFYWgsNIhP7CvkSN/+wowktYoD",
+	"3WUF9lI1T2H5LACe5EzvWhlYNpMK61elYtTnEzSa9KS6z+IAMHoPDWgMTAM/p0WeQSsfgwvnCG3PtEKc",
+	"ieLGQu3JEXYgYmrGmEs7lSambRZiItrVKgEx495Moz4cD4K12VEehc1qPeYfIT4NF3Q1wjFc3prCUHnk",
+	"fnNsb73sL6m24SVs9I660SZL2znC/Nm3ZJna8o2YYacCz1IAXIwHc/8hTPwnzcZEj4ORQK4w+XN4Hmzi",
+	"9hfVmt5hJ+VgBtelojylRUrs5GvJ0Ci8sOkzoJRa0AStNJgCg7LpLoSCu0dkJKaFzeuq6mis7uI1hQ0z",
+	"0ef6zVRNC2yS5vQc93FMmnJCE7Yvmd4KxVIS33aimDAO6lNk5jAzc38k+xx7kznJaHSlhHIiZxn09hS1",
+	"X7ncloJ9ZInJRLWLOLGecK0mRJguVn9pi7wTiuIPNYXAgIDvISTzdoebntf4uz4vwTZc25RqDZJpoYLP",
+	"20wAvTuSxAOW52J/ccuiPtdakp5Q2VTO1a80Y5d1Z8W/3YX9ffzREjc7fGfTh5CIf3dPuw3N43xe3k2y",
+	"gsl1SVW10ol/du8mP31/3H7f/e5jMv6u/X78rP3jD+/yn14+m/7Y/e6r6/G7tz/98FOe3LziP36fT3eW",
+	"yVvnaOE8l3jVgf7+XFUMD371P1jWMVzpQGpUhaw+Tdz9GzzsxkVAiX7XWo942HFAcxB1XMx66IBG2cTS",
+	"qLTLImO0Y5fuXAyHDFu5EU/5nUdOwhlPS0oVNagzXPR5wWhegnHGHux13Db/7MP/PNH/89T+af+B5qtl",
+	"dZ/Bd7IWvQ8PaNwTWnf3zPXqsheqO1bEWSXj6VXpfP8jhVnb24dZu9v6kJ/+0cOsQP0PsdYHmfA5Yq0l",
+	"K13C/le+A8dkxe1ynA+nherHEO0/kw6R9ITEY3rDSDHlsW3KJDjTarKp0O50n7TarXarA9jQLZcrfwCM",
+	"xcw4XDduPJ3UYSJDdziTtOOwYRcTgM4pp0N03kFfDUit8TrymBE0Ywj8+jRFuUGLZJRBrY/56SPp971o",
+	"ahlHc9vYwkCZmKEvSnTrxRe8Y9BYZgbV5U7CpJnt1+l6WBIlRG6mP7aA2HqXkxvvXaeml8aSTCiU/Ytt",
+	"MFz+X2BnDMZ3YMRK9aO1tUFkBo7IkWFoD2hqjNAwxFTGrbsb9oSCqPTGNlA1mobu9n1wFjOPlzbmGlZF",
+	"Lg1WH7QSqUcmlAdvA5pIEzuLYYgmItnAwi6CLgKhvz7P1N4JKBjduztCkxsuZjlLh6a5KIBpmVyAalll",
+	"b2XYv8/heiK+JFr8MGcD1osyp0VO+Rz0gj5nuWSkWbA0K6DNqBIC2sCbjpymN13nmGAvFmL6keqlQ2It",
+	"eu6N+qT6/JjIiByTccYjctjGf3fJSH82ikinTUZwW+A/mv/v/9Ntk/+dfMyUYsXJYi3WUffZwXH7EAzf",
+	"keBiWrDUtEFyPgqp2GSvReKjTpt8LTiLjUa06CMJe8NBUXruU8GOLm0gJ9tlgyma5RLLp9Jl3N7+8CD4",
+	"KwOjFS1gvmw4mn1+YRzoFrLxKPB0fQy/U9GmI/m/qY9n2rVsOpR53I1SbaGwdpTq426Usq/C2hHKR92v",
+	"X7E8u3P9HdaOUH28HKXSnmH9KJXH3Sh+L4e1Y/gPuxF8Q+0VzXKt0a4bKPAbN16pVa8bxT1Z+a2FKNrk",
+	"1+ZZC0O3pXfGOOi3CBHV9IGSlWst/d5Xwk4dfi/IQCdLI3Lx9vLKYo3XjNv3714v09Xu//8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -268,6 +268,7 @@ const (
 	EventTypeFelixAIHandoff        EventType = "FelixAIHandoff"
 	EventTypeFormSubmission        EventType = "FormSubmission"
 	EventTypePostcardScan          EventType = "PostcardScan"
+	EventTypeSubscriptionFailing   EventType = "SubscriptionFailing"
 	EventTypeTagsAdded             EventType = "TagsAdded"
 	EventTypeTagsRemoved           EventType = "TagsRemoved"
 )
@@ -295,6 +296,8 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypePostcardScan:
 		return true
+	case EventTypeSubscriptionFailing:
+		return true
 	case EventTypeTagsAdded:
 		return true
 	case EventTypeTagsRemoved:
@@ -316,6 +319,27 @@ func (e RecordStatus) Valid() bool {
 	case Marketing:
 		return true
 	case NonMarketing:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SubscriptionHealthRemovedReason.
+const (
+	Deleted        SubscriptionHealthRemovedReason = "Deleted"
+	FailingTooLong SubscriptionHealthRemovedReason = "FailingTooLong"
+	Gone           SubscriptionHealthRemovedReason = "Gone"
+)
+
+// Valid indicates whether the value is a known member of the SubscriptionHealthRemovedReason enum.
+func (e SubscriptionHealthRemovedReason) Valid() bool {
+	switch e {
+	case Deleted:
+		return true
+	case FailingTooLong:
+		return true
+	case Gone:
 		return true
 	default:
 		return false
@@ -785,13 +809,29 @@ type CreateContactResult struct {
 
 // CreateWebhookRequest defines model for CreateWebhookRequest.
 type CreateWebhookRequest struct {
-	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+	// EventType The kind of event a subscription receives. `SubscriptionFailing` (contactd's) warns
+	// that another of the account's subscriptions has failed 3 deliveries in a row and will
+	// be removed unless a delivery succeeds (its `contactInfo` ids are `""`: it is about no
+	// contact). `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
 	// says duplicates were merged into the contact. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
+
+	// Filter A payload filter: the subscription receives only the events it wants
+	// (docs/webhooks.md, "Filters"). Each member is a condition on the event (one element of
+	// a delivery's `events`) at a dotted path, all of which must hold, or `$and`, `$or`
+	// (arrays of filters) and `$not` (a filter). A condition is a value (equality) or an
+	// object of operators: `$eq`, `$neq`, `$in`, `$nin`, `$gt`, `$gte`, `$lt`, `$lte`,
+	// `$exists`. Where the path holds an array, `$eq`, `$in` and the comparisons hold when
+	// one element satisfies them, `$neq` and `$nin` when none does. At most 32 conditions,
+	// 4 levels and 64 values in an `$in`. An empty object is no filter.
+	//
+	//
+	// Example: {"data.tagsAddedInfo.tagsAdded":{"$in":["vip","gold"]}}
+	Filter *WebhookFilter `json:"filter,omitempty"`
 
 	// MaxDeliveriesPerSecond Throttle the subscription's deliveries to at most this many a second, across every contactd process (absent unthrottled).
 	//
@@ -866,7 +906,10 @@ type Delivery struct {
 	// EventId The event's identifier, also the `webhook-id` header.
 	EventId string `json:"eventId"`
 
-	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+	// EventType The kind of event a subscription receives. `SubscriptionFailing` (contactd's) warns
+	// that another of the account's subscriptions has failed 3 deliveries in a row and will
+	// be removed unless a delivery succeeds (its `contactInfo` ids are `""`: it is about no
+	// contact). `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
@@ -905,7 +948,10 @@ type DeliveryAttempt struct {
 	// EventId The event's identifier.
 	EventId string `json:"eventId"`
 
-	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+	// EventType The kind of event a subscription receives. `SubscriptionFailing` (contactd's) warns
+	// that another of the account's subscriptions has failed 3 deliveries in a row and will
+	// be removed unless a delivery succeeds (its `contactInfo` ids are `""`: it is about no
+	// contact). `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
@@ -1103,13 +1149,50 @@ type EventList struct {
 	NextCursor string `json:"nextCursor"`
 }
 
-// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+// EventType The kind of event a subscription receives. `SubscriptionFailing` (contactd's) warns
+// that another of the account's subscriptions has failed 3 deliveries in a row and will
+// be removed unless a delivery succeeds (its `contactInfo` ids are `""`: it is about no
+// contact). `FelixAIHandoff` (an AI assistant handed
 // the contact's conversation to a person) is the original service's tenth type, emitted
 // for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 // data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
 // says duplicates were merged into the contact. More types may be added: handle
 // a type you do not know by ignoring it.
 type EventType string
+
+// EventTypeInfo One event type of the catalog.
+type EventTypeInfo struct {
+	// Description What the event says happened.
+	Description string `json:"description"`
+
+	// EventType The kind of event a subscription receives. `SubscriptionFailing` (contactd's) warns
+	// that another of the account's subscriptions has failed 3 deliveries in a row and will
+	// be removed unless a delivery succeeds (its `contactInfo` ids are `""`: it is about no
+	// contact). `FelixAIHandoff` (an AI assistant handed
+	// the contact's conversation to a person) is the original service's tenth type, emitted
+	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
+	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
+	// says duplicates were merged into the contact. More types may be added: handle
+	// a type you do not know by ignoring it.
+	EventType EventType `json:"eventType"`
+
+	// Example An example event of the type.
+	Example map[string]interface{} `json:"example"`
+
+	// InfoMember The member of `data` that carries the type's details.
+	//
+	// Example: tagsAddedInfo
+	InfoMember string `json:"infoMember"`
+
+	// Schema The JSON Schema of one event of the type, self-contained.
+	Schema map[string]interface{} `json:"schema"`
+}
+
+// EventTypeList defines model for EventTypeList.
+type EventTypeList struct {
+	// EventTypes Every event type.
+	EventTypes []EventTypeInfo `json:"eventTypes"`
+}
 
 // FieldError One violation of the request's rules.
 type FieldError struct {
@@ -1127,6 +1210,47 @@ type FieldError struct {
 	//
 	// Example: format
 	Reason string `json:"reason"`
+}
+
+// FilterTestRequest A filter and an event to evaluate it against; each defaults to the subscription's.
+type FilterTestRequest struct {
+	// Event An event, as in a delivery's `events` (absent the example of the subscription's type).
+	Event *map[string]interface{} `json:"event,omitempty"`
+
+	// Filter A payload filter: the subscription receives only the events it wants
+	// (docs/webhooks.md, "Filters"). Each member is a condition on the event (one element of
+	// a delivery's `events`) at a dotted path, all of which must hold, or `$and`, `$or`
+	// (arrays of filters) and `$not` (a filter). A condition is a value (equality) or an
+	// object of operators: `$eq`, `$neq`, `$in`, `$nin`, `$gt`, `$gte`, `$lt`, `$lte`,
+	// `$exists`. Where the path holds an array, `$eq`, `$in` and the comparisons hold when
+	// one element satisfies them, `$neq` and `$nin` when none does. At most 32 conditions,
+	// 4 levels and 64 values in an `$in`. An empty object is no filter.
+	//
+	//
+	// Example: {"data.tagsAddedInfo.tagsAdded":{"$in":["vip","gold"]}}
+	Filter *WebhookFilter `json:"filter,omitempty"`
+}
+
+// FilterTestResult Whether the filter wants the event, with what was evaluated.
+type FilterTestResult struct {
+	// Event The event evaluated.
+	Event map[string]interface{} `json:"event"`
+
+	// Filter A payload filter: the subscription receives only the events it wants
+	// (docs/webhooks.md, "Filters"). Each member is a condition on the event (one element of
+	// a delivery's `events`) at a dotted path, all of which must hold, or `$and`, `$or`
+	// (arrays of filters) and `$not` (a filter). A condition is a value (equality) or an
+	// object of operators: `$eq`, `$neq`, `$in`, `$nin`, `$gt`, `$gte`, `$lt`, `$lte`,
+	// `$exists`. Where the path holds an array, `$eq`, `$in` and the comparisons hold when
+	// one element satisfies them, `$neq` and `$nin` when none does. At most 32 conditions,
+	// 4 levels and 64 values in an `$in`. An empty object is no filter.
+	//
+	//
+	// Example: {"data.tagsAddedInfo.tagsAdded":{"$in":["vip","gold"]}}
+	Filter *WebhookFilter `json:"filter,omitempty"`
+
+	// Matches `true` when the event would be delivered (also when there is no filter).
+	Matches bool `json:"matches"`
 }
 
 // MergeContactsRequest A merge of duplicates into a primary contact.
@@ -1204,8 +1328,53 @@ type ReplayResult struct {
 	Until Timestamp `json:"until"`
 }
 
-// SubscriptionStatus `Active` on creation; `Failing` after 3 failed deliveries in a row, back to `Active` on
-// the next success; `Removed` after 5 days failing, on `410 Gone`, or when deleted.
+// SubscriptionHealth How the subscription's receiver is doing, and why its status is what it is:
+// `failingSince` and `removalAt` while it is `Failing` (it is removed at the first sweep
+// after `removalAt` unless a delivery succeeds first).
+type SubscriptionHealth struct {
+	// ConsecutiveFailures Failed attempts in a row (3 turn it `Failing`); a success resets it.
+	ConsecutiveFailures int `json:"consecutiveFailures"`
+
+	// FailingSince UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	FailingSince *Timestamp `json:"failingSince,omitempty"`
+
+	// LastFailure The last failed attempt's failure (`HTTP 503`, or the error).
+	//
+	// Example: HTTP 503
+	LastFailure *string `json:"lastFailure,omitempty"`
+
+	// LastFailureAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	LastFailureAt *Timestamp `json:"lastFailureAt,omitempty"`
+
+	// LastSuccessAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	LastSuccessAt *Timestamp `json:"lastSuccessAt,omitempty"`
+
+	// RemovalAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	RemovalAt *Timestamp `json:"removalAt,omitempty"`
+
+	// RemovedReason Why a `Removed` subscription was removed: `DELETE`, its receiver answered
+	// `410 Gone`, or it failed 5 days without a success. Absent for one removed before
+	// contactd recorded reasons.
+	RemovedReason *SubscriptionHealthRemovedReason `json:"removedReason,omitempty"`
+}
+
+// SubscriptionHealthRemovedReason Why a `Removed` subscription was removed: `DELETE`, its receiver answered
+// `410 Gone`, or it failed 5 days without a success. Absent for one removed before
+// contactd recorded reasons.
+type SubscriptionHealthRemovedReason string
+
+// SubscriptionStatus `Active` on creation; `Failing` after 3 failed deliveries in a row (the account's
+// `SubscriptionFailing` subscriptions are told), back to `Active` on the next success;
+// `Removed` after 5 days without a success while failing, at once on `410 Gone`, or when
+// deleted (`health.removedReason` says which).
 type SubscriptionStatus string
 
 // Tag A tag; surrounding whitespace is trimmed.
@@ -1264,6 +1433,13 @@ type UpdateContactRequest struct {
 
 // UpdateWebhookRequest The subscription's settings to change; absent ones stay.
 type UpdateWebhookRequest struct {
+	// Filter The subscription's payload filter (`WebhookFilter`), for the events written from
+	// now on; `null` or `{}` removes it.
+	//
+	//
+	// Example: {"data.tagsAddedInfo.tagsAdded":"vip"}
+	Filter nullable.Nullable[map[string]interface{}] `json:"filter,omitempty"`
+
 	// MaxDeliveriesPerSecond At most this many deliveries a second; `null` lifts the throttle.
 	//
 	// Example: 20
@@ -1308,7 +1484,10 @@ type WebhookEvent struct {
 	// EventId Unique per event; dedupe on it.
 	EventId string `json:"eventId"`
 
-	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+	// EventType The kind of event a subscription receives. `SubscriptionFailing` (contactd's) warns
+	// that another of the account's subscriptions has failed 3 deliveries in a row and will
+	// be removed unless a delivery succeeds (its `contactInfo` ids are `""`: it is about no
+	// contact). `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
@@ -1425,6 +1604,42 @@ type WebhookEventData struct {
 	// PostcardScanInfo For `FormSubmission`, `EmailClick`, `DashboardClick`, `PostcardScan` and `FelixAIHandoff`.
 	PostcardScanInfo *ActivityInfo `json:"postcardScanInfo,omitempty"`
 
+	// SubscriptionFailingInfo For `SubscriptionFailing`: the subscription that turned `Failing`, and when it will
+	// be removed (at the first sweep after `removalAt`) unless a delivery to it succeeds.
+	// Its URL is not in the event (the feed's readers may lack `webhooks:read`): look it
+	// up by its id.
+	SubscriptionFailingInfo *struct {
+		// ConsecutiveFailures Failed attempts in a row.
+		ConsecutiveFailures int `json:"consecutiveFailures"`
+
+		// EventType The kind of event a subscription receives. `SubscriptionFailing` (contactd's) warns
+		// that another of the account's subscriptions has failed 3 deliveries in a row and will
+		// be removed unless a delivery succeeds (its `contactInfo` ids are `""`: it is about no
+		// contact). `FelixAIHandoff` (an AI assistant handed
+		// the contact's conversation to a person) is the original service's tenth type, emitted
+		// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
+		// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
+		// says duplicates were merged into the contact. More types may be added: handle
+		// a type you do not know by ignoring it.
+		EventType EventType `json:"eventType"`
+
+		// FailingSince UTC, RFC 3339 with exactly three fractional digits and `Z`.
+		//
+		// Example: 2026-11-21T09:30:00.123Z
+		FailingSince Timestamp `json:"failingSince"`
+
+		// LastFailure The last attempt's failure (`HTTP 503`, or the error).
+		LastFailure string `json:"lastFailure"`
+
+		// RemovalAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+		//
+		// Example: 2026-11-21T09:30:00.123Z
+		RemovalAt Timestamp `json:"removalAt"`
+
+		// SubscriptionId The failing subscription.
+		SubscriptionId string `json:"subscriptionId"`
+	} `json:"subscriptionFailingInfo,omitempty"`
+
 	// TagsAddedInfo For `TagsAdded`.
 	TagsAddedInfo *struct {
 		// TagsAdded The tags that were new to the contact.
@@ -1447,6 +1662,18 @@ type WebhookEventDataContactUnsubscribedInfoSource string
 
 // WebhookEventDataContactsMergedInfoChangedFields defines model for WebhookEventData.ContactsMergedInfo.ChangedFields.
 type WebhookEventDataContactsMergedInfoChangedFields string
+
+// WebhookFilter A payload filter: the subscription receives only the events it wants
+// (docs/webhooks.md, "Filters"). Each member is a condition on the event (one element of
+// a delivery's `events`) at a dotted path, all of which must hold, or `$and`, `$or`
+// (arrays of filters) and `$not` (a filter). A condition is a value (equality) or an
+// object of operators: `$eq`, `$neq`, `$in`, `$nin`, `$gt`, `$gte`, `$lt`, `$lte`,
+// `$exists`. Where the path holds an array, `$eq`, `$in` and the comparisons hold when
+// one element satisfies them, `$neq` and `$nin` when none does. At most 32 conditions,
+// 4 levels and 64 values in an `$in`. An empty object is no filter.
+//
+// Example: {"data.tagsAddedInfo.tagsAdded":{"$in":["vip","gold"]}}
+type WebhookFilter map[string]interface{}
 
 // WebhookList defines model for WebhookList.
 type WebhookList struct {
@@ -1495,13 +1722,41 @@ type WebhookSubscription struct {
 	// Example: 2026-11-21T09:30:00.123Z
 	CreatedAt Timestamp `json:"createdAt"`
 
-	// EventType The kind of event a subscription receives. `FelixAIHandoff` (an AI assistant handed
+	// EventType The kind of event a subscription receives. `SubscriptionFailing` (contactd's) warns
+	// that another of the account's subscriptions has failed 3 deliveries in a row and will
+	// be removed unless a delivery succeeds (its `contactInfo` ids are `""`: it is about no
+	// contact). `FelixAIHandoff` (an AI assistant handed
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
 	// says duplicates were merged into the contact. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
+
+	// Filter A payload filter: the subscription receives only the events it wants
+	// (docs/webhooks.md, "Filters"). Each member is a condition on the event (one element of
+	// a delivery's `events`) at a dotted path, all of which must hold, or `$and`, `$or`
+	// (arrays of filters) and `$not` (a filter). A condition is a value (equality) or an
+	// object of operators: `$eq`, `$neq`, `$in`, `$nin`, `$gt`, `$gte`, `$lt`, `$lte`,
+	// `$exists`. Where the path holds an array, `$eq`, `$in` and the comparisons hold when
+	// one element satisfies them, `$neq` and `$nin` when none does. At most 32 conditions,
+	// 4 levels and 64 values in an `$in`. An empty object is no filter.
+	//
+	//
+	// Example: {"data.tagsAddedInfo.tagsAdded":{"$in":["vip","gold"]}}
+	Filter *WebhookFilter `json:"filter,omitempty"`
+
+	// FilteredEvents How many events of its type the subscription's filter has left out (no delivery, no
+	// attempt); counted within a few seconds. Absent while it has never had a filter.
+	//
+	//
+	// Example: 1204
+	FilteredEvents *int64 `json:"filteredEvents,omitempty"`
+
+	// Health How the subscription's receiver is doing, and why its status is what it is:
+	// `failingSince` and `removalAt` while it is `Failing` (it is removed at the first sweep
+	// after `removalAt` unless a delivery succeeds first).
+	Health SubscriptionHealth `json:"health"`
 
 	// MaxDeliveriesPerSecond The subscription's throttle; absent when it has none.
 	//
@@ -1520,8 +1775,10 @@ type WebhookSubscription struct {
 	// Example: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw1fu3bNzU
 	Secret *string `json:"secret,omitempty"`
 
-	// Status `Active` on creation; `Failing` after 3 failed deliveries in a row, back to `Active` on
-	// the next success; `Removed` after 5 days failing, on `410 Gone`, or when deleted.
+	// Status `Active` on creation; `Failing` after 3 failed deliveries in a row (the account's
+	// `SubscriptionFailing` subscriptions are told), back to `Active` on the next success;
+	// `Removed` after 5 days without a success while failing, at once on `410 Gone`, or when
+	// deleted (`health.removedReason` says which).
 	Status SubscriptionStatus `json:"status"`
 
 	// SubscriptionId The subscription's identifier.
@@ -1973,6 +2230,9 @@ type CreateWebhookJSONRequestBody = CreateWebhookRequest
 
 // UpdateWebhookJSONRequestBody defines body for UpdateWebhook for application/json ContentType.
 type UpdateWebhookJSONRequestBody = UpdateWebhookRequest
+
+// TestWebhookFilterJSONRequestBody defines body for TestWebhookFilter for application/json ContentType.
+type TestWebhookFilterJSONRequestBody = FilterTestRequest
 
 // ReplayWebhookJSONRequestBody defines body for ReplayWebhook for application/json ContentType.
 type ReplayWebhookJSONRequestBody = ReplayRequest
@@ -2500,6 +2760,17 @@ type ClientInterface interface {
 	// Corresponds with POST /public/v1/contacts/merge (the `MergeContacts` operationId).
 	MergeContacts(ctx context.Context, params *MergeContactsParams, body MergeContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListEventTypes The event catalog
+	//
+	// Every event type a subscription can receive, with the JSON Schema of its event (one
+	// element of a delivery's `events`, as the events feed shows it too) and an example.
+	// Both come from this API's OpenAPI document, the one source: the schema is its
+	// `WebhookEvent` with `data` holding `contactInfo` and the type's own member, self-contained
+	// (no `$ref`). Write receivers, and filters, against it.
+	//
+	// Corresponds with GET /public/v1/event-types (the `ListEventTypes` operationId).
+	ListEventTypes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListEvents Read the events feed
 	//
 	// The account's events, subscribed to or not, oldest first, in the order a consumer must
@@ -2601,6 +2872,30 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /public/v1/webhooks/{subscriptionId}/deliveries/{deliveryId}/redeliver (the `RedeliverWebhook` operationId).
 	RedeliverWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, deliveryId string, params *RedeliverWebhookParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TestWebhookFilterWithBody Evaluate a filter against a sample event
+	//
+	// Answers whether `filter` (absent: the subscription's own) wants `event` (absent: the
+	// example event of the subscription's type, as `GET /public/v1/event-types` shows it),
+	// evaluated exactly as deliveries are. Changes nothing. A filter that is not valid is
+	// refused with `400` naming its bad part, as when it is saved.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /public/v1/webhooks/{subscriptionId}/filter-test (the `TestWebhookFilter` operationId).
+	TestWebhookFilterWithBody(ctx context.Context, subscriptionId SubscriptionIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TestWebhookFilter Evaluate a filter against a sample event
+	//
+	// Answers whether `filter` (absent: the subscription's own) wants `event` (absent: the
+	// example event of the subscription's type, as `GET /public/v1/event-types` shows it),
+	// evaluated exactly as deliveries are. Changes nothing. A filter that is not valid is
+	// refused with `400` naming its bad part, as when it is saved.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /public/v1/webhooks/{subscriptionId}/filter-test (the `TestWebhookFilter` operationId).
+	TestWebhookFilter(ctx context.Context, subscriptionId SubscriptionIdPath, body TestWebhookFilterJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReplayWebhookWithBody Send a window of events again
 	//
@@ -3373,6 +3668,27 @@ func (c *Client) MergeContacts(ctx context.Context, params *MergeContactsParams,
 	return c.Client.Do(req)
 }
 
+// ListEventTypes The event catalog
+//
+// Every event type a subscription can receive, with the JSON Schema of its event (one
+// element of a delivery's `events`, as the events feed shows it too) and an example.
+// Both come from this API's OpenAPI document, the one source: the schema is its
+// `WebhookEvent` with `data` holding `contactInfo` and the type's own member, self-contained
+// (no `$ref`). Write receivers, and filters, against it.
+//
+// Corresponds with GET /public/v1/event-types (the `ListEventTypes` operationId).
+func (c *Client) ListEventTypes(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListEventTypesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListEvents Read the events feed
 //
 // The account's events, subscribed to or not, oldest first, in the order a consumer must
@@ -3565,6 +3881,50 @@ func (c *Client) ListWebhookDeliveries(ctx context.Context, subscriptionId Subsc
 // Corresponds with POST /public/v1/webhooks/{subscriptionId}/deliveries/{deliveryId}/redeliver (the `RedeliverWebhook` operationId).
 func (c *Client) RedeliverWebhook(ctx context.Context, subscriptionId SubscriptionIdPath, deliveryId string, params *RedeliverWebhookParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRedeliverWebhookRequest(c.Server, subscriptionId, deliveryId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TestWebhookFilterWithBody Evaluate a filter against a sample event
+//
+// Answers whether `filter` (absent: the subscription's own) wants `event` (absent: the
+// example event of the subscription's type, as `GET /public/v1/event-types` shows it),
+// evaluated exactly as deliveries are. Changes nothing. A filter that is not valid is
+// refused with `400` naming its bad part, as when it is saved.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /public/v1/webhooks/{subscriptionId}/filter-test (the `TestWebhookFilter` operationId).
+func (c *Client) TestWebhookFilterWithBody(ctx context.Context, subscriptionId SubscriptionIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestWebhookFilterRequestWithBody(c.Server, subscriptionId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TestWebhookFilter Evaluate a filter against a sample event
+//
+// Answers whether `filter` (absent: the subscription's own) wants `event` (absent: the
+// example event of the subscription's type, as `GET /public/v1/event-types` shows it),
+// evaluated exactly as deliveries are. Changes nothing. A filter that is not valid is
+// refused with `400` naming its bad part, as when it is saved.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /public/v1/webhooks/{subscriptionId}/filter-test (the `TestWebhookFilter` operationId).
+func (c *Client) TestWebhookFilter(ctx context.Context, subscriptionId SubscriptionIdPath, body TestWebhookFilterJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestWebhookFilterRequest(c.Server, subscriptionId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4874,6 +5234,33 @@ func NewMergeContactsRequestWithBody(server string, params *MergeContactsParams,
 	return req, nil
 }
 
+// NewListEventTypesRequest constructs an http.Request for the ListEventTypes method
+func NewListEventTypesRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/public/v1/event-types")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListEventsRequest constructs an http.Request for the ListEvents method
 func NewListEventsRequest(server string, params *ListEventsParams) (*http.Request, error) {
 	var err error
@@ -5304,6 +5691,53 @@ func NewRedeliverWebhookRequest(server string, subscriptionId SubscriptionIdPath
 		}
 
 	}
+
+	return req, nil
+}
+
+// NewTestWebhookFilterRequest calls the generic TestWebhookFilter builder with application/json body
+func NewTestWebhookFilterRequest(server string, subscriptionId SubscriptionIdPath, body TestWebhookFilterJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTestWebhookFilterRequestWithBody(server, subscriptionId, "application/json", bodyReader)
+}
+
+// NewTestWebhookFilterRequestWithBody constructs an http.Request for the TestWebhookFilter method, with any body, and a specified content type
+func NewTestWebhookFilterRequestWithBody(server string, subscriptionId SubscriptionIdPath, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "subscriptionId", subscriptionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/public/v1/webhooks/%s/filter-test", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -5977,6 +6411,19 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /public/v1/contacts/merge (the `MergeContacts` operationId).
 	MergeContactsWithResponse(ctx context.Context, params *MergeContactsParams, body MergeContactsJSONRequestBody, reqEditors ...RequestEditorFn) (*MergeContactsResponse, error)
 
+	// ListEventTypesWithResponse The event catalog
+	//
+	// Every event type a subscription can receive, with the JSON Schema of its event (one
+	// element of a delivery's `events`, as the events feed shows it too) and an example.
+	// Both come from this API's OpenAPI document, the one source: the schema is its
+	// `WebhookEvent` with `data` holding `contactInfo` and the type's own member, self-contained
+	// (no `$ref`). Write receivers, and filters, against it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /public/v1/event-types (the `ListEventTypes` operationId).
+	ListEventTypesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListEventTypesResponse, error)
+
 	// ListEventsWithResponse Read the events feed
 	//
 	// The account's events, subscribed to or not, oldest first, in the order a consumer must
@@ -6090,6 +6537,30 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /public/v1/webhooks/{subscriptionId}/deliveries/{deliveryId}/redeliver (the `RedeliverWebhook` operationId).
 	RedeliverWebhookWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, deliveryId string, params *RedeliverWebhookParams, reqEditors ...RequestEditorFn) (*RedeliverWebhookResponse, error)
+
+	// TestWebhookFilterWithBodyWithResponse Evaluate a filter against a sample event
+	//
+	// Answers whether `filter` (absent: the subscription's own) wants `event` (absent: the
+	// example event of the subscription's type, as `GET /public/v1/event-types` shows it),
+	// evaluated exactly as deliveries are. Changes nothing. A filter that is not valid is
+	// refused with `400` naming its bad part, as when it is saved.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /public/v1/webhooks/{subscriptionId}/filter-test (the `TestWebhookFilter` operationId).
+	TestWebhookFilterWithBodyWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TestWebhookFilterResponse, error)
+
+	// TestWebhookFilterWithResponse Evaluate a filter against a sample event
+	//
+	// Answers whether `filter` (absent: the subscription's own) wants `event` (absent: the
+	// example event of the subscription's type, as `GET /public/v1/event-types` shows it),
+	// evaluated exactly as deliveries are. Changes nothing. A filter that is not valid is
+	// refused with `400` naming its bad part, as when it is saved.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /public/v1/webhooks/{subscriptionId}/filter-test (the `TestWebhookFilter` operationId).
+	TestWebhookFilterWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, body TestWebhookFilterJSONRequestBody, reqEditors ...RequestEditorFn) (*TestWebhookFilterResponse, error)
 
 	// ReplayWebhookWithBodyWithResponse Send a window of events again
 	//
@@ -8103,6 +8574,94 @@ func (r MergeContactsResponse) ContentType() string {
 	return ""
 }
 
+// ListEventTypesResponse429Headers the declared response headers of an HTTP 429 response for ListEventTypes
+type ListEventTypesResponse429Headers struct {
+	RateLimitReset         *int
+	RetryAfter             *int
+	XRateLimitLimit10      *int
+	XRateLimitLimitDay     *int
+	XRateLimitRemaining10  *int
+	XRateLimitRemainingDay *int
+}
+
+type ListEventTypesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EventTypeList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListEventTypesResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListEventTypesResponse) GetJSON200() *EventTypeList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListEventTypesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListEventTypesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListEventTypesResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListEventTypesResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListEventTypesResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListEventTypesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListEventTypesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListEventTypesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListEventTypesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListEventsResponse429Headers the declared response headers of an HTTP 429 response for ListEvents
 type ListEventsResponse429Headers struct {
 	RateLimitReset         *int
@@ -8962,6 +9521,122 @@ func (r RedeliverWebhookResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RedeliverWebhookResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TestWebhookFilterResponse429Headers the declared response headers of an HTTP 429 response for TestWebhookFilter
+type TestWebhookFilterResponse429Headers struct {
+	RateLimitReset         *int
+	RetryAfter             *int
+	XRateLimitLimit10      *int
+	XRateLimitLimitDay     *int
+	XRateLimitRemaining10  *int
+	XRateLimitRemainingDay *int
+}
+
+type TestWebhookFilterResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *FilterTestResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TestWebhookFilterResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TestWebhookFilterResponse) GetJSON200() *FilterTestResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r TestWebhookFilterResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TestWebhookFilterResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r TestWebhookFilterResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r TestWebhookFilterResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r TestWebhookFilterResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r TestWebhookFilterResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TestWebhookFilterResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r TestWebhookFilterResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TestWebhookFilterResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TestWebhookFilterResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TestWebhookFilterResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TestWebhookFilterResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TestWebhookFilterResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9951,6 +10626,25 @@ func (c *ClientWithResponses) MergeContactsWithResponse(ctx context.Context, par
 	return ParseMergeContactsResponse(rsp)
 }
 
+// ListEventTypesWithResponse The event catalog
+//
+// Every event type a subscription can receive, with the JSON Schema of its event (one
+// element of a delivery's `events`, as the events feed shows it too) and an example.
+// Both come from this API's OpenAPI document, the one source: the schema is its
+// `WebhookEvent` with `data` holding `contactInfo` and the type's own member, self-contained
+// (no `$ref`). Write receivers, and filters, against it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /public/v1/event-types (the `ListEventTypes` operationId).
+func (c *ClientWithResponses) ListEventTypesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListEventTypesResponse, error) {
+	rsp, err := c.ListEventTypes(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListEventTypesResponse(rsp)
+}
+
 // ListEventsWithResponse Read the events feed
 //
 // The account's events, subscribed to or not, oldest first, in the order a consumer must
@@ -10123,6 +10817,42 @@ func (c *ClientWithResponses) RedeliverWebhookWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseRedeliverWebhookResponse(rsp)
+}
+
+// TestWebhookFilterWithBodyWithResponse Evaluate a filter against a sample event
+//
+// Answers whether `filter` (absent: the subscription's own) wants `event` (absent: the
+// example event of the subscription's type, as `GET /public/v1/event-types` shows it),
+// evaluated exactly as deliveries are. Changes nothing. A filter that is not valid is
+// refused with `400` naming its bad part, as when it is saved.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /public/v1/webhooks/{subscriptionId}/filter-test (the `TestWebhookFilter` operationId).
+func (c *ClientWithResponses) TestWebhookFilterWithBodyWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TestWebhookFilterResponse, error) {
+	rsp, err := c.TestWebhookFilterWithBody(ctx, subscriptionId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTestWebhookFilterResponse(rsp)
+}
+
+// TestWebhookFilterWithResponse Evaluate a filter against a sample event
+//
+// Answers whether `filter` (absent: the subscription's own) wants `event` (absent: the
+// example event of the subscription's type, as `GET /public/v1/event-types` shows it),
+// evaluated exactly as deliveries are. Changes nothing. A filter that is not valid is
+// refused with `400` naming its bad part, as when it is saved.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /public/v1/webhooks/{subscriptionId}/filter-test (the `TestWebhookFilter` operationId).
+func (c *ClientWithResponses) TestWebhookFilterWithResponse(ctx context.Context, subscriptionId SubscriptionIdPath, body TestWebhookFilterJSONRequestBody, reqEditors ...RequestEditorFn) (*TestWebhookFilterResponse, error) {
+	rsp, err := c.TestWebhookFilter(ctx, subscriptionId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTestWebhookFilterResponse(rsp)
 }
 
 // ReplayWebhookWithBodyWithResponse Send a window of events again
@@ -12490,6 +13220,115 @@ func ParseMergeContactsResponse(rsp *http.Response) (*MergeContactsResponse, err
 	return response, nil
 }
 
+// ParseListEventTypesResponse parses an HTTP response from a ListEventTypesWithResponse call
+func ParseListEventTypesResponse(rsp *http.Response) (*ListEventTypesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListEventTypesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EventTypeList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListEventTypesResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimitDay = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemainingDay = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListEventsResponse parses an HTTP response from a ListEventsWithResponse call
 func ParseListEventsResponse(rsp *http.Response) (*ListEventsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -13478,6 +14317,143 @@ func ParseRedeliverWebhookResponse(rsp *http.Response) (*RedeliverWebhookRespons
 	switch {
 	case rsp.StatusCode == 429:
 		var headers RedeliverWebhookResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimitDay = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemainingDay = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTestWebhookFilterResponse parses an HTTP response from a TestWebhookFilterWithResponse call
+func ParseTestWebhookFilterResponse(rsp *http.Response) (*TestWebhookFilterResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TestWebhookFilterResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FilterTestResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers TestWebhookFilterResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

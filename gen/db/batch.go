@@ -57,15 +57,18 @@ WITH c AS (
     SELECT c.account_id, e.event_id, e.event_type, c.contact_id, e.payload::json, c.created_at
     FROM c, (SELECT unnest($35::uuid[]) AS event_id, unnest($36::text[]) AS event_type,
                     unnest($37::text[]) AS payload) e
-    RETURNING account_id, event_id, event_type, occurred_at
-), delivery AS (
-    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
-    SELECT e.account_id, uuid_v7(e.occurred_at), s.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
+    RETURNING account_id, event_id, event_type, occurred_at, payload
+), target AS (
+    SELECT e.account_id, e.event_id, e.occurred_at, s.subscription_id, webhook_filter_matches(s.filter_path, e.payload) AS wanted
     FROM event e
     JOIN webhook_subscriptions s ON s.account_id = e.account_id AND s.event_type = e.event_type AND s.status <> 'Removed'
     WHERE $38::bool
+), delivery AS (
+    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
+    SELECT account_id, uuid_v7(occurred_at), subscription_id, event_id, occurred_at, occurred_at, occurred_at
+    FROM target WHERE wanted
 )
-SELECT contact_id FROM c
+SELECT contact_id, ARRAY(SELECT subscription_id FROM target WHERE NOT wanted)::uuid[] AS filtered_out FROM c
 `
 
 type ContactCreateBatchResults struct {
@@ -115,11 +118,16 @@ type ContactCreateParams struct {
 	QueueDeliveries     bool
 }
 
+type ContactCreateRow struct {
+	ContactID   uuid.UUID
+	FilteredOut []uuid.UUID
+}
+
 // A new contact with its consent record and, when its address parsed, its first property, in
 // one statement (one round trip), with its events (TagsAdded when it has tags, ContactEnriched
 // when its email status was decided without DNS) and, with @queue_deliveries (the account may
 // subscribe to one of them), their deliveries to the account's live subscriptions of their
-// types, due at once. It is due for enrichment (@enrich_due_at) only while its email status is
+// types whose filters want them, due at once (filtered_out: the subscriptions that did not). It is due for enrichment (@enrich_due_at) only while its email status is
 // Pending: an address is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one email
 // resolve to exactly one winner without aborting the losers' transactions: a loser gets no
 // row and writes nothing. A contact whose email or phone the account suppresses
@@ -174,20 +182,20 @@ func (q *Queries) ContactCreate(ctx context.Context, arg []ContactCreateParams) 
 	return &ContactCreateBatchResults{br, len(arg), false}
 }
 
-func (b *ContactCreateBatchResults) QueryRow(f func(int, uuid.UUID, error)) {
+func (b *ContactCreateBatchResults) QueryRow(f func(int, ContactCreateRow, error)) {
 	defer b.br.Close()
 	for t := 0; t < b.tot; t++ {
-		var contact_id uuid.UUID
+		var i ContactCreateRow
 		if b.closed {
 			if f != nil {
-				f(t, contact_id, ErrBatchAlreadyClosed)
+				f(t, i, ErrBatchAlreadyClosed)
 			}
 			continue
 		}
 		row := b.br.QueryRow()
-		err := row.Scan(&contact_id)
+		err := row.Scan(&i.ContactID, &i.FilteredOut)
 		if f != nil {
-			f(t, contact_id, err)
+			f(t, i, err)
 		}
 	}
 }
@@ -388,15 +396,18 @@ WITH swapped AS (
     SELECT s.account_id, unnest($6::uuid[]), unnest($7::text[]), s.contact_id,
            unnest($8::text[])::json, $2
     FROM swapped s
-    RETURNING account_id, event_id, event_type, occurred_at
-), delivery AS (
-    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
-    SELECT e.account_id, uuid_v7(e.occurred_at), s.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
+    RETURNING account_id, event_id, event_type, occurred_at, payload
+), target AS (
+    SELECT e.account_id, e.event_id, e.occurred_at, s.subscription_id, webhook_filter_matches(s.filter_path, e.payload) AS wanted
     FROM events e
     JOIN webhook_subscriptions s ON s.account_id = e.account_id AND s.event_type = e.event_type AND s.status <> 'Removed'
     WHERE $9::bool
+), delivery AS (
+    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
+    SELECT account_id, uuid_v7(occurred_at), subscription_id, event_id, occurred_at, occurred_at, occurred_at
+    FROM target WHERE wanted
 )
-SELECT contact_id FROM swapped
+SELECT contact_id, ARRAY(SELECT subscription_id FROM target WHERE NOT wanted)::uuid[] AS filtered_out FROM swapped
 `
 
 type TagsSwapBatchResults struct {
@@ -417,10 +428,16 @@ type TagsSwapParams struct {
 	QueueDeliveries bool
 }
 
+type TagsSwapRow struct {
+	ContactID   uuid.UUID
+	FilteredOut []uuid.UUID
+}
+
 // Compare-and-swap: sets the tags only if they are still the ones the change was computed
 // from (no row otherwise), and records the change's events (TagsAdded, TagsRemoved) with it
 // and, with @queue_deliveries (the account may subscribe to one of them), their deliveries to
-// the account's live subscriptions of their types: a tag change needs no transaction and no
+// the account's live subscriptions of their types whose filters want them (filtered_out: the
+// subscriptions that did not): a tag change needs no transaction and no
 // lock, and goes to PostgreSQL with the other swaps in flight.
 func (q *Queries) TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapBatchResults {
 	batch := &pgx.Batch{}
@@ -442,20 +459,20 @@ func (q *Queries) TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapB
 	return &TagsSwapBatchResults{br, len(arg), false}
 }
 
-func (b *TagsSwapBatchResults) QueryRow(f func(int, uuid.UUID, error)) {
+func (b *TagsSwapBatchResults) QueryRow(f func(int, TagsSwapRow, error)) {
 	defer b.br.Close()
 	for t := 0; t < b.tot; t++ {
-		var contact_id uuid.UUID
+		var i TagsSwapRow
 		if b.closed {
 			if f != nil {
-				f(t, contact_id, ErrBatchAlreadyClosed)
+				f(t, i, ErrBatchAlreadyClosed)
 			}
 			continue
 		}
 		row := b.br.QueryRow()
-		err := row.Scan(&contact_id)
+		err := row.Scan(&i.ContactID, &i.FilteredOut)
 		if f != nil {
-			f(t, contact_id, err)
+			f(t, i, err)
 		}
 	}
 }

@@ -84,17 +84,23 @@ WITH input AS (
                unnest($40::uuid[]) AS contact_id,
                unnest($41::text[]) AS payload
     ) e JOIN c ON c.contact_id = e.contact_id
-    RETURNING account_id, event_id, event_type, occurred_at
-), delivery AS (
+    RETURNING account_id, event_id, event_type, contact_id, occurred_at, payload
+), target AS (
     -- with @queue_deliveries (the account may subscribe to one of the types), the events'
-    -- deliveries to its live subscriptions, as ContactCreate
-    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
-    SELECT e.account_id, uuid_v7(e.occurred_at), s.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
+    -- deliveries to its live subscriptions whose filters want them, as ContactCreate
+    SELECT e.account_id, e.event_id, e.contact_id, e.occurred_at, s.subscription_id, webhook_filter_matches(s.filter_path, e.payload) AS wanted
     FROM event e
     JOIN webhook_subscriptions s ON s.account_id = e.account_id AND s.event_type = e.event_type AND s.status <> 'Removed'
     WHERE $42::bool
+), delivery AS (
+    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
+    SELECT account_id, uuid_v7(occurred_at), subscription_id, event_id, occurred_at, occurred_at, occurred_at
+    FROM target WHERE wanted
 )
-SELECT c.contact_id FROM c
+SELECT c.contact_id, coalesce(f.filtered_out, '{}')::uuid[] AS filtered_out
+FROM c LEFT JOIN (
+    SELECT contact_id, array_agg(subscription_id) AS filtered_out FROM target WHERE NOT wanted GROUP BY contact_id
+) f ON f.contact_id = c.contact_id
 `
 
 type ContactCreateManyParams struct {
@@ -142,6 +148,11 @@ type ContactCreateManyParams struct {
 	QueueDeliveries      bool
 }
 
+type ContactCreateManyRow struct {
+	ContactID   uuid.UUID
+	FilteredOut []uuid.UUID
+}
+
 // A batch's new contacts in one statement (POST /contacts/batch, contactd import), each with
 // its consent record (the batch's origin), its first property and its events, due for
 // enrichment while its email status is Pending, as ContactCreate does for one. Each column
@@ -152,8 +163,8 @@ type ContactCreateManyParams struct {
 // keys in one order; ON CONFLICT DO NOTHING skips emails the account has (waiting first for a
 // transaction that has just inserted one), and contacts whose email or phone digest the
 // account suppresses are skipped too (a phone digest is NULL without a phone). Returns the
-// contacts inserted.
-func (q *Queries) ContactCreateMany(ctx context.Context, arg ContactCreateManyParams) ([]uuid.UUID, error) {
+// contacts inserted, each with the subscriptions whose filters left out its events.
+func (q *Queries) ContactCreateMany(ctx context.Context, arg ContactCreateManyParams) ([]ContactCreateManyRow, error) {
 	rows, err := q.db.Query(ctx, contactCreateMany,
 		arg.ContactIds,
 		arg.EmailDigests,
@@ -202,13 +213,13 @@ func (q *Queries) ContactCreateMany(ctx context.Context, arg ContactCreateManyPa
 		return nil, err
 	}
 	defer rows.Close()
-	var items []uuid.UUID
+	var items []ContactCreateManyRow
 	for rows.Next() {
-		var contact_id uuid.UUID
-		if err := rows.Scan(&contact_id); err != nil {
+		var i ContactCreateManyRow
+		if err := rows.Scan(&i.ContactID, &i.FilteredOut); err != nil {
 			return nil, err
 		}
-		items = append(items, contact_id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -290,4 +290,10 @@ type WebhookSubscription struct {
 	MaxPerSecond         *int32
 	NextSendAt           *time.Time
 	PausedAt             *time.Time
+	Filter               []byte
+	FilterPath           interface{}
+	FilteredEvents       int64
+	RemovedReason        *string
+	LastFailureAt        *time.Time
+	LastFailure          *string
 }

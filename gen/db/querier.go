@@ -45,7 +45,7 @@ type Querier interface {
 	// one statement (one round trip), with its events (TagsAdded when it has tags, ContactEnriched
 	// when its email status was decided without DNS) and, with @queue_deliveries (the account may
 	// subscribe to one of them), their deliveries to the account's live subscriptions of their
-	// types, due at once. It is due for enrichment (@enrich_due_at) only while its email status is
+	// types whose filters want them, due at once (filtered_out: the subscriptions that did not). It is due for enrichment (@enrich_due_at) only while its email status is
 	// Pending: an address is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one email
 	// resolve to exactly one winner without aborting the losers' transactions: a loser gets no
 	// row and writes nothing. A contact whose email or phone the account suppresses
@@ -62,8 +62,8 @@ type Querier interface {
 	// keys in one order; ON CONFLICT DO NOTHING skips emails the account has (waiting first for a
 	// transaction that has just inserted one), and contacts whose email or phone digest the
 	// account suppresses are skipped too (a phone digest is NULL without a phone). Returns the
-	// contacts inserted.
-	ContactCreateMany(ctx context.Context, arg ContactCreateManyParams) ([]uuid.UUID, error)
+	// contacts inserted, each with the subscriptions whose filters left out its events.
+	ContactCreateMany(ctx context.Context, arg ContactCreateManyParams) ([]ContactCreateManyRow, error)
 	// Properties and activities go with it (ON DELETE CASCADE), the consent record is on its row.
 	ContactDelete(ctx context.Context, arg ContactDeleteParams) (int64, error)
 	ContactEngagementSet(ctx context.Context, arg ContactEngagementSetParams) error
@@ -219,12 +219,16 @@ type Querier interface {
 	// Replaces the payloads of @event_ids with @payloads, one for one: an erased contact's events
 	// become tombstones.
 	EventsRedact(ctx context.Context, arg EventsRedactParams) (int64, error)
-	// Queues a delivery to the subscription of each of its type's events in [@since, @until), in
+	// Queues a delivery to the subscription of each of its type's events in [@since, @until) that
+	// its filter wants, in
 	// the feed's order (the due times one microsecond apart keep it), and counts them. No row
 	// when the subscription is not the account's; -1 when it is Removed. @since_id and @until_id
 	// bound the events' ids (of their time: a bit wider than the window, see delivery.Replay), so
 	// only the partitions of the window's days are read.
 	EventsReplay(ctx context.Context, arg EventsReplayParams) (int64, error)
+	// Whether a filter (compiled by webhook.ParseFilter) wants a payload: filter-test's answer,
+	// by the definition deliveries use.
+	FilterMatches(ctx context.Context, arg FilterMatchesParams) (bool, error)
 	// Stored bodies not sealed under the current key (@current_prefix, "v1.<key id>."), a page at
 	// a time in key order, for `contactd secrets rekey`.
 	IdempotencyBodiesToReseal(ctx context.Context, arg IdempotencyBodiesToResealParams) ([]IdempotencyBodiesToResealRow, error)
@@ -294,6 +298,8 @@ type Querier interface {
 	SubscriptionCountLive(ctx context.Context, arg SubscriptionCountLiveParams) (int64, error)
 	// The event types the account has live subscriptions to (webhook.Subscribers' cache).
 	SubscriptionEventTypesLive(ctx context.Context, accountID uuid.UUID) ([]string, error)
+	// Whether the subscription's own filter wants a payload (filter-test, by its stored form).
+	SubscriptionFilterMatches(ctx context.Context, arg SubscriptionFilterMatchesParams) (bool, error)
 	SubscriptionGet(ctx context.Context, arg SubscriptionGetParams) (WebhookSubscription, error)
 	// The account's subscriptions' attempts over a window: how many, how many succeeded, and
 	// their median and 95th-percentile latency.
@@ -303,8 +309,12 @@ type Querier interface {
 	SubscriptionHoldBack(ctx context.Context, arg SubscriptionHoldBackParams) error
 	SubscriptionInsert(ctx context.Context, arg SubscriptionInsertParams) (WebhookSubscription, error)
 	SubscriptionList(ctx context.Context, accountID uuid.UUID) ([]WebhookSubscription, error)
-	// The third failure in a row turns an Active subscription Failing.
-	SubscriptionRecordFailure(ctx context.Context, arg SubscriptionRecordFailureParams) error
+	// Records a failed attempt (@failure: "HTTP 503", or the error) on the subscription; the third
+	// failure in a row turns an Active subscription Failing, and then returns its row (to warn
+	// the account: SubscriptionFailing).
+	SubscriptionRecordFailure(ctx context.Context, arg SubscriptionRecordFailureParams) ([]SubscriptionRecordFailureRow, error)
+	// Removes the subscription for @reason (Deleted, Gone); removing it again keeps the first
+	// removal's reason and time.
 	SubscriptionRemove(ctx context.Context, arg SubscriptionRemoveParams) (int64, error)
 	// Replaces the subscription's secret; the one it replaces signs too until @previous_until.
 	SubscriptionRotateSecret(ctx context.Context, arg SubscriptionRotateSecretParams) (uuid.UUID, error)
@@ -314,6 +324,8 @@ type Querier interface {
 	// A page of subscriptions whose secrets are in clear or sealed under another key than
 	// @current_key_id, after (@after_account, @after_subscription).
 	SubscriptionSecretsToSeal(ctx context.Context, arg SubscriptionSecretsToSealParams) ([]SubscriptionSecretsToSealRow, error)
+	// Sets (or, NULL, lifts) the subscription's filter: the events it queues from now on.
+	SubscriptionSetFilter(ctx context.Context, arg SubscriptionSetFilterParams) (WebhookSubscription, error)
 	// Pauses the subscription (its deliveries wait) or resumes it (they go at once).
 	SubscriptionSetPaused(ctx context.Context, arg SubscriptionSetPausedParams) (WebhookSubscription, error)
 	// Sets (or, NULL, lifts) the subscription's throttle; a held-back send time of the old pace
@@ -322,7 +334,12 @@ type Querier interface {
 	// Tells every contactd process (webhook.Subscribers) that the account's live subscriptions
 	// changed; '' means any account. Delivered at commit.
 	SubscriptionsChangedNotify(ctx context.Context, accountID string) error
-	SubscriptionsForEvent(ctx context.Context, arg SubscriptionsForEventParams) ([]uuid.UUID, error)
+	// Adds a process's tally of filtered-out events to its subscriptions' counts, in id order
+	// (so two processes' flushes never wait on each other both ways).
+	SubscriptionsCountFiltered(ctx context.Context, arg SubscriptionsCountFilteredParams) error
+	// The account's live subscriptions of the event's type, and whether each one's filter wants
+	// its payload.
+	SubscriptionsForEvent(ctx context.Context, arg SubscriptionsForEventParams) ([]SubscriptionsForEventRow, error)
 	// Maintenance across accounts: Failing subscriptions without a success since the cutoff
 	// are removed.
 	SubscriptionsSweepFailing(ctx context.Context, arg SubscriptionsSweepFailingParams) (int64, error)
@@ -340,7 +357,8 @@ type Querier interface {
 	// Compare-and-swap: sets the tags only if they are still the ones the change was computed
 	// from (no row otherwise), and records the change's events (TagsAdded, TagsRemoved) with it
 	// and, with @queue_deliveries (the account may subscribe to one of them), their deliveries to
-	// the account's live subscriptions of their types: a tag change needs no transaction and no
+	// the account's live subscriptions of their types whose filters want them (filtered_out: the
+	// subscriptions that did not): a tag change needs no transaction and no
 	// lock, and goes to PostgreSQL with the other swaps in flight.
 	TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapBatchResults
 }

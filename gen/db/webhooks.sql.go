@@ -12,6 +12,24 @@ import (
 	"github.com/google/uuid"
 )
 
+const filterMatches = `-- name: FilterMatches :one
+SELECT webhook_filter_matches(($1::text)::jsonpath, ($2::text)::json)::boolean AS matches
+`
+
+type FilterMatchesParams struct {
+	FilterPath string
+	Payload    string
+}
+
+// Whether a filter (compiled by webhook.ParseFilter) wants a payload: filter-test's answer,
+// by the definition deliveries use.
+func (q *Queries) FilterMatches(ctx context.Context, arg FilterMatchesParams) (bool, error) {
+	row := q.db.QueryRow(ctx, filterMatches, arg.FilterPath, arg.Payload)
+	var matches bool
+	err := row.Scan(&matches)
+	return matches, err
+}
+
 const subscriptionCountLive = `-- name: SubscriptionCountLive :one
 SELECT count(*) FROM webhook_subscriptions
 WHERE account_id = $1 AND event_type = $2 AND status <> 'Removed'
@@ -55,8 +73,27 @@ func (q *Queries) SubscriptionEventTypesLive(ctx context.Context, accountID uuid
 	return items, nil
 }
 
+const subscriptionFilterMatches = `-- name: SubscriptionFilterMatches :one
+SELECT webhook_filter_matches(filter_path, ($1::text)::json)::boolean AS matches
+FROM webhook_subscriptions WHERE account_id = $2 AND subscription_id = $3
+`
+
+type SubscriptionFilterMatchesParams struct {
+	Payload        string
+	AccountID      uuid.UUID
+	SubscriptionID uuid.UUID
+}
+
+// Whether the subscription's own filter wants a payload (filter-test, by its stored form).
+func (q *Queries) SubscriptionFilterMatches(ctx context.Context, arg SubscriptionFilterMatchesParams) (bool, error) {
+	row := q.db.QueryRow(ctx, subscriptionFilterMatches, arg.Payload, arg.AccountID, arg.SubscriptionID)
+	var matches bool
+	err := row.Scan(&matches)
+	return matches, err
+}
+
 const subscriptionGet = `-- name: SubscriptionGet :one
-SELECT account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at FROM webhook_subscriptions WHERE account_id = $1 AND subscription_id = $2
+SELECT account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at, filter, filter_path, filtered_events, removed_reason, last_failure_at, last_failure FROM webhook_subscriptions WHERE account_id = $1 AND subscription_id = $2
 `
 
 type SubscriptionGetParams struct {
@@ -85,15 +122,22 @@ func (q *Queries) SubscriptionGet(ctx context.Context, arg SubscriptionGetParams
 		&i.MaxPerSecond,
 		&i.NextSendAt,
 		&i.PausedAt,
+		&i.Filter,
+		&i.FilterPath,
+		&i.FilteredEvents,
+		&i.RemovedReason,
+		&i.LastFailureAt,
+		&i.LastFailure,
 	)
 	return i, err
 }
 
 const subscriptionInsert = `-- name: SubscriptionInsert :one
 INSERT INTO webhook_subscriptions (
-    account_id, subscription_id, url, event_type, secret_sealed, max_per_second, created_at, updated_at
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
-RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at
+    account_id, subscription_id, url, event_type, secret_sealed, max_per_second, filter, filter_path, created_at, updated_at
+) VALUES ($1, $2, $3, $4, $5, $6,
+          $7::jsonb, ($8::text)::jsonpath, $9, $9)
+RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at, filter, filter_path, filtered_events, removed_reason, last_failure_at, last_failure
 `
 
 type SubscriptionInsertParams struct {
@@ -103,6 +147,8 @@ type SubscriptionInsertParams struct {
 	EventType      string
 	SecretSealed   *string
 	MaxPerSecond   *int32
+	Filter         []byte
+	FilterPath     *string
 	CreatedAt      time.Time
 }
 
@@ -114,6 +160,8 @@ func (q *Queries) SubscriptionInsert(ctx context.Context, arg SubscriptionInsert
 		arg.EventType,
 		arg.SecretSealed,
 		arg.MaxPerSecond,
+		arg.Filter,
+		arg.FilterPath,
 		arg.CreatedAt,
 	)
 	var i WebhookSubscription
@@ -135,12 +183,18 @@ func (q *Queries) SubscriptionInsert(ctx context.Context, arg SubscriptionInsert
 		&i.MaxPerSecond,
 		&i.NextSendAt,
 		&i.PausedAt,
+		&i.Filter,
+		&i.FilterPath,
+		&i.FilteredEvents,
+		&i.RemovedReason,
+		&i.LastFailureAt,
+		&i.LastFailure,
 	)
 	return i, err
 }
 
 const subscriptionList = `-- name: SubscriptionList :many
-SELECT account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at FROM webhook_subscriptions
+SELECT account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at, filter, filter_path, filtered_events, removed_reason, last_failure_at, last_failure FROM webhook_subscriptions
 WHERE account_id = $1
 ORDER BY created_at DESC, subscription_id DESC
 `
@@ -172,6 +226,12 @@ func (q *Queries) SubscriptionList(ctx context.Context, accountID uuid.UUID) ([]
 			&i.MaxPerSecond,
 			&i.NextSendAt,
 			&i.PausedAt,
+			&i.Filter,
+			&i.FilterPath,
+			&i.FilteredEvents,
+			&i.RemovedReason,
+			&i.LastFailureAt,
+			&i.LastFailure,
 		); err != nil {
 			return nil, err
 		}
@@ -183,51 +243,152 @@ func (q *Queries) SubscriptionList(ctx context.Context, accountID uuid.UUID) ([]
 	return items, nil
 }
 
-const subscriptionRecordFailure = `-- name: SubscriptionRecordFailure :exec
+const subscriptionRecordFailure = `-- name: SubscriptionRecordFailure :many
 UPDATE webhook_subscriptions
-SET consecutive_failures = consecutive_failures + 1,
-    status = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= $1::int THEN 'Failing' ELSE status END,
-    failing_since = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= $1::int THEN $2 ELSE failing_since END,
-    updated_at = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= $1::int THEN $2 ELSE updated_at END
-WHERE account_id = $3 AND subscription_id = $4 AND status <> 'Removed'
+SET consecutive_failures = consecutive_failures + 1, last_failure_at = $1, last_failure = $2::text,
+    status = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= $3::int THEN 'Failing' ELSE status END,
+    failing_since = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= $3::int THEN $1 ELSE failing_since END,
+    updated_at = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= $3::int THEN $1 ELSE updated_at END
+WHERE account_id = $4 AND subscription_id = $5 AND status <> 'Removed'
+RETURNING subscription_id, event_type, last_success_at, created_at, consecutive_failures,
+    $2::text AS failure, (status = 'Failing' AND failing_since IS NOT DISTINCT FROM $1)::boolean AS turned_failing
 `
 
 type SubscriptionRecordFailureParams struct {
-	FailingAfter   int32
 	Now            *time.Time
+	Failure        string
+	FailingAfter   int32
 	AccountID      uuid.UUID
 	SubscriptionID uuid.UUID
 }
 
-// The third failure in a row turns an Active subscription Failing.
-func (q *Queries) SubscriptionRecordFailure(ctx context.Context, arg SubscriptionRecordFailureParams) error {
-	_, err := q.db.Exec(ctx, subscriptionRecordFailure,
-		arg.FailingAfter,
+type SubscriptionRecordFailureRow struct {
+	SubscriptionID      uuid.UUID
+	EventType           string
+	LastSuccessAt       *time.Time
+	CreatedAt           time.Time
+	ConsecutiveFailures int32
+	Failure             string
+	TurnedFailing       bool
+}
+
+// Records a failed attempt (@failure: "HTTP 503", or the error) on the subscription; the third
+// failure in a row turns an Active subscription Failing, and then returns its row (to warn
+// the account: SubscriptionFailing).
+func (q *Queries) SubscriptionRecordFailure(ctx context.Context, arg SubscriptionRecordFailureParams) ([]SubscriptionRecordFailureRow, error) {
+	rows, err := q.db.Query(ctx, subscriptionRecordFailure,
 		arg.Now,
+		arg.Failure,
+		arg.FailingAfter,
 		arg.AccountID,
 		arg.SubscriptionID,
 	)
-	return err
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SubscriptionRecordFailureRow
+	for rows.Next() {
+		var i SubscriptionRecordFailureRow
+		if err := rows.Scan(
+			&i.SubscriptionID,
+			&i.EventType,
+			&i.LastSuccessAt,
+			&i.CreatedAt,
+			&i.ConsecutiveFailures,
+			&i.Failure,
+			&i.TurnedFailing,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const subscriptionRemove = `-- name: SubscriptionRemove :execrows
 UPDATE webhook_subscriptions
-SET status = 'Removed', updated_at = CASE WHEN status = 'Removed' THEN updated_at ELSE $1 END
-WHERE account_id = $2 AND subscription_id = $3
+SET status = 'Removed', updated_at = CASE WHEN status = 'Removed' THEN updated_at ELSE $1 END,
+    removed_reason = CASE WHEN status = 'Removed' THEN removed_reason ELSE $2::text END
+WHERE account_id = $3 AND subscription_id = $4
 `
 
 type SubscriptionRemoveParams struct {
+	Now            time.Time
+	Reason         string
+	AccountID      uuid.UUID
+	SubscriptionID uuid.UUID
+}
+
+// Removes the subscription for @reason (Deleted, Gone); removing it again keeps the first
+// removal's reason and time.
+func (q *Queries) SubscriptionRemove(ctx context.Context, arg SubscriptionRemoveParams) (int64, error) {
+	result, err := q.db.Exec(ctx, subscriptionRemove,
+		arg.Now,
+		arg.Reason,
+		arg.AccountID,
+		arg.SubscriptionID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const subscriptionSetFilter = `-- name: SubscriptionSetFilter :one
+UPDATE webhook_subscriptions
+SET filter = $1::jsonb, filter_path = ($2::text)::jsonpath, updated_at = $3
+WHERE account_id = $4 AND subscription_id = $5
+RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at, filter, filter_path, filtered_events, removed_reason, last_failure_at, last_failure
+`
+
+type SubscriptionSetFilterParams struct {
+	Filter         []byte
+	FilterPath     *string
 	Now            time.Time
 	AccountID      uuid.UUID
 	SubscriptionID uuid.UUID
 }
 
-func (q *Queries) SubscriptionRemove(ctx context.Context, arg SubscriptionRemoveParams) (int64, error) {
-	result, err := q.db.Exec(ctx, subscriptionRemove, arg.Now, arg.AccountID, arg.SubscriptionID)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+// Sets (or, NULL, lifts) the subscription's filter: the events it queues from now on.
+func (q *Queries) SubscriptionSetFilter(ctx context.Context, arg SubscriptionSetFilterParams) (WebhookSubscription, error) {
+	row := q.db.QueryRow(ctx, subscriptionSetFilter,
+		arg.Filter,
+		arg.FilterPath,
+		arg.Now,
+		arg.AccountID,
+		arg.SubscriptionID,
+	)
+	var i WebhookSubscription
+	err := row.Scan(
+		&i.AccountID,
+		&i.SubscriptionID,
+		&i.Url,
+		&i.EventType,
+		&i.Status,
+		&i.Secret,
+		&i.ConsecutiveFailures,
+		&i.LastSuccessAt,
+		&i.FailingSince,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.SecretSealed,
+		&i.PreviousSecretSealed,
+		&i.PreviousSecretUntil,
+		&i.MaxPerSecond,
+		&i.NextSendAt,
+		&i.PausedAt,
+		&i.Filter,
+		&i.FilterPath,
+		&i.FilteredEvents,
+		&i.RemovedReason,
+		&i.LastFailureAt,
+		&i.LastFailure,
+	)
+	return i, err
 }
 
 const subscriptionSetPaused = `-- name: SubscriptionSetPaused :one
@@ -236,7 +397,7 @@ SET paused_at = CASE WHEN $1::boolean THEN coalesce(paused_at, $2::timestamptz) 
     next_send_at = CASE WHEN $1::boolean THEN '9999-12-31 00:00:00+00'::timestamptz END,
     updated_at = $2::timestamptz
 WHERE account_id = $3 AND subscription_id = $4
-RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at
+RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at, filter, filter_path, filtered_events, removed_reason, last_failure_at, last_failure
 `
 
 type SubscriptionSetPausedParams struct {
@@ -273,6 +434,12 @@ func (q *Queries) SubscriptionSetPaused(ctx context.Context, arg SubscriptionSet
 		&i.MaxPerSecond,
 		&i.NextSendAt,
 		&i.PausedAt,
+		&i.Filter,
+		&i.FilterPath,
+		&i.FilteredEvents,
+		&i.RemovedReason,
+		&i.LastFailureAt,
+		&i.LastFailure,
 	)
 	return i, err
 }
@@ -282,7 +449,7 @@ UPDATE webhook_subscriptions
 SET max_per_second = $1,
     next_send_at = CASE WHEN paused_at IS NULL THEN NULL ELSE '9999-12-31 00:00:00+00'::timestamptz END, updated_at = $2
 WHERE account_id = $3 AND subscription_id = $4
-RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at
+RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at, filter, filter_path, filtered_events, removed_reason, last_failure_at, last_failure
 `
 
 type SubscriptionSetThrottleParams struct {
@@ -320,6 +487,12 @@ func (q *Queries) SubscriptionSetThrottle(ctx context.Context, arg SubscriptionS
 		&i.MaxPerSecond,
 		&i.NextSendAt,
 		&i.PausedAt,
+		&i.Filter,
+		&i.FilterPath,
+		&i.FilteredEvents,
+		&i.RemovedReason,
+		&i.LastFailureAt,
+		&i.LastFailure,
 	)
 	return i, err
 }
@@ -335,30 +508,60 @@ func (q *Queries) SubscriptionsChangedNotify(ctx context.Context, accountID stri
 	return err
 }
 
+const subscriptionsCountFiltered = `-- name: SubscriptionsCountFiltered :exec
+UPDATE webhook_subscriptions s SET filtered_events = s.filtered_events + t.n
+FROM (SELECT unnest($1::uuid[]) AS account_id, unnest($2::uuid[]) AS subscription_id,
+             unnest($3::bigint[]) AS n
+      ORDER BY 1, 2) t
+WHERE s.account_id = t.account_id AND s.subscription_id = t.subscription_id
+`
+
+type SubscriptionsCountFilteredParams struct {
+	AccountIds      []uuid.UUID
+	SubscriptionIds []uuid.UUID
+	Counts          []int64
+}
+
+// Adds a process's tally of filtered-out events to its subscriptions' counts, in id order
+// (so two processes' flushes never wait on each other both ways).
+func (q *Queries) SubscriptionsCountFiltered(ctx context.Context, arg SubscriptionsCountFilteredParams) error {
+	_, err := q.db.Exec(ctx, subscriptionsCountFiltered, arg.AccountIds, arg.SubscriptionIds, arg.Counts)
+	return err
+}
+
 const subscriptionsForEvent = `-- name: SubscriptionsForEvent :many
-SELECT subscription_id FROM webhook_subscriptions
-WHERE account_id = $1 AND event_type = $2 AND status <> 'Removed'
+SELECT subscription_id, webhook_filter_matches(filter_path, ($1::text)::json)::boolean AS wanted
+FROM webhook_subscriptions
+WHERE account_id = $2 AND event_type = $3 AND status <> 'Removed'
 ORDER BY subscription_id
 `
 
 type SubscriptionsForEventParams struct {
+	Payload   string
 	AccountID uuid.UUID
 	EventType string
 }
 
-func (q *Queries) SubscriptionsForEvent(ctx context.Context, arg SubscriptionsForEventParams) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, subscriptionsForEvent, arg.AccountID, arg.EventType)
+type SubscriptionsForEventRow struct {
+	SubscriptionID uuid.UUID
+	Wanted         bool
+}
+
+// The account's live subscriptions of the event's type, and whether each one's filter wants
+// its payload.
+func (q *Queries) SubscriptionsForEvent(ctx context.Context, arg SubscriptionsForEventParams) ([]SubscriptionsForEventRow, error) {
+	rows, err := q.db.Query(ctx, subscriptionsForEvent, arg.Payload, arg.AccountID, arg.EventType)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []uuid.UUID
+	var items []SubscriptionsForEventRow
 	for rows.Next() {
-		var subscription_id uuid.UUID
-		if err := rows.Scan(&subscription_id); err != nil {
+		var i SubscriptionsForEventRow
+		if err := rows.Scan(&i.SubscriptionID, &i.Wanted); err != nil {
 			return nil, err
 		}
-		items = append(items, subscription_id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -368,7 +571,7 @@ func (q *Queries) SubscriptionsForEvent(ctx context.Context, arg SubscriptionsFo
 
 const subscriptionsSweepFailing = `-- name: SubscriptionsSweepFailing :execrows
 UPDATE webhook_subscriptions
-SET status = 'Removed', updated_at = $1
+SET status = 'Removed', updated_at = $1, removed_reason = 'FailingTooLong'
 WHERE status = 'Failing' AND coalesce(last_success_at, created_at) < $2
 `
 

@@ -124,6 +124,8 @@ type Services struct {
 	Metrics      *metrics.Metrics
 	// Subscribers caches which event types each account subscribes to.
 	Subscribers *webhook.Subscribers
+	// Filtered counts the events subscriptions' filters leave out, into their rows.
+	Filtered *webhook.FilterTally
 	// Periodic runs the maintenance tasks, once per interval across all processes.
 	Periodic *queue.Periodic
 	// Secrets keeps the signing secrets, sealed.
@@ -151,13 +153,14 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	secrets := webhook.NewSecrets(st, keys, Now)
 	keyring := auth.NewService(st, Now)
 	eventFeed := feed.New(st, cfg.EventRetention, Now, log)
+	filtered := webhook.NewFilterTally(st, m.FilteredOut)
 	deliveries := delivery.New(st, delivery.Options{
 		Timeout: cfg.WebhookTimeout, AllowedNetworks: cfg.WebhookAllowedNetworks, Workers: cfg.WebhookWorkers,
 		MaxInFlight: cfg.WebhookMaxInFlight, RescueAfter: cfg.WebhookRescueAfter, Now: Now, Log: log, Metrics: m, Secrets: secrets,
-		Live: keyring.IsLive,
+		Live: keyring.IsLive, Filtered: filtered,
 	})
 	subs := webhook.NewSubscribers(st, Now)
-	events := webhook.NewEmitter(deliveries, subs)
+	events := webhook.NewEmitter(deliveries, subs, filtered)
 	enricher := enrich.New(st, events, enrich.Options{Resolver: net.DefaultResolver, Now: Now, Log: log})
 	idem := idempotency.New(st, keys, Now, log)
 	suppressions := suppress.New(st, keys, Now)
@@ -180,6 +183,7 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 		Enrich:       enricher,
 		Metrics:      m,
 		Subscribers:  subs,
+		Filtered:     filtered,
 		Periodic:     queue.NewPeriodic(st, Now, log, deliveries.SweepTask(), eventFeed.PruneTask(), idem.PruneTask(), cons.PruneTask()),
 		Events:       eventFeed,
 		Idempotency:  idem,
@@ -194,6 +198,7 @@ func (s *Services) StartWorkers() {
 	s.Deliveries.Start()
 	s.Enrich.Start()
 	s.Periodic.Start()
+	s.Filtered.Start(time.Second)
 }
 
 // StopWorkers lets work in progress finish within ctx; what does not is cancelled and picked
@@ -205,7 +210,7 @@ func (s *Services) StopWorkers(ctx context.Context) error {
 	wg.Go(func() { periodicErr = s.Periodic.Stop(ctx) })
 	err := s.Deliveries.Stop(ctx)
 	wg.Wait()
-	return errors.Join(err, enrichErr, periodicErr)
+	return errors.Join(err, enrichErr, periodicErr, s.Filtered.Stop(ctx))
 }
 
 // Listen keeps the in-process caches (API keys, subscribed event types) in step with changes

@@ -62,7 +62,7 @@ func subscribe(t *testing.T, dbURL, key, account string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Webhooks.Create(ctx, id, "https://hooks.example.com/x", webhook.TagsAdded, nil); err != nil {
+	if _, err := svc.Webhooks.Create(ctx, id, webhook.NewSubscription{URL: "https://hooks.example.com/x", EventType: webhook.TagsAdded}); err != nil {
 		t.Fatal(err)
 	}
 	if got := storedResponse(t, svc, id); got != "the first answer" {

@@ -7,10 +7,12 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
+	"encoding/json"
 	"errors"
 	"html/template"
 	"io/fs"
@@ -99,6 +101,19 @@ func New(d Deps) (*Console, error) {
 			return *s
 		},
 		"ms": func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + " ms" },
+		// json is a value indented for reading (a raw JSON value is indented as it is)
+		"json": func(v any) (string, error) {
+			var b []byte
+			var err error
+			if raw, ok := v.(json.RawMessage); ok {
+				var out bytes.Buffer
+				err = json.Indent(&out, raw, "", "  ")
+				b = out.Bytes()
+			} else {
+				b, err = json.MarshalIndent(v, "", "  ")
+			}
+			return string(b), err
+		},
 		"pct": func(n, of int) int {
 			if of == 0 {
 				return 0
@@ -106,7 +121,7 @@ func New(d Deps) (*Console, error) {
 			return n * 100 / of
 		},
 	}
-	for _, page := range []string{"login", "contacts", "contact", "webhooks", "webhook", "error"} {
+	for _, page := range []string{"login", "contacts", "contact", "webhooks", "webhook", "eventtypes", "error"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, err
@@ -136,6 +151,7 @@ func (c *Console) Register(e *echo.Echo, bodyLimit, rateLimit echo.MiddlewareFun
 	signedIn.POST("/contacts/:id/properties/:property/archive", c.archiveProperty, c.sameOrigin, c.csrf, c.scope("contacts:write"))
 	signedIn.GET("/webhooks", c.webhooksPage, c.scope("webhooks:read"))
 	signedIn.GET("/webhooks/:id", c.webhookPage, c.scope("webhooks:read"))
+	signedIn.GET("/event-types", c.eventTypesPage, c.scope("webhooks:read"))
 	signedIn.POST("/webhooks/:id/deliveries/:delivery/redeliver", c.redeliver, c.sameOrigin, c.csrf, c.scope("webhooks:write"))
 	signedIn.POST("/webhooks/:id/secret", c.rotate, c.sameOrigin, c.csrf, c.scope("webhooks:write"))
 	signedIn.POST("/webhooks/:id/delete", c.remove, c.sameOrigin, c.csrf, c.scope("webhooks:write"))

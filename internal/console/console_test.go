@@ -382,3 +382,69 @@ func createContact(t *testing.T, a *testkit.API, key, email string) string {
 
 // passThrough stands for the API's guards where a test only lists the console's routes.
 func passThrough(next echo.HandlerFunc) echo.HandlerFunc { return next }
+
+// The console shows a subscription's filter and what it left out, and the event catalog.
+func TestConsoleShowsFiltersAndTheCatalog(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	var sub struct {
+		SubscriptionId string `json:"subscriptionId"`
+	}
+	a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": "https://hooks.example.com/vip", "eventType": "TagsAdded",
+		"filter": map[string]any{"data.tagsAddedInfo.tagsAdded": "vip"}}).JSON(t, &sub)
+	if r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "cold@example.com", "tags": []string{"cold"}}); r.Status != 200 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	if err := a.Svc.Filtered.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b := &browser{t: t, base: a.URL}
+	b.signIn(key)
+	p := b.do("GET", "/console/webhooks/"+sub.SubscriptionId, nil)
+	if p.status != 200 || !strings.Contains(p.body, "<dt>Events filtered out</dt><dd>1 (no delivery") ||
+		!strings.Contains(p.body, `<code>{&#34;data.tagsAddedInfo.tagsAdded&#34;: &#34;vip&#34;}</code>`) {
+		t.Errorf("the subscription's page: %d\n%s", p.status, p.body)
+	}
+	p = b.do("GET", "/console/event-types", nil)
+	for _, want := range []string{`<h2 id="type-TagsAdded">TagsAdded</h2>`, `<h2 id="type-ContactsMerged">ContactsMerged</h2>`,
+		"Tags were added to a contact", "data.tagsAddedInfo", `&#34;$schema&#34;`} {
+		if p.status != 200 || !strings.Contains(p.body, want) {
+			t.Errorf("the event types page lacks %s: %d", want, p.status)
+		}
+	}
+}
+
+// A Failing subscription shows a banner on the webhooks page and its own, with when it will be
+// removed; a removed one says why.
+func TestConsoleWarnsOfFailingSubscriptions(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	var sub struct {
+		SubscriptionId string `json:"subscriptionId"`
+	}
+	a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": "https://hooks.example.com/down", "eventType": "TagsAdded"}).JSON(t, &sub)
+	if _, err := testkit.Pool(a.Store).Exec(context.Background(), `UPDATE webhook_subscriptions SET status = 'Failing', consecutive_failures = 3,
+		failing_since = '2030-01-01T00:00:00Z', last_failure_at = '2030-01-01T00:00:00Z', last_failure = 'HTTP 503',
+		created_at = '2029-12-31T00:00:00Z'`); err != nil {
+		t.Fatal(err)
+	}
+	b := &browser{t: t, base: a.URL}
+	b.signIn(key)
+	for _, path := range []string{"/console/webhooks", "/console/webhooks/" + sub.SubscriptionId} {
+		p := b.do("GET", path, nil)
+		if p.status != 200 || !strings.Contains(p.body, `class="banner warning" role="alert"`) || !strings.Contains(p.body, "2030-01-05") {
+			t.Errorf("%s: no banner with the removal date: %d\n%s", path, p.status, p.body)
+		}
+	}
+	if p := b.do("GET", "/console/webhooks/"+sub.SubscriptionId, nil); !strings.Contains(p.body, "3 failures in a row") || !strings.Contains(p.body, "(HTTP 503)") {
+		t.Errorf("the health line is missing:\n%s", p.body)
+	}
+	if r := a.Do("DELETE", "/public/v1/webhooks/"+sub.SubscriptionId, key, nil); r.Status != 204 {
+		t.Fatal(r.Status)
+	}
+	if p := b.do("GET", "/console/webhooks/"+sub.SubscriptionId, nil); strings.Contains(p.body, "banner warning") || !strings.Contains(p.body, "· deleted") {
+		t.Errorf("a deleted subscription's page:\n%s", p.body)
+	}
+}

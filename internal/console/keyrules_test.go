@@ -59,6 +59,7 @@ var consoleScopes = map[string]string{
 	"POST /console/contacts/:id/properties/:property/archive":   "contacts:write",
 	"GET /console/webhooks":                                     "webhooks:read",
 	"GET /console/webhooks/:id":                                 "webhooks:read",
+	"GET /console/event-types":                                  "webhooks:read",
 	"POST /console/webhooks/:id/deliveries/:delivery/redeliver": "webhooks:write",
 	"POST /console/webhooks/:id/secret":                         "webhooks:write",
 	"POST /console/webhooks/:id/delete":                         "webhooks:write",

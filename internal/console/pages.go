@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/contactd/contactd/internal/apicore"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/webhook"
@@ -188,6 +189,15 @@ func (c *Console) showWebhook(ec echo.Context, secret string) error {
 	}
 	return c.render(ec, http.StatusOK, "webhook", map[string]any{"Title": sub.URL, "S": sub, "Health": byID[sub.ID],
 		"Attempts": attempts, "Secret": secret, "CanWrite": s.Has("webhooks:write")})
+}
+
+// eventTypesPage is the event catalog, as GET /public/v1/event-types serves it.
+func (c *Console) eventTypesPage(ec echo.Context) error {
+	catalog, err := apicore.Catalog()
+	if err != nil {
+		return c.failed(ec, err)
+	}
+	return c.render(ec, http.StatusOK, "eventtypes", map[string]any{"Title": "Event types", "Types": catalog.Types})
 }
 
 func (c *Console) redeliver(ec echo.Context) error {

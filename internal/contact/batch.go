@@ -117,12 +117,15 @@ func (s *Service) batchRound(ctx context.Context, tx store.Tx, accountID uuid.UU
 		ps[i] = createParams(accountID, it.c, it.in, it.events)
 		ps[i].SuppressionDigests, ps[i].QueueDeliveries = it.digests, queue
 	}
-	inserted, err := createMany(ctx, tx.Queries, ps)
+	inserted, filteredOut, err := createMany(ctx, tx.Queries, ps)
 	if err != nil {
 		return err
 	}
 	if queue && len(inserted) > 0 {
 		tx.AfterCommit(s.events.Queued)
+	}
+	if len(filteredOut) > 0 {
+		tx.AfterCommit(func() { s.events.FilteredOut(accountID, filteredOut) })
 	}
 	var existing []batchItem
 	for _, it := range round {

@@ -11,20 +11,22 @@ import (
 
 // createMany inserts the contacts of ps (one account, one origin, one time: a batch) with
 // their events, and their deliveries when the first of ps asks to queue them, in one
-// statement, and reports which it inserted: the others' emails were taken.
-func createMany(ctx context.Context, q *db.Queries, ps []db.ContactCreateParams) (map[uuid.UUID]bool, error) {
+// statement, and reports which it inserted (the others' emails were taken) and, one for each
+// event, the subscriptions whose filters left out an event of theirs.
+func createMany(ctx context.Context, q *db.Queries, ps []db.ContactCreateParams) (inserted map[uuid.UUID]bool, filteredOut []uuid.UUID, err error) {
 	if len(ps) == 0 {
-		return map[uuid.UUID]bool{}, nil
+		return map[uuid.UUID]bool{}, nil, nil
 	}
-	ids, err := q.ContactCreateMany(ctx, manyParams(ps))
+	rows, err := q.ContactCreateMany(ctx, manyParams(ps))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	inserted := make(map[uuid.UUID]bool, len(ids))
-	for _, id := range ids {
-		inserted[id] = true
+	inserted = make(map[uuid.UUID]bool, len(rows))
+	for _, row := range rows {
+		inserted[row.ContactID] = true
+		filteredOut = append(filteredOut, row.FilteredOut...)
 	}
-	return inserted, nil
+	return inserted, filteredOut, nil
 }
 
 // manyParams lays ps out as ContactCreateMany's columns: an element per contact, and per

@@ -76,8 +76,8 @@ type Service struct {
 	events    *webhook.Emitter
 	now       func() time.Time
 	publicURL string
-	creates   *store.Group[db.ContactCreateParams, returned[uuid.UUID]]
-	tagSwaps  *store.Group[db.TagsSwapParams, returned[uuid.UUID]]
+	creates   *store.Group[db.ContactCreateParams, returned[db.ContactCreateRow]]
+	tagSwaps  *store.Group[db.TagsSwapParams, returned[db.TagsSwapRow]]
 	byID      *store.Group[db.ContactGetByIDParams, returned[db.ContactRow]]
 	byEmail   *store.Group[db.ContactGetByEmailParams, returned[db.ContactRow]]
 	// listing gives list pages their turns: see Options.ListConcurrency.

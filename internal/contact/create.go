@@ -126,8 +126,12 @@ func (s *Service) newContact(in CreateInput, now time.Time) (Contact, []string, 
 // (ContactSuppressed).
 func (s *Service) insert(ctx context.Context, p db.ContactCreateParams) error {
 	inserted, err := s.creates.Do(ctx, p)
-	if err != nil || inserted.ok {
+	if err != nil {
 		return err
+	}
+	if inserted.ok {
+		s.events.FilteredOut(p.AccountID, inserted.row.FilteredOut)
+		return nil
 	}
 	var existing uuid.UUID
 	err = s.store.Do(ctx, func(q *db.Queries) error {
@@ -184,13 +188,15 @@ func createParams(accountID uuid.UUID, c Contact, in CreateInput, events []webho
 // createContacts sends ContactCreate for each of ps as one batch: whether each inserted its
 // contact (no row: its email was taken), or the error that failed the batch, which then
 // wrote nothing. In email order: ON CONFLICT waits for an uncommitted insert of its key.
-func createContacts(ctx context.Context, q *db.Queries, ps []db.ContactCreateParams) ([]returned[uuid.UUID], error) {
+func createContacts(ctx context.Context, q *db.Queries, ps []db.ContactCreateParams) ([]returned[db.ContactCreateRow], error) {
 	return returnedRows(ps, func(a, b db.ContactCreateParams) int {
 		if c := compareIDs(a.AccountID, b.AccountID); c != 0 {
 			return c
 		}
 		return strings.Compare(a.EmailKey, b.EmailKey)
-	}, func(sorted []db.ContactCreateParams) rowBatch[uuid.UUID] { return q.ContactCreate(ctx, sorted) })
+	}, func(sorted []db.ContactCreateParams) rowBatch[db.ContactCreateRow] {
+		return q.ContactCreate(ctx, sorted)
+	})
 }
 
 func insertProperty(ctx context.Context, tx store.Tx, accountID, contactID uuid.UUID, p Property, raw string, now time.Time) error {

@@ -167,6 +167,7 @@ func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []
 		swapped, err := s.tagSwaps.Do(ctx, p)
 		if err == nil && swapped.ok && p.QueueDeliveries {
 			s.events.Queued()
+			s.events.FilteredOut(accountID, swapped.row.FilteredOut)
 		}
 		if err != nil || swapped.ok {
 			return c.tags, err
@@ -214,11 +215,11 @@ func (s *Service) emitTagEvents(ctx context.Context, tx store.Tx, accountID, id 
 
 // swapTagsOf sends TagsSwap for each of ps as one batch, in contact order: whether each
 // swapped (no row: the tags changed since they were read), or the error that failed the batch.
-func swapTagsOf(ctx context.Context, q *db.Queries, ps []db.TagsSwapParams) ([]returned[uuid.UUID], error) {
+func swapTagsOf(ctx context.Context, q *db.Queries, ps []db.TagsSwapParams) ([]returned[db.TagsSwapRow], error) {
 	return returnedRows(ps, func(a, b db.TagsSwapParams) int {
 		if c := compareIDs(a.AccountID, b.AccountID); c != 0 {
 			return c
 		}
 		return compareIDs(a.ContactID, b.ContactID)
-	}, func(sorted []db.TagsSwapParams) rowBatch[uuid.UUID] { return q.TagsSwap(ctx, sorted) })
+	}, func(sorted []db.TagsSwapParams) rowBatch[db.TagsSwapRow] { return q.TagsSwap(ctx, sorted) })
 }

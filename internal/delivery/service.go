@@ -40,6 +40,9 @@ type Options struct {
 	Secrets *webhook.Secrets
 	// Live tells a live account from a sandbox, for the deliveries' livemode; nil: all live.
 	Live func(ctx context.Context, account uuid.UUID) (bool, error)
+	// Filtered counts the events subscriptions' filters leave out of the warnings this
+	// service emits (SubscriptionFailing); nil counts nothing.
+	Filtered *webhook.FilterTally
 }
 
 // New returns the delivery service over st; Start runs its workers.
@@ -56,6 +59,7 @@ func New(st *store.Store, opt Options) *Service {
 	s := &Service{store: st, http: NewHTTPClient(opt.Timeout, opt.AllowedNetworks), timeout: opt.Timeout,
 		now: opt.Now, rnd: defaultRand, log: opt.Log, metrics: opt.Metrics, opt: opt, secrets: opt.Secrets}
 	s.queue = queue.New(queue.Options{Name: QueueName, Slots: opt.Workers, PollEvery: opt.PollEvery, Log: opt.Log}, s.claim)
+	s.events = webhook.NewEmitter(s, nil, opt.Filtered)
 	return s
 }
 
@@ -79,7 +83,7 @@ func (s *Service) Stop(ctx context.Context) error {
 }
 
 // RemoveFailingAfter is how long a Failing subscription may go without a success.
-const RemoveFailingAfter = 5 * 24 * time.Hour
+const RemoveFailingAfter = webhook.RemoveFailingAfter
 
 // SweepTask removes Failing subscriptions without a success in RemoveFailingAfter, every
 // ten minutes.

@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/apitime"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/metrics"
 	"github.com/contactd/contactd/internal/queue"
@@ -61,6 +62,8 @@ type Service struct {
 	saturated atomic.Bool
 	// liveness remembers which accounts are live (uuid.UUID -> bool).
 	liveness sync.Map
+	// events emits the warnings of subscriptions that turn Failing.
+	events *webhook.Emitter
 }
 
 var _ webhook.Enqueuer = (*Service)(nil)
@@ -84,6 +87,14 @@ type outcome struct {
 
 func (o outcome) ok() bool   { return o.status != nil && *o.status >= 200 && *o.status < 300 }
 func (o outcome) gone() bool { return o.status != nil && *o.status == http.StatusGone }
+
+// failure says how a failed attempt failed, for the subscription's health.
+func (o outcome) failure() string {
+	if o.status != nil {
+		return fmt.Sprintf("HTTP %d", *o.status)
+	}
+	return o.err
+}
 
 func (o outcome) label() string {
 	switch {
@@ -292,15 +303,31 @@ func (s *Service) record(ctx context.Context, a Args, d db.DeliveryLoadRow, o ou
 func (s *Service) updateSubscription(ctx context.Context, tx store.Tx, account, sub uuid.UUID, o outcome, now time.Time) error {
 	switch {
 	case o.gone():
-		if _, err := tx.SubscriptionRemove(ctx, db.SubscriptionRemoveParams{AccountID: account, SubscriptionID: sub, Now: now}); err != nil {
+		if _, err := tx.SubscriptionRemove(ctx, db.SubscriptionRemoveParams{AccountID: account, SubscriptionID: sub, Now: now,
+			Reason: webhook.RemovedGone}); err != nil {
 			return err
 		}
 		return webhook.Announce(ctx, tx, account)
 	case o.err == "subscription removed":
 		return nil
 	}
-	return tx.SubscriptionRecordFailure(ctx, db.SubscriptionRecordFailureParams{AccountID: account,
-		SubscriptionID: sub, FailingAfter: FailingAfter, Now: &now})
+	rows, err := tx.SubscriptionRecordFailure(ctx, db.SubscriptionRecordFailureParams{AccountID: account,
+		SubscriptionID: sub, FailingAfter: FailingAfter, Now: &now, Failure: o.failure()})
+	if err != nil || len(rows) == 0 || !rows[0].TurnedFailing {
+		return err
+	}
+	return s.warnFailing(ctx, tx, account, rows[0], now)
+}
+
+// warnFailing tells the account's other subscriptions to SubscriptionFailing that one of its
+// subscriptions turned Failing, in the transaction that turned it: the warning comes once
+// per turn, and before the sweep can remove it.
+func (s *Service) warnFailing(ctx context.Context, tx store.Tx, account uuid.UUID, r db.SubscriptionRecordFailureRow, now time.Time) error {
+	info := webhook.SubscriptionFailingInfo{SubscriptionID: r.SubscriptionID.String(),
+		EventType: webhook.EventType(r.EventType), FailingSince: apitime.From(now),
+		RemovalAt: apitime.From(webhook.RemovalAt(r.LastSuccessAt, r.CreatedAt)), ConsecutiveFailures: int(r.ConsecutiveFailures),
+		LastFailure: r.Failure}
+	return s.events.EmitAbout(ctx, tx, account, webhook.Event{Type: webhook.SubscriptionFailing, Info: info, At: now}, r.SubscriptionID)
 }
 
 func defaultRand() float64 { return rand.Float64() }

@@ -33,7 +33,7 @@ func worker(a *testkit.API, opt enrich.Options) *enrich.Service {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	return enrich.New(a.Store, webhook.NewEmitter(nil, a.Svc.Subscribers), opt)
+	return enrich.New(a.Store, webhook.NewEmitter(nil, a.Svc.Subscribers, nil), opt)
 }
 
 func createContact(t *testing.T, a *testkit.API, key, email string) uuid.UUID {

@@ -39,6 +39,8 @@ var operations = []struct {
 	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/secret", "webhooks:write", nil},
 	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/test", "webhooks:write", nil},
 	{"PATCH", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000", "webhooks:write", map[string]any{"maxDeliveriesPerSecond": 5}},
+	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/filter-test", "webhooks:read", map[string]any{"filter": map[string]any{"eventType": "TagsAdded"}}},
+	{"GET", "/public/v1/event-types", "webhooks:read", nil},
 	{"GET", "/public/v1/contacts", "contacts:read", nil},
 	{"GET", "/public/v1/contacts/export", "contacts:read", nil},
 	{"POST", "/public/v1/contacts/batch", "contacts:write", map[string]any{"contacts": []any{map[string]any{"email": "x@example.com"}}}},

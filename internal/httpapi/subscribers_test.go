@@ -142,7 +142,7 @@ func TestSubscriptionReachesTheCache(t *testing.T) {
 		t.Fatal("TagsRemoved: cached as subscribed before anyone subscribed")
 	}
 	forgotten := a.Svc.Subscribers.Invalidations() // expiry (SubscribersTTL) leaves it unchanged
-	if _, err := other.Create(ctx, account, "https://hooks.example.com/removed", webhook.TagsRemoved, nil); err != nil {
+	if _, err := other.Create(ctx, account, webhook.NewSubscription{URL: "https://hooks.example.com/removed", EventType: webhook.TagsRemoved}); err != nil {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, "the other process's subscription", func() bool {

@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/apicore"
 	"github.com/contactd/contactd/internal/apitime"
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/webhook"
@@ -11,7 +13,12 @@ import (
 
 // CreateWebhook implements POST /public/v1/webhooks.
 func (s *Server) CreateWebhook(ctx context.Context, req api.CreateWebhookRequestObject) (api.CreateWebhookResponseObject, error) {
-	sub, err := s.webhooks.Create(ctx, principal(ctx).AccountID, req.Body.Url, webhook.EventType(req.Body.EventType), req.Body.MaxDeliveriesPerSecond)
+	in := webhook.NewSubscription{URL: req.Body.Url, EventType: webhook.EventType(req.Body.EventType),
+		MaxPerSecond: req.Body.MaxDeliveriesPerSecond}
+	if req.Body.Filter != nil {
+		in.Filter = *req.Body.Filter
+	}
+	sub, err := s.webhooks.Create(ctx, principal(ctx).AccountID, in)
 	if err != nil {
 		return nil, err
 	}
@@ -44,6 +51,25 @@ func subscriptionToAPI(s webhook.Subscription) api.WebhookSubscription {
 		paused := true
 		out.Paused = &paused
 	}
+	if s.Filter != nil {
+		var f api.WebhookFilter
+		if json.Unmarshal(s.Filter, &f) == nil {
+			out.Filter = &f
+		}
+	}
+	if s.Filter != nil || s.FilteredEvents > 0 {
+		out.FilteredEvents = &s.FilteredEvents
+	}
+	h := s.Health
+	out.Health = api.SubscriptionHealth{ConsecutiveFailures: h.ConsecutiveFailures, LastSuccessAt: apitime.Ptr(h.LastSuccessAt),
+		LastFailureAt: apitime.Ptr(h.LastFailureAt), FailingSince: apitime.Ptr(h.FailingSince), RemovalAt: apitime.Ptr(h.RemovalAt)}
+	if h.LastFailure != "" {
+		out.Health.LastFailure = &h.LastFailure
+	}
+	if h.RemovedReason != "" {
+		reason := api.SubscriptionHealthRemovedReason(h.RemovedReason)
+		out.Health.RemovedReason = &reason
+	}
 	return out
 }
 
@@ -72,6 +98,13 @@ func (s *Server) UpdateWebhook(ctx context.Context, req api.UpdateWebhookRequest
 	}
 	if err == nil && req.Body.Paused != nil {
 		sub, err = s.webhooks.SetPaused(ctx, account, req.SubscriptionId, *req.Body.Paused)
+	}
+	if err == nil && req.Body.Filter.IsSpecified() {
+		var filter map[string]any // null: none
+		if !req.Body.Filter.IsNull() {
+			filter = req.Body.Filter.MustGet()
+		}
+		sub, err = s.webhooks.SetFilter(ctx, account, req.SubscriptionId, filter)
 	}
 	if err != nil {
 		return nil, err
@@ -148,4 +181,60 @@ func (s *Server) ReplayWebhook(ctx context.Context, req api.ReplayWebhookRequest
 func deliveryToAPI(d delivery.Delivery) api.Delivery {
 	return api.Delivery{DeliveryId: d.ID.String(), EventId: d.EventID.String(), EventType: api.EventType(d.EventType),
 		Status: api.DeliveryStatus(d.Status), Attempts: d.Attempts, NextAttemptAt: apitime.Ptr(d.NextAttemptAt)}
+}
+
+// TestWebhookFilter implements POST /public/v1/webhooks/{subscriptionId}/filter-test.
+func (s *Server) TestWebhookFilter(ctx context.Context, req api.TestWebhookFilterRequestObject) (api.TestWebhookFilterResponseObject, error) {
+	var event json.RawMessage
+	if req.Body.Event != nil {
+		js, err := json.Marshal(*req.Body.Event)
+		if err != nil {
+			return nil, err
+		}
+		event = js
+	}
+	var filter map[string]any
+	if req.Body.Filter != nil {
+		filter = *req.Body.Filter
+		if filter == nil {
+			filter = map[string]any{}
+		}
+	}
+	catalog, err := apicore.Catalog()
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.webhooks.TestFilter(ctx, principal(ctx).AccountID, req.SubscriptionId, filter, event, catalog.Example)
+	if err != nil {
+		return nil, err
+	}
+	out := api.TestWebhookFilter200JSONResponse{Matches: r.Matches}
+	if err := json.Unmarshal(r.Event, &out.Event); err != nil {
+		return nil, err
+	}
+	if r.Filter != nil {
+		var f api.WebhookFilter
+		if err := json.Unmarshal(r.Filter, &f); err != nil {
+			return nil, err
+		}
+		out.Filter = &f
+	}
+	return out, nil
+}
+
+// ListEventTypes implements GET /public/v1/event-types: the event catalog.
+func (s *Server) ListEventTypes(ctx context.Context, _ api.ListEventTypesRequestObject) (api.ListEventTypesResponseObject, error) {
+	catalog, err := apicore.Catalog()
+	if err != nil {
+		return nil, err
+	}
+	out := api.EventTypeList{EventTypes: make([]api.EventTypeInfo, len(catalog.Types))}
+	for i, t := range catalog.Types {
+		e := api.EventTypeInfo{EventType: api.EventType(t.Type), Description: t.Description, InfoMember: t.InfoMember, Schema: t.Schema}
+		if err := json.Unmarshal(t.Example, &e.Example); err != nil {
+			return nil, err
+		}
+		out.EventTypes[i] = e
+	}
+	return api.ListEventTypes200JSONResponse(out), nil
 }

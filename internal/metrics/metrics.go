@@ -26,6 +26,7 @@ type Metrics struct {
 	groupSize      *prometheus.HistogramVec
 	rlFallbacks    prometheus.Counter
 	heard          *prometheus.CounterVec
+	filtered       prometheus.Counter
 }
 
 // New returns the process's metrics, with the Go runtime and process collectors.
@@ -61,7 +62,11 @@ func New() *Metrics {
 		Name: "contactd_notifications_heard_total",
 		Help: "Notifications this process heard from other processes' changes (key revocations, subscription changes), by channel: its caches forget on each.",
 	}, []string{"channel"})
-	m.registry.MustRegister(m.requests, m.latency, m.attempts, m.attemptLatency, m.groupSize, m.rlFallbacks, m.heard,
+	m.filtered = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "contactd_webhook_events_filtered_total",
+		Help: "Events a subscription's payload filter left out (no delivery, no attempt), one per subscription.",
+	})
+	m.registry.MustRegister(m.requests, m.latency, m.attempts, m.attemptLatency, m.groupSize, m.rlFallbacks, m.heard, m.filtered,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -102,6 +107,13 @@ func (m *Metrics) ObserveAttempt(outcome string, d time.Duration) {
 func (m *Metrics) RateLimitFallback() {
 	if m != nil {
 		m.rlFallbacks.Inc()
+	}
+}
+
+// FilteredOut counts n events that subscriptions' filters left out.
+func (m *Metrics) FilteredOut(n int) {
+	if m != nil {
+		m.filtered.Add(float64(n))
 	}
 }
 

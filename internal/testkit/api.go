@@ -348,7 +348,8 @@ func checkErrorBody(t testing.TB, req *http.Request, r *Response) {
 }
 
 // ValidatePayload fails the test when a webhook body does not match the spec's
-// WebhookPayload schema. It never stops the test, so a receiver's handler may call it.
+// WebhookPayload schema, or an event in it its type's schema in the event catalog. It never
+// stops the test, so a receiver's handler may call it.
 func ValidatePayload(t testing.TB, body []byte) {
 	t.Helper()
 	loadSpec(t)
@@ -359,6 +360,23 @@ func ValidatePayload(t testing.TB, body []byte) {
 	}
 	if err := spec.Components.Schemas["WebhookPayload"].Value.VisitJSON(v, apicore.FormatOptions()...); err != nil {
 		t.Errorf("payload does not match openapi.yaml WebhookPayload: %v\n%s", err, body)
+		return
+	}
+	// and each event its own type's schema, from the event catalog: data has the type's member
+	// and no other type's
+	catalog, err := apicore.Catalog()
+	if err != nil {
+		t.Errorf("event catalog: %v", err)
+		return
+	}
+	var payload struct{ Events []json.RawMessage }
+	if err := json.Unmarshal(body, &payload); err != nil {
+		t.Errorf("payload: %v", err)
+	}
+	for _, ev := range payload.Events {
+		if err := catalog.Validate(ev); err != nil {
+			t.Errorf("event does not match its type's schema in GET /public/v1/event-types: %v\n%s", err, ev)
+		}
 	}
 }
 

@@ -23,6 +23,11 @@
 // account's live subscriptions and queue the deliveries in that statement too, so the change
 // still goes to PostgreSQL in a group with others (Emitter.Queued then wakes the workers);
 // a batch's Deliver queues them in its transaction; enrichment goes through Emit instead.
+//
+// Every statement that queues deliveries from the account's subscriptions queues them only to
+// those whose payload filter wants the event (webhook_filter_matches, see filter.go;
+// TestEveryFanOutFilters keeps them so), and reports the others, which Emitter.FilteredOut
+// counts.
 package webhook
 
 import (
@@ -58,6 +63,9 @@ const (
 	ContactErased EventType = "ContactErased"
 	// ContactsMerged says duplicates were merged into the contact (contactd's own type).
 	ContactsMerged EventType = "ContactsMerged"
+	// SubscriptionFailing warns that another subscription of the account turned Failing and
+	// will be removed unless a delivery succeeds (contactd's own type, about no contact).
+	SubscriptionFailing EventType = "SubscriptionFailing"
 )
 
 // infoKeys names the member of an event's data that carries the type's details.
@@ -74,6 +82,7 @@ var infoKeys = map[EventType]string{
 	FelixAIHandoff:        "felixAIHandoffInfo",
 	ContactErased:         "contactErasedInfo",
 	ContactsMerged:        "contactsMergedInfo",
+	SubscriptionFailing:   "subscriptionFailingInfo",
 }
 
 // ContactInfo identifies the contact an event is about; absent ids are "" on the wire.
@@ -158,6 +167,16 @@ type ContactErasedInfo struct {
 	ErasedAt  apitime.Time `json:"erasedAt"`
 }
 
+// SubscriptionFailingInfo is the detail of a SubscriptionFailing event.
+type SubscriptionFailingInfo struct {
+	SubscriptionID      string       `json:"subscriptionId"`
+	EventType           EventType    `json:"eventType"`
+	FailingSince        apitime.Time `json:"failingSince"`
+	RemovalAt           apitime.Time `json:"removalAt"`
+	ConsecutiveFailures int          `json:"consecutiveFailures"`
+	LastFailure         string       `json:"lastFailure"`
+}
+
 // Address is a structured address as events carry it.
 type Address struct {
 	AptOrUnitNumber string `json:"aptOrUnitNumber"`
@@ -216,11 +235,19 @@ type Delivery struct {
 type Emitter struct {
 	enqueuer Enqueuer
 	subs     *Subscribers
+	filtered *FilterTally
 }
 
 // NewEmitter returns an Emitter that schedules deliveries with enq; subs (may be nil) tells
-// changes which events nobody subscribes to.
-func NewEmitter(enq Enqueuer, subs *Subscribers) *Emitter { return &Emitter{enqueuer: enq, subs: subs} }
+// changes which events nobody subscribes to; filtered (may be nil) counts the events that
+// subscriptions' filters leave out.
+func NewEmitter(enq Enqueuer, subs *Subscribers, filtered *FilterTally) *Emitter {
+	return &Emitter{enqueuer: enq, subs: subs, filtered: filtered}
+}
+
+// FilteredOut counts, for each of subs (the account's), an event its filter left out: a
+// statement that queued deliveries itself reports them so.
+func (e *Emitter) FilteredOut(accountID uuid.UUID, subs []uuid.UUID) { e.filtered.Add(accountID, subs) }
 
 // MayHaveSubscribers reports whether an event of typ for the account may have a
 // subscriber: false only when it certainly has none, and the change may then record the event
@@ -256,6 +283,15 @@ func Prepare(ev Event) (Prepared, error) {
 // Emit records ev, subscribed to or not (the events feed has every event), and queues its
 // deliveries to the live subscriptions of its type, all in the caller's transaction.
 func (e *Emitter) Emit(ctx context.Context, tx store.Tx, accountID uuid.UUID, ev Event) error {
+	return e.emit(ctx, tx, accountID, ev, uuid.Nil)
+}
+
+// EmitAbout is Emit for an event about the subscription about, which does not get it.
+func (e *Emitter) EmitAbout(ctx context.Context, tx store.Tx, accountID uuid.UUID, ev Event, about uuid.UUID) error {
+	return e.emit(ctx, tx, accountID, ev, about)
+}
+
+func (e *Emitter) emit(ctx context.Context, tx store.Tx, accountID uuid.UUID, ev Event, skip uuid.UUID) error {
 	p, err := Prepare(ev)
 	if err != nil {
 		return err
@@ -268,17 +304,31 @@ func (e *Emitter) Emit(ctx context.Context, tx store.Tx, accountID uuid.UUID, ev
 		EventType: string(ev.Type), ContactID: contactID, Payload: p.Payload, OccurredAt: ev.At}); err != nil {
 		return err
 	}
-	return e.Deliver(ctx, tx, accountID, p)
+	return e.deliver(ctx, tx, accountID, p, skip)
 }
 
-// Deliver queues the deliveries of a recorded event to the live subscriptions of its type,
-// in the caller's transaction (the one that recorded it).
+// Deliver queues the deliveries of a recorded event to the live subscriptions of its type
+// whose filters want it, in the caller's transaction (the one that recorded it).
 func (e *Emitter) Deliver(ctx context.Context, tx store.Tx, accountID uuid.UUID, p Prepared) error {
-	subs, err := tx.SubscriptionsForEvent(ctx, db.SubscriptionsForEventParams{AccountID: accountID, EventType: string(p.Type)})
+	return e.deliver(ctx, tx, accountID, p, uuid.Nil)
+}
+
+func (e *Emitter) deliver(ctx context.Context, tx store.Tx, accountID uuid.UUID, p Prepared, skip uuid.UUID) error {
+	rows, err := tx.SubscriptionsForEvent(ctx, db.SubscriptionsForEventParams{AccountID: accountID,
+		EventType: string(p.Type), Payload: string(p.Payload)})
 	if err != nil {
 		return err
 	}
-	for _, sub := range subs {
+	var filtered []uuid.UUID
+	for _, row := range rows {
+		sub := row.SubscriptionID
+		if sub == skip {
+			continue
+		}
+		if !row.Wanted {
+			filtered = append(filtered, sub)
+			continue
+		}
 		d := Delivery{AccountID: accountID, DeliveryID: uuid.Must(uuid.NewV7()), SubscriptionID: sub, EventID: p.ID}
 		if err := tx.DeliveryInsert(ctx, db.DeliveryInsertParams{AccountID: accountID, DeliveryID: d.DeliveryID,
 			SubscriptionID: sub, EventID: p.ID, NextAttemptAt: &p.At}); err != nil {
@@ -290,6 +340,9 @@ func (e *Emitter) Deliver(ctx context.Context, tx store.Tx, accountID uuid.UUID,
 			}
 		}
 	}
+	if len(filtered) > 0 {
+		tx.AfterCommit(func() { e.FilteredOut(accountID, filtered) })
+	}
 	return nil
 }
 
@@ -300,3 +353,7 @@ func envelope(id uuid.UUID, ev Event) ([]byte, error) {
 	}
 	return json.Marshal(Envelope{EventID: id.String(), EventType: ev.Type, EventDate: apitime.From(ev.At), Data: data})
 }
+
+// InfoMember names the member of an event's data that carries typ's details ("" for a type
+// contactd does not know).
+func InfoMember(typ EventType) string { return infoKeys[typ] }

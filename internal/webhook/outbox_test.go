@@ -74,3 +74,38 @@ var (
 	insertsEvents = regexp.MustCompile(`(?i)INSERT\s+INTO\s+webhook_events\b`)
 	functionDDL   = regexp.MustCompile(`(?is)CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+(\w+)(.*?)\$\$;|DROP\s+FUNCTION\s+(?:IF\s+EXISTS\s+)?(\w+)`)
 )
+
+// TestEveryFanOutFilters finds every statement of sql/queries that queues deliveries from the
+// account's subscriptions (a join on webhook_subscriptions, or the list SubscriptionsForEvent
+// reads for Deliver) and checks each applies the subscription's filter through
+// webhook_filter_matches: a new fast path cannot deliver what a filter leaves out.
+func TestEveryFanOutFilters(t *testing.T) {
+	queries, err := filepath.Glob("../../sql/queries/*.sql")
+	if err != nil || len(queries) == 0 {
+		t.Fatalf("sql/queries: %v", err)
+	}
+	var fanOuts []string
+	for _, f := range queries {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range strings.Split(string(src), "-- name: ")[1:] {
+			name := strings.Fields(q)[0]
+			fromSubs := regexp.MustCompile(`(?i)(FROM|JOIN)\s+webhook_subscriptions\b`).MatchString(q)
+			if !(fromSubs && insertsDeliveries.MatchString(q)) && name != "SubscriptionsForEvent" {
+				continue
+			}
+			fanOuts = append(fanOuts, name)
+			if !strings.Contains(q, "webhook_filter_matches(") {
+				t.Errorf("%s queues deliveries without the subscriptions' filters (webhook_filter_matches)", name)
+			}
+		}
+	}
+	slices.Sort(fanOuts)
+	if want := []string{"ContactCreate", "ContactCreateMany", "EventsReplay", "SubscriptionsForEvent", "TagsSwap"}; !slices.Equal(fanOuts, want) {
+		t.Errorf("fan-out statements %v, want %v", fanOuts, want)
+	}
+}
+
+var insertsDeliveries = regexp.MustCompile(`(?i)INSERT\s+INTO\s+webhook_deliveries\b`)

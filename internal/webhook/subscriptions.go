@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"strings"
@@ -19,6 +20,39 @@ import (
 // one event type.
 const MaxLivePerType = 3
 
+// RemoveFailingAfter is how long a Failing subscription may go without a success before the
+// sweep removes it.
+const RemoveFailingAfter = 5 * 24 * time.Hour
+
+// Why a subscription was removed.
+const (
+	RemovedDeleted        = "Deleted"
+	RemovedGone           = "Gone"
+	RemovedFailingTooLong = "FailingTooLong"
+)
+
+// Health is how a subscription's receiver is doing.
+type Health struct {
+	ConsecutiveFailures int
+	LastSuccessAt       *time.Time
+	LastFailureAt       *time.Time
+	LastFailure         string
+	FailingSince        *time.Time
+	// RemovalAt is, while the subscription is Failing, when the sweep may remove it.
+	RemovalAt *time.Time
+	// RemovedReason is why a Removed subscription was removed ("" when not recorded).
+	RemovedReason string
+}
+
+// RemovalAt is when a Failing subscription whose last success (or creation) was at may be
+// removed.
+func RemovalAt(lastSuccess *time.Time, created time.Time) time.Time {
+	if lastSuccess != nil {
+		return lastSuccess.Add(RemoveFailingAfter)
+	}
+	return created.Add(RemoveFailingAfter)
+}
+
 // Subscription is a webhook subscription. Secret is set only right after creation.
 type Subscription struct {
 	ID        uuid.UUID
@@ -29,9 +63,14 @@ type Subscription struct {
 	// MaxPerSecond throttles the subscription's deliveries; nil when it has no throttle.
 	MaxPerSecond *int
 	// PausedAt is when the subscription was paused; nil while it sends.
-	PausedAt  *time.Time
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	PausedAt *time.Time
+	// Filter is the subscription's payload filter as given (nil: none); FilteredEvents counts
+	// the events it left out, as flushed so far (FilterTally).
+	Filter         json.RawMessage
+	FilteredEvents int64
+	Health         Health
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 // Service manages subscriptions.
@@ -54,16 +93,30 @@ func (s *Service) RotateSecret(ctx context.Context, accountID uuid.UUID, rawID s
 	return s.secrets.Rotate(ctx, accountID, rawID)
 }
 
-// Create validates and stores a subscription, throttled to maxPerSecond unless it is nil,
-// returning it with its signing secret.
-func (s *Service) Create(ctx context.Context, accountID uuid.UUID, rawURL string, typ EventType, maxPerSecond *int) (Subscription, error) {
+// NewSubscription is what a subscription is created with.
+type NewSubscription struct {
+	URL       string
+	EventType EventType
+	// MaxPerSecond throttles its deliveries (nil: no throttle).
+	MaxPerSecond *int
+	// Filter is its payload filter (nil or empty: none), checked by ParseFilter.
+	Filter map[string]any
+}
+
+// Create validates and stores a subscription, returning it with its signing secret.
+func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in NewSubscription) (Subscription, error) {
+	rawURL, typ, maxPerSecond := in.URL, in.EventType, in.MaxPerSecond
 	if err := s.checkURL(rawURL); err != nil {
+		return Subscription{}, err
+	}
+	filter, hasFilter, err := ParseFilter("body.filter", in.Filter)
+	if err != nil {
 		return Subscription{}, err
 	}
 	var row db.WebhookSubscription
 	id := uuid.Must(uuid.NewV7())
 	plain, sealed := s.secrets.newSubscriptionSecret(accountID, id)
-	err := s.store.InTx(ctx, func(tx store.Tx) error {
+	err = s.store.InTx(ctx, func(tx store.Tx) error {
 		// The account row lock makes count-then-insert safe against racing creates.
 		if err := tx.AccountLock(ctx, accountID); err != nil {
 			return err
@@ -76,10 +129,14 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, rawURL string
 			return apperr.Invalid(apperr.Field("body.eventType", "limit",
 				"an account can have at most 3 subscriptions per event type that are not Removed"))
 		}
-		row, err = tx.SubscriptionInsert(ctx, db.SubscriptionInsertParams{
+		p := db.SubscriptionInsertParams{
 			AccountID: accountID, SubscriptionID: id, Url: rawURL,
 			EventType: string(typ), SecretSealed: &sealed, MaxPerSecond: int32Ptr(maxPerSecond), CreatedAt: s.now(),
-		})
+		}
+		if hasFilter {
+			p.Filter, p.FilterPath = filter.JSON, &filter.Path
+		}
+		row, err = tx.SubscriptionInsert(ctx, p)
 		if err != nil {
 			return err
 		}
@@ -131,7 +188,20 @@ func (s *Service) checkURL(raw string) error {
 
 func fromRow(r db.WebhookSubscription) Subscription {
 	sub := Subscription{ID: r.SubscriptionID, URL: r.Url, EventType: EventType(r.EventType),
-		Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, PausedAt: r.PausedAt}
+		Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, PausedAt: r.PausedAt,
+		Filter: r.Filter, FilteredEvents: r.FilteredEvents,
+		Health: Health{ConsecutiveFailures: int(r.ConsecutiveFailures), LastSuccessAt: r.LastSuccessAt,
+			LastFailureAt: r.LastFailureAt, FailingSince: r.FailingSince}}
+	if r.LastFailure != nil {
+		sub.Health.LastFailure = *r.LastFailure
+	}
+	if r.RemovedReason != nil {
+		sub.Health.RemovedReason = *r.RemovedReason
+	}
+	if r.Status == "Failing" {
+		at := RemovalAt(r.LastSuccessAt, r.CreatedAt)
+		sub.Health.RemovalAt = &at
+	}
 	if r.MaxPerSecond != nil {
 		n := int(*r.MaxPerSecond)
 		sub.MaxPerSecond = &n
@@ -163,6 +233,69 @@ func (s *Service) SetPaused(ctx context.Context, accountID uuid.UUID, rawID stri
 	})
 }
 
+// SetFilter sets the subscription's payload filter, or removes it when filter is empty, for
+// the events written from then on (deliveries already queued stay).
+func (s *Service) SetFilter(ctx context.Context, accountID uuid.UUID, rawID string, filter map[string]any) (Subscription, error) {
+	f, ok, err := ParseFilter("body.filter", filter)
+	if err != nil {
+		return Subscription{}, err
+	}
+	p := db.SubscriptionSetFilterParams{AccountID: accountID, Now: s.now()}
+	if ok {
+		p.Filter, p.FilterPath = f.JSON, &f.Path
+	}
+	return s.update(ctx, rawID, func(q *db.Queries, id uuid.UUID) (db.WebhookSubscription, error) {
+		p.SubscriptionID = id
+		return q.SubscriptionSetFilter(ctx, p)
+	})
+}
+
+// FilterTest is a filter-test's answer: whether the filter wants the event, with both as
+// evaluated (Filter nil: the subscription has none).
+type FilterTest struct {
+	Matches bool
+	Filter  json.RawMessage
+	Event   json.RawMessage
+}
+
+// TestFilter evaluates filter (nil: the subscription's own) against event (nil: example, the
+// catalog's example of the subscription's type), as deliveries would.
+func (s *Service) TestFilter(ctx context.Context, accountID uuid.UUID, rawID string, filter map[string]any,
+	event json.RawMessage, example func(EventType) json.RawMessage) (FilterTest, error) {
+	sub, err := s.Get(ctx, accountID, rawID)
+	if err != nil {
+		return FilterTest{}, err
+	}
+	out := FilterTest{Filter: sub.Filter, Event: event}
+	if out.Event == nil {
+		out.Event = example(sub.EventType)
+	}
+	var given *Filter
+	if filter != nil {
+		f, ok, err := ParseFilter("body.filter", filter)
+		if err != nil {
+			return FilterTest{}, err
+		}
+		out.Filter, given = nil, &f
+		if ok {
+			out.Filter = f.JSON
+		}
+	}
+	err = s.store.Do(ctx, func(q *db.Queries) (err error) {
+		switch {
+		case given == nil:
+			out.Matches, err = q.SubscriptionFilterMatches(ctx, db.SubscriptionFilterMatchesParams{AccountID: accountID,
+				SubscriptionID: sub.ID, Payload: string(out.Event)})
+		case given.Path == "":
+			out.Matches = true
+		default:
+			out.Matches, err = q.FilterMatches(ctx, db.FilterMatchesParams{FilterPath: given.Path, Payload: string(out.Event)})
+		}
+		return err
+	})
+	return out, err
+}
+
 // update changes one setting of the subscription rawID names with a one-statement write that
 // returns its row; an id that is not one, or no row, is ErrNotFound.
 func (s *Service) update(ctx context.Context, rawID string, write func(q *db.Queries, id uuid.UUID) (db.WebhookSubscription, error)) (Subscription, error) {
@@ -192,7 +325,8 @@ func (s *Service) Remove(ctx context.Context, accountID uuid.UUID, rawID string)
 	}
 	var n int64
 	err := s.store.InTx(ctx, func(tx store.Tx) (err error) {
-		n, err = tx.SubscriptionRemove(ctx, db.SubscriptionRemoveParams{AccountID: accountID, SubscriptionID: id, Now: s.now()})
+		n, err = tx.SubscriptionRemove(ctx, db.SubscriptionRemoveParams{AccountID: accountID, SubscriptionID: id, Now: s.now(),
+			Reason: RemovedDeleted})
 		if err != nil || n == 0 {
 			return err
 		}

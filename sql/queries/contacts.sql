@@ -3,7 +3,7 @@
 -- one statement (one round trip), with its events (TagsAdded when it has tags, ContactEnriched
 -- when its email status was decided without DNS) and, with @queue_deliveries (the account may
 -- subscribe to one of them), their deliveries to the account's live subscriptions of their
--- types, due at once. It is due for enrichment (@enrich_due_at) only while its email status is
+-- types whose filters want them, due at once (filtered_out: the subscriptions that did not). It is due for enrichment (@enrich_due_at) only while its email status is
 -- Pending: an address is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one email
 -- resolve to exactly one winner without aborting the losers' transactions: a loser gets no
 -- row and writes nothing. A contact whose email or phone the account suppresses
@@ -47,15 +47,18 @@ WITH c AS (
     SELECT c.account_id, e.event_id, e.event_type, c.contact_id, e.payload::json, c.created_at
     FROM c, (SELECT unnest(@event_ids::uuid[]) AS event_id, unnest(@event_types::text[]) AS event_type,
                     unnest(@event_payloads::text[]) AS payload) e
-    RETURNING account_id, event_id, event_type, occurred_at
-), delivery AS (
-    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
-    SELECT e.account_id, uuid_v7(e.occurred_at), s.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
+    RETURNING account_id, event_id, event_type, occurred_at, payload
+), target AS (
+    SELECT e.account_id, e.event_id, e.occurred_at, s.subscription_id, webhook_filter_matches(s.filter_path, e.payload) AS wanted
     FROM event e
     JOIN webhook_subscriptions s ON s.account_id = e.account_id AND s.event_type = e.event_type AND s.status <> 'Removed'
     WHERE @queue_deliveries::bool
+), delivery AS (
+    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
+    SELECT account_id, uuid_v7(occurred_at), subscription_id, event_id, occurred_at, occurred_at, occurred_at
+    FROM target WHERE wanted
 )
-SELECT contact_id FROM c;
+SELECT contact_id, ARRAY(SELECT subscription_id FROM target WHERE NOT wanted)::uuid[] AS filtered_out FROM c;
 
 -- name: ContactIDByEmail :one
 SELECT contact_id FROM contacts WHERE account_id = $1 AND email_key = $2;
@@ -135,7 +138,7 @@ DELETE FROM contacts WHERE account_id = $1 AND contact_id = $2;
 -- keys in one order; ON CONFLICT DO NOTHING skips emails the account has (waiting first for a
 -- transaction that has just inserted one), and contacts whose email or phone digest the
 -- account suppresses are skipped too (a phone digest is NULL without a phone). Returns the
--- contacts inserted.
+-- contacts inserted, each with the subscriptions whose filters left out its events.
 WITH input AS (
     SELECT unnest(@contact_ids::uuid[]) AS contact_id,
            unnest(@email_digests::bytea[]) AS email_digest,
@@ -207,14 +210,20 @@ WITH input AS (
                unnest(@event_contact_ids::uuid[]) AS contact_id,
                unnest(@event_payloads::text[]) AS payload
     ) e JOIN c ON c.contact_id = e.contact_id
-    RETURNING account_id, event_id, event_type, occurred_at
-), delivery AS (
+    RETURNING account_id, event_id, event_type, contact_id, occurred_at, payload
+), target AS (
     -- with @queue_deliveries (the account may subscribe to one of the types), the events'
-    -- deliveries to its live subscriptions, as ContactCreate
-    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
-    SELECT e.account_id, uuid_v7(e.occurred_at), s.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
+    -- deliveries to its live subscriptions whose filters want them, as ContactCreate
+    SELECT e.account_id, e.event_id, e.contact_id, e.occurred_at, s.subscription_id, webhook_filter_matches(s.filter_path, e.payload) AS wanted
     FROM event e
     JOIN webhook_subscriptions s ON s.account_id = e.account_id AND s.event_type = e.event_type AND s.status <> 'Removed'
     WHERE @queue_deliveries::bool
+), delivery AS (
+    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
+    SELECT account_id, uuid_v7(occurred_at), subscription_id, event_id, occurred_at, occurred_at, occurred_at
+    FROM target WHERE wanted
 )
-SELECT c.contact_id FROM c;
+SELECT c.contact_id, coalesce(f.filtered_out, '{}')::uuid[] AS filtered_out
+FROM c LEFT JOIN (
+    SELECT contact_id, array_agg(subscription_id) AS filtered_out FROM target WHERE NOT wanted GROUP BY contact_id
+) f ON f.contact_id = c.contact_id;

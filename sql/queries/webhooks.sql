@@ -4,8 +4,9 @@ WHERE account_id = $1 AND event_type = $2 AND status <> 'Removed';
 
 -- name: SubscriptionInsert :one
 INSERT INTO webhook_subscriptions (
-    account_id, subscription_id, url, event_type, secret_sealed, max_per_second, created_at, updated_at
-) VALUES (@account_id, @subscription_id, @url, @event_type, @secret_sealed, sqlc.narg('max_per_second'), @created_at, @created_at)
+    account_id, subscription_id, url, event_type, secret_sealed, max_per_second, filter, filter_path, created_at, updated_at
+) VALUES (@account_id, @subscription_id, @url, @event_type, @secret_sealed, sqlc.narg('max_per_second'),
+          sqlc.narg('filter')::jsonb, (sqlc.narg('filter_path')::text)::jsonpath, @created_at, @created_at)
 RETURNING *;
 
 -- name: SubscriptionSetThrottle :one
@@ -32,32 +33,68 @@ WHERE account_id = $1
 ORDER BY created_at DESC, subscription_id DESC;
 
 -- name: SubscriptionsForEvent :many
-SELECT subscription_id FROM webhook_subscriptions
-WHERE account_id = $1 AND event_type = $2 AND status <> 'Removed'
+-- The account's live subscriptions of the event's type, and whether each one's filter wants
+-- its payload.
+SELECT subscription_id, webhook_filter_matches(filter_path, (@payload::text)::json)::boolean AS wanted
+FROM webhook_subscriptions
+WHERE account_id = @account_id AND event_type = @event_type AND status <> 'Removed'
 ORDER BY subscription_id;
 
--- name: SubscriptionRemove :execrows
+-- name: FilterMatches :one
+-- Whether a filter (compiled by webhook.ParseFilter) wants a payload: filter-test's answer,
+-- by the definition deliveries use.
+SELECT webhook_filter_matches((@filter_path::text)::jsonpath, (@payload::text)::json)::boolean AS matches;
+
+-- name: SubscriptionFilterMatches :one
+-- Whether the subscription's own filter wants a payload (filter-test, by its stored form).
+SELECT webhook_filter_matches(filter_path, (@payload::text)::json)::boolean AS matches
+FROM webhook_subscriptions WHERE account_id = @account_id AND subscription_id = @subscription_id;
+
+-- name: SubscriptionSetFilter :one
+-- Sets (or, NULL, lifts) the subscription's filter: the events it queues from now on.
 UPDATE webhook_subscriptions
-SET status = 'Removed', updated_at = CASE WHEN status = 'Removed' THEN updated_at ELSE @now END
+SET filter = sqlc.narg('filter')::jsonb, filter_path = (sqlc.narg('filter_path')::text)::jsonpath, updated_at = @now
+WHERE account_id = @account_id AND subscription_id = @subscription_id
+RETURNING *;
+
+-- name: SubscriptionsCountFiltered :exec
+-- Adds a process's tally of filtered-out events to its subscriptions' counts, in id order
+-- (so two processes' flushes never wait on each other both ways).
+UPDATE webhook_subscriptions s SET filtered_events = s.filtered_events + t.n
+FROM (SELECT unnest(@account_ids::uuid[]) AS account_id, unnest(@subscription_ids::uuid[]) AS subscription_id,
+             unnest(@counts::bigint[]) AS n
+      ORDER BY 1, 2) t
+WHERE s.account_id = t.account_id AND s.subscription_id = t.subscription_id;
+
+-- name: SubscriptionRemove :execrows
+-- Removes the subscription for @reason (Deleted, Gone); removing it again keeps the first
+-- removal's reason and time.
+UPDATE webhook_subscriptions
+SET status = 'Removed', updated_at = CASE WHEN status = 'Removed' THEN updated_at ELSE @now END,
+    removed_reason = CASE WHEN status = 'Removed' THEN removed_reason ELSE @reason::text END
 WHERE account_id = @account_id AND subscription_id = @subscription_id;
 
 -- name: SubscriptionGet :one
 SELECT * FROM webhook_subscriptions WHERE account_id = $1 AND subscription_id = $2;
 
--- name: SubscriptionRecordFailure :exec
--- The third failure in a row turns an Active subscription Failing.
+-- name: SubscriptionRecordFailure :many
+-- Records a failed attempt (@failure: "HTTP 503", or the error) on the subscription; the third
+-- failure in a row turns an Active subscription Failing, and then returns its row (to warn
+-- the account: SubscriptionFailing).
 UPDATE webhook_subscriptions
-SET consecutive_failures = consecutive_failures + 1,
+SET consecutive_failures = consecutive_failures + 1, last_failure_at = @now, last_failure = @failure::text,
     status = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= @failing_after::int THEN 'Failing' ELSE status END,
     failing_since = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= @failing_after::int THEN @now ELSE failing_since END,
     updated_at = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= @failing_after::int THEN @now ELSE updated_at END
-WHERE account_id = @account_id AND subscription_id = @subscription_id AND status <> 'Removed';
+WHERE account_id = @account_id AND subscription_id = @subscription_id AND status <> 'Removed'
+RETURNING subscription_id, event_type, last_success_at, created_at, consecutive_failures,
+    @failure::text AS failure, (status = 'Failing' AND failing_since IS NOT DISTINCT FROM @now)::boolean AS turned_failing;
 
 -- name: SubscriptionsSweepFailing :execrows
 -- Maintenance across accounts: Failing subscriptions without a success since the cutoff
 -- are removed.
 UPDATE webhook_subscriptions
-SET status = 'Removed', updated_at = @now
+SET status = 'Removed', updated_at = @now, removed_reason = 'FailingTooLong'
 WHERE status = 'Failing' AND coalesce(last_success_at, created_at) < @cutoff;
 
 -- name: SubscriptionEventTypesLive :many
