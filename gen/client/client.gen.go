@@ -838,7 +838,10 @@ type CreateWebhookRequest struct {
 	// Example: 20
 	MaxDeliveriesPerSecond *int `json:"maxDeliveriesPerSecond,omitempty"`
 
-	// Url Absolute `https://` URL that receives the events.
+	// Url Absolute `https://` URL that receives the events, or `nats:<subject>`: a subject of
+	// the operator's NATS JetStream (where contactd is configured with one), published to
+	// under the account's own prefix (docs/webhooks.md, "Queue destinations").
+	//
 	//
 	// Example: https://hooks.example.com/contactd
 	Url string `json:"url"`

@@ -53,16 +53,16 @@ WITH c AS (
     WHERE $26::uuid IS NOT NULL
 ), event AS (
     -- payloads as text: the exact bytes survive ::json
-    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
-    SELECT c.account_id, e.event_id, e.event_type, c.contact_id, e.payload::json, c.created_at
+    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
+    SELECT c.account_id, e.event_id, e.event_type, c.contact_id, e.payload::json, c.created_at, nullif(e.trace, '')
     FROM c, (SELECT unnest($35::uuid[]) AS event_id, unnest($36::text[]) AS event_type,
-                    unnest($37::text[]) AS payload) e
+                    unnest($37::text[]) AS payload, unnest($38::text[]) AS trace) e
     RETURNING account_id, event_id, event_type, occurred_at, payload
 ), target AS (
     SELECT e.account_id, e.event_id, e.occurred_at, s.subscription_id, webhook_filter_matches(s.filter_path, e.payload) AS wanted
     FROM event e
     JOIN webhook_subscriptions s ON s.account_id = e.account_id AND s.event_type = e.event_type AND s.status <> 'Removed'
-    WHERE $38::bool
+    WHERE $39::bool
 ), delivery AS (
     INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
     SELECT account_id, uuid_v7(occurred_at), subscription_id, event_id, occurred_at, occurred_at, occurred_at
@@ -115,6 +115,7 @@ type ContactCreateParams struct {
 	EventIds            []uuid.UUID
 	EventTypes          []string
 	EventPayloads       []string
+	EventTraces         []string
 	QueueDeliveries     bool
 }
 
@@ -174,6 +175,7 @@ func (q *Queries) ContactCreate(ctx context.Context, arg []ContactCreateParams) 
 			a.EventIds,
 			a.EventTypes,
 			a.EventPayloads,
+			a.EventTraces,
 			a.QueueDeliveries,
 		}
 		batch.Queue(contactCreate, vals...)
@@ -392,16 +394,16 @@ WITH swapped AS (
     WHERE c.account_id = $3 AND c.contact_id = $4 AND c.tags = $5::text[]
     RETURNING c.account_id, c.contact_id
 ), events AS (
-    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
+    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
     SELECT s.account_id, unnest($6::uuid[]), unnest($7::text[]), s.contact_id,
-           unnest($8::text[])::json, $2
+           unnest($8::text[])::json, $2, nullif(unnest($9::text[]), '')
     FROM swapped s
     RETURNING account_id, event_id, event_type, occurred_at, payload
 ), target AS (
     SELECT e.account_id, e.event_id, e.occurred_at, s.subscription_id, webhook_filter_matches(s.filter_path, e.payload) AS wanted
     FROM events e
     JOIN webhook_subscriptions s ON s.account_id = e.account_id AND s.event_type = e.event_type AND s.status <> 'Removed'
-    WHERE $9::bool
+    WHERE $10::bool
 ), delivery AS (
     INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
     SELECT account_id, uuid_v7(occurred_at), subscription_id, event_id, occurred_at, occurred_at, occurred_at
@@ -425,6 +427,7 @@ type TagsSwapParams struct {
 	EventIds        []uuid.UUID
 	EventTypes      []string
 	EventPayloads   []string
+	EventTraces     []string
 	QueueDeliveries bool
 }
 
@@ -451,6 +454,7 @@ func (q *Queries) TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapB
 			a.EventIds,
 			a.EventTypes,
 			a.EventPayloads,
+			a.EventTraces,
 			a.QueueDeliveries,
 		}
 		batch.Queue(tagsSwap, vals...)

@@ -76,13 +76,14 @@ WITH input AS (
                unnest($37::text[]) AS normalized
     ) p JOIN c ON c.contact_id = p.contact_id
 ), event AS (
-    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
-    SELECT $20::uuid, e.event_id, e.event_type, e.contact_id, e.payload::json, $26::timestamptz
+    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
+    SELECT $20::uuid, e.event_id, e.event_type, e.contact_id, e.payload::json, $26::timestamptz, nullif(e.trace, '')
     FROM (
         SELECT unnest($38::uuid[]) AS event_id,
                unnest($39::text[]) AS event_type,
                unnest($40::uuid[]) AS contact_id,
-               unnest($41::text[]) AS payload
+               unnest($41::text[]) AS payload,
+               unnest($42::text[]) AS trace
     ) e JOIN c ON c.contact_id = e.contact_id
     RETURNING account_id, event_id, event_type, contact_id, occurred_at, payload
 ), target AS (
@@ -91,7 +92,7 @@ WITH input AS (
     SELECT e.account_id, e.event_id, e.contact_id, e.occurred_at, s.subscription_id, webhook_filter_matches(s.filter_path, e.payload) AS wanted
     FROM event e
     JOIN webhook_subscriptions s ON s.account_id = e.account_id AND s.event_type = e.event_type AND s.status <> 'Removed'
-    WHERE $42::bool
+    WHERE $43::bool
 ), delivery AS (
     INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
     SELECT account_id, uuid_v7(occurred_at), subscription_id, event_id, occurred_at, occurred_at, occurred_at
@@ -145,6 +146,7 @@ type ContactCreateManyParams struct {
 	EventTypes           []string
 	EventContactIds      []uuid.UUID
 	EventPayloads        []string
+	EventTraces          []string
 	QueueDeliveries      bool
 }
 
@@ -207,6 +209,7 @@ func (q *Queries) ContactCreateMany(ctx context.Context, arg ContactCreateManyPa
 		arg.EventTypes,
 		arg.EventContactIds,
 		arg.EventPayloads,
+		arg.EventTraces,
 		arg.QueueDeliveries,
 	)
 	if err != nil {

@@ -38,8 +38,8 @@ func (q *Queries) DeliveryInsert(ctx context.Context, arg DeliveryInsertParams) 
 }
 
 const eventInsert = `-- name: EventInsert :exec
-INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
-VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 `
 
 type EventInsertParams struct {
@@ -49,6 +49,7 @@ type EventInsertParams struct {
 	ContactID  *uuid.UUID
 	Payload    []byte
 	OccurredAt time.Time
+	Trace      *string
 }
 
 func (q *Queries) EventInsert(ctx context.Context, arg EventInsertParams) error {
@@ -59,13 +60,14 @@ func (q *Queries) EventInsert(ctx context.Context, arg EventInsertParams) error 
 		arg.ContactID,
 		arg.Payload,
 		arg.OccurredAt,
+		arg.Trace,
 	)
 	return err
 }
 
 const eventInsertTest = `-- name: EventInsertTest :exec
-INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, test)
-VALUES ($1, $2, $3, NULL, $4, $5, true)
+INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, test, trace)
+VALUES ($1, $2, $3, NULL, $4, $5, true, $6)
 `
 
 type EventInsertTestParams struct {
@@ -74,6 +76,7 @@ type EventInsertTestParams struct {
 	EventType  string
 	Payload    []byte
 	OccurredAt time.Time
+	Trace      *string
 }
 
 // A test event: about no contact, left out of the feed.
@@ -84,8 +87,26 @@ func (q *Queries) EventInsertTest(ctx context.Context, arg EventInsertTestParams
 		arg.EventType,
 		arg.Payload,
 		arg.OccurredAt,
+		arg.Trace,
 	)
 	return err
+}
+
+const eventTrace = `-- name: EventTrace :one
+SELECT trace FROM webhook_events WHERE account_id = $1 AND event_id = $2
+`
+
+type EventTraceParams struct {
+	AccountID uuid.UUID
+	EventID   uuid.UUID
+}
+
+// The traceparent an event's delivery attempt continues (tracing on only).
+func (q *Queries) EventTrace(ctx context.Context, arg EventTraceParams) (*string, error) {
+	row := q.db.QueryRow(ctx, eventTrace, arg.AccountID, arg.EventID)
+	var trace *string
+	err := row.Scan(&trace)
+	return trace, err
 }
 
 const eventsAbout = `-- name: EventsAbout :many

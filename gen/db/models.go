@@ -259,6 +259,7 @@ type WebhookEvent struct {
 	OccurredAt time.Time
 	Xid        pgtype.Uint64
 	Test       bool
+	Trace      *string
 }
 
 type WebhookEventsDefault struct {

@@ -203,6 +203,8 @@ type Querier interface {
 	EventInsert(ctx context.Context, arg EventInsertParams) error
 	// A test event: about no contact, left out of the feed.
 	EventInsertTest(ctx context.Context, arg EventInsertTestParams) error
+	// The traceparent an event's delivery attempt continues (tracing on only).
+	EventTrace(ctx context.Context, arg EventTraceParams) (*string, error)
 	// The events about a contact (test events are about none), locked, for its erasure.
 	EventsAbout(ctx context.Context, arg EventsAboutParams) ([]EventsAboutRow, error)
 	// The account's events after the cursor (@after_xid, @after_event), in the order of the

@@ -157,7 +157,7 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	deliveries := delivery.New(st, delivery.Options{
 		Timeout: cfg.WebhookTimeout, AllowedNetworks: cfg.WebhookAllowedNetworks, Workers: cfg.WebhookWorkers,
 		MaxInFlight: cfg.WebhookMaxInFlight, RescueAfter: cfg.WebhookRescueAfter, Now: Now, Log: log, Metrics: m, Secrets: secrets,
-		Live: keyring.IsLive, Filtered: filtered,
+		Live: keyring.IsLive, Filtered: filtered, NATSURL: cfg.NATSURL, NATSSubjectPrefix: cfg.NATSSubjectPrefix,
 	})
 	subs := webhook.NewSubscribers(st, Now)
 	events := webhook.NewEmitter(deliveries, subs, filtered)
@@ -166,7 +166,8 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	suppressions := suppress.New(st, keys, Now)
 	contacts := contact.NewService(st, events, Now, contact.Options{PublicURL: cfg.PublicURL, ListConcurrency: cfg.ListConcurrency,
 		Exports: cfg.Exports, ExportsPerAccount: cfg.ExportsPerAccount, Suppressions: suppressions, Verdicts: enricher})
-	subscriptions := webhook.NewService(st, subs, secrets, Now, cfg.WebhookAllowHTTP)
+	subscriptions := webhook.NewService(st, subs, secrets, Now,
+		webhook.URLRules{AllowHTTP: cfg.WebhookAllowHTTP, AllowNATS: cfg.NATSURL != ""})
 	cons, err := console.New(console.Deps{Store: st, Auth: keyring, Contacts: contacts, Webhooks: subscriptions,
 		Deliveries: deliveries, Events: eventFeed, Log: log, Now: Now, PublicURL: cfg.PublicURL})
 	if err != nil {

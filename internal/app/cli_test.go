@@ -136,8 +136,10 @@ func TestCommandLine(t *testing.T) {
 func TestBadConfigurationIsExplained(t *testing.T) {
 	t.Parallel()
 	var out, errOut bytes.Buffer
-	code := app.Main(context.Background(), []string{"serve", "--addr", "nope", "--webhook-allowed-networks", "10.0.0.0/99"}, &out, &errOut)
-	if code != 2 || !strings.Contains(errOut.String(), "CONTACTD_ADDR") || !strings.Contains(errOut.String(), "CONTACTD_WEBHOOK_ALLOWED_NETWORKS") {
+	code := app.Main(context.Background(), []string{"serve", "--addr", "nope", "--webhook-allowed-networks", "10.0.0.0/99",
+		"--nats-subject-prefix", "contactd.*"}, &out, &errOut)
+	if code != 2 || !strings.Contains(errOut.String(), "CONTACTD_ADDR") || !strings.Contains(errOut.String(), "CONTACTD_WEBHOOK_ALLOWED_NETWORKS") ||
+		!strings.Contains(errOut.String(), "CONTACTD_NATS_SUBJECT_PREFIX") {
 		t.Errorf("exit %d: %s", code, errOut.String())
 	}
 	if code := app.Main(context.Background(), []string{"frobnicate"}, &out, &errOut); code != 2 {

@@ -11,15 +11,22 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/contactd/contactd/internal/config"
+	"github.com/contactd/contactd/internal/tracing"
 )
 
 // Serve runs the API and the delivery workers until ctx is done, then drains in-flight
 // requests and attempts (bounded by cfg.ShutdownTimeout) before closing the database.
 func Serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer) error {
+	stopTracing, err := startTracing(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	rt, svc, err := openServices(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -87,6 +94,11 @@ func Serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 
 // Work runs only the workers (deliveries, enrichment, maintenance) until ctx is done.
 func Work(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	stopTracing, err := startTracing(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	return withServicesOf(ctx, cfg, log, func(svc *Services) error {
 		svc.StartWorkers()
 		log.Info("contactd workers running", slog.Int("workers", cfg.WebhookWorkers))
@@ -149,4 +161,27 @@ func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
 	log.Warn("pprof enabled", slog.String("addr", ln.Addr().String()))
 	go func() { _ = srv.Serve(ln) }()
 	return func() { _ = srv.Close() }, nil
+}
+
+// startTracing starts OpenTelemetry tracing when the environment asks for it
+// (OTEL_EXPORTER_OTLP_ENDPOINT, see internal/tracing), and returns what flushes and stops it.
+func startTracing(ctx context.Context, log *slog.Logger) (func(), error) {
+	version := "(devel)"
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		version = info.Main.Version
+	}
+	shutdown, err := tracing.Setup(ctx, "contactd", version)
+	if err != nil {
+		return nil, fmt.Errorf("tracing (OTEL_EXPORTER_OTLP_ENDPOINT): %w", err)
+	}
+	if tracing.Configured() {
+		log.Info("tracing on: spans go to the OTLP/HTTP collector of OTEL_EXPORTER_OTLP_ENDPOINT")
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := shutdown(ctx); err != nil {
+			log.Warn("tracing: flushing the last spans", slog.Any("error", err))
+		}
+	}, nil
 }

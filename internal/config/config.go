@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -74,6 +75,10 @@ type Config struct {
 	EventRetention         time.Duration // CONTACTD_EVENT_RETENTION: how long the events feed keeps events
 	// RedisURL, when set, makes the rate limits shared by every process (redis://host:port/db).
 	RedisURL string // CONTACTD_REDIS_URL
+	// NATSURL, when set, lets subscriptions target subjects of this NATS JetStream
+	// (nats:<subject>), each account's under NATSSubjectPrefix.<account id>.
+	NATSURL           string // CONTACTD_NATS_URL
+	NATSSubjectPrefix string // CONTACTD_NATS_SUBJECT_PREFIX
 	// MetricsToken, when set, lets a scraper from anywhere read /metrics with it as a bearer
 	// token; unset, only clients on this machine (loopback) may.
 	MetricsToken string // CONTACTD_METRICS_TOKEN
@@ -108,7 +113,7 @@ func Default() Config {
 		ShutdownTimeout: 30 * time.Second,
 		RateReadsPer10s: 100, RateWritesPer10s: 50, RateAccountPerDay: 350_000,
 		WebhookTimeout: 15 * time.Second, WebhookWorkers: 64, WebhookMaxInFlight: 4, WebhookRescueAfter: time.Minute,
-		EventRetention: 30 * 24 * time.Hour, RedisTimeout: 100 * time.Millisecond, Exports: 4, ExportsPerAccount: 2,
+		EventRetention: 30 * 24 * time.Hour, RedisTimeout: 100 * time.Millisecond, NATSSubjectPrefix: "contactd", Exports: 4, ExportsPerAccount: 2,
 	}
 }
 
@@ -154,6 +159,8 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	fs.DurationVar(&c.EventRetention, "event-retention", d.EventRetention, "how long the events feed keeps events, e.g. 720h")
 	fs.DurationVar(&c.RedisTimeout, "redis-timeout", d.RedisTimeout, "bound on each rate-limit decision's Redis round trips; slower, the process limits alone")
 	fs.StringVar(&c.RedisURL, "redis-url", d.RedisURL, "Redis shared by every process for the rate limits, e.g. redis://127.0.0.1:6379/0 or unix:///run/redis.sock?db=0; empty: each process limits alone")
+	fs.StringVar(&c.NATSURL, "nats-url", d.NATSURL, "NATS server(s) with JetStream that nats:<subject> subscriptions publish to, e.g. nats://127.0.0.1:4222; empty: HTTP subscriptions only")
+	fs.StringVar(&c.NATSSubjectPrefix, "nats-subject-prefix", d.NATSSubjectPrefix, "first token of every subject contactd publishes to, before the account's id")
 	fs.StringVar(&c.SecretKeyFile, "secret-key-file", d.SecretKeyFile, "file holding the key that seals stored secrets, instead of CONTACTD_SECRET_KEY")
 	fs.StringVar(&c.MetricsToken, "metrics-token", "", "bearer token that lets a scraper from anywhere read /metrics; unset: loopback clients only")
 	fs.StringVar(&c.TrustedProxiesRaw, "trusted-proxies", "", "comma-separated CIDRs of the proxies whose X-Forwarded-For names the client")
@@ -255,6 +262,9 @@ func (c *Config) Finish() error {
 	if c.ListConcurrency < 0 {
 		errs = append(errs, errors.New("CONTACTD_LIST_CONCURRENCY: must not be negative"))
 	}
+	if !natsTokens.MatchString(c.NATSSubjectPrefix) {
+		errs = append(errs, fmt.Errorf("CONTACTD_NATS_SUBJECT_PREFIX: %q is not subject tokens (letters, digits, - and _, joined by dots)", c.NATSSubjectPrefix))
+	}
 	if c.DBMaxConns < 2 {
 		errs = append(errs, errors.New("CONTACTD_DB_MAX_CONNS: must be at least 2"))
 	}
@@ -304,3 +314,6 @@ func (c *Config) OldSecretKeys() []string {
 	}
 	return out
 }
+
+// natsTokens is a NATS subject without wildcards.
+var natsTokens = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)

@@ -53,7 +53,7 @@ func (s *Service) Batch(ctx context.Context, accountID uuid.UUID, upsert bool, i
 	items := make([]batchItem, 0, len(ins))
 	types := map[webhook.EventType]bool{}
 	for i, in := range ins {
-		c, warnings, events, err := s.newContact(in, now)
+		c, warnings, events, err := s.newContact(ctx, in, now)
 		if err != nil {
 			base[i].Err = err
 			continue

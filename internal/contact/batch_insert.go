@@ -48,7 +48,7 @@ func manyParams(ps []db.ContactCreateParams) db.ContactCreateManyParams {
 		PropertyIds: []uuid.UUID{}, PropertyContactIds: []uuid.UUID{}, RawAddresses: []string{}, AptOrUnitNumbers: []string{},
 		StreetAddresses: []string{}, Cities: []string{}, Counties: []string{}, States: []string{}, Zips: []string{},
 		Normalized: []string{}, EventIds: []uuid.UUID{}, EventTypes: []string{}, EventContactIds: []uuid.UUID{},
-		EventPayloads: []string{}, EmailStatuses: make([]string, n),
+		EventPayloads: []string{}, EventTraces: []string{}, EmailStatuses: make([]string, n),
 	}
 	for i, p := range ps {
 		m.ContactIds[i], m.Emails[i], m.EmailKeys[i], m.Names[i], m.Phones[i] = p.ContactID, p.Email, p.EmailKey, p.Name, p.Phone
@@ -82,6 +82,7 @@ func manyParams(ps []db.ContactCreateParams) db.ContactCreateManyParams {
 		for k, id := range p.EventIds {
 			m.EventIds, m.EventContactIds = append(m.EventIds, id), append(m.EventContactIds, p.ContactID)
 			m.EventTypes, m.EventPayloads = append(m.EventTypes, p.EventTypes[k]), append(m.EventPayloads, p.EventPayloads[k])
+			m.EventTraces = append(m.EventTraces, p.EventTraces[k])
 		}
 	}
 	return m

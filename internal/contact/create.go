@@ -39,7 +39,7 @@ type CreateInput struct {
 // (s.creates), one commit for all of them. An address that cannot be parsed does not stop
 // the create: it is reported in the warnings.
 func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInput) (Contact, []string, error) {
-	c, warnings, events, err := s.newContact(in, s.now())
+	c, warnings, events, err := s.newContact(ctx, in, s.now())
 	if err != nil {
 		return Contact{}, nil, err
 	}
@@ -76,7 +76,7 @@ func (s *Service) maySubscribe(ctx context.Context, accountID uuid.UUID, types [
 // ContactEnriched when its email's status is known without DNS (Options.Verdicts), which the
 // create then applies itself, so that enrichment has nothing left to do for it: its address,
 // if any, is parsed by the running parser already.
-func (s *Service) newContact(in CreateInput, now time.Time) (Contact, []string, []webhook.Prepared, error) {
+func (s *Service) newContact(ctx context.Context, in CreateInput, now time.Time) (Contact, []string, []webhook.Prepared, error) {
 	tags, err := NormalizeTags(in.Tags)
 	if err != nil {
 		return Contact{}, nil, nil, err
@@ -97,7 +97,7 @@ func (s *Service) newContact(in CreateInput, now time.Time) (Contact, []string, 
 	}
 	var events []webhook.Prepared
 	if len(tags) > 0 {
-		p, err := webhook.Prepare(webhook.Event{Type: webhook.TagsAdded, ContactID: c.ID,
+		p, err := webhook.Prepare(ctx, webhook.Event{Type: webhook.TagsAdded, ContactID: c.ID,
 			Contact: c.info(), Info: webhook.TagsAddedInfo{TagsAdded: tags}, At: now})
 		if err != nil {
 			return Contact{}, nil, nil, err
@@ -109,7 +109,7 @@ func (s *Service) newContact(in CreateInput, now time.Time) (Contact, []string, 
 	}
 	if status, ok := s.verdicts.KnownStatus(in.Email); ok {
 		c.EmailStatus = status
-		p, err := webhook.Prepare(webhook.Event{Type: webhook.ContactEnriched, ContactID: c.ID, Contact: c.info(),
+		p, err := webhook.Prepare(ctx, webhook.Event{Type: webhook.ContactEnriched, ContactID: c.ID, Contact: c.info(),
 			Info: webhook.ContactEnrichedInfo{ChangedFields: []string{"emailStatus"}, EmailStatus: status,
 				PreviousEmailStatus: EmailPending}, At: now})
 		if err != nil {
@@ -173,6 +173,7 @@ func createParams(accountID uuid.UUID, c Contact, in CreateInput, events []webho
 	for _, ev := range events {
 		p.EventIds, p.EventTypes = append(p.EventIds, ev.ID), append(p.EventTypes, string(ev.Type))
 		p.EventPayloads = append(p.EventPayloads, string(ev.Payload)) // text: the exact bytes survive ::json
+		p.EventTraces = append(p.EventTraces, ev.Trace)
 	}
 	if c.CRM != nil {
 		p.CrmName, p.CrmUrl, p.CrmSource, p.CrmStage, p.CrmCreatedDate = c.CRM.Name, c.CRM.URL, c.CRM.Source, c.CRM.Stage, c.CRM.CreatedDate

@@ -156,12 +156,12 @@ func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []
 		now := s.now()
 		p := db.TagsSwapParams{AccountID: accountID, ContactID: id, Tags: c.tags, Previous: row.Tags, UpdatedAt: now}
 		for _, ev := range tagEvents(id, contactInfo(id, row.Email, row.AssignedUserEmailID), c, now) {
-			prepared, err := webhook.Prepare(ev)
+			prepared, err := webhook.Prepare(ctx, ev)
 			if err != nil {
 				return nil, err
 			}
 			p.EventIds, p.EventTypes = append(p.EventIds, prepared.ID), append(p.EventTypes, string(prepared.Type))
-			p.EventPayloads = append(p.EventPayloads, string(prepared.Payload))
+			p.EventPayloads, p.EventTraces = append(p.EventPayloads, string(prepared.Payload)), append(p.EventTraces, prepared.Trace)
 		}
 		p.QueueDeliveries = s.maySubscribe(ctx, accountID, p.EventTypes)
 		swapped, err := s.tagSwaps.Do(ctx, p)

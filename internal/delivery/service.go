@@ -43,6 +43,9 @@ type Options struct {
 	// Filtered counts the events subscriptions' filters leave out of the warnings this
 	// service emits (SubscriptionFailing); nil counts nothing.
 	Filtered *webhook.FilterTally
+	// NATSURL is the NATS server whose JetStream takes the deliveries of nats:<subject>
+	// subscriptions, each account's under NATSSubjectPrefix.<account id> ("": none).
+	NATSURL, NATSSubjectPrefix string
 }
 
 // New returns the delivery service over st; Start runs its workers.
@@ -60,6 +63,7 @@ func New(st *store.Store, opt Options) *Service {
 		now: opt.Now, rnd: defaultRand, log: opt.Log, metrics: opt.Metrics, opt: opt, secrets: opt.Secrets}
 	s.queue = queue.New(queue.Options{Name: QueueName, Slots: opt.Workers, PollEvery: opt.PollEvery, Log: opt.Log}, s.claim)
 	s.events = webhook.NewEmitter(s, nil, opt.Filtered)
+	s.nats = newNATSPublisher(opt.NATSURL, opt.NATSSubjectPrefix, opt.Timeout)
 	return s
 }
 
@@ -79,7 +83,9 @@ func (s *Service) Start() { s.stopping.Store(false); s.queue.Start() }
 // still running when ctx ends are cancelled, and made again when their leases end.
 func (s *Service) Stop(ctx context.Context) error {
 	s.stopping.Store(true)
-	return s.queue.Stop(ctx)
+	err := s.queue.Stop(ctx)
+	s.nats.close()
+	return err
 }
 
 // RemoveFailingAfter is how long a Failing subscription may go without a success.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apitime"
@@ -24,6 +30,7 @@ import (
 	"github.com/contactd/contactd/internal/metrics"
 	"github.com/contactd/contactd/internal/queue"
 	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/tracing"
 	"github.com/contactd/contactd/internal/webhook"
 )
 
@@ -64,6 +71,9 @@ type Service struct {
 	liveness sync.Map
 	// events emits the warnings of subscriptions that turn Failing.
 	events *webhook.Emitter
+	// nats publishes to the subscriptions that target a NATS JetStream subject (nil: none
+	// configured).
+	nats *natsPublisher
 }
 
 var _ webhook.Enqueuer = (*Service)(nil)
@@ -83,9 +93,13 @@ type outcome struct {
 	retryAfter time.Duration
 	// excerpt is the start of the receiver's answer (nil: no body)
 	excerpt *string
+	// acked is a broker's acknowledgement (a queue destination), which has no status code
+	acked bool
 }
 
-func (o outcome) ok() bool   { return o.status != nil && *o.status >= 200 && *o.status < 300 }
+func (o outcome) ok() bool {
+	return o.acked || (o.status != nil && *o.status >= 200 && *o.status < 300)
+}
 func (o outcome) gone() bool { return o.status != nil && *o.status == http.StatusGone }
 
 // failure says how a failed attempt failed, for the subscription's health.
@@ -154,29 +168,94 @@ func (s *Service) makeAttempt(ctx context.Context, a Args, d db.DeliveryLoadRow)
 	if d.SubscriptionStatus == "Removed" {
 		o.err = "subscription removed"
 	} else {
-		o = s.post(ctx, a.AccountID, d)
+		ctx, end := s.attemptSpan(ctx, a, d)
+		o = s.post(ctx, a, d)
+		end(o)
 		s.metrics.ObserveAttempt(o.label(), o.latency)
 	}
 	return o.ok(), s.record(ctx, a, d, o)
 }
 
-func (s *Service) post(ctx context.Context, account uuid.UUID, d db.DeliveryLoadRow) outcome {
+// attemptSpan starts the attempt's span when tracing is on: a child of its event's span (the
+// request that made the event, in whatever process), with a span link to it across the queue;
+// a new trace for an event made untraced. Its attributes are ids, the type, the attempt and
+// the receiver's host and answer: nothing of the contact.
+func (s *Service) attemptSpan(ctx context.Context, a Args, d db.DeliveryLoadRow) (context.Context, func(outcome)) {
+	if !tracing.Enabled() {
+		return ctx, func(outcome) {}
+	}
+	var stored *string
+	_ = s.store.Do(ctx, func(q *db.Queries) (err error) { // untraced if it cannot be read
+		stored, err = q.EventTrace(ctx, db.EventTraceParams{AccountID: a.AccountID, EventID: d.EventID})
+		return err
+	})
+	attrs := []attribute.KeyValue{attribute.String("contactd.account_id", a.AccountID.String()),
+		attribute.String("contactd.subscription_id", d.SubscriptionID.String()), attribute.String("contactd.delivery_id", a.DeliveryID.String()),
+		attribute.String("contactd.event_id", d.EventID.String()), attribute.String("contactd.event_type", d.EventType),
+		attribute.Int("contactd.attempt", a.Attempt), attribute.String("http.request.method", http.MethodPost)}
+	if u, err := url.Parse(d.Url); err == nil {
+		attrs = append(attrs, attribute.String("server.address", u.Hostname()))
+	}
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...)}
+	if stored != nil {
+		if parent := tracing.Remote(*stored); parent.IsValid() {
+			ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: parent,
+				Attributes: []attribute.KeyValue{attribute.String("contactd.link", "event")}}))
+		}
+	}
+	ctx, span := tracing.Tracer().Start(ctx, "webhook attempt "+d.EventType, opts...)
+	return ctx, func(o outcome) {
+		if o.status != nil {
+			span.SetAttributes(attribute.Int("http.response.status_code", int(*o.status)))
+		}
+		if !o.ok() {
+			span.SetStatus(codes.Error, o.label())
+		}
+		span.End()
+	}
+}
+
+// post makes one attempt of d: the payload signed per Standard Webhooks, sent to its
+// subscription's destination, an HTTP URL or a NATS JetStream subject (nats:<subject>).
+func (s *Service) post(ctx context.Context, a Args, d db.DeliveryLoadRow) outcome {
+	msg, failed := s.sign(ctx, a.AccountID, d)
+	if failed != nil {
+		return *failed
+	}
+	if subject, ok := webhook.NATSSubject(d.Url); ok {
+		if s.nats == nil {
+			return outcome{err: "this contactd has no NATS server configured (CONTACTD_NATS_URL)"}
+		}
+		return s.nats.publish(ctx, a, subject, msg)
+	}
+	return s.postHTTP(ctx, d.Url, msg)
+}
+
+// message is a delivery as any destination sends it: the body, and the headers by the names
+// Standard Webhooks gives them (NATS headers keep their case: verifiers look for these).
+type message struct {
+	body    []byte
+	headers [][2]string
+}
+
+// sign builds d's body and signed headers; a failure is the attempt's outcome.
+func (s *Service) sign(ctx context.Context, account uuid.UUID, d db.DeliveryLoadRow) (message, *outcome) {
 	keys, err := s.secrets.Open(ctx, webhook.Sealed{Account: account, Subscription: d.SubscriptionID, InClear: d.Secret,
 		Current: d.SecretSealed, Previous: d.PreviousSecretSealed, PreviousUntil: d.PreviousSecretUntil, Client: d.ClientSecretSealed})
 	if err != nil {
 		// never sent unsigned or signed wrong; the operator's log says why
 		s.log.Error("webhooks: cannot open the signing secrets", slog.String("subscription_id", d.SubscriptionID.String()), slog.Any("error", err))
-		return outcome{err: "contactd could not open this subscription's signing secret"}
+		return message{}, &outcome{err: "contactd could not open this subscription's signing secret"}
 	}
 	live, err := s.live(ctx, account)
 	if err != nil {
-		return outcome{err: "contactd could not tell whether the account is live"}
+		return message{}, &outcome{err: "contactd could not tell whether the account is live"}
 	}
 	body := make([]byte, 0, len(d.Payload)+32)
 	body = append(append(append(body, `{"events":[`...), d.Payload...), `],"livemode":`...)
 	body = append(strconv.AppendBool(body, live), '}')
-	start := time.Now()
-	ts := start.Unix()
+	ts := time.Now().Unix()
 	sig, err := Sign(keys.Current, d.EventID.String(), ts, body)
 	if err == nil && keys.Previous != "" {
 		var old string
@@ -185,19 +264,32 @@ func (s *Service) post(ctx context.Context, account uuid.UUID, d db.DeliveryLoad
 		}
 	}
 	if err != nil {
-		return outcome{err: err.Error()}
+		return message{}, &outcome{err: err.Error()}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.Url, bytes.NewReader(body))
+	return message{body: body, headers: [][2]string{
+		{"Content-Type", "application/json"},
+		{"User-Agent", "contactd-webhooks/1"},
+		{"webhook-id", d.EventID.String()},
+		{"webhook-timestamp", strconv.FormatInt(ts, 10)},
+		{"webhook-signature", sig},
+		{LegacySignatureHeader, SignLegacy(keys.Client, body)},
+		{LivemodeHeader, strconv.FormatBool(live)},
+	}}, nil
+}
+
+// postHTTP POSTs msg to a receiver's URL: any 2xx acknowledges it.
+func (s *Service) postHTTP(ctx context.Context, target string, msg message) outcome {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(msg.body))
 	if err != nil {
 		return outcome{err: "invalid URL"}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "contactd-webhooks/1")
-	req.Header.Set("webhook-id", d.EventID.String())
-	req.Header.Set("webhook-timestamp", fmt.Sprint(ts))
-	req.Header.Set("webhook-signature", sig)
-	req.Header.Set(LegacySignatureHeader, SignLegacy(keys.Client, body))
-	req.Header.Set(LivemodeHeader, strconv.FormatBool(live))
+	for _, h := range msg.headers {
+		req.Header.Set(h[0], h[1])
+	}
+	if tracing.Enabled() {
+		otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(req.Header)) // traceparent: the attempt's span
+	}
+	start := time.Now()
 	resp, err := s.http.Do(req)
 	o := outcome{latency: time.Since(start)}
 	if err != nil {

@@ -273,7 +273,7 @@ func (s *Service) finishQuiet(ctx context.Context, q *db.Queries, cs []checked) 
 		ev := webhook.Prepared{} // ID uuid.Nil: no event
 		if c.verdict != "" {
 			var err error
-			if ev, err = webhook.Prepare(webhook.Event{Type: webhook.ContactEnriched, ContactID: c.ContactID,
+			if ev, err = webhook.Prepare(ctx, webhook.Event{Type: webhook.ContactEnriched, ContactID: c.ContactID,
 				Contact: c.contactInfo(), Info: c.verdictInfo(), At: now}); err != nil {
 				return err
 			}

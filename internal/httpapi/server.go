@@ -124,7 +124,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	e.HTTPErrorHandler = s.errorHandler
 	e.JSONSerializer = bodySerializer{}
 	e.IPExtractor = ipExtractor(cfg.TrustedProxies)
-	e.Use(requestIDMiddleware, s.accessLog, middleware.RecoverWithConfig(middleware.RecoverConfig{
+	e.Use(requestIDMiddleware, s.traced, s.accessLog, middleware.RecoverWithConfig(middleware.RecoverConfig{
 		DisableStackAll: true, LogErrorFunc: s.logPanic}), s.apiRoute)
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)

@@ -137,7 +137,7 @@ func TestSubscriptionReachesTheCache(t *testing.T) {
 	}
 
 	// In another process (its own webhook.Service on the same database): NOTIFY brings it here.
-	other := webhook.NewService(a.Store, nil, a.Svc.Secrets, time.Now, true)
+	other := webhook.NewService(a.Store, nil, a.Svc.Secrets, time.Now, webhook.URLRules{AllowHTTP: true})
 	if a.Svc.Subscribers.MayHave(ctx, account, webhook.TagsRemoved) {
 		t.Fatal("TagsRemoved: cached as subscribed before anyone subscribed")
 	}

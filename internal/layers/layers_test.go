@@ -11,7 +11,7 @@ const module = "github.com/contactd/contactd/"
 
 // leaves are the packages that import nothing of ours but other leaves.
 var leaves = []string{"internal/apperr", "internal/config", "internal/address", "internal/apitime", "internal/ids",
-	"internal/secret", "internal/seal", "gen/"}
+	"internal/secret", "internal/seal", "internal/tracing", "gen/"}
 
 // rules: a package (or every package under a prefix ending in "/") may not import these,
 // but for the exceptions.

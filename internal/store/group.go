@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"go.opentelemetry.io/otel/attribute"
 	"runtime"
 	"sync"
 	"time"
@@ -41,6 +42,8 @@ type groupCall[T, R any] struct {
 	res  R
 	err  error
 	done chan struct{}
+	// size is how many writes its group had (for its span)
+	size int
 }
 
 // GroupOptions name and bound a Group.
@@ -84,6 +87,7 @@ func (g *Group[T, R]) Do(ctx context.Context, item T) (R, error) {
 		}
 		return res[0], nil
 	}
+	ctx, end := span(ctx, "db.group "+g.name, attribute.String("contactd.group", g.name))
 	c := &groupCall[T, R]{ctx: ctx, item: item, done: make(chan struct{})}
 	g.mu.Lock()
 	g.waiting = append(g.waiting, c)
@@ -97,8 +101,10 @@ func (g *Group[T, R]) Do(ctx context.Context, item T) (R, error) {
 	}
 	select {
 	case <-c.done:
+		end(c.err, attribute.Int("contactd.group.size", c.size))
 		return c.res, Translate(c.err)
 	case <-ctx.Done():
+		end(ctx.Err())
 		var zero R
 		return zero, Translate(ctx.Err())
 	}
@@ -166,6 +172,7 @@ func (g *Group[T, R]) sendGroup(calls []*groupCall[T, R]) {
 		} else {
 			c.res = res[i]
 		}
+		c.size = len(live)
 		close(c.done)
 	}
 }

@@ -124,9 +124,11 @@ func (s *Store) InTx(ctx context.Context, fn func(tx Tx) error) error {
 		}))
 	}
 	var after []func()
+	ctx, end := span(ctx, "db.transaction")
 	err := pgx.BeginFunc(ctx, s.Pool, func(raw pgx.Tx) error {
 		return fn(Tx{Queries: db.New(plannedDB{raw}), after: &after})
 	})
+	end(err)
 	if err == nil {
 		for _, f := range after {
 			f()

@@ -36,10 +36,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apitime"
 	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/tracing"
 )
 
 // EventType is the kind of an event; a subscription receives one kind.
@@ -271,13 +274,32 @@ type Prepared struct {
 	Type    EventType
 	Payload []byte
 	At      time.Time
+	// Trace is the traceparent of the event's span, which its delivery attempts continue
+	// ("" untraced).
+	Trace string
 }
 
-// Prepare gives ev its id and payload, for a statement that records it with the change.
-func Prepare(ev Event) (Prepared, error) {
+// Prepare gives ev its id and payload, for a statement that records it with the change; in a
+// traced request, it gives the event a span of its own (tracing).
+func Prepare(ctx context.Context, ev Event) (Prepared, error) {
 	id := NewEventID(ev.At)
 	payload, err := envelope(id, ev)
-	return Prepared{ID: id, Type: ev.Type, Payload: payload, At: ev.At}, err
+	p := Prepared{ID: id, Type: ev.Type, Payload: payload, At: ev.At}
+	if err == nil && tracing.Traced(ctx) {
+		ctx, span := tracing.Tracer().Start(ctx, "event "+string(ev.Type), trace.WithSpanKind(trace.SpanKindProducer),
+			trace.WithAttributes(attribute.String("contactd.event_id", id.String()), attribute.String("contactd.event_type", string(ev.Type))))
+		p.Trace = tracing.Traceparent(ctx)
+		span.End()
+	}
+	return p, err
+}
+
+// trace is how a statement stores a traceparent: NULL when there is none.
+func traceOf(p Prepared) *string {
+	if p.Trace == "" {
+		return nil
+	}
+	return &p.Trace
 }
 
 // Emit records ev, subscribed to or not (the events feed has every event), and queues its
@@ -292,7 +314,7 @@ func (e *Emitter) EmitAbout(ctx context.Context, tx store.Tx, accountID uuid.UUI
 }
 
 func (e *Emitter) emit(ctx context.Context, tx store.Tx, accountID uuid.UUID, ev Event, skip uuid.UUID) error {
-	p, err := Prepare(ev)
+	p, err := Prepare(ctx, ev)
 	if err != nil {
 		return err
 	}
@@ -301,7 +323,7 @@ func (e *Emitter) emit(ctx context.Context, tx store.Tx, accountID uuid.UUID, ev
 		contactID = &ev.ContactID
 	}
 	if err := tx.EventInsert(ctx, db.EventInsertParams{AccountID: accountID, EventID: p.ID,
-		EventType: string(ev.Type), ContactID: contactID, Payload: p.Payload, OccurredAt: ev.At}); err != nil {
+		EventType: string(ev.Type), ContactID: contactID, Payload: p.Payload, OccurredAt: ev.At, Trace: traceOf(p)}); err != nil {
 		return err
 	}
 	return e.deliver(ctx, tx, accountID, p, skip)

@@ -75,17 +75,49 @@ type Subscription struct {
 
 // Service manages subscriptions.
 type Service struct {
-	store     *store.Store
-	subs      *Subscribers
-	secrets   *Secrets
-	now       func() time.Time
-	allowHTTP bool
+	store   *store.Store
+	subs    *Subscribers
+	secrets *Secrets
+	now     func() time.Time
+	urls    URLRules
 }
 
-// NewService returns a Service; allowHTTP admits plain http:// URLs (local development).
-// subs is the cache its changes invalidate (nil if none); secrets seals the signing secrets.
-func NewService(st *store.Store, subs *Subscribers, secrets *Secrets, now func() time.Time, allowHTTP bool) *Service {
-	return &Service{store: st, subs: subs, secrets: secrets, now: now, allowHTTP: allowHTTP}
+// URLRules say which destinations a subscription may have besides https:// URLs.
+type URLRules struct {
+	// AllowHTTP admits plain http:// URLs (local development).
+	AllowHTTP bool
+	// AllowNATS admits nats:<subject> destinations (a NATS server is configured).
+	AllowNATS bool
+}
+
+// NewService returns a Service. subs is the cache its changes invalidate (nil if none);
+// secrets seals the signing secrets.
+func NewService(st *store.Store, subs *Subscribers, secrets *Secrets, now func() time.Time, urls URLRules) *Service {
+	return &Service{store: st, subs: subs, secrets: secrets, now: now, urls: urls}
+}
+
+// NATSSubject is the subject of a nats:<subject> destination; ok is false for a URL.
+func NATSSubject(destination string) (subject string, ok bool) {
+	return strings.CutPrefix(destination, "nats:")
+}
+
+// natsSubject checks a subject: tokens of letters, digits, - and _ joined by dots, no
+// wildcards, at most 128 characters (contactd puts its prefix and the account's id before it).
+func natsSubject(subject string) bool {
+	if subject == "" || len(subject) > 128 {
+		return false
+	}
+	for _, token := range strings.Split(subject, ".") {
+		if token == "" {
+			return false
+		}
+		for _, r := range token {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // RotateSecret gives a subscription a new signing secret (see Secrets.Rotate).
@@ -167,6 +199,15 @@ func (s *Service) List(ctx context.Context, accountID uuid.UUID) ([]Subscription
 
 func (s *Service) checkURL(raw string) error {
 	invalid := func(msg string) error { return apperr.Invalid(apperr.Field("body.url", "format", msg)) }
+	if subject, isNATS := NATSSubject(raw); isNATS {
+		switch {
+		case !s.urls.AllowNATS:
+			return invalid("nats: destinations need a NATS server this contactd is configured with (CONTACTD_NATS_URL)")
+		case !natsSubject(subject):
+			return invalid("a nats: destination is a subject: tokens of letters, digits, - and _ joined by dots, no wildcards, at most 128 characters")
+		}
+		return nil
+	}
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Host == "" || u.Hostname() == "" {
 		return invalid("must be an absolute URL")
@@ -174,7 +215,7 @@ func (s *Service) checkURL(raw string) error {
 	switch strings.ToLower(u.Scheme) {
 	case "https":
 	case "http":
-		if !s.allowHTTP {
+		if !s.urls.AllowHTTP {
 			return invalid("must use https://")
 		}
 	default:

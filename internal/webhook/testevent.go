@@ -64,7 +64,7 @@ func (s *Service) SendTest(ctx context.Context, accountID uuid.UUID, rawID strin
 		return TestDelivery{}, apperr.Invalid(apperr.Field("path.subscriptionId", "status", "the subscription is Removed: it receives nothing"))
 	}
 	now := s.now()
-	p, err := Prepare(Event{Type: sub.EventType, ContactID: TestContactID, At: now, Info: sampleInfo(sub.EventType, now),
+	p, err := Prepare(ctx, Event{Type: sub.EventType, ContactID: TestContactID, At: now, Info: sampleInfo(sub.EventType, now),
 		Contact: ContactInfo{ContactID: TestContactID.String(), EmailID: "test@example.com"}})
 	if err != nil {
 		return TestDelivery{}, err
@@ -72,7 +72,7 @@ func (s *Service) SendTest(ctx context.Context, accountID uuid.UUID, rawID strin
 	deliveryID := uuid.Must(uuid.NewV7())
 	err = s.store.InTx(ctx, func(tx store.Tx) error {
 		if err := tx.EventInsertTest(ctx, db.EventInsertTestParams{AccountID: accountID, EventID: p.ID,
-			EventType: string(sub.EventType), Payload: p.Payload, OccurredAt: now}); err != nil {
+			EventType: string(sub.EventType), Payload: p.Payload, OccurredAt: now, Trace: traceOf(p)}); err != nil {
 			return err
 		}
 		if err := tx.DeliveryInsert(ctx, db.DeliveryInsertParams{AccountID: accountID, DeliveryID: deliveryID,

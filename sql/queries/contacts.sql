@@ -43,10 +43,10 @@ WITH c AS (
     WHERE sqlc.narg('property_id')::uuid IS NOT NULL
 ), event AS (
     -- payloads as text: the exact bytes survive ::json
-    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
-    SELECT c.account_id, e.event_id, e.event_type, c.contact_id, e.payload::json, c.created_at
+    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
+    SELECT c.account_id, e.event_id, e.event_type, c.contact_id, e.payload::json, c.created_at, nullif(e.trace, '')
     FROM c, (SELECT unnest(@event_ids::uuid[]) AS event_id, unnest(@event_types::text[]) AS event_type,
-                    unnest(@event_payloads::text[]) AS payload) e
+                    unnest(@event_payloads::text[]) AS payload, unnest(@event_traces::text[]) AS trace) e
     RETURNING account_id, event_id, event_type, occurred_at, payload
 ), target AS (
     SELECT e.account_id, e.event_id, e.occurred_at, s.subscription_id, webhook_filter_matches(s.filter_path, e.payload) AS wanted
@@ -202,13 +202,14 @@ WITH input AS (
                unnest(@normalized::text[]) AS normalized
     ) p JOIN c ON c.contact_id = p.contact_id
 ), event AS (
-    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
-    SELECT @account_id::uuid, e.event_id, e.event_type, e.contact_id, e.payload::json, @created_at::timestamptz
+    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
+    SELECT @account_id::uuid, e.event_id, e.event_type, e.contact_id, e.payload::json, @created_at::timestamptz, nullif(e.trace, '')
     FROM (
         SELECT unnest(@event_ids::uuid[]) AS event_id,
                unnest(@event_types::text[]) AS event_type,
                unnest(@event_contact_ids::uuid[]) AS contact_id,
-               unnest(@event_payloads::text[]) AS payload
+               unnest(@event_payloads::text[]) AS payload,
+               unnest(@event_traces::text[]) AS trace
     ) e JOIN c ON c.contact_id = e.contact_id
     RETURNING account_id, event_id, event_type, contact_id, occurred_at, payload
 ), target AS (

@@ -1,6 +1,6 @@
 -- name: EventInsert :exec
-INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
-VALUES ($1, $2, $3, $4, $5, $6);
+INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
+VALUES ($1, $2, $3, $4, $5, $6, sqlc.narg('trace'));
 
 -- name: DeliveryInsert :exec
 INSERT INTO webhook_deliveries (
@@ -9,8 +9,12 @@ INSERT INTO webhook_deliveries (
 
 -- name: EventInsertTest :exec
 -- A test event: about no contact, left out of the feed.
-INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, test)
-VALUES ($1, $2, $3, NULL, $4, $5, true);
+INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, test, trace)
+VALUES ($1, $2, $3, NULL, $4, $5, true, sqlc.narg('trace'));
+
+-- name: EventTrace :one
+-- The traceparent an event's delivery attempt continues (tracing on only).
+SELECT trace FROM webhook_events WHERE account_id = @account_id AND event_id = @event_id;
 
 -- name: EventsAbout :many
 -- The events about a contact (test events are about none), locked, for its erasure.

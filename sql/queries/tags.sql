@@ -17,9 +17,9 @@ WITH swapped AS (
     WHERE c.account_id = @account_id AND c.contact_id = @contact_id AND c.tags = @previous::text[]
     RETURNING c.account_id, c.contact_id
 ), events AS (
-    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
+    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
     SELECT s.account_id, unnest(@event_ids::uuid[]), unnest(@event_types::text[]), s.contact_id,
-           unnest(@event_payloads::text[])::json, @updated_at
+           unnest(@event_payloads::text[])::json, @updated_at, nullif(unnest(@event_traces::text[]), '')
     FROM swapped s
     RETURNING account_id, event_id, event_type, occurred_at, payload
 ), target AS (
