@@ -2,6 +2,7 @@ package delivery_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
@@ -228,5 +229,68 @@ func TestNATSDestinationRetries(t *testing.T) {
 	var status string
 	if err := a.Store.Pool.QueryRow(context.Background(), "SELECT status FROM webhook_subscriptions").Scan(&status); err != nil || status != "Failing" {
 		t.Errorf("subscription %s (%v), want Failing", status, err)
+	}
+}
+
+// A broker that goes away delays only the subscriptions that publish to it: one account's
+// three nats: subscriptions, each having succeeded once, then the broker killed, so their
+// attempts wait for an acknowledgement that never comes; another account's HTTP receiver
+// (with a filter, in play) meanwhile gets every one of its deliveries, and each nats:
+// subscription holds at most its limit of attempts at once.
+func TestABrokerAwayDelaysOnlyItsSubscriptions(t *testing.T) {
+	t.Parallel()
+	const maxInFlight = 4
+	n := testkit.StartNATS(t)
+	makeStream(t, jetStream(t, n))
+	a := testkit.NewAPI(t, testkit.LocalDelivery, func(c *testkit.Config) {
+		c.NATSURL = n.URL
+		c.WebhookTimeout, c.WebhookRescueAfter, c.WebhookWorkers, c.WebhookMaxInFlight = time.Hour, 2*time.Hour, 16, maxInFlight
+	})
+	_, key := a.Account("queues")
+	for i := range 3 {
+		if r := a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": fmt.Sprintf("nats:q.%d", i), "eventType": "TagsAdded"}); r.Status != 200 {
+			t.Fatalf("subscribe: %d %s", r.Status, r.Body)
+		}
+	}
+	_, otherKey := a.Account("other")
+	healthy := testkit.NewReceiver(t)
+	if r := a.Do("POST", "/public/v1/webhooks", otherKey, map[string]any{"url": healthy.URL, "eventType": "TagsAdded",
+		"filter": map[string]any{"data.tagsAddedInfo.tagsAdded": map[string]any{"$exists": true}}}); r.Status != 200 {
+		t.Fatalf("subscribe: %d %s", r.Status, r.Body)
+	}
+	a.StartWorkers()
+	create := func(key, email string, tags ...string) string {
+		t.Helper()
+		var c api.CreateContactResult
+		r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": email, "tags": append([]string{}, tags...)})
+		r.JSON(t, &c)
+		if r.Status != 200 {
+			t.Fatalf("create: %d %s", r.Status, r.Body)
+		}
+		return c.Contact.ContactId
+	}
+	queued := create(key, "queue@example.com", "first")
+	testkit.Eventually(t, "each nats: subscription's first delivery acknowledged", func() bool {
+		return a.Count(t, `SELECT count(*) FROM webhook_deliveries WHERE status = 'Succeeded'`) == 3
+	})
+	n.Stop()
+	for i := range 10 {
+		if r := a.Do("POST", "/public/v1/contact/"+queued+"/tags", key, map[string]any{"tags": []string{fmt.Sprintf("q%d", i)}}); r.Status != 200 {
+			t.Fatalf("tags: %d", r.Status)
+		}
+	}
+	testkit.Eventually(t, "the nats: subscriptions' attempts waiting on the broker", func() bool {
+		return a.Count(t, `SELECT count(*) FROM webhook_deliveries WHERE leased_until IS NOT NULL`) >= 3
+	})
+	other := create(otherKey, "other@example.com")
+	for i := range 10 {
+		if r := a.Do("POST", "/public/v1/contact/"+other+"/tags", otherKey, map[string]any{"tags": []string{fmt.Sprintf("h%d", i)}}); r.Status != 200 {
+			t.Fatalf("tags: %d", r.Status)
+		}
+		healthy.Next(t) // delivered while the broker is away
+	}
+	if most := a.Count(t, `SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM webhook_deliveries
+		WHERE leased_until IS NOT NULL GROUP BY subscription_id) per`); most > maxInFlight {
+		t.Errorf("a nats: subscription holds %d attempts at once, its limit is %d", most, maxInFlight)
 	}
 }
