@@ -23,9 +23,10 @@ import (
 // loses the PostgreSQL primary whole (its keeper and PostgreSQL, SIGKILL) as a machine would
 // be lost. A standby is promoted; contactd's processes find it through their multi-host URL
 // (target_session_attrs=read-write); every write is retried with its key until answered.
-// Afterwards every acknowledged write is there exactly once, every event reaches the
-// receiver, the window in which writes failed is reported, and the lost node, started
-// again, rejoins as a standby. Every phase waits for an event, never for a time.
+// The lost node, started again, rejoins as a standby; then a standby is lost under load, and
+// then the monitor, and writes go on through each. Afterwards every acknowledged write is there
+// exactly once, every event reaches the receiver, and the window in which writes failed after
+// the primary's loss is reported. Every phase waits for an event, never for a time.
 func TestClusterSurvivesPrimaryLoss(t *testing.T) {
 	if os.Getenv("CONTACTD_HA_TEST") == "" {
 		t.Skip("the failover test runs with CONTACTD_HA_TEST=1: make test-ha")
@@ -73,35 +74,52 @@ func TestClusterSurvivesPrimaryLoss(t *testing.T) {
 		t.Errorf("create %s: no success in 600 tries", email)
 		return "", false
 	}
-	var stop atomic.Bool
-	var wg sync.WaitGroup
 	start := time.Now()
-	for g := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; !stop.Load(); i++ {
-				email := fmt.Sprintf("f%d-%d@cluster.example", g, i)
-				id, ok := create(email)
-				if !ok {
-					return
+	phase := 0
+	// underLoad runs the writers until beforeKill more creates are acknowledged, then lose (the
+	// moment returned), then until afterKill more are: writes go on through each loss.
+	underLoad := func(what string, lose func()) time.Time {
+		t.Helper()
+		phase++
+		var stop atomic.Bool
+		var wg sync.WaitGroup
+		for g := range writers {
+			wg.Go(func() {
+				for i := 0; !stop.Load(); i++ {
+					email := fmt.Sprintf("f%d-%d-%d@cluster.example", phase, g, i)
+					id, ok := create(email)
+					if !ok {
+						return
+					}
+					mu.Lock()
+					acked[id] = email
+					mu.Unlock()
 				}
-				mu.Lock()
-				acked[id] = email
-				mu.Unlock()
-			}
-		}()
+			})
+		}
+		defer func() { stop.Store(true); wg.Wait() }()
+		startCount := count()
+		testkit.Eventually(t, fmt.Sprintf("%d acknowledged creates before %s", beforeKill, what), func() bool { return count() >= startCount+beforeKill })
+		lost := time.Now()
+		lose()
+		ackedAtLoss := count()
+		testkit.Eventually(t, fmt.Sprintf("%d acknowledged creates after %s", afterKill, what), func() bool {
+			return count() >= ackedAtLoss+afterKill
+		})
+		return lost
 	}
-	testkit.Eventually(t, fmt.Sprintf("%d acknowledged creates before the primary is lost", beforeKill), func() bool { return count() >= beforeKill })
+	failedSince := func(at time.Time) (n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, f := range failed {
+			if f.After(at) {
+				n++
+			}
+		}
+		return n
+	}
 	primary := strings.TrimSpace(c.script("primary"))
-	killed := time.Now()
-	c.script("kill", primary)
-	ackedAtKill := count()
-	testkit.Eventually(t, fmt.Sprintf("%d acknowledged creates after the primary is lost", afterKill), func() bool {
-		return count() >= ackedAtKill+afterKill
-	})
-	stop.Store(true)
-	wg.Wait()
+	killed := underLoad("the primary is lost", func() { c.script("kill", primary) })
 	newPrimary := strings.TrimSpace(c.script("primary"))
 
 	mu.Lock()
@@ -114,17 +132,36 @@ func TestClusterSurvivesPrimaryLoss(t *testing.T) {
 			last = f
 		}
 	}
+	failedAtPrimaryLoss := len(failed)
 	mu.Unlock()
 	window := time.Duration(0)
 	if !last.IsZero() {
 		window = last.Sub(killed)
 	}
 	t.Logf("primary %s lost (SIGKILL, keeper and PostgreSQL) %s into the load; %s promoted; %d create attempts failed, the last %s after the kill (the window without writes); %d retries with their Idempotency-Key, %d answered by a replay; %d creates acknowledged in %s",
-		primary, killed.Sub(start).Round(time.Millisecond), newPrimary, len(failed), window.Round(time.Millisecond),
+		primary, killed.Sub(start).Round(time.Millisecond), newPrimary, failedAtPrimaryLoss, window.Round(time.Millisecond),
 		retried.Load(), replayed.Load(), count(), time.Since(start).Round(time.Millisecond))
 	if newPrimary == primary || newPrimary == "" {
 		t.Errorf("the primary is %q after losing %s", newPrimary, primary)
 	}
+
+	// reads resume by themselves, and the lost node comes back as a standby
+	if st, b, _ := cl.do("GET", url+"/public/v1/contacts?limit=1", c.key, nil); st != 200 {
+		t.Errorf("list after the failover: %d %s", st, b)
+	}
+	c.script("start", primary)
+	testkit.Eventually(t, primary+" rejoining as a standby", func() bool {
+		return slices.Contains(strings.Fields(c.script("standbys")), primary)
+	})
+
+	// a standby lost: a commit waits for the other one (synchronous replication to ANY 1), so
+	// writes go on; then the monitor lost: nothing can fail over, but the primary and its
+	// standby go on without it
+	standby := strings.Fields(c.script("standbys"))[0]
+	lostStandby := underLoad("a standby is lost", func() { c.script("kill", standby) })
+	lostMonitor := underLoad("the monitor is lost", func() { c.script("kill", "monitor") })
+	t.Logf("standby %s lost under load: %d create attempts failed after it; monitor lost under load: %d failed after it (each time %d more creates acknowledged)",
+		standby, failedSince(lostStandby)-failedSince(lostMonitor), failedSince(lostMonitor), afterKill)
 
 	// every acknowledged create is stored exactly once, with its event
 	conn := c.db(ctx)
@@ -155,14 +192,6 @@ func TestClusterSurvivesPrimaryLoss(t *testing.T) {
 	}
 	t.Logf("deliveries: %d events, %d requests received, %d duplicates", len(events), got, dups)
 
-	// reads resume by themselves, and the lost node comes back as a standby
-	if st, b, _ := cl.do("GET", url+"/public/v1/contacts?limit=1", c.key, nil); st != 200 {
-		t.Errorf("list after the failover: %d %s", st, b)
-	}
-	c.script("start", primary)
-	testkit.Eventually(t, primary+" rejoining as a standby", func() bool {
-		return slices.Contains(strings.Fields(c.script("standbys")), primary)
-	})
 	// the API processes' notification listeners followed the new primary: a revocation made
 	// there reaches both
 	c.checkRevocationReachesEveryNode(cl)
