@@ -62,8 +62,7 @@ func runBulk(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	defer b.close()
-	args := []string{"--database-url", b.url,
-		"--rate-reads-per-10s", "0", "--rate-writes-per-10s", "0", "--rate-account-per-day", "0"}
+	args := serveArgs(b.url, false)
 	pprofAddr, err := profileAddr(o)
 	if err != nil {
 		return err

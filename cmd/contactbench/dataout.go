@@ -229,9 +229,7 @@ func runDataOut(ctx context.Context, o options, out io.Writer) error {
 			return err
 		}
 	}
-	cd, addr, err := startContactd(ctx, o.contactd, []string{"--database-url", dbURL,
-		"--rate-reads-per-10s", "0", "--rate-writes-per-10s", "0", "--rate-account-per-day", "0",
-		"--pprof-addr", pprofAddr})
+	cd, addr, err := startContactd(ctx, o.contactd, append(serveArgs(dbURL, false), "--pprof-addr", pprofAddr))
 	if err != nil {
 		return err
 	}

@@ -64,9 +64,7 @@ func runFilters(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	defer stop()
-	cd, addr, err := startContactd(ctx, o.contactd, []string{"--database-url", b.url,
-		"--rate-reads-per-10s", "0", "--rate-writes-per-10s", "0", "--rate-account-per-day", "0",
-		"--webhook-allow-http", "--webhook-allowed-networks", "127.0.0.0/8"})
+	cd, addr, err := startContactd(ctx, o.contactd, serveArgs(b.url, true))
 	if err != nil {
 		return err
 	}

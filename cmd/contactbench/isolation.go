@@ -98,10 +98,8 @@ func runIsolation(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	defer stop()
-	cd, addr, err := startContactd(ctx, o.contactd, []string{"--database-url", b.url,
-		"--rate-reads-per-10s", "0", "--rate-writes-per-10s", "0", "--rate-account-per-day", "0",
-		"--webhook-allow-http", "--webhook-allowed-networks", "127.0.0.0/8", "--webhook-timeout", "5s",
-		"--webhook-rescue-after", "16s"})
+	cd, addr, err := startContactd(ctx, o.contactd, append(serveArgs(b.url, true), "--webhook-timeout", "5s",
+		"--webhook-rescue-after", "16s"))
 	if err != nil {
 		return err
 	}

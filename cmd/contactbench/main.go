@@ -192,9 +192,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cd, contactdAddr, err := startContactd(ctx, o.contactd, []string{"--database-url", dbURL,
-		"--rate-reads-per-10s", "0", "--rate-writes-per-10s", "0", "--rate-account-per-day", "0",
-		"--webhook-allow-http", "--webhook-allowed-networks", "127.0.0.0/8", "--pprof-addr", pprofAddr})
+	cd, contactdAddr, err := startContactd(ctx, o.contactd, append(serveArgs(dbURL, true), "--pprof-addr", pprofAddr))
 	if err != nil {
 		return err
 	}
@@ -517,6 +515,16 @@ func startProcess(ctx context.Context, bin string, args []string, readyURL strin
 // chosen beforehand (freeAddr) can be bound by another process first: contactd then exits,
 // and the other server answers the readiness check (seen with bench smoke's four modes side by
 // side beside go test: a batch sent to another contactd, 401).
+// serveArgs are the flags of every measured contactd: the database, no rate limits (the load
+// tool is one client that would hit them), and with localWebhooks receivers on loopback.
+func serveArgs(dbURL string, localWebhooks bool) []string {
+	args := []string{"--database-url", dbURL, "--rate-reads-per-10s", "0", "--rate-writes-per-10s", "0", "--rate-account-per-day", "0"}
+	if localWebhooks {
+		args = append(args, "--webhook-allow-http", "--webhook-allowed-networks", "127.0.0.0/8")
+	}
+	return args
+}
+
 func startContactd(ctx context.Context, bin string, args []string) (*process, string, error) {
 	p, err := spawn(bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...))
 	if err != nil {
