@@ -114,6 +114,17 @@ primary() { monitor_sql "SELECT nodename FROM pgautofailover.node WHERE goalstat
 
 # run_keeper NAME PGDATA: pg_auto_failover's keeper of one node, in the background (it runs
 # and watches its PostgreSQL, and takes its orders from the monitor)
+# kill_in_dir DIR: SIGKILL every process whose working directory is DIR (a PostgreSQL's
+# processes all work in its data directory).
+kill_in_dir() {
+	local p dir
+	dir=$(realpath "$1")
+	for p in /proc/[0-9]*; do
+		[ "$(readlink "$p/cwd" 2>/dev/null)" = "$dir" ] && kill -KILL "${p#/proc/}" 2>/dev/null
+	done
+	return 0
+}
+
 run_keeper() {
 	local as=()
 	# setpriv execs (runuser would stay its parent): the pid file is the keeper's own
@@ -347,7 +358,9 @@ kill) # kill NODE: SIGKILL, as a crash would, and wait until it is gone
 	# a PostgreSQL node is lost whole: its keeper's process group, which holds the keeper's
 	# services and its PostgreSQL (killing the keeper alone leaves its service that restarts
 	# PostgreSQL, and the old primary comes back taking connections)
-	pg[0-9] | monitor) kill -KILL -- "-$(cat "$DIR/$2.pid")" ;;
+	# (and every process working in its data directory: the monitor's logger and health-check
+	# worker run in sessions of their own, and would outlive the machine)
+	pg[0-9] | monitor) kill -KILL -- "-$(cat "$DIR/$2.pid")"; kill_in_dir "$DIR/ha/$2" ;;
 	*) kill -KILL "$(cat "$DIR/$2.pid")" ;;
 	esac
 	wait_for "$2's end" 5 not_alive "$2"
