@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -438,24 +435,14 @@ func generatedQueries(t *testing.T) map[string]string {
 		t.Fatalf("gen/db: %v", err)
 	}
 	out := map[string]string{}
-	fset := token.NewFileSet()
 	for _, f := range files {
-		file, err := parser.ParseFile(fset, f, nil, 0)
+		src, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ast.Inspect(file, func(n ast.Node) bool {
-			lit, ok := n.(*ast.BasicLit)
-			if !ok || lit.Kind != token.STRING {
-				return true
-			}
-			s, err := strconv.Unquote(lit.Value)
-			if err != nil || !strings.HasPrefix(s, "-- name: ") {
-				return true
-			}
-			out[strings.Fields(s)[2]] = s
-			return true
-		})
+		for name, sql := range queriesIn(t, f, string(src)) {
+			out[name] = sql
+		}
 	}
 	return out
 }
