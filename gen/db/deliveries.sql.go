@@ -145,26 +145,88 @@ func (q *Queries) AttemptsList(ctx context.Context, arg AttemptsListParams) ([]A
 }
 
 const deliveryClaim = `-- name: DeliveryClaim :many
-SELECT c.account_id::uuid AS account_id, c.delivery_id::uuid AS delivery_id, c.status::text AS status,
-    c.attempts::int AS attempts, c.subscription_id::uuid AS subscription_id, c.event_id::uuid AS event_id,
-    c.event_type::text AS event_type, c.payload::text AS payload, c.url::text AS url,
-    -- sqlc cannot see the function's NULLs: absent is '' and the zero time here
-    coalesce(c.secret, '')::text AS secret, coalesce(c.secret_sealed, '')::text AS secret_sealed,
-    coalesce(c.previous_secret_sealed, '')::text AS previous_secret_sealed,
-    coalesce(c.previous_secret_until, '0001-01-01 00:00:00+00')::timestamptz AS previous_secret_until,
-    c.subscription_status::text AS subscription_status,
-    coalesce(c.client_secret_sealed, '')::text AS client_secret_sealed
-FROM (SELECT set_config('synchronous_commit', 'off', true)) lazy,
-    claim_deliveries_alone($1::timestamptz, $2::timestamptz, $3::int,
-    $4::int, $5::float8) c
+WITH RECURSIVE pending AS (
+    -- the subscriptions with Pending deliveries, one index probe each (a skip scan of
+    -- webhook_deliveries_pending): the cost follows the subscriptions, not their backlogs
+    (SELECT q.account_id, q.subscription_id FROM webhook_deliveries q
+     WHERE q.status = 'Pending' ORDER BY q.account_id, q.subscription_id LIMIT 1)
+    UNION ALL
+    SELECT nx.account_id, nx.subscription_id FROM pending p, LATERAL (
+        SELECT q.account_id, q.subscription_id FROM webhook_deliveries q
+        WHERE q.status = 'Pending' AND (q.account_id, q.subscription_id) > (p.account_id, p.subscription_id)
+        ORDER BY q.account_id, q.subscription_id LIMIT 1) nx
+), held AS (
+    SELECT s.url, count(*) AS n
+    FROM webhook_deliveries l
+    JOIN webhook_subscriptions s ON s.account_id = l.account_id AND s.subscription_id = l.subscription_id
+    WHERE l.leased_until > $2::timestamptz
+    GROUP BY s.url
+), open AS (
+    -- those free to send now: their receiver below its limit, not held back (a hanging
+    -- receiver holds one worker, not @max_in_flight)
+    SELECT s.account_id, s.subscription_id, s.url, s.max_per_second, l.lim,
+           l.lim - coalesce(h.n, 0) AS room
+    FROM pending p
+    JOIN webhook_subscriptions s ON s.account_id = p.account_id AND s.subscription_id = p.subscription_id
+    CROSS JOIN LATERAL (SELECT CASE WHEN s.consecutive_failures > 0 OR s.last_success_at IS NULL THEN 1
+                                    ELSE $3::int END AS lim) l
+    LEFT JOIN held h ON h.url = s.url
+    WHERE coalesce(h.n, 0) < l.lim AND (s.next_send_at IS NULL OR s.next_send_at <= $2::timestamptz)
+), candidate AS (
+    -- each open subscription's oldest due deliveries, at most its receiver's room
+    SELECT q.account_id, q.delivery_id, q.subscription_id, q.next_attempt_at, o.url, o.max_per_second, o.lim
+    FROM open o, LATERAL (
+        SELECT d.account_id, d.delivery_id, d.subscription_id, d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.account_id = o.account_id AND d.subscription_id = o.subscription_id
+          AND d.status = 'Pending' AND d.next_attempt_at <= $2::timestamptz
+        ORDER BY d.next_attempt_at
+        LIMIT o.room
+        FOR UPDATE SKIP LOCKED) q
+), held_by_account AS (
+    SELECT l.account_id, count(*) AS n FROM webhook_deliveries l WHERE l.leased_until > $2::timestamptz GROUP BY l.account_id
+), due AS (
+    -- an account's first candidate ranks its leases + 1, its second + 2...; the oldest due
+    -- first among equals
+    SELECT y.account_id, y.delivery_id, y.subscription_id, y.max_per_second
+    FROM (
+        SELECT x.account_id, x.delivery_id, x.subscription_id, x.next_attempt_at, x.max_per_second, x.lim, x.held_n, x.by_url, x.by_sub, row_number() OVER (PARTITION BY x.account_id ORDER BY x.next_attempt_at, x.delivery_id) AS by_account
+        FROM (
+            SELECT c.account_id, c.delivery_id, c.subscription_id, c.next_attempt_at, c.max_per_second, c.lim,
+                   coalesce(h.n, 0) AS held_n,
+                   row_number() OVER (PARTITION BY c.url ORDER BY c.next_attempt_at, c.delivery_id) AS by_url,
+                   row_number() OVER (PARTITION BY c.account_id, c.subscription_id ORDER BY c.next_attempt_at, c.delivery_id) AS by_sub
+            FROM candidate c LEFT JOIN held h ON h.url = c.url
+        ) x
+        WHERE x.by_url <= x.lim - x.held_n
+          AND (x.max_per_second IS NULL OR x.by_sub <= greatest(1, floor(x.max_per_second * $4::float8)))
+    ) y
+    LEFT JOIN held_by_account ha ON ha.account_id = y.account_id
+    ORDER BY coalesce(ha.n, 0) + y.by_account, y.next_attempt_at
+    LIMIT $5::int
+), paced AS (
+    UPDATE webhook_subscriptions s
+    SET next_send_at = t.n * interval '1 second' / s.max_per_second + $2::timestamptz
+    FROM (SELECT account_id, subscription_id, count(*) AS n FROM due WHERE max_per_second IS NOT NULL GROUP BY 1, 2) t
+    WHERE s.account_id = t.account_id AND s.subscription_id = t.subscription_id
+)
+UPDATE webhook_deliveries d
+SET next_attempt_at = $1::timestamptz, leased_until = $1::timestamptz
+FROM due, webhook_events e, webhook_subscriptions s
+WHERE d.account_id = due.account_id AND d.delivery_id = due.delivery_id
+  AND e.account_id = d.account_id AND e.event_id = d.event_id
+  AND s.account_id = d.account_id AND s.subscription_id = d.subscription_id
+RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, e.event_id, e.event_type,
+    e.payload::text AS payload, s.url, s.secret, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_until,
+    s.status AS subscription_status,
+    (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed
 `
 
 type DeliveryClaimParams struct {
-	Now           time.Time
 	LeaseUntil    time.Time
-	Max           int32
+	Now           time.Time
 	MaxInFlight   int32
 	ThrottleShare float64
+	Max           int32
 }
 
 type DeliveryClaimRow struct {
@@ -177,24 +239,26 @@ type DeliveryClaimRow struct {
 	EventType            string
 	Payload              string
 	Url                  string
-	Secret               string
-	SecretSealed         string
-	PreviousSecretSealed string
-	PreviousSecretUntil  time.Time
+	Secret               *string
+	SecretSealed         *string
+	PreviousSecretSealed *string
+	PreviousSecretUntil  *time.Time
 	SubscriptionStatus   string
-	ClientSecretSealed   string
+	ClientSecretSealed   *string
 }
 
-// Leases up to @max due deliveries to the caller, a few per receiver at most: see
-// claim_deliveries (migration 00012), run alone by claim_deliveries_alone (00022). Commits
-// without waiting for the WAL flush (the lazy row: see DeliveryRecordSuccess).
+// Leases up to @max due deliveries to the dispatcher, after DeliveryClaimLock: each receiver
+// (URL) gets at most its room (@max_in_flight attempts at once, one for a receiver that has
+// not succeeded yet or whose last attempt failed), a throttled subscription at most
+// @throttle_share of its second's worth, and the free workers go first to the accounts
+// holding the fewest attempts (a busy account's backlog queues behind itself).
 func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error) {
 	rows, err := q.db.Query(ctx, deliveryClaim,
-		arg.Now,
 		arg.LeaseUntil,
-		arg.Max,
+		arg.Now,
 		arg.MaxInFlight,
 		arg.ThrottleShare,
+		arg.Max,
 	)
 	if err != nil {
 		return nil, err
@@ -230,26 +294,61 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 	return items, nil
 }
 
+const deliveryClaimLock = `-- name: DeliveryClaimLock :exec
+
+SELECT pg_advisory_xact_lock(hashtextextended('contactd.claim_deliveries', 0)),
+    set_config('synchronous_commit', 'off', true)
+`
+
+// The claims. A claim counts the attempts each receiver holds (its leases) and takes what room
+// is left, so two claims must not count at once: each takes an advisory lock first, in the
+// statement before it, and the store sends the two in one round trip and one implicit
+// transaction (store.Pipelined), so the claim's snapshot is taken after the lock is held and
+// sees every lease the claims before it committed. Both commit without waiting for the WAL
+// flush (synchronous_commit off for their transaction: see DeliveryRecordSuccess). The lock
+// keys are those of the functions of migrations 00012 and 00022, which the previous release
+// still calls during a rollout: both releases' claims exclude each other.
+// The dispatcher's claims, one at a time in every process, and no worker's DeliveryClaimNext
+// meanwhile (it takes the lock shared, never waiting).
+func (q *Queries) DeliveryClaimLock(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, deliveryClaimLock)
+	return err
+}
+
 const deliveryClaimNext = `-- name: DeliveryClaimNext :many
-SELECT c.account_id::uuid AS account_id, c.delivery_id::uuid AS delivery_id, c.status::text AS status,
-    c.attempts::int AS attempts, c.subscription_id::uuid AS subscription_id, c.event_id::uuid AS event_id,
-    c.event_type::text AS event_type, c.payload::text AS payload, c.url::text AS url,
-    -- sqlc cannot see the function's NULLs: absent is '' and the zero time here
-    coalesce(c.secret, '')::text AS secret, coalesce(c.secret_sealed, '')::text AS secret_sealed,
-    coalesce(c.previous_secret_sealed, '')::text AS previous_secret_sealed,
-    coalesce(c.previous_secret_until, '0001-01-01 00:00:00+00')::timestamptz AS previous_secret_until,
-    c.subscription_status::text AS subscription_status,
-    coalesce(c.client_secret_sealed, '')::text AS client_secret_sealed
-FROM (SELECT set_config('synchronous_commit', 'off', true)) lazy,
-    claim_next_delivery($1::uuid, $2::uuid, $3::timestamptz, $4::timestamptz,
-    $5::int) c
+WITH due AS (
+    SELECT q.account_id, q.delivery_id FROM webhook_deliveries q
+    WHERE q.account_id = $2 AND q.subscription_id = $3
+      AND q.status = 'Pending' AND q.next_attempt_at <= $4::timestamptz
+      AND EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.account_id = $2 AND s.subscription_id = $3
+                  AND s.url = current_setting('contactd.claim_next_url', true)
+                  AND s.max_per_second IS NULL AND (s.next_send_at IS NULL OR s.next_send_at <= $4::timestamptz)
+                  -- the receiver below its limit, counted under the locks
+                  AND (SELECT count(*) FROM webhook_deliveries l
+                       JOIN webhook_subscriptions ls ON ls.account_id = l.account_id AND ls.subscription_id = l.subscription_id
+                       WHERE l.leased_until > $4::timestamptz AND ls.url = s.url)
+                      < CASE WHEN s.consecutive_failures > 0 OR s.last_success_at IS NULL THEN 1 ELSE $5::int END)
+    ORDER BY q.next_attempt_at
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE webhook_deliveries d
+SET next_attempt_at = $1::timestamptz, leased_until = $1::timestamptz
+FROM due, webhook_events e, webhook_subscriptions s
+WHERE d.account_id = due.account_id AND d.delivery_id = due.delivery_id
+  AND e.account_id = d.account_id AND e.event_id = d.event_id
+  AND s.account_id = d.account_id AND s.subscription_id = d.subscription_id
+RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, e.event_id, e.event_type,
+    e.payload::text AS payload, s.url, s.secret, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_until,
+    s.status AS subscription_status,
+    (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed
 `
 
 type DeliveryClaimNextParams struct {
+	LeaseUntil     time.Time
 	AccountID      uuid.UUID
 	SubscriptionID uuid.UUID
 	Now            time.Time
-	LeaseUntil     time.Time
 	MaxInFlight    int32
 }
 
@@ -263,23 +362,23 @@ type DeliveryClaimNextRow struct {
 	EventType            string
 	Payload              string
 	Url                  string
-	Secret               string
-	SecretSealed         string
-	PreviousSecretSealed string
-	PreviousSecretUntil  time.Time
+	Secret               *string
+	SecretSealed         *string
+	PreviousSecretSealed *string
+	PreviousSecretUntil  *time.Time
 	SubscriptionStatus   string
-	ClientSecretSealed   string
+	ClientSecretSealed   *string
 }
 
-// Leases the subscription's oldest due delivery while its receiver is below its limit: see
-// claim_next_delivery (migration 00022). Commits without waiting for the WAL flush (the lazy
-// row: see DeliveryRecordSuccess).
+// Leases the subscription's oldest due delivery while its receiver is below its limit, after
+// DeliveryClaimNextLock took the locks (nothing when it did not): the receiver's leases are
+// counted in every account, the URL being the receiver.
 func (q *Queries) DeliveryClaimNext(ctx context.Context, arg DeliveryClaimNextParams) ([]DeliveryClaimNextRow, error) {
 	rows, err := q.db.Query(ctx, deliveryClaimNext,
+		arg.LeaseUntil,
 		arg.AccountID,
 		arg.SubscriptionID,
 		arg.Now,
-		arg.LeaseUntil,
 		arg.MaxInFlight,
 	)
 	if err != nil {
@@ -314,6 +413,35 @@ func (q *Queries) DeliveryClaimNext(ctx context.Context, arg DeliveryClaimNextPa
 		return nil, err
 	}
 	return items, nil
+}
+
+const deliveryClaimNextLock = `-- name: DeliveryClaimNextLock :exec
+WITH sub AS MATERIALIZED (
+    SELECT s.url FROM webhook_subscriptions s
+    WHERE s.account_id = $1 AND s.subscription_id = $2
+)
+SELECT set_config('contactd.claim_next_url', coalesce((
+        SELECT sub.url FROM sub
+        WHERE CASE WHEN pg_try_advisory_xact_lock_shared(hashtextextended('contactd.claim_deliveries', 0))
+                   THEN pg_try_advisory_xact_lock(hashtextextended('contactd.claim_next/' || sub.url, 0))
+                   ELSE false END), ''), true),
+    set_config('synchronous_commit', 'off', true)
+`
+
+type DeliveryClaimNextLockParams struct {
+	AccountID      uuid.UUID
+	SubscriptionID uuid.UUID
+}
+
+// A worker's claim for the receiver it just delivered to, never waiting: the dispatcher's lock
+// shared, then the receiver's own. Taken, the receiver's URL is noted for DeliveryClaimNext
+// in the transaction's contactd.claim_next_url; not (the dispatcher claims now, or another
+// worker for this receiver), it is ” and the dispatcher's next claim finds the delivery.
+// (A CASE orders the two locks; the subscription is read alone first, so no other row's
+// receiver is locked.)
+func (q *Queries) DeliveryClaimNextLock(ctx context.Context, arg DeliveryClaimNextLockParams) error {
+	_, err := q.db.Exec(ctx, deliveryClaimNextLock, arg.AccountID, arg.SubscriptionID)
+	return err
 }
 
 const deliveryGet = `-- name: DeliveryGet :one

@@ -145,14 +145,34 @@ type Querier interface {
 	// Deletes up to @batch deliveries queued before @before (their attempts go with them), across
 	// accounts: every event they could be about is past the retention too.
 	DeliveriesPrune(ctx context.Context, arg DeliveriesPruneParams) (int64, error)
-	// Leases up to @max due deliveries to the caller, a few per receiver at most: see
-	// claim_deliveries (migration 00012), run alone by claim_deliveries_alone (00022). Commits
-	// without waiting for the WAL flush (the lazy row: see DeliveryRecordSuccess).
+	// Leases up to @max due deliveries to the dispatcher, after DeliveryClaimLock: each receiver
+	// (URL) gets at most its room (@max_in_flight attempts at once, one for a receiver that has
+	// not succeeded yet or whose last attempt failed), a throttled subscription at most
+	// @throttle_share of its second's worth, and the free workers go first to the accounts
+	// holding the fewest attempts (a busy account's backlog queues behind itself).
 	DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error)
-	// Leases the subscription's oldest due delivery while its receiver is below its limit: see
-	// claim_next_delivery (migration 00022). Commits without waiting for the WAL flush (the lazy
-	// row: see DeliveryRecordSuccess).
+	// The claims. A claim counts the attempts each receiver holds (its leases) and takes what room
+	// is left, so two claims must not count at once: each takes an advisory lock first, in the
+	// statement before it, and the store sends the two in one round trip and one implicit
+	// transaction (store.Pipelined), so the claim's snapshot is taken after the lock is held and
+	// sees every lease the claims before it committed. Both commit without waiting for the WAL
+	// flush (synchronous_commit off for their transaction: see DeliveryRecordSuccess). The lock
+	// keys are those of the functions of migrations 00012 and 00022, which the previous release
+	// still calls during a rollout: both releases' claims exclude each other.
+	// The dispatcher's claims, one at a time in every process, and no worker's DeliveryClaimNext
+	// meanwhile (it takes the lock shared, never waiting).
+	DeliveryClaimLock(ctx context.Context) error
+	// Leases the subscription's oldest due delivery while its receiver is below its limit, after
+	// DeliveryClaimNextLock took the locks (nothing when it did not): the receiver's leases are
+	// counted in every account, the URL being the receiver.
 	DeliveryClaimNext(ctx context.Context, arg DeliveryClaimNextParams) ([]DeliveryClaimNextRow, error)
+	// A worker's claim for the receiver it just delivered to, never waiting: the dispatcher's lock
+	// shared, then the receiver's own. Taken, the receiver's URL is noted for DeliveryClaimNext
+	// in the transaction's contactd.claim_next_url; not (the dispatcher claims now, or another
+	// worker for this receiver), it is '' and the dispatcher's next claim finds the delivery.
+	// (A CASE orders the two locks; the subscription is read alone first, so no other row's
+	// receiver is locked.)
+	DeliveryClaimNextLock(ctx context.Context, arg DeliveryClaimNextLockParams) error
 	DeliveryGet(ctx context.Context, arg DeliveryGetParams) (DeliveryGetRow, error)
 	DeliveryInsert(ctx context.Context, arg DeliveryInsertParams) error
 	// Everything one attempt needs, in one round trip.

@@ -36,7 +36,11 @@ func TestBookkeepingCommitsLazily(t *testing.T) {
 	defer conn.Exec(ctx, "RESET synchronous_commit") //nolint:errcheck // back to the pool's default
 	now := time.Now()
 	for name, statement := range map[string]func(q *db.Queries) error{
+		// the claims as the queue sends them: each after its lock (store.Pipelined)
 		"DeliveryClaim": func(q *db.Queries) error {
+			if err := q.DeliveryClaimLock(ctx); err != nil {
+				return err
+			}
 			rows, err := q.DeliveryClaim(ctx, db.DeliveryClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Max: 4, MaxInFlight: 4, ThrottleShare: 0.25})
 			if err == nil && len(rows) != 1 {
 				t.Errorf("DeliveryClaim leased %d deliveries, want the one", len(rows))
@@ -44,6 +48,9 @@ func TestBookkeepingCommitsLazily(t *testing.T) {
 			return err
 		},
 		"DeliveryClaimNext": func(q *db.Queries) error {
+			if err := q.DeliveryClaimNextLock(ctx, db.DeliveryClaimNextLockParams{AccountID: account, SubscriptionID: sub}); err != nil {
+				return err
+			}
 			rows, err := q.DeliveryClaimNext(ctx, db.DeliveryClaimNextParams{AccountID: account, SubscriptionID: sub, Now: now,
 				LeaseUntil: now.Add(time.Minute), MaxInFlight: 4})
 			if err == nil && len(rows) != 1 {

@@ -19,24 +19,14 @@ import (
 // claim may take: about what arrives between two claims of an idle queue (PollEvery, 250 ms).
 const throttleShare = 0.25
 
-func nonEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 // claimedDelivery is a claimed row as an attempt takes it.
 func claimedDelivery(r db.DeliveryClaimRow) (Args, db.DeliveryLoadRow) {
-	a := Args{AccountID: r.AccountID, DeliveryID: r.DeliveryID, Attempt: int(r.Attempts) + 1}
-	d := db.DeliveryLoadRow{Status: r.Status, Attempts: r.Attempts, SubscriptionID: r.SubscriptionID,
-		EventID: r.EventID, EventType: r.EventType, Payload: r.Payload, Url: r.Url, Secret: nonEmpty(r.Secret),
-		SecretSealed: nonEmpty(r.SecretSealed), PreviousSecretSealed: nonEmpty(r.PreviousSecretSealed),
-		SubscriptionStatus: r.SubscriptionStatus, ClientSecretSealed: nonEmpty(r.ClientSecretSealed)}
-	if !r.PreviousSecretUntil.IsZero() {
-		d.PreviousSecretUntil = &r.PreviousSecretUntil
-	}
-	return a, d
+	return Args{AccountID: r.AccountID, DeliveryID: r.DeliveryID, Attempt: int(r.Attempts) + 1},
+		db.DeliveryLoadRow{Status: r.Status, Attempts: r.Attempts, SubscriptionID: r.SubscriptionID,
+			EventID: r.EventID, EventType: r.EventType, Payload: r.Payload, Url: r.Url, Secret: r.Secret,
+			SecretSealed: r.SecretSealed, PreviousSecretSealed: r.PreviousSecretSealed,
+			PreviousSecretUntil: r.PreviousSecretUntil, SubscriptionStatus: r.SubscriptionStatus,
+			ClientSecretSealed: r.ClientSecretSealed}
 }
 
 // claimNext leases the subscription's oldest due delivery for the worker that just delivered
@@ -47,7 +37,10 @@ func claimedDelivery(r db.DeliveryClaimRow) (Args, db.DeliveryLoadRow) {
 func (s *Service) claimNext(ctx context.Context, account, sub uuid.UUID) (Args, db.DeliveryLoadRow, bool) {
 	now := s.now()
 	var rows []db.DeliveryClaimNextRow
-	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
+	err := s.store.Pipelined(ctx, func(q *db.Queries) (err error) {
+		if err = q.DeliveryClaimNextLock(ctx, db.DeliveryClaimNextLockParams{AccountID: account, SubscriptionID: sub}); err != nil {
+			return err
+		}
 		rows, err = q.DeliveryClaimNext(ctx, db.DeliveryClaimNextParams{AccountID: account, SubscriptionID: sub,
 			Now: now, LeaseUntil: now.Add(s.opt.RescueAfter), MaxInFlight: int32(s.opt.MaxInFlight)})
 		return err
@@ -64,7 +57,10 @@ func (s *Service) claimNext(ctx context.Context, account, sub uuid.UUID) (Args, 
 func (s *Service) claim(ctx context.Context, max int) ([]queue.Work, bool, error) {
 	now := s.now()
 	var rows []db.DeliveryClaimRow
-	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
+	err := s.store.Pipelined(ctx, func(q *db.Queries) (err error) {
+		if err = q.DeliveryClaimLock(ctx); err != nil {
+			return err
+		}
 		rows, err = q.DeliveryClaim(ctx, db.DeliveryClaimParams{Now: now, LeaseUntil: now.Add(s.opt.RescueAfter), Max: int32(max),
 			MaxInFlight: int32(s.opt.MaxInFlight), ThrottleShare: throttleShare})
 		return err

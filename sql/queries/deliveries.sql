@@ -1,36 +1,147 @@
+-- The claims. A claim counts the attempts each receiver holds (its leases) and takes what room
+-- is left, so two claims must not count at once: each takes an advisory lock first, in the
+-- statement before it, and the store sends the two in one round trip and one implicit
+-- transaction (store.Pipelined), so the claim's snapshot is taken after the lock is held and
+-- sees every lease the claims before it committed. Both commit without waiting for the WAL
+-- flush (synchronous_commit off for their transaction: see DeliveryRecordSuccess). The lock
+-- keys are those of the functions of migrations 00012 and 00022, which the previous release
+-- still calls during a rollout: both releases' claims exclude each other.
+
+-- name: DeliveryClaimLock :exec
+-- The dispatcher's claims, one at a time in every process, and no worker's DeliveryClaimNext
+-- meanwhile (it takes the lock shared, never waiting).
+SELECT pg_advisory_xact_lock(hashtextextended('contactd.claim_deliveries', 0)),
+    set_config('synchronous_commit', 'off', true);
+
 -- name: DeliveryClaim :many
--- Leases up to @max due deliveries to the caller, a few per receiver at most: see
--- claim_deliveries (migration 00012), run alone by claim_deliveries_alone (00022). Commits
--- without waiting for the WAL flush (the lazy row: see DeliveryRecordSuccess).
-SELECT c.account_id::uuid AS account_id, c.delivery_id::uuid AS delivery_id, c.status::text AS status,
-    c.attempts::int AS attempts, c.subscription_id::uuid AS subscription_id, c.event_id::uuid AS event_id,
-    c.event_type::text AS event_type, c.payload::text AS payload, c.url::text AS url,
-    -- sqlc cannot see the function's NULLs: absent is '' and the zero time here
-    coalesce(c.secret, '')::text AS secret, coalesce(c.secret_sealed, '')::text AS secret_sealed,
-    coalesce(c.previous_secret_sealed, '')::text AS previous_secret_sealed,
-    coalesce(c.previous_secret_until, '0001-01-01 00:00:00+00')::timestamptz AS previous_secret_until,
-    c.subscription_status::text AS subscription_status,
-    coalesce(c.client_secret_sealed, '')::text AS client_secret_sealed
-FROM (SELECT set_config('synchronous_commit', 'off', true)) lazy,
-    claim_deliveries_alone(@now::timestamptz, @lease_until::timestamptz, @max::int,
-    @max_in_flight::int, @throttle_share::float8) c;
+-- Leases up to @max due deliveries to the dispatcher, after DeliveryClaimLock: each receiver
+-- (URL) gets at most its room (@max_in_flight attempts at once, one for a receiver that has
+-- not succeeded yet or whose last attempt failed), a throttled subscription at most
+-- @throttle_share of its second's worth, and the free workers go first to the accounts
+-- holding the fewest attempts (a busy account's backlog queues behind itself).
+WITH RECURSIVE pending AS (
+    -- the subscriptions with Pending deliveries, one index probe each (a skip scan of
+    -- webhook_deliveries_pending): the cost follows the subscriptions, not their backlogs
+    (SELECT q.account_id, q.subscription_id FROM webhook_deliveries q
+     WHERE q.status = 'Pending' ORDER BY q.account_id, q.subscription_id LIMIT 1)
+    UNION ALL
+    SELECT nx.account_id, nx.subscription_id FROM pending p, LATERAL (
+        SELECT q.account_id, q.subscription_id FROM webhook_deliveries q
+        WHERE q.status = 'Pending' AND (q.account_id, q.subscription_id) > (p.account_id, p.subscription_id)
+        ORDER BY q.account_id, q.subscription_id LIMIT 1) nx
+), held AS (
+    SELECT s.url, count(*) AS n
+    FROM webhook_deliveries l
+    JOIN webhook_subscriptions s ON s.account_id = l.account_id AND s.subscription_id = l.subscription_id
+    WHERE l.leased_until > @now::timestamptz
+    GROUP BY s.url
+), open AS (
+    -- those free to send now: their receiver below its limit, not held back (a hanging
+    -- receiver holds one worker, not @max_in_flight)
+    SELECT s.account_id, s.subscription_id, s.url, s.max_per_second, l.lim,
+           l.lim - coalesce(h.n, 0) AS room
+    FROM pending p
+    JOIN webhook_subscriptions s ON s.account_id = p.account_id AND s.subscription_id = p.subscription_id
+    CROSS JOIN LATERAL (SELECT CASE WHEN s.consecutive_failures > 0 OR s.last_success_at IS NULL THEN 1
+                                    ELSE @max_in_flight::int END AS lim) l
+    LEFT JOIN held h ON h.url = s.url
+    WHERE coalesce(h.n, 0) < l.lim AND (s.next_send_at IS NULL OR s.next_send_at <= @now::timestamptz)
+), candidate AS (
+    -- each open subscription's oldest due deliveries, at most its receiver's room
+    SELECT q.account_id, q.delivery_id, q.subscription_id, q.next_attempt_at, o.url, o.max_per_second, o.lim
+    FROM open o, LATERAL (
+        SELECT d.account_id, d.delivery_id, d.subscription_id, d.next_attempt_at FROM webhook_deliveries d
+        WHERE d.account_id = o.account_id AND d.subscription_id = o.subscription_id
+          AND d.status = 'Pending' AND d.next_attempt_at <= @now::timestamptz
+        ORDER BY d.next_attempt_at
+        LIMIT o.room
+        FOR UPDATE SKIP LOCKED) q
+), held_by_account AS (
+    SELECT l.account_id, count(*) AS n FROM webhook_deliveries l WHERE l.leased_until > @now::timestamptz GROUP BY l.account_id
+), due AS (
+    -- an account's first candidate ranks its leases + 1, its second + 2...; the oldest due
+    -- first among equals
+    SELECT y.account_id, y.delivery_id, y.subscription_id, y.max_per_second
+    FROM (
+        SELECT x.*, row_number() OVER (PARTITION BY x.account_id ORDER BY x.next_attempt_at, x.delivery_id) AS by_account
+        FROM (
+            SELECT c.account_id, c.delivery_id, c.subscription_id, c.next_attempt_at, c.max_per_second, c.lim,
+                   coalesce(h.n, 0) AS held_n,
+                   row_number() OVER (PARTITION BY c.url ORDER BY c.next_attempt_at, c.delivery_id) AS by_url,
+                   row_number() OVER (PARTITION BY c.account_id, c.subscription_id ORDER BY c.next_attempt_at, c.delivery_id) AS by_sub
+            FROM candidate c LEFT JOIN held h ON h.url = c.url
+        ) x
+        WHERE x.by_url <= x.lim - x.held_n
+          AND (x.max_per_second IS NULL OR x.by_sub <= greatest(1, floor(x.max_per_second * @throttle_share::float8)))
+    ) y
+    LEFT JOIN held_by_account ha ON ha.account_id = y.account_id
+    ORDER BY coalesce(ha.n, 0) + y.by_account, y.next_attempt_at
+    LIMIT @max::int
+), paced AS (
+    UPDATE webhook_subscriptions s
+    SET next_send_at = t.n * interval '1 second' / s.max_per_second + @now::timestamptz
+    FROM (SELECT account_id, subscription_id, count(*) AS n FROM due WHERE max_per_second IS NOT NULL GROUP BY 1, 2) t
+    WHERE s.account_id = t.account_id AND s.subscription_id = t.subscription_id
+)
+UPDATE webhook_deliveries d
+SET next_attempt_at = @lease_until::timestamptz, leased_until = @lease_until::timestamptz
+FROM due, webhook_events e, webhook_subscriptions s
+WHERE d.account_id = due.account_id AND d.delivery_id = due.delivery_id
+  AND e.account_id = d.account_id AND e.event_id = d.event_id
+  AND s.account_id = d.account_id AND s.subscription_id = d.subscription_id
+RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, e.event_id, e.event_type,
+    e.payload::text AS payload, s.url, s.secret, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_until,
+    s.status AS subscription_status,
+    (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed;
+
+-- name: DeliveryClaimNextLock :exec
+-- A worker's claim for the receiver it just delivered to, never waiting: the dispatcher's lock
+-- shared, then the receiver's own. Taken, the receiver's URL is noted for DeliveryClaimNext
+-- in the transaction's contactd.claim_next_url; not (the dispatcher claims now, or another
+-- worker for this receiver), it is '' and the dispatcher's next claim finds the delivery.
+-- (A CASE orders the two locks; the subscription is read alone first, so no other row's
+-- receiver is locked.)
+WITH sub AS MATERIALIZED (
+    SELECT s.url FROM webhook_subscriptions s
+    WHERE s.account_id = @account_id AND s.subscription_id = @subscription_id
+)
+SELECT set_config('contactd.claim_next_url', coalesce((
+        SELECT sub.url FROM sub
+        WHERE CASE WHEN pg_try_advisory_xact_lock_shared(hashtextextended('contactd.claim_deliveries', 0))
+                   THEN pg_try_advisory_xact_lock(hashtextextended('contactd.claim_next/' || sub.url, 0))
+                   ELSE false END), ''), true),
+    set_config('synchronous_commit', 'off', true);
 
 -- name: DeliveryClaimNext :many
--- Leases the subscription's oldest due delivery while its receiver is below its limit: see
--- claim_next_delivery (migration 00022). Commits without waiting for the WAL flush (the lazy
--- row: see DeliveryRecordSuccess).
-SELECT c.account_id::uuid AS account_id, c.delivery_id::uuid AS delivery_id, c.status::text AS status,
-    c.attempts::int AS attempts, c.subscription_id::uuid AS subscription_id, c.event_id::uuid AS event_id,
-    c.event_type::text AS event_type, c.payload::text AS payload, c.url::text AS url,
-    -- sqlc cannot see the function's NULLs: absent is '' and the zero time here
-    coalesce(c.secret, '')::text AS secret, coalesce(c.secret_sealed, '')::text AS secret_sealed,
-    coalesce(c.previous_secret_sealed, '')::text AS previous_secret_sealed,
-    coalesce(c.previous_secret_until, '0001-01-01 00:00:00+00')::timestamptz AS previous_secret_until,
-    c.subscription_status::text AS subscription_status,
-    coalesce(c.client_secret_sealed, '')::text AS client_secret_sealed
-FROM (SELECT set_config('synchronous_commit', 'off', true)) lazy,
-    claim_next_delivery(@account_id::uuid, @subscription_id::uuid, @now::timestamptz, @lease_until::timestamptz,
-    @max_in_flight::int) c;
+-- Leases the subscription's oldest due delivery while its receiver is below its limit, after
+-- DeliveryClaimNextLock took the locks (nothing when it did not): the receiver's leases are
+-- counted in every account, the URL being the receiver.
+WITH due AS (
+    SELECT q.account_id, q.delivery_id FROM webhook_deliveries q
+    WHERE q.account_id = @account_id AND q.subscription_id = @subscription_id
+      AND q.status = 'Pending' AND q.next_attempt_at <= @now::timestamptz
+      AND EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.account_id = @account_id AND s.subscription_id = @subscription_id
+                  AND s.url = current_setting('contactd.claim_next_url', true)
+                  AND s.max_per_second IS NULL AND (s.next_send_at IS NULL OR s.next_send_at <= @now::timestamptz)
+                  -- the receiver below its limit, counted under the locks
+                  AND (SELECT count(*) FROM webhook_deliveries l
+                       JOIN webhook_subscriptions ls ON ls.account_id = l.account_id AND ls.subscription_id = l.subscription_id
+                       WHERE l.leased_until > @now::timestamptz AND ls.url = s.url)
+                      < CASE WHEN s.consecutive_failures > 0 OR s.last_success_at IS NULL THEN 1 ELSE @max_in_flight::int END)
+    ORDER BY q.next_attempt_at
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE webhook_deliveries d
+SET next_attempt_at = @lease_until::timestamptz, leased_until = @lease_until::timestamptz
+FROM due, webhook_events e, webhook_subscriptions s
+WHERE d.account_id = due.account_id AND d.delivery_id = due.delivery_id
+  AND e.account_id = d.account_id AND e.event_id = d.event_id
+  AND s.account_id = d.account_id AND s.subscription_id = d.subscription_id
+RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, e.event_id, e.event_type,
+    e.payload::text AS payload, s.url, s.secret, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_until,
+    s.status AS subscription_status,
+    (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed;
 
 -- name: DeliveryLoad :one
 -- Everything one attempt needs, in one round trip.
