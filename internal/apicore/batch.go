@@ -78,12 +78,16 @@ func (b *Batch) Run(ctx context.Context, account uuid.UUID, origin contact.Origi
 
 // input validates item i (value: raw decoded, or nil) and turns it into a create.
 func (b *Batch) input(i int, raw json.RawMessage, value any, origin contact.Origin) (contact.CreateInput, error) {
-	if err := validateItem(b.item, raw, value, itemField(i)); err != nil {
+	value, err := validateItem(b.item, raw, value, itemField(i))
+	if err != nil {
 		return contact.CreateInput{}, err
 	}
 	var req api.CreateContactRequest
-	if err := json.Unmarshal(raw, &req); err != nil { // the schema admitted it: cannot happen
-		return contact.CreateInput{}, err
+	if Assign(&req, value) != nil {
+		req = api.CreateContactRequest{}
+		if err := json.Unmarshal(raw, &req); err != nil { // the schema admitted it: cannot happen
+			return contact.CreateInput{}, err
+		}
 	}
 	return CreateInput(req, origin, raw), nil
 }
@@ -105,12 +109,12 @@ func batchItemSchema(spec *openapi3.T) *openapi3.Schema {
 
 // validateItem checks one batch item (v: raw decoded, or nil to decode it here) against its
 // schema, as the request validator would check a whole body: every violation, with fields
-// under prefix (body.contacts.3).
-func validateItem(schema *openapi3.Schema, raw json.RawMessage, v any, prefix string) error {
+// under prefix (body.contacts.3). It returns the value it checked.
+func validateItem(schema *openapi3.Schema, raw json.RawMessage, v any, prefix string) (any, error) {
 	if v == nil {
 		var err error
 		if v, err = DecodeJSON(raw); err != nil {
-			return apperr.Invalid(apperr.Field(prefix, "json", "not JSON"))
+			return nil, apperr.Invalid(apperr.Field(prefix, "json", "not JSON"))
 		}
 	}
 	opts := append([]openapi3.SchemaValidationOption{openapi3.VisitAsRequest(), openapi3.MultiErrors()}, FormatOptions()...)
@@ -119,9 +123,9 @@ func validateItem(schema *openapi3.Schema, raw json.RawMessage, v any, prefix st
 		if len(fields) == 0 {
 			fields = append(fields, apperr.Field(prefix, "invalid", err.Error()))
 		}
-		return apperr.Invalid(fields...)
+		return nil, apperr.Invalid(fields...)
 	}
-	return nil
+	return v, nil
 }
 
 // itemError moves the fields of an item's error (body.tags) under the item (body.contacts.3.tags).

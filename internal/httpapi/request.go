@@ -7,10 +7,12 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/labstack/echo/v4"
 
+	"github.com/contactd/contactd/internal/apicore"
 	"github.com/contactd/contactd/internal/apperr"
 )
 
@@ -31,7 +33,8 @@ type request struct {
 	// contacts), counted by the shape check's scan.
 	items int
 	// value is the body decoded into JSON values, once, by the validator: what the spec's
-	// schema was checked against, for handlers that walk it (a batch's items).
+	// schema was checked against, from which the binder builds the handler's typed request
+	// (apicore.Assign), and which handlers may walk (a batch's items).
 	value any
 }
 
@@ -86,8 +89,9 @@ func (rq *request) readBody(r *http.Request) error {
 	return rq.bodyErr
 }
 
-// bodySerializer is Echo's JSON serializer, except that the strict handlers' binder decodes
-// an API request's body from the bytes read once (request.body) instead of reading r.Body.
+// bodySerializer is Echo's JSON serializer, except that the strict handlers' binder takes an
+// API request's body from what the validator decoded and checked (request.value), not from
+// r.Body: the body is read once and decoded once.
 type bodySerializer struct{ echo.DefaultJSONSerializer }
 
 func (j bodySerializer) Deserialize(c echo.Context, i any) error {
@@ -95,8 +99,15 @@ func (j bodySerializer) Deserialize(c echo.Context, i any) error {
 	if rq == nil || !rq.bodyRead {
 		return j.DefaultJSONSerializer.Deserialize(c, i)
 	}
-	// the validator has decoded these bytes and checked them against the spec: an error
-	// here is a value the spec admits and Go's type does not (classify answers it)
+	if rq.value != nil {
+		if apicore.Assign(i, rq.value) == nil {
+			return nil
+		}
+		// a value Assign does not take as json.Unmarshal would: the bytes decide
+		reflect.ValueOf(i).Elem().SetZero()
+	}
+	// the validator has checked these bytes against the spec: an error here is a value the
+	// spec admits and Go's type does not (classify answers it)
 	if err := json.Unmarshal(rq.body, i); err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, err.Error()).SetInternal(err)
 	}
