@@ -128,6 +128,7 @@ docs-screenshot: node-deps browser-deps ## render /docs in headless Chromium and
 fuzz: ## run the fuzz targets for a while (FUZZTIME=30s each); make test runs their seeds
 	$(GO) test -run XXX -fuzz FuzzParse -fuzztime $${FUZZTIME:-30s} ./internal/address/
 	$(GO) test -run XXX -fuzz FuzzAPI -fuzztime $${FUZZTIME:-30s} ./internal/httpapi/
+	$(GO) test -run XXX -fuzz FuzzAssign -fuzztime $${FUZZTIME:-30s} ./internal/apicore/
 
 # each target: the package to mutate, and the test packages that should notice
 MUTATE_TARGETS := \
