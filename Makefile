@@ -77,13 +77,13 @@ unit: ## the tests without the database-backed packages' long ones
 test: ## everything CI runs: generation freshness, vet, lint, breaking changes, unit, integration, contract, consumers, cluster, bench smoke (each step timed)
 	@MAKE="$(MAKE)" GO="$(GO)" scripts/test.sh
 
-cluster: deps redis-deps haproxy-deps build ## HAProxy, 2 serve + 2 worker processes, PostgreSQL and Redis on loopback (CLUSTER_PORT=8800); prints the URL and a key
+cluster: deps redis-deps haproxy-deps ha-deps build ## HAProxy, 2 serve + 2 worker processes, replicated PostgreSQL (3 nodes, pg_auto_failover; CLUSTER_HA=0: one) and Redis on loopback (CLUSTER_PORT=8800); prints the URL and a key
 	@scripts/cluster.sh up
 
 test-cluster: deps redis-deps haproxy-deps build ## the cluster under load with nodes killed (SIGKILL) and restarted: nothing acknowledged lost, every event delivered
 	@GO="$(GO)" scripts/test-cluster.sh
 
-ha-deps: ## install Debian's postgresql-15-auto-failover (CLUSTER_HA=1 make cluster, make test-ha)
+ha-deps: ## install Debian's postgresql-15-auto-failover (make cluster, make test-ha)
 	@scripts/ensure-auto-failover.sh
 
 test-ha: deps redis-deps haproxy-deps ha-deps build ## the cluster on three PostgreSQL nodes (pg_auto_failover) under load with the primary lost (SIGKILL): nothing acknowledged lost, the failover window reported

@@ -5,7 +5,7 @@
 #                  └─ serve2 :BASE+2 ─┼─ PostgreSQL :BASE+10
 #                     worker1, worker2 ┘   Redis :BASE+11 (the shared rate limits)
 #
-# With CLUSTER_HA=1, PostgreSQL is three nodes instead of one, managed by pg_auto_failover
+# PostgreSQL is three nodes (CLUSTER_HA=0: one, as drawn above), managed by pg_auto_failover
 # (Debian's postgresql-15-auto-failover; docs/decisions/0002-postgresql-failover.md): its
 # monitor on :BASE+10, the nodes pg1 pg2 pg3 on :BASE+12..14, one primary and two standbys
 # with synchronous replication (a commit waits for one standby), and contactd reaches the
@@ -31,7 +31,8 @@ REDIS_PORT=$((BASE + 11))
 STATS_PORT=$((BASE + 9))
 CONTACTD=${CONTACTD_BIN:-$ROOT/bin/contactd}
 NODES="serve1 serve2 worker1 worker2"
-HA=${CLUSTER_HA:-}
+HA=${CLUSTER_HA-1} # replicated unless CLUSTER_HA is 0 or empty
+[ "$HA" != 0 ] || HA=
 MON_PORT=$PG_PORT
 PG_NODES="pg1 pg2 pg3"
 
@@ -173,11 +174,18 @@ start_ha_postgres() {
 	fi
 	local n=0 node
 	for node in $PG_NODES; do
-		start_pg_node "$node"
 		n=$((n + 1))
+		if [ -f "$DIR/ha/$node/PG_VERSION" ]; then
+			# kept data: every node starts before any is waited for, since after all of them
+			# stopped the monitor elects a primary from the positions they all report
+			start_pg_node "$node"
+			continue
+		fi
+		start_pg_node "$node"
 		# one at a time: each new node copies the primary (pg_basebackup)
 		wait_for "$node" 120 nodes_in "single|primary|secondary" "$n"
 	done
+	wait_for "PostgreSQL's three nodes" 120 nodes_in "primary|secondary" 3
 	local url
 	url=$(ha_url postgres)
 	"$(pg_bin)/psql" "$url" -qtAc "SELECT 1 FROM pg_database WHERE datname = 'contactd'" | grep -q 1 ||
@@ -292,8 +300,21 @@ start_haproxy() {
 	wait_for HAProxy 10 ready "$BASE"
 }
 
+# same_mode: a cluster's data is kept between ups, and its API key with it: the data of one
+# PostgreSQL and of the replicated three are apart, so an up in the other mode is refused
+same_mode() {
+	local want=single
+	[ -z "$HA" ] || want=replicated
+	if [ -f "$DIR/mode" ] && [ "$(cat "$DIR/mode")" != "$want" ]; then
+		echo "cluster: $DIR holds the data of a cluster with $(cat "$DIR/mode") PostgreSQL: start it $([ -n "$HA" ] && echo with CLUSTER_HA=0 || echo without CLUSTER_HA=0), or delete it first (make cluster-down PURGE=1)" >&2
+		exit 1
+	fi
+	echo "$want" >"$DIR/mode"
+}
+
 up() {
 	[ -x "$CONTACTD" ] || { echo "cluster: $CONTACTD is missing: run make build" >&2; exit 1; }
+	same_mode
 	if [ -n "$HA" ]; then start_ha_postgres; else start_postgres; fi
 	start_redis
 	write_env
@@ -377,5 +398,5 @@ restart) # restart NODE: stopped as an upgrade would (SIGTERM: drained), then st
 	;;
 primary) primary ;;
 standbys) monitor_sql "SELECT nodename FROM pgautofailover.node WHERE reportedstate::text = 'secondary' AND goalstate = reportedstate ORDER BY nodeid" ;;
-*) echo "usage: $0 up | down [--purge] | status | kill NODE | start NODE | restart NODE | primary | standbys   (NODE: $NODES, with CLUSTER_HA=1 $PG_NODES)" >&2; exit 2 ;;
+*) echo "usage: $0 up | down [--purge] | status | kill NODE | start NODE | restart NODE | primary | standbys   (NODE: $NODES, and monitor $PG_NODES unless CLUSTER_HA=0)" >&2; exit 2 ;;
 esac

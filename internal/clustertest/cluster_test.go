@@ -49,11 +49,11 @@ func startCluster(t *testing.T) *cluster {
 	if os.Getenv("CONTACTD_CLUSTER_TEST") == "" {
 		t.Skip("the cluster test runs with CONTACTD_CLUSTER_TEST=1: make test-cluster")
 	}
-	return upCluster(t)
+	return upCluster(t, "CLUSTER_HA=0") // one PostgreSQL: the contactd nodes are what is lost
 }
 
 // upCluster starts scripts/cluster.sh in a temporary directory with the extra environment
-// variables env (CLUSTER_HA=1).
+// variables env (CLUSTER_HA=0 or 1).
 func upCluster(t *testing.T, env ...string) *cluster {
 	root, err := filepath.Abs("../..")
 	if err != nil {
