@@ -93,6 +93,10 @@ func runIsolation(ctx context.Context, o options, out io.Writer) error {
 	}
 	defer b.close()
 	keys := auth.NewService(b.st, time.Now)
+	secrets, err := runSecrets(b.st)
+	if err != nil {
+		return err
+	}
 	rc, stop, err := startIsoReceiver()
 	if err != nil {
 		return err
@@ -110,6 +114,10 @@ func runIsolation(ctx context.Context, o options, out io.Writer) error {
 	for i := range accounts {
 		id, err := keys.CreateAccount(ctx, fmt.Sprintf("iso-%d", i))
 		if err != nil {
+			return err
+		}
+		// as `contactd accounts create` makes an account: with its client secret
+		if _, err := secrets.ClientSecret(ctx, id, false); err != nil {
 			return err
 		}
 		if accounts[i].key, err = keys.CreateKey(ctx, id, "bench"); err != nil {

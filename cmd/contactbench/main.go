@@ -30,6 +30,7 @@ import (
 
 	"github.com/contactd/contactd/internal/seal"
 	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/webhook"
 )
 
 type options struct {
@@ -492,6 +493,19 @@ func workloads(cd, base string, ds dataset) []workload {
 
 // runSecretKey seals the secrets of this run's database.
 var runSecretKey = seal.NewKey()
+
+// runSecrets are the secrets of this run's database, sealed under runSecretKey.
+func runSecrets(st *store.Store) (*webhook.Secrets, error) {
+	key, err := seal.ParseKey(runSecretKey)
+	if err != nil {
+		return nil, err
+	}
+	ring, err := seal.NewKeyring(key)
+	if err != nil {
+		return nil, err
+	}
+	return webhook.NewSecrets(st, ring, time.Now), nil
+}
 
 // process is a server the tool started and measures.
 type process struct {
