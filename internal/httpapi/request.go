@@ -104,7 +104,9 @@ func (j bodySerializer) Deserialize(c echo.Context, i any) error {
 			return nil
 		}
 		// a value Assign does not take as json.Unmarshal would: the bytes decide
-		reflect.ValueOf(i).Elem().SetZero()
+		if v := reflect.ValueOf(i); v.Kind() == reflect.Pointer && !v.IsNil() {
+			v.Elem().SetZero()
+		}
 	}
 	// the validator has checked these bytes against the spec: an error here is a value the
 	// spec admits and Go's type does not (classify answers it)
