@@ -80,7 +80,7 @@ test: ## everything CI runs: generation freshness, vet, lint, breaking changes, 
 cluster: deps redis-deps haproxy-deps ha-deps build ## HAProxy, 2 serve + 2 worker processes, replicated PostgreSQL (3 nodes, pg_auto_failover; CLUSTER_HA=0: one) and Redis on loopback (CLUSTER_PORT=8800); prints the URL and a key
 	@scripts/cluster.sh up
 
-test-cluster: deps redis-deps haproxy-deps build ## the cluster under load with nodes killed (SIGKILL) and restarted: nothing acknowledged lost, every event delivered
+test-cluster: deps redis-deps haproxy-deps build ## the cluster under load with nodes killed (SIGKILL) and restarted, then restarted in turn (SIGTERM): nothing acknowledged lost, no request of the rolling restart failed, every event delivered
 	@GO="$(GO)" scripts/test-cluster.sh
 
 ha-deps: ## install Debian's postgresql-15-auto-failover (make cluster, make test-ha)
@@ -89,8 +89,8 @@ ha-deps: ## install Debian's postgresql-15-auto-failover (make cluster, make tes
 test-ha: deps redis-deps haproxy-deps ha-deps build ## the cluster on three PostgreSQL nodes (pg_auto_failover) under load with the primary lost (SIGKILL): nothing acknowledged lost, the failover window reported
 	@scripts/test-ha.sh
 
-test-rolling: deps redis-deps haproxy-deps build ## every contactd process of the cluster restarted in turn (SIGTERM) under writes sent once: none may fail (not in make test yet)
-	@CONTACTD_CLUSTER_TEST=1 CONTACTD_ROLLING_TEST=1 $(GO) test -vet=off -count=1 -timeout 5m -run TestClusterRollingRestart -v ./internal/clustertest/
+test-rolling: deps redis-deps haproxy-deps build ## every contactd process of the cluster restarted in turn (SIGTERM) under writes sent once: none may fail (alone; make test-cluster runs it too)
+	@CONTACTD_CLUSTER_TEST=1 $(GO) test -vet=off -count=1 -timeout 5m -run TestClusterRollingRestart -v ./internal/clustertest/
 
 cluster-down: ## stop the cluster (PURGE=1: delete its data too)
 	@scripts/cluster.sh down $(if $(PURGE),--purge)

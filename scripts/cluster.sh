@@ -232,9 +232,11 @@ start_node() {
 	export CONTACTD_WEBHOOK_ALLOWED_NETWORKS=${CONTACTD_WEBHOOK_ALLOWED_NETWORKS:-127.0.0.0/8}
 	# HAProxy says who the client is (X-Forwarded-For): key IP allow-lists and consent records
 	export CONTACTD_TRUSTED_PROXIES=${CONTACTD_TRUSTED_PROXIES:-127.0.0.1/32}
-	# a stopping serve answers /readyz with 503 for a second while serving on: HAProxy's
-	# checks (every 250 ms, DOWN after 2) take it out before it closes its port
-	export CONTACTD_SHUTDOWN_DRAIN=${CONTACTD_SHUTDOWN_DRAIN:-1s}
+	# a stopping serve answers /readyz with 503 while serving on until HAProxy's checks (every
+	# 250 ms, DOWN after 2) have taken it out: the third check it fails comes only once HAProxy
+	# acted on the second, however slow the machine; 10 s at most
+	export CONTACTD_SHUTDOWN_DRAIN=${CONTACTD_SHUTDOWN_DRAIN:-10s}
+	export CONTACTD_SHUTDOWN_DRAIN_CHECKS=${CONTACTD_SHUTDOWN_DRAIN_CHECKS:-3}
 	case $node in
 	serve1 | serve2)
 		port=$((BASE + ${node#serve}))
@@ -337,12 +339,12 @@ up() {
 	MSG
 }
 
-stop_pid() { # stop_pid NAME: TERM, then KILL after 10 s
+stop_pid() { # stop_pid NAME [SECONDS]: TERM, then KILL after SECONDS (10)
 	alive "$1" || { rm -f "$DIR/$1.pid"; return 0; }
 	local pid
 	pid=$(cat "$DIR/$1.pid")
 	kill -TERM "$pid" 2>/dev/null || true
-	for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	for _ in $(seq $((${2:-10} * 10))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 	# its process group too: a pg_auto_failover keeper's services and PostgreSQL
 	kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
 	rm -f "$DIR/$1.pid"
@@ -393,7 +395,8 @@ start)
 	esac
 	;;
 restart) # restart NODE: stopped as an upgrade would (SIGTERM: drained), then started again
-	stop_pid "$2"
+	# its drain (10 s at most) and its shutdown (requests and attempts in flight, 30 s) first
+	stop_pid "$2" 45
 	write_env && start_node "$2"
 	;;
 primary) primary ;;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The cluster under load with nodes killed: needs bin/contactd, redis-server and haproxy
-# (make test-cluster installs and builds them; make test runs this beside the other tests).
+# The cluster under load with nodes killed, then restarted in turn (a rolling restart): needs
+# bin/contactd, redis-server and haproxy (make test-cluster installs and builds them; make test
+# runs this beside the other tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # -vet=off: make test vets every package in its go test (-vet=all); vetting here too, with go

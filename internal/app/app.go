@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -111,8 +110,8 @@ func (rt *Runtime) Close() {
 
 // Services are the domain services over one store.
 type Services struct {
-	// Draining is set when serve stops: /readyz answers 503 from then on.
-	Draining atomic.Bool
+	// Drain runs when serve stops: /readyz answers 503 from then on.
+	Drain    Drain
 	Auth     *auth.Service
 	Contacts *contact.Service
 	// Erasures forgets people; Suppressions keeps them out afterwards.
@@ -276,7 +275,7 @@ func Handler(cfg config.Config, st *store.Store, svc *Services, log *slog.Logger
 		MetricsToken: cfg.MetricsToken}, httpapi.Deps{
 		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Erasures: svc.Erasures, Webhooks: svc.Webhooks, Events: svc.Events, Deliveries: svc.Deliveries, Limiter: limiter,
 		Idempotency: svc.Idempotency, Extra: svc.Console.Register,
-		Ready:   readyUnlessDraining(&svc.Draining, newReadiness(st).check),
+		Ready:   svc.Drain.Ready(newReadiness(st).check),
 		Metrics: svc.Metrics,
 	})
 }

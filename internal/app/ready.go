@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/contactd/contactd/internal/store"
@@ -44,18 +43,6 @@ func (r *readiness) check(ctx context.Context) error {
 	r.at, r.err = time.Now(), err
 	r.mu.Unlock()
 	return err
-}
-
-var errDraining = errors.New("draining: stopping")
-
-// readyUnlessDraining is check, or not ready once draining is set.
-func readyUnlessDraining(draining *atomic.Bool, check func(context.Context) error) func(context.Context) error {
-	return func(ctx context.Context) error {
-		if draining.Load() {
-			return errDraining
-		}
-		return check(ctx)
-	}
 }
 
 func ready(ctx context.Context, st *store.Store) error {

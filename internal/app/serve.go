@@ -57,28 +57,23 @@ func Serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		}
 		defer stop()
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: cfg.ReadHeaderTimeout, ReadTimeout: cfg.ReadTimeout,
+	srv := &http.Server{Handler: svc.Drain.Handler(h), ReadHeaderTimeout: cfg.ReadHeaderTimeout, ReadTimeout: cfg.ReadTimeout,
 		WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	log.Info("contactd listening", slog.String("addr", ln.Addr().String()), slog.String("public_url", cfg.PublicURL))
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	served := make(chan struct{})
+	go func() { errc <- srv.Serve(ln); close(served) }()
 	select {
-	case err := <-errc:
-		return err
+	case <-served:
+		return <-errc
 	case <-ctx.Done():
 	}
 	if cfg.ShutdownDrain > 0 {
-		// a balancer still sends requests until its checks see /readyz fail: serve them, each
-		// on a connection closed after its answer, so none is reused once the listener closes
-		svc.Draining.Store(true)
-		srv.SetKeepAlivesEnabled(false)
-		log.Info("stopping: /readyz says so, serving on meanwhile", slog.Duration("drain", cfg.ShutdownDrain))
-		select {
-		case err := <-errc:
-			return err
-		case <-time.After(cfg.ShutdownDrain):
-		}
+		log.Info("stopping: /readyz says so, serving on meanwhile", slog.Duration("drain", cfg.ShutdownDrain),
+			slog.Int("drain_checks", cfg.ShutdownDrainChecks))
+		svc.Drain.Run(cfg.ShutdownDrain, cfg.ShutdownDrainChecks, served)
+		log.Info("drained", slog.Int64("checks_answered", svc.Drain.Checks()))
 	}
 	log.Info("shutting down: draining in-flight requests", slog.Duration("timeout", cfg.ShutdownTimeout))
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)

@@ -2,11 +2,14 @@ package app_test
 
 import (
 	"context"
+	"errors"
+	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -129,38 +132,84 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 }
 
 // With CONTACTD_SHUTDOWN_DRAIN, a SIGTERM first makes /readyz answer 503 while requests are
-// still served, each answer closing its connection (a balancer reusing it after the port
-// closes would lose a request): the balancer's checks take the process out before it stops.
+// still served, each answer closing its connection, and closes no connection under a balancer
+// that may be sending on it: a request on a connection the balancer kept alive from before the
+// SIGTERM is answered (closing idle connections at the SIGTERM lost such a request, its client
+// saw EOF). The drain ends when /readyz has answered --shutdown-drain-checks checks with 503,
+// the balancer having acted on the ones before, not after its hour.
 func TestSIGTERMDrainsBehindABalancer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and signals a server process")
 	}
 	t.Parallel()
-	// a drain longer than the test: the process is ended with SIGKILL once it has seen enough
-	srv, base, key, _, _ := startServeProcess(t, "--shutdown-drain", "1h")
-	client := &http.Client{Transport: testkit.ValidatingTransport(t)}
-	get := func(path string) (*http.Response, error) {
-		req, _ := http.NewRequest("GET", base+path, nil)
+	srv, base, key, _, _ := startServeProcess(t, "--shutdown-drain", "1h", "--shutdown-drain-checks", "3")
+	exited := make(chan error, 1)
+	go func() { exited <- srv.Wait() }()
+	// the balancer's side: one connection, kept alive between requests as HAProxy keeps its
+	// idle ones to a server, and never a second
+	var dials atomic.Int32
+	kept := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if dials.Add(1) > 1 {
+			return nil, errors.New("a second connection: the kept-alive one was closed under its user")
+		}
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}
+	balancer := &http.Client{Transport: testkit.ValidatingTransportOver(t, kept)}
+	fresh := &http.Client{Transport: testkit.ValidatingTransportOver(t, &http.Transport{DisableKeepAlives: true})}
+	do := func(c *http.Client, method, path, body string) (*http.Response, error) {
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("x-api-key", key)
-		resp, err := client.Do(req)
+		resp, err := c.Do(req)
 		if err == nil {
 			resp.Body.Close()
 		}
 		return resp, err
 	}
-	if resp, err := get("/public/v1/contacts"); err != nil || resp.StatusCode != 200 || resp.Close {
-		t.Fatalf("before the SIGTERM: %v %v", resp, err)
+	create := func(c *http.Client, email string) (*http.Response, error) {
+		return do(c, "POST", "/public/v1/contact", `{"email":"`+email+`"}`)
+	}
+	readyz := func() int {
+		resp, err := do(fresh, "GET", "/readyz", "")
+		if err != nil {
+			t.Fatalf("/readyz while draining: %v", err)
+		}
+		return resp.StatusCode
+	}
+	if resp, err := create(balancer, "before@example.com"); err != nil || resp.StatusCode != 200 || resp.Close {
+		t.Fatalf("before the SIGTERM: %v %v; want 200 on a connection kept alive", resp, err)
 	}
 	if err := srv.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Eventually(t, "/readyz answering 503 after the SIGTERM", func() bool {
-		resp, err := get("/readyz")
+	testkit.Eventually(t, "/readyz answering 503 after the SIGTERM", func() bool { // the first failed check
+		resp, err := do(fresh, "GET", "/readyz", "")
 		return err == nil && resp.StatusCode == http.StatusServiceUnavailable
 	})
-	resp, err := get("/public/v1/contacts")
-	if err != nil || resp.StatusCode != 200 || !resp.Close {
-		t.Errorf("a request while draining: %v %v; want 200 and its connection closed after it", resp, err)
+	if resp, err := create(balancer, "kept@example.com"); err != nil || resp.StatusCode != 200 || !resp.Close {
+		t.Errorf("a request on the connection kept alive from before the SIGTERM: %v %v; want 200 and the connection closed after it", resp, err)
+	}
+	if st := readyz(); st != http.StatusServiceUnavailable { // the second
+		t.Errorf("/readyz while draining: %d, want 503", st)
+	}
+	if resp, err := create(fresh, "new@example.com"); err != nil || resp.StatusCode != 200 || !resp.Close {
+		t.Errorf("a request on a new connection while draining: %v %v; want 200 and the connection closed after it", resp, err)
+	}
+	select {
+	case err := <-exited:
+		t.Fatalf("the process exited after two checks answered 503 of the three that end its drain: %v", err)
+	default:
+	}
+	if st := readyz(); st != http.StatusServiceUnavailable { // the third: the drain is over
+		t.Errorf("/readyz while draining: %d, want 503", st)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("the process ended its drain after three failed checks with %v, want exit 0", err)
+		}
+	case <-time.After(testkit.Patience):
+		t.Errorf("the process still runs %v after the third check it answered 503: the drain did not end on it", testkit.Patience)
 	}
 }
 

@@ -58,6 +58,10 @@ type Config struct {
 	// every answer closing its connection, before it stops taking connections: time for a
 	// balancer's health checks to take it out, so a rolling restart fails no request.
 	ShutdownDrain time.Duration // CONTACTD_SHUTDOWN_DRAIN
+	// ShutdownDrainChecks ends the drain early, once /readyz has answered that many checks with
+	// 503: a balancer's fall count plus one, for the check it sends only after it has acted on
+	// the one that took the process out. 0: the drain lasts ShutdownDrain.
+	ShutdownDrainChecks int // CONTACTD_SHUTDOWN_DRAIN_CHECKS
 
 	RateReadsPer10s   int // CONTACTD_RATE_READS_PER_10S: per API key; 0 disables
 	RateWritesPer10s  int // CONTACTD_RATE_WRITES_PER_10S: per API key; 0 disables
@@ -148,6 +152,7 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", d.IdleTimeout, "how long an idle keep-alive connection stays open")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "how long a stop waits for requests and deliveries under way")
 	fs.DurationVar(&c.ShutdownDrain, "shutdown-drain", d.ShutdownDrain, "serve: how long a stop first answers /readyz with 503 while still serving (behind a balancer: a few of its health-check intervals)")
+	fs.IntVar(&c.ShutdownDrainChecks, "shutdown-drain-checks", d.ShutdownDrainChecks, "serve: end the drain once /readyz has answered this many checks with 503 (one balancer: its fall count plus one); 0: the whole drain")
 	fs.IntVar(&c.RateReadsPer10s, "rate-reads-per-10s", d.RateReadsPer10s, "reads per API key per sliding 10 s, 0 disables")
 	fs.IntVar(&c.RateWritesPer10s, "rate-writes-per-10s", d.RateWritesPer10s, "writes per API key per sliding 10 s, 0 disables")
 	fs.IntVar(&c.RateAccountPerDay, "rate-account-per-day", d.RateAccountPerDay, "requests per account per UTC day, 0 disables")
@@ -264,6 +269,9 @@ func (c *Config) Finish() error {
 	}
 	if !natsTokens.MatchString(c.NATSSubjectPrefix) {
 		errs = append(errs, fmt.Errorf("CONTACTD_NATS_SUBJECT_PREFIX: %q is not subject tokens (letters, digits, - and _, joined by dots)", c.NATSSubjectPrefix))
+	}
+	if c.ShutdownDrain < 0 || c.ShutdownDrainChecks < 0 {
+		errs = append(errs, errors.New("CONTACTD_SHUTDOWN_DRAIN and CONTACTD_SHUTDOWN_DRAIN_CHECKS: must be 0 (off) or positive"))
 	}
 	if c.DBMaxConns < 2 {
 		errs = append(errs, errors.New("CONTACTD_DB_MAX_CONNS: must be at least 2"))

@@ -96,3 +96,18 @@ func TestEveryFlagHasItsVariable(t *testing.T) {
 		}
 	}
 }
+
+// The drain's bound and its count of checks come from their variables, and a negative one is
+// refused by name: it would make a stop end its drain at once, or never on the checks.
+func TestShutdownDrainSettings(t *testing.T) {
+	t.Parallel()
+	c, err := parse(t, map[string]string{"CONTACTD_SHUTDOWN_DRAIN": "10s", "CONTACTD_SHUTDOWN_DRAIN_CHECKS": "3"})
+	if err != nil || c.ShutdownDrain != 10*time.Second || c.ShutdownDrainChecks != 3 {
+		t.Errorf("drain %v checks %d (%v), want 10s and 3", c.ShutdownDrain, c.ShutdownDrainChecks, err)
+	}
+	for name, value := range map[string]string{"CONTACTD_SHUTDOWN_DRAIN": "-1s", "CONTACTD_SHUTDOWN_DRAIN_CHECKS": "-1"} {
+		if _, err := parse(t, map[string]string{name: value}); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s=%s: %v, want an error naming it", name, value, err)
+		}
+	}
+}

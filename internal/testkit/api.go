@@ -312,13 +312,22 @@ func ValidateResponse(t testing.TB, req *http.Request, r *Response) {
 // ValidatingTransport is an http.RoundTripper for clients under test (a generated client, say):
 // every response it returns has been validated against openapi.yaml like Do's.
 func ValidatingTransport(t testing.TB) http.RoundTripper {
-	return validatingTransport{t: t}
+	return ValidatingTransportOver(t, http.DefaultTransport)
 }
 
-type validatingTransport struct{ t testing.TB }
+// ValidatingTransportOver is ValidatingTransport sending through base: a test that needs its
+// own connections (one kept alive, say) keeps its answers checked against openapi.yaml.
+func ValidatingTransportOver(t testing.TB, base http.RoundTripper) http.RoundTripper {
+	return validatingTransport{t: t, base: base}
+}
+
+type validatingTransport struct {
+	t    testing.TB
+	base http.RoundTripper
+}
 
 func (v validatingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := http.DefaultTransport.RoundTrip(req)
+	resp, err := v.base.RoundTrip(req)
 	if err != nil {
 		return nil, err
 	}
