@@ -369,6 +369,19 @@ status() {
 	for p in haproxy $NODES redis $ha; do
 		if alive "$p"; then echo "$p running (pid $(cat "$DIR/$p.pid"))"; else echo "$p stopped"; fi
 	done
+	[ -n "$HA" ] || return 0
+	# what replication looks like to the monitor and to each node (why a commit waits)
+	echo "monitor's view:"
+	monitor_sql "SELECT nodename, reportedstate, goalstate, reportedlsn, health, replicationquorum, candidatepriority, reporttime FROM pgautofailover.node ORDER BY nodeid" 2>&1 | sed 's/^/  /'
+	local node
+	for node in $PG_NODES; do
+		alive "$node" || continue
+		echo "$node:"
+		"$(pg_bin)/psql" -h 127.0.0.1 -p "$(pg_node_port "$node")" -U postgres -d postgres -qtA -c "SELECT 'in recovery: ' || pg_is_in_recovery() || '; synchronous_standby_names: ' || current_setting('synchronous_standby_names')" \
+			-c "SELECT 'sending to ' || application_name || ': ' || state || ', ' || sync_state || ', flushed ' || coalesce(flush_lsn::text, '-') FROM pg_stat_replication" \
+			-c "SELECT 'receiving: ' || status || ' from ' || sender_host || ':' || sender_port || ', flushed ' || coalesce(flushed_lsn::text, '-') FROM pg_stat_wal_receiver" \
+			-c "SELECT 'waiting on ' || wait_event || ': ' || count(*) FROM pg_stat_activity WHERE wait_event IS NOT NULL AND backend_type = 'client backend' GROUP BY wait_event" 2>&1 | sed 's/^/  /'
+	done
 }
 
 case ${1:-} in

@@ -81,6 +81,7 @@ func upCluster(t *testing.T, env ...string) *cluster {
 		"CONTACTD_WEBHOOK_TIMEOUT=1s", "CONTACTD_WEBHOOK_RESCUE_AFTER=12s")
 	t.Cleanup(func() {
 		if t.Failed() {
+			t.Logf("cluster.sh status:\n%s", c.script("status"))
 			for _, name := range []string{"setup", "serve1", "serve2", "worker1", "worker2", "haproxy", "monitor", "pg1", "pg2", "pg3"} {
 				if b, err := os.ReadFile(filepath.Join(dir, name+".log")); err == nil {
 					t.Logf("%s.log (end):\n%s", name, tail(b, 3000))
