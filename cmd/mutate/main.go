@@ -1,7 +1,7 @@
 // Command mutate is the project's mutation test: it makes one small change at a time to the
 // code of a package (a comparison turned round, && for ||, a negation dropped), runs the tests
-// that should notice, and reports each change they did not notice (a survivor): a behaviour
-// the suite does not prove. Only code the tests run is changed, the source tree is never
+// that should notice (of those, the ones that ran the changed line unmutated), and reports
+// each change they did not notice (a survivor): a behaviour the suite does not prove. Only code the tests run is changed, the source tree is never
 // written (each mutant reaches the compiler through go test -overlay), and the tests chosen
 // per package may live elsewhere (auth's behaviour is proven by the HTTP API's tests).
 //
@@ -41,6 +41,7 @@ type mutant struct {
 	offset   int    // of the operator in the file
 	old, new string // the operator's text, and what replaces it
 	line     int
+	col      int
 }
 
 func (m mutant) String() string {
@@ -56,7 +57,7 @@ func main() {
 	pkg := flag.String("pkg", "", "the package to mutate (a directory: ./internal/auth)")
 	tests := flag.String("tests", "", "comma-separated test packages that should notice (default: -pkg)")
 	files := flag.String("files", "", "only files whose base name matches this regexp")
-	timeout := flag.Duration("timeout", 0, "one mutant's tests at most (default: 3 x the unmutated run, at least a minute)")
+	timeout := flag.Duration("timeout", 0, "one mutant's build and tests at most (default: 3 x its tests' unmutated time plus 2 minutes, at least 3 minutes)")
 	flag.Parse()
 	if *pkg == "" {
 		flag.Usage()
@@ -71,26 +72,28 @@ func main() {
 	check(err)
 	defer os.RemoveAll(tmp)
 
-	// the unmutated run: it must pass, it gives the coverage (only covered code is mutated),
-	// and its time sets the mutants' timeout
-	profile := filepath.Join(tmp, "cover.out")
-	start := time.Now()
-	if out, err := goTest(context.Background(), testPkgs, "-coverpkg="+*pkg, "-coverprofile="+profile); err != nil {
-		fmt.Fprintf(os.Stderr, "the tests fail without a mutant:\n%s\n", out)
-		os.Exit(1)
+	// the unmutated tests, one at a time: each must pass, and what each runs of pkg chooses
+	// the tests a mutant is tried against (and only code some test runs is mutated)
+	runs := coverageByTest(tmp, *pkg, testPkgs)
+	covered := map[string][]block{}
+	for _, r := range runs {
+		for file, blocks := range r.covered {
+			covered[file] = append(covered[file], blocks...)
+		}
 	}
-	if *timeout == 0 {
-		*timeout = max(3*time.Since(start), time.Minute)
-	}
-	covered := readCoverage(profile)
 	mutants := findMutants(*pkg, only, covered)
-	fmt.Printf("%d mutants in covered code of %s, each against %s (timeout %v)\n", len(mutants), *pkg, strings.Join(testPkgs, " "), timeout.Round(time.Second))
+	fmt.Printf("%d mutants in covered code of %s, each against the tests of %s that run it\n", len(mutants), *pkg, strings.Join(testPkgs, " "))
 
 	var survived, unbuilt []mutant
 	for i, m := range mutants {
+		chosen := runsOf(runs, m)
 		overlay := writeMutant(tmp, m)
-		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-		out, err := goTest(ctx, testPkgs, "-overlay="+overlay, "-failfast")
+		limit := *timeout
+		if limit == 0 {
+			limit = max(3*chosen.took+2*time.Minute, 3*time.Minute) // the build, then the tests
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), limit)
+		out, err := goTest(ctx, chosen.pkgs, "-overlay="+overlay, "-failfast", "-run", chosen.pattern)
 		timedOut := ctx.Err() != nil
 		cancel()
 		verdict := "killed"
@@ -102,7 +105,7 @@ func main() {
 		case bytes.Contains(out, []byte("[build failed]")) || bytes.Contains(out, []byte("[setup failed]")):
 			verdict, unbuilt = "does not compile", append(unbuilt, m)
 		}
-		fmt.Printf("[%d/%d] %s: %s\n", i+1, len(mutants), m, verdict)
+		fmt.Printf("[%d/%d] %s: %s (%d tests)\n", i+1, len(mutants), m, verdict, chosen.tests)
 	}
 	tested := len(mutants) - len(unbuilt)
 	fmt.Printf("\n%s: %d mutants tested, %d killed, %d survived", *pkg, tested, tested-len(survived), len(survived))
@@ -115,10 +118,18 @@ func main() {
 	}
 }
 
-// goTest runs the tests with a TMPDIR of their own, and afterwards stops whatever they left
-// running there: a run cut off at its timeout never reaches its cleanups, and its test
-// PostgreSQL servers (under TMPDIR) went on, loading the machine for the mutants after it.
+// goTest runs go test on pkgs, isolated.
 func goTest(ctx context.Context, pkgs []string, flags ...string) ([]byte, error) {
+	args := append([]string{"test", "-count=1"}, flags...)
+	cmd := exec.CommandContext(ctx, goCommand(), append(args, pkgs...)...)
+	cmd.WaitDelay = 10 * time.Second
+	return isolated(cmd)
+}
+
+// isolated runs cmd with a TMPDIR of its own, and afterwards stops whatever it left running
+// there: a run cut off at its timeout never reaches its cleanups, and its test PostgreSQL
+// servers (under TMPDIR) went on, loading the machine for the mutants after it.
+func isolated(cmd *exec.Cmd) ([]byte, error) {
 	tmp, err := os.MkdirTemp("", "mutant-")
 	if err != nil {
 		return nil, err
@@ -128,10 +139,7 @@ func goTest(ctx context.Context, pkgs []string, flags ...string) ([]byte, error)
 		return nil, err
 	}
 	defer exec.Command("pkill", "-f", "--", tmp).Run()
-	args := append([]string{"test", "-count=1"}, flags...)
-	cmd := exec.CommandContext(ctx, goCommand(), append(args, pkgs...)...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-	cmd.WaitDelay = 10 * time.Second
 	return cmd.CombinedOutput()
 }
 
@@ -199,12 +207,12 @@ func findMutants(pkg string, only *regexp.Regexp, covered map[string][]block) []
 			case *ast.BinaryExpr:
 				if to, ok := swaps[e.Op]; ok && isCovered(e.OpPos) && !constantOperands(e) {
 					pos := fset.Position(e.OpPos)
-					mutants = append(mutants, mutant{name, pos.Offset, e.Op.String(), to.String(), pos.Line})
+					mutants = append(mutants, mutant{name, pos.Offset, e.Op.String(), to.String(), pos.Line, pos.Column})
 				}
 			case *ast.UnaryExpr:
 				if e.Op == token.NOT && isCovered(e.OpPos) {
 					pos := fset.Position(e.OpPos)
-					mutants = append(mutants, mutant{name, pos.Offset, "!", "", pos.Line})
+					mutants = append(mutants, mutant{name, pos.Offset, "!", "", pos.Line, pos.Column})
 				}
 			}
 			return true
