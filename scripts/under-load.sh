@@ -13,7 +13,9 @@ for _ in $(seq "$(nproc)"); do
   (while :; do :; done) &
   hogs+=($!)
 done
-trap 'kill "${hogs[@]}" 2>/dev/null' EXIT
+dir=""
+# stopped, it ends the run under way too: its test binaries and servers work under $dir
+trap 'kill "${hogs[@]}" 2>/dev/null; [ -z "$dir" ] || { pkill -9 -f -- "$dir/"; for p in /proc/[0-9]*; do case $(readlink "$p/cwd" 2>/dev/null) in "$dir"/*) kill -9 "${p#/proc/}" 2>/dev/null;; esac; done; rm -rf "$dir"; }' EXIT
 passed=0
 for i in $(seq "$runs"); do
   dir=$(mktemp -d)
