@@ -32,7 +32,7 @@ func TestWorkersPruneOldEvents(t *testing.T) {
 	}
 	oldAt := oldDay.Add(time.Hour)
 	old := insert(webhook.NewEventID(oldAt), oldAt)
-	oldDefault := insert(uuid.New(), oldAt)
+	oldDefault := insert(uuid.MustParse("ffff"+uuid.NewString()[4:]), oldAt) // an id of before 00032, in no day's range by chance
 	recentAt := time.Now().Add(-time.Hour)
 	recent := insert(webhook.NewEventID(recentAt), recentAt)
 	oldPartition := "webhook_events_p" + oldDay.Format("20060102")
