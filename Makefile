@@ -133,7 +133,7 @@ fuzz: ## run the fuzz targets for a while (FUZZTIME=30s each); make test runs th
 # each target: the package to mutate, and the test packages that should notice
 MUTATE_TARGETS := \
 	"-pkg ./internal/auth -tests ./internal/auth,./internal/httpapi,./internal/console" \
-	"-pkg ./internal/idempotency -tests ./internal/idempotency,./internal/httpapi" \
+	"-pkg ./internal/idempotency -tests ./internal/idempotency,./internal/httpapi,./internal/erasure" \
 	"-pkg ./internal/console" \
 	"-pkg ./internal/delivery -files ^(queue|worker|visibility)\.go$$" \
 	"-pkg ./internal/httpapi -files ^(contacts_list_export|idempotency)\.go$$"

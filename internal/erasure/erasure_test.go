@@ -111,6 +111,12 @@ func TestErasureLeavesNoTrace(t *testing.T) {
 					t.Errorf("the bystander's %q went with the erasure", v)
 				}
 			}
+			// the stored answer of a keyed write that names the contact in its path alone (tags
+			// answer {tags}) went too: its retry runs again, on a contact that is gone
+			if r := a.Do("POST", "/public/v1/contact/"+id+"/tags", key, map[string]any{"tags": []string{"vip"}}, "Idempotency-Key", "p-0"); r.Status != http.StatusNotFound ||
+				r.Header.Get("Idempotent-Replayed") != "" {
+				t.Errorf("a retry of the erased contact's keyed tag write: %d (replayed %q), want 404, not its stored answer", r.Status, r.Header.Get("Idempotent-Replayed"))
+			}
 			keptOut(t, a, key, p, id, erased.ErasureID, rc)
 		})
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -227,6 +229,35 @@ func TestIdempotencyInProgressAndExpiry(t *testing.T) {
 	}
 	if n := countRows(t, a, "SELECT count(*) FROM idempotency_keys"); n != 0 {
 		t.Errorf("%d keys after pruning", n)
+	}
+}
+
+// One run of the hourly prune deletes every expired key, batch after batch (5,000 a
+// statement), and says how many; a key still live stays.
+func TestIdempotencyPruneTakesEveryBatch(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	account, _ := a.Account("acme")
+	if _, err := testkit.Pool(a.Store).Exec(context.Background(), `INSERT INTO idempotency_keys
+		(account_id, key, fingerprint, method, path, status, headers, body, created_at, expires_at)
+		SELECT $1, 'k' || n, '\x00', 'POST', '/public/v1/contact', 200, '{}', '\x00', now() - interval '2 days',
+			now() - CASE WHEN n = 0 THEN interval '-1 hour' ELSE interval '1 second' END
+		FROM generate_series(0, 12001) n`, account); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Svc.Idempotency.PruneTask().Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	rows, err := testkit.Pool(a.Store).Query(context.Background(), "SELECT key FROM idempotency_keys")
+	if err == nil {
+		left, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil || len(left) != 1 || left[0] != "k0" {
+		t.Errorf("after one prune: %d keys left (%v), want the live one, k0", len(left), err)
+	}
+	if !strings.Contains(a.Logs.String(), `"msg":"idempotency keys pruned","keys":12001`) {
+		t.Errorf("the prune's log line does not say 12,001 keys:\n%s", a.Logs.String())
 	}
 }
 
