@@ -154,7 +154,7 @@ func TestConsoleRotatesAndPauses(t *testing.T) {
 	b.signIn(key)
 	path := "/console/webhooks/" + sub.SubscriptionId
 	token := b.csrf(path)
-	if p := b.do("POST", path+"/secret", url.Values{"csrf": {token}}); p.status != http.StatusOK || !regexp.MustCompile(`<code>whsec_[A-Za-z0-9+/=_-]{40,}</code>`).MatchString(p.body) {
+	if p := b.do("POST", path+"/secret", url.Values{"csrf": {token}}); p.status != http.StatusOK || !regexp.MustCompile(`<code>whsec_[^<]{40,}</code>`).MatchString(p.body) {
 		t.Errorf("rotate: %d, want the page with the new secret\n%s", p.status, p.body)
 	}
 	if sealed() == before {

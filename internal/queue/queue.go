@@ -127,12 +127,15 @@ func (q *Queue) run(loop, work context.Context) {
 		} else {
 			q.wanted.Store(true)
 		}
+		claimed := q.claims.Load()
 		for _, w := range got {
 			<-free
 			inFlight.Go(func() {
 				defer func() {
 					free <- struct{}{}
-					if backlog.Load() {
+					// more was due; or a claim made while this ran may have found nothing for
+					// want of what this held (a receiver's room, its lock): look again now
+					if backlog.Load() || q.claims.Load() != claimed {
 						q.Wake()
 					}
 				}()

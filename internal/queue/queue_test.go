@@ -153,3 +153,38 @@ func TestStopFinishesOrCancelsWork(t *testing.T) {
 		t.Errorf("Stop = %v, %d running, %d done; want the deadline's error and the work cancelled", err, g.running.Load(), g.done.Load())
 	}
 }
+
+// A claim made while an item's work runs can find nothing for want of what that work holds
+// (a receiver's room, its lock), and then nothing wakes the queue but the poll: the work's
+// end makes it look again. Here the second claim comes while the first item runs and finds
+// nothing; the item left over must be claimed when that work ends, with the poll an hour off.
+func TestWorkEndingAfterAnEmptyClaimLooksAgain(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var claims atomic.Int32
+	var done atomic.Int32
+	item := func(hold bool) Work {
+		return func(ctx context.Context) {
+			if hold {
+				<-release
+			}
+			done.Add(1)
+		}
+	}
+	q := New(Options{Name: "t", Slots: 2, PollEvery: time.Hour}, func(ctx context.Context, max int) ([]Work, bool, error) {
+		switch claims.Add(1) {
+		case 1: // one item, more may be due
+			return []Work{item(true)}, true, nil
+		case 2: // at once, with a slot free: nothing, the running item holds its receiver
+			return nil, false, nil
+		case 3: // after that item ended
+			return []Work{item(false)}, false, nil
+		}
+		return nil, false, nil
+	})
+	q.Start()
+	t.Cleanup(func() { close(release); _ = q.Stop(context.Background()) })
+	waitFor(t, "the second claim, while the first item runs", func() bool { return claims.Load() == 2 })
+	release <- struct{}{} // the first item ends
+	waitFor(t, "the item left over claimed and done after the first one ended", func() bool { return done.Load() == 2 })
+}
