@@ -2,10 +2,11 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -100,15 +101,6 @@ func runsOf(runs []testRun, m mutant) choice {
 			}
 		}
 	}
-	c.pkgs, c.pattern = sortedKeys(pkgs), "^("+strings.Join(sortedKeys(names), "|")+")$"
+	c.pkgs, c.pattern = slices.Sorted(maps.Keys(pkgs)), "^("+strings.Join(slices.Sorted(maps.Keys(names)), "|")+")$"
 	return c
-}
-
-func sortedKeys(set map[string]bool) []string {
-	keys := make([]string, 0, len(set))
-	for k := range set {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
