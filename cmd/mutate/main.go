@@ -1,9 +1,10 @@
 // Command mutate is the project's mutation test: it makes one small change at a time to the
 // code of a package (a comparison turned round, && for ||, a negation dropped), runs the tests
 // that should notice (of those, the ones that ran the changed line unmutated), and reports
-// each change they did not notice (a survivor): a behaviour the suite does not prove. Only code the tests run is changed, the source tree is never
-// written (each mutant reaches the compiler through go test -overlay), and the tests chosen
-// per package may live elsewhere (auth's behaviour is proven by the HTTP API's tests).
+// each change they did not notice (a survivor): a behaviour the suite does not prove. Only
+// code the tests run is changed, the source tree is never written (each mutant reaches the
+// compiler through go test -overlay), and the tests chosen per package may live elsewhere
+// (auth's behaviour is proven by the HTTP API's tests).
 //
 //	mutate -pkg ./internal/auth -tests ./internal/auth,./internal/httpapi,./internal/console
 package main
