@@ -155,11 +155,14 @@ WITH RECURSIVE pending AS (
         SELECT q.account_id, q.subscription_id FROM webhook_deliveries q
         WHERE q.status = 'Pending' AND (q.account_id, q.subscription_id) > (p.account_id, p.subscription_id)
         ORDER BY q.account_id, q.subscription_id LIMIT 1) nx
+), leased AS MATERIALIZED (
+    -- the leases held now, read once (webhook_deliveries_leases): a plan probing each
+    -- subscription's deliveries for its leases read their whole history
+    SELECT l.account_id, l.subscription_id FROM webhook_deliveries l WHERE l.leased_until > $2::timestamptz
 ), held AS (
     SELECT s.url, count(*) AS n
-    FROM webhook_deliveries l
+    FROM leased l
     JOIN webhook_subscriptions s ON s.account_id = l.account_id AND s.subscription_id = l.subscription_id
-    WHERE l.leased_until > $2::timestamptz
     GROUP BY s.url
 ), open AS (
     -- those free to send now: their receiver below its limit, not held back (a hanging
@@ -183,7 +186,7 @@ WITH RECURSIVE pending AS (
         LIMIT o.room
         FOR UPDATE SKIP LOCKED) q
 ), held_by_account AS (
-    SELECT l.account_id, count(*) AS n FROM webhook_deliveries l WHERE l.leased_until > $2::timestamptz GROUP BY l.account_id
+    SELECT l.account_id, count(*) AS n FROM leased l GROUP BY l.account_id
 ), due AS (
     -- an account's first candidate ranks its leases + 1, its second + 2...; the oldest due
     -- first among equals

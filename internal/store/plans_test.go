@@ -312,3 +312,73 @@ func TestCommonSearchesArePlannedOnce(t *testing.T) {
 		}
 	}
 }
+
+// The claims count a receiver's leases (its room) through the leases alone: a plan that found
+// them by reading each of the receiver's subscriptions' deliveries read their whole history on
+// every claim (migration 00036). Three receivers' subscriptions each have 20,000 deliveries
+// made, a few pending and a few leased; the statistics were taken when they had none, as
+// when a backlog builds faster than autovacuum's analyze follows.
+func TestClaimsReadTheLeasesNotTheHistory(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := testkit.NewStore(t)
+	pool := testkit.Pool(st)
+	account := uuid.New()
+	if _, err := st.EnsureEventPartitions(ctx, time.Now().Add(-24*time.Hour), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO accounts VALUES ($1, 'a', now())`,
+		`INSERT INTO webhook_subscriptions (account_id, subscription_id, url, event_type, secret, last_success_at, created_at, updated_at)
+		 SELECT $1, gen_random_uuid(), 'https://hooks.example.com/' || n, 'TagsAdded', 's', now(), now(), now() FROM generate_series(1, 3) n`,
+		`ANALYZE webhook_subscriptions, webhook_deliveries`,
+		`INSERT INTO webhook_events (account_id, event_id, event_type, payload, occurred_at)
+		 SELECT $1, uuid_v7(now() - n * interval '1 millisecond'), 'TagsAdded', '{}', now() - n * interval '1 millisecond'
+		 FROM generate_series(1, 20000) n`,
+		`INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, status, attempts, next_attempt_at, leased_until, created_at, updated_at)
+		 SELECT e.account_id, gen_random_uuid(), s.subscription_id, e.event_id,
+			CASE WHEN n % 1000 < 990 THEN 'Succeeded' ELSE 'Pending' END, 1,
+			CASE WHEN n % 1000 < 990 THEN NULL WHEN n % 1000 < 995 THEN now() + interval '1 minute' ELSE e.occurred_at END,
+			CASE WHEN n % 1000 BETWEEN 990 AND 994 THEN now() + interval '1 minute' END,
+			e.occurred_at, e.occurred_at
+		 FROM (SELECT *, row_number() OVER () AS n FROM webhook_events) e, webhook_subscriptions s`,
+	} {
+		args := []any{account}
+		if !strings.Contains(q, "$1") {
+			args = nil
+		}
+		if _, err := pool.Exec(ctx, q, args...); err != nil {
+			t.Fatalf("%v: %s", err, q)
+		}
+	}
+	var sub uuid.UUID
+	if err := pool.QueryRow(ctx, `SELECT subscription_id FROM webhook_subscriptions LIMIT 1`).Scan(&sub); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	now := time.Now()
+	cases := map[string]func(q *db.Queries){
+		"the dispatcher's claim": func(q *db.Queries) {
+			q.DeliveryClaim(ctx, db.DeliveryClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Max: 64, MaxInFlight: 16, ThrottleShare: 0.25})
+		},
+		"a worker's claim": func(q *db.Queries) {
+			q.DeliveryClaimNext(ctx, db.DeliveryClaimNextParams{AccountID: account, SubscriptionID: sub, Now: now,
+				LeaseUntil: now.Add(time.Minute), MaxInFlight: 16})
+		},
+	}
+	for name, call := range cases {
+		nodes := plan(t, conn.Conn(), call)
+		for _, n := range nodes {
+			if strings.HasPrefix(n, "Seq Scan webhook_deliveries") || strings.HasSuffix(n, " webhook_deliveries_subscription") {
+				t.Errorf("%s reads deliveries that are not leased: %s in %v", name, n, nodes)
+			}
+		}
+		if !slices.ContainsFunc(nodes, func(n string) bool { return strings.HasSuffix(n, " webhook_deliveries_leases") }) {
+			t.Errorf("%s does not count the leases by their index: %v", name, nodes)
+		}
+	}
+}
