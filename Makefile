@@ -95,7 +95,7 @@ test-rolling: deps redis-deps haproxy-deps build ## every contactd process of th
 cluster-down: ## stop the cluster (PURGE=1: delete its data too)
 	@scripts/cluster.sh down $(if $(PURGE),--purge)
 
-bench: deps bench-tools ## the load benchmark: 100k contacts, c=64, contactd vs a bare net/http+pgx baseline (BENCH_FLAGS=-profile bin/prof ...)
+bench: deps redis-deps bench-tools ## the load benchmark: 100k contacts, c=64, contactd vs a bare net/http+pgx baseline (BENCH_FLAGS=-profile bin/prof ...)
 	./bin/contactbench $(BENCH_FLAGS)
 
 bench-dataout: deps bench-tools ## data out at scale: 1,000,000 contacts, list/search p99, export and events feed rates (BENCH_FLAGS=-contacts ...)
@@ -110,7 +110,7 @@ bench-filters: deps bench-tools ## webhook payload filters' price: delivery thro
 bench-bulk: deps bench-tools ## bulk writes: 200,000 contacts by POST /contacts/batch vs a COPY of the same rows, then contactd import of a 1,000,000-row CSV
 	./bin/contactbench -bulk $(BENCH_FLAGS)
 
-bench-smoke: deps bench-tools ## the load tool's five modes for a few seconds each on tiny datasets, side by side: fails on any error, never on timing
+bench-smoke: deps redis-deps bench-tools ## the load tool's five modes for a few seconds each on tiny datasets, side by side: fails on any error, never on timing
 	@scripts/bench-smoke.sh
 
 bench-tools: build ## build bin/contactd and bin/contactbench

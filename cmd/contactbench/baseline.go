@@ -35,8 +35,13 @@ type baselineContact struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
-// serveBaseline runs the baseline server until SIGTERM (contactbench baseline ADDR URL).
-func serveBaseline(addr, dbURL string, maxConns int32) error {
+// serveBaseline runs the baseline server until SIGTERM (contactbench baseline ADDR URL ACCOUNT).
+// account is the account whose contacts the rows baseline writes (baseline_rows.go).
+func serveBaseline(addr, dbURL, account string, maxConns int32) error {
+	accountID, err := uuid.Parse(account)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg, err := pgxpool.ParseConfig(dbURL)
@@ -91,6 +96,7 @@ func serveBaseline(addr, dbURL string, maxConns int32) error {
 		}
 		writeJSON(w, c)
 	})
+	mux.Handle("POST /contact-rows", rowsCreate(pool, accountID))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"time"
 
@@ -20,7 +21,10 @@ type benchDB struct {
 	st         *store.Store
 	account    uuid.UUID
 	apiKey     string
-	close      func()
+	// scopedKey may read and write contacts only, from loopback only
+	scopedKey string
+	dir       string
+	close     func()
 }
 
 func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, "contactbench: "+format+"\n", args...) }
@@ -32,7 +36,7 @@ func openBenchDB(ctx context.Context, settings []string) (*benchDB, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &benchDB{close: func() { os.RemoveAll(dir) }}
+	b := &benchDB{dir: dir, close: func() { os.RemoveAll(dir) }}
 	fail := func(err error) (*benchDB, error) { b.close(); return nil, err }
 	logf("starting PostgreSQL in %s", dir)
 	cluster, err := pgembed.Start(ctx, pgembed.Options{Dir: dir, Settings: settings})
@@ -60,6 +64,10 @@ func openBenchDB(ctx context.Context, settings []string) (*benchDB, error) {
 		return fail(err)
 	}
 	if b.apiKey, err = keys.CreateKey(ctx, b.account, "bench"); err != nil {
+		return fail(err)
+	}
+	if b.scopedKey, err = keys.CreateKeyWith(ctx, b.account, auth.KeyOptions{Name: "bench-scoped",
+		Scopes: []string{"contacts:read", "contacts:write"}, Networks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}); err != nil {
 		return fail(err)
 	}
 	return b, nil

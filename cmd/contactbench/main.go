@@ -3,7 +3,10 @@
 // contactd (rate limits off) and the baseline as separate processes, drives each workload at
 // a fixed concurrency, and reports requests/s, latency percentiles, errors, the server's CPU
 // seconds and peak RSS, contactd's figures as ratios of the baseline's, and webhook delivery
-// throughput. `make bench` runs it; `-smoke` is the few-second version `make test` runs.
+// throughput. Beside them it prices what a request pays for: a key with scopes, the rate
+// limits counted in Redis (a second contactd, limits.go) and the rows of a create, its own
+// statement sent by the baseline with and without its events and deliveries
+// (baseline_rows.go). `make bench` runs it; `-smoke` is the few-second version `make test` runs.
 package main
 
 import (
@@ -61,8 +64,8 @@ type options struct {
 }
 
 func main() {
-	if len(os.Args) == 4 && os.Args[1] == "baseline" {
-		if err := serveBaseline(os.Args[2], os.Args[3], 32); err != nil {
+	if len(os.Args) == 5 && os.Args[1] == "baseline" {
+		if err := serveBaseline(os.Args[2], os.Args[3], os.Args[4], 32); err != nil {
 			fmt.Fprintln(os.Stderr, "baseline:", err)
 			os.Exit(1)
 		}
@@ -206,12 +209,24 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	bl, err := startProcess(ctx, self, []string{"baseline", baseAddr, dbURL},
+	bl, err := startProcess(ctx, self, []string{"baseline", baseAddr, dbURL, b.account.String()},
 		"http://"+baseAddr+"/contact/"+ds.ids[0].String())
 	if err != nil {
 		return err
 	}
 	defer bl.stop()
+
+	selected := func(name string) bool { return o.only == "" || strings.Contains(","+o.only+",", ","+name+",") }
+	procs := map[string]proc{"contactd": cd.proc, "baseline": bl.proc}
+	// the contactd with rate limits runs only while its workloads do: its workers would
+	// otherwise share the others' background work (deliveries, enrichment)
+	var limited *limitedProcess
+	limitedURL := new(string)
+	defer func() {
+		if limited != nil {
+			limited.stop()
+		}
+	}()
 
 	contactdURL, baseURL := "http://"+contactdAddr, "http://"+baseAddr
 	dr := newDriver(o.concurrency, apiKey)
@@ -220,16 +235,15 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	rep := report{Date: time.Now().UTC().Format("2006-01-02"), Machine: machine(), Concurrency: o.concurrency, Contacts: o.contacts, Smoke: o.smoke}
-	selected := func(name string) bool { return o.only == "" || strings.Contains(","+o.only+",", ","+name+",") }
-	wls := workloads(contactdURL, baseURL, ds)
+	wls := workloads(contactdURL, baseURL, limitedURL, b.scopedKey, ds)
 	byName := map[string]workload{}
 	for _, wl := range wls {
 		byName[wl.name] = wl
 	}
-	m := measurer{o: o, dr: dr, st: st, pg: postmaster, procs: map[string]proc{"contactd": cd.proc, "baseline": bl.proc},
+	m := measurer{o: o, dr: dr, st: st, pg: postmaster, procs: procs,
 		pprofAddr: pprofAddr, logf: logf, baselines: map[string]*measurement{}}
 	for _, wl := range wls {
-		if !selected(wl.name) || wl.server == "baseline" {
+		if !selected(wl.name) || wl.server == "baseline" && ratioOf[wl.name] == "" {
 			continue
 		}
 		var partner *workload
@@ -237,14 +251,27 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			bw := byName[b]
 			partner = &bw
 		}
+		if wl.server == "contactd-limits" && limited == nil {
+			if limited, err = startLimited(ctx, o.contactd, dbURL, b.dir); err != nil {
+				return err
+			}
+			*limitedURL, procs["contactd-limits"] = "http://"+limited.addr, limited.cd.proc
+		} else if wl.server != "contactd-limits" && limited != nil {
+			limited.stop()
+			limited = nil
+		}
 		r, err := m.measure(ctx, wl, partner)
 		if err != nil {
 			return err
 		}
 		rep.Results = append(rep.Results, r)
 	}
+	if limited != nil {
+		limited.stop()
+		limited = nil
+	}
 	for _, wl := range wls {
-		if wl.server != "baseline" || !selected(wl.name) {
+		if wl.server != "baseline" || !selected(wl.name) || ratioOf[wl.name] != "" {
 			continue
 		}
 		acc := m.baselines[wl.name]
@@ -391,7 +418,7 @@ func (m *measurer) measure(ctx context.Context, wl workload, partner *workload) 
 		if err := m.dr.slice(ctx, wl, m.procs[wl.server], m.pg, slice, &own); err != nil {
 			return result{}, err
 		}
-		if wl.server == "contactd" {
+		if wl.server == "contactd" || ratioOf[wl.name] != "" {
 			// the enrichment the creates queued is done before anything else is measured
 			due, took, err := drainEnrichment(ctx, m.st)
 			if err != nil {
@@ -435,7 +462,7 @@ func checkOnly(only string) error {
 		return nil
 	}
 	known := map[string]bool{"webhooks": true, "store-cost": true}
-	for _, wl := range workloads("", "", dataset{}) {
+	for _, wl := range workloads("", "", new(string), "", dataset{}) {
 		known[wl.name] = true
 	}
 	for _, name := range strings.Split(only, ",") {
@@ -447,7 +474,9 @@ func checkOnly(only string) error {
 	return nil
 }
 
-func workloads(cd, base string, ds dataset) []workload {
+// limited is the URL of the contactd with the rate limits on (limits.go), once it runs;
+// scopedKey a key of the account with scopes and networks.
+func workloads(cd, base string, limited *string, scopedKey string, ds dataset) []workload {
 	id := func(w *worker) string { return ds.ids[w.rng.IntN(len(ds.ids))].String() }
 	getByID := func(w *worker) request {
 		return request{method: "GET", url: cd + "/public/v1/contact?contactId=" + id(w), want: 200}
@@ -483,6 +512,38 @@ func workloads(cd, base string, ds dataset) []workload {
 		}},
 		{name: "baseline-get", server: "baseline", next: func(w *worker) request {
 			return request{method: "GET", url: base + "/contact/" + id(w), want: 200}
+		}},
+		// the capabilities a request pays for, each switched on alone (the cost table)
+		{name: "get-by-id-scoped", server: "contactd", next: func(w *worker) request {
+			r := getByID(w)
+			r.key = scopedKey
+			return r
+		}},
+		{name: "get-by-id-limits", server: "contactd-limits", next: func(w *worker) request {
+			r := getByID(w)
+			r.url = *limited + strings.TrimPrefix(r.url, cd)
+			return r
+		}},
+		{name: "create-limits", server: "contactd-limits", next: func(w *worker) request {
+			r := create(w)
+			r.url = *limited + strings.TrimPrefix(r.url, cd)
+			return r
+		}},
+		// contactd's create statement alone, sent by the baseline (baseline_rows.go)
+		{name: "rows-create", server: "baseline", next: func(w *worker) request {
+			r := create(w)
+			r.url = base + "/contact-rows"
+			return r
+		}},
+		{name: "rows-create-feed-only", server: "baseline", next: func(w *worker) request {
+			r := create(w)
+			r.url = base + "/contact-rows?events=feed"
+			return r
+		}},
+		{name: "rows-create-no-events", server: "baseline", next: func(w *worker) request {
+			r := create(w)
+			r.url = base + "/contact-rows?events=off"
+			return r
 		}},
 		{name: "baseline-insert", server: "baseline", next: func(w *worker) request {
 			body := fmt.Appendf(nil, `{"email":"base-%d@example.com","name":"Bench Contact","tags":["bench","lead"]}`, seq.Add(1))

@@ -10,6 +10,8 @@ import (
 var ratioOf = map[string]string{
 	"get-by-id": "baseline-get", "get-by-email": "baseline-get",
 	"create": "baseline-insert", "add-tags": "baseline-insert",
+	"get-by-id-scoped": "baseline-get", "get-by-id-limits": "baseline-get", "create-limits": "baseline-insert",
+	"rows-create": "baseline-insert", "rows-create-feed-only": "baseline-insert", "rows-create-no-events": "baseline-insert",
 }
 
 // target is one of the performance goals, checked on a report.
@@ -22,11 +24,12 @@ var targets = []target{
 	{"GET contact by id >= 0.70 of the baseline's GET", func(r map[string]result, _ report) bool {
 		return ratio(r, "get-by-id") >= 0.70
 	}},
-	{"POST contact >= 0.50 of the baseline's INSERT", func(r map[string]result, _ report) bool {
-		return ratio(r, "create") >= 0.50
+	// issue 30's (0.50 before it), with the workloads' TagsAdded subscriber listening
+	{"POST contact >= 0.85 of the baseline's INSERT", func(r map[string]result, _ report) bool {
+		return ratio(r, "create") >= 0.85
 	}},
-	{"POST tags >= 0.50 of the baseline's INSERT", func(r map[string]result, _ report) bool {
-		return ratio(r, "add-tags") >= 0.50
+	{"POST tags >= 0.85 of the baseline's INSERT", func(r map[string]result, _ report) bool {
+		return ratio(r, "add-tags") >= 0.85
 	}},
 	{"p99 <= 30 ms for reads", func(r map[string]result, _ report) bool {
 		return r["get-by-id"].P99 <= 30*time.Millisecond && r["get-by-email"].P99 <= 30*time.Millisecond
@@ -50,9 +53,13 @@ var targets = []target{
 		}
 		return true
 	}},
-	{"webhooks >= 1,000 deliveries/s; p50 < 50 ms commit -> arrival at >= 1,000 deliveries/s", func(_ map[string]result, rep report) bool {
+	// issue 30's (1,000/s and p50 < 50 ms before it)
+	{"webhooks >= 4,000 deliveries/s", func(_ map[string]result, rep report) bool {
+		return rep.Webhooks.PerSecond >= 4000
+	}},
+	{"webhooks paced at 1,200/s: all delivered at that rate, commit -> arrival p50 < 10 ms, p99 < 50 ms", func(_ map[string]result, rep report) bool {
 		wh := rep.Webhooks
-		return wh.PerSecond >= 1000 && wh.PacedAchieved >= 1000 && wh.P50 < 50*time.Millisecond
+		return wh.PacedAchieved >= 0.98*wh.PacedRate && wh.P50 < 10*time.Millisecond && wh.P99 < 50*time.Millisecond
 	}},
 	{"a create's own WAL records <= 4,805 bytes (0.70 of the 6,865 of 4d6bec6, same measurement)", func(_ map[string]result, rep report) bool {
 		for _, c := range rep.StoreCosts {
@@ -98,6 +105,7 @@ func printReport(w io.Writer, rep report) {
 		fmt.Fprintf(w, "| %s | %s | %.0f | %s | %s | %s | %d | %.1f | %.3f | %.3f | %.0f |\n", r.Name, rel, r.RPS,
 			ms(r.P50), ms(r.P90), ms(r.P99), r.Errors, r.CPUSeconds, perReq, dbPerReq, float64(r.PeakRSS)/(1<<20))
 	}
+	printRowsPrices(w, byName)
 	for _, r := range rep.Results {
 		if r.Name == "create" {
 			fmt.Fprintf(w, "\nenrichment: %d contacts were still due at the ends of the create workload's slices (in all); enriched %.1f s later (in all)\n",
@@ -131,6 +139,34 @@ func printReport(w io.Writer, rep report) {
 			mark = "MISSED"
 		}
 		fmt.Fprintf(w, "  %s  %s\n", mark, t.what)
+	}
+}
+
+// printRowsPrices says what a create costs against its own statement sent alone, and what
+// that statement's events and deliveries cost it, from the rows workloads' ratios (each
+// interleaved with the baseline's INSERT, so ratios of ratios compare them on one machine).
+func printRowsPrices(w io.Writer, r map[string]result) {
+	for _, c := range []struct{ with, without, what string }{
+		{"get-by-id-scoped", "get-by-id", "a key with scopes and networks, GET by id"},
+		{"get-by-id-limits", "get-by-id", "rate limits counted in Redis, GET by id"},
+		{"create-limits", "create", "rate limits counted in Redis, POST contact"},
+	} {
+		if with, without := ratio(r, c.with), ratio(r, c.without); with > 0 && without > 0 {
+			fmt.Fprintf(w, "%s: %.2f of the requests/s without (%.2f against %.2f × its baseline)\n", c.what, with/without, with, without)
+		}
+	}
+	create, rows, feed, none := ratio(r, "create"), ratio(r, "rows-create"), ratio(r, "rows-create-feed-only"), ratio(r, "rows-create-no-events")
+	if rows == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nthe rows of a create, its statement sent alone by the baseline server (rows-create): %.2f × baseline-insert", rows)
+	if create > 0 {
+		fmt.Fprintf(w, "; contactd's create is %.2f of it", create/rows)
+	}
+	fmt.Fprintln(w)
+	if feed > 0 && none > 0 {
+		fmt.Fprintf(w, "the statement without its deliveries (feed only): %.2f ×; without its events either: %.2f × (the deliveries cost it %.0f %%, the feed's events %.0f %% more)\n",
+			feed, none, 100*(feed/rows-1), 100*(none/feed-1))
 	}
 }
 
