@@ -80,4 +80,3 @@ func pingRedis(socket string) error {
 	}
 	return nil
 }
-
