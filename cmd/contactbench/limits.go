@@ -3,11 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"time"
+
+	"github.com/gomodule/redigo/redis"
 )
 
 // The rate limits' price: a second contactd, the same binary over the same database, with
@@ -61,22 +61,13 @@ func startLimited(ctx context.Context, bin, dbURL, dir string) (*limitedProcess,
 	return l, nil
 }
 
+// pingRedis is nil once the Redis at socket answers PING (a Redis still loading answers an error).
 func pingRedis(socket string) error {
-	c, err := net.DialTimeout("unix", socket, time.Second)
+	c, err := redis.Dial("unix", socket, redis.DialConnectTimeout(time.Second), redis.DialReadTimeout(5*time.Second))
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	answer := make([]byte, 7)
-	if _, err := io.ReadFull(c, answer); err != nil {
-		return err
-	}
-	if string(answer) != "+PONG\r\n" {
-		return fmt.Errorf("PING answered %q", answer)
-	}
-	return nil
+	_, err = redis.String(c.Do("PING"))
+	return err
 }

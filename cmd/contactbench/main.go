@@ -477,6 +477,23 @@ func checkOnly(only string) error {
 // limited is the URL of the contactd with the rate limits on (limits.go), once it runs;
 // scopedKey a key of the account with scopes and networks.
 func workloads(cd, base string, limited *string, scopedKey string, ds dataset) []workload {
+	// at sends next's requests to another URL: path's, with next's query (the other contactd
+	// learns its address once started, hence a func)
+	at := func(next func(w *worker) request, path func() string) func(w *worker) request {
+		return func(w *worker) request {
+			r := next(w)
+			u := path()
+			if _, query, ok := strings.Cut(r.url, "?"); ok {
+				sep := "?"
+				if strings.Contains(u, "?") {
+					sep = "&"
+				}
+				u += sep + query
+			}
+			r.url = u
+			return r
+		}
+	}
 	id := func(w *worker) string { return ds.ids[w.rng.IntN(len(ds.ids))].String() }
 	getByID := func(w *worker) request {
 		return request{method: "GET", url: cd + "/public/v1/contact?contactId=" + id(w), want: 200}
@@ -519,32 +536,12 @@ func workloads(cd, base string, limited *string, scopedKey string, ds dataset) [
 			r.key = scopedKey
 			return r
 		}},
-		{name: "get-by-id-limits", server: "contactd-limits", next: func(w *worker) request {
-			r := getByID(w)
-			r.url = *limited + strings.TrimPrefix(r.url, cd)
-			return r
-		}},
-		{name: "create-limits", server: "contactd-limits", next: func(w *worker) request {
-			r := create(w)
-			r.url = *limited + strings.TrimPrefix(r.url, cd)
-			return r
-		}},
+		{name: "get-by-id-limits", server: "contactd-limits", next: at(getByID, func() string { return *limited + "/public/v1/contact" })},
+		{name: "create-limits", server: "contactd-limits", next: at(create, func() string { return *limited + "/public/v1/contact" })},
 		// contactd's create statement alone, sent by the baseline (baseline_rows.go)
-		{name: "rows-create", server: "baseline", next: func(w *worker) request {
-			r := create(w)
-			r.url = base + "/contact-rows"
-			return r
-		}},
-		{name: "rows-create-feed-only", server: "baseline", next: func(w *worker) request {
-			r := create(w)
-			r.url = base + "/contact-rows?events=feed"
-			return r
-		}},
-		{name: "rows-create-no-events", server: "baseline", next: func(w *worker) request {
-			r := create(w)
-			r.url = base + "/contact-rows?events=off"
-			return r
-		}},
+		{name: "rows-create", server: "baseline", next: at(create, func() string { return base + "/contact-rows" })},
+		{name: "rows-create-feed-only", server: "baseline", next: at(create, func() string { return base + "/contact-rows?events=feed" })},
+		{name: "rows-create-no-events", server: "baseline", next: at(create, func() string { return base + "/contact-rows?events=off" })},
 		{name: "baseline-insert", server: "baseline", next: func(w *worker) request {
 			body := fmt.Appendf(nil, `{"email":"base-%d@example.com","name":"Bench Contact","tags":["bench","lead"]}`, seq.Add(1))
 			return request{method: "POST", url: base + "/contact", body: body, want: 200}
