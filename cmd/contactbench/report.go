@@ -105,7 +105,7 @@ func printReport(w io.Writer, rep report) {
 		fmt.Fprintf(w, "| %s | %s | %.0f | %s | %s | %s | %d | %.1f | %.3f | %.3f | %.0f |\n", r.Name, rel, r.RPS,
 			ms(r.P50), ms(r.P90), ms(r.P99), r.Errors, r.CPUSeconds, perReq, dbPerReq, float64(r.PeakRSS)/(1<<20))
 	}
-	printRowsPrices(w, byName)
+	printPrices(w, byName)
 	for _, r := range rep.Results {
 		if r.Name == "create" {
 			fmt.Fprintf(w, "\nenrichment: %d contacts were still due at the ends of the create workload's slices (in all); enriched %.1f s later (in all)\n",
@@ -142,10 +142,11 @@ func printReport(w io.Writer, rep report) {
 	}
 }
 
-// printRowsPrices says what a create costs against its own statement sent alone, and what
-// that statement's events and deliveries cost it, from the rows workloads' ratios (each
-// interleaved with the baseline's INSERT, so ratios of ratios compare them on one machine).
-func printRowsPrices(w io.Writer, r map[string]result) {
+// printPrices says what each capability switched on alone costs its path (a scoped key, the
+// limits in Redis), what a create costs against its own statement sent alone, and what that
+// statement's events and deliveries cost it: ratios of the workloads' ratios, each interleaved
+// with its baseline, so they compare on one machine.
+func printPrices(w io.Writer, r map[string]result) {
 	for _, c := range []struct{ with, without, what string }{
 		{"get-by-id-scoped", "get-by-id", "a key with scopes and networks, GET by id"},
 		{"get-by-id-limits", "get-by-id", "rate limits counted in Redis, GET by id"},
