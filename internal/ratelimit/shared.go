@@ -54,25 +54,46 @@ type Shared struct {
 	seq      atomic.Uint64 // two requests in one microsecond are two members
 }
 
-// slidingWindow is Limiter's window kept in Redis: it drops the times that left the window,
-// admits the request when fewer than the limit remain (and cost is 1), and returns whether it
-// did, how many the window holds, and the microseconds until the oldest leaves (-1: none).
-var slidingWindow = redis.NewScript(1, `
-local key, limit, window, cost, member = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
-local n = redis.call('ZCARD', key)
-local allowed = 0
-if cost > 0 and n < limit then
-  redis.call('ZADD', key, now, member)
-  redis.call('PEXPIRE', key, math.ceil(window / 1000))
-  n, allowed = n + 1, 1
+// decide is one decision in one round trip: the account's day counted first (INCRBY, taken
+// back when over its limit), then Limiter's window kept in Redis, which drops the times that
+// left the window and admits the request when the day did and fewer than the limit remain;
+// a request the window refuses is taken back from the day. It returns whether the day
+// admitted it, the day's count after it, whether the window did, how many the window holds,
+// and the microseconds until the oldest leaves (-1: none). A limit of 0 is off. (Both keys in
+// one script: a single Redis, not a Redis Cluster, whose slots would part them.)
+var decide = redis.NewScript(2, `
+local wkey, dkey = KEYS[1], KEYS[2]
+local limit, window, daylimit, daycost, member, dayttl =
+  tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5], tonumber(ARGV[6])
+local dayok, used = 1, 0
+if daylimit > 0 then
+  used = redis.call('INCRBY', dkey, daycost)
+  if used == daycost then redis.call('EXPIRE', dkey, dayttl) end
+  if used > daylimit then
+    redis.call('DECRBY', dkey, daycost)
+    dayok = 0
+  end
 end
-local reset = -1
-local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
-if #oldest > 0 then reset = tonumber(oldest[2]) + window - now end
-return {allowed, n, reset}
+local allowed, n, reset = 1, 0, -1
+if limit > 0 then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  redis.call('ZREMRANGEBYSCORE', wkey, '-inf', now - window)
+  n = redis.call('ZCARD', wkey)
+  allowed = 0
+  if dayok == 1 and n < limit then
+    redis.call('ZADD', wkey, now, member)
+    redis.call('PEXPIRE', wkey, math.ceil(window / 1000))
+    n, allowed = n + 1, 1
+  end
+  local oldest = redis.call('ZRANGE', wkey, 0, 0, 'WITHSCORES')
+  if #oldest > 0 then reset = tonumber(oldest[2]) + window - now end
+  if dayok == 1 and allowed == 0 and daylimit > 0 then
+    redis.call('DECRBY', dkey, daycost)
+    used = used - daycost
+  end
+end
+return {dayok, used, allowed, n, reset}
 `)
 
 // NewShared connects to the Redis at rawURL: redis://[:password@]host:port/db (rediss:// for
@@ -156,60 +177,46 @@ func (s *Shared) AllowN(key, account ID, write bool, dayCost int) Decision {
 }
 
 func (s *Shared) allow(ctx context.Context, key, account ID, write bool, dayCost int) (Decision, error) {
-	conn, err := s.pool.GetContext(ctx)
-	if err != nil {
-		return Decision{}, err
-	}
-	defer conn.Close()
-	do := func(cmd string, args ...any) (any, error) { return redis.DoContext(conn, ctx, cmd, args...) }
 	limit, kind := s.limits.ReadsPer10s, "r"
 	if write {
 		limit, kind = s.limits.WritesPer10s, "w"
 	}
 	d := Decision{Allowed: true, Limit: limit, DayLimit: s.limits.AccountPerDay}
+	if limit <= 0 && d.DayLimit <= 0 {
+		return d, nil
+	}
+	conn, err := s.pool.GetContext(ctx)
+	if err != nil {
+		return Decision{}, err
+	}
+	defer conn.Close()
 	now := s.now().UTC()
 	dayKey := "contactd:rl:day:" + hex.EncodeToString(account[:]) + ":" + now.Format(time.DateOnly)
-	counted := false // the request is counted in the account's day, and must be taken back if refused
+	res, err := redis.Int64s(decide.DoContext(ctx, conn, "contactd:rl:"+kind+":"+hex.EncodeToString(key[:]), dayKey,
+		limit, Window.Microseconds(), d.DayLimit, dayCost, s.member+strconv.FormatUint(s.seq.Add(1), 36),
+		int((25 * time.Hour).Seconds())))
+	if err == nil && len(res) != 5 {
+		err = fmt.Errorf("rate limit script answered %d values, want 5", len(res))
+	}
+	if err != nil {
+		return d, err
+	}
+	dayAdmitted, used, admitted, held, reset := res[0] == 1, int(res[1]), res[2] == 1, int(res[3]), time.Duration(res[4])*time.Microsecond
 	if d.DayLimit > 0 {
-		used, err := redis.Int(do("INCRBY", dayKey, dayCost))
-		if err != nil {
-			return d, err
-		}
-		if used == dayCost {
-			_, _ = do("EXPIRE", dayKey, int((25 * time.Hour).Seconds()))
-		}
-		if used > d.DayLimit {
-			_, _ = do("DECRBY", dayKey, dayCost)
+		if dayAdmitted {
+			d.DayRemaining = d.DayLimit - used
+		} else {
 			tomorrow := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)
 			d.Allowed, d.RetryAfter = false, tomorrow.Sub(now)
-		} else {
-			counted, d.DayRemaining = true, d.DayLimit-used
 		}
 	}
 	if limit > 0 {
-		cost := 1
-		if !d.Allowed {
-			cost = 0 // refused by the day: the window is only shown
-		}
-		res, err := redis.Int64s(slidingWindow.DoContext(ctx, conn, "contactd:rl:"+kind+":"+hex.EncodeToString(key[:]),
-			limit, Window.Microseconds(), cost, s.member+strconv.FormatUint(s.seq.Add(1), 36)))
-		if err == nil && len(res) != 3 {
-			err = fmt.Errorf("rate limit script answered %d values, want 3", len(res))
-		}
-		if err != nil {
-			return d, err
-		}
-		admitted, held, reset := res[0] == 1, int(res[1]), time.Duration(res[2])*time.Microsecond
 		d.Remaining = limit - held
 		if reset >= 0 {
 			d.Reset = reset
 		}
 		if d.Allowed && !admitted {
 			d.Allowed, d.RetryAfter = false, d.Reset
-			if counted {
-				_, _ = do("DECRBY", dayKey, dayCost)
-				d.DayRemaining += dayCost
-			}
 		}
 	}
 	return d, nil
