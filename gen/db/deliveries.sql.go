@@ -300,7 +300,8 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 const deliveryClaimLock = `-- name: DeliveryClaimLock :exec
 
 SELECT pg_advisory_xact_lock(hashtextextended('contactd.claim_deliveries', 0)),
-    set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true)
+    set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true),
+    set_config('plan_cache_mode', 'force_generic_plan', true)
 `
 
 // The claims. A claim counts the attempts each receiver holds (its leases) and takes what room
@@ -312,7 +313,11 @@ SELECT pg_advisory_xact_lock(hashtextextended('contactd.claim_deliveries', 0)),
 // are planned without sequential scans (enable_seqscan off for their transaction): the queue's
 // rows churn faster than autovacuum's analyze follows, and on statistics taken when
 // webhook_deliveries was small the planner read the whole table for its few leases (46,463
-// rows for 7 in a bench run); every part of a claim has an index to go by. The lock
+// rows for 7 in a bench run); every part of a claim has an index to go by. And both keep
+// one generic plan per connection (plan_cache_mode force_generic_plan for their transaction):
+// left to choose, PostgreSQL planned a worker's claim anew, for its values, 2,219 times in
+// 19,219 calls of the full bench's webhook phase, at 2-3 ms of PostgreSQL CPU a plan: more
+// than running the claim. The lock
 // keys are those of the functions of migrations 00012 and 00022, which the previous release
 // still calls during a rollout: both releases' claims exclude each other.
 // The dispatcher's claims, one at a time in every process, and no worker's DeliveryClaimNext
@@ -432,7 +437,8 @@ SELECT set_config('contactd.claim_next_url', coalesce((
         WHERE CASE WHEN pg_try_advisory_xact_lock_shared(hashtextextended('contactd.claim_deliveries', 0))
                    THEN pg_try_advisory_xact_lock(hashtextextended('contactd.claim_next/' || sub.url, 0))
                    ELSE false END), ''), true),
-    set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true)
+    set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true),
+    set_config('plan_cache_mode', 'force_generic_plan', true)
 `
 
 type DeliveryClaimNextLockParams struct {

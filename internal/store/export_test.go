@@ -14,6 +14,9 @@ func Planned(inner db.DBTX) db.DBTX { return plannedDB{inner} }
 // PipelinedOn is what Pipelined gives its fn's queries, for statements the tests write.
 func PipelinedOn(s *Store) db.DBTX { return &pipelinedDB{inner: plannedDB{s.Pool}} }
 
+// PipelinedOnConn is PipelinedOn on one connection.
+func PipelinedOnConn(conn *pgx.Conn) db.DBTX { return &pipelinedDB{inner: plannedDB{conn}} }
+
 // PlannedStatements is how many statements conn keeps scan plans for.
 func PlannedStatements(conn *pgx.Conn) int {
 	m, _ := conn.PgConn().CustomData()[plansKey].(map[string]*statementPlans)
