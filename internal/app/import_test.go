@@ -3,8 +3,10 @@ package app_test
 import (
 	"context"
 	"encoding/csv"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -160,4 +162,31 @@ func readCSV(t *testing.T, path string) [][]string {
 		return x - y
 	})
 	return rows
+}
+
+// An import keeps its heap under 128 MiB, the collector's default goal having taken a large
+// one past 200 MB of RSS, unless GOMEMLIMIT sets the limit (which the runtime read at start).
+// Not parallel: the limit and the environment are the process's.
+func TestImportLimitsItsHeap(t *testing.T) {
+	ctx := context.Background()
+	dbURL := testkit.NewDatabase(t)
+	if code, _, stderr := contactd(t, ctx, dbURL, "accounts", "create", "--name", "acme"); code != 0 {
+		t.Fatalf("accounts create: %d %s", code, stderr)
+	}
+	file := writeFile(t, "one.csv", "Email\nann@example.com\n")
+	unlimited := debug.SetMemoryLimit(math.MaxInt64)
+	t.Cleanup(func() { debug.SetMemoryLimit(unlimited) })
+	for _, env := range []struct {
+		value string
+		want  int64
+	}{{"", 128 << 20}, {"1GiB", math.MaxInt64}} {
+		t.Setenv("GOMEMLIMIT", env.value)
+		debug.SetMemoryLimit(math.MaxInt64)
+		if code, stdout, stderr := contactd(t, ctx, dbURL, "import", "--account", "acme", file); code != 0 {
+			t.Fatalf("import: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+		}
+		if got := debug.SetMemoryLimit(-1); got != env.want {
+			t.Errorf("GOMEMLIMIT=%q: the import's limit is %d, want %d", env.value, got, env.want)
+		}
+	}
 }
