@@ -165,6 +165,7 @@ type report struct {
 	Smoke       bool          `json:"smoke"`
 	Results     []result      `json:"results"`
 	Webhooks    webhookResult `json:"webhooks"`
+	Floor       *floorResult  `json:"webhooksFloor,omitempty"`
 	StoreCosts  []storeCost   `json:"storeCosts"`
 }
 
@@ -347,6 +348,19 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		}
 		rep.Webhooks = wh
 	}
+	if selected("webhooks-floor") {
+		logf("webhooks-floor: the simplest durable pipeline, %v each", o.whDuration)
+		rc, stop, err := startReceiver()
+		if err != nil {
+			return err
+		}
+		floor, err := measureFloor(ctx, dbURL, rc, o.whDuration)
+		stop()
+		if err != nil {
+			return fmt.Errorf("webhooks-floor: %w", err)
+		}
+		rep.Floor = &floor
+	}
 	if o.pgStats {
 		if err := printPGStats(ctx, out, st); err != nil {
 			return err
@@ -461,7 +475,7 @@ func checkOnly(only string) error {
 	if only == "" {
 		return nil
 	}
-	known := map[string]bool{"webhooks": true, "store-cost": true}
+	known := map[string]bool{"webhooks": true, "webhooks-floor": true, "store-cost": true}
 	for _, wl := range workloads("", "", new(string), "", dataset{}) {
 		known[wl.name] = true
 	}

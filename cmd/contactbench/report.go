@@ -124,6 +124,9 @@ func printReport(w io.Writer, rep report) {
 		fmt.Fprintf(w, "webhooks paced at %.0f deliveries/s: %d/%d delivered at %.0f/s, commit -> arrival p50 %s p99 %s\n",
 			wh.PacedRate, wh.PacedDeliveries, wh.PacedExpected, wh.PacedAchieved, ms(wh.P50), ms(wh.P99))
 	}
+	if rep.Floor != nil {
+		printFloor(w, *rep.Floor, rep.Webhooks.PerSecond)
+	}
 	printStoreCosts(w, rep.StoreCosts)
 	if rep.Smoke {
 		fmt.Fprintln(w, "\nsmoke run: checks that every workload works, with no errors; its figures mean nothing")

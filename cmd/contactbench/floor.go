@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// floorResult is the simplest durable webhook pipeline there is, on the run's PostgreSQL and
+// machine: what contactd's deliveries/s is a share of. A delivery there is a row inserted by
+// a producer (committed durably, three per statement as a tag change queues one for each of
+// the webhook workload's three subscriptions), leased by one statement, posted to the same
+// kind of receiver and marked done by a second statement, both committed without waiting for
+// the flush (as contactd's claims and records are): no events, attempts, isolation, signature
+// or retry schedule.
+type floorResult struct {
+	QueueAlone float64 `json:"queueAlonePerSecond"` // lease + done, on a filled queue
+	HTTPAlone  float64 `json:"httpAlonePerSecond"`  // POSTs to the receiver
+	Pipeline   float64 `json:"pipelinePerSecond"`   // producers, lease, POST, done
+}
+
+const (
+	floorWorkers   = 12 // the webhook workload's three receivers at four attempts each
+	floorProducers = 4
+	floorLease     = `UPDATE bench_floor_queue q SET leased_until = now() + interval '1 minute'
+		FROM (SELECT id FROM bench_floor_queue WHERE status = 'P' AND leased_until IS NULL ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) c
+		WHERE q.id = c.id RETURNING q.id, q.payload`
+	floorDone = `UPDATE bench_floor_queue SET status = 'D', leased_until = NULL WHERE id = $1`
+)
+
+// measureFloor measures the floor's three figures for d each, in a table of its own that it
+// drops afterwards.
+func measureFloor(ctx context.Context, dbURL string, rc *receiver, d time.Duration) (floorResult, error) {
+	var res floorResult
+	lazy, err := floorPool(ctx, dbURL, "off", floorWorkers)
+	if err != nil {
+		return res, err
+	}
+	defer lazy.Close()
+	durable, err := floorPool(ctx, dbURL, "on", floorProducers)
+	if err != nil {
+		return res, err
+	}
+	defer durable.Close()
+	if _, err := durable.Exec(ctx, `DROP TABLE IF EXISTS bench_floor_queue;
+		CREATE TABLE bench_floor_queue (id bigserial PRIMARY KEY, status text NOT NULL, payload text NOT NULL,
+			leased_until timestamptz, created_at timestamptz NOT NULL DEFAULT now());
+		CREATE INDEX bench_floor_queue_pending ON bench_floor_queue (id) WHERE status = 'P'`); err != nil {
+		return res, err
+	}
+	defer durable.Exec(context.WithoutCancel(ctx), `DROP TABLE bench_floor_queue`)
+	payload := fmt.Sprintf(`{"events":[{"eventType":"TagsAdded","eventDate":"%s","payload":{"tags":["%s"]}}]}`,
+		time.Now().UTC().Format(time.RFC3339Nano), strings.Repeat("x", 200))
+	fill := `INSERT INTO bench_floor_queue (status, payload) SELECT 'P', $1 FROM generate_series(1, $2::int)`
+
+	// the queue alone, filled with more than it can take in d
+	if _, err := durable.Exec(ctx, fill, payload, int(d.Seconds()*20_000)); err != nil {
+		return res, err
+	}
+	if _, err := durable.Exec(ctx, `VACUUM ANALYZE bench_floor_queue`); err != nil {
+		return res, err
+	}
+	n, err := floorRun(ctx, d, floorWorkers, func(ctx context.Context) (bool, error) { return floorDeliver(ctx, lazy, nil) })
+	if err != nil {
+		return res, err
+	}
+	res.QueueAlone = float64(n) / d.Seconds()
+
+	// the receiver alone
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: floorWorkers}, Timeout: 10 * time.Second}
+	post := func(ctx context.Context, body string) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, rc.url+"?sub=floor", strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			return fmt.Errorf("the receiver answered %d", resp.StatusCode)
+		}
+		return nil
+	}
+	n, err = floorRun(ctx, d, floorWorkers, func(ctx context.Context) (bool, error) { return true, post(ctx, payload) })
+	if err != nil {
+		return res, err
+	}
+	res.HTTPAlone = float64(n) / d.Seconds()
+
+	// the pipeline: producers and workers at once, from an empty queue
+	if _, err := durable.Exec(ctx, `TRUNCATE bench_floor_queue`); err != nil {
+		return res, err
+	}
+	produce, stop := context.WithCancel(ctx)
+	var producers sync.WaitGroup
+	var produceErr atomic.Value
+	for range floorProducers {
+		producers.Add(1)
+		go func() {
+			defer producers.Done()
+			for produce.Err() == nil {
+				if _, err := durable.Exec(produce, fill, payload, 3); err != nil && produce.Err() == nil {
+					produceErr.Store(err)
+					return
+				}
+			}
+		}()
+	}
+	n, err = floorRun(ctx, d, floorWorkers, func(ctx context.Context) (bool, error) {
+		return floorDeliver(ctx, lazy, func(body string) error { return post(ctx, body) })
+	})
+	stop()
+	producers.Wait()
+	if err != nil {
+		return res, err
+	}
+	if err, _ := produceErr.Load().(error); err != nil {
+		return res, err
+	}
+	res.Pipeline = float64(n) / d.Seconds()
+	rc.take()
+	return res, nil
+}
+
+func floorPool(ctx context.Context, dbURL, synchronousCommit string, conns int32) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns, cfg.MinConns = conns, conns
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = synchronousCommit
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+// floorDeliver leases one delivery, posts it (send, when not nil) and marks it done; false
+// when none was due.
+func floorDeliver(ctx context.Context, pool *pgxpool.Pool, send func(body string) error) (bool, error) {
+	var id int64
+	var body string
+	if err := pool.QueryRow(ctx, floorLease).Scan(&id, &body); errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	if send != nil {
+		if err := send(body); err != nil {
+			return false, err
+		}
+	}
+	_, err := pool.Exec(ctx, floorDone, id)
+	return err == nil, err
+}
+
+// floorRun runs step in workers goroutines for d and counts the steps that did something; a
+// worker that finds nothing to do waits a millisecond (the producers are behind).
+func floorRun(ctx context.Context, d time.Duration, workers int, step func(context.Context) (bool, error)) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				did, err := step(ctx)
+				if err != nil {
+					if ctx.Err() == nil {
+						errs <- err
+						cancel()
+					}
+					return
+				}
+				if did {
+					n.Add(1)
+				} else {
+					time.Sleep(time.Millisecond)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return n.Load(), <-errs
+}
+
+// printFloor prints the floor beside contactd's deliveries/s of the same run.
+func printFloor(w io.Writer, f floorResult, contactd float64) {
+	fmt.Fprintf(w, "the floor of a delivery here (the simplest durable pipeline, same PostgreSQL): a queue's lease and done alone %.0f/s; POSTs to the receiver alone %.0f/s; producers + lease + POST + done %.0f/s",
+		f.QueueAlone, f.HTTPAlone, f.Pipeline)
+	if contactd > 0 && f.Pipeline > 0 {
+		fmt.Fprintf(w, "; contactd's webhooks did %.2f of that", contactd/f.Pipeline)
+	}
+	fmt.Fprintln(w)
+}
