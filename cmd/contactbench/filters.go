@@ -181,7 +181,7 @@ func filterScenarioRun(ctx context.Context, o options, dr *driver, base string, 
 	}
 	res.Events = len(lat)
 	want := int(expected.Load())
-	if err := awaitArrivals(rc, want); err != nil {
+	if err := awaitArrivals(rc, want, time.Minute); err != nil {
 		return res, err
 	}
 	_, at := rc.take()

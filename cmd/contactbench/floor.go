@@ -23,9 +23,11 @@ import (
 // the flush (as contactd's claims and records are): no events, attempts, isolation, signature
 // or retry schedule.
 type floorResult struct {
-	QueueAlone float64 `json:"queueAlonePerSecond"` // lease + done, on a filled queue
-	HTTPAlone  float64 `json:"httpAlonePerSecond"`  // POSTs to the receiver
-	Pipeline   float64 `json:"pipelinePerSecond"`   // producers, lease, POST, done
+	QueueAlone    float64 `json:"queueAlonePerSecond"`    // lease + done, on a filled queue
+	HTTPAlone     float64 `json:"httpAlonePerSecond"`     // POSTs to the receiver
+	Pipeline      float64 `json:"pipelinePerSecond"`      // producers, lease, POST, done
+	ProducedAlone float64 `json:"producedAlonePerSecond"` // deliveries queued by the producers alone
+	DrainedAlone  float64 `json:"drainedAlonePerSecond"`  // lease, POST, done on a filled queue
 }
 
 const (
@@ -61,12 +63,20 @@ func measureFloor(ctx context.Context, dbURL string, rc *receiver, d time.Durati
 	payload := fmt.Sprintf(`{"events":[{"eventType":"TagsAdded","eventDate":"%s","payload":{"tags":["%s"]}}]}`,
 		time.Now().UTC().Format(time.RFC3339Nano), strings.Repeat("x", 200))
 	fill := `INSERT INTO bench_floor_queue (status, payload) SELECT 'P', $1 FROM generate_series(1, $2::int)`
-
-	// the queue alone, filled with more than it can take in d
-	if _, err := durable.Exec(ctx, fill, payload, int(d.Seconds()*20_000)); err != nil {
-		return res, err
+	// refill empties the queue, then fills it with more than its workers can take in d
+	refill := func() error {
+		if _, err := durable.Exec(ctx, `TRUNCATE bench_floor_queue`); err != nil {
+			return err
+		}
+		if _, err := durable.Exec(ctx, fill, payload, int(d.Seconds()*20_000)); err != nil {
+			return err
+		}
+		_, err := durable.Exec(ctx, `VACUUM ANALYZE bench_floor_queue`)
+		return err
 	}
-	if _, err := durable.Exec(ctx, `VACUUM ANALYZE bench_floor_queue`); err != nil {
+
+	// the queue alone
+	if err := refill(); err != nil {
 		return res, err
 	}
 	n, err := floorRun(ctx, d, floorWorkers, func(ctx context.Context) (bool, error) { return floorDeliver(ctx, lazy, nil) })
@@ -131,6 +141,30 @@ func measureFloor(ctx context.Context, dbURL string, rc *receiver, d time.Durati
 		return res, err
 	}
 	res.Pipeline = float64(n) / d.Seconds()
+
+	// the halves apart: the producers alone into an empty queue, then lease, POST and done
+	// alone on a queue filled with more than they can take in d
+	if _, err := durable.Exec(ctx, `TRUNCATE bench_floor_queue`); err != nil {
+		return res, err
+	}
+	n, err = floorRun(ctx, d, floorProducers, func(ctx context.Context) (bool, error) {
+		_, err := durable.Exec(ctx, fill, payload, 3)
+		return err == nil, err
+	})
+	if err != nil {
+		return res, err
+	}
+	res.ProducedAlone = float64(3*n) / d.Seconds()
+	if err := refill(); err != nil {
+		return res, err
+	}
+	n, err = floorRun(ctx, d, floorWorkers, func(ctx context.Context) (bool, error) {
+		return floorDeliver(ctx, lazy, func(body string) error { return post(ctx, body) })
+	})
+	if err != nil {
+		return res, err
+	}
+	res.DrainedAlone = float64(n) / d.Seconds()
 	rc.take()
 	return res, nil
 }
@@ -198,12 +232,34 @@ func floorRun(ctx context.Context, d time.Duration, workers int, step func(conte
 	return n.Load(), <-errs
 }
 
-// printFloor prints the floor beside contactd's deliveries/s of the same run.
-func printFloor(w io.Writer, f floorResult, contactd float64) {
-	fmt.Fprintf(w, "the floor of a delivery here (the simplest durable pipeline, same PostgreSQL): a queue's lease and done alone %.0f/s; POSTs to the receiver alone %.0f/s; producers + lease + POST + done %.0f/s",
-		f.QueueAlone, f.HTTPAlone, f.Pipeline)
-	if contactd > 0 && f.Pipeline > 0 {
-		fmt.Fprintf(w, "; contactd's webhooks did %.2f of that", contactd/f.Pipeline)
+// printFloor prints the floor beside contactd's figures of the same run: the pipeline, and
+// its two halves apart. Both halves share the machine's CPU, so a pipeline delivers about
+// 1 / (1/produced + 1/sent) a second (the halves' costs per delivery added up): set beside the
+// pipeline's measured rate, that tells which half holds contactd back, and what its
+// producers would allow with the floor's sending.
+func printFloor(w io.Writer, f floorResult, wh webhookResult) {
+	fmt.Fprintf(w, "the floor of a delivery here (the simplest durable pipeline, same PostgreSQL): a queue's lease and done alone %.0f/s; POSTs to the receiver alone %.0f/s\n",
+		f.QueueAlone, f.HTTPAlone)
+	added := func(produced, sent float64) float64 {
+		if produced <= 0 || sent <= 0 {
+			return 0
+		}
+		return 1 / (1/produced + 1/sent)
 	}
-	fmt.Fprintln(w)
+	row := func(what string, contactd, floor float64) {
+		share := "—"
+		if contactd > 0 && floor > 0 {
+			share = fmt.Sprintf("%.2f", contactd/floor)
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %.0f | %s |\n", what, contactd, floor, share)
+	}
+	fmt.Fprintln(w, "\n| deliveries/s | contactd | the floor | contactd / floor |\n|---|---|---|---|")
+	produced := wh.ProducedAlone * float64(wh.Subscriptions)
+	row("queued by the producers alone (contactd: its subscriptions paused)", produced, f.ProducedAlone)
+	row("sent alone, from a backlog", wh.DrainedAlone, f.DrainedAlone)
+	row("producers and sending at once (measured)", wh.PerSecond, f.Pipeline)
+	row("the same, as the halves' costs add up: 1 / (1/queued + 1/sent)", added(produced, wh.DrainedAlone), added(f.ProducedAlone, f.DrainedAlone))
+	if x := added(produced, f.DrainedAlone); x > 0 {
+		fmt.Fprintf(w, "contactd's producers with the floor's sending, as the costs add up: %.0f deliveries/s\n", x)
+	}
 }

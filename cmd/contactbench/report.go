@@ -123,9 +123,11 @@ func printReport(w io.Writer, rep report) {
 			wh.Subscriptions, wh.Events, wh.Deliveries, wh.Expected, wh.PerSecond, wh.CPUSeconds)
 		fmt.Fprintf(w, "webhooks paced at %.0f deliveries/s: %d/%d delivered at %.0f/s, commit -> arrival p50 %s p99 %s\n",
 			wh.PacedRate, wh.PacedDeliveries, wh.PacedExpected, wh.PacedAchieved, ms(wh.P50), ms(wh.P99))
+		fmt.Fprintf(w, "webhooks apart: producers alone %.0f events/s with the subscriptions paused; resumed, their %d deliveries sent at %.0f/s\n",
+			wh.ProducedAlone, wh.Drained, wh.DrainedAlone)
 	}
 	if rep.Floor != nil {
-		printFloor(w, *rep.Floor, rep.Webhooks.PerSecond)
+		printFloor(w, *rep.Floor, rep.Webhooks)
 	}
 	printStoreCosts(w, rep.StoreCosts)
 	if rep.Smoke {

@@ -111,6 +111,12 @@ type webhookResult struct {
 	PacedExpected   int           `json:"pacedExpected"`
 	P50             time.Duration `json:"p50"`
 	P99             time.Duration `json:"p99"`
+	// apart: the producers alone (every subscription paused: the deliveries queued, none
+	// sent), then their backlog sent alone once resumed. Which of the two halves costs what,
+	// set beside the floor's own halves.
+	ProducedAlone float64 `json:"producedAloneEventsPerSecond"`
+	DrainedAlone  float64 `json:"drainedAloneDeliveriesPerSecond"`
+	Drained       int     `json:"drainedDeliveries"`
 }
 
 // measureWebhooks subscribes subs endpoints to TagsAdded; each request adds a new tag to a
@@ -123,13 +129,18 @@ func measureWebhooks(ctx context.Context, dr *driver, base string, ds dataset, p
 		return webhookResult{}, err
 	}
 	defer stop()
+	ids := make([]string, subs)
 	for i := range subs {
 		// a URL each: one receiver URL gets at most CONTACTD_WEBHOOK_MAX_IN_FLIGHT (4) attempts
 		// at once, which would measure that one receiver's ceiling instead of the delivery's
 		body, _ := json.Marshal(map[string]string{"url": fmt.Sprintf("%s?sub=%d", rc.url, i), "eventType": "TagsAdded"})
-		if err := dr.do(ctx, request{method: "POST", url: base + "/public/v1/webhooks", body: body, want: 200}); err != nil {
+		var sub struct {
+			SubscriptionID string `json:"subscriptionId"`
+		}
+		if err := dr.doJSON(ctx, request{method: "POST", url: base + "/public/v1/webhooks", body: body, want: 200}, &sub); err != nil {
 			return webhookResult{}, fmt.Errorf("subscribe: %w", err)
 		}
+		ids[i] = sub.SubscriptionID
 	}
 	var seq atomic.Int64
 	wl := workload{name: "webhook-tags", server: "contactd", next: func(w *worker) request {
@@ -148,7 +159,7 @@ func measureWebhooks(ctx context.Context, dr *driver, base string, ds dataset, p
 		return res, fmt.Errorf("webhook load: %d errors, first: %s", errs, firstErr)
 	}
 	res.Events, res.Expected = len(lat), len(lat)*subs
-	if err := awaitArrivals(rc, res.Expected); err != nil {
+	if err := awaitArrivals(rc, res.Expected, time.Minute); err != nil {
 		return res, err
 	}
 	cpu1, err := p.cpuSeconds()
@@ -166,7 +177,7 @@ func measureWebhooks(ctx context.Context, dr *driver, base string, ds dataset, p
 		return res, fmt.Errorf("paced webhook load: %d errors, first: %s", errs, firstErr)
 	}
 	res.PacedExpected = events * subs
-	if err := awaitArrivals(rc, res.PacedExpected); err != nil {
+	if err := awaitArrivals(rc, res.PacedExpected, time.Minute); err != nil {
 		return res, err
 	}
 	arrived, at := rc.take()
@@ -175,12 +186,51 @@ func measureWebhooks(ctx context.Context, dr *driver, base string, ds dataset, p
 	res.PacedAchieved = float64(len(arrived)) / last.Sub(start).Seconds()
 	slices.Sort(arrived)
 	res.P50, res.P99 = percentile(arrived, 0.50), percentile(arrived, 0.99)
-	return res, nil
+	return res, measureApart(ctx, dr, base, wl, rc, ids, d, &res)
 }
 
-// awaitArrivals waits up to a minute for n deliveries to have arrived.
-func awaitArrivals(rc *receiver, n int) error {
-	deadline := time.Now().Add(60 * time.Second)
+// measureApart runs the producers as fast as they go for d with every subscription paused,
+// then resumes them all and times the backlog's delivery.
+func measureApart(ctx context.Context, dr *driver, base string, wl workload, rc *receiver, ids []string, d time.Duration, res *webhookResult) error {
+	pause := func(paused bool) error {
+		for _, id := range ids {
+			body := fmt.Appendf(nil, `{"paused":%t}`, paused)
+			if err := dr.do(ctx, request{method: "PATCH", url: base + "/public/v1/webhooks/" + id, body: body, want: 200}); err != nil {
+				return fmt.Errorf("pause %t: %w", paused, err)
+			}
+		}
+		return nil
+	}
+	if err := pause(true); err != nil {
+		return err
+	}
+	start := time.Now()
+	lat, errs, firstErr := dr.drive(ctx, wl, d)
+	if errs > 0 {
+		return fmt.Errorf("webhook load, paused: %d errors, first: %s", errs, firstErr)
+	}
+	res.ProducedAlone = float64(len(lat)) / time.Since(start).Seconds()
+	if n := rc.count(); n > 0 {
+		return fmt.Errorf("%d deliveries of paused subscriptions arrived", n)
+	}
+	want := len(lat) * len(ids)
+	logf("webhooks: %d deliveries queued while paused; resuming", want)
+	start = time.Now()
+	if err := pause(false); err != nil {
+		return err
+	}
+	if err := awaitArrivals(rc, want, max(time.Minute, time.Duration(want)*time.Second/500)); err != nil {
+		return err
+	}
+	_, at := rc.take()
+	res.Drained = len(at)
+	res.DrainedAlone = float64(len(at)) / slices.MaxFunc(at, func(a, b time.Time) int { return a.Compare(b) }).Sub(start).Seconds()
+	return nil
+}
+
+// awaitArrivals waits up to limit for n deliveries to have arrived.
+func awaitArrivals(rc *receiver, n int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
 	for rc.count() < n && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
