@@ -321,7 +321,7 @@ SELECT pg_advisory_xact_lock(hashtextextended('contactd.claim_deliveries', 0)),
 // keys are those of the functions of migrations 00012 and 00022, which the previous release
 // still calls during a rollout: both releases' claims exclude each other.
 // The dispatcher's claims, one at a time in every process, and no worker's DeliveryClaimNext
-// meanwhile (it takes the lock shared, never waiting).
+// meanwhile (they take it shared).
 func (q *Queries) DeliveryClaimLock(ctx context.Context) error {
 	_, err := q.db.Exec(ctx, deliveryClaimLock)
 	return err
@@ -383,8 +383,8 @@ type DeliveryClaimNextRow struct {
 }
 
 // Leases the subscription's oldest due delivery while its receiver is below its limit, after
-// DeliveryClaimNextLock took the locks (nothing when it did not): the receiver's leases are
-// counted in every account, the URL being the receiver.
+// DeliveryClaimNextLock took the locks and DeliveryRecordSuccess ended this worker's own lease:
+// the receiver's leases are counted in every account, the URL being the receiver.
 func (q *Queries) DeliveryClaimNext(ctx context.Context, arg DeliveryClaimNextParams) ([]DeliveryClaimNextRow, error) {
 	rows, err := q.db.Query(ctx, deliveryClaimNext,
 		arg.LeaseUntil,
@@ -429,14 +429,12 @@ func (q *Queries) DeliveryClaimNext(ctx context.Context, arg DeliveryClaimNextPa
 
 const deliveryClaimNextLock = `-- name: DeliveryClaimNextLock :exec
 WITH sub AS MATERIALIZED (
-    SELECT s.url FROM webhook_subscriptions s
+    SELECT s.url FROM (SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_deliveries', 0))) dispatcher,
+        webhook_subscriptions s
     WHERE s.account_id = $1 AND s.subscription_id = $2
 )
 SELECT set_config('contactd.claim_next_url', coalesce((
-        SELECT sub.url FROM sub
-        WHERE CASE WHEN pg_try_advisory_xact_lock_shared(hashtextextended('contactd.claim_deliveries', 0))
-                   THEN pg_try_advisory_xact_lock(hashtextextended('contactd.claim_next/' || sub.url, 0))
-                   ELSE false END), ''), true),
+        SELECT sub.url FROM sub, LATERAL (SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_next/' || sub.url, 0))) receiver), ''), true),
     set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true),
     set_config('plan_cache_mode', 'force_generic_plan', true)
 `
@@ -446,12 +444,20 @@ type DeliveryClaimNextLockParams struct {
 	SubscriptionID uuid.UUID
 }
 
-// A worker's claim for the receiver it just delivered to, never waiting: the dispatcher's lock
-// shared, then the receiver's own. Taken, the receiver's URL is noted for DeliveryClaimNext
-// in the transaction's contactd.claim_next_url; not (the dispatcher claims now, or another
-// worker for this receiver), it is ” and the dispatcher's next claim finds the delivery.
-// (A CASE orders the two locks; the subscription is read alone first, so no other row's
-// receiver is locked.)
+// A worker's claim of the next delivery for the receiver it just delivered to, first in the
+// transaction that records that success (recordAndClaimNext): the dispatcher's lock shared,
+// then the receiver's own shared, both waited for (nothing is held yet, and what holds them
+// exclusively is one claim). The receiver's URL is noted for DeliveryClaimNext in the
+// transaction's contactd.claim_next_url (” when the subscription is gone).
+// Workers of one receiver claim side by side: each swaps its own lease for the next one in one
+// transaction, so every other claim counts either the old lease or the new one, never
+// neither, and the receiver's count never rises past its limit. The previous release's worker
+// claimed in a transaction apart from its record, and takes the receiver's lock exclusively
+// (never waiting): the shared lock keeps the two releases' claims apart during a rollout.
+// A worker that gave up when another claim ran, as until now, ended its run of the receiver's
+// deliveries and left the room it freed to the dispatcher's next claim: with a backlog, two
+// thirds of the deliveries went through the dispatcher, at five times a worker's claim's cost.
+// (The subscription is read alone first, so no other row's receiver is locked.)
 func (q *Queries) DeliveryClaimNextLock(ctx context.Context, arg DeliveryClaimNextLockParams) error {
 	_, err := q.db.Exec(ctx, deliveryClaimNextLock, arg.AccountID, arg.SubscriptionID)
 	return err

@@ -168,18 +168,26 @@ type Querier interface {
 	// keys are those of the functions of migrations 00012 and 00022, which the previous release
 	// still calls during a rollout: both releases' claims exclude each other.
 	// The dispatcher's claims, one at a time in every process, and no worker's DeliveryClaimNext
-	// meanwhile (it takes the lock shared, never waiting).
+	// meanwhile (they take it shared).
 	DeliveryClaimLock(ctx context.Context) error
 	// Leases the subscription's oldest due delivery while its receiver is below its limit, after
-	// DeliveryClaimNextLock took the locks (nothing when it did not): the receiver's leases are
-	// counted in every account, the URL being the receiver.
+	// DeliveryClaimNextLock took the locks and DeliveryRecordSuccess ended this worker's own lease:
+	// the receiver's leases are counted in every account, the URL being the receiver.
 	DeliveryClaimNext(ctx context.Context, arg DeliveryClaimNextParams) ([]DeliveryClaimNextRow, error)
-	// A worker's claim for the receiver it just delivered to, never waiting: the dispatcher's lock
-	// shared, then the receiver's own. Taken, the receiver's URL is noted for DeliveryClaimNext
-	// in the transaction's contactd.claim_next_url; not (the dispatcher claims now, or another
-	// worker for this receiver), it is '' and the dispatcher's next claim finds the delivery.
-	// (A CASE orders the two locks; the subscription is read alone first, so no other row's
-	// receiver is locked.)
+	// A worker's claim of the next delivery for the receiver it just delivered to, first in the
+	// transaction that records that success (recordAndClaimNext): the dispatcher's lock shared,
+	// then the receiver's own shared, both waited for (nothing is held yet, and what holds them
+	// exclusively is one claim). The receiver's URL is noted for DeliveryClaimNext in the
+	// transaction's contactd.claim_next_url ('' when the subscription is gone).
+	// Workers of one receiver claim side by side: each swaps its own lease for the next one in one
+	// transaction, so every other claim counts either the old lease or the new one, never
+	// neither, and the receiver's count never rises past its limit. The previous release's worker
+	// claimed in a transaction apart from its record, and takes the receiver's lock exclusively
+	// (never waiting): the shared lock keeps the two releases' claims apart during a rollout.
+	// A worker that gave up when another claim ran, as until now, ended its run of the receiver's
+	// deliveries and left the room it freed to the dispatcher's next claim: with a backlog, two
+	// thirds of the deliveries went through the dispatcher, at five times a worker's claim's cost.
+	// (The subscription is read alone first, so no other row's receiver is locked.)
 	DeliveryClaimNextLock(ctx context.Context, arg DeliveryClaimNextLockParams) error
 	DeliveryGet(ctx context.Context, arg DeliveryGetParams) (DeliveryGetRow, error)
 	DeliveryInsert(ctx context.Context, arg DeliveryInsertParams) error

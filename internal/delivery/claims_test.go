@@ -12,11 +12,12 @@ import (
 	"github.com/contactd/contactd/internal/testkit"
 )
 
-// TestClaimsExcludeEachOther: a worker's next claim for a receiver never waits and takes
-// nothing while the dispatcher claims, or while another claim for the same receiver runs,
-// whether that claim is this release's or the previous release's function (both run during a
-// rollout); it takes nothing past the receiver's in-flight cap either, and otherwise the
-// receiver's oldest due delivery. The dispatcher's claim waits for the previous release's.
+// TestClaimsExcludeEachOther: a worker's next claim for a receiver waits while the dispatcher
+// claims, or while the previous release's worker claim for the same receiver runs (both
+// releases run during a rollout), then takes the receiver's oldest due delivery; it runs
+// beside this release's other worker claims for the receiver, each of which swaps a lease for
+// the next; it takes nothing past the receiver's in-flight cap. The dispatcher's claim waits
+// for the previous release's.
 func TestClaimsExcludeEachOther(t *testing.T) {
 	t.Parallel()
 	s := newSetup(t, false)
@@ -33,8 +34,7 @@ func TestClaimsExcludeEachOther(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	claimNext := func(maxInFlight int32) int {
-		t.Helper()
+	claimNext := func(maxInFlight int32) (int, error) {
 		var rows []db.DeliveryClaimNextRow
 		err := s.a.Store.Pipelined(ctx, func(q *db.Queries) (err error) {
 			if err = q.DeliveryClaimNextLock(ctx, db.DeliveryClaimNextLockParams{AccountID: account, SubscriptionID: sub}); err != nil {
@@ -44,10 +44,13 @@ func TestClaimsExcludeEachOther(t *testing.T) {
 				Now: now, LeaseUntil: now.Add(time.Minute), MaxInFlight: maxInFlight})
 			return err
 		})
-		if err != nil {
+		return len(rows), err
+	}
+	unlease := func() {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `UPDATE webhook_deliveries SET leased_until = NULL, next_attempt_at = $1`, now.Add(-time.Hour)); err != nil {
 			t.Fatal(err)
 		}
-		return len(rows)
 	}
 	// holding runs sql in a transaction of its own connection, left open until the test is done
 	// with it (the locks it took held meanwhile)
@@ -84,18 +87,36 @@ func TestClaimsExcludeEachOther(t *testing.T) {
 	}{
 		{"this release's dispatcher claim", `SELECT pg_advisory_xact_lock(hashtextextended('contactd.claim_deliveries', 0))`, nil},
 		{"the previous release's dispatcher claim", `SELECT * FROM claim_deliveries_alone(now() - interval '1 hour', now(), 1, 4, 0.25)`, nil},
-		{"another worker's claim for this receiver", `SELECT pg_advisory_xact_lock(hashtextextended('contactd.claim_next/' || url, 0)) FROM webhook_subscriptions`, nil},
 		{"the previous release's worker claim for this receiver", `SELECT * FROM claim_next_delivery($1, $2, now() - interval '1 hour', now(), 4)`, []any{account, sub}},
 	} {
 		release := holding(held.sql, held.args...)
-		if n := claimNext(4); n != 0 {
-			t.Errorf("while %s runs, a worker's claim took %d deliveries, want none", held.what, n)
-		}
+		claimed := make(chan int, 1)
+		go func() {
+			n, err := claimNext(4)
+			if err != nil {
+				t.Error(err)
+			}
+			claimed <- n
+		}()
+		waitLockWaiter(t, s)
 		release()
+		if n := <-claimed; n != 1 {
+			t.Errorf("after %s, a worker's claim took %d deliveries, want the oldest due", held.what, n)
+		}
+		unlease()
 	}
 
+	// this release's other worker claim for this receiver, open: this one goes on beside it
+	release := holding(`SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_deliveries', 0)),
+		pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_next/' || url, 0)) FROM webhook_subscriptions`)
+	if n, err := claimNext(4); err != nil || n != 1 {
+		t.Errorf("beside another worker's claim for this receiver, a worker's claim took %d deliveries (%v), want the oldest due", n, err)
+	}
+	release()
+	unlease()
+
 	// the previous release's dispatcher claim, open: this release's waits for it
-	release := holding(`SELECT * FROM claim_deliveries_alone(now() - interval '1 hour', now(), 1, 4, 0.25)`)
+	release = holding(`SELECT * FROM claim_deliveries_alone(now() - interval '1 hour', now(), 1, 4, 0.25)`)
 	claimed := make(chan int, 1)
 	go func() {
 		var rows []db.DeliveryClaimRow
@@ -119,14 +140,14 @@ func TestClaimsExcludeEachOther(t *testing.T) {
 	}
 
 	// one lease held now: with a cap of 1 a worker's claim takes nothing, with 4 the next one
-	if n := claimNext(1); n != 0 {
-		t.Errorf("at the receiver's cap of 1, a worker's claim took %d deliveries", n)
-	}
-	if n := claimNext(4); n != 1 {
-		t.Errorf("below the receiver's cap, a worker's claim took %d deliveries, want the second one", n)
-	}
-	if n := claimNext(4); n != 0 {
-		t.Errorf("with nothing left due, a worker's claim took %d deliveries", n)
+	for _, c := range []struct {
+		cap  int32
+		want int
+		what string
+	}{{1, 0, "at the receiver's cap of 1"}, {4, 1, "below the receiver's cap (the second delivery)"}, {4, 0, "with nothing left due"}} {
+		if n, err := claimNext(c.cap); err != nil || n != c.want {
+			t.Errorf("%s, a worker's claim took %d deliveries (%v), want %d", c.what, n, err, c.want)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -229,4 +230,60 @@ func TestAnAccountsBacklogQueuesBehindItself(t *testing.T) {
 	if got := <-bArrivedAs; got != 4 {
 		t.Errorf("B's delivery was attempt %d to arrive, want 4 (the first after A's three)", got)
 	}
+}
+
+// Workers that go on from a delivery to their subscription's next one swap their lease for the
+// next in one transaction, side by side: three accounts' subscriptions on one receiver, events
+// made while the workers deliver (so the dispatcher's claims come between the workers'), and
+// the receiver never has more than its limit of attempts at once.
+func TestAReceiversLimitHoldsWhileWorkersGoOn(t *testing.T) {
+	t.Parallel()
+	const maxInFlight = 2
+	a := testkit.NewAPI(t, testkit.LocalDelivery, func(c *testkit.Config) {
+		c.WebhookWorkers, c.WebhookMaxInFlight = 16, maxInFlight
+	})
+	var now, peak atomic.Int32
+	rc := testkit.NewReceiver(t)
+	rc.Respond = func(_ int, w http.ResponseWriter, _ *http.Request) {
+		n := now.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		runtime.Gosched() // another attempt may arrive meanwhile
+		now.Add(-1)
+		w.WriteHeader(http.StatusNoContent)
+	}
+	keys := make([]string, 3)
+	for i := range keys {
+		_, keys[i] = a.Account(fmt.Sprintf("shared-receiver-%d", i))
+		if r := a.Do("POST", "/public/v1/webhooks", keys[i], map[string]any{"url": rc.URL, "eventType": "TagsAdded"}); r.Status != 200 {
+			t.Fatalf("subscribe: %d %s", r.Status, r.Body)
+		}
+	}
+	a.StartWorkers()
+	const n = 40
+	var wg sync.WaitGroup
+	for i := range n {
+		for _, k := range keys {
+			wg.Go(func() {
+				if r := a.Do("POST", "/public/v1/contact", k, map[string]any{"email": fmt.Sprintf("s%d@example.com", i), "tags": []string{"x"}}); r.Status != 200 {
+					t.Errorf("create: %d %s", r.Status, r.Body)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for range n * len(keys) {
+		rc.Next(t)
+	}
+	if p := peak.Load(); p > maxInFlight {
+		t.Errorf("the receiver had %d attempts at once, want at most %d", p, maxInFlight)
+	}
+	testkit.Eventually(t, "every delivery Succeeded, no lease left", func() bool {
+		var open int
+		if err := a.Store.Pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_deliveries
+			WHERE leased_until IS NOT NULL OR status <> 'Succeeded'`).Scan(&open); err != nil {
+			t.Fatal(err)
+		}
+		return open == 0
+	})
 }

@@ -2,8 +2,7 @@ package delivery
 
 import (
 	"context"
-
-	"github.com/google/uuid"
+	"time"
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/queue"
@@ -29,27 +28,44 @@ func claimedDelivery(r db.DeliveryClaimRow) (Args, db.DeliveryLoadRow) {
 			ClientSecretSealed: r.ClientSecretSealed}
 }
 
-// claimNext leases the subscription's oldest due delivery for the worker that just delivered
-// one of its events, so a receiver keeps its room (at most MaxInFlight attempts) busy without
-// each attempt waiting for the dispatcher's next claim; ok is false when there is none (or the
-// subscription is throttled, or held back, or its receiver is at its limit, or another claim
-// for it runs now: the dispatcher's next claim finds it then).
-func (s *Service) claimNext(ctx context.Context, account, sub uuid.UUID) (Args, db.DeliveryLoadRow, bool) {
+// recordAndClaimNext records a success and leases the subscription's oldest due delivery for
+// the same worker, in one round trip and one transaction, so that a receiver keeps its room
+// (at most MaxInFlight attempts) busy without each attempt waiting for the dispatcher's next
+// claim: the room the success frees is never seen free by another claim (the dispatcher's
+// waits for the transaction, taking the lock this one holds shared). more is false when
+// there is no next delivery (none due, or the subscription is throttled, or held back, or
+// its receiver is at its limit): the dispatcher's claims find it then. When the transaction
+// fails, the success is recorded alone.
+func (s *Service) recordAndClaimNext(ctx context.Context, a Args, d db.DeliveryLoadRow, o outcome) (Args, db.DeliveryLoadRow, bool, error) {
 	now := s.now()
 	var rows []db.DeliveryClaimNextRow
 	err := s.store.Pipelined(ctx, func(q *db.Queries) (err error) {
-		if err = q.DeliveryClaimNextLock(ctx, db.DeliveryClaimNextLockParams{AccountID: account, SubscriptionID: sub}); err != nil {
+		if err = q.DeliveryClaimNextLock(ctx, db.DeliveryClaimNextLockParams{AccountID: a.AccountID, SubscriptionID: d.SubscriptionID}); err != nil {
 			return err
 		}
-		rows, err = q.DeliveryClaimNext(ctx, db.DeliveryClaimNextParams{AccountID: account, SubscriptionID: sub,
+		if err = q.DeliveryRecordSuccess(ctx, successRecord(a, d, o, now)); err != nil {
+			return err
+		}
+		rows, err = q.DeliveryClaimNext(ctx, db.DeliveryClaimNextParams{AccountID: a.AccountID, SubscriptionID: d.SubscriptionID,
 			Now: now, LeaseUntil: now.Add(s.opt.RescueAfter), MaxInFlight: int32(s.opt.MaxInFlight)})
 		return err
 	})
-	if err != nil || len(rows) == 0 {
-		return Args{}, db.DeliveryLoadRow{}, false // the dispatcher's claims find it later
+	if err != nil {
+		return a, d, false, s.record(ctx, a, d, o)
 	}
-	a, d := claimedDelivery(db.DeliveryClaimRow(rows[0]))
-	return a, d, true
+	if len(rows) == 0 {
+		return a, d, false, nil
+	}
+	next, nd := claimedDelivery(db.DeliveryClaimRow(rows[0]))
+	return next, nd, true, nil
+}
+
+// successRecord is DeliveryRecordSuccess's parameters for a's success at now.
+func successRecord(a Args, d db.DeliveryLoadRow, o outcome, now time.Time) db.DeliveryRecordSuccessParams {
+	refreshBefore := now.Add(-time.Minute)
+	return db.DeliveryRecordSuccessParams{AccountID: a.AccountID, DeliveryID: a.DeliveryID, SubscriptionID: d.SubscriptionID,
+		Attempt: int32(a.Attempt), ResponseStatus: o.status, LatencyMs: int32(o.latency.Milliseconds()), Now: &now,
+		RefreshBefore: &refreshBefore, ResponseExcerpt: o.excerpt}
 }
 
 // claim leases up to max due deliveries for the length of RescueAfter, which exceeds an

@@ -147,16 +147,20 @@ func (s *Service) Attempt(ctx context.Context, a Args) error {
 // claim wants a worker (the next claim shares the workers between accounts).
 func (s *Service) attempt(ctx context.Context, a Args, d db.DeliveryLoadRow) {
 	for {
-		ok, err := s.makeAttempt(ctx, a, d)
+		o := s.send(ctx, a, d)
+		goOn := o.ok() && ctx.Err() == nil && !s.stopping.Load() && !s.saturated.Load() && !s.queue.Wanted()
+		var err error
+		var more bool
+		if goOn {
+			a, d, more, err = s.recordAndClaimNext(ctx, a, d, o)
+		} else {
+			err = s.record(ctx, a, d, o)
+		}
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("webhooks: recording an attempt failed; it will be made again",
 				slog.String("delivery_id", a.DeliveryID.String()), slog.Any("error", err))
 		}
-		if !ok || err != nil || ctx.Err() != nil || s.stopping.Load() || s.saturated.Load() || s.queue.Wanted() {
-			return
-		}
-		var more bool
-		if a, d, more = s.claimNext(ctx, a.AccountID, d.SubscriptionID); !more {
+		if !more {
 			return
 		}
 	}
@@ -164,16 +168,20 @@ func (s *Service) attempt(ctx context.Context, a Args, d db.DeliveryLoadRow) {
 
 // makeAttempt makes one attempt and records it; ok reports a success.
 func (s *Service) makeAttempt(ctx context.Context, a Args, d db.DeliveryLoadRow) (ok bool, err error) {
-	var o outcome
-	if d.SubscriptionStatus == "Removed" {
-		o.err = "subscription removed"
-	} else {
-		ctx, end := s.attemptSpan(ctx, a, d)
-		o = s.post(ctx, a, d)
-		end(o)
-		s.metrics.ObserveAttempt(o.label(), o.latency)
-	}
+	o := s.send(ctx, a, d)
 	return o.ok(), s.record(ctx, a, d, o)
+}
+
+// send makes one attempt, unrecorded.
+func (s *Service) send(ctx context.Context, a Args, d db.DeliveryLoadRow) outcome {
+	if d.SubscriptionStatus == "Removed" {
+		return outcome{err: "subscription removed"}
+	}
+	ctx, end := s.attemptSpan(ctx, a, d)
+	o := s.post(ctx, a, d)
+	end(o)
+	s.metrics.ObserveAttempt(o.label(), o.latency)
+	return o
 }
 
 // attemptSpan starts the attempt's span when tracing is on: a child of its event's span (the
@@ -353,12 +361,8 @@ func (s *Service) live(ctx context.Context, account uuid.UUID) (bool, error) {
 func (s *Service) record(ctx context.Context, a Args, d db.DeliveryLoadRow, o outcome) error {
 	now := s.now()
 	if o.ok() {
-		refreshBefore := now.Add(-time.Minute)
 		return s.store.Do(ctx, func(q *db.Queries) error {
-			return q.DeliveryRecordSuccess(ctx, db.DeliveryRecordSuccessParams{AccountID: a.AccountID,
-				DeliveryID: a.DeliveryID, SubscriptionID: d.SubscriptionID, Attempt: int32(a.Attempt),
-				ResponseStatus: o.status, LatencyMs: int32(o.latency.Milliseconds()), Now: &now, RefreshBefore: &refreshBefore,
-				ResponseExcerpt: o.excerpt})
+			return q.DeliveryRecordSuccess(ctx, successRecord(a, d, o, now))
 		})
 	}
 	status, next := "Failed", (*time.Time)(nil)

@@ -17,7 +17,7 @@
 
 -- name: DeliveryClaimLock :exec
 -- The dispatcher's claims, one at a time in every process, and no worker's DeliveryClaimNext
--- meanwhile (it takes the lock shared, never waiting).
+-- meanwhile (they take it shared).
 SELECT pg_advisory_xact_lock(hashtextextended('contactd.claim_deliveries', 0)),
     set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true),
     set_config('plan_cache_mode', 'force_generic_plan', true);
@@ -107,28 +107,34 @@ RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, 
     (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed;
 
 -- name: DeliveryClaimNextLock :exec
--- A worker's claim for the receiver it just delivered to, never waiting: the dispatcher's lock
--- shared, then the receiver's own. Taken, the receiver's URL is noted for DeliveryClaimNext
--- in the transaction's contactd.claim_next_url; not (the dispatcher claims now, or another
--- worker for this receiver), it is '' and the dispatcher's next claim finds the delivery.
--- (A CASE orders the two locks; the subscription is read alone first, so no other row's
--- receiver is locked.)
+-- A worker's claim of the next delivery for the receiver it just delivered to, first in the
+-- transaction that records that success (recordAndClaimNext): the dispatcher's lock shared,
+-- then the receiver's own shared, both waited for (nothing is held yet, and what holds them
+-- exclusively is one claim). The receiver's URL is noted for DeliveryClaimNext in the
+-- transaction's contactd.claim_next_url ('' when the subscription is gone).
+-- Workers of one receiver claim side by side: each swaps its own lease for the next one in one
+-- transaction, so every other claim counts either the old lease or the new one, never
+-- neither, and the receiver's count never rises past its limit. The previous release's worker
+-- claimed in a transaction apart from its record, and takes the receiver's lock exclusively
+-- (never waiting): the shared lock keeps the two releases' claims apart during a rollout.
+-- A worker that gave up when another claim ran, as until now, ended its run of the receiver's
+-- deliveries and left the room it freed to the dispatcher's next claim: with a backlog, two
+-- thirds of the deliveries went through the dispatcher, at five times a worker's claim's cost.
+-- (The subscription is read alone first, so no other row's receiver is locked.)
 WITH sub AS MATERIALIZED (
-    SELECT s.url FROM webhook_subscriptions s
+    SELECT s.url FROM (SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_deliveries', 0))) dispatcher,
+        webhook_subscriptions s
     WHERE s.account_id = @account_id AND s.subscription_id = @subscription_id
 )
 SELECT set_config('contactd.claim_next_url', coalesce((
-        SELECT sub.url FROM sub
-        WHERE CASE WHEN pg_try_advisory_xact_lock_shared(hashtextextended('contactd.claim_deliveries', 0))
-                   THEN pg_try_advisory_xact_lock(hashtextextended('contactd.claim_next/' || sub.url, 0))
-                   ELSE false END), ''), true),
+        SELECT sub.url FROM sub, LATERAL (SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_next/' || sub.url, 0))) receiver), ''), true),
     set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true),
     set_config('plan_cache_mode', 'force_generic_plan', true);
 
 -- name: DeliveryClaimNext :many
 -- Leases the subscription's oldest due delivery while its receiver is below its limit, after
--- DeliveryClaimNextLock took the locks (nothing when it did not): the receiver's leases are
--- counted in every account, the URL being the receiver.
+-- DeliveryClaimNextLock took the locks and DeliveryRecordSuccess ended this worker's own lease:
+-- the receiver's leases are counted in every account, the URL being the receiver.
 WITH due AS (
     SELECT q.account_id, q.delivery_id FROM webhook_deliveries q
     WHERE q.account_id = @account_id AND q.subscription_id = @subscription_id
