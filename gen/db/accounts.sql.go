@@ -74,6 +74,18 @@ func (q *Queries) AccountLock(ctx context.Context, accountID uuid.UUID) error {
 	return err
 }
 
+const sandboxContactsLock = `-- name: SandboxContactsLock :exec
+SELECT 1 FROM contacts WHERE account_id = $1::uuid FOR UPDATE
+`
+
+// Waits for the changes in flight to the sandbox's contacts (an enrichment finishing, a tag
+// change), before SandboxReset in the same transaction: the reset's snapshot, taken after,
+// sees the events they record, which a snapshot taken while they ran would leave behind.
+func (q *Queries) SandboxContactsLock(ctx context.Context, sandboxID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, sandboxContactsLock, sandboxID)
+	return err
+}
+
 const sandboxGet = `-- name: SandboxGet :one
 SELECT account_id FROM accounts WHERE live_account_id = $1
 `

@@ -322,6 +322,10 @@ type Querier interface {
 	// (counted up to the bound). Each count stops at its bound, so it costs at most that many
 	// index entries however big the account.
 	ReplayRoom(ctx context.Context, arg ReplayRoomParams) (ReplayRoomRow, error)
+	// Waits for the changes in flight to the sandbox's contacts (an enrichment finishing, a tag
+	// change), before SandboxReset in the same transaction: the reset's snapshot, taken after,
+	// sees the events they record, which a snapshot taken while they ran would leave behind.
+	SandboxContactsLock(ctx context.Context, sandboxID uuid.UUID) error
 	SandboxGet(ctx context.Context, liveAccountID *uuid.UUID) (uuid.UUID, error)
 	// The live account's sandbox, made on first use (racing makers: one wins, all get its id).
 	SandboxInsert(ctx context.Context, arg SandboxInsertParams) (uuid.UUID, error)

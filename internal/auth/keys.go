@@ -359,5 +359,10 @@ func (s *Service) ResetSandbox(ctx context.Context, sandbox uuid.UUID) error {
 	if live {
 		return errors.New("not a sandbox: a live account's data is never reset")
 	}
-	return s.store.InTx(ctx, func(tx store.Tx) error { return tx.SandboxReset(ctx, sandbox) })
+	return s.store.InTx(ctx, func(tx store.Tx) error {
+		if err := tx.SandboxContactsLock(ctx, sandbox); err != nil {
+			return err
+		}
+		return tx.SandboxReset(ctx, sandbox)
+	})
 }

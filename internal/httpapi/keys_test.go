@@ -237,3 +237,48 @@ func TestSandbox(t *testing.T) {
 		t.Errorf("reset touched live data: %d contacts", len(list.Contacts))
 	}
 }
+
+// A sandbox reset while a change to one of its contacts is in flight (an enrichment recording
+// its ContactEnriched event, held open here) waits for it, and leaves none of its events.
+func TestSandboxResetWaitsForAChangeInFlight(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	ctx := context.Background()
+	account, _ := a.Account("acme")
+	test, err := a.Svc.Auth.CreateKeyWith(ctx, account, auth.KeyOptions{Name: "sandbox", Test: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createContact(t, a, test, map[string]any{"email": "in-flight@example.com"})
+	sandbox, _, err := a.Svc.Auth.Sandbox(ctx, account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// what an enrichment's transaction does: the contact locked, then its event written
+	tx, err := a.Store.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // committed below
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM contacts WHERE account_id = $1 FOR UPDATE`, sandbox); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
+		SELECT account_id, uuid_v7(now()), 'ContactEnriched', contact_id, '{}', now() FROM contacts WHERE account_id = $1`, sandbox); err != nil {
+		t.Fatal(err)
+	}
+	reset := make(chan error, 1)
+	go func() { reset <- a.Svc.Auth.ResetSandbox(ctx, sandbox) }()
+	testkit.Eventually(t, "the reset waiting for the change's lock", func() bool {
+		return a.Count(t, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`) > 0
+	})
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-reset; err != nil {
+		t.Fatal(err)
+	}
+	if n := a.Count(t, `SELECT count(*) FROM webhook_events WHERE account_id = $1`, sandbox); n != 0 {
+		t.Errorf("the sandbox keeps %d events after its reset", n)
+	}
+}

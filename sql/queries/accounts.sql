@@ -24,6 +24,12 @@ SELECT account_id FROM accounts WHERE live_account_id = sqlc.arg('live_account_i
 -- name: AccountIsLive :one
 SELECT (live_account_id IS NULL)::boolean AS live FROM accounts WHERE account_id = $1;
 
+-- name: SandboxContactsLock :exec
+-- Waits for the changes in flight to the sandbox's contacts (an enrichment finishing, a tag
+-- change), before SandboxReset in the same transaction: the reset's snapshot, taken after,
+-- sees the events they record, which a snapshot taken while they ran would leave behind.
+SELECT 1 FROM contacts WHERE account_id = sqlc.arg('sandbox_id')::uuid FOR UPDATE;
+
 -- name: SandboxReset :exec
 -- Deletes a sandbox's data (contacts with their properties and activity, subscriptions,
 -- events and deliveries, idempotency keys); its keys stay.
