@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,12 @@ type floorResult struct {
 	Pipeline      float64 `json:"pipelinePerSecond"`      // producers, lease, POST, done
 	ProducedAlone float64 `json:"producedAlonePerSecond"` // deliveries queued by the producers alone
 	DrainedAlone  float64 `json:"drainedAlonePerSecond"`  // lease, POST, done on a filled queue
+	// the deliveries made, and the CPU spent, while the pipeline ran and while the filled
+	// queue was sent alone
+	PipelineN   int64  `json:"pipelineDeliveries"`
+	PipelineCPU cpuUse `json:"pipelineCPUSeconds"`
+	DrainN      int64  `json:"drainedDeliveries"`
+	DrainCPU    cpuUse `json:"drainCPUSeconds"`
 }
 
 const (
@@ -41,7 +48,7 @@ const (
 
 // measureFloor measures the floor's three figures for d each, in a table of its own that it
 // drops afterwards.
-func measureFloor(ctx context.Context, dbURL string, rc *receiver, d time.Duration) (floorResult, error) {
+func measureFloor(ctx context.Context, dbURL string, rc *receiver, cpu cpuMeter, d time.Duration) (floorResult, error) {
 	var res floorResult
 	lazy, err := floorPool(ctx, dbURL, "off", floorWorkers)
 	if err != nil {
@@ -129,11 +136,22 @@ func measureFloor(ctx context.Context, dbURL string, rc *receiver, d time.Durati
 			}
 		}()
 	}
+	cpu0, err := cpu.read()
+	if err != nil {
+		stop()
+		producers.Wait()
+		return res, err
+	}
 	n, err = floorRun(ctx, d, floorWorkers, func(ctx context.Context) (bool, error) {
 		return floorDeliver(ctx, lazy, func(body string) error { return post(ctx, body) })
 	})
+	cpu1, cpuErr := cpu.read()
 	stop()
 	producers.Wait()
+	if err == nil {
+		err = cpuErr
+	}
+	res.PipelineCPU, res.PipelineN = cpu1.since(cpu0), n
 	if err != nil {
 		return res, err
 	}
@@ -158,12 +176,19 @@ func measureFloor(ctx context.Context, dbURL string, rc *receiver, d time.Durati
 	if err := refill(); err != nil {
 		return res, err
 	}
+	if cpu0, err = cpu.read(); err != nil {
+		return res, err
+	}
 	n, err = floorRun(ctx, d, floorWorkers, func(ctx context.Context) (bool, error) {
 		return floorDeliver(ctx, lazy, func(body string) error { return post(ctx, body) })
 	})
 	if err != nil {
 		return res, err
 	}
+	if cpu1, err = cpu.read(); err != nil {
+		return res, err
+	}
+	res.DrainCPU, res.DrainN = cpu1.since(cpu0), n
 	res.DrainedAlone = float64(n) / d.Seconds()
 	rc.take()
 	return res, nil
@@ -261,5 +286,26 @@ func printFloor(w io.Writer, f floorResult, wh webhookResult) {
 	row("the same, as the halves' costs add up: 1 / (1/queued + 1/sent)", added(produced, wh.DrainedAlone), added(f.ProducedAlone, f.DrainedAlone))
 	if x := added(produced, f.DrainedAlone); x > 0 {
 		fmt.Fprintf(w, "contactd's producers with the floor's sending, as the costs add up: %.0f deliveries/s\n", x)
+	}
+}
+
+// printDeliveryCPU prints where the CPU of a delivery went, contactd's and the floor's (nil:
+// not measured): at the machine's cores all busy, the deliveries a second it allows.
+func printDeliveryCPU(w io.Writer, wh webhookResult, f *floorResult) {
+	fmt.Fprintln(w, "\n| CPU ms per delivery | contactd | PostgreSQL | this tool (load, receiver) | all | the machine's cores / all, deliveries/s |\n|---|---|---|---|---|---|")
+	row := func(what string, u cpuUse, n int64) {
+		if n <= 0 {
+			return
+		}
+		per := func(s float64) float64 { return 1000 * s / float64(n) }
+		all := per(u.Contactd + u.Postgres + u.Tool)
+		fmt.Fprintf(w, "| %s | %.3f | %.3f | %.3f | %.3f | %.0f |\n", what, per(u.Contactd), per(u.Postgres), per(u.Tool), all,
+			1000*float64(runtime.NumCPU())/all)
+	}
+	row("contactd: producers and sending at once", wh.PipelineCPU, int64(wh.Deliveries))
+	row("contactd: sent alone, from a backlog", wh.DrainCPU, int64(wh.Drained))
+	if f != nil {
+		row("the floor: producers and sending at once", f.PipelineCPU, f.PipelineN)
+		row("the floor: sent alone, from a backlog", f.DrainCPU, f.DrainN)
 	}
 }

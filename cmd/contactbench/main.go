@@ -337,7 +337,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 				profDone <- fetchProfile(pprofAddr, o.whDuration, filepath.Join(o.profileDir, "webhooks.pprof"))
 			}()
 		}
-		wh, err := measureWebhooks(ctx, newDriver(o.whConc, apiKey), contactdURL, ds, cd.proc, o.subs, o.whDuration, o.whRate)
+		wh, err := measureWebhooks(ctx, newDriver(o.whConc, apiKey), contactdURL, ds, cpuMeter{contactd: &cd.proc, postmaster: postmaster}, o.subs, o.whDuration, o.whRate)
 		if err != nil {
 			return err
 		}
@@ -354,7 +354,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		floor, err := measureFloor(ctx, dbURL, rc, o.whDuration)
+		floor, err := measureFloor(ctx, dbURL, rc, cpuMeter{postmaster: postmaster}, o.whDuration)
 		stop()
 		if err != nil {
 			return fmt.Errorf("webhooks-floor: %w", err)

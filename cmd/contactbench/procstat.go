@@ -77,6 +77,40 @@ func clusterCPU(postmaster int) (float64, error) {
 	return total, nil
 }
 
+// cpuUse is CPU time spent, in seconds, by the parts of a measurement: contactd,
+// PostgreSQL (its whole cluster) and this tool (its load and its receiver).
+type cpuUse struct {
+	Contactd float64 `json:"contactd"`
+	Postgres float64 `json:"postgres"`
+	Tool     float64 `json:"tool"`
+}
+
+// cpuMeter reads cpuUse so far; contactd is nil where none runs.
+type cpuMeter struct {
+	contactd   *proc
+	postmaster int
+}
+
+func (m cpuMeter) read() (cpuUse, error) {
+	var u cpuUse
+	var err error
+	if m.contactd != nil {
+		if u.Contactd, err = m.contactd.cpuSeconds(); err != nil {
+			return u, err
+		}
+	}
+	if u.Postgres, err = clusterCPU(m.postmaster); err != nil {
+		return u, err
+	}
+	u.Tool, err = proc{os.Getpid()}.cpuSeconds()
+	return u, err
+}
+
+// since is the CPU spent from start to u.
+func (u cpuUse) since(start cpuUse) cpuUse {
+	return cpuUse{Contactd: u.Contactd - start.Contactd, Postgres: u.Postgres - start.Postgres, Tool: u.Tool - start.Tool}
+}
+
 // resetPeakRSS starts a new peak-RSS measurement (Linux: "5" to clear_refs resets VmHWM).
 func (p proc) resetPeakRSS() error {
 	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.pid), []byte("5"), 0)

@@ -117,13 +117,17 @@ type webhookResult struct {
 	ProducedAlone float64 `json:"producedAloneEventsPerSecond"`
 	DrainedAlone  float64 `json:"drainedAloneDeliveriesPerSecond"`
 	Drained       int     `json:"drainedDeliveries"`
+	// CPU spent while producers and sending ran at once (to the last arrival), and while the
+	// backlog was sent alone
+	PipelineCPU cpuUse `json:"pipelineCPUSeconds"`
+	DrainCPU    cpuUse `json:"drainCPUSeconds"`
 }
 
 // measureWebhooks subscribes subs endpoints to TagsAdded; each request adds a new tag to a
 // random contact: one event, subs deliveries. First the driver's clients send as fast as
 // they can for d (throughput: deliveries over the time from the first request to the last
 // arrival), then they send at rate deliveries/s for d (latency from commit to arrival).
-func measureWebhooks(ctx context.Context, dr *driver, base string, ds dataset, p proc, subs int, d time.Duration, rate float64) (webhookResult, error) {
+func measureWebhooks(ctx context.Context, dr *driver, base string, ds dataset, cpu cpuMeter, subs int, d time.Duration, rate float64) (webhookResult, error) {
 	rc, stop, err := startReceiver()
 	if err != nil {
 		return webhookResult{}, err
@@ -149,7 +153,7 @@ func measureWebhooks(ctx context.Context, dr *driver, base string, ds dataset, p
 	}}
 	res := webhookResult{Subscriptions: subs, PacedRate: rate}
 
-	cpu0, err := p.cpuSeconds()
+	cpu0, err := cpu.read()
 	if err != nil {
 		return res, err
 	}
@@ -162,12 +166,13 @@ func measureWebhooks(ctx context.Context, dr *driver, base string, ds dataset, p
 	if err := awaitArrivals(rc, res.Expected, time.Minute); err != nil {
 		return res, err
 	}
-	cpu1, err := p.cpuSeconds()
+	cpu1, err := cpu.read()
 	if err != nil {
 		return res, err
 	}
 	_, at := rc.take()
-	res.Deliveries, res.CPUSeconds = len(at), cpu1-cpu0
+	res.PipelineCPU = cpu1.since(cpu0)
+	res.Deliveries, res.CPUSeconds = len(at), res.PipelineCPU.Contactd
 	last := slices.MaxFunc(at, func(a, b time.Time) int { return a.Compare(b) })
 	res.PerSecond = float64(res.Deliveries) / last.Sub(start).Seconds()
 
@@ -186,12 +191,12 @@ func measureWebhooks(ctx context.Context, dr *driver, base string, ds dataset, p
 	res.PacedAchieved = float64(len(arrived)) / last.Sub(start).Seconds()
 	slices.Sort(arrived)
 	res.P50, res.P99 = percentile(arrived, 0.50), percentile(arrived, 0.99)
-	return res, measureApart(ctx, dr, base, wl, rc, ids, d, &res)
+	return res, measureApart(ctx, dr, base, wl, rc, cpu, ids, d, &res)
 }
 
 // measureApart runs the producers as fast as they go for d with every subscription paused,
 // then resumes them all and times the backlog's delivery.
-func measureApart(ctx context.Context, dr *driver, base string, wl workload, rc *receiver, ids []string, d time.Duration, res *webhookResult) error {
+func measureApart(ctx context.Context, dr *driver, base string, wl workload, rc *receiver, cpu cpuMeter, ids []string, d time.Duration, res *webhookResult) error {
 	pause := func(paused bool) error {
 		for _, id := range ids {
 			body := fmt.Appendf(nil, `{"paused":%t}`, paused)
@@ -215,6 +220,10 @@ func measureApart(ctx context.Context, dr *driver, base string, wl workload, rc 
 	}
 	want := len(lat) * len(ids)
 	logf("webhooks: %d deliveries queued while paused; resuming", want)
+	cpu0, err := cpu.read()
+	if err != nil {
+		return err
+	}
 	start = time.Now()
 	if err := pause(false); err != nil {
 		return err
@@ -222,6 +231,11 @@ func measureApart(ctx context.Context, dr *driver, base string, wl workload, rc 
 	if err := awaitArrivals(rc, want, max(time.Minute, time.Duration(want)*time.Second/500)); err != nil {
 		return err
 	}
+	cpu1, err := cpu.read()
+	if err != nil {
+		return err
+	}
+	res.DrainCPU = cpu1.since(cpu0)
 	_, at := rc.take()
 	res.Drained = len(at)
 	res.DrainedAlone = float64(len(at)) / slices.MaxFunc(at, func(a, b time.Time) int { return a.Compare(b) }).Sub(start).Seconds()
