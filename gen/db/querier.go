@@ -164,7 +164,9 @@ type Querier interface {
 	// one generic plan per connection (plan_cache_mode force_generic_plan for their transaction):
 	// left to choose, PostgreSQL planned a worker's claim anew, for its values, 2,219 times in
 	// 19,219 calls of the full bench's webhook phase, at 2-3 ms of PostgreSQL CPU a plan: more
-	// than running the claim. The lock
+	// than running the claim. And both read the event through delivery_event (migration 00038),
+	// which PostgreSQL prunes to the event's day before it starts: a generic plan joining the
+	// partitioned events by the claimed event's id started a scan of every day kept. The lock
 	// keys are those of the functions of migrations 00012 and 00022, which the previous release
 	// still calls during a rollout: both releases' claims exclude each other.
 	// The dispatcher's claims, one at a time in every process, and no worker's DeliveryClaimNext

@@ -11,7 +11,9 @@
 -- one generic plan per connection (plan_cache_mode force_generic_plan for their transaction):
 -- left to choose, PostgreSQL planned a worker's claim anew, for its values, 2,219 times in
 -- 19,219 calls of the full bench's webhook phase, at 2-3 ms of PostgreSQL CPU a plan: more
--- than running the claim. The lock
+-- than running the claim. And both read the event through delivery_event (migration 00038),
+-- which PostgreSQL prunes to the event's day before it starts: a generic plan joining the
+-- partitioned events by the claimed event's id started a scan of every day kept. The lock
 -- keys are those of the functions of migrations 00012 and 00022, which the previous release
 -- still calls during a rollout: both releases' claims exclude each other.
 
@@ -60,9 +62,9 @@ WITH RECURSIVE pending AS (
     WHERE coalesce(h.n, 0) < l.lim AND (s.next_send_at IS NULL OR s.next_send_at <= @now::timestamptz)
 ), candidate AS (
     -- each open subscription's oldest due deliveries, at most its receiver's room
-    SELECT q.account_id, q.delivery_id, q.subscription_id, q.next_attempt_at, o.url, o.max_per_second, o.lim
+    SELECT q.account_id, q.delivery_id, q.event_id, q.subscription_id, q.next_attempt_at, o.url, o.max_per_second, o.lim
     FROM open o, LATERAL (
-        SELECT d.account_id, d.delivery_id, d.subscription_id, d.next_attempt_at FROM webhook_deliveries d
+        SELECT d.account_id, d.delivery_id, d.event_id, d.subscription_id, d.next_attempt_at FROM webhook_deliveries d
         WHERE d.account_id = o.account_id AND d.subscription_id = o.subscription_id
           AND d.status = 'Pending' AND d.next_attempt_at <= @now::timestamptz
         ORDER BY d.next_attempt_at
@@ -73,11 +75,11 @@ WITH RECURSIVE pending AS (
 ), due AS (
     -- an account's first candidate ranks its leases + 1, its second + 2...; the oldest due
     -- first among equals
-    SELECT y.account_id, y.delivery_id, y.subscription_id, y.max_per_second
+    SELECT y.account_id, y.delivery_id, y.event_id, y.subscription_id, y.max_per_second
     FROM (
         SELECT x.*, row_number() OVER (PARTITION BY x.account_id ORDER BY x.next_attempt_at, x.delivery_id) AS by_account
         FROM (
-            SELECT c.account_id, c.delivery_id, c.subscription_id, c.next_attempt_at, c.max_per_second, c.lim,
+            SELECT c.account_id, c.delivery_id, c.event_id, c.subscription_id, c.next_attempt_at, c.max_per_second, c.lim,
                    coalesce(h.n, 0) AS held_n,
                    row_number() OVER (PARTITION BY c.url ORDER BY c.next_attempt_at, c.delivery_id) AS by_url,
                    row_number() OVER (PARTITION BY c.account_id, c.subscription_id ORDER BY c.next_attempt_at, c.delivery_id) AS by_sub
@@ -97,11 +99,10 @@ WITH RECURSIVE pending AS (
 )
 UPDATE webhook_deliveries d
 SET next_attempt_at = @lease_until::timestamptz, leased_until = @lease_until::timestamptz
-FROM due, webhook_events e, webhook_subscriptions s
+FROM due CROSS JOIN LATERAL delivery_event(due.account_id, due.event_id) AS e (event_type, payload), webhook_subscriptions s
 WHERE d.account_id = due.account_id AND d.delivery_id = due.delivery_id
-  AND e.account_id = d.account_id AND e.event_id = d.event_id
   AND s.account_id = d.account_id AND s.subscription_id = d.subscription_id
-RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, e.event_id, e.event_type,
+RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, d.event_id, e.event_type::text AS event_type,
     e.payload::text AS payload, s.url, s.secret, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_until,
     s.status AS subscription_status,
     (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed;
@@ -136,7 +137,7 @@ SELECT set_config('contactd.claim_next_url', coalesce((
 -- DeliveryClaimNextLock took the locks and DeliveryRecordSuccess ended this worker's own lease:
 -- the receiver's leases are counted in every account, the URL being the receiver.
 WITH due AS (
-    SELECT q.account_id, q.delivery_id FROM webhook_deliveries q
+    SELECT q.account_id, q.delivery_id, q.event_id FROM webhook_deliveries q
     WHERE q.account_id = @account_id AND q.subscription_id = @subscription_id
       AND q.status = 'Pending' AND q.next_attempt_at <= @now::timestamptz
       AND EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.account_id = @account_id AND s.subscription_id = @subscription_id
@@ -153,11 +154,10 @@ WITH due AS (
 )
 UPDATE webhook_deliveries d
 SET next_attempt_at = @lease_until::timestamptz, leased_until = @lease_until::timestamptz
-FROM due, webhook_events e, webhook_subscriptions s
+FROM due CROSS JOIN LATERAL delivery_event(due.account_id, due.event_id) AS e (event_type, payload), webhook_subscriptions s
 WHERE d.account_id = due.account_id AND d.delivery_id = due.delivery_id
-  AND e.account_id = d.account_id AND e.event_id = d.event_id
   AND s.account_id = d.account_id AND s.subscription_id = d.subscription_id
-RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, e.event_id, e.event_type,
+RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, d.event_id, e.event_type::text AS event_type,
     e.payload::text AS payload, s.url, s.secret, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_until,
     s.status AS subscription_status,
     (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed;
