@@ -42,6 +42,7 @@ type options struct {
 	warmup                   time.Duration
 	concurrency              int
 	contacts                 int
+	eventDays                int
 	subs                     int
 	whDuration               time.Duration
 	whConc                   int
@@ -77,6 +78,7 @@ func main() {
 	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured time before each workload")
 	flag.IntVar(&o.concurrency, "c", 64, "concurrent clients")
 	flag.IntVar(&o.contacts, "contacts", 100_000, "contacts seeded before the run")
+	flag.IntVar(&o.eventDays, "event-days", 30, "past days of events partitions made before the run, as a database keeping the default 30 days of events has them (0: only the days ahead a new database has)")
 	flag.IntVar(&o.subs, "webhook-subs", 3, "webhook subscriptions (TagsAdded; at most 3 per event type)")
 	flag.DurationVar(&o.whDuration, "webhook-duration", 10*time.Second, "time the webhook workload produces events")
 	flag.IntVar(&o.whConc, "webhook-c", 16, "concurrent clients producing webhook events")
@@ -187,6 +189,14 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	logf("seeded in %v", time.Since(t0).Round(time.Millisecond))
+	if o.eventDays > 0 {
+		now := time.Now()
+		made, err := st.EnsureEventPartitions(ctx, now.Add(-time.Duration(o.eventDays)*24*time.Hour), now)
+		if err != nil {
+			return err
+		}
+		logf("made %d past days of events partitions", made)
+	}
 	if o.pgStats {
 		if err := resetPGStats(ctx, st); err != nil {
 			return err
