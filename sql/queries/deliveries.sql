@@ -120,7 +120,8 @@ RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, 
 -- (never waiting): the shared lock keeps the two releases' claims apart during a rollout.
 -- A worker that gave up when another claim ran, as until now, ended its run of the receiver's
 -- deliveries and left the room it freed to the dispatcher's next claim: with a backlog, two
--- thirds of the deliveries went through the dispatcher, at five times a worker's claim's cost.
+-- thirds of the deliveries went through the dispatcher, whose claim cost 918 us to a worker's
+-- 78 us.
 -- (The subscription is read alone first, so no other row's receiver is locked.)
 WITH sub AS MATERIALIZED (
     SELECT s.url FROM (SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_deliveries', 0))) dispatcher,
