@@ -429,7 +429,8 @@ func (q *Queries) DeliveryClaimNext(ctx context.Context, arg DeliveryClaimNextPa
 
 const deliveryClaimNextLock = `-- name: DeliveryClaimNextLock :exec
 WITH sub AS MATERIALIZED (
-    SELECT s.url FROM (SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_deliveries', 0))) dispatcher,
+    SELECT s.url FROM (SELECT set_config('lock_timeout', '1s', true) AS bound) bounded,
+        LATERAL (SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_deliveries', 0)) WHERE bounded.bound IS NOT NULL) dispatcher,
         webhook_subscriptions s
     WHERE s.account_id = $1 AND s.subscription_id = $2
 )
@@ -459,6 +460,10 @@ type DeliveryClaimNextLockParams struct {
 // thirds of the deliveries went through the dispatcher, whose claim cost 918 us to a worker's
 // 78 us.
 // (The subscription is read alone first, so no other row's receiver is locked.)
+// A worker holds a database connection while it waits, so the wait is bounded (lock_timeout,
+// set first for the transaction): a dispatcher's claim stuck behind a row lock cannot hold
+// the pool's connections, which the API shares, for longer than that; the worker's success is
+// then recorded alone.
 func (q *Queries) DeliveryClaimNextLock(ctx context.Context, arg DeliveryClaimNextLockParams) error {
 	_, err := q.db.Exec(ctx, deliveryClaimNextLock, arg.AccountID, arg.SubscriptionID)
 	return err

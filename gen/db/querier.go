@@ -191,6 +191,10 @@ type Querier interface {
 	// thirds of the deliveries went through the dispatcher, whose claim cost 918 us to a worker's
 	// 78 us.
 	// (The subscription is read alone first, so no other row's receiver is locked.)
+	// A worker holds a database connection while it waits, so the wait is bounded (lock_timeout,
+	// set first for the transaction): a dispatcher's claim stuck behind a row lock cannot hold
+	// the pool's connections, which the API shares, for longer than that; the worker's success is
+	// then recorded alone.
 	DeliveryClaimNextLock(ctx context.Context, arg DeliveryClaimNextLockParams) error
 	DeliveryGet(ctx context.Context, arg DeliveryGetParams) (DeliveryGetRow, error)
 	DeliveryInsert(ctx context.Context, arg DeliveryInsertParams) error

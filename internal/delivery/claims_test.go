@@ -2,6 +2,7 @@ package delivery_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,4 +165,39 @@ func waitLockWaiter(t *testing.T, s *setup) {
 		}
 		return waiting
 	})
+}
+
+// A worker's claim waits for a dispatcher's claim at most lock_timeout (1 s): a dispatcher's
+// claim stuck behind a lock (its lock held open here) cannot keep the workers' connections,
+// which the API's requests share. The claim fails; the worker then records its success alone.
+func TestAWorkersWaitForTheDispatcherIsBounded(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, false)
+	s.addTags(t, "bounded@example.com", "x")
+	ctx := context.Background()
+	pool := s.a.Store.Pool
+	var account, sub uuid.UUID
+	if err := pool.QueryRow(ctx, `SELECT account_id, subscription_id FROM webhook_deliveries`).Scan(&account, &sub); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // only held
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('contactd.claim_deliveries', 0))`); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	err = s.a.Store.Pipelined(ctx, func(q *db.Queries) error { // as the queue sends them: the batch goes with the claim
+		if err := q.DeliveryClaimNextLock(ctx, db.DeliveryClaimNextLockParams{AccountID: account, SubscriptionID: sub}); err != nil {
+			return err
+		}
+		_, err := q.DeliveryClaimNext(ctx, db.DeliveryClaimNextParams{AccountID: account, SubscriptionID: sub,
+			Now: now, LeaseUntil: now.Add(time.Minute), MaxInFlight: 4})
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "lock timeout") {
+		t.Fatalf("a worker's claim behind a dispatcher's held open: %v, want the lock timeout", err)
+	}
 }

@@ -123,8 +123,13 @@ RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, 
 -- thirds of the deliveries went through the dispatcher, whose claim cost 918 us to a worker's
 -- 78 us.
 -- (The subscription is read alone first, so no other row's receiver is locked.)
+-- A worker holds a database connection while it waits, so the wait is bounded (lock_timeout,
+-- set first for the transaction): a dispatcher's claim stuck behind a row lock cannot hold
+-- the pool's connections, which the API shares, for longer than that; the worker's success is
+-- then recorded alone.
 WITH sub AS MATERIALIZED (
-    SELECT s.url FROM (SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_deliveries', 0))) dispatcher,
+    SELECT s.url FROM (SELECT set_config('lock_timeout', '1s', true) AS bound) bounded,
+        LATERAL (SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_deliveries', 0)) WHERE bounded.bound IS NOT NULL) dispatcher,
         webhook_subscriptions s
     WHERE s.account_id = @account_id AND s.subscription_id = @subscription_id
 )
