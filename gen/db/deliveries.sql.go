@@ -15,13 +15,13 @@ import (
 const attemptInsert = `-- name: AttemptInsert :exec
 INSERT INTO webhook_attempts (
     account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, error, next_attempt_at, response_excerpt
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+) SELECT d.account_id, d.delivery_id, $1, $2, $3, $4, $5,
+    $6, $7
+FROM webhook_deliveries d WHERE d.account_id = $8 AND d.delivery_id = $9
 ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
 `
 
 type AttemptInsertParams struct {
-	AccountID       uuid.UUID
-	DeliveryID      uuid.UUID
 	Attempt         int32
 	AttemptedAt     time.Time
 	ResponseStatus  *int32
@@ -29,12 +29,14 @@ type AttemptInsertParams struct {
 	Error           *string
 	NextAttemptAt   *time.Time
 	ResponseExcerpt *string
+	AccountID       uuid.UUID
+	DeliveryID      uuid.UUID
 }
 
+// After DeliveryRecordAttempt in the same transaction, which locked the delivery's row: none
+// for a delivery that is gone (webhook_attempts has no foreign key: migration 00039).
 func (q *Queries) AttemptInsert(ctx context.Context, arg AttemptInsertParams) error {
 	_, err := q.db.Exec(ctx, attemptInsert,
-		arg.AccountID,
-		arg.DeliveryID,
 		arg.Attempt,
 		arg.AttemptedAt,
 		arg.ResponseStatus,
@@ -42,6 +44,8 @@ func (q *Queries) AttemptInsert(ctx context.Context, arg AttemptInsertParams) er
 		arg.Error,
 		arg.NextAttemptAt,
 		arg.ResponseExcerpt,
+		arg.AccountID,
+		arg.DeliveryID,
 	)
 	return err
 }
@@ -305,7 +309,8 @@ SELECT pg_advisory_xact_lock(hashtextextended('contactd.claim_deliveries', 0)),
 
 // The claims. A claim counts the attempts each receiver holds (its leases) and takes what room
 // is left, so two claims must not count at once: each takes an advisory lock first, in the
-// statement before it, and the store sends the two in one round trip and one implicit
+// statement before it (a worker's: the record of its last success, DeliveryRecordSuccess with
+// @claim_next), and the store sends the two in one round trip and one implicit
 // transaction (store.Pipelined), so the claim's snapshot is taken after the lock is held and
 // sees every lease the claims before it committed. Both commit without waiting for the WAL
 // flush (synchronous_commit off for their transaction: see DeliveryRecordSuccess). And both
@@ -383,7 +388,7 @@ type DeliveryClaimNextRow struct {
 }
 
 // Leases the subscription's oldest due delivery while its receiver is below its limit, after
-// DeliveryClaimNextLock took the locks and DeliveryRecordSuccess ended this worker's own lease:
+// DeliveryRecordSuccess (with @claim_next) took the locks and ended this worker's own lease:
 // the receiver's leases are counted in every account, the URL being the receiver.
 func (q *Queries) DeliveryClaimNext(ctx context.Context, arg DeliveryClaimNextParams) ([]DeliveryClaimNextRow, error) {
 	rows, err := q.db.Query(ctx, deliveryClaimNext,
@@ -425,48 +430,6 @@ func (q *Queries) DeliveryClaimNext(ctx context.Context, arg DeliveryClaimNextPa
 		return nil, err
 	}
 	return items, nil
-}
-
-const deliveryClaimNextLock = `-- name: DeliveryClaimNextLock :exec
-WITH sub AS MATERIALIZED (
-    SELECT s.url FROM (SELECT set_config('lock_timeout', '1s', true) AS bound) bounded,
-        LATERAL (SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_deliveries', 0)) WHERE bounded.bound IS NOT NULL) dispatcher,
-        webhook_subscriptions s
-    WHERE s.account_id = $1 AND s.subscription_id = $2
-)
-SELECT set_config('contactd.claim_next_url', coalesce((
-        SELECT sub.url FROM sub, LATERAL (SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_next/' || sub.url, 0))) receiver), ''), true),
-    set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true),
-    set_config('plan_cache_mode', 'force_generic_plan', true)
-`
-
-type DeliveryClaimNextLockParams struct {
-	AccountID      uuid.UUID
-	SubscriptionID uuid.UUID
-}
-
-// A worker's claim of the next delivery for the receiver it just delivered to, first in the
-// transaction that records that success (recordAndClaimNext): the dispatcher's lock shared,
-// then the receiver's own shared, both waited for (nothing is held yet, and what holds them
-// exclusively is one claim). The receiver's URL is noted for DeliveryClaimNext in the
-// transaction's contactd.claim_next_url (” when the subscription is gone).
-// Workers of one receiver claim side by side: each swaps its own lease for the next one in one
-// transaction, so every other claim counts either the old lease or the new one, never
-// neither, and the receiver's count never rises past its limit. The previous release's worker
-// claimed in a transaction apart from its record, and takes the receiver's lock exclusively
-// (never waiting): the shared lock keeps the two releases' claims apart during a rollout.
-// A worker that gave up when another claim ran, as until now, ended its run of the receiver's
-// deliveries and left the room it freed to the dispatcher's next claim: with a backlog, two
-// thirds of the deliveries went through the dispatcher, whose claim cost 918 us to a worker's
-// 78 us.
-// (The subscription is read alone first, so no other row's receiver is locked.)
-// A worker holds a database connection while it waits, so the wait is bounded (lock_timeout,
-// set first for the transaction): a dispatcher's claim stuck behind a row lock cannot hold
-// the pool's connections, which the API shares, for longer than that; the worker's success is
-// then recorded alone.
-func (q *Queries) DeliveryClaimNextLock(ctx context.Context, arg DeliveryClaimNextLockParams) error {
-	_, err := q.db.Exec(ctx, deliveryClaimNextLock, arg.AccountID, arg.SubscriptionID)
-	return err
 }
 
 const deliveryGet = `-- name: DeliveryGet :one
@@ -597,22 +560,36 @@ func (q *Queries) DeliveryRecordAttempt(ctx context.Context, arg DeliveryRecordA
 }
 
 const deliveryRecordSuccess = `-- name: DeliveryRecordSuccess :exec
-WITH attempt AS (
-    INSERT INTO webhook_attempts (
-        account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt
-    ) SELECT $2, $5, $6, $1, $7, $8, $9
-    FROM (SELECT set_config('synchronous_commit', 'off', true)) lazy
-    ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
+WITH locked AS MATERIALIZED (
+    SELECT set_config('contactd.claim_next_url', coalesce((
+            SELECT sub.url FROM (
+                SELECT s.url FROM (SELECT set_config('lock_timeout', '1s', true) AS bound) bounded,
+                    LATERAL (SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_deliveries', 0))
+                             WHERE bounded.bound IS NOT NULL) dispatcher,
+                    webhook_subscriptions s
+                WHERE $5::bool AND s.account_id = $2 AND s.subscription_id = $3) sub,
+                LATERAL (SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_next/' || sub.url, 0))) receiver), ''), true),
+        set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true),
+        set_config('plan_cache_mode', 'force_generic_plan', true)
 ), delivery AS (
     UPDATE webhook_deliveries d
     SET attempts = $6, status = 'Succeeded', next_attempt_at = NULL, updated_at = $1, leased_until = NULL
-    WHERE d.account_id = $2 AND d.delivery_id = $5
+    -- a condition on no row: PostgreSQL evaluates it first, before it reads any row
+    WHERE (SELECT true FROM locked) AND d.account_id = $2 AND d.delivery_id = $7
+    RETURNING d.account_id, d.delivery_id
+), attempt AS (
+    INSERT INTO webhook_attempts (
+        account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt
+    ) SELECT account_id, delivery_id, $6, $1, $8, $9, $10
+    FROM delivery
+    ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
 )
 UPDATE webhook_subscriptions s
 SET consecutive_failures = 0, last_success_at = $1, failing_since = NULL,
     status = CASE WHEN s.status = 'Failing' THEN 'Active' ELSE s.status END,
     updated_at = CASE WHEN s.status = 'Failing' THEN $1 ELSE s.updated_at END
-WHERE s.account_id = $2 AND s.subscription_id = $3 AND s.status <> 'Removed'
+WHERE EXISTS (SELECT FROM delivery) -- first too, so the locks are taken before this row's
+  AND s.account_id = $2 AND s.subscription_id = $3 AND s.status <> 'Removed'
   AND (s.consecutive_failures <> 0 OR s.status = 'Failing' OR s.last_success_at IS NULL
        OR s.last_success_at < $4)
 `
@@ -622,8 +599,9 @@ type DeliveryRecordSuccessParams struct {
 	AccountID       uuid.UUID
 	SubscriptionID  uuid.UUID
 	RefreshBefore   *time.Time
-	DeliveryID      uuid.UUID
+	ClaimNext       bool
 	Attempt         int32
+	DeliveryID      uuid.UUID
 	ResponseStatus  *int32
 	LatencyMs       int32
 	ResponseExcerpt *string
@@ -635,19 +613,45 @@ type DeliveryRecordSuccessParams struct {
 // up on its row lock; last_success_at, read only by the sweep of Failing subscriptions five
 // days on, is refreshed when older than @refresh_before (a minute).
 // The statement commits without waiting for its WAL to reach the disk (synchronous_commit
-// off for its transaction, set by the "lazy" row the attempt is inserted from: a
-// data-modifying CTE always runs). A crash of PostgreSQL can lose the last fraction of a
+// off for its transaction, set by "locked", which the delivery's change reads before
+// anything else: a data-modifying CTE always runs). A crash of PostgreSQL can lose the last fraction of a
 // second of these records, and the delivery is then made again: the at-least-once promise,
 // which receivers meet with the webhook-id. The changes that create events and deliveries
 // still wait for the flush, and so does the record of a failure.
+// The attempt is inserted from the delivery's updated row, and the subscription written only
+// with it: nothing is recorded for a delivery that is gone (webhook_attempts has no foreign
+// key: migration 00039).
+//
+// With @claim_next, the statement also takes the locks of a worker's claim of the next
+// delivery for the receiver it just delivered to (DeliveryClaimNext, the next statement of
+// the transaction: recordAndClaimNext), before either row is locked ("locked" is read
+// first): the dispatcher's lock shared, then the receiver's own shared, both waited
+// for (nothing is held yet, and what holds them exclusively is one claim). The receiver's URL
+// is noted for DeliveryClaimNext in the transaction's contactd.claim_next_url (” when the
+// subscription is gone, or without @claim_next).
+// Workers of one receiver claim side by side: each swaps its own lease for the next one in one
+// transaction, so every other claim counts either the old lease or the new one, never
+// neither, and the receiver's count never rises past its limit. The previous release's worker
+// claimed in a transaction apart from its record, and takes the receiver's lock exclusively
+// (never waiting): the shared lock keeps the two releases' claims apart during a rollout.
+// A worker that gave up when another claim ran, as until 9120f4b, ended its run of the
+// receiver's deliveries and left the room it freed to the dispatcher's next claim: with a
+// backlog, two thirds of the deliveries went through the dispatcher, whose claim cost 918 us
+// to a worker's 78 us.
+// A worker holds a database connection while it waits, so the wait is bounded (lock_timeout,
+// set first): a dispatcher's claim stuck behind a row lock cannot hold the pool's
+// connections, which the API shares, for longer than that; the worker's success is then
+// recorded alone. (The locks were a statement of their own until migration 00039's release:
+// one statement fewer a delivery.)
 func (q *Queries) DeliveryRecordSuccess(ctx context.Context, arg DeliveryRecordSuccessParams) error {
 	_, err := q.db.Exec(ctx, deliveryRecordSuccess,
 		arg.Now,
 		arg.AccountID,
 		arg.SubscriptionID,
 		arg.RefreshBefore,
-		arg.DeliveryID,
+		arg.ClaimNext,
 		arg.Attempt,
+		arg.DeliveryID,
 		arg.ResponseStatus,
 		arg.LatencyMs,
 		arg.ResponseExcerpt,

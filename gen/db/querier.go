@@ -26,6 +26,8 @@ type Querier interface {
 	AccountSecretsToSeal(ctx context.Context, arg AccountSecretsToSealParams) ([]AccountSecretsToSealRow, error)
 	// No row when the contact already has this activity id: the retry of a reported activity.
 	ActivityInsert(ctx context.Context, arg ActivityInsertParams) (int64, error)
+	// After DeliveryRecordAttempt in the same transaction, which locked the delivery's row: none
+	// for a delivery that is gone (webhook_attempts has no foreign key: migration 00039).
 	AttemptInsert(ctx context.Context, arg AttemptInsertParams) error
 	// Clears the response excerpts recorded for the deliveries of @event_ids, for an erasure: a
 	// receiver may have echoed what it was sent. (No index leads from an event to its
@@ -153,7 +155,8 @@ type Querier interface {
 	DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error)
 	// The claims. A claim counts the attempts each receiver holds (its leases) and takes what room
 	// is left, so two claims must not count at once: each takes an advisory lock first, in the
-	// statement before it, and the store sends the two in one round trip and one implicit
+	// statement before it (a worker's: the record of its last success, DeliveryRecordSuccess with
+	// @claim_next), and the store sends the two in one round trip and one implicit
 	// transaction (store.Pipelined), so the claim's snapshot is taken after the lock is held and
 	// sees every lease the claims before it committed. Both commit without waiting for the WAL
 	// flush (synchronous_commit off for their transaction: see DeliveryRecordSuccess). And both
@@ -173,29 +176,9 @@ type Querier interface {
 	// meanwhile (they take it shared).
 	DeliveryClaimLock(ctx context.Context) error
 	// Leases the subscription's oldest due delivery while its receiver is below its limit, after
-	// DeliveryClaimNextLock took the locks and DeliveryRecordSuccess ended this worker's own lease:
+	// DeliveryRecordSuccess (with @claim_next) took the locks and ended this worker's own lease:
 	// the receiver's leases are counted in every account, the URL being the receiver.
 	DeliveryClaimNext(ctx context.Context, arg DeliveryClaimNextParams) ([]DeliveryClaimNextRow, error)
-	// A worker's claim of the next delivery for the receiver it just delivered to, first in the
-	// transaction that records that success (recordAndClaimNext): the dispatcher's lock shared,
-	// then the receiver's own shared, both waited for (nothing is held yet, and what holds them
-	// exclusively is one claim). The receiver's URL is noted for DeliveryClaimNext in the
-	// transaction's contactd.claim_next_url ('' when the subscription is gone).
-	// Workers of one receiver claim side by side: each swaps its own lease for the next one in one
-	// transaction, so every other claim counts either the old lease or the new one, never
-	// neither, and the receiver's count never rises past its limit. The previous release's worker
-	// claimed in a transaction apart from its record, and takes the receiver's lock exclusively
-	// (never waiting): the shared lock keeps the two releases' claims apart during a rollout.
-	// A worker that gave up when another claim ran, as until now, ended its run of the receiver's
-	// deliveries and left the room it freed to the dispatcher's next claim: with a backlog, two
-	// thirds of the deliveries went through the dispatcher, whose claim cost 918 us to a worker's
-	// 78 us.
-	// (The subscription is read alone first, so no other row's receiver is locked.)
-	// A worker holds a database connection while it waits, so the wait is bounded (lock_timeout,
-	// set first for the transaction): a dispatcher's claim stuck behind a row lock cannot hold
-	// the pool's connections, which the API shares, for longer than that; the worker's success is
-	// then recorded alone.
-	DeliveryClaimNextLock(ctx context.Context, arg DeliveryClaimNextLockParams) error
 	DeliveryGet(ctx context.Context, arg DeliveryGetParams) (DeliveryGetRow, error)
 	DeliveryInsert(ctx context.Context, arg DeliveryInsertParams) error
 	// Everything one attempt needs, in one round trip.
@@ -207,11 +190,36 @@ type Querier interface {
 	// up on its row lock; last_success_at, read only by the sweep of Failing subscriptions five
 	// days on, is refreshed when older than @refresh_before (a minute).
 	// The statement commits without waiting for its WAL to reach the disk (synchronous_commit
-	// off for its transaction, set by the "lazy" row the attempt is inserted from: a
-	// data-modifying CTE always runs). A crash of PostgreSQL can lose the last fraction of a
+	// off for its transaction, set by "locked", which the delivery's change reads before
+	// anything else: a data-modifying CTE always runs). A crash of PostgreSQL can lose the last fraction of a
 	// second of these records, and the delivery is then made again: the at-least-once promise,
 	// which receivers meet with the webhook-id. The changes that create events and deliveries
 	// still wait for the flush, and so does the record of a failure.
+	// The attempt is inserted from the delivery's updated row, and the subscription written only
+	// with it: nothing is recorded for a delivery that is gone (webhook_attempts has no foreign
+	// key: migration 00039).
+	//
+	// With @claim_next, the statement also takes the locks of a worker's claim of the next
+	// delivery for the receiver it just delivered to (DeliveryClaimNext, the next statement of
+	// the transaction: recordAndClaimNext), before either row is locked ("locked" is read
+	// first): the dispatcher's lock shared, then the receiver's own shared, both waited
+	// for (nothing is held yet, and what holds them exclusively is one claim). The receiver's URL
+	// is noted for DeliveryClaimNext in the transaction's contactd.claim_next_url ('' when the
+	// subscription is gone, or without @claim_next).
+	// Workers of one receiver claim side by side: each swaps its own lease for the next one in one
+	// transaction, so every other claim counts either the old lease or the new one, never
+	// neither, and the receiver's count never rises past its limit. The previous release's worker
+	// claimed in a transaction apart from its record, and takes the receiver's lock exclusively
+	// (never waiting): the shared lock keeps the two releases' claims apart during a rollout.
+	// A worker that gave up when another claim ran, as until 9120f4b, ended its run of the
+	// receiver's deliveries and left the room it freed to the dispatcher's next claim: with a
+	// backlog, two thirds of the deliveries went through the dispatcher, whose claim cost 918 us
+	// to a worker's 78 us.
+	// A worker holds a database connection while it waits, so the wait is bounded (lock_timeout,
+	// set first): a dispatcher's claim stuck behind a row lock cannot hold the pool's
+	// connections, which the API shares, for longer than that; the worker's success is then
+	// recorded alone. (The locks were a statement of their own until migration 00039's release:
+	// one statement fewer a delivery.)
 	DeliveryRecordSuccess(ctx context.Context, arg DeliveryRecordSuccessParams) error
 	DeliveryRequeue(ctx context.Context, arg DeliveryRequeueParams) error
 	// Groups of the account's contacts whose emails the provider reads as one, after @after.

@@ -38,7 +38,7 @@ func TestClaimsExcludeEachOther(t *testing.T) {
 	claimNext := func(maxInFlight int32) (int, error) {
 		var rows []db.DeliveryClaimNextRow
 		err := s.a.Store.Pipelined(ctx, func(q *db.Queries) (err error) {
-			if err = q.DeliveryClaimNextLock(ctx, db.DeliveryClaimNextLockParams{AccountID: account, SubscriptionID: sub}); err != nil {
+			if err = claimNextLocks(ctx, q, account, sub); err != nil {
 				return err
 			}
 			rows, err = q.DeliveryClaimNext(ctx, db.DeliveryClaimNextParams{AccountID: account, SubscriptionID: sub,
@@ -190,7 +190,7 @@ func TestAWorkersWaitForTheDispatcherIsBounded(t *testing.T) {
 	}
 	now := time.Now()
 	err = s.a.Store.Pipelined(ctx, func(q *db.Queries) error { // as the queue sends them: the batch goes with the claim
-		if err := q.DeliveryClaimNextLock(ctx, db.DeliveryClaimNextLockParams{AccountID: account, SubscriptionID: sub}); err != nil {
+		if err := claimNextLocks(ctx, q, account, sub); err != nil {
 			return err
 		}
 		_, err := q.DeliveryClaimNext(ctx, db.DeliveryClaimNextParams{AccountID: account, SubscriptionID: sub,
@@ -200,4 +200,13 @@ func TestAWorkersWaitForTheDispatcherIsBounded(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "lock timeout") {
 		t.Fatalf("a worker's claim behind a dispatcher's held open: %v, want the lock timeout", err)
 	}
+}
+
+// claimNextLocks takes a worker's claim locks as recordAndClaimNext does, in the statement that
+// records its success (DeliveryRecordSuccess with ClaimNext): here the success of no delivery,
+// which records nothing.
+func claimNextLocks(ctx context.Context, q *db.Queries, account, sub uuid.UUID) error {
+	now := time.Now()
+	return q.DeliveryRecordSuccess(ctx, db.DeliveryRecordSuccessParams{AccountID: account, SubscriptionID: sub,
+		DeliveryID: uuid.Nil, ClaimNext: true, Attempt: 1, Now: &now, RefreshBefore: &now, ResponseStatus: nil, LatencyMs: 1})
 }

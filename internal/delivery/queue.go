@@ -40,10 +40,7 @@ func (s *Service) recordAndClaimNext(ctx context.Context, a Args, d db.DeliveryL
 	now := s.now()
 	var rows []db.DeliveryClaimNextRow
 	err := s.store.Pipelined(ctx, func(q *db.Queries) (err error) {
-		if err = q.DeliveryClaimNextLock(ctx, db.DeliveryClaimNextLockParams{AccountID: a.AccountID, SubscriptionID: d.SubscriptionID}); err != nil {
-			return err
-		}
-		if err = q.DeliveryRecordSuccess(ctx, successRecord(a, d, o, now)); err != nil {
+		if err = q.DeliveryRecordSuccess(ctx, successRecord(a, d, o, now, true)); err != nil {
 			return err
 		}
 		rows, err = q.DeliveryClaimNext(ctx, db.DeliveryClaimNextParams{AccountID: a.AccountID, SubscriptionID: d.SubscriptionID,
@@ -61,11 +58,11 @@ func (s *Service) recordAndClaimNext(ctx context.Context, a Args, d db.DeliveryL
 }
 
 // successRecord is DeliveryRecordSuccess's parameters for a's success at now.
-func successRecord(a Args, d db.DeliveryLoadRow, o outcome, now time.Time) db.DeliveryRecordSuccessParams {
+func successRecord(a Args, d db.DeliveryLoadRow, o outcome, now time.Time, claimNext bool) db.DeliveryRecordSuccessParams {
 	refreshBefore := now.Add(-time.Minute)
 	return db.DeliveryRecordSuccessParams{AccountID: a.AccountID, DeliveryID: a.DeliveryID, SubscriptionID: d.SubscriptionID,
 		Attempt: int32(a.Attempt), ResponseStatus: o.status, LatencyMs: int32(o.latency.Milliseconds()), Now: &now,
-		RefreshBefore: &refreshBefore, ResponseExcerpt: o.excerpt}
+		RefreshBefore: &refreshBefore, ResponseExcerpt: o.excerpt, ClaimNext: claimNext}
 }
 
 // claim leases up to max due deliveries for the length of RescueAfter, which exceeds an

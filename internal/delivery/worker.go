@@ -362,7 +362,7 @@ func (s *Service) record(ctx context.Context, a Args, d db.DeliveryLoadRow, o ou
 	now := s.now()
 	if o.ok() {
 		return s.store.Do(ctx, func(q *db.Queries) error {
-			return q.DeliveryRecordSuccess(ctx, successRecord(a, d, o, now))
+			return q.DeliveryRecordSuccess(ctx, successRecord(a, d, o, now, false))
 		})
 	}
 	status, next := "Failed", (*time.Time)(nil)
@@ -375,13 +375,14 @@ func (s *Service) record(ctx context.Context, a Args, d db.DeliveryLoadRow, o ou
 		errText = &o.err
 	}
 	return s.store.InTx(ctx, func(tx store.Tx) error {
+		// the delivery's row first: its lock keeps the attempt from outliving a delivery deleted meanwhile
+		if err := tx.DeliveryRecordAttempt(ctx, db.DeliveryRecordAttemptParams{AccountID: a.AccountID,
+			DeliveryID: a.DeliveryID, Attempt: int32(a.Attempt), Status: status, NextAttemptAt: next, Now: now}); err != nil {
+			return err
+		}
 		if err := tx.AttemptInsert(ctx, db.AttemptInsertParams{AccountID: a.AccountID, DeliveryID: a.DeliveryID,
 			Attempt: int32(a.Attempt), AttemptedAt: now, ResponseStatus: o.status,
 			LatencyMs: int32(o.latency.Milliseconds()), Error: errText, NextAttemptAt: next, ResponseExcerpt: o.excerpt}); err != nil {
-			return err
-		}
-		if err := tx.DeliveryRecordAttempt(ctx, db.DeliveryRecordAttemptParams{AccountID: a.AccountID,
-			DeliveryID: a.DeliveryID, Attempt: int32(a.Attempt), Status: status, NextAttemptAt: next, Now: now}); err != nil {
 			return err
 		}
 		if o.retryAfter > 0 && next != nil {

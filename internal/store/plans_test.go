@@ -408,7 +408,7 @@ func TestClaimsReadTheLeasesNotTheHistory(t *testing.T) {
 		},
 		"a worker's claim": func(q *db.Queries) {
 			lockFirst(t, conn.Conn(), func(q *db.Queries) error {
-				return q.DeliveryClaimNextLock(ctx, db.DeliveryClaimNextLockParams{AccountID: account, SubscriptionID: sub})
+				return claimNextLocks(ctx, q, account, sub)
 			})
 			q.DeliveryClaimNext(ctx, db.DeliveryClaimNextParams{AccountID: account, SubscriptionID: sub, Now: now,
 				LeaseUntil: now.Add(time.Minute), MaxInFlight: 16})
@@ -471,7 +471,7 @@ func TestClaimsArePlannedOnce(t *testing.T) {
 			MaxInFlight: 16, ThrottleShare: 0.25}); err != nil {
 			t.Fatal(err)
 		}
-		if err := q.DeliveryClaimNextLock(ctx, db.DeliveryClaimNextLockParams{AccountID: account, SubscriptionID: sub}); err != nil {
+		if err := claimNextLocks(ctx, q, account, sub); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := q.DeliveryClaimNext(ctx, db.DeliveryClaimNextParams{AccountID: account, SubscriptionID: sub, Now: now,
@@ -549,4 +549,13 @@ func TestAClaimReadsOneDayOfEvents(t *testing.T) {
 		t.Errorf("delivery_event's kept plan leaves %s of %d partitions out before it starts, want all (the parameters are NULL here)\n%s",
 			removed, len(days)+1, out)
 	}
+}
+
+// claimNextLocks takes a worker's claim locks as recordAndClaimNext does, in the statement that
+// records its success (DeliveryRecordSuccess with ClaimNext): here the success of no delivery,
+// which records nothing.
+func claimNextLocks(ctx context.Context, q *db.Queries, account, sub uuid.UUID) error {
+	now := time.Now()
+	return q.DeliveryRecordSuccess(ctx, db.DeliveryRecordSuccessParams{AccountID: account, SubscriptionID: sub,
+		DeliveryID: uuid.Nil, ClaimNext: true, Attempt: 1, Now: &now, RefreshBefore: &now, ResponseStatus: nil, LatencyMs: 1})
 }

@@ -1,6 +1,7 @@
 -- The claims. A claim counts the attempts each receiver holds (its leases) and takes what room
 -- is left, so two claims must not count at once: each takes an advisory lock first, in the
--- statement before it, and the store sends the two in one round trip and one implicit
+-- statement before it (a worker's: the record of its last success, DeliveryRecordSuccess with
+-- @claim_next), and the store sends the two in one round trip and one implicit
 -- transaction (store.Pipelined), so the claim's snapshot is taken after the lock is held and
 -- sees every lease the claims before it committed. Both commit without waiting for the WAL
 -- flush (synchronous_commit off for their transaction: see DeliveryRecordSuccess). And both
@@ -107,40 +108,9 @@ RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, 
     s.status AS subscription_status,
     (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed;
 
--- name: DeliveryClaimNextLock :exec
--- A worker's claim of the next delivery for the receiver it just delivered to, first in the
--- transaction that records that success (recordAndClaimNext): the dispatcher's lock shared,
--- then the receiver's own shared, both waited for (nothing is held yet, and what holds them
--- exclusively is one claim). The receiver's URL is noted for DeliveryClaimNext in the
--- transaction's contactd.claim_next_url ('' when the subscription is gone).
--- Workers of one receiver claim side by side: each swaps its own lease for the next one in one
--- transaction, so every other claim counts either the old lease or the new one, never
--- neither, and the receiver's count never rises past its limit. The previous release's worker
--- claimed in a transaction apart from its record, and takes the receiver's lock exclusively
--- (never waiting): the shared lock keeps the two releases' claims apart during a rollout.
--- A worker that gave up when another claim ran, as until now, ended its run of the receiver's
--- deliveries and left the room it freed to the dispatcher's next claim: with a backlog, two
--- thirds of the deliveries went through the dispatcher, whose claim cost 918 us to a worker's
--- 78 us.
--- (The subscription is read alone first, so no other row's receiver is locked.)
--- A worker holds a database connection while it waits, so the wait is bounded (lock_timeout,
--- set first for the transaction): a dispatcher's claim stuck behind a row lock cannot hold
--- the pool's connections, which the API shares, for longer than that; the worker's success is
--- then recorded alone.
-WITH sub AS MATERIALIZED (
-    SELECT s.url FROM (SELECT set_config('lock_timeout', '1s', true) AS bound) bounded,
-        LATERAL (SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_deliveries', 0)) WHERE bounded.bound IS NOT NULL) dispatcher,
-        webhook_subscriptions s
-    WHERE s.account_id = @account_id AND s.subscription_id = @subscription_id
-)
-SELECT set_config('contactd.claim_next_url', coalesce((
-        SELECT sub.url FROM sub, LATERAL (SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_next/' || sub.url, 0))) receiver), ''), true),
-    set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true),
-    set_config('plan_cache_mode', 'force_generic_plan', true);
-
 -- name: DeliveryClaimNext :many
 -- Leases the subscription's oldest due delivery while its receiver is below its limit, after
--- DeliveryClaimNextLock took the locks and DeliveryRecordSuccess ended this worker's own lease:
+-- DeliveryRecordSuccess (with @claim_next) took the locks and ended this worker's own lease:
 -- the receiver's leases are counted in every account, the URL being the receiver.
 WITH due AS (
     SELECT q.account_id, q.delivery_id, q.event_id FROM webhook_deliveries q
@@ -192,34 +162,77 @@ WHERE account_id = @account_id AND delivery_id = @delivery_id;
 -- up on its row lock; last_success_at, read only by the sweep of Failing subscriptions five
 -- days on, is refreshed when older than @refresh_before (a minute).
 -- The statement commits without waiting for its WAL to reach the disk (synchronous_commit
--- off for its transaction, set by the "lazy" row the attempt is inserted from: a
--- data-modifying CTE always runs). A crash of PostgreSQL can lose the last fraction of a
+-- off for its transaction, set by "locked", which the delivery's change reads before
+-- anything else: a data-modifying CTE always runs). A crash of PostgreSQL can lose the last fraction of a
 -- second of these records, and the delivery is then made again: the at-least-once promise,
 -- which receivers meet with the webhook-id. The changes that create events and deliveries
 -- still wait for the flush, and so does the record of a failure.
-WITH attempt AS (
-    INSERT INTO webhook_attempts (
-        account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt
-    ) SELECT @account_id, @delivery_id, @attempt, @now, @response_status, @latency_ms, sqlc.narg('response_excerpt')
-    FROM (SELECT set_config('synchronous_commit', 'off', true)) lazy
-    ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
+-- The attempt is inserted from the delivery's updated row, and the subscription written only
+-- with it: nothing is recorded for a delivery that is gone (webhook_attempts has no foreign
+-- key: migration 00039).
+--
+-- With @claim_next, the statement also takes the locks of a worker's claim of the next
+-- delivery for the receiver it just delivered to (DeliveryClaimNext, the next statement of
+-- the transaction: recordAndClaimNext), before either row is locked ("locked" is read
+-- first): the dispatcher's lock shared, then the receiver's own shared, both waited
+-- for (nothing is held yet, and what holds them exclusively is one claim). The receiver's URL
+-- is noted for DeliveryClaimNext in the transaction's contactd.claim_next_url ('' when the
+-- subscription is gone, or without @claim_next).
+-- Workers of one receiver claim side by side: each swaps its own lease for the next one in one
+-- transaction, so every other claim counts either the old lease or the new one, never
+-- neither, and the receiver's count never rises past its limit. The previous release's worker
+-- claimed in a transaction apart from its record, and takes the receiver's lock exclusively
+-- (never waiting): the shared lock keeps the two releases' claims apart during a rollout.
+-- A worker that gave up when another claim ran, as until 9120f4b, ended its run of the
+-- receiver's deliveries and left the room it freed to the dispatcher's next claim: with a
+-- backlog, two thirds of the deliveries went through the dispatcher, whose claim cost 918 us
+-- to a worker's 78 us.
+-- A worker holds a database connection while it waits, so the wait is bounded (lock_timeout,
+-- set first): a dispatcher's claim stuck behind a row lock cannot hold the pool's
+-- connections, which the API shares, for longer than that; the worker's success is then
+-- recorded alone. (The locks were a statement of their own until migration 00039's release:
+-- one statement fewer a delivery.)
+WITH locked AS MATERIALIZED (
+    SELECT set_config('contactd.claim_next_url', coalesce((
+            SELECT sub.url FROM (
+                SELECT s.url FROM (SELECT set_config('lock_timeout', '1s', true) AS bound) bounded,
+                    LATERAL (SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_deliveries', 0))
+                             WHERE bounded.bound IS NOT NULL) dispatcher,
+                    webhook_subscriptions s
+                WHERE @claim_next::bool AND s.account_id = @account_id AND s.subscription_id = @subscription_id) sub,
+                LATERAL (SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_next/' || sub.url, 0))) receiver), ''), true),
+        set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true),
+        set_config('plan_cache_mode', 'force_generic_plan', true)
 ), delivery AS (
     UPDATE webhook_deliveries d
     SET attempts = @attempt, status = 'Succeeded', next_attempt_at = NULL, updated_at = @now, leased_until = NULL
-    WHERE d.account_id = @account_id AND d.delivery_id = @delivery_id
+    -- a condition on no row: PostgreSQL evaluates it first, before it reads any row
+    WHERE (SELECT true FROM locked) AND d.account_id = @account_id AND d.delivery_id = @delivery_id
+    RETURNING d.account_id, d.delivery_id
+), attempt AS (
+    INSERT INTO webhook_attempts (
+        account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt
+    ) SELECT account_id, delivery_id, @attempt, @now, @response_status, @latency_ms, sqlc.narg('response_excerpt')
+    FROM delivery
+    ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
 )
 UPDATE webhook_subscriptions s
 SET consecutive_failures = 0, last_success_at = @now, failing_since = NULL,
     status = CASE WHEN s.status = 'Failing' THEN 'Active' ELSE s.status END,
     updated_at = CASE WHEN s.status = 'Failing' THEN @now ELSE s.updated_at END
-WHERE s.account_id = @account_id AND s.subscription_id = @subscription_id AND s.status <> 'Removed'
+WHERE EXISTS (SELECT FROM delivery) -- first too, so the locks are taken before this row's
+  AND s.account_id = @account_id AND s.subscription_id = @subscription_id AND s.status <> 'Removed'
   AND (s.consecutive_failures <> 0 OR s.status = 'Failing' OR s.last_success_at IS NULL
        OR s.last_success_at < @refresh_before);
 
 -- name: AttemptInsert :exec
+-- After DeliveryRecordAttempt in the same transaction, which locked the delivery's row: none
+-- for a delivery that is gone (webhook_attempts has no foreign key: migration 00039).
 INSERT INTO webhook_attempts (
     account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, error, next_attempt_at, response_excerpt
-) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+) SELECT d.account_id, d.delivery_id, @attempt, @attempted_at, @response_status, @latency_ms, sqlc.narg('error'),
+    sqlc.narg('next_attempt_at'), sqlc.narg('response_excerpt')
+FROM webhook_deliveries d WHERE d.account_id = @account_id AND d.delivery_id = @delivery_id
 ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING;
 
 -- name: AttemptsList :many
