@@ -8,7 +8,17 @@
 -- are planned without sequential scans (enable_seqscan off for their transaction): the queue's
 -- rows churn faster than autovacuum's analyze follows, and on statistics taken when
 -- webhook_deliveries was small the planner read the whole table for its few leases (46,463
--- rows for 7 in a bench run); every part of a claim has an index to go by. And both keep
+-- rows for 7 in a bench run); every part of a claim has an index to go by. And both are
+-- planned without sorts that an index can spare them (enable_sort off for their transaction):
+-- the pending index keeps the pages of every delivery sent since it grew (702 pages for 220
+-- live entries after a bench run's backlog and a vacuum), so each live entry looks pages dear,
+-- and before autovacuum's first analyze a subscription looks to have a row or two: the claims
+-- took a subscription's oldest due deliveries from its whole history
+-- (webhook_deliveries_subscription) and sorted them: 19,214 buffers a dispatcher's claim in a
+-- bench run, whose deliveries paced at 1,200 a second then arrived at 426 a second. The
+-- sorts no plan can spare (the dispatcher's rankings) are in every plan alike, and as each
+-- path ruled out costs a plan 10^10, past jit_above_cost, JIT is off too (jit off for their
+-- transaction): it compiled the dispatcher's claim on every call, 1.1 s each. And both keep
 -- one generic plan per connection (plan_cache_mode force_generic_plan for their transaction):
 -- left to choose, PostgreSQL planned a worker's claim anew, for its values, 2,219 times in
 -- 19,219 calls of the full bench's webhook phase, at 2-3 ms of PostgreSQL CPU a plan: more
@@ -23,6 +33,7 @@
 -- meanwhile (they take it shared).
 SELECT pg_advisory_xact_lock(hashtextextended('contactd.claim_deliveries', 0)),
     set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true),
+    set_config('enable_sort', 'off', true), set_config('jit', 'off', true),
     set_config('plan_cache_mode', 'force_generic_plan', true);
 
 -- name: DeliveryClaim :many
@@ -202,6 +213,7 @@ WITH locked AS MATERIALIZED (
                 WHERE @claim_next::bool AND s.account_id = @account_id AND s.subscription_id = @subscription_id) sub,
                 LATERAL (SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_next/' || sub.url, 0))) receiver), ''), true),
         set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true),
+        set_config('enable_sort', 'off', true), set_config('jit', 'off', true),
         set_config('plan_cache_mode', 'force_generic_plan', true)
 ), delivery AS (
     UPDATE webhook_deliveries d
