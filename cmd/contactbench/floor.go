@@ -309,3 +309,35 @@ func printDeliveryCPU(w io.Writer, wh webhookResult, f *floorResult) {
 		row("the floor: sent alone, from a backlog", f.DrainCPU, f.DrainN)
 	}
 }
+
+// requestCeiling is the most a workload can do, as a share of a baseline doing baselineRPS on
+// cores, when each of its requests also costs a delivery of deliveryMs of CPU, made on the
+// same cores meanwhile, and costs no more than the baseline's request itself: every core busy,
+// a baseline request took at most cores/baselineRPS of the machine, and the workload's request
+// that much and its delivery.
+func requestCeiling(baselineRPS float64, cores int, deliveryMs float64) float64 {
+	if baselineRPS <= 0 || deliveryMs < 0 {
+		return 0
+	}
+	requestMs := 1000 * float64(cores) / baselineRPS
+	return requestMs / (requestMs + deliveryMs)
+}
+
+// printCeilings says how far the machine lets POST contact and POST tags go with the
+// workloads' TagsAdded subscriber, which makes a delivery of (about) every request on the
+// same cores during the slice: with a delivery at the floor's cost, and with one that cost
+// only its POST to the receiver.
+func printCeilings(w io.Writer, baselineInsertRPS float64, f floorResult) {
+	if f.DrainN <= 0 || f.HTTPAlone <= 0 || baselineInsertRPS <= 0 {
+		return
+	}
+	cores := runtime.NumCPU()
+	floorMs := 1000 * (f.DrainCPU.Contactd + f.DrainCPU.Postgres + f.DrainCPU.Tool) / float64(f.DrainN)
+	postMs := 1000 * float64(cores) / f.HTTPAlone
+	fmt.Fprintf(w, "\nwhat these %d cores allow POST contact and POST tags with a delivery a request, were a request no dearer than the baseline's INSERT (at most %.3f ms of the machine at %.0f/s):\n",
+		cores, 1000*float64(cores)/baselineInsertRPS, baselineInsertRPS)
+	fmt.Fprintf(w, "  its delivery at the floor's cost from a backlog (%.3f ms of CPU): %.2f × baseline-insert\n",
+		floorMs, requestCeiling(baselineInsertRPS, cores, floorMs))
+	fmt.Fprintf(w, "  its delivery costing only its POST to the receiver (%.3f ms, nothing stored): %.2f × baseline-insert\n",
+		postMs, requestCeiling(baselineInsertRPS, cores, postMs))
+}

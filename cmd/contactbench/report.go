@@ -132,6 +132,9 @@ func printReport(w io.Writer, rep report) {
 	if rep.Webhooks.Expected > 0 || rep.Floor != nil {
 		printDeliveryCPU(w, rep.Webhooks, rep.Floor)
 	}
+	if rep.Floor != nil {
+		printCeilings(w, byName["baseline-insert"].RPS, *rep.Floor)
+	}
 	printStoreCosts(w, rep.StoreCosts)
 	if rep.Smoke {
 		fmt.Fprintln(w, "\nsmoke run: checks that every workload works, with no errors; its figures mean nothing")

@@ -176,6 +176,7 @@ func measureWebhooks(ctx context.Context, dr *driver, base string, ds dataset, c
 	last := slices.MaxFunc(at, func(a, b time.Time) int { return a.Compare(b) })
 	res.PerSecond = float64(res.Deliveries) / last.Sub(start).Seconds()
 
+	logf("webhooks: paced at %.0f deliveries/s", rate)
 	start = time.Now()
 	events, errs, firstErr := dr.paced(ctx, wl, rate/float64(subs), d)
 	if errs > 0 {
