@@ -27,14 +27,18 @@ import (
 // timed, with its peak RSS.
 
 type bulkResult struct {
-	Contacts              int
-	BatchTime, CopyTime   time.Duration
+	Contacts            int
+	BatchTime, CopyTime time.Duration
+	// the same rows by COPY in as many streams as the batches' clients
+	CopyStreamsTime       time.Duration
 	ImportRows            int
 	ImportTime            time.Duration
 	ImportRSS             int64
 	ImportCreated         int
 	BatchRate, CopyRate   float64
 	ImportRate, CopyRatio float64
+	CopyStreamsRate       float64
+	CopyStreamsRatio      float64
 }
 
 func bulkAddress(i int) string {
@@ -161,8 +165,11 @@ func runBulk(ctx context.Context, o options, out io.Writer) error {
 	stopped = true
 
 	// 2. the same rows by COPY, into a second account
-	logf("COPY of the same rows")
-	if res.CopyTime, err = copySameRows(ctx, b); err != nil {
+	logf("COPY of the same rows, one stream, then %d", o.concurrency)
+	if res.CopyTime, err = copySameRows(ctx, b, 1); err != nil {
+		return err
+	}
+	if res.CopyStreamsTime, err = copySameRows(ctx, b, o.concurrency); err != nil {
 		return err
 	}
 
@@ -175,14 +182,18 @@ func runBulk(ctx context.Context, o options, out io.Writer) error {
 	res.BatchRate = float64(o.bulkContacts) / res.BatchTime.Seconds()
 	res.CopyRate = float64(o.bulkContacts) / res.CopyTime.Seconds()
 	res.CopyRatio = res.BatchRate / res.CopyRate
+	res.CopyStreamsRate = float64(o.bulkContacts) / res.CopyStreamsTime.Seconds()
+	res.CopyStreamsRatio = res.BatchRate / res.CopyStreamsRate
 	res.ImportRate = float64(o.importRows) / res.ImportTime.Seconds()
 	fmt.Fprintf(out, "contactbench -bulk %s — %s\n\n", time.Now().Format(time.DateOnly), machine())
 	fmt.Fprintln(out, "| workload | contacts | time | contacts/s | |")
 	fmt.Fprintln(out, "|---|---|---|---|---|")
-	fmt.Fprintf(out, "| POST /contacts/batch, 1,000 per request, c=%d (tags, address, TagsAdded event) | %d | %s | %.0f | %.2f of COPY |\n",
-		o.concurrency, o.bulkContacts, res.BatchTime.Round(time.Millisecond), res.BatchRate, res.CopyRatio)
+	fmt.Fprintf(out, "| POST /contacts/batch, 1,000 per request, c=%d (tags, address, TagsAdded event) | %d | %s | %.0f | %.2f of COPY, %.2f of COPY in %d streams |\n",
+		o.concurrency, o.bulkContacts, res.BatchTime.Round(time.Millisecond), res.BatchRate, res.CopyRatio, res.CopyStreamsRatio, o.concurrency)
 	fmt.Fprintf(out, "| COPY of the same rows into the same tables (contacts, properties, webhook_events) | %d | %s | %.0f | |\n",
 		o.bulkContacts, res.CopyTime.Round(time.Millisecond), res.CopyRate)
+	fmt.Fprintf(out, "| the same COPY in %d streams side by side, a transaction each | %d | %s | %.0f | |\n",
+		o.concurrency, o.bulkContacts, res.CopyStreamsTime.Round(time.Millisecond), res.CopyStreamsRate)
 	fmt.Fprintf(out, "| contactd import of a CSV (email, name, phone, tags, address) | %d | %s | %.0f | peak RSS %d MB |\n\n",
 		o.importRows, res.ImportTime.Round(time.Millisecond), res.ImportRate, res.ImportRSS>>20)
 	checks := []struct {
@@ -208,16 +219,19 @@ func runBulk(ctx context.Context, o options, out io.Writer) error {
 	return nil
 }
 
-// copySameRows reads what the batches wrote and times writing the same rows, under a second
-// account (new consent tokens: they are unique), with one COPY per table in one transaction.
-func copySameRows(ctx context.Context, b *benchDB) (time.Duration, error) {
-	other, err := auth.NewService(b.st, time.Now).CreateAccount(ctx, "copy")
+// copySameRows reads what the batches wrote and times writing the same rows, under another
+// account (new consent tokens: they are unique), in streams transactions side by side: each
+// copies its share of the contacts, then their properties and events, one COPY per table.
+// One stream is COPY as fast as one connection goes; as many as the batches' clients is what
+// the same rows cost PostgreSQL on every core.
+func copySameRows(ctx context.Context, b *benchDB, streams int) (time.Duration, error) {
+	other, err := auth.NewService(b.st, time.Now).CreateAccount(ctx, fmt.Sprintf("copy-%d", streams))
 	if err != nil {
 		return 0, err
 	}
 	pool := b.st.Pool
 	read := func(sql string) ([]string, [][]any, error) {
-		rows, err := pool.Query(ctx, sql, b.account)
+		rows, err := pool.Query(ctx, sql, b.account, fmt.Sprintf("c%d", streams))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -238,39 +252,72 @@ func copySameRows(ctx context.Context, b *benchDB) (time.Duration, error) {
 		return cols, all, rows.Err()
 	}
 	type table struct {
-		name string
-		cols []string
-		rows [][]any
+		name    string
+		cols    []string
+		rows    [][]any
+		contact int // the column of the row's contact, which picks its stream
 	}
 	var tables []table
-	for _, t := range []struct{ name, sql string }{
-		{"contacts", `SELECT account_id, contact_id, email, email_key, name, phone, tags, consent_token || 'c' AS consent_token,
+	for _, t := range []struct {
+		name, sql string
+		contact   int
+	}{
+		{"contacts", `SELECT account_id, contact_id, email, email_key, name, phone, tags, consent_token || $2 AS consent_token,
 			consent_api_key_name, consent_api_key_prefix, consent_source_ip, consent_user_agent, consent_fields,
 			created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by
-			FROM contacts WHERE account_id = $1`},
+			FROM contacts WHERE account_id = $1 AND $2 <> ''`, 1},
 		{"properties", `SELECT account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,
-			city, county, state, zip, normalized, created_at FROM properties WHERE account_id = $1`},
+			city, county, state, zip, normalized, created_at FROM properties WHERE account_id = $1 AND $2 <> ''`, 2},
 		{"webhook_events", `SELECT account_id, event_id, event_type, contact_id, payload, occurred_at
-			FROM webhook_events WHERE account_id = $1`},
+			FROM webhook_events WHERE account_id = $1 AND $2 <> ''`, 3},
 	} {
 		cols, rows, err := read(t.sql)
 		if err != nil {
 			return 0, fmt.Errorf("read %s: %w", t.name, err)
 		}
-		tables = append(tables, table{t.name, cols, rows})
+		tables = append(tables, table{t.name, cols, rows, t.contact})
+	}
+	stream := map[[16]byte]int{}
+	for i, r := range tables[0].rows {
+		id, ok := r[1].([16]byte)
+		if !ok {
+			return 0, fmt.Errorf("a contact's id read as %T", r[1])
+		}
+		stream[id] = i % streams
+	}
+	shares := make([][][][]any, streams) // stream, table, rows
+	for s := range shares {
+		shares[s] = make([][][]any, len(tables))
+	}
+	for ti, t := range tables {
+		for _, r := range t.rows {
+			id, _ := r[t.contact].([16]byte) // an event without a contact goes with the first
+			s := stream[id]
+			shares[s][ti] = append(shares[s][ti], r)
+		}
 	}
 	if _, err := pool.Exec(ctx, "CHECKPOINT"); err != nil {
 		return 0, err
 	}
 	t0 := time.Now()
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		for _, t := range tables {
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{t.name}, t.cols, pgx.CopyFromRows(t.rows)); err != nil {
-				return fmt.Errorf("copy %s: %w", t.name, err)
-			}
+	errs := make(chan error, streams)
+	for s := range streams {
+		go func() {
+			errs <- pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+				for ti, t := range tables {
+					if _, err := tx.CopyFrom(ctx, pgx.Identifier{t.name}, t.cols, pgx.CopyFromRows(shares[s][ti])); err != nil {
+						return fmt.Errorf("copy %s: %w", t.name, err)
+					}
+				}
+				return nil
+			})
+		}()
+	}
+	for range streams {
+		if e := <-errs; e != nil && err == nil {
+			err = e
 		}
-		return nil
-	})
+	}
 	return time.Since(t0), err
 }
 
