@@ -324,8 +324,9 @@ SELECT pg_advisory_xact_lock(hashtextextended('contactd.claim_deliveries', 0)),
 // live entries after a bench run's backlog and a vacuum), so each live entry looks pages dear,
 // and before autovacuum's first analyze a subscription looks to have a row or two: the claims
 // took a subscription's oldest due deliveries from its whole history
-// (webhook_deliveries_subscription) and sorted them: 19,214 buffers a dispatcher's claim in a
-// bench run, whose deliveries paced at 1,200 a second then arrived at 426 a second. The
+// (webhook_deliveries_subscription) and sorted them: 19,214 buffers for a dispatcher's
+// candidates in a bench run, whose deliveries paced at 1,200 a second then arrived at 426 a
+// second. The
 // sorts no plan can spare (the dispatcher's rankings) are in every plan alike, and as each
 // path ruled out costs a plan 10^10, past jit_above_cost, JIT is off too (jit off for their
 // transaction): it compiled the dispatcher's claim on every call, 1.1 s each. And both keep
