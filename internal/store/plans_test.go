@@ -363,13 +363,7 @@ func TestCommonSearchesArePlannedOnce(t *testing.T) {
 // transaction, as the queue sends it.
 func TestClaimsReadTheLeasesNotTheHistory(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	st := testkit.NewStore(t)
-	pool := testkit.Pool(st)
-	account := uuid.New()
-	if _, err := st.EnsureEventPartitions(ctx, time.Now().Add(-24*time.Hour), time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	pool, account := claimsDB(t)
 	exec := func(qs ...string) { t.Helper(); execForAccount(t, pool, account, qs...) }
 	// n deliveries to each subscription, of the events after the first skip
 	deliveries := func(skip, n int) string {
@@ -405,13 +399,7 @@ func TestClaimsReadTheLeasesNotTheHistory(t *testing.T) {
 // 7.2 s after their commit (p50).
 func TestClaimsTakeTheQueueAfterABacklog(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	st := testkit.NewStore(t)
-	pool := testkit.Pool(st)
-	account := uuid.New()
-	if _, err := st.EnsureEventPartitions(ctx, time.Now().Add(-24*time.Hour), time.Now()); err != nil {
-		t.Fatal(err)
-	}
+	pool, account := claimsDB(t)
 	execForAccount(t, pool, account,
 		// the statistics are the vacuum's alone
 		`ALTER TABLE webhook_deliveries SET (autovacuum_enabled = off)`,
@@ -431,6 +419,17 @@ func TestClaimsTakeTheQueueAfterABacklog(t *testing.T) {
 		 WHERE d.account_id = $1 AND d.delivery_id = r.delivery_id AND r.n > 30`,
 		`VACUUM webhook_deliveries`)
 	claimPlansCheck(t, pool, account)("60,000 deliveries sent, 120 left, vacuumed, never analyzed")
+}
+
+// claimsDB is a new database with today's and yesterday's events partitions, and the id of
+// the account a claims test makes there.
+func claimsDB(t *testing.T) (*pgxpool.Pool, uuid.UUID) {
+	t.Helper()
+	st := testkit.NewStore(t)
+	if _, err := st.EnsureEventPartitions(context.Background(), time.Now().Add(-24*time.Hour), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return testkit.Pool(st), uuid.New()
 }
 
 // execForAccount runs each statement in turn, with account as $1 where it has one.
