@@ -223,16 +223,17 @@ func (s *Services) Listen(ctx context.Context, st *store.Store, log *slog.Logger
 	store.Listen(ctx, st.Pool, log, followers...)
 }
 
-// heard counts in /metrics the notifications heard on a channel: an operator (and the
-// cluster test) sees that one process's change reached the others by notification.
+// heard counts in /metrics the notifications heard on a channel, and says whether they are
+// being heard: an operator (and the cluster test) sees that one process's change reached the
+// others by notification, and when a process's caches are off.
 type heard struct {
 	channel string
 	metrics *metrics.Metrics
 }
 
-func (h heard) Channel() string { return h.channel }
-func (h heard) Notified(string) { h.metrics.NotificationHeard(h.channel) }
-func (h heard) Listening(bool)  {}
+func (h heard) Channel() string   { return h.channel }
+func (h heard) Notified(string)   { h.metrics.NotificationHeard(h.channel) }
+func (h heard) Listening(up bool) { h.metrics.NotificationsListening(h.channel, up) }
 
 // queueDepth counts, for /metrics, the Pending webhook deliveries as the "webhooks" queue
 // and the contacts due for enrichment as the "enrichment" queue (available: due now;

@@ -433,8 +433,16 @@ func TestClusterSurvivesKilledNodes(t *testing.T) {
 // /metrics count), so the refusal is not its cache entry expiring.
 func (c *cluster) checkRevocationReachesEveryNode(cl *client) {
 	t := c.t
-	key := c.contactd("keys", "create", "--account", "demo", "--name", "to-revoke")
 	nodes := []string{c.vars["CLUSTER_SERVE1"], c.vars["CLUSTER_SERVE2"]}
+	// a node whose listener is down (reconnecting after a failover) caches no key: it
+	// would refuse the revoked key from the database without hearing the revocation
+	for _, n := range nodes {
+		testkit.Eventually(t, n+" listening for key revocations", func() bool {
+			v, _ := c.metric(n, `contactd_notifications_listening{channel="contactd_key_revoked"}`)
+			return v == 1
+		})
+	}
+	key := c.contactd("keys", "create", "--account", "demo", "--name", "to-revoke")
 	heard := map[string]float64{}
 	for _, n := range nodes {
 		if st, b, _ := cl.do("GET", n+"/public/v1/contacts?limit=1", key, nil); st != 200 {
@@ -461,6 +469,12 @@ func (c *cluster) checkRevocationReachesEveryNode(cl *client) {
 
 // revocationsHeard is the node's count of key-revocation notifications heard.
 func (c *cluster) revocationsHeard(node string) float64 {
+	n, _ := c.metric(node, `contactd_notifications_heard_total{channel="contactd_key_revoked"}`)
+	return n // none heard yet: the counter appears with the first
+}
+
+// metric is the value of the node's /metrics series (name and labels), and whether it has one.
+func (c *cluster) metric(node, series string) (float64, bool) {
 	c.t.Helper()
 	resp, err := http.Get(node + "/metrics")
 	if err != nil {
@@ -469,15 +483,15 @@ func (c *cluster) revocationsHeard(node string) float64 {
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), `contactd_notifications_heard_total{channel="contactd_key_revoked"} `); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
 			var n float64
 			if _, err := fmt.Sscan(v, &n); err != nil {
 				c.t.Fatalf("%s/metrics: %q: %v", node, sc.Text(), err)
 			}
-			return n
+			return n, true
 		}
 	}
-	return 0 // none heard yet: the counter appears with the first
+	return 0, false
 }
 
 // pid is the process id of a node, from its pid file.

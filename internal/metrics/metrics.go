@@ -26,6 +26,7 @@ type Metrics struct {
 	groupSize      *prometheus.HistogramVec
 	rlFallbacks    prometheus.Counter
 	heard          *prometheus.CounterVec
+	listening      *prometheus.GaugeVec
 	filtered       prometheus.Counter
 }
 
@@ -62,11 +63,15 @@ func New() *Metrics {
 		Name: "contactd_notifications_heard_total",
 		Help: "Notifications this process heard from other processes' changes (key revocations, subscription changes), by channel: its caches forget on each.",
 	}, []string{"channel"})
+	m.listening = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "contactd_notifications_listening",
+		Help: "1 while this process hears other processes' changes on the channel (its cache on), 0 while it does not (its cache off: every read goes to the database), by channel.",
+	}, []string{"channel"})
 	m.filtered = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "contactd_webhook_events_filtered_total",
 		Help: "Events a subscription's payload filter left out (no delivery, no attempt), one per subscription.",
 	})
-	m.registry.MustRegister(m.requests, m.latency, m.attempts, m.attemptLatency, m.groupSize, m.rlFallbacks, m.heard, m.filtered,
+	m.registry.MustRegister(m.requests, m.latency, m.attempts, m.attemptLatency, m.groupSize, m.rlFallbacks, m.heard, m.listening, m.filtered,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -121,6 +126,17 @@ func (m *Metrics) FilteredOut(n int) {
 func (m *Metrics) NotificationHeard(channel string) {
 	if m != nil {
 		m.heard.WithLabelValues(channel).Inc()
+	}
+}
+
+// NotificationsListening records whether notifications on channel are being heard.
+func (m *Metrics) NotificationsListening(channel string, up bool) {
+	if m != nil {
+		v := 0.0
+		if up {
+			v = 1
+		}
+		m.listening.WithLabelValues(channel).Set(v)
 	}
 }
 
