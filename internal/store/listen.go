@@ -23,8 +23,10 @@ type Follower interface {
 }
 
 // Listen holds one connection LISTENing on the followers' channels until ctx ends,
-// reconnecting with backoff when it is lost. Run it in its own goroutine; followers stay in
-// the not-listening state until it connects.
+// reconnecting with backoff when it is lost: the backoff grows while connecting fails and
+// starts over once a connection listened, so a process whose database was away for a while
+// is not slow to hear again after its next lost connection. Run it in its own goroutine;
+// followers stay in the not-listening state until it connects.
 func Listen(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, followers ...Follower) {
 	byChannel := make(map[string][]Follower, len(followers))
 	for _, f := range followers {
@@ -35,10 +37,14 @@ func Listen(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, followers
 			f.Listening(up)
 		}
 	}
-	backoff := 100 * time.Millisecond
+	const firstBackoff = 100 * time.Millisecond
+	backoff := firstBackoff
 	for ctx.Err() == nil {
-		err := listen(ctx, pool, byChannel, setListening)
+		listened, err := listen(ctx, pool, byChannel, setListening)
 		setListening(false)
+		if listened {
+			backoff = firstBackoff
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -52,10 +58,12 @@ func Listen(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger, followers
 	}
 }
 
-func listen(ctx context.Context, pool *pgxpool.Pool, byChannel map[string][]Follower, setListening func(bool)) error {
+// listen listens until its connection is lost; listened says whether it got as far as
+// listening.
+func listen(ctx context.Context, pool *pgxpool.Pool, byChannel map[string][]Follower, setListening func(bool)) (listened bool, err error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	// the connection is the listener's for good: never handed back to the pool.
 	raw := conn.Hijack()
@@ -65,13 +73,13 @@ func listen(ctx context.Context, pool *pgxpool.Pool, byChannel map[string][]Foll
 		stmts = append(stmts, "LISTEN "+ch)
 	}
 	if _, err := raw.Exec(ctx, strings.Join(stmts, "; ")); err != nil {
-		return err
+		return false, err
 	}
 	setListening(true)
 	for {
 		n, err := raw.WaitForNotification(ctx)
 		if err != nil {
-			return err
+			return true, err
 		}
 		for _, f := range byChannel[n.Channel] {
 			f.Notified(n.Payload)
