@@ -230,8 +230,8 @@ func copySameRows(ctx context.Context, b *benchDB, streams int) (time.Duration, 
 		return 0, err
 	}
 	pool := b.st.Pool
-	read := func(sql string) ([]string, [][]any, error) {
-		rows, err := pool.Query(ctx, sql, b.account, fmt.Sprintf("c%d", streams))
+	read := func(sql string, args ...any) ([]string, [][]any, error) {
+		rows, err := pool.Query(ctx, sql, args...)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -260,18 +260,19 @@ func copySameRows(ctx context.Context, b *benchDB, streams int) (time.Duration, 
 	var tables []table
 	for _, t := range []struct {
 		name, sql string
+		args      []any
 		contact   int
 	}{
 		{"contacts", `SELECT account_id, contact_id, email, email_key, name, phone, tags, consent_token || $2 AS consent_token,
 			consent_api_key_name, consent_api_key_prefix, consent_source_ip, consent_user_agent, consent_fields,
 			created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by
-			FROM contacts WHERE account_id = $1 AND $2 <> ''`, 1},
+			FROM contacts WHERE account_id = $1`, []any{b.account, fmt.Sprintf("c%d", streams)}, 1},
 		{"properties", `SELECT account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,
-			city, county, state, zip, normalized, created_at FROM properties WHERE account_id = $1 AND $2 <> ''`, 2},
+			city, county, state, zip, normalized, created_at FROM properties WHERE account_id = $1`, []any{b.account}, 2},
 		{"webhook_events", `SELECT account_id, event_id, event_type, contact_id, payload, occurred_at
-			FROM webhook_events WHERE account_id = $1 AND $2 <> ''`, 3},
+			FROM webhook_events WHERE account_id = $1`, []any{b.account}, 3},
 	} {
-		cols, rows, err := read(t.sql)
+		cols, rows, err := read(t.sql, t.args...)
 		if err != nil {
 			return 0, fmt.Errorf("read %s: %w", t.name, err)
 		}
