@@ -827,7 +827,8 @@ type CreateWebhookRequest struct {
 	// object of operators: `$eq`, `$neq`, `$in`, `$nin`, `$gt`, `$gte`, `$lt`, `$lte`,
 	// `$exists`. Where the path holds an array, `$eq`, `$in` and the comparisons hold when
 	// one element satisfies them, `$neq` and `$nin` when none does. At most 32 conditions,
-	// 4 levels and 64 values in an `$in`. An empty object is no filter.
+	// 4 levels and 64 values in an `$in`, strings of 256 characters without U+0000. An empty
+	// object is no filter.
 	//
 	//
 	// Example: {"data.tagsAddedInfo.tagsAdded":{"$in":["vip","gold"]}}
@@ -1227,7 +1228,8 @@ type FilterTestRequest struct {
 	// object of operators: `$eq`, `$neq`, `$in`, `$nin`, `$gt`, `$gte`, `$lt`, `$lte`,
 	// `$exists`. Where the path holds an array, `$eq`, `$in` and the comparisons hold when
 	// one element satisfies them, `$neq` and `$nin` when none does. At most 32 conditions,
-	// 4 levels and 64 values in an `$in`. An empty object is no filter.
+	// 4 levels and 64 values in an `$in`, strings of 256 characters without U+0000. An empty
+	// object is no filter.
 	//
 	//
 	// Example: {"data.tagsAddedInfo.tagsAdded":{"$in":["vip","gold"]}}
@@ -1246,7 +1248,8 @@ type FilterTestResult struct {
 	// object of operators: `$eq`, `$neq`, `$in`, `$nin`, `$gt`, `$gte`, `$lt`, `$lte`,
 	// `$exists`. Where the path holds an array, `$eq`, `$in` and the comparisons hold when
 	// one element satisfies them, `$neq` and `$nin` when none does. At most 32 conditions,
-	// 4 levels and 64 values in an `$in`. An empty object is no filter.
+	// 4 levels and 64 values in an `$in`, strings of 256 characters without U+0000. An empty
+	// object is no filter.
 	//
 	//
 	// Example: {"data.tagsAddedInfo.tagsAdded":{"$in":["vip","gold"]}}
@@ -1673,7 +1676,8 @@ type WebhookEventDataContactsMergedInfoChangedFields string
 // object of operators: `$eq`, `$neq`, `$in`, `$nin`, `$gt`, `$gte`, `$lt`, `$lte`,
 // `$exists`. Where the path holds an array, `$eq`, `$in` and the comparisons hold when
 // one element satisfies them, `$neq` and `$nin` when none does. At most 32 conditions,
-// 4 levels and 64 values in an `$in`. An empty object is no filter.
+// 4 levels and 64 values in an `$in`, strings of 256 characters without U+0000. An empty
+// object is no filter.
 //
 // Example: {"data.tagsAddedInfo.tagsAdded":{"$in":["vip","gold"]}}
 type WebhookFilter map[string]interface{}
@@ -1743,7 +1747,8 @@ type WebhookSubscription struct {
 	// object of operators: `$eq`, `$neq`, `$in`, `$nin`, `$gt`, `$gte`, `$lt`, `$lte`,
 	// `$exists`. Where the path holds an array, `$eq`, `$in` and the comparisons hold when
 	// one element satisfies them, `$neq` and `$nin` when none does. At most 32 conditions,
-	// 4 levels and 64 values in an `$in`. An empty object is no filter.
+	// 4 levels and 64 values in an `$in`, strings of 256 characters without U+0000. An empty
+	// object is no filter.
 	//
 	//
 	// Example: {"data.tagsAddedInfo.tagsAdded":{"$in":["vip","gold"]}}
@@ -2881,7 +2886,11 @@ type ClientInterface interface {
 	// Answers whether `filter` (absent: the subscription's own) wants `event` (absent: the
 	// example event of the subscription's type, as `GET /public/v1/event-types` shows it),
 	// evaluated exactly as deliveries are. Changes nothing. A filter that is not valid is
-	// refused with `400` naming its bad part, as when it is saved.
+	// refused with `400` naming its bad part, as when it is saved; an event of more than
+	// 2,048 JSON values (each object, array, string, number, boolean and null counts one),
+	// more than any event contactd writes holds, is refused with `400` naming `body.event`.
+	// It costs one evaluation: at most 32 conditions, each reading each of the event's values
+	// at most once.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2893,7 +2902,11 @@ type ClientInterface interface {
 	// Answers whether `filter` (absent: the subscription's own) wants `event` (absent: the
 	// example event of the subscription's type, as `GET /public/v1/event-types` shows it),
 	// evaluated exactly as deliveries are. Changes nothing. A filter that is not valid is
-	// refused with `400` naming its bad part, as when it is saved.
+	// refused with `400` naming its bad part, as when it is saved; an event of more than
+	// 2,048 JSON values (each object, array, string, number, boolean and null counts one),
+	// more than any event contactd writes holds, is refused with `400` naming `body.event`.
+	// It costs one evaluation: at most 32 conditions, each reading each of the event's values
+	// at most once.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3899,7 +3912,11 @@ func (c *Client) RedeliverWebhook(ctx context.Context, subscriptionId Subscripti
 // Answers whether `filter` (absent: the subscription's own) wants `event` (absent: the
 // example event of the subscription's type, as `GET /public/v1/event-types` shows it),
 // evaluated exactly as deliveries are. Changes nothing. A filter that is not valid is
-// refused with `400` naming its bad part, as when it is saved.
+// refused with `400` naming its bad part, as when it is saved; an event of more than
+// 2,048 JSON values (each object, array, string, number, boolean and null counts one),
+// more than any event contactd writes holds, is refused with `400` naming `body.event`.
+// It costs one evaluation: at most 32 conditions, each reading each of the event's values
+// at most once.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3921,7 +3938,11 @@ func (c *Client) TestWebhookFilterWithBody(ctx context.Context, subscriptionId S
 // Answers whether `filter` (absent: the subscription's own) wants `event` (absent: the
 // example event of the subscription's type, as `GET /public/v1/event-types` shows it),
 // evaluated exactly as deliveries are. Changes nothing. A filter that is not valid is
-// refused with `400` naming its bad part, as when it is saved.
+// refused with `400` naming its bad part, as when it is saved; an event of more than
+// 2,048 JSON values (each object, array, string, number, boolean and null counts one),
+// more than any event contactd writes holds, is refused with `400` naming `body.event`.
+// It costs one evaluation: at most 32 conditions, each reading each of the event's values
+// at most once.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6546,7 +6567,11 @@ type ClientWithResponsesInterface interface {
 	// Answers whether `filter` (absent: the subscription's own) wants `event` (absent: the
 	// example event of the subscription's type, as `GET /public/v1/event-types` shows it),
 	// evaluated exactly as deliveries are. Changes nothing. A filter that is not valid is
-	// refused with `400` naming its bad part, as when it is saved.
+	// refused with `400` naming its bad part, as when it is saved; an event of more than
+	// 2,048 JSON values (each object, array, string, number, boolean and null counts one),
+	// more than any event contactd writes holds, is refused with `400` naming `body.event`.
+	// It costs one evaluation: at most 32 conditions, each reading each of the event's values
+	// at most once.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6558,7 +6583,11 @@ type ClientWithResponsesInterface interface {
 	// Answers whether `filter` (absent: the subscription's own) wants `event` (absent: the
 	// example event of the subscription's type, as `GET /public/v1/event-types` shows it),
 	// evaluated exactly as deliveries are. Changes nothing. A filter that is not valid is
-	// refused with `400` naming its bad part, as when it is saved.
+	// refused with `400` naming its bad part, as when it is saved; an event of more than
+	// 2,048 JSON values (each object, array, string, number, boolean and null counts one),
+	// more than any event contactd writes holds, is refused with `400` naming `body.event`.
+	// It costs one evaluation: at most 32 conditions, each reading each of the event's values
+	// at most once.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10827,7 +10856,11 @@ func (c *ClientWithResponses) RedeliverWebhookWithResponse(ctx context.Context, 
 // Answers whether `filter` (absent: the subscription's own) wants `event` (absent: the
 // example event of the subscription's type, as `GET /public/v1/event-types` shows it),
 // evaluated exactly as deliveries are. Changes nothing. A filter that is not valid is
-// refused with `400` naming its bad part, as when it is saved.
+// refused with `400` naming its bad part, as when it is saved; an event of more than
+// 2,048 JSON values (each object, array, string, number, boolean and null counts one),
+// more than any event contactd writes holds, is refused with `400` naming `body.event`.
+// It costs one evaluation: at most 32 conditions, each reading each of the event's values
+// at most once.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10845,7 +10878,11 @@ func (c *ClientWithResponses) TestWebhookFilterWithBodyWithResponse(ctx context.
 // Answers whether `filter` (absent: the subscription's own) wants `event` (absent: the
 // example event of the subscription's type, as `GET /public/v1/event-types` shows it),
 // evaluated exactly as deliveries are. Changes nothing. A filter that is not valid is
-// refused with `400` naming its bad part, as when it is saved.
+// refused with `400` naming its bad part, as when it is saved; an event of more than
+// 2,048 JSON values (each object, array, string, number, boolean and null counts one),
+// more than any event contactd writes holds, is refused with `400` naming `body.event`.
+// It costs one evaluation: at most 32 conditions, each reading each of the event's values
+// at most once.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

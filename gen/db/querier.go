@@ -290,9 +290,6 @@ type Querier interface {
 	// bound the events' ids (of their time: a bit wider than the window, see delivery.Replay), so
 	// only the partitions of the window's days are read.
 	EventsReplay(ctx context.Context, arg EventsReplayParams) (int64, error)
-	// Whether a filter (compiled by webhook.ParseFilter) wants a payload: filter-test's answer,
-	// by the definition deliveries use.
-	FilterMatches(ctx context.Context, arg FilterMatchesParams) (bool, error)
 	// Stored bodies not sealed under the current key (@current_prefix, "v1.<key id>."), a page at
 	// a time in key order, for `contactd secrets rekey`.
 	IdempotencyBodiesToReseal(ctx context.Context, arg IdempotencyBodiesToResealParams) ([]IdempotencyBodiesToResealRow, error)
@@ -366,8 +363,6 @@ type Querier interface {
 	SubscriptionCountLive(ctx context.Context, arg SubscriptionCountLiveParams) (int64, error)
 	// The event types the account has live subscriptions to (webhook.Subscribers' cache).
 	SubscriptionEventTypesLive(ctx context.Context, accountID uuid.UUID) ([]string, error)
-	// Whether the subscription's own filter wants a payload (filter-test, by its stored form).
-	SubscriptionFilterMatches(ctx context.Context, arg SubscriptionFilterMatchesParams) (bool, error)
 	SubscriptionGet(ctx context.Context, arg SubscriptionGetParams) (WebhookSubscription, error)
 	// The account's subscriptions' attempts over a window: how many, how many succeeded, and
 	// their median and 95th-percentile latency.

@@ -12,24 +12,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const filterMatches = `-- name: FilterMatches :one
-SELECT webhook_filter_matches(($1::text)::jsonpath, ($2::text)::json)::boolean AS matches
-`
-
-type FilterMatchesParams struct {
-	FilterPath string
-	Payload    string
-}
-
-// Whether a filter (compiled by webhook.ParseFilter) wants a payload: filter-test's answer,
-// by the definition deliveries use.
-func (q *Queries) FilterMatches(ctx context.Context, arg FilterMatchesParams) (bool, error) {
-	row := q.db.QueryRow(ctx, filterMatches, arg.FilterPath, arg.Payload)
-	var matches bool
-	err := row.Scan(&matches)
-	return matches, err
-}
-
 const subscriptionCountLive = `-- name: SubscriptionCountLive :one
 SELECT count(*) FROM webhook_subscriptions
 WHERE account_id = $1 AND event_type = $2 AND status <> 'Removed'
@@ -71,25 +53,6 @@ func (q *Queries) SubscriptionEventTypesLive(ctx context.Context, accountID uuid
 		return nil, err
 	}
 	return items, nil
-}
-
-const subscriptionFilterMatches = `-- name: SubscriptionFilterMatches :one
-SELECT webhook_filter_matches(filter_path, ($1::text)::json)::boolean AS matches
-FROM webhook_subscriptions WHERE account_id = $2 AND subscription_id = $3
-`
-
-type SubscriptionFilterMatchesParams struct {
-	Payload        string
-	AccountID      uuid.UUID
-	SubscriptionID uuid.UUID
-}
-
-// Whether the subscription's own filter wants a payload (filter-test, by its stored form).
-func (q *Queries) SubscriptionFilterMatches(ctx context.Context, arg SubscriptionFilterMatchesParams) (bool, error) {
-	row := q.db.QueryRow(ctx, subscriptionFilterMatches, arg.Payload, arg.AccountID, arg.SubscriptionID)
-	var matches bool
-	err := row.Scan(&matches)
-	return matches, err
 }
 
 const subscriptionGet = `-- name: SubscriptionGet :one

@@ -49,6 +49,11 @@ const MaxActivityFuture = 5 * time.Minute
 // below the body limit, every copy of a busy account's events is as big as its biggest body.
 const MaxActivityDetailsBytes = 8 << 10
 
+// MaxActivityDetailsValues bounds the JSON values in an activity's details, so that its event,
+// with the members every event has around them, stays within webhook.MaxEventValues: what a
+// payload filter is evaluated on, at a bounded cost.
+const MaxActivityDetailsValues = 2000
+
 // ActivityInput is one reported activity.
 type ActivityInput struct {
 	Type string
@@ -76,6 +81,10 @@ func (s *Service) RecordActivity(ctx context.Context, accountID uuid.UUID, rawID
 	if len(in.Details) > MaxActivityDetailsBytes {
 		return Contact{}, false, apperr.Invalid(apperr.Field("body.details", "maxBytes",
 			fmt.Sprintf("must be at most %d bytes as JSON (it is %d)", MaxActivityDetailsBytes, len(in.Details))))
+	}
+	if n := webhook.ValuesIn(in.Details, MaxActivityDetailsValues); n > MaxActivityDetailsValues {
+		return Contact{}, false, apperr.Invalid(apperr.Field("body.details", "maxValues",
+			fmt.Sprintf("must hold at most %d JSON values (objects, arrays, strings, numbers, booleans and nulls, each one), so that payload filters can be evaluated on its event at a bounded cost", MaxActivityDetailsValues)))
 	}
 	activityID := uuid.Must(uuid.NewV7()).String()
 	if in.ID != nil {

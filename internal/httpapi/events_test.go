@@ -214,7 +214,7 @@ func TestReplaysAreBounded(t *testing.T) {
 
 // A page of the feed ends at about 1 MiB of events, with hasMore, however many were asked
 // for: a reader of big events gets every one, once, in order, over more pages. Details over
-// 8 KiB are refused, naming the rule.
+// 8 KiB, or of more than 2,000 JSON values, are refused, naming the rule.
 func TestFeedPagesAreBoundedInBytes(t *testing.T) {
 	t.Parallel()
 	a := testkit.NewAPI(t)
@@ -224,6 +224,17 @@ func TestFeedPagesAreBoundedInBytes(t *testing.T) {
 	if _, r := activity(t, a, key, id, map[string]any{"type": "AIHandoff", "details": map[string]any{"note": filler + strings.Repeat("y", 100)}}); r.Status != 400 ||
 		r.Error(t).Code != api.ErrorCodeInvalidRequest || !strings.Contains(string(r.Body), `"reason":"maxBytes"`) {
 		t.Fatalf("details over 8 KiB: %d %s", r.Status, r.Body)
+	}
+	// within 8 KiB, 2,000 values at most: two arrays (each under the body's 1,000 items)
+	values := func(n int) map[string]any {
+		return map[string]any{"a": make([]int, 998), "b": make([]int, n-1-999-1)}
+	}
+	if _, r := activity(t, a, key, id, map[string]any{"type": "AIHandoff", "details": values(2001)}); r.Status != 400 ||
+		!strings.Contains(string(r.Body), `"reason":"maxValues"`) || !strings.Contains(string(r.Body), `"field":"body.details"`) {
+		t.Fatalf("details of 2,001 values: %d %s", r.Status, r.Body)
+	}
+	if _, r := activity(t, a, key, id, map[string]any{"type": "FormSubmission", "activityId": "values", "details": values(2000)}); r.Status != 200 {
+		t.Fatalf("details of 2,000 values: %d %s", r.Status, r.Body)
 	}
 	const n = 300 // 300 events of 8 KiB: about 2.4 MiB
 	for i := range n {

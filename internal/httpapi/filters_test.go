@@ -130,6 +130,9 @@ func TestInvalidFiltersNameTheirPart(t *testing.T) {
 		{`{"a": {}}`, "body.filter.a"},
 		{`{"a": "` + strings.Repeat("x", 257) + `"}`, "body.filter.a.$eq"},
 		{`{"a": {"$in": ` + mustJSON(many) + `}}`, "body.filter.a.$in"},
+		{`{"a": "x\u0000y"}`, "body.filter.a.$eq"}, // neither jsonb nor text holds U+0000
+		{`{"a": {"$in": ["ok", "\u0000"]}}`, "body.filter.a.$in[1]"},
+		{`{"a\u0000b": 1}`, "body.filter.a\u0000b"},
 	}
 	for _, tc := range cases {
 		var filter map[string]any
@@ -222,6 +225,46 @@ func TestFilterTestDefaults(t *testing.T) {
 	_, otherKey := a.Account("other")
 	if r := a.Do("POST", "/public/v1/webhooks/"+sub.SubscriptionId+"/filter-test", otherKey, map[string]any{}); r.Status != 404 {
 		t.Errorf("another account's subscription: %d %s", r.Status, r.Body)
+	}
+}
+
+// filter-test costs one bounded evaluation: the costliest legal filter (32 conditions of 64
+// values, none deciding early) on an event of the most values a filter is evaluated on is
+// answered, and an event past that limit, which a 64 KiB body of nested arrays easily is, is
+// refused with 400 naming it, before anything evaluates it.
+func TestFilterTestIsBounded(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	sub := subscribeFiltered(t, a, key, "https://hooks.example.com/a", "FormSubmission", map[string]any{})
+	var all []any
+	for i := range 16 {
+		vals := make([]any, 64)
+		for j := range vals {
+			vals[j] = float64(i*64 + j)
+		}
+		all = append(all, map[string]any{"data.formSubmissionInfo.details.a": map[string]any{"$nin": vals, "$neq": -1}})
+	}
+	filter := map[string]any{"$and": all}
+	event := func(arrays int) map[string]any {
+		nested := make([]any, arrays)
+		for i := range nested {
+			nested[i] = []any{[]any{-7, -7}, -7, -7} // in no $nin list: every condition reads it all
+		}
+		return map[string]any{"eventType": "FormSubmission", "data": map[string]any{"formSubmissionInfo": map[string]any{"details": map[string]any{"a": nested}}}}
+	}
+	// 6 values around the array, 6 an item: 2046 + 2 strings' worth short of the limit
+	r := a.Do("POST", "/public/v1/webhooks/"+sub.SubscriptionId+"/filter-test", key, map[string]any{"filter": filter, "event": event(340)})
+	var res api.FilterTestResult
+	r.JSON(t, &res)
+	if r.Status != 200 || !res.Matches {
+		t.Errorf("the costliest legal evaluation: %d, matches %v", r.Status, res.Matches)
+	}
+	r = a.Do("POST", "/public/v1/webhooks/"+sub.SubscriptionId+"/filter-test", key, map[string]any{"filter": filter, "event": event(999)})
+	e := r.Error(t)
+	if r.Status != 400 || e.Data == nil || e.Data.Errors == nil || (*e.Data.Errors)[0].Field != "body.event" ||
+		!strings.Contains((*e.Data.Errors)[0].Message, "more than 2048 JSON values") {
+		t.Errorf("an event past the limit: %d %s", r.Status, r.Body)
 	}
 }
 

@@ -300,7 +300,7 @@ type FilterTest struct {
 }
 
 // TestFilter evaluates filter (nil: the subscription's own) against event (nil: example, the
-// catalog's example of the subscription's type), as deliveries would.
+// catalog's example of the subscription's type), as the fan-out does: it costs one evaluation.
 func (s *Service) TestFilter(ctx context.Context, accountID uuid.UUID, rawID string, filter map[string]any,
 	event json.RawMessage, example func(EventType) json.RawMessage) (FilterTest, error) {
 	sub, err := s.Get(ctx, accountID, rawID)
@@ -311,29 +311,24 @@ func (s *Service) TestFilter(ctx context.Context, accountID uuid.UUID, rawID str
 	if out.Event == nil {
 		out.Event = example(sub.EventType)
 	}
-	var given *Filter
+	var f Filter
 	if filter != nil {
-		f, ok, err := ParseFilter("body.filter", filter)
+		given, ok, err := ParseFilter("body.filter", filter)
 		if err != nil {
 			return FilterTest{}, err
 		}
-		out.Filter, given = nil, &f
+		f, out.Filter = given, nil
 		if ok {
 			out.Filter = f.JSON
 		}
+	} else if f, err = StoredFilter(sub.Filter); err != nil {
+		return FilterTest{}, err
 	}
-	err = s.store.Do(ctx, func(q *db.Queries) (err error) {
-		switch {
-		case given == nil:
-			out.Matches, err = q.SubscriptionFilterMatches(ctx, db.SubscriptionFilterMatchesParams{AccountID: accountID,
-				SubscriptionID: sub.ID, Payload: string(out.Event)})
-		case given.Path == "":
-			out.Matches = true
-		default:
-			out.Matches, err = q.FilterMatches(ctx, db.FilterMatchesParams{FilterPath: given.Path, Payload: string(out.Event)})
-		}
-		return err
-	})
+	p, err := ParsePayload("body.event", out.Event)
+	if err != nil {
+		return FilterTest{}, err
+	}
+	out.Matches, _, err = f.Match(p) // within MaxFilterSteps: the filter's and the event's limits
 	return out, err
 }
 

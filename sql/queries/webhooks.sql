@@ -40,16 +40,6 @@ FROM webhook_subscriptions
 WHERE account_id = @account_id AND event_type = @event_type AND status <> 'Removed'
 ORDER BY subscription_id;
 
--- name: FilterMatches :one
--- Whether a filter (compiled by webhook.ParseFilter) wants a payload: filter-test's answer,
--- by the definition deliveries use.
-SELECT webhook_filter_matches((@filter_path::text)::jsonpath, (@payload::text)::json)::boolean AS matches;
-
--- name: SubscriptionFilterMatches :one
--- Whether the subscription's own filter wants a payload (filter-test, by its stored form).
-SELECT webhook_filter_matches(filter_path, (@payload::text)::json)::boolean AS matches
-FROM webhook_subscriptions WHERE account_id = @account_id AND subscription_id = @subscription_id;
-
 -- name: SubscriptionSetFilter :one
 -- Sets (or, NULL, lifts) the subscription's filter: the events it queues from now on.
 UPDATE webhook_subscriptions
