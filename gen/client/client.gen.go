@@ -526,7 +526,10 @@ type ActivityRequest struct {
 	ActivityId *string `json:"activityId,omitempty"`
 
 	// Details Anything the reporting tool wants to pass on; sent as is in the event. At most
-	// 8,192 bytes as JSON: more is refused with `400 InvalidRequest` (reason `maxBytes`).
+	// 8,192 bytes as JSON: more is refused with `400 InvalidRequest` (reason `maxBytes`);
+	// and at most 2,000 JSON values (each object, array, string, number, boolean and null
+	// counts one), so that payload filters are evaluated on its event at a bounded cost:
+	// more is refused with `400 InvalidRequest` (reason `maxValues`).
 	Details *map[string]interface{} `json:"details,omitempty"`
 
 	// OccurredAt When it happened (default now); at most 5 minutes in the future.
@@ -971,7 +974,8 @@ type DeliveryAttempt struct {
 	// Example: 2026-11-21T09:30:00.123Z
 	NextAttemptAt *Timestamp `json:"nextAttemptAt,omitempty"`
 
-	// ResponseExcerpt The start of the receiver's answer (at most 256 bytes); absent when it had no body.
+	// ResponseExcerpt The start of the receiver's answer (at most 256 bytes); absent when it had no body,
+	// and for a key without `events:read`: a receiver may echo what it received.
 	ResponseExcerpt *string `json:"responseExcerpt,omitempty"`
 
 	// ResponseStatus The receiver's HTTP status; absent when no response came.
@@ -1440,7 +1444,9 @@ type UpdateContactRequest struct {
 // UpdateWebhookRequest The subscription's settings to change; absent ones stay.
 type UpdateWebhookRequest struct {
 	// Filter The subscription's payload filter (`WebhookFilter`), for the events written from
-	// now on; `null` or `{}` removes it.
+	// now on; `null` or `{}` removes it. Setting one needs `events:read` besides
+	// `webhooks:write` (which events a filter lets through shows what they hold): without
+	// it, `403 Forbidden` naming the scope, and nothing changes.
 	//
 	//
 	// Example: {"data.tagsAddedInfo.tagsAdded":"vip"}

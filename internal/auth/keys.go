@@ -35,6 +35,10 @@ var ErrUnauthorized = apperr.New(apperr.KindUnauthorized, "Unauthorized", "missi
 // ScopeAll grants every scope: a key's default, the behaviour of keys before scopes.
 const ScopeAll = "all"
 
+// ScopeEventsRead reads events: the feed, and anything that shows what events hold (a filter's
+// effect on deliveries, what receivers echoed).
+const ScopeEventsRead = "events:read"
+
 // Principal is who is calling: the account and the key used, with what the key may do.
 type Principal struct {
 	// AccountID is the account the request acts in: the live account, or its sandbox for a

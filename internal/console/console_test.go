@@ -448,3 +448,35 @@ func TestConsoleWarnsOfFailingSubscriptions(t *testing.T) {
 		t.Errorf("a deleted subscription's page:\n%s", p.body)
 	}
 }
+
+// A subscription's page shows what receivers answered only to a key that reads events: a
+// receiver may echo what it received.
+func TestConsoleShowsExcerptsOnlyWithEventsRead(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, testkit.LocalDelivery)
+	a.StartWorkers()
+	account, key := a.Account("a")
+	rc := testkit.NewReceiver(t)
+	rc.Respond = func(_ int, w http.ResponseWriter, _ *http.Request) { w.Write([]byte("echoed-back-by-the-receiver")) }
+	var sub struct {
+		SubscriptionId string `json:"subscriptionId"`
+	}
+	a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": rc.URL, "eventType": "TagsAdded"}).JSON(t, &sub)
+	id := createContact(t, a, key, "mine@example.com")
+	a.Do("POST", "/public/v1/contact/"+id+"/tags", key, map[string]any{"tags": []string{"t"}})
+	rc.Next(t)
+	a.DeliveriesSettled(t)
+	for _, scopes := range [][]string{{"webhooks:read"}, {"webhooks:read", "events:read"}} {
+		k, err := a.Svc.Auth.CreateKeyWith(context.Background(), account, auth.KeyOptions{Name: strings.Join(scopes, "+"), Scopes: scopes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &browser{t: t, base: a.URL}
+		b.signIn(k)
+		p := b.do("GET", "/console/webhooks/"+sub.SubscriptionId, nil)
+		if shown, want := strings.Contains(p.body, "echoed-back-by-the-receiver"), len(scopes) == 2; p.status != 200 || shown != want ||
+			!strings.Contains(p.body, "<td>200</td>") {
+			t.Errorf("a key with %v: %d, the excerpt shown %v, want %v", scopes, p.status, shown, want)
+		}
+	}
+}

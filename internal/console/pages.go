@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/contactd/contactd/internal/apicore"
+	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/webhook"
@@ -73,7 +74,7 @@ func (c *Console) contactPage(ec echo.Context) error {
 		return c.failed(ec, err)
 	}
 	data := map[string]any{"Title": ct.Email, "C": ct, "ConsentURL": c.d.Contacts.ConsentURL(ct), "CanWrite": s.Has("contacts:write")}
-	if s.Has("events:read") {
+	if s.Has(auth.ScopeEventsRead) {
 		evs, err := c.d.Events.OfContact(ec.Request().Context(), s.AccountID, ct.ID, 200)
 		if err != nil {
 			return err
@@ -179,7 +180,7 @@ func (c *Console) showWebhook(ec echo.Context, secret string) error {
 	if err != nil {
 		return c.failed(ec, err)
 	}
-	attempts, _, err := c.d.Deliveries.Attempts(ctx, s.AccountID, sub.ID.String(), 100, "")
+	attempts, _, err := c.d.Deliveries.Attempts(ctx, s.AccountID, sub.ID.String(), 100, "", s.Has(auth.ScopeEventsRead))
 	if err != nil {
 		return c.failed(ec, err)
 	}

@@ -47,8 +47,10 @@ type Delivery struct {
 	NextAttemptAt *time.Time
 }
 
-// Attempts lists a subscription's attempts, newest first, after cursor (empty for the first page).
-func (s *Service) Attempts(ctx context.Context, account uuid.UUID, rawSub string, limit int, cursor string) ([]Attempt, string, error) {
+// Attempts lists a subscription's attempts, newest first, after cursor (empty for the first
+// page). excerpts includes what receivers answered: a receiver may echo what it received, so
+// only a reader of the events may see it.
+func (s *Service) Attempts(ctx context.Context, account uuid.UUID, rawSub string, limit int, cursor string, excerpts bool) ([]Attempt, string, error) {
 	sub, err := s.subscription(ctx, account, rawSub)
 	if err != nil {
 		return nil, "", err
@@ -74,7 +76,10 @@ func (s *Service) Attempts(ctx context.Context, account uuid.UUID, rawSub string
 	for i, r := range rows {
 		out[i] = Attempt{DeliveryID: r.DeliveryID, EventID: r.EventID, EventType: r.EventType, Attempt: int(r.Attempt),
 			AttemptedAt: r.AttemptedAt, Latency: time.Duration(r.LatencyMs) * time.Millisecond, Error: r.Error,
-			NextAttemptAt: r.NextAttemptAt, ResponseExcerpt: r.ResponseExcerpt}
+			NextAttemptAt: r.NextAttemptAt}
+		if excerpts {
+			out[i].ResponseExcerpt = r.ResponseExcerpt
+		}
 		if r.ResponseStatus != nil {
 			v := int(*r.ResponseStatus)
 			out[i].ResponseStatus = &v

@@ -1,11 +1,13 @@
 package httpapi_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -14,7 +16,7 @@ func TestDeliveryLogKeepsTheAnswer(t *testing.T) {
 	t.Parallel()
 	a := testkit.NewAPI(t, testkit.LocalDelivery)
 	a.StartWorkers()
-	_, key := a.Account("acme")
+	account, key := a.Account("acme")
 	rc := testkit.NewReceiver(t)
 	rc.Respond = func(n int, w http.ResponseWriter, _ *http.Request) {
 		if n == 1 {
@@ -36,6 +38,54 @@ func TestDeliveryLogKeepsTheAnswer(t *testing.T) {
 	if len(list.Attempts) != 1 || list.Attempts[0].ResponseExcerpt == nil ||
 		!strings.HasPrefix(*list.Attempts[0].ResponseExcerpt, `{"error":"maintenance until 10:00"}`) || len(*list.Attempts[0].ResponseExcerpt) != 256 {
 		t.Fatalf("attempts %+v", list.Attempts)
+	}
+	// a receiver may echo what it received: a key that cannot read events does not see it
+	for _, scopes := range [][]string{{"webhooks:read"}, {"webhooks:read", "events:read"}} {
+		k, err := a.Svc.Auth.CreateKeyWith(context.Background(), account, auth.KeyOptions{Name: strings.Join(scopes, "+"), Scopes: scopes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seen api.DeliveryAttemptList
+		if r := a.Do("GET", "/public/v1/webhooks/"+sub.SubscriptionId+"/deliveries", k, nil); r.Status != 200 {
+			t.Fatalf("%v: %d %s", scopes, r.Status, r.Body)
+		} else {
+			r.JSON(t, &seen)
+		}
+		withExcerpt := len(seen.Attempts) == 1 && seen.Attempts[0].ResponseExcerpt != nil
+		if want := len(scopes) == 2; withExcerpt != want || len(seen.Attempts) != 1 || seen.Attempts[0].ResponseStatus == nil {
+			t.Errorf("a key with %v: %+v, want the excerpt %v", scopes, seen.Attempts, want)
+		}
+	}
+}
+
+// Setting a filter needs events:read besides webhooks:write, as subscribing does: which events
+// a filter let through would otherwise tell a key what events hold. Everything else PATCH
+// changes does not.
+func TestSettingAFilterNeedsEventsRead(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	account, key := a.Account("acme")
+	var sub api.WebhookSubscription
+	subscribe(t, a, key, "https://hooks.example.com/a", "TagsAdded").JSON(t, &sub)
+	writer, err := a.Svc.Auth.CreateKeyWith(context.Background(), account, auth.KeyOptions{Name: "w", Scopes: []string{"webhooks:write", "webhooks:read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "/public/v1/webhooks/" + sub.SubscriptionId
+	r := a.Do("PATCH", path, writer, map[string]any{"filter": map[string]any{"data.tagsAddedInfo.tagsAdded": "vip"}, "maxDeliveriesPerSecond": 5})
+	if r.Status != 403 || r.Error(t).Code != "Forbidden" || !strings.Contains(r.Error(t).Message, "events:read") {
+		t.Errorf("a filter without events:read: %d %s", r.Status, r.Body)
+	}
+	if n := a.Count(t, "SELECT count(*) FROM webhook_subscriptions WHERE filter IS NULL AND max_per_second IS NULL"); n != 1 {
+		t.Errorf("the refused PATCH changed the subscription")
+	}
+	for _, body := range []map[string]any{{"maxDeliveriesPerSecond": 5}, {"paused": true}, {"filter": nil}, {"filter": map[string]any{}}} {
+		if r := a.Do("PATCH", path, writer, body); r.Status != 200 {
+			t.Errorf("%v without events:read: %d %s", body, r.Status, r.Body)
+		}
+	}
+	if r := a.Do("PATCH", path, key, map[string]any{"filter": map[string]any{"data.tagsAddedInfo.tagsAdded": "vip"}}); r.Status != 200 {
+		t.Errorf("a filter with events:read: %d %s", r.Status, r.Body)
 	}
 }
 

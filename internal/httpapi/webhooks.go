@@ -7,6 +7,8 @@ import (
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/apicore"
 	"github.com/contactd/contactd/internal/apitime"
+	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/webhook"
 )
@@ -86,6 +88,10 @@ func (s *Server) RotateWebhookSecret(ctx context.Context, req api.RotateWebhookS
 // UpdateWebhook implements PATCH /public/v1/webhooks/{subscriptionId}.
 func (s *Server) UpdateWebhook(ctx context.Context, req api.UpdateWebhookRequestObject) (api.UpdateWebhookResponseObject, error) {
 	account := principal(ctx).AccountID
+	if f := req.Body.Filter; f.IsSpecified() && !f.IsNull() && len(f.MustGet()) > 0 && !principal(ctx).Has(auth.ScopeEventsRead) {
+		// what a filter lets through shows, event by event, what the events hold
+		return nil, apperr.New(apperr.KindForbidden, "Forbidden", "this API key lacks the scope "+auth.ScopeEventsRead+", which setting a filter needs")
+	}
 	limit := req.Body.MaxDeliveriesPerSecond
 	sub, err := s.webhooks.Get(ctx, account, req.SubscriptionId) // nothing to change: as it is
 	switch {
@@ -129,7 +135,8 @@ func (s *Server) ListWebhookDeliveries(ctx context.Context, req api.ListWebhookD
 	if req.Params.Cursor != nil {
 		cursor = *req.Params.Cursor
 	}
-	attempts, next, err := s.deliveries.Attempts(ctx, principal(ctx).AccountID, req.SubscriptionId, limit, cursor)
+	attempts, next, err := s.deliveries.Attempts(ctx, principal(ctx).AccountID, req.SubscriptionId, limit, cursor,
+		principal(ctx).Has(auth.ScopeEventsRead))
 	if err != nil {
 		return nil, err
 	}
