@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -19,20 +20,27 @@ import (
 // success, anything else (no stream takes the subject, the broker away) a failure retried on
 // the same schedule as HTTP. One connection per process, made at the first attempt and kept
 // (the client reconnects by itself).
+//
+// What an attempt records is read by the subscription's owner, a tenant of the operator's
+// broker: as for HTTP (describe), its errors are worded in the owner's terms, while the
+// client's own text (the broker's addresses, its resolver, its auth failures) goes to the
+// operator's log only; and the acknowledgement is recorded without the stream's name or
+// sequence, from which a tenant could count every tenant's messages.
 type natsPublisher struct {
 	url, prefix string
 	timeout     time.Duration
+	log         *slog.Logger
 
 	mu sync.Mutex
 	nc *nats.Conn
 	js jetstream.JetStream
 }
 
-func newNATSPublisher(url, prefix string, timeout time.Duration) *natsPublisher {
+func newNATSPublisher(url, prefix string, timeout time.Duration, log *slog.Logger) *natsPublisher {
 	if url == "" {
 		return nil
 	}
-	return &natsPublisher{url: url, prefix: prefix, timeout: timeout}
+	return &natsPublisher{url: url, prefix: prefix, timeout: timeout, log: log}
 }
 
 func (p *natsPublisher) conn() (jetstream.JetStream, error) {
@@ -68,7 +76,7 @@ func (p *natsPublisher) publish(ctx context.Context, a Args, subject string, msg
 	start := time.Now()
 	js, err := p.conn()
 	if err != nil {
-		return outcome{err: "NATS: cannot connect: " + err.Error(), latency: time.Since(start)}
+		return p.failed(a, err, "NATS: could not reach the broker", start)
 	}
 	m := nats.NewMsg(p.Subject(a.AccountID, subject))
 	m.Data = msg.body
@@ -78,19 +86,27 @@ func (p *natsPublisher) publish(ctx context.Context, a Args, subject string, msg
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	ack, err := js.PublishMsg(ctx, m, jetstream.WithMsgID(fmt.Sprintf("%s.%d", a.DeliveryID, a.Attempt)), jetstream.WithRetryAttempts(1))
-	o := outcome{latency: time.Since(start)}
 	switch {
 	case errors.Is(err, jetstream.ErrNoStreamResponse):
-		o.err = "NATS: no JetStream stream takes subject " + m.Subject
+		return p.failed(a, err, "NATS: no stream takes this subscription's subject ("+subject+")", start)
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
-		o.err = "NATS: timed out waiting for the stream's acknowledgement"
+		return p.failed(a, err, "NATS: timed out waiting for the stream's acknowledgement", start)
+	case errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrDisconnected) ||
+		errors.Is(err, nats.ErrConnectionReconnecting):
+		return p.failed(a, err, "NATS: could not reach the broker", start)
 	case err != nil:
-		o.err = "NATS: " + err.Error()
-	default:
-		excerpt := fmt.Sprintf(`{"stream":%q,"seq":%d,"duplicate":%t}`, ack.Stream, ack.Sequence, ack.Duplicate)
-		o.acked, o.excerpt = true, &excerpt
+		return p.failed(a, err, "NATS: the broker did not take the message", start)
 	}
-	return o
+	excerpt := fmt.Sprintf(`{"acknowledged":true,"duplicate":%t}`, ack.Duplicate)
+	return outcome{acked: true, excerpt: &excerpt, latency: time.Since(start)}
+}
+
+// failed is a failed attempt's outcome, worded for the subscription's owner; the client's
+// error goes to the operator's log.
+func (p *natsPublisher) failed(a Args, err error, worded string, start time.Time) outcome {
+	p.log.Warn("webhooks: a NATS publish failed", slog.String("delivery_id", a.DeliveryID.String()),
+		slog.Int("attempt", a.Attempt), slog.Any("error", err))
+	return outcome{err: worded, latency: time.Since(start)}
 }
 
 func (p *natsPublisher) close() {

@@ -63,7 +63,7 @@ func New(st *store.Store, opt Options) *Service {
 		now: opt.Now, rnd: defaultRand, log: opt.Log, metrics: opt.Metrics, opt: opt, secrets: opt.Secrets}
 	s.queue = queue.New(queue.Options{Name: QueueName, Slots: opt.Workers, PollEvery: opt.PollEvery, Log: opt.Log}, s.claim)
 	s.events = webhook.NewEmitter(s, nil, opt.Filtered)
-	s.nats = newNATSPublisher(opt.NATSURL, opt.NATSSubjectPrefix, opt.Timeout)
+	s.nats = newNATSPublisher(opt.NATSURL, opt.NATSSubjectPrefix, opt.Timeout, opt.Log)
 	return s
 }
 
