@@ -27,6 +27,10 @@ func TestClientAddressTrustsOnlyTheConfiguredProxies(t *testing.T) {
 		{"[fd00::1]:5000", "203.0.113.9", proxy, "fd00::1"},       // unique local IPv6
 		{"127.0.0.1:5000", "203.0.113.9", nil, "127.0.0.1"},       // no proxies configured
 		{"10.9.8.7:5000", "203.0.113.9", nil, "10.9.8.7"},
+		// a loopback client is believed only from a proxy on this machine
+		{"127.0.0.1:5000", "127.0.0.1", proxy, "127.0.0.1"},
+		{"10.0.0.5:5000", "127.0.0.1", []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, "10.0.0.5"},
+		{"10.0.0.5:5000", "198.51.100.1, ::1", []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}, "10.0.0.5"},
 	} {
 		req := httptest.NewRequest("GET", "/", nil)
 		req.RemoteAddr = tc.peer

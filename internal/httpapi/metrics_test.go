@@ -73,7 +73,7 @@ func grep(text, prefix string) string {
 
 // /metrics shows every tenant's traffic and queues: only the operator reads it. A client
 // elsewhere (here, named by a trusted proxy) is refused without the token, and with the token
-// configured only the token opens it.
+// configured only the token opens it. The TCP peer decides, never X-Forwarded-For.
 func TestMetricsAreTheOperators(t *testing.T) {
 	t.Parallel()
 	behind := testkit.NewAPI(t, func(c *config.Config) { c.TrustedProxiesRaw = "127.0.0.1/32" })
@@ -83,6 +83,15 @@ func TestMetricsAreTheOperators(t *testing.T) {
 	if r := behind.Do("GET", "/metrics", "", nil, "X-Forwarded-For", "203.0.113.9"); r.Status != 403 || r.Error(t).Code != "Forbidden" ||
 		strings.Contains(string(r.Body), "contactd_") {
 		t.Errorf("from elsewhere, through the proxy: %d %s", r.Status, r.Body)
+	}
+	// what the proxy forwards is refused whatever client it names: a forwarded header can
+	// refuse, never admit
+	if r := behind.Do("GET", "/metrics", "", nil, "X-Forwarded-For", "127.0.0.1"); r.Status != 403 || strings.Contains(string(r.Body), "contactd_") {
+		t.Errorf("through the proxy, claiming loopback: %d", r.Status)
+	}
+	direct := testkit.NewAPI(t)
+	if r := direct.Do("GET", "/metrics", "", nil, "X-Forwarded-For", "203.0.113.9"); r.Status != 200 {
+		t.Errorf("a loopback peer with no proxy configured, whatever its header: %d", r.Status)
 	}
 	withToken := testkit.NewAPI(t, func(c *config.Config) { c.MetricsToken = "s3cret-scrape" })
 	for name, tc := range map[string]struct {

@@ -141,7 +141,9 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 
 // ipExtractor finds the client's address: the TCP peer, or with trusted proxies the last
 // X-Forwarded-For address that is not one of them (echo trusts loopback and private
-// networks by default: here only what is configured).
+// networks by default: here only what is configured). A forwarded loopback address is
+// believed only from a proxy on this machine: from any other host, even a trusted one, a
+// client "on this machine" is that host claiming it (the key allow-lists that name loopback).
 func ipExtractor(trusted []netip.Prefix) echo.IPExtractor {
 	if len(trusted) == 0 {
 		return echo.ExtractIPDirect()
@@ -150,7 +152,23 @@ func ipExtractor(trusted []netip.Prefix) echo.IPExtractor {
 	for _, p := range trusted {
 		opts = append(opts, echo.TrustIPRange(&net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}))
 	}
-	return echo.ExtractIPFromXFFHeader(opts...)
+	forwarded := echo.ExtractIPFromXFFHeader(opts...)
+	return func(r *http.Request) string {
+		client, peer := forwarded(r), tcpPeer(r)
+		if addr, err := netip.ParseAddr(client); err == nil && addr.IsLoopback() && !peer.IsLoopback() {
+			return peer.String()
+		}
+		return client
+	}
+}
+
+// tcpPeer is the address of the connection's other end (invalid if unreadable).
+func tcpPeer(r *http.Request) netip.Addr {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return ap.Addr().Unmap()
 }
 
 func (s *Server) logPanic(c echo.Context, err error, stack []byte) error {
@@ -161,8 +179,9 @@ func (s *Server) logPanic(c echo.Context, err error, stack []byte) error {
 
 // metricsAccess keeps /metrics to the operator: it shows every tenant's traffic and queues.
 // A scraper sends CONTACTD_METRICS_TOKEN as a bearer token, or, with none configured, runs on
-// this machine (a loopback client, after CONTACTD_TRUSTED_PROXIES: not a request HAProxy
-// forwarded from elsewhere).
+// this machine: its TCP peer is loopback, whatever a header says, and it is not a request a
+// proxy forwarded (a trusted proxy's request with X-Forwarded-For: a header can refuse here,
+// never admit).
 func (s *Server) metricsAccess(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if want := s.cfg.MetricsToken; want != "" {
@@ -172,11 +191,24 @@ func (s *Server) metricsAccess(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			return next(c)
 		}
-		if addr, err := netip.ParseAddr(c.RealIP()); err != nil || !addr.IsLoopback() {
+		r := c.Request()
+		peer := tcpPeer(r)
+		forwarded := r.Header.Get(echo.HeaderXForwardedFor) != "" && s.fromProxy(peer)
+		if !peer.IsLoopback() || forwarded {
 			return apperr.New(apperr.KindForbidden, "Forbidden", "/metrics answers clients on this machine only, unless the operator sets CONTACTD_METRICS_TOKEN")
 		}
 		return next(c)
 	}
+}
+
+// fromProxy reports whether peer is one of CONTACTD_TRUSTED_PROXIES.
+func (s *Server) fromProxy(peer netip.Addr) bool {
+	for _, p := range s.cfg.TrustedProxies {
+		if p.Contains(peer) {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) healthz(c echo.Context) error {
