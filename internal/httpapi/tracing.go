@@ -14,9 +14,12 @@ import (
 	"github.com/contactd/contactd/internal/tracing"
 )
 
-// traced gives each request a server span, its parent from the client's traceparent, named
-// after the spec's operation. Its attributes are the route (never the path or the query,
-// which may carry an email), the method, the status, the request id and the account.
+// traced gives each request a server span named after the spec's operation. Its parent is the
+// traceparent of a trusted proxy's request (CONTACTD_TRUSTED_PROXIES: the operator's own
+// edge); any other client's traceparent is only a link on a new root span, so no client
+// decides whether its request is sampled (forcing the operator's costs up, or hiding from
+// them) nor joins the operator's traces. Its attributes are the route (never the path or the
+// query, which may carry an email), the method, the status, the request id and the account.
 // Without tracing (tracing.Enabled at start) requests go straight through.
 func (s *Server) traced(next echo.HandlerFunc) echo.HandlerFunc {
 	if !tracing.Enabled() {
@@ -26,7 +29,13 @@ func (s *Server) traced(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		ctx := otel.GetTextMapPropagator().Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := tracer.Start(ctx, "HTTP "+r.Method, trace.WithSpanKind(trace.SpanKindServer))
+		opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+		if remote := trace.SpanContextFromContext(ctx); remote.IsValid() && !s.fromProxy(tcpPeer(r)) {
+			ctx = r.Context() // the client's baggage goes too
+			opts = append(opts, trace.WithNewRoot(), trace.WithLinks(trace.Link{SpanContext: remote,
+				Attributes: []attribute.KeyValue{attribute.String("contactd.link", "client")}}))
+		}
+		ctx, span := tracer.Start(ctx, "HTTP "+r.Method, opts...)
 		defer span.End()
 		c.SetRequest(r.WithContext(ctx))
 		err := next(c)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/contactd/contactd/internal/config"
 	"github.com/contactd/contactd/internal/testkit"
 	"github.com/contactd/contactd/internal/tracing"
 )
@@ -47,7 +49,7 @@ func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte{})
 }
 
-// One trace follows a create from the client's traceparent: the request's span, the group
+// One trace follows a create from a trusted proxy's traceparent: the request's span, the group
 // commit it waited for, its event's span, and the delivery attempt made by a worker (a child of
 // the event's span with a link to it), whose traceparent the receiver gets. No attribute
 // anywhere carries the contact's email, name or phone, even from a lookup by email.
@@ -68,7 +70,7 @@ func TestOneTraceFromRequestToAttempt(t *testing.T) {
 		}
 	})
 
-	a := testkit.NewAPI(t, testkit.LocalDelivery)
+	a := testkit.NewAPI(t, testkit.LocalDelivery, behindProxy)
 	_, key := a.Account("acme")
 	rc := testkit.NewReceiver(t)
 	if r := a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": rc.URL, "eventType": "TagsAdded"}); r.Status != 200 {
@@ -162,4 +164,89 @@ func attr(s *tracepb.Span, key string) string {
 		}
 	}
 	return ""
+}
+
+// behindProxy makes the test's client (on loopback) the operator's trusted proxy.
+func behindProxy(c *config.Config) { c.TrustedProxiesRaw = "127.0.0.1/32" }
+
+// startTracing sets tracing up to a collector of its own with the given sampler, and returns
+// the collector and the function that flushes every ended span into it.
+func startTracing(t *testing.T, sampler string) (*collector, func()) {
+	t.Helper()
+	col := &collector{}
+	srv := httptest.NewServer(col)
+	t.Cleanup(srv.Close)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	t.Setenv("OTEL_TRACES_SAMPLER", sampler)
+	shutdown, err := tracing.Setup(context.Background(), "contactd-test", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	flush := func() {
+		once.Do(func() {
+			if err := shutdown(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(flush)
+	return col, flush
+}
+
+// A client that is not the operator's proxy does not decide its traces: its traceparent is a
+// link on a new root span (it neither joins the operator's trace nor names it), and the
+// operator's sampler decides: with parent-based sampling off at the root, its sampled flag
+// samples nothing, while the same header from a trusted proxy is honoured.
+func TestUntrustedClientsDoNotDecideTheirTraces(t *testing.T) {
+	const clientTrace, clientSpan = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+	header := []string{"traceparent", "00-" + clientTrace + "-" + clientSpan + "-01"}
+	t.Run("a new root with a link", func(t *testing.T) {
+		col, flush := startTracing(t, "parentbased_always_on")
+		a := testkit.NewAPI(t)
+		_, key := a.Account("acme")
+		if r := a.Do("GET", "/public/v1/webhooks", key, nil, header...); r.Status != 200 {
+			t.Fatal(r.Status)
+		}
+		flush()
+		col.mu.Lock()
+		defer col.mu.Unlock()
+		var request *tracepb.Span
+		for _, s := range col.spans {
+			if s.Name == "listWebhooks" {
+				request = s
+			}
+		}
+		if request == nil || hex.EncodeToString(request.TraceId) == clientTrace || len(request.ParentSpanId) != 0 ||
+			len(request.Links) != 1 || hex.EncodeToString(request.Links[0].TraceId) != clientTrace ||
+			hex.EncodeToString(request.Links[0].SpanId) != clientSpan {
+			t.Errorf("the request's span: %v", request)
+		}
+	})
+	t.Run("the operator's sampler decides", func(t *testing.T) {
+		col, flush := startTracing(t, "parentbased_always_off")
+		untrusted, trusted := testkit.NewAPI(t), testkit.NewAPI(t, behindProxy)
+		_, key := untrusted.Account("acme")
+		_, key2 := trusted.Account("acme")
+		if r := untrusted.Do("GET", "/public/v1/webhooks", key, nil, header...); r.Status != 200 {
+			t.Fatal(r.Status)
+		}
+		if r := trusted.Do("GET", "/public/v1/event-types", key2, nil, header...); r.Status != 200 {
+			t.Fatal(r.Status)
+		}
+		flush()
+		col.mu.Lock()
+		defer col.mu.Unlock()
+		var names []string
+		for _, s := range col.spans {
+			names = append(names, s.Name)
+			if hex.EncodeToString(s.TraceId) != clientTrace {
+				t.Errorf("a span outside the proxy's trace: %s", s.Name)
+			}
+		}
+		if !slices.Contains(names, "listEventTypes") || slices.Contains(names, "listWebhooks") {
+			t.Errorf("spans %v: want the trusted proxy's request sampled by its parent, the client's not", names)
+		}
+	})
 }
