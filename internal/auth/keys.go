@@ -11,12 +11,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/ratelimit"
 	"github.com/contactd/contactd/internal/secret"
 	"github.com/contactd/contactd/internal/store"
 )
@@ -31,6 +33,9 @@ const (
 
 // ErrUnauthorized is the answer to a missing, malformed, unknown or revoked key.
 var ErrUnauthorized = apperr.New(apperr.KindUnauthorized, "Unauthorized", "missing or invalid x-api-key")
+
+var errTooManyFailures = apperr.New(apperr.KindRateLimited, "TooManyRequests",
+	"too many requests with unknown API keys from this address; retry after the Retry-After seconds")
 
 // ScopeAll grants every scope: a key's default, the behaviour of keys before scopes.
 const ScopeAll = "all"
@@ -101,14 +106,26 @@ type Service struct {
 	// writes last_used_at at most once per TouchEvery per key.
 	touched sync.Map // uuid.UUID -> time.Time
 	cache   *keyCache
+	// failures counts, per client address, the lookups of well-formed keys that named no key;
+	// unknown remembers those keys for a while, so repeating one costs no lookup.
+	failures *ratelimit.Limiter
+	unknown  unknownKeys
+	lookups  atomic.Uint64
 }
+
+// MaxFailedLookupsPer10s is how many lookups of unknown keys a client address may cause in
+// any 10 seconds. Past it, a key this process has not cached is refused without a lookup
+// until the window frees one: well-formed random keys cost the database nothing more. A
+// client's known keys, cached, go on working.
+const MaxFailedLookupsPer10s = 20
 
 // TouchEvery is the resolution of a key's last-used time.
 const TouchEvery = time.Minute
 
 // NewService returns a Service on st.
 func NewService(st *store.Store, now func() time.Time) *Service {
-	return &Service{store: st, now: now, cache: newKeyCache()}
+	return &Service{store: st, now: now, cache: newKeyCache(),
+		failures: ratelimit.New(ratelimit.Limits{ReadsPer10s: MaxFailedLookupsPer10s}, now)}
 }
 
 // CreateAccount creates an account with a unique name.
@@ -260,8 +277,9 @@ func (s *Service) changeKeys(ctx context.Context, prefix string, change func(tx 
 	return err
 }
 
-// Authenticate resolves a presented key to its principal.
-func (s *Service) Authenticate(ctx context.Context, key string) (Principal, error) {
+// Authenticate resolves a presented key to its principal; client is the caller's address
+// (invalid when unknown), whose lookups of unknown keys are bounded (MaxFailedLookupsPer10s).
+func (s *Service) Authenticate(ctx context.Context, key string, client netip.Addr) (Principal, error) {
 	if !wellFormed(key) {
 		return Principal{}, ErrUnauthorized
 	}
@@ -270,7 +288,17 @@ func (s *Service) Authenticate(ctx context.Context, key string) (Principal, erro
 	if p, ok := s.cache.Get(h, now); ok {
 		return s.admit(ctx, p, now)
 	}
+	if s.unknown.has(h, now) {
+		return Principal{}, ErrUnauthorized
+	}
+	from := client.Unmap().As16()
+	if full, retry := s.failures.Full(from, false); full {
+		e := *errTooManyFailures
+		e.RetryAfter = max(retry, time.Second)
+		return Principal{}, &e
+	}
 	gen := s.cache.Generation()
+	s.lookups.Add(1)
 	var p Principal
 	err := s.store.Do(ctx, func(q *db.Queries) error {
 		row, err := q.KeyAuthenticate(ctx, h[:])
@@ -279,6 +307,8 @@ func (s *Service) Authenticate(ctx context.Context, key string) (Principal, erro
 		return err
 	})
 	if errors.Is(err, apperr.ErrNoRows) {
+		s.failures.Allow(from, ratelimit.ID{}, false)
+		s.unknown.add(h, now)
 		return Principal{}, ErrUnauthorized
 	}
 	if err != nil {
@@ -287,6 +317,10 @@ func (s *Service) Authenticate(ctx context.Context, key string) (Principal, erro
 	s.cache.Put(h, p, gen, now)
 	return s.admit(ctx, p, now)
 }
+
+// Lookups counts the keys this process looked up in the database: a test tells by it that a
+// refusal cost no lookup.
+func (s *Service) Lookups() uint64 { return s.lookups.Load() }
 
 // admit refuses an expired key, and records the use of the others.
 func (s *Service) admit(ctx context.Context, p Principal, now time.Time) (Principal, error) {
@@ -369,4 +403,43 @@ func (s *Service) ResetSandbox(ctx context.Context, sandbox uuid.UUID) error {
 		}
 		return tx.SandboxReset(ctx, sandbox)
 	})
+}
+
+// unknownKeys remembers the hashes of presented keys that no key has, for UnknownKeyTTL and at
+// most maxUnknownKeys of them. A key is made with 32 random bytes and shown once its row has
+// committed, so no key becomes known after it was presented unknown.
+type unknownKeys struct {
+	mu   sync.Mutex
+	seen map[[32]byte]time.Time
+}
+
+// UnknownKeyTTL is how long an unknown key is answered without a lookup.
+const UnknownKeyTTL = time.Minute
+
+const maxUnknownKeys = 4096
+
+func (u *unknownKeys) has(h [32]byte, now time.Time) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	at, ok := u.seen[h]
+	return ok && now.Sub(at) < UnknownKeyTTL
+}
+
+func (u *unknownKeys) add(h [32]byte, now time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.seen == nil {
+		u.seen = map[[32]byte]time.Time{}
+	}
+	if len(u.seen) >= maxUnknownKeys {
+		for k, at := range u.seen {
+			if now.Sub(at) >= UnknownKeyTTL {
+				delete(u.seen, k)
+			}
+		}
+		if len(u.seen) >= maxUnknownKeys {
+			clear(u.seen) // a flood of distinct keys: the per-client limit bounds it instead
+		}
+	}
+	u.seen[h] = now
 }

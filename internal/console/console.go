@@ -278,11 +278,10 @@ func (c *Console) loginPage(ec echo.Context) error {
 // its id is kept with the session.
 func (c *Console) login(ec echo.Context) error {
 	ctx := ec.Request().Context()
-	p, err := c.d.Auth.Authenticate(ctx, strings.TrimSpace(ec.FormValue("key")))
-	if err == nil {
-		if addr, aerr := netip.ParseAddr(ec.RealIP()); aerr != nil || !p.From(addr) {
-			err = errors.New("not from here")
-		}
+	client, _ := netip.ParseAddr(ec.RealIP())
+	p, err := c.d.Auth.Authenticate(ctx, strings.TrimSpace(ec.FormValue("key")), client)
+	if err == nil && !p.From(client) {
+		err = errors.New("not from here")
 	}
 	if err != nil {
 		return c.render(ec, http.StatusUnauthorized, "login", map[string]any{"Title": "Sign in",

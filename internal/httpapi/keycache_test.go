@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -68,4 +69,49 @@ func TestKeyCache(t *testing.T) {
 	}
 	// and the listener comes back by itself.
 	testkit.Eventually(t, "the listener to reconnect", a.Svc.Auth.Caching)
+}
+
+// Well-formed random keys cost a lookup each only up to MaxFailedLookupsPer10s from one
+// client address; past it they are refused with 429 and Retry-After without a lookup, while
+// the client's cached key goes on working. An unknown key repeated costs one lookup, and is
+// answered 401 again (it does not count toward the limit).
+func TestUnknownKeysAreBoundedPerClient(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	testkit.Eventually(t, "the revocation listener", a.Svc.Auth.Caching)
+	_, key := a.Account("acme")
+	if r := a.Do("GET", "/public/v1/webhooks", key, nil); r.Status != 200 { // cached now
+		t.Fatal(r.Status)
+	}
+	random := func(i int) string { return fmt.Sprintf("ck_%043d", i) }
+	before := a.Svc.Auth.Lookups()
+	for range 30 {
+		if r := a.Do("GET", "/public/v1/webhooks", random(999999), nil); r.Status != 401 {
+			t.Fatalf("an unknown key repeated: %d %s", r.Status, r.Body)
+		}
+	}
+	if n := a.Svc.Auth.Lookups() - before; n != 1 {
+		t.Fatalf("%d lookups for one unknown key presented 30 times", n)
+	}
+	before = a.Svc.Auth.Lookups()
+	for i := range auth.MaxFailedLookupsPer10s - 1 { // the repeated key counted one
+		if r := a.Do("GET", "/public/v1/webhooks", random(i), nil); r.Status != 401 {
+			t.Fatalf("unknown key %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	if n := a.Svc.Auth.Lookups() - before; n != auth.MaxFailedLookupsPer10s-1 {
+		t.Fatalf("%d lookups for %d unknown keys", n, auth.MaxFailedLookupsPer10s-1)
+	}
+	for i := range 50 {
+		r := a.Do("GET", "/public/v1/webhooks", random(1000+i), nil)
+		if r.Status != 429 || r.Error(t).Code != "TooManyRequests" || r.Header.Get("Retry-After") == "" {
+			t.Fatalf("past the limit, unknown key %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	if n := a.Svc.Auth.Lookups() - before; n != auth.MaxFailedLookupsPer10s-1 {
+		t.Errorf("%d lookups after 50 more unknown keys, want still %d", n, auth.MaxFailedLookupsPer10s-1)
+	}
+	if r := a.Do("GET", "/public/v1/webhooks", key, nil); r.Status != 200 {
+		t.Errorf("the client's cached key past the limit: %d", r.Status)
+	}
 }

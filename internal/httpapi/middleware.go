@@ -152,7 +152,8 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if sec := route.Operation.Security; sec != nil && len(*sec) == 0 {
 			return next(c)
 		}
-		p, err := s.auth.Authenticate(c.Request().Context(), c.Request().Header.Get("x-api-key"))
+		client, _ := netip.ParseAddr(c.RealIP())
+		p, err := s.auth.Authenticate(c.Request().Context(), c.Request().Header.Get("x-api-key"), client)
 		if err != nil {
 			return err
 		}

@@ -121,6 +121,29 @@ func (l *Limiter) AllowN(key, account ID, write bool, dayCost int) Decision {
 	return d
 }
 
+// Full reports whether key's 10-second window (of reads, or of writes) admits nothing more
+// now, and when it will, without counting anything.
+func (l *Limiter) Full(key ID, write bool) (full bool, retryAfter time.Duration) {
+	limit := l.limits.ReadsPer10s
+	if write {
+		limit = l.limits.WritesPer10s
+	}
+	if limit == 0 {
+		return false, 0
+	}
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := l.windows[windowKey{key, write}]
+	if w == nil || len(w.times) != limit {
+		return false, 0
+	}
+	if w.expire(now); w.len < limit {
+		return false, 0
+	}
+	return true, w.oldest().Add(Window).Sub(now)
+}
+
 func (l *Limiter) window(k windowKey, limit int) *slidingLog {
 	w := l.windows[k]
 	if w == nil || len(w.times) != limit {
