@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -28,6 +29,21 @@ import (
 // address), for account.
 func rowsCreate(pool *pgxpool.Pool, account uuid.UUID) http.HandlerFunc {
 	q := db.New(pool)
+	audiences := webhook.NewSubscribers(nil, time.Now) // never listening: every read is a Reload on q
+	var mu sync.Mutex
+	var aud *webhook.Audience
+	audience := func(ctx context.Context, stale bool) (*webhook.Audience, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if aud == nil || stale {
+			a, err := audiences.Reload(ctx, q, account)
+			if err != nil {
+				return nil, err
+			}
+			aud = a
+		}
+		return aud, nil
+	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
 			Email   string   `json:"email"`
@@ -39,15 +55,27 @@ func rowsCreate(pool *pgxpool.Pool, account uuid.UUID) http.HandlerFunc {
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return
 		}
-		p, err := rowsParams(r.Context(), account, in.Email, in.Name, in.Tags, in.Address, r.URL.Query().Get("events"))
+		mode := r.URL.Query().Get("events")
+		p, events, err := rowsParams(r.Context(), account, in.Email, in.Name, in.Tags, in.Address, mode)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
 		var id uuid.UUID
-		q.ContactCreate(r.Context(), []db.ContactCreateParams{p}).QueryRow(func(_ int, row db.ContactCreateRow, qerr error) {
-			id, err = row.ContactID, qerr
-		})
+		for current, tries := false, 0; err == nil && !current; tries++ {
+			var a *webhook.Audience
+			if a, err = audience(r.Context(), tries > 0); err != nil {
+				break
+			}
+			plan := a.Plan(nil, uuid.Nil)
+			if mode != "feed" {
+				plan = a.Plan(events, uuid.Nil)
+			}
+			p.SubscriptionsVersion, p.DeliveryEventIds, p.DeliverySubscriptionIds = plan.Version, plan.EventIDs, plan.SubscriptionIDs
+			q.ContactCreate(r.Context(), []db.ContactCreateParams{p}).QueryRow(func(_ int, row db.ContactCreateRow, qerr error) {
+				id, current, err = row.ContactID, row.Current, qerr
+			})
+		}
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
@@ -60,7 +88,8 @@ func rowsCreate(pool *pgxpool.Pool, account uuid.UUID) http.HandlerFunc {
 // email's status known (as the bench's creates find it: enrichment remembers the domain), so
 // with a TagsAdded and a ContactEnriched event.
 // events is "off" (none), "feed" (no deliveries) or anything else (both).
-func rowsParams(ctx context.Context, account uuid.UUID, email string, name *string, tags []string, raw string, events string) (db.ContactCreateParams, error) {
+func rowsParams(ctx context.Context, account uuid.UUID, email string, name *string, tags []string, raw string,
+	events string) (db.ContactCreateParams, []webhook.Prepared, error) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	id := uuid.Must(uuid.NewV7())
 	p := db.ContactCreateParams{AccountID: account, ContactID: id, Email: email, EmailKey: contact.EmailKey(email),
@@ -72,22 +101,22 @@ func rowsParams(ctx context.Context, account uuid.UUID, email string, name *stri
 	if raw != "" {
 		a, err := address.Parse(raw)
 		if err != nil {
-			return p, err
+			return p, nil, err
 		}
 		pid := uuid.Must(uuid.NewV7())
 		props, err := json.Marshal([]map[string]string{{"propertyId": pid.String(), "aptOrUnitNumber": a.AptOrUnitNumber,
 			"streetAddress": a.StreetAddress, "city": a.City, "county": a.County, "state": a.State, "zip": a.Zip}})
 		if err != nil {
-			return p, err
+			return p, nil, err
 		}
 		p.ActiveProperties, p.PropertyID, p.RawAddress, p.Normalized = props, &pid, raw, a.Normalized()
 		p.AptOrUnitNumber, p.StreetAddress, p.City, p.County, p.State, p.Zip = a.AptOrUnitNumber, a.StreetAddress, a.City, a.County, a.State, a.Zip
 		info.PropertyID = pid.String()
 	}
 	if events == "off" {
-		return p, nil
+		return p, nil, nil
 	}
-	p.QueueDeliveries = events != "feed"
+	var prepared []webhook.Prepared
 	for _, ev := range []webhook.Event{
 		{Type: webhook.TagsAdded, ContactID: id, Contact: info, Info: webhook.TagsAddedInfo{TagsAdded: tags}, At: now},
 		{Type: webhook.ContactEnriched, ContactID: id, Contact: info, At: now,
@@ -95,10 +124,11 @@ func rowsParams(ctx context.Context, account uuid.UUID, email string, name *stri
 	} {
 		prep, err := webhook.Prepare(ctx, ev)
 		if err != nil {
-			return p, err
+			return p, nil, err
 		}
 		p.EventIds, p.EventTypes = append(p.EventIds, prep.ID), append(p.EventTypes, string(prep.Type))
 		p.EventPayloads, p.EventTraces = append(p.EventPayloads, string(prep.Payload)), append(p.EventTraces, "")
+		prepared = append(prepared, prep)
 	}
-	return p, nil
+	return p, prepared, nil
 }

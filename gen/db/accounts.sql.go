@@ -13,7 +13,7 @@ import (
 )
 
 const accountGetByName = `-- name: AccountGetByName :one
-SELECT account_id, name, created_at, client_secret_sealed, live_account_id FROM accounts WHERE name = $1 AND live_account_id IS NULL
+SELECT account_id, name, created_at, client_secret_sealed, live_account_id, subscriptions_version FROM accounts WHERE name = $1 AND live_account_id IS NULL
 `
 
 func (q *Queries) AccountGetByName(ctx context.Context, name string) (Account, error) {
@@ -25,13 +25,14 @@ func (q *Queries) AccountGetByName(ctx context.Context, name string) (Account, e
 		&i.CreatedAt,
 		&i.ClientSecretSealed,
 		&i.LiveAccountID,
+		&i.SubscriptionsVersion,
 	)
 	return i, err
 }
 
 const accountInsert = `-- name: AccountInsert :one
 INSERT INTO accounts (account_id, name, created_at) VALUES ($1, $2, $3)
-RETURNING account_id, name, created_at, client_secret_sealed, live_account_id
+RETURNING account_id, name, created_at, client_secret_sealed, live_account_id, subscriptions_version
 `
 
 type AccountInsertParams struct {
@@ -49,6 +50,7 @@ func (q *Queries) AccountInsert(ctx context.Context, arg AccountInsertParams) (A
 		&i.CreatedAt,
 		&i.ClientSecretSealed,
 		&i.LiveAccountID,
+		&i.SubscriptionsVersion,
 	)
 	return i, err
 }
@@ -127,6 +129,8 @@ func (q *Queries) SandboxInsert(ctx context.Context, arg SandboxInsertParams) (u
 const sandboxReset = `-- name: SandboxReset :exec
 WITH contacts_gone AS (DELETE FROM contacts WHERE account_id = $1::uuid),
      subscriptions_gone AS (DELETE FROM webhook_subscriptions WHERE account_id = $1::uuid),
+     version AS (UPDATE accounts SET subscriptions_version = subscriptions_version + 1
+                 WHERE account_id = $1::uuid),
      events_gone AS (DELETE FROM webhook_events WHERE account_id = $1::uuid),
      deliveries_gone AS (DELETE FROM webhook_deliveries WHERE account_id = $1::uuid)
 DELETE FROM idempotency_keys WHERE account_id = $1::uuid

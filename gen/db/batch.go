@@ -19,7 +19,9 @@ var (
 )
 
 const contactCreate = `-- name: ContactCreate :batchone
-WITH c AS (
+WITH current AS (
+    SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid AND a.subscriptions_version = $2::bigint
+), c AS (
     INSERT INTO contacts (
         account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
         crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
@@ -27,17 +29,18 @@ WITH c AS (
         consent_fields, created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by,
         email_status
     )
-    SELECT $1::uuid, $2::uuid, $3::text, $4::text, $5::text,
-        $6::text, $7::text[], $8::text,
-        $9::text, $10::text, $11::text,
-        $12::text, $13::timestamptz,
-        $14::text, $15::text, $16::text, $17::text,
-        $18::text, $19::jsonb, $20::timestamptz, $20,
-        $21::timestamptz, $22::jsonb, $23::integer,
-        $24::text
+    SELECT $1::uuid, $3::uuid, $4::text, $5::text, $6::text,
+        $7::text, $8::text[], $9::text,
+        $10::text, $11::text, $12::text,
+        $13::text, $14::timestamptz,
+        $15::text, $16::text, $17::text, $18::text,
+        $19::text, $20::jsonb, $21::timestamptz, $21,
+        $22::timestamptz, $23::jsonb, $24::integer,
+        $25::text
     WHERE NOT EXISTS (
         SELECT 1 FROM suppressions s
-        WHERE s.account_id = $1 AND s.digest = ANY($25::bytea[]))
+        WHERE s.account_id = $1 AND s.digest = ANY($26::bytea[]))
+      AND EXISTS (SELECT 1 FROM current)
     ON CONFLICT (account_id, email_key) DO NOTHING
     RETURNING account_id, contact_id, created_at
 ), property AS (
@@ -45,30 +48,27 @@ WITH c AS (
         account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,
         city, county, state, zip, normalized, created_at
     )
-    SELECT account_id, $26::uuid, contact_id, $27::text,
-           $28::text, $29::text,
-           $30::text, $31::text, $32::text,
-           $33::text, $34::text, created_at
+    SELECT account_id, $27::uuid, contact_id, $28::text,
+           $29::text, $30::text,
+           $31::text, $32::text, $33::text,
+           $34::text, $35::text, created_at
     FROM c
-    WHERE $26::uuid IS NOT NULL
+    WHERE $27::uuid IS NOT NULL
 ), event AS (
     -- payloads as text: the exact bytes survive ::json
     INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
     SELECT c.account_id, e.event_id, e.event_type, c.contact_id, e.payload::json, c.created_at, nullif(e.trace, '')
-    FROM c, (SELECT unnest($35::uuid[]) AS event_id, unnest($36::text[]) AS event_type,
-                    unnest($37::text[]) AS payload, unnest($38::text[]) AS trace) e
-    RETURNING account_id, event_id, event_type, occurred_at, payload
-), target AS (
-    SELECT e.account_id, e.event_id, e.occurred_at, s.subscription_id, webhook_filter_matches(s.filter_path, e.payload) AS wanted
-    FROM event e
-    JOIN webhook_subscriptions s ON s.account_id = e.account_id AND s.event_type = e.event_type AND s.status <> 'Removed'
-    WHERE $39::bool
+    FROM c, (SELECT unnest($36::uuid[]) AS event_id, unnest($37::text[]) AS event_type,
+                    unnest($38::text[]) AS payload, unnest($39::text[]) AS trace) e
+    RETURNING account_id, event_id, occurred_at
 ), delivery AS (
     INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
-    SELECT account_id, uuid_v7(occurred_at), subscription_id, event_id, occurred_at, occurred_at, occurred_at
-    FROM target WHERE wanted
+    SELECT e.account_id, uuid_v7(e.occurred_at), d.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
+    FROM (SELECT unnest($40::uuid[]) AS event_id, unnest($41::uuid[]) AS subscription_id) d
+    JOIN event e ON e.event_id = d.event_id
 )
-SELECT contact_id, ARRAY(SELECT subscription_id FROM target WHERE NOT wanted)::uuid[] AS filtered_out FROM c
+SELECT coalesce((SELECT contact_id FROM c), '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS contact_id,
+       EXISTS (SELECT 1 FROM current) AS current
 `
 
 type ContactCreateBatchResults struct {
@@ -78,67 +78,72 @@ type ContactCreateBatchResults struct {
 }
 
 type ContactCreateParams struct {
-	AccountID           uuid.UUID
-	ContactID           uuid.UUID
-	Email               string
-	EmailKey            string
-	Name                *string
-	Phone               *string
-	Tags                []string
-	AssignedUserEmailID *string
-	CrmName             *string
-	CrmUrl              *string
-	CrmSource           *string
-	CrmStage            *string
-	CrmCreatedDate      *time.Time
-	ConsentToken        string
-	ConsentApiKeyName   string
-	ConsentApiKeyPrefix string
-	ConsentSourceIp     string
-	ConsentUserAgent    string
-	ConsentFields       []byte
-	CreatedAt           time.Time
-	EnrichDueAt         *time.Time
-	ActiveProperties    []byte
-	AddressesParsedBy   int32
-	EmailStatus         string
-	SuppressionDigests  [][]byte
-	PropertyID          *uuid.UUID
-	RawAddress          string
-	AptOrUnitNumber     string
-	StreetAddress       string
-	City                string
-	County              string
-	State               string
-	Zip                 string
-	Normalized          string
-	EventIds            []uuid.UUID
-	EventTypes          []string
-	EventPayloads       []string
-	EventTraces         []string
-	QueueDeliveries     bool
+	AccountID               uuid.UUID
+	SubscriptionsVersion    int64
+	ContactID               uuid.UUID
+	Email                   string
+	EmailKey                string
+	Name                    *string
+	Phone                   *string
+	Tags                    []string
+	AssignedUserEmailID     *string
+	CrmName                 *string
+	CrmUrl                  *string
+	CrmSource               *string
+	CrmStage                *string
+	CrmCreatedDate          *time.Time
+	ConsentToken            string
+	ConsentApiKeyName       string
+	ConsentApiKeyPrefix     string
+	ConsentSourceIp         string
+	ConsentUserAgent        string
+	ConsentFields           []byte
+	CreatedAt               time.Time
+	EnrichDueAt             *time.Time
+	ActiveProperties        []byte
+	AddressesParsedBy       int32
+	EmailStatus             string
+	SuppressionDigests      [][]byte
+	PropertyID              *uuid.UUID
+	RawAddress              string
+	AptOrUnitNumber         string
+	StreetAddress           string
+	City                    string
+	County                  string
+	State                   string
+	Zip                     string
+	Normalized              string
+	EventIds                []uuid.UUID
+	EventTypes              []string
+	EventPayloads           []string
+	EventTraces             []string
+	DeliveryEventIds        []uuid.UUID
+	DeliverySubscriptionIds []uuid.UUID
 }
 
 type ContactCreateRow struct {
-	ContactID   uuid.UUID
-	FilteredOut []uuid.UUID
+	ContactID uuid.UUID
+	Current   bool
 }
 
 // A new contact with its consent record and, when its address parsed, its first property, in
 // one statement (one round trip), with its events (TagsAdded when it has tags, ContactEnriched
-// when its email status was decided without DNS) and, with @queue_deliveries (the account may
-// subscribe to one of them), their deliveries to the account's live subscriptions of their
-// types whose filters want them, due at once (filtered_out: the subscriptions that did not). It is due for enrichment (@enrich_due_at) only while its email status is
-// Pending: an address is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one email
-// resolve to exactly one winner without aborting the losers' transactions: a loser gets no
-// row and writes nothing. A contact whose email or phone the account suppresses
-// (@suppression_digests: an erased person's) is not inserted either, and gets no row.
-// (Foreign keys are checked at the end of the statement, after the contact row exists.)
+// when its email status was decided without DNS) and the deliveries the fan-out planned for
+// them (webhook.Audience.Plan: @delivery_event_ids with @delivery_subscription_ids), due at
+// once. Only while the account's subscriptions are still at the plan's
+// @subscriptions_version: otherwise nothing is written and current is false (plan again). It
+// is due for enrichment (@enrich_due_at) only while its email status is Pending: an address
+// is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one
+// email resolve to exactly one winner without aborting the losers' transactions: a loser's
+// contact_id is uuid.Nil and it writes nothing. A contact whose email or phone the account
+// suppresses (@suppression_digests: an erased person's) is not inserted either. (Foreign
+// keys are checked at the end of the statement, after the contact row exists.)
 func (q *Queries) ContactCreate(ctx context.Context, arg []ContactCreateParams) *ContactCreateBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
 		vals := []interface{}{
 			a.AccountID,
+			a.SubscriptionsVersion,
 			a.ContactID,
 			a.Email,
 			a.EmailKey,
@@ -176,7 +181,8 @@ func (q *Queries) ContactCreate(ctx context.Context, arg []ContactCreateParams) 
 			a.EventTypes,
 			a.EventPayloads,
 			a.EventTraces,
-			a.QueueDeliveries,
+			a.DeliveryEventIds,
+			a.DeliverySubscriptionIds,
 		}
 		batch.Queue(contactCreate, vals...)
 	}
@@ -195,7 +201,7 @@ func (b *ContactCreateBatchResults) QueryRow(f func(int, ContactCreateRow, error
 			continue
 		}
 		row := b.br.QueryRow()
-		err := row.Scan(&i.ContactID, &i.FilteredOut)
+		err := row.Scan(&i.ContactID, &i.Current)
 		if f != nil {
 			f(t, i, err)
 		}
@@ -389,27 +395,27 @@ func (b *ContactGetByIDBatchResults) Close() error {
 }
 
 const tagsSwap = `-- name: TagsSwap :batchone
-WITH swapped AS (
-    UPDATE contacts c SET tags = $1, updated_at = $2
-    WHERE c.account_id = $3 AND c.contact_id = $4 AND c.tags = $5::text[]
+WITH current AS (
+    SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid AND a.subscriptions_version = $2::bigint
+), swapped AS (
+    UPDATE contacts c SET tags = $3, updated_at = $4
+    WHERE c.account_id = $1 AND c.contact_id = $5 AND c.tags = $6::text[]
+      AND EXISTS (SELECT 1 FROM current)
     RETURNING c.account_id, c.contact_id
 ), events AS (
     INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
-    SELECT s.account_id, unnest($6::uuid[]), unnest($7::text[]), s.contact_id,
-           unnest($8::text[])::json, $2, nullif(unnest($9::text[]), '')
+    SELECT s.account_id, unnest($7::uuid[]), unnest($8::text[]), s.contact_id,
+           unnest($9::text[])::json, $4, nullif(unnest($10::text[]), '')
     FROM swapped s
-    RETURNING account_id, event_id, event_type, occurred_at, payload
-), target AS (
-    SELECT e.account_id, e.event_id, e.occurred_at, s.subscription_id, webhook_filter_matches(s.filter_path, e.payload) AS wanted
-    FROM events e
-    JOIN webhook_subscriptions s ON s.account_id = e.account_id AND s.event_type = e.event_type AND s.status <> 'Removed'
-    WHERE $10::bool
+    RETURNING account_id, event_id, occurred_at
 ), delivery AS (
     INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
-    SELECT account_id, uuid_v7(occurred_at), subscription_id, event_id, occurred_at, occurred_at, occurred_at
-    FROM target WHERE wanted
+    SELECT e.account_id, uuid_v7(e.occurred_at), d.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
+    FROM (SELECT unnest($11::uuid[]) AS event_id, unnest($12::uuid[]) AS subscription_id) d
+    JOIN events e ON e.event_id = d.event_id
 )
-SELECT contact_id, ARRAY(SELECT subscription_id FROM target WHERE NOT wanted)::uuid[] AS filtered_out FROM swapped
+SELECT coalesce((SELECT contact_id FROM swapped), '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS contact_id,
+       EXISTS (SELECT 1 FROM current) AS current
 `
 
 type TagsSwapBatchResults struct {
@@ -419,43 +425,47 @@ type TagsSwapBatchResults struct {
 }
 
 type TagsSwapParams struct {
-	Tags            []string
-	UpdatedAt       time.Time
-	AccountID       uuid.UUID
-	ContactID       uuid.UUID
-	Previous        []string
-	EventIds        []uuid.UUID
-	EventTypes      []string
-	EventPayloads   []string
-	EventTraces     []string
-	QueueDeliveries bool
+	AccountID               uuid.UUID
+	SubscriptionsVersion    int64
+	Tags                    []string
+	UpdatedAt               time.Time
+	ContactID               uuid.UUID
+	Previous                []string
+	EventIds                []uuid.UUID
+	EventTypes              []string
+	EventPayloads           []string
+	EventTraces             []string
+	DeliveryEventIds        []uuid.UUID
+	DeliverySubscriptionIds []uuid.UUID
 }
 
 type TagsSwapRow struct {
-	ContactID   uuid.UUID
-	FilteredOut []uuid.UUID
+	ContactID uuid.UUID
+	Current   bool
 }
 
 // Compare-and-swap: sets the tags only if they are still the ones the change was computed
-// from (no row otherwise), and records the change's events (TagsAdded, TagsRemoved) with it
-// and, with @queue_deliveries (the account may subscribe to one of them), their deliveries to
-// the account's live subscriptions of their types whose filters want them (filtered_out: the
-// subscriptions that did not): a tag change needs no transaction and no
-// lock, and goes to PostgreSQL with the other swaps in flight.
+// from (contact_id uuid.Nil otherwise), and records the change's events (TagsAdded, TagsRemoved)
+// with it and the deliveries the fan-out planned for them, only while the account's
+// subscriptions are at the plan's @subscriptions_version (current false otherwise: nothing
+// written): a tag change needs no transaction and no lock, and goes to PostgreSQL with the
+// other swaps in flight.
 func (q *Queries) TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
 		vals := []interface{}{
+			a.AccountID,
+			a.SubscriptionsVersion,
 			a.Tags,
 			a.UpdatedAt,
-			a.AccountID,
 			a.ContactID,
 			a.Previous,
 			a.EventIds,
 			a.EventTypes,
 			a.EventPayloads,
 			a.EventTraces,
-			a.QueueDeliveries,
+			a.DeliveryEventIds,
+			a.DeliverySubscriptionIds,
 		}
 		batch.Queue(tagsSwap, vals...)
 	}
@@ -474,7 +484,7 @@ func (b *TagsSwapBatchResults) QueryRow(f func(int, TagsSwapRow, error)) {
 			continue
 		}
 		row := b.br.QueryRow()
-		err := row.Scan(&i.ContactID, &i.FilteredOut)
+		err := row.Scan(&i.ContactID, &i.Current)
 		if f != nil {
 			f(t, i, err)
 		}

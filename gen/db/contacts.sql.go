@@ -13,26 +13,29 @@ import (
 )
 
 const contactCreateMany = `-- name: ContactCreateMany :many
-WITH input AS (
-    SELECT unnest($1::uuid[]) AS contact_id,
-           unnest($2::bytea[]) AS email_digest,
-           unnest($3::bytea[]) AS phone_digest,
-           unnest($4::text[]) AS email,
-           unnest($5::text[]) AS email_key,
-           unnest($6::varchar[]) AS name,
-           unnest($7::varchar[]) AS phone,
-           unnest($8::integer[]) AS tag_from,
-           unnest($9::integer[]) AS tag_count,
-           unnest($10::varchar[]) AS assigned_user_email_id,
-           unnest($11::varchar[]) AS crm_name,
-           unnest($12::varchar[]) AS crm_url,
-           unnest($13::varchar[]) AS crm_source,
-           unnest($14::varchar[]) AS crm_stage,
-           unnest($15::varchar[]) AS crm_created_date,
-           unnest($16::text[]) AS consent_token,
-           unnest($17::jsonb[]) AS consent_fields,
-           unnest($18::jsonb[]) AS active_properties,
-           unnest($19::text[]) AS email_status
+WITH current AS (
+    SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid AND a.subscriptions_version = $2::bigint
+), input AS (
+    SELECT unnest($3::uuid[]) AS contact_id,
+           unnest($4::bytea[]) AS email_digest,
+           unnest($5::bytea[]) AS phone_digest,
+           unnest($6::text[]) AS email,
+           unnest($7::text[]) AS email_key,
+           unnest($8::varchar[]) AS name,
+           unnest($9::varchar[]) AS phone,
+           unnest($10::integer[]) AS tag_from,
+           unnest($11::integer[]) AS tag_count,
+           unnest($12::varchar[]) AS assigned_user_email_id,
+           unnest($13::varchar[]) AS crm_name,
+           unnest($14::varchar[]) AS crm_url,
+           unnest($15::varchar[]) AS crm_source,
+           unnest($16::varchar[]) AS crm_stage,
+           unnest($17::varchar[]) AS crm_created_date,
+           unnest($18::text[]) AS consent_token,
+           unnest($19::jsonb[]) AS consent_fields,
+           unnest($20::jsonb[]) AS active_properties,
+           unnest($21::text[]) AS email_status,
+           generate_subscripts($3::uuid[], 1) AS position
 ), c AS (
     INSERT INTO contacts (
         account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
@@ -41,18 +44,19 @@ WITH input AS (
         consent_fields, created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by,
         email_status
     )
-    SELECT $20::uuid, i.contact_id, i.email, i.email_key, i.name, i.phone,
-           ($21::text[])[i.tag_from + 1 : i.tag_from + i.tag_count],
+    SELECT $1::uuid, i.contact_id, i.email, i.email_key, i.name, i.phone,
+           ($22::text[])[i.tag_from + 1 : i.tag_from + i.tag_count],
            i.assigned_user_email_id, i.crm_name, i.crm_url, i.crm_source, i.crm_stage,
-           i.crm_created_date::timestamptz, i.consent_token, $22::text,
-           $23::text, $24::text, $25::text,
-           i.consent_fields, $26::timestamptz, $26::timestamptz,
-           CASE WHEN i.email_status = 'Pending' THEN $26::timestamptz END,
-           i.active_properties, $27::integer, i.email_status
+           i.crm_created_date::timestamptz, i.consent_token, $23::text,
+           $24::text, $25::text, $26::text,
+           i.consent_fields, $27::timestamptz, $27::timestamptz,
+           CASE WHEN i.email_status = 'Pending' THEN $27::timestamptz END,
+           i.active_properties, $28::integer, i.email_status
     FROM input i
     WHERE NOT EXISTS (
         SELECT 1 FROM suppressions s
-        WHERE s.account_id = $20::uuid AND s.digest IN (i.email_digest, i.phone_digest))
+        WHERE s.account_id = $1::uuid AND s.digest IN (i.email_digest, i.phone_digest))
+      AND EXISTS (SELECT 1 FROM current)
     ORDER BY i.email_key
     ON CONFLICT (account_id, email_key) DO NOTHING
     RETURNING contacts.contact_id
@@ -61,113 +65,114 @@ WITH input AS (
         account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,
         city, county, state, zip, normalized, created_at
     )
-    SELECT $20::uuid, p.property_id, p.contact_id, p.raw_address, p.apt_or_unit_number,
-           p.street_address, p.city, p.county, p.state, p.zip, p.normalized, $26::timestamptz
+    SELECT $1::uuid, p.property_id, p.contact_id, p.raw_address, p.apt_or_unit_number,
+           p.street_address, p.city, p.county, p.state, p.zip, p.normalized, $27::timestamptz
     FROM (
-        SELECT unnest($28::uuid[]) AS property_id,
-               unnest($29::uuid[]) AS contact_id,
-               unnest($30::text[]) AS raw_address,
-               unnest($31::text[]) AS apt_or_unit_number,
-               unnest($32::text[]) AS street_address,
-               unnest($33::text[]) AS city,
-               unnest($34::text[]) AS county,
-               unnest($35::text[]) AS state,
-               unnest($36::text[]) AS zip,
-               unnest($37::text[]) AS normalized
+        SELECT unnest($29::uuid[]) AS property_id,
+               unnest($30::uuid[]) AS contact_id,
+               unnest($31::text[]) AS raw_address,
+               unnest($32::text[]) AS apt_or_unit_number,
+               unnest($33::text[]) AS street_address,
+               unnest($34::text[]) AS city,
+               unnest($35::text[]) AS county,
+               unnest($36::text[]) AS state,
+               unnest($37::text[]) AS zip,
+               unnest($38::text[]) AS normalized
     ) p JOIN c ON c.contact_id = p.contact_id
 ), event AS (
     INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
-    SELECT $20::uuid, e.event_id, e.event_type, e.contact_id, e.payload::json, $26::timestamptz, nullif(e.trace, '')
+    SELECT $1::uuid, e.event_id, e.event_type, e.contact_id, e.payload::json, $27::timestamptz, nullif(e.trace, '')
     FROM (
-        SELECT unnest($38::uuid[]) AS event_id,
-               unnest($39::text[]) AS event_type,
-               unnest($40::uuid[]) AS contact_id,
-               unnest($41::text[]) AS payload,
-               unnest($42::text[]) AS trace
+        SELECT unnest($39::uuid[]) AS event_id,
+               unnest($40::text[]) AS event_type,
+               unnest($41::uuid[]) AS contact_id,
+               unnest($42::text[]) AS payload,
+               unnest($43::text[]) AS trace
     ) e JOIN c ON c.contact_id = e.contact_id
-    RETURNING account_id, event_id, event_type, contact_id, occurred_at, payload
-), target AS (
-    -- with @queue_deliveries (the account may subscribe to one of the types), the events'
-    -- deliveries to its live subscriptions whose filters want them, as ContactCreate
-    SELECT e.account_id, e.event_id, e.contact_id, e.occurred_at, s.subscription_id, webhook_filter_matches(s.filter_path, e.payload) AS wanted
-    FROM event e
-    JOIN webhook_subscriptions s ON s.account_id = e.account_id AND s.event_type = e.event_type AND s.status <> 'Removed'
-    WHERE $43::bool
+    RETURNING account_id, event_id, occurred_at
 ), delivery AS (
     INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
-    SELECT account_id, uuid_v7(occurred_at), subscription_id, event_id, occurred_at, occurred_at, occurred_at
-    FROM target WHERE wanted
+    SELECT e.account_id, uuid_v7(e.occurred_at), d.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
+    FROM (SELECT unnest($44::uuid[]) AS event_id, unnest($45::uuid[]) AS subscription_id) d
+    JOIN event e ON e.event_id = d.event_id
 )
-SELECT c.contact_id, coalesce(f.filtered_out, '{}')::uuid[] AS filtered_out
-FROM c LEFT JOIN (
-    SELECT contact_id, array_agg(subscription_id) AS filtered_out FROM target WHERE NOT wanted GROUP BY contact_id
-) f ON f.contact_id = c.contact_id
+SELECT i.contact_id::uuid AS contact_id, (i.contact_id IN (SELECT contact_id FROM c))::boolean AS inserted,
+       EXISTS (SELECT 1 FROM current) AS current
+FROM input i ORDER BY i.position
 `
 
 type ContactCreateManyParams struct {
-	ContactIds           []uuid.UUID
-	EmailDigests         [][]byte
-	PhoneDigests         [][]byte
-	Emails               []string
-	EmailKeys            []string
-	Names                []*string
-	Phones               []*string
-	TagFrom              []int32
-	TagCount             []int32
-	AssignedUserEmailIds []*string
-	CrmNames             []*string
-	CrmUrls              []*string
-	CrmSources           []*string
-	CrmStages            []*string
-	CrmCreatedDates      []*string
-	ConsentTokens        []string
-	ConsentFields        [][]byte
-	ActiveProperties     [][]byte
-	EmailStatuses        []string
-	AccountID            uuid.UUID
-	Tags                 []string
-	ConsentApiKeyName    string
-	ConsentApiKeyPrefix  string
-	ConsentSourceIp      string
-	ConsentUserAgent     string
-	CreatedAt            time.Time
-	AddressesParsedBy    int32
-	PropertyIds          []uuid.UUID
-	PropertyContactIds   []uuid.UUID
-	RawAddresses         []string
-	AptOrUnitNumbers     []string
-	StreetAddresses      []string
-	Cities               []string
-	Counties             []string
-	States               []string
-	Zips                 []string
-	Normalized           []string
-	EventIds             []uuid.UUID
-	EventTypes           []string
-	EventContactIds      []uuid.UUID
-	EventPayloads        []string
-	EventTraces          []string
-	QueueDeliveries      bool
+	AccountID               uuid.UUID
+	SubscriptionsVersion    int64
+	ContactIds              []uuid.UUID
+	EmailDigests            [][]byte
+	PhoneDigests            [][]byte
+	Emails                  []string
+	EmailKeys               []string
+	Names                   []*string
+	Phones                  []*string
+	TagFrom                 []int32
+	TagCount                []int32
+	AssignedUserEmailIds    []*string
+	CrmNames                []*string
+	CrmUrls                 []*string
+	CrmSources              []*string
+	CrmStages               []*string
+	CrmCreatedDates         []*string
+	ConsentTokens           []string
+	ConsentFields           [][]byte
+	ActiveProperties        [][]byte
+	EmailStatuses           []string
+	Tags                    []string
+	ConsentApiKeyName       string
+	ConsentApiKeyPrefix     string
+	ConsentSourceIp         string
+	ConsentUserAgent        string
+	CreatedAt               time.Time
+	AddressesParsedBy       int32
+	PropertyIds             []uuid.UUID
+	PropertyContactIds      []uuid.UUID
+	RawAddresses            []string
+	AptOrUnitNumbers        []string
+	StreetAddresses         []string
+	Cities                  []string
+	Counties                []string
+	States                  []string
+	Zips                    []string
+	Normalized              []string
+	EventIds                []uuid.UUID
+	EventTypes              []string
+	EventContactIds         []uuid.UUID
+	EventPayloads           []string
+	EventTraces             []string
+	DeliveryEventIds        []uuid.UUID
+	DeliverySubscriptionIds []uuid.UUID
 }
 
 type ContactCreateManyRow struct {
-	ContactID   uuid.UUID
-	FilteredOut []uuid.UUID
+	ContactID uuid.UUID
+	Inserted  bool
+	Current   bool
 }
 
 // A batch's new contacts in one statement (POST /contacts/batch, contactd import), each with
-// its consent record (the batch's origin), its first property and its events, due for
-// enrichment while its email status is Pending, as ContactCreate does for one. Each column
+// its consent record (the batch's origin), its first property, its events and their planned
+// deliveries (of the contacts inserted), due for enrichment while its email status is
+// Pending, as ContactCreate does for one, and as it only while the account's subscriptions
+// are at @subscriptions_version. Each column
 // comes as an array with an element per contact, as River's JobInsertFastMany sends its jobs: a contact's tags are its slice of tags (tag_from,
 // tag_count: PostgreSQL has no arrays of arrays), nullable text comes as varchar[] ([]*string:
 // sqlc.yaml says why), and properties and events have arrays of their own, for the contacts
 // that have one. Contacts are inserted in email order, so concurrent batches take the email
 // keys in one order; ON CONFLICT DO NOTHING skips emails the account has (waiting first for a
 // transaction that has just inserted one), and contacts whose email or phone digest the
-// account suppresses are skipped too (a phone digest is NULL without a phone). Returns the
-// contacts inserted, each with the subscriptions whose filters left out its events.
+// account suppresses are skipped too (a phone digest is NULL without a phone). Returns a row
+// per contact given, in their order: whether it was inserted, and whether the plan was current
+// (if not, none was).
 func (q *Queries) ContactCreateMany(ctx context.Context, arg ContactCreateManyParams) ([]ContactCreateManyRow, error) {
 	rows, err := q.db.Query(ctx, contactCreateMany,
+		arg.AccountID,
+		arg.SubscriptionsVersion,
 		arg.ContactIds,
 		arg.EmailDigests,
 		arg.PhoneDigests,
@@ -187,7 +192,6 @@ func (q *Queries) ContactCreateMany(ctx context.Context, arg ContactCreateManyPa
 		arg.ConsentFields,
 		arg.ActiveProperties,
 		arg.EmailStatuses,
-		arg.AccountID,
 		arg.Tags,
 		arg.ConsentApiKeyName,
 		arg.ConsentApiKeyPrefix,
@@ -210,7 +214,8 @@ func (q *Queries) ContactCreateMany(ctx context.Context, arg ContactCreateManyPa
 		arg.EventContactIds,
 		arg.EventPayloads,
 		arg.EventTraces,
-		arg.QueueDeliveries,
+		arg.DeliveryEventIds,
+		arg.DeliverySubscriptionIds,
 	)
 	if err != nil {
 		return nil, err
@@ -219,7 +224,7 @@ func (q *Queries) ContactCreateMany(ctx context.Context, arg ContactCreateManyPa
 	var items []ContactCreateManyRow
 	for rows.Next() {
 		var i ContactCreateManyRow
-		if err := rows.Scan(&i.ContactID, &i.FilteredOut); err != nil {
+		if err := rows.Scan(&i.ContactID, &i.Inserted, &i.Current); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -47,54 +47,80 @@ func (q *Queries) EnrichFinish(ctx context.Context, arg EnrichFinishParams) (int
 	return result.RowsAffected(), nil
 }
 
-const enrichFinishMany = `-- name: EnrichFinishMany :exec
+const enrichFinishMany = `-- name: EnrichFinishMany :many
 WITH f AS (
-    SELECT unnest($2::uuid[]) AS account_id, unnest($3::uuid[]) AS contact_id,
-           unnest($4::text[]) AS verdict, unnest($5::timestamptz[]) AS held_due_at,
-           unnest($6::uuid[]) AS event_id, unnest($7::text[]) AS event_payload
+    SELECT unnest($1::uuid[]) AS account_id, unnest($2::uuid[]) AS contact_id,
+           unnest($3::text[]) AS verdict, unnest($4::timestamptz[]) AS held_due_at,
+           unnest($5::uuid[]) AS event_id, unnest($6::text[]) AS event_payload,
+           unnest($7::bigint[]) AS subscriptions_version
+), stale AS (
+    SELECT f.contact_id FROM f
+    WHERE f.event_id <> '00000000-0000-0000-0000-000000000000'::uuid
+      AND NOT EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = f.account_id AND a.subscriptions_version = f.subscriptions_version)
 ), finished AS (
     UPDATE contacts c SET
         email_status = CASE WHEN f.verdict <> '' AND c.email_status = 'Pending' THEN f.verdict ELSE c.email_status END,
-        updated_at = CASE WHEN f.verdict <> '' AND c.email_status = 'Pending' THEN $1::timestamptz ELSE c.updated_at END,
-        enrich_due_at = NULL, enrich_attempts = 0, addresses_parsed_by = $8::integer
+        updated_at = CASE WHEN f.verdict <> '' AND c.email_status = 'Pending' THEN $8::timestamptz ELSE c.updated_at END,
+        enrich_due_at = NULL, enrich_attempts = 0, addresses_parsed_by = $9::integer
     FROM f
     WHERE c.account_id = f.account_id AND c.contact_id = f.contact_id
-      AND c.enrich_due_at = f.held_due_at
+      AND c.enrich_due_at = f.held_due_at AND f.contact_id NOT IN (SELECT contact_id FROM stale)
     RETURNING c.account_id, c.contact_id
+), event AS (
+    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
+    SELECT f.account_id, f.event_id, 'ContactEnriched', f.contact_id, f.event_payload::json, $8::timestamptz
+    FROM f JOIN finished d ON d.account_id = f.account_id AND d.contact_id = f.contact_id
+    WHERE f.event_id <> '00000000-0000-0000-0000-000000000000'::uuid
 )
-INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
-SELECT f.account_id, f.event_id, 'ContactEnriched', f.contact_id, f.event_payload::json, $1::timestamptz
-FROM f JOIN finished d ON d.account_id = f.account_id AND d.contact_id = f.contact_id
-WHERE f.event_id <> '00000000-0000-0000-0000-000000000000'::uuid
+SELECT contact_id::uuid AS contact_id FROM stale
 `
 
 type EnrichFinishManyParams struct {
-	Now           time.Time
-	AccountIds    []uuid.UUID
-	ContactIds    []uuid.UUID
-	Verdicts      []string
-	HeldDueAts    []time.Time
-	EventIds      []uuid.UUID
-	EventPayloads []string
-	ParserVersion int32
+	AccountIds            []uuid.UUID
+	ContactIds            []uuid.UUID
+	Verdicts              []string
+	HeldDueAts            []time.Time
+	EventIds              []uuid.UUID
+	EventPayloads         []string
+	SubscriptionsVersions []int64
+	Now                   time.Time
+	ParserVersion         int32
 }
 
 // EnrichFinish for a batch, in one statement, recording the ContactEnriched event of each
 // contact whose hold was still the caller's and that has one (@event_ids: uuid.Nil for none;
 // a contact with an event was Pending when claimed, and a change of email since would have
-// ended the hold).
-func (q *Queries) EnrichFinishMany(ctx context.Context, arg EnrichFinishManyParams) error {
-	_, err := q.db.Exec(ctx, enrichFinishMany,
-		arg.Now,
+// ended the hold), for the contacts whose accounts' subscriptions are still at the version
+// the fan-out found none to deliver their events to (@subscriptions_versions). Returns the
+// contacts it left alone for that reason: their events may have deliveries now.
+func (q *Queries) EnrichFinishMany(ctx context.Context, arg EnrichFinishManyParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, enrichFinishMany,
 		arg.AccountIds,
 		arg.ContactIds,
 		arg.Verdicts,
 		arg.HeldDueAts,
 		arg.EventIds,
 		arg.EventPayloads,
+		arg.SubscriptionsVersions,
+		arg.Now,
 		arg.ParserVersion,
 	)
-	return err
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var contact_id uuid.UUID
+		if err := rows.Scan(&contact_id); err != nil {
+			return nil, err
+		}
+		items = append(items, contact_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const enrichLease = `-- name: EnrichLease :exec

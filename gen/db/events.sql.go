@@ -12,86 +12,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const deliveryInsert = `-- name: DeliveryInsert :exec
-INSERT INTO webhook_deliveries (
-    account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at
-) VALUES ($1, $2, $3, $4, $5, $5, $5)
-`
-
-type DeliveryInsertParams struct {
-	AccountID      uuid.UUID
-	DeliveryID     uuid.UUID
-	SubscriptionID uuid.UUID
-	EventID        uuid.UUID
-	NextAttemptAt  *time.Time
-}
-
-func (q *Queries) DeliveryInsert(ctx context.Context, arg DeliveryInsertParams) error {
-	_, err := q.db.Exec(ctx, deliveryInsert,
-		arg.AccountID,
-		arg.DeliveryID,
-		arg.SubscriptionID,
-		arg.EventID,
-		arg.NextAttemptAt,
-	)
-	return err
-}
-
-const eventInsert = `-- name: EventInsert :exec
-INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-`
-
-type EventInsertParams struct {
-	AccountID  uuid.UUID
-	EventID    uuid.UUID
-	EventType  string
-	ContactID  *uuid.UUID
-	Payload    []byte
-	OccurredAt time.Time
-	Trace      *string
-}
-
-func (q *Queries) EventInsert(ctx context.Context, arg EventInsertParams) error {
-	_, err := q.db.Exec(ctx, eventInsert,
-		arg.AccountID,
-		arg.EventID,
-		arg.EventType,
-		arg.ContactID,
-		arg.Payload,
-		arg.OccurredAt,
-		arg.Trace,
-	)
-	return err
-}
-
-const eventInsertTest = `-- name: EventInsertTest :exec
-INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, test, trace)
-VALUES ($1, $2, $3, NULL, $4, $5, true, $6)
-`
-
-type EventInsertTestParams struct {
-	AccountID  uuid.UUID
-	EventID    uuid.UUID
-	EventType  string
-	Payload    []byte
-	OccurredAt time.Time
-	Trace      *string
-}
-
-// A test event: about no contact, left out of the feed.
-func (q *Queries) EventInsertTest(ctx context.Context, arg EventInsertTestParams) error {
-	_, err := q.db.Exec(ctx, eventInsertTest,
-		arg.AccountID,
-		arg.EventID,
-		arg.EventType,
-		arg.Payload,
-		arg.OccurredAt,
-		arg.Trace,
-	)
-	return err
-}
-
 const eventTrace = `-- name: EventTrace :one
 SELECT trace FROM webhook_events WHERE account_id = $1 AND event_id = $2
 `
@@ -152,6 +72,72 @@ func (q *Queries) EventsAbout(ctx context.Context, arg EventsAboutParams) ([]Eve
 		return nil, err
 	}
 	return items, nil
+}
+
+const eventsRecord = `-- name: EventsRecord :one
+WITH current AS (
+    SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid AND a.subscriptions_version = $2::bigint
+), event AS (
+    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, test, trace)
+    SELECT $1, e.event_id, e.event_type,
+           CASE WHEN NOT $3::bool THEN nullif(e.contact_id, '00000000-0000-0000-0000-000000000000'::uuid) END,
+           e.payload::json, e.occurred_at, $3::bool, nullif(e.trace, '')
+    FROM (SELECT unnest($4::uuid[]) AS event_id, unnest($5::text[]) AS event_type,
+                 unnest($6::uuid[]) AS contact_id, unnest($7::text[]) AS payload,
+                 unnest($8::timestamptz[]) AS occurred_at, unnest($9::text[]) AS trace) e
+    WHERE EXISTS (SELECT 1 FROM current)
+), delivery AS (
+    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
+    SELECT $1, d.delivery_id, d.subscription_id, d.event_id, d.due, $10::timestamptz, $10::timestamptz
+    FROM (SELECT unnest($11::uuid[]) AS delivery_id, unnest($12::uuid[]) AS event_id,
+                 unnest($13::uuid[]) AS subscription_id, unnest($14::timestamptz[]) AS due) d
+    WHERE EXISTS (SELECT 1 FROM current)
+)
+SELECT EXISTS (SELECT 1 FROM current) AS current
+`
+
+type EventsRecordParams struct {
+	AccountID               uuid.UUID
+	SubscriptionsVersion    int64
+	Test                    bool
+	EventIds                []uuid.UUID
+	EventTypes              []string
+	EventContactIds         []uuid.UUID
+	EventPayloads           []string
+	EventTimes              []time.Time
+	EventTraces             []string
+	Now                     time.Time
+	DeliveryIds             []uuid.UUID
+	DeliveryEventIds        []uuid.UUID
+	DeliverySubscriptionIds []uuid.UUID
+	DeliveryDue             []time.Time
+}
+
+// Records events (none, for a replay) and queues the deliveries the fan-out planned, of these
+// events or of recorded ones, only while the account's subscriptions are at the plan's
+// @subscriptions_version: otherwise it writes nothing and current is false (plan again). An
+// event's contact is NULL for uuid.Nil; @test events are about no contact, and left out of
+// the feed. Payloads come as text: the exact bytes survive ::json.
+func (q *Queries) EventsRecord(ctx context.Context, arg EventsRecordParams) (bool, error) {
+	row := q.db.QueryRow(ctx, eventsRecord,
+		arg.AccountID,
+		arg.SubscriptionsVersion,
+		arg.Test,
+		arg.EventIds,
+		arg.EventTypes,
+		arg.EventContactIds,
+		arg.EventPayloads,
+		arg.EventTimes,
+		arg.EventTraces,
+		arg.Now,
+		arg.DeliveryIds,
+		arg.DeliveryEventIds,
+		arg.DeliverySubscriptionIds,
+		arg.DeliveryDue,
+	)
+	var current bool
+	err := row.Scan(&current)
+	return current, err
 }
 
 const eventsRedact = `-- name: EventsRedact :execrows

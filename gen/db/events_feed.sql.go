@@ -144,6 +144,72 @@ func (q *Queries) EventsFeed(ctx context.Context, arg EventsFeedParams) ([]Event
 	return items, nil
 }
 
+const eventsForReplay = `-- name: EventsForReplay :many
+SELECT e.event_id, e.xid::text AS position_xid, CASE WHEN $1::bool THEN e.payload::text ELSE '' END AS payload
+FROM webhook_events e
+WHERE e.account_id = $2 AND e.event_type = $3
+  AND e.occurred_at >= $4::timestamptz AND e.occurred_at < $5::timestamptz AND NOT e.test
+  AND e.event_id >= $6 AND e.event_id < $7
+  AND (e.xid, e.event_id) > (($8::text)::xid8, $9::uuid)
+ORDER BY e.xid, e.event_id
+LIMIT $10
+`
+
+type EventsForReplayParams struct {
+	WithPayloads bool
+	AccountID    uuid.UUID
+	EventType    string
+	Since        time.Time
+	Until        time.Time
+	SinceID      uuid.UUID
+	UntilID      uuid.UUID
+	AfterXid     string
+	AfterEvent   uuid.UUID
+	RowLimit     int32
+}
+
+type EventsForReplayRow struct {
+	EventID     uuid.UUID
+	PositionXid string
+	Payload     string
+}
+
+// A page of the account's events of @event_type in [@since, @until) after the cursor, in the
+// feed's order: their ids, and their payloads @with_payloads (for a filter to be evaluated on;
+// ” otherwise).
+// @since_id and @until_id bound the events' ids (of their time: a bit wider than the window,
+// see delivery.Replay), so only the partitions of the window's days are read.
+func (q *Queries) EventsForReplay(ctx context.Context, arg EventsForReplayParams) ([]EventsForReplayRow, error) {
+	rows, err := q.db.Query(ctx, eventsForReplay,
+		arg.WithPayloads,
+		arg.AccountID,
+		arg.EventType,
+		arg.Since,
+		arg.Until,
+		arg.SinceID,
+		arg.UntilID,
+		arg.AfterXid,
+		arg.AfterEvent,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EventsForReplayRow
+	for rows.Next() {
+		var i EventsForReplayRow
+		if err := rows.Scan(&i.EventID, &i.PositionXid, &i.Payload); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const eventsPrune = `-- name: EventsPrune :execrows
 DELETE FROM webhook_events_default
 WHERE ctid = ANY(ARRAY(SELECT ctid FROM webhook_events_default WHERE occurred_at < $1::timestamptz LIMIT $2))
@@ -163,59 +229,6 @@ func (q *Queries) EventsPrune(ctx context.Context, arg EventsPruneParams) (int64
 		return 0, err
 	}
 	return result.RowsAffected(), nil
-}
-
-const eventsReplay = `-- name: EventsReplay :one
-WITH sub AS (
-    SELECT s.account_id, s.subscription_id, s.event_type, s.status, s.filter_path FROM webhook_subscriptions s
-    WHERE s.account_id = $1 AND s.subscription_id = $2
-), evs AS (
-    SELECT e.event_id, row_number() OVER (ORDER BY e.xid, e.event_id) * interval '1 microsecond' AS lag
-    FROM webhook_events e, sub
-    WHERE sub.status <> 'Removed' AND e.account_id = sub.account_id AND e.event_type = sub.event_type
-      AND e.occurred_at >= $3::timestamptz AND e.occurred_at < $4::timestamptz AND NOT e.test
-      AND e.event_id >= $5 AND e.event_id < $6
-      AND webhook_filter_matches(sub.filter_path, e.payload)
-), queued AS (
-    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
-    SELECT $1, gen_random_uuid(), $2, evs.event_id,
-           evs.lag + $7::timestamptz, $7::timestamptz, $7::timestamptz
-    FROM evs
-    RETURNING 1
-)
-SELECT CASE WHEN sub.status = 'Removed' THEN -1 ELSE (SELECT count(*) FROM queued) END::bigint AS queued
-FROM sub
-`
-
-type EventsReplayParams struct {
-	AccountID      uuid.UUID
-	SubscriptionID uuid.UUID
-	Since          time.Time
-	Until          time.Time
-	SinceID        uuid.UUID
-	UntilID        uuid.UUID
-	Now            time.Time
-}
-
-// Queues a delivery to the subscription of each of its type's events in [@since, @until) that
-// its filter wants, in
-// the feed's order (the due times one microsecond apart keep it), and counts them. No row
-// when the subscription is not the account's; -1 when it is Removed. @since_id and @until_id
-// bound the events' ids (of their time: a bit wider than the window, see delivery.Replay), so
-// only the partitions of the window's days are read.
-func (q *Queries) EventsReplay(ctx context.Context, arg EventsReplayParams) (int64, error) {
-	row := q.db.QueryRow(ctx, eventsReplay,
-		arg.AccountID,
-		arg.SubscriptionID,
-		arg.Since,
-		arg.Until,
-		arg.SinceID,
-		arg.UntilID,
-		arg.Now,
-	)
-	var queued int64
-	err := row.Scan(&queued)
-	return queued, err
 }
 
 const replayRoom = `-- name: ReplayRoom :one

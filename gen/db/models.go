@@ -13,11 +13,12 @@ import (
 )
 
 type Account struct {
-	AccountID          uuid.UUID
-	Name               string
-	CreatedAt          time.Time
-	ClientSecretSealed *string
-	LiveAccountID      *uuid.UUID
+	AccountID            uuid.UUID
+	Name                 string
+	CreatedAt            time.Time
+	ClientSecretSealed   *string
+	LiveAccountID        *uuid.UUID
+	SubscriptionsVersion int64
 }
 
 type Activity struct {

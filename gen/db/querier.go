@@ -45,26 +45,31 @@ type Querier interface {
 	ConsoleSessionPrune(ctx context.Context, expiresAt time.Time) (int64, error)
 	// A new contact with its consent record and, when its address parsed, its first property, in
 	// one statement (one round trip), with its events (TagsAdded when it has tags, ContactEnriched
-	// when its email status was decided without DNS) and, with @queue_deliveries (the account may
-	// subscribe to one of them), their deliveries to the account's live subscriptions of their
-	// types whose filters want them, due at once (filtered_out: the subscriptions that did not). It is due for enrichment (@enrich_due_at) only while its email status is
-	// Pending: an address is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one email
-	// resolve to exactly one winner without aborting the losers' transactions: a loser gets no
-	// row and writes nothing. A contact whose email or phone the account suppresses
-	// (@suppression_digests: an erased person's) is not inserted either, and gets no row.
-	// (Foreign keys are checked at the end of the statement, after the contact row exists.)
+	// when its email status was decided without DNS) and the deliveries the fan-out planned for
+	// them (webhook.Audience.Plan: @delivery_event_ids with @delivery_subscription_ids), due at
+	// once. Only while the account's subscriptions are still at the plan's
+	// @subscriptions_version: otherwise nothing is written and current is false (plan again). It
+	// is due for enrichment (@enrich_due_at) only while its email status is Pending: an address
+	// is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one
+	// email resolve to exactly one winner without aborting the losers' transactions: a loser's
+	// contact_id is uuid.Nil and it writes nothing. A contact whose email or phone the account
+	// suppresses (@suppression_digests: an erased person's) is not inserted either. (Foreign
+	// keys are checked at the end of the statement, after the contact row exists.)
 	ContactCreate(ctx context.Context, arg []ContactCreateParams) *ContactCreateBatchResults
 	// A batch's new contacts in one statement (POST /contacts/batch, contactd import), each with
-	// its consent record (the batch's origin), its first property and its events, due for
-	// enrichment while its email status is Pending, as ContactCreate does for one. Each column
+	// its consent record (the batch's origin), its first property, its events and their planned
+	// deliveries (of the contacts inserted), due for enrichment while its email status is
+	// Pending, as ContactCreate does for one, and as it only while the account's subscriptions
+	// are at @subscriptions_version. Each column
 	// comes as an array with an element per contact, as River's JobInsertFastMany sends its jobs: a contact's tags are its slice of tags (tag_from,
 	// tag_count: PostgreSQL has no arrays of arrays), nullable text comes as varchar[] ([]*string:
 	// sqlc.yaml says why), and properties and events have arrays of their own, for the contacts
 	// that have one. Contacts are inserted in email order, so concurrent batches take the email
 	// keys in one order; ON CONFLICT DO NOTHING skips emails the account has (waiting first for a
 	// transaction that has just inserted one), and contacts whose email or phone digest the
-	// account suppresses are skipped too (a phone digest is NULL without a phone). Returns the
-	// contacts inserted, each with the subscriptions whose filters left out its events.
+	// account suppresses are skipped too (a phone digest is NULL without a phone). Returns a row
+	// per contact given, in their order: whether it was inserted, and whether the plan was current
+	// (if not, none was).
 	ContactCreateMany(ctx context.Context, arg ContactCreateManyParams) ([]ContactCreateManyRow, error)
 	// Properties and activities go with it (ON DELETE CASCADE), the consent record is on its row.
 	ContactDelete(ctx context.Context, arg ContactDeleteParams) (int64, error)
@@ -191,7 +196,6 @@ type Querier interface {
 	// the receiver's leases are counted in every account, the URL being the receiver.
 	DeliveryClaimNext(ctx context.Context, arg DeliveryClaimNextParams) ([]DeliveryClaimNextRow, error)
 	DeliveryGet(ctx context.Context, arg DeliveryGetParams) (DeliveryGetRow, error)
-	DeliveryInsert(ctx context.Context, arg DeliveryInsertParams) error
 	// Everything one attempt needs, in one round trip.
 	DeliveryLoad(ctx context.Context, arg DeliveryLoadParams) (DeliveryLoadRow, error)
 	DeliveryRecordAttempt(ctx context.Context, arg DeliveryRecordAttemptParams) error
@@ -245,8 +249,10 @@ type Querier interface {
 	// EnrichFinish for a batch, in one statement, recording the ContactEnriched event of each
 	// contact whose hold was still the caller's and that has one (@event_ids: uuid.Nil for none;
 	// a contact with an event was Pending when claimed, and a change of email since would have
-	// ended the hold).
-	EnrichFinishMany(ctx context.Context, arg EnrichFinishManyParams) error
+	// ended the hold), for the contacts whose accounts' subscriptions are still at the version
+	// the fan-out found none to deliver their events to (@subscriptions_versions). Returns the
+	// contacts it left alone for that reason: their events may have deliveries now.
+	EnrichFinishMany(ctx context.Context, arg EnrichFinishManyParams) ([]uuid.UUID, error)
 	// Leases locked contacts to the caller until @lease_until, one more attempt each. A lease
 	// that ends without EnrichFinish or EnrichRetry (the worker died) makes the contact due again.
 	EnrichLease(ctx context.Context, arg EnrichLeaseParams) error
@@ -262,9 +268,6 @@ type Querier interface {
 	EnrichRetry(ctx context.Context, arg EnrichRetryParams) error
 	ErasureInsert(ctx context.Context, arg ErasureInsertParams) error
 	EventGet(ctx context.Context, arg EventGetParams) (string, error)
-	EventInsert(ctx context.Context, arg EventInsertParams) error
-	// A test event: about no contact, left out of the feed.
-	EventInsertTest(ctx context.Context, arg EventInsertTestParams) error
 	// The traceparent an event's delivery attempt continues (tracing on only).
 	EventTrace(ctx context.Context, arg EventTraceParams) (*string, error)
 	// The events about a contact (test events are about none), locked, for its erasure.
@@ -276,20 +279,25 @@ type Querier interface {
 	// ends once its events reach @max_bytes (the event that crosses it included, so at least
 	// one), so a page of big events costs its reader about @max_bytes, not @row_limit of them.
 	EventsFeed(ctx context.Context, arg EventsFeedParams) ([]EventsFeedRow, error)
+	// A page of the account's events of @event_type in [@since, @until) after the cursor, in the
+	// feed's order: their ids, and their payloads @with_payloads (for a filter to be evaluated on;
+	// '' otherwise).
+	// @since_id and @until_id bound the events' ids (of their time: a bit wider than the window,
+	// see delivery.Replay), so only the partitions of the window's days are read.
+	EventsForReplay(ctx context.Context, arg EventsForReplayParams) ([]EventsForReplayRow, error)
 	// Deletes up to @batch events of the default partition that occurred before @before, across
 	// accounts: the retention task calls it until it deletes fewer. (The day partitions are
 	// dropped whole: store.DropEventPartitions.)
 	EventsPrune(ctx context.Context, arg EventsPruneParams) (int64, error)
+	// Records events (none, for a replay) and queues the deliveries the fan-out planned, of these
+	// events or of recorded ones, only while the account's subscriptions are at the plan's
+	// @subscriptions_version: otherwise it writes nothing and current is false (plan again). An
+	// event's contact is NULL for uuid.Nil; @test events are about no contact, and left out of
+	// the feed. Payloads come as text: the exact bytes survive ::json.
+	EventsRecord(ctx context.Context, arg EventsRecordParams) (bool, error)
 	// Replaces the payloads of @event_ids with @payloads, one for one: an erased contact's events
 	// become tombstones.
 	EventsRedact(ctx context.Context, arg EventsRedactParams) (int64, error)
-	// Queues a delivery to the subscription of each of its type's events in [@since, @until) that
-	// its filter wants, in
-	// the feed's order (the due times one microsecond apart keep it), and counts them. No row
-	// when the subscription is not the account's; -1 when it is Removed. @since_id and @until_id
-	// bound the events' ids (of their time: a bit wider than the window, see delivery.Replay), so
-	// only the partitions of the window's days are read.
-	EventsReplay(ctx context.Context, arg EventsReplayParams) (int64, error)
 	// Stored bodies not sealed under the current key (@current_prefix, "v1.<key id>."), a page at
 	// a time in key order, for `contactd secrets rekey`.
 	IdempotencyBodiesToReseal(ctx context.Context, arg IdempotencyBodiesToResealParams) ([]IdempotencyBodiesToResealRow, error)
@@ -360,9 +368,11 @@ type Querier interface {
 	// The account's active addresses from @from_address on that more than one contact has, with those
 	// contacts: an index-only walk of properties_active_address that stops at the page's last.
 	SharedAddresses(ctx context.Context, arg SharedAddressesParams) ([]SharedAddressesRow, error)
+	// The account's live subscriptions with their filters, and the version of them
+	// (accounts.subscriptions_version) in the same snapshot: webhook.Audience. One row with no
+	// subscription when it has none; none when the account is gone.
+	SubscribersLoad(ctx context.Context, accountID uuid.UUID) ([]SubscribersLoadRow, error)
 	SubscriptionCountLive(ctx context.Context, arg SubscriptionCountLiveParams) (int64, error)
-	// The event types the account has live subscriptions to (webhook.Subscribers' cache).
-	SubscriptionEventTypesLive(ctx context.Context, accountID uuid.UUID) ([]string, error)
 	SubscriptionGet(ctx context.Context, arg SubscriptionGetParams) (WebhookSubscription, error)
 	// The account's subscriptions' attempts over a window: how many, how many succeeded, and
 	// their median and 95th-percentile latency.
@@ -400,12 +410,12 @@ type Querier interface {
 	// Adds a process's tally of filtered-out events to its subscriptions' counts, in id order
 	// (so two processes' flushes never wait on each other both ways).
 	SubscriptionsCountFiltered(ctx context.Context, arg SubscriptionsCountFilteredParams) error
-	// The account's live subscriptions of the event's type, and whether each one's filter wants
-	// its payload.
-	SubscriptionsForEvent(ctx context.Context, arg SubscriptionsForEventParams) ([]SubscriptionsForEventRow, error)
 	// Maintenance across accounts: Failing subscriptions without a success since the cutoff
-	// are removed.
+	// are removed, and their accounts' subscriptions_version moves on; how many were removed.
 	SubscriptionsSweepFailing(ctx context.Context, arg SubscriptionsSweepFailingParams) (int64, error)
+	// The account's live subscriptions or their filters changed in this transaction: statements
+	// planned with the older version queue nothing (migration 00040).
+	SubscriptionsVersionBump(ctx context.Context, accountID uuid.UUID) error
 	// The key, once: a second process creating it at the same moment leaves the first one's.
 	SuppressionKeyCreate(ctx context.Context, arg SuppressionKeyCreateParams) error
 	SuppressionKeyGet(ctx context.Context) (string, error)
@@ -418,11 +428,11 @@ type Querier interface {
 	TagsGet(ctx context.Context, arg TagsGetParams) (TagsGetRow, error)
 	TagsSet(ctx context.Context, arg TagsSetParams) error
 	// Compare-and-swap: sets the tags only if they are still the ones the change was computed
-	// from (no row otherwise), and records the change's events (TagsAdded, TagsRemoved) with it
-	// and, with @queue_deliveries (the account may subscribe to one of them), their deliveries to
-	// the account's live subscriptions of their types whose filters want them (filtered_out: the
-	// subscriptions that did not): a tag change needs no transaction and no
-	// lock, and goes to PostgreSQL with the other swaps in flight.
+	// from (contact_id uuid.Nil otherwise), and records the change's events (TagsAdded, TagsRemoved)
+	// with it and the deliveries the fan-out planned for them, only while the account's
+	// subscriptions are at the plan's @subscriptions_version (current false otherwise: nothing
+	// written): a tag change needs no transaction and no lock, and goes to PostgreSQL with the
+	// other swaps in flight.
 	TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapBatchResults
 }
 

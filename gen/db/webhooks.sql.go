@@ -12,6 +12,49 @@ import (
 	"github.com/google/uuid"
 )
 
+const subscribersLoad = `-- name: SubscribersLoad :many
+SELECT a.subscriptions_version, s.subscription_id, s.event_type, s.filter
+FROM accounts a
+LEFT JOIN webhook_subscriptions s ON s.account_id = a.account_id AND s.status <> 'Removed'
+WHERE a.account_id = $1
+ORDER BY s.subscription_id
+`
+
+type SubscribersLoadRow struct {
+	SubscriptionsVersion int64
+	SubscriptionID       *uuid.UUID
+	EventType            *string
+	Filter               []byte
+}
+
+// The account's live subscriptions with their filters, and the version of them
+// (accounts.subscriptions_version) in the same snapshot: webhook.Audience. One row with no
+// subscription when it has none; none when the account is gone.
+func (q *Queries) SubscribersLoad(ctx context.Context, accountID uuid.UUID) ([]SubscribersLoadRow, error) {
+	rows, err := q.db.Query(ctx, subscribersLoad, accountID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SubscribersLoadRow
+	for rows.Next() {
+		var i SubscribersLoadRow
+		if err := rows.Scan(
+			&i.SubscriptionsVersion,
+			&i.SubscriptionID,
+			&i.EventType,
+			&i.Filter,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const subscriptionCountLive = `-- name: SubscriptionCountLive :one
 SELECT count(*) FROM webhook_subscriptions
 WHERE account_id = $1 AND event_type = $2 AND status <> 'Removed'
@@ -27,32 +70,6 @@ func (q *Queries) SubscriptionCountLive(ctx context.Context, arg SubscriptionCou
 	var count int64
 	err := row.Scan(&count)
 	return count, err
-}
-
-const subscriptionEventTypesLive = `-- name: SubscriptionEventTypesLive :many
-SELECT DISTINCT event_type FROM webhook_subscriptions
-WHERE account_id = $1 AND status <> 'Removed'
-`
-
-// The event types the account has live subscriptions to (webhook.Subscribers' cache).
-func (q *Queries) SubscriptionEventTypesLive(ctx context.Context, accountID uuid.UUID) ([]string, error) {
-	rows, err := q.db.Query(ctx, subscriptionEventTypesLive, accountID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []string
-	for rows.Next() {
-		var event_type string
-		if err := rows.Scan(&event_type); err != nil {
-			return nil, err
-		}
-		items = append(items, event_type)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const subscriptionGet = `-- name: SubscriptionGet :one
@@ -492,50 +509,17 @@ func (q *Queries) SubscriptionsCountFiltered(ctx context.Context, arg Subscripti
 	return err
 }
 
-const subscriptionsForEvent = `-- name: SubscriptionsForEvent :many
-SELECT subscription_id, webhook_filter_matches(filter_path, ($1::text)::json)::boolean AS wanted
-FROM webhook_subscriptions
-WHERE account_id = $2 AND event_type = $3 AND status <> 'Removed'
-ORDER BY subscription_id
-`
-
-type SubscriptionsForEventParams struct {
-	Payload   string
-	AccountID uuid.UUID
-	EventType string
-}
-
-type SubscriptionsForEventRow struct {
-	SubscriptionID uuid.UUID
-	Wanted         bool
-}
-
-// The account's live subscriptions of the event's type, and whether each one's filter wants
-// its payload.
-func (q *Queries) SubscriptionsForEvent(ctx context.Context, arg SubscriptionsForEventParams) ([]SubscriptionsForEventRow, error) {
-	rows, err := q.db.Query(ctx, subscriptionsForEvent, arg.Payload, arg.AccountID, arg.EventType)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []SubscriptionsForEventRow
-	for rows.Next() {
-		var i SubscriptionsForEventRow
-		if err := rows.Scan(&i.SubscriptionID, &i.Wanted); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const subscriptionsSweepFailing = `-- name: SubscriptionsSweepFailing :execrows
-UPDATE webhook_subscriptions
-SET status = 'Removed', updated_at = $1, removed_reason = 'FailingTooLong'
-WHERE status = 'Failing' AND coalesce(last_success_at, created_at) < $2
+const subscriptionsSweepFailing = `-- name: SubscriptionsSweepFailing :one
+WITH swept AS (
+    UPDATE webhook_subscriptions
+    SET status = 'Removed', updated_at = $1, removed_reason = 'FailingTooLong'
+    WHERE status = 'Failing' AND coalesce(last_success_at, created_at) < $2
+    RETURNING account_id
+), bumped AS (
+    UPDATE accounts SET subscriptions_version = subscriptions_version + 1
+    WHERE account_id IN (SELECT account_id FROM swept)
+)
+SELECT count(*) FROM swept
 `
 
 type SubscriptionsSweepFailingParams struct {
@@ -544,11 +528,21 @@ type SubscriptionsSweepFailingParams struct {
 }
 
 // Maintenance across accounts: Failing subscriptions without a success since the cutoff
-// are removed.
+// are removed, and their accounts' subscriptions_version moves on; how many were removed.
 func (q *Queries) SubscriptionsSweepFailing(ctx context.Context, arg SubscriptionsSweepFailingParams) (int64, error) {
-	result, err := q.db.Exec(ctx, subscriptionsSweepFailing, arg.Now, arg.Cutoff)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	row := q.db.QueryRow(ctx, subscriptionsSweepFailing, arg.Now, arg.Cutoff)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const subscriptionsVersionBump = `-- name: SubscriptionsVersionBump :exec
+UPDATE accounts SET subscriptions_version = subscriptions_version + 1 WHERE account_id = $1
+`
+
+// The account's live subscriptions or their filters changed in this transaction: statements
+// planned with the older version queue nothing (migration 00040).
+func (q *Queries) SubscriptionsVersionBump(ctx context.Context, accountID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, subscriptionsVersionBump, accountID)
+	return err
 }

@@ -401,7 +401,10 @@ func (s *Service) ResetSandbox(ctx context.Context, sandbox uuid.UUID) error {
 		if err := tx.SandboxContactsLock(ctx, sandbox); err != nil {
 			return err
 		}
-		return tx.SandboxReset(ctx, sandbox)
+		if err := tx.SandboxReset(ctx, sandbox); err != nil {
+			return err
+		}
+		return tx.SubscriptionsChangedNotify(ctx, sandbox.String()) // its subscriptions went
 	})
 }
 

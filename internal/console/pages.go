@@ -220,7 +220,7 @@ func (c *Console) rotate(ec echo.Context) error {
 // sendTest queues a test event to the subscription; its attempt shows in the delivery log.
 func (c *Console) sendTest(ec echo.Context) error {
 	sub := ec.Param("id")
-	if _, err := c.d.Webhooks.SendTest(ec.Request().Context(), sessionOf(ec).AccountID, sub, c.d.Deliveries); err != nil {
+	if _, err := c.d.Webhooks.SendTest(ec.Request().Context(), sessionOf(ec).AccountID, sub); err != nil {
 		return c.failed(ec, err)
 	}
 	return ec.Redirect(http.StatusSeeOther, "/console/webhooks/"+url.PathEscape(sub))

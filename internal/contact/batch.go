@@ -51,7 +51,6 @@ func (s *Service) Batch(ctx context.Context, accountID uuid.UUID, upsert bool, i
 	now := s.now()
 	base := make([]BatchResult, len(ins))
 	items := make([]batchItem, 0, len(ins))
-	types := map[webhook.EventType]bool{}
 	for i, in := range ins {
 		c, warnings, events, err := s.newContact(ctx, in, now)
 		if err != nil {
@@ -65,21 +64,12 @@ func (s *Service) Batch(ctx context.Context, accountID uuid.UUID, upsert bool, i
 			return nil, err
 		}
 		items = append(items, batchItem{index: i, in: in, key: key, c: c, events: events, digests: suppress.Digests(entries)})
-		for _, ev := range events {
-			types[ev.Type] = true
-		}
-	}
-	// whether the account may subscribe to the creates' events: their statement then queues
-	// their deliveries too
-	queue := false
-	for typ := range types {
-		queue = queue || s.events.MayHaveSubscribers(ctx, accountID, typ)
 	}
 	var results []BatchResult
 	err := s.store.InTx(ctx, func(tx store.Tx) error {
 		results = slices.Clone(base)
 		for _, round := range byOccurrence(items) {
-			if err := s.batchRound(ctx, tx, accountID, upsert, round, results, now, queue); err != nil {
+			if err := s.batchRound(ctx, tx, accountID, upsert, round, results, now); err != nil {
 				return err
 			}
 		}
@@ -107,26 +97,32 @@ func byOccurrence(items []batchItem) [][]batchItem {
 	return rounds
 }
 
-// batchRound creates the round's contacts in one pipelined batch of ContactCreate, then deals
-// with the emails that exist: a duplicate, or an update in email order (the order every batch
-// locks rows in).
+// batchRound creates the round's contacts in one statement (ContactCreateMany) with their
+// events and the deliveries the fan-out planned for them, then deals with the emails that
+// exist: a duplicate, or an update in email order (the order every batch locks rows in).
 func (s *Service) batchRound(ctx context.Context, tx store.Tx, accountID uuid.UUID, upsert bool, round []batchItem,
-	results []BatchResult, now time.Time, queue bool) error {
+	results []BatchResult, now time.Time) error {
 	ps := make([]db.ContactCreateParams, len(round))
+	var events []webhook.Prepared
+	eventsOf := map[uuid.UUID]uuid.UUID{} // event -> its contact
 	for i, it := range round {
 		ps[i] = createParams(accountID, it.c, it.in, it.events)
-		ps[i].SuppressionDigests, ps[i].QueueDeliveries = it.digests, queue
+		ps[i].SuppressionDigests = it.digests
+		events = append(events, it.events...)
+		for _, ev := range it.events {
+			eventsOf[ev.ID] = it.c.ID
+		}
 	}
-	inserted, filteredOut, err := createMany(ctx, tx.Queries, ps)
+	var inserted map[uuid.UUID]bool
+	plan, err := s.events.WithPlan(ctx, tx.Queries, accountID, webhook.Of(events), func(plan webhook.Plan) (current bool, err error) {
+		inserted, current, err = createMany(ctx, tx.Queries, ps, plan)
+		return current, err
+	})
 	if err != nil {
 		return err
 	}
-	if queue && len(inserted) > 0 {
-		tx.AfterCommit(s.events.Queued)
-	}
-	if len(filteredOut) > 0 {
-		tx.AfterCommit(func() { s.events.FilteredOut(accountID, filteredOut) })
-	}
+	plan = plan.Keep(func(event uuid.UUID) bool { return inserted[eventsOf[event]] })
+	tx.AfterCommit(func() { s.events.Planned(accountID, plan) })
 	var existing []batchItem
 	for _, it := range round {
 		if !inserted[it.c.ID] {

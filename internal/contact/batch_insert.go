@@ -7,26 +7,30 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/address"
+	"github.com/contactd/contactd/internal/webhook"
 )
 
 // createMany inserts the contacts of ps (one account, one origin, one time: a batch) with
-// their events, and their deliveries when the first of ps asks to queue them, in one
-// statement, and reports which it inserted (the others' emails were taken) and, one for each
-// event, the subscriptions whose filters left out an event of theirs.
-func createMany(ctx context.Context, q *db.Queries, ps []db.ContactCreateParams) (inserted map[uuid.UUID]bool, filteredOut []uuid.UUID, err error) {
+// their events and plan's deliveries of them, in one statement, and reports which it inserted
+// (the others' emails were taken), or, when the plan was stale, that it inserted nothing.
+func createMany(ctx context.Context, q *db.Queries, ps []db.ContactCreateParams, plan webhook.Plan) (inserted map[uuid.UUID]bool, current bool, err error) {
 	if len(ps) == 0 {
-		return map[uuid.UUID]bool{}, nil, nil
+		return map[uuid.UUID]bool{}, true, nil
 	}
-	rows, err := q.ContactCreateMany(ctx, manyParams(ps))
+	m := manyParams(ps)
+	m.SubscriptionsVersion, m.DeliveryEventIds, m.DeliverySubscriptionIds = plan.Version, plan.EventIDs, plan.SubscriptionIDs
+	rows, err := q.ContactCreateMany(ctx, m)
 	if err != nil {
-		return nil, nil, err
+		return nil, false, err
 	}
 	inserted = make(map[uuid.UUID]bool, len(rows))
+	current = len(rows) > 0 && rows[0].Current
 	for _, row := range rows {
-		inserted[row.ContactID] = true
-		filteredOut = append(filteredOut, row.FilteredOut...)
+		if row.Inserted {
+			inserted[row.ContactID] = true
+		}
 	}
-	return inserted, filteredOut, nil
+	return inserted, current, nil
 }
 
 // manyParams lays ps out as ContactCreateMany's columns: an element per contact, and per
@@ -37,8 +41,8 @@ func manyParams(ps []db.ContactCreateParams) db.ContactCreateManyParams {
 	m := db.ContactCreateManyParams{
 		AccountID: first.AccountID, ConsentApiKeyName: first.ConsentApiKeyName, ConsentApiKeyPrefix: first.ConsentApiKeyPrefix,
 		ConsentSourceIp: first.ConsentSourceIp, ConsentUserAgent: first.ConsentUserAgent, CreatedAt: first.CreatedAt,
-		AddressesParsedBy: address.Version, QueueDeliveries: first.QueueDeliveries,
-		ContactIds: make([]uuid.UUID, n), EmailDigests: make([][]byte, n), PhoneDigests: make([][]byte, n),
+		AddressesParsedBy: address.Version,
+		ContactIds:        make([]uuid.UUID, n), EmailDigests: make([][]byte, n), PhoneDigests: make([][]byte, n),
 		Emails: make([]string, n), EmailKeys: make([]string, n),
 		Names: make([]*string, n), Phones: make([]*string, n), TagFrom: make([]int32, n), TagCount: make([]int32, n),
 		AssignedUserEmailIds: make([]*string, n), CrmNames: make([]*string, n), CrmUrls: make([]*string, n),

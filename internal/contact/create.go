@@ -49,26 +49,10 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 		return Contact{}, nil, err
 	}
 	p.SuppressionDigests = suppress.Digests(entries)
-	p.QueueDeliveries = s.maySubscribe(ctx, accountID, p.EventTypes)
-	if err := s.insert(ctx, p); err != nil {
+	if err := s.insert(ctx, p, events); err != nil {
 		return Contact{}, nil, err
 	}
-	if p.QueueDeliveries {
-		s.events.Queued()
-	}
 	return c, warnings, nil
-}
-
-// maySubscribe reports whether the account may subscribe to one of the event types: a change
-// then queues its events' deliveries in its statement (a join on the live subscriptions,
-// which a change nobody subscribes to is spared).
-func (s *Service) maySubscribe(ctx context.Context, accountID uuid.UUID, types []string) bool {
-	for _, typ := range types {
-		if s.events.MayHaveSubscribers(ctx, accountID, webhook.EventType(typ)) {
-			return true
-		}
-	}
-	return false
 }
 
 // newContact is the contact in would create at now, with its defaults, its parsed address (or
@@ -121,16 +105,21 @@ func (s *Service) newContact(ctx context.Context, in CreateInput, now time.Time)
 }
 
 // insert writes the contact, its consent record, its first property, its events and their
-// deliveries in one statement, in a group of creates. A contact it did not insert had an
-// email the account has (DuplicateContact), or an erased person's email or phone
+// planned deliveries in one statement, in a group of creates. A contact it did not insert had
+// an email the account has (DuplicateContact), or an erased person's email or phone
 // (ContactSuppressed).
-func (s *Service) insert(ctx context.Context, p db.ContactCreateParams) error {
-	inserted, err := s.creates.Do(ctx, p)
+func (s *Service) insert(ctx context.Context, p db.ContactCreateParams, events []webhook.Prepared) error {
+	var inserted returned[db.ContactCreateRow]
+	plan, err := s.events.WithPlan(ctx, nil, p.AccountID, webhook.Of(events), func(plan webhook.Plan) (current bool, err error) {
+		p.SubscriptionsVersion, p.DeliveryEventIds, p.DeliverySubscriptionIds = plan.Version, plan.EventIDs, plan.SubscriptionIDs
+		inserted, err = s.creates.Do(ctx, p)
+		return inserted.row.Current, err
+	})
 	if err != nil {
 		return err
 	}
-	if inserted.ok {
-		s.events.FilteredOut(p.AccountID, inserted.row.FilteredOut)
+	if inserted.row.ContactID != uuid.Nil {
+		s.events.Planned(p.AccountID, plan)
 		return nil
 	}
 	var existing uuid.UUID

@@ -155,22 +155,28 @@ func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []
 		}
 		now := s.now()
 		p := db.TagsSwapParams{AccountID: accountID, ContactID: id, Tags: c.tags, Previous: row.Tags, UpdatedAt: now}
+		var events []webhook.Prepared
 		for _, ev := range tagEvents(id, contactInfo(id, row.Email, row.AssignedUserEmailID), c, now) {
 			prepared, err := webhook.Prepare(ctx, ev)
 			if err != nil {
 				return nil, err
 			}
+			events = append(events, prepared)
 			p.EventIds, p.EventTypes = append(p.EventIds, prepared.ID), append(p.EventTypes, string(prepared.Type))
 			p.EventPayloads, p.EventTraces = append(p.EventPayloads, string(prepared.Payload)), append(p.EventTraces, prepared.Trace)
 		}
-		p.QueueDeliveries = s.maySubscribe(ctx, accountID, p.EventTypes)
-		swapped, err := s.tagSwaps.Do(ctx, p)
-		if err == nil && swapped.ok && p.QueueDeliveries {
-			s.events.Queued()
-			s.events.FilteredOut(accountID, swapped.row.FilteredOut)
+		var swapped returned[db.TagsSwapRow]
+		plan, err := s.events.WithPlan(ctx, nil, accountID, webhook.Of(events), func(plan webhook.Plan) (current bool, err error) {
+			p.SubscriptionsVersion, p.DeliveryEventIds, p.DeliverySubscriptionIds = plan.Version, plan.EventIDs, plan.SubscriptionIDs
+			swapped, err = s.tagSwaps.Do(ctx, p)
+			return swapped.row.Current, err
+		})
+		if err != nil {
+			return nil, err
 		}
-		if err != nil || swapped.ok {
-			return c.tags, err
+		if swapped.row.ContactID != uuid.Nil {
+			s.events.Planned(accountID, plan)
+			return c.tags, nil
 		}
 	}
 }

@@ -62,7 +62,7 @@ func New(st *store.Store, opt Options) *Service {
 	s := &Service{store: st, http: NewHTTPClient(opt.Timeout, opt.AllowedNetworks), timeout: opt.Timeout,
 		now: opt.Now, rnd: defaultRand, log: opt.Log, metrics: opt.Metrics, opt: opt, secrets: opt.Secrets}
 	s.queue = queue.New(queue.Options{Name: QueueName, Slots: opt.Workers, PollEvery: opt.PollEvery, Log: opt.Log}, s.claim)
-	s.events = webhook.NewEmitter(s, nil, opt.Filtered)
+	s.events = webhook.NewEmitter(s, webhook.NewSubscribers(st, opt.Now), opt.Filtered)
 	s.nats = newNATSPublisher(opt.NATSURL, opt.NATSSubjectPrefix, opt.Timeout, opt.Log)
 	return s
 }

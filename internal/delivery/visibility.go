@@ -15,6 +15,7 @@ import (
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/ids"
 	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/webhook"
 )
 
 // Errors of the visibility operations.
@@ -191,8 +192,15 @@ func (s *Service) Replay(ctx context.Context, account uuid.UUID, rawSub string, 
 	// partitions read; a minute wider, for the events recorded before migration 00032, whose
 	// ids are of the clock a few milliseconds after their time.
 	sinceID, untilID := store.EventIDFloor(since.Add(-replayIDSlack)), store.EventIDFloor(until.Add(replayIDSlack))
-	var n int64
+	var n int
 	err := s.store.InTx(ctx, func(tx store.Tx) (err error) {
+		row, err := tx.SubscriptionGet(ctx, db.SubscriptionGetParams{AccountID: account, SubscriptionID: sub})
+		switch {
+		case err != nil:
+			return err
+		case row.Status == "Removed":
+			return apperr.Invalid(apperr.Field("path.subscriptionId", "status", "the subscription is removed"))
+		}
 		room, err := tx.ReplayRoom(ctx, db.ReplayRoomParams{AccountID: account, SubscriptionID: sub, Since: since, Until: until,
 			SinceID: sinceID, UntilID: untilID, EventsLimit: MaxReplayEvents + 1, PendingLimit: MaxReplayEvents})
 		switch {
@@ -208,22 +216,45 @@ func (s *Service) Replay(ctx context.Context, account uuid.UUID, rawSub string, 
 			e.RetryAfter = replayRetryAfter
 			return e
 		}
-		n, err = tx.EventsReplay(ctx, db.EventsReplayParams{AccountID: account, SubscriptionID: sub,
-			Since: since, Until: until, SinceID: sinceID, UntilID: untilID, Now: s.now()})
-		if err == nil && n > 0 {
-			tx.AfterCommit(s.queue.Wake)
-		}
+		n, err = s.replayPages(ctx, tx, account, sub, db.EventsForReplayParams{AccountID: account, EventType: row.EventType,
+			Since: since, Until: until, SinceID: sinceID, UntilID: untilID, AfterXid: "0", WithPayloads: row.Filter != nil,
+			RowLimit: replayPage})
 		return err
 	})
-	switch {
-	case errors.Is(err, apperr.ErrNoRows):
+	if errors.Is(err, apperr.ErrNoRows) {
 		return 0, ErrSubscriptionNotFound
-	case err != nil:
-		return 0, err
-	case n < 0:
-		return 0, apperr.Invalid(apperr.Field("path.subscriptionId", "status", "the subscription is removed"))
 	}
-	return int(n), nil
+	return n, err
+}
+
+// replayPage is how many events a replay reads and plans at once: with payloads (for a
+// filter), at most about 800 KiB of them (activity details are at most 8 KiB), so that replays
+// side by side hold little memory; a replay of MaxReplayEvents takes 100 pages.
+const replayPage = 100
+
+// replayPages queues a delivery to sub of each event of p's window that its filter wants, a
+// page at a time, in the feed's order: the due times, a microsecond apart, keep it.
+func (s *Service) replayPages(ctx context.Context, tx store.Tx, account, sub uuid.UUID, p db.EventsForReplayParams) (int, error) {
+	queued, now := 0, s.now()
+	for seq := 1; ; {
+		rows, err := tx.EventsForReplay(ctx, p)
+		if err != nil || len(rows) == 0 {
+			return queued, err
+		}
+		replayed := make([]webhook.Prepared, len(rows))
+		for i, r := range rows {
+			replayed[i] = webhook.Prepared{ID: r.EventID, Type: webhook.EventType(p.EventType), Payload: []byte(r.Payload),
+				At: now.Add(time.Duration(seq) * time.Microsecond)}
+			seq++
+		}
+		ids, err := s.events.Record(ctx, tx, account, webhook.Recording{To: sub, Replayed: replayed})
+		if err != nil {
+			return queued, err
+		}
+		queued += len(ids)
+		last := rows[len(rows)-1]
+		p.AfterXid, p.AfterEvent = last.PositionXid, last.EventID
+	}
 }
 
 // Health is a subscription's delivery attempts over a window: how many, how many succeeded,

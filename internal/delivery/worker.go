@@ -78,13 +78,6 @@ type Service struct {
 
 var _ webhook.Enqueuer = (*Service)(nil)
 
-// EnqueueDelivery wakes this process's workers once the caller's transaction commits: the
-// delivery row it inserted, due now, is the queue entry.
-func (s *Service) EnqueueDelivery(_ context.Context, tx store.Tx, _ webhook.Delivery) error {
-	tx.AfterCommit(s.queue.Wake)
-	return nil
-}
-
 // outcome is what one attempt came to.
 type outcome struct {
 	status     *int32

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -157,7 +158,8 @@ func (s *Service) claimBatch(ctx context.Context) (int, []db.EnrichLockDueRow, e
 				return err
 			}
 		}
-		return s.finishQuiet(ctx, tx.Queries, ready)
+		_, err = s.finishQuiet(ctx, tx.Queries, ready) // one left for a moved audience is due again
+		return err
 	})
 	if err != nil {
 		return taken, nil, err
@@ -179,19 +181,29 @@ func (s *Service) checkLeased(ctx context.Context, leased []db.EnrichLockDueRow)
 		switch {
 		case c.err != nil:
 			wg.Go(func() { s.failed(ctx, c) })
-		case s.emits(ctx, c):
-			wg.Go(func() {
-				if err := s.finishWithEvents(ctx, c); err != nil && ctx.Err() == nil {
-					s.opt.Log.Warn("enrichment failed", slog.String("contact_id", c.ContactID.String()), slog.Any("error", err))
-				}
-			})
+		case s.emits(ctx, &c):
+			wg.Go(func() { s.finishLoud(ctx, c) })
 		default:
 			quiet = append(quiet, c)
 		}
 	}
-	err := s.store.Do(ctx, func(q *db.Queries) error { return s.finishQuiet(ctx, q, quiet) })
+	var stale []checked
+	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
+		stale, err = s.finishQuiet(ctx, q, quiet)
+		return err
+	})
+	for _, c := range stale { // its account subscribed meanwhile: its event may have deliveries
+		wg.Go(func() { s.finishLoud(ctx, c) })
+	}
 	wg.Wait()
 	return err
+}
+
+// finishLoud is finishWithEvents, its failure logged.
+func (s *Service) finishLoud(ctx context.Context, c checked) {
+	if err := s.finishWithEvents(ctx, c); err != nil && ctx.Err() == nil {
+		s.opt.Log.Warn("enrichment failed", slog.String("contact_id", c.ContactID.String()), slog.Any("error", err))
+	}
 }
 
 // checked is a contact taken from the queue with what enriching it found.
@@ -200,6 +212,9 @@ type checked struct {
 	verdict        string // the email's status, when it was Pending; "" otherwise
 	restandardised []claimedProperty
 	err            error
+	// audience is the version of the account's subscriptions at which the fan-out found none
+	// for its event (finishQuiet)
+	audience int64
 }
 
 // claimedProperty is an active property as EnrichLockDue returns it.
@@ -235,7 +250,7 @@ func (s *Service) checkNow(ctx context.Context, c db.EnrichLockDueRow) (checked,
 		out.verdict = verdict
 	}
 	out.restandardised, out.err = restandardised(c.Properties)
-	return out, out.err == nil && !s.emits(ctx, out)
+	return out, out.err == nil && !s.emits(ctx, &out)
 }
 
 // restandardised is the properties whose standard form changed since they were stored.
@@ -254,16 +269,30 @@ func restandardised(claimed []byte) ([]claimedProperty, error) {
 }
 
 // emits reports whether finishing c needs a transaction of its own: it restandardises an
-// address, or its ContactEnriched event has deliveries to queue.
-func (s *Service) emits(ctx context.Context, c checked) bool {
-	return len(c.restandardised) > 0 || (c.verdict != "" && s.events.MayHaveSubscribers(ctx, c.AccountID, webhook.ContactEnriched))
+// address, or the fan-out may plan deliveries of its ContactEnriched event (else c notes at
+// which version of the account's subscriptions it found none).
+func (s *Service) emits(ctx context.Context, c *checked) bool {
+	if len(c.restandardised) > 0 {
+		return true
+	}
+	if c.verdict == "" {
+		return false
+	}
+	aud, err := s.events.Audience(ctx, nil, c.AccountID)
+	if err != nil || aud.Wants(webhook.ContactEnriched) {
+		return true
+	}
+	c.audience = aud.Version
+	return false
 }
 
 // finishQuiet ends the holds on contacts whose enrichment queues no delivery, in one
-// statement that records their ContactEnriched events (the decided email statuses).
-func (s *Service) finishQuiet(ctx context.Context, q *db.Queries, cs []checked) error {
+// statement that records their ContactEnriched events (the decided email statuses). It
+// leaves alone, and returns, those whose account's subscriptions moved on since the fan-out
+// found none for their events (its audience read again).
+func (s *Service) finishQuiet(ctx context.Context, q *db.Queries, cs []checked) ([]checked, error) {
 	if len(cs) == 0 {
-		return nil
+		return nil, nil
 	}
 	now := s.opt.Now()
 	p := db.EnrichFinishManyParams{Now: now, ParserVersion: address.Version}
@@ -275,12 +304,26 @@ func (s *Service) finishQuiet(ctx context.Context, q *db.Queries, cs []checked) 
 			var err error
 			if ev, err = webhook.Prepare(ctx, webhook.Event{Type: webhook.ContactEnriched, ContactID: c.ContactID,
 				Contact: c.contactInfo(), Info: c.verdictInfo(), At: now}); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		p.EventIds, p.EventPayloads = append(p.EventIds, ev.ID), append(p.EventPayloads, string(ev.Payload))
+		p.SubscriptionsVersions = append(p.SubscriptionsVersions, c.audience)
 	}
-	return q.EnrichFinishMany(ctx, p)
+	staleIDs, err := q.EnrichFinishMany(ctx, p)
+	if err != nil || len(staleIDs) == 0 {
+		return nil, err
+	}
+	var stale []checked
+	for _, c := range cs {
+		if slices.Contains(staleIDs, c.ContactID) {
+			stale = append(stale, c)
+			if _, err := s.events.Reload(ctx, nil, c.AccountID); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return stale, nil
 }
 
 // contactInfo identifies the contact in its events.

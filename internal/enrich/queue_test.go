@@ -368,3 +368,34 @@ func TestRememberedVerdictIsOneWrite(t *testing.T) {
 		t.Errorf("%d MX lookups, want 1", calls)
 	}
 }
+
+// An enrichment whose event the fan-out found nobody for is recorded in the quiet statement
+// only while the account's subscriptions are still at the version it planned with: a
+// ContactEnriched subscription added meanwhile (unheard by this process's cache) sends the
+// contact through the path that plans again, and gets the event.
+func TestQuietEnrichmentPlansAgainWhenItsAudienceMoved(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	ctx := context.Background()
+	testkit.Eventually(t, "the subscriptions cache listening", a.Svc.Subscribers.Caching)
+	account, key := a.Account("acme")
+	var template struct {
+		SubscriptionId string `json:"subscriptionId"`
+	}
+	a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": "https://hooks.example.com/t", "eventType": "FormSubmission"}).JSON(t, &template)
+	a.DNS.SetMX("quiet.example", "mx.quiet.example")
+	id := createContact(t, a, key, "someone@quiet.example") // its create remembered the audience
+	sub := a.SubscribeUnheard(t, account, template.SubscriptionId, "ContactEnriched")
+	w := worker(a, enrich.Options{})
+	if _, err := w.RunBatch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := stateOf(t, a, id); s.status != "Valid" || s.dueAt != nil {
+		t.Errorf("after the pass: %+v", s)
+	}
+	var n int
+	if err := a.Store.Pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries d JOIN webhook_events e USING (account_id, event_id)
+		WHERE d.subscription_id = $1::uuid AND e.event_type = 'ContactEnriched' AND e.contact_id = $2`, sub, id).Scan(&n); err != nil || n != 1 {
+		t.Errorf("%d deliveries of the contact's ContactEnriched to the new subscription (%v), want 1", n, err)
+	}
+}

@@ -137,7 +137,8 @@ func TestSubscriptionReachesTheCache(t *testing.T) {
 	}
 
 	// In another process (its own webhook.Service on the same database): NOTIFY brings it here.
-	other := webhook.NewService(a.Store, nil, a.Svc.Secrets, time.Now, webhook.URLRules{AllowHTTP: true})
+	other := webhook.NewService(a.Store, webhook.NewEmitter(nil, webhook.NewSubscribers(a.Store, time.Now), nil), a.Svc.Secrets, time.Now,
+		webhook.URLRules{AllowHTTP: true})
 	if a.Svc.Subscribers.MayHave(ctx, account, webhook.TagsRemoved) {
 		t.Fatal("TagsRemoved: cached as subscribed before anyone subscribed")
 	}
@@ -170,4 +171,60 @@ func TestSubscriptionReachesTheCache(t *testing.T) {
 		t.Errorf("change while the cache is off: %d deliveries, want %d", d, before+1)
 	}
 	testkit.Eventually(t, "the listener to reconnect", a.Svc.Subscribers.Caching)
+}
+
+// TestAStalePlanIsMadeAgain: each writer plans its events' deliveries from the account's
+// audience as this process remembers it, and its statement queues the plan only at the
+// account's current version of its subscriptions. A subscription added while the remembered
+// audience is stale (the version moved, its notification not heard: here it never comes) gets
+// the next change's event all the same, on every path: a create, a tag change, a batch and an
+// update through Emit.
+func TestAStalePlanIsMadeAgain(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	testkit.Eventually(t, "the subscriptions cache", a.Svc.Subscribers.Caching)
+	account, key := a.Account("stale")
+	var template struct {
+		SubscriptionId string `json:"subscriptionId"`
+	}
+	a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": "https://hooks.example.com/t", "eventType": "FormSubmission"}).JSON(t, &template)
+	id := createContact(t, a, key, map[string]any{"email": "first@example.com"}).Contact.ContactId // remembers the audience
+	sneak := func(typ string) string { return a.SubscribeUnheard(t, account, template.SubscriptionId, typ) }
+	forgotten := a.Svc.Subscribers.Invalidations()
+	delivered := func(what, sub, eventType string) {
+		t.Helper()
+		if n := countRows(t, a, `SELECT count(*) FROM webhook_deliveries d JOIN webhook_events e USING (account_id, event_id)
+			WHERE d.subscription_id = $1::uuid AND e.event_type = $2`, sub, eventType); n != 1 {
+			t.Errorf("%s after a subscription the cache had not heard of: %d deliveries to it, want 1", what, n)
+		}
+	}
+
+	sub := sneak("TagsAdded")
+	createContact(t, a, key, map[string]any{"email": "second@example.com", "tags": []string{"new"}})
+	delivered("a create", sub, "TagsAdded")
+
+	sub = sneak("TagsAdded")
+	tagsOf(t, a.Do("POST", "/public/v1/contact/"+id+"/tags", key, map[string]any{"tags": []string{"later"}}))
+	delivered("a tag change", sub, "TagsAdded")
+
+	sub = sneak("TagsAdded")
+	if r := a.Do("POST", "/public/v1/contacts/batch", key, map[string]any{"contacts": []any{
+		map[string]any{"email": "third@example.com", "tags": []string{"batch"}}}}); r.Status != 200 {
+		t.Fatalf("batch: %d %s", r.Status, r.Body)
+	}
+	delivered("a batch", sub, "TagsAdded")
+
+	sub = sneak("ContactDetailsUpdated")
+	if r := a.Do("PATCH", "/public/v1/contact/"+id, key, map[string]any{"name": "Renamed"}); r.Status != 200 {
+		t.Fatalf("patch: %d %s", r.Status, r.Body)
+	}
+	delivered("an update", sub, "ContactDetailsUpdated")
+
+	if a.Svc.Subscribers.Invalidations() != forgotten {
+		t.Errorf("the cache heard of a change: the test proves nothing of the version")
+	}
+	// the TagsAdded subscriptions added earlier got the later events too: 1 + 2 + 3, and 1
+	if n := countRows(t, a, `SELECT count(*) FROM webhook_deliveries WHERE account_id = $1`, account); n != 7 {
+		t.Errorf("%d deliveries in all, want 7", n)
+	}
 }

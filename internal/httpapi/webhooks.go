@@ -166,7 +166,7 @@ func (s *Server) RedeliverWebhook(ctx context.Context, req api.RedeliverWebhookR
 
 // SendTestWebhook implements POST /public/v1/webhooks/{subscriptionId}/test.
 func (s *Server) SendTestWebhook(ctx context.Context, req api.SendTestWebhookRequestObject) (api.SendTestWebhookResponseObject, error) {
-	d, err := s.webhooks.SendTest(ctx, principal(ctx).AccountID, req.SubscriptionId, s.deliveries)
+	d, err := s.webhooks.SendTest(ctx, principal(ctx).AccountID, req.SubscriptionId)
 	if err != nil {
 		return nil, err
 	}

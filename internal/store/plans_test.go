@@ -231,9 +231,9 @@ func TestDataOutQueriesUseIndexes(t *testing.T) {
 		"event": func(q *db.Queries) {
 			q.EventGet(ctx, db.EventGetParams{AccountID: account, EventID: webhook.NewEventID(time.Now().Add(-time.Hour))})
 		},
-		"replay": func(q *db.Queries) {
-			q.EventsReplay(ctx, db.EventsReplayParams{AccountID: account, SubscriptionID: someone, Since: at.Add(-24 * time.Hour), Until: at,
-				SinceID: store.EventIDFloor(at.Add(-24 * time.Hour)), UntilID: store.EventIDFloor(at), Now: at})
+		"replay's page": func(q *db.Queries) {
+			q.EventsForReplay(ctx, db.EventsForReplayParams{AccountID: account, EventType: "TagsAdded", Since: at.Add(-24 * time.Hour), Until: at,
+				SinceID: store.EventIDFloor(at.Add(-24 * time.Hour)), UntilID: store.EventIDFloor(at), AfterXid: "0", WithPayloads: true, RowLimit: 1000})
 		},
 		"duplicates by phone": func(q *db.Queries) {
 			q.DuplicatesByPhone(ctx, db.DuplicatesByPhoneParams{AccountID: account, After: "5550150", PageLimit: 26})

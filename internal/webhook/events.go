@@ -4,30 +4,25 @@
 // rolled-back one never does.
 //
 // Every event's columns (its id, type, payload exactly as delivered and time) are built here,
-// by Prepare. The statements that write them to webhook_events are these, and no others
+// by Prepare, and who receives it is decided in one place, the fan-out (fanout.go). The
+// statements that write them to webhook_events are these, and no others
 // (TestOutboxWritersAreListed keeps the list):
-//   - EventInsert, by Emit: an event and then its deliveries, one statement each.
-//   - EventInsertTest, by SendTest: a test event, left out of the feed.
+//   - EventsRecord, by Emitter.Record (Emit, test events): events and their planned deliveries.
 //   - ContactCreate: a new contact's TagsAdded and ContactEnriched events, in the statement
-//     that inserts it, with their deliveries.
-//   - ContactCreateMany: the same events for a batch's contacts.
+//     that inserts it, with their planned deliveries.
+//   - ContactCreateMany: the same for a batch's contacts.
 //   - TagsSwap: a tag change's TagsAdded and TagsRemoved events, in the statement that makes
-//     it, with their deliveries.
-//   - EnrichFinishMany: the ContactEnriched events of an enrichment pass.
+//     it, with their planned deliveries.
+//   - EnrichFinishMany: the ContactEnriched events of an enrichment pass that nobody is
+//     subscribed to.
 //
 // One statement rewrites events: EventsRedact, by Redact, turns an erased contact's events
 // into tombstones.
 //
-// The last four are the fast paths: the event rides the change's own statement. When a
-// subscription may want it (Emitter.MayHaveSubscribers), ContactCreate and TagsSwap join the
-// account's live subscriptions and queue the deliveries in that statement too, so the change
-// still goes to PostgreSQL in a group with others (Emitter.Queued then wakes the workers);
-// a batch's Deliver queues them in its transaction; enrichment goes through Emit instead.
-//
-// Every statement that queues deliveries from the account's subscriptions queues them only to
-// those whose payload filter wants the event (webhook_filter_matches, see filter.go;
-// TestEveryFanOutFilters keeps them so), and reports the others, which Emitter.FilteredOut
-// counts.
+// The last four are the fast paths: the event rides the change's own statement, which goes
+// to PostgreSQL in a group with others, and queues the plan the writer made before sending it
+// (Emitter.Audience, Audience.Plan); Emitter.Planned then counts what filters left out and
+// wakes the workers.
 package webhook
 
 import (
@@ -217,52 +212,48 @@ type Envelope struct {
 	Redacted bool `json:"redacted,omitempty"`
 }
 
-// Enqueuer schedules the delivery of a stored event to one subscription, in the same
-// transaction. The delivery package provides it; nil means deliveries are only recorded.
+// Enqueuer is told of deliveries queued: the delivery package wakes its workers.
 type Enqueuer interface {
-	EnqueueDelivery(ctx context.Context, tx store.Tx, d Delivery) error
-	// Wake tells this process's workers that deliveries were queued and committed by a
-	// statement of their own (a create or a tag change that writes its deliveries itself).
+	// Wake tells this process's workers that deliveries were queued and committed.
 	Wake()
 }
 
-// Delivery names one (event, subscription) pair to deliver.
-type Delivery struct {
-	AccountID      uuid.UUID
-	DeliveryID     uuid.UUID
-	SubscriptionID uuid.UUID
-	EventID        uuid.UUID
-}
-
-// Emitter writes events and their deliveries in the caller's transaction.
+// Emitter writes events and their deliveries, planned by the fan-out.
 type Emitter struct {
 	enqueuer Enqueuer
 	subs     *Subscribers
 	filtered *FilterTally
 }
 
-// NewEmitter returns an Emitter that schedules deliveries with enq; subs (may be nil) tells
-// changes which events nobody subscribes to; filtered (may be nil) counts the events that
+// NewEmitter returns an Emitter that tells enq (may be nil) of the deliveries it queues;
+// subs knows each account's audience; filtered (may be nil) counts the events that
 // subscriptions' filters leave out.
 func NewEmitter(enq Enqueuer, subs *Subscribers, filtered *FilterTally) *Emitter {
 	return &Emitter{enqueuer: enq, subs: subs, filtered: filtered}
 }
 
-// FilteredOut counts, for each of subs (the account's), an event its filter left out: a
-// statement that queued deliveries itself reports them so.
-func (e *Emitter) FilteredOut(accountID uuid.UUID, subs []uuid.UUID) { e.filtered.Add(accountID, subs) }
+// Audience is the account's audience, to plan a change's events with (q: a transaction's
+// queries, or nil).
+func (e *Emitter) Audience(ctx context.Context, q *db.Queries, accountID uuid.UUID) (*Audience, error) {
+	return e.subs.Audience(ctx, q, accountID)
+}
+
+// Reload reads the account's audience again: a statement found the plan's version stale.
+func (e *Emitter) Reload(ctx context.Context, q *db.Queries, accountID uuid.UUID) (*Audience, error) {
+	return e.subs.Reload(ctx, q, accountID)
+}
 
 // MayHaveSubscribers reports whether an event of typ for the account may have a
-// subscriber: false only when it certainly has none, and the change may then record the event
-// in its own statement instead of calling Emit in a transaction (there are no deliveries).
+// subscriber: false only when it certainly has none.
 func (e *Emitter) MayHaveSubscribers(ctx context.Context, accountID uuid.UUID, typ EventType) bool {
 	return e.subs.MayHave(ctx, accountID, typ)
 }
 
-// Queued tells the delivery workers of this process that a committed statement queued
-// deliveries, so they are sent at once instead of at the workers' next poll.
-func (e *Emitter) Queued() {
-	if e.enqueuer != nil {
+// Planned is told, once the statement that queued a plan has committed, what it queued: it
+// counts the events filters left out and wakes the workers.
+func (e *Emitter) Planned(accountID uuid.UUID, p Plan) {
+	e.filtered.Add(accountID, p.filteredSubscriptions())
+	if p.Deliveries() > 0 && e.enqueuer != nil {
 		e.enqueuer.Wake()
 	}
 }
@@ -270,10 +261,11 @@ func (e *Emitter) Queued() {
 // Prepared is an event ready to be written: its id, and its payload exactly as receivers
 // and the events feed get it.
 type Prepared struct {
-	ID      uuid.UUID
-	Type    EventType
-	Payload []byte
-	At      time.Time
+	ID        uuid.UUID
+	Type      EventType
+	ContactID uuid.UUID
+	Payload   []byte
+	At        time.Time
 	// Trace is the traceparent of the event's span, which its delivery attempts continue
 	// ("" untraced).
 	Trace string
@@ -284,7 +276,7 @@ type Prepared struct {
 func Prepare(ctx context.Context, ev Event) (Prepared, error) {
 	id := NewEventID(ev.At)
 	payload, err := envelope(id, ev)
-	p := Prepared{ID: id, Type: ev.Type, Payload: payload, At: ev.At}
+	p := Prepared{ID: id, Type: ev.Type, ContactID: ev.ContactID, Payload: payload, At: ev.At}
 	if err == nil && tracing.Traced(ctx) {
 		ctx, span := tracing.Tracer().Start(ctx, "event "+string(ev.Type), trace.WithSpanKind(trace.SpanKindProducer),
 			trace.WithAttributes(attribute.String("contactd.event_id", id.String()), attribute.String("contactd.event_type", string(ev.Type))))
@@ -294,78 +286,109 @@ func Prepare(ctx context.Context, ev Event) (Prepared, error) {
 	return p, err
 }
 
-// trace is how a statement stores a traceparent: NULL when there is none.
-func traceOf(p Prepared) *string {
-	if p.Trace == "" {
-		return nil
-	}
-	return &p.Trace
-}
-
 // Emit records ev, subscribed to or not (the events feed has every event), and queues its
-// deliveries to the live subscriptions of its type, all in the caller's transaction.
+// deliveries as the fan-out plans them, all in the caller's transaction.
 func (e *Emitter) Emit(ctx context.Context, tx store.Tx, accountID uuid.UUID, ev Event) error {
-	return e.emit(ctx, tx, accountID, ev, uuid.Nil)
+	return e.EmitAbout(ctx, tx, accountID, ev, uuid.Nil)
 }
 
 // EmitAbout is Emit for an event about the subscription about, which does not get it.
 func (e *Emitter) EmitAbout(ctx context.Context, tx store.Tx, accountID uuid.UUID, ev Event, about uuid.UUID) error {
-	return e.emit(ctx, tx, accountID, ev, about)
-}
-
-func (e *Emitter) emit(ctx context.Context, tx store.Tx, accountID uuid.UUID, ev Event, skip uuid.UUID) error {
 	p, err := Prepare(ctx, ev)
 	if err != nil {
 		return err
 	}
-	var contactID *uuid.UUID
-	if ev.ContactID != uuid.Nil {
-		contactID = &ev.ContactID
-	}
-	if err := tx.EventInsert(ctx, db.EventInsertParams{AccountID: accountID, EventID: p.ID,
-		EventType: string(ev.Type), ContactID: contactID, Payload: p.Payload, OccurredAt: ev.At, Trace: traceOf(p)}); err != nil {
-		return err
-	}
-	return e.deliver(ctx, tx, accountID, p, skip)
+	_, err = e.Record(ctx, tx, accountID, Recording{Events: []Prepared{p}, Skip: about})
+	return err
 }
 
-// Deliver queues the deliveries of a recorded event to the live subscriptions of its type
-// whose filters want it, in the caller's transaction (the one that recorded it).
-func (e *Emitter) Deliver(ctx context.Context, tx store.Tx, accountID uuid.UUID, p Prepared) error {
-	return e.deliver(ctx, tx, accountID, p, uuid.Nil)
+// Recording is what Record writes: events and the deliveries the fan-out plans for them, or,
+// with To set, deliveries to that one subscription only (a test event; a replay, with no
+// events and the recorded ones in Replayed).
+type Recording struct {
+	Events []Prepared
+	// Skip is a subscription that gets none of the events (the one they are about).
+	Skip uuid.UUID
+	// Test events are about no contact, and left out of the feed.
+	Test bool
+	// To, when set, is the only subscription the events go to, filter or not (a test event),
+	// or, with Replayed, whose filter picks which of those recorded events it gets again.
+	To       uuid.UUID
+	Replayed []Prepared
 }
 
-func (e *Emitter) deliver(ctx context.Context, tx store.Tx, accountID uuid.UUID, p Prepared, skip uuid.UUID) error {
-	rows, err := tx.SubscriptionsForEvent(ctx, db.SubscriptionsForEventParams{AccountID: accountID,
-		EventType: string(p.Type), Payload: string(p.Payload)})
+// Record writes r in the caller's transaction: its events, and their deliveries as the
+// fan-out plans them from the account's audience, planned again if the statement finds the
+// audience moved on. It returns the deliveries' ids, in the plan's order.
+func (e *Emitter) Record(ctx context.Context, tx store.Tx, accountID uuid.UUID, r Recording) ([]uuid.UUID, error) {
+	var ids []uuid.UUID
+	plan, err := e.WithPlan(ctx, tx.Queries, accountID, r.plan, func(plan Plan) (bool, error) {
+		ids = make([]uuid.UUID, plan.Deliveries())
+		for i := range ids {
+			ids[i] = uuid.Must(uuid.NewV7())
+		}
+		return tx.EventsRecord(ctx, recordParams(accountID, r, plan, ids))
+	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var filtered []uuid.UUID
-	for _, row := range rows {
-		sub := row.SubscriptionID
-		if sub == skip {
-			continue
+	tx.AfterCommit(func() { e.Planned(accountID, plan) })
+	return ids, nil
+}
+
+// WithPlan plans from the account's audience (on q when it is not nil) and runs write with the
+// plan; while write reports the plan stale (the statement found the account's subscriptions
+// at another version, and wrote nothing), it reads the audience again and plans again. It
+// returns the plan written, to be told to Planned once its statement has committed.
+func (e *Emitter) WithPlan(ctx context.Context, q *db.Queries, accountID uuid.UUID, plan func(*Audience) Plan,
+	write func(Plan) (current bool, err error)) (Plan, error) {
+	aud, err := e.subs.Audience(ctx, q, accountID)
+	for err == nil {
+		p := plan(aud)
+		var current bool
+		if current, err = write(p); err == nil && current {
+			return p, nil
 		}
-		if !row.Wanted {
-			filtered = append(filtered, sub)
-			continue
-		}
-		d := Delivery{AccountID: accountID, DeliveryID: uuid.Must(uuid.NewV7()), SubscriptionID: sub, EventID: p.ID}
-		if err := tx.DeliveryInsert(ctx, db.DeliveryInsertParams{AccountID: accountID, DeliveryID: d.DeliveryID,
-			SubscriptionID: sub, EventID: p.ID, NextAttemptAt: &p.At}); err != nil {
-			return err
-		}
-		if e.enqueuer != nil {
-			if err := e.enqueuer.EnqueueDelivery(ctx, tx, d); err != nil {
-				return err
-			}
+		if err == nil {
+			aud, err = e.subs.Reload(ctx, q, accountID)
 		}
 	}
-	if len(filtered) > 0 {
-		tx.AfterCommit(func() { e.FilteredOut(accountID, filtered) })
+	return Plan{}, err
+}
+
+// Of is the plan of events to the audience, for WithPlan.
+func Of(events []Prepared) func(*Audience) Plan {
+	return func(a *Audience) Plan { return a.Plan(events, uuid.Nil) }
+}
+
+// plan is what r queues from aud.
+func (r Recording) plan(aud *Audience) Plan {
+	switch {
+	case r.To == uuid.Nil:
+		return aud.Plan(r.Events, r.Skip)
+	case r.Replayed != nil:
+		return aud.only(r.To).Plan(r.Replayed, uuid.Nil)
+	default: // a test event: whatever the filter
+		p := Plan{Version: aud.Version}
+		for _, ev := range r.Events {
+			p.EventIDs, p.SubscriptionIDs, p.Due = append(p.EventIDs, ev.ID), append(p.SubscriptionIDs, r.To), append(p.Due, ev.At)
+		}
+		return p
 	}
-	return nil
+}
+
+func recordParams(accountID uuid.UUID, r Recording, plan Plan, ids []uuid.UUID) db.EventsRecordParams {
+	p := db.EventsRecordParams{AccountID: accountID, SubscriptionsVersion: plan.Version, Test: r.Test,
+		EventIds: []uuid.UUID{}, EventTypes: []string{}, EventContactIds: []uuid.UUID{}, EventPayloads: []string{},
+		EventTimes: []time.Time{}, EventTraces: []string{}, Now: time.Now(),
+		DeliveryIds: ids, DeliveryEventIds: plan.EventIDs, DeliverySubscriptionIds: plan.SubscriptionIDs, DeliveryDue: plan.Due}
+	for _, ev := range r.Events {
+		p.EventIds, p.EventTypes = append(p.EventIds, ev.ID), append(p.EventTypes, string(ev.Type))
+		p.EventContactIds, p.EventPayloads = append(p.EventContactIds, ev.ContactID), append(p.EventPayloads, string(ev.Payload))
+		p.EventTimes, p.EventTraces = append(p.EventTimes, ev.At), append(p.EventTraces, ev.Trace)
+		p.Now = ev.At
+	}
+	return p
 }
 
 func envelope(id uuid.UUID, ev Event) ([]byte, error) {

@@ -65,7 +65,7 @@ func TestOutboxWritersAreListed(t *testing.T) {
 	}
 	slices.Sort(writers)
 	slices.Sort(documented)
-	if len(writers) < 6 || !slices.Equal(writers, documented) {
+	if len(writers) < 5 || !slices.Equal(writers, documented) {
 		t.Errorf("statements writing webhook_events: %v\nthe package doc lists: %v", writers, documented)
 	}
 }
@@ -75,16 +75,17 @@ var (
 	functionDDL   = regexp.MustCompile(`(?is)CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+(\w+)(.*?)\$\$;|DROP\s+FUNCTION\s+(?:IF\s+EXISTS\s+)?(\w+)`)
 )
 
-// TestEveryFanOutFilters finds every statement of sql/queries that queues deliveries from the
-// account's subscriptions (a join on webhook_subscriptions, or the list SubscriptionsForEvent
-// reads for Deliver) and checks each applies the subscription's filter through
-// webhook_filter_matches: a new fast path cannot deliver what a filter leaves out.
-func TestEveryFanOutFilters(t *testing.T) {
+// TestDeliveriesComeOnlyFromThePlan finds every statement of sql/queries that inserts into
+// webhook_deliveries and checks it is one of the statements the fan-out's plan goes through
+// (fanout.go): each takes the planned pairs as its only source of subscriptions, and queues
+// them only at the plan's version of the account's subscriptions. No statement evaluates a
+// filter in PostgreSQL any more: a new writer cannot decide who gets an event on its own.
+func TestDeliveriesComeOnlyFromThePlan(t *testing.T) {
 	queries, err := filepath.Glob("../../sql/queries/*.sql")
 	if err != nil || len(queries) == 0 {
 		t.Fatalf("sql/queries: %v", err)
 	}
-	var fanOuts []string
+	var writers []string
 	for _, f := range queries {
 		src, err := os.ReadFile(f)
 		if err != nil {
@@ -92,19 +93,25 @@ func TestEveryFanOutFilters(t *testing.T) {
 		}
 		for _, q := range strings.Split(string(src), "-- name: ")[1:] {
 			name := strings.Fields(q)[0]
-			fromSubs := regexp.MustCompile(`(?i)(FROM|JOIN)\s+webhook_subscriptions\b`).MatchString(q)
-			if !(fromSubs && insertsDeliveries.MatchString(q)) && name != "SubscriptionsForEvent" {
+			if strings.Contains(q, "webhook_filter_matches(") {
+				t.Errorf("%s evaluates a filter in PostgreSQL", name)
+			}
+			if !insertsDeliveries.MatchString(q) {
 				continue
 			}
-			fanOuts = append(fanOuts, name)
-			if !strings.Contains(q, "webhook_filter_matches(") {
-				t.Errorf("%s queues deliveries without the subscriptions' filters (webhook_filter_matches)", name)
+			writers = append(writers, name)
+			if regexp.MustCompile(`(?i)(FROM|JOIN)\s+webhook_subscriptions\b`).MatchString(q) {
+				t.Errorf("%s reads the subscriptions itself while queueing deliveries", name)
+			}
+			if !strings.Contains(q, "@delivery_subscription_ids::uuid[]") ||
+				!strings.Contains(q, "a.subscriptions_version = @subscriptions_version::bigint") {
+				t.Errorf("%s does not queue the plan's deliveries at the plan's version", name)
 			}
 		}
 	}
-	slices.Sort(fanOuts)
-	if want := []string{"ContactCreate", "ContactCreateMany", "EventsReplay", "SubscriptionsForEvent", "TagsSwap"}; !slices.Equal(fanOuts, want) {
-		t.Errorf("fan-out statements %v, want %v", fanOuts, want)
+	slices.Sort(writers)
+	if want := []string{"ContactCreate", "ContactCreateMany", "EventsRecord", "TagsSwap"}; !slices.Equal(writers, want) {
+		t.Errorf("statements queueing deliveries %v, want %v (fanout.go lists them)", writers, want)
 	}
 }
 

@@ -76,7 +76,7 @@ type Subscription struct {
 // Service manages subscriptions.
 type Service struct {
 	store   *store.Store
-	subs    *Subscribers
+	events  *Emitter
 	secrets *Secrets
 	now     func() time.Time
 	urls    URLRules
@@ -90,10 +90,10 @@ type URLRules struct {
 	AllowNATS bool
 }
 
-// NewService returns a Service. subs is the cache its changes invalidate (nil if none);
-// secrets seals the signing secrets.
-func NewService(st *store.Store, subs *Subscribers, secrets *Secrets, now func() time.Time, urls URLRules) *Service {
-	return &Service{store: st, subs: subs, secrets: secrets, now: now, urls: urls}
+// NewService returns a Service. events writes its test events, and its audiences are what
+// subscription changes invalidate; secrets seals the signing secrets.
+func NewService(st *store.Store, events *Emitter, secrets *Secrets, now func() time.Time, urls URLRules) *Service {
+	return &Service{store: st, events: events, secrets: secrets, now: now, urls: urls}
 }
 
 // NATSSubject is the subject of a nats:<subject> destination; ok is false for a URL.
@@ -281,14 +281,26 @@ func (s *Service) SetFilter(ctx context.Context, accountID uuid.UUID, rawID stri
 	if err != nil {
 		return Subscription{}, err
 	}
-	p := db.SubscriptionSetFilterParams{AccountID: accountID, Now: s.now()}
+	id, found := ids.Parse(rawID)
+	if !found {
+		return Subscription{}, ErrNotFound
+	}
+	p := db.SubscriptionSetFilterParams{AccountID: accountID, SubscriptionID: id, Now: s.now()}
 	if ok {
 		p.Filter, p.FilterPath = f.JSON, &f.Path
 	}
-	return s.update(ctx, rawID, func(q *db.Queries, id uuid.UUID) (db.WebhookSubscription, error) {
-		p.SubscriptionID = id
-		return q.SubscriptionSetFilter(ctx, p)
+	var row db.WebhookSubscription
+	err = s.store.InTx(ctx, func(tx store.Tx) (err error) {
+		if row, err = tx.SubscriptionSetFilter(ctx, p); err != nil {
+			return err
+		}
+		return Announce(ctx, tx, accountID) // plans made with the old filter are refused
 	})
+	s.forget(accountID)
+	if errors.Is(err, apperr.ErrNoRows) {
+		return Subscription{}, ErrNotFound
+	}
+	return fromRow(row), err
 }
 
 // FilterTest is a filter-test's answer: whether the filter wants the event, with both as
@@ -377,11 +389,7 @@ func (s *Service) Remove(ctx context.Context, accountID uuid.UUID, rawID string)
 
 // forget drops the account from this process's cache at once, not waiting for its own
 // notification: a client that created a subscription sees its events from the next request.
-func (s *Service) forget(accountID uuid.UUID) {
-	if s.subs != nil {
-		s.subs.forget(accountID)
-	}
-}
+func (s *Service) forget(accountID uuid.UUID) { s.events.subs.forget(accountID) }
 
 // Get returns one of the account's subscriptions, without its secret.
 func (s *Service) Get(ctx context.Context, accountID uuid.UUID, rawID string) (Subscription, error) {

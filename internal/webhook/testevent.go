@@ -3,12 +3,10 @@ package webhook
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apitime"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/ids"
@@ -51,7 +49,7 @@ func sampleInfo(t EventType, now time.Time) any {
 // SendTest queues a test event of the subscription's type to that subscription alone: it is
 // signed, delivered, retried and logged like any delivery, but it is about no contact
 // (TestContactID) and never appears in the events feed or a replay.
-func (s *Service) SendTest(ctx context.Context, accountID uuid.UUID, rawID string, enq Enqueuer) (TestDelivery, error) {
+func (s *Service) SendTest(ctx context.Context, accountID uuid.UUID, rawID string) (TestDelivery, error) {
 	id, ok := ids.Parse(rawID)
 	if !ok {
 		return TestDelivery{}, ErrNotFound
@@ -69,25 +67,15 @@ func (s *Service) SendTest(ctx context.Context, accountID uuid.UUID, rawID strin
 	if err != nil {
 		return TestDelivery{}, err
 	}
-	deliveryID := uuid.Must(uuid.NewV7())
-	err = s.store.InTx(ctx, func(tx store.Tx) error {
-		if err := tx.EventInsertTest(ctx, db.EventInsertTestParams{AccountID: accountID, EventID: p.ID,
-			EventType: string(sub.EventType), Payload: p.Payload, OccurredAt: now, Trace: traceOf(p)}); err != nil {
-			return err
-		}
-		if err := tx.DeliveryInsert(ctx, db.DeliveryInsertParams{AccountID: accountID, DeliveryID: deliveryID,
-			SubscriptionID: id, EventID: p.ID, NextAttemptAt: &now}); err != nil {
-			return err
-		}
-		if enq != nil {
-			return enq.EnqueueDelivery(ctx, tx, Delivery{AccountID: accountID, DeliveryID: deliveryID, SubscriptionID: id, EventID: p.ID})
-		}
-		return nil
+	var queued []uuid.UUID
+	err = s.store.InTx(ctx, func(tx store.Tx) (err error) {
+		queued, err = s.events.Record(ctx, tx, accountID, Recording{Events: []Prepared{p}, Test: true, To: id})
+		return err
 	})
-	if errors.Is(err, apperr.ErrNoRows) {
-		return TestDelivery{}, ErrNotFound
+	if err != nil {
+		return TestDelivery{}, err
 	}
-	return TestDelivery{DeliveryID: deliveryID, EventID: p.ID, EventType: sub.EventType, At: now}, err
+	return TestDelivery{DeliveryID: queued[0], EventID: p.ID, EventType: sub.EventType, At: now}, nil
 }
 
 // TestDelivery is a queued test delivery.

@@ -35,6 +35,8 @@ SELECT 1 FROM contacts WHERE account_id = sqlc.arg('sandbox_id')::uuid FOR UPDAT
 -- events and deliveries, idempotency keys); its keys stay.
 WITH contacts_gone AS (DELETE FROM contacts WHERE account_id = sqlc.arg('sandbox_id')::uuid),
      subscriptions_gone AS (DELETE FROM webhook_subscriptions WHERE account_id = sqlc.arg('sandbox_id')::uuid),
+     version AS (UPDATE accounts SET subscriptions_version = subscriptions_version + 1
+                 WHERE account_id = sqlc.arg('sandbox_id')::uuid),
      events_gone AS (DELETE FROM webhook_events WHERE account_id = sqlc.arg('sandbox_id')::uuid),
      deliveries_gone AS (DELETE FROM webhook_deliveries WHERE account_id = sqlc.arg('sandbox_id')::uuid)
 DELETE FROM idempotency_keys WHERE account_id = sqlc.arg('sandbox_id')::uuid;

@@ -1,15 +1,19 @@
 -- name: ContactCreate :batchone
 -- A new contact with its consent record and, when its address parsed, its first property, in
 -- one statement (one round trip), with its events (TagsAdded when it has tags, ContactEnriched
--- when its email status was decided without DNS) and, with @queue_deliveries (the account may
--- subscribe to one of them), their deliveries to the account's live subscriptions of their
--- types whose filters want them, due at once (filtered_out: the subscriptions that did not). It is due for enrichment (@enrich_due_at) only while its email status is
--- Pending: an address is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one email
--- resolve to exactly one winner without aborting the losers' transactions: a loser gets no
--- row and writes nothing. A contact whose email or phone the account suppresses
--- (@suppression_digests: an erased person's) is not inserted either, and gets no row.
--- (Foreign keys are checked at the end of the statement, after the contact row exists.)
-WITH c AS (
+-- when its email status was decided without DNS) and the deliveries the fan-out planned for
+-- them (webhook.Audience.Plan: @delivery_event_ids with @delivery_subscription_ids), due at
+-- once. Only while the account's subscriptions are still at the plan's
+-- @subscriptions_version: otherwise nothing is written and current is false (plan again). It
+-- is due for enrichment (@enrich_due_at) only while its email status is Pending: an address
+-- is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one
+-- email resolve to exactly one winner without aborting the losers' transactions: a loser's
+-- contact_id is uuid.Nil and it writes nothing. A contact whose email or phone the account
+-- suppresses (@suppression_digests: an erased person's) is not inserted either. (Foreign
+-- keys are checked at the end of the statement, after the contact row exists.)
+WITH current AS (
+    SELECT 1 FROM accounts a WHERE a.account_id = @account_id::uuid AND a.subscriptions_version = @subscriptions_version::bigint
+), c AS (
     INSERT INTO contacts (
         account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
         crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
@@ -28,6 +32,7 @@ WITH c AS (
     WHERE NOT EXISTS (
         SELECT 1 FROM suppressions s
         WHERE s.account_id = @account_id AND s.digest = ANY(@suppression_digests::bytea[]))
+      AND EXISTS (SELECT 1 FROM current)
     ON CONFLICT (account_id, email_key) DO NOTHING
     RETURNING account_id, contact_id, created_at
 ), property AS (
@@ -47,18 +52,15 @@ WITH c AS (
     SELECT c.account_id, e.event_id, e.event_type, c.contact_id, e.payload::json, c.created_at, nullif(e.trace, '')
     FROM c, (SELECT unnest(@event_ids::uuid[]) AS event_id, unnest(@event_types::text[]) AS event_type,
                     unnest(@event_payloads::text[]) AS payload, unnest(@event_traces::text[]) AS trace) e
-    RETURNING account_id, event_id, event_type, occurred_at, payload
-), target AS (
-    SELECT e.account_id, e.event_id, e.occurred_at, s.subscription_id, webhook_filter_matches(s.filter_path, e.payload) AS wanted
-    FROM event e
-    JOIN webhook_subscriptions s ON s.account_id = e.account_id AND s.event_type = e.event_type AND s.status <> 'Removed'
-    WHERE @queue_deliveries::bool
+    RETURNING account_id, event_id, occurred_at
 ), delivery AS (
     INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
-    SELECT account_id, uuid_v7(occurred_at), subscription_id, event_id, occurred_at, occurred_at, occurred_at
-    FROM target WHERE wanted
+    SELECT e.account_id, uuid_v7(e.occurred_at), d.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
+    FROM (SELECT unnest(@delivery_event_ids::uuid[]) AS event_id, unnest(@delivery_subscription_ids::uuid[]) AS subscription_id) d
+    JOIN event e ON e.event_id = d.event_id
 )
-SELECT contact_id, ARRAY(SELECT subscription_id FROM target WHERE NOT wanted)::uuid[] AS filtered_out FROM c;
+SELECT coalesce((SELECT contact_id FROM c), '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS contact_id,
+       EXISTS (SELECT 1 FROM current) AS current;
 
 -- name: ContactIDByEmail :one
 SELECT contact_id FROM contacts WHERE account_id = $1 AND email_key = $2;
@@ -129,17 +131,22 @@ DELETE FROM contacts WHERE account_id = $1 AND contact_id = $2;
 
 -- name: ContactCreateMany :many
 -- A batch's new contacts in one statement (POST /contacts/batch, contactd import), each with
--- its consent record (the batch's origin), its first property and its events, due for
--- enrichment while its email status is Pending, as ContactCreate does for one. Each column
+-- its consent record (the batch's origin), its first property, its events and their planned
+-- deliveries (of the contacts inserted), due for enrichment while its email status is
+-- Pending, as ContactCreate does for one, and as it only while the account's subscriptions
+-- are at @subscriptions_version. Each column
 -- comes as an array with an element per contact, as River's JobInsertFastMany sends its jobs: a contact's tags are its slice of tags (tag_from,
 -- tag_count: PostgreSQL has no arrays of arrays), nullable text comes as varchar[] ([]*string:
 -- sqlc.yaml says why), and properties and events have arrays of their own, for the contacts
 -- that have one. Contacts are inserted in email order, so concurrent batches take the email
 -- keys in one order; ON CONFLICT DO NOTHING skips emails the account has (waiting first for a
 -- transaction that has just inserted one), and contacts whose email or phone digest the
--- account suppresses are skipped too (a phone digest is NULL without a phone). Returns the
--- contacts inserted, each with the subscriptions whose filters left out its events.
-WITH input AS (
+-- account suppresses are skipped too (a phone digest is NULL without a phone). Returns a row
+-- per contact given, in their order: whether it was inserted, and whether the plan was current
+-- (if not, none was).
+WITH current AS (
+    SELECT 1 FROM accounts a WHERE a.account_id = @account_id::uuid AND a.subscriptions_version = @subscriptions_version::bigint
+), input AS (
     SELECT unnest(@contact_ids::uuid[]) AS contact_id,
            unnest(@email_digests::bytea[]) AS email_digest,
            unnest(@phone_digests::bytea[]) AS phone_digest,
@@ -158,7 +165,8 @@ WITH input AS (
            unnest(@consent_tokens::text[]) AS consent_token,
            unnest(@consent_fields::jsonb[]) AS consent_fields,
            unnest(@active_properties::jsonb[]) AS active_properties,
-           unnest(@email_statuses::text[]) AS email_status
+           unnest(@email_statuses::text[]) AS email_status,
+           generate_subscripts(@contact_ids::uuid[], 1) AS position
 ), c AS (
     INSERT INTO contacts (
         account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
@@ -179,6 +187,7 @@ WITH input AS (
     WHERE NOT EXISTS (
         SELECT 1 FROM suppressions s
         WHERE s.account_id = @account_id::uuid AND s.digest IN (i.email_digest, i.phone_digest))
+      AND EXISTS (SELECT 1 FROM current)
     ORDER BY i.email_key
     ON CONFLICT (account_id, email_key) DO NOTHING
     RETURNING contacts.contact_id
@@ -211,20 +220,13 @@ WITH input AS (
                unnest(@event_payloads::text[]) AS payload,
                unnest(@event_traces::text[]) AS trace
     ) e JOIN c ON c.contact_id = e.contact_id
-    RETURNING account_id, event_id, event_type, contact_id, occurred_at, payload
-), target AS (
-    -- with @queue_deliveries (the account may subscribe to one of the types), the events'
-    -- deliveries to its live subscriptions whose filters want them, as ContactCreate
-    SELECT e.account_id, e.event_id, e.contact_id, e.occurred_at, s.subscription_id, webhook_filter_matches(s.filter_path, e.payload) AS wanted
-    FROM event e
-    JOIN webhook_subscriptions s ON s.account_id = e.account_id AND s.event_type = e.event_type AND s.status <> 'Removed'
-    WHERE @queue_deliveries::bool
+    RETURNING account_id, event_id, occurred_at
 ), delivery AS (
     INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
-    SELECT account_id, uuid_v7(occurred_at), subscription_id, event_id, occurred_at, occurred_at, occurred_at
-    FROM target WHERE wanted
+    SELECT e.account_id, uuid_v7(e.occurred_at), d.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
+    FROM (SELECT unnest(@delivery_event_ids::uuid[]) AS event_id, unnest(@delivery_subscription_ids::uuid[]) AS subscription_id) d
+    JOIN event e ON e.event_id = d.event_id
 )
-SELECT c.contact_id, coalesce(f.filtered_out, '{}')::uuid[] AS filtered_out
-FROM c LEFT JOIN (
-    SELECT contact_id, array_agg(subscription_id) AS filtered_out FROM target WHERE NOT wanted GROUP BY contact_id
-) f ON f.contact_id = c.contact_id;
+SELECT i.contact_id::uuid AS contact_id, (i.contact_id IN (SELECT contact_id FROM c))::boolean AS inserted,
+       EXISTS (SELECT 1 FROM current) AS current
+FROM input i ORDER BY i.position;

@@ -52,15 +52,22 @@ WHERE account_id = @account_id AND contact_id = @contact_id AND enrich_due_at = 
 UPDATE contacts SET enrich_due_at = sqlc.narg('due_at')
 WHERE account_id = @account_id AND contact_id = @contact_id AND enrich_due_at = @lease_until::timestamptz;
 
--- name: EnrichFinishMany :exec
+-- name: EnrichFinishMany :many
 -- EnrichFinish for a batch, in one statement, recording the ContactEnriched event of each
 -- contact whose hold was still the caller's and that has one (@event_ids: uuid.Nil for none;
 -- a contact with an event was Pending when claimed, and a change of email since would have
--- ended the hold).
+-- ended the hold), for the contacts whose accounts' subscriptions are still at the version
+-- the fan-out found none to deliver their events to (@subscriptions_versions). Returns the
+-- contacts it left alone for that reason: their events may have deliveries now.
 WITH f AS (
     SELECT unnest(@account_ids::uuid[]) AS account_id, unnest(@contact_ids::uuid[]) AS contact_id,
            unnest(@verdicts::text[]) AS verdict, unnest(@held_due_ats::timestamptz[]) AS held_due_at,
-           unnest(@event_ids::uuid[]) AS event_id, unnest(@event_payloads::text[]) AS event_payload
+           unnest(@event_ids::uuid[]) AS event_id, unnest(@event_payloads::text[]) AS event_payload,
+           unnest(@subscriptions_versions::bigint[]) AS subscriptions_version
+), stale AS (
+    SELECT f.contact_id FROM f
+    WHERE f.event_id <> '00000000-0000-0000-0000-000000000000'::uuid
+      AND NOT EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = f.account_id AND a.subscriptions_version = f.subscriptions_version)
 ), finished AS (
     UPDATE contacts c SET
         email_status = CASE WHEN f.verdict <> '' AND c.email_status = 'Pending' THEN f.verdict ELSE c.email_status END,
@@ -68,10 +75,12 @@ WITH f AS (
         enrich_due_at = NULL, enrich_attempts = 0, addresses_parsed_by = sqlc.arg('parser_version')::integer
     FROM f
     WHERE c.account_id = f.account_id AND c.contact_id = f.contact_id
-      AND c.enrich_due_at = f.held_due_at
+      AND c.enrich_due_at = f.held_due_at AND f.contact_id NOT IN (SELECT contact_id FROM stale)
     RETURNING c.account_id, c.contact_id
+), event AS (
+    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
+    SELECT f.account_id, f.event_id, 'ContactEnriched', f.contact_id, f.event_payload::json, @now::timestamptz
+    FROM f JOIN finished d ON d.account_id = f.account_id AND d.contact_id = f.contact_id
+    WHERE f.event_id <> '00000000-0000-0000-0000-000000000000'::uuid
 )
-INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
-SELECT f.account_id, f.event_id, 'ContactEnriched', f.contact_id, f.event_payload::json, @now::timestamptz
-FROM f JOIN finished d ON d.account_id = f.account_id AND d.contact_id = f.contact_id
-WHERE f.event_id <> '00000000-0000-0000-0000-000000000000'::uuid;
+SELECT contact_id::uuid AS contact_id FROM stale;

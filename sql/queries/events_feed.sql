@@ -27,32 +27,20 @@ ORDER BY xid, event_id;
 -- name: EventGet :one
 SELECT payload::text AS payload FROM webhook_events WHERE account_id = $1 AND event_id = $2 AND NOT test;
 
--- name: EventsReplay :one
--- Queues a delivery to the subscription of each of its type's events in [@since, @until) that
--- its filter wants, in
--- the feed's order (the due times one microsecond apart keep it), and counts them. No row
--- when the subscription is not the account's; -1 when it is Removed. @since_id and @until_id
--- bound the events' ids (of their time: a bit wider than the window, see delivery.Replay), so
--- only the partitions of the window's days are read.
-WITH sub AS (
-    SELECT s.account_id, s.subscription_id, s.event_type, s.status, s.filter_path FROM webhook_subscriptions s
-    WHERE s.account_id = @account_id AND s.subscription_id = @subscription_id
-), evs AS (
-    SELECT e.event_id, row_number() OVER (ORDER BY e.xid, e.event_id) * interval '1 microsecond' AS lag
-    FROM webhook_events e, sub
-    WHERE sub.status <> 'Removed' AND e.account_id = sub.account_id AND e.event_type = sub.event_type
-      AND e.occurred_at >= @since::timestamptz AND e.occurred_at < @until::timestamptz AND NOT e.test
-      AND e.event_id >= @since_id AND e.event_id < @until_id
-      AND webhook_filter_matches(sub.filter_path, e.payload)
-), queued AS (
-    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
-    SELECT @account_id, gen_random_uuid(), @subscription_id, evs.event_id,
-           evs.lag + @now::timestamptz, @now::timestamptz, @now::timestamptz
-    FROM evs
-    RETURNING 1
-)
-SELECT CASE WHEN sub.status = 'Removed' THEN -1 ELSE (SELECT count(*) FROM queued) END::bigint AS queued
-FROM sub;
+-- name: EventsForReplay :many
+-- A page of the account's events of @event_type in [@since, @until) after the cursor, in the
+-- feed's order: their ids, and their payloads @with_payloads (for a filter to be evaluated on;
+-- '' otherwise).
+-- @since_id and @until_id bound the events' ids (of their time: a bit wider than the window,
+-- see delivery.Replay), so only the partitions of the window's days are read.
+SELECT e.event_id, e.xid::text AS position_xid, CASE WHEN @with_payloads::bool THEN e.payload::text ELSE '' END AS payload
+FROM webhook_events e
+WHERE e.account_id = @account_id AND e.event_type = @event_type
+  AND e.occurred_at >= @since::timestamptz AND e.occurred_at < @until::timestamptz AND NOT e.test
+  AND e.event_id >= @since_id AND e.event_id < @until_id
+  AND (e.xid, e.event_id) > ((@after_xid::text)::xid8, @after_event::uuid)
+ORDER BY e.xid, e.event_id
+LIMIT @row_limit;
 
 -- name: EventsPrune :execrows
 -- Deletes up to @batch events of the default partition that occurred before @before, across

@@ -32,14 +32,6 @@ SELECT * FROM webhook_subscriptions
 WHERE account_id = $1
 ORDER BY created_at DESC, subscription_id DESC;
 
--- name: SubscriptionsForEvent :many
--- The account's live subscriptions of the event's type, and whether each one's filter wants
--- its payload.
-SELECT subscription_id, webhook_filter_matches(filter_path, (@payload::text)::json)::boolean AS wanted
-FROM webhook_subscriptions
-WHERE account_id = @account_id AND event_type = @event_type AND status <> 'Removed'
-ORDER BY subscription_id;
-
 -- name: SubscriptionSetFilter :one
 -- Sets (or, NULL, lifts) the subscription's filter: the events it queues from now on.
 UPDATE webhook_subscriptions
@@ -80,17 +72,34 @@ WHERE account_id = @account_id AND subscription_id = @subscription_id AND status
 RETURNING subscription_id, event_type, last_success_at, created_at, consecutive_failures,
     @failure::text AS failure, (status = 'Failing' AND failing_since IS NOT DISTINCT FROM @now)::boolean AS turned_failing;
 
--- name: SubscriptionsSweepFailing :execrows
+-- name: SubscriptionsSweepFailing :one
 -- Maintenance across accounts: Failing subscriptions without a success since the cutoff
--- are removed.
-UPDATE webhook_subscriptions
-SET status = 'Removed', updated_at = @now, removed_reason = 'FailingTooLong'
-WHERE status = 'Failing' AND coalesce(last_success_at, created_at) < @cutoff;
+-- are removed, and their accounts' subscriptions_version moves on; how many were removed.
+WITH swept AS (
+    UPDATE webhook_subscriptions
+    SET status = 'Removed', updated_at = @now, removed_reason = 'FailingTooLong'
+    WHERE status = 'Failing' AND coalesce(last_success_at, created_at) < @cutoff
+    RETURNING account_id
+), bumped AS (
+    UPDATE accounts SET subscriptions_version = subscriptions_version + 1
+    WHERE account_id IN (SELECT account_id FROM swept)
+)
+SELECT count(*) FROM swept;
 
--- name: SubscriptionEventTypesLive :many
--- The event types the account has live subscriptions to (webhook.Subscribers' cache).
-SELECT DISTINCT event_type FROM webhook_subscriptions
-WHERE account_id = $1 AND status <> 'Removed';
+-- name: SubscribersLoad :many
+-- The account's live subscriptions with their filters, and the version of them
+-- (accounts.subscriptions_version) in the same snapshot: webhook.Audience. One row with no
+-- subscription when it has none; none when the account is gone.
+SELECT a.subscriptions_version, s.subscription_id, s.event_type, s.filter
+FROM accounts a
+LEFT JOIN webhook_subscriptions s ON s.account_id = a.account_id AND s.status <> 'Removed'
+WHERE a.account_id = @account_id
+ORDER BY s.subscription_id;
+
+-- name: SubscriptionsVersionBump :exec
+-- The account's live subscriptions or their filters changed in this transaction: statements
+-- planned with the older version queue nothing (migration 00040).
+UPDATE accounts SET subscriptions_version = subscriptions_version + 1 WHERE account_id = @account_id;
 
 -- name: SubscriptionsChangedNotify :exec
 -- Tells every contactd process (webhook.Subscribers) that the account's live subscriptions
