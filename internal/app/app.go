@@ -32,6 +32,7 @@ import (
 	"github.com/contactd/contactd/internal/seal"
 	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/suppress"
+	"github.com/contactd/contactd/internal/turns"
 	"github.com/contactd/contactd/internal/webhook"
 )
 
@@ -137,6 +138,8 @@ type Services struct {
 	Store *store.Store
 	// Console is the browser console at /console.
 	Console *console.Console
+	// Turns are the heavy reads' turns, shared by every account (package turns).
+	Turns *turns.Turns
 }
 
 // NewServices builds the domain services over st, sealing secrets with keys. Workers are not
@@ -151,19 +154,20 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	}
 	secrets := webhook.NewSecrets(st, keys, Now)
 	keyring := auth.NewService(st, Now)
-	eventFeed := feed.New(st, cfg.EventRetention, Now, log)
+	reads := turns.New(contact.ReadTurns(cfg.ListConcurrency)) // the heavy reads', shared by every account
+	eventFeed := feed.New(st, cfg.EventRetention, Now, log, reads)
 	filtered := webhook.NewFilterTally(st, m.FilteredOut)
 	deliveries := delivery.New(st, delivery.Options{
 		Timeout: cfg.WebhookTimeout, AllowedNetworks: cfg.WebhookAllowedNetworks, Workers: cfg.WebhookWorkers,
 		MaxInFlight: cfg.WebhookMaxInFlight, RescueAfter: cfg.WebhookRescueAfter, Now: Now, Log: log, Metrics: m, Secrets: secrets,
-		Live: keyring.IsLive, Filtered: filtered, NATSURL: cfg.NATSURL, NATSSubjectPrefix: cfg.NATSSubjectPrefix,
+		Live: keyring.IsLive, Filtered: filtered, NATSURL: cfg.NATSURL, NATSSubjectPrefix: cfg.NATSSubjectPrefix, Turns: reads,
 	})
 	subs := webhook.NewSubscribers(st, Now)
 	events := webhook.NewEmitter(deliveries, subs, filtered)
 	enricher := enrich.New(st, events, enrich.Options{Resolver: net.DefaultResolver, Now: Now, Log: log})
 	idem := idempotency.New(st, keys, Now, log)
 	suppressions := suppress.New(st, keys, Now)
-	contacts := contact.NewService(st, events, Now, contact.Options{PublicURL: cfg.PublicURL, ListConcurrency: cfg.ListConcurrency,
+	contacts := contact.NewService(st, events, Now, contact.Options{PublicURL: cfg.PublicURL, Turns: reads,
 		Exports: cfg.Exports, ExportsPerAccount: cfg.ExportsPerAccount, Suppressions: suppressions, Verdicts: enricher})
 	subscriptions := webhook.NewService(st, events, secrets, Now,
 		webhook.URLRules{AllowHTTP: cfg.WebhookAllowHTTP, AllowNATS: cfg.NATSURL != ""})
@@ -189,6 +193,7 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 		Idempotency:  idem,
 		Store:        st,
 		Console:      cons,
+		Turns:        reads,
 	}, nil
 }
 

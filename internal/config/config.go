@@ -41,8 +41,9 @@ type Config struct {
 	MaxBodyBytes      int64 // CONTACTD_MAX_BODY_BYTES
 	MaxBatchBodyBytes int64 // CONTACTD_MAX_BATCH_BODY_BYTES
 	DBMaxConns        int   // CONTACTD_DB_MAX_CONNS
-	// ListConcurrency is how many list and search pages query PostgreSQL at once; the rest
-	// wait their turn in order. 0: as many as CPUs, at least 2.
+	// ListConcurrency is how many heavy reads (list and search pages, feed pages, duplicates, a
+	// contact's events, delivery logs) query PostgreSQL at once; the rest wait their turn, the
+	// accounts running the fewest first (package turns). 0: as many as CPUs, at least 2.
 	ListConcurrency int // CONTACTD_LIST_CONCURRENCY
 	// Exports and ExportsPerAccount bound the exports streaming at once, in the process and
 	// per account: each holds a database connection for its whole stream.
@@ -142,7 +143,7 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	fs.Int64Var(&c.MaxBodyBytes, "max-body-bytes", d.MaxBodyBytes, "request body limit")
 	fs.Int64Var(&c.MaxBatchBodyBytes, "max-batch-body-bytes", d.MaxBatchBodyBytes, "request body limit of the batch operations")
 	fs.IntVar(&c.DBMaxConns, "db-max-conns", d.DBMaxConns, "database pool size")
-	fs.IntVar(&c.ListConcurrency, "list-concurrency", d.ListConcurrency, "list and search pages that query at once, the rest wait in order; 0: as many as CPUs, at least 2")
+	fs.IntVar(&c.ListConcurrency, "list-concurrency", d.ListConcurrency, "heavy reads (list and search pages, feed pages, duplicates, a contact's events, delivery logs) that query at once; the rest wait, the accounts running the fewest first; 0: as many as CPUs, at least 2")
 	fs.IntVar(&c.Exports, "exports", d.Exports, "exports streaming at once in this process, each holding a database connection; more answer 429")
 	fs.IntVar(&c.ExportsPerAccount, "exports-per-account", d.ExportsPerAccount, "exports one account may stream at once; more answer 429")
 	fs.DurationVar(&c.DBStatementTimeout, "db-statement-timeout", d.DBStatementTimeout, "longest a statement may run before PostgreSQL cancels it")

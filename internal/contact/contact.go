@@ -14,6 +14,7 @@ import (
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/suppress"
+	"github.com/contactd/contactd/internal/turns"
 	"github.com/contactd/contactd/internal/webhook"
 )
 
@@ -80,8 +81,8 @@ type Service struct {
 	tagSwaps  *store.Group[db.TagsSwapParams, returned[db.TagsSwapRow]]
 	byID      *store.Group[db.ContactGetByIDParams, returned[db.ContactRow]]
 	byEmail   *store.Group[db.ContactGetByEmailParams, returned[db.ContactRow]]
-	// listing gives list pages their turns: see Options.ListConcurrency.
-	listing *listTurns
+	// turns are the heavy reads' turns (list pages, duplicates): see Options.Turns.
+	turns   *turns.Turns
 	exports *exportSlots
 	// suppressed are the erased people's emails and phones, which new contacts may not have.
 	suppressed *suppress.List
@@ -102,11 +103,12 @@ type Verdicts interface {
 type Options struct {
 	// PublicURL is the base of proof-of-consent URLs.
 	PublicURL string
-	// ListConcurrency is how many list pages query at once (0: the CPUs, at least 2); the others
-	// wait, the accounts running the fewest pages first (listTurns). A page is the costliest read, and its cost varies with its filters:
-	// queued here, in order, the pages beyond it do not crowd PostgreSQL's CPUs with
-	// backends that all run slower (each page's time then grows with every page running), and
-	// a burst of searches cannot take every connection of the pool from the writes.
+	// Turns are the process's turns for heavy reads (package turns), which list pages and
+	// duplicates take; nil: ListConcurrency of their own (0: the CPUs, at least 2). A page is
+	// the costliest read, and its cost varies with its filters: queued, the pages beyond the
+	// turns do not crowd PostgreSQL's CPUs with backends that all run slower, and a burst of
+	// searches cannot take every connection of the pool from the writes.
+	Turns           *turns.Turns
 	ListConcurrency int
 	// Exports is how many exports stream at once in this process (0: 4), and
 	// ExportsPerAccount how many of those one account may run (0: 2). Each holds a database
@@ -119,12 +121,20 @@ type Options struct {
 	Verdicts Verdicts
 }
 
+// ReadTurns is how many heavy reads run at once for a setting of n (0: the CPUs, at least 2).
+func ReadTurns(n int) int {
+	if n <= 0 {
+		return max(2, runtime.GOMAXPROCS(0))
+	}
+	return n
+}
+
 // NewService returns a Service. Changes that call for enrichment (a create, a new email, a
 // new property) mark the contact due in their own statements; the enrich package's workers
 // take it from there.
 func NewService(st *store.Store, events *webhook.Emitter, now func() time.Time, o Options) *Service {
-	if o.ListConcurrency <= 0 {
-		o.ListConcurrency = max(2, runtime.GOMAXPROCS(0))
+	if o.Turns == nil {
+		o.Turns = turns.New(ReadTurns(o.ListConcurrency))
 	}
 	if o.Exports <= 0 {
 		o.Exports = 4
@@ -133,7 +143,7 @@ func NewService(st *store.Store, events *webhook.Emitter, now func() time.Time, 
 		o.ExportsPerAccount = 2
 	}
 	return &Service{store: st, events: events, now: now, publicURL: strings.TrimRight(o.PublicURL, "/"), suppressed: o.Suppressions, verdicts: o.Verdicts,
-		listing:  newListTurns(o.ListConcurrency),
+		turns:    o.Turns,
 		exports:  newExportSlots(o.Exports, o.ExportsPerAccount),
 		creates:  store.NewGroup(st, store.GroupOptions{Name: "contact_create"}, createContacts),
 		tagSwaps: store.NewGroup(st, store.GroupOptions{Name: "tags_swap"}, swapTagsOf),

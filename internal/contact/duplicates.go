@@ -11,6 +11,7 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/store"
 )
 
 // The rules that find likely duplicates, in the order a page without one walks them.
@@ -67,8 +68,13 @@ func (s *Service) Duplicates(ctx context.Context, accountID uuid.UUID, by, curso
 		}
 		rules = rules[i:]
 	}
+	release, err := s.turns.Take(ctx, accountID)
+	if err != nil {
+		return DuplicatesPage{}, store.Translate(err)
+	}
+	defer release()
 	var groups []DuplicateGroup
-	err := s.store.ReadSnapshot(ctx, func(q *db.Queries) error {
+	err = s.store.ReadSnapshot(ctx, func(q *db.Queries) error {
 		for _, rule := range rules {
 			after := duplicatesCursor{By: rule}
 			if at.By == rule {

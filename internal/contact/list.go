@@ -61,7 +61,7 @@ func (s *Service) List(ctx context.Context, accountID uuid.UUID, o ListOptions) 
 		}
 		p.HasCursor, p.AfterAt, p.AfterID = true, c.At, c.ID
 	}
-	release, err := s.listing.take(ctx, accountID)
+	release, err := s.turns.Take(ctx, accountID)
 	if err != nil {
 		return nil, "", store.Translate(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/contactd/contactd/internal/metrics"
 	"github.com/contactd/contactd/internal/queue"
 	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/turns"
 	"github.com/contactd/contactd/internal/webhook"
 )
 
@@ -43,6 +44,9 @@ type Options struct {
 	// Filtered counts the events subscriptions' filters leave out of the warnings this
 	// service emits (SubscriptionFailing); nil counts nothing.
 	Filtered *webhook.FilterTally
+	// Turns are the process's heavy reads' turns, which the delivery log's pages take (nil:
+	// none).
+	Turns *turns.Turns
 	// NATSURL is the NATS server whose JetStream takes the deliveries of nats:<subject>
 	// subscriptions, each account's under NATSSubjectPrefix.<account id> ("": none).
 	NATSURL, NATSSubjectPrefix string
@@ -55,6 +59,9 @@ func New(st *store.Store, opt Options) *Service {
 	}
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	if opt.Turns == nil {
+		opt.Turns = turns.New(1 << 20) // as good as none
 	}
 	if opt.MaxInFlight < 1 {
 		opt.MaxInFlight = 4

@@ -63,6 +63,11 @@ func (s *Service) Attempts(ctx context.Context, account uuid.UUID, rawSub string
 		}
 		p.HasCursor = true
 	}
+	release, err := s.opt.Turns.Take(ctx, account)
+	if err != nil {
+		return nil, "", store.Translate(err)
+	}
+	defer release()
 	var rows []db.AttemptsListRow
 	if err := s.store.Do(ctx, func(q *db.Queries) (err error) { rows, err = q.AttemptsList(ctx, p); return err }); err != nil {
 		return nil, "", err

@@ -27,6 +27,7 @@ import (
 	"github.com/contactd/contactd/internal/ids"
 	"github.com/contactd/contactd/internal/queue"
 	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/turns"
 )
 
 // ErrNotFound is the answer for an unknown event, another account's, or one pruned.
@@ -40,14 +41,19 @@ type Service struct {
 	retention time.Duration
 	now       func() time.Time
 	log       *slog.Logger
+	turns     *turns.Turns
 }
 
 // New returns the feed over st, keeping events for retention.
-func New(st *store.Store, retention time.Duration, now func() time.Time, log *slog.Logger) *Service {
+// Its pages and a contact's events take turns (nil: none) with the process's other heavy reads.
+func New(st *store.Store, retention time.Duration, now func() time.Time, log *slog.Logger, reads *turns.Turns) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{store: st, retention: retention, now: now, log: log}
+	if reads == nil {
+		reads = turns.New(1 << 20) // as good as none
+	}
+	return &Service{store: st, retention: retention, now: now, log: log, turns: reads}
 }
 
 // Page is a page of the feed: the events' payloads, exactly as delivered, and where to go on.
@@ -70,6 +76,11 @@ func (s *Service) Feed(ctx context.Context, accountID uuid.UUID, after string, e
 	if err != nil {
 		return Page{}, err
 	}
+	release, err := s.turns.Take(ctx, accountID)
+	if err != nil {
+		return Page{}, store.Translate(err)
+	}
+	defer release()
 	var rows []db.EventsFeedRow
 	err = s.store.Do(ctx, func(q *db.Queries) (err error) {
 		rows, err = q.EventsFeed(ctx, db.EventsFeedParams{AccountID: accountID, EventType: eventType,
@@ -220,8 +231,13 @@ type ContactEvent struct {
 
 // OfContact lists up to limit of a contact's events, oldest first (test events have no contact).
 func (s *Service) OfContact(ctx context.Context, accountID, contactID uuid.UUID, limit int) ([]ContactEvent, error) {
+	release, err := s.turns.Take(ctx, accountID)
+	if err != nil {
+		return nil, store.Translate(err)
+	}
+	defer release()
 	var rows []db.ContactEventsRow
-	err := s.store.DoStale(ctx, func(q *db.Queries) (err error) { // the console's page: a standby may answer
+	err = s.store.DoStale(ctx, func(q *db.Queries) (err error) { // the console's page: a standby may answer
 		rows, err = q.ContactEvents(ctx, db.ContactEventsParams{AccountID: accountID, ContactID: &contactID, Limit: int32(limit)})
 		return err
 	})

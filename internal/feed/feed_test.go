@@ -28,7 +28,7 @@ func TestFeedPollerNeverSkipsALateCommit(t *testing.T) {
 	ctx := context.Background()
 	st := testkit.NewStore(t)
 	pool := testkit.Pool(st)
-	svc := feed.New(st, 24*time.Hour, func() time.Time { return time.Now().UTC() }, nil)
+	svc := feed.New(st, 24*time.Hour, func() time.Time { return time.Now().UTC() }, nil, nil)
 	account := uuid.New()
 
 	var mu sync.Mutex
@@ -155,7 +155,7 @@ func TestPruneKeepsTheRetention(t *testing.T) {
 	pool := testkit.Pool(st)
 	now := time.Date(2030, 1, 31, 12, 0, 0, 0, time.UTC)
 	before := now.Add(-30 * 24 * time.Hour) // 2030-01-01 12:00
-	svc := feed.New(st, 30*24*time.Hour, func() time.Time { return now }, nil)
+	svc := feed.New(st, 30*24*time.Hour, func() time.Time { return now }, nil, nil)
 	account, sub := uuid.New(), uuid.New()
 	if _, err := pool.Exec(ctx, `INSERT INTO accounts VALUES ($1, 'p', now())`, account); err != nil {
 		t.Fatal(err)
@@ -274,7 +274,7 @@ func TestFeedOrdersTransactionsNumerically(t *testing.T) {
 	ctx := context.Background()
 	st := testkit.NewStore(t)
 	account := uuid.New()
-	svc := feed.New(st, 24*time.Hour, time.Now, nil)
+	svc := feed.New(st, 24*time.Hour, time.Now, nil, nil)
 	for _, xid := range []string{"10", "9", "100"} { // old transactions: below any horizon
 		if _, err := testkit.Pool(st).Exec(ctx, `INSERT INTO webhook_events (account_id, event_id, event_type, payload, occurred_at, xid)
 			VALUES ($1, gen_random_uuid(), 'TagsAdded', json_build_object('xid', $2::text), now(), $2::xid8)`, account, xid); err != nil {

@@ -5,6 +5,7 @@ package hostiletest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -147,11 +148,17 @@ func TestAHostileTenantCannotHurtAnother(t *testing.T) {
 		}
 	})
 
-	// each attack with a key of its own, so that one key's rate limit does not end the others
+	// each attack with a key of its own, so that one key's rate limit does not end the others;
+	// each used once before the attack, as a tenant's keys are, so that this process knows it
+	// when the random keys' lookups are refused from this address
+	testkit.Eventually(t, "the key cache", a.Svc.Auth.Caching)
 	bKey := func(name string) string {
 		k, err := a.Svc.Auth.CreateKey(ctx, accountB, name)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if status, err := send(client, "GET", "/public/v1/webhooks", k, ""); err != nil || status != 200 {
+			t.Fatalf("B's key %s: %d %v", name, status, err)
 		}
 		return k
 	}
@@ -196,13 +203,42 @@ func TestAHostileTenantCannotHurtAnother(t *testing.T) {
 			return answered(path, status, err)
 		})
 	}
-	for i := range 8 { // eight pages at once, each with a key of its own
+	for i := range 20 { // twenty pages at once, each with a key of its own
 		feedKey := bKey(fmt.Sprintf("feed %d", i))
 		attack("feed pages", func(c *http.Client) error {
 			status, err := send(c, "GET", "/public/v1/events?limit=1000&eventType=FelixAIHandoff", feedKey, "")
 			return answered("the feed", status, err)
 		})
 	}
+	// filter-test as fast as it answers: the costliest legal filter on an event of the most
+	// values one may hold (an evaluation bounded in steps), and on 60 KiB of nested arrays (as
+	// lax SQL/JSON unwrapped them, 42.7 s of PostgreSQL's CPU; refused now, unevaluated)
+	for i, event := range []string{biggestEvent(), nestedArrays(60 << 10)} {
+		filterKey := bKey(fmt.Sprintf("filter-test %d", i))
+		body := fmt.Sprintf(`{"filter":%s,"event":%s}`, mustJSON(heaviestFilter("FelixAIHandoff")), event)
+		attack("filter-test flood", func(c *http.Client) error {
+			status, err := send(c, "POST", "/public/v1/webhooks/"+hanging[0]+"/filter-test", filterKey, body)
+			return answered("filter-test", status, err)
+		})
+	}
+	// B writes at its limit, each tag change's event evaluated against the heaviest filters of
+	// its three subscriptions
+	for i := range 3 {
+		writeKey := bKey(fmt.Sprintf("writes %d", i))
+		attack("tag changes at the limit", func(c *http.Client) error {
+			status, err := send(c, "POST", "/public/v1/contact/"+one.Contact.ContactId+"/tags", writeKey,
+				fmt.Sprintf(`{"tags":["w%d-%d"]}`, i, time.Now().UnixNano()%1000))
+			return answered("a tag change", status, err)
+		})
+	}
+	// well-formed random keys, each a key no one has
+	var randomKeys atomic.Int64
+	lookupsBefore := a.Svc.Auth.Lookups()
+	attack("random keys", func(c *http.Client) error {
+		n := randomKeys.Add(1)
+		status, err := send(c, "GET", "/public/v1/webhooks", fmt.Sprintf("ck_%043d", n), "")
+		return answered("a random key", status, err)
+	})
 	since, until := time.Now().Add(-2*time.Hour).UTC().Format("2006-01-02T15:04:05.000Z"), time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
 	replayKey := bKey("replay")
 	for _, sub := range hanging {
@@ -266,6 +302,18 @@ func TestAHostileTenantCannotHurtAnother(t *testing.T) {
 	}
 	testkit.Eventually(t, "B's replays queue a backlog", func() bool { return unclaimedB(time.Now()) >= 1000 })
 
+	// A's list page, sent while B's feed pages wait for the heavy reads' turns, is given a turn
+	// ahead of them (B runs every turn, A none): it waits for one of B's pages to end, not for
+	// all of B's queue
+	testkit.Eventually(t, "B's feed pages waiting for turns", func() bool { return a.Svc.Turns.QueuedOf(accountB) > 0 })
+	overtook := a.Svc.Turns.Overtaken()
+	if status, err := send(client, "GET", "/public/v1/contacts?limit=50", keyA, ""); err != nil || status != 200 {
+		t.Errorf("A's list page during the attack: %d %v", status, err)
+	}
+	if a.Svc.Turns.Overtaken() == overtook {
+		t.Errorf("A's list page waited behind B's queued feed pages")
+	}
+
 	// A, meanwhile: 30 reads and 3 tag changes, each answered, each tag change delivered ahead of
 	// B's backlog
 	var peakHeap uint64
@@ -298,6 +346,13 @@ func TestAHostileTenantCannotHurtAnother(t *testing.T) {
 		peakHeap = max(peakHeap, testkit.TakeBaseline().Heap-a.Logs.Held())
 	}
 	stop()
+	// the random keys cost the database at most the per-address allowance of lookups (and the
+	// unknown keys remembered), not one each
+	if sent, looked := randomKeys.Load(), int64(a.Svc.Auth.Lookups()-lookupsBefore); sent < 100 || looked > sent/4 {
+		t.Errorf("%d random keys cost %d key lookups", sent, looked)
+	} else {
+		t.Logf("%d random keys cost %d key lookups", sent, looked)
+	}
 	slices.Sort(latencies)
 	t.Logf("A's reads during the attack: p50 %v, max %v; its webhooks overtook %v of B's older deliveries; live heap peaked at %d MB (%d MB before); B sent %d requests, %d got a 5xx or no answer",
 		latencies[len(latencies)/2], latencies[len(latencies)-1], overtaken, peakHeap>>20, before.Heap>>20, attackRequests.Load(), attackErrors.Load())
@@ -345,4 +400,37 @@ func heaviestFilter(eventType string) map[string]any {
 			fmt.Sprintf("data.contactInfo.absent%d", i): map[string]any{"$neq": "x"}})
 	}
 	return map[string]any{"$and": conditions}
+}
+
+// biggestEvent is an event of the most JSON values a filter is evaluated on (2,048): filter-test
+// refuses a bigger one before evaluating anything.
+func biggestEvent() string {
+	values := make([]int, 2048-4) // the event, eventType, data and data.a count four
+	return mustJSON(map[string]any{"eventType": "FelixAIHandoff", "data": map[string]any{"a": values}})
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// nestedArrays is an event of about size bytes whose data holds arrays of arrays of numbers,
+// none longer than the body's 1,000 items.
+func nestedArrays(size int) string {
+	var b strings.Builder
+	b.WriteString(`{"eventType":"FelixAIHandoff","data":{"a":[`)
+	for i := 0; b.Len() < size; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("[[1,2,3,4,5,6,7,8],[1,2,3,4,5,6,7,8],[1,2,3,4,5,6,7,8]]")
+		if i == 900 {
+			break
+		}
+	}
+	b.WriteString("]}}")
+	return b.String()
 }
