@@ -14,9 +14,10 @@ import (
 
 const attemptInsert = `-- name: AttemptInsert :exec
 INSERT INTO webhook_attempts (
-    account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, error, next_attempt_at, response_excerpt
+    account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, error, next_attempt_at, response_excerpt,
+    subscription_id
 ) SELECT d.account_id, d.delivery_id, $1, $2, $3, $4, $5,
-    $6, $7
+    $6, $7, d.subscription_id
 FROM webhook_deliveries d WHERE d.account_id = $8 AND d.delivery_id = $9
 ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
 `
@@ -76,11 +77,11 @@ func (q *Queries) AttemptsForgetResponses(ctx context.Context, arg AttemptsForge
 
 const attemptsList = `-- name: AttemptsList :many
 SELECT a.delivery_id, a.attempt, a.attempted_at, a.response_status, a.latency_ms, a.error,
-       a.next_attempt_at, e.event_id, e.event_type, a.response_excerpt
+       a.next_attempt_at, d.event_id, s.event_type, a.response_excerpt
 FROM webhook_attempts a
 JOIN webhook_deliveries d ON d.account_id = a.account_id AND d.delivery_id = a.delivery_id
-JOIN webhook_events e ON e.account_id = d.account_id AND e.event_id = d.event_id
-WHERE a.account_id = $1 AND d.subscription_id = $2
+JOIN webhook_subscriptions s ON s.account_id = a.account_id AND s.subscription_id = a.subscription_id
+WHERE a.account_id = $1 AND a.subscription_id = $2
   AND (NOT $3::bool OR (a.attempted_at, a.delivery_id, a.attempt) < ($4::timestamptz, $5::uuid, $6::int))
 ORDER BY a.attempted_at DESC, a.delivery_id DESC, a.attempt DESC
 LIMIT $7
@@ -88,7 +89,7 @@ LIMIT $7
 
 type AttemptsListParams struct {
 	AccountID      uuid.UUID
-	SubscriptionID uuid.UUID
+	SubscriptionID *uuid.UUID
 	HasCursor      bool
 	CursorAt       time.Time
 	CursorDelivery uuid.UUID
@@ -109,6 +110,11 @@ type AttemptsListRow struct {
 	ResponseExcerpt *string
 }
 
+// A page of the subscription's attempts, newest first: the entries of its attempts' index
+// (migration 00041) that the page returns, each with its delivery's event by the delivery's
+// key. Their events' type is the subscription's (a delivery goes only to a subscription of its
+// event's type), so no event is read: a join on the events by their ids would probe each
+// day's partition for each row.
 func (q *Queries) AttemptsList(ctx context.Context, arg AttemptsListParams) ([]AttemptsListRow, error) {
 	rows, err := q.db.Query(ctx, attemptsList,
 		arg.AccountID,
@@ -589,11 +595,11 @@ WITH locked AS MATERIALIZED (
     SET attempts = $6, status = 'Succeeded', next_attempt_at = NULL, updated_at = $1, leased_until = NULL
     -- a condition on no row: PostgreSQL evaluates it first, before it reads any row
     WHERE (SELECT true FROM locked) AND d.account_id = $2 AND d.delivery_id = $7
-    RETURNING d.account_id, d.delivery_id
+    RETURNING d.account_id, d.delivery_id, d.subscription_id
 ), attempt AS (
     INSERT INTO webhook_attempts (
-        account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt
-    ) SELECT account_id, delivery_id, $6, $1, $8, $9, $10
+        account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt, subscription_id
+    ) SELECT account_id, delivery_id, $6, $1, $8, $9, $10, subscription_id
     FROM delivery
     ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
 )

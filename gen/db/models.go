@@ -236,6 +236,7 @@ type WebhookAttempt struct {
 	Error           *string
 	NextAttemptAt   *time.Time
 	ResponseExcerpt *string
+	SubscriptionID  *uuid.UUID
 }
 
 type WebhookDelivery struct {

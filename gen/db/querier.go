@@ -33,6 +33,11 @@ type Querier interface {
 	// receiver may have echoed what it was sent. (No index leads from an event to its
 	// deliveries: this reads the account's deliveries, once per erasure.)
 	AttemptsForgetResponses(ctx context.Context, arg AttemptsForgetResponsesParams) (int64, error)
+	// A page of the subscription's attempts, newest first: the entries of its attempts' index
+	// (migration 00041) that the page returns, each with its delivery's event by the delivery's
+	// key. Their events' type is the subscription's (a delivery goes only to a subscription of its
+	// event's type), so no event is read: a join on the events by their ids would probe each
+	// day's partition for each row.
 	AttemptsList(ctx context.Context, arg AttemptsListParams) ([]AttemptsListRow, error)
 	// Not scoped by account: the unguessable token is the credential of the public page. A
 	// duplicate merged into another contact keeps its record in contact_merges.

@@ -56,7 +56,7 @@ func (s *Service) Attempts(ctx context.Context, account uuid.UUID, rawSub string
 	if err != nil {
 		return nil, "", err
 	}
-	p := db.AttemptsListParams{AccountID: account, SubscriptionID: sub, RowLimit: int32(limit) + 1}
+	p := db.AttemptsListParams{AccountID: account, SubscriptionID: &sub, RowLimit: int32(limit) + 1}
 	if cursor != "" {
 		if p.CursorAt, p.CursorDelivery, p.CursorAttempt, err = decodeCursor(cursor); err != nil {
 			return nil, "", errBadCursor

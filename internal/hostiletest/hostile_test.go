@@ -132,7 +132,7 @@ func TestAHostileTenantCannotHurtAnother(t *testing.T) {
 			servers = append(servers, &hang)
 			var sub api.WebhookSubscription
 			if r := a.Do("POST", "/public/v1/webhooks", keyB, map[string]any{"url": fmt.Sprintf("http://%s/%s/%d", ln.Addr(), eventType, i),
-				"eventType": eventType, "filter": heaviestFilter(eventType)}); r.Status != 200 {
+				"eventType": eventType, "filter": testkit.HeaviestFilter(eventType)}); r.Status != 200 {
 				t.Fatalf("B subscribes: %d %s", r.Status, r.Body)
 			} else {
 				r.JSON(t, &sub)
@@ -215,7 +215,7 @@ func TestAHostileTenantCannotHurtAnother(t *testing.T) {
 	// lax SQL/JSON unwrapped them, 42.7 s of PostgreSQL's CPU; refused now, unevaluated)
 	for i, event := range []string{biggestEvent(), nestedArrays(60 << 10)} {
 		filterKey := bKey(fmt.Sprintf("filter-test %d", i))
-		body := fmt.Sprintf(`{"filter":%s,"event":%s}`, mustJSON(heaviestFilter("FelixAIHandoff")), event)
+		body := fmt.Sprintf(`{"filter":%s,"event":%s}`, mustJSON(testkit.HeaviestFilter("FelixAIHandoff")), event)
 		attack("filter-test flood", func(c *http.Client) error {
 			status, err := send(c, "POST", "/public/v1/webhooks/"+hanging[0]+"/filter-test", filterKey, body)
 			return answered("filter-test", status, err)
@@ -384,22 +384,6 @@ func TestAHostileTenantCannotHurtAnother(t *testing.T) {
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 	stalling.CloseIdleConnections()
 	before.Returned(t, 20, 64<<20+a.Logs.Held())
-}
-
-// heaviestFilter is the costliest filter a subscription may save that still wants every event
-// of its type: 32 conditions, one an $in of 64 values, each evaluated on every event (B's
-// attack makes contactd evaluate it on each of its writes and replays).
-func heaviestFilter(eventType string) map[string]any {
-	values := []any{eventType}
-	for i := range 63 {
-		values = append(values, fmt.Sprintf("Other%d", i))
-	}
-	conditions := []any{map[string]any{"eventType": map[string]any{"$in": values}, "eventDate": map[string]any{"$exists": true}}}
-	for i := range 15 { // $and takes 16 filters at most
-		conditions = append(conditions, map[string]any{fmt.Sprintf("data.absent%d", i): map[string]any{"$exists": false},
-			fmt.Sprintf("data.contactInfo.absent%d", i): map[string]any{"$neq": "x"}})
-	}
-	return map[string]any{"$and": conditions}
 }
 
 // biggestEvent is an event of the most JSON values a filter is evaluated on (2,048): filter-test

@@ -31,7 +31,12 @@ func Main(m *testing.M) {
 	os.Exit(run(m))
 }
 
-func run(m *testing.M) int {
+// MainWith is Main with more server settings ("name=value" each).
+func MainWith(m *testing.M, settings ...string) {
+	os.Exit(run(m, settings...))
+}
+
+func run(m *testing.M, settings ...string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir, err := os.MkdirTemp("", "contactd-test-pg-")
@@ -40,7 +45,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	cluster, err = pgembed.Start(ctx, pgembed.Options{Dir: dir, Ephemeral: true})
+	cluster, err = pgembed.Start(ctx, pgembed.Options{Dir: dir, Ephemeral: true, Settings: settings})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testkit: start PostgreSQL:", err)
 		return 1

@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/google/uuid"
@@ -24,4 +25,19 @@ func (a *API) SubscribeUnheard(t testing.TB, account uuid.UUID, like, typ string
 		t.Fatal(err)
 	}
 	return sub
+}
+
+// HeaviestFilter is the costliest filter a subscription may save that still wants every event
+// of its type: 32 conditions, one an $in of 64 values, each evaluated on every event.
+func HeaviestFilter(eventType string) map[string]any {
+	values := []any{eventType}
+	for i := range 63 {
+		values = append(values, fmt.Sprintf("Other%d", i))
+	}
+	conditions := []any{map[string]any{"eventType": map[string]any{"$in": values}, "eventDate": map[string]any{"$exists": true}}}
+	for i := range 15 { // $and takes 16 filters at most
+		conditions = append(conditions, map[string]any{fmt.Sprintf("data.absent%d", i): map[string]any{"$exists": false},
+			fmt.Sprintf("data.contactInfo.absent%d", i): map[string]any{"$neq": "x"}})
+	}
+	return map[string]any{"$and": conditions}
 }

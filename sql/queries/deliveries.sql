@@ -221,11 +221,11 @@ WITH locked AS MATERIALIZED (
     SET attempts = @attempt, status = 'Succeeded', next_attempt_at = NULL, updated_at = @now, leased_until = NULL
     -- a condition on no row: PostgreSQL evaluates it first, before it reads any row
     WHERE (SELECT true FROM locked) AND d.account_id = @account_id AND d.delivery_id = @delivery_id
-    RETURNING d.account_id, d.delivery_id
+    RETURNING d.account_id, d.delivery_id, d.subscription_id
 ), attempt AS (
     INSERT INTO webhook_attempts (
-        account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt
-    ) SELECT account_id, delivery_id, @attempt, @now, @response_status, @latency_ms, sqlc.narg('response_excerpt')
+        account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt, subscription_id
+    ) SELECT account_id, delivery_id, @attempt, @now, @response_status, @latency_ms, sqlc.narg('response_excerpt'), subscription_id
     FROM delivery
     ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
 )
@@ -242,19 +242,25 @@ WHERE EXISTS (SELECT FROM delivery) -- first too, so the locks are taken before 
 -- After DeliveryRecordAttempt in the same transaction, which locked the delivery's row: none
 -- for a delivery that is gone (webhook_attempts has no foreign key: migration 00039).
 INSERT INTO webhook_attempts (
-    account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, error, next_attempt_at, response_excerpt
+    account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, error, next_attempt_at, response_excerpt,
+    subscription_id
 ) SELECT d.account_id, d.delivery_id, @attempt, @attempted_at, @response_status, @latency_ms, sqlc.narg('error'),
-    sqlc.narg('next_attempt_at'), sqlc.narg('response_excerpt')
+    sqlc.narg('next_attempt_at'), sqlc.narg('response_excerpt'), d.subscription_id
 FROM webhook_deliveries d WHERE d.account_id = @account_id AND d.delivery_id = @delivery_id
 ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING;
 
 -- name: AttemptsList :many
+-- A page of the subscription's attempts, newest first: the entries of its attempts' index
+-- (migration 00041) that the page returns, each with its delivery's event by the delivery's
+-- key. Their events' type is the subscription's (a delivery goes only to a subscription of its
+-- event's type), so no event is read: a join on the events by their ids would probe each
+-- day's partition for each row.
 SELECT a.delivery_id, a.attempt, a.attempted_at, a.response_status, a.latency_ms, a.error,
-       a.next_attempt_at, e.event_id, e.event_type, a.response_excerpt
+       a.next_attempt_at, d.event_id, s.event_type, a.response_excerpt
 FROM webhook_attempts a
 JOIN webhook_deliveries d ON d.account_id = a.account_id AND d.delivery_id = a.delivery_id
-JOIN webhook_events e ON e.account_id = d.account_id AND e.event_id = d.event_id
-WHERE a.account_id = @account_id AND d.subscription_id = @subscription_id
+JOIN webhook_subscriptions s ON s.account_id = a.account_id AND s.subscription_id = a.subscription_id
+WHERE a.account_id = @account_id AND a.subscription_id = @subscription_id
   AND (NOT @has_cursor::bool OR (a.attempted_at, a.delivery_id, a.attempt) < (@cursor_at::timestamptz, @cursor_delivery::uuid, @cursor_attempt::int))
 ORDER BY a.attempted_at DESC, a.delivery_id DESC, a.attempt DESC
 LIMIT @row_limit;

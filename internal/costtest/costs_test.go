@@ -1,0 +1,434 @@
+package costtest
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+// request is one HTTP request of a worst case.
+type request struct {
+	method, path string
+	body         any
+	status       int
+	public       bool // sent without the key
+}
+
+// worstCase builds an operation's most expensive legal request (its preparation unmeasured)
+// and says what it is; budget is what it may cost, in buffers; size is what the cost grows
+// with beyond the request's own limits ("" when nothing does).
+type worstCase struct {
+	what   string
+	size   string
+	budget int64
+	build  func(e *env) request
+}
+
+// accountContacts is the size of the account the worst cases run in: enough that a list page's
+// walk reaches its limit and an export streams more than a page.
+const accountContacts = 10_000
+
+// TestEveryOperationHasAWorstCase: each operation of openapi.yaml that contactd serves has its
+// most expensive legal request here, and docs/operations.md's cost table lists it with the
+// same budget; each request, sent to an account of accountContacts contacts whose every event
+// type has three subscriptions with the heaviest filter a subscription may save, costs the
+// database no more than its budget.
+func TestEveryOperationHasAWorstCase(t *testing.T) {
+	spec, err := api.GetSwagger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := docsTable(t)
+	for _, item := range spec.Paths.Map() {
+		for _, op := range item.Operations() {
+			c, ok := worstCases[op.OperationID]
+			switch {
+			case !ok:
+				t.Errorf("%s has no worst case in the cost model", op.OperationID)
+			case table[op.OperationID] != c.budget:
+				t.Errorf("docs/operations.md lists %s's budget as %d buffers, the test %d", op.OperationID, table[op.OperationID], c.budget)
+			}
+		}
+	}
+	for _, w := range spec.Webhooks {
+		for _, op := range w.Operations() {
+			if _, ok := worstCases[op.OperationID]; ok {
+				t.Errorf("%s is the receivers' operation: contactd serves no request of it", op.OperationID)
+			}
+		}
+	}
+
+	a := testkit.NewAPI(t)
+	account, key := a.Account("costs")
+	e := &env{t: t, a: a, account: account, key: key}
+	m := newMeter(t, a)
+	e.subscribeAll()
+	e.seeded[0] = time.Now().Add(-time.Millisecond)
+	e.contacts(accountContacts, func(i int) map[string]any {
+		c := map[string]any{"email": fmt.Sprintf("c%05d@example.com", i), "name": fmt.Sprintf("Contact %d", i),
+			"phone": fmt.Sprintf("555-01%d-%04d", i%10, i%2000), "tags": []string{"common"}}
+		if i%200 == 0 {
+			c["tags"] = []string{"common", "rare"}
+		}
+		return c
+	})
+	e.seeded[1] = time.Now().Add(time.Millisecond)
+	e.settle()
+	names := make([]string, 0, len(worstCases))
+	for name := range worstCases {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		c := worstCases[name]
+		t.Run(name, func(t *testing.T) {
+			e.t = t
+			req := c.build(e)
+			got := m.measure(t, func() {
+				key := e.key
+				if req.public {
+					key = ""
+				}
+				if r := a.Do(req.method, req.path, key, req.body); r.Status != req.status {
+					t.Fatalf("%s %s: %d %s, want %d", req.method, req.path, r.Status, truncate(string(r.Body)), req.status)
+				}
+			})
+			t.Logf("%s: %d buffers in %d statements (budget %d): %s", name, got.buffers, got.statements, c.budget, c.what)
+			if got.buffers > c.budget {
+				t.Errorf("%s cost %d buffers, over its budget of %d: %s", name, got.buffers, c.budget, c.what)
+			}
+			e.settle()
+		})
+	}
+}
+
+// docsTable reads the cost table of docs/operations.md: operation -> budget.
+func docsTable(t *testing.T) map[string]int64 {
+	t.Helper()
+	src, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `(\\w+)` \\|[^\\n]*\\| ([0-9,]+) \\|$").FindAllStringSubmatch(string(src), -1) {
+		n, _ := strconv.ParseInt(strings.ReplaceAll(m[2], ",", ""), 10, 64)
+		out[m[1]] = n
+	}
+	return out
+}
+
+// eventTypes are the types every event written here can have: each gets three subscriptions.
+var eventTypes = []string{"TagsAdded", "TagsRemoved", "ContactDetailsUpdated", "ContactUnsubscribed", "FormSubmission",
+	"ContactEnriched", "ContactErased", "ContactsMerged"}
+
+// subscribeAll gives each event type three subscriptions (the most an account may have) with
+// the heaviest filter, that still wants every event: every event costs three deliveries and
+// three evaluations of 32 conditions.
+func (e *env) subscribeAll() {
+	for _, typ := range eventTypes {
+		for i := range 3 {
+			e.do("POST", "/public/v1/webhooks", map[string]any{"url": fmt.Sprintf("https://hooks.example.com/%s/%d", typ, i),
+				"eventType": typ, "filter": testkit.HeaviestFilter(typ)}, 200)
+		}
+	}
+}
+
+// settle marks every delivery delivered: a replay has room, and nothing queued by one case
+// lingers into the next.
+func (e *env) settle() {
+	if _, err := e.a.Store.Pool.Exec(context.Background(), `UPDATE webhook_deliveries SET status = 'Succeeded', next_attempt_at = NULL
+		WHERE status = 'Pending'`); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// fullContact is a contact with every field at its longest, 500 tags (the most a contact has)
+// and properties active properties; it returns its id and email.
+func (e *env) fullContact(name string, properties int) (string, string) {
+	return e.fullContactTagged(name, name, properties)
+}
+
+// fullContactTagged is fullContact with the tags made from tagged: contacts given the same one
+// share their 500 tags.
+func (e *env) fullContactTagged(name, tagged string, properties int) (string, string) {
+	e.t.Helper()
+	email := name + "-" + strings.Repeat("x", 60-len(name)) + "@" + strings.Repeat("d", 60) + ".example.com"
+	e.phones++
+	var created api.CreateContactResult
+	e.do("POST", "/public/v1/contact", map[string]any{"email": email, "name": strings.Repeat("N", 64), "phone": fmt.Sprintf("+1 (555) 020-%04d", e.phones),
+		"tags": tags(tagged+"a", 100), "assignedUserEmailId": "agent@example.com",
+		"crmFields": map[string]any{"name": strings.Repeat("c", 64), "stage": "New"}}, 200).JSON(e.t, &created)
+	id := created.Contact.ContactId
+	for k := range 4 {
+		e.do("POST", "/public/v1/contact/"+id+"/tags", map[string]any{"tags": tags(fmt.Sprintf("%s%c", tagged, 'b'+k), 100)}, 200)
+	}
+	for p := range properties {
+		e.do("POST", "/public/v1/contact/"+id+"/property", map[string]any{"address": fmt.Sprintf("%d N Main St Apt %d, Springfield, IL 62704", 100+p, p)}, 200)
+	}
+	return id, email
+}
+
+// activities records n FormSubmission activities of the contact with details of size bytes.
+func (e *env) activities(id string, n, size int) {
+	e.t.Helper()
+	for i := range n {
+		e.do("POST", "/public/v1/contact/"+id+"/activity", map[string]any{"type": "FormSubmission", "activityId": fmt.Sprintf("a%d", i),
+			"details": map[string]any{"note": strings.Repeat("n", size)}}, 200)
+	}
+}
+
+// subscription is one of the account's subscriptions to typ.
+func (e *env) subscription(typ string) string {
+	e.t.Helper()
+	var list api.WebhookList
+	e.do("GET", "/public/v1/webhooks", nil, 200).JSON(e.t, &list)
+	for _, s := range list.Webhooks {
+		if string(s.EventType) == typ && s.Status != api.Removed {
+			return s.SubscriptionId
+		}
+	}
+	e.t.Fatalf("no live subscription to %s", typ)
+	return ""
+}
+
+// detailsOfValues is an activity's details of n JSON values, the most a filter is evaluated on
+// (2,000), within its 8 KiB.
+func detailsOfValues(n int) map[string]any {
+	return map[string]any{"a": make([]int, 998), "b": make([]int, n-2-999)}
+}
+
+func timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+var worstCases = map[string]worstCase{
+	"createContact": {what: "every field at its longest, 100 tags of 32 characters, an address, events to 3 subscriptions with the heaviest filter", budget: 120,
+		build: func(e *env) request {
+			return request{method: "POST", path: "/public/v1/contact", status: 200, body: map[string]any{
+				"email": strings.Repeat("x", 64) + "@" + strings.Repeat("d", 60) + ".example.com", "name": strings.Repeat("N", 64),
+				"phone": "+1 (555) 010-2030", "tags": tags("new", 100), "assignedUserEmailId": "agent@example.com",
+				"address": "123 N Main St Apt 4, Springfield, IL 62704",
+				"crmFields": map[string]any{"name": strings.Repeat("c", 64), "url": "https://crm.example.com/" + strings.Repeat("u", 200),
+					"source": strings.Repeat("s", 64), "stage": strings.Repeat("g", 64), "createdDate": "2026-11-21T09:30:00.123Z"}}}
+		}},
+	"getContact": {what: "by email (case-insensitive), a contact of 500 tags and 50 active properties", budget: 10,
+		build: func(e *env) request {
+			_, email := e.fullContact("get", 50)
+			return request{method: "GET", path: "/public/v1/contact?emailId=" + url.QueryEscape(strings.ToUpper(email)), status: 200}
+		}},
+	"listContacts": {what: "a page of 200 with a tag that 1 in 200 of 10,000 contacts has and a name prefix: the walk gives up at its limit, the tag's index answers", size: "the filter's matches in the account", budget: 4000,
+		build: func(e *env) request {
+			return request{method: "GET", path: "/public/v1/contacts?limit=200&tag=rare&q=Contact", status: 200}
+		}},
+	"batchContacts": {what: "1,000 upserts (the most) of existing contacts, each adding 30 tags and an address: about 306 buffers an item", budget: 390_000,
+		build: func(e *env) request {
+			items := make([]any, 1000)
+			for i := range items {
+				items[i] = map[string]any{"email": fmt.Sprintf("c%05d@example.com", 5000+i), "name": "Upserted",
+					"tags": tags(fmt.Sprintf("b%d", i), 30), "address": fmt.Sprintf("%d Elm St, Springfield, IL 62704", i+1)}
+			}
+			return request{method: "POST", path: "/public/v1/contacts/batch", status: 200, body: map[string]any{"mode": "upsert", "contacts": items}}
+		}},
+	"findDuplicateContacts": {what: "a page of 100 groups by phone (the account's contacts share 2,000 phones, 5 each)", budget: 2000,
+		build: func(e *env) request {
+			return request{method: "GET", path: "/public/v1/contacts/duplicates?limit=100&by=phone", status: 200}
+		}},
+	"mergeContacts": {what: "10 duplicates (the most) of 500 tags (the primary's: a contact keeps 500 at most) and 3 properties each into a primary of 500 tags", budget: 1100,
+		build: func(e *env) request {
+			primary, _ := e.fullContactTagged("primary", "merged", 3)
+			var dups []string
+			for i := range 10 {
+				id, _ := e.fullContactTagged(fmt.Sprintf("dup%d", i), "merged", 3)
+				dups = append(dups, id)
+			}
+			return request{method: "POST", path: "/public/v1/contacts/merge", status: 200,
+				body: map[string]any{"primaryContactId": primary, "duplicateContactIds": dups}}
+		}},
+	"exportContacts": {what: "the whole account of 10,000 contacts, streamed: about 1 buffer a contact", size: "the account's contacts", budget: 12_000,
+		build: func(e *env) request { return request{method: "GET", path: "/public/v1/contacts/export", status: 200} }},
+	"listEvents": {what: "a page of 1,000 asked, of 8 KiB events: it ends at about 1 MiB", budget: 600,
+		build: func(e *env) request {
+			id, _ := e.fullContact("feed", 0)
+			e.activities(id, 200, 8000)
+			return request{method: "GET", path: "/public/v1/events?limit=1000&eventType=FormSubmission", status: 200}
+		}},
+	"getEvent": {what: "one event of 8 KiB", budget: 10,
+		build: func(e *env) request {
+			var page api.EventList
+			e.do("GET", "/public/v1/events?limit=1&eventType=FormSubmission", nil, 200).JSON(e.t, &page)
+			return request{method: "GET", path: "/public/v1/events/" + page.Events[0].EventId, status: 200}
+		}},
+	"updateContact": {what: "every field changed on a contact of 500 tags and 50 properties, unsubscribing it: two events to 3 subscriptions each", budget: 220,
+		build: func(e *env) request {
+			id, _ := e.fullContact("update", 50)
+			return request{method: "PATCH", path: "/public/v1/contact/" + id, status: 200, body: map[string]any{
+				"email": "updated-" + strings.Repeat("u", 50) + "@example.com", "name": strings.Repeat("M", 64), "phone": "+1 (555) 010-9999",
+				"assignedUserEmailId": "other@example.com", "recordStatus": "NonMarketing",
+				"crmFields": map[string]any{"name": strings.Repeat("z", 64), "stage": "Won"}}}
+		}},
+	"deleteContact": {what: "a contact of 500 tags, 50 active and 450 archived properties, 200 activities", size: "the contact's activities", budget: 520,
+		build: func(e *env) request {
+			id, _ := e.fullContact("delete", 50)
+			e.activities(id, 200, 100)
+			return request{method: "DELETE", path: "/public/v1/contact/" + id, status: 204}
+		}},
+	"eraseContact": {what: "a contact of 500 tags, 50 properties and 200 activities: its 205 events redacted", size: "the contact's events and activities", budget: 6200,
+		build: func(e *env) request {
+			id, _ := e.fullContact("erase", 50)
+			e.activities(id, 200, 100)
+			return request{method: "POST", path: "/public/v1/contact/" + id + "/erase", status: 200}
+		}},
+	"replaceContactTags": {what: "100 new tags on a contact of 500: 500 removed, 100 added, two events", budget: 200,
+		build: func(e *env) request {
+			id, _ := e.fullContact("replace", 0)
+			return request{method: "PUT", path: "/public/v1/contact/" + id + "/tags", status: 200, body: map[string]any{"tags": tags("put", 100)}}
+		}},
+	"addContactTags": {what: "100 tags added to a contact of 400", budget: 130,
+		build: func(e *env) request {
+			id, _ := e.fullContact("add", 0)
+			e.do("DELETE", "/public/v1/contact/"+id+"/tags", map[string]any{"tags": tags("addb", 100)}, 200)
+			return request{method: "POST", path: "/public/v1/contact/" + id + "/tags", status: 200, body: map[string]any{"tags": tags("post", 100)}}
+		}},
+	"removeContactTags": {what: "100 of a contact's 500 tags removed", budget: 140,
+		build: func(e *env) request {
+			id, _ := e.fullContact("remove", 0)
+			return request{method: "DELETE", path: "/public/v1/contact/" + id + "/tags", status: 200, body: map[string]any{"tags": tags("removec", 100)}}
+		}},
+	"addContactProperty": {what: "the 50th active property of a contact (an address of 128 characters)", budget: 110,
+		build: func(e *env) request {
+			id, _ := e.fullContact("property", 49)
+			return request{method: "POST", path: "/public/v1/contact/" + id + "/property", status: 200,
+				body: map[string]any{"address": "9876 North Martin Luther King Junior Boulevard Building 12 Apt 3456, Springfield, IL 62704"}}
+		}},
+	"archiveProperty": {what: "one of a contact's 50 active properties", budget: 50,
+		build: func(e *env) request {
+			id, _ := e.fullContact("archive", 50)
+			var c api.Contact
+			e.do("GET", "/public/v1/contact?contactId="+id, nil, 200).JSON(e.t, &c)
+			return request{method: "POST", path: "/public/v1/contact/property/" + c.Properties[0].PropertyId + "/archive", status: 200}
+		}},
+	"recordContactActivity": {what: "a FormSubmission with details of 2,000 JSON values, to 3 subscriptions with the heaviest filter", budget: 160,
+		build: func(e *env) request {
+			id, _ := e.fullContact("activity", 0)
+			return request{method: "POST", path: "/public/v1/contact/" + id + "/activity", status: 200,
+				body: map[string]any{"type": "FormSubmission", "details": detailsOfValues(2000)}}
+		}},
+	"createWebhook": {what: "the heaviest filter, with 2 live subscriptions of the type", budget: 30,
+		build: func(e *env) request {
+			return request{method: "POST", path: "/public/v1/webhooks", status: 200, body: map[string]any{
+				"url": "https://hooks.example.com/" + strings.Repeat("p", 200), "eventType": "FelixAIHandoff", "filter": testkit.HeaviestFilter("FelixAIHandoff")}}
+		}},
+	"listWebhooks": {what: "the account's 25 live subscriptions and 100 removed ones", size: "the subscriptions the account ever had", budget: 30,
+		build: func(e *env) request {
+			for i := range 100 {
+				var sub api.WebhookSubscription
+				e.do("POST", "/public/v1/webhooks", map[string]any{"url": fmt.Sprintf("https://hooks.example.com/gone/%d", i), "eventType": "DashboardClick"}, 200).JSON(e.t, &sub)
+				e.do("DELETE", "/public/v1/webhooks/"+sub.SubscriptionId, nil, 204)
+			}
+			return request{method: "GET", path: "/public/v1/webhooks", status: 200}
+		}},
+	"deleteWebhook": {what: "a subscription with its pending deliveries left to the workers", budget: 20,
+		build: func(e *env) request {
+			var sub api.WebhookSubscription
+			e.do("POST", "/public/v1/webhooks", map[string]any{"url": "https://hooks.example.com/delete", "eventType": "EmailClick"}, 200).JSON(e.t, &sub)
+			return request{method: "DELETE", path: "/public/v1/webhooks/" + sub.SubscriptionId, status: 204}
+		}},
+	"updateWebhook": {what: "the heaviest filter, a throttle and a pause at once", budget: 40,
+		build: func(e *env) request {
+			return request{method: "PATCH", path: "/public/v1/webhooks/" + e.subscription("TagsRemoved"), status: 200, body: map[string]any{
+				"filter": testkit.HeaviestFilter("TagsRemoved"), "maxDeliveriesPerSecond": 5, "paused": true}}
+		}},
+	"listWebhookDeliveries": {what: "a page of 100 attempts of a subscription with 10,000 deliveries, 1,000 of them attempted", budget: 900,
+		build: func(e *env) request {
+			sub := e.subscription("TagsAdded")
+			if _, err := e.a.Store.Pool.Exec(context.Background(), `INSERT INTO webhook_attempts (account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, error, subscription_id)
+				SELECT account_id, delivery_id, 1, now() - g * interval '1 second', 503, 12, 'receiver answered 503', subscription_id
+				FROM (SELECT account_id, delivery_id, subscription_id, row_number() OVER () AS g FROM webhook_deliveries WHERE subscription_id = $1 LIMIT 1000) d`, sub); err != nil {
+				e.t.Fatal(err)
+			}
+			return request{method: "GET", path: "/public/v1/webhooks/" + sub + "/deliveries?limit=100", status: 200}
+		}},
+	"sendTestWebhook": {what: "a test event of a subscription with the heaviest filter", budget: 40,
+		build: func(e *env) request {
+			return request{method: "POST", path: "/public/v1/webhooks/" + e.subscription("FormSubmission") + "/test", status: 200}
+		}},
+	"testWebhookFilter": {what: "the heaviest filter on an event of 2,048 values: one subscription read, and at most 65,536 evaluation steps in Go", budget: 10,
+		build: func(e *env) request {
+			event := map[string]any{"eventType": "FormSubmission", "data": map[string]any{"a": make([]int, 999), "b": make([]int, 999), "c": make([]int, 42)}}
+			return request{method: "POST", path: "/public/v1/webhooks/" + e.subscription("FormSubmission") + "/filter-test", status: 200,
+				body: map[string]any{"filter": testkit.HeaviestFilter("FormSubmission"), "event": event}}
+		}},
+	"listEventTypes": {what: "the catalog (no database)", budget: 0,
+		build: func(e *env) request { return request{method: "GET", path: "/public/v1/event-types", status: 200} }},
+	"redeliverWebhook": {what: "one failed delivery queued again", budget: 45,
+		build: func(e *env) request {
+			sub := e.subscription("TagsAdded")
+			var delivery string
+			if err := e.a.Store.Pool.QueryRow(context.Background(), `UPDATE webhook_deliveries SET status = 'Failed', next_attempt_at = NULL
+				WHERE delivery_id = (SELECT delivery_id FROM webhook_deliveries WHERE subscription_id = $1 LIMIT 1) RETURNING delivery_id::text`, sub).Scan(&delivery); err != nil {
+				e.t.Fatal(err)
+			}
+			return request{method: "POST", path: "/public/v1/webhooks/" + sub + "/deliveries/" + delivery + "/redeliver", status: 200}
+		}},
+	"rotateWebhookSecret": {what: "a new secret, the old one kept for a day", budget: 30,
+		build: func(e *env) request {
+			return request{method: "POST", path: "/public/v1/webhooks/" + e.subscription("TagsAdded") + "/secret", status: 200}
+		}},
+	"replayWebhook": {what: "a window of 10,000 events (the most a replay queues) to a subscription with the heaviest filter: about 12.5 buffers an event", size: "the window's events (at most 10,000)", budget: 160_000,
+		build: func(e *env) request {
+			return request{method: "POST", path: "/public/v1/webhooks/" + e.subscription("TagsAdded") + "/replay", status: 200,
+				body: map[string]any{"since": timestamp(e.seeded[0]), "until": timestamp(e.seeded[1])}}
+		}},
+	"getConsent": {what: "a contact's proof of consent, as JSON", budget: 10,
+		build: func(e *env) request {
+			var c api.Contact
+			var page struct {
+				Contacts []api.Contact `json:"contacts"`
+			}
+			e.do("GET", "/public/v1/contacts?limit=1", nil, 200).JSON(e.t, &page)
+			c = page.Contacts[0]
+			u, err := url.Parse(c.ProofOfConsentUrl)
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			return request{method: "GET", path: u.Path, status: 200, public: true}
+		}},
+}
+
+// TestCostTableText prints docs/operations.md's cost table from the worst cases (go test -run
+// TestCostTableText -v ./internal/costtest), to paste when one changes: the budgets the doc
+// shows are checked against these by TestEveryOperationHasAWorstCase.
+func TestCostTableText(t *testing.T) {
+	names := make([]string, 0, len(worstCases))
+	for name := range worstCases {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	b.WriteString("| operation | its most expensive legal request | grows with | budget (buffers) |\n|---|---|---|---|\n")
+	for _, name := range names {
+		c := worstCases[name]
+		size := c.size
+		if size == "" {
+			size = "nothing: the request's limits bound it"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", name, c.what, size, thousands(c.budget))
+	}
+	t.Log("\n" + b.String())
+}
+
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

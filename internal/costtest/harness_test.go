@@ -1,0 +1,134 @@
+// Package costtest is the cost model's test: every operation of openapi.yaml has its most
+// expensive legal request, built from the spec's and the configuration's limits, and a budget
+// of what that request may cost the database in buffers (8 KiB pages its statements touch,
+// counted by pg_stat_statements). A package of its own: its PostgreSQL loads the extension.
+package costtest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+func TestMain(m *testing.M) { testkit.MainWith(m, "shared_preload_libraries=pg_stat_statements") }
+
+// cost is what one request cost the database: the buffers its top-level statements touched
+// (shared hits and reads: each page counted each time it is touched) and how many statements.
+type cost struct {
+	buffers, statements int64
+}
+
+// meter reads a database's statement counters from another database of the cluster, so that
+// its own statements are not counted.
+type meter struct {
+	conn *pgx.Conn
+	dbid uint32
+}
+
+func newMeter(t *testing.T, a *testkit.API) *meter {
+	t.Helper()
+	ctx := context.Background()
+	var name string
+	if err := a.Store.Pool.QueryRow(ctx, "SELECT current_database()").Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, testkit.Cluster().URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
+		t.Fatal(err)
+	}
+	m := &meter{conn: conn}
+	if err := conn.QueryRow(ctx, "SELECT oid FROM pg_database WHERE datname = $1", name).Scan(&m.dbid); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// measure is what send costs the database.
+func (m *meter) measure(t *testing.T, send func()) cost {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := m.conn.Exec(ctx, "SELECT pg_stat_statements_reset(0, $1, 0)", m.dbid); err != nil {
+		t.Fatal(err)
+	}
+	send()
+	var c cost
+	if err := m.conn.QueryRow(ctx, `SELECT coalesce(sum(shared_blks_hit + shared_blks_read), 0)::bigint, coalesce(sum(calls), 0)::bigint
+		FROM pg_stat_statements WHERE dbid = $1 AND toplevel`, m.dbid).Scan(&c.buffers, &c.statements); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// env is the account the worst cases are built in: its key, and what every case may use.
+type env struct {
+	t       *testing.T
+	a       *testkit.API
+	account uuid.UUID
+	key     string
+	// seeded is when the account's contacts were made: a window of their 10,000 TagsAdded.
+	seeded [2]time.Time
+	phones int
+}
+
+// do sends a request, failing the test unless it answers want.
+func (e *env) do(method, path string, body any, want int) *testkit.Response {
+	e.t.Helper()
+	r := e.a.Do(method, path, e.key, body)
+	if r.Status != want {
+		e.t.Fatalf("%s %s: %d %s, want %d", method, path, r.Status, truncate(string(r.Body)), want)
+	}
+	return r
+}
+
+func truncate(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "..."
+	}
+	return s
+}
+
+// contacts creates n contacts in batches of 1,000, the i-th made by item(i), and returns their ids.
+func (e *env) contacts(n int, item func(i int) map[string]any) []string {
+	e.t.Helper()
+	var ids []string
+	for from := 0; from < n; from += 1000 {
+		var items []any
+		for i := from; i < min(n, from+1000); i++ {
+			items = append(items, item(i))
+		}
+		var out struct {
+			Results []struct {
+				ContactId *string `json:"contactId"`
+			} `json:"results"`
+		}
+		e.do("POST", "/public/v1/contacts/batch", map[string]any{"contacts": items}, 200).JSON(e.t, &out)
+		for _, r := range out.Results {
+			if r.ContactId == nil {
+				e.t.Fatal("a batch item was not created")
+			}
+			ids = append(ids, *r.ContactId)
+		}
+	}
+	return ids
+}
+
+// tags are n tags of 32 characters, the longest a tag may be, starting with prefix.
+func tags(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		s := fmt.Sprintf("%s-%d-", prefix, i)
+		out[i] = s + strings.Repeat("t", 32-len(s))
+	}
+	return out
+}
