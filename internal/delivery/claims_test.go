@@ -14,11 +14,9 @@ import (
 )
 
 // TestClaimsExcludeEachOther: a worker's next claim for a receiver waits while the dispatcher
-// claims, or while the previous release's worker claim for the same receiver runs (both
-// releases run during a rollout), then takes the receiver's oldest due delivery; it runs
+// claims, then takes the receiver's oldest due delivery; it runs
 // beside this release's other worker claims for the receiver, each of which swaps a lease for
-// the next; it takes nothing past the receiver's in-flight cap. The dispatcher's claim waits
-// for the previous release's.
+// the next; it takes nothing past the receiver's in-flight cap.
 func TestClaimsExcludeEachOther(t *testing.T) {
 	t.Parallel()
 	s := newSetup(t, false)
@@ -81,14 +79,11 @@ func TestClaimsExcludeEachOther(t *testing.T) {
 		}
 	}
 
-	// (the previous release's functions, called an hour in the past, lease nothing: they only lock)
 	for _, held := range []struct {
 		what, sql string
 		args      []any
 	}{
 		{"this release's dispatcher claim", `SELECT pg_advisory_xact_lock(hashtextextended('contactd.claim_deliveries', 0))`, nil},
-		{"the previous release's dispatcher claim", `SELECT * FROM claim_deliveries_alone(now() - interval '1 hour', now(), 1, 4, 0.25)`, nil},
-		{"the previous release's worker claim for this receiver", `SELECT * FROM claim_next_delivery($1, $2, now() - interval '1 hour', now(), 4)`, []any{account, sub}},
 	} {
 		release := holding(held.sql, held.args...)
 		claimed := make(chan int, 1)
@@ -116,8 +111,8 @@ func TestClaimsExcludeEachOther(t *testing.T) {
 	release()
 	unlease()
 
-	// the previous release's dispatcher claim, open: this release's waits for it
-	release = holding(`SELECT * FROM claim_deliveries_alone(now() - interval '1 hour', now(), 1, 4, 0.25)`)
+	// another dispatcher's claim, open: this one waits for it, then takes one
+	release = holding(`SELECT pg_advisory_xact_lock(hashtextextended('contactd.claim_deliveries', 0))`)
 	claimed := make(chan int, 1)
 	go func() {
 		var rows []db.DeliveryClaimRow
@@ -137,7 +132,7 @@ func TestClaimsExcludeEachOther(t *testing.T) {
 	waitLockWaiter(t, s)
 	release()
 	if n := <-claimed; n != 1 {
-		t.Fatalf("the dispatcher's claim after the previous release's took %d deliveries, want 1", n)
+		t.Fatalf("the dispatcher's claim after another's took %d deliveries, want 1", n)
 	}
 
 	// one lease held now: with a cap of 1 a worker's claim takes nothing, with 4 the next one

@@ -164,8 +164,6 @@ func genericPlan(conn *pgx.Conn, stmt, sql string, types []string) (scanNode, []
 
 // accountFree are our functions that take no account, and why each may.
 var accountFree = map[string]string{
-	"claim_deliveries":        "workers claim due deliveries of every account (DeliveryClaim is in crossAccount)",
-	"claim_deliveries_alone":  "the same, one claim at a time",
 	"accounts_delete_data":    "the trigger that deletes a deleted account's rows: its own account, by OLD.account_id",
 	"webhook_deliveries_gone": "the trigger that deletes the attempts of the deliveries its statement deleted, by their own keys",
 	"lower_tags":              "pure: reads no table",
@@ -178,9 +176,7 @@ var accountFree = map[string]string{
 
 // acrossInside are the scans inside our account-taking functions that reach beyond the
 // account on purpose: "function: table alias" and why.
-var acrossInside = map[string]string{
-	"claim_next_delivery: webhook_subscriptions ls": "the receiver's in-flight cap counts the leases of its URL's subscriptions in every account",
-}
+var acrossInside = map[string]string{}
 
 // TestOurFunctionsAreConfinedToTheirAccount plans each statement of each function of ours that
 // takes the account, its parameters and variables as parameters, with the check queries get:
