@@ -11,7 +11,7 @@ export CGO_ENABLED ?= 0
 # cache of an earlier one instead of compiling every package of the module again.
 export GOFLAGS ?= -trimpath
 
-.PHONY: ha-deps test-ha test-rolling backup-deps backup restore mutation bench-tools console-screenshots bench-bulk cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation bench-filters help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
+.PHONY: schema generate-code ha-deps test-ha test-rolling backup-deps backup restore mutation bench-tools console-screenshots bench-bulk cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation bench-filters help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -48,7 +48,12 @@ backup: deps backup-deps build ## back the embedded PostgreSQL (./.data) up into
 restore: deps backup-deps build ## restore ./.data as it was at TO (RFC 3339) into the new directory INTO; then contactd serve --data-dir INTO
 	CONTACTD_BACKUP_DIR=$(BACKUP_DIR) ./bin/contactd restore --to "$(TO)" --into "$(INTO)"
 
-generate: ## regenerate gen/api + gen/client (oapi-codegen) and gen/db (sqlc) from openapi.yaml and sql/
+generate: schema generate-code ## regenerate sql/schema.sql from the migrations, gen/api + gen/client (oapi-codegen) and gen/db (sqlc) from openapi.yaml and sql/
+
+schema: deps ## regenerate sql/schema.sql: the schema the migrations make, as pg_dump describes it (cmd/schemadump)
+	$(GO) run ./cmd/schemadump > sql/schema.sql.new && mv sql/schema.sql.new sql/schema.sql
+
+generate-code:
 	$(TOOLS) sqlc generate
 	$(TOOLS) oapi-codegen -config oapi-codegen.yaml openapi.yaml
 	mkdir -p gen/client && $(TOOLS) oapi-codegen -config tools/oapi-codegen-client.yaml openapi.yaml

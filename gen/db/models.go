@@ -273,6 +273,7 @@ type WebhookEventsDefault struct {
 	OccurredAt time.Time
 	Xid        pgtype.Uint64
 	Test       bool
+	Trace      *string
 }
 
 type WebhookSubscription struct {
