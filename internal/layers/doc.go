@@ -1,4 +1,4 @@
 // Package layers holds no code: its test keeps the dependency direction that
-// ARCHITECTURE.md draws (generated HTTP layer -> handwritten services -> generated queries,
-// never backwards) true of the code, so the picture cannot drift from it.
+// docs/architecture.md draws (generated HTTP layer -> handwritten services -> generated
+// queries, never backwards) true of the code, so the picture cannot drift from it.
 package layers

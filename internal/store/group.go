@@ -155,6 +155,9 @@ func (g *Group[T, R]) sendGroup(calls []*groupCall[T, R]) {
 	}
 	res, err := g.send(ctx, g.store.q, items)
 	var refused *pgconn.PgError
+	if err != nil && len(live) > 1 && errors.As(err, &refused) {
+		g.store.groupsRefused.Add(1)
+	}
 	if err != nil && len(live) > 1 && errors.As(err, &refused) && !isUnavailable(err) {
 		for _, c := range live {
 			if one, err := g.send(ctx, g.store.q, []T{c.item}); err != nil {

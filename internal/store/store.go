@@ -24,6 +24,8 @@ type Store struct {
 	q    *db.Queries
 	// groupObserver learns the size of each group the store's Groups send.
 	groupObserver atomic.Pointer[func(group string, size int)]
+	// groupsRefused counts the groups PostgreSQL refused, whose writes were sent again alone
+	groupsRefused atomic.Uint64
 	// migrated: the database was seen with every migration of this binary
 	migrated atomic.Bool
 	// replica serves the reads that may be a little stale (replica.go); nil without one
@@ -32,6 +34,11 @@ type Store struct {
 
 // ObserveGroups has f told the name and size of every group sent from now on (metrics).
 func (s *Store) ObserveGroups(f func(group string, size int)) { s.groupObserver.Store(&f) }
+
+// GroupsRefused counts the groups PostgreSQL refused (one write's error, or a statement
+// cancelled), each of whose writes was then sent again alone: a write that waits on others'
+// work in its group shows here.
+func (s *Store) GroupsRefused() uint64 { return s.groupsRefused.Load() }
 
 // Tx is one transaction: the generated queries bound to it.
 type Tx struct {
