@@ -87,7 +87,7 @@ func TestSubscriptionStatusTransitions(t *testing.T) {
 	expect(api.Failing, failingSince)
 
 	lastSuccess := clk.Now().Add(-3 * time.Minute)
-	clk.now = lastSuccess.Add(delivery.RemoveFailingAfter - time.Minute)
+	clk.now = lastSuccess.Add(removedAfter - time.Minute)
 	if n, err := svc.Sweep(context.Background()); err != nil || n != 0 {
 		t.Fatalf("sweep before 5 days: %d %v", n, err)
 	}

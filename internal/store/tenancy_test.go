@@ -371,15 +371,15 @@ func (u unconfined) String() string { return u.why }
 // the calls of our own functions that take no account.
 func unconfinedScans(n scanNode, joinConds string, keyed, ours map[string]bool) []unconfined {
 	var found []unconfined
-	own := n.Index + " " + n.Recheck + " " + n.Filter
+	own := []string{n.Index, n.Recheck, n.Filter}
 	for _, c := range n.Plans {
 		if c.Type == "Bitmap Index Scan" {
-			own += " " + c.Index
+			own = append(own, c.Index)
 		}
 	}
-	joinConds += " " + n.Hash + " " + n.Merge + " " + n.Join
+	joinConds += "\n" + n.Hash + "\n" + n.Merge + "\n" + n.Join
 	if n.Relation != "" && keyed[n.Relation] && !strings.HasPrefix(n.Type, "ModifyTable") && n.Type != "Insert" &&
-		!confining.MatchString(own+joinConds) {
+		!slices.ContainsFunc(append(own, strings.Split(joinConds, "\n")...), confines) {
 		found = append(found, unconfined{n.Relation + " " + n.Alias,
 			fmt.Sprintf("%s on %s %s without account_id = a parameter or another row's account_id", n.Type, n.Relation, n.Alias)})
 	}
@@ -407,6 +407,77 @@ func connect(t *testing.T) *pgx.Conn {
 // parameter (or one of an array parameter's), or to a joined row's account_id. Any mention
 // of account_id (IS NOT NULL, <>) is not enough.
 var confining = regexp.MustCompile(`account_id = (\$\d+|ANY \(\$\d+|\(?\w+\.account_id\b)|\w+\.account_id = \(?(\$\d+|\w+\.account_id\b)`)
+
+// confines reports whether a plan's condition ties its rows to one account: a term that is
+// confining, or an AND of which one term confines, or an OR of which every term does
+// (account_id = $1 OR status = 'x' lets every account's rows with that status through).
+func confines(cond string) bool {
+	cond = unwrap(strings.TrimSpace(cond))
+	if cond == "" {
+		return false
+	}
+	if terms := splitTop(cond, " OR "); len(terms) > 1 {
+		for _, t := range terms {
+			if !confines(t) {
+				return false
+			}
+		}
+		return true
+	}
+	if terms := splitTop(cond, " AND "); len(terms) > 1 {
+		return slices.ContainsFunc(terms, confines)
+	}
+	return confining.MatchString(literal.ReplaceAllString(cond, "''"))
+}
+
+// literal is a quoted string of a condition, whose text is no condition.
+var literal = regexp.MustCompile(`'[^']*'`)
+
+// unwrap takes off the parentheses around all of s.
+func unwrap(s string) string {
+	for strings.HasPrefix(s, "(") && strings.HasSuffix(s, ")") {
+		depth, whole := 0, true
+		for i, r := range s {
+			switch r {
+			case '(':
+				depth++
+			case ')':
+				depth--
+			}
+			if depth == 0 && i < len(s)-1 {
+				whole = false
+				break
+			}
+		}
+		if !whole {
+			return s
+		}
+		s = strings.TrimSpace(s[1 : len(s)-1])
+	}
+	return s
+}
+
+// splitTop splits s at op where op is outside every parenthesis (and every quoted string).
+func splitTop(s, op string) []string {
+	var terms []string
+	depth, quoted, from := 0, false, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\'':
+			quoted = !quoted
+		case quoted:
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case depth == 0 && strings.HasPrefix(s[i:], op):
+			terms = append(terms, s[from:i])
+			from = i + len(op)
+			i += len(op) - 1
+		}
+	}
+	return append(terms, s[from:])
+}
 
 // paramAccount is a condition that names the account as a parameter: (account_id = $1).
 var paramAccount = regexp.MustCompile(`account_id = \$\d+`)
@@ -478,8 +549,17 @@ func TestConfiningConditions(t *testing.T) {
 		"(account_id <> $1)":                        false,
 		"(d.account_id <> e.account_id)":            false,
 		"(contact_id = $1)":                         false,
+		// an OR lets through what any of its branches does: it confines only if each does
+		"((account_id = $1) AND (status <> 'Removed'::text))":                           true,
+		"((account_id = $1) OR (status = 'Failing'::text))":                             false,
+		"((status = 'x'::text) OR ((account_id = $1) AND (event_type = $2)))":           false,
+		"(((account_id = $1) AND (a = 1)) OR ((account_id = $2) AND (b = 2)))":          true,
+		"((note = 'account_id = $1 OR x'::text) AND (status = 'x'::text))":              false,
+		"((account_id = ANY ($1::uuid[])) AND (NOT test))":                              true,
+		"((status = 'Failing'::text) AND (coalesce(last_success_at, created_at) < $1))": false,
+		"": false,
 	} {
-		if got := confining.MatchString(cond); got != want {
+		if got := confines(cond); got != want {
 			t.Errorf("%s confines: %v, want %v", cond, got, want)
 		}
 	}
