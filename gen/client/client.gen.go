@@ -2486,9 +2486,10 @@ type ClientInterface interface {
 	// emitted.
 	//
 	// The email and phone are put on the account's suppression list, kept only as keyed
-	// hashes: a later create, batch item, import row or email change with either is refused
-	// with `409 ContactSuppressed` until an operator lifts it (`contactd suppressions
-	// remove`). The erasure is recorded for audit (when, and which API key), without
+	// hashes, each as typed and as the person it names (the email as its provider reads it:
+	// Gmail's dots and `+tags`; the phone in E.164): a later create, batch item, import row or
+	// email change with either, under any such spelling, is refused with `409
+	// ContactSuppressed` until an operator lifts it (`contactd suppressions remove`). The erasure is recorded for audit (when, and which API key), without
 	// personal data, and the answer is that record.
 	//
 	// Needs the `contacts:erase` scope (in `all`, but not in `contacts:write`). Unknown
@@ -3242,9 +3243,10 @@ func (c *Client) RecordContactActivity(ctx context.Context, contactId ContactIdP
 // emitted.
 //
 // The email and phone are put on the account's suppression list, kept only as keyed
-// hashes: a later create, batch item, import row or email change with either is refused
-// with `409 ContactSuppressed` until an operator lifts it (`contactd suppressions
-// remove`). The erasure is recorded for audit (when, and which API key), without
+// hashes, each as typed and as the person it names (the email as its provider reads it:
+// Gmail's dots and `+tags`; the phone in E.164): a later create, batch item, import row or
+// email change with either, under any such spelling, is refused with `409
+// ContactSuppressed` until an operator lifts it (`contactd suppressions remove`). The erasure is recorded for audit (when, and which API key), without
 // personal data, and the answer is that record.
 //
 // Needs the `contacts:erase` scope (in `all`, but not in `contacts:write`). Unknown
@@ -6145,9 +6147,10 @@ type ClientWithResponsesInterface interface {
 	// emitted.
 	//
 	// The email and phone are put on the account's suppression list, kept only as keyed
-	// hashes: a later create, batch item, import row or email change with either is refused
-	// with `409 ContactSuppressed` until an operator lifts it (`contactd suppressions
-	// remove`). The erasure is recorded for audit (when, and which API key), without
+	// hashes, each as typed and as the person it names (the email as its provider reads it:
+	// Gmail's dots and `+tags`; the phone in E.164): a later create, batch item, import row or
+	// email change with either, under any such spelling, is refused with `409
+	// ContactSuppressed` until an operator lifts it (`contactd suppressions remove`). The erasure is recorded for audit (when, and which API key), without
 	// personal data, and the answer is that record.
 	//
 	// Needs the `contacts:erase` scope (in `all`, but not in `contacts:write`). Unknown
@@ -10272,9 +10275,10 @@ func (c *ClientWithResponses) RecordContactActivityWithResponse(ctx context.Cont
 // emitted.
 //
 // The email and phone are put on the account's suppression list, kept only as keyed
-// hashes: a later create, batch item, import row or email change with either is refused
-// with `409 ContactSuppressed` until an operator lifts it (`contactd suppressions
-// remove`). The erasure is recorded for audit (when, and which API key), without
+// hashes, each as typed and as the person it names (the email as its provider reads it:
+// Gmail's dots and `+tags`; the phone in E.164): a later create, batch item, import row or
+// email change with either, under any such spelling, is refused with `409
+// ContactSuppressed` until an operator lifts it (`contactd suppressions remove`). The erasure is recorded for audit (when, and which API key), without
 // personal data, and the answer is that record.
 //
 // Needs the `contacts:erase` scope (in `all`, but not in `contacts:write`). Unknown

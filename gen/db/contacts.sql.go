@@ -17,8 +17,8 @@ WITH current AS (
     SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid AND a.subscriptions_version = $2::bigint
 ), input AS (
     SELECT unnest($3::uuid[]) AS contact_id,
-           unnest($4::bytea[]) AS email_digest,
-           unnest($5::bytea[]) AS phone_digest,
+           unnest($4::integer[]) AS digest_from,
+           unnest($5::integer[]) AS digest_count,
            unnest($6::text[]) AS email,
            unnest($7::text[]) AS email_key,
            unnest($8::varchar[]) AS name,
@@ -55,7 +55,8 @@ WITH current AS (
     FROM input i
     WHERE NOT EXISTS (
         SELECT 1 FROM suppressions s
-        WHERE s.account_id = $1::uuid AND s.digest IN (i.email_digest, i.phone_digest))
+        WHERE s.account_id = $1::uuid
+          AND s.digest = ANY(($29::bytea[])[i.digest_from + 1 : i.digest_from + i.digest_count]))
       AND EXISTS (SELECT 1 FROM current)
     ORDER BY i.email_key
     ON CONFLICT (account_id, email_key) DO NOTHING
@@ -68,32 +69,32 @@ WITH current AS (
     SELECT $1::uuid, p.property_id, p.contact_id, p.raw_address, p.apt_or_unit_number,
            p.street_address, p.city, p.county, p.state, p.zip, p.normalized, $27::timestamptz
     FROM (
-        SELECT unnest($29::uuid[]) AS property_id,
-               unnest($30::uuid[]) AS contact_id,
-               unnest($31::text[]) AS raw_address,
-               unnest($32::text[]) AS apt_or_unit_number,
-               unnest($33::text[]) AS street_address,
-               unnest($34::text[]) AS city,
-               unnest($35::text[]) AS county,
-               unnest($36::text[]) AS state,
-               unnest($37::text[]) AS zip,
-               unnest($38::text[]) AS normalized
+        SELECT unnest($30::uuid[]) AS property_id,
+               unnest($31::uuid[]) AS contact_id,
+               unnest($32::text[]) AS raw_address,
+               unnest($33::text[]) AS apt_or_unit_number,
+               unnest($34::text[]) AS street_address,
+               unnest($35::text[]) AS city,
+               unnest($36::text[]) AS county,
+               unnest($37::text[]) AS state,
+               unnest($38::text[]) AS zip,
+               unnest($39::text[]) AS normalized
     ) p JOIN c ON c.contact_id = p.contact_id
 ), event AS (
     INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
     SELECT $1::uuid, e.event_id, e.event_type, e.contact_id, e.payload::json, $27::timestamptz, nullif(e.trace, '')
     FROM (
-        SELECT unnest($39::uuid[]) AS event_id,
-               unnest($40::text[]) AS event_type,
-               unnest($41::uuid[]) AS contact_id,
-               unnest($42::text[]) AS payload,
-               unnest($43::text[]) AS trace
+        SELECT unnest($40::uuid[]) AS event_id,
+               unnest($41::text[]) AS event_type,
+               unnest($42::uuid[]) AS contact_id,
+               unnest($43::text[]) AS payload,
+               unnest($44::text[]) AS trace
     ) e JOIN c ON c.contact_id = e.contact_id
     RETURNING account_id, event_id, occurred_at
 ), delivery AS (
     INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
     SELECT e.account_id, uuid_v7(e.occurred_at), d.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
-    FROM (SELECT unnest($44::uuid[]) AS event_id, unnest($45::uuid[]) AS subscription_id) d
+    FROM (SELECT unnest($45::uuid[]) AS event_id, unnest($46::uuid[]) AS subscription_id) d
     JOIN event e ON e.event_id = d.event_id
 )
 SELECT i.contact_id::uuid AS contact_id, (i.contact_id IN (SELECT contact_id FROM c))::boolean AS inserted,
@@ -105,8 +106,8 @@ type ContactCreateManyParams struct {
 	AccountID               uuid.UUID
 	SubscriptionsVersion    int64
 	ContactIds              []uuid.UUID
-	EmailDigests            [][]byte
-	PhoneDigests            [][]byte
+	DigestFrom              []int32
+	DigestCount             []int32
 	Emails                  []string
 	EmailKeys               []string
 	Names                   []*string
@@ -130,6 +131,7 @@ type ContactCreateManyParams struct {
 	ConsentUserAgent        string
 	CreatedAt               time.Time
 	AddressesParsedBy       int32
+	SuppressionDigests      [][]byte
 	PropertyIds             []uuid.UUID
 	PropertyContactIds      []uuid.UUID
 	RawAddresses            []string
@@ -165,8 +167,9 @@ type ContactCreateManyRow struct {
 // sqlc.yaml says why), and properties and events have arrays of their own, for the contacts
 // that have one. Contacts are inserted in email order, so concurrent batches take the email
 // keys in one order; ON CONFLICT DO NOTHING skips emails the account has (waiting first for a
-// transaction that has just inserted one), and contacts whose email or phone digest the
-// account suppresses are skipped too (a phone digest is NULL without a phone). Returns a row
+// transaction that has just inserted one), and contacts one of whose suppression digests
+// (their slice of @suppression_digests: digest_from, digest_count) the account suppresses
+// are skipped too. Returns a row
 // per contact given, in their order: whether it was inserted, and whether the plan was current
 // (if not, none was).
 func (q *Queries) ContactCreateMany(ctx context.Context, arg ContactCreateManyParams) ([]ContactCreateManyRow, error) {
@@ -174,8 +177,8 @@ func (q *Queries) ContactCreateMany(ctx context.Context, arg ContactCreateManyPa
 		arg.AccountID,
 		arg.SubscriptionsVersion,
 		arg.ContactIds,
-		arg.EmailDigests,
-		arg.PhoneDigests,
+		arg.DigestFrom,
+		arg.DigestCount,
 		arg.Emails,
 		arg.EmailKeys,
 		arg.Names,
@@ -199,6 +202,7 @@ func (q *Queries) ContactCreateMany(ctx context.Context, arg ContactCreateManyPa
 		arg.ConsentUserAgent,
 		arg.CreatedAt,
 		arg.AddressesParsedBy,
+		arg.SuppressionDigests,
 		arg.PropertyIds,
 		arg.PropertyContactIds,
 		arg.RawAddresses,

@@ -71,8 +71,9 @@ type Querier interface {
 	// sqlc.yaml says why), and properties and events have arrays of their own, for the contacts
 	// that have one. Contacts are inserted in email order, so concurrent batches take the email
 	// keys in one order; ON CONFLICT DO NOTHING skips emails the account has (waiting first for a
-	// transaction that has just inserted one), and contacts whose email or phone digest the
-	// account suppresses are skipped too (a phone digest is NULL without a phone). Returns a row
+	// transaction that has just inserted one), and contacts one of whose suppression digests
+	// (their slice of @suppression_digests: digest_from, digest_count) the account suppresses
+	// are skipped too. Returns a row
 	// per contact given, in their order: whether it was inserted, and whether the plan was current
 	// (if not, none was).
 	ContactCreateMany(ctx context.Context, arg ContactCreateManyParams) ([]ContactCreateManyRow, error)

@@ -42,7 +42,7 @@ func manyParams(ps []db.ContactCreateParams) db.ContactCreateManyParams {
 		AccountID: first.AccountID, ConsentApiKeyName: first.ConsentApiKeyName, ConsentApiKeyPrefix: first.ConsentApiKeyPrefix,
 		ConsentSourceIp: first.ConsentSourceIp, ConsentUserAgent: first.ConsentUserAgent, CreatedAt: first.CreatedAt,
 		AddressesParsedBy: address.Version,
-		ContactIds:        make([]uuid.UUID, n), EmailDigests: make([][]byte, n), PhoneDigests: make([][]byte, n),
+		ContactIds:        make([]uuid.UUID, n), DigestFrom: make([]int32, n), DigestCount: make([]int32, n), SuppressionDigests: [][]byte{},
 		Emails: make([]string, n), EmailKeys: make([]string, n),
 		Names: make([]*string, n), Phones: make([]*string, n), TagFrom: make([]int32, n), TagCount: make([]int32, n),
 		AssignedUserEmailIds: make([]*string, n), CrmNames: make([]*string, n), CrmUrls: make([]*string, n),
@@ -56,15 +56,8 @@ func manyParams(ps []db.ContactCreateParams) db.ContactCreateManyParams {
 	}
 	for i, p := range ps {
 		m.ContactIds[i], m.Emails[i], m.EmailKeys[i], m.Names[i], m.Phones[i] = p.ContactID, p.Email, p.EmailKey, p.Name, p.Phone
-		// the email's digest, then the phone's when it has one (suppress.List.Entries); a nil
-		// one is NULL, which matches no suppression
-		for k, d := range p.SuppressionDigests[:min(2, len(p.SuppressionDigests))] {
-			if k == 0 {
-				m.EmailDigests[i] = d
-			} else {
-				m.PhoneDigests[i] = d
-			}
-		}
+		m.DigestFrom[i], m.DigestCount[i] = int32(len(m.SuppressionDigests)), int32(len(p.SuppressionDigests))
+		m.SuppressionDigests = append(m.SuppressionDigests, p.SuppressionDigests...)
 		m.TagFrom[i], m.TagCount[i] = int32(len(m.Tags)), int32(len(p.Tags))
 		m.Tags = append(m.Tags, p.Tags...)
 		m.AssignedUserEmailIds[i], m.CrmNames[i], m.CrmUrls[i] = p.AssignedUserEmailID, p.CrmName, p.CrmUrl

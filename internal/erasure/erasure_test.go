@@ -9,10 +9,14 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/auth"
+	"github.com/contactd/contactd/internal/suppress"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -377,5 +381,58 @@ func keptOut(t *testing.T, a *testkit.API, key string, p person, id, erasureID s
 				t.Errorf("batch (%s) item %d: %q, want %q: %s", mode, i, got, w, r.Body)
 			}
 		}
+	}
+}
+
+// An erased person is kept out under every spelling of their email and phone: the email as
+// its provider reads it (dots, +tags and case at Gmail, a +tag at Outlook), the phone in
+// E.164 (its punctuation, and its country written or not); a neighbour's values pass. An
+// entry the list made before these forms (the spelling alone) keeps refusing that spelling.
+// `contactd suppressions remove` lifts every form (internal/app's test).
+func TestSuppressionKnowsThePersonNotTheSpelling(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	account, key := a.Account("acme")
+	var created api.CreateContactResult
+	a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "Jane.Roe@gmail.com", "phone": "+1 (555) 010-2030"}).JSON(t, &created)
+	if r := a.Do("POST", "/public/v1/contact/"+created.Contact.ContactId+"/erase", key, nil); r.Status != 200 {
+		t.Fatalf("erase: %d %s", r.Status, r.Body)
+	}
+	create := func(email, phone string) int {
+		body := map[string]any{"email": email}
+		if phone != "" {
+			body["phone"] = phone
+		}
+		return a.Do("POST", "/public/v1/contact", key, body).Status
+	}
+	for _, email := range []string{"jane.roe@gmail.com", "janeroe@gmail.com", "Jane.Roe+news@gmail.com", "J.A.N.E.R.O.E@googlemail.com"} {
+		if st := create(email, ""); st != 409 {
+			t.Errorf("%s: %d, want 409 ContactSuppressed", email, st)
+		}
+	}
+	for _, phone := range []string{"555-010-2030", "555.010.2030", "+1 555 010 2030", "+01 (555) 010-2030"} {
+		if st := create("someone-else@example.com", phone); st != 409 {
+			t.Errorf("phone %s: %d, want 409 ContactSuppressed", phone, st)
+		}
+	}
+	for email, phone := range map[string]string{"jane.roe2@gmail.com": "", "other1@example.com": "555-010-2031", "other2@example.com": "+44 555 010 2030"} {
+		if st := create(email, phone); st != 200 {
+			t.Errorf("a neighbour %s %s: %d, want 200", email, phone, st)
+		}
+	}
+	// an entry of the list from before: the spelling's digest alone
+	erasure := uuid.New()
+	entries, err := a.Svc.Suppressions.Entries(context.Background(), account, "old.spelling@outlook.com", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Store.Do(context.Background(), func(q *db.Queries) error {
+		_, err := suppress.Add(context.Background(), q, account, erasure, entries[:1], time.Now())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if st := create("Old.Spelling@outlook.com", ""); st != 409 {
+		t.Errorf("the spelling an old entry holds: %d, want 409", st)
 	}
 }

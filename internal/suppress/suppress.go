@@ -57,16 +57,24 @@ type Entry struct {
 	Digest []byte
 }
 
-// Entries are the list's entries for a contact's email and phone (none for an empty phone).
-// emailKey is the email as the account dedupes it (contact.EmailKey).
+// Entries are the list's entries for a contact's email and phone (none for an empty phone):
+// each value as typed (its dedupe form: the list's entries from before kept only that one)
+// and as the person it names, when that differs: the email as its provider reads it (the
+// duplicate finder's form, EmailCanon) and the phone in E.164. An erasure adds them all; a new
+// value is refused when any of its entries is listed. emailKey is the email as the account
+// dedupes it (contact.EmailKey).
 func (l *List) Entries(ctx context.Context, account uuid.UUID, emailKey string, phone *string) ([]Entry, error) {
 	key, err := l.digestKey(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := []Entry{{Email, digest(key, account, Email, emailKey)}}
+	if c := EmailCanon(emailKey); c != "" && c != emailKey {
+		out = append(out, Entry{Email, digest(key, account, Email, c)})
+	}
 	if p := PhoneKey(phone); p != "" {
 		out = append(out, Entry{Phone, digest(key, account, Phone, p)})
+		out = append(out, Entry{Phone, digest(key, account, Phone, PhoneE164(phone))})
 	}
 	return out, nil
 }
@@ -104,21 +112,30 @@ func Add(ctx context.Context, q *db.Queries, account, erasure uuid.UUID, entries
 		ErasureID: &erasure, CreatedAt: now})
 }
 
-// Remove lifts the suppression of one value (an email, or a phone) in the account; false when
-// the account did not suppress it.
+// Remove lifts the suppression of one value (an email, or a phone) in the account, in every
+// form the list keeps it in; false when the account did not suppress it.
 func (l *List) Remove(ctx context.Context, account uuid.UUID, kind, value string) (bool, error) {
-	key, err := l.digestKey(ctx)
+	var entries []Entry
+	var err error
+	if kind == Phone {
+		entries, err = l.Entries(ctx, account, "", &value)
+		entries = entries[1:] // the empty email's
+	} else {
+		entries, err = l.Entries(ctx, account, strings.ToLower(strings.TrimSpace(value)), nil)
+	}
 	if err != nil {
 		return false, err
 	}
-	normal := strings.ToLower(strings.TrimSpace(value))
-	if kind == Phone {
-		normal = PhoneKey(&value)
-	}
 	var n int64
-	err = l.store.Do(ctx, func(q *db.Queries) (err error) {
-		n, err = q.SuppressionRemove(ctx, db.SuppressionRemoveParams{AccountID: account, Digest: digest(key, account, kind, normal)})
-		return err
+	err = l.store.Do(ctx, func(q *db.Queries) error {
+		for _, e := range entries {
+			removed, err := q.SuppressionRemove(ctx, db.SuppressionRemoveParams{AccountID: account, Digest: e.Digest})
+			if err != nil {
+				return err
+			}
+			n += removed
+		}
+		return nil
 	})
 	return n > 0, err
 }
@@ -140,6 +157,49 @@ func PhoneKey(phone *string) string {
 		d = d[1:]
 	}
 	return d
+}
+
+// EmailCanon is an email (its dedupe key, lower case) as its provider reads it, where
+// contactd knows how: Gmail ignores dots and a +tag in the local part, and so is one address
+// under every spelling of it; Outlook, iCloud, Fastmail and Proton ignore a +tag. "" where the
+// provider is not one of those. It is SQL's contact_email_canon (migration 00027), the
+// duplicate finder's form (TestEmailCanonAgreesWithSQL).
+func EmailCanon(emailKey string) string {
+	local, domain, ok := strings.Cut(emailKey, "@")
+	if !ok {
+		return ""
+	}
+	local, _, _ = strings.Cut(local, "+")
+	switch domain {
+	case "gmail.com", "googlemail.com":
+		return strings.ReplaceAll(local, ".", "") + "@gmail.com"
+	case "outlook.com", "hotmail.com", "live.com", "icloud.com", "me.com", "mac.com", "fastmail.com", "proton.me", "protonmail.com", "pm.me":
+		return local + "@" + domain
+	}
+	return ""
+}
+
+// PhoneE164 is a phone in E.164 ("+" and its digits with the country code), the North
+// American Numbering Plan's +1 where the number gives no country (ten digits), a country code
+// written with leading zeros (+01) read without them. "" for no phone.
+func PhoneE164(phone *string) string {
+	if phone == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, r := range *phone {
+		if r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		}
+	}
+	d := strings.TrimLeft(b.String(), "0")
+	switch {
+	case d == "":
+		return ""
+	case len(d) == 10:
+		d = "1" + d
+	}
+	return "+" + d
 }
 
 func digest(key []byte, account uuid.UUID, kind, value string) []byte {

@@ -140,16 +140,17 @@ DELETE FROM contacts WHERE account_id = $1 AND contact_id = $2;
 -- sqlc.yaml says why), and properties and events have arrays of their own, for the contacts
 -- that have one. Contacts are inserted in email order, so concurrent batches take the email
 -- keys in one order; ON CONFLICT DO NOTHING skips emails the account has (waiting first for a
--- transaction that has just inserted one), and contacts whose email or phone digest the
--- account suppresses are skipped too (a phone digest is NULL without a phone). Returns a row
+-- transaction that has just inserted one), and contacts one of whose suppression digests
+-- (their slice of @suppression_digests: digest_from, digest_count) the account suppresses
+-- are skipped too. Returns a row
 -- per contact given, in their order: whether it was inserted, and whether the plan was current
 -- (if not, none was).
 WITH current AS (
     SELECT 1 FROM accounts a WHERE a.account_id = @account_id::uuid AND a.subscriptions_version = @subscriptions_version::bigint
 ), input AS (
     SELECT unnest(@contact_ids::uuid[]) AS contact_id,
-           unnest(@email_digests::bytea[]) AS email_digest,
-           unnest(@phone_digests::bytea[]) AS phone_digest,
+           unnest(@digest_from::integer[]) AS digest_from,
+           unnest(@digest_count::integer[]) AS digest_count,
            unnest(@emails::text[]) AS email,
            unnest(@email_keys::text[]) AS email_key,
            unnest(@names::varchar[]) AS name,
@@ -186,7 +187,8 @@ WITH current AS (
     FROM input i
     WHERE NOT EXISTS (
         SELECT 1 FROM suppressions s
-        WHERE s.account_id = @account_id::uuid AND s.digest IN (i.email_digest, i.phone_digest))
+        WHERE s.account_id = @account_id::uuid
+          AND s.digest = ANY((@suppression_digests::bytea[])[i.digest_from + 1 : i.digest_from + i.digest_count]))
       AND EXISTS (SELECT 1 FROM current)
     ORDER BY i.email_key
     ON CONFLICT (account_id, email_key) DO NOTHING
