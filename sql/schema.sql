@@ -89,6 +89,16 @@ CREATE FUNCTION public.uuid_v7(at timestamp with time zone) RETURNS uuid
         52, 1), 53, 1), 'hex')::uuid
 $$;
 
+CREATE FUNCTION public.webhook_attempts_of_delivery() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    SELECT d.subscription_id, d.event_id INTO NEW.subscription_id, NEW.event_id
+    FROM webhook_deliveries d WHERE d.account_id = NEW.account_id AND d.delivery_id = NEW.delivery_id;
+    RETURN NEW;
+END
+$$;
+
 CREATE FUNCTION public.webhook_deliveries_gone() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
@@ -333,7 +343,8 @@ CREATE TABLE public.webhook_attempts (
     error text,
     next_attempt_at timestamp with time zone,
     response_excerpt text,
-    subscription_id uuid
+    subscription_id uuid,
+    event_id uuid
 );
 
 CREATE TABLE public.webhook_deliveries (
@@ -496,6 +507,8 @@ CREATE INDEX contacts_phone_key ON public.contacts USING btree (account_id, phon
 
 CREATE INDEX contacts_tags ON public.contacts USING gin (account_id, public.lower_tags(tags));
 
+CREATE INDEX idempotency_keys_contacts ON public.idempotency_keys USING gin (account_id, contact_ids);
+
 CREATE INDEX idempotency_keys_expires ON public.idempotency_keys USING btree (expires_at);
 
 CREATE INDEX properties_active_address ON public.properties USING btree (account_id, normalized, contact_id) WHERE (archived_at IS NULL);
@@ -503,6 +516,8 @@ CREATE INDEX properties_active_address ON public.properties USING btree (account
 CREATE UNIQUE INDEX properties_active_normalized ON public.properties USING btree (account_id, contact_id, normalized) WHERE (archived_at IS NULL);
 
 CREATE INDEX properties_contact ON public.properties USING btree (account_id, contact_id);
+
+CREATE INDEX webhook_attempts_answers ON public.webhook_attempts USING btree (account_id, event_id) WHERE (response_excerpt IS NOT NULL);
 
 CREATE INDEX webhook_attempts_subscription ON public.webhook_attempts USING btree (account_id, subscription_id, attempted_at DESC, delivery_id DESC, attempt DESC);
 
@@ -545,6 +560,8 @@ ALTER INDEX public.webhook_events_occurred ATTACH PARTITION public.webhook_event
 ALTER INDEX public.webhook_events_pkey ATTACH PARTITION public.webhook_events_default_pkey;
 
 CREATE TRIGGER accounts_delete_data BEFORE DELETE ON public.accounts FOR EACH ROW EXECUTE FUNCTION public.accounts_delete_data();
+
+CREATE TRIGGER webhook_attempts_of_delivery BEFORE INSERT ON public.webhook_attempts FOR EACH ROW WHEN (((new.event_id IS NULL) OR (new.subscription_id IS NULL))) EXECUTE FUNCTION public.webhook_attempts_of_delivery();
 
 CREATE TRIGGER webhook_deliveries_gone AFTER DELETE ON public.webhook_deliveries REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION public.webhook_deliveries_gone();
 

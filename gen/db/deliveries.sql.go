@@ -15,9 +15,9 @@ import (
 const attemptInsert = `-- name: AttemptInsert :exec
 INSERT INTO webhook_attempts (
     account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, error, next_attempt_at, response_excerpt,
-    subscription_id
+    subscription_id, event_id
 ) SELECT d.account_id, d.delivery_id, $1, $2, $3, $4, $5,
-    $6, $7, d.subscription_id
+    $6, $7, d.subscription_id, d.event_id
 FROM webhook_deliveries d WHERE d.account_id = $8 AND d.delivery_id = $9
 ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
 `
@@ -53,10 +53,7 @@ func (q *Queries) AttemptInsert(ctx context.Context, arg AttemptInsertParams) er
 
 const attemptsForgetResponses = `-- name: AttemptsForgetResponses :execrows
 UPDATE webhook_attempts a SET response_excerpt = NULL
-FROM webhook_deliveries d
-WHERE d.account_id = $1 AND d.event_id = ANY($2::uuid[])
-  AND a.account_id = d.account_id AND a.delivery_id = d.delivery_id
-  AND a.response_excerpt IS NOT NULL
+WHERE a.account_id = $1 AND a.event_id = ANY($2::uuid[]) AND a.response_excerpt IS NOT NULL
 `
 
 type AttemptsForgetResponsesParams struct {
@@ -65,8 +62,8 @@ type AttemptsForgetResponsesParams struct {
 }
 
 // Clears the response excerpts recorded for the deliveries of @event_ids, for an erasure: a
-// receiver may have echoed what it was sent. (No index leads from an event to its
-// deliveries: this reads the account's deliveries, once per erasure.)
+// receiver may have echoed what it was sent. The attempts that kept one are indexed by their
+// event (migration 00043): this reads the person's, not the account's.
 func (q *Queries) AttemptsForgetResponses(ctx context.Context, arg AttemptsForgetResponsesParams) (int64, error) {
 	result, err := q.db.Exec(ctx, attemptsForgetResponses, arg.AccountID, arg.EventIds)
 	if err != nil {
@@ -595,11 +592,11 @@ WITH locked AS MATERIALIZED (
     SET attempts = $6, status = 'Succeeded', next_attempt_at = NULL, updated_at = $1, leased_until = NULL
     -- a condition on no row: PostgreSQL evaluates it first, before it reads any row
     WHERE (SELECT true FROM locked) AND d.account_id = $2 AND d.delivery_id = $7
-    RETURNING d.account_id, d.delivery_id, d.subscription_id
+    RETURNING d.account_id, d.delivery_id, d.subscription_id, d.event_id
 ), attempt AS (
     INSERT INTO webhook_attempts (
-        account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt, subscription_id
-    ) SELECT account_id, delivery_id, $6, $1, $8, $9, $10, subscription_id
+        account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt, subscription_id, event_id
+    ) SELECT account_id, delivery_id, $6, $1, $8, $9, $10, subscription_id, event_id
     FROM delivery
     ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
 )

@@ -61,7 +61,7 @@ func (q *Queries) IdempotencyBodiesToReseal(ctx context.Context, arg Idempotency
 }
 
 const idempotencyForgetContact = `-- name: IdempotencyForgetContact :execrows
-DELETE FROM idempotency_keys WHERE account_id = $1 AND $2::uuid = ANY(contact_ids)
+DELETE FROM idempotency_keys WHERE account_id = $1 AND contact_ids @> ARRAY[$2::uuid]
 `
 
 type IdempotencyForgetContactParams struct {
@@ -70,6 +70,7 @@ type IdempotencyForgetContactParams struct {
 }
 
 // Deletes the stored responses about a contact, for its erasure.
+// (contact_ids @> one: what the GIN index of migration 00043 answers.)
 func (q *Queries) IdempotencyForgetContact(ctx context.Context, arg IdempotencyForgetContactParams) (int64, error) {
 	result, err := q.db.Exec(ctx, idempotencyForgetContact, arg.AccountID, arg.ContactID)
 	if err != nil {

@@ -237,6 +237,7 @@ type WebhookAttempt struct {
 	NextAttemptAt   *time.Time
 	ResponseExcerpt *string
 	SubscriptionID  *uuid.UUID
+	EventID         *uuid.UUID
 }
 
 type WebhookDelivery struct {

@@ -30,8 +30,8 @@ type Querier interface {
 	// for a delivery that is gone (webhook_attempts has no foreign key: migration 00039).
 	AttemptInsert(ctx context.Context, arg AttemptInsertParams) error
 	// Clears the response excerpts recorded for the deliveries of @event_ids, for an erasure: a
-	// receiver may have echoed what it was sent. (No index leads from an event to its
-	// deliveries: this reads the account's deliveries, once per erasure.)
+	// receiver may have echoed what it was sent. The attempts that kept one are indexed by their
+	// event (migration 00043): this reads the person's, not the account's.
 	AttemptsForgetResponses(ctx context.Context, arg AttemptsForgetResponsesParams) (int64, error)
 	// A page of the subscription's attempts, newest first: the entries of its attempts' index
 	// (migration 00041) that the page returns, each with its delivery's event by the delivery's
@@ -308,6 +308,7 @@ type Querier interface {
 	// a time in key order, for `contactd secrets rekey`.
 	IdempotencyBodiesToReseal(ctx context.Context, arg IdempotencyBodiesToResealParams) ([]IdempotencyBodiesToResealRow, error)
 	// Deletes the stored responses about a contact, for its erasure.
+	// (contact_ids @> one: what the GIN index of migration 00043 answers.)
 	IdempotencyForgetContact(ctx context.Context, arg IdempotencyForgetContactParams) (int64, error)
 	IdempotencyGet(ctx context.Context, arg IdempotencyGetParams) (IdempotencyGetRow, error)
 	// Takes the key for this transaction, or answers false at once when another request holds

@@ -364,3 +364,28 @@ func TestOldRetentionTaskParkedByPartitioning(t *testing.T) {
 		t.Errorf("the older release's retention task still parked after going back before 00032")
 	}
 }
+
+// An attempt the previous release records (while a rolling upgrade runs both) names neither
+// its delivery's subscription nor its event; the trigger of migration 00043 fills both from
+// the delivery, so the attempts' pages and erasures find it. This release's attempts name both.
+func TestAttemptsOfThePreviousReleaseGetTheirDelivery(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testkit.Pool(testkit.NewStore(t))
+	account, delivery, sub, event := uuid.New(), uuid.New(), uuid.New(), uuid.New()
+	if _, err := pool.Exec(ctx, `INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, now(), now())`, account, delivery, sub, event); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO webhook_attempts (account_id, delivery_id, attempt, attempted_at, latency_ms, response_excerpt)
+		VALUES ($1, $2, 1, now(), 5, 'ok')`, account, delivery); err != nil {
+		t.Fatal(err)
+	}
+	var gotSub, gotEvent uuid.UUID
+	if err := pool.QueryRow(ctx, `SELECT subscription_id, event_id FROM webhook_attempts WHERE delivery_id = $1`, delivery).Scan(&gotSub, &gotEvent); err != nil {
+		t.Fatal(err)
+	}
+	if gotSub != sub || gotEvent != event {
+		t.Errorf("the attempt names subscription %s and event %s, want %s and %s", gotSub, gotEvent, sub, event)
+	}
+}

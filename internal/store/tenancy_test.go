@@ -164,14 +164,15 @@ func genericPlan(conn *pgx.Conn, stmt, sql string, types []string) (scanNode, []
 
 // accountFree are our functions that take no account, and why each may.
 var accountFree = map[string]string{
-	"accounts_delete_data":    "the trigger that deletes a deleted account's rows: its own account, by OLD.account_id",
-	"webhook_deliveries_gone": "the trigger that deletes the attempts of the deliveries its statement deleted, by their own keys",
-	"lower_tags":              "pure: reads no table",
-	"name_words":              "pure: reads no table",
-	"contact_phone_key":       "pure: reads no table",
-	"contact_email_canon":     "pure: reads no table",
-	"uuid_v7":                 "makes an id: reads no table",
-	"webhook_filter_matches":  "pure: a subscription's filter on a payload, reads no table",
+	"accounts_delete_data":         "the trigger that deletes a deleted account's rows: its own account, by OLD.account_id",
+	"webhook_deliveries_gone":      "the trigger that deletes the attempts of the deliveries its statement deleted, by their own keys",
+	"webhook_attempts_of_delivery": "the trigger that fills an attempt's event and subscription from its own delivery, by the attempt's account and key",
+	"lower_tags":                   "pure: reads no table",
+	"name_words":                   "pure: reads no table",
+	"contact_phone_key":            "pure: reads no table",
+	"contact_email_canon":          "pure: reads no table",
+	"uuid_v7":                      "makes an id: reads no table",
+	"webhook_filter_matches":       "pure: a subscription's filter on a payload, reads no table",
 }
 
 // acrossInside are the scans inside our account-taking functions that reach beyond the

@@ -221,11 +221,11 @@ WITH locked AS MATERIALIZED (
     SET attempts = @attempt, status = 'Succeeded', next_attempt_at = NULL, updated_at = @now, leased_until = NULL
     -- a condition on no row: PostgreSQL evaluates it first, before it reads any row
     WHERE (SELECT true FROM locked) AND d.account_id = @account_id AND d.delivery_id = @delivery_id
-    RETURNING d.account_id, d.delivery_id, d.subscription_id
+    RETURNING d.account_id, d.delivery_id, d.subscription_id, d.event_id
 ), attempt AS (
     INSERT INTO webhook_attempts (
-        account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt, subscription_id
-    ) SELECT account_id, delivery_id, @attempt, @now, @response_status, @latency_ms, sqlc.narg('response_excerpt'), subscription_id
+        account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt, subscription_id, event_id
+    ) SELECT account_id, delivery_id, @attempt, @now, @response_status, @latency_ms, sqlc.narg('response_excerpt'), subscription_id, event_id
     FROM delivery
     ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
 )
@@ -243,9 +243,9 @@ WHERE EXISTS (SELECT FROM delivery) -- first too, so the locks are taken before 
 -- for a delivery that is gone (webhook_attempts has no foreign key: migration 00039).
 INSERT INTO webhook_attempts (
     account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, error, next_attempt_at, response_excerpt,
-    subscription_id
+    subscription_id, event_id
 ) SELECT d.account_id, d.delivery_id, @attempt, @attempted_at, @response_status, @latency_ms, sqlc.narg('error'),
-    sqlc.narg('next_attempt_at'), sqlc.narg('response_excerpt'), d.subscription_id
+    sqlc.narg('next_attempt_at'), sqlc.narg('response_excerpt'), d.subscription_id, d.event_id
 FROM webhook_deliveries d WHERE d.account_id = @account_id AND d.delivery_id = @delivery_id
 ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING;
 
@@ -282,10 +282,7 @@ WHERE account_id = @account_id AND subscription_id = @subscription_id;
 
 -- name: AttemptsForgetResponses :execrows
 -- Clears the response excerpts recorded for the deliveries of @event_ids, for an erasure: a
--- receiver may have echoed what it was sent. (No index leads from an event to its
--- deliveries: this reads the account's deliveries, once per erasure.)
+-- receiver may have echoed what it was sent. The attempts that kept one are indexed by their
+-- event (migration 00043): this reads the person's, not the account's.
 UPDATE webhook_attempts a SET response_excerpt = NULL
-FROM webhook_deliveries d
-WHERE d.account_id = @account_id AND d.event_id = ANY(@event_ids::uuid[])
-  AND a.account_id = d.account_id AND a.delivery_id = d.delivery_id
-  AND a.response_excerpt IS NOT NULL;
+WHERE a.account_id = @account_id AND a.event_id = ANY(@event_ids::uuid[]) AND a.response_excerpt IS NOT NULL;
