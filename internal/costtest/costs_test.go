@@ -41,8 +41,8 @@ const accountContacts = 10_000
 // TestEveryOperationHasAWorstCase: each operation of openapi.yaml that contactd serves has its
 // most expensive legal request here, and docs/operations.md's cost table lists it with the
 // same budget; each request, sent to an account of accountContacts contacts whose every event
-// type has three subscriptions with the heaviest filter a subscription may save, costs the
-// database no more than its budget.
+// type has three subscriptions with the heaviest filter a subscription may save, with the
+// account's audience not in the process's cache, costs the database no more than its budget.
 func TestEveryOperationHasAWorstCase(t *testing.T) {
 	spec, err := api.GetSwagger()
 	if err != nil {
@@ -94,6 +94,7 @@ func TestEveryOperationHasAWorstCase(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e.t = t
 			req := c.build(e)
+			a.Svc.Subscribers.Forget(account) // cold: whether a notification came since is luck
 			got := m.measure(t, func() {
 				key := e.key
 				if req.public {
@@ -210,7 +211,7 @@ func detailsOfValues(n int) map[string]any {
 func timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 var worstCases = map[string]worstCase{
-	"createContact": {what: "every field at its longest, 100 tags of 32 characters, an address, events to 3 subscriptions with the heaviest filter", budget: 120,
+	"createContact": {what: "every field at its longest, 100 tags of 32 characters, an address, events to 3 subscriptions with the heaviest filter", budget: 135,
 		build: func(e *env) request {
 			return request{method: "POST", path: "/public/v1/contact", status: 200, body: map[string]any{
 				"email": strings.Repeat("x", 64) + "@" + strings.Repeat("d", 60) + ".example.com", "name": strings.Repeat("N", 64),
@@ -241,7 +242,7 @@ var worstCases = map[string]worstCase{
 		build: func(e *env) request {
 			return request{method: "GET", path: "/public/v1/contacts/duplicates?limit=100&by=phone", status: 200}
 		}},
-	"mergeContacts": {what: "10 duplicates (the most) of 500 tags (the primary's: a contact keeps 500 at most) and 3 properties each into a primary of 500 tags", budget: 1100,
+	"mergeContacts": {what: "10 duplicates (the most) of 500 tags (the primary's: a contact keeps 500 at most) and 3 properties each into a primary of 500 tags", budget: 1150,
 		build: func(e *env) request {
 			primary, _ := e.fullContactTagged("primary", "merged", 3)
 			var dups []string
@@ -266,7 +267,7 @@ var worstCases = map[string]worstCase{
 			e.do("GET", "/public/v1/events?limit=1&eventType=FormSubmission", nil, 200).JSON(e.t, &page)
 			return request{method: "GET", path: "/public/v1/events/" + page.Events[0].EventId, status: 200}
 		}},
-	"updateContact": {what: "every field changed on a contact of 500 tags and 50 properties, unsubscribing it: two events to 3 subscriptions each", budget: 220,
+	"updateContact": {what: "every field changed on a contact of 500 tags and 50 properties, unsubscribing it: two events to 3 subscriptions each", budget: 230,
 		build: func(e *env) request {
 			id, _ := e.fullContact("update", 50)
 			return request{method: "PATCH", path: "/public/v1/contact/" + id, status: 200, body: map[string]any{
@@ -280,24 +281,24 @@ var worstCases = map[string]worstCase{
 			e.activities(id, 200, 100)
 			return request{method: "DELETE", path: "/public/v1/contact/" + id, status: 204}
 		}},
-	"eraseContact": {what: "a contact of 500 tags, 50 properties and 200 activities: its 205 events redacted", size: "the contact's events and activities (TestErasureCostsThePersonsData)", budget: 5400,
+	"eraseContact": {what: "a contact of 500 tags, 50 properties and 200 activities: its 205 events redacted", size: "the contact's events and activities (TestErasureCostsThePersonsData)", budget: 6300,
 		build: func(e *env) request {
 			id, _ := e.fullContact("erase", 50)
 			e.activities(id, 200, 100)
 			return request{method: "POST", path: "/public/v1/contact/" + id + "/erase", status: 200}
 		}},
-	"replaceContactTags": {what: "100 new tags on a contact of 500: 500 removed, 100 added, two events", budget: 200,
+	"replaceContactTags": {what: "100 new tags on a contact of 500: 500 removed, 100 added, two events", budget: 210,
 		build: func(e *env) request {
 			id, _ := e.fullContact("replace", 0)
 			return request{method: "PUT", path: "/public/v1/contact/" + id + "/tags", status: 200, body: map[string]any{"tags": tags("put", 100)}}
 		}},
-	"addContactTags": {what: "100 tags added to a contact of 400", budget: 130,
+	"addContactTags": {what: "100 tags added to a contact of 400", budget: 140,
 		build: func(e *env) request {
 			id, _ := e.fullContact("add", 0)
 			e.do("DELETE", "/public/v1/contact/"+id+"/tags", map[string]any{"tags": tags("addb", 100)}, 200)
 			return request{method: "POST", path: "/public/v1/contact/" + id + "/tags", status: 200, body: map[string]any{"tags": tags("post", 100)}}
 		}},
-	"removeContactTags": {what: "100 of a contact's 500 tags removed", budget: 140,
+	"removeContactTags": {what: "100 of a contact's 500 tags removed", budget: 155,
 		build: func(e *env) request {
 			id, _ := e.fullContact("remove", 0)
 			return request{method: "DELETE", path: "/public/v1/contact/" + id + "/tags", status: 200, body: map[string]any{"tags": tags("removec", 100)}}
@@ -315,7 +316,7 @@ var worstCases = map[string]worstCase{
 			e.do("GET", "/public/v1/contact?contactId="+id, nil, 200).JSON(e.t, &c)
 			return request{method: "POST", path: "/public/v1/contact/property/" + c.Properties[0].PropertyId + "/archive", status: 200}
 		}},
-	"recordContactActivity": {what: "a FormSubmission with details of 2,000 JSON values, to 3 subscriptions with the heaviest filter", budget: 160,
+	"recordContactActivity": {what: "a FormSubmission with details of 2,000 JSON values, to 3 subscriptions with the heaviest filter", budget: 175,
 		build: func(e *env) request {
 			id, _ := e.fullContact("activity", 0)
 			return request{method: "POST", path: "/public/v1/contact/" + id + "/activity", status: 200,
@@ -356,7 +357,7 @@ var worstCases = map[string]worstCase{
 			}
 			return request{method: "GET", path: "/public/v1/webhooks/" + sub + "/deliveries?limit=100", status: 200}
 		}},
-	"sendTestWebhook": {what: "a test event of a subscription with the heaviest filter", budget: 40,
+	"sendTestWebhook": {what: "a test event of a subscription with the heaviest filter", budget: 60,
 		build: func(e *env) request {
 			return request{method: "POST", path: "/public/v1/webhooks/" + e.subscription("FormSubmission") + "/test", status: 200}
 		}},

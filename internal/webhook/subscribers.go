@@ -106,6 +106,10 @@ func (s *Subscribers) MayHave(ctx context.Context, accountID uuid.UUID, typ Even
 // forget drops an account's entry at once, in this process.
 func (s *Subscribers) forget(accountID uuid.UUID) { s.cache.Forget(accountIs(accountID)) }
 
+// Forget drops the account's audience in this process: the next change reads it again (what a
+// cost measured cold includes).
+func (s *Subscribers) Forget(accountID uuid.UUID) { s.forget(accountID) }
+
 // Follower is what keeps the cache honest; store.Listen must run it.
 func (s *Subscribers) Follower() store.Follower { return s.cache }
 
