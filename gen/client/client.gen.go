@@ -2476,7 +2476,11 @@ type ClientInterface interface {
 	// EraseContact Erase a person's data everywhere
 	//
 	// Removes the contact's personal data from every copy contactd keeps, for a request to
-	// be forgotten (GDPR art. 17, CCPA), in one transaction: the contact with its
+	// be forgotten (GDPR art. 17, CCPA), in one transaction. `contactId` may be any id the
+	// account ever had: a merged duplicate's erases the contact it went into; a deleted
+	// contact's is erased from the events about it (and about the duplicates merged into it),
+	// every email and phone they carried suppressed. An id with nothing left of it, or erased
+	// already, is `404`. What goes: the contact with its
 	// properties, activity and consent record; every event about it, which stays in the
 	// events feed as a redacted tombstone (same `eventId`, `eventType` and `eventDate`,
 	// every value emptied, `redacted: true`), so the feed's order and receivers' dedupe keys
@@ -3233,7 +3237,11 @@ func (c *Client) RecordContactActivity(ctx context.Context, contactId ContactIdP
 // EraseContact Erase a person's data everywhere
 //
 // Removes the contact's personal data from every copy contactd keeps, for a request to
-// be forgotten (GDPR art. 17, CCPA), in one transaction: the contact with its
+// be forgotten (GDPR art. 17, CCPA), in one transaction. `contactId` may be any id the
+// account ever had: a merged duplicate's erases the contact it went into; a deleted
+// contact's is erased from the events about it (and about the duplicates merged into it),
+// every email and phone they carried suppressed. An id with nothing left of it, or erased
+// already, is `404`. What goes: the contact with its
 // properties, activity and consent record; every event about it, which stays in the
 // events feed as a redacted tombstone (same `eventId`, `eventType` and `eventDate`,
 // every value emptied, `redacted: true`), so the feed's order and receivers' dedupe keys
@@ -6137,7 +6145,11 @@ type ClientWithResponsesInterface interface {
 	// EraseContactWithResponse Erase a person's data everywhere
 	//
 	// Removes the contact's personal data from every copy contactd keeps, for a request to
-	// be forgotten (GDPR art. 17, CCPA), in one transaction: the contact with its
+	// be forgotten (GDPR art. 17, CCPA), in one transaction. `contactId` may be any id the
+	// account ever had: a merged duplicate's erases the contact it went into; a deleted
+	// contact's is erased from the events about it (and about the duplicates merged into it),
+	// every email and phone they carried suppressed. An id with nothing left of it, or erased
+	// already, is `404`. What goes: the contact with its
 	// properties, activity and consent record; every event about it, which stays in the
 	// events feed as a redacted tombstone (same `eventId`, `eventType` and `eventDate`,
 	// every value emptied, `redacted: true`), so the feed's order and receivers' dedupe keys
@@ -10265,7 +10277,11 @@ func (c *ClientWithResponses) RecordContactActivityWithResponse(ctx context.Cont
 // EraseContactWithResponse Erase a person's data everywhere
 //
 // Removes the contact's personal data from every copy contactd keeps, for a request to
-// be forgotten (GDPR art. 17, CCPA), in one transaction: the contact with its
+// be forgotten (GDPR art. 17, CCPA), in one transaction. `contactId` may be any id the
+// account ever had: a merged duplicate's erases the contact it went into; a deleted
+// contact's is erased from the events about it (and about the duplicates merged into it),
+// every email and phone they carried suppressed. An id with nothing left of it, or erased
+// already, is `404`. What goes: the contact with its
 // properties, activity and consent record; every event about it, which stays in the
 // events feed as a redacted tombstone (same `eventId`, `eventType` and `eventDate`,
 // every value emptied, `redacted: true`), so the feed's order and receivers' dedupe keys

@@ -436,3 +436,104 @@ func TestSuppressionKnowsThePersonNotTheSpelling(t *testing.T) {
 		t.Errorf("the spelling an old entry holds: %d, want 409", st)
 	}
 }
+
+// Erase works on any id the account ever had, and every value of the person its events carried
+// (current and previous) is redacted and suppressed: a contact deleted after a tag and a PATCH
+// of its name, email and phone; a merge primary deleted after the merge, whose duplicates' ids
+// no longer resolve (their events erased through the primary's ContactsMerged); a merged
+// duplicate's id, which erases the person it was merged into; a live contact whose email
+// changed. Erasing again finds nothing left: 404.
+func TestEraseAnyIDTheAccountEverHad(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	create := func(email string, body map[string]any) string {
+		t.Helper()
+		if body == nil {
+			body = map[string]any{}
+		}
+		body["email"] = email
+		var c api.CreateContactResult
+		if r := a.Do("POST", "/public/v1/contact", key, body); r.Status != 200 {
+			t.Fatalf("create %s: %d %s", email, r.Status, r.Body)
+		} else {
+			r.JSON(t, &c)
+		}
+		return c.Contact.ContactId
+	}
+	do := func(method, path string, body any, want int) {
+		t.Helper()
+		if r := a.Do(method, path, key, body); r.Status != want {
+			t.Fatalf("%s %s: %d %s, want %d", method, path, r.Status, r.Body, want)
+		}
+	}
+	// nothing of these values may be left in any event of the account, nor accepted again
+	gone := func(what string, values ...string) {
+		t.Helper()
+		var feed struct {
+			Events []json.RawMessage `json:"events"`
+		}
+		a.Do("GET", "/public/v1/events?limit=1000", key, nil).JSON(t, &feed)
+		for _, ev := range feed.Events {
+			for _, v := range values {
+				if strings.Contains(strings.ToLower(string(ev)), strings.ToLower(v)) {
+					t.Errorf("%s: an event still carries %q: %s", what, v, ev)
+				}
+			}
+		}
+	}
+	refused := func(what string, body map[string]any) {
+		t.Helper()
+		if r := a.Do("POST", "/public/v1/contact", key, body); r.Status != 409 || r.Error(t).Code != "ContactSuppressed" {
+			t.Errorf("%s: %d %s, want 409 ContactSuppressed", what, r.Status, r.Body)
+		}
+	}
+
+	// deleted after a tag and a PATCH
+	id := create("gone.person@example.org", map[string]any{"name": "Gone Person", "phone": "555-010-4040"})
+	do("POST", "/public/v1/contact/"+id+"/tags", map[string]any{"tags": []string{"vip"}}, 200)
+	do("PATCH", "/public/v1/contact/"+id, map[string]any{"name": "Renamed Person", "email": "moved.person@example.org", "phone": "555-010-4041"}, 200)
+	do("DELETE", "/public/v1/contact/"+id, nil, 204)
+	do("POST", "/public/v1/contact/"+id+"/erase", nil, 200)
+	gone("a deleted contact", "gone.person@example.org", "moved.person@example.org", "Gone Person", "Renamed Person", "010-4040", "010-4041")
+	refused("the deleted contact's first email", map[string]any{"email": "gone.person@example.org"})
+	refused("its email after the PATCH", map[string]any{"email": "moved.person@example.org"})
+	refused("its first phone", map[string]any{"email": "fresh1@example.org", "phone": "(555) 010-4040"})
+	do("POST", "/public/v1/contact/"+id+"/erase", nil, 404)
+
+	// a merge primary deleted: its duplicates' ids resolve no more
+	primary := create("primary.person@example.org", nil)
+	dup := create("dup.person@gmail.com", map[string]any{"phone": "555-010-5050"})
+	do("POST", "/public/v1/contact/"+dup+"/tags", map[string]any{"tags": []string{"dup-tag"}}, 200)
+	do("POST", "/public/v1/contacts/merge", map[string]any{"primaryContactId": primary, "duplicateContactIds": []string{dup}}, 200)
+	do("DELETE", "/public/v1/contact/"+primary, nil, 204)
+	do("POST", "/public/v1/contact/"+primary+"/erase", nil, 200)
+	gone("a deleted merge primary", "primary.person@example.org", "dup.person@gmail.com", "010-5050")
+	refused("the merged duplicate's email, spelled otherwise", map[string]any{"email": "Dup.Person+x@gmail.com"})
+	refused("the merged duplicate's phone", map[string]any{"email": "fresh2@example.org", "phone": "555.010.5050"})
+
+	// a merged duplicate's id erases the person it went into
+	primary = create("second.primary@example.org", nil)
+	dup = create("second.dup@example.org", nil)
+	do("POST", "/public/v1/contacts/merge", map[string]any{"primaryContactId": primary, "duplicateContactIds": []string{dup}}, 200)
+	var erased struct {
+		ContactID string `json:"contactId"`
+	}
+	if r := a.Do("POST", "/public/v1/contact/"+dup+"/erase", key, nil); r.Status != 200 {
+		t.Fatalf("erase by a merged duplicate's id: %d %s", r.Status, r.Body)
+	} else if r.JSON(t, &erased); erased.ContactID != primary {
+		t.Errorf("erased %s, want the primary %s", erased.ContactID, primary)
+	}
+	do("GET", "/public/v1/contact?contactId="+primary, nil, 404)
+	refused("the primary's email", map[string]any{"email": "second.primary@example.org"})
+	refused("the duplicate's email", map[string]any{"email": "second.dup@example.org"})
+
+	// live, its email changed: the old one is the person's too
+	live := create("before.change@example.org", nil)
+	do("PATCH", "/public/v1/contact/"+live, map[string]any{"email": "after.change@example.org"}, 200)
+	do("POST", "/public/v1/contact/"+live+"/erase", nil, 200)
+	gone("a live contact with a changed email", "before.change@example.org", "after.change@example.org")
+	refused("its email before the change", map[string]any{"email": "before.change@example.org"})
+
+	do("POST", "/public/v1/contact/"+uuid.NewString()+"/erase", nil, 404)
+}
