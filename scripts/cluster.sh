@@ -413,6 +413,11 @@ restart) # restart NODE: stopped as an upgrade would (SIGTERM: drained), then st
 	write_env && start_node "$2"
 	;;
 primary) primary ;;
+replication) # replication NODE: its synchronous_standby_names, and how many standbys it streams to
+	# synchronously (sync or quorum), as PostgreSQL itself reports them
+	"$(pg_bin)/psql" -h 127.0.0.1 -p "$(pg_node_port "$2")" -U postgres -d postgres -qtA -F ' ' \
+		-c "SELECT current_setting('synchronous_standby_names') <> '', count(*) FILTER (WHERE state = 'streaming' AND sync_state IN ('sync', 'quorum')) FROM pg_stat_replication"
+	;;
 standbys) monitor_sql "SELECT nodename FROM pgautofailover.node WHERE reportedstate::text = 'secondary' AND goalstate = reportedstate ORDER BY nodeid" ;;
-*) echo "usage: $0 up | down [--purge] | status | kill NODE | start NODE | restart NODE | primary | standbys   (NODE: $NODES, and monitor $PG_NODES unless CLUSTER_HA=0)" >&2; exit 2 ;;
+*) echo "usage: $0 up | down [--purge] | status | kill NODE | start NODE | restart NODE | primary | replication NODE | standbys   (NODE: $NODES, and monitor $PG_NODES unless CLUSTER_HA=0)" >&2; exit 2 ;;
 esac

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -119,6 +120,16 @@ func TestClusterSurvivesPrimaryLoss(t *testing.T) {
 		return n
 	}
 	primary := strings.TrimSpace(c.script("primary"))
+	// zero loss rests on synchronous replication: the primary waits for a standby's flush, as
+	// the primary itself reports it, before anything is killed
+	testkit.Eventually(t, primary+" replicating synchronously to a streaming standby", func() bool {
+		f := strings.Fields(c.script("replication", primary))
+		if len(f) != 2 {
+			return false
+		}
+		n, _ := strconv.Atoi(f[1])
+		return f[0] == "t" && n >= 1
+	})
 	killed := underLoad("the primary is lost", func() { c.script("kill", primary) })
 	newPrimary := strings.TrimSpace(c.script("primary"))
 
