@@ -55,11 +55,11 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Runtime, e
 	if url == "" {
 		opt := pgembed.Options{Dir: cfg.DataDir}
 		if cfg.BackupDir != "" {
-			repo, err := backup.Open(cfg.BackupDir)
+			repo, err := openBackups(cfg)
 			if err != nil {
 				return nil, err
 			}
-			rt.backups, opt.Settings = &repo, repo.Settings()
+			rt.backups, opt.Settings = &repo, repo.Settings(0)
 		}
 		c, err := pgembed.Start(ctx, opt)
 		if err != nil {

@@ -7,10 +7,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/contactd/contactd/internal/backup"
+	"github.com/contactd/contactd/internal/config"
 	"github.com/contactd/contactd/internal/pgembed"
+	"github.com/contactd/contactd/internal/queue"
+	"github.com/contactd/contactd/internal/secret"
 )
 
 var errNoBackupDir = errors.New("CONTACTD_BACKUP_DIR (--backup-dir) is not set: backups are of the embedded PostgreSQL, archived into that pgBackRest repository")
@@ -53,7 +57,7 @@ func cmdRestore(ctx context.Context, c *cmdline) error {
 	if err != nil {
 		return fmt.Errorf("--to: %q is not an RFC 3339 time like 2026-11-25T12:30:00Z", *c.to)
 	}
-	repo, err := backup.Open(c.cfg.BackupDir)
+	repo, err := openBackups(c.cfg)
 	if err != nil {
 		return err
 	}
@@ -68,8 +72,13 @@ func cmdRestore(ctx context.Context, c *cmdline) error {
 	if err := restored.Stop(); err != nil {
 		return err
 	}
-	// The sealing key is not in the backups (a copy of the backups alone opens no webhook
-	// secret): the embedded cluster's key file goes along when it is still there.
+	// The sealing key and the backups' passphrase are not in the backups (a copy of the
+	// backups alone opens nothing): the embedded cluster's files go along.
+	if pass, err := os.ReadFile(filepath.Join(c.cfg.DataDir, backupPassphraseFile)); err == nil {
+		if err := os.WriteFile(filepath.Join(*c.into, backupPassphraseFile), pass, 0o600); err != nil {
+			return err
+		}
+	}
 	key, err := os.ReadFile(filepath.Join(c.cfg.DataDir, secretKeyFile))
 	switch {
 	case err == nil:
@@ -84,4 +93,51 @@ func cmdRestore(ctx context.Context, c *cmdline) error {
 	}
 	fmt.Fprintf(c.stderr, "restored to %s in %s: contactd serve --data-dir %[2]s\n", at.UTC().Format(time.RFC3339Nano), *c.into)
 	return nil
+}
+
+// backupPassphraseFile keeps, with the embedded cluster, the passphrase its backups are
+// encrypted with, when CONTACTD_BACKUP_PASSPHRASE is not set: never in the repository.
+const backupPassphraseFile = "backup-passphrase"
+
+// openBackups is the repository of CONTACTD_BACKUP_DIR for the embedded cluster of
+// CONTACTD_DATA_DIR, its passphrase the environment's or the cluster's file (made on first
+// use, mode 0600).
+func openBackups(cfg config.Config) (backup.Repo, error) {
+	pass := cfg.BackupPassphrase
+	if pass == "" {
+		path := filepath.Join(cfg.DataDir, backupPassphraseFile)
+		b, err := os.ReadFile(path)
+		switch {
+		case err == nil:
+			pass = strings.TrimSpace(string(b))
+		case errors.Is(err, fs.ErrNotExist):
+			pass = secret.Base62(43)
+			if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+				return backup.Repo{}, err
+			}
+			if err := os.WriteFile(path, []byte(pass+"\n"), 0o600); err != nil {
+				return backup.Repo{}, fmt.Errorf("create the backup passphrase file: %w", err)
+			}
+		default:
+			return backup.Repo{}, err
+		}
+	}
+	return backup.Open(cfg.BackupDir, cfg.DataDir, pass)
+}
+
+// BackupTask takes the embedded cluster's backups on a schedule: every CONTACTD_BACKUP_EVERY,
+// a full one once the newest is CONTACTD_BACKUP_FULL_EVERY old, else a differential one.
+// Retention keeps two full backups, so what one held ages out of the repository once two more
+// have ended. Nil without a repository or a schedule.
+func (rt *Runtime) BackupTask(cfg config.Config) *queue.Task {
+	if rt.backups == nil || cfg.BackupEvery <= 0 {
+		return nil
+	}
+	return &queue.Task{Name: "backup", Every: cfg.BackupEvery, Run: func(ctx context.Context) error {
+		full, err := rt.backups.FullDue(ctx, rt.embedded, cfg.BackupFullEvery, Now())
+		if err != nil {
+			return err
+		}
+		return rt.backups.Backup(ctx, rt.embedded, full)
+	}}
 }

@@ -222,6 +222,9 @@ func openServices(ctx context.Context, cfg config.Config, log *slog.Logger) (*Ru
 		if err != nil {
 			return nil, err
 		}
+		if t := rt.BackupTask(cfg); t != nil {
+			svc.Periodic.Add(*t)
+		}
 		if n, err := svc.Secrets.Reseal(ctx, true); err != nil {
 			return nil, fmt.Errorf("seal the secrets stored in clear: %w", err)
 		} else if n.Subscriptions > 0 {

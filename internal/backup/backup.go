@@ -25,13 +25,41 @@ import (
 const Stanza = "contactd"
 
 // Repo is a pgBackRest repository in a directory of its own: the backups and the archived
-// WAL under repo/, with pgBackRest's configuration, logs and locks beside them.
-type Repo struct{ Dir string }
+// WAL under repo/, with pgBackRest's logs and locks beside them, encrypted (pgBackRest's
+// repository cipher, AES-256-CBC) with a passphrase the directory never holds: pgBackRest's
+// configuration, which carries it for the archiving PostgreSQL runs, is kept with the cluster
+// (ConfDir), so a copy of the repository alone reads as noise.
+type Repo struct {
+	Dir string
+	// ConfDir is where pgBackRest's configuration is kept: the backed-up cluster's directory.
+	ConfDir    string
+	passphrase string
+}
 
-// Open is the repository in dir (made when first attached to a cluster).
-func Open(dir string) (Repo, error) {
+// Open is the repository in dir (made when first attached to a cluster), its configuration
+// in confDir, encrypted with passphrase. A repository made before backups were encrypted
+// stays as it is, unencrypted (Encrypted): pgBackRest cannot encrypt one in place; move it
+// aside and take a full backup to start an encrypted one.
+func Open(dir, confDir, passphrase string) (Repo, error) {
 	abs, err := filepath.Abs(dir)
-	return Repo{Dir: abs}, err
+	if err != nil {
+		return Repo{}, err
+	}
+	conf, err := filepath.Abs(confDir)
+	if err != nil {
+		return Repo{}, err
+	}
+	if passphrase == "" {
+		return Repo{}, errors.New("backups need a passphrase to encrypt the repository with")
+	}
+	return Repo{Dir: abs, ConfDir: conf, passphrase: passphrase}, nil
+}
+
+// Encrypted reports whether the repository is encrypted: false only for one made before
+// backups were (its backup.info, which an encrypted repository holds encrypted, is plain).
+func (r Repo) Encrypted() bool {
+	info, err := os.ReadFile(filepath.Join(r.path("repo"), "backup", Stanza, "backup.info"))
+	return err != nil || !strings.HasPrefix(string(info), "[")
 }
 
 // Attach makes the repository's directories and configuration for the running cluster c,
@@ -51,31 +79,49 @@ func (r Repo) Attach(c *pgembed.Cluster) error {
 }
 
 func (r Repo) path(name string) string { return filepath.Join(r.Dir, name) }
-func (r Repo) conf() string            { return r.path("pgbackrest.conf") }
+func (r Repo) conf() string            { return filepath.Join(r.ConfDir, "pgbackrest.conf") }
+
+// ArchiveTimeout bounds how long a committed write is only in the live cluster's WAL: a
+// segment is archived when it is full, or this long after its first write, whichever comes
+// first (PostgreSQL's archive_timeout).
+const ArchiveTimeout = time.Minute
 
 // Settings are the PostgreSQL settings that archive every WAL segment into the repository
-// (pgembed.Options.Settings): a segment is archived when it is full, or after 60 s of
-// writes, whichever comes first, so at most a minute of acknowledged writes is only in the
-// live cluster's WAL.
-func (r Repo) Settings() []string {
+// (pgembed.Options.Settings), at the latest every timeout (0: ArchiveTimeout), so at most that
+// much of acknowledged writes is only in the live cluster's WAL.
+func (r Repo) Settings(timeout time.Duration) []string {
+	if timeout <= 0 {
+		timeout = ArchiveTimeout
+	}
 	return []string{
 		"wal_level=replica",
 		"archive_mode=on",
 		fmt.Sprintf("archive_command='pgbackrest --config=%s --stanza=%s archive-push %%p'", r.conf(), Stanza),
-		"archive_timeout=60",
+		fmt.Sprintf("archive_timeout=%d", int(timeout.Seconds())),
 	}
 }
 
 // configure writes pgBackRest's configuration for the cluster, whose port and directories
 // it names: pgbackrest reads it from the cluster's archive_command and from every command.
 func (r Repo) configure(c *pgembed.Cluster) error {
-	conf := strings.Join([]string{
+	cipher := []string{"repo1-cipher-type=aes-256-cbc", "repo1-cipher-pass=" + r.passphrase}
+	if !r.Encrypted() {
+		cipher = nil
+	}
+	if err := os.MkdirAll(r.ConfDir, 0o700); err != nil {
+		return err
+	}
+	if err := c.Own(r.ConfDir); err != nil {
+		return err
+	}
+	conf := strings.Join(append(append([]string{
 		"[global]",
-		"repo1-path=" + r.path("repo"),
-		// two full backups are kept, with the WAL that recovers from the older one on
+		"repo1-path=" + r.path("repo")}, cipher...),
+		// two full backups are kept, with the WAL that recovers from the older one on: what
+		// one held is gone once two more full backups have ended (docs/operations.md)
 		"repo1-retention-full=2",
-		"log-path=" + r.path("log"),
-		"lock-path=" + r.path("lock"),
+		"log-path="+r.path("log"),
+		"lock-path="+r.path("lock"),
 		"log-level-console=warn",
 		"log-level-file=info",
 		// a backup starts at once (an immediate checkpoint) instead of at the next one
@@ -85,13 +131,13 @@ func (r Repo) configure(c *pgembed.Cluster) error {
 		"compress-type=lz4",
 		"process-max=2",
 		"",
-		"[" + Stanza + "]",
-		"pg1-path=" + c.DataDir(),
-		"pg1-socket-path=" + c.SocketDir(),
+		"["+Stanza+"]",
+		"pg1-path="+c.DataDir(),
+		"pg1-socket-path="+c.SocketDir(),
 		fmt.Sprintf("pg1-port=%d", c.Port),
 		"pg1-user=postgres",
 		"",
-	}, "\n")
+	), "\n")
 	if err := os.WriteFile(r.conf(), []byte(conf), 0o600); err != nil {
 		return err
 	}
@@ -169,6 +215,28 @@ func (r Repo) Backup(ctx context.Context, c *pgembed.Cluster, full bool) error {
 	return r.pgbackrest(ctx, c, "backup", "--type="+kind)
 }
 
+// FullDue reports whether the next backup should be full: the repository has none, or its
+// newest ended more than every before now.
+func (r Repo) FullDue(ctx context.Context, c *pgembed.Cluster, every time.Duration, now time.Time) (bool, error) {
+	if err := r.Attach(c); err != nil {
+		return false, err
+	}
+	if err := r.pgbackrest(ctx, c, "stanza-create"); err != nil {
+		return false, err
+	}
+	backups, err := r.Backups(ctx, c)
+	if err != nil {
+		return false, err
+	}
+	newest := time.Time{}
+	for _, b := range backups {
+		if b.Type == "full" && b.Stopped.After(newest) {
+			newest = b.Stopped
+		}
+	}
+	return newest.IsZero() || now.Sub(newest) >= every, nil
+}
+
 // Archive has the WAL written so far archived, and returns once it is: PostgreSQL switches
 // to a new segment and pgBackRest checks that the finished one reached the repository. What
 // was committed before the call can then be restored.
@@ -186,6 +254,9 @@ func (r Repo) Archive(ctx context.Context, c *pgembed.Cluster) error {
 // `CONTACTD_DATA_DIR=dir contactd serve` runs on it. from is the cluster the repository
 // backs up (its configuration names it), running or not.
 func (r Repo) Restore(ctx context.Context, from *pgembed.Cluster, dir string, at time.Time) (*pgembed.Cluster, error) {
+	if err := r.configure(from); err != nil { // the cluster may be gone, with its configuration
+		return nil, err
+	}
 	data := filepath.Join(dir, "data")
 	if entries, err := os.ReadDir(data); err == nil && len(entries) > 0 {
 		return nil, fmt.Errorf("restore into %s: not empty", data)

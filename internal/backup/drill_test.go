@@ -2,6 +2,7 @@ package backup_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +27,7 @@ import (
 // before T; it opens the signing secrets with the same sealing key; the deliveries that were
 // queued and not sent at T are sent, and the ones delivered before T are not sent again.
 func TestRestoreToAPointInTime(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("pgbackrest"); err != nil {
 		t.Fatal("pgbackrest is not installed: scripts/ensure-pgbackrest.sh (make test runs it)")
 	}
@@ -44,11 +46,11 @@ func TestRestoreToAPointInTime(t *testing.T) {
 	if err := os.Chmod(base, 0o755); err != nil { // PostgreSQL's user walks into its directories
 		t.Fatal(err)
 	}
-	repo, err := backup.Open(filepath.Join(base, "backup"))
+	repo, err := backup.Open(filepath.Join(base, "backup"), filepath.Join(base, "live"), "drill passphrase")
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, err := pgembed.Start(ctx, pgembed.Options{Dir: filepath.Join(base, "live"), Settings: repo.Settings()})
+	live, err := pgembed.Start(ctx, pgembed.Options{Dir: filepath.Join(base, "live"), Settings: repo.Settings(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,4 +216,171 @@ func migrated(t *testing.T, c *pgembed.Cluster) string {
 		t.Fatal(err)
 	}
 	return c.URL("contactd")
+}
+
+// scratch is a directory for a test's clusters and repository, that PostgreSQL's user can walk
+// into, removed afterwards unless the test failed.
+func scratch(t *testing.T) string {
+	t.Helper()
+	base, err := os.MkdirTemp("", "contactd-backups-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kept %s", base)
+			return
+		}
+		os.RemoveAll(base)
+	})
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return base
+}
+
+// Backups as a careful operator keeps them: the repository is encrypted (pgBackRest reports
+// its cipher, and no file of it holds a contact's email, while the live cluster's WAL does);
+// its passphrase is not in it; three full backups leave two (what the oldest held is gone);
+// and writes are archived by the timer alone, with no forced switch (at most ArchiveTimeout of
+// acknowledged writes is only in the live cluster), then restored to a time between them
+// through a differential backup.
+func TestBackupsEncryptedAgedOutAndArchivedOnTheTimer(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("pgbackrest"); err != nil {
+		t.Fatal("pgbackrest is not installed: scripts/ensure-pgbackrest.sh (make test runs it)")
+	}
+	ctx := context.Background()
+	base := scratch(t)
+	const passphrase = "a passphrase kept with the cluster"
+	repo, err := backup.Open(filepath.Join(base, "backup"), filepath.Join(base, "live"), passphrase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := pgembed.Start(ctx, pgembed.Options{Dir: filepath.Join(base, "live"), Settings: repo.Settings(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { live.Stop() })
+	if err := repo.Attach(live); err != nil {
+		t.Fatal(err)
+	}
+	a := testkit.NewAPIOn(t, migrated(t, live))
+	_, key := a.Account("acme")
+	create := func(email string) {
+		t.Helper()
+		if r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": email}); r.Status != 200 {
+			t.Fatalf("create %s: %d %s", email, r.Status, r.Body)
+		}
+	}
+	create("in-every-backup@example.com")
+	for i := range 3 {
+		if err := repo.Backup(ctx, live, true); err != nil {
+			t.Fatal(err)
+		}
+		create(fmt.Sprintf("between-%d@example.com", i))
+	}
+	backups, err := repo.Backups(ctx, live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fulls []string
+	for _, b := range backups {
+		if b.Type == "full" {
+			fulls = append(fulls, b.Label)
+		}
+	}
+	if len(fulls) != 2 {
+		t.Errorf("after three full backups the repository keeps %v, want the last two", fulls)
+	}
+	// the schedule: the next backup is full once the newest full is a week old
+	for _, c := range []struct {
+		later time.Duration
+		want  bool
+	}{{0, false}, {6 * 24 * time.Hour, false}, {8 * 24 * time.Hour, true}} {
+		if due, err := repo.FullDue(ctx, live, 7*24*time.Hour, time.Now().Add(c.later)); err != nil || due != c.want {
+			t.Errorf("%s later, a full backup due: %v (%v), want %v", c.later, due, err, c.want)
+		}
+	}
+	if err := repo.Archive(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	if !repo.Encrypted() {
+		t.Error("the repository is not encrypted")
+	}
+	if found := grepTree(t, repo.Dir, "in-every-backup@example.com", passphrase); len(found) > 0 {
+		t.Errorf("the repository holds in clear: %v", found)
+	}
+	if found := grepTree(t, filepath.Join(base, "live", "data", "pg_wal"), "in-every-backup@example.com"); len(found) == 0 {
+		t.Error("the live cluster's WAL does not hold the email either: the search proves nothing")
+	}
+
+	// a differential backup, a write after it, archived on the timer alone
+	if err := repo.Backup(ctx, live, false); err != nil {
+		t.Fatal(err)
+	}
+	create("after-the-differential@example.com")
+	at := time.Now()
+	create("after-T@example.com") // a commit past T: what tells recovery it has reached T
+	var segment string
+	if err := a.Store.Pool.QueryRow(ctx, "SELECT pg_walfile_name(pg_current_wal_lsn())").Scan(&segment); err != nil {
+		t.Fatal(err)
+	}
+	written := time.Now()
+	testkit.Eventually(t, "the writes' WAL segment archived by archive_timeout", func() bool {
+		var archived *string
+		if err := a.Store.Pool.QueryRow(ctx, "SELECT last_archived_wal FROM pg_stat_archiver").Scan(&archived); err != nil {
+			t.Fatal(err)
+		}
+		return archived != nil && *archived >= segment
+	})
+	t.Logf("archived %s on the timer %s after the writes (archive_timeout %s)", segment, time.Since(written).Round(time.Second), backup.ArchiveTimeout)
+	backups, err = repo.Backups(ctx, live)
+	if err != nil || backups[len(backups)-1].Type != "diff" {
+		t.Fatalf("the newest backup: %v %v, want the differential", backups, err)
+	}
+	restored, err := repo.Restore(ctx, live, filepath.Join(base, "restored"), at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { restored.Stop() })
+	var n int
+	if err := restoredCount(ctx, restored, &n); err != nil || n != 5 {
+		t.Errorf("restored through the differential: %d contacts (%v), want the 5 written before T (not the one after)", n, err)
+	}
+}
+
+// restoredCount counts the restored cluster's contacts.
+func restoredCount(ctx context.Context, c *pgembed.Cluster, n *int) error {
+	st, err := store.Open(ctx, c.URL("contactd"), store.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return st.Pool.QueryRow(ctx, "SELECT count(*) FROM contacts").Scan(n)
+}
+
+// grepTree lists the files under dir holding any of needles.
+func grepTree(t *testing.T, dir string, needles ...string) []string {
+	t.Helper()
+	var found []string
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() { // a directory, or pgBackRest's link to the latest backup
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, n := range needles {
+			if strings.Contains(string(b), n) {
+				found = append(found, path+": "+n)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
 }

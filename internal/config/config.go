@@ -30,8 +30,16 @@ type Config struct {
 	// BackupDir is a pgBackRest repository the embedded PostgreSQL archives its WAL into,
 	// for `contactd backup` and `contactd restore` (package backup); off when empty.
 	BackupDir string // CONTACTD_BACKUP_DIR
-	PublicURL string // CONTACTD_PUBLIC_URL: base of URLs contactd hands out (consent pages)
-	LogLevel  string // CONTACTD_LOG_LEVEL: debug, info, warn, error
+	// BackupPassphrase encrypts the backup repository (environment only, like SecretKey);
+	// empty: a key file kept with the embedded cluster (DataDir/backup-passphrase), made on
+	// first use.
+	BackupPassphrase string // CONTACTD_BACKUP_PASSPHRASE
+	// BackupEvery is how often `contactd serve` takes a backup of the embedded cluster (0:
+	// never), and BackupFullEvery how old the newest full backup may be before the next one is
+	// full: retention keeps two, so an erased person stays in backups at most about twice that.
+	BackupEvery, BackupFullEvery time.Duration // CONTACTD_BACKUP_EVERY, CONTACTD_BACKUP_FULL_EVERY
+	PublicURL                    string        // CONTACTD_PUBLIC_URL: base of URLs contactd hands out (consent pages)
+	LogLevel                     string        // CONTACTD_LOG_LEVEL: debug, info, warn, error
 	// LogFormat is text (for people), json (for machines) or auto: text when the log goes to
 	// a terminal, JSON otherwise.
 	LogFormat string // CONTACTD_LOG_FORMAT
@@ -105,14 +113,15 @@ type Config struct {
 
 // EnvOnly are the settings read from the environment alone: secrets (a flag would show in
 // ps), and the embedded PostgreSQL's binaries (read by package pgembed).
-var EnvOnly = []string{"CONTACTD_SECRET_KEY", "CONTACTD_SECRET_KEYS_OLD", "CONTACTD_PG_BIN"}
+var EnvOnly = []string{"CONTACTD_SECRET_KEY", "CONTACTD_SECRET_KEYS_OLD", "CONTACTD_PG_BIN", "CONTACTD_BACKUP_PASSPHRASE"}
 
 // Default is the configuration with nothing set.
 func Default() Config {
 	return Config{
 		Addr: "127.0.0.1:8080", DataDir: ".data", LogLevel: "info", LogFormat: "auto",
 		MaxBodyBytes: 64 << 10, MaxBatchBodyBytes: 4 << 20, DBMaxConns: 32, DBStatementTimeout: 10 * time.Second,
-		ReplicaMaxLag:     5 * time.Second,
+		ReplicaMaxLag: 5 * time.Second,
+		BackupEvery:   24 * time.Hour, BackupFullEvery: 7 * 24 * time.Hour,
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
 		ShutdownTimeout: 30 * time.Second,
@@ -136,6 +145,8 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&c.DatabaseReplicaURL, "database-replica-url", d.DatabaseReplicaURL, "a standby of the database for lists, exports and the console's reads; empty: every read on the primary")
 	fs.DurationVar(&c.ReplicaMaxLag, "replica-max-lag", d.ReplicaMaxLag, "the standby serves reads while it is at most this far behind the primary")
 	fs.StringVar(&c.BackupDir, "backup-dir", d.BackupDir, "pgBackRest repository the embedded PostgreSQL archives its WAL into (contactd backup, contactd restore); off when empty")
+	fs.DurationVar(&c.BackupEvery, "backup-every", d.BackupEvery, "with --backup-dir: how often serve takes a backup (0: never)")
+	fs.DurationVar(&c.BackupFullEvery, "backup-full-every", d.BackupFullEvery, "with --backup-dir: the age of the newest full backup past which the next one is full")
 	fs.StringVar(&c.PublicURL, "public-url", d.PublicURL, "base URL clients reach contactd at")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", d.PprofAddr, "serve net/http/pprof on this address, e.g. 127.0.0.1:6060; off when empty")
 	fs.StringVar(&c.LogLevel, "log-level", d.LogLevel, "debug, info, warn or error")
@@ -172,6 +183,7 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	fs.StringVar(&c.TrustedProxiesRaw, "trusted-proxies", "", "comma-separated CIDRs of the proxies whose X-Forwarded-For names the client")
 	fs.StringVar(&c.WebhookAllowedRaw, "webhook-allowed-networks", "", "comma-separated CIDRs webhooks may reach despite the SSRF guard")
 	c.SecretKey, c.SecretKeysOld = getenv("CONTACTD_SECRET_KEY"), getenv("CONTACTD_SECRET_KEYS_OLD")
+	c.BackupPassphrase = getenv("CONTACTD_BACKUP_PASSPHRASE")
 	fs.VisitAll(func(f *flag.Flag) {
 		if theirs[f.Name] {
 			return

@@ -38,6 +38,9 @@ func NewPeriodic(st *store.Store, now func() time.Time, log *slog.Logger, tasks 
 	return &Periodic{store: st, tasks: tasks, now: now, log: log}
 }
 
+// Add adds a task, before Start.
+func (p *Periodic) Add(t Task) { p.tasks = append(p.tasks, t) }
+
 // Start looks for due tasks now and then every so often (a tenth of the shortest interval,
 // between a second and a minute) until Stop.
 func (p *Periodic) Start() {
