@@ -45,3 +45,26 @@ func (q *Queries) ErasureInsert(ctx context.Context, arg ErasureInsertParams) er
 	)
 	return err
 }
+
+const erasureState = `-- name: ErasureState :one
+SELECT EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid)::boolean AS account,
+    EXISTS (SELECT 1 FROM erasures e WHERE e.account_id = $1::uuid AND e.erasure_id = $2::uuid)::boolean AS erased
+`
+
+type ErasureStateParams struct {
+	AccountID uuid.UUID
+	ErasureID uuid.UUID
+}
+
+type ErasureStateRow struct {
+	Account bool
+	Erased  bool
+}
+
+// Whether a restored database has the account of a journalled erasure, and the erasure.
+func (q *Queries) ErasureState(ctx context.Context, arg ErasureStateParams) (ErasureStateRow, error) {
+	row := q.db.QueryRow(ctx, erasureState, arg.AccountID, arg.ErasureID)
+	var i ErasureStateRow
+	err := row.Scan(&i.Account, &i.Erased)
+	return i, err
+}

@@ -273,6 +273,8 @@ type Querier interface {
 	// Ends a lease after a temporary failure: due again at @due_at, or never (NULL, giving up).
 	EnrichRetry(ctx context.Context, arg EnrichRetryParams) error
 	ErasureInsert(ctx context.Context, arg ErasureInsertParams) error
+	// Whether a restored database has the account of a journalled erasure, and the erasure.
+	ErasureState(ctx context.Context, arg ErasureStateParams) (ErasureStateRow, error)
 	EventGet(ctx context.Context, arg EventGetParams) (string, error)
 	// The traceparent an event's delivery attempt continues (tracing on only).
 	EventTrace(ctx context.Context, arg EventTraceParams) (*string, error)

@@ -179,7 +179,7 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	return &Services{
 		Auth:         keyring,
 		Contacts:     contacts,
-		Erasures:     erasure.New(st, contacts, events, suppressions, Now),
+		Erasures:     erasure.New(st, contacts, events, suppressions, erasureJournal(cfg), Now),
 		Suppressions: suppressions,
 		Webhooks:     subscriptions,
 		Secrets:      secrets,

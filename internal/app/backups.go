@@ -12,6 +12,7 @@ import (
 
 	"github.com/contactd/contactd/internal/backup"
 	"github.com/contactd/contactd/internal/config"
+	"github.com/contactd/contactd/internal/erasure"
 	"github.com/contactd/contactd/internal/pgembed"
 	"github.com/contactd/contactd/internal/queue"
 	"github.com/contactd/contactd/internal/secret"
@@ -91,8 +92,31 @@ func cmdRestore(ctx context.Context, c *cmdline) error {
 	default:
 		return err
 	}
+	if err := eraseAgain(ctx, c, *c.into); err != nil {
+		return err
+	}
 	fmt.Fprintf(c.stderr, "restored to %s in %s: contactd serve --data-dir %[2]s\n", at.UTC().Format(time.RFC3339Nano), *c.into)
 	return nil
+}
+
+// eraseAgain applies the erasure journal to the cluster restored into dir, before anything
+// serves from it: the people erased after the restore's time stay erased and suppressed,
+// and the deliveries pending about them send tombstones.
+func eraseAgain(ctx context.Context, c *cmdline, dir string) error {
+	entries, err := erasureJournal(c.cfg).Entries()
+	if err != nil || len(entries) == 0 {
+		return err
+	}
+	cfg := c.cfg
+	cfg.DataDir, cfg.BackupDir = dir, "" // not archived: the repository is the source cluster's
+	return withServicesOf(ctx, cfg, c.log, func(svc *Services) error {
+		n, err := svc.Erasures.Reapply(ctx, entries)
+		if err != nil {
+			return fmt.Errorf("apply the erasure journal to the restored cluster: %w", err)
+		}
+		fmt.Fprintf(c.stderr, "erasure journal: %d of %d erasures applied again\n", n, len(entries))
+		return nil
+	})
 }
 
 // backupPassphraseFile keeps, with the embedded cluster, the passphrase its backups are
@@ -141,3 +165,15 @@ func (rt *Runtime) BackupTask(cfg config.Config) *queue.Task {
 		return rt.backups.Backup(ctx, rt.embedded, full)
 	}}
 }
+
+// erasureJournal is the journal of erasures kept beside the backups, which a restore applies
+// again (erasure.Journal); nil without backups.
+func erasureJournal(cfg config.Config) *erasure.Journal {
+	if cfg.BackupDir == "" || cfg.DatabaseURL != "" {
+		return nil
+	}
+	return erasure.OpenJournal(filepath.Join(cfg.BackupDir, erasureJournalFile))
+}
+
+// erasureJournalFile is the journal's name in CONTACTD_BACKUP_DIR.
+const erasureJournalFile = "erasure-journal"

@@ -9,13 +9,16 @@
 // What holds no personal data and is left alone: console sessions (a session is a key's, and
 // console pages are never cached: Cache-Control no-store), the in-process caches (API keys
 // and subscribed event types only), the access log (paths, never query strings or bodies).
-// What this package cannot reach: the operator's backups, and the copies receivers made
-// (they get ContactErased).
+// The backups keep the person until they age out, and a restore from them does not bring
+// them back: with backups, each erasure goes into a journal beside them (Journal), applied
+// again to a restored database (Reapply). What this package cannot reach: the copies
+// receivers made (they get ContactErased).
 package erasure
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -53,12 +56,14 @@ type Service struct {
 	contacts   *contact.Service
 	events     *webhook.Emitter
 	suppressed *suppress.List
+	journal    *Journal
 	now        func() time.Time
 }
 
-// New returns a Service.
-func New(st *store.Store, contacts *contact.Service, events *webhook.Emitter, suppressed *suppress.List, now func() time.Time) *Service {
-	return &Service{store: st, contacts: contacts, events: events, suppressed: suppressed, now: now}
+// New returns a Service; journal may be nil (no backups to restore from).
+func New(st *store.Store, contacts *contact.Service, events *webhook.Emitter, suppressed *suppress.List, journal *Journal,
+	now func() time.Time) *Service {
+	return &Service{store: st, contacts: contacts, events: events, suppressed: suppressed, journal: journal, now: now}
 }
 
 // Erase forgets the person contact rawID of the account is or was, for by: everything at
@@ -67,59 +72,160 @@ func New(st *store.Store, contacts *contact.Service, events *webhook.Emitter, su
 // person is found from its events (DELETE keeps nothing else). Every email and phone the
 // person had, in its row, its merged duplicates' and its events (an email changed by PATCH
 // included), goes on the suppression list. An id with nothing left of it (unknown, or erased
-// already) is contact.ErrNotFound.
+// already) is contact.ErrNotFound. With a journal, the erasure is in it before it commits.
 func (s *Service) Erase(ctx context.Context, accountID uuid.UUID, rawID string, by Requester) (Erasure, error) {
 	e := Erasure{ID: uuid.Must(uuid.NewV7()), ErasedAt: s.now()}
 	err := s.store.InTx(ctx, func(tx store.Tx) error {
-		gone, live, err := s.remove(ctx, tx, accountID, rawID)
+		f, err := s.forget(ctx, tx, accountID, rawID)
 		if err != nil {
 			return err
 		}
-		e.ContactID = gone.ID
-		var person webhook.Person
-		ids := append([]uuid.UUID{gone.ID}, mergedIDs(gone)...)
-		for i := 0; i < len(ids); i++ { // the duplicates its events name are erased too
-			id := ids[i]
-			redacted, said, err := webhook.Redact(ctx, tx.Queries, accountID, id)
-			if err != nil {
-				return err
-			}
-			person.Join(said)
-			for _, m := range said.Merged {
-				if !slices.Contains(ids, m) {
-					ids = append(ids, m)
-				}
-			}
-			e.EventsRedacted += len(redacted)
-			if err := delivery.ForgetResponses(ctx, tx.Queries, accountID, redacted); err != nil {
-				return err
-			}
-			if err := idempotency.ForgetContact(ctx, tx.Queries, accountID, id); err != nil {
-				return err
-			}
-		}
-		if !live && e.EventsRedacted == 0 {
+		if !f.found {
 			return contact.ErrNotFound // nothing of it is left here: unknown, or erased already
 		}
-		entries, err := s.entries(ctx, accountID, gone, person)
+		e.ContactID, e.EventsRedacted = f.contact, f.redacted
+		if e.Suppressed, err = s.record(ctx, tx, accountID, e, by, f.entries, true); err != nil {
+			return err
+		}
+		if s.journal == nil {
+			return nil
+		}
+		sealed, err := tx.SuppressionKeyGet(ctx)
 		if err != nil {
 			return err
 		}
-		if e.Suppressed, err = suppress.Add(ctx, tx.Queries, accountID, e.ID, entries, e.ErasedAt); err != nil {
-			return err
+		j := JournalEntry{ErasureID: e.ID, AccountID: accountID, ContactID: e.ContactID, Contacts: f.ids,
+			ErasedAt: e.ErasedAt, KeyID: by.KeyID, KeyPrefix: by.KeyPrefix, KeyName: by.KeyName, ListKeySealed: sealed}
+		for _, en := range f.entries {
+			j.Suppressed = append(j.Suppressed, JournalDigest{Kind: en.Kind, Digest: en.Digest})
 		}
-		slices.Sort(e.Suppressed) // email before phone, each once (a merged duplicate's too)
-		e.Suppressed = slices.Compact(e.Suppressed)
-		if err := s.events.Emit(ctx, tx, accountID, webhook.Event{Type: webhook.ContactErased, ContactID: gone.ID,
-			Contact: webhook.ContactInfo{ContactID: gone.ID.String()}, At: e.ErasedAt,
-			Info: webhook.ContactErasedInfo{ErasureID: e.ID.String(), ErasedAt: apitime.From(e.ErasedAt)}}); err != nil {
-			return err
-		}
-		return tx.ErasureInsert(ctx, db.ErasureInsertParams{AccountID: accountID, ErasureID: e.ID, ContactID: gone.ID,
-			ErasedAt: e.ErasedAt, KeyID: by.KeyID, KeyPrefix: by.KeyPrefix, KeyName: by.KeyName,
-			Suppressed: e.Suppressed, EventsRedacted: int32(e.EventsRedacted)})
+		return s.journal.Append(j)
 	})
 	return e, err
+}
+
+// forgotten is what forget removed of a person.
+type forgotten struct {
+	found    bool        // anything: a row, or an event not yet redacted
+	contact  uuid.UUID   // the contact the erasure names
+	ids      []uuid.UUID // every id the person had: it, and its merged duplicates
+	redacted int         // events
+	entries  []suppress.Entry
+}
+
+// forget removes, in tx, the person rawID names: its row, its events (tombstones), its
+// deliveries' response excerpts and its stored answers, and returns the suppression entries
+// for every email and phone it had.
+func (s *Service) forget(ctx context.Context, tx store.Tx, accountID uuid.UUID, rawID string) (forgotten, error) {
+	gone, live, err := s.remove(ctx, tx, accountID, rawID)
+	if err != nil {
+		return forgotten{}, err
+	}
+	f := forgotten{found: live, contact: gone.ID, ids: append([]uuid.UUID{gone.ID}, mergedIDs(gone)...)}
+	var person webhook.Person
+	for i := 0; i < len(f.ids); i++ { // the duplicates its events name are erased too
+		id := f.ids[i]
+		redacted, said, err := webhook.Redact(ctx, tx.Queries, accountID, id)
+		if err != nil {
+			return f, err
+		}
+		person.Join(said)
+		for _, m := range said.Merged {
+			if !slices.Contains(f.ids, m) {
+				f.ids = append(f.ids, m)
+			}
+		}
+		f.redacted += len(redacted)
+		if err := delivery.ForgetResponses(ctx, tx.Queries, accountID, redacted); err != nil {
+			return f, err
+		}
+		if err := idempotency.ForgetContact(ctx, tx.Queries, accountID, id); err != nil {
+			return f, err
+		}
+	}
+	f.found = f.found || f.redacted > 0
+	if !f.found {
+		return f, nil
+	}
+	f.entries, err = s.entries(ctx, accountID, gone, person)
+	return f, err
+}
+
+// record puts entries on the suppression list, says ContactErased (announce) and keeps the
+// audit record of e, in tx; it returns the kinds suppressed.
+func (s *Service) record(ctx context.Context, tx store.Tx, accountID uuid.UUID, e Erasure, by Requester,
+	entries []suppress.Entry, announce bool) ([]string, error) {
+	kinds, err := suppress.Add(ctx, tx.Queries, accountID, e.ID, entries, e.ErasedAt)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(kinds) // email before phone, each once (a merged duplicate's too)
+	kinds = slices.Compact(kinds)
+	if announce {
+		if err := s.events.Emit(ctx, tx, accountID, webhook.Event{Type: webhook.ContactErased, ContactID: e.ContactID,
+			Contact: webhook.ContactInfo{ContactID: e.ContactID.String()}, At: e.ErasedAt,
+			Info: webhook.ContactErasedInfo{ErasureID: e.ID.String(), ErasedAt: apitime.From(e.ErasedAt)}}); err != nil {
+			return nil, err
+		}
+	}
+	return kinds, tx.ErasureInsert(ctx, db.ErasureInsertParams{AccountID: accountID, ErasureID: e.ID, ContactID: e.ContactID,
+		ErasedAt: e.ErasedAt, KeyID: by.KeyID, KeyPrefix: by.KeyPrefix, KeyName: by.KeyName,
+		Suppressed: kinds, EventsRedacted: int32(e.EventsRedacted)})
+}
+
+// Reapply makes the journal's erasures hold again in a database restored to a time before
+// some of them, and returns how many it applied: each erasure the database has no record of
+// is done again under its own id and time, on every id the person had that the restore
+// brought back (a ContactErased goes to subscribers who had heard of them), and its
+// suppression entries go back on the list, those of a person made after the restore's time
+// included. Erasures the database holds are left alone, so it can run any number of times.
+func (s *Service) Reapply(ctx context.Context, entries []JournalEntry) (int, error) {
+	for _, j := range entries {
+		if j.ListKeySealed == "" {
+			continue
+		}
+		// before any digest is computed: a restore to before the list had its key
+		if err := s.store.Do(ctx, func(q *db.Queries) error {
+			return q.SuppressionKeyCreate(ctx, db.SuppressionKeyCreateParams{KeySealed: j.ListKeySealed, CreatedAt: j.ErasedAt})
+		}); err != nil {
+			return 0, err
+		}
+		break
+	}
+	applied := 0
+	for _, j := range entries {
+		err := s.store.InTx(ctx, func(tx store.Tx) error {
+			state, err := tx.ErasureState(ctx, db.ErasureStateParams{AccountID: j.AccountID, ErasureID: j.ErasureID})
+			if err != nil || !state.Account || state.Erased {
+				return err // an account made after the restore's time went with everything it had
+			}
+			e := Erasure{ID: j.ErasureID, ContactID: j.ContactID, ErasedAt: j.ErasedAt}
+			entries := make([]suppress.Entry, len(j.Suppressed))
+			for i, d := range j.Suppressed {
+				entries[i] = suppress.Entry{Kind: d.Kind, Digest: d.Digest}
+			}
+			found := false
+			for _, id := range j.Contacts {
+				f, err := s.forget(ctx, tx, j.AccountID, id.String())
+				if errors.Is(err, contact.ErrNotFound) {
+					continue // a merged duplicate whose contact an earlier id of this erasure removed
+				} else if err != nil {
+					return err
+				}
+				found = found || f.found
+				e.EventsRedacted += f.redacted
+				entries = append(entries, f.entries...)
+			}
+			_, err = s.record(ctx, tx, j.AccountID, e, Requester{KeyID: j.KeyID, KeyPrefix: j.KeyPrefix, KeyName: j.KeyName},
+				entries, found)
+			applied++
+			return err
+		})
+		if err != nil {
+			return applied, fmt.Errorf("erasure %s: %w", j.ErasureID, err)
+		}
+	}
+	return applied, nil
 }
 
 // remove deletes the contact rawID names, in the erasure's transaction: itself when it is
