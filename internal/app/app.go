@@ -225,6 +225,7 @@ func (s *Services) Listen(ctx context.Context, st *store.Store, log *slog.Logger
 	for _, f := range followers[:2] {
 		followers = append(followers, heard{channel: f.Channel(), metrics: s.Metrics})
 	}
+	followers = append(followers, st.ReplicaFences())
 	store.Listen(ctx, st.Pool, log, followers...)
 }
 

@@ -84,6 +84,7 @@ func (s *Service) Erase(ctx context.Context, accountID uuid.UUID, rawID string, 
 			return contact.ErrNotFound // nothing of it is left here: unknown, or erased already
 		}
 		e.ContactID, e.EventsRedacted = f.contact, f.redacted
+		tx.AfterCommit(s.fence)
 		if e.Suppressed, err = s.record(ctx, tx, accountID, e, by, f.entries, true); err != nil {
 			return err
 		}
@@ -102,6 +103,15 @@ func (s *Service) Erase(ctx context.Context, accountID uuid.UUID, rawID string, 
 		return s.journal.Append(j)
 	})
 	return e, err
+}
+
+// fence keeps reads off a standby that has not replayed the erasure, once it committed and
+// before it answers (when the fence cannot be set, this process's standby is off until it
+// can be).
+func (s *Service) fence() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = s.store.FenceReplica(ctx)
 }
 
 // forgotten is what forget removed of a person.

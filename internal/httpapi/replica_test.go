@@ -25,37 +25,7 @@ import (
 // its email; /metrics shows the lag and which one is in use.
 func TestListsReadTheStandbyWhileItKeepsUp(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	base, err := os.MkdirTemp("", "contactd-replica-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil { // PostgreSQL's user walks into its directories
-		t.Fatal(err)
-	}
-	primary, err := pgembed.Start(ctx, pgembed.Options{Dir: filepath.Join(base, "primary"), Ephemeral: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { primary.Stop() })
-	if err := primary.EnsureDatabase(ctx, "contactd"); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Open(ctx, primary.URL("contactd"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	standby, err := primary.StartStandby(ctx, pgembed.Options{Dir: filepath.Join(base, "standby"), Ephemeral: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { standby.Stop() })
-
+	primary, standby := primaryAndStandby(t)
 	lenient := testkit.NewAPIOn(t, primary.URL("contactd"), func(c *testkit.Config) {
 		c.DatabaseReplicaURL, c.ReplicaMaxLag = standby.URL("contactd"), time.Hour
 	})
@@ -63,20 +33,7 @@ func TestListsReadTheStandbyWhileItKeepsUp(t *testing.T) {
 		c.DatabaseReplicaURL, c.ReplicaMaxLag, c.SecretKey = standby.URL("contactd"), 0, lenient.Cfg.SecretKey
 	})
 	_, key := lenient.Account("acme")
-	listed := func(a *testkit.API) string {
-		t.Helper()
-		var page api.ContactList
-		if r := a.Do("GET", "/public/v1/contacts", key, nil); r.Status != 200 {
-			t.Fatalf("list: %d %s", r.Status, r.Body)
-		} else {
-			r.JSON(t, &page)
-		}
-		var emails []string
-		for _, c := range page.Contacts {
-			emails = append(emails, c.Email)
-		}
-		return strings.Join(emails, " ")
-	}
+	listed := func(a *testkit.API) string { t.Helper(); return listedEmails(t, a, key) }
 	exported := func(a *testkit.API) string {
 		t.Helper()
 		r := a.Do("GET", "/public/v1/contacts/export", key, nil)
@@ -85,19 +42,7 @@ func TestListsReadTheStandbyWhileItKeepsUp(t *testing.T) {
 		}
 		return strconv.Itoa(strings.Count(string(r.Body), `"email"`))
 	}
-	onStandby := func(sql string) int {
-		t.Helper()
-		conn, err := pgx.Connect(ctx, standby.URL("contactd"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(ctx)
-		var n int
-		if err := conn.QueryRow(ctx, sql).Scan(&n); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-		return n
-	}
+	onStandby := func(sql string) int { t.Helper(); return onStandby(t, standby, sql) }
 	if r := lenient.Do("POST", "/public/v1/contact", key, map[string]any{"email": "first@example.com"}); r.Status != 200 {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
@@ -143,4 +88,135 @@ func TestListsReadTheStandbyWhileItKeepsUp(t *testing.T) {
 	testkit.Eventually(t, "the standby caught up and serves the lenient process's list again", func() bool {
 		return listed(lenient) == "second@example.com first@example.com"
 	})
+}
+
+// primaryAndStandby are a primary with contactd's schema and a hot standby streaming from it.
+func primaryAndStandby(t *testing.T) (primary, standby *pgembed.Cluster) {
+	t.Helper()
+	ctx := context.Background()
+	base, err := os.MkdirTemp("", "contactd-replica-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil { // PostgreSQL's user walks into its directories
+		t.Fatal(err)
+	}
+	primary, err = pgembed.Start(ctx, pgembed.Options{Dir: filepath.Join(base, "primary"), Ephemeral: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { primary.Stop() })
+	if err := primary.EnsureDatabase(ctx, "contactd"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, primary.URL("contactd"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	standby, err = primary.StartStandby(ctx, pgembed.Options{Dir: filepath.Join(base, "standby"), Ephemeral: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { standby.Stop() })
+	return primary, standby
+}
+
+// onStandby runs a query of one integer on the standby.
+func onStandby(t *testing.T, standby *pgembed.Cluster, sql string) int {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, standby.URL("contactd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, sql).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+// listedEmails are the emails of a's first list page, in its order.
+func listedEmails(t *testing.T, a *testkit.API, key string) string {
+	t.Helper()
+	var page api.ContactList
+	if r := a.Do("GET", "/public/v1/contacts", key, nil); r.Status != 200 {
+		t.Fatalf("list: %d %s", r.Status, r.Body)
+	} else {
+		r.JSON(t, &page)
+	}
+	var emails []string
+	for _, c := range page.Contacts {
+		emails = append(emails, c.Email)
+	}
+	return strings.Join(emails, " ")
+}
+
+// An erased person is not served from a standby after the erasure answered, however far
+// behind the standby is: the erasure fences it, and reads go to the primary until it has
+// replayed the erasure, in the process that erased at once and in the others once they hear
+// the fence (a notification). With the standby's replay paused and an hour's lag allowed,
+// both processes list and export without the person; resumed, the standby serves again.
+func TestNoErasedPersonFromAStandbyAfterTheErasure(t *testing.T) {
+	t.Parallel()
+	primary, standby := primaryAndStandby(t)
+	erasing := testkit.NewAPIOn(t, primary.URL("contactd"), func(c *testkit.Config) {
+		c.DatabaseReplicaURL, c.ReplicaMaxLag = standby.URL("contactd"), time.Hour
+	})
+	other := testkit.NewAPIOn(t, primary.URL("contactd"), func(c *testkit.Config) {
+		c.DatabaseReplicaURL, c.ReplicaMaxLag, c.SecretKey = standby.URL("contactd"), time.Hour, erasing.Cfg.SecretKey
+	})
+	_, key := erasing.Account("acme")
+	gone := createContact(t, erasing, key, map[string]any{"email": "gone@example.com"}).Contact.ContactId
+	createContact(t, erasing, key, map[string]any{"email": "kept@example.com"})
+	testkit.Eventually(t, "the standby replayed both contacts and both processes read it", func() bool {
+		return onStandby(t, standby, `SELECT count(*) FROM contacts`) == 2 && erasing.Store.Replica().InUse && other.Store.Replica().InUse
+	})
+	onStandby(t, standby, `SELECT 1 FROM pg_wal_replay_pause()`)
+	testkit.Eventually(t, "the standby's replay paused", func() bool {
+		return onStandby(t, standby, `SELECT (pg_get_wal_replay_pause_state() = 'paused')::int`) == 1
+	})
+	if r := erasing.Do("POST", "/public/v1/contact/"+gone+"/erase", key, nil); r.Status != 200 {
+		t.Fatalf("erase: %d %s", r.Status, r.Body)
+	}
+	if onStandby(t, standby, `SELECT count(*) FROM contacts`) != 2 {
+		t.Fatal("the paused standby replayed the erasure: the test shows nothing")
+	}
+	exported := func(a *testkit.API) string {
+		t.Helper()
+		r := a.Do("GET", "/public/v1/contacts/export", key, nil)
+		if r.Status != 200 {
+			t.Fatalf("export: %d %s", r.Status, r.Body)
+		}
+		return string(r.Body)
+	}
+	if got := listedEmails(t, erasing, key); got != "kept@example.com" {
+		t.Errorf("the erasing process listed %q right after the erasure, want kept@example.com alone", got)
+	}
+	if got := exported(erasing); strings.Contains(got, "gone@example.com") {
+		t.Errorf("the erasing process exported the erased person right after the erasure: %s", got)
+	}
+	testkit.Eventually(t, "the other process heard the fence", func() bool { return !other.Store.Replica().InUse })
+	if got := listedEmails(t, other, key); got != "kept@example.com" {
+		t.Errorf("the other process listed %q once fenced, want kept@example.com alone", got)
+	}
+	if got := exported(other); strings.Contains(got, "gone@example.com") {
+		t.Errorf("the other process exported the erased person once fenced: %s", got)
+	}
+
+	onStandby(t, standby, `SELECT 1 FROM pg_wal_replay_resume()`)
+	testkit.Eventually(t, "the standby replayed the erasure and serves both processes again", func() bool {
+		return erasing.Store.Replica().InUse && other.Store.Replica().InUse
+	})
+	for _, a := range []*testkit.API{erasing, other} {
+		if got := listedEmails(t, a, key); got != "kept@example.com" {
+			t.Errorf("listed %q from the standby that replayed the erasure, want kept@example.com alone", got)
+		}
+	}
 }
