@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +17,9 @@ import (
 
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/apicore"
 	"github.com/contactd/contactd/internal/auth"
+	"github.com/contactd/contactd/internal/importer"
 	"github.com/contactd/contactd/internal/suppress"
 	"github.com/contactd/contactd/internal/testkit"
 )
@@ -26,25 +30,30 @@ func TestMain(m *testing.M) { testkit.Main(m) }
 // of them left in the database or the logs is found.
 type person struct {
 	email, name, renamed, phone, phoneDigits, street, street2 string
+	// a duplicate of them, imported from a file and merged into them
+	dupEmail, dupName, dupPhone, dupPhoneDigits string
 }
 
 func newPerson(tag string) person {
 	u := strings.ReplaceAll(uuid.NewString()[:8], "-", "")
-	n := fmt.Sprintf("%04d", uuid.New().ID()%10000)
+	n, m := fmt.Sprintf("%04d", uuid.New().ID()%10000), fmt.Sprintf("%04d", uuid.New().ID()%10000)
 	return person{
 		email: "zq." + tag + u + "@example.com", name: "Zebulon " + tag + "Quixote" + u, renamed: "Xavierre " + tag + "Ulloa" + u,
 		phone: "+1 (555) 013-" + n, phoneDigits: "555013" + n,
 		street: "Qwyx" + tag + u + " St", street2: "Vrell" + tag + u + " Ave",
+		dupEmail: "zq.dup" + tag + u + "@example.com", dupName: "Zeb " + tag + "Quix" + u,
+		dupPhone: "+1 (555) 014-" + m, dupPhoneDigits: "555014" + m,
 	}
 }
 
 func (p person) values() []string {
-	return []string{p.email, p.name, p.renamed, p.phone, p.street, p.street2}
+	return []string{p.email, p.name, p.renamed, p.phone, p.street, p.street2, p.dupEmail, p.dupName, p.dupPhone}
 }
 
 // The proof that an erasure reaches every copy: a person goes through every path contactd
 // has (create, tags, PATCH, activity, a property, enrichment, deliveries whose receiver echoes
-// them, Idempotency-Key writes, the export, the console), beside a bystander in the same
+// them, Idempotency-Key writes, the export, the console, a duplicate imported from a file,
+// written with a key and merged into them), beside a bystander in the same
 // account. Before the erasure every text, json and bytea column of every table (and the stored
 // responses, opened) holds the person's values; after it none does, nor does the log, while
 // the bystander's are all still there. Then the person is kept out: their email or phone is
@@ -77,11 +86,20 @@ func TestErasureLeavesNoTrace(t *testing.T) {
 					t.Fatalf("subscribe %s: %d %s", typ, r.Status, r.Body)
 				}
 			}
-			id := live(t, a, key, p, "p")
-			live(t, a, key, bystander, "b")
+			actsIn := account
+			if mode == "sandbox" {
+				sandbox, _, err := a.Svc.Auth.Sandbox(context.Background(), account)
+				if err != nil {
+					t.Fatal(err)
+				}
+				actsIn = sandbox
+			}
+			id, dupID := live(t, a, key, actsIn, p, "p")
+			live(t, a, key, actsIn, bystander, "b")
 			a.DeliveriesSettled(t)
-			testkit.Eventually(t, "both contacts enriched", func() bool {
-				return a.Count(t, `SELECT count(*) FROM webhook_events WHERE event_type = 'ContactEnriched'`) == 2
+			testkit.Eventually(t, "every contact enriched", func() bool {
+				return a.Count(t, `SELECT count(*) FROM contacts WHERE enrich_due_at IS NOT NULL`) == 0 &&
+					a.Count(t, `SELECT count(*) FROM webhook_events WHERE event_type = 'ContactEnriched'`) >= 2
 			})
 			a.DeliveriesSettled(t)
 			for _, v := range append(p.values(), bystander.values()...) {
@@ -89,7 +107,7 @@ func TestErasureLeavesNoTrace(t *testing.T) {
 					t.Fatalf("%q is nowhere before the erasure: the search cannot find what it looks for", v)
 				}
 			}
-			events := a.Count(t, `SELECT count(*) FROM webhook_events WHERE contact_id = $1`, id)
+			events := a.Count(t, `SELECT count(*) FROM webhook_events WHERE contact_id IN ($1, $2)`, id, dupID)
 
 			r := a.Do("POST", "/public/v1/contact/"+id+"/erase", key, nil, "Idempotency-Key", "erase-"+mode)
 			var erased struct {
@@ -100,7 +118,7 @@ func TestErasureLeavesNoTrace(t *testing.T) {
 			}
 			r.JSON(t, &erased)
 			if r.Status != 200 || erased.ContactID != id || strings.Join(erased.Suppressed, ",") != "email,phone" || erased.EventsRedacted != events {
-				t.Fatalf("erase: %d %s (%d events about the contact)", r.Status, r.Body, events)
+				t.Fatalf("erase: %d %s (%d events about the contact and its merged duplicate)", r.Status, r.Body, events)
 			}
 			for _, v := range p.values() {
 				for _, where := range traces(t, a, v) {
@@ -122,6 +140,9 @@ func TestErasureLeavesNoTrace(t *testing.T) {
 				t.Errorf("a retry of the erased contact's keyed tag write: %d (replayed %q), want 404, not its stored answer", r.Status, r.Header.Get("Idempotent-Replayed"))
 			}
 			keptOut(t, a, key, p, id, erased.ErasureID, rc)
+			if r := a.Do("GET", "/public/v1/contact?contactId="+dupID, key, nil); r.Status != 404 {
+				t.Errorf("GET the merged duplicate after the erasure: %d %s", r.Status, r.Body)
+			}
 		})
 	}
 }
@@ -152,8 +173,9 @@ func echo(t *testing.T, r *http.Request) string {
 	return who.EmailID + " " + out
 }
 
-// live drives p through every path and returns its contact id.
-func live(t *testing.T, a *testkit.API, key string, p person, tag string) string {
+// live drives p through every path in the account key acts in, and returns its contact id
+// and its merged duplicate's.
+func live(t *testing.T, a *testkit.API, key string, account uuid.UUID, p person, tag string) (id, dupID string) {
 	t.Helper()
 	r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": p.email, "name": p.name, "phone": p.phone,
 		"tags": []string{"lead"}, "address": "12 " + p.street + " Apt 9, Springfield, IL 62704",
@@ -164,7 +186,7 @@ func live(t *testing.T, a *testkit.API, key string, p person, tag string) string
 		} `json:"contact"`
 	}
 	r.JSON(t, &created)
-	id := created.Contact.ContactID
+	id = created.Contact.ContactID
 	if r.Status != 200 || id == "" {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
@@ -183,13 +205,49 @@ func live(t *testing.T, a *testkit.API, key string, p person, tag string) string
 			t.Fatalf("%s %s: %d %s", s.method, s.path, r.Status, r.Body)
 		}
 	}
+	dupID = importedDuplicate(t, a, key, account, p, tag)
+	if r := a.Do("POST", "/public/v1/contacts/merge", key, map[string]any{"primaryContactId": id, "duplicateContactIds": []string{dupID}},
+		"Idempotency-Key", "merge-"+tag); r.Status != 200 || !strings.Contains(string(r.Body), p.renamed) {
+		t.Fatalf("merge: %d %s", r.Status, r.Body)
+	}
 	if r := a.Do("GET", "/public/v1/contacts/export", key, nil); r.Status != 200 || !strings.Contains(string(r.Body), p.email) {
 		t.Fatalf("export: %d, has the email: %v", r.Status, strings.Contains(string(r.Body), p.email))
 	}
 	if page := consolePage(t, a, key, "/console/contacts/"+id); !strings.Contains(page, p.renamed) {
 		t.Fatalf("the console's page of the contact does not show its name")
 	}
-	return id
+	return id, dupID
+}
+
+// importedDuplicate imports a duplicate of p (another email and phone) from a CSV file, as
+// `contactd import` does, and writes it once with an Idempotency-Key, whose stored answer
+// names it; it returns its id.
+func importedDuplicate(t *testing.T, a *testkit.API, key string, account uuid.UUID, p person, tag string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "people.csv")
+	if err := os.WriteFile(file, []byte("Email,Name,Phone\n"+p.dupEmail+","+p.dupName+","+p.dupPhone+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	batch, err := apicore.NewBatch(a.Svc.Contacts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum, err := importer.Run(context.Background(), a.Store, batch, importer.Options{Account: account, File: file}); err != nil || sum.Created != 1 {
+		t.Fatalf("import: %v, %v", sum, err)
+	}
+	var found struct {
+		ContactID string `json:"contactId"`
+	}
+	if r := a.Do("GET", "/public/v1/contact?emailId="+url.QueryEscape(p.dupEmail), key, nil); r.Status != 200 {
+		t.Fatalf("the imported duplicate: %d %s", r.Status, r.Body)
+	} else {
+		r.JSON(t, &found)
+	}
+	if r := a.Do("PATCH", "/public/v1/contact/"+found.ContactID, key, map[string]any{"assignedUserEmailId": "agent@example.com"},
+		"Idempotency-Key", "dup-"+tag); r.Status != 200 || !strings.Contains(string(r.Body), p.dupName) {
+		t.Fatalf("a keyed write to the imported duplicate: %d %s", r.Status, r.Body)
+	}
+	return found.ContactID
 }
 
 // consolePage signs in to the console with key and returns the page at path.
@@ -347,6 +405,8 @@ func keptOut(t *testing.T, a *testkit.API, key string, p person, id, erasureID s
 	}
 	refused("create with the email (another case)", a.Do("POST", "/public/v1/contact", key, map[string]any{"email": strings.ToUpper(p.email)}))
 	refused("create with the phone", a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "fresh@example.com", "phone": "555.013." + p.phoneDigits[6:]}))
+	refused("create with the merged duplicate's email", a.Do("POST", "/public/v1/contact", key, map[string]any{"email": p.dupEmail}))
+	refused("create with the merged duplicate's phone", a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "fresh2@example.com", "phone": p.dupPhone}))
 	var other struct {
 		Contact struct {
 			ContactID string `json:"contactId"`
