@@ -11,7 +11,7 @@ export CGO_ENABLED ?= 0
 # cache of an earlier one instead of compiling every package of the module again.
 export GOFLAGS ?= -trimpath
 
-.PHONY: schema generate-code ha-deps test-ha test-rolling backup-deps backup restore mutation bench-tools console-screenshots bench-bulk cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation bench-filters help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
+.PHONY: bench-erasure schema generate-code ha-deps test-ha test-rolling backup-deps backup restore mutation bench-tools console-screenshots bench-bulk cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation bench-filters help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -111,6 +111,9 @@ bench-isolation: deps bench-tools ## delivery isolation at scale: 200 subscripti
 
 bench-filters: deps bench-tools ## webhook payload filters' price: delivery throughput over 100 subscriptions without filters, with filters keeping every event, and leaving out half
 	./bin/contactbench -filters $(BENCH_FLAGS)
+
+bench-erasure: deps ## erasure's cost at an account with 1,000,000 deliveries beside an empty one: buffers and time (the cost model's test, at scale)
+	CONTACTD_ERASURE_HISTORY=1000000 $(GO) test -count=1 -timeout 30m -run 'TestErasureCostsThePersonsData$$' -v ./internal/costtest/ | grep -E 'erasing|^(---|ok|FAIL)'
 
 bench-bulk: deps bench-tools ## bulk writes: 200,000 contacts by POST /contacts/batch vs a COPY of the same rows, then contactd import of a 1,000,000-row CSV
 	./bin/contactbench -bulk $(BENCH_FLAGS)

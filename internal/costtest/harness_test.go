@@ -23,6 +23,7 @@ func TestMain(m *testing.M) { testkit.MainWith(m, "shared_preload_libraries=pg_s
 // (shared hits and reads: each page counted each time it is touched) and how many statements.
 type cost struct {
 	buffers, statements int64
+	elapsed             time.Duration // reported only: a figure of one run, never a budget
 }
 
 // meter reads a database's statement counters from another database of the cluster, so that
@@ -61,8 +62,9 @@ func (m *meter) measure(t *testing.T, send func()) cost {
 	if _, err := m.conn.Exec(ctx, "SELECT pg_stat_statements_reset(0, $1, 0)", m.dbid); err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	send()
-	var c cost
+	c := cost{elapsed: time.Since(start)}
 	if err := m.conn.QueryRow(ctx, `SELECT coalesce(sum(shared_blks_hit + shared_blks_read), 0)::bigint, coalesce(sum(calls), 0)::bigint
 		FROM pg_stat_statements WHERE dbid = $1 AND toplevel`, m.dbid).Scan(&c.buffers, &c.statements); err != nil {
 		t.Fatal(err)
