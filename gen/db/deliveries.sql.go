@@ -691,6 +691,27 @@ func (q *Queries) DeliveryRequeue(ctx context.Context, arg DeliveryRequeueParams
 	return err
 }
 
+const deliverySuccesses = `-- name: DeliverySuccesses :one
+SELECT count(*)::int FROM webhook_attempts
+WHERE account_id = $1 AND delivery_id = $2 AND error IS NULL
+  AND (response_status IS NULL OR response_status BETWEEN 200 AND 299)
+`
+
+type DeliverySuccessesParams struct {
+	AccountID  uuid.UUID
+	DeliveryID uuid.UUID
+}
+
+// How many of a delivery's attempts succeeded: a NATS message's id counts them, so a retry
+// after an acknowledgement lost is the same message to the stream, and a redelivery by hand
+// after a success a new one.
+func (q *Queries) DeliverySuccesses(ctx context.Context, arg DeliverySuccessesParams) (int32, error) {
+	row := q.db.QueryRow(ctx, deliverySuccesses, arg.AccountID, arg.DeliveryID)
+	var column_1 int32
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const subscriptionHoldBack = `-- name: SubscriptionHoldBack :exec
 UPDATE webhook_subscriptions SET next_send_at = greatest(coalesce(next_send_at, $1::timestamptz), $1::timestamptz)
 WHERE account_id = $2 AND subscription_id = $3

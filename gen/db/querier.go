@@ -243,6 +243,10 @@ type Querier interface {
 	// one statement fewer a delivery.)
 	DeliveryRecordSuccess(ctx context.Context, arg DeliveryRecordSuccessParams) error
 	DeliveryRequeue(ctx context.Context, arg DeliveryRequeueParams) error
+	// How many of a delivery's attempts succeeded: a NATS message's id counts them, so a retry
+	// after an acknowledgement lost is the same message to the stream, and a redelivery by hand
+	// after a success a new one.
+	DeliverySuccesses(ctx context.Context, arg DeliverySuccessesParams) (int32, error)
 	// Groups of the account's contacts whose emails the provider reads as one, after @after.
 	DuplicatesByEmail(ctx context.Context, arg DuplicatesByEmailParams) ([]DuplicatesByEmailRow, error)
 	// Groups of the account's contacts with the same phone digits, after @after: an index-only

@@ -67,12 +67,13 @@ func (p *natsPublisher) Subject(account uuid.UUID, subject string) string {
 	return p.prefix + "." + account.String() + "." + subject
 }
 
-// publish sends msg, attempt a of its delivery, and waits for the stream's acknowledgement.
-// Its Nats-Msg-Id names the delivery and the attempt: JetStream drops a copy of the same
-// attempt within its duplicate window (the client resending it when the acknowledgement was
-// lost), while a retry, a redelivery by hand or a replay is a message of its own, as it is a
-// request of its own over HTTP; consumers dedupe by webhook-id, as HTTP receivers do.
-func (p *natsPublisher) publish(ctx context.Context, a Args, subject string, msg message) outcome {
+// publish sends msg, attempt a of its delivery, after succeeded of its attempts succeeded,
+// and waits for the stream's acknowledgement. Its Nats-Msg-Id names the delivery and its
+// successes so far: a retry after an attempt whose message the stream stored but whose
+// acknowledgement was lost (a timeout, the connection dropped) is the same message, which
+// JetStream drops within its duplicate window and acknowledges as a duplicate, the success;
+// a redelivery by hand after a success, or a replay (a delivery of its own), is a new message.
+func (p *natsPublisher) publish(ctx context.Context, a Args, succeeded int, subject string, msg message) outcome {
 	start := time.Now()
 	js, err := p.conn()
 	if err != nil {
@@ -85,7 +86,7 @@ func (p *natsPublisher) publish(ctx context.Context, a Args, subject string, msg
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	ack, err := js.PublishMsg(ctx, m, jetstream.WithMsgID(fmt.Sprintf("%s.%d", a.DeliveryID, a.Attempt)), jetstream.WithRetryAttempts(1))
+	ack, err := js.PublishMsg(ctx, m, jetstream.WithMsgID(MessageID(a.DeliveryID, succeeded)), jetstream.WithRetryAttempts(1))
 	switch {
 	case errors.Is(err, jetstream.ErrNoStreamResponse):
 		return p.failed(a, err, "NATS: no stream takes this subscription's subject ("+subject+")", start)
@@ -120,3 +121,6 @@ func (p *natsPublisher) close() {
 		p.nc, p.js = nil, nil
 	}
 }
+
+// MessageID is the Nats-Msg-Id of a delivery's message after succeeded successful attempts.
+func MessageID(delivery uuid.UUID, succeeded int) string { return fmt.Sprintf("%s.%d", delivery, succeeded) }

@@ -211,15 +211,40 @@ func TestNATSDestinationRetries(t *testing.T) {
 		t.Errorf("the operator's log lacks the client's error: %s", operatorLog)
 	}
 	makeStream(t, js)
+	// an earlier attempt's message that the stream stored, its acknowledgement lost on the way
+	// back: the retry is the same message, which the stream keeps once and acknowledges as a
+	// duplicate, the delivery's success
+	lost := nats.NewMsg("contactd." + account.String() + ".crm.tags")
+	lost.Data = []byte("{}")
+	if _, err := js.PublishMsg(context.Background(), lost, jetstream.WithMsgID(delivery.MessageID(deliveryID, 0))); err != nil {
+		t.Fatal(err)
+	}
 	if st, e := try(); st != "Succeeded" || e != "" {
 		t.Errorf("with the stream: %s %q", st, e)
 	}
-	info, err := js.Stream(context.Background(), "CONTACTD")
-	if err != nil {
-		t.Fatal(err)
+	messages := func() uint64 {
+		t.Helper()
+		stream, err := js.Stream(context.Background(), "CONTACTD")
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := stream.Info(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Msgs
 	}
-	if s, _ := info.Info(context.Background()); s == nil || s.State.Msgs != 1 {
-		t.Errorf("the stream holds %v", s)
+	var excerpt string
+	if err := a.Store.Pool.QueryRow(context.Background(), `SELECT response_excerpt FROM webhook_attempts WHERE attempt = $1`, attempt).Scan(&excerpt); err != nil ||
+		excerpt != `{"acknowledged":true,"duplicate":true}` || messages() != 1 {
+		t.Errorf("the retry after a lost acknowledgement: %s (%v), the stream holds %d messages; want a duplicate, one message", excerpt, err, messages())
+	}
+	// a redelivery by hand after the success is a message of its own
+	if r := a.Do("POST", "/public/v1/webhooks/"+sub.SubscriptionId+"/deliveries/"+deliveryID.String()+"/redeliver", key, nil); r.Status != 200 {
+		t.Fatalf("redeliver: %d", r.Status)
+	}
+	if st, e := try(); st != "Succeeded" || e != "" || messages() != 2 {
+		t.Errorf("redelivered by hand: %s %q, the stream holds %d messages; want 2", st, e, messages())
 	}
 	// the broker away: failures, and the third in a row makes the subscription Failing
 	n.Stop()

@@ -228,7 +228,14 @@ func (s *Service) post(ctx context.Context, a Args, d db.DeliveryLoadRow) outcom
 		if s.nats == nil {
 			return outcome{err: "this contactd has no NATS server configured (CONTACTD_NATS_URL)"}
 		}
-		return s.nats.publish(ctx, a, subject, msg)
+		var succeeded int32
+		if err := s.store.Do(ctx, func(q *db.Queries) (err error) {
+			succeeded, err = q.DeliverySuccesses(ctx, db.DeliverySuccessesParams{AccountID: a.AccountID, DeliveryID: a.DeliveryID})
+			return err
+		}); err != nil {
+			return outcome{err: "could not read the delivery's attempts"}
+		}
+		return s.nats.publish(ctx, a, int(succeeded), subject, msg)
 	}
 	return s.postHTTP(ctx, d.Url, msg)
 }

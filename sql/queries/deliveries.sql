@@ -286,3 +286,11 @@ WHERE account_id = @account_id AND subscription_id = @subscription_id;
 -- event (migration 00043): this reads the person's, not the account's.
 UPDATE webhook_attempts a SET response_excerpt = NULL
 WHERE a.account_id = @account_id AND a.event_id = ANY(@event_ids::uuid[]) AND a.response_excerpt IS NOT NULL;
+
+-- name: DeliverySuccesses :one
+-- How many of a delivery's attempts succeeded: a NATS message's id counts them, so a retry
+-- after an acknowledgement lost is the same message to the stream, and a redelivery by hand
+-- after a success a new one.
+SELECT count(*)::int FROM webhook_attempts
+WHERE account_id = @account_id AND delivery_id = @delivery_id AND error IS NULL
+  AND (response_status IS NULL OR response_status BETWEEN 200 AND 299);
