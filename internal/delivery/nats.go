@@ -123,4 +123,6 @@ func (p *natsPublisher) close() {
 }
 
 // MessageID is the Nats-Msg-Id of a delivery's message after succeeded successful attempts.
-func MessageID(delivery uuid.UUID, succeeded int) string { return fmt.Sprintf("%s.%d", delivery, succeeded) }
+func MessageID(delivery uuid.UUID, succeeded int) string {
+	return fmt.Sprintf("%s.%d", delivery, succeeded)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -263,6 +264,63 @@ func TestBatchRateLimits(t *testing.T) {
 	if r.Status != 200 || r.Header.Get("X-RateLimit-Remaining-10") != "4" || r.Header.Get("X-RateLimit-Remaining-Day") != "93" {
 		t.Errorf("a batch of 7: %d, 10 s remaining %s, day remaining %s", r.Status,
 			r.Header.Get("X-RateLimit-Remaining-10"), r.Header.Get("X-RateLimit-Remaining-Day"))
+	}
+}
+
+// A batch costs its items in the account's day, locally and through the shared limits:
+// one that would overshoot what is left is refused whole (429, Retry-After until the next
+// UTC day, nothing written, nothing counted), and one that fits takes exactly what is left;
+// a second process sharing Redis sees the same day.
+func TestABatchOvershootingTheDayIsRefusedWhole(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(map[bool]string{false: "local", true: "redis"}[shared], func(t *testing.T) {
+			t.Parallel()
+			redisURL := ""
+			if shared {
+				redisURL = testkit.StartRedis(t).URL
+			}
+			a := testkit.NewAPI(t, func(c *config.Config) {
+				c.RateWritesPer10s, c.RateAccountPerDay, c.RedisURL = 100, 10, redisURL
+				c.RedisTimeout = testkit.Patience // a busy machine's slow answer is not a fallback
+			})
+			_, key := a.Account("acme")
+			items := func(prefix string, n int) []any {
+				out := make([]any, n)
+				for i := range out {
+					out[i] = map[string]any{"email": fmt.Sprintf("%s%d@example.com", prefix, i)}
+				}
+				return out
+			}
+			send := func(prefix string, n int) *testkit.Response {
+				t.Helper()
+				return a.Do("POST", "/public/v1/contacts/batch", key, map[string]any{"contacts": items(prefix, n)})
+			}
+			if r := send("a", 7); r.Status != 200 || r.Header.Get("X-RateLimit-Remaining-Day") != "3" {
+				t.Fatalf("a batch of 7 of 10: %d, day remaining %q", r.Status, r.Header.Get("X-RateLimit-Remaining-Day"))
+			}
+			r := send("b", 4)
+			retry, _ := strconv.Atoi(r.Header.Get("Retry-After"))
+			if r.Status != 429 || r.Error(t).Code != "TooManyRequests" || retry < 1 || retry > 86400 {
+				t.Errorf("a batch of 4 with 3 left: %d %s, Retry-After %d; want 429 until tomorrow", r.Status, r.Body, retry)
+			}
+			if n := a.Count(t, `SELECT count(*) FROM contacts`); n != 7 {
+				t.Errorf("%d contacts after the refused batch, want the first batch's 7", n)
+			}
+			if shared { // the day is the account's in every process
+				if r := a.SecondProcess().Do("POST", "/public/v1/contacts/batch", key, map[string]any{"contacts": items("c", 4)}); r.Status != 429 {
+					t.Errorf("a batch of 4 in a second process: %d, want 429", r.Status)
+				}
+			}
+			if r := send("d", 3); r.Status != 200 || r.Header.Get("X-RateLimit-Remaining-Day") != "0" {
+				t.Errorf("a batch of the 3 left: %d, day remaining %q", r.Status, r.Header.Get("X-RateLimit-Remaining-Day"))
+			}
+			if r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "one-more@example.com"}); r.Status != 429 {
+				t.Errorf("a create once the day is spent: %d", r.Status)
+			}
+			if m := string(a.Do("GET", "/metrics", "", nil).Body); strings.Contains(m, "contactd_ratelimit_fallbacks_total 1") {
+				t.Error("the shared limits fell back to the process's: the test did not exercise Redis")
+			}
+		})
 	}
 }
 

@@ -22,7 +22,8 @@ import (
 // a single contact is always read from the primary. The standby's replay is paused to make
 // it lag: a process that tolerates an hour of lag lists what the standby has, one that
 // tolerates none stops using it and lists the primary's, and both read the new contact by
-// its email; /metrics shows the lag and which one is in use.
+// its email; /metrics shows the lag and which one is in use. Promoted, the standby serves no
+// process any more.
 func TestListsReadTheStandbyWhileItKeepsUp(t *testing.T) {
 	t.Parallel()
 	primary, standby := primaryAndStandby(t)
@@ -86,8 +87,20 @@ func TestListsReadTheStandbyWhileItKeepsUp(t *testing.T) {
 
 	onStandby(`SELECT 1 FROM pg_wal_replay_resume()`)
 	testkit.Eventually(t, "the standby caught up and serves the lenient process's list again", func() bool {
-		return listed(lenient) == "second@example.com first@example.com"
+		return listed(lenient) == "second@example.com first@example.com" && lenient.Store.Replica().InUse
 	})
+
+	// promoted, the standby is a primary of a history of its own: no process reads from it
+	onStandby(`SELECT pg_promote()::int`)
+	testkit.Eventually(t, "the lenient process stops reading the promoted standby", func() bool {
+		return !lenient.Store.Replica().InUse
+	})
+	if r := lenient.Do("POST", "/public/v1/contact", key, map[string]any{"email": "third@example.com"}); r.Status != 200 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	if got := listed(lenient); got != "third@example.com second@example.com first@example.com" {
+		t.Errorf("listed %q once the standby was promoted, want the primary's three", got)
+	}
 }
 
 // primaryAndStandby are a primary with contactd's schema and a hot standby streaming from it.
