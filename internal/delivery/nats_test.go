@@ -327,3 +327,59 @@ func TestABrokerAwayDelaysOnlyItsSubscriptions(t *testing.T) {
 		t.Errorf("a nats: subscription holds %d attempts at once, its limit is %d", most, maxInFlight)
 	}
 }
+
+// The broker lost and back: attempts made while it is away fail, worded for the owner, and
+// are retried; once it is back on the same port with the same store, every event is in the
+// stream exactly once (a publish the client held while reconnecting and sent afterwards is
+// the same message as its retry), and nothing is left pending.
+func TestNATSBrokerLostAndBack(t *testing.T) {
+	t.Parallel()
+	n := testkit.StartNATS(t)
+	makeStream(t, jetStream(t, n))
+	a := testkit.NewAPI(t, testkit.LocalDelivery, func(c *testkit.Config) { c.NATSURL = n.URL })
+	_, key := a.Account("queues")
+	if r := a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": "nats:lost", "eventType": "TagsAdded"}); r.Status != 200 {
+		t.Fatalf("subscribe: %d %s", r.Status, r.Body)
+	}
+	a.StartWorkers()
+	var c api.CreateContactResult
+	a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "lost@example.com", "tags": []string{"first"}}).JSON(t, &c)
+	testkit.Eventually(t, "the first delivery acknowledged", func() bool {
+		return a.Count(t, `SELECT count(*) FROM webhook_deliveries WHERE status = 'Succeeded'`) == 1
+	})
+	n.Stop()
+	const away = 5
+	for i := range away {
+		if r := a.Do("POST", "/public/v1/contact/"+c.Contact.ContactId+"/tags", key, map[string]any{"tags": []string{fmt.Sprintf("away%d", i)}}); r.Status != 200 {
+			t.Fatalf("tags: %d %s", r.Status, r.Body)
+		}
+	}
+	testkit.Eventually(t, "each delivery made while the broker is away failed once, a retry scheduled", func() bool {
+		return a.Count(t, `SELECT count(*) FROM webhook_deliveries
+			WHERE status = 'Pending' AND attempts = 1 AND leased_until IS NULL AND next_attempt_at IS NOT NULL`) == away
+	})
+	if worded := a.Count(t, `SELECT count(*) FROM webhook_attempts WHERE error LIKE 'NATS: %'`); worded != away {
+		t.Errorf("%d of %d failed attempts worded for the owner", worded, away)
+	}
+	n.Restart(t)
+	// each time round, the retries' schedule passed: an attempt made before the client has
+	// reconnected fails again
+	testkit.Eventually(t, "every delivery acknowledged once the broker is back", func() bool {
+		if _, err := a.Store.Pool.Exec(context.Background(),
+			`UPDATE webhook_deliveries SET next_attempt_at = now() WHERE status = 'Pending' AND leased_until IS NULL`); err != nil {
+			t.Fatal(err)
+		}
+		return a.Count(t, `SELECT count(*) FROM webhook_deliveries WHERE status = 'Succeeded'`) == 1+away
+	})
+	stream, err := jetStream(t, n).Stream(context.Background(), "CONTACTD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 1+away {
+		t.Errorf("the stream holds %d messages for %d events", info.State.Msgs, 1+away)
+	}
+}

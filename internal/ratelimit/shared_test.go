@@ -98,6 +98,32 @@ func TestSharedFallsBackWhenRedisIsAway(t *testing.T) {
 	if allowed != 3 || fallbacks.Load() != 5 {
 		t.Errorf("without Redis: %d allowed (want the local 3), %d fallbacks (want 5)", allowed, fallbacks.Load())
 	}
+	// Redis back (empty): a connection from before it went may fail once more, then the
+	// decisions are Redis's again, shared with another process
+	r.Restart(t)
+	testkit.Eventually(t, "a decision from Redis again", func() bool {
+		before := fallbacks.Load()
+		s.Allow(id("probe"), id("probe account"), false)
+		return fallbacks.Load() == before
+	})
+	other, err := ratelimit.NewShared(r.URL, ratelimit.Limits{WritesPer10s: 3},
+		ratelimit.SharedOptions{Timeout: testkit.Patience, Fallback: func() { fallbacks.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	before := fallbacks.Load()
+	for i, node := range []*ratelimit.Shared{s, other, s} {
+		if d := node.Allow(id("k2"), id("a"), true); !d.Allowed {
+			t.Fatalf("write %d after Redis came back: %+v", i+1, d)
+		}
+	}
+	if d := other.Allow(id("k2"), id("a"), true); d.Allowed {
+		t.Errorf("a 4th write in the window allowed: the two processes do not share it (%+v)", d)
+	}
+	if fallbacks.Load() != before {
+		t.Errorf("%d fallbacks with Redis back", fallbacks.Load()-before)
+	}
 }
 
 // Redis or not, a key's window is the same algorithm: a sequence of requests gets the same

@@ -13,9 +13,9 @@ import (
 
 // Redis is a private redis-server for one test (scripts/ensure-redis.sh installs it).
 type Redis struct {
-	URL    string
-	socket string
-	cmd    *exec.Cmd
+	URL              string
+	bin, dir, socket string
+	cmd              *exec.Cmd
 }
 
 // StartRedis starts a redis-server on a unix socket of its own directory, without
@@ -32,18 +32,30 @@ func StartRedis(t testing.TB) *Redis {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	r := &Redis{socket: filepath.Join(dir, "redis.sock")}
+	r := &Redis{bin: bin, dir: dir, socket: filepath.Join(dir, "redis.sock")}
 	r.URL = "unix://" + r.socket + "?db=0"
-	r.cmd = exec.Command(bin, "--port", "0", "--unixsocket", r.socket, "--unixsocketperm", "700", "--save", "",
-		"--appendonly", "no", "--dir", dir, "--daemonize", "no", "--loglevel", "warning")
+	r.start(t)
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// Restart starts the server again after Stop, at the same socket and empty: a Redis back
+// from a crash without persistence.
+func (r *Redis) Restart(t testing.TB) {
+	t.Helper()
+	r.start(t)
+}
+
+func (r *Redis) start(t testing.TB) {
+	t.Helper()
+	r.cmd = exec.Command(r.bin, "--port", "0", "--unixsocket", r.socket, "--unixsocketperm", "700", "--save", "",
+		"--appendonly", "no", "--dir", r.dir, "--daemonize", "no", "--loglevel", "warning")
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(r.Stop)
 	// ready when it answers PING with PONG: a socket is not enough (a Redis still starting
 	// answers -LOADING)
 	Eventually(t, "redis-server to answer PING", func() bool { return ping(r.socket) == nil })
-	return r
 }
 
 func ping(socket string) error {
