@@ -149,6 +149,7 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	m.WatchPool(st.Pool)
 	st.ObserveGroups(m.ObserveGroup)
 	m.WatchQueue(queueDepth(st))
+	m.WatchArchiver(archiver(st))
 	if st.Replica().Configured {
 		m.WatchReplica(func() (bool, time.Duration) { r := st.Replica(); return r.InUse, r.Lag })
 	}
@@ -262,6 +263,17 @@ func queueDepth(st *store.Store) metrics.QueueDepth {
 			return nil
 		})
 		return out, err
+	}
+}
+
+// archiver reads, for /metrics, the database's WAL archiving: with backups on, whether
+// pgBackRest takes the segments.
+func archiver(st *store.Store) func(context.Context) (metrics.Archiver, error) {
+	return func(ctx context.Context) (a metrics.Archiver, err error) {
+		err = st.Pool.QueryRow(ctx, `SELECT archived_count, failed_count,
+			coalesce(last_failed_time > coalesce(last_archived_time, '-infinity'), false) FROM pg_stat_archiver`).
+			Scan(&a.Archived, &a.Failed, &a.Failing)
+		return a, err
 	}
 }
 

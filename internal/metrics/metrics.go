@@ -186,11 +186,9 @@ func (c replicaCollector) Collect(ch chan<- prometheus.Metric) {
 // QueueDepth counts the jobs waiting or running, by queue and state.
 type QueueDepth func(ctx context.Context) (map[[2]string]float64, error)
 
-// WatchQueue exports the job queue's depth: counted at a scrape, and reused by the scrapes of
-// the next second, so scraping often (or by many scrapers) costs the database one count a
-// second at most.
+// WatchQueue exports the job queue's depth, counted at most once a second.
 func (m *Metrics) WatchQueue(depth QueueDepth) {
-	m.registry.MustRegister(&queueCollector{depth: depth})
+	m.registry.MustRegister(&queueCollector{cached[map[[2]string]float64]{read: depth}})
 }
 
 var (
@@ -223,33 +221,89 @@ func (c poolCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(poolDescs["wait"], prometheus.CounterValue, s.AcquireDuration().Seconds())
 }
 
-type queueCollector struct {
-	depth QueueDepth
-	mu    sync.Mutex // one count at a time; the scrapes meanwhile wait for it
-	at    time.Time
-	last  map[[2]string]float64
+// cached is a reading taken at a scrape and reused by the scrapes of the next second, so
+// scraping often (or by many scrapers) costs the database one query a second at most.
+type cached[T any] struct {
+	read func(ctx context.Context) (T, error)
+	mu   sync.Mutex // one reading at a time; the scrapes meanwhile wait for it
+	at   time.Time
+	last T
 }
 
-// queueFresh is how long a count of the queues answers the scrapes that follow it.
-const queueFresh = time.Second
+// fresh is how long a reading answers the scrapes that follow it.
+const fresh = time.Second
+
+func (c *cached[T]) get() (T, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.at) >= fresh {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		v, err := c.read(ctx)
+		cancel()
+		if err != nil {
+			return v, err
+		}
+		c.at, c.last = time.Now(), v
+	}
+	return c.last, nil
+}
+
+type queueCollector struct{ cached[map[[2]string]float64] }
 
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) { ch <- queueDesc }
 
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if time.Since(c.at) >= queueFresh {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		depths, err := c.depth(ctx)
-		cancel()
-		if err != nil {
-			ch <- prometheus.NewInvalidMetric(queueDesc, err)
-			return
-		}
-		c.at, c.last = time.Now(), depths
+	depths, err := c.get()
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(queueDesc, err)
+		return
 	}
-	depths := c.last
 	for k, v := range depths {
 		ch <- prometheus.MustNewConstMetric(queueDesc, prometheus.GaugeValue, v, k[0], k[1])
 	}
+}
+
+// Archiver is PostgreSQL's WAL archiving as pg_stat_archiver reports it.
+type Archiver struct {
+	Archived, Failed int64
+	// Failing is set while the latest attempt to archive a segment failed: PostgreSQL keeps
+	// the segment in pg_wal and tries again, and nothing after the last archived segment can
+	// be restored.
+	Failing bool
+}
+
+// WatchArchiver exports the database's WAL archiving, read at most once a second.
+func (m *Metrics) WatchArchiver(read func(ctx context.Context) (Archiver, error)) {
+	m.registry.MustRegister(&archiverCollector{cached[Archiver]{read: read}})
+}
+
+var archiverDescs = [...]*prometheus.Desc{
+	prometheus.NewDesc("contactd_wal_archived_total", "WAL segments PostgreSQL archived (archive_command succeeded), since its statistics were reset.", nil, nil),
+	prometheus.NewDesc("contactd_wal_archive_failures_total", "Attempts to archive a WAL segment that failed (PostgreSQL retries the segment).", nil, nil),
+	prometheus.NewDesc("contactd_wal_archive_failing", "1 while the latest attempt to archive a WAL segment failed: writes go on, their WAL accumulates in pg_wal, and a restore cannot reach past the last archived segment (pgBackRest's log says why).", nil, nil),
+}
+
+type archiverCollector struct{ cached[Archiver] }
+
+func (c *archiverCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range archiverDescs {
+		ch <- d
+	}
+}
+
+func (c *archiverCollector) Collect(ch chan<- prometheus.Metric) {
+	a, err := c.get()
+	if err != nil {
+		for _, d := range archiverDescs {
+			ch <- prometheus.NewInvalidMetric(d, err)
+		}
+		return
+	}
+	failing := 0.0
+	if a.Failing {
+		failing = 1
+	}
+	ch <- prometheus.MustNewConstMetric(archiverDescs[0], prometheus.CounterValue, float64(a.Archived))
+	ch <- prometheus.MustNewConstMetric(archiverDescs[1], prometheus.CounterValue, float64(a.Failed))
+	ch <- prometheus.MustNewConstMetric(archiverDescs[2], prometheus.GaugeValue, failing)
 }
