@@ -103,6 +103,9 @@ cluster-down: ## stop the cluster (PURGE=1: delete its data too)
 bench: deps redis-deps bench-tools ## the load benchmark: 100k contacts, c=64, contactd vs a bare net/http+pgx baseline (BENCH_FLAGS=-profile bin/prof ...)
 	./bin/contactbench $(BENCH_FLAGS)
 
+bench-doc: deps redis-deps bench-tools ## make bench, its output written into docs/performance.md (the current table)
+	@scripts/bench-doc.sh $(BENCH_FLAGS)
+
 bench-dataout: deps bench-tools ## data out at scale: 1,000,000 contacts, list/search p99, export and events feed rates (BENCH_FLAGS=-contacts ...)
 	./bin/contactbench -dataout $(BENCH_FLAGS)
 

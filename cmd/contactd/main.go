@@ -17,12 +17,10 @@ import (
 )
 
 // gcPercent is GOGC unless the environment sets it. A server's live heap is small (a few MB),
-// so Go's default of 100 collects several times a second under load: 200 halved that for a
-// few tens of MB more memory (`make bench`), and 400 served 1,700-1,940 first pages of the
-// list a second against 1,440-1,615 at 200 (`hey -c 16` on the database of
-// `contactbench -dataout -hold`, GOGC alternated). Other commands keep 200: the import's live
-// heap is larger, and at 400 importing 1,000,000 rows peaked at 242 MB, against 148
-// (`make bench-bulk`).
+// so Go's default of 100 collects several times a second under load; serving, 400 trades a
+// few tens of MB for fewer collections (more list pages a second in `make bench-dataout`).
+// Other commands keep 200: the import's live heap is larger, and at 400 a 1,000,000-row
+// import passes its RSS target (`make bench-bulk`).
 func gcPercent(args []string) int {
 	if len(args) > 0 && (args[0] == "serve" || args[0] == "worker") {
 		return 400

@@ -362,8 +362,7 @@ type ContactsPageWalkByCreatedParams struct {
 // after the cursor: the first @row_limit that match, read in the same statement (one round
 // trip). Fewer than @row_limit when matches are sparser than that, or the account ends. The
 // walk hands the outer scan an array of ids (an InitPlan): written as a join of the two, the
-// statement took 0.25 ms to plan against 0.16, and 1.2 ms a call against 1.0 (pgbench, a
-// page of two tags over 1,000,000 contacts).
+// statement is slower both to plan and to run.
 func (q *Queries) ContactsPageWalkByCreated(ctx context.Context, arg ContactsPageWalkByCreatedParams) ([]ContactRow, error) {
 	rows, err := q.db.Query(ctx, contactsPageWalkByCreated,
 		arg.AccountID,
@@ -490,8 +489,7 @@ type ContactsPageWalkByUpdatedParams struct {
 // after the cursor: the first @row_limit that match, read in the same statement (one round
 // trip). Fewer than @row_limit when matches are sparser than that, or the account ends. The
 // walk hands the outer scan an array of ids (an InitPlan): written as a join of the two, the
-// statement took 0.25 ms to plan against 0.16, and 1.2 ms a call against 1.0 (pgbench, a
-// page of two tags over 1,000,000 contacts).
+// statement is slower both to plan and to run.
 func (q *Queries) ContactsPageWalkByUpdated(ctx context.Context, arg ContactsPageWalkByUpdatedParams) ([]ContactRow, error) {
 	rows, err := q.db.Query(ctx, contactsPageWalkByUpdated,
 		arg.AccountID,
@@ -684,7 +682,7 @@ type ContactsTaggedPageParams struct {
 
 // ContactsPageWalkByCreated for the commonest search, tags alone, at the default page size
 // (50; walking at most 8,000): a statement of its own that PostgreSQL plans once per
-// connection, where planning the general one took 0.16 ms of each call (0.24 for q). It has
+// connection, where the general one is planned on each call. It has
 // no optional filters to fold away, its cursor is always given (the first page's is past
 // every contact), and its limits are constants: a generic plan costs a parameter's LIMIT as
 // a tenth of the rows, and would never be chosen over the custom ones.

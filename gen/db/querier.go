@@ -123,15 +123,13 @@ type Querier interface {
 	// after the cursor: the first @row_limit that match, read in the same statement (one round
 	// trip). Fewer than @row_limit when matches are sparser than that, or the account ends. The
 	// walk hands the outer scan an array of ids (an InitPlan): written as a join of the two, the
-	// statement took 0.25 ms to plan against 0.16, and 1.2 ms a call against 1.0 (pgbench, a
-	// page of two tags over 1,000,000 contacts).
+	// statement is slower both to plan and to run.
 	ContactsPageWalkByCreated(ctx context.Context, arg ContactsPageWalkByCreatedParams) ([]ContactRow, error)
 	// The contacts of a page found walking up to @walk_limit contacts down the updated_at order
 	// after the cursor: the first @row_limit that match, read in the same statement (one round
 	// trip). Fewer than @row_limit when matches are sparser than that, or the account ends. The
 	// walk hands the outer scan an array of ids (an InitPlan): written as a join of the two, the
-	// statement took 0.25 ms to plan against 0.16, and 1.2 ms a call against 1.0 (pgbench, a
-	// page of two tags over 1,000,000 contacts).
+	// statement is slower both to plan and to run.
 	ContactsPageWalkByUpdated(ctx context.Context, arg ContactsPageWalkByUpdatedParams) ([]ContactRow, error)
 	// ContactsTaggedPage for the other common search, q alone (with words in it): the email's
 	// prefix (@q_prefix, a LIKE pattern) or a word of the name (@q_words, a tsquery, made once
@@ -139,7 +137,7 @@ type Querier interface {
 	ContactsSearchPage(ctx context.Context, arg ContactsSearchPageParams) ([]ContactRow, error)
 	// ContactsPageWalkByCreated for the commonest search, tags alone, at the default page size
 	// (50; walking at most 8,000): a statement of its own that PostgreSQL plans once per
-	// connection, where planning the general one took 0.16 ms of each call (0.24 for q). It has
+	// connection, where the general one is planned on each call. It has
 	// no optional filters to fold away, its cursor is always given (the first page's is past
 	// every contact), and its limits are constants: a generic plan costs a parameter's LIMIT as
 	// a tenth of the rows, and would never be chosen over the custom ones.
@@ -167,33 +165,27 @@ type Querier interface {
 	// The claims. A claim counts the attempts each receiver holds (its leases) and takes what room
 	// is left, so two claims must not count at once: each takes an advisory lock first, in the
 	// statement before it (a worker's: the record of its last success, DeliveryRecordSuccess with
-	// @claim_next), and the store sends the two in one round trip and one implicit
-	// transaction (store.Pipelined), so the claim's snapshot is taken after the lock is held and
-	// sees every lease the claims before it committed. Both commit without waiting for the WAL
-	// flush (synchronous_commit off for their transaction: see DeliveryRecordSuccess). And both
-	// are planned without sequential scans (enable_seqscan off for their transaction): the queue's
-	// rows churn faster than autovacuum's analyze follows, and on statistics taken when
-	// webhook_deliveries was small the planner read the whole table for its few leases (46,463
-	// rows for 7 in a bench run); every part of a claim has an index to go by. And both are
-	// planned without sorts that an index can spare them (enable_sort off for their transaction):
-	// the pending index keeps the pages of every delivery sent since it grew (702 pages for 220
-	// live entries after a bench run's backlog and a vacuum), so each live entry looks pages dear,
-	// and before autovacuum's first analyze a subscription looks to have a row or two: the claims
-	// took a subscription's oldest due deliveries from its whole history
-	// (webhook_deliveries_subscription) and sorted them: 19,214 buffers for a dispatcher's
-	// candidates in a bench run, whose deliveries paced at 1,200 a second then arrived at 426 a
-	// second. The
-	// sorts no plan can spare (the dispatcher's rankings) are in every plan alike, and as each
-	// path ruled out costs a plan 10^10, past jit_above_cost, JIT is off too (jit off for their
-	// transaction): it compiled the dispatcher's claim on every call, 1.1 s each. And both keep
-	// one generic plan per connection (plan_cache_mode force_generic_plan for their transaction):
-	// left to choose, PostgreSQL planned a worker's claim anew, for its values, 2,219 times in
-	// 19,219 calls of the full bench's webhook phase, at 2-3 ms of PostgreSQL CPU a plan: more
-	// than running the claim. And both read the event through delivery_event (migration 00038),
-	// which PostgreSQL prunes to the event's day before it starts: a generic plan joining the
-	// partitioned events by the claimed event's id started a scan of every day kept. The lock
-	// keys are those of the functions of migrations 00012 and 00022, which the previous release
-	// still calls during a rollout: both releases' claims exclude each other.
+	// @claim_next), and the store sends the two in one round trip and one implicit transaction
+	// (store.Pipelined), so the claim's snapshot is taken after the lock is held and sees every
+	// lease the claims before it committed. Both commit without waiting for the WAL flush
+	// (synchronous_commit off: see DeliveryRecordSuccess). The queue's rows churn faster than
+	// autovacuum's analyze follows, so the planner's statistics are routinely wrong about it; the
+	// claims therefore pin their plans for their transaction:
+	// - enable_seqscan off: on statistics taken when the table was small, the planner read the
+	//   whole table for a few leases; every part of a claim has an index to go by;
+	// - enable_sort off: the pending index keeps the pages of every delivery sent since it grew,
+	//   so each live entry looks dear, and the planner took a subscription's oldest due deliveries
+	//   from its whole history and sorted them; the sorts no plan can spare (the dispatcher's
+	//   rankings) are in every plan alike;
+	// - jit off: each path ruled out costs a plan 10^10, past jit_above_cost, and JIT would
+	//   compile the claim on every call;
+	// - plan_cache_mode force_generic_plan: left to choose, PostgreSQL re-planned a worker's claim
+	//   for its values often enough to cost more than running it.
+	// Both read the event through delivery_event (migration 00038), which PostgreSQL prunes to
+	// the event's day before it starts: a generic plan joining the partitioned events by the
+	// claimed event's id would start a scan of every day kept. The lock keys are those of the
+	// functions of migrations 00012 and 00022, which the previous release still calls during a
+	// rollout: both releases' claims exclude each other.
 	// The dispatcher's claims, one at a time in every process, and no worker's DeliveryClaimNext
 	// meanwhile (they take it shared).
 	DeliveryClaimLock(ctx context.Context) error
@@ -232,10 +224,8 @@ type Querier interface {
 	// neither, and the receiver's count never rises past its limit. The previous release's worker
 	// claimed in a transaction apart from its record, and takes the receiver's lock exclusively
 	// (never waiting): the shared lock keeps the two releases' claims apart during a rollout.
-	// A worker that gave up when another claim ran, as until 9120f4b, ended its run of the
-	// receiver's deliveries and left the room it freed to the dispatcher's next claim: with a
-	// backlog, two thirds of the deliveries went through the dispatcher, whose claim cost 918 us
-	// to a worker's 78 us.
+	// A worker does not give up when another claim runs: it would leave the room it freed to the
+	// dispatcher's next claim, which costs an order of magnitude more than a worker's.
 	// A worker holds a database connection while it waits, so the wait is bounded (lock_timeout,
 	// set first): a dispatcher's claim stuck behind a row lock cannot hold the pool's
 	// connections, which the API shares, for longer than that; the worker's success is then

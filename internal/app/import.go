@@ -17,10 +17,9 @@ import (
 var errRowsRejected = errors.New("some rows were rejected")
 
 // importMemoryLimit is the heap an import keeps to unless GOMEMLIMIT says otherwise. Its
-// live heap is mostly the batches in flight, 42-81 MB after a collection, and the collector's
-// default goal of twice that took a 1,000,000-row import to a peak RSS of 236-244 MB. Under
-// this limit the peak was 150 MB at the same rate (16,248 rows/s against 15,685); under
-// 100 MiB the collector cost a tenth of the rate.
+// live heap is mostly the batches in flight, and the collector's default goal of twice that
+// took a 1,000,000-row import past its RSS target (`make bench-bulk`); under this limit it
+// stays under at the same rate, and a much lower one costs the collector a share of the rate.
 const importMemoryLimit = 128 << 20
 
 // cmdImport upserts the contacts of a file into an account, through the batch endpoint's code.

@@ -17,9 +17,9 @@ import (
 // fails: a stopping serve tells HAProxy by /readyz and serves on (CONTACTD_SHUTDOWN_DRAIN)
 // until HAProxy has taken it out, a stopping worker finishes its attempts. Every write is
 // stored and every event delivered. Writes are sent once, without Idempotency-Keys: a retry
-// would hide a failure. (A stopping serve used to close its idle connections as its drain
-// began, under HAProxy, which may be sending a request on one: in a fresh-clone make test of
-// e59e8e0 one create of 2,538 got EOF so. TestSIGTERMDrainsBehindABalancer shows that case.)
+// would hide a failure. (A stopping serve must not close its idle connections as its drain
+// begins: HAProxy may be sending a request on one, which would get EOF.
+// TestSIGTERMDrainsBehindABalancer shows that case.)
 func TestClusterRollingRestart(t *testing.T) {
 	if os.Getenv("CONTACTD_CLUSTER_TEST") == "" {
 		t.Skip("the cluster tests run with CONTACTD_CLUSTER_TEST=1: make test-cluster")

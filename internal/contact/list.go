@@ -99,9 +99,9 @@ func (f Filter) selective() bool {
 // takes matches for sparse and asks the indexes of the filters instead. The walk reads rows
 // in the order's index until the page is full: it costs the page divided by the matches'
 // density. The filters' indexes return every match before any is sorted: they cost the
-// matches' density times the account. At 1,000,000 contacts and pages of 50 the two cross at
-// a density of about 0.7 %; walking 8,000 contacts hands the sparser filters over at 0.6 %
-// (measured with contactbench -dataout; docs/performance.md).
+// matches' density times the account. At a million contacts and pages of 50 the two cross
+// below 1 % density, and maxWalk hands the filters over just under that crossing
+// (contactbench -dataout measures both sides).
 const (
 	walkFactor = 160
 	maxWalk    = 8000
@@ -306,8 +306,8 @@ func (s *Service) Export(ctx context.Context, accountID uuid.UUID, f Filter, emi
 
 // exportInOrder is Export when every contact in p's time range is wanted: pages of the list's
 // own statement, read in the creation index's order (the contacts' rows come mostly in the
-// order they were written), where the walk and read by ids went down the primary key once
-// per contact (4.5 µs each).
+// order they were written), where the walk and read by ids would go down the primary key once
+// per contact.
 func (s *Service) exportInOrder(ctx context.Context, p listParams, emit func(Contact) error) error {
 	p.RowLimit = exportFetch
 	return s.store.ReadSnapshotStale(ctx, func(q *db.Queries) error {
