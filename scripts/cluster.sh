@@ -115,13 +115,13 @@ primary() { monitor_sql "SELECT nodename FROM pgautofailover.node WHERE goalstat
 
 # run_keeper NAME PGDATA: pg_auto_failover's keeper of one node, in the background (it runs
 # and watches its PostgreSQL, and takes its orders from the monitor)
-# kill_in_dir DIR: SIGKILL every process whose working directory is DIR (a PostgreSQL's
-# processes all work in its data directory).
+# kill_in_dir DIR [SIGNAL]: SIGKILL (or SIGNAL) every process whose working directory is DIR
+# (a PostgreSQL's processes all work in its data directory).
 kill_in_dir() {
 	local p dir
 	dir=$(realpath "$1")
 	for p in /proc/[0-9]*; do
-		[ "$(readlink "$p/cwd" 2>/dev/null)" = "$dir" ] && kill -KILL "${p#/proc/}" 2>/dev/null
+		[ "$(readlink "$p/cwd" 2>/dev/null)" = "$dir" ] && kill "-${2:-KILL}" "${p#/proc/}" 2>/dev/null
 	done
 	return 0
 }
@@ -401,6 +401,15 @@ kill) # kill NODE: SIGKILL, as a crash would, and wait until it is gone
 	esac
 	wait_for "$2's end" 5 not_alive "$2"
 	;;
+freeze | thaw) # freeze NODE: a PostgreSQL node stopped whole (SIGSTOP) as a machine that hangs
+	# is: its keeper and PostgreSQL alive, answering nothing; thaw NODE resumes it (SIGCONT)
+	case $2 in pg[0-9]) ;; *) echo "cluster: $1 takes a PostgreSQL node" >&2; exit 2 ;; esac
+	alive "$2" || { echo "cluster: $2 is not running" >&2; exit 1; }
+	sig=STOP
+	[ "$1" = freeze ] || sig=CONT
+	kill "-$sig" -- "-$(cat "$DIR/$2.pid")"
+	kill_in_dir "$DIR/ha/$2" "$sig"
+	;;
 start)
 	case $2 in
 	pg[0-9]) start_pg_node "$2" ;;
@@ -418,6 +427,9 @@ replication) # replication NODE: its synchronous_standby_names, and how many sta
 	"$(pg_bin)/psql" -h 127.0.0.1 -p "$(pg_node_port "$2")" -U postgres -d postgres -qtA -F ' ' \
 		-c "SELECT current_setting('synchronous_standby_names') <> '', count(*) FILTER (WHERE state = 'streaming' AND sync_state IN ('sync', 'quorum')) FROM pg_stat_replication"
 	;;
+recovery) # recovery NODE: t while the node's PostgreSQL is a standby (in recovery), f as a primary
+	"$(pg_bin)/psql" -h 127.0.0.1 -p "$(pg_node_port "$2")" -U postgres -d postgres -qtAc "SELECT pg_is_in_recovery()"
+	;;
 standbys) monitor_sql "SELECT nodename FROM pgautofailover.node WHERE reportedstate::text = 'secondary' AND goalstate = reportedstate ORDER BY nodeid" ;;
-*) echo "usage: $0 up | down [--purge] | status | kill NODE | start NODE | restart NODE | primary | replication NODE | standbys   (NODE: $NODES, and monitor $PG_NODES unless CLUSTER_HA=0)" >&2; exit 2 ;;
+*) echo "usage: $0 up | down [--purge] | status | kill NODE | freeze NODE | thaw NODE | start NODE | restart NODE | primary | replication NODE | recovery NODE | standbys   (NODE: $NODES, and monitor $PG_NODES unless CLUSTER_HA=0)" >&2; exit 2 ;;
 esac

@@ -5,4 +5,4 @@
 # and then the monitor under load (not in make test: see docs/operations.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-CONTACTD_HA_TEST=1 CONTACTD_HA_LOSSES=${CONTACTD_HA_LOSSES:-} exec ${GO:-go} test -vet=off -count=1 -timeout 5m -run TestClusterSurvivesPrimaryLoss -v ./internal/clustertest/
+CONTACTD_HA_TEST=1 CONTACTD_HA_LOSSES=${CONTACTD_HA_LOSSES:-} exec ${GO:-go} test -vet=off -count=1 -timeout 7m -run TestClusterSurvivesPrimaryLoss -v ./internal/clustertest/

@@ -103,13 +103,19 @@ func upCluster(t *testing.T, env ...string) *cluster {
 // script runs scripts/cluster.sh with args.
 func (c *cluster) script(args ...string) string {
 	c.t.Helper()
-	cmd := exec.Command(filepath.Join(c.root, "scripts/cluster.sh"), args...)
-	cmd.Env = c.env
-	out, err := cmd.CombinedOutput()
+	out, err := c.tryScript(args...)
 	if err != nil {
 		c.t.Fatalf("cluster.sh %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	return string(out)
+	return out
+}
+
+// tryScript runs scripts/cluster.sh with args, for a question a node may not answer yet.
+func (c *cluster) tryScript(args ...string) (string, error) {
+	cmd := exec.Command(filepath.Join(c.root, "scripts/cluster.sh"), args...)
+	cmd.Env = c.env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
 
 // contactd runs a contactd command against the cluster's database and returns its stdout.

@@ -24,7 +24,8 @@ import (
 // loses the PostgreSQL primary whole (its keeper and PostgreSQL, SIGKILL) as a machine would
 // be lost. A standby is promoted; contactd's processes find it through their multi-host URL
 // (target_session_attrs=read-write); every write is retried with its key until answered.
-// The lost node, started again, rejoins as a standby; then (CONTACTD_HA_LOSSES=1) a standby is
+// The lost node, started again, rejoins as a standby; then the primary is frozen (SIGSTOP) and
+// resumed, and comes back as a standby; then (CONTACTD_HA_LOSSES=1) a standby is
 // lost under load, and then the monitor, and writes go on through each. Afterwards every acknowledged write is there
 // exactly once, every event reaches the receiver, and the window in which writes failed after
 // the primary's loss is reported. Every phase waits for an event, never for a time.
@@ -119,17 +120,21 @@ func TestClusterSurvivesPrimaryLoss(t *testing.T) {
 		}
 		return n
 	}
-	primary := strings.TrimSpace(c.script("primary"))
 	// zero loss rests on synchronous replication: the primary waits for a standby's flush, as
 	// the primary itself reports it, before anything is killed
-	testkit.Eventually(t, primary+" replicating synchronously to a streaming standby", func() bool {
-		f := strings.Fields(c.script("replication", primary))
-		if len(f) != 2 {
-			return false
-		}
-		n, _ := strconv.Atoi(f[1])
-		return f[0] == "t" && n >= 1
-	})
+	synchronous := func(node string) {
+		t.Helper()
+		testkit.Eventually(t, node+" replicating synchronously to a streaming standby", func() bool {
+			f := strings.Fields(c.script("replication", node))
+			if len(f) != 2 {
+				return false
+			}
+			n, _ := strconv.Atoi(f[1])
+			return f[0] == "t" && n >= 1
+		})
+	}
+	primary := strings.TrimSpace(c.script("primary"))
+	synchronous(primary)
 	killed := underLoad("the primary is lost", func() { c.script("kill", primary) })
 	newPrimary := strings.TrimSpace(c.script("primary"))
 
@@ -163,6 +168,26 @@ func TestClusterSurvivesPrimaryLoss(t *testing.T) {
 	c.script("start", primary)
 	testkit.Eventually(t, primary+" rejoining as a standby", func() bool {
 		return slices.Contains(strings.Fields(c.script("standbys")), primary)
+	})
+
+	// the primary frozen (SIGSTOP: its keeper and PostgreSQL alive, answering nothing), as a
+	// machine that hangs is: a standby is promoted and writes go on. Resumed, the frozen node
+	// must come back as a standby, never as a second primary: its commits wait for a
+	// synchronous standby that now follows the new primary, so none is acknowledged (the
+	// count at the end finds every acknowledged write), and its keeper demotes it.
+	frozen := strings.TrimSpace(c.script("primary"))
+	synchronous(frozen)
+	frozenAt := underLoad("the primary is frozen", func() { c.script("freeze", frozen) })
+	promoted := strings.TrimSpace(c.script("primary"))
+	if promoted == frozen || promoted == "" {
+		t.Errorf("the primary is %q with %s frozen", promoted, frozen)
+	}
+	t.Logf("primary %s frozen (SIGSTOP) under load: %s promoted, %d create attempts failed after the freeze",
+		frozen, promoted, failedSince(frozenAt))
+	c.script("thaw", frozen)
+	testkit.Eventually(t, frozen+" back as a standby after it was resumed", func() bool {
+		recovery, err := c.tryScript("recovery", frozen)
+		return err == nil && strings.TrimSpace(recovery) == "t" && slices.Contains(strings.Fields(c.script("standbys")), frozen)
 	})
 
 	// a standby lost: a commit waits for the other one (synchronous replication to ANY 1), so
