@@ -156,6 +156,22 @@ CREATE TABLE public.console_sessions (
     expires_at timestamp with time zone NOT NULL
 );
 
+CREATE TABLE public.contact_fields (
+    account_id uuid NOT NULL,
+    key text NOT NULL,
+    label text NOT NULL,
+    description text DEFAULT ''::text NOT NULL,
+    type text NOT NULL,
+    required boolean DEFAULT false NOT NULL,
+    is_unique boolean DEFAULT false NOT NULL,
+    options jsonb DEFAULT '[]'::jsonb NOT NULL,
+    validation jsonb DEFAULT '{}'::jsonb NOT NULL,
+    archived_at timestamp with time zone,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT contact_fields_type_check CHECK ((type = ANY (ARRAY['text'::text, 'number'::text, 'boolean'::text, 'date'::text, 'datetime'::text, 'enum'::text, 'multiEnum'::text, 'email'::text, 'phone'::text, 'url'::text])))
+);
+
 CREATE TABLE public.contact_merges (
     account_id uuid NOT NULL,
     contact_id uuid NOT NULL,
@@ -436,6 +452,9 @@ ALTER TABLE ONLY public.api_keys
 ALTER TABLE ONLY public.console_sessions
     ADD CONSTRAINT console_sessions_pkey PRIMARY KEY (session_hash);
 
+ALTER TABLE ONLY public.contact_fields
+    ADD CONSTRAINT contact_fields_pkey PRIMARY KEY (account_id, key);
+
 ALTER TABLE ONLY public.contact_merges
     ADD CONSTRAINT contact_merges_consent_token_key UNIQUE (consent_token);
 
@@ -576,6 +595,9 @@ ALTER TABLE ONLY public.api_keys
 
 ALTER TABLE ONLY public.console_sessions
     ADD CONSTRAINT console_sessions_account_id_key_id_fkey FOREIGN KEY (account_id, key_id) REFERENCES public.api_keys(account_id, key_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.contact_fields
+    ADD CONSTRAINT contact_fields_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(account_id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.contact_merges
     ADD CONSTRAINT contact_merges_account_id_merged_into_fkey FOREIGN KEY (account_id, merged_into) REFERENCES public.contacts(account_id, contact_id) ON DELETE CASCADE;

@@ -194,6 +194,9 @@ const (
 	ErrorCodeDuplicateContact         ErrorCode = "DuplicateContact"
 	ErrorCodeDuplicateProperty        ErrorCode = "DuplicateProperty"
 	ErrorCodeEventDoesNotExist        ErrorCode = "EventDoesNotExist"
+	ErrorCodeFieldArchived            ErrorCode = "FieldArchived"
+	ErrorCodeFieldDoesNotExist        ErrorCode = "FieldDoesNotExist"
+	ErrorCodeFieldExists              ErrorCode = "FieldExists"
 	ErrorCodeForbidden                ErrorCode = "Forbidden"
 	ErrorCodeIdempotencyKeyInProgress ErrorCode = "IdempotencyKeyInProgress"
 	ErrorCodeIdempotencyKeyReused     ErrorCode = "IdempotencyKeyReused"
@@ -225,6 +228,12 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeDuplicateProperty:
 		return true
 	case ErrorCodeEventDoesNotExist:
+		return true
+	case ErrorCodeFieldArchived:
+		return true
+	case ErrorCodeFieldDoesNotExist:
+		return true
+	case ErrorCodeFieldExists:
 		return true
 	case ErrorCodeForbidden:
 		return true
@@ -306,6 +315,48 @@ func (e EventType) Valid() bool {
 	case EventTypeTagsAdded:
 		return true
 	case EventTypeTagsRemoved:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FieldType.
+const (
+	FieldTypeBoolean   FieldType = "boolean"
+	FieldTypeDate      FieldType = "date"
+	FieldTypeDatetime  FieldType = "datetime"
+	FieldTypeEmail     FieldType = "email"
+	FieldTypeEnum      FieldType = "enum"
+	FieldTypeMultiEnum FieldType = "multiEnum"
+	FieldTypeNumber    FieldType = "number"
+	FieldTypePhone     FieldType = "phone"
+	FieldTypeText      FieldType = "text"
+	FieldTypeUrl       FieldType = "url"
+)
+
+// Valid indicates whether the value is a known member of the FieldType enum.
+func (e FieldType) Valid() bool {
+	switch e {
+	case FieldTypeBoolean:
+		return true
+	case FieldTypeDate:
+		return true
+	case FieldTypeDatetime:
+		return true
+	case FieldTypeEmail:
+		return true
+	case FieldTypeEnum:
+		return true
+	case FieldTypeMultiEnum:
+		return true
+	case FieldTypeNumber:
+		return true
+	case FieldTypePhone:
+		return true
+	case FieldTypeText:
+		return true
+	case FieldTypeUrl:
 		return true
 	default:
 		return false
@@ -815,6 +866,28 @@ type CreateContactResult struct {
 	Warnings []Warning `json:"warnings"`
 }
 
+// CreateFieldRequest defines model for CreateFieldRequest.
+type CreateFieldRequest struct {
+	Description *string `json:"description,omitempty"`
+
+	// Key Lowercase letters, digits and `_`, starting with a letter.
+	Key      string            `json:"key"`
+	Label    string            `json:"label"`
+	Options  *[]NewFieldOption `json:"options,omitempty"`
+	Required *bool             `json:"required,omitempty"`
+
+	// Type What a field's values are: `text`, `number`, `boolean`, `date` (`YYYY-MM-DD`),
+	// `datetime` (RFC 3339), `enum` (one of the options), `multiEnum` (a set of options),
+	// `email`, `phone` (E.164 once stored) or `url` (absolute `http(s)://`).
+	Type   FieldType `json:"type"`
+	Unique *bool     `json:"unique,omitempty"`
+
+	// Validation Rules a value must meet, checked when it is written: `min` and `max` for `number`,
+	// `maxLength` (characters) for `text`, `email`, `phone` and `url`, and `pattern`, an RE2
+	// expression the whole value must match, for `text`.
+	Validation *FieldValidation `json:"validation,omitempty"`
+}
+
 // CreateWebhookRequest defines model for CreateWebhookRequest.
 type CreateWebhookRequest struct {
 	// EventType The kind of event a subscription receives. `SubscriptionFailing` (contactd's) warns
@@ -1207,6 +1280,50 @@ type EventTypeList struct {
 	EventTypes []EventTypeInfo `json:"eventTypes"`
 }
 
+// Field A custom field of the account's contacts.
+type Field struct {
+	Archived bool `json:"archived"`
+
+	// ArchivedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	ArchivedAt *Timestamp `json:"archivedAt,omitempty"`
+
+	// CreatedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	CreatedAt   Timestamp `json:"createdAt"`
+	Description *string   `json:"description,omitempty"`
+
+	// Key The field's name in a contact's `customFields`; never changes.
+	Key   string `json:"key"`
+	Label string `json:"label"`
+
+	// Options For `enum` and `multiEnum`, in the order they were added.
+	Options *[]FieldOption `json:"options,omitempty"`
+
+	// Required A contact must have a value (checked when a contact is created or the field is written).
+	Required bool `json:"required"`
+
+	// Type What a field's values are: `text`, `number`, `boolean`, `date` (`YYYY-MM-DD`),
+	// `datetime` (RFC 3339), `enum` (one of the options), `multiEnum` (a set of options),
+	// `email`, `phone` (E.164 once stored) or `url` (absolute `http(s)://`).
+	Type FieldType `json:"type"`
+
+	// Unique No two contacts of the account have the same value (an empty value never collides).
+	Unique bool `json:"unique"`
+
+	// UpdatedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	UpdatedAt Timestamp `json:"updatedAt"`
+
+	// Validation Rules a value must meet, checked when it is written: `min` and `max` for `number`,
+	// `maxLength` (characters) for `text`, `email`, `phone` and `url`, and `pattern`, an RE2
+	// expression the whole value must match, for `text`.
+	Validation *FieldValidation `json:"validation,omitempty"`
+}
+
 // FieldError One violation of the request's rules.
 type FieldError struct {
 	// Field Where: `body.<path>`, `query.<name>`, `path.<name>` or `header.<name>`.
@@ -1223,6 +1340,45 @@ type FieldError struct {
 	//
 	// Example: format
 	Reason string `json:"reason"`
+}
+
+// FieldList defines model for FieldList.
+type FieldList struct {
+	Fields []Field `json:"fields"`
+}
+
+// FieldOption One value an `enum` or `multiEnum` field may take.
+type FieldOption struct {
+	// Archived An archived option stays on the contacts that hold it and cannot be written.
+	Archived bool `json:"archived"`
+
+	// Label What people read.
+	Label string `json:"label"`
+
+	// Value What contacts carry; never changes.
+	Value string `json:"value"`
+}
+
+// FieldOptionChange An option to add (with its `label`), relabel, archive or restore.
+type FieldOptionChange struct {
+	Archived *bool   `json:"archived,omitempty"`
+	Label    *string `json:"label,omitempty"`
+	Value    string  `json:"value"`
+}
+
+// FieldType What a field's values are: `text`, `number`, `boolean`, `date` (`YYYY-MM-DD`),
+// `datetime` (RFC 3339), `enum` (one of the options), `multiEnum` (a set of options),
+// `email`, `phone` (E.164 once stored) or `url` (absolute `http(s)://`).
+type FieldType string
+
+// FieldValidation Rules a value must meet, checked when it is written: `min` and `max` for `number`,
+// `maxLength` (characters) for `text`, `email`, `phone` and `url`, and `pattern`, an RE2
+// expression the whole value must match, for `text`.
+type FieldValidation struct {
+	Max       *float64 `json:"max,omitempty"`
+	MaxLength *int     `json:"maxLength,omitempty"`
+	Min       *float64 `json:"min,omitempty"`
+	Pattern   *string  `json:"pattern,omitempty"`
 }
 
 // FilterTestRequest A filter and an event to evaluate it against; each defaults to the subscription's.
@@ -1290,6 +1446,12 @@ type MergeContactsResult struct {
 
 	// MergedContactIds The duplicates merged into the contact (their ids now answer for it).
 	MergedContactIds []string `json:"mergedContactIds"`
+}
+
+// NewFieldOption defines model for NewFieldOption.
+type NewFieldOption struct {
+	Label string `json:"label"`
+	Value string `json:"value"`
 }
 
 // Phone A phone number: an optional `+` and 1-2 digit country code, then 3-3-4 digits.
@@ -1444,6 +1606,19 @@ type UpdateContactRequest struct {
 
 	// RecordStatus Whether the contact may receive marketing.
 	RecordStatus *RecordStatus `json:"recordStatus,omitempty"`
+}
+
+// UpdateFieldRequest defines model for UpdateFieldRequest.
+type UpdateFieldRequest struct {
+	Description *string              `json:"description,omitempty"`
+	Label       *string              `json:"label,omitempty"`
+	Options     *[]FieldOptionChange `json:"options,omitempty"`
+	Required    *bool                `json:"required,omitempty"`
+
+	// Validation Rules a value must meet, checked when it is written: `min` and `max` for `number`,
+	// `maxLength` (characters) for `text`, `email`, `phone` and `url`, and `pattern`, an RE2
+	// expression the whole value must match, for `text`.
+	Validation *FieldValidation `json:"validation,omitempty"`
 }
 
 // UpdateWebhookRequest The subscription's settings to change; absent ones stay.
@@ -1819,6 +1994,9 @@ type WebhookSubscription struct {
 // ContactIdPath defines model for ContactIdPath.
 type ContactIdPath = string
 
+// FieldKeyPath defines model for FieldKeyPath.
+type FieldKeyPath = string
+
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
@@ -1830,6 +2008,12 @@ type BadRequest = Error
 
 // ContactConflict The body of every failure.
 type ContactConflict = Error
+
+// FieldConflict The body of every failure.
+type FieldConflict = Error
+
+// FieldNotFound The body of every failure.
+type FieldNotFound = Error
 
 // Forbidden The body of every failure.
 type Forbidden = Error
@@ -2124,6 +2308,48 @@ type ListEventsParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// ListFieldsParams defines parameters for ListFields.
+type ListFieldsParams struct {
+	// Archived Include archived fields.
+	Archived *bool `form:"archived,omitempty" json:"archived,omitempty"`
+}
+
+// CreateFieldParams defines parameters for CreateField.
+type CreateFieldParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UpdateFieldParams defines parameters for UpdateField.
+type UpdateFieldParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ArchiveFieldParams defines parameters for ArchiveField.
+type ArchiveFieldParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // CreateWebhookParams defines parameters for CreateWebhook.
 type CreateWebhookParams struct {
 	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
@@ -2244,6 +2470,12 @@ type BatchContactsJSONRequestBody = BatchContactsRequest
 // MergeContactsJSONRequestBody defines body for MergeContacts for application/json ContentType.
 type MergeContactsJSONRequestBody = MergeContactsRequest
 
+// CreateFieldJSONRequestBody defines body for CreateField for application/json ContentType.
+type CreateFieldJSONRequestBody = CreateFieldRequest
+
+// UpdateFieldJSONRequestBody defines body for UpdateField for application/json ContentType.
+type UpdateFieldJSONRequestBody = UpdateFieldRequest
+
 // CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
 type CreateWebhookJSONRequestBody = CreateWebhookRequest
 
@@ -2318,6 +2550,21 @@ type ServerInterface interface {
 	// GetEvent Get an event
 	// (GET /public/v1/events/{eventId})
 	GetEvent(ctx echo.Context, eventId string) error
+	// ListFields List the custom fields
+	// (GET /public/v1/fields)
+	ListFields(ctx echo.Context, params ListFieldsParams) error
+	// CreateField Define a custom field
+	// (POST /public/v1/fields)
+	CreateField(ctx echo.Context, params CreateFieldParams) error
+	// GetField Read a custom field
+	// (GET /public/v1/fields/{fieldKey})
+	GetField(ctx echo.Context, fieldKey FieldKeyPath) error
+	// UpdateField Change a custom field
+	// (PATCH /public/v1/fields/{fieldKey})
+	UpdateField(ctx echo.Context, fieldKey FieldKeyPath, params UpdateFieldParams) error
+	// ArchiveField Archive a custom field
+	// (POST /public/v1/fields/{fieldKey}/archive)
+	ArchiveField(ctx echo.Context, fieldKey FieldKeyPath, params ArchiveFieldParams) error
 	// ListWebhooks List subscriptions
 	// (GET /public/v1/webhooks)
 	ListWebhooks(ctx echo.Context) error
@@ -3065,6 +3312,141 @@ func (w *ServerInterfaceWrapper) GetEvent(ctx echo.Context) error {
 	return err
 }
 
+// ListFields converts echo context to params.
+func (w *ServerInterfaceWrapper) ListFields(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListFieldsParams
+	// ------------- Optional query parameter "archived" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "archived", ctx.QueryParams(), &params.Archived, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter archived: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListFields(ctx, params)
+	return err
+}
+
+// CreateField converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateField(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateFieldParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateField(ctx, params)
+	return err
+}
+
+// GetField converts echo context to params.
+func (w *ServerInterfaceWrapper) GetField(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "fieldKey" -------------
+	var fieldKey FieldKeyPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fieldKey", ctx.Param("fieldKey"), &fieldKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter fieldKey: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetField(ctx, fieldKey)
+	return err
+}
+
+// UpdateField converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateField(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "fieldKey" -------------
+	var fieldKey FieldKeyPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fieldKey", ctx.Param("fieldKey"), &fieldKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter fieldKey: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateFieldParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateField(ctx, fieldKey, params)
+	return err
+}
+
+// ArchiveField converts echo context to params.
+func (w *ServerInterfaceWrapper) ArchiveField(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "fieldKey" -------------
+	var fieldKey FieldKeyPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "fieldKey", ctx.Param("fieldKey"), &fieldKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter fieldKey: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ArchiveFieldParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ArchiveField(ctx, fieldKey, params)
+	return err
+}
+
 // ListWebhooks converts echo context to params.
 func (w *ServerInterfaceWrapper) ListWebhooks(ctx echo.Context) error {
 	var err error
@@ -3451,6 +3833,11 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/public/v1/webhooks/:subscriptionId/deliveries/:deliveryId/redeliver", wrapper.RedeliverWebhook, options.OperationMiddlewares["redeliverWebhook"]...)
 	router.POST(options.BaseURL+"/public/v1/webhooks/:subscriptionId/secret", wrapper.RotateWebhookSecret, options.OperationMiddlewares["rotateWebhookSecret"]...)
 	router.POST(options.BaseURL+"/public/v1/webhooks/:subscriptionId/replay", wrapper.ReplayWebhook, options.OperationMiddlewares["replayWebhook"]...)
+	router.GET(options.BaseURL+"/public/v1/fields", wrapper.ListFields, options.OperationMiddlewares["listFields"]...)
+	router.POST(options.BaseURL+"/public/v1/fields", wrapper.CreateField, options.OperationMiddlewares["createField"]...)
+	router.GET(options.BaseURL+"/public/v1/fields/:fieldKey", wrapper.GetField, options.OperationMiddlewares["getField"]...)
+	router.PATCH(options.BaseURL+"/public/v1/fields/:fieldKey", wrapper.UpdateField, options.OperationMiddlewares["updateField"]...)
+	router.POST(options.BaseURL+"/public/v1/fields/:fieldKey/archive", wrapper.ArchiveField, options.OperationMiddlewares["archiveField"]...)
 	router.GET(options.BaseURL+"/consent/:token", wrapper.GetConsent, options.OperationMiddlewares["getConsent"]...)
 
 }
@@ -3458,6 +3845,10 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 type BadRequestJSONResponse Error
 
 type ContactConflictJSONResponse Error
+
+type FieldConflictJSONResponse Error
+
+type FieldNotFoundJSONResponse Error
 
 type ForbiddenJSONResponse Error
 
@@ -6807,6 +7198,824 @@ func (response GetEvent503JSONResponse) VisitGetEventResponse(w http.ResponseWri
 	return err
 }
 
+type ListFieldsRequestObject struct {
+	Params ListFieldsParams
+}
+
+type ListFieldsResponseObject interface {
+	VisitListFieldsResponse(w http.ResponseWriter) error
+}
+
+type ListFields200JSONResponse FieldList
+
+func (response ListFields200JSONResponse) VisitListFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFields400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListFields400JSONResponse) VisitListFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFields401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListFields401JSONResponse) VisitListFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFields403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListFields403JSONResponse) VisitListFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFields429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListFields429JSONResponse) VisitListFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFields500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListFields500JSONResponse) VisitListFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListFields503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListFields503JSONResponse) VisitListFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateFieldRequestObject struct {
+	Params CreateFieldParams
+	Body   *CreateFieldJSONRequestBody
+}
+
+type CreateFieldResponseObject interface {
+	VisitCreateFieldResponse(w http.ResponseWriter) error
+}
+
+type CreateField200JSONResponse Field
+
+func (response CreateField200JSONResponse) VisitCreateFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateField400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateField400JSONResponse) VisitCreateFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateField401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateField401JSONResponse) VisitCreateFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateField403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateField403JSONResponse) VisitCreateFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateField409JSONResponse struct{ FieldConflictJSONResponse }
+
+func (response CreateField409JSONResponse) VisitCreateFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateField413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateField413JSONResponse) VisitCreateFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateField415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateField415JSONResponse) VisitCreateFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateField422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response CreateField422JSONResponse) VisitCreateFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateField429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateField429JSONResponse) VisitCreateFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateField500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateField500JSONResponse) VisitCreateFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateField503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateField503JSONResponse) VisitCreateFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetFieldRequestObject struct {
+	FieldKey FieldKeyPath `json:"fieldKey"`
+}
+
+type GetFieldResponseObject interface {
+	VisitGetFieldResponse(w http.ResponseWriter) error
+}
+
+type GetField200JSONResponse Field
+
+func (response GetField200JSONResponse) VisitGetFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetField400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetField400JSONResponse) VisitGetFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetField401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetField401JSONResponse) VisitGetFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetField403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetField403JSONResponse) VisitGetFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetField404JSONResponse struct{ FieldNotFoundJSONResponse }
+
+func (response GetField404JSONResponse) VisitGetFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetField429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetField429JSONResponse) VisitGetFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetField500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetField500JSONResponse) VisitGetFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetField503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetField503JSONResponse) VisitGetFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateFieldRequestObject struct {
+	FieldKey FieldKeyPath `json:"fieldKey"`
+	Params   UpdateFieldParams
+	Body     *UpdateFieldJSONRequestBody
+}
+
+type UpdateFieldResponseObject interface {
+	VisitUpdateFieldResponse(w http.ResponseWriter) error
+}
+
+type UpdateField200JSONResponse Field
+
+func (response UpdateField200JSONResponse) VisitUpdateFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateField400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateField400JSONResponse) VisitUpdateFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateField401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateField401JSONResponse) VisitUpdateFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateField403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateField403JSONResponse) VisitUpdateFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateField404JSONResponse struct{ FieldNotFoundJSONResponse }
+
+func (response UpdateField404JSONResponse) VisitUpdateFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateField409JSONResponse struct{ FieldConflictJSONResponse }
+
+func (response UpdateField409JSONResponse) VisitUpdateFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateField413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateField413JSONResponse) VisitUpdateFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateField415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateField415JSONResponse) VisitUpdateFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateField422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response UpdateField422JSONResponse) VisitUpdateFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateField429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateField429JSONResponse) VisitUpdateFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateField500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateField500JSONResponse) VisitUpdateFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateField503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateField503JSONResponse) VisitUpdateFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveFieldRequestObject struct {
+	FieldKey FieldKeyPath `json:"fieldKey"`
+	Params   ArchiveFieldParams
+}
+
+type ArchiveFieldResponseObject interface {
+	VisitArchiveFieldResponse(w http.ResponseWriter) error
+}
+
+type ArchiveField200JSONResponse Field
+
+func (response ArchiveField200JSONResponse) VisitArchiveFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveField400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ArchiveField400JSONResponse) VisitArchiveFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveField401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ArchiveField401JSONResponse) VisitArchiveFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveField403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ArchiveField403JSONResponse) VisitArchiveFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveField404JSONResponse struct{ FieldNotFoundJSONResponse }
+
+func (response ArchiveField404JSONResponse) VisitArchiveFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveField409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response ArchiveField409JSONResponse) VisitArchiveFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveField422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response ArchiveField422JSONResponse) VisitArchiveFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveField429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ArchiveField429JSONResponse) VisitArchiveFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveField500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ArchiveField500JSONResponse) VisitArchiveFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ArchiveField503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ArchiveField503JSONResponse) VisitArchiveFieldResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhooksRequestObject struct {
 }
 
@@ -8556,6 +9765,21 @@ type StrictServerInterface interface {
 	// GetEvent Get an event
 	// (GET /public/v1/events/{eventId})
 	GetEvent(ctx context.Context, request GetEventRequestObject) (GetEventResponseObject, error)
+	// ListFields List the custom fields
+	// (GET /public/v1/fields)
+	ListFields(ctx context.Context, request ListFieldsRequestObject) (ListFieldsResponseObject, error)
+	// CreateField Define a custom field
+	// (POST /public/v1/fields)
+	CreateField(ctx context.Context, request CreateFieldRequestObject) (CreateFieldResponseObject, error)
+	// GetField Read a custom field
+	// (GET /public/v1/fields/{fieldKey})
+	GetField(ctx context.Context, request GetFieldRequestObject) (GetFieldResponseObject, error)
+	// UpdateField Change a custom field
+	// (PATCH /public/v1/fields/{fieldKey})
+	UpdateField(ctx context.Context, request UpdateFieldRequestObject) (UpdateFieldResponseObject, error)
+	// ArchiveField Archive a custom field
+	// (POST /public/v1/fields/{fieldKey}/archive)
+	ArchiveField(ctx context.Context, request ArchiveFieldRequestObject) (ArchiveFieldResponseObject, error)
 	// ListWebhooks List subscriptions
 	// (GET /public/v1/webhooks)
 	ListWebhooks(ctx context.Context, request ListWebhooksRequestObject) (ListWebhooksResponseObject, error)
@@ -9314,6 +10538,179 @@ func (sh *strictHandler) GetEvent(ctx echo.Context, eventId string) error {
 	return nil
 }
 
+// ListFields operation middleware
+func (sh *strictHandler) ListFields(ctx echo.Context, params ListFieldsParams) error {
+	var request ListFieldsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListFields(ctx.Request().Context(), request.(ListFieldsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListFields")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListFieldsResponseObject); ok {
+		return validResponse.VisitListFieldsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateField operation middleware
+func (sh *strictHandler) CreateField(ctx echo.Context, params CreateFieldParams) error {
+	var request CreateFieldRequestObject
+
+	request.Params = params
+
+	var body CreateFieldJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateField(ctx.Request().Context(), request.(CreateFieldRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateField")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateFieldResponseObject); ok {
+		return validResponse.VisitCreateFieldResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetField operation middleware
+func (sh *strictHandler) GetField(ctx echo.Context, fieldKey FieldKeyPath) error {
+	var request GetFieldRequestObject
+
+	request.FieldKey = fieldKey
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetField(ctx.Request().Context(), request.(GetFieldRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetField")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetFieldResponseObject); ok {
+		return validResponse.VisitGetFieldResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateField operation middleware
+func (sh *strictHandler) UpdateField(ctx echo.Context, fieldKey FieldKeyPath, params UpdateFieldParams) error {
+	var request UpdateFieldRequestObject
+
+	request.FieldKey = fieldKey
+	request.Params = params
+
+	var body UpdateFieldJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateField(ctx.Request().Context(), request.(UpdateFieldRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateField")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateFieldResponseObject); ok {
+		return validResponse.VisitUpdateFieldResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ArchiveField operation middleware
+func (sh *strictHandler) ArchiveField(ctx echo.Context, fieldKey FieldKeyPath, params ArchiveFieldParams) error {
+	var request ArchiveFieldRequestObject
+
+	request.FieldKey = fieldKey
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ArchiveField(ctx.Request().Context(), request.(ArchiveFieldRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ArchiveField")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ArchiveFieldResponseObject); ok {
+		return validResponse.VisitArchiveFieldResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListWebhooks operation middleware
 func (sh *strictHandler) ListWebhooks(ctx echo.Context) error {
 	var request ListWebhooksRequestObject
@@ -9667,430 +11064,468 @@ func (sh *strictHandler) SendTestWebhook(ctx echo.Context, subscriptionId Subscr
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P2Lchs3tj8Kvwr+/KbKVE2LIinJF6p27a34kmhi2RpLTiYJ/U1D3SAJqwkwDVAU49Kp8xDnCc+TnMJa",
-	"ABrdbF5tTy5bqb0nEclG47Kw7uu3PjUSOZ5IwYRWjd6nBruj40nG4L+fS6Fpos1/qul4TPN5o9c4JQl+",
-	"TOhAs5wwkfNkNGZCEypSouSYEZpofsv1vBE1bmk2ZWYEqhQfCpa+Vyx/OaY8O0sbvQYdMqH/x760lchx",
-	"I2rY8eH7dufZ4XH7+vH+cfqE7T9JDun+s0GH7Xevj5LH6VPWpp2ueSRnVLP0VDd6jW67+3i/09nvdq7a",
-	"z3qH7V673ep0D3+Gn41fcZalsDr7zAuqWfhU+6rzuNc+6rWPW+122zwl6Nj84pJmTA1knrBG1FByav6j",
-	"1/iRXSuu4SNNh+aTN2zWiBrTPGv0GiOtJ6p3cOAWOJ63lB/GLPeg3T7817/a5p+jq/PzbuM+ajCzO41e",
-	"4yMVrJVKVtke+PpSUz1VjV7jB5rx1HwqhnTIzDGYtWVUadjktxMmqivsXHXaZoWdbuv4uGNW6H9+yYSu",
-	"/zlso90Q8/NXMh9fTq/HXCkua15R3XoxHb8dnJ59R0UqBwPV6LXtZy+oGl1LmqfPM57c1H3xA2ez4HOY",
-	"aPXHfrGq0euEn10yYY67az8rTzv48YVUOqF5eplQ83H7PmpkjKaXicxZo9c99GTwDyoYeSHNiU9GUpiP",
-	"/t4hzePj4z3S7rT3u+3Dtvkul3LwdvBcCsWEfu+poXdw0Ok+abVb7Van97T9tH2Q4E8OEvXvw1+7bwY/",
-	"PJX/OLr+/u4n/e63Jz+OLyiONmG55uZe/vKpQdM0ZwqomE702/y94PrNdHzN8kavcWQI3Vy+XuNyknMx",
-	"HBiSh3s1FfgxFUM6loI8x0+AduEAz17DHzlj+tS9o9HpHpI35JxyQS51I2r8xieNXuNx90n7yJCrndt8",
-	"w/t6fNy4/xA1cpbIPPVkfE7zG6a5GDaihqZDs0zY/0bUkBMm9kdyqljjQ9SYTtL1N/3+PnLM6wXTlGfq",
-	"PT728tZekBp+9kgRc8QRgQtGZE7gfEkyomLI0pCXsVtkl798aqRUU+Amda87EwMJX+IQjvf8YinnQ9RI",
-	"pnlup7Tm2q8iv2P4p91pt/FA2C2XU/VZg8IeOk5sl/FVWTjzAy6Za4nOYHpwDOtZD/xsw6k8eeYeuJpP",
-	"zLi1ZAQUnPFbNpYpa/R0PmUByb0EiVhLbC8LYZmyhKcsJXrEkOIeKaLgOqAc1VSkNE+5sr9xd34jMnRT",
-	"8Cf3B2EYHUOfC7chlGiRn+uHZaLO0ffL0rcXTKSGf/zvJFtaT7aODtYQbE7VWt44YbmSgmbEkBqZUUUY",
-	"PLYhQcJv3Yngk+u0NfOrac4224JrS1ubHP3nnvR/6lSfdpacKm78yjN9L9T0WiU5v159smQa/HCzs/xD",
-	"3iv/knDhbqZeWz8tDJNw3eu1ia9xZ6/rTzdcwOozVucsH9Ye74vpJOMJ1UyRGcsZGcMPCRdaEuqO/q9w",
-	"2nYLfh9FC3f1uVsuvHCDBR+a+XwhJQ215dM0Zal5e6grfy2m1K0nW3sSyygWje1aj4L9LiIzrkeEa+V0",
-	"HTKhuSrI1tFASLdJMeDXcxtsZZA7PaRqkv8HDeB2jQHcXmYAtzcygNu1ZPhg4/6ONm7UmNFccAEDfVi8",
-	"ZD9yPZLTYo21V+56qkPrgiRymqVESE2umb1+D9ftr3/d/rPE2jgTt8aWOxOTgj6BgsuHs1JvTcwvQDgY",
-	"AuY5Sd2zf2q9Ji3tgJ+k1Vtxbon+99NB97qTNKJGio4JWBgdTygfikavoYAp7gcndR81ZAJKUN1RdZ/1",
-	"jp+ie/drabusojaUj3qJ2lDcvY1ogZKMixtDElSgU+VPTQvMr/4vRAdphQ6KI15CA69Yxu88J6+jA0FO",
-	"z4g5O6Wp0GREhXOsFe6LRIpbliuquRQE1UlwaPypCWRQ2pq/DpE8bVeIpEwDywilJGtXMgxlfqY1sIyB",
-	"zMd/bioorfsvxCqSKhWUFrqECkLFajUNJFQIoICJfQTYRMr+1MQwCZb/FyKFQYUUwlNeQgiX6EWbGI7/",
-	"ivKMi2Gt8JB6xHKigl8TOUCjKAFzknBFBjgAhGZmPMuMeZSzsbxlKZmKzJhOlKTMzCKfEzVNEsZS9SUo",
-	"qUI4axzRUUMtLtt7x4xZkEw1v2Xmm2ludP/D8sZeeXdS1LCLvuQiWXOWkBGAQzZ6je+uri7IcfuwYayK",
-	"sbylWZlojq86T3rtbq/TcRkF4aQ3JIlnz76a9DmsEFsNJS2hOb97NZRmvkNvLE1BP/mruGK9B9LNr+SS",
-	"vOWTr+aLfPKksYx6l5/PO7y2K0/IXe1BLsd/oVOySw/PyX5kTiqRWfr1juppzVG5l9cd1n3UGDGashyk",
-	"0zuq2Ws+5hr+p9M2n6XM38pGr/GO/TplSitk3lyRGy5S0swZTRWROZnlXDO1B4z99OKM3LA5GVPz/zcM",
-	"LcY56bSJYokUqWoZppSM2BhOVuOUudBsyHLgO+UJvaDzFTMKZYl/5YTl5P3Vc5LS+eYve2fOXXAx3HwH",
-	"MjbQ1kli1mx0HAyFkE57H1dLZlykcrbDNDZf94gqnIqWKZ2T5vur53vbvFAxvfimSzwsMhWaZ+HJPlIL",
-	"qzN6frAtckBynGdBI33hiGSQM2Ykusqk7pHZiOH+ySw1D7gHuSBck4zRW6Za5HnGDUsgE5ow8+uxYtkt",
-	"U30hzc9afVFa7ZgLPp6OwdW3sHKjx9Gcjpm25O9jTBdUjxb34apk6vKUCc0HnOUtckrGNDMGAkuDz41G",
-	"o/h4ks3B1TuQU5GeECkYkbcsJ4+PSDKiOU3M681vczaYKpaSZnzUbhPrvbPHHMMxWuazOQPjZt4Tsxrv",
-	"6izYoNEbfp3y3PAlww1KG0fvXjMxNNvw+Cgy++j+7PidVDoHGX0fNc5SNp5IzUQy/57VEOs5vWFIqXD2",
-	"RNEBM6I5Zzqfk6b54uzl1Ssy0npCJ5ykOR2YTUbetNeDRwc8B7JQE6NhES37gnoqgagWEh6bE/jXRAM1",
-	"do/ISE5zFQEzsDclAh2T2glYTVTRMesLT7BjpkcyjYjZv4j8OjU6p3nqWqbzPTJkWhnCpEPKhY2qxX4f",
-	"9P47NsnonKU9YvY2jvpihqECkk+FudVEz3jCWuTKvhkmDsNQqy37G6BIfNTt9kV5m98xQy7xCZmNeMZK",
-	"W4TP5VOhIhIftZ+R8pNn4iKXw5wpFbf64rR4wFLgNRvInJnVmSFIEygRnDoRoVM9MhSe2L9zqhnJDPtQ",
-	"e0YCWHUWl0soOb67MwswN8AcSYu8V4xQc/fViORUpHJMQN6TJiXv35+92INzyuSQJzRzU8OLXdD/8aCd",
-	"dOlTtn94/STdP0o6z/af0cdsv512B0+vO8kTdnTk6B+JqLgBwV7sG2pdQvfd4+Mq4U+o1iw3Y/7/f/k/",
-	"+//Xh7//rVF3Gy5LevZyZhLq42WOsuVdf/as/q5XFP4vduHvcSSm9Dcy5ZjGbjSNb2Q6dzqa1fvoBHMk",
-	"uBQHH5VZ+qdiaZ9WBT3uw+n9LWeDRq/x/zso8ugP8Ft1gDoOTKeYW7FK/ASZBsz0G+q46uZzhQdTl+9R",
-	"UWhdbqGhc01vmCgH81IW5oo891puVaPdWDGFpAilMBHe680BC8TZ0MyI3Dlhd1xpBZTJUaiU538J+0hu",
-	"ucxg7apm+mVpFEye5bnMUUPH6HCvYfhjy8UFiokaDkAJDOMm6JMtc0Zhv8HLRnXj/kNpjYa1BczQrqJH",
-	"ijf1yPLhgSY2I6WXZjX4wOJ1XZwBacYVMW0FAQMHhd9Ro8PEZsdauF3xXmRYJe0b7ke5IPk0Y577ck2a",
-	"cZVe4ogUn11Ys8N8aCdgA3zxnuGURfLScykGGU+2pXTuBcQiqZdljNFxNM8yJ9XqaGeJ7GmUyXhRklcY",
-	"9cK7Tqz4xhIZjurvgAuuIBkT3DSTiXkVSxfXgZGJJTmWdup2Fy+LYcpk6e+az2O/ZpkUQwV+B2EHdq8y",
-	"yoNZgx/txPzGHCXVMicJFSTjxo6wmxDbm536R8zttGZz/MXoesUK/CaNZLBRpBkvbEy81zPz5opI0ReB",
-	"TfJIhbMnGVfaWhLh2s26FVJ+7aKNWgar3jshqYTLDmffIm9zskA7VqGKKwQUL1BQXzTjparR3kr6svfs",
-	"lcyveZoyseUNU4mcsKrT3PDrfSmyOeiChmJQX66hzOK9CxTp7O6MJjeodMPLnJxQPRzzS5FPaOabc0kl",
-	"3t5m7OdoiaOYEJ47qj04ObAB7EL6wugvhhyQT4bsP5HmG/AYyalWPGWBzX12QWiWydm+oTJ7QEu5z/9G",
-	"jvj5J366810ju1+1xXNE22fLM8z9Q4uRCaNKkKlIWV6s6YbN1x6encjCJayelOGeIN1rLbySrWlIHmzM",
-	"E/MEoUSwGdwwY83iX3mo7n6BO7x4emvmG9eaont4UsIYSTTDN25lDnhtMxwh3FtuvyGgSJ0Uly4lR2AS",
-	"dtiz6ydp4/O35VKaMzF0OxXsbsISzVIyopMJE0ZwA5Gw/Jblj5QxVoFgzYc22BfQUjFH2J43Ur+SU5Hu",
-	"tDOuUEoy9Ubql0azL+2PswVSydDmBuW/8aUUYEzxr4yOfk+unMSHVV7QeSZpeiXla5oP2U6LrY4RLtRt",
-	"KtxbrkhmfmH2mwry+Pj48DG5nmumGl9W9XdvAweeOVtwfJDm4yPyPf+GXM9JygZ0mmm8CZcsv+UJey/o",
-	"LeUZvc5224eaYarWkcKfgAVqLmZOc54ZhuYfcRw2o5rlX2hbjElzTRUzqqvNZs0ZTUYsJTkfjjQRctYi",
-	"7+C9wEeuaXIjB4MT4pW8nCVmMxW5nvcF14plg8IT7MfnCh7FsThThOboROyB8jeBjFeCma+ECjVjueqL",
-	"RSOKCDoG11vhyo2IphhxdsEcW4uKL+Heo2ddhqIvXKTf8UYSF7H/GD25icxTlhIpEmb1EPRSqGmmv5SH",
-	"JLJRv+38JOgIWXaihX97MM0y2BrQ2FEuw7bB5gB5X0l5TsXcRSJ2ou3qGKU77l2LhN0ljEHE8UtoMMW4",
-	"3Eq56aRXiWyojKeGVBYiHM1Ouw2auorIcdtGvPoiuPtOZy0sIBuCIs3D43bUbrf33K3AfY3hj/1T80fs",
-	"g2Pg8qyLzu37QE3dBtgnDiphnfuoEbxleZRHG0uPa+cDBqbBxXBtFOlf+8X88H8xerbRFF28sXYcG/7a",
-	"fCDzQGUkH0vbZlZhHHDpeNvMrhTRA9J8L+hUj2TOf2O7KQSlAcLLA/lbYmho0Xmr7vbphO8brfYLaY1+",
-	"wNhGasx9si+OiphYRKbiRsiZMJPJ2a28sTr9e2FsfJlrlp6zlFMMWu+0CzUDLVUXxlMFsmph7K+jLBjJ",
-	"GFffFbcahe4O19tVTQbV5Nz8nGYXQRHBgGaKVd/6SuYkLuftxRGJi6Rf8B6WUsHNJ2F6VwzSLS6ngMat",
-	"SglDOcutLqbhvod4Blr1CYRsHymw5QHrwQl/l7wBwc1KkKGUNlejelg1GxVsc/Qg16XMiEJhreA/gpHl",
-	"9UeW6GqW3RqZycdMaTqeNMqBhV/CjSgN+KHmfe5og7DDytPdbsvLy8eNd8kJXlVpTnIutFEEyenl87Oz",
-	"iAhJ1IQmTO21yCXW95jd7AuwfXmKkU2vDBkL0MiB6ukpOFJQ2eg17HglVGd4wP6TJ087+8pT537H3M4i",
-	"5NTpPl0Va+v377qd/X7/7gmrjbmVaKV+ZzHeVdEExBwtvBoimlGhQRhOqDJLPAFqMlQF7n8ElLg1yyWn",
-	"moyl0n3xNOo866LdYX74j8u3b3pkDJHUIrqPnt2aCD9kSCgpSDymd9+YQeK9k74ApRPfQLpGd4BxMWSq",
-	"SNOo2wQpLSI0z+k8IrgtERFQyBeRaykzRtH/LKZZ1hegl8DJ7UVESWM2aTJBc4sMeAYpCUb9ZeY9oFxD",
-	"foXCNZsJUXJtrFijdkule32x20J/gHVg2GLtTS0f34+G5sBVhEY5aVoFzJgdeyd+147JmIupORR7boOp",
-	"nuasHGRdkYBlY1K9Rko129d8zOooUFvZtYqbOD4A4qnKUGCAVdzDScfqLlAd2jMkhbhUwcON3fIZpRuY",
-	"eCKmYzPHSm64LR0y3MP999sJ859jvUlQb/YDB9SuSlFSOZu8gWqBrc1vRI2iIOFDzbafpqmLhu3IXYvK",
-	"zaqdMMgZ29fsTpP3ly6aWKaa43abvCTP6YRrmZHTWxaRoFI2ImevCQKyrON2i0kEJVlTgLUsUkdQwbu5",
-	"xnBqmMQ0MfcgDVZ3Yo6d5hoZgkvbANXNCBNB2Hii55bB1CgH1RLiOnE1FVxjmFRONfCUlBlBAnGgZnwU",
-	"o3c/Pp1oclTNezqqu3pYo1ybrmVEn7HG5EyUByoXNC8OaSucq4NinTNpypyY87mlGRN6L8Ipmwv189kF",
-	"lDeckLjf6Dfiwplhvgl3tDKfhUrqhTnZ0uqFdc7kfsaMsARkIwavLw8Oxdg145Wqs+u1LJtrn3Ej5B1y",
-	"APgfrHgpv6la4b3wUij5rr7qFb9l+ykfcg27JHPzr78flYfGMvG1V6VCgtVlWmrxJ+y2FWdWd8G+oToZ",
-	"udRAzcZA6Fn2dgBJD6vYPdZ/20d9hsqHxbvosR4ViS/eXl6Rg8Q5rDRkzkFgtG64eK9FzKRQWts8LZDW",
-	"DFwSUjAQ8EZHgzt9nTPqo4KQ9zEAPZpmUjAUwnf7TsXbdwPuw9dOi7rbH8p9u0/Glmm9o7Nza2rVbFjh",
-	"9dqCLQdJMSvyMK3LLzUkY0ukSRPV0OLicc3GsEpraHh5Pp3y2svPXOBiAxMQ6Weqlghmr5to6ecSClQ7",
-	"/4av8AbMnAIMD6ddK/mKUu8FybVIRqjdwrmPi6yVsDQcOa2Zn1q39B/xzYXW0wDFc+Eu2p1Zd6nUboLb",
-	"hbNXEoiKvBrYMcrzxmtcuPX3IMLP8NlOu90GEe7+ru5E1MAsezM10EkbPXvWjer1j/Hz2CrOCoMqxhCB",
-	"xAzABAO6OSHxdKJYrmNL63ici+QE1GR+WEM3lSPym7jBIe1wi3N4qOaI3goIJxll3S0vMuq5853IPEXR",
-	"stNh2bmuo083u7q1W/yHd+DJ31K5+k7OsIQNjGLPq5jQLLd6t5orywmqGhT/ns3fQPpmHVkLY5vbdGWX",
-	"eAF83THCQKkvi88ZQujuG+6n6rgevvoiZwN+V//yW674dcbIBH6D06Aa5tAUzIXEbti8orQlN/9+8t2v",
-	"3dd3z2i9rrUJq98p/33xXQU4ysaOH5/sup13wc7dUNF+zjJ2a0wvUDiVO0EbsLLDg88qZwnjtyyt9Vth",
-	"+PVsUr9RZxceYGZxcJIYyjFqatXuPWy1W53OYetJ3X5NFctPh9YXW7O+0jseKfJesXwfHlhBfQfd1mFj",
-	"Q84E7rXi1KLwhlRoNtifcOLF8S255w5rZyvzqZR0a3RiTYcqIsVtjkgBlQPcIGM0JSqR6HmoXPu6Krbq",
-	"hr/EPD0kHbO+ktlv7DM7CtHyhIRa0FS4r8qnUlcmt+P1/Kz89S95V0vo46u1c/fDAg28usCLnI9pPkdJ",
-	"DPeTa0iNGfJbVrHglpQILmqXIbLSGh0z+Ol9FXtp5YPFL8uQR9UFtlutTrsdETPGVLtazIBygb4NUxLJ",
-	"nKQsofOTIk2xtAFtUJCw3Kpj1aOlxVcO1u9MaFm37QyIF1IhvR7vrxw1pH5jJitzcj1HxRp83pT4HP0Q",
-	"jbEvuO5Zn0ZKBIhnyBEoytV8NsBsJBUMBx9zVXJMFqcoakX0q2mWgYwu378lNn+AOrUwvgUfXNgZSNFF",
-	"y3ujd9Shpi++bBHzatEbNqFDY0uy/JalZtedkRgRNZIzo6+iviNSMpKz0onVaz7FJC2+ViYTmo2k0pvj",
-	"a9UtJeCrq9hV8UukDGNAQxFBnoycBN5I+3T+x0V9s4r3tXqcd+Fv7x0g2OpFoNSxfm1Qms1/zYMK+NJO",
-	"L0EX88tc4tUu1hPgkO0aOAsFu6sSKWNTlzatLP2L99v9KXHF0vGHfK+OxFdoAy/WRZNWKwUVjHvILYJ7",
-	"2wx9gobWFNN7EaHZjM7VCfwQ4zmQbAm6Yl+geo8eAdKMa1SFOCJxuGfmby8G4yJRd8wM21B9ga/lgsQO",
-	"INWGf23Rckxoxm+sO2gHTQUCwU4ZMZrKI1cnUdkBwfZOjDlRsDHu19qq1wm+lnRv7cDlWzty7trndmcV",
-	"lQsmUDd2d8uD8y6j9tdcba//GmlgJK5zICzqtKv9M+b5Rypw05R4mBfvGzNhp8fX8CzB7vTzaa5kTUDi",
-	"giqI1RrKVzKPrULAiHkIJumlrMQJZlThF63GZzlXap3DXzV0FS1B+l3hwScQhKkPah2Vg1rd48d1ToV6",
-	"drFW6f0Cd32jd2xwwWv1tUq57HImsFJxgB8tl/QUq7AmU098lqKK2HZnC5fmFR0ueDHXeMhwMzcg3909",
-	"/Ftc7OUe74tcXmdsbDW5lCO4rtJyErhCTmz00sueL+7wLhBs/FSX792P7Hok5c1uVz/AeFlD6f6H91ED",
-	"MzvWrhYn9gp/jBTzAgOBnKkLlmOqaB1fz6XWFoqgUtye+gEgucCSL9hYYyrmhNq014jQJJdK2RJan2w0",
-	"yWXClPLRnanQ9m1p2dvYrdihoSHaqTNEp7XmzrWS2VQzErvmYjF5/+410pf10akiCQhz22JBter1p+32",
-	"YaKmcNzwB4t7Zn34CZEDrI90tY+PFHlzenVJ/sH0pc4ZHZPmbGTUd792NE8HfAjRelDnMHNnMr3OoEIK",
-	"wDCKipMi8VjOhHPXNlOZqIMZHq5qjdOI9Bv/nLIpIylTmgss/u439qoZXG4L8MHAveHiS2mNKNgmv8Ec",
-	"QYhbVH9pAmmwharyI+xlaI1mcHZW3yi26vm78xolJmxft4UXql6uvAm89/Z1YQZA0PlunXxxvTY+LV0t",
-	"uBuXOH2LdnrVrJS6pIPhkliEeQO2Uxoyt50Lq8I+feuWU3sHzX2zm4W68dKXbN8AsEyv7aOndSS6nAYv",
-	"qE5GWxLic5tIaSPBz9+d22hAzxlmmGKYs0lGExaRWEyzLPZfJhmjeVRoowy2fn7SF4Wx1yP4DPzWRntp",
-	"luGFNl9hDRKGK1ZSek2qnZt1GGrCg2kty5KrvnJDA2vne7L2fbvcm+odWf+Sz7wz/5zSjA84S3dY4E43",
-	"aeEurHlN3d2wGsJ8y1vxVlgRWugIc3NFjLEcqhA1MROtjT5XZ/7Yb8iYpowoSQYUDMnVDmn39mUODff9",
-	"QqRj0cPvEPvqhnGLLcaICM0UMoXYiud9nrqSiuVv2Fr9Mzat3ZstgyrLclxi2xgithhU7kxIDpUukVmU",
-	"IPElIrWyNAY16RUktcRh4kLRYML/thE1Xi3LfqnoD8HRFbsf7pJfQVSQzYcVRGx3aQdatsMbErazgrTJ",
-	"WxsRrSXhxX3teD8EYgvYH5aIuFaZtT/cOmq2KfHbqgK7yAAqpDmA2h73u/qKDp9YVWW+GMNxw2LSU+h4",
-	"AahfTL793Nv2Be9TRqH+/bzOdudj5iS9R6xzR4oQvuDyGvMs4wEa5moWtfsFdnN4eZewfLIkmq80zXUg",
-	"KIyRY8wTDJaRpi9DOLbV1XvlEBTk4hvTG0qfIqxdQNACh20np5rEaDL1ckbTGAt48VUAIcKSkSQzCNXp",
-	"IhsCFJi13ia3yssl7OqqvC5AUEbGUI2lFYeWlP28YcnjlizI3fbyLQ3JaAOWtJGzdltBGRHBZkxp5DYb",
-	"u0Wq3PKP5HtdzeZdkPjbXE4n2+rx1quLvgCjpwB6l6JzTMLN+A3L5gWKCJZRLDL/6yU56zAajD02VgYq",
-	"2qUsP3QuFh5+o0SfivR0oUqgJoljTbpkcckhLcBCsfJUIWmUc0QX3lJxLRb5kd2a/EhnQtWXs8yJGlHD",
-	"JC2sBuyKoUGaQz40lmvDThjNkQ+5IWPf5tc+1heTXN7yFKBLaGoe9IhCkEpnOJRG1lc0AnZZVB8lFxjr",
-	"jsn/kHhJJoDiv9Uo+9/JGTq2/M7CeggvC/HuWsZyPW+4zbLvKp3mSvL+rMiOpWOfUFET4hma67M6wIM/",
-	"icwmwhHaDRcub8PRONSzbc55yhf4j8R47J7UncvL+jDkqSgDFhbe/e5xiBFcpDI/PnLl+WA0/E+8USaS",
-	"t9A9NmMoT9eBfrpar6XZ7gyC1sUNnFGFmMdOeUQUksJkQBQ4Vm3WrVrk1PoY+sJ+BEC7GuA0XD4Q1UQw",
-	"liojrF+8uSSZlDfTCWlSknI1kQpKXRFeEcEW7R+eLYA7ORkx6GlldBMenHWn7YoG9yLCxlxrVyeKaFeV",
-	"zs+x1fDRcWrZtE2yb0S+p7azcuo49MtSctcWN7Z4kIArk+XqBNMIzEr2U6qhLLPwm1sQb7Qs1DQZ+Srh",
-	"xRtuhvAFeFt7Qc3T5WK/HVyppUF+4Gy24xhFSeLuj7+dMLH705ce73/Lp8tllzsNEZZYbu/NrrZ5XCyL",
-	"K4pH1dJ606KodANTp7aL5MJ74XPnzfJd/bYd3vairI7uvye35gcbjlrqZFkd8jUXNyrsqog1HtsMbfth",
-	"1mYHKyKh3Gib8WwvzSXjAdOwhmyQib/B4AtNOT8tolaMVdEkbMNhKy09F2S7/Zr88x0UQirXgWrd8NUk",
-	"mrolLG7b4sHUUEE9uS2h8dplLl7BWv0CW/lvq/EhTO00Z7b+AKGrwG6fplyfgF0vMxS1eH9pBthcS5N+",
-	"lrpjED+2Lmc8IrMRT0bmHZkUQ9DYlcxu2RKvD4y0pRfErnPV7KY5q3POWg7j5T68PS78evUeJfWOpUZ3",
-	"S1fYB/hDQq/ltFzHf80gCqHl+FppKUr7EFyKMsRxjTE1C/TYBSTeZgwMKD4hMdhS8WK69YhCOWnZ9HM6",
-	"zrIks2UZpNX8En8gUTkv1J1uaX0Lu1p/CayPcYsrYA4f0HrkwOYdWB9dHYGnrC7hSgG2SkTGNBlxwfaN",
-	"uQkqqK/GLmuFBZJ6DTL8AtB3I2qUcb4b0RIoSPdE5eOwJUHlK+fFqXwMns7KZx66MmqcA2DpG6lPs0zO",
-	"4HAqUFSLyG6LeI5LcJuq+J+1AIhLcFhXYOuGmMmLyN51xOtQ7tcWAr8wPwwx65dfxVkuxTCyflFkpycE",
-	"y+ccuqnaJLcwDRGult6EF3YFW9yGFx5aiRqbbMJEWuSfpWwrpg/IVDVY9iGDwex726zAwagCYzkxu9QX",
-	"cQ2px65rGJR5RK4GJGi0Yza4/kmHUO5qRmyliPd0lKdnK36CcpIljiDXCqF2Dxb6BFRbBMCsN3aAQLjf",
-	"l6Av8NhFWjC3+bPcQUWuExkwVKdqUtLUijDMQqGC9FldzsO5WTYexkixtVyN62dE1XltsZPzUQBSkV2L",
-	"bURnSM9KPq5wzTPQhmhKmgOmjZEMcFjWCxHGtyy80sZeJ4owj3VOJygEcAnxVvVAiEiPvbKZF8oeRmlG",
-	"xc58WEYh9RBD5gRdOy+L/1Tu5OkS4lokruniGJOmyxN7pPbIjOZC2bIGhytdbgUKLQOKYRSCgUNQkByG",
-	"mYTmPEjuqq15lvXFRh1DSZNr5dsrnImBjMHHTXNmYVtcMwNUy4TsC/vjvdYCSB5p1hu8yGQ2QFgC1F64",
-	"FnzIjW5t0XwfKaKZ0CNiDsu6ocywIDoECTCeCg/Ogopa2nsMUoRFUFad7wsj6oIeDz0fKFNEjeQ0S/EL",
-	"M1Gek0ROOFMn/m3qHNhj+XV9Ae8rPMh42wJOWjIryTl4NOcTpiASeG0rmHqwnxnrCwrfkrmcuiYQN0LO",
-	"yPWc8KGQ5iL4HnBLEasqnrs6OKoSeFUFm8o+HkBUpY1q3dB7D+UR9nkNWzFW+60H83KtSMob26jttFvv",
-	"SHQXeQcgSZ+NgxvtytSpppmswXsqPbwUmAwHBFJwcChfMAgfgIFug/xH7HN2dnalZk61lfdcDOQ5Ww5q",
-	"hUl6Zhjo8xNbUAaaY8azHRpynLRz+BQO+3Jv17oYk0cl3Q5/AKACbX8nOYBg5cJ6I6JYNkDMHy5qkQfq",
-	"hItV1cN3lrbJT7pY6Eqxs0Ng28+jzn0FDL+g5Y21i/L1WWvAFlOoW12gpm1/EQvd0KdkOJiFfJrVxeNs",
-	"B67a5MYeiaFdFqanT6ge2dz0iMTQ29B+I+iYFd+Y3y1+AVlcNj1t4csyaZeagS0GjJeZS1dhnkxoKpVH",
-	"X9VTrCY7hKo6RlUOuls9oxm7Yzbb4CNl5g+Mo9ndMQab+U8jb8y/6844jkir1aqAotho3DpFziHU2cmv",
-	"tviwZOOKqY0LyhbqxmAEi3Tvro/0MKC+4aXSNsZk4Y18WnO57GOJlbA9s751mL6g8gWpmDaZKPaFISBx",
-	"LG93fT3LpShm2/ZqufxO9TH3aw5io9Ko5cFUeyIWj9aJU9tnDvKkQGlzOK1fZMe9yVYe98vsl81mqGPa",
-	"MbRKLVyQOIcZaJ/XPgkRMN6MZeR+h7izQtq9qrXNKtfKTcFqHbW3CTSvbTHKqhcKlF1DiIEW7Osvsfw4",
-	"CKtU1Kt8/m4qSiBiSzz4kJ+HJd6gW4foNMaAmeUcAtjUIh7XW69pxU+zPluoqsrbJYGhj0a+HBhzNmEp",
-	"E0lZCG/TcbScWrQGec1O4vlmCILA9JWmc9VaTLffpohp4bX1G7oBpe3AMSyhPVJETnUix8u9dFvUW4b0",
-	"V9q+fMo8hgEAaBsWZGhMIyjOImkhoayjq+COLDESAVGe52CtFzguoCHwddlpG5ZuLkzVb0Td0V3UV/uf",
-	"WsQHrPfvYa9DPEsS/x3RFjr7XUxcw7wN4AQpsznzh/uH+0c2r209oktAtofdEnZ6s9//e7+ffupE3ft+",
-	"X/333n/3+83/Np8c3vf7e//9S7+vWvsf7CfhX0f3tUjrPiSxtSPRtddpUjKRSlOvrO0RqpRMOFQVebSK",
-	"pWwxKHtfCbbt2r/655dmt7vvPwvE6vi4sZ5F+HlEK0Gd31WwIJarB+5ejOnceWzImOY3TFs27xwh5+5D",
-	"iOOI4s86HwI2L99N5pkNta1ynL8QtEPFhO0psHikiotku5QUyGPaHYQGX+iGqT8C3IKdmDHU8FlkRsMb",
-	"f52yaZ1uhp+viA4Hzk7wnRUDrU6V2H5DK73C1zYsDwMC0I0LTYVaz87nHla1jXn59CK3jXXHGHrNvmM0",
-	"06MdwDxrjAhfs8AVSSW0W0DIzzmgAWJVgfnSlTJw1euL2HbHvzQLsJg74K6m2al2RVToeY4L7zl+4Nza",
-	"1qtm0/dmjE36wraRCoZa4fy2mdw14D6AuJVMNb9lr9D4rgtnoYHsS728E755SPQ0hzIQP/m9E4gVQPUO",
-	"yZli0OV3Pf2G+7R9uhzOfUkFJlXeyLdreKScr4E0YygKOW4fxj5RHOJ6Fevd/aqO2oMpbJmfYp68xM3a",
-	"ur7Hnvz2T7H03RLHyI+jOaEktk7ruHz9MTwG3/RI/OLl65dXL+MIiN/fDdTOWNoX8VGnTb6VguG2cn8E",
-	"xySlc+UNFU8sLXKK9vzANg1y5I+Jzz4ekxYZS+giUWX//wuWMfTFf4tFE5Yyr6R8LWul36JiuHAn1jGa",
-	"ZYI7hlYeLCZSYIYzl+IkuOl4jQ/d3tRFupqlOFlf1AfcyuEzw561zNK9CLooGmEczsQHIe3Wn/RFceY4",
-	"pWWnZDmWva2Rz9GWglRO3JgLfZHiaZBmPAJe3CpRYIxBAsgD2ysfI063YcSyj6CsiIFc0WGdTq7p8ISo",
-	"aZ7LKfY7mo24ZtAFCWJwOR+PqxipFjCvomGvsVYx1rMLsMtyKKAS6A+gZlt/8NcEAILp1JF7qZnkF1ni",
-	"Vt0nvxym4cYL9oxzsbz+6nlE3r16Tg4PD5+hAcPuaKKhCixnjAxymljjDy06lPw/x1+4BxEGHrfEFKtx",
-	"vCNItZZ2u301jP0CqtzYQNsiqzmBQq04hJ74j0Ac2zc6dGO1Htx4yxKYtWgL20OUIXLIl8YpOynvvlWx",
-	"Kshll2OuRztASmwAaGgowcm0tZPZwIGxAFXyFR0an4W7uMAm8Apuie212tJ6pIhiUIBUdyc9EExdONC5",
-	"57dz/VdeXu4LR5pxyaEf70U+lcnlVKEnEDL0+kLIGfTPs0QhcxJ/uo+tPgfUQS5xeaDnYVFXqUacXDPF",
-	"U2a0HQdf1YO2uzFpYtK4s0PdHDMGwZJcTocjgCe2dhhwq5FRhXpOmelDO6r4qH1IfH5oqU+0SuSEoXXn",
-	"3J22J2IFJ+sTpIu2SsH84q9GD9o1o/wNT6GO3hfIalMIttMFYLVAiXQYa/4sMj6wQSUHprYNlNqSSQdW",
-	"3IROa/PSbZwHvlYL1nWvaDSoyA1jE3LNzK6jlU+uISFLgMZWlLSBbZ0paKOipmPbM0m7SJLRezM5JEPJ",
-	"lC9rDg1hv+jSWsLw0cKZOFTAxeXVtdfBgmVXWpxATMv2TLewnOA/oMpBF+ZWEy3njYdj1qq+9nI+L3Lb",
-	"tmQ/Z84DqiqQkwJR0aku+v/TySSDHreYNRfZPGZDGa0vDB2MCHvwmtYXbFNQD8+/fpTlmMGbOpvNYAnL",
-	"BUtXL20FfHbJn+wmXg+6WqfSlhJpd0wUq4labpAzH77Zpc6z213KI5eiv7wX/NcpoC/gRE9IytLphGEj",
-	"0y+YgJYvrfGphrOLkKMLbfsM0zDxsvx1UQAUGVHlRCOifvsZ+z9eQCspBPN2lBKTGzbRLuUcM26h3r4v",
-	"2HiiORjk9gLHv3yIoTdwbDPV4j3vioEnZ1yxUgL8shB7PQhKccq2umIdYe5QwBCGd6lIfdq5TdIzCnMa",
-	"2JRFklhk21H6FL3aCGo5y3PXdt21KaM1DbctGnphZlR9dEb/sYaZ/e1JiOuOlXtmnXDkEJOhySgEELBG",
-	"NTnt285zJMCc952fIf8Y0iyCWveFgrBa8PF6llQD9O+sqfWFZFHDYtVvGM92kP7AoHFvtn2yyohLBxMM",
-	"W0ytjraTcv7xZ5KPByD4EmHStaRGdQjXUPQkCNo32By4mo6Caw9098Y4butf7jjCypNddYjAsT/3CDFR",
-	"/6RSj+Byh6EHDtSeFvy8JsnrP1cOW20uefDJT+z+AOYRe8d/vaRdUQTq17Fi191+b6BghFpwMUCYvP+Z",
-	"hxcOVXMsy+BGTwWJg0eL+o2IUHJxevX8O0glrzT1gDRYTCgDJyPti6LdkY81x2F0P65xo2P/W5Q4DZt8",
-	"VMtxp8HiPqfjS2Ucj8K64oxt2cNnno6rSunZ2nKft1ZTh8KhHX4lv6gvyglGUZjl9kh5T6nLvPM80WWx",
-	"8Nx16rfylorUhmsjDz6l6RDM1SHm39cFZldz5qvVkxrwLMMeuUFrlT+j5N42i+yROcdK1aHv3La5YNpV",
-	"YYgagfdn3UyBCALq8l0MRvSWfUZiW0062waaSzj1umualmqmNuHIjvU4Xsx8kdUuTw9K5VM7jVAqDNtl",
-	"hElQGbbL82oxcrsrv6sLAvcWHGsoI/Q0Fywtos5R0auW68UqyuZivglZSDfZq8k30dKM57JOWn1xphX0",
-	"ULBN8HmY4w1h7QFj6SMsumU51gBmNLkhhdcX3MF7PQD7Ilz3xXQC1X/a6ChfPKOlHnBjx9YbXzehZdtM",
-	"lpooyC4JJJskjdmVL6B5r1YKF3K+QidCaTPDuUe1B17exDp2Vi7A2+EC+kLPGiVwjRCwjB/gIXJGBJvV",
-	"4C19RjR7ORPXRUXq56zb5YrUr9wlbKxae+GuKdB/RlR95sLdmz+sq2cM7YoV7qhXO4TTTivRsxqm7LvJ",
-	"eEvPhj4AeEJo1Re1rVtwOtCvhbykyci5t7it8MYpEllis1ABmiFaoBz0RW0t1R6hGvAStWYpmVA9igjN",
-	"IC6PevR4qhASCj3Xf6MCvJF/k3ncF004EehxjWtWe+iP/JuQOiZN6st0yGkwT5g2uqia7Ncpzbie74HJ",
-	"I/pCutY5vmuO6pH4b+xXeK2w/+YC/7T/Hmr7L/CO/i3T9l8sjvoi/hu02VdxixS9H8xSrcOMCgLriIrX",
-	"cBF7lR2RaLkCdAKZpTa/KdxeRTVXLowydvN0W2EG842oIKDSIi54d9gt9kVFfXFEMnbLMswaeXzkLAoj",
-	"poRbNt4L2PXu8eMANdQnbb3/e7vdbrfIqUWS8Lsa1k5tGdL81PgbF+YK3fJJI2oMZZY2PtzXxziXXasd",
-	"Cn/dTVgSPqpHkdgR5NrOMtSw1nIfP78V3MSCIe2KVHXx9vLKYSpW4vXv372OiI2gTVhOLi22MfnRqVG2",
-	"tUQQUIeGE80g8pBGBdqpFDZ0kDOdz/eiok2FdspATJpTwe/6wmLZ2yvvfmdmQ/U0ZzFpxredCIuGr6li",
-	"j4/Id+enz/cvvzs1dCsHRpHzw7bMWl01cl/csHlYIYLP76cskSkwqgK9vrIl8WykWPLvmCiW5Axivg72",
-	"ChiPJhkzapQUCeu5QNH1PIy1oPXoP4M4y8JtcRg4vxRhsIrTqjYI2ijBn23cMd2HKpch/oahyEatnhPc",
-	"ZbzEcHuDUNyqpDQfe9tgwk+elHS4XgCNcf8hapizGAO0mpGi99tjC52A98aQuxNoO+MJrSwuLCa6EO2z",
-	"+QeVZJhFaBsq0mt5R5raMKMbNlcRiZObf5s//x2b24VhQ4C+Mq8DqMWTWhzCdP+1nY9vF7NxaA70Yrea",
-	"FYzqEq7M1iUwlRto1FpD+WAJwIiL6qLzQ+AbX95NeM62TYRXfraLlLI4B9L0nOHvlp2YAzvskpyKVI5t",
-	"mwtscS6clzCp9AXFIf7ZvZv8/ONx+333h4/J+If2+/Gz9k//epf9/PLZ9KfuD99cj9+9/flfP2fJzSvx",
-	"04/ZtBbnY8sinM8qWHv2bHsrzG5vtPSsVhFSKEK37BXqW4BvnRvwn2qSiY+x9OUSVlUF/DSSTiMYQZ3E",
-	"solsI6ow1dZocE3hmwrNIwClsmb/3omF/vZA5pQMDLHbxjIugO/ri8ywmKozoqlPm6uIs063fRSkzHKh",
-	"Hx+tLdwZ+RqrVbtXU5W1VZ/RRUwHm79W05BG+V6vu/cIXZbIduGR2oy2A3w7sru8YOcBrpwZhjQxwhPj",
-	"n3G5tKg+/2w1Y1vQ8JaxuVarFe+1yFtjaVpRglfL97s56QvIPYNOGVh4hoSCHBDrNyv9QXHs88H3/3yW",
-	"P/32+59+za9mH99fvHh69vri5zPZfU1f08tZZzA9vH7z2/tGfce8DWK2NSU2fwSeGTWmmL2xJXuqbdWH",
-	"xmhQV+lBL1rb92TdkrlX27AGXdPstY4CThwuu9bFolgyzbmeA/4U8vHTCf+ezU+nelQbEz29OINOUWWd",
-	"iTSNemRIF1q3BtoSfOb0rQUNay/qC9erEmyG2NeMGa3LUn7cIqfwUhdwh3xfhVcaMmXQ5WCusKBjZvvK",
-	"QNo1dz0ouMCqT7tiYrd5zITu+dda93UUfIBZzFGY2Ox+U8l0jsop0eEgGHM/CbpskZhmGdpzfWGxQ/aA",
-	"FaIdB0tsEXufrgEZBFzzZs1YuwwJP7522y5007TsXph1bPZ17tOvQwxRzMyOiJJ27vJaUy7AHWF03r5w",
-	"KdyU2DegoxQhE2wCrZlLi7yyVAAGK1YCuqx5QitOuL6oSTLHAw/iF4VLPa50T4sh9Rj4Ifrs7Pz7Ajaf",
-	"a0dSzvViTBNL056YHjlK6wso7h2AaMDTq09G55iEy0DXSoPDPmp3SAi+DHV0wP1liSqoIGcXfUGzTM72",
-	"obAK3glAuixTDNtO100BXHUZB+hPm8EMBzGiqi8sXClLSbdNpuJGmI2BG1bpqGLVETJkWpH4qPuMVDCi",
-	"Y3g5lB/qfL5/WgCl4irggFl+axUjc/ofp0oTxZhAFDCblWb4CdpDDVc707jbpxO+f8PmBWOkwI4a9/cW",
-	"4a8Ck2IfDBgqsGzPe4dcj6bXJaZbcN/7qknkmQ/IV/QwepblMxNo0S9HOSeOo/0qVPy41Rd9gUh3AZMC",
-	"2gYr0S/ZW4fEbjW5limUBOQIEtgXTbApmdD7hvf3ILWbJzDkwUclRYwunSSTkKTqzlliZ619uAhBfZgl",
-	"aHsl4qN2m1QgkFvkZQi1bnOGVOHeiQE4LyYIWyf6wktPfMX7q+e7Vd2ZxS5zaxj1yGfA5/giOaG/Tpl3",
-	"sTbfvz97cfsEStvHNDMKsllooVRgtT7CmhNLpwDv7PLjKdZiACFDTA4PUkzHcGccu4HuWTPSpGC5hmmq",
-	"+AlK570eoe5yIlCq8h5iTNXvCweVGpWwUmVOMjkc2kKXcURyanFFqHBhu4DEgpaIKCnjf+3bw9w/S2PS",
-	"ZMlIOn4S4BVCkGDIhCFQlu7ZRg994aWp+6HjF7gzj5SZnXJkYtib2eAE5PnCXGAYaBmV8bHR+20Q2cwR",
-	"OqGNud7H/+20jfgMP38H3Wq5GJrv0A1qVRHDpTOecjHsi057HzmYhTfpQSEu9pUzlHXchsonpswmO6kb",
-	"1c3gBZ3HmAm0ZBrwg3KpN5B7Suc9cnjcjtrt9p61OsLnFdOGuh2jLZo94VKqKyCDnGFdUCaNESmBOAnu",
-	"ILwds5+4kfFL+TUpsWvkwBlPmK0Mtlz0/OxqgYHKCROYC9aS+fDAPqQOzG/vo4bmOgsZMPl//+//hzwv",
-	"EruduUMuptcZT8yZNaKG4Zy2i26rc9Rqm5HMi+iEN3qNw1a7ddiAisIRqKQHEDEW+uCTljdM3ENfu2WG",
-	"FgCDX7MRB1WhqAaJJ7mUg7eD5zjW+zyDnLNK3v+MOqUzNRexLzCa5rReAKX2XQknORvwO8cx7BnuRXi7",
-	"8MGzCy+NzRNTZVQbKHuNgkAVzGg/Zxm7pUUNbxlStGW3EMOTsBEWlBpUaOBsNGuR+DRJ2ET3iGZ3+mCk",
-	"x1mM0pwSNaZZRr67On8NuxR5rDlQLUDIIGl4SQWe4yHTdtMaRf9WOJhuu+3ksatPqYgk8AwH8L8gzd8g",
-	"uc3YteKa7RvuDG2f4csL2FRDUjf/fvLdr93Xd8/obr73wCO1ykWeFxWgtuB3ma/eXhOo1H0hmc3AWlLe",
-	"7jvZn03g/YaqO53D1hNzxRTLT4ewZeVdOOi2DstgwmuS2cypYMUrFsC5My/tewNjOf8nlQn4sswPMGKD",
-	"X5i/SUbF8L/6DSb6jdJ3jKbh33Dh8YMLc6EMlVoCxh8cBL+wn1THKCJG9h2dlQO6r1sti2R7UB3goFhR",
-	"I9y8Gi8D2h7QYJ/W3Im6rJf7JcUr4MTCsVrm0I7aR8tOzN+aA9+f5T5qHOP1Wf1AudEKPHW4/qmadiyh",
-	"vd/o/fIhaqjpeEzzeaPXuBzJGTH/7zkmMeZCzmzr1bnSbBzQu+MHH8DxltMx0yy3QbWFrZqK4ZQp7PaI",
-	"fMuBlhcY9+bk9yVAXMO2vn/3uuxMSdS/D3/tvhn88FT+4+j6+7uf9Lvfnvw4vqDOljDSorij8J5G6ExB",
-	"p11BG1vBSJp1HkyA/x7cdg4CA6RWDr1jepoLzFa2vwW1Lqz3kjZSiQHCmDQTqtg+N8tXXPNbtgfZBi7o",
-	"yUDCu+WQZp26XlR/7UHKhCDX0tiUOcOUWqythswQkGHOGPdIPVExgrEHjkhdb5YWuSoDPuTM5iteA8iE",
-	"UWRnOZ1MXJ50nTSxQI5raWdZTeg2DkEQBkAjAKJdEElYp7kjYUQblKA6DSByzZFTUj3rbL5Re9i6RRQ1",
-	"pbVLWN819v7D50j1TXBL3U8L4NJtRJx94n5FCaFlvxtw02+ob+sFj3TWP1LqmQUPbcB/iz5WuwiGo+6z",
-	"9Q9Um3f93gKl7Dr2KXvou2t8uC8JnG+ZLmRNWbDAQyhZpKphrs9BrQt6pCBDwqtm27QUJplNFLlh85XX",
-	"z+HzAb4UF8MTj8RQAmou/Jf+daFb0Jhg7TZZaKYVYlVAThsgVLjZn4qiHi9CkwTYdYTxqBx8NB6Q2lam",
-	"o7eQKJ1PEz01i3p/WXSndqG1hIoygEEZq6cvlOZZVlg8zhuqgyJ4a8POEEpBxcS2oVCkFkSh1Re+W7bM",
-	"LcauHIBbFFtLYpcAUuNSfUYWer6BJ2hdMZsRdzxn+3DAmhtFw59WtWNP1BcOGY0rEnfb7bhOTOGWLJVU",
-	"dZel+MlBucNdA1ks3NNvZDrfkrsOphno88XtOa0QJR0q1w+gaK4ADqZSlWmj0z0kb8g55YJcanI60eQo",
-	"IpcTIwfA5ozI2WvyuPukfbSkqqgesqkEsWRpqZqa1L7qPO61j3rt41a73f65kF+XNGNqIHNIE3fFeI0f",
-	"0SrC+NbQfPKGzRacE24a43lL+WHA2dtuH/7rX23zz9HV+Xk3QHPa3LizoEq1YEirDL97G6qmlVN765OH",
-	"bf2WPyE3NUXHpVndbyEoQ3r1Iq4cT7R5W58r7PGA1wt7/F0AVj4VyIVOV5c9LxnhR+RNvhh6160BtODV",
-	"+kToBvrD6xYbqAp27c+lGGQcz+Kos8Gbqt1A4bnjTZZV0zMU9JruBvpJXdPQv5xSBG7oqlaElLpOMaq1",
-	"RQ+cuD74VKSU3h/QPBnxW2Aya22teoh1clpEUEg5gKL4eJLNw4aeIOtvWU4eH4X57YGorzVc93YCcq8x",
-	"+0toO1/K9l+miJ7i3qqStgRdCYsSGWMGA8CeqHg84knYe8i6gvsCdEuPQEWF77Bn03oIvhQbhRB7ummh",
-	"FnoEaZcF9N4GAYvX4dsQYsbqyepRhI0Vjc1f1544bhHn04BpAvanU2BrtCc7saA38hfQn/7UJmpJtV44",
-	"t7+cAbuJVFraBvpBUqyVFJb3BBZhICuCXN1l0iKwoZCxZUzXJMwjNHe5/m/C8jE168vmtsUVJMnSoYrK",
-	"XMbWUmNOgvXoC+svJ2faeccslwPpcD23cXOPDWWs8hnNUwwyQ26FbUPte61isgXX2OMADNoiI6+GOeFi",
-	"v6hpV2JNR6u7GXFFLMb2w61/uPVb3Xq8jhs4zraiaA88cWF0KdB3AAF50fNm0cZ8FawNVEPEpgmNTBHN",
-	"BJ4nio2p0DyB9BdRAqg2l8DCU/cFpDBHNm8u4wnXFXTisDMTPt6MjcIH/R1HgF/fF3GNvwJyMJ1zAkIu",
-	"1hnFoTHa+Jrlaq9lgzC+10cA6NMXhQcNJsNS9DZC/oWF7R9JBYOiwWirNylkdQT9s931lwNsOu0yZ8Ou",
-	"+jUusZXeRKoDJawvTi14DLrbbK6XxYRbAmYXeiY9KI0HlrMeQZgwz4krKEGOjjAkLo+p6UCRanHpbNKN",
-	"/bPnEerMufkU5RiaR4LxvXfSF+WTIEMJ85QV8CSsuSqvsYz4ZPYFkrOcxza+YNBaILb94jEFJ0BNS1nC",
-	"U4t7vMSX2Rc7OTNLajRZp0VPQ6z439cHmTMHbx5Yqw6IkEE4McIbgtaQRSbyHq7Qu+ZAzq1/zVz1+3vv",
-	"6AvfcC5vcfzn784JfB+RjFH7Id4r89XAweT495Vcks6F+M8pzYzxmhpdfWP9vhax/+t41n5vG2WxicP/",
-	"QgXlwVn251CG8F7u5iwLQ0jOTqnxkW2vONU6ijBBq8C39/ct5RZLGHrdQiKeGNIhglNguWAOeOgEQZSk",
-	"QPzbvoB8fVg/QvQbuSgTkMkptiljFkvKaFoUmgIYBYvmGWe5RfG/ZTlxCP99cU2TG4uelzGaEpVI7Npr",
-	"5PB4MoUAoctZLCbsUJC9OdaMX5Vwu4wS9tIjiZm/XpSQycwnFwFOV3xCYg8bBr4xcnrWhwYiSlObQe10",
-	"lsKhlkhxy3KFCfYYKwXRHDnl4FUJjyw2GgYijDKERoE/3k6YhRApZvkDZ7MYMN683mKUxhI4pGLmVCoq",
-	"S42yItI1ukpfXDKM5MWOMM9SGGpMbxjAO0AFFB0w1Kqdlc3Lwd1ArXSQwYU6hrHCSi6/f1IRq5HbkLbn",
-	"MXofOy4CAnY+ZVuqM7g5dt0BzOXvo9bA136Hbbf3/SdPnnb2lafd/U7DyEsEC+x9gt/Y7FVDKQRCflAD",
-	"sj+FgsHiDq5OOrVO5vJN2Tzz0+3e/xZ1xB1UC+scU6CVT40aylwP8V66VzNaOJR8l7rFPiJQ2VmszeFx",
-	"mpHr2tPdP/h1yn6dB/3pj6c/vYPyp5IMMaZtjTrlefUm6hTYxV9Tl7IKTzl/GEQ9zaAm1VZLQklSIie+",
-	"e38KnWpUZKsVXUWTlgCmOZD5UEJPpOa3Ly7eEZrrFuk8icjz5xene9guXzCicyoUFq21Svm8YzqHYJ1w",
-	"orgvnIvHoTj0HDZ0WsDKPrJNJco+dq7JDPQqoaE+1DqMfaLuI/AVWReEL+YqFR9ybTS+tChFXNa6neu9",
-	"qC9wu2y+qkitrwMShrF+KyXK+zHALcKtq8NxSsTAGAAqgczt5PrCcldIZouP2keA5kY1qLW9cu2NjSX0",
-	"xbowgmXVJ/aQUQd1y7bFa9BwywVeYX2+phkS/11PkKJ5B2lC9LW+eQfqhAWulN8yxMOzTToiErtxrYq0",
-	"B7XTAXQqglRhFTf2YFWPgixF1ReI2lcpdca4xgQ9V9Co23aFcrM/scVCtuiOYR208lKtL7AKXypHKI8W",
-	"CqnViVfwsbtRUOcoByQOuOX+92weY0K64X0Bmfm8xreCVRH0rdcPC87NQoQs390IshKtLYEVpT63syBL",
-	"mjMygaLtKqyAJVFjA2Rc6QjaqqDDmioC4GR9MaJqZEgLoAMoAryg1Kc2mG+detrCCTR1MQkFzuNJLm95",
-	"ynJbW8h1ry++NT94pEgqXR3r3w0HjU8Kl5ghx5etzuMjqAhFuwzdxhG5Bqc512wcET4G3pzLGZG52Q8I",
-	"lKG/DctouR6xPCJTgdQEkf8RUROWYZvXOodkXyx6JK33E1zsCNtoW45xAHXwBdHFxrqewvGeTbzF3gDO",
-	"UgQNCjjsNDVjGL3L4RcHpXR7UdHdrUIBjgR9ZSMasjZyaGjiTVE/XYFYwIJ90uQCARYi24sMCleroA57",
-	"LWLTIzxjXZsdUVcRAR0XeJCR7FRK5yWus4bgm68XhNxW2ceJVtJMfcpuiUVTEVxIuujr3QUmz/fGKIym",
-	"40Uwu6IZxgYD045DSlHvfP+nI6MBOeIHnLUSlv6HLfzCL3E2y4wYO1mgjcV78RD6fQj9LtPWUYOuaOsg",
-	"QL1Ty0gZo+mCCgKYILt6P336yFfT2C9orqBcY5Aztq/ZnQ5KFUi1rqFcGgiKZgnOBOOxoLHbkobaoKlN",
-	"MHRFCZiZuMQ/RprgaOgLZTG6OHoReyS+1Dlj2ip/l+Y/8qJsbq8uSOtS3uJWX7wsQor5VKhSMss2jjOa",
-	"Oq/Zl02o29Vr5usJjttt8pI8pxOuZUZOb1l9NUFnC8dWmro1/rV9Wz5xSrDZQxrgg+Poz5R7mKYhxwb+",
-	"veg02i4J8QAfW56JGPp9jGVnDHc6VKS5oqhv72Sxe4Hvizuit6wvDD8HsB2Wlnly4WgB7pw73BczIkyg",
-	"RV5iICfsr1Cky9iirERPaZbNXauW+rCI+cqyDTPYV2Du9QTifsINSdKhgl8v4a1rCBr2ACtrHjjYAwf7",
-	"w7u+x5BZZK4oeE/rGBhcxS+STVlfPZJaF4aFZgB2UeTfFBACrl5YCqZOfCO6kv7qeGBf1DBBsimPc5xt",
-	"MQ2oL1zfi067jVOYgO8LPeiIrNWGzzZSYx+43AOXe+By/wk9DfUfuYbBTWsDbZOMJguRNhjQ54wg70J1",
-	"6Ao4mLGPcz4eszQKA06INwk6UB2TgshckYcMbey8KxscshA14Qr8+Uu4mC1LW87GyJfgYjnuywMne+Bk",
-	"D5zsP5eqYO5c0Yl3SaKC5Wi11qZaiRq5CPNb7kVFmrGSuf4vjykYY6akR+6WObKWnCVQGueS7tLy80Wx",
-	"w15EXD8Kcj23kWzbUgLZavP0zYu9FrmgQ8tAb9hcMd0XE/NJj0yoUiQW7E4/n+YKYHhpcgPdvxP8IKqA",
-	"1sAc4sjjsZtnITqZI7yYkAgEDRiaWpIcI6SQDkUShk0ipQCkuAHNCSUzmt1AKL9VnglXrt5HCrSH/cAt",
-	"coqPYRMGCLUprBCxOam55e5FPE3PeMJQEthWBzd8orCZG7iFQUs2MmcqfOmKW+VsJDMGr2yRH8FjCwXf",
-	"NL1MZM5iwB4fMkjgGMks7YsBmzmI3RgKfeIC/BlCwZgam7KEzp0w5BYTlCuSjFhyg2kGtjuDnO31+mIg",
-	"s0zOyvuE0Vf8GW5Yncwx4sx79degprnfgRxzkIZ1wGGwsgpcIhBzo3ccNt/oruu9UQ+CVlqm9er7AqJV",
-	"80LaXYZndtzpbo3JFhe3tle61SckqD7qlS8wKd3fZZM1F6p+D0ttGFzC4LrWDMvXAOAxngotsvsts3yj",
-	"QK9XzPnFFuEE37EJoxruxVjm5X4rtVA25vtJ5nt+1W+BpsPSDviGXsGpHa47NKA319KrvdjTS+k5QEMM",
-	"ZD5urNudGSa5QIwaAbgxiYCr1ioQPd8qfcP4b/DM/WZTssCjm82p0r99s0m9Cx9aOytXMklce/2pYjlp",
-	"AkZ7RBYpqITSUYcEVbeO+u70u4IVrlmRayZCNfQltRaA2Wk+rrQEc4kG7c5Vu92D/3PQVLVsyV5dM2Rp",
-	"/r77krnO0G6xsfO0r9lAQoRxxYy7W874Gxjzy0/Zssctdrrb3mjejjF+lZ3Gi1gucPG9JWH+AruK++kf",
-	"teunGSoRVYL2batW9+LakpHl2pveXEGSJf4AwFxHkNU4s/wlB5chRiNAiYMvIDuzRjT0SPyRipgMuEgV",
-	"+UhFCRwN9BqHixb1hfktI6n7ufum2nLqIxVLDvjXZfe/0336VcFKg8ivQgjkQkkxUmD+j9/OPkr+0/xM",
-	"nYl/8rf8bH7+4qz7+url3eurs7sfXpwev/14Pnv78XT2+uPL+XlH8tfP/zH5+fnZ47OPp3dvr84759+e",
-	"dc9Eu7FtvBha7NbEjE9ROUVQbJj4Hz1I/JfHLn3NrbdIMZonI38wW6TgqINrB7FQHx34EQvmpxMjmjtR",
-	"u90uuILNRA/9Vq6YCz9X0wxgWlwyqXC/7Qvwo9lm5ObbStqiImWszZhoegP1gRE27wEpJbGVlpyJHpTC",
-	"c0y2CQaMB5RnLI3dZHy+LyTSmsNbeNEMukWBTourwVrCKsQ1ptxAy2sYR8WWCTosCsP7SAwNafyNQZR4",
-	"LlJ2ZzsV7wWYW5jsCWorGUpCR9CtCjhx0D2GMHHLMkguFVJDs4TImMU+qTSOEPoMTqsvYDyoXnR9eGJo",
-	"ArsHbVtUYJm6g/TZRFgHuI8P9FwTNNJ0zoaeBckpEA2sqI9PiuTMEGPCYkvQviDF0cBp4Tu3A6w1UzsT",
-	"NgWZmDlGFdSeUG553IRrlklhvdE1WLBLJ1eDohBsznSiWG6Mt9VbEgTRzLdWxcA3QDHEPmCWmDnk04wp",
-	"6GPiATEYzgez7vPAGWWz5KHTXDOEGkHojWuLwbEXmYFDABQg1HlEYsgQB+8OwrxpWXZqR1gKavPYyDVL",
-	"5Biy6QSbmUF9GsZUZJgkV5/jxjUsyboonNkLTbNJ7J0msW2ST3xVR8oHAwukFAD7IrKJxbYD54zjSjaL",
-	"XWFzKqgxQec9JMLqmSS+ZABv/LVRHF4WzRSLBlGGhmCTuRhmQVs2rDXuYeYF9Kd2DcicGm03wHa2Qo9h",
-	"jv4gCFKYZ6KlkChQKUhRq/LU6+oAyZVhGcgsYBcs4h7MfZZzqCCqqxVy3e9yqj18DHZItxsmBesLdINZ",
-	"tMAlHYEgHhIIAMfp3WMB+DWd17mT4JXL/Un/SVwRvL7ltPOrmQy8sPgLltZkmON0d4Q3/rxeLx+M6r4M",
-	"trf4rWAzlTFtDBlQIrAtuVv1Fsnm34RH9lUzI8f8rloH8NzBgzu2aSgQOTWKzfBsUOLj0exQCeDazHqY",
-	"4ajhkMeNxm62fctRD8NR7QpqRgVtAvcKzqiseDQiY3Ri8S+oHbA+oCroARxqG92WKyoYM6UQesaoDBRV",
-	"qHJTCMAppXAOzr6FbiPFo2H3NZ+9BvgLxHVBUxOW8IE91bBZbwNPyQy5M60tw0t+u1rXRK7/V0BPfggX",
-	"/jlhlGVuhUetGbWVtVZkMiyNIn6by+lEVfoih21DUWfKjfC/YRZAD6JyHqfEGGUApGyxXvrC6KKkGV/P",
-	"472etQkQ8K4XPD4CWBifB3s9B+vM9tNsUnB2GVXu/SWJO7H3MTIBUQCj7KW5nExY2iPxAta9rX04Pj5u",
-	"tTvtFn4E3GfvBOaD2Hk95Gp2lag0Ytkldqy1EMlYM4nJaKj+WP1SJKznCydBWcbqydg3qJUJzcjEGHdU",
-	"Eyi1JM14aP5tZG4ckXgo5TBj/hNj4rlBqDZjvp3qTMqbiHwntflZRF5Ds2r+PJPTNCKvqNK+sO0il1oK",
-	"0oyNCtB6IdnfjTD/n+KNbqbgDjMKROX9pV0y6sSp8PUowfGBmtn0OTMLvrmiIhegoRPzIWyQrYopEqCN",
-	"9b5YhwIyYw/Ud4ugTww9Yfgau7CixcMtYJB1EVh6LuLO+xM6RPICiWQoE3bAwwGxFIuhN4lMl0LQ4OI6",
-	"KUVB+0IWjYlb5JQMzXQgrwf8tT6Nx4I5FvFZmaXQpzRVGLnDDYSy8ljx37CZuLOQbNE+N/o+vkEO8B6a",
-	"9bXIG2sFcVcy30O/RV8UvAG+wG2GDazTuAdcpFUje20k1/aL4Aom80jhDJfGi67ntRglrjzT6SRlStwo",
-	"9mhJ4TMCyt3jaJlb/PcOKHfa3aOv7nTGk4MzvjYSyh2KV2VBDm2oIq//2bNn5lzH6GJsHB8ftztt27jE",
-	"XIFGr3tf4/vmZx8lT74d3V6P3/PXz/+Rm7/fXL3vnL94OTv/ePrb+fN/PNvcse3pfb1r24tXT+IPLu7f",
-	"1cX9iovU6SmB7rONysTujOa6VF16aeFZHB+2cHKY/5lB14hmIfUUcH4uho/UXjkxKyJK54yOQf5ZLGEA",
-	"ZbBteG0LRsWVuapECTpRI6kdAzFG3TVVrEfevAAA46YMUCti6LQsWIRSrmgYLXPy/PIH66AsNdxN1K1t",
-	"C53IbDoWKEG5IKlM1AGd8NY47aH7Rs4IDVovgmvqo+TCF7KeWCmNGWRBe46ieLZ4i9USMJ2qL3CgPd8P",
-	"eP+lSGQK4LvD3/gkBn0R/KmIc3tmAQeV2exSeGFIuYDYqNFHC+dVREZyhhCCVAQxS65dw++Toum51QpV",
-	"IoVg5ldKywm8GJyKzk+NR1kI+C5BKoJPpEgY7qxDqnikiGLakMUebulY2kQ2F0EgR91nNQ2w3XCgCgQz",
-	"xGCHKLJp7IweKXI910whhsphm7ju3dXpoPtO8zGTU71nHa/KroIwkS7BgoDvt9ILHlKBHlKBHlKBHlKB",
-	"HlKBHlKBHlKBNrDK7vZFumCZNT71Cxus3+j1N7LB+o2oj3ICHqmLIPUb97AHy3rRvy1pmfL6I8POOqBu",
-	"1jWht739E3VbXoCffQQTigT0895kFVHdvCN3hCtnf0oQhNXosKCiCq/RhtVTW/TSt8E+p8s/GIC/swH4",
-	"EjXWnZzl4BBbntp0br72qU3tsErQgwFxM40CDXMhnB6Vsp7ANLGQlqWe0ODYtI5zdBfBwI+US8KYcXGC",
-	"/j7rR2TjiZ67fI6FHjOELOkyA0NgQxkASiwyQfasUVHYcSH0J/hLzbjWy41ljlD+cxLOGJFL7QydhzoO",
-	"VNUY3cxl/HGuqvjjHBvDoH0AuVpNC0nqS2/2PR65MeAwxQTnAJaGS0DZsgsLCits7wv7CFQQo3dcu8rR",
-	"qeAQZ66eFRRQOaPwuN3uOUsP06VwlEXofFXk1dgjKmDzbaPwzNCdLjAHS9qAmaiDvkc7GF5UoJMiFSJA",
-	"qfkTUQVk6eSaRVNm0I4WINvDLa40AxJSI4AlpNjYZZp1hDRUxkR1NbI9B1MpB/tysO9+9P7dawslai+P",
-	"x9isFOsCUx9CZMnuDc/BqW5RGZ3/3s0cEnAUtL3Ewqe+gKQrBQeHOtWzNknpXEWlqicLbVtAxhoV5NuX",
-	"RWrgf3sR918xRsUc+eZBFbCbBxr7yAzOhJYAze/YxdwCO3rrm0hhU8KgdXs9vGOYcxgA/gYpcvblLWKo",
-	"GgD2ixQkuDUzdASwbBCyN3ST2GZUCMhrNtjsYRk9VcFtcfCpruNduOyiAcOJhwEu98mrBwJWms4t6ukc",
-	"0HB8oIjEaT5/NxUWx9YnhHHl05xsYWC1BURvAb2TeTcXNo8AhoPpX2N6gy2zbJZk5DIDDT3ZFfjNWXNO",
-	"9kQ4gn1WzqvMT+lY4tn1RbEboEfTwBttyw4dn2mZ17q+V7alFWQzVmHrVF/MKNf+kuCCIQUNSgC57qGX",
-	"iZsbo2pDRvDM756kBeK7ErjaOFqBYQi75c+3zQXaONBwHu7U18qNqoDG7ZDZVNT+rewMsSYvLXRP9Ro/",
-	"0IynUF/oZJ+ZnJFyvptJtRH/4VX7adnwNj8vN6KoPnN01Xncax8Hz4jp+O3AN1NRYNLCZ+XeLnVf/MDZ",
-	"LPi8aA1T/dDMXjV6h+Fnl0ykwe/K01aNXtd+ETaUMb+/j8CpiRZ677BTl+C3qt8/CNK3g+coRt/n5oRG",
-	"Wk96BweQmTCSSveetp+2D6ykPUjUvw9/7b4Z/PBU/uPo+vu7n/S73578OL6gOJrDRoMqlJJ/r9fwelU1",
-	"67Dkko0at3xiLlhRSFpCz+20e+1ur9NpHR0//tncJuTnjd6AZopFyGDSXe70rjdzVef9svpOmrNABNkw",
-	"yCoRsvcAnfiQmfbHz0yDC7Fg8doY5aZNzEDf2tfzyYpstJdBYwTzS0KJtcbgF9B02fYfCEAiIAJ6CZfX",
-	"G8QwRBP0bpaheQXoG653wCNl2yIoxEEPGlFAswU1kjOICmop96weTpxM64tvpB4ZI4u5NhZckdOLs0eK",
-	"GPZ/enFGUplMx9A1ACxkwawZaXOocLZc2RSfH9n1SMobKCgINfcYsB2MeuibdoiBjL3hZzbpEdQ0WTs+",
-	"IkZd34cfcwHFSEKS2NBLvNciUKBVtHBAC8NGriMfNOVL4Rxeus4SmAH8OWoJK4ZaDBYCKtOMhfUlIXKK",
-	"f9b+FMopQt/tJ5/3HGwbTKomllMfCdoFD94PuEQNcsFw+I25ztpN3s3Pf2DuEkhKc418A481Shi2ANlo",
-	"wk+eLN3H+6jBxUCeA0FhfDSYZChFC031F//ycNRw5jYVvcjcQvdx4/5+c8nsyW9Zcs6Vu8ZwM1RU9lDJ",
-	"AYn9EHHrwfW6nZCYIZOqd70WO59QTTMZaoGWuy2RCZtCHOGPI1L45wxbkLmx8SNiEyhtdk3p2IFzqOmY",
-	"5WQ8VRoa9SS26mzcK9MHMNXCY2sTFWa51Ay9N9CPEjv32EIyyBeWImGut07wvC220jQPgqMcSxsHXHA1",
-	"Yim02qFkIrOM5SFQEHE4QX2RyDF4KTOq2Z4rhFVB1ZnbfM/ayZDpFrmQWVYISmMy9UUpI3Eup2QosYaW",
-	"YpZJE3NZe0WHJru3N2yi904WEZOyGZ2rvkC/lmu3CRWdEz23KEWMiqKRo2AzMjfTCwrowGF4iK42cj13",
-	"WUsrBdHanJPT8mQLWW1k/IkrbdTS1t/WLRj3dVmKA10I8X4m6A+ET60iAuTIsdHP0ryPgNduyUPrXm8P",
-	"xOXMRi6nqUVs2iN6zEWqoCkr0j0QtMxS106pQ875N9Ax3i6kiSRShKmlYLaTDolHVJ0DoJXOp6wHSXBE",
-	"CjyL8PSQErbM4MUAdhDOXpfD++GLqDXWQLZL87ZrKXX11P2zf/PNTed591//On76dvKUfd++0x+Hv/7c",
-	"2E4qrk9XxZk9xCi/vqDEna4Vk+8MeVeMjUBSWrZWLycPPlkd636pxHwrnCAoV/S4fj6FbHAt5zJmIxrA",
-	"7JqLHBiSpsoMeMiQ/362DbCVkv6/XSffjBmEluRKDfkv53r6i3OObxl0PWX24i1wjDWqkD/3R4rwlAnN",
-	"B5zlpBn0jQTZDu3prKa/z9PYeVSs44QzVcmi3JCsQXBPqB5VdBewGMsRjyXq1OP1BS9lrunslaXc8jXW",
-	"ZWXZYv1j6HZS1dx9LpJsil4Z30JDCqZafXHJkpxZlRZVeWz7sUyP9abR57LSYrG/fNo4aLPEjTJiNNMj",
-	"+35DrZrfsleUZ9OcYRjDWBKX08RYUXUv6fTaXYy5hFXd0JAXFNVgczdkjc+eNZaEDBaXNfVxDtU7OIBd",
-	"aQU830XoU0jDrtuqdveqc1SONoVb5ZqDQp+sDTfMooi/c0Xz30rBSptjCWnH3Xm6ZHc67av2016n2zs6",
-	"ah13nizujszS/VU79GFbwbPKM7Pkej04Yr6kIwZwvkr7W++JWdbhA8vQVdX1PpA5+CMK7xomq8XTPIvB",
-	"rwJ9pK+VzKaakdgRWNwXzUlGucCPzCfVCmvfwpVmGXrd97CDXoAD5dKoDvuitDYwVYOAgS9XF1IX3Nnm",
-	"1bkuwy6FBRIpwuEMZfIhNEyKFXDyOIJQgEBLHKzdAs4Z/OV1nB2Zit3s3zULYhmL34JHbooIGK75q+Yz",
-	"fF3hhlcvN/pCYzZSLPn3+eD7fz7Ln377/U+/5lezj+8vXjw9e33x85nsvqav6eWsM5geXr/57X3jjy3r",
-	"tuPjl8G8l/HzcG1R0RvQXSHcxgcslYeI9deUgRixjlaZTpcuYuBQ/Ly82CRI4d508Kl8l+9XNf47p/kN",
-	"RpVLUtRLpB7h3llfOMbHMsfEPUx2zWx3AMxY7ItMiiEUKkDFq5Yzmtv8Xz7m4PI5rMjDFnlhJojJnVYH",
-	"Lc3IyD9AglPLpRmu8YtKsxL/P6qP/JQ2jivfjPAhZeahB/VKXlDfNq+szy7Vibei7csSQyha5zmU3DJR",
-	"XzINyfQZH+hF3vDIfJRLrTPW8+puPKZ3L7zn5YLll1DCHROqNRtPNACQYll3RGiSS6VsQbUT/MQGO1vk",
-	"xxHVoLZaCB14VQR8Af3CVqsdUdUXY6zipIJQMmCz4H2upP0o9BHbGKbK5AyshJRldG5DoxZ0ty8KF9JJ",
-	"8NZHqlLlLs07j7rPzFYdtw9taAmgeEC7CNmClrKOY6Hy9EfQv+vPr9HrtjdWyN6Hi/lzK9bLd+Orq87d",
-	"P7rqLKca6fvPoTU/JIY+iNbGcyihr4jWAt9EfZZ6fVDIi5UZQpV3uwxPL7LK3vsemY14MkIdObJ/2J9G",
-	"Fi6mkEwW6CIBtHBXeSeSeVRAwqN6DujLHhnOjgeFYlPW6ouLHaDl1oQMCka6NgvGye7PgUJr/2Gh0KDT",
-	"1xfHPnPUg2DN+AcUatj/Xionj1tHna6RL44QNxRdTztfLlocNSydnqtG7/BpsReuWKPbbpsz8uvqrF9X",
-	"u9U5au+8LoQpbnhV00MdGb71ddbd6WLGjSX/5ceFEZ7qFh23D+vg5kYptE05m51//EmfX73U5x9fvT9/",
-	"cfP4/LfTx+cvTqfnV/+c/ci3gpyzG2onuj6Tx9HmQwj/TxmcwV59i4LqK9qk24vcg0/FPb8/yJn9CwAS",
-	"Pns+teLB74eW0LPCOqTqcwcCJvTl0geWhcT+OWVTpgqsNifeSxUlRMiZ0SeskQ2qvKaakSZ1qPPFiRtL",
-	"ty8woxcoQudzV8eLP8L+HAha65hmJpXew1gWuvgKfAWfxtHqi9NaTx9JqBASonT+NDGFuolwBPVto+0v",
-	"v573b2e5/OR3FrErZEun3euEdafetr1gIrVwcdvJhmV2pNuBiPxqiPTBO/rgHd3OhLsEThuwJsN0P89u",
-	"w3qyfc2Ql34Zl2otYz61UDqzEQOEjBhfHdQw1HhZ5UzskRkVnmuWf94XltuUE2mrrtr5hEFSLYJ+1JY5",
-	"xr6KcC/qC3ZLsylg5LmqDRpm1RGasxZBg9oHhFrk1DXXhsQGC65i+5ZBzcXA0GrQhKuAk1DkmqaAPQ8T",
-	"BQsVU30VvYXyB1Es0ft7+6IbtY+eYlElAP0o0kSsIajXighAWgLoFRfDiIgp1h1eS5kxauE1plnmwlSQ",
-	"619yKAtX4ul91BaVAjy9EcZ6lq0Le6ThubX6AgBgFb6G2C3mUhQe9MOueU3KbSIfoqTb1gIOQkkHuZG4",
-	"5L5wzwPgao1kNNRt78YrOKHGZ3iJ8YxdRnSrlIHcCtKPIft485YoOLErpvTXdBtjRupDyeVnpndvRwMW",
-	"J90cmT3E7UliGbDBj5abFqjWll3qv2zu+O/jXP6rW7svrcgj1NGRqzCnRAUy9vPUDehsOP/KmkbVBAyN",
-	"VUgNLJlaWG0FAHiugtDl0fssxb6QCaAyQbPB+BfFRcIsyNheHHmdhiMOV2Gx2SpSLHwlTewh6GxEi9xl",
-	"LEVfMCtzGIHO6JzYFBIQxGhbaszpx5rSGoMyIkoikHypLCAIG6csnU5gcxw+HYBEYZ8SwPhWzCIDziE3",
-	"E00VwgWOO2AsNXqZ7bco0qBSCQtzr+d2Pi+gpSh1RadGP7K2bjmRs2TsGvIoW7oEu4CZL3AyYXcW6Ldk",
-	"s4n6grr+hQ6IwWH4ORUFx4wI9kODiD3WZMQn7hVqZG5/bkdSRh2CRrwS287aX2GlMWDDZMzsWqEy2UnV",
-	"q6KFDtkXE7QvzaS6z+IaDPke+howhg/8nOYZh65HFkLPE9qe7Ro5k/mNQyVUI2zWxPSMMZ+hq2z43y7E",
-	"Bv/LBRVyJoKZRn04HsS1c6M8qvdAmDH/CKF8uKCrwaDh8lYUhtJP7jeHQTfL/ppqG17CRu+oG22ytJ2D",
-	"8V98S5apLd/JGTZ1CIwqgBB58Iw8RNT/pImr6JyxEsjXcH8JJ43Lcf+qWtM7bDpdm+x2qalIaZ4SN/lK",
-	"3jgKL+yPDYCuDl/CKA22FqPoTwxR8+4RGclp7lLgyjoaq3rDbQ3ITPaFeTPV0xz7yXk9x38ck6aa0ITt",
-	"K2a2QrOUxLedKCZMgPoU2TnM7Nwfqb7ANm5eMlpdKaGCqBmHNqiy8pRPA8rZR5bYpF23iBMXNDBqQoSZ",
-	"ddWXtsg7qSk+aCgEBgQoFKlYsDvCtgfH5/qiwCXxHWbK5Vq22wz+3iVNmN1RJB6wLJP7i1sW9YXRksyE",
-	"iv57vtSnGXvnjxP/bhf29/GhJREJ+M5lWiER/+5BCZfFgPN5eTfhOVPr8s8qVSb/7N5Nfv7xuP2++8PH",
-	"ZPxD+/34Wfunf73Lfn75bPpT94dvrsfv3v78r5+z5OaV+OnHbLqzTN46nQ3nuSQAAfT35yr4eAhB/MES",
-	"tOFK12SRlcjq88TdfyAYYV0ElJh3rQ0e1DsOaAaiTshZD331KJtYGhV2WWSNdmxonsnhkGHXOxIov/PI",
-	"SzjraUmpphagR8i+yBnNCtzSOEAIj9v2n334nyfmf566P90/0Ke2KIS0UFjOog+RFK17wujugbleXvZC",
-	"IcyKkLRiIr0qnO9/pIh0e/uIdHdbH/LTP3pEGqj/ISz9IBO+RFi6YKVL2P/Kd+CYLL9dDonitVDzM2yM",
-	"wJUHbz0h8ZjeMJJPRez6V0nBjJpsi9k73Setdqvd6gCMdsuXFRwAY7Ezri+xt55O6uGjoZGezW/yMLqL",
-	"uVLnVNAhOu+gBQlkIQXNi+wIhjHUPH2aotygeTLiUBZlH32kwhYhTSPjaOZ6gFjUFzv0RQEEvviCdwx6",
-	"8MygEN9LmJS71qa+3SfRUmZ2+mOHHW52ObkJ3nVq244sSRpD2b/YMcSnStbsjIVDrxmxVCjqbG0QmTVH",
-	"5Mmwbg9oao3QejQuLpy7G/aEgqgMxraoPoaG7vZDHBs7j5cu5lqvilxaWEMIcFcjE2G0GzSRJjZhwxBN",
-	"RPjAIVSCLgKhv77geu8EFIzu3R2hyY2Qs4z9f5ydz0rDQBDGX2UuQoXQpmlzUE9FqBdB8c8thxaymJW4",
-	"kWQFPfShfAWfTDI7O9lNUjf11FK++dFC/nw7zc6Xv1AOK84do8cm/B2ol38+IZEpPD3NKE6z4sfvTHON",
-	"zT1nDhv1hb4gU6JsBMxqkcsaE1l1VWFiPoWXUozfMgUTWwMU3dr+dHwG2XTuyT7pTKXQRJDCm1QRrGLz",
-	"mkDRflZEsIyhwLMF38x+vpMYzuBVai3qq+G2tXVysUjjFS58i0pVH7XIKTGKexSNFu/nc9itlzHcVErs",
-	"yBENeyTj3XA0StfuUfDPljYeTjaQROi9LBuz0yw/drW3hYvRKpo4Fg3G40ykWf2Ag8Eqkymo7jPcUKep",
-	"JLemz6Nkm6kokjPFT5sIUnw5U7oIiiChk3L1VpTyk6MwggRf3lG8JIswxZMzxY29CDJcMRPchdp2L8vW",
-	"0YZAIzXM61x1iMJKr9ZOc5pSTVo7se/E7gw16E/4i6jnB7pLeevSD64J2/CoY7wH8r00gvu7xyc7lr23",
-	"uH1+uD3m1Q6/AQAA//8=",
+	"7L0Jcxs3tj/6VfDnmyqTNS2K1OKFqlv3Kl4STbxoLDmZJPRNg2yQRNQEmAYoinHp1fsQ7xO+T/IK5wBo",
+	"dLObm+3JMp66N4lINhrLwdnP73xoDOV0JgUTWjV6Hxrsjk5nKYP/fiqFpkNt/lPNp1OaLRu9xjkZ4seE",
+	"jjTLCBMZH06mTGhCRUKUnDJCh5rfcr1sRI1bms6ZGYEqxceCJe8Uy55PKU8vkkavQcdM6P+xL20P5bQR",
+	"Nez48H2n++T4tDN4eHCaPGIHj4bH9ODJqMsOjgYnw4fJY9ah3SPzSMaoZsm5bvQaR52jhwfd7sFR97rz",
+	"pHfc6XU67e7R8Y/ws+kLztIEVmefeUY1C5/qXHcf9jonvc5pu9PpmKcEnZpfXNGUqZHMhqwRNZScm//o",
+	"Nb5nA8U1fKTp2Hzymi0aUWOepY1eY6L1TPUOD90Cp8u28sOY5R52Osf/+lfH/O/k+tWro8Z91GBmdxq9",
+	"xi9UsHYiWWl74OsrTfVcNXqN72jKE/OpGNMxM8dg1pZSpWGT38yYKK+we93tmBV2j9qnp12zQv/zKyZ0",
+	"9c9hG+2GmJ+/kNn0aj6YcqW4rHhFeevFfPpmdH7xDRWJHI1Uo9exnz2jajKQNEuepnx4U/XFd5wtgs9h",
+	"ouUf+8WqRq8bfnbFhDnuI/tZcdrBjy+l0kOaJVdDaj7u3EeNlNHkaigz1ugdHXsy+AcVjDyT5sRnEynM",
+	"R3/vkubp6WmLdLqdg6POccd8l0k5ejN6KoViQr/z1NA7POwePWp32p12t/e487hzOMSfHA7Vz8e/Hr0e",
+	"ffdY/uNk8O3dD/rtb4++n15SHG3GMs3NvfzpQ4MmScYUUDGd6TfZO8H16/l0wLJGr3FiCN1cvl7japZx",
+	"MR4Zkod7NRf4MRVjOpWCPMVPgHbhAC9ewh8ZY/rcvaPRPTomr8krygW50o2o8RufNXqNh0ePOieGXO3c",
+	"llve19PTxv37qJGxocwST8avaHbDNBfjRtTQdGyWCfvfiBpyxsTBRM4Va7yPGvNZsvmm399Hjnk9Y5ry",
+	"VL3Dx57f2gtSwc8eKGKOOCJwwYjMCJwvGU6oGLMk5GXsFtnlTx8aCdUUuEnV6y7ESMKXOITjPT9Zynkf",
+	"NYbzLLNT2nDt15HfKfyv0+108EDYLZdz9VGDwh46TmyX8VlZOPMD1sy1QGcwPTiGzawHfrblVB49cQ9c",
+	"L2dm3EoyAgpO+S2byoQ1ejqbs4DknoNErCS257mwTNiQJywhesKQ4h4oouA6oBzVVCQ0S7iyv3F3fisy",
+	"dFPwJ/cHYRhdQ58rtyGUaJGf6/s6Uefo+3nh20smEsM//jPJllaTraODDQSbUbWRN85YpqSgKTGkRhZU",
+	"EQaPbUmQ8Ft3IvjkJm3N/Gqese22YGBpa5uj/9iT/ned6uNuzanixq8903dCzQdqmPHB+pMl8+CH253l",
+	"H/Je+ZeEC3cz9dr6eW6YhOverE18jjs7qD7dcAHrz1i9Ytm48nifzWcpH1LNFFmwjJEp/JBwoSWh7uj/",
+	"Cqdtt+D3UbRwV5+65cILt1jwsZnPJ1LSUFs+TxKWmLeHuvLnYkpH1WRrT6KOYtHYrvQo2O8isuB6QrhW",
+	"TtchM5qpnGwdDYR0O8wH/Hxug50McqeHlE3yf6MB3KkwgDt1BnBnKwO4U0mGX2zc39HGjRoLmgkuYKD3",
+	"q5fse64ncp6vsfLKDeY6tC7IUM7ThAipyYDZ6/fluv31r9u/l1gbF+LW2HIXYpbTJ1Bw8XDW6q1D8wsQ",
+	"DoaAeUYS9+yfWq9JCjvgJ2n1VpzbUP/8eHQ06A4bUSNBxwQsjE5nlI9Fo9dQwBQPgpO6jxpyCEpQ1VEd",
+	"PemdPkb37ufSdllJbSgedY3akN+9rWiBkpSLG0MSVKBT5U9NC8yv/i9EB0mJDvIjrqGBFyzld56TV9GB",
+	"IOcXxJyd0lRoMqHCOdZy98VQiluWKaq5FATVSXBo/KkJZFTYmr8OkTzulIikSAN1hAI6YJk0mJhPiVMP",
+	"82hkNpzwW2M0jWiq2Na6ScKMZT4zVNToNa4njGjOMiJHJXJL5ZKmemlslnFGp1PWbkSNG2bmZL/62TwI",
+	"wbQBM5L8pX3CfizhHVYVLk/WPfO1DFfVGJs/76M1D1zx9BaGd48o/AC11V/nPAse0rj3ZgPBX8J/NY/Y",
+	"L7eOwxQ1oLVsXJmfaQ2MfCSz6Z/7bhbW/Rdi4MPy3SwstOZuhuruehoYUiGAAmb2EWDeCftTE8MsWP5f",
+	"iBRGJVIIT7mGEK7Qtwnc7QXlKRfjSpEu9YRlRAW/dkyWDsHIJ1yREQ4AAbMFT1NjtGZsKm9ZQuYiNQYt",
+	"JQkzs8iWRM2HQ8YS9SkoqUQ4G8IDUUOtLtv7LI2xNpxrfsvMN/PMWGTHxY299k6+qGEXfcXFcMNZQp4G",
+	"DtnoNb65vr4kp53jhmH1U3lL0yLRnF53H/U6R71u1+V5hJPekiSePPlsOsFxidgqKKmG5vzuVVCa+Q59",
+	"5DQBrfGv4iD3fmE3v4Kj+JbPPpuH+NGjRh311p/PW7y2a0/IXe1RJqd/oVOySw/PyX5kTmpolLrPdlSP",
+	"K47KvbzqsO6jxoTRhGUgnd5SzV7yKdfwj27HfFbUkN+yX+dMaYXMmytyw0VCmhmjiSIyI4uMa6ZawNjP",
+	"Ly/IDVuSKTX/f8PQjl+SbocoNpQiUUaJVsMJm8LJWv2UC83GRoe9j0oTekaXa2YUyhL/yhnLyLvrpySh",
+	"y+1f9tacu+BivP0OpGykrevKrNnoOBigIt3OAa6WLLhI5GKPaWy/7glVOBUtE7okzXfXT1u7vFAxvfqm",
+	"KzwsMheap+HJPlArqzN6frAtckQynGdOI33hiGSUMWYkukql7pHFhOH+yTQxD7gHuSBck5TRW6ba5GnK",
+	"DUsgMzpk5tdTxdJbpvpCmp+1+6Kw2ikXfDqfggN2ZeVGj6MZnTJtyd9H/i6pnqzuw3XBIuQJE5qPOMva",
+	"5JxMaWoMBJYEnxuNRvHpLF2CA34k5yI5I1IwIm9ZRh6ekOGEZnRoXm9+m7HRXLGENOOTTodYn6o95hiO",
+	"0TKf7RkYN/OemdV4B3TOBkMT0XCDwsbRu5dMjM02PDyJzD66P7t+J5XOQEY7U/1btqzfOLDYHyhDNsWV",
+	"lMznihmP7OCfcsIXCZvOpGZiuDQjr0z5Fb1heLWAWImiI2Z0iYzpbEma5ouL59cvyETrGZ1xkmR0ZKgC",
+	"mWmrB4+OeAZ0rGZGJSRa9gX1ZA3BUbwpbEngXzMN1+fohEzkPFMRcC97tSNQiqmdgFWdFZ2yvvA3bMr0",
+	"RCYRMdsXkV/nRkk2Tw1ksmyRMdPK3CQ6plzY4Gzs90EfvGWzlC5Z0iNmb+OoLxYYcSLZXBg2RPSCD1mb",
+	"XNs3w8RhGGrVe39lFYlPjo76orjNb5mh7/iMLCY8ZYUtwueyuVARiU86T0jxyQtxmclxxpSK231xnj9g",
+	"r8yAjWTGzOrMEKQJVwd8gxGhcz0xV3Jo/86oZiQ1/E61jMiy+jcul1ByendnFmCurDmSNnmnGKGGWakJ",
+	"yahI5JSAgkKalLx7d/GsBeeUyjEf0tRNDTlRTuano87wiD5mB8eDR8nBybD75OAJfcgOOsnR6PGgO3zE",
+	"Tk4c+SMR5Rcg2IsDvAeVdH90elom/BnVmmVmzP/96f8c/N/v//63RtVtuCoYBvWXODQgiixwR+b05En1",
+	"VS9ZKJ/swt/jSEzpr2TCsRrCqEZfyWTplEqrqNIZptpwKQ5/UWbpH/KlfVgXO7sPp/e3jI0avcb/dZiX",
+	"Yxzit+oQlTKYTj63fJX4CTINmOlX1ImB7ecKDyYubaikgbsUVUPnmt4wUYwJJyxMOXrq1fKyCr61Jg25",
+	"NUphPYVX9AMWiLOhqdERloTdcaUVUCZHKVic/xXsI7nlMqXoVV2dflF8BpNnWSYzNCnQi9xrGP7YduGl",
+	"fKKGA1ACw7gJ+pzdjFHYb3ALUt24f19Yo2FtATO0q+iR/E09Uj880MR2pPTcrAYfWL2uqzMgzbikV1hB",
+	"wMCj4nfUKF2x2bE2blfcigyrpH3D/SgXJJunzHNfrkkzLtNLHJH8s0trJ5kP7QRsnDhuGU6Z58A9lWKU",
+	"8uGulM69gFgl9aKMMUqZ5mnqpFoV7dTInkaRjFcleYlRr7zrzIpvrLTiqK+PuOAKcnrBrzSbmVexZHUd",
+	"GOCqSdW1U7e7eJUPUyRLf9d8OcSApVKMFThKhB3YvcooD2YNfrQz8xtzlFTLjAypICk3ho/dhNje7MQ/",
+	"Ym6ntfPjT0bXa1bgN2kig40izXhlY+JWz8ybKyJFXwRG1AMVzp6kXGlr+oRrN+tWSPmVizZqGay6dUYS",
+	"CZcdzr5N3mRkhXasQhWXCCheoaC+aMa1qlFrLX3Zewaq+p63LI9Drd4xlgKt+J+s0ia8+Tz/vsguV0cA",
+	"HwmKgpX3WZ25TnjBq57js+UXOVvZSRuzR9S+vqCUWwH0V2Asn+bebb1zpBkHJ2CER+UJG2IuEIUTM5/p",
+	"eoQ34LXUL4xBvpv2F5LXM8nUa6lhjYUDxHUmkqERASTc+DQnUDU0up3MttrjsZsazi9utRsYux3wJGFi",
+	"x3uvhnLGyhE+QwMHUqRLOHEjLdBWrrqO/r0r0sg5CVM6vEGDG17mdETVwzE/FQmHPkmzg4nEvWvGfo5W",
+	"MOQTQp6PJg9ODux/u5C+MLaLEQVIvKHqN5TmG3Bvy7lWPGGBg/DiktA0lYsDI2EsadYyiP9EbejjT/x8",
+	"b0ZC9hezq+eIfo8dzzDzD62GUY0ZQeYiYVm+phu23Hh4diIrl7B8UkZzAs2+0rtT8DMZkgf/0pl5glAi",
+	"2AJu2AgYufkrC03dT3CHV09vw3zjSjcUssQLoVkmaIpv3EcYFEcI95bbbwgYUWf5pUvICbiDuuzJ4FHy",
+	"CWTDlTRnYuh2LtjdjA01S8iEzmZMGKUdiIRltyyDVKYxEKz50GYmBLSUzxG256PEpKu1rROUzg/wWURl",
+	"xrBKbIO0hFVe0mUqaXIt5Uuajdleiy2PES7UbSrcW65Ian5h9psK8vD09PghGSw1U41Pa/a7t0G0wZwt",
+	"OD1J8+EJ+ZZ/RQZLkrARnacab8IVy275kL0T9JbylA7S/fahYpiyBq7wJ6DAm4uZ0YynhqH5RxyHTalm",
+	"2SfaloRqOqCKGbPVFkRkjA4nLCEZH080EXLRJm/hvcBHBnR4I0ejM+INvIwNzWYqMlj2BdeKpaM8bOXH",
+	"5woexbE4M/ouBhB6oNnOIDGRYIIioUItWKb6YtWBQgSdgts9jztFRFNMj3GRZwtngC/h3ptvwwWiL1xa",
+	"kuONJM4TlWIMOw1llrCESDFkVg9BD6Wap/pTeUcjm6Kwm48UnaB1J5oH40bzNIWtAWsd5TJsG2wOkPe1",
+	"lK+oWLqw6V60XR6jcMd9WIGwuyFjkB7xKTSYfFxupdx81iuFYVXKE0MqK+HYZrfTAU1dReS0Y8PzfRHc",
+	"faez5t4PGy8nzePTTtTpdFruVuC+xvDHwbn5I/aRfAh3VKUSHPioctUG2CcOSzHo+6gRvKU+JK0lWVCu",
+	"XfwHmAYX440h738d5PPDf2Kof6spuuSIynFsrH77gcwDpZF84H+XWYVJC7Xj7TK7QvoBkOY7Qed6IjP+",
+	"G9tPISgMEF4eSDYVY0OLzlN9d0Bn/ADcMJ9Ga/QDxjZKa+6TfXGUB/AjMhc3Qi6EmUzGbuWN1enfCTWf",
+	"zWSmWfKKJZxihs1eu1AxUK26MJ0rkFUrY38eZcFIxrj8rrjdyHV3uN6u8D4AJOHm5zS9DOrQbG558a0v",
+	"ZEbiYpJxHJE4rxuByEGhmsh8EuaixiDd4mIVQdwuVcEVU3I/VDq08HuIZaJVP4T8kgcKbHmAC3LC32Wa",
+	"QSZGKcBYyPGtUD2smo0Ktjl6kOtSpkShsFbwH8HIcvALG+pySvAGmcmnTGk6nTWKQcWfwo0oDPi+4n3u",
+	"aIOQ49rT3W3Li8vHjXeZVF5Vac4yLrRRBMn51dOLi4gISdSMDplqtckVloia3ewLsH15glkNXhkyFqCR",
+	"A+XTU3CkoLLRAex4KUxveMDBo0ePuwfKU+dB19zOPNzcPXq8Ls7e798ddQ/6/btHrDLeXqCV6p3FWHdJ",
+	"ExBLtPAqiGhBhQZhOKPKLPEMqMlQFYT+EJPo1iyXnGsylUr3xeOo++QI7Q7zw39cvXndI1PIoshTkTCq",
+	"U5GOBOlcSgoST+ndV2aQuHXWF6B04hvIkdEdYFxMl1CkadRtgpQWEZpldBkR3JaICKgFj8hAypRRjD2J",
+	"eZr2BeglcHKtiChpzCZNZmhukRFPIX/KqL/MvAeUa0gGU7hmMyFKBsaKNWq3VLrXF/st9DtYBzqSN97U",
+	"4vF9b2gOXEVolJOmVcCM2dE687t2SqZczM2h2HMbzfU8Y8UEizXZojYe3WskVLMDzaesigK1lV3ruInj",
+	"AyCeygwFBljHPZx0LO8C1aE9QxKISec83NgtH1H9h1lyYj41cywVstjqU8M93H+/mTH/OZYsBiXL33EA",
+	"fizVtRZLXxqoFlh4l0bUyGva3lds+3mSuEj4ntw1L/4v2wmjjLEDze40eXflMgmKVHPa6ZDn5CmdcS1T",
+	"cn7LIhKALUTk4iVBTK9N3G41gagga3K8r1XqCEAgttcYzg2TmA/NPUiC1Z2ZY6eZRobgUrZAdTPCRBA2",
+	"nemlZTAVykEZhaJKXM0F15giIecaeErCjCCBGHAzPonRux+fzzQ5KSdpnlRdPYS5qMwtNaLPWGNyIYoD",
+	"FTExVoe0IBnlQREqgzRlRsz53NKUCd2KcMrmQv14cQm1WGck7jf6jTh3Zphvwh0tzWcFjGNlThadY2Wd",
+	"C3mQMiMsARyPweuLgwOeR8V4BYCPai3LFgal3Ah5Bz4D/gcrXopvKoOErLwUUEPKr3rBb9lBwsdcwy7J",
+	"zPzr7yfFoRFpZONVKZFgeZmWWvwJu23FmVVdsK+oHk5cHrNmUyD0NH0zgoSndeweIUTsoz477f3qXfRw",
+	"wYrEl2+ursnh0DmsNGTNQlJE1XBxq03MpFBa2xxNkNYMXBJSMBDwRkeDOz3IGPVRQcj5GoEeTVMpGArh",
+	"uwOn4h24AQ/ga6dF3R2M5YHdJ2PLtN/SxStralVsWO712oEtBwlxa5LGrcsvMSRjy21JE9XQ/OJxzaaw",
+	"SmtoeHk+n/PKy89c4GILExDpZ65qBLPXTbT0cwkFqp1/w1cLQxlxjqeK066UfDlayIrkWiUj1G7h3Kd5",
+	"xlqILoKc1sxPbVr69/jmXOtpgOK5chftzmy6VGo/we3C2WsJREVeDewa5XnrNa7c+nsQ4Rf4bLfT6YAI",
+	"d3+XdyJqYEmQmRropI2ePeuVCvkYP4+t4qwwqGIMEUjKAlhJoJszEs9nimU6trSOx7lKTkBN5ocVdFM6",
+	"Ir+JWxzSHrc4g4cqjuiNgHCSUdbd8iKjnjvficwSFC17HZad6yb6dLOrWruFEHoLnvwdlatv5ALrbcEo",
+	"9ryKCc0yq3erpbKcoKxB8W/Z8jWkbleRtTC2uS1VcIkXwNcdIwyU+qL4XCAK+4HhfqqK6+GrLzM24nfV",
+	"L7/lig9SRmbwG5wG1ZidJJgLid2wZUlpG978/OibX49e3j2h1brWNqx+r2Kd1XflGBZbO358ovtu3gU7",
+	"d0NFBxlL2a0xvUDhVB4MAwNWdnjwWWVsyPgtSyr9Vhh+vZhVb9TFpccoWx2cDA3lGDW1bPcetzvtbve4",
+	"/ahqv+aKZedj64utWF/hHQ8UeadYdgAPrKG+w6P2cWNLzgTutfzUovCGlGg22J9w4vnx1dxzB9e2k/lU",
+	"SLg3OrGmYxWR/DZHJEdbA26QMpoQNZToeShd+6qS2/KGP8ccXSQds76C2W/sMzsK0fKMhFrQXLiviqdS",
+	"VdO75/X8qNqVT3lXCw0s1mvn7od5Q4nyAi8zPqXZEiUx3E+uITVmzG9ZyYKrqWde1S5DcL4NOmbw0/sy",
+	"fN/aB/NfFlHzygvstNvdTiciZoy5doXjAeUCfRumJIZLkrAhXZ7laYqFDeiAgoS1oV2rHtVWijpk2Auh",
+	"ZdW2MyBeSIX0ery/ctSQ+o2ZrMzIYImKNfi8KfH1OSGgb19w3bM+jYQIEM+QI5DX1vpsgMVEKhgOPuaq",
+	"4JjMT1FUiugX8zQFGV28fzU2fwBcuDK+xa9d2RlIz0fLe6t3VDXeWH3ZKmziqjdsRsfGlmTZLUvMrjsj",
+	"MSJqIhdGX0V9RyRkIheFE6vWfPJJWojGVA5pOpFKbw/RWLWUgK+uY1f5L5EyjAENBUQ2c3pr7dP5H1f1",
+	"zTJk5Ppx3oa/vXeYkusXgVLH+rVBaTb/tQzgOgo7XQNQ6ZdZ49XO1xNgWu0bOAsFu6sQK7Y3KGxaUfrn",
+	"77f7U+CKheMP+V4Via/RBp5tiiatVwpKbVIgtwjubTP0CRpaU0y3IkLTBV2qM/ghxnMg2RJ0xb5A9R49",
+	"AqQZV6gKcUTicM/M314Mxnmi7pQZtqH6Al/LBYkdxrYN/1qEhZjQlN9Yd9AemgoEgp0yYjSVB65GqrQD",
+	"grXOjDmRszHu19qu1gk+l3Rv78Hl23ty7srn9mcVpQsmUDd2d8vju9dR+0uudtd/jTQwEtc5EFZ12vX+",
+	"GfP8AxW4aQo8zIv3rZmw0+MreJZgd/rpPFOyIiBxSRXEag3lK5nFViFgxDwEk/RSVuIEU6rwi3bjo5wr",
+	"lc7hzxq6imrA4td48AkEYaqDWifFoNbR6cMqp0I1u9io9H6Cu77VO7a44JX6WqlUvp4JrFUc4Ef1kp5i",
+	"BeZs7onPUlQe2+7u4NK8puMVL+YGDxlu5hbku7+Hf4eLXe/xvszkIGVTq8klHPHZlZazwBVyZqOXXvZ8",
+	"cod3Drflp1q/d0Cy+138wuILuA3omF4hx5sqQJaXcsGyIVWMYPhQRQRicNhdK/45jojSFHNiLJAH/hB4",
+	"fZCeQw9+e2/+0Tl48vP7D53o4dF9ZZKOhVgtT3hDLDwAev2w3XG9ZgvY3De40lWaX+u4zw80cN4X8V5t",
+	"Qs22aR8wGcz5yEFitxk8x1zZ6hXf5T8vUyaWMuEBRPWpJkiZ37PBRMqb/WgzgErbwIP9D++jBuYcbbyH",
+	"OLEX+GM812cYouZMXbIMk5irNI5Mam0BckqQK4kfANJeLGMF639KxZJQm5AdETrMpFIW2MGnwc0yOWRK",
+	"+bjjXGj7tqToBz8qeUhCF0m3ykUyrzTEB0qmc81I7DqnxuTd25fI+az3WOXpaZh1GQuqVa8/73SOh2oO",
+	"xw1/sLhn1oefEDnCqn1Xkf9Akdfn11fkH0xf6YzRKWkuJsaw9GtHx8mIjyGPBJgE5pTN5oMUavcAoimv",
+	"hcpT4uVCuEBCM5FDdbjAw1XtaRKRfuOfczZnJGFKc4GQJP1Gq5xb6LYAHwwcby7ymVQoKbtk3pgjCOH/",
+	"qi9NoKfsoER/D3sZ+klSODurCedb9fTtqwr1OuzNu4N/tFrjeR3ElezrwtyUoK3vJs3HNRL7ULtacITX",
+	"hCPyXsHlfKmqdJhxTZTMvAF7RY6Z286VVWET4k3LqbyD5r7ZzUKrrfYlu3c3LtJr5+RxFYnW0+Al1cPJ",
+	"joT41Kb42hyFp29f2ThVz7kMMPk1Y7OUDllEYjFP09h/OUwZzaLcTmKw9cuzvsjdED2Cz8BvbR4CTVO8",
+	"0OYrrI7DQNpaSq9IAnWzDoOgeDDtuvzN8iu3NP33vicb37fPvSnfkc0v+cg78885TfmIs2SPBe51k1bu",
+	"wobXVN0NqyEsd7wVb4QVobmOsDRXRIqiClERzdPaWBpVhrn9hkxpwoiSZERBm14fKnFvr3O1ue9XYnCr",
+	"sScHfFs1jFtsPkZEaKqQKcRWPB/wxBX71L9hZ/VPsDtt92bHcF9d9lVsu17FFhnRnQnJoAYL4FMEia8Q",
+	"8JwlMahJLyDdKg5TavLuWf63jajxoi4vq6Q/BEeX7364S34FUU4279cQsd2lPWjZDm9I2M4KEnpvbay+",
+	"koRX97XrPWSIemF/WCDiSmXW/nDneO62xG/rXewiAwCr5giqztzvqmuNfMpfmflidNENi+l4oUsQEPMx",
+	"Lfxjb9snvE8pBWSGV1VeJT5lTtJ7HFV3pIiED87YKU9THoBKr2dR+19gN4fnd0OWzWryTMAPEQgKY+QY",
+	"8wTDuKTpC2RObd1/qxgchSqRhAgJRXkRVtUgnIZDXJVzTWI0mXoZo0mMpeX4KgC3YcOJJAsIIus8TwcU",
+	"mI1+ULfKqxp2dV1cFzQiQMZQjvLmhzYsRiDCYtwdWZC77cVbGpLRFixpqzDCroIyIoItmNLIbbZ22JW5",
+	"5R8pKrCezbv0ha8zOZ/tqsfbeAP6AoyeApiSii4xPTzlNyxd5vg2WOCzyvwHNdUUMBqMPTVWBirahfxT",
+	"dHvnsSejRJ+L5HylfqUivWhDIm9+ySFhxSKa80QhaRSzl1feUusAPKrI3HUmVHWh1ZKoCTVM0gK+wK4Y",
+	"GqQZZOojkADshNEcwaOKaG02HKywzHKWyVueAKgOTcyDHusKkjwNh9LI+kRCs4Qrlvj8vl8kF5iFEZP/",
+	"IXFNjoriv1Uo+9/IBTq2/M7CeggvCvGjjYxlsGy4zbLvKpzmWvL+qJijpWOf6lMRfByb67M+9Ig/icwm",
+	"whHaDRcuo8jROFRabs95ihf4j8R47J5Uncvz6gD5uSjC6OZxp6PTEGo/T7J/eOKAI8Bo+J94qxw5b6F7",
+	"xOBQnp5sDBA8L6bUrRjQkE6R38AFVdg6wCmPiI+TmwyITcpExocTyIJL2JAnTLXJufUx9IX9CODfNQC9",
+	"uEw1qolgLFFGWD97fUVSKW/mM9KkJOFqJhUUYSPor8VmtAjAji2AO3k4YdCw0+gmPDjrbseVs7YiwqZc",
+	"a1fBjDhsVgg8h8kbuwY1fHScWjZtyz8aUeM7+29n5VRx6OeFtMMdbmz+IAFXJsvUGSa4mJUcJFRDwXDu",
+	"N7e9MNCyUPPhxNevr95wM4QvDd3ZC2qeLpah7uFKLQzyHWeLPcfIi2X3f/zNjIn9n77ybXN2fLpYELzX",
+	"EGHx7+7e7HIP69WCzbysWdVWQuflzluYOpUtslfeC587b5ZvWbzr8LbRdnl0/z25NT/YctRCm+6VaDAX",
+	"NypsGY3VR7sMbZt9V+atKyKhEG6X8Wyj8JrxgGlYQzaoEdli8JWO4x9W8VSmKu+1ueWwpX7lK7Ldfk3+",
+	"+RZKdJVr5Lhp+HJ6V9USVrdt9WAqqKCa3GpovHKZq1ewUr/IqJpj/vkuGh+Cp88zZitjEFQN7PZ5wvUZ",
+	"2PUyRVGL95emgBpXm45W645BVPOqaoaILCZ8ODHvSKUYg8auZHrLarw+MNKOXhC7znWzm2esyjlrOYyX",
+	"+/D2OPfrVXuU1FuWGN0tWWMf4A8JHch5EWFiwCAKoeV0oLQUhX0ILkUReL/CmFoEeuwKPnwzBgYUn5EY",
+	"bKl4tRBgQqHQuWj6OR2nLv2xLre5nPnkDyQqZiy70y2sb2VXqy+B9THucAXM4QOOlBzZvAPro6si8IRV",
+	"pQIqQP2JyJQOJ1ywA2NuggrqcQKKWmHe36OiX8lK+4lG1Ch2n2hENSCl7onSx2GjnNJXzotT+hg8naXP",
+	"PKhq1HgFULqvpT5PU7mAwymBpK1iDq4ijdYgipWRaSuhOWsQgtegPodo3lX9JqrQ0YuA/MVOAFXk7rq1",
+	"bCxqf2Z+GPZeqb+8i0yKcWQ9qciAzwiWgjqkXrVNnmwSorXV3p1ndgU73J9nHiaMGituxkSS51ImbCcx",
+	"AShrFT1ZQpaElSQBmL+3Os/MLvVFXHE5YteuE0qWIlfPFHS4Mxtc/aTrtOHqn2zVk/eNFKdnq9eC0qga",
+	"15Fr6VO5Byv9bsqtbmDWW7tMkJAdnMIKV16lBXP/P8qBlGdHkRFDBawiiU2tCdysFN1InwfmfKLbZZZi",
+	"VBV7ulY4iyZUvaos3HNeDUDdsmuxHWAN6VlZyRWueQH6E01Ic8S0MasB2s36LcKIWJB8uJWfiiJkaZWb",
+	"CopaXHGHVVYQ7tTjCG3nt7KHUZhRvjPv6yikGi4LOp3YPpoWy6zYQtul0LVJXNE+OSZNl1n2QLXIgmZC",
+	"2RIdh5Fe7MENrW/yYRQC20MYkRyHuYfmPEjmkAN4mvbFVq26SZNr5dsEXYiRjMErTjNmIYhcUx5U5ITs",
+	"C/vjVnsF8JE0q01kZDJboIUBAjVcCz7mRhu3yNQPFNFM6Akxh2UdV2ZYEB2CBHhluc9nRakt7D2GNcKC",
+	"PmsA9IURdUGvop4PrSmiJnKeJviFmSjPyFDOOFNn/m3qFbDH4uv6At6X+5zxtgWctGCIklfgA13OmILY",
+	"4cBW4/VgP1PWFxS+JUs5d82MboRckMGS8LGQ5iL45qu16GslX18VtFoBiK2Es2YfD+DWkka5Bu6dh6UJ",
+	"G6yHPZCjRpGGgnm5llrFjW1Utrivdj26i7wHKKrP38GNdpALVNNUVmCXlXLqa0D2cEAgBQft8wnD9gGw",
+	"7S4olsQ+Z2dnV2rmVIkiwcVIvmL1AG2Y1meGgX51sQUYoRnmSNuhIStKOxdR7uIvNlWvikp5hN3dsDQA",
+	"9tL2KZQjCG+urDciiqUjxK/iohJFo0q4WOU+fGdhm/yk84WuFTt7hML9PKocXsDwc1reWrsoXp+NJm8+",
+	"harVvcDWjruWxM6VllPbZWlFNNZXD4Z90VZ1E/ftztgQ+yBKlDjDdsU1YYNmiOdyURBWMW6MrdF1RpMF",
+	"222vrZ5ZVx9Toa0b6WHLe6fzVPPn5u/NNePbq+55mc36UppqABUA457QW4adO+eMNH3oq4ifxFUI91Zo",
+	"f7bIjDohajTZj6rRKWT/SqIXMg+cF+kZV+Ejca6hsVN28W97zjJNecJUzYT3qbL/zNVCwQ/8/uT3sLZK",
+	"v5aR7OMMMxI9NzJ9NpjDHsrmaVUqwMjxrYq86h6JoX8sVsbMqJ7YspiIxNDs235jbnD+jfnd6heQQGoz",
+	"Y1e+LMrIQnfc1VyVOr/LdZiiF/pciqOva7JbkZhGVZXGU8z3sQZLM3ZEYLbBB+nNHxjCt7ujWQYA9AxZ",
+	"TVx1xnFE2u12CSnMJgJssggdbKud/HrXEZDbHhJ55Gt6tmeFG2WsHbR2nm+8mNn1XgB3MZYU8ntDjDm7",
+	"t5zSWCKa3rD14nZFvXRfEhQ0UNyhSiXJ1sU2kSk0LzbiJm8KZNlzNbPzcq1C5Z4xOUvRp1EpE31vtopn",
+	"/cSM5rrcLGFLJ4VD51yQrvpWK88Oi2l2j3TZvTW2dJKQpscVi2ECcSsiGYP/jNx5YDcNpasRxdbqT/tW",
+	"4vr9Xv9cWBz8v/3+Xadz0O/fdUd1zfJX9712k9eAoFOvcFlwfAoMXrM74EsIvWH+y26E+c8EkDeb8Q8/",
+	"/PDDwatXB8+exa2oL+Bzzafmu7cvnpLj4+MnLcfQSNPYHlb8WN3LfBlctyYlioFl4r/vCxvQinxAq/m8",
+	"3X14grlDcIwJtA6K51kaQzlpUOjZVK3e4aHDyXceAbM2DMGimeKOGLz9zP7LVjzBM1HDz3IFIgRLdKrM",
+	"8LK+sBtxvzVy2Wt3oO9NGdMRKeh56KOynKJH4il3PUmm9A49jP4I+yIQPkZfdIloLfydO/LyhsNwZnex",
+	"l1cgqqggb58f9QW781FIc7qLiUxZYeJUDydR8JYqjJwpBQDNvO5MzjEwZDfWHtd9Ic/tQ7E2eGNx8JSL",
+	"LV/ib2Ph2p5uvO73lXcw1Sy7ZmpryJIVZBIYwfZSc0at9I0mQHiMKRdK21wxWybvyxOL5ds1vvvdXSi3",
+	"rmsMGGpBSZUtCoh9gTf4gazHxXKBUkm52bZWpe9lrzr3TQexFfhGfVKkPRHb8cQ5uRCiH+sdwJXqOoF8",
+	"kh33gZTiuJ9mv2xWcpUrJTaTCVIJcA4L8AkPfDERoIinSvrfYWcTIe1eVZptJTnmpmB9gZUSDfyhu6Jg",
+	"ly8UuKANIQa+aY/wgwBXQXpUyemZLd/ORRUYRfmCQJ0NgoiBxzvEP5VzDYybizGhtqdOta6XlKKnm7P+",
+	"yw52uyTwX6DvQo7ILGNDljAxLLrGShWqG3SbsERgA0SIncTT7TDqQTEGnbm9Wja7CxjBymurN3QLStuD",
+	"Y1hCe6CInOuhnNbHzndA9Anpr7B92Zx5lDxo0WRY0FozAgllE10Fd6QmdAM9y3gGMbQcKRQkPt9UZbIl",
+	"ONDKVP1GVB1dCc1mNyP2D6/oO1ukauWX1Uh65xZNETWcnlEjUMumKYn/jlpe9+AIS28w8xx4YMJs1e/x",
+	"wfHBia3M2YyWGuzA8VFhyc1+/+/9fvKhGx3d9/vqv1v/3e83/9t8cnzf77f++6d+X7UP3ttPwr9OqgGS",
+	"fFLVzokNrnVtk5KZVJp6n0+LUKXkkIPb1CNB1gqEAFJubSMr+7MccLW2Ptd9/1EA0aenjc3M0c8jWtsw",
+	"6W0JZ7FeMfIuarp0EWQypdkN01bAOTPslfsQMtFE/meVMfWWzVK63E/amw21bWhd/gLoxYoJ269v9UgV",
+	"F8PdkuqhEmN/gFd8oRum+ghwC/YSQ4BCYrseGKnw65zNq7RS/HxNfmuQfAGhj3yg9cneu29oaB7U3ZNC",
+	"EkqQoASdrtFIqnSBfexhFacWlU4vcttYdYxhFP8bRlM92aNRRoX55KuuuSKJhFaG2E5jCR4xrIsGb4Et",
+	"xuaq1xfxCBMJrswCrK0P6TM0PdcOBgK9DHGezYMfuDQbG+W3BUgLxmZ9YVs0B0OtScaxtagVTgFAsx7O",
+	"Nb9lL9CHXxWwQz+7B6vwSUHNY6LnGXhJ/ORbZ5C7BPgDJGOKmQe2qIEI92n3gh+cew2GDFU+VmDX8EC5",
+	"kAVpxlDWfto5jn2pK+QZloIA7lfVQVA/hR2jY+bJK9ysnREK7Mnv/hRL3tbEV76fLAklsU2iiYvXH9P1",
+	"4JseiZ89f/n8+nkcAfH7u4F6KUv6Ij7pdsjXUjDcVu6P4JQkdKm8ieaJpU3O0ZMxsg15Hflj6abPD0vy",
+	"mguMtKii9/EZSxnmBn2N/kNLmddSvpSV0m9VJV65E5sYTZ3gjqFNJouJFBgm5lKcBTcdr/Gx25uqzLtm",
+	"ITmhL6oTAIvpfIY9a5kmrYgM6PDGCONwJj4p0m79WV/kZ45Tqjsly7HsbY18lakUpHTixlDqiwRPgzTj",
+	"CfDidoECY0xagkqWkhMZp9swYtlndK3Jybqm4yqdXNPxGVHzLJNz7CW8mHDNoMMw5ARmfDot9x+xYPQl",
+	"DXuDaYK5Z/tAU9bD7BYAdaEjlQ0rf05wXZhOFbnjChHl49MssZC7OZqnqTkurLNBIgR1FyJXn7JfwNYL",
+	"9oxzFSDs+mlEXAgGDRh2R4cacCwyxsgoo0Nr/IXotT/Gn7i/LyZC7ojXXZMTBDo7brev57dfAE4HG2kL",
+	"E7EkADURh+B5/5b2QfaNrnOQ2tw4aMci/o14cbvDfyP24afGAD8r7r5VsUqo4FdTrid7gOJt0SzAUIKT",
+	"aRsns4UDYwVs8TM6ND6qp8EKm8AruBNu9pSL8NPuRyNp/7swrFczCj4CxvpTI0vXnMyOuNHrbeAHiigG",
+	"4BZV3NKDjFble7mQ0W7hqNLLi93wSTMuBJniVuSLXlz1DXqnoZarL4RcEFBA8brKjMQf7mOracO9JVe4",
+	"PNDAETCkgD9GBkzxhBk91EEj98w7WEyaWJDsPARujimDAF4m5+MJNGWyFjLIkYlRUntOzexDE+74pHNM",
+	"fO1hbNidBxMZyhlDu9u54F3qTBGD+QMUFrYLad/5X41e45bPLO2Gp1DFiVbIalt47/MV0O5AvXf43f4s",
+	"Uj6ygU4H1L0LTHfNpAP7ekbnlTXPNvYIX6sVv0cPzDt7pDeMzciAmV1H/wsZQOmOAF06h0sBr0eqoHms",
+	"mk9tp2jtopvGIknlmIwlUx4yK3RR+EUX1hKGNFfOxPVCWF1eVVNhBMNysFVDiLPapDDbjAQ8O1S5hg2Z",
+	"tRGKNcnhmJVGib2cT/MqqB3Zz4XzTatSow2BveCoJolkOE06m6VL8CNBfVVkU8sMZbQ/ccMkRG+H17Q/",
+	"YXPG6qaEm0ep75S0bRjADDZkmWDJ+qWtaRpW8PS7iVe3mqkyNgoll3uWFFVE0reorg7f7Iqs2e0+0Du1",
+	"yKLvIDMbLFj4zRlJWDKfgdeA609YqpTV4keUUyzyMLhLt/C1iGGJXvHrHFwiMqLKiUbsdeZn7P94Bml8",
+	"2MLMUUpMbthMu+JkrM2EmGNfsOlMc3CV2Asc//TeXGNJYlvTFLe8kwyeXHDFCqXSdWkf1QCb+SnbOvxN",
+	"hLlHqXuYckBF4is8bDmXMWWSwNrPy4nQsRgUc1VG9Yv1gHtw2BdhDXthsLjipdgDLjcAy95To/9Yk9n+",
+	"9izsZoeoMGadmLwnR5hMFoDTWXcHOe/bfvsk6LSnvNbDpmZ3hAxx1FbARipbrlWzpIr2hs7O3QxSEjVs",
+	"h74tcyxcI0Ng0Lg3uz5ZZsSFgwmGzadWRdvDYqXqR5KPB7f7FAHsjaRGdQgFmHdiDJpW2iIHUHl2yhH5",
+	"mHbAbuuf7znC2pNdd4jAsT/2CLGk+6xUue6qTKHzL+Aa5fy8IvHw3we1pEh8+ebqmrjGMocf/MTuD2Ee",
+	"sQ/JVEvaNQBDfh1rdt3t9xYKRqgF5wOEZd4feXjhUBXHUtfK4lyQOHg0r/SPCCWX59dPv4Gi41IrU6hz",
+	"wiRH7ELWF3mTZ58FEId5F3FFgIMDVhFKnIZNiKvkuPNgcR/T57Y0ju/wseaMbYH8R56Owy/oWdwyn0tZ",
+	"gVjAFbgfijlvfVFMeovCzMsHyvuwXTao54kuv4hnrgTDylsqEhtIjzywsaZjMFfHWKldFTJfz5mv109q",
+	"xNMUS0WDhrJ/Rsm9a2bjA3OOpQJf369+e8G0r8IQNQLvz6aZAhEE1OV7N07oLfuIZMuKFMstNJdw6lXX",
+	"NCmga2zDkR3rcbyYeTiOfZ4eFYA29hqhACGyzwizAENkn+fVakx9X35XFZ7vrTjWUEboeSZYkucDuJQi",
+	"rDxawdtprmYCkZVEoFZFJpCWZjyXD9TuiwutoD8fR98RD+sOIOFgxFjyAOGZWIZoMSkd3pDc6wvu4FYP",
+	"gKQJ130xnwFOjDY6yifPNaoGc9yzrePnTTXaNceoIj61T2rPNul8duUrnaLWK4Ur2XihE6GwmeHco8oD",
+	"L25iFTsrQrXscQE9JFCFErhBCFjGD0CCGSOCLSqwfD8iz6Ceiescu+hj1u2yeKpX7lJp1q09d9fkyLIT",
+	"qj5y4e7N7zch34R2xRp31Is9wmnnpehZBVP2nUq9pWdDHwBRKLTqi8q2oDgd6AVKntPhxLm3uMUCwykS",
+	"WWCzgBWUIhK9HPVFZX1fi0ANcSK1ZgmZUT2JCE0hYwL1aEQqkan1XP+NCvBG/k1mcV804UQAEgTXrFro",
+	"j/ybkBoKgl3pGDkP5snzwtgm+3VOU66XUARMRV9I15bVd2RVPRL/jf0KrxX231zgn/bfY23/Bd7Rv6Xa",
+	"/otB2ezfGACGxm2S9xU0S7UOMyoIrCPKX+PKcJFepzOacQU4djJNbOZZuL2Kaq5cGGXq5um2wgzm229D",
+	"QKVNXPDu+CjfFxX1xQlJ2S1LMZ/n4YmzKIyYEm7ZeC9g149OHwYdKXw63bu/dzqdTpucWxgWv6thPd+O",
+	"Ic0Pjb9xASUsfNaIGmOZJo3399UxzrprtQcghbsJNeGjarzBPRso2VmGGtZG7uPnt4abWKDdfVGQL99c",
+	"XTu8/lK8/t3blxGxEbQZy8iV7ZtDvndqlG1bGATUoZlhM4g8JFGO3yOFDR1kTGfLVpS3QNROGYhJcy74",
+	"XV/YPmn2yrvfmdlQPc8AYeC2GyEqzIAq9vCEfPPq/OnB1Tfnhm7lyChyfti2WauDm+mLG7YMa3fw+YOE",
+	"DWUCjCrvjFbakngxUWz4c0wUG2YMYr4OUhkYjyYpM2qUFEPWc4GiwTKMtaD16D+DOMvKbXFoqT/lYbCS",
+	"06oyCNooQGtvUwbUPQoifrXdZMJQZKNSzwnuMl5iuL1BKG5duqCPvW0x4UePCjpcLwBRvH8fNcxZTAG2",
+	"20jR+91RaM/Ae2PI3Qm0vZFn1yYT5RNdifbZ/INSMswqCCoVyUDekaY2zOiGLVVE4uHNz+bPn2NzuzBs",
+	"CCDJ5nUA439WiXGfHLy08/GtSLcOzYFe7FazhlFdwZXZuTipdAONWmsoHywBGHFVXXR+CHzj87sZz9iu",
+	"JQrKz3aVUlbnQJqeM/zdshNzYMdHJKMikVPbQjGCHCLhvITDYppMA4f459Hd7MfvTzvvjr77ZTj9rvNu",
+	"+qTzw7/epj8+fzL/4ei7rwbTt29+/NeP6fDmhfjh+3ReiQi5Y3nUR5USPnmyuxVmtzeqPat1hBSK0N0E",
+	"/n5whXta6vsBLeBjLHlew6rKzSSMpNMIkFElsWwi24QqTII2GlxT+Ia1ywjgi63Z3zqzbaV8kyxKRobY",
+	"bdNSF8D3lV9mWEzVmdDEp82VxFn3qHMSJDNzoR+ebCypmvjqt3W7V1Evt0OSW8UtcPlrFc1OFajYuyS2",
+	"bZ/IdukxvY22A3w7sru8YucBArkZhjQxwhPjn3Gx6Ks6/2w9Y1vR8OrYXLvdjltt8sZYmlaU4NXyvVTP",
+	"+gJyz6ALI5YEIqEgB8TK2iKdWP73avTtP59kj7/+9odfs+vFL+8unz2+eHn544U8eklf0qtFdzQ/Hrz+",
+	"7V2juhv7FjHbiuKnPwLP3BelsrINPBqjQcWrB2IpTnWi9Uz1Dg/RIxCofS4sm+zO3M2Eajpy22u9Pbgl",
+	"Uuw843oJSMXIx89n/Fu2PJ/rSWVM9PzyAroQl9BEm0Y9MqRLzFYE2hJ85vStFQ2rFfWFg0kFmyH21XxG",
+	"67KUH7fJObzUBdwh31fhlYZMGXQ5mCss6JTZnqWQds1df0MusB7XrpjYbZ4yoXv+tdZ9HQUfYBZzFCY2",
+	"u9+UMp2jYkp0OAjG3M+CDs4kpmmK9lxfWDybFrBCtONgiW1i79MA0GrANW/WjFXlkPDjq+rtQrdNy+6F",
+	"WccAOujTr8NuE5iZHREl7dzlQFMuwB1hdN6+cCnclNg3oKMUwSxsAi1AIpIXlgrAYMUaTZc1T2jJCdcX",
+	"FUnmeOBB/CJ3qcelztwxpB4DP0SfnZ1/X1isQkdSzvVSQMmzxPTAUVpfQNn1CEQDnl51MjrHJFwGulYS",
+	"HPZJp0vCxj5Q4QjcXxaoggpycdkXNE3l4gBK3uCd0HKFpYotgPdUTQFcdSmHJhE2gxlBLqnqC9vYgiXk",
+	"qEPm4kaYjYEbVurWadURMmZakfjk6Akp9R+K4eVQGKqz5cF53lIDVwEHzLJbqxiZ0/9lrjRRjAmEebVZ",
+	"aYafoD3UcFVNjbsDOuMHCOjrrDpgR437e4sFX4LusQ8GDBVYtue9Y64n80GB6ebctwyX7YfB3G70MK7A",
+	"fwMRWhJUzonjaL/chmza7ou+QEz0gEkBbYOV6JfsrUNit5oMZMIRGBLg5PuiCTYlE/rA8P4epHbzIQx5",
+	"+IuSIkaXzjCVkKTqzlli1+YDuAhB5Z4laHsl4pNOh5Sa5bTJ87CNl80ZUrl7JwZk5JggLrHoCy898RXv",
+	"rp/uVw9pFlvn1jDqkc+Az/BFckZ/nTPvYm2+e3fx7PYRgA5MaWoUZLPQXKlAHAVsmUUsnUIjIJcfT7EW",
+	"AwgZYnJ4kGI+hTvj2A10Zl6QJgXLNUxTxU9QOrd6hLrLiS01POwnx1T9vnBNNaJCVw2ZkVSOx7bQZRqR",
+	"jFrEFypc2C4gsaDdPkrK+F8H9jAPLpKYNNlwIh0/CQCpIUgwZsIQKEtatolgX3hp6n7o+AXuzANlZqcc",
+	"mRj2ZjZ4CPJ8ZS4wDLQjTvnU6P02iGzmCF22p1wf4D+7HSM+w8/fsinlRl8236Eb1KoihkunPOFi3Bfd",
+	"zgFyMAs804MSaexZbijrtAOVT0yZTXZSN6qawTO6jDETqGYa8INiET6Qe0KXPXJ82ok6nU7LWh3h84pp",
+	"Q92O0eaNhHEp5RWQUcawLiiVxoiUQJwEdxDejtlP3Mj4Wn5NCuwaOXDKh8zWbFsu+urieoWByhkTmAvW",
+	"ltn40D6kDs1v76OG5joNGTD5//6f/5c8zRO7nblDLueDlA/NmTWihuGcyHG77e5pu4M1h0zQGW/0Gsft",
+	"Tvu4AbWeE1BJDyFiLPThBy1vmLiHnul1hha0kBqwCQdVIehhMMukHL0ZPcWx3mUp5JyV8v4X1OP2m4vY",
+	"FxhNc1ovtC/yHe9nGRvxO8cx7Bm2Irxd+ODFpZfG5om5MqoNFCRHQaAKZnSQsZTd0ry6uogZ37ZbiOFJ",
+	"2AjbvghUaOBsNG2T+Hw4ZDPdI5rd6cOJnqYxSnNK1JSmKfnm+tVL2KXI4x+CagFCBknDSyrwHI+ZtpsG",
+	"gXzL+MzuH3U6Th67+pSSSALPcNAoBqT5ayS3BRsortmB4c7GgMEvL2FTDUnd/Pzom1+PXt49ofv53gOP",
+	"1DoXeZZXgNpS7Dpfvb0mUEP9TDKbgVUDPHDvcigvZvB+Q9Xd7nH7kbliimXnY9iy4i4cHrWPi21nNiSz",
+	"mVPBWmQsgHNnXtj3BsZy/k8ih+DLMj/AiA1+Yf4mKRXj/+o3mOg3Ct8xmoR/w4XHDy7NhTJUagkYf3AY",
+	"/MJ+Uh4jjxjZd3TXDui+brdtq4LD8gCH+Yoa4eZVeBnQ9jAbZkV88U5UZb3c1xSvgBMLx2qbQzvpnNSd",
+	"mL81h773533UOMXrs/6BYhNPeOp481MVrT5De7/R++l91FDz6ZRmy0avcTWRC2L+P29gYswFY8OAtF8q",
+	"zaYBvTt+8B4cbxmdMs0yG1Rb2aq5GM+ZUtDGFfmWa2+Vd0MzJ38goRkSbOu7ty+LzpSh+vn416PXo+8e",
+	"y3+cDL69+0G//e3R99NL6mwJIy3yOwrvCfuAWKddThs7QZuadR7OgP8e3nYPAwOkUg69ZXqeCcxWtr8F",
+	"tS6s95I2UokBwpg0h1SxA26Wr7jmt6wF2QYu6MlAwrvlkGaVup5Xf7UgZUKQgTQ2ZcYwpRZrqyEzBGSY",
+	"M8Y9hlKUj2DsgRNS1cWzTa6LUBwZs/mKA4D/MIrsIqOzmcuTrpImFlx0I+3U1YTu4hAEYQA0Al1SciIJ",
+	"6zT3JIxoixJUpwFENiWFJaR81umyuKgaAVS1iLymtHIJFWAmK8T9MVJ9Gyxd99McTHcXEWefuF9TQmjZ",
+	"7xbc9Cvq0Tjgke7mRwr9mOGhLfhv3iN5H8FwcvRk8wPlxtC/t0Apuo59yh767hrv7wsC52umc1lTFCzw",
+	"EEoWqSqY61NQ64JumsiQ8KrZhp65SWYTRW7Ycu31c8iJgPzFxfjMIzEUwMNz/6V/XegWNCZYp0NW2i6H",
+	"WBWQ0wYIFW725yKvx4vQJAF2HWE8KgMfjQdJt5Xp6C0kSmfzoZ6bRb27cozmzIfW8q42FsCgiKLUF0rz",
+	"NM0tHucN1UERvLVhFwiloGJiGxYqUgmi0O4LSF8D/KbMoh/LEbhFoXLMtoEiFS7VJ2Slnzh4gjYVsxlx",
+	"xzN2AAesuVE0/GmVe7tGfeEw67gi8VGnE1eJKdySWklVdVnynxwWu6c3kMXCPf1KJssduetonoI+n9+e",
+	"8xJR0rFyPSry7lkeFdtXmTa6R8fkNXlFuSBXmpzPNDmJyNXMyAGwOSNy8ZI8PHrUOampKqoG0yqAX1la",
+	"Kqcmda67D3udk17ntN3pdH7M5dcVTZkayQzSxF0xXuN7tIowvjU2n7xmixXnhJvGdNlWfhhw9nY6x//6",
+	"V8f87+T61aujAGdre+POwl1VwlStM/zubaialk7tjU8etvVb/oTc1BSdFmZ1v4OgDOnVi7hiPNHmbX2s",
+	"sMcD3izs8XcBgP5cIBc6X1/2XDPC98ibfDH0vlsDOM7r9YnQDfSH1y22UBXs2p9KMUo5nsVJd4s32QTY",
+	"aylf0gxRvU66p9ssS81n6Fx/xRJOXd7OydHRFvpJgXe+ZZDW8ZdTisANXdaKkFI3KUaVtuihE9eHH/KU",
+	"0vtD21kNUvc22VrV4PfkPI+gkGIARfHpLF3msRNM8AQP9cOTML89EPWVhmtrL4j9CrO/gLbzqWz/OkX0",
+	"HPdWFbQl6F+fl8gYMxigD0XJ4xHPwuaS1hXcF6BbegQqKnwvdpvWQ/Cl2Lwm73Xo1UKP7e2ygN7ZIGD+",
+	"OnwbQsxYPVk9iLAFv7H5XV+HktHvfBowTUBldQpshfZkJ+ZbRHwS/elPbaIWVOuVc/vLGbDbSKXiIV+I",
+	"y0yOHc7JF0mxXlJY3hNYhIGsCHJ166RFYEMhY0uZrkiYR9D0Yv3fjGVTataXLm3bNUiSpWMVFbmMraXG",
+	"nATr0RfWX04utPOOWS4H0mGwtHFzjw1lrPIFzRIMMkNuRZoxmiwB60gb0xiTLbjG7hNg0OYZeRXMCRf7",
+	"SU27Ams6Wd9hiyti0c+/3Povt36nW4/XcQvH2U4U7YEnLo0uBfoOYFOvet4s2pivgrWBaojYNP9x9ea1",
+	"RTOB54liUyo0H0L6iyhAh5tLYIHD+wJSmCObN5fyIdcl3OiwZxY+3oyNwpc3S436Iq7wV0AOpnNOQMjF",
+	"OqM4NOubDlimWm3XetV1YQkAffoi96DBZFiC3kbIv7ANFSZSwaBoMNrqTQpZHVQTKlDVctdfjvoizJx1",
+	"7GxCVZVLbK03MW8cDTlA5xY8Bt1tNtfLYsLVgNmFnkkPSuOB5axHECbMM+IKSpCjIwyJy2NqOlCkSlw6",
+	"m3Rj/+x5hDpzbj5FOYaGpmB8t876ongSZCxhnrIEnoQ1V8U1FhGfzL5Acpbz2MaXDJo+xKgk2xScADUt",
+	"YUOeWNzjGl9mX+zlzCyo0WSTFj0PUfx/Xx9kxhzwfGCtOiBCBuHECG8IWkMWmch7uELvmoOft/41c9Xv",
+	"772jL3zDK3mL4z99+4rA9xFJGbUf4r0yX40cTI5/X8El6VyI/5zT1BividHVt9bvK3spfB7P2u9to6y2",
+	"1/gPVFC+OMv+HMoQ3sv9nGVhCMnZKRU+st0Vp0pHESZo5fj2/r4l3GIJQ/9lSMQTYzpGcAosF8wAD50g",
+	"iJIUiH/bF5CvD+tHiH4jF+UQZHKCDeSYxZIymhaFpgBGwaJZyllmUfxvWUYcwn9fDOjwxqLnpYwmRA0l",
+	"dpI2cng6m0OA0OUs5hN2KMjeHGvGLwq4XUYJe+6RxMxfzwrIZOaTywCnKz4jsYcNw2735xd9aO2iNLUZ",
+	"1E5nyR1qQyluWaYwwR5jpSCaI6ccvCjgkcVGw0CEUYbQKPDHmxlznfz9LL/jbBEDxpvXW4zSWACHVMyc",
+	"SkllqVBWRLJBV+mLK4aRvNgR5kUCQ03pDQN4B6iAoiOGWrWzsnkxuBuolQ4yOFfHMFZYyuX3TypiNXIb",
+	"0vY8Rh9gL0xAwM7mbEd1BjfHrjuAufx91Br42u9wowdVtAePHj3uHihPuwfdhpGXCBbY+wC/sdmrhlII",
+	"hPygBuRgDgWD+R1cn3RqnczFm7J95qfbvf8UdcQdVBvrHBOglQ+NCsrcDPFeuFcLmjuUfP/A1T4iUNmZ",
+	"r83hcZqRqxoH3n/x6xT9Ol/0pz+e/vQWyp8KMsSYthXqlOfV26hTYBd/Tl3KKjzF/GEQ9TSFmlRbLQkl",
+	"SUM5W5KgppjNVGSrFV1Fk5YApjmS2VhCT6Tm188u3xKa6TbpPorI06eX5y1AqDVak86oUFi01i7k807p",
+	"EoJ1wonivnAuHofi0HPY0EkOK/vANpUo+ti5JgvQq4SG+lDrMPaJug/AV2RdEL6Yq1B8yLXR+JK8FDGA",
+	"si3gKnPdivoCt8vmq4rE+jogYRjrtxKivB8D3CLcujocp0QMjBGgEsjMTq4vLHeFZLb4pHMCaG5Ug1rb",
+	"K9be2FhCX2wKI1hWfWYPGXVQt2xbvAYNt1zgFdbna5oh8d/1BMmbd5AmRF+rm3egTpjjSvktQzw826Qj",
+	"IrEb16pILaidDqBTEaQKq7ixO656EGQpqr5A1L5SqTPGNWbouYIW6rYrlJv9mS0WskV3DOuglZdqfYFV",
+	"+FI5QnmwUkitzryCj92NgjpHOSJxwC0PvmXLGBPSDe8LyMznNb4RrIygb71+WHBuFiJk8e5GkJVobQms",
+	"KPW5nTlZ0oyRGRRtl2EFLIkaGyDlSkfQVgUd1lQRACfriwlVE0NaAB1AEeAFpT61wXzr1NMWTqCp80ko",
+	"cB7PMnnLE5bZ2kKue33xtfnBA0US6epY/244aHyWu8QMOT5vdx+eQEUo2mXoNo7IAJzmXLNpRPgUeHMm",
+	"F0RmZj8gUIb+Niyj5XrCsojMBVITRP4nRM1Yig14qxySfbHqkbTeT3CxI2yjbTnGAdTBF0TnG+u6Pcct",
+	"m3iLvQGcpQgaFHDYeWLGMHqXwy8OSulaUd7drUQBjgR9ZSMasjZyaGjidV4/XYJYwIJ90uQCARYi24sM",
+	"ClfLoA6tNrHpEZ6xbsyOqKqIgI4LPMhIdiql8xJXWUPwzecLQu6q7ONES2mmPmW3wKKpCC4kXfX17gOT",
+	"53tj5EbT6SqYXd4MY4uBadchpai3vv/TidGAHPEDzloBS//9Dn7h5zibOiPGThZoY/VefAn9fgn91mnr",
+	"qEGXtHUQoN6pZaSM0XRBBQFMkH29nz595LNp7Jc0U1CuMcoYO9DsTgelCqRc11AsDQRFswBngvFY0Nht",
+	"SUNl0NQmGLqiBMxMrPGPkSY4GvpCWYwujl7EHomvdMaYtsrflfmPLC+ba1UFaV3KW9zui+d5SDGbC1VI",
+	"ZtnFcUYT5zX7tAl1+3rNfD3BaadDnpOndMa1TMn5LauuJuju4NhKErfGv7ZvyydOCbb4kgb4xXH0Z8o9",
+	"TJKQYwP/XnUa7ZaEeIiP1Wcihn4fY9kZw52OFWmuKeprna12L/B9cSf0lvWF4ecAtsOSIk/OHS3AnTOH",
+	"+2JGhAm0yXMM5IT9FfJ0GVuUNdRzmqZL16qlOixivrJswwz2GZh7NYG4n3BDknSs4Nc1vHUDQcMeYGXN",
+	"Fw72hYP94V3fU8gsMlcUvKdVDAyu4ifJpqyuHkmsC8NCMwC7yPNvcggBVy8sBVNnvhFdQX91PLAvKpgg",
+	"2ZbHOc62mgbUF67vRbfTwSnMwPeFHnRE1urAZ1upsV+43Bcu94XL/Tv0NNR/5AYGN68MtM1SOlyJtMGA",
+	"PmcEeReqQ9fAwYx9nPHplCVRGHBCvEnQgaqYFETm8jxkaGPnXdngkIWoCVfgz6/hYrYsrZ6NkU/BxTLc",
+	"ly+c7Asn+8LJ/n2pCubO5Z14axIVLEertDbVWtTIVZjfYi8q0oyVzPR/eUzBGDMlPXK3zJC1ZGwIpXEu",
+	"6S4pPp8XO7Qi4vpRkMHSRrJtSwlkq83z189abXJJx5aB3rClYrovZuaTHplRpUgs2J1+Os8UwPDS4Q10",
+	"/x7iB1EJtAbmEEcej908C9HJDOHFhEQgaMDQ1JJkGCGFdCgyZNgkUgpAihvRjFCyoOkNhPLbxZlw5ep9",
+	"pEB72A/cJuf4GDZhgFCbwgoRm5OaWe6ex9P0gg8ZSgLb6uCGzxQ2cwO3MGjJRubMhS9dcatcTGTK4JVt",
+	"8j14bKHgmyZXQ5mxGLDHxwwSOCYyTfpixBYOYjeGQp84B3+GUDCmxiZsSJdOGHKLCcoVGU7Y8AbTDGx3",
+	"Brlo9fpiJNNULor7hNFX/BluWJXMMeLMe/U3oKa534Ecc5CGVcBhsLISXCIQc6N3GjbfONrUe6MaBK2w",
+	"TOvV9wVE6+aFtFuHZ3baPdoZky3Ob22vcKvPSFB91CteYFK4v3WTNReqeg8LbRhcwuCm1gz1awDwGE+F",
+	"Ftn9llm+kaPXK+b8Yqtwgm/ZjFEN92Iqs2K/lUooG/P9LPU9v6q3QNNxYQd8Q6/g1I43HRrQm2vp1Vnt",
+	"6aX0EqAhRjKbNjbtzgKTXCBGjQDcmETAVXsdiJ5vlb5l/Dd45n67KVng0e3mVOrfvt2k3oYPbZyVK5kk",
+	"rr3+XLGMNAGjPSKrFFRA6ahCgqpaR3V3+n3BCjesyDUToRr6kloLwOw0n5ZagrlEg073utPpwf85aKpK",
+	"tmSvrhmyMH/ffclcZ2i32Nh72gM2khBhXDPjox1n/BWM+emnbNnjDjt91Nlq3o4xfpadxotYLHDxvSVh",
+	"/gK7ivvpn3SqpxkqEWWC9m2r1vfi2pGRZdqb3lxBkiX+AMBcJ5DVuLD8JQOXIUYjQImDLyA7s0I09Ej8",
+	"CxUxGXGRKPILFQVwNNBrHC5a1Bfmt4wk7ufum3LLqV+oqDngX+vuf/fo8WcFKw0ivwohkHMlxUiB5T9+",
+	"u/hF8h+WF+pC/JO/4RfLV88ujl5eP797eX1x992z89M3v7xavPnlfPHyl+fLV13JXz79x+zHpxcPL345",
+	"v3tz/ar76uuLowvRaewaL4YWuxUx43NUThEUGyb+Rw8S/+WxS19y6y1SjGbDiT+YHVJw1OHAQSxURwe+",
+	"x4L5+cyI5m7U6XRyrmAz0UO/lSvmws/VPAWYFpdMKtxv+wL8aLYZufm2lLaoSBFrMyaa3kB9YITNe0BK",
+	"SWylJReiB6XwHJNtggHjEeUpS2I3GZ/vC4m05vBWXrSAblGg0+JqsJawDHGNKTfQ8hrGUbFlgg6LwvA+",
+	"EkNDGn9jECWei4Td2U7FrQBzC5M9QW0lY0noBLpVAScOuscQJm5ZCsmlQmpolhAZs9gnlcYRQp/BafUF",
+	"jAfVi64PTwxNYFvQtkUFlqk7SJ9NhHWAB/hAzzVBI03nbOhZkJwc0cCK+vgsT84MMSYstgTtC5IfDZwW",
+	"vnM3wFoztQthU5CJmWNUQu0J5ZbHTRiwVArrja7Agq2dXAWKQrA585limTHe1m9JEEQz31oVA98AxRAH",
+	"gFli5pDNU6agj4kHxGA4H8y6zwJnlM2Sh05zzRBqBKE3BhaDoxWZgUMAFCDUZURiyBAH7w7CvGlZdGpH",
+	"WApq89jIgA3lFLLpBFuYQX0axlykmCRXnePGNSzJuiic2QtNs0nsnSaxbZJPfFVHwkcjC6QUAPsisonF",
+	"tgPnjONKNotdYXMqqDFB5z0kwuqFJL5kAG/8wCgOz/NminmDKENDsMlcjNOgLRvWGvcw8wL6U7sGZE6N",
+	"thtgO1uhxzBDfxAEKcwzUS0kClQKUtSqPPW6OkBybVgGMgvYBYu4B3NfZBwqiKpqhVz3u4xqDx+DHdLt",
+	"hknB+gLdYBYtsKYjEMRDAgHgOL17LAC/pssqdxK8st6f9O/EFcHrW0w7v17IwAuLv2BJRYY5TndPeOOP",
+	"6/Xy3qjudbC9+W8FW6iUaWPIgBKBbcndqndINv8qPLLPmhk55XflOoCnDh7csU1DgcipUWyGZ4MSH49m",
+	"j0oA12bWwwxHDYc8bjR2s+07jnocjmpXUDEqaBO4V3BGRcWjERmjE4t/Qe2A9QFVQQ/gUNs4aruigilT",
+	"CqFnjMpAUYUqNoUAnFIK5+DsW+g2kj8adl/z2WuAv0BcFzQ1Y0M+sqcaNutt4CmZIfemtTq85DfrdU3k",
+	"+n8F9OQv4cI/J4yyzKzwqDSjdrLW8kyG2iji15mcz1SpL3LYNhR1pswI/xtmAfQgKudxSoxRBkDKFuul",
+	"L4wuSprxYBm3etYmQMC7XvD4BGBhfB7sYAnWme2n2aTg7DKq3LsrEndj72NkAqIARtlLMjmbsaRH4hWs",
+	"e1v7cHp62u50O238CLhP6wzmg9h5PeRqdpWoNGLZJXastRDJWDOJyWio/lj9UgxZzxdOgrKM1ZOxb1Ar",
+	"hzQlM2PcUU2g1JI047H5t5G5cUTisZTjlPlPjInnBqHajPlmrlMpbyLyjdTmZxF5Cc2q+dNUzpOIvKBK",
+	"+8K2y0xqKUgzNipA+5lkfzfC/H/yN7qZgjvMKBCl9xd2yagT58LXowTHB2pm0+fMrPjm8opcgIYemg9h",
+	"g2xVTJ4Abaz31ToUkBktUN8tgj4x9ITha+zCihYPt4BB1kVg6TmPOx/M6BjJCySSoUzYAQ8HxBIsht4m",
+	"Ml0IQYOL66wQBe0LmTcmbpNzMjbTgbwe8Nf6NB4L5pjHZ2WaQJ/SRGHkDjcQyspjxX/DZuLOQrJF+9zo",
+	"+/gGOcJ7aNbXJq+tFcRdyXwP/RZ9kfMG+AK3GTawSuMecZGUjeyNkVzbL4IrmMwDhTOsjRcNlpUYJa48",
+	"0+kkRUrcKvZoSeEjAspHp1GdW/z3Dih3O0cnn93pjCcHZzwwEsodildlQQ5tqSJv/tmTJ+Zcp+hibJye",
+	"nna6Hdu4xFyBRu/ovsL3zS9+kXz49eR2MH3HXz79R2b+fn39rvvq2fPFq1/Of3v19B9Ptndse3rf7Nr2",
+	"4tWT+BcX9+/q4n7BReL0lED32UVlYndGc61Vl55beBbHhy2cHOZ/ptA1oplLPQWcn4vxA9UqJmZFROmM",
+	"0SnIP4slDKAMtg2vbcGouDJXlShBZ2oitWMgxqgbUMV65PUzADBuygC1IoZOy4JFKOXyhtEyI0+vvrMO",
+	"ykLD3aG6tW2hhzKdTwVKUC5IIofqkM54e5r00H0jF4QGrRfBNfWL5MIXsp5ZKY0ZZEF7jrx4Nn+L1RIw",
+	"naovcKCW7wd88FwMZQLgu+Pf+CwGfRH8qYhze2EBB5XZ7EJ4YUy5gNio0Udz51VEJnKBEIJUBDFLrl3D",
+	"77O86bnVCtVQCsHMr5SWM3gxOBWdnxqPMhfwRwSpCD6RYshwZx1SxQNFFNOGLFq4pVNpE9lcBIGcHD2p",
+	"aIDthgNVIJghBjtEnk1jZ/RAkcFSM4UYKscd4rp3l6eD7jvNp0zOdcs6XpVdBWEiqcGCgO930gu+pAJ9",
+	"SQX6kgr0JRXoSyrQl1SgL6lAW1hldwciWbHMGh/6uQ3Wb/T6W9lg/UbURzkBj1RFkPqNe9iDul70bwpa",
+	"phz8wrCzDqibVU3obW//obotLsDPPoIJRQL6eW+ziqhq3pE7wrWzPycIwmp0WFBRhddow+qpHXrp22Cf",
+	"0+W/GIC/swH4HDXWvZzl4BCrT216Zb72qU2dsErQgwFxM40cDXMlnB4Vsp7ANLGQloWe0ODYtI5zdBfB",
+	"wA+US8JYcHGG/j7rR2TTmV66fI6VHjOE1HSZgSGwoQwAJeaZIC1rVOR2XAj9Cf5SM671cmOZI5T/nIUz",
+	"RuRSO0PnoY4DVTVGN3MRf5yrMv44x8YwaB9ArlbTQpL60psDj0duDDhMMcE5gKXhElB27MKCwgrb+8I+",
+	"AhXE6B3XrnJ0LjjEmctnBQVUzig87XR6ztLDdCkcZRU6X+V5NfaIcth82yg8NXSnc8zBgjZgJuqg79EO",
+	"hhfl6KRIhQhQav5EVAFZOLlm3pQZtKMVyPZwi0vNgITUCGAJKTZ2mWYdIQ0VMVFdjWzPwVTK0YEcHbgf",
+	"vXv70kKJ2svjMTZLxbrA1McQWbJ7wzNwqltURue/dzOHBBwFbS+x8KkvIOlKwcGhTvWkQxK6VFGh6slC",
+	"2+aQsUYF+fp5nhr4317E/VeMUTFHvllQBezmgcY+MoMLoSVA8zt2sbTAjt76JlLYlDBo3V4N7xjmHAaA",
+	"v0GKnH15mxiqBoD9PAUJbs0CHQEsHYXsDd0kthkVAvKaDTZ7WERPVXBbHHyq63gXLjtvwHDmYYCLffKq",
+	"gYCVpkuLeroENBwfKCJxki3fzoXFsfUJYVz5NCdbGFhuAdFbQe9k3s2FzSOA4WD615TeYMssmyUZucxA",
+	"Q092BX5zNpyTPRGOYJ+l8yryUzqVeHZ9ke8G6NE08EbbskPHZ9rmta7vlW1pBdmMZdg61RcLyrW/JLhg",
+	"SEGDEkCue+hl4ubGqMqQETzzuydpgfguBa62jlZgGMJu+dNdc4G2DjS8Cnfqc+VGlUDj9shsymv/1naG",
+	"2JCXFrqneo3vaMoTqC90ss9Mzkg5382k3Ij/+LrzuGh4m58XG1GUnzmB5v2nwTNiPn0z8s1UFJi08Fmx",
+	"t0vVF99xtgg+z1vDlD80s1eN3nH42RUTSfC74rRVo3dkvwgbypjf30fg1EQLvXfc3bXfPwjSN6OnKEbf",
+	"ZeaEJlrPeoeHkJkwkUr3Hncedw6tpD0cqp+Pfz16PfrusfzHyeDbux/0298efT+9pDiaw0aDKpSCf6/X",
+	"8HpVOeuw4JKNGrd8Zi5YXkhaQM/tdnqdo1632z45ffijuU3Izxu9EU0Vi5DBJPvc6X1v5rrO+0X1nTQX",
+	"gQiyYZB1IqT1BTrxS2baHz8zDS7EisVrY5TbNjEDfetAL2drstGeB40RzC8JJdYag19A02XbfyAAiYAI",
+	"6BVcXm8QwxBN0LtZiuYVoG+43gEPlG2LoBAHPWhEAc0W1EQuICqopWxZPZw4mdYXX0k9MUYWc20suCLn",
+	"lxcPFDHs//zygiRyOJ9C1wCwkAWzZqTNocLZcmVTfL5ng4mUN1BQEGruMWA7GPXQN+0QIxl7w89s0gOo",
+	"abJ2fESMun4AP+YCipGEJLGhl7jVJlCglbdwQAvDRq4jHzTltXAOz11nCcwA/hi1hOVDrQYLAZVpwcL6",
+	"khA5xT9rfwrlFKHv9oPPew62DSZVEcupjgTtgwfvB6xRg1wwHH5jrrN2k3fz8x+YuwSS0lwj38BjgxKG",
+	"LUC2mvCjR7X7eB81uBjJV0BQGB8NJhlK0VxT/cm/PBw1nLlNRc8zt9B93Li/314ye/KrS865dtcYboaK",
+	"ih4qOSKxHyJuf3G97iYkFsikql2v+c4PqaapDLVAy91qZMK2EEf444jk/jnDFmRmbPyI2ARKm11TOHbg",
+	"HGo+ZRmZzpWGRj1DW3U27RXpA5hq7rG1iQqLTGqG3hvoR4mde2whGeQLSzFkrrdO8LwtttI0C4KjHEsb",
+	"R1xwNWEJtNqhZCbTlGUhUBBxOEF9MZRT8FKmVLOWK4RVQdWZ23zP2smY6Ta5lGmaC0pjMvVFISNxKedk",
+	"LLGGlmKWSRNzWXt5hya7tzdspltnq4hJ6YIuVV+gX8u124SKzpleWpQiRkXeyFGwBVma6QUFdOAwPEZX",
+	"GxksXdbSWkG0MefkvDjZXFYbGX/mShu1tPW3VQvGfa1LcaArId6PBP2B8KlVRIAcOTb6qc37CHjtjjy0",
+	"6vX2QFzObORymtrEpj2ix1wkCpqyIt0DQcs0ce2UuuQV/wo6xtuFNJFE8jC1FMx20iHxhKpXAGilsznr",
+	"QRIckQLPIjw9pIQdM3gxgB2Eszfl8L7/JGqNNZDt0rztWkhdPXf/O7j56qb79Ohf/zp9/Gb2mH3budO/",
+	"jH/9sbGbVNycrooz+xKj/PyCEne6Uky+NeRdMjYCSWnZWrWcPPxgdaz7Won5RjhBUKzocf18ctngWs6l",
+	"zEY0gNk1VzkwJE0VGfCYIf/9aBtgJyX9P10n344ZhJbkWg35L+d6+otzjq8ZdD1l9uKtcIwNqpA/9weK",
+	"8IQJzUecZaQZ9I0E2Q7t6aymf8CT2HlUrOOEM1XKotySrEFwz6ielHQXsBiLEY8aderh5oKXItfEbIla",
+	"XvkS4rzFskebYFEwH6CbKPgiEjaCPHcf1D/qdEB7B6UdEU6TVkRoNpzwW4ewgfWEoOu4L/4L+5DX6LaY",
+	"g7FJt70Qw3SesPxlOPdaTdX+rFpPsgqK3dCBlCmj4lOoQ+4MfvqQz8C9bcvQ0g0z5J/KJU318mfNQeFO",
+	"6YCl5hDxY2I/lrA7Ne9zz3wt0wCXoTE2fxpVuPaBK57ewvDuEYUfuPgkkm5xD6GQLWrMBf91nmuAlUGP",
+	"8pJ3cIgAqaxzhpRJ+4v690eA4YK40FxpObXHEjB0e/uBoVdmoj0DLgSt6QCup6Zwe0gFAlhhD1F4m83u",
+	"wjSz+IYtY5/pAGM9UJiKu/JECGKMedPqjAiLpWRrSBmJNfQcbmppf9QXFKzXyLJOC3eE8wYvAV45Z3SD",
+	"Ydgmsb3GsQXgxxsGeQmxuVdxX0Am2XSeav7cfGA7E2M/PZe/gFkz4Ag8IzHexDhsvAcDWmYXR32Bg5PS",
+	"2GcktiBiXAoHLRZPuYgP4ym9w6LgWMynA5bFEYm9yIJv+iLW7E5DW2aoOfeZefieeZba3Y1nVBsCjUnz",
+	"7fOjFg4Lz2I/wQAVi+q+cALIUlBZ6nAUDwlphp0FPSDZgC2lSFpnhJIbtiw2/g7SucJRraMN00qeEKAM",
+	"SGFRlZIMuTv86nfNA9lXfGySFtsIh1AWbA+tmG/cZ4XMsTAwG1oJ4gHe7yaR6qQRvPKvAK4Cq3wqxSjl",
+	"Q/0lbv0HjVs/c0InlLVVorbKbjj8AP/+li3v1wYoLEZXiU/6Ht0AQ7GpPTdMpJAVWOl0ccz0y8X/3TwO",
+	"sMq/nNthrcYKLsvNd2hXGf/C3q684ZzDli11hkB10wawBix1LUz8jyISO9loc65yfY04XRAlOySBWGUX",
+	"Y3M2X91d34Ly6XrdgWSHbBCjHduYoHZkTVI6vFGoktphIGc+Y4CzqVwCSDBA0RsQnyHI2hxcsR4sDWui",
+	"uCIpG2nflgP9DdIuCIKAWAEBXapI0+v/rjEI4bqFCqR9XV/YZ5WmS0QdMDRCLHRNqUQbRwD+hU2sycAj",
+	"RrYLmnFfZGHzLWdQIExPM/5wH9tZYuC1BdA5iLcJCcl2l12atgvGib6Q4mPZKcCpFj0lLivbarLn7jCq",
+	"dFk0239/XbZKbSXNo87Ro1aN9nqZUs3RFeH005n7qOjzQM/bihK7Nf9/l+/RX1JtXW3M9pcUZ1+0378M",
+	"niBQ6cdrv4eWR0Bt5EeK+Oqesk5oerGBZWBWIECxT71wgqwclL0Mi8SMIKI2DQXqVYZUBFILKl+mMgPs",
+	"NgXuD6MEgBgFtxCkQbbJOUGXUe4bsxO6YWxmS8vwF4IpBRFWl+BiXmhBVSZs2ia4QiixCuUw8hULxazc",
+	"ez/ScKhqYYtv/ITy68/GwYui/z+Xc69Nvf/CT9c3prW+6l0Zqkub3BCIpGm6CsMaZr+rMoQYunghOdx3",
+	"8jd2RrsvrtgwYzazDjlbCp0G60KOPkPzY+N9+WJ/+rB17VhNNveE0VRP7PvNsWnDxChP5xnDaqqUKn1l",
+	"2KdSVS/p9jpHWPoVgkufAxhpwxxtvrlbZmg8edLYMogXNea+3Er1Dg9hV9pB6okrFEZvctVWdY6uuyfF",
+	"ordwq2ylxXOR8eFkyw2zZuJbh939tRSssDmWkPbcncc1u9PtXHce97pHvZOT9mn30eruyDQ5WLdD73fN",
+	"f9kuJlq4Xl/ywT9lPjjEOQv7W50QXqcUYhRElSuARjKDtOg8yd8GM+dZGkN6t9H06EDJdK4ZiR2BxX3R",
+	"nKWUC/zIfFIGenaAeIYTY/FPqyLwhokfx31RWBtkzAZ1Sx41W0idc2cL72G33FfSQ/AtHM5QJh8L4OwK",
+	"OHkcQUWSwIRgSLrNA7KoN9aG4Oxm/66OizoWvwOP3Cl6Ztf8WcuqP69ww6uXGX2hsZgoNvz51ejbfz7J",
+	"Hn/97Q+/ZteLX95dPnt88fLyxwt59JK+pFeL7mh+PHj927vGH1vW7cbHr4J51/HzcG02q9wYdu4K4TZ+",
+	"aenwxQXzOWUgmgzRugzOK1e45JqJeXmxTa2Ue9Phh+JdvkfZmTLNKlCraHaDfpWCFPUSqUe4rxnK3RdT",
+	"mSF+CGLupLZJOfpT+iKVYgx4aQC8q+WCZhaGiE85ZJ4fl+RhmzwzE0SMGReqCGdk5F/BC1IhzXCNn1Sa",
+	"Ffj/SXV8t7BxkDwE0/9Suf/FfbCeF6yEUQFnq6jP1urEO9H2VYEhbAqoXrH/n72rbWpbx8J/RcPMTsOM",
+	"SR0DfQmf2FvY7cwyl/JSbrv+YDUWxODIrKVgsjv9UfsX9pft6JwjWU4cQni5pZ3cD72FyseyLOu8P4+G",
+	"/GSenevZs+GV+VVZaJ2LvjN3kxG//eAKwA9FeQxI0gnjWovRtQYeRESXDhgflIVShOtsFT+jnssuOxty",
+	"DWYrMXnArQI4F7A9hazaIVexHCGYLJeMs3NRefezyNpbfqsKtVKqvKjAS0hFzidUgU3cn7GsK9l3vLu+",
+	"UlNg24W551b03izVdrhJHW7ACALWhX8s6KKYnzZ8CfZ3+/tb60fhkvm9X8Kwnr8az246Ry/ddC7GGvf3",
+	"z2E1r/BpVqq1znROB1GQZkE9yrx+XeuLO+sAp+5tgWacympG7/usGmaDIdrIAf1AQwNirag1E+HtD4C0",
+	"2AKAysEkqJmp0TwHElhHUEXyAK9yLLqxPHwAw9WClEF9kC5sxre6+zGMTOGLZWSKwvAZKJjs7sGOJvwB",
+	"8OLo73P15HZ3qxcZ/WI34j1V17ve0zWtBmu0Tw/UWn/zXb0WFjMuCkMoQrLP1Vv8XGG3txU++LmQLXXN",
+	"mZqOccWcW8/z3L0IG/9p+89/XZjhmV6i7XCzjfVqmP728c3Hy4/VweUXfXCypw8u908PPly9Ofj37puD",
+	"D7vjg5NP1Vm2FPMVLShNdDGggN2bq07inzI5Yz4CqWcV1TP6pMur3Nf/qb/z769LQT8tX4vUNp9W9eDW",
+	"QxdAnU8BqfYWZu8Qerou5nkpsU9jMRaqpoyy6r0BbMdkURl7gpxsMOU114J1uCW/rt+48XRjicBCsCN0",
+	"ObFwwjgI28mQO9Memnmh9DrmsjDEV8O8u27ybix3WyN9XhWxe5uI5NRBVPQ2e8ONfL7o34P18tsfrGLv",
+	"0C29sN/z4W+db3soZEqsVcvphnl+pF2BgP3LbNJVdHQVHV3OhTuGk9Y7msyh+zi/DWEtN7TAs/RpQqrt",
+	"BazE6FENBVRqJnhrD0qtJcpaVHKdVVy6U7M5PJZ02jTxfKZDtdBcbfw34B5oRVtNHJjpehBLccPzMVB1",
+	"WfA47oN7MF6KLrM9N5QQ6rJdAglt9MxA7we0UdiGauxrMcd4jWqv2DeeAgU2TBQ8VEQcUvwGUNhk/Ygu",
+	"3hvLKAi33iG2K9XddpDyBGAjAwbMesC9k8mLgGH/dcConRuTVeM8t2kqgBxrBJSlRZp1MWoCx4dIb+A3",
+	"is8+V/KtSCddfG/dWAIPpcLbMFrirJB1BH0zMrdJMyrkQ7JmYji3TC7ag2jBR46lvR54H1s0o9nd9G3s",
+	"wxtae0SUGN+xBWbqNoCQuh4KEoAgLVOZa8SeCKWfM2yMwDgr5NdHokwttweIrtm8MnqJy2+JefjqZ3Sa",
+	"1uS6dFzqXxbC6scEl391b3ePVB4gpsA+skDXnClPxz7O3IDmx8kzWxrTLqDvrEJpYMPVQtBH4OGyQKYW",
+	"zstVKcayGAA5TAqoL/9UmRwI4jpaTwJn02RIB1R7bARmi+3urANMSs5HJAIh4yk63N6iBAm84hNGJSSg",
+	"iNG31AgthtC2LQ5lwFSBfNYNdDIvbZyKdHwNi2NpsoCrRmMnLL8RTAkiKJtAbSa6KiyTKPdciNTYZWUq",
+	"KJpeAyYiEti3Cc3HHMiJsWYQ2NTYR+TrNgs5G86u2R5NTxfYkvAfcDJ1gWkvDMIwpLXrx5KzKpNpUTk8",
+	"eEslZk0UlBkYo0IVEjL2CA2X7NhbqKH5+kuSpIw5ZJ5SFYDia0ch4DFQVOTCrFptMtGk2k3R2oaM5TX6",
+	"l2ZS0fukhcq6j7EGzOHDec7LPBMl9knzemcDGfiJMYeroryy5GhqyHEL6koIV6GrKP1PD0LJ/2ZDRVFJ",
+	"b6ZBDK9nqr+qPQJhZL6EVD58oHdz0sLHO2UwNIZ8vz8bs3ns5zTb8CNc629FwX0e7cHJ+Cdfknlmy9+L",
+	"CrnlPacK0ANXkZFVRv0nLVzF4AxpIAcl/RRBGlvj/qxW05GPSzGlto41lykvU2YnP1U3jsoLceuAV9LC",
+	"3BujgXoxumzfz5pHW2xYjEtbAte00cR0NJx6QKoilubOXI9LgG+r7Rz364R11DUfiA0lzFJokbLkphck",
+	"TEgwnwKaQ0Vzf6ViCdUG604zkq004JKpKtODoZ1VfZUrAyrFpRhQ0a59iB2bNDBmQoCVddM37bKjQnO8",
+	"0OwQEAiQqoUS3upIglfB62JZ0yNQdR/mGDxswzwzJiyOt0UTZnUUS85Fnhcbs0sWAIRKaSZkLIZJs9Wn",
+	"k7jgj1X/dhU2NvCiORkJ+DdbaYWb+IcnJWwVA85n7/Y6K4VaVH821WXyKbq9/nq2HZ5Gny8Ho8/h6eh9",
+	"+OWPo/zr3vvxl+jzX7+Njn7/+sfXfHC1L7+c5eMH6+Sly9lwnnMSELD/fq6Gj1UK4oUVaMMn3VJF1thW",
+	"j1N3f0IygkIEnJl7LUwetAcOeA6qThZVH2P1qJtEGtR+WUBOOwK55sXFhUhZnl0J5hm/k8BpOIq0pFxz",
+	"4gmRBSB15DV9YuIRFSch/bcBf7w1f7yzP9r/knUfmdYy8liP3id0o/CEsd09d7352DONMHekpJWQ6Ukd",
+	"fH9JGelw+Yx0tGwM+d1Lz0jD7l+lpVc64SnS0vVROuf4v/MeKFOUN/OZGZwVaoYhP3umHIfkDktG/Eqw",
+	"ciwTpKrCEDDXjJrZe9HbbtgNuz1g8+26toLXCEOMM25vsadIJ3cstkAhQPVNjs1ztlbqgEt+gcE7Ix+r",
+	"kEiEJ8EcDC1X76ZNAHB36Sug/yeeYdYxOo7njKep2bJEPkGiD2s+4tkbHAnj9kMhVC2cpVkaeDRfmF8q",
+	"ipymP7IUxmaVB1fevaAbxLzd9qIx1P0M+JY3CuDfBGoxVyrZsjLEytwisdEoan1tUJktr8htw7Y14Ck5",
+	"oe2kQJm04W5YEw6q0pNN5CKzkglZdwbHHvCt2rDoy3LiySWkHLM3bzd8fBy6Ys/mcttNnGNibYPE+XTG",
+	"w8+ig4XTqcDvxNRPwLJzS8AHNg6kFGOZ6fUdMFyi21vGB1eyqHKRXgBoJ8bpbTlGs7O1f2flRSzhs0fA",
+	"S4wkwJyJthV1WZftygnYG7EUuRKsU4o0KwXAnBWFsXCYzkbCvH/EIOxtM4UGzaCQUiDTINQ2Y0aAzDId",
+	"y22mArbNRpkM2GaI/4/Y0PxuGLBeyIbwFcJfOv/7bxSyv7DLTGtR7sy2w21F719vh5vgUA8LWYxLkbLx",
+	"dR1BuNVMaXG93mXJVi9kfwOUew/zs/Gu2qPsYID95u+CB4bKYTuRoA9C8yxX2MG2GHms9SoiVApmYHfu",
+	"Kc2On5FTcrWEFBg9LeNU1pyY95XkXzMtTwHh871F0XAnpUmmv1BKc7iTUjPsL5RQD3VX74s8u3VM/4vB",
+	"5hrDaykNov7FUhrDnRSf1X+hDH+wk+A7gPs8y42lvEhQyzVOXm2tL5LiRjautShR97maxlpCsiWjPhT4",
+	"XyL1NGVn1Ee5sf6/NwDdHJMr6FanowN2+PvxiWWdnnKaT4/+Mc8G/P7/AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -189,6 +189,9 @@ const (
 	ErrorCodeDuplicateContact         ErrorCode = "DuplicateContact"
 	ErrorCodeDuplicateProperty        ErrorCode = "DuplicateProperty"
 	ErrorCodeEventDoesNotExist        ErrorCode = "EventDoesNotExist"
+	ErrorCodeFieldArchived            ErrorCode = "FieldArchived"
+	ErrorCodeFieldDoesNotExist        ErrorCode = "FieldDoesNotExist"
+	ErrorCodeFieldExists              ErrorCode = "FieldExists"
 	ErrorCodeForbidden                ErrorCode = "Forbidden"
 	ErrorCodeIdempotencyKeyInProgress ErrorCode = "IdempotencyKeyInProgress"
 	ErrorCodeIdempotencyKeyReused     ErrorCode = "IdempotencyKeyReused"
@@ -220,6 +223,12 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeDuplicateProperty:
 		return true
 	case ErrorCodeEventDoesNotExist:
+		return true
+	case ErrorCodeFieldArchived:
+		return true
+	case ErrorCodeFieldDoesNotExist:
+		return true
+	case ErrorCodeFieldExists:
 		return true
 	case ErrorCodeForbidden:
 		return true
@@ -301,6 +310,48 @@ func (e EventType) Valid() bool {
 	case EventTypeTagsAdded:
 		return true
 	case EventTypeTagsRemoved:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FieldType.
+const (
+	FieldTypeBoolean   FieldType = "boolean"
+	FieldTypeDate      FieldType = "date"
+	FieldTypeDatetime  FieldType = "datetime"
+	FieldTypeEmail     FieldType = "email"
+	FieldTypeEnum      FieldType = "enum"
+	FieldTypeMultiEnum FieldType = "multiEnum"
+	FieldTypeNumber    FieldType = "number"
+	FieldTypePhone     FieldType = "phone"
+	FieldTypeText      FieldType = "text"
+	FieldTypeUrl       FieldType = "url"
+)
+
+// Valid indicates whether the value is a known member of the FieldType enum.
+func (e FieldType) Valid() bool {
+	switch e {
+	case FieldTypeBoolean:
+		return true
+	case FieldTypeDate:
+		return true
+	case FieldTypeDatetime:
+		return true
+	case FieldTypeEmail:
+		return true
+	case FieldTypeEnum:
+		return true
+	case FieldTypeMultiEnum:
+		return true
+	case FieldTypeNumber:
+		return true
+	case FieldTypePhone:
+		return true
+	case FieldTypeText:
+		return true
+	case FieldTypeUrl:
 		return true
 	default:
 		return false
@@ -810,6 +861,28 @@ type CreateContactResult struct {
 	Warnings []Warning `json:"warnings"`
 }
 
+// CreateFieldRequest defines model for CreateFieldRequest.
+type CreateFieldRequest struct {
+	Description *string `json:"description,omitempty"`
+
+	// Key Lowercase letters, digits and `_`, starting with a letter.
+	Key      string            `json:"key"`
+	Label    string            `json:"label"`
+	Options  *[]NewFieldOption `json:"options,omitempty"`
+	Required *bool             `json:"required,omitempty"`
+
+	// Type What a field's values are: `text`, `number`, `boolean`, `date` (`YYYY-MM-DD`),
+	// `datetime` (RFC 3339), `enum` (one of the options), `multiEnum` (a set of options),
+	// `email`, `phone` (E.164 once stored) or `url` (absolute `http(s)://`).
+	Type   FieldType `json:"type"`
+	Unique *bool     `json:"unique,omitempty"`
+
+	// Validation Rules a value must meet, checked when it is written: `min` and `max` for `number`,
+	// `maxLength` (characters) for `text`, `email`, `phone` and `url`, and `pattern`, an RE2
+	// expression the whole value must match, for `text`.
+	Validation *FieldValidation `json:"validation,omitempty"`
+}
+
 // CreateWebhookRequest defines model for CreateWebhookRequest.
 type CreateWebhookRequest struct {
 	// EventType The kind of event a subscription receives. `SubscriptionFailing` (contactd's) warns
@@ -1202,6 +1275,50 @@ type EventTypeList struct {
 	EventTypes []EventTypeInfo `json:"eventTypes"`
 }
 
+// Field A custom field of the account's contacts.
+type Field struct {
+	Archived bool `json:"archived"`
+
+	// ArchivedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	ArchivedAt *Timestamp `json:"archivedAt,omitempty"`
+
+	// CreatedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	CreatedAt   Timestamp `json:"createdAt"`
+	Description *string   `json:"description,omitempty"`
+
+	// Key The field's name in a contact's `customFields`; never changes.
+	Key   string `json:"key"`
+	Label string `json:"label"`
+
+	// Options For `enum` and `multiEnum`, in the order they were added.
+	Options *[]FieldOption `json:"options,omitempty"`
+
+	// Required A contact must have a value (checked when a contact is created or the field is written).
+	Required bool `json:"required"`
+
+	// Type What a field's values are: `text`, `number`, `boolean`, `date` (`YYYY-MM-DD`),
+	// `datetime` (RFC 3339), `enum` (one of the options), `multiEnum` (a set of options),
+	// `email`, `phone` (E.164 once stored) or `url` (absolute `http(s)://`).
+	Type FieldType `json:"type"`
+
+	// Unique No two contacts of the account have the same value (an empty value never collides).
+	Unique bool `json:"unique"`
+
+	// UpdatedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	UpdatedAt Timestamp `json:"updatedAt"`
+
+	// Validation Rules a value must meet, checked when it is written: `min` and `max` for `number`,
+	// `maxLength` (characters) for `text`, `email`, `phone` and `url`, and `pattern`, an RE2
+	// expression the whole value must match, for `text`.
+	Validation *FieldValidation `json:"validation,omitempty"`
+}
+
 // FieldError One violation of the request's rules.
 type FieldError struct {
 	// Field Where: `body.<path>`, `query.<name>`, `path.<name>` or `header.<name>`.
@@ -1218,6 +1335,45 @@ type FieldError struct {
 	//
 	// Example: format
 	Reason string `json:"reason"`
+}
+
+// FieldList defines model for FieldList.
+type FieldList struct {
+	Fields []Field `json:"fields"`
+}
+
+// FieldOption One value an `enum` or `multiEnum` field may take.
+type FieldOption struct {
+	// Archived An archived option stays on the contacts that hold it and cannot be written.
+	Archived bool `json:"archived"`
+
+	// Label What people read.
+	Label string `json:"label"`
+
+	// Value What contacts carry; never changes.
+	Value string `json:"value"`
+}
+
+// FieldOptionChange An option to add (with its `label`), relabel, archive or restore.
+type FieldOptionChange struct {
+	Archived *bool   `json:"archived,omitempty"`
+	Label    *string `json:"label,omitempty"`
+	Value    string  `json:"value"`
+}
+
+// FieldType What a field's values are: `text`, `number`, `boolean`, `date` (`YYYY-MM-DD`),
+// `datetime` (RFC 3339), `enum` (one of the options), `multiEnum` (a set of options),
+// `email`, `phone` (E.164 once stored) or `url` (absolute `http(s)://`).
+type FieldType string
+
+// FieldValidation Rules a value must meet, checked when it is written: `min` and `max` for `number`,
+// `maxLength` (characters) for `text`, `email`, `phone` and `url`, and `pattern`, an RE2
+// expression the whole value must match, for `text`.
+type FieldValidation struct {
+	Max       *float64 `json:"max,omitempty"`
+	MaxLength *int     `json:"maxLength,omitempty"`
+	Min       *float64 `json:"min,omitempty"`
+	Pattern   *string  `json:"pattern,omitempty"`
 }
 
 // FilterTestRequest A filter and an event to evaluate it against; each defaults to the subscription's.
@@ -1285,6 +1441,12 @@ type MergeContactsResult struct {
 
 	// MergedContactIds The duplicates merged into the contact (their ids now answer for it).
 	MergedContactIds []string `json:"mergedContactIds"`
+}
+
+// NewFieldOption defines model for NewFieldOption.
+type NewFieldOption struct {
+	Label string `json:"label"`
+	Value string `json:"value"`
 }
 
 // Phone A phone number: an optional `+` and 1-2 digit country code, then 3-3-4 digits.
@@ -1439,6 +1601,19 @@ type UpdateContactRequest struct {
 
 	// RecordStatus Whether the contact may receive marketing.
 	RecordStatus *RecordStatus `json:"recordStatus,omitempty"`
+}
+
+// UpdateFieldRequest defines model for UpdateFieldRequest.
+type UpdateFieldRequest struct {
+	Description *string              `json:"description,omitempty"`
+	Label       *string              `json:"label,omitempty"`
+	Options     *[]FieldOptionChange `json:"options,omitempty"`
+	Required    *bool                `json:"required,omitempty"`
+
+	// Validation Rules a value must meet, checked when it is written: `min` and `max` for `number`,
+	// `maxLength` (characters) for `text`, `email`, `phone` and `url`, and `pattern`, an RE2
+	// expression the whole value must match, for `text`.
+	Validation *FieldValidation `json:"validation,omitempty"`
 }
 
 // UpdateWebhookRequest The subscription's settings to change; absent ones stay.
@@ -1814,6 +1989,9 @@ type WebhookSubscription struct {
 // ContactIdPath defines model for ContactIdPath.
 type ContactIdPath = string
 
+// FieldKeyPath defines model for FieldKeyPath.
+type FieldKeyPath = string
+
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
@@ -1825,6 +2003,12 @@ type BadRequest = Error
 
 // ContactConflict The body of every failure.
 type ContactConflict = Error
+
+// FieldConflict The body of every failure.
+type FieldConflict = Error
+
+// FieldNotFound The body of every failure.
+type FieldNotFound = Error
 
 // Forbidden The body of every failure.
 type Forbidden = Error
@@ -2119,6 +2303,48 @@ type ListEventsParams struct {
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
+// ListFieldsParams defines parameters for ListFields.
+type ListFieldsParams struct {
+	// Archived Include archived fields.
+	Archived *bool `form:"archived,omitempty" json:"archived,omitempty"`
+}
+
+// CreateFieldParams defines parameters for CreateField.
+type CreateFieldParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UpdateFieldParams defines parameters for UpdateField.
+type UpdateFieldParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ArchiveFieldParams defines parameters for ArchiveField.
+type ArchiveFieldParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // CreateWebhookParams defines parameters for CreateWebhook.
 type CreateWebhookParams struct {
 	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
@@ -2238,6 +2464,12 @@ type BatchContactsJSONRequestBody = BatchContactsRequest
 
 // MergeContactsJSONRequestBody defines body for MergeContacts for application/json ContentType.
 type MergeContactsJSONRequestBody = MergeContactsRequest
+
+// CreateFieldJSONRequestBody defines body for CreateField for application/json ContentType.
+type CreateFieldJSONRequestBody = CreateFieldRequest
+
+// UpdateFieldJSONRequestBody defines body for UpdateField for application/json ContentType.
+type UpdateFieldJSONRequestBody = UpdateFieldRequest
 
 // CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
 type CreateWebhookJSONRequestBody = CreateWebhookRequest
@@ -2808,6 +3040,95 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /public/v1/events/{eventId} (the `GetEvent` operationId).
 	GetEvent(ctx context.Context, eventId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListFields List the custom fields
+	//
+	// Lists the account's fields in the order they were defined (at most 200, so never
+	// paged), archived ones only with `archived=true`.
+	//
+	// Corresponds with GET /public/v1/fields (the `ListFields` operationId).
+	ListFields(ctx context.Context, params *ListFieldsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateFieldWithBody Define a custom field
+	//
+	// Defines a field the account's contacts can carry in `customFields`. The `key` is the
+	// field's name in `customFields`, and never changes; neither does the `type` (to change
+	// a type, define a new field and archive the old one). `options` are required for `enum`
+	// and `multiEnum` and refused for the other types; `unique` is refused for `boolean`,
+	// `enum` and `multiEnum`; `validation` takes `min`/`max` for `number`, `maxLength` for
+	// `text`, `email`, `phone` and `url`, and `pattern` (RE2) for `text`. An account has at
+	// most 200 fields, archived ones included (`400 InvalidRequest` beyond); a key the
+	// account already has, archived or not, is `409 FieldExists`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /public/v1/fields (the `CreateField` operationId).
+	CreateFieldWithBody(ctx context.Context, params *CreateFieldParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateField Define a custom field
+	//
+	// Defines a field the account's contacts can carry in `customFields`. The `key` is the
+	// field's name in `customFields`, and never changes; neither does the `type` (to change
+	// a type, define a new field and archive the old one). `options` are required for `enum`
+	// and `multiEnum` and refused for the other types; `unique` is refused for `boolean`,
+	// `enum` and `multiEnum`; `validation` takes `min`/`max` for `number`, `maxLength` for
+	// `text`, `email`, `phone` and `url`, and `pattern` (RE2) for `text`. An account has at
+	// most 200 fields, archived ones included (`400 InvalidRequest` beyond); a key the
+	// account already has, archived or not, is `409 FieldExists`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /public/v1/fields (the `CreateField` operationId).
+	CreateField(ctx context.Context, params *CreateFieldParams, body CreateFieldJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetField Read a custom field
+	//
+	// The field, archived or not. Unknown keys, and other accounts', are `404 FieldDoesNotExist`.
+	//
+	// Corresponds with GET /public/v1/fields/{fieldKey} (the `GetField` operationId).
+	GetField(ctx context.Context, fieldKey FieldKeyPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateFieldWithBody Change a custom field
+	//
+	// Changes the label, the description, `required`, the validation or the options of a
+	// field that is not archived. `options` adds the values it names that the field lacks
+	// and archives or restores the ones it names with `archived`; a value it does not name
+	// is left as it is, so no option is ever removed (contacts may hold it). An archived
+	// option stays readable on the contacts that hold it and cannot be written. `validation`
+	// replaces the field's rules (`{}` removes them); it applies to values written from then
+	// on. Unknown keys, and other accounts', are `404 FieldDoesNotExist`; an archived field is
+	// `409 FieldArchived`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /public/v1/fields/{fieldKey} (the `UpdateField` operationId).
+	UpdateFieldWithBody(ctx context.Context, fieldKey FieldKeyPath, params *UpdateFieldParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateField Change a custom field
+	//
+	// Changes the label, the description, `required`, the validation or the options of a
+	// field that is not archived. `options` adds the values it names that the field lacks
+	// and archives or restores the ones it names with `archived`; a value it does not name
+	// is left as it is, so no option is ever removed (contacts may hold it). An archived
+	// option stays readable on the contacts that hold it and cannot be written. `validation`
+	// replaces the field's rules (`{}` removes them); it applies to values written from then
+	// on. Unknown keys, and other accounts', are `404 FieldDoesNotExist`; an archived field is
+	// `409 FieldArchived`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /public/v1/fields/{fieldKey} (the `UpdateField` operationId).
+	UpdateField(ctx context.Context, fieldKey FieldKeyPath, params *UpdateFieldParams, body UpdateFieldJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ArchiveField Archive a custom field
+	//
+	// Archives the field: its values stay on the contacts that hold them and are still
+	// read, and none can be written any more; its key is never used again. A unique
+	// field's values keep their uniqueness, as nothing can write them. Archiving an archived
+	// field succeeds again. Unknown keys, and other accounts', are `404 FieldDoesNotExist`.
+	//
+	// Corresponds with POST /public/v1/fields/{fieldKey}/archive (the `ArchiveField` operationId).
+	ArchiveField(ctx context.Context, fieldKey FieldKeyPath, params *ArchiveFieldParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListWebhooks List subscriptions
 	//
@@ -3750,6 +4071,165 @@ func (c *Client) ListEvents(ctx context.Context, params *ListEventsParams, reqEd
 // Corresponds with GET /public/v1/events/{eventId} (the `GetEvent` operationId).
 func (c *Client) GetEvent(ctx context.Context, eventId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetEventRequest(c.Server, eventId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListFields List the custom fields
+//
+// Lists the account's fields in the order they were defined (at most 200, so never
+// paged), archived ones only with `archived=true`.
+//
+// Corresponds with GET /public/v1/fields (the `ListFields` operationId).
+func (c *Client) ListFields(ctx context.Context, params *ListFieldsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListFieldsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateFieldWithBody Define a custom field
+//
+// Defines a field the account's contacts can carry in `customFields`. The `key` is the
+// field's name in `customFields`, and never changes; neither does the `type` (to change
+// a type, define a new field and archive the old one). `options` are required for `enum`
+// and `multiEnum` and refused for the other types; `unique` is refused for `boolean`,
+// `enum` and `multiEnum`; `validation` takes `min`/`max` for `number`, `maxLength` for
+// `text`, `email`, `phone` and `url`, and `pattern` (RE2) for `text`. An account has at
+// most 200 fields, archived ones included (`400 InvalidRequest` beyond); a key the
+// account already has, archived or not, is `409 FieldExists`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /public/v1/fields (the `CreateField` operationId).
+func (c *Client) CreateFieldWithBody(ctx context.Context, params *CreateFieldParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateFieldRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateField Define a custom field
+//
+// Defines a field the account's contacts can carry in `customFields`. The `key` is the
+// field's name in `customFields`, and never changes; neither does the `type` (to change
+// a type, define a new field and archive the old one). `options` are required for `enum`
+// and `multiEnum` and refused for the other types; `unique` is refused for `boolean`,
+// `enum` and `multiEnum`; `validation` takes `min`/`max` for `number`, `maxLength` for
+// `text`, `email`, `phone` and `url`, and `pattern` (RE2) for `text`. An account has at
+// most 200 fields, archived ones included (`400 InvalidRequest` beyond); a key the
+// account already has, archived or not, is `409 FieldExists`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /public/v1/fields (the `CreateField` operationId).
+func (c *Client) CreateField(ctx context.Context, params *CreateFieldParams, body CreateFieldJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateFieldRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetField Read a custom field
+//
+// The field, archived or not. Unknown keys, and other accounts', are `404 FieldDoesNotExist`.
+//
+// Corresponds with GET /public/v1/fields/{fieldKey} (the `GetField` operationId).
+func (c *Client) GetField(ctx context.Context, fieldKey FieldKeyPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetFieldRequest(c.Server, fieldKey)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateFieldWithBody Change a custom field
+//
+// Changes the label, the description, `required`, the validation or the options of a
+// field that is not archived. `options` adds the values it names that the field lacks
+// and archives or restores the ones it names with `archived`; a value it does not name
+// is left as it is, so no option is ever removed (contacts may hold it). An archived
+// option stays readable on the contacts that hold it and cannot be written. `validation`
+// replaces the field's rules (`{}` removes them); it applies to values written from then
+// on. Unknown keys, and other accounts', are `404 FieldDoesNotExist`; an archived field is
+// `409 FieldArchived`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /public/v1/fields/{fieldKey} (the `UpdateField` operationId).
+func (c *Client) UpdateFieldWithBody(ctx context.Context, fieldKey FieldKeyPath, params *UpdateFieldParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateFieldRequestWithBody(c.Server, fieldKey, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateField Change a custom field
+//
+// Changes the label, the description, `required`, the validation or the options of a
+// field that is not archived. `options` adds the values it names that the field lacks
+// and archives or restores the ones it names with `archived`; a value it does not name
+// is left as it is, so no option is ever removed (contacts may hold it). An archived
+// option stays readable on the contacts that hold it and cannot be written. `validation`
+// replaces the field's rules (`{}` removes them); it applies to values written from then
+// on. Unknown keys, and other accounts', are `404 FieldDoesNotExist`; an archived field is
+// `409 FieldArchived`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /public/v1/fields/{fieldKey} (the `UpdateField` operationId).
+func (c *Client) UpdateField(ctx context.Context, fieldKey FieldKeyPath, params *UpdateFieldParams, body UpdateFieldJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateFieldRequest(c.Server, fieldKey, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ArchiveField Archive a custom field
+//
+// Archives the field: its values stay on the contacts that hold them and are still
+// read, and none can be written any more; its key is never used again. A unique
+// field's values keep their uniqueness, as nothing can write them. Archiving an archived
+// field succeeds again. Unknown keys, and other accounts', are `404 FieldDoesNotExist`.
+//
+// Corresponds with POST /public/v1/fields/{fieldKey}/archive (the `ArchiveField` operationId).
+func (c *Client) ArchiveField(ctx context.Context, fieldKey FieldKeyPath, params *ArchiveFieldParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewArchiveFieldRequest(c.Server, fieldKey, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5413,6 +5893,260 @@ func NewGetEventRequest(server string, eventId string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListFieldsRequest constructs an http.Request for the ListFields method
+func NewListFieldsRequest(server string, params *ListFieldsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/public/v1/fields")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Archived != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "archived", *params.Archived, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateFieldRequest calls the generic CreateField builder with application/json body
+func NewCreateFieldRequest(server string, params *CreateFieldParams, body CreateFieldJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateFieldRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateFieldRequestWithBody constructs an http.Request for the CreateField method, with any body, and a specified content type
+func NewCreateFieldRequestWithBody(server string, params *CreateFieldParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/public/v1/fields")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetFieldRequest constructs an http.Request for the GetField method
+func NewGetFieldRequest(server string, fieldKey FieldKeyPath) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "fieldKey", fieldKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/public/v1/fields/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateFieldRequest calls the generic UpdateField builder with application/json body
+func NewUpdateFieldRequest(server string, fieldKey FieldKeyPath, params *UpdateFieldParams, body UpdateFieldJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateFieldRequestWithBody(server, fieldKey, params, "application/json", bodyReader)
+}
+
+// NewUpdateFieldRequestWithBody constructs an http.Request for the UpdateField method, with any body, and a specified content type
+func NewUpdateFieldRequestWithBody(server string, fieldKey FieldKeyPath, params *UpdateFieldParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "fieldKey", fieldKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/public/v1/fields/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewArchiveFieldRequest constructs an http.Request for the ArchiveField method
+func NewArchiveFieldRequest(server string, fieldKey FieldKeyPath, params *ArchiveFieldParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "fieldKey", fieldKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/public/v1/fields/%s/archive", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListWebhooksRequest constructs an http.Request for the ListWebhooks method
 func NewListWebhooksRequest(server string) (*http.Request, error) {
 	var err error
@@ -6491,6 +7225,101 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /public/v1/events/{eventId} (the `GetEvent` operationId).
 	GetEventWithResponse(ctx context.Context, eventId string, reqEditors ...RequestEditorFn) (*GetEventResponse, error)
+
+	// ListFieldsWithResponse List the custom fields
+	//
+	// Lists the account's fields in the order they were defined (at most 200, so never
+	// paged), archived ones only with `archived=true`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /public/v1/fields (the `ListFields` operationId).
+	ListFieldsWithResponse(ctx context.Context, params *ListFieldsParams, reqEditors ...RequestEditorFn) (*ListFieldsResponse, error)
+
+	// CreateFieldWithBodyWithResponse Define a custom field
+	//
+	// Defines a field the account's contacts can carry in `customFields`. The `key` is the
+	// field's name in `customFields`, and never changes; neither does the `type` (to change
+	// a type, define a new field and archive the old one). `options` are required for `enum`
+	// and `multiEnum` and refused for the other types; `unique` is refused for `boolean`,
+	// `enum` and `multiEnum`; `validation` takes `min`/`max` for `number`, `maxLength` for
+	// `text`, `email`, `phone` and `url`, and `pattern` (RE2) for `text`. An account has at
+	// most 200 fields, archived ones included (`400 InvalidRequest` beyond); a key the
+	// account already has, archived or not, is `409 FieldExists`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /public/v1/fields (the `CreateField` operationId).
+	CreateFieldWithBodyWithResponse(ctx context.Context, params *CreateFieldParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateFieldResponse, error)
+
+	// CreateFieldWithResponse Define a custom field
+	//
+	// Defines a field the account's contacts can carry in `customFields`. The `key` is the
+	// field's name in `customFields`, and never changes; neither does the `type` (to change
+	// a type, define a new field and archive the old one). `options` are required for `enum`
+	// and `multiEnum` and refused for the other types; `unique` is refused for `boolean`,
+	// `enum` and `multiEnum`; `validation` takes `min`/`max` for `number`, `maxLength` for
+	// `text`, `email`, `phone` and `url`, and `pattern` (RE2) for `text`. An account has at
+	// most 200 fields, archived ones included (`400 InvalidRequest` beyond); a key the
+	// account already has, archived or not, is `409 FieldExists`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /public/v1/fields (the `CreateField` operationId).
+	CreateFieldWithResponse(ctx context.Context, params *CreateFieldParams, body CreateFieldJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateFieldResponse, error)
+
+	// GetFieldWithResponse Read a custom field
+	//
+	// The field, archived or not. Unknown keys, and other accounts', are `404 FieldDoesNotExist`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /public/v1/fields/{fieldKey} (the `GetField` operationId).
+	GetFieldWithResponse(ctx context.Context, fieldKey FieldKeyPath, reqEditors ...RequestEditorFn) (*GetFieldResponse, error)
+
+	// UpdateFieldWithBodyWithResponse Change a custom field
+	//
+	// Changes the label, the description, `required`, the validation or the options of a
+	// field that is not archived. `options` adds the values it names that the field lacks
+	// and archives or restores the ones it names with `archived`; a value it does not name
+	// is left as it is, so no option is ever removed (contacts may hold it). An archived
+	// option stays readable on the contacts that hold it and cannot be written. `validation`
+	// replaces the field's rules (`{}` removes them); it applies to values written from then
+	// on. Unknown keys, and other accounts', are `404 FieldDoesNotExist`; an archived field is
+	// `409 FieldArchived`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /public/v1/fields/{fieldKey} (the `UpdateField` operationId).
+	UpdateFieldWithBodyWithResponse(ctx context.Context, fieldKey FieldKeyPath, params *UpdateFieldParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateFieldResponse, error)
+
+	// UpdateFieldWithResponse Change a custom field
+	//
+	// Changes the label, the description, `required`, the validation or the options of a
+	// field that is not archived. `options` adds the values it names that the field lacks
+	// and archives or restores the ones it names with `archived`; a value it does not name
+	// is left as it is, so no option is ever removed (contacts may hold it). An archived
+	// option stays readable on the contacts that hold it and cannot be written. `validation`
+	// replaces the field's rules (`{}` removes them); it applies to values written from then
+	// on. Unknown keys, and other accounts', are `404 FieldDoesNotExist`; an archived field is
+	// `409 FieldArchived`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /public/v1/fields/{fieldKey} (the `UpdateField` operationId).
+	UpdateFieldWithResponse(ctx context.Context, fieldKey FieldKeyPath, params *UpdateFieldParams, body UpdateFieldJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateFieldResponse, error)
+
+	// ArchiveFieldWithResponse Archive a custom field
+	//
+	// Archives the field: its values stay on the contacts that hold them and are still
+	// read, and none can be written any more; its key is never used again. A unique
+	// field's values keep their uniqueness, as nothing can write them. Archiving an archived
+	// field succeeds again. Unknown keys, and other accounts', are `404 FieldDoesNotExist`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /public/v1/fields/{fieldKey}/archive (the `ArchiveField` operationId).
+	ArchiveFieldWithResponse(ctx context.Context, fieldKey FieldKeyPath, params *ArchiveFieldParams, reqEditors ...RequestEditorFn) (*ArchiveFieldResponse, error)
 
 	// ListWebhooksWithResponse List subscriptions
 	//
@@ -8912,6 +9741,572 @@ func (r GetEventResponse) ContentType() string {
 	return ""
 }
 
+// ListFieldsResponse429Headers the declared response headers of an HTTP 429 response for ListFields
+type ListFieldsResponse429Headers struct {
+	RateLimitReset         *int
+	RetryAfter             *int
+	XRateLimitLimit10      *int
+	XRateLimitLimitDay     *int
+	XRateLimitRemaining10  *int
+	XRateLimitRemainingDay *int
+}
+
+type ListFieldsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *FieldList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListFieldsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListFieldsResponse) GetJSON200() *FieldList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListFieldsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListFieldsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListFieldsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListFieldsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListFieldsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListFieldsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListFieldsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListFieldsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListFieldsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListFieldsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateFieldResponse429Headers the declared response headers of an HTTP 429 response for CreateField
+type CreateFieldResponse429Headers struct {
+	RateLimitReset         *int
+	RetryAfter             *int
+	XRateLimitLimit10      *int
+	XRateLimitLimitDay     *int
+	XRateLimitRemaining10  *int
+	XRateLimitRemainingDay *int
+}
+
+type CreateFieldResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Field
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *FieldConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateFieldResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateFieldResponse) GetJSON200() *Field {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateFieldResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateFieldResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateFieldResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateFieldResponse) GetJSON409() *FieldConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateFieldResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateFieldResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateFieldResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateFieldResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateFieldResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateFieldResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateFieldResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateFieldResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateFieldResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateFieldResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetFieldResponse429Headers the declared response headers of an HTTP 429 response for GetField
+type GetFieldResponse429Headers struct {
+	RateLimitReset         *int
+	RetryAfter             *int
+	XRateLimitLimit10      *int
+	XRateLimitLimitDay     *int
+	XRateLimitRemaining10  *int
+	XRateLimitRemainingDay *int
+}
+
+type GetFieldResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Field
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *FieldNotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetFieldResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetFieldResponse) GetJSON200() *Field {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetFieldResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetFieldResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetFieldResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetFieldResponse) GetJSON404() *FieldNotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetFieldResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetFieldResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetFieldResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetFieldResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetFieldResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetFieldResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetFieldResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateFieldResponse429Headers the declared response headers of an HTTP 429 response for UpdateField
+type UpdateFieldResponse429Headers struct {
+	RateLimitReset         *int
+	RetryAfter             *int
+	XRateLimitLimit10      *int
+	XRateLimitLimitDay     *int
+	XRateLimitRemaining10  *int
+	XRateLimitRemainingDay *int
+}
+
+type UpdateFieldResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Field
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *FieldNotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *FieldConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateFieldResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateFieldResponse) GetJSON200() *Field {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateFieldResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateFieldResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateFieldResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateFieldResponse) GetJSON404() *FieldNotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateFieldResponse) GetJSON409() *FieldConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateFieldResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateFieldResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UpdateFieldResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateFieldResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateFieldResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UpdateFieldResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateFieldResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateFieldResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateFieldResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateFieldResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ArchiveFieldResponse429Headers the declared response headers of an HTTP 429 response for ArchiveField
+type ArchiveFieldResponse429Headers struct {
+	RateLimitReset         *int
+	RetryAfter             *int
+	XRateLimitLimit10      *int
+	XRateLimitLimitDay     *int
+	XRateLimitRemaining10  *int
+	XRateLimitRemainingDay *int
+}
+
+type ArchiveFieldResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Field
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *FieldNotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ArchiveFieldResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ArchiveFieldResponse) GetJSON200() *Field {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ArchiveFieldResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ArchiveFieldResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ArchiveFieldResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ArchiveFieldResponse) GetJSON404() *FieldNotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ArchiveFieldResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r ArchiveFieldResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ArchiveFieldResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ArchiveFieldResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ArchiveFieldResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ArchiveFieldResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ArchiveFieldResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ArchiveFieldResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ArchiveFieldResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListWebhooksResponse429Headers the declared response headers of an HTTP 429 response for ListWebhooks
 type ListWebhooksResponse429Headers struct {
 	RateLimitReset         *int
@@ -10736,6 +12131,143 @@ func (c *ClientWithResponses) GetEventWithResponse(ctx context.Context, eventId 
 		return nil, err
 	}
 	return ParseGetEventResponse(rsp)
+}
+
+// ListFieldsWithResponse List the custom fields
+//
+// Lists the account's fields in the order they were defined (at most 200, so never
+// paged), archived ones only with `archived=true`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /public/v1/fields (the `ListFields` operationId).
+func (c *ClientWithResponses) ListFieldsWithResponse(ctx context.Context, params *ListFieldsParams, reqEditors ...RequestEditorFn) (*ListFieldsResponse, error) {
+	rsp, err := c.ListFields(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListFieldsResponse(rsp)
+}
+
+// CreateFieldWithBodyWithResponse Define a custom field
+//
+// Defines a field the account's contacts can carry in `customFields`. The `key` is the
+// field's name in `customFields`, and never changes; neither does the `type` (to change
+// a type, define a new field and archive the old one). `options` are required for `enum`
+// and `multiEnum` and refused for the other types; `unique` is refused for `boolean`,
+// `enum` and `multiEnum`; `validation` takes `min`/`max` for `number`, `maxLength` for
+// `text`, `email`, `phone` and `url`, and `pattern` (RE2) for `text`. An account has at
+// most 200 fields, archived ones included (`400 InvalidRequest` beyond); a key the
+// account already has, archived or not, is `409 FieldExists`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /public/v1/fields (the `CreateField` operationId).
+func (c *ClientWithResponses) CreateFieldWithBodyWithResponse(ctx context.Context, params *CreateFieldParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateFieldResponse, error) {
+	rsp, err := c.CreateFieldWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateFieldResponse(rsp)
+}
+
+// CreateFieldWithResponse Define a custom field
+//
+// Defines a field the account's contacts can carry in `customFields`. The `key` is the
+// field's name in `customFields`, and never changes; neither does the `type` (to change
+// a type, define a new field and archive the old one). `options` are required for `enum`
+// and `multiEnum` and refused for the other types; `unique` is refused for `boolean`,
+// `enum` and `multiEnum`; `validation` takes `min`/`max` for `number`, `maxLength` for
+// `text`, `email`, `phone` and `url`, and `pattern` (RE2) for `text`. An account has at
+// most 200 fields, archived ones included (`400 InvalidRequest` beyond); a key the
+// account already has, archived or not, is `409 FieldExists`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /public/v1/fields (the `CreateField` operationId).
+func (c *ClientWithResponses) CreateFieldWithResponse(ctx context.Context, params *CreateFieldParams, body CreateFieldJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateFieldResponse, error) {
+	rsp, err := c.CreateField(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateFieldResponse(rsp)
+}
+
+// GetFieldWithResponse Read a custom field
+//
+// The field, archived or not. Unknown keys, and other accounts', are `404 FieldDoesNotExist`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /public/v1/fields/{fieldKey} (the `GetField` operationId).
+func (c *ClientWithResponses) GetFieldWithResponse(ctx context.Context, fieldKey FieldKeyPath, reqEditors ...RequestEditorFn) (*GetFieldResponse, error) {
+	rsp, err := c.GetField(ctx, fieldKey, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetFieldResponse(rsp)
+}
+
+// UpdateFieldWithBodyWithResponse Change a custom field
+//
+// Changes the label, the description, `required`, the validation or the options of a
+// field that is not archived. `options` adds the values it names that the field lacks
+// and archives or restores the ones it names with `archived`; a value it does not name
+// is left as it is, so no option is ever removed (contacts may hold it). An archived
+// option stays readable on the contacts that hold it and cannot be written. `validation`
+// replaces the field's rules (`{}` removes them); it applies to values written from then
+// on. Unknown keys, and other accounts', are `404 FieldDoesNotExist`; an archived field is
+// `409 FieldArchived`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /public/v1/fields/{fieldKey} (the `UpdateField` operationId).
+func (c *ClientWithResponses) UpdateFieldWithBodyWithResponse(ctx context.Context, fieldKey FieldKeyPath, params *UpdateFieldParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateFieldResponse, error) {
+	rsp, err := c.UpdateFieldWithBody(ctx, fieldKey, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateFieldResponse(rsp)
+}
+
+// UpdateFieldWithResponse Change a custom field
+//
+// Changes the label, the description, `required`, the validation or the options of a
+// field that is not archived. `options` adds the values it names that the field lacks
+// and archives or restores the ones it names with `archived`; a value it does not name
+// is left as it is, so no option is ever removed (contacts may hold it). An archived
+// option stays readable on the contacts that hold it and cannot be written. `validation`
+// replaces the field's rules (`{}` removes them); it applies to values written from then
+// on. Unknown keys, and other accounts', are `404 FieldDoesNotExist`; an archived field is
+// `409 FieldArchived`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /public/v1/fields/{fieldKey} (the `UpdateField` operationId).
+func (c *ClientWithResponses) UpdateFieldWithResponse(ctx context.Context, fieldKey FieldKeyPath, params *UpdateFieldParams, body UpdateFieldJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateFieldResponse, error) {
+	rsp, err := c.UpdateField(ctx, fieldKey, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateFieldResponse(rsp)
+}
+
+// ArchiveFieldWithResponse Archive a custom field
+//
+// Archives the field: its values stay on the contacts that hold them and are still
+// read, and none can be written any more; its key is never used again. A unique
+// field's values keep their uniqueness, as nothing can write them. Archiving an archived
+// field succeeds again. Unknown keys, and other accounts', are `404 FieldDoesNotExist`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /public/v1/fields/{fieldKey}/archive (the `ArchiveField` operationId).
+func (c *ClientWithResponses) ArchiveFieldWithResponse(ctx context.Context, fieldKey FieldKeyPath, params *ArchiveFieldParams, reqEditors ...RequestEditorFn) (*ArchiveFieldResponse, error) {
+	rsp, err := c.ArchiveField(ctx, fieldKey, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseArchiveFieldResponse(rsp)
 }
 
 // ListWebhooksWithResponse List subscriptions
@@ -13586,6 +15118,677 @@ func ParseGetEventResponse(rsp *http.Response) (*GetEventResponse, error) {
 	switch {
 	case rsp.StatusCode == 429:
 		var headers GetEventResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimitDay = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemainingDay = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListFieldsResponse parses an HTTP response from a ListFieldsWithResponse call
+func ParseListFieldsResponse(rsp *http.Response) (*ListFieldsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListFieldsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FieldList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListFieldsResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimitDay = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemainingDay = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateFieldResponse parses an HTTP response from a CreateFieldWithResponse call
+func ParseCreateFieldResponse(rsp *http.Response) (*CreateFieldResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateFieldResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Field
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest FieldConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers CreateFieldResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimitDay = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemainingDay = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetFieldResponse parses an HTTP response from a GetFieldWithResponse call
+func ParseGetFieldResponse(rsp *http.Response) (*GetFieldResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetFieldResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Field
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest FieldNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetFieldResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimitDay = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemainingDay = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateFieldResponse parses an HTTP response from a UpdateFieldWithResponse call
+func ParseUpdateFieldResponse(rsp *http.Response) (*UpdateFieldResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateFieldResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Field
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest FieldNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest FieldConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers UpdateFieldResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimitDay = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemainingDay = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseArchiveFieldResponse parses an HTTP response from a ArchiveFieldWithResponse call
+func ParseArchiveFieldResponse(rsp *http.Response) (*ArchiveFieldResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ArchiveFieldResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Field
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest FieldNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ArchiveFieldResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

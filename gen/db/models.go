@@ -105,6 +105,21 @@ type Contact struct {
 	EmailCanon           *string
 }
 
+type ContactField struct {
+	AccountID   uuid.UUID
+	Key         string
+	Label       string
+	Description string
+	Type        string
+	Required    bool
+	IsUnique    bool
+	Options     []byte
+	Validation  []byte
+	ArchivedAt  *time.Time
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
 type ContactMerge struct {
 	AccountID           uuid.UUID
 	ContactID           uuid.UUID

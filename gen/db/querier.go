@@ -300,6 +300,18 @@ type Querier interface {
 	// Replaces the payloads of @event_ids with @payloads, one for one: an erased contact's events
 	// become tombstones.
 	EventsRedact(ctx context.Context, arg EventsRedactParams) (int64, error)
+	// Archiving an archived field changes nothing.
+	FieldArchive(ctx context.Context, arg FieldArchiveParams) (ContactField, error)
+	FieldGet(ctx context.Context, arg FieldGetParams) (ContactField, error)
+	FieldGetForUpdate(ctx context.Context, arg FieldGetForUpdateParams) (ContactField, error)
+	// Nothing when the account has the key already.
+	FieldInsert(ctx context.Context, arg FieldInsertParams) ([]ContactField, error)
+	FieldList(ctx context.Context, arg FieldListParams) ([]ContactField, error)
+	FieldUpdate(ctx context.Context, arg FieldUpdateParams) (ContactField, error)
+	FieldsCount(ctx context.Context, accountID uuid.UUID) (int64, error)
+	// One definition of the account's fields changes at a time, so that the limit is counted by
+	// one writer.
+	FieldsLock(ctx context.Context, accountID uuid.UUID) error
 	// Stored bodies not sealed under the current key (@current_prefix, "v1.<key id>."), a page at
 	// a time in key order, for `contactd secrets rekey`.
 	IdempotencyBodiesToReseal(ctx context.Context, arg IdempotencyBodiesToResealParams) ([]IdempotencyBodiesToResealRow, error)

@@ -23,6 +23,7 @@ import (
 	"github.com/contactd/contactd/internal/enrich"
 	"github.com/contactd/contactd/internal/erasure"
 	"github.com/contactd/contactd/internal/feed"
+	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/httpapi"
 	"github.com/contactd/contactd/internal/idempotency"
 	"github.com/contactd/contactd/internal/metrics"
@@ -119,9 +120,11 @@ type Services struct {
 	Erasures     *erasure.Service
 	Suppressions *suppress.List
 	Webhooks     *webhook.Service
-	Deliveries   *delivery.Service
-	Enrich       *enrich.Service
-	Metrics      *metrics.Metrics
+	// Fields defines the accounts' custom fields.
+	Fields     *field.Service
+	Deliveries *delivery.Service
+	Enrich     *enrich.Service
+	Metrics    *metrics.Metrics
 	// Subscribers caches which event types each account subscribes to.
 	Subscribers *webhook.Subscribers
 	// Filtered counts the events subscriptions' filters leave out, into their rows.
@@ -183,6 +186,7 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 		Erasures:     erasure.New(st, contacts, events, suppressions, erasureJournal(cfg), Now),
 		Suppressions: suppressions,
 		Webhooks:     subscriptions,
+		Fields:       field.NewService(st, Now),
 		Secrets:      secrets,
 		Deliveries:   deliveries,
 		Enrich:       enricher,
@@ -292,7 +296,7 @@ func Handler(cfg config.Config, st *store.Store, svc *Services, log *slog.Logger
 	return httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxBatchBodyBytes: cfg.MaxBatchBodyBytes, RateLimits: limits,
 		TrustedProxies: cfg.TrustedProxies, ExportStall: cfg.WriteTimeout,
 		MetricsToken: cfg.MetricsToken}, httpapi.Deps{
-		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Erasures: svc.Erasures, Webhooks: svc.Webhooks, Events: svc.Events, Deliveries: svc.Deliveries, Limiter: limiter,
+		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Erasures: svc.Erasures, Webhooks: svc.Webhooks, Fields: svc.Fields, Events: svc.Events, Deliveries: svc.Deliveries, Limiter: limiter,
 		Idempotency: svc.Idempotency, Extra: svc.Console.Register,
 		Ready:   svc.Drain.Ready(newReadiness(st).check),
 		Metrics: svc.Metrics,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -321,6 +322,34 @@ var worstCases = map[string]worstCase{
 			id, _ := e.fullContact("activity", 0)
 			return request{method: "POST", path: "/public/v1/contact/" + id + "/activity", status: 200,
 				body: map[string]any{"type": "FormSubmission", "details": detailsOfValues(2000)}}
+		}},
+	"createField": {what: "the account's 200th field: an enum of 100 options of 100 characters", budget: 60,
+		build: func(e *env) request {
+			e.defineFields(field.MaxPerAccount - 1)
+			e.fields++
+			return request{method: "POST", path: "/public/v1/fields", status: 200, body: map[string]any{"key": "the_last",
+				"label": strings.Repeat("l", 100), "description": strings.Repeat("d", 1000), "type": "enum", "options": fieldOptions("n", field.MaxOptions)}}
+		}},
+	"listFields": {what: "the account's 200 fields, archived ones too, each an enum of 100 options of 100 characters", budget: 50,
+		build: func(e *env) request {
+			e.defineFields(field.MaxPerAccount)
+			return request{method: "GET", path: "/public/v1/fields?archived=true", status: 200}
+		}},
+	"getField": {what: "an enum field of 100 options of 100 characters, among 200", budget: 5,
+		build: func(e *env) request {
+			e.defineFields(field.MaxPerAccount)
+			return request{method: "GET", path: "/public/v1/fields/f_001", status: 200}
+		}},
+	"updateField": {what: "100 options of an enum field relabelled, among 200 fields", budget: 15,
+		build: func(e *env) request {
+			e.defineFields(field.MaxPerAccount)
+			return request{method: "PATCH", path: "/public/v1/fields/f_002", status: 200,
+				body: map[string]any{"label": strings.Repeat("m", 100), "options": fieldOptions("o", field.MaxOptions)}}
+		}},
+	"archiveField": {what: "an enum field of 100 options, among 200", budget: 15,
+		build: func(e *env) request {
+			e.defineFields(field.MaxPerAccount - 1)
+			return request{method: "POST", path: "/public/v1/fields/f_000/archive", status: 200}
 		}},
 	"createWebhook": {what: "the heaviest filter, with 2 live subscriptions of the type", budget: 30,
 		build: func(e *env) request {

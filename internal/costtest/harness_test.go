@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -81,6 +82,28 @@ type env struct {
 	// seeded is when the account's contacts were made: a window of their 10,000 TagsAdded.
 	seeded [2]time.Time
 	phones int
+	fields int // the account's fields, each an enum of the most options
+}
+
+// defineFields gives the account n fields (or keeps the more it has), each an enum of
+// field.MaxOptions options of 100 characters: the largest definitions there can be.
+func (e *env) defineFields(n int) {
+	e.t.Helper()
+	for ; e.fields < n; e.fields++ {
+		e.do("POST", "/public/v1/fields", map[string]any{"key": fmt.Sprintf("f_%03d", e.fields), "label": strings.Repeat("l", 100),
+			"description": strings.Repeat("d", 1000), "type": "enum", "options": fieldOptions("o", field.MaxOptions)}, 200)
+	}
+}
+
+// fieldOptions are n options of 100 characters.
+func fieldOptions(prefix string, n int) []map[string]any {
+	out := make([]map[string]any, n)
+	for i := range out {
+		v := fmt.Sprintf("%s%03d", prefix, i)
+		v += strings.Repeat("x", 100-len(v))
+		out[i] = map[string]any{"value": v, "label": v}
+	}
+	return out
 }
 
 // do sends a request, failing the test unless it answers want.

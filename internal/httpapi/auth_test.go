@@ -49,7 +49,12 @@ var operations = []struct {
 		"duplicateContactIds": []string{"01939d3c-0000-7000-8000-000000000001"}}},
 	{"GET", "/public/v1/events", "events:read", nil},
 	{"GET", "/public/v1/events/01939d3c-0000-7000-8000-000000000000", "events:read", nil},
-	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/replay", "webhooks:write events:read", map[string]any{"since": "2026-11-20T00:00:00.000Z", "until": "2026-11-21T00:00:00.000Z"}}}
+	{"POST", "/public/v1/webhooks/01939d3c-0000-7000-8000-000000000000/replay", "webhooks:write events:read", map[string]any{"since": "2026-11-20T00:00:00.000Z", "until": "2026-11-21T00:00:00.000Z"}},
+	{"POST", "/public/v1/fields", "contacts:write", map[string]any{"key": "tier", "label": "Tier", "type": "text"}},
+	{"GET", "/public/v1/fields", "contacts:read", nil},
+	{"GET", "/public/v1/fields/tier", "contacts:read", nil},
+	{"PATCH", "/public/v1/fields/tier", "contacts:write", map[string]any{"label": "Tier"}},
+	{"POST", "/public/v1/fields/tier/archive", "contacts:write", nil}}
 
 // The list above names every operation that needs a key, so a new endpoint cannot skip the
 // 401 matrix; the public ones (security: []) are the only exceptions.

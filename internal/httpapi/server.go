@@ -27,6 +27,7 @@ import (
 	"github.com/contactd/contactd/internal/docs"
 	"github.com/contactd/contactd/internal/erasure"
 	"github.com/contactd/contactd/internal/feed"
+	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/idempotency"
 	"github.com/contactd/contactd/internal/metrics"
 	"github.com/contactd/contactd/internal/ratelimit"
@@ -59,6 +60,8 @@ type Deps struct {
 	// Erasures forgets people (POST /contact/{id}/erase).
 	Erasures *erasure.Service
 	Webhooks *webhook.Service
+	// Fields defines the accounts' custom fields.
+	Fields *field.Service
 	// Events reads the events feed.
 	Events *feed.Service
 	// Limiter decides the rate limits; nil: this process's own, from Config.RateLimits.
@@ -86,6 +89,7 @@ type Server struct {
 	contacts   *contact.Service
 	erasures   *erasure.Service
 	webhooks   *webhook.Service
+	fields     *field.Service
 	deliveries *delivery.Service
 	events     *feed.Service
 	ready      func(ctx context.Context) error
@@ -109,7 +113,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: d.Log, auth: d.Auth, contacts: d.Contacts, erasures: d.Erasures, webhooks: d.Webhooks,
+	s := &Server{cfg: cfg, log: d.Log, auth: d.Auth, contacts: d.Contacts, erasures: d.Erasures, webhooks: d.Webhooks, fields: d.Fields,
 		events: d.Events, deliveries: d.Deliveries, ready: d.Ready, routes: newRouteTable(spec),
 		limiter: d.Limiter, metrics: d.Metrics, idem: d.Idempotency}
 	if s.batch, err = apicore.NewBatch(d.Contacts); err != nil {

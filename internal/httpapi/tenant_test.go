@@ -62,6 +62,8 @@ func tenantMatrix(t *testing.T, a *testkit.API, accountA uuid.UUID, keyA, keyB s
 		"name": "Mine", "address": "1 Main St, Springfield, IL 62704"}).Contact
 	var sub api.WebhookSubscription
 	subscribe(t, a, keyA, "https://hooks.example.com/a", "TagsAdded").JSON(t, &sub)
+	defineField(t, a, keyA, map[string]any{"key": "mine_field", "label": "Mine", "type": "enum",
+		"options": []map[string]any{{"value": "gold", "label": "Gold"}}})
 	a.Do("POST", "/public/v1/contact/"+c.ContactId+"/tags", keyA, map[string]any{"tags": []string{"more"}}) // a delivery
 	var deliveryID string
 	if err := a.Store.Pool.QueryRow(context.Background(), "SELECT delivery_id::text FROM webhook_deliveries WHERE account_id = $1", accountA).Scan(&deliveryID); err != nil {
@@ -79,6 +81,7 @@ func tenantMatrix(t *testing.T, a *testkit.API, accountA uuid.UUID, keyA, keyB s
 		"deliveryId":     {deliveryID, unknown},
 		"eventId":        {eventID, unknown},
 		"emailId":        {"mine@example.com", "nobody@example.com"}, // also the email of create bodies
+		"fieldKey":       {"mine_field", "nobody_has_this"},
 	}
 	before := snapshot(t, a, keyA, c.ContactId, sub.SubscriptionId)
 
@@ -102,8 +105,8 @@ func tenantMatrix(t *testing.T, a *testkit.API, accountA uuid.UUID, keyA, keyB s
 				continue // public (the consent page: its token is the credential)
 			}
 			reqA, reqU := buildRequest(t, path, item, op, ids, 0), buildRequest(t, path, item, op, ids, 1)
-			rb := a.Do(method, reqA, keyB, exampleBody(op, ids["emailId"][0]))
-			ru := a.Do(method, reqU, keyB, exampleBody(op, ids["emailId"][1]))
+			rb := a.Do(method, reqA, keyB, exampleBody(op, ids["emailId"][0], "probe_a"))
+			ru := a.Do(method, reqU, keyB, exampleBody(op, ids["emailId"][1], "probe_u"))
 			same := rb.Status == ru.Status && (rb.Status >= 300 && string(rb.Body) == string(ru.Body) || rb.Status < 300)
 			if !same || rb.Status >= 500 {
 				t.Errorf("%s (%s %s) as B with A's ids: %d %s; with unknown ids: %d %s",
@@ -157,20 +160,26 @@ func buildRequest(t *testing.T, path string, item *openapi3.PathItem, op *openap
 }
 
 // exampleBody is the operation's first request example, or nil; an email in it is
-// replaced by email (A's, or one nobody has), the other id that travels in bodies.
-func exampleBody(op *openapi3.Operation, email string) any {
+// replaced by email (A's, or one nobody has), the other id that travels in bodies, and a new
+// field's key by fieldKey (a key of B's own: one field of A's key made by B would be found
+// by the probes of A's field that follow).
+func exampleBody(op *openapi3.Operation, email, fieldKey string) any {
 	body := firstExample(op)
-	if m, ok := body.(map[string]any); ok {
-		if _, has := m["email"]; has {
-			copied := make(map[string]any, len(m))
-			for k, v := range m {
-				copied[k] = v
-			}
-			copied["email"] = email
-			return copied
-		}
+	m, ok := body.(map[string]any)
+	if !ok {
+		return body
 	}
-	return body
+	copied := make(map[string]any, len(m))
+	for k, v := range m {
+		copied[k] = v
+	}
+	if _, has := m["email"]; has {
+		copied["email"] = email
+	}
+	if _, has := m["key"]; has && op.OperationID == "createField" {
+		copied["key"] = fieldKey
+	}
+	return copied
 }
 
 func firstExample(op *openapi3.Operation) any {
@@ -202,6 +211,7 @@ func snapshot(t *testing.T, a *testkit.API, key, contactID, subID string) string
 	byEmail := a.Do("GET", "/public/v1/contact?emailId=mine%40example.com", key, nil)
 	subs := a.Do("GET", "/public/v1/webhooks", key, nil)
 	att := a.Do("GET", "/public/v1/webhooks/"+subID+"/deliveries", key, nil)
+	fields := a.Do("GET", "/public/v1/fields?archived=true", key, nil)
 	var n int
 	if err := a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM webhook_deliveries").Scan(&n); err != nil {
 		t.Fatal(err)
@@ -212,6 +222,6 @@ func snapshot(t *testing.T, a *testkit.API, key, contactID, subID string) string
 		out, _ := json.Marshal(v)
 		return regexp.MustCompile(`"leadScore":\d+`).ReplaceAllString(string(out), "")
 	}
-	return fmt.Sprintf("%d %s | %d %s | %s | %s | deliveries %d", c.Status, compact(c.Body), byEmail.Status,
-		compact(byEmail.Body), compact(subs.Body), compact(att.Body), n)
+	return fmt.Sprintf("%d %s | %d %s | %s | %s | %s | deliveries %d", c.Status, compact(c.Body), byEmail.Status,
+		compact(byEmail.Body), compact(subs.Body), compact(att.Body), compact(fields.Body), n)
 }
