@@ -149,7 +149,7 @@ func (r *replica) replay(ctx context.Context) (standby bool, replayed int64, err
 }
 
 func (r *replica) measure(ctx context.Context, primary *pgxpool.Pool) (lag time.Duration, written int64, ok bool) {
-	if err := primary.QueryRow(ctx, `SELECT (pg_current_wal_lsn() - '0/0')::bigint`).Scan(&written); err != nil {
+	if err := primary.QueryRow(ctx, `SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint`).Scan(&written); err != nil {
 		return 0, 0, false
 	}
 	now := time.Now()
@@ -185,13 +185,15 @@ const fenceChannel = "contactd_replica_fence"
 const fenceWait = time.Second
 
 // FenceReplica keeps reads off the standby, in every process, until it has replayed what the
-// primary has committed so far: an erasure calls it once it committed. It waits up to a
+// primary has committed so far: an erasure calls it once it committed. The fence is the WAL
+// inserted so far, not the WAL written: a commit that did not wait for its WAL
+// (synchronous_commit off) is past the written position. It waits up to a
 // second for a standby of this process to get there. Without a standby here it still tells
 // the processes that have one.
 func (s *Store) FenceReplica(ctx context.Context) error {
 	var lsn int64
 	err := s.Pool.QueryRow(ctx, `SELECT l, pg_notify('`+fenceChannel+`', l::text)
-		FROM (SELECT (pg_current_wal_lsn() - '0/0')::bigint AS l) AS at`).Scan(&lsn)
+		FROM (SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint AS l) AS at`).Scan(&lsn)
 	r := s.replica
 	if r == nil {
 		return err
