@@ -863,19 +863,28 @@ type CreateContactResult struct {
 
 // CreateFieldRequest defines model for CreateFieldRequest.
 type CreateFieldRequest struct {
+	// Description What the field means, for people.
 	Description *string `json:"description,omitempty"`
 
 	// Key Lowercase letters, digits and `_`, starting with a letter.
-	Key      string            `json:"key"`
-	Label    string            `json:"label"`
-	Options  *[]NewFieldOption `json:"options,omitempty"`
-	Required *bool             `json:"required,omitempty"`
+	Key string `json:"key"`
+
+	// Label What people read.
+	Label string `json:"label"`
+
+	// Options For `enum` and `multiEnum` (required there, refused elsewhere), each value once.
+	Options *[]NewFieldOption `json:"options,omitempty"`
+
+	// Required A contact must have a value.
+	Required *bool `json:"required,omitempty"`
 
 	// Type What a field's values are: `text`, `number`, `boolean`, `date` (`YYYY-MM-DD`),
 	// `datetime` (RFC 3339), `enum` (one of the options), `multiEnum` (a set of options),
 	// `email`, `phone` (E.164 once stored) or `url` (absolute `http(s)://`).
-	Type   FieldType `json:"type"`
-	Unique *bool     `json:"unique,omitempty"`
+	Type FieldType `json:"type"`
+
+	// Unique No two contacts of the account may have the same value; not for `boolean`, `enum` or `multiEnum`.
+	Unique *bool `json:"unique,omitempty"`
 
 	// Validation Rules a value must meet, checked when it is written: `min` and `max` for `number`,
 	// `maxLength` (characters) for `text`, `email`, `phone` and `url`, and `pattern`, an RE2
@@ -1277,6 +1286,7 @@ type EventTypeList struct {
 
 // Field A custom field of the account's contacts.
 type Field struct {
+	// Archived An archived field keeps its values, readable, and takes no new ones.
 	Archived bool `json:"archived"`
 
 	// ArchivedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
@@ -1287,11 +1297,15 @@ type Field struct {
 	// CreatedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
 	//
 	// Example: 2026-11-21T09:30:00.123Z
-	CreatedAt   Timestamp `json:"createdAt"`
-	Description *string   `json:"description,omitempty"`
+	CreatedAt Timestamp `json:"createdAt"`
+
+	// Description What the field means, for people; absent when empty.
+	Description *string `json:"description,omitempty"`
 
 	// Key The field's name in a contact's `customFields`; never changes.
-	Key   string `json:"key"`
+	Key string `json:"key"`
+
+	// Label What people read.
 	Label string `json:"label"`
 
 	// Options For `enum` and `multiEnum`, in the order they were added.
@@ -1339,6 +1353,7 @@ type FieldError struct {
 
 // FieldList defines model for FieldList.
 type FieldList struct {
+	// Fields In the order they were defined.
 	Fields []Field `json:"fields"`
 }
 
@@ -1356,9 +1371,14 @@ type FieldOption struct {
 
 // FieldOptionChange An option to add (with its `label`), relabel, archive or restore.
 type FieldOptionChange struct {
-	Archived *bool   `json:"archived,omitempty"`
-	Label    *string `json:"label,omitempty"`
-	Value    string  `json:"value"`
+	// Archived Archive (`true`) or restore (`false`) the option.
+	Archived *bool `json:"archived,omitempty"`
+
+	// Label Its new label (required to add the option).
+	Label *string `json:"label,omitempty"`
+
+	// Value The option to change, or to add when the field lacks it.
+	Value string `json:"value"`
 }
 
 // FieldType What a field's values are: `text`, `number`, `boolean`, `date` (`YYYY-MM-DD`),
@@ -1370,10 +1390,17 @@ type FieldType string
 // `maxLength` (characters) for `text`, `email`, `phone` and `url`, and `pattern`, an RE2
 // expression the whole value must match, for `text`.
 type FieldValidation struct {
-	Max       *float64 `json:"max,omitempty"`
-	MaxLength *int     `json:"maxLength,omitempty"`
-	Min       *float64 `json:"min,omitempty"`
-	Pattern   *string  `json:"pattern,omitempty"`
+	// Max The largest number allowed.
+	Max *float64 `json:"max,omitempty"`
+
+	// MaxLength The most characters a value may have.
+	MaxLength *int `json:"maxLength,omitempty"`
+
+	// Min The smallest number allowed.
+	Min *float64 `json:"min,omitempty"`
+
+	// Pattern An RE2 expression the whole value must match.
+	Pattern *string `json:"pattern,omitempty"`
 }
 
 // FilterTestRequest A filter and an event to evaluate it against; each defaults to the subscription's.
@@ -1445,7 +1472,10 @@ type MergeContactsResult struct {
 
 // NewFieldOption defines model for NewFieldOption.
 type NewFieldOption struct {
+	// Label What people read.
 	Label string `json:"label"`
+
+	// Value What contacts carry; never changes.
 	Value string `json:"value"`
 }
 
@@ -1605,10 +1635,17 @@ type UpdateContactRequest struct {
 
 // UpdateFieldRequest defines model for UpdateFieldRequest.
 type UpdateFieldRequest struct {
-	Description *string              `json:"description,omitempty"`
-	Label       *string              `json:"label,omitempty"`
-	Options     *[]FieldOptionChange `json:"options,omitempty"`
-	Required    *bool                `json:"required,omitempty"`
+	// Description A new description (`""` clears it).
+	Description *string `json:"description,omitempty"`
+
+	// Label A new label.
+	Label *string `json:"label,omitempty"`
+
+	// Options Options to add, relabel, archive or restore; the ones not named stay as they are.
+	Options *[]FieldOptionChange `json:"options,omitempty"`
+
+	// Required Whether a contact must have a value.
+	Required *bool `json:"required,omitempty"`
 
 	// Validation Rules a value must meet, checked when it is written: `min` and `max` for `number`,
 	// `maxLength` (characters) for `text`, `email`, `phone` and `url`, and `pattern`, an RE2

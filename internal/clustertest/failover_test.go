@@ -25,10 +25,10 @@ import (
 // be lost. A standby is promoted; contactd's processes find it through their multi-host URL
 // (target_session_attrs=read-write); every write is retried with its key until answered.
 // The lost node, started again, rejoins as a standby; then the primary is frozen (SIGSTOP) and
-// resumed, and comes back as a standby; then (CONTACTD_HA_LOSSES=1) a standby is
-// lost under load, and then the monitor, and writes go on through each. Afterwards every acknowledged write is there
-// exactly once, every event reaches the receiver, and the window in which writes failed after
-// the primary's loss is reported. Every phase waits for an event, never for a time.
+// resumed, and comes back as a standby; then a standby is lost under load, and then the
+// monitor, and writes go on through each. Afterwards every acknowledged write is there exactly
+// once, every event reaches the receiver, and the window in which writes failed after the
+// primary's loss is reported. Every phase waits for an event, never for a time.
 func TestClusterSurvivesPrimaryLoss(t *testing.T) {
 	if os.Getenv("CONTACTD_HA_TEST") == "" {
 		t.Skip("the failover test runs with CONTACTD_HA_TEST=1: make test-ha")
@@ -192,16 +192,21 @@ func TestClusterSurvivesPrimaryLoss(t *testing.T) {
 
 	// a standby lost: a commit waits for the other one (synchronous replication to ANY 1), so
 	// writes go on; then the monitor lost: nothing can fail over, but the primary and its
-	// standby go on without it. Only with CONTACTD_HA_LOSSES=1 (not in make test): in one
-	// fresh-clone make test, writes stalled for over 3 minutes after the standby that had just
-	// rejoined was killed, not understood yet (docs/operations.md).
-	if os.Getenv("CONTACTD_HA_LOSSES") != "" {
-		standby := strings.Fields(c.script("standbys"))[0]
-		lostStandby := underLoad("a standby is lost", func() { c.script("kill", standby) })
-		lostMonitor := underLoad("the monitor is lost", func() { c.script("kill", "monitor") })
-		t.Logf("standby %s lost under load: %d create attempts failed after it; monitor lost under load: %d failed after it (each time %d more creates acknowledged)",
-			standby, failedSince(lostStandby)-failedSince(lostMonitor), failedSince(lostMonitor), afterKill)
-	}
+	// standby go on without it. pg_auto_failover calls a standby secondary from its keeper's
+	// reports, not from its replication link, so a standby that has just rejoined may be
+	// secondary before it streams; a commit then waits on the other standby alone, and
+	// losing that one stalls every write until the rejoined one streams. So the primary must
+	// itself report both standbys streaming, eligible to acknowledge, before one is lost.
+	primaryNow := strings.TrimSpace(c.script("primary"))
+	testkit.Eventually(t, primaryNow+" streaming to both standbys, each able to acknowledge a commit", func() bool {
+		f := strings.Fields(c.script("replication", primaryNow))
+		return len(f) == 2 && f[0] == "t" && f[1] == "2"
+	})
+	standby := strings.Fields(c.script("standbys"))[0]
+	lostStandby := underLoad("a standby is lost", func() { c.script("kill", standby) })
+	lostMonitor := underLoad("the monitor is lost", func() { c.script("kill", "monitor") })
+	t.Logf("standby %s lost under load: %d create attempts failed after it; monitor lost under load: %d failed after it (each time %d more creates acknowledged)",
+		standby, failedSince(lostStandby)-failedSince(lostMonitor), failedSince(lostMonitor), afterKill)
 
 	// every acknowledged create is stored exactly once, with its event
 	conn := c.db(ctx)
