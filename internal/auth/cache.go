@@ -36,9 +36,23 @@ func keyIs(id uuid.UUID) func([32]byte, Principal) bool {
 	return func(_ [32]byte, p Principal) bool { return p.KeyID == id }
 }
 
-// Follower is what keeps the key cache honest; store.Listen must run it, or the cache stays
-// off and every request asks the database.
-func (s *Service) Follower() store.Follower { return s.cache }
+// Follower is what keeps the key caches honest; store.Listen must run it, or they stay off
+// and every request asks the database.
+func (s *Service) Follower() store.Follower { return follower{s} }
+
+// follower keeps both caches: the keys resolved, forgotten as revocations are heard, and the
+// keys found unknown, forgotten whenever the listener goes or comes back. A key is unknown
+// for good only while the database's view only moves forward; a lost connection may mean a
+// failover or a restore, after which a lookup that found nothing then (a node still
+// promoting, a standby's view) is no answer for later.
+type follower struct{ s *Service }
+
+func (f follower) Channel() string         { return f.s.cache.Channel() }
+func (f follower) Notified(payload string) { f.s.cache.Notified(payload) }
+func (f follower) Listening(up bool) {
+	f.s.cache.Listening(up)
+	f.s.unknown.listening(up)
+}
 
 // Caching reports whether resolved keys are being cached (the revocation listener is up).
 func (s *Service) Caching() bool { return s.cache.Caching() }

@@ -409,11 +409,21 @@ func (s *Service) ResetSandbox(ctx context.Context, sandbox uuid.UUID) error {
 }
 
 // unknownKeys remembers the hashes of presented keys that no key has, for UnknownKeyTTL and at
-// most maxUnknownKeys of them. A key is made with 32 random bytes and shown once its row has
-// committed, so no key becomes known after it was presented unknown.
+// most maxUnknownKeys of them, while the key listener is up. A key is made with 32 random
+// bytes and shown once its row has committed, so no key becomes known after it was presented
+// unknown, as long as the database's view moves forward (follower).
 type unknownKeys struct {
 	mu   sync.Mutex
 	seen map[[32]byte]time.Time
+	on   bool // while the key listener is up (follower)
+}
+
+// listening turns the memory on or off, forgetting what it held either way.
+func (u *unknownKeys) listening(up bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	clear(u.seen)
+	u.on = up
 }
 
 // UnknownKeyTTL is how long an unknown key is answered without a lookup.
@@ -425,12 +435,15 @@ func (u *unknownKeys) has(h [32]byte, now time.Time) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	at, ok := u.seen[h]
-	return ok && now.Sub(at) < UnknownKeyTTL
+	return u.on && ok && now.Sub(at) < UnknownKeyTTL
 }
 
 func (u *unknownKeys) add(h [32]byte, now time.Time) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if !u.on {
+		return
+	}
 	if u.seen == nil {
 		u.seen = map[[32]byte]time.Time{}
 	}

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"testing"
 	"time"
@@ -114,4 +115,42 @@ func TestUnknownKeysAreBoundedPerClient(t *testing.T) {
 	if r := a.Do("GET", "/public/v1/webhooks", key, nil); r.Status != 200 {
 		t.Errorf("the client's cached key past the limit: %d", r.Status)
 	}
+}
+
+// A key found unknown is remembered only while the process hears the database's changes: when
+// its listener goes (a failover, a restore) the memory is off and forgotten, so a lookup that
+// found nothing on a database that has since moved is asked again, and a key that exists
+// there is admitted. A key made here after it was remembered unknown stands in for a node
+// that lacked it.
+func TestAnUnknownKeyIsForgottenWhenTheListenerComesBack(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	testkit.Eventually(t, "the revocation listener", a.Svc.Auth.Caching)
+	account, _ := a.Account("acme")
+	key := fmt.Sprintf("ck_%043d", 424242)
+	asked := func(want int) {
+		t.Helper()
+		before := a.Svc.Auth.Lookups()
+		if r := a.Do("GET", "/public/v1/webhooks", key, nil); r.Status != want {
+			t.Fatalf("the key: %d %s, want %d", r.Status, r.Body, want)
+		}
+		if n := a.Svc.Auth.Lookups() - before; n != 1 {
+			t.Fatalf("%d lookups, want the database asked once", n)
+		}
+	}
+	asked(401)
+	before := a.Svc.Auth.Lookups()
+	if r := a.Do("GET", "/public/v1/webhooks", key, nil); r.Status != 401 || a.Svc.Auth.Lookups() != before {
+		t.Fatalf("not remembered unknown: %d, %d lookups", r.Status, a.Svc.Auth.Lookups()-before)
+	}
+	// the key appears in the database behind the process's back, as on a node it failed over to
+	h := sha256.Sum256([]byte(key))
+	if _, err := a.Store.Pool.Exec(context.Background(), `INSERT INTO api_keys (account_id, key_id, name, prefix, key_hash, scopes, created_at)
+		VALUES ($1, gen_random_uuid(), 'behind', 'ck_0000', $2, '{all}', now())`, account, h[:]); err != nil {
+		t.Fatal(err)
+	}
+	follower := a.Svc.Auth.Follower()
+	follower.Listening(false)
+	follower.Listening(true)
+	asked(200)
 }
