@@ -107,19 +107,19 @@ bench-doc: deps redis-deps bench-tools ## make bench, its output written into do
 	@scripts/bench-doc.sh $(BENCH_FLAGS)
 
 bench-dataout: deps bench-tools ## data out at scale: 1,000,000 contacts, list/search p99, export and events feed rates (BENCH_FLAGS=-contacts ...)
-	./bin/contactbench -dataout $(BENCH_FLAGS)
+	./bin/contactbench dataout $(BENCH_FLAGS)
 
 bench-isolation: deps bench-tools ## delivery isolation at scale: 200 subscriptions, healthy receivers' latency with and without a tenth hanging
-	./bin/contactbench -isolation $(BENCH_FLAGS)
+	./bin/contactbench isolation $(BENCH_FLAGS)
 
 bench-filters: deps bench-tools ## webhook payload filters' price: delivery throughput over 100 subscriptions without filters, with filters keeping every event, and leaving out half
-	./bin/contactbench -filters $(BENCH_FLAGS)
+	./bin/contactbench filters $(BENCH_FLAGS)
 
 bench-erasure: deps ## erasure's cost at an account with 1,000,000 deliveries beside an empty one: buffers and time (the cost model's test, at scale)
 	CONTACTD_ERASURE_HISTORY=1000000 $(GO) test -count=1 -timeout 30m -run 'TestErasureCostsThePersonsData$$' -v ./internal/costtest/ | grep -E 'erasing|^(---|ok|FAIL)'
 
 bench-bulk: deps bench-tools ## bulk writes: 200,000 contacts by POST /contacts/batch vs a COPY of the same rows, then contactd import of a 1,000,000-row CSV
-	./bin/contactbench -bulk $(BENCH_FLAGS)
+	./bin/contactbench bulk $(BENCH_FLAGS)
 
 bench-smoke: deps redis-deps bench-tools ## the load tool's five modes for a few seconds each on tiny datasets, side by side: fails on any error, never on timing
 	@scripts/bench-smoke.sh

@@ -7,18 +7,18 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-modes=("" -dataout -isolation -bulk -filters)
+modes=(core dataout isolation bulk filters)
 pids=()
 for i in "${!modes[@]}"; do
-  ./bin/contactbench -smoke ${modes[$i]} >"$dir/$i" 2>&1 &
+  ./bin/contactbench "${modes[$i]}" -smoke >"$dir/$i" 2>&1 &
   pids+=($!)
 done
 rc=0
 for i in "${!modes[@]}"; do
   status=0
   wait "${pids[$i]}" || status=$?
-  echo "./bin/contactbench -smoke ${modes[$i]}"
+  echo "./bin/contactbench ${modes[$i]} -smoke"
   cat "$dir/$i"
-  if [ "$status" -ne 0 ]; then echo "bench smoke: contactbench -smoke ${modes[$i]} failed ($status)"; rc=1; fi
+  if [ "$status" -ne 0 ]; then echo "bench smoke: contactbench ${modes[$i]} -smoke failed ($status)"; rc=1; fi
 done
 exit $rc

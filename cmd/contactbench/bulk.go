@@ -20,7 +20,7 @@ import (
 	"github.com/contactd/contactd/internal/auth"
 )
 
-// The bulk run (-bulk): -bulk-contacts new contacts (tags and an address each) written with
+// The bulk run (contactbench bulk): -bulk-contacts new contacts (tags and an address each) written with
 // POST /contacts/batch, 1,000 per request at -c clients; then the same rows — read back from
 // the tables the batches wrote — written into the same tables by one COPY per table, as the
 // ceiling to compare with; then `contactd import` of a generated CSV of -import-rows rows,
@@ -185,7 +185,7 @@ func runBulk(ctx context.Context, o options, out io.Writer) error {
 	res.CopyStreamsRate = float64(o.bulkContacts) / res.CopyStreamsTime.Seconds()
 	res.CopyStreamsRatio = res.BatchRate / res.CopyStreamsRate
 	res.ImportRate = float64(o.importRows) / res.ImportTime.Seconds()
-	fmt.Fprintf(out, "contactbench -bulk %s — %s\n\n", time.Now().Format(time.DateOnly), machine())
+	fmt.Fprintf(out, "contactbench bulk %s — %s\n\n", time.Now().Format(time.DateOnly), machine())
 	fmt.Fprintln(out, "| workload | contacts | time | contacts/s | |")
 	fmt.Fprintln(out, "|---|---|---|---|---|")
 	fmt.Fprintf(out, "| POST /contacts/batch, 1,000 per request, c=%d (tags, address, TagsAdded event) | %d | %s | %.0f | %.2f of COPY, %.2f of COPY in %d streams |\n",

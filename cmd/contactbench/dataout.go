@@ -368,7 +368,7 @@ func getJSON(ctx context.Context, dr *driver, u string, v any) error {
 }
 
 func printDataOut(w io.Writer, o options, r dataOutResult) {
-	fmt.Fprintf(w, "contactbench -dataout %s — %s — %d contacts, %d events in one account, c=%d\n\n",
+	fmt.Fprintf(w, "contactbench dataout %s — %s — %d contacts, %d events in one account, c=%d\n\n",
 		time.Now().UTC().Format("2006-01-02"), machine(), o.contacts, o.events, o.concurrency)
 	fmt.Fprintln(w, "| workload | req/s | p50 | p90 | p99 | errors | contactd CPU ms/req | PostgreSQL CPU ms/req |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")

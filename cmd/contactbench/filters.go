@@ -106,7 +106,7 @@ func runFilters(ctx context.Context, o options, out io.Writer) error {
 			results = append(results, r)
 		}
 	}
-	fmt.Fprintf(out, "contactbench -filters %s — %s — %d subscriptions to TagsAdded (3 per account, a URL each), c=%d for %v per scenario\n\n",
+	fmt.Fprintf(out, "contactbench filters %s — %s — %d subscriptions to TagsAdded (3 per account, a URL each), c=%d for %v per scenario\n\n",
 		time.Now().UTC().Format("2006-01-02"), machine(), o.filterSubs, o.whConc, o.duration)
 	fmt.Fprintln(out, "| round | scenario | events | deliveries | deliveries/s | events/s | deliveries/s vs no filters |")
 	fmt.Fprintln(out, "|---|---|---|---|---|---|---|")

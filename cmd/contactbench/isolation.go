@@ -17,7 +17,7 @@ import (
 	"github.com/contactd/contactd/internal/auth"
 )
 
-// The isolation run (-isolation): -isolation-subs subscriptions (three per account), events
+// The isolation run (contactbench isolation): -isolation-subs subscriptions (three per account), events
 // produced at a steady pace, once with every receiver healthy and once with a tenth of them
 // hanging until the attempt times out; it reports the healthy receivers' commit -> arrival
 // latency in both. Delivery isolation is what keeps the second like the first.
@@ -138,7 +138,7 @@ func runIsolation(ctx context.Context, o options, out io.Writer) error {
 		}
 		results = append(results, sc)
 	}
-	fmt.Fprintf(out, "contactbench -isolation %s — %s — %d subscriptions (3 per account), %.0f events/s for %v, webhook timeout 5 s\n\n",
+	fmt.Fprintf(out, "contactbench isolation %s — %s — %d subscriptions (3 per account), %.0f events/s for %v, webhook timeout 5 s\n\n",
 		time.Now().UTC().Format("2006-01-02"), machine(), o.isoSubs, o.isoRate, o.duration)
 	fmt.Fprintln(out, "| scenario | slow subscriptions | healthy deliveries | commit -> arrival p50 | p99 | max |")
 	fmt.Fprintln(out, "|---|---|---|---|---|---|")

@@ -6,7 +6,8 @@
 // throughput. Beside them it prices what a request pays for: a key with scopes, the rate
 // limits counted in Redis (a second contactd, limits.go) and the rows of a create, its own
 // statement sent by the baseline with and without its events and deliveries
-// (baseline_rows.go). `make bench` runs it; `-smoke` is the few-second version `make test` runs.
+// (baseline_rows.go). `make bench` runs it; `-smoke` is the few-second version `make test` runs;
+// the other benchmarks are subcommands (usage).
 package main
 
 import (
@@ -90,19 +91,29 @@ func main() {
 	flag.StringVar(&o.jsonOut, "json", "", "also write the results as JSON to this file")
 	flag.StringVar(&o.only, "only", "", "comma-separated workloads to run (default all)")
 	flag.BoolVar(&o.smoke, "smoke", false, "a few seconds on a tiny dataset, to check the tool works (make test)")
-	flag.BoolVar(&o.dataOut, "dataout", false, "measure data out instead: list, search, export and the events feed over one large account (-contacts, default 1,000,000; -events) at -c (default 16)")
-	flag.IntVar(&o.events, "events", 300_000, "events seeded for the -dataout run")
-	flag.BoolVar(&o.hold, "hold", false, "with -dataout: seed, print the database's URL and keep it until interrupted (for EXPLAIN), measuring nothing")
-	flag.BoolVar(&o.isolation, "isolation", false, "measure delivery isolation instead: the healthy receivers' latency with every receiver healthy, then with a tenth hanging (-isolation-subs, -isolation-rate, -duration)")
-	flag.IntVar(&o.isoSubs, "isolation-subs", 200, "webhook subscriptions of the -isolation run (three per account)")
-	flag.Float64Var(&o.isoRate, "isolation-rate", 100, "events per second the -isolation run produces")
-	flag.BoolVar(&o.filters, "filters", false, "measure the price of webhook payload filters instead: delivery throughput over -filter-subs subscriptions without filters, with filters that keep every event, and with filters that leave out half (-duration each, -webhook-c clients)")
-	flag.IntVar(&o.filterSubs, "filter-subs", 100, "webhook subscriptions of the -filters run (three per account)")
-	flag.IntVar(&o.filterRounds, "filter-rounds", 2, "times the -filters run takes its three scenarios in turn")
-	flag.BoolVar(&o.bulk, "bulk", false, "measure bulk writes instead: POST /contacts/batch against a COPY of the same rows, then contactd import of a CSV (-bulk-contacts, -import-rows) at -c (default 4)")
-	flag.IntVar(&o.bulkContacts, "bulk-contacts", 200_000, "contacts the -bulk run writes in batches")
-	flag.IntVar(&o.importRows, "import-rows", 1_000_000, "CSV rows the -bulk run imports")
-	flag.Parse()
+	flag.IntVar(&o.events, "events", 300_000, "events seeded for the dataout run")
+	flag.BoolVar(&o.hold, "hold", false, "with dataout: seed, print the database's URL and keep it until interrupted (for EXPLAIN), measuring nothing")
+	flag.IntVar(&o.isoSubs, "isolation-subs", 200, "webhook subscriptions of the isolation run (three per account)")
+	flag.Float64Var(&o.isoRate, "isolation-rate", 100, "events per second the isolation run produces")
+	flag.IntVar(&o.filterSubs, "filter-subs", 100, "webhook subscriptions of the filters run (three per account)")
+	flag.IntVar(&o.filterRounds, "filter-rounds", 2, "times the filters run takes its three scenarios in turn")
+	flag.IntVar(&o.bulkContacts, "bulk-contacts", 200_000, "contacts the bulk run writes in batches")
+	flag.IntVar(&o.importRows, "import-rows", 1_000_000, "CSV rows the bulk run imports")
+	flag.Usage = usage
+	args := os.Args[1:]
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		mode, ok := map[string]*bool{"core": new(bool), "dataout": &o.dataOut, "isolation": &o.isolation,
+			"filters": &o.filters, "bulk": &o.bulk}[args[0]]
+		if !ok {
+			fmt.Fprintf(os.Stderr, "contactbench: no benchmark %q\n", args[0])
+			usage()
+			os.Exit(2)
+		}
+		*mode, args = true, args[1:]
+	}
+	if err := flag.CommandLine.Parse(args); err != nil {
+		os.Exit(2)
+	}
 	if o.bulk && !isSet("c") {
 		o.concurrency = 4
 	}
@@ -152,6 +163,27 @@ func main() {
 		fmt.Fprintln(os.Stderr, "contactbench:", err)
 		os.Exit(1)
 	}
+}
+
+// usage says which benchmarks there are, and their flags.
+func usage() {
+	fmt.Fprint(os.Stderr, `usage: contactbench [BENCHMARK] [flags]
+
+benchmarks:
+  core       (the default) requests against a bare net/http + pgx baseline, and webhooks against the
+             simplest durable pipeline (make bench)
+  dataout    list, search, export and the events feed over one large account (-contacts, default
+             1,000,000; -events) at -c (default 16) (make bench-dataout)
+  isolation  the healthy receivers' latency with every receiver healthy, then with a tenth hanging
+             (-isolation-subs, -isolation-rate, -duration) (make bench-isolation)
+  filters    delivery throughput over -filter-subs subscriptions without filters, with filters that
+             keep every event, and with filters that leave out half (make bench-filters)
+  bulk       POST /contacts/batch against a COPY of the same rows, then contactd import of a CSV
+             (-bulk-contacts, -import-rows) at -c (default 4) (make bench-bulk)
+
+flags:
+`)
+	flag.PrintDefaults()
 }
 
 // isSet reports whether the command line set the flag.

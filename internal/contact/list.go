@@ -101,7 +101,7 @@ func (f Filter) selective() bool {
 // density. The filters' indexes return every match before any is sorted: they cost the
 // matches' density times the account. At a million contacts and pages of 50 the two cross
 // below 1 % density, and maxWalk hands the filters over just under that crossing
-// (contactbench -dataout measures both sides).
+// (contactbench dataout measures both sides).
 const (
 	walkFactor = 160
 	maxWalk    = 8000
