@@ -147,7 +147,8 @@ MUTATE_TARGETS := \
 	"-pkg ./internal/idempotency -tests ./internal/idempotency,./internal/httpapi,./internal/erasure" \
 	"-pkg ./internal/console" \
 	"-pkg ./internal/delivery -files ^(queue|worker|visibility)\.go$$" \
-	"-pkg ./internal/httpapi -files ^(contacts_list_export|idempotency)\.go$$"
+	"-pkg ./internal/httpapi -files ^(contacts_list_export|idempotency)\.go$$" \
+	"-pkg ./internal/ratelimit -tests ./internal/ratelimit,./internal/httpapi"
 mutation: deps browser-deps node-deps ## mutation tests of the riskiest code (hours): each change the tests did not notice is printed (MUTATE='-pkg ./internal/auth' for one)
 	@for target in $(if $(MUTATE),"$(MUTATE)",$(MUTATE_TARGETS)); do $(GO) run ./cmd/mutate $$target || exit 1; done
 

@@ -125,3 +125,22 @@ func TestIdleKeysAreForgotten(t *testing.T) {
 		t.Errorf("%d windows kept after they went idle, want 1", n)
 	}
 }
+
+// The sweep of idle state keeps the day's count and drops past days': an account that used
+// its day before a sweep has no more of it after one, and yesterday's count is forgotten.
+func TestTheSweepKeepsTodayAndForgetsPastDays(t *testing.T) {
+	c := newClock()
+	l := New(Limits{AccountPerDay: 3}, c.now)
+	l.Allow(id("k"), id("yesterday"), false)
+	c.add(15 * time.Hour) // past midnight UTC
+	for range 3 {
+		l.Allow(id("k"), id("acct"), false)
+	}
+	c.add(2 * Window) // the next request sweeps
+	if d := l.Allow(id("k2"), id("acct"), false); d.Allowed || d.DayRemaining != 0 {
+		t.Errorf("after a sweep the used day came back: %+v", d)
+	}
+	if _, kept := l.days[id("yesterday")]; kept {
+		t.Error("yesterday's count survived the sweep")
+	}
+}
