@@ -56,7 +56,7 @@ func TestClusterSurvivesPrimaryLoss(t *testing.T) {
 		key := uuid.NewString()
 		refused := 0
 		for try := 0; try < 600; try++ {
-			if try > 0 {
+			if try > 0 || refused > 0 {
 				retried.Add(1)
 				time.Sleep(50 * time.Millisecond)
 			}
