@@ -171,11 +171,23 @@ func (s *Service) List(ctx context.Context, account uuid.UUID, withArchived bool
 
 // Get is one field, archived or not.
 func (s *Service) Get(ctx context.Context, account uuid.UUID, key string) (Field, error) {
+	return s.one(ctx, func(q *db.Queries) (db.ContactField, error) {
+		return q.FieldGet(ctx, db.FieldGetParams{AccountID: account, Key: key})
+	})
+}
+
+// one is the field a statement returns, or ErrNotFound.
+func (s *Service) one(ctx context.Context, query func(q *db.Queries) (db.ContactField, error)) (Field, error) {
 	var row db.ContactField
 	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
-		row, err = q.FieldGet(ctx, db.FieldGetParams{AccountID: account, Key: key})
+		row, err = query(q)
 		return err
 	})
+	return found(row, err)
+}
+
+// found is the field of row, or ErrNotFound when there was none.
+func found(row db.ContactField, err error) (Field, error) {
 	if errors.Is(err, apperr.ErrNoRows) {
 		return Field{}, ErrNotFound
 	}
@@ -211,29 +223,14 @@ func (s *Service) Update(ctx context.Context, account uuid.UUID, key string, in 
 			Description: f.Description, Required: f.Required, Options: options, Validation: validation, Now: s.now()})
 		return err
 	})
-	if errors.Is(err, apperr.ErrNoRows) {
-		return Field{}, ErrNotFound
-	}
-	if err != nil {
-		return Field{}, err
-	}
-	return fromRow(row)
+	return found(row, err)
 }
 
 // Archive archives a field; archiving an archived field changes nothing.
 func (s *Service) Archive(ctx context.Context, account uuid.UUID, key string) (Field, error) {
-	var row db.ContactField
-	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
-		row, err = q.FieldArchive(ctx, db.FieldArchiveParams{AccountID: account, Key: key, Now: s.now()})
-		return err
+	return s.one(ctx, func(q *db.Queries) (db.ContactField, error) {
+		return q.FieldArchive(ctx, db.FieldArchiveParams{AccountID: account, Key: key, Now: s.now()})
 	})
-	if errors.Is(err, apperr.ErrNoRows) {
-		return Field{}, ErrNotFound
-	}
-	if err != nil {
-		return Field{}, err
-	}
-	return fromRow(row)
 }
 
 // apply makes the change on f, or says what in it breaks the field's rules.
