@@ -1,6 +1,7 @@
 package ratelimit_test
 
 import (
+	"bytes"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -79,8 +80,10 @@ func TestSharedFallsBackWhenRedisIsAway(t *testing.T) {
 	t.Parallel()
 	r := testkit.StartRedis(t)
 	var fallbacks atomic.Int32
+	var logged bytes.Buffer
 	s, err := ratelimit.NewShared(r.URL, ratelimit.Limits{WritesPer10s: 3},
-		ratelimit.SharedOptions{Timeout: testkit.Patience, Fallback: func() { fallbacks.Add(1) }})
+		ratelimit.SharedOptions{Timeout: testkit.Patience, Fallback: func() { fallbacks.Add(1) },
+			Log: slog.New(slog.NewTextHandler(&logged, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +100,9 @@ func TestSharedFallsBackWhenRedisIsAway(t *testing.T) {
 	}
 	if allowed != 3 || fallbacks.Load() != 5 {
 		t.Errorf("without Redis: %d allowed (want the local 3), %d fallbacks (want 5)", allowed, fallbacks.Load())
+	}
+	if n := strings.Count(logged.String(), "Redis unreachable"); n != 1 {
+		t.Errorf("5 fallbacks logged %d times, want once (a minute apart at most):\n%s", n, logged.String())
 	}
 	// Redis back (empty): a connection from before it went may fail once more, then the
 	// decisions are Redis's again, shared with another process
