@@ -224,3 +224,55 @@ func TestSharedRefusesURLsItCannotUse(t *testing.T) {
 		}
 	}
 }
+
+// A day limit without a window limit is still counted in Redis, across processes: an account
+// with 2 requests a day and no per-key window gets its third refused by the other process.
+func TestSharedCountsTheDayWithoutAWindow(t *testing.T) {
+	t.Parallel()
+	r := testkit.StartRedis(t)
+	var nodes [2]*ratelimit.Shared
+	for i := range nodes {
+		s, err := ratelimit.NewShared(r.URL, ratelimit.Limits{AccountPerDay: 2},
+			ratelimit.SharedOptions{Timeout: testkit.Patience, Fallback: func() { t.Error("a fallback with Redis up") }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		nodes[i] = s
+	}
+	for i := range 2 {
+		if d := nodes[i].Allow(id("k"), id("acct"), false); !d.Allowed || d.DayRemaining != 1-i {
+			t.Fatalf("request %d: %+v", i+1, d)
+		}
+	}
+	if d := nodes[0].Allow(id("k2"), id("acct"), true); d.Allowed || d.DayRemaining != 0 {
+		t.Errorf("the day's third request: %+v", d)
+	}
+}
+
+// The configured timeout is the one a decision waits: with Redis holding every client for
+// half a second (CLIENT PAUSE), a process given a longer timeout gets Redis's decision, not a
+// fallback (the default, 100 ms, would have fallen back).
+func TestSharedHonoursItsTimeout(t *testing.T) {
+	t.Parallel()
+	r := testkit.StartRedis(t)
+	s, err := ratelimit.NewShared(r.URL, ratelimit.Limits{WritesPer10s: 3},
+		ratelimit.SharedOptions{Timeout: testkit.Patience, Fallback: func() { t.Error("a fallback with Redis paused, not away") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Allow(id("warm"), id("a"), true) // a connection in the pool before the pause
+	u, _ := url.Parse(r.URL)
+	admin, err := redis.Dial("unix", u.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := admin.Do("CLIENT", "PAUSE", 500, "ALL"); err != nil {
+		t.Fatal(err)
+	}
+	if d := s.Allow(id("k"), id("a"), true); !d.Allowed || d.Remaining != 2 {
+		t.Errorf("during the pause: %+v", d)
+	}
+}
