@@ -134,6 +134,9 @@ func (s *Service) Create(ctx context.Context, account uuid.UUID, in New) (Field,
 			return err
 		}
 		if n >= MaxPerAccount {
+			if _, err := tx.FieldGet(ctx, db.FieldGetParams{AccountID: account, Key: in.Key}); err == nil {
+				return ErrExists // the key is taken, whatever the count
+			}
 			return apperr.Invalid(apperr.Field("body.key", "limit", fmt.Sprintf("an account has at most %d fields, archived ones included", MaxPerAccount)))
 		}
 		rows, err = tx.FieldInsert(ctx, db.FieldInsertParams{AccountID: account, Key: in.Key, Label: in.Label,

@@ -150,7 +150,7 @@ func TestFieldDefinitions(t *testing.T) {
 
 // An account has at most field.MaxPerAccount fields, archived ones included: defined from
 // eight clients at once past the limit, exactly the limit's worth are stored and every other
-// answer is the documented 400.
+// answer is the documented 400; a key the account has is 409 at the limit too.
 func TestFieldLimitHoldsUnderRacingDefinitions(t *testing.T) {
 	t.Parallel()
 	a := testkit.NewAPI(t)
@@ -189,6 +189,11 @@ func TestFieldLimitHoldsUnderRacingDefinitions(t *testing.T) {
 	}
 	if n := a.Count(t, "SELECT count(*) FROM contact_fields WHERE account_id = $1", account); n != field.MaxPerAccount {
 		t.Errorf("%d fields stored, the limit is %d", n, field.MaxPerAccount)
+	}
+	// at the limit, a key the account has is still the conflict it is
+	if r := a.Do("POST", "/public/v1/fields", key, map[string]any{"key": "f_archived", "label": "F", "type": "text"}); r.Status != 409 ||
+		r.Error(t).Code != api.ErrorCodeFieldExists {
+		t.Errorf("a taken key at the limit: %d %s", r.Status, r.Body)
 	}
 }
 
