@@ -18,19 +18,9 @@ import (
 // new directory, which has the account made before that time and not the one made after,
 // and the sealing key to open its secrets.
 func TestBackupAndRestoreCommands(t *testing.T) {
-	if _, err := exec.LookPath("pgbackrest"); err != nil {
-		t.Fatal("pgbackrest is not installed: scripts/ensure-pgbackrest.sh (make test runs it)")
-	}
 	t.Parallel()
 	ctx := context.Background()
-	base, err := os.MkdirTemp("", "contactd-backup-commands-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil { // PostgreSQL's user walks into its directories
-		t.Fatal(err)
-	}
+	base := backupScratch(t, "contactd-backup-commands-")
 	data, backups, restored := filepath.Join(base, "data"), filepath.Join(base, "backup"), filepath.Join(base, "restored")
 	run := func(dataDir string, args ...string) (string, string) {
 		t.Helper()
@@ -67,4 +57,22 @@ func TestBackupAndRestoreCommands(t *testing.T) {
 		!strings.Contains(stderr.String(), `no account named "after"`) {
 		t.Errorf("the account made after the restore's time: exit %d, %s", code, stderr.String())
 	}
+}
+
+// backupScratch is a directory of its own for a test's clusters and backups, which
+// PostgreSQL's user can walk into; the test fails at once without pgBackRest.
+func backupScratch(t *testing.T, prefix string) string {
+	t.Helper()
+	if _, err := exec.LookPath("pgbackrest"); err != nil {
+		t.Fatal("pgbackrest is not installed: scripts/ensure-pgbackrest.sh (make test runs it)")
+	}
+	base, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil { // PostgreSQL's user walks into its directories
+		t.Fatal(err)
+	}
+	return base
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,19 +30,9 @@ import (
 // whom the restored cluster never had, is suppressed too. Applying the journal twice changes
 // nothing.
 func TestErasuresSurviveARestore(t *testing.T) {
-	if _, err := exec.LookPath("pgbackrest"); err != nil {
-		t.Fatal("pgbackrest is not installed: scripts/ensure-pgbackrest.sh (make test runs it)")
-	}
 	t.Parallel()
 	ctx := context.Background()
-	base, err := os.MkdirTemp("", "contactd-restore-erasures-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	base := backupScratch(t, "contactd-restore-erasures-")
 	data, backups, restored := filepath.Join(base, "data"), filepath.Join(base, "backup"), filepath.Join(base, "restored")
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg := config.Default()
