@@ -120,6 +120,7 @@ CREATE TABLE public.accounts (
     client_secret_sealed text,
     live_account_id uuid,
     subscriptions_version bigint DEFAULT 0 NOT NULL,
+    fields_version bigint DEFAULT 0 NOT NULL,
     CONSTRAINT accounts_name_check CHECK (((length(name) >= 1) AND (length(name) <= 128)))
 );
 
@@ -237,6 +238,7 @@ CREATE TABLE public.contacts (
     name_keys tsvector GENERATED ALWAYS AS (public.name_words(name)) STORED,
     phone_key text GENERATED ALWAYS AS (public.contact_phone_key(phone)) STORED,
     email_canon text GENERATED ALWAYS AS (public.contact_email_canon(email_key)) STORED,
+    custom_fields jsonb DEFAULT '{}'::jsonb NOT NULL,
     CONSTRAINT contacts_email_status_check CHECK ((email_status = ANY (ARRAY['Pending'::text, 'Valid'::text, 'Invalid'::text]))),
     CONSTRAINT contacts_lead_score_check CHECK (((lead_score >= 0) AND (lead_score <= 100))),
     CONSTRAINT contacts_record_status_check CHECK ((record_status = ANY (ARRAY['Marketing'::text, 'NonMarketing'::text])))
@@ -280,8 +282,16 @@ CREATE VIEW public.contact_rows AS
     contacts.enrich_attempts,
     contacts.active_properties,
     contacts.num_ai_handoffs,
-    contacts.last_ai_handoff_at
+    contacts.last_ai_handoff_at,
+    contacts.custom_fields
    FROM public.contacts;
+
+CREATE TABLE public.contact_unique_values (
+    account_id uuid NOT NULL,
+    field_key text NOT NULL,
+    value text NOT NULL,
+    contact_id uuid NOT NULL
+);
 
 CREATE TABLE public.erasures (
     account_id uuid NOT NULL,
@@ -461,6 +471,9 @@ ALTER TABLE ONLY public.contact_merges
 ALTER TABLE ONLY public.contact_merges
     ADD CONSTRAINT contact_merges_pkey PRIMARY KEY (account_id, contact_id);
 
+ALTER TABLE ONLY public.contact_unique_values
+    ADD CONSTRAINT contact_unique_values_pkey PRIMARY KEY (account_id, field_key, value);
+
 ALTER TABLE ONLY public.contacts
     ADD CONSTRAINT contacts_consent_token_key UNIQUE (consent_token);
 
@@ -509,6 +522,8 @@ CREATE INDEX console_sessions_expires ON public.console_sessions USING btree (ex
 CREATE INDEX console_sessions_key ON public.console_sessions USING btree (account_id, key_id);
 
 CREATE INDEX contact_merges_into ON public.contact_merges USING btree (account_id, merged_into);
+
+CREATE INDEX contact_unique_values_contact ON public.contact_unique_values USING btree (account_id, contact_id);
 
 CREATE INDEX contacts_by_created ON public.contacts USING btree (account_id, created_at, contact_id) INCLUDE (tag_keys, email_key, name_keys);
 
@@ -601,6 +616,9 @@ ALTER TABLE ONLY public.contact_fields
 
 ALTER TABLE ONLY public.contact_merges
     ADD CONSTRAINT contact_merges_account_id_merged_into_fkey FOREIGN KEY (account_id, merged_into) REFERENCES public.contacts(account_id, contact_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.contact_unique_values
+    ADD CONSTRAINT contact_unique_values_account_id_contact_id_fkey FOREIGN KEY (account_id, contact_id) REFERENCES public.contacts(account_id, contact_id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.erasures
     ADD CONSTRAINT erasures_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(account_id) ON DELETE CASCADE;

@@ -197,6 +197,7 @@ const (
 	ErrorCodeFieldArchived            ErrorCode = "FieldArchived"
 	ErrorCodeFieldDoesNotExist        ErrorCode = "FieldDoesNotExist"
 	ErrorCodeFieldExists              ErrorCode = "FieldExists"
+	ErrorCodeFieldValueTaken          ErrorCode = "FieldValueTaken"
 	ErrorCodeForbidden                ErrorCode = "Forbidden"
 	ErrorCodeIdempotencyKeyInProgress ErrorCode = "IdempotencyKeyInProgress"
 	ErrorCodeIdempotencyKeyReused     ErrorCode = "IdempotencyKeyReused"
@@ -234,6 +235,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeFieldDoesNotExist:
 		return true
 	case ErrorCodeFieldExists:
+		return true
+	case ErrorCodeFieldValueTaken:
 		return true
 	case ErrorCodeForbidden:
 		return true
@@ -737,6 +740,14 @@ type Contact struct {
 	// CrmFields Where the contact lives in the account's CRM.
 	CrmFields *CrmFields `json:"crmFields,omitempty"`
 
+	// CustomFields The contact's custom field values by field key, normalised (see `FieldValue`); a field
+	// without a value is absent. Values of archived fields are still shown. Always present
+	// (`{}` for none).
+	//
+	//
+	// Example: {"renewalDate":"2027-03-01","seats":12,"tier":"gold"}
+	CustomFields *CustomFields `json:"customFields,omitempty"`
+
 	// Email Primary email, as it was given.
 	//
 	// Example: jane.doe@example.com
@@ -793,13 +804,18 @@ type Contact struct {
 
 // ContactDetails A contact's name, email and phone (`""` when not set), always; and each other field
 // that changed (`assignedUserEmailId`, `recordStatus`, `crmFields` with the members
-// set), in `previous` and `current` alike.
+// set, `customFields` with the fields that changed), in `previous` and `current` alike.
 type ContactDetails struct {
 	// AssignedUserEmailId The assigned user's email (`""` when none); present when it changed.
 	AssignedUserEmailId *string `json:"assignedUserEmailId,omitempty"`
 
 	// CrmFields Where the contact lives in the account's CRM.
 	CrmFields *CrmFields `json:"crmFields,omitempty"`
+
+	// CustomFields The custom fields that changed, each with its value (`null` when it has none), in
+	// `previous` and `current` alike; present when one changed (`changedFields` then has
+	// `customFields`).
+	CustomFields *map[string]*NullableFieldValue `json:"customFields,omitempty"`
 
 	// Email Primary email.
 	Email string `json:"email"`
@@ -837,6 +853,16 @@ type CreateContactRequest struct {
 
 	// CrmFields Where the contact lives in the account's CRM.
 	CrmFields *CrmFields `json:"crmFields,omitempty"`
+
+	// CustomFields Values of the account's custom fields by key (`POST /fields` defines them). On a
+	// create every required field needs a value; on a PATCH the keys sent are set and the
+	// others left, `null` or `""` clears a value (an empty value is no value, and never
+	// collides with another contact's). A key the account has not defined, or an archived
+	// field, is `400` naming `body.customFields.KEY`.
+	//
+	//
+	// Example: {"seats":12,"tier":"gold"}
+	CustomFields *CustomFieldsWrite `json:"customFields,omitempty"`
 
 	// Email An email address; at most 254 characters, at most 64 before the `@`.
 	//
@@ -988,6 +1014,22 @@ type CrmFieldsPatch struct {
 	// Url URL of the record in the CRM.
 	Url nullable.Nullable[string] `json:"url,omitempty"`
 }
+
+// CustomFields The contact's custom field values by field key, normalised (see `FieldValue`); a field
+// without a value is absent. Values of archived fields are still shown. Always present
+// (`{}` for none).
+//
+// Example: {"renewalDate":"2027-03-01","seats":12,"tier":"gold"}
+type CustomFields = json.RawMessage
+
+// CustomFieldsWrite Values of the account's custom fields by key (`POST /fields` defines them). On a
+// create every required field needs a value; on a PATCH the keys sent are set and the
+// others left, `null` or `""` clears a value (an empty value is no value, and never
+// collides with another contact's). A key the account has not defined, or an archived
+// field, is `400` naming `body.customFields.KEY`.
+//
+// Example: {"seats":12,"tier":"gold"}
+type CustomFieldsWrite = json.RawMessage
 
 // Delivery One event's delivery to one subscription.
 type Delivery struct {
@@ -1224,11 +1266,11 @@ type ErrorCode string
 // ErrorData Details that depend on the code.
 type ErrorData struct {
 	// ContactId For `DuplicateContact`, the contact that already has the email; for
-	// `ContactDoesNotExist` from a merge, the id not found; for `ContactDoesNotExist` on
+	// `FieldValueTaken`, the contact that holds the value; for `ContactDoesNotExist` from a merge, the id not found; for `ContactDoesNotExist` on
 	// the id of a merged duplicate, the contact it was merged into.
 	ContactId *string `json:"contactId,omitempty"`
 
-	// Errors For `InvalidRequest`, every violation found.
+	// Errors For `InvalidRequest`, every violation found; for `FieldValueTaken`, the field.
 	Errors *[]FieldError `json:"errors,omitempty"`
 }
 
@@ -1408,6 +1450,29 @@ type FieldValidation struct {
 	Pattern *string `json:"pattern,omitempty"`
 }
 
+// FieldValue A custom field's value, of its field's type: a string for `text`, `email` (stored
+// lower case), `phone` (stored in E.164), `url`, `enum` (one of the options), `date`
+// (`YYYY-MM-DD`) and `datetime` (RFC 3339, stored in UTC with milliseconds); a number
+// for `number`; `true` or `false` for `boolean`; a list of options for `multiEnum`
+// (stored in the options' order, each once).
+//
+// Example: gold
+type FieldValue struct {
+	union json.RawMessage
+}
+
+// FieldValue0 defines model for FieldValue.0.
+type FieldValue0 = string
+
+// FieldValue1 defines model for FieldValue.1.
+type FieldValue1 = float32
+
+// FieldValue2 defines model for FieldValue.2.
+type FieldValue2 = bool
+
+// FieldValue3 defines model for FieldValue.3.
+type FieldValue3 = []string
+
 // FilterTestRequest A filter and an event to evaluate it against; each defaults to the subscription's.
 type FilterTestRequest struct {
 	// Event An event, as in a delivery's `events` (absent the example of the subscription's type).
@@ -1482,6 +1547,11 @@ type NewFieldOption struct {
 
 	// Value What contacts carry; never changes.
 	Value string `json:"value"`
+}
+
+// NullableFieldValue A `FieldValue`, or `null` to clear it.
+type NullableFieldValue struct {
+	union json.RawMessage
 }
 
 // Phone A phone number: an optional `+` and 1-2 digit country code, then 3-3-4 digits.
@@ -1619,6 +1689,16 @@ type UpdateContactRequest struct {
 	// `crmFields: null` clears them all.
 	CrmFields nullable.Nullable[CrmFieldsPatch] `json:"crmFields,omitempty"`
 
+	// CustomFields Values of the account's custom fields by key (`POST /fields` defines them). On a
+	// create every required field needs a value; on a PATCH the keys sent are set and the
+	// others left, `null` or `""` clears a value (an empty value is no value, and never
+	// collides with another contact's). A key the account has not defined, or an archived
+	// field, is `400` naming `body.customFields.KEY`.
+	//
+	//
+	// Example: {"seats":12,"tier":"gold"}
+	CustomFields *CustomFieldsWrite `json:"customFields,omitempty"`
+
 	// Email An email address; at most 254 characters, at most 64 before the `@`.
 	//
 	// Example: jane.doe@example.com
@@ -1740,12 +1820,12 @@ type WebhookEventData struct {
 
 		// Current A contact's name, email and phone (`""` when not set), always; and each other field
 		// that changed (`assignedUserEmailId`, `recordStatus`, `crmFields` with the members
-		// set), in `previous` and `current` alike.
+		// set, `customFields` with the fields that changed), in `previous` and `current` alike.
 		Current ContactDetails `json:"current"`
 
 		// Previous A contact's name, email and phone (`""` when not set), always; and each other field
 		// that changed (`assignedUserEmailId`, `recordStatus`, `crmFields` with the members
-		// set), in `previous` and `current` alike.
+		// set, `customFields` with the fields that changed), in `previous` and `current` alike.
 		Previous ContactDetails `json:"previous"`
 	} `json:"contactDetailsUpdatedInfo,omitempty"`
 
@@ -1803,7 +1883,7 @@ type WebhookEventData struct {
 
 		// Current A contact's name, email and phone (`""` when not set), always; and each other field
 		// that changed (`assignedUserEmailId`, `recordStatus`, `crmFields` with the members
-		// set), in `previous` and `current` alike.
+		// set, `customFields` with the fields that changed), in `previous` and `current` alike.
 		Current ContactDetails `json:"current"`
 
 		// MergedContactIds The duplicates' ids, in the order given.
@@ -1811,7 +1891,7 @@ type WebhookEventData struct {
 
 		// Previous A contact's name, email and phone (`""` when not set), always; and each other field
 		// that changed (`assignedUserEmailId`, `recordStatus`, `crmFields` with the members
-		// set), in `previous` and `current` alike.
+		// set, `customFields` with the fields that changed), in `previous` and `current` alike.
 		Previous ContactDetails `json:"previous"`
 
 		// TagsAdded The duplicates' tags the primary did not have.
@@ -2095,6 +2175,12 @@ type GetContactParams struct {
 
 	// EmailId The contact's email address, compared case-insensitively.
 	EmailId *string `form:"emailId,omitempty" json:"emailId,omitempty"`
+
+	// Field The key of a unique custom field; with `value`.
+	Field *string `form:"field,omitempty" json:"field,omitempty"`
+
+	// Value The value of `field` the contact holds, as it would be written (a number's digits for a number field).
+	Value *string `form:"value,omitempty" json:"value,omitempty"`
 }
 
 // CreateContactParams defines parameters for CreateContact.
@@ -2525,6 +2611,156 @@ type TestWebhookFilterJSONRequestBody = FilterTestRequest
 // ReplayWebhookJSONRequestBody defines body for ReplayWebhook for application/json ContentType.
 type ReplayWebhookJSONRequestBody = ReplayRequest
 
+// AsFieldValue0 returns the union data inside the FieldValue as a FieldValue0
+func (t FieldValue) AsFieldValue0() (FieldValue0, error) {
+	var body FieldValue0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFieldValue0 overwrites any union data inside the FieldValue as the provided FieldValue0
+func (t *FieldValue) FromFieldValue0(v FieldValue0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFieldValue0 performs a merge with any union data inside the FieldValue, using the provided FieldValue0
+func (t *FieldValue) MergeFieldValue0(v FieldValue0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsFieldValue1 returns the union data inside the FieldValue as a FieldValue1
+func (t FieldValue) AsFieldValue1() (FieldValue1, error) {
+	var body FieldValue1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFieldValue1 overwrites any union data inside the FieldValue as the provided FieldValue1
+func (t *FieldValue) FromFieldValue1(v FieldValue1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFieldValue1 performs a merge with any union data inside the FieldValue, using the provided FieldValue1
+func (t *FieldValue) MergeFieldValue1(v FieldValue1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsFieldValue2 returns the union data inside the FieldValue as a FieldValue2
+func (t FieldValue) AsFieldValue2() (FieldValue2, error) {
+	var body FieldValue2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFieldValue2 overwrites any union data inside the FieldValue as the provided FieldValue2
+func (t *FieldValue) FromFieldValue2(v FieldValue2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFieldValue2 performs a merge with any union data inside the FieldValue, using the provided FieldValue2
+func (t *FieldValue) MergeFieldValue2(v FieldValue2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsFieldValue3 returns the union data inside the FieldValue as a FieldValue3
+func (t FieldValue) AsFieldValue3() (FieldValue3, error) {
+	var body FieldValue3
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFieldValue3 overwrites any union data inside the FieldValue as the provided FieldValue3
+func (t *FieldValue) FromFieldValue3(v FieldValue3) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFieldValue3 performs a merge with any union data inside the FieldValue, using the provided FieldValue3
+func (t *FieldValue) MergeFieldValue3(v FieldValue3) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t FieldValue) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *FieldValue) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsFieldValue returns the union data inside the NullableFieldValue as a FieldValue
+func (t NullableFieldValue) AsFieldValue() (FieldValue, error) {
+	var body FieldValue
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFieldValue overwrites any union data inside the NullableFieldValue as the provided FieldValue
+func (t *NullableFieldValue) FromFieldValue(v FieldValue) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFieldValue performs a merge with any union data inside the NullableFieldValue, using the provided FieldValue
+func (t *NullableFieldValue) MergeFieldValue(v FieldValue) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t NullableFieldValue) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *NullableFieldValue) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// GetConsent Show how a contact entered the system
@@ -2673,6 +2909,20 @@ func (w *ServerInterfaceWrapper) GetContact(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "emailId", ctx.QueryParams(), &params.EmailId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter emailId: %s", err))
+	}
+
+	// ------------- Optional query parameter "field" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "field", ctx.QueryParams(), &params.Field, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter field: %s", err))
+	}
+
+	// ------------- Optional query parameter "value" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "value", ctx.QueryParams(), &params.Value, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter value: %s", err))
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -11101,473 +11351,492 @@ func (sh *strictHandler) SendTestWebhook(ctx echo.Context, subscriptionId Subscr
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P2Lchs3tj+Mvgr+PFNlsqZFkbr4QtWuvRVbzmjGF40lJ5OE/qdBNkgiagJMAxTFuHTqPMR5wu9JvsJa",
-	"ABrd7ObN9iST7am9k4hko3FZWPf1Wx8bQzmdScGEVo3exwa7p9NZyuC/n0uh6VCb/1Tz6ZRmy0avcU6G",
-	"+DGhI80ywkTGh5MpE5pQkRAlp4zQoeZ3XC8bUeOOpnNmRqBK8bFgyXvFsosp5ell0ug16JgJ/T/2pe2h",
-	"nDaihh0fvu90nx2fdgaPD06TJ+zgyfCYHjwbddnB0eBk+Dh5yjq0e2QeyRjVLDnXjV7jqHP0+KDbPTjq",
-	"3nSe9Y47vU6n3T06/hF+Nn3JWZrA6uwzL6hm4VOdm+7jXuek1zltdzod85SgU/OLa5oyNZLZkDWihpJz",
-	"8x+9xvdsoLiGjzQdm0/esEUjasyztNFrTLSeqd7hoVvgdNlWfhiz3MNO5/hf/+qY/53cvH591HiIGszs",
-	"TqPX+IUK1k4kK20PfH2tqZ6rRq/xHU15Yj4VYzpm5hjM2lKqNGzy2xkT5RV2b7ods8LuUfv0tGtW6H9+",
-	"zYSu/jlso90Q8/OXMptezwdTrhSXFa8ob72YT9+Ozi//RkUiRyPV6HXsZy+omgwkzZLnKR/eVn3xHWeL",
-	"4HOYaPnHfrGq0euGn10zYY77yH5WnHbw4yup9JBmyfWQmo87D1EjZTS5HsqMNXpHx54M/k4FIy+kOfHZ",
-	"RArz0V+7pHl6etoinW7n4Khz3DHfZVKO3o6eS6GY0O89NfQOD7tHT9qddqfd7T3tPO0cDvEnh0P18/Gv",
-	"R29G3z2Vfz8Z/OP+B/3utyffT68ojjZjmebmXv70sUGTJGMKqJjO9NvsveD6zXw6YFmj1zgxhG4uX69x",
-	"Pcu4GI8MycO9mgv8mIoxnUpBnuMnQLtwgJev4I+MMX3u3tHoHh2TN+Q15YJc60bU+I3PGr3G46MnnRND",
-	"rnZuyy3v6+lp4+FD1MjYUGaJJ+PXNLtlmotxI2poOjbLhP1vRA05Y+JgIueKNT5Ejfks2XzTHx4ix7xe",
-	"ME15qt7jYxd39oJU8LNHipgjjghcMCIzAudLhhMqxiwJeRm7Q3b508dGQjUFblL1uksxkvAlDuF4z0+W",
-	"cj5EjeE8y+yUNlz7deR3Cv/rdDsdPBB2x+VcfdKgsIeOE9tlfFEWzvyANXMt0BlMD45hM+uBn205lSfP",
-	"3AM3y5kZt5KMgIJTfsemMmGNns7mLCC5C5CIlcR2kQvLhA15whKiJwwp7pEiCq4DylFNRUKzhCv7G3fn",
-	"tyJDNwV/cn8QhtE19LlyG0KJFvm5fqgTdY6+LwrfXjGRGP7xv5NsaTXZOjrYQLAZVRt544xlSgqaEkNq",
-	"ZEEVYfDYlgQJv3Ungk9u0tbMr+YZ224LBpa2tjn6Tz3pf9epPu3WnCpu/NozfS/UfKCGGR+sP1kyD364",
-	"3Vn+Ie+Vf0m4cDdTr62f54ZJuO7N2sSXuLOD6tMNF7D+jNVrlo0rj/fFfJbyIdVMkQXLGJnCDwkXWhLq",
-	"jv7PcNp2C34fRQt39blbLrxwiwUfm/l8JiUNteXzJGGJeXuoK38ppnRUTbb2JOooFo3tSo+C/S4iC64n",
-	"hGvldB0yo5nKydbRQEi3w3zAL+c22Mkgd3pI2ST/NxrAnQoDuFNnAHe2MoA7lWT41cb9HW3cqLGgmeAC",
-	"Bvqwesm+53oi5/kaK6/cYK5D64IM5TxNiJCaDJi9fl+v25//uv17ibVxKe6MLXcpZjl9AgUXD2et3jo0",
-	"vwDhYAiYZyRxz/5H6zVJYQf8JK3einMb6p+fjo4G3WEjaiTomICF0emM8rFo9BoKmOJBcFIPUUMOQQmq",
-	"OqqjZ73Tp+je/VLaLiupDcWjrlEb8ru3FS1QknJxa0iCCnSq/EfTAvOr/xPRQVKig/yIa2jgJUv5vefk",
-	"VXQgyPklMWenNBWaTKhwjrXcfTGU4o5limouBUF1Ehwa/9EEMipszZ+HSJ52SkRSpIE6QgEdsEwaTMyn",
-	"xKmHeTQyG074nTGaRjRVbGvdJGHGMp8ZKmr0GjcTRjRnGZGjErmlcklTvTQ2yzij0ylrN6LGLTNzsl/9",
-	"bB6EYNqAGUn+yj5hP5bwDqsKlyfrnvlWhqtqjM2fD9GaB655egfDu0cUfoDa6q9zngUPadx7s4HgL+G/",
-	"mkfsl1vHYYoa0Fo2rszPtAZGPpLZ9D/7bhbW/Sdi4MPy3SwstOZuhuruehoYUiGAAmb2EWDeCfuPJoZZ",
-	"sPw/ESmMSqQQnnINIVyjbxO420vKUy7GlSJd6gnLiAp+7ZgsHYKRT7giIxwAAmYLnqbGaM3YVN6xhMxF",
-	"agxaShJmZpEtiZoPh4wl6nNQUolwNoQHooZaXbb3WRpjbTjX/I6Zb+aZsciOixt74518UcMu+pqL4Yaz",
-	"hDwNHLLRa/zt5uaKnHaOG4bVT+UdTYtEc3rTfdLrHPW6XZfnEU56S5J49uyL6QTHJWKroKQamvO7V0Fp",
-	"5jv0kdMEtMY/i4Pc+4Xd/AqO4js++2Ie4idPGnXUW38+7/Darj0hd7VHmZz+iU7JLj08J/uROamhUeq+",
-	"2FE9rTgq9/Kqw3qIGhNGE5aBdHpHNXvFp1zDP7od81lRQ37Hfp0zpRUyb67ILRcJaWaMJorIjCwyrplq",
-	"AWM/v7okt2xJptT8/y1DO35Juh2i2FCKRBklWg0nbAona/VTLjQbGx32ISpN6AVdrplRKEv8K2csI+9v",
-	"npOELrd/2Ttz7oKL8fY7kLKRtq4rs2aj42CAinQ7B7hasuAikYs9prH9uidU4VS0TOiSNN/fPG/t8kLF",
-	"9OqbrvGwyFxonoYn+0itrM7o+cG2yBHJcJ45jfSFI5JRxpiR6CqVukcWE4b7J9PEPOAe5IJwTVJG75hq",
-	"k+cpNyyBzOiQmV9PFUvvmOoLaX7W7ovCaqdc8Ol8Cg7YlZUbPY5mdMq0JX8f+buierK6DzcFi5AnTGg+",
-	"4ixrk3MypakxEFgSfG40GsWns3QJDviRnIvkjEjBiLxjGXl8QoYTmtGheb35bcZGc8US0oxPOh1ifar2",
-	"mGM4Rst8tmdg3Mx7ZlbjHdA5GwxNRMMNChtH718xMTbb8PgkMvvo/uz6nVQ6AxntTPV/sGX9xoHF/kgZ",
-	"simupGQ+V8x4ZAf/nBO+TNh0JjUTw6UZeWXKr+ktw6sFxEoUHTGjS2RMZ0vSNF9cXty8JBOtZ3TGSZLR",
-	"kaEKZKatHjw64hnQsZoZlZBo2RfUkzUER/GmsCWBf800XJ+jEzKR80xFwL3s1Y5AKaZ2AlZ1VnTK+sLf",
-	"sCnTE5lExGxfRH6dGyXZPDWQybJFxkwrc5PomHJhg7Ox3wd98I7NUrpkSY+YvY2jvlhgxIlkc2HYENEL",
-	"PmRtcmPfDBOHYahV7/2VVSQ+OTrqi+I2v2OGvuMzspjwlBW2CJ/L5kJFJD7pPCPFJy/FVSbHGVMqbvfF",
-	"ef6AvTIDNpIZM6szQ5AmXB3wDUaEzvXEXMmh/TujmpHU8DvVMiLL6t+4XELJ6f29WYC5suZI2uS9YoQa",
-	"ZqUmJKMikVMCCgppUvL+/eWLFpxTKsd8SFM3NeREOZmfjjrDI/qUHRwPniQHJ8Pus4Nn9DE76CRHo6eD",
-	"7vAJOzlx5I9ElF+AYC8O8B5U0v3R6WmZ8GdUa5aZMf/vT//n4P/74a9/aVTdhuuCYVB/iUMDosgCd2RO",
-	"z55VX/WShfLZLvwDjsSU/kYmHKshjGr0jUyWTqm0iiqdYaoNl+LwF2WW/jFf2sd1sbOHcHp/ydio0Wv8",
-	"fw7zcoxD/FYdolIG08nnlq8SP0GmATP9hjoxsP1c4cHEpQ2VNHCXomroXNNbJoox4YSFKUfPvVpeVsG3",
-	"1qQht0YprKfwin7AAnE2NDU6wpKwe660AsrkKAWL87+GfSR3XKYUvaqr0y+Kz2DyLMtkhiYFepF7DcMf",
-	"2y68lE/UcABKYBg3QZ+zmzEK+w1uQaobDx8KazSsLWCGdhU9kr+pR+qHB5rYjpQuzGrwgdXrujoD0oxL",
-	"eoUVBAw8Kn5HjdIVmx1r43bFrciwSto33I9yQbJ5yjz35Zo04zK9xBHJP7uydpL50E7AxonjluGUeQ7c",
-	"cylGKR/uSuncC4hVUi/KGKOUaZ6mTqpV0U6N7GkUyXhVkpcY9cq7zqz4xkorjvr6iAuuIKcX/EqzmXkV",
-	"S1bXgQGumlRdO3W7i9f5MEWy9HfNl0MMWCrFWIGjRNiB3auM8mDW4Ec7M78xR0m1zMiQCpJyY/jYTYjt",
-	"zU78I+Z2Wjs//mx0vWYFfpMmMtgo0oxXNiZu9cy8uSJS9EVgRD1S4exJypW2pk+4drNuhZRfuWijlsGq",
-	"W2ckkXDZ4ezb5G1GVmjHKlRxiYDiFQrqi2Zcqxq11tKXvWegqu95y/I41OodYynQiv/JKm3Cm8/z74vs",
-	"cnUE8JGgKFh5n9WZ64QXvOoCny2/yNnKTtqYPaL29QWl3AqgPwNj+Tz3buudI804OAEjPCpP2BBzgSic",
-	"mPlC1yO8AW+kfmkM8t20v5C8Xkim3kgNaywcIK4zkQyNCCDhxuc5gaqh0e1kttUej93UcH5xq93A2O2A",
-	"JwkTO957NZQzVo7wGRo4kCJdwokbaYG2ctV19O9dkUbOSZjS4S0a3PAypyOqHo75uUg49EmaHUwk7l0z",
-	"9nO0giGfEPJ8NHlwcmD/24X0hbFdjChA4g1Vv6E034B7W8614gkLHISXV4SmqVwcGAljSbOWQfxv1IY+",
-	"/cTP92YkZH8xu3qO6PfY8Qwz/9BqGNWYEWQuEpbla7ply42HZyeycgnLJ2U0J9DsK707BT+TIXnwL52Z",
-	"Jwglgi3gho2AkZu/stDU/Qx3ePX0Nsw3rnRDIUu8FJplgqb4xn2EQXGEcG+5/YaAEXWWX7qEnIA7qMue",
-	"DZ4kn0E2XEtzJoZu54Ldz9hQs4RM6GzGhFHagUhYdscySGUaA8GaD21mQkBL+Rxhez5JTLpa2zpB6fwA",
-	"X0RUZgyrxDZIS1jlFV2mkiY3Ur6i2ZjttdjyGOFC3abCveWKpOYXZr+pII9PT48fk8FSM9X4vGa/extE",
-	"G8zZgtOTNB+fkH/wb8hgSRI2ovNU4024ZtkdH7L3gt5RntJBut8+VAxT1sAV/gQUeHMxM5rx1DA0/4jj",
-	"sCnVLPtM25JQTQdUMWO22oKIjNHhhCUk4+OJJkIu2uQdvBf4yIAOb+VodEa8gZexodlMRQbLvuBasXSU",
-	"h638+FzBozgWZ0bfxQBCDzTbGSQmEkxQJFSoBctUX6w6UIigU3C753GniGiK6TEu8mzhDPAl3HvzbbhA",
-	"9IVLS3K8kcR5olKMYaehzBKWECmGzOoh6KFU81R/Lu9oZFMUdvORohO07kTzYNxonqawNWCto1yGbYPN",
-	"AfK+kfI1FUsXNt2LtstjFO64DysQdj9kDNIjPocGk4/LrZSbz3qlMKxKeWJIZSUc2+x2OqCpq4icdmx4",
-	"vi+Cu+901tz7YePlpHl82ok6nU7L3Qrc1xj+ODg3f8Q+kg/hjqpUggMfVa7aAPvEYSkG/RA1grfUh6S1",
-	"JAvKtYv/ANPgYrwx5P2vg3x++E8M9W81RZccUTmOjdVvP5B5oDSSD/zvMqswaaF2vF1mV0g/ANJ8L+hc",
-	"T2TGf2P7KQSFAcLLA8mmYmxo0Xmq7w/ojB+AG+bzaI1+wNhGac19si+O8gB+RObiVsiFMJPJ2J28tTr9",
-	"e6Hms5nMNEtes4RTzLDZaxcqBqpVF6ZzBbJqZewvoywYyRiX3xW3G7nuDtfbFd4HgCTc/JymV0Edms0t",
-	"L771pcxIXEwyjiMS53UjEDkoVBOZT8Jc1BikW1ysIojbpSq4Ykrux0qHFn4PsUy06oeQX/JIgS0PcEFO",
-	"+LtMM8jEKAUYCzm+FaqHVbNRwTZHD3JdypQoFNYK/iMYWQ5+YUNdTgneIDP5lClNp7NGMaj4U7gRhQE/",
-	"VLzPHW0Qclx7urtteXH5uPEuk8qrKs1ZxoU2iiA5v35+eRkRIYma0SFTrTa5xhJRs5t9AbYvTzCrwStD",
-	"xgI0cqB8egqOFFQ2OoAdL4XpDQ84ePLkafdAeeo86JrbmYebu0dP18XZ+/37o+5Bv3//hFXG2wu0Ur2z",
-	"GOsuaQJiiRZeBREtqNAgDGdUmSWeATUZqoLQH2IS3ZnlknNNplLpvngadZ8dod1hfvj367dvemQKWRR5",
-	"KhJGdSrSkSCdS0lB4im9/8YMErfO+gKUTnwDOTK6A4yL6RKKNI26TZDSIkKzjC4jgtsSEQG14BEZSJky",
-	"irEnMU/TvgC9BE6uFREljdmkyQzNLTLiKeRPGfWXmfeAcg3JYArXbCZEycBYsUbtlkr3+mK/hX4H60BH",
-	"8sabWjy+7w3NgasIjXLStAqYMTtaZ37XTsmUi7k5FHtuo7meZ6yYYLEmW9TGo3uNhGp2oPmUVVGgtrJr",
-	"HTdxfADEU5mhwADruIeTjuVdoDq0Z0gCMemchxu75ROq/zBLTsynZo6lQhZbfWq4h/vvtzPmP8eSxaBk",
-	"+TsOwI+lutZi6UsD1QIL79KIGnlN24eKbT9PEhcJ35O75sX/ZTthlDF2oNm9Ju+vXSZBkWpOOx1yQZ7T",
-	"GdcyJed3LCIB2EJELl8RxPTaxO1WE4gKsibH+1qljgAEYnuN4dwwifnQ3IMkWN2ZOXaaaWQILmULVDcj",
-	"TARh05leWgZToRyUUSiqxNVccI0pEnKugackzAgSiAE345MYvfvx+UyTk3KS5knV1UOYi8rcUiP6jDUm",
-	"F6I4UBETY3VIC5JRHhShMkhTZsSczx1NmdCtCKdsLtSPl1dQi3VG4n6j34hzZ4b5JtzR0nxWwDhW5mTR",
-	"OVbWuZAHKTPCEsDxGLy+ODjgeVSMVwD4qNaybGFQyo2Qd+Az4H+w4qX4pjJIyMpLATWk/KqX/I4dJHzM",
-	"NeySzMy//npSHBqRRjZelRIJlpdpqcWfsNtWnFnVBfuG6uHE5TFrNgVCT9O3I0h4WsfuEULEPuqz0z6s",
-	"3kUPF6xIfPX2+oYcDp3DSkPWLCRFVA0Xt9rETAqltc3RBGnNwCUhBQMBb3Q0uNODjFEfFYScrxHo0TSV",
-	"gqEQvj9wKt6BG/AAvnZa1P3BWB7YfTK2TPsdXby2plbFhuVerx3YcpAQtyZp3Lr8EkMyttyWNFENzS8e",
-	"12wKq7SGhpfn8zmvvPzMBS62MAGRfuaqRjB73URLP5dQoNr5N3y1MJQR53iqOO1KyZejhaxIrlUyQu0W",
-	"zn2aZ6yF6CLIac381Kalf49vzrWeBiieK3fR7symS6X2E9wunL2WQFTk1cCuUZ63XuPKrX8AEX6Jz3Y7",
-	"nQ6IcPd3eSeiBpYEmamBTtro2bNeqZCP8fPYKs4KgyrGEIGkLICVBLo5I/F8plimY0vreJyr5ATUZH5Y",
-	"QTelI/KbuMUh7XGLM3io4ojeCggnGWXdLS8y6rnzncgsQdGy12HZuW6iTze7qrVbCKF34MnfUbn6m1xg",
-	"vS0YxZ5XMaFZZvVutVSWE5Q1KP4PtnwDqdtVZC2MbW5LFVziBfB1xwgDpb4oPheIwn5guJ+q4nr46quM",
-	"jfh99cvvuOKDlJEZ/AanQTVmJwnmQmK3bFlS2oa3Pz/5269Hr+6f0WpdaxtWv1exzuq7cgyLrR0/PtF9",
-	"N++CnbuhooOMpezOmF6gcCoPhoEBKzs8+KwyNmT8jiWVfisMv17Oqjfq8spjlK0OToaGcoyaWrZ7j9ud",
-	"drd73H5StV9zxbLzsfXFVqyv8I5HirxXLDuAB9ZQ3+FR+7ixJWcC91p+alF4Q0o0G+xPOPH8+GruuYNr",
-	"28l8KiTcG51Y07GKSH6bI5KjrQE3SBlNiBpK9DyUrn1VyW15wy8wRxdJx6yvYPYb+8yOQrQ8I6EWNBfu",
-	"q+KpVNX07nk9P6l25XPe1UIDi/Xaufth3lCivMCrjE9ptkRJDPeTa0iNGfM7VrLgauqZV7XLEJxvg44Z",
-	"/PShDN+39sH8l0XUvPICO+12t9OJiBljrl3heEC5QN+GKYnhkiRsSJdneZpiYQM6oCBhbWjXqke1laIO",
-	"GfZSaFm17QyIF1IhvR7vrxw1pH5rJiszMliiYg0+b0p8fU4I6NsXXPesTyMhAsQz5AjktbU+G2AxkQqG",
-	"g4+5Kjgm81MUlSL65TxNQUYX71+NzR8AF66Mb/FrV3YG0vPR8t7qHVWNN1ZftgqbuOoNm9GxsSVZdscS",
-	"s+vOSIyImsiF0VdR3xEJmchF4cSqNZ98khaiMZVDmk6k0ttDNFYtJeCr69hV/kukDGNAQwGRzZzeWvt0",
-	"/sdVfbMMGbl+nHfhbx8cpuT6RaDUsX5tUJrNfy0DuI7CTtcAVPpl1ni18/UEmFb7Bs5Cwe4qxIrtDQqb",
-	"VpT++fvt/hS4YuH4Q75XReJrtIEXm6JJ65WCUpsUyC2Ce9sMfYKG1hTTrYjQdEGX6gx+iPEcSLYEXbEv",
-	"UL1HjwBpxhWqQhyRONwz87cXg3GeqDtlhm2ovsDXckFih7Ftw78WYSEmNOW31h20h6YCgWCnjBhN5ZGr",
-	"kSrtgGCtM2NO5GyM+7W2q3WCLyXd23tw+faenLvyuf1ZRemCCdSN3d3y+O511P6Kq931XyMNjMR1DoRV",
-	"nXa9f8Y8/0gFbpoCD/PifWsm7PT4Cp4l2L1+Ps+UrAhIXFEFsVpD+UpmsVUIGDEPwSS9lJU4wZQq/KLd",
-	"+CTnSqVz+IuGrqIasPg1HnwCQZjqoNZJMah1dPq4yqlQzS42Kr2f4a5v9Y4tLnilvlYqla9nAmsVB/hR",
-	"vaSnWIE5m3visxSVx7a7O7g0b+h4xYu5wUOGm7kF+e7v4d/hYtd7vK8yOUjZ1GpyCUd8dqXlLHCFnNno",
-	"pZc9n93hncNt+anW7x2Q7H4Xv7D42oQArGybMipUBHxtxqSxS0vB6E5ABTkB31ZBuLySC5YNqWIEA44q",
-	"IhC1w35c8c9xRJSmmEVjoT/whyAdgoQeevDbB/OPzsGznz987ESPjx4q03osKGvlEnE1YIyuLmlDfD0A",
-	"j/1YlUvHxHxqVaLpPNX8Av5uurM225uxyKe6sFSxhfmoFaECh2AmkP29LY29YQugiLc4kdWLujbakFNh",
-	"EHHY4LqCNMgJvWOImTAPJZpNGdo2sQVmjlktOQzuppm8kUQvpFcByuCVU7rE2fl6LJjkmUV+ykhsJ2nU",
-	"XTww82F+XtXLyXFstlrUd/nPy7cdy8OQRKP69B287d+zwUTK2/3uewA/t0Gu+R8+RA3M49rI23BiL/HH",
-	"SHYvMOzPmbpiGSaGV2lxmdTagg6VYGwSPwCkEllhBR6VKRVLQm2Se0ToMJNKWbAMn1o4y+SQKeVjuXOh",
-	"7duSYmzhqOR1Ct1O3Sq307zSuTFQMp1rRmLXjTYm79+9QmliPfIqT/nDTNZYUK16/XmnczxUczhu+IPF",
-	"PbM+/ITIESIhOJSDR4q8Ob+5Jn9n+lpnjE5JEzhHvnZ0Ro34GHJzgI1int5sPkihHhJgr/L6srzMQC6E",
-	"C840EzlUhws8XNWeJhHpN/45Z3NGEqY0Fwjz0m+0yvmabgvwwcCZ6aLJSYXit0s2kzmCEFKx+tIEut8O",
-	"hsn3sJeh7ymFs7PWRb5Vz9+9rjBZwn7HO/icq7XIN0Gszr4uzPcJWiVv0iZdc7aPtauF4EJNiCfvv1zO",
-	"QatKMRrXRB7NG7D/5pi57VxZFTZ23rScyjto7pvdLLSEa1+ye8foIr12Tp5WkWg9DV5RPZzsSIjPbdq0",
-	"zft4/u61jf31nBsGE4ozNkvpkEUkFvM0jf2Xw5TRLMptTwZbvzzri9y10yP4DPzW5nbQNMULbb7CikMM",
-	"Tq6l9IrEWjfrMLCMB9Ouy4ktv3JLd8re92Tj+/a5N+U7svkln3hn/jmnKR9xluyxwL1u0spd2PCaqrth",
-	"NYTljrfirbAiNNcRluaKSFFUISoipFob663K2WG/IVOaMKIkGVGwN9aHn9zb69yX7vuVuOZqPM+BCVcN",
-	"4xabjxERmipkCrEVzwc8cQVU9W/YWf0T7F7bvdkxhFqX0RbbTmKxRZt0Z0IyqGsDSBpB4msEkWcJKuQv",
-	"IYUtDtOU8o5k/reNqPGyLtetpD8ER5fvfrhLfgVRTjYf1hCx3aU9aNkOb0jYzgqSpO9s/kMlCa/ua9d7",
-	"HRFJxP6wQMSVyqz94c4x8m2J39YQ2UUGoGDNEVTyud9V12/5NMoy88WIrRsWUxxDNyt0IcBU+0+9bZ/x",
-	"PqUU0C5eV3nq+JQ5Se+xad2RYncBcHBPeZryAKh7PYva/wK7OVzcD1k2q8ndAU9NICiMkWPMEwyNk6Yv",
-	"Ojq1WAqtYsAZKm8SIiQUOkZYqYQQJQ7FVs41idFk6mWMJjGW6+OrwMBnw4kkCwjM6zz3CRSYjb5lt8rr",
-	"GnZ1U1wXNHdAxlCOnOeHNixGdcIC5x1ZkLvtxVsaktEWLGmr0MyugjIigi2Y0shttnZQlbnlHynSsp7N",
-	"u5SQbzM5n+2qxzvvFPgCjJ4COJ2KLjHlPuW3LF3mPiosmlpl/oOaChUYDcaeGisDFe1CTi+GEvJ4nlGi",
-	"z0VyvlITVJGytSE5Or/kkARkUeJ5opA0ihnhK2+p9U8eVWRDOxOq2le9JGpCDZO0IDqwK4YGaQbVDwjO",
-	"ADthNEfwOSMCng2xKyxdnWXyjicAVEQT86DHD4PEWcOhNLI+kdAs4YolPmfyF8kFZrbE5H9IXJP3o/hv",
-	"Fcr+3+QCHVt+Z2E9hBeF+NFGxjJYNtxm2XcVTnMteX9SHNfSsU+fqgjojs31WR/OxZ9EZhPhCO2GC5el",
-	"5Wjcu5u34zzFC/xHYjx2T6rO5aI66eBcFKGJ81je0WnYviAvXHh84sA4wGj4n3irvENvoXsU5lCenmwM",
-	"kFwU0xRXDGhIUclv4IIqbMfglEfEHMpNBsR7ZSLjwwlkFiZsyBOm2uTc+hj6wn4EkPoawicu+49qIhhL",
-	"lBHWL95ck1TK2/mMNClJuJpJBYXtCKRs8S4tqrJjC+BOHk4YNEE1ugkPzrrbcSXCrYiwKdfaVYUjtp0V",
-	"AhcweWPXoIaPjlPLpm1JTSNqfGf/7aycKg59UUjl3OHG5g8ScGWyTJ1hzMms5CChGoqwc7+57S+CloWa",
-	"DyceE2D1hpshfLntzl5Q83SxtHcPV2phkO84W+w5Rl6AvP/jb2dM7P/0tW9FtOPTxSLrvYYIC6p392aX",
-	"+4KvFsHmpeKqtro8LyHfwtSpbDu+8l743HmzfBvoXYe3zcvLo/vvyZ35wZajFlqfr8TLubhVYRturOja",
-	"ZWjbQL2yFkARCcWFu4xnm6/XjAdMwxqyQd3NFoOvdHGviKtPVd6/dMthSz3gV2S7/Zr88x2UPSvXHHPT",
-	"8OWUuaolrG7b6sFUUEE1udXQeOUyV69gpX6RUTXHnP5dND4EpJ9nzFYbIVAd2O3zhOszsOtliqIW7y9N",
-	"AYmvNsWv1h2DSPFVFSIRWUz4cGLekUoxBo1dyfSO1Xh9YKQdvSB2netmN89YlXPWchgv9+Htce7Xq/Yo",
-	"qXcsMbpbssY+wB8SOpDzImrHgEEUQsvpQGkpCvsQXIpiM4MKY2oR6LErmPvNGBhQfEZisKXi1eKKCYXi",
-	"8aLp53ScupTSunzxcjaZP5ComAXuTrewvpVdrb4E1se4wxUwhw/YXHJk8w6sj66KwBNWlV6pAEkpIlM6",
-	"nHDBDoy5CSqox14oaoV5z5SKHjArLT0aUaPY0aMR1QC/uidKH4fNh0pfOS9O6WPwdJY+80C1UeM1wBO/",
-	"kfo8TeUCDqcEPLeK47iK3lqD0lZG+62EO61BXV6DpB0ipFf18KhCnC82OSh2V6gid9cBZyNQwAvzw7Cf",
-	"Tf3lXWRSjCPrSUUGfEawvNahH6ttco+TEAGv9u68sCvY4f688NBr1FhxMyaSPD81YTuJCci2q+hzE7Ik",
-	"rM4JGiR4q/PM7FJfxBWXI3YtUKEMLHI1YkHXQEghq3zSdS9xNWW2ksz7RorTsxWBQblZjevItUmq3IOV",
-	"HkLl9kEw661dJkjIDqJihSuv0oK5/5/kQMqzo8iIoQJWkcSm1gRuVgqZpM8Dcz7R7bJ1MaqKfXIrnEUT",
-	"ql5XFkM6rwYgmdm12K66hvSsrOQK17wA/YkmpDli2pjVAJdn/Rat6uTDrfxUFGFgq9xUUCjkCmassoIQ",
-	"sh6baTu/lT2MwozynflQRyHVEGTQPcb2JrX4cMW25C6Frk3iipbUMWm6zLJHqkUWNBPKlj053Pliaii0",
-	"E8qHUdgsAMKI5DjMPTTnQTKHxsDTtC+2an9Omlwr33rpUoxkDF5xmjEL6+QaHaEiJ2Rf2B+32isgmqRZ",
-	"bSIjk9kCgQ1QveFa8DE32rhF+36kiGZCT4g5LOu4MsOC6BAkwIDLfT4rSm1h7zGsERZJWgOgL4yoC/o/",
-	"9XxoTRE1kfM0wS/MRHlGhnLGmTrzb1OvgT0WX9cX8L7c54y3LeCkBUOUvAYf6HLGFMQOB7bCsQf7mbK+",
-	"oPAtWcq5axB1K+SCDJaEj4U0F8E3tK1FtCv5+qrg6grgdiXsOvt4AGGXNMp1he891E/YtD7sKx01ijQU",
-	"zMu1KStubEnpc83eK12P7iLvATTr83dwox2MBdU0lRV4cNvVKeCAQAoOLukzhu0DsOBdkEGJfc7Ozq7U",
-	"zKkSmYOLkXzN6kHvMK3PDAM9AGML2kIzzJG2Q0NWlHYuotzFX2xUXxWV8qjFu+GTAJSo7f0oRxDeXFlv",
-	"RBRLR4gJxkUlMkmVcLHKffjOwjb5SecLXSt29giF+3lUObyA4ee0vLV2Ubw+G03efApVq3uJ7TJ3LTOe",
-	"Ky2ntr5nRTTWV2SGveZW6N19aYe9ZWymANgEkWYj4mxc7IOAuHRCQjuakr8iUHjcqDuDeOwD/fFJZVHF",
-	"nBDQpSq5UGVhVNiOGyLNXBTEaIxHZiuynTlnoZXbn1j59DlqmzZjCGxvduQVTOurlLasSiJNH7Yr4mlx",
-	"FcL/FdrhLTKjConWF6ho2qGCqaJ6CXRBVNTxb0sJMk15wlTNhPdBXfjClU7BD/z+5Ne9FrWhlgnu48gz",
-	"2khuIPtMNodFlc3TqjSGkeO5FTnhPRJDP2Gs6plRPbElPRGJofm7/cbc8fwb87vVLyD51Wb1rnxZlO+F",
-	"bsmreTZ1PqObML0w9BcVR1/XdLkiqY6qKvZZzFWyxlYzdkRgtsEnGJg/MP3A7o5mWV6lF5G46ozjiLTb",
-	"7RJynE1i2GTNOhhfO/n1bi8gtz20iZGvRyruzGU140zYyGlL27POjfqEnUTtut566bfrPQJuZKzGqlJK",
-	"JzTpEgT/vqoFCiYoZFGlknbrTpzIFJpfG/GUN5Wy7LyaOX6KpPS9/Sqe9RMzWvpys8wunRQOnXNNuupH",
-	"rjw7LBzaPapn91ZLc7tJ0+PSxTCBuGUUOPjPyJ0HdmNRuhqRrv5A7dPN2FgVcSsYhjRjmF7csl0+XS3H",
-	"1qd2qRVolPB1WHCNy8pHbe1R811z2jd+UPMaPGDMG8SX+hgZXgLsYmoz+9ZOIKx4/7/9/n2nc9Dv33dH",
-	"lT0sKsmnllbW9AKgXhO1PSIoyDXN7oEdIwKN+a+gfDoBANpm/MMPP/xw8Pr1wYsXcSvqC/hc86n57t3L",
-	"5+T4+PhZy1dbN425aKWuVTnNl2HBPCWKgTHpv+8LG4OMfAyyedHuPj7BdC8gowRoKp5naQwVwEFtblO1",
-	"eoeHrl2Ec+KYtWHUHC1LR2cQoGH2X7ZIDZ6JGn6WK0g5WFVV5Tkpq0m73dF3Rh3xSi2ouVPGdEQK6i26",
-	"FS3D65F4yl1rnim9R6ewP8K+CGSuUZNd7mALf+eOvLzhMJzZXTTlAglNBXl3cdQX7N4Hjs3pLiYyZYWJ",
-	"Uz2cRMFbqqCiprQGRxZ6NSptwZCwZS8rlRXKOcb97CHYo30oXLlKR4tUOsiizPfbognYW5sXjG+sGJ/y",
-	"GnVITWma7r0OzxwqBOa7iyOy1RGUeNDpRib4UMlQUs2yG6a2hiFaQRuCEWx/ROdUkb55DAj0MeVCaZur",
-	"aIEhfHlsET6gJna0uwvvznWCAnM8KOmzRSmxBxgAP6T1+FmWVoI0MNvWqvT97YWzsOkgtgLUqU/KtSdi",
-	"uxg5Jyu23cB6G3Dlu+4+n2XHfSCvOO7n2S+bFV/lykM9JBfTOIcFxCQGvpgNOgOkSvrfYbciIe1eVZre",
-	"JaHspmB90ZXiGfzxuyLbly8UhEAMIQaxEY/ahaB1QXpeyemeLd/NxRZAMFjnhcCAEHEJMY3lXIMU4mJM",
-	"qO2TVa3JJaXo/eaqk3KAxy4JfFBoRskRmWVsyBJWhtApVUhv0PjCEpUNCDp2Es+36zsBxgrYMe3Vsu1d",
-	"wDBWXlu9oVtQ2h4cwxLaI0XkXA/ltD53YweUrpD+CtuXzZlHvoS2a4YFrTXtkFA20VVwR2pCh9CHkGcQ",
-	"w83Rf0F94ZuqnLYE/FqZqt+IqqMrgT3t5oj4cqBYn2QOf2lbyNmMVft5VY25eW5xV1Hr6hnlBA0RmpL4",
-	"r6gIdw+OsKAM6ymAsybM1rIfHxwfnNh6s824ysEOHB8Vltzs9//a7ycfu9HRQ7+v/rv13/1+87/NJ8cP",
-	"/X7rv3/q91X74IP9JPzrpBoYzacK7pyu45pcNymZSaWp9wa2CFVKDjk41D1mbK2YCcAn17a8sz/LoZlr",
-	"q87d958EJX962tjMcv08orWt1d6VEFnr1S0fvKBLlxdBpjS7ZdqKTWepvnYfQn6lyP+ssjffsVlKl/vp",
-	"EGZDbcNql5UD2rZiwnb2XD1SxcVwt1IRqC/aHwoaX+iGqT4C3IK9hBtg69j+KEbW/Dpn8ypdFz9fk7Ud",
-	"pBSBbzcfaH0Jw+4bGhoddfekkFoVpN1BT3w0vSqdnZ96WMWpRaXTi9w2Vh1jmJvyN0ZTPdmjpU6FUeax",
-	"BLgiiYSmp9h4Zwm+T6z2B4eKhRjgqtcX8QjTY67NAqw7BJLCaHquHbgJOmLiPEcNP3DJYz6YDGV1C8Zm",
-	"fWGbuQdDrUkxsxXWFX4TwL0fzjW/Yy8xulMVysUIjIdg8aluzWOi5xk4kvzkW2eQkQeoGiRjimlVLk2u",
-	"pN9wn3YvY8O517mAlI8i2TU8Ui6YRZoxgDWcdo5jX8AN2bOl8JD7VXUA3U9hx7ipefIaN2tn3A178rs/",
-	"xZJ3NZG37ydLQklsU8Pi4vXHJFT4pkfiFxevLm4u4giI398N1HZZ0hfxSbdDvpWC4bZyfwSnJKFL5Q0/",
-	"Tyxtco7+kZFt3e3IHwuSfdZjklcSYQxOFR20L1jKMOPtW3SxWsq8kfKVrJR+q4r2yp3YxGjqBHcMDXVZ",
-	"TKTABAIuxVlw0/EaH7u9qconbRZSbvqiOq21mKRq2LOWadKKyIAOb40wDmfiU33t1p/1RX7mOKW6U7Ic",
-	"y97WyNdOS0FKJ27Mr75I8DRIM54AL24XKDDGVDyozyr52XG6DSOWfZ7imkzDGzqu0sk1HZ8RNc8yOceu",
-	"44sJ1wx6kUOma8an03KnItu2oqRhbzBnMKNyH8DVekDuAvQ29K6zCQdfEoYbplNF7rhCxK75PEssZCSP",
-	"5mlqjgurx5AIQd0Fq+9zdhbZesGeca7C3t08j4iLUqEBw+7pUAM6S8YYGWV0aI2/ELX6x/gzdwLH9N4d",
-	"kf1r8slUHpL0CWr2C0CfYSNtwU+WBABU4hAS8t/SaMy+0fUYU5tbjO0ITbERBXH3RgGI6Pm5uwWcFXff",
-	"qlil/gHXU64ne0A9btFWxFCCk2kbJ7OFA2MFQvQLOjQ+qfvJCpvAK7gTwv6Ui/DT7k657OeQtBB85hvd",
-	"+N1vbYe7X+PcO8+zIj4n2P1bq5tgpsPaFJEzjPMLhi3MDb0n4AEP+c8+iaI24eWTAO+r/DJ0V6D7T8uX",
-	"rKHBHXHf11v7jxRRDMBpquSCBwmuynl0Ibfdwnmll8+wpNdFF5txIUgXtyJftOaq59C7D7WYfSHkgoCq",
-	"jYxJZiT++BBbmwI4FLnG5YGtgYA/BfxAMmCKJ8xo3A7avGfewWLSREAB5wtxc0wZBEAzOR9PoFGd9QUA",
-	"xU6MOt5zCnVfcB2R+KRzTHztcGwI3YMBDeXMpr+7EIbzfxcx1D9CYXC7ULaR/9XoNe74zBJ8eApVPHeF",
-	"rLaF5z9fAd0PDBmHv+/PIuUjGyh2QPu7wOzXTDrwJMzovBKzwMZu4Wu14uHpgSFrj/SWsRkZMLPr6Gki",
-	"Ayi9E2A15HBH4N9JFTTUVvOp7Z6vXXTY2F6pHJOxZMpD3oXOGL/owlrCkPDKmbj+MKvLq2q0jmB2DnZu",
-	"CHFqm+hoGzSBD4sq18Qms9ZQEVMgHLPS/LKX83lexbgj+7l0XnhVaj4ksD8m1SSRVh7Q2SxdgscM5F5k",
-	"40OGMtqfuYkcdl+A17Q/Y8Pa6katm0ep7x63bcDDDDZkmWDJ+qWtaaRYiGm4iVe336oyqwol03uWBFZk",
-	"ImyBjhC+2YEksLt9oLNqkYHfQ3UC2OrwmzOSsGQ+A/8I15+x1DCrxX8pp6jkaQQuXcXXEocltsWvc3CY",
-	"yIgqJxqx/6Ofsf/jBeR0YltHRykxuWUz7cAFsLYaNKK+YNOZ5uAUshc4/umDucaSxLYmMW55dyA8ueCK",
-	"FaAO6tJmqgFy81O2OBqbCHMPqIowZYOKxFc52XJMVGJzv0ZeDogu1KAYszIroljPuweHfRliUBQGiyte",
-	"in0xX9bUIXwP+o91DtjfnoUdPhHVyazTtqcaYTJeAC5pHTvkvC/wP0nQfVR5rYdNze4IGeIgroAFVbah",
-	"rGZJFS1fnUW/GWQoatiupVvmqLjmrsCgcW92fbLMiAsHEwybT62KtofFSvNPJB8PTvk5QvUbSY3qEMoz",
-	"704bNPK1hT6g8uyUY/MpLdLd1l/sOcLak113iMCxP/UIEZLhrIQ84arEoRs64JLl/LwicfPfB5WmSHz1",
-	"9vqGuMZQhx/9xB4OYR6xDz5VS9o1AGF+HWt23e33FgpGqAXnA4QwDZ94eOFQFcdS14rmXJA4eDRH6ogI",
-	"JVfnN8//BqABpfbOUOuHSaLYZ7Ev8sb3Pt8hDjNM4opQDgesMZQ4DZtQWMlx58HiPqX3d2kc36FnzRlb",
-	"gItPPB2HP9KzuIM+m60CcYQrcD8Ucwb7opg0GIWZq4+U99a7bFrPE10mFc9cPY6Vt1QkNmUg8sDkmo7B",
-	"XB0j0kJVcsB6znyzflIjnqZYLh002f5PlNy7ZoY+MudYKnIf8ztMPN1eMO2rMESNwPuzaaZABAF1+X62",
-	"rn5lz6BaRYrqFppLOPWqa5oU0HG24ciO9ThezDyczj5PjwpAOXuNUIAA2meEWYABtM/zajV7YF9+V5WI",
-	"0FtxrKGM0PNMsCTPfHDJU1iGtoKX1VzNeSIrKU+tipwnLc14LvOp3ReXWkF/TY6+Ix7WbUBqxYix5BHC",
-	"q7EM0Z5SOrwludcX3MGtHgDBE677Yj4DnCdtdJTPnlVVDca6Z1vWL5tUtWs2VUUkbp8kpm0SF+3KVzq9",
-	"rVcKV/IOQydCYTPDuUeVB17cxCp2VoRa2uMCekivCiVwgxCwjB+AQDMGEb9VLO5PyKioZ+I6xx77lHW7",
-	"fKXqlbukoXVrz901OTL0hKpPXLh784dNyFWhXbHGHfVyj3DaeSl6VsGUfadhb+nZ0AdAjAqt+qKyrS9O",
-	"B3r5kgs6nDj3FrdYfjhFIgtsFrC+UuwkIUd9UVkf2SJQUJ5IrVlCZlRPIkJTyA1BPRpDqzK1nuu/UAHe",
-	"yL/ILO6LJpwIwOLgmlUL/ZF/EVJDdbgrvSPnwTx5XrXbZL/Oacr1EirCqegL6doq+47Kqkfiv7Bf4bXC",
-	"/psL/NP+e6ztv8A7+pdU238xqKH+CwPA37hN8r6gZqnWYUYFgXVE+WtcTTbS63RGM64Ah1Kmic2xC7dX",
-	"Uc2VC6NM3TzdVpjBbFmUYBBQaRMXvDs+yvdFRX1xQlJ2x1LMXHp84iwKI6aEWzbeC9j1o9PHYS20Sxx8",
-	"/9dOp9Npk3MLReR3NayH3DGk+bHxFy6gWIfPGlFjLNOk8eGhOsZZd632AGVxN6EmfFSNF7pnAzQ7y1DD",
-	"2sh9/PzWcBMLlL0vivnV2+sb12+jFK9//+5VRGwEbcYycm37XpHvnRpl244GAXVoRtoMIg9JlGNYSWFD",
-	"BxnT2bIV5S1MtVMGYtKcC37fF7bPob3y7ndmNlTPM4CbuOtGiIw0oIo9PiF/e33+/OD6b+eGbuXIKHJ+",
-	"2LZZq4Nc6otbtgyrlPD5g4QNZQKMKu9sWNqSeDFRbPhzTBQbZgxivg4SHRiPJikzapQUQ9ZzgaLBMoy1",
-	"oPXoP4M4y8ptcWjHP+VhsJLTqjII2ihA429T8NQ9CiJ+td2gwlBko1LPCe4yXmK4vUEobl1ipI+9bTHh",
-	"J08KOlwvAEF9+BA1zFlMAXbfSNGH3VGkz8B7Y8jdCbS9kaPXZiDlE12J9tn8g1IyzCqIMRXJQN6TpjbM",
-	"6JYtVUTi4e3P5s+fY3O7MGwIIOfmddCG46yyR0Vy8MrOx7cS3jo0B3qxW80aRnUNV2bnMqzSDTRqraF8",
-	"sARgxFV10fkh8I0X9zOesV2LMZSf7SqlrM6BND1n+KtlJ+bAjo9IRkUip7YFagQ5RMJ5CYfFNJkGDvHP",
-	"o/vZj9+fdt4ffffLcPpd5/30WeeHf71Lf7x4Nv/h6LtvBtN3b3/814/p8Pal+OH7dF6J6LpjIdgnFU0+",
-	"e7a7FWa3N6o9q3WEFIrQ3QT+fsige1rq+wFV4GMsuahhVeVmMEbSaQQYqZJYNpFtQhWmexsNril8w+ll",
-	"BPDj1uxvndm2cL7JHSUjQ+y26bAL4PsaNzMspupMaOLT5krirHvUOQnStrnQj082Fo9NfJ3fut2rqAzc",
-	"Icmt4ha4/LWKZsUKVOxdEtu2T2S78pj8RtsBvh3ZXV6x86CDgBmGNDHCE+OfcbG8rTr/bD1jW9Hw6thc",
-	"u92OW23y1liaVpTg1fK9kM/6AkHduI5sNSQSCnJArCEu0onlf69H//jns+zpt//44dfsZvHL+6sXTy9f",
-	"Xf14KY9e0Vf0etEdzY8Hb357X8n3torZVpR5/RF45r5IrfMsrQEkDWt7PZBNcaoTrWeqd3iIHoFA7XNh",
-	"2WR35m4mVNNR317r7QFekWLnGddLQBpHPn4+4/9gy/N5FY7XuSDnV5fQRbyEqNs06pEhXWK2ItCW4DOn",
-	"b61oWK2oLxxUMNgMsa9bNFqXpfy4Tc7hpS7gDvm+Cq80ZMqgy8FcYUGnzPYchrRr7vqTcoGVx3bFxG7z",
-	"lAnd86+17uso+ACzmKMwsdn9ppTpHBVTosNBMOZ+FnRgJzFNU7Tn+sLiAbWAFaIdB0tsE3ufBoD2A655",
-	"s2asn4eEH48fYBe6bVp2L8w6BuQQn34ddovBzOyIKGnnLgeacgHuCKPz9oVL4abEvgEdpQjbYRNoAfWE",
-	"vLRUAAYrVqO6rHlCS064vqhIMscDD+IXuUs9LnXWjyH1GPgh+uzs/PvC4m86knKulwJkoiWmR47S+gIK",
-	"zEcgGvD0qpPROSbhMtC1kuCwTzpdEjbmglpO4P6yQBVUkMurvgDEugMo7oN3Qsskliq2AN5TNQVw1aUc",
-	"mrzYDGYEbqWqL2xjGpaQow6Zi1thNgZuWKnbrlVHyJhpReKTo2ek1D8shpdDCazOlgfneUscXAUcMMvu",
-	"rGJkTv+XudJEMSYQ6thmpRl+gvZQw9VvNe4P6IwfIKi1s+qAHTUeHmwvhxL0kX0wYKjAsj3vHXM9mQ8K",
-	"TDfnvmVkej8M5najh3EFvh+I0JKgck4cR/vlNoLTdl/0BfY0CJgU0DZYiX7J3jokdqvJQCYcUUKhHURf",
-	"NMGmZEIfGN7fg9RuPoQhD39RUsTo0hmmEpJU3TlL7Lp+ABchqFG0BG2vRHzS6ZBSs6s2uQjb8NmcIZW7",
-	"d2JAB48JYnOLvvDSE1/x/ub5fpWfZrF1bg2jHvkM+AxfJGf01znzLtbm+/eXL+6eALzClKZGQTYLzZUK",
-	"RIzAlnfE0ik08nL58RRrMYCQISaHBynmU7gzjt1AZ/UFaVKwXMM0VfwEpXOrR6i7nNgSx2PAckzV7wvX",
-	"FCcqdMWRGUnleGwLXaYRyajFtqHChe0CEnPT8pIy/teBPcyDyyQmTTacSMdPAlB2CBKMmTAEypKWbQLa",
-	"F16auh86foE780iZ2SlHJoa9mQ0egjxfmQsMA+3EUz41er8NIps5Qpf8KdcH+M9ux4jP8PN3bEq50ZfN",
-	"d+gGtaqI4dIpT7gY90W3c4AczELs9KAY3FA/UtZpByqfmDKb7KRuVDWDF3QZYyZQzTTgB0W4ASD3hC57",
-	"5Pi0E3U6nZa1OsLnFdOGuh2jzRuB41LKKyCjjGFdUCqNESmBOAnuILwds5+4kfG1/JoU2DVy4JQPma1O",
-	"t1z09eXNCgOVMyYwF6wts/GhfUgdmt8+RA3NdRoyYPL//P/+/+R5ntjtzB1yNR+kfGjOrBE1DOdEjttt",
-	"d0/bHSyFZILOeKPXOG532scNqGqdgEp6CBFjoQ8/annLxIP5bFxnaEELuAGbcFAVgk4fs0zK0dvRcxzr",
-	"fZZCzlkp739Bfe8KcxH7AqNpTuuF9mPQR8SsbZaxEb93HMOeYSvC24UPXl55aWyemCuj2kDpdRQEqmBG",
-	"BxlL2R3N68iLfRPadgsxPAkbYduPgQoNnI2mbRKfD4dspntEs3t9ONHTNEZpThEXl/zt5vUr2KXI40eC",
-	"agFCBknDSyrwHI+ZtpsGgXzL+MzuH3U6Th67+pSSSALPcNDoCaT5GyS3BRsortmB4c7GgMEvr2BTDUnd",
-	"/vzkb78evbp/RvfzvQceqXUu8iyvALVF53W+entNoFr8hWQ2A6sGYuHB5VBezuD9hqq73eP2E3PFFMvO",
-	"x7BlxV04PGofF9tGbUhmM6eCVddYAOfOvLDvDYzl/J9EDsGXZX6AERv8wvxNUirG/9VvMNFvFL5jNAn/",
-	"hguPH1yZC2Wo1BIw/uAw+IX9pDxGHjGy7+iuHdB93W7bdh2H5QEO8xU1ws2r8DKg7WE2zIr44p2oynp5",
-	"qCleAScWjtU2h3bSOak7MX9rDn3v3oeocYrXZ/0DxSa88NTx5qcqWvWG9n6j99OHqKHm0ynNlo1e43oi",
-	"F8T8f16bbcwFAPg3u7ZUmk0Denf84AM43jI6ZZplNqi2slVzMZ4zpaANM/It154u72ZoTv5AQjMz2Nb3",
-	"714VnSlD9fPxr0dvRt89lX8/Gfzj/gf97rcn30+vqLMljLTI7yi8J+yFY512OW3sBA1r1nk4A/57eNc9",
-	"DAyQSjn0jul5JjBb2f4W1Lqw3kvaSCUGCGPSHFLFDrhZvuKa37EWZBu4oCcDCe/bLjSr1PW8+qsFKROC",
-	"DKSxKTOGKbVYWw2ZISDDnDHu0aKifARjD5yQqi68bXJTBB3JmM1XHADQiVFkFxmdzVyedJU0seCsG2mn",
-	"riZ0F4cgCAOgEegUlBNJWKe5J2FEW5SgOg0gsikpLCHls06XxUXVCKCqReQ1pZVLqIBtWSHuT5Hq22AR",
-	"u5/mYMS7iDj7xMOaEkLLfrfgpt9QjzsCj3Q3P1Lopw4PbcF/8x7n+wiGk6Nnmx8oN3b/vQVK0XXsU/bQ",
-	"d9f48FAQON8yncuaomCBh1CySFXBXJ+DWhd0w0WGhFfNNuTNTTKbKHLLlmuvn8OIBIwzLsZnHomhAL6e",
-	"+y/960K3oDHBOh2y0jY9xKqAnDZAqHCzPxd5PV6EJgmw6wjjURn4aDzIvK1MR28hUTqbD/XcLOr9tWM0",
-	"Zz60lndqsgAGRbyovlCap2lu8ThvqA6K4K0Nu0AoBRUT23BUkUoQhXZfQPoaIFVlFudZjsAtCpVjthUa",
-	"qXCpPnMC53o+gyYbLAFP0KZiNiPueMYO4IA1N4qGP61yb+aoLxw6H1ckPup04ioxhVtSK6mqLkv+k8PL",
-	"hE1nUjMxXIL38oM3M76RyXJH7jqap6DP57fnvESUdKxcj4+8g5zHDPdVpo3u0TF5Q15TLsi1JuczTU4i",
-	"cj0zcgBszohcviKPj550TmqqiqphwwowX5aWyqlJnZvu417npNc5bXc6nR9z+XVNU6ZGMoM0cVeM1/ge",
-	"rSKMb43NJ2/YYsU54aYxXbaVHwacvZ3O8b/+1TH/O7l5/fooQBTb3rizwF6VgFzrDL8HG6qmpVN765OH",
-	"bf2WPyE3NUWnhVk97CAoQ3r1Iq4YT7R5W58q7PGANwt7/F3QgGAukAudry97rhnhe+RNvhh6360BxOr1",
-	"+kToBvrD6xZbqAp27c+lGKUcz+Kku8WbbALsjZSvaIZQYCfd022WpeYzdK6/ZgmnLm/n5OhoC/2kwDvf",
-	"MUjr+NMpReCGLmtFSKmbFKNKW/TQievDj3lK6cOhhYuD1L1NtlY1zD85zyMopBhAUXw6S5d57AQTPMFD",
-	"/fgkzG8PRH2l4draq5lAhdlfQNv5XLZ/nSJq+y2qgrbUg0C8L5ExZjDADIqSxyOehQ1WrSu4L0C39AhU",
-	"VBjVDTo927Qegi/F5j95/06vFnoUc5cF9N4GAfPX4dsQYsbqyepRBF4CsPldB4uS0e98GjBNwJ91CmyF",
-	"9mQn5pthfBb96T/aRC2o1ivn9qczYLeRSsVDvhRXmRw7nJOvkmK9pHC9XnOLMJAVQa5unbQIbChkbCnT",
-	"FQnzCA9frP+bsWxKzfrSpW1bB0mydKyiIpextdSYk2A9+sL6y8mldt4xy+VAOgyWNm7usaGMVb6gWYJB",
-	"ZsitSDNGkyVgHWljGmOyBdfYZwMM2jwjr4I54WI/q2lXYE0n6zuUcUUszvvXW//11u906/E6buE424mi",
-	"PfDEldGlQN8BFO5Vz5tFG/NVsDZQDRGb5t+v376xaCbwPFFsSoXmQ0h/EQWQdHMJLER6X0AKc2Tz5lI+",
-	"5LqEkB12B8PHm7FR+PLOuVFfxBX+CsjBdM4JCLlYZxSHZofTActUq+368Lp+MwGgT1/kHjSYDEvQ2wj5",
-	"F7Z1xEQqGBQNRlu9SSGrg2pCBapa7vrLUV+EmbOOnU2oqnKJrfUm5t3fIAfo3ILHoLvN5npZTLgaMLvQ",
-	"M+lBaTywnPUIwoR5RlxBCXJ0hCFxeUxNB4pUiUtnk27snz2PUGfOzacox9AQFozv1llfFE+CjCXMU5bA",
-	"k7DmqrjGIuKT2RdIznIe2/iKQXuLGJVkm4IToKYlbMgTi3tc48vsi72cmQU1mmzSoudhv4Lf1weZMQex",
-	"H1irDoiQQTgxwhuC1pBFJvIertC75oD2rX/NXPWHB+/oC9/wWt7h+M/fvSbwfURSRu2HeK/MVyMHk+Pf",
-	"V3BJOhfiP+c0NcZrYnT1rfX7yq4RX8az9nvbKKuNRP4XKihfnWX/GcoQ3sv9nGVhCMnZKRU+st0Vp0pH",
-	"ESZo5fj2/r4l3GIJQ/9qSMQTYzpGcAosF8wAD50giJIUiH/bF5CvD+tHiH4jF+UQZHKCrfKYxZIymhaF",
-	"pgBGwaJZyllmUfzvWEYcwn9fDOjw1qLnpYwmRA0lduI2cng6m0OA0OUs5hN2KMjeHGvGLwu4XUYJu/BI",
-	"YuavFwVkMvPJVYDTFZ+R2MOGgW+MnF/2oYmN0tRmUDudJXeoDaW4Y5nCBHuMlYJojpxy8LKARxYbDQMR",
-	"RhlCo8Afb2fMQojks/yOs0WMbSqc3mKUxgI4pGLmVEoqS4WyIpINukpfXDOM5MWOMC8TGGpKbxnAO0AF",
-	"FB0x1Kqdlc2Lwd1ArXSQwbk6hrHCUi6/f1IRq5HbkLbnMfoAu34CAnY2ZzuqM7g5dt0BzOXvo9bA136H",
-	"Gz2ooj148uRp90B52j3oNoy8RLDA3kf4jc1eNZRCIOQHNSAHcygYzO/g+qRT62Qu3pTtMz/d7v1vUUfc",
-	"QbWxzjEBWvnYqKDMzRDvhXu1oLlDyXdKXO0jApWd+docHqcZuapF4sNXv07Rr/NVf/rj6U/voPypIEOM",
-	"aVuhTnlevY06BXbxl9SlrMJTzB8GUU9TqEm11ZJQkjSUsyUJaorZTEW2WtFVNGkJYJojmY0l9ERqfvvi",
-	"6h2hmW6T7pOIPH9+dd4ChFqjNemMCoVFa+1CPu+ULiFYJ5wo7gvn4nEoDj2HDZ3ksLKPbFOJoo+da7IA",
-	"vUpoqA+1DmOfqPsIfEXWBeGLuQrFh1wbjS/JSxEDKNsCrjLXragvcLtsvqpIrK8DEoaxfishyvsxwC3C",
-	"ravDcUrEwBgBKoHM7OT6wnJXSGaLTzongOZGNai1vWLtjY0l9MWmMIJl1Wf2kFEHdcu2xWvQcMsFXmF9",
-	"vqYZEv9dT5C8eQdpQvS1unkH6oQ5rpTfMsTDs006IhK7ca2K1ILa6QA6FUGqsIob+wCrR0GWouoLRO0r",
-	"lTpjXGOGnitoFm+7QrnZn9liIVt0x7AOWnmp1hdYhS+VI5RHK4XU6swr+NjdKKhzlCMSB9zy4B9sGWNC",
-	"uuF9AZn5vMa3gpUR9K3XDwvOzUKELN7dCLISrS2BFaU+tzMnS5oxMoOi7TKsgCVRYwOkXOkI2qqgw5oq",
-	"AuBkfTGhamJIC6ADKAK8oNSnNphvnXrawgk0dT4JBc7jWSbveMIyW1vIda8vvjU/eKRIIl0d618NB43P",
-	"cpeYIceLdvfxCVSEol2GbuOIDMBpzjWbRoRPgTdnckFkZvYDAmXob8MyWq4nLIvIXCA1QeR/QtSMpdhq",
-	"uMoh2RerHknr/QQXO8I22pZjHEAdfEF0vrGur3Xcsom32BvAWYqgQQGHnSdmDKN3OfzioJSuFeXd3UoU",
-	"4EjQVzaiIWsjh4Ym3uT10yWIBSzYJ00uEGAhsr3IoHC1DOrQahObHuEZ68bsiKqKCOi4wIOMZKdSOi9x",
-	"lTUE33y5IOSuyj5OtJRm6lN2CyyaiuBC0lVf7z4web43Rm40na6C2eXNMLYYmHYdUop65/s/nRgNyBE/",
-	"4KwVsPQ/7OAXvsDZ1BkxdrJAG6v34mvo92vot05bRw26pK2DAPVOLSNljKYLKghgguzr/fTpI19MY7+i",
-	"mYJyjVHG2IFm9zooVSDluoZiaSAomgU4E4zHgsZuSxoqg6Y2wdAVJWBmYo1/jDTB0dAXymJ0cfQi9kh8",
-	"rTPGtFX+rs1/ZHnZXKsqSOtS3uJ2X1zkIcVsLlQhmWUXxxlNnNfs8ybU7es18/UEp50OuSDP6YxrmZLz",
-	"O1ZdTdDdwbGVJG6Nf27flk+cEmzxNQ3wq+PoPyn3MElCjg38e9VptFsS4iE+Vp+JGPp9jGVnDHc6VqS5",
-	"pqivdbbavcD3xZ3QO9YXhp8D2A5Lijw5d7QAd84c7osZESbQJhcYyAn7K+TpMrYoa6jnNE2XrlVLdVjE",
-	"fGXZhhnsCzD3agJxP+GGJOlYwa9reOsGgoY9wMqarxzsKwf7w7u+p5BZZK4oeE+rGBhcxc+STVldPZJY",
-	"F4aFZgB2keff5BACrl5YCqbOfCO6gv7qeGBfVDBBsi2Pc5xtNQ2oL1zfi26ng1OYge8LPeiIrNWBz7ZS",
-	"Y79yua9c7iuX+3foaaj/yA0Mbl4ZaJuldLgSaYMBfc4I8i5Uh26Agxn7OOPTKUuiMOCEeJOgA1UxKYjM",
-	"5XnI0MbOu7LBIQtRE67An1/DxWxZWj0bI5+Di2W4L1852VdO9pWT/ftSFcydyzvx1iQqWI5WaW2qtaiR",
-	"qzC/xV5UpBkrmen/8piCMWZKeuRumSFrydgQSuNc0l1SfD4vdmhFxPWjIIOljWTblhLIVpvnb1602uSK",
-	"ji0DvWVLxXRfzMwnPTKjSpFYsHv9fJ4pgOGlw1vo/j3ED6ISaA3MIY48Hrt5FqKTGcKLCYlA0IChqSXJ",
-	"MEIK6VBkyLBJpBSAFDeiGaFkQdNbCOW3izPhytX7SIH2sB+4Tc7xMWzCAKE2hRUiNic1s9w9j6fpBR8y",
-	"lAS21cEtnyls5gZuYdCSjcyZC1+64la5mMiUwSvb5Hvw2ELBN02uhzJjMWCPjxkkcExkmvTFiC0cxG4M",
-	"hT5xDv4MoWBMjU3YkC6dMOQWE5QrMpyw4S2mGdjuDHLR6vXFSKapXBT3CaOv+DPcsCqZY8SZ9+pvQE1z",
-	"vwM55iANq4DDYGUluEQg5kbvNGy+cbSp90Y1CFphmdar7wuI1s0LabcOz+y0e7QzJluc39pe4VafkaD6",
-	"qFe8wKRwf+smay5U9R4W2jC4hMFNrRnq1wDgMZ4KLbL7HbN8I0evV8z5xVbhBN+xGaMa7sVUZsV+K5VQ",
-	"Nub7Wep7flVvgabjwg74hl7BqR1vOjSgN9fSq7Pa00vpJUBDjGQ2bWzanQUmuUCMGgG4MYmAq/Y6ED3f",
-	"Kn3L+G/wzMN2U7LAo9vNqdS/fbtJvQsf2jgrVzJJXHv9uWIZaQJGe0RWKaiA0lGFBFW1juru9PuCFW5Y",
-	"kWsmQjX0JbUWgNlpPi21BHOJBp3uTafTg/9z0FSVbMleXTNkYf6++5K5ztBusbH3tAdsJCHCuGbGRzvO",
-	"+BsY8/NP2bLHHXb6qLPVvB1j/CI7jRexWODie0vC/AV2FffTP+lUTzNUIsoE7dtWre/FtSMjy7Q3vbmC",
-	"JEv8AYC5TiCrcWH5SwYuQ4xGgBIHX0B2ZoVo6JH4FypiMuIiUeQXKgrgaKDXOFy0qC/MbxlJ3M/dN+WW",
-	"U79QUXPAv9bd/+7R0y8KVhpEfhVCIOdKipECy7//dvmL5D8sL9Wl+Cd/yy+Xr19cHr26ubh/dXN5/92L",
-	"89O3v7xevP3lfPHql4vl667kr57/ffbj88vHl7+c37+9ed19/e3l0aXoNHaNF0OL3YqY8TkqpwiKDRP/",
-	"oweJ//TYpa+49RYpRrPhxB/MDik46nDgIBaqowPfY8H8fGZEczfqdDo5V7CZ6KHfyhVz4edqngJMi0sm",
-	"Fe63fQF+NNuM3HxbSltUpIi1GRNNb6E+MMLmPSClJLbSkgvRg1J4jsk2wYDxiPKUJbGbjM/3hURac3gr",
-	"L1pAtyjQaXE1WEtYhrjGlBtoeQ3jqNgyQYdFYXgfiaEhjb8xiBLPRcLubafiVoC5hcmeoLaSsSR0At2q",
-	"gBMH3WMIE3csheRSITU0S4iMWeyTSuMIoc/gtPoCxoPqRdeHJ4YmsC1o26ICy9QdpM8mwjrAA3yg55qg",
-	"kaZzNvQsSE6OaGBFfXyWJ2eGGBMWW4L2BcmPBk4L37kbYK2Z2qWwKcjEzDEqofaEcsvjJgxYKoX1Rldg",
-	"wdZOrgJFIdic+UyxzBhv67ckCKKZb62KgW+AYogDwCwxc8jmKVPQx8QDYjCcD2bdZ4EzymbJQ6e5Zgg1",
-	"gtAbA4vB0YrMwCEAChDqMiIxZIiDdwdh3rQsOrUjLAW1eWxkwIZyCtl0gi3MoD4NYy5STJKrznHjGpZk",
-	"XRTO7IWm2ST2TpPYNsknvqoj4aORBVIKgH0R2cRi24FzxnElm8WusDkV1Jig8x4SYfVCEl8ygDd+YBSH",
-	"i7yZYt4gytAQbDIX4zRoy4a1xj3MvID+1K4BmVOj7QbYzlboMczQHwRBCvNMVAuJApWCFLUqT72uDpDc",
-	"GJaBzAJ2wSLuwdwXGYcKoqpaIdf9LqPaw8dgh3S7YVKwvkA3mEULrOkIBPGQQAA4Tu8eC8Cv6bLKnQSv",
-	"rPcn/TtxRfD6FtPObxYy8MLiL1hSkWGO090T3vjTer18MKp7HWxv/lvBFipl2hgyoERgW3K36h2Szb8J",
-	"j+yLZkZO+X25DuC5gwd3bNNQIHJqFJvh2aDEx6PZoxLAtZn1MMNRwyGPG43dbPuOox6Ho9oVVIwK2gTu",
-	"FZxRUfFoRMboxOJfUDtgfUBV0AM41DaO2q6oYMqUQugZozJQVKGKTSEAp5TCOTj7FrqN5I+G3dd89hrg",
-	"LxDXBU3N2JCP7KmGzXobeEpmyL1prQ4v+e16XRO5/p8BPflruPA/E0ZZZlZ4VJpRO1lreSZDbRTx20zO",
-	"Z6rUFzlsG4o6U2aE/y2zAHoQlfM4JcYoAyBli/XSF0YXJc14sIxbPWsTIOBdL3h8ArAwPg92sATrzPbT",
-	"bFJwdhlV7v01ibux9zEyAVEAo+wlmZzNWNIj8QrWva19OD09bXe6nTZ+BNyndQbzQey8HnI1u0pUGrHs",
-	"EjvWWohkrJnEZDRUf6x+KYas5wsnQVnG6snYN6iVQ5qSmTHuqCZQakma8dj828jcOCLxWMpxyvwnxsRz",
-	"g1Btxnw716mUtxH5m9TmZxF5Bc2q+fNUzpOIvKRK+8K2q0xqKUgzNipA+4VkfzXC/H/yN7qZgjvMKBCl",
-	"9xd2yagT58LXowTHB2pm0+fMrPjm8opcgIYemg9hg2xVTJ4Abaz31ToUkBktUN8tgj4x9ITha+zCihYP",
-	"t4BB1kVg6TmPOx/M6BjJCySSoUzYAQ8HxBIsht4mMl0IQYOL66wQBe0LmTcmbpNzMjbTgbwe8Nf6NB4L",
-	"5pjHZ2WaQJ/SRGHkDjcQyspjxX/DZuLOQrJF+9zo+/gGOcJ7aNbXJm+sFcRdyXwP/RZ9kfMG+AK3GTaw",
-	"SuMecZGUjeyNkVzbL4IrmMwjhTOsjRcNlpUYJa480+kkRUrcKvZoSeETAspHp1GdW/z3Dih3O0cnX9zp",
-	"jCcHZzwwEsodildlQQ5tqSJv/tmzZ+Zcp+hibJyenna6Hdu4xFyBRu/oocL3zS9/kXz47eRuMH3PXz3/",
-	"e2b+fnPzvvv6xcXi9S/nv71+/vdn2zu2Pb1vdm178epJ/KuL+3d1cb/kInF6SqD77KIysXujudaqSxcW",
-	"nsXxYQsnh/mfKXSNaOZSTwHn52L8SLWKiVkRUTpjdAryz2IJAyiDbcNrWzAqrsxVJUrQmZpI7RiIMeoG",
-	"VLEeefMCAIybMkCtiKHTsmARSrm8YbTMyPPr76yDstBwd6jubFvooUznU4ESlAuSyKE6pDPeniY9dN/I",
-	"BaFB60VwTf0iufCFrGdWSmMGWdCeIy+ezd9itQRMp+oLHKjl+wEfXIihTAB8d/wbn8WgL4I/FXFuLy3g",
-	"oDKbXQgvjCkXEBs1+mjuvIrIRC4QQpCKIGbJtWv4fZY3PbdaoRpKIZj5ldJyBi8Gp6LzU+NR5gL+iCAV",
-	"wSdSDBnurEOqeKSIYtqQRQu3dCptIpuLIJCTo2cVDbDdcKAKBDPEYIfIs2nsjB4pMlhqphBD5bhDXPfu",
-	"8nTQfaf5lMm5blnHq7KrIEwkNVgQ8P1OesHXVKCvqUBfU4G+pgJ9TQX6mgr0NRVoC6vs/kAkK5ZZ42M/",
-	"t8H6jV5/Kxus34j6KCfgkaoIUr/xAHtQ14v+bUHLlINfGHbWAXWzqgm97e0/VHfFBfjZRzChSEA/721W",
-	"EVXNO3JHuHb25wRBWI0OCyqq8BptWD21Qy99G+xzuvxXA/B3NgAvUGPdy1kODrH61KbX5muf2tQJqwQ9",
-	"GBA308jRMFfC6VEh6wlMEwtpWegJDY5N6zhHdxEM/Ei5JIwFF2fo77N+RDad6aXL51jpMUNITZcZGAIb",
-	"ygBQYp4J0rJGRW7HhdCf4C8141ovN5Y5QvnPWThjRC61M3Qe6jhQVWN0Mxfxx7kq449zbAyD9gHkajUt",
-	"JKkvvTnweOTGgMMUE5wDWBouAWXHLiworLC9L+wjUEGM3nHtKkfngkOcuXxWUEDljMLTTqfnLD1Ml8JR",
-	"VqHzVZ5XY48oh823jcJTQ3c6xxwsaANmog76Hu1geFGOTopUiACl5k9EFZCFk2vmTZlBO1qBbA+3uNQM",
-	"SEiNAJaQYmOXadYR0lARE9XVyPYcTKUcHcjRgfvR+3evLJSovTweY7NUrAtMfQyRJbs3PAOnukVldP57",
-	"N3NIwFHQ9hILn/oCkq4UHBzqVM86JKFLFRWqniy0bQ4Za1SQby/y1MD/9iLuv2KMijnyzYIqYDcPNPaR",
-	"GVwKLQGa37GLpQV29NY3kcKmhEHr9mp4xzDnMAD8DVLk7MvbxFA1AOznKUhwaxboCGDpKGRv6CaxzagQ",
-	"kNdssNnDInqqgtvi4FNdx7tw2XkDhjMPA1zsk1cNBKw0XVrU0yWg4fhAEYmTbPluLiyOrU8I48qnOdnC",
-	"wHILiN4Keifzbi5sHgEMB9O/pvQWW2bZLMnIZQYaerIr8Juz4ZzsiXAE+yydV5Gf0qnEs+uLfDdAj6aB",
-	"N9qWHTo+0zavdX2vbEsryGYsw9apvlhQrv0lwQVDChqUAHLdQy8TNzdGVYaM4JnfPUkLxHcpcLV1tALD",
-	"EHbLn++aC7R1oOF1uFNfKjeqBBq3R2ZTXvu3tjPEhry00D3Va3xHU55AfaGTfWZyRsr5biblRvzHN52n",
-	"RcPb/LzYiKL8zAk07z8NnhHz6duRb6aiwKSFz4q9Xaq++I6zRfB53hqm/KGZvWr0jsPPrplIgt8Vp60a",
-	"vSP7RdhQxvz+IQKnJlrovePurv3+QZC+HT1HMfo+Myc00XrWOzyEzISJVLr3tPO0c2gl7eFQ/Xz869Gb",
-	"0XdP5d9PBv+4/0G/++3J99MriqM5bDSoQin493oNr1eVsw4LLtmoccdn5oLlhaQF9Nxup9c56nW77ZPT",
-	"xz+a24T8vNEb0VSxCBlMss+d3vdmruu8X1TfSXMRiCAbBlknQlpfoRO/Zqb98TPT4EKsWLw2RrltEzPQ",
-	"tw70crYmG+0iaIxgfkkosdYY/AKaLtv+AwFIBERAr+HyeoMYhmiC3s1SNK8AfcP1DnikbFsEhTjoQSMK",
-	"aLagJnIBUUEtZcvq4cTJtL74RuqJMbKYa2PBFTm/unykiGH/51eXJJHD+RS6BoCFLJg1I20OFc6WK5vi",
-	"8z0bTKS8hYKCUHOPAdvBqIe+aYcYydgbfmaTHkFNk7XjI2LU9QP4MRdQjCQkiQ29xK02gQKtvIUDWhg2",
-	"ch35oCmvhXO4cJ0lMAP4U9QSlg+1GiwEVKYFC+tLQuQU/6z9KZRThL7bjz7vOdg2mFRFLKc6ErQPHrwf",
-	"sEYNcsFw+I25ztpN3s3Pf2DuEkhKc418A48NShi2ANlqwk+e1O7jQ9TgYiRfA0FhfDSYZChFc031J//y",
-	"cNRw5jYVPc/cQvdx4+Fhe8nsya8uOefGXWO4GSoqeqjkiMR+iLj91fW6m5BYIJOqdr3mOz+kmqYy1AIt",
-	"d6uRCdtCHOGPI5L75wxbkJmx8SNiEyhtdk3h2IFzqPmUZWQ6Vxoa9Qxt1dm0V6QPYKq5x9YmKiwyqRl6",
-	"b6AfJXbusYVkkC8sxZC53jrB87bYStMsCI5yLG0cccHVhCXQaoeSmUxTloVAQcThBPXFUE7BS5lSzVqu",
-	"EFYFVWdu8z1rJ2Om2+RKpmkuKI3J1BeFjMSlnJOxxBpailkmTcxl7eUdmuze3rKZbp2tIialC7pUfYF+",
-	"LdduEyo6Z3ppUYoYFXkjR8EWZGmmFxTQgcPwGF1tZLB0WUtrBdHGnJPz4mRzWW1k/JkrbdTS1t9WLRj3",
-	"tS7Fga6EeD8R9AfCp1YRAXLk2OinNu8j4LU78tCq19sDcTmzkctpahOb9ogec5EoaMqKdA8ELdPEtVPq",
-	"ktf8G+gYbxfSRBLJw9RSMNtJh8QTql4DoJXO5qwHSXBECjyL8PSQEnbM4MUAdhDO3pTD++GzqDXWQLZL",
-	"87ZrIXX13P3v4Pab2+7zo3/96/Tp29lT9o/Ovf5l/OuPjd2k4uZ0VZzZ1xjllxeUuNOVYvKdIe+SsRFI",
-	"SsvWquXk4UerYz3USsy3wgmCYkWP6+eTywbXci5lNqIBzK65yoEhaarIgMcM+e8n2wA7Ken/23Xy7ZhB",
-	"aEmu1ZD/dK6nPznn+JZB11NmL94Kx9igCvlzf6QIT5jQfMRZRppB30iQ7dCezmr6BzyJnUfFOk44U6Us",
-	"yi3JGgT3jOpJSXcBi7EY8ahRpx5vLngpck3Mlqjlla8gzlsse7QJFgXzAbqJgi8iYSPIc/dB/aNOB7R3",
-	"UNoR4TRpRYRmwwm/cwgbWE8Iuo774r+wD3mNbos5GJt020sxTOcJy1+Gc6/VVO3PqvUkq6DYDR1ImTIq",
-	"Poc65M7gp4/5DNzbtgwt3TJD/qlc0lQvf9YcFO6UDlhqDhE/JvZjCbtT8z73zLcyDXAZGmPzp1GFax+4",
-	"5ukdDO8eUfiBi08i6Rb3EArZosZc8F/nuQZYGfQoL3kHhwiQyjpnSJm0v6p/fwQYLogLzZWWU3ssAUO3",
-	"tx8YemUm2gvgQtCaDuB6agq3h1QggBX2EIW32ewuTDOLb9ky9pkOMNYjham4K0+EIMaYN63OiLBYSraG",
-	"lJFYQ8/hppb2R31BwXqNLOu0cEc4b/AS4JVzRjcYhm0S22scWwB+vGGQlxCbexX3BWSSTeep5hfmA9uZ",
-	"GPvpufwFzJoBR+AZifEmxmHjPRjQMrs46gscnJTGPiOxBRHjUjhosXjKRXwYT+k9FgXHYj4dsCyOSOxF",
-	"FnzTF7Fm9xraMkPNuc/Mw/fMs9Tubjyj2hBoTJrvLo5aOCw8i/0EA1QsqvvCCSBLQWWpw1E8JKQZdhb0",
-	"gGQDtpQiaZ0RSm7Zstj4O0jnCke1jjZMK3lGgDIghUVVSjLk7vCr3zUPZF/xsUlabCMcQlmwPbRivnFf",
-	"FDLHwsBsaCWIB/iwm0Sqk0bwyj8DuAqs8rkUo5QP9de49R80bv3CCZ1Q1laJ2iq74fAj/PsfbPmwNkBh",
-	"MbpKfNL36AYYik3tuWEihazASqeLY6ZfL/7v5nGAVf7p3A5rNVZwWW6+Q7vK+Jf2duUN5xy2bKkzBKqb",
-	"NoA1YKlrYeJ/FJHYyUabc5Xra8TpgijZIQnEKrsYm7P56u76FpRP1+sOJDtkgxjt2MYEtSNrktLhrUKV",
-	"1A4DOfMZA5xN5RJAggGK3oD4DEHW5uCK9WBpWBPFFUnZSPu2HOhvkHZBEATECgjoUkWaXv93jUEI1y1U",
-	"IO3r+sI+qzRdIuqAoRFioWtKJdo4AvAvbGJNBh4xsl3QjPsiC5tvOYMCYXqa8ceH2M4SA68tgM5BvE1I",
-	"SLa77NK0XTBO9IUUn8pOAU616ClxWdlWkz13h1Gly6LZ/vvrslVqK2kedY6etGq016uUao6uCKefztxH",
-	"RZ8Het5WlNit+f/7fI/+lGrramO2P6U4+6r9/mnwBIFKP137PbQ8AmojP1HEV/eUdULTiw0sA7MCAYp9",
-	"6oUTZOWg7GVYJGYEEbVpKFCvMqQikFpQ+TKVGWC3KXB/GCUAxCi4hSANsk3OCbqMct+YndAtYzNbWoa/",
-	"EEwpiLC6BBfzQguqMmHTNsEVQolVKIeRr1goZuXe+4mGQ1ULW3zjZ5Rf/2kcvCj6//dy7rWp91/56frG",
-	"tNZXvStDdWmTGwKRNE1XYVjD7HdVhhBDFy8kh/tO/sbOaPfFNRtmzGbWIWdLodNgXcjRZ2h+arwvX+xP",
-	"H7euHavJ5p4wmuqJfb85Nm2YGOXpPGNYTZVSpa8N+1Sq6iXdXucIS79CcOlzACNtmKPNN3fLDI1nzxpb",
-	"BvGixtyXW6ne4SHsSjtIPXGFwuhNrtqqztFN96RY9BZula20uBAZH0623DBrJr5z2N3fSsEKm2MJac/d",
-	"eVqzO93OTedpr3vUOzlpn3afrO6OTJODdTv0Ydf8l+1iooXr9TUf/HPmg0Ocs7C/1QnhdUohRkFUuQJo",
-	"JDNIi86T/G0wc56lMaR3G02PDpRM55qR2BFY3BfNWUq5wI/MJ2WgZweIZzgxFv+0KgJvmPhx3BeFtUHG",
-	"bFC35FGzhdQ5d7bwHnbLfSU9BN/C4Qxl8rEAzq6Ak8cRVCQJTAiGpNs8IIt6Y20Izm727+q4qGPx/y97",
-	"19vUNo7Gv4qGmZvCjAmOgS2EV9xS9jpbbil/2m3PMxc1FsTgSKyt1GR3+FD3Fe6T3eh5Hsly4hAC5Eo7",
-	"2RfdQuXHsizr+f/7zXFGzpU9o2deaFv1YpUbfnq5sRdWyn4hev8+uvj1/W6+88uvn/7Iz8qr8+ODnbfv",
-	"jj+/VdE7/o6flu2L4eaXf/55vvKydd185/ipN+9p57n/bFRVbhw7+wnhMi4pHZYhmEXqQHQZgvsqOE9t",
-	"45IlE3P64iG9UvZOG3/Vv+U71J2Z0KIBtYrn1xhXqWlRp5E6LHU9Q1X4YqByxA9BzJ2MSMoxnhLLTMlL",
-	"wEsD4F2tSp4TDFE6SKHyfHNMH7bYgZkgYszYVIU/I6P/alGQBm2Gz/is2qx2/m8153drCwfFQzD9Zef+",
-	"Mnxw/1kwkUYFnK26PTvVJp5rb5/WDoRZCdVToSE/maUXevJseGV+lSutM9Fx5m53wG8PXAH4schPAUm6",
-	"y7jWYnCjgQcR0aUDxnu5KgrCdbaKn1HPZYt97HMNZisxecCtAjgXsD2FrNo+L2I5QDBZLhlnF6L07meR",
-	"tbf8VhVqpSwyVYKXkIiMj6gCm7g/Y1lVsu95d31VjIFtK3PPrWjXLNV2uEkdbsAIAtaFfyxopaanDV+C",
-	"/d38/lY6UThnfu+HMKynr8bCTefopZvOaqhxf38fVvMSn2apWqtM53gQBWkWiieZ1xuVvri3DnDs3hZo",
-	"xqmsevS+w8p+2uujjRzQDzQ0INaKSjMR3n4PSIstAKjsjYKKmRrNcyCBdQRVJA/wKoeiFcvjRzBczUgZ",
-	"VAfpzGZ8q7ufwsgUvlhGpigMF0DBZHcPdjThD4AXR3+fqie3W1vtyOgXuxEfqLp22s/XtBqs0D49KlY6",
-	"mzvVWljMuCgMoQjJPld79nOFrfZW+OjnQrbUFWdqOsYVc24t5rnbETb+0/af/rowwzO+RNvhZhPrVT/5",
-	"+e1Pb6/elkdXn/TR2Rt9dHV4fnRw/dPRn/s/HR3sD4/O3pcf07mYr2hBaaKzAQXs3lx2En+XyRnzEUg9",
-	"qagW6JPOr3I3/qq+87uNXNBP89ciNc2nUT249dAKqPMpINXcwuwdQs/XxTwtJfZ+KIaiqCijrHqvAdsx",
-	"qUpjT5CTDaa85lqwVW7Jr6s3bjzdWCKwEOwInY8snDAOwnYy5M60h2amCr2GuSwM8VUw766bvBXL/cZI",
-	"n1dF7N4mIjmtIip6k73hRi4u+vdovfz6G6vYe3RLO+y0ffhb59seC5kQa9V8umGaH2lXIGB/mE26jI4u",
-	"o6PzuXCncNJ6R5M5dJ/mtyGs5boWeJY+T0i1uYCVGD3KvoBKzS7e2oNSa4iyqlKusZJLd2rWh8eSTps6",
-	"ns94qBaaq43/BtwDjWirXQdmuhbEUnzl2RCouix4HPfBPRjPRYvZnhtKCLXYPoGE1npmoPcD2ihsQzX2",
-	"tZhjvEK1L9gXngAFNkwUPFREHCr4V0Bhk9UjunhvLKMg3NpBbFequ11FyhOAjQwYMOsB904qLwOG/dcB",
-	"o3ZuTFYNs8ymqQByrBZQlhZp1sWoCRwfIr2B3yg++VzdLyoZtfC9tWIJPJQF3obREqdKVhH0zcjcJkmp",
-	"kA/Jmonh3DK5aA+iBR85lvZ64H1s0Ixmd9O3cQhvaOUJUWJ8xxaYqVUDQmp5KEgAgjRPZa4ReyYKvciw",
-	"MQLjLJFfn4gyNd8eILpm88roJc6/Jabhq3+k07Qi16XjUv+wEFbfJrj8o3u7b0jlAWIK7CMLdM1Z4enY",
-	"p5kb0Pw4WrClMe4C+s4qlAbWXC0EfQQeLgtkauG8XJViLFUPyGESQH35V5HKniCuo7Vu4GyaFOmAKo+N",
-	"wGyx3Z2tApOS8xGJQMh4ig63V+UggZd8xKiEBBQx+pYaocUQ2rbBoQxYoZDPuoZO5qWNE5EMb2BxLE0W",
-	"cNVo7ITlXwUrBBGUjaA2E10VlkqUeyFEYuyyPBEUTa8AExEJ7MuI5mMO5K6xZhDY1NhH5OvWCzlrzq7Z",
-	"HnVPF9iS8B9wMlWBaTsMwjCktevEkrMylYkqHR68pRKzJgrKDIxRUSgJGXuEhuvu2VsUffP15ySpMOaQ",
-	"ecpCAYqvHYWAx0BRkQmzapXJRJNqNkUrGzKWN+hfmklFu90GKusOxhowhw/nOc+zVOTYJ82rnQ1k4GfG",
-	"HC5Vfm3J0Yo+xy2oSyFchW5B6X96EEr+1xsqVCm9mQYxvJ6x/qrmCISR+RJS+fCB3s9JCx/vmMFQG3L3",
-	"cDZm89iLNNvwI1zpbEXBQx7t0cn4Z1+SaWbLP1SJ3PKeUwXogcvIyDKj/p0WrmJwhjSQg5J+jiCNrXFf",
-	"qNV04uNSjKmtU81lwvOE2cmP1Y2j8kLcOuCVtDD3xmigXowWO/Sz5tEW66thbkvg6jaaGI+GUw9IqWJp",
-	"7sz1MAf4tsrOcb/ustXihvfEeiHMUmiRsO7XdtBlQoL5FNAcSpr7qyKWUG2w5jQj2Uo9LllRprrXt7Oq",
-	"rnJlQLm4Ej0q2rUPsWeTBsZMCLCybvymLXaiNMcLzQ4BgQCpqgrhrY4keBW8LpYVPQJV92GOwcM2zFJj",
-	"wuJ4WzRhVqdg3QuRZWp9cskCgFDJzYSMxTCqt/qsdl3wx6p/uwrr63jRlIwE/JuttMJN/M2TEraKAefz",
-	"5vYmzUUxq/5srMvkfXR78/njdngefbjqDT6E54Pd8NPvJ9nnN7vDT9GHv38ZnPz2+ffPWe/6UH76mA0f",
-	"rZPnLmfDeU5JQMD++74aPpYpiBdWoA2fdEMVWW1bPU3d/R+SERQi4Mzca2byoDlwwDNQdVKVHYzVo24S",
-	"SVD5ZQE57QjkmqnLS5GwLL0WzDN+R4HTcBRpSbjmxBMiFSB1ZBV9YtcjKu6G9N86/PHa/LFjf7T/ddd8",
-	"ZFrLyGM9ep/QjcITxnb33PX6Y080wtyTki6ETM6q4PtLykiH82eko3ljyDsvPSMNu3+Zll7qhOdIS1dH",
-	"6ZTj/957oEyRf53OzOCsUDMM+dnTwnFI7rHugF8Llg9lF6mqMATMNaNm9nb0uhW2wlYb2Hxbrq1gA2GI",
-	"ccbNLfYU6eSOxRYoBKi+ybF5TtZKHXHJLzF4Z+RjFRKJ8CSYg6Hh6v2kDgDuLn0F9P/EM8xWjY7jGeNJ",
-	"YrYskU+Q6OOKj3jyBifCuP1QCFUJZ0maBB7NF+aXlMpo+gNLYWxWuXft3Qu6QczbbS4aQ93PgG95XQH/",
-	"JlCLuVLJhpUhVuYGibVGUetrg8pseEVuGzatAU/ICW0mBUqlDXfDmnBQlZ5sIheZlEzIuhM49oBv1YRF",
-	"n+cjTy4h5Zi9ebvu4+PQFW9sLrfZxDkl1jZInI9nPPwsOlg4qyX4nZj6CVh6YQn4wMaBlGIsU722B4ZL",
-	"dHvLeO9aqjITySWAdmKc3pZj1DtbO/dWXsQSPnsEvMRIAsyZaFtRl7XYvhyBvRFLkRWCreYiSXMBMGdK",
-	"GQuH6XQgzPtHDML2NivQoOkpKQUyDUJtM2YEyCzTsdxmRcC22SCVAdsM8f8R65vf9QPWDlkfvkL4y+p/",
-	"/xOF7G/sKtVa5HuT7XBb0e7GdrgJDnVfSTXMRcKGN1UE4VazQoubtRbrbrVD9gug3HuYn7V31RxlBwPs",
-	"Z38XPDJUDtuJBB0IzdOswA622chjjVcRoVIwAbvzQGl2/IScnBdzSIHR4zLOZcWJ+VBJ/jXj8gogfH6w",
-	"KBrupNTJ9GdKqQ93UiqG/ZkSqqHu6kORpbeO6X822FxteCWlRtQ/W0ptuJPis/rPlOEPdhJ8B/CQp5mx",
-	"lGcJarjGyaus9VlS3MjatRYl6iFX01hLSDZn1IcC/3OknsbsjOooN9b/XQ3QzTG5gm51Ojpgx7+dnlnW",
-	"6TGn+fzk3TQb8O5/AQAA//8=",
+	"7P2Lkhs3si6Mvgo2z0SIjCmyyb7owo4Va7V1sXus26hb9thDbRfIAslyFwG6ADabVvSJ8xDnCf8n+QOZ",
+	"AApVRPEmacbjpRV7j9UkC4VLIpHI/PLLj42RmM0FZ1zJRv9jg93R2Txj8O+ngis6UvqfcjGb0XzV6Dcu",
+	"yAg/JnSsWE4Yz9PRdMa4IpQnRIoZI3Sk0ttUrRpR45ZmC6ZboFKmE86S95Llz2c0zS6TRr9BJ4yr/zEv",
+	"7YzErBE1TPvwfbf35OSsO3zYPksesfaj0QltPxn3WPt4eDp6mDxmXdo71o/kjCqWXKhGv3HcPX7Y7vXa",
+	"x73r7pP+Sbff7XZ6xyc/w89mL1KWJTA688wzqpj/VPe697DfPe13zzrdblc/xelM/+KKZkyORT5ijagh",
+	"xUL/o9/4kQ1lquAjRSf6k9ds2Ygaizxr9BtTpeayf3RkBzhbdaRrRg/3qNs9+cc/uvr/Tq9fvTpu3EcN",
+	"pmen0W/8SjnrJIJVpge+vlJULWSj3/iBZmmiP+UTOmF6GfTYMioVTPKbOePVEfaue109wt5x5+ysp0fo",
+	"fn7FuAr/HKbRTIj++QuRz64Ww1kqZSoCr6hOPV/M3owvLr+jPBHjsWz0u+azZ1ROh4LmydMsHd2Evvgh",
+	"ZUvvc+ho9cdusLLR7/mfXTGul/vYfFbutvfjt0KqEc2TqxHVH3fvo0bGaHI1Ejlr9I9PnBj8jXJGngm9",
+	"4vOp4Pqjv/ZI8+zsrEW6vW77uHvS1d/lQozfjJ8KLhlX75009I+OesePOt1Ot9PrP+4+7h6N8CdHI/nL",
+	"yW/Hr8c/PBZ/Ox1+f/eTevf7ox9nbym2Nme5SvW+/OfHBk2SnEmQYjpXb/L3PFWvF7Mhyxv9xqkWdL35",
+	"+o2reZ7yyViLPOyrBcePKZ/QmeDkKX4CsgsLePkS/sgZUxf2HY3e8Ql5TV7RlJMr1Ygav6fzRr/x8PhR",
+	"91SLq+nbasf9enbWuP8QNXI2EnnixPgVzW+YSvmkETUUnehhwvw3ooaYM96eioVkjQ9RYzFPtu/0+/vI",
+	"Kq9nTNE0k+/xsee3ZoME9NkDSfQSRwQ2GBE5gfUloynlE5b4uozdorr858dGQhUFbRJ63SUfC/gSm7C6",
+	"559Gcj5EjdEiz02Xtmz7TeJ3Bv/X7XW7uCDsNhUL+UmNwhxaTWyG8UVVOHMN1vS1JGfQPViG7aoHfrZj",
+	"Vx49sQ9cr+a63aAYgQRn6S2biYQ1+ipfME/knsOJGBS258VhmbBRmrCEqClDiXsgiYTtgOeoojyheZJK",
+	"8xu753cSQ9sFt3J/EIXR0/K5thv8Ey1yff1Qd9RZ+X5e+vYt44nWH/87xZaGxdbKwRaBzancqhvnLJeC",
+	"04xoUSNLKgmDx3YUSPitXRF8cpu1pn+1yNluUzA0srXL0n/qSv+rVvVxr2ZVceI3rul7LhdDOcrT4eaV",
+	"JQvvh7ut5R9yX7mX+AO3PXXW+kVxMfHHvd2a+BJ7dhheXX8Am9dYvmL5JLi8zxbzLB1RxSRZspyRGfyQ",
+	"pFwJQu3S/xlW20zBv8fQwll9aocLL9xhwCe6P5/JSENr+SJJWKLf7tvKX0opHYfF1qxEncTiZTvoUTDf",
+	"RWSZqilJlbS2DpnTXBZia2XAl9tR0eCXcxvsdSG3dkj1Sv4vvAB3Axfgbt0FuLvTBbgbFMOvd9x/4x03",
+	"aixpzlMODX1Y32Q/pmoqFsUYg1tuuFD+7YKMxCJLCBeKDJnZfl+3259/u/1rhbVxyW/1Xe6Szwv5BAku",
+	"L85Gu3WkfwGHgxbgNCeJffY/2q5JSjPgOmnsVuzbSP3yeHw87I0aUSNBxwQMjM7mNJ3wRr8hQSm2vZW6",
+	"jxpiBEZQaKmOn/TPHqN790tZu6xiNpSXusZsKPbeTrJASZbyGy0SlKNT5T9aFpgb/Z9IDpKKHBRLXCMD",
+	"L1iW3jlNHpIDTi4uiV47qShXZEq5dawV7ouR4Lcsl1SlghM0J8Gh8R8tIOPS1Px5hORxtyIkZRmoExSw",
+	"AauiwfhiRqx5WEQj89E0vdWXpjHNJNvZNkmYvpnPtRQ1+o3rKSMqZTkR44q4ZWJFM7XSd5ZJTmcz1mlE",
+	"jRum+2S++kU/CMG0IdMn+UvzhPlYwDuMKVztrH3mW+GPqjHRf95HGx64SrNbaN4+IvEDtFZ/W6S595DC",
+	"udcTCP6S9Df9iPly5zhM2QLaqMal/plSoMjHIp/9Z+/N0rj/RAp8VN2bpYHW7E3f3N0sAyPKOUjA3DwC",
+	"yjth/9HCMPeG/ycShXFFFPxVrhGEK/RtgnZ7QdMs5ZPgkS7UlOVEer+2SpaO4JJPUknG2AAEzJZplulL",
+	"a85m4pYlZMEzfaGlJGG6F/mKyMVoxFgiP4ckVQRnS3ggasj1YTufpb6sjRYqvWX6m0Wub2Qn5Ym9dk6+",
+	"qGEGfZXy0Za1BJwGNtnoN767vn5LzronDa3qZ+KWZmWhObvuPep3j/u9nsV5+J3eUSSePPliNsFJRdgC",
+	"klQjc272ApKmv0MfOU3AavyzOMidX9j2r+Qovk3nX8xD/OhRo05669fnHW7bjStkt/Y4F7M/0SqZofvr",
+	"ZD7SKzXSRt0XW6rHgaWyLw8t1n3UmDKasBxOp3dUsZfpLFXwP72u/qxsIb9jvy2YVBKVdyrJTcoT0swZ",
+	"TSQROVnmqWKyBYr94u0luWErMqP6/98wvMevSK9LJBsJnkhtRMvRlM1gZY19mnLFJtqGvY8qHXpGVxt6",
+	"5J8l7pVzlpP3109JQle7v+ydXnee8snuM5CxsTKuKz1mbeNggIr0um0cLVmmPBHLA7qx+7inVGJXlEjo",
+	"ijTfXz9t7fNCydT6m65wsciCqzTzV/aBXBudtvO9aRFjkmM/CxkZcCsk45wxfaLLTKg+WU4Zzp/IEv2A",
+	"fTDlJFUkY/SWyQ55mqVaJZA5HTH965lk2S2TAy70zzoDXhrtLOXpbDEDB+zayLUdR3M6Y8qIv4v8vaVq",
+	"uj4P16UbYZowrtJxyvIOuSAzmukLAku8z7VFI9PZPFuBA34sFjw5J4IzIm5ZTh6ektGU5nSkX69/m7Px",
+	"QrKENOPTbpcYn6pZ5hiW0Sif3RVYqvs916NxDuhCDfpXRK0NShNH714yPtHT8PA00vNo/+y5mZQqhzPa",
+	"XtW/Z6v6iYMb+wOpxaY8ksr1OdDjsWn8c3b4MmGzuVCMj1a65bUuv6I3DLcWCCuRdMy0LZEzla9IU39x",
+	"+fz6BZkqNafzlCQ5HWupQGXa6sOj4zQHOZZzbRISJQacOrGG4CjuFLYi8J+5gu1zfEqmYpHLCLSX2doR",
+	"GMXUdMCYzpLO2IC7HTZjaiqSiOjpi8hvC20k66eGIlm1yIQpqXcSndCUm+Bs7OZBtd+xeUZXLOkTPbdx",
+	"NOBLjDiRfMG1GiJqmY5Yh1ybN0PHoRlqzHu3ZSWJT4+PB7w8ze+Ylu/4nCynacZKU4TP5QsuIxKfdp+Q",
+	"8pOX/G0uJjmTMu4M+EXxgNkyQzYWOdOj002QJmwd8A1GhC7UVG/Jkfk7p4qRTOs72dJHlrG/cbiEkrO7",
+	"Oz0AvWX1knTIe8kI1cpKTklOeSJmBAwU0qTk/fvLZy1Yp0xM0hHNbNdQExVifjbujo7pY9Y+GT5K2qej",
+	"3pP2E/qQtbvJ8fjxsDd6xE5PrfijEBUbwJuLNu6DoNwfn51VBX9OlWK5bvP//vP/tP+/H/76l0ZoN1yV",
+	"Lgb1m9i/QJRV4J7K6cmT8Fav3FA+24a/x5aYVN+IJMVsCG0afSOSlTUqjaFK5wi1SQU/+lXqoX8shvZx",
+	"U+zs3u/eX3I2bvQb/5+jIh3jCL+VR2iUQXeKvhWjxE9QaUBPv6H2GNi9r/BgYmFDFQvcQlS1nCt6w3g5",
+	"JpwwH3L01JnlVRN8Z0sasDVSYj6FM/Q9FYi9oZm2EVaE3aVSSZDMFE/Bcv+vYB7JbSoyil7V9e6Xj0+v",
+	"8yzPRY5XCvQi9xtaP3ZseKnoqNYAlEAztoMOs5szCvMNbkGqGvcfSmPUqs1ThmYUfVK8qU/qmweZ2E2U",
+	"nuvR4APr23W9B6QZV+wKcxAw8Ki4GdVGV6xnrIPTFbcirSrpQGs/mnKSLzLmtG+qSDOuyksckeKzt+ae",
+	"pD80HTBx4rilNWWBgXsq+DhLR/tKeuoOiHVRL58x2ihTaZbZUy0kOzVnT6MsxusneUVRr73r3BzfmGmV",
+	"or0+TnkqAdMLfqX5XL+KJevjwABXDVTXdN3M4lXRTFks3V5z6RBDlgk+keAo4aZh+yptPOgxuNbO9W/0",
+	"UlIlcjKinGSpvviYSYjNzk7cI3p3mnt+DAOEDl+Dzgl6CK1umIosQQMMAxV45AZGDKbnD0Wrn6Cmolrl",
+	"MFpIJUyuWWfGZkOWX1an1ti4esKwy8ZkqxlYKt2QnDIxMZmKMtnWgrYGqZ0m7Pbn0iAbZMWJ41R4Ikma",
+	"8ZoIxq2+lpBUEsEH3LuuPpC+nJAslcpcMn0p0xImUccExUsbwCBfrXOSCFCrsMs65E1eM/s0MHG4xDh/",
+	"A96MK3IV941CdFIVw+k5pco2HpVVJmQfSeIEQys63aOq3jDGdFxRHvGa9tC9qjWLWxt1i9GxMKYDNWwR",
+	"g1zXr0bs3U9qdulF8X3NxnEtgH8MzYC195n7Up3hAq96js9WX2T9JNbS0HNEzetLFzJjfPwZDpXPowl2",
+	"njlitg6ugDYcgivstpgVCmtifKHt4e+A10K9EAue7Gf5++L1TDD5WigYY2kBcZyJYHiBBBFufJ4VCDWN",
+	"Lkc9rWZ5zKT6/YtbnQbG7YdpkuC5u8e+lyMxZ9XorpaBtuDZClZcWwroJwltR/feNUvEOogzOrpBRQkv",
+	"s/pU9rHNzyXCvj9az2AicO6aseujOaqKDuEphNdd7Bz4fsxABhx1fKpQeH2zfyT0NxDaEAsl04R5zuHL",
+	"t4RmmVi29ZlnRLNWQfxvtIQ/fcUvDlYk5PBjdn0d0ee15xrm7qF1A1nbo2TBE5YXY7phq62LZzqytgmr",
+	"K6VtObjVBT17JR+jFnnwLZ7rJwglnC1hh41Bkeu/ct/N8Rn28PrqbelvHHRBokq85IrlnGb4xkMOg3IL",
+	"/tym5hsC1uB5sekScgquwB57MnyUfIaz4UroNdFyu+Dsbs5GiiVkSudzxvWFDYSE5bcsBxjbBARWf2hQ",
+	"KZ4sFX2E6fmkY9LmWdcdlNYg/yJHZc4wQ3DLaQmjfEtXmaDJtRAvaT5hBw222oY/UDupsG9TSTL9Cz3f",
+	"lJOHZ2cnD8lwpZhsfF6Xj30bRJr02oLDmzQfnpLv02/IcEUSNqaLTOFOuGL5bTpi7zm9pWlGh9lh8xBo",
+	"pmqBS/wJGPB6Y+Y0TzOt0NwjVsNmVLH8M02LvpcNqWRkRLlJhskZHU1ZQvJ0MlWEi2WHvIP3gh4Z0tGN",
+	"GI/Pibty5mykJ1OS4WrAUyVZNi5Clq79VMKj2FbKtL2LwaM+WLZzAKUSBKcSyuWS5XLA151n+vIIIZci",
+	"5hgRRREaZVEHhsoCX5K6SI71Owy4haRZ3UjiAqQWY8hxJPKEJUTwETN2CHqn5SJTn8szHhl4yn7+cXSA",
+	"161oEYgdL7IMpgb8B3guw7TB5IB4XwvxivKVDZkfJNvVNkp73IWUCLsbMQbQmM9hwRTtpuaUW8z7lRC8",
+	"zNJEi8paKL7Z63bBUpcROesaaMaAe3vf2qyFP8ZgJUjz5Kwbdbvdlt0VOK8x/NG+0H/EDsUBoa4QjKTt",
+	"EAWhCTBPHFXwB/dRw3tLPRxBCbKkqbKxP1AaKZ9shTv8o130D/8XYR47ddECY4LtGJzG7g3pByotOdDH",
+	"Pr3yASu17e3TuxL0BETzPacLNRV5+js7zCAoNeBvHgAa84mWRRuluGvTedoGN8znsRpdg7GJ0Ov9ZF4c",
+	"FeCNiCz4DRdLrjuTs1txY2z691wu5nORK5a8YklKEV110CwEGqo1F2YLCWfVWttfxljQJ2NcfVfcaRS2",
+	"O2xvS7rgkdGk+uc0e+vlIJq8gvJbX4icxGWAeRyRuMgZgqhRKZNMf+LjkGM43eJyBkncqWRAluHYH4MO",
+	"Lfwe4th4qx8BtuiBhLs8UEXZw9+iDAGFUwkul/DdAdPDmNloYOulh3NdiIxIPKwl/MNrWQx/ZSNVhYNv",
+	"OTPTGZOKzuaNckD5n/5ElBr8EHifXVov3Lxxdfeb8vLwceItis6ZKs15nnKlDUFycfX08jIiXBA5pyMm",
+	"Wx1yhenBejYHHO6+aYKIFmcM6RugPgeqqydhScFko0OY8QpEQ+uA9qNHj3tt6aSz3dO7s4Aa9I4fb8JY",
+	"DAZ3x732YHD3iAWxFiVZCc8s4hwqlgBf4Q0vIERLyhUchnMq9RDPQZq0VEHYF/mobvVwyYUiMyHVgD+O",
+	"ek+O8d6hf/i3qzev+2QGCJoChoYRvQAUDaB8UnASz+jdN7qRuHU+4GB04hvIsbYdoF2MtEjS1OY2QUmL",
+	"CM1zuooITktEOPAARGQoRMYoxh35IssGHOwSWLlWRKTAeMscr1tknGaAndPmL9PvAeMagIASx6w7RMlQ",
+	"32K12S2k6g/4YQOFUJBxJG/dqeXl+1HLHLiK8FJOmsYA09eO1rmbtTMyS/lCL4pZt/FCLXJWBtdsQAob",
+	"LEK/kVDF2iqdsZAEKnN2bdImVg/A8VRVKNDAJu1hT8fqLFDl32dIAniEQofre8snZH4iQpIvZrqPlSQm",
+	"k3mstYf995s5c59juqqXrv5DCqSflZzmctpTA80CQ+3TiBpFPuOHwLRfJIlFQRyoXQvih+o9YZwz1lbs",
+	"TpH3VxZFUpaas26XPCdP6TxVIiMXtywiHtFGRC5fEuRz26bt1sFjpbOm4Hpblw6PAGR3i+FCK4nFSO+D",
+	"xBvduV52mitUCBauB6abPkw4YbO5WhkFEzAOqgwkoeNqwVOF8BixUKBTEqYPEohKN+PTGL378cVckdMq",
+	"QPc0tPWQ4iSIK9ZHn76NiSUvN1TmQ1lv0hCkVBtFmhTSFDnR63NLM8ZVK8Iu6w318+VbyMM7J/GgMWjE",
+	"hTNDf+PPaKU/a0Qsa30yzCxr41yKdsb0YQnEiAxeX24cuFwC7ZXIXcJWlkkKy1J9yFviIfA/mOOl/KYq",
+	"QczaS4ExpvqqF+ktayfpJFUwSyLX//nrablpZJnZulUqIlgdppEWt8J2WrFnoQ32DVWjqcWwKzYDQc+y",
+	"N2PAs2xS90gfYx51yMQP63vRUUVLEr99c3VNjkbWYaUAMQ0wjVBzcatDdKfwtDb4XDitGbgkBGdwwGsb",
+	"Dfb0MGfURQUB7zcGO5pmgjM8hO/a1sRr2wbb8LW1ou7aE9E286TvMp13dPnKXLUCE1Z4vfZQyx7KaEPC",
+	"gHH5JVpkTKo1aaIZWmy8VLEZjNJcNNx5vlikwc3PbOBihysgys9C1hzMzjZRwvXFP1BN/xsuUxxSyAsu",
+	"Xex28OQrmGLWTq51MULrFtZ9VqAVfWYZ1LS6f3Lb0H/ENxdWTwMMz7W9aGZm26aShx3cNpy9UUBk5MzA",
+	"njaedx7j2q6/hyP8Ep/tdbtdOMLt39WZiBqYDqa7BjZpo2/Weo0dIcbPY2M4Swyq6IsIwMSAUhTk5pzE",
+	"i7lkuYqNrONyrosTSJP+YUBuKkvkJnGHRTpgF+fwUGCJ3nAIJ2lj3Q4v0ua59Z2IPMGj5aDFMn3dJp+2",
+	"d6GxG/qod+DJ39O4+k4sMdcaLsVOVzGuWG7sbrmSRhNULaj0e7Z6DbD9kFhzfTc3aSoWeIFgOaMIPaO+",
+	"fHwukYG/rbWfDGk9fPXbnI3Tu/DLb1OZDjNG5vAb7AZViE7izIbEbtiqYrSNbn559N1vxy/vntCwrbWL",
+	"qj8oUWv9XQV/yc6OH5fksJ93wfRdS1E7Zxm71VcvMDilI0LBgJVpHnxWORux9JYlQb8Vhl8v5+GJunzr",
+	"+OnWGycjLTnaTK3ee0863U6vd9J5FJqvhWT5xcT4YgPjK73jgSTvJcvb8MAG6Ts67pw0dtRM4F4rVi3y",
+	"d0hFZr358TteLF/NPrdUfXtdn0rJFtomVnQiI1Ls5ogUTHugDTJGEyJHAj0PlW0fSreuTvhzRA2j6Ojx",
+	"la79+n5mWiFKnBPfClpw+1V5VUL53Aduz0/KW/qce7VUvGSzdW5/qJ/ykOhbH/R/WxQiqU7O2zyd0XyF",
+	"pzjs7VQBrGaS3rLK7a8mD37dMvVJHbfYp95P76u0jxsfLH5ZZlusDrDb6fS63YjoNhbKEg54Ug97Qys0",
+	"PlqRhI3o6ryAOJYmoAvGFeYU94xpVZthbBmFL7kSoWlnIPgAo3R3ALddqd4mN7qzIifDFRrlCULWXV6X",
+	"TwQ94KnqG39IQjgc7YAvKHKyHZJgORUSmoOPU1lyaharyIPH+4tFlsH5Xt67Nf4Cj/ByrX3De7w2M5Bs",
+	"gLf2nd4RKtiy/rJ1us11T9qcTvQ9lOW3LNGzbi+YEZFTsdS2LtpKPCFTsSytWNhqKjppqD0zMaLZVEi1",
+	"O7VnaCieTt6k6opfomToyzcknhnU9c6Wq/VdrtuqVarRze288397b7lINw8CTyzjEweDW/9r5dG8lGa6",
+	"htjUDbPGI16Mx+NCOzTo5hsFNrOwXBajNGlly6F4v5mfklYsLb+v90IivsGSeLYtErXZoKiU1wFcEuzb",
+	"pu9P1LImmWpFhGZLupLn8EOMBQFQ0+Tb4NUAvQmkGQfMjDgisT9n+m93hMYFyBezs+SAS6b0T7wz0PuV",
+	"MW/917ZAxGJL5G7izIbGIyY0S2+M3+kAkwgiztbq0SbRA5uIV5kuzlrn+t5S6LzU9bATNj4+hxkRloDN",
+	"Db5eZADYKzKlGmGolpdZVZ7yCCXBmaYmrT7miyyL3einVOLE6AUa8M0rVJk8r+ATacalcgKxFgSuWx/w",
+	"spjUxfh2sZ86B5yjnQPPxuBzhyvjigrjeHOx2stVXqjTJy9Tuf/tRJ+32qax7p31G8dm75l+/oH0nGil",
+	"U8IZUDsfc/aWFTgVOLtTTxe5FIFw0VsqIZKuhVGKPDYmFyP6Ieiks2MEdjCjEr/oND7J9RV03X/RwGJU",
+	"U8ZhQ3yFQIgsHHI8LYccj88ehlw+YR279Vrxr79n/YgpS56y2KmTO2iIoEldYcGo1yIbbTv4Ub0xRjHl",
+	"d75w0mtEsoAu9PbwWF/TyZqTeosDFCdzB/k/PICzh2aoD2i8zcUwYzNzyiUpll6QSsw9T9e5CU67E/+z",
+	"xzMKJj3X1fq5A7k9THOUBl+L98DExRmjXEagGOdMzDMYtY816HpSUAjwTYid6aVYsnxEJSMYT5YRgaAs",
+	"ltqLf4kjIhVFkJRh9cEfwvHi4bVo+/cP+n+67Se/fPjYjR4e3wdRW4ZvOThEHA34C9aHtAU+4fFCfwxB",
+	"JRlfzIyZM1tkKn0OfzftWuvpzVnkkEwsk2ypP2oZy8qkufPR7jL2mi1BIt5gR9Y36sZgUiGFXkBpi2cS",
+	"UK5TestsXr53JBpE2K64Jeg5gpYKhuttPXktiFoKZ0NUeWlndIW9c+l20MlzQ+qWk9h0Ut9IcMH0h8V6",
+	"hYdTUFTtNKgfip9Xdztm/6GIRvXoLNztP7LhVIibw/a7xyy55VxzP7yPGgjT26rbsGMv8Mcods8Q1ZEy",
+	"+ZbliPsPmYG5UMrwiVUYqhLXACDFzGEFTq8Z5StCTQ5DROgoF1IaHhyHHJ3nYsSkdKH6BVfmbUk5dHRc",
+	"cQz6nsFeyDO4CPqfhlJkC8VIbAtNx+T9u5d4mpiAiywQnQhUjjlVsj9YdLsnI7mA5YY/WNzX48NPiBgj",
+	"9Yal1XggyeuL6yvyN6auVM7ojDRBcxRjR3/hOJ0A9ArUKF7C5othBumuwGhXpA8WWSRiyW3srZmIkTxa",
+	"4uLKziyJyKDx9wVbMJIwqVKODE6DRqsKx7VTgA96/mYLFkgCluM+YDW9BD5banjTbL0kB3XKjzCXvnsw",
+	"g7Uz15Niqp6+exW48/ilzPcIKYStyNdeKNa8zodzeVXQt1mTtu7ix9rRQuyoJoJXlFavQgxDCLJJTWBZ",
+	"vwFL606Ync61UWHN9m3DCe5Bvd/MZOFVuvYl+xeDL8tr9/RxSETrZfAtVaPpnoL41KDiDazn6btXxhHT",
+	"t54yxIvnbJ7REYuIcb7YL0cZo3lUXF4ZTP3qfMAL71uf4DPwWwPdoVmGG5obL5GNPW+U9ABu2vbaxw3g",
+	"wnTqIM/VV+7ojzl4n2x93yH7prpHtr/kE/fM3xc0S8cpSw4Y4EE7aW0vbHlNcG98Bj/mVv9lAT33PJk2",
+	"sWG4Mn/fsFVEuJbHDIp8NyVjxKORilvnljGnoFa1TFSptEkpBBMNINBngjTWdQq5xMBUIadiyTvkAnzq",
+	"1uM54M344z36nsBfWjlRPzZyxtmSZgXn+KN296QNqG/JqNIm/XHUACZeV32mMudbQZXrzpAv6F4u5qp8",
+	"qpZdzsOVISZCrOHYuH8TNk65waa1OuQNJ3TADVAE7UB3z8IV5owV5GHnSHvz9uL66XcWTmR0KawTQzAF",
+	"JCpBqAOZuZ2C1ZYbev6N2qSOVdai151ocIH/xsxuQDAN+EhkWZowWSa+cMLa6pALg7oq84MD9Q0MPUHG",
+	"Je6RMhnfHBD4drsuDT1eZ8H7/vlP8ZqA1UvRjN75S3/sXfZ3lSxzG1jteQK+4cZcLu4DK30cCl6+LgTA",
+	"LkrphQh5Rs03ZEYTRqQgYwq+hc1oAPv2ugCR/X4NorIOr7A1AULN2MEWbUSEZhINgNiY4u00sbmw9W/Y",
+	"+6rH2Z0yc7MnGqYOnBybgqCxIY22a0JySFGOMIgTX2EtGJbgxnoBaOTYR5wWhUXdbxtR40UdbLlyV/CW",
+	"rph9f5bcCKJCbEIXCivEZpYOkGXTvBZh0yvId7k1ULagCK/Pa8+FKJAUyvywJMTBi6v54d5wp12F36SD",
+	"mkF6jJPNMSRl29+FU3EdIr5qaBk9aJpFtLofk4FiQpg19am77TPup4wCcdGrkFc+nTFr1TuKebukWCQI",
+	"omGzNNP2iKu3sVlFHb6BbR+e341YPq+BYYJX1jMKWYq8RIhUIk2XP3pmaHFaZfwPRIMTfR7qAynCpFNk",
+	"m7Jk9NqqitE90s8ZTWJkXsFXgTOPjaaCLAEnpQoYKxxlWwNRdpRXNerqujwuqNGEiqEKZCoWbVQOAftc",
+	"FXuqILvby7vUF6MdVNJOcdx9D8qIcLZkUqG22dkZXdWWf6Sw7GY1bxF63+ZiMd/3zm490eD303YK0G1L",
+	"betr2zJLb1i2KvzRmP+6rvyHNcmG0Bq0PaMKSJCq6RkYNiyC//rCfMGTi7X0zgD6dkueS7HJAZNpir2k",
+	"iUTRKCf3rL2lNhZxHEhsse6ScFxqReSUaiVp+NBgVrQM0hwS2ZBnB2ZCW44QX0IyU4N4kmjcz3NxmybA",
+	"OUcT/aCjgoQcCHMJ0FqAJzRP4G5o4e+/Cm2G6wtKTP6HxDUwTJn+HrjYfyeW6MR2MwvjIWn5ED/eqliG",
+	"q4adLPOu0mpuFO9PAn0YOXZo1gD6Y6K3z2bsB/4k0pMIS2gmnFvQrJVxF1raTfOUN/AfSfGYOQmty/Mw",
+	"QumClysMFHH74zO/ClGRg/bw1PIqwaXhf+KdYODOG+eKKfjn6enWYOjzMmp8zVkGN9xiBy6pxKpK1nhE",
+	"+rjiyoBk4ozn6WgKQO+EjfSVWV+N8aI/4OYjqIyjIFRqwdhUmRs/F+TZ6yuSCXGzmJMmJUkq50ICRwnW",
+	"QzDUxaY4glULEDoaTRnUMte2Seqtda9r2R5aEWGzVClL8IE0peYQeA6d1/catPDxxm3UtMmObESNH8x/",
+	"7S0npKGfl5D1e+zY4kECbgSWy3OML+uRtBOqPAeWVyYMbxZyMZo6epf1Ha6bcMwJe0c89NNlloYDwial",
+	"Rn5I2fLANgouicMffzNn/PCnr1xFwT2fLvNlHNSEz42xf+RqMXszdmIgQ3wGBeuHrCUKKdhAdrjq6FeW",
+	"ZSf0Xvjceq4T+/N9m9dSFWjdfU9u9Q92bLWQs0CTL1N+I8kIt4LuNybn7tO0lkFZk9YliYA88X3au2I8",
+	"qW8PlIa5yHoplDs0XhbaMIZmJosy5Ds26wtyCONlviZ/fwcMFtLWuN7WfBVfGxrC+rStL0xACsLiViPj",
+	"wWGub8GgfZFTucjZvhYf1pVZ5MwkjiLnKNzbF0mqzuFeD5U5uDD7l2ZAqlqLB651x2AZklCyX0SW03Q0",
+	"1e/IBJ+AxS5FdstqvD7Q0p5eEDPOTb1b5CzknDUaxp378Pa48OuFPUryHUu07ZZsuB/gDwkdikWZgGnI",
+	"IOKoxGwoleClefA2RbkmUeAytfTs2LWCLs0YFFB8TmK4S8XruW5TCjwg5auftXHq8Od16TtV5KhbkKic",
+	"lGNXtzS+tVkNbwLjY9xjC+jFB5pFMTaxJeOjCwl4wkJYbAmkeBGZ0dE05aytr5tggjoanbJVWJQ+C5Ry",
+	"W6vM1Yga5cJcjaiGw9s+UfnYryFY+cp6cSofg6ez8pnjHI8ar4Bp/rVQF1kmlrA4FQ7RdUredSLuGsLN",
+	"KnF7kLm6hkB/Q1EEv9hFqBRXqHhIuV5NtVBOtbxVaAPYgldbWWCe6R/6taXqt/MyF3wSGd8qquRzjDwS",
+	"S20vd0ldSHx609rd9MyMYI8d9czxalJ9r5sznhTo9ITtdXAA1jZQwM5XUpg+6VW/cffQcz1LA75WMSrw",
+	"fFHVzMSQAT8a2GexLYoOCb6Rzf716gjXP2mrbNlsYZMj7Nws5X6ZXG8vkbjGC2VrowUnb62qYLWgoN/r",
+	"8ERB6Hln/wzuGktttHYErIuZVjaf5K0qYJdkzNDaC6Bj5YYo0VoSq3AAU+uA3S0NAEO4WFs/4JmaUvkq",
+	"mAhvXSjAgGnGYirxa6k2B3MqccxLMNZoQppjpvQdHmhWjZOkFUY17+QUo0gfHvKJlQAtxjJC6nGHitjN",
+	"SWYWo9SjYmY+1ElImLoSqo6ZeuaGV7QEHXDY3A6J/XPwBZYWjknTQlYfyBZZ0pxLk/JqYRtrCBa/eYlF",
+	"ZiBmSU58ULNeD5JbFp80ywYcShtAwX+y4JmWLVrEViWGviVppkq6co2XfCxicMHTnBlUii3Zh1YjFwNu",
+	"ftzqrJEvA2QlcB9HNbQDcydW0tPbIp2k2vQ3VSIeSKIYV1OiF8t4yQClgrAVjzu0cDCtWdCluccYip8g",
+	"b24bA65PUa+SYd/F8SSRU7HIEvxCdzTNyUjMUybP3dvkK1Cg5dcNOLyvcHDjbvN0benWS16Bw3U1ZxIC",
+	"lUOT3d6H+czYgFP4lqzEwpY6vOFiSYYrkk640BvBFcGvZUKtOBZDNKclUtQK56l53KM+TRrVnPL3jiLu",
+	"mk7kRZK4f79D0dSGTUmGvH7Z0qblia1YmGZnhf2cdiMfQFDuwEI40Zb+iCqaiQCP6G4JUNggiIKl2fuM",
+	"GAEPfrUPozQxz5nemZHqPgUZnVI+Fq9YPVkq4oV1M1AEMzZ53jTH5AvTNECwlPVHFfEEZcUEliwUAnNs",
+	"9/vxWgEFtakXLcYQS10bb0Qky8bIJZnyIKNV6HAxNwn/naVpcp0uBrrx2Dkg7u76EfKugcIvZHln66K8",
+	"fbber4suhEb3Aqvo7ksx4eNs18Gdtbnifo3SNXkvo2nJDWNzWbAOyIjYCzWiLJHPlAsoY1ZxjngGj211",
+	"b/KnQyijPinfsgxAAVsqqIWCGZeuAKWh/UDLozhGywQK9qZoKPk7n5hS+TmSJrfzx+x+7ShSIzenP+6Y",
+	"7kiaLkZY5mFMpU8bWyqjusy1KcRbXyBVco/UyEBa5Bp82UiCASvXdPgQxp0vnELp/cDNT7Hdaxl7apXg",
+	"IV5DbY0UV2gHm7MchvkiC2EmxlbnBpJN+gbKjemCc6qmJlcwIvFvC5bbb/QeL77Rv1v/ApC2BkK89mX5",
+	"fId3Wk/uOqinzh117WMZfVdUuXUgtEJO6TLOIcyPQmVIfZaBUeay1YytEOhpcGgG/QdiHczsKJYX6b8R",
+	"iUNrHEek0+lUGEcNYmLbbdbSv5vOb/aogbgdYE2MXRZNeWYuw4rT5BDspzq32hOmE7XjeuNOv333EWgj",
+	"fWsM5WjbQ5Ou4OA/1LTAgwky5GSFK0MWHkDAmvDEK0Zo1HlYOX7KSelqwgaedR3TVvpq+5ldWSlsutCa",
+	"boa2rB1mJO4fQjRzq4Te3aTpSKNi6EDc0gYc/DOy64FVvKQKM5nWL6h5uhnrW0Xc8pohzRi6F7dMdWib",
+	"OLLzql0qCRYlfO0zOeCwilZbB5BJ1Kz2tWtUvwYXGEGK+FIXkMNNgNWvDYxwYwd8Ko3/OxjcdbvtweCu",
+	"Nw7WPgqKT62sbKghQ50lalLwKJxrit2BOkZuLP0vj5chAeLyZvzTTz/91H71qv3sWdyKBhw+V+lMf/fu",
+	"xVNycnLypOVoHJr6umhOXWNy6i99Jg4KiV76Zmm/H3AT8IxcwLP5vNN7eIrYMhCjBGQqXuRZDNQCXtJ/",
+	"U7b6R0eWgsw6cfTYMESPN0srZxD7YeY/JvsVnokarpdrHF6YrhnynFTNpP326DttjjijFszcGWMqIiXz",
+	"Ft2KRuH1STxLbUm3Gb1Dp7BbwgH3zlxtJlugYgt/Z5e8OuHQnJ5dvMp5JzTl5N3z4wFndy5KrVd3ORUZ",
+	"K3WcqtE08t4SYv6b0Rr+cajxK5WhacNS76ySrywWGGQ0i2CW9r605YKOFiGVB9ks5tvQlJhdWzBRbKWi",
+	"mKU15pCc0Sw7eBxOOQQOzHfPj8lOS1DRQWdbleB9nUL5Iawby84Gq1MivaX14WI/1W0CnQa8JiR9pIlb",
+	"e8D1JOVkRCVreToAv9W3UNAG+iuU0M3KBhTXgJc1F0p1QHdFpHjN++unmBrqZwBBDjKuEbrR7V47J3ja",
+	"gWLCM65MbqMfBEBHoezwB4U6HHBvlN44HqDtaDiJMHpUIfuANNGoITgz5Wq2ESVEH9ck7uP6Kfxx91SC",
+	"slX6AcQmUyy/ZnJnXr01+jxowZRjtr444WrVgR04oSmXyuBpDVGRo2so09nUhBz39/ze2sKT4MXx0k5N",
+	"4lTsCG/AfW0cxUY4KxQ7et5aQZfxQbw/4f1bLMROBG/1wHGzIqZoovXNY5UvzAmDCJAtJvhZZtzFf8vt",
+	"fp75MpkbIQ+w2dDOusM+LCGUNXQJl1CIKJPC/S63KefYn6DHpmLL2S6YEEbQqoMwzr6FdKobCiJnWhC9",
+	"kJqjoUQWVg9CWonV5Kt3C74DMRnmIiKXMATq/BIKYqHAeNGnADVlOcMXgKSCJ9meGVWNC5ohgesSb99i",
+	"TOY5G7GEVSndKowdWy4Kvu7bwuhmOvF0tzJXcMeF629nnUZkH3KmtdeGJ3QHSTtAYxhBeyCJWKiRmNWj",
+	"ifZgjfTlrzR9+YI5smyo8qpV0EaPAArKNrny9khNxBnKHqc5hP6LggFwrKfbMvF2JKBc66qbiNDSVcgH",
+	"9/NffTmSxk/yonzpK7R1NQTnc51DJWAB+yQ1hlIOKEqUQG4S4wuo0vMUxtqu7Draqnob5rW+MOzxaM31",
+	"tb2E1iPNSPxXvNL12seYh4lpSKDsE2YoIE7aJ+1Tk6a5vTqEtygnx6VVaA4Gfx0Mko+96Ph+MJD/3frv",
+	"waD53/qTk/vBoPXf/xwMZKf9wXzi/3Ua5g51CNu9gWfmQdKkZC6kos6v3SJUSjFKITTkOO1rTz6P4Hlj",
+	"0V/zs6LARC1Zg/3+k4rpnJ01tp8Crh/RxuKy7yqs5/UWoAvD0ZVF+JAZzW+YMie59bm8sh8CLJkXf4Y8",
+	"J+/YPKOrw8waPaHLlCdi6fBlcAGQjJva5utLKlM+2i/DCtLyDi9ogS+0zYSXAKfgoPMW6OdMhTh9/P22",
+	"YIuQ+Y2fb0h28MBxEKUoGtqc+bP/hPr3oLp9UgIJegBSZIiC22DQbf+pi1XuWlRZvchOY2gZfZTVd4xm",
+	"anpAUcHAPdFRcKSSJALKvmPpwRU4WpAkA1yDhpkjlf0Bj8cI9LrSAzCOPYA30uxCWU4gdCnGBdoSP7Aw",
+	"SAeLgGzUJWPzAUdMqd/UBrCkISYIeAChes9oodJb9gLjlCFQAsYSHXORA202T4ha5OASdZ0HB40hoyE5",
+	"k0zJakZ/UH79edo/+xP7XufMlC4easbwQNqwLGnGwHFy1j2JHe8BIMUrgU77qzAUxHVhTwSAfvIKJ2tv",
+	"uhqz8vs/xZJ3NTHkH6crQklsQI5xefsjnBq+6ZP42fOXz6+fxxEIv9sbaICzZMDj016XfCu4schStwRn",
+	"JKErSQoCQctcRC7QZaOtd+AMMeKPefwOv5sUCXgYTZblUMMzljHEbn6LwQIjmddCvBTB02/d9l/bE9sU",
+	"Td3BHV+MdDsxERyhMKng595Ox218YucmhIxulsBjAx4GaJfh1lo9K5ElrYgM6ehGH8Z+Txxo3Uz9+YAX",
+	"a45dqlslo7HMbo0c5YDgpLLi+kY44AmuBmnGU9DFnZIExggqhbTGSsQIu9vQx7JD3G7AzF7TScgmV3Ry",
+	"TuQiz8UCeAX0qxSTczoCJ5HK09msWqvRFN+qWNhbbliIDT6Ek7y+ZkWpOgVU7zXQmS9ZqQK6ExJ3HCFS",
+	"Pn2eIZaw9eNFlunlQh89CiGYu3AR/Zz10XYesFOc68yw108jYmMWeIFhd3SkgNQoZ4yMczoylz+/sMPP",
+	"cbUm7PHDdq/XPu5dd5/0T7r9brfTOz75uY4YeG1kCFTfs3pODTJSFsF1B7X0iFszNlaGM2hFgHco9lmT",
+	"/yWlVs0bbZVVub3I6p6MLluJgvcvxoOk13+4ijzn5eUzNlqlRs/VLFXTA+iUd6j9pUXJHopbO7ODB2SN",
+	"pvsLekQ+qUTZmp7BPbxXFZtZyv1Pe3uldVwAfsf7zJXwc7Pf2q22TY3D8qIACH3OgjJvjHGDoJ+NaKlz",
+	"jN5yhmzBWt4T8Or7CuwQzLTBfn1SUZmQY4fuW0zm06DDNTK4Z22Vze6CB5JIBqRQoYPFEfGH4L82jLhf",
+	"iLLy8jmm0tuIaTMuBR7jVuTyN20iKUYsIHF5wLlYErDVC7brj/exuZSAhiJXODy4rCDRVom3kwyZTBOm",
+	"TXZbPqSv38Fi0kQiD+tMsX3MGAR1c7GYTIEi3TgTQGKn2p7vW4t8wFMVkfi0e0Jczr5juwbvxUjMLd+2",
+	"CctYn36V9Bp4SkoZTMVfjX7jNp0HCLBDOndNrHYtgXOxVtjGuwnZGjduLbJ0bILftpjNPqVsajrtuSLm",
+	"dBHkCjHxaPharrmI+nATNkt6w9icDJmedXRVkSFkoXK4dhQ0Y+AgAqxKzuRihjRuTWUj3vrylokJmQgm",
+	"HdWk781xgy6NxQ9zr62JrcG2PjyTA3/J5wtlfOkxkkhauscRxN4N5tdUUQQnmKFlR/RMgMvDbzN4fzOb",
+	"82mR0Lun+rm0bnxZKfDHsUw4VSQR5jyg83m2ApcbnHuRiXlpyeh85vK4UcGT3/mMNf/D9eq3t1Jf4nXX",
+	"iIlubMRyS75fO7QN9aRLQRHb8XCNzNC9rMQecGB2bABdsQMHif9mS0XCbg+hrKtl5H4PiTpw2YffnJOE",
+	"JYs5OFhS9RmzbvNa3qUq7KaARlgIjkur97PNy18XpEyRPqrs0YhlsF2P3R/PAN6M5ZCtpMTkhs2VZeJA",
+	"mgGwiAaczeYqBa+S2cDxPz/obSxIbNJz45bzJ8KTy1SyEi9IHRQoTExdrLJhq9kmmAcQwvgwFMoTl/Bn",
+	"MpPRiC0cI0VmLPpgvbzkINKjnNp+gIZ94RO2lBqLAy/1K1WH7F5t/xjvgvntuV+7vEI0A4FFOpr6pK7G",
+	"M0QuBhz/6Zfmls7qYTM9O1z4/KNrJF3BWtFhlRSofG8v9dvJvaKGqfa9I+7G1rgHBY1zs++TVUVcWhiv",
+	"2aJrIdkelUkXPlF8HCns54j1bxU1qnwK3aKaOivYek3OG5g8e+GGjMzs5gvw6YG9FX1+YAsbV3bTIoLG",
+	"/tQlRHaS8woJiyVMENwQvHv6PABG/ddRFEpiqieZ/hx9dB27P4J+xC56FT5pNxDzuXFsmHU73zsYGL4V",
+	"XDTgM5Z84uL5TQWWpa7c2wUnsfdoQVoTuUJSYkxiXz/Ghlkaga9Y6WnAHbKvAEzEPkQlDsSCUuD4wxOn",
+	"YUCSQY278Aa3l2hVy2uW23FV8DasseF6+cTVsVQ8fcP36RB6AfKdVIL7oYyDHPAyEDLy0bgPpHP3W4Sw",
+	"04kWipXmrjocnreUJwZzELmCAIpO4Lo6QdKRELpgs2a+3typcZplyBxg2un8h57c+6JdH+h1rPA9TNJb",
+	"BNPufjAdajBEDc/7s62nIASedLma8TaV68CoXAB2u4Pl4nc9tE2TElHULhrZqh6ri5ljljrk6XGJM+qg",
+	"FkpsWIe0MPfosA55Xq7DDw7VdyEkQ3/NsYZnhFrknCUFdMKirzAjc406rrkOmiJrmKlWADSlhG7PQqc6",
+	"A36pJNSwTtF3lPq5KIDNGDOWPECmQZYj8VlGRzek8PqCO7jVhwIMJFUDvpgD5ZnSNspnh2WFSZAPLH3+",
+	"ZVFZ+8KxApG4Q1BQuyAfzcjXKixuNgrXgIu+E6E0mX7fo+CClycxpM7KrGMHbEDHbhcwArccAkbxA91u",
+	"ziDit86B/wmQjHolrgoavk8ZtwU8hUduUUebxl64awpG9imVnzhw++YP20jc/HvFBnfUiwPCaReV6FlA",
+	"Kbtq/u6mZ0IfwMfLlRzwYOl87A7UyyfP6Whq3VupobXELhJRUrNAe5dhBRcxHvBgzmeLALdCIpRiCZlT",
+	"NY0IzQBcgnY0hlZFZjzXf6EcvJF/EXk84E1YEWCIwjFLk6X8Fy4UECXYdEJy4fUz9erest8WNEvVqoVV",
+	"aQcc1wITjllOlchln8R/Yb/Ba7n5b8rxT/PfiTL/Ae/oXzJl/sOATuAvDIi24w4pam/roRqHGdTCzekq",
+	"Kl5j6QlQXmdzmqcSKFlFlhiQnj+9kqpU2jDKzPbTToVuzKR6cQYBlQ6xwbuT42JeZDTgpyRjtyxD6NPD",
+	"U3uj0McUt8PGfQGzfnz20KcFsMjD93/tdrvdDrkwrFxuVv0czz1Dmh8bf0k5JCCl80aEudsf7sMxzrpt",
+	"dQA/kd0JNeGjMHXugYUHTS99C2ur9nH926BNDEH9odUD3r65urZ1birx+vfvXkbERNDmLCdXpt4c+dGa",
+	"UabcrxdQhyLATS/ykEQFnZvgrgq2yletqCgdrKwxEJPmgqd3A27ZBVDO7e90b6ha5MC8ctuLkCRsSCV7",
+	"eEq+e3XxtH313YWWWzHWhpxrtqPHatnHBvyGrfw0J3y+nbCRSEBRFRVFK1MSL6eSjX6JiWSjnEHM15Yi",
+	"AMWjSMa0GSX4iPVtoGi48mMteHt0n0GcZW23WOLvfxZhsIrTKhgEbZRKUuySMdU79iJ+tVXY/FBkI2jn",
+	"eHsZNzHsXi8UtwlZ6WJvO3T40aOSDdf3+IDvP0QNvRYzKHehT9H7/QnVz8F7o8XdHmgHk6hvRCAVHV2L",
+	"9nlcGd4pvs7nTXkyFHekqbQyumErGZF4dPOL/vOXWO8uDBtCKQH9Oih/cx6sDZO0X5r+uBLeO4fmwC62",
+	"o9mgqK5gy+ydx1XZgdqs1ZIPNwFocd1ctH4IfOPzu3mas32zOaTr7bqkrPeBNJ1m+KtRJ3rBTo5JTnki",
+	"Zqb0cAQYIm69hKMyTKaBTfz9+G7+849n3ffHP/w6mv3QfT970v3pH++yn58/Wfx0/MM3w9m7Nz//4+ds",
+	"dPOC//RjtgiSG++ZSfZJWZdPnux/CzPTG9Wu1SZB8o/Q/Q78w0hyD7ypH0a+gY+x5HmNqqoWYTK0QkAu",
+	"HjixDJBtSiXixbUF1+Su0PsqAiZ+c+1vnZtyjK64JCVjLeym2LcN4LskOd0sQnWmNHGwucpx1jvunnq4",
+	"75Srh6dbs8+mLlFw0+wFUgv3ALkFdoHFrwWKhEswsfcBtu0OZHvrylNoawf0dmRmee2eB8U0dDOkiRGe",
+	"GP+My/lxYfzZZsW2ZuHVqblOpxO3OuSNvmmaowS3lqtBfj7gyG+YqsikU6KgoAbEJOQKZRO2/Wr8/d+f",
+	"5I+//f6n3/Lr5a/v3z57fPny7c+X4vglfUmvlr3x4mT4+vf3Qb23U8w2kCf2R9CZh5IWL/KshpvXTw52",
+	"5Dzlrk6Vmsv+0RF6BDyzz4Zlk/2Vu+5Q2dEmbYDHbOvduY5RYhd5qlZAuo96/GKefs9WF4sQpd0FJxdv",
+	"L6F6f4VcuqnNIy26RE+FZy3BZ9beWrOwWtGAW9ZsuDPELvFRW11G8uMOuYCX2oA74H0lbmmkKQOXg97C",
+	"nM6YqfUNsOvU1gVOOaYumxETM80zxlXfvda4ryPvA0QxRz6w2f6mgnSOypBovxGMuZ8TCsPAkdIsw/vc",
+	"gBuOoxaoQrzHwRA7xOynITAYgWtejxkT8AHw4wgIzEB3hWX3fdQxsKE4+LVfOAmR2RGRwvRdDBVNObgj",
+	"tM074BbCTYl5AzpKkffDAGiByYW8MFIAF1ZMZ7WoeUIrTrgBD4DMccG9+EXhUo+tcnx+N2L5XMUAPQZ9",
+	"iD470/8BN1S0VqSs66VE6GeE6YGVtAGHDPUxHA24emEweoogXAa2VuIt9mm3R/yCeJAMCtpflKSCcnL5",
+	"dsCBvLEN2YHwTqgvxjLJlqB7Ql0AV12WQr0jg2BGDmMqB9zUaGIJOe6SBb/hemJgh1WqXBtzhEyYkiQ+",
+	"PX5CKnX7Yng55NCqfNW+KKpD4ShggVl+awwjvfq/LqQikjGOrN8Glab1Cd6HGjZ/q3HXpvO0jfzu9lYH",
+	"6qhxf2/KmlTonMyDnkIFle107yRV08WwpHQL7Vst0uCaQWw3ehjXKlmAEBoRlNaJY2W/Wr5z1hnwAcfy",
+	"Hp6SAtmGW6IbsrsdEjPVZCiSFAlzoTLKgDfhTsm4al8jw+UcY9Op4Ee/SsEN1+QoEwBStesMqUI0acNG",
+	"8JIcjUCbLRGfdrukUhmuQ5775S8NZkgW7p0YiPJjgjT1fMDd6YmveH/99LDUUT3YOreGNo8cAj7HF4k5",
+	"/W3BnIu1+f795bPbR8DPMKOZNpD1QAujAiknsNQkMXIKVe8sPp5iLgYIMsTkcCH5YgZ7xqobSSaQt07h",
+	"5urDVPETPJ1bfULt5sTqUI4OOUWo/oDb+lBRqUCUyEkmJhOT6DKLSE4NOQ7lNmzniZjtljsp43+0zWK2",
+	"L5OYNNloKqw+8eoTQJBgwrgWUJa0TPHdAXenqf2h1Rc4Mw+k7p20YqLVm57gEZzna32BZqCMf5bOtN1v",
+	"gsi6j1Sxl/rDNv5vr6uPT//zd2xGU20v6+/QDWpMEa2lszRJ+WTAe902ajDD0dOHbHIt/ShZZ13IfGJS",
+	"T7I9daNQD57RVYxIoJpuwA/KfAUg7gld9cnJWTfqdrstc+vwn5dMAfeqUbRFAX4cSnUEZJwzzAvKhL5E",
+	"ChBOgjMIb0f0U6rP+Fp9TUrqGjVwlo6YSW83WvTV5fWaAhVzxhEL1hH55Mg8JI/0b++jhkpV5itg8v/8",
+	"//7/5GkB7LbXHfJ2MczSkV6zRtTQmhM1bq/Te9jpYiok43SeNvqNk063c9KArNYpmKRHEDHm6uijEjeM",
+	"3+vPJnUXLaiGOGTTFEwFr+jNPBdi/Gb8FNt6n2eAOavg/pfUlXHRG3HAMZpmrV6oxAcldfTY5jkbp3dW",
+	"Y5g1bEW4u/DBy7fuNNZPLKQ2bSB3O/ICVdCjds4ydkuLRPRyCZGOmUIMT8JEmEp8YEKDZqNZh8QXoxGb",
+	"qz5R7E4dTdUsi/E0p0gRTb67fvUSZilynJhgWsAhg6LhTirwHE+YMpMGgXyj+PTsH3e79jy2+SmVIwk8",
+	"w17NMzjNX6O4LdlQpoq1tXbWFxj88i1Mqhapm18efffb8cu7J/Qw37vnkdrkIs+LDFCTdF7nqzfbBLLF",
+	"nwlmEFg1HA33FkN5OYf3a6nu9U46j/QWkyy/mMCUlWfh6LhzUq6gtgXMplcFs64xAc6ueWneGxjL+T+J",
+	"GIEvS/8AIzb4hf6bZJRP/mvQYHzQKH3HaOL/DRseP3irN5SWUiPA+IMj7xfmk2obRcTIvKO3sUH7dadj",
+	"KtccVRs4KkbU8Ccv4GXAu4eeMHPEl/dECPVyX5O8Ak4sbKujF+20e1q3Ym7XHLma2fdR4wy3z+YHysWv",
+	"4amT7U8FSmT79/1G/58fooZczGY0XzX6jaupWBL9/4vcbH1dgFoXetZWUrGZJ+9WH3wAx1tOZ0yx3ATV",
+	"1qZqwScLJiWUP0e9ZSs1FoU99cq3BdT1g2l9/+5l2Zkykr+c/Hb8evzDY/G30+H3dz+pd78/+nH2ltq7",
+	"hD4tij0K7/HLQhmnXSEbe9Hd6nEezUH/Ht32jrwLSPAcesfUIueIVja/BbPOyw/Av014MCbNEZWsnerB",
+	"y1Slt6wFJtlwVaQFDTgUiMbqVuWqe80Y/muQC7eGGxQBEAXBO3z+QNoWtMLpA3TDlGHCAnvzXNymCcuN",
+	"1ZTqg8rQfTo6fMBB2HAsQ1sa51nb7YGLRJGX1jontrMAURmyYkyhEoJog42EtkPRksHhASaEE6mPXprB",
+	"HQBgw5g/Dk3DOe0cDm4dXFe0wdQ9JaGy3B1yXWZmyZnBZA6BDUYb68uczucWCx46MQ2p7tb9UZf3uo/T",
+	"Ew482AdQGKzYCH4u6oHCH+2QZmutHE/qqhKdrcqDqjlkQ4Mo8maDQwhw2+w0BuPHDO6p87K0lXqOKK5f",
+	"XIGXUJdtEbDwnJ8c1F+XHWh3kG+5AiYK6wR4vPGW56FpC0k8kPamjT4bQ1ADDVZYAF+1e93TOrmydMbh",
+	"BYEiEFtU6qfYkruwetufFrTe+xhW5on7DYmr5tDf4Qz/hjq2G3ikt/0R31mID+1w6jtv4EHmyOnxk+0P",
+	"VK6X/3YzphywcEBR9Bg3PtyXzJxvmSosnLI5Aw+hPSNk4Eh/CpcJrxw5HhGo/ExF9MIRYOBJN2y1USFa",
+	"alOg5kv55Nzxf5TKGBSHmHud74yGc6xLnlUY90sMKYCkBF4U2/sLXmSBRngRhgM0wihoDp5BV67B8CGg",
+	"j5pIlS9GaqEH9f7Kqv5zF9AtSuUZ2owyzdmAS5VmWXHPtj545VEvGM/JEgk8ZExMxWdJgtQdnQEH0CQQ",
+	"rOXGXtG6nZucfVOLkgQc+U+sCXC1mEOVI5aA/3FbCmWrU6mkSyRTVUnwzxRZtIp/x60+xq9Qs6fSVd8y",
+	"lWaKskYE7Cq7pgOOlUH913e+f/5TgX7NF5m2IS0o0BSuw6bQ/Sw4swEVe7AMeMUWoxypCEqHTHgOC+r4",
+	"a3pT4uehyvGZdsiPac7asCVUqi8ETr5Fnk5STjNwLaYjFjkWzlSS+LjbjUOWFspQrbEV0i7FT44uEzab",
+	"C8X4aAVBhg/OG/CNSFb7HkcVyrtC7fyox2j8vesFsn0BaXjlC6rt5YyzJc0KzN+jdvek3e0B5Icq2ej3",
+	"jqOGSlluSzQVNHoNSWclO0tr0fEiy8odvaioHTqRth5SUaTVddBlrzd6xyfkNXlFU06uFLmYK3Iakau5",
+	"PulhXBG5fEkeHj/qntZkK4b5DEv8g0ZbVCGP3evew373tN8963S73Z8LA+WKZkyORQ7pJzbJt/Ejelsw",
+	"bj7Rn7xmyzWnp+3GbNWRrhkIInW7J//4R1f/3+n1q1fH/hTv7DQyhIFBor9NDqV7A4GhlVV745ISTF6o",
+	"W6H61d/dFPI3mDNiyjgFgwf9VHMOF3i7OYe/84q1LDieMxeb6RRqWvgRTx9HsnDo1ACV/maL0Xcv/+Gt",
+	"xx2MQTP2p4KPsxTX4rS3w5sMsP5aiJc0R4rB097ZLsOSizkG7V6xJKUWD3h6fLyDBVpS9u8YwMX+dGYv",
+	"hLeqdi9K6jbTN+jjOrIG2dHHAqp+f2RoKAESvM2/Ea4/Qi6KyCwpB2ZlOptnqyImi8BxiHw9PPXzZjxD",
+	"JOh2ah1U5STgTiyxeH0un2LdVcOUNJYle7gPAB+Xekfnc6Qv5RVPajz3a5gba3DA4fbgmO0oB79bklhL",
+	"s0PwpVgorSiR7Qx/V17BogvfG3BB8Tp8G9qLxryRDyLwzIGfzZbWqTjarK8UugnE2NZWDJh7pmOuSs9n",
+	"Mfj+o50QpcvT2rr96VwUu5xK5UW+5G9zMbH8SV9Pis0nhS2nXtz5vbPCywGoOy28WzIqtoypQCIO1q0o",
+	"5xXPWT6jenzZypT4BPA9nciorGUMRwNinUykkJs4HLlU1iNttBycDsOVweM4zrmxYvmS5gmCVwCzleWM",
+	"JivgUFMsGXAEcaUKCwCBy6JA+gaUEw72s95FS6rpdHM1x1QSU4Di667/uuv32vW4HXdwje4l0Y7Q5q22",
+	"pcDegfIA675Vw2LosusNAAYiwc2/Xb15bViS4Hki2YxylY4AVsdL1Rv0JjC1GwYcUiMig8fN0lGqKsz7",
+	"ftlC62TTBl9RnD4a8DjgrwBsd+7cfqaGj0kXwuiQbHVcsXFTCMsjChvwwkcKnWEJ+pMB12Vq2kyFhEbx",
+	"wmiywimgxahac82J8YCX4qZGnU1p0GG30V9cVMoEbOGFIaVCh6rBkBquyRqSTN/37MiuHGGl8flCh9Oc",
+	"2EQ11OhIb2T9ZU1LthbkuzRgPvNn3zFf6nVzqQ+xDYpR2Tof8PJKkImAfooKKRvmcpbHWGaS0/MCoE/r",
+	"k4/fMqi7E6ORbKB9HhtjwkZpYvjUa7zVA36Qu7reE40gbzXgWg70/GaM2rsFCJDs+7TvpdoIjuwBeKQr",
+	"XuQHEtGNVZ+xrcpf7zsOuov3vAgs/Fowf1S/7xVDfITv4o1MlVYzOzs7fPUSOe/uPKMq5YuZdcTZ8ife",
+	"jd+SxDKAQdi3wo3SsMa59/oeSlsExfgo9Vvv752z1H/DK3GL7T9994rA9xHKViFa8FXAse27da0b9u8L",
+	"mqXjVB+5e3gngyWBvox38t99z1uvEvW/0Mj76nD8zzAocV8e5nD0A632rhfwM+5vfAadbQieLWqPuP2W",
+	"pIbnfaaNTgBJ8wmdIHEQpnLnUKuCIMEdhFNTJQcccqlg/Fg+RdsWYgR2TYJ1UJnh+dPWKoWCLdpIpXmW",
+	"stxUWLllObHVVwZ8SEc3htk0YzQhcgT5v1CMUszmCwij29Bv0WHLUO+utM34RYlTURuyzx3Lo/7rWYk1",
+	"Un/y1uNQjM9J7Cgdwb9ILi4HUKFMKmqyW6zdVzglR4Lfslxi8hMiCsC8iayB9aLEFRlrKw3ZnxnSVsEf",
+	"b+bM0DsVvfwhZcsYSwhZ208b3iXiXm0LrZl9AYOPJ1vsvQG/YhgNja1gXibQ1IzeMKDegexUOmZ4M7Ge",
+	"irQMgfBMc0vnXpi0GG+t5Fm5JyUxtxoD/HA6RrWxpDNUJ8gBIOkZVGSbPYWTY8btURD/e+wq+NrNcKMP",
+	"DAftR48e99rSyW6719DnJRK59j/Cb0xmgZYUAmFTyM9rLyCZu9iDmxMCjKO+vFN2R+Xb2fvfYo7Yhepg",
+	"DnoCsvKxEZDM7eU3SvtqSQunnCuDu17jCbLui7FZrmTdcqj+7f1X31jZN/bVfvrj2U/vIDW1dIYAUHnd",
+	"nHK6ehdzCnwLX9KWMgZPObcDjnqaAV+AyWQHVNpIzFfE43tgcxkZVLLNNlUCiI7HIp8IxDF/++ztO0Jz",
+	"1SG9RxF5+vTtRQvYw7XVpHLKJSYUd0q1dWZ0BQFPbo/iAbduMsuw07e8/UlB+f3AFPwpxylSRZZgV3EF",
+	"ufvG6e4wbg/AyWHcOC7RtpQYnipt8SVFmrhHM17ivE9VKxpwnC6Ds+eJ8RdBogPm1iZEOl8QuJZS4y6y",
+	"mhL5icaQzSFy07kBN9o1Ml6ZU8iqoArM2n45L9LEYwZ8WyjGqOpzs8hog9phm8RiKIZog9cwPsc3AUlZ",
+	"tl5TUViJNCGCHS6shDZhwfnnpgwdUaaAUkRi264xkVrAa+HRWiOBIDJsYJF3+cDD8soBR0bVCg0Fxobm",
+	"6P0jknGT3O96f24SOU1CNEOOCulOtQFHhhQhraA8WCO5kOfOwMfKc14OuhiT2NOW7e/ZKh5ws4k8NoIC",
+	"/fuGs2p1E+M5RTIQPRAuyns3AuyuuUtgtr9DQBdiSXNG5kCoUaV8MSKq7wBZKlUEJa/Q6U8lAeJIcFNO",
+	"tWgBLJYi+Rae+tQAIoxjVBmql6YqOlGTwdQf8G/1Dx5IkgjLMfBXrUHj88IlVqQ3aV2A9zJ0vUdkCIGH",
+	"VLFZRNIZ6OZcLInIbfKUcZAjxUGqpiyPyIKjNAF6YkrknGVYRz7k1B3wda+u8SBDmAIpdU05yBQIdxxZ",
+	"RTGx0nDCxy0DT8e6LfamCBYUaNhFotvQdpfllvfSnFtRUXmzIgFWBF3WOV5kTfRVy8TrgtuiQn+DZCqk",
+	"mXIkv4lMnUggFagS7rQ6xEBMnGLdijAJZXJhRoyH27cmpfW0h25D8M2XC+Tua+xjRytQXQdsL6loyr0N",
+	"Sdd9vYdQmLq6RcWl6WydaLQoVLRDw7RnWazkO1eb71RbQFb4gQOzVOfkwx5+4efYm7pLjOksyMb6vvga",
+	"Pv8aPq+z1tGCrljrcIA6p5Y+ZbSlCyYI8DUd6v10EJwvZrG/pbmEpKZxzlhbsTvlJfSQavZPOW0bDM0S",
+	"1RTGtMFiN4k/wcCzAWna1B1Ed9b4x0gTHA0DLg1/YopexD6Jr1TOmDLG35X+R16k+7ZCgW4LG4w7A/68",
+	"CMvmCy5LgKB9HGc0sV6zzwtKPNRr5nIyzrpd8pw8pfNUiYxc3LJwRkZvD8dWktgx/rl9Ww58xtnyK5Ty",
+	"q+PoPwm/mSS+xgb9ve402g/IeYSP1aM5fb+PvtnpizudSNLckPraOl+vLONqlk/pLRtwrc+BCI0lZZ1c",
+	"OFpAO+eWk0u3CB3okOcYyPFr3xSQI5PYNlILmmUrW0YrHBbRXxm1oRv7Aso9LCD2J6kWSTqR8Osa3bpF",
+	"oGEOMDvpqwb7qsH+8K7vGSCL9BYF72lIgcFW/CyI1HAGTmJcGIZSBtRFgb8pqE9sVr3gTJ67IqEl+9Xq",
+	"wAEPKEGyq46zmm0dBjTgtiZRr9vFLszB94UedGQ97MJnO5mxX7XcVy33Vcv9K+w0tH/EFgW3CAba5hkd",
+	"rUXaoEGHGUHdhebQNWgwfT/O09mMJZEfcEIuYLCBQkoKInMFlhtKjDpXNjhkIWqSSvDn12gxg+itV2Pk",
+	"c2ixHOflqyb7qsm+arJ/HVRB77miSnoNUMFotOBtU25k9F2nYC/XCSTNWIpc/Zfje40RKemqKogcVUvO",
+	"RpBeaEF3Sfn5ImGkFRFbK4gMVyaSbcr9oFptXrx+1uqQt3RiFOgNW0mmBnyuP+mTOZWSxJzdqaeLXAJF",
+	"Oh3dECpJPMIPogq1E/QhjlytDP0sRCchfDfgXCBJP/AbK0FyjJACHIqMGBbwFRxYPMc0J5QsaXYDofxO",
+	"uSeptDlTguN92DXcIRf4GBbIwQQRzLIxmNTcaPcinqaWwNYDPcEyNDfpXGKhTXALg5Wsz5wFd+k/dpTL",
+	"qcgYvLJDgCYnhqR5mlyNRM5iqAsxYQDgmIosGfAxW1r68xiSpeKCmB9CwQiNTdiIruxhmBq+Zp9fSdrK",
+	"OWLZ6g/4WGSZWJbnCaOv+DOcsNCZo48z59XfwvZofwfnmKWbDbHrwcgqVLYgzI3+mV8Y6XhbXaQwkWBp",
+	"mMar75KwNvULZbeO9u+sd7w3r2Fc7Np+aVefEy+Dq1/ewKS0f+s6qzdUeA5LJXIsYHBb2Zz6MQABj5NC",
+	"U3Xjlhm9UVQWkcz6xapkr9pqmjOqYF/MRF6uhRWkA9LfzzNXjzE8BYpOSjPgii16q3aybdFA3my5xe56",
+	"vUWpVkCvMRb5rLFtdpYIcoEYNRZHQBBBKjubyD+vbJWjHeO/3jP3u3XJkELv1icfS75zp975D23tlU07",
+	"xUrjqQTueNKE+hkRWZegEtNJiE0rNI4QF9dnJFktj8gWeqIKakabG4Ce6XRWKddogQbd3nW324f/Z+m9",
+	"gmrJbF3dZKn/rjKe3s5QCrdxcLeHbCwgwrihx8d79vgbaPPzd9moxz1m+ri7U7+tYvwiM40bsZzg4ur+",
+	"Qv+5WJa6f9oNd9M3IqoC7UoKbq6TuKciy5W7eqcSQJb4AyChhtxbsjT6JQeXIUYjwIiDLwCdGTga+iT+",
+	"lfKYjFOeSPIr5SWCObBrLLdcNOD6t4wk9uf2m2o5wF8pr1ng3+r2f+/4y1L6epFfifT0hZGiT4HV336/",
+	"/FWkP60u5SX/e/omvVy9enZ5/PL6+d3L68u7H55dnL359dXyza8Xy5e/Pl+96on05dO/zX9+evnw8teL",
+	"uzfXr3qvvr08vuTdxr7xYih/HogZX6BxigULoON/9CDxn57h92VqvEWS0Xw0dQuzBwRHHg0tTUU4OvAj",
+	"kg4s5vpo7kXdbrfQCgaJ7vutbDIXfi4XGVDdWDApt78dcPCjdchzaqCmFdiiJGVG2pgoesOQoR8ANXBK",
+	"CSxzKJYcuf1TBNt4DcZjmmYsiW1nHN4XgLR68dZehHTiYNPiaDCXsEryj5CbhCragXZkbJSg5fPQuo8Y",
+	"5lq7Y7CCR8oTdmeqyLc83jIEe4LZSiaC0ClUEgRN7FX2IozfsgzApVwoKGQT6WuxA5XGEdLHwWoNOLQH",
+	"2Yu2RloMBbpbUFJLejdTu5AOTYR5gG18oG8LVJKmdTb0DdFQwQphjvr4vABn+jwdhp+DDjgplgZWC9+5",
+	"H62z7tolNxBkovsYVZiP/HPLcU8MWSa48UYHGJNrOxdgovAmZzGXLNeXt81T4gXR9LfGxMA3QDJEG3hf",
+	"dB/yRcYk1JhypCIM+4Oo+9xzRhmUPFQBbfp0LUhfMjQ8Jq1IN+yTyICgriISA0IcvDtIladE2akdYSqo",
+	"wbGRIcMyFTBa3aiDYSx4hiC5MMYtVTAk46Kw194YrIjYOU0wTU63a7M6knQ8NmRUHv01ssMYfkBwzlit",
+	"ZFDsEgsHYmEQUDoAhFVLQVzKgC0g0IHKcrbQbVG8T8sQTHLKJ5lXMhNzjfuIvLjQs2aLQ1oz2kyAqTqI",
+	"HsMc/UEQpNDPRLW0MpApSNGqctJr8wDJtVYZqCxgFgxrIfTdVkII5QrZyqQ5VY6CR//tJkxwNuDoBjOM",
+	"izXV2iAe4h0AVtPbxzyKeLoKuZPglfX+pH8lsQlu3zLs/HopPC8s/oIlAYQ5dvdAiuhPq8P1QZvuddTH",
+	"xW85W8qMKX2RASNiBr4UO+o9wObf+Ev2RZGRs/Sumgfw1JLoW7WpJRA1NR6b/trgiY9Lc0AmgC0B7qia",
+	"o4bl59cWu572PVs98Vs1Iwi0CtYEzhWsUdnwaET60onJv2B2wPiwAEu/UbY2jjs2qWDGpETqGWQ3QjOp",
+	"VMwGuF4prIO930IlqOJRvzKmQ68B/wKxFSrlnI3SsVlVv5B6A1dJN3mwrNVxTr/ZbGui1v8zMFB/DRf+",
+	"Z1JRi9wcHsFr1F63tQLJUBtF/DYXi3mo9kLJZ6+thCy9YYaEEKJyjqdEX8qAjNpwvQy4tkVJMx6u4lbf",
+	"3AmQNLDvPT4FWhiHgx2u4HZmKjA1KTi7tCn3/orEvdj5GBmHKIA29pJczOcs6ZN4rV6AyX04OzvrdHvd",
+	"Dn4E2qd1Dv1B/sE+ajUzSjQaMe0Sq4kbmmnMmUQwGpo/xr7kI9Z3iZNgLGP2ZOyKh4sRzchcX+6oIpBq",
+	"SZrxRP9Xn7lxROKJEJOMuU/0Fc82QpVu881CZULcROQ7ofTPIvIyvWURSZ9mYpFE5AWVyiW2vc2FEpw0",
+	"Y20CdJ4J9ld9mP9P8UbbU3CHaQOi8v7SLGlz4oK7fBRv+cDMbDrMzJpvrsjIBXrtkf4QJshkxRQAaH17",
+	"X89DgTOjBea7qUJAtDxh+BorZOONJzWEQcZFYOS5iDu353SC4mVrv+AMODoglmAy9C6R6VIIGlxc56Uo",
+	"6ICLomh8h1yQie4O4HrAX+tgPIYQs4jPiiyBGtKJxMgdTiCklccy/Z1hEXtzQzJJ+6m29/ENYoz7UI+v",
+	"Q16bW1BqU+b76LcY8EI3wBc4zTCBIYt7nPKkesneGsk1NTdSCZ15ILGHtfGi4SrIUWLTM61NUpbEnWKP",
+	"RhQ+IaB8fBbVucX/3QHlXvf49Is7nXHlYI2H+oSyi+JMWTiHdjSRt//syRO9rjN0MTbOzs66va4p/qK3",
+	"QKN/fB/wfaeXv4p09O30djh7n758+rdc//36+n3v1bPny1e/Xvz+6unfnuzu2Hbyvt217Y5XJ+JfXdz/",
+	"Vhf3i5Qn1k7xbJ99TCZ2py3XWnPpuaFnsXrY0Mkh/jODyhvN4tSToPlTPgFGWB/CERGpckZncP4ZPmYg",
+	"ZTAl0k15XJlKvVWJ5HQup0JZBaIvdUMqWZ+8fgYk0E3hsVbEUAWfswhPuaKYv8jJ06sfjIOyVAx9JG9N",
+	"yf6RyBYzjidoykkiRvKIztPOLOmj+0YsCXXEAxG6pn4VKXeJrOfmlEYEmVfipEieLd5irASEUw04NtRy",
+	"tdrbz/lIJEBgPPk9ncdgL4I/FbmCLw3hoNSTXQovmCpx4Cr3nFcRmYolUghS7sUsU2UIY+Q5oWSUpXra",
+	"jVUoR4Jzpn8llZjDi8GpaP3UuJTFAX9MUIrgE8FHDGfWMlU8kEQypcWihVM6EwbIZiMI5PT4iZnMd0zl",
+	"qzYElWPbHJgCXg8x2MELNI3p0QNJhivFJHKonHRNAUW51h1036l0xsRCtYzjVZpREMaTGi4I+H4vu+Ar",
+	"FOgrFOgrFOgrFOgrFOgrFOgrFGiHW9ldmydrN7PGx0FxBxs0+oOd7mCDRjTAcwIeCUWQBo17mAP/Llx1",
+	"nhdWphj+yrA6EZibnZAsN6x5WR6A630EHYr0vA74LqOIQv2O7BJu7P0FQRJWbcOCicqdRetnTwWGsYkT",
+	"Qxa2/NcL4L/5AvgcLdaDnOXgEKuHNr3SXztoU9fPEnRkQKnuRsGGuRZOj0qoJ7iaGErLUuV0cGwaxzm6",
+	"i6DhB9KCMJYpP0d/n/EjstlcrSyeY61ODyE1lXqgCSzKA0SJBRKkZS4VxT3Op/4Ef6lu13i5Mc0R0n/O",
+	"/R4jc6npofVQx56pGqObucw/nsoq/3iKxXXwfgBYraahJHWpN23HR64vcAgxwT7ATcMCUPasZIOHFZZI",
+	"hnkEKYjRO65s5uiCpxBnrq4VJFDZS+FZt9u3Nz2ES2Er69T5ssDVmCUqaPNNOf1My50qOAdL1oDuqKW+",
+	"x3swvKhgJ0UpRIJS/SeyCojSyjWLwtZgHa1RtvtTXCmoxIVCAkuA2Jhh6nH4MlTmRLU5sn1LUynGbTFu",
+	"2x+9f/fSUImazeM4NivJuqDUJ65+OxZRShNpWRmt/972HAA4EkqHYuLTgAPoSsLCoU31pEsSupJRKevJ",
+	"UNsWlLHaBPn2eQEN/G93xP1XjFExK765lwVs+4GXfVQGl1wJoOa36mJliB3d7ZsIbiBhA15L7+hjDj3C",
+	"Xw8iZ17eIVqqgWC/gCDBrlmiI4BlY1+9oZvEFPRCQl49wXoOy+ypEnaLpU+1VQP9YRcFGM4dDXC51mCY",
+	"CFgqujKspytgw3GBIhIn+erdghseWwcIS6WDOZnEwGoJiP4aeydzbi4sHgEKB+FfM3qDZccMSjKyyEAt",
+	"T2YEbnK2rJNZkRTJPivrVdandCZw7Qa8mA2wo6nnjTZph1bPdPRrbe0wUxYM0IxV2jo54EuaKrdJcMAA",
+	"QYMUwFT10cuU6h0jgyEjeObfDtKC47sSuNo5WoFhCDPlT/fFAu0caHjlz9SXwkZVSOMOQDYVuX8bK0Ns",
+	"waX57ql+4weapQnkF9qzT3dOn3KumgmW9ireeHLdfVy+eOuflwtRVJ85ve497HfPvGf4YvZm7IqpSLjS",
+	"wmfl2i6hL35I2dL7vCgNU/1Q9142+if+Z1eMJ97vyt2Wjf6x+cIvKKN/fx+BUxNv6P2TXgjgZ+qRNdYw",
+	"EPo7fZC+GT/FY/R9rldoqtS8f3QEyISpkKr/uPu4e2RO2qOR/OXkt+PX4x8ei7+dDr+/+0m9+/3Rj7O3",
+	"FFuz3GiQhVLy7/Ubzq6qog5LLtmocZvO9QYrEklL7Lm9br973O/1OqdnD3/Wuwn1eaM/pplkESqY5JA9",
+	"fejOrEOSXVsVWRANN5feEWTCIJuOkNZX6sSvyLQ/PjINNsTajdfEKHctYgb2Vlut5hvQaM+9wgj6l4QS",
+	"cxuDX0DhalN/wCOJgAjoFWxedyGGJppgd7MMr1fAvmFrBzyQpiyCRB50rxAFFFuQU7GEqKASomXscGLP",
+	"tAH/RqipvmQxW8YileTi7eUDSbT6v3h7SRIxWsygagDckDkz10iDocLeptJAfH5kw6kQN5BQ4FvuMXA7",
+	"aPPQFe3gYxG7i5+epAeQ02Tu8RHR5nobfpxySEbigsRaXuJWh0CCVlHCAW8YJnIduaBpWkvn8NxWlkAE",
+	"8KeYJaxoaj1YCKxMS+bnl/jMKe5Z81NIp/B9tx8d7tmbNuhUIJYTjgQdwgfvGqwxg2wwHH6jt7Oynbf9",
+	"cx/ovQQnpd5GroDHFiMMS4Ds1OFHj2rn8T5qpHwsXoFAYXzU66R/ihaW6j/dy/1W/Z4bKHqB3EL3ceP+",
+	"fveT2YlfHTjn2m5j2BkyKnuoxJjErom489X1ut8hsUQlFXa9FjM/oopmwrcCjXarORN2pTjCH0ek8M9p",
+	"tSByfcePiAFQGnRNadlBc8jFjOVktpAKCvWMTNbZrF+WD1CqhcfWABWWuVAMvTdQjxIr95hEMsALCz5i",
+	"traO97xJtlI094KjKaY2jlOeyilLoNQOJXORZSz3iYKI5Qka8JGYgZcyo4q1bCKs9LLO7OQ71U4mTHXI",
+	"W5FlxUGpr0wDXkIkrsSCTATm0FJEmTQRy9ovKjSZub1hc9U6X2dMypZ0JQcc/Vq23CZkdM7VyrAUMcqL",
+	"Qo6cLclKd89LoAOH4Qm62shwZVFLGw+irZiTi3Jni7Nan/HnNrVRCZN/GxowzmsdxIGuhXg/kfQHwqfG",
+	"EAFxTLHQTy3uw9O1e+rQ0OvNgljMbGQxTR1iYI/oMeeJhKKsKPcg0FDCHJ11PfIq/Qaq7puBNFFEijC1",
+	"4MxU0iHxlMpXQGil8gXrAwiOCI5r4a8eSsKeCF4MYHvh7G0Y3g+fxawxF2QzNHd3LUFXL+z/tW++uek9",
+	"Pf7HP84ev5k/Zt9379Svk99+bux3Km6Hq2LPvsYov/xBiTMdPCbfafGuXDa8k9KotfA5efTR2Fj3tSfm",
+	"G24PgnJGj63nU5wNtuRcxkxEA5Rdc10DA2iqrIAnDPXvJ98B9jLS/7fb5LspA/8mudFC/tO5nv7kmuNb",
+	"BlVPmdl4axpjiynk1v2BJGnCuErHKctJ06sbCWc7lKczln47TWLrUTGOk5TJCopyR7GGg3tO1bRiu8CN",
+	"sRzxqDGnHm5PeClrTURL1OrKlxDnLac9GoBF6foA1UTBF5GwMeDcXVD/uNsF6x2MdmQ4TVoRoflomt5a",
+	"hg3MJwRbx37xX1iHvMa2RQzGNtv2ko+yRcKKl2Hfay1V87OwnWQMFDOhQyEyRvnnMIfsGvzzY9ED+7Yd",
+	"Q0s3TIt/JlY0U6tfVAoGd0aHLNOLiB8T87GA2al5n33mW5F5vAyNif5Tm8K1D1yl2S00bx+R+IGNT6Lo",
+	"lucQEtmixoKnvy0KCzAY9KgOeQ+HCIjKJmdIVbS/mn9/BBouiAstpBIzsyyeQje7HxR6EIn2DLQQlKYD",
+	"up6axO0R5UhghTVE4W0G3YUws/iGrWKHdIC2HkiE4q494ZMYI25anhNuuJRMDikjsYKaw00lzI8GnMLt",
+	"NTKq09AdYb/BS4Bbzl664WLYIbHZxrEh4McdBriEWO+reMD/X/audbltXEm/CspVW5GqaJmS7Ykt//JO",
+	"nNnUxDuOL5NJhltLWIQjxhToIaDImpQf6rzCebJT6G6AoERZki/Hjo/mxyR2yAYIgt2NvnwfVJINhplO",
+	"D8wviJkY+fRs/QJWzUAgcI/F+CXGPvEeCCRlFweRROFsQvYeiwlELM2lhRaLB6mMN+IBv8am4FgOB+ei",
+	"iAMWO5MF/xLJWItrDbTM0HPuKvNwnGGR0erGV1ybDRqzxvFBp4li4V7kE/RQsbiOpDVAtIMmrU6K5iFh",
+	"DZ9Z0AGSnYtxLpPmHuPsUoyrxN9eOZcvlQJtWFayy2BnQAmLqrVkqN3hqietA7mr+ZhnLRYxDr4tWBxa",
+	"sVy4R4XMIRiYOVSC+AJvlrNIs6wRDPkSwFXgKX/O5UWW9vQqb/1M89ZvrNHxbW2dqa07N2x8hz9/FeOb",
+	"WxMUhNE1oScdRzfAUMyj54aJVKoCa4MuVpmuPvwnizjAU764sMOtHiuELOd/Q8va+Lf0dZWEcxZbdoIZ",
+	"At1NSmCdi8xSmLiLAhZb20g1V6W/xqwviJYdikDI2cXcHNWr28+34nxarjuw7FANYrxjyglqu61ZxnuX",
+	"Cl1SEgM184UAnE1lC0A8AdVoQLyHIGtDCMU6sDTsiUoVy8SFdrQcGG/I6YEgCYgdEMBSxRrO/7fEICzV",
+	"TXQgabhI0r1K8zGiDpg9wgi6ZqJFGyWA/kISa3buECNbFc84koVPvmUPFAjT04i/38Q0S0y8NgE6B/E2",
+	"oSCZVtmWadtknIxkLu+rTgFOtRopsVXZ5Mnu25dR58visf3pfdk6t5U1OmHndXOG93qUcZ1iKML6p1f2",
+	"V9WYB0beppzYhfX/WblGL9JtnSZme5HmbOX9vhg8Qdil9/d+N0hHQG/kPU18PaesNZrObGAbGBkEaPaZ",
+	"bZygKgdtr8AmMWOIOJWhQL9Kj0vPakHnyyAvALtNQfjDOAFgRiEsBGWQLbbPMGRUxsZoQpdCXFFrGV4h",
+	"hVKQYbUFLmZAAlXpi0GL4RNCi5Vvh1GvEBSzsuPe8+BQR2GLIz6g/frRNHjV9P/nau5bS+9X+vR2YlqK",
+	"VS+rUG3Z5JxEJM+yaRhWv/pdTUKIYYgXisMdk785Z7QieSJ6haDKOtRsGTANzko5ugrN++b7yof98/vC",
+	"vWMzqrn7gme6T+Ob16aNEuNpNiwEdlNlXOkToz6Vqhuk3Q072Prlg0vvAxjpmnm15eIuWKGxu7u2YBIv",
+	"WBu6divV3diAVWl5pSe2URijyXVLFXZO21vVpjd/qajT4kAWaa+/4ILRMfHYYnf/kktRWRzaSHdcnZ0Z",
+	"q9MOT8OdbrvT3dpqbbdfT69OniXrt63Q/y1b/7JYTrTyea3qwR+yHhzynJX1rS8In+UUYhZETXYAXeQF",
+	"lEWXRf6UzBwWWQzl3cbT4+cqz4ZasNhusDiSjauMpxJ/ZX4zCfRsAfGMJsbmn2ZN4g0LPzYjWXk2qJj1",
+	"+pYcarbMdamdCd6Dltx10kPyzRdndmb6RYJmV6DJ4wA6kiQWBEPRbZmQRb9xZgqOFvtJAxezVPwSOnKp",
+	"7Bk986O2VT+uccNPrzD+wtqor0Tv/w8vfv2wW+z88uunv4rT0dezozc7794ffX6Xd97z9/xk1L4Ybp7/",
+	"799na8/b1i2nx0+8ec/S5/6zUVW5OdjZTwiXcUXpsArBPKYNxCNDcFsF54ltXLJkYs5eLNIrZUfa+F79",
+	"lm/QdmZCixrUKl5cYlylYkWdReqy1PUMleGLQV4gfghi7mREUo7xlEhmufwCeGkAvKvzES8IhigdpFB5",
+	"vjlhD1vsjZkgYszYVIU/I2P/KlGQGmuGz/ig1qyi/7fq87uVhYPiIZj+qnN/FT64XRdMpVEBZ6vqz870",
+	"iZfa2ycVhTAvoXoiNOQns/RCT+uGV+ZXRa51JrrO3Y0H/PqNKwA/EsUJIEnHjGstBlcaeBARXTpgvFfk",
+	"ShGuszX8jHouW+xjn2twW4nJA4YKQC9gewp5tX2uIjlAMFkuGWcXYuSNZ5G1t/xWFWqlVFk+glNCIjI+",
+	"pgps4v6MZFnJvueN+kpNgG3nZsytzq5Zqu1wkzrcgBEEvAtfLeg8n502fA7+d/37W+t2wiXzey/CsZ69",
+	"Go/uOneeu+ucDzXu7x/Da17h06xMa5npnAyiIM2Cupd7vVHai1vrACfGtkAzzmRVo/ddNuqnvT76yAH9",
+	"QJcGxFpRWibC2+8BabEFAJW9cVAyU6N7DiSwjqCK5AFe5VC0Inl0B4arOSmDUpHObca3tvs+jEzhs2Vk",
+	"6oThI1Aw2d2DHU34A+DF0d9n2snt1la7Y+yL3YgLmq6d9sM1rQZrtE8P1Vp3c6dcC4sZ1wlDKEKyz9We",
+	"/1xhq70V3vm5kC11zbmajnHF6K3Hee52Bxv/afvPfl2Y4Zlcou1ws471qp/8/O6nd1/fjQ6/ftKHpwf6",
+	"8Ovbs8M3lz8d/r3/0+Gb/eHh6YfRx3Qp5itaUJrofEABuzdXncQ/ZHLGfARSTxuqRzyTLm9yN76X3/nN",
+	"RiHop+VrkermU2se3HroHKjzKSBV38LsKaGH62KelRL7MBRDoUrKKGveK8B2TOYj40/QIRtcec21YA1u",
+	"ya/LN25OupFEYCHYEboYWzhhvAjbyZA70yrNLFe6ibksDPGVMO+um7wVyf3aSJ9XRezeJiI5NRAVvc7f",
+	"cFc+XvTvznb59ROb2FtsSzvstn34W3e2PRIyIdaq5WzDrHOkXYGA/WU26So6uoqOLneEOwFN66kmo3Tv",
+	"d25DWMt1LVCXPkxItb6AlRg9Rn0BlZoxDu1BqdVEWfORbLIRl05rVi+PJGmbKp7PZKgWmqvN+Q24B2rR",
+	"VmMHZtoMIim+8WwIVF0WPI774B6MF6LFbM8NJYRabJ9AQis9M9D7AW0UtqEa+1qMGi9R7RU75wlQYMNE",
+	"4YSKiEOKfwMUNlk+oov3RrIThFs7iO1KdbcNpDwB2MiAAbMecO+k8kvAsP86YNTOjcmqYZbZNBVAjlUC",
+	"ytIizboYNYHjQ6Q38BvFp58rPs+TcQvfWyuSwEOpcBhGS5zmsoygb3bMMElKhXxI1kwM55bJRXsQLfjI",
+	"kbT3A+9jjWU0u5u+jbfwhtbuESXGd2yBmVoVIKSWh4IEIEjLVOYasadC6ccMGyMwzgr59Z4oU8vtAaJr",
+	"Nq+MXuLyW2IWvvpH0qYluS6pS/1iIayeJrj80k+7B2TyADEF9pEFuuZMeTb2fu4GND+OH9nTmDwC+odV",
+	"KA2sHLUQ9BF4uCyQqYXzclWKkcx7QA6TAOrLnyqVPUFcR804cD5NinRA5YmNwGyx3Z01gEnJnRGJQMic",
+	"FB1ub16ABD7iY0YlJGCI8WypEVoMoW1rDpQBUznyWVfQyby0cSKS4RUsjqXJAq4ajZ2w/JtgShBB2Rhq",
+	"M/GowlKJci+ESIxfViSCouklYCIigZ2PaT5GIcfGm0FgU+Mf0Vm3WshZOeya7VE96QJbEv4DTqYsMG2H",
+	"QRiGtHbdSHI2SmWSjxwevKUSsy4KygyMU6FyCRl7hIaL9+wQqm++/oIkKeMOmadUOaD42qsQ8BgoKjJh",
+	"Vq10mWhS9a5o6UNG8grPl2ZSnd24hsq6i7EGzOGDPudFlooC+6R5ubOBDPzUuMOjvLi05Giqz3EL6pEQ",
+	"rkJXUfqfHoSS/9WGinwkvZkGEbyeif6q+giEkfkcUvnwgd7OSQsf74TDULnkZnE2ZvPYj+m24Ue41t3q",
+	"BIs82p2T8Q++JLPclv/JR8gt7x2qAD1wFRlZZdR/0MJVDM6QBXJQ0g8RpLE17o/qNR37uBQTZutEc5nw",
+	"ImF28hN142i8ELcOeCUtzL1xGqgXo8Xe+lnzzhbr58PClsBVfTQxGQ2nHpBRHkkzMtfDAuDbSj/H/Tpm",
+	"DXXFe2JdCbMUWiQs/tYOYiYkuE8BzWFEc3+lIgnVBk1nGclX6nHJ1CjVvb6dVXmXKwMqxFfRo6Jd+xB7",
+	"Nmlg3IQAK+smB22x41xzvNHsEBAIkKq5Et7qSIJXwfsiWdIjUHUf5hg8bMMsNS4sXm+LJszqKBZfiCzL",
+	"16eXLAAIlcJMyHgM42qrTyN2wR9r/u0qrK/jTTMyEvBvttIKN/GTJyVsFQPO5+D6Ki2Emld/NtFl8qFz",
+	"ffX543Z41vn9a2/we3g22A0//XGcfT7YHX7q/P7f54Pj3z7/8TnrXb6Vnz5mwzvb5KXL2XCeMxIQsP9+",
+	"rIaPVQrimRVowyddU0VW2Vb3M3f/hmQEhQg4M2PNTR7UBw54BqZO5qMuxurRNokkKM9lAR3aEcg1y798",
+	"EQnL0kvBPOd3HDgLR5GWhGtOPCEyB6SOrKRPjD2i4jik/9bhf6/N/3bsj/a/uOkj01pGHnui9wndKDxh",
+	"fHfvuF597KlGmFtS0krI5LQMvj+njHS4fEa6s2wMeee5Z6Rh96/S0iub8BBp6VKVzlD/t46BMkXxbTYz",
+	"g/NCzWXIz54qxyG5x+IBvxSsGMoYqaowBMw1o2b2dud1K2yFrTaw+bZcW8EGwhDjjOtb7CnSyR2LLVAI",
+	"UH2TY/OcrpU65JJ/weCdkY9VSCTCk2AUQ83d+0kVANzd+gro/4lnmDWMjeMZ40litiyRT5Doo5KPeHqA",
+	"Y2GO/VAIVQpnSZoEHs0X5pfyPKPpDyyFsVnl3qU3FnSDmLdbXzSGtp8B3/J6DvybQC3mSiVrVoZYmWsk",
+	"VhpF7VkbTGbNK3LbsG4NeEKH0HpSoFTacDesCQdT6ckmcpFpyYSsO4VjD/hWdVj0RTH25BJSjtmb1+s+",
+	"Pg7dcWBzufUuzgmxtkHifDLj4WfRwcNpjODciamfgKUXloAPfBxIKUYy1c09cFw619eM9y5lPspE8gVA",
+	"OzFOb8sxqp2t3VsrLyIJnz0CXmIkAeZMtK1oy1psX47B34ikyJRgjUIkaSEA5izPjYfDdDoQ5v0jBmF7",
+	"myl0aHq5lAKZBqG2GTMC5JbpSG4zFbBtNkhlwDZD/LPD+uZ3/YC1Q9aHrxD+0vjnPzoh+y/2NdVaFHvT",
+	"7XBbnd2N7XATDtT9XObDQiRseFVGEK41U1pcNVss3mqH7BdAufcwPyvvqj7KDg7Yz/4uuGOoHLYTCXoj",
+	"NE8zhR1s85HHau8iQqVgCnZnQWn2+ik5BVdLSIGrJ2WcyZITc1FJ/j2T8hQQPi8sii53Uqpk+nOlVC93",
+	"UkqG/bkSykvd3W9Fll47pv/5YHOVy0spFaL++VIqlzspPqv/XBn+xU6CfwB8y9PMeMrzBNXc4+SV3vo8",
+	"Ke7Kyr0WJWqRu+laS0i2ZNSHAv9LpJ4m/IxSlRvv/6YC6OaYXMG2OhsdsKPfTk4t6/TEofns+P0sH/Dm",
+	"XwEAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -192,6 +192,7 @@ const (
 	ErrorCodeFieldArchived            ErrorCode = "FieldArchived"
 	ErrorCodeFieldDoesNotExist        ErrorCode = "FieldDoesNotExist"
 	ErrorCodeFieldExists              ErrorCode = "FieldExists"
+	ErrorCodeFieldValueTaken          ErrorCode = "FieldValueTaken"
 	ErrorCodeForbidden                ErrorCode = "Forbidden"
 	ErrorCodeIdempotencyKeyInProgress ErrorCode = "IdempotencyKeyInProgress"
 	ErrorCodeIdempotencyKeyReused     ErrorCode = "IdempotencyKeyReused"
@@ -229,6 +230,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeFieldDoesNotExist:
 		return true
 	case ErrorCodeFieldExists:
+		return true
+	case ErrorCodeFieldValueTaken:
 		return true
 	case ErrorCodeForbidden:
 		return true
@@ -732,6 +735,14 @@ type Contact struct {
 	// CrmFields Where the contact lives in the account's CRM.
 	CrmFields *CrmFields `json:"crmFields,omitempty"`
 
+	// CustomFields The contact's custom field values by field key, normalised (see `FieldValue`); a field
+	// without a value is absent. Values of archived fields are still shown. Always present
+	// (`{}` for none).
+	//
+	//
+	// Example: {"renewalDate":"2027-03-01","seats":12,"tier":"gold"}
+	CustomFields *CustomFields `json:"customFields,omitempty"`
+
 	// Email Primary email, as it was given.
 	//
 	// Example: jane.doe@example.com
@@ -788,13 +799,18 @@ type Contact struct {
 
 // ContactDetails A contact's name, email and phone (`""` when not set), always; and each other field
 // that changed (`assignedUserEmailId`, `recordStatus`, `crmFields` with the members
-// set), in `previous` and `current` alike.
+// set, `customFields` with the fields that changed), in `previous` and `current` alike.
 type ContactDetails struct {
 	// AssignedUserEmailId The assigned user's email (`""` when none); present when it changed.
 	AssignedUserEmailId *string `json:"assignedUserEmailId,omitempty"`
 
 	// CrmFields Where the contact lives in the account's CRM.
 	CrmFields *CrmFields `json:"crmFields,omitempty"`
+
+	// CustomFields The custom fields that changed, each with its value (`null` when it has none), in
+	// `previous` and `current` alike; present when one changed (`changedFields` then has
+	// `customFields`).
+	CustomFields *map[string]*NullableFieldValue `json:"customFields,omitempty"`
 
 	// Email Primary email.
 	Email string `json:"email"`
@@ -832,6 +848,16 @@ type CreateContactRequest struct {
 
 	// CrmFields Where the contact lives in the account's CRM.
 	CrmFields *CrmFields `json:"crmFields,omitempty"`
+
+	// CustomFields Values of the account's custom fields by key (`POST /fields` defines them). On a
+	// create every required field needs a value; on a PATCH the keys sent are set and the
+	// others left, `null` or `""` clears a value (an empty value is no value, and never
+	// collides with another contact's). A key the account has not defined, or an archived
+	// field, is `400` naming `body.customFields.KEY`.
+	//
+	//
+	// Example: {"seats":12,"tier":"gold"}
+	CustomFields *CustomFieldsWrite `json:"customFields,omitempty"`
 
 	// Email An email address; at most 254 characters, at most 64 before the `@`.
 	//
@@ -983,6 +1009,22 @@ type CrmFieldsPatch struct {
 	// Url URL of the record in the CRM.
 	Url nullable.Nullable[string] `json:"url,omitempty"`
 }
+
+// CustomFields The contact's custom field values by field key, normalised (see `FieldValue`); a field
+// without a value is absent. Values of archived fields are still shown. Always present
+// (`{}` for none).
+//
+// Example: {"renewalDate":"2027-03-01","seats":12,"tier":"gold"}
+type CustomFields = json.RawMessage
+
+// CustomFieldsWrite Values of the account's custom fields by key (`POST /fields` defines them). On a
+// create every required field needs a value; on a PATCH the keys sent are set and the
+// others left, `null` or `""` clears a value (an empty value is no value, and never
+// collides with another contact's). A key the account has not defined, or an archived
+// field, is `400` naming `body.customFields.KEY`.
+//
+// Example: {"seats":12,"tier":"gold"}
+type CustomFieldsWrite = json.RawMessage
 
 // Delivery One event's delivery to one subscription.
 type Delivery struct {
@@ -1219,11 +1261,11 @@ type ErrorCode string
 // ErrorData Details that depend on the code.
 type ErrorData struct {
 	// ContactId For `DuplicateContact`, the contact that already has the email; for
-	// `ContactDoesNotExist` from a merge, the id not found; for `ContactDoesNotExist` on
+	// `FieldValueTaken`, the contact that holds the value; for `ContactDoesNotExist` from a merge, the id not found; for `ContactDoesNotExist` on
 	// the id of a merged duplicate, the contact it was merged into.
 	ContactId *string `json:"contactId,omitempty"`
 
-	// Errors For `InvalidRequest`, every violation found.
+	// Errors For `InvalidRequest`, every violation found; for `FieldValueTaken`, the field.
 	Errors *[]FieldError `json:"errors,omitempty"`
 }
 
@@ -1403,6 +1445,29 @@ type FieldValidation struct {
 	Pattern *string `json:"pattern,omitempty"`
 }
 
+// FieldValue A custom field's value, of its field's type: a string for `text`, `email` (stored
+// lower case), `phone` (stored in E.164), `url`, `enum` (one of the options), `date`
+// (`YYYY-MM-DD`) and `datetime` (RFC 3339, stored in UTC with milliseconds); a number
+// for `number`; `true` or `false` for `boolean`; a list of options for `multiEnum`
+// (stored in the options' order, each once).
+//
+// Example: gold
+type FieldValue struct {
+	union json.RawMessage
+}
+
+// FieldValue0 defines model for FieldValue.0.
+type FieldValue0 = string
+
+// FieldValue1 defines model for FieldValue.1.
+type FieldValue1 = float32
+
+// FieldValue2 defines model for FieldValue.2.
+type FieldValue2 = bool
+
+// FieldValue3 defines model for FieldValue.3.
+type FieldValue3 = []string
+
 // FilterTestRequest A filter and an event to evaluate it against; each defaults to the subscription's.
 type FilterTestRequest struct {
 	// Event An event, as in a delivery's `events` (absent the example of the subscription's type).
@@ -1477,6 +1542,11 @@ type NewFieldOption struct {
 
 	// Value What contacts carry; never changes.
 	Value string `json:"value"`
+}
+
+// NullableFieldValue A `FieldValue`, or `null` to clear it.
+type NullableFieldValue struct {
+	union json.RawMessage
 }
 
 // Phone A phone number: an optional `+` and 1-2 digit country code, then 3-3-4 digits.
@@ -1614,6 +1684,16 @@ type UpdateContactRequest struct {
 	// `crmFields: null` clears them all.
 	CrmFields nullable.Nullable[CrmFieldsPatch] `json:"crmFields,omitempty"`
 
+	// CustomFields Values of the account's custom fields by key (`POST /fields` defines them). On a
+	// create every required field needs a value; on a PATCH the keys sent are set and the
+	// others left, `null` or `""` clears a value (an empty value is no value, and never
+	// collides with another contact's). A key the account has not defined, or an archived
+	// field, is `400` naming `body.customFields.KEY`.
+	//
+	//
+	// Example: {"seats":12,"tier":"gold"}
+	CustomFields *CustomFieldsWrite `json:"customFields,omitempty"`
+
 	// Email An email address; at most 254 characters, at most 64 before the `@`.
 	//
 	// Example: jane.doe@example.com
@@ -1735,12 +1815,12 @@ type WebhookEventData struct {
 
 		// Current A contact's name, email and phone (`""` when not set), always; and each other field
 		// that changed (`assignedUserEmailId`, `recordStatus`, `crmFields` with the members
-		// set), in `previous` and `current` alike.
+		// set, `customFields` with the fields that changed), in `previous` and `current` alike.
 		Current ContactDetails `json:"current"`
 
 		// Previous A contact's name, email and phone (`""` when not set), always; and each other field
 		// that changed (`assignedUserEmailId`, `recordStatus`, `crmFields` with the members
-		// set), in `previous` and `current` alike.
+		// set, `customFields` with the fields that changed), in `previous` and `current` alike.
 		Previous ContactDetails `json:"previous"`
 	} `json:"contactDetailsUpdatedInfo,omitempty"`
 
@@ -1798,7 +1878,7 @@ type WebhookEventData struct {
 
 		// Current A contact's name, email and phone (`""` when not set), always; and each other field
 		// that changed (`assignedUserEmailId`, `recordStatus`, `crmFields` with the members
-		// set), in `previous` and `current` alike.
+		// set, `customFields` with the fields that changed), in `previous` and `current` alike.
 		Current ContactDetails `json:"current"`
 
 		// MergedContactIds The duplicates' ids, in the order given.
@@ -1806,7 +1886,7 @@ type WebhookEventData struct {
 
 		// Previous A contact's name, email and phone (`""` when not set), always; and each other field
 		// that changed (`assignedUserEmailId`, `recordStatus`, `crmFields` with the members
-		// set), in `previous` and `current` alike.
+		// set, `customFields` with the fields that changed), in `previous` and `current` alike.
 		Previous ContactDetails `json:"previous"`
 
 		// TagsAdded The duplicates' tags the primary did not have.
@@ -2090,6 +2170,12 @@ type GetContactParams struct {
 
 	// EmailId The contact's email address, compared case-insensitively.
 	EmailId *string `form:"emailId,omitempty" json:"emailId,omitempty"`
+
+	// Field The key of a unique custom field; with `value`.
+	Field *string `form:"field,omitempty" json:"field,omitempty"`
+
+	// Value The value of `field` the contact holds, as it would be written (a number's digits for a number field).
+	Value *string `form:"value,omitempty" json:"value,omitempty"`
 }
 
 // CreateContactParams defines parameters for CreateContact.
@@ -2520,6 +2606,156 @@ type TestWebhookFilterJSONRequestBody = FilterTestRequest
 // ReplayWebhookJSONRequestBody defines body for ReplayWebhook for application/json ContentType.
 type ReplayWebhookJSONRequestBody = ReplayRequest
 
+// AsFieldValue0 returns the union data inside the FieldValue as a FieldValue0
+func (t FieldValue) AsFieldValue0() (FieldValue0, error) {
+	var body FieldValue0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFieldValue0 overwrites any union data inside the FieldValue as the provided FieldValue0
+func (t *FieldValue) FromFieldValue0(v FieldValue0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFieldValue0 performs a merge with any union data inside the FieldValue, using the provided FieldValue0
+func (t *FieldValue) MergeFieldValue0(v FieldValue0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsFieldValue1 returns the union data inside the FieldValue as a FieldValue1
+func (t FieldValue) AsFieldValue1() (FieldValue1, error) {
+	var body FieldValue1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFieldValue1 overwrites any union data inside the FieldValue as the provided FieldValue1
+func (t *FieldValue) FromFieldValue1(v FieldValue1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFieldValue1 performs a merge with any union data inside the FieldValue, using the provided FieldValue1
+func (t *FieldValue) MergeFieldValue1(v FieldValue1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsFieldValue2 returns the union data inside the FieldValue as a FieldValue2
+func (t FieldValue) AsFieldValue2() (FieldValue2, error) {
+	var body FieldValue2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFieldValue2 overwrites any union data inside the FieldValue as the provided FieldValue2
+func (t *FieldValue) FromFieldValue2(v FieldValue2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFieldValue2 performs a merge with any union data inside the FieldValue, using the provided FieldValue2
+func (t *FieldValue) MergeFieldValue2(v FieldValue2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsFieldValue3 returns the union data inside the FieldValue as a FieldValue3
+func (t FieldValue) AsFieldValue3() (FieldValue3, error) {
+	var body FieldValue3
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFieldValue3 overwrites any union data inside the FieldValue as the provided FieldValue3
+func (t *FieldValue) FromFieldValue3(v FieldValue3) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFieldValue3 performs a merge with any union data inside the FieldValue, using the provided FieldValue3
+func (t *FieldValue) MergeFieldValue3(v FieldValue3) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t FieldValue) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *FieldValue) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsFieldValue returns the union data inside the NullableFieldValue as a FieldValue
+func (t NullableFieldValue) AsFieldValue() (FieldValue, error) {
+	var body FieldValue
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFieldValue overwrites any union data inside the NullableFieldValue as the provided FieldValue
+func (t *NullableFieldValue) FromFieldValue(v FieldValue) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFieldValue performs a merge with any union data inside the NullableFieldValue, using the provided FieldValue
+func (t *NullableFieldValue) MergeFieldValue(v FieldValue) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t NullableFieldValue) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *NullableFieldValue) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
 
@@ -2606,9 +2842,12 @@ type ClientInterface interface {
 
 	// GetContact Get a contact
 	//
-	// Returns one contact, by `contactId` or by `emailId` (case-insensitive). At least one is
-	// required (`400 InvalidRequest` otherwise). When both are given they must name the same
-	// contact, otherwise `404 ContactDoesNotExist`. The contact is returned bare, not wrapped.
+	// Returns one contact, by `contactId`, by `emailId` (case-insensitive), or by the value
+	// of a unique custom field (`field` and `value`, compared in the value's unique form: an
+	// email as its provider reads it, a phone in E.164). At least one is required
+	// (`400 InvalidRequest` otherwise); `field` must be a unique field of the account and
+	// comes with `value`. When several are given they must name the same contact, otherwise
+	// `404 ContactDoesNotExist`. The contact is returned bare, not wrapped.
 	//
 	// Corresponds with GET /public/v1/contact (the `GetContact` operationId).
 	GetContact(ctx context.Context, params *GetContactParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2621,8 +2860,11 @@ type ClientInterface interface {
 	// into a property with a structured US address; when it cannot be parsed the contact is
 	// still created, without the property, and `warnings` contains `InvalidInputAddress`.
 	// An email or phone of an erased person is refused with `409 ContactSuppressed`
-	// (`POST /contact/{contactId}/erase`). Wire-compatible with the original service,
-	// success is `200`.
+	// (`POST /contact/{contactId}/erase`). `customFields` sets the account's custom fields
+	// (`POST /fields`): each value is checked against its field (`400` naming
+	// `body.customFields.KEY` and the rule), every required field needs one, and a value of
+	// a unique field another contact holds is refused with `409 FieldValueTaken` naming that
+	// contact. Wire-compatible with the original service, success is `200`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2637,8 +2879,11 @@ type ClientInterface interface {
 	// into a property with a structured US address; when it cannot be parsed the contact is
 	// still created, without the property, and `warnings` contains `InvalidInputAddress`.
 	// An email or phone of an erased person is refused with `409 ContactSuppressed`
-	// (`POST /contact/{contactId}/erase`). Wire-compatible with the original service,
-	// success is `200`.
+	// (`POST /contact/{contactId}/erase`). `customFields` sets the account's custom fields
+	// (`POST /fields`): each value is checked against its field (`400` naming
+	// `body.customFields.KEY` and the rule), every required field needs one, and a value of
+	// a unique field another contact holds is refused with `409 FieldValueTaken` naming that
+	// contact. Wire-compatible with the original service, success is `200`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2677,7 +2922,10 @@ type ClientInterface interface {
 	// `updatedAt` as it was);
 	// `recordStatus` going to `NonMarketing` also emits `ContactUnsubscribed`.
 	// A new email is `Pending` again until enrichment decides it. An email or phone of an
-	// erased person is refused with `409 ContactSuppressed`. Returns the full contact.
+	// erased person is refused with `409 ContactSuppressed`. `customFields` sets the keys it
+	// has and leaves the others: `null` or `""` clears a value (not a required field's), and
+	// a unique field's value another contact holds is `409 FieldValueTaken`. Returns the
+	// full contact.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2697,7 +2945,10 @@ type ClientInterface interface {
 	// `updatedAt` as it was);
 	// `recordStatus` going to `NonMarketing` also emits `ContactUnsubscribed`.
 	// A new email is `Pending` again until enrichment decides it. An email or phone of an
-	// erased person is refused with `409 ContactSuppressed`. Returns the full contact.
+	// erased person is refused with `409 ContactSuppressed`. `customFields` sets the keys it
+	// has and leaves the others: `null` or `""` clears a value (not a required field's), and
+	// a unique field's value another contact holds is `409 FieldValueTaken`. Returns the
+	// full contact.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3366,9 +3617,12 @@ func (c *Client) GetConsent(ctx context.Context, token string, reqEditors ...Req
 
 // GetContact Get a contact
 //
-// Returns one contact, by `contactId` or by `emailId` (case-insensitive). At least one is
-// required (`400 InvalidRequest` otherwise). When both are given they must name the same
-// contact, otherwise `404 ContactDoesNotExist`. The contact is returned bare, not wrapped.
+// Returns one contact, by `contactId`, by `emailId` (case-insensitive), or by the value
+// of a unique custom field (`field` and `value`, compared in the value's unique form: an
+// email as its provider reads it, a phone in E.164). At least one is required
+// (`400 InvalidRequest` otherwise); `field` must be a unique field of the account and
+// comes with `value`. When several are given they must name the same contact, otherwise
+// `404 ContactDoesNotExist`. The contact is returned bare, not wrapped.
 //
 // Corresponds with GET /public/v1/contact (the `GetContact` operationId).
 func (c *Client) GetContact(ctx context.Context, params *GetContactParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3391,8 +3645,11 @@ func (c *Client) GetContact(ctx context.Context, params *GetContactParams, reqEd
 // into a property with a structured US address; when it cannot be parsed the contact is
 // still created, without the property, and `warnings` contains `InvalidInputAddress`.
 // An email or phone of an erased person is refused with `409 ContactSuppressed`
-// (`POST /contact/{contactId}/erase`). Wire-compatible with the original service,
-// success is `200`.
+// (`POST /contact/{contactId}/erase`). `customFields` sets the account's custom fields
+// (`POST /fields`): each value is checked against its field (`400` naming
+// `body.customFields.KEY` and the rule), every required field needs one, and a value of
+// a unique field another contact holds is refused with `409 FieldValueTaken` naming that
+// contact. Wire-compatible with the original service, success is `200`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3417,8 +3674,11 @@ func (c *Client) CreateContactWithBody(ctx context.Context, params *CreateContac
 // into a property with a structured US address; when it cannot be parsed the contact is
 // still created, without the property, and `warnings` contains `InvalidInputAddress`.
 // An email or phone of an erased person is refused with `409 ContactSuppressed`
-// (`POST /contact/{contactId}/erase`). Wire-compatible with the original service,
-// success is `200`.
+// (`POST /contact/{contactId}/erase`). `customFields` sets the account's custom fields
+// (`POST /fields`): each value is checked against its field (`400` naming
+// `body.customFields.KEY` and the rule), every required field needs one, and a value of
+// a unique field another contact holds is refused with `409 FieldValueTaken` naming that
+// contact. Wire-compatible with the original service, success is `200`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3487,7 +3747,10 @@ func (c *Client) DeleteContact(ctx context.Context, contactId ContactIdPath, par
 // `updatedAt` as it was);
 // `recordStatus` going to `NonMarketing` also emits `ContactUnsubscribed`.
 // A new email is `Pending` again until enrichment decides it. An email or phone of an
-// erased person is refused with `409 ContactSuppressed`. Returns the full contact.
+// erased person is refused with `409 ContactSuppressed`. `customFields` sets the keys it
+// has and leaves the others: `null` or `""` clears a value (not a required field's), and
+// a unique field's value another contact holds is `409 FieldValueTaken`. Returns the
+// full contact.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3517,7 +3780,10 @@ func (c *Client) UpdateContactWithBody(ctx context.Context, contactId ContactIdP
 // `updatedAt` as it was);
 // `recordStatus` going to `NonMarketing` also emits `ContactUnsubscribed`.
 // A new email is `Pending` again until enrichment decides it. An email or phone of an
-// erased person is refused with `409 ContactSuppressed`. Returns the full contact.
+// erased person is refused with `409 ContactSuppressed`. `customFields` sets the keys it
+// has and leaves the others: `null` or `""` clears a value (not a required field's), and
+// a unique field's value another contact holds is `409 FieldValueTaken`. Returns the
+// full contact.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4670,6 +4936,30 @@ func NewGetContactRequest(server string, params *GetContactParams) (*http.Reques
 		if params.EmailId != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "emailId", *params.EmailId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Field != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "field", *params.Field, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Value != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "value", *params.Value, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -6771,9 +7061,12 @@ type ClientWithResponsesInterface interface {
 
 	// GetContactWithResponse Get a contact
 	//
-	// Returns one contact, by `contactId` or by `emailId` (case-insensitive). At least one is
-	// required (`400 InvalidRequest` otherwise). When both are given they must name the same
-	// contact, otherwise `404 ContactDoesNotExist`. The contact is returned bare, not wrapped.
+	// Returns one contact, by `contactId`, by `emailId` (case-insensitive), or by the value
+	// of a unique custom field (`field` and `value`, compared in the value's unique form: an
+	// email as its provider reads it, a phone in E.164). At least one is required
+	// (`400 InvalidRequest` otherwise); `field` must be a unique field of the account and
+	// comes with `value`. When several are given they must name the same contact, otherwise
+	// `404 ContactDoesNotExist`. The contact is returned bare, not wrapped.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6788,8 +7081,11 @@ type ClientWithResponsesInterface interface {
 	// into a property with a structured US address; when it cannot be parsed the contact is
 	// still created, without the property, and `warnings` contains `InvalidInputAddress`.
 	// An email or phone of an erased person is refused with `409 ContactSuppressed`
-	// (`POST /contact/{contactId}/erase`). Wire-compatible with the original service,
-	// success is `200`.
+	// (`POST /contact/{contactId}/erase`). `customFields` sets the account's custom fields
+	// (`POST /fields`): each value is checked against its field (`400` naming
+	// `body.customFields.KEY` and the rule), every required field needs one, and a value of
+	// a unique field another contact holds is refused with `409 FieldValueTaken` naming that
+	// contact. Wire-compatible with the original service, success is `200`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6804,8 +7100,11 @@ type ClientWithResponsesInterface interface {
 	// into a property with a structured US address; when it cannot be parsed the contact is
 	// still created, without the property, and `warnings` contains `InvalidInputAddress`.
 	// An email or phone of an erased person is refused with `409 ContactSuppressed`
-	// (`POST /contact/{contactId}/erase`). Wire-compatible with the original service,
-	// success is `200`.
+	// (`POST /contact/{contactId}/erase`). `customFields` sets the account's custom fields
+	// (`POST /fields`): each value is checked against its field (`400` naming
+	// `body.customFields.KEY` and the rule), every required field needs one, and a value of
+	// a unique field another contact holds is refused with `409 FieldValueTaken` naming that
+	// contact. Wire-compatible with the original service, success is `200`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6848,7 +7147,10 @@ type ClientWithResponsesInterface interface {
 	// `updatedAt` as it was);
 	// `recordStatus` going to `NonMarketing` also emits `ContactUnsubscribed`.
 	// A new email is `Pending` again until enrichment decides it. An email or phone of an
-	// erased person is refused with `409 ContactSuppressed`. Returns the full contact.
+	// erased person is refused with `409 ContactSuppressed`. `customFields` sets the keys it
+	// has and leaves the others: `null` or `""` clears a value (not a required field's), and
+	// a unique field's value another contact holds is `409 FieldValueTaken`. Returns the
+	// full contact.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6868,7 +7170,10 @@ type ClientWithResponsesInterface interface {
 	// `updatedAt` as it was);
 	// `recordStatus` going to `NonMarketing` also emits `ContactUnsubscribed`.
 	// A new email is `Pending` again until enrichment decides it. An email or phone of an
-	// erased person is refused with `409 ContactSuppressed`. Returns the full contact.
+	// erased person is refused with `409 ContactSuppressed`. `customFields` sets the keys it
+	// has and leaves the others: `null` or `""` clears a value (not a required field's), and
+	// a unique field's value another contact holds is `409 FieldValueTaken`. Returns the
+	// full contact.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11510,9 +11815,12 @@ func (c *ClientWithResponses) GetConsentWithResponse(ctx context.Context, token 
 
 // GetContactWithResponse Get a contact
 //
-// Returns one contact, by `contactId` or by `emailId` (case-insensitive). At least one is
-// required (`400 InvalidRequest` otherwise). When both are given they must name the same
-// contact, otherwise `404 ContactDoesNotExist`. The contact is returned bare, not wrapped.
+// Returns one contact, by `contactId`, by `emailId` (case-insensitive), or by the value
+// of a unique custom field (`field` and `value`, compared in the value's unique form: an
+// email as its provider reads it, a phone in E.164). At least one is required
+// (`400 InvalidRequest` otherwise); `field` must be a unique field of the account and
+// comes with `value`. When several are given they must name the same contact, otherwise
+// `404 ContactDoesNotExist`. The contact is returned bare, not wrapped.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -11533,8 +11841,11 @@ func (c *ClientWithResponses) GetContactWithResponse(ctx context.Context, params
 // into a property with a structured US address; when it cannot be parsed the contact is
 // still created, without the property, and `warnings` contains `InvalidInputAddress`.
 // An email or phone of an erased person is refused with `409 ContactSuppressed`
-// (`POST /contact/{contactId}/erase`). Wire-compatible with the original service,
-// success is `200`.
+// (`POST /contact/{contactId}/erase`). `customFields` sets the account's custom fields
+// (`POST /fields`): each value is checked against its field (`400` naming
+// `body.customFields.KEY` and the rule), every required field needs one, and a value of
+// a unique field another contact holds is refused with `409 FieldValueTaken` naming that
+// contact. Wire-compatible with the original service, success is `200`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11555,8 +11866,11 @@ func (c *ClientWithResponses) CreateContactWithBodyWithResponse(ctx context.Cont
 // into a property with a structured US address; when it cannot be parsed the contact is
 // still created, without the property, and `warnings` contains `InvalidInputAddress`.
 // An email or phone of an erased person is refused with `409 ContactSuppressed`
-// (`POST /contact/{contactId}/erase`). Wire-compatible with the original service,
-// success is `200`.
+// (`POST /contact/{contactId}/erase`). `customFields` sets the account's custom fields
+// (`POST /fields`): each value is checked against its field (`400` naming
+// `body.customFields.KEY` and the rule), every required field needs one, and a value of
+// a unique field another contact holds is refused with `409 FieldValueTaken` naming that
+// contact. Wire-compatible with the original service, success is `200`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11617,7 +11931,10 @@ func (c *ClientWithResponses) DeleteContactWithResponse(ctx context.Context, con
 // `updatedAt` as it was);
 // `recordStatus` going to `NonMarketing` also emits `ContactUnsubscribed`.
 // A new email is `Pending` again until enrichment decides it. An email or phone of an
-// erased person is refused with `409 ContactSuppressed`. Returns the full contact.
+// erased person is refused with `409 ContactSuppressed`. `customFields` sets the keys it
+// has and leaves the others: `null` or `""` clears a value (not a required field's), and
+// a unique field's value another contact holds is `409 FieldValueTaken`. Returns the
+// full contact.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11643,7 +11960,10 @@ func (c *ClientWithResponses) UpdateContactWithBodyWithResponse(ctx context.Cont
 // `updatedAt` as it was);
 // `recordStatus` going to `NonMarketing` also emits `ContactUnsubscribed`.
 // A new email is `Pending` again until enrichment decides it. An email or phone of an
-// erased person is refused with `409 ContactSuppressed`. Returns the full contact.
+// erased person is refused with `409 ContactSuppressed`. `customFields` sets the keys it
+// has and leaves the others: `null` or `""` clears a value (not a required field's), and
+// a unique field's value another contact holds is `409 FieldValueTaken`. Returns the
+// full contact.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -20,26 +20,27 @@ var (
 
 const contactCreate = `-- name: ContactCreate :batchone
 WITH current AS (
-    SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid AND a.subscriptions_version = $2::bigint
+    SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid AND a.subscriptions_version = $3::bigint
+        AND a.fields_version = $2::bigint
 ), c AS (
     INSERT INTO contacts (
         account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
         crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
         consent_api_key_name, consent_api_key_prefix, consent_source_ip, consent_user_agent,
         consent_fields, created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by,
-        email_status
+        email_status, custom_fields
     )
-    SELECT $1::uuid, $3::uuid, $4::text, $5::text, $6::text,
-        $7::text, $8::text[], $9::text,
-        $10::text, $11::text, $12::text,
-        $13::text, $14::timestamptz,
-        $15::text, $16::text, $17::text, $18::text,
-        $19::text, $20::jsonb, $21::timestamptz, $21,
-        $22::timestamptz, $23::jsonb, $24::integer,
-        $25::text
+    SELECT $1::uuid, $4::uuid, $5::text, $6::text, $7::text,
+        $8::text, $9::text[], $10::text,
+        $11::text, $12::text, $13::text,
+        $14::text, $15::timestamptz,
+        $16::text, $17::text, $18::text, $19::text,
+        $20::text, $21::jsonb, $22::timestamptz, $22,
+        $23::timestamptz, $24::jsonb, $25::integer,
+        $26::text, $27::jsonb
     WHERE NOT EXISTS (
         SELECT 1 FROM suppressions s
-        WHERE s.account_id = $1 AND s.digest = ANY($26::bytea[]))
+        WHERE s.account_id = $1 AND s.digest = ANY($28::bytea[]))
       AND EXISTS (SELECT 1 FROM current)
     ON CONFLICT (account_id, email_key) DO NOTHING
     RETURNING account_id, contact_id, created_at
@@ -48,27 +49,28 @@ WITH current AS (
         account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,
         city, county, state, zip, normalized, created_at
     )
-    SELECT account_id, $27::uuid, contact_id, $28::text,
-           $29::text, $30::text,
-           $31::text, $32::text, $33::text,
-           $34::text, $35::text, created_at
+    SELECT account_id, $29::uuid, contact_id, $30::text,
+           $31::text, $32::text,
+           $33::text, $34::text, $35::text,
+           $36::text, $37::text, created_at
     FROM c
-    WHERE $27::uuid IS NOT NULL
+    WHERE $29::uuid IS NOT NULL
 ), event AS (
     -- payloads as text: the exact bytes survive ::json
     INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
     SELECT c.account_id, e.event_id, e.event_type, c.contact_id, e.payload::json, c.created_at, nullif(e.trace, '')
-    FROM c, (SELECT unnest($36::uuid[]) AS event_id, unnest($37::text[]) AS event_type,
-                    unnest($38::text[]) AS payload, unnest($39::text[]) AS trace) e
+    FROM c, (SELECT unnest($38::uuid[]) AS event_id, unnest($39::text[]) AS event_type,
+                    unnest($40::text[]) AS payload, unnest($41::text[]) AS trace) e
     RETURNING account_id, event_id, occurred_at
 ), delivery AS (
     INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
     SELECT e.account_id, uuid_v7(e.occurred_at), d.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
-    FROM (SELECT unnest($40::uuid[]) AS event_id, unnest($41::uuid[]) AS subscription_id) d
+    FROM (SELECT unnest($42::uuid[]) AS event_id, unnest($43::uuid[]) AS subscription_id) d
     JOIN event e ON e.event_id = d.event_id
 )
 SELECT coalesce((SELECT contact_id FROM c), '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS contact_id,
-       EXISTS (SELECT 1 FROM current) AS current
+       EXISTS (SELECT 1 FROM current) AS current,
+       EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid AND a.fields_version = $2::bigint) AS fields_current
 `
 
 type ContactCreateBatchResults struct {
@@ -79,6 +81,7 @@ type ContactCreateBatchResults struct {
 
 type ContactCreateParams struct {
 	AccountID               uuid.UUID
+	FieldsVersion           int64
 	SubscriptionsVersion    int64
 	ContactID               uuid.UUID
 	Email                   string
@@ -103,6 +106,7 @@ type ContactCreateParams struct {
 	ActiveProperties        []byte
 	AddressesParsedBy       int32
 	EmailStatus             string
+	CustomFields            []byte
 	SuppressionDigests      [][]byte
 	PropertyID              *uuid.UUID
 	RawAddress              string
@@ -122,8 +126,9 @@ type ContactCreateParams struct {
 }
 
 type ContactCreateRow struct {
-	ContactID uuid.UUID
-	Current   bool
+	ContactID     uuid.UUID
+	Current       bool
+	FieldsCurrent bool
 }
 
 // A new contact with its consent record and, when its address parsed, its first property, in
@@ -131,7 +136,9 @@ type ContactCreateRow struct {
 // when its email status was decided without DNS) and the deliveries the fan-out planned for
 // them (webhook.Audience.Plan: @delivery_event_ids with @delivery_subscription_ids), due at
 // once. Only while the account's subscriptions are still at the plan's
-// @subscriptions_version: otherwise nothing is written and current is false (plan again). It
+// @subscriptions_version, and its custom fields were validated against the definitions at
+// @fields_version: otherwise nothing is written and current is false (plan again, or, when
+// fields_current is false too, validate against the definitions now). It
 // is due for enrichment (@enrich_due_at) only while its email status is Pending: an address
 // is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one
 // email resolve to exactly one winner without aborting the losers' transactions: a loser's
@@ -143,6 +150,7 @@ func (q *Queries) ContactCreate(ctx context.Context, arg []ContactCreateParams) 
 	for _, a := range arg {
 		vals := []interface{}{
 			a.AccountID,
+			a.FieldsVersion,
 			a.SubscriptionsVersion,
 			a.ContactID,
 			a.Email,
@@ -167,6 +175,7 @@ func (q *Queries) ContactCreate(ctx context.Context, arg []ContactCreateParams) 
 			a.ActiveProperties,
 			a.AddressesParsedBy,
 			a.EmailStatus,
+			a.CustomFields,
 			a.SuppressionDigests,
 			a.PropertyID,
 			a.RawAddress,
@@ -201,7 +210,7 @@ func (b *ContactCreateBatchResults) QueryRow(f func(int, ContactCreateRow, error
 			continue
 		}
 		row := b.br.QueryRow()
-		err := row.Scan(&i.ContactID, &i.Current)
+		err := row.Scan(&i.ContactID, &i.Current, &i.FieldsCurrent)
 		if f != nil {
 			f(t, i, err)
 		}
@@ -214,7 +223,7 @@ func (b *ContactCreateBatchResults) Close() error {
 }
 
 const contactGetByEmail = `-- name: ContactGetByEmail :batchone
-SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows WHERE account_id = $1 AND email_key = $2
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at, custom_fields FROM contact_rows WHERE account_id = $1 AND email_key = $2
 `
 
 type ContactGetByEmailBatchResults struct {
@@ -291,6 +300,7 @@ func (b *ContactGetByEmailBatchResults) QueryRow(f func(int, ContactRow, error))
 			&i.ActiveProperties,
 			&i.NumAiHandoffs,
 			&i.LastAiHandoffAt,
+			&i.CustomFields,
 		)
 		if f != nil {
 			f(t, i, err)
@@ -304,7 +314,7 @@ func (b *ContactGetByEmailBatchResults) Close() error {
 }
 
 const contactGetByID = `-- name: ContactGetByID :batchone
-SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows WHERE account_id = $1 AND contact_id = $2
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at, custom_fields FROM contact_rows WHERE account_id = $1 AND contact_id = $2
 `
 
 type ContactGetByIDBatchResults struct {
@@ -382,6 +392,7 @@ func (b *ContactGetByIDBatchResults) QueryRow(f func(int, ContactRow, error)) {
 			&i.ActiveProperties,
 			&i.NumAiHandoffs,
 			&i.LastAiHandoffAt,
+			&i.CustomFields,
 		)
 		if f != nil {
 			f(t, i, err)

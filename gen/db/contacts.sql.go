@@ -14,49 +14,51 @@ import (
 
 const contactCreateMany = `-- name: ContactCreateMany :many
 WITH current AS (
-    SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid AND a.subscriptions_version = $2::bigint
+    SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid AND a.subscriptions_version = $3::bigint
+        AND a.fields_version = $2::bigint
 ), input AS (
-    SELECT unnest($3::uuid[]) AS contact_id,
-           unnest($4::integer[]) AS digest_from,
-           unnest($5::integer[]) AS digest_count,
-           unnest($6::text[]) AS email,
-           unnest($7::text[]) AS email_key,
-           unnest($8::varchar[]) AS name,
-           unnest($9::varchar[]) AS phone,
-           unnest($10::integer[]) AS tag_from,
-           unnest($11::integer[]) AS tag_count,
-           unnest($12::varchar[]) AS assigned_user_email_id,
-           unnest($13::varchar[]) AS crm_name,
-           unnest($14::varchar[]) AS crm_url,
-           unnest($15::varchar[]) AS crm_source,
-           unnest($16::varchar[]) AS crm_stage,
-           unnest($17::varchar[]) AS crm_created_date,
-           unnest($18::text[]) AS consent_token,
-           unnest($19::jsonb[]) AS consent_fields,
-           unnest($20::jsonb[]) AS active_properties,
-           unnest($21::text[]) AS email_status,
-           generate_subscripts($3::uuid[], 1) AS position
+    SELECT unnest($4::uuid[]) AS contact_id,
+           unnest($5::integer[]) AS digest_from,
+           unnest($6::integer[]) AS digest_count,
+           unnest($7::text[]) AS email,
+           unnest($8::text[]) AS email_key,
+           unnest($9::varchar[]) AS name,
+           unnest($10::varchar[]) AS phone,
+           unnest($11::integer[]) AS tag_from,
+           unnest($12::integer[]) AS tag_count,
+           unnest($13::varchar[]) AS assigned_user_email_id,
+           unnest($14::varchar[]) AS crm_name,
+           unnest($15::varchar[]) AS crm_url,
+           unnest($16::varchar[]) AS crm_source,
+           unnest($17::varchar[]) AS crm_stage,
+           unnest($18::varchar[]) AS crm_created_date,
+           unnest($19::text[]) AS consent_token,
+           unnest($20::jsonb[]) AS consent_fields,
+           unnest($21::jsonb[]) AS active_properties,
+           unnest($22::text[]) AS email_status,
+           unnest($23::jsonb[]) AS custom_fields,
+           generate_subscripts($4::uuid[], 1) AS position
 ), c AS (
     INSERT INTO contacts (
         account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
         crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
         consent_api_key_name, consent_api_key_prefix, consent_source_ip, consent_user_agent,
         consent_fields, created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by,
-        email_status
+        email_status, custom_fields
     )
     SELECT $1::uuid, i.contact_id, i.email, i.email_key, i.name, i.phone,
-           ($22::text[])[i.tag_from + 1 : i.tag_from + i.tag_count],
+           ($24::text[])[i.tag_from + 1 : i.tag_from + i.tag_count],
            i.assigned_user_email_id, i.crm_name, i.crm_url, i.crm_source, i.crm_stage,
-           i.crm_created_date::timestamptz, i.consent_token, $23::text,
-           $24::text, $25::text, $26::text,
-           i.consent_fields, $27::timestamptz, $27::timestamptz,
-           CASE WHEN i.email_status = 'Pending' THEN $27::timestamptz END,
-           i.active_properties, $28::integer, i.email_status
+           i.crm_created_date::timestamptz, i.consent_token, $25::text,
+           $26::text, $27::text, $28::text,
+           i.consent_fields, $29::timestamptz, $29::timestamptz,
+           CASE WHEN i.email_status = 'Pending' THEN $29::timestamptz END,
+           i.active_properties, $30::integer, i.email_status, i.custom_fields
     FROM input i
     WHERE NOT EXISTS (
         SELECT 1 FROM suppressions s
         WHERE s.account_id = $1::uuid
-          AND s.digest = ANY(($29::bytea[])[i.digest_from + 1 : i.digest_from + i.digest_count]))
+          AND s.digest = ANY(($31::bytea[])[i.digest_from + 1 : i.digest_from + i.digest_count]))
       AND EXISTS (SELECT 1 FROM current)
     ORDER BY i.email_key
     ON CONFLICT (account_id, email_key) DO NOTHING
@@ -67,43 +69,45 @@ WITH current AS (
         city, county, state, zip, normalized, created_at
     )
     SELECT $1::uuid, p.property_id, p.contact_id, p.raw_address, p.apt_or_unit_number,
-           p.street_address, p.city, p.county, p.state, p.zip, p.normalized, $27::timestamptz
+           p.street_address, p.city, p.county, p.state, p.zip, p.normalized, $29::timestamptz
     FROM (
-        SELECT unnest($30::uuid[]) AS property_id,
-               unnest($31::uuid[]) AS contact_id,
-               unnest($32::text[]) AS raw_address,
-               unnest($33::text[]) AS apt_or_unit_number,
-               unnest($34::text[]) AS street_address,
-               unnest($35::text[]) AS city,
-               unnest($36::text[]) AS county,
-               unnest($37::text[]) AS state,
-               unnest($38::text[]) AS zip,
-               unnest($39::text[]) AS normalized
+        SELECT unnest($32::uuid[]) AS property_id,
+               unnest($33::uuid[]) AS contact_id,
+               unnest($34::text[]) AS raw_address,
+               unnest($35::text[]) AS apt_or_unit_number,
+               unnest($36::text[]) AS street_address,
+               unnest($37::text[]) AS city,
+               unnest($38::text[]) AS county,
+               unnest($39::text[]) AS state,
+               unnest($40::text[]) AS zip,
+               unnest($41::text[]) AS normalized
     ) p JOIN c ON c.contact_id = p.contact_id
 ), event AS (
     INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
-    SELECT $1::uuid, e.event_id, e.event_type, e.contact_id, e.payload::json, $27::timestamptz, nullif(e.trace, '')
+    SELECT $1::uuid, e.event_id, e.event_type, e.contact_id, e.payload::json, $29::timestamptz, nullif(e.trace, '')
     FROM (
-        SELECT unnest($40::uuid[]) AS event_id,
-               unnest($41::text[]) AS event_type,
-               unnest($42::uuid[]) AS contact_id,
-               unnest($43::text[]) AS payload,
-               unnest($44::text[]) AS trace
+        SELECT unnest($42::uuid[]) AS event_id,
+               unnest($43::text[]) AS event_type,
+               unnest($44::uuid[]) AS contact_id,
+               unnest($45::text[]) AS payload,
+               unnest($46::text[]) AS trace
     ) e JOIN c ON c.contact_id = e.contact_id
     RETURNING account_id, event_id, occurred_at
 ), delivery AS (
     INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
     SELECT e.account_id, uuid_v7(e.occurred_at), d.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
-    FROM (SELECT unnest($45::uuid[]) AS event_id, unnest($46::uuid[]) AS subscription_id) d
+    FROM (SELECT unnest($47::uuid[]) AS event_id, unnest($48::uuid[]) AS subscription_id) d
     JOIN event e ON e.event_id = d.event_id
 )
 SELECT i.contact_id::uuid AS contact_id, (i.contact_id IN (SELECT contact_id FROM c))::boolean AS inserted,
-       EXISTS (SELECT 1 FROM current) AS current
+       EXISTS (SELECT 1 FROM current) AS current,
+       EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid AND a.fields_version = $2::bigint) AS fields_current
 FROM input i ORDER BY i.position
 `
 
 type ContactCreateManyParams struct {
 	AccountID               uuid.UUID
+	FieldsVersion           int64
 	SubscriptionsVersion    int64
 	ContactIds              []uuid.UUID
 	DigestFrom              []int32
@@ -124,6 +128,7 @@ type ContactCreateManyParams struct {
 	ConsentFields           [][]byte
 	ActiveProperties        [][]byte
 	EmailStatuses           []string
+	CustomFields            [][]byte
 	Tags                    []string
 	ConsentApiKeyName       string
 	ConsentApiKeyPrefix     string
@@ -152,16 +157,18 @@ type ContactCreateManyParams struct {
 }
 
 type ContactCreateManyRow struct {
-	ContactID uuid.UUID
-	Inserted  bool
-	Current   bool
+	ContactID     uuid.UUID
+	Inserted      bool
+	Current       bool
+	FieldsCurrent bool
 }
 
 // A batch's new contacts in one statement (POST /contacts/batch, contactd import), each with
 // its consent record (the batch's origin), its first property, its events and their planned
 // deliveries (of the contacts inserted), due for enrichment while its email status is
 // Pending, as ContactCreate does for one, and as it only while the account's subscriptions
-// are at @subscriptions_version. Each column
+// are at @subscriptions_version and the definitions at @fields_version (as ContactCreate
+// does). Each column
 // comes as an array with an element per contact, as River's JobInsertFastMany sends its jobs: a contact's tags are its slice of tags (tag_from,
 // tag_count: PostgreSQL has no arrays of arrays), nullable text comes as varchar[] ([]*string:
 // sqlc.yaml says why), and properties and events have arrays of their own, for the contacts
@@ -175,6 +182,7 @@ type ContactCreateManyRow struct {
 func (q *Queries) ContactCreateMany(ctx context.Context, arg ContactCreateManyParams) ([]ContactCreateManyRow, error) {
 	rows, err := q.db.Query(ctx, contactCreateMany,
 		arg.AccountID,
+		arg.FieldsVersion,
 		arg.SubscriptionsVersion,
 		arg.ContactIds,
 		arg.DigestFrom,
@@ -195,6 +203,7 @@ func (q *Queries) ContactCreateMany(ctx context.Context, arg ContactCreateManyPa
 		arg.ConsentFields,
 		arg.ActiveProperties,
 		arg.EmailStatuses,
+		arg.CustomFields,
 		arg.Tags,
 		arg.ConsentApiKeyName,
 		arg.ConsentApiKeyPrefix,
@@ -228,7 +237,12 @@ func (q *Queries) ContactCreateMany(ctx context.Context, arg ContactCreateManyPa
 	var items []ContactCreateManyRow
 	for rows.Next() {
 		var i ContactCreateManyRow
-		if err := rows.Scan(&i.ContactID, &i.Inserted, &i.Current); err != nil {
+		if err := rows.Scan(
+			&i.ContactID,
+			&i.Inserted,
+			&i.Current,
+			&i.FieldsCurrent,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -339,7 +353,7 @@ func (q *Queries) ContactIDByEmail(ctx context.Context, arg ContactIDByEmailPara
 }
 
 const contactLock = `-- name: ContactLock :one
-SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at, custom_fields FROM contact_rows
 WHERE account_id = $1 AND contact_id = $2
 FOR UPDATE
 `
@@ -392,12 +406,13 @@ func (q *Queries) ContactLock(ctx context.Context, arg ContactLockParams) (Conta
 		&i.ActiveProperties,
 		&i.NumAiHandoffs,
 		&i.LastAiHandoffAt,
+		&i.CustomFields,
 	)
 	return i, err
 }
 
 const contactLockByEmail = `-- name: ContactLockByEmail :one
-SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at, custom_fields FROM contact_rows
 WHERE account_id = $1 AND email_key = $2
 FOR UPDATE
 `
@@ -450,6 +465,7 @@ func (q *Queries) ContactLockByEmail(ctx context.Context, arg ContactLockByEmail
 		&i.ActiveProperties,
 		&i.NumAiHandoffs,
 		&i.LastAiHandoffAt,
+		&i.CustomFields,
 	)
 	return i, err
 }
@@ -505,8 +521,8 @@ UPDATE contacts SET
     assigned_user_email_id = $8,
     crm_name = $9, crm_url = $10,
     crm_source = $11, crm_stage = $12,
-    crm_created_date = $13, updated_at = $2
-WHERE account_id = $14 AND contact_id = $15
+    crm_created_date = $13, custom_fields = $14, updated_at = $2
+WHERE account_id = $15 AND contact_id = $16
 `
 
 type ContactUpdateDetailsParams struct {
@@ -523,6 +539,7 @@ type ContactUpdateDetailsParams struct {
 	CrmSource           *string
 	CrmStage            *string
 	CrmCreatedDate      *time.Time
+	CustomFields        []byte
 	AccountID           uuid.UUID
 	ContactID           uuid.UUID
 }
@@ -543,6 +560,7 @@ func (q *Queries) ContactUpdateDetails(ctx context.Context, arg ContactUpdateDet
 		arg.CrmSource,
 		arg.CrmStage,
 		arg.CrmCreatedDate,
+		arg.CustomFields,
 		arg.AccountID,
 		arg.ContactID,
 	)

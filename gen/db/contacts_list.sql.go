@@ -14,7 +14,7 @@ import (
 
 const contactsByCreated = `-- name: ContactsByCreated :many
 
-SELECT /* plan per call */ account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows c
+SELECT /* plan per call */ account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at, custom_fields FROM contact_rows c
 WHERE c.account_id = $1
   AND ($2::text[] IS NULL OR lower_tags(c.tags) @> $2::text[])
   AND ($3::text IS NULL OR c.email_status = $3::text)
@@ -119,6 +119,7 @@ func (q *Queries) ContactsByCreated(ctx context.Context, arg ContactsByCreatedPa
 			&i.ActiveProperties,
 			&i.NumAiHandoffs,
 			&i.LastAiHandoffAt,
+			&i.CustomFields,
 		); err != nil {
 			return nil, err
 		}
@@ -131,7 +132,7 @@ func (q *Queries) ContactsByCreated(ctx context.Context, arg ContactsByCreatedPa
 }
 
 const contactsByIDs = `-- name: ContactsByIDs :many
-SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows WHERE account_id = $1 AND contact_id = ANY($2::uuid[])
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at, custom_fields FROM contact_rows WHERE account_id = $1 AND contact_id = ANY($2::uuid[])
 `
 
 type ContactsByIDsParams struct {
@@ -188,6 +189,7 @@ func (q *Queries) ContactsByIDs(ctx context.Context, arg ContactsByIDsParams) ([
 			&i.ActiveProperties,
 			&i.NumAiHandoffs,
 			&i.LastAiHandoffAt,
+			&i.CustomFields,
 		); err != nil {
 			return nil, err
 		}
@@ -200,7 +202,7 @@ func (q *Queries) ContactsByIDs(ctx context.Context, arg ContactsByIDsParams) ([
 }
 
 const contactsByUpdated = `-- name: ContactsByUpdated :many
-SELECT /* plan per call */ account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows c
+SELECT /* plan per call */ account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at, custom_fields FROM contact_rows c
 WHERE c.account_id = $1
   AND ($2::text[] IS NULL OR lower_tags(c.tags) @> $2::text[])
   AND ($3::text IS NULL OR c.email_status = $3::text)
@@ -301,6 +303,7 @@ func (q *Queries) ContactsByUpdated(ctx context.Context, arg ContactsByUpdatedPa
 			&i.ActiveProperties,
 			&i.NumAiHandoffs,
 			&i.LastAiHandoffAt,
+			&i.CustomFields,
 		); err != nil {
 			return nil, err
 		}
@@ -313,7 +316,7 @@ func (q *Queries) ContactsByUpdated(ctx context.Context, arg ContactsByUpdatedPa
 }
 
 const contactsPageWalkByCreated = `-- name: ContactsPageWalkByCreated :many
-SELECT /* plan per call */ account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows r
+SELECT /* plan per call */ account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at, custom_fields FROM contact_rows r
 WHERE r.account_id = $1 AND r.contact_id = ANY(ARRAY(
     SELECT w.contact_id FROM (
     SELECT c.contact_id,
@@ -428,6 +431,7 @@ func (q *Queries) ContactsPageWalkByCreated(ctx context.Context, arg ContactsPag
 			&i.ActiveProperties,
 			&i.NumAiHandoffs,
 			&i.LastAiHandoffAt,
+			&i.CustomFields,
 		); err != nil {
 			return nil, err
 		}
@@ -440,7 +444,7 @@ func (q *Queries) ContactsPageWalkByCreated(ctx context.Context, arg ContactsPag
 }
 
 const contactsPageWalkByUpdated = `-- name: ContactsPageWalkByUpdated :many
-SELECT /* plan per call */ account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows r
+SELECT /* plan per call */ account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at, custom_fields FROM contact_rows r
 WHERE r.account_id = $1 AND r.contact_id = ANY(ARRAY(
     SELECT w.contact_id FROM (
     SELECT c.contact_id,
@@ -555,6 +559,7 @@ func (q *Queries) ContactsPageWalkByUpdated(ctx context.Context, arg ContactsPag
 			&i.ActiveProperties,
 			&i.NumAiHandoffs,
 			&i.LastAiHandoffAt,
+			&i.CustomFields,
 		); err != nil {
 			return nil, err
 		}
@@ -567,7 +572,7 @@ func (q *Queries) ContactsPageWalkByUpdated(ctx context.Context, arg ContactsPag
 }
 
 const contactsSearchPage = `-- name: ContactsSearchPage :many
-SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows r
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at, custom_fields FROM contact_rows r
 WHERE r.account_id = $1 AND r.contact_id = ANY(ARRAY(
     SELECT w.contact_id FROM (
     SELECT c.contact_id,
@@ -647,6 +652,7 @@ func (q *Queries) ContactsSearchPage(ctx context.Context, arg ContactsSearchPage
 			&i.ActiveProperties,
 			&i.NumAiHandoffs,
 			&i.LastAiHandoffAt,
+			&i.CustomFields,
 		); err != nil {
 			return nil, err
 		}
@@ -659,7 +665,7 @@ func (q *Queries) ContactsSearchPage(ctx context.Context, arg ContactsSearchPage
 }
 
 const contactsTaggedPage = `-- name: ContactsTaggedPage :many
-SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows r
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at, custom_fields FROM contact_rows r
 WHERE r.account_id = $1 AND r.contact_id = ANY(ARRAY(
     SELECT w.contact_id FROM (
     SELECT c.contact_id, c.tag_keys @> $2::text[] AS matched
@@ -739,6 +745,7 @@ func (q *Queries) ContactsTaggedPage(ctx context.Context, arg ContactsTaggedPage
 			&i.ActiveProperties,
 			&i.NumAiHandoffs,
 			&i.LastAiHandoffAt,
+			&i.CustomFields,
 		); err != nil {
 			return nil, err
 		}

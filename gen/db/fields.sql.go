@@ -46,6 +46,27 @@ func (q *Queries) FieldArchive(ctx context.Context, arg FieldArchiveParams) (Con
 	return i, err
 }
 
+const fieldDefinitions = `-- name: FieldDefinitions :one
+SELECT a.fields_version AS version,
+       coalesce((SELECT jsonb_agg(to_jsonb(f) ORDER BY f.created_at, f.key) FROM contact_fields f
+                 WHERE f.account_id = a.account_id), '[]')::jsonb AS fields
+FROM accounts a WHERE a.account_id = $1
+`
+
+type FieldDefinitionsRow struct {
+	Version int64
+	Fields  []byte
+}
+
+// The account's definitions, archived ones too, at the version they are: one statement, so
+// that the two agree.
+func (q *Queries) FieldDefinitions(ctx context.Context, accountID uuid.UUID) (FieldDefinitionsRow, error) {
+	row := q.db.QueryRow(ctx, fieldDefinitions, accountID)
+	var i FieldDefinitionsRow
+	err := row.Scan(&i.Version, &i.Fields)
+	return i, err
+}
+
 const fieldGet = `-- name: FieldGet :one
 SELECT account_id, key, label, description, type, required, is_unique, options, validation, archived_at, created_at, updated_at FROM contact_fields WHERE account_id = $1 AND key = $2
 `
@@ -279,5 +300,94 @@ SELECT pg_advisory_xact_lock(hashtextextended('contactd.fields/' || ($1::uuid)::
 // one writer.
 func (q *Queries) FieldsLock(ctx context.Context, accountID uuid.UUID) error {
 	_, err := q.db.Exec(ctx, fieldsLock, accountID)
+	return err
+}
+
+const fieldsVersionBump = `-- name: FieldsVersionBump :exec
+UPDATE accounts SET fields_version = fields_version + 1 WHERE account_id = $1
+`
+
+// In the transaction of every change of a definition: writes validated against the
+// definitions before it are refused (ContactCreate's current) and validated again.
+func (q *Queries) FieldsVersionBump(ctx context.Context, accountID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, fieldsVersionBump, accountID)
+	return err
+}
+
+const uniqueValueHolder = `-- name: UniqueValueHolder :one
+SELECT contact_id FROM contact_unique_values
+WHERE account_id = $1 AND field_key = $2 AND value = $3
+`
+
+type UniqueValueHolderParams struct {
+	AccountID uuid.UUID
+	FieldKey  string
+	Value     string
+}
+
+// The contact that holds a unique field's value (its unique form).
+func (q *Queries) UniqueValueHolder(ctx context.Context, arg UniqueValueHolderParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, uniqueValueHolder, arg.AccountID, arg.FieldKey, arg.Value)
+	var contact_id uuid.UUID
+	err := row.Scan(&contact_id)
+	return contact_id, err
+}
+
+const uniqueValuesClaim = `-- name: UniqueValuesClaim :many
+INSERT INTO contact_unique_values (account_id, field_key, value, contact_id)
+SELECT $1::uuid, v.field_key, v.value, $2::uuid
+FROM (SELECT unnest($3::text[]) AS field_key, unnest($4::text[]) AS value) v
+ON CONFLICT (account_id, field_key, value) DO NOTHING
+RETURNING field_key
+`
+
+type UniqueValuesClaimParams struct {
+	AccountID uuid.UUID
+	ContactID uuid.UUID
+	FieldKeys []string
+	Vals      []string
+}
+
+// Claims the contact's values of unique fields; returns the keys claimed, so a key missing
+// from them is held by another contact (a racing claim waits for the holder's transaction).
+func (q *Queries) UniqueValuesClaim(ctx context.Context, arg UniqueValuesClaimParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, uniqueValuesClaim,
+		arg.AccountID,
+		arg.ContactID,
+		arg.FieldKeys,
+		arg.Vals,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var field_key string
+		if err := rows.Scan(&field_key); err != nil {
+			return nil, err
+		}
+		items = append(items, field_key)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const uniqueValuesRelease = `-- name: UniqueValuesRelease :exec
+DELETE FROM contact_unique_values
+WHERE account_id = $1 AND contact_id = $2 AND field_key = ANY($3::text[])
+`
+
+type UniqueValuesReleaseParams struct {
+	AccountID uuid.UUID
+	ContactID uuid.UUID
+	FieldKeys []string
+}
+
+// The contact's claims of these fields, before it claims their new values or clears them.
+func (q *Queries) UniqueValuesRelease(ctx context.Context, arg UniqueValuesReleaseParams) error {
+	_, err := q.db.Exec(ctx, uniqueValuesRelease, arg.AccountID, arg.ContactID, arg.FieldKeys)
 	return err
 }

@@ -13,7 +13,7 @@ import (
 )
 
 const contactLockMany = `-- name: ContactLockMany :many
-SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at FROM contact_rows
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at, custom_fields FROM contact_rows
 WHERE account_id = $1 AND contact_id = ANY($2::uuid[])
 ORDER BY contact_id
 FOR UPDATE
@@ -74,6 +74,7 @@ func (q *Queries) ContactLockMany(ctx context.Context, arg ContactLockManyParams
 			&i.ActiveProperties,
 			&i.NumAiHandoffs,
 			&i.LastAiHandoffAt,
+			&i.CustomFields,
 		); err != nil {
 			return nil, err
 		}

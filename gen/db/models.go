@@ -19,6 +19,7 @@ type Account struct {
 	ClientSecretSealed   *string
 	LiveAccountID        *uuid.UUID
 	SubscriptionsVersion int64
+	FieldsVersion        int64
 }
 
 type Activity struct {
@@ -103,6 +104,7 @@ type Contact struct {
 	NameKeys             interface{}
 	PhoneKey             *string
 	EmailCanon           *string
+	CustomFields         []byte
 }
 
 type ContactField struct {
@@ -175,6 +177,14 @@ type ContactRow struct {
 	ActiveProperties     []byte
 	NumAiHandoffs        int32
 	LastAiHandoffAt      *time.Time
+	CustomFields         []byte
+}
+
+type ContactUniqueValue struct {
+	AccountID uuid.UUID
+	FieldKey  string
+	Value     string
+	ContactID uuid.UUID
 }
 
 type Erasure struct {

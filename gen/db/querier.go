@@ -53,7 +53,9 @@ type Querier interface {
 	// when its email status was decided without DNS) and the deliveries the fan-out planned for
 	// them (webhook.Audience.Plan: @delivery_event_ids with @delivery_subscription_ids), due at
 	// once. Only while the account's subscriptions are still at the plan's
-	// @subscriptions_version: otherwise nothing is written and current is false (plan again). It
+	// @subscriptions_version, and its custom fields were validated against the definitions at
+	// @fields_version: otherwise nothing is written and current is false (plan again, or, when
+	// fields_current is false too, validate against the definitions now). It
 	// is due for enrichment (@enrich_due_at) only while its email status is Pending: an address
 	// is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one
 	// email resolve to exactly one winner without aborting the losers' transactions: a loser's
@@ -65,7 +67,8 @@ type Querier interface {
 	// its consent record (the batch's origin), its first property, its events and their planned
 	// deliveries (of the contacts inserted), due for enrichment while its email status is
 	// Pending, as ContactCreate does for one, and as it only while the account's subscriptions
-	// are at @subscriptions_version. Each column
+	// are at @subscriptions_version and the definitions at @fields_version (as ContactCreate
+	// does). Each column
 	// comes as an array with an element per contact, as River's JobInsertFastMany sends its jobs: a contact's tags are its slice of tags (tag_from,
 	// tag_count: PostgreSQL has no arrays of arrays), nullable text comes as varchar[] ([]*string:
 	// sqlc.yaml says why), and properties and events have arrays of their own, for the contacts
@@ -302,6 +305,9 @@ type Querier interface {
 	EventsRedact(ctx context.Context, arg EventsRedactParams) (int64, error)
 	// Archiving an archived field changes nothing.
 	FieldArchive(ctx context.Context, arg FieldArchiveParams) (ContactField, error)
+	// The account's definitions, archived ones too, at the version they are: one statement, so
+	// that the two agree.
+	FieldDefinitions(ctx context.Context, accountID uuid.UUID) (FieldDefinitionsRow, error)
 	FieldGet(ctx context.Context, arg FieldGetParams) (ContactField, error)
 	FieldGetForUpdate(ctx context.Context, arg FieldGetForUpdateParams) (ContactField, error)
 	// Nothing when the account has the key already.
@@ -312,6 +318,9 @@ type Querier interface {
 	// One definition of the account's fields changes at a time, so that the limit is counted by
 	// one writer.
 	FieldsLock(ctx context.Context, accountID uuid.UUID) error
+	// In the transaction of every change of a definition: writes validated against the
+	// definitions before it are refused (ContactCreate's current) and validated again.
+	FieldsVersionBump(ctx context.Context, accountID uuid.UUID) error
 	// Stored bodies not sealed under the current key (@current_prefix, "v1.<key id>."), a page at
 	// a time in key order, for `contactd secrets rekey`.
 	IdempotencyBodiesToReseal(ctx context.Context, arg IdempotencyBodiesToResealParams) ([]IdempotencyBodiesToResealRow, error)
@@ -449,6 +458,13 @@ type Querier interface {
 	// written): a tag change needs no transaction and no lock, and goes to PostgreSQL with the
 	// other swaps in flight.
 	TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapBatchResults
+	// The contact that holds a unique field's value (its unique form).
+	UniqueValueHolder(ctx context.Context, arg UniqueValueHolderParams) (uuid.UUID, error)
+	// Claims the contact's values of unique fields; returns the keys claimed, so a key missing
+	// from them is held by another contact (a racing claim waits for the holder's transaction).
+	UniqueValuesClaim(ctx context.Context, arg UniqueValuesClaimParams) ([]string, error)
+	// The contact's claims of these fields, before it claims their new values or clears them.
+	UniqueValuesRelease(ctx context.Context, arg UniqueValuesReleaseParams) error
 }
 
 var _ Querier = (*Queries)(nil)

@@ -17,6 +17,9 @@ func CreateInput(b api.CreateContactRequest, origin contact.Origin, fields json.
 	if b.Tags != nil {
 		in.Tags = *b.Tags
 	}
+	if b.CustomFields != nil {
+		in.CustomFields = json.RawMessage(*b.CustomFields)
+	}
 	return in
 }
 

@@ -171,8 +171,10 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	enricher := enrich.New(st, events, enrich.Options{Resolver: net.DefaultResolver, Now: Now, Log: log})
 	idem := idempotency.New(st, keys, Now, log)
 	suppressions := suppress.New(st, keys, Now)
+	fields := field.NewService(st, Now)
 	contacts := contact.NewService(st, events, Now, contact.Options{PublicURL: cfg.PublicURL, Turns: reads,
-		Exports: cfg.Exports, ExportsPerAccount: cfg.ExportsPerAccount, Suppressions: suppressions, Verdicts: enricher})
+		Exports: cfg.Exports, ExportsPerAccount: cfg.ExportsPerAccount, Suppressions: suppressions, Verdicts: enricher,
+		Fields: fields})
 	subscriptions := webhook.NewService(st, events, secrets, Now,
 		webhook.URLRules{AllowHTTP: cfg.WebhookAllowHTTP, AllowNATS: cfg.NATSURL != ""})
 	cons, err := console.New(console.Deps{Store: st, Auth: keyring, Contacts: contacts, Webhooks: subscriptions,
@@ -186,7 +188,7 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 		Erasures:     erasure.New(st, contacts, events, suppressions, erasureJournal(cfg), Now),
 		Suppressions: suppressions,
 		Webhooks:     subscriptions,
-		Fields:       field.NewService(st, Now),
+		Fields:       fields,
 		Secrets:      secrets,
 		Deliveries:   deliveries,
 		Enrich:       enricher,

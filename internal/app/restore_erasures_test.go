@@ -119,11 +119,11 @@ func TestErasuresSurviveARestore(t *testing.T) {
 		return n
 	}
 	id := gone.ID.String()
-	if _, err := svc.Contacts.Get(ctx, account, &id, nil); !errors.Is(err, contact.ErrNotFound) {
+	if _, err := svc.Contacts.Get(ctx, account, &id, nil, nil); !errors.Is(err, contact.ErrNotFound) {
 		t.Errorf("the erased contact after the restore: %v, want not found", err)
 	}
 	keptID := kept.ID.String()
-	if _, err := svc.Contacts.Get(ctx, account, &keptID, nil); err != nil {
+	if _, err := svc.Contacts.Get(ctx, account, &keptID, nil, nil); err != nil {
 		t.Errorf("the bystander after the restore: %v", err)
 	}
 	for _, v := range []string{"gone.person@example.org", "Gone Person", "010 4242"} {

@@ -69,7 +69,7 @@ type shownEvent struct {
 func (c *Console) contactPage(ec echo.Context) error {
 	id := ec.Param("id")
 	s := sessionOf(ec)
-	ct, err := c.d.Contacts.Get(ec.Request().Context(), s.AccountID, &id, nil)
+	ct, err := c.d.Contacts.Get(ec.Request().Context(), s.AccountID, &id, nil, nil)
 	if err != nil {
 		return c.failed(ec, err)
 	}

@@ -153,3 +153,47 @@ func body(r any) string {
 	}
 	return string(v.Elem().FieldByName("Body").Bytes())
 }
+
+// TestGoClientCustomFields defines a unique field through the generated Go client, writes a
+// value on a create and a PATCH, reads it back, finds the contact by it, and is told which
+// contact holds it when another create takes it.
+func TestGoClientCustomFields(t *testing.T) {
+	a := testkit.NewAPI(t)
+	_, key := a.Account("go-client-fields")
+	c, err := client.NewClientWithResponses(a.URL,
+		client.WithHTTPClient(&http.Client{Transport: testkit.ValidatingTransport(t)}),
+		client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+			r.Header.Set("x-api-key", key)
+			return nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	defined, err := c.CreateFieldWithResponse(ctx, nil, client.CreateFieldRequest{Key: "member", Label: "Member number",
+		Type: client.FieldTypeNumber, Unique: ptr(true)})
+	if err != nil || defined.JSON200 == nil || !defined.JSON200.Unique {
+		t.Fatalf("define: %v %s", err, body(defined))
+	}
+	values := client.CustomFieldsWrite(`{"member": 1042}`)
+	created, err := c.CreateContactWithResponse(ctx, nil, client.CreateContactRequest{Email: "fields@example.com", CustomFields: &values})
+	if err != nil || created.JSON200 == nil || created.JSON200.Contact.CustomFields == nil ||
+		string(*created.JSON200.Contact.CustomFields) != `{"member":1042}` {
+		t.Fatalf("create: %v %s", err, body(created))
+	}
+	id := created.JSON200.Contact.ContactId
+	changed := client.CustomFieldsWrite(`{"member": 1043}`)
+	patched, err := c.UpdateContactWithResponse(ctx, id, nil, client.UpdateContactRequest{CustomFields: &changed})
+	if err != nil || patched.JSON200 == nil || string(*patched.JSON200.CustomFields) != `{"member":1043}` {
+		t.Fatalf("patch: %v %s", err, body(patched))
+	}
+	found, err := c.GetContactWithResponse(ctx, &client.GetContactParams{Field: ptr("member"), Value: ptr("1043")})
+	if err != nil || found.JSON200 == nil || found.JSON200.ContactId != id {
+		t.Fatalf("get by the field: %v %s", err, body(found))
+	}
+	taken, err := c.CreateContactWithResponse(ctx, nil, client.CreateContactRequest{Email: "other@example.com", CustomFields: &changed})
+	if err != nil || taken.JSON409 == nil || taken.JSON409.Code != client.ErrorCodeFieldValueTaken ||
+		taken.JSON409.Data == nil || *taken.JSON409.Data.ContactId != id {
+		t.Fatalf("a taken value: %v %s", err, body(taken))
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/suppress"
 	"github.com/contactd/contactd/internal/webhook"
@@ -39,6 +40,7 @@ type batchItem struct {
 	c       Contact
 	events  []webhook.Prepared
 	digests [][]byte // its email's and phone's on the suppression list
+	fields  field.Write
 }
 
 // Batch writes contacts as creates, or with upsert as upserts — an existing email is updated
@@ -47,12 +49,31 @@ type batchItem struct {
 // answers one result per item. Items that fail do so alone (invalid tags, a duplicate email
 // without upsert); the others are written in one transaction, emitting what the single
 // operations emit. An email that appears again in the batch is applied after the earlier one.
+//
+// An item's customFields are checked as a create's, required fields included, in upsert mode
+// too (an item may create); on an existing contact they are then written as PATCH writes
+// them. An item with a value of a unique field is written in a savepoint of its own, so that a
+// value another contact holds fails it alone (FieldValueTaken).
 func (s *Service) Batch(ctx context.Context, accountID uuid.UUID, upsert bool, ins []CreateInput) ([]BatchResult, error) {
+	defs, err := s.definitions(ctx, nil, accountID, false)
+	for err == nil {
+		var results []BatchResult
+		if results, err = s.batch(ctx, accountID, upsert, ins, defs); !errors.Is(err, errFieldsChanged) {
+			return results, err
+		}
+		defs, err = s.definitions(ctx, nil, accountID, true)
+	}
+	return nil, err
+}
+
+// batch is Batch against the field definitions defs; errFieldsChanged when they were not
+// current, and then it wrote nothing.
+func (s *Service) batch(ctx context.Context, accountID uuid.UUID, upsert bool, ins []CreateInput, defs *field.Definitions) ([]BatchResult, error) {
 	now := s.now()
 	base := make([]BatchResult, len(ins))
 	items := make([]batchItem, 0, len(ins))
 	for i, in := range ins {
-		c, warnings, events, err := s.newContact(ctx, in, now)
+		c, warnings, events, fields, err := s.newContact(ctx, in, now, defs)
 		if err != nil {
 			base[i].Err = err
 			continue
@@ -63,13 +84,13 @@ func (s *Service) Batch(ctx context.Context, accountID uuid.UUID, upsert bool, i
 		if err != nil {
 			return nil, err
 		}
-		items = append(items, batchItem{index: i, in: in, key: key, c: c, events: events, digests: suppress.Digests(entries)})
+		items = append(items, batchItem{index: i, in: in, key: key, c: c, events: events, digests: suppress.Digests(entries), fields: fields})
 	}
 	var results []BatchResult
 	err := s.store.InTx(ctx, func(tx store.Tx) error {
 		results = slices.Clone(base)
 		for _, round := range byOccurrence(items) {
-			if err := s.batchRound(ctx, tx, accountID, upsert, round, results, now); err != nil {
+			if err := s.batchRound(ctx, tx, accountID, upsert, round, results, now, defs); err != nil {
 				return err
 			}
 		}
@@ -101,30 +122,41 @@ func byOccurrence(items []batchItem) [][]batchItem {
 // events and the deliveries the fan-out planned for them, then deals with the emails that
 // exist: a duplicate, or an update in email order (the order every batch locks rows in).
 func (s *Service) batchRound(ctx context.Context, tx store.Tx, accountID uuid.UUID, upsert bool, round []batchItem,
-	results []BatchResult, now time.Time) error {
-	ps := make([]db.ContactCreateParams, len(round))
-	var events []webhook.Prepared
-	eventsOf := map[uuid.UUID]uuid.UUID{} // event -> its contact
-	for i, it := range round {
-		ps[i] = createParams(accountID, it.c, it.in, it.events)
-		ps[i].SuppressionDigests = it.digests
-		events = append(events, it.events...)
-		for _, ev := range it.events {
-			eventsOf[ev.ID] = it.c.ID
+	results []BatchResult, now time.Time, defs *field.Definitions) error {
+	var plain, claiming []batchItem
+	for _, it := range round {
+		if len(it.fields.Claims) > 0 {
+			claiming = append(claiming, it)
+		} else {
+			plain = append(plain, it)
 		}
 	}
-	var inserted map[uuid.UUID]bool
-	plan, err := s.events.WithPlan(ctx, tx.Queries, accountID, webhook.Of(events), func(plan webhook.Plan) (current bool, err error) {
-		inserted, current, err = createMany(ctx, tx.Queries, ps, plan)
-		return current, err
-	})
+	inserted, err := s.createRound(ctx, tx, accountID, plain, defs)
 	if err != nil {
 		return err
 	}
-	plan = plan.Keep(func(event uuid.UUID) bool { return inserted[eventsOf[event]] })
-	tx.AfterCommit(func() { s.events.Planned(accountID, plan) })
+	for _, it := range claiming {
+		err := tx.Savepoint(ctx, func(sp store.Tx) error {
+			one, err := s.createRound(ctx, sp, accountID, []batchItem{it}, defs)
+			if err != nil || !one[it.c.ID] {
+				return err
+			}
+			inserted[it.c.ID] = true
+			return claimValues(ctx, sp.Queries, accountID, it.c.ID, it.fields)
+		})
+		if errors.Is(err, ErrFieldValueTaken) {
+			delete(inserted, it.c.ID)
+			results[it.index].Err = err
+			continue
+		} else if err != nil {
+			return err
+		}
+	}
 	var existing []batchItem
 	for _, it := range round {
+		if results[it.index].Err != nil {
+			continue
+		}
 		if !inserted[it.c.ID] {
 			existing = append(existing, it)
 			continue
@@ -146,16 +178,48 @@ func (s *Service) batchRound(ctx context.Context, tx store.Tx, accountID uuid.UU
 			}
 			continue
 		}
-		if err := s.upsertExisting(ctx, tx, accountID, it, r, now); err != nil {
+		if err := s.upsertExisting(ctx, tx, accountID, it, r, now, defs); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// createRound creates items' contacts in one statement (ContactCreateMany) with their events
+// and the deliveries the fan-out planned for them: which it inserted (the others' emails were
+// taken, or their people erased).
+func (s *Service) createRound(ctx context.Context, tx store.Tx, accountID uuid.UUID, items []batchItem, defs *field.Definitions) (map[uuid.UUID]bool, error) {
+	ps := make([]db.ContactCreateParams, len(items))
+	var events []webhook.Prepared
+	eventsOf := map[uuid.UUID]uuid.UUID{} // event -> its contact
+	for i, it := range items {
+		ps[i] = createParams(accountID, it.c, it.in, it.events)
+		ps[i].SuppressionDigests = it.digests
+		events = append(events, it.events...)
+		for _, ev := range it.events {
+			eventsOf[ev.ID] = it.c.ID
+		}
+	}
+	var inserted map[uuid.UUID]bool
+	plan, err := s.events.WithPlan(ctx, tx.Queries, accountID, webhook.Of(events), func(plan webhook.Plan) (current bool, err error) {
+		var fieldsCurrent bool
+		inserted, current, fieldsCurrent, err = createMany(ctx, tx.Queries, ps, plan, defs.Version)
+		if err == nil && !fieldsCurrent {
+			return false, errFieldsChanged
+		}
+		return current, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	plan = plan.Keep(func(event uuid.UUID) bool { return inserted[eventsOf[event]] })
+	tx.AfterCommit(func() { s.events.Planned(accountID, plan) })
+	return inserted, nil
+}
+
 // upsertExisting applies it to the account's contact with its email and emits what PATCH,
 // POST tags and POST property would have emitted for the same changes.
-func (s *Service) upsertExisting(ctx context.Context, tx store.Tx, accountID uuid.UUID, it batchItem, r *BatchResult, now time.Time) error {
+func (s *Service) upsertExisting(ctx context.Context, tx store.Tx, accountID uuid.UUID, it batchItem, r *BatchResult, now time.Time, defs *field.Definitions) error {
 	row, err := tx.ContactLockByEmail(ctx, db.ContactLockByEmailParams{AccountID: accountID, EmailKey: it.key})
 	if errors.Is(store.Translate(err), apperr.ErrNoRows) {
 		r.Err, err = s.notInserted(ctx, tx.Queries, accountID, it.digests)
@@ -173,6 +237,27 @@ func (s *Service) upsertExisting(ctx context.Context, tx store.Tx, accountID uui
 	next := patched(row, mergePatch(it.in))
 	if r.Err, err = s.suppressedChange(ctx, tx.Queries, row, next); r.Err != nil || err != nil {
 		return err // given an erased person's phone: nothing of the item is written
+	}
+	if len(it.in.CustomFields) > 0 {
+		current, err := field.ParseValues(row.CustomFields)
+		if err != nil {
+			return err
+		}
+		w, err := fieldsWrite(defs, current, it.in.CustomFields, false)
+		if err != nil {
+			r.Err = err
+			return nil
+		}
+		if len(w.Changed) > 0 {
+			err := tx.Savepoint(ctx, func(sp store.Tx) error { return claimValues(ctx, sp.Queries, accountID, row.ContactID, w) })
+			if errors.Is(err, ErrFieldValueTaken) {
+				r.Err = err // nothing of the item is written
+				return nil
+			} else if err != nil {
+				return err
+			}
+			next.CustomFields = w.Values.JSON()
+		}
 	}
 	r.ContactID, r.Status = row.ContactID, BatchUnchanged
 	if len(changedFields(row, next)) > 0 {

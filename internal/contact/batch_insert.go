@@ -13,24 +13,26 @@ import (
 // createMany inserts the contacts of ps (one account, one origin, one time: a batch) with
 // their events and plan's deliveries of them, in one statement, and reports which it inserted
 // (the others' emails were taken), or, when the plan was stale, that it inserted nothing.
-func createMany(ctx context.Context, q *db.Queries, ps []db.ContactCreateParams, plan webhook.Plan) (inserted map[uuid.UUID]bool, current bool, err error) {
+func createMany(ctx context.Context, q *db.Queries, ps []db.ContactCreateParams, plan webhook.Plan, fieldsVersion int64) (inserted map[uuid.UUID]bool, current, fieldsCurrent bool, err error) {
 	if len(ps) == 0 {
-		return map[uuid.UUID]bool{}, true, nil
+		return map[uuid.UUID]bool{}, true, true, nil
 	}
 	m := manyParams(ps)
 	m.SubscriptionsVersion, m.DeliveryEventIds, m.DeliverySubscriptionIds = plan.Version, plan.EventIDs, plan.SubscriptionIDs
+	m.FieldsVersion = fieldsVersion
 	rows, err := q.ContactCreateMany(ctx, m)
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
 	}
 	inserted = make(map[uuid.UUID]bool, len(rows))
 	current = len(rows) > 0 && rows[0].Current
+	fieldsCurrent = len(rows) > 0 && rows[0].FieldsCurrent
 	for _, row := range rows {
 		if row.Inserted {
 			inserted[row.ContactID] = true
 		}
 	}
-	return inserted, current, nil
+	return inserted, current, fieldsCurrent, nil
 }
 
 // manyParams lays ps out as ContactCreateMany's columns: an element per contact, and per
@@ -52,7 +54,7 @@ func manyParams(ps []db.ContactCreateParams) db.ContactCreateManyParams {
 		PropertyIds: []uuid.UUID{}, PropertyContactIds: []uuid.UUID{}, RawAddresses: []string{}, AptOrUnitNumbers: []string{},
 		StreetAddresses: []string{}, Cities: []string{}, Counties: []string{}, States: []string{}, Zips: []string{},
 		Normalized: []string{}, EventIds: []uuid.UUID{}, EventTypes: []string{}, EventContactIds: []uuid.UUID{},
-		EventPayloads: []string{}, EventTraces: []string{}, EmailStatuses: make([]string, n),
+		EventPayloads: []string{}, EventTraces: []string{}, EmailStatuses: make([]string, n), CustomFields: make([][]byte, n),
 	}
 	for i, p := range ps {
 		m.ContactIds[i], m.Emails[i], m.EmailKeys[i], m.Names[i], m.Phones[i] = p.ContactID, p.Email, p.EmailKey, p.Name, p.Phone
@@ -68,7 +70,7 @@ func manyParams(ps []db.ContactCreateParams) db.ContactCreateManyParams {
 			m.CrmCreatedDates[i] = &at
 		}
 		m.ConsentTokens[i], m.ConsentFields[i], m.ActiveProperties[i] = p.ConsentToken, p.ConsentFields, p.ActiveProperties
-		m.EmailStatuses[i] = p.EmailStatus
+		m.EmailStatuses[i], m.CustomFields[i] = p.EmailStatus, p.CustomFields
 		if p.PropertyID != nil {
 			m.PropertyIds, m.PropertyContactIds = append(m.PropertyIds, *p.PropertyID), append(m.PropertyContactIds, p.ContactID)
 			m.RawAddresses, m.AptOrUnitNumbers = append(m.RawAddresses, p.RawAddress), append(m.AptOrUnitNumbers, p.AptOrUnitNumber)

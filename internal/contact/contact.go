@@ -12,6 +12,7 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/address"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/suppress"
 	"github.com/contactd/contactd/internal/turns"
@@ -39,8 +40,10 @@ type Contact struct {
 	ConsentToken        string
 	Engagement          Engagement
 	Properties          []Property
-	CreatedAt           time.Time
-	UpdatedAt           time.Time
+	// CustomFields are the contact's custom field values, a JSON object (field.Values).
+	CustomFields []byte
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 	// MergedInto is set when the contact was asked for by the id of a duplicate merged into
 	// it: its own id.
 	MergedInto *uuid.UUID
@@ -87,6 +90,7 @@ type Service struct {
 	// suppressed are the erased people's emails and phones, which new contacts may not have.
 	suppressed *suppress.List
 	verdicts   Verdicts
+	fields     *field.Service
 }
 
 // EmailPending is a contact's email status until enrichment, or its create, decides it.
@@ -116,6 +120,9 @@ type Options struct {
 	Exports, ExportsPerAccount int
 	// Suppressions is the suppression list creates check and erasures add to.
 	Suppressions *suppress.List
+	// Fields are the account's custom field definitions values are checked against (nil:
+	// none, and customFields are refused).
+	Fields *field.Service
 	// Verdicts lets creates decide an email's status themselves when no DNS is needed (nil:
 	// every new contact waits for enrichment).
 	Verdicts Verdicts
@@ -142,7 +149,7 @@ func NewService(st *store.Store, events *webhook.Emitter, now func() time.Time, 
 	if o.ExportsPerAccount <= 0 {
 		o.ExportsPerAccount = 2
 	}
-	return &Service{store: st, events: events, now: now, publicURL: strings.TrimRight(o.PublicURL, "/"), suppressed: o.Suppressions, verdicts: o.Verdicts,
+	return &Service{store: st, events: events, now: now, publicURL: strings.TrimRight(o.PublicURL, "/"), suppressed: o.Suppressions, verdicts: o.Verdicts, fields: o.Fields,
 		turns:    o.Turns,
 		exports:  newExportSlots(o.Exports, o.ExportsPerAccount),
 		creates:  store.NewGroup(st, store.GroupOptions{Name: "contact_create"}, createContacts),
@@ -168,7 +175,7 @@ func (s *Service) fromRow(r db.ContactRow) (Contact, error) {
 		ID: r.ContactID, Email: r.Email, Name: r.Name, Phone: r.Phone, EmailStatus: r.EmailStatus,
 		RecordStatus: r.RecordStatus, Tags: r.Tags, LeadScore: int(r.LeadScore),
 		AssignedUserEmailID: r.AssignedUserEmailID, ConsentToken: r.ConsentToken, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-		Engagement: engagementOf(r), Properties: props,
+		Engagement: engagementOf(r), Properties: props, CustomFields: r.CustomFields,
 	}
 	c.LeadScore = LeadScore(c.Engagement, s.now())
 	if r.CrmName != nil || r.CrmUrl != nil || r.CrmSource != nil || r.CrmStage != nil || r.CrmCreatedDate != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/address"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/secret"
 	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/suppress"
@@ -31,6 +32,8 @@ type CreateInput struct {
 	AssignedUserEmailID *string
 	Origin              Origin
 	Fields              json.RawMessage
+	// CustomFields is the request's customFields object, as sent (nil: none).
+	CustomFields json.RawMessage
 }
 
 // Create stores a new contact with its defaults, its parsed address and its consent record,
@@ -39,17 +42,33 @@ type CreateInput struct {
 // (s.creates), one commit for all of them. An address that cannot be parsed does not stop
 // the create: it is reported in the warnings.
 func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInput) (Contact, []string, error) {
-	c, warnings, events, err := s.newContact(ctx, in, s.now())
+	defs, err := s.definitions(ctx, nil, accountID, false)
+	for err == nil {
+		var c Contact
+		var warnings []string
+		if c, warnings, err = s.create(ctx, accountID, in, defs); !errors.Is(err, errFieldsChanged) {
+			return c, warnings, err
+		}
+		defs, err = s.definitions(ctx, nil, accountID, true)
+	}
+	return Contact{}, nil, err
+}
+
+// create is Create against the account's field definitions defs; errFieldsChanged when they
+// were not current.
+func (s *Service) create(ctx context.Context, accountID uuid.UUID, in CreateInput, defs *field.Definitions) (Contact, []string, error) {
+	c, warnings, events, fields, err := s.newContact(ctx, in, s.now(), defs)
 	if err != nil {
 		return Contact{}, nil, err
 	}
 	p := createParams(accountID, c, in, events)
+	p.FieldsVersion = defs.Version
 	entries, err := s.suppressed.Entries(ctx, accountID, p.EmailKey, p.Phone)
 	if err != nil {
 		return Contact{}, nil, err
 	}
 	p.SuppressionDigests = suppress.Digests(entries)
-	if err := s.insert(ctx, p, events); err != nil {
+	if err := s.insert(ctx, p, events, fields); err != nil {
 		return Contact{}, nil, err
 	}
 	return c, warnings, nil
@@ -60,16 +79,20 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 // ContactEnriched when its email's status is known without DNS (Options.Verdicts), which the
 // create then applies itself, so that enrichment has nothing left to do for it: its address,
 // if any, is parsed by the running parser already.
-func (s *Service) newContact(ctx context.Context, in CreateInput, now time.Time) (Contact, []string, []webhook.Prepared, error) {
+func (s *Service) newContact(ctx context.Context, in CreateInput, now time.Time, defs *field.Definitions) (Contact, []string, []webhook.Prepared, field.Write, error) {
 	tags, err := NormalizeTags(in.Tags)
 	if err != nil {
-		return Contact{}, nil, nil, err
+		return Contact{}, nil, nil, field.Write{}, err
+	}
+	fields, err := fieldsWrite(defs, nil, in.CustomFields, true)
+	if err != nil {
+		return Contact{}, nil, nil, field.Write{}, err
 	}
 	c := Contact{
 		ID: uuid.Must(uuid.NewV7()), Email: in.Email, Name: in.Name, Phone: in.Phone,
 		EmailStatus: EmailPending, RecordStatus: "Marketing", Tags: tags, CRM: in.CRM,
 		AssignedUserEmailID: in.AssignedUserEmailID, ConsentToken: "cs_" + secret.Base62(16),
-		Properties: []Property{}, CreatedAt: now, UpdatedAt: now,
+		Properties: []Property{}, CreatedAt: now, UpdatedAt: now, CustomFields: fields.Values.JSON(),
 	}
 	warnings := []string{}
 	if in.Address != nil {
@@ -84,12 +107,12 @@ func (s *Service) newContact(ctx context.Context, in CreateInput, now time.Time)
 		p, err := webhook.Prepare(ctx, webhook.Event{Type: webhook.TagsAdded, ContactID: c.ID,
 			Contact: c.info(), Info: webhook.TagsAddedInfo{TagsAdded: tags}, At: now})
 		if err != nil {
-			return Contact{}, nil, nil, err
+			return Contact{}, nil, nil, field.Write{}, err
 		}
 		events = append(events, p)
 	}
 	if s.verdicts == nil {
-		return c, warnings, events, nil
+		return c, warnings, events, fields, nil
 	}
 	if status, ok := s.verdicts.KnownStatus(in.Email); ok {
 		c.EmailStatus = status
@@ -97,22 +120,29 @@ func (s *Service) newContact(ctx context.Context, in CreateInput, now time.Time)
 			Info: webhook.ContactEnrichedInfo{ChangedFields: []string{"emailStatus"}, EmailStatus: status,
 				PreviousEmailStatus: EmailPending}, At: now})
 		if err != nil {
-			return Contact{}, nil, nil, err
+			return Contact{}, nil, nil, field.Write{}, err
 		}
 		events = append(events, p)
 	}
-	return c, warnings, events, nil
+	return c, warnings, events, fields, nil
 }
 
 // insert writes the contact, its consent record, its first property, its events and their
 // planned deliveries in one statement, in a group of creates. A contact it did not insert had
 // an email the account has (DuplicateContact), or an erased person's email or phone
 // (ContactSuppressed).
-func (s *Service) insert(ctx context.Context, p db.ContactCreateParams, events []webhook.Prepared) error {
+func (s *Service) insert(ctx context.Context, p db.ContactCreateParams, events []webhook.Prepared, fields field.Write) error {
 	var inserted returned[db.ContactCreateRow]
 	plan, err := s.events.WithPlan(ctx, nil, p.AccountID, webhook.Of(events), func(plan webhook.Plan) (current bool, err error) {
 		p.SubscriptionsVersion, p.DeliveryEventIds, p.DeliverySubscriptionIds = plan.Version, plan.EventIDs, plan.SubscriptionIDs
-		inserted, err = s.creates.Do(ctx, p)
+		if len(fields.Claims) > 0 {
+			inserted, err = s.insertClaiming(ctx, p, fields)
+		} else {
+			inserted, err = s.creates.Do(ctx, p)
+		}
+		if false && err == nil && !inserted.row.FieldsCurrent {
+			return false, errFieldsChanged
+		}
 		return inserted.row.Current, err
 	})
 	if err != nil {
@@ -140,6 +170,26 @@ func (s *Service) insert(ctx context.Context, p db.ContactCreateParams, events [
 	return duplicate(existing)
 }
 
+// insertClaiming is ContactCreate for a contact with values of unique fields: alone, in a
+// transaction that claims them once the contact is inserted, and rolls back when another
+// contact holds one (ErrFieldValueTaken). Two creates racing for a value: the second's claim
+// waits for the first's transaction, and then finds the value taken.
+func (s *Service) insertClaiming(ctx context.Context, p db.ContactCreateParams, fields field.Write) (returned[db.ContactCreateRow], error) {
+	var inserted returned[db.ContactCreateRow]
+	err := s.store.InTx(ctx, func(tx store.Tx) error {
+		rows, err := createContacts(ctx, tx.Queries, []db.ContactCreateParams{p})
+		if err != nil {
+			return err
+		}
+		inserted = rows[0]
+		if inserted.row.ContactID == uuid.Nil {
+			return nil
+		}
+		return claimValues(ctx, tx.Queries, p.AccountID, p.ContactID, fields)
+	})
+	return inserted, err
+}
+
 // createParams is ContactCreate's statement for c: the contact, its consent record, its
 // first property and its events.
 func createParams(accountID uuid.UUID, c Contact, in CreateInput, events []webhook.Prepared) db.ContactCreateParams {
@@ -154,7 +204,7 @@ func createParams(accountID uuid.UUID, c Contact, in CreateInput, events []webho
 		ConsentApiKeyName: in.Origin.KeyName, ConsentApiKeyPrefix: in.Origin.KeyPrefix,
 		ConsentSourceIp: in.Origin.SourceIP, ConsentUserAgent: in.Origin.UserAgent, ConsentFields: fields,
 		ActiveProperties: storedProperties(c.Properties), AddressesParsedBy: address.Version,
-		EmailStatus: c.EmailStatus,
+		EmailStatus: c.EmailStatus, CustomFields: c.CustomFields,
 	}
 	if c.EmailStatus == EmailPending {
 		p.EnrichDueAt = &c.CreatedAt

@@ -2,6 +2,7 @@ package contact
 
 import (
 	"context"
+	"errors"
 
 	"github.com/google/uuid"
 
@@ -10,14 +11,29 @@ import (
 	"github.com/contactd/contactd/internal/ids"
 )
 
-// Get finds a contact by id, by email, or by both (which must then name the same contact).
-// An id that is not a UUID is simply not found.
-func (s *Service) Get(ctx context.Context, accountID uuid.UUID, contactID, email *string) (Contact, error) {
-	if contactID == nil && email == nil {
-		return Contact{}, apperr.Invalid(apperr.Field("query", "required", "one of contactId or emailId is required"))
+// Match finds a contact by the value of a unique custom field.
+type Match struct{ Field, Value string }
+
+// Get finds a contact by id, by email, by a unique field's value, or by several (which must
+// then name the same contact). An id that is not a UUID is simply not found.
+func (s *Service) Get(ctx context.Context, accountID uuid.UUID, contactID, email *string, match *Match) (Contact, error) {
+	if contactID == nil && email == nil && match == nil {
+		return Contact{}, apperr.Invalid(apperr.Field("query", "required", "one of contactId, emailId or field and value is required"))
 	}
 	var c Contact
 	var err error
+	if match != nil {
+		id, err := s.holder(ctx, accountID, *match)
+		if err != nil {
+			return Contact{}, err
+		}
+		if contactID == nil {
+			raw := id.String()
+			contactID = &raw
+		} else if pid, perr := ParseID(*contactID); perr != nil || pid != id {
+			return Contact{}, ErrNotFound
+		}
+	}
 	if contactID != nil {
 		var id uuid.UUID
 		if id, err = ParseID(*contactID); err == nil {
@@ -33,6 +49,32 @@ func (s *Service) Get(ctx context.Context, accountID uuid.UUID, contactID, email
 		return Contact{}, ErrNotFound
 	}
 	return c, err
+}
+
+// holder is the contact that holds match's value, or ErrNotFound.
+func (s *Service) holder(ctx context.Context, accountID uuid.UUID, match Match) (uuid.UUID, error) {
+	defs, err := s.definitions(ctx, nil, accountID, false)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	if _, known := defs.Field(match.Field); !known { // maybe defined by another process since
+		if defs, err = s.definitions(ctx, nil, accountID, true); err != nil {
+			return uuid.Nil, err
+		}
+	}
+	unique, err := defs.UniqueForm(match.Field, match.Value, "query.field")
+	if err != nil {
+		return uuid.Nil, err
+	}
+	var id uuid.UUID
+	err = s.store.Do(ctx, func(q *db.Queries) (err error) {
+		id, err = q.UniqueValueHolder(ctx, db.UniqueValueHolderParams{AccountID: accountID, FieldKey: match.Field, Value: unique})
+		return err
+	})
+	if errors.Is(err, apperr.ErrNoRows) {
+		return uuid.Nil, ErrNotFound
+	}
+	return id, err
 }
 
 // getMerged answers for a merged duplicate's id: the contact it was merged into, marked so.

@@ -1,8 +1,12 @@
 package contact
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"reflect"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -11,6 +15,7 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apitime"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/webhook"
 )
@@ -47,6 +52,9 @@ type UpdateInput struct {
 	Email, RecordStatus              Patch[string]
 	Name, Phone, AssignedUserEmailID Patch[string]
 	CRM                              Patch[CRMPatch]
+	// CustomFields is the request's customFields object, as sent (nil: absent): the keys it
+	// has are set, null or "" clears one, the others are left as they are.
+	CustomFields json.RawMessage
 }
 
 // Update changes the fields sent and emits ContactDetailsUpdated (each changed field with its
@@ -65,6 +73,11 @@ func (s *Service) Update(ctx context.Context, accountID uuid.UUID, rawID string,
 			return err
 		}
 		next := patched(row, in)
+		if len(in.CustomFields) > 0 {
+			if next.CustomFields, err = s.patchFields(ctx, tx, row, in.CustomFields); err != nil {
+				return err
+			}
+		}
 		if err := s.checkEmailFree(ctx, tx, row, next); err != nil {
 			return err
 		}
@@ -91,6 +104,29 @@ func (s *Service) Update(ctx context.Context, accountID uuid.UUID, rawID string,
 		return Contact{}, s.duplicateOf(ctx, accountID, in.Email.Value)
 	}
 	return c, err
+}
+
+// patchFields writes raw customFields over the locked row's values, against the definitions
+// as they are now (read in the transaction: a patch is rare enough not to trust a cache), and
+// claims the new values of unique fields: the row's new custom_fields, or its own when
+// nothing changes.
+func (s *Service) patchFields(ctx context.Context, tx store.Tx, row db.ContactRow, raw json.RawMessage) ([]byte, error) {
+	defs, err := s.definitions(ctx, tx.Queries, row.AccountID, true)
+	if err != nil {
+		return nil, err
+	}
+	current, err := field.ParseValues(row.CustomFields)
+	if err != nil {
+		return nil, err
+	}
+	w, err := fieldsWrite(defs, current, raw, false)
+	if err != nil || len(w.Changed) == 0 {
+		return row.CustomFields, err
+	}
+	if err := claimValues(ctx, tx.Queries, row.AccountID, row.ContactID, w); err != nil {
+		return nil, err
+	}
+	return w.Values.JSON(), nil
 }
 
 // lock reads and locks a contact for a read-modify-write.
@@ -170,7 +206,8 @@ func updateParams(c db.ContactRow, now time.Time) db.ContactUpdateDetailsParams 
 		AccountID: c.AccountID, ContactID: c.ContactID, Email: c.Email, EmailKey: EmailKey(c.Email),
 		EmailStatus: c.EmailStatus, Name: c.Name, Phone: c.Phone, RecordStatus: c.RecordStatus,
 		AssignedUserEmailID: c.AssignedUserEmailID, CrmName: c.CrmName, CrmUrl: c.CrmUrl,
-		CrmSource: c.CrmSource, CrmStage: c.CrmStage, CrmCreatedDate: c.CrmCreatedDate, UpdatedAt: now,
+		CrmSource: c.CrmSource, CrmStage: c.CrmStage, CrmCreatedDate: c.CrmCreatedDate, CustomFields: c.CustomFields,
+		UpdatedAt: now,
 	}
 }
 
@@ -178,6 +215,12 @@ func (s *Service) emitUpdateEvents(ctx context.Context, tx store.Tx, prev, next 
 	info := contactInfo(next.ContactID, next.Email, next.AssignedUserEmailID)
 	if changed := changedFields(prev, next); len(changed) > 0 {
 		before, after := details(prev, changed), details(next, changed)
+		if slices.Contains(changed, fieldCustom) {
+			var err error
+			if before.CustomFields, after.CustomFields, err = customFieldsDiff(prev.CustomFields, next.CustomFields); err != nil {
+				return err
+			}
+		}
 		if err := s.events.Emit(ctx, tx, next.AccountID, webhook.Event{Type: webhook.ContactDetailsUpdated,
 			ContactID: next.ContactID, Contact: info, At: now,
 			Info: webhook.ContactDetailsUpdatedInfo{ChangedFields: changed, Previous: before, Current: after}}); err != nil {
@@ -200,6 +243,7 @@ const (
 	fieldAssignedUser = "assignedUserEmailId"
 	fieldRecordStatus = "recordStatus"
 	fieldCRM          = "crmFields"
+	fieldCustom       = "customFields"
 )
 
 // changedFields names the fields a change of a contact from a to b changes; none when it
@@ -217,6 +261,7 @@ func changedFields(a, b db.ContactRow) []string {
 		{fieldRecordStatus, a.RecordStatus == b.RecordStatus},
 		{fieldCRM, eq(a.CrmName, b.CrmName) && eq(a.CrmUrl, b.CrmUrl) && eq(a.CrmSource, b.CrmSource) &&
 			eq(a.CrmStage, b.CrmStage) && eqTime(a.CrmCreatedDate, b.CrmCreatedDate)},
+		{fieldCustom, bytes.Equal(a.CustomFields, b.CustomFields)}, // the same bytes unless a write changed a value
 	} {
 		if !f.same {
 			changed = append(changed, f.name)
@@ -255,4 +300,29 @@ func details(c db.ContactRow, changed []string) webhook.ContactDetails {
 		}
 	}
 	return d
+}
+
+// customFieldsDiff are the values of the fields that differ between two stored sets, before
+// and after (nil, sent as null, where a set has none).
+func customFieldsDiff(a, b []byte) (before, after map[string]any, err error) {
+	va, err := field.ParseValues(a)
+	if err != nil {
+		return nil, nil, err
+	}
+	vb, err := field.ParseValues(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	before, after = map[string]any{}, map[string]any{}
+	for k, x := range va {
+		if y, ok := vb[k]; !ok || !reflect.DeepEqual(x, y) {
+			before[k], after[k] = x, y
+		}
+	}
+	for k, y := range vb {
+		if _, ok := va[k]; !ok {
+			before[k], after[k] = nil, y
+		}
+	}
+	return before, after, nil
 }

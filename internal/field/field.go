@@ -104,11 +104,12 @@ var (
 type Service struct {
 	store *store.Store
 	now   func() time.Time
+	cache cache
 }
 
 // NewService returns the field service over st.
 func NewService(st *store.Store, now func() time.Time) *Service {
-	return &Service{store: st, now: now}
+	return &Service{store: st, now: now, cache: cache{defs: map[uuid.UUID]*Definitions{}}}
 }
 
 // Create defines a field.
@@ -142,8 +143,12 @@ func (s *Service) Create(ctx context.Context, account uuid.UUID, in New) (Field,
 		rows, err = tx.FieldInsert(ctx, db.FieldInsertParams{AccountID: account, Key: in.Key, Label: in.Label,
 			Description: in.Description, Type: string(in.Type), Required: in.Required, IsUnique: in.Unique,
 			Options: optionsJSON, Validation: validationJSON, Now: s.now()})
-		return err
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		return tx.FieldsVersionBump(ctx, account)
 	})
+	s.forget(account)
 	if err != nil {
 		return Field{}, err
 	}
@@ -224,16 +229,26 @@ func (s *Service) Update(ctx context.Context, account uuid.UUID, key string, in 
 		}
 		row, err = tx.FieldUpdate(ctx, db.FieldUpdateParams{AccountID: account, Key: key, Label: f.Label,
 			Description: f.Description, Required: f.Required, Options: options, Validation: validation, Now: s.now()})
-		return err
+		if err != nil {
+			return err
+		}
+		return tx.FieldsVersionBump(ctx, account)
 	})
+	s.forget(account)
 	return found(row, err)
 }
 
 // Archive archives a field; archiving an archived field changes nothing.
 func (s *Service) Archive(ctx context.Context, account uuid.UUID, key string) (Field, error) {
-	return s.one(ctx, func(q *db.Queries) (db.ContactField, error) {
-		return q.FieldArchive(ctx, db.FieldArchiveParams{AccountID: account, Key: key, Now: s.now()})
+	var row db.ContactField
+	err := s.store.InTx(ctx, func(tx store.Tx) (err error) {
+		if row, err = tx.FieldArchive(ctx, db.FieldArchiveParams{AccountID: account, Key: key, Now: s.now()}); err != nil {
+			return err
+		}
+		return tx.FieldsVersionBump(ctx, account)
 	})
+	s.forget(account)
+	return found(row, err)
 }
 
 // apply makes the change on f, or says what in it breaks the field's rules.

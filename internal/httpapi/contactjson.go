@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -81,6 +82,10 @@ func appendContact(b []byte, c *api.Contact) []byte {
 		b = appendOptional(b, n, "stage", f.Stage)
 		b = appendOptional(b, n, "url", f.Url)
 		b = append(b, '}')
+	}
+	if c.CustomFields != nil {
+		b = append(b, `,"customFields":`...)
+		b = appendRawJSON(b, *c.CustomFields)
 	}
 	b = append(b, ',')
 	b = appendField(b, "email", c.Email)
@@ -232,4 +237,16 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// appendRawJSON appends raw as encoding/json writes a json.RawMessage: compact, with <, >, &
+// and the line separators escaped. Invalid JSON (never stored) is written as null.
+func appendRawJSON(b []byte, raw json.RawMessage) []byte {
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		return append(b, "null"...)
+	}
+	var escaped bytes.Buffer
+	json.HTMLEscape(&escaped, compact.Bytes())
+	return append(b, escaped.Bytes()...)
 }

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/oapi-codegen/nullable"
@@ -9,6 +10,7 @@ import (
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/apicore"
 	"github.com/contactd/contactd/internal/apitime"
+	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/erasure"
 )
@@ -31,7 +33,14 @@ func (s *Server) CreateContact(ctx context.Context, req api.CreateContactRequest
 
 // GetContact implements GET /public/v1/contact.
 func (s *Server) GetContact(ctx context.Context, req api.GetContactRequestObject) (api.GetContactResponseObject, error) {
-	c, err := s.contacts.Get(ctx, principal(ctx).AccountID, req.Params.ContactId, req.Params.EmailId)
+	var match *contact.Match
+	switch p := req.Params; {
+	case p.Field != nil && p.Value != nil:
+		match = &contact.Match{Field: *p.Field, Value: *p.Value}
+	case p.Field != nil || p.Value != nil:
+		return nil, apperr.Invalid(apperr.Field("query", "required", "field and value come together"))
+	}
+	c, err := s.contacts.Get(ctx, principal(ctx).AccountID, req.Params.ContactId, req.Params.EmailId, match)
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +121,11 @@ func (s *Server) contactToAPI(c contact.Contact) api.Contact {
 	if out.Tags == nil {
 		out.Tags = []string{}
 	}
+	custom := api.CustomFields(c.CustomFields)
+	if len(custom) == 0 {
+		custom = api.CustomFields("{}")
+	}
+	out.CustomFields = &custom
 	if c.MergedInto != nil {
 		into := c.MergedInto.String()
 		out.MergedInto = &into
@@ -168,6 +182,9 @@ func updateFromAPI(b *api.UpdateContactRequest) contact.UpdateInput {
 		Phone:               patchOf(b.Phone, same[string]),
 		AssignedUserEmailID: patchOf(b.AssignedUserEmailId, func(e api.Email) string { return string(e) }),
 		CRM:                 patchOf(b.CrmFields, crmPatch),
+	}
+	if b.CustomFields != nil {
+		in.CustomFields = json.RawMessage(*b.CustomFields)
 	}
 	if b.Email != nil {
 		e := string(*b.Email)

@@ -43,7 +43,16 @@ func (s *Store) GroupsRefused() uint64 { return s.groupsRefused.Load() }
 // Tx is one transaction: the generated queries bound to it.
 type Tx struct {
 	*db.Queries
+	raw   pgx.Tx
 	after *[]func()
+}
+
+// Savepoint runs fn in a savepoint of the transaction: when fn fails, what it did is undone
+// and the transaction goes on (one item of a batch failing alone).
+func (t Tx) Savepoint(ctx context.Context, fn func(tx Tx) error) error {
+	return Translate(pgx.BeginFunc(ctx, t.raw, func(sp pgx.Tx) error {
+		return fn(Tx{Queries: db.New(plannedDB{sp}), raw: sp, after: t.after})
+	}))
 }
 
 // AfterCommit runs f once the transaction has committed (not if it rolls back): to tell
@@ -127,13 +136,13 @@ func (s *Store) Do(ctx context.Context, fn func(q *db.Queries) error) error {
 func (s *Store) InTx(ctx context.Context, fn func(tx Tx) error) error {
 	if a := ambientOf(ctx); a != nil { // a savepoint of the Atomic transaction
 		return Translate(pgx.BeginFunc(ctx, a.tx, func(sp pgx.Tx) error {
-			return fn(Tx{Queries: db.New(plannedDB{sp}), after: a.after})
+			return fn(Tx{Queries: db.New(plannedDB{sp}), raw: sp, after: a.after})
 		}))
 	}
 	var after []func()
 	ctx, end := span(ctx, "db.transaction")
 	err := pgx.BeginFunc(ctx, s.Pool, func(raw pgx.Tx) error {
-		return fn(Tx{Queries: db.New(plannedDB{raw}), after: &after})
+		return fn(Tx{Queries: db.New(plannedDB{raw}), raw: raw, after: &after})
 	})
 	end(err)
 	if err == nil {

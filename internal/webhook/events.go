@@ -131,6 +131,8 @@ type ContactDetails struct {
 	AssignedUserEmailID *string    `json:"assignedUserEmailId,omitempty"`
 	RecordStatus        string     `json:"recordStatus,omitempty"`
 	CRMFields           *CRMFields `json:"crmFields,omitempty"`
+	// CustomFields are the custom fields that changed, each with its value (null: none).
+	CustomFields map[string]any `json:"customFields,omitempty"`
 }
 
 // CRMFields are a contact's CRM fields, each present when set.

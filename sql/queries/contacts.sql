@@ -4,7 +4,9 @@
 -- when its email status was decided without DNS) and the deliveries the fan-out planned for
 -- them (webhook.Audience.Plan: @delivery_event_ids with @delivery_subscription_ids), due at
 -- once. Only while the account's subscriptions are still at the plan's
--- @subscriptions_version: otherwise nothing is written and current is false (plan again). It
+-- @subscriptions_version, and its custom fields were validated against the definitions at
+-- @fields_version: otherwise nothing is written and current is false (plan again, or, when
+-- fields_current is false too, validate against the definitions now). It
 -- is due for enrichment (@enrich_due_at) only while its email status is Pending: an address
 -- is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one
 -- email resolve to exactly one winner without aborting the losers' transactions: a loser's
@@ -13,13 +15,14 @@
 -- keys are checked at the end of the statement, after the contact row exists.)
 WITH current AS (
     SELECT 1 FROM accounts a WHERE a.account_id = @account_id::uuid AND a.subscriptions_version = @subscriptions_version::bigint
+        AND a.fields_version = @fields_version::bigint
 ), c AS (
     INSERT INTO contacts (
         account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
         crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
         consent_api_key_name, consent_api_key_prefix, consent_source_ip, consent_user_agent,
         consent_fields, created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by,
-        email_status
+        email_status, custom_fields
     )
     SELECT @account_id::uuid, @contact_id::uuid, @email::text, @email_key::text, sqlc.narg('name')::text,
         sqlc.narg('phone')::text, @tags::text[], sqlc.narg('assigned_user_email_id')::text,
@@ -28,7 +31,7 @@ WITH current AS (
         @consent_token::text, @consent_api_key_name::text, @consent_api_key_prefix::text, @consent_source_ip::text,
         @consent_user_agent::text, @consent_fields::jsonb, @created_at::timestamptz, @created_at,
         sqlc.narg('enrich_due_at')::timestamptz, @active_properties::jsonb, @addresses_parsed_by::integer,
-        @email_status::text
+        @email_status::text, @custom_fields::jsonb
     WHERE NOT EXISTS (
         SELECT 1 FROM suppressions s
         WHERE s.account_id = @account_id AND s.digest = ANY(@suppression_digests::bytea[]))
@@ -60,7 +63,8 @@ WITH current AS (
     JOIN event e ON e.event_id = d.event_id
 )
 SELECT coalesce((SELECT contact_id FROM c), '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS contact_id,
-       EXISTS (SELECT 1 FROM current) AS current;
+       EXISTS (SELECT 1 FROM current) AS current,
+       EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = @account_id::uuid AND a.fields_version = @fields_version::bigint) AS fields_current;
 
 -- name: ContactIDByEmail :one
 SELECT contact_id FROM contacts WHERE account_id = $1 AND email_key = $2;
@@ -109,7 +113,7 @@ UPDATE contacts SET
     assigned_user_email_id = sqlc.narg('assigned_user_email_id'),
     crm_name = sqlc.narg('crm_name'), crm_url = sqlc.narg('crm_url'),
     crm_source = sqlc.narg('crm_source'), crm_stage = sqlc.narg('crm_stage'),
-    crm_created_date = sqlc.narg('crm_created_date'), updated_at = @updated_at
+    crm_created_date = sqlc.narg('crm_created_date'), custom_fields = @custom_fields, updated_at = @updated_at
 WHERE account_id = @account_id AND contact_id = @contact_id;
 
 -- name: ContactEngagementSet :exec
@@ -134,7 +138,8 @@ DELETE FROM contacts WHERE account_id = $1 AND contact_id = $2;
 -- its consent record (the batch's origin), its first property, its events and their planned
 -- deliveries (of the contacts inserted), due for enrichment while its email status is
 -- Pending, as ContactCreate does for one, and as it only while the account's subscriptions
--- are at @subscriptions_version. Each column
+-- are at @subscriptions_version and the definitions at @fields_version (as ContactCreate
+-- does). Each column
 -- comes as an array with an element per contact, as River's JobInsertFastMany sends its jobs: a contact's tags are its slice of tags (tag_from,
 -- tag_count: PostgreSQL has no arrays of arrays), nullable text comes as varchar[] ([]*string:
 -- sqlc.yaml says why), and properties and events have arrays of their own, for the contacts
@@ -147,6 +152,7 @@ DELETE FROM contacts WHERE account_id = $1 AND contact_id = $2;
 -- (if not, none was).
 WITH current AS (
     SELECT 1 FROM accounts a WHERE a.account_id = @account_id::uuid AND a.subscriptions_version = @subscriptions_version::bigint
+        AND a.fields_version = @fields_version::bigint
 ), input AS (
     SELECT unnest(@contact_ids::uuid[]) AS contact_id,
            unnest(@digest_from::integer[]) AS digest_from,
@@ -167,6 +173,7 @@ WITH current AS (
            unnest(@consent_fields::jsonb[]) AS consent_fields,
            unnest(@active_properties::jsonb[]) AS active_properties,
            unnest(@email_statuses::text[]) AS email_status,
+           unnest(@custom_fields::jsonb[]) AS custom_fields,
            generate_subscripts(@contact_ids::uuid[], 1) AS position
 ), c AS (
     INSERT INTO contacts (
@@ -174,7 +181,7 @@ WITH current AS (
         crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token,
         consent_api_key_name, consent_api_key_prefix, consent_source_ip, consent_user_agent,
         consent_fields, created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by,
-        email_status
+        email_status, custom_fields
     )
     SELECT @account_id::uuid, i.contact_id, i.email, i.email_key, i.name, i.phone,
            (@tags::text[])[i.tag_from + 1 : i.tag_from + i.tag_count],
@@ -183,7 +190,7 @@ WITH current AS (
            @consent_api_key_prefix::text, @consent_source_ip::text, @consent_user_agent::text,
            i.consent_fields, @created_at::timestamptz, @created_at::timestamptz,
            CASE WHEN i.email_status = 'Pending' THEN @created_at::timestamptz END,
-           i.active_properties, @addresses_parsed_by::integer, i.email_status
+           i.active_properties, @addresses_parsed_by::integer, i.email_status, i.custom_fields
     FROM input i
     WHERE NOT EXISTS (
         SELECT 1 FROM suppressions s
@@ -230,5 +237,6 @@ WITH current AS (
     JOIN event e ON e.event_id = d.event_id
 )
 SELECT i.contact_id::uuid AS contact_id, (i.contact_id IN (SELECT contact_id FROM c))::boolean AS inserted,
-       EXISTS (SELECT 1 FROM current) AS current
+       EXISTS (SELECT 1 FROM current) AS current,
+       EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = @account_id::uuid AND a.fields_version = @fields_version::bigint) AS fields_current
 FROM input i ORDER BY i.position;

@@ -1,0 +1,443 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/field"
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+// customFieldsOf is a contact's customFields as the API shows them.
+func customFieldsOf(t *testing.T, c api.Contact) map[string]any {
+	t.Helper()
+	if c.CustomFields == nil {
+		t.Fatalf("contact %s has no customFields", c.ContactId)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(*c.CustomFields, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// defineEveryType defines a field of each type.
+func defineEveryType(t *testing.T, a *testkit.API, key string) {
+	t.Helper()
+	for _, f := range []map[string]any{
+		{"key": "nickname", "label": "Nickname", "type": "text", "validation": map[string]any{"maxLength": 12, "pattern": "^[a-z ]+$"}},
+		{"key": "seats", "label": "Seats", "type": "number", "validation": map[string]any{"min": 1, "max": 500}},
+		{"key": "vip", "label": "VIP", "type": "boolean"},
+		{"key": "renewal", "label": "Renewal", "type": "date"},
+		{"key": "last_call", "label": "Last call", "type": "datetime"},
+		{"key": "tier", "label": "Tier", "type": "enum", "options": []map[string]any{{"value": "gold", "label": "Gold"}, {"value": "silver", "label": "Silver"}}},
+		{"key": "channels", "label": "Channels", "type": "multiEnum", "options": []map[string]any{
+			{"value": "sms", "label": "SMS"}, {"value": "mail", "label": "Mail"}, {"value": "call", "label": "Call"}}},
+		{"key": "work_email", "label": "Work email", "type": "email"},
+		{"key": "mobile", "label": "Mobile", "type": "phone"},
+		{"key": "site", "label": "Site", "type": "url"},
+	} {
+		defineField(t, a, key, f)
+	}
+}
+
+// Values of every type are written normalised, read back by GET and the list, changed by
+// PATCH (a key sent is set, null and "" clear, the others stay), and each change is a
+// ContactDetailsUpdated naming customFields with the changed fields' values before and after.
+func TestCustomFieldValues(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	defineEveryType(t, a, key)
+
+	created := createContact(t, a, key, map[string]any{"email": "jane@example.com", "customFields": map[string]any{
+		"nickname": "jj", "seats": 12.5, "vip": false, "renewal": "2027-03-01", "last_call": "2026-11-27T09:30:00.1234+02:00",
+		"tier": "gold", "channels": []string{"call", "sms", "call"}, "work_email": " Jane.Doe@Example.COM ",
+		"mobile": "(555) 010-2030", "site": "HTTPS://Example.COM/a?b=c",
+	}}).Contact
+	want := map[string]any{"nickname": "jj", "seats": 12.5, "vip": false, "renewal": "2027-03-01",
+		"last_call": "2026-11-27T07:30:00.123Z", "tier": "gold", "channels": []any{"sms", "call"},
+		"work_email": "jane.doe@example.com", "mobile": "+15550102030", "site": "https://example.com/a?b=c"}
+	if got := customFieldsOf(t, created); !reflect.DeepEqual(got, want) {
+		t.Errorf("created with %v, want %v", got, want)
+	}
+	var read api.Contact
+	a.Do("GET", "/public/v1/contact?contactId="+created.ContactId, key, nil).JSON(t, &read)
+	if got := customFieldsOf(t, read); !reflect.DeepEqual(got, want) {
+		t.Errorf("read back %v, want %v", got, want)
+	}
+	var list api.ContactList
+	a.Do("GET", "/public/v1/contacts", key, nil).JSON(t, &list)
+	if len(list.Contacts) != 1 || !reflect.DeepEqual(customFieldsOf(t, list.Contacts[0]), want) {
+		t.Errorf("listed: %+v", list.Contacts)
+	}
+	plain := createContact(t, a, key, map[string]any{"email": "plain@example.com"}).Contact
+	if got := customFieldsOf(t, plain); len(got) != 0 {
+		t.Errorf("a contact without values shows %v, want {}", got)
+	}
+
+	r := a.Do("PATCH", "/public/v1/contact/"+created.ContactId, key, map[string]any{"customFields": map[string]any{
+		"tier": "silver", "nickname": nil, "site": "", "seats": 12.5}})
+	var patched api.Contact
+	if r.JSON(t, &patched); r.Status != 200 {
+		t.Fatalf("patch: %d %s", r.Status, r.Body)
+	}
+	want["tier"] = "silver"
+	delete(want, "nickname")
+	delete(want, "site")
+	if got := customFieldsOf(t, patched); !reflect.DeepEqual(got, want) {
+		t.Errorf("patched to %v, want %v", got, want)
+	}
+	var info struct {
+		ChangedFields []string `json:"changedFields"`
+		Previous      struct {
+			CustomFields map[string]any `json:"customFields"`
+		} `json:"previous"`
+		Current struct {
+			CustomFields map[string]any `json:"customFields"`
+		} `json:"current"`
+	}
+	var payload []byte
+	if err := testkit.Pool(a.Store).QueryRow(context.Background(), `SELECT payload::text FROM webhook_events
+		WHERE contact_id = $1 AND event_type = 'ContactDetailsUpdated'`, created.ContactId).Scan(&payload); err != nil {
+		t.Fatal(err)
+	}
+	var ev struct {
+		Data struct {
+			Info json.RawMessage `json:"contactDetailsUpdatedInfo"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(payload, &ev); err != nil || json.Unmarshal(ev.Data.Info, &info) != nil {
+		t.Fatalf("payload %s", payload)
+	}
+	if !reflect.DeepEqual(info.ChangedFields, []string{"customFields"}) ||
+		!reflect.DeepEqual(info.Previous.CustomFields, map[string]any{"tier": "gold", "nickname": "jj", "site": "https://example.com/a?b=c"}) ||
+		!reflect.DeepEqual(info.Current.CustomFields, map[string]any{"tier": "silver", "nickname": nil, "site": nil}) {
+		t.Errorf("event: %s", ev.Data.Info)
+	}
+	// the same values again change nothing: no event, updatedAt as it was
+	r = a.Do("PATCH", "/public/v1/contact/"+created.ContactId, key, map[string]any{"customFields": map[string]any{
+		"tier": "silver", "channels": []string{"call", "sms"}, "nickname": nil}})
+	var again api.Contact
+	if r.JSON(t, &again); r.Status != 200 || again.UpdatedAt != patched.UpdatedAt {
+		t.Errorf("a patch to the same values: %d, updatedAt %s then %s", r.Status, patched.UpdatedAt, again.UpdatedAt)
+	}
+	if n := a.Count(t, `SELECT count(*) FROM webhook_events WHERE contact_id = $1 AND event_type = 'ContactDetailsUpdated'`, created.ContactId); n != 1 {
+		t.Errorf("%d ContactDetailsUpdated events, want 1", n)
+	}
+}
+
+// Every value that breaks its field's rules is refused with 400 naming the field and the
+// rule, all of them at once, and nothing is written.
+func TestCustomFieldValuesRefused(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	defineEveryType(t, a, key)
+	defineField(t, a, key, map[string]any{"key": "old", "label": "Old", "type": "text"})
+	if r := a.Do("POST", "/public/v1/fields/old/archive", key, nil); r.Status != 200 {
+		t.Fatalf("archive: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do("PATCH", "/public/v1/fields/tier", key, map[string]any{"options": []map[string]any{{"value": "silver", "archived": true}}}); r.Status != 200 {
+		t.Fatalf("archive option: %d %s", r.Status, r.Body)
+	}
+	cases := []struct {
+		key    string
+		value  any
+		reason string
+	}{
+		{"nickname", "way too long for it", "maxLength"},
+		{"nickname", "Capitals", "pattern"},
+		{"nickname", 7, "type"},
+		{"seats", 0, "minimum"},
+		{"seats", 501, "maximum"},
+		{"seats", "12", "type"},
+		{"vip", "yes", "type"},
+		{"renewal", "01/03/2027", "format"},
+		{"renewal", "2027-02-30", "format"},
+		{"last_call", "2026-11-27 09:30", "format"},
+		{"tier", "bronze", "enum"},
+		{"tier", "silver", "enum"}, // archived option
+		{"channels", []string{"sms", "fax"}, "enum"},
+		{"channels", "sms", "type"},
+		{"work_email", "not-an-email", "format"},
+		{"mobile", "12345", "format"},
+		{"mobile", "call me", "format"},
+		{"site", "ftp://example.com", "format"},
+		{"site", "example.com", "format"},
+		{"nope", "x", "unknown"},
+		{"old", "x", "archived"},
+	}
+	values := map[string]any{}
+	for _, c := range cases {
+		r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "x@example.com", "customFields": map[string]any{c.key: c.value}})
+		e := r.Error(t)
+		if r.Status != 400 || e.Code != api.ErrorCodeInvalidRequest || e.Data == nil || e.Data.Errors == nil || len(*e.Data.Errors) != 1 ||
+			(*e.Data.Errors)[0].Field != "body.customFields."+c.key || (*e.Data.Errors)[0].Reason != c.reason {
+			t.Errorf("%s = %v: %d %s, want 400 %s", c.key, c.value, r.Status, r.Body, c.reason)
+		}
+		values[c.key] = c.value
+	}
+	r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "x@example.com", "customFields": values})
+	if e := r.Error(t); r.Status != 400 || e.Data == nil || e.Data.Errors == nil || len(*e.Data.Errors) != len(values) {
+		t.Errorf("all at once: %d %s, want one error per field (%d)", r.Status, r.Body, len(values))
+	}
+	if n := a.Count(t, "SELECT count(*) FROM contacts"); n != 0 {
+		t.Errorf("%d contacts written by refused creates", n)
+	}
+}
+
+// A required field needs a value on every create and cannot be cleared; contacts made before
+// it was required keep working. An archived field's values stay readable.
+func TestRequiredAndArchivedFields(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	defineField(t, a, key, map[string]any{"key": "region", "label": "Region", "type": "text"})
+	before := createContact(t, a, key, map[string]any{"email": "before@example.com", "customFields": map[string]any{"region": "north"}}).Contact
+	if r := a.Do("PATCH", "/public/v1/fields/region", key, map[string]any{"required": true}); r.Status != 200 {
+		t.Fatalf("make required: %d %s", r.Status, r.Body)
+	}
+	for _, body := range []map[string]any{
+		{"email": "a@example.com"},
+		{"email": "a@example.com", "customFields": map[string]any{"region": ""}},
+		{"email": "a@example.com", "customFields": map[string]any{"region": nil}},
+	} {
+		r := a.Do("POST", "/public/v1/contact", key, body)
+		if e := r.Error(t); r.Status != 400 || !hasFieldError(e, "body.customFields.region") || (*e.Data.Errors)[0].Reason != "required" {
+			t.Errorf("create %v: %d %s, want 400 required", body, r.Status, r.Body)
+		}
+	}
+	createContact(t, a, key, map[string]any{"email": "a@example.com", "customFields": map[string]any{"region": "south"}})
+	r := a.Do("PATCH", "/public/v1/contact/"+before.ContactId, key, map[string]any{"customFields": map[string]any{"region": nil}})
+	if e := r.Error(t); r.Status != 400 || !hasFieldError(e, "body.customFields.region") {
+		t.Errorf("clear a required field: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do("PATCH", "/public/v1/contact/"+before.ContactId, key, map[string]any{"name": "Before"}); r.Status != 200 {
+		t.Errorf("another change of a contact: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do("POST", "/public/v1/fields/region/archive", key, nil); r.Status != 200 {
+		t.Fatalf("archive: %d %s", r.Status, r.Body)
+	}
+	createContact(t, a, key, map[string]any{"email": "after@example.com"}) // archived: required no more
+	var read api.Contact
+	a.Do("GET", "/public/v1/contact?contactId="+before.ContactId, key, nil).JSON(t, &read)
+	if got := customFieldsOf(t, read); got["region"] != "north" {
+		t.Errorf("archived field's value reads %v, want north", got)
+	}
+}
+
+// A unique field's value is held by one contact: another create or PATCH with it (under any
+// spelling its provider reads as the same address) is 409 FieldValueTaken naming the holder;
+// an empty value never collides; a value let go (changed, contact deleted) can be taken.
+func TestUniqueFieldValues(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	_, otherKey := a.Account("other")
+	for _, k := range []string{key, otherKey} {
+		defineField(t, a, k, map[string]any{"key": "login", "label": "Login", "type": "email", "unique": true})
+		defineField(t, a, k, map[string]any{"key": "member", "label": "Member number", "type": "number", "unique": true})
+	}
+	holder := createContact(t, a, key, map[string]any{"email": "a@example.com", "customFields": map[string]any{"login": "Jane.Doe+crm@gmail.com", "member": 7}}).Contact
+	taken := func(r *testkit.Response, field string) {
+		t.Helper()
+		e := r.Error(t)
+		if r.Status != 409 || e.Code != "FieldValueTaken" || e.Data == nil || e.Data.ContactId == nil ||
+			*e.Data.ContactId != holder.ContactId || !hasFieldError(e, "body.customFields."+field) {
+			t.Errorf("want 409 FieldValueTaken by %s at %s, got %d %s", holder.ContactId, field, r.Status, r.Body)
+		}
+	}
+	taken(a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "b@example.com", "customFields": map[string]any{"login": "janedoe@googlemail.com"}}), "login")
+	taken(a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "b@example.com", "customFields": map[string]any{"member": 7.0}}), "member")
+	if n := a.Count(t, "SELECT count(*) FROM contacts WHERE email_key = 'b@example.com'"); n != 0 {
+		t.Errorf("a refused create left %d contacts", n)
+	}
+	createContact(t, a, otherKey, map[string]any{"email": "a@example.com", "customFields": map[string]any{"login": "janedoe@gmail.com"}}) // another account
+
+	b := createContact(t, a, key, map[string]any{"email": "b@example.com", "customFields": map[string]any{"login": ""}}).Contact
+	createContact(t, a, key, map[string]any{"email": "c@example.com", "customFields": map[string]any{"login": ""}})
+	taken(a.Do("PATCH", "/public/v1/contact/"+b.ContactId, key, map[string]any{"customFields": map[string]any{"login": "jane.doe@gmail.com"}}), "login")
+	// the holder moves to another value: the old one is free
+	if r := a.Do("PATCH", "/public/v1/contact/"+holder.ContactId, key, map[string]any{"customFields": map[string]any{"login": "jane@work.example"}}); r.Status != 200 {
+		t.Fatalf("holder changes: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do("PATCH", "/public/v1/contact/"+b.ContactId, key, map[string]any{"customFields": map[string]any{"login": "jane.doe@gmail.com"}}); r.Status != 200 {
+		t.Errorf("take a released value: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do("DELETE", "/public/v1/contact/"+holder.ContactId, key, nil); r.Status != 200 && r.Status != 204 {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
+	}
+	createContact(t, a, key, map[string]any{"email": "d@example.com", "customFields": map[string]any{"member": 7, "login": "jane@work.example"}})
+
+	// a long value (past what a B-tree entry holds) is unique as any other
+	defineField(t, a, key, map[string]any{"key": "essay", "label": "Essay", "type": "text", "unique": true})
+	var essay strings.Builder
+	for i := range field.MaxTextLength { // 3 bytes each, in no order compression finds
+		essay.WriteRune(rune(0x4E00 + i*7919%20000))
+	}
+	long := essay.String()
+	essayist := createContact(t, a, key, map[string]any{"email": "e@example.com", "customFields": map[string]any{"essay": long}}).Contact
+	r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "f@example.com", "customFields": map[string]any{"essay": long}})
+	if e := r.Error(t); r.Status != 409 || e.Code != "FieldValueTaken" {
+		t.Errorf("the long value again: %d %s", r.Status, r.Body)
+	}
+	a.Do("DELETE", "/public/v1/contact/"+essayist.ContactId, key, nil)
+	if n := a.Count(t, "SELECT count(*) FROM contact_unique_values"); n != 4 {
+		t.Errorf("%d unique values held, want 4 (b's login, d's login and member, the other account's login)", n)
+	}
+}
+
+// Creates racing for one unique value end in exactly one 200 and 409s naming its contact.
+func TestUniqueFieldValueRace(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	defineField(t, a, key, map[string]any{"key": "member", "label": "Member", "type": "text", "unique": true})
+	const n = 8
+	statuses := make([]int, n)
+	bodies := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": fmt.Sprintf("racer%d@example.com", i), "customFields": map[string]any{"member": "M-1"}})
+			statuses[i], bodies[i] = r.Status, string(r.Body)
+		}()
+	}
+	wg.Wait()
+	var winner string
+	if err := testkit.Pool(a.Store).QueryRow(context.Background(), "SELECT contact_id::text FROM contact_unique_values").Scan(&winner); err != nil {
+		t.Fatal(err)
+	}
+	ok := 0
+	for i, s := range statuses {
+		switch {
+		case s == 200:
+			ok++
+		case s != 409 || !strings.Contains(bodies[i], `"contactId":"`+winner+`"`):
+			t.Errorf("racer %d: %d %s, want 409 naming %s", i, s, bodies[i], winner)
+		}
+	}
+	if ok != 1 || a.Count(t, "SELECT count(*) FROM contacts") != 1 {
+		t.Errorf("%d creates succeeded, %d contacts: want 1 and 1", ok, a.Count(t, "SELECT count(*) FROM contacts"))
+	}
+}
+
+// A process whose cached definitions are stale (another process made a field required, or
+// archived it) does not write against them: its create is checked against the new ones.
+func TestDefinitionsChangedByAnotherProcess(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	second := a.SecondProcess()
+	defineField(t, a, key, map[string]any{"key": "region", "label": "Region", "type": "text"})
+	createContact(t, second, key, map[string]any{"email": "first@example.com", "customFields": map[string]any{"region": "north"}}) // second caches the definitions
+	if r := a.Do("PATCH", "/public/v1/fields/region", key, map[string]any{"required": true}); r.Status != 200 {
+		t.Fatalf("make required: %d %s", r.Status, r.Body)
+	}
+	r := second.Do("POST", "/public/v1/contact", key, map[string]any{"email": "second@example.com"})
+	if e := r.Error(t); r.Status != 400 || !hasFieldError(e, "body.customFields.region") {
+		t.Errorf("create through the process with stale definitions: %d %s, want 400 required", r.Status, r.Body)
+	}
+	res := batch(t, second, key, "create", map[string]any{"email": "third@example.com"})
+	if res[0].Status != "failed" || res[0].Error == nil || res[0].Error.Code != api.ErrorCodeInvalidRequest {
+		t.Errorf("batch through the process with stale definitions: %+v", res[0])
+	}
+	if r := a.Do("POST", "/public/v1/fields/region/archive", key, nil); r.Status != 200 {
+		t.Fatalf("archive: %d %s", r.Status, r.Body)
+	}
+	r = second.Do("POST", "/public/v1/contact", key, map[string]any{"email": "fourth@example.com", "customFields": map[string]any{"region": "south"}})
+	if e := r.Error(t); r.Status != 400 || !hasFieldError(e, "body.customFields.region") || (*e.Data.Errors)[0].Reason != "archived" {
+		t.Errorf("write an archived field through the stale process: %d %s", r.Status, r.Body)
+	}
+}
+
+// A batch checks each item's values alone: an item whose unique value another contact holds
+// fails alone with FieldValueTaken, the others are written; upsert sets an existing contact's
+// values as PATCH does.
+func TestBatchCustomFields(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	defineField(t, a, key, map[string]any{"key": "member", "label": "Member", "type": "text", "unique": true})
+	defineField(t, a, key, map[string]any{"key": "seats", "label": "Seats", "type": "number"})
+	holder := createContact(t, a, key, map[string]any{"email": "holder@example.com", "customFields": map[string]any{"member": "M-1", "seats": 1}}).Contact
+	res := batch(t, a, key, "upsert",
+		map[string]any{"email": "new@example.com", "customFields": map[string]any{"member": "M-2", "seats": 3}},
+		map[string]any{"email": "thief@example.com", "customFields": map[string]any{"member": "M-1"}},
+		map[string]any{"email": "bad@example.com", "customFields": map[string]any{"seats": "many"}},
+		map[string]any{"email": "holder@example.com", "customFields": map[string]any{"seats": 2}},
+		map[string]any{"email": "twin@example.com", "customFields": map[string]any{"member": "M-2"}},
+	)
+	if res[0].Status != "created" || res[3].Status != "updated" || res[3].ContactId.String() != holder.ContactId {
+		t.Errorf("results: %+v", res)
+	}
+	for _, i := range []int{1, 4} {
+		if e := res[i].Error; res[i].Status != "failed" || e == nil || e.Code != "FieldValueTaken" {
+			t.Errorf("item %d: %+v, want FieldValueTaken", i, res[i])
+		}
+	}
+	if e := res[2].Error; res[2].Status != "failed" || e == nil || e.Code != api.ErrorCodeInvalidRequest {
+		t.Errorf("item 2: %+v, want InvalidRequest", res[2])
+	}
+	var read api.Contact
+	a.Do("GET", "/public/v1/contact?contactId="+holder.ContactId, key, nil).JSON(t, &read)
+	if got := customFieldsOf(t, read); !reflect.DeepEqual(got, map[string]any{"member": "M-1", "seats": 2.0}) {
+		t.Errorf("upserted holder: %v", got)
+	}
+	if n := a.Count(t, "SELECT count(*) FROM contacts"); n != 2 {
+		t.Errorf("%d contacts, want 2 (holder, new)", n)
+	}
+}
+
+// A unique field is a match key: GET /contact?field=KEY&value=V finds the contact holding the
+// value under any spelling of it, with contactId or emailId naming the same contact.
+func TestGetContactByUniqueField(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	defineField(t, a, key, map[string]any{"key": "mobile", "label": "Mobile", "type": "phone", "unique": true})
+	defineField(t, a, key, map[string]any{"key": "member", "label": "Member", "type": "number", "unique": true})
+	defineField(t, a, key, map[string]any{"key": "note", "label": "Note", "type": "text"})
+	c := createContact(t, a, key, map[string]any{"email": "jane@example.com", "customFields": map[string]any{"mobile": "+1 (555) 010-2030", "member": 42}}).Contact
+	get := func(query string) *testkit.Response { return a.Do("GET", "/public/v1/contact?"+query, key, nil) }
+	for _, q := range []string{"field=mobile&value=555.010.2030", "field=mobile&value=%2B15550102030", "field=member&value=42.0",
+		"field=member&value=42&emailId=JANE@example.com", "field=member&value=42&contactId=" + c.ContactId} {
+		var got api.Contact
+		if r := get(q); r.Status != 200 {
+			t.Errorf("%s: %d %s", q, r.Status, r.Body)
+		} else if r.JSON(t, &got); got.ContactId != c.ContactId {
+			t.Errorf("%s found %s", q, got.ContactId)
+		}
+	}
+	for q, want := range map[string]string{
+		"field=member&value=43":                           "404 ContactDoesNotExist",
+		"field=member&value=42&emailId=other@example.com": "404 ContactDoesNotExist",
+		"field=note&value=x":                              "400 query.field",
+		"field=nope&value=x":                              "400 query.field",
+		"field=member&value=forty-two":                    "400 query.value",
+		"field=member":                                    "400 query",
+		"value=42":                                        "400 query",
+		"field=member&value=42&contactId=" + uuid.NewString(): "404 ContactDoesNotExist",
+	} {
+		r := get(q)
+		e := r.Error(t)
+		var where string
+		if e.Data != nil && e.Data.Errors != nil {
+			where = (*e.Data.Errors)[0].Field
+		}
+		if got := fmt.Sprintf("%d %s", r.Status, e.Code); r.Status == 404 && got != want || r.Status != 404 && fmt.Sprintf("%d %s", r.Status, where) != want {
+			t.Errorf("%s: %d %s, want %s", q, r.Status, r.Body, want)
+		}
+	}
+}
