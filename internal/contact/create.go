@@ -140,7 +140,7 @@ func (s *Service) insert(ctx context.Context, p db.ContactCreateParams, events [
 		} else {
 			inserted, err = s.creates.Do(ctx, p)
 		}
-		if false && err == nil && !inserted.row.FieldsCurrent {
+		if err == nil && !inserted.row.FieldsCurrent {
 			return false, errFieldsChanged
 		}
 		return inserted.row.Current, err
