@@ -83,6 +83,40 @@ type env struct {
 	seeded [2]time.Time
 	phones int
 	fields int // the account's fields, each an enum of the most options
+	// unique is the account whose 200 fields are all unique text (uniqueAccount), once made.
+	unique *env
+}
+
+// uniqueFields is how many unique text fields uniqueAccount has: the most an account has.
+const uniqueFields = field.MaxPerAccount
+
+// uniqueAccount is an account of its own, subscribed as the main one is, whose every field
+// (200) is unique text: a write of all their values claims 200 values. An account of its
+// own, so that the main account's field limit stays the field operations' to reach.
+func (e *env) uniqueAccount() *env {
+	e.t.Helper()
+	if e.unique == nil {
+		u := &env{t: e.t, a: e.a}
+		u.account, u.key = e.a.Account("costs-unique")
+		u.subscribeAll()
+		for i := range uniqueFields {
+			u.do("POST", "/public/v1/fields", map[string]any{"key": fmt.Sprintf("u_%03d", i), "label": "Unique", "type": "text", "unique": true}, 200)
+		}
+		e.unique = u
+	}
+	e.unique.t = e.t
+	return e.unique
+}
+
+// uniqueValues are a value for each of uniqueAccount's fields, of length characters, all
+// starting with prefix: the most a create or PATCH body (64 KiB) holds is 250 characters.
+func uniqueValues(prefix string, length int) map[string]any {
+	out := make(map[string]any, uniqueFields)
+	for i := range uniqueFields {
+		v := fmt.Sprintf("%s%03d", prefix, i)
+		out[fmt.Sprintf("u_%03d", i)] = v + strings.Repeat("v", length-len(v))
+	}
+	return out
 }
 
 // defineFields gives the account n fields (or keeps the more it has), each an enum of
