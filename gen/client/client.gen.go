@@ -440,6 +440,7 @@ func (e Warning) Valid() bool {
 const (
 	WebhookEventDataContactDetailsUpdatedInfoChangedFieldsAssignedUserEmailId WebhookEventDataContactDetailsUpdatedInfoChangedFields = "assignedUserEmailId"
 	WebhookEventDataContactDetailsUpdatedInfoChangedFieldsCrmFields           WebhookEventDataContactDetailsUpdatedInfoChangedFields = "crmFields"
+	WebhookEventDataContactDetailsUpdatedInfoChangedFieldsCustomFields        WebhookEventDataContactDetailsUpdatedInfoChangedFields = "customFields"
 	WebhookEventDataContactDetailsUpdatedInfoChangedFieldsEmail               WebhookEventDataContactDetailsUpdatedInfoChangedFields = "email"
 	WebhookEventDataContactDetailsUpdatedInfoChangedFieldsName                WebhookEventDataContactDetailsUpdatedInfoChangedFields = "name"
 	WebhookEventDataContactDetailsUpdatedInfoChangedFieldsPhone               WebhookEventDataContactDetailsUpdatedInfoChangedFields = "phone"
@@ -452,6 +453,8 @@ func (e WebhookEventDataContactDetailsUpdatedInfoChangedFields) Valid() bool {
 	case WebhookEventDataContactDetailsUpdatedInfoChangedFieldsAssignedUserEmailId:
 		return true
 	case WebhookEventDataContactDetailsUpdatedInfoChangedFieldsCrmFields:
+		return true
+	case WebhookEventDataContactDetailsUpdatedInfoChangedFieldsCustomFields:
 		return true
 	case WebhookEventDataContactDetailsUpdatedInfoChangedFieldsEmail:
 		return true

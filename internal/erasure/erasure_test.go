@@ -32,6 +32,8 @@ type person struct {
 	email, name, renamed, phone, phoneDigits, street, street2 string
 	// a duplicate of them, imported from a file and merged into them
 	dupEmail, dupName, dupPhone, dupPhoneDigits string
+	// their values of the account's custom fields: a unique member number, a work email
+	member, workEmail string
 }
 
 func newPerson(tag string) person {
@@ -43,11 +45,12 @@ func newPerson(tag string) person {
 		street: "Qwyx" + tag + u + " St", street2: "Vrell" + tag + u + " Ave",
 		dupEmail: "zq.dup" + tag + u + "@example.com", dupName: "Zeb " + tag + "Quix" + u,
 		dupPhone: "+1 (555) 014-" + m, dupPhoneDigits: "555014" + m,
+		member: "M-" + tag + u + "-77", workEmail: "zq.work" + tag + u + "@corp.example",
 	}
 }
 
 func (p person) values() []string {
-	return []string{p.email, p.name, p.renamed, p.phone, p.street, p.street2, p.dupEmail, p.dupName, p.dupPhone}
+	return []string{p.email, p.name, p.renamed, p.phone, p.street, p.street2, p.dupEmail, p.dupName, p.dupPhone, p.member, p.workEmail}
 }
 
 // The proof that an erasure reaches every copy: a person goes through every path contactd
@@ -93,6 +96,12 @@ func TestErasureLeavesNoTrace(t *testing.T) {
 					t.Fatal(err)
 				}
 				actsIn = sandbox
+			}
+			for _, f := range []map[string]any{{"key": "member", "label": "Member", "type": "text", "unique": true},
+				{"key": "work_email", "label": "Work email", "type": "email", "unique": true}} {
+				if r := a.Do("POST", "/public/v1/fields", key, f); r.Status != 200 {
+					t.Fatalf("define %v: %d %s", f["key"], r.Status, r.Body)
+				}
 			}
 			id, dupID := live(t, a, key, actsIn, p, "p")
 			live(t, a, key, actsIn, bystander, "b")
@@ -179,7 +188,8 @@ func live(t *testing.T, a *testkit.API, key string, account uuid.UUID, p person,
 	t.Helper()
 	r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": p.email, "name": p.name, "phone": p.phone,
 		"tags": []string{"lead"}, "address": "12 " + p.street + " Apt 9, Springfield, IL 62704",
-		"crmFields": map[string]any{"name": "Salesforce", "stage": "New"}}, "Idempotency-Key", "create-"+tag)
+		"crmFields": map[string]any{"name": "Salesforce", "stage": "New"}, "customFields": map[string]any{"member": p.member}},
+		"Idempotency-Key", "create-"+tag)
 	var created struct {
 		Contact struct {
 			ContactID string `json:"contactId"`
@@ -195,7 +205,7 @@ func live(t *testing.T, a *testkit.API, key string, account uuid.UUID, p person,
 		body         any
 	}{
 		{"POST", "/tags", map[string]any{"tags": []string{"vip"}}},
-		{"PATCH", "", map[string]any{"name": p.renamed}},
+		{"PATCH", "", map[string]any{"name": p.renamed, "customFields": map[string]any{"work_email": p.workEmail}}},
 		{"POST", "/activity", map[string]any{"type": "FormSubmission", "details": map[string]any{"said": "I am " + p.renamed}}},
 		{"POST", "/property", map[string]any{"address": "7 " + p.street2 + ", Springfield, IL 62701"}},
 		{"PUT", "/tags", map[string]any{"tags": []string{"customer"}}},
