@@ -99,6 +99,26 @@ async function main(): Promise<void> {
   const missingCode: ErrorCode = missing.error.code;
   check(missingCode === "ContactDoesNotExist", `404 code ${missingCode}`);
 
+  // A custom field: defined, written on a create and a PATCH, read back, a match key.
+  const field = await client.POST("/public/v1/fields", {
+    body: { key: "member", label: "Member number", type: "number", unique: true, required: false }, // openapi-typescript makes a member with a default required
+  });
+  check(field.data?.unique === true, `define a field: ${field.response.status}`);
+  const withValue = await client.POST("/public/v1/contact", { body: { email: `f-${email}`, customFields: { member: 1042 } } });
+  check(withValue.data?.contact.customFields?.["member"] === 1042, `create with a value: ${JSON.stringify(withValue.data)}`);
+  const fieldContactId = withValue.data.contact.contactId;
+  const changed = await client.PATCH("/public/v1/contact/{contactId}", {
+    params: { path: { contactId: fieldContactId } },
+    body: { customFields: { member: 1043 } },
+  });
+  check(changed.data?.customFields?.["member"] === 1043, `patch a value: ${JSON.stringify(changed.data)}`);
+  const byField = await client.GET("/public/v1/contact", { params: { query: { field: "member", value: "1043" } } });
+  check(byField.data?.contactId === fieldContactId, `get by a unique field: ${JSON.stringify(byField.data)}`);
+  const taken = await client.POST("/public/v1/contact", { body: { email: `g-${email}`, customFields: { member: 1043 } } });
+  const takenCode: ErrorCode | undefined = taken.error?.code;
+  check(taken.response.status === 409 && takenCode === "FieldValueTaken" && taken.error?.data?.contactId === fieldContactId,
+    `a taken value: ${taken.response.status}`);
+
   console.log(JSON.stringify({ ok: true, contactId, subscriptionId }));
 }
 
