@@ -8,6 +8,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/contactd/contactd/internal/apitime"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/csvcell"
+	"github.com/contactd/contactd/internal/field"
 )
 
 // ListContacts implements GET /public/v1/contacts.
@@ -147,8 +149,17 @@ func (r exportResponse) VisitExportContactsResponse(w http.ResponseWriter) error
 		body = zw
 	}
 	var csvw *csv.Writer
+	header, fieldKeys := csvColumns, []string(nil)
 	if r.csv {
 		csvw = csv.NewWriter(body)
+		fields, err := r.s.fields.List(r.ctx, principal(r.ctx).AccountID, true)
+		if err != nil {
+			return err // nothing is written yet: the error body
+		}
+		header = slices.Clone(csvColumns)
+		for _, f := range fields {
+			header, fieldKeys = append(header, "customFields."+f.Key), append(fieldKeys, f.Key)
+		}
 	}
 	var line []byte
 	wroteHeader := false
@@ -161,11 +172,14 @@ func (r exportResponse) VisitExportContactsResponse(w http.ResponseWriter) error
 		}
 		if !wroteHeader {
 			wroteHeader = true
-			if err := csvw.Write(csvColumns); err != nil {
+			if err := csvw.Write(header); err != nil {
 				return err
 			}
 		}
-		row := csvRow(&a)
+		row, err := csvFieldCells(csvRow(&a), c.CustomFields, fieldKeys)
+		if err != nil {
+			return err
+		}
 		for i := range row {
 			row[i] = csvcell.Neutralize(row[i])
 		}
@@ -182,7 +196,7 @@ func (r exportResponse) VisitExportContactsResponse(w http.ResponseWriter) error
 	}
 	if csvw != nil {
 		if !wroteHeader {
-			_ = csvw.Write(csvColumns)
+			_ = csvw.Write(header)
 		}
 		csvw.Flush()
 		if err := csvw.Error(); err != nil {
@@ -266,6 +280,37 @@ func csvRow(c *api.Contact) []string {
 		n(e.NumOfFormSubmissions), n(e.NumOfEmailSends), n(e.NumOfEmailOpens), n(e.NumOfEmailClicks),
 		n(e.NumOfDashboardViews), n(e.NumOfDashboardClicks), n(e.NumOfPostcardScans), n(e.NumOfAIHandoffs),
 		c.ProofOfConsentUrl}
+}
+
+// csvFieldCells appends to row a cell per field of keys: the contact's value (a number as
+// its shortest decimal, a multiEnum's options joined by ";"), or "" when it has none.
+func csvFieldCells(row []string, stored []byte, keys []string) ([]string, error) {
+	if len(keys) == 0 {
+		return row, nil
+	}
+	values, err := field.ParseValues(stored)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		cell := ""
+		switch v := values[k].(type) {
+		case string:
+			cell = v
+		case float64:
+			cell = strconv.FormatFloat(v, 'f', -1, 64)
+		case bool:
+			cell = strconv.FormatBool(v)
+		case []any:
+			parts := make([]string, len(v))
+			for i, o := range v {
+				parts[i], _ = o.(string)
+			}
+			cell = strings.Join(parts, ";")
+		}
+		row = append(row, cell)
+	}
+	return row, nil
 }
 
 // oneLine is an address as one line: "123 N Main St Apt 4, Springfield, IL 62704".

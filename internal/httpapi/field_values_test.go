@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -439,5 +440,54 @@ func TestGetContactByUniqueField(t *testing.T) {
 		if got := fmt.Sprintf("%d %s", r.Status, e.Code); r.Status == 404 && got != want || r.Status != 404 && fmt.Sprintf("%d %s", r.Status, where) != want {
 			t.Errorf("%s: %d %s, want %s", q, r.Status, r.Body, want)
 		}
+	}
+}
+
+// The CSV export has a column per field of the account, archived ones too, in the order they
+// were defined; the NDJSON export carries customFields as every read does.
+func TestExportCustomFields(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	defineField(t, a, key, map[string]any{"key": "seats", "label": "Seats", "type": "number"})
+	defineField(t, a, key, map[string]any{"key": "channels", "label": "Channels", "type": "multiEnum", "options": []map[string]any{
+		{"value": "sms", "label": "SMS"}, {"value": "mail", "label": "Mail"}}})
+	defineField(t, a, key, map[string]any{"key": "motto", "label": "Motto", "type": "text"})
+	createContact(t, a, key, map[string]any{"email": "jane@example.com", "customFields": map[string]any{
+		"seats": 1500000, "channels": []string{"mail", "sms"}, "motto": "=1+2"}})
+	createContact(t, a, key, map[string]any{"email": "sam@example.com"})
+	if r := a.Do("POST", "/public/v1/fields/motto/archive", key, nil); r.Status != 200 {
+		t.Fatalf("archive: %d %s", r.Status, r.Body)
+	}
+	r := a.Do("GET", "/public/v1/contacts/export", key, nil, "Accept", "text/csv")
+	rows, err := csv.NewReader(strings.NewReader(string(r.Body))).ReadAll()
+	if r.Status != 200 || err != nil || len(rows) != 3 {
+		t.Fatalf("export: %d %v %s", r.Status, err, r.Body)
+	}
+	header, n := rows[0], len(rows[0])
+	if !reflect.DeepEqual(header[n-3:], []string{"customFields.seats", "customFields.channels", "customFields.motto"}) {
+		t.Errorf("header ends %v", header[n-3:])
+	}
+	byEmail := map[string][]string{rows[1][1]: rows[1], rows[2][1]: rows[2]}
+	if got := byEmail["jane@example.com"][n-3:]; !reflect.DeepEqual(got, []string{"1500000", "sms;mail", "'=1+2"}) {
+		t.Errorf("jane's cells %q", got)
+	}
+	if got := byEmail["sam@example.com"][n-3:]; !reflect.DeepEqual(got, []string{"", "", ""}) {
+		t.Errorf("sam's cells %q", got)
+	}
+	r = a.Do("GET", "/public/v1/contacts/export", key, nil)
+	want := map[string]any{"channels": []any{"sms", "mail"}, "motto": "=1+2", "seats": 1500000.0}
+	found := false
+	for line := range strings.SplitSeq(strings.TrimSpace(string(r.Body)), "\n") {
+		var c api.Contact
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.Email == "jane@example.com" {
+			found = reflect.DeepEqual(customFieldsOf(t, c), want)
+		}
+	}
+	if r.Status != 200 || !found {
+		t.Errorf("NDJSON export: %d %s", r.Status, r.Body)
 	}
 }
