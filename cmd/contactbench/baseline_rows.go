@@ -95,7 +95,7 @@ func rowsParams(ctx context.Context, account uuid.UUID, email string, name *stri
 	p := db.ContactCreateParams{AccountID: account, ContactID: id, Email: email, EmailKey: contact.EmailKey(email),
 		Name: name, Tags: tags, ConsentToken: "cs_" + uuid.NewString(), CreatedAt: now,
 		ConsentApiKeyName: "bench", ConsentApiKeyPrefix: "ck_bench", ConsentSourceIp: "127.0.0.1",
-		ConsentUserAgent: "contactbench", ConsentFields: []byte("{}"), ActiveProperties: []byte("[]"),
+		ConsentUserAgent: "contactbench", ConsentFields: []byte("{}"), ActiveProperties: []byte("[]"), CustomFields: []byte("{}"),
 		AddressesParsedBy: address.Version, EmailStatus: "Valid"}
 	info := webhook.ContactInfo{ContactID: id.String(), EmailID: email}
 	if raw != "" {

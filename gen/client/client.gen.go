@@ -813,7 +813,7 @@ type ContactDetails struct {
 	// CustomFields The custom fields that changed, each with its value (`null` when it has none), in
 	// `previous` and `current` alike; present when one changed (`changedFields` then has
 	// `customFields`).
-	CustomFields *map[string]*NullableFieldValue `json:"customFields,omitempty"`
+	CustomFields *map[string]NullableFieldValue `json:"customFields,omitempty"`
 
 	// Email Primary email.
 	Email string `json:"email"`
@@ -1547,10 +1547,22 @@ type NewFieldOption struct {
 	Value string `json:"value"`
 }
 
-// NullableFieldValue A `FieldValue`, or `null` to clear it.
+// NullableFieldValue A `FieldValue`, or `null` for none (to clear a value, or a value there was not).
 type NullableFieldValue struct {
 	union json.RawMessage
 }
+
+// NullableFieldValue0 defines model for NullableFieldValue.0.
+type NullableFieldValue0 = string
+
+// NullableFieldValue1 defines model for NullableFieldValue.1.
+type NullableFieldValue1 = float32
+
+// NullableFieldValue2 defines model for NullableFieldValue.2.
+type NullableFieldValue2 = bool
+
+// NullableFieldValue3 defines model for NullableFieldValue.3.
+type NullableFieldValue3 = []string
 
 // Phone A phone number: an optional `+` and 1-2 digit country code, then 3-3-4 digits.
 //
@@ -2723,22 +2735,100 @@ func (t *FieldValue) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// AsFieldValue returns the union data inside the NullableFieldValue as a FieldValue
-func (t NullableFieldValue) AsFieldValue() (FieldValue, error) {
-	var body FieldValue
+// AsNullableFieldValue0 returns the union data inside the NullableFieldValue as a NullableFieldValue0
+func (t NullableFieldValue) AsNullableFieldValue0() (NullableFieldValue0, error) {
+	var body NullableFieldValue0
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromFieldValue overwrites any union data inside the NullableFieldValue as the provided FieldValue
-func (t *NullableFieldValue) FromFieldValue(v FieldValue) error {
+// FromNullableFieldValue0 overwrites any union data inside the NullableFieldValue as the provided NullableFieldValue0
+func (t *NullableFieldValue) FromNullableFieldValue0(v NullableFieldValue0) error {
 	b, err := json.Marshal(v)
 	t.union = b
 	return err
 }
 
-// MergeFieldValue performs a merge with any union data inside the NullableFieldValue, using the provided FieldValue
-func (t *NullableFieldValue) MergeFieldValue(v FieldValue) error {
+// MergeNullableFieldValue0 performs a merge with any union data inside the NullableFieldValue, using the provided NullableFieldValue0
+func (t *NullableFieldValue) MergeNullableFieldValue0(v NullableFieldValue0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNullableFieldValue1 returns the union data inside the NullableFieldValue as a NullableFieldValue1
+func (t NullableFieldValue) AsNullableFieldValue1() (NullableFieldValue1, error) {
+	var body NullableFieldValue1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNullableFieldValue1 overwrites any union data inside the NullableFieldValue as the provided NullableFieldValue1
+func (t *NullableFieldValue) FromNullableFieldValue1(v NullableFieldValue1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNullableFieldValue1 performs a merge with any union data inside the NullableFieldValue, using the provided NullableFieldValue1
+func (t *NullableFieldValue) MergeNullableFieldValue1(v NullableFieldValue1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNullableFieldValue2 returns the union data inside the NullableFieldValue as a NullableFieldValue2
+func (t NullableFieldValue) AsNullableFieldValue2() (NullableFieldValue2, error) {
+	var body NullableFieldValue2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNullableFieldValue2 overwrites any union data inside the NullableFieldValue as the provided NullableFieldValue2
+func (t *NullableFieldValue) FromNullableFieldValue2(v NullableFieldValue2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNullableFieldValue2 performs a merge with any union data inside the NullableFieldValue, using the provided NullableFieldValue2
+func (t *NullableFieldValue) MergeNullableFieldValue2(v NullableFieldValue2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNullableFieldValue3 returns the union data inside the NullableFieldValue as a NullableFieldValue3
+func (t NullableFieldValue) AsNullableFieldValue3() (NullableFieldValue3, error) {
+	var body NullableFieldValue3
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNullableFieldValue3 overwrites any union data inside the NullableFieldValue as the provided NullableFieldValue3
+func (t *NullableFieldValue) FromNullableFieldValue3(v NullableFieldValue3) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNullableFieldValue3 performs a merge with any union data inside the NullableFieldValue, using the provided NullableFieldValue3
+func (t *NullableFieldValue) MergeNullableFieldValue3(v NullableFieldValue3) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err

@@ -151,8 +151,11 @@ func TestAFlappingReceiverGetsEveryEvent(t *testing.T) {
 	for round, email := range []string{"flap1@example.com", "flap2@example.com"} {
 		s.addTags(t, email, "x")
 		att := s.waitAttempts(t, 2*round+1)
-		if att[0].ResponseStatus != nil || att[0].Error == nil || *att[0].Error != "the receiver refused the connection" || att[0].NextAttemptAt == nil {
-			t.Fatalf("round %d: attempt %+v, want refused with a retry scheduled", round, att[0])
+		// After the first round a connection the sender kept alive may still be in its pool
+		// when the receiver goes: the attempt then finds it closed instead of refused.
+		if e := att[0].Error; att[0].ResponseStatus != nil || e == nil || att[0].NextAttemptAt == nil ||
+			*e != "the receiver refused the connection" && (round == 0 || *e != "the receiver closed the connection before answering") {
+			t.Fatalf("round %d: attempt %+v (error %v), want refused with a retry scheduled", round, att[0], deref(e))
 		}
 		srv := up()
 		var d testkit.Delivered
@@ -198,4 +201,11 @@ func socketBuffers(t *testing.T) int {
 		total += n
 	}
 	return total
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
 }
