@@ -177,7 +177,7 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 		Fields: fields})
 	subscriptions := webhook.NewService(st, events, secrets, Now,
 		webhook.URLRules{AllowHTTP: cfg.WebhookAllowHTTP, AllowNATS: cfg.NATSURL != ""})
-	cons, err := console.New(console.Deps{Store: st, Auth: keyring, Contacts: contacts, Webhooks: subscriptions,
+	cons, err := console.New(console.Deps{Store: st, Auth: keyring, Contacts: contacts, Fields: fields, Webhooks: subscriptions,
 		Deliveries: deliveries, Events: eventFeed, Log: log, Now: Now, PublicURL: cfg.PublicURL})
 	if err != nil {
 		return nil, err

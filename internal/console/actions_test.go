@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/testkit"
 )
@@ -171,5 +172,57 @@ func TestConsoleRotatesAndPauses(t *testing.T) {
 		if p := b.do("POST", path+"/pause", url.Values{"paused": {fmt.Sprint(want)}, "csrf": {token}}); p.status != http.StatusSeeOther || paused() != want {
 			t.Errorf("paused=%v in the console: %d, the subscription's paused %v", want, p.status, !want)
 		}
+	}
+}
+
+// A contact's page shows its custom fields, an archived one only where the contact has a
+// value; a key with contacts:write changes one from the page's form, under the API's rules.
+func TestConsoleEditsCustomFields(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	for _, f := range []map[string]any{
+		{"key": "seats", "label": "Seats", "type": "number"},
+		{"key": "tier", "label": "Tier", "type": "enum", "options": []map[string]any{{"value": "gold", "label": "Gold"}, {"value": "silver", "label": "Silver"}}},
+		{"key": "old", "label": "Old", "type": "text"},
+		{"key": "gone", "label": "Gone", "type": "text"},
+	} {
+		if r := a.Do("POST", "/public/v1/fields", key, f); r.Status != 200 {
+			t.Fatalf("define: %d %s", r.Status, r.Body)
+		}
+	}
+	r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "jane@example.com", "customFields": map[string]any{"seats": 3, "old": "kept"}})
+	var created api.CreateContactResult
+	r.JSON(t, &created)
+	id := created.Contact.ContactId
+	for _, k := range []string{"old", "gone"} {
+		a.Do("POST", "/public/v1/fields/"+k+"/archive", key, nil)
+	}
+	b := &browser{t: t, base: a.URL}
+	b.signIn(key)
+	body := b.do("GET", "/console/contacts/"+id, nil).body
+	for _, want := range []string{`data-key="seats">3</td>`, `data-key="tier"></td>`, `Old (archived)`, `data-key="old">kept</td>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the contact's page lacks %s", want)
+		}
+	}
+	if strings.Contains(body, `data-key="gone"`) {
+		t.Error("an archived field without a value is shown")
+	}
+	token := b.csrf("/console/contacts/" + id)
+	for _, form := range []url.Values{{"key": {"seats"}, "value": {"12.5"}}, {"key": {"tier"}, "value": {"silver"}}} {
+		form.Set("csrf", token)
+		if p := b.do("POST", "/console/contacts/"+id+"/fields", form, "Origin", a.URL); p.status != http.StatusSeeOther {
+			t.Errorf("save %v: %d %s", form, p.status, p.body)
+		}
+	}
+	if p := b.do("POST", "/console/contacts/"+id+"/fields", url.Values{"key": {"seats"}, "value": {"many"}, "csrf": {token}}, "Origin", a.URL); p.status != http.StatusBadRequest ||
+		!strings.Contains(p.body, "customFields.seats") {
+		t.Errorf("a value the field refuses: %d %s", p.status, p.body)
+	}
+	var c api.Contact
+	a.Do("GET", "/public/v1/contact?contactId="+id, key, nil).JSON(t, &c)
+	if c.CustomFields == nil || !strings.Contains(string(*c.CustomFields), `"tier":"silver"`) || !strings.Contains(string(*c.CustomFields), `"seats":12.5`) {
+		t.Errorf("after the console's saves: %s", *c.CustomFields)
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/feed"
+	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/queue"
 	"github.com/contactd/contactd/internal/secret"
 	"github.com/contactd/contactd/internal/store"
@@ -64,6 +65,7 @@ type Deps struct {
 	Store      *store.Store
 	Auth       *auth.Service
 	Contacts   *contact.Service
+	Fields     *field.Service
 	Webhooks   *webhook.Service
 	Deliveries *delivery.Service
 	Events     *feed.Service
@@ -147,6 +149,7 @@ func (c *Console) Register(e *echo.Echo, bodyLimit, rateLimit echo.MiddlewareFun
 	signedIn.GET("/contacts/:id", c.contactPage, c.scope("contacts:read"))
 	signedIn.POST("/contacts/:id/tags", c.addTag, c.sameOrigin, c.csrf, c.scope("contacts:write"))
 	signedIn.POST("/contacts/:id/tags/remove", c.removeTag, c.sameOrigin, c.csrf, c.scope("contacts:write"))
+	signedIn.POST("/contacts/:id/fields", c.setField, c.sameOrigin, c.csrf, c.scope("contacts:write"))
 	signedIn.POST("/contacts/:id/properties", c.addProperty, c.sameOrigin, c.csrf, c.scope("contacts:write"))
 	signedIn.POST("/contacts/:id/properties/:property/archive", c.archiveProperty, c.sameOrigin, c.csrf, c.scope("contacts:write"))
 	signedIn.GET("/webhooks", c.webhooksPage, c.scope("webhooks:read"))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
+	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/webhook"
 )
 
@@ -59,6 +61,110 @@ func (c *Console) contactsPage(ec echo.Context) error {
 		"Statuses": []string{"Pending", "Valid", "Invalid"}, "RecordStatuses": []string{"Marketing", "NonMarketing"}})
 }
 
+// shownField is a custom field on a contact's page: its value as text, and what its form
+// offers (the options of an enum, true or false for a boolean).
+type shownField struct {
+	Key, Label, Type, Value string
+	Archived                bool
+	Choices                 []string
+}
+
+// shownFields are the account's fields with the contact's values: every active field (to
+// edit), and an archived one only where the contact still has a value.
+func (c *Console) shownFields(ctx context.Context, account uuid.UUID, stored []byte) ([]shownField, error) {
+	if c.d.Fields == nil {
+		return nil, nil
+	}
+	defs, err := c.d.Fields.List(ctx, account, true)
+	if err != nil {
+		return nil, err
+	}
+	values, err := field.ParseValues(stored)
+	if err != nil {
+		return nil, err
+	}
+	var out []shownField
+	for _, f := range defs {
+		v, has := values[f.Key]
+		if f.ArchivedAt != nil && !has {
+			continue
+		}
+		sf := shownField{Key: f.Key, Label: f.Label, Type: string(f.Type), Value: fieldText(v), Archived: f.ArchivedAt != nil}
+		switch f.Type {
+		case field.Enum:
+			for _, o := range f.Options {
+				if !o.Archived {
+					sf.Choices = append(sf.Choices, o.Value)
+				}
+			}
+		case field.Boolean:
+			sf.Choices = []string{"true", "false"}
+		}
+		out = append(out, sf)
+	}
+	return out, nil
+}
+
+// fieldText is a value as the console shows and edits it: a multiEnum's options joined by ", ".
+func fieldText(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	case bool:
+		return strconv.FormatBool(v)
+	case []any:
+		parts := make([]string, len(v))
+		for i, o := range v {
+			parts[i], _ = o.(string)
+		}
+		return strings.Join(parts, ", ")
+	}
+	return fmt.Sprint(v)
+}
+
+// setField writes one custom field of a contact from its form, as PATCH does: an empty value
+// clears it; a number, a boolean and a multiEnum's comma-separated options are sent as their
+// JSON, so the API's rules (and its 400s) are the console's.
+func (c *Console) setField(ec echo.Context) error {
+	ctx, id, account := ec.Request().Context(), ec.Param("id"), sessionOf(ec).AccountID
+	key, text := ec.FormValue("key"), strings.TrimSpace(ec.FormValue("value"))
+	f, err := c.d.Fields.Get(ctx, account, key)
+	if err != nil {
+		return c.failed(ec, err)
+	}
+	var value any = text
+	switch {
+	case text == "":
+		value = nil
+	case f.Type == field.Number:
+		if n, err := strconv.ParseFloat(text, 64); err == nil {
+			value = n
+		}
+	case f.Type == field.Boolean:
+		if b, err := strconv.ParseBool(text); err == nil {
+			value = b
+		}
+	case f.Type == field.MultiEnum:
+		var options []string
+		for _, o := range strings.Split(text, ",") {
+			options = append(options, strings.TrimSpace(o))
+		}
+		value = options
+	}
+	raw, err := json.Marshal(map[string]any{key: value})
+	if err != nil {
+		return err
+	}
+	if _, err := c.d.Contacts.Update(ctx, account, id, contact.UpdateInput{CustomFields: raw}); err != nil {
+		return c.failed(ec, err)
+	}
+	return ec.Redirect(http.StatusSeeOther, "/console/contacts/"+url.PathEscape(id))
+}
+
 // shownEvent is an event on a contact's page.
 type shownEvent struct {
 	ID, Type string
@@ -74,6 +180,9 @@ func (c *Console) contactPage(ec echo.Context) error {
 		return c.failed(ec, err)
 	}
 	data := map[string]any{"Title": ct.Email, "C": ct, "ConsentURL": c.d.Contacts.ConsentURL(ct), "CanWrite": s.Has("contacts:write")}
+	if data["Fields"], err = c.shownFields(ec.Request().Context(), s.AccountID, ct.CustomFields); err != nil {
+		return err
+	}
 	if s.Has(auth.ScopeEventsRead) {
 		evs, err := c.d.Events.OfContact(ec.Request().Context(), s.AccountID, ct.ID, 200)
 		if err != nil {
