@@ -494,6 +494,7 @@ func (e WebhookEventDataContactUnsubscribedInfoSource) Valid() bool {
 const (
 	WebhookEventDataContactsMergedInfoChangedFieldsAssignedUserEmailId WebhookEventDataContactsMergedInfoChangedFields = "assignedUserEmailId"
 	WebhookEventDataContactsMergedInfoChangedFieldsCrmFields           WebhookEventDataContactsMergedInfoChangedFields = "crmFields"
+	WebhookEventDataContactsMergedInfoChangedFieldsCustomFields        WebhookEventDataContactsMergedInfoChangedFields = "customFields"
 	WebhookEventDataContactsMergedInfoChangedFieldsEmail               WebhookEventDataContactsMergedInfoChangedFields = "email"
 	WebhookEventDataContactsMergedInfoChangedFieldsName                WebhookEventDataContactsMergedInfoChangedFields = "name"
 	WebhookEventDataContactsMergedInfoChangedFieldsPhone               WebhookEventDataContactsMergedInfoChangedFields = "phone"
@@ -506,6 +507,8 @@ func (e WebhookEventDataContactsMergedInfoChangedFields) Valid() bool {
 	case WebhookEventDataContactsMergedInfoChangedFieldsAssignedUserEmailId:
 		return true
 	case WebhookEventDataContactsMergedInfoChangedFieldsCrmFields:
+		return true
+	case WebhookEventDataContactsMergedInfoChangedFieldsCustomFields:
 		return true
 	case WebhookEventDataContactsMergedInfoChangedFieldsEmail:
 		return true

@@ -375,6 +375,31 @@ func (q *Queries) UniqueValuesClaim(ctx context.Context, arg UniqueValuesClaimPa
 	return items, nil
 }
 
+const uniqueValuesMove = `-- name: UniqueValuesMove :exec
+UPDATE contact_unique_values v SET contact_id = $1::uuid
+FROM (SELECT unnest($3::uuid[]) AS contact_id, unnest($4::text[]) AS field_key) m
+WHERE v.account_id = $2::uuid AND v.contact_id = m.contact_id AND v.field_key = m.field_key
+`
+
+type UniqueValuesMoveParams struct {
+	PrimaryID uuid.UUID
+	AccountID uuid.UUID
+	FromIds   []uuid.UUID
+	FieldKeys []string
+}
+
+// A merge's primary takes each field's value from the duplicate named with it
+// (@from_ids[i] for @field_keys[i]), and the claim of it, before the duplicates are deleted.
+func (q *Queries) UniqueValuesMove(ctx context.Context, arg UniqueValuesMoveParams) error {
+	_, err := q.db.Exec(ctx, uniqueValuesMove,
+		arg.PrimaryID,
+		arg.AccountID,
+		arg.FromIds,
+		arg.FieldKeys,
+	)
+	return err
+}
+
 const uniqueValuesRelease = `-- name: UniqueValuesRelease :exec
 DELETE FROM contact_unique_values
 WHERE account_id = $1 AND contact_id = $2 AND field_key = ANY($3::text[])

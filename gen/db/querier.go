@@ -463,6 +463,9 @@ type Querier interface {
 	// Claims the contact's values of unique fields; returns the keys claimed, so a key missing
 	// from them is held by another contact (a racing claim waits for the holder's transaction).
 	UniqueValuesClaim(ctx context.Context, arg UniqueValuesClaimParams) ([]string, error)
+	// A merge's primary takes each field's value from the duplicate named with it
+	// (@from_ids[i] for @field_keys[i]), and the claim of it, before the duplicates are deleted.
+	UniqueValuesMove(ctx context.Context, arg UniqueValuesMoveParams) error
 	// The contact's claims of these fields, before it claims their new values or clears them.
 	UniqueValuesRelease(ctx context.Context, arg UniqueValuesReleaseParams) error
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apitime"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/webhook"
 )
@@ -65,6 +66,10 @@ func (s *Service) Merge(ctx context.Context, accountID uuid.UUID, in MergeInput)
 		if err != nil {
 			return err
 		}
+		taken, err := mergedFields(&next, dups, byID)
+		if err != nil {
+			return err
+		}
 		now := s.now()
 		p := db.MergeKeepParams{AccountID: accountID, PrimaryID: primary, DuplicateIds: dups, MergedAt: now}
 		if err := tx.MergeKeep(ctx, p); err != nil {
@@ -76,6 +81,12 @@ func (s *Service) Merge(ctx context.Context, accountID uuid.UUID, in MergeInput)
 		}
 		if err := tx.MergeMoveActivities(ctx, db.MergeMoveActivitiesParams(moves)); err != nil {
 			return err
+		}
+		if len(taken.FieldKeys) > 0 { // before the duplicates go, and their claims with them
+			taken.AccountID, taken.PrimaryID = accountID, primary
+			if err := tx.UniqueValuesMove(ctx, taken); err != nil {
+				return err
+			}
 		}
 		if _, err := tx.MergeDeleteDuplicates(ctx, db.MergeDeleteDuplicatesParams{AccountID: accountID, DuplicateIds: dups}); err != nil {
 			return err
@@ -169,6 +180,38 @@ func merged(primary db.ContactRow, dups []uuid.UUID, byID map[uuid.UUID]db.Conta
 	return next, tags, nil
 }
 
+// mergedFields gives the primary (next) each custom field value it lacks from the first
+// duplicate that has one, and says which duplicate's value each such field took: a unique
+// field's claim moves with its value.
+func mergedFields(next *db.ContactRow, dups []uuid.UUID, byID map[uuid.UUID]db.ContactRow) (db.UniqueValuesMoveParams, error) {
+	var taken db.UniqueValuesMoveParams
+	values, err := field.ParseValues(next.CustomFields)
+	if err != nil {
+		return taken, err
+	}
+	for _, id := range dups {
+		theirs, err := field.ParseValues(byID[id].CustomFields)
+		if err != nil {
+			return taken, err
+		}
+		keys := make([]string, 0, len(theirs))
+		for k := range theirs {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if _, has := values[k]; !has {
+				values[k] = theirs[k]
+				taken.FromIds, taken.FieldKeys = append(taken.FromIds, id), append(taken.FieldKeys, k)
+			}
+		}
+	}
+	if len(taken.FieldKeys) > 0 {
+		next.CustomFields = values.JSON()
+	}
+	return taken, nil
+}
+
 // fill gives an empty field the duplicate's value.
 func fill(field **string, from *string) {
 	if *field == nil || **field == "" {
@@ -242,9 +285,16 @@ func (s *Service) emitMerged(ctx context.Context, tx store.Tx, prev, next db.Con
 		changed = []string{}
 	}
 	info := contactInfo(next.ContactID, next.Email, next.AssignedUserEmailID)
+	before, after := details(prev, changed), details(next, changed)
+	if slices.Contains(changed, fieldCustom) {
+		var err error
+		if before.CustomFields, after.CustomFields, err = customFieldsDiff(prev.CustomFields, next.CustomFields); err != nil {
+			return err
+		}
+	}
 	if err := s.events.Emit(ctx, tx, next.AccountID, webhook.Event{Type: webhook.ContactsMerged, ContactID: next.ContactID,
 		Contact: info, At: now, Info: webhook.ContactsMergedInfo{MergedContactIDs: ids, ChangedFields: changed,
-			Previous: details(prev, changed), Current: details(next, changed), TagsAdded: added}}); err != nil {
+			Previous: before, Current: after, TagsAdded: added}}); err != nil {
 		return err
 	}
 	if prev.RecordStatus == RecordNonMarketing || next.RecordStatus != RecordNonMarketing {

@@ -491,3 +491,40 @@ func TestExportCustomFields(t *testing.T) {
 		t.Errorf("NDJSON export: %d %s", r.Status, r.Body)
 	}
 }
+
+// A merge gives the primary each value it lacks from the first duplicate that has one; a
+// unique value it takes stays claimed, by the primary now, and the values it does not take go
+// with their duplicates, free again.
+func TestMergeCarriesCustomFields(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	defineField(t, a, key, map[string]any{"key": "member", "label": "Member", "type": "text", "unique": true})
+	defineField(t, a, key, map[string]any{"key": "seats", "label": "Seats", "type": "number"})
+	defineField(t, a, key, map[string]any{"key": "note", "label": "Note", "type": "text"})
+	primary := createContact(t, a, key, map[string]any{"email": "p@example.com", "customFields": map[string]any{"seats": 1}}).Contact
+	first := createContact(t, a, key, map[string]any{"email": "a@example.com", "customFields": map[string]any{"seats": 5, "member": "M-1"}}).Contact
+	second := createContact(t, a, key, map[string]any{"email": "b@example.com", "customFields": map[string]any{"member": "M-2", "note": "from b"}}).Contact
+	r := a.Do("POST", "/public/v1/contacts/merge", key, map[string]any{"primaryContactId": primary.ContactId,
+		"duplicateContactIds": []string{first.ContactId, second.ContactId}})
+	var out api.MergeContactsResult
+	if r.JSON(t, &out); r.Status != 200 {
+		t.Fatalf("merge: %d %s", r.Status, r.Body)
+	}
+	if got := customFieldsOf(t, out.Contact); !reflect.DeepEqual(got, map[string]any{"seats": 1.0, "member": "M-1", "note": "from b"}) {
+		t.Errorf("merged values %v", got)
+	}
+	r = a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "c@example.com", "customFields": map[string]any{"member": "M-1"}})
+	if e := r.Error(t); r.Status != 409 || e.Data == nil || e.Data.ContactId == nil || *e.Data.ContactId != primary.ContactId {
+		t.Errorf("the primary's taken value: %d %s, want 409 naming the primary", r.Status, r.Body)
+	}
+	createContact(t, a, key, map[string]any{"email": "d@example.com", "customFields": map[string]any{"member": "M-2"}})
+	var payload string
+	if err := testkit.Pool(a.Store).QueryRow(context.Background(), `SELECT payload::text FROM webhook_events
+		WHERE contact_id = $1 AND event_type = 'ContactsMerged'`, primary.ContactId).Scan(&payload); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(payload, `"customFields":{"member":"M-1","note":"from b"}`) || !strings.Contains(payload, `"customFields":{"member":null,"note":null}`) {
+		t.Errorf("ContactsMerged: %s", payload)
+	}
+}

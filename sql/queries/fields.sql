@@ -68,3 +68,10 @@ WHERE account_id = @account_id AND contact_id = @contact_id AND field_key = ANY(
 -- The contact that holds a unique field's value (its unique form).
 SELECT contact_id FROM contact_unique_values
 WHERE account_id = @account_id AND field_key = @field_key AND value = @value;
+
+-- name: UniqueValuesMove :exec
+-- A merge's primary takes each field's value from the duplicate named with it
+-- (@from_ids[i] for @field_keys[i]), and the claim of it, before the duplicates are deleted.
+UPDATE contact_unique_values v SET contact_id = @primary_id::uuid
+FROM (SELECT unnest(@from_ids::uuid[]) AS contact_id, unnest(@field_keys::text[]) AS field_key) m
+WHERE v.account_id = @account_id::uuid AND v.contact_id = m.contact_id AND v.field_key = m.field_key;
