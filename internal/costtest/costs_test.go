@@ -352,7 +352,7 @@ var worstCases = map[string]worstCase{
 			e.defineFields(field.MaxPerAccount)
 			return request{method: "GET", path: "/public/v1/fields/f_001", status: 200}
 		}},
-	"updateField": {what: "100 options of an enum field relabelled, among 200 fields", budget: 15,
+	"updateField": {what: "100 options of an enum field relabelled, among 200 fields (and the definitions' version bumped)", budget: 25,
 		build: func(e *env) request {
 			e.defineFields(field.MaxPerAccount)
 			return request{method: "PATCH", path: "/public/v1/fields/f_002", status: 200,

@@ -90,15 +90,21 @@ type env struct {
 // uniqueFields is how many unique text fields uniqueAccount has: the most an account has.
 const uniqueFields = field.MaxPerAccount
 
-// uniqueAccount is an account of its own, subscribed as the main one is, whose every field
-// (200) is unique text: a write of all their values claims 200 values. An account of its
-// own, so that the main account's field limit stays the field operations' to reach.
+// uniqueAccount is an account of its own whose every field (200) is unique text: a write of
+// all their values claims 200 values. An account of its own, so that the main account's
+// field limit stays the field operations' to reach; subscribed, as the main one is, to what
+// a create and a PATCH emit (3 subscriptions with the heaviest filter each).
 func (e *env) uniqueAccount() *env {
 	e.t.Helper()
 	if e.unique == nil {
 		u := &env{t: e.t, a: e.a}
 		u.account, u.key = e.a.Account("costs-unique")
-		u.subscribeAll()
+		for _, typ := range []string{"TagsAdded", "ContactDetailsUpdated", "ContactUnsubscribed"} {
+			for i := range 3 {
+				u.do("POST", "/public/v1/webhooks", map[string]any{"url": fmt.Sprintf("https://hooks.example.com/unique/%s/%d", typ, i),
+					"eventType": typ, "filter": testkit.HeaviestFilter(typ)}, 200)
+			}
+		}
 		for i := range uniqueFields {
 			u.do("POST", "/public/v1/fields", map[string]any{"key": fmt.Sprintf("u_%03d", i), "label": "Unique", "type": "text", "unique": true}, 200)
 		}
