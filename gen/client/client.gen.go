@@ -672,6 +672,16 @@ type BatchContactsRequest struct {
 	// Contacts The contacts, at most 1,000.
 	Contacts []BatchContactItem `json:"contacts"`
 
+	// MatchField With `upsert`: the key of a unique custom field to match items on instead of the
+	// email. An item with a value of it updates the contact holding the value (its email
+	// too, as `PATCH` would), or is created when no contact holds it (`DuplicateContact`
+	// when its email is taken); an item without a value of it is matched by email. Not a
+	// unique field of the account, or with `create`: `400` naming `body.matchField`.
+	//
+	//
+	// Example: member_number
+	MatchField *string `json:"matchField,omitempty"`
+
 	// Mode `create` refuses existing emails per item; `upsert` updates them.
 	Mode *BatchContactsRequestMode `json:"mode,omitempty"`
 }

@@ -333,6 +333,43 @@ func (q *Queries) UniqueValueHolder(ctx context.Context, arg UniqueValueHolderPa
 	return contact_id, err
 }
 
+const uniqueValueHolders = `-- name: UniqueValueHolders :many
+SELECT value, contact_id FROM contact_unique_values
+WHERE account_id = $1 AND field_key = $2 AND value = ANY($3::text[])
+`
+
+type UniqueValueHoldersParams struct {
+	AccountID uuid.UUID
+	FieldKey  string
+	Vals      []string
+}
+
+type UniqueValueHoldersRow struct {
+	Value     string
+	ContactID uuid.UUID
+}
+
+// The contacts that hold these values (unique forms) of a unique field: a batch's matches.
+func (q *Queries) UniqueValueHolders(ctx context.Context, arg UniqueValueHoldersParams) ([]UniqueValueHoldersRow, error) {
+	rows, err := q.db.Query(ctx, uniqueValueHolders, arg.AccountID, arg.FieldKey, arg.Vals)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []UniqueValueHoldersRow
+	for rows.Next() {
+		var i UniqueValueHoldersRow
+		if err := rows.Scan(&i.Value, &i.ContactID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const uniqueValuesClaim = `-- name: UniqueValuesClaim :many
 INSERT INTO contact_unique_values (account_id, field_key, value, contact_id)
 SELECT $1::uuid, v.field_key, v.value, $2::uuid

@@ -460,6 +460,8 @@ type Querier interface {
 	TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapBatchResults
 	// The contact that holds a unique field's value (its unique form).
 	UniqueValueHolder(ctx context.Context, arg UniqueValueHolderParams) (uuid.UUID, error)
+	// The contacts that hold these values (unique forms) of a unique field: a batch's matches.
+	UniqueValueHolders(ctx context.Context, arg UniqueValueHoldersParams) ([]UniqueValueHoldersRow, error)
 	// Claims the contact's values of unique fields; returns the keys claimed, so a key missing
 	// from them is held by another contact (a racing claim waits for the holder's transaction).
 	UniqueValuesClaim(ctx context.Context, arg UniqueValuesClaimParams) ([]string, error)

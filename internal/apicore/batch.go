@@ -37,7 +37,7 @@ func NewBatch(contacts *contact.Service) (*Batch, error) {
 // Run writes items (each a CreateContactRequest) as the account's, recording origin as the
 // proof of consent of the contacts it creates. decoded, when not nil, holds the items already
 // decoded into JSON values (the HTTP validator's), which are validated without decoding again.
-func (b *Batch) Run(ctx context.Context, account uuid.UUID, origin contact.Origin, upsert bool, items []json.RawMessage, decoded []any) ([]api.BatchContactItemResult, error) {
+func (b *Batch) Run(ctx context.Context, account uuid.UUID, origin contact.Origin, o contact.BatchOptions, items []json.RawMessage, decoded []any) ([]api.BatchContactItemResult, error) {
 	if len(decoded) != len(items) {
 		decoded = nil
 	}
@@ -56,7 +56,7 @@ func (b *Batch) Run(ctx context.Context, account uuid.UUID, origin contact.Origi
 		}
 		ins, at = append(ins, in), append(at, i)
 	}
-	out, err := b.contacts.Batch(ctx, account, upsert, ins)
+	out, err := b.contacts.Batch(ctx, account, o, ins)
 	if err != nil {
 		return nil, err
 	}

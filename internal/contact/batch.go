@@ -41,6 +41,8 @@ type batchItem struct {
 	events  []webhook.Prepared
 	digests [][]byte // its email's and phone's on the suppression list
 	fields  field.Write
+	// match is its value of the batch's MatchField in its unique form ("": matched by email).
+	match string
 }
 
 // Batch writes contacts as creates, or with upsert as upserts — an existing email is updated
@@ -54,11 +56,16 @@ type batchItem struct {
 // too (an item may create); on an existing contact they are then written as PATCH writes
 // them. An item with a value of a unique field is written in a savepoint of its own, so that a
 // value another contact holds fails it alone (FieldValueTaken).
-func (s *Service) Batch(ctx context.Context, accountID uuid.UUID, upsert bool, ins []CreateInput) ([]BatchResult, error) {
+//
+// With o.MatchField (upsert only), an item with a value of that unique field is matched to
+// the contact holding the value instead of by email: updated (its email too, as PATCH
+// would), or created when no contact holds it (DuplicateContact when its email is taken).
+// An item without a value of it is matched by email.
+func (s *Service) Batch(ctx context.Context, accountID uuid.UUID, o BatchOptions, ins []CreateInput) ([]BatchResult, error) {
 	defs, err := s.definitions(ctx, nil, accountID, false)
 	for err == nil {
 		var results []BatchResult
-		if results, err = s.batch(ctx, accountID, upsert, ins, defs); !errors.Is(err, errFieldsChanged) {
+		if results, err = s.batch(ctx, accountID, o, ins, defs); !errors.Is(err, errFieldsChanged) {
 			return results, err
 		}
 		defs, err = s.definitions(ctx, nil, accountID, true)
@@ -66,9 +73,37 @@ func (s *Service) Batch(ctx context.Context, accountID uuid.UUID, upsert bool, i
 	return nil, err
 }
 
+// BatchOptions say how a batch writes its items.
+type BatchOptions struct {
+	// Upsert updates the contacts that exist instead of refusing them.
+	Upsert bool
+	// MatchField is the key of a unique field items are matched on in an upsert ("": email).
+	MatchField string
+}
+
+// matchFieldError is the 400 of a MatchField that cannot match.
+func matchFieldError(defs *field.Definitions, o BatchOptions) error {
+	if o.MatchField == "" {
+		return nil
+	}
+	f, ok := defs.Field(o.MatchField)
+	switch {
+	case !o.Upsert:
+		return apperr.Invalid(apperr.Field("body.matchField", "mode", "matchField applies to upsert"))
+	case !ok || !f.Unique:
+		return apperr.Invalid(apperr.Field("body.matchField", "unique", "not a unique field of the account"))
+	case f.ArchivedAt != nil:
+		return apperr.Invalid(apperr.Field("body.matchField", "archived", "the field is archived"))
+	}
+	return nil
+}
+
 // batch is Batch against the field definitions defs; errFieldsChanged when they were not
 // current, and then it wrote nothing.
-func (s *Service) batch(ctx context.Context, accountID uuid.UUID, upsert bool, ins []CreateInput, defs *field.Definitions) ([]BatchResult, error) {
+func (s *Service) batch(ctx context.Context, accountID uuid.UUID, o BatchOptions, ins []CreateInput, defs *field.Definitions) ([]BatchResult, error) {
+	if err := matchFieldError(defs, o); err != nil {
+		return nil, err
+	}
 	now := s.now()
 	base := make([]BatchResult, len(ins))
 	items := make([]batchItem, 0, len(ins))
@@ -84,13 +119,19 @@ func (s *Service) batch(ctx context.Context, accountID uuid.UUID, upsert bool, i
 		if err != nil {
 			return nil, err
 		}
-		items = append(items, batchItem{index: i, in: in, key: key, c: c, events: events, digests: suppress.Digests(entries), fields: fields})
+		it := batchItem{index: i, in: in, key: key, c: c, events: events, digests: suppress.Digests(entries), fields: fields}
+		for _, claim := range fields.Claims {
+			if claim.Key == o.MatchField {
+				it.match = claim.Value
+			}
+		}
+		items = append(items, it)
 	}
 	var results []BatchResult
 	err := s.store.InTx(ctx, func(tx store.Tx) error {
 		results = slices.Clone(base)
 		for _, round := range byOccurrence(items) {
-			if err := s.batchRound(ctx, tx, accountID, upsert, round, results, now, defs); err != nil {
+			if err := s.batchRound(ctx, tx, accountID, o, round, results, now, defs); err != nil {
 				return err
 			}
 		}
@@ -108,8 +149,12 @@ func byOccurrence(items []batchItem) [][]batchItem {
 	seen := make(map[string]int, len(items))
 	var rounds [][]batchItem
 	for _, it := range items {
-		n := seen[it.key]
-		seen[it.key] = n + 1
+		k := it.key
+		if it.match != "" { // an item matched on a field: one of its value per round
+			k = "\x00" + it.match
+		}
+		n := seen[k]
+		seen[k] = n + 1
 		if n == len(rounds) {
 			rounds = append(rounds, nil)
 		}
@@ -121,8 +166,13 @@ func byOccurrence(items []batchItem) [][]batchItem {
 // batchRound creates the round's contacts in one statement (ContactCreateMany) with their
 // events and the deliveries the fan-out planned for them, then deals with the emails that
 // exist: a duplicate, or an update in email order (the order every batch locks rows in).
-func (s *Service) batchRound(ctx context.Context, tx store.Tx, accountID uuid.UUID, upsert bool, round []batchItem,
+func (s *Service) batchRound(ctx context.Context, tx store.Tx, accountID uuid.UUID, o BatchOptions, round []batchItem,
 	results []BatchResult, now time.Time, defs *field.Definitions) error {
+	round, err := s.upsertMatched(ctx, tx, accountID, o, round, results, now, defs)
+	if err != nil {
+		return err
+	}
+	upsert := o.Upsert
 	var plain, claiming []batchItem
 	for _, it := range round {
 		if len(it.fields.Claims) > 0 {
@@ -166,7 +216,7 @@ func (s *Service) batchRound(ctx context.Context, tx store.Tx, accountID uuid.UU
 	slices.SortFunc(existing, func(a, b batchItem) int { return cmp.Compare(a.key, b.key) })
 	for _, it := range existing {
 		r := &results[it.index]
-		if !upsert {
+		if !upsert || it.match != "" { // an item matched on a field that no contact holds is a create
 			id, err := tx.ContactIDByEmail(ctx, db.ContactIDByEmailParams{AccountID: accountID, EmailKey: it.key})
 			if errors.Is(store.Translate(err), apperr.ErrNoRows) {
 				r.Err, err = s.notInserted(ctx, tx.Queries, accountID, it.digests)
@@ -227,6 +277,58 @@ func (s *Service) upsertExisting(ctx context.Context, tx store.Tx, accountID uui
 	} else if err != nil {
 		return err
 	}
+	return s.upsertRow(ctx, tx, accountID, it, row, mergePatch(it.in), r, now, defs)
+}
+
+// upsertMatched updates the round's items whose MatchField value a contact holds (locked in
+// id order), and returns the others: to create, or to match by email.
+func (s *Service) upsertMatched(ctx context.Context, tx store.Tx, accountID uuid.UUID, o BatchOptions, round []batchItem,
+	results []BatchResult, now time.Time, defs *field.Definitions) ([]batchItem, error) {
+	var values []string
+	for _, it := range round {
+		if it.match != "" {
+			values = append(values, it.match)
+		}
+	}
+	if len(values) == 0 {
+		return round, nil
+	}
+	held, err := tx.UniqueValueHolders(ctx, db.UniqueValueHoldersParams{AccountID: accountID, FieldKey: o.MatchField, Vals: values})
+	if err != nil {
+		return nil, err
+	}
+	holder := make(map[string]uuid.UUID, len(held))
+	for _, h := range held {
+		holder[h.Value] = h.ContactID
+	}
+	var rest, matched []batchItem
+	for _, it := range round {
+		if _, ok := holder[it.match]; it.match != "" && ok {
+			matched = append(matched, it)
+		} else {
+			rest = append(rest, it)
+		}
+	}
+	slices.SortFunc(matched, func(a, b batchItem) int { return compareIDs(holder[a.match], holder[b.match]) })
+	for _, it := range matched {
+		r := &results[it.index]
+		row, err := s.lock(ctx, tx, accountID, holder[it.match])
+		if err != nil {
+			return nil, err // the holder's claim is in this snapshot: so is the holder
+		}
+		patch := mergePatch(it.in)
+		patch.Email = Patch[string]{Set: true, Value: &it.in.Email}
+		if err := s.upsertRow(ctx, tx, accountID, it, row, patch, r, now, defs); err != nil {
+			return nil, err
+		}
+	}
+	return rest, nil
+}
+
+// upsertRow applies an upsert item, as patch, to the locked row.
+func (s *Service) upsertRow(ctx context.Context, tx store.Tx, accountID uuid.UUID, it batchItem, row db.ContactRow, patch UpdateInput,
+	r *BatchResult, now time.Time, defs *field.Definitions) error {
+	var err error
 	var tags tagChange
 	if len(it.c.Tags) > 0 {
 		if tags, err = applyTagOp(addTags, row.Tags, it.c.Tags); err != nil {
@@ -234,9 +336,15 @@ func (s *Service) upsertExisting(ctx context.Context, tx store.Tx, accountID uui
 			return nil
 		}
 	}
-	next := patched(row, mergePatch(it.in))
+	next := patched(row, patch)
 	if r.Err, err = s.suppressedChange(ctx, tx.Queries, row, next); r.Err != nil || err != nil {
 		return err // given an erased person's phone: nothing of the item is written
+	}
+	if EmailKey(next.Email) != EmailKey(row.Email) {
+		if err := s.checkEmailFree(ctx, tx, row, next); err != nil {
+			r.Err = err // another contact has the email: nothing of the item is written
+			return nil
+		}
 	}
 	if len(it.in.CustomFields) > 0 {
 		current, err := field.ParseValues(row.CustomFields)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/contact"
 )
 
 // BatchContacts implements POST /public/v1/contacts/batch.
@@ -15,7 +16,11 @@ func (s *Server) BatchContacts(ctx context.Context, req api.BatchContactsRequest
 	if body, ok := requestOf(ctx).value.(map[string]any); ok {
 		decoded, _ = body["contacts"].([]any)
 	}
-	results, err := s.batch.Run(ctx, p.AccountID, origin(ctx, p.KeyName, p.KeyPrefix), upsert, req.Body.Contacts, decoded)
+	o := contact.BatchOptions{Upsert: upsert}
+	if req.Body.MatchField != nil {
+		o.MatchField = *req.Body.MatchField
+	}
+	results, err := s.batch.Run(ctx, p.AccountID, origin(ctx, p.KeyName, p.KeyPrefix), o, req.Body.Contacts, decoded)
 	if err != nil {
 		return nil, err
 	}

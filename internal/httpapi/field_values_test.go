@@ -528,3 +528,53 @@ func TestMergeCarriesCustomFields(t *testing.T) {
 		t.Errorf("ContactsMerged: %s", payload)
 	}
 }
+
+// A batch upsert matched on a unique field updates the contact holding each item's value
+// (its email too), creates the items whose value nobody holds, matches the items without a
+// value by email, and refuses a field that is not unique.
+func TestBatchUpsertMatchesOnAUniqueField(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	defineField(t, a, key, map[string]any{"key": "member", "label": "Member", "type": "text", "unique": true})
+	defineField(t, a, key, map[string]any{"key": "seats", "label": "Seats", "type": "number"})
+	held := createContact(t, a, key, map[string]any{"email": "old@example.com", "customFields": map[string]any{"member": "M-1", "seats": 1}}).Contact
+	byEmail := createContact(t, a, key, map[string]any{"email": "plain@example.com"}).Contact
+	createContact(t, a, key, map[string]any{"email": "taken@example.com"})
+	r := a.Do("POST", "/public/v1/contacts/batch", key, map[string]any{"mode": "upsert", "matchField": "member", "contacts": []any{
+		map[string]any{"email": "new@example.com", "name": "Moved", "customFields": map[string]any{"member": "M-1", "seats": 2}},
+		map[string]any{"email": "fresh@example.com", "customFields": map[string]any{"member": "M-2"}},
+		map[string]any{"email": "plain@example.com", "name": "By email"},
+		map[string]any{"email": "taken@example.com", "customFields": map[string]any{"member": "M-3"}},
+		map[string]any{"email": "fresh2@example.com", "customFields": map[string]any{"member": "M-2", "seats": 9}},
+	}})
+	var out api.BatchContactsResult
+	if r.JSON(t, &out); r.Status != 200 || len(out.Results) != 5 {
+		t.Fatalf("batch: %d %s", r.Status, r.Body)
+	}
+	res := out.Results
+	if res[0].Status != "updated" || res[0].ContactId.String() != held.ContactId || res[1].Status != "created" ||
+		res[2].Status != "updated" || res[2].ContactId.String() != byEmail.ContactId ||
+		res[3].Status != "failed" || res[3].Error == nil || res[3].Error.Code != "DuplicateContact" ||
+		res[4].Status != "updated" || res[4].ContactId == nil || *res[4].ContactId != *res[1].ContactId {
+		t.Errorf("results: %s", r.Body)
+	}
+	var c api.Contact
+	a.Do("GET", "/public/v1/contact?contactId="+held.ContactId, key, nil).JSON(t, &c)
+	if c.Email != "new@example.com" || c.Name == nil || *c.Name != "Moved" || !reflect.DeepEqual(customFieldsOf(t, c), map[string]any{"member": "M-1", "seats": 2.0}) {
+		t.Errorf("the matched contact: %+v %v", c, customFieldsOf(t, c))
+	}
+	a.Do("GET", "/public/v1/contact?field=member&value=M-2", key, nil).JSON(t, &c)
+	if c.Email != "fresh2@example.com" || !reflect.DeepEqual(customFieldsOf(t, c), map[string]any{"member": "M-2", "seats": 9.0}) {
+		t.Errorf("created then matched in the same batch: %s %v", c.Email, customFieldsOf(t, c))
+	}
+	for _, body := range []map[string]any{
+		{"mode": "upsert", "matchField": "seats", "contacts": []any{map[string]any{"email": "x@example.com"}}},
+		{"mode": "create", "matchField": "member", "contacts": []any{map[string]any{"email": "x@example.com"}}},
+	} {
+		r := a.Do("POST", "/public/v1/contacts/batch", key, body)
+		if e := r.Error(t); r.Status != 400 || !hasFieldError(e, "body.matchField") {
+			t.Errorf("%v: %d %s", body, r.Status, r.Body)
+		}
+	}
+}

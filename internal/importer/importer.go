@@ -206,11 +206,11 @@ func write(ctx context.Context, st *store.Store, batch *apicore.Batch, opt Optio
 		items[i] = r.item
 	}
 	if !opt.DryRun {
-		return batch.Run(ctx, opt.Account, origin, true, items, nil)
+		return batch.Run(ctx, opt.Account, origin, contact.BatchOptions{Upsert: true}, items, nil)
 	}
 	var results []api.BatchContactItemResult
 	err := st.Atomic(ctx, func(ctx context.Context, _ *db.Queries) (err error) {
-		if results, err = batch.Run(ctx, opt.Account, origin, true, items, nil); err != nil {
+		if results, err = batch.Run(ctx, opt.Account, origin, contact.BatchOptions{Upsert: true}, items, nil); err != nil {
 			return err
 		}
 		return errDryRun

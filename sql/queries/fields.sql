@@ -75,3 +75,8 @@ WHERE account_id = @account_id AND field_key = @field_key AND value = @value;
 UPDATE contact_unique_values v SET contact_id = @primary_id::uuid
 FROM (SELECT unnest(@from_ids::uuid[]) AS contact_id, unnest(@field_keys::text[]) AS field_key) m
 WHERE v.account_id = @account_id::uuid AND v.contact_id = m.contact_id AND v.field_key = m.field_key;
+
+-- name: UniqueValueHolders :many
+-- The contacts that hold these values (unique forms) of a unique field: a batch's matches.
+SELECT value, contact_id FROM contact_unique_values
+WHERE account_id = @account_id AND field_key = @field_key AND value = ANY(@vals::text[]);
