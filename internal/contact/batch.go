@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -73,6 +74,11 @@ func (s *Service) Batch(ctx context.Context, accountID uuid.UUID, o BatchOptions
 	return nil, err
 }
 
+// MaxBatchFieldValues bounds the custom field values of one batch, all items together: each
+// value of a unique field is a claim (about 13 buffers), and 1,000 items of 200 values each
+// would be 200,000 of them in one transaction.
+const MaxBatchFieldValues = 20_000
+
 // BatchOptions say how a batch writes its items.
 type BatchOptions struct {
 	// Upsert updates the contacts that exist instead of refusing them.
@@ -126,6 +132,14 @@ func (s *Service) batch(ctx context.Context, accountID uuid.UUID, o BatchOptions
 			}
 		}
 		items = append(items, it)
+	}
+	values := 0
+	for _, it := range items {
+		values += len(it.fields.Values)
+	}
+	if values > MaxBatchFieldValues {
+		return nil, apperr.Invalid(apperr.Field("body.contacts", "maxFieldValues",
+			fmt.Sprintf("a batch carries at most %d custom field values (this one %d): split it", MaxBatchFieldValues, values)))
 	}
 	var results []BatchResult
 	err := s.store.InTx(ctx, func(tx store.Tx) error {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/testkit"
 )
@@ -219,7 +220,7 @@ func detailsOfValues(n int) map[string]any {
 func timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 var worstCases = map[string]worstCase{
-	"createContact": {what: "every field at its longest, 100 tags of 32 characters, an address, a value of 250 characters for each of 200 unique fields (200 values claimed), events to 3 subscriptions with the heaviest filter", budget: 2900,
+	"createContact": {what: "every field at its longest, 100 tags of 32 characters, an address, a value of 250 characters for each of 200 unique fields (200 values claimed), events to 3 subscriptions with the heaviest filter, in an account holding 20,000 unique values", size: "the account's values of unique fields (the depth of their index)", budget: 3500,
 		build: func(e *env) request {
 			u := e.uniqueAccount()
 			return request{method: "POST", path: "/public/v1/contact", status: 200, key: u.key, body: map[string]any{
@@ -239,14 +240,22 @@ var worstCases = map[string]worstCase{
 		build: func(e *env) request {
 			return request{method: "GET", path: "/public/v1/contacts?limit=200&tag=rare&q=Contact", status: 200}
 		}},
-	"batchContacts": {what: "1,000 upserts (the most) of existing contacts, each adding 30 tags and an address: about 306 buffers an item", budget: 390_000,
+	"batchContacts": {what: "1,000 upserts (the most) of existing contacts, each adding 30 tags and an address and replacing 20 values of unique fields (20,000, the most a batch carries: 20,000 let go, 20,000 claimed)", budget: 700_000,
 		build: func(e *env) request {
-			items := make([]any, 1000)
-			for i := range items {
-				items[i] = map[string]any{"email": fmt.Sprintf("c%05d@example.com", 5000+i), "name": "Upserted",
-					"tags": tags(fmt.Sprintf("b%d", i), 30), "address": fmt.Sprintf("%d Elm St, Springfield, IL 62704", i+1)}
+			u := e.uniqueAccount()
+			const n, perItem = 1000, contact.MaxBatchFieldValues / 1000
+			seed := make([]any, n)
+			for i := range seed {
+				seed[i] = map[string]any{"email": fmt.Sprintf("u%05d@example.com", i), "customFields": itemValues(i, perItem, "before")}
 			}
-			return request{method: "POST", path: "/public/v1/contacts/batch", status: 200, body: map[string]any{"mode": "upsert", "contacts": items}}
+			u.do("POST", "/public/v1/contacts/batch", map[string]any{"mode": "create", "contacts": seed}, 200)
+			items := make([]any, n)
+			for i := range items {
+				items[i] = map[string]any{"email": fmt.Sprintf("u%05d@example.com", i), "name": "Upserted",
+					"tags": tags(fmt.Sprintf("b%d", i), 30), "address": fmt.Sprintf("%d Elm St, Springfield, IL 62704", i+1),
+					"customFields": itemValues(i, perItem, "after")}
+			}
+			return request{method: "POST", path: "/public/v1/contacts/batch", status: 200, key: u.key, body: map[string]any{"mode": "upsert", "contacts": items}}
 		}},
 	"findDuplicateContacts": {what: "a page of 100 groups by phone (the account's contacts share 2,000 phones, 5 each)", budget: 2000,
 		build: func(e *env) request {
@@ -277,7 +286,7 @@ var worstCases = map[string]worstCase{
 			e.do("GET", "/public/v1/events?limit=1&eventType=FormSubmission", nil, 200).JSON(e.t, &page)
 			return request{method: "GET", path: "/public/v1/events/" + page.Events[0].EventId, status: 200}
 		}},
-	"updateContact": {what: "every field changed on a contact of 500 tags and 50 properties, each of its 200 unique fields' values of 250 characters replaced (200 let go, 200 claimed), unsubscribing it: two events to 3 subscriptions each", budget: 3100,
+	"updateContact": {what: "every field changed on a contact of 500 tags and 50 properties, each of its 200 unique fields' values of 250 characters replaced (200 let go, 200 claimed), unsubscribing it: two events to 3 subscriptions each, in an account holding 20,000 unique values", size: "the account's values of unique fields (the depth of their index)", budget: 4500,
 		build: func(e *env) request {
 			u := e.uniqueAccount()
 			id, _ := u.fullContact("update", 50)

@@ -197,3 +197,14 @@ func tags(prefix string, n int) []string {
 	}
 	return out
 }
+
+// itemValues are n values of uniqueAccount's fields for a batch's item i, each of 120
+// characters (the most that 1,000 items of 20 fit in a batch's 4 MiB), all unique to the item.
+func itemValues(i, n int, prefix string) map[string]any {
+	out := make(map[string]any, n)
+	for k := range n {
+		v := fmt.Sprintf("%s-%d-%d-", prefix, i, k)
+		out[fmt.Sprintf("u_%03d", k)] = v + strings.Repeat("v", 120-len(v))
+	}
+	return out
+}

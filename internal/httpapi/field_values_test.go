@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/testkit"
 )
@@ -577,4 +578,34 @@ func TestBatchUpsertMatchesOnAUniqueField(t *testing.T) {
 			t.Errorf("%v: %d %s", body, r.Status, r.Body)
 		}
 	}
+}
+
+// A batch carries at most contact.MaxBatchFieldValues custom field values, all items
+// together: one more is refused whole, naming body.contacts, and writes nothing.
+func TestBatchFieldValuesAreBounded(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	const items = 1000
+	perItem := contact.MaxBatchFieldValues/items + 1
+	values := map[string]any{}
+	for k := range perItem {
+		defineField(t, a, key, map[string]any{"key": fmt.Sprintf("f_%02d", k), "label": "F", "type": "number"})
+		values[fmt.Sprintf("f_%02d", k)] = k
+	}
+	batchOf := func(n int) []any {
+		out := make([]any, n)
+		for i := range out {
+			out[i] = map[string]any{"email": fmt.Sprintf("c%04d@example.com", i), "customFields": values}
+		}
+		return out
+	}
+	r := a.Do("POST", "/public/v1/contacts/batch", key, map[string]any{"contacts": batchOf(items)})
+	if e := r.Error(t); r.Status != 400 || !hasFieldError(e, "body.contacts") {
+		t.Errorf("%d values: %d %s", items*perItem, r.Status, r.Body)
+	}
+	if n := a.Count(t, "SELECT count(*) FROM contacts"); n != 0 {
+		t.Errorf("the refused batch wrote %d contacts", n)
+	}
+	batch(t, a, key, "create", batchOf(contact.MaxBatchFieldValues/perItem)...)
 }
