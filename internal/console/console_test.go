@@ -293,6 +293,9 @@ func TestConsoleTenantsAndScopes(t *testing.T) {
 	a.Do("POST", "/public/v1/contact/"+id+"/property", keyA, map[string]any{"address": "1 Main St, Springfield, IL 62704"}).JSON(t, &withProperty)
 	property := withProperty.Properties[0].PropertyId
 	_, keyB := a.Account("b")
+	for _, k := range []string{keyA, keyB} { // B has the field too: its post fails on A's contact, not on the key
+		a.Do("POST", "/public/v1/fields", k, map[string]any{"key": "seats", "label": "Seats", "type": "number"})
+	}
 	b := &browser{t: t, base: a.URL}
 	b.signIn(keyB)
 	token := b.csrf("/console/contacts")
@@ -307,6 +310,7 @@ func TestConsoleTenantsAndScopes(t *testing.T) {
 	}
 	posts := []string{"/console/contacts/" + id + "/tags", "/console/contacts/" + id + "/tags/remove",
 		"/console/contacts/" + id + "/properties", "/console/contacts/" + id + "/properties/" + property + "/archive",
+		"/console/contacts/" + id + "/fields",
 		"/console/webhooks/" + sub.SubscriptionId + "/secret", "/console/webhooks/" + sub.SubscriptionId + "/delete",
 		"/console/webhooks/" + sub.SubscriptionId + "/pause", "/console/webhooks/" + sub.SubscriptionId + "/test",
 		"/console/webhooks/" + sub.SubscriptionId + "/deliveries/" + delivery + "/redeliver"}
@@ -323,7 +327,8 @@ func TestConsoleTenantsAndScopes(t *testing.T) {
 		}
 	}
 	for _, path := range posts {
-		if p := b.do("POST", path, url.Values{"tag": {"t"}, "address": {"2 Main St, Springfield, IL 62704"}, "csrf": {token}}); p.status != http.StatusNotFound {
+		form := url.Values{"tag": {"t"}, "address": {"2 Main St, Springfield, IL 62704"}, "key": {"seats"}, "value": {"1"}, "csrf": {token}}
+		if p := b.do("POST", path, form); p.status != http.StatusNotFound {
 			t.Errorf("B posting %s: %d", path, p.status)
 		}
 	}

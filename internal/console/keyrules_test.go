@@ -55,6 +55,7 @@ var consoleScopes = map[string]string{
 	"GET /console/contacts/:id":                                 "contacts:read",
 	"POST /console/contacts/:id/tags":                           "contacts:write",
 	"POST /console/contacts/:id/tags/remove":                    "contacts:write",
+	"POST /console/contacts/:id/fields":                         "contacts:write",
 	"POST /console/contacts/:id/properties":                     "contacts:write",
 	"POST /console/contacts/:id/properties/:property/archive":   "contacts:write",
 	"GET /console/webhooks":                                     "webhooks:read",
