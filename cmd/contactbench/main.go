@@ -279,6 +279,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := defineBenchFields(ctx, dr, contactdURL); err != nil {
+		return err
+	}
 	rep := report{Date: time.Now().UTC().Format("2006-01-02"), Machine: machine(), Concurrency: o.concurrency, Contacts: o.contacts, Smoke: o.smoke}
 	wls := workloads(contactdURL, baseURL, limitedURL, b.scopedKey, ds)
 	byName := map[string]workload{}
@@ -571,6 +574,11 @@ func workloads(cd, base string, limited *string, scopedKey string, ds dataset) [
 		body := fmt.Appendf(nil, `{"email":"bench-%d@example.com","name":"Bench Contact","tags":["bench","lead"],"address":"123 N Main St Apt 4, Springfield, IL 62704"}`, seq.Add(1))
 		return request{method: "POST", url: cd + "/public/v1/contact", body: body, want: 200}
 	}
+	createFields := func(w *worker) request {
+		body := fmt.Appendf(nil, `{"email":"bench-%d@example.com","name":"Bench Contact","tags":["bench","lead"],"address":"123 N Main St Apt 4, Springfield, IL 62704","customFields":%s}`,
+			seq.Add(1), benchFieldValues(w.rng.IntN(1000)))
+		return request{method: "POST", url: cd + "/public/v1/contact", body: body, want: 200}
+	}
 	addTags := func(w *worker) request {
 		body := fmt.Appendf(nil, `{"tags":["t%d"]}`, w.rng.IntN(50))
 		return request{method: "POST", url: cd + "/public/v1/contact/" + id(w) + "/tags", body: body, want: 200}
@@ -579,6 +587,7 @@ func workloads(cd, base string, limited *string, scopedKey string, ds dataset) [
 		{name: "get-by-id", server: "contactd", next: getByID},
 		{name: "get-by-email", server: "contactd", next: getByEmail},
 		{name: "create", server: "contactd", next: create},
+		{name: "create-fields", server: "contactd", next: createFields},
 		{name: "add-tags", server: "contactd", next: addTags},
 		{name: "mixed", server: "contactd", next: func(w *worker) request {
 			switch k := w.rng.IntN(10); {

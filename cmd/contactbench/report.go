@@ -9,7 +9,7 @@ import (
 // ratioOf names the baseline workload each contactd workload is compared with.
 var ratioOf = map[string]string{
 	"get-by-id": "baseline-get", "get-by-email": "baseline-get",
-	"create": "baseline-insert", "add-tags": "baseline-insert",
+	"create": "baseline-insert", "create-fields": "baseline-insert", "add-tags": "baseline-insert",
 	"get-by-id-scoped": "baseline-get", "get-by-id-limits": "baseline-get", "create-limits": "baseline-insert",
 	"rows-create": "baseline-insert", "rows-create-feed-only": "baseline-insert", "rows-create-no-events": "baseline-insert",
 }
@@ -27,6 +27,9 @@ var targets = []target{
 	// with the workloads' TagsAdded subscriber listening
 	{"POST contact >= 0.85 of the baseline's INSERT", func(r map[string]result, _ report) bool {
 		return ratio(r, "create") >= 0.85
+	}},
+	{"POST contact with 20 custom fields >= 0.8 of POST contact", func(r map[string]result, _ report) bool {
+		return ratio(r, "create") > 0 && ratio(r, "create-fields") >= 0.8*ratio(r, "create")
 	}},
 	{"POST tags >= 0.85 of the baseline's INSERT", func(r map[string]result, _ report) bool {
 		return ratio(r, "add-tags") >= 0.85
@@ -161,6 +164,7 @@ func printPrices(w io.Writer, r map[string]result) {
 		{"get-by-id-scoped", "get-by-id", "a key with scopes and networks, GET by id"},
 		{"get-by-id-limits", "get-by-id", "rate limits counted in Redis, GET by id"},
 		{"create-limits", "create", "rate limits counted in Redis, POST contact"},
+		{"create-fields", "create", "20 custom field values, POST contact"},
 	} {
 		if with, without := ratio(r, c.with), ratio(r, c.without); with > 0 && without > 0 {
 			fmt.Fprintf(w, "%s: %.2f of the requests/s without (%.2f against %.2f × its baseline)\n", c.what, with/without, with, without)
