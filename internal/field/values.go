@@ -157,10 +157,8 @@ func (d *Definitions) normalise(f *Field, raw json.RawMessage) (value any, uniqu
 		e := apperr.Field("", reason, msg)
 		return nil, "", &e
 	}
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&v); err != nil || v == nil {
+	v, err := decodeValue(raw)
+	if err != nil || v == nil {
 		return nil, "", nil
 	}
 	if s, ok := v.(string); ok && strings.TrimSpace(s) == "" {
@@ -172,7 +170,7 @@ func (d *Definitions) normalise(f *Field, raw json.RawMessage) (value any, uniqu
 		if !ok {
 			return bad("type", "must be a number")
 		}
-		x, err := n.Float64()
+		x, err := strconv.ParseFloat(string(n), 64)
 		if err != nil || math.IsInf(x, 0) || math.IsNaN(x) {
 			return bad("type", "must be a finite number")
 		}
@@ -286,6 +284,36 @@ func (d *Definitions) normalise(f *Field, raw json.RawMessage) (value any, uniqu
 		return u.String(), u.String(), nil
 	}
 	return bad("type", "the field's type takes no value") // unreachable: every type is above
+}
+
+// decodeValue is one value of a customFields object that json.Unmarshal has read already (so
+// valid JSON): a string, a json.Number, a bool, a []any or nil, read by its first byte
+// rather than through a Decoder for each value.
+func decodeValue(raw json.RawMessage) (any, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	switch raw[0] {
+	case 'n':
+		return nil, nil
+	case 't':
+		return true, nil
+	case 'f':
+		return false, nil
+	case '"':
+		if body := raw[1 : len(raw)-1]; bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+			return string(body), nil // no escapes: the bytes are the string (else as encoding/json reads it)
+		}
+		var s string
+		err := json.Unmarshal(raw, &s)
+		return s, err
+	case '[', '{':
+		var v any
+		err := json.Unmarshal(raw, &v)
+		return v, err
+	}
+	return json.Number(raw), nil
 }
 
 // option is nil when s is one of f's options that can be written.

@@ -49,6 +49,11 @@ func TestNormalise(t *testing.T) {
 			t.Errorf("%s %s: %#v %q %v, want %#v %q", c.key, c.raw, v, unique, fe, c.stored, c.unique)
 		}
 	}
+	for raw, want := range map[string]string{`"caf\u00e9 \"x\""`: `café "x"`, "\"a\xffb\"": "a\ufffdb", `"plain"`: "plain"} {
+		if v, _, fe := d.normalise(&Field{Key: "x", Type: Text}, json.RawMessage(raw)); fe != nil || v != want {
+			t.Errorf("%q read as %q, want %q", raw, v, want)
+		}
+	}
 	for _, raw := range []string{`null`, `""`, `"  "`, `[]`} {
 		if v, _, fe := d.normalise(d.byKey["m"], json.RawMessage(raw)); v != nil || fe != nil {
 			t.Errorf("%s is a value: %#v %v", raw, v, fe)
@@ -91,5 +96,31 @@ func TestClaimForm(t *testing.T) {
 	if claimForm(short) != short || claimForm(long) == long || claimForm(long) != claimForm(strings.Clone(long)) ||
 		!strings.HasPrefix(claimForm(long), "sha256:") || claimForm(long) == claimForm(long+"b") {
 		t.Errorf("claim forms: %q %q", claimForm(short), claimForm(long))
+	}
+}
+
+// BenchmarkApply: the check of a create's 20 values, one of each kind contactbench's
+// create-fields workload sends.
+func BenchmarkApply(b *testing.B) {
+	d := definitions(Field{Key: "plan", Type: Enum, Options: []Option{{Value: "free"}, {Value: "pro"}}},
+		Field{Key: "channels", Type: MultiEnum, Options: []Option{{Value: "sms"}, {Value: "mail"}}},
+		Field{Key: "seats", Type: Number}, Field{Key: "score", Type: Number}, Field{Key: "budget", Type: Number},
+		Field{Key: "visits", Type: Number}, Field{Key: "vip", Type: Boolean}, Field{Key: "churned", Type: Boolean},
+		Field{Key: "renewal", Type: Date}, Field{Key: "last_call", Type: DateTime}, Field{Key: "work_email", Type: Email},
+		Field{Key: "mobile", Type: Phone}, Field{Key: "site", Type: URL}, Field{Key: "company", Type: Text},
+		Field{Key: "title", Type: Text}, Field{Key: "source", Type: Text}, Field{Key: "region", Type: Text},
+		Field{Key: "industry", Type: Text}, Field{Key: "notes", Type: Text}, Field{Key: "referrer", Type: Text})
+	raw := json.RawMessage(`{"plan":"pro","channels":["mail","sms"],"seats":12,"score":7.5,"budget":12000,"visits":3,` +
+		`"vip":true,"churned":false,"renewal":"2027-03-01","last_call":"2026-11-27T09:30:00.000Z",` +
+		`"work_email":"person1@corp.example","mobile":"+1 555 010 0001","site":"https://example.com/1",` +
+		`"company":"Example Corp 1","title":"Head of Operations","source":"Website","region":"Midwest",` +
+		`"industry":"Real estate","notes":"Met at the open house; wants a follow-up in March.","referrer":"partner-1"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		w, errs := d.Apply(nil, raw, true)
+		if len(errs) > 0 {
+			b.Fatal(errs)
+		}
+		_ = w.Values.JSON()
 	}
 }
