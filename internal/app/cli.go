@@ -78,6 +78,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cl.rotate = fs.Bool("rotate", false, "accounts secret: replace the client secret first")
 	cl.mapping = fs.String("map", "", "import: field=Column pairs, comma-separated (name=\"Full Name\")")
 	cl.dryRun = fs.Bool("dry-run", false, "import: check every row against the database, write nothing")
+	cl.matchField = fs.String("match-field", "", "import: the key of a unique custom field to match rows on instead of the email")
 	cl.batchSize = fs.Int("batch-size", 1000, "import: rows per batch (at most 1000)")
 	cl.writers = fs.Int("writers", 4, "import: batches written at once")
 	cl.scopes, cl.allowIPs = &listFlag{}, &listFlag{}
@@ -131,6 +132,7 @@ type cmdline struct {
 	name, account  *string
 	rotate         *bool
 	mapping        *string
+	matchField     *string
 	dryRun         *bool
 	batchSize      *int
 	writers        *int

@@ -26,7 +26,7 @@ const importMemoryLimit = 128 << 20
 func cmdImport(ctx context.Context, c *cmdline) error {
 	args := c.args
 	if *c.account == "" || len(args) != 1 {
-		return errors.New("usage: contactd import --account NAME [--map field=Column,...] [--dry-run] FILE")
+		return errors.New("usage: contactd import --account NAME [--map field=Column,...] [--match-field KEY] [--dry-run] FILE")
 	}
 	mapping, err := importer.ParseMap(*c.mapping)
 	if err != nil {
@@ -44,8 +44,16 @@ func cmdImport(ctx context.Context, c *cmdline) error {
 		if err != nil {
 			return err
 		}
+		fields, err := s.Fields.List(ctx, id, true)
+		if err != nil {
+			return err
+		}
+		types := make(map[string]string, len(fields))
+		for _, f := range fields {
+			types[f.Key] = string(f.Type)
+		}
 		opt := importer.Options{Account: id, File: args[0], Map: mapping, DryRun: *c.dryRun,
-			BatchSize: *c.batchSize, Writers: *c.writers, Progress: c.stderr}
+			BatchSize: *c.batchSize, Writers: *c.writers, Progress: c.stderr, FieldTypes: types, MatchField: *c.matchField}
 		if term.IsTerminal(int(os.Stderr.Fd())) {
 			opt.Progress, opt.Terminal = os.Stderr, true // a bar redraws its line: not through the log's line buffer
 		}

@@ -5,6 +5,8 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -13,8 +15,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/apicore"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/field"
+	"github.com/contactd/contactd/internal/importer"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -608,4 +612,38 @@ func TestBatchFieldValuesAreBounded(t *testing.T) {
 		t.Errorf("the refused batch wrote %d contacts", n)
 	}
 	batch(t, a, key, "create", batchOf(contact.MaxBatchFieldValues/perItem)...)
+}
+
+// An import of the CSV export's customFields.KEY columns, matched on a unique field, updates
+// the contact holding each row's value (whatever its email) and creates the others.
+func TestImportMatchesOnAUniqueField(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	account, key := a.Account("acme")
+	defineField(t, a, key, map[string]any{"key": "member", "label": "Member", "type": "text", "unique": true})
+	defineField(t, a, key, map[string]any{"key": "seats", "label": "Seats", "type": "number"})
+	held := createContact(t, a, key, map[string]any{"email": "old@example.com", "customFields": map[string]any{"member": "M-1", "seats": 1}}).Contact
+	file := filepath.Join(t.TempDir(), "people.csv")
+	csvText := "Email,customFields.member,customFields.seats\nnew@example.com,M-1,7\nfresh@example.com,M-2,3\n"
+	if err := os.WriteFile(file, []byte(csvText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := apicore.NewBatch(a.Svc.Contacts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := importer.Run(context.Background(), a.Store, b, importer.Options{Account: account, File: file,
+		FieldTypes: map[string]string{"member": "text", "seats": "number"}, MatchField: "member"})
+	if err != nil || sum.Updated != 1 || sum.Created != 1 || sum.Rejected != 0 {
+		t.Fatalf("import: %v, %v", sum, err)
+	}
+	var c api.Contact
+	a.Do("GET", "/public/v1/contact?contactId="+held.ContactId, key, nil).JSON(t, &c)
+	if c.Email != "new@example.com" || !reflect.DeepEqual(customFieldsOf(t, c), map[string]any{"member": "M-1", "seats": 7.0}) {
+		t.Errorf("the matched contact: %s %v", c.Email, customFieldsOf(t, c))
+	}
+	a.Do("GET", "/public/v1/contact?field=member&value=M-2", key, nil).JSON(t, &c)
+	if c.Email != "fresh@example.com" || customFieldsOf(t, c)["seats"] != 3.0 {
+		t.Errorf("the created contact: %s %v", c.Email, customFieldsOf(t, c))
+	}
 }

@@ -44,6 +44,13 @@ type Options struct {
 	// Progress gets the progress: a bar on a terminal (Terminal), else a line every few seconds.
 	Progress io.Writer
 	Terminal bool
+	// FieldTypes are the account's custom fields' types by key: a column named
+	// customFields.KEY (as the CSV export writes it), or mapped to it, fills that field, its
+	// cell read as the type says.
+	FieldTypes map[string]string
+	// MatchField is the key of a unique custom field rows are matched on instead of the email
+	// (the batch's matchField); its rows go to one writer per value, in file order.
+	MatchField string
 }
 
 // Summary is what an import did.
@@ -206,11 +213,11 @@ func write(ctx context.Context, st *store.Store, batch *apicore.Batch, opt Optio
 		items[i] = r.item
 	}
 	if !opt.DryRun {
-		return batch.Run(ctx, opt.Account, origin, contact.BatchOptions{Upsert: true}, items, nil)
+		return batch.Run(ctx, opt.Account, origin, contact.BatchOptions{Upsert: true, MatchField: opt.MatchField}, items, nil)
 	}
 	var results []api.BatchContactItemResult
 	err := st.Atomic(ctx, func(ctx context.Context, _ *db.Queries) (err error) {
-		if results, err = batch.Run(ctx, opt.Account, origin, contact.BatchOptions{Upsert: true}, items, nil); err != nil {
+		if results, err = batch.Run(ctx, opt.Account, origin, contact.BatchOptions{Upsert: true, MatchField: opt.MatchField}, items, nil); err != nil {
 			return err
 		}
 		return errDryRun
@@ -250,7 +257,7 @@ func open(r *bufio.Reader, opt Options) (func() (row, error), []string, error) {
 	if len(header) > 0 {
 		header[0] = strings.TrimPrefix(header[0], "\ufeff") // a byte-order mark
 	}
-	at, err := columns(header, opt.Map)
+	at, err := columns(header, opt.Map, opt.FieldTypes)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -264,12 +271,15 @@ func open(r *bufio.Reader, opt Options) (func() (row, error), []string, error) {
 			return row{}, err
 		}
 		line, _ := c.FieldPos(0)
-		it := item(record, at)
+		it := item(record, at, opt.FieldTypes)
 		raw, err := json.Marshal(it)
 		if err != nil {
 			return row{}, err
 		}
 		email, _ := it["email"].(string)
+		if custom, ok := it["customFields"].(map[string]any); ok && opt.MatchField != "" && custom[opt.MatchField] != nil {
+			email = "\x00" + fmt.Sprint(custom[opt.MatchField]) // one value's rows to one writer, in order
+		}
 		return row{line: line, email: email, item: raw, record: record}, nil
 	}, header, nil
 }

@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bytes"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -23,24 +24,24 @@ func TestParseMap(t *testing.T) {
 }
 
 func TestColumnsAndItems(t *testing.T) {
-	at, err := columns([]string{"First Name", "Last Name", "E-Mail", "Mobile", "Labels", "Status"}, nil)
+	at, err := columns([]string{"First Name", "Last Name", "E-Mail", "Mobile", "Labels", "Status"}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	it := item([]string{"Ann", "Lee", " ann@example.com ", "", "a; b ,|c", "Active"}, at)
+	it := item([]string{"Ann", "Lee", " ann@example.com ", "", "a; b ,|c", "Active"}, at, nil)
 	if it["email"] != "ann@example.com" || it["name"] != "Ann Lee" || it["phone"] != nil ||
 		strings.Join(it["tags"].([]string), ",") != "a,b,c" || it["crmFields"] != nil {
 		t.Errorf("item %v", it)
 	}
 	// an export of ours quoted cells that would run as formulas: the quote comes off
-	it = item([]string{"'=Ann", "Lee", "ann@example.com", "'+1 415", "'-x", ""}, at)
+	it = item([]string{"'=Ann", "Lee", "ann@example.com", "'+1 415", "'-x", ""}, at, nil)
 	if it["name"] != "=Ann Lee" || it["phone"] != "'+1 415" || strings.Join(it["tags"].([]string), ",") != "-x" {
 		t.Errorf("quoted cells: %v", it)
 	}
-	if _, err := columns([]string{"Name"}, nil); err == nil || !strings.Contains(err.Error(), "no email column") {
+	if _, err := columns([]string{"Name"}, nil, nil); err == nil || !strings.Contains(err.Error(), "no email column") {
 		t.Errorf("no email column: %v", err)
 	}
-	if _, err := columns([]string{"Email"}, map[string]string{"name": "Who"}); err == nil || !strings.Contains(err.Error(), `no column "Who"`) {
+	if _, err := columns([]string{"Email"}, map[string]string{"name": "Who"}, nil); err == nil || !strings.Contains(err.Error(), `no column "Who"`) {
 		t.Errorf("a mapped column the header lacks: %v", err)
 	}
 }
@@ -81,5 +82,28 @@ func TestPlainProgress(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) < 2 || !line.MatchString(lines[0]) {
 		t.Errorf("progress lines: %q", lines)
+	}
+}
+
+// Columns named customFields.KEY, as the CSV export writes them, or mapped to one, fill the
+// account's custom fields, each cell read as its field's type; an unknown field's column is
+// left alone, and --map naming one is an error.
+func TestCustomFieldColumns(t *testing.T) {
+	types := map[string]string{"seats": "number", "vip": "boolean", "channels": "multiEnum", "note": "text"}
+	header := []string{"Email", "customFields.seats", "customFields.vip", "customFields.channels", "Remark", "customFields.nope"}
+	at, err := columns(header, map[string]string{"customFields.note": "Remark"}, types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := item([]string{"a@example.com", "12.5", "true", "sms; mail", "'=hi", "x"}, at, types)
+	want := map[string]any{"seats": 12.5, "vip": true, "channels": []string{"sms", "mail"}, "note": "=hi"}
+	if !reflect.DeepEqual(it["customFields"], want) {
+		t.Errorf("customFields %#v, want %#v", it["customFields"], want)
+	}
+	if it = item([]string{"b@example.com", "many", "", "", "", ""}, at, types); !reflect.DeepEqual(it["customFields"], map[string]any{"seats": "many"}) {
+		t.Errorf("a cell that is no number, empty cells: %#v", it["customFields"])
+	}
+	if _, err := columns(header, map[string]string{"customFields.nope": "Remark"}, types); err == nil || !strings.Contains(err.Error(), `no custom field "nope"`) {
+		t.Errorf("--map of a field the account lacks: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package importer
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -64,7 +65,7 @@ func ParseMap(s string) (map[string]string, error) {
 		if !ok || column == "" {
 			return nil, fmt.Errorf("--map: %q is not field=Column", p)
 		}
-		if !slices.Contains(Fields, field) {
+		if !slices.Contains(Fields, field) && !strings.HasPrefix(field, customPrefix) {
 			return nil, fmt.Errorf("--map: unknown field %q (fields: %s)", field, strings.Join(Fields, ", "))
 		}
 		out[field] = column
@@ -75,8 +76,20 @@ func ParseMap(s string) (map[string]string, error) {
 // columns decides which column fills each field: the --map choice, else the first header
 // whose normalised spelling is one of the field's usual names. An explicit column that the
 // header lacks is an error.
-func columns(header []string, explicit map[string]string) (map[string]int, error) {
+func columns(header []string, explicit map[string]string, fieldTypes map[string]string) (map[string]int, error) {
 	at := map[string]int{}
+	for field := range explicit {
+		if key, ok := strings.CutPrefix(field, customPrefix); ok && fieldTypes[key] == "" {
+			return nil, fmt.Errorf("--map %s: the account has no custom field %q", field, key)
+		}
+	}
+	for i, h := range header { // as the CSV export names them
+		if key, ok := strings.CutPrefix(strings.TrimSpace(h), customPrefix); ok && fieldTypes[key] != "" {
+			if _, mapped := explicit[customPrefix+key]; !mapped {
+				at[customPrefix+key] = i
+			}
+		}
+	}
 	for field, column := range explicit {
 		i := slices.IndexFunc(header, func(h string) bool { return strings.EqualFold(strings.TrimSpace(h), column) })
 		if i < 0 {
@@ -119,10 +132,38 @@ func normalise(h string) string {
 	return b.String()
 }
 
+// customPrefix names a custom field's column: customFields.KEY.
+const customPrefix = "customFields."
+
+// customValue is a custom field's cell as the value its type takes: a number or a boolean
+// when it reads as one (else the text, which the field then refuses with its rule), a
+// multiEnum's options split on ';' (as the export joins them).
+func customValue(typ, cell string) any {
+	switch typ {
+	case "number":
+		if n, err := strconv.ParseFloat(cell, 64); err == nil {
+			return n
+		}
+	case "boolean":
+		if b, err := strconv.ParseBool(cell); err == nil {
+			return b
+		}
+	case "multiEnum":
+		var options []string
+		for _, o := range strings.Split(cell, ";") {
+			if o = strings.TrimSpace(o); o != "" {
+				options = append(options, o)
+			}
+		}
+		return options
+	}
+	return cell
+}
+
 // item is the contact a CSV row describes, in the API's CreateContactRequest shape: empty
 // cells are absent, tags split on ';' or ',', first and last names joined when there is no
 // name column.
-func item(row []string, at map[string]int) map[string]any {
+func item(row []string, at map[string]int, fieldTypes map[string]string) map[string]any {
 	cell := func(field string) string {
 		if i, ok := at[field]; ok && i < len(row) {
 			return strings.TrimSpace(csvcell.Restore(row[i])) // an export of ours quoted formulas
@@ -155,6 +196,17 @@ func item(row []string, at map[string]int) map[string]any {
 	}
 	if len(crm) > 0 {
 		out["crmFields"] = crm
+	}
+	custom := map[string]any{}
+	for field := range at {
+		if key, ok := strings.CutPrefix(field, customPrefix); ok {
+			if v := cell(field); v != "" { // an empty cell leaves the value as it is
+				custom[key] = customValue(fieldTypes[key], v)
+			}
+		}
+	}
+	if len(custom) > 0 {
+		out["customFields"] = custom
 	}
 	return out
 }
