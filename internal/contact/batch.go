@@ -125,6 +125,11 @@ func (s *Service) batch(ctx context.Context, accountID uuid.UUID, o BatchOptions
 		if err != nil {
 			return nil, err
 		}
+		more, err := s.fieldEntries(ctx, accountID, defs, fields.Values)
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, more...)
 		it := batchItem{index: i, in: in, key: key, c: c, events: events, digests: suppress.Digests(entries), fields: fields}
 		for _, claim := range fields.Claims {
 			if claim.Key == o.MatchField {
@@ -371,6 +376,9 @@ func (s *Service) upsertRow(ctx context.Context, tx store.Tx, accountID uuid.UUI
 			return nil
 		}
 		if len(w.Changed) > 0 {
+			if r.Err, err = s.suppressedFields(ctx, tx.Queries, accountID, defs, w); r.Err != nil || err != nil {
+				return err // an erased person's email or phone: nothing of the item is written
+			}
 			err := tx.Savepoint(ctx, func(sp store.Tx) error { return claimValues(ctx, sp.Queries, accountID, row.ContactID, w) })
 			if errors.Is(err, ErrFieldValueTaken) {
 				r.Err = err // nothing of the item is written

@@ -67,7 +67,11 @@ func (s *Service) create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 	if err != nil {
 		return Contact{}, nil, err
 	}
-	p.SuppressionDigests = suppress.Digests(entries)
+	more, err := s.fieldEntries(ctx, accountID, defs, fields.Values)
+	if err != nil {
+		return Contact{}, nil, err
+	}
+	p.SuppressionDigests = suppress.Digests(append(entries, more...))
 	if err := s.insert(ctx, p, events, fields); err != nil {
 		return Contact{}, nil, err
 	}

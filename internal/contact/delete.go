@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/store"
 )
 
@@ -32,7 +33,9 @@ type Removed struct {
 	ID       uuid.UUID
 	EmailKey string
 	Phone    *string
-	Merged   []Removed
+	// Emails and Phones are its values of the account's unique email and phone fields.
+	Emails, Phones []string
+	Merged         []Removed
 }
 
 // Remove deletes a contact as Delete does, in the caller's transaction (an erasure's), and
@@ -54,6 +57,15 @@ func (s *Service) Remove(ctx context.Context, tx store.Tx, accountID uuid.UUID, 
 		return Removed{}, err
 	}
 	gone := Removed{ID: id, EmailKey: EmailKey(row.Email), Phone: row.Phone}
+	if values, err := field.ParseValues(row.CustomFields); err != nil {
+		return Removed{}, err
+	} else if len(values) > 0 {
+		defs, err := s.definitions(ctx, tx.Queries, accountID, true)
+		if err != nil {
+			return Removed{}, err
+		}
+		gone.Emails, gone.Phones = personValues(defs, values)
+	}
 	for _, m := range merges {
 		gone.Merged = append(gone.Merged, Removed{ID: m.ContactID, EmailKey: m.EmailKey, Phone: m.Phone})
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/suppress"
 )
 
 // ErrFieldValueTaken is the 409 of a unique field's value another contact holds: its
@@ -91,4 +92,50 @@ func valueTaken(key string, holder uuid.UUID) error {
 	}
 	taken.Fields = []apperr.FieldError{apperr.Field("body.customFields."+key, "unique", "the field is unique, and another contact holds this value")}
 	return &taken
+}
+
+// personValues are the values among values of the account's unique email and phone fields:
+// the person's own addresses, which an erasure suppresses and a new contact may not carry.
+func personValues(defs *field.Definitions, values field.Values) (emails, phones []string) {
+	for k, v := range values {
+		f, ok := defs.Field(k)
+		s, isString := v.(string)
+		if !ok || !f.Unique || !isString {
+			continue
+		}
+		switch f.Type {
+		case field.Email:
+			emails = append(emails, s)
+		case field.Phone:
+			phones = append(phones, s)
+		}
+	}
+	return emails, phones
+}
+
+// personEntries are the suppression list's entries of emails and phones (a contact's unique
+// email and phone fields' values).
+func (s *Service) personEntries(ctx context.Context, accountID uuid.UUID, emails, phones []string) ([]suppress.Entry, error) {
+	var out []suppress.Entry
+	for _, e := range emails {
+		more, err := s.suppressed.Entries(ctx, accountID, EmailKey(e), nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, more...)
+	}
+	for _, p := range phones {
+		more, err := s.suppressed.Entries(ctx, accountID, "", &p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, more[1:]...) // not the empty email's
+	}
+	return out, nil
+}
+
+// fieldEntries are the suppression list's entries of values' unique email and phone fields.
+func (s *Service) fieldEntries(ctx context.Context, accountID uuid.UUID, defs *field.Definitions, values field.Values) ([]suppress.Entry, error) {
+	emails, phones := personValues(defs, values)
+	return s.personEntries(ctx, accountID, emails, phones)
 }

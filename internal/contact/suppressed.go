@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/suppress"
 )
 
@@ -53,4 +54,25 @@ func (s *Service) suppressedAny(ctx context.Context, q *db.Queries, accountID uu
 		return nil, err
 	}
 	return suppress.ErrSuppressed, nil
+}
+
+// suppressedFields refuses a write of custom fields that gives a contact an erased person's
+// email or phone in a unique email or phone field (ContactSuppressed): only the values it
+// sets anew.
+func (s *Service) suppressedFields(ctx context.Context, q *db.Queries, accountID uuid.UUID, defs *field.Definitions, w field.Write) (refusal, err error) {
+	changed := field.Values{}
+	for _, k := range w.Changed {
+		if v, ok := w.Values[k]; ok {
+			changed[k] = v
+		}
+	}
+	emails, phones := personValues(defs, changed)
+	if len(emails)+len(phones) == 0 {
+		return nil, nil
+	}
+	entries, err := s.personEntries(ctx, accountID, emails, phones)
+	if err != nil {
+		return nil, err
+	}
+	return s.suppressedAny(ctx, q, accountID, suppress.Digests(entries))
 }

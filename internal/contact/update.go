@@ -123,6 +123,9 @@ func (s *Service) patchFields(ctx context.Context, tx store.Tx, row db.ContactRo
 	if err != nil || len(w.Changed) == 0 {
 		return row.CustomFields, err
 	}
+	if refusal, err := s.suppressedFields(ctx, tx.Queries, row.AccountID, defs, w); refusal != nil || err != nil {
+		return nil, errors.Join(refusal, err)
+	}
 	if err := claimValues(ctx, tx.Queries, row.AccountID, row.ContactID, w); err != nil {
 		return nil, err
 	}

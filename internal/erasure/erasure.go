@@ -273,6 +273,12 @@ func (s *Service) entries(ctx context.Context, accountID uuid.UUID, gone contact
 		if r.EmailKey != "" || r.Phone != nil {
 			values = append(values, value{r.EmailKey, r.Phone})
 		}
+		for _, email := range r.Emails { // its unique email and phone fields'
+			values = append(values, value{emailKey: contact.EmailKey(email)})
+		}
+		for _, phone := range r.Phones {
+			values = append(values, value{phone: &phone})
+		}
 	}
 	for _, email := range person.Emails {
 		values = append(values, value{emailKey: contact.EmailKey(email)})

@@ -425,6 +425,17 @@ func keptOut(t *testing.T, a *testkit.API, key string, p person, id, erasureID s
 	a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "other@example.com"}).JSON(t, &other)
 	refused("PATCH to the email", a.Do("PATCH", "/public/v1/contact/"+other.Contact.ContactID, key, map[string]any{"email": p.email}))
 	refused("PATCH to the phone", a.Do("PATCH", "/public/v1/contact/"+other.Contact.ContactID, key, map[string]any{"phone": p.phone}))
+	// the person's unique work email field is theirs too: kept out as a primary email, and as
+	// the field's value on a create, a PATCH and a batch upsert
+	refused("create with the work email", a.Do("POST", "/public/v1/contact", key, map[string]any{"email": strings.ToUpper(p.workEmail)}))
+	refused("create with the work email in its field", a.Do("POST", "/public/v1/contact", key,
+		map[string]any{"email": "fresh3@example.com", "customFields": map[string]any{"work_email": p.workEmail}}))
+	refused("PATCH to the work email in its field", a.Do("PATCH", "/public/v1/contact/"+other.Contact.ContactID, key,
+		map[string]any{"customFields": map[string]any{"work_email": strings.ToUpper(p.workEmail)}}))
+	if r := a.Do("POST", "/public/v1/contacts/batch", key, map[string]any{"mode": "upsert", "contacts": []any{
+		map[string]any{"email": "other@example.com", "customFields": map[string]any{"work_email": p.workEmail}}}}); !strings.Contains(string(r.Body), "ContactSuppressed") {
+		t.Errorf("a batch upsert giving a contact the work email: %d %s", r.Status, r.Body)
+	}
 	for _, mode := range []string{"create", "upsert"} {
 		var results struct {
 			Results []struct {
