@@ -20,15 +20,7 @@ import (
 func TestGoClient(t *testing.T) {
 	a := testkit.NewAPI(t, testkit.LocalDelivery)
 	_, key := a.Account("go-client")
-	c, err := client.NewClientWithResponses(a.URL,
-		client.WithHTTPClient(&http.Client{Transport: testkit.ValidatingTransport(t)}),
-		client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
-			r.Header.Set("x-api-key", key)
-			return nil
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := goClient(t, a, key)
 	ctx := context.Background()
 	email := "go.client@example.com"
 
@@ -160,15 +152,7 @@ func body(r any) string {
 func TestGoClientCustomFields(t *testing.T) {
 	a := testkit.NewAPI(t)
 	_, key := a.Account("go-client-fields")
-	c, err := client.NewClientWithResponses(a.URL,
-		client.WithHTTPClient(&http.Client{Transport: testkit.ValidatingTransport(t)}),
-		client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
-			r.Header.Set("x-api-key", key)
-			return nil
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := goClient(t, a, key)
 	ctx := context.Background()
 	defined, err := c.CreateFieldWithResponse(ctx, nil, client.CreateFieldRequest{Key: "member", Label: "Member number",
 		Type: client.FieldTypeNumber, Unique: ptr(true)})
@@ -196,4 +180,20 @@ func TestGoClientCustomFields(t *testing.T) {
 		taken.JSON409.Data == nil || *taken.JSON409.Data.ContactId != id {
 		t.Fatalf("a taken value: %v %s", err, body(taken))
 	}
+}
+
+// goClient is the generated client of a's API with key, every response validated against the
+// spec.
+func goClient(t *testing.T, a *testkit.API, key string) *client.ClientWithResponses {
+	t.Helper()
+	c, err := client.NewClientWithResponses(a.URL,
+		client.WithHTTPClient(&http.Client{Transport: testkit.ValidatingTransport(t)}),
+		client.WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+			r.Header.Set("x-api-key", key)
+			return nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

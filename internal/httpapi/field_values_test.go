@@ -35,6 +35,16 @@ func customFieldsOf(t *testing.T, c api.Contact) map[string]any {
 	return m
 }
 
+// memberAndSeats is an account with a unique text field member and a number field seats.
+func memberAndSeats(t *testing.T) (*testkit.API, uuid.UUID, string) {
+	t.Helper()
+	a := testkit.NewAPI(t)
+	account, key := a.Account("acme")
+	defineField(t, a, key, map[string]any{"key": "member", "label": "Member", "type": "text", "unique": true})
+	defineField(t, a, key, map[string]any{"key": "seats", "label": "Seats", "type": "number"})
+	return a, account, key
+}
+
 // defineEveryType defines a field of each type.
 func defineEveryType(t *testing.T, a *testkit.API, key string) {
 	t.Helper()
@@ -373,10 +383,7 @@ func TestDefinitionsChangedByAnotherProcess(t *testing.T) {
 // values as PATCH does.
 func TestBatchCustomFields(t *testing.T) {
 	t.Parallel()
-	a := testkit.NewAPI(t)
-	_, key := a.Account("acme")
-	defineField(t, a, key, map[string]any{"key": "member", "label": "Member", "type": "text", "unique": true})
-	defineField(t, a, key, map[string]any{"key": "seats", "label": "Seats", "type": "number"})
+	a, _, key := memberAndSeats(t)
 	holder := createContact(t, a, key, map[string]any{"email": "holder@example.com", "customFields": map[string]any{"member": "M-1", "seats": 1}}).Contact
 	res := batch(t, a, key, "upsert",
 		map[string]any{"email": "new@example.com", "customFields": map[string]any{"member": "M-2", "seats": 3}},
@@ -502,10 +509,7 @@ func TestExportCustomFields(t *testing.T) {
 // with their duplicates, free again.
 func TestMergeCarriesCustomFields(t *testing.T) {
 	t.Parallel()
-	a := testkit.NewAPI(t)
-	_, key := a.Account("acme")
-	defineField(t, a, key, map[string]any{"key": "member", "label": "Member", "type": "text", "unique": true})
-	defineField(t, a, key, map[string]any{"key": "seats", "label": "Seats", "type": "number"})
+	a, _, key := memberAndSeats(t)
 	defineField(t, a, key, map[string]any{"key": "note", "label": "Note", "type": "text"})
 	primary := createContact(t, a, key, map[string]any{"email": "p@example.com", "customFields": map[string]any{"seats": 1}}).Contact
 	first := createContact(t, a, key, map[string]any{"email": "a@example.com", "customFields": map[string]any{"seats": 5, "member": "M-1"}}).Contact
@@ -539,10 +543,7 @@ func TestMergeCarriesCustomFields(t *testing.T) {
 // value by email, and refuses a field that is not unique.
 func TestBatchUpsertMatchesOnAUniqueField(t *testing.T) {
 	t.Parallel()
-	a := testkit.NewAPI(t)
-	_, key := a.Account("acme")
-	defineField(t, a, key, map[string]any{"key": "member", "label": "Member", "type": "text", "unique": true})
-	defineField(t, a, key, map[string]any{"key": "seats", "label": "Seats", "type": "number"})
+	a, _, key := memberAndSeats(t)
 	held := createContact(t, a, key, map[string]any{"email": "old@example.com", "customFields": map[string]any{"member": "M-1", "seats": 1}}).Contact
 	byEmail := createContact(t, a, key, map[string]any{"email": "plain@example.com"}).Contact
 	createContact(t, a, key, map[string]any{"email": "taken@example.com"})
@@ -618,10 +619,7 @@ func TestBatchFieldValuesAreBounded(t *testing.T) {
 // the contact holding each row's value (whatever its email) and creates the others.
 func TestImportMatchesOnAUniqueField(t *testing.T) {
 	t.Parallel()
-	a := testkit.NewAPI(t)
-	account, key := a.Account("acme")
-	defineField(t, a, key, map[string]any{"key": "member", "label": "Member", "type": "text", "unique": true})
-	defineField(t, a, key, map[string]any{"key": "seats", "label": "Seats", "type": "number"})
+	a, account, key := memberAndSeats(t)
 	held := createContact(t, a, key, map[string]any{"email": "old@example.com", "customFields": map[string]any{"member": "M-1", "seats": 1}}).Contact
 	file := filepath.Join(t.TempDir(), "people.csv")
 	csvText := "Email,customFields.member,customFields.seats\nnew@example.com,M-1,7\nfresh@example.com,M-2,3\n"
