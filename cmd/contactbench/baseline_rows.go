@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -32,6 +33,7 @@ func rowsCreate(pool *pgxpool.Pool, account uuid.UUID) http.HandlerFunc {
 	audiences := webhook.NewSubscribers(nil, time.Now) // never listening: every read is a Reload on q
 	var mu sync.Mutex
 	var aud *webhook.Audience
+	var fieldsVersion atomic.Int64 // the account's custom field definitions' version, as last read
 	audience := func(ctx context.Context, stale bool) (*webhook.Audience, error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -63,6 +65,7 @@ func rowsCreate(pool *pgxpool.Pool, account uuid.UUID) http.HandlerFunc {
 		}
 		var id uuid.UUID
 		for current, tries := false, 0; err == nil && !current; tries++ {
+			p.FieldsVersion = fieldsVersion.Load() // the bench's creates carry no values: only its version matters
 			var a *webhook.Audience
 			if a, err = audience(r.Context(), tries > 0); err != nil {
 				break
@@ -72,9 +75,16 @@ func rowsCreate(pool *pgxpool.Pool, account uuid.UUID) http.HandlerFunc {
 				plan = a.Plan(events, uuid.Nil)
 			}
 			p.SubscriptionsVersion, p.DeliveryEventIds, p.DeliverySubscriptionIds = plan.Version, plan.EventIDs, plan.SubscriptionIDs
+			var fieldsCurrent bool
 			q.ContactCreate(r.Context(), []db.ContactCreateParams{p}).QueryRow(func(_ int, row db.ContactCreateRow, qerr error) {
-				id, current, err = row.ContactID, row.Current, qerr
+				id, current, fieldsCurrent, err = row.ContactID, row.Current, row.FieldsCurrent, qerr
 			})
+			if err == nil && !fieldsCurrent {
+				var defs db.FieldDefinitionsRow
+				if defs, err = q.FieldDefinitions(r.Context(), account); err == nil {
+					fieldsVersion.Store(defs.Version)
+				}
+			}
 		}
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
