@@ -645,3 +645,46 @@ func TestImportMatchesOnAUniqueField(t *testing.T) {
 		t.Errorf("the created contact: %s %v", c.Email, customFieldsOf(t, c))
 	}
 }
+
+// A payload filter matches custom field values where events carry them: a subscription to
+// ContactDetailsUpdated filtered on the new value of a field gets the changes to it and no
+// other.
+func TestPayloadFiltersMatchFieldValues(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, testkit.LocalDelivery)
+	a.StartWorkers()
+	_, key := a.Account("acme")
+	defineField(t, a, key, map[string]any{"key": "tier", "label": "Tier", "type": "text"})
+	defineField(t, a, key, map[string]any{"key": "seats", "label": "Seats", "type": "number"})
+	rc := testkit.NewReceiver(t)
+	subscribeFiltered(t, a, key, rc.URL, "ContactDetailsUpdated", map[string]any{
+		"data.contactDetailsUpdatedInfo.current.customFields.tier":  "gold",
+		"data.contactDetailsUpdatedInfo.current.customFields.seats": map[string]any{"$gte": 10}})
+	ids := map[string]string{}
+	for _, email := range []string{"gold@example.com", "silver@example.com", "small@example.com"} {
+		ids[email] = createContact(t, a, key, map[string]any{"email": email}).Contact.ContactId
+	}
+	for email, values := range map[string]map[string]any{
+		"gold@example.com":   {"tier": "gold", "seats": 10},   // wanted: at the boundary
+		"silver@example.com": {"tier": "silver", "seats": 50}, // left out
+		"small@example.com":  {"tier": "gold", "seats": 9},    // left out
+	} {
+		if r := a.Do("PATCH", "/public/v1/contact/"+ids[email], key, map[string]any{"customFields": values}); r.Status != 200 {
+			t.Fatalf("PATCH: %d %s", r.Status, r.Body)
+		}
+	}
+	a.DeliveriesSettled(t)
+	var got []string
+	for len(rc.Got) > 0 {
+		var p api.WebhookPayload
+		if err := json.Unmarshal(rc.Next(t).Body, &p); err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range p.Events {
+			got = append(got, ev.Data.ContactInfo.EmailId)
+		}
+	}
+	if !reflect.DeepEqual(got, []string{"gold@example.com"}) {
+		t.Errorf("delivered %v, want only gold@example.com's change", got)
+	}
+}
