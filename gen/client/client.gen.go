@@ -869,7 +869,8 @@ type CreateContactRequest struct {
 	// create every required field needs a value; on a PATCH the keys sent are set and the
 	// others left, `null` or `""` clears a value (an empty value is no value, and never
 	// collides with another contact's). A key the account has not defined, or an archived
-	// field, is `400` naming `body.customFields.KEY`.
+	// field, is `400` naming `body.customFields.KEY`. A contact's values together take at
+	// most 32 KiB as JSON (`400` naming `body.customFields` beyond).
 	//
 	//
 	// Example: {"seats":12,"tier":"gold"}
@@ -1037,7 +1038,8 @@ type CustomFields = json.RawMessage
 // create every required field needs a value; on a PATCH the keys sent are set and the
 // others left, `null` or `""` clears a value (an empty value is no value, and never
 // collides with another contact's). A key the account has not defined, or an archived
-// field, is `400` naming `body.customFields.KEY`.
+// field, is `400` naming `body.customFields.KEY`. A contact's values together take at
+// most 32 KiB as JSON (`400` naming `body.customFields` beyond).
 //
 // Example: {"seats":12,"tier":"gold"}
 type CustomFieldsWrite = json.RawMessage
@@ -1716,7 +1718,8 @@ type UpdateContactRequest struct {
 	// create every required field needs a value; on a PATCH the keys sent are set and the
 	// others left, `null` or `""` clears a value (an empty value is no value, and never
 	// collides with another contact's). A key the account has not defined, or an archived
-	// field, is `400` naming `body.customFields.KEY`.
+	// field, is `400` naming `body.customFields.KEY`. A contact's values together take at
+	// most 32 KiB as JSON (`400` naming `body.customFields` beyond).
 	//
 	//
 	// Example: {"seats":12,"tier":"gold"}
@@ -2365,6 +2368,16 @@ type ListContactsParams struct {
 	// each word of it (case-insensitive): `jan` finds jane@example.com and Jane Doe,
 	// `jane d` finds Jane Doe.
 	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Field Conditions on custom fields, all of which must hold, each `KEY:OP:VALUE` (`OP`
+	// `eq`, `in` with values separated by `|`, `gt`, `gte`, `lt`, `lte`) or `KEY:exists`;
+	// at most 5. A value is read as a write of the field reads it (an email in any case, a
+	// phone in any punctuation); ranges compare number, date and datetime fields; a
+	// `multiEnum` matches when it holds the option. Only in `createdAt` order: such a page
+	// walks at most 160 contacts per contact of `limit` and at most 2,000, whatever the
+	// account's size, and may end early with `nextCursor` set: follow it until it is
+	// absent.
+	Field *[]string `form:"field,omitempty" json:"field,omitempty"`
 }
 
 // ListContactsParamsSort defines parameters for ListContacts.
@@ -2427,6 +2440,16 @@ type ExportContactsParams struct {
 	// each word of it (case-insensitive): `jan` finds jane@example.com and Jane Doe,
 	// `jane d` finds Jane Doe.
 	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Field Conditions on custom fields, all of which must hold, each `KEY:OP:VALUE` (`OP`
+	// `eq`, `in` with values separated by `|`, `gt`, `gte`, `lt`, `lte`) or `KEY:exists`;
+	// at most 5. A value is read as a write of the field reads it (an email in any case, a
+	// phone in any punctuation); ranges compare number, date and datetime fields; a
+	// `multiEnum` matches when it holds the option. Only in `createdAt` order: such a page
+	// walks at most 160 contacts per contact of `limit` and at most 2,000, whatever the
+	// account's size, and may end early with `nextCursor` set: follow it until it is
+	// absent.
+	Field *[]string `form:"field,omitempty" json:"field,omitempty"`
 }
 
 // MergeContactsParams defines parameters for MergeContacts.
@@ -5835,6 +5858,18 @@ func NewListContactsRequest(server string, params *ListContactsParams) (*http.Re
 
 		}
 
+		if params.Field != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "field", *params.Field, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -6109,6 +6144,18 @@ func NewExportContactsRequest(server string, params *ExportContactsParams) (*htt
 		if params.Q != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Field != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "field", *params.Field, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

@@ -760,25 +760,27 @@ func (q *Queries) ContactsTaggedPage(ctx context.Context, arg ContactsTaggedPage
 const contactsWalkByCreated = `-- name: ContactsWalkByCreated :many
 SELECT /* plan per call */ c.created_at AS at, c.contact_id,
     coalesce(($1::text[] IS NULL OR c.tag_keys @> $1::text[])
-     AND ($2::text IS NULL OR c.email_status = $2::text)
-     AND ($3::text IS NULL OR c.record_status = $3::text)
-     AND ($4::text IS NULL OR lower(c.assigned_user_email_id) = $4::text)
-     AND ($5::int IS NULL OR c.lead_score >= $5::int)
-     AND ($6::text IS NULL
-          OR c.email_key LIKE $6::text
-          OR ($7::text IS NOT NULL AND c.name_keys @@ to_tsquery('simple', $7::text))), false)::bool AS matched
+     AND ($2::jsonpath IS NULL OR c.custom_fields @@ $2::jsonpath)
+     AND ($3::text IS NULL OR c.email_status = $3::text)
+     AND ($4::text IS NULL OR c.record_status = $4::text)
+     AND ($5::text IS NULL OR lower(c.assigned_user_email_id) = $5::text)
+     AND ($6::int IS NULL OR c.lead_score >= $6::int)
+     AND ($7::text IS NULL
+          OR c.email_key LIKE $7::text
+          OR ($8::text IS NOT NULL AND c.name_keys @@ to_tsquery('simple', $8::text))), false)::bool AS matched
 FROM contacts c
-WHERE c.account_id = $8
-  AND ($9::timestamptz IS NULL OR c.created_at >= $9::timestamptz)
-  AND ($10::timestamptz IS NULL OR c.created_at < $10::timestamptz)
-  AND ($11::timestamptz IS NULL OR c.updated_at >= $11::timestamptz)
-  AND (NOT $12::bool OR (c.created_at, c.contact_id) < ($13::timestamptz, $14::uuid))
+WHERE c.account_id = $9
+  AND ($10::timestamptz IS NULL OR c.created_at >= $10::timestamptz)
+  AND ($11::timestamptz IS NULL OR c.created_at < $11::timestamptz)
+  AND ($12::timestamptz IS NULL OR c.updated_at >= $12::timestamptz)
+  AND (NOT $13::bool OR (c.created_at, c.contact_id) < ($14::timestamptz, $15::uuid))
 ORDER BY c.created_at DESC, c.contact_id DESC
-LIMIT $15
+LIMIT $16
 `
 
 type ContactsWalkByCreatedParams struct {
 	Tags           []string
+	FieldsPath     interface{}
 	EmailStatus    *string
 	RecordStatus   *string
 	AssignedUser   *string
@@ -804,10 +806,12 @@ type ContactsWalkByCreatedRow struct {
 // The export's walk: up to @walk_limit contacts in created_at order after the cursor, keys
 // only, each with whether it matches the filters (an index-only scan of the creation order's
 // index, which carries what the filters compare). The export reads the matches' contacts
-// next, and walks on from the last key.
+// next, and walks on from the last key. A page filtered by custom fields (@fields_path, a
+// jsonpath predicate) is answered by this walk alone: the predicate reads each walked row.
 func (q *Queries) ContactsWalkByCreated(ctx context.Context, arg ContactsWalkByCreatedParams) ([]ContactsWalkByCreatedRow, error) {
 	rows, err := q.db.Query(ctx, contactsWalkByCreated,
 		arg.Tags,
+		arg.FieldsPath,
 		arg.EmailStatus,
 		arg.RecordStatus,
 		arg.AssignedUser,

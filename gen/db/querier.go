@@ -148,7 +148,8 @@ type Querier interface {
 	// The export's walk: up to @walk_limit contacts in created_at order after the cursor, keys
 	// only, each with whether it matches the filters (an index-only scan of the creation order's
 	// index, which carries what the filters compare). The export reads the matches' contacts
-	// next, and walks on from the last key.
+	// next, and walks on from the last key. A page filtered by custom fields (@fields_path, a
+	// jsonpath predicate) is answered by this walk alone: the predicate reads each walked row.
 	ContactsWalkByCreated(ctx context.Context, arg ContactsWalkByCreatedParams) ([]ContactsWalkByCreatedRow, error)
 	// Fails the pending deliveries whose event the retention has removed (one replayed or held by
 	// a paused subscription until then), across accounts: the claims join the events, so they

@@ -30,6 +30,9 @@ type Filter struct {
 	UpdatedAfter                *time.Time
 	MinLeadScore                *int
 	Q                           *string
+	// Fields are conditions on custom fields (field.Definitions.Path): a list page filtered by
+	// them walks the creation order alone, at most maxWalk contacts, and may end early.
+	Fields []string
 }
 
 // ListOptions asks for one page.
@@ -66,6 +69,13 @@ func (s *Service) List(ctx context.Context, accountID uuid.UUID, o ListOptions) 
 		return nil, "", store.Translate(err)
 	}
 	defer release()
+	if len(o.Fields) > 0 {
+		path, err := s.fieldsPath(ctx, accountID, o.Fields)
+		if err != nil {
+			return nil, "", err
+		}
+		return s.fieldsPage(ctx, o, p, path)
+	}
 	if o.Filter.selective() {
 		cs, next, done, err := s.walkPage(ctx, o, p)
 		if err != nil || done {
@@ -92,7 +102,44 @@ func (s *Service) List(ctx context.Context, accountID uuid.UUID, o ListOptions) 
 // a time range of it).
 func (f Filter) selective() bool {
 	return len(f.Tags) > 0 || f.EmailStatus != nil || f.RecordStatus != nil || f.AssignedUser != nil ||
-		f.MinLeadScore != nil || f.Q != nil
+		f.MinLeadScore != nil || f.Q != nil || len(f.Fields) > 0
+}
+
+// fieldsPage is a page of a list filtered by custom fields: the matches among the contacts
+// walked down the creation order after the cursor, walkFactor per contact of the page and at
+// most maxFieldsWalk (no index answers a condition on a JSON value), so its cost is bounded whatever
+// the account's size. A page that walked that far without filling ends early, its cursor at
+// the last contact walked: the next page walks on from there.
+func (s *Service) fieldsPage(ctx context.Context, o ListOptions, p listParams, path string) ([]Contact, string, error) {
+	if o.Sort != SortCreated {
+		return nil, "", apperr.Invalid(apperr.Field("query.sort", "enum", "a list filtered by custom fields is in createdAt order"))
+	}
+	var page []Contact
+	next := ""
+	err := s.store.DoStale(ctx, func(q *db.Queries) error {
+		walkLimit := int32(min(maxFieldsWalk, walkFactor*o.Limit))
+		keys, err := s.walk(ctx, q, p, walkLimit, path)
+		if err != nil {
+			return err
+		}
+		var matched []walkedKey
+		for i, k := range keys {
+			if !k.matched {
+				continue
+			}
+			if matched = append(matched, k); len(matched) == o.Limit {
+				keys = keys[:i+1]
+				break
+			}
+		}
+		if len(matched) == o.Limit || len(keys) == int(walkLimit) {
+			last := keys[len(keys)-1]
+			next = cursor{Sort: SortCreated, At: last.at, ID: last.id}.String()
+		}
+		page, err = s.fetch(ctx, q, p.AccountID, matched, o.MinLeadScore)
+		return err
+	})
+	return page, next, err
 }
 
 // A list walks up to walkFactor contacts per contact of its page (at most maxWalk) before it
@@ -105,6 +152,9 @@ func (f Filter) selective() bool {
 const (
 	walkFactor = 160
 	maxWalk    = 8000
+	// maxFieldsWalk bounds the walk of a page filtered by custom fields, which reads each
+	// walked contact's values (up to field.MaxValuesBytes, out of line) and not only an index.
+	maxFieldsWalk = 2000
 )
 
 // walkPage is the page found by walking down the order's index, when the walk finds a full
@@ -182,9 +232,13 @@ type walkedKey struct {
 }
 
 // walk reads, after p's cursor in creation order, up to walkLimit contacts' keys, each with
-// whether it matches p's filters, newest first.
-func (s *Service) walk(ctx context.Context, q *db.Queries, p listParams, walkLimit int32) ([]walkedKey, error) {
-	rows, err := q.ContactsWalkByCreated(ctx, db.ContactsWalkByCreatedParams{Tags: p.Tags, EmailStatus: p.EmailStatus,
+// whether it matches p's filters and the custom fields' path ("": none), newest first.
+func (s *Service) walk(ctx context.Context, q *db.Queries, p listParams, walkLimit int32, path string) ([]walkedKey, error) {
+	var fieldsPath any // jsonpath, NULL when none
+	if path != "" {
+		fieldsPath = path
+	}
+	rows, err := q.ContactsWalkByCreated(ctx, db.ContactsWalkByCreatedParams{FieldsPath: fieldsPath, Tags: p.Tags, EmailStatus: p.EmailStatus,
 		RecordStatus: p.RecordStatus, AssignedUser: p.AssignedUser, MinStoredScore: p.MinStoredScore, QPrefix: p.QPrefix,
 		QWords: p.QWords, AccountID: p.AccountID, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore,
 		UpdatedAfter: p.UpdatedAfter, HasCursor: p.HasCursor, AfterAt: p.AfterAt, AfterID: p.AfterID, WalkLimit: walkLimit})
@@ -262,6 +316,12 @@ func (s *Service) Export(ctx context.Context, accountID uuid.UUID, f Filter, emi
 	if err != nil {
 		return err
 	}
+	var path string
+	if len(f.Fields) > 0 {
+		if path, err = s.fieldsPath(ctx, accountID, f.Fields); err != nil {
+			return err
+		}
+	}
 	release, ok := s.exports.take(accountID)
 	if !ok {
 		return ErrTooManyExports
@@ -272,7 +332,7 @@ func (s *Service) Export(ctx context.Context, accountID uuid.UUID, f Filter, emi
 	}
 	return s.store.ReadSnapshotStale(ctx, func(q *db.Queries) error {
 		for {
-			keys, err := s.walk(ctx, q, p, exportWalk)
+			keys, err := s.walk(ctx, q, p, exportWalk, path)
 			if err != nil {
 				return err
 			}
@@ -422,4 +482,13 @@ func parseCursor(s, sort string) (cursor, error) {
 			Message: "this cursor is for sort=" + c.Sort + "; ask with the same sort"})
 	}
 	return c, nil
+}
+
+// fieldsPath is the jsonpath of conditions on the account's custom fields.
+func (s *Service) fieldsPath(ctx context.Context, accountID uuid.UUID, conditions []string) (string, error) {
+	defs, err := s.definitions(ctx, nil, accountID, true)
+	if err != nil {
+		return "", err
+	}
+	return defs.Path(conditions)
 }

@@ -7,6 +7,7 @@ package costtest
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -85,6 +86,53 @@ type env struct {
 	fields int // the account's fields, each an enum of the most options
 	// unique is the account whose 200 fields are all unique text (uniqueAccount), once made.
 	unique *env
+	// search is the account whose contacts hold as many custom field values as a contact
+	// can (searchAccount), once made.
+	search *env
+}
+
+// searchContacts is how many contacts searchAccount has: a page filtered by custom fields
+// walks at most 2,000.
+const searchContacts = 2000
+
+// searchAccount is an account of its own whose searchContacts contacts each hold 32 text
+// values of 960 characters that do not compress (about 31 KB, as much as a contact holds):
+// what a search by custom fields reads of every contact it walks.
+func (e *env) searchAccount() *env {
+	e.t.Helper()
+	if e.search == nil {
+		u := &env{t: e.t, a: e.a}
+		u.account, u.key = e.a.Account("costs-search")
+		for k := range 32 {
+			u.do("POST", "/public/v1/fields", map[string]any{"key": fmt.Sprintf("t_%02d", k), "label": "Text", "type": "text"}, 200)
+		}
+		const perBatch = 100 // 100 items of 31 KB in a batch's 4 MiB
+		for from := 0; from < searchContacts; from += perBatch {
+			items := make([]any, perBatch)
+			for i := range items {
+				values := map[string]any{}
+				for k := range 32 {
+					values[fmt.Sprintf("t_%02d", k)] = incompressible(from+i, k, 960)
+				}
+				items[i] = map[string]any{"email": fmt.Sprintf("s%05d@example.com", from+i), "customFields": values}
+			}
+			u.do("POST", "/public/v1/contacts/batch", map[string]any{"mode": "create", "contacts": items}, 200)
+		}
+		e.search = u
+	}
+	e.search.t = e.t
+	return e.search
+}
+
+// incompressible is n characters that PostgreSQL's compression finds no repeats in.
+func incompressible(i, k, n int) string {
+	rng := rand.New(rand.NewPCG(uint64(i), uint64(k)))
+	const letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+	b := make([]byte, n)
+	for j := range b {
+		b[j] = letters[rng.IntN(len(letters))]
+	}
+	return string(b)
 }
 
 // uniqueFields is how many unique text fields uniqueAccount has: the most an account has.
@@ -115,7 +163,8 @@ func (e *env) uniqueAccount() *env {
 }
 
 // uniqueValues are a value for each of uniqueAccount's fields, of length characters, all
-// starting with prefix: the most a create or PATCH body (64 KiB) holds is 250 characters.
+// starting with prefix: a contact's values take at most field.MaxValuesBytes as JSON, which
+// 200 values of 140 characters come close to.
 func uniqueValues(prefix string, length int) map[string]any {
 	out := make(map[string]any, uniqueFields)
 	for i := range uniqueFields {

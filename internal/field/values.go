@@ -25,6 +25,9 @@ import (
 const (
 	MaxTextLength = 1000
 	MaxURLLength  = 2048
+	// MaxValuesBytes bounds a contact's values together, as JSON: what a search reads of each
+	// contact it walks (16 TOAST chunks), and what every read of the contact carries.
+	MaxValuesBytes = 32 << 10
 	// The E.164 bounds: a country code and a subscriber number of 15 digits at most.
 	minPhoneDigits = 8
 	maxPhoneDigits = 15
@@ -142,6 +145,12 @@ func (d *Definitions) Apply(current Values, raw json.RawMessage, creating bool) 
 			if f.Required && f.ArchivedAt == nil && w.Values[f.Key] == nil && !named(errs, "body.customFields."+f.Key) {
 				errs = append(errs, apperr.Field("body.customFields."+f.Key, "required", "the field is required"))
 			}
+		}
+	}
+	if len(errs) == 0 && len(w.Changed) > 0 {
+		if n := len(w.Values.JSON()); n > MaxValuesBytes {
+			errs = append(errs, apperr.Field("body.customFields", "maxBytes",
+				fmt.Sprintf("a contact's custom field values take at most %d bytes as JSON (these %d)", MaxValuesBytes, n)))
 		}
 	}
 	if len(errs) > 0 {

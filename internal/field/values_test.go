@@ -2,6 +2,7 @@ package field
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"regexp"
 	"strings"
@@ -86,6 +87,22 @@ func TestApply(t *testing.T) {
 	if _, errs = d.Apply(nil, json.RawMessage(`{"seats": "x"}`), true); len(errs) != 2 || errs[0].Field != "body.customFields.seats" ||
 		errs[1].Field != "body.customFields.region" {
 		t.Errorf("a bad value and a missing required one: %v", errs)
+	}
+}
+
+// A contact's values together are bounded: a write that would take them past MaxValuesBytes
+// as JSON is refused naming body.customFields.
+func TestValuesAreBounded(t *testing.T) {
+	var fields []Field
+	values := map[string]string{}
+	for i := range 40 {
+		k := fmt.Sprintf("t%02d", i)
+		fields = append(fields, Field{Key: k, Type: Text})
+		values[k] = strings.Repeat("x", MaxTextLength)
+	}
+	raw, _ := json.Marshal(values)
+	if _, errs := definitions(fields...).Apply(nil, raw, true); len(errs) != 1 || errs[0].Field != "body.customFields" || errs[0].Reason != "maxBytes" {
+		t.Errorf("40 KB of values: %v", errs)
 	}
 }
 

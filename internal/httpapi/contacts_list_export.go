@@ -51,6 +51,9 @@ func listFilter(p api.ListContactsParams) contact.Filter {
 	if p.Tag != nil {
 		f.Tags = *p.Tag
 	}
+	if p.Field != nil {
+		f.Fields = *p.Field
+	}
 	return f
 }
 
@@ -95,7 +98,7 @@ func (s *Server) ExportContacts(ctx context.Context, req api.ExportContactsReque
 	p := req.Params
 	f := listFilter(api.ListContactsParams{Tag: p.Tag, EmailStatus: p.EmailStatus, RecordStatus: p.RecordStatus,
 		AssignedUserEmailId: p.AssignedUserEmailId, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore,
-		UpdatedAfter: p.UpdatedAfter, MinLeadScore: p.MinLeadScore, Q: p.Q})
+		UpdatedAfter: p.UpdatedAfter, MinLeadScore: p.MinLeadScore, Q: p.Q, Field: p.Field})
 	cl := clientOf(ctx)
 	return exportResponse{s: s, ctx: ctx, filter: f, csv: prefersCSV(cl.accept), gzip: acceptsGzip(cl.acceptEncoding),
 		stall: cmp.Or(s.cfg.ExportStall, 30*time.Second)}, nil

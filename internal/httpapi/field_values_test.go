@@ -5,9 +5,11 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -686,5 +688,99 @@ func TestPayloadFiltersMatchFieldValues(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, []string{"gold@example.com"}) {
 		t.Errorf("delivered %v, want only gold@example.com's change", got)
+	}
+}
+
+// The list and the export filter by custom field values: equality (a value read as a write
+// reads it), in, ranges at their boundaries, a multiEnum's option, exists, all conditions
+// together; a page filtered so walks a bounded stretch of the account and may end early with
+// a cursor that walks on; a bad condition is 400 naming query.field.
+func TestSearchByCustomFields(t *testing.T) {
+	t.Parallel()
+	a, _, key := memberAndSeats(t)
+	defineField(t, a, key, map[string]any{"key": "tier", "label": "Tier", "type": "enum", "options": []map[string]any{
+		{"value": "gold", "label": "Gold"}, {"value": "silver", "label": "Silver"}, {"value": "bronze", "label": "Bronze"}}})
+	defineField(t, a, key, map[string]any{"key": "renewal", "label": "Renewal", "type": "date"})
+	defineField(t, a, key, map[string]any{"key": "channels", "label": "Channels", "type": "multiEnum", "options": []map[string]any{
+		{"value": "sms", "label": "SMS"}, {"value": "mail", "label": "Mail"}}})
+	defineField(t, a, key, map[string]any{"key": "work", "label": "Work email", "type": "email"})
+	people := []map[string]any{
+		{"email": "a@example.com", "customFields": map[string]any{"seats": 10, "tier": "gold", "renewal": "2027-01-01", "channels": []string{"sms"}, "work": "Ann@Corp.example"}},
+		{"email": "b@example.com", "customFields": map[string]any{"seats": 9.5, "tier": "silver", "renewal": "2027-01-31", "channels": []string{"mail"}}},
+		{"email": "c@example.com", "customFields": map[string]any{"seats": 200, "tier": "bronze", "renewal": "2027-02-01", "channels": []string{"mail", "sms"}}},
+		{"email": "d@example.com"},
+	}
+	for _, p := range people { // oldest first
+		createContact(t, a, key, p)
+	}
+	emails := func(r *testkit.Response) string {
+		t.Helper()
+		var list api.ContactList
+		if r.JSON(t, &list); r.Status != 200 {
+			t.Fatalf("list: %d %s", r.Status, r.Body)
+		}
+		var out []string
+		for _, c := range list.Contacts {
+			out = append(out, c.Email[:1])
+		}
+		slices.Sort(out)
+		return strings.Join(out, "")
+	}
+	for query, want := range map[string]string{
+		"field=seats:gte:10":          "ac",
+		"field=seats:gt:10":           "c",
+		"field=seats:lt:10":           "b",
+		"field=seats:lte:9.5":         "b",
+		"field=seats:eq:200.0":        "c",
+		"field=tier:in:gold%7Csilver": "ab",
+		"field=renewal:gte:2027-01-01&field=renewal:lt:2027-02-01": "ab",
+		"field=channels:eq:sms":                     "ac",
+		"field=work:eq:ANN@corp.EXAMPLE":            "a",
+		"field=seats:exists":                        "abc",
+		"field=seats:gte:10&field=channels:eq:mail": "c",
+		"field=tier:eq:gold&tag=none":               "",
+	} {
+		if got := emails(a.Do("GET", "/public/v1/contacts?"+query, key, nil)); got != want {
+			t.Errorf("%s: %q, want %q", query, got, want)
+		}
+	}
+	r := a.Do("GET", "/public/v1/contacts/export?field=seats:gte:10", key, nil)
+	if n := strings.Count(string(r.Body), "\n"); r.Status != 200 || n != 2 {
+		t.Errorf("export filtered by seats: %d, %d contacts", r.Status, n)
+	}
+	for _, query := range []string{"field=nope:eq:1", "field=seats:between:1", "field=tier:gt:gold", "field=seats:eq:many",
+		"field=tier:eq:platinum", "field=seats:gte:10&sort=updatedAt", "field=a:exists&field=b:exists&field=c:exists&field=d:exists&field=e:exists&field=f:exists"} {
+		r := a.Do("GET", "/public/v1/contacts?"+query, key, nil)
+		if e := r.Error(t); r.Status != 400 || !(hasFieldError(e, "query.field") || hasFieldError(e, "query.sort")) {
+			t.Errorf("%s: %d %s", query, r.Status, r.Body)
+		}
+	}
+
+	// 200 newer contacts without values: a page of 1 walks 160 of them, finds nothing and ends
+	// early; its cursor walks on, and the walk reaches the matches
+	more := make([]any, 200)
+	for i := range more {
+		more[i] = map[string]any{"email": fmt.Sprintf("n%03d@example.com", i)}
+	}
+	batch(t, a, key, "create", more...)
+	var page api.ContactList
+	a.Do("GET", "/public/v1/contacts?limit=1&field=tier:eq:bronze", key, nil).JSON(t, &page)
+	if len(page.Contacts) != 0 || page.NextCursor == nil {
+		t.Fatalf("the first page: %d contacts, cursor %v: want none and a cursor", len(page.Contacts), page.NextCursor)
+	}
+	var found []string
+	for cursor, pages := *page.NextCursor, 0; cursor != "" && pages < 10; pages++ {
+		page = api.ContactList{}
+		a.Do("GET", "/public/v1/contacts?limit=1&field=tier:eq:bronze&cursor="+url.QueryEscape(cursor), key, nil).JSON(t, &page)
+		for _, c := range page.Contacts {
+			found = append(found, c.Email)
+		}
+		cursor = ""
+		if page.NextCursor != nil {
+			cursor = *page.NextCursor
+		}
+	}
+	if !slices.Equal(found, []string{"c@example.com"}) {
+		t.Errorf("walking on from the cursor found %v, want c@example.com", found)
 	}
 }

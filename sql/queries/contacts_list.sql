@@ -145,9 +145,11 @@ ORDER BY r.created_at DESC, r.contact_id DESC;
 -- The export's walk: up to @walk_limit contacts in created_at order after the cursor, keys
 -- only, each with whether it matches the filters (an index-only scan of the creation order's
 -- index, which carries what the filters compare). The export reads the matches' contacts
--- next, and walks on from the last key.
+-- next, and walks on from the last key. A page filtered by custom fields (@fields_path, a
+-- jsonpath predicate) is answered by this walk alone: the predicate reads each walked row.
 SELECT /* plan per call */ c.created_at AS at, c.contact_id,
     coalesce((sqlc.narg('tags')::text[] IS NULL OR c.tag_keys @> sqlc.narg('tags')::text[])
+     AND (sqlc.narg('fields_path')::jsonpath IS NULL OR c.custom_fields @@ sqlc.narg('fields_path')::jsonpath)
      AND (sqlc.narg('email_status')::text IS NULL OR c.email_status = sqlc.narg('email_status')::text)
      AND (sqlc.narg('record_status')::text IS NULL OR c.record_status = sqlc.narg('record_status')::text)
      AND (sqlc.narg('assigned_user')::text IS NULL OR lower(c.assigned_user_email_id) = sqlc.narg('assigned_user')::text)

@@ -1,0 +1,116 @@
+package field
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/contactd/contactd/internal/apperr"
+)
+
+// MaxConditions bounds the custom field conditions of one search.
+const MaxConditions = 5
+
+// Operators of a condition on a field's value.
+var operators = map[string]string{"eq": "==", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
+
+// Path is the conditions of a search (each KEY:OP[:VALUE], OP one of eq, in, gt, gte, lt, lte,
+// exists; in's values separated by |), all of which must hold, as a jsonpath predicate over a
+// contact's stored values. Each value is read as a write of the field would read it (an email
+// lower case, a phone in E.164), so a condition matches what is stored; ranges are for number,
+// date and datetime fields, compared as numbers or as their fixed-width text. A multiEnum
+// matches when it holds the option. A 400 names query.field and what is wrong.
+func (d *Definitions) Path(conditions []string) (string, error) {
+	if len(conditions) > MaxConditions {
+		return "", apperr.Invalid(apperr.Field("query.field", "maxItems", fmt.Sprintf("at most %d conditions on custom fields", MaxConditions)))
+	}
+	parts := make([]string, 0, len(conditions))
+	for _, c := range conditions {
+		part, err := d.condition(c)
+		if err != nil {
+			return "", apperr.Invalid(apperr.Field("query.field", "format", fmt.Sprintf("%q: %v", c, err)))
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, " && "), nil
+}
+
+func (d *Definitions) condition(c string) (string, error) {
+	key, rest, _ := strings.Cut(c, ":")
+	op, value, hasValue := strings.Cut(rest, ":")
+	f, ok := d.byKey[key]
+	if !ok {
+		return "", fmt.Errorf("the account has no field %q", key)
+	}
+	at := "$." + strconv.Quote(key) // keys are [a-z][a-z0-9_]*: quoted all the same
+	if f.Type == MultiEnum {
+		at += "[*]"
+	}
+	switch {
+	case op == "exists" && !hasValue:
+		return "exists(" + at + ")", nil
+	case op == "in" && hasValue:
+		var alts []string
+		for _, v := range strings.Split(value, "|") {
+			lit, err := d.literal(f, v)
+			if err != nil {
+				return "", err
+			}
+			alts = append(alts, at+" == "+lit)
+		}
+		return "(" + strings.Join(alts, " || ") + ")", nil
+	case operators[op] != "" && hasValue:
+		if op != "eq" && f.Type != Number && f.Type != Date && f.Type != DateTime {
+			return "", fmt.Errorf("%s compares number, date and datetime fields", op)
+		}
+		lit, err := d.literal(f, value)
+		if err != nil {
+			return "", err
+		}
+		return at + " " + operators[op] + " " + lit, nil
+	}
+	return "", fmt.Errorf("not KEY:OP:VALUE (OP eq, in, gt, gte, lt or lte) nor KEY:exists")
+}
+
+// literal is value, read as the field's values are, as a jsonpath literal.
+func (d *Definitions) literal(f *Field, value string) (string, error) {
+	if f.Type == MultiEnum { // one option
+		f = &Field{Key: f.Key, Type: Enum, Options: f.Options}
+	}
+	raw, err := json.Marshal(value)
+	if f.Type == Number || f.Type == Boolean {
+		raw, err = []byte(strings.TrimSpace(value)), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if f.Type == Text || f.Type == Enum { // compared as stored, whatever the rules of new values
+		if f.Type == Enum && f.option(value) != nil && !f.hasOption(value) {
+			return "", fmt.Errorf("%q is not one of the field's options", value)
+		}
+		return string(raw), nil
+	}
+	v, _, fe := d.normalise(&Field{Key: f.Key, Type: f.Type}, raw)
+	if fe != nil || v == nil {
+		return "", fmt.Errorf("not a value of the %s field", f.Type)
+	}
+	switch v := v.(type) {
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64), nil
+	case bool:
+		return strconv.FormatBool(v), nil
+	}
+	lit, err := json.Marshal(v)
+	return string(lit), err
+}
+
+// hasOption says whether s is one of f's options, archived or not.
+func (f *Field) hasOption(s string) bool {
+	for _, o := range f.Options {
+		if o.Value == s {
+			return true
+		}
+	}
+	return false
+}
