@@ -49,12 +49,13 @@ func dataOutSeed(ctx context.Context, pool *pgxpool.Pool, account uuid.UUID, n, 
 			at := start.Add(time.Duration(i) * time.Millisecond)
 			tags := []string{fmt.Sprintf("t%d", i%50), fmt.Sprintf("t%d", (i*7+3)%50), fmt.Sprintf("segment-%d", i%5)}
 			return []any{account, ids[i], email, strings.ToLower(email), seedName(i), seedPhone(i),
-				"Valid", tags, fmt.Sprintf("cs_do%026d", i), "seed", "ck_seed0000", "127.0.0.1", "contactbench", []byte("{}"), at, at, int32(i % 100)}, nil
+				"Valid", tags, fmt.Sprintf("cs_do%026d", i), "seed", "ck_seed0000", "127.0.0.1", "contactbench", []byte("{}"), at, at, int32(i % 100),
+				benchFieldValues(i)}, nil
 		}
 	}())
 	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"contacts"}, []string{"account_id", "contact_id", "email", "email_key",
 		"name", "phone", "email_status", "tags", "consent_token", "consent_api_key_name", "consent_api_key_prefix",
-		"consent_source_ip", "consent_user_agent", "consent_fields", "created_at", "updated_at", "lead_score"}, rows); err != nil {
+		"consent_source_ip", "consent_user_agent", "consent_fields", "created_at", "updated_at", "lead_score", "custom_fields"}, rows); err != nil {
 		return fmt.Errorf("seed contacts: %w", err)
 	}
 	props := pgx.CopyFromFunc(func() func() ([]any, error) {
@@ -249,11 +250,21 @@ func runDataOut(ctx context.Context, o options, out io.Writer) error {
 		{name: "q prefix", server: "contactd", next: func(w *worker) request {
 			return get("/contacts?q=" + prefixes[w.rng.IntN(len(prefixes))])
 		}},
+		// every seeded contact holds benchFields' 20 values (defined below, seeded with COPY)
+		{name: "fields, a range most match", server: "contactd", next: func(w *worker) request {
+			return get(fmt.Sprintf("/contacts?field=seats:gte:%d", w.rng.IntN(10)))
+		}},
+		{name: "fields, one contact's value", server: "contactd", next: func(w *worker) request {
+			return get(fmt.Sprintf("/contacts?field=referrer:eq:partner-%d", 1+w.rng.IntN(o.contacts)))
+		}},
 		{name: duplicatesWorkload, server: "contactd", next: func(w *worker) request {
 			return get("/contacts/duplicates?limit=25&by=" + []string{"phone", "email", "nameAndAddress"}[w.rng.IntN(3)])
 		}},
 	}
 	dr := newDriver(o.concurrency, apiKey)
+	if err := defineBenchFields(ctx, dr, "http://"+addr); err != nil {
+		return err
+	}
 	var res dataOutResult
 	for _, wl := range lists {
 		if err := settle(ctx, st); err != nil {
