@@ -386,7 +386,7 @@ func (s *Service) upsertRow(ctx context.Context, tx store.Tx, accountID uuid.UUI
 			} else if err != nil {
 				return err
 			}
-			next.CustomFields = w.Values.JSON()
+			next.CustomFields = w.JSON()
 		}
 	}
 	r.ContactID, r.Status = row.ContactID, BatchUnchanged

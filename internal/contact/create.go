@@ -96,7 +96,7 @@ func (s *Service) newContact(ctx context.Context, in CreateInput, now time.Time,
 		ID: uuid.Must(uuid.NewV7()), Email: in.Email, Name: in.Name, Phone: in.Phone,
 		EmailStatus: EmailPending, RecordStatus: "Marketing", Tags: tags, CRM: in.CRM,
 		AssignedUserEmailID: in.AssignedUserEmailID, ConsentToken: "cs_" + secret.Base62(16),
-		Properties: []Property{}, CreatedAt: now, UpdatedAt: now, CustomFields: fields.Values.JSON(),
+		Properties: []Property{}, CreatedAt: now, UpdatedAt: now, CustomFields: fields.JSON(),
 	}
 	warnings := []string{}
 	if in.Address != nil {

@@ -129,7 +129,7 @@ func (s *Service) patchFields(ctx context.Context, tx store.Tx, row db.ContactRo
 	if err := claimValues(ctx, tx.Queries, row.AccountID, row.ContactID, w); err != nil {
 		return nil, err
 	}
-	return w.Values.JSON(), nil
+	return w.JSON(), nil
 }
 
 // lock reads and locks a contact for a read-modify-write.

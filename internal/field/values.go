@@ -74,6 +74,16 @@ type Write struct {
 	// go first (changed or cleared).
 	Claims   []Claim
 	Released []string
+	// encoded is Values as JSON, once Apply has made it.
+	encoded []byte
+}
+
+// JSON is the values after the write, as an object (encoded once).
+func (w Write) JSON() []byte {
+	if w.encoded != nil {
+		return w.encoded
+	}
+	return w.Values.JSON()
 }
 
 // Apply checks and normalises a write of customFields (raw: an object of key to value; null
@@ -148,7 +158,8 @@ func (d *Definitions) Apply(current Values, raw json.RawMessage, creating bool) 
 		}
 	}
 	if len(errs) == 0 && len(w.Changed) > 0 {
-		if n := len(w.Values.JSON()); n > MaxValuesBytes {
+		if w.encoded = w.Values.JSON(); len(w.encoded) > MaxValuesBytes {
+			n := len(w.encoded)
 			errs = append(errs, apperr.Field("body.customFields", "maxBytes",
 				fmt.Sprintf("a contact's custom field values take at most %d bytes as JSON (these %d)", MaxValuesBytes, n)))
 		}
