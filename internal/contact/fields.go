@@ -113,29 +113,17 @@ func personValues(defs *field.Definitions, values field.Values) (emails, phones 
 	return emails, phones
 }
 
-// personEntries are the suppression list's entries of emails and phones (a contact's unique
-// email and phone fields' values).
-func (s *Service) personEntries(ctx context.Context, accountID uuid.UUID, emails, phones []string) ([]suppress.Entry, error) {
-	var out []suppress.Entry
-	for _, e := range emails {
-		more, err := s.suppressed.Entries(ctx, accountID, EmailKey(e), nil)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, more...)
-	}
-	for _, p := range phones {
-		more, err := s.suppressed.Entries(ctx, accountID, "", &p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, more[1:]...) // not the empty email's
-	}
-	return out, nil
-}
-
 // fieldEntries are the suppression list's entries of values' unique email and phone fields.
 func (s *Service) fieldEntries(ctx context.Context, accountID uuid.UUID, defs *field.Definitions, values field.Values) ([]suppress.Entry, error) {
 	emails, phones := personValues(defs, values)
-	return s.personEntries(ctx, accountID, emails, phones)
+	return s.suppressed.EntriesOf(ctx, accountID, emailKeys(emails), phones)
+}
+
+// emailKeys are emails' dedupe keys.
+func emailKeys(emails []string) []string {
+	out := make([]string, len(emails))
+	for i, e := range emails {
+		out[i] = EmailKey(e)
+	}
+	return out
 }

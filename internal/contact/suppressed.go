@@ -70,7 +70,7 @@ func (s *Service) suppressedFields(ctx context.Context, q *db.Queries, accountID
 	if len(emails)+len(phones) == 0 {
 		return nil, nil
 	}
-	entries, err := s.personEntries(ctx, accountID, emails, phones)
+	entries, err := s.suppressed.EntriesOf(ctx, accountID, emailKeys(emails), phones)
 	if err != nil {
 		return nil, err
 	}

@@ -264,40 +264,30 @@ func (s *Service) remove(ctx context.Context, tx store.Tx, accountID uuid.UUID, 
 // entries are the suppression list's entries for everything the person had: the removed
 // row's email and phone and its merged duplicates', and what its events said.
 func (s *Service) entries(ctx context.Context, accountID uuid.UUID, gone contact.Removed, person webhook.Person) ([]suppress.Entry, error) {
-	type value struct {
-		emailKey string
-		phone    *string
-	}
-	var values []value
+	var out []suppress.Entry
+	var emails, phones []string // lone values: its unique email and phone fields', its events'
 	for _, r := range append([]contact.Removed{gone}, gone.Merged...) {
 		if r.EmailKey != "" || r.Phone != nil {
-			values = append(values, value{r.EmailKey, r.Phone})
+			more, err := s.suppressed.Entries(ctx, accountID, r.EmailKey, r.Phone)
+			if err != nil {
+				return nil, err
+			}
+			if r.EmailKey == "" {
+				more = more[1:] // the empty email's
+			}
+			out = append(out, more...)
 		}
-		for _, email := range r.Emails { // its unique email and phone fields'
-			values = append(values, value{emailKey: contact.EmailKey(email)})
+		for _, email := range r.Emails {
+			emails = append(emails, contact.EmailKey(email))
 		}
-		for _, phone := range r.Phones {
-			values = append(values, value{phone: &phone})
-		}
+		phones = append(phones, r.Phones...)
 	}
 	for _, email := range person.Emails {
-		values = append(values, value{emailKey: contact.EmailKey(email)})
+		emails = append(emails, contact.EmailKey(email))
 	}
-	for _, phone := range person.Phones {
-		values = append(values, value{phone: &phone})
-	}
-	var out []suppress.Entry
-	for _, v := range values {
-		more, err := s.suppressed.Entries(ctx, accountID, v.emailKey, v.phone)
-		if err != nil {
-			return nil, err
-		}
-		if v.emailKey == "" {
-			more = more[1:] // the empty email's
-		}
-		out = append(out, more...)
-	}
-	return out, nil
+	phones = append(phones, person.Phones...)
+	more, err := s.suppressed.EntriesOf(ctx, accountID, emails, phones)
+	return append(out, more...), err
 }
 
 // mergedIDs are the ids of the duplicates merged into the removed contact.

@@ -79,6 +79,27 @@ func (l *List) Entries(ctx context.Context, account uuid.UUID, emailKey string, 
 	return out, nil
 }
 
+// EntriesOf are the list's entries for lone values, as Entries makes them: emails (each its
+// dedupe key, contact.EmailKey) and phones, none of which is a contact's pair.
+func (l *List) EntriesOf(ctx context.Context, account uuid.UUID, emailKeys, phones []string) ([]Entry, error) {
+	var out []Entry
+	for _, e := range emailKeys {
+		more, err := l.Entries(ctx, account, e, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, more...)
+	}
+	for _, p := range phones {
+		more, err := l.Entries(ctx, account, "", &p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, more[1:]...) // not the empty email's
+	}
+	return out, nil
+}
+
 // Digests are the entries' digests, as the statements take them.
 func Digests(entries []Entry) [][]byte {
 	out := make([][]byte, len(entries))
