@@ -529,6 +529,8 @@ CREATE INDEX contacts_by_created ON public.contacts USING btree (account_id, cre
 
 CREATE INDEX contacts_by_updated ON public.contacts USING btree (account_id, updated_at, contact_id);
 
+CREATE INDEX contacts_custom_fields ON public.contacts USING gin (account_id, custom_fields jsonb_path_ops) WHERE (custom_fields <> '{}'::jsonb);
+
 CREATE INDEX contacts_email_canon ON public.contacts USING btree (account_id, email_canon, contact_id) WHERE (email_canon IS NOT NULL);
 
 CREATE UNIQUE INDEX contacts_email_key ON public.contacts USING btree (account_id, email_key text_pattern_ops);

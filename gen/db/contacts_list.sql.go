@@ -315,6 +315,93 @@ func (q *Queries) ContactsByUpdated(ctx context.Context, arg ContactsByUpdatedPa
 	return items, nil
 }
 
+const contactsFieldMatches = `-- name: ContactsFieldMatches :many
+SELECT /* plan per call */ c.created_at AS at, c.contact_id
+FROM contacts c
+WHERE c.account_id = $1
+  AND c.custom_fields <> '{}'::jsonb
+  AND c.custom_fields @@ $2::jsonpath
+  AND ($3::text[] IS NULL OR c.tag_keys @> $3::text[])
+  AND ($4::text IS NULL OR c.email_status = $4::text)
+  AND ($5::text IS NULL OR c.record_status = $5::text)
+  AND ($6::text IS NULL OR lower(c.assigned_user_email_id) = $6::text)
+  AND ($7::int IS NULL OR c.lead_score >= $7::int)
+  AND ($8::text IS NULL
+       OR c.email_key LIKE $8::text
+       OR ($9::text IS NOT NULL AND c.name_keys @@ to_tsquery('simple', $9::text)))
+  AND ($10::timestamptz IS NULL OR c.created_at >= $10::timestamptz)
+  AND ($11::timestamptz IS NULL OR c.created_at < $11::timestamptz)
+  AND ($12::timestamptz IS NULL OR c.updated_at >= $12::timestamptz)
+  AND (NOT $13::bool OR (c.created_at, c.contact_id) < ($14::timestamptz, $15::uuid))
+LIMIT $16
+`
+
+type ContactsFieldMatchesParams struct {
+	AccountID      uuid.UUID
+	FieldsPath     interface{}
+	Tags           []string
+	EmailStatus    *string
+	RecordStatus   *string
+	AssignedUser   *string
+	MinStoredScore *int32
+	QPrefix        *string
+	QWords         *string
+	CreatedAfter   *time.Time
+	CreatedBefore  *time.Time
+	UpdatedAfter   *time.Time
+	HasCursor      bool
+	AfterAt        time.Time
+	AfterID        uuid.UUID
+	CandidateLimit int32
+}
+
+type ContactsFieldMatchesRow struct {
+	At        time.Time
+	ContactID uuid.UUID
+}
+
+// Up to @candidate_limit contacts after the cursor that match the filters, found through the
+// custom fields' index (contacts_custom_fields answers the equalities of @fields_path), in no
+// order. Fewer than @candidate_limit are every match after the cursor; as many may not be, and
+// the caller walks the creation order instead. The limit bounds the rows read whatever plan
+// PostgreSQL takes: a match's row is read once.
+func (q *Queries) ContactsFieldMatches(ctx context.Context, arg ContactsFieldMatchesParams) ([]ContactsFieldMatchesRow, error) {
+	rows, err := q.db.Query(ctx, contactsFieldMatches,
+		arg.AccountID,
+		arg.FieldsPath,
+		arg.Tags,
+		arg.EmailStatus,
+		arg.RecordStatus,
+		arg.AssignedUser,
+		arg.MinStoredScore,
+		arg.QPrefix,
+		arg.QWords,
+		arg.CreatedAfter,
+		arg.CreatedBefore,
+		arg.UpdatedAfter,
+		arg.HasCursor,
+		arg.AfterAt,
+		arg.AfterID,
+		arg.CandidateLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ContactsFieldMatchesRow
+	for rows.Next() {
+		var i ContactsFieldMatchesRow
+		if err := rows.Scan(&i.At, &i.ContactID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const contactsPageWalkByCreated = `-- name: ContactsPageWalkByCreated :many
 SELECT /* plan per call */ account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at, custom_fields FROM contact_rows r
 WHERE r.account_id = $1 AND r.contact_id = ANY(ARRAY(

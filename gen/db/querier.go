@@ -122,6 +122,12 @@ type Querier interface {
 	ContactsByIDs(ctx context.Context, arg ContactsByIDsParams) ([]ContactRow, error)
 	// A page most recently changed first, after the cursor (@after_at, @after_id) when @has_cursor.
 	ContactsByUpdated(ctx context.Context, arg ContactsByUpdatedParams) ([]ContactRow, error)
+	// Up to @candidate_limit contacts after the cursor that match the filters, found through the
+	// custom fields' index (contacts_custom_fields answers the equalities of @fields_path), in no
+	// order. Fewer than @candidate_limit are every match after the cursor; as many may not be, and
+	// the caller walks the creation order instead. The limit bounds the rows read whatever plan
+	// PostgreSQL takes: a match's row is read once.
+	ContactsFieldMatches(ctx context.Context, arg ContactsFieldMatchesParams) ([]ContactsFieldMatchesRow, error)
 	// The contacts of a page found walking up to @walk_limit contacts down the created_at order
 	// after the cursor: the first @row_limit that match, read in the same statement (one round
 	// trip). Fewer than @row_limit when matches are sparser than that, or the account ends. The

@@ -1,9 +1,11 @@
 package contact
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/store"
 )
 
@@ -70,11 +73,11 @@ func (s *Service) List(ctx context.Context, accountID uuid.UUID, o ListOptions) 
 	}
 	defer release()
 	if len(o.Fields) > 0 {
-		path, err := s.fieldsPath(ctx, accountID, o.Fields)
+		search, err := s.fieldsSearch(ctx, accountID, o.Fields)
 		if err != nil {
 			return nil, "", err
 		}
-		return s.fieldsPage(ctx, o, p, path)
+		return s.fieldsPage(ctx, o, p, search)
 	}
 	if o.Filter.selective() {
 		cs, next, done, err := s.walkPage(ctx, o, p)
@@ -107,10 +110,14 @@ func (f Filter) selective() bool {
 
 // fieldsPage is a page of a list filtered by custom fields: the matches among the contacts
 // walked down the creation order after the cursor, walkFactor per contact of the page and at
-// most maxFieldsWalk (no index answers a condition on a JSON value), so its cost is bounded whatever
-// the account's size. A page that walked that far without filling ends early, its cursor at
-// the last contact walked: the next page walks on from there.
-func (s *Service) fieldsPage(ctx context.Context, o ListOptions, p listParams, path string) ([]Contact, string, error) {
+// most maxFieldsWalk, so its cost is bounded whatever the account's size. The walk goes in
+// stretches growing fourfold from 4 contacts per contact of the page: a filter most contacts
+// pass fills the page in the first. When the first does not fill it and the search has an
+// equality, the custom fields' index finds the matches after it, up to half the walk's limit
+// (a value few contacts hold: the page, whatever the account's size); more than that, and the
+// walk goes on with what is left of its limit. A page that walked that far without filling
+// ends early, its cursor at the last contact walked: the next page walks on from there.
+func (s *Service) fieldsPage(ctx context.Context, o ListOptions, p listParams, search field.Search) ([]Contact, string, error) {
 	if o.Sort != SortCreated {
 		return nil, "", apperr.Invalid(apperr.Field("query.sort", "enum", "a list filtered by custom fields is in createdAt order"))
 	}
@@ -118,13 +125,12 @@ func (s *Service) fieldsPage(ctx context.Context, o ListOptions, p listParams, p
 	next := ""
 	walkLimit := min(maxFieldsWalk, walkFactor*o.Limit)
 	err := s.store.DoStale(ctx, func(q *db.Queries) error {
-		// in stretches growing fourfold from 4 contacts per contact of the page: a filter most
-		// contacts pass fills the page in the first, a sparse one walks on to the limit
 		var matched []walkedKey
 		var last walkedKey
 		walked, stretch := 0, min(walkLimit, 4*o.Limit)
+		indexed := search.Indexed // the index is still to be asked
 		for {
-			keys, err := s.walk(ctx, q, p, int32(stretch), path)
+			keys, err := s.walk(ctx, q, p, int32(stretch), search.Path)
 			if err != nil {
 				return err
 			}
@@ -137,6 +143,23 @@ func (s *Service) fieldsPage(ctx context.Context, o ListOptions, p listParams, p
 				}
 			}
 			full, ended := len(matched) == o.Limit, len(keys) < stretch
+			if !full && !ended && indexed {
+				indexed = false
+				p.HasCursor, p.AfterAt, p.AfterID = true, last.at, last.id
+				found, all, err := s.fieldMatches(ctx, q, p, search.Path, walkLimit/2)
+				if err != nil {
+					return err
+				}
+				if all { // every match after the walk: a cursor only if some are left for the next page
+					if want := o.Limit - len(matched); len(found) > want {
+						found = found[:want]
+						next = cursor{Sort: SortCreated, At: found[want-1].at, ID: found[want-1].id}.String()
+					}
+					matched = append(matched, found...)
+					break
+				}
+				walked += len(found)
+			}
 			if full || (!ended && walked >= walkLimit) {
 				next = cursor{Sort: SortCreated, At: last.at, ID: last.id}.String()
 			}
@@ -151,6 +174,31 @@ func (s *Service) fieldsPage(ctx context.Context, o ListOptions, p listParams, p
 		return err
 	})
 	return page, next, err
+}
+
+// fieldMatches is, newest first, every contact after p's cursor that matches p's filters and
+// path, found through the custom fields' index, when there are fewer than limit (all); when
+// there are not, limit of them in no order, and not all.
+func (s *Service) fieldMatches(ctx context.Context, q *db.Queries, p listParams, path string, limit int) ([]walkedKey, bool, error) {
+	rows, err := q.ContactsFieldMatches(ctx, db.ContactsFieldMatchesParams{AccountID: p.AccountID, FieldsPath: path,
+		Tags: p.Tags, EmailStatus: p.EmailStatus, RecordStatus: p.RecordStatus, AssignedUser: p.AssignedUser,
+		MinStoredScore: p.MinStoredScore, QPrefix: p.QPrefix, QWords: p.QWords, CreatedAfter: p.CreatedAfter,
+		CreatedBefore: p.CreatedBefore, UpdatedAfter: p.UpdatedAfter, HasCursor: p.HasCursor, AfterAt: p.AfterAt,
+		AfterID: p.AfterID, CandidateLimit: int32(limit)})
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]walkedKey, len(rows))
+	for i, r := range rows {
+		out[i] = walkedKey{at: r.At, id: r.ContactID, matched: true}
+	}
+	slices.SortFunc(out, func(a, b walkedKey) int { // the list's order: newest first, then the greater id
+		if c := b.at.Compare(a.at); c != 0 {
+			return c
+		}
+		return bytes.Compare(b.id[:], a.id[:])
+	})
+	return out, len(rows) < limit, nil
 }
 
 // A list walks up to walkFactor contacts per contact of its page (at most maxWalk) before it
@@ -327,9 +375,9 @@ func (s *Service) Export(ctx context.Context, accountID uuid.UUID, f Filter, emi
 	if err != nil {
 		return err
 	}
-	var path string
+	var search field.Search
 	if len(f.Fields) > 0 {
-		if path, err = s.fieldsPath(ctx, accountID, f.Fields); err != nil {
+		if search, err = s.fieldsSearch(ctx, accountID, f.Fields); err != nil {
 			return err
 		}
 	}
@@ -343,7 +391,7 @@ func (s *Service) Export(ctx context.Context, accountID uuid.UUID, f Filter, emi
 	}
 	return s.store.ReadSnapshotStale(ctx, func(q *db.Queries) error {
 		for {
-			keys, err := s.walk(ctx, q, p, exportWalk, path)
+			keys, err := s.walk(ctx, q, p, exportWalk, search.Path)
 			if err != nil {
 				return err
 			}
@@ -495,11 +543,20 @@ func parseCursor(s, sort string) (cursor, error) {
 	return c, nil
 }
 
-// fieldsPath is the jsonpath of conditions on the account's custom fields.
-func (s *Service) fieldsPath(ctx context.Context, accountID uuid.UUID, conditions []string) (string, error) {
-	defs, err := s.definitions(ctx, nil, accountID, true)
+// fieldsSearch is conditions on the account's custom fields as one jsonpath predicate.
+// The process's cached definitions are read first: a field's key and type never change, so
+// definitions older than the account's can only lack a field or an option the conditions
+// name, and a search they refuse is checked again against the current ones.
+func (s *Service) fieldsSearch(ctx context.Context, accountID uuid.UUID, conditions []string) (field.Search, error) {
+	defs, err := s.definitions(ctx, nil, accountID, false)
 	if err != nil {
-		return "", err
+		return field.Search{}, err
+	}
+	if search, err := defs.Path(conditions); err == nil {
+		return search, nil
+	}
+	if defs, err = s.definitions(ctx, nil, accountID, true); err != nil {
+		return field.Search{}, err
 	}
 	return defs.Path(conditions)
 }

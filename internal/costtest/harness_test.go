@@ -92,12 +92,16 @@ type env struct {
 }
 
 // searchContacts is how many contacts searchAccount has: a page filtered by custom fields
-// walks at most 2,000.
-const searchContacts = 2000
+// walks at most 2,000. The oldest searchCommon of them hold one value of t_31: more than the
+// custom fields' index returns for a page (1,000), none among the first 800 a page of 200 walks.
+const (
+	searchContacts = 2000
+	searchCommon   = 1200
+)
 
 // searchAccount is an account of its own whose searchContacts contacts each hold 32 text
 // values of 960 characters that do not compress (about 31 KB, as much as a contact holds):
-// what a search by custom fields reads of every contact it walks.
+// what a search by custom fields reads of every contact it walks or its index finds.
 func (e *env) searchAccount() *env {
 	e.t.Helper()
 	if e.search == nil {
@@ -113,6 +117,9 @@ func (e *env) searchAccount() *env {
 				values := map[string]any{}
 				for k := range 32 {
 					values[fmt.Sprintf("t_%02d", k)] = incompressible(from+i, k, 960)
+				}
+				if from+i < searchCommon {
+					values["t_31"] = "common"
 				}
 				items[i] = map[string]any{"email": fmt.Sprintf("s%05d@example.com", from+i), "customFields": values}
 			}

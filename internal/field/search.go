@@ -21,19 +21,38 @@ var operators = map[string]string{"eq": "==", "gt": ">", "gte": ">=", "lt": "<",
 // lower case, a phone in E.164), so a condition matches what is stored; ranges are for number,
 // date and datetime fields, compared as numbers or as their fixed-width text. A multiEnum
 // matches when it holds the option. A 400 names query.field and what is wrong.
-func (d *Definitions) Path(conditions []string) (string, error) {
+func (d *Definitions) Path(conditions []string) (Search, error) {
 	if len(conditions) > MaxConditions {
-		return "", apperr.Invalid(apperr.Field("query.field", "maxItems", fmt.Sprintf("at most %d conditions on custom fields", MaxConditions)))
+		return Search{}, apperr.Invalid(apperr.Field("query.field", "maxItems", fmt.Sprintf("at most %d conditions on custom fields", MaxConditions)))
 	}
 	parts := make([]string, 0, len(conditions))
+	var s Search
 	for _, c := range conditions {
 		part, err := d.condition(c)
 		if err != nil {
-			return "", apperr.Invalid(apperr.Field("query.field", "format", fmt.Sprintf("%q: %v", c, err)))
+			return Search{}, apperr.Invalid(apperr.Field("query.field", "format", fmt.Sprintf("%q: %v", c, err)))
 		}
 		parts = append(parts, part)
+		s.Indexed = s.Indexed || equality(c)
 	}
-	return strings.Join(parts, " && "), nil
+	s.Path = strings.Join(parts, " && ")
+	return s, nil
+}
+
+// Search is the conditions of a search as one jsonpath predicate.
+type Search struct {
+	Path string
+	// Indexed says that an equality (eq, in, a multiEnum's option) is among the conditions:
+	// the custom fields' index (jsonb_path_ops) finds the contacts holding its value. Ranges and
+	// exists are not in it.
+	Indexed bool
+}
+
+// equality reports whether condition c, already checked, compares by equality.
+func equality(c string) bool {
+	_, rest, _ := strings.Cut(c, ":")
+	op, _, _ := strings.Cut(rest, ":")
+	return op == "eq" || op == "in"
 }
 
 func (d *Definitions) condition(c string) (string, error) {

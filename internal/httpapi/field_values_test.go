@@ -352,7 +352,8 @@ func TestUniqueFieldValueRace(t *testing.T) {
 }
 
 // A process whose cached definitions are stale (another process made a field required, or
-// archived it) does not write against them: its create is checked against the new ones.
+// archived it) does not write against them: its create is checked against the new ones. Nor
+// does it refuse a search by a field it does not know yet.
 func TestDefinitionsChangedByAnotherProcess(t *testing.T) {
 	t.Parallel()
 	a := testkit.NewAPI(t)
@@ -377,6 +378,14 @@ func TestDefinitionsChangedByAnotherProcess(t *testing.T) {
 	r = second.Do("POST", "/public/v1/contact", key, map[string]any{"email": "fourth@example.com", "customFields": map[string]any{"region": "south"}})
 	if e := r.Error(t); r.Status != 400 || !hasFieldError(e, "body.customFields.region") || (*e.Data.Errors)[0].Reason != "archived" {
 		t.Errorf("write an archived field through the stale process: %d %s", r.Status, r.Body)
+	}
+	// a search by a field defined since the process cached the definitions reads them again
+	defineField(t, a, key, map[string]any{"key": "tier", "label": "Tier", "type": "text"})
+	createContact(t, a, key, map[string]any{"email": "fifth@example.com", "customFields": map[string]any{"tier": "gold"}})
+	var list api.ContactList
+	r = second.Do("GET", "/public/v1/contacts?field=tier:eq:gold", key, nil)
+	if r.JSON(t, &list); r.Status != 200 || len(list.Contacts) != 1 || list.Contacts[0].Email != "fifth@example.com" {
+		t.Errorf("search by a field new to the stale process: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -756,8 +765,9 @@ func TestSearchByCustomFields(t *testing.T) {
 		}
 	}
 
-	// 200 newer contacts without values: a page of 1 walks 160 of them, finds nothing and ends
-	// early; its cursor walks on, and the walk reaches the matches
+	// 200 newer contacts without values. An equality is answered by the custom fields' index:
+	// the page holds the match, however far down it is. A range is not: a page of 1 walks 160
+	// of them, finds nothing and ends early; its cursor walks on, and the walk reaches it.
 	more := make([]any, 200)
 	for i := range more {
 		more[i] = map[string]any{"email": fmt.Sprintf("n%03d@example.com", i)}
@@ -765,22 +775,118 @@ func TestSearchByCustomFields(t *testing.T) {
 	batch(t, a, key, "create", more...)
 	var page api.ContactList
 	a.Do("GET", "/public/v1/contacts?limit=1&field=tier:eq:bronze", key, nil).JSON(t, &page)
-	if len(page.Contacts) != 0 || page.NextCursor == nil {
-		t.Fatalf("the first page: %d contacts, cursor %v: want none and a cursor", len(page.Contacts), page.NextCursor)
+	if len(page.Contacts) != 1 || page.Contacts[0].Email != "c@example.com" || page.NextCursor != nil {
+		t.Errorf("tier:eq:bronze: %d contacts, cursor %v: want c@example.com alone", len(page.Contacts), page.NextCursor)
 	}
-	var found []string
-	for cursor, pages := *page.NextCursor, 0; cursor != "" && pages < 10; pages++ {
-		page = api.ContactList{}
-		a.Do("GET", "/public/v1/contacts?limit=1&field=tier:eq:bronze&cursor="+url.QueryEscape(cursor), key, nil).JSON(t, &page)
+	page = api.ContactList{}
+	a.Do("GET", "/public/v1/contacts?limit=1&field=seats:gt:100", key, nil).JSON(t, &page)
+	if len(page.Contacts) != 0 || page.NextCursor == nil {
+		t.Fatalf("seats:gt:100, the first page: %d contacts, cursor %v: want none and a cursor", len(page.Contacts), page.NextCursor)
+	}
+	if found, _ := pagesOf(t, a, key, "limit=1&field=seats:gt:100", *page.NextCursor, 10); !slices.Equal(found, []string{"c@example.com"}) {
+		t.Errorf("walking on from the cursor found %v, want c@example.com", found)
+	}
+}
+
+// pagesOf lists the pages of the filtered query from cursor ("": the first) on, at most max
+// of them, and returns the emails listed, in order, and how many pages held none.
+func pagesOf(t *testing.T, a *testkit.API, key, filter, cursor string, max int) (found []string, empty int) {
+	t.Helper()
+	for pages := 0; pages < max; pages++ {
+		query := filter
+		if cursor != "" {
+			query += "&cursor=" + url.QueryEscape(cursor)
+		}
+		var page api.ContactList
+		r := a.Do("GET", "/public/v1/contacts?"+query, key, nil)
+		if r.JSON(t, &page); r.Status != 200 {
+			t.Fatalf("%s: %d %s", query, r.Status, r.Body)
+		}
 		for _, c := range page.Contacts {
 			found = append(found, c.Email)
 		}
-		cursor = ""
-		if page.NextCursor != nil {
-			cursor = *page.NextCursor
+		if len(page.Contacts) == 0 {
+			empty++
+		}
+		if page.NextCursor == nil {
+			return found, empty
+		}
+		cursor = *page.NextCursor
+	}
+	t.Fatalf("%s: more than %d pages", filter, max)
+	return nil, 0
+}
+
+// An equality on a custom field is answered by the custom fields' index: paged one contact at
+// a time, every page holds the next match in the list's order however sparse the matches are
+// (a walk of 160 contacts, a page of 1's, would leave pages empty). A value held by more
+// contacts than the index returns at once (80 for a page of 1) is walked instead: the pages
+// list the same contacts in the same order, some of them empty.
+func TestFieldEqualityUsesTheIndex(t *testing.T) {
+	t.Parallel()
+	a, _, key := memberAndSeats(t)
+	defineField(t, a, key, map[string]any{"key": "tier", "label": "Tier", "type": "enum", "options": []map[string]any{
+		{"value": "gold", "label": "Gold"}, {"value": "silver", "label": "Silver"}, {"value": "bronze", "label": "Bronze"}}})
+	items := make([]any, 300)
+	for i := range items {
+		tier := map[bool]string{true: "gold", false: "bronze"}[i < 150]
+		item := map[string]any{"email": fmt.Sprintf("p%03d@example.com", i)}
+		if i%50 == 7 {
+			tier = "silver"
+		}
+		if i%100 == 7 {
+			item["tags"] = []string{"vip"}
+		}
+		item["customFields"] = map[string]any{"tier": tier, "seats": i}
+		items[i] = item
+	}
+	batch(t, a, key, "create", items...)
+
+	r := a.Do("GET", "/public/v1/contacts/export", key, nil)
+	if r.Status != 200 {
+		t.Fatalf("export: %d %s", r.Status, r.Body)
+	}
+	var order []api.Contact // the list's order
+	for _, line := range strings.Split(strings.TrimSpace(string(r.Body)), "\n") {
+		var c api.Contact
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatal(err)
+		}
+		order = append(order, c)
+	}
+	holders := func(keep func(tier string, seats float64, tags []string) bool) []string {
+		var out []string
+		for _, c := range order {
+			f := customFieldsOf(t, c)
+			if keep(f["tier"].(string), f["seats"].(float64), c.Tags) {
+				out = append(out, c.Email)
+			}
+		}
+		return out
+	}
+	for _, g := range order[:4] { // the first stretch of a page of 1 walks these
+		if customFieldsOf(t, g)["tier"] == "gold" {
+			t.Fatalf("%s, among the newest, is gold: the batch's order is not what the test is written for", g.Email)
 		}
 	}
-	if !slices.Equal(found, []string{"c@example.com"}) {
-		t.Errorf("walking on from the cursor found %v, want c@example.com", found)
+
+	for filter, want := range map[string][]string{
+		"limit=1&field=tier:eq:silver": holders(func(tier string, _ float64, _ []string) bool { return tier == "silver" }),
+		"limit=2&field=tier:eq:silver&tag=vip": holders(func(tier string, _ float64, tags []string) bool {
+			return tier == "silver" && slices.Contains(tags, "vip")
+		}),
+		"limit=1&field=tier:in:silver%7Cbronze&field=seats:lt:100": holders(func(tier string, seats float64, _ []string) bool {
+			return tier == "silver" && seats < 100
+		}),
+	} {
+		found, empty := pagesOf(t, a, key, filter, "", 20)
+		if len(want) < 2 || !slices.Equal(found, want) || empty > 0 {
+			t.Errorf("%s: %v (%d empty pages), want %v", filter, found, empty, want)
+		}
+	}
+	gold := holders(func(tier string, _ float64, _ []string) bool { return tier == "gold" })
+	found, empty := pagesOf(t, a, key, "limit=1&field=tier:eq:gold", "", 400)
+	if len(gold) < 100 || !slices.Equal(found, gold) || empty == 0 {
+		t.Errorf("tier:eq:gold: %d contacts (%d empty pages), want the %d gold ones, some pages empty", len(found), empty, len(gold))
 	}
 }

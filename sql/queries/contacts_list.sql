@@ -166,6 +166,31 @@ WHERE c.account_id = @account_id
 ORDER BY c.created_at DESC, c.contact_id DESC
 LIMIT @walk_limit;
 
+-- name: ContactsFieldMatches :many
+-- Up to @candidate_limit contacts after the cursor that match the filters, found through the
+-- custom fields' index (contacts_custom_fields answers the equalities of @fields_path), in no
+-- order. Fewer than @candidate_limit are every match after the cursor; as many may not be, and
+-- the caller walks the creation order instead. The limit bounds the rows read whatever plan
+-- PostgreSQL takes: a match's row is read once.
+SELECT /* plan per call */ c.created_at AS at, c.contact_id
+FROM contacts c
+WHERE c.account_id = @account_id
+  AND c.custom_fields <> '{}'::jsonb
+  AND c.custom_fields @@ @fields_path::jsonpath
+  AND (sqlc.narg('tags')::text[] IS NULL OR c.tag_keys @> sqlc.narg('tags')::text[])
+  AND (sqlc.narg('email_status')::text IS NULL OR c.email_status = sqlc.narg('email_status')::text)
+  AND (sqlc.narg('record_status')::text IS NULL OR c.record_status = sqlc.narg('record_status')::text)
+  AND (sqlc.narg('assigned_user')::text IS NULL OR lower(c.assigned_user_email_id) = sqlc.narg('assigned_user')::text)
+  AND (sqlc.narg('min_stored_score')::int IS NULL OR c.lead_score >= sqlc.narg('min_stored_score')::int)
+  AND (sqlc.narg('q_prefix')::text IS NULL
+       OR c.email_key LIKE sqlc.narg('q_prefix')::text
+       OR (sqlc.narg('q_words')::text IS NOT NULL AND c.name_keys @@ to_tsquery('simple', sqlc.narg('q_words')::text)))
+  AND (sqlc.narg('created_after')::timestamptz IS NULL OR c.created_at >= sqlc.narg('created_after')::timestamptz)
+  AND (sqlc.narg('created_before')::timestamptz IS NULL OR c.created_at < sqlc.narg('created_before')::timestamptz)
+  AND (sqlc.narg('updated_after')::timestamptz IS NULL OR c.updated_at >= sqlc.narg('updated_after')::timestamptz)
+  AND (NOT @has_cursor::bool OR (c.created_at, c.contact_id) < (@after_at::timestamptz, @after_id::uuid))
+LIMIT @candidate_limit;
+
 -- name: ContactsByIDs :many
 -- The contacts of the account with these ids (in no order).
 SELECT * FROM contact_rows WHERE account_id = @account_id AND contact_id = ANY(@ids::uuid[]);
