@@ -2374,9 +2374,12 @@ type ListContactsParams struct {
 	// at most 5. A value is read as a write of the field reads it (an email in any case, a
 	// phone in any punctuation); ranges compare number, date and datetime fields; a
 	// `multiEnum` matches when it holds the option. Only in `createdAt` order: such a page
-	// walks at most 160 contacts per contact of `limit` and at most 2,000, whatever the
+	// reads at most 160 contacts per contact of `limit` and at most 2,000, whatever the
 	// account's size, and may end early with `nextCursor` set: follow it until it is
-	// absent.
+	// absent. An equality (`eq`, `in`, a `multiEnum`'s option) is indexed: when the
+	// first contacts walked do not fill the page and at most half that many hold the
+	// value after them, the page holds them (a value few contacts hold is found in one
+	// page); ranges and `exists` are answered by the walk.
 	Field *[]string `form:"field,omitempty" json:"field,omitempty"`
 }
 
@@ -2445,10 +2448,8 @@ type ExportContactsParams struct {
 	// `eq`, `in` with values separated by `|`, `gt`, `gte`, `lt`, `lte`) or `KEY:exists`;
 	// at most 5. A value is read as a write of the field reads it (an email in any case, a
 	// phone in any punctuation); ranges compare number, date and datetime fields; a
-	// `multiEnum` matches when it holds the option. Only in `createdAt` order: such a page
-	// walks at most 160 contacts per contact of `limit` and at most 2,000, whatever the
-	// account's size, and may end early with `nextCursor` set: follow it until it is
-	// absent.
+	// `multiEnum` matches when it holds the option. The export walks the whole account in
+	// `createdAt` order and writes the contacts that match.
 	Field *[]string `form:"field,omitempty" json:"field,omitempty"`
 }
 

@@ -408,30 +408,32 @@ WHERE r.account_id = $1 AND r.contact_id = ANY(ARRAY(
     SELECT w.contact_id FROM (
     SELECT c.contact_id,
     coalesce(($2::text[] IS NULL OR c.tag_keys @> $2::text[])
-     AND ($3::text IS NULL OR c.email_status = $3::text)
-     AND ($4::text IS NULL OR c.record_status = $4::text)
-     AND ($5::text IS NULL OR lower(c.assigned_user_email_id) = $5::text)
-     AND ($6::int IS NULL OR c.lead_score >= $6::int)
-     AND ($7::text IS NULL
-          OR c.email_key LIKE $7::text
-          OR ($8::text IS NOT NULL AND c.name_keys @@ to_tsquery('simple', $8::text))), false)::bool AS matched
+     AND ($3::jsonpath IS NULL OR c.custom_fields @@ $3::jsonpath)
+     AND ($4::text IS NULL OR c.email_status = $4::text)
+     AND ($5::text IS NULL OR c.record_status = $5::text)
+     AND ($6::text IS NULL OR lower(c.assigned_user_email_id) = $6::text)
+     AND ($7::int IS NULL OR c.lead_score >= $7::int)
+     AND ($8::text IS NULL
+          OR c.email_key LIKE $8::text
+          OR ($9::text IS NOT NULL AND c.name_keys @@ to_tsquery('simple', $9::text))), false)::bool AS matched
     FROM contacts c
     WHERE c.account_id = $1
-      AND ($9::timestamptz IS NULL OR c.created_at >= $9::timestamptz)
-      AND ($10::timestamptz IS NULL OR c.created_at < $10::timestamptz)
-      AND ($11::timestamptz IS NULL OR c.updated_at >= $11::timestamptz)
-      AND (NOT $12::bool OR (c.created_at, c.contact_id) < ($13::timestamptz, $14::uuid))
+      AND ($10::timestamptz IS NULL OR c.created_at >= $10::timestamptz)
+      AND ($11::timestamptz IS NULL OR c.created_at < $11::timestamptz)
+      AND ($12::timestamptz IS NULL OR c.updated_at >= $12::timestamptz)
+      AND (NOT $13::bool OR (c.created_at, c.contact_id) < ($14::timestamptz, $15::uuid))
     ORDER BY c.created_at DESC, c.contact_id DESC
-    LIMIT $15
+    LIMIT $16
     ) w
     WHERE w.matched
-    LIMIT $16))
+    LIMIT $17))
 ORDER BY r.created_at DESC, r.contact_id DESC
 `
 
 type ContactsPageWalkByCreatedParams struct {
 	AccountID      uuid.UUID
 	Tags           []string
+	FieldsPath     interface{}
 	EmailStatus    *string
 	RecordStatus   *string
 	AssignedUser   *string
@@ -450,13 +452,16 @@ type ContactsPageWalkByCreatedParams struct {
 
 // The contacts of a page found walking up to @walk_limit contacts down the created_at order
 // after the cursor: the first @row_limit that match, read in the same statement (one round
-// trip). Fewer than @row_limit when matches are sparser than that, or the account ends. The
+// trip). Fewer than @row_limit when matches are sparser than that, or the account ends. With
+// @fields_path (a jsonpath predicate on custom fields) it is the first stretch of a page so
+// filtered, reading each walked contact's values. The
 // walk hands the outer scan an array of ids (an InitPlan): written as a join of the two, the
 // statement is slower both to plan and to run.
 func (q *Queries) ContactsPageWalkByCreated(ctx context.Context, arg ContactsPageWalkByCreatedParams) ([]ContactRow, error) {
 	rows, err := q.db.Query(ctx, contactsPageWalkByCreated,
 		arg.AccountID,
 		arg.Tags,
+		arg.FieldsPath,
 		arg.EmailStatus,
 		arg.RecordStatus,
 		arg.AssignedUser,
@@ -536,30 +541,32 @@ WHERE r.account_id = $1 AND r.contact_id = ANY(ARRAY(
     SELECT w.contact_id FROM (
     SELECT c.contact_id,
     coalesce(($2::text[] IS NULL OR c.tag_keys @> $2::text[])
-     AND ($3::text IS NULL OR c.email_status = $3::text)
-     AND ($4::text IS NULL OR c.record_status = $4::text)
-     AND ($5::text IS NULL OR lower(c.assigned_user_email_id) = $5::text)
-     AND ($6::int IS NULL OR c.lead_score >= $6::int)
-     AND ($7::text IS NULL
-          OR c.email_key LIKE $7::text
-          OR ($8::text IS NOT NULL AND c.name_keys @@ to_tsquery('simple', $8::text))), false)::bool AS matched
+     AND ($3::jsonpath IS NULL OR c.custom_fields @@ $3::jsonpath)
+     AND ($4::text IS NULL OR c.email_status = $4::text)
+     AND ($5::text IS NULL OR c.record_status = $5::text)
+     AND ($6::text IS NULL OR lower(c.assigned_user_email_id) = $6::text)
+     AND ($7::int IS NULL OR c.lead_score >= $7::int)
+     AND ($8::text IS NULL
+          OR c.email_key LIKE $8::text
+          OR ($9::text IS NOT NULL AND c.name_keys @@ to_tsquery('simple', $9::text))), false)::bool AS matched
     FROM contacts c
     WHERE c.account_id = $1
-      AND ($9::timestamptz IS NULL OR c.created_at >= $9::timestamptz)
-      AND ($10::timestamptz IS NULL OR c.created_at < $10::timestamptz)
-      AND ($11::timestamptz IS NULL OR c.updated_at >= $11::timestamptz)
-      AND (NOT $12::bool OR (c.updated_at, c.contact_id) < ($13::timestamptz, $14::uuid))
+      AND ($10::timestamptz IS NULL OR c.created_at >= $10::timestamptz)
+      AND ($11::timestamptz IS NULL OR c.created_at < $11::timestamptz)
+      AND ($12::timestamptz IS NULL OR c.updated_at >= $12::timestamptz)
+      AND (NOT $13::bool OR (c.updated_at, c.contact_id) < ($14::timestamptz, $15::uuid))
     ORDER BY c.updated_at DESC, c.contact_id DESC
-    LIMIT $15
+    LIMIT $16
     ) w
     WHERE w.matched
-    LIMIT $16))
+    LIMIT $17))
 ORDER BY r.updated_at DESC, r.contact_id DESC
 `
 
 type ContactsPageWalkByUpdatedParams struct {
 	AccountID      uuid.UUID
 	Tags           []string
+	FieldsPath     interface{}
 	EmailStatus    *string
 	RecordStatus   *string
 	AssignedUser   *string
@@ -585,6 +592,7 @@ func (q *Queries) ContactsPageWalkByUpdated(ctx context.Context, arg ContactsPag
 	rows, err := q.db.Query(ctx, contactsPageWalkByUpdated,
 		arg.AccountID,
 		arg.Tags,
+		arg.FieldsPath,
 		arg.EmailStatus,
 		arg.RecordStatus,
 		arg.AssignedUser,
@@ -930,4 +938,50 @@ func (q *Queries) ContactsWalkByCreated(ctx context.Context, arg ContactsWalkByC
 		return nil, err
 	}
 	return items, nil
+}
+
+const contactsWalkedTo = `-- name: ContactsWalkedTo :one
+SELECT c.created_at AS at, c.contact_id
+FROM contacts c
+WHERE c.account_id = $1
+  AND ($2::timestamptz IS NULL OR c.created_at >= $2::timestamptz)
+  AND ($3::timestamptz IS NULL OR c.created_at < $3::timestamptz)
+  AND ($4::timestamptz IS NULL OR c.updated_at >= $4::timestamptz)
+  AND (NOT $5::bool OR (c.created_at, c.contact_id) < ($6::timestamptz, $7::uuid))
+ORDER BY c.created_at DESC, c.contact_id DESC
+OFFSET $8 LIMIT 1
+`
+
+type ContactsWalkedToParams struct {
+	AccountID     uuid.UUID
+	CreatedAfter  *time.Time
+	CreatedBefore *time.Time
+	UpdatedAfter  *time.Time
+	HasCursor     bool
+	AfterAt       time.Time
+	AfterID       uuid.UUID
+	Skip          int32
+}
+
+type ContactsWalkedToRow struct {
+	At        time.Time
+	ContactID uuid.UUID
+}
+
+// The contact after @skip others down the created_at order after the cursor: where a walk of
+// @skip + 1 ended (no row: the account ended first). An index-only scan of the creation order.
+func (q *Queries) ContactsWalkedTo(ctx context.Context, arg ContactsWalkedToParams) (ContactsWalkedToRow, error) {
+	row := q.db.QueryRow(ctx, contactsWalkedTo,
+		arg.AccountID,
+		arg.CreatedAfter,
+		arg.CreatedBefore,
+		arg.UpdatedAfter,
+		arg.HasCursor,
+		arg.AfterAt,
+		arg.AfterID,
+		arg.Skip,
+	)
+	var i ContactsWalkedToRow
+	err := row.Scan(&i.At, &i.ContactID)
+	return i, err
 }

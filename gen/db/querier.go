@@ -130,7 +130,9 @@ type Querier interface {
 	ContactsFieldMatches(ctx context.Context, arg ContactsFieldMatchesParams) ([]ContactsFieldMatchesRow, error)
 	// The contacts of a page found walking up to @walk_limit contacts down the created_at order
 	// after the cursor: the first @row_limit that match, read in the same statement (one round
-	// trip). Fewer than @row_limit when matches are sparser than that, or the account ends. The
+	// trip). Fewer than @row_limit when matches are sparser than that, or the account ends. With
+	// @fields_path (a jsonpath predicate on custom fields) it is the first stretch of a page so
+	// filtered, reading each walked contact's values. The
 	// walk hands the outer scan an array of ids (an InitPlan): written as a join of the two, the
 	// statement is slower both to plan and to run.
 	ContactsPageWalkByCreated(ctx context.Context, arg ContactsPageWalkByCreatedParams) ([]ContactRow, error)
@@ -157,6 +159,9 @@ type Querier interface {
 	// next, and walks on from the last key. A page filtered by custom fields (@fields_path, a
 	// jsonpath predicate) is answered by this walk alone: the predicate reads each walked row.
 	ContactsWalkByCreated(ctx context.Context, arg ContactsWalkByCreatedParams) ([]ContactsWalkByCreatedRow, error)
+	// The contact after @skip others down the created_at order after the cursor: where a walk of
+	// @skip + 1 ended (no row: the account ended first). An index-only scan of the creation order.
+	ContactsWalkedTo(ctx context.Context, arg ContactsWalkedToParams) (ContactsWalkedToRow, error)
 	// Fails the pending deliveries whose event the retention has removed (one replayed or held by
 	// a paused subscription until then), across accounts: the claims join the events, so they
 	// could never be sent, and would stay due at the head of their subscription's queue. (OFFSET

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
@@ -111,12 +113,13 @@ func (f Filter) selective() bool {
 // fieldsPage is a page of a list filtered by custom fields: the matches among the contacts
 // walked down the creation order after the cursor, walkFactor per contact of the page and at
 // most maxFieldsWalk, so its cost is bounded whatever the account's size. The walk goes in
-// stretches growing fourfold from 4 contacts per contact of the page: a filter most contacts
-// pass fills the page in the first. When the first does not fill it and the search has an
-// equality, the custom fields' index finds the matches after it, up to half the walk's limit
-// (a value few contacts hold: the page, whatever the account's size); more than that, and the
-// walk goes on with what is left of its limit. A page that walked that far without filling
-// ends early, its cursor at the last contact walked: the next page walks on from there.
+// stretches growing fourfold from 4 contacts per contact of the page; the first is walked and
+// its matches read in one statement, so a filter most contacts pass is one round trip. When the
+// first does not fill the page and the search has an equality, the custom fields' index finds
+// the matches after it, up to half the walk's limit (a value few contacts hold: the page,
+// whatever the account's size); more than that, and the walk goes on with what is left of its
+// limit. A page that walked that far without filling ends early, its cursor at the last
+// contact walked: the next page walks on from there.
 func (s *Service) fieldsPage(ctx context.Context, o ListOptions, p listParams, search field.Search) ([]Contact, string, error) {
 	if o.Sort != SortCreated {
 		return nil, "", apperr.Invalid(apperr.Field("query.sort", "enum", "a list filtered by custom fields is in createdAt order"))
@@ -125,27 +128,38 @@ func (s *Service) fieldsPage(ctx context.Context, o ListOptions, p listParams, s
 	next := ""
 	walkLimit := min(maxFieldsWalk, walkFactor*o.Limit)
 	err := s.store.DoStale(ctx, func(q *db.Queries) error {
-		var matched []walkedKey
-		var last walkedKey
-		walked, stretch := 0, min(walkLimit, 4*o.Limit)
+		stretch := min(walkLimit, 4*o.Limit)
+		w := pageWalkParams(p, stretch, o.Limit)
+		w.FieldsPath = search.Path
+		rows, err := q.ContactsPageWalkByCreated(ctx, w)
+		if err != nil {
+			return err
+		}
+		if len(rows) == o.Limit {
+			next = pageCursor(SortCreated, rows[len(rows)-1])
+			page, err = s.keep(rows, o.MinLeadScore)
+			return err
+		}
+		end, err := q.ContactsWalkedTo(ctx, db.ContactsWalkedToParams{AccountID: p.AccountID, CreatedAfter: p.CreatedAfter,
+			CreatedBefore: p.CreatedBefore, UpdatedAfter: p.UpdatedAfter, HasCursor: p.HasCursor, AfterAt: p.AfterAt,
+			AfterID: p.AfterID, Skip: int32(stretch - 1)})
+		if errors.Is(err, pgx.ErrNoRows) { // the account ended within the stretch: every match is in rows
+			page, err = s.keep(rows, o.MinLeadScore)
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		matched := make([]walkedKey, len(rows), o.Limit)
+		for i, r := range rows {
+			matched[i] = walkedKey{at: r.CreatedAt, id: r.ContactID, matched: true}
+		}
+		last, walked := walkedKey{at: end.At, id: end.ContactID}, stretch
 		indexed := search.Indexed // the index is still to be asked
 		for {
-			keys, err := s.walk(ctx, q, p, int32(stretch), search.Path)
-			if err != nil {
-				return err
-			}
-			for _, k := range keys {
-				last, walked = k, walked+1
-				if k.matched {
-					if matched = append(matched, k); len(matched) == o.Limit {
-						break
-					}
-				}
-			}
-			full, ended := len(matched) == o.Limit, len(keys) < stretch
-			if !full && !ended && indexed {
+			p.HasCursor, p.AfterAt, p.AfterID = true, last.at, last.id
+			if indexed {
 				indexed = false
-				p.HasCursor, p.AfterAt, p.AfterID = true, last.at, last.id
 				found, all, err := s.fieldMatches(ctx, q, p, search.Path, walkLimit/2)
 				if err != nil {
 					return err
@@ -160,17 +174,36 @@ func (s *Service) fieldsPage(ctx context.Context, o ListOptions, p listParams, s
 				}
 				walked += len(found)
 			}
-			if full || (!ended && walked >= walkLimit) {
+			if walked >= walkLimit {
 				next = cursor{Sort: SortCreated, At: last.at, ID: last.id}.String()
-			}
-			if full || ended || walked >= walkLimit {
 				break
 			}
-			p.HasCursor, p.AfterAt, p.AfterID = true, last.at, last.id
 			stretch = min(walkLimit-walked, 4*stretch)
+			keys, err := s.walk(ctx, q, p, int32(stretch), search.Path)
+			if err != nil {
+				return err
+			}
+			for _, k := range keys {
+				last, walked = k, walked+1
+				if k.matched {
+					if matched = append(matched, k); len(matched) == o.Limit {
+						break
+					}
+				}
+			}
+			if len(matched) == o.Limit {
+				next = cursor{Sort: SortCreated, At: last.at, ID: last.id}.String()
+				break
+			}
+			if len(keys) < stretch { // the account ended
+				break
+			}
 		}
-		var err error
-		page, err = s.fetch(ctx, q, p.AccountID, matched, o.MinLeadScore)
+		if page, err = s.keep(rows, o.MinLeadScore); err != nil {
+			return err
+		}
+		rest, err := s.fetch(ctx, q, p.AccountID, matched[len(rows):], o.MinLeadScore)
+		page = append(page, rest...)
 		return err
 	})
 	return page, next, err
@@ -221,11 +254,7 @@ const (
 // the indexes of the filters then answer. The walk and the read of its contacts are one
 // statement: one round trip, one snapshot.
 func (s *Service) walkPage(ctx context.Context, o ListOptions, p listParams) ([]Contact, string, bool, error) {
-	w := db.ContactsPageWalkByCreatedParams{Tags: p.Tags, EmailStatus: p.EmailStatus, RecordStatus: p.RecordStatus,
-		AssignedUser: p.AssignedUser, MinStoredScore: p.MinStoredScore, QPrefix: p.QPrefix, QWords: p.QWords,
-		AccountID: p.AccountID, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore, UpdatedAfter: p.UpdatedAfter,
-		HasCursor: p.HasCursor, AfterAt: p.AfterAt, AfterID: p.AfterID,
-		WalkLimit: int32(min(maxWalk, walkFactor*o.Limit)), RowLimit: int32(o.Limit)}
+	w := pageWalkParams(p, min(maxWalk, walkFactor*o.Limit), o.Limit)
 	var rows []db.ContactRow
 	err := s.store.DoStale(ctx, func(q *db.Queries) (err error) {
 		rows, err = walkedPage(ctx, q, o.Sort, w)
@@ -236,6 +265,14 @@ func (s *Service) walkPage(ctx context.Context, o ListOptions, p listParams) ([]
 	}
 	cs, err := s.keep(rows, o.MinLeadScore)
 	return cs, pageCursor(o.Sort, rows[len(rows)-1]), true, err
+}
+
+// pageWalkParams are p's filters for a page of rowLimit found walking walkLimit contacts.
+func pageWalkParams(p listParams, walkLimit, rowLimit int) db.ContactsPageWalkByCreatedParams {
+	return db.ContactsPageWalkByCreatedParams{Tags: p.Tags, EmailStatus: p.EmailStatus, RecordStatus: p.RecordStatus,
+		AssignedUser: p.AssignedUser, MinStoredScore: p.MinStoredScore, QPrefix: p.QPrefix, QWords: p.QWords,
+		AccountID: p.AccountID, CreatedAfter: p.CreatedAfter, CreatedBefore: p.CreatedBefore, UpdatedAfter: p.UpdatedAfter,
+		HasCursor: p.HasCursor, AfterAt: p.AfterAt, AfterID: p.AfterID, WalkLimit: int32(walkLimit), RowLimit: int32(rowLimit)}
 }
 
 // walkedPage runs the walk of w: the commonest searches (tags alone, or q alone, newest first,

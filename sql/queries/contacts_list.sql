@@ -44,7 +44,9 @@ LIMIT @row_limit;
 -- name: ContactsPageWalkByCreated :many
 -- The contacts of a page found walking up to @walk_limit contacts down the created_at order
 -- after the cursor: the first @row_limit that match, read in the same statement (one round
--- trip). Fewer than @row_limit when matches are sparser than that, or the account ends. The
+-- trip). Fewer than @row_limit when matches are sparser than that, or the account ends. With
+-- @fields_path (a jsonpath predicate on custom fields) it is the first stretch of a page so
+-- filtered, reading each walked contact's values. The
 -- walk hands the outer scan an array of ids (an InitPlan): written as a join of the two, the
 -- statement is slower both to plan and to run.
 SELECT /* plan per call */ * FROM contact_rows r
@@ -52,6 +54,7 @@ WHERE r.account_id = @account_id AND r.contact_id = ANY(ARRAY(
     SELECT w.contact_id FROM (
     SELECT c.contact_id,
     coalesce((sqlc.narg('tags')::text[] IS NULL OR c.tag_keys @> sqlc.narg('tags')::text[])
+     AND (sqlc.narg('fields_path')::jsonpath IS NULL OR c.custom_fields @@ sqlc.narg('fields_path')::jsonpath)
      AND (sqlc.narg('email_status')::text IS NULL OR c.email_status = sqlc.narg('email_status')::text)
      AND (sqlc.narg('record_status')::text IS NULL OR c.record_status = sqlc.narg('record_status')::text)
      AND (sqlc.narg('assigned_user')::text IS NULL OR lower(c.assigned_user_email_id) = sqlc.narg('assigned_user')::text)
@@ -83,6 +86,7 @@ WHERE r.account_id = @account_id AND r.contact_id = ANY(ARRAY(
     SELECT w.contact_id FROM (
     SELECT c.contact_id,
     coalesce((sqlc.narg('tags')::text[] IS NULL OR c.tag_keys @> sqlc.narg('tags')::text[])
+     AND (sqlc.narg('fields_path')::jsonpath IS NULL OR c.custom_fields @@ sqlc.narg('fields_path')::jsonpath)
      AND (sqlc.narg('email_status')::text IS NULL OR c.email_status = sqlc.narg('email_status')::text)
      AND (sqlc.narg('record_status')::text IS NULL OR c.record_status = sqlc.narg('record_status')::text)
      AND (sqlc.narg('assigned_user')::text IS NULL OR lower(c.assigned_user_email_id) = sqlc.narg('assigned_user')::text)
@@ -190,6 +194,19 @@ WHERE c.account_id = @account_id
   AND (sqlc.narg('updated_after')::timestamptz IS NULL OR c.updated_at >= sqlc.narg('updated_after')::timestamptz)
   AND (NOT @has_cursor::bool OR (c.created_at, c.contact_id) < (@after_at::timestamptz, @after_id::uuid))
 LIMIT @candidate_limit;
+
+-- name: ContactsWalkedTo :one
+-- The contact after @skip others down the created_at order after the cursor: where a walk of
+-- @skip + 1 ended (no row: the account ended first). An index-only scan of the creation order.
+SELECT c.created_at AS at, c.contact_id
+FROM contacts c
+WHERE c.account_id = @account_id
+  AND (sqlc.narg('created_after')::timestamptz IS NULL OR c.created_at >= sqlc.narg('created_after')::timestamptz)
+  AND (sqlc.narg('created_before')::timestamptz IS NULL OR c.created_at < sqlc.narg('created_before')::timestamptz)
+  AND (sqlc.narg('updated_after')::timestamptz IS NULL OR c.updated_at >= sqlc.narg('updated_after')::timestamptz)
+  AND (NOT @has_cursor::bool OR (c.created_at, c.contact_id) < (@after_at::timestamptz, @after_id::uuid))
+ORDER BY c.created_at DESC, c.contact_id DESC
+OFFSET @skip LIMIT 1;
 
 -- name: ContactsByIDs :many
 -- The contacts of the account with these ids (in no order).
