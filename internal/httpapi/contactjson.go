@@ -240,36 +240,68 @@ func appendString(b []byte, s string) []byte {
 
 // appendRawJSON appends raw (valid JSON: PostgreSQL's jsonb text) as encoding/json writes a
 // json.RawMessage: compact, with <, > and & and the line separators U+2028 and U+2029 escaped
-// in strings; one pass, no allocation (it runs for every contact read).
+// in strings; one pass copying the runs between the bytes that change, no allocation (it runs
+// for every contact read).
 func appendRawJSON(b []byte, raw json.RawMessage) []byte {
-	inString := false
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		switch {
-		case !inString:
-			switch c {
-			case ' ', '\t', '\n', '\r':
-				continue
-			case '"':
-				inString = true
-			}
-			b = append(b, c)
-		case c == '\\' && i+1 < len(raw):
-			b = append(b, c, raw[i+1])
+	for i := 0; i < len(raw); {
+		start := i
+		for i < len(raw) && !outsideStops[raw[i]] {
 			i++
-		case c == '"':
-			inString = false
-			b = append(b, c)
-		case c == '<' || c == '>' || c == '&':
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		case c == 0xe2 && i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xa8:
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[raw[i+2]&0xf])
-			i += 2
-		default:
-			b = append(b, c)
+		}
+		b = append(b, raw[start:i]...)
+		if i == len(raw) {
+			break
+		}
+		if raw[i] != '"' { // space between tokens: dropped
+			i++
+			continue
+		}
+		b = append(b, '"')
+		i++
+		for i < len(raw) { // in a string, up to its closing quote
+			start = i
+			for i < len(raw) && !stringStops[raw[i]] {
+				i++
+			}
+			b = append(b, raw[start:i]...)
+			if i == len(raw) {
+				break
+			}
+			c := raw[i]
+			if c == '"' {
+				b = append(b, c)
+				i++
+				break
+			}
+			switch {
+			case c == '\\' && i+1 < len(raw):
+				b = append(b, c, raw[i+1])
+				i += 2
+			case c == '<' || c == '>' || c == '&':
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+				i++
+			case c == 0xe2 && i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xa8:
+				b = append(b, '\\', 'u', '2', '0', '2', hexDigits[raw[i+2]&0xf])
+				i += 3
+			default:
+				b = append(b, c)
+				i++
+			}
 		}
 	}
 	return b
 }
+
+// outsideStops are the bytes appendRawJSON stops at between strings: space, and a string's
+// opening quote; stringStops those it stops at in a string.
+var outsideStops, stringStops = func() (o, s [256]bool) {
+	for _, c := range " \t\n\r\"" {
+		o[c] = true
+	}
+	for _, c := range []byte("\"\\<>&\xe2") {
+		s[c] = true
+	}
+	return o, s
+}()
 
 const hexDigits = "0123456789abcdef"

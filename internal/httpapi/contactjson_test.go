@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,4 +119,78 @@ func BenchmarkContactJSON(b *testing.B) {
 			_ = contactResponse{contact: &c}.VisitGetContactResponse(httptest.NewRecorder())
 		}
 	})
+}
+
+// appendRawJSON writes what encoding/json writes for a json.RawMessage, on random values
+// spelled as PostgreSQL prints jsonb (a space after each colon and comma) and indented, with
+// text that needs escaping at every place in a string.
+func TestAppendRawJSONMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	pieces := append(texts, `\`, `"`, "\u2028", "\xe2\x80", "\xe2", "<", "é\u2029x")
+	var value func(depth int) any
+	value = func(depth int) any {
+		switch n := rng.IntN(8); {
+		case depth < 3 && n == 0:
+			m := map[string]any{}
+			for range rng.IntN(4) {
+				m[pieces[rng.IntN(len(pieces))]] = value(depth + 1)
+			}
+			return m
+		case depth < 3 && n == 1:
+			a := make([]any, rng.IntN(4))
+			for i := range a {
+				a[i] = value(depth + 1)
+			}
+			return a
+		case n == 2:
+			return rng.Float64() * 1e6
+		case n == 3:
+			return rng.IntN(2) == 0
+		case n == 4:
+			return nil
+		default:
+			var s strings.Builder
+			for range rng.IntN(4) {
+				s.WriteString(pieces[rng.IntN(len(pieces))])
+			}
+			return s.String()
+		}
+	}
+	for i := range 5000 {
+		v := map[string]any{"k": value(0)}
+		var raw []byte
+		if i%2 == 0 { // as jsonb prints: ", " and ": "
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(v); err != nil {
+				t.Fatal(err)
+			}
+			raw = bytes.ReplaceAll(bytes.ReplaceAll(buf.Bytes(), []byte(`,"`), []byte(`, "`)), []byte(`":`), []byte(`": `))
+		} else {
+			raw, _ = json.MarshalIndent(v, "", "\t")
+		}
+		want, err := json.Marshal(json.RawMessage(raw))
+		if err != nil {
+			t.Fatalf("%q: %v", raw, err)
+		}
+		if got := appendRawJSON(nil, raw); !bytes.Equal(got, want) {
+			t.Fatalf("%q:\n got %q\nwant %q", raw, got, want)
+		}
+	}
+}
+
+// BenchmarkAppendRawJSON: the 20 values of contactbench's fields, as jsonb prints them.
+func BenchmarkAppendRawJSON(b *testing.B) {
+	raw := []byte(`{"plan": "pro", "site": "https://example.com/7", "notes": "Met at the open house; wants a follow-up in March.", ` +
+		`"seats": 7, "score": 7.5, "title": "Head of Operations", "budget": 12000, "mobile": "+15550100007", "region": "Midwest", ` +
+		`"source": "Website", "visits": 7, "churned": false, "company": "Example Corp 7", "renewal": "2027-03-01", "vip": true, ` +
+		`"channels": ["sms", "mail"], "industry": "Real estate", "referrer": "partner-7", "last_call": "2026-11-27T09:30:00.000Z", ` +
+		`"work_email": "person7@corp.example"}`)
+	buf := make([]byte, 0, 1024)
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		buf = appendRawJSON(buf[:0], raw)
+	}
 }
