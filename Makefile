@@ -148,7 +148,8 @@ MUTATE_TARGETS := \
 	"-pkg ./internal/console" \
 	"-pkg ./internal/delivery -files ^(queue|worker|visibility)\.go$$" \
 	"-pkg ./internal/httpapi -files ^(contacts_list_export|idempotency)\.go$$" \
-	"-pkg ./internal/ratelimit -tests ./internal/ratelimit,./internal/httpapi"
+	"-pkg ./internal/ratelimit -tests ./internal/ratelimit,./internal/httpapi" \
+	"-pkg ./internal/field -tests ./internal/field,./internal/httpapi"
 mutation: deps browser-deps node-deps ## mutation tests of the riskiest code (hours): each change the tests did not notice is printed (MUTATE='-pkg ./internal/auth' for one)
 	@for target in $(if $(MUTATE),"$(MUTATE)",$(MUTATE_TARGETS)); do $(GO) run ./cmd/mutate $$target || exit 1; done
 
