@@ -343,6 +343,17 @@ CREATE TABLE public.properties (
     created_at timestamp with time zone NOT NULL
 );
 
+CREATE TABLE public.segments (
+    account_id uuid NOT NULL,
+    segment_id uuid NOT NULL,
+    name text NOT NULL,
+    kind text NOT NULL,
+    filter jsonb NOT NULL,
+    created_at timestamp with time zone NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    CONSTRAINT segments_kind_check CHECK ((kind = ANY (ARRAY['dynamic'::text, 'snapshot'::text])))
+);
+
 CREATE TABLE public.suppression_key (
     singleton boolean DEFAULT true NOT NULL,
     key_sealed text NOT NULL,
@@ -492,6 +503,9 @@ ALTER TABLE ONLY public.periodic_tasks
 ALTER TABLE ONLY public.properties
     ADD CONSTRAINT properties_pkey PRIMARY KEY (account_id, property_id);
 
+ALTER TABLE ONLY public.segments
+    ADD CONSTRAINT segments_pkey PRIMARY KEY (account_id, segment_id);
+
 ALTER TABLE ONLY public.suppression_key
     ADD CONSTRAINT suppression_key_pkey PRIMARY KEY (singleton);
 
@@ -552,6 +566,8 @@ CREATE INDEX properties_active_address ON public.properties USING btree (account
 CREATE UNIQUE INDEX properties_active_normalized ON public.properties USING btree (account_id, contact_id, normalized) WHERE (archived_at IS NULL);
 
 CREATE INDEX properties_contact ON public.properties USING btree (account_id, contact_id);
+
+CREATE UNIQUE INDEX segments_name ON public.segments USING btree (account_id, lower(name));
 
 CREATE INDEX webhook_attempts_answers ON public.webhook_attempts USING btree (account_id, event_id) WHERE (response_excerpt IS NOT NULL);
 
@@ -627,6 +643,9 @@ ALTER TABLE ONLY public.erasures
 
 ALTER TABLE ONLY public.properties
     ADD CONSTRAINT properties_account_id_contact_id_fkey FOREIGN KEY (account_id, contact_id) REFERENCES public.contacts(account_id, contact_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.segments
+    ADD CONSTRAINT segments_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(account_id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.suppressions
     ADD CONSTRAINT suppressions_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(account_id) ON DELETE CASCADE;

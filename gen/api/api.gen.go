@@ -208,6 +208,8 @@ const (
 	ErrorCodeNotFound                 ErrorCode = "NotFound"
 	ErrorCodePayloadTooLarge          ErrorCode = "PayloadTooLarge"
 	ErrorCodePropertyDoesNotExist     ErrorCode = "PropertyDoesNotExist"
+	ErrorCodeSegmentDoesNotExist      ErrorCode = "SegmentDoesNotExist"
+	ErrorCodeSegmentExists            ErrorCode = "SegmentExists"
 	ErrorCodeServiceUnavailable       ErrorCode = "ServiceUnavailable"
 	ErrorCodeSubscriptionDoesNotExist ErrorCode = "SubscriptionDoesNotExist"
 	ErrorCodeTooManyRequests          ErrorCode = "TooManyRequests"
@@ -257,6 +259,10 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodePayloadTooLarge:
 		return true
 	case ErrorCodePropertyDoesNotExist:
+		return true
+	case ErrorCodeSegmentDoesNotExist:
+		return true
+	case ErrorCodeSegmentExists:
 		return true
 	case ErrorCodeServiceUnavailable:
 		return true
@@ -378,6 +384,72 @@ func (e RecordStatus) Valid() bool {
 	case Marketing:
 		return true
 	case NonMarketing:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SegmentConditionOperator.
+const (
+	Contains    SegmentConditionOperator = "contains"
+	Eq          SegmentConditionOperator = "eq"
+	Exists      SegmentConditionOperator = "exists"
+	Gt          SegmentConditionOperator = "gt"
+	Gte         SegmentConditionOperator = "gte"
+	In          SegmentConditionOperator = "in"
+	Lt          SegmentConditionOperator = "lt"
+	Lte         SegmentConditionOperator = "lte"
+	Neq         SegmentConditionOperator = "neq"
+	NotContains SegmentConditionOperator = "notContains"
+	NotExists   SegmentConditionOperator = "notExists"
+	NotIn       SegmentConditionOperator = "notIn"
+)
+
+// Valid indicates whether the value is a known member of the SegmentConditionOperator enum.
+func (e SegmentConditionOperator) Valid() bool {
+	switch e {
+	case Contains:
+		return true
+	case Eq:
+		return true
+	case Exists:
+		return true
+	case Gt:
+		return true
+	case Gte:
+		return true
+	case In:
+		return true
+	case Lt:
+		return true
+	case Lte:
+		return true
+	case Neq:
+		return true
+	case NotContains:
+		return true
+	case NotExists:
+		return true
+	case NotIn:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SegmentKind.
+const (
+	Dynamic  SegmentKind = "dynamic"
+	Snapshot SegmentKind = "snapshot"
+)
+
+// Valid indicates whether the value is a known member of the SegmentKind enum.
+func (e SegmentKind) Valid() bool {
+	switch e {
+	case Dynamic:
+		return true
+	case Snapshot:
 		return true
 	default:
 		return false
@@ -938,6 +1010,19 @@ type CreateFieldRequest struct {
 	// `maxLength` (characters) for `text`, `email`, `phone` and `url`, and `pattern`, an RE2
 	// expression the whole value must match, for `text`.
 	Validation *FieldValidation `json:"validation,omitempty"`
+}
+
+// CreateSegmentRequest defines model for CreateSegmentRequest.
+type CreateSegmentRequest struct {
+	// Filter A contact matches when every condition of one of the groups holds. At most 5 groups,
+	// 10 conditions a group and 25 in all.
+	Filter SegmentFilter `json:"filter"`
+
+	// Kind Never changes.
+	Kind *SegmentKind `json:"kind,omitempty"`
+
+	// Name Unique in the account, whatever its case; spaces around it are dropped.
+	Name string `json:"name"`
 }
 
 // CreateWebhookRequest defines model for CreateWebhookRequest.
@@ -1635,6 +1720,92 @@ type ReplayResult struct {
 	Until Timestamp `json:"until"`
 }
 
+// Segment A saved filter of the account's contacts.
+type Segment struct {
+	// CreatedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	CreatedAt Timestamp `json:"createdAt"`
+
+	// Filter A contact matches when every condition of one of the groups holds. At most 5 groups,
+	// 10 conditions a group and 25 in all.
+	Filter SegmentFilter `json:"filter"`
+
+	// Kind `dynamic`: kept current; `snapshot`: evaluated once, then changed by hand. Never changes.
+	Kind SegmentKind `json:"kind"`
+
+	// Name Unique in the account, whatever its case.
+	Name string `json:"name"`
+
+	// SegmentId The segment's identifier.
+	SegmentId string `json:"segmentId"`
+
+	// UpdatedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	UpdatedAt Timestamp `json:"updatedAt"`
+}
+
+// SegmentCondition One comparison of an attribute of the contact. The operators each kind of attribute
+// takes: text (`email`, `name`, `phone`, `assignedUserEmailId`, `address.streetAddress`,
+// `address.city`, `address.county`, `address.state`, `address.zip`, and text, email,
+// phone and url custom fields) and enums (`emailStatus`, `recordStatus`, enum custom
+// fields): `eq`, `neq`, `in`, `notIn`, `exists`, `notExists`; numbers (`leadScore`, the
+// `engagement.numOf...` counters, number custom fields) and dates (date custom fields):
+// `eq`, `neq`, `gt`, `gte`, `lt`, `lte`, `exists`, `notExists`; times (`createdAt`,
+// `updatedAt`, the `engagement.last...Date` dates, datetime custom fields): `gt`, `gte`,
+// `lt`, `lte`, `exists`, `notExists`; sets (`tags`, multiEnum custom fields): `contains`,
+// `notContains` (one element), `exists`, `notExists`; booleans: `eq`, `exists`,
+// `notExists`. An `address.` condition holds when one of the contact's properties meets
+// it.
+type SegmentCondition struct {
+	// Attribute What of the contact is compared (see above), or `customFields.KEY`.
+	//
+	// Example: leadScore
+	Attribute string `json:"attribute"`
+
+	// Operator One the attribute's kind takes.
+	Operator SegmentConditionOperator `json:"operator"`
+
+	// Value What a condition compares with, as the attribute's values are stored.
+	//
+	// Example: 60
+	Value *SegmentOperand `json:"value,omitempty"`
+
+	// Values For `in` and `notIn`.
+	Values *[]SegmentOperand `json:"values,omitempty"`
+}
+
+// SegmentConditionOperator One the attribute's kind takes.
+type SegmentConditionOperator string
+
+// SegmentFilter A contact matches when every condition of one of the groups holds. At most 5 groups,
+// 10 conditions a group and 25 in all.
+type SegmentFilter struct {
+	// Groups Any of which must hold.
+	Groups []SegmentGroup `json:"groups"`
+}
+
+// SegmentGroup defines model for SegmentGroup.
+type SegmentGroup struct {
+	// Conditions All of which must hold.
+	Conditions []SegmentCondition `json:"conditions"`
+}
+
+// SegmentKind `dynamic`: kept current; `snapshot`: evaluated once, then changed by hand. Never changes.
+type SegmentKind string
+
+// SegmentList defines model for SegmentList.
+type SegmentList struct {
+	// Segments In the order they were saved.
+	Segments []Segment `json:"segments"`
+}
+
+// SegmentOperand What a condition compares with, as the attribute's values are stored.
+//
+// Example: 60
+type SegmentOperand = json.RawMessage
+
 // SubscriptionHealth How the subscription's receiver is doing, and why its status is what it is:
 // `failingSince` and `removalAt` while it is `Failing` (it is removed at the first sweep
 // after `removalAt` unless a delivery succeeds first).
@@ -1767,6 +1938,16 @@ type UpdateFieldRequest struct {
 	// `maxLength` (characters) for `text`, `email`, `phone` and `url`, and `pattern`, an RE2
 	// expression the whole value must match, for `text`.
 	Validation *FieldValidation `json:"validation,omitempty"`
+}
+
+// UpdateSegmentRequest defines model for UpdateSegmentRequest.
+type UpdateSegmentRequest struct {
+	// Filter A contact matches when every condition of one of the groups holds. At most 5 groups,
+	// 10 conditions a group and 25 in all.
+	Filter *SegmentFilter `json:"filter,omitempty"`
+
+	// Name Unique in the account, whatever its case; spaces around it are dropped.
+	Name *string `json:"name,omitempty"`
 }
 
 // UpdateWebhookRequest The subscription's settings to change; absent ones stay.
@@ -2148,6 +2329,9 @@ type FieldKeyPath = string
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// SegmentIdPath defines model for SegmentIdPath.
+type SegmentIdPath = string
+
 // SubscriptionIdPath defines model for SubscriptionIdPath.
 type SubscriptionIdPath = string
 
@@ -2180,6 +2364,12 @@ type NotFound = Error
 
 // PayloadTooLarge The body of every failure.
 type PayloadTooLarge = Error
+
+// SegmentConflict The body of every failure.
+type SegmentConflict = Error
+
+// SegmentNotFound The body of every failure.
+type SegmentNotFound = Error
 
 // ServiceUnavailable The body of every failure.
 type ServiceUnavailable = Error
@@ -2525,6 +2715,42 @@ type ArchiveFieldParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// CreateSegmentParams defines parameters for CreateSegment.
+type CreateSegmentParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DeleteSegmentParams defines parameters for DeleteSegment.
+type DeleteSegmentParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UpdateSegmentParams defines parameters for UpdateSegment.
+type UpdateSegmentParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // CreateWebhookParams defines parameters for CreateWebhook.
 type CreateWebhookParams struct {
 	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
@@ -2650,6 +2876,12 @@ type CreateFieldJSONRequestBody = CreateFieldRequest
 
 // UpdateFieldJSONRequestBody defines body for UpdateField for application/json ContentType.
 type UpdateFieldJSONRequestBody = UpdateFieldRequest
+
+// CreateSegmentJSONRequestBody defines body for CreateSegment for application/json ContentType.
+type CreateSegmentJSONRequestBody = CreateSegmentRequest
+
+// UpdateSegmentJSONRequestBody defines body for UpdateSegment for application/json ContentType.
+type UpdateSegmentJSONRequestBody = UpdateSegmentRequest
 
 // CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
 type CreateWebhookJSONRequestBody = CreateWebhookRequest
@@ -2968,6 +3200,21 @@ type ServerInterface interface {
 	// ArchiveField Archive a custom field
 	// (POST /public/v1/fields/{fieldKey}/archive)
 	ArchiveField(ctx echo.Context, fieldKey FieldKeyPath, params ArchiveFieldParams) error
+	// ListSegments List the segments
+	// (GET /public/v1/segments)
+	ListSegments(ctx echo.Context) error
+	// CreateSegment Save a segment
+	// (POST /public/v1/segments)
+	CreateSegment(ctx echo.Context, params CreateSegmentParams) error
+	// DeleteSegment Delete a segment
+	// (DELETE /public/v1/segments/{segmentId})
+	DeleteSegment(ctx echo.Context, segmentId SegmentIdPath, params DeleteSegmentParams) error
+	// GetSegment Read a segment
+	// (GET /public/v1/segments/{segmentId})
+	GetSegment(ctx echo.Context, segmentId SegmentIdPath) error
+	// UpdateSegment Rename a segment or replace its filter
+	// (PATCH /public/v1/segments/{segmentId})
+	UpdateSegment(ctx echo.Context, segmentId SegmentIdPath, params UpdateSegmentParams) error
 	// ListWebhooks List subscriptions
 	// (GET /public/v1/webhooks)
 	ListWebhooks(ctx echo.Context) error
@@ -3878,6 +4125,132 @@ func (w *ServerInterfaceWrapper) ArchiveField(ctx echo.Context) error {
 	return err
 }
 
+// ListSegments converts echo context to params.
+func (w *ServerInterfaceWrapper) ListSegments(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListSegments(ctx)
+	return err
+}
+
+// CreateSegment converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateSegment(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateSegmentParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateSegment(ctx, params)
+	return err
+}
+
+// DeleteSegment converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteSegment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "segmentId" -------------
+	var segmentId SegmentIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "segmentId", ctx.Param("segmentId"), &segmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter segmentId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteSegmentParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteSegment(ctx, segmentId, params)
+	return err
+}
+
+// GetSegment converts echo context to params.
+func (w *ServerInterfaceWrapper) GetSegment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "segmentId" -------------
+	var segmentId SegmentIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "segmentId", ctx.Param("segmentId"), &segmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter segmentId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetSegment(ctx, segmentId)
+	return err
+}
+
+// UpdateSegment converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateSegment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "segmentId" -------------
+	var segmentId SegmentIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "segmentId", ctx.Param("segmentId"), &segmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter segmentId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateSegmentParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateSegment(ctx, segmentId, params)
+	return err
+}
+
 // ListWebhooks converts echo context to params.
 func (w *ServerInterfaceWrapper) ListWebhooks(ctx echo.Context) error {
 	var err error
@@ -4270,6 +4643,11 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PATCH(options.BaseURL+"/public/v1/fields/:fieldKey", wrapper.UpdateField, options.OperationMiddlewares["updateField"]...)
 	router.POST(options.BaseURL+"/public/v1/fields/:fieldKey/archive", wrapper.ArchiveField, options.OperationMiddlewares["archiveField"]...)
 	router.GET(options.BaseURL+"/consent/:token", wrapper.GetConsent, options.OperationMiddlewares["getConsent"]...)
+	router.GET(options.BaseURL+"/public/v1/segments", wrapper.ListSegments, options.OperationMiddlewares["listSegments"]...)
+	router.POST(options.BaseURL+"/public/v1/segments", wrapper.CreateSegment, options.OperationMiddlewares["createSegment"]...)
+	router.DELETE(options.BaseURL+"/public/v1/segments/:segmentId", wrapper.DeleteSegment, options.OperationMiddlewares["deleteSegment"]...)
+	router.GET(options.BaseURL+"/public/v1/segments/:segmentId", wrapper.GetSegment, options.OperationMiddlewares["getSegment"]...)
+	router.PATCH(options.BaseURL+"/public/v1/segments/:segmentId", wrapper.UpdateSegment, options.OperationMiddlewares["updateSegment"]...)
 
 }
 
@@ -4292,6 +4670,10 @@ type InternalErrorJSONResponse Error
 type NotFoundJSONResponse Error
 
 type PayloadTooLargeJSONResponse Error
+
+type SegmentConflictJSONResponse Error
+
+type SegmentNotFoundJSONResponse Error
 
 type ServiceUnavailableJSONResponse Error
 
@@ -8447,6 +8829,817 @@ func (response ArchiveField503JSONResponse) VisitArchiveFieldResponse(w http.Res
 	return err
 }
 
+type ListSegmentsRequestObject struct {
+}
+
+type ListSegmentsResponseObject interface {
+	VisitListSegmentsResponse(w http.ResponseWriter) error
+}
+
+type ListSegments200JSONResponse SegmentList
+
+func (response ListSegments200JSONResponse) VisitListSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSegments400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListSegments400JSONResponse) VisitListSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSegments401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListSegments401JSONResponse) VisitListSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSegments403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListSegments403JSONResponse) VisitListSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSegments429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListSegments429JSONResponse) VisitListSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSegments500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListSegments500JSONResponse) VisitListSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSegments503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListSegments503JSONResponse) VisitListSegmentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSegmentRequestObject struct {
+	Params CreateSegmentParams
+	Body   *CreateSegmentJSONRequestBody
+}
+
+type CreateSegmentResponseObject interface {
+	VisitCreateSegmentResponse(w http.ResponseWriter) error
+}
+
+type CreateSegment200JSONResponse Segment
+
+func (response CreateSegment200JSONResponse) VisitCreateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSegment400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response CreateSegment400JSONResponse) VisitCreateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSegment401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CreateSegment401JSONResponse) VisitCreateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSegment403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response CreateSegment403JSONResponse) VisitCreateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSegment409JSONResponse struct{ SegmentConflictJSONResponse }
+
+func (response CreateSegment409JSONResponse) VisitCreateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSegment413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response CreateSegment413JSONResponse) VisitCreateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSegment415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response CreateSegment415JSONResponse) VisitCreateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSegment422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response CreateSegment422JSONResponse) VisitCreateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSegment429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CreateSegment429JSONResponse) VisitCreateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSegment500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response CreateSegment500JSONResponse) VisitCreateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSegment503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response CreateSegment503JSONResponse) VisitCreateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSegmentRequestObject struct {
+	SegmentId SegmentIdPath `json:"segmentId"`
+	Params    DeleteSegmentParams
+}
+
+type DeleteSegmentResponseObject interface {
+	VisitDeleteSegmentResponse(w http.ResponseWriter) error
+}
+
+type DeleteSegment204Response struct {
+}
+
+func (response DeleteSegment204Response) VisitDeleteSegmentResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteSegment400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response DeleteSegment400JSONResponse) VisitDeleteSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSegment401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DeleteSegment401JSONResponse) VisitDeleteSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSegment403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response DeleteSegment403JSONResponse) VisitDeleteSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSegment404JSONResponse struct{ SegmentNotFoundJSONResponse }
+
+func (response DeleteSegment404JSONResponse) VisitDeleteSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSegment409JSONResponse struct {
+	IdempotencyKeyInProgressJSONResponse
+}
+
+func (response DeleteSegment409JSONResponse) VisitDeleteSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSegment422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response DeleteSegment422JSONResponse) VisitDeleteSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSegment429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DeleteSegment429JSONResponse) VisitDeleteSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSegment500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response DeleteSegment500JSONResponse) VisitDeleteSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSegment503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response DeleteSegment503JSONResponse) VisitDeleteSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSegmentRequestObject struct {
+	SegmentId SegmentIdPath `json:"segmentId"`
+}
+
+type GetSegmentResponseObject interface {
+	VisitGetSegmentResponse(w http.ResponseWriter) error
+}
+
+type GetSegment200JSONResponse Segment
+
+func (response GetSegment200JSONResponse) VisitGetSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSegment400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response GetSegment400JSONResponse) VisitGetSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSegment401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response GetSegment401JSONResponse) VisitGetSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSegment403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response GetSegment403JSONResponse) VisitGetSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSegment404JSONResponse struct{ SegmentNotFoundJSONResponse }
+
+func (response GetSegment404JSONResponse) VisitGetSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSegment429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response GetSegment429JSONResponse) VisitGetSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSegment500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response GetSegment500JSONResponse) VisitGetSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSegment503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response GetSegment503JSONResponse) VisitGetSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSegmentRequestObject struct {
+	SegmentId SegmentIdPath `json:"segmentId"`
+	Params    UpdateSegmentParams
+	Body      *UpdateSegmentJSONRequestBody
+}
+
+type UpdateSegmentResponseObject interface {
+	VisitUpdateSegmentResponse(w http.ResponseWriter) error
+}
+
+type UpdateSegment200JSONResponse Segment
+
+func (response UpdateSegment200JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSegment400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response UpdateSegment400JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSegment401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UpdateSegment401JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSegment403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response UpdateSegment403JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSegment404JSONResponse struct{ SegmentNotFoundJSONResponse }
+
+func (response UpdateSegment404JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSegment409JSONResponse struct{ SegmentConflictJSONResponse }
+
+func (response UpdateSegment409JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSegment413JSONResponse struct{ PayloadTooLargeJSONResponse }
+
+func (response UpdateSegment413JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSegment415JSONResponse struct {
+	UnsupportedMediaTypeJSONResponse
+}
+
+func (response UpdateSegment415JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSegment422JSONResponse struct {
+	IdempotencyKeyReusedJSONResponse
+}
+
+func (response UpdateSegment422JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSegment429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UpdateSegment429JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSegment500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response UpdateSegment500JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateSegment503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response UpdateSegment503JSONResponse) VisitUpdateSegmentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhooksRequestObject struct {
 }
 
@@ -10211,6 +11404,21 @@ type StrictServerInterface interface {
 	// ArchiveField Archive a custom field
 	// (POST /public/v1/fields/{fieldKey}/archive)
 	ArchiveField(ctx context.Context, request ArchiveFieldRequestObject) (ArchiveFieldResponseObject, error)
+	// ListSegments List the segments
+	// (GET /public/v1/segments)
+	ListSegments(ctx context.Context, request ListSegmentsRequestObject) (ListSegmentsResponseObject, error)
+	// CreateSegment Save a segment
+	// (POST /public/v1/segments)
+	CreateSegment(ctx context.Context, request CreateSegmentRequestObject) (CreateSegmentResponseObject, error)
+	// DeleteSegment Delete a segment
+	// (DELETE /public/v1/segments/{segmentId})
+	DeleteSegment(ctx context.Context, request DeleteSegmentRequestObject) (DeleteSegmentResponseObject, error)
+	// GetSegment Read a segment
+	// (GET /public/v1/segments/{segmentId})
+	GetSegment(ctx context.Context, request GetSegmentRequestObject) (GetSegmentResponseObject, error)
+	// UpdateSegment Rename a segment or replace its filter
+	// (PATCH /public/v1/segments/{segmentId})
+	UpdateSegment(ctx context.Context, request UpdateSegmentRequestObject) (UpdateSegmentResponseObject, error)
 	// ListWebhooks List subscriptions
 	// (GET /public/v1/webhooks)
 	ListWebhooks(ctx context.Context, request ListWebhooksRequestObject) (ListWebhooksResponseObject, error)
@@ -11142,6 +12350,177 @@ func (sh *strictHandler) ArchiveField(ctx echo.Context, fieldKey FieldKeyPath, p
 	return nil
 }
 
+// ListSegments operation middleware
+func (sh *strictHandler) ListSegments(ctx echo.Context) error {
+	var request ListSegmentsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListSegments(ctx.Request().Context(), request.(ListSegmentsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListSegments")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListSegmentsResponseObject); ok {
+		return validResponse.VisitListSegmentsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateSegment operation middleware
+func (sh *strictHandler) CreateSegment(ctx echo.Context, params CreateSegmentParams) error {
+	var request CreateSegmentRequestObject
+
+	request.Params = params
+
+	var body CreateSegmentJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateSegment(ctx.Request().Context(), request.(CreateSegmentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateSegment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateSegmentResponseObject); ok {
+		return validResponse.VisitCreateSegmentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteSegment operation middleware
+func (sh *strictHandler) DeleteSegment(ctx echo.Context, segmentId SegmentIdPath, params DeleteSegmentParams) error {
+	var request DeleteSegmentRequestObject
+
+	request.SegmentId = segmentId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteSegment(ctx.Request().Context(), request.(DeleteSegmentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteSegment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteSegmentResponseObject); ok {
+		return validResponse.VisitDeleteSegmentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetSegment operation middleware
+func (sh *strictHandler) GetSegment(ctx echo.Context, segmentId SegmentIdPath) error {
+	var request GetSegmentRequestObject
+
+	request.SegmentId = segmentId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSegment(ctx.Request().Context(), request.(GetSegmentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSegment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetSegmentResponseObject); ok {
+		return validResponse.VisitGetSegmentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateSegment operation middleware
+func (sh *strictHandler) UpdateSegment(ctx echo.Context, segmentId SegmentIdPath, params UpdateSegmentParams) error {
+	var request UpdateSegmentRequestObject
+
+	request.SegmentId = segmentId
+	request.Params = params
+
+	var body UpdateSegmentJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateSegment(ctx.Request().Context(), request.(UpdateSegmentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateSegment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateSegmentResponseObject); ok {
+		return validResponse.VisitUpdateSegmentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListWebhooks operation middleware
 func (sh *strictHandler) ListWebhooks(ctx echo.Context) error {
 	var request ListWebhooksRequestObject
@@ -11495,505 +12874,541 @@ func (sh *strictHandler) SendTestWebhook(ctx echo.Context, subscriptionId Subscr
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P2LciM3si6Mvgo2z0Q0GVOkSF36QsWOteRu2ZbdF01LbY9t9nZBLJCEVQToAiiK7q0T5yHOE/5P8gcy",
-	"ARSqWMVbd894vHrF3uMWyULhkkgkMr/88kNjKKczKZjQqtH/0GD3dDpLGfz7uRSaDrX5p5pPpzRbNvqN",
-	"MzLEjwkdaZYRJjI+nEyZ0ISKhCg5ZYQONb/jetmIGnc0nTPTAlWKjwVL3imWnU8pTy+SRr9Bx0zo/7Yv",
-	"7QzltBE1bPvwfbf37Oike/O4fZI8Ye0nwyPafjbqsfbhzfHwcfKUdWnv0DySMapZcqYb/cZh9/Bxu9dr",
-	"H/auu8/6R91+t9vpHR79DD+bfs1ZmsDo7DMvqGbhU93r3uN+97jfPel0u13zlKBT84srmjI1ktmQNaKG",
-	"knPzj37jR3ajuIaPNB2bT16zRSNqzLO00W9MtJ6p/sGBG+B02VG+GTPcg2736J//7Jr/O75+9eqw8RA1",
-	"mJmdRr/xGxWsk0hWmh74+kpTPVeNfuMHmvLEfCrGdMzMMpixpVRpmOQ3MybKI+xd97pmhL3DzslJz4zQ",
-	"//yKCV39c5hGOyHm51/LbHo1v5lypbiseEV56sV8+mZ0dvEtFYkcjVSj37WfvaBqciNpljxP+fC26osf",
-	"OFsEn0NHyz/2g1WNfi/87IoJs9yH9rNit4MfX0qlhzRLrobUfNx9iBopo8nVUGas0T888mLwHRWMvJBm",
-	"xWcTKcxHf++R5snJSYt0e932Yfeoa77LpBy9GT2XQjGh33lp6B8c9A6fdLqdbqfXf9p92j0Y4k8OhurX",
-	"o98PX49+eCq/O775/v4n/faPJz9OLym2NmOZ5mZf/vKhQZMkYwqkmM70m+yd4Pr1fHrDska/cWwE3Wy+",
-	"fuNqlnExHhmRh301F/gxFWM6lYI8x09AdmEBL17CHxlj+sy9o9E7PCKvySvKBbnSjajxB581+o3Hh0+6",
-	"x0Zcbd+WW+7Xk5PGw/uokbGhzBIvxq9odss0F+NG1NB0bIYJ89+IGnLGRHsi54o13keN+SzZvNMfHiKn",
-	"vF4wTXmq3uFj53d2g1Tos0eKJPhjIjMynCstpwTmTpHhhIoxS0iT0eGk8B3RE6r993ORMPcsapqI3LCR",
-	"zBgoR9CYrVArsjtUvL98aCRUU9BLVR2/ECMJX+KLnBb7xcpg1AjfaeZpOM8yO9bCV/0PjYwJtqBpvmef",
-	"tLtH7W7PTD0HERrLNNlCE63bESfwf91et4sywu64nKuN3RHzNPXdUDy9Y9lHdQREwR0odg4/60nEfIM1",
-	"fS1sF+geyMBmDQo/27IrT565B66XM9Nu5W6AjZjyOzaVCWv0dTZnwc45h4O9cs+c52d+woY8YWYbMAJj",
-	"f6SIgl2N5oCmIqFZwpX9jVNdW+0B1wW/cn8SvdczMrmyFcODOfJ9fV93Yrs9cV749pKJxKjB/5liS6vF",
-	"1snBBoHNqNqo4mcsU1LQlBhRIwuqCIPHthRI+K1bEXxyk9FpfjXP2HZTcGNla5ul/9iV/let6tNezari",
-	"xK9d03dCzW/UMOM361eWzIMfbreWf8p95V8SDtz11F86zvL7VTjuzUbR59izN9WrGw5g/RqrVywbVy7v",
-	"i/ks5UOqmSILljEyhR8SLrQk1C39X2G17RRssPKKZt0nM85wVp+74cILtxjwkelPaNh9hJGGRv9ZkrDE",
-	"vD00+T+XUjqsFlu7EnUSiz6DSseI/S4iC64nhGvlbB0yo5nKxdbJQCi3w7zBz+f92Mmv4OyQsmfhX3iP",
-	"71bc47t19/juVvf4bqUYfrmq/xuv6lFjQTPBBTT0fnWT/cj1RM7zMVZuuZu5Dm8XZCjnaUKE1OSG2e33",
-	"Zbv99bfbv1ZYGxfiztzlLsQsl0+Q4OLirLVbh+YXcDgYAeYZSdyz/9F2TVKYAd9Ja7di34b616ejw5ve",
-	"sBE1rOcNBkanM8rHotFvKFCK7WClHqKGHIIRVLVUh8/6J0/RS/25rF1WMhuKS11jNuR7bytZoCTl4taI",
-	"BBXoVPmPlgXmR/8XkoOkJAf5EtfIwNcs5fdek1fJgSBnF8SsndJUaDKhwjnWcvfFUIo7limquRQEzUlw",
-	"aPxHC8ioMDV/HSF52i0JSVEG6gQFbMCyaDAxtxGHQlA1G074nbk0jWiq2Na2ScLMzXxmpKjRb1xPGNGc",
-	"ZUSOSuKWyiVN9dLcWcYZnU5ZpxE1bpnpk/3qV/DVR42U3jBzkr+0T9iPJbzDmsLlzrpnvpHhqFz0Yc0D",
-	"VxgYyB9xkQIwAH6f8yx4SOPcmwkEfwn/3Txiv9w6nFS0gNaqcWV+pjUo8pHMpv/Ze7Mw7r+QAh+W92Zh",
-	"oDV7MzR318vAkAoBEjCzj4DyTth/tDDMguH/hURhVBKFcJVrBOEKfZug3b6mPOViXHmkSz1hGVHBr52S",
-	"pUO45BOuyAgbgIDZgqepubRmbCrvIKKcmgstJQkzvciWRM2HQ8YS9SkkqSQ4G8IDUUOtDtv7LM1lbTjX",
-	"/I6Zb+aZuZEdFSf22jv5ooYd9BUXww1rCXATbLLRb3x7fX1JTrpHDaPqp/KOpkWhObnuPel3D/u9noOr",
-	"hJ3eUiSePftsNsFRSdgqJKlG5vzsVUia+Q595DQBq/Gv4iD3fmHXv4Kj+I7PPpuH+MmTRp301q/PW9y2",
-	"a1fIbe1RJqd/oVWyQw/XyX5kVmpojLrPtlRPK5bKvbxqsR6ixoTRhGVwOr2lmr3kU67hf3pd81nRQn7L",
-	"fp8zpRUqb67ILRcJaWaMJoAWWmRcM9UCxX52eUFu2ZJMqfn/twzv8UvS6xLFhlIkyhjRajhhU1hZa59y",
-	"odnY2LAPUalDL+hyTY/Cs8S/csYy8u76OUnocvuXvTXrLrgYbz8DKRtp67oyYzY2DgaoSK/bxtGSBReJ",
-	"XOzRje3HPaEKu6JlQpek+e76eWuXFyqmV990hYtF5kLzNFzZR2pldMbOD6ZFjkiG/cxlZCCckIwyxsyJ",
-	"rlKp+2QxYTh/Mk3MA+5BLgjXJGX0jqkOeZ5yoxLIjA6Z+fVUsfSOqYGQ5medgSiMdsoFn86n4IBdGbmx",
-	"42hGp0xb8feRv0uqJ6vzcF24EfKECc1HnGUdckamNDUXBJYEnxuLRvHpLF2CA34k5yI5JVIwIu9YRh4f",
-	"k+GEZnRoXm9+m7HRXLGENOPjbpdYn6pd5hiW0Sqf7RUYN/2emdF4B3SuBsMrotEGhYmj9y+ZGJtpeHwc",
-	"mXl0f/b8TCqdwRntrurfs2X9xMGN/ZEyYlMcSen6XNHjkW38U3b4ImHTmdRMDJem5ZUuv6K3DLcWCCtR",
-	"dMSMLZExnS1J03xxcX79NZloPaMzTpKMjoxUoDJt9eHREc9AjtXMmIREy4GgXqwhOIo7hS0J/GemYfsc",
-	"HpOJnGcqAu1lt3aEuEnbAWs6KzplA+F32JTpiUwiYqYvIr/PjZFsnrqRybJFxkwrs5PomHJhg7Oxnwfd",
-	"fstmKV2ypE/M3MbRQCww4kSyuTBqiOgFH7IOubZvho5DM9Sa937LKhIfHx4ORHGa3zIj3/EpWUx4ygpT",
-	"hM9lc6EiEh93n5HikxfiMpPjjCkVdwbiLH/AbhkLLeXYBGnC1gHfYEToXE/MlhzavzOqGUmNvlMtc2RZ",
-	"+xuHSyg5ub83AzBb1ixJh7xTjFCjrNSEZFQkckrAQCFNSt69u3jRgnVK5ZgPaeq6hpooF/OTUXd4SJ+y",
-	"9tHNk6R9POw9az+jj1m7mxyOnt70hk/Y8bETfxSifAMEc9HGfVAp94cnJ2XBn1GtWWba/D+//K/2//f9",
-	"3//WqNoNV4WLQf0mDi8QRRW4o3J69qx6q5duKJ9swz9gS0zpr2TCManDmEZfyWTpjEprqNIZQm24FAe/",
-	"KTP0D/nQPqyLnT2E3ftbxkaNfuP/c5BnlRzgt+oAjTLoTt63fJT4CSoN6OlX1B0D2/cVHkwcbKhkgTuI",
-	"qpFzTW+ZKMaEExZCjp57s7xsgm9tSQO2RilMC/GGfqACsTc0NTbCkrB7rrQCyeR4Chb7fwXzSO64TCl6",
-	"VVe7Xzw+g86zLJMZXinQi9xvGP3YceGlvKNGA1ACzbgOesxuxijMN7gFqW48vC+M0ai2QBnaUfRJ/qY+",
-	"qW8eZGI7UTo3o8EHVrfrag9IMy7ZFfYgYOBR8TNqjK7YzFgHpytuRUZV0oHRfpQLks1T5rUv16QZl+Ul",
-	"jkj+2aW9J5kPbQdsnDhuGU2ZY+CeSzFK+XBXSef+gFgV9eIZY4wyzdPUnWpVslNz9jSKYrx6kpcU9cq7",
-	"Tu3xjQljHO31ERdcAaYX/EqzmXkVS1bHgQGuGqiu7bqdxau8maJY+r0mMwKoM3LDUinGChwlwjbsXmWM",
-	"BzMG39qp+Y1ZSqplRoZUkJSbi4+dhNju7MQ/YnanvefHMEDo8DXonEoPodMNE5kmaIBhoAKP3IoRg+n5",
-	"Q97qR6ipqFY5hKkanSmb3rDsojy11sY1E4ZdtiZbzcC48kPyysTGZErKZFMLxhqkbpqw259Kg6yRFS+O",
-	"ExmIJGnGKyIYt/pGQrgiUgxEcF19pEI5ISlX2l4yQykzEqZQx1SKlzGAQb5apySRoFZhl3XIm6xm9mnF",
-	"xIW5TAPRjEtyFfetQvRSFcPpCUlP+FFUVJnE2DSKeMEwis70qKw3rDEdl5RHvKI9TK9qzeLWWt1idSyM",
-	"aU8Nm8cgV/WrFXv/k5pdepZ/X7NxfAvgH0MzYOV99r5UZ7jAq87x2fKLnJ/EWRpmjqh9feFCZo2Pv8Kh",
-	"8mk0wdYzR+zWwRUwhkPlCvst5oTCmRifaXuEO+C11F/LuUh2s/xD8XohmXotNYyxsIA4zkQyvECCCDc+",
-	"zQpUNY0uRzOtdnnspIb9i1udBsbtb3iS4Lm7w75XQzlj5eiukYG2FOkSVtxYCugnqdqO/r0rlohzEKd0",
-	"eIuKEl7m9KnqY5ufSoRDf7SZwUTi3DVj30d7VOUdwlMIr7vYOfD92IEMBOp4rlF4Q7N/KM03ENqQc614",
-	"wgLn8MUloWkqF21z5lnRrFUQ/xMt4Y9f8bO9FQnZ/5hdXUf0ee24hpl/aNVANvaoTa/WgSNu4+LZjqxs",
-	"wvJKGVsObnWVnr2Cj9GIPPgWT80ThBLBFrDDRqDIzV9Z6Ob4BHt4dfU29DeudEGiSrwQmmWCpvjGfQ6D",
-	"Ygvh3HL7DQFr8DTfdAk5Bldgjz27eZJ8grPhSpo1MXI7F+x+xoaaJWRCZzMmzIUNhIRldywDGNsYBNZ8",
-	"6HL8c1nK+wjT81HHpMuzrjsonUH+WY7KjGGG4IbTEkZ5SZeppMm1lC9pNmZ7DbbcRjhQN6mwb7kiqfmF",
-	"mW8qyOOTk6PH5GapmWp8WpePextEmszagsObNB8fk+/5V+RmSRI2ovNU4064YtkdH7J3gt5RntKbdL95",
-	"qGimbIEr/AkY8GZjZjTjqVFo/hGnYVOqkfPgE0yLuZfdUMXIkAqbDJMxOpywhGR8PNFEyEWHvIX3gh65",
-	"ocNbORqdEn/lzNjQTKYiN8uB4FqxdJSHLH37XMGj2BZnxt7F4FEfLNsZgFIJglMJFWrBMjUQq84zc3mE",
-	"kEsec4yIpgiNcqgDy7aBL+E+kuP8DgPhIGlON5I4B6nFGHIcyixhCZFiyKwdgt5pNU/1p/KMRxaespt/",
-	"HB3gdSuaB2JH8zSFqQH/AZ7LMG0wOSDe11K+omLpQuZ7yXa5jcIe9yElwu6HjAE05lNYMHm73J5y81m/",
-	"FIJXKU+MqKyE4pu9bhcsdRWRk66FZgxEsPedzZr7YyxWgjSPTrpRt9ttuV2B8xrDH+0z80fsURwQ6qqC",
-	"kbQ9oqBqAuwTByX8wUPUCN5SD0fQkiwo1y72B0qDi/FGuMM/23n/8H8R5rFVFx0wprIdi9PYviHzQKkl",
-	"D/rYpVchYKW2vV16V4CegGi+E3SuJzLjf7D9DIJCA+HmAaCxGBtZdFGK+zad8Ta4YT6N1egbjG2E3uwn",
-	"++IoB29EZC5uhVwI05mM3clba9O/E2o+m8lMs+QVSzhFdNVes1DRUK25MJ0rOKtW2v48xoI5GePyu+JO",
-	"I7fdYXs70oWAjIabn9P0MshBtHkFxbd+LTMSFwHmcUTiPGcIokaFTDLzSYhDjuF0i4sZJHGnlAFZhGN/",
-	"qHRo4fcQx8Zb/RCwRY8U3OWlYPnh71CGgMIpBZcL+O4K08Oa2Whgm6WHc13KlCg8rBX8I2hZ3vzGhroM",
-	"B99wZvIpU5pOZ41iQPmXcCIKDb6veJ9b2iDcvHZ1d5vy4vBx4h2KzpsqzVnGhTaGIDm7en5xEREhiZrR",
-	"IVOtDrnC9GAzmwMBd1+eIKLFG0PmBmjOgfLqKVhSMNnoDcx4CaJhdED7yZOnvbby0tnumd2ZQw16h0/X",
-	"YSwGg/vDXnswuH/CKrEWBVmpnlnEOZQsAbHEG16FEC2o0HAYzqgyQzwFaTJSBWFf5KO6M8MlZ5pMpdID",
-	"8TTqPTvEe4f54XdXb173yRQQNDkMDSN6FVA0gPIpKUg8pfdfmUbi1ulAgNGJbyCHxnaAdjHSoixhHEpa",
-	"RGiW0WVEcFoiIoAHICI3UqaMYtxRzNN0IMAugZVrRURJjLfM8LpFRjwF7Jwxf5l5DxjXAARUOGbTIUpu",
-	"zC3WmN1S6f5A7DdQCAVZR/LGnVpcvh+NzIGrCC/lpGkNMHPtaJ36WTshUy7mZlHsuo3mep6xIrhmDVLY",
-	"YhH6jYRq1tZ8yqokUNuza502cXoAjqeyQoEG1mkPdzqWZ4Hq8D5DEsAj5Drc3Fs+IvMTEZJiPjV9LCUx",
-	"2cxjoz3cv9/MmP8c01WDdPUfOHCXlnKai2lPDTQLLLVPI2rk+YzvK6b9LEkcCmJP7ZoTP5TvCaOMsbZm",
-	"95q8u3IokqLUnHS75Jw8pzOuZUrO7lhEAqKNiFy8JMjntknbrYLHCmdNzvW2Kh0BAcj2FsOZURLzodkH",
-	"STC6U7PsNNOoEBxcD0w3c5gIwqYzvbQKpsI4KDOQVB1Xc8E1wmPkXINOSZg5SCAq3YyPY/Tux2czTY7L",
-	"AN3jqq2HFCeVuGJz9JnbmFyIYkNFPpTVJi1BSrlRpEkhTZkRsz53NGVCtyLsstlQP19cQh7eKYkHjUEj",
-	"zp0Z5ptwRkv9WSFiWemTZWZZGedCtlNmDksgRmTw+mLjwOVS0V6B3KXayrJJYSk3h7wjHgL/gz1eim8q",
-	"E8SsvBQYY8qv+prfsXbCx1zDLMnM/Ofvx8WmkWVm41YpiWB5mFZa/Aq7acWeVW2wr6geThyGXbMpCHqa",
-	"vhkBnmWdukf6GPuoRya+X92LnvFakfjyzdU1ORg6h5UGxDTANKqai1sdYjqFp7XF58JpzcAlIQWDA97Y",
-	"aLCnbzJGfVQQ8H4jsKNpKgXDQ/i+7Uy8tmuwDV87K+q+PZZtO0/mLtN5Sxev7FWrYsJyr9cOajlAGa1J",
-	"GLAuv8SIjE21Jk00Q/ONxzWbwijtRcOf5/M5r9z8zAUutrgCovzMVc3B7G0TLX1fwgPV9r/hM8Uhhdzy",
-	"s9ksRpZUnnw5U8zKybUqRmjdwrpPc7RiyCyDmtb0T20a+o/45tzqaYDhubIX7cxs2lRqv4PbhbPXCoiK",
-	"vBnYM8bz1mNc2fUPcIRf4LO9brcLR7j7uzwT5sd6OPFcCyXRANN4PlMs03HfBbBrcVNGeKA5EB8FprhQ",
-	"mlF7z2MDAYiyDjkTKO0Wc+/hWFzb7aEKpuJEpu7a57D3YOObxgZCSxmhSjq7fv5tTBZyniYYkefK7zzY",
-	"ZkKWoGDV2NWBWKDNrkpA6RYgIH3XjWFQ7D1XOAMsITdLYkf7WmpCByKE6JWyn6GzFkMJ/Y37cCXxgYAY",
-	"cIj5WsXl2yuiEn8V7jQJ8fFHG6y4qIE5gWb54WLS6NsNv0KR4bpnb08KI2umhzBW4JWF+Tn1chOuaIVO",
-	"AZViflihPEr71O+kLXbqHqo8g4cq9ukbATFFc2Nzw4vMHc050GSWoH2x1461fd2kpFzvqsZuOcTeQjhn",
-	"Rwv7W7nAhHvwjPjtwYRmmb18qaWyx0HZjObfs+VryN2o0m2CTpkTdIe+QcSk3ZPBHi/aUAusJtE2R6Cq",
-	"Ovrw1ZcZG/H76pffccVvUkZm8BvsBtUIURPMxUVv2bJkuQ9vf33y7e+HL++f0WqDe5vzfq9svdV35SQ2",
-	"W3v/fKbLbi4m23cjRe2MpezO3L8t6b9jw8GopW0eNG7GhozfsaTSeYkx+ItZ9URdXHqSwtXGydBIjrmr",
-	"lJ0fR51up9c76jypmq+5YtnZ2DrkK8ZXeMcjRd4plrXhgTXSd3DYOWpsqZnAx5qvWhTukJLMBvMTdjxf",
-	"vpp97vgad7pDFzJuzKmm6VhFJN/NEcnpFkEbpObQVkOJ7qfStq/KuS9P+DlCx1F0zPgKB7q5pNtWiJan",
-	"JDSF58J9VVyVqqT+PbfnRyWvfcq9WijEs/6K5n74EK1Ujlj7YPjbvIJEeXIuMz6lmbVYYG9zDdiqMb9j",
-	"JRdADRnC6vUkZPbccEkJfvpQ5v5c+2D+yyLlZnmA3U6n1+1GxLQx1451IpB62BtGoYnhkiRsSJenOc61",
-	"MAFdsK4wsbxn7evaNHNHK30htKyadgaCD1hafxH025WabXJrOiszY0/CzSxB+9sn94Vs4APBdd86xRIi",
-	"4GgHkEmemO/hJIuJVNAcfMxVwbOdr6KoPN6/nqcpnO/FvVvjNApYT1fat+TXKzMDGSdozm71jqriQ6sv",
-	"W+VcXXWnzuiYRQiaAyveeRkioiZyYWxdtJVEQiZyUVixaqsp76Tld03lkKYTqfT2/K5VQwl08jpVl/8S",
-	"JYNmDLMPLfR+a8vVObBXbdUy3+z6dt6Gv31whLTrB4Enlg2MgMFt/rUMuH4KM13DbuuHWRMWyccTEOLt",
-	"G3kNjQKXXlqsjVKYtKLlkL/fzk9BKxaWP9R7VSK+xpJ4sSkcud6geKRAB0QugVUkNlOsGTqVjawpplsR",
-	"oemCLtUp/BADgoDWtUlXhQpSzbjCzIgjEodzZv72R2icI73xMqwGQjFtfhKcgcGvrHkbvrYFIhY7Nn8L",
-	"NrBcLjGhKb+1zsc9TCKAHTirx5hEj5x7oTRdgrVOzb0l13nc97BTbXx8CjOiWgLWN/h6ngJqM0+Xa1Tj",
-	"9QplxMIpj1ASvGlq/TuxmKdp7Ec/oQonxizQQKxfodLkAZTDi1WhpkRsBEGY1geiKCZ1gd5t7KfOHudo",
-	"Z8+zsfK5/ZVxSYUJvLk47eXLb9Tpk5dc7X47MeetsWmce2f1xrHehWqef6QCT2rhlPAG1NbHnLtlVZwK",
-	"gt3r5/NMyYqY4SVVAKcwwqhkFluTixHzEHTS2zESO5hShV90Gh/l+qqM33zW6HJUU8tjTZCNQJy0Ou58",
-	"XHRYHp48rnL5VOvYjdeKf/0960fMWwuUxVad3EJDVJrUJSqUei2y1raDH9UbYxTzvmdzL71WJHP8Sm+H",
-	"sMU1Ha9EKjY4QHEyt5D//aN4O2iG+qjWZSZvUja1p1zCsf6G0nIWeLpOLULBn/ifPKiV0yn6rtbPHcjt",
-	"fpqjMPha0A8GPaaMChWBYpwxOUth1CHgpBtIQS7At1UUXS/lgmVDqhhBUIGKCETmsd5i/GscEaUpIuVs",
-	"mAl/CMdLANqj7T/em//ptp/9+v5DN3p8+FAJ3bOk25VDxNGAv2B1SBujL54c/EMVXpaJ+dSaOdN5qvk5",
-	"/N10a22mN2ORh7OxVLGF+ahlLSsbnhLD7WXsNVuARLzBjqxu1LURxVwKg4DSBs8kQJ0n9I65eFpwJFpY",
-	"4LbgNeg5ItdymvNNPXktiV744KAqkxNP6RJ753MuoZOnltkvI7HtpLmR4IKZD/P1qh5OzlO21aB+yH9e",
-	"3u2YAooiGtVD9HC3/8huJlLe7rffA3rRDeea/+FD1ECs5kbdhh37Gn+MYvcCoT2cqUuWYfJHlRmYSa0t",
-	"qVyJpizxDQBc0B5W4PSaUrEk1CayRIQOM6mUJUPy8OFZJodMKY/XmAtt35YUQ0eHJcdg6BnsVXkG55X+",
-	"pxsl07lmJHZF02Py7u1LPE1swEXlsF5Eq8eCatUfzLvdo6Gaw3LDHyzum/HhJ0SOkH/Fcas8UuT12fUV",
-	"+Y7pK50xOiVN0Bz52NFfOOJjwN+BGsVL2Gx+k0LOM9Aa5jmkeSqRXAgXe2smcqgOFri4qjNNIjJo/GPO",
-	"5owkTGkukMZr0GiVo9puCvDBwN/sECNJheW4C2LRLEFImVu9aTZekit1yo8wl6F7MIW1s9eTfKqev31V",
-	"cecJy/LvEFKotiJfB6FY+7oQ0xdU9N9kTbrimx9qRwuxo5oI3o8YWqvAmVbBCMc1gWXzBqyvPGZuOldG",
-	"9RowvJuGU7kHzX6zk4VX6dqXOAF1ojlddpSfTRDUbvfon//smv87vn716rAkr93jp1UiWi+Dl1QPJzsK",
-	"4nObGmGxXc/fvrKOmL7zlGHSQMZmKR2yiFjni/tymDKaRfnllcHUL08HIve+9Qk+A7+1+C2aprihhfUS",
-	"udjzWkmvAM+7Xoe4AVyYTh3uvfzKLf0xe++Tje/bZ9+U98jml3zknvnHnKZ8xFmyxwD32kkre2HDayr3",
-	"xifwY270X+b5ByHgzWa33Czt37dsGRFh5DGFSu9NxRgJuMTi1qmjTcr5dR2CjCuXmUQw2wQCfTZI41yn",
-	"kFAOdCVqIheiQ87Ap+48ngPRjD88oO8J/KWlE/VDI2OCLWiaE88/aXeP2gD9V4xqY9IfRg2gY/YliEpz",
-	"vhFZu+oM+Yzu5Xyuiqdq0eV8s7TsVAg4HVn3b8JGXFhsWqtD3ghCB8ICRdAO9PcsXGHBWM4gd4rcR4A7",
-	"dHAiq0thnRiCKQD5CKEOpGf3CtZYbuj5t2qTemphl8LgRUNI/Dem9wOCaSCGMk15wlSR/cQLa6tDzizq",
-	"qkgSD/xHMPQEabdEwMxlfXPA4rwCQSxQIX5//lNsXpHvDrshtBwz6Iqmt4xQPRBgdB8dAv2EzTlDpvM1",
-	"7cfkhi2lSFaFuF5Sp/Q+FK/DwKGwrfTaG8dyx1P2jbAmeX7nWJojV4rilaQCUKO1Wewq76v9hkxpwoiS",
-	"ZETBf7EeceDeXheEct+vwGBWIRyu+ERVM26weRsRoalCIyO25n6bJy7puv4NO18nBbvXdm52RNzUoeBj",
-	"W3k2tuzkbk1IBrnwEQaK4issOsQS3LxfA+w9DlGteQVb/9tG1Pi6Dh9fuo8ES5fPfjhLfgRRLjZVlxYn",
-	"xHaW9pBl27wRYdsrSKy6s3C5ShFendeeD4Mg+5j9YUGIKy/H9oc7Q6q2FX6bd2wHGVCbNkeQ/e9+V53z",
-	"7VMvysac1bW2WUyLCOM+ULUK0/M+drd9wv2UUmDIelXl+edT5m4OvpaBW1KsRgURtylPjc3jC7usV1H7",
-	"b2DXh/P7IctmNVBP8PwGhifjSICFaCjS9InKJ5Z/qVXEGEHEOTFnrjmUIsxuRlozV/XAWG4xumD6GaNJ",
-	"jBQ/+CpwGLLhRJIFYLF0DpWFo2xjsMuN8qpGXV0XxwXFwFAxlMFS+aINi2HmkBRlRxXkdntxl4ZitIVK",
-	"2ipWvOtBGRHBFkxp1DZbO7zL2vLPFPpdr+YdCvCbTM5nu/oFnLcbfIvGTgFed2XuE8Z+TfktS5e5zxsT",
-	"rVeV/01NViu0Bm27nJhyCgiGJnOAgbmUn4nkbCWPuALhuyGhKt/kgPu0VYV4olA0illkqwkxdfGOw5oM",
-	"qvrY15KoCTVK0hLvwawYGaQZZExiXhXMhLEcIYaFrLkWVaXwAjHL5B1PgNyQQuaS5xyFPAt70TBaQCQ0",
-	"S+D+6SD2v0lj6ptLUEz+m8Q1UE/F/6hwHnwrF+go9zML4yG8eIgfblQsN8uGmyz7rsJqrhXvjwKWWDn2",
-	"iNkKhMnYbJ/1+BL8SWQmEZbQTrhwwFwn4z58tZ3mKW7gP5PisXNStS7n1SioM1EsZZFjAw5PwnJXebLj",
-	"42NH4AWXhv+Ot4Kae4+fr9oRnqfHGwOu50Vk+opDDq+ufgcuqMLyXc54RJ7C/MqArPVMZHw4ATB5wobm",
-	"Wg53Y3AmDIT9CEowaQjHOsA31darICR58fqKpFLezmekSUnC1UwqIMPBwhuWI9tW4XBqAcJTwwmDovnG",
-	"NuHBWve6jlakFRE25Vq7TErkw7WHwDl03txr0MLHG7dV0zYNtxE1frD/dbecKg19XkDv77Bj8wcJuCpY",
-	"pk4xhm1G0k6oDpxkQT06vFmo+XDieYRWd7hpwlN07BxVMU8X6UD2CM0UGvmBs8WebeSkJfs//mbGxP5P",
-	"X/nSlTs+XSRm2auJkIRl9+jYfPpm5MVAVRFn5PQyqpaRJqed2eKqY15ZlJ2q98LnzjueuJ/v2ryRqorW",
-	"/ffkzvxgy1ZzOato8iUXt4oMcSuYfmMC8C5NGxlUNaljikggJNilvSsmkvr2QGnYi2yQprlF40Whrcbp",
-	"TFVe737LZkNBrsKR2a/JP94CVYpyxdQ3NV/G8FYNYXXaVhemQgqqxa1GxiuHuboFK+2LjKp5xna1+LCA",
-	"0TxjNjkVyW3h3j5PuD6Fez3k/Qtp9y9Ngb23FnNc647BejdVCYURWUz4cGLekUoxBotdyfSO1Xh9oKUd",
-	"vSB2nOt6N89YlXPWahh/7sPb49yvV+1RUm9ZYmy3ZM39AH9I6I2cF5m+bhhENbWc3igtRWEegk1RLH5V",
-	"cZlaBHbsSuWgZgwKKD4lMdyl4tV8ugkFwpni1c/ZOHUY97oUoTI61S9IVEz8catbGN/KrFZvAutj3GEL",
-	"mMUHPk85svEr66OrEvCEVeG9FbAvRmRKhxMuWNtcN8EE9XxNRaswr7FXUTNwpQRcI2oUK8A1ohqyePdE",
-	"6eOwWGXpK+fFKX0Mns7SZ57cPmq8gpIGr6U+S1O5gMUpkdWucj+vMr7XMLuWKwRUUqTXVGpYU30jrKpS",
-	"VfOtqkpNsTBSuSJTuY5a1QZwldU20g29MD8Mi5jVb+dFJsU4sr5VVMmnGN0kroaC2iY9Igl5dGt30ws7",
-	"gh121AtP4ErNvW7GRJIj4BO208EBeN6KSomhksIUzaDMkr+HnppZGoiV0mQVz+fl82ycGjCqFfssdtX3",
-	"IYk4chnGQcHq+iddOTeXkWzzkL2bpdgvm08eJCvXeKFcEb7KyVspX1muXBn2unqiILy9tX8Gd43j0Fo5",
-	"AlbFzCibj/JW5dBOMmJo7VUgcNWaKNFKoqz0IFbngN0u1QBDuDCkKs/UhKpXlcn2zoUCVKt2LJCoi1Jt",
-	"D2aucMwLMNZoQpojps0dHvh8rZOkVY2c3sopRpGnvsonVgDNWMsIOe498mI7J5ldjEKP8pl5Xych1Ryp",
-	"UN7OFs63BLYF6IDH/3ZIHJ6DX2MN65g0HSz2kWqRBc2Esmm1DhqygpIJm1dYzQhiluQoBE6b9SCZYwri",
-	"aToQUENjKu9YQuYiNbJF89iqwtC3Qp4uV7jxQoxkDC54mjGLfHG1IdFqFHIg7I9bnRWWb4DFVNzHUQ1t",
-	"QRGLJRvNtuBjbkx/W47kkSKaCT0hZrGslwyQMAiNCUhqcwfTigVdmHuMoYRJ+Pa2MRDmFA1KZvZ9HE8R",
-	"NZHzNMEvTEd5RoZyxpk69W9Tr0CBFl83EPC+3MGNuy3QtYVbL3kFDtfljCkIVN7YDPo+zGfKBoLCt2Qp",
-	"566m5q2QC3KzJHwspNkIhJd8hCuUuyXHYhWfboF9t0Suax8POHaTRjlv/Z3nIrymY3WWJP7fb1E0jWFT",
-	"kKGgX66GbnFiSxam3VnVfk63kfdgwvdgIZxoR7FENU1lBWHtdklW2CCIguNz/IQYgQB+tQt1ObHP2d7Z",
-	"kZo+VbJGcTGSr1g9Ky9ikk0zUG01trnkNMMED9s0QLC080fl8QTtxASWrCoE5ssq7MadBXg2W5hcjiCW",
-	"ujLeiCiWjpC0lItK1qyqw8XeJMJ3FqbJdzof6NpjZ4+4u+9HlXcNFH4uy1tbF8Xts/F+nXehanSewHI3",
-	"GosQy7sKIK3NRw+L4a7IexGxS24Zm6mc2UBFxF2oEcmJxLlCQr28knMkMHhcqzsTTO1DS/VROZ1FAArY",
-	"UpVaqDKr01c6tdQiaHnkx2iRpMHdFG3th85Hpm1+isTMzRw121878vTL9SmWW6ZUkqaPERa5HgOWVI/V",
-	"s/V6F5kxhUTrM6Rj7pB+WZF6uQKRtpJgAdE1Hd6H1eczp2kGP/Dzk2/3WlagWiW4j9fQWCP5FdrD5hxP",
-	"YjZPqzAToxrS4AnLWN/CuTElcUb1xOYjRiT+fc4y943Z4/k35nerXwDS1kKIV74snu/wTufJXQX11Lmj",
-	"rkMsY+iKKrYOpFlIXl7EOVRzsFBVpT6LwCh72WrGTgjMNHg0g/kDsQ52djTL8hTjiMRVaxxHpNPplFhN",
-	"LWJi023W1RmwnV/vUQNx28OaGPlMneLMXFQrTpunsJvq3GhP2E7UjuuNP/123UegjcytsSoP3B2adAkH",
-	"/76mBR5MkIWnSnwcKvcAAtZEJEHVS6vOq5Xjx5yUvvhwxbO+Y8ZKX24+s0srhU3nWtPP0Ia1w6zH3UOI",
-	"dm61NLubND0xVQwdiFvGgIN/Rm49sFyc0tVsqfULap9uxuZWEbeCZkgzhu7FLVuG3CWObL1qF1qBRQlf",
-	"h2wROKy81dYehBU1q33tGzWvwQVGkCK+1AfkcBNgmXULI1zbgZCu4/8MBvfdbnswuO+NKotsVYpPrays",
-	"KVZEvSVqs5oonGua3YM6Rv4t86+A+yEBcvRm/NNPP/3UfvWq/eJF3IoGAj7XfGq+e/v1c3J0dPSs5aki",
-	"mua6aE9da3KaL0O2DwrJZOZm6b4fCBvwjHzAs3ne6T0+RmwZiFECMhXPszQG+oKAWKCpWv2DA0dz5pw4",
-	"ZmwYosebpZMziP0w+x+bYQvPRA3fyxWeMEwJrfKclM2k3fboW2OOeKMWzNwpYzoiBfMW3YpW4fVJPOWu",
-	"duCU3qNT2C/hQARnrjGTHVCxhb9zS16ecGjOzC5e5YITmgry9vxwINi9j1Kb1V1MZMoKHad6OImCt1Sx",
-	"C05pDcc5FJNW2lLBEYoBzGJOtJxjkNEugl3ah8KWq3S0SKUDyGY+35YKxe7anO1iI93FlNeYQ2pK03Tv",
-	"cXjlUHFgvj0/JFstQUkHnWxUgg91CuWHat1YdDY4nRJh2QjlPzVtAmUHvKZK+kgTt/ZAmEnKyJAq1gp0",
-	"AH5rbqGgDcxXKKHrlQ0oroEoai6U6grdFZH8Ne+un2P6aZgBBHnOuEboRnd77ZTgaQeKCc+4IoGOeRAA",
-	"Hbmywx/k6nAgglEG43iEtqPlPcLoUYlQBNJEo4YUzNZF2kTGEH1YkbgPq6fwh+1TCYpW6XsQm1Sz7Jqp",
-	"rbn7Vij6oAVb99v54qQvigh24JhyobTF01oyJE8JUaTMqQk57u75vXMVTsGLE6Sd2sSp2JPqgPvaOoqt",
-	"cJZofMy8tSpdxntxC1Xv33whtiKRqweO2xWx1Tmdbx7LyWFOGESAXNXKTzLjPv5bbPfTzJfN3KjyANsN",
-	"7a077ANU4TF3DrvsUPEqVdL/LnNp7difSo9NyZZzXbAhjEqrDsI4u1ZsKm8oiJwZQQxCap7qEpleAwhp",
-	"KVaTLd/OxRbkZ5iLiHzFEKgLyzTIuQbjxZwC1NZ/rb4AJCU8yebMqHJc0A4JXJd4+5YjMsvYkCWsTBtX",
-	"YgXZVFco0H0bWONsJ55vV08N7rhw/e2sUpXsQgC18trqCd1C0vbQGFbQHiki53oop/Vooh2YKUP5K0xf",
-	"NmeekBvKCRsVtNYjgIKySa6CPVITcYb62jyD0H9elACOdb4pE29LksuVrvqJqFq6EsHhbv6rz0cE+VFe",
-	"lM99hXauhsr5XOVpMXMqlnVW1iY2oc9sda1uxJCkx1LqAUWLI9IhTS2RpcXdhGwuFt4k8DxbILVKq2N6",
-	"cFlN3n1mKfJxYH1jsKH5SlMS/x3vlL32ISaCYh4UnDYJsxwUR+2j9rHNE91cAiOY+aPDghg0B4O/DwbJ",
-	"h150+DAYqP9q/ddg0Pwv88nRw2DQ+q9fBgPVab+3n4R/HVcTpHqI787IN/sgaVIyk0pT71hvEaqUHHKs",
-	"4OeI+2uP3oDFem15a/uzvIpGLVuE+/6jKgadnDQ2H0O+H9HaMspvS9Tu9SaojwPSpYMYkSnNbpm2poRz",
-	"+rxyHwIuWuR/Vrlu3rJZSpf72VVmQhdcJHLhAW5wA1FM2Cr+q0uquBjuluIFeYH7V+3AF7pmqpcAp2Cv",
-	"Ax849mwZPKMufp+zeZX9j5+vybYI0HkQJskbWp96tPuEhhexun1SQCkGCFakwYLraGXc4GMXq9i1qLR6",
-	"kZvGqmUMYV7fMprqyR6VEysuqp4DhCuSSC7Gka2vuARPD7J0gG/SUoNw1R+IeIRIsyszAOtZBHwlTc+0",
-	"IyVCn2acwz3xA4fD9LgMSIddMDYbCAS1hk2tQWtaZoQKFySUKBrONb9jX2OgtAoVgcFMT53kUaPNI6Ln",
-	"GfhkfefBQ2TZcEjGFNOqTClQKb/hPO2efop9r/OmKh+QtWN4pFxcmDRjIFk56R7FnngBoOqlSKv7VTUW",
-	"xXdhRwiCefIKJ2tnvhy78rs/xZK3NUHsHydLQklsUZZxcfsjnhu+6ZP4xfnL8+vzOALh93sDbwAsGYj4",
-	"uNcl30hhzS7ul+CEJHSpgjq7jjqJnKHPyJhmQFpixR+JBDyAOMkzADGcrYqxjhcsZQge/QajFVYyr6V8",
-	"KStPv9XLx8qe2KRo6g7u+Gxo2omJFIjF4VKcBjsdt/GRm5sqaHazgF4biGqEeBHvbdSzllAt+YYOb81h",
-	"HPbEo+bt1J8ORL7m2KW6VbIay+7WyHMeSEFKK26upAOR4GqQZjwBXdwpSGCMqFbIqyyFrLC7DXMse8jv",
-	"GtDuNR1X2eSajk+JmmeZnAOxgXmVZmpGh+Cl0hmfTssFKW2FsZKFveGKh+DkfYjX6wtzFEpwQIlii935",
-	"nOU4oDtV4o4jRM6pTzPEArh/NE9Ts1wYJEAhBHMXbsKfsgjc1gP2inOV/vb6eURc0AQvMOyeDjWwKmWM",
-	"kVFGh/byF1av+DkuF749fNzu9dqHvevus/5Rt9/tdnqHRz/XsR+vjAyR8juWCKqBZqo8uu+xngE7bcpG",
-	"2pIWLQkQH8UhNfS/pJ6sfaMrJas2V5LdkVJmIxvy7hWHkNn7T1d26LS4fNZGKxUiuppyPdmDM3qLAmdG",
-	"lNyhuLEzW3hAVrjIP6NH5KPqsK3oGdzDO5XqmXIRftrbKa/kDABEwWe+TqGf/dZ2BXxqPKZnOULpU1bN",
-	"eWONG0QdrYVrnWL4WDCkRDbynkBYIVRg+4C2LfjsoyrnVDl26K4Vcz4Ou1wjgzsWkFnvLnikiGLASlV1",
-	"sPhqA1X4YxfH3C1GWnr5DHP5Xci2GRcin3Er8gmkLpMVQyaQOT0QQi4I2Oo5pfeHh9heSkBDkSscHlxW",
-	"kOmrQBxKbpjiCTMmu6uR0jfvYDFpIpOIc6a4PqYMosqZnI8nwANvnQkgsRNjz/edRT4QXEckPu4eEU8a",
-	"4Cm3wXsxlDNHKm7jQi6oUGbdBqKUQgpV/lej37jjswoG7iqduyJW29b5OVup3hPchFwhH78WKR/Z6Lur",
-	"2LNLvZ6aTgeuiBmdV5KV2IA4fK1WXER9uAnbJb1lbEZumJl1dFWRG0iDFXDtyHnOwEEEYJmMqfkUeeSa",
-	"2oXczeUtlWMylkx5rsvQm+MHXRhLGGdfWRNXaG51eDYJ/0LM5tr60mNksXR8k0MI/lvQsS0VCU4wyz2P",
-	"8J0KMpGwzcr7m92cz/OM4h3Vz4Vz46tSFUOBtdCpJom05wGdzdIluNzg3Its0M1IRucT1wCO8mIA1SV+",
-	"t4qLb8EPva5neSv1dWy3jZiYxoYscxUGaoe2pmh2ISjiOl5dCLTqXlagL9gzPbcC3rEFCUr4ZseFwu72",
-	"4cyrpQR/B5lCcNmH35yShCXzGThYuP6Eab9ZLfFTGfeTYzMcBsjn9Yfp7sWvc1aoyBxV7mjEWt++x/6P",
-	"F4CvxprPTlJicstm2lGBIM8BWEQDwaYzzcGrZDdw/Mt7s40liW1+cNzy/kR4csEVKxCT1GGRqpmx81W2",
-	"dDmbBHMPRpoQB0NF4jMObWo0GrG5YyRPzUUfbJAYXQk1KebW76Fhvw4ZYwqNxRUvDctxV9m9xv6x3gX7",
-	"29OwQHuJ6QYCi3Q4CVllrWeInA0E/jOsP6681cOmZnaEDAlQV1jCKgtiV6ukivL+7lJfuuNvJhszD0CF",
-	"8y1xQK6uP+hrnKpdnyzr5cI6Bc3mXasS9WGRBOIjpcmT1H6K0P9GyaM6pPTNK8iznD3Y5uCBBbQTjsmK",
-	"0HaugZCuOFjR8z1bWLuy6xYRFPjHLiGypZyWSGEcgYMUlnA+UO8V4Nh/HWWiIrZilO3PwQffsYcD6Efs",
-	"g1nVB+8aokA/jjWz7uZ7C3sjNIrzBkIGlY9cvLCpimWpK3F3JkgcPJqT6ES+eJYckThUl7FFVyEQF6tb",
-	"DYRHGub4iThErMQVoSEOnIN4ADUsaLNS486Dwe0kWuWSosV2fOW/NWtsuWc+cnUcNVDf8o96xGAFGRBX",
-	"BEFtIS5zIIrAzChEBz9S3vvvEMteJzpkFs98RTw8fqlILAQh8gUKNB3D7XWMJChVYIP1mvl6fadGPE2R",
-	"ycC20/lrHOS7gnEfmWUt0VGM+R1ifbc/p/a1H6JG4Bva1FOQiUDYfNl8l2m2Z8yuAhW8hSETdr1q1yYF",
-	"HqttFLTTRE41M098tc/TowKl1V4tFMi69mlhFrB17fO8WgUn7Kv+qnAO/RW3Gx4Zep4JluTACofNwoTR",
-	"FWa75iqkiqwgqloVkCotTXsOWNUZiAutoIw3R88SD1NlALkxYix5hESILENetpQOb0nuEwZncasP9SEI",
-	"1wMxnwEjmzYmyycHbVVzNO9Z/f3zYrZ2BWtVxOn2wUhtg4u0I18pALneRlyBNYYuhsJkhn2PKhe8OIlV",
-	"6qxIirbHBvTkexU24YZDwCp+YAPOGMQDVyn6PwKwUa/Edc4S+DHjdnCo6pE7TNK6sefOnJwwfkLVRw7c",
-	"vfn9Jo658Jqxxln19R7BtrNSbK1CKTtC0/ziZwMjQBcstBqIZiKH6sBpwc40icjApmqqQaPVIed0OHHO",
-	"L25ZN7GLRBbULLDypVhgRo4GojIltUWA+iGRWrOEzKieRISmAD1BsxoDrzK1fu2/UQG+yr/JLB6IJqwI",
-	"EFjhmJVNov6bkBp4HFy2I5bNtf3kQelf9vucplwvW1iYdyBwLTAfmmVUy0z1Sfw39ju8Vtj/coF/2v+O",
-	"tf0P+E7/lmr7HwZsB39jwAMed0heftwM1brToBxwRpdR/hrHnoDyOp3RjCtgjJVpYiF84fQqqrlyQZap",
-	"66ebCtOYzUQTDMItHeJCe0eH+byoaCCOScruWIrAqMfH7oJhjinhho37Amb98ORxyFrgcInv/t7tdrsd",
-	"cmZJw/yshimoOwY8PzT+xgXkR/FZI8LU8vcP1RHQum21B32S2wk1waVqZt896yLaXoYW1kbt4/u3RptY",
-	"/vx9ixtcvrm6dmV4StH8d29fRsTG12YsI1e2HB750ZlRthpxEG6HGsXNIC6RRDnbnBS+ELjOlq0or2ys",
-	"nTEQk+Zc8PuBcOQHKOfud6Y3VM8zIIa560XIYXZDFXt8TL59dfa8ffXtmZFbOTKGnG+2Y8bqyNEG4pYt",
-	"wyQofL6dsKFMQFHlBU9LUxIvJooNf42JYsOMQUTYVUoAxaNJyowZJcWQ9V0Y6WYZRmLw9ug/gyjMym5x",
-	"vOS/5EGykg+rMkTaKFTM2CafqncYxANri8SFgcpGpZ0T7GXcxLB7g0DdOtylj8xt0eEnTwo2XD+gK354",
-	"HzXMWkyhGoc5RR9253s/BWeOEXd3oO3N8b4Wn5R3dCUWGFB5BKf4Kt04FcmNvCdNbZTRLVuqiMTD21/N",
-	"n7/GZndhUBEqHZjXQXWe08rSNUn7pe2PrzC+deAO7GI3mjWK6gq2zM5ZXqUdaMxaI/lwE4AWV81F54fA",
-	"N57fz3jGds31UL63q5Ky2gfS9Jrh71admAU7OiQZFYmc2srIESCMhHMaDosgmgY28Y/D+9nPP5503x3+",
-	"8Ntw+kP33fRZ96d/vk1/Pn82/+nwh69upm/f/PzPn9Ph7dfipx/TeSX38o55Zh+Vk/ns2e63MDu9Ue1a",
-	"rROk8Ajd7cDfj8N3z5v6ftwg+BhLzmtUVblGlGU9Au7zihPLwtwmVCGa3FhwTeHr0C8jKBRgr/2tU1st",
-	"0te+pGRkhN3WInfhfZ9CZ5pFIM+EJh5UVzrOeofd4wAVzoV+fLwxN23i0wjXzV5F4uEOELiKXeDQbRU1",
-	"zBWY2LvA3raHuV366hnG2gG9HdlZXrnnQa0P0wxpYsAnxj/jYvZcNTptvWJbsfDq1Fyn04lbHfLG3DTt",
-	"UYJby5dIPx0IpF/kOrLJligoqAExRbnEKIVtvxp9/49n2dNvvv/p9+x68du7yxdPL15e/nwhD1/Sl/Rq",
-	"0RvNj25e//GuUu9tFcKtyCL7M+jMfTmV51laQx0cpg577qBiVydaz1T/4AA9AoHZ56K0ye7K3XSo6GhT",
-	"Lt5jt/X2VMwosfOM6yXUBEA9fjbj37Pl2byKce9MkLPLC2MQlbmvm8Y8MqJLzFQE1hJ85uytFQurFQ2E",
-	"I/WGO0Ps0yKN1WUlP+6QM3ipi78DGljhlkYWNXA5mC0s6JTZUuQAyuaubDEXmNhsR0zsNE+Z0H3/Wuu+",
-	"joIPEOMchbBn95sSDjoqAqbDRjAEf0ooDANHStMU73MDYSmYWqAK8R4HQ+wQu59ugGAJXPNmzJieD3Ag",
-	"T09gB7otaLsfYpKBrMWDs8O6TojbjoiStu/yRlMuwB1hbN6BcABvSuwb0FGKrCAWXgtEM+RrKwVwYcVk",
-	"V4epJ7TkhBuICgg6LngQv8hd6rFTjuf3Q5bNdAzAZNCH6LOz/R8Iy5TrRMq5Xgp8g1aYHjlJGwjIXx/B",
-	"0YCrVw1V5wjRZWBrJcFiH3d7JKzXB6mioP1lQSqoIBeXAwHckm3IHYR3Qvkzliq2QAaXii6Aqy7lUI7J",
-	"4puRYpmqgbAlpFhCDrtkLm6FmRjYYaUi3NYcIWOmFYmPD5+RUlnBGF4OGbY6W7bP8uJVOApYYJbdWcPI",
-	"rP5vc6WJYkwgKbnFrBl9gvehhsvuaty36Yy3kX7e3epAHTUeHmzVlRLblH0wUKigsr3uHXM9md8UlG6u",
-	"fcs1JHwziPxGD+NKoQ0QQiuCyjlxnOyXq4tOOwMxEFh9JFBSINtwS/RD9rdDYqea3MiEI58vFG4ZiCbc",
-	"KZnQ7Wsk4JxhbJpLcfCbksJSYQ5TCRBWt86QSESTNmyEIAXSCrTdEvFxt0tKhes65DyszmkhRCp378TA",
-	"4x8TZNEXA+FPT3zFu+vn+yWWmsHWuTWMeeTx8Rm+SM7o73PmXazNd+8uXtw9AfaGKU2NgWwGmhsVSEiB",
-	"lTCJlVMoyufQ8xQzNUCQISaHCynmU9gzTt0oMoasdgo31xDEip/g6dzqE+o2Jxav8mzNHIH8A+HKV0WF",
-	"+lUyI6kcj20azDQiGbXUOVS4sF0gYq5b/qSM/9m2i9m+SGLSZMOJdPokKJ8AQYIxE0ZAWdKytYEHwp+m",
-	"7odOX+DMPFKmd8qJiVFvZoKHcJ6v9AWaoZoNRMqnxu63QWTTR6rZS/NhG/+31zXHZ/j5Wzal3NjL5jt0",
-	"g1pTxGjplCdcjAei122jBrMMPn3INTfSj5J10oW8KKbMJLtTN6rqwQu6jBEYVNMN+EGRzQDEPaHLPjk6",
-	"6Ubdbrdlbx3h84ppoIa1ihbyZmBqcCjlEZBRxjBrKJXmEilBOAnOILwdwVDcnPG1+poU1DVq4JQPmU1+",
-	"t1r01cX1igKVMyYQGtaR2fjAPqQOzG8foobmOg0VMPl//n//f/I8h3276w65nN+kfGjWrBE1jOZEjdvr",
-	"9B53upgoyQSd8Ua/cdTpdo4akPM6AZP0ACLGQh980PKWiQfz2bjuogXFGm/YhIOpENTkmWVSjt6MnmNb",
-	"77IUIGilrIAF9VVmzEYcCIymOasXCgVCxR8ztlnGRvzeaQy7hq0Idxc+eHHpT2PzxFwZ0wYyu6MgUAU9",
-	"amcsZXc0T1MvVjjp2CnE8CRMhC0UCCY0aDaadkh8Nhyyme4Tze71wURP0xhPc4oM1uTb61cvYZYiT9kJ",
-	"pgUcMiga/qQCz/GYaTtpEMi3is/M/mG3685jl71SOpLAMxyUZIPT/DWK24LdKK5Z22hnc4HBLy9hUo1I",
-	"3f765NvfD1/eP6P7+d4Dj9Q6F3mW54falPQ6X73dJpBL/kIyi8CqYXB4cJDKixm830h1r3fUeWK2mGLZ",
-	"2RimrDgLB4edo2KBtw1gNrMqmJON6XFuzQvz3sBYzv9K5BB8WeYHGLHBL8zfJKVi/L8HDSYGjcJ3jCbh",
-	"37Dh8YNLs6GMlFoBxh8cBL+wn5TbyCNG9h29tQ26rzsdW1jnoNzAQT6iRjh5FV4GvHuYCbNHfHFPVKFe",
-	"HmpSW8CJhW0BleJx97huxfyuOfAlvR+ixglun/UPFGtzw1NHm5+qqOAd3vcb/V/eRw01n05ptmz0G1cT",
-	"uSDm/+eZ2+a6AKU4zKwtlWbTQN6dPngPjreMTplmmQ2qrUzVXIznTCmozo56yxWSzOuOmpVvSyg7CNP6",
-	"7u3LojNlqH49+v3w9eiHp/K745vv73/Sb/948uP0krq7hDkt8j0K7wmrVlmnXS4bO7HxmnEezED/Htz1",
-	"DoILSOU59JbpeSYQvGx/C2ZdkC6Af9vwYEyaQ6pYm5vBK675HWuBSXazzJOGBgLqV2PxrWJRwGYM/7XI",
-	"hTtLD4oAiJx/Hj5/pFwLRuH0Abphq0Rh/b9ZJu94wjJrNXFzUFkyUM/WDzgIF45laEvjPBu7veIikWet",
-	"tU6J6yxAVG5YPqaqCodogw2lsUPRksHhASZEEGWOXprCHQBgw5hdDk3DOe0dDn4dfFeMwdQ9JlVVwzvk",
-	"usjbkjGLybwBrhhjrC8yOps5aHjViWk5fzfuj7qs2F2cnnDgwT6AumX5RggzVfcU/miLJFxn5QRSV5bo",
-	"dFkcVM0hWzWIPKu2cggVzDdbjcH6MSv31GlR2go9RxTXr77+TFWXXY2y6jk/2qu/PnfQ7aDQcgVMFJYx",
-	"CGjtHQtE09W5eKTcTRt9Npa+BhoscQS+ave6x3Vy5diWqxcE2JM3qNSPsSW3IR13P81Zx3cxrOwTD2vS",
-	"Wu2hv8UZ/hX1XDjwSG/zI6GzEB/a4tT33sC9zJHjw2ebHyhdL//tZkwxYOGBougxbrx/KJg53zCdWzhF",
-	"cwYeQntGqooj/TlcJoJq6XhEoPKzBdtzR4CFJ92y5VqF6IhPgbiPi/GpZwcpVFnIDzH/utAZDedYl7wo",
-	"FQQo8KcAkhJYU1zvz0SeFBrhRRgO0AijoBl4Bn01CcuWgD5qonQ2H+q5GdS7K6f6T31AN6/kZ0k1iiRo",
-	"A6E0T9P8nu188DogZrCekwXSe6iY2ILUilQSe3QGAkCTQL+WWXvF6HZhM/ptqUxS4ch/5kyAq/kMijCx",
-	"BPyPmzIqW51SoV+imC5LQnimqLxV/Dtu9TF+hZqdK18czBbCyasuEbCr3JoOBBYuDV/f+f78pxz9ms1T",
-	"Y0M6UKCtq4dNoftZCuYCKu5gGYiSLUYFEhUUDpnqOcyZ6a/pbYG9h2rPdtohP/KMtWFLaG4uBF6+ZcbH",
-	"XNAUXIt8yCLP0ckViQ+73bjK0kIZqjW2qrRL/pODi4RNZ1IzMVxCkOG99wZ8JZPlrsdRiRAvVzs/mjFa",
-	"f+9q/e5QQBpBdYVyexkTbEHTHPP3pN09and7APmhWjX6vcOooTnLXAWpnGSvoei0YGcZLTqap2mxo2cl",
-	"tUPHypVrymvI+g76ZPZG7/CIvCavKBfkSpOzmSbHEbmamZMexhWRi5fk8eGT7nFN8mI122GBndBqizLk",
-	"sXvde9zvHve7J51ut/tzbqBc0ZSpkcwg/cTl/DZ+RG8Lxs3H5pPXbLHi9HTdmC47yjcDQaRu9+if/+ya",
-	"/zu+fvXqMJzirZ1Glk6wkgZwnUPpwUJgaGnV3vikBJsm6leofvW3N4XCDeaNmCJOweJBP9acwwXebM7h",
-	"74JaMnOB58zZenaFmhZ+xNPHcy7sOzVAtL/eYgzdy39663ELY9CO/bkUo5TjWhz3tniTBdZfS/mSZkhA",
-	"eNw72WZYaj7DoN0rlnDq8IDHh4dbWKAFZf+WAVzsL2f2QnirbPeipG4yfSt9XAfOIDv4kEPVHw4sSSVA",
-	"gjf5N6qrk5CzPDJLioFZxaezdJnHZBE4DpGvx8dh3kxgiFS6nVp71UCpcCcWOL4+lU+x7qphKy6rgj3c",
-	"B4CPT72jsxmSm4qSJzWehSXWrTU4EHB78Lx3VIDfLUmcpdkh+FKs45ZX8PaGvy++4NCF7yy4IH8dvg3t",
-	"RWveqEcReObAz+YK75Qcbc5XCt0E2mxnK1aYe7ZjvobPJzH4/qOdEIXL08q6/eVcFNucSsVFvhCXmRw7",
-	"OqUvJ8X6k8JVe8/v/MFZEeQA1J0WwS0ZFVvKdEUiDla1KOYVz1g2pWZ86dJWIAXwPR2rqKhlLEcDYp1s",
-	"pFDYOBy50M4jbbUcnA43S4vH8Yx0I82yBc0SBK8AZivNGE2WwLCmWTIQCOLiGssDgcsiR/pWKCcc7Ce9",
-	"ixZU0/H6YpNcEVue4suu/7Lrd9r1uB23cI3uJNGe0ObS2FJg70DxgFXfquU49Nn1FgADkeDmd1dvXlvS",
-	"JHieKDalQvMhwOpEobaD2QS2ssNAQGpEZPG4KR9yXeLlD4saOiebMfjy2vnRQMQV/grAdmfe7Wcr/Nh0",
-	"IYwOqVbH10K3ZbIC3rCByH2k0BmWoD8ZcF224s1EKmgUL4w2K5wCWozqFdecHA1EIW5q1dmEVjrs1vqL",
-	"80KegC08sxxV6FC1GFLLRFlDoRn6nj33laeztD5f6DDPiEtUQ42O9EbOX9Z03GuVbJgWzGf/7HteTLNu",
-	"PvUhdkExqlqnA1FcCTKW0E9Z4mjDXM7iGIvEcmZeAPTpfPLxJYOqPDEayRbaF5AzJmzIE8u2XuOtHoi9",
-	"3NX1nmgEeeuBMHJg5jdl1N0tQIBUPySFL1RO8GQPwDJd8iI/UohuLPuMH1loa73vuNJdvONFYB5Wivmz",
-	"+n2vGOIjQhdv5Mqz4uxs7fA1S+S9u7OUai7mU+eIc8VRghu/o5BlAINwb4UbpSWR8+8NPZSuRIr1UZq3",
-	"Pjx4Z2n4hlfyDtt//vYVge8jlK1ctOCrCsd26NZ1bth/zGnKR9wcuTt4JysLBn0e7+S/+563WkPqf6CR",
-	"98Xh+J9hUOK+3M/hGAZa3V2vws+4u/FZ6WxD8GxemcTvt4RbFvipMToBJC3GdIzEQZjKnUElC4IEdxBO",
-	"5VoNBORSwfixuIqxLeQQ7JoEq6Qyy/NnrFUK5VyMkUqzlLPM1l+5YxlxtVkG4oYOby3RacpoQtQQ8n+h",
-	"VKWczuYQRneh37zDjr/eX2mb8dcFTkVjyJ57lkfz14sCa6T55DLgUIxPSewpHcG/SM4uBlC/TGlqs1uc",
-	"3Zc7JYdS3LFMYfITIgrAvImcgfV1gSsyNlYakkEzpK2CP97MmKV3ynv5A2eLGAsMOdvPGN4FHl9jC62Y",
-	"fRUGn0g22HsDccUwGho7wbxIoKkpvWVAvQPZqXTE8GbiPBW8CIEITHNH9p6btBhvLeVZ+ScVsbcaC/zw",
-	"Oka3seAz1C7IACAZGFRkkz2Fk2PHHTAS/3vsKvjaz3CjDwwH7SdPnvbaystuu9cw5yUSufY/wG9sZoGR",
-	"FAJhU8jPa88hmTvfg+sTAqyjvrhTtkflu9n7n2KOuIXqYA56ArLyoVEhmZuLcxT21YLmTjlfJHe1AhRk",
-	"3edjc9TJpuWq6rgPX3xjRd/YF/vpz2c/vYXU1MIZAkDlVXPK6+ptzCnwLXxOW8oaPMXcDjjqaQp8ATaT",
-	"HVBpQzlbkoDvgc1UZFHJLttUSyA6HslsLBHH/M2Ly7eEZrpDek8i8vz55VkL2MON1aQzKhQmFHcKlXem",
-	"dAkBT+GO4oFwbjLHsNN3NP5JTvn9yJYDKsYpuCYLsKuEhtx963T3GLdH4OSwbhyfaFtIDOfaWHxJniYe",
-	"0IwXKPC5bkUDgdNlcfYisf4iSHTA3NqEKO8LAtcSt+4ipymRn2gE2Rwys50bCKtdI+uVOYasCqrBrO0X",
-	"8yJtPGYgNoVirKo+tYuMNqgbtk0shlKJLngN4/N8E5CU5ao55WWXSBMi2NVll9AmzDn//JShI8qWV4pI",
-	"7Nq1JlILeC0CWmskEESGDSwBrx4FWF41EMioWqKhwNjQDL1/RDFhk/t9709tIqdNiGbIUaH8qTYQyJAi",
-	"lROURyskF+rUG/hYly7IQZcjEgfasv09W8YDYTdRwEaQo3/fCFYudmI9p0gGYgYiZHHvRoDdtXcJzPb3",
-	"COhcLGnGyAwINcqUL1ZEzR0g5UpHUBALnf5UESCOBDflxIgWwGIpkm/hqU8tIMI6RrWlemnqvBM1GUz9",
-	"gfjG/OCRIol0HAN/Nxo0Ps1dYnl6k9EFeC9D13tEbiDwwDWbRoRPQTdnckFk5pKnrIMcKQ64nrAsInOB",
-	"0gToiQlRM5Zilfkqp+5ArHp1rQcZwhRIqWuLRXIg3PFkFfnEKssJH7csPB3LuLibIlhQoGHniWnD2F2O",
-	"Wz5Ic25FeV3OkgQ4EfRZ53iRtdFXIxOvc26LEv0NkqmQJhdIfhPZKpJAKlAm3Gl1iIWYeMW6EWFSlcmF",
-	"GTEBbt+ZlM7TXnUbgm8+XyB3V2MfO1qC6npge0FFUxFsSLrq692HwtSXMcovTSerRKN53aItGqY9x2Kl",
-	"3vrKfcfGAnLCDxyYhbIn73fwC59jb+ouMbazIBur++JL+PxL+LzOWkcLumStwwHqnVrmlDGWLpggwNe0",
-	"r/fTQ3A+m8V+STMFSU2jjLG2Zvc6SOgh5eyfYto2GJoFqimMaYPFbhN/KgPPFqTpUncQ3VnjHyNNcDQM",
-	"hLL8iRy9iH0SX+mMMW2NvyvzjyxP921VBbodbDDuDMR5HpbN5kIVAEG7OM5o4rxmnxaUuK/XzOdknHS7",
-	"5Jw8pzOuZUrO7lh1RkZvB8dWkrgx/rV9Wx58JtjiC5Tyi+PoPwm/mSShxgb9veo02g3IeYCP1aM5Q7+P",
-	"udmZizsdK9Jck/raOl2tLOMrmk/oHRsIo8+BCI0lRZ2cO1pAO2eOk8u0CB3okHMM5IS1b3LIkU1sG+o5",
-	"TdOlK6NVHRYxX1m1YRr7DMq9WkDcT7gRSTpW8Osa3bpBoGEOMDvpiwb7osH+9K7vKSCLzBYF72mVAoOt",
-	"+EkQqdUZOIl1YVhKGVAXOf4mpz5xWfVSMHXqa4YW7FenAweiQgmSbXWc02yrMKCBcDWJet0udmEGvi/0",
-	"oCPrYRc+28qM/aLlvmi5L1ruX2Gnof0jNyi4eWWgbZbS4UqkDRr0mBHUXWgOXYMGM/fjjE+nLInCgBNy",
-	"AYMNVKWkIDKXY7mhxKh3ZYNDFqImXIE/v0aLWURvvRojn0KLZTgvXzTZF032RZP966AKZs/lRdNrgApW",
-	"o1XeNtVaRt9VCvZinUDSjJXM9P/2fK8xIiV9VQWZoWrJ2BDSCx3oLik+nyeMtCLiagWRm6WNZNtyP6hW",
-	"m2evX7Q65JKOrQK9ZUvF9EDMzCd9MqNKkViwe/18nimgSKfDW0IViYf4QVSidoI+xJGvlWGehegkhO8G",
-	"Qkgk6Qd+Yy1JhhFSgEORIcMCvlIAi+eIZoSSBU1vIZTfKfaEK5czJQXeh33DHXKGj2GBHEwQwSwbi0nN",
-	"rHbP42l6AWw90BMsQ3PLZwoLbYJbGKxkc+bMhU//caNcTGTK4JUdAjQ5MSTN0+RqKDMWQ12IMQMAx0Sm",
-	"yUCM2MLRn8eQLBXnxPwQCkZobMKGdOkOQ275mkN+JeUq58hFqz8QI5mmclGcJ4y+4s9wwqrOHHOcea/+",
-	"BrZH9zs4xxzdbBW7HoysRGULwtzon4SFkQ431UWqJhIsDNN69X0S1rp+oezW0f6d9A535jWM813bL+zq",
-	"UxJkcPWLG5gU9m9dZ82Gqp7DQokcBxjcVDanfgxAwOOl0FbduGNWb+SVRRRzfrEy2auxmmaMatgXU5kV",
-	"a2FV0gGZ72epr8dYPQWajgsz4IstBqt2tGnRQN5cucXuar1FpZdArzGS2bSxaXYWCHKBGDUWR0AQAVed",
-	"deSfV67K0Zbx3+CZh+26ZEmht+tTiCXfulNvw4c29sqlnWKlca6AO540oX5GRFYlqMB0UsWmVTWOKi6u",
-	"T0iyWhyRK/RENdSMtjcAM9N8WirX6IAG3d51t9uH/+fovSrVkt26pslC/31lPLOdoRRuY+9u37CRhAjj",
-	"mh4f7tjjr6DNT99lqx53mOnD7lb9dorxs8w0bsRigouv+wv9F3JR6P5xt7qboRFRFmhfUnB9ncQdFVmm",
-	"/dWbKwBZ4g+AhBpyb8nC6pcMXIYYjQAjDr4AdGbF0dAn8W9UxGTERaLIb1QUCObArnHcctFAmN8ykrif",
-	"u2/K5QB/o6JmgX+v2/+9w6c77//nvkS6sUwLTIf15ephSuLvz3/qv7ns/3D28t15TJrxm8t4IGIs8w6F",
-	"2QNORcWM1aXRWI//r/kJFpa3deWxrHyqWQx3AWjblpY/HQhqHQ8nxvj1RJyZkUJcNrB+rZWEqe8OWIh5",
-	"W5j/LQDpZ5YvInQgPKTQfDqbi6Geg83YOiUZJvxYx7BlYI4wYwxqS1HNwGbFmTo1zcXTear5uZhPY8zv",
-	"YiqvnylT665GNoO8eGRgXKGXpo9QRLSqB8IWxnGel8fdXLxnBWoBb2sDrMz+/jDqdrsRZM65AigeV/1I",
-	"EcX/sNcCY70zKNWXpa4gWmiBKqb7xFrgXId290BYwxvy5X+f05TrJWnmchARSoK5eaTsHLTMGnKRsHuW",
-	"5GVeBgIvfPkmpqm5DSQSycZ4iqV44M4RDnVC0xEadlAf1sw4tmdT3Z03axrlz/tlmZKmy6Qf5RQ0Clvh",
-	"CjnOLIYdL5C5kCCyGWUV7pkIvERRhwuUuToVd/cvyAfaH2vW7wGpJGdZn4v+WKbJ/1U8vWPZlvbjKot5",
-	"lQV56K4h3qRca0OebDIh339smZncrfDL+6iRi5qxJpff/XHxm+Q/LS/UhfgHf8Mvlq9eXBy+vD6/f3l9",
-	"cf/Di7OTN7+9Wrz57Wzx8rfz5aue5C+ffzf7+fnF44vfzu7fXL/qvfrm4vBCdBu74k5eclWJPTlDgcHC",
-	"J9DxPzvY5C/PFP6SW6+zYjQbTvzC7ADlUwc3ju6mOsr4I5KXzGfGxO8ZZZrrBpvREvq/XVIofq7mKVBm",
-	"OVC6cL8dCND0HXJOLWS9BH9WpMhsHRNNbxlW+gBgHpykEsulyoXAGiEcQXtBg/GI8pQlseuMzxsAQL5Z",
-	"vJUXYVkCuBs7PTYQzbhcLARPiIRq2oF2VGyNKccLZGwoYhmw3Y7BSkCg8rESUNwK+A8RNA7Ki4wloROo",
-	"SArnZFAhkDBxx1IAqZvz4LurN68jImQOTo8jpKGE1RoIaA+yoF2txRgK/begNJ8KPFxuIT0qEfOJ2/hA",
-	"3xW6JU3ntOxbwrKcXcae5fFpDvIO+X4szw8dCJIvDawWvnM3enjTtQthUxmI6WNUYlAL7V/PYXPDUils",
-	"VKuCeb22cxWMNsHkzGeKZTreNCVBMN58a68q+AZIqmoDf5TpQzZPmYJadZ6ciGF/MHsnC5zaNtsGqgk3",
-	"Q9ontAVvLB9SKzINh2RUIKjLiMSQaYKnN1BualkMjkWYUm7xsOSGYbkbGK1p1MO55iJFsG01VpZrGJJ1",
-	"dTr3WQy3kdg7XzHd1rTrssMSPhpZUruARh9ZpizPKDh5nVay2TAKC5BigSFQOgCo1wtJfOqRK0TSgQqV",
-	"rmB2XgTUyBBMMhfjNCi9i5wFfURwnZlZc0Vm3XXcToCtXoqRhwz9yhDsNM9EtfRUYBFSvJ156XX5xOTa",
-	"qAxUFjALlv0U+u4qqlTlHLoKx+Yy4qi8zN9+wsDCwwuFZW6tqfoIcdXgAHCa3j0WlJqgyyq3NLyy3i/9",
-	"ryRIwu1bTF+5XsggmoO/YElFpgp2d0+q+Y+r5/feXGjrKNTz3wq2UCnT2hjVZqKmYFO7Ue+QtPJVuGSf",
-	"FWE95fflfKLnrhiHU5tGAlFT47EZrg2e+Lg0e2QU2ZL13gvWiBquzoex2M2079jqUdiqHUFFq2BN4FzB",
-	"GhUNj0bUMDYHZlwZswPGh1egfqNobRx2XHLSlCmFFFbIkoZmUqEoFnBGU1gH5yeDinL5o2GFXY+ChXs+",
-	"cZVu1YwN+ciuKt6Z7HhxlUyTe8taHXf9m/W2Jmr9vwKT/RfYwX8mpb3M7OFReY3a6baWI6Jq0QjfZHI+",
-	"q6rhUoj9GSsh5bfMkplCdN/zHZlLGTp8kDNqIIwtSprxzTJu9e2dAMlH+8HjE6CX8nj6myXczmwltyYF",
-	"p7kx5d5dkbgX+1gFExBNNMZeksnZjCV9Eq/UHbE5VCcnJ51ur9vBj0D7tE6hP8hj2ketZkeJRiOmb0OW",
-	"m6Orx9xrBLWi+WPtSzFkfZ+ADcYyZmHHzqhJ5ZCmZGYud1QTSNkmzXhs/mvOXPDoSjlOmf+kFeWNUG3a",
-	"fDPXqZS3EflWavOziLzkdywi/Hkq50lEvqZK+wTZy0xqKUgzNiZA54VkfzeH+X/nb3Q9Bbe6MSBK7y/M",
-	"kjEnzoTPawuWD8zMpsferfj488x+oOkfmg9hgmx2XZ5IYW7vq/lscGa0wHy31UyIkSd0RmKlfbzxcEs8",
-	"Zl0EVp5z/Ep7Rse5bxEkE2bA04qxBD2Z2yBcClAWcHGdFtAUA2E5AlKqdIeckbHpDuADA6d0t+uIdXOc",
-	"h0wTqEWfKEQA4AQCPUWs+B8sNq25G5Il/+DG3sc3yBHuQzO+Dnltb0HcUW/00W8xELlugC9wmmECqyzu",
-	"ERdJ+ZK9ERFia/dwBZ15pLCHtXHnm2Ul15FL83Y2SVESt8IwWFH4CGDK4UlUF177dwNTet3D489ajxJO",
-	"DJhBWOMbc0K5RfGmLJxDW5rIm3/27JlZ1ym6GBsnJyfdXtcWkTJboNE/fKjwffOL3yQffjO5u5m+4y+f",
-	"f5eZv19fv+u9enG+ePXb2R+vnn/3bHvHtpf3za5tf7x6Ef/i4v63uri/5iJxdkpg++xiMrF7Y7nWmkvn",
-	"lubJ6WFLS4lx1BQq+DTzU0+B5udiDMzSIRQsIkpnjE7h/LO87hCDjTBDyJbZVlyZrUqUoDM1kdopEHOp",
-	"u6GK9cnrF0Am35QB+01MKEm5YBGecs7/Ck6z51c/WAfl2XDIZrpPoMD+UN3F2POhTOdTgScoFySRQ3VA",
-	"Z7wzTfrovpELQj2BSYSuqd8kFz4h/tSe0hiYDEol5Un4+VuslYCwzIHAhlod1732uRjKBIjQx3/wWQz2",
-	"IvhTkXP8whKXKjPZhfCCrTYJrvLAeRWRiVwgFSkEt310QlviKXVKKBmm3Ey7tQrVUArBzK+UljN4MTgV",
-	"nZ8alzI/4A8JShF8IsWQ4cw6xptHiiimjVi0cEqn0gJifST0+PCZncy3TGfLNoBTYtccmAJBDzHYIXJU",
-	"nu3RI0Vulpop5GI66tpCrGqlO+i+03zK5Fy3rONV2VEQJpIaThn4fie74Auk8Auk8Auk8Auk8Auk8Auk",
-	"8Auk8Auk8N8JKQTaNDRxFjS9DbENzrLjYiBWEIfILohIlyBurRyaTg8n/7Pha/dtkax4ExofBrnfYNDo",
-	"D7byGwwa0QBtG3ikKuo5aDzAbIf+m3LAJ78ZyZvfGFbmgytSp0r/NtyVqDgA3/sIOhSZFRmIbUYRVfU7",
-	"cmpnbe/PCBKQm3sXXKuEv4WFmcMVw1jHB6Xy++cXp8W/2WlxjiporwAPOHHr4XivzNcejtcNM+Q9ER43",
-	"3ciZoFcgIFEBqQfXaUvn7Enzrq1jXdlgD7o4oeFHygGHFlyc4qllfd9sOtNLh0FaqVFHSE2VOmgCC9IB",
-	"ijtHL7XsRTj3PYS013BmmXZtZAZVOaS+noY9RtZu20MXVYmD61WMoZFi7Q2uyrU3OBaWwxMR8IVNS8ft",
-	"007bvhYHHl/E9wFOEgea2rGKGx76Ss6zIYw3BimIMaKjHWvCXHDARpTXCpKH/WHf7faddwIhftjKatkY",
-	"lWPB7BLlJWO4pdEycqdzvt2CBWs66sq+oO8GXpQzc6MUIjm3+RMZdWRh5Yyd4XxMxqJfKVcSTnGpmKCQ",
-	"GsmbARZmh2nGEcpQkQ/c8UP0HUWzHLXlqO1+9O7tS0ujbTeP55cuEVWAUh9DNNTODc8gEGQZiV3MyfUc",
-	"QGMKymZj0u9AoJ0GC4f3gGddktCligoZv5bWPadLN2bzN+c5nPW//BH3v2OM5DrxzQIGDNcPdFChMrgQ",
-	"WkLWg1MXS0tq7D1GRAoLYxyIWmrjECcbkN0HsE778g4xUg3FZXLYHOyaBTqvWDoK1Ru69mwxSySjNxNs",
-	"5rDIHK5gtzjqcFcxNxx2Xnzo1FPgF+vsVpPgK02XlvF7CUxwPrhJ4iRbvp0Ly+HuQYxceWieTYovlz/q",
-	"rzBXM++axcJJoHAQsjilt1hy0yJ7I4dmNfJkR+AnZ8M62RXhSHRdWq+iPqVTiWs3EPlswN2PBhEUm3Lv",
-	"9EzHvNbVzXS2tgw0qj8vB2JBufabBAcMsEmbfNNHzyg3O0ZVhjnhmX87sBCO71KwdesIG4bO7JQ/3xW/",
-	"tnVw7FU4U58Lz1ciTN0DjZfnva+tirQBSxm6VPuNH2jKE8itd2ef6Zw55XwlLyxrmb/x6Lr7tOgsMj8v",
-	"FmEqP3N83Xvc754Ez4j59M3IFxJT4IaBz4p1zaq++IGzRfB5Xhat/KHpvYJbYv7ZFRNJ8Ltit1Wjf2i/",
-	"CIupmd8/ROCIR69S/6hXBUq1tTgbK7gd8505SN+MnuMx+i4zKzTRetY/OAA0zUQq3X/afdo9sCftwVD9",
-	"evT74evRD0/ld8c339//pN/+8eTH6SXF1hwvKGROFXzS/Ya3q8pI2UIYIWrc8ZnZYDmJQoE5vtftdw/7",
-	"vV7n+OTxz2Y3oT5v9Ec0VSxCBZPss6f33Zl16MdrpyJzkv3mIjiCbOhu3RHS+kIb/AVN+edHU8KGWLnx",
-	"2rj6tgU8wd5q6+VsDYLyPCgKZH5JKLG3MfgFGVLhau8EBEkQtb+CzesvxNBEE+xuluL1CpinXN2cR8qW",
-	"BFJYAyQowgSFhtRELsDhqqVsWTucuDNtIL6SemIuWcyVcOKKnF1ePFLEqP+zywuSyOF8ChVz4IYsmL1G",
-	"Wtwf9pYrC0v7kd1MpLyFJJjQco/B12rMQ1+wSoxk7C9+ZpIeQR6evcdHxJjrbfgxF5BAJySJjbzErQ6B",
-	"pMK8fBHeMCzaIvKBfl5LZXTuqiohav1jzBKWN7Ua4AZGwgULc6JC1jD/rP0ppACFXuIPHqsfTBt0qiL+",
-	"WB293KcWim+wxgxyAA74jdnO2nXe9c9/YPYSnJRmG/niVRuMMCx/tVWHnzypnceHqMHFSL4CgcKYftDJ",
-	"8BTNLdVf/MvDVsOe2/SJHG2I7uPGw8P2J7MXvzpA2bXbxrAzVFT0UMkRiX0TceeL63W3Q2KBSqra9ZrP",
-	"/JBqmsrQCrTareZM2JbeD38ckdw/Z9TC/8ve1S63jSvZV0G5aityFS1Lsj1x5NofnsnHpibeyfhjMsnw",
-	"1iUswhZjCtAQUGTdlB9qX2GfbAvdDRCUKEuK7Y3jq/yYiR0SJEGwu9F9+hxV2D1+xAj0S4iwymsHy6FH",
-	"A1FA1Q9E6nrUKTnoVtcHGNUyY0uFqHGhjHBkDdKp1lHzI2DclewJpysXnE8NgoYXQUE/w3bci0xmui9S",
-	"kJnjbKjyXBQhSR5zHHmx7KkBZClzbsSma97WQaekm3xv2tmlME32XuV56SjtlimWFRTtRI3YpcK+b47I",
-	"qAbir7ulOiHN7ZUYms2DWbbAfMwnOpaY13JS01CnHJoJMfQJLksRYynGbGJvL2j6hIThDqba2PnEIe1u",
-	"dUQLcVKH1ZstfbX18QeuHdco6hmve2Cc13mwHD4DS7gj4R2U/CkQgeWYocjdXKxSYGtXtKF1l6cX4nDe",
-	"kcPhNRlBdTFjLlNNdC0AyfMlYUzWtdlR9jNTF166sYFLpIRWKClIRY4lfa6PgMzRFCPRxTK4kvguwreH",
-	"K2FF1DmCLgIIxiLc+T/uJayhDTI9mt+7VuDWh+7P1tXPV+1fOn/+ubf/23Bf/Nq6Np8v//60sZpXXAyx",
-	"xjtb1ygf3lHiTNe6yWO7vKc2G4GnJLNW7ye3v1KMdTPXY/4mnSOodqE5LbvSNzi51VxQRQOMXWPWAgPQ",
-	"r2qALwXa3zvvAVYK0v/dY/LljEG4k7w1Qn5yqacnbjneCFD8FvThzViMBaGQf+/PNMtSIU12kYmCNQLN",
-	"ZPDtIM1Kkf5WliYuo0KJk0zoKeTvkssaHPeQm/5U7AI7xmrFY0449dPiJq2q1US0xFxb+Q7qvNVWXQJY",
-	"VLYPoKQNuYhUXEBvhi/qd1otiN4haEdytnQzYrzo9bMvjhUGe2Ah1nH/8J9QnJwX2yIGY1Fs+1b28lEq",
-	"yovhvc+NVOmw+jiJAhSa0HOlcsHlfYRD7h389bW8A3e1JUtLV8Iu/1xNeG4m/zQZBNw5Pxe5fYn4a0a/",
-	"RjzinOu5c96oPOAS2bi0P9pQeO4JJ4gqLE8hmKGrT+LSrc4hNF9GGyOZ/T0qI8Daosf0I6+QEIGlclsy",
-	"ZHppr8O/x0AdB3WhEJwcGHT6+sGg1yLRXoIVAllWwAbPIRvocYmka0j1CVcjdBfCzJIrMUk80gHGeqYR",
-	"Pj5zRkjgj1h/fcAk8X9R37NgiQG9/YZRdFAsOexeIzKdRNGF9w1ZAvzk3KYbNoZNltBnnJD4DH5hgEtI",
-	"7HeVxBKQZAFEGVX5UUvW4RcQNQOJwAOW4JeYhKKzMCAZuySKJQ7OpsY+YAkR32VKOjq8ZJDJZDsZ8Gts",
-	"ZE8QVJ1ELPEuC/4llokR14AHR54Ej8zD64yKnGY3GXJjF2jCGsevOps4LJyLWroBkxs3sXQOqIS3V7xO",
-	"hu4hZY1QVdeT6J2LiZLp5gHj7EpMKuSsIZwrHJUSbQgrecFgZbxCUHudJ0Pr/pow1t8PB/Kt7mORt1jG",
-	"OYS+YHk60HLiHpTmiaiLFsjo4gu8Wc0jzfNGcMmnQAgET/mLkhd51jPruvUjrVu/dE4n9LV1rrZu37D9",
-	"Ff7/q5jc3FqgIF65KTvZZGfE+XklJlRnRX9EVlY/i8C7AS4QbqSCCqxNujhjuv7wv1vGAZ7yyaUdbo1Y",
-	"IWW5+Bta1ce/pq+rFFt1fMhTLX0YblIB61zkTr7LHxSxxPlGwlyV8RpzseCQugIvGKdgF2tzhFd3n28l",
-	"+HQ6r9T1lxmIjqkmWDbn5bx3pTEkpWEAM18I4IbVDgASDFDNBiQHzDHAZwHBH/ZEZZrl4sJ4SSrMNyh6",
-	"ICgCYgcEKDSyho//nSgWy8wmBpB0uVjSudrwCfYd2jXCiG5pilYARwD71ePS3te5ZzltViLjWBah8KTb",
-	"UCC1VCP5epPQXWLhdRPonpAjFgDJNMsOpu2KcTKWSt7VnAIFcDVT4lDZFMkeupdRF8vitv37x7J1YStr",
-	"dFqd55tzotf3OTcZpiJcfDp0v6rmPDDzNhPELm3/z8o5epJh66wo6ZN0Z+vo98lwYMIqvXv0u002Anoj",
-	"7+ji6/XUndP0bgPbwFyzveGTW5wToHLQ9wpsEkPlGkpZAUqVy8BrQefLQBXAN6gh/WGDAHCjkBYCGGST",
-	"HTJMGZW5MbqhKyGG1FqGR0ihNVRYHcDFXpCIgPpi0GT4hNBiFfphtCtEH67dde+4caiTb8cr3qP/+tEs",
-	"eNX1//ta7luh92t7ersoO+WqVzWoDja5oBBJ7CTVbH6IftfTtHeY4gVw+DGG/9BpqpuxPBG9QhCyDi1b",
-	"Diq780qOHqF513pf+bB/fV26d2wOmrsveG76dH372ow1YjzLR4XAbqqca3NizafWdRdpd1sdbP0KCdEP",
-	"gUB3w77acnKXRGi8eLGxZBEv2hj5divd3d6GWWkG0BPXKIzZ5LqpanVO27vVprdwqqjT4pUssl5/yQmj",
-	"beKx45t/o6SoTA4tpG+cnf05s9Nunbb2u+1Od3e3udd+Pjs7Kk+3bpuhf6yKf1muJlr5vNZ48PvEg0Od",
-	"szK/9YDweUEhVkH0dAfQhSoAFl2C/KmYOSryBEmdzgXj51rlIyNY4hZYEsvGMOeZxF/Z30yTkzsSR2uJ",
-	"sflns6bwhsCPnVhWng0Qs0Hfkmd6l8qU1pnoPWjKfSc9FN/C4UAe8VKCZddgyZMIOpIkAoIBdFsWZDFu",
-	"nFuCo8n+romLeSZ+BRu5UvWMnvlB26of1rnhp1fYeGFj3Nei98+ji19/f1Hsv/n149/F6fjz2fuX+2/f",
-	"vf/0VnXe8Xf8ZNy+GO2c//e/zjYet69bzY6fBPc9z56Hz0aocruxc58QTuNahmSdgnlIH4hbhug2BOeJ",
-	"a1xyAnjeXyzTK+WutP21+i3foO/MhRE1rFW8IDK+ihf1HqnLMt8zVKYvBqpA/hDk3MGtg8unxDJX8hL4",
-	"0oAs2qgxL4iGKBtkgDzfmfKHTfbS3iByzLhSRXhH1v9VsiA13gyf8V69WcX+79bXdysTB+AhuP115/46",
-	"fXC7LZgpowLPVjWenRsTr7S2TyoGYVFB9UQYqE/m2YWZtQ3P7K8KZUwuuj7cTQb8+qUHgL8XxQmwnyeM",
-	"GyMGQwPanciIHjHeK5TWxEXuHD+jnssm+xAIgvtLRWAXsD2Foto+17EcIAEyl4yDOnZ5PccGvxu2qlAr",
-	"pc7VGHYJqcj5hBDYpFcbyxLJfhBc9ZmeIohX9pq7nRd2qvZaO9ThBio2EF2EZsEoNb9s+Bji7/r3t9Ht",
-	"tFas7z2JwHr+bDx46Nx57KGzGhlc3z9G1Lzmp1m71rLSOZ1EQWkQfafwerv0F7fiAKeu7YhmvMuqZu+7",
-	"REMOViyiH+jQiJRWSs9EGhE9ENp2BKCyN4lKNXUMz4Gh24uq0XjAVzkSzVi+/wZVtgUlg9KQLmzGd777",
-	"LipirUerIgY04fcuG+ZWD3Y04Q/AF0d/n+sn95q77Y71L24hLum69tv317QabdA6PdIb3Z39ci4cZ1yn",
-	"1QIQknuu9uLnajXbu61vfi5U+N3woaZXCbJ262Geu93Bxn9a/vNfF1Z4pqdor7VTp9TWT395+9Pbz2/H",
-	"R58/mqPTV+bo8+uzo5dXPx396/Cno5eHo6PT38cfspXU2mhC6UYXEwq4tbnuJP4hizP2I5Bm1lE94J50",
-	"dZe7/bX8zm+2C0E/rY5FqrufWvfg58MopoV0cKD6FubACN1fF/O8ktjvIzESupQ5c+69QmzHpBrbeII2",
-	"2RDKG24Ea3An2F6+cbvTjSUSC8GKMMXE0QnjQdhOhnqvzmjmSptN0vyAFF9J8+67yZuxPKzN9AUoYv82",
-	"kcmpgazodfGGP/Lhsn/f7Jeff2cXe4tvabe67ZD+1u9t3wuZknLJar5h3j7SzUDE/raLdJ0dXWdHV9vC",
-	"nYClDUyTNbp327chreWWEWhL7yelWg9gJUWPcV8AUjPBSwdUajVZVjWWm2zMpbea1cNjSdamyucznaqF",
-	"5mq7fwPtgVq21cSTmW5GsRRfeD4C6SpHHsdDcg/GC9FkrueGCkJNdkgkoZWeGej9gDYK11CNfS3WjJes",
-	"9pqd8xRk2+FGnYZUppnmX4CFTZaP6PO9sexErd195HYl3G0DJU+ANjJiIK8E2juZvIy8qBW1c2OxapTn",
-	"rkwFlGOVhLJ0TLM+R03k+JDpjcJG8dnnSs5VOmnie2vGErRTNV6G0RRnSpYZ9J2OvQxpk5GsR0Gq/E7J",
-	"xQQULfjIpVYYaJXWeEa7uunbeA1vaOMOWWJ8x46YqVkhQmoGLEhAgrQKMtcOeyq0eci0MRLjrJlf78gy",
-	"tdoaIIlx+8roJa6+JObxq38ga1oKQpO5NE+Wwur7JJef+m73Fbk8YEyBdeSIrjnTgY+9W7gBzY+TB440",
-	"preA4WYVoIGVrRaSPoIOlyMydXReHqUYS9UDcZgUWF/+0pnsCdI62kwiH9NkKAdU7tiIzBbb3VkDlJT8",
-	"HpEEhOxO0fP2qgJG4GM+YQQhAUeMe0uD1GJIbVuzoYyYVqjBXmEnC8rGqUhHQ5gcJ5MFWjUGO2H5F8G0",
-	"IIGyCWAzcasCwpRgY4RIbVxWpIKy6SVhIjKBnU/ofqxBTkCsE4hNbXxEe90qkLOy2bXLo7rTBbUk/Ae8",
-	"mRJg2m5FrVaL5q4bS87GmUzV2PPBOykxF6LgmJENKrSSULFHarjkwF1C9+3XX9BI2oZD9im1AhZfdxQS",
-	"HoNERS7srJUhE91UfShaxpCxHOL+0t5U50VSI7/exVwD1vDBnvMiz0SBfdK8XNkgYH9qw+GxKq6cOJru",
-	"c1yCZiyER+hqKv/Tg1Dxv9pQocYyuNMohtcz1V9Vn4GwYz6GUj58oLfrKMPHOxUwVA65WV5B3D72Q4Zt",
-	"+BFudHc70TKP9s3F+Hufknlhy3+pMRvYzUWwqQL2wHVmZF1R/0GBq5icIQ/kqaTvI0njMO4PGjUdh7wU",
-	"U27rxHCZ8iJl7uancOPovJC3DnQlHc29DRqoF6PJXodV884u66tR4SBw1RhNTGfDqQdkrGJpr8zNqAD6",
-	"tjLO8b9OWEMPeU9slfrjyZd2lDAhIXyK6B7GdO/PdCwBbbDpPSPFSj0umR5nptd3d1We5WFAhfgsegTa",
-	"dQ9x4IoGNkyIEFk3fdEmO1aG44l2hcCAQKmqtAhmRxK9Cp4Xy1IegdB9WGMIuA3zzIaweLwDTdjZ0Sy5",
-	"EHmutmanLAIKlcLeEMq1V1p9GolP/jj372ZhawtPmlORgH9zSCtcxN+9KOFQDHg/r66HWSH0IvzZVJfJ",
-	"753r4acPe62zzh+fe4M/WmeDF62Pfx7nn169GH3s/PHz+eD4t09/fsp7V6/lxw/56Jt98spwNrzPOQUI",
-	"WH8/VsPHugTxyADa8EnXoMgqy+pu7u7/oRhBKQLO7LUWFg/qEwc8B1cn1biLuXr0TSKNyn1ZRJt2JHLN",
-	"1eWlSFmeXQkWBL+TyHs4yrSk3HDSCZEKmDryUj4xCYSKkxb92YL/PLf/2Xc/uj/JZshM6xR53I4+FHSj",
-	"9ISN3YPtevWxZxphbilJayHT0zL5/pgq0q3VK9KdVXPI+4+9Ig2rf12WXvuE+yhLl6Z0jvm/9Ro4pii+",
-	"zFdm8FGoPQz12TPtNSQPWDLgV4IVI5mgVBWmgLlh1Mze7jxvtpqtZhvUfJu+rWAbaYjxjutb7CnTyb2K",
-	"LUgIEL7Jq3nOYqWOuOSXmLyz4yMKiYYIRrCGoebsw7RKAO5PfQby/6QzzBrWx/Gc8TS1S5bEJ2jo96Ue",
-	"8ewFjoXd9gMQqhycpVkaBTJfWF9SKqfbHzgJYzvLvavgWtANYt9uPWgMfT8DveUtBfqbIC3moZI1M0Oq",
-	"zDUjVhpF3V4bXGbNK/LLsG4OeEqb0HpRoEy6dDfMCQdXGYxN4iKzIxOz7gyPPfBb1XHRF8UkGJeYcuza",
-	"vN4K+XHojFeullsf4pyQahsUzqcrHmEVHSKcxhj2nVj6iVh24QT4IMaBkmIsM7N5AIFL5/qa8d6VVONc",
-	"pJdA2ol5egfHqHa2dm9FXsQSPnskvMRMAtwzybaiL2uyQzmBeCOWIteCNQqRZoUAmjOlbITDTDYQ9v0j",
-	"B2F7j2kMaHpKSoFKg4BtxooAhWUmlntMR2yPDTIZsZ0W/r/D+vZ3/Yi1W6wPXyH8pfG//9Npsf9gnzNj",
-	"RHEw2w6323mxvdfagQ11X0k1KkTKRsMyg3BtmDZiuNlkyW67xd4Ay33A+Vl5V/VZdgjAfglXwTemymE5",
-	"0UAvheFZrrGDbTHzWO1ZJKgUzdDuLDmaO35mnILrFUaBo6fHOJOlJuayI4XnTI+nQfB56aHocD9KVUx/",
-	"4SjVw/0opcL+whHKQ/3Zr0WeXXul/8Vkc5XDy1EqQv2LR6kc7kcJVf0XjhEe7EcIN4CveZbbSHnRQDXn",
-	"+PHKaH3RKP7IyrmOJWqZs+lYJ0i2YtaHEv8rlJ6m4ozSlNvo/6ZC6OaVXMG3eh8dsfe/nZw61empTfPZ",
-	"8bt5MeDN/wUAAP//",
+	"7P2Lkts21i+Ovgq2Tqos1VCy1Bc7Vteu7+vxZdIT38bdTiYz8g4hEpKQpgCFgFpWvH3qPMR5wv+T/Atr",
+	"ASBIkbrZnsnk8+z9JWmRxHVhYV1/60MrkfOFFExo1Rp+aLH3dL7IGPz3Yyk0TbT5T7Wcz2m+bg1blyTB",
+	"nwmdaJYTJnKezOZMaEJFSpScM0ITze+4Xrei1h3Nlsy0QJXiU8HSt4rlT+eUZ1dpa9iiUyb0f9tOe4mc",
+	"t6KWbR+e9wePTs/74wfd8/Qh6z5MTmn30WTAuifjs+RB+i3r08GJ+SRnVLP0UreGrZP+yYPuYNA9Gdz0",
+	"Hw1P+8N+vzc4Of0HvDZ/xlmWwuzsN0+oZuFX/ZvBg2H/bNg/7/X7ffOVoHPzxjXNmJrIPGGtqKXk0vzH",
+	"sPUjGyuu4SdNp+aXl2zVilrLPGsNWzOtF2p4/76b4HzdU74ZM937/f7p3//eN/87u3nx4qT1MWoxszqt",
+	"YesXKlgvlayyPPD4WlO9VK1h6wea8dT8KqZ0ysw2mLllVGlY5FcLJqozHNwM+maGg5Pe+fnAzNC/fs2E",
+	"rn8dltEuiHn9mczn18vxnCvFZU0X1aUXy/mryeXVd1SkcjJRrWHf/vaEqtlY0jx9nPHktu7BD5ytgt9h",
+	"oNWX/WRVazgIf7tmwmz3if2tPOzg5ddS6YTm6XVCzc/9j1ErYzS9TmTOWsOTU08Gf6WCkSfS7PhiJoX5",
+	"6U8D0j4/P++Q/qDfPemf9s2zXMrJq8ljKRQT+q2nhuH9+4OTh71+r98bDL/tf9u/n+Ar9xP18+mvJy8n",
+	"P3wr/3o2/v79T/rNbw9/nL+m2NqC5Zqbc/nPDy2apjlTQMV0oV/lbwXXL5fzMctbw9aZIXRz+Iat60XO",
+	"xXRiSB7O1VLgz1RM6VwK8hh/AdqFDbx6Dn/kjOlL10drcHJKXpIXlAtyrVtR6ze+aA1bD04e9s8Mudqx",
+	"rfc8r+fnrY/volbOEpmnnoxf0PyWaS6mrail6dRME9a/FbXkgonuTC4Va72LWstFuvukf/wYOeb1hGnK",
+	"M/UWP3t6Zw9IDT+7p0iKLxOZk2SptJwTWDtFkhkVU5aSNqPJrPSM6BnV/vlSpMx9i5wmImM2kTkD5ggc",
+	"sxNyRXaHjPefH1op1RT4Ut3Ar8REwkPsyHGxf1oajFphn2adkmWe27mWHg0/tHIm2IpmxZl92O2fdvsD",
+	"s/QcSGgqs3QPTrTtRJzD//qDfh9phN1xuVQ7hyOWWeaHoXh2x/JPGgiQgrtQ7Bp+0ZuI+QYbxlo6LjA8",
+	"oIHdHBRe23MoDx+5D27WC9Nu7WmAg5jxOzaXKWsNdb5kwcl5Chd77Zl5Wtz5KUt4yswxYATmfk8RBaca",
+	"xQFNRUrzlCv7jmNde50BNwS/c78TvjcwNLlxFMOLOfJjfdd0Y7sz8bT09DUTqWGD/zPJltaTraODHQSb",
+	"U7WTxS9YrqSgGTGkRlZUEQaf7UmQ8K7bEfxyl9Bp3lrmbL8lGFva2mfrP3Wn/1W7+u2gYVdx4bfu6Vuh",
+	"lmOV5Hy8fWfJMnhxv738XZ4r30k4cTdSr3RcFvpVOO/dQtGXOLPj+t0NJ7B9j9ULlk9rt/fJcpHxhGqm",
+	"yIrljMzhRcKFloS6rf8j7LZdgh1SXlms+2zCGa7qYzdd6HCPCZ+a8YSC3ScIaSj0X6YpS03vocj/pZjS",
+	"ST3Z2p1ooli0GdQaRuyziKy4nhGulZN1yILmqiBbRwMh3SZFg1/O+nGQXcHJIVXLwr9Qj+/X6PH9Jj2+",
+	"v5ce368lw6+q+r9RVY9aK5oLLqChd5uH7EeuZ3JZzLH2yI2XOtQuSCKXWUqE1GTM7PH7etz++MftX0us",
+	"rStxZ3S5K7Eo6BMouLw5W+XWxLwBl4MhYJ6T1H37Hy3XpKUV8IO0ciuOLdE/fzs5GQ+SVtSyljeYGJ0v",
+	"KJ+K1rClgCl2g536GLVkAkJQ3VadPBqef4tW6i8l7bKK2FDe6gaxoTh7e9ECJRkXt4YkqECjyn80LTA/",
+	"+z8QHaQVOii2uIEGnrGMv/ecvI4OBLm8ImbvlKZCkxkVzrBWmC8SKe5YrqjmUhAUJ8Gg8R9NIJPS0vxx",
+	"iOTbfoVIyjTQRCggA1ZJg4ml9TiUnKp5MuN3Rmma0EyxvWWTlBnNfGGoqDVs3cwY0ZzlRE4q5JbJNc30",
+	"2ugs05zO56zXilq3zIzJPvoZbPVRK6NjZm7y5/YL+7OEPqwoXB2s++YvMpyV8z5s+eAaHQPFJ85TAALA",
+	"r0ueBx9pXHuzgGAv4b+aT+zDvd1JZQloKxtX5jWtgZFPZD7/zz6bpXn/gRh4Uj2bpYk2nM1Q3N1OAwkV",
+	"AihgYT8B5p2y/2hiWATT/wORwqRCCuEuNxDCNZvOa7Y/XQs65wlR9nGoc+7HmSc80yw3H0xzuVwgdSRS",
+	"pDxgpFrnfLyENbAabw/NAqDV5FTL3HC8XwMOefUcWWrwaaGolT6bBsN+0K9+BEpU6X0hNajqXARePevl",
+	"BZ5smtgyg9Af3KvcKkE33Ms4oHtN8c6wjP/dR/P/otYtF2bP7TYURserLONCckXMnM0w7QbtSyEPWwdc",
+	"Fddo94ab7xnlGRfTWnFP6hnLiQredhcwTcAARLgiE2wAnKkrnmVkzEjO5vIOog0yphShJGWGQvM1Ucsk",
+	"YSxVn4PLVJjKDtdR1FKb0/b2bKPIJ0vN75h5sszNHp6WD92NNwBHLTvpay6SHeccQpGwydaw9d3NzWty",
+	"3j9tGTFgLu9oVt6t85vBw2H/ZDgYuFCmcNB7EsOjR19MXjytMKIaSmrgR371aijNPEP/CU1Bo/ijOE+8",
+	"z8CNr+REuOOLL+Y9AIZQT73N+/MGj+3WHXJHe5LL+R9ol+zUw32yP5mdSgwv/2Jb9W3NVrnO6zbrY9Sa",
+	"MZqyHCSXN1Sz53zONfxj0De/lbWnN+zXJVNaIfPmiphLiLRzc9MQmZNVzjVTHWDsl6+vyC1bkzk1/3fL",
+	"0MazJoM+UczckcooWCqZsTnsrNVduNBsau7Sj1FlQE/oesuIwrvEd7lgOXl785ikdL1/Z2/Mvgsupvuv",
+	"QMYm2po1zZyN/IvOSzLod3G2ZMVFKldHDGP/ec+owqFomdI1ab+9edw5pEPF9GZP17hZZCk0z8Kdvac2",
+	"Zmd0wGBZ5ITkOM6CRkbCEckkZ8zc6CqTekhWM4brJ7PUfOA+5IJwbWSZO6Z65HHGDUsgC5ow8/ZcseyO",
+	"qZGQ5rXeSJRmO+eCz5dzMM5vzNzI+DSnc6Yt+Xuv8GuqZ5vrcFOyFvCUCc0nnOU9cknmNDPKI0uD341E",
+	"o/h8ka3BOTORS5FeECkYkXcsJw/OSDKjOU1M9+bdnE2WiqWkHZ/1+8Ta2+02x7CNlvnsz8C4GffCzMZL",
+	"hwUbDM0HhhuUFo6+f87E1CzDg7PIrKP7c+BXUukc7mhnxvmerZsXDqw595Qhm/JMKkJwzYgntvHPOeCr",
+	"lM0XUjORrE3LG0N+QW8ZHi0gVqLohBlZImc6X5O2eXD19OYZmWm9oAtO0pxODFUgM+0M4dMJz4GO1cKI",
+	"hETLkaCerMFxjieFrQn8a6Hh+JyckZlc5ioC7mWPdoQxtXYAVnRWdM5Gwp+wOdMzmUbELF9Efl0aIdl8",
+	"NZbpukOmTCtzkuiUcmEd97FfB919wxYZXbN0SMzaxtFIrNAbSfKlMGyI6BVPWI/c2J5h4NAMteK9P7KK",
+	"xGcnJyNRXuY3zNB3fEFWM56x0hLhd/lSqIjEZ/1HpPzllXidy6nR/eLeSFwWH9gjY8OOOTZB2nB0wG4c",
+	"EbrUM3MkE/t3TjUjmeF3qmOuLCt/43QJJefv35sJmCNrtqRH3ipGqGFWakZyKlI5JyCgkDYlb99ePenA",
+	"PmVyyhOauaEhJyrI/HzST07ot6x7On6Yds+SwaPuI/qAdfvpyeTb8SB5yM7OHPkjEQUKXbEWXTwHtXR/",
+	"cn5eJfwF1Zrlps3/88//1f3/vvvTN62603DtFMTm82t1yDLjO5AlgSBZc8AL/fQznvDrkrKzZWLBe580",
+	"u0ePGmZX1ro+2xQ/YktM6T/LlGMSkxH3/izTtROUrfBNFxhaxqW4/4syU/9QTO3DNl/xx3B43+Rs0hq2",
+	"/j/3iyyq+/hU3UdBE4ZTjK2YJf6CjBBG+mfqrrb9xwofpi5MrqJVuJBsc3Y1vWWiHAORsjDE7rFXNapq",
+	"xd7aAcSSKYVpUF55Cdg6joZmRu5ZE/aeK62AMjne7OXxX8M6kjsuM4qmo83hl0WCYPAsz2WOahJ6TYYt",
+	"w/N7zp1aDNRwNUqgGTdAH6OeMwrrDWZwqsGYFXxq2HXA4O0shqToaUiamwea2I+UnprZ4Aebx3VzBKQd",
+	"V2Qle7kxsBL5FTWCZGxWrIfLFXciw/7pyHB0ygXJlxnzNwrXpB1X6SWOSPHba6v7mR/tAGxcRNwx3L+I",
+	"+XwsxSTjyaGUzv2lt0nq5XvTCJqaZ5m7qetop+E+bZXJeFM6qVw+G31dWJEEEyQ56iATLriCGHawlS0W",
+	"piuWbs4DHboNoel26HYVr4tmymTpz5rMCURZkjHLpJgqMP4I27DryghEZg6+tQvzjrO9koQKknGjzNlF",
+	"iO3JTv0n5nRa20UME4QB3wDPqbV6Ot4wk1mKQiU65lCMqJkxiNM/FK1+ApuKGplDyRQ9Z/Mxy6+qS2vl",
+	"drNgOGQrhjZMjCs/Jc9MrA+ywkx2tWAkXOqWCYf9uTjIFlrx5DiTAUmSdrxBgnFnaCiEKyLFSAQq+D0V",
+	"0gnJuNJWcQ6pzFCYQh5TS15GqAf66lyQVAJbhVPWI6/yhtWnNQsX5u6NRDuu0FU8tAzRU1UMtyck+eFP",
+	"UZllEiPTKOIJwzA6M6Iq37AKQlxhHvEG9zCjahT1O1t5i+WxMKcjOWzhc9/kr5bs/SsNp/SyeN5wcHwL",
+	"YPNDMWCjP6sDNgku0NVT/LbakbP9OEnDrBG13ZeUTCt8/BEulc/DCfZeOWKPDu6AERxqd9gfMUcUTsT4",
+	"QscjPAEvpX4mlyI9TPIPyeuJZOql1DDH0gbiPFPJUCkGEm59nh2oaxrNqGZZ7fbYRQ3HF3d6LYxTGfM0",
+	"xXv3gHOvErlgVXe2oYGuFNkadtxICmj7qTuOvt8NScQZvTOa3CKjhM4cP1VDbPNzkXBoYzcrmEpcu3bs",
+	"x2ivqmJAeAuhuouDA3uWnchIII/nGok3FPsTaZ6Au0YuteIpCwzeV68JzTK56po7z5JmI4P4nygJf/qO",
+	"Xx7NSMjx1+zmPqId78A9zP1HmwKykUctnIAOjIs7N88OZOMQVnfKyHKg1dVaK0t2U0PyYC+9MF8QSgRb",
+	"wQmbACM3f+WhmeMznOHN3dsx3rjWrIos8UpolguaYY/HXAblFsK15fYJAWnwojh0KTkD8+aAPRo/TD/D",
+	"3XAtzZ4Yul0K9n7BEs1SMqOLBRNGYQMiYfkdyyFscwoEa350mBYFLRVjhOX5pGvS4Qo0XZROIP8iV2XO",
+	"MCN2x20Js3xN15mk6Y2Uz2k+ZUdNttpGOFG3qHBuuSKZecOsNxXkwfn56QMyXmumWp/X5ON6A++Z2Vsw",
+	"4pP2gzPyPf8zGa9JyiZ0mWk8CdaofaRq0CSom8txm6Ruez1IVrf27+CqAdPxf464/oUl8vr1Ie24tNi1",
+	"wjbq5p/jkrQSje3yk/iIbaORj7j5fhE+Ut94jdBdM8rYnaz8jifsraB3lGd0nLEjl2Gjmep5UfgKHDiz",
+	"MTnNeWZEBf+Jk10yqhE95zMsUUo1HVPFSEKFTavMGU1mLCU5n840EXLVI2+gX6DJMU1u5WRyQbwxJ2eJ",
+	"YVOKjNcjwbVi2aQIcPDtcwWfYlucGU0SXc1DIOMFBNESDKYlVKgVy9VIbJqlzXkAB20RoRARTTGQ0sUo",
+	"Wdwm7IR7v6+z6I2EC252UgeJi3DnGAMUEpmnLCVSJMyeB/T7qGWmP5fPKbLBbId5ntC11LSjRdjGZJll",
+	"sDRgmUOJF5YNFgfI+0bKF1SsXYDNUbRdbaN0e3oHNGHvE8YgkO5z6AZFu9zKj8vFsBKwozKeGlLZCNxp",
+	"D/p90IFVRM77NpBrJIJb1WmDhaXTRlaR9ul5P+r3+x13KnBdY/ije2n+iH3MFzjG64LOuj7+qG4B7Bf3",
+	"K9FKH6NW0Etz8JKWZEW5dpECwDS4mO4Mjvp7txgf/hODwvYaogujq23HRnXt35D5oNKSDxE7ZFRheFtj",
+	"e4eMrhSoBqT5VtClnsmc/8aOuyJLDYSHB1JWxNTQovP/ve/SBe+CgfPz6GO+wdjG85jzZDuOilCviCzF",
+	"rZArYQaTszt5a7Xlt0ItFwuZa5a+YCmnGIt51CrUNNQoiM+XCu6qjba/jBhubsa42lfcaxWiIBxvB98T",
+	"wJpBbgTNXgfZ7DZDrdzrM5mTuJyqFEckLrJPwR9bykk2v4QZLTHcbnE5FzHuVXLpy4k9H2oFU3wOESJo",
+	"L0sgEvGeAqlTClZc/i4mGWL2KmEbpUyhGtHDKrCoupqth3tdyowovKwV/EfQshz/whJdTSzacWfyOVOa",
+	"zhetcqjGP8OFKDX4rqY/t7VBIMfW3T1sycvTx4V3MbdeVGkvci60EQTJ5fXjq6uICEnUgiZMdXrkGoEm",
+	"zGqOBCgBPMX4Ny8MCQl2hl519xRsKYhsdAwrXgnoMjyg+/Dht4Ou8tTZHZjTWQTxDE6+3RaRNRq9Pxl0",
+	"R6P3D1ltZFaJVupXFiOIKpKAWKPtpIaIVlRouAwXVJkpXgA1GaqCgApENrwz0yWXmsyl0iPxbTR4dIIa",
+	"vXnxr9evXg7JHOLtiqBV9JXXBK5C4K+SgsRz+v7PppG4czESIHRiD+TEyA7QLvowlYUeRUqLCM1zuo4I",
+	"LktEBCDKRGQsZcYoevTFMstGAuQS2LlORJRET+YCDRkEk81Q/GWmHxCuIWxY4ZzNgCgZG73OiN1S6eFI",
+	"HDdRcLJarXHnSS1v34+G5sAIi+Yu0rYCmFE7Ohd+1c7JnIul2RS7b5OlXuasHLa2LfkOo3yGrZRq1tV8",
+	"zuooUNu7axs3cXwArqcqQ4EGtnEPdztWV4HqUJ8hKUT6FDzc6C2fgCGA8dRiOTdjrKTDWgwLwz3cf79a",
+	"MP87Ah8EwCc/cEDBrqBjlBNoWygWWJC4VtQqMuPf1Sz7ZZq6+KIjuWsBIVTVEyY5Y13N3mvy9trFZ5Wp",
+	"5rzfJ0/JY7rgWmbk8o5FJIBsisjVc4LIoLu43WZYZumuKVBDN6kjgJLaX2K4NEximZhzkAazuzDbTnON",
+	"DMEF94LoZi4TQdh8odeWwdQIB1Usq7rraim4xsAzudTAU1JmLhKI92jHZzH6zeLLhSZn1XD+s7qjh2BZ",
+	"tVkI5uoz2phciXJDZWStzSYt1Fa1UQTcIm2ZE7M/dzRjQnciHLI5UP+4eg0Z3RckHrVGrbgwZpgn4YpW",
+	"xrMB6bUxJovxtTHPlexmzFyWALHLoPty44AKVtNeCSasXsqyKaQZN5e8g7AD+4O9Xso9VaHGNjoF7LFq",
+	"V8/4HeumfMo1rJLMzb/+dFZuGvHKdh6VCglWp2mpxe+wW1YcWd0B+zPVycxlvGg2B0LPslcTiBTbxu4R",
+	"iMx+6mN+322eRV87QZH49avrG3I/cQYrDfkVEABV11zc6REzKLytbTQ/3NYMTBJSMLjgjYwGZ3qcM+r9",
+	"7RBJOwE5mmZSMLyE33ediNd1DXbhsZOi3nensmvXyegyvTd09cKqWjULVli9DmDLQfzelvQia/JLDcnY",
+	"TGzSRjG0OHhcsznM0ioa/j5fLnnt4WfOJbiHCoj0s1QNF7OXTbT0YwkvVDv+IpEcwEgs0qfNeWZp7c1X",
+	"YI5t3FybZITSLez7vIgDDjHKkNOa8aldU/8Rey6knhYInhtn0a7MrkOljru4XaDIVgJRkRcDB0Z43nuO",
+	"G6f+I1zhV/jtoN/vwxXu/q6uhHlZJzOP2lMhDRCNlwvFch0PXWhIY0SiIR5oDshHgSgulGbU6nlsJCBW",
+	"s0cuBVK7zdDxgY5c2+OhSqLiTGZO7XOZOiDjm8ZGQksZIUu6vHn8XUxWcpml6Dviyp88OGZCVoIs66PC",
+	"R2KFMruqpCB0ILbYD90IBuXRc4UrwFIyXhM725dSEzoSYfBrBSsBBmujk2G88RBUEu8IiCHCt9iruKq9",
+	"Yrzvz8LdJmHmyekOKS5qYQax2X5QTFpDe+A3wJbc8Kz2pNDZZEYIcwWEclifC0834Y7W8BRgKebFGuZR",
+	"Oaf+JO1xUo9g5Tl8VHNOXwnw1huNzU0vMjqaM6DJPEX54qgTa8e6i0m50dXN3aJRvgF3zoES9ndyhfAc",
+	"YBnxx4MJzXKrfKm1stdBVYzm37P1S8iKquNt4NS1hO7i2jAW2Z7J4IyXZagV1iXqmitQ1V192PXrnE34",
+	"+/rO77ji44yRBbyDw6Aagz8FcxEHt2xdkdyT258ffvfryfP3j2i9wL3PfX9Ubu9mXwXozt7WP59DdpiJ",
+	"yY7dUFE3Zxm7M/q3LR/jcNXQa2mbB46bs4TxO5bWGi8xuuVqUb9QV6893O1m4yQxlGN0larx47TX7w0G",
+	"p72Hdeu1VCy/nFqDfM38Sn3cU+StYnkXPthCffdPeqetPTkT2FiLXYvCE1Kh2WB9woEX29dwzh3y70E6",
+	"dCmXzdxqmk5VRIrTHJECuBe4QWYubZVIND9Vjn0dQkd1wZ9iUgaSjplf6UI3SrpthWh5QUJReCnco/Ku",
+	"1EGAHHk8Pykt9HOe1VJJt+0qmnvxY7RRg2jrh+G7RS2i6uK8zvmc5lZigbPNNUQtTvkdq5gAGqBTNtWT",
+	"ECN6h5ISvPqxiiK99cPizTJ4c3WC/V5v0O9HxLSx1A6jJqB6OBuGoYlkTVKW0PVFEUFeWoA+SFcIQzGw",
+	"8nUjKIUrUHAltKxbdgaED1HqXhH0x5WaY3JrBitzI0+CZpai/O3TZsO6EiPB9dAaxVIi4GqHIJMCxsOH",
+	"k6xmUkFz8DNXJct2sYui9np/tswyuN/LZ7fBaBTgZ2+0b8sobKwM5HKhOLtXH3Vl7DY720Tv3jSnLuiU",
+	"RRiOClK8szJERM3kysi6KCuJlMzkqrRj9VJTMUiLFJ7JhGYzqfT+SOF1Uwl48jZWV7yJlEFzhnm9Nqll",
+	"b8nVGbA3ZdUqcvn2dt6E73500ObbJ4E3lnWMgMBt/msdIIOVVroBJ91Ps8EtUswnwMs71vMaCgUucbtc",
+	"Zau0aGXJoeg/cqiFAVcsbX9UwkLcJPEtksSTXe7I7QLFPQzcjFxquEhtDmY7NCobWlNMdyJCsxVdqwt4",
+	"ER2CEAdv0xlLtQjbcY2YEUckDtfM/O2v0LjIoUBlWI2EYtq8EtyBwVtWvA277QCJxa4ujA02sMhPMaEZ",
+	"v7XGxyNEIgg7cFKPEYnuOfNCZbkE61wYvaXgedyPsFcvfHwOMaKeArY3+HKZQdRmkYjaqo/XKxWkDJc8",
+	"Qkrwoqm178RimWWxn/2MKlwYs0EjsX2HKosHoRyerErViWJDCMK0PhJlMmly9O4jP/WOuEd7R96Ntd8d",
+	"z4wrLEyg5uK4ly/k1MRPnnN1uHZi7lsj0zjzzqbGsd2Ear6/pwJLaumW8ALU3tec07JqbgXB3uvHy1zJ",
+	"Gp/ha6ognMIQo5J5bEUuRsxHMEgvx0gcYEYVPui1Psn0Veu/+aLe5aihKtQWJxsBP2m93/msbLA8OX9Q",
+	"Z/Kp57E71Yp/vZ71I2aEBsxir0HuwSFqReoKyFAzF9kq28FLzcIYRUSFxdJTryXJIn5lcIDb4oZONzwV",
+	"OwyguJh70P/xXrwDOEOzV+t1LscZm9tbLuVYyUlpuQgsXRc2QsHf+J/dqVWAr/qhNq8d0O1xnKM0+cag",
+	"H3R6zBkVKgLGuGBykcGsw4CTfkAFBQHf1gH6PZcrlidUMYJBBSoi4JnHyr3xz3FElKYYKWfdTPgiXC9B",
+	"0B7t/vbO/KPfffTzuw/96MHJx9rQPVu+oXaKOBuwF2xOaaf3xZeZ+FAXL8vEcm7FnPky0/wp/N12e22W",
+	"N2eRD2djmWIr81PHSlbWPSWS/WnsJVsBRbzCgWwe1K0exYIKA4fSDsskhDrP6B1z/rTgSrRhgfsGr8HI",
+	"MXKtKJixayQvJdEr7xxUVSjzOV3j6HzyGQzywuKA5iS2gzQaCW6Y+bHYr/rpFKiGe03qh+L16mnH5Gok",
+	"0ag5RA9Pu00EO+68FxD/28Zru3iGL3ts+30jUuzn35uPMBDF+SULcPzKBoJLxwYB95qv07fohLUione/",
+	"rmZUQwuGgRiucmGDjgnN5VIAfBjNGUlzuViwjUN+aKCclavtWjbv1I9sPJPy9ridCmCjd0gg/sWP0Z77",
+	"awdW7O+cvn+CQVicqdcsxzSdOoE9l1pbsNAKVGPqG4DATitWgHlyTsUaEkdNqxGhSS6VsoBwPtB7kcuE",
+	"KeUja5ZC297SspPvpGLCDW24gzob7rLWUjhWMltqRuKZ1gs1vH8/Jm/fPMd737rGVBGAjXkFsaBaDUfL",
+	"fv80UUvYbviDxUMzP/yFyAnmuTp8qXuKvLy8uSZ/Zfpa54zOSRt4fDF3tOxO+BQiJeHCQ3V5sRxngPsA",
+	"cLVFHn2R9CVXwnlJ26lM1P0Vbq7qzdOIjFp/W7IlIylTmguEMhy1OtX4A7cE+GHgGXCxPWmNjH/IkTFb",
+	"EEKh1x+aneaMWu7/I6xlaMjNYO/KXOKeIo/fvKjRTtFs98RGPe7t/KlnUC8Dp7ntLoy+zJiayDzZR+53",
+	"Bbc/NM4WvHwNvtYf0Qlaw+jqAj6nDSEApod7isAbbjk3ZvUSoq13Taf2DJrzZhcLjR6NnTgCdaQ5X/eU",
+	"X00g1H7/9O9/75v/nd28eHFSodf+2bd1JNpMg6+pTmYHEuJjm8Rio/Aev3lhTWZDZ9PE9I6cLTKasIhY",
+	"M5l7mGSM5lFhZmCw9OuLkSjspEOC38C7NtKOZhkeaGHteS5KYCul16Q5uFGHER64Mb2mDIVql3tazo4+",
+	"Jzv7O+bcVM/I7k4+8cz8bUkzPuEsPWKCR52kjbOwo5vas/EZLM47Lc1FpkgYmmjzkMZr+/ctW0dEGHrM",
+	"OEBCKsZIgKcYdy4cdFyBm+5i/bhyOWQE84LAJWvdac7IDan/gEahZnIleuQSvB/ONj0S7fjDR7QSgmW7",
+	"cqN+aOVMsBXNioIiD7v90y4kaShGtVG+TqIWwOz7soOVNd8ZA71ptvqCjoBircq3atk5MF5bhD4MDZ5Y",
+	"Q33KJlzYKMJOj7wShI6EDelBOdBrxLjDgrECRfMC8d8gQtQFflleCvvEMOwFYlTBKYVlNzyDNZIb+mgs",
+	"26QeMt4lm3jSEBL/G4EYINZsJBKZZTxlqowA5Ym10yOXNj6uXPwDMOBg6imioYgAndBaUQGdfyNYtAQH",
+	"+/3Tn2LTRXE67IHQcspgKJreMkL1SIDQfXoCEDw2OxArWGxpPyZjtpYi3STiZkqd0/cheZ0Epp99qddq",
+	"HOsDb9lXworkhc6xNleuFGWVpCb0SWuz2XV2cvuEzGnKiJJkQsHStD02xPXe5C50zzcCljaDbVxRobpm",
+	"3GSLNiJCM4VCRmzF/S5PXXp8cw8Hq5OCvdd2bQ6MjWrKV4httfnYVp1we0JyQC2I0KUXX2MxOZbi4X0G",
+	"CQpxGH9cVK3377ai1rOmTIaKPhJsXbH64Sr5GUQF2dQpLY6I7SodQcu2eUPCdlSQAndnAxtrSXhzXQfe",
+	"YYU4VPbFEhHXKsf2xYOD3/YlfpshbicZwDu3J4DT4N6rz873STJVYc7yWtssJrCEHjqoRoiJlJ962j7j",
+	"ecooYFm9qPPR8DlzmoOvUeO2FKsMgm90zjMj8/iCXdtZ1PEH2I3h6fuE5YuGoFyw0QeCJ+MIAohxa6Tt",
+	"U8rPLQZdpxwNBrEBqblzzaUUYR46Qju6ajZGcovRBDPMGU1jBGPCrsC0y5KZBBMgFJxxQc1wle10S7pZ",
+	"Xjewq5vyvKDIIzKGalhbsWlJOSAghK85kAW5014+pSEZ7cGS9vLqH3pRRkSwFVMauc3erokqt/w9Oem3",
+	"s3kXr/mXXC4Xh9oFnF8CbItGToHaFsroE0Z+zfgty9aFdwJT4jeZ/7gh/xhag7Zd9lI1WQedyEUoiFHK",
+	"L4UrkFGb+Ofj33akvhWHHCJ0bbU4niokjXK+32bqUpNn6qQh163ZS7kmakYNk7Tgo7AqhgZpDrmtmAEH",
+	"K2EkR/A2InK4jX9TqEAscnnHUwB4pZBj5nGXISPGKhqGC4iU5inony4Z4hdpRH2jBMXkv0ncEJSr+G81",
+	"xoPv5AoN5X5lYT6Ely/xk52MZbxuucWyfZV2cyt5f1IIkKVjH9tcEwvkCktviQTCVyKziLCFdsGFC6F2",
+	"NO4djftxnvIB/j0xHrsmdfvytD5e7VKUy/kUURwn52EZwyIt9cGZg1oDpeG/472SArzFz1cuCu/Ts52u",
+	"8aflHIINgxyqrv4ErqjCsoxOeEREyUJlwModTOQ8mSFqJkuMWg66MRgTRsL+BC4/DY5zF5pPtbUqCEme",
+	"vLwmmZS3ywVpU5JytZAKYIuw+JCFLrWViBxbAPdUMmPJrXXS8GCvB30HANOJCJtzrV3OK8Kd2kvgKQze",
+	"6DUo4aPGbdm0TZhuRa0f7L+dllPHoZ+W8iwOOLHFhwRMFSxXFxhtYGbSTakOjGRBnVHULNQymXnEp80T",
+	"bprwYCoHe1XM12XgliNcM6VGfuBsdWQbBbzM8Z+/WjBx/NfXviTxgV+XIXSOaiKEyzncO7acv5p4MlB1",
+	"ECcFEJBqxA4qAIL2UHVMl2XaqesXfnfW8dS9fmjzhqpqWvfPyZ15Yc9WCzqrafI5F7eKJHgUzLgxVfuQ",
+	"pg0NqoYkP0UkQEcc0t41E2lze8A0rCIbJNTu0XiZaOsjquaKAMCb1nuPOSTkuog/+5j87Q2A2iiiEir2",
+	"WJJqVEjdFDaXbXNjaqigntwaaLx2mptHsFa+yKla5uxQiQ+LuC1zZtOIEYYY9PZlyvUF6PWA0CCkPb80",
+	"A5zlxujwRnMM1vyqS/2MyGrGk5npI5NiChK7ktkda7D6QEsHWkHsPLeNbpmzOuOs5TD+3ofe48KuV29R",
+	"Um9YamS3dIt+gC8SOpbLMibbmIFXU8v5WGkpSusQHIpyAcAaZWoVyLEb1dPaMTCg+ILEoEvFm5mPMwrQ",
+	"QGXVz8k4TdkITclc1ThivyFROUXL7W5pfhurWn8IrI3xgCNgNh+QV+XE+q+sja6OwFNWF5mvACczInOa",
+	"zLhgXaNuggjqkbXKUmFRZ7SmbupGGcxW1CpXwWxFDQUz3BeVn8OCvZVHzopT+RksnZXfPDB/1HoBZV1e",
+	"Sn2ZZXIFm1OBFd5E6d6setGAwVutklILZt9QrWZLHYawslRd3cu6Sl3l4nD1xQWqZSmqteuqFSfrjomr",
+	"QbkTPuqJeTEs99h86Fe5FNPIWmCRcV+gD5S4ajNqn3SXNMRFbjxzT+wMDjh3TzwgLzXa34KJtMhoSNlB",
+	"1wvEZ9fUlA1ZGabcBuUvvLZ6YVZpJDaKONZ8XxQatd5siDmuOY0WlJBiUnjkMsYxTHkp0m1fusKXLsPc",
+	"5pV7Y0x5XBYfIEg+b7BVuXKltYu3Uei3WuM3HHX9QoETfG8rDp4th4m2cVFskplhSZ9k0yoCQMmEoUxY",
+	"E6ertviSNhKfpQ91dWba/VJH0NELU6qzX82oelELnuAMLQCda+cCiddI1fb65grnvAKRjqakPWHaaPqA",
+	"z2xNKZ36SPi9TGcU6w7UWc5KoTVWfsKaBT4+Yz9Tmt2M0oiKlXnXRCH1mLdQCJSL1N7xQmOIr3/FRwn3",
+	"SBzels8oz8Bc1XbBs/dUh6xoLpRNk3YBJBuxNGHzCuu+gWeTnIbh1WY/SO6Qn3iWjQTURJnLO5aSpcgM",
+	"bdHCA6vQQa4Qd82VuL0SExmDoZ7mzMbHuCq6KFsKORL25U5vA7UdgmdqtHZkQ3tA/mJxW3Ms+JQbBcGW",
+	"l7mniGZCz4jZLGtLg3gZDKAJQIcLM9SGnF1ae/S0hKAKVicZCXOLBsWFh97bp4iayWWW4gMzUJ6TRC44",
+	"Uxe+N/UCGGi5u5GA/gozOJ62gNeWdGPyAsyy6wVT4M4cW0SEIaxnxkaCwlOylktXffhWyBUZrwmfCmkO",
+	"AuEVS+IGhHLF/FiHj1xCU66AJdvPA8zktFXFIXjrsSVv6FRdpqn/7zdImkawKdFQMC5Xbby8sBU51J6s",
+	"emuoO8hHVDbwIUW40A4yi2qayRoA4v2S5rBBIAWHz/kZIwmCIK1DoOiJ/c6Ozs7UjKkWBYyLiXzBmlGW",
+	"MXLZNAN1qWOLDUBzTAOxTUOglnZWq8LroB2ZwJbVOcp8mYzDsNAg6u0agWflBDyuG/ONiGLZBEFouahF",
+	"Qau7XKy+EfZZWiY/6GKiW6+dI7zzfhx1Njhg+AUt7y1dlI/PTi28GELd7Dwg6WGwJGHE72aYaSO+QFg2",
+	"fIPey3G95JaxhSqQKlREnNqN8Z4IhCwkVBatmFACgce1ejBg2DEwY5+Uo1sOUwFZqpYL1Wbp+prQFioG",
+	"JY/iGi2DbjhN0afxfVoa7udItN2NObS/2lGk025Pmd0zRZa0vSexjN0ZoN76iD5b2XyVG1FIdL5Aeu0B",
+	"6bQ1qbQbgdSWEmzYdMOAj0Fp+sJpt8ELfn2K496I8tTIBI+xLRpppFChfXCdw73Ml1ldZMWkAQR6xnI2",
+	"tEHfmLi4oHpmsxYjEv+6ZLl7Ys548cS8t/kA4nFtoPHGw/L9Dn06e+9m6E+TOeomjHgMTVHl1gEEDcHo",
+	"y9EQ9Zg6VNWxz3L4lFW22rEjArMMPubB/IEREXZ1NMuLlPGIxHV7HEek1+tVUGptXMUubdbVjbCD325R",
+	"A3I7QpqY+Hye8spc1TNOm81wGOvcKU/YQTTO65W//Q49R8CNjNZYl9fvLk26hov/WNECLybI1VMVfBVV",
+	"WAAhIkWkQRVTy87rmeOn3JS+0nDNt35gRkpf776zKzuFTRdc06/Qjr3D3MjDHY12bbU0p5u0PdBYDAOI",
+	"O0aAg/+M3H5g+T+l69FvmzfUft2OjVYRd4JmSDuG4cUdPBI+vWTvXbvSCiRKeByif+C0ilY7RwCQNOz2",
+	"jW/UdIMbjKGM2Kl32+EhyCjERejdAwjhV/7PaPS+3++ORu8Hk9qiabXk00grW4pPUS+J2twnCveaZu+B",
+	"HSOemvmvAMsjBbD7dvzTTz/91H3xovvkSdyJRgJ+13xunr159picnp4+6njoj7ZRF+2ta0VO8zBEb6GQ",
+	"cmY0S/d8JKxbNPJu0fbT3uDBGUagARmlQFPxMs9iADkI4AfaqjO8f9/B1jkjjpkbOvJRs3R0Br4fZv9l",
+	"83Dhm6jlR7mB+4aJo3WWk6qYdNgZfWPEES/Ugpg7Z0xHpCTeolnRMrwhiefc1YKc0/doFPZbOBLBnWvE",
+	"ZBfO2MH33JZXFxyaM6uLqlxwQ1NB3jw9GQn23vuyze6uZjJjpYFTncyioJc6tMg5bcCsh7L7SltoP0LR",
+	"zVnOnJZLdEXaTbBb+7F05GoNLVLpILCzWG8LbWNPbYGJsRMUY84bxCE1p1l29Dw8c6i5MN88PSF7bUGF",
+	"B53vZIIfmxjKD/W8sWxscDwlwjIgyv9q2gRgD+imjvpIG4/2SJhFygF8phPwAHxqtFDgBuYRUuh2ZgOM",
+	"ayTKnAupuoZ3RaTo5u3NY0xSDfOEIBsa9wjN6O6sXRC87YAx4R1XBkQyH0LYR8Hs8IWCHY5EMMtgHvdQ",
+	"drQ4Vug9qsCOQDJp1JKCWVShXZAN0YcNivuweQt/2D/hoCyVvgOyyTTLb5jaG2FpA3IRWrB13J0tTvoi",
+	"lyAHTikXStuoW4uP5IEjysA6DS7Hwy2/d65iLVhxguRUm14Ve+gdMF9bQ7ElzgrYj1m3Tq3J+CgEovrz",
+	"W2zEXqCAzeHldkdstVVnm8fygJg5Bh4gV4X0s6y49/+W2/0862XzO+oswPZAe+kOxwBVlYzOYbcdKphl",
+	"Svr3cpf8juOptdhUZDk3BOvCqJXqwI1zaAWu6oECz5khxMCl5qFLEbk3CDSt+Gry9Zul2APMDjMWEX8a",
+	"HHVh2Q251CC8mFuA2nq+9QpAWokn2Z0/VfUL2imB6RK1bzkhi5wlLGVVGMAKdsiuOlEB79uBAmgH8Xi/",
+	"+nig44L629sENDkEJmqj2/oF3YPSjuAYltDuKSKXOpHz5miiA5BGQ/orLV++ZB5gHcpDGxa01SKAhLKL",
+	"roIz0uBxhnrpPAfXf1FkAq51vitfb0/Q0o2h+oWo27oKYOVh9qsvB+z5SVaUL61CO1ND7XpuormYNRXr",
+	"JilrF+bQF5a6Ng9iCOVjgfcAyMXB7ZC2lojl4jQhm7GFmgTeZysEYOkAnuTrejD2S1vyACc2NAIbiq80",
+	"I/GfUKccdE8wXRSzpeC2SZlFqjjtnnbPbDbp7pImwcqfnpTIoD0a/Wk0Sj8MopOPo5H6r85/jUbt/zK/",
+	"nH4cjTr/9c/RSPW67+wv4V9n9YC3PhD44Mg3+yFpU7KQSlNvWO8QqpRMOFZkdIUYGq/eAJV8a7ly+1pR",
+	"FaURU8I9/6QKUOfnrd3XkB9HtLUs9psKVH+zCOr9gHTtQozInOa3TFtRwhl9XrgfIXpaFH/WmW7esEVG",
+	"18fJVWZBV1ykcuUD3EADUcwoLkZB2dxSxUVyWCIYZA8eX4UFO3TN1G8BLsFRFz4g8dmyhoZd/Lpkyzr5",
+	"H3/fkpMRROeBm6RoaHuC0uELGipiTeekFKUYRLAiWBaoo7V+g0/drPLQosruRW4Z67bRRsQfXmCeYnAH",
+	"KHgHBI0cF4rxifDJe4Mmfyr+ce3uKuyhkWjw8W7om89QXKkYSuTQlGGN/Aof4mi3K/dYCqSbI9yECBPB",
+	"FfrbqSBU65yPl7oIBnTRmjcBsK9C+40LEvYfjQTEEQ0JFN5oF5ZqM9fCYh2RpjJJ9s7plarKg2XcPUm4",
+	"XodvYqH58rdUs/CH3/jCmsbNsGzZp2gkUAIyvy/zrAznhzZHczUpN42idlOllpN5y35tse1UZ0hi9itM",
+	"HP/FwS0jpL5Cxznkv9ifMBkmvrCymOnQV8bCZIGRiIsqWj3Ib+z1erFPYo+cybpmDljEuA257eXHQ9Ns",
+	"OMipxn/C4mUa/8max6sNmZN27CkWNsrTrE10CIeeUaV7vd4TcE/ByCLi7LrV0ZXGMxL7DEgxbcaj6dQ8",
+	"8pbazZZt8CNSlpD6sfsb7dIsg+F2Gjuywr/y2+xew+bse1Aw3FOh2S57UG1ijC/zVD5q5dp3c8a0GgkX",
+	"57yBV4QHr0FbKzeMaNuAC2ORQ+lY3jGsOR5vAi+W5MuwWFsgzX+7T50IZBr1FaotmhlO455CngJcJBQO",
+	"2a+Q2/ArxJya/zQnqRW1phr+AWohAERpD/rCMRm42FyYjs0785tUK116BXiPe+uVmR1eXeifbQjT834/",
+	"ZAJ7x5FsdrN/UYtNoCdLLcGmbLlYnvlL/6iyvdZMagMwHea9PQE2OtkSKCLB4LHokUuL3XLuIHFGYtAv",
+	"vlWE4gNYz5NzMOs7JOj9UHcuBSSwYho1RijKA7Kx7Pp4RJ1iR84P2Y8t+DelHg4uCmTXqWbeWfYZ5l0I",
+	"HIfYVjdtZm6YWxbge15XjSG25TTiIbllC01sHb0LEitBF2omdTwsvA/ggrNWC1dQb7yGJJMeeVm1XzmO",
+	"U1TscG3Wsgo7ziPiz6wouH8EGkj8h+7VTtulH8aWXXDMpylApTjWHnZsxfXMI5KF/L0IYrHO29I186D/",
+	"2b2i73bi8YaZNt8xmulD8e+/s/V0K75CD9bIFUklF1MUQlezNegrCKcI4SEWw5ErI5NNMNnn2uiQ9s6A",
+	"FDeaXWqHHothJXGRcYc/uFQ4HxoPuEUrxhYjgXmFYVNbEuYshF0NS4Wqv8lS8zv2DGNV6248jCf1GLc+",
+	"ca99SvQyh7AYP3hw0lvYUpIzEOL4HtAp4TodjhOEY28KaFE+JtbO4Z5yobmkHQMa5nn/NPYIeZAtXAl2",
+	"dW/VpwP4IRyoiZsvr3GxDgY2tTt/+FcsfdMQR/zjbE0oiW2iW1y2wGBKLTwZkvjJ0+dPb57GERC/Pxvo",
+	"hGHpSMRngz75C+qH4JJxW3BOUrpWpICzdxi35BLd9hOZI7qkJX9EfPM5nGkB1YIRxaocbvaEZQzz9/6C",
+	"AWOWMm+kfC5rDZCbd9nGmahlp8HiNNlO48vEtBMTw02NYsWluAhOOh7jU7c2ddmx7ZItaCTqk3TLKbeG",
+	"H2uZpZ2IjGlyS7Qk4Uh84rJd+ouRKPYch9S0S5Zj2dMaeXA6KUhlx42gOBIp7gZpxzPgxb0SBcaYWAgS",
+	"TCVqEIfbilpB1uWWvMkbOq1zi2g6vSBqmUP9LKyazjWDqlqQt5vz+bxyabmi3RUnxw61CPNDj6mQ1Vzr",
+	"slTVkiwAGQh6+JIVLmE4deSOM0Rw4M8zxZKSPFlmmdkujNNCIgRtF4S5z1lXfe8Je8a5acC8eRwRF7eG",
+	"PiT2niYa4G9zxsgkp4n1v4UFIf9RUcNP+icPuoNB92Rw0380PO0P+/3e4OT0H01lajZmhsnKB1bdbciO",
+	"U0WAtU+3C8qIZGyirQi4JoBQG4c1fHrH1SOHB05xXKqKm4mroli5lheux6XAXyuuSjplQn8a9ufOsjWH",
+	"F/HFEky/u0q+F+XtszJapbbv9Zzr2RHFffaoGW5IyV2KOwezhxN6o2jUF3RKf1Jp8w0+g2f4oOq3cy7C",
+	"XwcHpfZfQg5H8Jsv/e9Xv7NfTdyGoJXLIknkcxaifWWFG0z82Joxc4Eqt2BYu8bQewqRXSEDOyZv1ub/",
+	"fFIx2jrfOj20CO2npY820OCBNVl3UeGRbsbfW83UhsU6sCzqdvf2PUUUA6zlulvY19Cry5fdbtVtiumt",
+	"dL5AhDrngW7HpUjduBN5wCOHvIQhfoD0NRJCrggoNkWhqg8fY6vBATsn1zg90OwQv7pUDoOMmeIpM/qN",
+	"q/w5NH2wmLTRwOmc/26MGYMo6FwupzOobmYtL3C8Z0b5GTr1ZSS4jkh81j8lHgrPF5ICU08iF65Ulo1j",
+	"dEbEai0pgP8sQX4Uf7WGrTu+qKkrVXdBbZDVvtVrLzdq0gZqoytP6/ci4xMbLe7q0B5ShbZh0IHdZkGX",
+	"tRCcNoAbHqsNe9oQzqvd0lvGFmTMzKpjaAUZA2yTAB2tQO8Gaxokd+RMLeeIjt7WLkTcaLqZnJKpZMpX",
+	"cAhNX37SpbmEceEbe+IK3W9Oz4LGXYnF0nu2sTaDq6KQQLC6TZJd0BwqLIjUBfSFBtMyRGbYZq2yaw/n",
+	"4wIB60D2c+VCI1Qobl8QKghPLSqhtJcnXSyyNdgnQUiIbJCooYwjZX7Df7xYb2T+e8p68YsSd7UhG8le",
+	"cdx7VD3aNrKiFXittoF9I/xMYwnLXd28xqnVRyBDXEkpiM8NPKpd6DoltgS3dyScVE06wh6gnWHPDruT",
+	"3R2DBN9Y6MrKBAuW40AvSMrS5QKsUVx/RpiqvBHOuJqnUuQSuJwVj0MXwrOVHxdYx5G5qtzViEE0fsT+",
+	"Dwy4AIOCp5QYfGcOuhJx+UB8HAk2X2gOJjh7gON/vjPHWJLY4lnFHW98hS9XXLESkGZT7kx9vadily28",
+	"6y7CPAJBNczboCL1CDkWygsl/sKKVEBJocE6APKqTY0oY8EdwWGfhQinpcbimk7Rj/msAcPiR5B/rCnG",
+	"vntB4kXO7rhcqriKzAqBsDSZhbVSrBmNXI4E/qfFOLO1np3Uw+ZmdYQMy3psYF/bULdqYnYdS6royqH9",
+	"pGIQ2Q2hbT4Az/CeeSt22ZFf41Id+mWVL5f2KWi2GFodqSdl0MJPpCZfeuVzhKrvpDyqw0I1zuG+EURn",
+	"e44PyruxJLSfHSUswhPs6NMjW9i6s9s2ERj4p24honteVEBMHeCgFLaMWsDea5I5/3WFABSxdZDteO5/",
+	"8AP7eB/GEXvPX/3FuwX+3s9jy6q79d5D3giF4qKBEPHzEzcvbKpmW5oKt18KEgefFqCvkS8JLScb0aiQ",
+	"DYSJo1izeSR8ZlwR7x+HGRZxjR+NA5I+XkAtm2RYy3GXweQ+JTK60o6vZ79ljy1W6ifujoOyHdqwKJ/h",
+	"VgNeyxXBJKwwj3AkyomEUZjNek95V4nLsPU80WUS8dzXecfrl4rUxmtEvuyeplPQXqcI2lkXmbGdM99s",
+	"H9SEZxki79l2en+Mi/zQ5NF7Zlsr8IlTfoe5qfvfU8fKD1ErsA3tGinQREBsJLWg+Q4Z5UgHZ00W6x6C",
+	"TDj0ulOblnCX92HQjhM51sw8UPMxX09KEMxHtVAClz6mhUWALn3M92ozkuNY9lcXFDLcMLvhlaGXuWBp",
+	"EYXiAtkQ4GgDib29GX9GNsLPOjXxZ1qa9lwUWm8krrQib988R4gG7U4l6mYQ5jJhLL2HwP0sRxzxjCa3",
+	"pLAJg7G4M4Sqh4TrkVguAEFcG5Hls0e41VceOs6G8IUD3A6NbKtxah4TULZPHp+deYkSd8uIG2l4oYmh",
+	"tJjh2KPaDS8vYh07K4N4H3EAPVh8jUy44xKwjB+q1+QMnKebhec+IbqlmYnrAtX+U+btYsfqZ+4CuLbN",
+	"vTDmFGXQZlR94sRdz+92YaKHasYWY9WzI5xtlxXfWg1TdgU4CsXPOkagvI3QaiTaqUzUfccFe/M0IiML",
+	"LaRGrU6PPKXJzBm/uCpFccsSmw0yooicjEQthFKHQCR4KrVmKVlQiP6uzTZAu/Y3VICt8huZxyPRhh0B",
+	"wGWcs01ei78RUgPuoEPnIZfBOHmBB9dmvy5pxvUasAapGAncC8TvslmLQxJ/g/la39iUt28wMe8bYf+N",
+	"KWff2By4bzDn7JvMpqB9w1xiF6ALo+hF9cya06ggMI+o6MZl/SC9ulxLzHSx8Y7h8iqquXJOlrkbp1sK",
+	"05hFThEM3C1FrszpSZAgE43EGcnYHcswiuzBmVMwzDUl3LTxXMCqn5w/CFH2XBDn2z/1+/0+5LEByLVf",
+	"1RAy6UCH54fWN1wAngdftCKEQnv3sd4D2nSsjki3cCehwblUX4nmyGr/dpShhLWT+/jxbeEmtircsSX7",
+	"Xr+6vnHFZSve/LdvnkfE+tcWLCfXtsg7+dGJUQShrwN3e5enMQph1i+RRgU6unQpXznT+boTeYEMAhNB",
+	"GIhJeyn4+5FwYH1I5+49MxqqlzkAmd4NIsTcHlPFHpyR715cPu5ef3dp6FZOjCDnm+2ZuTow75G4ZesQ",
+	"tAO/76YskSkwqlw3IL3Fq5liyc8xUSzJGXiEXf0/YDyaZMyIUVIkbOjcSON16IlB7dH/Bl6YjdPi6mj9",
+	"s3CSVWxYtS7SVqkO5D74H4OTwB/YWPo8dFS2auWc4CzjIYbTGzjqtgWpes/cHgN++LAkww2D8jof30Ut",
+	"sxdzqDFpbtGPh9cnuwBjjiF3d6EdXZNsazBXMdANX2AAPRnc4pvlsahIx/I9aWvDjG7ZWkUkTm5/Nn/+",
+	"HJvThU5FqMxnuoOasxe1BVnT7nM7npg4OPt9HXcgF7vZbGFU13BkDse0KJ9AI9YaygdNAFrcFBedHQJ7",
+	"fPp+wXN2aGKM8qPdpJTNMZC25wx/suzEbNjpCcmpSOWcjNdYC1/N5Eo4o2FSDqJpYRN/O3m/+MeP5/23",
+	"Jz/8ksx/6L+dP+r/9Pc32T+ePlr+dPLDn8fzN6/+8fd/ZMntM/HTj9myFt3iQFyUT8IQevTocC3MLm/U",
+	"uFfbCCm8Qg/Mgz0K6ORITf04LEv8jKVPG1hVtfKxRemFWl01N5YNc5tRhaH3RoJrC+m5WwSF7aza37mw",
+	"8BF4OYL9YmKIHS9j7973+YamWQzkmdHUB9VVrrPBSf8sCKHnQj8425nIN/M5l1ujPjezNA8Igas5BS66",
+	"rVwpyM1UioPC3vYPc3vtqz0aaQf4dmRXeUPPg9qUphnSRodPjH/G5VTD+ui07YxtQ8JrYnO9Xi/u9Mgr",
+	"o2naqwSPFsltbs/FSGC5AK4jm5mKhIIcECG1KgjI2PaLyfd/e5R/+5fvf/o1v1n98vb1k2+vnr/+x5U8",
+	"eU6f0+vVYLI8Hb/87W0t39vLhVuTcvd74JnH1gBa5llDqZsQ6spj3ZaHOtN6oYb376NFIBD7nJc2PZy5",
+	"mwGVDW3K+Xvssd4f0QgpdplzvYYadsjHLxf8e7a+XNYhxF8Kcvn6yghE1VpNbSMeAUiOWYpAWoLfnLy1",
+	"IWF1opFwRahAZ4h9DqmRuizlxz1yCZ06/ztEAys80oj6DSYHc4QFnaM6D5o+WGgwmJkLzAK3MyZ2medM",
+	"6KHv1pqvo+AHjHGOwrBn904lDjoqB0yHjaAL/oJQmAbOlGYZ6nMjYSGDO8AKUY+DKfaIPU9jAAQG07yZ",
+	"M8LJQTiQh9OzE903aHsYxiQDuKgPzg7rEGPcdkSUtGOXYwB3Ieaeo5qOhAvwpsT2gIZSRLG04bUAjEqe",
+	"WSoAhRUzg11MPaEVI9xI1ISg44YH/ovCpB475vj0fcLyhY4hMBn4Idrs7PhHwlZ2cSTlTC8lfHxLTPcc",
+	"pY0EJPtP4GrA3asPVecYostA1kqDzT7rD0hYhR7yaoH7yxJVUEGuXo8E1ELoQqIl9Anlulmm2AoRR2uG",
+	"AKa6jEP5YBvfjCWBqBoJW/KYpeSkT5biVpiFgRNmrxjwUAz6ThwhU6YVic9OHpFKsfwYOod0ZJ2vu5dF",
+	"sWWcBWwwy++sYGR2/5el0kQxJrCIlo1ZM/wE9SGHzTZsve/SBe9iuTSn1QE7an38aKuEVtCR7YcBQwWW",
+	"7XnvlOvZclxiugX3rdY89M1g5DdaGDcw/hDmC0lQOSOOo313K0A8KZTdHomRwGqZAZMC2gYt0U/Za4fE",
+	"LjUZy5Rb6I6/Xr96ORJt0CmZ0N0bLBixQN80l+L+L0oKW7ohySSEsLp9hqwrmnbhIAT5opag7ZGIz/p9",
+	"Uim03iM4cuewwsALVZh3Yqg7FxOs+iZGwt+e2MXbm8fHZeGayTaZNYx45OPjc+xILuivS+ZNrO23b6+e",
+	"3D0EqIs5zYyAbCZaCBWI3rGQuTkTlk6hiLyLnqeYqQGEDD453EhAqOPCy2KKTAECgILmGgax4i94O3eG",
+	"hLrDicWWPTALx0D+kXDllqNSvWWZk0xOpzYNZh6RnFqoVyqc2y4gMTcsf1PGf+/azexepTFps2QmHT8J",
+	"yv2Bk2DKhCFQlnYidCKMhL9N3YuOX+DK3FNmdMqRiWFvZoETuM83xgLNUM1GIuNzI/dbJ7IZI9Xsufmx",
+	"i/8c9M31Gf7+hs0pN/KyeYZmUCuKGC6d8ZSL6UgM+l3kYBZxdgiJ+Yb6kbLO+5AXxZRZZHfrRnUjeELX",
+	"MQYGNQwDXihDPwC5p3Q9JKfn/ajf73es1hF+r5iGUiaW0ULeDCwNTqU6AzLJGWYNZdIokRKIk+AKQu8Y",
+	"DMXNHd/Ir0mJXSMHznjCLFKA5aIvrm42GKhcMIGhYT2ZT+/bj9R98+7HqKW5zkIGTP6f/9//nzwuwr6d",
+	"ukNeL8cZT8yetaKW4ZzIcQe9wcNe38LWCbrgrWHrtNfvnbYgQXgGIul98BgLff+DlrdMfASosSZFa0Gn",
+	"jIzZjIOoENSQXeRSTl5NHmNbb/MMQtAqWQEr6quimoM4EuhNc1IvFLaHCrVmboucTfh7xzHsHnYiPF34",
+	"4dVrfxsD8KUyog2kwUeBowpG1M1Zxu5okdNfrsjZs0uI7klYCFvYHkRo4Gw065H4MknYQiMm6P2Znmcx",
+	"3uYUKy6R725ePIdVinyJCRAt4JJB0vA3FViOp0zbRQNHvmV8ZvVP+n13H7vslcqVBJbhoIQ43OYvkdxW",
+	"bKy4Zl3DnY0Cgw9fw6Iakrr9+eF3v548f/+IHmd7DyxS20zkeZEfavP3m2z19phA4v0TyWwEVgPcxUcX",
+	"Unm1gP4NVQ8Gp72H5ogpll9OYcnKq3D/pHdaLki+I5hNQTZwIvMU0+PcnpfWvYW+nP+VygRsWeYF9Njg",
+	"A/M3yaiY/u9Ri4lRq/SM0TT8Gw48/vDaHChDpZaA8YX7wRv2l2obhcfI9jHY2qB73OvZQrD3qw3cL2bU",
+	"ChevxsqAuodZMHvFl89EXdTLx4bUFjBiYVsA/X/WP2vaMX9q7r+U+pmRM8wH53h8tn9wJTTLBc2wwi98",
+	"dbr7q2uW3/GEvRX0jnJMEA31/dbwn++illrO5zRft4at65lcEfN/RZq7URegdKRZtbXSbB7Qu+MH78Dw",
+	"ltM50yy3TrWNpVqK6ZIpZQZh+VYdAKucdCWUyYdlffvmedmYkqifT389eTn54Vv517Px9+9/0m9+e/jj",
+	"/DV1uoS5LYozCv2EVZat0a6gjYOqx5h53l8A/71/N7gfKCC199Abppe5wOBl+y6IdUG6AP5t3YMxaSdU",
+	"sS43k1dcc4cSO14XSUMjISeEEiwWXS5i347h3zZy4c6Ws/DYs1Zmg9/vKdeCYThDCN2wVY2xXv0il3c8",
+	"ZbmVmri5qGzxCl9dDuIgnDuWoSyN62zk9hpFosha61wQN1gIURmzYk51FflRBkvk3IIcuulBTIggyly9",
+	"NAMdAMKGMbscmoZ72hsc/D74oRiBqX/mpJUnkqmXFqY2RvjtAOQmZzYmcwzAOkZYX+UUAAsab0xbo2bn",
+	"+WjKij3E6AkXHpwDqLNdHIQwU/VI4o/2SMJ1Uk5AdVWKztblSTVcsnWTKLJqa6dQAxO01xysHbP2TF2U",
+	"qa00cozi+tnXS60bsqupXb/mp0eN1+cOuhMUSq4QE4Vl94IybA4Fou3qMt5TTtNGm43F+oEGK4CKL7qD",
+	"/lkTXbnqQPUbAuihO1jqp8iS+xTJcq8WVbIOEazsFx+3pLXaS3+PO/zP1AMHwSeD3Z+ExkL8aI9b31sD",
+	"jxJHzk4e7f6gol7+28WYssPCB4qixbj17mNJzPkL04WEUxZn4COUZ6SqudIfgzKhis/xikDmx1XFvWHD",
+	"k27ZeitDdCixgHLIxfTCo4OUqgIWl5jvLjRGwz3WJ08qBexK+CkQSQmoKW70AVY+OESZwAs0Qi9oDpZB",
+	"X/3QoiWgjZoonS8TvTSTenvtWP+Fd+gWlectqEYZMW4klOZZVujZzgavA2AGazlZIbyHiokDmSe1wB69",
+	"kYCgScCqy628giU2MH2RLFiu0MVbNeQ/ciLA9XIBRYNZCvbHXRmVnV4ZxT/GggiVyjBhLYSiVfw77gzR",
+	"f4WcnStfzNoWbi2qBBOQq9yejkQMJteNIgLeqJAvMyNDuqBAWwcem0LzsxTMOVTcxTISFVmMCgQqKF0y",
+	"9WtYVFK7obcl9B6qPTRsj/zIc9aFI6G5UQg8fcucT7mgGZgWecIiD2jKFYlP+v24TtJCGmoUtuq4S/HK",
+	"/auUzRdSM5GswcnwzlsD/izT9aHXUQU9sGA7P5o5WnvvZumgkEBaQTGEans5E2xFsyLm72G3f9rtDyDk",
+	"h2rVGg5OopbmLHcVjwtEwpai85KcZbjoZJll5YFeVtgOnSpXXthlrgcD9MnsrcHJKXlJXlAuyLUmlwtN",
+	"ziJyvTA3PcwrIlfPyYOTh/2zhuTFemjIEpSj5RbVkMf+zeDBsH827J/3+v3+PwoB5ZpmTE1kDuknLue3",
+	"9SNaW9BvPjW/vGSrDaOnG8Z83VO+GXAi9funf/973/zv7ObFi5Nwifc2GlnsxVrMxG0GpY82BIZWdu2V",
+	"T0qwaaJ+h5p3f39RKDxgXogpxynYeNBPFedwg3eLc/heUPt0KfCeudyOrtDQwo94+3jMhWOXBgrDbZcY",
+	"Q/Py71563EMYtHN/LMUk47gXZ4M9erKB9TdSPqc5ojWeDc73mZZaLtBp94KlnLp4wLOTkz0k0BKzf8Mg",
+	"XOwPJ/aCe6sq9yKl7hJ9a21c951Adv9DEar+8b5F9ISQ4F32jfpqmuSy8MySsmNW8fkiWxc+WQwcB8/X",
+	"g7MwbyYQRGrNTp2janbWmBNLGF+fy6bYpGpc4tqqkjw8hAAfn3pHFwtEghUVS2pcROXG3sU0EqA9eNw7",
+	"KsDulqZO0uwR7BTrjju81rQQ/H2lChdd+NYGFxTdYW8oL1rxRt2LwDIHdjZXKLZiaHO2UhgmYIw7WbFG",
+	"3LMD8zVnP4vA9x9thCgpTxv79oczUexzK5U3+Uq8zuXUwSl9vSm23xSW9wQ6f3BXBDkATbdFoCUjY8tY",
+	"XbU8LAFSzitesHxOzfyyNZoEMPieTlVU5jIWowFjnaynUFg/HLnSziJtuRzcDuO1jcfxiHQTzfIVzVMM",
+	"XoGYrSxnNF0Dwppm6UhgEJeFJ0aTRRHpW8OccLKfVRctsaazrXCYUPUIa3l8PfVfT/1Bpx6P4x6m0YMo",
+	"2gPavDayFMg7UGlh07ZqMQ59dr0NgAFPcPuv169eWtAk+J4oNqdC8wTC6kSpEIY5BLYMxkhAakRk43Ez",
+	"nnBdKWIQFuF3RrZK5dyRaCqd640TgKZtzY2GY6F3SHV61r3ra4oFuGEjUdhIYTAsRXsyxHXZ8kAzqaBR",
+	"VBhtVjiFaDGqN0xzcjISJb+pZWczWmuw22ovpjoQwkbi0mJUoUHVxpBaJMoGCM3Q9uyxrzycpbX5woB5",
+	"TlyiGnJ0hDdy9rK2w16rRcO0wXz2z6HHxSwXxnVOMao6FyNR3gkylTBOWcFow1zO8hzLwHJmXSDo09nk",
+	"49cMShjFKCTb0L4AnDFlCU8t2nqDtXokjjJXN1uiMchbj4ShA7O+GaNOtwACUsMQFL5UZsKDPQDKdMWK",
+	"fE9hdGPVZuxqDjbbjmvNxQcqAsuwrM7v1e57zTA+IjTxRri4bnX2NviaLfLW3UVGNRfLuTPEuYIMgcbv",
+	"IGQZhEG4XkGjtCByvt/QQunqyVgbpen140dvLA17eCHvsP3Hb14QeB4hbRWkBY9qDNuhWdeZYf+2pBmf",
+	"cHPlHmCdrK2u9GWsk/9uPW+z4Nb/QCHvq8HxP0OgxHN5nMExdLQ6Xa/Gzni48FlrbMPg2aIyiT9vKbco",
+	"8FBXG4KkfWF9m8qdQyULggB34E7lWo0E5FLB/LG4ipEtZAJyTYolZZnF+TPSKoVyLkZIpXnGWW7rr9yx",
+	"nLjaLCMxpsmtBTrNGE2JSiD/F+p6yvliCW505/otBuzw671K246flTAVjSD71KM8mr+elFAjzS+vAwzF",
+	"+ILEHtIR7Ivk8moExd6Upja7xcl9hVEykeKO5QqTnzCiAMSbyAlYz0pYkbGR0hAMmiFsFfzxasFcUXc/",
+	"yh84W8VYjcnJfkbwLuH4KqjoXxH7agQ+ke6Q90bCjAcQnRxhXqXQ1JzeMoDegexUOmGomThLBS+HQASi",
+	"uQN7L0Ra9LdW8qz8l4pYrcYGfngeo7tvICkUahfkECAZCFRklzyFi2PnHSAS/3vkKnjsV7g1BISD7sOH",
+	"3w66ytNud9Ay9yUCuQ4/wDs2s8BQCgG3KeTndbFsfHEGtycEWEN9+aTsH5XvVu9/ijjiNqqHOegp0MqH",
+	"Vg1l7i7OUTpXK1oY5XxF4c0KUJB1X8zNQSeblutKCX/8ahsr28a+yk+/P/npDaSmlu4QCFTeFKc8r95H",
+	"nALbwpeUpazAU87tgKueZoAXYDPZISotkYs1CfAe2EJFNirZZZtqCUDHE5lPJcYx/+XJ6zeE5rpHBg8j",
+	"8vjx68sOoIcbqUnnVChMKO6VKu/M6RocnsJdxSPhzGQOYWfoYPzTAvL7ni0HVPZTcE1WIFcJDbn71uju",
+	"Y9zugZHDmnF8om0pMZxrI/GlRZp4ADNegsDnuhONBC6XjbMXqbUXQaID5tamRHlbEJiWuDUXOU6J+EQT",
+	"yOaQuR3cSFjuGlmrzBlkVVANYu2wnBdp/TEjscsVY1n1hd1klEHdtG1iMZRKdM5rmJ/Hm4CkLFfNqSi7",
+	"RNrgwa4vu4QyYYH555cMDVG2vFJEYteuFZE6gGsRwFojgCAibGC9fHUviOVVI4GIqhUYCvQNLdD6RxQT",
+	"Nrnfj/7CJnLahGiGGBXK32ojgQgpUjlCubcBcqEuvICPdemCHHQ5IXHALbvfs3U8EvYQBWgERfTvK8Gq",
+	"xU6s5RTBQMxEhCyf3Qhid60ugdn+PgK6IEuaM7IAQI0q5IslUaMDZFzpCApiodGfKgLAkWCmnBnSgrBY",
+	"iuBbeOtTGxBhDaPaQr20dTGIhgym4Uj8xbxwT5FUOoyBPxkOGl8UJrEivcnwAtTL0PQekTE4Hrhm84jw",
+	"OfDmXK6IzF3ylDWQI8QB1zOWR2QpkJogemJG1IJlWJK/zqg7EptWXWtBBjcFQuraYpEcAHc8WEWxsMpi",
+	"wscdG56OZVycpggSFHDYZWraMHKXw5YP0pw7UVGXs0IBjgR91jkqstb7amjiZYFtUYG/QTAV0uYCwW8i",
+	"W0USQAWqgDudHrEhJp6x7owwqcvkwoyYIG7fiZTO0l6nDcGTL+fIPVTYx4FWQnV9YHuJRVMRHEi6aes9",
+	"BsLUlzEqlKbzTaDRom7RHg3TgUOxUm985b4zIwE54gcMzFLZk3cH2IWf4mialBg7WKCNzXPx1X3+1X3e",
+	"JK2jBF2R1uEC9UYtc8sYSRdEEMBrOtb66UNwvpjE/prmCpKaJjljXc3e6yChh1Szf8pp2yBolqCm0KcN",
+	"ErtN/Kl1PNsgTZe6g9GdDfYx0gZDw0goi5/I0Yo4JPG1zhnTVvi7Nv+RF+m+nTpHtwsbjHsj8bRwy+ZL",
+	"oUoBQYcYzmjqrGafNyjxWKuZz8k47/fJU/KYLriWGbm8Y/UZGYMDDFtp6ub4x7Zt+eAzwVZfQym/Go7+",
+	"k+I30zTk2MC/N41GhwVy3sfPmqM5Q7uP0eyM4k6nirS3pL52LjYry/iK5jN6x0bC8HMAQmNpmScXhhbg",
+	"zrnD5DItwgB65Ck6csLaN0XIkU1sS/SSZtnaldGqd4uYR5ZtmMa+AHOvJxD3CjckSacK3m7grTsIGtYA",
+	"s5O+crCvHOx3b/qeQ2SROaJgPa1jYHAUP0tEan0GTmpNGBZSBthFEX9TQJ+4rHopmLrwNUNL8qvjgSNR",
+	"wwTJvjzOcbbNMKCRcDWJBv0+DmEBti+0oCPqYR9+20uM/crlvnK5r1zuXyGnofwjdzC4Za2jbZHRZMPT",
+	"Bg36mBHkXSgO3QAHM/pxzudzlkahwwmxgEEGqmNS4JkrYrmhxKg3ZYNBFrwmXIE9v4GL2YjeZjZGPgcX",
+	"y3FdvnKyr5zsKyf714UqmDNXFE1vCFSwHK1W21RbEX03IdjLdQJJO1Yy1//b473GGCnpqyrIHFlLzhJI",
+	"L3RBd2n5+yJhpBMRVyuIjNfWk23L/SBbbV++fNLpkdd0ahnoLVsrpkdiYX4ZkgVVisSCvdePl7kCiHSa",
+	"3BKqSJzgD1EF2gnGEEe+Vob5FryT4L4bCSERpB/wjbUkOXpIIRyKJAwL+EoBKJ4TmhNKVjS7BVd+rzwS",
+	"rlzOlBSoD/uGe+QSP8MCOZggglk2NiY1t9y98KfpFaD1wEiwDM0tXygstAlmYZCSzZ2zFD79x81yNZMZ",
+	"gy57BGByYkiap+l1InMWQ12IKYMAjpnM0pGYsJWDP48hWSougPnBFYyhsSlL6NpdhtziNYf4SspVzpGr",
+	"znAkJjLL5Kq8Tuh9xddwweruHHOdeav+DrRH9x7cYw5utg5dD2ZWgbIFYm4Nz8PCSCe76iLVAwmWpmmt",
+	"+j4Ja9u4kHabYP/OBycH4xrGxakdlk71BQkyuIblA0xK57dpsOZA1a9hqUSOCxjcVTaneQ4AwOOp0Fbd",
+	"uGOWbxSVRRRzdrEq2KuRmhaMajgXc5mXa2HVwgGZ54vM12OsXwJNp6UV8MUWg1073bVpQG+u3GJ/s96i",
+	"0muA15jIfN7atTorDHIBHzUWR8AgAq5628A/r12Voz39v8E3H/cbkgWF3m9MYSz53oN6E360c1Qu7RQr",
+	"jXMF2PGkDfUzIrJJQSWkkzo0rbp51GFxfUaQ1fKMXKEnqqFmtNUAzErzeaVcows06A9u+v0h/H8H71XL",
+	"luzRNU2Wxu8r45njDKVwW0cPe8wmEjyMW0Z8cuCI/wxtfv4hW/Z4wEqf9Pcat2OMX2Sl8SCWE1x83V8Y",
+	"v5Cr0vDP+vXDDIWIKkH7koLb6yQeyMhy7VVvriDIEl8AEGrIvSUry19yMBmiNwKEOHgA0Zk1V8OQxL9Q",
+	"EZMJF6kiv1BRApgDucZhy0UjYd5lJHWvuyfVcoC/UNGwwb82nf/BybcHn//HvkS6kUxLSIfN5ephSeLv",
+	"n/40fPV6+MPl87dPY9KOX72ORyLGMu9QmD3AVFTMSF0ahfX4/5pXsLC8rSuPZeUzzWLQBaBtW1r+YiSo",
+	"NTycG+HXA3Hmhgpx20D6tVISpr67wELM28L8bwGRfmb7IkJHwocUml8XS5HoJciMnQuSY8KPNQxbBOYI",
+	"M8agthTVDGRWXKkL01w8X2aaPxXLeYz5XUwV9TNlZs3ViGZQFI8MhCu00gwxFBGl6pGwhXGc5eVBvyDv",
+	"RQlawMvaEFZm3z+J+v1+BJlzrgCKj6u+p4jiv1m1wEjvDEr15ZkriBZKoIrpIbESONeh3D0SVvCGfPlf",
+	"lzTjek3aBR1EhJJgbe4puwYds4dcpOw9S4syLyOBCl9xiGlmtIFUItgYz7AUD+gc4VRnNJugYAf1Yc2K",
+	"Y3s21d1Zs+ZR8b3fljlpu0z6SQFBo7AVrhDjzMawowJZEAlGNiOtgp6JgZdI6qBAGdWpfLr/iXigw6lm",
+	"wwGASnKWD7kYTmWW/l/FszuW7yk/bqKY10mQJ04N8SLlVhnyfJcI+e5Ty8wUZoV/votaBakZaXL919+u",
+	"fpH8p/WVuhJ/46/41frFk6uT5zdP3z+/uXr/w5PL81e/vFi9+uVy9fyXp+sXA8mfP/7r4h+Prx5c/XL5",
+	"/tXNi8GLv1ydXIl+69C4k+dc1caeXCLBYOETGPjvPdjkD48U/pxbq7NiNE9mfmMOCOVT98cO7qbey/gj",
+	"gpcsF0bEHxhmWvAGm9ES2r9dUij+rpYZQGa5oHTh3h0J4PQ98pTakPVK+LMiZWTrmGh6y7DSBwTmwU0q",
+	"sVyqXAmsEcIxaC9oMJ5QnrE0doPxeQMQkG82b6MjLEsAurHjYyPRjqvFQvCGSKmmPWhHxVaYcrhARoYi",
+	"FgHbnRisBAQsHysBxZ0A/xCDxoF5kakkdAYVSeGeDCoEEibuWAZB6uY++Ov1q5cREbIITo8jhKGE3RoJ",
+	"aA+yoF2txRgK/XegNJ8KLFxuI31UIuYTd/GDoSt0S9rOaDm0gGUFuoy9y+OLIsg7xPuxOD90JEixNbBb",
+	"2Odh8PBmaFfCpjIQM8aogqAWyr8ew2bMMimsV6sGeb1xcDWINsHiLBeK5TretSSBM948taoK9gBJVV3A",
+	"jzJjyJcZU1CrzoMTMRwPZu/kgVHbZttANeF2CPuEsuDY4iF1ItNwCEYFhLqOSAyZJnh7A+SmlmXnWIQp",
+	"5TYelowZlruB2ZpGfTjXUmQYbFsfK8s1TMmaOp35LAZtJPbGV0y3Ne267LCUTyYW1C6A0UeUKYszCkZe",
+	"x5VsNozCAqRYYAiYDgTU65UkPvXIFSLpQYVKVzC7KAJqaAgWmYtpFpTeRcyCIUZwXZpVc0VmnTpuF8BW",
+	"L0XPQ452ZXB2mm+iRngqkAgpameeel0+MbkxLAOZBayCRT+FsbuKKnU5h67CsVFGHJSX+dsvGEh4qFBY",
+	"5NaGqo/gVw0uAMfp3WdBqQm6rjNLQ5fNdul/JUASHt9y+srNSgbeHHyDpTWZKjjcI6HmP62e3zuj0DZB",
+	"qBfvCrZSGdPaCNVmoeYgU7tZH5C08udwy75ohPWcv6/mEz12xTgc2zQUiJwar81wb/DGx605IqPIlqz3",
+	"VrBW1HJ1PozEbpb9wFZPw1btDGpaBWkC1wr2qCx4tKKWkTkw48qIHTA/VIGGrbK0cdJzyUlzphRCWCFK",
+	"GopJpaJYgBlNYR+cnQwqyhWfhhV2fRQs6PnEVbpVC5bwid1V1JnsfHGXTJNH01oTdv2r7bImcv0/ApL9",
+	"17CD/0xIe5nby6NWjTpIWysiohqjEf6Sy+WiroZLyfdnpISM3zILZgrefY93ZJQyNPggZtRIGFmUtOPx",
+	"Ou4MrU6A4KPD4PMZwEv5ePrxGrQzW8mtTcFobkS5t9ckHsTeV8EEeBONsJfmcrFg6ZDEG3VHbA7V+fl5",
+	"rz/o9/An4D6dCxgP4pgOkavZWaLQiOnbkOXm4Oox9xqDWlH8sfKlSNjQJ2CDsIxZ2LETajKZ0IwsjHJH",
+	"NYGUbdKOp+bf5s4Fi66U04z5XzpR0QjVps1XS51JeRuR76Q2r0XkOb9jEeGPM7lMI/KMKu0TZF/nUktB",
+	"2rERAXpPJPuTucz/u+jRjRTM6kaAqPRfWiUjTlwKn9cWbB+ImW0fe7dh4y8y+wGmPzE/wgLZ7LoikcJo",
+	"75v5bHBndEB8t9VMiKEnNEZipX3UeLgFHrMmAkvPRfxKd0GnhW0RKBNWwMOKsRQtmftEuJRCWcDEdVGK",
+	"phgJixGQUaV75JJMzXAgPjAwSvf7Dli3iPOQWQq16FOFEQC4gABPESv+G4tNa05DsuAf3Mj72IOc4Dk0",
+	"8+uRl1YL4g56Y4h2i5EoeAM8wGWGBayTuCdcpFUle2dEiK3dwxUM5p7CETb6ncfrWqwjl+btZJIyJe4V",
+	"w2BJ4RMCU07Ooyb32r87MGXQPzn7ovUo4caAFYQ9Hpsbym2KF2XhHtpTRN792qNHZl/naGJsnZ+f9wd9",
+	"W0TKHIHW8ORjje2bX/0iefKX2d14/pY/f/zX3Pz98ubt4MWTp6sXv1z+9uLxXx/tb9j29L7btO2vV0/i",
+	"X03c/1YT9zMuUienBLLPISITe28k10Zx6amFeXJ82MJSoh81gwo+7eLWU8D5uZgCsnQYChYRpXNG53D/",
+	"WVx38MFGmCFky2wrrsxRJUrQhZpJ7RiIUerGVLEhefkEwOTbMkC/iQklGRcswlvO2V/BaPb4+gdroLxM",
+	"ErbQQwIF9hN1F+PIE5kt5wJvUC5IKhN1ny54b54O0XwjV4R6AJMITVO/SC58QvyFvaXRMRmUSiqS8Ite",
+	"rJSAYZkjgQ11em543acikSkAoU9/44sY5EWwpyLm+JUFLlVmsUvuBVttEkzlgfEqIjO5QihScG5774S2",
+	"wFPqglCSZNwsu5UKVSKFYOYtpeUCOgajorNT41YWF/wJQSqCX6RIGK6sQ7y5p4hi2pBFB5d0Lm1ArPeE",
+	"np08sov5hul83YXglNg1B6JAMEJ0dogiKs+O6J4i47VmCrGYTvu2EKvaGA6a7zSfM7nUHWt4VXYWhIm0",
+	"AVMGnh8kF3wNKfwaUvg1pPBrSOHXkMKvIYVfQwq/hhT+O0MKATYNRZwVzW7D2AYn2XExEhsRh4guiJEu",
+	"gd9auWg6ncz+Z4evve+KdMOa0PowKuwGo9ZwtJfdYNSKRijbwCd1Xs9R6yOsdmi/qTp8Cs1Ijn9hWJkP",
+	"VKReHf9tOZWoPAE/+ggGFJkdGYl9ZhHVjTtybGfr6C8JApAbvQvUKuG1sDBzuGYa2/CgVKF/fjVa/JuN",
+	"Fk+RBR3l4AEjbnM43gvz2Ifj9cMMeQ+Ex80wCiTojRCQqBSpB+q0hXP2oHk31rCurLMHTZzQ8D3lAodW",
+	"XFzgrWVt32y+0GsXg7RRo46Qhip10AQWpIMo7iJ6qWMV4cL2EMJew51l2rWeGWTlkPp6EY4YUbvtCJ1X",
+	"JQ7UqxhdI+XaG1xVa29wLCyHNyLEF7YtHLdPO+36Whx4fRE/BrhJXNDUgVXc8NJXcpn/v+x9/XLbNtb3",
+	"rWA8807kGVqWFLtx5Nl5x81H19t4k9pO06TcWcIiZDGmAJeAImszvqjnFp4rewbnHICgRFlSbG9cV/2j",
+	"bRQSBEHgfJ/frwfvm8AuSDCjYxxqwkhmUBsx/a2gedgr+1ar66ITWOKHo8zSxuiyFow+UUkZkxGMlt13",
+	"psTbrViwdqKO9gVjN/CgEpkbdyGCc9s/IqKOqnw5a2e4GJO16GfoSsIlniITlMogeDOUhdFr2vcI91AV",
+	"D9zhQ3QdRLPqb6n+lrvo/fEbgtGmw+PxpaeAKkCon0M2lNYmKyARRIjELufkZg5FYxpos7HpN5Zop8GH",
+	"Qz/geYulfKKjSscvwbqXcOnWbP7pVVnO+v+9ivtbgplct32LAAHDzQMDVCgMDqVR0PXgxMWEQI19xIgp",
+	"SWWMsZwLbRzWyQZg90FZJz28yeyuBnKZsmwOTs0Yg1ci74fiDUN7RGaJYPR2ge0aVpHDNZwWBx3uGHPD",
+	"1y7Jh/Y9BH6VZ7ceBF8bPiHE7wkgwfnkJkvSYnI8koTh7osYM+1L86gpfpr+qDuDXC18aBaJk0DgYMni",
+	"kF8g5SZV9kaumtXuJ3oDvzgLvhN9kQyBrqe+V1We8qHCbxfLcjXA9+NBBoVa7p2cadrHOt5MZ2urQKJ6",
+	"fRnLMc+MPyT4wlA2Sc03XYyMZvbE6No0J9zz3QsLQX1PJVuXzrBh6oyW/MWq9WtLJ8eOwpW6r3q+KcDU",
+	"b6jGK/veb2RFWlBLGYZUuxu/8jxLobfe6T47OavlPJMX0lqWT3x62tqrBovs5VUSpul7dk7bP3Rbu8E9",
+	"cjR82/dEYhrCMPBbldes7i9+zcQ4+L2kRZv+0c5eg5dY/nYiZBpcV5223uh26C9CMjV7/XUEgXiMKnWf",
+	"tuuKUomLc2Ombsf+nVWkb/svUI2+L+wXGhhz2d3ehmqagdKmu9faa22Tpt3u6X8//aPzz/6ve+ofO2c/",
+	"X300x/959mH4juNoDhcUOqcqMenuhrerpitlK2mEaONLdmkPWAmiUEGOb7e6rU633W7u7P7wyZ4mlOcb",
+	"3T7PtYhQwKTfcqa/9WTOq348dSKyBNlvjAMVRKm7m1TI5ho2eF1N+fCrKeFAzHi8lFdflsAT7K0tM7m8",
+	"oYLyVUAKZK9knJE3BlewHpeOeycASIKs/QkcXu8QwxANsLtFju4VIE853pwnmiiBNHKABCRMQDSkB2oM",
+	"AVej1CbZ4czptFj+qMzAOlnCUThlmh28O3yimRX/B+8OWap6oyEw5oCHLAW5kVT3h7PNNJWlfRBnA6Uu",
+	"oAkmtNwTiLVa89ATVsm+SrzjZxfpCfThkR8fMWuub8HFmYQGOqlYYvdLstlk0FRY0hehh0HVFpFP9Gdz",
+	"oYxeOVYlrFq/jVkiyqFmE9yASDgWYU9UiBrm76VLoQUojBJ/9bX6wbLBpGryj/XZy2/hQvEDzjGDXAEH",
+	"XGOPs3GTd/PzP9izBJrSHiNPXrXACEP6q6Um/OzZ3HW8jjYy2VdHsKEwpx9MMtSipaX6u394OGo4c2qf",
+	"KKsNMXy8cX29vGb2229eQdmpO8ZwMnRUjVCpPkv8EElzHXpdTUmMUUjVh17Lle9xw3MVWoEk3ebohGXh",
+	"/fDiiJXxOSsWVGF9/IhR0S9VhFU+O0gOPRqKArJ+QFLXo07JYbe6P0ColhFbSkSNC2WEA2uQjrWOmh+h",
+	"xl3JnnC8csH91CBoeBEk9DNsx+1nMtMDkQLNHGeXKs9FEYLkMYeRF8ueGkKUMudGbLrmbR10SrrF96Kd",
+	"nQvTZO9UnpeK0rpMsaxU0U7UiJ0r7PvmWBnVwPrrbslOSGt7IS7N5v4sWmA+5hMdS4xrOappyFNemgkh",
+	"9AkuSxJjKcZsYqcXNH1CwPAphtrY2cRV2t2oiBbWSR1UJ1vqaqvj9107rlHUM173wriu88py+ExZwi0B",
+	"7yDlT4YIbMcMSe7m1ioFsnZFGVr3ePogrs47cnV4TUaluhgxl6kmuBYoyfMpYQzWtdlR9iNTfU/d2MAt",
+	"UpZWKCmIRY4lA66PAMzRFCPRxTS4kvgtwq+HO2HFqnMsughKMBbVnf/rTswacpDp1bzvWim3PnD/bF38",
+	"eNF+0fntt929t5d74ufWlfl8/senjdW04uISa5zZOkd5/4oSV7pWTR7b7T3lbASaksRavZ7c/ko21vVc",
+	"jflWOkVQ7UJzXHalbnB0q7mgjAYIu8asBIZCv6oAPhcof2/tA6xkpP/VbfLlhEHoSd5oIT+60NMjlxw/",
+	"CWD8FnTwZiTGAlPIf/cnmmWpkCbrZ6JgjYAzGXQ7ULOSpb+VpYmLqFDgJBN6qvJ3yW0NivuSm8GU7QIe",
+	"YzXjMcec+mFxk1ZVamK1xFxZ+QbyvNVWXSqwqLgPwKQNsYhU9KE3wyf1O60WWO9gtCM4W7oZMV70BtkX",
+	"hwqDPbBg67i/+BskJ+fZtliDsci2PZS9fJSK8mE497mWKl1WbyeRgUILeqZULri8C3PIfYPfv5YzcE9b",
+	"MrV0Iez2z9WE52byb5OBwZ3zM5Hbj4g/M/oZ6xHnPM/d85PKAyyRjXP7R2sKz73hBKsKy1uozNDlJ3Hr",
+	"VtcQmi+jjZHM/hiVFmBt0mP6lVcIiMBWuSkYMr211+bfQ4COg7xQWJwcCHQ6/SDQayvRXoIUAlpWqA2e",
+	"AzbQ4xJB1xDqE55G1V1YZpZciEniKx1grCcay8dn7ggB/LHWX+8zSfhf1PcsWGKAb79hFF0USw7ea0Si",
+	"kyC6cN4QJcAj55xucAybLKFjnBD5DJ4wqEtI7LlKYgmVZEGJMrLyI5esq1/AqhkIBO6zBE9iEpLOwoAk",
+	"7JIoljg4mxp7nyUEfJcp6eDwkmEmk+1kyK+wkT3BouokYolXWfA3sUyMuIJ6cMRJ8JV5+JxRkdPqJpfc",
+	"2A2asMbxq84mDgv3IpdugOTGTSydAirL2ytaJ0P1kLJGyKrrQfTOxETJdHOfcXYhJhVw1rCcKxyVAm1Y",
+	"VvKcwc54hUXtdZoMpftrqrH+fnUg36o+FmmLZZRDqAuWhwMtF+5eYZ4IumgBjS5+wOvVNNI8bQSPfAyA",
+	"QPCWL5Ts51nPrPPWDzRv/dIpnVDX1qnaOr9h+yv892cxub4xQUG4clNyssneE+bnhZhQnhX1EUlZ/SQC",
+	"7QZ1gTCRSlVgbdDFCdP1wf9uEQd4y0cXdrjRYoWQ5eIztKqOf02nqyRbdXjIUy19aG5SAutM5I6+y18U",
+	"scTpRqq5Ku015mzBS+oK7DNOxi7m5qhe3R3fivHpeF6p6y8zYB1TTrBszst570KjSUrDQM18IQAbVrsC",
+	"kGCAajQg2WcOAT4LAP6wJyrTLBd94ympMN6g6IUgCYgdEMDQyBre/nekWCwzm2hA0uNiSfdqwyfYd2j3",
+	"CCO4pSlYARwB5FePSzuvM49y2qxYxrEsQuJJ51AgtFQj+Xqd0Cwx8boJcE+IEQsFybTKrkzbJeNkLJW8",
+	"rTgFCOBqpMRVZZMle+A+Rp0ti27797dl68xW1ui0Os8251iv73JuMgxFOPv00v1UjXlg5G3GiF1a/r8v",
+	"1+hRmq2zpKSPUp2trd9Hg4EJu/T21u82yQjojbyliq/nU3dK06sNbANzzfaGT25QTlCVg7pXYJMYMtdQ",
+	"yAqqVLkMtBZ0vgxVAXiDGsIf1ggANQphISiDbLIDhiGjMjZGE7oQ4pJay/AKKbSGDKsrcLEPJCCggRg2",
+	"Gb4htFiFehjlCsGHa/fcWzoOdfTt+MQ71F9/NgleVf1/Xcl9Y+n9Wp7eTMpOsepVBaoW58MbyxzrEpHu",
+	"pnmpSM2/hInIdpiIZJiHbNYmF0/cbG6b2Stf6/evy6bysNJ8Cg6z5zFbMG1nTJGdjaCugjqQm9pgBbHD",
+	"Wdvobog/ApP28I21VK2tepFJ+6bpRPJh1ivTn4d5nkkFzhSHdAtNf5XKjLtO3tGnWC5955Z7ncB7KAk8",
+	"XZ4kJwH84ZqfvTvhX5C8BQAriTV8LmR4kyV2RyMoAm3qhDWgVotaejcZJJkcrGXCGsIeC6Jp6glCOnEI",
+	"XWcTNuAy3azJ6GFakKZkvWM8pJFrFZ4BTkJKMjq88/CVuh7Lcbccsd0K7vTIy3ZGnV3AMMpzqnL2l1Ho",
+	"BLhwnIhIWIPHMgX2FsekEzFOmHoRS3z3ZIIsOmXHaTNxeAtMFQCuEIWEiFEsA4LpCgVPM0EQctWv6aF+",
+	"ogOghQg/TZhJbf786iNST7HESbME7dBMpphcpAJqCK6M7Dvi/2jKNGaSgMcTqcwhkByWWmAfLV5MlTpi",
+	"QJkyey0l6zab7K19skw15VcReApzgG5pS3MX7WpVCPspA/SpXI3t3kH8KaRRzyR7f/qCOJWyPM8IJTOK",
+	"ZVVrutEXAl7BSgk5Gvo7CN0S+qYo4mFtdTqNTzQ1QtEqUpklEfq4XkyBOBuqsOoAwnWAGFEIa8HHEo7X",
+	"RBjWCCBbIxb78x1vbNbkZEtIcicaYrkw+wr59pCpq5J9rYB8+YAVTWNh8pWu+64hq/tU+VH11jwA4Atu",
+	"OzflbT+0pm8C0V25XirEYc1kwGqzgbsXQ2IrGBorZn3pi91rAI0250IHzO2e61UNmnnGDD34MeR/6U3X",
+	"MbAH7rOdAJmk23n1llq9t7b91XsI12jF5cKIumos+7sOLcL9aqiK1ErJH+cCPFm6ML5D01yQGsa53am0",
+	"r0iYnfrMN71uAIf0GAIrtIzr0Mp/tVDDbp9FBzWqD5/c+XE6F6Y8S2tl+yBP5F+l6mLBgVhN0p84jbao",
+	"5uJEmCAboxn2AztkSfAn0a5PInL3K6n/0hejYAIgAWOFRKZZbyB6F8hWpSSinXsQYfCCp6IS9Qfc16su",
+	"POHezeJE9OwUVzXs4jwuO8/S5WJLelwYLHgIHletI8IaA2U2N1bM5v8V3JFHmdf/ViNm7df8OQymY4EC",
+	"rRRlhWclz4yTu8v4Ow7UY0F2imK7U0mqAJtJT5MyYQMCQBcdY3Ea4KDqZixPRK8QzjMCWZ9n2tQT49i/",
+	"8fght81ZlS+7fM5qHtbQQPDcDOj59kOa7It4zbN8VAjE+su5NiejXk9oXfeQdrfVQWDCkK73AOgdN+zH",
+	"Lhd3ySzV8+fLZqmijZEHA9Td7W1YlWbQGO1gbLHXoW6pWp3T9k4VkjFcKsIBeyWLrDdYcsGoiPHYsSH/",
+	"pKSoLA5tpG9cnb05q9Nunbb2uu1Od2enudt+Nrs6Kk+3blqhf63anb1kyi88Xmu0ortEK4IkXmV96+GK",
+	"5mXxMFqrp/Hp+qqA/EQJQUWtdqMiTzAldiYYP9MqHxnBErfBklg2LnOeSfzJ/jJNnesC1FYSIzTd/BTE",
+	"01hW3g3wXAJUPc9DLJUppTOBz9OSe5xnSAuFw9mdmZ1LkOwaJHkSAV6eRLgagIQpk4tY1TQ3R0GL/V0t",
+	"5nkifgUZuVKUn975XkF/71e54dErrL2wMR5o0fv3Uf/nX54Xez/9/PGP4nT8+f27l3uHb959OlSdN/wN",
+	"Pxm3+6OnZ//8z/uNh63rVpPjJ8G857oZwTWEeWQtNHeEcBnXJPlrJ+I+dSA6EdFN+CInDlYPweEDfbEM",
+	"kp970vbX6lm+MXdyxAuiiqpoUa+RuizziHZlce1QFRiZQUYIdB1ctW8scyXPgc0HqEyNGvOCSDKyYQYx",
+	"n6dT+rDJIP6MDAiukSackdV/lRrdGm2G73in2mypHEy4cNDaDtNf40qvMzA3y4KZgAKwwFTt2bk28WpR",
+	"54pAWCr0rAqWZ30zKxue2J8KZUwuyrqyZMivXnp4oneiOIGqo4RxY8Tw0mjGY4mVSBHjvUJpTUy5TvEz",
+	"QgRtsg8DbsBsBSBQelQEcgHB08iqHXAdyyHSc3LJOOuLcfA8x1W8EwKpEdCnztUYvIRU5HxC+EDWJFBj",
+	"GcsSZ2k/eOoTPUVfrOwzdzrP7VLttp4S/uIZ712gdRGKBaPU/Ij1Q7C/67/fRrfTWjFe/SgM6/mrce+m",
+	"c+ehm85qZHB//zms5jV7wlq1ln1400EUJK7XtzKvt0t9cSNKxdSzHQ2CV1nV6H2XsrogxVyKly6NMCIU",
+	"aCZiMO+pFIvNAaVa9ib4B2EXH81zqMK1v0lxZdx4UD40Es1YvuNaVwGbQZ9xzZKeQ3Cmdn4Y4JKfiwUp",
+	"g1KQLoSKdrrbYR83V0cb7kyBDS/AGo7qPlTl/SnjclmIL5ka6RvnhUs0l0y91arBS7ytMnS7x1Xx2j8A",
+	"mxH9/1w9udvcaXesfnEbcUnVtde+O0jVaIP26ZHe6D7dK9fCMRp1Wq5aGN+rvfi9Ws32Tuub3wvEFHD9",
+	"o6mJZHQitRbePb13u4Ow1LT9538uzPBML9Fu66ndRRVgazH5xyB9cfjD4efD8dHnj+bo9JU5+vz6/dHL",
+	"ix+O/nPww9HLg9HR6S/jD9k/ni9vNtBJntBEF8Ndu725xrn9UyZn7CGQZlZR3aNPurrK3f5anvPr7ULQ",
+	"n1bvlK+bT6168OthFNNCumb1eoDdQAjdHcbuvJTYLyMxwk4apLl16r1Cu8SkGlt7gpxsMOUNN4I1OOvz",
+	"LBdp8MWtpxtLpL2AHWGKiSO7xIsQ7BB0pBeaudJmkxjpIcRXkhB7rONmLA9qI30Bxo3/msgz0kDO3jp7",
+	"w195f9G/b9bLz76zir1Bt7Rb3XZIzuh923dCpsSrv5pumOdHuhWI2B92k66jo+vo6Gou3AlI2kA0WaF7",
+	"O78NK7S2jEBZejch1Xp4FeKbHw8EVL+60t2S6KcmyqrGcpONufRSs3p5LEnaVNkmpkO1AP1r/Tdgxq7l",
+	"Akw81d5mFMuyddlRG/EQep7xQjSZQ4SjhFCTHbg64xDRDTouoWfSwf0i6poV4yXnsmZnPIV+XpgoeKjI",
+	"hwEIC/tlJkz1mY/3xrITtXb2kHmQ2mQbSMgPpGYR40XBJxFDtRkxRAeOGIENY7JqlOcuTQWEOJWAsnQ8",
+	"iD5GTdTNEOmNQhjj2fdKzlQ6aeJ3a8by0I6i8TGMljhTsoygP+1UGrnhTaxlZsfC1+qXpCW+MziW7n4l",
+	"e7WeuN3ddDZeu4rEO+gkBY7sCk1HM+DoAIqOVXBj7LCnQpv7DBsjbcOal/CWHCir7YFoY8hNb2A/GX3E",
+	"1bfEPPbfDyRNTQmZgOLSPFqCle8TXH7s3u4rUnmA5w/7yNGwcqYDHXs7cwOKwyf3bGlMu4ChswqlgRVX",
+	"CynJiklAs+fIZnyVYixVD3BOUuAk+F1ngGgykibLN6H5CE9hZti4tBRKqkUEY2aNPniNzkeMJRgK1lP0",
+	"rJKqgBH4mE8YlZCAIkbf0iDxDUKS1DiUEdPKjjrFnROkjVORji5hcYhyAZYpM4jTyr8IpoWQ+wjxxAtB",
+	"rgr0I4GMESK1dlmRCoqml3ReCA51NqH5WIGcALIG0O5Z+4h83WohZ8XZtduj6umyt9L9BU4mxLiIWq0W",
+	"rV03lpyNM5mqsWcrhs8fmCg4ZmSNCq0kZOyRuCjZd4/QA3v6CxpJW3PIvqVWwDHprkI6TiBQB+iO0iZz",
+	"k6o3RUsbMpaX6F/aSXWeO7blMLvexVgD5vBBnvMiz0SBKL683NkixUhDLMequLCfAsBSBhy3oBkL4St0",
+	"NaX/6UUo+V9tqFBjGcw0iuHzTLWz1kcg7JgPIZUPBzS0Blqn0CIQ+PlweKcMhsolS+vpY3jt+zTb8BBu",
+	"dHc60TKv9s3J+Dtfknlmy9/VmA2tcxE4VQAot46MrDPqf9LCVQzOkAbyRKd3EaRxNe73ajUdV1qnq2rr",
+	"xHCZ8iJlbvJTdeOovJBVCTCsHAmzNRqoF6PJXodZ884OG6hR4UrgqjaamI6GUw/IWMXSPpmbUQHkQqWd",
+	"439OWENf8p7Y0sIuhREpS760o4QJCeZTRHMY09yf6FhCtcGm14xkK/W4ZHqcmd7Azaq8y5cBFeKz6FHR",
+	"rnuJfZc0sGZChJV10w9tsmNlON5odwgMCCibSotgdWTqmtntfbEsybupug9zDAFmX55ZExavd0UTdnU0",
+	"S/oiz9XW7JJFAPBf2AkhNl+l1aeR+OCPU/9uFba28KY5GQn4O1dphZv4uyclXBUDzufV1WVWCL2o/myq",
+	"y+SXztXlpw+7rfedXz/3hr+23g+ftz7+dpx/evV89LHz649nw+O3n377lPcuXsuPH/LRN+vklcvZcJ5z",
+	"EhCw//5cDR/rFMQDK9CGI11TRVbZVrdTd/+FZASFCDizz1qYPKgPHPAcVJ1U4y7G6lE3iTQq/bKInHak",
+	"GczV+blIWZ5dCBYYv5PIaziKtKTccGKxlwpw5HMPGuml8WGasKRF/2zBv57Zf+25P7p/kgrKKr+8FLzQ",
+	"3qMPGMAZhSes7R6469XXnmmEuSElrYVMT8vg+0PKSLdWz0h3Vo0h7z30jDTs/nVaeq0T7iItXYrSOeL/",
+	"xmfgmKL4Mp833Fuh9jIreUAmp6o3QrjDZMgvBCtGMmHa8IISjdwwamZvd541W81Ws93da+21mr6tYBtJ",
+	"MnHG9S32FOnkaQmJXdY3EcaErqmVOuKSn2Pwzo6PVUg0RDCCFQw1dx+kVXpaXgvvzBpWx/GcEWYtUaPT",
+	"0O/8dTUPOBbW7YdCqACWOM3SyPNeOfpapXKa/pAXF9imqA3vXQTPgm4Q+3Xri8ZQ99uZq/6W6m9B64k0",
+	"Zalkzcq8wGtqRqw0ijpfG1RmzSfy27BuDXhKTmjFDiBXB8CPKdwNa8JBVQZjE/X97MjE+zjDsgzsK3VM",
+	"yUUxCcYlHoeaN+dfRAW4HT9M3aDBcB56x272q60QcIeufuWSw3Mg46FRVWEmfjqFEqblwWRqjMGRxQlG",
+	"LOtbG2nACeMacpSxzMzmPlhCnasrxnsXUo1zkZ4DRx0G/l19R7VVtntjKUcsQY4gvxuGJmDO9m+tqQrK",
+	"sckO5AQMmFiKXAvWKESaFQJYfZTadGDidkMhNFd7l2m0kHpKSuv0K4ltBZhiIDvPxHKX6YjtsmEmI/a0",
+	"hf/tsIH9bQCg8wM41vA/jf/9n06L/T/2OTNGFPuz/XU7nefbu62n4KEPlFSjQqRsdFmGJK4M00ZcbjZZ",
+	"stNusZ+A1DmguKt8q/qwPVh0L8Jd8I2xd9hONNBLwMPX2BK3mGin9i6czHU0g+Oz5Gju+plxCq5XGAWu",
+	"nh7jvctinS0/UnjP9Hj6SBTnyw9Fl/tRXnI9OFO8SF/kWe9i4SjVy/0oUPSx3Ajlpf7u1yLPrg4O/85l",
+	"qvr9xdxKlcvLUVQxPBmdDTOtM9xdN49SudyP8k5p0+NFetLji8cIL/YjhB7la57l1vReCA84e48frzT/",
+	"F43ir6zc62CnlrmbrqX7Vw0jUSZhhVzWlOFSinLrTlxX+ItcJRsqa6/0I/bu7ckp5n5nwgvvj9/MMyqv",
+	"/y8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -203,6 +203,8 @@ const (
 	ErrorCodeNotFound                 ErrorCode = "NotFound"
 	ErrorCodePayloadTooLarge          ErrorCode = "PayloadTooLarge"
 	ErrorCodePropertyDoesNotExist     ErrorCode = "PropertyDoesNotExist"
+	ErrorCodeSegmentDoesNotExist      ErrorCode = "SegmentDoesNotExist"
+	ErrorCodeSegmentExists            ErrorCode = "SegmentExists"
 	ErrorCodeServiceUnavailable       ErrorCode = "ServiceUnavailable"
 	ErrorCodeSubscriptionDoesNotExist ErrorCode = "SubscriptionDoesNotExist"
 	ErrorCodeTooManyRequests          ErrorCode = "TooManyRequests"
@@ -252,6 +254,10 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodePayloadTooLarge:
 		return true
 	case ErrorCodePropertyDoesNotExist:
+		return true
+	case ErrorCodeSegmentDoesNotExist:
+		return true
+	case ErrorCodeSegmentExists:
 		return true
 	case ErrorCodeServiceUnavailable:
 		return true
@@ -373,6 +379,72 @@ func (e RecordStatus) Valid() bool {
 	case Marketing:
 		return true
 	case NonMarketing:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SegmentConditionOperator.
+const (
+	Contains    SegmentConditionOperator = "contains"
+	Eq          SegmentConditionOperator = "eq"
+	Exists      SegmentConditionOperator = "exists"
+	Gt          SegmentConditionOperator = "gt"
+	Gte         SegmentConditionOperator = "gte"
+	In          SegmentConditionOperator = "in"
+	Lt          SegmentConditionOperator = "lt"
+	Lte         SegmentConditionOperator = "lte"
+	Neq         SegmentConditionOperator = "neq"
+	NotContains SegmentConditionOperator = "notContains"
+	NotExists   SegmentConditionOperator = "notExists"
+	NotIn       SegmentConditionOperator = "notIn"
+)
+
+// Valid indicates whether the value is a known member of the SegmentConditionOperator enum.
+func (e SegmentConditionOperator) Valid() bool {
+	switch e {
+	case Contains:
+		return true
+	case Eq:
+		return true
+	case Exists:
+		return true
+	case Gt:
+		return true
+	case Gte:
+		return true
+	case In:
+		return true
+	case Lt:
+		return true
+	case Lte:
+		return true
+	case Neq:
+		return true
+	case NotContains:
+		return true
+	case NotExists:
+		return true
+	case NotIn:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SegmentKind.
+const (
+	Dynamic  SegmentKind = "dynamic"
+	Snapshot SegmentKind = "snapshot"
+)
+
+// Valid indicates whether the value is a known member of the SegmentKind enum.
+func (e SegmentKind) Valid() bool {
+	switch e {
+	case Dynamic:
+		return true
+	case Snapshot:
 		return true
 	default:
 		return false
@@ -933,6 +1005,19 @@ type CreateFieldRequest struct {
 	// `maxLength` (characters) for `text`, `email`, `phone` and `url`, and `pattern`, an RE2
 	// expression the whole value must match, for `text`.
 	Validation *FieldValidation `json:"validation,omitempty"`
+}
+
+// CreateSegmentRequest defines model for CreateSegmentRequest.
+type CreateSegmentRequest struct {
+	// Filter A contact matches when every condition of one of the groups holds. At most 5 groups,
+	// 10 conditions a group and 25 in all.
+	Filter SegmentFilter `json:"filter"`
+
+	// Kind Never changes.
+	Kind *SegmentKind `json:"kind,omitempty"`
+
+	// Name Unique in the account, whatever its case; spaces around it are dropped.
+	Name string `json:"name"`
 }
 
 // CreateWebhookRequest defines model for CreateWebhookRequest.
@@ -1630,6 +1715,92 @@ type ReplayResult struct {
 	Until Timestamp `json:"until"`
 }
 
+// Segment A saved filter of the account's contacts.
+type Segment struct {
+	// CreatedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	CreatedAt Timestamp `json:"createdAt"`
+
+	// Filter A contact matches when every condition of one of the groups holds. At most 5 groups,
+	// 10 conditions a group and 25 in all.
+	Filter SegmentFilter `json:"filter"`
+
+	// Kind `dynamic`: kept current; `snapshot`: evaluated once, then changed by hand. Never changes.
+	Kind SegmentKind `json:"kind"`
+
+	// Name Unique in the account, whatever its case.
+	Name string `json:"name"`
+
+	// SegmentId The segment's identifier.
+	SegmentId string `json:"segmentId"`
+
+	// UpdatedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	UpdatedAt Timestamp `json:"updatedAt"`
+}
+
+// SegmentCondition One comparison of an attribute of the contact. The operators each kind of attribute
+// takes: text (`email`, `name`, `phone`, `assignedUserEmailId`, `address.streetAddress`,
+// `address.city`, `address.county`, `address.state`, `address.zip`, and text, email,
+// phone and url custom fields) and enums (`emailStatus`, `recordStatus`, enum custom
+// fields): `eq`, `neq`, `in`, `notIn`, `exists`, `notExists`; numbers (`leadScore`, the
+// `engagement.numOf...` counters, number custom fields) and dates (date custom fields):
+// `eq`, `neq`, `gt`, `gte`, `lt`, `lte`, `exists`, `notExists`; times (`createdAt`,
+// `updatedAt`, the `engagement.last...Date` dates, datetime custom fields): `gt`, `gte`,
+// `lt`, `lte`, `exists`, `notExists`; sets (`tags`, multiEnum custom fields): `contains`,
+// `notContains` (one element), `exists`, `notExists`; booleans: `eq`, `exists`,
+// `notExists`. An `address.` condition holds when one of the contact's properties meets
+// it.
+type SegmentCondition struct {
+	// Attribute What of the contact is compared (see above), or `customFields.KEY`.
+	//
+	// Example: leadScore
+	Attribute string `json:"attribute"`
+
+	// Operator One the attribute's kind takes.
+	Operator SegmentConditionOperator `json:"operator"`
+
+	// Value What a condition compares with, as the attribute's values are stored.
+	//
+	// Example: 60
+	Value *SegmentOperand `json:"value,omitempty"`
+
+	// Values For `in` and `notIn`.
+	Values *[]SegmentOperand `json:"values,omitempty"`
+}
+
+// SegmentConditionOperator One the attribute's kind takes.
+type SegmentConditionOperator string
+
+// SegmentFilter A contact matches when every condition of one of the groups holds. At most 5 groups,
+// 10 conditions a group and 25 in all.
+type SegmentFilter struct {
+	// Groups Any of which must hold.
+	Groups []SegmentGroup `json:"groups"`
+}
+
+// SegmentGroup defines model for SegmentGroup.
+type SegmentGroup struct {
+	// Conditions All of which must hold.
+	Conditions []SegmentCondition `json:"conditions"`
+}
+
+// SegmentKind `dynamic`: kept current; `snapshot`: evaluated once, then changed by hand. Never changes.
+type SegmentKind string
+
+// SegmentList defines model for SegmentList.
+type SegmentList struct {
+	// Segments In the order they were saved.
+	Segments []Segment `json:"segments"`
+}
+
+// SegmentOperand What a condition compares with, as the attribute's values are stored.
+//
+// Example: 60
+type SegmentOperand = json.RawMessage
+
 // SubscriptionHealth How the subscription's receiver is doing, and why its status is what it is:
 // `failingSince` and `removalAt` while it is `Failing` (it is removed at the first sweep
 // after `removalAt` unless a delivery succeeds first).
@@ -1762,6 +1933,16 @@ type UpdateFieldRequest struct {
 	// `maxLength` (characters) for `text`, `email`, `phone` and `url`, and `pattern`, an RE2
 	// expression the whole value must match, for `text`.
 	Validation *FieldValidation `json:"validation,omitempty"`
+}
+
+// UpdateSegmentRequest defines model for UpdateSegmentRequest.
+type UpdateSegmentRequest struct {
+	// Filter A contact matches when every condition of one of the groups holds. At most 5 groups,
+	// 10 conditions a group and 25 in all.
+	Filter *SegmentFilter `json:"filter,omitempty"`
+
+	// Name Unique in the account, whatever its case; spaces around it are dropped.
+	Name *string `json:"name,omitempty"`
 }
 
 // UpdateWebhookRequest The subscription's settings to change; absent ones stay.
@@ -2143,6 +2324,9 @@ type FieldKeyPath = string
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// SegmentIdPath defines model for SegmentIdPath.
+type SegmentIdPath = string
+
 // SubscriptionIdPath defines model for SubscriptionIdPath.
 type SubscriptionIdPath = string
 
@@ -2175,6 +2359,12 @@ type NotFound = Error
 
 // PayloadTooLarge The body of every failure.
 type PayloadTooLarge = Error
+
+// SegmentConflict The body of every failure.
+type SegmentConflict = Error
+
+// SegmentNotFound The body of every failure.
+type SegmentNotFound = Error
 
 // ServiceUnavailable The body of every failure.
 type ServiceUnavailable = Error
@@ -2520,6 +2710,42 @@ type ArchiveFieldParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// CreateSegmentParams defines parameters for CreateSegment.
+type CreateSegmentParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DeleteSegmentParams defines parameters for DeleteSegment.
+type DeleteSegmentParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// UpdateSegmentParams defines parameters for UpdateSegment.
+type UpdateSegmentParams struct {
+	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
+	// a request with this key is kept for 24 hours, per account, and a retry of the same
+	// request (method, path, query and body) gets it again, with `Idempotent-Replayed: true`,
+	// without running twice. The same key with another request is `422
+	// IdempotencyKeyReused`; while the first request runs, `409 IdempotencyKeyInProgress`.
+	// A request refused before it runs (validation, authentication, rate limits) or failing
+	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // CreateWebhookParams defines parameters for CreateWebhook.
 type CreateWebhookParams struct {
 	// IdempotencyKey Makes the write safe to retry (the IETF httpapi draft's header): the first response to
@@ -2645,6 +2871,12 @@ type CreateFieldJSONRequestBody = CreateFieldRequest
 
 // UpdateFieldJSONRequestBody defines body for UpdateField for application/json ContentType.
 type UpdateFieldJSONRequestBody = UpdateFieldRequest
+
+// CreateSegmentJSONRequestBody defines body for CreateSegment for application/json ContentType.
+type CreateSegmentJSONRequestBody = CreateSegmentRequest
+
+// UpdateSegmentJSONRequestBody defines body for UpdateSegment for application/json ContentType.
+type UpdateSegmentJSONRequestBody = UpdateSegmentRequest
 
 // CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
 type CreateWebhookJSONRequestBody = CreateWebhookRequest
@@ -3547,6 +3779,95 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /public/v1/fields/{fieldKey}/archive (the `ArchiveField` operationId).
 	ArchiveField(ctx context.Context, fieldKey FieldKeyPath, params *ArchiveFieldParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSegments List the segments
+	//
+	// Lists the account's segments in the order they were saved (at most 100, so never paged).
+	//
+	// Corresponds with GET /public/v1/segments (the `ListSegments` operationId).
+	ListSegments(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateSegmentWithBody Save a segment
+	//
+	// Saves a named filter of the account's contacts. `kind` is `dynamic` (kept current) or
+	// `snapshot` (evaluated once, then changed by hand), and never changes. The filter is
+	// groups, any of which must hold, of conditions, all of which must hold: at most 5
+	// groups, 10 conditions a group and 25 in all. Each condition names an `attribute` (a
+	// detail, `tags`, a status, `leadScore`, an `engagement.` counter or date, `createdAt`,
+	// `updatedAt`, an `address.` part of any of the contact's properties, or
+	// `customFields.KEY`), an `operator` its kind takes, and a `value` (`values` for `in` and
+	// `notIn`, at most 100; none for `exists` and `notExists`). Operands are read as the
+	// attribute's values are stored: an email in lower case, a time in UTC with milliseconds,
+	// a custom field's value as a write of the field reads it, an enum's value one of its
+	// options. A segment's members, and events when a contact enters or leaves one, are not
+	// kept yet (docs/api.md, "Segments"). An account has at most 100 segments
+	// (`400 InvalidRequest` beyond); a name the account already has, in any case, is
+	// `409 SegmentExists`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /public/v1/segments (the `CreateSegment` operationId).
+	CreateSegmentWithBody(ctx context.Context, params *CreateSegmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateSegment Save a segment
+	//
+	// Saves a named filter of the account's contacts. `kind` is `dynamic` (kept current) or
+	// `snapshot` (evaluated once, then changed by hand), and never changes. The filter is
+	// groups, any of which must hold, of conditions, all of which must hold: at most 5
+	// groups, 10 conditions a group and 25 in all. Each condition names an `attribute` (a
+	// detail, `tags`, a status, `leadScore`, an `engagement.` counter or date, `createdAt`,
+	// `updatedAt`, an `address.` part of any of the contact's properties, or
+	// `customFields.KEY`), an `operator` its kind takes, and a `value` (`values` for `in` and
+	// `notIn`, at most 100; none for `exists` and `notExists`). Operands are read as the
+	// attribute's values are stored: an email in lower case, a time in UTC with milliseconds,
+	// a custom field's value as a write of the field reads it, an enum's value one of its
+	// options. A segment's members, and events when a contact enters or leaves one, are not
+	// kept yet (docs/api.md, "Segments"). An account has at most 100 segments
+	// (`400 InvalidRequest` beyond); a name the account already has, in any case, is
+	// `409 SegmentExists`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /public/v1/segments (the `CreateSegment` operationId).
+	CreateSegment(ctx context.Context, params *CreateSegmentParams, body CreateSegmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteSegment Delete a segment
+	//
+	// Deletes the segment; the contacts are not changed. Unknown ids, and other accounts', are `404 SegmentDoesNotExist`.
+	//
+	// Corresponds with DELETE /public/v1/segments/{segmentId} (the `DeleteSegment` operationId).
+	DeleteSegment(ctx context.Context, segmentId SegmentIdPath, params *DeleteSegmentParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSegment Read a segment
+	//
+	// Unknown ids, and other accounts', are `404 SegmentDoesNotExist`.
+	//
+	// Corresponds with GET /public/v1/segments/{segmentId} (the `GetSegment` operationId).
+	GetSegment(ctx context.Context, segmentId SegmentIdPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateSegmentWithBody Rename a segment or replace its filter
+	//
+	// Sets the fields sent: `name`, and `filter`, which replaces the segment's filter whole
+	// and is checked as on creation. The kind never changes. Unknown ids, and other
+	// accounts', are `404 SegmentDoesNotExist`; a name another segment of the account has, in
+	// any case, is `409 SegmentExists`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /public/v1/segments/{segmentId} (the `UpdateSegment` operationId).
+	UpdateSegmentWithBody(ctx context.Context, segmentId SegmentIdPath, params *UpdateSegmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateSegment Rename a segment or replace its filter
+	//
+	// Sets the fields sent: `name`, and `filter`, which replaces the segment's filter whole
+	// and is checked as on creation. The kind never changes. Unknown ids, and other
+	// accounts', are `404 SegmentDoesNotExist`; a name another segment of the account has, in
+	// any case, is `409 SegmentExists`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /public/v1/segments/{segmentId} (the `UpdateSegment` operationId).
+	UpdateSegment(ctx context.Context, segmentId SegmentIdPath, params *UpdateSegmentParams, body UpdateSegmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListWebhooks List subscriptions
 	//
@@ -4663,6 +4984,165 @@ func (c *Client) UpdateField(ctx context.Context, fieldKey FieldKeyPath, params 
 // Corresponds with POST /public/v1/fields/{fieldKey}/archive (the `ArchiveField` operationId).
 func (c *Client) ArchiveField(ctx context.Context, fieldKey FieldKeyPath, params *ArchiveFieldParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewArchiveFieldRequest(c.Server, fieldKey, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSegments List the segments
+//
+// Lists the account's segments in the order they were saved (at most 100, so never paged).
+//
+// Corresponds with GET /public/v1/segments (the `ListSegments` operationId).
+func (c *Client) ListSegments(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSegmentsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateSegmentWithBody Save a segment
+//
+// Saves a named filter of the account's contacts. `kind` is `dynamic` (kept current) or
+// `snapshot` (evaluated once, then changed by hand), and never changes. The filter is
+// groups, any of which must hold, of conditions, all of which must hold: at most 5
+// groups, 10 conditions a group and 25 in all. Each condition names an `attribute` (a
+// detail, `tags`, a status, `leadScore`, an `engagement.` counter or date, `createdAt`,
+// `updatedAt`, an `address.` part of any of the contact's properties, or
+// `customFields.KEY`), an `operator` its kind takes, and a `value` (`values` for `in` and
+// `notIn`, at most 100; none for `exists` and `notExists`). Operands are read as the
+// attribute's values are stored: an email in lower case, a time in UTC with milliseconds,
+// a custom field's value as a write of the field reads it, an enum's value one of its
+// options. A segment's members, and events when a contact enters or leaves one, are not
+// kept yet (docs/api.md, "Segments"). An account has at most 100 segments
+// (`400 InvalidRequest` beyond); a name the account already has, in any case, is
+// `409 SegmentExists`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /public/v1/segments (the `CreateSegment` operationId).
+func (c *Client) CreateSegmentWithBody(ctx context.Context, params *CreateSegmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSegmentRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateSegment Save a segment
+//
+// Saves a named filter of the account's contacts. `kind` is `dynamic` (kept current) or
+// `snapshot` (evaluated once, then changed by hand), and never changes. The filter is
+// groups, any of which must hold, of conditions, all of which must hold: at most 5
+// groups, 10 conditions a group and 25 in all. Each condition names an `attribute` (a
+// detail, `tags`, a status, `leadScore`, an `engagement.` counter or date, `createdAt`,
+// `updatedAt`, an `address.` part of any of the contact's properties, or
+// `customFields.KEY`), an `operator` its kind takes, and a `value` (`values` for `in` and
+// `notIn`, at most 100; none for `exists` and `notExists`). Operands are read as the
+// attribute's values are stored: an email in lower case, a time in UTC with milliseconds,
+// a custom field's value as a write of the field reads it, an enum's value one of its
+// options. A segment's members, and events when a contact enters or leaves one, are not
+// kept yet (docs/api.md, "Segments"). An account has at most 100 segments
+// (`400 InvalidRequest` beyond); a name the account already has, in any case, is
+// `409 SegmentExists`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /public/v1/segments (the `CreateSegment` operationId).
+func (c *Client) CreateSegment(ctx context.Context, params *CreateSegmentParams, body CreateSegmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSegmentRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteSegment Delete a segment
+//
+// Deletes the segment; the contacts are not changed. Unknown ids, and other accounts', are `404 SegmentDoesNotExist`.
+//
+// Corresponds with DELETE /public/v1/segments/{segmentId} (the `DeleteSegment` operationId).
+func (c *Client) DeleteSegment(ctx context.Context, segmentId SegmentIdPath, params *DeleteSegmentParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteSegmentRequest(c.Server, segmentId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSegment Read a segment
+//
+// Unknown ids, and other accounts', are `404 SegmentDoesNotExist`.
+//
+// Corresponds with GET /public/v1/segments/{segmentId} (the `GetSegment` operationId).
+func (c *Client) GetSegment(ctx context.Context, segmentId SegmentIdPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSegmentRequest(c.Server, segmentId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateSegmentWithBody Rename a segment or replace its filter
+//
+// Sets the fields sent: `name`, and `filter`, which replaces the segment's filter whole
+// and is checked as on creation. The kind never changes. Unknown ids, and other
+// accounts', are `404 SegmentDoesNotExist`; a name another segment of the account has, in
+// any case, is `409 SegmentExists`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /public/v1/segments/{segmentId} (the `UpdateSegment` operationId).
+func (c *Client) UpdateSegmentWithBody(ctx context.Context, segmentId SegmentIdPath, params *UpdateSegmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateSegmentRequestWithBody(c.Server, segmentId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateSegment Rename a segment or replace its filter
+//
+// Sets the fields sent: `name`, and `filter`, which replaces the segment's filter whole
+// and is checked as on creation. The kind never changes. Unknown ids, and other
+// accounts', are `404 SegmentDoesNotExist`; a name another segment of the account has, in
+// any case, is `409 SegmentExists`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /public/v1/segments/{segmentId} (the `UpdateSegment` operationId).
+func (c *Client) UpdateSegment(ctx context.Context, segmentId SegmentIdPath, params *UpdateSegmentParams, body UpdateSegmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateSegmentRequest(c.Server, segmentId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6628,6 +7108,233 @@ func NewArchiveFieldRequest(server string, fieldKey FieldKeyPath, params *Archiv
 	return req, nil
 }
 
+// NewListSegmentsRequest constructs an http.Request for the ListSegments method
+func NewListSegmentsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/public/v1/segments")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateSegmentRequest calls the generic CreateSegment builder with application/json body
+func NewCreateSegmentRequest(server string, params *CreateSegmentParams, body CreateSegmentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateSegmentRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateSegmentRequestWithBody constructs an http.Request for the CreateSegment method, with any body, and a specified content type
+func NewCreateSegmentRequestWithBody(server string, params *CreateSegmentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/public/v1/segments")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteSegmentRequest constructs an http.Request for the DeleteSegment method
+func NewDeleteSegmentRequest(server string, segmentId SegmentIdPath, params *DeleteSegmentParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "segmentId", segmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/public/v1/segments/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetSegmentRequest constructs an http.Request for the GetSegment method
+func NewGetSegmentRequest(server string, segmentId SegmentIdPath) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "segmentId", segmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/public/v1/segments/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateSegmentRequest calls the generic UpdateSegment builder with application/json body
+func NewUpdateSegmentRequest(server string, segmentId SegmentIdPath, params *UpdateSegmentParams, body UpdateSegmentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateSegmentRequestWithBody(server, segmentId, params, "application/json", bodyReader)
+}
+
+// NewUpdateSegmentRequestWithBody constructs an http.Request for the UpdateSegment method, with any body, and a specified content type
+func NewUpdateSegmentRequestWithBody(server string, segmentId SegmentIdPath, params *UpdateSegmentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "segmentId", segmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/public/v1/segments/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListWebhooksRequest constructs an http.Request for the ListWebhooks method
 func NewListWebhooksRequest(server string) (*http.Request, error) {
 	var err error
@@ -7816,6 +8523,101 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /public/v1/fields/{fieldKey}/archive (the `ArchiveField` operationId).
 	ArchiveFieldWithResponse(ctx context.Context, fieldKey FieldKeyPath, params *ArchiveFieldParams, reqEditors ...RequestEditorFn) (*ArchiveFieldResponse, error)
+
+	// ListSegmentsWithResponse List the segments
+	//
+	// Lists the account's segments in the order they were saved (at most 100, so never paged).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /public/v1/segments (the `ListSegments` operationId).
+	ListSegmentsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListSegmentsResponse, error)
+
+	// CreateSegmentWithBodyWithResponse Save a segment
+	//
+	// Saves a named filter of the account's contacts. `kind` is `dynamic` (kept current) or
+	// `snapshot` (evaluated once, then changed by hand), and never changes. The filter is
+	// groups, any of which must hold, of conditions, all of which must hold: at most 5
+	// groups, 10 conditions a group and 25 in all. Each condition names an `attribute` (a
+	// detail, `tags`, a status, `leadScore`, an `engagement.` counter or date, `createdAt`,
+	// `updatedAt`, an `address.` part of any of the contact's properties, or
+	// `customFields.KEY`), an `operator` its kind takes, and a `value` (`values` for `in` and
+	// `notIn`, at most 100; none for `exists` and `notExists`). Operands are read as the
+	// attribute's values are stored: an email in lower case, a time in UTC with milliseconds,
+	// a custom field's value as a write of the field reads it, an enum's value one of its
+	// options. A segment's members, and events when a contact enters or leaves one, are not
+	// kept yet (docs/api.md, "Segments"). An account has at most 100 segments
+	// (`400 InvalidRequest` beyond); a name the account already has, in any case, is
+	// `409 SegmentExists`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /public/v1/segments (the `CreateSegment` operationId).
+	CreateSegmentWithBodyWithResponse(ctx context.Context, params *CreateSegmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSegmentResponse, error)
+
+	// CreateSegmentWithResponse Save a segment
+	//
+	// Saves a named filter of the account's contacts. `kind` is `dynamic` (kept current) or
+	// `snapshot` (evaluated once, then changed by hand), and never changes. The filter is
+	// groups, any of which must hold, of conditions, all of which must hold: at most 5
+	// groups, 10 conditions a group and 25 in all. Each condition names an `attribute` (a
+	// detail, `tags`, a status, `leadScore`, an `engagement.` counter or date, `createdAt`,
+	// `updatedAt`, an `address.` part of any of the contact's properties, or
+	// `customFields.KEY`), an `operator` its kind takes, and a `value` (`values` for `in` and
+	// `notIn`, at most 100; none for `exists` and `notExists`). Operands are read as the
+	// attribute's values are stored: an email in lower case, a time in UTC with milliseconds,
+	// a custom field's value as a write of the field reads it, an enum's value one of its
+	// options. A segment's members, and events when a contact enters or leaves one, are not
+	// kept yet (docs/api.md, "Segments"). An account has at most 100 segments
+	// (`400 InvalidRequest` beyond); a name the account already has, in any case, is
+	// `409 SegmentExists`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /public/v1/segments (the `CreateSegment` operationId).
+	CreateSegmentWithResponse(ctx context.Context, params *CreateSegmentParams, body CreateSegmentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSegmentResponse, error)
+
+	// DeleteSegmentWithResponse Delete a segment
+	//
+	// Deletes the segment; the contacts are not changed. Unknown ids, and other accounts', are `404 SegmentDoesNotExist`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /public/v1/segments/{segmentId} (the `DeleteSegment` operationId).
+	DeleteSegmentWithResponse(ctx context.Context, segmentId SegmentIdPath, params *DeleteSegmentParams, reqEditors ...RequestEditorFn) (*DeleteSegmentResponse, error)
+
+	// GetSegmentWithResponse Read a segment
+	//
+	// Unknown ids, and other accounts', are `404 SegmentDoesNotExist`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /public/v1/segments/{segmentId} (the `GetSegment` operationId).
+	GetSegmentWithResponse(ctx context.Context, segmentId SegmentIdPath, reqEditors ...RequestEditorFn) (*GetSegmentResponse, error)
+
+	// UpdateSegmentWithBodyWithResponse Rename a segment or replace its filter
+	//
+	// Sets the fields sent: `name`, and `filter`, which replaces the segment's filter whole
+	// and is checked as on creation. The kind never changes. Unknown ids, and other
+	// accounts', are `404 SegmentDoesNotExist`; a name another segment of the account has, in
+	// any case, is `409 SegmentExists`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /public/v1/segments/{segmentId} (the `UpdateSegment` operationId).
+	UpdateSegmentWithBodyWithResponse(ctx context.Context, segmentId SegmentIdPath, params *UpdateSegmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateSegmentResponse, error)
+
+	// UpdateSegmentWithResponse Rename a segment or replace its filter
+	//
+	// Sets the fields sent: `name`, and `filter`, which replaces the segment's filter whole
+	// and is checked as on creation. The kind never changes. Unknown ids, and other
+	// accounts', are `404 SegmentDoesNotExist`; a name another segment of the account has, in
+	// any case, is `409 SegmentExists`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /public/v1/segments/{segmentId} (the `UpdateSegment` operationId).
+	UpdateSegmentWithResponse(ctx context.Context, segmentId SegmentIdPath, params *UpdateSegmentParams, body UpdateSegmentJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateSegmentResponse, error)
 
 	// ListWebhooksWithResponse List subscriptions
 	//
@@ -10803,6 +11605,565 @@ func (r ArchiveFieldResponse) ContentType() string {
 	return ""
 }
 
+// ListSegmentsResponse429Headers the declared response headers of an HTTP 429 response for ListSegments
+type ListSegmentsResponse429Headers struct {
+	RateLimitReset         *int
+	RetryAfter             *int
+	XRateLimitLimit10      *int
+	XRateLimitLimitDay     *int
+	XRateLimitRemaining10  *int
+	XRateLimitRemainingDay *int
+}
+
+type ListSegmentsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SegmentList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListSegmentsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSegmentsResponse) GetJSON200() *SegmentList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListSegmentsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListSegmentsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListSegmentsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListSegmentsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListSegmentsResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListSegmentsResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSegmentsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSegmentsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSegmentsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSegmentsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateSegmentResponse429Headers the declared response headers of an HTTP 429 response for CreateSegment
+type CreateSegmentResponse429Headers struct {
+	RateLimitReset         *int
+	RetryAfter             *int
+	XRateLimitLimit10      *int
+	XRateLimitLimitDay     *int
+	XRateLimitRemaining10  *int
+	XRateLimitRemainingDay *int
+}
+
+type CreateSegmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Segment
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *SegmentConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateSegmentResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateSegmentResponse) GetJSON200() *Segment {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateSegmentResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateSegmentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r CreateSegmentResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r CreateSegmentResponse) GetJSON409() *SegmentConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateSegmentResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateSegmentResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateSegmentResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateSegmentResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CreateSegmentResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateSegmentResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateSegmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateSegmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateSegmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateSegmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteSegmentResponse429Headers the declared response headers of an HTTP 429 response for DeleteSegment
+type DeleteSegmentResponse429Headers struct {
+	RateLimitReset         *int
+	RetryAfter             *int
+	XRateLimitLimit10      *int
+	XRateLimitLimitDay     *int
+	XRateLimitRemaining10  *int
+	XRateLimitRemainingDay *int
+}
+
+type DeleteSegmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *SegmentNotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *IdempotencyKeyInProgress
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteSegmentResponse429Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteSegmentResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteSegmentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DeleteSegmentResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteSegmentResponse) GetJSON404() *SegmentNotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r DeleteSegmentResponse) GetJSON409() *IdempotencyKeyInProgress {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r DeleteSegmentResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteSegmentResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteSegmentResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteSegmentResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteSegmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteSegmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteSegmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteSegmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSegmentResponse429Headers the declared response headers of an HTTP 429 response for GetSegment
+type GetSegmentResponse429Headers struct {
+	RateLimitReset         *int
+	RetryAfter             *int
+	XRateLimitLimit10      *int
+	XRateLimitLimitDay     *int
+	XRateLimitRemaining10  *int
+	XRateLimitRemainingDay *int
+}
+
+type GetSegmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Segment
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *SegmentNotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetSegmentResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSegmentResponse) GetJSON200() *Segment {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetSegmentResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSegmentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetSegmentResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetSegmentResponse) GetJSON404() *SegmentNotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetSegmentResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetSegmentResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetSegmentResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSegmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSegmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSegmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSegmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateSegmentResponse429Headers the declared response headers of an HTTP 429 response for UpdateSegment
+type UpdateSegmentResponse429Headers struct {
+	RateLimitReset         *int
+	RetryAfter             *int
+	XRateLimitLimit10      *int
+	XRateLimitLimitDay     *int
+	XRateLimitRemaining10  *int
+	XRateLimitRemainingDay *int
+}
+
+type UpdateSegmentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Segment
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *SegmentNotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *SegmentConflict
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *UnsupportedMediaType
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyKeyReused
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateSegmentResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateSegmentResponse) GetJSON200() *Segment {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r UpdateSegmentResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UpdateSegmentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r UpdateSegmentResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r UpdateSegmentResponse) GetJSON404() *SegmentNotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r UpdateSegmentResponse) GetJSON409() *SegmentConflict {
+	return r.JSON409
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r UpdateSegmentResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r UpdateSegmentResponse) GetJSON415() *UnsupportedMediaType {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r UpdateSegmentResponse) GetJSON422() *IdempotencyKeyReused {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UpdateSegmentResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r UpdateSegmentResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UpdateSegmentResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateSegmentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateSegmentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateSegmentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateSegmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListWebhooksResponse429Headers the declared response headers of an HTTP 429 response for ListWebhooks
 type ListWebhooksResponse429Headers struct {
 	RateLimitReset         *int
@@ -12779,6 +14140,143 @@ func (c *ClientWithResponses) ArchiveFieldWithResponse(ctx context.Context, fiel
 		return nil, err
 	}
 	return ParseArchiveFieldResponse(rsp)
+}
+
+// ListSegmentsWithResponse List the segments
+//
+// Lists the account's segments in the order they were saved (at most 100, so never paged).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /public/v1/segments (the `ListSegments` operationId).
+func (c *ClientWithResponses) ListSegmentsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListSegmentsResponse, error) {
+	rsp, err := c.ListSegments(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSegmentsResponse(rsp)
+}
+
+// CreateSegmentWithBodyWithResponse Save a segment
+//
+// Saves a named filter of the account's contacts. `kind` is `dynamic` (kept current) or
+// `snapshot` (evaluated once, then changed by hand), and never changes. The filter is
+// groups, any of which must hold, of conditions, all of which must hold: at most 5
+// groups, 10 conditions a group and 25 in all. Each condition names an `attribute` (a
+// detail, `tags`, a status, `leadScore`, an `engagement.` counter or date, `createdAt`,
+// `updatedAt`, an `address.` part of any of the contact's properties, or
+// `customFields.KEY`), an `operator` its kind takes, and a `value` (`values` for `in` and
+// `notIn`, at most 100; none for `exists` and `notExists`). Operands are read as the
+// attribute's values are stored: an email in lower case, a time in UTC with milliseconds,
+// a custom field's value as a write of the field reads it, an enum's value one of its
+// options. A segment's members, and events when a contact enters or leaves one, are not
+// kept yet (docs/api.md, "Segments"). An account has at most 100 segments
+// (`400 InvalidRequest` beyond); a name the account already has, in any case, is
+// `409 SegmentExists`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /public/v1/segments (the `CreateSegment` operationId).
+func (c *ClientWithResponses) CreateSegmentWithBodyWithResponse(ctx context.Context, params *CreateSegmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSegmentResponse, error) {
+	rsp, err := c.CreateSegmentWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSegmentResponse(rsp)
+}
+
+// CreateSegmentWithResponse Save a segment
+//
+// Saves a named filter of the account's contacts. `kind` is `dynamic` (kept current) or
+// `snapshot` (evaluated once, then changed by hand), and never changes. The filter is
+// groups, any of which must hold, of conditions, all of which must hold: at most 5
+// groups, 10 conditions a group and 25 in all. Each condition names an `attribute` (a
+// detail, `tags`, a status, `leadScore`, an `engagement.` counter or date, `createdAt`,
+// `updatedAt`, an `address.` part of any of the contact's properties, or
+// `customFields.KEY`), an `operator` its kind takes, and a `value` (`values` for `in` and
+// `notIn`, at most 100; none for `exists` and `notExists`). Operands are read as the
+// attribute's values are stored: an email in lower case, a time in UTC with milliseconds,
+// a custom field's value as a write of the field reads it, an enum's value one of its
+// options. A segment's members, and events when a contact enters or leaves one, are not
+// kept yet (docs/api.md, "Segments"). An account has at most 100 segments
+// (`400 InvalidRequest` beyond); a name the account already has, in any case, is
+// `409 SegmentExists`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /public/v1/segments (the `CreateSegment` operationId).
+func (c *ClientWithResponses) CreateSegmentWithResponse(ctx context.Context, params *CreateSegmentParams, body CreateSegmentJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSegmentResponse, error) {
+	rsp, err := c.CreateSegment(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSegmentResponse(rsp)
+}
+
+// DeleteSegmentWithResponse Delete a segment
+//
+// Deletes the segment; the contacts are not changed. Unknown ids, and other accounts', are `404 SegmentDoesNotExist`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /public/v1/segments/{segmentId} (the `DeleteSegment` operationId).
+func (c *ClientWithResponses) DeleteSegmentWithResponse(ctx context.Context, segmentId SegmentIdPath, params *DeleteSegmentParams, reqEditors ...RequestEditorFn) (*DeleteSegmentResponse, error) {
+	rsp, err := c.DeleteSegment(ctx, segmentId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteSegmentResponse(rsp)
+}
+
+// GetSegmentWithResponse Read a segment
+//
+// Unknown ids, and other accounts', are `404 SegmentDoesNotExist`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /public/v1/segments/{segmentId} (the `GetSegment` operationId).
+func (c *ClientWithResponses) GetSegmentWithResponse(ctx context.Context, segmentId SegmentIdPath, reqEditors ...RequestEditorFn) (*GetSegmentResponse, error) {
+	rsp, err := c.GetSegment(ctx, segmentId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSegmentResponse(rsp)
+}
+
+// UpdateSegmentWithBodyWithResponse Rename a segment or replace its filter
+//
+// Sets the fields sent: `name`, and `filter`, which replaces the segment's filter whole
+// and is checked as on creation. The kind never changes. Unknown ids, and other
+// accounts', are `404 SegmentDoesNotExist`; a name another segment of the account has, in
+// any case, is `409 SegmentExists`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /public/v1/segments/{segmentId} (the `UpdateSegment` operationId).
+func (c *ClientWithResponses) UpdateSegmentWithBodyWithResponse(ctx context.Context, segmentId SegmentIdPath, params *UpdateSegmentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateSegmentResponse, error) {
+	rsp, err := c.UpdateSegmentWithBody(ctx, segmentId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateSegmentResponse(rsp)
+}
+
+// UpdateSegmentWithResponse Rename a segment or replace its filter
+//
+// Sets the fields sent: `name`, and `filter`, which replaces the segment's filter whole
+// and is checked as on creation. The kind never changes. Unknown ids, and other
+// accounts', are `404 SegmentDoesNotExist`; a name another segment of the account has, in
+// any case, is `409 SegmentExists`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /public/v1/segments/{segmentId} (the `UpdateSegment` operationId).
+func (c *ClientWithResponses) UpdateSegmentWithResponse(ctx context.Context, segmentId SegmentIdPath, params *UpdateSegmentParams, body UpdateSegmentJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateSegmentResponse, error) {
+	rsp, err := c.UpdateSegment(ctx, segmentId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateSegmentResponse(rsp)
 }
 
 // ListWebhooksWithResponse List subscriptions
@@ -16300,6 +17798,673 @@ func ParseArchiveFieldResponse(rsp *http.Response) (*ArchiveFieldResponse, error
 	switch {
 	case rsp.StatusCode == 429:
 		var headers ArchiveFieldResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimitDay = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemainingDay = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSegmentsResponse parses an HTTP response from a ListSegmentsWithResponse call
+func ParseListSegmentsResponse(rsp *http.Response) (*ListSegmentsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSegmentsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SegmentList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListSegmentsResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimitDay = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemainingDay = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateSegmentResponse parses an HTTP response from a CreateSegmentWithResponse call
+func ParseCreateSegmentResponse(rsp *http.Response) (*CreateSegmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateSegmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Segment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest SegmentConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers CreateSegmentResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimitDay = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemainingDay = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteSegmentResponse parses an HTTP response from a DeleteSegmentWithResponse call
+func ParseDeleteSegmentResponse(rsp *http.Response) (*DeleteSegmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteSegmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SegmentNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers DeleteSegmentResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimitDay = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemainingDay = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSegmentResponse parses an HTTP response from a GetSegmentWithResponse call
+func ParseGetSegmentResponse(rsp *http.Response) (*GetSegmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSegmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Segment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SegmentNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetSegmentResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimitDay = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemainingDay = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateSegmentResponse parses an HTTP response from a UpdateSegmentWithResponse call
+func ParseUpdateSegmentResponse(rsp *http.Response) (*UpdateSegmentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateSegmentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Segment
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SegmentNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest SegmentConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers UpdateSegmentResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -237,6 +237,16 @@ type Property struct {
 	CreatedAt       time.Time
 }
 
+type Segment struct {
+	AccountID uuid.UUID
+	SegmentID uuid.UUID
+	Name      string
+	Kind      string
+	Filter    []byte
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
 type Suppression struct {
 	AccountID uuid.UUID
 	Digest    []byte

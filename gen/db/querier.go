@@ -401,6 +401,19 @@ type Querier interface {
 	SandboxReset(ctx context.Context, sandboxID uuid.UUID) error
 	// The ids of the keys the stored secrets are sealed under (package seal's "v1.<id>.<...>").
 	SecretKeyIDs(ctx context.Context) ([]string, error)
+	SegmentDelete(ctx context.Context, arg SegmentDeleteParams) (int64, error)
+	SegmentGet(ctx context.Context, arg SegmentGetParams) (Segment, error)
+	// Nothing when the account has a segment of that name (in any case).
+	SegmentInsert(ctx context.Context, arg SegmentInsertParams) ([]Segment, error)
+	SegmentList(ctx context.Context, accountID uuid.UUID) ([]Segment, error)
+	// Nothing when another segment of the account has the name (in any case); the segment is
+	// then read again by the caller to tell that from a segment that is gone.
+	SegmentUpdate(ctx context.Context, arg SegmentUpdateParams) ([]Segment, error)
+	SegmentsCount(ctx context.Context, accountID uuid.UUID) (int64, error)
+	// Segments (internal/segment): an account's saved filters of its contacts.
+	// One segment of the account is created at a time, so that the limit is counted by one
+	// writer.
+	SegmentsLock(ctx context.Context, accountID uuid.UUID) error
 	// The account's active addresses from @from_address on that more than one contact has, with those
 	// contacts: an index-only walk of properties_active_address that stops at the page's last.
 	SharedAddresses(ctx context.Context, arg SharedAddressesParams) ([]SharedAddressesRow, error)

@@ -31,6 +31,7 @@ import (
 	"github.com/contactd/contactd/internal/queue"
 	"github.com/contactd/contactd/internal/ratelimit"
 	"github.com/contactd/contactd/internal/seal"
+	"github.com/contactd/contactd/internal/segment"
 	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/suppress"
 	"github.com/contactd/contactd/internal/turns"
@@ -122,6 +123,7 @@ type Services struct {
 	Webhooks     *webhook.Service
 	// Fields defines the accounts' custom fields.
 	Fields     *field.Service
+	Segments   *segment.Service
 	Deliveries *delivery.Service
 	Enrich     *enrich.Service
 	Metrics    *metrics.Metrics
@@ -189,6 +191,7 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 		Suppressions: suppressions,
 		Webhooks:     subscriptions,
 		Fields:       fields,
+		Segments:     segment.NewService(st, fields, Now),
 		Secrets:      secrets,
 		Deliveries:   deliveries,
 		Enrich:       enricher,
@@ -298,7 +301,7 @@ func Handler(cfg config.Config, st *store.Store, svc *Services, log *slog.Logger
 	return httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxBatchBodyBytes: cfg.MaxBatchBodyBytes, RateLimits: limits,
 		TrustedProxies: cfg.TrustedProxies, ExportStall: cfg.WriteTimeout,
 		MetricsToken: cfg.MetricsToken}, httpapi.Deps{
-		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Erasures: svc.Erasures, Webhooks: svc.Webhooks, Fields: svc.Fields, Events: svc.Events, Deliveries: svc.Deliveries, Limiter: limiter,
+		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Erasures: svc.Erasures, Webhooks: svc.Webhooks, Fields: svc.Fields, Segments: svc.Segments, Events: svc.Events, Deliveries: svc.Deliveries, Limiter: limiter,
 		Idempotency: svc.Idempotency, Extra: svc.Console.Register,
 		Ready:   svc.Drain.Ready(newReadiness(st).check),
 		Metrics: svc.Metrics,

@@ -182,6 +182,42 @@ func TestGoClientCustomFields(t *testing.T) {
 	}
 }
 
+// TestGoClientSegments saves a segment on a custom field through the generated Go client and
+// reads it back by id and in the list, its operands as stored; a second of the same name is
+// told which error it is.
+func TestGoClientSegments(t *testing.T) {
+	a := testkit.NewAPI(t)
+	_, key := a.Account("go-client-segments")
+	c := goClient(t, a, key)
+	ctx := context.Background()
+	if r, err := c.CreateFieldWithResponse(ctx, nil, client.CreateFieldRequest{Key: "mobile", Label: "Mobile", Type: client.FieldTypePhone}); err != nil || r.JSON200 == nil {
+		t.Fatalf("define: %v %s", err, body(r))
+	}
+	req := client.CreateSegmentRequest{Name: "Reachable VIPs", Filter: client.SegmentFilter{Groups: []client.SegmentGroup{{Conditions: []client.SegmentCondition{
+		{Attribute: "customFields.mobile", Operator: client.Eq, Value: ptr(client.SegmentOperand(`"(555) 010-2030"`))},
+		{Attribute: "tags", Operator: client.Contains, Value: ptr(client.SegmentOperand(`"VIP"`))}}}}}}
+	saved, err := c.CreateSegmentWithResponse(ctx, nil, req)
+	if err != nil || saved.JSON200 == nil || saved.JSON200.Kind != client.Dynamic {
+		t.Fatalf("save: %v %s", err, body(saved))
+	}
+	read, err := c.GetSegmentWithResponse(ctx, saved.JSON200.SegmentId)
+	if err != nil || read.JSON200 == nil {
+		t.Fatalf("read: %v %s", err, body(read))
+	}
+	conds := read.JSON200.Filter.Groups[0].Conditions
+	if string(*conds[0].Value) != `"+15550102030"` || string(*conds[1].Value) != `"vip"` {
+		t.Errorf("operands read back: %s, %s", *conds[0].Value, *conds[1].Value)
+	}
+	list, err := c.ListSegmentsWithResponse(ctx)
+	if err != nil || list.JSON200 == nil || len(list.JSON200.Segments) != 1 || list.JSON200.Segments[0].SegmentId != saved.JSON200.SegmentId {
+		t.Fatalf("list: %v %s", err, body(list))
+	}
+	again, err := c.CreateSegmentWithResponse(ctx, nil, req)
+	if err != nil || again.JSON409 == nil || again.JSON409.Code != client.ErrorCodeSegmentExists {
+		t.Fatalf("the same name again: %v %s", err, body(again))
+	}
+}
+
 // goClient is the generated client of a's API with key, every response validated against the
 // spec.
 func goClient(t *testing.T, a *testkit.API, key string) *client.ClientWithResponses {

@@ -15,6 +15,7 @@ import (
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/field"
+	"github.com/contactd/contactd/internal/segment"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -372,6 +373,37 @@ var worstCases = map[string]worstCase{
 		build: func(e *env) request {
 			e.defineFields(field.MaxPerAccount - 1)
 			return request{method: "POST", path: "/public/v1/fields/f_000/archive", status: 200}
+		}},
+	"createSegment": {what: "the account's 100th segment: the most conditions (25), 24 of them an in of two names of 1,200 characters that do not compress (a 64 KiB body), one on a custom field, checked against 200 fields of 100 options read cold (a definition changed since)", budget: 200,
+		build: func(e *env) request {
+			e.defineSegments(segment.MaxPerAccount - 1)
+			e.segments++
+			e.coldDefinitions()
+			return request{method: "POST", path: "/public/v1/segments", status: 200, body: map[string]any{"name": "the last",
+				"kind": "snapshot", "filter": segmentFilter(7)}}
+		}},
+	"listSegments": {what: "the account's 100 segments, each of the costliest filter (58 KB that do not compress)", budget: 1200,
+		build: func(e *env) request {
+			e.defineSegments(segment.MaxPerAccount)
+			return request{method: "GET", path: "/public/v1/segments", status: 200}
+		}},
+	"getSegment": {what: "a segment of the costliest filter (58 KB that do not compress), among 100", budget: 15,
+		build: func(e *env) request {
+			e.defineSegments(segment.MaxPerAccount)
+			return request{method: "GET", path: "/public/v1/segments/" + e.segmentID(1), status: 200}
+		}},
+	"updateSegment": {what: "a new name and the costliest filter (58 KB that do not compress) for a segment of one, among 100, checked against 200 fields of 100 options read cold", budget: 250,
+		build: func(e *env) request {
+			e.defineSegments(segment.MaxPerAccount)
+			e.coldDefinitions()
+			return request{method: "PATCH", path: "/public/v1/segments/" + e.segmentID(2), status: 200,
+				body: map[string]any{"name": "renamed " + strings.Repeat("r", 100), "filter": segmentFilter(11)}}
+		}},
+	"deleteSegment": {what: "a segment of the costliest filter (58 KB that do not compress), among 100", budget: 55,
+		build: func(e *env) request {
+			e.defineSegments(segment.MaxPerAccount)
+			e.segments--
+			return request{method: "DELETE", path: "/public/v1/segments/" + e.segmentID(3), status: 204}
 		}},
 	"createWebhook": {what: "the heaviest filter, with 2 live subscriptions of the type", budget: 30,
 		build: func(e *env) request {

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/contactd/contactd/internal/field"
+	"github.com/contactd/contactd/internal/segment"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -84,6 +85,8 @@ type env struct {
 	seeded [2]time.Time
 	phones int
 	fields int // the account's fields, each an enum of the most options
+	// segments is the account's segments, each of the costliest filter (defineSegments)
+	segments int
 	// unique is the account whose 200 fields are all unique text (uniqueAccount), once made.
 	unique *env
 	// search is the account whose contacts hold as many custom field values as a contact
@@ -263,4 +266,54 @@ func itemValues(i, n int, prefix string) map[string]any {
 		out[fmt.Sprintf("u_%03d", k)] = v + strings.Repeat("v", 120-len(v))
 	}
 	return out
+}
+
+// defineSegments makes the account's segments up to n, each with segmentFilter(i), on the
+// account's 200 fields.
+func (e *env) defineSegments(n int) {
+	e.t.Helper()
+	e.defineFields(field.MaxPerAccount)
+	for ; e.segments < n; e.segments++ {
+		e.do("POST", "/public/v1/segments", map[string]any{"name": fmt.Sprintf("segment %03d %s", e.segments, strings.Repeat("n", 100)),
+			"filter": segmentFilter(e.segments)}, 200)
+	}
+}
+
+// segmentFilter is a segment's costliest filter: the most conditions (5 groups of 5), one on a
+// custom field (so the account's definitions are read) and each other an in of two names of
+// 1,200 characters that do not compress, which fills a 64 KiB body.
+func segmentFilter(seed int) map[string]any {
+	var groups []any
+	for g := range segment.MaxGroups {
+		var conds []any
+		for c := range segment.MaxConditions / segment.MaxGroups {
+			if g == 0 && c == 0 {
+				conds = append(conds, map[string]any{"attribute": fmt.Sprintf("customFields.f_%03d", seed%field.MaxPerAccount),
+					"operator": "in", "values": []any{fieldOptions("o", 1)[0]["value"]}})
+				continue
+			}
+			conds = append(conds, map[string]any{"attribute": "name", "operator": "in",
+				"values": []any{incompressible(seed, g*10+c, 1200), incompressible(seed, g*10+c+100, 1200)}})
+		}
+		groups = append(groups, map[string]any{"conditions": conds})
+	}
+	return map[string]any{"groups": groups}
+}
+
+// segmentID is the id of the account's i-th segment.
+func (e *env) segmentID(i int) string {
+	e.t.Helper()
+	var id string
+	if err := e.a.Store.Pool.QueryRow(context.Background(), `SELECT segment_id::text FROM segments WHERE account_id = $1
+		ORDER BY created_at, segment_id OFFSET $2 LIMIT 1`, e.account, i).Scan(&id); err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+// coldDefinitions changes one of the account's field definitions, so that the next request
+// reads them all again (a process reads them after each change).
+func (e *env) coldDefinitions() {
+	e.t.Helper()
+	e.do("PATCH", "/public/v1/fields/f_005", map[string]any{"label": fmt.Sprintf("relabelled %d", e.segments)}, 200)
 }

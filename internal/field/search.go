@@ -133,3 +133,32 @@ func (f *Field) hasOption(s string) bool {
 	}
 	return false
 }
+
+// Operand is raw, a value a condition compares field key's values with, read as a write of the
+// field reads it but without its rules (minimum, pattern: a condition may name any value), and
+// the field. A text is compared as stored; an enum's or a multiEnum's operand is one of its
+// options, archived ones too (contacts may hold them). An error says what is wrong with it.
+func (d *Definitions) Operand(key string, raw json.RawMessage) (any, *Field, error) {
+	f, ok := d.byKey[key]
+	if !ok {
+		return nil, nil, fmt.Errorf("the account has no field %q", key)
+	}
+	if f.Type == Text || f.Type == Enum || f.Type == MultiEnum {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, f, fmt.Errorf("compares the %s field %q with a string", f.Type, key)
+		}
+		if f.Type != Text && !f.hasOption(s) {
+			return nil, f, fmt.Errorf("%q is not one of the options of %q", s, key)
+		}
+		return s, f, nil
+	}
+	v, _, fe := d.normalise(&Field{Key: f.Key, Type: f.Type}, raw)
+	if fe != nil {
+		return nil, f, fmt.Errorf("%s", fe.Message)
+	}
+	if v == nil {
+		return nil, f, fmt.Errorf("a condition compares with a value, not an empty one")
+	}
+	return v, f, nil
+}

@@ -54,7 +54,13 @@ var operations = []struct {
 	{"GET", "/public/v1/fields", "contacts:read", nil},
 	{"GET", "/public/v1/fields/tier", "contacts:read", nil},
 	{"PATCH", "/public/v1/fields/tier", "contacts:write", map[string]any{"label": "Tier"}},
-	{"POST", "/public/v1/fields/tier/archive", "contacts:write", nil}}
+	{"POST", "/public/v1/fields/tier/archive", "contacts:write", nil},
+	{"POST", "/public/v1/segments", "contacts:write", map[string]any{"name": "S", "filter": map[string]any{"groups": []any{
+		map[string]any{"conditions": []any{map[string]any{"attribute": "name", "operator": "exists"}}}}}}},
+	{"GET", "/public/v1/segments", "contacts:read", nil},
+	{"GET", "/public/v1/segments/01939d3c-0000-7000-8000-000000000000", "contacts:read", nil},
+	{"PATCH", "/public/v1/segments/01939d3c-0000-7000-8000-000000000000", "contacts:write", map[string]any{"name": "T"}},
+	{"DELETE", "/public/v1/segments/01939d3c-0000-7000-8000-000000000000", "contacts:write", nil}}
 
 // The list above names every operation that needs a key, so a new endpoint cannot skip the
 // 401 matrix; the public ones (security: []) are the only exceptions.

@@ -31,6 +31,7 @@ import (
 	"github.com/contactd/contactd/internal/idempotency"
 	"github.com/contactd/contactd/internal/metrics"
 	"github.com/contactd/contactd/internal/ratelimit"
+	"github.com/contactd/contactd/internal/segment"
 	"github.com/contactd/contactd/internal/webhook"
 )
 
@@ -62,6 +63,8 @@ type Deps struct {
 	Webhooks *webhook.Service
 	// Fields defines the accounts' custom fields.
 	Fields *field.Service
+	// Segments saves the accounts' segments.
+	Segments *segment.Service
 	// Events reads the events feed.
 	Events *feed.Service
 	// Limiter decides the rate limits; nil: this process's own, from Config.RateLimits.
@@ -90,6 +93,7 @@ type Server struct {
 	erasures   *erasure.Service
 	webhooks   *webhook.Service
 	fields     *field.Service
+	segments   *segment.Service
 	deliveries *delivery.Service
 	events     *feed.Service
 	ready      func(ctx context.Context) error
@@ -113,7 +117,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: d.Log, auth: d.Auth, contacts: d.Contacts, erasures: d.Erasures, webhooks: d.Webhooks, fields: d.Fields,
+	s := &Server{cfg: cfg, log: d.Log, auth: d.Auth, contacts: d.Contacts, erasures: d.Erasures, webhooks: d.Webhooks, fields: d.Fields, segments: d.Segments,
 		events: d.Events, deliveries: d.Deliveries, ready: d.Ready, routes: newRouteTable(spec),
 		limiter: d.Limiter, metrics: d.Metrics, idem: d.Idempotency}
 	if s.batch, err = apicore.NewBatch(d.Contacts); err != nil {

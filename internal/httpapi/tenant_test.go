@@ -65,6 +65,12 @@ func tenantMatrix(t *testing.T, a *testkit.API, accountA uuid.UUID, keyA, keyB s
 	defineField(t, a, keyA, map[string]any{"key": "mine_field", "label": "Mine", "type": "enum",
 		"options": []map[string]any{{"value": "gold", "label": "Gold"}}})
 	a.Do("POST", "/public/v1/contact/"+c.ContactId+"/tags", keyA, map[string]any{"tags": []string{"more"}}) // a delivery
+	var seg api.Segment
+	r := a.Do("POST", "/public/v1/segments", keyA, map[string]any{"name": "Mine", "filter": map[string]any{"groups": []any{
+		map[string]any{"conditions": []any{map[string]any{"attribute": "customFields.mine_field", "operator": "eq", "value": "gold"}}}}}})
+	if r.JSON(t, &seg); r.Status != 200 {
+		t.Fatalf("A's segment: %d %s", r.Status, r.Body)
+	}
 	var deliveryID string
 	if err := a.Store.Pool.QueryRow(context.Background(), "SELECT delivery_id::text FROM webhook_deliveries WHERE account_id = $1", accountA).Scan(&deliveryID); err != nil {
 		t.Fatal(err)
@@ -82,6 +88,7 @@ func tenantMatrix(t *testing.T, a *testkit.API, accountA uuid.UUID, keyA, keyB s
 		"eventId":        {eventID, unknown},
 		"emailId":        {"mine@example.com", "nobody@example.com"}, // also the email of create bodies
 		"fieldKey":       {"mine_field", "nobody_has_this"},
+		"segmentId":      {seg.SegmentId, unknown},
 	}
 	before := snapshot(t, a, keyA, c.ContactId, sub.SubscriptionId)
 
@@ -179,6 +186,9 @@ func exampleBody(op *openapi3.Operation, email, fieldKey string) any {
 	if _, has := m["key"]; has && op.OperationID == "createField" {
 		copied["key"] = fieldKey
 	}
+	if _, has := m["name"]; has && op.OperationID == "createSegment" { // a name of its own, as a field's key
+		copied["name"] = fieldKey
+	}
 	return copied
 }
 
@@ -212,6 +222,7 @@ func snapshot(t *testing.T, a *testkit.API, key, contactID, subID string) string
 	subs := a.Do("GET", "/public/v1/webhooks", key, nil)
 	att := a.Do("GET", "/public/v1/webhooks/"+subID+"/deliveries", key, nil)
 	fields := a.Do("GET", "/public/v1/fields?archived=true", key, nil)
+	segments := a.Do("GET", "/public/v1/segments", key, nil)
 	var n int
 	if err := a.Store.Pool.QueryRow(context.Background(), "SELECT count(*) FROM webhook_deliveries").Scan(&n); err != nil {
 		t.Fatal(err)
@@ -222,6 +233,6 @@ func snapshot(t *testing.T, a *testkit.API, key, contactID, subID string) string
 		out, _ := json.Marshal(v)
 		return regexp.MustCompile(`"leadScore":\d+`).ReplaceAllString(string(out), "")
 	}
-	return fmt.Sprintf("%d %s | %d %s | %s | %s | %s | deliveries %d", c.Status, compact(c.Body), byEmail.Status,
-		compact(byEmail.Body), compact(subs.Body), compact(att.Body), compact(fields.Body), n)
+	return fmt.Sprintf("%d %s | %d %s | %s | %s | %s | %s | deliveries %d", c.Status, compact(c.Body), byEmail.Status,
+		compact(byEmail.Body), compact(subs.Body), compact(att.Body), compact(fields.Body), compact(segments.Body), n)
 }

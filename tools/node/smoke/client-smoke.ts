@@ -119,6 +119,26 @@ async function main(): Promise<void> {
   check(taken.response.status === 409 && takenCode === "FieldValueTaken" && taken.error?.data?.contactId === fieldContactId,
     `a taken value: ${taken.response.status}`);
 
+  // A segment on the field: saved, its operand read as the field's values, read back by id.
+  const segment = await client.POST("/public/v1/segments", {
+    body: {
+      name: "Members", kind: "dynamic",
+      filter: { groups: [{ conditions: [{ attribute: "customFields.member", operator: "gte", value: "1000" }, { attribute: "tags", operator: "contains", value: "VIP" }] }] },
+    },
+  });
+  check(segment.response.status === 400, `a number compared with a string: ${segment.response.status}`);
+  const saved = await client.POST("/public/v1/segments", {
+    body: {
+      name: "Members", kind: "dynamic",
+      filter: { groups: [{ conditions: [{ attribute: "customFields.member", operator: "gte", value: 1000 }, { attribute: "tags", operator: "contains", value: "VIP" }] }] },
+    },
+  });
+  const segmentId = saved.data?.segmentId ?? "";
+  const read = await client.GET("/public/v1/segments/{segmentId}", { params: { path: { segmentId } } });
+  const conditions = read.data?.filter.groups[0]?.conditions ?? [];
+  check(read.data?.name === "Members" && conditions[0]?.value === 1000 && conditions[1]?.value === "vip",
+    `a segment read back: ${JSON.stringify(read.data)}`);
+
   console.log(JSON.stringify({ ok: true, contactId, subscriptionId }));
 }
 

@@ -1,0 +1,211 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/testkit"
+)
+
+// illinois is a filter of every kind of condition: a detail, a number, a set, a time, an
+// address part, and custom fields of each kind.
+func illinois() map[string]any {
+	return map[string]any{"groups": []any{
+		map[string]any{"conditions": []any{
+			map[string]any{"attribute": "address.state", "operator": "eq", "value": "IL"},
+			map[string]any{"attribute": "leadScore", "operator": "gt", "value": 60},
+			map[string]any{"attribute": "tags", "operator": "notContains", "value": " Customer "},
+			map[string]any{"attribute": "createdAt", "operator": "gte", "value": "2026-11-21T10:30:00+01:00"},
+		}},
+		map[string]any{"conditions": []any{
+			map[string]any{"attribute": "email", "operator": "in", "values": []any{"Ann@Example.COM", "bob@example.com"}},
+			map[string]any{"attribute": "customFields.tier", "operator": "in", "values": []any{"gold", "silver"}},
+			map[string]any{"attribute": "customFields.seats", "operator": "gte", "value": 10},
+			map[string]any{"attribute": "customFields.mobile", "operator": "eq", "value": "(555) 010-2030"},
+			map[string]any{"attribute": "customFields.renewal", "operator": "exists"},
+		}},
+	}}
+}
+
+func segmentFields(t *testing.T, a *testkit.API, key string) {
+	t.Helper()
+	defineField(t, a, key, map[string]any{"key": "tier", "label": "Tier", "type": "enum", "options": []map[string]any{
+		{"value": "gold", "label": "Gold"}, {"value": "silver", "label": "Silver"}}})
+	defineField(t, a, key, map[string]any{"key": "seats", "label": "Seats", "type": "number"})
+	defineField(t, a, key, map[string]any{"key": "mobile", "label": "Mobile", "type": "phone"})
+	defineField(t, a, key, map[string]any{"key": "renewal", "label": "Renewal", "type": "date"})
+}
+
+// A segment is saved with its filter's operands read as the attributes are stored, read back,
+// listed, renamed, given a new filter and deleted; names are unique in the account whatever
+// their case, and another account's segment is not found.
+func TestSegments(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	_, otherKey := a.Account("globex")
+	segmentFields(t, a, key)
+
+	r := a.Do("POST", "/public/v1/segments", key, map[string]any{"name": " Illinois leads ", "filter": illinois()})
+	if r.Status != 200 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	var sg api.Segment
+	r.JSON(t, &sg)
+	if sg.Name != "Illinois leads" || sg.Kind != api.Dynamic || len(sg.Filter.Groups) != 2 {
+		t.Fatalf("created: %+v", sg)
+	}
+	operands := func(sg api.Segment) string {
+		var out []string
+		for _, g := range sg.Filter.Groups {
+			for _, c := range g.Conditions {
+				switch {
+				case c.Value != nil:
+					out = append(out, string(*c.Value))
+				case c.Values != nil:
+					b, _ := json.Marshal(*c.Values)
+					out = append(out, string(b))
+				default:
+					out = append(out, "-")
+				}
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	want := `"IL" 60 "customer" "2026-11-21T09:30:00.000Z" ["ann@example.com","bob@example.com"] ["gold","silver"] 10 "+15550102030" -`
+	if got := operands(sg); got != want {
+		t.Errorf("operands as stored:\n got %s\nwant %s", got, want)
+	}
+	var got api.Segment
+	r = a.Do("GET", "/public/v1/segments/"+sg.SegmentId, key, nil)
+	if r.JSON(t, &got); r.Status != 200 || operands(got) != want || got.Name != sg.Name {
+		t.Errorf("get: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do("POST", "/public/v1/segments", key, map[string]any{"name": "ILLINOIS LEADS", "kind": "snapshot", "filter": illinois()}); r.Status != 409 || r.Error(t).Code != "SegmentExists" {
+		t.Errorf("a name taken in another case: %d %s", r.Status, r.Body)
+	}
+	r = a.Do("POST", "/public/v1/segments", key, map[string]any{"name": "VIPs", "kind": "snapshot", "filter": map[string]any{"groups": []any{
+		map[string]any{"conditions": []any{map[string]any{"attribute": "tags", "operator": "contains", "value": "vip"}}}}}})
+	var vips api.Segment
+	if r.JSON(t, &vips); r.Status != 200 || vips.Kind != api.Snapshot {
+		t.Fatalf("create a snapshot: %d %s", r.Status, r.Body)
+	}
+	var list api.SegmentList
+	r = a.Do("GET", "/public/v1/segments", key, nil)
+	if r.JSON(t, &list); r.Status != 200 || len(list.Segments) != 2 ||
+		list.Segments[0].SegmentId != sg.SegmentId || list.Segments[1].SegmentId != vips.SegmentId {
+		t.Errorf("list: %d %s", r.Status, r.Body)
+	}
+
+	if r := a.Do("PATCH", "/public/v1/segments/"+vips.SegmentId, key, map[string]any{"name": "illinois LEADS"}); r.Status != 409 || r.Error(t).Code != "SegmentExists" {
+		t.Errorf("rename to a name taken: %d %s", r.Status, r.Body)
+	}
+	newFilter := map[string]any{"groups": []any{map[string]any{"conditions": []any{
+		map[string]any{"attribute": "recordStatus", "operator": "eq", "value": "Marketing"}}}}}
+	r = a.Do("PATCH", "/public/v1/segments/"+vips.SegmentId, key, map[string]any{"name": "Marketing VIPs", "filter": newFilter})
+	var changed api.Segment
+	if r.JSON(t, &changed); r.Status != 200 || changed.Name != "Marketing VIPs" || operands(changed) != `"Marketing"` ||
+		changed.Kind != api.Snapshot || !changed.UpdatedAt.After(vips.UpdatedAt.Time) && changed.UpdatedAt != vips.UpdatedAt {
+		t.Errorf("update: %d %s", r.Status, r.Body)
+	}
+
+	for _, path := range []string{"/public/v1/segments/" + sg.SegmentId, "/public/v1/segments/not-an-id"} {
+		if r := a.Do("GET", path, otherKey, nil); r.Status != 404 || r.Error(t).Code != "SegmentDoesNotExist" {
+			t.Errorf("GET %s by another account: %d %s", path, r.Status, r.Body)
+		}
+	}
+	if r := a.Do("DELETE", "/public/v1/segments/"+sg.SegmentId, otherKey, nil); r.Status != 404 {
+		t.Errorf("delete by another account: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do("DELETE", "/public/v1/segments/"+sg.SegmentId, key, nil); r.Status != 204 {
+		t.Errorf("delete: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do("GET", "/public/v1/segments/"+sg.SegmentId, key, nil); r.Status != 404 {
+		t.Errorf("get a deleted segment: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do("DELETE", "/public/v1/segments/"+sg.SegmentId, key, nil); r.Status != 404 {
+		t.Errorf("delete a deleted segment: %d %s", r.Status, r.Body)
+	}
+	if n := a.Count(t, "SELECT count(*) FROM segments"); n != 1 {
+		t.Errorf("%d segments stored, want 1", n)
+	}
+}
+
+// A filter is refused with a 400 naming each condition's fault by its place.
+func TestSegmentFilterRefused(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	segmentFields(t, a, key)
+	cond := func(c map[string]any) map[string]any {
+		return map[string]any{"groups": []any{map[string]any{"conditions": []any{
+			map[string]any{"attribute": "name", "operator": "exists"}, c}}}}
+	}
+	many := func(groups, each int) map[string]any {
+		var gs []any
+		for range groups {
+			var cs []any
+			for range each {
+				cs = append(cs, map[string]any{"attribute": "name", "operator": "exists"})
+			}
+			gs = append(gs, map[string]any{"conditions": cs})
+		}
+		return map[string]any{"groups": gs}
+	}
+	at := "body.filter.groups.0.conditions.1."
+	for name, c := range map[string]struct {
+		filter map[string]any
+		field  string
+	}{
+		"unknown attribute":      {cond(map[string]any{"attribute": "shoeSize", "operator": "eq", "value": 1}), at + "attribute"},
+		"unknown custom field":   {cond(map[string]any{"attribute": "customFields.nope", "operator": "exists"}), at + "attribute"},
+		"operator of another":    {cond(map[string]any{"attribute": "tags", "operator": "gt", "value": "a"}), at + "operator"},
+		"range on text":          {cond(map[string]any{"attribute": "name", "operator": "lt", "value": "m"}), at + "operator"},
+		"no value":               {cond(map[string]any{"attribute": "leadScore", "operator": "gt"}), at + "value"},
+		"a value for exists":     {cond(map[string]any{"attribute": "leadScore", "operator": "exists", "value": 1}), at + "value"},
+		"value for in":           {cond(map[string]any{"attribute": "email", "operator": "in", "value": "a@example.com"}), at + "values"},
+		"a text for a number":    {cond(map[string]any{"attribute": "leadScore", "operator": "gt", "value": "high"}), at + "value"},
+		"not a time":             {cond(map[string]any{"attribute": "createdAt", "operator": "gt", "value": "yesterday"}), at + "value"},
+		"not a status":           {cond(map[string]any{"attribute": "emailStatus", "operator": "eq", "value": "Bouncy"}), at + "value"},
+		"not an option":          {cond(map[string]any{"attribute": "customFields.tier", "operator": "in", "values": []any{"gold", "bronze"}}), at + "values.1"},
+		"not a phone":            {cond(map[string]any{"attribute": "customFields.mobile", "operator": "eq", "value": "call me"}), at + "value"},
+		"an empty value":         {cond(map[string]any{"attribute": "name", "operator": "eq", "value": "  "}), at + "value"},
+		"26 conditions":          {many(3, 9), "body.filter.groups"},
+		"6 groups":               {many(6, 1), "body.filter.groups"},
+		"11 conditions in group": {many(1, 11), "body.filter.groups.0.conditions"},
+	} {
+		r := a.Do("POST", "/public/v1/segments", key, map[string]any{"name": name, "filter": c.filter})
+		if e := r.Error(t); r.Status != 400 || !hasFieldError(e, c.field) {
+			t.Errorf("%s: %d %s, want 400 naming %s", name, r.Status, r.Body, c.field)
+		}
+	}
+	if r := a.Do("POST", "/public/v1/segments", key, map[string]any{"name": strings.Repeat("n", 129), "filter": many(1, 1)}); r.Status != 400 {
+		t.Errorf("a name of 129 characters: %d %s", r.Status, r.Body)
+	}
+	if n := a.Count(t, "SELECT count(*) FROM segments"); n != 0 {
+		t.Errorf("%d segments stored by refused requests", n)
+	}
+}
+
+// An account has at most 100 segments: the 101st is a 400 and is not stored.
+func TestSegmentLimit(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	filter := map[string]any{"groups": []any{map[string]any{"conditions": []any{map[string]any{"attribute": "name", "operator": "exists"}}}}}
+	for i := range 100 {
+		if r := a.Do("POST", "/public/v1/segments", key, map[string]any{"name": fmt.Sprintf("s%d", i), "filter": filter}); r.Status != 200 {
+			t.Fatalf("segment %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	r := a.Do("POST", "/public/v1/segments", key, map[string]any{"name": "one more", "filter": filter})
+	if e := r.Error(t); r.Status != 400 || !strings.Contains(e.Message, "at most 100 segments") {
+		t.Errorf("the 101st: %d %s", r.Status, r.Body)
+	}
+	if n := a.Count(t, "SELECT count(*) FROM segments"); n != 100 {
+		t.Errorf("%d segments stored, want 100", n)
+	}
+}

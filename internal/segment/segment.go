@@ -1,0 +1,235 @@
+// Package segment holds an account's segments: named, saved filters of its contacts, dynamic
+// (kept current) or snapshot (evaluated once, then changed by hand). A segment's kind never
+// changes; its filter is stored as checked, its operands read as the attributes they compare
+// are stored.
+package segment
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/field"
+	"github.com/contactd/contactd/internal/store"
+)
+
+// Kinds of segment.
+const (
+	Dynamic  = "dynamic"
+	Snapshot = "snapshot"
+)
+
+// Limits.
+const (
+	MaxPerAccount = 100
+	MaxNameLength = 128
+)
+
+// Errors of the segment operations.
+var (
+	ErrNotFound = apperr.New(apperr.KindNotFound, "SegmentDoesNotExist", "segment does not exist")
+	ErrExists   = apperr.New(apperr.KindConflict, "SegmentExists", "the account already has a segment with this name")
+)
+
+// Segment is one of an account's segments.
+type Segment struct {
+	ID                   uuid.UUID
+	Name, Kind           string
+	Filter               Filter
+	CreatedAt, UpdatedAt time.Time
+}
+
+// Definitions reads an account's custom field definitions, which conditions on custom fields
+// are checked against.
+type Definitions interface {
+	Definitions(ctx context.Context, q *db.Queries, account uuid.UUID) (*field.Definitions, error)
+	Reload(ctx context.Context, q *db.Queries, account uuid.UUID) (*field.Definitions, error)
+}
+
+// Service is the segment operations.
+type Service struct {
+	store  *store.Store
+	fields Definitions
+	now    func() time.Time
+}
+
+// NewService returns the segment service over st.
+func NewService(st *store.Store, fields Definitions, now func() time.Time) *Service {
+	return &Service{store: st, fields: fields, now: now}
+}
+
+// Create saves a segment.
+func (s *Service) Create(ctx context.Context, account uuid.UUID, name, kind string, f Filter) (Segment, error) {
+	name, f, err := s.check(ctx, account, name, f)
+	if err != nil {
+		return Segment{}, err
+	}
+	filter, err := json.Marshal(f)
+	if err != nil {
+		return Segment{}, err
+	}
+	var rows []db.Segment
+	err = s.store.InTx(ctx, func(tx store.Tx) error {
+		if err := tx.SegmentsLock(ctx, account); err != nil {
+			return err
+		}
+		n, err := tx.SegmentsCount(ctx, account)
+		if err != nil {
+			return err
+		}
+		if n >= MaxPerAccount {
+			return apperr.Invalid(apperr.Field("body", "limit", fmt.Sprintf("an account has at most %d segments", MaxPerAccount)))
+		}
+		now := s.now()
+		rows, err = tx.SegmentInsert(ctx, db.SegmentInsertParams{AccountID: account, SegmentID: uuid.Must(uuid.NewV7()),
+			Name: name, Kind: kind, Filter: filter, Now: now})
+		return err
+	})
+	if err != nil {
+		return Segment{}, err
+	}
+	if len(rows) == 0 {
+		return Segment{}, ErrExists
+	}
+	return fromRow(rows[0])
+}
+
+// List is the account's segments in the order they were made (at most MaxPerAccount).
+func (s *Service) List(ctx context.Context, account uuid.UUID) ([]Segment, error) {
+	var rows []db.Segment
+	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
+		rows, err = q.SegmentList(ctx, account)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Segment, len(rows))
+	for i, r := range rows {
+		if out[i], err = fromRow(r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Get is one of the account's segments.
+func (s *Service) Get(ctx context.Context, account, id uuid.UUID) (Segment, error) {
+	var row db.Segment
+	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
+		row, err = q.SegmentGet(ctx, db.SegmentGetParams{AccountID: account, SegmentID: id})
+		return err
+	})
+	return found(row, err)
+}
+
+// Change is what an update of a segment sets: the fields that are not nil.
+type Change struct {
+	Name   *string
+	Filter *Filter
+}
+
+// Update renames a segment or replaces its filter.
+func (s *Service) Update(ctx context.Context, account, id uuid.UUID, c Change) (Segment, error) {
+	cur, err := s.Get(ctx, account, id)
+	if err != nil {
+		return Segment{}, err
+	}
+	name, f := cur.Name, cur.Filter
+	if c.Name != nil {
+		name = *c.Name
+	}
+	if c.Filter != nil {
+		f = *c.Filter
+	}
+	if name, f, err = s.check(ctx, account, name, f); err != nil {
+		return Segment{}, err
+	}
+	filter, err := json.Marshal(f)
+	if err != nil {
+		return Segment{}, err
+	}
+	var rows []db.Segment
+	err = s.store.Do(ctx, func(q *db.Queries) (err error) {
+		rows, err = q.SegmentUpdate(ctx, db.SegmentUpdateParams{AccountID: account, SegmentID: id, Name: name,
+			Filter: filter, Now: s.now()})
+		return err
+	})
+	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "23505" { // a racing rename to the name won
+		return Segment{}, ErrExists
+	}
+	if err != nil {
+		return Segment{}, err
+	}
+	if len(rows) == 0 {
+		if _, err := s.Get(ctx, account, id); err != nil {
+			return Segment{}, err // deleted meanwhile
+		}
+		return Segment{}, ErrExists
+	}
+	return fromRow(rows[0])
+}
+
+// Delete deletes a segment.
+func (s *Service) Delete(ctx context.Context, account, id uuid.UUID) error {
+	var n int64
+	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
+		n, err = q.SegmentDelete(ctx, db.SegmentDeleteParams{AccountID: account, SegmentID: id})
+		return err
+	})
+	if err == nil && n == 0 {
+		return ErrNotFound
+	}
+	return err
+}
+
+// check is the name trimmed and the filter checked against the account's current field
+// definitions, or the 400 naming everything wrong with them.
+func (s *Service) check(ctx context.Context, account uuid.UUID, name string, f Filter) (string, Filter, error) {
+	var errs []apperr.FieldError
+	name = strings.TrimSpace(name)
+	if name == "" || utf8.RuneCountInString(name) > MaxNameLength {
+		errs = append(errs, apperr.Field("body.name", "length", fmt.Sprintf("a name has 1 to %d characters", MaxNameLength)))
+	}
+	// the process's cached definitions first: a key and a type never change, so older ones
+	// can only lack what is new, and a filter they refuse is checked again against the current
+	defs, err := s.fields.Definitions(ctx, nil, account)
+	if err != nil {
+		return "", Filter{}, err
+	}
+	checked, ferrs := Check(f, defs, "body.filter")
+	if len(ferrs) > 0 {
+		if defs, err = s.fields.Reload(ctx, nil, account); err != nil {
+			return "", Filter{}, err
+		}
+		checked, ferrs = Check(f, defs, "body.filter")
+	}
+	if errs = append(errs, ferrs...); len(errs) > 0 {
+		return "", Filter{}, apperr.Invalid(errs...)
+	}
+	return name, checked, nil
+}
+
+func found(row db.Segment, err error) (Segment, error) {
+	if errors.Is(err, apperr.ErrNoRows) {
+		return Segment{}, ErrNotFound
+	}
+	if err != nil {
+		return Segment{}, err
+	}
+	return fromRow(row)
+}
+
+func fromRow(r db.Segment) (Segment, error) {
+	out := Segment{ID: r.SegmentID, Name: r.Name, Kind: r.Kind, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	return out, json.Unmarshal(r.Filter, &out.Filter)
+}

@@ -1,0 +1,34 @@
+-- Segments (internal/segment): an account's saved filters of its contacts.
+
+-- name: SegmentsLock :exec
+-- One segment of the account is created at a time, so that the limit is counted by one
+-- writer.
+SELECT pg_advisory_xact_lock(hashtextextended('contactd.segments/' || (sqlc.arg('account_id')::uuid)::text, 0));
+
+-- name: SegmentsCount :one
+SELECT count(*) FROM segments WHERE account_id = $1;
+
+-- name: SegmentInsert :many
+-- Nothing when the account has a segment of that name (in any case).
+INSERT INTO segments (account_id, segment_id, name, kind, filter, created_at, updated_at)
+VALUES (@account_id, @segment_id, @name, @kind, @filter, @now, @now)
+ON CONFLICT (account_id, lower(name)) DO NOTHING
+RETURNING *;
+
+-- name: SegmentList :many
+SELECT * FROM segments WHERE account_id = $1 ORDER BY created_at, segment_id;
+
+-- name: SegmentGet :one
+SELECT * FROM segments WHERE account_id = $1 AND segment_id = $2;
+
+-- name: SegmentUpdate :many
+-- Nothing when another segment of the account has the name (in any case); the segment is
+-- then read again by the caller to tell that from a segment that is gone.
+UPDATE segments s SET name = @name, filter = @filter, updated_at = @now
+WHERE s.account_id = @account_id AND s.segment_id = @segment_id
+  AND NOT EXISTS (SELECT 1 FROM segments o WHERE o.account_id = @account_id AND lower(o.name) = lower(@name)
+                  AND o.segment_id <> @segment_id)
+RETURNING *;
+
+-- name: SegmentDelete :execrows
+DELETE FROM segments WHERE account_id = $1 AND segment_id = $2;
