@@ -141,3 +141,52 @@ func BenchmarkApply(b *testing.B) {
 		_ = w.Values.JSON()
 	}
 }
+
+// Each rule of a value at its edge: what passes it and what is refused, with the reason.
+func TestNormaliseAtTheRules(t *testing.T) {
+	lo, hi, short := 1.0, 10.0, 5
+	d := definitions(Field{Key: "n", Type: Number, Validation: Validation{Min: &lo, Max: &hi}},
+		Field{Key: "e", Type: Email}, Field{Key: "p", Type: Phone}, Field{Key: "u", Type: URL},
+		Field{Key: "s", Type: Text, Validation: Validation{MaxLength: &short}},
+		Field{Key: "k", Type: Enum, Options: []Option{{Value: "open"}, {Value: "old", Archived: true}}})
+	for _, c := range []struct{ key, raw, reason string }{
+		{"n", `1`, ""}, {"n", `10`, ""}, {"n", `0.999`, "minimum"}, {"n", `10.001`, "maximum"},
+		{"n", `1e999`, "type"}, {"n", `"5"`, "type"},
+		{"e", `"` + strings.Repeat("a", 64) + `@example.com"`, ""},
+		{"e", `"` + strings.Repeat("a", 65) + `@example.com"`, "format"},
+		{"e", `"a@` + strings.Repeat("d", 249) + `.com"`, "format"}, // 255 characters
+		{"e", `"a@` + strings.Repeat("d", 248) + `.com"`, ""},
+		{"e", `"Jane <jane@example.com>"`, "format"}, {"e", `"not an email"`, "format"},
+		{"p", `"+1 555 010"`, "format"}, {"p", `"+1 555 0100"`, ""}, // 7 digits, and 8: the least
+		{"p", `"+1234567890123456"`, "format"}, {"p", `"+123456789012345"`, ""},
+		{"u", `"https://example.com"`, ""}, {"u", `"http://example.com/x"`, ""},
+		{"u", `"ftp://example.com"`, "format"}, {"u", `"https://"`, "format"}, {"u", `"javascript:alert(1)"`, "format"},
+		{"u", `"https://example.com/` + strings.Repeat("p", 2028) + `"`, ""},
+		{"u", `"https://example.com/` + strings.Repeat("p", 2029) + `"`, "maxLength"},
+		{"s", `"12345"`, ""}, {"s", `"123456"`, "maxLength"},
+		{"k", `"open"`, ""}, {"k", `"old"`, "enum"}, {"k", `"other"`, "enum"},
+	} {
+		_, _, fe := d.normalise(d.byKey[c.key], json.RawMessage(c.raw))
+		switch {
+		case c.reason == "" && fe != nil:
+			t.Errorf("%s %.60s: refused (%s %s), want it kept", c.key, c.raw, fe.Reason, fe.Message)
+		case c.reason != "" && (fe == nil || fe.Reason != c.reason):
+			t.Errorf("%s %.60s: %v, want refused for %s", c.key, c.raw, fe, c.reason)
+		}
+	}
+}
+
+// A write that is not an object is refused whole; null is no values.
+func TestApplyRefusesWhatIsNotAnObject(t *testing.T) {
+	d := definitions(Field{Key: "n", Type: Number})
+	for _, raw := range []string{`[1]`, `"n"`, `7`} {
+		if _, errs := d.Apply(nil, json.RawMessage(raw), true); len(errs) != 1 || errs[0].Field != "body.customFields" {
+			t.Errorf("%s: %v", raw, errs)
+		}
+	}
+	for _, raw := range []string{``, `null`, ` null `} {
+		if w, errs := d.Apply(nil, json.RawMessage(raw), true); len(errs) != 0 || len(w.Changed) != 0 {
+			t.Errorf("%q: %+v %v", raw, w, errs)
+		}
+	}
+}
