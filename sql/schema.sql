@@ -121,6 +121,7 @@ CREATE TABLE public.accounts (
     live_account_id uuid,
     subscriptions_version bigint DEFAULT 0 NOT NULL,
     fields_version bigint DEFAULT 0 NOT NULL,
+    segments_version bigint DEFAULT 0 NOT NULL,
     CONSTRAINT accounts_name_check CHECK (((length(name) >= 1) AND (length(name) <= 128)))
 );
 

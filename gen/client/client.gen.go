@@ -595,6 +595,21 @@ func (e WebhookEventDataContactsMergedInfoChangedFields) Valid() bool {
 	}
 }
 
+// Defines values for GetContactParamsInclude.
+const (
+	Segments GetContactParamsInclude = "segments"
+)
+
+// Valid indicates whether the value is a known member of the GetContactParamsInclude enum.
+func (e GetContactParamsInclude) Valid() bool {
+	switch e {
+	case Segments:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListContactsParamsSort.
 const (
 	CreatedAt ListContactsParamsSort = "createdAt"
@@ -873,6 +888,14 @@ type Contact struct {
 
 	// RecordStatus Whether the contact may receive marketing.
 	RecordStatus RecordStatus `json:"recordStatus"`
+
+	// Segments Only when asked for (`include=segments` on `GET /contact`): the ids of the
+	// account's dynamic segments whose filter the contact meets as it is read, in the
+	// order the segments were saved.
+	//
+	//
+	// Example: ["019350b6-5d7e-7c3a-9f1e-2b4c6d8e0a77"]
+	Segments *[]string `json:"segments,omitempty"`
 
 	// Tags The contact's tags, in the order they were added.
 	//
@@ -2397,7 +2420,15 @@ type GetContactParams struct {
 
 	// Value The value of `field` the contact holds, as it would be written (a number's digits for a number field).
 	Value *string `form:"value,omitempty" json:"value,omitempty"`
+
+	// Include `segments`: the contact carries `segments`, the ids of the dynamic segments whose
+	// filter it meets as it is read (each evaluated then; at most 100 segments of 25
+	// conditions).
+	Include *GetContactParamsInclude `form:"include,omitempty" json:"include,omitempty"`
 }
+
+// GetContactParamsInclude defines parameters for GetContact.
+type GetContactParamsInclude string
 
 // CreateContactParams defines parameters for CreateContact.
 type CreateContactParams struct {
@@ -5570,6 +5601,18 @@ func NewGetContactRequest(server string, params *GetContactParams) (*http.Reques
 		if params.Value != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "value", *params.Value, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Include != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "include", *params.Include, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

@@ -13,7 +13,7 @@ import (
 )
 
 const accountGetByName = `-- name: AccountGetByName :one
-SELECT account_id, name, created_at, client_secret_sealed, live_account_id, subscriptions_version, fields_version FROM accounts WHERE name = $1 AND live_account_id IS NULL
+SELECT account_id, name, created_at, client_secret_sealed, live_account_id, subscriptions_version, fields_version, segments_version FROM accounts WHERE name = $1 AND live_account_id IS NULL
 `
 
 func (q *Queries) AccountGetByName(ctx context.Context, name string) (Account, error) {
@@ -27,13 +27,14 @@ func (q *Queries) AccountGetByName(ctx context.Context, name string) (Account, e
 		&i.LiveAccountID,
 		&i.SubscriptionsVersion,
 		&i.FieldsVersion,
+		&i.SegmentsVersion,
 	)
 	return i, err
 }
 
 const accountInsert = `-- name: AccountInsert :one
 INSERT INTO accounts (account_id, name, created_at) VALUES ($1, $2, $3)
-RETURNING account_id, name, created_at, client_secret_sealed, live_account_id, subscriptions_version, fields_version
+RETURNING account_id, name, created_at, client_secret_sealed, live_account_id, subscriptions_version, fields_version, segments_version
 `
 
 type AccountInsertParams struct {
@@ -53,6 +54,7 @@ func (q *Queries) AccountInsert(ctx context.Context, arg AccountInsertParams) (A
 		&i.LiveAccountID,
 		&i.SubscriptionsVersion,
 		&i.FieldsVersion,
+		&i.SegmentsVersion,
 	)
 	return i, err
 }

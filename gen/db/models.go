@@ -20,6 +20,7 @@ type Account struct {
 	LiveAccountID        *uuid.UUID
 	SubscriptionsVersion int64
 	FieldsVersion        int64
+	SegmentsVersion      int64
 }
 
 type Activity struct {

@@ -410,10 +410,16 @@ type Querier interface {
 	// then read again by the caller to tell that from a segment that is gone.
 	SegmentUpdate(ctx context.Context, arg SegmentUpdateParams) ([]Segment, error)
 	SegmentsCount(ctx context.Context, accountID uuid.UUID) (int64, error)
+	// The account's dynamic segments in the order they were saved, at the version they are: one
+	// statement, so that the two agree.
+	SegmentsDynamic(ctx context.Context, accountID uuid.UUID) (SegmentsDynamicRow, error)
 	// Segments (internal/segment): an account's saved filters of its contacts.
 	// One segment of the account is created at a time, so that the limit is counted by one
 	// writer.
 	SegmentsLock(ctx context.Context, accountID uuid.UUID) error
+	SegmentsVersion(ctx context.Context, accountID uuid.UUID) (int64, error)
+	// In the transaction of every change of a segment (SegmentsDynamic's version).
+	SegmentsVersionBump(ctx context.Context, accountID uuid.UUID) error
 	// The account's active addresses from @from_address on that more than one contact has, with those
 	// contacts: an index-only walk of properties_active_address that stops at the page's last.
 	SharedAddresses(ctx context.Context, arg SharedAddressesParams) ([]SharedAddressesRow, error)

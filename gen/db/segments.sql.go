@@ -200,6 +200,27 @@ func (q *Queries) SegmentsCount(ctx context.Context, accountID uuid.UUID) (int64
 	return count, err
 }
 
+const segmentsDynamic = `-- name: SegmentsDynamic :one
+SELECT a.segments_version AS version,
+       coalesce((SELECT jsonb_agg(jsonb_build_object('id', s.segment_id, 'filter', s.filter) ORDER BY s.created_at, s.segment_id)
+                 FROM segments s WHERE s.account_id = a.account_id AND s.kind = 'dynamic'), '[]')::jsonb AS segments
+FROM accounts a WHERE a.account_id = $1
+`
+
+type SegmentsDynamicRow struct {
+	Version  int64
+	Segments []byte
+}
+
+// The account's dynamic segments in the order they were saved, at the version they are: one
+// statement, so that the two agree.
+func (q *Queries) SegmentsDynamic(ctx context.Context, accountID uuid.UUID) (SegmentsDynamicRow, error) {
+	row := q.db.QueryRow(ctx, segmentsDynamic, accountID)
+	var i SegmentsDynamicRow
+	err := row.Scan(&i.Version, &i.Segments)
+	return i, err
+}
+
 const segmentsLock = `-- name: SegmentsLock :exec
 
 SELECT pg_advisory_xact_lock(hashtextextended('contactd.segments/' || ($1::uuid)::text, 0))
@@ -210,5 +231,26 @@ SELECT pg_advisory_xact_lock(hashtextextended('contactd.segments/' || ($1::uuid)
 // writer.
 func (q *Queries) SegmentsLock(ctx context.Context, accountID uuid.UUID) error {
 	_, err := q.db.Exec(ctx, segmentsLock, accountID)
+	return err
+}
+
+const segmentsVersion = `-- name: SegmentsVersion :one
+SELECT segments_version FROM accounts WHERE account_id = $1
+`
+
+func (q *Queries) SegmentsVersion(ctx context.Context, accountID uuid.UUID) (int64, error) {
+	row := q.db.QueryRow(ctx, segmentsVersion, accountID)
+	var segments_version int64
+	err := row.Scan(&segments_version)
+	return segments_version, err
+}
+
+const segmentsVersionBump = `-- name: SegmentsVersionBump :exec
+UPDATE accounts SET segments_version = segments_version + 1 WHERE account_id = $1
+`
+
+// In the transaction of every change of a segment (SegmentsDynamic's version).
+func (q *Queries) SegmentsVersionBump(ctx context.Context, accountID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, segmentsVersionBump, accountID)
 	return err
 }

@@ -212,6 +212,16 @@ func TestGoClientSegments(t *testing.T) {
 	if err != nil || list.JSON200 == nil || len(list.JSON200.Segments) != 1 || list.JSON200.Segments[0].SegmentId != saved.JSON200.SegmentId {
 		t.Fatalf("list: %v %s", err, body(list))
 	}
+	created, err := c.CreateContactWithResponse(ctx, nil, client.CreateContactRequest{Email: "vip@example.com",
+		Tags: &[]string{"vip"}, CustomFields: ptr(client.CustomFieldsWrite(`{"mobile": "555-010-2030"}`))})
+	if err != nil || created.JSON200 == nil {
+		t.Fatalf("create a contact: %v %s", err, body(created))
+	}
+	in := client.Segments
+	got, err := c.GetContactWithResponse(ctx, &client.GetContactParams{ContactId: &created.JSON200.Contact.ContactId, Include: &in})
+	if err != nil || got.JSON200 == nil || got.JSON200.Segments == nil || len(*got.JSON200.Segments) != 1 || (*got.JSON200.Segments)[0] != saved.JSON200.SegmentId {
+		t.Fatalf("the contact's segments: %v %s", err, body(got))
+	}
 	again, err := c.CreateSegmentWithResponse(ctx, nil, req)
 	if err != nil || again.JSON409 == nil || again.JSON409.Code != client.ErrorCodeSegmentExists {
 		t.Fatalf("the same name again: %v %s", err, body(again))

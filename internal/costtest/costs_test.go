@@ -232,10 +232,11 @@ var worstCases = map[string]worstCase{
 				"crmFields": map[string]any{"name": strings.Repeat("c", 64), "url": "https://crm.example.com/" + strings.Repeat("u", 200),
 					"source": strings.Repeat("s", 64), "stage": strings.Repeat("g", 64), "createdDate": "2026-11-21T09:30:00.123Z"}}}
 		}},
-	"getContact": {what: "by email (case-insensitive), a contact of 500 tags and 50 active properties", budget: 10,
+	"getContact": {what: "by email (case-insensitive), a contact of 500 tags and 50 active properties, with the segments it meets: 100 dynamic segments of the costliest filter (58 KB that do not compress) read cold (a segment changed since) and evaluated (by email alone: 7 buffers)", budget: 1300,
 		build: func(e *env) request {
 			_, email := e.fullContact("get", 50)
-			return request{method: "GET", path: "/public/v1/contact?emailId=" + url.QueryEscape(strings.ToUpper(email)), status: 200}
+			e.dynamicSegments(segment.MaxPerAccount)
+			return request{method: "GET", path: "/public/v1/contact?include=segments&emailId=" + url.QueryEscape(strings.ToUpper(email)), status: 200}
 		}},
 	"listContacts": {what: "a page of 200 filtered by a custom field's value that the oldest 1,200 of 2,000 contacts hold, each contact holding 31 KB of values: the walk reads the newest 800 and their values, the custom fields' index finds 1,000 holders (too many to sort for a page), the walk reads 200 more (its limit, 2,000 rows read in all), and the page's 200 contacts are read (a tag that 1 in 200 of 10,000 contacts has, with a name prefix, the costliest search before custom fields, cost 3,186)", budget: 39_000,
 		build: func(e *env) request {

@@ -317,3 +317,20 @@ func (e *env) coldDefinitions() {
 	e.t.Helper()
 	e.do("PATCH", "/public/v1/fields/f_005", map[string]any{"label": fmt.Sprintf("relabelled %d", e.segments)}, 200)
 }
+
+// dynamicSegments makes the account's segments n, all dynamic, and changes one (its name), so
+// that a process reads them all again.
+func (e *env) dynamicSegments(n int) {
+	e.t.Helper()
+	e.defineSegments(n)
+	if _, err := e.a.Store.Pool.Exec(context.Background(), `UPDATE segments SET kind = 'dynamic' WHERE account_id = $1`, e.account); err != nil {
+		e.t.Fatal(err)
+	}
+	var sg struct {
+		Segments []struct {
+			SegmentID string `json:"segmentId"`
+		} `json:"segments"`
+	}
+	e.do("GET", "/public/v1/segments", nil, 200).JSON(e.t, &sg)
+	e.do("PATCH", "/public/v1/segments/"+sg.Segments[0].SegmentID, map[string]any{"name": fmt.Sprintf("renamed %d", time.Now().UnixNano())}, 200)
+}

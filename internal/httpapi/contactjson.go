@@ -123,22 +123,30 @@ func appendContact(b []byte, c *api.Contact) []byte {
 	}
 	b = append(b, ',')
 	b = appendField(b, "recordStatus", string(c.RecordStatus))
-	b = append(b, `,"tags":`...)
-	if c.Tags == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, t := range c.Tags {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, t)
-		}
-		b = append(b, ']')
+	if c.Segments != nil {
+		b = append(b, `,"segments":`...)
+		b = appendStrings(b, *c.Segments)
 	}
+	b = append(b, `,"tags":`...)
+	b = appendStrings(b, c.Tags)
 	b = append(b, `,"updatedAt":`...)
 	b = appendTime(b, c.UpdatedAt)
 	return append(b, '}')
+}
+
+// appendStrings appends list as a JSON array (null for nil, as encoding/json writes it).
+func appendStrings(b []byte, list []string) []byte {
+	if list == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i, t := range list {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, t)
+	}
+	return append(b, ']')
 }
 
 func appendEngagement(b []byte, e *api.Engagement) []byte {

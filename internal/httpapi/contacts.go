@@ -45,6 +45,21 @@ func (s *Server) GetContact(ctx context.Context, req api.GetContactRequestObject
 		return nil, err
 	}
 	out := s.contactToAPI(c)
+	if req.Params.Include != nil && *req.Params.Include == api.Segments {
+		subject, err := subjectOf(&out)
+		if err != nil {
+			return nil, err
+		}
+		ids, err := s.segments.Of(ctx, principal(ctx).AccountID, subject)
+		if err != nil {
+			return nil, err
+		}
+		segments := make([]string, len(ids))
+		for i, id := range ids {
+			segments[i] = id.String()
+		}
+		out.Segments = &segments
+	}
 	return contactResponse{contact: &out}, nil
 }
 

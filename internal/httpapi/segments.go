@@ -2,6 +2,9 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -130,4 +133,40 @@ func segmentToAPI(sg segment.Segment) api.Segment {
 		out.Filter.Groups[i].Conditions = conds
 	}
 	return out
+}
+
+// subjectOf is what a segment's filter reads of c, as the API shows it.
+func subjectOf(c *api.Contact) (segment.Subject, error) {
+	e := c.Engagement
+	s := segment.Subject{
+		Text: map[string]string{"email": c.Email, "name": deref(c.Name), "phone": deref(c.Phone),
+			"assignedUserEmailId": deref(c.AssignedUserEmailId), "emailStatus": string(c.EmailStatus), "recordStatus": string(c.RecordStatus)},
+		LeadScore: float64(c.LeadScore),
+		Numbers: map[string]float64{"engagement.numOfAIHandoffs": float64(e.NumOfAIHandoffs), "engagement.numOfDashboardClicks": float64(e.NumOfDashboardClicks),
+			"engagement.numOfDashboardViews": float64(e.NumOfDashboardViews), "engagement.numOfEmailClicks": float64(e.NumOfEmailClicks),
+			"engagement.numOfEmailOpens": float64(e.NumOfEmailOpens), "engagement.numOfEmailSends": float64(e.NumOfEmailSends),
+			"engagement.numOfFormSubmissions": float64(e.NumOfFormSubmissions), "engagement.numOfPostcardScans": float64(e.NumOfPostcardScans)},
+		Times: map[string]time.Time{"createdAt": c.CreatedAt.Time, "updatedAt": c.UpdatedAt.Time},
+	}
+	for name, at := range map[string]*api.Timestamp{"lastAIHandoffDate": e.LastAIHandoffDate, "lastDashboardClickedDate": e.LastDashboardClickedDate,
+		"lastDashboardViewedDate": e.LastDashboardViewedDate, "lastEmailClickDate": e.LastEmailClickDate, "lastEmailOpenDate": e.LastEmailOpenDate,
+		"lastEmailSentDate": e.LastEmailSentDate, "lastFormSubmissionDate": e.LastFormSubmissionDate, "lastPostcardScanDate": e.LastPostcardScanDate} {
+		if at != nil {
+			s.Times["engagement."+name] = at.Time
+		}
+	}
+	for _, t := range c.Tags {
+		s.Tags = append(s.Tags, strings.ToLower(t))
+	}
+	for _, p := range c.Properties {
+		a := p.Address
+		s.Addresses = append(s.Addresses, map[string]string{"streetAddress": a.StreetAddress, "city": a.City,
+			"county": a.County, "state": a.State, "zip": a.Zip})
+	}
+	if c.CustomFields != nil {
+		if err := json.Unmarshal(*c.CustomFields, &s.Custom); err != nil {
+			return segment.Subject{}, err
+		}
+	}
+	return s, nil
 }

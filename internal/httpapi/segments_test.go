@@ -209,3 +209,75 @@ func TestSegmentLimit(t *testing.T) {
 		t.Errorf("%d segments stored, want 100", n)
 	}
 }
+
+// include=segments lists the dynamic segments a contact meets as it is read, in the order they
+// were saved: a change of the contact, of a segment's filter (through another process, whose
+// cache reads the account's segments again), or a deleted segment shows at once; a snapshot's
+// filter is not evaluated.
+func TestContactSegments(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	second := a.SecondProcess()
+	segmentFields(t, a, key)
+	save := func(name, kind string, conds ...map[string]any) string {
+		t.Helper()
+		var cs []any
+		for _, c := range conds {
+			cs = append(cs, c)
+		}
+		r := a.Do("POST", "/public/v1/segments", key, map[string]any{"name": name, "kind": kind,
+			"filter": map[string]any{"groups": []any{map[string]any{"conditions": cs}}}})
+		var sg api.Segment
+		if r.JSON(t, &sg); r.Status != 200 {
+			t.Fatalf("save %s: %d %s", name, r.Status, r.Body)
+		}
+		return sg.SegmentId
+	}
+	illinois := save("Illinois", "dynamic", map[string]any{"attribute": "address.state", "operator": "eq", "value": "IL"})
+	gold := save("Gold", "dynamic", map[string]any{"attribute": "customFields.tier", "operator": "eq", "value": "gold"},
+		map[string]any{"attribute": "tags", "operator": "notContains", "value": "customer"})
+	save("Everyone, once", "snapshot", map[string]any{"attribute": "email", "operator": "exists"})
+	c := createContact(t, a, key, map[string]any{"email": "ann@example.com", "address": "1 Main St, Springfield, IL 62704",
+		"customFields": map[string]any{"tier": "gold"}}).Contact
+	segmentsOf := func(p *testkit.API) []string {
+		t.Helper()
+		var got api.Contact
+		r := p.Do("GET", "/public/v1/contact?include=segments&contactId="+c.ContactId, key, nil)
+		if r.JSON(t, &got); r.Status != 200 || got.Segments == nil {
+			t.Fatalf("get with segments: %d %s", r.Status, r.Body)
+		}
+		return *got.Segments
+	}
+	check := func(what string, p *testkit.API, want ...string) {
+		t.Helper()
+		if got := segmentsOf(p); strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%s: %v, want %v", what, got, want)
+		}
+	}
+	check("created", a, illinois, gold)
+	check("through another process", second, illinois, gold)
+	if r := a.Do("POST", "/public/v1/contact/"+c.ContactId+"/tags", key, map[string]any{"tags": []string{"Customer"}}); r.Status != 200 {
+		t.Fatalf("tag: %d %s", r.Status, r.Body)
+	}
+	check("tagged customer", a, illinois)
+	r := a.Do("PATCH", "/public/v1/segments/"+illinois, key, map[string]any{"filter": map[string]any{"groups": []any{
+		map[string]any{"conditions": []any{map[string]any{"attribute": "address.state", "operator": "eq", "value": "WI"}}}}}})
+	if r.Status != 200 {
+		t.Fatalf("edit: %d %s", r.Status, r.Body)
+	}
+	check("Illinois' filter moved to WI, read by the process that cached it", second)
+	if r := a.Do("DELETE", "/public/v1/contact/"+c.ContactId+"/tags", key, map[string]any{"tags": []string{"customer"}}); r.Status != 200 {
+		t.Fatalf("untag: %d %s", r.Status, r.Body)
+	}
+	check("untagged", second, gold)
+	if r := second.Do("DELETE", "/public/v1/segments/"+gold, key, nil); r.Status != 204 {
+		t.Fatalf("delete: %d %s", r.Status, r.Body)
+	}
+	check("Gold deleted through the other process", a)
+	var plain api.Contact
+	r = a.Do("GET", "/public/v1/contact?contactId="+c.ContactId, key, nil)
+	if r.JSON(t, &plain); r.Status != 200 || plain.Segments != nil {
+		t.Errorf("without include: %d %s", r.Status, r.Body)
+	}
+}

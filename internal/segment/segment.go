@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -60,11 +61,72 @@ type Service struct {
 	store  *store.Store
 	fields Definitions
 	now    func() time.Time
+
+	mu      sync.Mutex
+	dynamic map[uuid.UUID]dynamicSegments // by account: the last read
 }
+
+// dynamicSegments are an account's dynamic segments at a version of them.
+type dynamicSegments struct {
+	version  int64
+	segments []storedSegment
+}
+
+type storedSegment struct {
+	ID     uuid.UUID `json:"id"`
+	Filter Filter    `json:"filter"`
+}
+
+// maxCachedAccounts bounds the accounts whose dynamic segments a process keeps.
+const maxCachedAccounts = 1000
 
 // NewService returns the segment service over st.
 func NewService(st *store.Store, fields Definitions, now func() time.Time) *Service {
-	return &Service{store: st, fields: fields, now: now}
+	return &Service{store: st, fields: fields, now: now, dynamic: map[uuid.UUID]dynamicSegments{}}
+}
+
+// Of is the ids of the account's dynamic segments whose filter s meets, in the order they
+// were saved. The segments are read again only when the account's version of them moved on
+// since this process last read them (one small read otherwise).
+func (s *Service) Of(ctx context.Context, account uuid.UUID, subject Subject) ([]uuid.UUID, error) {
+	var version int64
+	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
+		version, err = q.SegmentsVersion(ctx, account)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	d, ok := s.dynamic[account]
+	s.mu.Unlock()
+	if !ok || d.version != version {
+		var row db.SegmentsDynamicRow
+		err := s.store.Do(ctx, func(q *db.Queries) (err error) {
+			row, err = q.SegmentsDynamic(ctx, account)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		d = dynamicSegments{version: row.Version}
+		if err := json.Unmarshal(row.Segments, &d.segments); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		if len(s.dynamic) >= maxCachedAccounts {
+			s.dynamic = map[uuid.UUID]dynamicSegments{}
+		}
+		s.dynamic[account] = d
+		s.mu.Unlock()
+	}
+	out := []uuid.UUID{}
+	for _, sg := range d.segments {
+		if sg.Filter.Matches(subject) {
+			out = append(out, sg.ID)
+		}
+	}
+	return out, nil
 }
 
 // Create saves a segment.
@@ -92,7 +154,10 @@ func (s *Service) Create(ctx context.Context, account uuid.UUID, name, kind stri
 		now := s.now()
 		rows, err = tx.SegmentInsert(ctx, db.SegmentInsertParams{AccountID: account, SegmentID: uuid.Must(uuid.NewV7()),
 			Name: name, Kind: kind, Filter: filter, Now: now})
-		return err
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		return tx.SegmentsVersionBump(ctx, account)
 	})
 	if err != nil {
 		return Segment{}, err
@@ -159,10 +224,13 @@ func (s *Service) Update(ctx context.Context, account, id uuid.UUID, c Change) (
 		return Segment{}, err
 	}
 	var rows []db.Segment
-	err = s.store.Do(ctx, func(q *db.Queries) (err error) {
-		rows, err = q.SegmentUpdate(ctx, db.SegmentUpdateParams{AccountID: account, SegmentID: id, Name: name,
+	err = s.store.InTx(ctx, func(tx store.Tx) (err error) {
+		rows, err = tx.SegmentUpdate(ctx, db.SegmentUpdateParams{AccountID: account, SegmentID: id, Name: name,
 			Filter: filter, Now: s.now()})
-		return err
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		return tx.SegmentsVersionBump(ctx, account)
 	})
 	if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "23505" { // a racing rename to the name won
 		return Segment{}, ErrExists
@@ -182,9 +250,11 @@ func (s *Service) Update(ctx context.Context, account, id uuid.UUID, c Change) (
 // Delete deletes a segment.
 func (s *Service) Delete(ctx context.Context, account, id uuid.UUID) error {
 	var n int64
-	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
-		n, err = q.SegmentDelete(ctx, db.SegmentDeleteParams{AccountID: account, SegmentID: id})
-		return err
+	err := s.store.InTx(ctx, func(tx store.Tx) (err error) {
+		if n, err = tx.SegmentDelete(ctx, db.SegmentDeleteParams{AccountID: account, SegmentID: id}); err != nil || n == 0 {
+			return err
+		}
+		return tx.SegmentsVersionBump(ctx, account)
 	})
 	if err == nil && n == 0 {
 		return ErrNotFound

@@ -32,3 +32,18 @@ RETURNING *;
 
 -- name: SegmentDelete :execrows
 DELETE FROM segments WHERE account_id = $1 AND segment_id = $2;
+
+-- name: SegmentsVersionBump :exec
+-- In the transaction of every change of a segment (SegmentsDynamic's version).
+UPDATE accounts SET segments_version = segments_version + 1 WHERE account_id = $1;
+
+-- name: SegmentsVersion :one
+SELECT segments_version FROM accounts WHERE account_id = $1;
+
+-- name: SegmentsDynamic :one
+-- The account's dynamic segments in the order they were saved, at the version they are: one
+-- statement, so that the two agree.
+SELECT a.segments_version AS version,
+       coalesce((SELECT jsonb_agg(jsonb_build_object('id', s.segment_id, 'filter', s.filter) ORDER BY s.created_at, s.segment_id)
+                 FROM segments s WHERE s.account_id = a.account_id AND s.kind = 'dynamic'), '[]')::jsonb AS segments
+FROM accounts a WHERE a.account_id = $1;

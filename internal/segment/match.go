@@ -1,0 +1,210 @@
+package segment
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Subject is what a filter reads of a contact: its attributes as the API shows them (the lead
+// score as decayed when read).
+type Subject struct {
+	// Text holds email, name, phone and assignedUserEmailId; EmailStatus and RecordStatus too.
+	Text      map[string]string
+	LeadScore float64
+	Tags      []string // lower case
+	// Numbers are the engagement.numOf... counters; Times createdAt, updatedAt and the
+	// engagement.last...Date dates, absent when the contact has none.
+	Numbers map[string]float64
+	Times   map[string]time.Time
+	// Addresses are the contact's active properties' addresses, each by part (streetAddress,
+	// city, county, state, zip).
+	Addresses []map[string]string
+	// Custom is the contact's custom field values as stored (field.Values).
+	Custom map[string]any
+}
+
+// Matches reports whether s is in f: every condition of one of its groups holds. f must be
+// as Check returned it.
+func (f Filter) Matches(s Subject) bool {
+	for _, g := range f.Groups {
+		all := true
+		for _, c := range g.Conditions {
+			if !c.holds(s) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// holds evaluates one condition. A negation (neq, notIn, notContains, notExists) is the
+// opposite of its positive over the whole contact: neq holds for a contact without the value,
+// and address.state neq IL for a contact none of whose properties is in IL.
+func (c Condition) holds(s Subject) bool {
+	switch c.Operator {
+	case "neq":
+		return !c.with("eq").holds(s)
+	case "notIn":
+		return !c.with("in").holds(s)
+	case "notContains":
+		return !c.with("contains").holds(s)
+	case "notExists":
+		return !c.with("exists").holds(s)
+	}
+	for _, v := range c.values(s) {
+		if c.compare(v) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c Condition) with(op string) Condition {
+	c.Operator = op
+	return c
+}
+
+// values are what the condition's attribute holds for s: none when it has no value, one, or
+// several (a set's elements, each property's address part).
+func (c Condition) values(s Subject) []any {
+	attr := c.Attribute
+	if key, ok := strings.CutPrefix(attr, customPrefix); ok {
+		switch v := s.Custom[key].(type) {
+		case nil:
+			return nil
+		case []any:
+			if c.Operator == "exists" {
+				return []any{true}
+			}
+			return v
+		default:
+			return []any{v}
+		}
+	}
+	if part, ok := strings.CutPrefix(attr, "address."); ok {
+		var out []any
+		for _, a := range s.Addresses {
+			if v := a[part]; v != "" {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	switch a := attributes[attr]; {
+	case attr == "leadScore":
+		return []any{s.LeadScore}
+	case attr == "tags":
+		if c.Operator == "exists" {
+			if len(s.Tags) == 0 {
+				return nil
+			}
+			return []any{true}
+		}
+		out := make([]any, len(s.Tags))
+		for i, t := range s.Tags {
+			out[i] = t
+		}
+		return out
+	case a.kind == numberKind:
+		if n, ok := s.Numbers[attr]; ok {
+			return []any{n}
+		}
+	case a.kind == timeKind:
+		if t, ok := s.Times[attr]; ok {
+			return []any{t}
+		}
+	default:
+		if v := s.Text[attr]; v != "" {
+			return []any{v}
+		}
+	}
+	return nil
+}
+
+// compare says whether one of the attribute's values meets the condition.
+func (c Condition) compare(v any) bool {
+	switch c.Operator {
+	case "exists":
+		return true
+	case "in":
+		return slices.ContainsFunc(c.Values, func(o json.RawMessage) bool { return equal(v, o) })
+	case "eq", "contains":
+		return equal(v, c.Value)
+	}
+	cmp, ok := order(v, c.Value)
+	if !ok {
+		return false
+	}
+	switch c.Operator {
+	case "gt":
+		return cmp > 0
+	case "gte":
+		return cmp >= 0
+	case "lt":
+		return cmp < 0
+	default: // lte
+		return cmp <= 0
+	}
+}
+
+// equal compares a value with an operand: text whatever its case, numbers by value, booleans.
+func equal(v any, operand json.RawMessage) bool {
+	switch v := v.(type) {
+	case string:
+		var s string
+		return json.Unmarshal(operand, &s) == nil && strings.EqualFold(v, s)
+	case float64:
+		var n float64
+		return json.Unmarshal(operand, &n) == nil && v == n
+	case bool:
+		var b bool
+		return json.Unmarshal(operand, &b) == nil && v == b
+	}
+	return false
+}
+
+// order compares a value with an operand of its kind: numbers, times, and dates and
+// datetimes of custom fields as their fixed-width text.
+func order(v any, operand json.RawMessage) (int, bool) {
+	switch v := v.(type) {
+	case float64:
+		var n float64
+		if json.Unmarshal(operand, &n) != nil {
+			return 0, false
+		}
+		return cmpFloat(v, n), true
+	case time.Time:
+		var s string
+		if json.Unmarshal(operand, &s) != nil {
+			return 0, false
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return 0, false
+		}
+		return v.Compare(t), true
+	case string:
+		var s string
+		if json.Unmarshal(operand, &s) != nil {
+			return 0, false
+		}
+		return strings.Compare(v, s), true
+	}
+	return 0, false
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
