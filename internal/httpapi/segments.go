@@ -10,6 +10,7 @@ import (
 
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/apitime"
+	"github.com/contactd/contactd/internal/ids"
 	"github.com/contactd/contactd/internal/segment"
 )
 
@@ -82,10 +83,10 @@ func (s *Server) DeleteSegment(ctx context.Context, req api.DeleteSegmentRequest
 	return api.DeleteSegment204Response{}, nil
 }
 
-// segmentID is the path's id; one that is not a UUID names no segment.
+// segmentID is the path's id; one that is not a canonical UUID names no segment.
 func segmentID(s string) (uuid.UUID, error) {
-	id, err := uuid.Parse(s)
-	if err != nil {
+	id, ok := ids.Parse(s)
+	if !ok {
 		return uuid.Nil, segment.ErrNotFound
 	}
 	return id, nil

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -112,9 +113,14 @@ func TestSegments(t *testing.T) {
 		t.Errorf("update: %d %s", r.Status, r.Body)
 	}
 
-	for _, path := range []string{"/public/v1/segments/" + sg.SegmentId, "/public/v1/segments/not-an-id"} {
+	for _, path := range []string{"/public/v1/segments/" + sg.SegmentId, "/public/v1/segments/not-an-id"} { // by another account
 		if r := a.Do("GET", path, otherKey, nil); r.Status != 404 || r.Error(t).Code != "SegmentDoesNotExist" {
 			t.Errorf("GET %s by another account: %d %s", path, r.Status, r.Body)
+		}
+	}
+	for _, spelling := range []string{"{" + sg.SegmentId + "}", "urn:uuid:" + sg.SegmentId, strings.ReplaceAll(sg.SegmentId, "-", "")} {
+		if r := a.Do("GET", "/public/v1/segments/"+url.PathEscape(spelling), key, nil); r.Status != 404 {
+			t.Errorf("the id spelled %s: %d %s, want 404 as every id of the API", spelling, r.Status, r.Body)
 		}
 	}
 	if r := a.Do("DELETE", "/public/v1/segments/"+sg.SegmentId, otherKey, nil); r.Status != 404 {
