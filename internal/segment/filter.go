@@ -39,6 +39,10 @@ type Condition struct {
 	Operator  string            `json:"operator"`
 	Value     json.RawMessage   `json:"value,omitempty"`
 	Values    []json.RawMessage `json:"values,omitempty"`
+
+	// operands are Value or Values decoded once (Compile): a string, a float64, a bool, or a
+	// time.Time for a time of the contact's own.
+	operands []any
 }
 
 // kind is what an attribute holds, which decides the operators it takes and how its operands

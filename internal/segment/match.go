@@ -25,8 +25,40 @@ type Subject struct {
 	Custom map[string]any
 }
 
+// Compile decodes f's operands once, for Matches; f must be as Check returned it.
+func (f Filter) Compile() Filter {
+	out := Filter{Groups: make([]Group, len(f.Groups))}
+	for i, g := range f.Groups {
+		out.Groups[i].Conditions = make([]Condition, len(g.Conditions))
+		for j, c := range g.Conditions {
+			raws := c.Values
+			if c.Value != nil {
+				raws = []json.RawMessage{c.Value}
+			}
+			for _, raw := range raws {
+				c.operands = append(c.operands, decodeOperand(c.Attribute, raw))
+			}
+			out.Groups[i].Conditions[j] = c
+		}
+	}
+	return out
+}
+
+func decodeOperand(attr string, raw json.RawMessage) any {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	if s, ok := v.(string); ok && attributes[attr].kind == timeKind {
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			return t
+		}
+	}
+	return v
+}
+
 // Matches reports whether s is in f: every condition of one of its groups holds. f must be
-// as Check returned it.
+// compiled.
 func (f Filter) Matches(s Subject) bool {
 	for _, g := range f.Groups {
 		all := true
@@ -132,12 +164,13 @@ func (c Condition) compare(v any) bool {
 	switch c.Operator {
 	case "exists":
 		return true
-	case "in":
-		return slices.ContainsFunc(c.Values, func(o json.RawMessage) bool { return equal(v, o) })
-	case "eq", "contains":
-		return equal(v, c.Value)
+	case "in", "eq", "contains":
+		return slices.ContainsFunc(c.operands, func(o any) bool { return equal(v, o) })
 	}
-	cmp, ok := order(v, c.Value)
+	if len(c.operands) != 1 {
+		return false
+	}
+	cmp, ok := order(v, c.operands[0])
 	if !ok {
 		return false
 	}
@@ -154,47 +187,30 @@ func (c Condition) compare(v any) bool {
 }
 
 // equal compares a value with an operand: text whatever its case, numbers by value, booleans.
-func equal(v any, operand json.RawMessage) bool {
+func equal(v, operand any) bool {
 	switch v := v.(type) {
 	case string:
-		var s string
-		return json.Unmarshal(operand, &s) == nil && strings.EqualFold(v, s)
-	case float64:
-		var n float64
-		return json.Unmarshal(operand, &n) == nil && v == n
-	case bool:
-		var b bool
-		return json.Unmarshal(operand, &b) == nil && v == b
+		s, ok := operand.(string)
+		return ok && strings.EqualFold(v, s)
+	case float64, bool:
+		return v == operand
 	}
 	return false
 }
 
 // order compares a value with an operand of its kind: numbers, times, and dates and
 // datetimes of custom fields as their fixed-width text.
-func order(v any, operand json.RawMessage) (int, bool) {
+func order(v, operand any) (int, bool) {
 	switch v := v.(type) {
 	case float64:
-		var n float64
-		if json.Unmarshal(operand, &n) != nil {
-			return 0, false
-		}
-		return cmpFloat(v, n), true
+		n, ok := operand.(float64)
+		return cmpFloat(v, n), ok
 	case time.Time:
-		var s string
-		if json.Unmarshal(operand, &s) != nil {
-			return 0, false
-		}
-		t, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil {
-			return 0, false
-		}
-		return v.Compare(t), true
+		t, ok := operand.(time.Time)
+		return v.Compare(t), ok
 	case string:
-		var s string
-		if json.Unmarshal(operand, &s) != nil {
-			return 0, false
-		}
-		return strings.Compare(v, s), true
+		s, ok := operand.(string)
+		return strings.Compare(v, s), ok
 	}
 	return 0, false
 }

@@ -113,6 +113,9 @@ func (s *Service) Of(ctx context.Context, account uuid.UUID, subject Subject) ([
 		if err := json.Unmarshal(row.Segments, &d.segments); err != nil {
 			return nil, err
 		}
+		for i := range d.segments {
+			d.segments[i].Filter = d.segments[i].Filter.Compile()
+		}
 		s.mu.Lock()
 		if len(s.dynamic) >= maxCachedAccounts {
 			s.dynamic = map[uuid.UUID]dynamicSegments{}
