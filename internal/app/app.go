@@ -179,8 +179,9 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 		Fields: fields})
 	subscriptions := webhook.NewService(st, events, secrets, Now,
 		webhook.URLRules{AllowHTTP: cfg.WebhookAllowHTTP, AllowNATS: cfg.NATSURL != ""})
-	cons, err := console.New(console.Deps{Store: st, Auth: keyring, Contacts: contacts, Fields: fields, Webhooks: subscriptions,
-		Deliveries: deliveries, Events: eventFeed, Log: log, Now: Now, PublicURL: cfg.PublicURL})
+	segments := segment.NewService(st, fields, Now)
+	cons, err := console.New(console.Deps{Store: st, Auth: keyring, Contacts: contacts, Fields: fields, Segments: segments,
+		Webhooks: subscriptions, Deliveries: deliveries, Events: eventFeed, Log: log, Now: Now, PublicURL: cfg.PublicURL})
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +192,7 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 		Suppressions: suppressions,
 		Webhooks:     subscriptions,
 		Fields:       fields,
-		Segments:     segment.NewService(st, fields, Now),
+		Segments:     segments,
 		Secrets:      secrets,
 		Deliveries:   deliveries,
 		Enrich:       enricher,

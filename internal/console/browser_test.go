@@ -43,6 +43,9 @@ func TestConsoleInABrowser(t *testing.T) {
 	_, key := a.Account("acme")
 	rc := testkit.NewReceiver(t)
 	a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": rc.URL, "eventType": "TagsAdded"})
+	a.Do("POST", "/public/v1/segments", key, map[string]any{"name": "Springfield leads", "filter": map[string]any{"groups": []any{
+		map[string]any{"conditions": []any{map[string]any{"attribute": "address.city", "operator": "eq", "value": "Springfield"}}},
+		map[string]any{"conditions": []any{map[string]any{"attribute": "tags", "operator": "contains", "value": "vip"}}}}}})
 	for i, email := range []string{"jane.doe@example.com", "sam.lee@example.com", "ana.ruiz@example.com"} {
 		a.Do("POST", "/public/v1/contact", key, map[string]any{"email": email, "name": strings.Split(email, "@")[0],
 			"tags": []string{"lead"}, "address": fmt.Sprintf("%d N Main St, Springfield, IL 62704", 100+i)})
@@ -146,6 +149,9 @@ func TestConsoleInABrowser(t *testing.T) {
 
 	var subscriptionPage string
 	err = chromedp.Run(ctx,
+		chromedp.Click(`//a[text()="Segments"]`, chromedp.BySearch),
+		chromedp.WaitVisible(`//h1[text()="Segments"]`, chromedp.BySearch),
+		checkPage("segments"),
 		chromedp.Click(`//a[text()="Webhooks"]`, chromedp.BySearch),
 		chromedp.WaitVisible(`//td/a[contains(text(), "/hook")]`, chromedp.BySearch),
 		checkPage("webhooks"),

@@ -36,6 +36,7 @@ import (
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/queue"
 	"github.com/contactd/contactd/internal/secret"
+	"github.com/contactd/contactd/internal/segment"
 	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/webhook"
 )
@@ -66,6 +67,7 @@ type Deps struct {
 	Auth       *auth.Service
 	Contacts   *contact.Service
 	Fields     *field.Service
+	Segments   *segment.Service
 	Webhooks   *webhook.Service
 	Deliveries *delivery.Service
 	Events     *feed.Service
@@ -123,7 +125,7 @@ func New(d Deps) (*Console, error) {
 			return n * 100 / of
 		},
 	}
-	for _, page := range []string{"login", "contacts", "contact", "webhooks", "webhook", "eventtypes", "error"} {
+	for _, page := range []string{"login", "contacts", "contact", "webhooks", "webhook", "eventtypes", "segments", "error"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, err
@@ -152,6 +154,7 @@ func (c *Console) Register(e *echo.Echo, bodyLimit, rateLimit echo.MiddlewareFun
 	signedIn.POST("/contacts/:id/fields", c.setField, c.sameOrigin, c.csrf, c.scope("contacts:write"))
 	signedIn.POST("/contacts/:id/properties", c.addProperty, c.sameOrigin, c.csrf, c.scope("contacts:write"))
 	signedIn.POST("/contacts/:id/properties/:property/archive", c.archiveProperty, c.sameOrigin, c.csrf, c.scope("contacts:write"))
+	signedIn.GET("/segments", c.segmentsPage, c.scope("contacts:read"))
 	signedIn.GET("/webhooks", c.webhooksPage, c.scope("webhooks:read"))
 	signedIn.GET("/webhooks/:id", c.webhookPage, c.scope("webhooks:read"))
 	signedIn.GET("/event-types", c.eventTypesPage, c.scope("webhooks:read"))

@@ -292,6 +292,8 @@ func TestConsoleTenantsAndScopes(t *testing.T) {
 	}
 	a.Do("POST", "/public/v1/contact/"+id+"/property", keyA, map[string]any{"address": "1 Main St, Springfield, IL 62704"}).JSON(t, &withProperty)
 	property := withProperty.Properties[0].PropertyId
+	a.Do("POST", "/public/v1/segments", keyA, map[string]any{"name": "Mine only", "filter": map[string]any{"groups": []any{
+		map[string]any{"conditions": []any{map[string]any{"attribute": "tags", "operator": "contains", "value": "t"}}}}}})
 	_, keyB := a.Account("b")
 	for _, k := range []string{keyA, keyB} { // B has the field too: its post fails on A's contact, not on the key
 		a.Do("POST", "/public/v1/fields", k, map[string]any{"key": "seats", "label": "Seats", "type": "number"})
@@ -307,6 +309,9 @@ func TestConsoleTenantsAndScopes(t *testing.T) {
 	}
 	if p := b.do("GET", "/console/contacts", nil); strings.Contains(p.body, "mine@example.com") {
 		t.Error("B's contact list shows A's contact")
+	}
+	if p := b.do("GET", "/console/segments", nil); p.status != http.StatusOK || strings.Contains(p.body, "Mine only") {
+		t.Errorf("B's segments page: %d, A's segment shown: %v", p.status, strings.Contains(p.body, "Mine only"))
 	}
 	posts := []string{"/console/contacts/" + id + "/tags", "/console/contacts/" + id + "/tags/remove",
 		"/console/contacts/" + id + "/properties", "/console/contacts/" + id + "/properties/" + property + "/archive",
@@ -410,6 +415,28 @@ func TestConsoleShowsFiltersAndTheCatalog(t *testing.T) {
 	if p.status != 200 || !strings.Contains(p.body, "<dt>Events filtered out</dt><dd>1 (no delivery") ||
 		!strings.Contains(p.body, `<code>{&#34;data.tagsAddedInfo.tagsAdded&#34;: &#34;vip&#34;}</code>`) {
 		t.Errorf("the subscription's page: %d\n%s", p.status, p.body)
+	}
+	if r := a.Do("POST", "/public/v1/segments", key, map[string]any{"name": "Illinois <leads>", "filter": map[string]any{"groups": []any{
+		map[string]any{"conditions": []any{map[string]any{"attribute": "address.state", "operator": "eq", "value": "IL"},
+			map[string]any{"attribute": "tags", "operator": "notContains", "value": "Customer"}}},
+		map[string]any{"conditions": []any{map[string]any{"attribute": "customFields.seats", "operator": "exists"}}}}}}); r.Status != 400 {
+		t.Errorf("a segment on a field the account lacks: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do("POST", "/public/v1/fields", key, map[string]any{"key": "seats", "label": "Seats", "type": "number"}); r.Status != 200 {
+		t.Fatalf("field: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do("POST", "/public/v1/segments", key, map[string]any{"name": "Illinois <leads>", "filter": map[string]any{"groups": []any{
+		map[string]any{"conditions": []any{map[string]any{"attribute": "address.state", "operator": "eq", "value": "IL"},
+			map[string]any{"attribute": "tags", "operator": "notContains", "value": "Customer"}}},
+		map[string]any{"conditions": []any{map[string]any{"attribute": "customFields.seats", "operator": "gte", "value": 2}}}}}}); r.Status != 200 {
+		t.Fatalf("segment: %d %s", r.Status, r.Body)
+	}
+	p = b.do("GET", "/console/segments", nil)
+	for _, want := range []string{"<h2>Illinois &lt;leads&gt; <small>(dynamic)</small></h2>", `<li><code>address.state eq &#34;IL&#34;</code></li>`,
+		`<li><code>tags notContains &#34;customer&#34;</code></li>`, `<p class="or">or</p>`, `<li><code>customFields.seats gte 2</code></li>`} {
+		if p.status != 200 || !strings.Contains(p.body, want) {
+			t.Errorf("the segments page lacks %s: %d\n%s", want, p.status, p.body)
+		}
 	}
 	p = b.do("GET", "/console/event-types", nil)
 	for _, want := range []string{`<h2 id="type-TagsAdded">TagsAdded</h2>`, `<h2 id="type-ContactsMerged">ContactsMerged</h2>`,

@@ -58,6 +58,7 @@ var consoleScopes = map[string]string{
 	"POST /console/contacts/:id/fields":                         "contacts:write",
 	"POST /console/contacts/:id/properties":                     "contacts:write",
 	"POST /console/contacts/:id/properties/:property/archive":   "contacts:write",
+	"GET /console/segments":                                     "contacts:read",
 	"GET /console/webhooks":                                     "webhooks:read",
 	"GET /console/webhooks/:id":                                 "webhooks:read",
 	"GET /console/event-types":                                  "webhooks:read",

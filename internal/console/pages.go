@@ -302,6 +302,37 @@ func (c *Console) showWebhook(ec echo.Context, secret string) error {
 }
 
 // eventTypesPage is the event catalog, as GET /public/v1/event-types serves it.
+// segmentsPage shows the account's segments, each filter as its groups of conditions.
+func (c *Console) segmentsPage(ec echo.Context) error {
+	sgs, err := c.d.Segments.List(ec.Request().Context(), sessionOf(ec).AccountID)
+	if err != nil {
+		return c.failed(ec, err)
+	}
+	type shown struct {
+		Name, Kind string
+		Groups     [][]string // each condition as attribute, operator and operands
+	}
+	out := make([]shown, len(sgs))
+	for i, sg := range sgs {
+		out[i] = shown{Name: sg.Name, Kind: sg.Kind}
+		for _, g := range sg.Filter.Groups {
+			var conds []string
+			for _, cd := range g.Conditions {
+				text := cd.Attribute + " " + cd.Operator
+				if cd.Value != nil {
+					text += " " + string(cd.Value)
+				}
+				for j, v := range cd.Values {
+					text += map[bool]string{true: " ", false: ", "}[j == 0] + string(v)
+				}
+				conds = append(conds, text)
+			}
+			out[i].Groups = append(out[i].Groups, conds)
+		}
+	}
+	return c.render(ec, http.StatusOK, "segments", map[string]any{"Title": "Segments", "Segments": out})
+}
+
 func (c *Console) eventTypesPage(ec echo.Context) error {
 	catalog, err := apicore.Catalog()
 	if err != nil {
