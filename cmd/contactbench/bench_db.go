@@ -10,8 +10,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/internal/auth"
-	"github.com/contactd/contactd/internal/pgembed"
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/pgembed"
+	"github.com/contactd/contactd/internal/platform/store"
 )
 
 // benchDB is a run's own PostgreSQL: migrated, with the account the run measures and its key.

@@ -32,8 +32,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/contactd/contactd/internal/seal"
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/seal"
+	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/webhook"
 )
 

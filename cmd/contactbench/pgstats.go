@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/store"
 )
 
 // pgStatsSettings load pg_stat_statements, counting statements run inside functions and

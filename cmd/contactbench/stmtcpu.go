@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/store"
 )
 
 // statementCPU measures the CPU PostgreSQL's backends spend in each statement over a window

@@ -16,8 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/contactd/contactd/internal/pgembed"
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/pgembed"
+	"github.com/contactd/contactd/internal/platform/store"
 )
 
 func main() {

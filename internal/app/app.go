@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/contactd/contactd/internal/auth"
-	"github.com/contactd/contactd/internal/backup"
 	"github.com/contactd/contactd/internal/config"
 	"github.com/contactd/contactd/internal/console"
 	"github.com/contactd/contactd/internal/contact"
@@ -26,15 +25,16 @@ import (
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/httpapi"
 	"github.com/contactd/contactd/internal/idempotency"
-	"github.com/contactd/contactd/internal/metrics"
-	"github.com/contactd/contactd/internal/pgembed"
-	"github.com/contactd/contactd/internal/queue"
+	"github.com/contactd/contactd/internal/platform/backup"
+	"github.com/contactd/contactd/internal/platform/metrics"
+	"github.com/contactd/contactd/internal/platform/pgembed"
+	"github.com/contactd/contactd/internal/platform/queue"
+	"github.com/contactd/contactd/internal/platform/seal"
+	"github.com/contactd/contactd/internal/platform/store"
+	"github.com/contactd/contactd/internal/platform/turns"
 	"github.com/contactd/contactd/internal/ratelimit"
-	"github.com/contactd/contactd/internal/seal"
 	"github.com/contactd/contactd/internal/segment"
-	"github.com/contactd/contactd/internal/store"
-	"github.com/contactd/contactd/internal/suppress"
-	"github.com/contactd/contactd/internal/turns"
+	"github.com/contactd/contactd/internal/suppression"
 	"github.com/contactd/contactd/internal/webhook"
 )
 
@@ -119,7 +119,7 @@ type Services struct {
 	Contacts *contact.Service
 	// Erasures forgets people; Suppressions keeps them out afterwards.
 	Erasures     *erasure.Service
-	Suppressions *suppress.List
+	Suppressions *suppression.List
 	Webhooks     *webhook.Service
 	// Fields defines the accounts' custom fields.
 	Fields     *field.Service
@@ -172,7 +172,7 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	events := webhook.NewEmitter(deliveries, subs, filtered)
 	enricher := enrich.New(st, events, enrich.Options{Resolver: net.DefaultResolver, Now: Now, Log: log})
 	idem := idempotency.New(st, keys, Now, log)
-	suppressions := suppress.New(st, keys, Now)
+	suppressions := suppression.New(st, keys, Now)
 	fields := field.NewService(st, Now)
 	contacts := contact.NewService(st, events, Now, contact.Options{PublicURL: cfg.PublicURL, Turns: reads,
 		Exports: cfg.Exports, ExportsPerAccount: cfg.ExportsPerAccount, Suppressions: suppressions, Verdicts: enricher,

@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/contactd/contactd/internal/backup"
 	"github.com/contactd/contactd/internal/config"
 	"github.com/contactd/contactd/internal/erasure"
-	"github.com/contactd/contactd/internal/pgembed"
-	"github.com/contactd/contactd/internal/queue"
+	"github.com/contactd/contactd/internal/platform/backup"
+	"github.com/contactd/contactd/internal/platform/pgembed"
+	"github.com/contactd/contactd/internal/platform/queue"
 	"github.com/contactd/contactd/internal/secret"
 )
 

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/contactd/contactd/internal/app"
-	"github.com/contactd/contactd/internal/seal"
+	"github.com/contactd/contactd/internal/platform/seal"
 	"github.com/contactd/contactd/internal/testkit"
 )
 

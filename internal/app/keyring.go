@@ -10,7 +10,7 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/config"
-	"github.com/contactd/contactd/internal/seal"
+	"github.com/contactd/contactd/internal/platform/seal"
 	"github.com/contactd/contactd/internal/webhook"
 )
 

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/store"
 )
 
 // readyFor is how long one readiness check answers every probe that follows it.

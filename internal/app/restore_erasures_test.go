@@ -18,7 +18,7 @@ import (
 	"github.com/contactd/contactd/internal/config"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/erasure"
-	"github.com/contactd/contactd/internal/suppress"
+	"github.com/contactd/contactd/internal/suppression"
 	"github.com/contactd/contactd/internal/testkit"
 	"github.com/contactd/contactd/internal/webhook"
 )
@@ -135,7 +135,7 @@ func TestErasuresSurviveARestore(t *testing.T) {
 		t.Errorf("%d erasure records, want both journalled ones", n)
 	}
 	for _, email := range []string{"gone.person@example.org", "late@example.org"} {
-		if _, _, err := svc.Contacts.Create(ctx, account, contact.CreateInput{Email: email}); !errors.Is(err, suppress.ErrSuppressed) {
+		if _, _, err := svc.Contacts.Create(ctx, account, contact.CreateInput{Email: email}); !errors.Is(err, suppression.ErrSuppressed) {
 			t.Errorf("create %s after the restore: %v, want it suppressed", email, err)
 		}
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/contactd/contactd/internal/app"
 	"github.com/contactd/contactd/internal/config"
 	"github.com/contactd/contactd/internal/idempotency"
-	"github.com/contactd/contactd/internal/seal"
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/seal"
+	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/testkit"
 	"github.com/contactd/contactd/internal/webhook"
 )

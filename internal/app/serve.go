@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/contactd/contactd/internal/config"
-	"github.com/contactd/contactd/internal/tracing"
+	"github.com/contactd/contactd/internal/platform/tracing"
 )
 
 // Serve runs the API and the delivery workers until ctx is done, then drains in-flight
@@ -159,7 +159,7 @@ func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
 }
 
 // startTracing starts OpenTelemetry tracing when the environment asks for it
-// (OTEL_EXPORTER_OTLP_ENDPOINT, see internal/tracing), and returns what flushes and stops it.
+// (OTEL_EXPORTER_OTLP_ENDPOINT, see internal/platform/tracing), and returns what flushes and stops it.
 func startTracing(ctx context.Context, log *slog.Logger) (func(), error) {
 	version := "(devel)"
 	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {

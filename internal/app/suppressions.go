@@ -7,21 +7,21 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/contactd/contactd/internal/suppress"
+	"github.com/contactd/contactd/internal/suppression"
 )
 
 // cmdSuppressionsRemove lifts the suppression of one email or phone of an erased person in an
 // account (or its sandbox, --test): contacts may have it again. The list keeps only keyed
 // hashes, so it cannot be listed; the operator names the value.
 func cmdSuppressionsRemove(ctx context.Context, c *cmdline) error {
-	kind, value := suppress.Email, *c.email
+	kind, value := suppression.Email, *c.email
 	switch {
 	case *c.account == "":
 		return errors.New("--account is required")
 	case (*c.email == "") == (*c.phone == ""):
 		return errors.New("give one of --email and --phone")
 	case *c.phone != "":
-		kind, value = suppress.Phone, *c.phone
+		kind, value = suppression.Phone, *c.phone
 	}
 	return withServices(ctx, c, func(s *Services) error {
 		id, err := c.accountID(ctx, s)

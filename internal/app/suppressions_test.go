@@ -7,7 +7,7 @@ import (
 
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/erasure"
-	"github.com/contactd/contactd/internal/seal"
+	"github.com/contactd/contactd/internal/platform/seal"
 	"github.com/contactd/contactd/internal/testkit"
 )
 

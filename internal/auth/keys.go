@@ -18,9 +18,9 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/ratelimit"
 	"github.com/contactd/contactd/internal/secret"
-	"github.com/contactd/contactd/internal/store"
 )
 
 const (

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/contactd/contactd/internal/seal"
+	"github.com/contactd/contactd/internal/platform/seal"
 )
 
 // Config is every setting of contactd.

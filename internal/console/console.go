@@ -34,10 +34,10 @@ import (
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/feed"
 	"github.com/contactd/contactd/internal/field"
-	"github.com/contactd/contactd/internal/queue"
+	"github.com/contactd/contactd/internal/platform/queue"
+	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/secret"
 	"github.com/contactd/contactd/internal/segment"
-	"github.com/contactd/contactd/internal/store"
 	"github.com/contactd/contactd/internal/webhook"
 )
 

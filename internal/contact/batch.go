@@ -13,8 +13,8 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/field"
-	"github.com/contactd/contactd/internal/store"
-	"github.com/contactd/contactd/internal/suppress"
+	"github.com/contactd/contactd/internal/platform/store"
+	"github.com/contactd/contactd/internal/suppression"
 	"github.com/contactd/contactd/internal/webhook"
 )
 
@@ -130,7 +130,7 @@ func (s *Service) batch(ctx context.Context, accountID uuid.UUID, o BatchOptions
 			return nil, err
 		}
 		entries = append(entries, more...)
-		it := batchItem{index: i, in: in, key: key, c: c, events: events, digests: suppress.Digests(entries), fields: fields}
+		it := batchItem{index: i, in: in, key: key, c: c, events: events, digests: suppression.Digests(entries), fields: fields}
 		for _, claim := range fields.Claims {
 			if claim.Key == o.MatchField {
 				it.match = claim.Value

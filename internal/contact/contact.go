@@ -13,9 +13,9 @@ import (
 	"github.com/contactd/contactd/internal/address"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/field"
-	"github.com/contactd/contactd/internal/store"
-	"github.com/contactd/contactd/internal/suppress"
-	"github.com/contactd/contactd/internal/turns"
+	"github.com/contactd/contactd/internal/platform/store"
+	"github.com/contactd/contactd/internal/platform/turns"
+	"github.com/contactd/contactd/internal/suppression"
 	"github.com/contactd/contactd/internal/webhook"
 )
 
@@ -88,7 +88,7 @@ type Service struct {
 	turns   *turns.Turns
 	exports *exportSlots
 	// suppressed are the erased people's emails and phones, which new contacts may not have.
-	suppressed *suppress.List
+	suppressed *suppression.List
 	verdicts   Verdicts
 	fields     *field.Service
 }
@@ -119,7 +119,7 @@ type Options struct {
 	// connection for its whole stream.
 	Exports, ExportsPerAccount int
 	// Suppressions is the suppression list creates check and erasures add to.
-	Suppressions *suppress.List
+	Suppressions *suppression.List
 	// Fields are the account's custom field definitions values are checked against (nil:
 	// none, and customFields are refused).
 	Fields *field.Service

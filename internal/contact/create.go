@@ -13,9 +13,9 @@ import (
 	"github.com/contactd/contactd/internal/address"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/field"
+	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/secret"
-	"github.com/contactd/contactd/internal/store"
-	"github.com/contactd/contactd/internal/suppress"
+	"github.com/contactd/contactd/internal/suppression"
 	"github.com/contactd/contactd/internal/webhook"
 )
 
@@ -71,7 +71,7 @@ func (s *Service) create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 	if err != nil {
 		return Contact{}, nil, err
 	}
-	p.SuppressionDigests = suppress.Digests(append(entries, more...))
+	p.SuppressionDigests = suppression.Digests(append(entries, more...))
 	if err := s.insert(ctx, p, events, fields); err != nil {
 		return Contact{}, nil, err
 	}
@@ -162,9 +162,9 @@ func (s *Service) insert(ctx context.Context, p db.ContactCreateParams, events [
 		if !errors.Is(store.Translate(err), apperr.ErrNoRows) {
 			return err
 		}
-		suppressed, serr := suppress.Matching(ctx, q, p.AccountID, p.SuppressionDigests)
+		suppressed, serr := suppression.Matching(ctx, q, p.AccountID, p.SuppressionDigests)
 		if serr == nil && len(suppressed) > 0 {
-			return suppress.ErrSuppressed
+			return suppression.ErrSuppressed
 		}
 		return errors.Join(err, serr)
 	})

@@ -11,8 +11,8 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/field"
-	"github.com/contactd/contactd/internal/store"
-	"github.com/contactd/contactd/internal/suppress"
+	"github.com/contactd/contactd/internal/platform/store"
+	"github.com/contactd/contactd/internal/suppression"
 )
 
 // ErrFieldValueTaken is the 409 of a unique field's value another contact holds: its
@@ -114,7 +114,7 @@ func personValues(defs *field.Definitions, values field.Values) (emails, phones 
 }
 
 // fieldEntries are the suppression list's entries of values' unique email and phone fields.
-func (s *Service) fieldEntries(ctx context.Context, accountID uuid.UUID, defs *field.Definitions, values field.Values) ([]suppress.Entry, error) {
+func (s *Service) fieldEntries(ctx context.Context, accountID uuid.UUID, defs *field.Definitions, values field.Values) ([]suppression.Entry, error) {
 	emails, phones := personValues(defs, values)
 	return s.suppressed.EntriesOf(ctx, accountID, emailKeys(emails), phones)
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/contactd/contactd/internal/address"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/ids"
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/store"
 )
 
 // Errors of the property operations.

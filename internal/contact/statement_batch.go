@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/internal/apperr"
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/store"
 )
 
 // rowBatch is a sent batch of sqlc :batchone statements returning R.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/field"
-	"github.com/contactd/contactd/internal/suppress"
+	"github.com/contactd/contactd/internal/suppression"
 )
 
 // notInserted says why a new contact whose email the account does not have was not
@@ -27,7 +27,7 @@ func (s *Service) notInserted(ctx context.Context, q *db.Queries, accountID uuid
 func (s *Service) suppressedChange(ctx context.Context, q *db.Queries, row, next db.ContactRow) (refusal, err error) {
 	emailKey := EmailKey(next.Email)
 	newEmail := emailKey != EmailKey(row.Email)
-	newPhone := suppress.PhoneKey(next.Phone) != suppress.PhoneKey(row.Phone)
+	newPhone := suppression.PhoneKey(next.Phone) != suppression.PhoneKey(row.Phone)
 	if !newEmail && !newPhone {
 		return nil, nil
 	}
@@ -37,7 +37,7 @@ func (s *Service) suppressedChange(ctx context.Context, q *db.Queries, row, next
 	}
 	var changed [][]byte
 	for _, e := range entries {
-		if (e.Kind == suppress.Email && newEmail) || (e.Kind == suppress.Phone && newPhone) {
+		if (e.Kind == suppression.Email && newEmail) || (e.Kind == suppression.Phone && newPhone) {
 			changed = append(changed, e.Digest)
 		}
 	}
@@ -49,11 +49,11 @@ func (s *Service) suppressedAny(ctx context.Context, q *db.Queries, accountID uu
 	if len(digests) == 0 {
 		return nil, nil
 	}
-	found, err := suppress.Matching(ctx, q, accountID, digests)
+	found, err := suppression.Matching(ctx, q, accountID, digests)
 	if err != nil || len(found) == 0 {
 		return nil, err
 	}
-	return suppress.ErrSuppressed, nil
+	return suppression.ErrSuppressed, nil
 }
 
 // suppressedFields refuses a write of custom fields that gives a contact an erased person's
@@ -74,5 +74,5 @@ func (s *Service) suppressedFields(ctx context.Context, q *db.Queries, accountID
 	if err != nil {
 		return nil, err
 	}
-	return s.suppressedAny(ctx, q, accountID, suppress.Digests(entries))
+	return s.suppressedAny(ctx, q, accountID, suppression.Digests(entries))
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/contactd/contactd/internal/apitime"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/field"
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/webhook"
 )
 

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/contactd/contactd/gen/db"
-	"github.com/contactd/contactd/internal/queue"
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/queue"
+	"github.com/contactd/contactd/internal/platform/store"
 )
 
 // The delivery queue is the Pending rows of webhook_deliveries, due at next_attempt_at (the

@@ -9,10 +9,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/gen/db"
-	"github.com/contactd/contactd/internal/metrics"
-	"github.com/contactd/contactd/internal/queue"
-	"github.com/contactd/contactd/internal/store"
-	"github.com/contactd/contactd/internal/turns"
+	"github.com/contactd/contactd/internal/platform/metrics"
+	"github.com/contactd/contactd/internal/platform/queue"
+	"github.com/contactd/contactd/internal/platform/store"
+	"github.com/contactd/contactd/internal/platform/turns"
 	"github.com/contactd/contactd/internal/webhook"
 )
 

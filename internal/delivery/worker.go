@@ -27,10 +27,10 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apitime"
 	"github.com/contactd/contactd/internal/apperr"
-	"github.com/contactd/contactd/internal/metrics"
-	"github.com/contactd/contactd/internal/queue"
-	"github.com/contactd/contactd/internal/store"
-	"github.com/contactd/contactd/internal/tracing"
+	"github.com/contactd/contactd/internal/platform/metrics"
+	"github.com/contactd/contactd/internal/platform/queue"
+	"github.com/contactd/contactd/internal/platform/store"
+	"github.com/contactd/contactd/internal/platform/tracing"
 	"github.com/contactd/contactd/internal/webhook"
 )
 

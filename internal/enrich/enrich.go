@@ -18,8 +18,8 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/address"
-	"github.com/contactd/contactd/internal/queue"
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/queue"
+	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/webhook"
 )
 

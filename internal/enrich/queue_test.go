@@ -15,7 +15,7 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/enrich"
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/testkit"
 	"github.com/contactd/contactd/internal/webhook"
 )

@@ -2,7 +2,7 @@
 // data from every copy contactd keeps, in one transaction, and keeps them out. Each copy's
 // owner does its part — the contact package the contact (with its properties, activity and
 // consent record), the webhook package the events (tombstones), the delivery package the
-// attempts' response excerpts, the idempotency package the stored responses, the suppress
+// attempts' response excerpts, the idempotency package the stored responses, the suppression
 // package the suppression list — and this package orders them and records the erasure for
 // audit, without personal data.
 //
@@ -30,8 +30,8 @@ import (
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/idempotency"
-	"github.com/contactd/contactd/internal/store"
-	"github.com/contactd/contactd/internal/suppress"
+	"github.com/contactd/contactd/internal/platform/store"
+	"github.com/contactd/contactd/internal/suppression"
 	"github.com/contactd/contactd/internal/webhook"
 )
 
@@ -55,13 +55,13 @@ type Service struct {
 	store      *store.Store
 	contacts   *contact.Service
 	events     *webhook.Emitter
-	suppressed *suppress.List
+	suppressed *suppression.List
 	journal    *Journal
 	now        func() time.Time
 }
 
 // New returns a Service; journal may be nil (no backups to restore from).
-func New(st *store.Store, contacts *contact.Service, events *webhook.Emitter, suppressed *suppress.List, journal *Journal,
+func New(st *store.Store, contacts *contact.Service, events *webhook.Emitter, suppressed *suppression.List, journal *Journal,
 	now func() time.Time) *Service {
 	return &Service{store: st, contacts: contacts, events: events, suppressed: suppressed, journal: journal, now: now}
 }
@@ -120,7 +120,7 @@ type forgotten struct {
 	contact  uuid.UUID   // the contact the erasure names
 	ids      []uuid.UUID // every id the person had: it, and its merged duplicates
 	redacted int         // events
-	entries  []suppress.Entry
+	entries  []suppression.Entry
 }
 
 // forget removes, in tx, the person rawID names: its row, its events (tombstones), its
@@ -164,8 +164,8 @@ func (s *Service) forget(ctx context.Context, tx store.Tx, accountID uuid.UUID, 
 // record puts entries on the suppression list, says ContactErased (announce) and keeps the
 // audit record of e, in tx; it returns the kinds suppressed.
 func (s *Service) record(ctx context.Context, tx store.Tx, accountID uuid.UUID, e Erasure, by Requester,
-	entries []suppress.Entry, announce bool) ([]string, error) {
-	kinds, err := suppress.Add(ctx, tx.Queries, accountID, e.ID, entries, e.ErasedAt)
+	entries []suppression.Entry, announce bool) ([]string, error) {
+	kinds, err := suppression.Add(ctx, tx.Queries, accountID, e.ID, entries, e.ErasedAt)
 	if err != nil {
 		return nil, err
 	}
@@ -210,9 +210,9 @@ func (s *Service) Reapply(ctx context.Context, entries []JournalEntry) (int, err
 				return err // an account made after the restore's time went with everything it had
 			}
 			e := Erasure{ID: j.ErasureID, ContactID: j.ContactID, ErasedAt: j.ErasedAt}
-			entries := make([]suppress.Entry, len(j.Suppressed))
+			entries := make([]suppression.Entry, len(j.Suppressed))
 			for i, d := range j.Suppressed {
-				entries[i] = suppress.Entry{Kind: d.Kind, Digest: d.Digest}
+				entries[i] = suppression.Entry{Kind: d.Kind, Digest: d.Digest}
 			}
 			found := false
 			for _, id := range j.Contacts {
@@ -263,8 +263,8 @@ func (s *Service) remove(ctx context.Context, tx store.Tx, accountID uuid.UUID, 
 
 // entries are the suppression list's entries for everything the person had: the removed
 // row's email and phone and its merged duplicates', and what its events said.
-func (s *Service) entries(ctx context.Context, accountID uuid.UUID, gone contact.Removed, person webhook.Person) ([]suppress.Entry, error) {
-	var out []suppress.Entry
+func (s *Service) entries(ctx context.Context, accountID uuid.UUID, gone contact.Removed, person webhook.Person) ([]suppression.Entry, error) {
+	var out []suppression.Entry
 	var emails, phones []string // lone values: its unique email and phone fields', its events'
 	for _, r := range append([]contact.Removed{gone}, gone.Merged...) {
 		if r.EmailKey != "" || r.Phone != nil {

@@ -20,7 +20,7 @@ import (
 	"github.com/contactd/contactd/internal/apicore"
 	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/importer"
-	"github.com/contactd/contactd/internal/suppress"
+	"github.com/contactd/contactd/internal/suppression"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -508,7 +508,7 @@ func TestSuppressionKnowsThePersonNotTheSpelling(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := a.Store.Do(context.Background(), func(q *db.Queries) error {
-		_, err := suppress.Add(context.Background(), q, account, erasure, entries[:1], time.Now())
+		_, err := suppression.Add(context.Background(), q, account, erasure, entries[:1], time.Now())
 		return err
 	}); err != nil {
 		t.Fatal(err)

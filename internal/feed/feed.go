@@ -25,9 +25,9 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/ids"
-	"github.com/contactd/contactd/internal/queue"
-	"github.com/contactd/contactd/internal/store"
-	"github.com/contactd/contactd/internal/turns"
+	"github.com/contactd/contactd/internal/platform/queue"
+	"github.com/contactd/contactd/internal/platform/store"
+	"github.com/contactd/contactd/internal/platform/turns"
 )
 
 // ErrNotFound is the answer for an unknown event, another account's, or one pruned.

@@ -17,7 +17,7 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/store"
 )
 
 // Type is what a field's values are.

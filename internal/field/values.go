@@ -17,7 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/contactd/contactd/internal/apperr"
-	"github.com/contactd/contactd/internal/suppress"
+	"github.com/contactd/contactd/internal/suppression"
 )
 
 // Bounds of a value whatever its field's validation says: what a value may cost to store,
@@ -280,7 +280,7 @@ func (d *Definitions) normalise(f *Field, raw json.RawMessage) (value any, uniqu
 			return bad("format", "not a valid email address")
 		}
 		key := strings.ToLower(addr)
-		if canon := suppress.EmailCanon(key); canon != "" {
+		if canon := suppression.EmailCanon(key); canon != "" {
 			return key, canon, nil
 		}
 		return key, key, nil
@@ -290,7 +290,7 @@ func (d *Definitions) normalise(f *Field, raw json.RawMessage) (value any, uniqu
 				return bad("format", "a phone has digits, and may have + - ( ) . and spaces")
 			}
 		}
-		e164 := suppress.PhoneE164(&s)
+		e164 := suppression.PhoneE164(&s)
 		if n := len(e164) - 1; n < minPhoneDigits || n > maxPhoneDigits {
 			return bad("format", "not a phone number: E.164 has 8 to 15 digits with the country code (ten digits are read as +1)")
 		}

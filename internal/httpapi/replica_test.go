@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/contactd/contactd/gen/api"
-	"github.com/contactd/contactd/internal/pgembed"
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/pgembed"
+	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/testkit"
 )
 

@@ -29,7 +29,7 @@ import (
 	"github.com/contactd/contactd/internal/feed"
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/idempotency"
-	"github.com/contactd/contactd/internal/metrics"
+	"github.com/contactd/contactd/internal/platform/metrics"
 	"github.com/contactd/contactd/internal/ratelimit"
 	"github.com/contactd/contactd/internal/segment"
 	"github.com/contactd/contactd/internal/webhook"

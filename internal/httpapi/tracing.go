@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/contactd/contactd/internal/auth"
-	"github.com/contactd/contactd/internal/tracing"
+	"github.com/contactd/contactd/internal/platform/tracing"
 )
 
 // traced gives each request a server span named after the spec's operation. Its parent is the

@@ -22,9 +22,9 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
-	"github.com/contactd/contactd/internal/queue"
-	"github.com/contactd/contactd/internal/seal"
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/queue"
+	"github.com/contactd/contactd/internal/platform/seal"
+	"github.com/contactd/contactd/internal/platform/store"
 )
 
 // TTL is how long a key's response is kept.

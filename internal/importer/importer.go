@@ -27,7 +27,7 @@ import (
 	"github.com/contactd/contactd/internal/apicore"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/csvcell"
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/store"
 )
 
 // Options of one import.

@@ -11,7 +11,7 @@ const module = "github.com/contactd/contactd/"
 
 // leaves are the packages that import nothing of ours but other leaves.
 var leaves = []string{"internal/apperr", "internal/config", "internal/address", "internal/apitime", "internal/ids",
-	"internal/secret", "internal/seal", "internal/tracing", "gen/"}
+	"internal/secret", "internal/platform/seal", "internal/platform/tracing", "gen/"}
 
 // rules: a package (or every package under a prefix ending in "/") may not import these,
 // but for the exceptions.
@@ -20,16 +20,18 @@ var rules = []struct {
 	why                     string
 }{
 	{leaves, []string{"internal/", "gen/"}, leaves, "leaves import nothing of ours but other leaves"},
-	{[]string{"internal/store"}, []string{"internal/", "gen/api"}, []string{"internal/apperr"},
+	{[]string{"internal/platform/store"}, []string{"internal/", "gen/api"}, []string{"internal/apperr"},
 		"the database boundary knows only the generated queries and apperr"},
-	{[]string{"internal/httpapi"}, []string{"gen/db", "internal/store"}, nil, "handlers reach the database only through the domain services"},
+	{[]string{"internal/platform/"}, []string{"internal/", "gen/api"}, []string{"internal/platform/", "internal/apperr"},
+		"the platform (the database, queues, secrets at rest, the embedded PostgreSQL and its backups, metrics, tracing, turns) serves every package and knows none of the domain"},
+	{[]string{"internal/httpapi"}, []string{"gen/db", "internal/platform/store"}, nil, "handlers reach the database only through the domain services"},
 	{[]string{"internal/contact", "internal/webhook", "internal/delivery", "internal/enrich", "internal/auth",
-		"internal/feed", "internal/idempotency", "internal/queue", "internal/ratelimit"},
+		"internal/feed", "internal/idempotency", "internal/platform/queue", "internal/ratelimit", "internal/segment", "internal/field"},
 		[]string{"gen/api", "internal/httpapi", "internal/console", "internal/importer", "internal/app", "github.com/labstack/echo/v4"},
 		nil, "domain services know nothing of HTTP"},
 	{[]string{"internal/importer", "internal/console"}, []string{"internal/httpapi"}, nil,
 		"other front ends call the domain services, not the API's handlers"},
-	{[]string{"internal/apicore"}, []string{"internal/httpapi", "internal/console", "internal/importer", "internal/store",
+	{[]string{"internal/apicore"}, []string{"internal/httpapi", "internal/console", "internal/importer", "internal/platform/store",
 		"gen/db", "github.com/labstack/echo/v4"}, nil,
 		"the API's work without HTTP sits below every front end and reaches the database through the domain services"},
 	{[]string{"internal/"}, []string{"internal/app", "internal/testkit"}, nil, "only cmd/ wires the application; testkit is for tests"},

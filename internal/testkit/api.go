@@ -28,8 +28,8 @@ import (
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/docs"
 	"github.com/contactd/contactd/internal/enrich"
-	"github.com/contactd/contactd/internal/seal"
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/seal"
+	"github.com/contactd/contactd/internal/platform/store"
 )
 
 // API is contactd's real HTTP stack on a loopback port over a fresh database.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/store"
 )
 
 // staleProperties lists contacts whose copy of their active properties (contacts.

@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/contactd/contactd/internal/pgembed"
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/pgembed"
+	"github.com/contactd/contactd/internal/platform/store"
 )
 
 const templateDB = "contactd_template"

@@ -36,8 +36,8 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apitime"
-	"github.com/contactd/contactd/internal/store"
-	"github.com/contactd/contactd/internal/tracing"
+	"github.com/contactd/contactd/internal/platform/store"
+	"github.com/contactd/contactd/internal/platform/tracing"
 )
 
 // EventType is the kind of an event; a subscription receives one kind.

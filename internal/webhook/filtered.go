@@ -10,7 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/gen/db"
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/store"
 )
 
 // FilterTally counts, in this process, the events that subscriptions' filters left out, and

@@ -14,9 +14,9 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/ids"
-	"github.com/contactd/contactd/internal/seal"
+	"github.com/contactd/contactd/internal/platform/seal"
+	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/secret"
-	"github.com/contactd/contactd/internal/store"
 )
 
 // RotationOverlap is how long a subscription's secret keeps signing deliveries after a

@@ -10,7 +10,7 @@ import (
 	"github.com/contactd/contactd/internal/apitime"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/ids"
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/store"
 )
 
 // TestContactID is the contact id of every test event: no contact has it.

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/contactd/contactd/internal/backup"
-	"github.com/contactd/contactd/internal/pgembed"
+	"github.com/contactd/contactd/internal/platform/backup"
+	"github.com/contactd/contactd/internal/platform/pgembed"
 	"github.com/contactd/contactd/internal/testkit"
 )
 

@@ -18,7 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/contactd/contactd/internal/pgembed"
+	"github.com/contactd/contactd/internal/platform/pgembed"
 )
 
 // Stanza is pgBackRest's name for contactd's cluster in the repository.

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/contactd/contactd/gen/api"
-	"github.com/contactd/contactd/internal/backup"
 	"github.com/contactd/contactd/internal/delivery"
-	"github.com/contactd/contactd/internal/pgembed"
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/backup"
+	"github.com/contactd/contactd/internal/platform/pgembed"
+	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/testkit"
 )
 

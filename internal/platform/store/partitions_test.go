@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/testkit"
 	"github.com/contactd/contactd/internal/webhook"
 )

@@ -1,4 +1,4 @@
-package suppress_test
+package suppression_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/contactd/contactd/internal/suppress"
+	"github.com/contactd/contactd/internal/suppression"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -33,7 +33,7 @@ func TestEmailCanonAgreesWithSQL(t *testing.T) {
 		if sql != nil {
 			want = *sql
 		}
-		if got := suppress.EmailCanon(key); got != want {
+		if got := suppression.EmailCanon(key); got != want {
 			t.Errorf("EmailCanon(%q) = %q, SQL %q", key, got, want)
 		}
 	}
@@ -46,11 +46,11 @@ func TestPhoneE164(t *testing.T) {
 		"+1 555 010 2030": "+15550102030", "15550102030": "+15550102030", "+01 (555) 010-2030": "+15550102030",
 		"+44 555 010 2030": "+445550102030", "+4 555 010 2030": "+45550102030", "no digits": "",
 	} {
-		if got := suppress.PhoneE164(&phone); got != want {
+		if got := suppression.PhoneE164(&phone); got != want {
 			t.Errorf("PhoneE164(%q) = %q, want %q", phone, got, want)
 		}
 	}
-	if got := suppress.PhoneE164(nil); got != "" {
+	if got := suppression.PhoneE164(nil); got != "" {
 		t.Errorf("no phone: %q", got)
 	}
 }

@@ -17,8 +17,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/contactd/contactd/internal/config"
+	"github.com/contactd/contactd/internal/platform/tracing"
 	"github.com/contactd/contactd/internal/testkit"
-	"github.com/contactd/contactd/internal/tracing"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }

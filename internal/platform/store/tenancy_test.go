@@ -93,7 +93,7 @@ func TestEveryQueryIsConfinedToAnAccount(t *testing.T) {
 		}
 	}
 	t.Logf("%d queries, %d confined to one account, %d across accounts", len(queries), len(queries)-len(unconfined), len(unconfined))
-	page, err := os.ReadFile("../../docs/operations.md")
+	page, err := os.ReadFile("../../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,7 +500,7 @@ func joinsOnly(n scanNode, keyed map[string]bool) bool {
 // generatedQueries reads the SQL constants sqlc generated into gen/db, by query name.
 func generatedQueries(t *testing.T) map[string]string {
 	t.Helper()
-	files, err := filepath.Glob("../../gen/db/*.go")
+	files, err := filepath.Glob("../../../gen/db/*.go")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("gen/db: %v", err)
 	}

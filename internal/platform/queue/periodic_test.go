@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contactd/contactd/internal/queue"
+	"github.com/contactd/contactd/internal/platform/queue"
 	"github.com/contactd/contactd/internal/testkit"
 )
 

@@ -72,7 +72,7 @@ func TestPreviousReleaseRunsOnThisSchema(t *testing.T) {
 			continue
 		}
 		prevMigrations[filepath.Base(f)] = true
-		now, err := os.ReadFile(filepath.Join("../..", f))
+		now, err := os.ReadFile(filepath.Join("../../..", f))
 		if err != nil {
 			t.Errorf("%s of the previous release is gone: %v", f, err)
 			continue
@@ -82,7 +82,7 @@ func TestPreviousReleaseRunsOnThisSchema(t *testing.T) {
 		}
 	}
 	// the ones since: no NOT NULL column without a default
-	current, err := filepath.Glob("../../sql/migrations/*.sql")
+	current, err := filepath.Glob("../../../sql/migrations/*.sql")
 	if err != nil || len(current) == 0 {
 		t.Fatalf("sql/migrations: %v", err)
 	}
@@ -110,13 +110,13 @@ var addColumn = regexp.MustCompile(`(?is)ADD\s+COLUMN\s+[^,;]+`)
 // it fails the test (nothing checked is not a pass).
 func previousRelease(t *testing.T) (commit, version string) {
 	t.Helper()
-	spec, err := os.ReadFile("../../openapi.yaml")
+	spec, err := os.ReadFile("../../../openapi.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	version = specVersion(string(spec))
 	if strings.TrimSpace(git(t, "rev-parse", "--is-shallow-repository")) == "true" {
-		_ = exec.Command("git", "-C", "../..", "fetch", "-q", "--deepen=500", "origin").Run()
+		_ = exec.Command("git", "-C", "../../..", "fetch", "-q", "--deepen=500", "origin").Run()
 	}
 	var bump string
 	for _, c := range gitLines(t, "log", "--format=%H", "HEAD", "--", "openapi.yaml") {
@@ -147,7 +147,7 @@ func specVersion(spec string) string {
 
 func git(t *testing.T, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("git", append([]string{"-C", "../.."}, args...)...).Output()
+	out, err := exec.Command("git", append([]string{"-C", "../../.."}, args...)...).Output()
 	if err != nil {
 		t.Fatalf("git %s: %v", strings.Join(args, " "), err)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/contactd/contactd/gen/db"
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/store"
 )
 
 // Task is maintenance that runs once per Every across all processes (the sweep of Failing

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/testkit"
 )
 

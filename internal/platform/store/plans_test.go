@@ -18,7 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contactd/contactd/gen/db"
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/testkit"
 	"github.com/contactd/contactd/internal/webhook"
 )

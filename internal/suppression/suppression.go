@@ -1,9 +1,9 @@
-// Package suppress owns the suppression list: the emails and phones of erased people, which
+// Package suppression owns the suppression list: the emails and phones of erased people, which
 // new contacts may not have until an operator lifts them. They are kept only as keyed hashes
 // (HMAC-SHA256 of the account, the kind and the normalised value, under a random key sealed
 // with the operator's key), so a copy of the database names no one, not even by guessing
 // emails and hashing them.
-package suppress
+package suppression
 
 import (
 	"context"
@@ -19,8 +19,8 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
-	"github.com/contactd/contactd/internal/seal"
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/seal"
+	"github.com/contactd/contactd/internal/platform/store"
 )
 
 // ErrSuppressed refuses a contact whose email or phone belongs to an erased person.

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/contactd/contactd/internal/store"
+	"github.com/contactd/contactd/internal/platform/store"
 )
 
 // A lookup that was in flight when an invalidation came (a key revoked while another request
