@@ -1770,7 +1770,7 @@ type Segment struct {
 // phone and url custom fields) and enums (`emailStatus`, `recordStatus`, enum custom
 // fields): `eq`, `neq`, `in`, `notIn`, `exists`, `notExists`; numbers (`leadScore`, the
 // `engagement.numOf...` counters, number custom fields) and dates (date custom fields):
-// `eq`, `neq`, `gt`, `gte`, `lt`, `lte`, `exists`, `notExists`; times (`createdAt`,
+// those and `gt`, `gte`, `lt`, `lte`; times (`createdAt`,
 // `updatedAt`, the `engagement.last...Date` dates, datetime custom fields): `gt`, `gte`,
 // `lt`, `lte`, `exists`, `notExists`; sets (`tags`, multiEnum custom fields): `contains`,
 // `notContains` (one element), `exists`, `notExists`; booleans: `eq`, `exists`,

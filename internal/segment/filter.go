@@ -62,9 +62,9 @@ const (
 var operators = map[kind][]string{
 	textKind:    {"eq", "neq", "in", "notIn", "exists", "notExists"},
 	enumKind:    {"eq", "neq", "in", "notIn", "exists", "notExists"},
-	numberKind:  {"eq", "neq", "gt", "gte", "lt", "lte", "exists", "notExists"},
+	numberKind:  {"eq", "neq", "in", "notIn", "gt", "gte", "lt", "lte", "exists", "notExists"},
 	timeKind:    {"gt", "gte", "lt", "lte", "exists", "notExists"},
-	dateKind:    {"eq", "neq", "gt", "gte", "lt", "lte", "exists", "notExists"},
+	dateKind:    {"eq", "neq", "in", "notIn", "gt", "gte", "lt", "lte", "exists", "notExists"},
 	setKind:     {"contains", "notContains", "exists", "notExists"},
 	booleanKind: {"eq", "exists", "notExists"},
 }

@@ -48,6 +48,9 @@ func TestConditionHolds(t *testing.T) {
 		{cond("leadScore", "lt", 60), false},
 		{cond("leadScore", "lte", 60), true},
 		{cond("leadScore", "eq", 60.0), true},
+		{cond("leadScore", "in", nil, 50, 60), true},
+		{cond("leadScore", "notIn", nil, 50, 70), true},
+		{cond("customFields.renewal", "in", nil, "2027-03-01"), true},
 		{cond("engagement.numOfEmailOpens", "gte", 3), true},
 		{cond("engagement.numOfEmailClicks", "lt", 1), false}, // absent: no comparison holds
 		{cond("engagement.numOfEmailClicks", "notExists", nil), true},
