@@ -140,6 +140,7 @@ fuzz: ## run the fuzz targets for a while (FUZZTIME=30s each); make test runs th
 	$(GO) test -run XXX -fuzz FuzzParse -fuzztime $${FUZZTIME:-30s} ./internal/address/
 	$(GO) test -run XXX -fuzz FuzzAPI -fuzztime $${FUZZTIME:-30s} ./internal/httpapi/
 	$(GO) test -run XXX -fuzz FuzzAssign -fuzztime $${FUZZTIME:-30s} ./internal/apicore/
+	$(GO) test -run XXX -fuzz FuzzFilter -fuzztime $${FUZZTIME:-30s} ./internal/segment/
 
 # each target: the package to mutate, and the test packages that should notice
 MUTATE_TARGETS := \

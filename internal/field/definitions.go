@@ -65,14 +65,29 @@ func definitionsOf(row db.FieldDefinitionsRow) (*Definitions, error) {
 	if err := json.Unmarshal(row.Fields, &rows); err != nil {
 		return nil, fmt.Errorf("field definitions: %w", err)
 	}
-	d := &Definitions{Version: row.Version, byKey: make(map[string]*Field, len(rows)), patterns: map[string]*regexp.Regexp{}}
-	for _, r := range rows {
+	fields := make([]Field, len(rows))
+	for i, r := range rows {
 		f, err := fromRow(db.ContactField{Key: r.Key, Label: r.Label, Description: r.Description, Type: r.Type,
 			Required: r.Required, IsUnique: r.IsUnique, Options: r.Options, Validation: r.Validation,
 			ArchivedAt: r.ArchivedAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt})
 		if err != nil {
 			return nil, err
 		}
+		fields[i] = f
+	}
+	d, err := NewDefinitions(fields...)
+	if d != nil {
+		d.Version = row.Version
+	}
+	return d, err
+}
+
+// NewDefinitions are fields as an account's definitions (at version 0): what the stored ones
+// are read into, and what tests of other packages check against.
+func NewDefinitions(fields ...Field) (*Definitions, error) {
+	d := &Definitions{byKey: make(map[string]*Field, len(fields)), patterns: map[string]*regexp.Regexp{}}
+	for i := range fields {
+		f := &fields[i]
 		if f.Validation.Pattern != nil {
 			re, err := regexp.Compile(*f.Validation.Pattern)
 			if err != nil {
@@ -80,8 +95,8 @@ func definitionsOf(row db.FieldDefinitionsRow) (*Definitions, error) {
 			}
 			d.patterns[f.Key] = re
 		}
-		d.fields = append(d.fields, &f)
-		d.byKey[f.Key] = &f
+		d.fields = append(d.fields, f)
+		d.byKey[f.Key] = f
 	}
 	return d, nil
 }

@@ -4,21 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"regexp"
 	"strings"
 	"testing"
 )
 
 func definitions(fields ...Field) *Definitions {
-	d := &Definitions{Version: 1, byKey: map[string]*Field{}, patterns: map[string]*regexp.Regexp{}}
-	for i := range fields {
-		f := &fields[i]
-		if f.Validation.Pattern != nil {
-			d.patterns[f.Key] = regexp.MustCompile(*f.Validation.Pattern)
-		}
-		d.fields = append(d.fields, f)
-		d.byKey[f.Key] = f
+	d, err := NewDefinitions(fields...)
+	if err != nil {
+		panic(err)
 	}
+	d.Version = 1
 	return d
 }
 
