@@ -39,6 +39,10 @@ func TestKeyCache(t *testing.T) {
 	// process's cache hears of it through NOTIFY, long before the cache entry would expire.
 	// The proof is the cache's own count of what it forgot, not a time: a refusal after the
 	// entry expired (CacheTTL) would leave the count unchanged.
+	_, bystander := a.Account("bystander") // cached too: the revocation of another key must leave it
+	if r := a.Do("GET", "/public/v1/webhooks", bystander, nil); r.Status != 200 {
+		t.Fatalf("the bystander's first request: %d", r.Status)
+	}
 	other := auth.NewService(a.Store, time.Now)
 	forgotten := a.Svc.Auth.Invalidations()
 	revokedAt := time.Now()
@@ -50,6 +54,11 @@ func TestKeyCache(t *testing.T) {
 	})
 	if a.Svc.Auth.Invalidations() == forgotten {
 		t.Errorf("the revoked key was refused without the cache hearing of the revocation (its entry expired)")
+	}
+	lookups := a.Svc.Auth.Lookups()
+	if r := a.Do("GET", "/public/v1/webhooks", bystander, nil); r.Status != 200 || a.Svc.Auth.Lookups() != lookups {
+		t.Errorf("the bystander's key after another key's revocation: %d, %d lookups: want it still served from the cache",
+			r.Status, a.Svc.Auth.Lookups()-lookups)
 	}
 	t.Logf("revocation reached the cache %v after it committed", time.Since(revokedAt).Round(time.Millisecond))
 
