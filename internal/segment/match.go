@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"cmp"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -170,19 +171,19 @@ func (c Condition) compare(v any) bool {
 	if len(c.operands) != 1 {
 		return false
 	}
-	cmp, ok := order(v, c.operands[0])
+	sign, ok := order(v, c.operands[0])
 	if !ok {
 		return false
 	}
 	switch c.Operator {
 	case "gt":
-		return cmp > 0
+		return sign > 0
 	case "gte":
-		return cmp >= 0
+		return sign >= 0
 	case "lt":
-		return cmp < 0
+		return sign < 0
 	default: // lte
-		return cmp <= 0
+		return sign <= 0
 	}
 }
 
@@ -204,7 +205,7 @@ func order(v, operand any) (int, bool) {
 	switch v := v.(type) {
 	case float64:
 		n, ok := operand.(float64)
-		return cmpFloat(v, n), ok
+		return cmp.Compare(v, n), ok
 	case time.Time:
 		t, ok := operand.(time.Time)
 		return v.Compare(t), ok
@@ -213,14 +214,4 @@ func order(v, operand any) (int, bool) {
 		return strings.Compare(v, s), ok
 	}
 	return 0, false
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
