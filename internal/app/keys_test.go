@@ -41,6 +41,13 @@ func TestKeysCommands(t *testing.T) {
 	if code, _, stderr := contactd(t, ctx, db, "keys", "expire", key[:16], "--expires", "24h"); code != 0 || !strings.Contains(stderr, "expires at") {
 		t.Errorf("keys expire: %d %s", code, stderr)
 	}
+	// a prefix that names no active key is an error, not a silent success: an operator
+	// revoking a leaked key must know when nothing was revoked
+	for _, args := range [][]string{{"keys", "revoke", "ck_test_nobody00"}, {"keys", "expire", "ck_test_nobody00", "--expires", "24h"}} {
+		if code, _, stderr := contactd(t, ctx, db, args...); code != 1 || !strings.Contains(stderr, "no active key with prefix") {
+			t.Errorf("%v: %d %s", args, code, stderr)
+		}
+	}
 	if code, out, stderr := contactd(t, ctx, db, "accounts", "secret", "--account", "acme", "--test"); code != 0 || len(strings.TrimSpace(out)) < 40 {
 		t.Errorf("the sandbox's client secret: %d %q %s", code, out, stderr)
 	}
