@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -162,4 +163,44 @@ func TestAnUnknownKeyIsForgottenWhenTheListenerComesBack(t *testing.T) {
 	follower.Listening(false)
 	follower.Listening(true)
 	asked(200)
+}
+
+// A key's use is recorded when it is first used and again once TouchEvery has passed, not on
+// every request: by its own clock, a process writes last_used_at at most once a TouchEvery.
+func TestKeyUseIsRecordedOncePerTouchEvery(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	ctx := context.Background()
+	_, key := a.Account("acme")
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	svc := auth.NewService(a.Store, func() time.Time { return now })
+	lastUsed := func() time.Time {
+		t.Helper()
+		var at time.Time
+		if err := testkit.Pool(a.Store).QueryRow(ctx, `SELECT last_used_at FROM api_keys WHERE prefix = $1`, key[:11]).Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		return at.UTC()
+	}
+	use := func() {
+		t.Helper()
+		if _, err := svc.Authenticate(ctx, key, netip.Addr{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := now
+	use()
+	if got := lastUsed(); !got.Equal(first) {
+		t.Fatalf("first use: last used %v, want %v", got, first)
+	}
+	now = now.Add(auth.TouchEvery / 2)
+	use()
+	if got := lastUsed(); !got.Equal(first) {
+		t.Errorf("within TouchEvery: last used %v, want still %v", got, first)
+	}
+	now = first.Add(2 * auth.TouchEvery)
+	use()
+	if got := lastUsed(); !got.Equal(now) {
+		t.Errorf("two TouchEvery later: last used %v, want %v", got, now)
+	}
 }
