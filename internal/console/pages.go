@@ -318,14 +318,18 @@ func (c *Console) segmentsPage(ec echo.Context) error {
 		for _, g := range sg.Filter.Groups {
 			var conds []string
 			for _, cd := range g.Conditions {
-				text := cd.Attribute + " " + cd.Operator
+				words := []string{cd.Attribute, cd.Operator}
 				if cd.Value != nil {
-					text += " " + string(cd.Value)
+					words = append(words, string(cd.Value))
 				}
-				for j, v := range cd.Values {
-					text += map[bool]string{true: " ", false: ", "}[j == 0] + string(v)
+				if len(cd.Values) > 0 {
+					values := make([]string, len(cd.Values))
+					for j, v := range cd.Values {
+						values[j] = string(v)
+					}
+					words = append(words, strings.Join(values, ", "))
 				}
-				conds = append(conds, text)
+				conds = append(conds, strings.Join(words, " "))
 			}
 			out[i].Groups = append(out[i].Groups, conds)
 		}
