@@ -167,13 +167,7 @@ func PhoneKey(phone *string) string {
 	if phone == nil {
 		return ""
 	}
-	var b strings.Builder
-	for _, r := range *phone {
-		if r >= '0' && r <= '9' {
-			b.WriteRune(r)
-		}
-	}
-	d := b.String()
+	d := digits(*phone)
 	if len(d) == 11 && d[0] == '1' {
 		d = d[1:]
 	}
@@ -207,13 +201,7 @@ func PhoneE164(phone *string) string {
 	if phone == nil {
 		return ""
 	}
-	var b strings.Builder
-	for _, r := range *phone {
-		if r >= '0' && r <= '9' {
-			b.WriteRune(r)
-		}
-	}
-	d := strings.TrimLeft(b.String(), "0")
+	d := strings.TrimLeft(digits(*phone), "0")
 	switch {
 	case d == "":
 		return ""
@@ -221,6 +209,17 @@ func PhoneE164(phone *string) string {
 		d = "1" + d
 	}
 	return "+" + d
+}
+
+// digits are the ASCII digits of s, in order.
+func digits(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 func digest(key []byte, account uuid.UUID, kind, value string) []byte {
