@@ -344,6 +344,13 @@ CREATE TABLE public.properties (
     created_at timestamp with time zone NOT NULL
 );
 
+CREATE TABLE public.segment_members (
+    account_id uuid NOT NULL,
+    segment_id uuid NOT NULL,
+    contact_id uuid NOT NULL,
+    added_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE public.segments (
     account_id uuid NOT NULL,
     segment_id uuid NOT NULL,
@@ -352,7 +359,13 @@ CREATE TABLE public.segments (
     filter jsonb NOT NULL,
     created_at timestamp with time zone NOT NULL,
     updated_at timestamp with time zone NOT NULL,
-    CONSTRAINT segments_kind_check CHECK ((kind = ANY (ARRAY['dynamic'::text, 'snapshot'::text])))
+    status text DEFAULT 'backfilling'::text NOT NULL,
+    generation bigint DEFAULT 0 NOT NULL,
+    backfill_after uuid,
+    backfill_evaluated bigint DEFAULT 0 NOT NULL,
+    backfill_lease timestamp with time zone,
+    CONSTRAINT segments_kind_check CHECK ((kind = ANY (ARRAY['dynamic'::text, 'snapshot'::text]))),
+    CONSTRAINT segments_status_check CHECK ((status = ANY (ARRAY['backfilling'::text, 'ready'::text])))
 );
 
 CREATE TABLE public.suppression_key (
@@ -504,6 +517,9 @@ ALTER TABLE ONLY public.periodic_tasks
 ALTER TABLE ONLY public.properties
     ADD CONSTRAINT properties_pkey PRIMARY KEY (account_id, property_id);
 
+ALTER TABLE ONLY public.segment_members
+    ADD CONSTRAINT segment_members_pkey PRIMARY KEY (account_id, segment_id, contact_id);
+
 ALTER TABLE ONLY public.segments
     ADD CONSTRAINT segments_pkey PRIMARY KEY (account_id, segment_id);
 
@@ -567,6 +583,10 @@ CREATE INDEX properties_active_address ON public.properties USING btree (account
 CREATE UNIQUE INDEX properties_active_normalized ON public.properties USING btree (account_id, contact_id, normalized) WHERE (archived_at IS NULL);
 
 CREATE INDEX properties_contact ON public.properties USING btree (account_id, contact_id);
+
+CREATE INDEX segment_members_contact ON public.segment_members USING btree (account_id, contact_id);
+
+CREATE INDEX segments_backfilling ON public.segments USING btree (updated_at) WHERE (status = 'backfilling'::text);
 
 CREATE UNIQUE INDEX segments_name ON public.segments USING btree (account_id, lower(name));
 
@@ -644,6 +664,12 @@ ALTER TABLE ONLY public.erasures
 
 ALTER TABLE ONLY public.properties
     ADD CONSTRAINT properties_account_id_contact_id_fkey FOREIGN KEY (account_id, contact_id) REFERENCES public.contacts(account_id, contact_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.segment_members
+    ADD CONSTRAINT segment_members_account_id_contact_id_fkey FOREIGN KEY (account_id, contact_id) REFERENCES public.contacts(account_id, contact_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.segment_members
+    ADD CONSTRAINT segment_members_account_id_segment_id_fkey FOREIGN KEY (account_id, segment_id) REFERENCES public.segments(account_id, segment_id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.segments
     ADD CONSTRAINT segments_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(account_id) ON DELETE CASCADE;

@@ -210,6 +210,7 @@ const (
 	ErrorCodePropertyDoesNotExist     ErrorCode = "PropertyDoesNotExist"
 	ErrorCodeSegmentDoesNotExist      ErrorCode = "SegmentDoesNotExist"
 	ErrorCodeSegmentExists            ErrorCode = "SegmentExists"
+	ErrorCodeSegmentIsDynamic         ErrorCode = "SegmentIsDynamic"
 	ErrorCodeServiceUnavailable       ErrorCode = "ServiceUnavailable"
 	ErrorCodeSubscriptionDoesNotExist ErrorCode = "SubscriptionDoesNotExist"
 	ErrorCodeTooManyRequests          ErrorCode = "TooManyRequests"
@@ -264,6 +265,8 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeSegmentExists:
 		return true
+	case ErrorCodeSegmentIsDynamic:
+		return true
 	case ErrorCodeServiceUnavailable:
 		return true
 	case ErrorCodeSubscriptionDoesNotExist:
@@ -283,7 +286,9 @@ func (e ErrorCode) Valid() bool {
 const (
 	EventTypeContactDetailsUpdated EventType = "ContactDetailsUpdated"
 	EventTypeContactEnriched       EventType = "ContactEnriched"
+	EventTypeContactEnteredSegment EventType = "ContactEnteredSegment"
 	EventTypeContactErased         EventType = "ContactErased"
+	EventTypeContactLeftSegment    EventType = "ContactLeftSegment"
 	EventTypeContactUnsubscribed   EventType = "ContactUnsubscribed"
 	EventTypeContactsMerged        EventType = "ContactsMerged"
 	EventTypeDashboardClick        EventType = "DashboardClick"
@@ -303,7 +308,11 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypeContactEnriched:
 		return true
+	case EventTypeContactEnteredSegment:
+		return true
 	case EventTypeContactErased:
+		return true
+	case EventTypeContactLeftSegment:
 		return true
 	case EventTypeContactUnsubscribed:
 		return true
@@ -450,6 +459,24 @@ func (e SegmentKind) Valid() bool {
 	case Dynamic:
 		return true
 	case Snapshot:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SegmentStatus.
+const (
+	Backfilling SegmentStatus = "backfilling"
+	Ready       SegmentStatus = "ready"
+)
+
+// Valid indicates whether the value is a known member of the SegmentStatus enum.
+func (e SegmentStatus) Valid() bool {
+	switch e {
+	case Backfilling:
+		return true
+	case Ready:
 		return true
 	default:
 		return false
@@ -895,8 +922,7 @@ type Contact struct {
 	RecordStatus RecordStatus `json:"recordStatus"`
 
 	// Segments Only when asked for (`include=segments` on `GET /contact`): the ids of the
-	// account's dynamic segments whose filter the contact meets as it is read, in the
-	// order the segments were saved.
+	// segments, dynamic and snapshot, the contact is a member of.
 	//
 	//
 	// Example: ["019350b6-5d7e-7c3a-9f1e-2b4c6d8e0a77"]
@@ -1057,7 +1083,9 @@ type CreateWebhookRequest struct {
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
-	// says duplicates were merged into the contact. More types may be added: handle
+	// says duplicates were merged into the contact. `ContactEnteredSegment` and
+	// `ContactLeftSegment` (contactd's) say the contact became, or stopped being, a member of
+	// a ready segment. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
@@ -1175,7 +1203,9 @@ type Delivery struct {
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
-	// says duplicates were merged into the contact. More types may be added: handle
+	// says duplicates were merged into the contact. `ContactEnteredSegment` and
+	// `ContactLeftSegment` (contactd's) say the contact became, or stopped being, a member of
+	// a ready segment. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
@@ -1217,7 +1247,9 @@ type DeliveryAttempt struct {
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
-	// says duplicates were merged into the contact. More types may be added: handle
+	// says duplicates were merged into the contact. `ContactEnteredSegment` and
+	// `ContactLeftSegment` (contactd's) say the contact became, or stopped being, a member of
+	// a ready segment. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
@@ -1419,7 +1451,9 @@ type EventList struct {
 // the contact's conversation to a person) is the original service's tenth type, emitted
 // for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 // data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
-// says duplicates were merged into the contact. More types may be added: handle
+// says duplicates were merged into the contact. `ContactEnteredSegment` and
+// `ContactLeftSegment` (contactd's) say the contact became, or stopped being, a member of
+// a ready segment. More types may be added: handle
 // a type you do not know by ignoring it.
 type EventType string
 
@@ -1435,7 +1469,9 @@ type EventTypeInfo struct {
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
-	// says duplicates were merged into the contact. More types may be added: handle
+	// says duplicates were merged into the contact. `ContactEnteredSegment` and
+	// `ContactLeftSegment` (contactd's) say the contact became, or stopped being, a member of
+	// a ready segment. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
@@ -1750,6 +1786,9 @@ type Segment struct {
 	// Example: 2026-11-21T09:30:00.123Z
 	CreatedAt Timestamp `json:"createdAt"`
 
+	// Evaluated The contacts the segment's last backfill went through.
+	Evaluated int64 `json:"evaluated"`
+
 	// Filter A contact matches when every condition of one of the groups holds. At most 5 groups,
 	// 10 conditions a group and 25 in all.
 	Filter SegmentFilter `json:"filter"`
@@ -1762,6 +1801,10 @@ type Segment struct {
 
 	// SegmentId The segment's identifier.
 	SegmentId string `json:"segmentId"`
+
+	// Status `backfilling` while the segment's members are being found among the account's contacts
+	// (after it was saved, or its filter changed), then `ready`.
+	Status SegmentStatus `json:"status"`
 
 	// UpdatedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
 	//
@@ -1802,6 +1845,15 @@ type SegmentCondition struct {
 // SegmentConditionOperator One the attribute's kind takes.
 type SegmentConditionOperator string
 
+// SegmentEventInfo For `ContactEnteredSegment` and `ContactLeftSegment`.
+type SegmentEventInfo struct {
+	// SegmentId The segment.
+	SegmentId string `json:"segmentId"`
+
+	// SegmentName Its name when the membership changed.
+	SegmentName string `json:"segmentName"`
+}
+
 // SegmentFilter A contact matches when every condition of one of the groups holds. At most 5 groups,
 // 10 conditions a group and 25 in all.
 type SegmentFilter struct {
@@ -1824,10 +1876,37 @@ type SegmentList struct {
 	Segments []Segment `json:"segments"`
 }
 
+// SegmentMember A member of a segment.
+type SegmentMember struct {
+	// AddedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	AddedAt Timestamp `json:"addedAt"`
+
+	// ContactId The contact's identifier.
+	ContactId string `json:"contactId"`
+}
+
+// SegmentMemberList A page of a segment's members.
+type SegmentMemberList struct {
+	// Count How many members the segment has.
+	Count int64 `json:"count"`
+
+	// Members By contact id.
+	Members []SegmentMember `json:"members"`
+
+	// NextCursor Pass as `cursor` for the next page; absent on the last.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
 // SegmentOperand What a condition compares with, as the attribute's values are stored.
 //
 // Example: 60
 type SegmentOperand = json.RawMessage
+
+// SegmentStatus `backfilling` while the segment's members are being found among the account's contacts
+// (after it was saved, or its filter changed), then `ready`.
+type SegmentStatus string
 
 // SubscriptionHealth How the subscription's receiver is doing, and why its status is what it is:
 // `failingSince` and `removalAt` while it is `Failing` (it is removed at the first sweep
@@ -2035,7 +2114,9 @@ type WebhookEvent struct {
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
-	// says duplicates were merged into the contact. More types may be added: handle
+	// says duplicates were merged into the contact. `ContactEnteredSegment` and
+	// `ContactLeftSegment` (contactd's) say the contact became, or stopped being, a member of
+	// a ready segment. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
@@ -2083,6 +2164,9 @@ type WebhookEventData struct {
 		PreviousEmailStatus *EmailStatus `json:"previousEmailStatus,omitempty"`
 	} `json:"contactEnrichedInfo,omitempty"`
 
+	// ContactEnteredSegmentInfo For `ContactEnteredSegment` and `ContactLeftSegment`.
+	ContactEnteredSegmentInfo *SegmentEventInfo `json:"contactEnteredSegmentInfo,omitempty"`
+
 	// ContactErasedInfo For `ContactErased`; `contactInfo` carries only the `contactId`.
 	ContactErasedInfo *struct {
 		// ErasedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
@@ -2096,6 +2180,9 @@ type WebhookEventData struct {
 
 	// ContactInfo Identifies the contact; an id that does not apply is `""`, never null.
 	ContactInfo WebhookContactInfo `json:"contactInfo"`
+
+	// ContactLeftSegmentInfo For `ContactEnteredSegment` and `ContactLeftSegment`.
+	ContactLeftSegmentInfo *SegmentEventInfo `json:"contactLeftSegmentInfo,omitempty"`
 
 	// ContactUnsubscribedInfo For `ContactUnsubscribed`.
 	ContactUnsubscribedInfo *struct {
@@ -2163,7 +2250,9 @@ type WebhookEventData struct {
 		// the contact's conversation to a person) is the original service's tenth type, emitted
 		// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 		// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
-		// says duplicates were merged into the contact. More types may be added: handle
+		// says duplicates were merged into the contact. `ContactEnteredSegment` and
+		// `ContactLeftSegment` (contactd's) say the contact became, or stopped being, a member of
+		// a ready segment. More types may be added: handle
 		// a type you do not know by ignoring it.
 		EventType EventType `json:"eventType"`
 
@@ -2274,7 +2363,9 @@ type WebhookSubscription struct {
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
-	// says duplicates were merged into the contact. More types may be added: handle
+	// says duplicates were merged into the contact. `ContactEnteredSegment` and
+	// `ContactLeftSegment` (contactd's) say the contact became, or stopped being, a member of
+	// a ready segment. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
@@ -2393,6 +2484,9 @@ type SegmentConflict = Error
 
 // SegmentNotFound The body of every failure.
 type SegmentNotFound = Error
+
+// SegmentOrContactNotFound The body of every failure.
+type SegmentOrContactNotFound = Error
 
 // ServiceUnavailable The body of every failure.
 type ServiceUnavailable = Error
@@ -2780,6 +2874,15 @@ type UpdateSegmentParams struct {
 	// A request refused before it runs (validation, authentication, rate limits) or failing
 	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ListSegmentMembersParams defines parameters for ListSegmentMembers.
+type ListSegmentMembersParams struct {
+	// Limit Members per page.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // CreateWebhookParams defines parameters for CreateWebhook.
@@ -3246,6 +3349,15 @@ type ServerInterface interface {
 	// UpdateSegment Rename a segment or replace its filter
 	// (PATCH /public/v1/segments/{segmentId})
 	UpdateSegment(ctx echo.Context, segmentId SegmentIdPath, params UpdateSegmentParams) error
+	// ListSegmentMembers List a segment's members
+	// (GET /public/v1/segments/{segmentId}/contacts)
+	ListSegmentMembers(ctx echo.Context, segmentId SegmentIdPath, params ListSegmentMembersParams) error
+	// RemoveSegmentMember Remove a contact from a snapshot segment
+	// (DELETE /public/v1/segments/{segmentId}/contacts/{contactId})
+	RemoveSegmentMember(ctx echo.Context, segmentId SegmentIdPath, contactId ContactIdPath) error
+	// AddSegmentMember Add a contact to a snapshot segment
+	// (PUT /public/v1/segments/{segmentId}/contacts/{contactId})
+	AddSegmentMember(ctx echo.Context, segmentId SegmentIdPath, contactId ContactIdPath) error
 	// ListWebhooks List subscriptions
 	// (GET /public/v1/webhooks)
 	ListWebhooks(ctx echo.Context) error
@@ -4289,6 +4401,86 @@ func (w *ServerInterfaceWrapper) UpdateSegment(ctx echo.Context) error {
 	return err
 }
 
+// ListSegmentMembers converts echo context to params.
+func (w *ServerInterfaceWrapper) ListSegmentMembers(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "segmentId" -------------
+	var segmentId SegmentIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "segmentId", ctx.Param("segmentId"), &segmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter segmentId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListSegmentMembersParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListSegmentMembers(ctx, segmentId, params)
+	return err
+}
+
+// RemoveSegmentMember converts echo context to params.
+func (w *ServerInterfaceWrapper) RemoveSegmentMember(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "segmentId" -------------
+	var segmentId SegmentIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "segmentId", ctx.Param("segmentId"), &segmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter segmentId: %s", err))
+	}
+
+	// ------------- Path parameter "contactId" -------------
+	var contactId ContactIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "contactId", ctx.Param("contactId"), &contactId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter contactId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RemoveSegmentMember(ctx, segmentId, contactId)
+	return err
+}
+
+// AddSegmentMember converts echo context to params.
+func (w *ServerInterfaceWrapper) AddSegmentMember(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "segmentId" -------------
+	var segmentId SegmentIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "segmentId", ctx.Param("segmentId"), &segmentId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter segmentId: %s", err))
+	}
+
+	// ------------- Path parameter "contactId" -------------
+	var contactId ContactIdPath
+
+	err = runtime.BindStyledParameterWithOptions("simple", "contactId", ctx.Param("contactId"), &contactId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter contactId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AddSegmentMember(ctx, segmentId, contactId)
+	return err
+}
+
 // ListWebhooks converts echo context to params.
 func (w *ServerInterfaceWrapper) ListWebhooks(ctx echo.Context) error {
 	var err error
@@ -4686,6 +4878,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.DELETE(options.BaseURL+"/public/v1/segments/:segmentId", wrapper.DeleteSegment, options.OperationMiddlewares["deleteSegment"]...)
 	router.GET(options.BaseURL+"/public/v1/segments/:segmentId", wrapper.GetSegment, options.OperationMiddlewares["getSegment"]...)
 	router.PATCH(options.BaseURL+"/public/v1/segments/:segmentId", wrapper.UpdateSegment, options.OperationMiddlewares["updateSegment"]...)
+	router.GET(options.BaseURL+"/public/v1/segments/:segmentId/contacts", wrapper.ListSegmentMembers, options.OperationMiddlewares["listSegmentMembers"]...)
+	router.DELETE(options.BaseURL+"/public/v1/segments/:segmentId/contacts/:contactId", wrapper.RemoveSegmentMember, options.OperationMiddlewares["removeSegmentMember"]...)
+	router.PUT(options.BaseURL+"/public/v1/segments/:segmentId/contacts/:contactId", wrapper.AddSegmentMember, options.OperationMiddlewares["addSegmentMember"]...)
 
 }
 
@@ -4712,6 +4907,8 @@ type PayloadTooLargeJSONResponse Error
 type SegmentConflictJSONResponse Error
 
 type SegmentNotFoundJSONResponse Error
+
+type SegmentOrContactNotFoundJSONResponse Error
 
 type ServiceUnavailableJSONResponse Error
 
@@ -9678,6 +9875,415 @@ func (response UpdateSegment503JSONResponse) VisitUpdateSegmentResponse(w http.R
 	return err
 }
 
+type ListSegmentMembersRequestObject struct {
+	SegmentId SegmentIdPath `json:"segmentId"`
+	Params    ListSegmentMembersParams
+}
+
+type ListSegmentMembersResponseObject interface {
+	VisitListSegmentMembersResponse(w http.ResponseWriter) error
+}
+
+type ListSegmentMembers200JSONResponse SegmentMemberList
+
+func (response ListSegmentMembers200JSONResponse) VisitListSegmentMembersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSegmentMembers400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response ListSegmentMembers400JSONResponse) VisitListSegmentMembersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSegmentMembers401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ListSegmentMembers401JSONResponse) VisitListSegmentMembersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSegmentMembers403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response ListSegmentMembers403JSONResponse) VisitListSegmentMembersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSegmentMembers404JSONResponse struct{ SegmentNotFoundJSONResponse }
+
+func (response ListSegmentMembers404JSONResponse) VisitListSegmentMembersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSegmentMembers429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ListSegmentMembers429JSONResponse) VisitListSegmentMembersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSegmentMembers500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response ListSegmentMembers500JSONResponse) VisitListSegmentMembersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSegmentMembers503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response ListSegmentMembers503JSONResponse) VisitListSegmentMembersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveSegmentMemberRequestObject struct {
+	SegmentId SegmentIdPath `json:"segmentId"`
+	ContactId ContactIdPath `json:"contactId"`
+}
+
+type RemoveSegmentMemberResponseObject interface {
+	VisitRemoveSegmentMemberResponse(w http.ResponseWriter) error
+}
+
+type RemoveSegmentMember204Response struct {
+}
+
+func (response RemoveSegmentMember204Response) VisitRemoveSegmentMemberResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type RemoveSegmentMember400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response RemoveSegmentMember400JSONResponse) VisitRemoveSegmentMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveSegmentMember401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response RemoveSegmentMember401JSONResponse) VisitRemoveSegmentMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveSegmentMember403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response RemoveSegmentMember403JSONResponse) VisitRemoveSegmentMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveSegmentMember404JSONResponse struct {
+	SegmentOrContactNotFoundJSONResponse
+}
+
+func (response RemoveSegmentMember404JSONResponse) VisitRemoveSegmentMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveSegmentMember429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response RemoveSegmentMember429JSONResponse) VisitRemoveSegmentMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveSegmentMember500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response RemoveSegmentMember500JSONResponse) VisitRemoveSegmentMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveSegmentMember503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response RemoveSegmentMember503JSONResponse) VisitRemoveSegmentMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddSegmentMemberRequestObject struct {
+	SegmentId SegmentIdPath `json:"segmentId"`
+	ContactId ContactIdPath `json:"contactId"`
+}
+
+type AddSegmentMemberResponseObject interface {
+	VisitAddSegmentMemberResponse(w http.ResponseWriter) error
+}
+
+type AddSegmentMember204Response struct {
+}
+
+func (response AddSegmentMember204Response) VisitAddSegmentMemberResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type AddSegmentMember400JSONResponse struct{ BadRequestJSONResponse }
+
+func (response AddSegmentMember400JSONResponse) VisitAddSegmentMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddSegmentMember401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response AddSegmentMember401JSONResponse) VisitAddSegmentMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddSegmentMember403JSONResponse struct{ ForbiddenJSONResponse }
+
+func (response AddSegmentMember403JSONResponse) VisitAddSegmentMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddSegmentMember404JSONResponse struct {
+	SegmentOrContactNotFoundJSONResponse
+}
+
+func (response AddSegmentMember404JSONResponse) VisitAddSegmentMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddSegmentMember429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response AddSegmentMember429JSONResponse) VisitAddSegmentMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	if response.Headers.XRateLimitLimit10 != nil {
+		w.Header().Set("X-RateLimit-Limit-10", fmt.Sprint(*response.Headers.XRateLimitLimit10))
+	}
+	if response.Headers.XRateLimitLimitDay != nil {
+		w.Header().Set("X-RateLimit-Limit-Day", fmt.Sprint(*response.Headers.XRateLimitLimitDay))
+	}
+	if response.Headers.XRateLimitRemaining10 != nil {
+		w.Header().Set("X-RateLimit-Remaining-10", fmt.Sprint(*response.Headers.XRateLimitRemaining10))
+	}
+	if response.Headers.XRateLimitRemainingDay != nil {
+		w.Header().Set("X-RateLimit-Remaining-Day", fmt.Sprint(*response.Headers.XRateLimitRemainingDay))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddSegmentMember500JSONResponse struct{ InternalErrorJSONResponse }
+
+func (response AddSegmentMember500JSONResponse) VisitAddSegmentMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddSegmentMember503JSONResponse struct{ ServiceUnavailableJSONResponse }
+
+func (response AddSegmentMember503JSONResponse) VisitAddSegmentMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhooksRequestObject struct {
 }
 
@@ -11457,6 +12063,15 @@ type StrictServerInterface interface {
 	// UpdateSegment Rename a segment or replace its filter
 	// (PATCH /public/v1/segments/{segmentId})
 	UpdateSegment(ctx context.Context, request UpdateSegmentRequestObject) (UpdateSegmentResponseObject, error)
+	// ListSegmentMembers List a segment's members
+	// (GET /public/v1/segments/{segmentId}/contacts)
+	ListSegmentMembers(ctx context.Context, request ListSegmentMembersRequestObject) (ListSegmentMembersResponseObject, error)
+	// RemoveSegmentMember Remove a contact from a snapshot segment
+	// (DELETE /public/v1/segments/{segmentId}/contacts/{contactId})
+	RemoveSegmentMember(ctx context.Context, request RemoveSegmentMemberRequestObject) (RemoveSegmentMemberResponseObject, error)
+	// AddSegmentMember Add a contact to a snapshot segment
+	// (PUT /public/v1/segments/{segmentId}/contacts/{contactId})
+	AddSegmentMember(ctx context.Context, request AddSegmentMemberRequestObject) (AddSegmentMemberResponseObject, error)
 	// ListWebhooks List subscriptions
 	// (GET /public/v1/webhooks)
 	ListWebhooks(ctx context.Context, request ListWebhooksRequestObject) (ListWebhooksResponseObject, error)
@@ -12559,6 +13174,84 @@ func (sh *strictHandler) UpdateSegment(ctx echo.Context, segmentId SegmentIdPath
 	return nil
 }
 
+// ListSegmentMembers operation middleware
+func (sh *strictHandler) ListSegmentMembers(ctx echo.Context, segmentId SegmentIdPath, params ListSegmentMembersParams) error {
+	var request ListSegmentMembersRequestObject
+
+	request.SegmentId = segmentId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListSegmentMembers(ctx.Request().Context(), request.(ListSegmentMembersRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListSegmentMembers")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListSegmentMembersResponseObject); ok {
+		return validResponse.VisitListSegmentMembersResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RemoveSegmentMember operation middleware
+func (sh *strictHandler) RemoveSegmentMember(ctx echo.Context, segmentId SegmentIdPath, contactId ContactIdPath) error {
+	var request RemoveSegmentMemberRequestObject
+
+	request.SegmentId = segmentId
+	request.ContactId = contactId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RemoveSegmentMember(ctx.Request().Context(), request.(RemoveSegmentMemberRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RemoveSegmentMember")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RemoveSegmentMemberResponseObject); ok {
+		return validResponse.VisitRemoveSegmentMemberResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AddSegmentMember operation middleware
+func (sh *strictHandler) AddSegmentMember(ctx echo.Context, segmentId SegmentIdPath, contactId ContactIdPath) error {
+	var request AddSegmentMemberRequestObject
+
+	request.SegmentId = segmentId
+	request.ContactId = contactId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AddSegmentMember(ctx.Request().Context(), request.(AddSegmentMemberRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AddSegmentMember")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AddSegmentMemberResponseObject); ok {
+		return validResponse.VisitAddSegmentMemberResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListWebhooks operation middleware
 func (sh *strictHandler) ListWebhooks(ctx echo.Context) error {
 	var request ListWebhooksRequestObject
@@ -12912,544 +13605,561 @@ func (sh *strictHandler) SendTestWebhook(ctx echo.Context, subscriptionId Subscr
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L2Lkts21i76Ktg6qbJUw5alvtixuv76/x5fkk58G3c7mUzkHUIkJCFNAQoBtVrx9qnzEOcJz5OcwloA",
-	"CFKkbrZnMhnP3n+SFklcFxbW9VvvW4mczaVgQqvW4H2L3dHZPGPw34+l0DTR5j/VYjaj+ao1aF2QBH8m",
-	"dKxZTpjIeTKdMaEJFSlRcsYITTS/5XrVilq3NFsw0wJVik8ES98qlj+dUZ5dpq1Bi06Y0P9jO+0mctaK",
-	"WrZ9eN7rPzo5640eHJ2lD9nRw+SEHj0a99nR8eg0eZB+zXq0f2w+yRnVLL3QrUHruHf84KjfPzruX/ce",
-	"DU56g16v2z8++Qe8NnvGWZbC7Ow3T6hm4Ve96/6DQe900Dvr9no985WgM/PGFc2YGss8Ya2opeTC/Meg",
-	"9SMbKa7hJ00n5peXbNmKWos8aw1aU63nanD/vpvgbNVVvhkz3fu93snf/94z/zu9fvHiuPUhajGzOq1B",
-	"61cqWDeVrLI88PhKU71QrUHrB5rx1PwqJnTCzDaYuWVUaVjkV3MmqjPsX/d7Zob94+7ZWd/M0L9+xYSu",
-	"fx2W0S6Ief2ZzGdXi9GMK8VlTRfVpReL2avxxeW3VKRyPFatQc/+9oSq6UjSPH2c8eSm7sEPnC2D32Gg",
-	"1Zf9ZFVr0A9/u2LCbPex/a087ODl11LphObpVULNz70PUStjNL1KZM5ag+MTTwbfUcHIE2l2fD6Vwvz0",
-	"lz5pn52ddUiv3zs67p30zLNcyvGr8WMpFBP6raeGwf37/eOH3V631+0Pvu593buf4Cv3E/XLyW/HL8c/",
-	"fC2/Ox19f/eTfvP7wx9nrym2Nme55uZc/vy+RdM0ZwqomM71q/yt4PrlYjZieWvQOjWEbg7foHU1z7mY",
-	"jA3Jw7laCPyZigmdSUEe4y9Au7CBl8/hj5wxfeH6aPWPT8hL8oJyQa50K2r9zuetQevB8cPeqSFXO7bV",
-	"juf17Kz14V3Uylki89ST8Qua3zDNxaQVtTSdmGnC+reilpwzcTSVC8Va76LWYp5uP+kfPkSOeT1hmvJM",
-	"vcXPnt7aA1LDz+4pkuLLROYkWSgtZwTWTpFkSsWEpaTNaDItPSN6SrV/vhApc98ip4nIiI1lzoA5Asfs",
-	"hFyR3SLj/fl9K6WaAl+qG/ilGEt4iB05LvazpcGoFfZp1ilZ5Lmda+nR4H0rZ4ItaVac2YdHvZOjXt8s",
-	"PQcSmsgs3YETbToRZ/C/Xr/XQxpht1wu1NbhiEWW+WEont2y/KMGAqTgLhS7hp/1JmK+wYaxlo4LDA9o",
-	"YDsHhdd2HMrDR+6D69XctFt7GuAgZvyWzWTKWgOdL1hwcp7CxV57Zp4Wd37KEp4ycwwYgbnfU0TBqUZx",
-	"QFOR0jzlyr7jWNdOZ8ANwe/cH4Tv9Q1Nrh3F8GKO/FjfNd3Y7kw8LT19zURq2OB/JtnSerJ1dLCFYHOq",
-	"trL4OcuVFDQjhtTIkirC4LMdCRLedTuCX24TOs1bi5zttgQjS1u7bP3H7vQ/a1e/7jfsKi78xj19K9Ri",
-	"pJKcjzbvLFkEL+62l3/Ic+U7CSfuRuqVjotCvwrnvV0o+hxndlS/u+EENu+xesHySe32PlnMM55QzRRZ",
-	"spyRGbxIuNCSULf1f4bdtkuwRcori3WfTDjDVX3spgsd7jDhEzOeULD7CCENhf6LNGWp6T0U+T8XUzqu",
-	"J1u7E00UizaDWsOIfRaRJddTwrVysg6Z01wVZOtoIKTbpGjw81k/9rIrODmkaln4J+rxvRo9vtekx/d2",
-	"0uN7tWT4RVX/F6rqUWtJc8EFNPRu/ZD9yPVULoo51h650UKH2gVJ5CJLiZCajJg9fl+O25//uP1zibV1",
-	"KW6NLncp5gV9AgWXN2ej3JqYN+ByMATMc5K6b/+t5Zq0tAJ+kFZuxbEl+pevx8ejftKKWtbyBhOjsznl",
-	"E9EatBQwxaNgpz5ELZmAEFS3VcePBmdfo5X6c0m7rCI2lLe6QWwozt5OtEBJxsWNIQkq0Kjyb00LzM/+",
-	"T0QHaYUOii1uoIFnLON3npPX0YEgF5fE7J3SVGgypcIZ1grzRSLFLcsV1VwKguIkGDT+rQlkXFqaPw+R",
-	"fN2rEEmZBpoIBWTAKmkwsbAeh5JTNU+m/NYoTWOaKbazbJIyo5nPDRW1Bq3rKSOas5zIcYXcMrmimV4Z",
-	"nWWS09mMdVtR64aZMdlHv4CtPmpldMTMTf7cfmF/ltCHFYWrg3XffCPDWTnvw4YPrtAxUHziPAUgAPy2",
-	"4Hnwkca1NwsI9hL+m/nEPtzZnVSWgDaycWVe0xoY+Vjms3/vs1ma95+IgSfVs1maaMPZDMXdzTSQUCGA",
-	"Aub2E2DeKfu3JoZ5MP0/ESmMK6QQ7nIDIVyxyaxm+9OVoDOeEGUfhzrnbpx5zDPNcvPBJJeLOVJHIkXK",
-	"A0aqdc5HC1gDq/F20SwAWk1OtcwNx/st4JCXz5GlBp8Wilrps0kw7Ae96kegRJXeF1KDqs5F4NWzXl7g",
-	"yaaJDTMI/cHdyq0SdMO9jAO61wTvDMv4330w/y9q3XBh9txuQ2F0vMwyLiRXxMzZDNNu0K4U8rC1x1Vx",
-	"hXZvuPmeUZ5xMakV96Sespyo4G13AdMEDECEKzLGBsCZuuRZRkaM5GwmbyHaIGNKEUpSZig0XxG1SBLG",
-	"UvUpuEyFqWxxHUUttT5tb882inyy0PyWmSeL3OzhSfnQXXsDcNSyk77iItlyziEUCZtsDVrfXl+/Jme9",
-	"k5YRA2bylmbl3Tq77j8c9I4H/b4LZQoHvSMxPHr02eTFkwojqqGkBn7kV6+G0swz9J/QFDSKP4vzxPsM",
-	"3PhKToRbPv9s3gNgCPXU27w/b/DYbtwhd7THuZz9iXbJTj3cJ/uT2anE8PLPtlVf12yV67xusz5ErSmj",
-	"KctBcnlDNXvOZ1zDP/o981tZe3rDflswpRUyb66IuYRIOzc3DZE5WeZcM9UBxn7x+pLcsBWZUfN/Nwxt",
-	"PCvS7xHFzB2pjIKlkimbwc5a3YULzSbmLv0QVQb0hK42jCi8S3yXc5aTt9ePSUpXu3f2xuy74GKy+wpk",
-	"bKytWdPM2ci/6Lwk/d4RzpYsuUjl8oBh7D7vKVU4FC1TuiLtt9ePO/t0qJhe7+kKN4sshOZZuLP31Nrs",
-	"jA4YLIsckxzHWdDIUDgiGeeMmRtdZVIPyHLKcP1klpoP3IdcEK6NLHPLVJc8zrhhCWROE2benimW3TI1",
-	"FNK81h2K0mxnXPDZYgbG+bWZGxmf5nTGtCV/7xV+TfV0fR2uS9YCnjKh+ZizvEsuyIxmRnlkafC7kWgU",
-	"n82zFThnxnIh0nMiBSPyluXkwSlJpjSnienevJuz8UKxlLTj016PWHu73eYYttEyn90ZGDfjnpvZeOmw",
-	"YIOh+cBwg9LC0bvnTEzMMjw4jcw6uj/7fiWVzuGOdmac79mqeeHAmnNPGbIpz6QiBNeMeGwb/5QDvkzZ",
-	"bC41E8nKtLw25Bf0huHRAmIlio6ZkSVypvMVaZsHl0+vn5Gp1nM65yTN6dhQBTLTzgA+HfMc6FjNjUhI",
-	"tBwK6skaHOd4UtiKwL/mGo7P8SmZykWuIuBe9mhHGFNrB2BFZ0VnbCj8CZsxPZVpRMzyReS3hRGSzVcj",
-	"ma46ZMK0MieJTigX1nEf+3XQR2/YPKMrlg6IWds4GooleiNJvhCGDRG95AnrkmvbMwwcmqFWvPdHVpH4",
-	"9Ph4KMrL/IYZ+o7PyXLKM1ZaIvwuXwgVkfi094iUv7wUr3M5Mbpf3B2Ki+IDe2Rs2DHHJkgbjg7YjSNC",
-	"F3pqjmRi/86pZiQz/E51zJVl5W+cLqHk7O7OTMAcWbMlXfJWMUINs1JTklORyhkBAYW0KXn79vJJB/Yp",
-	"kxOe0MwNDTlRQeZn415yTL9mRyejh+nRadJ/dPSIPmBHvfR4/PWonzxkp6eO/JGIAoWuWIsjPAe1dH98",
-	"dlYl/DnVmuWmzf/98/86+r/f/eWrVt1puHIKYvP5tTpkmfHtyZJAkKw54IV++glP+FVJ2dkwseC9j5rd",
-	"o0cNsytrXZ9sih+wJab0X2XKMYnJiHt/lenKCcpW+KZzDC3jUtz/VZmpvy+m9n6Tr/hDOLyvcjZuDVr/",
-	"1/0ii+o+PlX3UdCE4RRjK2aJvyAjhJH+lbqrbfexwoepC5OraBUuJNucXU1vmCjHQKQsDLF77FWNqlqx",
-	"s3YAsWRKYRqUV14Cto6joZmRe1aE3XGlFVAmx5u9PP4rWEdyy2VG0XS0PvyySBAMnuW5zFFNQq/JoGV4",
-	"fte5U4uBGq5GCTTjBuhj1HNGYb3BDE41GLOCTw27Dhi8ncWAFD0NSHPzQBO7kdJTMxv8YP24ro+AtOOK",
-	"rGQvNwZWIr+iRpCMzYp1cbniTmTYPx0ajk65IPkiY/5G4Zq04yq9xBEpfnttdT/zox2AjYuIO4b7FzGf",
-	"j6UYZzzZl9K5v/TWSb18bxpBU/Msczd1He003KetMhmvSyeVy2etr3MrkmCCJEcdZMwFVxDDDray+dx0",
-	"xdL1eaBDtyE03Q7druJV0UyZLP1ZkzmBKEsyYpkUEwXGH2Ebdl0ZgcjMwbd2bt5xtleSUEEybpQ5uwix",
-	"Pdmp/8ScTmu7iGGCMOBr4Dm1Vk/HG6YyS1GoRMccihE1MwZx+oei1Y9gU1EjcyiZomdsNmL5ZXVprdxu",
-	"FgyHbMXQholx5afkmYn1QVaYybYWjIRL3TLhsD8VB9lAK54cpzIgSdKO10gw7gwMhXBFpBiKQAW/p0I6",
-	"IRlX2irOIZUZClPIY2rJywj1QF+dc5JKYKtwyrrkVd6w+rRm4cLcvaFoxxW6igeWIXqqiuH2hCQ//Ckq",
-	"s0xiZBpFPGEYRmdGVOUbVkGIK8wjXuMeZlSNon5nI2+xPBbmdCCHLXzu6/zVkr1/peGUXhTPGw6ObwFs",
-	"figGrPVndcAmwQW6eorfVjtyth8naZg1orb7kpJphY8/w6XyaTjBzitH7NHBHTCCQ+0O+yPmiMKJGJ/p",
-	"eIQn4KXUz+RCpPtJ/iF5PZFMvZQa5ljaQJxnKhkqxUDCrU+zA3VNoxnVLKvdHruo4fjiTreFcSojnqZ4",
-	"7+5x7lUi56zqzjY0cCRFtoIdN5IC2n7qjqPvd00ScUbvjCY3yCihM8dP1QDb/FQkHNrYzQqmEteuHfsx",
-	"2quqGBDeQqju4uDAnmUnMhTI47lG4g3F/kSaJ+CukQuteMoCg/fla0KzTC6PzJ1nSbORQfwnSsIfv+MX",
-	"BzMScvg1u76PaMfbcw9z/9G6gGzkUQsnoAPj4tbNswNZO4TVnTKyHGh1tdbKkt3UkDzYS8/NF4QSwZZw",
-	"wsbAyM1feWjm+ARneH33tow3rjWrIku8FJrlgmbY4yGXQbmFcG25fUJAGjwvDl1KTsG82WePRg/TT3A3",
-	"XEmzJ4ZuF4LdzVmiWUqmdD5nwihsQCQsv2U5hG1OgGDNjw7ToqClYoywPB91TTpcgaaL0gnkn+WqzBlm",
-	"xG65LWGWr+kqkzS9lvI5zSfsoMlW2wgn6hYVzi1XJDNvmPWmgjw4Ozt5QEYrzVTr05p8XG/gPTN7C0Z8",
-	"0n5wSr7nfyWjFUnZmC4yjSfBGrUPVA2aBHVzOW6S1G2ve8nq1v4dXDVgOv73Edc/s0Revz6kHZcWu1bY",
-	"Rt38U1ySVqKxXX4UH7FtNPIRN9/PwkfqG68RumtGGbuTld/yhL0V9JbyjI4yduAyrDVTPS8KX4EDZzYm",
-	"pznPjKjgP3GyS0Y1oud8giVKqaYjqhhJqLBplTmjyZSlJOeTqSZCLrvkDfQLNDmiyY0cj8+JN+bkLDFs",
-	"SpHRaii4ViwbFwEOvn2u4FNsizOjSaKreQBkPIcgWoLBtIQKtWS5Gop1s7Q5D+CgLSIUIqIpBlK6GCWL",
-	"24SdcO/3dRa9oXDBzU7qIHER7hxjgEIi85SlRIqE2fOAfh+1yPSn8jlFNphtP88TupaadrQI2xgvsgyW",
-	"BixzKPHCssHiAHlfS/mCipULsDmItqttlG5P74Am7C5hDALpPoVuULTLrfy4mA8qATsq46khlbXAnXa/",
-	"1wMdWEXkrGcDuYYiuFWdNlhYOm1kFWmfnPWiXq/XcacC1zWGP44uzB+xj/kCx3hd0NmRjz+qWwD7xf1K",
-	"tNKHqBX00hy8pCVZUq5dpAAwDS4mW4Oj/n5UjA//iUFhOw3RhdHVtmOjunZvyHxQacmHiO0zqjC8rbG9",
-	"fUZXClQD0nwr6EJPZc5/Z4ddkaUGwsMDKStiYmjR+f/ujuicH4GB89PoY77B2MbzmPNkO46KUK+ILMSN",
-	"kEthBpOzW3ljteW3Qi3mc5lrlr5gKacYi3nQKtQ01CiIzxYK7qq1tj+PGG5uxrjaV9xtFaIgHG8H3xPA",
-	"mkFuBM1eB9nsNkOt3OszmZO4nKoURyQusk/BH1vKSTa/hBktMdxucTkXMe5WcunLiT3vawVTfA4RImgv",
-	"SyAS8Z4CqVMKVlz+LiYZYvYqYRulTKEa0cMqsKi6mq2He13KjCi8rBX8R9CyHP3KEl1NLNpyZ/IZU5rO",
-	"5q1yqMbP4UKUGnxX05/b2iCQY+Pu7rfk5enjwruYWy+qtOc5F9oIguTi6vHlZUSEJGpOE6Y6XXKFQBNm",
-	"NYcClACeYvybF4aEBDtDt7p7CrYURDY6ghWvBHQZHnD08OHX/SPlqfOob05nEcTTP/56U0TWcHh33D8a",
-	"Du8estrIrBKt1K8sRhBVJAGxQttJDREtqdBwGc6pMlM8B2oyVAUBFYhseGumSy40mUmlh+LrqP/oGDV6",
-	"8+J3V69eDsgM4u2KoFX0ldcErkLgr5KCxDN691fTSNw5HwoQOrEHcmxkB2gXfZjKQo8ipUWE5jldRQSX",
-	"JSICEGUiMpIyYxQ9+mKRZUMBcgnsXCciSqInc46GDILJZij+MtMPCNcQNqxwzmZAlIyMXmfEbqn0YCgO",
-	"myg4Wa3WuPWklrfvR0NzYIRFcxdpWwHMqB2dc79qZ2TGxcJsit238UIvclYOW9uUfIdRPoNWSjU70nzG",
-	"6ihQ27trEzdxfACupypDgQY2cQ93O1ZXgepQnyEpRPoUPNzoLR+BIYDx1GIxM2OspMNaDAvDPdx/v5oz",
-	"/zsCHwTAJz9wQMGuoGOUE2hbKBZYkLhW1Coy49/VLPtFmrr4ogO5awEhVNUTxjljR5rdafL2ysVnlanm",
-	"rNcjT8ljOudaZuTilkUkgGyKyOVzgsig27jdelhm6a4pUEPXqSOAktpdYrgwTGKRmHOQBrM7N9tOc40M",
-	"wQX3guhmLhNB2GyuV5bB1AgHVSyruutqIbjGwDO50MBTUmYuEoj3aMenMfrN4ou5JqfVcP7TuqOHYFm1",
-	"WQjm6jPamFyKckNlZK31Ji3UVrVRBNwibZkTsz+3NGNCdyIcsjlQ/7h8DRnd5yQetoatuDBmmCfhilbG",
-	"swbptTYmi/G1Ns+lPMqYuSwBYpdB9+XGARWspr0STFi9lGVTSDNuLnkHYQf2B3u9lHuqQo2tdQrYY9Wu",
-	"nvFbdpTyCdewSjI3//rLablpxCvbelQqJFidpqUWv8NuWXFkdQfsr1QnU5fxotkMCD3LXo0hUmwTu0cg",
-	"Mvupj/l9t34Wfe0EReLXr66uyf3EGaw05FdAAFRdc3GnS8yg8La20fxwWzMwSUjB4II3Mhqc6VHOqPe3",
-	"QyTtGORomknB8BK+O3Ii3pFr8AgeOynq7mgij+w6GV2m+4YuX1hVq2bBCqvXHmw5iN/bkF5kTX6pIRmb",
-	"iU3aKIYWB49rNoNZWkXD3+eLBa89/My5BHdQAZF+FqrhYvayiZZ+LOGFasdfJJIDGIlF+rQ5zyytvfkK",
-	"zLG1m2udjFC6hX2fFXHAIUYZclozPrVt6j9iz4XU0wLBc+0s2pXZdqjUYRe3CxTZSCAq8mJg3wjPO89x",
-	"7dR/gCv8Er/t93o9uMLd39WVMC/rZOpReyqkAaLxYq5YruOBCw1pjEg0xAPNAfkoEMWF0oxaPY8NBcRq",
-	"dsmFQGq3GTo+0JFrezxUSVScysypfS5TB2R809hQaCkjZEkX14+/jclSLrIUfUdc+ZMHx0zISpBlfVT4",
-	"UCxRZleVFIQOxBb7oRvBoDx6rnAFWEpGK2Jn+1JqQociDH6tYCXAYG10Mow3HoBK4h0BMUT4FnsVV7VX",
-	"jPf9RbjbJMw8OdkixUUtzCA22w+KSWtgD/wa2JIbntWeFDqbzAhhroBQDutz7ukm3NEangIsxbxYwzwq",
-	"59SfpB1O6gGsPIePas7pKwHeeqOxuelFRkdzBjSZpyhfHHRi7Vi3MSk3urq5WzTKN+DO2VPC/lYuEZ4D",
-	"LCP+eDChWW6VL7VS9jqoitH8e7Z6CVlRdbwNnLqW0F1cG8Yi2zMZnPGyDLXEukRH5gpUdVcfdv06Z2N+",
-	"V9/5LVd8lDEyh3dwGFRj8KdgLuLghq0qknty88vDb387fn73iNYL3Lvc9wfl9q73VYDu7Gz98zlk+5mY",
-	"7NgNFR3lLGO3Rv+25WMcrhp6LW3zwHFzljB+y9Ja4yVGt1zO6xfq8rWHu11vnCSGcoyuUjV+nHR73X7/",
-	"pPuwbr0WiuUXE2uQr5lfqY97irxVLD+CDzZQ3/3j7klrR84ENtZi16LwhFRoNlifcODF9jWcc4f8u5cO",
-	"XcplM7eaphMVkeI0R6QA7gVukJlLWyUSzU+VY1+H0FFd8KeYlIGkY+ZXutCNkm5bIVqek1AUXgj3qLwr",
-	"dRAgBx7Pj0oL/ZRntVTSbbOK5l78EK3VINr4YfhuUYuoujivcz6juZVY4GxzDVGLE37LKiaABuiUdfUk",
-	"xIjeoqQEr36ookhv/LB4swzeXJ1gr9vt93oRMW0stMOoCagezoZhaCJZkZQldHVeRJCXFqAH0hXCUPSt",
-	"fN0ISuEKFFwKLeuWnQHhQ5S6VwT9caXmmNyYwcrcyJOgmaUof/u02bCuxFBwPbBGsZQIuNohyKSA8fDh",
-	"JMupVNAc/MxVybJd7KKovd6fLbIM7vfy2W0wGgX42Wvt2zIKaysDuVwozu7UR10Zu/XO1tG7182pczph",
-	"EYajghTvrAwRUVO5NLIuykoiJVO5LO1YvdRUDNIihWcyodlUKr07UnjdVAKevInVFW8iZdCcYV6vTWrZ",
-	"WXJ1Bux1WbWKXL65nTfhux88nF2t5O3ORXEO2jEXSbZI2X+572KjacbfPA0MCRawg3vxZSiKKJcKzqGy",
-	"RwH9SaX9nDGmleWG4DKiaWS9M0MBYr8NXXYNMYj3usVktmDnf94NTeFdsBMNnptiyTHiavPe40Vv/Ul+",
-	"wKsAUK1bHmYtvPzuYwpgBg91WIeylMt3LxcnK9FaWeAq+o8c2GNwmZROTVSCkFznDBsEsCfbvLib5bB7",
-	"GO8auYx6kdrU1XZoizdHVDHdiQjNlnSlzuFF9KNC+oDNAi2VcGzHNdJZHJE4XDPzt5c84iL1BG0IaigU",
-	"0+aVQHQI3rJaQdhtB0gsduV0bIyGBcyKCc34jbXZHiBJQrSGExaNJHnPWWUqyyVY59yoe8VVwf0Iu/Uy",
-	"26eQvuopYHODLxcZBLsW+but+jDHUh3PcMkjpAQv0VuzWCwWWRb72U+pwoUxGzQUm3eosngQAePJqlTU",
-	"KTaEIEzrQ1Emkyb/+C5iZ/cA8aN7oEhR+93hd1iFhQlU+Bz38vWvmvjJc672V+qMmGIuN2cVW1fUNlue",
-	"zff3VGCALt0S/r7dWTpwymnNrSDYnX68yJWscbW+pgpuWEOMSuaxlVQZMR/BIL34J3GAGVX4oNv6KIth",
-	"rdvrszrlo4ZiWht8kwTcy/Xu+tOynff47EGdpayex27Vxv756umPmEgbMIudBrkDh6jVRCrYTM1cZKNI",
-	"DC81C2MUgSjmC0+9liSLsJ/+Ht6eazpZc/BssRvjYu5A/4c7P/fgDM3OwNe5HGVsZm+5lGMBLKXlPDAQ",
-	"ntvADn/jf3JfYIFZ64favHZAt4dxjtLkG2Ol0Fc0Y1SoCBjjnMl5BrMO43R6ARUUBHxTh4P4XC5ZnlDF",
-	"CMZiqIhAQAMWPI5/iSOiNMUAQ+udwxfhegliHenR7+/MP3pHj355974XPTj+UBvxaKte1E4RZwNq1fqU",
-	"tjqtfHWO93VhxkwsZlbMmS0yzZ/C322312Z5cxb5KECWKbY0P3WsZGW9eiLZncZesiVQxCscyPpB3eiI",
-	"Lagw8MNtMehChPiU3jLnhgyuRBtNuWvMH4wcA/6KOiPbRvJSEr30PlVVRYCf0RWOzufswSDPLXxqTmI7",
-	"SKOR4IaZH4v9qp9OAQa506R+KF6vnnbMSUcSjZojG/G02/y5w857URlh03htF8/wZV8SYNdAHvv59+Yj",
-	"jN9x7tyipkBlA8ETZmOnu83X6Vv0XVsR0Xutl1OqoQXDQAxXObex2oTmciEAdY3mjKS5nM/Z2iHfN77Q",
-	"ytV2LZt36kc2mkp5c9hOBWjbWyQQ/+KHaMf9tQMr9ndG755g7Bpn6jXLMbupTmDPpdYWY7WCcJn6BiAe",
-	"1ooVYNWdUbGCfFvTakRokkulLI6ej4+f5zJhSvmApIXQtre07Bs9rli+Q9N3v870vag1sI6UzBaakXiq",
-	"9VwN7t+Pyds3z/Hetx5FVcStYzpGLKhWg+Gi1ztJ1AK2G/5g8cDMD38hcozpwQ6W654iLy+ur8h3TF/p",
-	"nNEZaQOPL+aOBvExn0CAKVx4qC7PF6MM4DIA5beAHyisiHIpnHO5ncpE3V/i5qruLI3IsPW3BVswkjKl",
-	"uUAEyGGrUw3bcEuAHwYOFWfJTGtk/H2OjNmCEEG+/tBsNWfUcv8fYS1De2kGe1fmEvcUefzmRY12ima7",
-	"JzZYdGefWT2DehnEGtjuwqDVjKmxzJNd5H5Xp/x942zBOdrgov4Rfcc1jK4uTnbSEDlherinCLzhlnNt",
-	"Vi8hSH3bdGrPoDlvdrHQ6NHYiSNQR5qzVVf51QRC7fVO/v73nvnf6fWLF8cVeu2dfl1Hos00+JrqZLon",
-	"IT62uT82ePHxmxfWZDZwNk3MisnZPKMJi4g1k7mHScZoHhVmBgZLvzofisJOOiD4DbxrAxRpluGBFtae",
-	"54IrNlJ6TXaIG3UYGIMb021K7Kh2uaPl7OBzsrW/Q85N9Yxs7+Qjz8zfFjTjY87SAyZ40ElaOwtbuqk9",
-	"G5/A4rzV0lwk2IQRnTZ9a7Syf9+wVUSEoceMA5KmYowEMJRx59wh7hVw8y5EkiuXekcwnQo82dYL6Yzc",
-	"gJgAIB5qKpeiSy7A++Fs00PRjt9/QCshWLYrN+r7Vs4EW9KsqMPy8Kh3cgS5LYpRbZSv46gF1Ql8tcbK",
-	"mm8NHV83W31GR0CxVuVbtewcGK0ssCFGVI+toT5lYy5s8GWnS14JQofCRkKhHOg1YtxhwVgBPnqOsHkQ",
-	"WOvi5SwvhX1iGC2E7lCjUWO1Es9gjeSGPhrLNqlH2nc5Op40hMT/RvwKCNEbikRmGU+ZKgNneWLtdMmF",
-	"DSss10wB6DyYeoogMiIAdbRWVChqsBZjW0LR/f7pT7Hpojgd9kBoOWEwFE1vGKF6KEDoPjkG5CKbVImF",
-	"Pza0H5MRW0mRrhNxM6XO6F1IXseB6WdX6rUax2rPW/aVsCJ5oXOszJUrRVklqYkY09psdp2d3D4hM5oy",
-	"oiQZU7A0bQ6pcb03uQvd87U4r/UYJVeLqa4ZN9mijYjQTKGQEVtx/4inDlWguYe91UnB7rRdmz1DyprS",
-	"PGJbpD+2xTrcnpAcwB4idOnFV1iDj6V4eJ9BXkcchm0Xxf79u62o9awpAaSijwRbV6x+uEp+BlFBNnVK",
-	"iyNiu0oH0LJt3pCwHRVkDt7aeNBaEl5f1753WCF8l32xRMS1yrF9ce+YwV2J3ybW20kGqNjtMcBbuPfq",
-	"QQ18blFVmLO81jaLeT+hhw6KOGL+6ceetk94njIKEGAv6nw0fMac5uBL+7gtxeKM4Bud8czIPL7O2WYW",
-	"dfgBdmN4epewfN4Qyww2+kDwZByxEzHcj7R9Jv6Zhe7rlIPoIDYgNXeuuZQiTN9HRExXBMhIbjGaYAY5",
-	"o2mMGFbYFZh2WTKVYAKEOj0uFhyusq1uSTfLqwZ2dV2eF9TGRMZQjQYsNi0pBwSEqD97siB32sunNCSj",
-	"HVjSTl79fS/KiAi2ZEojt9nZNVHlln8kJ/1mNu/CXL/J5WK+r13A+SXAtmjkFCgJoow+YeTXjN+wbFV4",
-	"JxBJYJ35jxrStqE1aNslfVVznNCJXISCGKX8Qri6IrX5kj7+bUvGYHHIIbDZFtnjqULSKKdJrmd8NXmm",
-	"jhtSBJu9lCuiptQwSYvZCqtiaJDmkBKMoZiwEkZyBG8jAq7b+DeFCsQ8l7c8BVxcCql5Hq4aEomsomG4",
-	"gEhpnoL+6XJIfpVG1DdKUEz+h8QNscyK/15jPPhWLtFQ7lcW5kN4+RI/3spYRquWWyzbV2k3N5L3R4UA",
-	"WTr2IeE1sUCuHveGSCB8JTKLCFtoF1y4yHNH497RuBvnKR/gPxLjsWtSty9P6+PVLkS5ClIRxXF8FlZ/",
-	"LLJ5H5w6hDpQGv4n3imXwlv8fMGn8D493eoaf1pOvVgzyKHq6k/gkiqsZumERwTiLFQGLHjCRM6TKYKN",
-	"ssSo5aAbgzFhKOxP4PLT4Dh3GQ1UW6uCkOTJyyuSSXmzmJM2JSlXc6kA7QlrNlnEV1vAybEFcE8lU5bc",
-	"WCcND/a633O4OZ2IsBnX2qUKI0qsvQSewuCNXoMSPmrclk3bPPNW1PrB/ttpOXUc+mkpPWWPE1t8SMBU",
-	"wXJ1jtEGZiZHKdWBkSwoz4qahVokUw+UtX7CTRMeg2Zvr4r5uox3c4BrptTID5wtD2yjQOU5/PNXcyYO",
-	"//rKV3Le8+sy8tBBTYQoQ/t7xxazV2NPBqoOGabAT1KNkEsFrtIOqo7pskw7df3C7846nrrX923eUFVN",
-	"6/45uTUv7NhqQWc1TT7n4kaRBI+CGTdmuO/TtKFB1ZAbqYgExI192rtiIm1uD5iGVWSDPOQdGi8TbX1E",
-	"1UwRwMXTeucxh4RcF/FnH5O/vQEsIEVUQsUOS1KNCqmbwvqyrW9MDRXUk1sDjddOc/0I1soXOVWLnO0r",
-	"8WHtu0XObPY1ojeD3r5IuT4HvR6ALYS055dmAE/dGB3eaI7BUml1GbMRWU55MjV9ZFJMQGJXMrtlDVYf",
-	"aGlPK4id56bRLXJWZ5y1HMbf+9B7XNj16i1K6g1LjeyWbtAP8EVCR3JRhrIbMfBqajkbKS1FaR2CQ1Gu",
-	"m1ijTC0DOXat6Fw7BgYUn5MYdKl4PWF0SgFRqaz6ORmnKRuhKZmrGkfsNyQqp2i53S3Nb21V6w+BtTHu",
-	"cQTM5gNgrRxb/5W10dUReMrqIvMVwItGZEaTKRfsyKibIIJ6QLKyVFiUZ60pN7tWPbQVtcrFQ1tRQ50R",
-	"90Xl57DOceWRs+JUfgZLZ+U3X88gar2Aajgvpb7IMrmEzamgMa+Dm68XC2mALq4Wl6mtAdBQ5GdD+Yqw",
-	"IFddudC6Amflmnr1NRmq1TyqJf+qhTrrjokr3bkVdeuJeTGsktl86Je5FJPIWmCRcZ+jD5S4Ij1ql3SX",
-	"NISTbjxzT+wM9jh3TzyOMTXa35yJtMhoSNle1wvEZ9eU4g1ZGWYqB1VDvLZ6blZpKNZqX9Z8X9Rntd5s",
-	"iDmuOY0Wy5FiLn3kEu0xTHkh0k1funqhLjHfpuN7Y0x5XBZWIcjZb7BVuSqvtYu3Vh+5Who5HHX9QoET",
-	"fGcrDp4tByW3dlGsk5lhSR9l0yoCQMmYoUxYE6erNviS1hKfpQ91dWba3VJH0NELU6qzX02pelGLOeEM",
-	"LYA4bOcCiddI1fb65grnvKSYYE7aY6aNpg+w1taU0qmPhN/JdEaxXEOd5awUWmPlJyz14OMzdjOl2c0o",
-	"jahYmXdNFFIPFQz1U7lI7R0vNIb4+ld8lHCXxOFt+YzyDMxVbRc8e091yJLmQtk0aRdAshZLEzavsFwe",
-	"eDbJSRhebfaD5A4wi2fZUEApmZm8ZSlZiMzQFi08sAod5Arh6lxl4EsxljEY6mnObHyMKz6MsqWQQ2Ff",
-	"7nTXwO4heKZGa0c2tANSMtYENseCT7hREGxVnnuKaCb0lJjNsrY0iJfBAJoAq7kwQ63J2aW1R09LiEVh",
-	"dZKhMLdoUJN54L19iqipXGQpPjAD5TlJ5Jwzde57Uy+AgZa7GwrorzCD42kLeG1JNyYvwCy7mjMF7syR",
-	"RUQYwHpmbCgoPCUruXBFm2+EXJLRivCJkOYgEF6xJK4hT1fMj3Ww0iUQ6grGtP08gJpOW1UcgrcekvOa",
-	"TtRFmvr/foOkaQSbEg0F43JF2ssLW5FD7cmqt4a6g3xAQQgfUoQL7ZDGqKaZrMFt3i1pDhsEUnCwpp8w",
-	"kiAI0toHwZ/Y7+zo7EzNmGrB07gYyxesGZwaI5dNM1DOO7bYADTHNBDbNARqaWe1KrwO2pEJbFmdo8xX",
-	"F9kPQg6i3q4Qr1eOweO6Nt+IKJaNEbuXi1rwuLrLxeobYZ+lZfKDLia68do5wDvvx1FngwOGX9DyztJF",
-	"+fhs1cKLIdTNzuO47gdLEkb8roeZNuILhNXW1+i9HNdLbhibqwKpQkXEqd0Y74n40UJCQdaKCSUQeFyr",
-	"e+OsHYLO9lE5uuUwFZClarlQbZauL6VtoWJQ8iiu0TLohtMUfRrfx6XhfopE2+2YQ7urHUU67eaU2R1T",
-	"ZEnbexLLkKcBWLCP6LMF4Ze5EYVE5zOk1+6RTluTSrsWSG0pwYZNNwz4EJSmz5x2G7zg16c47o0oT41M",
-	"8BDbopFGChXaB9c5uNB8kdVFVowbsLOnLGcDG/SNiYtzqqc2azEi8W8Llrsn5owXT8x76w8gHtcGGq89",
-	"LN/v0Kez966H/jSZo67DiMfQFFVuHbDjEMO/HA1Rj6lDVR37LIdPWWWrHTsiMMvgYx7MHxgRYVdHs7xI",
-	"GY9IXLfHcUS63W4F3NfGVWzTZl25DTv4zRY1ILcDpImxz+cpr8xlPeO02Qz7sc6t8oQdROO8Xvnbb99z",
-	"BNzIaI11ef3u0qQruPgPFS3wYoJcPVXBV1GFBRAiUkQaFH+17LyeOX7MTekLNNd86wdmpPTV9ju7slPY",
-	"dME1/Qpt2TvMjdzf0WjXVktzuknbA43FMIC4YwQ4+M/I7QdWTVS6HjS4eUPt1+3YaBVxJ2iGtGMYXtzB",
-	"I+HTS3betUutQKKExyH6B06raLVzAABJw25f+0ZNN7jBGMqInXq3HR6CjEJchN4+gBB+5X8Ph3e93tFw",
-	"eNcf19aaqyWfRlrZULOLeknU5j5RuNc0uwN2jHhq5r8CLI8UagS0459++umnoxcvjp48iTvRUMDvms/M",
-	"szfPHpOTk5NHHQ/90Tbqor11rchpHoboLRRSzoxm6Z4PhXWLRt4t2n7a7T84xQg0IKMUaCpe5FkMIAcB",
-	"/EBbdQb37zvYOmfEMXNDRz5qlo7OwPfD7L9sHi58E7X8KNdw3zBxtM5yUhWT9jujb4w44oVaEHNnjOmI",
-	"lMRbNCtahjcg8Yy7EpozeodGYb+FQxHcuUZMduGMHXzPbXl1waE5s7qoygU3NBXkzdPjoWB33pdtdnc5",
-	"lRkrDZzqZBoFvdShRc5oA9R/RvMJU9pC+xGKbs5y5rRcoCvSboLd2g+lI1draJFKB4GdxXpbaBt7agtM",
-	"jK2gGDPeIA6pGc2yg+fhmUPNhfnm6THZaQsqPOhsKxP80MRQfqjnjWVjg+MpEVZPUf5X0yYAe0A3ddRH",
-	"2ni0h8IsUg7gM52AB+BTo4UCNzCPkEI3MxtgXENR5lxI1TW8KyJFN2+vH2OSapgnBNnQuEdoRndn7Zzg",
-	"bQeMCe+4MiCS+RDCPgpmhy8U7HAoglkG87iHsqPFsULvUQV2BJJJo5YUzKIKbYNsiN6vUdz79Vv4/e4J",
-	"B2Wp9B2QTaZZfs3UzghLa5CLCOCM5e+dLU762qAgB04oF0rbqFuLj+SBI8rAOg0ux/0tv7eu0C9YcYLk",
-	"VJteFXvoHTBfW0OxJc4K2I9Zt06tyfggBKL681tsxE6ggM3h5XZHbJFaZ5vHqoqYOQYeIFe89ZOsuPf/",
-	"ltv9NOtl8zvqLMD2QHvpDscAxaiMzmG3HQq/ZUr693KX/I7jqbXYVGQ5NwTrwqiV6sCNs2/hsuqBAs+Z",
-	"IcTApeahSxG5Nwg0rfhq8tWbhdgBzA4zFhF/Ghx1YbUSudAgvJhbgNoyyPUKQFqJJ9meP1X1C9opgekS",
-	"tW85JvOcJSxlVRjACnbItvJaAe/bggJoB/F4t7KCoOOC+ttdBzTZByZqrdv6Bd2B0g7gGJbQ7ikiFzqR",
-	"s+Zooj2QRkP6Ky1fvmAeYB2qahsWtNEigISyja6CM9LgcYYy8zwH139RmwOudb4tX29H0NK1ofqFqNu6",
-	"CmDlfvarzwfs+VFWlM+tQjtTQ+16rqO5mDUVqyYpaxvm0GeWutYPYgjlY4H3AMjFwe2QtpaI5eI0IZux",
-	"hZoE3mdLBGDpAJ7k63ow9gtb8gAnNjACG4qvNCPxX1Cn7B8dY7ooZkvBbZMyi1RxcnRydGqzSbdXgglW",
-	"/uS4RAbt4fAvw2H6vh8dfxgO1X93/ns4bP+3+eXkw3DY+e+fh0PVPXpnfwn/Oq0HvPWBwHtHvtkPSZuS",
-	"uVSaesN6h1ClZMKxkKUrxNB49Qao5BurvNvXimIyjZgS7vlHFc46O2ttv4b8OKKN1cTfVKD6m0VQ7wek",
-	"KxdiRGY0v2HaihLO6PPC/QjR06L4s85084bNM7o6TK4yC7rkIpVLH+AGGohiRnExCsr6lioukv0SwSB7",
-	"8PAqLNiha6Z+C3AJDrrwAYnPVoM07OK3BVvUyf/4+4acjCA6D9wkRUObE5T2X9BQEWs6J6UoxSCCFcGy",
-	"QB2t9Rt87GaVhxZVdi9yy1i3jTYifv+6/BSDO0DB2yNo5LBQjI+ET94ZNPlj8Y9rd9eWh2okGny8Hfrm",
-	"ExRXKoYSOTRlWCO/wvs42u3KPZYC6eYANyHCRHCF/nYqCNU656OFLoIBXbTmdQDsq9B+44KE/UdDAXFE",
-	"AwKFN9qFpdrMtbBYR6SpTJK9c7qlYvxgGXdPEq5X4ZtYn7/8LdUs/OF3PremcTMsW/YpGgqUgMzvizwr",
-	"w/mhzdFcTcpNo6jdVKnlZN6yX1tsO9UZkJj9BhPHf3FwywipL9FxDvkv9idMhonPrSxmOvSVsTBZYCji",
-	"oopWF/Ibu91u7JPYI2eyrpkD1n5uQ257+fFgKDQUXgPz6gSMuxNcuUzjP1l8TrQhZtKOPV3CdnjKtOkM",
-	"4QAzqnS3230CTijoPyLOelsdQ6njoQh6blwmxbQZj6YT88jbY9dbtiGOSD9C6sfub7Q+swyG22nsyIr4",
-	"ym+mew2bs+9BNXVPa2ZT7HG06S++mFP5QJULA0Khu6Fw0cxrqER4vBp0snLDiKkN6C8WH5SO5C3Dguzx",
-	"OrxiSYoMS7IFMvvXu1SDQNZQX77bYpbhNO4p5BzAK0IRkP0GGQy/QWSp+U9zXlpRa6LhH6D8AQyU9tAu",
-	"HFN+i82F6djsMr9JtTKkV3N3uJ1emdnhBYVe2IZgPO/dw6O+c7TIeje7l65Yh3Oy1BJsyobr45m/2g+q",
-	"aWyNoTbM0iHb2xNgY5AtgSLeCx6LLrmwCC1nDvhmKPq94ltFKD6A9Tw+A+O9w3veDVvnQkCaKiZLYxyi",
-	"3CPnyq6Px80pduRsn/3YgHJT6mHv0j92nWrmnWWfYN6FWLGPBXXdMuaGuWEBvud1NRdiWzQjHpAbNtfE",
-	"Vss7J7ESdK6mUseDwscAjjZrm3Bl80YrSCXpkpdVK5XjOEVdDtdmLauw4zwgyqy5tmpDnBlWL91zr7Za",
-	"KP0wNuyCYz5NYSjFsfbgYkuupx53LOTvRaiKddGWrpkHvU/u+3y3FXU3zKf5ltFM74ty/60tNlzxCHpI",
-	"Rq5IKrmYoKi5nK5AK0HQRAgCsUiNXA2GIh5jSs+V0RTtnQGJbDS70A4jFoNH4iKvzpXBxYQ3HwAP6ERL",
-	"xuZDgdmDYVMb0uIsUF0NS4WSyMlC81v2DCNS6248jBr1SLY+Pa99QvQih+AXP3hwxVtwUpIzEOL4DgAp",
-	"4TrtjwaEY28KW1E+8tXO4Z5yAbikHQPm5VnvJPY4eJATXAlpdW/VB/37Ieypb5svr3Cx9oYvtTu//1cs",
-	"fdMQLfzjdEUoiW06W1y2s2DiLDwZkPjJ0+dPr5/GERC/PxvoamHpUMSn/R75BrVAcLy4LTgjKV0pUoDW",
-	"OyRbcoHO+bHMEUPSkj/iuvlMzbQAZMG4YVUOKnvCMoZZet9gWJilzGspn8taM+P6XbZ2JmrZabA4TRbS",
-	"+CIx7UDlbFCsuBTnwUnHY3zi1qYuB7ZdsvgMRX0qbjmx1vBjLbO0E5ERTW6IliQciU9Ptkt/PhTFnuOQ",
-	"mnbJcix7WiMPQScFqey4ERSHIsXdIO14Cry4W6LAGNMHQYKpxAbicFtRK8it3JAdeU0ndc4PTSfnRC1y",
-	"qJKFJeW5ZlA7C7Jzcz6bVS4tV5q74srYohZhFughdbCaK1qWaleSOeD/QA+fs44lDKeO3HGGCAH8aaZY",
-	"UpLHiywz24XRWEiEoO2CMPcpq6fvPGHPONfNlNePI+Ki09BTxO5oogHkNmeMjHOaWC9bWPbxHxU1/Lh3",
-	"/OCo3z867l/3Hg1OeoNer9s/PvlHUzGatZlhSvKetXUbcuBUEUbtk+qCYiEZG2srAq4I4NDGYaWe7mFV",
-	"x+GBUxwXquJM4qooSa7luetxIfDXikOSTpjQH4fwubU4zf6lerHQ0h+uXu95efusjFap4Hs143p6QAmf",
-	"HSqDG1Jyl+LWwezgal4rDfUZXc8fVcB8jc/gGd6rxu2Mi/DX/l4J/BeQqRH85gv8+9Xv7Fb5tiE05aJI",
-	"BfmU5WZfWeEG0zs25sWco8otGFaoMfSeQvxWyMAOyY61WT4fVXK2zoNO9y01+3FJog00uGfl1W1UeKAz",
-	"8Y9WGbVhsfYsfrrZiX1PEcUAUbnuFvaV8uqyYjdbdZsidyudzxGHzvmZ23EpHjfuRB7WyOErYSAf4HkN",
-	"hZBLAopNUY7q/YfYanDAzskVTg80O0SpLhW9ICOmeMqMfuPqew5MHywmbTRwOhe/G2PGINY5l4vJFGqY",
-	"WcsLHO+pUX4GTn0ZCq4jEp/2TogHvPPlosDUk8i5K4hloxWdEbFaMQpAPkvAHsVfrUHrls9rqkfVXVBr",
-	"ZLVrjdqLtcqzgdroitD6vcj42MaEu2qz+9SabRh0YLeZ00Ut0KYN04bHas2eNoDzarf0hrE5GTGz6hhA",
-	"QUYAziRARyswusGaBikcOVOLGWKgt7ULBDeabiYnZCKZ8nUaQtOXn3RpLmH099qeuHL269Oz0HCXYr7w",
-	"/muswOBqJSQQkm5TYec0hzoKInVhe6HBtAyEGbZZq+zaw/m4wLnak/1cugAIFYrb54QKwlOLPSjt5Unn",
-	"82wF9kkQEiIbCmoo40CZ3/AfL9Ybmf+esr76opBdbWBGslO09g61jTaNrGgFXqttYNc4PtNYwnJXHa9x",
-	"avVxxhA9UgrVcwOPahe6ToktgeodCBpVk3SwAzRn2LND6GS3h+C9N5azsjLBnOU40HOSsnQxB2sU158Q",
-	"jCpvBC2uZqMUGQMuM8WjzYUgbOXHBaJxZK4qdzViqIwfsf8DAy7AoOApJQbfmQOoRPQ9EB+Hgs3mmoMJ",
-	"zh7g+Od35hhLElvUqrjjja/w5ZIrVoLLbMqQqa/qVOyyBXHdRpgH4KSG2RlUpB4HxwJ2ocRfWJEKwCg0",
-	"WAdwXbUJEGXEtwM47LMQx7TUWFzTKfoxnzUgVfwI8o81xdh3z0k8z9ktlwsVV/FXIdyVJtOwIoo1o5GL",
-	"ocD/tEhmtqKzk3rYzKyOkGHxjjWEaxvQVk2/rmNJFV05tJ9UDCLbgbLNB+AZ3jE7xS478mtcqn2/rPLl",
-	"0j4FzRZDqyP1pAxN+JHU5AusfIqA9K2UR3VYjsY53NdC5WzP8V7ZNZaEdrOjhKV2gh19emALG3d20yYC",
-	"A//YLUQMz/MKVKmDFZTCFksL2HtNyuY/D+5fEVvt2I7n/ns/sA/3YRyx9/zVX7wbQO79PDasulvvHeSN",
-	"UCguGghxPT9y88KmaralqTz7hSBx8GkB7Rr5ws9yvBZzCjk/mB6KlZmHwue/FVH9cZhHEdf40Tjg5eMF",
-	"1LKphLUcdxFM7mPinyvt+Kr1G/bYIqJ+5O44wNqBDYvyeWw1ELVcEUy1CrMFh6KcLhiFOav3lHeVuDxa",
-	"zxNdvhDPfTV3vH6pSG28RuSL62k6Ae11gtCcdZEZmznz9eZBjXmWIb6ebaf757jI900RvWe2tQKSOOG3",
-	"mIG6+z11qPwQtQLb0LaRAk0ExEZSC43v8E8OdHDW5KruIMiEQ687tWkJXXkXBu04kWPNzMMxH/L1uAS0",
-	"fFALJQjpQ1qYBxjSh3yv1iM5DmV/dUEhgzWzG14ZepELlhZRKC6QDWGM1vDW2+vxZ2Qt/KxTE3+mpWnP",
-	"RaF1h+JSK/L2zXMEYtDuVKJuBmEuY8bSewjPz3JEC89ockMKmzAYizsDqG1IuB6KxRxwwrURWT55hFt9",
-	"faHDbAifOcBt38i2GqfmIQFlu2Tr2ZmXKHG7jLiWbBeaGEqLGY49qt3w8iLWsbMyVPcBB9BDwtfIhFsu",
-	"Acv4oUZNzsB5ul5e7iOiW5qZuC6w6z9m3i52rH7mLoBr09wLY05R7GxK1UdO3PX8bhvyeahmbDBWPTvA",
-	"2XZR8a3VMGVXZqNQ/KxjBIrYCK2Gop3KRN13XLA7SyMytABCatjqdMlTmkyd8YurUhS3LLHZICOKyPFQ",
-	"1AIldQhEgqdSa5aSOYXo79psA7Rrf0UF2Cq/knk8FG3YEYBVxjnbFLX4KyE1oAs6DB5yEYyTF6hvbfbb",
-	"gmZcrwBRkIqhwL1AlC6bmzgg8VeYr/WVzb77CtPvvhL235hy9pVNdvsKc86+ymwK2lfMJXYBhjCKXlRP",
-	"rTmNCgLziIpuXNYP0qvLqMRMFxvvGC6vopor52SZuXG6pTCNWXwUwcDdUuTKnBwHCTLRUJySjN2yDKPI",
-	"Hpw6BcNcU8JNG88FrPrx2YMQS88Fcb79S6/X60EeG0BZ+1UNgZH2dHi+b33FBaB28HkrQsCzdx/qPaBN",
-	"x+qAdAt3EhqcS/X1Zg6s6W9HGUpYW7mPH98GbmJrvx1amO/1q6trV0K24s1/++Z5RKx/bc5ycmVLuZMf",
-	"nRhFEOA6cLcf8TRGIcz6JdKowECXLuUrZzpfdSIvkEFgIggDMWkvBL8bCgfJh3Tu3jOjoXqRA1zpbT9C",
-	"ZO0RVezBKfn2xcXjo6tvLwzdyrER5HyzXTNXB9k9FDdsFUJz4PdHKUtkCowq1w14bvFyqljyS0wUS3IG",
-	"HmFX5Q8YjyYZM2KUFAkbODfSaBV6YlB79L+BF2bttLhqWT8XTrKKDavWRdoqVXvcBeWjfxz4AxsLnIeO",
-	"ylatnBOcZTzEcHoDR92mIFXvmdthwA8flmS4QVBE58O7qGX2YgaVJM0t+mH/KmTnYMwx5O4utIMrj20M",
-	"5ioGuuYLDAAmg1t8vQgWFelI3pG2Nszohq1UROLk5hfz5y+xOV3oVIT6e6Y7qCx7Xlt2NT16bscTEwda",
-	"v6vjDuRiN5sNjOoKjsz+yBXlE2jEWkP5oAlAi+viorNDYI9P7+Y8Z/smxig/2nVKWR8DaXvO8BfLTsyG",
-	"nRyTnIpUzshohRXv1VQuhTMaJuUgmhY28bfju/k/fjzrvT3+4ddk9kPv7exR76e/v8n+8fTR4qfjH/46",
-	"mr159Y+//yNLbp6Jn37MFrUYFnuin3wUUtCjR/trYXZ5o8a92kRI4RW6Zx7sQXAmB2rqhyFW4mcsfdrA",
-	"qqr1jS0WL1TkqrmxbJjblCoMvTcSXFtIz90iKF9n1f7OuQWJwMsR7BdjQ+x4GXv3vs83NM1iIM+Upj6o",
-	"rnKd9Y97p0EIPRf6wenWRL6pz7ncGPW5nqW5RwhczSlw0W3lekBuplLsFfa2e5jba1/T0Ug7wLcju8pr",
-	"eh5UoDTNkDY6fGL8My6nGtZHp21mbGsSXhOb63a7cadLXhlN014leLRIbnN7zocCiwJwHdnMVCQU5IAI",
-	"nFXBOca2X4y//9uj/Otvvv/pt/x6+evb10++vnz++h+X8vg5fU6vlv3x4mT08ve3tXxvJxduTcrdH4Fn",
-	"HlrpZ5FnDQVtQkArj2hbHupU67ka3L+PFoFA7HNe2nR/5m4GVDa0Kefvscd6d9wipNhFzvUKKtUhH7+Y",
-	"8+/Z6mJRhwN/IcjF60sjEFUrMrWNeARQOGYpAmkJfnPy1pqE1YmGwpWaAp0h9jmkRuqylB93yQV06vzv",
-	"EA2s8EgjtjeYHMwRFnSG6jxo+mChwWBmLjAL3M6Y2GWeMaEHvltrvo6CHzDGOQrDnt07lTjoqBwwHTaC",
-	"LvhzQmEaOFOaZajPDYUFBu4AK0Q9DqbYJfY8jQD2F0zzZs4IGgfhQB40z05016DtQRiTDBCiPjg7rDaM",
-	"cdsRUdKOXY4A3IWYe45qOhQuwJsS2wMaShGr0obXAvwpeWapABRWzAx2MfWEVoxwQ1ETgo4bHvgvCpN6",
-	"7Jjj07uE5XMdQ2Ay8EO02dnxD4Wt3+JIypleSij4lpjuOUobCkj2H8PVgLtXH6rOMUSXgayVBpt92uuT",
-	"sNY85NUC95clqqCCXL4eCqh4cASJltAnFOVmmWJLxBWtGQKY6jIORYJtfDMW/qFqKGxhY5aS4x5ZiBth",
-	"FgZOmL1iwEPR7zlxhEyYViQ+PX5EKiXxY+gc0pF1vjq6KEoq4yxgg1l+awUjs/u/LpQmijGBpbJszJrh",
-	"J6gPOQS2QevuiM75ERZFc1odsKPWhw+2FmgFA9l+GDBUYNme9064ni5GJaZbcN9qZUPfDEZ+o4VxDckP",
-	"wbyQBJUz4jjad7cCxJNCce2hGAqsiRkwKaBt0BL9lL12SOxSk5FMuYXu+O7q1cuhaINOyYQ+usayEHP0",
-	"TXMp7v+qpLAFGpJMQgir22fIuqLpERyEIF/UErQ9EvFpr0cq5dS7BEfuHFYYeKEK804M1eVigrXdxFD4",
-	"2xO7eHv9+LAsXDPZJrOGEY98fHyOHck5/W3BvIm1/fbt5ZPbhwB1MaOZEZDNRAuhAtE75jI3Z8LSKZSK",
-	"d9HzFDM1gJDBJ4cbCTh0XHhZTJEJQABQ0FzDIFb8BW/nzoBQdzixpLIHZuEYyD8UrqhyVKqqLHOSycnE",
-	"psHMIpJTC+hKhXPbBSTmhuVvyvjvR3Yzjy7TmLRZMpWOnwRF/cBJMGHCEChLOxE6EYbC36buRccvcGXu",
-	"KTM65cjEsDezwAnc52tjgWaoZkOR8ZmR+60T2YyRavbc/HiE/+z3zPUZ/v6GzSg38rJ5hmZQK4oYLp3x",
-	"lIvJUPR7R8jBLK7sABLzDfUjZZ31IC+KKbPI7taN6kbwhK5iDAxqGAa8UIZ+AHJP6WpATs56Ua/X61it",
-	"I/xeMQ0FSyyjhbwZWBqcSnUGZJwzzBrKpFEiJRAnwRWE3jEYips7vpFfkxK7Rg6c8YRZpADLRV9cXq8x",
-	"UDlnAkPDujKf3Lcfqfvm3Q9RS3OdhQyY/H//z/9LHhdh307dIa8Xo4wnZs9aUctwTuS4/W7/627PwtYJ",
-	"OuetQeuk2+uetCBBeAoi6X3wGAt9/72WN0x8AKixJkVrTieMjNiUg6gQVIqd51KOX40fY1tv8wxC0CpZ",
-	"AUvqa5+agzgU6E1zUi+Ur4c6tGZu85yN+Z3jGHYPOxGeLvzw8rW/jQHeUhnRBtLgo8BRBSM6ylnGbmmR",
-	"01+uu9m1S4juSVgIW74eRGjgbDTrkvgiSdhcI/Ln/ameZTHe5hTrKpFvr188h1WKfCEJEC3gkkHS8DcV",
-	"WI4nTNtFA0e+ZXxm9Y97PXcfu+yVypUEluGgUDjc5i+R3JZspLhmR4Y7GwUGH76GRTUkdfPLw29/O35+",
-	"94geZnsPLFKbTOR5kR9q8/ebbPX2mEDi/RPJbARWA9zFBxdSeTmH/g1V9/sn3YfmiCmWX0xgycqrcP+4",
-	"e1IuO74lmE1BNnAi8xTT49yel9a9hb6c/5XKBGxZ5gX02OAD8zfJqJj817DFxLBVesZoGv4NBx5/eG0O",
-	"lKFSS8D4wv3gDftLtY3CY2T76G9s0D3udm251/vVBu4XM2qFi1djZUDdwyyYveLLZ6Iu6uVDQ2oLGLGw",
-	"LQD4P+2dNu2YPzX3X0r9zMgZ5oMzPD6bP7gUmuWCZljHF7462f7VFctvecLeCnpLOSaIhvp+a/Dzu6il",
-	"FrMZzVetQetqKpfE/F+R5m7UBSgQaVZtpTSbBfTu+ME7MLzldMY0y61TbW2pFmKyYEqZQVi+VQfAKsdH",
-	"Eorhw7K+ffO8bExJ1C8nvx2/HP/wtfzudPT93U/6ze8Pf5y9pk6XMLdFcUahn7CWsjXaFbSxV40YM8/7",
-	"c+C/92/79wMFpPYeesP0IhcYvGzfBbEuSBfAv617MCbthCp2xM3kFdfcocSOVkXS0FDIMaEES0KXS9W3",
-	"Y/i3jVy4tUUrPPasldng93vKtWAYzgBCN2ztYqxKP8/lLU9ZbqUmbi4qW6LC15CDOAjnjmUoS+M6G7m9",
-	"RpEostY658QNFkJURqyYU13dfZTBEjmzIIduehATIogyVy/NQAeAsGHMLoem4Z72Bge/D34oRmDqnTpp",
-	"5Ylk6qWFqY0RZDsAucmZjckcAbCOEdaXOQXAgsYb01ai2Xo+mrJi9zF6woUH5wCqaRcHIcxUPZD4ox2S",
-	"cJ2UE1BdlaKzVXlSDZds3SSKrNraKdTABO00B2vHrD1T52VqK40co7h+8VVR64bsKmfXr/nJQeP1uYPu",
-	"BIWSK8REYXG9oNiaQ4Fou+qL95TTtNFmY7F+oMEKoOKLo37vtImuXA2g+g0B9NA9Zxg7aFQbFu0m5lVZ",
-	"/xzjXnghIlvwWFdAQJHlVJrzbT10HAvCKrs4HOOXSRtMxwVurVFey4huvj0I2QKAQxvy1QmsWJWV4SLJ",
-	"Fml5bVw+Rw36a3HHfIxwvUttMPdqURxsH0nTfvFhQ56vlYJ2EGr+Sj2SEnzS3/5JaD3Fj3YQg7x59CD5",
-	"7PT40fYPKvr2v1yuK3twfOQsmtBb7z6U5L5vmC5EvrJ8Bx+hgCdVjYzzGLQrVXyOdybeBlxV/D02XuuG",
-	"rTbeEA42F2AfuZice7iUUjHE4lb33YXWebjYe+RJpW5fCVAGQksBRsaNPigeAB5iJlCiiNAtnIOp1Bd9",
-	"tPARaLQnSueLRC/MpN5eubvw3Hu4i4L7FmWkDKE3FErzLCsMD84poQOkCmtKWiLeiYqJQ90ntUgn3aGA",
-	"KFIA78utAIeVRTCfk8xZrtDnXfVsPHIy0dViDrWSWQoG2W0ppp1uuaxBjBUiKgVxwuIQRav4d9wZoEMP",
-	"rzqufA1vW6+2KI5MQNB0ezoUMdig16oqeCtLvsiMUO2iJG35e2wK7fFSMOdhcjftUFSEUyoQuaF069av",
-	"YVFA7prelOCMqPZYuV3yI8/ZERwJzY2G5Olb5nzCBc3A1soTFnmEV65IfNzrxXWiJ9JQo/RZx12KV+5f",
-	"pmw2l5qJZAVel3fePPJXma72vY4qcIoF2/nRzNEawNcrJoUE0gqqQ1Tby5lgS5oVQZAPj3onR70+xEBR",
-	"rVqD/nHU0pzlrtBzAdHYUnRWEjwNFx0vsqw80IsK26ET5aoqu1T+YIA+u7/VPz4hL8kLygW50uRirslp",
-	"RK7m5qaHeUXk8jl5cPywd9qQzVmPlVnCtrTcohoD2rvuPxj0Tge9s26v1/tHIZdc0YypscwhH8clQbd+",
-	"RPMTBhJMzC8v2XLNCuyGMVt1lW8GvGq93snf/94z/zu9fvHiOFzina1oFoyyFkRyk4Xtg40JopVde+Wz",
-	"NGzerN+h5t3fXRQKD5gXYsqBGzZA9mPFOdzg7eIcvheUfF0IvGcuNsNNNLTwI94+HoTi0KWBenibJcbQ",
-	"3v6Hlx53EAbt3B9LMc447sVpf4eebKbBtZTPaY7wlaf9s12mpRZz9GK+YCmnLkDy9Ph4Bwm0xOzfMIif",
-	"+9OJveDvq8q9SKnbRN9ao999J5Ddf1/E7n+4byFOIUZ6m8GnvogouShc1aTsqVZ8Ns9WhZMaI+nBFfjg",
-	"NEwkCgSRWjtc56BSpTX21RLo2acysjapGhe4tqokDw8g4snnItL5HKFxRcW0HBdhyrH3uQ0FaA8eCJAK",
-	"MESmqZM0uwQ7xXLrDsA2LQR/X7rDhVu+tdEWRXfYG8qLVrxR9yIwVYLh0dXHrVgenfEYhgmg605WrBH3",
-	"7MB8qd1PIvD9WxshSsrT2r796UwUu9xK5U2+FK9zOXH4Ul9uis03heU9gc4f3BVBUkTTbRFoycjYMlZX",
-	"PhBropQTrecsn1Ezv2yFJgHMRqATFZW5jAWtwOAv6zoV1jFJLrUz0VsuB7fDaGUDlDxE31izfEnzFKN5",
-	"IIgtyxlNVwA5p1k6FBjVZvGa0WRRhD7XMCec7CfVRUus6XQjPiiUgcLiJl9O/ZdTv9epx+O4g2l0L4r2",
-	"CD+vjSwF8g6Unli3rVrQRw83YCOCwDXe/u7q1UuLIgXfE8VmVGieQJyhKFUGMYfA1gUZCvB9RDZAOeMJ",
-	"15WqDlQQBPenmTeyVQoGD0VTxWBvnAB4cWtuNBwL3WWq07X+bl9kLQBSG4rCRgqDYSnakyHQzdZLghq5",
-	"cmwVRpsmTyF8juo105wcD0XJkWzZ2ZTWGuw22oupDoSwobiwoF1oULVBtRaaswFTNLQ9ezAwj+9pbb4w",
-	"YJ4Tl7mHHB3xnpy9rO3A6GrhQW10o/1z4IFCy5WCnZeQqs75UJR3gkwkjFNWQOswubU8xzLSnlkXiIJ1",
-	"Nvn4NYOaTjEKyTbWMUCrTFnCUws/32CtHoqDzNXNlmiMetdDYejArG/GqNMtgIDUIETJL9Xd8OgXALtd",
-	"sSLfUxjuWbUZuyKMzbbjWnPxnorAIqwz9Ee1+14xDBgJTbwRLq5bnZ0NvmaLvHV3nlHNxWLmDHGuQkWg",
-	"8TtMXQZxIa5X0Cgtqp7vN7RQugI71kZpev3wwRtLwx5eyFts//GbFwSeR0hbBWnBoxrDdmjWdWbYvy1o",
-	"xsfcXLl7WCdry019Huvkv1rPW69A9h8o5H0xOP57CJR4Lg8zOIaOVqfr1dgZ9xc+a41tGE1clGrx5y3l",
-	"FhYfCo1D1LiY0AkiKWFuew6lPQgi/oE7lWs1FJBcBvPHajNGtpAJyDUp1thlFvjQSKsU6tsYIZXmGWe5",
-	"LUhzy3LiitUMxYgmNxb5NWM0JSqBhGgodCpn8wW40Z3rtxiwA/T3Km07flYCmTSC7FMPe2n+elKC0TS/",
-	"vA5AJeNzEnuMS7AvkovLIVS/U5radB8n9xVGyUSKW5YrzAbDiAIQbyInYD0rgWfGRkpDdGyGOF7wx6s5",
-	"c1Xu/Sh/4GwZY3kqJ/sZwbsEbGxkoTWxr0bgE+kWeW8ozHgA4soR5mUKTc3oDQMsIkjXpWOGmomzVPBy",
-	"CEQgmjv0+0KkRX9rJfHMf2kjupz8HHseo4/eQJYsFHPIIWI0EKjINnkKF8fOO4Bo/tfIVfDYr3BrAJAP",
-	"Rw8fft0/Up52j/otc18isu3gPbxjUy0MpRBwm0LC4hHW0S/O4OYMCWuoL5+U3dMU3Or9p4gjbqO6mJSf",
-	"Aq28b9VQ5vZqJaVztaSFUc6XWF4viQUwBOuxh6blurjDD19sY2Xb2Bf56Y8nP72BXN3SHQKR2+vilOfV",
-	"u4hTYFv4nLKUFXjKyS5w1dMMABRsaj9EpSVyviIBAAabq8iGabv0Wy0B+Xks84nEwO5vnrx+Q2iuu6T/",
-	"MCKPH7++6ACcupGadE6FwgzrbqkU0YyuwOEp3FU8FM5M5iCHBq6uQVpgoN+z9ZHKfgquyRLkKqEBzMAa",
-	"3X2M2z0wclgzjs88LmXKc20kvrTImw9w10s1AbjuREOBy2UTD0Rq7UWQ+YHR4ilR3hYEpiVuzUWOUyJg",
-	"0xjSW2RuBzcUlrtG1ipzCmkmVINYW45Kd/6YodjmirGs+txuMsqgbto20xpqRzrnNczPA3BAlporb1XU",
-	"oSJt8GDX16FCmbAAQfRLhoYoW28qIrFr14pIHQD6CHC+EVERIUcAAjdX94JYXjUUCDFbweVA39AcrX9E",
-	"MWHRDvzoz21mq80QZwjaofytNhQIGSOVI5R7a6gf6twL+FioL0jKl2MSB9zy6Hu2iofCHqIAnqGI/n0l",
-	"WLX6i7WcIjqKmYiQ5bMbQeyu1SUQ/sBHQBdkSXNG5oAwUsXAsSRqdICMKx1BhTA0+lNFAEkTzJRTQ1oQ",
-	"FksRjQxvfWoDIqxhVFvsm7YuBtGQ0jUYim/MC/cUSaUDXfiL4aDxeWESK/K9DC9AvQxN7xEZgeOBazaL",
-	"CJ8Bb87lksjcZZNZAzliPnA9ZXlEFgKpCaInpkTNWZZxMYlqjbpDsW7VtRZkcFMgxrCtnskBgcijdxQL",
-	"qyxIftyx4elY18ZpiiBBAYddpKYNI3c5sP0g77sTFYVKKxTgSNCn4aMia72vhiZeFmAfFTwgRJchbS4Q",
-	"DSiyZTUBZaGKQNTpEhti4hnr1giTutQ2TBEK4vadSOks7XXaEDz5fI7cfYV9HGglVNcHtpdYNBXBgaTr",
-	"tt5DMF19XadCaTpbR14tCjnt0DDtO1gv9caXMjw1EpAjfgAFLdWBebeHXfgpjqZJibGDBdpYPxdf3Odf",
-	"3OdN0jpK0BVpHS5Qb9Qyt4yRdEEEAQCrQ62fPgTns0nsr2muIKlpnDN2pNmdDhJ6SDX7p5zHDoJmCXsL",
-	"fdogsdvEn1rHsw3SdKk7GN3ZYB8jbTA0DIWygJIcrYgDEl/pnDFthb8r8x95kf/cqXN0u7DBuDsUTwu3",
-	"bL4QqhQQtI/hjKbOavZpgxIPtZr5nIyzXo88JY/pnGuZkYtbVp+R0d/DsJWmbo5/btuWDz4TbPkllPKL",
-	"4ejfKX4zTUOODfx73Wi0XyDnffysOZoztPsYzc4o7nSiSHtD6mvnfL3Uji/xPqW3bCgMPwdkOJaWeXJh",
-	"aAHunDuQMtMiDKBLnqIjJywGVIQc2cS2RC9olq1cXbF6t4h5ZNmGaewzMPd6AnGvcEOSdKLg7QbeuoWg",
-	"YQ0wO+kLB/vCwf7wpu8ZRBaZIwrW0zoGBkfxk0Sk1mfgpNaEYTF2gF0U8TcFFozLqpeCqXNfRLUkvzoe",
-	"OBQ1TJDsyuMcZ1sPAxqKiwDCA4YwB9sXWtARBrIHv+0kxn7hcl+43Bcu98+Q01D+kVsY3KLW0TbPaLLm",
-	"aYMGfcwI8i4Uh66Bgxn9OOezGUuj0OGE4MggA9UxKfDMFbHcUHPVm7LBIAteE67Ant/AxWxEbzMbI5+C",
-	"i+W4Ll842RdO9oWT/fNCFcyZK6rINwQqWI5Wq22qjRDH65j05cKJpB0rmev/8gC4FjHNl5mQObKWnCWQ",
-	"XuiC7tLy90XCSCcirngSGa2sJ9uiqyFbbV+8fNLpktd0YhnoDVsppodibn4ZkDlVisSC3enHi1wBZjxN",
-	"bghVJE7wh6gC7QRjiCNfPMR8C95JcN8NhZBYtQAAn7UkOXpIIRyKJAwrGksBsKZjmhNKljS7AVd+tzwS",
-	"rlzOlBSoD/uGu+QCP8OKQZggglk2NiY1t9y98KfpJaD1wEiwLs8NnyusPApmYZCSzZ2zED79x81yOZUZ",
-	"gy67BGByYkiap+lVInMWQ6GMCYMAjqnM0qEYs6XDg48hWSouKhWAKxhDY1OW0JW7DLkFsA7xlRw0npDL",
-	"zmAoxjLL5LK8Tuh9xddwweruHHOdeav+FvhL9x7cYw5/tw5UD2ZWwfYFYm4NzsJKUcfbCkXVIyuWpmmt",
-	"+j4Ja9O4kHabcBDP+sf7wyAWp3ZQOtXnJMjgGpQPMCmd36bBmgNVv4almkEuYHBbHaHmOQAAj6dCW4bk",
-	"llm+UZRaUczZxarot0ZqmjOq4VzMZF4uDlYLB2SezzNfoLJ+CTSdlFbAV58Mdu1k26YBvbn6k731ApRK",
-	"rwBeYyzzWWvb6iwxyAV81FgtAoMIuOpuQkO9cmWfdvT/Bt982G1IFiV7tzGFseQ7D+pN+NHWUbm0Uyy9",
-	"zhWA6ZM2FBSJyDoFlZBO6tC06uZRh8X1CVFnyzNyla+ohiLaVgMwK81nlfqVLtCg17/u9Qbw/x28Vy1b",
-	"skfXNFkavy8VaI4z1AZuHTzsERtL8DBuGPHxniP+K7T56Yds2eMeK33c22ncjjF+lpXGg1hOcPGFkGH8",
-	"Qi5Lwz/t1Q8zFCKqBO1rLG4uHLknI8u1V725giBLfAFQuSH3liwtf8nBZIjeCBDi4AFEZ9ZcDQMS/0pF",
-	"TMZcpIr8SkUJYA7kGoctFw2FeZeR1L3unlTrI/5Km+B8f2s6//3j/TGOH3sAYSOZlpAOm+v3w5LE3z/9",
-	"afDq9eCHi+dvn8akHb96HQ9FjHXvoVJ9gKmomJG6NArr8f8xr2ClfVtoH+vsZ5rFoAtA27bW/vlQOATk",
-	"MyP8eiBOgEzGbQPp10pJmPruAgsxbwvzvwVE+pntiwgdCh9SaH6dL0SiFyAzds5Jjgk/1jBsIakjzBiD",
-	"YltUM5BZcaXOTXPxbJFp/lQsZjHmdzFVFBSVmTVXI5pBUU0zEK7QSjPAUESUqofCVgpylpcHvYK85yVo",
-	"AS9rQ1iZff846vV6EWTOuYowPq76niKK/27VAiO9M6hdmGeuQlwogSqmB8RK4FyHcvdQWMEb8uV/W9CM",
-	"6xVpF3QQEUqCtbmn7Bp0zB5ykbI7lhZ1b4YCFb7iENPMaAOpRLAxnmFtItA5wqlOaTZGwQ4K5poVx/Zs",
-	"qruzZs2i4nu/LTPSdpn04wKCRmErXCHGmY1hRwWyIBKMbEZaBT0TAy+R1EGBMqpT+XT/jHigg4lmgz6A",
-	"SnKWD7gYTGSW/h/Fs1uW7yg/rsO610mQx04N8SLlRhnybJsI+e5j6+4UZoWf30WtgtSMNLn67vfLXyX/",
-	"aXWpLsXf+Ct+uXrx5PL4+fXTu+fXl3c/PLk4e/Xri+WrXy+Wz399unrRl/z54+/m/3h8+eDy14u7V9cv",
-	"+i++uTy+FL3WvnEnz7mqjT25QILBSjAw8D96sMmfHin8ObdWZ8Vonkz9xuwRyqfujxzcTb2X8UcEL1nM",
-	"jYjfN8y04A02oyW0f7ukUPxdLTKAzHJB6cK9OxTA6bvkKbUh65XwZ0XKyNYx0fSGYekTCMyDm1Ri/Vi5",
-	"FFg0hWPQXtBgPKY8Y2nsBuPzBiAg32zeWkdYpwF0Y8fHhqIdV6un4A2RUk270I6KrTDlcIGMDEUsArY7",
-	"MVgaCVg+lkaKOwH+IQaNA/MiE0noFEq0wj0ZlEwkTNyyDILUzX3w3dWrlxERsghOjyOEoYTdGgpoD7Kg",
-	"XfHJeCZTI2aYtVGBhcttpI9KxHziI/xg4Cr/krYzWg4sYFmBLmPv8vi8CPIO8X4szg8dClJsDewW9rkf",
-	"PLwZ2qWwqQzEjDGqIKiF8q/HsBmxTArr1apBXm8cXA2iTbA4i7liuY63LUngjDdPraqCPUBS1RHgR5kx",
-	"5IuMKSje58GJGI4Hs3fywKhts22gvHI7hH1CWXBk8ZA6kWk4BKMCQl1FJIZME7y9AXJTy7JzLMKUchsP",
-	"S0YM6//AbE2jPpxrITIMtq2PleUapmRNnc58FoM2EnvjK6bbmnZddljKx2MLahfA6CPKlMUZBSOv40o2",
-	"G0ZhRVasuARMBwLq9VISn3rkKrN0oWSnqyBeVEU1NASLzMUkC2oRI2bBACO4Lsyquaq7Th23C2DLuaLn",
-	"IUe7Mjg7zTdRIzwVSIQUtTNPvS6fmFwbloHMAlbBop/C2F2JmbqcQ1fy2SgjDsrL/O0XDCQ8VCgscmtD",
-	"GUzwqwYXgOP07rOg1ARd1Zmloctmu/Q/EyAJj285feV6KQNvDr7B0ppMFRzugVDzH1fg8J1RaJsg1It3",
-	"BVuqjGlthGqzUDOQqd2s90ha+Wu4ZZ81wnrG76r5RI9dMQ7HNg0FIqfGazPcG7zxcWsOyCiyNfy9FawV",
-	"tVydDyOxm2Xfs9WTsFU7g5pWQZrAtYI9KgserahlZA7MuDJiB8wPVaBBqyxtHHddctKMKYUQVoiShmJS",
-	"qUoYYEZT2AdnJ4MSe8WnYclhHwULej5xpX/VnCV8bHcVdSY7X9wl0+TBtNaEXf9qs6yJXP/PgGT/Jezg",
-	"3xPSXub28qhVo/bS1oqIqMZohG9yuZjX1XAp+f6MlJDxG2bBTMG77/GOjFKGBh/EjBoKI4uSdjxaxZ2B",
-	"1QkQfHQQfD4FeCkfTz9agXZmS9u1KRjNjSj39orE/dj7KpgAb6IR9tJczucsHZB4re6IzaE6Ozvr9vq9",
-	"Lv4E3KdzDuNBHNMBcjU7SxQaMX0bstwcXD3mXmNQK4o/Vr4UCRv4BGwQljELO3ZCTSYTmpG5Ue6oJpCy",
-	"TdrxxPzb3Llg0ZVykjH/SycqGqHatPlqoTMpbyLyrdTmtYg857csIvxxJhdpRJ5RpX2C7OtcailIOzYi",
-	"QPeJZH8xl/n/FD26kYJZ3QgQlf5Lq2TEiQvh89qC7QMxs+1j79Zs/EVmP8D0J+ZHWCCbXVckUhjtfT2f",
-	"De6MDojvtpoJMfSExkg9zRmzGg+3wGPWRGDpuYhfOZrTSWFbBMqEFfCwYixFS+YuES6lUBYwcZ2XoimG",
-	"wmIEZFTpLrkgEzMciA9UpbqEFli3iPOQWQrF+VOFEQC4gABPESv+O4tNa05DsuAf3Mj72IMc4zk08+uS",
-	"l1YL4g56Y4B2i6EoeAM8wGWGBayTuMdcpFUle2tEiK3dwxUM5p7CETb6nUerWqwjl+btZJIyJe4Uw2BJ",
-	"4SMCU47Poib32r86MKXfO96lHMfHGZ1x52CPR+aGcpviRVm4h3YUkbe/9uiR2dcZmhhbZ2dnvX7PFpEy",
-	"R6A1OP5QY/vml79KnnwzvR3N3vLnj7/Lzd8vr9/2Xzx5unzx68XvLx5/92h3w7an9+2mbX+9ehL/YuL+",
-	"l5q4n3GROjklkH32EZnYnZFcG8WlpxbmyfFhC0uJftQMKvi0i1tPAefnYgLI0mEoWESUzhmdwf1ncd3B",
-	"BxthhpCtO664MkeVKEHnaiq1L5dLNR1RxQbk5RMAk2/LAP0mJpRkXLAIbzlnfwWj2eOrH6yB8iJJ2FwP",
-	"iGZ3+n6ibmMceSKzxUzgDcoFSWWi7tM5787SAZpv5JJQD2ASoWnqV8mFT4g/t7c0OiaDUklFEn7Ri5US",
-	"MCxzKLChTtcN7+ipSGQKQOiT3/k8BnkR7KmIOX5pgUuhMnDJvWCrTYKpPDBeRWQqlwhFCs5t753wZYrP",
-	"CSVJxs2yW6lQJVIIZt5SWs6hYzAqOjs1bmVxwR8TpCL4RYqE4co6xJt7iiimDVl0cEln0gbEek/o6fEj",
-	"u5hvmM5XRxCcErvmQBQIRojODlFE5dkR3VNktNJMIRbTSc8WYlVrw0HzneYzJhe6Yw2vys6CMJE2YMrA",
-	"873kgi8hhV9CCr+EFH4JKfwSUvglpPBLSOGXkMJ/ZUghwKahiLOk2U0Y2+AkOy6GYi3iENEFMdIl8Fsr",
-	"F02nk+l/dvja3ZFI16wJrffDwm4wbA2GO9kNhq1oiLINfFLn9Ry2PsBqh/abqsOn0Izk6FeGlflARerW",
-	"8d+WU4nKE/Cj///Z+/rltm2s71vBeOadyDO0LCl248iz846bj6638Sa1naZJubOERchiTAEqAUXRZnxR",
-	"zy08V/YMzjkAQYmypNjeuKn6R1vbJAiCwPk+v18EE4rsF4nlKm8R1c07cmLnxtkfMQQgt34XuFXSe2Fh",
-	"53DNa9yEB6VL/3MTtPjGQYsXKIK+KsEDQdzF5Xgn9s++HK8Vdsh7ILzMTqNEgp4rAYkqlXrgThOcswfN",
-	"O6fAuqZkD4Y4YeBH2hUOTTJ5iFqLYt9iODJTV4M0x1HH2AKWOhgCCemgirusXtomR7iMPYSw16Cz7LiU",
-	"mUFRDq2vh+GMEbWbZuiyKkngXiWYGqlyb2R6lnsjQ2I51IhQX9ggOG7fdrrjuThQfTE/B9AkrmhqTRY3",
-	"VPpajYsevG8CuyDBjI5xqAljmUFtxOy3guZhr+xbra6LTmCJH44yTxujy1ow+kQlZUxGMFp235kSb7di",
-	"wdqJOtoXjN3Ag0pkbtyFCM5tf0REHVX5ctbOcDEma9HP0ZWESzxDJiiVQfBmKAuj17TvEe6hKh64w4fo",
-	"Oohm1d9R/R130dvTVwSjTYfH40vPAFWAUL+EbCitTVZAIogQiV3Oyc0cisY00GZj028s0U6DD4d+wNMW",
-	"S/lUR5WOX4J1L+HSrdn804uynPX/exX3twQzuW77FgEChpsHBqhQGBxLo6DrwYmLKYEa+4gRU5LKGGO5",
-	"ENo4rJMNwO6Dsk56eJPZXQ3kMmXZHJyaCQavRN4PxRuG9ojMEsHo7QLbNawih2s4LQ463DHmhq9dkg8d",
-	"egj8Ks9uPQi+NnxKiN9TQILzyU2WpMX0dCwJw90XMWbal+ZRU/ws/VF3Drla+NAsEieBwMGSxSG/QspN",
-	"quyNXDWr3U/0Bn5xlnwn+iIZAl3PfK+qPOVDhd8uluVqgO/HgwwKtdw7OdO0j3W8mc7WVoFE9foylhOe",
-	"GX9I8IWhbJKab7oYGc3sidG1aU6455sXFoL6nkm2rpxhw9QZLfmzdevXVk6OnYQrdV/1fDOAqV9RjVf2",
-	"vd/IirSkljIMqXa3fuV5lkJvvdN9dnJWy3kmL6S1LJ/4+Lx1UA0W2curJEyz9+ydt3/otvaDe+R4+Lrv",
-	"icQ0hGHgd1Ves7o//JqJSfD7khZt9pd29hq8xPJ3Z0KmwXXVaeutbof+EJKp2euvIwjEY1Sp+7hdV5RK",
-	"XJxbc3U79m9Wkb7uP0M1+rawX2hgzKi7uwvVNAOlTfegddDaJU2729P/fvxH55/9Xw/UP/Yufv783pz+",
-	"58m74RuOozlcUOicqsSku1verpqtlK2kEaKtT9nIHrASRKGCHN9udVudbrvd3Nv/4YM9TSjPt7p9nmsR",
-	"oYBJv+ZMf+3JXFT9eO5EZAmy35gEKohSdzepkO0NbPCmmvLhV1PCgZjzeCmvviqBJ9hbO2Y6uqGC8kVA",
-	"CmSvZJyRNwZXsB6XjnsnAEiCrP0ZHF7vEMMQDbC7RY7uFSBPOd6cR5oogTRygAQkTEA0pAdqAgFXo9Q2",
-	"2eHM6bRY/qjMwDpZwlE4ZZodvTl+pJkV/0dvjlmqeuMhMOaAhywFuZFU94ezzTSVpb0TFwOlrqAJJrTc",
-	"E4i1WvPQE1bJvkq842cX6RH04ZEfHzFrru/AxZmEBjqpWGL3S7LdZNBUWNIXoYdB1RaRT/RnC6GMXjhW",
-	"Jaxav41ZIsqh5hPcgEg4EWFPVIga5u+lS6EFKIwSf/G1+sGywaRq8o/12cuv4ULxAy4wg1wBB1xjj7Nx",
-	"k3fz87+wZwk0pT1GnrxqiRGG9FcrTfjJk4XreB1tZbKvTmBDYU4/mGSoRUtL9Xf/8HDUcObUPlFWG2L4",
-	"eOv6enXN7LffooKyc3eM4WToqBqhUn2W+CGS5ib0up6SmKCQqg+9livf44bnKrQCSbot0AmrwvvhxREr",
-	"43NWLKjC+vgRo6JfqgirfHaQHHo8FAVk/YCkrkedksNudX+AUC0jtpSImhTKCAfWIB1rHTU/Qo27kj3h",
-	"eOWC+6lB0PAiSOhn2I7bz2SmByIFmjnORirPRRGC5DGHkRfLnhpClDLnRmy75m0ddEq6xfeinV0K02Rv",
-	"VJ6XitK6TLGsVNFO1ZhdKuz75lgZ1cD6627JTkhreyVGZvtwHi0wn/CpjiXGtRzVNOQpR2ZKCH2Cy5LE",
-	"WIoJm9rpBU2fEDB8jKE2djF1lXY3KqKldVJH1cmWutrq+EPXjmsU9YzXvTCu66KyHD5XlnBLwDtI+ZMh",
-	"AtsxQ5K7hbVKgaxdU4bWPZ4+iKvzjlwdXpNRqS5GzGWqCa4FSvJ8ShiDdW12kv3IVN9TNzZwi5SlFUoK",
-	"YpFjyYDrEwBzNMVYdDENriR+i/Dr4U5Ys+ociy6CEoxldef/uhOzhhxkejXvu1bKrY/cPztXP161n3V+",
-	"+23/4PXoQPzc+mw+Xv7xYWs9rbi8xBpntslR3r+ixJWuVZOndnvPOBuBpiSxVq8nd7+QjXW9UGO+lk4R",
-	"VLvQHJddqRsc3WouKKMBwq4xL4Gh0K8qgC8Fyt9b+wBrGel/dZt8NWEQepI3WsjfXejpO5ccPwlg/BZ0",
-	"8OYkxhJTyH/3R5plqZAm62eiYI2AMxl0O1CzkqW/k6WJi6hQ4CQTeqbyd8VtDYp7xM1gxnYBj7Ga8Vhg",
-	"Tv2wvEmrKjWxWmKhrHwFed5qqy4VWFTcB2DShlhEKvrQm+GT+p1WC6x3MNoRnC3djhgveoPsk0OFwR5Y",
-	"sHXcH/4GyclFti3WYCyzbY9lLx+nonwYzn2hpUqX1dtJZKDQgl4olQsu78Icct/g9y/lDNzTVkwtXQm7",
-	"/XM15bmZ/ttkYHDn/ELk9iPirxn9GusRFzzP3fOTygMska1L+6M1hRfecIZVheUtVGbo8pO4datrCM2X",
-	"0dZYZn+MSwuwNukx+8prBERgq9wUDJnd2hvz7yFAx0FeKCxODgQ6nX4Q6LWVaM9BCgEtK9QGLwAb6HGJ",
-	"oGsI9QlPo+ouLDNLrsQ08ZUOMNYjjeXjc3eEAP5Y668PmST8L+p7FiwxwLffMIouiiUH7zUi0UkQXThv",
-	"iBLgkXNONziGTZbQMU6IfAZPGNQlJPZcJbGESrKgRBlZ+ZFL1tUvYNUMBAIPWYInMQlJZ2FAEnZJFEsc",
-	"nM2MfcgSAr7LlHRweMkwk8luMuSfsZE9waLqJGKJV1nwl1gmRnyGenDESfCVeficcZHT6iYjbuwGTVjj",
-	"9EVnG4eFe5FLN0By4yaWTgGV5e0VrZOhekhZI2TV9SB6F2KqZLp9yDi7EtMKOGtYzhWOSoE2LCt5ymBn",
-	"vMCi9jpNhtL9JdVYf7s6kK9VH8u0xSrKIdQFq8OBlgt3rzBPBF20hEYXP+D1ehppkTaCR34PgEDwls+U",
-	"7OdZz2zy1g80b/3cKZ1Q19ap2jq/YfcL/PdnMb2+MUFBuHIzcrLJ3hLm55WYUp4V9RFJWf0oAu0GdYEw",
-	"kUpVYG3QxQnTzcH/ZhEHeMvvLuxwo8UKIcvlZ2hdHf+STldJturwkGda+tDcpATWhcgdfZe/KGKJ041U",
-	"c1Xaa8zZgiPqCuwzTsYu5uaoXt0d34rx6XheqesvM2AdU06wbM7Lee9Ko0lKw0DNfCEAG1a7ApBggGo0",
-	"IDlkDgE+CwD+sCcq0ywXfeMpqTDeoOiFIAmIHRDA0Mga3v53pFgsM9toQNLjYkn3asOn2Hdo9wgjuKUZ",
-	"WAEcAeRXj0s7rwuPctqsWMaxLELiSedQILRUI/lyndAsMfG6DXBPiBELBcm0yq5M2yXjZCyVvK04BQjg",
-	"aqTEVWWTJXvkPkadLYtu+7e3ZevMVtbotDpPthdYr29ybjIMRTj7dOR+VY15YORtzohdWf6/LdfouzRb",
-	"50lJv0t1trF+vxsMTNilt7d+d0lGQG/kLVV8PZ+6U5pebWAbmGu2N3x6g3KCqhzUvQKbxJC5hkJWUKXK",
-	"ZaC1oPNlqArAG9QQ/rBGAKhRCAtBGWSTHTEMGZWxMZrQlRAjai3DK6TQGjKsrsDFPpCAgAZi2GT4htBi",
-	"FephlCsEH67dc2/pONTRt+MT71B//dkkeFX1/3Ul942l9xt5ejMpO8Wq1xWoWlwObyxzrEtEupsWpSI1",
-	"/xQmItthIpJhHrJZm1w8c7O5bWavfK3fv6yaysNK8xk4zJ7HbMG0nTFFdjGGugrqQG5qgxXEDmdtq7sl",
-	"/ghM2uNX1lK1tupVJu2bplPJh1mvTH8e53kmFThTHNItNP11KjPuOnlHn2K19J1b7k0C76Ek8HR5kpwE",
-	"8IdrcfbujH9C8hYArCTW8IWQ4U2W2B2NoAi0qRPWgFotaundZpBkcrCWCWsIeyyIpqknCOnEIXRdTNmA",
-	"y3S7JqOHaUGakvWO8ZBGrlV4DjgJKcno8C7CV+p6LMf9csR2K7jTIy/bGXX2AcMoz6nK2V9GoRPgwnEi",
-	"ImENHssU2Fsck07EOGHqRSzx3ZMJsuiUHafNxOEtMFUAuEIUEiJGsQwIpisUPM0EQchVv6aH+pEOgBYi",
-	"/DRhJrX584v3SD3FEifNErRDM5licpEKqCG4MrbviP+jKdOYSQIeT6Qyx0ByWGqBQ7R4MVXqiAFlyuy1",
-	"lKzbbrLX9sky1ZRfReApzAG6pS3NXbSrVSHspwzQp3I1sXsH8aeQRj2T7O35M+JUyvI8I5TMKJZVrelG",
-	"Xwp4BSsl5Hjo7yB0S+ibooiHtdXpND7S1AhFq0hllkTo43oxBeJsqMKqAwjXAWJEIawFH0s4XlNhWCOA",
-	"bI1Y7M93vLVdk5MtIcmdaIjl0uwr5NtDpq5K9rUC8uUDVjSNpclXuu6bhqzuU+VH1VvzAIAvuO3SlLf9",
-	"0Jq9CUR35XqpEIc1kwGrzRbuXgyJrWForJn1pS92rwE02pxLHTC3e67XNWgWGTP04O8h/0tvuomBPXCf",
-	"7QzIJN3Oq7fU6r213S/eQ7hGKy4XRtRVY9nf69AiPKyGqkitlPxxLsCTpUvjOzTNJalhnNudSvuKhNmr",
-	"z3zT6wZwSN9DYIWWcRNa+a8Watjts+ygRvXhkzs/TpfClGdpo2wf5In8q1RdLDkQ60n6M6fRltVcnAkT",
-	"ZGM0w35ghywJ/iTa9UlE7n4l9V/6YhRMACRgrJDINOsNRO8K2aqURLRzDyIMXvBMVKL+gPt61aUn3LtZ",
-	"nIieneKqhl2cx2XnWbpcbEWPC4MFD8HjqnVEWGOgzPbWmtn8v4I78l3m9b/WiNn4NX8Og+lUoEArRVnh",
-	"Wckz4+TuKv6OA/VYkp2i2O5MkirAZtKzpEzYgADQRadYnAY4qLoZyzPRK4TzjEDW55k29cQ49i8eP+S2",
-	"OavyZVfPWS3CGhoInpsBPd9+SJN9Ei95lo8LgVh/OdfmbNzrCa3rHtLutjoITBjS9R4BveOW/djl4q6Y",
-	"pXr6dNUsVbQ19mCAuru7C6vSDBqjHYwt9jrULVWrc97eq0IyhktFOGAvZJH1BisuGBUxnjo25J+UFJXF",
-	"oY30latzsGB12q3z1kG33enu7TX320/mV0fl6c5NK/SvdbuzV0z5hcdrg1Z0l2hFkMSrrG89XNGiLB5G",
-	"a/UsPl1fFZCfKCGoqNVuXOQJpsQuBOMXWuVjI1jiNlgSy8Yo55nEX9nfzFLnugC1lcQITbc4BfE4lpV3",
-	"AzyXAFXP8xBLZUrpTODztOQe5xnSQuFwdmdmlxIkuwZJnkSAlycRrgYgYcrkIlY1LcxR0GJ/U4t5kYhf",
-	"Q0auFeWnd75X0N/7VW549AprL2xNBlr0/n3S//mXp8XBTz+//6M4n3x8++b5wfGrNx+OVecVf8XPJu3+",
-	"+PHFP//zduth67r15PhZMO+FbkZwDWEeWQvNHSFcxg1J/saJuE8diE5EdBO+yJmD1UNw+EBfrILk5560",
-	"+6V6lm/MnZzwgqiiKlrUa6QuyzyiXVlcO1QFRmaQEQJdB1ftG8tcyUtg8wEqU6MmvCCSjGyYQczn8Yw+",
-	"bDKIPyMDgmukCWdk9V+lRrdGm+E73qk2WykHEy4ctLbD9De40psMzM2yYC6gACwwVXt2oU28XtS5IhBW",
-	"Cj2rguVZ38zLhkf2V4UyJhdlXVky5J+fe3iiN6I4g6qjhHFjxHBkNOOxxEqkiPFeobQmplyn+BkhgjbZ",
-	"uwE3YLYCECg9KgK5gOBpZNUOuI7lEOk5uWSc9cUkeJ7jKt4LgdQI6FPnagJeQipyPiV8IGsSqImMZYmz",
-	"dBg89ZGeoS9W9pl7nad2qfZbjwl/8YL3rtC6CMWCUWpxxPoh2N/132+r22mtGa/+Lgzrxatx76Zz56Gb",
-	"zmpscH//OazmDXvCRrWWfXizQRQkrte3Mq93S31xI0rFzLMdDYJXWdXofZeyuiDFXIqXLo0wIhRoJmIw",
-	"76kUi80BpVr2pviDsIuP5jlU4drfSfHZuPGgfGgsmrF8w7WuAjaDPuOaJT2H4Ezt/DDAiF+KJSmDUpAu",
-	"hYp2utthHzfXRxvuzIANL8Eajuo+VOX9KeMyKsSnTI31jfPCJVpIpt5q1eAl3lYZut3jqnjtD8BmRP+/",
-	"UE/uN/faHatf3EZcUXUdtO8OUjXaon16ore6jw/KtXCMRp2WqxbG92ovf69Ws73X+ur3AjEFXP9oaiIZ",
-	"nUithXdP793uICw1bf/FnwszPLNLtN96bHdRBdhaTP8xSJ8d/3D88Xhy8vG9OTl/YU4+vnx78vzqh5P/",
-	"HP1w8vxofHL+y+Rd9o+nq5sNdJKnNNHlcNdub25wbv+UyRl7CKSZV1T36JOur3J3v5Tn/Hq3EPTT+p3y",
-	"dfOpVQ9+PYxiWkjXrF4PsBsIobvD2F2UEvtlLMbYSYM0t069V2iXmFQTa0+Qkw2mvOFGsAZnfZ7lIg2+",
-	"uPV0Y4m0F7AjTDF1ZJd4EYIdgo70QjNX2mwTIz2E+EoSYo913IzlUW2kL8C48V8TeUYayNlbZ2/4K+8v",
-	"+vfVevnJN1axN+iWdqvbDskZvW/7RsiUePXX0w2L/Ei3AhH7w27STXR0Ex1dz4U7A0kbiCYrdG/nt2GF",
-	"1o4RKEvvJqRaD69CfPOTgYDqV1e6WxL91ERZ1URuswmXXmpWL48lSZsq28RsqBagf63/BszYtVyAiafa",
-	"245iWbYuO2ojHkLPM16IJnOIcJQQarIjV2ccIrpBxyX0TDq4X0Rds2K85FzW7IKn0M8LEwUPFfkwAGHh",
-	"sMyEqT7z8d5YdqLW3gEyD1KbbAMJ+YHULGK8KPg0Yqg2I4bowBEjsGFMVo3z3KWpgBCnElCWjgfRx6iJ",
-	"uhkivVEIYzz/XsmFSqdN/G7NWB7bUTQ+htESZ0qWEfTHnUojN7yJtczsWPha/ZK0xHcGx9Ldr2Sv1hO3",
-	"u5vOxktXkXgHnaTAkV2h6WgGHB1A0bEObowd9lxoc59hY6Rt2PAS3pIDZb09EG0NuekN7Cejj7j+lljE",
-	"/vuOpKkpIRNQXJrvlmDl2wSXv3dv9wWpPMDzh33kaFg504GOvZ25AcXh03u2NGZdwNBZhdLAiquFlGTF",
-	"NKDZc2QzvkoxlqoHOCcpcBL8rjNANBlLk+Xb0HyEpzAzbFJaCiXVIoIxs0YfvEbnI8YSDAXrKXpWSVXA",
-	"CHzCp4xKSEARo29pkPgGIUlqHMqIaWVHneHOCdLGqUjHI1gcolyAZcoM4rTyT4JpIeQhQjzxQpCrAv1I",
-	"IGOESK1dVqSCouklnReCQ11MaT5WICeArAG0e9Y+Il+3WshZcXbt9qh6uuy1dH/AyYQYF1Gr1aK168aS",
-	"s0kmUzXxbMXw+QMTBceMrFGhlYSMPRIXJYfuEXpgT39BI2lrDtm31Ao4Jt1VSMcJBOoA3VHaZG5S9aZo",
-	"aUPGcoT+pZ1U56ljWw6z612MNWAOH+Q5L/JMFIjiy8udLVKMNMRyooor+ykALGXAcQuaiRC+QldT+p9e",
-	"hJL/1YYKNZHBTKMYPs9MO2t9BMKO+RBS+XBAQ2ugdQ4tAoGfD4d3xmCoXLKynj6F175Psw0P4VZ3rxOt",
-	"8mpfnYy/8yVZZLb8XU3Y0DoXgVMFgHKbyMgmo/4nLVzF4AxpIE90ehdBGlfjfq9W02mldbqqts4Mlykv",
-	"UuYmP1M3jsoLWZUAw8qRMFujgXoxmuxlmDXv7LGBGheuBK5qo4nZaDj1gExULO2TuRkXQC5U2jn+1wlr",
-	"6BHviR0t7FIYkbLkUztKmJBgPkU0hwnN/ZGOJVQbbHvNSLZSj0umJ5npDdysyrt8GVAhPooeFe26lzh0",
-	"SQNrJkRYWTf70CY7VYbjjXaHwICAsqm0CFZHpq6Z3d4Xy5K8m6r7MMcQYPblmTVh8XpXNGFXR7OkL/Jc",
-	"7cwvWQQA/4WdEGLzVVp9GokP/jj171ZhZwdvWpCRgL+5SivcxN88KeGqGHA+Lz6PskLoZfVnM10mv3Q+",
-	"jz6822+97fz6sTf8tfV2+LT1/rfT/MOLp+P3nV9/vBievv7w24e8d/VSvn+Xj79aJ69dzobzXJCAgP33",
-	"52r42KQgHliBNhzpmiqyyra6nbr7LyQjKETAmX3W0uRBfeCA56DqpJp0MVaPukmkUemXReS0I81gri4v",
-	"Rcry7EqwwPidRl7DUaQl5YYTi71UgCOfe9BIL42P04QlLfpnB/71xP7rwP3o/kkqKKt8NBK80N6jDxjA",
-	"GYUnrO0euOvV155rhLkhJa2FTM/L4PtDyki31s9Id9aNIR889Iw07P5NWnqjE+4iLV2K0gXi/8Zn4Jii",
-	"+LSYN9xbofYyK3lAJqeqN0a4w2TIrwQrxjJh2vCCEo3cMGpmb3eeNFvNVrPdPWgdtJq+rWAXSTJxxvUt",
-	"9hTp5GkJiV3WNxHGhK6plTrhkl9i8M6Oj1VINEQwghUMNXcfpVV6Wl4L78waVsfxnBFmLVGj09Bv/HU1",
-	"DzgV1u2HQqgAljjN0sjzXjn6WqVymv6QF1fYpqgN710Fz4JuEPt164vGUPfbmav+jurvQOuJNGWpZM3K",
-	"PMNrakasNIo6XxtUZs0n8tuwbg14Sk5oxQ4gVwfAjyncDWvCQVUGYxP1/fzIxPs4x7IM7Ct1TMlFMQ3G",
-	"JR6Hmjfnn0QFuB0/TN2gwXAeesdu9s87IeAOXf3CJYcXQMZDo6rCTPxsCiVMy4PJ1JiAI4sTjFjWtzbS",
-	"gBPGNeQoY5mZ7UOwhDqfPzPeu5Jqkov0EjjqMPDv6juqrbLdG0s5YglyBPndMDQBc7Z/taYqKMcmO5JT",
-	"MGBiKXItWKMQaVYIYPVRatuBidsNhdBc7X2m0ULqKSmt068kthVgioHsPBPLfaYjts+GmYzY4xb+t8MG",
-	"9ncDAJ0fwLGG/2n87/90Wuz/sY+ZMaI4nO+v2+s83d1vPQYPfaCkGhciZeNRGZL4bJg2YrTdZMleu8V+",
-	"AlLngOKu8q3qw/Zg0T0Ld8FXxt5hO9FAzwEPX2NL3HKindq7cDLX0RyOz4qjuevnxim4XmMUuHp2jLcu",
-	"i3Wx+kjhPbPj6RNRXK4+FF3uR3nO9eBC8SJ9lme9q6WjVC/3o0DRx2ojlJf6u1+KPPt8dPx3LlPV7y/n",
-	"VqpcXo6iiuHZ+GKYaZ3h7rp5lMrlfpQ3SpseL9KzHl8+RnixHyH0KF/yLLem91J4wPl7/Hil+b9sFH9l",
-	"5V4HO7XK3XQt3b9uGIkyCWvksmYMl1KUW3fiusJf5CrZUFl7pR+xN6/PzjH3OxdeeHv6apFRef1/AQAA",
-	"//8=",
+	"7L0Ldxs3si76V3B4s5apNS2a1MOOqbXX3ho/Jkr8GktOJhP6pCE2SCJqAkwDFMX4+K77I+4vvL/kLlQB",
+	"aHQTzZfs2ZnszDk7iUg2Go9CoVD11VcfW0M5nUnBhFat/scWu6PTWc7gv59KoelQm/9U8+mUFstWv3VO",
+	"hvgxoSPNCsJEwYeTKROaUJERJaeM0KHmt1wvW0nrluZzZlqgSvGxYNl7xYrnU8rzi6zVb9ExE/q/7Es7",
+	"QzltJS3bPnzf7T05Pu1ePzo8zR6zw8fDY3r4ZNRjh0fXJ8NH2desS3tH5pGCUc2yc93qt466R48Oe73D",
+	"o95V90n/uNvvdju9o+N/ws+mLzjLMxidfeYZ1Sx8qnvVe9TvnvS7p51ut2ueEnRqfnFJc6ZGshiyVtJS",
+	"cm7+o9/6gV0rruEjTcfmk9ds0Upa8yJv9VsTrWeq//ChG+B02VG+GTPch93u8T/+0TX/O7l69eqo9Slp",
+	"MTM7rX7rFypYJ5OsNj3w9aWmeq5a/db3NOeZ+VSM6ZiZZTBjy6nSMMlvZkzUR9i76nXNCHtHndPTnhmh",
+	"//klEzr+c5hGOyHm5y9kMb2cX0+5UlxGXlGfejGfvhmdX3xDRSZHI9Xqd+1nz6iaXEtaZE9zPryJffE9",
+	"Z4vgc+ho/cd+sKrV74WfXTJhlvvIflbtdvDjt1LpIS2yyyE1H3c/Ja2c0exyKAvW6h8dezH4lgpGnkmz",
+	"4rOJFOajv/RI+/T09IB0e93Do+5x13xXSDl6M3oqhWJCv/fS0H/4sHf0uNPtdDu9/tfdr7sPh/iTh0P1",
+	"8/GvR69H338tvz25/u7uR/3ut8c/TN9SbG3GCs3NvvzpY4tmWcEUSDGd6TfFe8H16/n0mhWtfuvECLrZ",
+	"fP3W5azgYjwyIg/7ai7wYyrGdCoFeYqfgOzCAl68hD8KxvS5e0erd3RMXpNXlAtyqVtJ6zc+a/Vbj44e",
+	"d0+MuNq+Lbfcr6enrU8fklbBhrLIvBi/osUN01yMW0lL07EZJsx/K2nJGROHEzlXrPUhac1n2ead/ulT",
+	"4pTXM6Ypz9V7fOz5rd0gEX32QJEMf0xkQYZzpeWUwNwpMpxQMWYZaTM6nFS+I3pCtf9+LjLmnkVNk5Br",
+	"NpIFA+UIGvMg1IrsFhXvTx9bGdUU9FKs4xdiJOFLfJHTYj9ZGUxa4TvNPA3nRWHHWvmq/7FVMMEWNC/3",
+	"7OPD7vFht2emnoMIjWWebaGJ1u2IU/hft9ftooywWy7namN3xDzPfTcUz29Zca+OgCi4A8XO4Rc9iZhv",
+	"sKGvle0C3QMZ2KxB4WdbduXxE/fA1XJm2o3uBtiIOb9lU5mxVl8XcxbsnOdwsEf3zPPyzM/YkGfMbANG",
+	"YOwPFFGwq9Ec0FRktMi4sr9xqmurPeC64Ffud6L3ekYmV7ZieDAnvq8fmk5styeeV759y0Rm1OD/TLGl",
+	"cbF1crBJYDUrWHbJxkYy16l6cs2G1NipZMqM9BA5IpQofHBb0Qxf5tbINrHtcB8bqcNHXqMKu8hzLiRX",
+	"xBx+6n+mFHx90iQF4ZRvkIWCqo3H/YwVSgqaE7O2ZEEVYfDYlhIAv3Xrgk9uuoCYX80Ltt1EXFs9s40A",
+	"3He9/2Vr22tYW5z4tWv6ko30NptbaTmbsYxcMy7G99njv8s9518STMcXUz9fSAhO40IQjGi9JLwXan6t",
+	"hgW/Xr/HyTz44R9hzcOB+0V3rojz0usSjnvzVelLnOTX8SUOB7B+jdUrVoyjy/tsPsv5kGqmyIIVjEzh",
+	"h4QLLQl1S/9HWG07BRvuftXL3me7suGsPnXDhRduMeBj05/wunePqxu6As6zjGXm7aEj4EtppqO42NqV",
+	"aJJY9CRG3aX2u4QsuJ4QrpW7AZEZLVQptk4GQrkdlg1+OZ/oTt5Gdzup+xv/hd69bsS7123y7nW38u51",
+	"o2L4pwPvv9GBl7QWtBBcQEMfVjfZD1xP5LwcY3TLXc916HMgQznPMyKkuf/Z7ffndvvjb7d/rbC2LsQt",
+	"zXl2IWalfIIEVxdnrd06NL+Aw8EIMC9I5p79t7ZrssoM+E5auxX7NtQ/fz06uu4NW0nL+uNhYHQ6o3ws",
+	"Wv2WAqV4GKzUp6Qlh2AExZbq6En/9GuMXX0pa5fVzIbqUjeYDeXe20oWKMm5uDEiQQW6Wv+tZYH50f+B",
+	"5CCryUG5xA0y8ILl/M5r8pgcCHJ+QczaKU2FJhMqnLu9dGQNpbhlhaKaS0HQnATX1r+1gIwqU/PHEZKv",
+	"uzUhqcpAk6CADVgXDSbmNg5ZgVoUwwm/NZemEc0V29o2yZi5mc+MFLX6rasJI5qj46wqbrlc0lwvzZ1l",
+	"XNDplHVaSeuGmT7Zr36GCF7Syuk1Myf5S/uE/VjCO6wpXO+se+ZvMhyVi0mueeASw4XlIy5+CAbAr3Ne",
+	"BA9pnHszgeAv4b+aR+yXWweZqxbQeq+k+ZnWoMhHspj+e+/Nyrj/QAp8WN+blYE27M3Q3F0vA0MqBEjA",
+	"zD4Cyjtj/9bCMAuG/wcShVFNFMJVbhAE57yuLX+2FHTKh7Hgw7a3RvMAhOz7vaNuN2mNeK5ZYVoYF3I+",
+	"Q3EZSpHxQLNqXfDrOUyKvQJ30E8A15yCalkYFfhroDIvXqKODR4tb26Vx8bBOB516w/BraryeyE13N25",
+	"CIL/FgwCSto0sWYEIWykUztmgtdwb/TAZWyMh4g9CT58Mv8vad1wYYTArkvphayFP5K9AiruklkwmoEv",
+	"ftvD5BI943A2vqA852IcNQilnrCCqODX7oimQ3AREa7ICBsAEMaC5zm5ZqRgU3kLKKWcKUUoyZiR4WJJ",
+	"1Hw4ZCxTn0MP1dTOhjBj0lKrw/Yeb3PVH841v2Xmm3lhFvW4ui2vvIs4adlBX3Ix3KAJAMKITbb6rW+u",
+	"rt6S0+5xyxgKU3lL8+pqnV71Hve7R/1ez0Egw05vKR1Pnnwxi/K4pqoiktSgsfzsRSTNfIcRFprBneOP",
+	"El7xUQXXv0qY4ZbPvlh8ATREXHqb1+cdbtu1K+S29qiQ0z/QKtmhh+tkPzIrNTTK/Yst1deRpXIvjy3W",
+	"p6Q1YTRjBdg276hmL/mUa/hHr2s+q96v3rFf50xphcqbK2JOJdI2xwYgUBcF10wdgGI/f3tBbtiSTKn5",
+	"vxuGXqAl6XWJYubQVOYKpoYTNoWVtbcbLjQbm8P1U1Lr0DO6XNOj8Czxr5yxgry/ekoyutz+Ze/Mugsu",
+	"xtvPQM5G2jo+zZiNhYzhTdLrHuJoyYKLTC726Mb2455QhV3RMqNL0n5/9fRglxcqplffdImLReZC8zxc",
+	"2QdqZXTmlhhMixyRAvtZyshAOCEZFYyZE13lUvfJYsJw/mSemQfcg1wQro1xc8tUhzzNuVEJZEaHzPx6",
+	"qlh+y9RASPOzzkBURjvlgk/nU3Dfr4zc3AJoQadMW/H3ceO3VE9W5+Gq4k/gGROajzgrOuScTGlurpcs",
+	"Cz43Fo3i01m+hPDNSM5FdkakYETesoI8OiHDCS3o0Lze/LZgo7liGWmnJ90usR55u8wpLKNVPtsrMG76",
+	"PTOj8eZiqQZDB4PRBpWJo3cvmRibaXh0kph5dH/2/EwqXcAZ7Rw937Fl88SBv+eBMmJTHUnNKo70eGQb",
+	"/5wdvsjYdCY1E8OlaXmly6/oDcOtBcJKFB0xY0sUTBdL0jZfXDy/ekEmWs/ojJOsoCMjFahMD/rw6IgX",
+	"IMdqZkxCouVAUC/WEFrHncKWBP4107B9jk7IRM4LlYD2sls7QSy+7YA1nRWdsoHwO2zK9ERmCTHTl5Bf",
+	"58ZINk9dy2x5QMZMK7OT6JhyYUP7qZ8HffiOzXK6ZFmfmLlNk4FYYLySFHNh1BDRCz5kHXJl3wwdh2ao",
+	"Ne/9llUkPTk6GojqNL9jRr7TM7KY8JxVpgifK+ZCJSQ96T4h1ScvxNtCjs1lMO0MxHn5gN0yNl2BYxOk",
+	"DVsHPMsJoXM9MVtyaP8uqGYkN/pOHZgjy9rfOFxCyendnRmA2bJmSTrkvWKEGmWlJqSgIpNTAgYKaVPy",
+	"/v3FswNYp1yO+ZDmrmuoiUoxPx11h0f0a3Z4fP04OzwZ9p4cPqGP2GE3Oxp9fd0bPmYnJ078UYiCG145",
+	"F4e4D6Jyf3R6Whf8GdWaFabN//3T/zr8vz/85atWbDc4RN4axWcvlVXFt6NKAkMyssHLC+tn3OGXlcvO",
+	"moEFv7vX6J48aRhd9db12Yb4CVtiSv9VZhyTH42591eZLZ2hbI1vOkPwGZfi4S/KDP1jObSP66LJn8Lu",
+	"fVWwUavf+r8eltmXD/Fb9RANTehO2bdylPgJKkLo6V+pO9q27ys8mDkgXe1W4VI5zN7V9IaJKkoiYyEI",
+	"76m/atSvFVvfDgBtphSmT/rLS6DWsTc0B5cKYXdcaQSncjzZq/2/hHkkt1zmFH1Jq92vmgRB51lRyAKv",
+	"SRhX6beMzu+4gGvZUaPVKIFmXAd9bkvBKMw3OMqpBu9W8KhR14GCt6Pok/JNfdLcPMjEdqL03IwGH1jd",
+	"rqs9IO20ZivZw42Bl8jPqDEkUzNjHZyu9CAx6p8OjEanXJBinjN/onBN2mldXtKElJ+9tXc/86HtgEVO",
+	"mLMzdTpVPUOHXXpgjoQSKvpUilHOh7uKP/cn4ar8Vw9TY31qnufu+I4JVMMh26rK9qrJUjuRVt51Zu0U",
+	"zLbmeDEZccEVJMSAA202M69i2eo4MA7ckNtgu25n8bJspiqrfgPKggA4k1yzXIqxAo+QsA27VxkryYzB",
+	"t3ZmfuM8tGRIBcm5ueHZSUjtds/8I2bLWodGCgOEDl+BIoq6Qp3CmMg8Q0sT43loW0RGDDb292Wr99Bd",
+	"SaPGqDisMQfhoj611pg3E4ZdtrZpw8C48kPyGsaGLmsaZlMLmA1hpwm7/bnUyhpZ8eI4kYFIkna6IoLp",
+	"Qd9ICFdEioEI7uUPVCgnJOdK29t0KGVGwhQqnqh4GUsf5OvgjGQSdC3ssg55UzTMPo1MXJgIPBDttCZX",
+	"ad9qSS9VKRypkDGMHyVVPUqMoaOIFwyj6EyP6nrD3hrSmvJIV7SH6VWj/X+wVrdYHQtj2lPDlqH6Vf1q",
+	"xd7/pGGXnpffN2wc3wI4AtE2WHmfvRg2WTPwquf4bP1FziHkzA8zR9S+vnLztBbJH+FQ+TyaYOuZI3br",
+	"4AoYayK6wn6LOaFwdscX2h7hDngt9Qs5F9lu14FQvJ5Jpl5LDWOsLCCOM5MMb8ogwq3PswKxptG3aqbV",
+	"Lo+d1LB/6UGnhfCWa55leO7usO/VUM5YPQpuZOBQinwJK24sBXQIxbajf++KJeI84Tkd3qCihJc5far6",
+	"2ObnEuHQ8W5mMJM4d+3U99EeVWWH8BTCOzB2DpxcdiADgTqeaxTe8C4wlOYbiOHIuVY8Y4EX/OItoXku",
+	"F4fmzLOi2agg/idawvdf8fO9FQnZ/5hdXUd07u24hoV/aNVANvao5SbRgcdx4+LZjqxswvpKGVsOrnpR",
+	"F2bFmWpEHpyoZ+YJQolgC9hhI1Dk5q8i9H18hj28unob+ptGfa2oEi+EZoWgOb5xn8Og2kI4t9x+Q8Aa",
+	"PCs3XUZOwOfZY0+uH2ef4Wy4lGZNjNzOBbubsaFmGZnQ2YwJc2EDIWHFLSsA7TkGgTUfOoKcUpbKPsL0",
+	"3OuYdCQlTQelM8i/yFFZMEyk3XBawijf0mUuaXYl5UtajNleg623EQ7UTSrsW65Ibn5h5psK8uj09PgR",
+	"uV5qplqf1w/k3gYhNbO24Nkn7Ucn5Dv+V3K9JBkb0XmucSdYr8yeV4MmQ90cjussdUcAsIutbp3iwVED",
+	"/uR/H3P9C1vk8fkh7bQy2VFjG+/mn+OQtBaNfeW99Ihto1GPuPF+ET0SbzxidEd6mVZ21pvCKsR//8lo",
+	"GK2zf51i946g2s+2UMmXrLjlQ/Ze0FvKc3qdsz1na6WZuo5R+BNQUkaYC1rw3JhX/hFn7+VUI33ZZ5jJ",
+	"jGp6TRUjQypsBmvB6HDCMlLw8UQTIRcd8g7eC/v4mg5v5Gh0RrwDrGBDo9oVuV4OBNeK5aMSKeLb5woe",
+	"xbY4M7dvjNn3YevPAK9MELdMqFALVqiBWPXvGx0Cke5yfROiKSJSHdjLEufhS7gPoDsv6EA4HLmz1Eha",
+	"IstTRHoMZZGxjEgxZFaHYABNzXP9uYJ3iUUF7hbCwxhd04qW+JfRPM9hasCbibcEmDaYHBDvKylfUbF0",
+	"SKW9ZLveRsXi8JF8wu6GjAEi8XPcp8p2ubW557N+Dfmkcp4ZUVlBQLV73S74DVRCTrsWETcQgSXiNEjp",
+	"HbYQNdI+Pu0m3W73wO0KnNcU/jg8N3+kHjwHCIMYeu/QA7liE2CfeFiDfX1KWsFbmlFgWpIF5dpBLkBp",
+	"cDHeiDL7x2HZP/wnouu26qLDI0bbsfC47RsyD9Ra8li7XXoV4gQb29uldxXEH4jme0HneiIL/hvb7ySt",
+	"NBBuHsgOEmMjiy6QendIZ/wQnMKf5w7rG0wtMMrsJ/vipMTMJWQuboRcCNOZgt3KG+theC/UfDaThWbZ",
+	"K5ZxiqDWvWYh0lDj5WU6V3BWrbT9Za4u5mRM6+9KO63SfIbt7ZiSAl5JyDqh+duAOMAmA1bf+kIWJK1m",
+	"haUJSctEXwhsV9K/zSdh8lAKp1taTftMOzXagmoO1ceoMY/fA9QGfYxDgHQ+UGCpS8HKw9+BuwH8WMO/",
+	"VJKyIqaHvfTjdd8sPZzrUuZE4WGt4D+CluX1L2yo6zlcG85MPmVK0+msVcW8/BRORKXBD5H3uaUNEDFr",
+	"V3e3Ka8OHyfegZe9qdKeFVxoYwiS88unFxcJEZKoGR0yddAhl8jpYWZzIODixDMEEnpjSEjwzXTqq6dg",
+	"ScFko9cw4zVknNEBh48ff907VF46D3tmd5ZoqN7R1+ugbYPB3VHvcDC4e8yiELeKrMRnFqFYNUtALNHf",
+	"FBGiBRUaDsMZVWaIZyBNRqoAmYLUsrdmuORck6lUeiC+TnpPjtALYn747eWb130yBeBiif5FfEEEAQwI",
+	"aiUFSaf07q+mkfTgbCDA6MQ3kCNjO0C7GPdVlvsZJS0htCjoMiE4LQkRQN6TkGspc0YRBSHmeT4QYJfA",
+	"yh0kREmM/s7Q+UMwjQ/NX5/jRwB/rXDMpkOUXJvrnzG7pdL9gdhvoBCYtjftjTu1unw/GJkDxzW6CEnb",
+	"GmDm2nFw5mftlEy5mJtFses2mut5war4vzUJGhYu1W9lVLNDzacsJoHanl3rtInTA3A81RUKNLBOe7jT",
+	"sT4LVFfuqxlApkodbu4t96BrQGC6mE9NH2uZx5YuxGgP999vZsx/jhwTAcfM9xzKENSISKq5yi00Cywf",
+	"XytplSQEHyLTfp5lDqi1p3Yt2Zrq94RRwdihZneavL90QLeq1Jx2u+Q5eUpnXMucnN+yhATsWAm5eEmQ",
+	"mnmTtlvFt1bOmpK2eVU6Atau7S2Gc6Mk5kOzD7JgdGdm2WmhUSE4lDSYbuYwEYRNZ3ppFUzEOKjThsWO",
+	"q7ngGhF8cq5Bp2TMHCSAkWmnJynGGtPzmSYn9byIk9jWQ16yaDqHOfrMbUwuRLWhKonZapOW1azeKHKb",
+	"kbYsiFmfW5ozoQ8S7LLZUP+8eAvJ82ckHbQGrbR0Zphvwhmt9WeFPW2lT5ZObWWcC3mYM3NYAsc5g9dX",
+	"GwcCtkh7FUa2uJVlc3Fzbg55xxYI/gd7vFTfVGd1W3kp0LzVX/WC37LDjI+5hlmShfnXX06qTSM13Mat",
+	"UhPB+jCttPgVdtOKPYttsL9SPZy41CHNpiDoef5mBOi6deoeOd/sox48/WF1L/riNYqkb99cXpGHQ+ew",
+	"0pCoAqCxWHPpQYeYTuFpbdMi4LRm4JKQgsEBb2w02NPXBaMeowCQ5BHY0TSXguEhfHfoTLxD1+AhfO2s",
+	"qLvDsTy082TuMp13dPHKXrUiE1Z6vXZQywHmcU2elnX5ZUZkbEo7aaMZWm48rtkURmkvGv48n895dPMz",
+	"F0bd4gpY5tZHD2Zvm2jp+xIeqLb/ZUY+8L5YUlWbPM6y6MlX0rutnFyrYoTWLaz7tARUh3RwqGlN/9Sm",
+	"of+Aby6tnhYYnit70c7Mpk2l9ju4HbhmrYCoxJuBPWM8bz3GlV3/CY7wC3y21+124Qh3f9dnwvxYDyee",
+	"IKkmGmAaz2eKFTrtOzhNI4rTCA80B+KjwBQXSjNq73lsIADf2iHnAqXdpjp5cCjXdnuoiqk4kbm79rmU",
+	"J7DxTWMDoaVMUCWdXz39JiULOc8zjLdx5XcebDMha8DUOLx+IBZos6taLscB4LF9141hUO09VzgDLCPX",
+	"S2JH+1pqQgciBAzXSCegsxbRDf1N+3Al8YGAFFDR5Vql9dsrYqR/Fu40CVN4jjdYcUkLU7HN8sPFpNW3",
+	"G36F18p1z96eFAaVTA9hrFAWAObnzMtNuKIRnQIqxfwwojxq+9TvpC126h6qvICHIvv0jQCEg7mxueEl",
+	"5o7mHGiyyNC+2GvH2r5uUlKud7GxW+LPdxDO2dHC/kYukOcEPCN+ezCsF4EH8FLZ46BuRvPv2BLZ72O6",
+	"DQLhVtAdFhDx23ZPBnu8akMtsDDcoTkCVezow1e/LdiI38VffssVv84ZmcFvsBtUI2BWMIfSuGHLmuU+",
+	"vPn58Te/Hr28e0LjBvc25/1eSdKr7yr5jbb2/vlkvN1cTLbvRooOC5azW3P/tvW7HIUdRi1t86BxCzZk",
+	"/JZlUeclIoIuZvGJunjrmYVXGydQYMbcVerOj+NOt9PrHXcex+ZrrlhxPrYO+cj4Ku94oMh7xYpDeGCN",
+	"9D086hy3ttRM4GMtVy0Jd0hNZoP5CTteLl/DPnckyzvdoStJgeZU03SsElLu5oSUHMmgDXJzaKuhRPdT",
+	"bdvHqE7qE/4cE1lQdMz4Kge6uaTbVoiWZyQ0hefCfVVdlRiXyp7b8175tZ9zr1Zqaq6/orkffkpWisCt",
+	"fTD8bVkMrj45bws+pYW1WGBvcw1IzzG/ZTUXQAMHzer1JKTj3nBJCX76qU7YvfbB8pdVnuz6ALudTq/b",
+	"TYhpY64d2U8g9bA3jEITwyXJ2JAuz0rUfWUCumBdIZ9Hz9rXjewerhbEhdAyNu0MBB+Q/f4i6LcrNdvk",
+	"xnRWFsaehJtZhva3zz8OS3gMBNd96xTLiICjHUAmJR+Kh5MsJlJBc/AxVxXPdrmKInq8v5jnOZzv1b3b",
+	"4DQKqMpX2rcVK1ZmBvLf0Jzd6h2xOqKrL1slSl91p87omCUI4QUr3nkZEqImcmFsXbSVREYmclFZsbjV",
+	"VHbSkrLnckjziVR6e1L22FACnbxO1ZW/RMmgBcMEaZsItLXl6hzYq7ZqnSR+fTvvwt9+8kSBUcvb7Yty",
+	"H7RTLob5PGP/4Z5LzU0z/dvzwJFgmU+4N18Gwv068ZSSUGNR0JmaSJ2snE9l6avaXeun7SgmPgSz2hCF",
+	"KacP0VPr1xEPbRsbgjuH+a9lwDLXqXYzysq/fZ8C7sV9g8+hXeRIAKqVHityUzWeyvcnjhIzOBgqOyCp",
+	"EG2u7vI1xtSzTRHZ9TbVA8T7Jo5mQGQ2dbcd+tXNdlNMHySE5gu6VGfwQ4yJQvqEzYKt1MNtpxFLK01I",
+	"Gs6Z+dtbEWmZeoPCq4zYa/OTwAwIfmUt/PC1ByBiqatCZPEWlkUsJTTnN9b/uodVCMgLZ/gZq/CB87DU",
+	"pkuwgzNzdSvVPvc97MTtr89hScUlYH2Dr+c5AFfL/OVWHLJYKYocTnmCkuCtc+viSsU8z1M/+glVODFm",
+	"gQZi/QrVJg/QLF6sKrWwUiMIwrQ+EFUxaYp1b2NCdvYwJTp7mgfR5/Y/j2oqTODlzWkvXzasSZ+85Gr3",
+	"C5oxOcxB5Txcq5eu9V5k8/wDFTiTK6eEPzu3PundRTNyKgh2p5/OCyUjYdO3VAGixAijkkVqrU5GzEPQ",
+	"SW/KSexgThV+0Wndy/sXDWF90QB70lCDbE2ckUCoOB56P6n6bI9OH8W8XnEdu/Fm9a+/av6AicSBstiq",
+	"k1toiOitokZY1axF1pq38KNmY4wiEcds7qXXimQJ4entELm5ouOVYM0GHzBO5hbyv38gcwfN0BzYe1vI",
+	"65xN7SmXcawbprScBc6+MwvS8Cf+Z4/rlUS+vqvNcwdyu5/mqAy+EfeEcZ8po0IloBhnTM5yGHWIuekG",
+	"UlAK8E2MHPKlXLBiSBUjiKswVxs+hjKJxiL4OU2I0hTBgjbShj+E4yXALdLD3z6Yf3QPn/z84WM3eXT0",
+	"KYpetMVCokPE0YDLZHVIGwNQvqjJxxhkmIn51Jo503mu+XP4u+3W2kxvwRKP6GO5Ygvz0YG1rGyETgy3",
+	"l7HXbAES8QY7srpR1wZVSykMYmobnLOA9p7QW+ZCisGRaJGR2+L3oOcI3ivLs2zqyWtJ9MLHR1WdFn9K",
+	"l9g7n7MInTyznLIFSW0nzY0EF8x8WK5XfDglQ+ZWg/q+/Hl9t2NOPopo0oxSxN1uM+r22+9l/Yh1/bWv",
+	"eIE/9oUTtgXl2Me/Mw8hFseFZsvKC7UFhKiWxUF3mo/T9xiHtiaij0AvJlRDC0aBGK1yZnHXhBZyLoCK",
+	"jhaMZAVUCO/cEyto7Wo7l80r9QO7nkh5s99KBRTkGywQ/8NPyZbraztWru+U3j1DHBpn6i0rMFMpZrAX",
+	"UmtLPFuj/cx8A4BttWYFeGinVCwh39i0mhA6LKRSllzQY91nhRwypTy4aC60fVtWjXMe1bzYoRu7F3Nj",
+	"z6PO0msl87lmJJ1oPVP9hw9T8v7dSzz3bXRQlRh0TK1IBdWqP5h3u8dDNYflhj9Y2jfjw0+IHGF6tKMl",
+	"e6DI6/OrS/It05e6YHRK2qDjy7Gjc3vExwAWhQMPr8uz+XUOdCFAfVzSL5R5b3IhXKC4ncmherjAxVWd",
+	"aZaQQevvczZnJGNKc4G0mIPWQR2C4aYAHwyCI84rmUVs/F22jFmCkFY/vmk2ujOi2v8HmMvQB5rD2lW1",
+	"xANFnr57FbmdotvumQV+bh3/iiuo1wFuwL4uBKDmTI1kMdzG7nfl3T82jhYCnQ3h5h8wDhxRdDHM67gB",
+	"BWHe8EAR+IWbzpVRvQbA+abhRPeg2W92stDp0fgSJ6BONKfLjvKzCYLa7R7/4x9d87+Tq1evjmry2j35",
+	"OiaizTL4lurhZEdBfGrzeCwQ8em7V9Zl1nc+TcxwKdgsp0OWEOsmc18Oc0aLpHQzMJj65dlAlH7SPsFn",
+	"4LcWbEjzHDe0sP48B5RYK+mRTA/X6xDkggvTaUrSqL9yS8/Z3vtk4/v22Tf1PbL5JffcM3+f05yPOMv2",
+	"GOBeO2llL2x4TXRvfAaP80ZPc5ksE6IzbSrW9dL+fcOWCRFGHnMOTKKKMRLQcKYHZ45xsOTgd3BHrlwa",
+	"HcHUKIhK24iic3ID+wGQmKiJXIgOOYfoh/NND0Q7/fgJvYTg2a6dqB9bBRNsQfOyOM3jw+7xIeSpKEa1",
+	"uXwdJS0o2eCLXNbmfCMMfNVt9QUDAeVcVU/VanDgemmJHREdPbKO+oyNuLBAyoMOeSMIHQiLakI70N+I",
+	"cYUFYyX56hnSBgJI1mHfrC6FdWKI/IFYKQSlsISLV7DGcsMYjVWb1JcfcPk2XjSExP9GLgqA2w3EUOY5",
+	"z5iqEod5YT3okHMLEawWkgHqQBh6hiQ6IiC1tF5UqPSwgpetsAh/9/zH1Lyi3B12Q2g5ZtAVTW8YoXog",
+	"wOg+PgLmJpsgidVQ1rSfkmu2lCJbFeJmSZ3Su1C8jgLXz7bSa28cyx1P2TfCmuTlnWNpjlwpqleSCPpL",
+	"a7PYMT+5/YZMacaIkmREwdO0Hh7j3t4ULnTfr2C2VvFGrkBVrBk32LKNhNBcoZGRWnP/kGeOIaD5DTtf",
+	"JwW703ZudoSHNaVspG8xDzq1FUzcmpACiBsSDOmll1iYkGW4eV9AjkYaQrBtO62k5X/bSlovmpI5aveR",
+	"YOnK2Q9nyY8gKcUmdmlxQmxnaQ9Zts0bEba9gizAW4vtjIrw6rz2fMAK6cvsDytCHL0c2x/ujP/bVvht",
+	"krwdZMAK3h4BVYX7XZygwOcJ1Y05q2tts5jDE0booLIl5pLed7d9xv2UU6BAexWL0fApczcHX+/ILSlW",
+	"rITY6JTnxubxxd/Wq6j9N7Drw/O7IStmDbhk8NEHhifjyB2J0D3S9ln1p5a68KAKiANsQGbOXHMoJZiK",
+	"j4ygrjKSsdxSdMH0C0azFPmo8FXg2mXDiQQXIBQvcrhuOMo2hiXdKC8b1NVVdVxQMBQVQx3ZVy7asAoI",
+	"CBl8dlRBbrdXd2koRluopK2i+rselAkRbMGURm2zdWiiri1/T0H69WreQVb/Vsj5bFe/gItLgG/R2ClQ",
+	"J0WZ+4SxX3N+w/JlGZ1AVoBV5X/dkIINrUHbLoGrnq+EQeQSCmIu5efCFVuJ5j56/NuG7L9ykwNI2VYe",
+	"5JlC0aimPK5mbzVFpo4a0v2ao5RLoibUKEnLWQuzYmSQFpDei7BKmAljOUK0EaGTFv+m8AIxK+Qtz4AX",
+	"mEKanafrhqQge9EwWkBktMjg/unyQX6RxtQ3l6CU/BdJG3DJiv8WcR58IxfoKPczC+MhvHqIH21ULNfL",
+	"lpss+67Kaq4V73tBgKwce3h3BAvkqpavQQLhTxIzibCEdsKFQ5E7GfeBxu00T3UD/54Uj52T2Lo8j+PV",
+	"zkW1NFSJ4jg6DUtilpm5j04c2xxcGv4r3Sovwnv8fBWs8Dw92Rgaf15No1hxyOHV1e/ABVVY4tMZj0iq",
+	"WV4ZsOALEwUfTpC8lA3NtRzuxuBMGAj7EYT8NATOXXYC1darICR59vqS5FLezGekTUnG1UwqYG7CQlaW",
+	"8dZWtXJqAcJTwwkb3tggDQ/Wutd1HDgHCWFTrrVL+0WWXHsIPIfOm3sNWvh447Zq2uaMt5LW9/bf7pYT",
+	"09DPK6kmO+zY8kECrgpWqDNEG5iRHGZUB06yoGYt3izUfDjxpFerO9w04flkdo6qmKer3DV7hGYqjXzP",
+	"2WLPNkqGnf0ffzNjYv+nL3156x2frrII7dVEyBi0e3RsPn0z8mKgYiwvJReSaqRPKjmStrjqmFdWZSf2",
+	"Xvjceccz9/NdmzdSFWndf09uzQ+2bLWUs0iTL7m4UWSIW8H0G7PVd2nayKBqyHNURAJ7xi7tXTKRNbcH",
+	"SsNeZIOc4i0arwptHFE1VQQ47rTeus+hIMcQf/Zr8vd3wOujiBpSscWU1FEhsSGsTtvqwkSkIC5uDTIe",
+	"HebqFozaFwVV84LtavFh7b95wWwmNTIxw719nnF9Bvd6IKkQ0u5fmgPVdCM6vNEdg6XiYtmvCVlM+HBi",
+	"3pFLMQaLXcn8ljV4faClHb0gdpzrejcvWMw5azWMP/fh7Wnp14t7lNQ7lhnbLVtzP8AfEnot51VaumsG",
+	"UU0tp9dKS1GZh2BTVOtGRi5Ti8COXSm6105BAaVnJIW7VLqa/DmhwI5Uvfo5G6cpG6EpmauOI/YLklRT",
+	"tNzqVsa3MqvxTWB9jDtsAbP4QD4rRzZ+ZX10MQHPWAyZr4AqNCFTOpxwwQ7NdRNMUE8uVrUKy5q1kRq8",
+	"KyVVW0mrWlG1lTTUWXFP1D4Oiz/XvnJenNrH4OmsfeZLGCStV1AN6LXU53kuF7A4NWblVaLy1WIpDTTE",
+	"9eI6UT7/hiJHa8p3hAXJYuVSYwXeqjUF42UY6tVM6iUPVwuV1mvhRneOq2a6kVTrmflhWDi0WQ8sCinG",
+	"iXXKoi4/w7AocXWL1DYZMFnIFt24DZ/ZEeywFZ95mmJqLoQzJrIyySFjO504ANmOlCwOtRsmIgeFVPwF",
+	"9szM0kCslAONPF+WrLUBboAhx6pgYLY/xVT5xOXRI3J5LrJ1T7oSqi7v3mbbe/9MLXEYs/aDlPwG95Ur",
+	"fBudvJU60vUS0mGv4xMFcfGtHTu43RxT3MrZsSpmRkvdy81VYkLJiKGZGIHuqjXhpZVcaOnRr85zu102",
+	"CcZ+YUgxl9aEqldRSgnnewFCYTsWyMVGqbYnOlc45gVYeTQj7RHT5vIPrNXWu3IQB8dv5U2jWI0h5kyr",
+	"oG2sSYWVHDxkYzvvml2MSo/KmfnQJCFxJmAoKctFZo99oRH163/igcMdkoYH6AvKc/BgtR2e9oE6IAta",
+	"CGUzpx2mZAVeEzavsIIgBDvJcYi4NutBCseHxfN8IKBSzFTesozMRW5ki5ZBWYUxc4VsdK5Y8oUYyRR8",
+	"97RgFjLj6jGjuSnkQNgfH3RWuOwBTxO5yKMa2oIIGcskm23Bx9zcGWzRnQeKaCb0hJjFsu41gNAgpiag",
+	"Yi49Uyumd2XuMfgSUk3Ya8pAmFM0KFPd9wFARdREzvMMvzAd5QUZyhln6sy/Tb0CBVp93UDA+0rPOO62",
+	"QNdWrsuBtxBIOezhD3lEA+G+fMlG2n9TH1zkYgBOTaUhBYJcM+AvD6giBoLa7W/pJjrkFTiMlzOmINB6",
+	"bbka+rCsOTNPmG/JUs5dOe0bIRfkekn4WEizHwmv+ThX+K1rjtEYeXWF6rrGZG0fDwits1adIeG9J/68",
+	"omN1nmX+v9/hDjEmV0WUg3658vnV9a1ZyHaDh8MJV678PFi0uFPXKZ89alR4ZBSuiiM/o5rmMkIlvV3u",
+	"HzYI4uuYVj8jICLAmu1SVIDY52zv7EhNn6J8blyM5CvWzJft9wBWZU8txQEtMJvFNg14M+2cb2XwRDuZ",
+	"giWLxft8wZPdWO0AvHeJFMJyBIHjlfEmRLF8hHTCXET57GIHor02he+sTJPvdDnQtUflHiAD34+YKxEO",
+	"qVKWt7aIqttnozOh7EJsdJ5adjd2lRC4vIqWbaRJCIvmr8h7FZ5MbhibqZJwQyXEeQ8QtoqU1kJCXd2a",
+	"Jygw0lyrO1O/7UMYd69U4yraBuy/qBaKJhv7iuiW8QatpfLor3KHuNutz0a8Xzbx58gX3kydtP1VqcwK",
+	"Xp/5u2WmL2n7gGiVhTXgL/bARFvXf1EY800cfIEs4R2ygiMZwSt4cCsJFv3d0OF9yKa+cPZw8AM/P+V2",
+	"bySralSC+7hIjTVSXvs9RtAxmBbzPAYQGTXQeU9YwfoWu475lzOqJzb5MiHpr3NWuG/MHi+/Mb9b/QJg",
+	"xRYvvfJl9XyHdzq39SqCqcmFdhUCN0P3WbV1oLPDsgJVUEecGoiqmPqsosDsBbGdOiEw0+ChG+YPBHbY",
+	"2dGsKDPfE5LG1jhNSKfTqfENW3jIphu4qwBiO7/eCwjitoc1MfJpSdWZuYgrTpuUsZvq3GhP2E40juuN",
+	"P/123UegjcxNN0ZP4A5Nc+ujN2xf0wIPJkg5VDWaGFV6LQFYI7KgHq1V53HleJ+T0tfZjjzrO2as9OXm",
+	"M7u2Uth0qTX9DG1YO0zx3D1eaudWS7O7SdvzpaXQgfTAGHDwn4lbDyzkqHScx7h5Qe3T7dTcKrDUsm2G",
+	"tFPoXnqAW8JnyWy9ahdagUUJX4ckJjisstWDPXhUGlb7yjdqXoMLjIhMfKmPPuImyCnAO/TmDoQsMv97",
+	"MLjrdg8Hg7veKFr+Lio+jbKypowY9ZaoTeGicK5pdgfqGGnhzH8FlCQZlC1opz/++OOPh69eHT57lh4k",
+	"AwGfaz4137178ZQcHx8/OfAMJm1zXbSnrjU5zZchCQ2FzDlzs3TfD4SN7iY+utt+3uk9OkEgHYhRBjKV",
+	"zos8Ba6GgEWhrQ76Dx869j3n8TFjQzwC3iydnEG8itl/2XRieCZp+V6u0Ndh/mvMc1I3k3bbo++MOeKN",
+	"WjBzp4zphFTMW3SFWoXXJ+mUu6qeU3qHjmy/hAMRnLnGTHaozAP8nVvy+oRDc2Z28SoXnNBUkHfPjwaC",
+	"3fmQvFndxUTmrNJxqoeTJHhLjPRyShuqD+S0GDOlLUMhoRitrSaAyzlGVO0i2KX9VNlyUUeLVDrAp5bz",
+	"bRl67K4tqT02cntMeYM5pKY0z/ceh1cOkQPz3fMjstUS1HTQ6UYl+KlJoXwf141VZ4PTKQkWdFH+U9Mm",
+	"8JPAa2LSR9q4tQfCTFIBHDoHgQ7Ab80tFLSB+QoldL2yAcU1EFXNhVId0V0JKV/z/uop5tqG6U6Q1I1r",
+	"hK5/t9fOCJ52oJjwjKvyOpkHAb1SKjv8QakOByIYZTCOB2g7WjoujHjV2FMgJzZpScEsOdIm5onk44rE",
+	"fVw9hT9unzdRtUo/gNjkmhVXTG1NFLXCHAkt2Ir8zhcnfblSsAPHlAulLXjY0jx5/osqP1BDmHR3z++t",
+	"qz0MXpwgx9ZmiaWeQQjc19ZRbIWzxllk5u0g6jLei0gpvn/LhdiK27AZJW9XxNbNdb55LPSICXAQtXL1",
+	"ZD/LjPuYdbXdzzNfNk0l5gG2G9pbd9gHqI9l7hx22aEWXa6k/13hcvixP1GPTc2Wc12wIYyoVQcxn11r",
+	"qdU3FET7jCAGYUDPwIoExAFetharKZbv5mILTj5MvEQabQguhgVU5FyD8WJOAWorM8cvAFkNA7M5Dawe",
+	"y7RDAtcl3r7liMwKNmQZq7MZ1ihQNlX8CnTfBjJD24mn21U6hDsuXH87q7wsu7Bdrbw2PqFbSNoeGsMK",
+	"2gNF5FwP5bQZAbUDYWoof5XpK+bM88RDoW+jgtZ6BFBQNslVsEcaouRQ+Z4XAFcoy4XAsc43pR1uyb26",
+	"0lU/EbGlq/Fu7ua/+nL8pPfyonzpK7RzNUTnc5WUxsypWDZZWZuok76w1bW6EUNGIssfCHw0jjWItLVE",
+	"Shp3E7KJZ3iTwPNsgTwyB0CL+TbOKX9uKzfgwPrGYEPzleYk/QveKXuHR5j1iklfcNpkzBJuHB8eH57Y",
+	"pNjNxWmCmT8+qohBezD4y2CQfewlR58GA/WfB/85GLT/03xy/GkwOPjPnwYD1Tn8YD8J/zqJ8/Z6PPPO",
+	"aD37IGlTMpNKU+9YPyBUKTnkWFvT1ZNoPHoDcvW1heftz8r6No3UGO77e9XyOj1tbT6GfD+StQXO39Uq",
+	"DjSboD4OSJcOFkWmtLhh2poSzunzyn0IIHBR/hlz3bxjs5wu97OrzIQuuMjkwoPy4AaimLm4mAvK6pIq",
+	"Loa75bNBEuT+xWTwha6Z+BLgFOx14AOhoC1QadTFr3M2j9n/+Pma1JIAUQhhkrKh9XlWu09oeBFr2icV",
+	"ZGWAukXOL7iORuMG912sateS2uolbhpjy+igXbuuoKII7oAL3g6gkf2gGP4qt8GmhxszjuiBwjTnazq8",
+	"GfE8x+QAPSnkfDypONW40I9OoolH9ySf3ppy+r7s0VGhsvPQKKt+mjYQB6mt6rrY8ZSFxj5DRatyBImj",
+	"sIap9QsTcF6VErILVsD2+qkUKPp7RDqRsIMrhAxQQajWBb+e6xLP6ECyVwHFskIXlMNm+4cGAqBQfQIl",
+	"UNqls91MQOl0T0hTwSp7bHaULhjzhdyTgfDfDLlehr8EqVpWn6WahR/8xmfWu2+6ZQtwJQOBRpz5fF7k",
+	"VWJFdJua01W5YZRVtGpVtcyv7NOWZVAd9EnKfoWB4784RJaE1BcY+4dMJPsRpiWlZ9acNC/0NcowR2Mg",
+	"0rKeWQcyTTudTurpBBLndY+MAStqt4FloPp1fyA0VHYED/EY/NNjnLlc4z9Zeka0kXDSTr1cwnJ4ybRZ",
+	"JGEHjebqdDrPII4G70+Ic0DX+1B58UAEb26cJsW06Y+mY/OVdymvtmxRmig/Quqn7m90oLMcunvQ+CJ7",
+	"S1F+Md3PsDn7O6hR72XNLIrdjjbryJfVqm6oarnFKWNaDYRDb6/wQ+H2arhWVhtGdnPg4bFMrfRa3jIs",
+	"c5+uEl1WDOGwOF5w7fh6m7ocqBriRdEtexwO44FCzQG6IrRi2a+QOPIrgGPNf5r90kpaYw3/gPsrEHJp",
+	"T7LDMfm6XFwYjs3z84sUNYP9TX2Lk+GNGR0edhhIbsAT+gAlbvWtAS+rr9m+iMgqsZaVlmBR1hwfgOHd",
+	"A/7+IkiEiyROkFjeRORusNU5v85EiFeVB+wEnbLSpW1pvyd8tqY84JozPHzdmul84a2uvQpvW/e4Bd66",
+	"kg1WoVhUut3vSGSEWqZDzi310KljdBqIXrd8VhGKX8DaHJ1COMcRmW9HGnUuIP8aWQAQmSp3yBy08+MJ",
+	"oUoBP91FvNfQN1XesHNNKztPkXHn+WcYd2ml7eJTX/WVum6umYDveKyYSGqrwaR9csNmmtgykGckdZVt",
+	"034ZdYLQq/VWuXqQ10vIROqQ13W/pVPgZcEZ12ZU89p+7oE7bC4A3IA8hJvermu10Wftu7FmFcoMmB2j",
+	"CS45hobab8VJtnsawX4F77cqtehcXpuuKjgn90oHpsHdz6r0WMRlLvQax4srARHcuMmEqi0v1vbp1fb/",
+	"uiyNsJ2FzsrLv4Qqb/PCujEmdi7XLKozWpoQeOX55ekhF1xPPHNkaBeWKD2LTqmYp4+6nx328WEjb3rV",
+	"N7CqVp2LJmDZrjpynLCZQUEeqGXdo1NpKetWXU8D0cb0a0sTAGoMLHhEGoHjqqzDjCzekE6aVtGAQe8Q",
+	"E54t4yo58MJ9w2iud63G8o0tcF+DfHjqYK5IJjEJVmRkMVnCSNADAig/yyjMVX8g0hEmeF5yMXQYPciu",
+	"pvm5drOM6MC0TPbGD1wWts9wAha9BWOzgcA5DZtak6ttCVUjFhKU4R/ONb9lLzDlIHYfwLQAz7juc8bb",
+	"x0TPC0A3+s4D1sqSaJOCwRWXb0HkFc7T7qx12PcmXKLyqQ12DA+Uy7Ag7RS4mU+7x6nnawWiilrOgvtV",
+	"PKvLd2HHo8w8eYmTtTPNtl353Z9i2buGdJAfJktCSWqTm9OqIx3ZHOCbPkmfPX/5/Op5moDw+72BsXSW",
+	"DUR60uuSv6GPDDa7W4JTktGlImVxFce4Ts5Ruxu9D1zHVvyRf9TTB2QlcRgmhqiqnnjGcob+x78h7tdK",
+	"5pWUL2U0jrRqCazsieihEUxOo049H5p2UnNkgduJS3EW7HTcxsdubmLEDO2KXh2IOD9Ele3BKGgtc6NQ",
+	"jdokWpKwJ/5UtVN/NhDlmmOXmlbJaiy7WxNPlSoFqa24ufcNRIarQdrpBHRxpyKBKeaHw4WkBv7G7raS",
+	"VpBpb3PlY1r/io5j0W1Nx2dEzQuo5ggokwnXDGo8AmVEwafT2tEMnqPVWPUGpxFyAuxTr7G58nKlxjKZ",
+	"AU8dvOFL1luG7sTEHUeIVPWfZ4gVW300z3OzXAi3RSEEXyCYBpUV+sktkZwxcTiRcwV+jD1RO80D9opz",
+	"NSB09TQhDn6MUAB2R4cayNgLxsiooEMLowjLE/+z5qQ86h49Ouz1Do96V90n/eNuv9vt9I6O/9lUNG1l",
+	"ZEhQsWMN+IYkZ1XmyXhLOyhqlbORtobukgBfehpWlItc7eKV2yPcn84PNFc1tABXxLVCtDxzb5wL/LSG",
+	"OKFjJvT9mKg3FlHbvaQ8FgT83dWVP6sun7XRapXmL6dcT/YoNTeLo43eBlgjI0ruUNzYmS2wRCslDL8g",
+	"tqiowV7WrUcFIhMFeuMe3qkW+5SL8NPeTgwt55CKF3xG2tUiZxYFublCewP28LzM9fucZdHfWOMG8/fW",
+	"Jj6eoQdNMKykZuQ9A4BuqMD2oT+waZz3Ko0eg0jRXUui348FoEEGd6wQvkkK94Rt/N4qeDdM1o5Futej",
+	"lB4oohgw/8dOYV/RNUZ7sD5I05SaUXv5DPlSnT+mnVYSLtKDxHvjHOkfIrWBZHIghFwQuNiUZRM/fkrt",
+	"DQ7UObnE4cHNDqspVIozkWumeMbM/cbVoe6bd7CUtDFe4TBcro85A6AR4Iig1qb1vMD2npjLT99dXwaC",
+	"64SkJ91j4olZfVlDcPUM5cwVbrRwdBcTqFc2BDLqCnNT+Ver37rls0iVw9gBtSJW29ZSP1+pkB5cG12x",
+	"dL8WOR9ZQJarir5LTfSGTgd+mxmdRwmhbR4OfK1W/Gl92K92SW8Ym1l/IiLkyDUwBgq4o5W1JMCbBjl6",
+	"BVPzKdbqaGsXFjU33VyOyVgy5esJha4vP+jKWML0npU1+YEWwuiB1eFZvtILMZt7dA9WCnI1fYaQc2S5",
+	"Dma0gHo/InO47NAtXCVsDtuMXnbt5nxaki/uqH4uXGBEheb2GaGC8MwS4kp7eNLZLF+CfxKMhMRi/Y1k",
+	"7GnzG/3jzXpj8z9QFslUFlyNxsk/T+DHGtKbW4GfRRvYFqhtGhuywlVxbRzamlhUBYvtOp5EJzp2ia0w",
+	"ve7JChjJKtuCLzp8s6ONZrf71CVpLLtobYIZK7CjZyRj2XwG3iiuPyPbYNFIrl9PNyxTwlzqoadADZlB",
+	"q1+XzPuJOarc0YhAQt9j/wfC0cCh4CUlhVC4Y01GSlgwHweCTWeagwvObuD0pw9mG0uSWlrC9MA7X+HJ",
+	"BVeswuHclAIZrz5YrrJlFt8kmHuQd4fpd1RknujMBp3R4i+9SCUjIDqsAz7GaIZblf/znpiiamMR6JAN",
+	"f71ooCL6Aewf64qxvz0j6axgt1zOVVonBYd8BjqchJW7rBuNnA8E/qelqkQrx1s9bGpmR8iwyNRKJQaL",
+	"Aa7za8RUUu2uHPpPag6RzQUdzAMA9Ngy/dBOO+prnKpdn6zr5co6Bc2WXYuJ+rBKVHtvhJotBPY5Mo42",
+	"Sh7VYdk0h59ZARLbN6c7pU9aEdrOjxKWhAtW9PmeLaxd2bWLGOID3VJucb8twYlBY3Aa3FcekKX6rEbG",
+	"7UhopbAVQoOzIpLg/6+rcaOILfFv+/Pwo+/Yp4fQj9SHEeOn+JrKLn4ca5Zwm0WLWNhlAwEO9J4CEJJP",
+	"31MMwqZi6FQ5L4YsSkuTBo+WNOgJoeTt+dXTb4DduJYoALmmSEsAwQ86ED7vuswmS8P8vTQS3uNQbgbP",
+	"xZZNYY8eBPNgcPfJZKm1k7hpWSMtlrb7nqvjyN37FnzpM6UidO5cEUzxDbPUB6Kapp6EXAkPlI/gOP4G",
+	"r6pdniovHCTJWgVACQ8WUuJr02o6hkv1GCmhY4CR9QfG1fpOjXieI69rAFz+A9gXu1ITPDDLWiPnHfNb",
+	"ZD7Y/vjc16xJWoHLalNPQSYCYSOZLSPjeLf2jLtGOBK2sK/Crsd2bVYpAbCNenaayKlm5msG7PP0qFIN",
+	"YK8WKnUO9mlhFhQ62Od5tQow2Vf9xbAq/RVvIB4Zel4IlpXgGIevQ/q8ldok7VVYHFlBxR1EYHFamvYc",
+	"OK4zEBdakffvXiIBkHa7Eq+MgL4ZMZY9wFI2rMCSFjkd3pDSVQ0+7IM+lAYmXA/EfAbFLLQxfj478C5e",
+	"nm8/18YXxt3tCriLxFr3wbltkyVuR16RxC0SaepJ3qHnozKZYd+T6IJXJzGmzqolIvbYgL5uScQm3HAI",
+	"WMUP9dwKBjHd1eqs9wDdNCtxXRZYuc+4HaQtPnKHK1s39tLHVNYKtej6ewzcvfnDpoob4YVljQ/txR4x",
+	"wPNayC+ilF1JqvIKaeM1gOQWAO3O5FA9dFqwM80SMrDEdWrQOuiQ53Q4cT45rioQellRs0Eaqy0pFCHo",
+	"OyAAw8+k1iwjMwrQ+2hOE7rbv6ICXKhfySIdiDasCND545htXnH6lZAaWG0d9xs5D/rJS7bRNvt1TnOu",
+	"l8BkS8VA4FogO6RNKO+T9CtMsv3Kpkx/hTnTXwn7b8wT/spmKH+FicJf5TZv+CvmsnGBux5NL6on1stH",
+	"BYFxJOVrXKomyqtLg8d8OgvDDKdXUc2Vi/1MXT/dVJjGLC+XYBAFKjPyjo+CNLxkIE5Izm5ZjuC2Ryfu",
+	"gmGOKeGGjfsCZv3o9FHI4eqwpe//0u12u5B8DCUU/KyGhHw7xmE/tr7iAtii+KyVINHmh0/xwGzTttoj",
+	"qcvthIaYV7w2W2JUq49V7lrDL7SwNmof37812sSWTt23ru3bN5dXrgJ7DWTw/t3LhNiw34wV5FJTkdEi",
+	"Iz84M4pgYYUABXDIsxSNMBsuyZKy9oZ0iaUF08XyIPEGGeAlwRhISXsu+N1AOCpYlHP3O9MbqucF0GTf",
+	"9hKs6HBNFXt0Qr55df708PKbcyO3cmQMOd9sx4zVlYoYiBu2DCmh8PnDjA1lBoqq0A08ouliotjw55Qo",
+	"NiwYBKpdkVxQPJrkzJhRUgxZ30W3rpdhgAhvj/4zCA6t7BZXWfKnMnZX84ZFI7etSrHkbdilekdBmLLf",
+	"+oUK1skkq6Eyw/hpK2rnBHsZNzHs3iB+uA476wOGW3T48eOKDdcPKr19+pC0zFpMoRCzOUU/7V6x8wyc",
+	"OUbc3YG2d5XOtRizsqMrIcqA2Dg4xVcLRlKRXcs70tZGGd2wpUpIOrz52fz5c2p2F8Y6oVateR0UZj+L",
+	"Vi3PDl/a/qTEFUvZNp4IdrEbzRpFdQlbZnfGpOoONGatkXy4CUCLq+ai80PgG5/fzXjBds3XUb63q5Ky",
+	"2gfS9prhL1admAU7PiIFFZmckuulZuogAeCTcE7DYRXb08Im/n50N/vnD6fd90ff/zKcft99P33S/fEf",
+	"7/J/Pn8y//Ho+79eT9+9+ec//pkPb16IH3/I51GGgh1Zt+7FUPfkye63MDu9SeNarROk8AjdMdt+Txqt",
+	"vW7q+zEl42Mse96gqnwqcakXuEaG69iJZdF3E6owI8BYcG0hvXZLoNSrvfYfnFlmHzwcwX8xMsKOh7FH",
+	"Hfg0SNMs4osmNPNYv9px1jvqnkTSm9fnF058KujaWM1q8ugOyLzILnCgu2odOjdSKXZC422Pvnvr6x8b",
+	"awf0dhKm9Ib3PKjWbJohbQz4pPhnWs2AjIPm1iu2FQuvSc11Op30oEPemJumPUpwa5HCphydDQQWo+E6",
+	"sQmzKCioAZGwscavj22/Gn339yfF13/77sdfi6vFL+/fPvv64uXbf17Io5f0Jb1c9Ebz4+vXv72/B+na",
+	"aibg70Fn7lthbl7kDYXUQiJFz6Re7epE65nqP3yIHoHA7HPx3mx35W46VHW0eb45u623J5tDiZ0XXC+h",
+	"Qirq8fMZ/44tz+ex+iPngpy/vTAGUb0SYNuYR8BfZqYisJbgM2dvrVhYB8lAuBKHcGdIfWqrsbqs5Kcd",
+	"cg4vdZF8ACkr3NJYUwJcDmYLCzrF6zzc9MFDgxhrLjA53Y6Y2GmeMqH7/rXWfZ0EHyD0OgnR2O43NXh2",
+	"UsVxh41gMP+MUBgGjpTmOd7nBsIS0h+AKsR7HAyxQ+x+uga6eXDNmzEjWSmglDxZqx3otljyfgiVBupq",
+	"jxkPK/MjnDwhStq+y2tg5CLmnKOaDoTDnVNi34COUuRItqhfoN0mL6wUwIUVE5Yd1J/QmhNuICLIeFzw",
+	"IH5RutRTpxyf3w1ZMdMp4KVBH6LPzvZ/IGzdMCdSzvVSqb5ihemBk7SBAA6CERwNuHpxBD1H5DADWysL",
+	"Fvuk2yPvBZ3riSz4b5BQjguoZEUqqCAXbwcCKu0cQv4nvHNUyClhuWIL5LOOdAFcdTmHgvoWdo0F56ga",
+	"iBkegiwjR10yFzfCTAzsMF4SiJBe15kjZMy0IunJ0RNyJeUrKhyzsErh5ZAlrYvl4flIM0tQgqNAmozi",
+	"1hpGZvV/mStNFGMCSzRaKJ3RJ3gfclya/dbdIZ3xQyzG6W51oI5anz7ZGtQ17n37YKBQQWV73TvmejK/",
+	"rijdUvvWK+r6ZhCQjh7GFRoPZGBEEVTOieNk350KAHPVEzbtDMRAYC3mQEmBbMMt0Q/Z3w6JnWpyLTNu",
+	"eVO+vXzzeiDacKdkQh9eYTmiGcamuRQPf1FS2MJAw1wCstatMySD0ewQNkKQxmoF2m6J9KTbJRZ2b3uQ",
+	"dgj23AWsEHihSvdOClVNU4I1RcVA+NMTX/H+6ul+ycFmsE1uDWMeedi+5WCRM/rrnHkXa/v9+4tnt4+B",
+	"gWNKc2Mgm4GWRgWSisxkYfaElVNgcHGgfooJJCDIEJPDhQTyUC68LabIGJgJKNxcQ2wtfoKn80GfULc5",
+	"se6/Z8XhmF8wEK7yf1Ip/S8Lksvx2GbnTBNSUEskToUL2wUi5rrlT8r0H4d2MQ8vspS02XAinT4JislC",
+	"kGDMhBFQIJ+BIMJA+NPU/dDpC5yZB8r0TjkxMerNTPAQzvOVvkAzVLOByPnU2P02iGz6SDV7aT48xH/2",
+	"uub4DD9/x6aUG3vZfIduUGuKGC2d84yL8UD0uoeowSyfeR/4Aoz0o2SddiFdiykzye7UTWI9eEaXKQKD",
+	"GroBP6gyUoC4Z3TZJ8en3aTb7R7YW0f4vGIaCmVZRQvpPDA1OJT6CMioYJjMlEtziZQgnARnEN6OYChu",
+	"zvhGfU0q6ho1cM6HzBIYWC366uJqRYHKGRMIDevIYvzQPqQemt9+Slqa6zxUwOT/+3/+X/K0RKO76w55",
+	"O7/O+dCsWStpGc2JGrfX6T3pdC3XqKAz3uq3jjvdznEL8pYnYJI+hIix0A8/annDxCcgNGy6aAGn2DWb",
+	"cDAVggrls0LK0ZvRU2zrfZEDBK2WrLCgvua22YgDgdE0Z/W2uaOgNGObFWzE75zGsGt4kODuwgcv3vrT",
+	"GDiJlTFtIDs/CQJV0KPDguXslpZUA9V6zx07hRiehIkA3g5jPw4LBpqN5h2Sng+HbKaRrvnhRE/zFE9z",
+	"ivX8yDdXr17CLCW+gBGYFnDIoGj4kwo8x2Om7aRBIN8qPjP7R92uO49dUk3tSALPcOl8x9Mc2T1bC3at",
+	"uGaHRjubCwx++RYm1YjUzc+Pv/n16OXdE7qf7z3wSK1zkRdl2qqlFWjy1dttAnwAzySzCKwGFo5PDlJ5",
+	"MYP3G6nu9Y47j80WU6w4H8OUVWfh4VHnGC7McBndAsymIEl5KIsMs/bcmlfmvYWxnP+VySH4sswPMGKD",
+	"X5i/SU7F+D8GLSYGrcp3jGbh37Dh8YO3ZkMZKbUCjD94GPzCflJvo4wY2Xf01jbovu50bJnxh/UGHpYj",
+	"aoWTF/Ey4N3DTJg94qt7IoZ6+dSQcQNOLGwLCsucdE+aVszvmoevpX5h7AzzwClun/UPXAjNCkFzrB8P",
+	"Tx1vfuqSFbd8yN4Leks55q2G9/1W/6cPSUvNp1NaLFv91uVELoj5vzL7niG8H0/7pdJsGsi70wcfwPFW",
+	"0CnTQJ74U2zO52I8Z0qZTli9FWPNlqNDOTp00/r+3cuqM2Wofj7+9ej16Puv5bcn19/d/ajf/fb4h+lb",
+	"6u4S5rQo9yi8J6zhb512pWzsVJvMjPPhDPTvw9vew+ACEj2H3jE9LwSCl+1vwawLEg/wbxseTEl7SBU7",
+	"5GbwimvuqL2vl2Uu00AAU+YcM/1CYnTSTuHfFrlwa4slecJwa7PB5w+Ua8EonD5AN2zNfAUOklkhb3nG",
+	"Cms1cXNQ2dJIvnYp4CBcOJahLY3zbOz2yEWiTKY7OCOuswBRuWblmHAwNc8S2GBDObUMk254gAkRRJmj",
+	"l+ZwBwDYMCa9Q9NwTnuHg18H3xVjMHVPnLXyTDL12nKLp1gZIeDeKZjFZF4D348x1hcFBR6FxhPTVkDb",
+	"uD+aknV3cXrCgQf74Nc5K5blRggTaPcU/mSL3GBn5QRSV5fofFkdVMMhGxtEmewbHUKEvWirMVg/ZnRP",
+	"nVWlrdJzRHH97Ktxx7oMjTTO+fFe/fUpjW4HhZYrYKKwqGtQ5NORU7Rd1d8Hyt200WdjKYigwRrP46vD",
+	"XvekSa5c7bn4ggB1644jTB0Bs4VFu4H5q6z/HnEvvDSRLUW142dVZDGRZn/bCB3HQuTKTg5H/DJpg+u4",
+	"ZMc2l9cq0ZxvDyBbwLtoIV8HgRerNjNcDPN5Vp0bl88R4Zguz5j7GNfb1KR0Py2LUu5iadonPq1JP7ZW",
+	"0BZGzV+pJ3iCR3qbHwm9p/jQFmaQd4/uZZ+dHD3Z/EDtvv3fbtdVIzgeOYsu9NaHTxW7729MlyZf1b6D",
+	"h9DAkypi4zyF25UqH8czE08DrmrxHovXumHLtSeEY/MFNkouxmeexaVShLc81f3rQu88HOxd8qxWL7bC",
+	"cwPQUmC3cb0PKr5AhJgJtCgSDAsX4Cr1xYYtqwU67YnSxXyo52ZQ7y/dWXjmI9xDKqrkJ1Vmv4FQmud5",
+	"6XhwQQkdEGhYV9ICaVhUSlypFBIlYOkMBKBIgVOwsAYcloPCzFAyY4XCmHc9svHE2USX8xnU6GcZOGQ3",
+	"JasedKq1aFIs61Njww4r+pSt4t/pQR8DenjUcUWGEza8YZmrk14W5SdgaLo1HYgUfNArpXC8l6WY58ao",
+	"dihJNFdtU+iPl4K5CJM7aQeiZpxSgYQSlVM3Podl4dIrelNhWaLaU/h2yA+8YIewJTQ3NyQv37LgYy5o",
+	"Dr5WPmSJJ57liqRH3W4aMz1Rhhqtz5h2KX/y8CJj05nUTAyXEHX54N0jf5XZctfjqMbyWKqdH8wYrQN8",
+	"tVJfKCCtoKRPvb2CCbageQmCfHzYPT7s9gADRbVq9XtHSUtzVhiTXOZZwBzZUnRaMTyNFh3N87za0fOa",
+	"2qFj5ar5O4aBoIOedKDVOzomr8krygW51OR8pslJQi5n5qSHcSXk4iV5dPS4e9KQzRmn8KxQblptUceA",
+	"dq96j/rdk373tNPtdv9Z2iWXNGdqJAvIx3FJ0K0f0P2EQIKx+eQ1W6x4gV03psuO8s1AVK3bPf7HP7rm",
+	"fydXr14dhVO8tRfNcmRGuS3Xedg+WUwQra3aG5+lYfNm/Qo1r/72plC4wbwRUwVuWIDsfc05XODN5hz+",
+	"Lig1Phd4zpyvZ8FoaOEHPH08N8a+UwN1WNdbjKG//XdvPW5hDNqxP5VilHNci5PeFm+ymQZXUr6kBbJq",
+	"nvROtxmWms8wivmKZZw6gOTJ0dEWFmhF2b9jgJ/7w5m9EO+r270oqZtM36jT76EzyB5+LLH7nx5a5lXA",
+	"SG9y+MSLV5PzMlRNqpFqxaezfFkGqRFJD6HARydhIlFgiET9cAd7lciO+FcrXGyfy8nadNU4x7lVFXu4",
+	"D4gnn4tIZzNk7BU113JawpRTH3MbCLg9eH5CKsARmWXO0uwQfClgk4Tj1c1Kw99XFHFwy/cWbVG+Dt+G",
+	"9qI1b9SDBFyV4Hh0ddlrnkfnPIZuAhe8sxUj5p7tmC/x/lkMvn9rJ0Tl8rSybn84F8U2p1J1kS/E20KO",
+	"He3VnyfF+pPC6p7gzh+cFUFSRNNpEdySUbHlLFbzFUu1VBOtZ6yYUjO+fIkuAcxGoGOVVLWMJa1A8JcN",
+	"nQobmCQX2rnorZaD0+F6aQFKnjlwpFmxoEWGaB4AseVQWgqY8DTLBgJRbZZGGl0WJfQ5opxwsJ/1LlpR",
+	"TSdraUuhOhXWXPlz1/+563fa9bgdt3CN7iTRnuHnrbGlwN6BihirvlXLRenpBiwiCELj7W8v37y2LFLw",
+	"PFFsSoXmQ8AZikrBErMJbLmSgYDYR2IByjkfcl0rNkEFwZoDNPdOtlqV94FoKvPunRPAem7djUZj2Vp5",
+	"Bx0b7/a13wIitYEofaTQGZahPxmAbraMExQ2lyN7YbRp8hTgc1SvuObkaCAqgWSrziY06rBb6y+mOjDC",
+	"BuLcknahQ9WCai1jaAPVaeh79mRgnnbU+nyhw7wgLnMPNTryPTl/WduR0UVZSy260f7Z9/yl1fLuLkpI",
+	"1cHZQFRXgowl9FPWSOswubU6xirTnpkXQME6n3z6lkGpqRSNZIt1DEg0MzbkmWXFb/BWD8Re7upmTzSi",
+	"3vVAGDkw85sz6u4WIECqH5L3V8qBePYLYAOveZEfKIR71n3GrgJms+846i7e8SIwD8sf/V79vpcMASOh",
+	"izfByXWzs7XD1yyR9+7Ocqq5mE+dI84Vzghu/I7qlwEuxL0VbpSWVc+/N/RQuro/1kdp3vrpk3eWhm94",
+	"JW+x/afvXhH4PkHZKkULvoo4tkO3rnPD/n1Ocz7i5sjdwTsZrYL1ZbyT/933vNXCaP8Djbw/HY7/HgYl",
+	"7sv9HI5hoNXd9SJ+xt2Nz6izDdHEZQUZv98ybtn6p8boBNS4GNMxMilhbnsBFUcIMv5BOJVrNRCQXAbj",
+	"xyI4xraQQ7BrMiz9yyzxobFWKZTdMUYqLXLOClsn55YVxNXQGYhrOryxzK85oxlRQ0iIhvqrcjqbQxjd",
+	"hX7LDrs6A/5K205fVEgmjSH73NNemr+eVWg0zSdvA1LJ9IyknuMS/Ivk/GIARfmUpjbdx9l9pVNyKMUt",
+	"KxRmgyGiAMybxBlYLyrkmamx0pC0myGPF/zxZsYs31XZy+85W6RYNcvZfsbwrhAbG1toxeyLGHwi22Dv",
+	"DYTpD1BcOcG8yKCpKb1hwEUE6bp0xPBm4jwVvAqBCExzR8pfmrQYb60lnvknLaLL2c+p1zH68B1kyUKN",
+	"iQIQo4FBRTbZUzg5dtwBRfN/j10FX/sZbvWB8uHw8eOve4fKy+5hr2XOS2S27X+E39hUCyMpBMKmkLB4",
+	"OIfs9nIPrs+QsI766k7ZPk3Bzd7/FHPELVQHk/IzkJWPrYhkbi6iUtlXC1o65Xzl59VKXUBDsIo9NC3H",
+	"cIef/vSNVX1jf9pPvz/76R3k6lbOEEBur5pTXldvY06Bb+FL2lLW4Kkmu8BRT3MgULCp/YBKG8rZkgQE",
+	"GGymEgvTdum3WgLz80gWY4nA7r89e/uO0EJ3SO9xQp4+fXt+AHTqxmrSBRUKM6w7lQpJU7qEgKdwR/FA",
+	"ODeZoxzqu7oGWcmB/sCWbarGKbgmC7CrhAYyA+t09xi3B+DksG4cn3lcyZTn2lh8WZk3H/CuV2oCcH2Q",
+	"DAROl008EJn1F0HmB6LFM6K8LwhcS9y6i5ymRMKmEaS3yMJ2biCsdk2sV+YE0kyoBrO2ikp38ZiB2BSK",
+	"sar6zC4y2qBu2DbTGkpauuA1jM8TcECWmqu6VZbHIm2IYMfLY6FNWJIg+ilDR5Qtg5WQ1LVrTaQDIPoI",
+	"eL6RUREpR4ACt1APAiyvGgikmK3xcmBsaIbeP6KYsGwHvvdnNrPVZogzJO1Q/lQbCKSMkcoJyoMV1g91",
+	"5g18rB8YJOXLEUkDbXn4HVumA2E3UUDPUKJ/3whWryNjPafIjmIGImR17yaA3bV3CaQ/8AjoUixpwcgM",
+	"GEbqHDhWRM0dIOdKJ1C4DJ3+VBFg0gQ35cSIFsBiKbKR4alPLSDCOka15b5p67ITDSld/YH4m/nBA0Uy",
+	"6UgX/mI0aHpWusTKfC+jC/Behq73hFxD4IFrNk0In4JuLuSCyMJlk1kHOXI+cD1hRULmAqUJ0BMTomYs",
+	"z7kYJ1Gn7kCsenWtBxnCFMgxbIt6cmAg8uwd5cQqS5KfHlh4OlbIcTdFsKBAw84z04axuxzZfpD3fZCU",
+	"9VNrEuBE0Kfh40XWRl+NTLwuyT5qfEDILkPaXCAbUGKrfQLLQp2B6KBDLMTEK9aNCJNYahumCAW4fWdS",
+	"Ok977DYE33y5QO6uxj52tAbV9cD2ioqmItiQdNXXuw+nq68QVV6aTleZV8uSUFs0THuO1ku98xUWT4wF",
+	"5IQfSEErdWA+7OAXfo69abrE2M6CbKzuiz/D53+Gz5usdbSga9Y6HKDeqWVOGWPpggkCBFb7ej89BOeL",
+	"WexvaaEgqWlUMHao2Z0OEnpIPfunmscOhmaFewtj2mCx28SfaODZgjRd6g6iOxv8Y6QNjoaBUJZQkqMX",
+	"sU/SS10wpq3xd2n+oyjznw9igW4HG0w7A/G8DMsWc6EqgKBdHGc0c16zzwtK3Ndr5nMyTrtd8pw8pTOu",
+	"ZU7Ob1k8I6O3g2Mry9wY/9i+LQ8+E2zxJ5TyT8fRvxN+M8tCjQ36e9VptBuQ8yE+1ozmDP0+5mZnLu50",
+	"rEh7TerrwdlqqR1feX5Cb9lAGH0OzHAsq+rk0tEC2rlwJGWmRehAhzzHQE5YDKiEHNnEtqGe0zxfurpi",
+	"8bCI+cqqDdPYF1DucQFxP+FGJOlYwa8bdOsGgYY5wOykPzXYnxrsd+/6ngKyyGxR8J7GFBhsxc+CSI1n",
+	"4GTWhWE5dkBdlPibkgvGZdVLwdSZL6JasV+dDhyIiBIk2+o4p9lWYUADcR5QeEAXZuD7Qg860kB24bOt",
+	"zNg/tdyfWu5PLfevsNPQ/pEbFNw8Gmib5XS4EmmDBj1mBHUXmkNXoMHM/bjg0ynLkjDghOTIYAPFlBRE",
+	"5kosN9Rc9a5scMhC1IQr8Oc3aDGL6G1WY+RzaLEC5+VPTfanJvtTk/3roApmz5VV5BuAClajRW+bai3F",
+	"8SonfbVwImmnShb6PzwBrmVM82UmZIGqpWBDSC90oLus+nyZMHKQEFc8iVwvbSTbsquhWm2fv3520CFv",
+	"6dgq0Bu2VEwPxMx80iczqhRJBbvTT+eFAs54OrwhVJF0iB8kNWon6EOa+OIh5lmITkL4biCExKoFQPis",
+	"JSkwQgpwKDJkWNFYCqA1HdGCULKg+Q2E8jvVnnDlcqakwPuwb7hDzvExrBiECSKYZWMxqYXV7mU8TS+A",
+	"rQd6gnV5bvhMYeVRcAuDlWzOnLnw6T9ulIuJzBm8skOAJieFpHmaXQ5lwVIolDFmAOCYyDwbiBFbOD74",
+	"FJKl0rJSAYSCERqbsSFdusOQWwLrkF/JUeMJuTjoD8RI5rlcVOcJo6/4M5yw2JljjjPv1d9Af+l+B+eY",
+	"49+NkerByGrcviDMrf5pWCnqaFOhqDizYmWY1qvvk7DW9Qtlt4kH8bR3tDsNYrlr+5VdfUaCDK5+dQOT",
+	"yv5t6qzZUPE5rNQMcoDBTXWEmscABDxeCm0Zkltm9UZZakUx5xers98aq2nGqIZ9MZVFtThYlA7IfD/L",
+	"fYHK+BRoOq7MgK8+Gaza8aZFA3lz9Se7qwUolV4CvcZIFtPWptlZIMgFYtRYLQJBBFx11rGhXrqyT1vG",
+	"f4NnPm3XJcuSvV2fQiz51p16Fz60sVcu7RRLr3MFZPqkDQVFErIqQRWmkxibVmwcMS6uz8g6Wx2Rq3xF",
+	"NRTRtjcAM9N8Wqtf6YAG3d5Vt9uH/+/ovaJqyW5d02Sl/75UoNnOUBu4tXe3r9lIQoRxTY+PduzxX6HN",
+	"z99lqx53mOmj7lb9dorxi8w0bsRqgosvhAz9F3JR6f5JN97N0IioC7Svsbi+cOSOiqzQ/urNFYAs8QfA",
+	"yg25t2Rh9UsBLkOMRoARB18AOjNyNPRJ+gsVKRlxkSnyCxUVgjmwaxy3XDIQ5reMZO7n7pt6fcRfaBOd",
+	"769N+793tDvH8VNPIGws0wrTYXP9fpiS9LvnP/bfvO1/f/7y/fOUtNM3b9OBSLHuPVSqDzgVFTNWl0Zj",
+	"Pf0/5idYad8W2sc6+7lmKdwFoG1ba/9sIBwD8qkxfj0RJ1Am47KB9WutJEx9d8BCzNvC/G8BSD+zfAmh",
+	"A+EhhebT2VwM9RxsxoMzUmDCj3UMW0rqBDPGoNgW1QxsVpypM9NcOp3nmj8X82mK+V1MlQVFZW7d1chm",
+	"UFbTDIwr9NL0EYqIVvVA2EpBzvPyqFuK96xCLeBtbYCV2d8fJd1uN4HMOVcRxuOqHyii+G/2WmCsdwa1",
+	"C4vcVYgLLVDFdJ9YC5zr0O4eCGt4Q778r3Oac70k7VIOEkJJMDcPlJ2DA7OGXGTsjmVl3ZuBwAtfuYlp",
+	"bm4DmUSyMZ5jbSK4c4RDndB8hIYdFMw1M47t2VR3582aJuXzflmmpO0y6UclBY3CVrhCjjOLYccLZCkk",
+	"iGxGWYV7JgIvUdThAmWuTtXd/RPygfbHmvV7QCrJWdHnoj+WefZ/FM9vWbGl/bhK6x6zII/cNcSblGtt",
+	"yNNNJuSH+9bdKd0KP31IWqWoGWty+e1vF79I/uPyQl2Iv/M3/GL56tnF0cur53cvry7uvn92fvrml1eL",
+	"N7+cL17+8nz5qif5y6ffzv759OLRxS/nd2+uXvVe/e3i6EJ0W7viTl5yFcWenKPAYCUY6PjvHWzyh2cK",
+	"f8mt11kxWgwnfmF2gPKph9eO7iYeZfwByUvmM2Pi94wyLXWDzWgJ/d8uKRQ/V/McKLMcKF243w4EaPoO",
+	"eU4tZL0Gf1akymydEk1vGJY+AWAenKQS68fKhcCiKRxBe0GD6YjynGWp64zPGwBAvlm8lRdhnQa4Gzs9",
+	"NhDttF49BU+IjGragXZUao0pxwtkbChiGbDdjsHSSKDysTRSehDwHyJoHJQXGUtCJ1CiFc7JoGQiYeKW",
+	"5QBSN+fBt5dvXidEyBKcniZIQwmrNRDQHmRBu+KT6VRmxswwc6MCD5dbSI9KxHziQ3yg7yr/krZzWvYt",
+	"YVnJLmPP8vSsBHmHfD+W54cOBCmXBlYL37kbPbzp2oWwqQzE9DGpMaiF9q/nsLlmuRQ2qhVhXm/sXITR",
+	"Jpic+UyxQqebpiQIxptv7VUF3wBJVYfAH2X6UMxzpqB4nycnYtgfzN4pAqe2zbaB8srtkPYJbcFry4d0",
+	"kJiGQzIqENRlQlLINMHTGyg3tawGxxJMKbd4WHLNsP4PjNY06uFcc5Ej2DaOleUahmRdnc59lsJtJPXO",
+	"V0y3Ne267LCMj0aW1C6g0UeWKcszCk5ep5VsNozCiqxYcQmUDgDq9UISn3rkKrN0oGSnqyBeVkU1MgST",
+	"zMU4D2oRI2dBHxFc52bWXNVddx23E2DLuWLkoUC/MgQ7zTNJIz0VWIQUb2deel0+MbkyKgOVBcyCZT+F",
+	"vrsSM7GcQ1fy2VxGHJWX+dtPGFh4eKGwzK0NZTAhrhocAE7Tu8eCUhN0GXNLwyub/dL/SoIk3L7V9JWr",
+	"hQyiOfgLlkUyVbC7e1LN36/A4QdzoW2iUC9/K9hC5UxrY1SbiZqCTe1GvUPSyl/DJfuiCOspv6vnEz11",
+	"xTic2jQSiJoaj81wbfDEx6XZI6PI1vD3XrBW0nJ1PozFbqZ9x1aPw1btCCKtgjWBcwVrVDU8WknL2ByY",
+	"cWXMDhgfXoH6raq1cdRxyUlTphRSWCFLGppJlSphwBlNYR2cnwxK7JWPhiWHPQoW7vnElf5VMzbkI7uq",
+	"eGey48VVMk3uLWtN3PVv1tuaqPX/CEz2f8IO/j0p7WVhD4/oNWqn21qJiGpEI/ytkPNZrIZLJfZnrISc",
+	"3zBLZgrRfc93ZC5l6PBBzqiBMLYoaafXy/Sgb+8ESD7aDx6fAL2Ux9NfL+F2ZkvbtSk4zY0p9/6SpL3U",
+	"xyqYgGiiMfayQs5mLOuTdKXuiM2hOj097XR73Q5+BNrn4Az6gzymfdRqdpRoNGL6NmS5Obp6zL1GUCua",
+	"P9a+FEPW9wnYYCxjFnbqjJpcDmlOZuZyRzWBlG3STsfm3+bMBY+ulOOc+U8OkrIRqk2bb+Y6l/ImId9I",
+	"bX6WkJf8liWEP83lPEvIC6q0T5B9W0gtBWmnxgToPJPsL+Yw/6/yja6n4FY3BkTt/ZVZMubEufB5bcHy",
+	"gZnZ9ti7FR9/mdkPNP1D8yFMkM2uKxMpzO19NZ8NzowDMN9tNRNi5AmdkXpSMGZvPNwSj1kXgZXnEr9y",
+	"OKPj0rcIkgkz4GnFWIaezG0QLhUoC7i4zipoioGwHAE5VbpDzsnYdAfwgapSl9AS65Y4D5lnUJw/U4gA",
+	"wAkEeopU8d9YalpzNyRL/sGNvY9vkCPch2Z8HfLa3oK4o97oo99iIErdAF/gNMMExizuERdZ/ZK9ERFi",
+	"a/dwBZ15oLCHjXHn62WU68ileTubpCqJW2EYrCjcA5hydJo0hdf+u4Epve7RNuU47ud0xpWDNb42J5Rb",
+	"FG/Kwjm0pYm8+WdPnph1naKLsXV6etrtdW0RKbMFWv2jTxHfN7/4RfLh3ya319P3/OXTbwvz9+ur971X",
+	"z54vXv1y/turp98+2d6x7eV9s2vbH69exP90cf+3urhfcJE5OyWwfXYxmdidsVwbzaXnlubJ6WFLS4lx",
+	"1Bwq+LTLU0+B5udiDMzSIRQsIUoXjE7h/LO87hCDTTBDyNYdV1yZrUqUoDM1kdqXy6WaXlPF+uT1/8/e",
+	"ty+3bXP7vgpGM2cizdCyrDiJI8+eM24u3W7rL6ntNL1wz0dYhCzGFOASUBQ144c6r3CebA/WWgBBibIk",
+	"X764rvpHW9skCILAuv7Wb70GMvmmCthvEsZZnkkRoZZz8VcImr06+YUClAf9vrg0PWbEF7Pd158TnHlf",
+	"5eORRA2aSZaqvt7ml1l7lPYwfKMmjHsCkwhDU59UJn1B/D5paUxMBq2SyiL88ilkJSAsM5Y4UKvtprf1",
+	"RvZVCkTo539llwnYixBPRc7xQyIuhc7AlfQCdZuEUHkQvIrYUE2QihSS2z474dsU7zPO+nlml52sQt1X",
+	"Ugp7lTbqEh4MQUUXp8ZPWSr4LsNdBL9Rsi9wZR3jzRPNtDB2W7RwSUeKALE+E7rbfUmLeSxMMd0CcEri",
+	"hgNTIJghJjtkicqjGT3R7GxqhEYupqcdasSq56aD4TuTjYQamxYFXjW9BRMyXcApA39fyy7YQAo3kMIN",
+	"pHADKdxACjeQwg2kcAMp/JaQQqBNQxNnwvOLENvgLLtMxnIOcYjsgoh0CfLW2qHpTH/4z4avfdmS6Vw0",
+	"ofE1LuMGcaMXrxQ3iBtRjLYN3FKX9YwbV7DaYfxmNuFTekbq7JPAznzgIrXr5G/DuUTVF/Czj2BCkf0i",
+	"sVzlLaK6eUdO7Fw7+wOGBOTW7wK3SnovLKwcrnmN6/igdOl/boIW3zho8QZF0I0SPBDEXQzHO7J/9nC8",
+	"Tlgh74nwMjuNkgl6DgISVZB64E4TnbMnzTulwLqmZA+GOGHgJ9oBhyaZ3EetRbFvMbo0U4dBmutRx9iC",
+	"LnUwBDakAxR3iV5qkSNcxh5C2mvQWXZcysygKIfS1/1wxsjaTTN0WZUkcK8STI1Ue29kerb3RoaN5VAj",
+	"Ar6wSXTcvux0y/fiQPXF/BxAkzjQ1Jpd3FDpazUu+vC+CeyCBDM6xrEmjGUG2IjZbwXFw17Zdzo9F51A",
+	"iB+OMt82RpdYMPpEZcuYjGi07L4zJd9uxYK1E3VtXzB2Aw8qmblxFyI5t/0RGXVU5ctZO8PFmKxFP9eu",
+	"JFzimWaCUhkkbwZYGL2mfY9wD1X5wB0/RM9RNKvBlhpsuYs+HP9ENNp0eDy/9AxRBQj1c8iG0tpkBSSC",
+	"iJHY5ZzczAE0pqFtNhb9xhLtNPhw6Ae87LCUT3VUqfglWveSLt2azd+/KeGs/9eruP9KMJPrtm8RMGC4",
+	"eWCACoXBoTQKqh6cuJgSqbGPGDElCcYYy4XUxiFONiC7D2Cd9PA2s7samsuUsDk4NRMMXol8EIo3DO1R",
+	"M0sko7cLbNewyhyu4bQ46nDXMTd87bL50L6nwK/22a0nwdeGT4nxewpMcD65yZK0mB6PJXG4exBjpj00",
+	"j4riZ9sf9eaYq4UPzWLjJBA4CFkc8QtsuUnI3sihWe1+ojfwi7PkO9EXyZDoeuZ7VeUpHyn8drEsVwN8",
+	"Px5kUKjk3smZtn2s65vpbG0VSFSvL2M54ZnxhwRfGGCTVHzTw8hoZk+Mrk1zwj3fHFgI6nsm2bpyhg1T",
+	"Z7Tkr9bFr62cHDsKV+q+8HwzhKk3QOOVde/XdkVagqUMQ6q9xi88z1KorXe6z07OajnfyQvbWpZPfHra",
+	"2asGi+zl1SZMs/fsnu4873WeBffI8ejdwDcS0xCGgd9V+5rV/eGXTEyC35dt0WZ/aWevwUssf3ciZBpc",
+	"V522bvS69IewmZq9/iqCQDxGlXpPd+pAqdSLszGH27F/s4r03eAVqtEPhf1CQ2Mue9vbgKYZKm16e529",
+	"zjZp2u2+/vfTP7v/Gvyyp37YPfvxy2/m+K8XH0fvOY7meEGhcqoSk+41vF01i5StpBGixufs0h6wkkSh",
+	"why/0+l1ur2dnfbus+e/29OE8rzRG/BciwgFTHqTM33Tk7kI/XjqRGRJst+cBCqIUnfXqZDWhjZ4g6Z8",
+	"+GhKOBBzHi/l1Vdt4An21paZXl6DoHwTNAWyVzLOyBuDK1ifS9d7JyBIgqz9CRxe7xDDEE2wu0WO7hUw",
+	"T7m+OU80tQTS2AMkaMIEjYb0UE0g4GqUapEdzpxOi+V3ygytkyVcC6dMs4P3h080s+L/4P0hS1V/PIKO",
+	"OeAhS0FuJOH+cLaZJljaR3E2VOoCimBCyz2BWKs1D33DKjlQiXf87CI9gTo88uMjZs31Lbg4k1BAJxVL",
+	"7H5JWm0GRYVl+yL0MAhtEflEf7aQyuiN66qEqPXbmCWiHGo+wQ2MhBMR1kSFrGH+XroUSoDCKPFXj9UP",
+	"lg0mVZN/rM9e3qQXih9wgRnkABxwjT3Oxk3ezc//wp4l0JT2GPnmVUuMMGx/tdKEX7xYuI5XUSOTA3UE",
+	"Gwpz+sEkQy1aWqp/+IeHo4Yzp/KJEm2I4ePG1dXqmtlvv0WAslN3jOFk6KgaoVIDlvghkvYm9Lqekpig",
+	"kKoPvZYr3+eG5yq0Akm6LdAJq9L74cURK+NzViyowvr4ESPQLyHCKp8dJIcej0QBWT9oUtenSslRr7o/",
+	"QKiWEVtKRE0KZYQja5Cuax0VPwLGXcm+cH3lgvupQNDwIkjoZ1iOO8hkpocihTZznF2qPBdFSJLHHEde",
+	"LPtqBFHKnBvRcsXbOqiUdIvvRTs7F6bN3qs8LxWldZliWUHRTtWYnSus++aIjGoi/rpXdiektb0Ql6a1",
+	"P88WmE/4VMcS41qu1TTkKS/NlBj6BJdlE2MpJmxqpxcUfULA8CmG2tjZ1CHtrlVES3FSB9XJlrra6vh9",
+	"V45rFNWM170wrusiWA6fgyXckvAOUv5kiMB2zLDJ3UKsUiBr15ShdY+nD+Jw3pHD4bUZQXUxYi5TTXQt",
+	"AMnzKWEM1u2wo+w7pga+dWMTt0gJrVBSUBc5lgy5PgIyR1OMRQ/T4Eritwi/Hu6ENVHnCLoIIBjLcOf/",
+	"cydmDTnI9Gred63ArQ/cP1sX313svOr++uuzvXeXe+LHzhfz6fzP3xvracXlEGuc2SZHef+KEle6Vk0e",
+	"2+0942wEmpLEWr2e3P5KNtbVQo35TjpFUK1Cc73sSt3g2q3mgjIaIOya8xIYgH5VAXwuUP7e2gdYy0j/",
+	"p9vkqwmD0JO81kJ+dKGnRy45vhfQ8VvQwZuTGEtMIf/dn2iWpUKabJCJgjWDnsmg26E1K1n6W1mauIgK",
+	"BU4yoWeQvytua1Dcl9wMZ2wX8BirGY8F5tTz5UVaVamJaImFsvInyPNWS3UJYFFxH6CTNsQiUjGA2gyf",
+	"1O92OmC9g9GO5GxpK2K86A+zz44VBmtgwdZxf/gvSE4usm0Rg7HMtj2U/XycivJhOPeFlipdVm8nkYFC",
+	"C3qmVC64vAtzyH2DP76WM3BPWzG1dCHs9s/VlOdm+m+TgcGd8zOR24+Iv2b0a8QjLnieu+d7lQdcIo1z",
+	"+6M1hRfecIKowvIWghm6/CRu3eoaQvFl1BjL7M9xaQHWJj1mX3mNgAhsleuCIbNbe2P+PQTqOMgLheDk",
+	"QKDT6QeBXotEew1SCNqyAjZ4AdlAn0skXUOqT3gaobsQZpZciGnikQ4w1hON8PG5O0ICf8T6630mif+L",
+	"6p4FSwz0228aRRfFkoP3GpHoJIounDdECfDIOacbHMM2S+gYJ9R8Bk8Y4BISe66SWAKSLIAoY1d+7CXr",
+	"8AuImoFA4D5L8CQmYdNZGJCEXRLFEgdnM2Pvs4SI7zIlHR1eMspksp2M+BcsZE8QVJ1ELPEqC/4Sy8SI",
+	"L4AHR54Ej8zD54yLnFY3ueTGbtCENY/fdFs4LNyLvXQDJjduYukUUAlvr2idDNVDypphV11Poncmpkqm",
+	"rX3G2YWYVshZQzhXOCoF2hBW8pLBzniDoPY6TYbS/S1hrL8dDuSm6mOZtlhFOYS6YHU60HLh7pXmiaiL",
+	"lrTRxQ94tZ5GWqSN4JGPgRAI3vKVkoM865tN3vqB5q1fO6UT6to6VVvnN2x/hf/+KKZX1yYoiFduRk62",
+	"2Qfi/LwQU8qzoj4iKaufRKDdABcIE6mgAmuDLk6Ybg7+N4s4wFs+urDDtRYrhCyXn6F1dfxbOl1ls1XH",
+	"hzxT0ofmJiWwzkTu2nf5iyKWON1ImKvSXmPOFrykqsAB42TsYm6O8Oru+FaMT9fnlar+MgPWMeUEy+K8",
+	"nPcvNJqkNAxg5gsB3LDaAUCCAarRgGSfOQb4LCD4w5qoTLNcDIxvSYXxBkUvBElArICADo2s6e1/1xSL",
+	"ZaaFBiQ9LpZ0rzZ8inWHdo8woluaoRXAEUB+9bm08zrzLKftimUcyyJsPOkcCqSWaiZfrxKaJSZeW0D3",
+	"hByxAEimVXYwbZeMk7FU8rbiFCiAq5ESh8omS/bAfYw6Wxbd9m9vy9aZrazZ7XRftBZYr+9zbjIMRTj7",
+	"9NL9qhrzwMjbnBG7svz/UK7RozRb55uSPkp1trF+Hw0HJuzS21u/2yQjoDbyliq+vp+6U5pebWAZmCu2",
+	"N3x6jXICVA7qXoFFYti5hkJWgFLlMtBaUPkyUgXwDWoIf1gjANQohIUABtlmBwxDRmVsjCZ0IcQllZbh",
+	"FVJoDRlWB3CxDyQioKEYtRm+IZRYhXoY5QrRh2v33Fs6DnXt2/GJd6i//m4SvKr6/7mS+1ro/UaeXt+U",
+	"nWLV6wpULc5H18Ic6xKR7qZFqUjNP4eJyJ0wEckwD9muTS6euNncNrNXvtYfX1euErMSFNjXeztAq4HQ",
+	"8xl+zL4nccE8njFFdjYGoAWVJLe1QUixI15r9Briz8DGPfzJmq7WeL3IpH31dCr5KOuX+dDDPM+kAu+K",
+	"Q/6F3mcdqIbnWId4eePu03v0sVZL8LkPsknxPZQUny7PmpMR/vgtzu+d8M/Y3gUoLamv+EJS8TZL7BZH",
+	"2gTa5QlrApqLin5bDNJQjvgyYU1/DgG/SVwojsPrbMqGXKatmpwfJg5pStZ/xlMbuWLiOWolbFpGp3kR",
+	"A1PPsz0+K0fc6QR3em5mO6PuM2A5ynPCQfvLKLgC3XKczEhYk8cyhf4urtdOxDix7kUs8fWVCfbZKWtS",
+	"24ljZGCqAPqFKGyZGMUyaEFdadLTTpCmXA1qqqyf6ICKIcJPE+Za2z+++Q2bU7HEibcELdVMpph+JIg1",
+	"hF/G9h3xfzTlIjNJ1OSJVOYQ2iCWemIfbWJMprrWgTJl9lpK57Xa7J19skw1ZWCRmgqzhG5pS4MYLW9V",
+	"CPspA36qXE3s3kGGKmy0nkn24fQVdV3K8jwjHs0ollW96kZfSokFKyXkeOTvIP5LqKyimAhuXCkm7kzC",
+	"cTnj/YuBnYQ8TzwWUlMlFb4WkvEHdfc1mXZS0XY0u0tlCqgqOmGJI1XFbkbniOkv1Ph8uO9pCIhWFMJi",
+	"dBoT0ClJicIH1gfO6Ii793jipzvMLt0xpRnFMqxEcLTmzi/hprzcEBibe+6GN3bfi5TEVYLb1DUqFAPj",
+	"/0CVdgG3bcRiL+biRqsmeV1ytzsJGculaWoAJoQtzSpp6gobmo/s0TSWZqnpum8a27tPUyiq3poHTIXB",
+	"beemvO15Z/Ym0GCV66VCwtpMBu1/GniIMXa4hgG2Znqcvti9Rhppcy71VN3uuVrXrltk09GDH0OinN50",
+	"Eyx84M7tCXTddDuv3mCtd2u3v3rP6QqN2VwYUQdbs7/XoWHs+nIEKowUkVeM+9WwH9BXKuN78cXSRcuy",
+	"dGmwjF5labgM3+BOdUJFDu3WAwkCy4TYpR5DnIqWcROp+o/iXuz2WXaco/po1G0PVB1wpTxLG5X8IE/k",
+	"PwXEsuRArCfpT5zeWwZhOREmSG5phuXVjqgTnG+0/pOIYiMVJEXp6lHkBYiVEXCSadYfiv4FNv9SEsnj",
+	"MyV7HmsNt4w8nadTM1XvF3JPrAk+c43/a/86q5rJUcXqQXJXW+hoQ6SiGjlapKm9R71UsngnkFO/bvcm",
+	"1diY8wft+pQOIVvRH8SIzkPwB2vdJNYcKtNqrAnK+Cc4S48SnnFT42njdf09DLVjgQKtFGWFby5v/SKK",
+	"Cd3QG9sum2Rfg1+eCySys4DD2lEQg+h3/P8Cg4MoxYdqgv2fkNYkls0E5HASIT0J6CWU0FZHtNrs/U16",
+	"Q7rGXsTZUekN+RFCt6bqQ1X122xcF6KxsUT1phUb8KJEXtyhLxmkXJFPaWldJ112m16La7Ne/Ce7LT7f",
+	"vYfuivCB4N3oI7u+8Mtz0mtzCqyfv8VPupyhg+a+cTL+zolfPi9R78fdWEMBbH/1u/zaGN2p9xKcAlBj",
+	"b1/7xon0gLmcUV1eSAIFo1McE05oe1oZJN/q8zz3uSiC0LXa7GA21+XyOh0nfQ/1a0p4l7LbA2euFdWR",
+	"I+4OuK8XMnTXyXVEslfOd2PVQJ9XrtXFeETH/l1B6/h4z/8Cew56KXiqSkze8rmjcy8CIVp6g2dNLgMW",
+	"47pWJ3NSgAddQlYSBbPpY+oAAOLAm5EugTvBfqPrCYNSukIDgMBcfqJ77I6kRCxnxQRbS0rwNL21iNiI",
+	"h8eDIE3TQDYAp+1qkqGq6h0P5xJAKYGtZnClAZ2ynu2jjJwBwDaMkiyF1iW6HcsT0S+ES8BBYM96NvW9",
+	"bO1fPOXnbS378mXXgZnW0wMPBc/NkJ5vv6LJPou3PMvHhUB6futPnoz7faF13UN2ep0u9hK4CtCfB307",
+	"jvV3gsVd0Z94+XJV2GjUGHv+ft3b3oZVaQdcZs7aQ3qCuqXqdE93dqtdFMKl8rK7yPrDFReM6g6PBYdP",
+	"1/heSVFZHNpIN1ydvQWrs9M57ez1drq93d32s50X86uj8nTruhX6n3UJ1VbE4IbHa0MwfJcEw+BcVda3",
+	"nmF4EawWcUN6llJ+oAoADJas0cSOMy7yBDGqZ4LxM63ysREscRssiWXzMueZxF/Z3xDT11AURGhDUCkr",
+	"iZFNfjEY7mksK+8G4Z+ACB/weg794KUz9YujJfetmQD7Fw5nd2Z2LkGya5DkSQQU9xIZZoHFtUT7YiHS",
+	"QrQcLfY3zY4sEvFryMi18Gb0zvfap+d+lRsevcLaC43JUIv+v48GP/78stj7/sff/ixOJ58+vH+9d/jT",
+	"+98PVfcn/hM/mewMxk/P/vXXh8bD1nXryfGTYN4LU0rBNeTaWPfCHSFcxseAztt0Ynm4OhA9iOg6StAT",
+	"x4SP/dwCfbEK+b570vbX6lm+NkJ4xAvq7lzRol4j9axjT0TDZT3sSBWYhccmjug6uALdWOZKnkMDXgTK",
+	"qwkvqK9lNsog/vh0Rh+2GWCcsGmh474IZ2T1X6WsdiHO70612Uo4v3DhgI0Opr9pBbVB+V0vCxYFG8MN",
+	"tdAmXi+yWBEIK8GbVMHybGDmZcMTDfUuxuSiLPRKRvzLa88o/F4UJ1AGlDBujBhdGs14LLE0KGK8XyiN",
+	"PDc+M50yauLRZh+H3IDZCr076FERyAXkOyerFpLT0IHXDLlknA3EJHieQSu4uRtyn1NvDp2rCXgJqcj5",
+	"lCh9rUmgJjKWJTXyfvDUJ9pKRVNMtw6wrwaU7+x2X9qletZ5Si0TIPUN1kUoFoxSi9FJD8H+rv9+jV63",
+	"syY26VEY1otX495N5+5DN53V2OD+/ntYzZuGhxvVWlLnzAZRhLE2p76Veb1d6ovrgVnVZ7vOhV5lVaP3",
+	"PUIOgxRzMGK6NMKIUKCZUCixvkqx+hsaS8n+FH8QdvHRPIdcnUdi0XhQojIW7VjeBMq1JGVQCtKl3Z2c",
+	"7r4FVKo7g5R6QEApIMi4c6SU2z2untT+AA2I6f8X6sln7d2drtUvbiOuqLr2du6uC0rUoH16pBu9p3vl",
+	"WrgmxN2Oq1vF99pZ/l6d9s5u58bvBWKq1/CmJvaPF6m18O7pvXe62EmKtv/iz4UZntkletZ5andRpReV",
+	"mP4wTF8dPj/8dDg5+vSbOTp9Y44+vf1w9Pri+dFfB8+PXh+Mj05/nnzMfni5utlAJ3lKE12Of3N7c9Oa",
+	"5m+ZnLGHQJp5RXWPPun6Knf7a3nOr7YLQT+tT25XN59a9eDXwyimhaumadf3xAmE0N21xVmUEvt5LMYC",
+	"20yCX+zUe6VTMpNqYu0JcrLBlDfcCNbkbMCzXKTBF7eebiyxUyXsCFNMI+vw+vGwPwHBwUlo5kobqhzC",
+	"EN+FEJfQGpn59kTtWB7URvoCWlr/NbE1KFBKJK16+B5deX/Rvxvr5RffWMVeo1t2Or2dZwF6wPu274VM",
+	"YbOtqxsW+ZFuBSL2p92km+joJjq6ngt3ApI2EE1W6N7Ob0N44ZYRKEvvJqRaz4gKVqS23hdUoLjy0LI3",
+	"b02UVU1ki0249FKzenksSdpUG0TOhmqhW4/1375/c8rq2/cnvjt+K4plySXmuhHzsFsc44Vos1dVQGeb",
+	"HbjC1JCEHbh/AOXtOvQgUboV40zyUSbPQSmc8RQItmCik7IIFUgR98tMmBowH++NZTfq7O6xH07e/cvx",
+	"VjWhtAn7kEeMFwWfRgzVZsSwoU/EqD8QJqvGee7SVNDDthJQllPXAdvFqGFnaoz0RmHnofn3Ss5UOm3j",
+	"d2vH8tCOovExjJYYq3odYKRbYVaDN7GWmR0LX2tQ9hn1VF2xdPcr2a/1xO3uprPx1lWf3QGnUcoNb1c6",
+	"a7aDtprQVXMdqlc77KnQ5j7Dxthpcd0upfxcSDPTYvQf3bZ0vT0QNUbc9If2k9FHXH9L6HFe62h+JGlq",
+	"Sg5DFJfm0fZE/TbB5cfu7b4hlQct+GAfgXWBxV+Bjr2duQGFwNN7tjRmXcDQWQVoYMXVwi7ixTTojO/6",
+	"w3qUYixVH4hHU2gj+IfOgGJ0LE2Wt4DgAk8hlYOVHtuZGNgZYP8k1hyA1+h8xFiCoWA9RU8/oQoYgU/4",
+	"lBGEBBQx+pYGe9UiR2iNQxkxreyoM+1ug7RxKtLxJSwOdUmEZcoMtlbhnwXTQsh9ZGXmhSBXBbgnQMYI",
+	"kVq7rEgFRdPLDtzI53w2pflYgZwA1SV0yrf2Efm6VSBnxdm126Pq6bJ30v0BJxOyLUadTofWrhdLziaZ",
+	"TNUEjBOH0QlNFBwzskaFVhIy9thrONl3j9BDe/oLGklbc4hjOTXUrdBV8OEmapynLBd21UqTiSZVb4qW",
+	"NmQsL9G/tJPqvkzIfAqz6z2MNWAOH+Q5L/JMFNh4h5c7W6QYaYjlRBUXrhxcDzluQTMRwiN0NaX/6UUo",
+	"+V8tqFATGcw0iuHzzNSN10cg7JgPIZUPBzS0BjqnUCIQ+PlweGcMhsolK+vpY3jt+zTb8BA2ervdaJVX",
+	"u3Ey/s6XZJHZ8t+OYCFwqoADfhMZ2WTU/6bAVQzOkAZCqwKqMW8fpHEY93u1mo4r9FxVtXViuEx5kTI3",
+	"+RncuCuVlQIgZVbBmnEhrab3tRht9jbMmnd32VCNCweBq9poYjYaTjUgExVL+2RuxgVSQns7x/86YU19",
+	"yftiSwu7FEakLPm8EyVMSDCfIprDhOb+RMcS0AYtrxnJVupzyfQkM/2hm1V5l4cBFeKT6BNo173Evksa",
+	"WDMhQmTd7EPb7FgZjjcCT5kdEDiulRbB6sjUUZzZ+2JJFmVmHLoPcwwBhXeeWRMWr3egCbs6miUDkedq",
+	"a37JIujJV9gJIVl+pdSnmfjgj1P/bhW2tvCmBRkJ+JtDWuEm/uZJCYdiwPm8+XKZFUIvw5/NVJn83P1y",
+	"+fvHZ50P3V8+9Ue/dD6MXnZ++/U4//3Ny/Fv3V++Oxsdv/v919/z/sVb+dvHfHxjnbw2nA3nuSABAfvv",
+	"71XwsUlBPDCANhzpGhRZZVvdTt39B5IRFCLgzD5rafKgPnDAc1B1Uk16GKtH3STSqPTLInLaU3CVc3V+",
+	"LlKWZxeCBcbvNPIajiItKTec8TOrX6SC1m+5L7H30vgwTVjSoX+24F8v7L/23I/un6TS9oRfXgpeaO/R",
+	"k5liHXtG4QlruwfuevW15wphrklJayHT0zL4/pAy0p31M9LddWPIew89Iw27f5OW3uiEu0hLl6J0gfi/",
+	"9hk4pig+1+NiAwKZlNnLMmhek2mWqv54JKTZZ8mIXwhWjGXCtOEFJRq5YVTMvtN90e60O+2d3l5nr9P2",
+	"ZQXbIFhoxvUl9hTp5GnZo6rEN71ylJTzWKkjLvk5Bu/s+IhCoiGCEaxgqLkbuFXKDtzlrZV+S6xpdRzP",
+	"GXVPEboVDP3eX1fzgGNh3X4AQgUkLmmWRr5FD8X9jFI5TX/EiwssU9SG9y+CZ0E1iP269aAx1P125mqw",
+	"pQZbUHoiTQmVrFmZV3hNzYiVQlHna4PKrPlEfhvWrQFPyQmt2AHk6kAbHgp3E/OVVZXB2BhBrhn5tRhk",
+	"BAsLu0BBN6+alkvWBpgG41LrxZo3559FpZMafpi6QYPhPPWO3exftkLCHbr6jUsOL+jhBoWqCjPxsymU",
+	"MC0PJlNzAo4sTjBi2YC4VDE+ADnKWGamtQ+WUPfLF8b7F1JNcpFi+yYM/Dt8R7VUtnctlCOWIEewJTuG",
+	"JmDO9q/WVAXl2GYHcgoGTCxFrgVrFiLNCgGNeJVque5edkMhDfPOM6bRQuorKQV2oAKwNKYYyM4zsXzG",
+	"dMSesVEmI/a0g//tsqH93RC6wA3hWMP/NP///+t22P9hnzJjRLE/X1+32325/azzFDz0oZJqXIiUjS/L",
+	"kMQXw7QRl602S3Z3Oux7JUWlK33lW9WH7cGiexXughvG3mE7OSYxaFCnsSRueW/c2rtwMlfRHI/PiqO5",
+	"6+fHCbncVh8tvGtuzILrNWYGV8+OEdBNrjpQcMvsaB9cnu1s9XmF98yOp49Ecb76UHS5H+U118MzxYv0",
+	"VZ71L5aOUr3cjwKwlNVGKC/1d78Vefbl4PC/uUzVYLC8YXPl8nIUVYxOxmejTOsM9//1o1Qu96O8V9r0",
+	"eZGe9PnyMcKL/Qihz/uWZ7l1DpaS1c/f48crHZRlo/grK/c6YqxV7qZr6f51A12U61gj2zZjWpXKxjo8",
+	"VxVKO4e1Q3PCmyURe//u5BSz03MBkA/HPy0ye6/+NwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -205,6 +205,7 @@ const (
 	ErrorCodePropertyDoesNotExist     ErrorCode = "PropertyDoesNotExist"
 	ErrorCodeSegmentDoesNotExist      ErrorCode = "SegmentDoesNotExist"
 	ErrorCodeSegmentExists            ErrorCode = "SegmentExists"
+	ErrorCodeSegmentIsDynamic         ErrorCode = "SegmentIsDynamic"
 	ErrorCodeServiceUnavailable       ErrorCode = "ServiceUnavailable"
 	ErrorCodeSubscriptionDoesNotExist ErrorCode = "SubscriptionDoesNotExist"
 	ErrorCodeTooManyRequests          ErrorCode = "TooManyRequests"
@@ -259,6 +260,8 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeSegmentExists:
 		return true
+	case ErrorCodeSegmentIsDynamic:
+		return true
 	case ErrorCodeServiceUnavailable:
 		return true
 	case ErrorCodeSubscriptionDoesNotExist:
@@ -278,7 +281,9 @@ func (e ErrorCode) Valid() bool {
 const (
 	EventTypeContactDetailsUpdated EventType = "ContactDetailsUpdated"
 	EventTypeContactEnriched       EventType = "ContactEnriched"
+	EventTypeContactEnteredSegment EventType = "ContactEnteredSegment"
 	EventTypeContactErased         EventType = "ContactErased"
+	EventTypeContactLeftSegment    EventType = "ContactLeftSegment"
 	EventTypeContactUnsubscribed   EventType = "ContactUnsubscribed"
 	EventTypeContactsMerged        EventType = "ContactsMerged"
 	EventTypeDashboardClick        EventType = "DashboardClick"
@@ -298,7 +303,11 @@ func (e EventType) Valid() bool {
 		return true
 	case EventTypeContactEnriched:
 		return true
+	case EventTypeContactEnteredSegment:
+		return true
 	case EventTypeContactErased:
+		return true
+	case EventTypeContactLeftSegment:
 		return true
 	case EventTypeContactUnsubscribed:
 		return true
@@ -445,6 +454,24 @@ func (e SegmentKind) Valid() bool {
 	case Dynamic:
 		return true
 	case Snapshot:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SegmentStatus.
+const (
+	Backfilling SegmentStatus = "backfilling"
+	Ready       SegmentStatus = "ready"
+)
+
+// Valid indicates whether the value is a known member of the SegmentStatus enum.
+func (e SegmentStatus) Valid() bool {
+	switch e {
+	case Backfilling:
+		return true
+	case Ready:
 		return true
 	default:
 		return false
@@ -890,8 +917,7 @@ type Contact struct {
 	RecordStatus RecordStatus `json:"recordStatus"`
 
 	// Segments Only when asked for (`include=segments` on `GET /contact`): the ids of the
-	// account's dynamic segments whose filter the contact meets as it is read, in the
-	// order the segments were saved.
+	// segments, dynamic and snapshot, the contact is a member of.
 	//
 	//
 	// Example: ["019350b6-5d7e-7c3a-9f1e-2b4c6d8e0a77"]
@@ -1052,7 +1078,9 @@ type CreateWebhookRequest struct {
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
-	// says duplicates were merged into the contact. More types may be added: handle
+	// says duplicates were merged into the contact. `ContactEnteredSegment` and
+	// `ContactLeftSegment` (contactd's) say the contact became, or stopped being, a member of
+	// a ready segment. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
@@ -1170,7 +1198,9 @@ type Delivery struct {
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
-	// says duplicates were merged into the contact. More types may be added: handle
+	// says duplicates were merged into the contact. `ContactEnteredSegment` and
+	// `ContactLeftSegment` (contactd's) say the contact became, or stopped being, a member of
+	// a ready segment. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
@@ -1212,7 +1242,9 @@ type DeliveryAttempt struct {
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
-	// says duplicates were merged into the contact. More types may be added: handle
+	// says duplicates were merged into the contact. `ContactEnteredSegment` and
+	// `ContactLeftSegment` (contactd's) say the contact became, or stopped being, a member of
+	// a ready segment. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
@@ -1414,7 +1446,9 @@ type EventList struct {
 // the contact's conversation to a person) is the original service's tenth type, emitted
 // for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 // data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
-// says duplicates were merged into the contact. More types may be added: handle
+// says duplicates were merged into the contact. `ContactEnteredSegment` and
+// `ContactLeftSegment` (contactd's) say the contact became, or stopped being, a member of
+// a ready segment. More types may be added: handle
 // a type you do not know by ignoring it.
 type EventType string
 
@@ -1430,7 +1464,9 @@ type EventTypeInfo struct {
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
-	// says duplicates were merged into the contact. More types may be added: handle
+	// says duplicates were merged into the contact. `ContactEnteredSegment` and
+	// `ContactLeftSegment` (contactd's) say the contact became, or stopped being, a member of
+	// a ready segment. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
@@ -1745,6 +1781,9 @@ type Segment struct {
 	// Example: 2026-11-21T09:30:00.123Z
 	CreatedAt Timestamp `json:"createdAt"`
 
+	// Evaluated The contacts the segment's last backfill went through.
+	Evaluated int64 `json:"evaluated"`
+
 	// Filter A contact matches when every condition of one of the groups holds. At most 5 groups,
 	// 10 conditions a group and 25 in all.
 	Filter SegmentFilter `json:"filter"`
@@ -1757,6 +1796,10 @@ type Segment struct {
 
 	// SegmentId The segment's identifier.
 	SegmentId string `json:"segmentId"`
+
+	// Status `backfilling` while the segment's members are being found among the account's contacts
+	// (after it was saved, or its filter changed), then `ready`.
+	Status SegmentStatus `json:"status"`
 
 	// UpdatedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
 	//
@@ -1797,6 +1840,15 @@ type SegmentCondition struct {
 // SegmentConditionOperator One the attribute's kind takes.
 type SegmentConditionOperator string
 
+// SegmentEventInfo For `ContactEnteredSegment` and `ContactLeftSegment`.
+type SegmentEventInfo struct {
+	// SegmentId The segment.
+	SegmentId string `json:"segmentId"`
+
+	// SegmentName Its name when the membership changed.
+	SegmentName string `json:"segmentName"`
+}
+
 // SegmentFilter A contact matches when every condition of one of the groups holds. At most 5 groups,
 // 10 conditions a group and 25 in all.
 type SegmentFilter struct {
@@ -1819,10 +1871,37 @@ type SegmentList struct {
 	Segments []Segment `json:"segments"`
 }
 
+// SegmentMember A member of a segment.
+type SegmentMember struct {
+	// AddedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
+	//
+	// Example: 2026-11-21T09:30:00.123Z
+	AddedAt Timestamp `json:"addedAt"`
+
+	// ContactId The contact's identifier.
+	ContactId string `json:"contactId"`
+}
+
+// SegmentMemberList A page of a segment's members.
+type SegmentMemberList struct {
+	// Count How many members the segment has.
+	Count int64 `json:"count"`
+
+	// Members By contact id.
+	Members []SegmentMember `json:"members"`
+
+	// NextCursor Pass as `cursor` for the next page; absent on the last.
+	NextCursor *string `json:"nextCursor,omitempty"`
+}
+
 // SegmentOperand What a condition compares with, as the attribute's values are stored.
 //
 // Example: 60
 type SegmentOperand = json.RawMessage
+
+// SegmentStatus `backfilling` while the segment's members are being found among the account's contacts
+// (after it was saved, or its filter changed), then `ready`.
+type SegmentStatus string
 
 // SubscriptionHealth How the subscription's receiver is doing, and why its status is what it is:
 // `failingSince` and `removalAt` while it is `Failing` (it is removed at the first sweep
@@ -2030,7 +2109,9 @@ type WebhookEvent struct {
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
-	// says duplicates were merged into the contact. More types may be added: handle
+	// says duplicates were merged into the contact. `ContactEnteredSegment` and
+	// `ContactLeftSegment` (contactd's) say the contact became, or stopped being, a member of
+	// a ready segment. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
@@ -2078,6 +2159,9 @@ type WebhookEventData struct {
 		PreviousEmailStatus *EmailStatus `json:"previousEmailStatus,omitempty"`
 	} `json:"contactEnrichedInfo,omitempty"`
 
+	// ContactEnteredSegmentInfo For `ContactEnteredSegment` and `ContactLeftSegment`.
+	ContactEnteredSegmentInfo *SegmentEventInfo `json:"contactEnteredSegmentInfo,omitempty"`
+
 	// ContactErasedInfo For `ContactErased`; `contactInfo` carries only the `contactId`.
 	ContactErasedInfo *struct {
 		// ErasedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
@@ -2091,6 +2175,9 @@ type WebhookEventData struct {
 
 	// ContactInfo Identifies the contact; an id that does not apply is `""`, never null.
 	ContactInfo WebhookContactInfo `json:"contactInfo"`
+
+	// ContactLeftSegmentInfo For `ContactEnteredSegment` and `ContactLeftSegment`.
+	ContactLeftSegmentInfo *SegmentEventInfo `json:"contactLeftSegmentInfo,omitempty"`
 
 	// ContactUnsubscribedInfo For `ContactUnsubscribed`.
 	ContactUnsubscribedInfo *struct {
@@ -2158,7 +2245,9 @@ type WebhookEventData struct {
 		// the contact's conversation to a person) is the original service's tenth type, emitted
 		// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 		// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
-		// says duplicates were merged into the contact. More types may be added: handle
+		// says duplicates were merged into the contact. `ContactEnteredSegment` and
+		// `ContactLeftSegment` (contactd's) say the contact became, or stopped being, a member of
+		// a ready segment. More types may be added: handle
 		// a type you do not know by ignoring it.
 		EventType EventType `json:"eventType"`
 
@@ -2269,7 +2358,9 @@ type WebhookSubscription struct {
 	// the contact's conversation to a person) is the original service's tenth type, emitted
 	// for an `AIHandoff` activity. `ContactErased` (contactd's) says a contact's personal
 	// data was erased: receivers should erase their copies; `ContactsMerged` (contactd's)
-	// says duplicates were merged into the contact. More types may be added: handle
+	// says duplicates were merged into the contact. `ContactEnteredSegment` and
+	// `ContactLeftSegment` (contactd's) say the contact became, or stopped being, a member of
+	// a ready segment. More types may be added: handle
 	// a type you do not know by ignoring it.
 	EventType EventType `json:"eventType"`
 
@@ -2388,6 +2479,9 @@ type SegmentConflict = Error
 
 // SegmentNotFound The body of every failure.
 type SegmentNotFound = Error
+
+// SegmentOrContactNotFound The body of every failure.
+type SegmentOrContactNotFound = Error
 
 // ServiceUnavailable The body of every failure.
 type ServiceUnavailable = Error
@@ -2775,6 +2869,15 @@ type UpdateSegmentParams struct {
 	// A request refused before it runs (validation, authentication, rate limits) or failing
 	// with a 5xx is not kept. Use a fresh random value (a UUID) per logical request.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ListSegmentMembersParams defines parameters for ListSegmentMembers.
+type ListSegmentMembersParams struct {
+	// Limit Members per page.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `nextCursor` of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // CreateWebhookParams defines parameters for CreateWebhook.
@@ -3830,8 +3933,11 @@ type ClientInterface interface {
 	// `notIn`, at most 100; none for `exists` and `notExists`). Operands are read as the
 	// attribute's values are stored: an email in lower case, a time in UTC with milliseconds,
 	// a custom field's value as a write of the field reads it, an enum's value one of its
-	// options. A segment's members, and events when a contact enters or leaves one, are not
-	// kept yet (docs/api.md, "Segments"). An account has at most 100 segments
+	// options. The new segment is `backfilling` while its members are found among the
+	// account's contacts in the background (`evaluated` counts those gone through; no events
+	// for them), then `ready`: from then on a dynamic segment's membership changes in the
+	// transaction of each write that changes it, with a `ContactEnteredSegment` or
+	// `ContactLeftSegment` event (docs/api.md, "Segments"). An account has at most 100 segments
 	// (`400 InvalidRequest` beyond); a name the account already has, in any case, is
 	// `409 SegmentExists`.
 	//
@@ -3852,8 +3958,11 @@ type ClientInterface interface {
 	// `notIn`, at most 100; none for `exists` and `notExists`). Operands are read as the
 	// attribute's values are stored: an email in lower case, a time in UTC with milliseconds,
 	// a custom field's value as a write of the field reads it, an enum's value one of its
-	// options. A segment's members, and events when a contact enters or leaves one, are not
-	// kept yet (docs/api.md, "Segments"). An account has at most 100 segments
+	// options. The new segment is `backfilling` while its members are found among the
+	// account's contacts in the background (`evaluated` counts those gone through; no events
+	// for them), then `ready`: from then on a dynamic segment's membership changes in the
+	// transaction of each write that changes it, with a `ContactEnteredSegment` or
+	// `ContactLeftSegment` event (docs/api.md, "Segments"). An account has at most 100 segments
 	// (`400 InvalidRequest` beyond); a name the account already has, in any case, is
 	// `409 SegmentExists`.
 	//
@@ -3864,7 +3973,8 @@ type ClientInterface interface {
 
 	// DeleteSegment Delete a segment
 	//
-	// Deletes the segment; the contacts are not changed. Unknown ids, and other accounts', are `404 SegmentDoesNotExist`.
+	// Deletes the segment and its membership, with no events; the contacts are not changed.
+	// Unknown ids, and other accounts', are `404 SegmentDoesNotExist`.
 	//
 	// Corresponds with DELETE /public/v1/segments/{segmentId} (the `DeleteSegment` operationId).
 	DeleteSegment(ctx context.Context, segmentId SegmentIdPath, params *DeleteSegmentParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3879,7 +3989,9 @@ type ClientInterface interface {
 	// UpdateSegmentWithBody Rename a segment or replace its filter
 	//
 	// Sets the fields sent: `name`, and `filter`, which replaces the segment's filter whole
-	// and is checked as on creation. The kind never changes. Unknown ids, and other
+	// and is checked as on creation: a new filter makes the segment `backfilling` again (its
+	// members are found again, with no events, then it is `ready`). The kind never changes.
+	// Unknown ids, and other
 	// accounts', are `404 SegmentDoesNotExist`; a name another segment of the account has, in
 	// any case, is `409 SegmentExists`.
 	//
@@ -3891,7 +4003,9 @@ type ClientInterface interface {
 	// UpdateSegment Rename a segment or replace its filter
 	//
 	// Sets the fields sent: `name`, and `filter`, which replaces the segment's filter whole
-	// and is checked as on creation. The kind never changes. Unknown ids, and other
+	// and is checked as on creation: a new filter makes the segment `backfilling` again (its
+	// members are found again, with no events, then it is `ready`). The kind never changes.
+	// Unknown ids, and other
 	// accounts', are `404 SegmentDoesNotExist`; a name another segment of the account has, in
 	// any case, is `409 SegmentExists`.
 	//
@@ -3899,6 +4013,36 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /public/v1/segments/{segmentId} (the `UpdateSegment` operationId).
 	UpdateSegment(ctx context.Context, segmentId SegmentIdPath, params *UpdateSegmentParams, body UpdateSegmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSegmentMembers List a segment's members
+	//
+	// The segment's members by contact id, each with when it entered, and how many it has
+	// (`count`, exact as of the read). Pass `nextCursor` back as `cursor` for the next page;
+	// it is absent on the last. While the segment is `backfilling` its members are those
+	// found so far. Unknown ids, and other accounts', are `404 SegmentDoesNotExist`.
+	//
+	// Corresponds with GET /public/v1/segments/{segmentId}/contacts (the `ListSegmentMembers` operationId).
+	ListSegmentMembers(ctx context.Context, segmentId SegmentIdPath, params *ListSegmentMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RemoveSegmentMember Remove a contact from a snapshot segment
+	//
+	// Takes the contact out of the snapshot segment, with a `ContactLeftSegment` event (none
+	// when it was not a member: the call changes nothing). A dynamic segment is
+	// `400 SegmentIsDynamic`. Unknown segments are `404 SegmentDoesNotExist`, unknown contacts
+	// `404 ContactDoesNotExist`.
+	//
+	// Corresponds with DELETE /public/v1/segments/{segmentId}/contacts/{contactId} (the `RemoveSegmentMember` operationId).
+	RemoveSegmentMember(ctx context.Context, segmentId SegmentIdPath, contactId ContactIdPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AddSegmentMember Add a contact to a snapshot segment
+	//
+	// Makes the contact a member of the snapshot segment, with a `ContactEnteredSegment` event
+	// (none when it already was one: the call changes nothing). A dynamic segment's members
+	// are its filter's: `400 SegmentIsDynamic`. Unknown segments are `404 SegmentDoesNotExist`,
+	// unknown contacts `404 ContactDoesNotExist`.
+	//
+	// Corresponds with PUT /public/v1/segments/{segmentId}/contacts/{contactId} (the `AddSegmentMember` operationId).
+	AddSegmentMember(ctx context.Context, segmentId SegmentIdPath, contactId ContactIdPath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListWebhooks List subscriptions
 	//
@@ -5054,8 +5198,11 @@ func (c *Client) ListSegments(ctx context.Context, reqEditors ...RequestEditorFn
 // `notIn`, at most 100; none for `exists` and `notExists`). Operands are read as the
 // attribute's values are stored: an email in lower case, a time in UTC with milliseconds,
 // a custom field's value as a write of the field reads it, an enum's value one of its
-// options. A segment's members, and events when a contact enters or leaves one, are not
-// kept yet (docs/api.md, "Segments"). An account has at most 100 segments
+// options. The new segment is `backfilling` while its members are found among the
+// account's contacts in the background (`evaluated` counts those gone through; no events
+// for them), then `ready`: from then on a dynamic segment's membership changes in the
+// transaction of each write that changes it, with a `ContactEnteredSegment` or
+// `ContactLeftSegment` event (docs/api.md, "Segments"). An account has at most 100 segments
 // (`400 InvalidRequest` beyond); a name the account already has, in any case, is
 // `409 SegmentExists`.
 //
@@ -5086,8 +5233,11 @@ func (c *Client) CreateSegmentWithBody(ctx context.Context, params *CreateSegmen
 // `notIn`, at most 100; none for `exists` and `notExists`). Operands are read as the
 // attribute's values are stored: an email in lower case, a time in UTC with milliseconds,
 // a custom field's value as a write of the field reads it, an enum's value one of its
-// options. A segment's members, and events when a contact enters or leaves one, are not
-// kept yet (docs/api.md, "Segments"). An account has at most 100 segments
+// options. The new segment is `backfilling` while its members are found among the
+// account's contacts in the background (`evaluated` counts those gone through; no events
+// for them), then `ready`: from then on a dynamic segment's membership changes in the
+// transaction of each write that changes it, with a `ContactEnteredSegment` or
+// `ContactLeftSegment` event (docs/api.md, "Segments"). An account has at most 100 segments
 // (`400 InvalidRequest` beyond); a name the account already has, in any case, is
 // `409 SegmentExists`.
 //
@@ -5108,7 +5258,8 @@ func (c *Client) CreateSegment(ctx context.Context, params *CreateSegmentParams,
 
 // DeleteSegment Delete a segment
 //
-// Deletes the segment; the contacts are not changed. Unknown ids, and other accounts', are `404 SegmentDoesNotExist`.
+// Deletes the segment and its membership, with no events; the contacts are not changed.
+// Unknown ids, and other accounts', are `404 SegmentDoesNotExist`.
 //
 // Corresponds with DELETE /public/v1/segments/{segmentId} (the `DeleteSegment` operationId).
 func (c *Client) DeleteSegment(ctx context.Context, segmentId SegmentIdPath, params *DeleteSegmentParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5143,7 +5294,9 @@ func (c *Client) GetSegment(ctx context.Context, segmentId SegmentIdPath, reqEdi
 // UpdateSegmentWithBody Rename a segment or replace its filter
 //
 // Sets the fields sent: `name`, and `filter`, which replaces the segment's filter whole
-// and is checked as on creation. The kind never changes. Unknown ids, and other
+// and is checked as on creation: a new filter makes the segment `backfilling` again (its
+// members are found again, with no events, then it is `ready`). The kind never changes.
+// Unknown ids, and other
 // accounts', are `404 SegmentDoesNotExist`; a name another segment of the account has, in
 // any case, is `409 SegmentExists`.
 //
@@ -5165,7 +5318,9 @@ func (c *Client) UpdateSegmentWithBody(ctx context.Context, segmentId SegmentIdP
 // UpdateSegment Rename a segment or replace its filter
 //
 // Sets the fields sent: `name`, and `filter`, which replaces the segment's filter whole
-// and is checked as on creation. The kind never changes. Unknown ids, and other
+// and is checked as on creation: a new filter makes the segment `backfilling` again (its
+// members are found again, with no events, then it is `ready`). The kind never changes.
+// Unknown ids, and other
 // accounts', are `404 SegmentDoesNotExist`; a name another segment of the account has, in
 // any case, is `409 SegmentExists`.
 //
@@ -5174,6 +5329,66 @@ func (c *Client) UpdateSegmentWithBody(ctx context.Context, segmentId SegmentIdP
 // Corresponds with PATCH /public/v1/segments/{segmentId} (the `UpdateSegment` operationId).
 func (c *Client) UpdateSegment(ctx context.Context, segmentId SegmentIdPath, params *UpdateSegmentParams, body UpdateSegmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateSegmentRequest(c.Server, segmentId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSegmentMembers List a segment's members
+//
+// The segment's members by contact id, each with when it entered, and how many it has
+// (`count`, exact as of the read). Pass `nextCursor` back as `cursor` for the next page;
+// it is absent on the last. While the segment is `backfilling` its members are those
+// found so far. Unknown ids, and other accounts', are `404 SegmentDoesNotExist`.
+//
+// Corresponds with GET /public/v1/segments/{segmentId}/contacts (the `ListSegmentMembers` operationId).
+func (c *Client) ListSegmentMembers(ctx context.Context, segmentId SegmentIdPath, params *ListSegmentMembersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSegmentMembersRequest(c.Server, segmentId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RemoveSegmentMember Remove a contact from a snapshot segment
+//
+// Takes the contact out of the snapshot segment, with a `ContactLeftSegment` event (none
+// when it was not a member: the call changes nothing). A dynamic segment is
+// `400 SegmentIsDynamic`. Unknown segments are `404 SegmentDoesNotExist`, unknown contacts
+// `404 ContactDoesNotExist`.
+//
+// Corresponds with DELETE /public/v1/segments/{segmentId}/contacts/{contactId} (the `RemoveSegmentMember` operationId).
+func (c *Client) RemoveSegmentMember(ctx context.Context, segmentId SegmentIdPath, contactId ContactIdPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemoveSegmentMemberRequest(c.Server, segmentId, contactId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AddSegmentMember Add a contact to a snapshot segment
+//
+// Makes the contact a member of the snapshot segment, with a `ContactEnteredSegment` event
+// (none when it already was one: the call changes nothing). A dynamic segment's members
+// are its filter's: `400 SegmentIsDynamic`. Unknown segments are `404 SegmentDoesNotExist`,
+// unknown contacts `404 ContactDoesNotExist`.
+//
+// Corresponds with PUT /public/v1/segments/{segmentId}/contacts/{contactId} (the `AddSegmentMember` operationId).
+func (c *Client) AddSegmentMember(ctx context.Context, segmentId SegmentIdPath, contactId ContactIdPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddSegmentMemberRequest(c.Server, segmentId, contactId)
 	if err != nil {
 		return nil, err
 	}
@@ -7378,6 +7593,161 @@ func NewUpdateSegmentRequestWithBody(server string, segmentId SegmentIdPath, par
 	return req, nil
 }
 
+// NewListSegmentMembersRequest constructs an http.Request for the ListSegmentMembers method
+func NewListSegmentMembersRequest(server string, segmentId SegmentIdPath, params *ListSegmentMembersParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "segmentId", segmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/public/v1/segments/%s/contacts", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRemoveSegmentMemberRequest constructs an http.Request for the RemoveSegmentMember method
+func NewRemoveSegmentMemberRequest(server string, segmentId SegmentIdPath, contactId ContactIdPath) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "segmentId", segmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "contactId", contactId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/public/v1/segments/%s/contacts/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAddSegmentMemberRequest constructs an http.Request for the AddSegmentMember method
+func NewAddSegmentMemberRequest(server string, segmentId SegmentIdPath, contactId ContactIdPath) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "segmentId", segmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "contactId", contactId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/public/v1/segments/%s/contacts/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListWebhooksRequest constructs an http.Request for the ListWebhooks method
 func NewListWebhooksRequest(server string) (*http.Request, error) {
 	var err error
@@ -8588,8 +8958,11 @@ type ClientWithResponsesInterface interface {
 	// `notIn`, at most 100; none for `exists` and `notExists`). Operands are read as the
 	// attribute's values are stored: an email in lower case, a time in UTC with milliseconds,
 	// a custom field's value as a write of the field reads it, an enum's value one of its
-	// options. A segment's members, and events when a contact enters or leaves one, are not
-	// kept yet (docs/api.md, "Segments"). An account has at most 100 segments
+	// options. The new segment is `backfilling` while its members are found among the
+	// account's contacts in the background (`evaluated` counts those gone through; no events
+	// for them), then `ready`: from then on a dynamic segment's membership changes in the
+	// transaction of each write that changes it, with a `ContactEnteredSegment` or
+	// `ContactLeftSegment` event (docs/api.md, "Segments"). An account has at most 100 segments
 	// (`400 InvalidRequest` beyond); a name the account already has, in any case, is
 	// `409 SegmentExists`.
 	//
@@ -8610,8 +8983,11 @@ type ClientWithResponsesInterface interface {
 	// `notIn`, at most 100; none for `exists` and `notExists`). Operands are read as the
 	// attribute's values are stored: an email in lower case, a time in UTC with milliseconds,
 	// a custom field's value as a write of the field reads it, an enum's value one of its
-	// options. A segment's members, and events when a contact enters or leaves one, are not
-	// kept yet (docs/api.md, "Segments"). An account has at most 100 segments
+	// options. The new segment is `backfilling` while its members are found among the
+	// account's contacts in the background (`evaluated` counts those gone through; no events
+	// for them), then `ready`: from then on a dynamic segment's membership changes in the
+	// transaction of each write that changes it, with a `ContactEnteredSegment` or
+	// `ContactLeftSegment` event (docs/api.md, "Segments"). An account has at most 100 segments
 	// (`400 InvalidRequest` beyond); a name the account already has, in any case, is
 	// `409 SegmentExists`.
 	//
@@ -8622,7 +8998,8 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteSegmentWithResponse Delete a segment
 	//
-	// Deletes the segment; the contacts are not changed. Unknown ids, and other accounts', are `404 SegmentDoesNotExist`.
+	// Deletes the segment and its membership, with no events; the contacts are not changed.
+	// Unknown ids, and other accounts', are `404 SegmentDoesNotExist`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8641,7 +9018,9 @@ type ClientWithResponsesInterface interface {
 	// UpdateSegmentWithBodyWithResponse Rename a segment or replace its filter
 	//
 	// Sets the fields sent: `name`, and `filter`, which replaces the segment's filter whole
-	// and is checked as on creation. The kind never changes. Unknown ids, and other
+	// and is checked as on creation: a new filter makes the segment `backfilling` again (its
+	// members are found again, with no events, then it is `ready`). The kind never changes.
+	// Unknown ids, and other
 	// accounts', are `404 SegmentDoesNotExist`; a name another segment of the account has, in
 	// any case, is `409 SegmentExists`.
 	//
@@ -8653,7 +9032,9 @@ type ClientWithResponsesInterface interface {
 	// UpdateSegmentWithResponse Rename a segment or replace its filter
 	//
 	// Sets the fields sent: `name`, and `filter`, which replaces the segment's filter whole
-	// and is checked as on creation. The kind never changes. Unknown ids, and other
+	// and is checked as on creation: a new filter makes the segment `backfilling` again (its
+	// members are found again, with no events, then it is `ready`). The kind never changes.
+	// Unknown ids, and other
 	// accounts', are `404 SegmentDoesNotExist`; a name another segment of the account has, in
 	// any case, is `409 SegmentExists`.
 	//
@@ -8661,6 +9042,42 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PATCH /public/v1/segments/{segmentId} (the `UpdateSegment` operationId).
 	UpdateSegmentWithResponse(ctx context.Context, segmentId SegmentIdPath, params *UpdateSegmentParams, body UpdateSegmentJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateSegmentResponse, error)
+
+	// ListSegmentMembersWithResponse List a segment's members
+	//
+	// The segment's members by contact id, each with when it entered, and how many it has
+	// (`count`, exact as of the read). Pass `nextCursor` back as `cursor` for the next page;
+	// it is absent on the last. While the segment is `backfilling` its members are those
+	// found so far. Unknown ids, and other accounts', are `404 SegmentDoesNotExist`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /public/v1/segments/{segmentId}/contacts (the `ListSegmentMembers` operationId).
+	ListSegmentMembersWithResponse(ctx context.Context, segmentId SegmentIdPath, params *ListSegmentMembersParams, reqEditors ...RequestEditorFn) (*ListSegmentMembersResponse, error)
+
+	// RemoveSegmentMemberWithResponse Remove a contact from a snapshot segment
+	//
+	// Takes the contact out of the snapshot segment, with a `ContactLeftSegment` event (none
+	// when it was not a member: the call changes nothing). A dynamic segment is
+	// `400 SegmentIsDynamic`. Unknown segments are `404 SegmentDoesNotExist`, unknown contacts
+	// `404 ContactDoesNotExist`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /public/v1/segments/{segmentId}/contacts/{contactId} (the `RemoveSegmentMember` operationId).
+	RemoveSegmentMemberWithResponse(ctx context.Context, segmentId SegmentIdPath, contactId ContactIdPath, reqEditors ...RequestEditorFn) (*RemoveSegmentMemberResponse, error)
+
+	// AddSegmentMemberWithResponse Add a contact to a snapshot segment
+	//
+	// Makes the contact a member of the snapshot segment, with a `ContactEnteredSegment` event
+	// (none when it already was one: the call changes nothing). A dynamic segment's members
+	// are its filter's: `400 SegmentIsDynamic`. Unknown segments are `404 SegmentDoesNotExist`,
+	// unknown contacts `404 ContactDoesNotExist`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /public/v1/segments/{segmentId}/contacts/{contactId} (the `AddSegmentMember` operationId).
+	AddSegmentMemberWithResponse(ctx context.Context, segmentId SegmentIdPath, contactId ContactIdPath, reqEditors ...RequestEditorFn) (*AddSegmentMemberResponse, error)
 
 	// ListWebhooksWithResponse List subscriptions
 	//
@@ -12207,6 +12624,298 @@ func (r UpdateSegmentResponse) ContentType() string {
 	return ""
 }
 
+// ListSegmentMembersResponse429Headers the declared response headers of an HTTP 429 response for ListSegmentMembers
+type ListSegmentMembersResponse429Headers struct {
+	RateLimitReset         *int
+	RetryAfter             *int
+	XRateLimitLimit10      *int
+	XRateLimitLimitDay     *int
+	XRateLimitRemaining10  *int
+	XRateLimitRemainingDay *int
+}
+
+type ListSegmentMembersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SegmentMemberList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *SegmentNotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListSegmentMembersResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSegmentMembersResponse) GetJSON200() *SegmentMemberList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListSegmentMembersResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ListSegmentMembersResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListSegmentMembersResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ListSegmentMembersResponse) GetJSON404() *SegmentNotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ListSegmentMembersResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListSegmentMembersResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListSegmentMembersResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSegmentMembersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSegmentMembersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSegmentMembersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSegmentMembersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RemoveSegmentMemberResponse429Headers the declared response headers of an HTTP 429 response for RemoveSegmentMember
+type RemoveSegmentMemberResponse429Headers struct {
+	RateLimitReset         *int
+	RetryAfter             *int
+	XRateLimitLimit10      *int
+	XRateLimitLimitDay     *int
+	XRateLimitRemaining10  *int
+	XRateLimitRemainingDay *int
+}
+
+type RemoveSegmentMemberResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *SegmentOrContactNotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RemoveSegmentMemberResponse429Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r RemoveSegmentMemberResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r RemoveSegmentMemberResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RemoveSegmentMemberResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r RemoveSegmentMemberResponse) GetJSON404() *SegmentOrContactNotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r RemoveSegmentMemberResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r RemoveSegmentMemberResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r RemoveSegmentMemberResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RemoveSegmentMemberResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RemoveSegmentMemberResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RemoveSegmentMemberResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RemoveSegmentMemberResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AddSegmentMemberResponse429Headers the declared response headers of an HTTP 429 response for AddSegmentMember
+type AddSegmentMemberResponse429Headers struct {
+	RateLimitReset         *int
+	RetryAfter             *int
+	XRateLimitLimit10      *int
+	XRateLimitLimitDay     *int
+	XRateLimitRemaining10  *int
+	XRateLimitRemainingDay *int
+}
+
+type AddSegmentMemberResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *SegmentOrContactNotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *InternalError
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ServiceUnavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *AddSegmentMemberResponse429Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AddSegmentMemberResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AddSegmentMemberResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AddSegmentMemberResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r AddSegmentMemberResponse) GetJSON404() *SegmentOrContactNotFound {
+	return r.JSON404
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r AddSegmentMemberResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r AddSegmentMemberResponse) GetJSON500() *InternalError {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AddSegmentMemberResponse) GetJSON503() *ServiceUnavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AddSegmentMemberResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AddSegmentMemberResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AddSegmentMemberResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AddSegmentMemberResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListWebhooksResponse429Headers the declared response headers of an HTTP 429 response for ListWebhooks
 type ListWebhooksResponse429Headers struct {
 	RateLimitReset         *int
@@ -14212,8 +14921,11 @@ func (c *ClientWithResponses) ListSegmentsWithResponse(ctx context.Context, reqE
 // `notIn`, at most 100; none for `exists` and `notExists`). Operands are read as the
 // attribute's values are stored: an email in lower case, a time in UTC with milliseconds,
 // a custom field's value as a write of the field reads it, an enum's value one of its
-// options. A segment's members, and events when a contact enters or leaves one, are not
-// kept yet (docs/api.md, "Segments"). An account has at most 100 segments
+// options. The new segment is `backfilling` while its members are found among the
+// account's contacts in the background (`evaluated` counts those gone through; no events
+// for them), then `ready`: from then on a dynamic segment's membership changes in the
+// transaction of each write that changes it, with a `ContactEnteredSegment` or
+// `ContactLeftSegment` event (docs/api.md, "Segments"). An account has at most 100 segments
 // (`400 InvalidRequest` beyond); a name the account already has, in any case, is
 // `409 SegmentExists`.
 //
@@ -14240,8 +14952,11 @@ func (c *ClientWithResponses) CreateSegmentWithBodyWithResponse(ctx context.Cont
 // `notIn`, at most 100; none for `exists` and `notExists`). Operands are read as the
 // attribute's values are stored: an email in lower case, a time in UTC with milliseconds,
 // a custom field's value as a write of the field reads it, an enum's value one of its
-// options. A segment's members, and events when a contact enters or leaves one, are not
-// kept yet (docs/api.md, "Segments"). An account has at most 100 segments
+// options. The new segment is `backfilling` while its members are found among the
+// account's contacts in the background (`evaluated` counts those gone through; no events
+// for them), then `ready`: from then on a dynamic segment's membership changes in the
+// transaction of each write that changes it, with a `ContactEnteredSegment` or
+// `ContactLeftSegment` event (docs/api.md, "Segments"). An account has at most 100 segments
 // (`400 InvalidRequest` beyond); a name the account already has, in any case, is
 // `409 SegmentExists`.
 //
@@ -14258,7 +14973,8 @@ func (c *ClientWithResponses) CreateSegmentWithResponse(ctx context.Context, par
 
 // DeleteSegmentWithResponse Delete a segment
 //
-// Deletes the segment; the contacts are not changed. Unknown ids, and other accounts', are `404 SegmentDoesNotExist`.
+// Deletes the segment and its membership, with no events; the contacts are not changed.
+// Unknown ids, and other accounts', are `404 SegmentDoesNotExist`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14289,7 +15005,9 @@ func (c *ClientWithResponses) GetSegmentWithResponse(ctx context.Context, segmen
 // UpdateSegmentWithBodyWithResponse Rename a segment or replace its filter
 //
 // Sets the fields sent: `name`, and `filter`, which replaces the segment's filter whole
-// and is checked as on creation. The kind never changes. Unknown ids, and other
+// and is checked as on creation: a new filter makes the segment `backfilling` again (its
+// members are found again, with no events, then it is `ready`). The kind never changes.
+// Unknown ids, and other
 // accounts', are `404 SegmentDoesNotExist`; a name another segment of the account has, in
 // any case, is `409 SegmentExists`.
 //
@@ -14307,7 +15025,9 @@ func (c *ClientWithResponses) UpdateSegmentWithBodyWithResponse(ctx context.Cont
 // UpdateSegmentWithResponse Rename a segment or replace its filter
 //
 // Sets the fields sent: `name`, and `filter`, which replaces the segment's filter whole
-// and is checked as on creation. The kind never changes. Unknown ids, and other
+// and is checked as on creation: a new filter makes the segment `backfilling` again (its
+// members are found again, with no events, then it is `ready`). The kind never changes.
+// Unknown ids, and other
 // accounts', are `404 SegmentDoesNotExist`; a name another segment of the account has, in
 // any case, is `409 SegmentExists`.
 //
@@ -14320,6 +15040,60 @@ func (c *ClientWithResponses) UpdateSegmentWithResponse(ctx context.Context, seg
 		return nil, err
 	}
 	return ParseUpdateSegmentResponse(rsp)
+}
+
+// ListSegmentMembersWithResponse List a segment's members
+//
+// The segment's members by contact id, each with when it entered, and how many it has
+// (`count`, exact as of the read). Pass `nextCursor` back as `cursor` for the next page;
+// it is absent on the last. While the segment is `backfilling` its members are those
+// found so far. Unknown ids, and other accounts', are `404 SegmentDoesNotExist`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /public/v1/segments/{segmentId}/contacts (the `ListSegmentMembers` operationId).
+func (c *ClientWithResponses) ListSegmentMembersWithResponse(ctx context.Context, segmentId SegmentIdPath, params *ListSegmentMembersParams, reqEditors ...RequestEditorFn) (*ListSegmentMembersResponse, error) {
+	rsp, err := c.ListSegmentMembers(ctx, segmentId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSegmentMembersResponse(rsp)
+}
+
+// RemoveSegmentMemberWithResponse Remove a contact from a snapshot segment
+//
+// Takes the contact out of the snapshot segment, with a `ContactLeftSegment` event (none
+// when it was not a member: the call changes nothing). A dynamic segment is
+// `400 SegmentIsDynamic`. Unknown segments are `404 SegmentDoesNotExist`, unknown contacts
+// `404 ContactDoesNotExist`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /public/v1/segments/{segmentId}/contacts/{contactId} (the `RemoveSegmentMember` operationId).
+func (c *ClientWithResponses) RemoveSegmentMemberWithResponse(ctx context.Context, segmentId SegmentIdPath, contactId ContactIdPath, reqEditors ...RequestEditorFn) (*RemoveSegmentMemberResponse, error) {
+	rsp, err := c.RemoveSegmentMember(ctx, segmentId, contactId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRemoveSegmentMemberResponse(rsp)
+}
+
+// AddSegmentMemberWithResponse Add a contact to a snapshot segment
+//
+// Makes the contact a member of the snapshot segment, with a `ContactEnteredSegment` event
+// (none when it already was one: the call changes nothing). A dynamic segment's members
+// are its filter's: `400 SegmentIsDynamic`. Unknown segments are `404 SegmentDoesNotExist`,
+// unknown contacts `404 ContactDoesNotExist`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /public/v1/segments/{segmentId}/contacts/{contactId} (the `AddSegmentMember` operationId).
+func (c *ClientWithResponses) AddSegmentMemberWithResponse(ctx context.Context, segmentId SegmentIdPath, contactId ContactIdPath, reqEditors ...RequestEditorFn) (*AddSegmentMemberResponse, error) {
+	rsp, err := c.AddSegmentMember(ctx, segmentId, contactId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAddSegmentMemberResponse(rsp)
 }
 
 // ListWebhooksWithResponse List subscriptions
@@ -18508,6 +19282,367 @@ func ParseUpdateSegmentResponse(rsp *http.Response) (*UpdateSegmentResponse, err
 	switch {
 	case rsp.StatusCode == 429:
 		var headers UpdateSegmentResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimitDay = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemainingDay = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSegmentMembersResponse parses an HTTP response from a ListSegmentMembersWithResponse call
+func ParseListSegmentMembersResponse(rsp *http.Response) (*ListSegmentMembersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSegmentMembersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SegmentMemberList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SegmentNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ListSegmentMembersResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimitDay = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemainingDay = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRemoveSegmentMemberResponse parses an HTTP response from a RemoveSegmentMemberWithResponse call
+func ParseRemoveSegmentMemberResponse(rsp *http.Response) (*RemoveSegmentMemberResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RemoveSegmentMemberResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SegmentOrContactNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers RemoveSegmentMemberResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimit10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Limit-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Limit-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitLimitDay = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-10"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-10", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemaining10 = &value
+		}
+		if values := rsp.Header.Values("X-RateLimit-Remaining-Day"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-RateLimit-Remaining-Day", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XRateLimitRemainingDay = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAddSegmentMemberResponse parses an HTTP response from a AddSegmentMemberWithResponse call
+func ParseAddSegmentMemberResponse(rsp *http.Response) (*AddSegmentMemberResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AddSegmentMemberResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SegmentOrContactNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers AddSegmentMemberResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

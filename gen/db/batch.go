@@ -22,6 +22,10 @@ const contactCreate = `-- name: ContactCreate :batchone
 WITH current AS (
     SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid AND a.subscriptions_version = $3::bigint
         AND a.fields_version = $2::bigint
+), segments_current AS (
+    SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid
+        AND ($4::bigint < 0 OR a.segments_version = $4::bigint)
+    FOR SHARE
 ), c AS (
     INSERT INTO contacts (
         account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
@@ -30,18 +34,18 @@ WITH current AS (
         consent_fields, created_at, updated_at, enrich_due_at, active_properties, addresses_parsed_by,
         email_status, custom_fields
     )
-    SELECT $1::uuid, $4::uuid, $5::text, $6::text, $7::text,
-        $8::text, $9::text[], $10::text,
-        $11::text, $12::text, $13::text,
-        $14::text, $15::timestamptz,
-        $16::text, $17::text, $18::text, $19::text,
-        $20::text, $21::jsonb, $22::timestamptz, $22,
-        $23::timestamptz, $24::jsonb, $25::integer,
-        $26::text, $27::jsonb
+    SELECT $1::uuid, $5::uuid, $6::text, $7::text, $8::text,
+        $9::text, $10::text[], $11::text,
+        $12::text, $13::text, $14::text,
+        $15::text, $16::timestamptz,
+        $17::text, $18::text, $19::text, $20::text,
+        $21::text, $22::jsonb, $23::timestamptz, $23,
+        $24::timestamptz, $25::jsonb, $26::integer,
+        $27::text, $28::jsonb
     WHERE NOT EXISTS (
         SELECT 1 FROM suppressions s
-        WHERE s.account_id = $1 AND s.digest = ANY($28::bytea[]))
-      AND EXISTS (SELECT 1 FROM current)
+        WHERE s.account_id = $1 AND s.digest = ANY($29::bytea[]))
+      AND EXISTS (SELECT 1 FROM current) AND EXISTS (SELECT 1 FROM segments_current)
     ON CONFLICT (account_id, email_key) DO NOTHING
     RETURNING account_id, contact_id, created_at
 ), property AS (
@@ -49,28 +53,29 @@ WITH current AS (
         account_id, property_id, contact_id, raw_address, apt_or_unit_number, street_address,
         city, county, state, zip, normalized, created_at
     )
-    SELECT account_id, $29::uuid, contact_id, $30::text,
-           $31::text, $32::text,
-           $33::text, $34::text, $35::text,
-           $36::text, $37::text, created_at
+    SELECT account_id, $30::uuid, contact_id, $31::text,
+           $32::text, $33::text,
+           $34::text, $35::text, $36::text,
+           $37::text, $38::text, created_at
     FROM c
-    WHERE $29::uuid IS NOT NULL
+    WHERE $30::uuid IS NOT NULL
 ), event AS (
     -- payloads as text: the exact bytes survive ::json
     INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
     SELECT c.account_id, e.event_id, e.event_type, c.contact_id, e.payload::json, c.created_at, nullif(e.trace, '')
-    FROM c, (SELECT unnest($38::uuid[]) AS event_id, unnest($39::text[]) AS event_type,
-                    unnest($40::text[]) AS payload, unnest($41::text[]) AS trace) e
+    FROM c, (SELECT unnest($39::uuid[]) AS event_id, unnest($40::text[]) AS event_type,
+                    unnest($41::text[]) AS payload, unnest($42::text[]) AS trace) e
     RETURNING account_id, event_id, occurred_at
 ), delivery AS (
     INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
     SELECT e.account_id, uuid_v7(e.occurred_at), d.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
-    FROM (SELECT unnest($42::uuid[]) AS event_id, unnest($43::uuid[]) AS subscription_id) d
+    FROM (SELECT unnest($43::uuid[]) AS event_id, unnest($44::uuid[]) AS subscription_id) d
     JOIN event e ON e.event_id = d.event_id
 )
 SELECT coalesce((SELECT contact_id FROM c), '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS contact_id,
        EXISTS (SELECT 1 FROM current) AS current,
-       EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid AND a.fields_version = $2::bigint) AS fields_current
+       EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid AND a.fields_version = $2::bigint) AS fields_current,
+       EXISTS (SELECT 1 FROM segments_current) AS segments_current
 `
 
 type ContactCreateBatchResults struct {
@@ -83,6 +88,7 @@ type ContactCreateParams struct {
 	AccountID               uuid.UUID
 	FieldsVersion           int64
 	SubscriptionsVersion    int64
+	SegmentsVersion         int64
 	ContactID               uuid.UUID
 	Email                   string
 	EmailKey                string
@@ -126,9 +132,10 @@ type ContactCreateParams struct {
 }
 
 type ContactCreateRow struct {
-	ContactID     uuid.UUID
-	Current       bool
-	FieldsCurrent bool
+	ContactID       uuid.UUID
+	Current         bool
+	FieldsCurrent   bool
+	SegmentsCurrent bool
 }
 
 // A new contact with its consent record and, when its address parsed, its first property, in
@@ -138,7 +145,10 @@ type ContactCreateRow struct {
 // once. Only while the account's subscriptions are still at the plan's
 // @subscriptions_version, and its custom fields were validated against the definitions at
 // @fields_version: otherwise nothing is written and current is false (plan again, or, when
-// fields_current is false too, validate against the definitions now). It
+// fields_current is false too, validate against the definitions now). Only, too, while the
+// account's segments are at @segments_version (segment.Service.Quiet; -1: the caller's
+// transaction keeps them), read with a lock held to the commit, so that a change of a segment
+// waits for the create: segments_current false otherwise. It
 // is due for enrichment (@enrich_due_at) only while its email status is Pending: an address
 // is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one
 // email resolve to exactly one winner without aborting the losers' transactions: a loser's
@@ -152,6 +162,7 @@ func (q *Queries) ContactCreate(ctx context.Context, arg []ContactCreateParams) 
 			a.AccountID,
 			a.FieldsVersion,
 			a.SubscriptionsVersion,
+			a.SegmentsVersion,
 			a.ContactID,
 			a.Email,
 			a.EmailKey,
@@ -210,7 +221,12 @@ func (b *ContactCreateBatchResults) QueryRow(f func(int, ContactCreateRow, error
 			continue
 		}
 		row := b.br.QueryRow()
-		err := row.Scan(&i.ContactID, &i.Current, &i.FieldsCurrent)
+		err := row.Scan(
+			&i.ContactID,
+			&i.Current,
+			&i.FieldsCurrent,
+			&i.SegmentsCurrent,
+		)
 		if f != nil {
 			f(t, i, err)
 		}
@@ -408,25 +424,30 @@ func (b *ContactGetByIDBatchResults) Close() error {
 const tagsSwap = `-- name: TagsSwap :batchone
 WITH current AS (
     SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid AND a.subscriptions_version = $2::bigint
+), segments_current AS (
+    SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid
+        AND ($3::bigint < 0 OR a.segments_version = $3::bigint)
+    FOR SHARE
 ), swapped AS (
-    UPDATE contacts c SET tags = $3, updated_at = $4
-    WHERE c.account_id = $1 AND c.contact_id = $5 AND c.tags = $6::text[]
-      AND EXISTS (SELECT 1 FROM current)
+    UPDATE contacts c SET tags = $4, updated_at = $5
+    WHERE c.account_id = $1 AND c.contact_id = $6 AND c.tags = $7::text[]
+      AND EXISTS (SELECT 1 FROM current) AND EXISTS (SELECT 1 FROM segments_current)
     RETURNING c.account_id, c.contact_id
 ), events AS (
     INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
-    SELECT s.account_id, unnest($7::uuid[]), unnest($8::text[]), s.contact_id,
-           unnest($9::text[])::json, $4, nullif(unnest($10::text[]), '')
+    SELECT s.account_id, unnest($8::uuid[]), unnest($9::text[]), s.contact_id,
+           unnest($10::text[])::json, $5, nullif(unnest($11::text[]), '')
     FROM swapped s
     RETURNING account_id, event_id, occurred_at
 ), delivery AS (
     INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
     SELECT e.account_id, uuid_v7(e.occurred_at), d.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
-    FROM (SELECT unnest($11::uuid[]) AS event_id, unnest($12::uuid[]) AS subscription_id) d
+    FROM (SELECT unnest($12::uuid[]) AS event_id, unnest($13::uuid[]) AS subscription_id) d
     JOIN events e ON e.event_id = d.event_id
 )
 SELECT coalesce((SELECT contact_id FROM swapped), '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS contact_id,
-       EXISTS (SELECT 1 FROM current) AS current
+       EXISTS (SELECT 1 FROM current) AS current,
+       EXISTS (SELECT 1 FROM segments_current) AS segments_current
 `
 
 type TagsSwapBatchResults struct {
@@ -438,6 +459,7 @@ type TagsSwapBatchResults struct {
 type TagsSwapParams struct {
 	AccountID               uuid.UUID
 	SubscriptionsVersion    int64
+	SegmentsVersion         int64
 	Tags                    []string
 	UpdatedAt               time.Time
 	ContactID               uuid.UUID
@@ -451,15 +473,17 @@ type TagsSwapParams struct {
 }
 
 type TagsSwapRow struct {
-	ContactID uuid.UUID
-	Current   bool
+	ContactID       uuid.UUID
+	Current         bool
+	SegmentsCurrent bool
 }
 
 // Compare-and-swap: sets the tags only if they are still the ones the change was computed
 // from (contact_id uuid.Nil otherwise), and records the change's events (TagsAdded, TagsRemoved)
 // with it and the deliveries the fan-out planned for them, only while the account's
 // subscriptions are at the plan's @subscriptions_version (current false otherwise: nothing
-// written): a tag change needs no transaction and no lock, and goes to PostgreSQL with the
+// written), and its segments at @segments_version (as ContactCreate checks it; -1: the
+// caller's transaction keeps them): a tag change needs no transaction and no lock, and goes to PostgreSQL with the
 // other swaps in flight.
 func (q *Queries) TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapBatchResults {
 	batch := &pgx.Batch{}
@@ -467,6 +491,7 @@ func (q *Queries) TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapB
 		vals := []interface{}{
 			a.AccountID,
 			a.SubscriptionsVersion,
+			a.SegmentsVersion,
 			a.Tags,
 			a.UpdatedAt,
 			a.ContactID,
@@ -495,7 +520,7 @@ func (b *TagsSwapBatchResults) QueryRow(f func(int, TagsSwapRow, error)) {
 			continue
 		}
 		row := b.br.QueryRow()
-		err := row.Scan(&i.ContactID, &i.Current)
+		err := row.Scan(&i.ContactID, &i.Current, &i.SegmentsCurrent)
 		if f != nil {
 			f(t, i, err)
 		}

@@ -52,23 +52,26 @@ WITH f AS (
     SELECT unnest($1::uuid[]) AS account_id, unnest($2::uuid[]) AS contact_id,
            unnest($3::text[]) AS verdict, unnest($4::timestamptz[]) AS held_due_at,
            unnest($5::uuid[]) AS event_id, unnest($6::text[]) AS event_payload,
-           unnest($7::bigint[]) AS subscriptions_version
+           unnest($7::bigint[]) AS subscriptions_version,
+           unnest($8::bigint[]) AS segments_version
 ), stale AS (
     SELECT f.contact_id FROM f
     WHERE f.event_id <> '00000000-0000-0000-0000-000000000000'::uuid
-      AND NOT EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = f.account_id AND a.subscriptions_version = f.subscriptions_version)
+      AND (NOT EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = f.account_id AND a.subscriptions_version = f.subscriptions_version)
+           OR NOT EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = f.account_id
+                          AND (f.segments_version < 0 OR a.segments_version = f.segments_version) FOR SHARE))
 ), finished AS (
     UPDATE contacts c SET
         email_status = CASE WHEN f.verdict <> '' AND c.email_status = 'Pending' THEN f.verdict ELSE c.email_status END,
-        updated_at = CASE WHEN f.verdict <> '' AND c.email_status = 'Pending' THEN $8::timestamptz ELSE c.updated_at END,
-        enrich_due_at = NULL, enrich_attempts = 0, addresses_parsed_by = $9::integer
+        updated_at = CASE WHEN f.verdict <> '' AND c.email_status = 'Pending' THEN $9::timestamptz ELSE c.updated_at END,
+        enrich_due_at = NULL, enrich_attempts = 0, addresses_parsed_by = $10::integer
     FROM f
     WHERE c.account_id = f.account_id AND c.contact_id = f.contact_id
       AND c.enrich_due_at = f.held_due_at AND f.contact_id NOT IN (SELECT contact_id FROM stale)
     RETURNING c.account_id, c.contact_id
 ), event AS (
     INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
-    SELECT f.account_id, f.event_id, 'ContactEnriched', f.contact_id, f.event_payload::json, $8::timestamptz
+    SELECT f.account_id, f.event_id, 'ContactEnriched', f.contact_id, f.event_payload::json, $9::timestamptz
     FROM f JOIN finished d ON d.account_id = f.account_id AND d.contact_id = f.contact_id
     WHERE f.event_id <> '00000000-0000-0000-0000-000000000000'::uuid
 )
@@ -83,6 +86,7 @@ type EnrichFinishManyParams struct {
 	EventIds              []uuid.UUID
 	EventPayloads         []string
 	SubscriptionsVersions []int64
+	SegmentsVersions      []int64
 	Now                   time.Time
 	ParserVersion         int32
 }
@@ -91,8 +95,10 @@ type EnrichFinishManyParams struct {
 // contact whose hold was still the caller's and that has one (@event_ids: uuid.Nil for none;
 // a contact with an event was Pending when claimed, and a change of email since would have
 // ended the hold), for the contacts whose accounts' subscriptions are still at the version
-// the fan-out found none to deliver their events to (@subscriptions_versions). Returns the
-// contacts it left alone for that reason: their events may have deliveries now.
+// the fan-out found none to deliver their events to (@subscriptions_versions), and whose
+// accounts had no dynamic segment at @segments_versions (read with a lock held to the commit,
+// as ContactCreate does; -1: no segments kept). Returns the contacts it left alone for either
+// reason: their events may have deliveries now, or their segments need keeping.
 func (q *Queries) EnrichFinishMany(ctx context.Context, arg EnrichFinishManyParams) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, enrichFinishMany,
 		arg.AccountIds,
@@ -102,6 +108,7 @@ func (q *Queries) EnrichFinishMany(ctx context.Context, arg EnrichFinishManyPara
 		arg.EventIds,
 		arg.EventPayloads,
 		arg.SubscriptionsVersions,
+		arg.SegmentsVersions,
 		arg.Now,
 		arg.ParserVersion,
 	)

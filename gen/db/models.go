@@ -239,13 +239,25 @@ type Property struct {
 }
 
 type Segment struct {
+	AccountID         uuid.UUID
+	SegmentID         uuid.UUID
+	Name              string
+	Kind              string
+	Filter            []byte
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+	Status            string
+	Generation        int64
+	BackfillAfter     *uuid.UUID
+	BackfillEvaluated int64
+	BackfillLease     *time.Time
+}
+
+type SegmentMember struct {
 	AccountID uuid.UUID
 	SegmentID uuid.UUID
-	Name      string
-	Kind      string
-	Filter    []byte
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	ContactID uuid.UUID
+	AddedAt   time.Time
 }
 
 type Suppression struct {

@@ -55,7 +55,10 @@ type Querier interface {
 	// once. Only while the account's subscriptions are still at the plan's
 	// @subscriptions_version, and its custom fields were validated against the definitions at
 	// @fields_version: otherwise nothing is written and current is false (plan again, or, when
-	// fields_current is false too, validate against the definitions now). It
+	// fields_current is false too, validate against the definitions now). Only, too, while the
+	// account's segments are at @segments_version (segment.Service.Quiet; -1: the caller's
+	// transaction keeps them), read with a lock held to the commit, so that a change of a segment
+	// waits for the create: segments_current false otherwise. It
 	// is due for enrichment (@enrich_due_at) only while its email status is Pending: an address
 	// is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one
 	// email resolve to exactly one winner without aborting the losers' transactions: a loser's
@@ -265,8 +268,10 @@ type Querier interface {
 	// contact whose hold was still the caller's and that has one (@event_ids: uuid.Nil for none;
 	// a contact with an event was Pending when claimed, and a change of email since would have
 	// ended the hold), for the contacts whose accounts' subscriptions are still at the version
-	// the fan-out found none to deliver their events to (@subscriptions_versions). Returns the
-	// contacts it left alone for that reason: their events may have deliveries now.
+	// the fan-out found none to deliver their events to (@subscriptions_versions), and whose
+	// accounts had no dynamic segment at @segments_versions (read with a lock held to the commit,
+	// as ContactCreate does; -1: no segments kept). Returns the contacts it left alone for either
+	// reason: their events may have deliveries now, or their segments need keeping.
 	EnrichFinishMany(ctx context.Context, arg EnrichFinishManyParams) ([]uuid.UUID, error)
 	// Leases locked contacts to the caller until @lease_until, one more attempt each. A lease
 	// that ends without EnrichFinish or EnrichRetry (the worker died) makes the contact due again.
@@ -401,23 +406,60 @@ type Querier interface {
 	SandboxReset(ctx context.Context, sandboxID uuid.UUID) error
 	// The ids of the keys the stored secrets are sealed under (package seal's "v1.<id>.<...>").
 	SecretKeyIDs(ctx context.Context) ([]string, error)
+	// A backfilling segment no other process is filling (its lease ran out, or it has none),
+	// leased to this one until @until.
+	SegmentBackfillClaim(ctx context.Context, arg SegmentBackfillClaimParams) (SegmentBackfillClaimRow, error)
+	// A backfill page: the account's contacts after @after, locked against writes until the
+	// page's membership is set (a write in progress is waited for, and then read as it left the
+	// contact).
+	SegmentBackfillContacts(ctx context.Context, arg SegmentBackfillContactsParams) ([]ContactRow, error)
+	// The backfill of a generation finished: the segment is ready (in the transaction that bumps
+	// the account's segments version, so that writes send its events from then on).
+	SegmentBackfillDone(ctx context.Context, arg SegmentBackfillDoneParams) (int64, error)
+	// A backfill page's first statement: the segment's row, before any contact's, so that a
+	// change of the segment (which takes the row, then waits for the writes that hold the
+	// account's segments) never waits for a page that waits for one of those writes.
+	SegmentBackfillLock(ctx context.Context, arg SegmentBackfillLockParams) (SegmentBackfillLockRow, error)
+	// The page's contacts that are members now.
+	SegmentBackfillMembers(ctx context.Context, arg SegmentBackfillMembersParams) ([]uuid.UUID, error)
+	// A page done (its segment's row locked by SegmentBackfillLock).
+	SegmentBackfillProgress(ctx context.Context, arg SegmentBackfillProgressParams) error
 	SegmentDelete(ctx context.Context, arg SegmentDeleteParams) (int64, error)
 	SegmentGet(ctx context.Context, arg SegmentGetParams) (Segment, error)
 	// Nothing when the account has a segment of that name (in any case).
 	SegmentInsert(ctx context.Context, arg SegmentInsertParams) ([]Segment, error)
 	SegmentList(ctx context.Context, accountID uuid.UUID) ([]Segment, error)
+	SegmentMemberAdd(ctx context.Context, arg SegmentMemberAddParams) (int64, error)
+	// The contact a snapshot segment's member is added or removed by hand, locked against its
+	// delete (which takes the contact out of its segments first) until the change commits.
+	SegmentMemberContact(ctx context.Context, arg SegmentMemberContactParams) (SegmentMemberContactRow, error)
+	SegmentMemberRemove(ctx context.Context, arg SegmentMemberRemoveParams) (int64, error)
+	SegmentMembersCount(ctx context.Context, arg SegmentMembersCountParams) (int64, error)
+	SegmentMembersPage(ctx context.Context, arg SegmentMembersPageParams) ([]SegmentMembersPageRow, error)
+	// Membership changes of a write (or a backfill page): the pairs that leave, then those that
+	// enter.
+	SegmentMembersSet(ctx context.Context, arg SegmentMembersSetParams) error
+	// The segments the contacts are in, each with its kind, name and whether it is ready, in the
+	// order the segments were saved.
+	// The contacts' rows first, by the index on (account_id, contact_id): joined directly, a
+	// generic plan would rather walk each segment's members by the primary key.
+	SegmentMembershipsOf(ctx context.Context, arg SegmentMembershipsOfParams) ([]SegmentMembershipsOfRow, error)
 	// Nothing when another segment of the account has the name (in any case); the segment is
 	// then read again by the caller to tell that from a segment that is gone.
+	// A new filter starts a new generation of the segment, backfilled from the start.
 	SegmentUpdate(ctx context.Context, arg SegmentUpdateParams) ([]Segment, error)
 	SegmentsCount(ctx context.Context, accountID uuid.UUID) (int64, error)
 	// The account's dynamic segments in the order they were saved, at the version they are: one
 	// statement, so that the two agree.
 	SegmentsDynamic(ctx context.Context, accountID uuid.UUID) (SegmentsDynamicRow, error)
+	// A write's hold on the account's segments, to the end of its transaction: a change of a
+	// segment (SegmentsVersionBump) waits for the write to commit, and a write after the change
+	// reads the version it made (a locking read sees the row's last committed version).
+	SegmentsHold(ctx context.Context, accountID uuid.UUID) (int64, error)
 	// Segments (internal/segment): an account's saved filters of its contacts.
 	// One segment of the account is created at a time, so that the limit is counted by one
 	// writer.
 	SegmentsLock(ctx context.Context, accountID uuid.UUID) error
-	SegmentsVersion(ctx context.Context, accountID uuid.UUID) (int64, error)
 	// In the transaction of every change of a segment (SegmentsDynamic's version).
 	SegmentsVersionBump(ctx context.Context, accountID uuid.UUID) error
 	// The account's active addresses from @from_address on that more than one contact has, with those
@@ -486,7 +528,8 @@ type Querier interface {
 	// from (contact_id uuid.Nil otherwise), and records the change's events (TagsAdded, TagsRemoved)
 	// with it and the deliveries the fan-out planned for them, only while the account's
 	// subscriptions are at the plan's @subscriptions_version (current false otherwise: nothing
-	// written): a tag change needs no transaction and no lock, and goes to PostgreSQL with the
+	// written), and its segments at @segments_version (as ContactCreate checks it; -1: the
+	// caller's transaction keeps them): a tag change needs no transaction and no lock, and goes to PostgreSQL with the
 	// other swaps in flight.
 	TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapBatchResults
 	// The contact that holds a unique field's value (its unique form).

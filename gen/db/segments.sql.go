@@ -12,6 +12,223 @@ import (
 	"github.com/google/uuid"
 )
 
+const segmentBackfillClaim = `-- name: SegmentBackfillClaim :one
+UPDATE segments s SET backfill_lease = $1::timestamptz
+WHERE (s.account_id, s.segment_id) = (
+    SELECT o.account_id, o.segment_id FROM segments o
+    WHERE o.status = 'backfilling' AND (o.backfill_lease IS NULL OR o.backfill_lease < $2::timestamptz)
+    ORDER BY o.updated_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+RETURNING s.account_id, s.segment_id, s.kind, s.filter, s.generation, s.backfill_after
+`
+
+type SegmentBackfillClaimParams struct {
+	Until time.Time
+	Now   time.Time
+}
+
+type SegmentBackfillClaimRow struct {
+	AccountID     uuid.UUID
+	SegmentID     uuid.UUID
+	Kind          string
+	Filter        []byte
+	Generation    int64
+	BackfillAfter *uuid.UUID
+}
+
+// A backfilling segment no other process is filling (its lease ran out, or it has none),
+// leased to this one until @until.
+func (q *Queries) SegmentBackfillClaim(ctx context.Context, arg SegmentBackfillClaimParams) (SegmentBackfillClaimRow, error) {
+	row := q.db.QueryRow(ctx, segmentBackfillClaim, arg.Until, arg.Now)
+	var i SegmentBackfillClaimRow
+	err := row.Scan(
+		&i.AccountID,
+		&i.SegmentID,
+		&i.Kind,
+		&i.Filter,
+		&i.Generation,
+		&i.BackfillAfter,
+	)
+	return i, err
+}
+
+const segmentBackfillContacts = `-- name: SegmentBackfillContacts :many
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at, custom_fields FROM contact_rows
+WHERE account_id = $1 AND contact_id > $2
+ORDER BY contact_id LIMIT $3
+FOR SHARE
+`
+
+type SegmentBackfillContactsParams struct {
+	AccountID uuid.UUID
+	After     uuid.UUID
+	MaxRows   int32
+}
+
+// A backfill page: the account's contacts after @after, locked against writes until the
+// page's membership is set (a write in progress is waited for, and then read as it left the
+// contact).
+func (q *Queries) SegmentBackfillContacts(ctx context.Context, arg SegmentBackfillContactsParams) ([]ContactRow, error) {
+	rows, err := q.db.Query(ctx, segmentBackfillContacts, arg.AccountID, arg.After, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ContactRow
+	for rows.Next() {
+		var i ContactRow
+		if err := rows.Scan(
+			&i.AccountID,
+			&i.ContactID,
+			&i.Email,
+			&i.EmailKey,
+			&i.Name,
+			&i.Phone,
+			&i.EmailStatus,
+			&i.RecordStatus,
+			&i.Tags,
+			&i.LeadScore,
+			&i.AssignedUserEmailID,
+			&i.CrmName,
+			&i.CrmUrl,
+			&i.CrmSource,
+			&i.CrmStage,
+			&i.CrmCreatedDate,
+			&i.ConsentToken,
+			&i.NumFormSubmissions,
+			&i.LastFormSubmissionAt,
+			&i.NumEmailSends,
+			&i.LastEmailSendAt,
+			&i.NumEmailOpens,
+			&i.LastEmailOpenAt,
+			&i.NumEmailClicks,
+			&i.LastEmailClickAt,
+			&i.NumDashboardViews,
+			&i.LastDashboardViewAt,
+			&i.NumDashboardClicks,
+			&i.LastDashboardClickAt,
+			&i.NumPostcardScans,
+			&i.LastPostcardScanAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.EnrichDueAt,
+			&i.EnrichAttempts,
+			&i.ActiveProperties,
+			&i.NumAiHandoffs,
+			&i.LastAiHandoffAt,
+			&i.CustomFields,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const segmentBackfillDone = `-- name: SegmentBackfillDone :execrows
+UPDATE segments SET status = 'ready', backfill_lease = NULL
+WHERE account_id = $1 AND segment_id = $2 AND generation = $3 AND status = 'backfilling'
+`
+
+type SegmentBackfillDoneParams struct {
+	AccountID  uuid.UUID
+	SegmentID  uuid.UUID
+	Generation int64
+}
+
+// The backfill of a generation finished: the segment is ready (in the transaction that bumps
+// the account's segments version, so that writes send its events from then on).
+func (q *Queries) SegmentBackfillDone(ctx context.Context, arg SegmentBackfillDoneParams) (int64, error) {
+	result, err := q.db.Exec(ctx, segmentBackfillDone, arg.AccountID, arg.SegmentID, arg.Generation)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const segmentBackfillLock = `-- name: SegmentBackfillLock :one
+SELECT generation, status FROM segments WHERE account_id = $1 AND segment_id = $2 FOR NO KEY UPDATE
+`
+
+type SegmentBackfillLockParams struct {
+	AccountID uuid.UUID
+	SegmentID uuid.UUID
+}
+
+type SegmentBackfillLockRow struct {
+	Generation int64
+	Status     string
+}
+
+// A backfill page's first statement: the segment's row, before any contact's, so that a
+// change of the segment (which takes the row, then waits for the writes that hold the
+// account's segments) never waits for a page that waits for one of those writes.
+func (q *Queries) SegmentBackfillLock(ctx context.Context, arg SegmentBackfillLockParams) (SegmentBackfillLockRow, error) {
+	row := q.db.QueryRow(ctx, segmentBackfillLock, arg.AccountID, arg.SegmentID)
+	var i SegmentBackfillLockRow
+	err := row.Scan(&i.Generation, &i.Status)
+	return i, err
+}
+
+const segmentBackfillMembers = `-- name: SegmentBackfillMembers :many
+SELECT contact_id FROM segment_members
+WHERE account_id = $1 AND segment_id = $2 AND contact_id = ANY($3::uuid[])
+`
+
+type SegmentBackfillMembersParams struct {
+	AccountID  uuid.UUID
+	SegmentID  uuid.UUID
+	ContactIds []uuid.UUID
+}
+
+// The page's contacts that are members now.
+func (q *Queries) SegmentBackfillMembers(ctx context.Context, arg SegmentBackfillMembersParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, segmentBackfillMembers, arg.AccountID, arg.SegmentID, arg.ContactIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var contact_id uuid.UUID
+		if err := rows.Scan(&contact_id); err != nil {
+			return nil, err
+		}
+		items = append(items, contact_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const segmentBackfillProgress = `-- name: SegmentBackfillProgress :exec
+UPDATE segments SET backfill_after = $1, backfill_evaluated = backfill_evaluated + $2, backfill_lease = $3::timestamptz
+WHERE account_id = $4 AND segment_id = $5
+`
+
+type SegmentBackfillProgressParams struct {
+	After     *uuid.UUID
+	Evaluated int64
+	Until     time.Time
+	AccountID uuid.UUID
+	SegmentID uuid.UUID
+}
+
+// A page done (its segment's row locked by SegmentBackfillLock).
+func (q *Queries) SegmentBackfillProgress(ctx context.Context, arg SegmentBackfillProgressParams) error {
+	_, err := q.db.Exec(ctx, segmentBackfillProgress,
+		arg.After,
+		arg.Evaluated,
+		arg.Until,
+		arg.AccountID,
+		arg.SegmentID,
+	)
+	return err
+}
+
 const segmentDelete = `-- name: SegmentDelete :execrows
 DELETE FROM segments WHERE account_id = $1 AND segment_id = $2
 `
@@ -30,7 +247,7 @@ func (q *Queries) SegmentDelete(ctx context.Context, arg SegmentDeleteParams) (i
 }
 
 const segmentGet = `-- name: SegmentGet :one
-SELECT account_id, segment_id, name, kind, filter, created_at, updated_at FROM segments WHERE account_id = $1 AND segment_id = $2
+SELECT account_id, segment_id, name, kind, filter, created_at, updated_at, status, generation, backfill_after, backfill_evaluated, backfill_lease FROM segments WHERE account_id = $1 AND segment_id = $2
 `
 
 type SegmentGetParams struct {
@@ -49,6 +266,11 @@ func (q *Queries) SegmentGet(ctx context.Context, arg SegmentGetParams) (Segment
 		&i.Filter,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Status,
+		&i.Generation,
+		&i.BackfillAfter,
+		&i.BackfillEvaluated,
+		&i.BackfillLease,
 	)
 	return i, err
 }
@@ -57,7 +279,7 @@ const segmentInsert = `-- name: SegmentInsert :many
 INSERT INTO segments (account_id, segment_id, name, kind, filter, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $6)
 ON CONFLICT (account_id, lower(name)) DO NOTHING
-RETURNING account_id, segment_id, name, kind, filter, created_at, updated_at
+RETURNING account_id, segment_id, name, kind, filter, created_at, updated_at, status, generation, backfill_after, backfill_evaluated, backfill_lease
 `
 
 type SegmentInsertParams struct {
@@ -94,6 +316,11 @@ func (q *Queries) SegmentInsert(ctx context.Context, arg SegmentInsertParams) ([
 			&i.Filter,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Status,
+			&i.Generation,
+			&i.BackfillAfter,
+			&i.BackfillEvaluated,
+			&i.BackfillLease,
 		); err != nil {
 			return nil, err
 		}
@@ -106,7 +333,7 @@ func (q *Queries) SegmentInsert(ctx context.Context, arg SegmentInsertParams) ([
 }
 
 const segmentList = `-- name: SegmentList :many
-SELECT account_id, segment_id, name, kind, filter, created_at, updated_at FROM segments WHERE account_id = $1 ORDER BY created_at, segment_id
+SELECT account_id, segment_id, name, kind, filter, created_at, updated_at, status, generation, backfill_after, backfill_evaluated, backfill_lease FROM segments WHERE account_id = $1 ORDER BY created_at, segment_id
 `
 
 func (q *Queries) SegmentList(ctx context.Context, accountID uuid.UUID) ([]Segment, error) {
@@ -126,6 +353,225 @@ func (q *Queries) SegmentList(ctx context.Context, accountID uuid.UUID) ([]Segme
 			&i.Filter,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Status,
+			&i.Generation,
+			&i.BackfillAfter,
+			&i.BackfillEvaluated,
+			&i.BackfillLease,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const segmentMemberAdd = `-- name: SegmentMemberAdd :execrows
+INSERT INTO segment_members (account_id, segment_id, contact_id, added_at)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT DO NOTHING
+`
+
+type SegmentMemberAddParams struct {
+	AccountID uuid.UUID
+	SegmentID uuid.UUID
+	ContactID uuid.UUID
+	Now       time.Time
+}
+
+func (q *Queries) SegmentMemberAdd(ctx context.Context, arg SegmentMemberAddParams) (int64, error) {
+	result, err := q.db.Exec(ctx, segmentMemberAdd,
+		arg.AccountID,
+		arg.SegmentID,
+		arg.ContactID,
+		arg.Now,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const segmentMemberContact = `-- name: SegmentMemberContact :one
+SELECT email, assigned_user_email_id FROM contacts WHERE account_id = $1 AND contact_id = $2 FOR SHARE
+`
+
+type SegmentMemberContactParams struct {
+	AccountID uuid.UUID
+	ContactID uuid.UUID
+}
+
+type SegmentMemberContactRow struct {
+	Email               string
+	AssignedUserEmailID *string
+}
+
+// The contact a snapshot segment's member is added or removed by hand, locked against its
+// delete (which takes the contact out of its segments first) until the change commits.
+func (q *Queries) SegmentMemberContact(ctx context.Context, arg SegmentMemberContactParams) (SegmentMemberContactRow, error) {
+	row := q.db.QueryRow(ctx, segmentMemberContact, arg.AccountID, arg.ContactID)
+	var i SegmentMemberContactRow
+	err := row.Scan(&i.Email, &i.AssignedUserEmailID)
+	return i, err
+}
+
+const segmentMemberRemove = `-- name: SegmentMemberRemove :execrows
+DELETE FROM segment_members WHERE account_id = $1 AND segment_id = $2 AND contact_id = $3
+`
+
+type SegmentMemberRemoveParams struct {
+	AccountID uuid.UUID
+	SegmentID uuid.UUID
+	ContactID uuid.UUID
+}
+
+func (q *Queries) SegmentMemberRemove(ctx context.Context, arg SegmentMemberRemoveParams) (int64, error) {
+	result, err := q.db.Exec(ctx, segmentMemberRemove, arg.AccountID, arg.SegmentID, arg.ContactID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const segmentMembersCount = `-- name: SegmentMembersCount :one
+SELECT count(*) FROM segment_members WHERE account_id = $1 AND segment_id = $2
+`
+
+type SegmentMembersCountParams struct {
+	AccountID uuid.UUID
+	SegmentID uuid.UUID
+}
+
+func (q *Queries) SegmentMembersCount(ctx context.Context, arg SegmentMembersCountParams) (int64, error) {
+	row := q.db.QueryRow(ctx, segmentMembersCount, arg.AccountID, arg.SegmentID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const segmentMembersPage = `-- name: SegmentMembersPage :many
+SELECT contact_id, added_at FROM segment_members
+WHERE account_id = $1 AND segment_id = $2 AND contact_id > $3
+ORDER BY contact_id LIMIT $4
+`
+
+type SegmentMembersPageParams struct {
+	AccountID uuid.UUID
+	SegmentID uuid.UUID
+	After     uuid.UUID
+	MaxRows   int32
+}
+
+type SegmentMembersPageRow struct {
+	ContactID uuid.UUID
+	AddedAt   time.Time
+}
+
+func (q *Queries) SegmentMembersPage(ctx context.Context, arg SegmentMembersPageParams) ([]SegmentMembersPageRow, error) {
+	rows, err := q.db.Query(ctx, segmentMembersPage,
+		arg.AccountID,
+		arg.SegmentID,
+		arg.After,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SegmentMembersPageRow
+	for rows.Next() {
+		var i SegmentMembersPageRow
+		if err := rows.Scan(&i.ContactID, &i.AddedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const segmentMembersSet = `-- name: SegmentMembersSet :exec
+WITH gone AS (
+    DELETE FROM segment_members m
+    USING (SELECT unnest($5::uuid[]) AS segment_id, unnest($6::uuid[]) AS contact_id) g
+    WHERE m.account_id = $1 AND m.segment_id = g.segment_id AND m.contact_id = g.contact_id
+)
+INSERT INTO segment_members (account_id, segment_id, contact_id, added_at)
+SELECT $1, n.segment_id, n.contact_id, $2
+FROM (SELECT unnest($3::uuid[]) AS segment_id, unnest($4::uuid[]) AS contact_id) n
+ON CONFLICT DO NOTHING
+`
+
+type SegmentMembersSetParams struct {
+	AccountID      uuid.UUID
+	Now            time.Time
+	NewSegmentIds  []uuid.UUID
+	NewContactIds  []uuid.UUID
+	GoneSegmentIds []uuid.UUID
+	GoneContactIds []uuid.UUID
+}
+
+// Membership changes of a write (or a backfill page): the pairs that leave, then those that
+// enter.
+func (q *Queries) SegmentMembersSet(ctx context.Context, arg SegmentMembersSetParams) error {
+	_, err := q.db.Exec(ctx, segmentMembersSet,
+		arg.AccountID,
+		arg.Now,
+		arg.NewSegmentIds,
+		arg.NewContactIds,
+		arg.GoneSegmentIds,
+		arg.GoneContactIds,
+	)
+	return err
+}
+
+const segmentMembershipsOf = `-- name: SegmentMembershipsOf :many
+WITH m AS MATERIALIZED (
+    SELECT contact_id, segment_id FROM segment_members
+    WHERE account_id = $1 AND contact_id = ANY($2::uuid[])
+)
+SELECT m.contact_id, m.segment_id, s.kind, s.name, s.status = 'ready' AS ready
+FROM m JOIN segments s ON s.account_id = $1 AND s.segment_id = m.segment_id
+ORDER BY m.contact_id, s.created_at, s.segment_id
+`
+
+type SegmentMembershipsOfParams struct {
+	AccountID  uuid.UUID
+	ContactIds []uuid.UUID
+}
+
+type SegmentMembershipsOfRow struct {
+	ContactID uuid.UUID
+	SegmentID uuid.UUID
+	Kind      string
+	Name      string
+	Ready     bool
+}
+
+// The segments the contacts are in, each with its kind, name and whether it is ready, in the
+// order the segments were saved.
+// The contacts' rows first, by the index on (account_id, contact_id): joined directly, a
+// generic plan would rather walk each segment's members by the primary key.
+func (q *Queries) SegmentMembershipsOf(ctx context.Context, arg SegmentMembershipsOfParams) ([]SegmentMembershipsOfRow, error) {
+	rows, err := q.db.Query(ctx, segmentMembershipsOf, arg.AccountID, arg.ContactIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SegmentMembershipsOfRow
+	for rows.Next() {
+		var i SegmentMembershipsOfRow
+		if err := rows.Scan(
+			&i.ContactID,
+			&i.SegmentID,
+			&i.Kind,
+			&i.Name,
+			&i.Ready,
 		); err != nil {
 			return nil, err
 		}
@@ -138,11 +584,16 @@ func (q *Queries) SegmentList(ctx context.Context, accountID uuid.UUID) ([]Segme
 }
 
 const segmentUpdate = `-- name: SegmentUpdate :many
-UPDATE segments s SET name = $1, filter = $2, updated_at = $3
+UPDATE segments s SET name = $1, filter = $2, updated_at = $3,
+    status = CASE WHEN s.filter = $2::jsonb THEN s.status ELSE 'backfilling' END,
+    generation = s.generation + (s.filter <> $2::jsonb)::int,
+    backfill_after = CASE WHEN s.filter = $2::jsonb THEN s.backfill_after END,
+    backfill_evaluated = CASE WHEN s.filter = $2::jsonb THEN s.backfill_evaluated ELSE 0 END,
+    backfill_lease = CASE WHEN s.filter = $2::jsonb THEN s.backfill_lease END
 WHERE s.account_id = $4 AND s.segment_id = $5
   AND NOT EXISTS (SELECT 1 FROM segments o WHERE o.account_id = $4 AND lower(o.name) = lower($1)
                   AND o.segment_id <> $5)
-RETURNING account_id, segment_id, name, kind, filter, created_at, updated_at
+RETURNING account_id, segment_id, name, kind, filter, created_at, updated_at, status, generation, backfill_after, backfill_evaluated, backfill_lease
 `
 
 type SegmentUpdateParams struct {
@@ -155,6 +606,7 @@ type SegmentUpdateParams struct {
 
 // Nothing when another segment of the account has the name (in any case); the segment is
 // then read again by the caller to tell that from a segment that is gone.
+// A new filter starts a new generation of the segment, backfilled from the start.
 func (q *Queries) SegmentUpdate(ctx context.Context, arg SegmentUpdateParams) ([]Segment, error) {
 	rows, err := q.db.Query(ctx, segmentUpdate,
 		arg.Name,
@@ -178,6 +630,11 @@ func (q *Queries) SegmentUpdate(ctx context.Context, arg SegmentUpdateParams) ([
 			&i.Filter,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Status,
+			&i.Generation,
+			&i.BackfillAfter,
+			&i.BackfillEvaluated,
+			&i.BackfillLease,
 		); err != nil {
 			return nil, err
 		}
@@ -202,7 +659,8 @@ func (q *Queries) SegmentsCount(ctx context.Context, accountID uuid.UUID) (int64
 
 const segmentsDynamic = `-- name: SegmentsDynamic :one
 SELECT a.segments_version AS version,
-       coalesce((SELECT jsonb_agg(jsonb_build_object('id', s.segment_id, 'filter', s.filter) ORDER BY s.created_at, s.segment_id)
+       coalesce((SELECT jsonb_agg(jsonb_build_object('id', s.segment_id, 'name', s.name, 'ready', s.status = 'ready', 'filter', s.filter)
+                        ORDER BY s.created_at, s.segment_id)
                  FROM segments s WHERE s.account_id = a.account_id AND s.kind = 'dynamic'), '[]')::jsonb AS segments
 FROM accounts a WHERE a.account_id = $1
 `
@@ -221,6 +679,20 @@ func (q *Queries) SegmentsDynamic(ctx context.Context, accountID uuid.UUID) (Seg
 	return i, err
 }
 
+const segmentsHold = `-- name: SegmentsHold :one
+SELECT segments_version FROM accounts WHERE account_id = $1 FOR SHARE
+`
+
+// A write's hold on the account's segments, to the end of its transaction: a change of a
+// segment (SegmentsVersionBump) waits for the write to commit, and a write after the change
+// reads the version it made (a locking read sees the row's last committed version).
+func (q *Queries) SegmentsHold(ctx context.Context, accountID uuid.UUID) (int64, error) {
+	row := q.db.QueryRow(ctx, segmentsHold, accountID)
+	var segments_version int64
+	err := row.Scan(&segments_version)
+	return segments_version, err
+}
+
 const segmentsLock = `-- name: SegmentsLock :exec
 
 SELECT pg_advisory_xact_lock(hashtextextended('contactd.segments/' || ($1::uuid)::text, 0))
@@ -232,17 +704,6 @@ SELECT pg_advisory_xact_lock(hashtextextended('contactd.segments/' || ($1::uuid)
 func (q *Queries) SegmentsLock(ctx context.Context, accountID uuid.UUID) error {
 	_, err := q.db.Exec(ctx, segmentsLock, accountID)
 	return err
-}
-
-const segmentsVersion = `-- name: SegmentsVersion :one
-SELECT segments_version FROM accounts WHERE account_id = $1
-`
-
-func (q *Queries) SegmentsVersion(ctx context.Context, accountID uuid.UUID) (int64, error) {
-	row := q.db.QueryRow(ctx, segmentsVersion, accountID)
-	var segments_version int64
-	err := row.Scan(&segments_version)
-	return segments_version, err
 }
 
 const segmentsVersionBump = `-- name: SegmentsVersionBump :exec

@@ -143,6 +143,7 @@ type Services struct {
 	Store *store.Store
 	// Console is the browser console at /console.
 	Console *console.Console
+	log     *slog.Logger
 	// Turns are the heavy reads' turns, shared by every account (package turns).
 	Turns *turns.Turns
 }
@@ -174,12 +175,13 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	idem := idempotency.New(st, keys, Now, log)
 	suppressions := suppression.New(st, keys, Now)
 	fields := field.NewService(st, Now)
+	segments := segment.NewService(st, fields, events, Now)
 	contacts := contact.NewService(st, events, Now, contact.Options{PublicURL: cfg.PublicURL, Turns: reads,
 		Exports: cfg.Exports, ExportsPerAccount: cfg.ExportsPerAccount, Suppressions: suppressions, Verdicts: enricher,
-		Fields: fields})
+		Fields: fields, Segments: segments})
+	enricher.KeepSegments(contacts)
 	subscriptions := webhook.NewService(st, events, secrets, Now,
 		webhook.URLRules{AllowHTTP: cfg.WebhookAllowHTTP, AllowNATS: cfg.NATSURL != ""})
-	segments := segment.NewService(st, fields, Now)
 	cons, err := console.New(console.Deps{Store: st, Auth: keyring, Contacts: contacts, Fields: fields, Segments: segments,
 		Webhooks: subscriptions, Deliveries: deliveries, Events: eventFeed, Log: log, Now: Now, PublicURL: cfg.PublicURL})
 	if err != nil {
@@ -205,14 +207,20 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 		Store:        st,
 		Console:      cons,
 		Turns:        reads,
+		log:          log,
 	}, nil
 }
 
-// StartWorkers runs the background workers: webhook deliveries, enrichment and the periodic
-// maintenance tasks.
+// segmentPoll is how often a process looks for segments to backfill that another process
+// saved, or whose backfill's process went away.
+const segmentPoll = 5 * time.Second
+
+// StartWorkers runs the background workers: webhook deliveries, enrichment, segment
+// backfills and the periodic maintenance tasks.
 func (s *Services) StartWorkers() {
 	s.Deliveries.Start()
 	s.Enrich.Start()
+	s.Segments.Start(s.Contacts, segmentPoll, s.log)
 	s.Periodic.Start()
 	s.Filtered.Start(time.Second)
 }
@@ -223,6 +231,7 @@ func (s *Services) StopWorkers(ctx context.Context) error {
 	var wg sync.WaitGroup
 	var enrichErr, periodicErr error
 	wg.Go(func() { enrichErr = s.Enrich.Stop(ctx) })
+	wg.Go(s.Segments.Stop)
 	wg.Go(func() { periodicErr = s.Periodic.Stop(ctx) })
 	err := s.Deliveries.Stop(ctx)
 	wg.Wait()

@@ -125,7 +125,7 @@ func New(d Deps) (*Console, error) {
 			return n * 100 / of
 		},
 	}
-	for _, page := range []string{"login", "contacts", "contact", "webhooks", "webhook", "eventtypes", "segments", "error"} {
+	for _, page := range []string{"login", "contacts", "contact", "webhooks", "webhook", "eventtypes", "segments", "segment", "error"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return nil, err
@@ -155,6 +155,7 @@ func (c *Console) Register(e *echo.Echo, bodyLimit, rateLimit echo.MiddlewareFun
 	signedIn.POST("/contacts/:id/properties", c.addProperty, c.sameOrigin, c.csrf, c.scope("contacts:write"))
 	signedIn.POST("/contacts/:id/properties/:property/archive", c.archiveProperty, c.sameOrigin, c.csrf, c.scope("contacts:write"))
 	signedIn.GET("/segments", c.segmentsPage, c.scope("contacts:read"))
+	signedIn.GET("/segments/:id", c.segmentPage, c.scope("contacts:read"))
 	signedIn.GET("/webhooks", c.webhooksPage, c.scope("webhooks:read"))
 	signedIn.GET("/webhooks/:id", c.webhookPage, c.scope("webhooks:read"))
 	signedIn.GET("/event-types", c.eventTypesPage, c.scope("webhooks:read"))

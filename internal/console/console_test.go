@@ -292,8 +292,11 @@ func TestConsoleTenantsAndScopes(t *testing.T) {
 	}
 	a.Do("POST", "/public/v1/contact/"+id+"/property", keyA, map[string]any{"address": "1 Main St, Springfield, IL 62704"}).JSON(t, &withProperty)
 	property := withProperty.Properties[0].PropertyId
+	var mine struct {
+		SegmentID string `json:"segmentId"`
+	}
 	a.Do("POST", "/public/v1/segments", keyA, map[string]any{"name": "Mine only", "filter": map[string]any{"groups": []any{
-		map[string]any{"conditions": []any{map[string]any{"attribute": "tags", "operator": "contains", "value": "t"}}}}}})
+		map[string]any{"conditions": []any{map[string]any{"attribute": "tags", "operator": "contains", "value": "t"}}}}}}).JSON(t, &mine)
 	_, keyB := a.Account("b")
 	for _, k := range []string{keyA, keyB} { // B has the field too: its post fails on A's contact, not on the key
 		a.Do("POST", "/public/v1/fields", k, map[string]any{"key": "seats", "label": "Seats", "type": "number"})
@@ -301,7 +304,7 @@ func TestConsoleTenantsAndScopes(t *testing.T) {
 	b := &browser{t: t, base: a.URL}
 	b.signIn(keyB)
 	token := b.csrf("/console/contacts")
-	gets := []string{"/console/contacts/" + id, "/console/webhooks/" + sub.SubscriptionId}
+	gets := []string{"/console/contacts/" + id, "/console/webhooks/" + sub.SubscriptionId, "/console/segments/" + mine.SegmentID}
 	for _, path := range gets {
 		if p := b.do("GET", path, nil); p.status != http.StatusNotFound || strings.Contains(p.body, "mine@example.com") {
 			t.Errorf("B reading %s: %d", path, p.status)
@@ -431,12 +434,36 @@ func TestConsoleShowsFiltersAndTheCatalog(t *testing.T) {
 		map[string]any{"conditions": []any{map[string]any{"attribute": "customFields.seats", "operator": "gte", "value": 2}}}}}}); r.Status != 200 {
 		t.Fatalf("segment: %d %s", r.Status, r.Body)
 	}
+	var illinois struct {
+		SegmentID string `json:"segmentId"`
+	}
+	a.Do("GET", "/public/v1/segments", key, nil)
+	if err := testkit.Pool(a.Store).QueryRow(context.Background(), "SELECT segment_id::text FROM segments WHERE name = 'Illinois <leads>'").Scan(&illinois.SegmentID); err != nil {
+		t.Fatal(err)
+	}
 	p = b.do("GET", "/console/segments", nil)
-	for _, want := range []string{"<h2>Illinois &lt;leads&gt; <small>(dynamic)</small></h2>", `<li><code>address.state eq &#34;IL&#34;</code></li>`,
+	for _, want := range []string{`<h2><a href="/console/segments/` + illinois.SegmentID + `">Illinois &lt;leads&gt;</a> <small>(dynamic, backfilling)</small></h2>`,
+		`<li><code>address.state eq &#34;IL&#34;</code></li>`,
 		`<li><code>tags notContains &#34;customer&#34;</code></li>`, `<p class="or">or</p>`, `<li><code>customFields.seats gte 2</code></li>`} {
 		if p.status != 200 || !strings.Contains(p.body, want) {
 			t.Errorf("the segments page lacks %s: %d\n%s", want, p.status, p.body)
 		}
+	}
+	a.Backfill(t)
+	var il struct {
+		Contact struct {
+			ContactID string `json:"contactId"`
+		} `json:"contact"`
+	}
+	a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "il@example.com", "address": "1 Main St, Springfield, IL 62704"}).JSON(t, &il)
+	p = b.do("GET", "/console/segments/"+illinois.SegmentID, nil)
+	for _, want := range []string{"<small>(dynamic, ready)</small>", "<p>1 members", `<a href="/console/contacts/` + il.Contact.ContactID + `">`} {
+		if p.status != 200 || !strings.Contains(p.body, want) {
+			t.Errorf("the segment's page lacks %s: %d\n%s", want, p.status, p.body)
+		}
+	}
+	if p := b.do("GET", "/console/segments/"+illinois.SegmentID+"?after=nope", nil); p.status != http.StatusBadRequest {
+		t.Errorf("a page after something that is not an id: %d", p.status)
 	}
 	p = b.do("GET", "/console/event-types", nil)
 	for _, want := range []string{`<h2 id="type-TagsAdded">TagsAdded</h2>`, `<h2 id="type-ContactsMerged">ContactsMerged</h2>`,

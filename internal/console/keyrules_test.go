@@ -59,6 +59,7 @@ var consoleScopes = map[string]string{
 	"POST /console/contacts/:id/properties":                     "contacts:write",
 	"POST /console/contacts/:id/properties/:property/archive":   "contacts:write",
 	"GET /console/segments":                                     "contacts:read",
+	"GET /console/segments/:id":                                 "contacts:read",
 	"GET /console/webhooks":                                     "webhooks:read",
 	"GET /console/webhooks/:id":                                 "webhooks:read",
 	"GET /console/event-types":                                  "webhooks:read",

@@ -19,6 +19,8 @@ import (
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/field"
+	"github.com/contactd/contactd/internal/ids"
+	"github.com/contactd/contactd/internal/segment"
 	"github.com/contactd/contactd/internal/webhook"
 )
 
@@ -309,12 +311,12 @@ func (c *Console) segmentsPage(ec echo.Context) error {
 		return c.failed(ec, err)
 	}
 	type shown struct {
-		Name, Kind string
-		Groups     [][]string // each condition as attribute, operator and operands
+		ID, Name, Kind, Status string
+		Groups                 [][]string // each condition as attribute, operator and operands
 	}
 	out := make([]shown, len(sgs))
 	for i, sg := range sgs {
-		out[i] = shown{Name: sg.Name, Kind: sg.Kind}
+		out[i] = shown{ID: sg.ID.String(), Name: sg.Name, Kind: sg.Kind, Status: sg.Status}
 		for _, g := range sg.Filter.Groups {
 			var conds []string
 			for _, cd := range g.Conditions {
@@ -335,6 +337,30 @@ func (c *Console) segmentsPage(ec echo.Context) error {
 		}
 	}
 	return c.render(ec, http.StatusOK, "segments", map[string]any{"Title": "Segments", "Segments": out})
+}
+
+// segmentPage shows a segment's members, a page of them by contact id, and how many it has.
+func (c *Console) segmentPage(ec echo.Context) error {
+	ctx, account := ec.Request().Context(), sessionOf(ec).AccountID
+	id, ok := ids.Parse(ec.Param("id"))
+	if !ok {
+		return c.failed(ec, segment.ErrNotFound)
+	}
+	sg, err := c.d.Segments.Get(ctx, account, id)
+	if err != nil {
+		return c.failed(ec, err)
+	}
+	after := uuid.Nil
+	if raw := ec.QueryParam("after"); raw != "" {
+		if after, ok = ids.Parse(raw); !ok {
+			return c.fail(ec, http.StatusBadRequest, "That is not a page of this list.")
+		}
+	}
+	page, err := c.d.Segments.Members(ctx, account, id, after, segment.DefaultMembersPage)
+	if err != nil {
+		return c.failed(ec, err)
+	}
+	return c.render(ec, http.StatusOK, "segment", map[string]any{"Title": sg.Name, "S": sg, "Members": page})
 }
 
 func (c *Console) eventTypesPage(ec echo.Context) error {

@@ -183,8 +183,9 @@ func TestGoClientCustomFields(t *testing.T) {
 }
 
 // TestGoClientSegments saves a segment on a custom field through the generated Go client and
-// reads it back by id and in the list, its operands as stored; a second of the same name is
-// told which error it is.
+// reads it back by id and in the list, its operands as stored, and a contact that meets it as
+// one of its members; a member added by hand to a dynamic segment and a second segment of the
+// same name are told which error they are.
 func TestGoClientSegments(t *testing.T) {
 	a := testkit.NewAPI(t)
 	_, key := a.Account("go-client-segments")
@@ -221,6 +222,14 @@ func TestGoClientSegments(t *testing.T) {
 	got, err := c.GetContactWithResponse(ctx, &client.GetContactParams{ContactId: &created.JSON200.Contact.ContactId, Include: &in})
 	if err != nil || got.JSON200 == nil || got.JSON200.Segments == nil || len(*got.JSON200.Segments) != 1 || (*got.JSON200.Segments)[0] != saved.JSON200.SegmentId {
 		t.Fatalf("the contact's segments: %v %s", err, body(got))
+	}
+	members, err := c.ListSegmentMembersWithResponse(ctx, saved.JSON200.SegmentId, &client.ListSegmentMembersParams{})
+	if err != nil || members.JSON200 == nil || members.JSON200.Count != 1 || members.JSON200.Members[0].ContactId != created.JSON200.Contact.ContactId {
+		t.Fatalf("the segment's members: %v %s", err, body(members))
+	}
+	byHand, err := c.AddSegmentMemberWithResponse(ctx, saved.JSON200.SegmentId, created.JSON200.Contact.ContactId)
+	if err != nil || byHand.JSON400 == nil || byHand.JSON400.Code != client.ErrorCodeSegmentIsDynamic {
+		t.Fatalf("a dynamic segment's member by hand: %v %s", err, body(byHand))
 	}
 	again, err := c.CreateSegmentWithResponse(ctx, nil, req)
 	if err != nil || again.JSON409 == nil || again.JSON409.Code != client.ErrorCodeSegmentExists {

@@ -105,8 +105,10 @@ func (s *Service) RecordActivity(ctx context.Context, accountID uuid.UUID, rawID
 				return err
 			}
 		}
-		c, err = s.load(ctx, tx.Queries, accountID, id)
-		return err
+		if c, err = s.load(ctx, tx.Queries, accountID, id); err != nil || replayed {
+			return err
+		}
+		return s.keepContact(ctx, tx, accountID, c)
 	})
 	return c, replayed, err
 }

@@ -154,7 +154,15 @@ func (s *Service) batch(ctx context.Context, accountID uuid.UUID, o BatchOptions
 				return err
 			}
 		}
-		return nil
+		var written []uuid.UUID
+		seen := make(map[uuid.UUID]bool, len(results))
+		for _, r := range results {
+			if r.Err == nil && (r.Status == BatchCreated || r.Status == BatchUpdated) && !seen[r.ContactID] {
+				seen[r.ContactID] = true
+				written = append(written, r.ContactID)
+			}
+		}
+		return s.keepSegments(ctx, tx, accountID, written...)
 	})
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/platform/turns"
+	"github.com/contactd/contactd/internal/segment"
 	"github.com/contactd/contactd/internal/suppression"
 	"github.com/contactd/contactd/internal/webhook"
 )
@@ -91,6 +92,7 @@ type Service struct {
 	suppressed *suppression.List
 	verdicts   Verdicts
 	fields     *field.Service
+	segments   *segment.Service
 }
 
 // EmailPending is a contact's email status until enrichment, or its create, decides it.
@@ -123,6 +125,8 @@ type Options struct {
 	// Fields are the account's custom field definitions values are checked against (nil:
 	// none, and customFields are refused).
 	Fields *field.Service
+	// Segments are the account's segments, whose membership every write keeps (nil: none).
+	Segments *segment.Service
 	// Verdicts lets creates decide an email's status themselves when no DNS is needed (nil:
 	// every new contact waits for enrichment).
 	Verdicts Verdicts
@@ -150,6 +154,7 @@ func NewService(st *store.Store, events *webhook.Emitter, now func() time.Time, 
 		o.ExportsPerAccount = 2
 	}
 	return &Service{store: st, events: events, now: now, publicURL: strings.TrimRight(o.PublicURL, "/"), suppressed: o.Suppressions, verdicts: o.Verdicts, fields: o.Fields,
+		segments: o.Segments,
 		turns:    o.Turns,
 		exports:  newExportSlots(o.Exports, o.ExportsPerAccount),
 		creates:  store.NewGroup(st, store.GroupOptions{Name: "contact_create"}, createContacts),

@@ -46,7 +46,12 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 	for err == nil {
 		var c Contact
 		var warnings []string
-		if c, warnings, err = s.create(ctx, accountID, in, defs); !errors.Is(err, errFieldsChanged) {
+		c, warnings, err = s.create(ctx, accountID, in, defs)
+		if errors.Is(err, errSegmentsChanged) {
+			err = nil
+			continue
+		}
+		if !errors.Is(err, errFieldsChanged) {
 			return c, warnings, err
 		}
 		defs, err = s.definitions(ctx, nil, accountID, true)
@@ -72,7 +77,7 @@ func (s *Service) create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 		return Contact{}, nil, err
 	}
 	p.SuppressionDigests = suppression.Digests(append(entries, more...))
-	if err := s.insert(ctx, p, events, fields); err != nil {
+	if err := s.insert(ctx, p, events, fields, c); err != nil {
 		return Contact{}, nil, err
 	}
 	return c, warnings, nil
@@ -135,19 +140,30 @@ func (s *Service) newContact(ctx context.Context, in CreateInput, now time.Time,
 // planned deliveries in one statement, in a group of creates. A contact it did not insert had
 // an email the account has (DuplicateContact), or an erased person's email or phone
 // (ContactSuppressed).
-func (s *Service) insert(ctx context.Context, p db.ContactCreateParams, events []webhook.Prepared, fields field.Write) error {
+func (s *Service) insert(ctx context.Context, p db.ContactCreateParams, events []webhook.Prepared, fields field.Write, c Contact) error {
 	var inserted returned[db.ContactCreateRow]
+	version, quiet, err := s.segmentsQuiet(ctx, p.AccountID)
+	if err != nil {
+		return err
+	}
+	p.SegmentsVersion = version
 	plan, err := s.events.WithPlan(ctx, nil, p.AccountID, webhook.Of(events), func(plan webhook.Plan) (current bool, err error) {
 		p.SubscriptionsVersion, p.DeliveryEventIds, p.DeliverySubscriptionIds = plan.Version, plan.EventIDs, plan.SubscriptionIDs
-		if len(fields.Claims) > 0 {
-			inserted, err = s.insertClaiming(ctx, p, fields)
+		if len(fields.Claims) > 0 || !quiet {
+			p.SegmentsVersion = -1
+			inserted, err = s.insertInTx(ctx, p, fields, c)
 		} else {
 			inserted, err = s.creates.Do(ctx, p)
 		}
-		if err == nil && !inserted.row.FieldsCurrent {
+		switch {
+		case err != nil:
+			return false, err
+		case !inserted.row.FieldsCurrent:
 			return false, errFieldsChanged
+		case !inserted.row.SegmentsCurrent:
+			return false, s.segmentsChanged(p.AccountID)
 		}
-		return inserted.row.Current, err
+		return inserted.row.Current, nil
 	})
 	if err != nil {
 		return err
@@ -174,11 +190,12 @@ func (s *Service) insert(ctx context.Context, p db.ContactCreateParams, events [
 	return duplicate(existing)
 }
 
-// insertClaiming is ContactCreate for a contact with values of unique fields: alone, in a
-// transaction that claims them once the contact is inserted, and rolls back when another
-// contact holds one (ErrFieldValueTaken). Two creates racing for a value: the second's claim
-// waits for the first's transaction, and then finds the value taken.
-func (s *Service) insertClaiming(ctx context.Context, p db.ContactCreateParams, fields field.Write) (returned[db.ContactCreateRow], error) {
+// insertInTx is ContactCreate for a contact with values of unique fields, or of an account
+// with dynamic segments: alone, in a transaction that claims the values once the contact is
+// inserted, and rolls back when another contact holds one (ErrFieldValueTaken), and keeps the
+// contact's segments. Two creates racing for a value: the second's claim waits for the
+// first's transaction, and then finds the value taken.
+func (s *Service) insertInTx(ctx context.Context, p db.ContactCreateParams, fields field.Write, c Contact) (returned[db.ContactCreateRow], error) {
 	var inserted returned[db.ContactCreateRow]
 	err := s.store.InTx(ctx, func(tx store.Tx) error {
 		rows, err := createContacts(ctx, tx.Queries, []db.ContactCreateParams{p})
@@ -189,7 +206,14 @@ func (s *Service) insertClaiming(ctx context.Context, p db.ContactCreateParams, 
 		if inserted.row.ContactID == uuid.Nil {
 			return nil
 		}
-		return claimValues(ctx, tx.Queries, p.AccountID, p.ContactID, fields)
+		if err := claimValues(ctx, tx.Queries, p.AccountID, p.ContactID, fields); err != nil {
+			return err
+		}
+		m, err := c.member()
+		if err != nil {
+			return err
+		}
+		return s.keepMembers(ctx, tx, p.AccountID, m)
 	})
 	return inserted, err
 }

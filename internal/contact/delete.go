@@ -8,6 +8,7 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/platform/store"
+	"github.com/contactd/contactd/internal/webhook"
 )
 
 // Delete removes a contact for good, with its properties, activity and consent record; its
@@ -18,10 +19,16 @@ func (s *Service) Delete(ctx context.Context, accountID uuid.UUID, rawID string)
 		return err
 	}
 	return s.store.InTx(ctx, func(tx store.Tx) error {
-		n, err := tx.ContactDelete(ctx, db.ContactDeleteParams{AccountID: accountID, ContactID: id})
-		if err == nil && n == 0 {
-			return ErrNotFound
+		// locked first: a hand change of its snapshot segments waits, and is then refused
+		row, err := s.lock(ctx, tx, accountID, id)
+		if err != nil {
+			return err
 		}
+		info := contactInfo(id, row.Email, row.AssignedUserEmailID)
+		if err := s.leaveSegments(ctx, tx, accountID, map[uuid.UUID]webhook.ContactInfo{id: info}); err != nil {
+			return err
+		}
+		_, err = tx.ContactDelete(ctx, db.ContactDeleteParams{AccountID: accountID, ContactID: id})
 		return err
 	})
 }
@@ -51,6 +58,10 @@ func (s *Service) Remove(ctx context.Context, tx store.Tx, accountID uuid.UUID, 
 	}
 	merges, err := tx.ContactMergesOf(ctx, db.ContactMergesOfParams{AccountID: accountID, ContactID: id})
 	if err != nil {
+		return Removed{}, err
+	}
+	// the erased person's leave events carry no personal data, as ContactErased does not
+	if err := s.leaveSegments(ctx, tx, accountID, map[uuid.UUID]webhook.ContactInfo{id: {ContactID: id.String()}}); err != nil {
 		return Removed{}, err
 	}
 	if _, err := tx.ContactDelete(ctx, db.ContactDeleteParams{AccountID: accountID, ContactID: id}); err != nil {

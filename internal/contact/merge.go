@@ -88,6 +88,13 @@ func (s *Service) Merge(ctx context.Context, accountID uuid.UUID, in MergeInput)
 				return err
 			}
 		}
+		leaving := make(map[uuid.UUID]webhook.ContactInfo, len(dups))
+		for _, id := range dups {
+			leaving[id] = contactInfo(id, byID[id].Email, byID[id].AssignedUserEmailID)
+		}
+		if err := s.leaveSegments(ctx, tx, accountID, leaving); err != nil {
+			return err
+		}
 		if _, err := tx.MergeDeleteDuplicates(ctx, db.MergeDeleteDuplicatesParams{AccountID: accountID, DuplicateIds: dups}); err != nil {
 			return err
 		}
@@ -98,6 +105,9 @@ func (s *Service) Merge(ctx context.Context, accountID uuid.UUID, in MergeInput)
 			return err
 		}
 		if out.Contact, err = s.load(ctx, tx.Queries, accountID, primary); err != nil {
+			return err
+		}
+		if err := s.keepContact(ctx, tx, accountID, out.Contact); err != nil {
 			return err
 		}
 		out.Duplicates = dups

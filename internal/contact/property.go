@@ -66,8 +66,10 @@ func (s *Service) AddProperty(ctx context.Context, accountID uuid.UUID, rawID, r
 		if err := tx.EnrichMarkDue(ctx, db.EnrichMarkDueParams{AccountID: accountID, ContactID: id, Now: s.now()}); err != nil {
 			return err
 		}
-		c, err = s.refreshed(ctx, tx, row)
-		return err
+		if c, err = s.refreshed(ctx, tx, row); err != nil {
+			return err
+		}
+		return s.keepContact(ctx, tx, accountID, c)
 	})
 	return c, err
 }
@@ -92,8 +94,10 @@ func (s *Service) ArchiveProperty(ctx context.Context, accountID uuid.UUID, rawP
 		if err != nil {
 			return err
 		}
-		c, err = s.refreshed(ctx, tx, row)
-		return err
+		if c, err = s.refreshed(ctx, tx, row); err != nil {
+			return err
+		}
+		return s.keepContact(ctx, tx, accountID, c)
 	})
 	return c, err
 }

@@ -165,13 +165,27 @@ func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []
 			p.EventIds, p.EventTypes = append(p.EventIds, prepared.ID), append(p.EventTypes, string(prepared.Type))
 			p.EventPayloads, p.EventTraces = append(p.EventPayloads, string(prepared.Payload)), append(p.EventTraces, prepared.Trace)
 		}
+		version, quiet, err := s.segmentsQuiet(ctx, accountID)
+		if err != nil {
+			return nil, err
+		}
+		p.SegmentsVersion = version
 		var swapped returned[db.TagsSwapRow]
 		plan, err := s.events.WithPlan(ctx, nil, accountID, webhook.Of(events), func(plan webhook.Plan) (current bool, err error) {
 			p.SubscriptionsVersion, p.DeliveryEventIds, p.DeliverySubscriptionIds = plan.Version, plan.EventIDs, plan.SubscriptionIDs
-			swapped, err = s.tagSwaps.Do(ctx, p)
+			if quiet {
+				swapped, err = s.tagSwaps.Do(ctx, p)
+			} else {
+				swapped, err = s.swapInTx(ctx, p)
+			}
+			if err == nil && !swapped.row.SegmentsCurrent {
+				return false, s.segmentsChanged(accountID)
+			}
 			return swapped.row.Current, err
 		})
-		if err != nil {
+		if errors.Is(err, errSegmentsChanged) {
+			continue
+		} else if err != nil {
 			return nil, err
 		}
 		if swapped.row.ContactID != uuid.Nil {
@@ -179,6 +193,24 @@ func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []
 			return c.tags, nil
 		}
 	}
+}
+
+// swapInTx is TagsSwap in a transaction of its own that keeps the contact's segments: the
+// account has dynamic segments.
+func (s *Service) swapInTx(ctx context.Context, p db.TagsSwapParams) (returned[db.TagsSwapRow], error) {
+	p.SegmentsVersion = -1
+	var swapped returned[db.TagsSwapRow]
+	err := s.store.InTx(ctx, func(tx store.Tx) error {
+		rows, err := swapTagsOf(ctx, tx.Queries, []db.TagsSwapParams{p})
+		if err != nil {
+			return err
+		}
+		if swapped = rows[0]; swapped.row.ContactID == uuid.Nil {
+			return nil
+		}
+		return s.keepSegments(ctx, tx, p.AccountID, p.ContactID)
+	})
+	return swapped, err
 }
 
 // tagEvents is what a tag change emits: TagsAdded for the tags that are new, TagsRemoved for

@@ -95,8 +95,10 @@ func (s *Service) Update(ctx context.Context, accountID uuid.UUID, rawID string,
 				return err
 			}
 		}
-		c, err = s.load(ctx, tx.Queries, accountID, id)
-		return err
+		if c, err = s.load(ctx, tx.Queries, accountID, id); err != nil {
+			return err
+		}
+		return s.keepContact(ctx, tx, accountID, c)
 	})
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {

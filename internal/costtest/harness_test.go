@@ -166,6 +166,10 @@ func (e *env) uniqueAccount() *env {
 		for i := range uniqueFields {
 			u.do("POST", "/public/v1/fields", map[string]any{"key": fmt.Sprintf("u_%03d", i), "label": "Unique", "type": "text", "unique": true}, 200)
 		}
+		for i := range segment.MaxPerAccount {
+			u.do("POST", "/public/v1/segments", map[string]any{"name": fmt.Sprintf("marketing %03d", i), "filter": marketingFilter(i)}, 200)
+		}
+		e.a.Backfill(e.t)
 		e.unique = u
 	}
 	e.unique.t = e.t
@@ -298,6 +302,44 @@ func segmentFilter(seed int) map[string]any {
 		groups = append(groups, map[string]any{"conditions": conds})
 	}
 	return map[string]any{"groups": groups}
+}
+
+// marketingFilter is a segment's costliest filter that every Marketing contact meets: its first
+// group is recordStatus eq Marketing, and each other condition an in of two names of 1,200
+// characters that do not compress. In uniqueAccount, a create enters 100 such segments, and
+// an unsubscribe leaves them.
+func marketingFilter(seed int) map[string]any {
+	groups := []any{map[string]any{"conditions": []any{map[string]any{"attribute": "recordStatus", "operator": "eq", "value": "Marketing"}}}}
+	for g := 1; g < segment.MaxGroups; g++ {
+		var conds []any
+		for c := range (segment.MaxConditions - 1) / (segment.MaxGroups - 1) {
+			conds = append(conds, map[string]any{"attribute": "name", "operator": "in",
+				"values": []any{incompressible(seed, g*10+c, 1200), incompressible(seed, g*10+c+100, 1200)}})
+		}
+		groups = append(groups, map[string]any{"conditions": conds})
+	}
+	return map[string]any{"groups": groups}
+}
+
+// memberSegment is a new ready snapshot segment of searchAccount whose members are all its
+// contacts, and one of them that is not a member.
+func (e *env) memberSegment(name string) (segmentID, outsider string) {
+	e.t.Helper()
+	s := e.searchAccount()
+	var sg struct {
+		SegmentID string `json:"segmentId"`
+	}
+	s.do("POST", "/public/v1/segments", map[string]any{"name": name, "kind": "snapshot", "filter": map[string]any{"groups": []any{
+		map[string]any{"conditions": []any{map[string]any{"attribute": "name", "operator": "eq", "value": "nobody"}}}}}}, 200).JSON(e.t, &sg)
+	e.a.Backfill(e.t)
+	err := e.a.Store.Pool.QueryRow(context.Background(), `WITH m AS (
+		INSERT INTO segment_members (account_id, segment_id, contact_id, added_at)
+		SELECT account_id, $2::uuid, contact_id, now() FROM contacts WHERE account_id = $1 AND email <> 's00000@example.com')
+		SELECT contact_id::text FROM contacts WHERE account_id = $1 AND email = 's00000@example.com'`, s.account, sg.SegmentID).Scan(&outsider)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return sg.SegmentID, outsider
 }
 
 // segmentID is the id of the account's i-th segment.

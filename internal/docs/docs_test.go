@@ -75,7 +75,7 @@ func TestSpecServedAsWritten(t *testing.T) {
 	if err := json.Unmarshal(body, &spec); err != nil || resp.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("json: %v %q", err, resp.Header.Get("Content-Type"))
 	}
-	if spec.OpenAPI != "3.0.3" || len(spec.Paths) != 29 || spec.Webhooks["contactEvent"] == nil {
+	if spec.OpenAPI != "3.0.3" || len(spec.Paths) != 31 || spec.Webhooks["contactEvent"] == nil {
 		t.Errorf("json spec: openapi %q, %d paths, webhooks %v", spec.OpenAPI, len(spec.Paths), spec.Webhooks)
 	}
 }

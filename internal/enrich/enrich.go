@@ -53,7 +53,21 @@ type Service struct {
 	domains *domainVerdicts
 
 	queue *queue.Queue // one slot: a batch at a time
+
+	segments Segments
 }
+
+// Segments keeps the segments of the contacts an enrichment changes (the contact package's
+// Service).
+type Segments interface {
+	SegmentsQuiet(ctx context.Context, account uuid.UUID) (version int64, quiet bool, err error)
+	KeepSegments(ctx context.Context, tx store.Tx, account uuid.UUID, ids ...uuid.UUID) error
+	ForgetSegments(account uuid.UUID)
+}
+
+// KeepSegments has enrichment keep the segments of the contacts it changes (nil: none): set
+// once, before the workers start.
+func (s *Service) KeepSegments(sg Segments) { s.segments = sg }
 
 // New returns the service; events receives ContactEnriched.
 func New(st *store.Store, events *webhook.Emitter, opt Options) *Service {
@@ -215,6 +229,8 @@ type checked struct {
 	// audience is the version of the account's subscriptions at which the fan-out found none
 	// for its event (finishQuiet)
 	audience int64
+	// segments is the account's segments version, as a bulk finish checks it (-1: none kept).
+	segments int64
 }
 
 // claimedProperty is an active property as EnrichLockDue returns it.
@@ -278,6 +294,14 @@ func (s *Service) emits(ctx context.Context, c *checked) bool {
 	if c.verdict == "" {
 		return false
 	}
+	c.segments = -1
+	if s.segments != nil {
+		version, quiet, err := s.segments.SegmentsQuiet(ctx, c.AccountID)
+		if err != nil || !quiet {
+			return true
+		}
+		c.segments = version
+	}
 	aud, err := s.events.Audience(ctx, nil, c.AccountID)
 	if err != nil || aud.Wants(webhook.ContactEnriched) {
 		return true
@@ -308,7 +332,7 @@ func (s *Service) finishQuiet(ctx context.Context, q *db.Queries, cs []checked) 
 			}
 		}
 		p.EventIds, p.EventPayloads = append(p.EventIds, ev.ID), append(p.EventPayloads, string(ev.Payload))
-		p.SubscriptionsVersions = append(p.SubscriptionsVersions, c.audience)
+		p.SubscriptionsVersions, p.SegmentsVersions = append(p.SubscriptionsVersions, c.audience), append(p.SegmentsVersions, c.segments)
 	}
 	staleIDs, err := q.EnrichFinishMany(ctx, p)
 	if err != nil || len(staleIDs) == 0 {
@@ -320,6 +344,9 @@ func (s *Service) finishQuiet(ctx context.Context, q *db.Queries, cs []checked) 
 			stale = append(stale, c)
 			if _, err := s.events.Reload(ctx, nil, c.AccountID); err != nil {
 				return nil, err
+			}
+			if s.segments != nil {
+				s.segments.ForgetSegments(c.AccountID)
 			}
 		}
 	}
@@ -354,7 +381,10 @@ func (s *Service) finishWithEvents(ctx context.Context, c checked) error {
 		if err != nil || n == 0 {
 			return err // n == 0: no longer ours (the email changed since the claim)
 		}
-		return s.applyAndEmit(ctx, tx, c, now)
+		if err := s.applyAndEmit(ctx, tx, c, now); err != nil || s.segments == nil {
+			return err
+		}
+		return s.segments.KeepSegments(ctx, tx, c.AccountID, c.ContactID)
 	})
 }
 

@@ -60,7 +60,10 @@ var operations = []struct {
 	{"GET", "/public/v1/segments", "contacts:read", nil},
 	{"GET", "/public/v1/segments/01939d3c-0000-7000-8000-000000000000", "contacts:read", nil},
 	{"PATCH", "/public/v1/segments/01939d3c-0000-7000-8000-000000000000", "contacts:write", map[string]any{"name": "T"}},
-	{"DELETE", "/public/v1/segments/01939d3c-0000-7000-8000-000000000000", "contacts:write", nil}}
+	{"DELETE", "/public/v1/segments/01939d3c-0000-7000-8000-000000000000", "contacts:write", nil},
+	{"GET", "/public/v1/segments/01939d3c-0000-7000-8000-000000000000/contacts", "contacts:read", nil},
+	{"PUT", "/public/v1/segments/01939d3c-0000-7000-8000-000000000000/contacts/01939d3c-0000-7000-8000-000000000000", "contacts:write", nil},
+	{"DELETE", "/public/v1/segments/01939d3c-0000-7000-8000-000000000000/contacts/01939d3c-0000-7000-8000-000000000000", "contacts:write", nil}}
 
 // The list above names every operation that needs a key, so a new endpoint cannot skip the
 // 401 matrix; the public ones (security: []) are the only exceptions.

@@ -46,11 +46,7 @@ func (s *Server) GetContact(ctx context.Context, req api.GetContactRequestObject
 	}
 	out := s.contactToAPI(c)
 	if req.Params.Include != nil && *req.Params.Include == api.Segments {
-		subject, err := subjectOf(&out)
-		if err != nil {
-			return nil, err
-		}
-		ids, err := s.segments.Of(ctx, principal(ctx).AccountID, subject)
+		ids, err := s.segments.Of(ctx, principal(ctx).AccountID, c.ID)
 		if err != nil {
 			return nil, err
 		}

@@ -2,14 +2,14 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
-	"strings"
-	"time"
+	"errors"
 
 	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/apitime"
+	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/ids"
 	"github.com/contactd/contactd/internal/segment"
 )
@@ -112,6 +112,7 @@ func filterFromAPI(f api.SegmentFilter) segment.Filter {
 
 func segmentToAPI(sg segment.Segment) api.Segment {
 	out := api.Segment{SegmentId: sg.ID.String(), Name: sg.Name, Kind: api.SegmentKind(sg.Kind),
+		Status: api.SegmentStatus(sg.Status), Evaluated: sg.Evaluated,
 		CreatedAt: apitime.From(sg.CreatedAt), UpdatedAt: apitime.From(sg.UpdatedAt)}
 	out.Filter.Groups = make([]api.SegmentGroup, len(sg.Filter.Groups))
 	for i, g := range sg.Filter.Groups {
@@ -136,38 +137,70 @@ func segmentToAPI(sg segment.Segment) api.Segment {
 	return out
 }
 
-// subjectOf is what a segment's filter reads of c, as the API shows it.
-func subjectOf(c *api.Contact) (segment.Subject, error) {
-	e := c.Engagement
-	s := segment.Subject{
-		Text: map[string]string{"email": c.Email, "name": deref(c.Name), "phone": deref(c.Phone),
-			"assignedUserEmailId": deref(c.AssignedUserEmailId), "emailStatus": string(c.EmailStatus), "recordStatus": string(c.RecordStatus)},
-		LeadScore: float64(c.LeadScore),
-		Numbers: map[string]float64{"engagement.numOfAIHandoffs": float64(e.NumOfAIHandoffs), "engagement.numOfDashboardClicks": float64(e.NumOfDashboardClicks),
-			"engagement.numOfDashboardViews": float64(e.NumOfDashboardViews), "engagement.numOfEmailClicks": float64(e.NumOfEmailClicks),
-			"engagement.numOfEmailOpens": float64(e.NumOfEmailOpens), "engagement.numOfEmailSends": float64(e.NumOfEmailSends),
-			"engagement.numOfFormSubmissions": float64(e.NumOfFormSubmissions), "engagement.numOfPostcardScans": float64(e.NumOfPostcardScans)},
-		Times: map[string]time.Time{"createdAt": c.CreatedAt.Time, "updatedAt": c.UpdatedAt.Time},
+// ListSegmentMembers implements GET /public/v1/segments/{segmentId}/contacts.
+func (s *Server) ListSegmentMembers(ctx context.Context, req api.ListSegmentMembersRequestObject) (api.ListSegmentMembersResponseObject, error) {
+	id, err := segmentID(req.SegmentId)
+	if err != nil {
+		return nil, err
 	}
-	for name, at := range map[string]*api.Timestamp{"lastAIHandoffDate": e.LastAIHandoffDate, "lastDashboardClickedDate": e.LastDashboardClickedDate,
-		"lastDashboardViewedDate": e.LastDashboardViewedDate, "lastEmailClickDate": e.LastEmailClickDate, "lastEmailOpenDate": e.LastEmailOpenDate,
-		"lastEmailSentDate": e.LastEmailSentDate, "lastFormSubmissionDate": e.LastFormSubmissionDate, "lastPostcardScanDate": e.LastPostcardScanDate} {
-		if at != nil {
-			s.Times["engagement."+name] = at.Time
+	limit := segment.DefaultMembersPage
+	if req.Params.Limit != nil {
+		limit = *req.Params.Limit
+	}
+	after := uuid.Nil
+	if req.Params.Cursor != nil {
+		var ok bool
+		if after, ok = ids.Parse(*req.Params.Cursor); !ok {
+			return nil, apperr.Invalid(apperr.Field("query.cursor", "format", "not a cursor this list gave"))
 		}
 	}
-	for _, t := range c.Tags {
-		s.Tags = append(s.Tags, strings.ToLower(t))
+	page, err := s.segments.Members(ctx, principal(ctx).AccountID, id, after, limit)
+	if err != nil {
+		return nil, err
 	}
-	for _, p := range c.Properties {
-		a := p.Address
-		s.Addresses = append(s.Addresses, map[string]string{"streetAddress": a.StreetAddress, "city": a.City,
-			"county": a.County, "state": a.State, "zip": a.Zip})
+	out := api.SegmentMemberList{Count: page.Count, Members: make([]api.SegmentMember, len(page.Members))}
+	for i, m := range page.Members {
+		out.Members[i] = api.SegmentMember{ContactId: m.ContactID.String(), AddedAt: apitime.From(m.AddedAt)}
 	}
-	if c.CustomFields != nil {
-		if err := json.Unmarshal(*c.CustomFields, &s.Custom); err != nil {
-			return segment.Subject{}, err
+	if page.Next != nil {
+		next := page.Next.String()
+		out.NextCursor = &next
+	}
+	return api.ListSegmentMembers200JSONResponse(out), nil
+}
+
+// AddSegmentMember implements PUT /public/v1/segments/{segmentId}/contacts/{contactId}.
+func (s *Server) AddSegmentMember(ctx context.Context, req api.AddSegmentMemberRequestObject) (api.AddSegmentMemberResponseObject, error) {
+	if err := s.setSegmentMember(ctx, req.SegmentId, req.ContactId, true); err != nil {
+		return nil, err
+	}
+	return api.AddSegmentMember204Response{}, nil
+}
+
+// RemoveSegmentMember implements DELETE /public/v1/segments/{segmentId}/contacts/{contactId}.
+func (s *Server) RemoveSegmentMember(ctx context.Context, req api.RemoveSegmentMemberRequestObject) (api.RemoveSegmentMemberResponseObject, error) {
+	if err := s.setSegmentMember(ctx, req.SegmentId, req.ContactId, false); err != nil {
+		return nil, err
+	}
+	return api.RemoveSegmentMember204Response{}, nil
+}
+
+func (s *Server) setSegmentMember(ctx context.Context, rawSegment, rawContact string, member bool) error {
+	id, err := segmentID(rawSegment)
+	if err != nil {
+		return err
+	}
+	contactID, ok := ids.Parse(rawContact)
+	if !ok {
+		// the segment is checked first, as for a contact that does not exist
+		if _, err := s.segments.Get(ctx, principal(ctx).AccountID, id); err != nil {
+			return err
 		}
+		return contact.ErrNotFound
 	}
-	return s, nil
+	err = s.segments.SetMember(ctx, principal(ctx).AccountID, id, contactID, member)
+	if errors.Is(err, segment.ErrNoContact) {
+		return contact.ErrNotFound
+	}
+	return err
 }

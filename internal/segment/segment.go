@@ -21,12 +21,19 @@ import (
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/platform/store"
+	"github.com/contactd/contactd/internal/webhook"
 )
 
 // Kinds of segment.
 const (
 	Dynamic  = "dynamic"
 	Snapshot = "snapshot"
+)
+
+// Statuses of a segment.
+const (
+	Backfilling = "backfilling"
+	Ready       = "ready"
 )
 
 // Limits.
@@ -47,6 +54,11 @@ type Segment struct {
 	Name, Kind           string
 	Filter               Filter
 	CreatedAt, UpdatedAt time.Time
+	// Status is Backfilling until its members were found among the contacts the account had
+	// when it was saved or its filter last changed, then Ready; Evaluated counts the contacts
+	// the backfill went through.
+	Status    string
+	Evaluated int64
 }
 
 // Definitions reads an account's custom field definitions, which conditions on custom fields
@@ -60,7 +72,10 @@ type Definitions interface {
 type Service struct {
 	store  *store.Store
 	fields Definitions
+	events *webhook.Emitter
 	now    func() time.Time
+	wake   chan struct{}
+	stop   func()
 
 	mu      sync.Mutex
 	dynamic map[uuid.UUID]dynamicSegments // by account: the last read
@@ -74,62 +89,34 @@ type dynamicSegments struct {
 
 type storedSegment struct {
 	ID     uuid.UUID `json:"id"`
+	Name   string    `json:"name"`
+	Ready  bool      `json:"ready"`
 	Filter Filter    `json:"filter"`
 }
 
 // maxCachedAccounts bounds the accounts whose dynamic segments a process keeps.
 const maxCachedAccounts = 1000
 
-// NewService returns the segment service over st.
-func NewService(st *store.Store, fields Definitions, now func() time.Time) *Service {
-	return &Service{store: st, fields: fields, now: now, dynamic: map[uuid.UUID]dynamicSegments{}}
+// NewService returns the segment service over st, which records membership events with
+// events.
+func NewService(st *store.Store, fields Definitions, events *webhook.Emitter, now func() time.Time) *Service {
+	return &Service{store: st, fields: fields, events: events, now: now, dynamic: map[uuid.UUID]dynamicSegments{},
+		wake: make(chan struct{}, 1)}
 }
 
-// Of is the ids of the account's dynamic segments whose filter s meets, in the order they
-// were saved. The segments are read again only when the account's version of them moved on
-// since this process last read them (one small read otherwise).
-func (s *Service) Of(ctx context.Context, account uuid.UUID, subject Subject) ([]uuid.UUID, error) {
-	var version int64
+// Of is the ids of the segments the contact is a member of, dynamic and snapshot, in the
+// order they were saved.
+func (s *Service) Of(ctx context.Context, account, contact uuid.UUID) ([]uuid.UUID, error) {
+	var rows []db.SegmentMembershipsOfRow
 	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
-		version, err = q.SegmentsVersion(ctx, account)
+		rows, err = q.SegmentMembershipsOf(ctx, db.SegmentMembershipsOfParams{AccountID: account, ContactIds: []uuid.UUID{contact}})
 		return err
 	})
-	if err != nil {
-		return nil, err
+	out := make([]uuid.UUID, len(rows))
+	for i, r := range rows {
+		out[i] = r.SegmentID
 	}
-	s.mu.Lock()
-	d, ok := s.dynamic[account]
-	s.mu.Unlock()
-	if !ok || d.version != version {
-		var row db.SegmentsDynamicRow
-		err := s.store.Do(ctx, func(q *db.Queries) (err error) {
-			row, err = q.SegmentsDynamic(ctx, account)
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		d = dynamicSegments{version: row.Version}
-		if err := json.Unmarshal(row.Segments, &d.segments); err != nil {
-			return nil, err
-		}
-		for i := range d.segments {
-			d.segments[i].Filter = d.segments[i].Filter.Compile()
-		}
-		s.mu.Lock()
-		if len(s.dynamic) >= maxCachedAccounts {
-			s.dynamic = map[uuid.UUID]dynamicSegments{}
-		}
-		s.dynamic[account] = d
-		s.mu.Unlock()
-	}
-	out := []uuid.UUID{}
-	for _, sg := range d.segments {
-		if sg.Filter.Matches(subject) {
-			out = append(out, sg.ID)
-		}
-	}
-	return out, nil
+	return out, err
 }
 
 // Create saves a segment.
@@ -168,6 +155,7 @@ func (s *Service) Create(ctx context.Context, account uuid.UUID, name, kind stri
 	if len(rows) == 0 {
 		return Segment{}, ErrExists
 	}
+	s.Wake()
 	return fromRow(rows[0])
 }
 
@@ -247,6 +235,7 @@ func (s *Service) Update(ctx context.Context, account, id uuid.UUID, c Change) (
 		}
 		return Segment{}, ErrExists
 	}
+	s.Wake()
 	return fromRow(rows[0])
 }
 
@@ -303,6 +292,7 @@ func found(row db.Segment, err error) (Segment, error) {
 }
 
 func fromRow(r db.Segment) (Segment, error) {
-	out := Segment{ID: r.SegmentID, Name: r.Name, Kind: r.Kind, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	out := Segment{ID: r.SegmentID, Name: r.Name, Kind: r.Kind, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		Status: r.Status, Evaluated: r.BackfillEvaluated}
 	return out, json.Unmarshal(r.Filter, &out.Filter)
 }

@@ -75,3 +75,19 @@ func (a *API) DeliveryWorkersLooked(t testing.TB) {
 	a.Svc.Deliveries.Wake()
 	Eventually(t, "the delivery workers' next look", func() bool { return a.Svc.Deliveries.Claims() >= after })
 }
+
+// Backfill runs the segment backfills due in the API's database to the end, in the test's
+// goroutine: every segment saved or edited before the call is ready after it (unless a
+// worker of another process holds one's lease).
+func (a *API) Backfill(t testing.TB) {
+	t.Helper()
+	for {
+		did, err := a.Svc.Segments.BackfillOne(context.Background(), a.Svc.Contacts)
+		if err != nil {
+			t.Fatalf("backfill: %v", err)
+		}
+		if !did {
+			return
+		}
+	}
+}

@@ -61,6 +61,10 @@ const (
 	ContactErased EventType = "ContactErased"
 	// ContactsMerged says duplicates were merged into the contact (contactd's own type).
 	ContactsMerged EventType = "ContactsMerged"
+	// ContactEnteredSegment and ContactLeftSegment say the contact became, or stopped being, a
+	// member of a segment (contactd's own types).
+	ContactEnteredSegment EventType = "ContactEnteredSegment"
+	ContactLeftSegment    EventType = "ContactLeftSegment"
 	// SubscriptionFailing warns that another subscription of the account turned Failing and
 	// will be removed unless a delivery succeeds (contactd's own type, about no contact).
 	SubscriptionFailing EventType = "SubscriptionFailing"
@@ -81,6 +85,8 @@ var infoKeys = map[EventType]string{
 	ContactErased:         "contactErasedInfo",
 	ContactsMerged:        "contactsMergedInfo",
 	SubscriptionFailing:   "subscriptionFailingInfo",
+	ContactEnteredSegment: "contactEnteredSegmentInfo",
+	ContactLeftSegment:    "contactLeftSegmentInfo",
 }
 
 // ContactInfo identifies the contact an event is about; absent ids are "" on the wire.
@@ -165,6 +171,12 @@ type ContactsMergedInfo struct {
 type ContactErasedInfo struct {
 	ErasureID string       `json:"erasureId"`
 	ErasedAt  apitime.Time `json:"erasedAt"`
+}
+
+// SegmentInfo is the detail of ContactEnteredSegment and ContactLeftSegment: which segment.
+type SegmentInfo struct {
+	SegmentID   string `json:"segmentId"`
+	SegmentName string `json:"segmentName"`
 }
 
 // SubscriptionFailingInfo is the detail of a SubscriptionFailing event.

@@ -130,6 +130,14 @@ func tombstone(id uuid.UUID, typ EventType, contactID uuid.UUID, at time.Time, w
 			return nil, err
 		}
 		info = old.Data.Info
+	case ContactEnteredSegment, ContactLeftSegment: // which segment is not the person's data
+		var old struct {
+			Data map[string]json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(was, &old); err != nil {
+			return nil, err
+		}
+		info = old.Data[infoKeys[typ]]
 	case ContactEnriched:
 		info = ContactEnrichedInfo{ChangedFields: []string{}}
 	case ContactDetailsUpdated:

@@ -38,6 +38,8 @@ func sampleInfo(t EventType, now time.Time) any {
 			Current:  ContactDetails{Name: "Test Contact", Email: "test@example.com", Phone: "555-010-0000"}, TagsAdded: []string{"test"}}
 	case ContactErased:
 		return ContactErasedInfo{ErasureID: TestContactID.String(), ErasedAt: at}
+	case ContactEnteredSegment, ContactLeftSegment:
+		return SegmentInfo{SegmentID: TestContactID.String(), SegmentName: "Test segment"}
 	case SubscriptionFailing:
 		return SubscriptionFailingInfo{SubscriptionID: TestContactID.String(), EventType: TagsAdded, FailingSince: at, RemovalAt: apitime.From(now.Add(RemoveFailingAfter)),
 			ConsecutiveFailures: 3, LastFailure: "HTTP 503"}

@@ -6,7 +6,10 @@
 -- once. Only while the account's subscriptions are still at the plan's
 -- @subscriptions_version, and its custom fields were validated against the definitions at
 -- @fields_version: otherwise nothing is written and current is false (plan again, or, when
--- fields_current is false too, validate against the definitions now). It
+-- fields_current is false too, validate against the definitions now). Only, too, while the
+-- account's segments are at @segments_version (segment.Service.Quiet; -1: the caller's
+-- transaction keeps them), read with a lock held to the commit, so that a change of a segment
+-- waits for the create: segments_current false otherwise. It
 -- is due for enrichment (@enrich_due_at) only while its email status is Pending: an address
 -- is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one
 -- email resolve to exactly one winner without aborting the losers' transactions: a loser's
@@ -16,6 +19,10 @@
 WITH current AS (
     SELECT 1 FROM accounts a WHERE a.account_id = @account_id::uuid AND a.subscriptions_version = @subscriptions_version::bigint
         AND a.fields_version = @fields_version::bigint
+), segments_current AS (
+    SELECT 1 FROM accounts a WHERE a.account_id = @account_id::uuid
+        AND (@segments_version::bigint < 0 OR a.segments_version = @segments_version::bigint)
+    FOR SHARE
 ), c AS (
     INSERT INTO contacts (
         account_id, contact_id, email, email_key, name, phone, tags, assigned_user_email_id,
@@ -35,7 +42,7 @@ WITH current AS (
     WHERE NOT EXISTS (
         SELECT 1 FROM suppressions s
         WHERE s.account_id = @account_id AND s.digest = ANY(@suppression_digests::bytea[]))
-      AND EXISTS (SELECT 1 FROM current)
+      AND EXISTS (SELECT 1 FROM current) AND EXISTS (SELECT 1 FROM segments_current)
     ON CONFLICT (account_id, email_key) DO NOTHING
     RETURNING account_id, contact_id, created_at
 ), property AS (
@@ -64,7 +71,8 @@ WITH current AS (
 )
 SELECT coalesce((SELECT contact_id FROM c), '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS contact_id,
        EXISTS (SELECT 1 FROM current) AS current,
-       EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = @account_id::uuid AND a.fields_version = @fields_version::bigint) AS fields_current;
+       EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = @account_id::uuid AND a.fields_version = @fields_version::bigint) AS fields_current,
+       EXISTS (SELECT 1 FROM segments_current) AS segments_current;
 
 -- name: ContactIDByEmail :one
 SELECT contact_id FROM contacts WHERE account_id = $1 AND email_key = $2;

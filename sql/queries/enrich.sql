@@ -57,17 +57,22 @@ WHERE account_id = @account_id AND contact_id = @contact_id AND enrich_due_at = 
 -- contact whose hold was still the caller's and that has one (@event_ids: uuid.Nil for none;
 -- a contact with an event was Pending when claimed, and a change of email since would have
 -- ended the hold), for the contacts whose accounts' subscriptions are still at the version
--- the fan-out found none to deliver their events to (@subscriptions_versions). Returns the
--- contacts it left alone for that reason: their events may have deliveries now.
+-- the fan-out found none to deliver their events to (@subscriptions_versions), and whose
+-- accounts had no dynamic segment at @segments_versions (read with a lock held to the commit,
+-- as ContactCreate does; -1: no segments kept). Returns the contacts it left alone for either
+-- reason: their events may have deliveries now, or their segments need keeping.
 WITH f AS (
     SELECT unnest(@account_ids::uuid[]) AS account_id, unnest(@contact_ids::uuid[]) AS contact_id,
            unnest(@verdicts::text[]) AS verdict, unnest(@held_due_ats::timestamptz[]) AS held_due_at,
            unnest(@event_ids::uuid[]) AS event_id, unnest(@event_payloads::text[]) AS event_payload,
-           unnest(@subscriptions_versions::bigint[]) AS subscriptions_version
+           unnest(@subscriptions_versions::bigint[]) AS subscriptions_version,
+           unnest(@segments_versions::bigint[]) AS segments_version
 ), stale AS (
     SELECT f.contact_id FROM f
     WHERE f.event_id <> '00000000-0000-0000-0000-000000000000'::uuid
-      AND NOT EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = f.account_id AND a.subscriptions_version = f.subscriptions_version)
+      AND (NOT EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = f.account_id AND a.subscriptions_version = f.subscriptions_version)
+           OR NOT EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = f.account_id
+                          AND (f.segments_version < 0 OR a.segments_version = f.segments_version) FOR SHARE))
 ), finished AS (
     UPDATE contacts c SET
         email_status = CASE WHEN f.verdict <> '' AND c.email_status = 'Pending' THEN f.verdict ELSE c.email_status END,

@@ -10,14 +10,19 @@ SELECT tags, email, assigned_user_email_id FROM contacts WHERE account_id = $1 A
 -- from (contact_id uuid.Nil otherwise), and records the change's events (TagsAdded, TagsRemoved)
 -- with it and the deliveries the fan-out planned for them, only while the account's
 -- subscriptions are at the plan's @subscriptions_version (current false otherwise: nothing
--- written): a tag change needs no transaction and no lock, and goes to PostgreSQL with the
+-- written), and its segments at @segments_version (as ContactCreate checks it; -1: the
+-- caller's transaction keeps them): a tag change needs no transaction and no lock, and goes to PostgreSQL with the
 -- other swaps in flight.
 WITH current AS (
     SELECT 1 FROM accounts a WHERE a.account_id = @account_id::uuid AND a.subscriptions_version = @subscriptions_version::bigint
+), segments_current AS (
+    SELECT 1 FROM accounts a WHERE a.account_id = @account_id::uuid
+        AND (@segments_version::bigint < 0 OR a.segments_version = @segments_version::bigint)
+    FOR SHARE
 ), swapped AS (
     UPDATE contacts c SET tags = @tags, updated_at = @updated_at
     WHERE c.account_id = @account_id AND c.contact_id = @contact_id AND c.tags = @previous::text[]
-      AND EXISTS (SELECT 1 FROM current)
+      AND EXISTS (SELECT 1 FROM current) AND EXISTS (SELECT 1 FROM segments_current)
     RETURNING c.account_id, c.contact_id
 ), events AS (
     INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
@@ -32,4 +37,5 @@ WITH current AS (
     JOIN events e ON e.event_id = d.event_id
 )
 SELECT coalesce((SELECT contact_id FROM swapped), '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS contact_id,
-       EXISTS (SELECT 1 FROM current) AS current;
+       EXISTS (SELECT 1 FROM current) AS current,
+       EXISTS (SELECT 1 FROM segments_current) AS segments_current;

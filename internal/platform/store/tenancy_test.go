@@ -47,6 +47,7 @@ var crossAccount = map[string]string{
 	"ConsoleSessionDelete":       "the console's sign-out, by the session token",
 	"ConsoleSessionPrune":        "maintenance: deletes ended console sessions of every account",
 	"SubscriptionsCountFiltered": "the filter tally: a process adds its counts for every account's subscriptions in one statement",
+	"SegmentBackfillClaim":       "a process claims a segment of any account to backfill",
 }
 
 // TestEveryQueryIsConfinedToAnAccount plans every query sqlc generated from sql/queries (a

@@ -1,0 +1,185 @@
+package contact
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/apitime"
+	"github.com/contactd/contactd/internal/platform/store"
+	"github.com/contactd/contactd/internal/segment"
+	"github.com/contactd/contactd/internal/webhook"
+)
+
+// Subject is what a segment's filter reads of c, as the API shows it (times to the
+// millisecond).
+func (c Contact) Subject() (segment.Subject, error) {
+	e := c.Engagement
+	at := func(t time.Time) time.Time { return apitime.From(t).Time }
+	s := segment.Subject{
+		Text: map[string]string{"email": c.Email, "name": deref(c.Name), "phone": deref(c.Phone),
+			"assignedUserEmailId": deref(c.AssignedUserEmailID), "emailStatus": c.EmailStatus, "recordStatus": c.RecordStatus},
+		LeadScore: float64(c.LeadScore),
+		Numbers: map[string]float64{"engagement.numOfAIHandoffs": float64(e.AIHandoffs), "engagement.numOfDashboardClicks": float64(e.DashboardClicks),
+			"engagement.numOfDashboardViews": float64(e.DashboardViews), "engagement.numOfEmailClicks": float64(e.EmailClicks),
+			"engagement.numOfEmailOpens": float64(e.EmailOpens), "engagement.numOfEmailSends": float64(e.EmailSends),
+			"engagement.numOfFormSubmissions": float64(e.FormSubmissions), "engagement.numOfPostcardScans": float64(e.PostcardScans)},
+		Times: map[string]time.Time{"createdAt": at(c.CreatedAt), "updatedAt": at(c.UpdatedAt)},
+	}
+	for name, t := range map[string]*time.Time{"lastAIHandoffDate": e.LastAIHandoff, "lastDashboardClickedDate": e.LastDashboardClick,
+		"lastDashboardViewedDate": e.LastDashboardView, "lastEmailClickDate": e.LastEmailClick, "lastEmailOpenDate": e.LastEmailOpen,
+		"lastEmailSentDate": e.LastEmailSend, "lastFormSubmissionDate": e.LastFormSubmission, "lastPostcardScanDate": e.LastPostcardScan} {
+		if t != nil {
+			s.Times["engagement."+name] = at(*t)
+		}
+	}
+	for _, t := range c.Tags {
+		s.Tags = append(s.Tags, strings.ToLower(t))
+	}
+	for _, p := range c.Properties {
+		a := p.Address
+		s.Addresses = append(s.Addresses, map[string]string{"streetAddress": a.StreetAddress, "city": a.City,
+			"county": a.County, "state": a.State, "zip": a.Zip})
+	}
+	if len(c.CustomFields) > 0 {
+		if err := json.Unmarshal(c.CustomFields, &s.Custom); err != nil {
+			return segment.Subject{}, err
+		}
+	}
+	return s, nil
+}
+
+// member is c as a segment write takes it.
+func (c Contact) member() (segment.Member, error) {
+	s, err := c.Subject()
+	return segment.Member{ID: c.ID, Subject: s, Info: c.info()}, err
+}
+
+// BackfillPage implements segment.Contacts.
+func (s *Service) BackfillPage(ctx context.Context, q *db.Queries, account, after uuid.UUID, limit int) ([]segment.Member, error) {
+	rows, err := q.SegmentBackfillContacts(ctx, db.SegmentBackfillContactsParams{AccountID: account, After: after, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]segment.Member, len(rows))
+	for i, r := range rows {
+		c, err := s.fromRow(db.ContactRow(r))
+		if err != nil {
+			return nil, err
+		}
+		if out[i], err = c.member(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// errSegmentsChanged is a write's statement finding the account's segments changed since the
+// write was planned: it is planned again.
+var errSegmentsChanged = errors.New("contact: the account's segments changed")
+
+// SegmentsQuiet is segment.Service.Quiet (without segments: -1, quiet), for the writes of
+// other packages that change contacts (enrichment).
+func (s *Service) SegmentsQuiet(ctx context.Context, account uuid.UUID) (int64, bool, error) {
+	return s.segmentsQuiet(ctx, account)
+}
+
+// KeepSegments keeps the segments of the contacts ids as a write of another package in tx
+// left them (enrichment).
+func (s *Service) KeepSegments(ctx context.Context, tx store.Tx, account uuid.UUID, ids ...uuid.UUID) error {
+	return s.keepSegments(ctx, tx, account, ids...)
+}
+
+// ForgetSegments is segment.Service.Forget: a write of another package found the account's
+// segments changed.
+func (s *Service) ForgetSegments(account uuid.UUID) {
+	if s.segments != nil {
+		s.segments.Forget(account)
+	}
+}
+
+// segmentsQuiet is segment.Service.Quiet (without segments: -1, quiet).
+func (s *Service) segmentsQuiet(ctx context.Context, account uuid.UUID) (int64, bool, error) {
+	if s.segments == nil {
+		return -1, true, nil
+	}
+	return s.segments.Quiet(ctx, account)
+}
+
+// segmentsChanged is told that a statement found the segments version stale.
+func (s *Service) segmentsChanged(account uuid.UUID) error {
+	if s.segments != nil {
+		s.segments.Forget(account)
+	}
+	return errSegmentsChanged
+}
+
+// keepMembers keeps the segments of the contacts ms, as a write in tx left them.
+func (s *Service) keepMembers(ctx context.Context, tx store.Tx, account uuid.UUID, ms ...segment.Member) error {
+	if s.segments == nil || len(ms) == 0 {
+		return nil
+	}
+	h, err := s.segments.Hold(ctx, tx, account)
+	if err != nil || !h.Dynamic() {
+		return err
+	}
+	return s.segments.Keep(ctx, tx, h, ms)
+}
+
+// keepContact keeps the segments of c, as a write in tx left it.
+func (s *Service) keepContact(ctx context.Context, tx store.Tx, account uuid.UUID, c Contact) error {
+	m, err := c.member()
+	if err != nil {
+		return err
+	}
+	return s.keepMembers(ctx, tx, account, m)
+}
+
+// keepSegments keeps the segments of the contacts ids as a write in tx left them, read again
+// (those it deleted have none).
+func (s *Service) keepSegments(ctx context.Context, tx store.Tx, account uuid.UUID, ids ...uuid.UUID) error {
+	if s.segments == nil || len(ids) == 0 {
+		return nil
+	}
+	h, err := s.segments.Hold(ctx, tx, account)
+	if err != nil || !h.Dynamic() {
+		return err
+	}
+	ps := make([]db.ContactGetByIDParams, len(ids))
+	for i, id := range ids {
+		ps[i] = db.ContactGetByIDParams{AccountID: account, ContactID: id}
+	}
+	rows, err := contactsByID(ctx, tx.Queries, ps)
+	if err != nil {
+		return err
+	}
+	ms := make([]segment.Member, 0, len(rows))
+	for _, r := range rows {
+		if !r.ok {
+			continue
+		}
+		c, err := s.fromRow(r.row)
+		if err != nil {
+			return err
+		}
+		m, err := c.member()
+		if err != nil {
+			return err
+		}
+		ms = append(ms, m)
+	}
+	return s.segments.Keep(ctx, tx, h, ms)
+}
+
+// leaveSegments takes contacts a write in tx is about to delete out of their segments.
+func (s *Service) leaveSegments(ctx context.Context, tx store.Tx, account uuid.UUID, infos map[uuid.UUID]webhook.ContactInfo) error {
+	if s.segments == nil {
+		return nil
+	}
+	return s.segments.Leave(ctx, tx, account, infos)
+}

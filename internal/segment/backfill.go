@@ -1,0 +1,185 @@
+package segment
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/platform/store"
+)
+
+// The backfill. A new segment, or one whose filter changed, is Backfilling: one process at a
+// time (a lease on the segment's row) walks the account's contacts in pages by id, and in each
+// page's transaction locks the page's contacts (a write in progress is waited for, then read
+// as it left the contact), sets their membership, and records how far it went. It sends no
+// events. A write meanwhile keeps the segment's membership of its own contacts too (Keep), so
+// a contact written behind the walk is current, and one written ahead of it is read again.
+// A change of the filter during the walk starts a new generation from the start; the
+// old generation's pass stops at its next page. The last page makes the segment Ready, in the
+// transaction that bumps the account's segments version: from then on writes send its events.
+
+// Contacts reads pages of an account's contacts for a backfill (the contact package).
+type Contacts interface {
+	// BackfillPage is up to limit of the account's contacts after id after, in id order,
+	// locked for share in q's transaction.
+	BackfillPage(ctx context.Context, q *db.Queries, account, after uuid.UUID, limit int) ([]Member, error)
+}
+
+// Backfill tuning.
+const (
+	BackfillPage  = 500
+	backfillLease = time.Minute
+)
+
+// Wake tells this process's backfill that a segment needs one.
+func (s *Service) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs RunBackfills in the background, until Stop.
+func (s *Service) Start(contacts Contacts, poll time.Duration, log *slog.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	s.stop = func() { cancel(); <-done }
+	go func() {
+		defer close(done)
+		s.RunBackfills(ctx, contacts, poll, log)
+	}()
+}
+
+// Stop ends the backfill Start runs: a page in progress rolls back, and is done again by the
+// next process to claim the segment once its lease ends.
+func (s *Service) Stop() {
+	if s.stop != nil {
+		s.stop()
+	}
+}
+
+// RunBackfills fills backfilling segments until ctx ends: at once when woken (Wake), and every
+// poll for those saved by other processes, or whose backfill's process went away (its lease
+// ran out).
+func (s *Service) RunBackfills(ctx context.Context, contacts Contacts, poll time.Duration, log *slog.Logger) {
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		for {
+			did, err := s.BackfillOne(ctx, contacts)
+			if err != nil {
+				if ctx.Err() == nil {
+					log.Error("segment backfill", "err", err)
+				}
+				break
+			}
+			if !did {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wake:
+		case <-t.C:
+		}
+	}
+}
+
+// errGenerationChanged stops a pass whose segment's filter changed (or that was deleted).
+var errGenerationChanged = errors.New("segment changed during its backfill")
+
+// BackfillOne claims a backfilling segment and fills it, and reports whether there was one.
+func (s *Service) BackfillOne(ctx context.Context, contacts Contacts) (bool, error) {
+	var claim db.SegmentBackfillClaimRow
+	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
+		now := s.now()
+		claim, err = q.SegmentBackfillClaim(ctx, db.SegmentBackfillClaimParams{Now: now, Until: now.Add(backfillLease)})
+		return err
+	})
+	if errors.Is(store.Translate(err), apperr.ErrNoRows) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	sg := storedSegment{ID: claim.SegmentID}
+	if err := json.Unmarshal(claim.Filter, &sg.Filter); err != nil {
+		return true, err
+	}
+	sg.Filter = sg.Filter.Compile()
+	after := uuid.Nil
+	if claim.BackfillAfter != nil {
+		after = *claim.BackfillAfter
+	}
+	for done := false; !done; {
+		err := s.store.InTx(ctx, func(tx store.Tx) (err error) {
+			after, done, err = s.backfillPage(ctx, tx, contacts, claim, sg, after)
+			return err
+		})
+		if errors.Is(err, errGenerationChanged) {
+			return true, nil
+		} else if err != nil {
+			return true, err
+		}
+	}
+	err = s.store.InTx(ctx, func(tx store.Tx) error {
+		n, err := tx.SegmentBackfillDone(ctx, db.SegmentBackfillDoneParams{AccountID: claim.AccountID, SegmentID: claim.SegmentID,
+			Generation: claim.Generation})
+		if err != nil || n == 0 {
+			return err
+		}
+		return tx.SegmentsVersionBump(ctx, claim.AccountID)
+	})
+	return true, err
+}
+
+// backfillPage sets the membership of the page of contacts after after, and returns the last
+// of them, and whether it was the last page.
+func (s *Service) backfillPage(ctx context.Context, tx store.Tx, contacts Contacts, claim db.SegmentBackfillClaimRow,
+	sg storedSegment, after uuid.UUID) (uuid.UUID, bool, error) {
+	cur, err := tx.SegmentBackfillLock(ctx, db.SegmentBackfillLockParams{AccountID: claim.AccountID, SegmentID: claim.SegmentID})
+	if errors.Is(store.Translate(err), apperr.ErrNoRows) || (err == nil && (cur.Generation != claim.Generation || cur.Status != Backfilling)) {
+		return after, false, errGenerationChanged
+	} else if err != nil {
+		return after, false, err
+	}
+	ms, err := contacts.BackfillPage(ctx, tx.Queries, claim.AccountID, after, BackfillPage)
+	if err != nil || len(ms) == 0 {
+		return after, true, err
+	}
+	ids := make([]uuid.UUID, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	members, err := tx.SegmentBackfillMembers(ctx, db.SegmentBackfillMembersParams{AccountID: claim.AccountID,
+		SegmentID: claim.SegmentID, ContactIds: ids})
+	if err != nil {
+		return after, false, err
+	}
+	was := make(map[uuid.UUID]bool, len(members))
+	for _, id := range members {
+		was[id] = true
+	}
+	now := s.now()
+	var c change
+	for _, m := range ms {
+		if is := sg.Filter.Matches(m.Subject); is != was[m.ID] {
+			if err := c.add(ctx, sg.ID, "", false, m.ID, m.Info, is, now); err != nil {
+				return after, false, err
+			}
+		}
+	}
+	if err := s.apply(ctx, tx, claim.AccountID, c, now); err != nil {
+		return after, false, err
+	}
+	last := ms[len(ms)-1].ID
+	err = tx.SegmentBackfillProgress(ctx, db.SegmentBackfillProgressParams{AccountID: claim.AccountID, SegmentID: claim.SegmentID,
+		After: &last, Evaluated: int64(len(ms)), Until: now.Add(backfillLease)})
+	return last, len(ms) < BackfillPage, err
+}

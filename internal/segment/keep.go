@@ -1,0 +1,219 @@
+package segment
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/platform/store"
+	"github.com/contactd/contactd/internal/webhook"
+)
+
+// Keeping membership current. A write that changes contacts holds the account's segments for
+// its transaction (Hold: a locking read of the account's segments version, so that a change of
+// a segment waits for the write, and a write after it sees it), and once its change is made
+// hands the contacts as they are now to Keep, which sets their dynamic segments' membership
+// and records a ContactEnteredSegment or ContactLeftSegment event for each change of a ready
+// segment, in the same transaction. A write that deletes contacts hands them to Leave first.
+//
+// A write of an account without dynamic segments does none of this: it checks, in the
+// statement that makes it, that the account still has the segments version it was planned
+// at (Quiet), with the same locking read.
+
+// Member is a contact as a write left it.
+type Member struct {
+	ID      uuid.UUID
+	Subject Subject
+	Info    webhook.ContactInfo
+}
+
+// Hold is an account's segments as a write's transaction holds them.
+type Hold struct {
+	Account uuid.UUID
+	Version int64
+	dynamic []storedSegment
+}
+
+// Dynamic reports whether the account has dynamic segments: whether Keep has anything to do.
+func (h *Hold) Dynamic() bool { return len(h.dynamic) > 0 }
+
+// Hold takes the account's segments for the rest of tx.
+func (s *Service) Hold(ctx context.Context, tx store.Tx, account uuid.UUID) (*Hold, error) {
+	version, err := tx.SegmentsHold(ctx, account)
+	if err != nil {
+		return nil, err
+	}
+	d, err := s.dynamicAt(ctx, tx.Queries, account, version)
+	if err != nil {
+		return nil, err
+	}
+	return &Hold{Account: account, Version: version, dynamic: d.segments}, nil
+}
+
+// Quiet is the account's segments version as this process last read it, and whether the
+// account had no dynamic segment at it: a write may then skip Hold and Keep, and check the
+// version in its statement (with a locking read); a statement that finds it stale is followed
+// by Forget, and the write planned again.
+func (s *Service) Quiet(ctx context.Context, account uuid.UUID) (version int64, quiet bool, err error) {
+	s.mu.Lock()
+	d, ok := s.dynamic[account]
+	s.mu.Unlock()
+	if !ok {
+		if d, err = s.dynamicAt(ctx, nil, account, -1); err != nil {
+			return 0, false, err
+		}
+	}
+	return d.version, len(d.segments) == 0, nil
+}
+
+// Forget drops what this process knows of the account's segments: a statement found them
+// changed.
+func (s *Service) Forget(account uuid.UUID) {
+	s.mu.Lock()
+	delete(s.dynamic, account)
+	s.mu.Unlock()
+}
+
+// Keep sets the membership of the contacts ms in the held account's dynamic segments to what
+// their filters say of them now, with an event for each change of a ready segment.
+func (s *Service) Keep(ctx context.Context, tx store.Tx, h *Hold, ms []Member) error {
+	if !h.Dynamic() || len(ms) == 0 {
+		return nil
+	}
+	ids := make([]uuid.UUID, len(ms))
+	for i, m := range ms {
+		ids[i] = m.ID
+	}
+	rows, err := tx.SegmentMembershipsOf(ctx, db.SegmentMembershipsOfParams{AccountID: h.Account, ContactIds: ids})
+	if err != nil {
+		return err
+	}
+	in := make(map[[2]uuid.UUID]bool, len(rows))
+	for _, r := range rows {
+		in[[2]uuid.UUID{r.SegmentID, r.ContactID}] = true
+	}
+	now := s.now()
+	var c change
+	for _, m := range ms {
+		for _, sg := range h.dynamic {
+			was, is := in[[2]uuid.UUID{sg.ID, m.ID}], sg.Filter.Matches(m.Subject)
+			if was == is {
+				continue
+			}
+			if err := c.add(ctx, sg.ID, sg.Name, sg.Ready, m.ID, m.Info, is, now); err != nil {
+				return err
+			}
+		}
+	}
+	return s.apply(ctx, tx, h.Account, c, now)
+}
+
+// Leave takes the contacts out of every segment they are in, dynamic or snapshot, with an
+// event for each ready one, before a write deletes them (their rows would go with them).
+func (s *Service) Leave(ctx context.Context, tx store.Tx, account uuid.UUID, infos map[uuid.UUID]webhook.ContactInfo) error {
+	ids := make([]uuid.UUID, 0, len(infos))
+	for id := range infos {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(a, b uuid.UUID) int { return slices.Compare(a[:], b[:]) })
+	rows, err := tx.SegmentMembershipsOf(ctx, db.SegmentMembershipsOfParams{AccountID: account, ContactIds: ids})
+	if err != nil || len(rows) == 0 {
+		return err
+	}
+	now := s.now()
+	var c change
+	for _, r := range rows {
+		if err := c.add(ctx, r.SegmentID, r.Name, r.Ready, r.ContactID, infos[r.ContactID], false, now); err != nil {
+			return err
+		}
+	}
+	return s.apply(ctx, tx, account, c, now)
+}
+
+// change is a write's membership changes and their events.
+type change struct {
+	p      db.SegmentMembersSetParams
+	events []webhook.Prepared
+}
+
+func (c *change) add(ctx context.Context, segment uuid.UUID, name string, ready bool, contact uuid.UUID,
+	info webhook.ContactInfo, enters bool, now time.Time) error {
+	typ := webhook.ContactLeftSegment
+	if enters {
+		typ = webhook.ContactEnteredSegment
+		c.p.NewSegmentIds, c.p.NewContactIds = append(c.p.NewSegmentIds, segment), append(c.p.NewContactIds, contact)
+	} else {
+		c.p.GoneSegmentIds, c.p.GoneContactIds = append(c.p.GoneSegmentIds, segment), append(c.p.GoneContactIds, contact)
+	}
+	if !ready {
+		return nil // a backfilling segment's changes send no events
+	}
+	ev, err := webhook.Prepare(ctx, webhook.Event{Type: typ, ContactID: contact, Contact: info,
+		Info: webhook.SegmentInfo{SegmentID: segment.String(), SegmentName: name}, At: now})
+	c.events = append(c.events, ev)
+	return err
+}
+
+func (s *Service) apply(ctx context.Context, tx store.Tx, account uuid.UUID, c change, now time.Time) error {
+	if len(c.p.NewSegmentIds)+len(c.p.GoneSegmentIds) == 0 {
+		return nil
+	}
+	c.p.AccountID, c.p.Now = account, now
+	for _, ids := range []*[]uuid.UUID{&c.p.NewSegmentIds, &c.p.NewContactIds, &c.p.GoneSegmentIds, &c.p.GoneContactIds} {
+		if *ids == nil {
+			*ids = []uuid.UUID{}
+		}
+	}
+	if err := tx.SegmentMembersSet(ctx, c.p); err != nil {
+		return err
+	}
+	if len(c.events) == 0 {
+		return nil
+	}
+	_, err := s.events.Record(ctx, tx, account, webhook.Recording{Events: c.events})
+	return err
+}
+
+// dynamicAt is the account's dynamic segments at version (from this process's cache when it
+// has them at that version; -1: whatever version the account is at), read on q (nil: the
+// pool).
+func (s *Service) dynamicAt(ctx context.Context, q *db.Queries, account uuid.UUID, version int64) (dynamicSegments, error) {
+	s.mu.Lock()
+	d, ok := s.dynamic[account]
+	s.mu.Unlock()
+	if ok && d.version == version {
+		return d, nil
+	}
+	var row db.SegmentsDynamicRow
+	read := func(q *db.Queries) (err error) {
+		row, err = q.SegmentsDynamic(ctx, account)
+		return err
+	}
+	var err error
+	if q != nil {
+		err = read(q)
+	} else {
+		err = s.store.Do(ctx, read)
+	}
+	if err != nil {
+		return dynamicSegments{}, err
+	}
+	d = dynamicSegments{version: row.Version}
+	if err := json.Unmarshal(row.Segments, &d.segments); err != nil {
+		return dynamicSegments{}, err
+	}
+	for i := range d.segments {
+		d.segments[i].Filter = d.segments[i].Filter.Compile()
+	}
+	s.mu.Lock()
+	if len(s.dynamic) >= maxCachedAccounts {
+		s.dynamic = map[uuid.UUID]dynamicSegments{}
+	}
+	s.dynamic[account] = d
+	s.mu.Unlock()
+	return d, nil
+}
