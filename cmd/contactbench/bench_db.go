@@ -23,6 +23,8 @@ type benchDB struct {
 	apiKey     string
 	// scopedKey may read and write contacts only, from loopback only
 	scopedKey string
+	// segmentsKey is the key of the account of 100 dynamic segments (segments.go)
+	segmentsKey string
 	dir       string
 	close     func()
 }
@@ -68,6 +70,13 @@ func openBenchDB(ctx context.Context, settings []string) (*benchDB, error) {
 	}
 	if b.scopedKey, err = keys.CreateKeyWith(ctx, b.account, auth.KeyOptions{Name: "bench-scoped",
 		Scopes: []string{"contacts:read", "contacts:write"}, Networks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}); err != nil {
+		return fail(err)
+	}
+	segments, err := keys.CreateAccount(ctx, "bench-segments")
+	if err != nil {
+		return fail(err)
+	}
+	if b.segmentsKey, err = keys.CreateKey(ctx, segments, "bench-segments"); err != nil {
 		return fail(err)
 	}
 	return b, nil

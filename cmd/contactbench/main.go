@@ -282,8 +282,25 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err := defineBenchFields(ctx, dr, contactdURL); err != nil {
 		return err
 	}
+	segments := &segmentsAccount{key: b.segmentsKey}
+	if selected("create-segments") || selected("add-tags-segments") {
+		n := 10_000
+		if o.smoke {
+			n = 1000
+		}
+		logf("segments: %d contacts and %d dynamic segments in an account of their own", n, benchSegments)
+		segDriver := newDriver(o.concurrency, b.segmentsKey)
+		unsubscribeSegments, err := subscribeWorkloads(ctx, segDriver, contactdURL)
+		if err != nil {
+			return err
+		}
+		defer unsubscribeSegments(ctx)
+		if segments, err = prepareSegments(ctx, segDriver, contactdURL, b.segmentsKey, n); err != nil {
+			return err
+		}
+	}
 	rep := report{Date: time.Now().UTC().Format("2006-01-02"), Machine: machine(), Concurrency: o.concurrency, Contacts: o.contacts, Smoke: o.smoke}
-	wls := workloads(contactdURL, baseURL, limitedURL, b.scopedKey, ds)
+	wls := workloads(contactdURL, baseURL, limitedURL, b.scopedKey, ds, segments)
 	byName := map[string]workload{}
 	for _, wl := range wls {
 		byName[wl.name] = wl
@@ -530,7 +547,7 @@ func checkOnly(only string) error {
 		return nil
 	}
 	known := map[string]bool{"webhooks": true, "webhooks-floor": true, "store-cost": true}
-	for _, wl := range workloads("", "", new(string), "", dataset{}) {
+	for _, wl := range workloads("", "", new(string), "", dataset{}, &segmentsAccount{}) {
 		known[wl.name] = true
 	}
 	for _, name := range strings.Split(only, ",") {
@@ -543,8 +560,9 @@ func checkOnly(only string) error {
 }
 
 // limited is the URL of the contactd with the rate limits on (limits.go), once it runs;
-// scopedKey a key of the account with scopes and networks.
-func workloads(cd, base string, limited *string, scopedKey string, ds dataset) []workload {
+// scopedKey a key of the account with scopes and networks; segments the account of 100
+// dynamic segments.
+func workloads(cd, base string, limited *string, scopedKey string, ds dataset, segments *segmentsAccount) []workload {
 	// at sends next's requests to another URL: path's, with next's query (the other contactd
 	// learns its address once started, hence a func)
 	at := func(next func(w *worker) request, path func() string) func(w *worker) request {
@@ -589,6 +607,17 @@ func workloads(cd, base string, limited *string, scopedKey string, ds dataset) [
 		{name: "create", server: "contactd", next: create},
 		{name: "create-fields", server: "contactd", next: createFields},
 		{name: "add-tags", server: "contactd", next: addTags},
+		// the same in an account of 100 dynamic segments (segments.go), each write keeping them
+		{name: "create-segments", server: "contactd", next: func(w *worker) request {
+			r := create(w)
+			r.key = segments.key
+			return r
+		}},
+		{name: "add-tags-segments", server: "contactd", next: func(w *worker) request {
+			body := fmt.Appendf(nil, `{"tags":["t%d"]}`, w.rng.IntN(50))
+			id := segments.ids[w.rng.IntN(len(segments.ids))]
+			return request{method: "POST", url: cd + "/public/v1/contact/" + id.String() + "/tags", body: body, want: 200, key: segments.key}
+		}},
 		{name: "mixed", server: "contactd", next: func(w *worker) request {
 			switch k := w.rng.IntN(10); {
 			case k < 4:

@@ -10,6 +10,7 @@ import (
 var ratioOf = map[string]string{
 	"get-by-id": "baseline-get", "get-by-email": "baseline-get",
 	"create": "baseline-insert", "create-fields": "baseline-insert", "add-tags": "baseline-insert",
+	"create-segments": "baseline-insert", "add-tags-segments": "baseline-insert",
 	"get-by-id-scoped": "baseline-get", "get-by-id-limits": "baseline-get", "create-limits": "baseline-insert",
 	"rows-create": "baseline-insert", "rows-create-feed-only": "baseline-insert", "rows-create-no-events": "baseline-insert",
 }
@@ -33,6 +34,10 @@ var targets = []target{
 	}},
 	{"POST tags >= 0.85 of the baseline's INSERT", func(r map[string]result, _ report) bool {
 		return ratio(r, "add-tags") >= 0.85
+	}},
+	{"POST contact and POST tags with 100 dynamic segments >= 0.7 of without", func(r map[string]result, _ report) bool {
+		return ratio(r, "create") > 0 && ratio(r, "add-tags") > 0 &&
+			ratio(r, "create-segments") >= 0.7*ratio(r, "create") && ratio(r, "add-tags-segments") >= 0.7*ratio(r, "add-tags")
 	}},
 	{"p99 <= 30 ms for reads", func(r map[string]result, _ report) bool {
 		return r["get-by-id"].P99 <= 30*time.Millisecond && r["get-by-email"].P99 <= 30*time.Millisecond
