@@ -25,8 +25,8 @@ type benchDB struct {
 	scopedKey string
 	// segmentsKey is the key of the account of 100 dynamic segments (segments.go)
 	segmentsKey string
-	dir       string
-	close     func()
+	dir         string
+	close       func()
 }
 
 func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, "contactbench: "+format+"\n", args...) }

@@ -71,6 +71,10 @@ WITH current AS (
     SELECT e.account_id, uuid_v7(e.occurred_at), d.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
     FROM (SELECT unnest($43::uuid[]) AS event_id, unnest($44::uuid[]) AS subscription_id) d
     JOIN event e ON e.event_id = d.event_id
+), member AS (
+    INSERT INTO segment_members (account_id, segment_id, contact_id, added_at)
+    SELECT c.account_id, s.segment_id, c.contact_id, c.created_at
+    FROM c, unnest($45::uuid[]) AS s(segment_id)
 )
 SELECT coalesce((SELECT contact_id FROM c), '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS contact_id,
        EXISTS (SELECT 1 FROM current) AS current,
@@ -129,6 +133,7 @@ type ContactCreateParams struct {
 	EventTraces             []string
 	DeliveryEventIds        []uuid.UUID
 	DeliverySubscriptionIds []uuid.UUID
+	SegmentIds              []uuid.UUID
 }
 
 type ContactCreateRow struct {
@@ -146,9 +151,10 @@ type ContactCreateRow struct {
 // @subscriptions_version, and its custom fields were validated against the definitions at
 // @fields_version: otherwise nothing is written and current is false (plan again, or, when
 // fields_current is false too, validate against the definitions now). Only, too, while the
-// account's segments are at @segments_version (segment.Service.Quiet; -1: the caller's
+// account's segments are at @segments_version (segment.Service.Entered; -1: the caller's
 // transaction keeps them), read with a lock held to the commit, so that a change of a segment
-// waits for the create: segments_current false otherwise. It
+// waits for the create: segments_current false otherwise; the contact is then a member of
+// @segment_ids, whose ContactEnteredSegment events are among its events. It
 // is due for enrichment (@enrich_due_at) only while its email status is Pending: an address
 // is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one
 // email resolve to exactly one winner without aborting the losers' transactions: a loser's
@@ -203,6 +209,7 @@ func (q *Queries) ContactCreate(ctx context.Context, arg []ContactCreateParams) 
 			a.EventTraces,
 			a.DeliveryEventIds,
 			a.DeliverySubscriptionIds,
+			a.SegmentIds,
 		}
 		batch.Queue(contactCreate, vals...)
 	}
@@ -430,19 +437,28 @@ WITH current AS (
     FOR SHARE
 ), swapped AS (
     UPDATE contacts c SET tags = $4, updated_at = $5
-    WHERE c.account_id = $1 AND c.contact_id = $6 AND c.tags = $7::text[]
+    WHERE c.account_id = $1 AND c.contact_id = $6
+      AND CASE WHEN $7::bigint < 0 THEN c.tags = $8::text[] ELSE c.xmin::text::bigint = $7 END
       AND EXISTS (SELECT 1 FROM current) AND EXISTS (SELECT 1 FROM segments_current)
     RETURNING c.account_id, c.contact_id
+), entered AS (
+    INSERT INTO segment_members (account_id, segment_id, contact_id, added_at)
+    SELECT s.account_id, e.segment_id, s.contact_id, $5
+    FROM swapped s, unnest($9::uuid[]) AS e(segment_id)
+    ON CONFLICT DO NOTHING
+), gone AS (
+    DELETE FROM segment_members m USING swapped s
+    WHERE m.account_id = s.account_id AND m.contact_id = s.contact_id AND m.segment_id = ANY($10::uuid[])
 ), events AS (
     INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
-    SELECT s.account_id, unnest($8::uuid[]), unnest($9::text[]), s.contact_id,
-           unnest($10::text[])::json, $5, nullif(unnest($11::text[]), '')
+    SELECT s.account_id, unnest($11::uuid[]), unnest($12::text[]), s.contact_id,
+           unnest($13::text[])::json, $5, nullif(unnest($14::text[]), '')
     FROM swapped s
     RETURNING account_id, event_id, occurred_at
 ), delivery AS (
     INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
     SELECT e.account_id, uuid_v7(e.occurred_at), d.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
-    FROM (SELECT unnest($12::uuid[]) AS event_id, unnest($13::uuid[]) AS subscription_id) d
+    FROM (SELECT unnest($15::uuid[]) AS event_id, unnest($16::uuid[]) AS subscription_id) d
     JOIN events e ON e.event_id = d.event_id
 )
 SELECT coalesce((SELECT contact_id FROM swapped), '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS contact_id,
@@ -463,7 +479,10 @@ type TagsSwapParams struct {
 	Tags                    []string
 	UpdatedAt               time.Time
 	ContactID               uuid.UUID
+	RowVersion              int64
 	Previous                []string
+	SegmentsEntered         []uuid.UUID
+	SegmentsLeft            []uuid.UUID
 	EventIds                []uuid.UUID
 	EventTypes              []string
 	EventPayloads           []string
@@ -483,7 +502,10 @@ type TagsSwapRow struct {
 // with it and the deliveries the fan-out planned for them, only while the account's
 // subscriptions are at the plan's @subscriptions_version (current false otherwise: nothing
 // written), and its segments at @segments_version (as ContactCreate checks it; -1: the
-// caller's transaction keeps them): a tag change needs no transaction and no lock, and goes to PostgreSQL with the
+// caller's transaction keeps them). In an account with dynamic segments the compare is of the
+// whole row (@row_version, TagsGetForSegments' xmin: the segments were evaluated on all of
+// it), and the contact enters @segments_entered and leaves @segments_left, whose events are
+// among the change's: a tag change needs no transaction and no lock, and goes to PostgreSQL with the
 // other swaps in flight.
 func (q *Queries) TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapBatchResults {
 	batch := &pgx.Batch{}
@@ -495,7 +517,10 @@ func (q *Queries) TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapB
 			a.Tags,
 			a.UpdatedAt,
 			a.ContactID,
+			a.RowVersion,
 			a.Previous,
+			a.SegmentsEntered,
+			a.SegmentsLeft,
 			a.EventIds,
 			a.EventTypes,
 			a.EventPayloads,

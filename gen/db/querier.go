@@ -56,9 +56,10 @@ type Querier interface {
 	// @subscriptions_version, and its custom fields were validated against the definitions at
 	// @fields_version: otherwise nothing is written and current is false (plan again, or, when
 	// fields_current is false too, validate against the definitions now). Only, too, while the
-	// account's segments are at @segments_version (segment.Service.Quiet; -1: the caller's
+	// account's segments are at @segments_version (segment.Service.Entered; -1: the caller's
 	// transaction keeps them), read with a lock held to the commit, so that a change of a segment
-	// waits for the create: segments_current false otherwise. It
+	// waits for the create: segments_current false otherwise; the contact is then a member of
+	// @segment_ids, whose ContactEnteredSegment events are among its events. It
 	// is due for enrichment (@enrich_due_at) only while its email status is Pending: an address
 	// is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one
 	// email resolve to exactly one winner without aborting the losers' transactions: a loser's
@@ -426,6 +427,9 @@ type Querier interface {
 	SegmentBackfillProgress(ctx context.Context, arg SegmentBackfillProgressParams) error
 	SegmentDelete(ctx context.Context, arg SegmentDeleteParams) (int64, error)
 	SegmentGet(ctx context.Context, arg SegmentGetParams) (Segment, error)
+	// A segment a member is added to or removed from by hand, held against its delete until the
+	// change commits.
+	SegmentGetForMember(ctx context.Context, arg SegmentGetForMemberParams) (Segment, error)
 	// Nothing when the account has a segment of that name (in any case).
 	SegmentInsert(ctx context.Context, arg SegmentInsertParams) ([]Segment, error)
 	SegmentList(ctx context.Context, accountID uuid.UUID) ([]Segment, error)
@@ -435,6 +439,11 @@ type Querier interface {
 	SegmentMemberContact(ctx context.Context, arg SegmentMemberContactParams) (SegmentMemberContactRow, error)
 	SegmentMemberRemove(ctx context.Context, arg SegmentMemberRemoveParams) (int64, error)
 	SegmentMembersCount(ctx context.Context, arg SegmentMembersCountParams) (int64, error)
+	// A deleted segment's members (they do not reference it: migration 00050), in its delete's
+	// transaction once no write can add one: after the segments version's bump, which waited
+	// for the writes that held the old version, and after the segment's row went, which waited
+	// for a backfill page and a change by hand that held it.
+	SegmentMembersDelete(ctx context.Context, arg SegmentMembersDeleteParams) error
 	SegmentMembersPage(ctx context.Context, arg SegmentMembersPageParams) ([]SegmentMembersPageRow, error)
 	// Membership changes of a write (or a backfill page): the pairs that leave, then those that
 	// enter.
@@ -523,13 +532,20 @@ type Querier interface {
 	// Which of @digests the account suppresses.
 	SuppressionsMatching(ctx context.Context, arg SuppressionsMatchingParams) ([][]byte, error)
 	TagsGet(ctx context.Context, arg TagsGetParams) (TagsGetRow, error)
+	// A tag change's read in an account with dynamic segments: the whole contact (its filters read
+	// any of it), the version of its row (xmin: any write to the contact changes it), and the
+	// segments it is in.
+	TagsGetForSegments(ctx context.Context, arg TagsGetForSegmentsParams) (TagsGetForSegmentsRow, error)
 	TagsSet(ctx context.Context, arg TagsSetParams) error
 	// Compare-and-swap: sets the tags only if they are still the ones the change was computed
 	// from (contact_id uuid.Nil otherwise), and records the change's events (TagsAdded, TagsRemoved)
 	// with it and the deliveries the fan-out planned for them, only while the account's
 	// subscriptions are at the plan's @subscriptions_version (current false otherwise: nothing
 	// written), and its segments at @segments_version (as ContactCreate checks it; -1: the
-	// caller's transaction keeps them): a tag change needs no transaction and no lock, and goes to PostgreSQL with the
+	// caller's transaction keeps them). In an account with dynamic segments the compare is of the
+	// whole row (@row_version, TagsGetForSegments' xmin: the segments were evaluated on all of
+	// it), and the contact enters @segments_entered and leaves @segments_left, whose events are
+	// among the change's: a tag change needs no transaction and no lock, and goes to PostgreSQL with the
 	// other swaps in flight.
 	TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapBatchResults
 	// The contact that holds a unique field's value (its unique form).

@@ -275,6 +275,37 @@ func (q *Queries) SegmentGet(ctx context.Context, arg SegmentGetParams) (Segment
 	return i, err
 }
 
+const segmentGetForMember = `-- name: SegmentGetForMember :one
+SELECT account_id, segment_id, name, kind, filter, created_at, updated_at, status, generation, backfill_after, backfill_evaluated, backfill_lease FROM segments WHERE account_id = $1 AND segment_id = $2 FOR KEY SHARE
+`
+
+type SegmentGetForMemberParams struct {
+	AccountID uuid.UUID
+	SegmentID uuid.UUID
+}
+
+// A segment a member is added to or removed from by hand, held against its delete until the
+// change commits.
+func (q *Queries) SegmentGetForMember(ctx context.Context, arg SegmentGetForMemberParams) (Segment, error) {
+	row := q.db.QueryRow(ctx, segmentGetForMember, arg.AccountID, arg.SegmentID)
+	var i Segment
+	err := row.Scan(
+		&i.AccountID,
+		&i.SegmentID,
+		&i.Name,
+		&i.Kind,
+		&i.Filter,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.Status,
+		&i.Generation,
+		&i.BackfillAfter,
+		&i.BackfillEvaluated,
+		&i.BackfillLease,
+	)
+	return i, err
+}
+
 const segmentInsert = `-- name: SegmentInsert :many
 INSERT INTO segments (account_id, segment_id, name, kind, filter, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $6)
@@ -450,6 +481,24 @@ func (q *Queries) SegmentMembersCount(ctx context.Context, arg SegmentMembersCou
 	var count int64
 	err := row.Scan(&count)
 	return count, err
+}
+
+const segmentMembersDelete = `-- name: SegmentMembersDelete :exec
+DELETE FROM segment_members WHERE account_id = $1 AND segment_id = $2
+`
+
+type SegmentMembersDeleteParams struct {
+	AccountID uuid.UUID
+	SegmentID uuid.UUID
+}
+
+// A deleted segment's members (they do not reference it: migration 00050), in its delete's
+// transaction once no write can add one: after the segments version's bump, which waited
+// for the writes that held the old version, and after the segment's row went, which waited
+// for a backfill page and a change by hand that held it.
+func (q *Queries) SegmentMembersDelete(ctx context.Context, arg SegmentMembersDeleteParams) error {
+	_, err := q.db.Exec(ctx, segmentMembersDelete, arg.AccountID, arg.SegmentID)
+	return err
 }
 
 const segmentMembersPage = `-- name: SegmentMembersPage :many

@@ -34,6 +34,76 @@ func (q *Queries) TagsGet(ctx context.Context, arg TagsGetParams) (TagsGetRow, e
 	return i, err
 }
 
+const tagsGetForSegments = `-- name: TagsGetForSegments :one
+SELECT r.account_id, r.contact_id, r.email, r.email_key, r.name, r.phone, r.email_status, r.record_status, r.tags, r.lead_score, r.assigned_user_email_id, r.crm_name, r.crm_url, r.crm_source, r.crm_stage, r.crm_created_date, r.consent_token, r.num_form_submissions, r.last_form_submission_at, r.num_email_sends, r.last_email_send_at, r.num_email_opens, r.last_email_open_at, r.num_email_clicks, r.last_email_click_at, r.num_dashboard_views, r.last_dashboard_view_at, r.num_dashboard_clicks, r.last_dashboard_click_at, r.num_postcard_scans, r.last_postcard_scan_at, r.created_at, r.updated_at, r.enrich_due_at, r.enrich_attempts, r.active_properties, r.num_ai_handoffs, r.last_ai_handoff_at, r.custom_fields,
+       (SELECT c.xmin::text::bigint FROM contacts c WHERE c.account_id = r.account_id AND c.contact_id = r.contact_id) AS row_version,
+       ARRAY(SELECT m.segment_id FROM segment_members m WHERE m.account_id = r.account_id AND m.contact_id = r.contact_id)::uuid[] AS segment_ids
+FROM contact_rows r WHERE r.account_id = $1 AND r.contact_id = $2
+`
+
+type TagsGetForSegmentsParams struct {
+	AccountID uuid.UUID
+	ContactID uuid.UUID
+}
+
+type TagsGetForSegmentsRow struct {
+	ContactRow ContactRow
+	RowVersion int64
+	SegmentIds []uuid.UUID
+}
+
+// A tag change's read in an account with dynamic segments: the whole contact (its filters read
+// any of it), the version of its row (xmin: any write to the contact changes it), and the
+// segments it is in.
+func (q *Queries) TagsGetForSegments(ctx context.Context, arg TagsGetForSegmentsParams) (TagsGetForSegmentsRow, error) {
+	row := q.db.QueryRow(ctx, tagsGetForSegments, arg.AccountID, arg.ContactID)
+	var i TagsGetForSegmentsRow
+	err := row.Scan(
+		&i.ContactRow.AccountID,
+		&i.ContactRow.ContactID,
+		&i.ContactRow.Email,
+		&i.ContactRow.EmailKey,
+		&i.ContactRow.Name,
+		&i.ContactRow.Phone,
+		&i.ContactRow.EmailStatus,
+		&i.ContactRow.RecordStatus,
+		&i.ContactRow.Tags,
+		&i.ContactRow.LeadScore,
+		&i.ContactRow.AssignedUserEmailID,
+		&i.ContactRow.CrmName,
+		&i.ContactRow.CrmUrl,
+		&i.ContactRow.CrmSource,
+		&i.ContactRow.CrmStage,
+		&i.ContactRow.CrmCreatedDate,
+		&i.ContactRow.ConsentToken,
+		&i.ContactRow.NumFormSubmissions,
+		&i.ContactRow.LastFormSubmissionAt,
+		&i.ContactRow.NumEmailSends,
+		&i.ContactRow.LastEmailSendAt,
+		&i.ContactRow.NumEmailOpens,
+		&i.ContactRow.LastEmailOpenAt,
+		&i.ContactRow.NumEmailClicks,
+		&i.ContactRow.LastEmailClickAt,
+		&i.ContactRow.NumDashboardViews,
+		&i.ContactRow.LastDashboardViewAt,
+		&i.ContactRow.NumDashboardClicks,
+		&i.ContactRow.LastDashboardClickAt,
+		&i.ContactRow.NumPostcardScans,
+		&i.ContactRow.LastPostcardScanAt,
+		&i.ContactRow.CreatedAt,
+		&i.ContactRow.UpdatedAt,
+		&i.ContactRow.EnrichDueAt,
+		&i.ContactRow.EnrichAttempts,
+		&i.ContactRow.ActiveProperties,
+		&i.ContactRow.NumAiHandoffs,
+		&i.ContactRow.LastAiHandoffAt,
+		&i.ContactRow.CustomFields,
+		&i.RowVersion,
+		&i.SegmentIds,
+	)
+	return i, err
+}
+
 const tagsSet = `-- name: TagsSet :exec
 UPDATE contacts SET tags = $3, updated_at = $4
 WHERE account_id = $1 AND contact_id = $2

@@ -66,8 +66,13 @@ func (s *Service) create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 	if err != nil {
 		return Contact{}, nil, err
 	}
+	version, segments, entered, err := s.entered(ctx, accountID, c)
+	if err != nil {
+		return Contact{}, nil, err
+	}
+	events = append(events, entered...)
 	p := createParams(accountID, c, in, events)
-	p.FieldsVersion = defs.Version
+	p.FieldsVersion, p.SegmentsVersion, p.SegmentIds = defs.Version, version, segments
 	entries, err := s.suppressed.Entries(ctx, accountID, p.EmailKey, p.Phone)
 	if err != nil {
 		return Contact{}, nil, err
@@ -77,7 +82,7 @@ func (s *Service) create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 		return Contact{}, nil, err
 	}
 	p.SuppressionDigests = suppression.Digests(append(entries, more...))
-	if err := s.insert(ctx, p, events, fields, c); err != nil {
+	if err := s.insert(ctx, p, events, fields); err != nil {
 		return Contact{}, nil, err
 	}
 	return c, warnings, nil
@@ -140,18 +145,12 @@ func (s *Service) newContact(ctx context.Context, in CreateInput, now time.Time,
 // planned deliveries in one statement, in a group of creates. A contact it did not insert had
 // an email the account has (DuplicateContact), or an erased person's email or phone
 // (ContactSuppressed).
-func (s *Service) insert(ctx context.Context, p db.ContactCreateParams, events []webhook.Prepared, fields field.Write, c Contact) error {
+func (s *Service) insert(ctx context.Context, p db.ContactCreateParams, events []webhook.Prepared, fields field.Write) error {
 	var inserted returned[db.ContactCreateRow]
-	version, quiet, err := s.segmentsQuiet(ctx, p.AccountID)
-	if err != nil {
-		return err
-	}
-	p.SegmentsVersion = version
 	plan, err := s.events.WithPlan(ctx, nil, p.AccountID, webhook.Of(events), func(plan webhook.Plan) (current bool, err error) {
 		p.SubscriptionsVersion, p.DeliveryEventIds, p.DeliverySubscriptionIds = plan.Version, plan.EventIDs, plan.SubscriptionIDs
-		if len(fields.Claims) > 0 || !quiet {
-			p.SegmentsVersion = -1
-			inserted, err = s.insertInTx(ctx, p, fields, c)
+		if len(fields.Claims) > 0 {
+			inserted, err = s.insertClaiming(ctx, p, fields)
 		} else {
 			inserted, err = s.creates.Do(ctx, p)
 		}
@@ -190,12 +189,11 @@ func (s *Service) insert(ctx context.Context, p db.ContactCreateParams, events [
 	return duplicate(existing)
 }
 
-// insertInTx is ContactCreate for a contact with values of unique fields, or of an account
-// with dynamic segments: alone, in a transaction that claims the values once the contact is
-// inserted, and rolls back when another contact holds one (ErrFieldValueTaken), and keeps the
-// contact's segments. Two creates racing for a value: the second's claim waits for the
-// first's transaction, and then finds the value taken.
-func (s *Service) insertInTx(ctx context.Context, p db.ContactCreateParams, fields field.Write, c Contact) (returned[db.ContactCreateRow], error) {
+// insertClaiming is ContactCreate for a contact with values of unique fields: alone, in a
+// transaction that claims them once the contact is inserted, and rolls back when another
+// contact holds one (ErrFieldValueTaken). Two creates racing for a value: the second's claim
+// waits for the first's transaction, and then finds the value taken.
+func (s *Service) insertClaiming(ctx context.Context, p db.ContactCreateParams, fields field.Write) (returned[db.ContactCreateRow], error) {
 	var inserted returned[db.ContactCreateRow]
 	err := s.store.InTx(ctx, func(tx store.Tx) error {
 		rows, err := createContacts(ctx, tx.Queries, []db.ContactCreateParams{p})
@@ -206,14 +204,7 @@ func (s *Service) insertInTx(ctx context.Context, p db.ContactCreateParams, fiel
 		if inserted.row.ContactID == uuid.Nil {
 			return nil
 		}
-		if err := claimValues(ctx, tx.Queries, p.AccountID, p.ContactID, fields); err != nil {
-			return err
-		}
-		m, err := c.member()
-		if err != nil {
-			return err
-		}
-		return s.keepMembers(ctx, tx, p.AccountID, m)
+		return claimValues(ctx, tx.Queries, p.AccountID, p.ContactID, fields)
 	})
 	return inserted, err
 }

@@ -131,6 +131,19 @@ func (s *Service) keepMembers(ctx context.Context, tx store.Tx, account uuid.UUI
 	return s.segments.Keep(ctx, tx, h, ms)
 }
 
+// entered is what the new contact c enters (segment.Service.Entered; without segments: -1,
+// nothing).
+func (s *Service) entered(ctx context.Context, account uuid.UUID, c Contact) (int64, []uuid.UUID, []webhook.Prepared, error) {
+	if s.segments == nil {
+		return -1, []uuid.UUID{}, nil, nil
+	}
+	m, err := c.member()
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	return s.segments.Entered(ctx, account, m, c.CreatedAt)
+}
+
 // keepContact keeps the segments of c, as a write in tx left it.
 func (s *Service) keepContact(ctx context.Context, tx store.Tx, account uuid.UUID, c Contact) error {
 	m, err := c.member()

@@ -135,13 +135,25 @@ func (s *Service) changeTags(ctx context.Context, accountID uuid.UUID, rawID str
 
 // swapTags is a tag change: read, then compare-and-swap with its events and their deliveries
 // (sent with the other swaps in flight), again if another change came in between. Two
-// statements, no transaction of its own, no lock held between them.
+// statements, no transaction of its own, no lock held between them. In an account with
+// dynamic segments, the read is the whole contact and its segments, and the swap records the
+// change of its membership too (segment.Service.Changed).
 func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []string,
 	op func(existing, tags []string) tagChange) ([]string, error) {
 	for {
-		var row db.TagsGetRow
-		err := s.store.Do(ctx, func(q *db.Queries) (err error) {
-			row, err = q.TagsGet(ctx, db.TagsGetParams{AccountID: accountID, ContactID: id})
+		version, quiet, err := s.segmentsQuiet(ctx, accountID)
+		if err != nil {
+			return nil, err
+		}
+		var row db.TagsGetForSegmentsRow
+		err = s.store.Do(ctx, func(q *db.Queries) (err error) {
+			if quiet {
+				var r db.TagsGetRow
+				r, err = q.TagsGet(ctx, db.TagsGetParams{AccountID: accountID, ContactID: id})
+				row.ContactRow.Tags, row.ContactRow.Email, row.ContactRow.AssignedUserEmailID, row.RowVersion = r.Tags, r.Email, r.AssignedUserEmailID, -1
+				return err
+			}
+			row, err = q.TagsGetForSegments(ctx, db.TagsGetForSegmentsParams{AccountID: accountID, ContactID: id})
 			return err
 		})
 		if errors.Is(err, apperr.ErrNoRows) {
@@ -149,35 +161,49 @@ func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []
 		} else if err != nil {
 			return nil, err
 		}
-		c, err := applyTagOp(op, row.Tags, tags)
-		if err != nil || !c.changes(row.Tags) {
+		existing := row.ContactRow.Tags
+		c, err := applyTagOp(op, existing, tags)
+		if err != nil || !c.changes(existing) {
 			return c.tags, err
 		}
 		now := s.now()
-		p := db.TagsSwapParams{AccountID: accountID, ContactID: id, Tags: c.tags, Previous: row.Tags, UpdatedAt: now}
+		p := db.TagsSwapParams{AccountID: accountID, ContactID: id, Tags: c.tags, Previous: existing, UpdatedAt: now,
+			SegmentsVersion: version, RowVersion: row.RowVersion, SegmentsEntered: []uuid.UUID{}, SegmentsLeft: []uuid.UUID{}}
+		info := contactInfo(id, row.ContactRow.Email, row.ContactRow.AssignedUserEmailID)
 		var events []webhook.Prepared
-		for _, ev := range tagEvents(id, contactInfo(id, row.Email, row.AssignedUserEmailID), c, now) {
+		for _, ev := range tagEvents(id, info, c, now) {
 			prepared, err := webhook.Prepare(ctx, ev)
 			if err != nil {
 				return nil, err
 			}
 			events = append(events, prepared)
+		}
+		if !quiet {
+			after := row.ContactRow
+			after.Tags, after.UpdatedAt = c.tags, now
+			contact, err := s.fromRow(after)
+			if err != nil {
+				return nil, err
+			}
+			m, err := contact.member()
+			if err != nil {
+				return nil, err
+			}
+			change, err := s.segments.Changed(ctx, accountID, m, row.SegmentIds, now)
+			if err != nil {
+				return nil, err
+			}
+			p.SegmentsVersion, p.SegmentsEntered, p.SegmentsLeft = change.Version, change.Entered, change.Left
+			events = append(events, change.Events...)
+		}
+		for _, prepared := range events {
 			p.EventIds, p.EventTypes = append(p.EventIds, prepared.ID), append(p.EventTypes, string(prepared.Type))
 			p.EventPayloads, p.EventTraces = append(p.EventPayloads, string(prepared.Payload)), append(p.EventTraces, prepared.Trace)
 		}
-		version, quiet, err := s.segmentsQuiet(ctx, accountID)
-		if err != nil {
-			return nil, err
-		}
-		p.SegmentsVersion = version
 		var swapped returned[db.TagsSwapRow]
 		plan, err := s.events.WithPlan(ctx, nil, accountID, webhook.Of(events), func(plan webhook.Plan) (current bool, err error) {
 			p.SubscriptionsVersion, p.DeliveryEventIds, p.DeliverySubscriptionIds = plan.Version, plan.EventIDs, plan.SubscriptionIDs
-			if quiet {
-				swapped, err = s.tagSwaps.Do(ctx, p)
-			} else {
-				swapped, err = s.swapInTx(ctx, p)
-			}
+			swapped, err = s.tagSwaps.Do(ctx, p)
 			if err == nil && !swapped.row.SegmentsCurrent {
 				return false, s.segmentsChanged(accountID)
 			}
@@ -193,24 +219,6 @@ func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []
 			return c.tags, nil
 		}
 	}
-}
-
-// swapInTx is TagsSwap in a transaction of its own that keeps the contact's segments: the
-// account has dynamic segments.
-func (s *Service) swapInTx(ctx context.Context, p db.TagsSwapParams) (returned[db.TagsSwapRow], error) {
-	p.SegmentsVersion = -1
-	var swapped returned[db.TagsSwapRow]
-	err := s.store.InTx(ctx, func(tx store.Tx) error {
-		rows, err := swapTagsOf(ctx, tx.Queries, []db.TagsSwapParams{p})
-		if err != nil {
-			return err
-		}
-		if swapped = rows[0]; swapped.row.ContactID == uuid.Nil {
-			return nil
-		}
-		return s.keepSegments(ctx, tx, p.AccountID, p.ContactID)
-	})
-	return swapped, err
 }
 
 // tagEvents is what a tag change emits: TagsAdded for the tags that are new, TagsRemoved for

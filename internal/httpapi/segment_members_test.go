@@ -82,6 +82,13 @@ func TestSegmentMembershipOnEveryWrite(t *testing.T) {
 	saveSegment(t, a, key, "Valid", "dynamic", cond("emailStatus", "eq", "Valid"))
 	snap := saveSegment(t, a, key, "Snap", "snapshot", cond("email", "exists", nil))
 	a.Backfill(t)
+	// the new types are subscribed to and filtered like any: Illinois' entries only
+	var sub api.WebhookSubscription
+	r := a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": "https://hooks.example.com/segments", "eventType": "ContactEnteredSegment",
+		"filter": map[string]any{"data.contactEnteredSegmentInfo.segmentId": il}})
+	if r.JSON(t, &sub); r.Status != 200 {
+		t.Fatalf("subscribe: %d %s", r.Status, r.Body)
+	}
 	seen := 0
 	expect := func(step string, want ...string) {
 		t.Helper()
@@ -178,8 +185,12 @@ func TestSegmentMembershipOnEveryWrite(t *testing.T) {
 	again := saveSegment(t, a, key, "IL again", "dynamic", cond("address.state", "eq", "IL"))
 	a.Backfill(t)
 	expect("backfill")
+	// Illinois' entries: ann (created, then her new property), bob, and d, e and f
+	if n := a.Count(t, "SELECT count(*) FROM webhook_deliveries WHERE subscription_id = $1::uuid", sub.SubscriptionId); n != 6 {
+		t.Errorf("%d deliveries to the subscriber of Illinois' entries, want 6", n)
+	}
 	var sg api.Segment
-	r := a.Do("GET", "/public/v1/segments/"+again, key, nil)
+	r = a.Do("GET", "/public/v1/segments/"+again, key, nil)
 	if r.JSON(t, &sg); sg.Status != api.Ready || sg.Evaluated != 3 {
 		t.Errorf("after the backfill: %s", r.Body)
 	}

@@ -288,6 +288,9 @@ func TestContactSegments(t *testing.T) {
 		t.Fatalf("delete: %d %s", r.Status, r.Body)
 	}
 	check("Gold deleted through the other process", a, everyone)
+	if n := a.Count(t, "SELECT count(*) FROM segment_members WHERE segment_id = $1::uuid", gold); n != 0 {
+		t.Errorf("%d members of the deleted segment left", n)
+	}
 	var plain api.Contact
 	r = a.Do("GET", "/public/v1/contact?contactId="+c.ContactId, key, nil)
 	if r.JSON(t, &plain); r.Status != 200 || plain.Segments != nil {

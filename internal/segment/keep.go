@@ -20,9 +20,12 @@ import (
 // and records a ContactEnteredSegment or ContactLeftSegment event for each change of a ready
 // segment, in the same transaction. A write that deletes contacts hands them to Leave first.
 //
-// A write of an account without dynamic segments does none of this: it checks, in the
-// statement that makes it, that the account still has the segments version it was planned
-// at (Quiet), with the same locking read.
+// Two writes need no transaction of their own, and stay one statement in their group commit:
+// a create, whose new contact is a member of nothing yet, records what it enters (Entered) in
+// the statement that inserts it; a tag change reads the whole contact and the segments it is
+// in, and its compare-and-swap of the row records the change (Changed). Each checks, in its
+// statement, that the account still has the segments version it was evaluated at, with the
+// same locking read.
 
 // Member is a contact as a write left it.
 type Member struct {
@@ -68,6 +71,56 @@ func (s *Service) Quiet(ctx context.Context, account uuid.UUID) (version int64, 
 		}
 	}
 	return d.version, len(d.segments) == 0, nil
+}
+
+// Entered is what a new contact enters, for a create that records it in its own statement:
+// the account's dynamic segments whose filter m meets, and the ContactEnteredSegment events of
+// the ready ones, at the segments version this process last read (which the statement checks,
+// as it checks Quiet's).
+func (s *Service) Entered(ctx context.Context, account uuid.UUID, m Member, at time.Time) (version int64, ids []uuid.UUID, events []webhook.Prepared, err error) {
+	c, err := s.Changed(ctx, account, m, nil, at)
+	return c.Version, c.Entered, c.Events, err
+}
+
+// Membership is a contact's change of membership, as a write that records it in its own
+// statement makes it.
+type Membership struct {
+	// Version is the segments version it was evaluated at: the statement checks it.
+	Version       int64
+	Entered, Left []uuid.UUID
+	Events        []webhook.Prepared
+}
+
+// Changed is the change of membership of the contact m, as a write would leave it, from the
+// dynamic segments it is in now (stored), at the segments version this process last read.
+func (s *Service) Changed(ctx context.Context, account uuid.UUID, m Member, stored []uuid.UUID, at time.Time) (Membership, error) {
+	s.mu.Lock()
+	d, ok := s.dynamic[account]
+	s.mu.Unlock()
+	if !ok {
+		var err error
+		if d, err = s.dynamicAt(ctx, nil, account, -1); err != nil {
+			return Membership{}, err
+		}
+	}
+	out := Membership{Version: d.version, Entered: []uuid.UUID{}, Left: []uuid.UUID{}}
+	var c change
+	for _, sg := range d.segments {
+		was, is := slices.Contains(stored, sg.ID), sg.Filter.Matches(m.Subject)
+		if was == is {
+			continue
+		}
+		if is {
+			out.Entered = append(out.Entered, sg.ID)
+		} else {
+			out.Left = append(out.Left, sg.ID)
+		}
+		if err := c.add(ctx, sg.ID, sg.Name, sg.Ready, m.ID, m.Info, is, at); err != nil {
+			return Membership{}, err
+		}
+	}
+	out.Events = c.events
+	return out, nil
 }
 
 // Forget drops what this process knows of the account's segments: a statement found them

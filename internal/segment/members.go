@@ -75,8 +75,8 @@ func (s *Service) Members(ctx context.Context, account, id, after uuid.UUID, lim
 // changes its membership and the segment is ready.
 func (s *Service) SetMember(ctx context.Context, account, id, contact uuid.UUID, member bool) error {
 	return s.store.InTx(ctx, func(tx store.Tx) error {
-		row, err := tx.SegmentGet(ctx, db.SegmentGetParams{AccountID: account, SegmentID: id})
-		sg, err := found(row, store.Translate(err))
+		row, err := tx.SegmentGetForMember(ctx, db.SegmentGetForMemberParams{AccountID: account, SegmentID: id})
+		sg, err := found(db.Segment(row), store.Translate(err))
 		if err != nil {
 			return err
 		}

@@ -246,7 +246,10 @@ func (s *Service) Delete(ctx context.Context, account, id uuid.UUID) error {
 		if n, err = tx.SegmentDelete(ctx, db.SegmentDeleteParams{AccountID: account, SegmentID: id}); err != nil || n == 0 {
 			return err
 		}
-		return tx.SegmentsVersionBump(ctx, account)
+		if err := tx.SegmentsVersionBump(ctx, account); err != nil {
+			return err
+		}
+		return tx.SegmentMembersDelete(ctx, db.SegmentMembersDeleteParams{AccountID: account, SegmentID: id})
 	})
 	if err == nil && n == 0 {
 		return ErrNotFound

@@ -7,9 +7,10 @@
 -- @subscriptions_version, and its custom fields were validated against the definitions at
 -- @fields_version: otherwise nothing is written and current is false (plan again, or, when
 -- fields_current is false too, validate against the definitions now). Only, too, while the
--- account's segments are at @segments_version (segment.Service.Quiet; -1: the caller's
+-- account's segments are at @segments_version (segment.Service.Entered; -1: the caller's
 -- transaction keeps them), read with a lock held to the commit, so that a change of a segment
--- waits for the create: segments_current false otherwise. It
+-- waits for the create: segments_current false otherwise; the contact is then a member of
+-- @segment_ids, whose ContactEnteredSegment events are among its events. It
 -- is due for enrichment (@enrich_due_at) only while its email status is Pending: an address
 -- is parsed by the running parser already. ON CONFLICT DO NOTHING lets racing creates of one
 -- email resolve to exactly one winner without aborting the losers' transactions: a loser's
@@ -68,6 +69,10 @@ WITH current AS (
     SELECT e.account_id, uuid_v7(e.occurred_at), d.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
     FROM (SELECT unnest(@delivery_event_ids::uuid[]) AS event_id, unnest(@delivery_subscription_ids::uuid[]) AS subscription_id) d
     JOIN event e ON e.event_id = d.event_id
+), member AS (
+    INSERT INTO segment_members (account_id, segment_id, contact_id, added_at)
+    SELECT c.account_id, s.segment_id, c.contact_id, c.created_at
+    FROM c, unnest(@segment_ids::uuid[]) AS s(segment_id)
 )
 SELECT coalesce((SELECT contact_id FROM c), '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS contact_id,
        EXISTS (SELECT 1 FROM current) AS current,

@@ -39,6 +39,18 @@ RETURNING *;
 -- name: SegmentDelete :execrows
 DELETE FROM segments WHERE account_id = $1 AND segment_id = $2;
 
+-- name: SegmentMembersDelete :exec
+-- A deleted segment's members (they do not reference it: migration 00050), in its delete's
+-- transaction once no write can add one: after the segments version's bump, which waited
+-- for the writes that held the old version, and after the segment's row went, which waited
+-- for a backfill page and a change by hand that held it.
+DELETE FROM segment_members WHERE account_id = $1 AND segment_id = $2;
+
+-- name: SegmentGetForMember :one
+-- A segment a member is added to or removed from by hand, held against its delete until the
+-- change commits.
+SELECT * FROM segments WHERE account_id = $1 AND segment_id = $2 FOR KEY SHARE;
+
 -- name: SegmentsVersionBump :exec
 -- In the transaction of every change of a segment (SegmentsDynamic's version).
 UPDATE accounts SET segments_version = segments_version + 1 WHERE account_id = $1;
