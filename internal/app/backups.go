@@ -15,7 +15,7 @@ import (
 	"github.com/contactd/contactd/internal/platform/backup"
 	"github.com/contactd/contactd/internal/platform/pgembed"
 	"github.com/contactd/contactd/internal/platform/queue"
-	"github.com/contactd/contactd/internal/secret"
+	"github.com/contactd/contactd/internal/platform/token"
 )
 
 var errNoBackupDir = errors.New("CONTACTD_BACKUP_DIR (--backup-dir) is not set: backups are of the embedded PostgreSQL, archived into that pgBackRest repository")
@@ -135,7 +135,7 @@ func openBackups(cfg config.Config) (backup.Repo, error) {
 		case err == nil:
 			pass = strings.TrimSpace(string(b))
 		case errors.Is(err, fs.ErrNotExist):
-			pass = secret.Base62(43)
+			pass = token.Base62(43)
 			if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 				return backup.Repo{}, err
 			}

@@ -19,8 +19,8 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/platform/store"
+	"github.com/contactd/contactd/internal/platform/token"
 	"github.com/contactd/contactd/internal/ratelimit"
-	"github.com/contactd/contactd/internal/secret"
 )
 
 const (
@@ -172,7 +172,7 @@ func (s *Service) CreateKeyWith(ctx context.Context, accountID uuid.UUID, opt Ke
 	if opt.Test {
 		prefix = testPrefix
 	}
-	key := prefix + secret.Base62(32)
+	key := prefix + token.Base62(32)
 	err := s.store.InTx(ctx, func(tx store.Tx) error {
 		owner := accountID
 		if opt.Test {

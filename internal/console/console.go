@@ -36,7 +36,7 @@ import (
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/platform/queue"
 	"github.com/contactd/contactd/internal/platform/store"
-	"github.com/contactd/contactd/internal/secret"
+	"github.com/contactd/contactd/internal/platform/token"
 	"github.com/contactd/contactd/internal/segment"
 	"github.com/contactd/contactd/internal/webhook"
 )
@@ -294,17 +294,17 @@ func (c *Console) login(ec echo.Context) error {
 		return c.render(ec, http.StatusUnauthorized, "login", map[string]any{"Title": "Sign in",
 			"Error": "That key was not accepted: it is unknown, revoked or expired, or may not be used from here."})
 	}
-	token := secret.Base62(32)
-	h := sha256.Sum256([]byte(token))
+	session := token.Base62(32)
+	h := sha256.Sum256([]byte(session))
 	now := c.d.Now()
 	err = c.d.Store.Do(ctx, func(q *db.Queries) error {
 		return q.ConsoleSessionInsert(ctx, db.ConsoleSessionInsertParams{SessionHash: h[:], AccountID: p.AccountID,
-			KeyID: p.KeyID, CsrfToken: secret.Base62(24), CreatedAt: now, ExpiresAt: now.Add(SessionTTL)})
+			KeyID: p.KeyID, CsrfToken: token.Base62(24), CreatedAt: now, ExpiresAt: now.Add(SessionTTL)})
 	})
 	if err != nil {
 		return err
 	}
-	ec.SetCookie(c.sessionCookie(token, int(SessionTTL.Seconds())))
+	ec.SetCookie(c.sessionCookie(session, int(SessionTTL.Seconds())))
 	return ec.Redirect(http.StatusSeeOther, "/console/contacts")
 }
 

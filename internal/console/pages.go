@@ -19,7 +19,7 @@ import (
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/field"
-	"github.com/contactd/contactd/internal/ids"
+	"github.com/contactd/contactd/internal/platform/ids"
 	"github.com/contactd/contactd/internal/segment"
 	"github.com/contactd/contactd/internal/webhook"
 )

@@ -14,7 +14,7 @@ import (
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/platform/store"
-	"github.com/contactd/contactd/internal/secret"
+	"github.com/contactd/contactd/internal/platform/token"
 	"github.com/contactd/contactd/internal/suppression"
 	"github.com/contactd/contactd/internal/webhook"
 )
@@ -105,7 +105,7 @@ func (s *Service) newContact(ctx context.Context, in CreateInput, now time.Time,
 	c := Contact{
 		ID: uuid.Must(uuid.NewV7()), Email: in.Email, Name: in.Name, Phone: in.Phone,
 		EmailStatus: EmailPending, RecordStatus: "Marketing", Tags: tags, CRM: in.CRM,
-		AssignedUserEmailID: in.AssignedUserEmailID, ConsentToken: "cs_" + secret.Base62(16),
+		AssignedUserEmailID: in.AssignedUserEmailID, ConsentToken: "cs_" + token.Base62(16),
 		Properties: []Property{}, CreatedAt: now, UpdatedAt: now, CustomFields: fields.JSON(),
 	}
 	warnings := []string{}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
-	"github.com/contactd/contactd/internal/ids"
+	"github.com/contactd/contactd/internal/platform/ids"
 )
 
 // Match finds a contact by the value of a unique custom field.

@@ -10,7 +10,7 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/address"
 	"github.com/contactd/contactd/internal/apperr"
-	"github.com/contactd/contactd/internal/ids"
+	"github.com/contactd/contactd/internal/platform/ids"
 	"github.com/contactd/contactd/internal/platform/store"
 )
 

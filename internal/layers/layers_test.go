@@ -10,8 +10,8 @@ import (
 const module = "github.com/contactd/contactd/"
 
 // leaves are the packages that import nothing of ours but other leaves.
-var leaves = []string{"internal/apperr", "internal/config", "internal/address", "internal/apitime", "internal/ids",
-	"internal/secret", "internal/platform/seal", "internal/platform/tracing", "gen/"}
+var leaves = []string{"internal/apperr", "internal/config", "internal/address", "internal/apitime", "internal/platform/ids",
+	"internal/platform/token", "internal/platform/seal", "internal/platform/tracing", "gen/"}
 
 // rules: a package (or every package under a prefix ending in "/") may not import these,
 // but for the exceptions.
@@ -23,7 +23,7 @@ var rules = []struct {
 	{[]string{"internal/platform/store"}, []string{"internal/", "gen/api"}, []string{"internal/apperr"},
 		"the database boundary knows only the generated queries and apperr"},
 	{[]string{"internal/platform/"}, []string{"internal/", "gen/api"}, []string{"internal/platform/", "internal/apperr"},
-		"the platform (the database, queues, secrets at rest, the embedded PostgreSQL and its backups, metrics, tracing, turns) serves every package and knows none of the domain"},
+		"the platform (the database, queues, secrets at rest, random tokens, the API's ids, the embedded PostgreSQL and its backups, metrics, tracing, turns) serves every package and knows none of the domain"},
 	{[]string{"internal/httpapi"}, []string{"gen/db", "internal/platform/store"}, nil, "handlers reach the database only through the domain services"},
 	{[]string{"internal/contact", "internal/webhook", "internal/delivery", "internal/enrich", "internal/auth",
 		"internal/feed", "internal/idempotency", "internal/platform/queue", "internal/ratelimit", "internal/segment", "internal/field"},

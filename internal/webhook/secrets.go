@@ -13,10 +13,10 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
-	"github.com/contactd/contactd/internal/ids"
+	"github.com/contactd/contactd/internal/platform/ids"
 	"github.com/contactd/contactd/internal/platform/seal"
 	"github.com/contactd/contactd/internal/platform/store"
-	"github.com/contactd/contactd/internal/secret"
+	"github.com/contactd/contactd/internal/platform/token"
 )
 
 // RotationOverlap is how long a subscription's secret keeps signing deliveries after a
@@ -47,7 +47,7 @@ func clientPlace(account uuid.UUID) string { return "accounts.client_secret/" + 
 
 // newSubscriptionSecret returns a new whsec_ secret and its sealed form for the subscription.
 func (s *Secrets) newSubscriptionSecret(account, sub uuid.UUID) (plain, sealed string) {
-	plain = "whsec_" + secret.Base64(32)
+	plain = "whsec_" + token.Base64(32)
 	return plain, s.keys.Seal([]byte(plain), subscriptionPlace(account, sub))
 }
 
@@ -170,7 +170,7 @@ func (s *Secrets) openClient(ctx context.Context, accountID uuid.UUID, sealed *s
 
 // setClient stores a new client secret, or, onlyIfUnset, the one that won a race to be first.
 func (s *Secrets) setClient(ctx context.Context, accountID uuid.UUID, onlyIfUnset bool) (string, error) {
-	plain := secret.Base64(32)
+	plain := token.Base64(32)
 	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
 		_, err = q.AccountClientSecretSet(ctx, db.AccountClientSecretSetParams{AccountID: accountID,
 			ClientSecretSealed: ptr(s.keys.Seal([]byte(plain), clientPlace(accountID))), OnlyIfUnset: onlyIfUnset})

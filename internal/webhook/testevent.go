@@ -9,7 +9,7 @@ import (
 
 	"github.com/contactd/contactd/internal/apitime"
 	"github.com/contactd/contactd/internal/apperr"
-	"github.com/contactd/contactd/internal/ids"
+	"github.com/contactd/contactd/internal/platform/ids"
 	"github.com/contactd/contactd/internal/platform/store"
 )
 

@@ -1,5 +1,6 @@
-// Package secret makes unguessable tokens from crypto/rand.
-package secret
+// Package token makes unguessable tokens from crypto/rand: API keys, consent tokens, signing
+// secrets.
+package token
 
 import (
 	"crypto/rand"
