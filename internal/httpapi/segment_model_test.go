@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -350,7 +352,10 @@ func (m *segmentModel) backfillDuring(sg string, writes int) {
 func TestSegmentMembershipModel(t *testing.T) {
 	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
+	if env := os.Getenv("CONTACTD_MODEL_SEED"); env != "" { // to run a failure's seed again
+		seed, _ = strconv.ParseUint(env, 10, 64)
+	}
+	t.Logf("seed %d (CONTACTD_MODEL_SEED runs it again; writes beside a backfill interleave as they will)", seed)
 	a := testkit.NewAPI(t)
 	account, key := a.Account("model")
 	defineField(t, a, key, map[string]any{"key": "tier", "label": "Tier", "type": "enum", "options": []map[string]any{

@@ -107,6 +107,17 @@ func (s *Service) Changed(ctx context.Context, account uuid.UUID, m Member, stor
 	var c change
 	for _, sg := range d.segments {
 		was, is := slices.Contains(stored, sg.ID), sg.Filter.Matches(m.Subject)
+		if !sg.Ready {
+			// a backfill page may set this contact's row between the read of stored and the
+			// write, which holds no lock in between: the write sets the state it found, whatever
+			// stored said (a backfilling segment sends no events)
+			if is {
+				out.Entered = append(out.Entered, sg.ID)
+			} else {
+				out.Left = append(out.Left, sg.ID)
+			}
+			continue
+		}
 		if was == is {
 			continue
 		}
