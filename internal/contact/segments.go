@@ -119,13 +119,18 @@ func (s *Service) segmentsChanged(account uuid.UUID) error {
 	return errSegmentsChanged
 }
 
-// keepMembers keeps the segments of the contacts ms, as a write in tx left them.
-func (s *Service) keepMembers(ctx context.Context, tx store.Tx, account uuid.UUID, ms ...segment.Member) error {
-	if s.segments == nil || len(ms) == 0 {
+// keepMembers keeps the segments of the contacts members reads, as a write in tx left them;
+// members is read only when the account has dynamic segments.
+func (s *Service) keepMembers(ctx context.Context, tx store.Tx, account uuid.UUID, members func() ([]segment.Member, error)) error {
+	if s.segments == nil {
 		return nil
 	}
 	h, err := s.segments.Hold(ctx, tx, account)
 	if err != nil || !h.Dynamic() {
+		return err
+	}
+	ms, err := members()
+	if err != nil {
 		return err
 	}
 	return s.segments.Keep(ctx, tx, h, ms)
@@ -146,47 +151,44 @@ func (s *Service) entered(ctx context.Context, account uuid.UUID, c Contact) (in
 
 // keepContact keeps the segments of c, as a write in tx left it.
 func (s *Service) keepContact(ctx context.Context, tx store.Tx, account uuid.UUID, c Contact) error {
-	m, err := c.member()
-	if err != nil {
-		return err
-	}
-	return s.keepMembers(ctx, tx, account, m)
+	return s.keepMembers(ctx, tx, account, func() ([]segment.Member, error) {
+		m, err := c.member()
+		return []segment.Member{m}, err
+	})
 }
 
 // keepSegments keeps the segments of the contacts ids as a write in tx left them, read again
 // (those it deleted have none).
 func (s *Service) keepSegments(ctx context.Context, tx store.Tx, account uuid.UUID, ids ...uuid.UUID) error {
-	if s.segments == nil || len(ids) == 0 {
+	if len(ids) == 0 {
 		return nil
 	}
-	h, err := s.segments.Hold(ctx, tx, account)
-	if err != nil || !h.Dynamic() {
-		return err
-	}
-	ps := make([]db.ContactGetByIDParams, len(ids))
-	for i, id := range ids {
-		ps[i] = db.ContactGetByIDParams{AccountID: account, ContactID: id}
-	}
-	rows, err := contactsByID(ctx, tx.Queries, ps)
-	if err != nil {
-		return err
-	}
-	ms := make([]segment.Member, 0, len(rows))
-	for _, r := range rows {
-		if !r.ok {
-			continue
+	return s.keepMembers(ctx, tx, account, func() ([]segment.Member, error) {
+		ps := make([]db.ContactGetByIDParams, len(ids))
+		for i, id := range ids {
+			ps[i] = db.ContactGetByIDParams{AccountID: account, ContactID: id}
 		}
-		c, err := s.fromRow(r.row)
+		rows, err := contactsByID(ctx, tx.Queries, ps)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		m, err := c.member()
-		if err != nil {
-			return err
+		ms := make([]segment.Member, 0, len(rows))
+		for _, r := range rows {
+			if !r.ok {
+				continue
+			}
+			c, err := s.fromRow(r.row)
+			if err != nil {
+				return nil, err
+			}
+			m, err := c.member()
+			if err != nil {
+				return nil, err
+			}
+			ms = append(ms, m)
 		}
-		ms = append(ms, m)
-	}
-	return s.segments.Keep(ctx, tx, h, ms)
+		return ms, nil
+	})
 }
 
 // leaveSegments takes contacts a write in tx is about to delete out of their segments.

@@ -62,15 +62,8 @@ func (s *Service) Hold(ctx context.Context, tx store.Tx, account uuid.UUID) (*Ho
 // version in its statement (with a locking read); a statement that finds it stale is followed
 // by Forget, and the write planned again.
 func (s *Service) Quiet(ctx context.Context, account uuid.UUID) (version int64, quiet bool, err error) {
-	s.mu.Lock()
-	d, ok := s.dynamic[account]
-	s.mu.Unlock()
-	if !ok {
-		if d, err = s.dynamicAt(ctx, nil, account, -1); err != nil {
-			return 0, false, err
-		}
-	}
-	return d.version, len(d.segments) == 0, nil
+	d, err := s.cached(ctx, account)
+	return d.version, len(d.segments) == 0, err
 }
 
 // Entered is what a new contact enters, for a create that records it in its own statement:
@@ -94,14 +87,9 @@ type Membership struct {
 // Changed is the change of membership of the contact m, as a write would leave it, from the
 // dynamic segments it is in now (stored), at the segments version this process last read.
 func (s *Service) Changed(ctx context.Context, account uuid.UUID, m Member, stored []uuid.UUID, at time.Time) (Membership, error) {
-	s.mu.Lock()
-	d, ok := s.dynamic[account]
-	s.mu.Unlock()
-	if !ok {
-		var err error
-		if d, err = s.dynamicAt(ctx, nil, account, -1); err != nil {
-			return Membership{}, err
-		}
+	d, err := s.cached(ctx, account)
+	if err != nil {
+		return Membership{}, err
 	}
 	out := Membership{Version: d.version, Entered: []uuid.UUID{}, Left: []uuid.UUID{}}
 	var c change
@@ -240,6 +228,18 @@ func (s *Service) apply(ctx context.Context, tx store.Tx, account uuid.UUID, c c
 	}
 	_, err := s.events.Record(ctx, tx, account, webhook.Recording{Events: c.events})
 	return err
+}
+
+// cached is the account's dynamic segments as this process last read them, read now if it
+// has not.
+func (s *Service) cached(ctx context.Context, account uuid.UUID) (dynamicSegments, error) {
+	s.mu.Lock()
+	d, ok := s.dynamic[account]
+	s.mu.Unlock()
+	if ok {
+		return d, nil
+	}
+	return s.dynamicAt(ctx, nil, account, -1)
 }
 
 // dynamicAt is the account's dynamic segments at version (from this process's cache when it
