@@ -665,9 +665,6 @@ ALTER TABLE ONLY public.erasures
 ALTER TABLE ONLY public.properties
     ADD CONSTRAINT properties_account_id_contact_id_fkey FOREIGN KEY (account_id, contact_id) REFERENCES public.contacts(account_id, contact_id) ON DELETE CASCADE;
 
-ALTER TABLE ONLY public.segment_members
-    ADD CONSTRAINT segment_members_account_id_contact_id_fkey FOREIGN KEY (account_id, contact_id) REFERENCES public.contacts(account_id, contact_id) ON DELETE CASCADE;
-
 ALTER TABLE ONLY public.segments
     ADD CONSTRAINT segments_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(account_id) ON DELETE CASCADE;
 

@@ -132,6 +132,7 @@ func (q *Queries) SandboxInsert(ctx context.Context, arg SandboxInsertParams) (u
 
 const sandboxReset = `-- name: SandboxReset :exec
 WITH contacts_gone AS (DELETE FROM contacts WHERE account_id = $1::uuid),
+     members_gone AS (DELETE FROM segment_members WHERE account_id = $1::uuid),
      subscriptions_gone AS (DELETE FROM webhook_subscriptions WHERE account_id = $1::uuid),
      version AS (UPDATE accounts SET subscriptions_version = subscriptions_version + 1
                  WHERE account_id = $1::uuid),
@@ -140,8 +141,8 @@ WITH contacts_gone AS (DELETE FROM contacts WHERE account_id = $1::uuid),
 DELETE FROM idempotency_keys WHERE account_id = $1::uuid
 `
 
-// Deletes a sandbox's data (contacts with their properties and activity, subscriptions,
-// events and deliveries, idempotency keys); its keys stay.
+// Deletes a sandbox's data (contacts with their properties, activity and segment memberships,
+// subscriptions, events and deliveries, idempotency keys); its keys and segments stay.
 func (q *Queries) SandboxReset(ctx context.Context, sandboxID uuid.UUID) error {
 	_, err := q.db.Exec(ctx, sandboxReset, sandboxID)
 	return err

@@ -402,8 +402,8 @@ type Querier interface {
 	SandboxGet(ctx context.Context, liveAccountID *uuid.UUID) (uuid.UUID, error)
 	// The live account's sandbox, made on first use (racing makers: one wins, all get its id).
 	SandboxInsert(ctx context.Context, arg SandboxInsertParams) (uuid.UUID, error)
-	// Deletes a sandbox's data (contacts with their properties and activity, subscriptions,
-	// events and deliveries, idempotency keys); its keys stay.
+	// Deletes a sandbox's data (contacts with their properties, activity and segment memberships,
+	// subscriptions, events and deliveries, idempotency keys); its keys and segments stay.
 	SandboxReset(ctx context.Context, sandboxID uuid.UUID) error
 	// The ids of the keys the stored secrets are sealed under (package seal's "v1.<id>.<...>").
 	SecretKeyIDs(ctx context.Context) ([]string, error)

@@ -178,6 +178,7 @@ func TestSandbox(t *testing.T) {
 		t.Fatal(test, err)
 	}
 	for _, k := range []struct{ key, email string }{{live, "live@example.com"}, {test, "test@example.com"}} {
+		saveSegment(t, a, k.key, "tagged x", "dynamic", cond("tags", "contains", "x"))
 		rc := testkit.NewReceiver(t)
 		subscribe(t, a, k.key, rc.URL, "TagsAdded")
 		createContact(t, a, k.key, map[string]any{"email": k.email, "tags": []string{"x"}})
@@ -209,7 +210,7 @@ func TestSandbox(t *testing.T) {
 	}
 	sandboxRows := func() map[string]int {
 		rows := map[string]int{}
-		for _, table := range []string{"webhook_events", "webhook_deliveries", "webhook_attempts"} {
+		for _, table := range []string{"webhook_events", "webhook_deliveries", "webhook_attempts", "segment_members"} {
 			rows[table] = a.Count(t, "SELECT count(*) FROM "+table+" WHERE account_id = $1", sandbox)
 		}
 		return rows
@@ -217,12 +218,12 @@ func TestSandbox(t *testing.T) {
 	// the receiver has the sandbox's delivery; its attempt is recorded once the answer is read
 	testkit.Eventually(t, "the sandbox's delivery and attempt recorded", func() bool {
 		rows := sandboxRows()
-		return rows["webhook_deliveries"] > 0 && rows["webhook_attempts"] > 0
+		return rows["webhook_deliveries"] > 0 && rows["webhook_attempts"] > 0 && rows["segment_members"] > 0
 	})
 	if err := a.Svc.Auth.ResetSandbox(ctx, sandbox); err != nil {
 		t.Fatal(err)
 	}
-	if rows := sandboxRows(); rows["webhook_events"]+rows["webhook_deliveries"]+rows["webhook_attempts"] != 0 {
+	if rows := sandboxRows(); rows["webhook_events"]+rows["webhook_deliveries"]+rows["webhook_attempts"]+rows["segment_members"] != 0 {
 		t.Errorf("the sandbox keeps %v after its reset", rows)
 	}
 	if err := a.Svc.Auth.ResetSandbox(ctx, account); err == nil {

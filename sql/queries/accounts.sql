@@ -31,9 +31,10 @@ SELECT (live_account_id IS NULL)::boolean AS live FROM accounts WHERE account_id
 SELECT 1 FROM contacts WHERE account_id = sqlc.arg('sandbox_id')::uuid FOR UPDATE;
 
 -- name: SandboxReset :exec
--- Deletes a sandbox's data (contacts with their properties and activity, subscriptions,
--- events and deliveries, idempotency keys); its keys stay.
+-- Deletes a sandbox's data (contacts with their properties, activity and segment memberships,
+-- subscriptions, events and deliveries, idempotency keys); its keys and segments stay.
 WITH contacts_gone AS (DELETE FROM contacts WHERE account_id = sqlc.arg('sandbox_id')::uuid),
+     members_gone AS (DELETE FROM segment_members WHERE account_id = sqlc.arg('sandbox_id')::uuid),
      subscriptions_gone AS (DELETE FROM webhook_subscriptions WHERE account_id = sqlc.arg('sandbox_id')::uuid),
      version AS (UPDATE accounts SET subscriptions_version = subscriptions_version + 1
                  WHERE account_id = sqlc.arg('sandbox_id')::uuid),
