@@ -444,6 +444,10 @@ type Querier interface {
 	// for the writes that held the old version, and after the segment's row went, which waited
 	// for a backfill page and a change by hand that held it.
 	SegmentMembersDelete(ctx context.Context, arg SegmentMembersDeleteParams) error
+	// A backfill's last step: the segment's rows whose contact is gone. Every write that deletes
+	// contacts takes their rows first; a process of the release before 1.19.0 (during a rollout)
+	// does not, and this is where what it left goes.
+	SegmentMembersOfNoContact(ctx context.Context, arg SegmentMembersOfNoContactParams) error
 	SegmentMembersPage(ctx context.Context, arg SegmentMembersPageParams) ([]SegmentMembersPageRow, error)
 	// Membership changes of a write (or a backfill page): the pairs that leave, then those that
 	// enter.

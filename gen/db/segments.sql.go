@@ -501,6 +501,25 @@ func (q *Queries) SegmentMembersDelete(ctx context.Context, arg SegmentMembersDe
 	return err
 }
 
+const segmentMembersOfNoContact = `-- name: SegmentMembersOfNoContact :exec
+DELETE FROM segment_members m
+WHERE m.account_id = $1 AND m.segment_id = $2
+  AND NOT EXISTS (SELECT 1 FROM contacts c WHERE c.account_id = m.account_id AND c.contact_id = m.contact_id)
+`
+
+type SegmentMembersOfNoContactParams struct {
+	AccountID uuid.UUID
+	SegmentID uuid.UUID
+}
+
+// A backfill's last step: the segment's rows whose contact is gone. Every write that deletes
+// contacts takes their rows first; a process of the release before 1.19.0 (during a rollout)
+// does not, and this is where what it left goes.
+func (q *Queries) SegmentMembersOfNoContact(ctx context.Context, arg SegmentMembersOfNoContactParams) error {
+	_, err := q.db.Exec(ctx, segmentMembersOfNoContact, arg.AccountID, arg.SegmentID)
+	return err
+}
+
 const segmentMembersPage = `-- name: SegmentMembersPage :many
 SELECT contact_id, added_at FROM segment_members
 WHERE account_id = $1 AND segment_id = $2 AND contact_id > $3

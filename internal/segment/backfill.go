@@ -21,8 +21,10 @@ import (
 // events. A write meanwhile keeps the segment's membership of its own contacts too (Keep), so
 // a contact written behind the walk is current, and one written ahead of it is read again.
 // A change of the filter during the walk starts a new generation from the start; the
-// old generation's pass stops at its next page. The last page makes the segment Ready, in the
-// transaction that bumps the account's segments version: from then on writes send its events.
+// old generation's pass stops at its next page. After the last page, the segment's rows of
+// contacts that are gone are deleted (a process of the release before, during a rollout,
+// deletes contacts without their rows), and the segment is made Ready, in the transaction
+// that bumps the account's segments version: from then on writes send its events.
 
 // Contacts reads pages of an account's contacts for a backfill (the contact package).
 type Contacts interface {
@@ -129,6 +131,10 @@ func (s *Service) BackfillOne(ctx context.Context, contacts Contacts) (bool, err
 		}
 	}
 	err = s.store.InTx(ctx, func(tx store.Tx) error {
+		if err := tx.SegmentMembersOfNoContact(ctx, db.SegmentMembersOfNoContactParams{AccountID: claim.AccountID,
+			SegmentID: claim.SegmentID}); err != nil {
+			return err
+		}
 		n, err := tx.SegmentBackfillDone(ctx, db.SegmentBackfillDoneParams{AccountID: claim.AccountID, SegmentID: claim.SegmentID,
 			Generation: claim.Generation})
 		if err != nil || n == 0 {

@@ -147,6 +147,14 @@ WHERE account_id = @account_id AND segment_id = @segment_id AND contact_id = ANY
 UPDATE segments SET backfill_after = @after, backfill_evaluated = backfill_evaluated + @evaluated, backfill_lease = @until::timestamptz
 WHERE account_id = @account_id AND segment_id = @segment_id;
 
+-- name: SegmentMembersOfNoContact :exec
+-- A backfill's last step: the segment's rows whose contact is gone. Every write that deletes
+-- contacts takes their rows first; a process of the release before 1.19.0 (during a rollout)
+-- does not, and this is where what it left goes.
+DELETE FROM segment_members m
+WHERE m.account_id = $1 AND m.segment_id = $2
+  AND NOT EXISTS (SELECT 1 FROM contacts c WHERE c.account_id = m.account_id AND c.contact_id = m.contact_id);
+
 -- name: SegmentBackfillDone :execrows
 -- The backfill of a generation finished: the segment is ready (in the transaction that bumps
 -- the account's segments version, so that writes send its events from then on).
