@@ -165,7 +165,8 @@ func (s *Service) Keep(ctx context.Context, tx store.Tx, h *Hold, ms []Member) e
 }
 
 // Leave takes the contacts out of every segment they are in, dynamic or snapshot, with an
-// event for each ready one, before a write deletes them (their rows would go with them).
+// event for each ready one, before a write deletes them (nothing else would: a membership row
+// references no contact, migration 00051).
 func (s *Service) Leave(ctx context.Context, tx store.Tx, account uuid.UUID, infos map[uuid.UUID]webhook.ContactInfo) error {
 	ids := make([]uuid.UUID, 0, len(infos))
 	for id := range infos {
