@@ -155,6 +155,22 @@ func onStandby(t *testing.T, standby *pgembed.Cluster, sql string) int {
 	return n
 }
 
+// switchWAL has the primary close its WAL segment and write it out, for the standby to
+// receive (a primary with a long wal_writer_delay otherwise holds what asynchronous commits
+// wrote until the delay is up); the WAL after it starts on a fresh page.
+func switchWAL(t *testing.T, primary *pgembed.Cluster) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, primary.URL("contactd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `SELECT pg_switch_wal()`); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // listedEmails are the emails of a's first list page, in its order.
 func listedEmails(t *testing.T, a *testkit.API, key string) string {
 	t.Helper()
@@ -191,6 +207,7 @@ func TestNoErasedPersonFromAStandbyAfterTheErasure(t *testing.T) {
 	_, key := erasing.Account("acme")
 	gone := createContact(t, erasing, key, map[string]any{"email": "gone@example.com"}).Contact.ContactId
 	createContact(t, erasing, key, map[string]any{"email": "kept@example.com"})
+	switchWAL(t, primary)
 	testkit.Eventually(t, "the standby replayed both contacts and both processes read it", func() bool {
 		return onStandby(t, standby, `SELECT count(*) FROM contacts`) == 2 && erasing.Store.Replica().InUse && other.Store.Replica().InUse
 	})
@@ -203,6 +220,12 @@ func TestNoErasedPersonFromAStandbyAfterTheErasure(t *testing.T) {
 	}
 	if onStandby(t, standby, `SELECT count(*) FROM contacts`) != 2 {
 		t.Fatal("the paused standby replayed the erasure: the test shows nothing")
+	}
+	// the case a fence at the written position misses: the standby has replayed all the WAL
+	// written so far, and the erasure's commit is past it (on the page the WAL switch began)
+	written := onStandby(t, primary, `SELECT (pg_current_wal_lsn() - '0/0')::bigint`)
+	if replayed := onStandby(t, standby, `SELECT (pg_last_wal_replay_lsn() - '0/0')::bigint`); replayed < written {
+		t.Fatalf("the primary wrote WAL the paused standby has not replayed (%d < %d): the test shows nothing", replayed, written)
 	}
 	exported := func(a *testkit.API) string {
 		t.Helper()
@@ -226,6 +249,7 @@ func TestNoErasedPersonFromAStandbyAfterTheErasure(t *testing.T) {
 		t.Errorf("the other process exported the erased person once fenced: %s", got)
 	}
 
+	switchWAL(t, primary)
 	onStandby(t, standby, `SELECT 1 FROM pg_wal_replay_resume()`)
 	testkit.Eventually(t, "the standby replayed the erasure and serves both processes again", func() bool {
 		return erasing.Store.Replica().InUse && other.Store.Replica().InUse
