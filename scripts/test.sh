@@ -57,7 +57,7 @@ background "lint + breaking" sh -c "$MAKE --no-print-directory lint && $MAKE --n
 background "gofmt" $MAKE --no-print-directory fmt-check
 rc=0
 # test binaries are linked without DWARF (-w): a fifth less link time, and nothing reads it
-step "go test + vet" env CONTACTD_CONSUMER_TESTS=1 $GO test -vet=all -ldflags=-w -count=1 -timeout 8m ./... || rc=1
+step "go test + vet" env CONTACTD_CONSUMER_TESTS=1 $GO test -vet=all -ldflags=-w -count=1 -parallel 4 -timeout 8m ./... || rc=1
 for name in "generate + freshness" "cluster" "failover" "bench smoke" "lint + breaking" "gofmt"; do
   waitfor "$name" || rc=1
 done
