@@ -14,7 +14,7 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/address"
 	"github.com/contactd/contactd/internal/contact"
-	"github.com/contactd/contactd/internal/webhook"
+	"github.com/contactd/contactd/internal/event"
 )
 
 // The rows baseline: contactd's own create statement (ContactCreate, the rows a create writes:
@@ -30,11 +30,11 @@ import (
 // address), for account.
 func rowsCreate(pool *pgxpool.Pool, account uuid.UUID) http.HandlerFunc {
 	q := db.New(pool)
-	audiences := webhook.NewSubscribers(nil, time.Now) // never listening: every read is a Reload on q
+	audiences := event.NewSubscribers(nil, time.Now) // never listening: every read is a Reload on q
 	var mu sync.Mutex
-	var aud *webhook.Audience
+	var aud *event.Audience
 	var fieldsVersion atomic.Int64 // the account's custom field definitions' version, as last read
-	audience := func(ctx context.Context, stale bool) (*webhook.Audience, error) {
+	audience := func(ctx context.Context, stale bool) (*event.Audience, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if aud == nil || stale {
@@ -66,7 +66,7 @@ func rowsCreate(pool *pgxpool.Pool, account uuid.UUID) http.HandlerFunc {
 		var id uuid.UUID
 		for current, tries := false, 0; err == nil && !current; tries++ {
 			p.FieldsVersion = fieldsVersion.Load() // the bench's creates carry no values: only its version matters
-			var a *webhook.Audience
+			var a *event.Audience
 			if a, err = audience(r.Context(), tries > 0); err != nil {
 				break
 			}
@@ -99,7 +99,7 @@ func rowsCreate(pool *pgxpool.Pool, account uuid.UUID) http.HandlerFunc {
 // with a TagsAdded and a ContactEnriched event.
 // events is "off" (none), "feed" (no deliveries) or anything else (both).
 func rowsParams(ctx context.Context, account uuid.UUID, email string, name *string, tags []string, raw string,
-	events string) (db.ContactCreateParams, []webhook.Prepared, error) {
+	events string) (db.ContactCreateParams, []event.Prepared, error) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	id := uuid.Must(uuid.NewV7())
 	p := db.ContactCreateParams{AccountID: account, ContactID: id, Email: email, EmailKey: contact.EmailKey(email),
@@ -107,7 +107,7 @@ func rowsParams(ctx context.Context, account uuid.UUID, email string, name *stri
 		ConsentApiKeyName: "bench", ConsentApiKeyPrefix: "ck_bench", ConsentSourceIp: "127.0.0.1",
 		ConsentUserAgent: "contactbench", ConsentFields: []byte("{}"), ActiveProperties: []byte("[]"), CustomFields: []byte("{}"),
 		AddressesParsedBy: address.Version, EmailStatus: "Valid"}
-	info := webhook.ContactInfo{ContactID: id.String(), EmailID: email}
+	info := event.ContactInfo{ContactID: id.String(), EmailID: email}
 	if raw != "" {
 		a, err := address.Parse(raw)
 		if err != nil {
@@ -126,13 +126,13 @@ func rowsParams(ctx context.Context, account uuid.UUID, email string, name *stri
 	if events == "off" {
 		return p, nil, nil
 	}
-	var prepared []webhook.Prepared
-	for _, ev := range []webhook.Event{
-		{Type: webhook.TagsAdded, ContactID: id, Contact: info, Info: webhook.TagsAddedInfo{TagsAdded: tags}, At: now},
-		{Type: webhook.ContactEnriched, ContactID: id, Contact: info, At: now,
-			Info: webhook.ContactEnrichedInfo{ChangedFields: []string{"emailStatus"}, EmailStatus: "Valid", PreviousEmailStatus: "Pending"}},
+	var prepared []event.Prepared
+	for _, ev := range []event.Event{
+		{Type: event.TagsAdded, ContactID: id, Contact: info, Info: event.TagsAddedInfo{TagsAdded: tags}, At: now},
+		{Type: event.ContactEnriched, ContactID: id, Contact: info, At: now,
+			Info: event.ContactEnrichedInfo{ChangedFields: []string{"emailStatus"}, EmailStatus: "Valid", PreviousEmailStatus: "Pending"}},
 	} {
-		prep, err := webhook.Prepare(ctx, ev)
+		prep, err := event.Prepare(ctx, ev)
 		if err != nil {
 			return p, nil, err
 		}

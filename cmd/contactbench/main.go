@@ -34,7 +34,7 @@ import (
 
 	"github.com/contactd/contactd/internal/platform/seal"
 	"github.com/contactd/contactd/internal/platform/store"
-	"github.com/contactd/contactd/internal/webhook"
+	"github.com/contactd/contactd/internal/subscription"
 )
 
 type options struct {
@@ -656,7 +656,7 @@ func workloads(cd, base string, limited *string, scopedKey string, ds dataset, s
 var runSecretKey = seal.NewKey()
 
 // runSecrets are the secrets of this run's database, sealed under runSecretKey.
-func runSecrets(st *store.Store) (*webhook.Secrets, error) {
+func runSecrets(st *store.Store) (*subscription.Secrets, error) {
 	key, err := seal.ParseKey(runSecretKey)
 	if err != nil {
 		return nil, err
@@ -665,7 +665,7 @@ func runSecrets(st *store.Store) (*webhook.Secrets, error) {
 	if err != nil {
 		return nil, err
 	}
-	return webhook.NewSecrets(st, ring, time.Now), nil
+	return subscription.NewSecrets(st, ring, time.Now), nil
 }
 
 // process is a server the tool started and measures.

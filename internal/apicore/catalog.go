@@ -9,13 +9,13 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/contactd/contactd/gen/api"
-	"github.com/contactd/contactd/internal/webhook"
+	"github.com/contactd/contactd/internal/event"
 )
 
 // EventType is one entry of the event catalog (GET /public/v1/event-types): a type, the JSON
 // Schema of one of its events and an example, all taken from openapi.yaml.
 type EventType struct {
-	Type        webhook.EventType
+	Type        event.EventType
 	Description string
 	InfoMember  string
 	// Schema is the JSON Schema (2020-12) of one event of the type, self-contained: the spec's
@@ -30,7 +30,7 @@ type EventType struct {
 // EventCatalog is every event type of the spec's EventType enum, in its order.
 type EventCatalog struct {
 	Types  []EventType
-	byType map[webhook.EventType]*EventType
+	byType map[event.EventType]*EventType
 }
 
 // Catalog is the event catalog of the embedded spec, built once.
@@ -51,12 +51,12 @@ func newEventCatalog(spec *openapi3.T) (*EventCatalog, error) {
 	if err := json.Unmarshal(raw, &schemas); err != nil {
 		return nil, err
 	}
-	c := &EventCatalog{byType: map[webhook.EventType]*EventType{}}
+	c := &EventCatalog{byType: map[event.EventType]*EventType{}}
 	for _, v := range spec.Components.Schemas["EventType"].Value.Enum {
-		typ := webhook.EventType(v.(string))
-		member := webhook.InfoMember(typ)
+		typ := event.EventType(v.(string))
+		member := event.InfoMember(typ)
 		if member == "" {
-			return nil, fmt.Errorf("event catalog: openapi.yaml's EventType %s has no info member in package webhook", typ)
+			return nil, fmt.Errorf("event catalog: openapi.yaml's EventType %s has no info member in package event", typ)
 		}
 		example := spec.Components.Examples[string(typ)+"Event"]
 		if example == nil || example.Value == nil {
@@ -99,7 +99,7 @@ func newEventCatalog(spec *openapi3.T) (*EventCatalog, error) {
 }
 
 // Example is typ's example event (nil for a type the catalog does not have).
-func (c *EventCatalog) Example(typ webhook.EventType) json.RawMessage {
+func (c *EventCatalog) Example(typ event.EventType) json.RawMessage {
 	if t := c.byType[typ]; t != nil {
 		return t.Example
 	}
@@ -108,13 +108,13 @@ func (c *EventCatalog) Example(typ webhook.EventType) json.RawMessage {
 
 // Validate checks one event (as delivered in events[], or as the feed shows it) against its
 // type's schema.
-func (c *EventCatalog) Validate(event json.RawMessage) error {
+func (c *EventCatalog) Validate(ev json.RawMessage) error {
 	var v map[string]any
-	if err := json.Unmarshal(event, &v); err != nil {
+	if err := json.Unmarshal(ev, &v); err != nil {
 		return err
 	}
 	typ, _ := v["eventType"].(string)
-	t := c.byType[webhook.EventType(typ)]
+	t := c.byType[event.EventType(typ)]
 	if t == nil {
 		return fmt.Errorf("event type %q is not in the catalog", typ)
 	}

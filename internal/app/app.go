@@ -21,7 +21,7 @@ import (
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/enrich"
 	"github.com/contactd/contactd/internal/erasure"
-	"github.com/contactd/contactd/internal/feed"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/httpapi"
 	"github.com/contactd/contactd/internal/idempotency"
@@ -34,8 +34,8 @@ import (
 	"github.com/contactd/contactd/internal/platform/turns"
 	"github.com/contactd/contactd/internal/ratelimit"
 	"github.com/contactd/contactd/internal/segment"
+	"github.com/contactd/contactd/internal/subscription"
 	"github.com/contactd/contactd/internal/suppression"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 // Now is the clock of contactd: UTC, at the millisecond precision the API shows, so what is
@@ -120,7 +120,7 @@ type Services struct {
 	// Erasures forgets people; Suppressions keeps them out afterwards.
 	Erasures     *erasure.Service
 	Suppressions *suppression.List
-	Webhooks     *webhook.Service
+	Webhooks     *subscription.Service
 	// Fields defines the accounts' custom fields.
 	Fields     *field.Service
 	Segments   *segment.Service
@@ -128,15 +128,15 @@ type Services struct {
 	Enrich     *enrich.Service
 	Metrics    *metrics.Metrics
 	// Subscribers caches which event types each account subscribes to.
-	Subscribers *webhook.Subscribers
+	Subscribers *event.Subscribers
 	// Filtered counts the events subscriptions' filters leave out, into their rows.
-	Filtered *webhook.FilterTally
+	Filtered *event.FilterTally
 	// Periodic runs the maintenance tasks, once per interval across all processes.
 	Periodic *queue.Periodic
 	// Secrets keeps the signing secrets, sealed.
-	Secrets *webhook.Secrets
+	Secrets *subscription.Secrets
 	// Events is the events feed.
-	Events *feed.Service
+	Events *event.Feed
 	// Idempotency keeps the responses of writes sent with an Idempotency-Key.
 	Idempotency *idempotency.Service
 	// Store is the database the services work on.
@@ -159,18 +159,18 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	if st.Replica().Configured {
 		m.WatchReplica(func() (bool, time.Duration) { r := st.Replica(); return r.InUse, r.Lag })
 	}
-	secrets := webhook.NewSecrets(st, keys, Now)
+	secrets := subscription.NewSecrets(st, keys, Now)
 	keyring := auth.NewService(st, Now)
 	reads := turns.New(contact.ReadTurns(cfg.ListConcurrency)) // the heavy reads', shared by every account
-	eventFeed := feed.New(st, cfg.EventRetention, Now, log, reads)
-	filtered := webhook.NewFilterTally(st, m.FilteredOut)
+	eventFeed := event.NewFeed(st, cfg.EventRetention, Now, log, reads)
+	filtered := event.NewFilterTally(st, m.FilteredOut)
 	deliveries := delivery.New(st, delivery.Options{
 		Timeout: cfg.WebhookTimeout, AllowedNetworks: cfg.WebhookAllowedNetworks, Workers: cfg.WebhookWorkers,
 		MaxInFlight: cfg.WebhookMaxInFlight, RescueAfter: cfg.WebhookRescueAfter, Now: Now, Log: log, Metrics: m, Secrets: secrets,
 		Live: keyring.IsLive, Filtered: filtered, NATSURL: cfg.NATSURL, NATSSubjectPrefix: cfg.NATSSubjectPrefix, Turns: reads,
 	})
-	subs := webhook.NewSubscribers(st, Now)
-	events := webhook.NewEmitter(deliveries, subs, filtered)
+	subs := event.NewSubscribers(st, Now)
+	events := event.NewEmitter(deliveries, subs, filtered)
 	enricher := enrich.New(st, events, enrich.Options{Resolver: net.DefaultResolver, Now: Now, Log: log})
 	idem := idempotency.New(st, keys, Now, log)
 	suppressions := suppression.New(st, keys, Now)
@@ -180,8 +180,8 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 		Exports: cfg.Exports, ExportsPerAccount: cfg.ExportsPerAccount, Suppressions: suppressions, Verdicts: enricher,
 		Fields: fields, Segments: segments})
 	enricher.KeepSegments(contacts)
-	subscriptions := webhook.NewService(st, events, secrets, Now,
-		webhook.URLRules{AllowHTTP: cfg.WebhookAllowHTTP, AllowNATS: cfg.NATSURL != ""})
+	subscriptions := subscription.NewService(st, events, secrets, Now,
+		subscription.URLRules{AllowHTTP: cfg.WebhookAllowHTTP, AllowNATS: cfg.NATSURL != ""})
 	cons, err := console.New(console.Deps{Store: st, Auth: keyring, Contacts: contacts, Fields: fields, Segments: segments,
 		Webhooks: subscriptions, Deliveries: deliveries, Events: eventFeed, Log: log, Now: Now, PublicURL: cfg.PublicURL})
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/config"
 	"github.com/contactd/contactd/internal/platform/seal"
-	"github.com/contactd/contactd/internal/webhook"
+	"github.com/contactd/contactd/internal/subscription"
 )
 
 // secretKeyFile is where the embedded database's sealing key is kept.
@@ -87,7 +87,7 @@ func openSecrets(ctx context.Context, cfg config.Config, rt *Runtime) (*seal.Key
 	if err != nil {
 		return nil, fmt.Errorf("secret key: %w", err)
 	}
-	if err := webhook.NewSecrets(rt.Store, keys, Now).Check(ctx); err != nil {
+	if err := subscription.NewSecrets(rt.Store, keys, Now).Check(ctx); err != nil {
 		return nil, fmt.Errorf("secret key: %w", err)
 	}
 	return keys, nil

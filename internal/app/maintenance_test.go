@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/testkit"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 // The running service's workers prune events past the retention by themselves: the task is
@@ -31,10 +31,10 @@ func TestWorkersPruneOldEvents(t *testing.T) {
 		return id
 	}
 	oldAt := oldDay.Add(time.Hour)
-	old := insert(webhook.NewEventID(oldAt), oldAt)
+	old := insert(event.NewEventID(oldAt), oldAt)
 	oldDefault := insert(uuid.MustParse("ffff"+uuid.NewString()[4:]), oldAt) // an id of before 00032, in no day's range by chance
 	recentAt := time.Now().Add(-time.Hour)
-	recent := insert(webhook.NewEventID(recentAt), recentAt)
+	recent := insert(event.NewEventID(recentAt), recentAt)
 	oldPartition := "webhook_events_p" + oldDay.Format("20060102")
 	if n := a.Count(t, `SELECT count(*) FROM ONLY `+oldPartition+` WHERE event_id = $1`, old); n != 1 {
 		t.Fatalf("the old event is not in its day's partition")

@@ -18,9 +18,10 @@ import (
 	"github.com/contactd/contactd/internal/config"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/erasure"
+	"github.com/contactd/contactd/internal/event"
+	"github.com/contactd/contactd/internal/subscription"
 	"github.com/contactd/contactd/internal/suppression"
 	"github.com/contactd/contactd/internal/testkit"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 // A restore to a time before an erasure does not bring the person back: `contactd restore`
@@ -51,8 +52,8 @@ func TestErasuresSurviveARestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, typ := range []webhook.EventType{webhook.TagsAdded, webhook.ContactErased} {
-		if _, err := svc.Webhooks.Create(ctx, account, webhook.NewSubscription{URL: rc.URL, EventType: typ}); err != nil {
+	for _, typ := range []event.EventType{event.TagsAdded, event.ContactErased} {
+		if _, err := svc.Webhooks.Create(ctx, account, subscription.NewSubscription{URL: rc.URL, EventType: typ}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -15,11 +15,12 @@ import (
 
 	"github.com/contactd/contactd/internal/app"
 	"github.com/contactd/contactd/internal/config"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/idempotency"
 	"github.com/contactd/contactd/internal/platform/seal"
 	"github.com/contactd/contactd/internal/platform/store"
+	"github.com/contactd/contactd/internal/subscription"
 	"github.com/contactd/contactd/internal/testkit"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 func writeKey(t *testing.T, key string) string {
@@ -62,7 +63,7 @@ func subscribe(t *testing.T, dbURL, key, account string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Webhooks.Create(ctx, id, webhook.NewSubscription{URL: "https://hooks.example.com/x", EventType: webhook.TagsAdded}); err != nil {
+	if _, err := svc.Webhooks.Create(ctx, id, subscription.NewSubscription{URL: "https://hooks.example.com/x", EventType: event.TagsAdded}); err != nil {
 		t.Fatal(err)
 	}
 	if got := storedResponse(t, svc, id); got != "the first answer" {

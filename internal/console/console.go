@@ -32,13 +32,13 @@ import (
 	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
-	"github.com/contactd/contactd/internal/feed"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/platform/queue"
 	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/platform/token"
 	"github.com/contactd/contactd/internal/segment"
-	"github.com/contactd/contactd/internal/webhook"
+	"github.com/contactd/contactd/internal/subscription"
 )
 
 //go:embed templates/*.html
@@ -68,9 +68,9 @@ type Deps struct {
 	Contacts   *contact.Service
 	Fields     *field.Service
 	Segments   *segment.Service
-	Webhooks   *webhook.Service
+	Webhooks   *subscription.Service
 	Deliveries *delivery.Service
-	Events     *feed.Service
+	Events     *event.Feed
 	Log        *slog.Logger
 	Now        func() time.Time
 	// PublicURL decides whether the session cookie is Secure (https).

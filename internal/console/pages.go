@@ -21,7 +21,7 @@ import (
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/platform/ids"
 	"github.com/contactd/contactd/internal/segment"
-	"github.com/contactd/contactd/internal/webhook"
+	"github.com/contactd/contactd/internal/subscription"
 )
 
 // contactsPage searches and filters the account's contacts with the list API's filters.
@@ -252,7 +252,7 @@ func (c *Console) archiveProperty(ec echo.Context) error {
 }
 
 type shownSubscription struct {
-	webhook.Subscription
+	subscription.Subscription
 	Health delivery.Health
 }
 

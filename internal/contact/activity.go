@@ -11,8 +11,8 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apitime"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/platform/store"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 // Activity types reported through the activity endpoint.
@@ -33,12 +33,12 @@ var activityTypes = []string{ActivityFormSubmission, ActivityEmailSend, Activity
 	ActivityDashboardView, ActivityDashboardClick, ActivityPostcardScan, ActivityUnsubscribe, ActivityAIHandoff}
 
 // activityEvents is the event each activity type emits; the others emit none.
-var activityEvents = map[string]webhook.EventType{
-	ActivityFormSubmission: webhook.FormSubmission,
-	ActivityEmailClick:     webhook.EmailClick,
-	ActivityDashboardClick: webhook.DashboardClick,
-	ActivityPostcardScan:   webhook.PostcardScan,
-	ActivityAIHandoff:      webhook.FelixAIHandoff,
+var activityEvents = map[string]event.EventType{
+	ActivityFormSubmission: event.FormSubmission,
+	ActivityEmailClick:     event.EmailClick,
+	ActivityDashboardClick: event.DashboardClick,
+	ActivityPostcardScan:   event.PostcardScan,
+	ActivityAIHandoff:      event.FelixAIHandoff,
 }
 
 // MaxActivityFuture is how far in the future an occurredAt may be (clock skew).
@@ -50,7 +50,7 @@ const MaxActivityFuture = 5 * time.Minute
 const MaxActivityDetailsBytes = 8 << 10
 
 // MaxActivityDetailsValues bounds the JSON values in an activity's details, so that its event,
-// with the members every event has around them, stays within webhook.MaxEventValues: what a
+// with the members every event has around them, stays within event.MaxEventValues: what a
 // payload filter is evaluated on, at a bounded cost.
 const MaxActivityDetailsValues = 2000
 
@@ -82,7 +82,7 @@ func (s *Service) RecordActivity(ctx context.Context, accountID uuid.UUID, rawID
 		return Contact{}, false, apperr.Invalid(apperr.Field("body.details", "maxBytes",
 			fmt.Sprintf("must be at most %d bytes as JSON (it is %d)", MaxActivityDetailsBytes, len(in.Details))))
 	}
-	if n := webhook.ValuesIn(in.Details, MaxActivityDetailsValues); n > MaxActivityDetailsValues {
+	if n := event.ValuesIn(in.Details, MaxActivityDetailsValues); n > MaxActivityDetailsValues {
 		return Contact{}, false, apperr.Invalid(apperr.Field("body.details", "maxValues",
 			fmt.Sprintf("must hold at most %d JSON values (objects, arrays, strings, numbers, booleans and nulls, each one), so that payload filters can be evaluated on its event at a bounded cost", MaxActivityDetailsValues)))
 	}
@@ -124,13 +124,13 @@ func (s *Service) applyActivity(ctx context.Context, tx store.Tx, row db.Contact
 	}
 	info := contactInfo(row.ContactID, row.Email, row.AssignedUserEmailID)
 	if typ, ok := activityEvents[in.Type]; ok {
-		return s.events.Emit(ctx, tx, row.AccountID, webhook.Event{Type: typ, ContactID: row.ContactID, Contact: info,
-			Info: webhook.ActivityInfo{ActivityID: activityID, OccurredAt: apitime.From(at), Details: in.Details}, At: now})
+		return s.events.Emit(ctx, tx, row.AccountID, event.Event{Type: typ, ContactID: row.ContactID, Contact: info,
+			Info: event.ActivityInfo{ActivityID: activityID, OccurredAt: apitime.From(at), Details: in.Details}, At: now})
 	}
 	if in.Type == ActivityUnsubscribe && row.RecordStatus != RecordNonMarketing {
-		return s.events.Emit(ctx, tx, row.AccountID, webhook.Event{Type: webhook.ContactUnsubscribed, ContactID: row.ContactID,
-			Contact: info, Info: webhook.ContactUnsubscribedInfo{UnsubscribedAt: apitime.From(at),
-				Source: webhook.UnsubscribedByActivity}, At: now})
+		return s.events.Emit(ctx, tx, row.AccountID, event.Event{Type: event.ContactUnsubscribed, ContactID: row.ContactID,
+			Contact: info, Info: event.ContactUnsubscribedInfo{UnsubscribedAt: apitime.From(at),
+				Source: event.UnsubscribedByActivity}, At: now})
 	}
 	return nil
 }

@@ -12,10 +12,10 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/suppression"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 // What a batch did with an item.
@@ -39,7 +39,7 @@ type batchItem struct {
 	in      CreateInput
 	key     string
 	c       Contact
-	events  []webhook.Prepared
+	events  []event.Prepared
 	digests [][]byte // its email's and phone's on the suppression list
 	fields  field.Write
 	// match is its value of the batch's MatchField in its unique form ("": matched by email).
@@ -267,7 +267,7 @@ func (s *Service) batchRound(ctx context.Context, tx store.Tx, accountID uuid.UU
 // taken, or their people erased).
 func (s *Service) createRound(ctx context.Context, tx store.Tx, accountID uuid.UUID, items []batchItem, defs *field.Definitions) (map[uuid.UUID]bool, error) {
 	ps := make([]db.ContactCreateParams, len(items))
-	var events []webhook.Prepared
+	var events []event.Prepared
 	eventsOf := map[uuid.UUID]uuid.UUID{} // event -> its contact
 	for i, it := range items {
 		ps[i] = createParams(accountID, it.c, it.in, it.events)
@@ -278,7 +278,7 @@ func (s *Service) createRound(ctx context.Context, tx store.Tx, accountID uuid.U
 		}
 	}
 	var inserted map[uuid.UUID]bool
-	plan, err := s.events.WithPlan(ctx, tx.Queries, accountID, webhook.Of(events), func(plan webhook.Plan) (current bool, err error) {
+	plan, err := s.events.WithPlan(ctx, tx.Queries, accountID, event.Of(events), func(plan event.Plan) (current bool, err error) {
 		var fieldsCurrent bool
 		inserted, current, fieldsCurrent, err = createMany(ctx, tx.Queries, ps, plan, defs.Version)
 		if err == nil && !fieldsCurrent {

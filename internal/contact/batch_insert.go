@@ -7,13 +7,13 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/address"
-	"github.com/contactd/contactd/internal/webhook"
+	"github.com/contactd/contactd/internal/event"
 )
 
 // createMany inserts the contacts of ps (one account, one origin, one time: a batch) with
 // their events and plan's deliveries of them, in one statement, and reports which it inserted
 // (the others' emails were taken), or, when the plan was stale, that it inserted nothing.
-func createMany(ctx context.Context, q *db.Queries, ps []db.ContactCreateParams, plan webhook.Plan, fieldsVersion int64) (inserted map[uuid.UUID]bool, current, fieldsCurrent bool, err error) {
+func createMany(ctx context.Context, q *db.Queries, ps []db.ContactCreateParams, plan event.Plan, fieldsVersion int64) (inserted map[uuid.UUID]bool, current, fieldsCurrent bool, err error) {
 	if len(ps) == 0 {
 		return map[uuid.UUID]bool{}, true, true, nil
 	}

@@ -12,12 +12,12 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/address"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/platform/turns"
 	"github.com/contactd/contactd/internal/segment"
 	"github.com/contactd/contactd/internal/suppression"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 // Errors of this package.
@@ -78,7 +78,7 @@ type Origin struct {
 // Service implements the contact operations.
 type Service struct {
 	store     *store.Store
-	events    *webhook.Emitter
+	events    *event.Emitter
 	now       func() time.Time
 	publicURL string
 	creates   *store.Group[db.ContactCreateParams, returned[db.ContactCreateRow]]
@@ -143,7 +143,7 @@ func ReadTurns(n int) int {
 // NewService returns a Service. Changes that call for enrichment (a create, a new email, a
 // new property) mark the contact due in their own statements; the enrich package's workers
 // take it from there.
-func NewService(st *store.Store, events *webhook.Emitter, now func() time.Time, o Options) *Service {
+func NewService(st *store.Store, events *event.Emitter, now func() time.Time, o Options) *Service {
 	if o.Turns == nil {
 		o.Turns = turns.New(ReadTurns(o.ListConcurrency))
 	}
@@ -204,8 +204,8 @@ func engagementOf(r db.ContactRow) Engagement {
 }
 
 // contactInfo identifies c in webhook events.
-func contactInfo(id uuid.UUID, email string, assigned *string) webhook.ContactInfo {
-	ci := webhook.ContactInfo{ContactID: id.String(), EmailID: email}
+func contactInfo(id uuid.UUID, email string, assigned *string) event.ContactInfo {
+	ci := event.ContactInfo{ContactID: id.String(), EmailID: email}
 	if assigned != nil {
 		ci.AssignedUserEmailID = *assigned
 	}

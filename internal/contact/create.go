@@ -12,11 +12,11 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/address"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/platform/token"
 	"github.com/contactd/contactd/internal/suppression"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 // WarningInvalidAddress is the create warning for an address that could not be parsed.
@@ -93,7 +93,7 @@ func (s *Service) create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 // ContactEnriched when its email's status is known without DNS (Options.Verdicts), which the
 // create then applies itself, so that enrichment has nothing left to do for it: its address,
 // if any, is parsed by the running parser already.
-func (s *Service) newContact(ctx context.Context, in CreateInput, now time.Time, defs *field.Definitions) (Contact, []string, []webhook.Prepared, field.Write, error) {
+func (s *Service) newContact(ctx context.Context, in CreateInput, now time.Time, defs *field.Definitions) (Contact, []string, []event.Prepared, field.Write, error) {
 	tags, err := NormalizeTags(in.Tags)
 	if err != nil {
 		return Contact{}, nil, nil, field.Write{}, err
@@ -116,10 +116,10 @@ func (s *Service) newContact(ctx context.Context, in CreateInput, now time.Time,
 			warnings = append(warnings, WarningInvalidAddress)
 		}
 	}
-	var events []webhook.Prepared
+	var events []event.Prepared
 	if len(tags) > 0 {
-		p, err := webhook.Prepare(ctx, webhook.Event{Type: webhook.TagsAdded, ContactID: c.ID,
-			Contact: c.info(), Info: webhook.TagsAddedInfo{TagsAdded: tags}, At: now})
+		p, err := event.Prepare(ctx, event.Event{Type: event.TagsAdded, ContactID: c.ID,
+			Contact: c.info(), Info: event.TagsAddedInfo{TagsAdded: tags}, At: now})
 		if err != nil {
 			return Contact{}, nil, nil, field.Write{}, err
 		}
@@ -130,8 +130,8 @@ func (s *Service) newContact(ctx context.Context, in CreateInput, now time.Time,
 	}
 	if status, ok := s.verdicts.KnownStatus(in.Email); ok {
 		c.EmailStatus = status
-		p, err := webhook.Prepare(ctx, webhook.Event{Type: webhook.ContactEnriched, ContactID: c.ID, Contact: c.info(),
-			Info: webhook.ContactEnrichedInfo{ChangedFields: []string{"emailStatus"}, EmailStatus: status,
+		p, err := event.Prepare(ctx, event.Event{Type: event.ContactEnriched, ContactID: c.ID, Contact: c.info(),
+			Info: event.ContactEnrichedInfo{ChangedFields: []string{"emailStatus"}, EmailStatus: status,
 				PreviousEmailStatus: EmailPending}, At: now})
 		if err != nil {
 			return Contact{}, nil, nil, field.Write{}, err
@@ -145,9 +145,9 @@ func (s *Service) newContact(ctx context.Context, in CreateInput, now time.Time,
 // planned deliveries in one statement, in a group of creates. A contact it did not insert had
 // an email the account has (DuplicateContact), or an erased person's email or phone
 // (ContactSuppressed).
-func (s *Service) insert(ctx context.Context, p db.ContactCreateParams, events []webhook.Prepared, fields field.Write) error {
+func (s *Service) insert(ctx context.Context, p db.ContactCreateParams, events []event.Prepared, fields field.Write) error {
 	var inserted returned[db.ContactCreateRow]
-	plan, err := s.events.WithPlan(ctx, nil, p.AccountID, webhook.Of(events), func(plan webhook.Plan) (current bool, err error) {
+	plan, err := s.events.WithPlan(ctx, nil, p.AccountID, event.Of(events), func(plan event.Plan) (current bool, err error) {
 		p.SubscriptionsVersion, p.DeliveryEventIds, p.DeliverySubscriptionIds = plan.Version, plan.EventIDs, plan.SubscriptionIDs
 		if len(fields.Claims) > 0 {
 			inserted, err = s.insertClaiming(ctx, p, fields)
@@ -211,7 +211,7 @@ func (s *Service) insertClaiming(ctx context.Context, p db.ContactCreateParams, 
 
 // createParams is ContactCreate's statement for c: the contact, its consent record, its
 // first property and its events.
-func createParams(accountID uuid.UUID, c Contact, in CreateInput, events []webhook.Prepared) db.ContactCreateParams {
+func createParams(accountID uuid.UUID, c Contact, in CreateInput, events []event.Prepared) db.ContactCreateParams {
 	fields := in.Fields
 	if len(fields) == 0 {
 		fields = json.RawMessage("{}")
@@ -268,6 +268,6 @@ func insertProperty(ctx context.Context, tx store.Tx, accountID, contactID uuid.
 	return err
 }
 
-func (c Contact) info() webhook.ContactInfo {
+func (c Contact) info() event.ContactInfo {
 	return contactInfo(c.ID, c.Email, c.AssignedUserEmailID)
 }

@@ -6,9 +6,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/platform/store"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 // Delete removes a contact for good, with its properties, activity and consent record; its
@@ -25,7 +25,7 @@ func (s *Service) Delete(ctx context.Context, accountID uuid.UUID, rawID string)
 			return err
 		}
 		info := contactInfo(id, row.Email, row.AssignedUserEmailID)
-		if err := s.leaveSegments(ctx, tx, accountID, map[uuid.UUID]webhook.ContactInfo{id: info}); err != nil {
+		if err := s.leaveSegments(ctx, tx, accountID, map[uuid.UUID]event.ContactInfo{id: info}); err != nil {
 			return err
 		}
 		_, err = tx.ContactDelete(ctx, db.ContactDeleteParams{AccountID: accountID, ContactID: id})
@@ -61,7 +61,7 @@ func (s *Service) Remove(ctx context.Context, tx store.Tx, accountID uuid.UUID, 
 		return Removed{}, err
 	}
 	// the erased person's leave events carry no personal data, as ContactErased does not
-	if err := s.leaveSegments(ctx, tx, accountID, map[uuid.UUID]webhook.ContactInfo{id: {ContactID: id.String()}}); err != nil {
+	if err := s.leaveSegments(ctx, tx, accountID, map[uuid.UUID]event.ContactInfo{id: {ContactID: id.String()}}); err != nil {
 		return Removed{}, err
 	}
 	if _, err := tx.ContactDelete(ctx, db.ContactDeleteParams{AccountID: accountID, ContactID: id}); err != nil {

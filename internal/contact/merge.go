@@ -12,9 +12,9 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apitime"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/platform/store"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 // MaxMergeDuplicates is how many duplicates one merge takes.
@@ -88,7 +88,7 @@ func (s *Service) Merge(ctx context.Context, accountID uuid.UUID, in MergeInput)
 				return err
 			}
 		}
-		leaving := make(map[uuid.UUID]webhook.ContactInfo, len(dups))
+		leaving := make(map[uuid.UUID]event.ContactInfo, len(dups))
 		for _, id := range dups {
 			leaving[id] = contactInfo(id, byID[id].Email, byID[id].AssignedUserEmailID)
 		}
@@ -302,8 +302,8 @@ func (s *Service) emitMerged(ctx context.Context, tx store.Tx, prev, next db.Con
 			return err
 		}
 	}
-	if err := s.events.Emit(ctx, tx, next.AccountID, webhook.Event{Type: webhook.ContactsMerged, ContactID: next.ContactID,
-		Contact: info, At: now, Info: webhook.ContactsMergedInfo{MergedContactIDs: ids, ChangedFields: changed,
+	if err := s.events.Emit(ctx, tx, next.AccountID, event.Event{Type: event.ContactsMerged, ContactID: next.ContactID,
+		Contact: info, At: now, Info: event.ContactsMergedInfo{MergedContactIDs: ids, ChangedFields: changed,
 			Previous: before, Current: after, TagsAdded: added}}); err != nil {
 		return err
 	}
@@ -311,8 +311,8 @@ func (s *Service) emitMerged(ctx context.Context, tx store.Tx, prev, next db.Con
 		return nil
 	}
 	// a receiver that stops marketing on ContactUnsubscribed must hear of the primary too
-	return s.events.Emit(ctx, tx, next.AccountID, webhook.Event{Type: webhook.ContactUnsubscribed, ContactID: next.ContactID,
-		Contact: info, At: now, Info: webhook.ContactUnsubscribedInfo{UnsubscribedAt: apitime.From(now), Source: webhook.UnsubscribedByMerge}})
+	return s.events.Emit(ctx, tx, next.AccountID, event.Event{Type: event.ContactUnsubscribed, ContactID: next.ContactID,
+		Contact: info, At: now, Info: event.ContactUnsubscribedInfo{UnsubscribedAt: apitime.From(now), Source: event.UnsubscribedByMerge}})
 }
 
 // MergedInto is the contact a merged duplicate's id answers for; ErrNotFound when the id is

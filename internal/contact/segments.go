@@ -11,9 +11,9 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apitime"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/segment"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 // Subject is what a segment's filter reads of c, as the API shows it (times to the
@@ -138,7 +138,7 @@ func (s *Service) keepMembers(ctx context.Context, tx store.Tx, account uuid.UUI
 
 // entered is what the new contact c enters (segment.Service.Entered; without segments: -1,
 // nothing).
-func (s *Service) entered(ctx context.Context, account uuid.UUID, c Contact) (int64, []uuid.UUID, []webhook.Prepared, error) {
+func (s *Service) entered(ctx context.Context, account uuid.UUID, c Contact) (int64, []uuid.UUID, []event.Prepared, error) {
 	if s.segments == nil {
 		return -1, []uuid.UUID{}, nil, nil
 	}
@@ -192,7 +192,7 @@ func (s *Service) keepSegments(ctx context.Context, tx store.Tx, account uuid.UU
 }
 
 // leaveSegments takes contacts a write in tx is about to delete out of their segments.
-func (s *Service) leaveSegments(ctx context.Context, tx store.Tx, account uuid.UUID, infos map[uuid.UUID]webhook.ContactInfo) error {
+func (s *Service) leaveSegments(ctx context.Context, tx store.Tx, account uuid.UUID, infos map[uuid.UUID]event.ContactInfo) error {
 	if s.segments == nil {
 		return nil
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/platform/store"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 // Tag limits beyond the per-tag length, which the spec enforces.
@@ -170,9 +170,9 @@ func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []
 		p := db.TagsSwapParams{AccountID: accountID, ContactID: id, Tags: c.tags, Previous: existing, UpdatedAt: now,
 			SegmentsVersion: version, RowVersion: row.RowVersion, SegmentsEntered: []uuid.UUID{}, SegmentsLeft: []uuid.UUID{}}
 		info := contactInfo(id, row.ContactRow.Email, row.ContactRow.AssignedUserEmailID)
-		var events []webhook.Prepared
+		var events []event.Prepared
 		for _, ev := range tagEvents(id, info, c, now) {
-			prepared, err := webhook.Prepare(ctx, ev)
+			prepared, err := event.Prepare(ctx, ev)
 			if err != nil {
 				return nil, err
 			}
@@ -201,7 +201,7 @@ func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []
 			p.EventPayloads, p.EventTraces = append(p.EventPayloads, string(prepared.Payload)), append(p.EventTraces, prepared.Trace)
 		}
 		var swapped returned[db.TagsSwapRow]
-		plan, err := s.events.WithPlan(ctx, nil, accountID, webhook.Of(events), func(plan webhook.Plan) (current bool, err error) {
+		plan, err := s.events.WithPlan(ctx, nil, accountID, event.Of(events), func(plan event.Plan) (current bool, err error) {
 			p.SubscriptionsVersion, p.DeliveryEventIds, p.DeliverySubscriptionIds = plan.Version, plan.EventIDs, plan.SubscriptionIDs
 			swapped, err = s.tagSwaps.Do(ctx, p)
 			if err == nil && !swapped.row.SegmentsCurrent {
@@ -223,15 +223,15 @@ func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []
 
 // tagEvents is what a tag change emits: TagsAdded for the tags that are new, TagsRemoved for
 // those that went.
-func tagEvents(id uuid.UUID, info webhook.ContactInfo, c tagChange, now time.Time) []webhook.Event {
-	var evs []webhook.Event
+func tagEvents(id uuid.UUID, info event.ContactInfo, c tagChange, now time.Time) []event.Event {
+	var evs []event.Event
 	if len(c.added) > 0 {
-		evs = append(evs, webhook.Event{Type: webhook.TagsAdded, ContactID: id, Contact: info,
-			Info: webhook.TagsAddedInfo{TagsAdded: c.added}, At: now})
+		evs = append(evs, event.Event{Type: event.TagsAdded, ContactID: id, Contact: info,
+			Info: event.TagsAddedInfo{TagsAdded: c.added}, At: now})
 	}
 	if len(c.removed) > 0 {
-		evs = append(evs, webhook.Event{Type: webhook.TagsRemoved, ContactID: id, Contact: info,
-			Info: webhook.TagsRemovedInfo{TagsRemoved: c.removed}, At: now})
+		evs = append(evs, event.Event{Type: event.TagsRemoved, ContactID: id, Contact: info,
+			Info: event.TagsRemovedInfo{TagsRemoved: c.removed}, At: now})
 	}
 	return evs
 }
@@ -250,7 +250,7 @@ func (c tagChange) changes(existing []string) bool {
 	return len(c.added) > 0 || len(c.removed) > 0 || !slices.Equal(existing, c.tags)
 }
 
-func (s *Service) emitTagEvents(ctx context.Context, tx store.Tx, accountID, id uuid.UUID, info webhook.ContactInfo, c tagChange, now time.Time) error {
+func (s *Service) emitTagEvents(ctx context.Context, tx store.Tx, accountID, id uuid.UUID, info event.ContactInfo, c tagChange, now time.Time) error {
 	for _, ev := range tagEvents(id, info, c, now) {
 		if err := s.events.Emit(ctx, tx, accountID, ev); err != nil {
 			return err

@@ -15,9 +15,9 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apitime"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/platform/store"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 // Record statuses.
@@ -226,16 +226,16 @@ func (s *Service) emitUpdateEvents(ctx context.Context, tx store.Tx, prev, next 
 				return err
 			}
 		}
-		if err := s.events.Emit(ctx, tx, next.AccountID, webhook.Event{Type: webhook.ContactDetailsUpdated,
+		if err := s.events.Emit(ctx, tx, next.AccountID, event.Event{Type: event.ContactDetailsUpdated,
 			ContactID: next.ContactID, Contact: info, At: now,
-			Info: webhook.ContactDetailsUpdatedInfo{ChangedFields: changed, Previous: before, Current: after}}); err != nil {
+			Info: event.ContactDetailsUpdatedInfo{ChangedFields: changed, Previous: before, Current: after}}); err != nil {
 			return err
 		}
 	}
 	if prev.RecordStatus != RecordNonMarketing && next.RecordStatus == RecordNonMarketing {
-		return s.events.Emit(ctx, tx, next.AccountID, webhook.Event{Type: webhook.ContactUnsubscribed,
+		return s.events.Emit(ctx, tx, next.AccountID, event.Event{Type: event.ContactUnsubscribed,
 			ContactID: next.ContactID, Contact: info, At: now,
-			Info: webhook.ContactUnsubscribedInfo{UnsubscribedAt: apitime.From(now), Source: webhook.UnsubscribedByUpdate}})
+			Info: event.ContactUnsubscribedInfo{UnsubscribedAt: apitime.From(now), Source: event.UnsubscribedByUpdate}})
 	}
 	return nil
 }
@@ -287,8 +287,8 @@ func deref(s *string) string {
 }
 
 // details are c's name, email and phone, and its other fields among changed.
-func details(c db.ContactRow, changed []string) webhook.ContactDetails {
-	d := webhook.ContactDetails{Name: deref(c.Name), Email: c.Email, Phone: deref(c.Phone)}
+func details(c db.ContactRow, changed []string) event.ContactDetails {
+	d := event.ContactDetails{Name: deref(c.Name), Email: c.Email, Phone: deref(c.Phone)}
 	for _, f := range changed {
 		switch f {
 		case fieldAssignedUser:
@@ -297,7 +297,7 @@ func details(c db.ContactRow, changed []string) webhook.ContactDetails {
 		case fieldRecordStatus:
 			d.RecordStatus = c.RecordStatus
 		case fieldCRM:
-			d.CRMFields = &webhook.CRMFields{Name: c.CrmName, URL: c.CrmUrl, Source: c.CrmSource, Stage: c.CrmStage}
+			d.CRMFields = &event.CRMFields{Name: c.CrmName, URL: c.CrmUrl, Source: c.CrmSource, Stage: c.CrmStage}
 			if c.CrmCreatedDate != nil {
 				at := apitime.From(*c.CrmCreatedDate)
 				d.CRMFields.CreatedDate = &at

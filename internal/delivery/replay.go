@@ -10,9 +10,9 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/platform/ids"
 	"github.com/contactd/contactd/internal/platform/store"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 // MaxReplayEvents bounds what one request queues: a window of more events is refused (400),
@@ -41,7 +41,7 @@ func (s *Service) Replay(ctx context.Context, account uuid.UUID, rawSub string, 
 	case until.Sub(since) > MaxReplayWindow:
 		return 0, apperr.Invalid(apperr.Field("body.since", "maximum", "a replay covers at most 31 days"))
 	}
-	// An event's id is of its time (webhook.NewEventID), so the window's ids bound the
+	// An event's id is of its time (event.NewEventID), so the window's ids bound the
 	// partitions read; a minute wider, for the events recorded before migration 00032, whose
 	// ids are of the clock a few milliseconds after their time.
 	sinceID, untilID := store.EventIDFloor(since.Add(-replayIDSlack)), store.EventIDFloor(until.Add(replayIDSlack))
@@ -94,13 +94,13 @@ func (s *Service) replayPages(ctx context.Context, tx store.Tx, account, sub uui
 		if err != nil || len(rows) == 0 {
 			return queued, err
 		}
-		replayed := make([]webhook.Prepared, len(rows))
+		replayed := make([]event.Prepared, len(rows))
 		for i, r := range rows {
-			replayed[i] = webhook.Prepared{ID: r.EventID, Type: webhook.EventType(p.EventType), Payload: []byte(r.Payload),
+			replayed[i] = event.Prepared{ID: r.EventID, Type: event.EventType(p.EventType), Payload: []byte(r.Payload),
 				At: now.Add(time.Duration(seq) * time.Microsecond)}
 			seq++
 		}
-		ids, err := s.events.Record(ctx, tx, account, webhook.Recording{To: sub, Replayed: replayed})
+		ids, err := s.events.Record(ctx, tx, account, event.Recording{To: sub, Replayed: replayed})
 		if err != nil {
 			return queued, err
 		}

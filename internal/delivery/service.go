@@ -9,11 +9,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/platform/metrics"
 	"github.com/contactd/contactd/internal/platform/queue"
 	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/platform/turns"
-	"github.com/contactd/contactd/internal/webhook"
+	"github.com/contactd/contactd/internal/subscription"
 )
 
 // Options configures delivery.
@@ -38,12 +39,12 @@ type Options struct {
 	// Metrics counts attempts by outcome; nil records nothing.
 	Metrics *metrics.Metrics
 	// Secrets opens the secrets that sign each delivery.
-	Secrets *webhook.Secrets
+	Secrets *subscription.Secrets
 	// Live tells a live account from a sandbox, for the deliveries' livemode; nil: all live.
 	Live func(ctx context.Context, account uuid.UUID) (bool, error)
 	// Filtered counts the events subscriptions' filters leave out of the warnings this
 	// service emits (SubscriptionFailing); nil counts nothing.
-	Filtered *webhook.FilterTally
+	Filtered *event.FilterTally
 	// Turns are the process's heavy reads' turns, which the delivery log's pages take (nil:
 	// none).
 	Turns *turns.Turns
@@ -69,7 +70,7 @@ func New(st *store.Store, opt Options) *Service {
 	s := &Service{store: st, http: NewHTTPClient(opt.Timeout, opt.AllowedNetworks), timeout: opt.Timeout,
 		now: opt.Now, rnd: defaultRand, log: opt.Log, metrics: opt.Metrics, opt: opt, secrets: opt.Secrets}
 	s.queue = queue.New(queue.Options{Name: QueueName, Slots: opt.Workers, PollEvery: opt.PollEvery, Log: opt.Log}, s.claim)
-	s.events = webhook.NewEmitter(s, webhook.NewSubscribers(st, opt.Now), opt.Filtered)
+	s.events = event.NewEmitter(s, event.NewSubscribers(st, opt.Now), opt.Filtered)
 	s.nats = newNATSPublisher(opt.NATSURL, opt.NATSSubjectPrefix, opt.Timeout, opt.Log)
 	return s
 }
@@ -96,7 +97,7 @@ func (s *Service) Stop(ctx context.Context) error {
 }
 
 // RemoveFailingAfter is how long a Failing subscription may go without a success.
-const RemoveFailingAfter = webhook.RemoveFailingAfter
+const RemoveFailingAfter = subscription.RemoveFailingAfter
 
 // SweepTask removes Failing subscriptions without a success in RemoveFailingAfter, every
 // ten minutes.
@@ -120,7 +121,7 @@ func (s *Service) Sweep(ctx context.Context) (int64, error) {
 		if err != nil || n == 0 {
 			return err
 		}
-		return webhook.Announce(ctx, tx, uuid.Nil)
+		return event.Announce(ctx, tx, uuid.Nil)
 	})
 	return n, err
 }

@@ -19,8 +19,8 @@ import (
 
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/delivery"
+	"github.com/contactd/contactd/internal/subscription"
 	"github.com/contactd/contactd/internal/testkit"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 // verifyLegacy is what a receiver written for the original service does: the base64
@@ -132,7 +132,7 @@ func TestRotatedSecretSignsAlongsideTheOldFor24Hours(t *testing.T) {
 	clk := &fakeClock{t: time.Now().UTC()}
 	svc := delivery.New(s.a.Store, delivery.Options{Timeout: time.Second, AllowedNetworks: s.a.Cfg.WebhookAllowedNetworks,
 		Workers: 1, RescueAfter: time.Minute, Now: clk.Now, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Secrets: webhook.NewSecrets(s.a.Store, keys, clk.Now)})
+		Secrets: subscription.NewSecrets(s.a.Store, keys, clk.Now)})
 	deliver := func(email string) testkit.Delivered {
 		t.Helper()
 		s.addTags(t, email, "x")
@@ -157,7 +157,7 @@ func TestRotatedSecretSignsAlongsideTheOldFor24Hours(t *testing.T) {
 		t.Errorf("during the overlap, the new secret: %v", err)
 	}
 
-	clk.Add(webhook.RotationOverlap + time.Second)
+	clk.Add(subscription.RotationOverlap + time.Second)
 	d = deliver("after@example.com")
 	if n := len(strings.Fields(d.Header.Get("webhook-signature"))); n != 1 {
 		t.Errorf("after 24 h: %d signatures, want 1", n)

@@ -27,11 +27,12 @@ import (
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apitime"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/platform/metrics"
 	"github.com/contactd/contactd/internal/platform/queue"
 	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/platform/tracing"
-	"github.com/contactd/contactd/internal/webhook"
+	"github.com/contactd/contactd/internal/subscription"
 )
 
 // QueueName names the delivery queue in /metrics.
@@ -59,7 +60,7 @@ type Service struct {
 	metrics *metrics.Metrics
 	opt     Options
 	queue   *queue.Queue
-	secrets *webhook.Secrets
+	secrets *subscription.Secrets
 	// stopping stops workers from going on to a subscription's next delivery (Stop).
 	stopping atomic.Bool
 	// saturated is set while the dispatcher's last claim filled every free worker: due
@@ -70,13 +71,13 @@ type Service struct {
 	// liveness remembers which accounts are live (uuid.UUID -> bool).
 	liveness sync.Map
 	// events emits the warnings of subscriptions that turn Failing.
-	events *webhook.Emitter
+	events *event.Emitter
 	// nats publishes to the subscriptions that target a NATS JetStream subject (nil: none
 	// configured).
 	nats *natsPublisher
 }
 
-var _ webhook.Enqueuer = (*Service)(nil)
+var _ event.Enqueuer = (*Service)(nil)
 
 // outcome is what one attempt came to.
 type outcome struct {
@@ -224,7 +225,7 @@ func (s *Service) post(ctx context.Context, a Args, d db.DeliveryLoadRow) outcom
 	if failed != nil {
 		return *failed
 	}
-	if subject, ok := webhook.NATSSubject(d.Url); ok {
+	if subject, ok := subscription.NATSSubject(d.Url); ok {
 		if s.nats == nil {
 			return outcome{err: "this contactd has no NATS server configured (CONTACTD_NATS_URL)"}
 		}
@@ -249,7 +250,7 @@ type message struct {
 
 // sign builds d's body and signed headers; a failure is the attempt's outcome.
 func (s *Service) sign(ctx context.Context, account uuid.UUID, d db.DeliveryLoadRow) (message, *outcome) {
-	keys, err := s.secrets.Open(ctx, webhook.Sealed{Account: account, Subscription: d.SubscriptionID, InClear: d.Secret,
+	keys, err := s.secrets.Open(ctx, subscription.Sealed{Account: account, Subscription: d.SubscriptionID, InClear: d.Secret,
 		Current: d.SecretSealed, Previous: d.PreviousSecretSealed, PreviousUntil: d.PreviousSecretUntil, Client: d.ClientSecretSealed})
 	if err != nil {
 		// never sent unsigned or signed wrong; the operator's log says why
@@ -401,10 +402,10 @@ func (s *Service) updateSubscription(ctx context.Context, tx store.Tx, account, 
 	switch {
 	case o.gone():
 		if _, err := tx.SubscriptionRemove(ctx, db.SubscriptionRemoveParams{AccountID: account, SubscriptionID: sub, Now: now,
-			Reason: webhook.RemovedGone}); err != nil {
+			Reason: subscription.RemovedGone}); err != nil {
 			return err
 		}
-		return webhook.Announce(ctx, tx, account)
+		return event.Announce(ctx, tx, account)
 	case o.err == "subscription removed":
 		return nil
 	}
@@ -420,11 +421,11 @@ func (s *Service) updateSubscription(ctx context.Context, tx store.Tx, account, 
 // subscriptions turned Failing, in the transaction that turned it: the warning comes once
 // per turn, and before the sweep can remove it.
 func (s *Service) warnFailing(ctx context.Context, tx store.Tx, account uuid.UUID, r db.SubscriptionRecordFailureRow, now time.Time) error {
-	info := webhook.SubscriptionFailingInfo{SubscriptionID: r.SubscriptionID.String(),
-		EventType: webhook.EventType(r.EventType), FailingSince: apitime.From(now),
-		RemovalAt: apitime.From(webhook.RemovalAt(r.LastSuccessAt, r.CreatedAt)), ConsecutiveFailures: int(r.ConsecutiveFailures),
+	info := event.SubscriptionFailingInfo{SubscriptionID: r.SubscriptionID.String(),
+		EventType: event.EventType(r.EventType), FailingSince: apitime.From(now),
+		RemovalAt: apitime.From(subscription.RemovalAt(r.LastSuccessAt, r.CreatedAt)), ConsecutiveFailures: int(r.ConsecutiveFailures),
 		LastFailure: r.Failure}
-	return s.events.EmitAbout(ctx, tx, account, webhook.Event{Type: webhook.SubscriptionFailing, Info: info, At: now}, r.SubscriptionID)
+	return s.events.EmitAbout(ctx, tx, account, event.Event{Type: event.SubscriptionFailing, Info: info, At: now}, r.SubscriptionID)
 }
 
 func defaultRand() float64 { return rand.Float64() }

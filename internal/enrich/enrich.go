@@ -18,9 +18,9 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/address"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/platform/queue"
 	"github.com/contactd/contactd/internal/platform/store"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 // MaxAttempts bounds the tries of a check whose DNS keeps failing; the status then stays
@@ -49,7 +49,7 @@ type Options struct {
 type Service struct {
 	store   *store.Store
 	opt     Options
-	events  *webhook.Emitter
+	events  *event.Emitter
 	domains *domainVerdicts
 
 	queue *queue.Queue // one slot: a batch at a time
@@ -70,7 +70,7 @@ type Segments interface {
 func (s *Service) KeepSegments(sg Segments) { s.segments = sg }
 
 // New returns the service; events receives ContactEnriched.
-func New(st *store.Store, events *webhook.Emitter, opt Options) *Service {
+func New(st *store.Store, events *event.Emitter, opt Options) *Service {
 	if opt.RetryBase <= 0 {
 		opt.RetryBase = 10 * time.Second
 	}
@@ -303,7 +303,7 @@ func (s *Service) emits(ctx context.Context, c *checked) bool {
 		c.segments = version
 	}
 	aud, err := s.events.Audience(ctx, nil, c.AccountID)
-	if err != nil || aud.Wants(webhook.ContactEnriched) {
+	if err != nil || aud.Wants(event.ContactEnriched) {
 		return true
 	}
 	c.audience = aud.Version
@@ -323,10 +323,10 @@ func (s *Service) finishQuiet(ctx context.Context, q *db.Queries, cs []checked) 
 	for _, c := range cs {
 		p.AccountIds, p.ContactIds = append(p.AccountIds, c.AccountID), append(p.ContactIds, c.ContactID)
 		p.Verdicts, p.HeldDueAts = append(p.Verdicts, c.verdict), append(p.HeldDueAts, c.HeldDueAt)
-		ev := webhook.Prepared{} // ID uuid.Nil: no event
+		ev := event.Prepared{} // ID uuid.Nil: no event
 		if c.verdict != "" {
 			var err error
-			if ev, err = webhook.Prepare(ctx, webhook.Event{Type: webhook.ContactEnriched, ContactID: c.ContactID,
+			if ev, err = event.Prepare(ctx, event.Event{Type: event.ContactEnriched, ContactID: c.ContactID,
 				Contact: c.contactInfo(), Info: c.verdictInfo(), At: now}); err != nil {
 				return nil, err
 			}
@@ -354,8 +354,8 @@ func (s *Service) finishQuiet(ctx context.Context, q *db.Queries, cs []checked) 
 }
 
 // contactInfo identifies the contact in its events.
-func (c checked) contactInfo() webhook.ContactInfo {
-	ci := webhook.ContactInfo{ContactID: c.ContactID.String(), EmailID: c.Email}
+func (c checked) contactInfo() event.ContactInfo {
+	ci := event.ContactInfo{ContactID: c.ContactID.String(), EmailID: c.Email}
 	if c.AssignedUserEmailID != nil {
 		ci.AssignedUserEmailID = *c.AssignedUserEmailID
 	}
@@ -363,8 +363,8 @@ func (c checked) contactInfo() webhook.ContactInfo {
 }
 
 // verdictInfo is ContactEnriched's detail for the email verdict (none when there is none).
-func (c checked) verdictInfo() webhook.ContactEnrichedInfo {
-	info := webhook.ContactEnrichedInfo{ChangedFields: []string{}}
+func (c checked) verdictInfo() event.ContactEnrichedInfo {
+	info := event.ContactEnrichedInfo{ChangedFields: []string{}}
 	if c.verdict != "" {
 		info.ChangedFields = append(info.ChangedFields, "emailStatus")
 		info.EmailStatus, info.PreviousEmailStatus = c.verdict, StatusPending
@@ -428,11 +428,11 @@ func RetryDelay(base time.Duration, attempt int) time.Duration {
 // with the first changed address, one more event per further changed address.
 func (s *Service) applyAndEmit(ctx context.Context, tx store.Tx, c checked, now time.Time) error {
 	ci, info := c.contactInfo(), c.verdictInfo()
-	emit := func(ci webhook.ContactInfo, info webhook.ContactEnrichedInfo) error {
+	emit := func(ci event.ContactInfo, info event.ContactEnrichedInfo) error {
 		if len(info.ChangedFields) == 0 {
 			return nil
 		}
-		return s.events.Emit(ctx, tx, c.AccountID, webhook.Event{Type: webhook.ContactEnriched,
+		return s.events.Emit(ctx, tx, c.AccountID, event.Event{Type: event.ContactEnriched,
 			ContactID: c.ContactID, Contact: ci, Info: info, At: now})
 	}
 	refresh := false
@@ -447,13 +447,13 @@ func (s *Service) applyAndEmit(ctx context.Context, tx store.Tx, c checked, now 
 		refresh = true
 		withAddress, pci := info, ci
 		withAddress.ChangedFields = append(withAddress.ChangedFields, "address")
-		withAddress.Address = &webhook.Address{AptOrUnitNumber: p.AptOrUnitNumber, StreetAddress: p.StreetAddress,
+		withAddress.Address = &event.Address{AptOrUnitNumber: p.AptOrUnitNumber, StreetAddress: p.StreetAddress,
 			City: p.City, County: p.County, State: p.State, Zip: p.Zip}
 		pci.PropertyID = p.PropertyID.String()
 		if err := emit(pci, withAddress); err != nil {
 			return err
 		}
-		info = webhook.ContactEnrichedInfo{ChangedFields: []string{}} // the verdict went with the first
+		info = event.ContactEnrichedInfo{ChangedFields: []string{}} // the verdict went with the first
 	}
 	if refresh {
 		// EnrichFinish, an earlier statement, holds the contact's lock (see ContactRefreshProperties).

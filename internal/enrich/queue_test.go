@@ -15,9 +15,9 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/enrich"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/testkit"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 // clock is a settable time for workers whose retries must pass quickly.
@@ -33,7 +33,7 @@ func worker(a *testkit.API, opt enrich.Options) *enrich.Service {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	return enrich.New(a.Store, webhook.NewEmitter(nil, a.Svc.Subscribers, nil), opt)
+	return enrich.New(a.Store, event.NewEmitter(nil, a.Svc.Subscribers, nil), opt)
 }
 
 func createContact(t *testing.T, a *testkit.API, key, email string) uuid.UUID {

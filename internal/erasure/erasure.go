@@ -1,7 +1,7 @@
 // Package erasure forgets a person (GDPR art. 17, CCPA): it removes a contact's personal
 // data from every copy contactd keeps, in one transaction, and keeps them out. Each copy's
 // owner does its part — the contact package the contact (with its properties, activity and
-// consent record), the webhook package the events (tombstones), the delivery package the
+// consent record), the event package the events (tombstones), the delivery package the
 // attempts' response excerpts, the idempotency package the stored responses, the suppression
 // package the suppression list — and this package orders them and records the erasure for
 // audit, without personal data.
@@ -29,10 +29,10 @@ import (
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/idempotency"
 	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/suppression"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 // Requester is the API key that asked for an erasure, as the audit record keeps it.
@@ -54,14 +54,14 @@ type Erasure struct {
 type Service struct {
 	store      *store.Store
 	contacts   *contact.Service
-	events     *webhook.Emitter
+	events     *event.Emitter
 	suppressed *suppression.List
 	journal    *Journal
 	now        func() time.Time
 }
 
 // New returns a Service; journal may be nil (no backups to restore from).
-func New(st *store.Store, contacts *contact.Service, events *webhook.Emitter, suppressed *suppression.List, journal *Journal,
+func New(st *store.Store, contacts *contact.Service, events *event.Emitter, suppressed *suppression.List, journal *Journal,
 	now func() time.Time) *Service {
 	return &Service{store: st, contacts: contacts, events: events, suppressed: suppressed, journal: journal, now: now}
 }
@@ -132,10 +132,10 @@ func (s *Service) forget(ctx context.Context, tx store.Tx, accountID uuid.UUID, 
 		return forgotten{}, err
 	}
 	f := forgotten{found: live, contact: gone.ID, ids: append([]uuid.UUID{gone.ID}, mergedIDs(gone)...)}
-	var person webhook.Person
+	var person event.Person
 	for i := 0; i < len(f.ids); i++ { // the duplicates its events name are erased too
 		id := f.ids[i]
-		redacted, said, err := webhook.Redact(ctx, tx.Queries, accountID, id)
+		redacted, said, err := event.Redact(ctx, tx.Queries, accountID, id)
 		if err != nil {
 			return f, err
 		}
@@ -172,9 +172,9 @@ func (s *Service) record(ctx context.Context, tx store.Tx, accountID uuid.UUID, 
 	slices.Sort(kinds) // email before phone, each once (a merged duplicate's too)
 	kinds = slices.Compact(kinds)
 	if announce {
-		if err := s.events.Emit(ctx, tx, accountID, webhook.Event{Type: webhook.ContactErased, ContactID: e.ContactID,
-			Contact: webhook.ContactInfo{ContactID: e.ContactID.String()}, At: e.ErasedAt,
-			Info: webhook.ContactErasedInfo{ErasureID: e.ID.String(), ErasedAt: apitime.From(e.ErasedAt)}}); err != nil {
+		if err := s.events.Emit(ctx, tx, accountID, event.Event{Type: event.ContactErased, ContactID: e.ContactID,
+			Contact: event.ContactInfo{ContactID: e.ContactID.String()}, At: e.ErasedAt,
+			Info: event.ContactErasedInfo{ErasureID: e.ID.String(), ErasedAt: apitime.From(e.ErasedAt)}}); err != nil {
 			return nil, err
 		}
 	}
@@ -263,7 +263,7 @@ func (s *Service) remove(ctx context.Context, tx store.Tx, accountID uuid.UUID, 
 
 // entries are the suppression list's entries for everything the person had: the removed
 // row's email and phone and its merged duplicates', and what its events said.
-func (s *Service) entries(ctx context.Context, accountID uuid.UUID, gone contact.Removed, person webhook.Person) ([]suppression.Entry, error) {
+func (s *Service) entries(ctx context.Context, accountID uuid.UUID, gone contact.Removed, person event.Person) ([]suppression.Entry, error) {
 	var out []suppression.Entry
 	var emails, phones []string // lone values: its unique email and phone fields', its events'
 	for _, r := range append([]contact.Removed{gone}, gone.Merged...) {

@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/contactd/contactd/gen/api"
-	"github.com/contactd/contactd/internal/feed"
+	"github.com/contactd/contactd/internal/event"
 )
 
 // ListEvents implements GET /public/v1/events.
@@ -20,7 +20,7 @@ func (s *Server) ListEvents(ctx context.Context, req api.ListEventsRequestObject
 	if p.After != nil {
 		after = *p.After
 	}
-	page, err := s.events.Feed(ctx, principal(ctx).AccountID, after, (*string)(p.EventType), limit)
+	page, err := s.events.Page(ctx, principal(ctx).AccountID, after, (*string)(p.EventType), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -29,7 +29,7 @@ func (s *Server) ListEvents(ctx context.Context, req api.ListEventsRequestObject
 
 // eventListResponse writes the events as stored: the bytes receivers were sent, not decoded
 // and encoded again.
-type eventListResponse feed.Page
+type eventListResponse event.FeedPage
 
 func (r eventListResponse) VisitListEventsResponse(w http.ResponseWriter) error {
 	size := 64

@@ -12,7 +12,7 @@ import (
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/delivery"
-	"github.com/contactd/contactd/internal/feed"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -256,7 +256,7 @@ func TestFeedPagesAreBoundedInBytes(t *testing.T) {
 		}
 		var l api.EventList
 		r.JSON(t, &l)
-		if len(r.Body) > feed.MaxPageBytes+2*contact.MaxActivityDetailsBytes {
+		if len(r.Body) > event.MaxFeedPageBytes+2*contact.MaxActivityDetailsBytes {
 			t.Fatalf("a page of %d bytes", len(r.Body))
 		}
 		if len(l.Events) > 0 {

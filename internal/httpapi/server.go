@@ -26,13 +26,13 @@ import (
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/docs"
 	"github.com/contactd/contactd/internal/erasure"
-	"github.com/contactd/contactd/internal/feed"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/idempotency"
 	"github.com/contactd/contactd/internal/platform/metrics"
 	"github.com/contactd/contactd/internal/ratelimit"
 	"github.com/contactd/contactd/internal/segment"
-	"github.com/contactd/contactd/internal/webhook"
+	"github.com/contactd/contactd/internal/subscription"
 )
 
 // Config holds the HTTP layer's settings.
@@ -60,13 +60,13 @@ type Deps struct {
 	Contacts *contact.Service
 	// Erasures forgets people (POST /contact/{id}/erase).
 	Erasures *erasure.Service
-	Webhooks *webhook.Service
+	Webhooks *subscription.Service
 	// Fields defines the accounts' custom fields.
 	Fields *field.Service
 	// Segments saves the accounts' segments.
 	Segments *segment.Service
 	// Events reads the events feed.
-	Events *feed.Service
+	Events *event.Feed
 	// Limiter decides the rate limits; nil: this process's own, from Config.RateLimits.
 	Limiter ratelimit.Allower
 	// Extra registers more routes (the console) on the server, outside the API. It gets the
@@ -91,11 +91,11 @@ type Server struct {
 	auth       *auth.Service
 	contacts   *contact.Service
 	erasures   *erasure.Service
-	webhooks   *webhook.Service
+	webhooks   *subscription.Service
 	fields     *field.Service
 	segments   *segment.Service
 	deliveries *delivery.Service
-	events     *feed.Service
+	events     *event.Feed
 	ready      func(ctx context.Context) error
 	routes     routeTable
 	idem       *idempotency.Service

@@ -10,8 +10,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/contactd/contactd/internal/event"
+	"github.com/contactd/contactd/internal/subscription"
 	"github.com/contactd/contactd/internal/testkit"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 // count is how many rows of table (webhook_events, webhook_deliveries) the account has.
@@ -123,7 +124,7 @@ func TestSubscriptionReachesTheCache(t *testing.T) {
 		tagsOf(t, a.Do("POST", path, key, map[string]any{"tags": []string{fmt.Sprintf("tag%d", tag)}}))
 	}
 	addTag() // the account is now cached as subscribing to nothing
-	if a.Svc.Subscribers.MayHave(ctx, account, webhook.TagsAdded) {
+	if a.Svc.Subscribers.MayHave(ctx, account, event.TagsAdded) {
 		t.Fatal("no subscription, yet the cache says there may be one")
 	}
 
@@ -136,18 +137,18 @@ func TestSubscriptionReachesTheCache(t *testing.T) {
 		t.Fatalf("first change after subscribing: %d deliveries, want 1", d)
 	}
 
-	// In another process (its own webhook.Service on the same database): NOTIFY brings it here.
-	other := webhook.NewService(a.Store, webhook.NewEmitter(nil, webhook.NewSubscribers(a.Store, time.Now), nil), a.Svc.Secrets, time.Now,
-		webhook.URLRules{AllowHTTP: true})
-	if a.Svc.Subscribers.MayHave(ctx, account, webhook.TagsRemoved) {
+	// In another process (its own subscription.Service on the same database): NOTIFY brings it here.
+	other := subscription.NewService(a.Store, event.NewEmitter(nil, event.NewSubscribers(a.Store, time.Now), nil), a.Svc.Secrets, time.Now,
+		subscription.URLRules{AllowHTTP: true})
+	if a.Svc.Subscribers.MayHave(ctx, account, event.TagsRemoved) {
 		t.Fatal("TagsRemoved: cached as subscribed before anyone subscribed")
 	}
 	forgotten := a.Svc.Subscribers.Invalidations() // expiry (SubscribersTTL) leaves it unchanged
-	if _, err := other.Create(ctx, account, webhook.NewSubscription{URL: "https://hooks.example.com/removed", EventType: webhook.TagsRemoved}); err != nil {
+	if _, err := other.Create(ctx, account, subscription.NewSubscription{URL: "https://hooks.example.com/removed", EventType: event.TagsRemoved}); err != nil {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, "the other process's subscription", func() bool {
-		return a.Svc.Subscribers.MayHave(ctx, account, webhook.TagsRemoved)
+		return a.Svc.Subscribers.MayHave(ctx, account, event.TagsRemoved)
 	})
 	if a.Svc.Subscribers.Invalidations() == forgotten {
 		t.Errorf("the subscription reached the cache without its notification (the entry expired)")

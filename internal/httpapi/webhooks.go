@@ -10,12 +10,13 @@ import (
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/delivery"
-	"github.com/contactd/contactd/internal/webhook"
+	"github.com/contactd/contactd/internal/event"
+	"github.com/contactd/contactd/internal/subscription"
 )
 
 // CreateWebhook implements POST /public/v1/webhooks.
 func (s *Server) CreateWebhook(ctx context.Context, req api.CreateWebhookRequestObject) (api.CreateWebhookResponseObject, error) {
-	in := webhook.NewSubscription{URL: req.Body.Url, EventType: webhook.EventType(req.Body.EventType),
+	in := subscription.NewSubscription{URL: req.Body.Url, EventType: event.EventType(req.Body.EventType),
 		MaxPerSecond: req.Body.MaxDeliveriesPerSecond}
 	if req.Body.Filter != nil {
 		in.Filter = *req.Body.Filter
@@ -40,7 +41,7 @@ func (s *Server) ListWebhooks(ctx context.Context, _ api.ListWebhooksRequestObje
 	return api.ListWebhooks200JSONResponse(out), nil
 }
 
-func subscriptionToAPI(s webhook.Subscription) api.WebhookSubscription {
+func subscriptionToAPI(s subscription.Subscription) api.WebhookSubscription {
 	out := api.WebhookSubscription{
 		SubscriptionId: s.ID.String(), Url: s.URL, EventType: api.EventType(s.EventType),
 		Status: api.SubscriptionStatus(s.Status), CreatedAt: apitime.From(s.CreatedAt),

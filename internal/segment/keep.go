@@ -9,8 +9,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/platform/store"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 // Keeping membership current. A write that changes contacts holds the account's segments for
@@ -31,7 +31,7 @@ import (
 type Member struct {
 	ID      uuid.UUID
 	Subject Subject
-	Info    webhook.ContactInfo
+	Info    event.ContactInfo
 }
 
 // Hold is an account's segments as a write's transaction holds them.
@@ -70,7 +70,7 @@ func (s *Service) Quiet(ctx context.Context, account uuid.UUID) (version int64, 
 // the account's dynamic segments whose filter m meets, and the ContactEnteredSegment events of
 // the ready ones, at the segments version this process last read (which the statement checks,
 // as it checks Quiet's).
-func (s *Service) Entered(ctx context.Context, account uuid.UUID, m Member, at time.Time) (version int64, ids []uuid.UUID, events []webhook.Prepared, err error) {
+func (s *Service) Entered(ctx context.Context, account uuid.UUID, m Member, at time.Time) (version int64, ids []uuid.UUID, events []event.Prepared, err error) {
 	c, err := s.Changed(ctx, account, m, nil, at)
 	return c.Version, c.Entered, c.Events, err
 }
@@ -81,7 +81,7 @@ type Membership struct {
 	// Version is the segments version it was evaluated at: the statement checks it.
 	Version       int64
 	Entered, Left []uuid.UUID
-	Events        []webhook.Prepared
+	Events        []event.Prepared
 }
 
 // Changed is the change of membership of the contact m, as a write would leave it, from the
@@ -167,7 +167,7 @@ func (s *Service) Keep(ctx context.Context, tx store.Tx, h *Hold, ms []Member) e
 // Leave takes the contacts out of every segment they are in, dynamic or snapshot, with an
 // event for each ready one, before a write deletes them (nothing else would: a membership row
 // references no contact, migration 00051).
-func (s *Service) Leave(ctx context.Context, tx store.Tx, account uuid.UUID, infos map[uuid.UUID]webhook.ContactInfo) error {
+func (s *Service) Leave(ctx context.Context, tx store.Tx, account uuid.UUID, infos map[uuid.UUID]event.ContactInfo) error {
 	ids := make([]uuid.UUID, 0, len(infos))
 	for id := range infos {
 		ids = append(ids, id)
@@ -190,14 +190,14 @@ func (s *Service) Leave(ctx context.Context, tx store.Tx, account uuid.UUID, inf
 // change is a write's membership changes and their events.
 type change struct {
 	p      db.SegmentMembersSetParams
-	events []webhook.Prepared
+	events []event.Prepared
 }
 
 func (c *change) add(ctx context.Context, segment uuid.UUID, name string, ready bool, contact uuid.UUID,
-	info webhook.ContactInfo, enters bool, now time.Time) error {
-	typ := webhook.ContactLeftSegment
+	info event.ContactInfo, enters bool, now time.Time) error {
+	typ := event.ContactLeftSegment
 	if enters {
-		typ = webhook.ContactEnteredSegment
+		typ = event.ContactEnteredSegment
 		c.p.NewSegmentIds, c.p.NewContactIds = append(c.p.NewSegmentIds, segment), append(c.p.NewContactIds, contact)
 	} else {
 		c.p.GoneSegmentIds, c.p.GoneContactIds = append(c.p.GoneSegmentIds, segment), append(c.p.GoneContactIds, contact)
@@ -205,8 +205,8 @@ func (c *change) add(ctx context.Context, segment uuid.UUID, name string, ready 
 	if !ready {
 		return nil // a backfilling segment's changes send no events
 	}
-	ev, err := webhook.Prepare(ctx, webhook.Event{Type: typ, ContactID: contact, Contact: info,
-		Info: webhook.SegmentInfo{SegmentID: segment.String(), SegmentName: name}, At: now})
+	ev, err := event.Prepare(ctx, event.Event{Type: typ, ContactID: contact, Contact: info,
+		Info: event.SegmentInfo{SegmentID: segment.String(), SegmentName: name}, At: now})
 	c.events = append(c.events, ev)
 	return err
 }
@@ -227,7 +227,7 @@ func (s *Service) apply(ctx context.Context, tx store.Tx, account uuid.UUID, c c
 	if len(c.events) == 0 {
 		return nil
 	}
-	_, err := s.events.Record(ctx, tx, account, webhook.Recording{Events: c.events})
+	_, err := s.events.Record(ctx, tx, account, event.Recording{Events: c.events})
 	return err
 }
 

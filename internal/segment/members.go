@@ -9,8 +9,8 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/platform/store"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 // Errors of the membership operations.
@@ -100,7 +100,7 @@ func (s *Service) SetMember(ctx context.Context, account, id, contact uuid.UUID,
 		if err != nil || n == 0 || sg.Status != Ready {
 			return err
 		}
-		info := webhook.ContactInfo{ContactID: contact.String(), EmailID: who.Email}
+		info := event.ContactInfo{ContactID: contact.String(), EmailID: who.Email}
 		if who.AssignedUserEmailID != nil {
 			info.AssignedUserEmailID = *who.AssignedUserEmailID
 		}
@@ -111,7 +111,7 @@ func (s *Service) SetMember(ctx context.Context, account, id, contact uuid.UUID,
 		if len(c.events) == 0 {
 			return nil
 		}
-		_, err = s.events.Record(ctx, tx, account, webhook.Recording{Events: c.events})
+		_, err = s.events.Record(ctx, tx, account, event.Recording{Events: c.events})
 		return err
 	})
 }

@@ -19,9 +19,9 @@ import (
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/apperr"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/platform/store"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 // Kinds of segment.
@@ -72,7 +72,7 @@ type Definitions interface {
 type Service struct {
 	store  *store.Store
 	fields Definitions
-	events *webhook.Emitter
+	events *event.Emitter
 	now    func() time.Time
 	wake   chan struct{}
 	stop   func()
@@ -99,7 +99,7 @@ const maxCachedAccounts = 1000
 
 // NewService returns the segment service over st, which records membership events with
 // events.
-func NewService(st *store.Store, fields Definitions, events *webhook.Emitter, now func() time.Time) *Service {
+func NewService(st *store.Store, fields Definitions, events *event.Emitter, now func() time.Time) *Service {
 	return &Service{store: st, fields: fields, events: events, now: now, dynamic: map[uuid.UUID]dynamicSegments{},
 		wake: make(chan struct{}, 1)}
 }

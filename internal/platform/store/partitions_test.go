@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/testkit"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 // Processes making the same partitions at once make each once, and none fails; an event
@@ -23,7 +23,7 @@ func TestEventPartitionsMadeOnceAndFilledFromTheDefault(t *testing.T) {
 	pool := testkit.Pool(st)
 	today := time.Now().UTC().Truncate(24 * time.Hour)
 	far := today.Add(30 * 24 * time.Hour).Add(13 * time.Hour)
-	account, early := uuid.New(), webhook.NewEventID(far)
+	account, early := uuid.New(), event.NewEventID(far)
 	if _, err := pool.Exec(ctx, `INSERT INTO webhook_events (account_id, event_id, event_type, payload, occurred_at)
 		VALUES ($1, $2, 'TagsAdded', '{"early":true}', $3)`, account, early, far); err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestEventPartitionsMadeOnceAndFilledFromTheDefault(t *testing.T) {
 func TestEventIDFloorBoundsADay(t *testing.T) {
 	day := time.Date(2031, 3, 4, 0, 0, 0, 0, time.UTC)
 	lo, hi := store.EventIDFloor(day), store.EventIDFloor(day.Add(24*time.Hour))
-	first, last, next := webhook.NewEventID(day), webhook.NewEventID(day.Add(24*time.Hour-time.Millisecond)), webhook.NewEventID(day.Add(24*time.Hour))
+	first, last, next := event.NewEventID(day), event.NewEventID(day.Add(24*time.Hour-time.Millisecond)), event.NewEventID(day.Add(24*time.Hour))
 	less := func(a, b uuid.UUID) bool { return a.String() < b.String() }
 	if !less(lo, first) || !less(last, hi) || less(next, hi) {
 		t.Errorf("day [%s, %s): first %s, last %s, next day's %s", lo, hi, first, last, next)

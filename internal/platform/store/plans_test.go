@@ -18,9 +18,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/testkit"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 // capture is a db.DBTX that records the statement a generated query would send, instead of
@@ -229,7 +229,7 @@ func TestDataOutQueriesUseIndexes(t *testing.T) {
 			q.EventsFeed(ctx, db.EventsFeedParams{AccountID: account, EventType: str("TagsRemoved"), AfterXid: "0", RowLimit: 1000, MaxBytes: 1 << 20})
 		},
 		"event": func(q *db.Queries) {
-			q.EventGet(ctx, db.EventGetParams{AccountID: account, EventID: webhook.NewEventID(time.Now().Add(-time.Hour))})
+			q.EventGet(ctx, db.EventGetParams{AccountID: account, EventID: event.NewEventID(time.Now().Add(-time.Hour))})
 		},
 		"replay's page": func(q *db.Queries) {
 			q.EventsForReplay(ctx, db.EventsForReplayParams{AccountID: account, EventType: "TagsAdded", Since: at.Add(-24 * time.Hour), Until: at,

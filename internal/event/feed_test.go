@@ -1,4 +1,4 @@
-package feed_test
+package event_test
 
 import (
 	"context"
@@ -14,11 +14,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/contactd/contactd/internal/feed"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/testkit"
 )
-
-func TestMain(m *testing.M) { testkit.Main(m) }
 
 // Writers race a poller: transactions write events, hold them open for random times (so they
 // commit out of the order they started in), and some roll back. The poller, resuming from
@@ -28,7 +26,7 @@ func TestFeedPollerNeverSkipsALateCommit(t *testing.T) {
 	ctx := context.Background()
 	st := testkit.NewStore(t)
 	pool := testkit.Pool(st)
-	svc := feed.New(st, 24*time.Hour, func() time.Time { return time.Now().UTC() }, nil, nil)
+	svc := event.NewFeed(st, 24*time.Hour, func() time.Time { return time.Now().UTC() }, nil, nil)
 	account := uuid.New()
 
 	var mu sync.Mutex
@@ -78,7 +76,7 @@ func TestFeedPollerNeverSkipsALateCommit(t *testing.T) {
 	seen := map[uuid.UUID]int{}
 	cursor := ""
 	poll := func() int {
-		p, err := svc.Feed(ctx, account, cursor, nil, 7)
+		p, err := svc.Page(ctx, account, cursor, nil, 7)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +153,7 @@ func TestPruneKeepsTheRetention(t *testing.T) {
 	pool := testkit.Pool(st)
 	now := time.Date(2030, 1, 31, 12, 0, 0, 0, time.UTC)
 	before := now.Add(-30 * 24 * time.Hour) // 2030-01-01 12:00
-	svc := feed.New(st, 30*24*time.Hour, func() time.Time { return now }, nil, nil)
+	svc := event.NewFeed(st, 30*24*time.Hour, func() time.Time { return now }, nil, nil)
 	account, sub := uuid.New(), uuid.New()
 	if _, err := pool.Exec(ctx, `INSERT INTO accounts VALUES ($1, 'p', now())`, account); err != nil {
 		t.Fatal(err)
@@ -226,7 +224,7 @@ func TestPruneKeepsTheRetention(t *testing.T) {
 		t.Fatalf("partitions before pruning: %v; want the migration's 8, then 2029's", days)
 	}
 	p, err := svc.Prune(ctx)
-	want := feed.Pruned{Partitions: 12 + 8, Rows: int64(wantDefaultGone), Deliveries: int64(wantDeliveriesGone), Orphans: 1}
+	want := event.Pruned{Partitions: 12 + 8, Rows: int64(wantDefaultGone), Deliveries: int64(wantDeliveriesGone), Orphans: 1}
 	if err != nil || p != want {
 		t.Fatalf("pruned %+v (%v), want %+v", p, err, want)
 	}
@@ -274,7 +272,7 @@ func TestFeedOrdersTransactionsNumerically(t *testing.T) {
 	ctx := context.Background()
 	st := testkit.NewStore(t)
 	account := uuid.New()
-	svc := feed.New(st, 24*time.Hour, time.Now, nil, nil)
+	svc := event.NewFeed(st, 24*time.Hour, time.Now, nil, nil)
 	for _, xid := range []string{"10", "9", "100"} { // old transactions: below any horizon
 		if _, err := testkit.Pool(st).Exec(ctx, `INSERT INTO webhook_events (account_id, event_id, event_type, payload, occurred_at, xid)
 			VALUES ($1, gen_random_uuid(), 'TagsAdded', json_build_object('xid', $2::text), now(), $2::xid8)`, account, xid); err != nil {
@@ -284,7 +282,7 @@ func TestFeedOrdersTransactionsNumerically(t *testing.T) {
 	var got []string
 	cursor := ""
 	for range 3 {
-		p, err := svc.Feed(ctx, account, cursor, nil, 1)
+		p, err := svc.Page(ctx, account, cursor, nil, 1)
 		if err != nil || len(p.Events) != 1 {
 			t.Fatalf("page: %v %v", p, err)
 		}

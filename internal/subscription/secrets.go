@@ -1,4 +1,4 @@
-package webhook
+package subscription
 
 import (
 	"context"

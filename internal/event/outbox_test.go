@@ -1,4 +1,4 @@
-package webhook_test
+package event_test
 
 import (
 	"go/parser"

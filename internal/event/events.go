@@ -1,7 +1,9 @@
-// Package webhook owns subscriptions and events: it validates and stores subscriptions, and
-// writes each event with its deliveries inside the transaction of the change that caused it
-// (a transactional outbox), so a committed change always produces its events and a
-// rolled-back one never does.
+// Package event owns events: it writes each event with its deliveries inside the transaction
+// of the change that caused it (a transactional outbox), so a committed change always
+// produces its events and a rolled-back one never does; it decides who receives each one
+// (the fan-out, with the subscriptions' payload filters); it serves the events feed and
+// prunes it after the retention (feed.go); and it turns an erased person's events into
+// tombstones (redact.go).
 //
 // Every event's columns (its id, type, payload exactly as delivered and time) are built here,
 // by Prepare, and who receives it is decided in one place, the fan-out (fanout.go). The
@@ -23,7 +25,7 @@
 // to PostgreSQL in a group with others, and queues the plan the writer made before sending it
 // (Emitter.Audience, Audience.Plan); Emitter.Planned then counts what filters left out and
 // wakes the workers.
-package webhook
+package event
 
 import (
 	"context"
@@ -256,6 +258,9 @@ func (e *Emitter) Audience(ctx context.Context, q *db.Queries, accountID uuid.UU
 func (e *Emitter) Reload(ctx context.Context, q *db.Queries, accountID uuid.UUID) (*Audience, error) {
 	return e.subs.Reload(ctx, q, accountID)
 }
+
+// Forget drops what this process holds of the account's audience: its subscriptions changed.
+func (e *Emitter) Forget(accountID uuid.UUID) { e.subs.forget(accountID) }
 
 // MayHaveSubscribers reports whether an event of typ for the account may have a
 // subscriber: false only when it certainly has none.

@@ -1,4 +1,4 @@
-package webhook_test
+package event_test
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/testkit"
-	"github.com/contactd/contactd/internal/webhook"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }
@@ -35,13 +35,13 @@ func TestMatcherAgreesWithPostgreSQL(t *testing.T) {
 	var want []bool
 	for len(paths) < pairs {
 		raw := randomFilter(rng, 1)
-		f, ok, err := webhook.ParseFilter("filter", raw)
+		f, ok, err := event.ParseFilter("filter", raw)
 		if err != nil || !ok {
 			continue // a random filter may be past a limit
 		}
-		event := map[string]any{"eventType": "TagsAdded", "data": randomValue(rng, 0)}
-		js, _ := json.Marshal(event)
-		p, err := webhook.ParsePayload("event", js)
+		ev := map[string]any{"eventType": "TagsAdded", "data": randomValue(rng, 0)}
+		js, _ := json.Marshal(ev)
+		p, err := event.ParsePayload("event", js)
 		if err != nil {
 			continue
 		}
@@ -166,25 +166,25 @@ func TestFilterCostIsBounded(t *testing.T) {
 		}
 		all = append(all, map[string]any{"data.a": map[string]any{"$nin": vals, "$neq": "w"}})
 	}
-	f, ok, err := webhook.ParseFilter("filter", map[string]any{"$and": all})
+	f, ok, err := event.ParseFilter("filter", map[string]any{"$and": all})
 	if err != nil || !ok {
 		t.Fatal(err)
 	}
-	p, err := webhook.ParsePayload("event", worstEvent(webhook.MaxEventValues))
+	p, err := event.ParsePayload("event", worstEvent(event.MaxEventValues))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Values() != webhook.MaxEventValues {
-		t.Fatalf("the worst event has %d values, want %d", p.Values(), webhook.MaxEventValues)
+	if p.Values() != event.MaxEventValues {
+		t.Fatalf("the worst event has %d values, want %d", p.Values(), event.MaxEventValues)
 	}
 	matches, steps, err := f.Match(p)
 	if err != nil || !matches {
 		t.Fatalf("worst case: %v %v", matches, err)
 	}
-	if steps > webhook.MaxFilterSteps || steps < webhook.MaxFilterSteps*9/10 {
-		t.Errorf("the worst case took %d steps; the budget is %d and it should come near it", steps, webhook.MaxFilterSteps)
+	if steps > event.MaxFilterSteps || steps < event.MaxFilterSteps*9/10 {
+		t.Errorf("the worst case took %d steps; the budget is %d and it should come near it", steps, event.MaxFilterSteps)
 	}
-	_, err = webhook.ParsePayload("body.event", worstEvent(webhook.MaxEventValues+1))
+	_, err = event.ParsePayload("body.event", worstEvent(event.MaxEventValues+1))
 	if err == nil || !strings.Contains(err.Error(), "more than 2048 JSON values") {
 		t.Errorf("an event past the limit: %v", err)
 	}
@@ -212,12 +212,12 @@ func TestFilterRefusesNUL(t *testing.T) {
 		if err := json.Unmarshal([]byte(raw), &f); err != nil {
 			t.Fatal(err)
 		}
-		_, _, err := webhook.ParseFilter("body.filter", f)
+		_, _, err := event.ParseFilter("body.filter", f)
 		if err == nil || !strings.Contains(err.Error(), "U+0000") {
 			t.Errorf("%s: %v", raw, err)
 		}
 	}
-	if errors.Is(nil, webhook.ErrFilterBudget) {
+	if errors.Is(nil, event.ErrFilterBudget) {
 		t.Fatal()
 	}
 }
@@ -232,8 +232,8 @@ func BenchmarkWorstFilter(b *testing.B) {
 		}
 		all = append(all, map[string]any{"data.a": map[string]any{"$nin": vals, "$neq": "w"}})
 	}
-	f, _, _ := webhook.ParseFilter("filter", map[string]any{"$and": all})
-	p, _ := webhook.ParsePayload("event", worstEvent(webhook.MaxEventValues))
+	f, _, _ := event.ParseFilter("filter", map[string]any{"$and": all})
+	p, _ := event.ParsePayload("event", worstEvent(event.MaxEventValues))
 	b.ReportAllocs()
 	steps := 0
 	for b.Loop() {
@@ -244,9 +244,9 @@ func BenchmarkWorstFilter(b *testing.B) {
 
 // Parsing the costliest event, once for all the filters of its fan-out.
 func BenchmarkParseWorstEvent(b *testing.B) {
-	js := worstEvent(webhook.MaxEventValues)
+	js := worstEvent(event.MaxEventValues)
 	b.ReportAllocs()
 	for b.Loop() {
-		_, _ = webhook.ParsePayload("event", js)
+		_, _ = event.ParsePayload("event", js)
 	}
 }

@@ -1,9 +1,15 @@
-package webhook
+// Package subscription owns webhook subscriptions, the /webhooks operations: it validates and
+// stores them (destination rules, payload filters, throttles, pause), seals their signing
+// secrets at rest and rotates them, sends test events, and says when a failing one will be
+// removed (the delivery workers' sweep removes it). Who receives an event is decided by
+// package event's fan-out, which reads the subscriptions this package writes.
+package subscription
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/contactd/contactd/internal/event"
 	"net/url"
 	"strings"
 	"time"
@@ -57,7 +63,7 @@ func RemovalAt(lastSuccess *time.Time, created time.Time) time.Time {
 type Subscription struct {
 	ID        uuid.UUID
 	URL       string
-	EventType EventType
+	EventType event.EventType
 	Status    string
 	Secret    string
 	// MaxPerSecond throttles the subscription's deliveries; nil when it has no throttle.
@@ -76,7 +82,7 @@ type Subscription struct {
 // Service manages subscriptions.
 type Service struct {
 	store   *store.Store
-	events  *Emitter
+	events  *event.Emitter
 	secrets *Secrets
 	now     func() time.Time
 	urls    URLRules
@@ -92,7 +98,7 @@ type URLRules struct {
 
 // NewService returns a Service. events writes its test events, and its audiences are what
 // subscription changes invalidate; secrets seals the signing secrets.
-func NewService(st *store.Store, events *Emitter, secrets *Secrets, now func() time.Time, urls URLRules) *Service {
+func NewService(st *store.Store, events *event.Emitter, secrets *Secrets, now func() time.Time, urls URLRules) *Service {
 	return &Service{store: st, events: events, secrets: secrets, now: now, urls: urls}
 }
 
@@ -128,7 +134,7 @@ func (s *Service) RotateSecret(ctx context.Context, accountID uuid.UUID, rawID s
 // NewSubscription is what a subscription is created with.
 type NewSubscription struct {
 	URL       string
-	EventType EventType
+	EventType event.EventType
 	// MaxPerSecond throttles its deliveries (nil: no throttle).
 	MaxPerSecond *int
 	// Filter is its payload filter (nil or empty: none), checked by ParseFilter.
@@ -141,7 +147,7 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in NewSubscri
 	if err := s.checkURL(rawURL); err != nil {
 		return Subscription{}, err
 	}
-	filter, hasFilter, err := ParseFilter("body.filter", in.Filter)
+	filter, hasFilter, err := event.ParseFilter("body.filter", in.Filter)
 	if err != nil {
 		return Subscription{}, err
 	}
@@ -172,7 +178,7 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in NewSubscri
 		if err != nil {
 			return err
 		}
-		return Announce(ctx, tx, accountID)
+		return event.Announce(ctx, tx, accountID)
 	})
 	s.forget(accountID)
 	if err != nil {
@@ -228,7 +234,7 @@ func (s *Service) checkURL(raw string) error {
 }
 
 func fromRow(r db.WebhookSubscription) Subscription {
-	sub := Subscription{ID: r.SubscriptionID, URL: r.Url, EventType: EventType(r.EventType),
+	sub := Subscription{ID: r.SubscriptionID, URL: r.Url, EventType: event.EventType(r.EventType),
 		Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, PausedAt: r.PausedAt,
 		Filter: r.Filter, FilteredEvents: r.FilteredEvents,
 		Health: Health{ConsecutiveFailures: int(r.ConsecutiveFailures), LastSuccessAt: r.LastSuccessAt,
@@ -277,7 +283,7 @@ func (s *Service) SetPaused(ctx context.Context, accountID uuid.UUID, rawID stri
 // SetFilter sets the subscription's payload filter, or removes it when filter is empty, for
 // the events written from then on (deliveries already queued stay).
 func (s *Service) SetFilter(ctx context.Context, accountID uuid.UUID, rawID string, filter map[string]any) (Subscription, error) {
-	f, ok, err := ParseFilter("body.filter", filter)
+	f, ok, err := event.ParseFilter("body.filter", filter)
 	if err != nil {
 		return Subscription{}, err
 	}
@@ -294,7 +300,7 @@ func (s *Service) SetFilter(ctx context.Context, accountID uuid.UUID, rawID stri
 		if row, err = tx.SubscriptionSetFilter(ctx, p); err != nil {
 			return err
 		}
-		return Announce(ctx, tx, accountID) // plans made with the old filter are refused
+		return event.Announce(ctx, tx, accountID) // plans made with the old filter are refused
 	})
 	s.forget(accountID)
 	if errors.Is(err, apperr.ErrNoRows) {
@@ -311,21 +317,21 @@ type FilterTest struct {
 	Event   json.RawMessage
 }
 
-// TestFilter evaluates filter (nil: the subscription's own) against event (nil: example, the
+// TestFilter evaluates filter (nil: the subscription's own) against ev (nil: example, the
 // catalog's example of the subscription's type), as the fan-out does: it costs one evaluation.
 func (s *Service) TestFilter(ctx context.Context, accountID uuid.UUID, rawID string, filter map[string]any,
-	event json.RawMessage, example func(EventType) json.RawMessage) (FilterTest, error) {
+	ev json.RawMessage, example func(event.EventType) json.RawMessage) (FilterTest, error) {
 	sub, err := s.Get(ctx, accountID, rawID)
 	if err != nil {
 		return FilterTest{}, err
 	}
-	out := FilterTest{Filter: sub.Filter, Event: event}
+	out := FilterTest{Filter: sub.Filter, Event: ev}
 	if out.Event == nil {
 		out.Event = example(sub.EventType)
 	}
-	var f Filter
+	var f event.Filter
 	if filter != nil {
-		given, ok, err := ParseFilter("body.filter", filter)
+		given, ok, err := event.ParseFilter("body.filter", filter)
 		if err != nil {
 			return FilterTest{}, err
 		}
@@ -333,10 +339,10 @@ func (s *Service) TestFilter(ctx context.Context, accountID uuid.UUID, rawID str
 		if ok {
 			out.Filter = f.JSON
 		}
-	} else if f, err = StoredFilter(sub.Filter); err != nil {
+	} else if f, err = event.StoredFilter(sub.Filter); err != nil {
 		return FilterTest{}, err
 	}
-	p, err := ParsePayload("body.event", out.Event)
+	p, err := event.ParsePayload("body.event", out.Event)
 	if err != nil {
 		return FilterTest{}, err
 	}
@@ -378,7 +384,7 @@ func (s *Service) Remove(ctx context.Context, accountID uuid.UUID, rawID string)
 		if err != nil || n == 0 {
 			return err
 		}
-		return Announce(ctx, tx, accountID)
+		return event.Announce(ctx, tx, accountID)
 	})
 	s.forget(accountID)
 	if err == nil && n == 0 {
@@ -389,7 +395,7 @@ func (s *Service) Remove(ctx context.Context, accountID uuid.UUID, rawID string)
 
 // forget drops the account from this process's cache at once, not waiting for its own
 // notification: a client that created a subscription sees its events from the next request.
-func (s *Service) forget(accountID uuid.UUID) { s.events.subs.forget(accountID) }
+func (s *Service) forget(accountID uuid.UUID) { s.events.Forget(accountID) }
 
 // Get returns one of the account's subscriptions, without its secret.
 func (s *Service) Get(ctx context.Context, accountID uuid.UUID, rawID string) (Subscription, error) {

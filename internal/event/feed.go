@@ -1,7 +1,6 @@
-// Package feed is the events feed: every event of an account, subscribed to or not, in the
-// order a consumer must process them, for as long as they are kept, and the pruning that
-// keeps them for that long. Events are written by package webhook, in the transactions of
-// the changes that cause them.
+// The events feed: every event of an account, subscribed to or not, in the order a consumer
+// must process them, for as long as they are kept, and the pruning that keeps them for that
+// long. Events are written in the transactions of the changes that cause them (events.go).
 //
 // The order is the order of the writing transactions' ids (xid8), and a read returns only
 // events of transactions below its snapshot's xmin: every transaction that started before
@@ -9,7 +8,8 @@
 // the order they started in; the horizon is what keeps a poller's cursor from passing an
 // event that commits late. The price: one long transaction, in any database of the PostgreSQL
 // cluster, holds the feed back while it runs.
-package feed
+
+package event
 
 import (
 	"context"
@@ -35,8 +35,8 @@ var ErrNotFound = apperr.New(apperr.KindNotFound, "EventDoesNotExist", "event do
 
 var errBadCursor = apperr.Invalid(apperr.Field("query.after", "format", "not a cursor this feed returned"))
 
-// Service reads the feed and prunes it.
-type Service struct {
+// Feed reads the feed and prunes it.
+type Feed struct {
 	store     *store.Store
 	retention time.Duration
 	now       func() time.Time
@@ -46,56 +46,56 @@ type Service struct {
 
 // New returns the feed over st, keeping events for retention.
 // Its pages and a contact's events take turns (nil: none) with the process's other heavy reads.
-func New(st *store.Store, retention time.Duration, now func() time.Time, log *slog.Logger, reads *turns.Turns) *Service {
+func NewFeed(st *store.Store, retention time.Duration, now func() time.Time, log *slog.Logger, reads *turns.Turns) *Feed {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if reads == nil {
 		reads = turns.New(1 << 20) // as good as none
 	}
-	return &Service{store: st, retention: retention, now: now, log: log, turns: reads}
+	return &Feed{store: st, retention: retention, now: now, log: log, turns: reads}
 }
 
-// Page is a page of the feed: the events' payloads, exactly as delivered, and where to go on.
-type Page struct {
+// FeedPage is a page of the feed: the events' payloads, exactly as delivered, and where to go on.
+type FeedPage struct {
 	Events []string
 	// Next is the cursor after the last event (the one given, after an empty page).
 	Next string
-	// More is whether the page was full (limit events, or MaxPageBytes): more may be ready now.
+	// More is whether the page was full (limit events, or MaxFeedPageBytes): more may be ready now.
 	More bool
 }
 
-// MaxPageBytes is about the most a page of the feed holds: a page ends with the event that
+// MaxFeedPageBytes is about the most a page of the feed holds: a page ends with the event that
 // reaches it.
-const MaxPageBytes = 1 << 20
+const MaxFeedPageBytes = 1 << 20
 
-// Feed returns up to limit of the account's events after the cursor after ("" from the
+// Page returns up to limit of the account's events after the cursor after ("" from the
 // oldest kept), of eventType only when it is set.
-func (s *Service) Feed(ctx context.Context, accountID uuid.UUID, after string, eventType *string, limit int) (Page, error) {
+func (s *Feed) Page(ctx context.Context, accountID uuid.UUID, after string, eventType *string, limit int) (FeedPage, error) {
 	pos, err := parseCursor(after)
 	if err != nil {
-		return Page{}, err
+		return FeedPage{}, err
 	}
 	release, err := s.turns.Take(ctx, accountID)
 	if err != nil {
-		return Page{}, store.Translate(err)
+		return FeedPage{}, store.Translate(err)
 	}
 	defer release()
 	var rows []db.EventsFeedRow
 	err = s.store.Do(ctx, func(q *db.Queries) (err error) {
 		rows, err = q.EventsFeed(ctx, db.EventsFeedParams{AccountID: accountID, EventType: eventType,
-			AfterXid: strconv.FormatUint(pos.xid, 10), AfterEvent: pos.event, RowLimit: int32(limit), MaxBytes: MaxPageBytes})
+			AfterXid: strconv.FormatUint(pos.xid, 10), AfterEvent: pos.event, RowLimit: int32(limit), MaxBytes: MaxFeedPageBytes})
 		return err
 	})
 	if err != nil {
-		return Page{}, err
+		return FeedPage{}, err
 	}
-	p := Page{Events: make([]string, len(rows)), More: len(rows) == limit}
+	p := FeedPage{Events: make([]string, len(rows)), More: len(rows) == limit}
 	for i, r := range rows {
 		p.Events[i] = r.Payload
-		p.More = p.More || r.Upto >= MaxPageBytes
+		p.More = p.More || r.Upto >= MaxFeedPageBytes
 		if pos.xid, err = strconv.ParseUint(r.PositionXid, 10, 64); err != nil {
-			return Page{}, err
+			return FeedPage{}, err
 		}
 		pos.event = r.EventID
 	}
@@ -104,7 +104,7 @@ func (s *Service) Feed(ctx context.Context, accountID uuid.UUID, after string, e
 }
 
 // Get returns one event's payload.
-func (s *Service) Get(ctx context.Context, accountID uuid.UUID, rawID string) ([]byte, error) {
+func (s *Feed) Get(ctx context.Context, accountID uuid.UUID, rawID string) ([]byte, error) {
 	id, ok := ids.Parse(rawID)
 	if !ok {
 		return nil, ErrNotFound
@@ -126,7 +126,7 @@ const pruneBatch = 5000
 
 // PruneTask keeps, every hour, the events' partitions of the days ahead made, and prunes the
 // events older than the retention with their deliveries and attempts.
-func (s *Service) PruneTask() queue.Task {
+func (s *Feed) PruneTask() queue.Task {
 	return queue.Task{Name: "events_retention", Every: time.Hour, Run: func(ctx context.Context) error {
 		p, err := s.Prune(ctx)
 		if p.Partitions > 0 || p.Rows > 0 || p.Deliveries > 0 || p.Orphans > 0 {
@@ -150,7 +150,7 @@ type Pruned struct {
 // retention: the partitions of the days entirely before it, the default partition's older
 // events one by one, the deliveries queued before it, and fails the pending deliveries whose
 // events are gone. An event is kept for the retention at least, and less than a day longer.
-func (s *Service) Prune(ctx context.Context) (Pruned, error) {
+func (s *Feed) Prune(ctx context.Context) (Pruned, error) {
 	var p Pruned
 	now := s.now()
 	before := now.Add(-s.retention)
@@ -180,7 +180,7 @@ func (s *Service) Prune(ctx context.Context) (Pruned, error) {
 }
 
 // pruneBatches runs one batch of a pruning until it deletes fewer than a batch.
-func (s *Service) pruneBatches(ctx context.Context, batch func(q *db.Queries) (int64, error)) (int64, error) {
+func (s *Feed) pruneBatches(ctx context.Context, batch func(q *db.Queries) (int64, error)) (int64, error) {
 	var total int64
 	for {
 		var n int64
@@ -230,7 +230,7 @@ type ContactEvent struct {
 }
 
 // OfContact lists up to limit of a contact's events, oldest first (test events have no contact).
-func (s *Service) OfContact(ctx context.Context, accountID, contactID uuid.UUID, limit int) ([]ContactEvent, error) {
+func (s *Feed) OfContact(ctx context.Context, accountID, contactID uuid.UUID, limit int) ([]ContactEvent, error) {
 	release, err := s.turns.Take(ctx, accountID)
 	if err != nil {
 		return nil, store.Translate(err)
