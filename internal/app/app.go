@@ -18,6 +18,7 @@ import (
 	"github.com/contactd/contactd/internal/config"
 	"github.com/contactd/contactd/internal/console"
 	"github.com/contactd/contactd/internal/contact"
+	"github.com/contactd/contactd/internal/contact/search"
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/enrich"
 	"github.com/contactd/contactd/internal/erasure"
@@ -117,6 +118,8 @@ type Services struct {
 	Drain    Drain
 	Auth     *auth.Service
 	Contacts *contact.Service
+	// Search lists, searches and exports contacts, and reports duplicates.
+	Search *search.Service
 	// Erasures forgets people; Suppressions keeps them out afterwards.
 	Erasures     *erasure.Service
 	Suppressions *suppression.List
@@ -161,7 +164,7 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	}
 	secrets := subscription.NewSecrets(st, keys, Now)
 	keyring := auth.NewService(st, Now)
-	reads := turns.New(contact.ReadTurns(cfg.ListConcurrency)) // the heavy reads', shared by every account
+	reads := turns.New(search.ReadTurns(cfg.ListConcurrency)) // the heavy reads', shared by every account
 	eventFeed := event.NewFeed(st, cfg.EventRetention, Now, log, reads)
 	filtered := event.NewFilterTally(st, m.FilteredOut)
 	deliveries := delivery.New(st, delivery.Options{
@@ -176,13 +179,14 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	suppressions := suppression.New(st, keys, Now)
 	fields := field.NewService(st, Now)
 	segments := segment.NewService(st, fields, events, Now)
-	contacts := contact.NewService(st, events, Now, contact.Options{PublicURL: cfg.PublicURL, Turns: reads,
-		Exports: cfg.Exports, ExportsPerAccount: cfg.ExportsPerAccount, Suppressions: suppressions, Verdicts: enricher,
-		Fields: fields, Segments: segments})
+	contacts := contact.NewService(st, events, Now, contact.Options{PublicURL: cfg.PublicURL, Suppressions: suppressions,
+		Verdicts: enricher, Fields: fields, Segments: segments})
+	searcher := search.New(st, contacts, search.Options{Turns: reads, Exports: cfg.Exports, ExportsPerAccount: cfg.ExportsPerAccount,
+		Fields: fields})
 	enricher.KeepSegments(contacts)
 	subscriptions := subscription.NewService(st, events, secrets, Now,
 		subscription.URLRules{AllowHTTP: cfg.WebhookAllowHTTP, AllowNATS: cfg.NATSURL != ""})
-	cons, err := console.New(console.Deps{Store: st, Auth: keyring, Contacts: contacts, Fields: fields, Segments: segments,
+	cons, err := console.New(console.Deps{Store: st, Auth: keyring, Contacts: contacts, Search: searcher, Fields: fields, Segments: segments,
 		Webhooks: subscriptions, Deliveries: deliveries, Events: eventFeed, Log: log, Now: Now, PublicURL: cfg.PublicURL})
 	if err != nil {
 		return nil, err
@@ -190,6 +194,7 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	return &Services{
 		Auth:         keyring,
 		Contacts:     contacts,
+		Search:       searcher,
 		Erasures:     erasure.New(st, contacts, events, suppressions, erasureJournal(cfg), Now),
 		Suppressions: suppressions,
 		Webhooks:     subscriptions,
@@ -311,7 +316,7 @@ func Handler(cfg config.Config, st *store.Store, svc *Services, log *slog.Logger
 	return httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxBatchBodyBytes: cfg.MaxBatchBodyBytes, RateLimits: limits,
 		TrustedProxies: cfg.TrustedProxies, ExportStall: cfg.WriteTimeout,
 		MetricsToken: cfg.MetricsToken}, httpapi.Deps{
-		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Erasures: svc.Erasures, Webhooks: svc.Webhooks, Fields: svc.Fields, Segments: svc.Segments, Events: svc.Events, Deliveries: svc.Deliveries, Limiter: limiter,
+		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Search: svc.Search, Erasures: svc.Erasures, Webhooks: svc.Webhooks, Fields: svc.Fields, Segments: svc.Segments, Events: svc.Events, Deliveries: svc.Deliveries, Limiter: limiter,
 		Idempotency: svc.Idempotency, Extra: svc.Console.Register,
 		Ready:   svc.Drain.Ready(newReadiness(st).check),
 		Metrics: svc.Metrics,

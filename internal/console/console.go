@@ -31,6 +31,7 @@ import (
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/contact"
+	"github.com/contactd/contactd/internal/contact/search"
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/field"
@@ -66,6 +67,7 @@ type Deps struct {
 	Store      *store.Store
 	Auth       *auth.Service
 	Contacts   *contact.Service
+	Search     *search.Service
 	Fields     *field.Service
 	Segments   *segment.Service
 	Webhooks   *subscription.Service

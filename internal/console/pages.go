@@ -17,6 +17,7 @@ import (
 	"github.com/contactd/contactd/internal/apicore"
 	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/contact"
+	"github.com/contactd/contactd/internal/contact/search"
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/platform/ids"
@@ -27,7 +28,7 @@ import (
 // contactsPage searches and filters the account's contacts with the list API's filters.
 func (c *Console) contactsPage(ec echo.Context) error {
 	q := ec.QueryParams()
-	o := contact.ListOptions{Limit: 25, Cursor: q.Get("cursor"), Sort: "createdAt"}
+	o := search.ListOptions{Limit: 25, Cursor: q.Get("cursor"), Sort: "createdAt"}
 	if v := strings.TrimSpace(q.Get("q")); v != "" {
 		o.Q = &v
 	}
@@ -43,7 +44,7 @@ func (c *Console) contactsPage(ec echo.Context) error {
 	if v, err := strconv.Atoi(q.Get("minLeadScore")); err == nil {
 		o.MinLeadScore = &v
 	}
-	contacts, next, err := c.d.Contacts.List(ec.Request().Context(), sessionOf(ec).AccountID, o)
+	contacts, next, err := c.d.Search.List(ec.Request().Context(), sessionOf(ec).AccountID, o)
 	if err != nil {
 		return c.failed(ec, err)
 	}

@@ -3,7 +3,6 @@
 package contact
 
 import (
-	"runtime"
 	"strings"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/platform/store"
-	"github.com/contactd/contactd/internal/platform/turns"
 	"github.com/contactd/contactd/internal/segment"
 	"github.com/contactd/contactd/internal/suppression"
 )
@@ -85,9 +83,6 @@ type Service struct {
 	tagSwaps  *store.Group[db.TagsSwapParams, returned[db.TagsSwapRow]]
 	byID      *store.Group[db.ContactGetByIDParams, returned[db.ContactRow]]
 	byEmail   *store.Group[db.ContactGetByEmailParams, returned[db.ContactRow]]
-	// turns are the heavy reads' turns (list pages, duplicates): see Options.Turns.
-	turns   *turns.Turns
-	exports *exportSlots
 	// suppressed are the erased people's emails and phones, which new contacts may not have.
 	suppressed *suppression.List
 	verdicts   Verdicts
@@ -109,17 +104,6 @@ type Verdicts interface {
 type Options struct {
 	// PublicURL is the base of proof-of-consent URLs.
 	PublicURL string
-	// Turns are the process's turns for heavy reads (package turns), which list pages and
-	// duplicates take; nil: ListConcurrency of their own (0: the CPUs, at least 2). A page is
-	// the costliest read, and its cost varies with its filters: queued, the pages beyond the
-	// turns do not crowd PostgreSQL's CPUs with backends that all run slower, and a burst of
-	// searches cannot take every connection of the pool from the writes.
-	Turns           *turns.Turns
-	ListConcurrency int
-	// Exports is how many exports stream at once in this process (0: 4), and
-	// ExportsPerAccount how many of those one account may run (0: 2). Each holds a database
-	// connection for its whole stream.
-	Exports, ExportsPerAccount int
 	// Suppressions is the suppression list creates check and erasures add to.
 	Suppressions *suppression.List
 	// Fields are the account's custom field definitions values are checked against (nil:
@@ -132,31 +116,12 @@ type Options struct {
 	Verdicts Verdicts
 }
 
-// ReadTurns is how many heavy reads run at once for a setting of n (0: the CPUs, at least 2).
-func ReadTurns(n int) int {
-	if n <= 0 {
-		return max(2, runtime.GOMAXPROCS(0))
-	}
-	return n
-}
-
 // NewService returns a Service. Changes that call for enrichment (a create, a new email, a
 // new property) mark the contact due in their own statements; the enrich package's workers
 // take it from there.
 func NewService(st *store.Store, events *event.Emitter, now func() time.Time, o Options) *Service {
-	if o.Turns == nil {
-		o.Turns = turns.New(ReadTurns(o.ListConcurrency))
-	}
-	if o.Exports <= 0 {
-		o.Exports = 4
-	}
-	if o.ExportsPerAccount <= 0 {
-		o.ExportsPerAccount = 2
-	}
 	return &Service{store: st, events: events, now: now, publicURL: strings.TrimRight(o.PublicURL, "/"), suppressed: o.Suppressions, verdicts: o.Verdicts, fields: o.Fields,
 		segments: o.Segments,
-		turns:    o.Turns,
-		exports:  newExportSlots(o.Exports, o.ExportsPerAccount),
 		creates:  store.NewGroup(st, store.GroupOptions{Name: "contact_create"}, createContacts),
 		tagSwaps: store.NewGroup(st, store.GroupOptions{Name: "tags_swap"}, swapTagsOf),
 		byID:     store.NewGroup(st, store.GroupOptions{Name: "contact_get_by_id"}, contactsByID),
@@ -169,9 +134,9 @@ func (s *Service) ConsentURL(c Contact) string { return s.publicURL + "/consent/
 // EmailKey is the dedupe key of an email: trimmed and lower-cased.
 func EmailKey(email string) string { return strings.ToLower(strings.TrimSpace(email)) }
 
-// fromRow builds the API's contact from its row, active properties included; the lead score
+// FromRow builds the API's contact from its row, active properties included; the lead score
 // is computed for now, so it decays between activities too.
-func (s *Service) fromRow(r db.ContactRow) (Contact, error) {
+func (s *Service) FromRow(r db.ContactRow) (Contact, error) {
 	props, err := propertiesOf(r.ActiveProperties)
 	if err != nil {
 		return Contact{}, err

@@ -115,7 +115,7 @@ func (s *Service) loaded(r returned[db.ContactRow], err error) (Contact, error) 
 	case !r.ok:
 		return Contact{}, ErrNotFound
 	}
-	return s.fromRow(r.row)
+	return s.FromRow(r.row)
 }
 
 // ParseID parses a contact id; anything but a canonical UUID is not found.

@@ -110,5 +110,5 @@ func (s *Service) refreshed(ctx context.Context, tx store.Tx, row db.ContactRow)
 		return Contact{}, err
 	}
 	row.ActiveProperties = props
-	return s.fromRow(row)
+	return s.FromRow(row)
 }

@@ -68,7 +68,7 @@ func (s *Service) BackfillPage(ctx context.Context, q *db.Queries, account, afte
 	}
 	out := make([]segment.Member, len(rows))
 	for i, r := range rows {
-		c, err := s.fromRow(db.ContactRow(r))
+		c, err := s.FromRow(db.ContactRow(r))
 		if err != nil {
 			return nil, err
 		}
@@ -177,7 +177,7 @@ func (s *Service) keepSegments(ctx context.Context, tx store.Tx, account uuid.UU
 			if !r.ok {
 				continue
 			}
-			c, err := s.fromRow(r.row)
+			c, err := s.FromRow(r.row)
 			if err != nil {
 				return nil, err
 			}

@@ -19,7 +19,7 @@ func TestStoredProperties(t *testing.T) {
 	if string(row.ActiveProperties) != "[]" {
 		t.Errorf("no properties stored as %s, want []", row.ActiveProperties)
 	}
-	c, err := s.fromRow(row)
+	c, err := s.FromRow(row)
 	if err != nil || c.Properties == nil || len(c.Properties) != 0 || c.Email != "a@example.com" {
 		t.Errorf("without properties: %+v %v, want an empty, non-nil list", c.Properties, err)
 	}
@@ -29,7 +29,7 @@ func TestStoredProperties(t *testing.T) {
 		{ID: uuid.Must(uuid.NewV7()), Address: address.Address{AptOrUnitNumber: "Apt 2", StreetAddress: "5 Elm St", City: "Chicago", County: "Cook", State: "IL", Zip: "60601"}},
 	}
 	row.ActiveProperties = storedProperties(props)
-	c, err = s.fromRow(row)
+	c, err = s.FromRow(row)
 	if err != nil || len(c.Properties) != 2 || c.Properties[0] != props[0] || c.Properties[1] != props[1] {
 		t.Errorf("round trip: %+v %v, want %+v", c.Properties, err, props)
 	}
@@ -37,12 +37,12 @@ func TestStoredProperties(t *testing.T) {
 	// the names ContactRefreshProperties writes
 	row.ActiveProperties = []byte(`[{"propertyId": "` + props[1].ID.String() + `", "zip": "60601", "city": "Chicago",
 		"state": "IL", "county": "Cook", "streetAddress": "5 Elm St", "aptOrUnitNumber": "Apt 2"}]`)
-	if c, err = s.fromRow(row); err != nil || len(c.Properties) != 1 || c.Properties[0] != props[1] {
+	if c, err = s.FromRow(row); err != nil || len(c.Properties) != 1 || c.Properties[0] != props[1] {
 		t.Errorf("as PostgreSQL builds it: %+v %v, want %+v", c.Properties, err, props[1])
 	}
 
 	row.ActiveProperties = []byte(`{"propertyId": 1}`)
-	if _, err := s.fromRow(row); err == nil {
+	if _, err := s.FromRow(row); err == nil {
 		t.Error("a malformed copy decoded without an error")
 	}
 }

@@ -181,7 +181,7 @@ func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []
 		if !quiet {
 			after := row.ContactRow
 			after.Tags, after.UpdatedAt = c.tags, now
-			contact, err := s.fromRow(after)
+			contact, err := s.FromRow(after)
 			if err != nil {
 				return nil, err
 			}

@@ -88,7 +88,7 @@ func (s *Server) FindDuplicateContacts(ctx context.Context, req api.FindDuplicat
 	if req.Params.Limit != nil {
 		limit = *req.Params.Limit
 	}
-	page, err := s.contacts.Duplicates(ctx, principal(ctx).AccountID, by, cursor, limit)
+	page, err := s.search.Duplicates(ctx, principal(ctx).AccountID, by, cursor, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/apitime"
 	"github.com/contactd/contactd/internal/contact"
+	"github.com/contactd/contactd/internal/contact/search"
 	"github.com/contactd/contactd/internal/csvcell"
 	"github.com/contactd/contactd/internal/field"
 )
@@ -23,7 +24,7 @@ import (
 // ListContacts implements GET /public/v1/contacts.
 func (s *Server) ListContacts(ctx context.Context, req api.ListContactsRequestObject) (api.ListContactsResponseObject, error) {
 	p := req.Params
-	o := contact.ListOptions{Filter: listFilter(p), Limit: 50}
+	o := search.ListOptions{Filter: listFilter(p), Limit: 50}
 	if p.Limit != nil {
 		o.Limit = *p.Limit
 	}
@@ -33,7 +34,7 @@ func (s *Server) ListContacts(ctx context.Context, req api.ListContactsRequestOb
 	if p.Cursor != nil {
 		o.Cursor = *p.Cursor
 	}
-	cs, next, err := s.contacts.List(ctx, principal(ctx).AccountID, o)
+	cs, next, err := s.search.List(ctx, principal(ctx).AccountID, o)
 	if err != nil {
 		return nil, err
 	}
@@ -44,8 +45,8 @@ func (s *Server) ListContacts(ctx context.Context, req api.ListContactsRequestOb
 	return out, nil
 }
 
-func listFilter(p api.ListContactsParams) contact.Filter {
-	f := contact.Filter{EmailStatus: (*string)(p.EmailStatus), RecordStatus: (*string)(p.RecordStatus),
+func listFilter(p api.ListContactsParams) search.Filter {
+	f := search.Filter{EmailStatus: (*string)(p.EmailStatus), RecordStatus: (*string)(p.RecordStatus),
 		AssignedUser: p.AssignedUserEmailId, CreatedAfter: timeOf(p.CreatedAfter), CreatedBefore: timeOf(p.CreatedBefore),
 		UpdatedAfter: timeOf(p.UpdatedAfter), MinLeadScore: p.MinLeadScore, Q: p.Q}
 	if p.Tag != nil {
@@ -120,7 +121,7 @@ func acceptsGzip(acceptEncoding string) bool {
 type exportResponse struct {
 	s      *Server
 	ctx    context.Context
-	filter contact.Filter
+	filter search.Filter
 	csv    bool
 	gzip   bool
 	stall  time.Duration
@@ -166,7 +167,7 @@ func (r exportResponse) VisitExportContactsResponse(w http.ResponseWriter) error
 	}
 	var line []byte
 	wroteHeader := false
-	err := r.s.contacts.Export(r.ctx, principal(r.ctx).AccountID, r.filter, func(c contact.Contact) error {
+	err := r.s.search.Export(r.ctx, principal(r.ctx).AccountID, r.filter, func(c contact.Contact) error {
 		a := r.s.contactToAPI(c)
 		if csvw == nil {
 			line = append(appendContact(line[:0], &a), '\n')
@@ -190,7 +191,7 @@ func (r exportResponse) VisitExportContactsResponse(w http.ResponseWriter) error
 	})
 	if err != nil {
 		if !out.started {
-			if errors.Is(err, contact.ErrTooManyExports) {
+			if errors.Is(err, search.ErrTooManyExports) {
 				w.Header().Set("Retry-After", "5")
 			}
 			return err

@@ -331,7 +331,7 @@ func TestStalledExportsHoldOnlyTheirShare(t *testing.T) {
 	}
 	testkit.Eventually(t, "the stalled export giving back its connection", func() bool { return exporting() == 0 })
 	// its slot goes back after its transaction ends: a busy machine shows the moment between
-	testkit.Eventually(t, "the stalled export giving back its slot", func() bool { return a.Svc.Contacts.ExportsRunning(acme) == 0 })
+	testkit.Eventually(t, "the stalled export giving back its slot", func() bool { return a.Svc.Search.ExportsRunning(acme) == 0 })
 	if r := a.Do("GET", "/public/v1/contacts/export?limit=1&tag=none", key, nil); r.Status != 200 {
 		t.Errorf("the account's export once the stalled one ended: %d %s", r.Status, r.Body)
 	}

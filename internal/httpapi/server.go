@@ -23,6 +23,7 @@ import (
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/contact"
+	"github.com/contactd/contactd/internal/contact/search"
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/docs"
 	"github.com/contactd/contactd/internal/erasure"
@@ -58,6 +59,8 @@ type Deps struct {
 	Log      *slog.Logger
 	Auth     *auth.Service
 	Contacts *contact.Service
+	// Search lists, searches and exports contacts, and reports duplicates.
+	Search *search.Service
 	// Erasures forgets people (POST /contact/{id}/erase).
 	Erasures *erasure.Service
 	Webhooks *subscription.Service
@@ -90,6 +93,7 @@ type Server struct {
 	log        *slog.Logger
 	auth       *auth.Service
 	contacts   *contact.Service
+	search     *search.Service
 	erasures   *erasure.Service
 	webhooks   *subscription.Service
 	fields     *field.Service
@@ -117,7 +121,7 @@ func New(cfg Config, d Deps) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: d.Log, auth: d.Auth, contacts: d.Contacts, erasures: d.Erasures, webhooks: d.Webhooks, fields: d.Fields, segments: d.Segments,
+	s := &Server{cfg: cfg, log: d.Log, auth: d.Auth, contacts: d.Contacts, search: d.Search, erasures: d.Erasures, webhooks: d.Webhooks, fields: d.Fields, segments: d.Segments,
 		events: d.Events, deliveries: d.Deliveries, ready: d.Ready, routes: newRouteTable(spec),
 		limiter: d.Limiter, metrics: d.Metrics, idem: d.Idempotency}
 	if s.batch, err = apicore.NewBatch(d.Contacts); err != nil {

@@ -25,7 +25,7 @@ var rules = []struct {
 	{[]string{"internal/platform/"}, []string{"internal/", "gen/api"}, []string{"internal/platform/", "internal/apperr"},
 		"the platform (the database, queues, secrets at rest, random tokens, the API's ids, the embedded PostgreSQL and its backups, metrics, tracing, turns) serves every package and knows none of the domain"},
 	{[]string{"internal/httpapi"}, []string{"gen/db", "internal/platform/store"}, nil, "handlers reach the database only through the domain services"},
-	{[]string{"internal/contact", "internal/event", "internal/subscription", "internal/delivery", "internal/enrich", "internal/auth",
+	{[]string{"internal/contact", "internal/contact/search", "internal/event", "internal/subscription", "internal/delivery", "internal/enrich", "internal/auth",
 		"internal/idempotency", "internal/platform/queue", "internal/ratelimit", "internal/segment", "internal/field"},
 		[]string{"gen/api", "internal/httpapi", "internal/console", "internal/importer", "internal/app", "github.com/labstack/echo/v4"},
 		nil, "domain services know nothing of HTTP"},

@@ -1,6 +1,7 @@
-package contact
+package search
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -166,7 +167,7 @@ func nameAndAddressAfter(ctx context.Context, q *db.Queries, accountID uuid.UUID
 			}
 			for _, name := range slices.Sorted(maps.Keys(byName)) {
 				if ids := byName[name]; len(ids) > 1 {
-					slices.SortFunc(ids, compareIDs)
+					slices.SortFunc(ids, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
 					out = append(out, DuplicateGroup{By: DuplicatesByNameAndAddress, Match: name + " @ " + r.Address, Size: len(ids),
 						ContactIDs: ids[:min(len(ids), maxGroupIDs)], at: duplicatesCursor{By: DuplicatesByNameAndAddress, Match: r.Address, Name: name}})
 					if len(out) == n {

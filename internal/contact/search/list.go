@@ -1,4 +1,4 @@
-package contact
+package search
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"github.com/contactd/contactd/internal/contact"
 	"slices"
 	"strings"
 	"time"
@@ -54,7 +55,7 @@ type listParams = db.ContactsByCreatedParams
 // List returns a page of the account's contacts and the cursor of the next page ("" after the
 // last). Pages are keyset pages over (sort time, contact id): a walk never returns a contact
 // twice and never skips one that did not change during it.
-func (s *Service) List(ctx context.Context, accountID uuid.UUID, o ListOptions) ([]Contact, string, error) {
+func (s *Service) List(ctx context.Context, accountID uuid.UUID, o ListOptions) ([]contact.Contact, string, error) {
 	p, err := o.Filter.params(accountID)
 	if err != nil {
 		return nil, "", err
@@ -120,11 +121,11 @@ func (f Filter) selective() bool {
 // whatever the account's size); more than that, and the walk goes on with what is left of its
 // limit. A page that walked that far without filling ends early, its cursor at the last
 // contact walked: the next page walks on from there.
-func (s *Service) fieldsPage(ctx context.Context, o ListOptions, p listParams, search field.Search) ([]Contact, string, error) {
+func (s *Service) fieldsPage(ctx context.Context, o ListOptions, p listParams, search field.Search) ([]contact.Contact, string, error) {
 	if o.Sort != SortCreated {
 		return nil, "", apperr.Invalid(apperr.Field("query.sort", "enum", "a list filtered by custom fields is in createdAt order"))
 	}
-	var page []Contact
+	var page []contact.Contact
 	next := ""
 	walkLimit := min(maxFieldsWalk, walkFactor*o.Limit)
 	err := s.store.DoStale(ctx, func(q *db.Queries) error {
@@ -253,7 +254,7 @@ const (
 // page (done); not done when it did not (matches too sparse, or the end of the account), which
 // the indexes of the filters then answer. The walk and the read of its contacts are one
 // statement: one round trip, one snapshot.
-func (s *Service) walkPage(ctx context.Context, o ListOptions, p listParams) ([]Contact, string, bool, error) {
+func (s *Service) walkPage(ctx context.Context, o ListOptions, p listParams) ([]contact.Contact, string, bool, error) {
 	w := pageWalkParams(p, min(maxWalk, walkFactor*o.Limit), o.Limit)
 	var rows []db.ContactRow
 	err := s.store.DoStale(ctx, func(q *db.Queries) (err error) {
@@ -347,9 +348,9 @@ func (s *Service) walk(ctx context.Context, q *db.Queries, p listParams, walkLim
 
 // fetch reads the contacts of keys, in the keys' order, without those whose lead score has
 // decayed below min.
-func (s *Service) fetch(ctx context.Context, q *db.Queries, accountID uuid.UUID, keys []walkedKey, min *int) ([]Contact, error) {
+func (s *Service) fetch(ctx context.Context, q *db.Queries, accountID uuid.UUID, keys []walkedKey, min *int) ([]contact.Contact, error) {
 	if len(keys) == 0 {
-		return []Contact{}, nil
+		return []contact.Contact{}, nil
 	}
 	ids := make([]uuid.UUID, len(keys))
 	for i, k := range keys {
@@ -381,10 +382,10 @@ func listPage(ctx context.Context, q *db.Queries, sort string, p listParams) ([]
 
 // keep is the rows as contacts, without those whose lead score has decayed below min since it
 // was stored (the query can only compare the stored one, never lower than today's).
-func (s *Service) keep(rows []db.ContactRow, min *int) ([]Contact, error) {
-	out := make([]Contact, 0, len(rows))
+func (s *Service) keep(rows []db.ContactRow, min *int) ([]contact.Contact, error) {
+	out := make([]contact.Contact, 0, len(rows))
 	for _, r := range rows {
-		c, err := s.fromRow(r)
+		c, err := s.contacts.FromRow(r)
 		if err != nil {
 			return nil, err
 		}
@@ -407,7 +408,7 @@ const (
 // and its memory does not grow with it. It stops at the first error emit returns, or when ctx
 // ends (a client that went away). While the account runs Options.ExportsPerAccount exports,
 // or the process Options.Exports, it is ErrTooManyExports at once.
-func (s *Service) Export(ctx context.Context, accountID uuid.UUID, f Filter, emit func(Contact) error) error {
+func (s *Service) Export(ctx context.Context, accountID uuid.UUID, f Filter, emit func(contact.Contact) error) error {
 	p, err := f.params(accountID)
 	if err != nil {
 		return err
@@ -464,7 +465,7 @@ func (s *Service) Export(ctx context.Context, accountID uuid.UUID, f Filter, emi
 // own statement, read in the creation index's order (the contacts' rows come mostly in the
 // order they were written), where the walk and read by ids would go down the primary key once
 // per contact.
-func (s *Service) exportInOrder(ctx context.Context, p listParams, emit func(Contact) error) error {
+func (s *Service) exportInOrder(ctx context.Context, p listParams, emit func(contact.Contact) error) error {
 	p.RowLimit = exportFetch
 	return s.store.ReadSnapshotStale(ctx, func(q *db.Queries) error {
 		for {
@@ -473,7 +474,7 @@ func (s *Service) exportInOrder(ctx context.Context, p listParams, emit func(Con
 				return err
 			}
 			for _, r := range rows {
-				c, err := s.fromRow(r)
+				c, err := s.contacts.FromRow(r)
 				if err != nil {
 					return err
 				}

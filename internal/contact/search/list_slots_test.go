@@ -1,4 +1,4 @@
-package contact
+package search
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // request ends: as unavailable when its time ran out, without touching the database.
 func TestListWaitsForATurn(t *testing.T) {
 	t.Parallel()
-	s := NewService(nil, nil, time.Now, Options{ListConcurrency: 2})
+	s := New(nil, nil, Options{ListConcurrency: 2})
 	a := uuid.New()
 	for range 2 {
 		if _, err := s.turns.Take(context.Background(), a); err != nil {
@@ -36,7 +36,7 @@ func TestListWaitsForATurn(t *testing.T) {
 	if n := s.turns.Queued(); n != 0 {
 		t.Errorf("%d pages still wait after their requests ended", n)
 	}
-	if d := NewService(nil, nil, time.Now, Options{}); d.turns.Size() != max(2, runtime.GOMAXPROCS(0)) {
+	if d := New(nil, nil, Options{}); d.turns.Size() != max(2, runtime.GOMAXPROCS(0)) {
 		t.Errorf("default turns %d, want as many as CPUs, at least 2", d.turns.Size())
 	}
 }
