@@ -52,7 +52,6 @@ type options struct {
 	jsonOut                  string
 	only                     string
 	pgStats                  bool
-	stmtCPU                  bool
 	hold                     bool
 	smoke                    bool
 	dataOut                  bool
@@ -87,7 +86,6 @@ func main() {
 	flag.Float64Var(&o.whRate, "webhook-rate", 1200, "deliveries per second asked in the paced phase, where latency is measured")
 	flag.StringVar(&o.profileDir, "profile", "", "write a CPU profile of contactd per workload into this directory (pprof)")
 	flag.BoolVar(&o.pgStats, "pgstats", false, "print the statements PostgreSQL spent the most time on over the run (pg_stat_statements)")
-	flag.BoolVar(&o.stmtCPU, "stmtcpu", false, "with the webhooks workload: print the CPU PostgreSQL spent in each statement over 6 s of the backlog sent alone (log_statement_stats; its own cost included)")
 	flag.StringVar(&o.jsonOut, "json", "", "also write the results as JSON to this file")
 	flag.StringVar(&o.only, "only", "", "comma-separated workloads to run (default all)")
 	flag.BoolVar(&o.smoke, "smoke", false, "a few seconds on a tiny dataset, to check the tool works (make test)")
@@ -402,15 +400,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 			}()
 		}
 		meter := cpuMeter{contactd: &cd.proc, postmaster: postmaster}
-		if o.stmtCPU {
-			meter.statements = &statementCPU{st: st, log: filepath.Join(b.dir, "postgres.log")}
-		}
 		wh, err := measureWebhooks(ctx, newDriver(o.whConc, apiKey), contactdURL, ds, meter, o.subs, o.whDuration, o.whRate)
 		if err != nil {
 			return err
-		}
-		if meter.statements != nil {
-			meter.statements.print(out)
 		}
 		if profDone != nil {
 			if err := <-profDone; err != nil {

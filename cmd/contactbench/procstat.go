@@ -89,8 +89,6 @@ type cpuUse struct {
 type cpuMeter struct {
 	contactd   *proc
 	postmaster int
-	// statements, when set, measures PostgreSQL's CPU by statement while a backlog is sent
-	statements *statementCPU
 }
 
 func (m cpuMeter) read() (cpuUse, error) {

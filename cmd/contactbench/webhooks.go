@@ -229,16 +229,6 @@ func measureApart(ctx context.Context, dr *driver, base string, wl workload, rc 
 	if err := pause(false); err != nil {
 		return err
 	}
-	if cpu.statements != nil { // a window of the backlog being sent, from a second in
-		time.Sleep(time.Second)
-		if err := cpu.statements.start(ctx); err != nil {
-			return err
-		}
-		time.Sleep(6 * time.Second)
-		if err := cpu.statements.stop(ctx); err != nil {
-			return err
-		}
-	}
 	if err := awaitArrivals(rc, want, max(time.Minute, time.Duration(want)*time.Second/500)); err != nil {
 		return err
 	}
