@@ -92,6 +92,9 @@ func TestOperationsCoverSpec(t *testing.T) {
 func TestUnauthorized(t *testing.T) {
 	t.Parallel()
 	a := testkit.NewAPI(t)
+	// an unknown key is answered from memory only while the key listener is up; before, each
+	// request looks it up, and past auth.MaxFailedLookupsPer10s lookups the address is refused
+	testkit.Eventually(t, "the key listener is up", a.Svc.Auth.Caching)
 	_, key := a.Account("acme")
 	revoked := func() string {
 		id, _ := a.Account("gone")
