@@ -70,16 +70,6 @@ func (q *Queries) AccountIsLive(ctx context.Context, accountID uuid.UUID) (bool,
 	return live, err
 }
 
-const accountLock = `-- name: AccountLock :exec
-SELECT account_id FROM accounts WHERE account_id = $1 FOR UPDATE
-`
-
-// Serialises changes that enforce per-account limits (subscriptions per event type).
-func (q *Queries) AccountLock(ctx context.Context, accountID uuid.UUID) error {
-	_, err := q.db.Exec(ctx, accountLock, accountID)
-	return err
-}
-
 const sandboxContactsLock = `-- name: SandboxContactsLock :exec
 SELECT 1 FROM contacts WHERE account_id = $1::uuid FOR UPDATE
 `

@@ -146,7 +146,7 @@ type ContactCreateRow struct {
 // A new contact with its consent record and, when its address parsed, its first property, in
 // one statement (one round trip), with its events (TagsAdded when it has tags, ContactEnriched
 // when its email status was decided without DNS) and the deliveries the fan-out planned for
-// them (webhook.Audience.Plan: @delivery_event_ids with @delivery_subscription_ids), due at
+// them (event.Audience.Plan: @delivery_event_ids with @delivery_subscription_ids), due at
 // once. Only while the account's subscriptions are still at the plan's
 // @subscriptions_version, and its custom fields were validated against the definitions at
 // @fields_version: otherwise nothing is written and current is false (plan again, or, when

@@ -566,3 +566,96 @@ func (q *Queries) ContactUpdateDetails(ctx context.Context, arg ContactUpdateDet
 	)
 	return err
 }
+
+const enrichMarkDue = `-- name: EnrichMarkDue :exec
+UPDATE contacts SET enrich_due_at = $1::timestamptz, enrich_attempts = 0
+WHERE account_id = $2 AND contact_id = $3
+`
+
+type EnrichMarkDueParams struct {
+	Now       time.Time
+	AccountID uuid.UUID
+	ContactID uuid.UUID
+}
+
+// The contact (and so its new property) is due for enrichment.
+func (q *Queries) EnrichMarkDue(ctx context.Context, arg EnrichMarkDueParams) error {
+	_, err := q.db.Exec(ctx, enrichMarkDue, arg.Now, arg.AccountID, arg.ContactID)
+	return err
+}
+
+const segmentBackfillContacts = `-- name: SegmentBackfillContacts :many
+SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at, custom_fields FROM contact_rows
+WHERE account_id = $1 AND contact_id > $2
+ORDER BY contact_id LIMIT $3
+FOR SHARE
+`
+
+type SegmentBackfillContactsParams struct {
+	AccountID uuid.UUID
+	After     uuid.UUID
+	MaxRows   int32
+}
+
+// A backfill page: the account's contacts after @after, locked against writes until the
+// page's membership is set (a write in progress is waited for, and then read as it left the
+// contact).
+func (q *Queries) SegmentBackfillContacts(ctx context.Context, arg SegmentBackfillContactsParams) ([]ContactRow, error) {
+	rows, err := q.db.Query(ctx, segmentBackfillContacts, arg.AccountID, arg.After, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ContactRow
+	for rows.Next() {
+		var i ContactRow
+		if err := rows.Scan(
+			&i.AccountID,
+			&i.ContactID,
+			&i.Email,
+			&i.EmailKey,
+			&i.Name,
+			&i.Phone,
+			&i.EmailStatus,
+			&i.RecordStatus,
+			&i.Tags,
+			&i.LeadScore,
+			&i.AssignedUserEmailID,
+			&i.CrmName,
+			&i.CrmUrl,
+			&i.CrmSource,
+			&i.CrmStage,
+			&i.CrmCreatedDate,
+			&i.ConsentToken,
+			&i.NumFormSubmissions,
+			&i.LastFormSubmissionAt,
+			&i.NumEmailSends,
+			&i.LastEmailSendAt,
+			&i.NumEmailOpens,
+			&i.LastEmailOpenAt,
+			&i.NumEmailClicks,
+			&i.LastEmailClickAt,
+			&i.NumDashboardViews,
+			&i.LastDashboardViewAt,
+			&i.NumDashboardClicks,
+			&i.LastDashboardClickAt,
+			&i.NumPostcardScans,
+			&i.LastPostcardScanAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.EnrichDueAt,
+			&i.EnrichAttempts,
+			&i.ActiveProperties,
+			&i.NumAiHandoffs,
+			&i.LastAiHandoffAt,
+			&i.CustomFields,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

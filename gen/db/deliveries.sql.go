@@ -705,6 +705,192 @@ func (q *Queries) DeliverySuccesses(ctx context.Context, arg DeliverySuccessesPa
 	return column_1, err
 }
 
+const eventTrace = `-- name: EventTrace :one
+SELECT trace FROM webhook_events WHERE account_id = $1 AND event_id = $2
+`
+
+type EventTraceParams struct {
+	AccountID uuid.UUID
+	EventID   uuid.UUID
+}
+
+// The traceparent an event's delivery attempt continues (tracing on only).
+func (q *Queries) EventTrace(ctx context.Context, arg EventTraceParams) (*string, error) {
+	row := q.db.QueryRow(ctx, eventTrace, arg.AccountID, arg.EventID)
+	var trace *string
+	err := row.Scan(&trace)
+	return trace, err
+}
+
+const eventsForReplay = `-- name: EventsForReplay :many
+SELECT e.event_id, e.xid::text AS position_xid, CASE WHEN $1::bool THEN e.payload::text ELSE '' END AS payload
+FROM webhook_events e
+WHERE e.account_id = $2 AND e.event_type = $3
+  AND e.occurred_at >= $4::timestamptz AND e.occurred_at < $5::timestamptz AND NOT e.test
+  AND e.event_id >= $6 AND e.event_id < $7
+  AND (e.xid, e.event_id) > (($8::text)::xid8, $9::uuid)
+ORDER BY e.xid, e.event_id
+LIMIT $10
+`
+
+type EventsForReplayParams struct {
+	WithPayloads bool
+	AccountID    uuid.UUID
+	EventType    string
+	Since        time.Time
+	Until        time.Time
+	SinceID      uuid.UUID
+	UntilID      uuid.UUID
+	AfterXid     string
+	AfterEvent   uuid.UUID
+	RowLimit     int32
+}
+
+type EventsForReplayRow struct {
+	EventID     uuid.UUID
+	PositionXid string
+	Payload     string
+}
+
+// A page of the account's events of @event_type in [@since, @until) after the cursor, in the
+// feed's order: their ids, and their payloads @with_payloads (for a filter to be evaluated on;
+// ” otherwise).
+// @since_id and @until_id bound the events' ids (of their time: a bit wider than the window,
+// see delivery.Replay), so only the partitions of the window's days are read.
+func (q *Queries) EventsForReplay(ctx context.Context, arg EventsForReplayParams) ([]EventsForReplayRow, error) {
+	rows, err := q.db.Query(ctx, eventsForReplay,
+		arg.WithPayloads,
+		arg.AccountID,
+		arg.EventType,
+		arg.Since,
+		arg.Until,
+		arg.SinceID,
+		arg.UntilID,
+		arg.AfterXid,
+		arg.AfterEvent,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EventsForReplayRow
+	for rows.Next() {
+		var i EventsForReplayRow
+		if err := rows.Scan(&i.EventID, &i.PositionXid, &i.Payload); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const replayRoom = `-- name: ReplayRoom :one
+SELECT
+    (SELECT count(*)::int FROM (
+        SELECT 1 FROM webhook_events e JOIN webhook_subscriptions s
+          ON s.account_id = e.account_id AND s.event_type = e.event_type
+        WHERE s.account_id = $1 AND s.subscription_id = $2
+          AND e.occurred_at >= $3::timestamptz AND e.occurred_at < $4::timestamptz AND NOT e.test
+          AND e.event_id >= $5 AND e.event_id < $6
+        LIMIT $7::int) w) AS events,
+    (SELECT count(*)::int FROM (
+        SELECT 1 FROM webhook_deliveries d
+        WHERE d.account_id = $1 AND d.subscription_id = $2 AND d.status = 'Pending'
+        LIMIT $8::int) p) AS pending
+`
+
+type ReplayRoomParams struct {
+	AccountID      uuid.UUID
+	SubscriptionID uuid.UUID
+	Since          time.Time
+	Until          time.Time
+	SinceID        uuid.UUID
+	UntilID        uuid.UUID
+	EventsLimit    int32
+	PendingLimit   int32
+}
+
+type ReplayRoomRow struct {
+	Events  int32
+	Pending int32
+}
+
+// For a replay's bounds: how many events of the subscription's type occurred in the window
+// (counted up to one more than the bound), and how many of its deliveries are Pending
+// (counted up to the bound). Each count stops at its bound, so it costs at most that many
+// index entries however big the account.
+func (q *Queries) ReplayRoom(ctx context.Context, arg ReplayRoomParams) (ReplayRoomRow, error) {
+	row := q.db.QueryRow(ctx, replayRoom,
+		arg.AccountID,
+		arg.SubscriptionID,
+		arg.Since,
+		arg.Until,
+		arg.SinceID,
+		arg.UntilID,
+		arg.EventsLimit,
+		arg.PendingLimit,
+	)
+	var i ReplayRoomRow
+	err := row.Scan(&i.Events, &i.Pending)
+	return i, err
+}
+
+const subscriptionHealth = `-- name: SubscriptionHealth :many
+SELECT d.subscription_id, count(*)::int AS attempts,
+       count(*) FILTER (WHERE a.response_status BETWEEN 200 AND 299)::int AS succeeded,
+       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY a.latency_ms), 0)::float8 AS p50_ms,
+       coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY a.latency_ms), 0)::float8 AS p95_ms
+FROM webhook_attempts a
+JOIN webhook_deliveries d ON d.account_id = a.account_id AND d.delivery_id = a.delivery_id
+WHERE a.account_id = $1 AND a.attempted_at >= $2
+GROUP BY d.subscription_id
+`
+
+type SubscriptionHealthParams struct {
+	AccountID   uuid.UUID
+	AttemptedAt time.Time
+}
+
+type SubscriptionHealthRow struct {
+	SubscriptionID uuid.UUID
+	Attempts       int32
+	Succeeded      int32
+	P50Ms          float64
+	P95Ms          float64
+}
+
+// The account's subscriptions' attempts over a window: how many, how many succeeded, and
+// their median and 95th-percentile latency.
+func (q *Queries) SubscriptionHealth(ctx context.Context, arg SubscriptionHealthParams) ([]SubscriptionHealthRow, error) {
+	rows, err := q.db.Query(ctx, subscriptionHealth, arg.AccountID, arg.AttemptedAt)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SubscriptionHealthRow
+	for rows.Next() {
+		var i SubscriptionHealthRow
+		if err := rows.Scan(
+			&i.SubscriptionID,
+			&i.Attempts,
+			&i.Succeeded,
+			&i.P50Ms,
+			&i.P95Ms,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const subscriptionHoldBack = `-- name: SubscriptionHoldBack :exec
 UPDATE webhook_subscriptions SET next_send_at = greatest(coalesce(next_send_at, $1::timestamptz), $1::timestamptz)
 WHERE account_id = $2 AND subscription_id = $3
@@ -721,4 +907,97 @@ type SubscriptionHoldBackParams struct {
 func (q *Queries) SubscriptionHoldBack(ctx context.Context, arg SubscriptionHoldBackParams) error {
 	_, err := q.db.Exec(ctx, subscriptionHoldBack, arg.Until, arg.AccountID, arg.SubscriptionID)
 	return err
+}
+
+const subscriptionRecordFailure = `-- name: SubscriptionRecordFailure :many
+UPDATE webhook_subscriptions
+SET consecutive_failures = consecutive_failures + 1, last_failure_at = $1, last_failure = $2::text,
+    status = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= $3::int THEN 'Failing' ELSE status END,
+    failing_since = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= $3::int THEN $1 ELSE failing_since END,
+    updated_at = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= $3::int THEN $1 ELSE updated_at END
+WHERE account_id = $4 AND subscription_id = $5 AND status <> 'Removed'
+RETURNING subscription_id, event_type, last_success_at, created_at, consecutive_failures,
+    $2::text AS failure, (status = 'Failing' AND failing_since IS NOT DISTINCT FROM $1)::boolean AS turned_failing
+`
+
+type SubscriptionRecordFailureParams struct {
+	Now            *time.Time
+	Failure        string
+	FailingAfter   int32
+	AccountID      uuid.UUID
+	SubscriptionID uuid.UUID
+}
+
+type SubscriptionRecordFailureRow struct {
+	SubscriptionID      uuid.UUID
+	EventType           string
+	LastSuccessAt       *time.Time
+	CreatedAt           time.Time
+	ConsecutiveFailures int32
+	Failure             string
+	TurnedFailing       bool
+}
+
+// Records a failed attempt (@failure: "HTTP 503", or the error) on the subscription; the third
+// failure in a row turns an Active subscription Failing, and then returns its row (to warn
+// the account: SubscriptionFailing).
+func (q *Queries) SubscriptionRecordFailure(ctx context.Context, arg SubscriptionRecordFailureParams) ([]SubscriptionRecordFailureRow, error) {
+	rows, err := q.db.Query(ctx, subscriptionRecordFailure,
+		arg.Now,
+		arg.Failure,
+		arg.FailingAfter,
+		arg.AccountID,
+		arg.SubscriptionID,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SubscriptionRecordFailureRow
+	for rows.Next() {
+		var i SubscriptionRecordFailureRow
+		if err := rows.Scan(
+			&i.SubscriptionID,
+			&i.EventType,
+			&i.LastSuccessAt,
+			&i.CreatedAt,
+			&i.ConsecutiveFailures,
+			&i.Failure,
+			&i.TurnedFailing,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const subscriptionsSweepFailing = `-- name: SubscriptionsSweepFailing :one
+WITH swept AS (
+    UPDATE webhook_subscriptions
+    SET status = 'Removed', updated_at = $1, removed_reason = 'FailingTooLong'
+    WHERE status = 'Failing' AND coalesce(last_success_at, created_at) < $2
+    RETURNING account_id
+), bumped AS (
+    UPDATE accounts SET subscriptions_version = subscriptions_version + 1
+    WHERE account_id IN (SELECT account_id FROM swept)
+)
+SELECT count(*) FROM swept
+`
+
+type SubscriptionsSweepFailingParams struct {
+	Now    time.Time
+	Cutoff *time.Time
+}
+
+// Maintenance across accounts: Failing subscriptions without a success since the cutoff
+// are removed, and their accounts' subscriptions_version moves on; how many were removed.
+func (q *Queries) SubscriptionsSweepFailing(ctx context.Context, arg SubscriptionsSweepFailingParams) (int64, error) {
+	row := q.db.QueryRow(ctx, subscriptionsSweepFailing, arg.Now, arg.Cutoff)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }

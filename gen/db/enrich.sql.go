@@ -223,23 +223,6 @@ func (q *Queries) EnrichLockDue(ctx context.Context, arg EnrichLockDueParams) ([
 	return items, nil
 }
 
-const enrichMarkDue = `-- name: EnrichMarkDue :exec
-UPDATE contacts SET enrich_due_at = $1::timestamptz, enrich_attempts = 0
-WHERE account_id = $2 AND contact_id = $3
-`
-
-type EnrichMarkDueParams struct {
-	Now       time.Time
-	AccountID uuid.UUID
-	ContactID uuid.UUID
-}
-
-// The contact (and so its new property) is due for enrichment.
-func (q *Queries) EnrichMarkDue(ctx context.Context, arg EnrichMarkDueParams) error {
-	_, err := q.db.Exec(ctx, enrichMarkDue, arg.Now, arg.AccountID, arg.ContactID)
-	return err
-}
-
 const enrichRetry = `-- name: EnrichRetry :exec
 UPDATE contacts SET enrich_due_at = $1
 WHERE account_id = $2 AND contact_id = $3 AND enrich_due_at = $4::timestamptz
@@ -261,4 +244,46 @@ func (q *Queries) EnrichRetry(ctx context.Context, arg EnrichRetryParams) error 
 		arg.LeaseUntil,
 	)
 	return err
+}
+
+const propertyUpdateAddress = `-- name: PropertyUpdateAddress :execrows
+UPDATE properties p SET
+    apt_or_unit_number = $1, street_address = $2, city = $3,
+    county = $4, state = $5, zip = $6, normalized = $7
+WHERE p.account_id = $8 AND p.property_id = $9 AND p.archived_at IS NULL
+  AND NOT EXISTS (SELECT 1 FROM properties o
+                  WHERE o.account_id = p.account_id AND o.contact_id = p.contact_id
+                    AND o.property_id <> p.property_id AND o.archived_at IS NULL
+                    AND o.normalized = $7)
+`
+
+type PropertyUpdateAddressParams struct {
+	AptOrUnitNumber string
+	StreetAddress   string
+	City            string
+	County          string
+	State           string
+	Zip             string
+	Normalized      string
+	AccountID       uuid.UUID
+	PropertyID      uuid.UUID
+}
+
+// Leaves the row alone when the standardised form would collide with another active property.
+func (q *Queries) PropertyUpdateAddress(ctx context.Context, arg PropertyUpdateAddressParams) (int64, error) {
+	result, err := q.db.Exec(ctx, propertyUpdateAddress,
+		arg.AptOrUnitNumber,
+		arg.StreetAddress,
+		arg.City,
+		arg.County,
+		arg.State,
+		arg.Zip,
+		arg.Normalized,
+		arg.AccountID,
+		arg.PropertyID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

@@ -12,23 +12,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const eventTrace = `-- name: EventTrace :one
-SELECT trace FROM webhook_events WHERE account_id = $1 AND event_id = $2
-`
-
-type EventTraceParams struct {
-	AccountID uuid.UUID
-	EventID   uuid.UUID
-}
-
-// The traceparent an event's delivery attempt continues (tracing on only).
-func (q *Queries) EventTrace(ctx context.Context, arg EventTraceParams) (*string, error) {
-	row := q.db.QueryRow(ctx, eventTrace, arg.AccountID, arg.EventID)
-	var trace *string
-	err := row.Scan(&trace)
-	return trace, err
-}
-
 const eventsAbout = `-- name: EventsAbout :many
 SELECT event_id, event_type, occurred_at, payload::text AS payload FROM webhook_events
 WHERE account_id = $1 AND contact_id = $2 AND NOT test
@@ -160,4 +143,90 @@ func (q *Queries) EventsRedact(ctx context.Context, arg EventsRedactParams) (int
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const subscribersLoad = `-- name: SubscribersLoad :many
+SELECT a.subscriptions_version, s.subscription_id, s.event_type, s.filter
+FROM accounts a
+LEFT JOIN webhook_subscriptions s ON s.account_id = a.account_id AND s.status <> 'Removed'
+WHERE a.account_id = $1
+ORDER BY s.subscription_id
+`
+
+type SubscribersLoadRow struct {
+	SubscriptionsVersion int64
+	SubscriptionID       *uuid.UUID
+	EventType            *string
+	Filter               []byte
+}
+
+// The account's live subscriptions with their filters, and the version of them
+// (accounts.subscriptions_version) in the same snapshot: event.Audience. One row with no
+// subscription when it has none; none when the account is gone.
+func (q *Queries) SubscribersLoad(ctx context.Context, accountID uuid.UUID) ([]SubscribersLoadRow, error) {
+	rows, err := q.db.Query(ctx, subscribersLoad, accountID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SubscribersLoadRow
+	for rows.Next() {
+		var i SubscribersLoadRow
+		if err := rows.Scan(
+			&i.SubscriptionsVersion,
+			&i.SubscriptionID,
+			&i.EventType,
+			&i.Filter,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const subscriptionsChangedNotify = `-- name: SubscriptionsChangedNotify :exec
+SELECT pg_notify('contactd_subscriptions_changed', $1::text)
+`
+
+// Tells every contactd process (event.Subscribers) that the account's live subscriptions
+// changed; ” means any account. Delivered at commit.
+func (q *Queries) SubscriptionsChangedNotify(ctx context.Context, accountID string) error {
+	_, err := q.db.Exec(ctx, subscriptionsChangedNotify, accountID)
+	return err
+}
+
+const subscriptionsCountFiltered = `-- name: SubscriptionsCountFiltered :exec
+UPDATE webhook_subscriptions s SET filtered_events = s.filtered_events + t.n
+FROM (SELECT unnest($1::uuid[]) AS account_id, unnest($2::uuid[]) AS subscription_id,
+             unnest($3::bigint[]) AS n
+      ORDER BY 1, 2) t
+WHERE s.account_id = t.account_id AND s.subscription_id = t.subscription_id
+`
+
+type SubscriptionsCountFilteredParams struct {
+	AccountIds      []uuid.UUID
+	SubscriptionIds []uuid.UUID
+	Counts          []int64
+}
+
+// Adds a process's tally of filtered-out events to its subscriptions' counts, in id order
+// (so two processes' flushes never wait on each other both ways).
+func (q *Queries) SubscriptionsCountFiltered(ctx context.Context, arg SubscriptionsCountFilteredParams) error {
+	_, err := q.db.Exec(ctx, subscriptionsCountFiltered, arg.AccountIds, arg.SubscriptionIds, arg.Counts)
+	return err
+}
+
+const subscriptionsVersionBump = `-- name: SubscriptionsVersionBump :exec
+UPDATE accounts SET subscriptions_version = subscriptions_version + 1 WHERE account_id = $1
+`
+
+// The account's live subscriptions or their filters changed in this transaction: statements
+// planned with the older version queue nothing (migration 00040).
+func (q *Queries) SubscriptionsVersionBump(ctx context.Context, accountID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, subscriptionsVersionBump, accountID)
+	return err
 }

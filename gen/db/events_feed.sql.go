@@ -12,6 +12,53 @@ import (
 	"github.com/google/uuid"
 )
 
+const contactEvents = `-- name: ContactEvents :many
+SELECT event_id, event_type, occurred_at, payload::text AS payload
+FROM webhook_events
+WHERE account_id = $1 AND contact_id = $2
+ORDER BY event_id
+LIMIT $3
+`
+
+type ContactEventsParams struct {
+	AccountID uuid.UUID
+	ContactID *uuid.UUID
+	Limit     int32
+}
+
+type ContactEventsRow struct {
+	EventID    uuid.UUID
+	EventType  string
+	OccurredAt time.Time
+	Payload    string
+}
+
+// A contact's events, oldest first, for its page in the console.
+func (q *Queries) ContactEvents(ctx context.Context, arg ContactEventsParams) ([]ContactEventsRow, error) {
+	rows, err := q.db.Query(ctx, contactEvents, arg.AccountID, arg.ContactID, arg.Limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ContactEventsRow
+	for rows.Next() {
+		var i ContactEventsRow
+		if err := rows.Scan(
+			&i.EventID,
+			&i.EventType,
+			&i.OccurredAt,
+			&i.Payload,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deliveriesOrphanedFail = `-- name: DeliveriesOrphanedFail :execrows
 UPDATE webhook_deliveries d SET status = 'Failed', next_attempt_at = NULL, updated_at = $1
 WHERE d.status = 'Pending' AND (d.leased_until IS NULL OR d.leased_until < $1)
@@ -144,72 +191,6 @@ func (q *Queries) EventsFeed(ctx context.Context, arg EventsFeedParams) ([]Event
 	return items, nil
 }
 
-const eventsForReplay = `-- name: EventsForReplay :many
-SELECT e.event_id, e.xid::text AS position_xid, CASE WHEN $1::bool THEN e.payload::text ELSE '' END AS payload
-FROM webhook_events e
-WHERE e.account_id = $2 AND e.event_type = $3
-  AND e.occurred_at >= $4::timestamptz AND e.occurred_at < $5::timestamptz AND NOT e.test
-  AND e.event_id >= $6 AND e.event_id < $7
-  AND (e.xid, e.event_id) > (($8::text)::xid8, $9::uuid)
-ORDER BY e.xid, e.event_id
-LIMIT $10
-`
-
-type EventsForReplayParams struct {
-	WithPayloads bool
-	AccountID    uuid.UUID
-	EventType    string
-	Since        time.Time
-	Until        time.Time
-	SinceID      uuid.UUID
-	UntilID      uuid.UUID
-	AfterXid     string
-	AfterEvent   uuid.UUID
-	RowLimit     int32
-}
-
-type EventsForReplayRow struct {
-	EventID     uuid.UUID
-	PositionXid string
-	Payload     string
-}
-
-// A page of the account's events of @event_type in [@since, @until) after the cursor, in the
-// feed's order: their ids, and their payloads @with_payloads (for a filter to be evaluated on;
-// ” otherwise).
-// @since_id and @until_id bound the events' ids (of their time: a bit wider than the window,
-// see delivery.Replay), so only the partitions of the window's days are read.
-func (q *Queries) EventsForReplay(ctx context.Context, arg EventsForReplayParams) ([]EventsForReplayRow, error) {
-	rows, err := q.db.Query(ctx, eventsForReplay,
-		arg.WithPayloads,
-		arg.AccountID,
-		arg.EventType,
-		arg.Since,
-		arg.Until,
-		arg.SinceID,
-		arg.UntilID,
-		arg.AfterXid,
-		arg.AfterEvent,
-		arg.RowLimit,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []EventsForReplayRow
-	for rows.Next() {
-		var i EventsForReplayRow
-		if err := rows.Scan(&i.EventID, &i.PositionXid, &i.Payload); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const eventsPrune = `-- name: EventsPrune :execrows
 DELETE FROM webhook_events_default
 WHERE ctid = ANY(ARRAY(SELECT ctid FROM webhook_events_default WHERE occurred_at < $1::timestamptz LIMIT $2))
@@ -229,55 +210,4 @@ func (q *Queries) EventsPrune(ctx context.Context, arg EventsPruneParams) (int64
 		return 0, err
 	}
 	return result.RowsAffected(), nil
-}
-
-const replayRoom = `-- name: ReplayRoom :one
-SELECT
-    (SELECT count(*)::int FROM (
-        SELECT 1 FROM webhook_events e JOIN webhook_subscriptions s
-          ON s.account_id = e.account_id AND s.event_type = e.event_type
-        WHERE s.account_id = $1 AND s.subscription_id = $2
-          AND e.occurred_at >= $3::timestamptz AND e.occurred_at < $4::timestamptz AND NOT e.test
-          AND e.event_id >= $5 AND e.event_id < $6
-        LIMIT $7::int) w) AS events,
-    (SELECT count(*)::int FROM (
-        SELECT 1 FROM webhook_deliveries d
-        WHERE d.account_id = $1 AND d.subscription_id = $2 AND d.status = 'Pending'
-        LIMIT $8::int) p) AS pending
-`
-
-type ReplayRoomParams struct {
-	AccountID      uuid.UUID
-	SubscriptionID uuid.UUID
-	Since          time.Time
-	Until          time.Time
-	SinceID        uuid.UUID
-	UntilID        uuid.UUID
-	EventsLimit    int32
-	PendingLimit   int32
-}
-
-type ReplayRoomRow struct {
-	Events  int32
-	Pending int32
-}
-
-// For a replay's bounds: how many events of the subscription's type occurred in the window
-// (counted up to one more than the bound), and how many of its deliveries are Pending
-// (counted up to the bound). Each count stops at its bound, so it costs at most that many
-// index entries however big the account.
-func (q *Queries) ReplayRoom(ctx context.Context, arg ReplayRoomParams) (ReplayRoomRow, error) {
-	row := q.db.QueryRow(ctx, replayRoom,
-		arg.AccountID,
-		arg.SubscriptionID,
-		arg.Since,
-		arg.Until,
-		arg.SinceID,
-		arg.UntilID,
-		arg.EventsLimit,
-		arg.PendingLimit,
-	)
-	var i ReplayRoomRow
-	err := row.Scan(&i.Events, &i.Pending)
-	return i, err
 }

@@ -79,33 +79,3 @@ func (q *Queries) PeriodicFinish(ctx context.Context, arg PeriodicFinishParams) 
 	_, err := q.db.Exec(ctx, periodicFinish, arg.Now, arg.LastError, arg.Name)
 	return err
 }
-
-const periodicList = `-- name: PeriodicList :many
-SELECT name, due_at, last_started_at, last_finished_at, last_error FROM periodic_tasks ORDER BY name
-`
-
-func (q *Queries) PeriodicList(ctx context.Context) ([]PeriodicTask, error) {
-	rows, err := q.db.Query(ctx, periodicList)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []PeriodicTask
-	for rows.Next() {
-		var i PeriodicTask
-		if err := rows.Scan(
-			&i.Name,
-			&i.DueAt,
-			&i.LastStartedAt,
-			&i.LastFinishedAt,
-			&i.LastError,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}

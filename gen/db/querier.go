@@ -51,7 +51,7 @@ type Querier interface {
 	// A new contact with its consent record and, when its address parsed, its first property, in
 	// one statement (one round trip), with its events (TagsAdded when it has tags, ContactEnriched
 	// when its email status was decided without DNS) and the deliveries the fan-out planned for
-	// them (webhook.Audience.Plan: @delivery_event_ids with @delivery_subscription_ids), due at
+	// them (event.Audience.Plan: @delivery_event_ids with @delivery_subscription_ids), due at
 	// once. Only while the account's subscriptions are still at the plan's
 	// @subscriptions_version, and its custom fields were validated against the definitions at
 	// @fields_version: otherwise nothing is written and current is false (plan again, or, when
@@ -382,7 +382,6 @@ type Querier interface {
 	// restarting a process does not run everything again.
 	PeriodicEnsure(ctx context.Context, arg PeriodicEnsureParams) error
 	PeriodicFinish(ctx context.Context, arg PeriodicFinishParams) error
-	PeriodicList(ctx context.Context) ([]PeriodicTask, error)
 	// Archiving twice keeps the first archive time.
 	PropertyArchive(ctx context.Context, arg PropertyArchiveParams) (uuid.UUID, error)
 	// A contact's properties, active and all (archived kept as history): both are bounded.
@@ -479,7 +478,7 @@ type Querier interface {
 	// contacts: an index-only walk of properties_active_address that stops at the page's last.
 	SharedAddresses(ctx context.Context, arg SharedAddressesParams) ([]SharedAddressesRow, error)
 	// The account's live subscriptions with their filters, and the version of them
-	// (accounts.subscriptions_version) in the same snapshot: webhook.Audience. One row with no
+	// (accounts.subscriptions_version) in the same snapshot: event.Audience. One row with no
 	// subscription when it has none; none when the account is gone.
 	SubscribersLoad(ctx context.Context, accountID uuid.UUID) ([]SubscribersLoadRow, error)
 	SubscriptionCountLive(ctx context.Context, arg SubscriptionCountLiveParams) (int64, error)
@@ -514,7 +513,7 @@ type Querier interface {
 	// Sets (or, NULL, lifts) the subscription's throttle; a held-back send time of the old pace
 	// goes with it (a pause stays).
 	SubscriptionSetThrottle(ctx context.Context, arg SubscriptionSetThrottleParams) (WebhookSubscription, error)
-	// Tells every contactd process (webhook.Subscribers) that the account's live subscriptions
+	// Tells every contactd process (event.Subscribers) that the account's live subscriptions
 	// changed; '' means any account. Delivered at commit.
 	SubscriptionsChangedNotify(ctx context.Context, accountID string) error
 	// Adds a process's tally of filtered-out events to its subscriptions' counts, in id order
@@ -556,6 +555,8 @@ type Querier interface {
 	UniqueValueHolder(ctx context.Context, arg UniqueValueHolderParams) (uuid.UUID, error)
 	// The contacts that hold these values (unique forms) of a unique field: a batch's matches.
 	UniqueValueHolders(ctx context.Context, arg UniqueValueHoldersParams) ([]UniqueValueHoldersRow, error)
+	// The unique custom field values a contact holds (contact_unique_values): a contact's write
+	// claims, moves and lets go of them in its own transaction.
 	// Claims the contact's values of unique fields; returns the keys claimed, so a key missing
 	// from them is held by another contact (a racing claim waits for the holder's transaction).
 	UniqueValuesClaim(ctx context.Context, arg UniqueValuesClaimParams) ([]string, error)

@@ -12,47 +12,14 @@ import (
 	"github.com/google/uuid"
 )
 
-const subscribersLoad = `-- name: SubscribersLoad :many
-SELECT a.subscriptions_version, s.subscription_id, s.event_type, s.filter
-FROM accounts a
-LEFT JOIN webhook_subscriptions s ON s.account_id = a.account_id AND s.status <> 'Removed'
-WHERE a.account_id = $1
-ORDER BY s.subscription_id
+const accountLock = `-- name: AccountLock :exec
+SELECT account_id FROM accounts WHERE account_id = $1 FOR UPDATE
 `
 
-type SubscribersLoadRow struct {
-	SubscriptionsVersion int64
-	SubscriptionID       *uuid.UUID
-	EventType            *string
-	Filter               []byte
-}
-
-// The account's live subscriptions with their filters, and the version of them
-// (accounts.subscriptions_version) in the same snapshot: webhook.Audience. One row with no
-// subscription when it has none; none when the account is gone.
-func (q *Queries) SubscribersLoad(ctx context.Context, accountID uuid.UUID) ([]SubscribersLoadRow, error) {
-	rows, err := q.db.Query(ctx, subscribersLoad, accountID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []SubscribersLoadRow
-	for rows.Next() {
-		var i SubscribersLoadRow
-		if err := rows.Scan(
-			&i.SubscriptionsVersion,
-			&i.SubscriptionID,
-			&i.EventType,
-			&i.Filter,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+// Serialises changes that enforce per-account limits (subscriptions per event type).
+func (q *Queries) AccountLock(ctx context.Context, accountID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, accountLock, accountID)
+	return err
 }
 
 const subscriptionCountLive = `-- name: SubscriptionCountLive :one
@@ -212,72 +179,6 @@ func (q *Queries) SubscriptionList(ctx context.Context, accountID uuid.UUID) ([]
 			&i.RemovedReason,
 			&i.LastFailureAt,
 			&i.LastFailure,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const subscriptionRecordFailure = `-- name: SubscriptionRecordFailure :many
-UPDATE webhook_subscriptions
-SET consecutive_failures = consecutive_failures + 1, last_failure_at = $1, last_failure = $2::text,
-    status = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= $3::int THEN 'Failing' ELSE status END,
-    failing_since = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= $3::int THEN $1 ELSE failing_since END,
-    updated_at = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= $3::int THEN $1 ELSE updated_at END
-WHERE account_id = $4 AND subscription_id = $5 AND status <> 'Removed'
-RETURNING subscription_id, event_type, last_success_at, created_at, consecutive_failures,
-    $2::text AS failure, (status = 'Failing' AND failing_since IS NOT DISTINCT FROM $1)::boolean AS turned_failing
-`
-
-type SubscriptionRecordFailureParams struct {
-	Now            *time.Time
-	Failure        string
-	FailingAfter   int32
-	AccountID      uuid.UUID
-	SubscriptionID uuid.UUID
-}
-
-type SubscriptionRecordFailureRow struct {
-	SubscriptionID      uuid.UUID
-	EventType           string
-	LastSuccessAt       *time.Time
-	CreatedAt           time.Time
-	ConsecutiveFailures int32
-	Failure             string
-	TurnedFailing       bool
-}
-
-// Records a failed attempt (@failure: "HTTP 503", or the error) on the subscription; the third
-// failure in a row turns an Active subscription Failing, and then returns its row (to warn
-// the account: SubscriptionFailing).
-func (q *Queries) SubscriptionRecordFailure(ctx context.Context, arg SubscriptionRecordFailureParams) ([]SubscriptionRecordFailureRow, error) {
-	rows, err := q.db.Query(ctx, subscriptionRecordFailure,
-		arg.Now,
-		arg.Failure,
-		arg.FailingAfter,
-		arg.AccountID,
-		arg.SubscriptionID,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []SubscriptionRecordFailureRow
-	for rows.Next() {
-		var i SubscriptionRecordFailureRow
-		if err := rows.Scan(
-			&i.SubscriptionID,
-			&i.EventType,
-			&i.LastSuccessAt,
-			&i.CreatedAt,
-			&i.ConsecutiveFailures,
-			&i.Failure,
-			&i.TurnedFailing,
 		); err != nil {
 			return nil, err
 		}
@@ -475,74 +376,4 @@ func (q *Queries) SubscriptionSetThrottle(ctx context.Context, arg SubscriptionS
 		&i.LastFailure,
 	)
 	return i, err
-}
-
-const subscriptionsChangedNotify = `-- name: SubscriptionsChangedNotify :exec
-SELECT pg_notify('contactd_subscriptions_changed', $1::text)
-`
-
-// Tells every contactd process (webhook.Subscribers) that the account's live subscriptions
-// changed; ” means any account. Delivered at commit.
-func (q *Queries) SubscriptionsChangedNotify(ctx context.Context, accountID string) error {
-	_, err := q.db.Exec(ctx, subscriptionsChangedNotify, accountID)
-	return err
-}
-
-const subscriptionsCountFiltered = `-- name: SubscriptionsCountFiltered :exec
-UPDATE webhook_subscriptions s SET filtered_events = s.filtered_events + t.n
-FROM (SELECT unnest($1::uuid[]) AS account_id, unnest($2::uuid[]) AS subscription_id,
-             unnest($3::bigint[]) AS n
-      ORDER BY 1, 2) t
-WHERE s.account_id = t.account_id AND s.subscription_id = t.subscription_id
-`
-
-type SubscriptionsCountFilteredParams struct {
-	AccountIds      []uuid.UUID
-	SubscriptionIds []uuid.UUID
-	Counts          []int64
-}
-
-// Adds a process's tally of filtered-out events to its subscriptions' counts, in id order
-// (so two processes' flushes never wait on each other both ways).
-func (q *Queries) SubscriptionsCountFiltered(ctx context.Context, arg SubscriptionsCountFilteredParams) error {
-	_, err := q.db.Exec(ctx, subscriptionsCountFiltered, arg.AccountIds, arg.SubscriptionIds, arg.Counts)
-	return err
-}
-
-const subscriptionsSweepFailing = `-- name: SubscriptionsSweepFailing :one
-WITH swept AS (
-    UPDATE webhook_subscriptions
-    SET status = 'Removed', updated_at = $1, removed_reason = 'FailingTooLong'
-    WHERE status = 'Failing' AND coalesce(last_success_at, created_at) < $2
-    RETURNING account_id
-), bumped AS (
-    UPDATE accounts SET subscriptions_version = subscriptions_version + 1
-    WHERE account_id IN (SELECT account_id FROM swept)
-)
-SELECT count(*) FROM swept
-`
-
-type SubscriptionsSweepFailingParams struct {
-	Now    time.Time
-	Cutoff *time.Time
-}
-
-// Maintenance across accounts: Failing subscriptions without a success since the cutoff
-// are removed, and their accounts' subscriptions_version moves on; how many were removed.
-func (q *Queries) SubscriptionsSweepFailing(ctx context.Context, arg SubscriptionsSweepFailingParams) (int64, error) {
-	row := q.db.QueryRow(ctx, subscriptionsSweepFailing, arg.Now, arg.Cutoff)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
-const subscriptionsVersionBump = `-- name: SubscriptionsVersionBump :exec
-UPDATE accounts SET subscriptions_version = subscriptions_version + 1 WHERE account_id = $1
-`
-
-// The account's live subscriptions or their filters changed in this transaction: statements
-// planned with the older version queue nothing (migration 00040).
-func (q *Queries) SubscriptionsVersionBump(ctx context.Context, accountID uuid.UUID) error {
-	_, err := q.db.Exec(ctx, subscriptionsVersionBump, accountID)
-	return err
 }

@@ -41,7 +41,3 @@ WITH contacts_gone AS (DELETE FROM contacts WHERE account_id = sqlc.arg('sandbox
      events_gone AS (DELETE FROM webhook_events WHERE account_id = sqlc.arg('sandbox_id')::uuid),
      deliveries_gone AS (DELETE FROM webhook_deliveries WHERE account_id = sqlc.arg('sandbox_id')::uuid)
 DELETE FROM idempotency_keys WHERE account_id = sqlc.arg('sandbox_id')::uuid;
-
--- name: AccountLock :exec
--- Serialises changes that enforce per-account limits (subscriptions per event type).
-SELECT account_id FROM accounts WHERE account_id = $1 FOR UPDATE;

@@ -2,7 +2,7 @@
 -- A new contact with its consent record and, when its address parsed, its first property, in
 -- one statement (one round trip), with its events (TagsAdded when it has tags, ContactEnriched
 -- when its email status was decided without DNS) and the deliveries the fan-out planned for
--- them (webhook.Audience.Plan: @delivery_event_ids with @delivery_subscription_ids), due at
+-- them (event.Audience.Plan: @delivery_event_ids with @delivery_subscription_ids), due at
 -- once. Only while the account's subscriptions are still at the plan's
 -- @subscriptions_version, and its custom fields were validated against the definitions at
 -- @fields_version: otherwise nothing is written and current is false (plan again, or, when
@@ -253,3 +253,17 @@ SELECT i.contact_id::uuid AS contact_id, (i.contact_id IN (SELECT contact_id FRO
        EXISTS (SELECT 1 FROM current) AS current,
        EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = @account_id::uuid AND a.fields_version = @fields_version::bigint) AS fields_current
 FROM input i ORDER BY i.position;
+
+-- name: EnrichMarkDue :exec
+-- The contact (and so its new property) is due for enrichment.
+UPDATE contacts SET enrich_due_at = @now::timestamptz, enrich_attempts = 0
+WHERE account_id = @account_id AND contact_id = @contact_id;
+
+-- name: SegmentBackfillContacts :many
+-- A backfill page: the account's contacts after @after, locked against writes until the
+-- page's membership is set (a write in progress is waited for, and then read as it left the
+-- contact).
+SELECT * FROM contact_rows
+WHERE account_id = @account_id AND contact_id > @after
+ORDER BY contact_id LIMIT @max_rows
+FOR SHARE;

@@ -286,3 +286,79 @@ WHERE a.account_id = @account_id AND a.event_id = ANY(@event_ids::uuid[]) AND a.
 SELECT count(*)::int FROM webhook_attempts
 WHERE account_id = @account_id AND delivery_id = @delivery_id AND error IS NULL
   AND (response_status IS NULL OR response_status BETWEEN 200 AND 299);
+
+-- name: SubscriptionRecordFailure :many
+-- Records a failed attempt (@failure: "HTTP 503", or the error) on the subscription; the third
+-- failure in a row turns an Active subscription Failing, and then returns its row (to warn
+-- the account: SubscriptionFailing).
+UPDATE webhook_subscriptions
+SET consecutive_failures = consecutive_failures + 1, last_failure_at = @now, last_failure = @failure::text,
+    status = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= @failing_after::int THEN 'Failing' ELSE status END,
+    failing_since = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= @failing_after::int THEN @now ELSE failing_since END,
+    updated_at = CASE WHEN status = 'Active' AND consecutive_failures + 1 >= @failing_after::int THEN @now ELSE updated_at END
+WHERE account_id = @account_id AND subscription_id = @subscription_id AND status <> 'Removed'
+RETURNING subscription_id, event_type, last_success_at, created_at, consecutive_failures,
+    @failure::text AS failure, (status = 'Failing' AND failing_since IS NOT DISTINCT FROM @now)::boolean AS turned_failing;
+
+-- name: SubscriptionsSweepFailing :one
+-- Maintenance across accounts: Failing subscriptions without a success since the cutoff
+-- are removed, and their accounts' subscriptions_version moves on; how many were removed.
+WITH swept AS (
+    UPDATE webhook_subscriptions
+    SET status = 'Removed', updated_at = @now, removed_reason = 'FailingTooLong'
+    WHERE status = 'Failing' AND coalesce(last_success_at, created_at) < @cutoff
+    RETURNING account_id
+), bumped AS (
+    UPDATE accounts SET subscriptions_version = subscriptions_version + 1
+    WHERE account_id IN (SELECT account_id FROM swept)
+)
+SELECT count(*) FROM swept;
+
+-- name: EventsForReplay :many
+-- A page of the account's events of @event_type in [@since, @until) after the cursor, in the
+-- feed's order: their ids, and their payloads @with_payloads (for a filter to be evaluated on;
+-- '' otherwise).
+-- @since_id and @until_id bound the events' ids (of their time: a bit wider than the window,
+-- see delivery.Replay), so only the partitions of the window's days are read.
+SELECT e.event_id, e.xid::text AS position_xid, CASE WHEN @with_payloads::bool THEN e.payload::text ELSE '' END AS payload
+FROM webhook_events e
+WHERE e.account_id = @account_id AND e.event_type = @event_type
+  AND e.occurred_at >= @since::timestamptz AND e.occurred_at < @until::timestamptz AND NOT e.test
+  AND e.event_id >= @since_id AND e.event_id < @until_id
+  AND (e.xid, e.event_id) > ((@after_xid::text)::xid8, @after_event::uuid)
+ORDER BY e.xid, e.event_id
+LIMIT @row_limit;
+
+-- name: ReplayRoom :one
+-- For a replay's bounds: how many events of the subscription's type occurred in the window
+-- (counted up to one more than the bound), and how many of its deliveries are Pending
+-- (counted up to the bound). Each count stops at its bound, so it costs at most that many
+-- index entries however big the account.
+SELECT
+    (SELECT count(*)::int FROM (
+        SELECT 1 FROM webhook_events e JOIN webhook_subscriptions s
+          ON s.account_id = e.account_id AND s.event_type = e.event_type
+        WHERE s.account_id = @account_id AND s.subscription_id = @subscription_id
+          AND e.occurred_at >= @since::timestamptz AND e.occurred_at < @until::timestamptz AND NOT e.test
+          AND e.event_id >= @since_id AND e.event_id < @until_id
+        LIMIT @events_limit::int) w) AS events,
+    (SELECT count(*)::int FROM (
+        SELECT 1 FROM webhook_deliveries d
+        WHERE d.account_id = @account_id AND d.subscription_id = @subscription_id AND d.status = 'Pending'
+        LIMIT @pending_limit::int) p) AS pending;
+
+-- name: SubscriptionHealth :many
+-- The account's subscriptions' attempts over a window: how many, how many succeeded, and
+-- their median and 95th-percentile latency.
+SELECT d.subscription_id, count(*)::int AS attempts,
+       count(*) FILTER (WHERE a.response_status BETWEEN 200 AND 299)::int AS succeeded,
+       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY a.latency_ms), 0)::float8 AS p50_ms,
+       coalesce(percentile_cont(0.95) WITHIN GROUP (ORDER BY a.latency_ms), 0)::float8 AS p95_ms
+FROM webhook_attempts a
+JOIN webhook_deliveries d ON d.account_id = a.account_id AND d.delivery_id = a.delivery_id
+WHERE a.account_id = $1 AND a.attempted_at >= $2
+GROUP BY d.subscription_id;
+
+-- name: EventTrace :one
+-- The traceparent an event's delivery attempt continues (tracing on only).
+SELECT trace FROM webhook_events WHERE account_id = @account_id AND event_id = @event_id;

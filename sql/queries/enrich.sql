@@ -1,8 +1,3 @@
--- name: EnrichMarkDue :exec
--- The contact (and so its new property) is due for enrichment.
-UPDATE contacts SET enrich_due_at = @now::timestamptz, enrich_attempts = 0
-WHERE account_id = @account_id AND contact_id = @contact_id;
-
 -- name: EnrichLockDue :many
 -- Locks up to @max due contacts for the caller's transaction, with what enriching them
 -- needs; SKIP LOCKED lets workers in several processes take batches side by side. The
@@ -89,3 +84,14 @@ WITH f AS (
     WHERE f.event_id <> '00000000-0000-0000-0000-000000000000'::uuid
 )
 SELECT contact_id::uuid AS contact_id FROM stale;
+
+-- name: PropertyUpdateAddress :execrows
+-- Leaves the row alone when the standardised form would collide with another active property.
+UPDATE properties p SET
+    apt_or_unit_number = @apt_or_unit_number, street_address = @street_address, city = @city,
+    county = @county, state = @state, zip = @zip, normalized = @normalized
+WHERE p.account_id = @account_id AND p.property_id = @property_id AND p.archived_at IS NULL
+  AND NOT EXISTS (SELECT 1 FROM properties o
+                  WHERE o.account_id = p.account_id AND o.contact_id = p.contact_id
+                    AND o.property_id <> p.property_id AND o.archived_at IS NULL
+                    AND o.normalized = @normalized);

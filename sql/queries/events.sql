@@ -24,10 +24,6 @@ WITH current AS (
 )
 SELECT EXISTS (SELECT 1 FROM current) AS current;
 
--- name: EventTrace :one
--- The traceparent an event's delivery attempt continues (tracing on only).
-SELECT trace FROM webhook_events WHERE account_id = @account_id AND event_id = @event_id;
-
 -- name: EventsAbout :many
 -- The events about a contact (test events are about none), locked, for its erasure.
 SELECT event_id, event_type, occurred_at, payload::text AS payload FROM webhook_events
@@ -41,3 +37,32 @@ FOR UPDATE;
 UPDATE webhook_events e SET payload = r.payload::json
 FROM (SELECT unnest(@event_ids::uuid[]) AS event_id, unnest(@payloads::text[]) AS payload) r
 WHERE e.account_id = @account_id AND e.event_id = r.event_id;
+
+-- name: SubscriptionsCountFiltered :exec
+-- Adds a process's tally of filtered-out events to its subscriptions' counts, in id order
+-- (so two processes' flushes never wait on each other both ways).
+UPDATE webhook_subscriptions s SET filtered_events = s.filtered_events + t.n
+FROM (SELECT unnest(@account_ids::uuid[]) AS account_id, unnest(@subscription_ids::uuid[]) AS subscription_id,
+             unnest(@counts::bigint[]) AS n
+      ORDER BY 1, 2) t
+WHERE s.account_id = t.account_id AND s.subscription_id = t.subscription_id;
+
+-- name: SubscribersLoad :many
+-- The account's live subscriptions with their filters, and the version of them
+-- (accounts.subscriptions_version) in the same snapshot: event.Audience. One row with no
+-- subscription when it has none; none when the account is gone.
+SELECT a.subscriptions_version, s.subscription_id, s.event_type, s.filter
+FROM accounts a
+LEFT JOIN webhook_subscriptions s ON s.account_id = a.account_id AND s.status <> 'Removed'
+WHERE a.account_id = @account_id
+ORDER BY s.subscription_id;
+
+-- name: SubscriptionsVersionBump :exec
+-- The account's live subscriptions or their filters changed in this transaction: statements
+-- planned with the older version queue nothing (migration 00040).
+UPDATE accounts SET subscriptions_version = subscriptions_version + 1 WHERE account_id = @account_id;
+
+-- name: SubscriptionsChangedNotify :exec
+-- Tells every contactd process (event.Subscribers) that the account's live subscriptions
+-- changed; '' means any account. Delivered at commit.
+SELECT pg_notify('contactd_subscriptions_changed', sqlc.arg('account_id')::text);

@@ -27,21 +27,6 @@ ORDER BY xid, event_id;
 -- name: EventGet :one
 SELECT payload::text AS payload FROM webhook_events WHERE account_id = $1 AND event_id = $2 AND NOT test;
 
--- name: EventsForReplay :many
--- A page of the account's events of @event_type in [@since, @until) after the cursor, in the
--- feed's order: their ids, and their payloads @with_payloads (for a filter to be evaluated on;
--- '' otherwise).
--- @since_id and @until_id bound the events' ids (of their time: a bit wider than the window,
--- see delivery.Replay), so only the partitions of the window's days are read.
-SELECT e.event_id, e.xid::text AS position_xid, CASE WHEN @with_payloads::bool THEN e.payload::text ELSE '' END AS payload
-FROM webhook_events e
-WHERE e.account_id = @account_id AND e.event_type = @event_type
-  AND e.occurred_at >= @since::timestamptz AND e.occurred_at < @until::timestamptz AND NOT e.test
-  AND e.event_id >= @since_id AND e.event_id < @until_id
-  AND (e.xid, e.event_id) > ((@after_xid::text)::xid8, @after_event::uuid)
-ORDER BY e.xid, e.event_id
-LIMIT @row_limit;
-
 -- name: EventsPrune :execrows
 -- Deletes up to @batch events of the default partition that occurred before @before, across
 -- accounts: the retention task calls it until it deletes fewer. (The day partitions are
@@ -65,20 +50,10 @@ UPDATE webhook_deliveries d SET status = 'Failed', next_attempt_at = NULL, updat
 WHERE d.status = 'Pending' AND (d.leased_until IS NULL OR d.leased_until < @now)
   AND NOT EXISTS (SELECT 1 FROM webhook_events e WHERE e.account_id = d.account_id AND e.event_id = d.event_id OFFSET 0);
 
--- name: ReplayRoom :one
--- For a replay's bounds: how many events of the subscription's type occurred in the window
--- (counted up to one more than the bound), and how many of its deliveries are Pending
--- (counted up to the bound). Each count stops at its bound, so it costs at most that many
--- index entries however big the account.
-SELECT
-    (SELECT count(*)::int FROM (
-        SELECT 1 FROM webhook_events e JOIN webhook_subscriptions s
-          ON s.account_id = e.account_id AND s.event_type = e.event_type
-        WHERE s.account_id = @account_id AND s.subscription_id = @subscription_id
-          AND e.occurred_at >= @since::timestamptz AND e.occurred_at < @until::timestamptz AND NOT e.test
-          AND e.event_id >= @since_id AND e.event_id < @until_id
-        LIMIT @events_limit::int) w) AS events,
-    (SELECT count(*)::int FROM (
-        SELECT 1 FROM webhook_deliveries d
-        WHERE d.account_id = @account_id AND d.subscription_id = @subscription_id AND d.status = 'Pending'
-        LIMIT @pending_limit::int) p) AS pending;
+-- name: ContactEvents :many
+-- A contact's events, oldest first, for its page in the console.
+SELECT event_id, event_type, occurred_at, payload::text AS payload
+FROM webhook_events
+WHERE account_id = $1 AND contact_id = $2
+ORDER BY event_id
+LIMIT $3;

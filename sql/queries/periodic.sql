@@ -17,6 +17,3 @@ RETURNING p.name;
 -- name: PeriodicFinish :exec
 UPDATE periodic_tasks SET last_finished_at = @now::timestamptz, last_error = sqlc.narg('last_error')
 WHERE name = @name;
-
--- name: PeriodicList :many
-SELECT * FROM periodic_tasks ORDER BY name;

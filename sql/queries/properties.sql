@@ -12,17 +12,6 @@ UPDATE properties SET archived_at = coalesce(archived_at, sqlc.arg(now)::timesta
 WHERE account_id = @account_id AND property_id = @property_id
 RETURNING contact_id;
 
--- name: PropertyUpdateAddress :execrows
--- Leaves the row alone when the standardised form would collide with another active property.
-UPDATE properties p SET
-    apt_or_unit_number = @apt_or_unit_number, street_address = @street_address, city = @city,
-    county = @county, state = @state, zip = @zip, normalized = @normalized
-WHERE p.account_id = @account_id AND p.property_id = @property_id AND p.archived_at IS NULL
-  AND NOT EXISTS (SELECT 1 FROM properties o
-                  WHERE o.account_id = p.account_id AND o.contact_id = p.contact_id
-                    AND o.property_id <> p.property_id AND o.archived_at IS NULL
-                    AND o.normalized = @normalized);
-
 -- name: PropertyCount :one
 -- A contact's properties, active and all (archived kept as history): both are bounded.
 SELECT count(*) FILTER (WHERE archived_at IS NULL) AS active, count(*) AS total

@@ -128,15 +128,6 @@ RETURNING s.account_id, s.segment_id, s.kind, s.filter, s.generation, s.backfill
 -- account's segments) never waits for a page that waits for one of those writes.
 SELECT generation, status FROM segments WHERE account_id = $1 AND segment_id = $2 FOR NO KEY UPDATE;
 
--- name: SegmentBackfillContacts :many
--- A backfill page: the account's contacts after @after, locked against writes until the
--- page's membership is set (a write in progress is waited for, and then read as it left the
--- contact).
-SELECT * FROM contact_rows
-WHERE account_id = @account_id AND contact_id > @after
-ORDER BY contact_id LIMIT @max_rows
-FOR SHARE;
-
 -- name: SegmentBackfillMembers :many
 -- The page's contacts that are members now.
 SELECT contact_id FROM segment_members
