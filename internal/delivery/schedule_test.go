@@ -67,6 +67,7 @@ func TestRetryAfterHeader(t *testing.T) {
 		{resp(500, "7"), 0}, // only 429 and 503 carry a meaningful Retry-After
 		{resp(503, "soon"), 0},
 		{resp(503, "-3"), 0},
+		{resp(503, now.Add(-time.Minute).Format(http.TimeFormat)), 0}, // a date past: no wait, not a negative one
 	} {
 		if got := retryAfter(tc.resp, now); got != tc.want {
 			t.Errorf("%d %q: %v, want %v", tc.resp.StatusCode, tc.resp.Header.Get("Retry-After"), got, tc.want)
@@ -99,7 +100,10 @@ func TestSignVerifiesWithStandardWebhooks(t *testing.T) {
 	if err := wh.Verify(body, h); err == nil {
 		t.Error("a signature for another id verified")
 	}
-	if _, err := Sign("whsec_!!!", "e1", ts, body); err == nil {
-		t.Error("a malformed secret signed")
+	// a secret that is not base64, even after a decodable start, or that is empty, signs nothing
+	for _, bad := range []string{"whsec_!!!", "whsec_QUJD!!!!", "whsec_", ""} {
+		if _, err := Sign(bad, "e1", ts, body); err == nil {
+			t.Errorf("the malformed secret %q signed", bad)
+		}
 	}
 }
