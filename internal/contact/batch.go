@@ -63,13 +63,13 @@ type batchItem struct {
 // would), or created when no contact holds it (DuplicateContact when its email is taken).
 // An item without a value of it is matched by email.
 func (s *Service) Batch(ctx context.Context, accountID uuid.UUID, o BatchOptions, ins []CreateInput) ([]BatchResult, error) {
-	defs, err := s.definitions(ctx, nil, accountID, false)
+	defs, err := s.fields.Of(ctx, nil, accountID, false)
 	for err == nil {
 		var results []BatchResult
 		if results, err = s.batch(ctx, accountID, o, ins, defs); !errors.Is(err, errFieldsChanged) {
 			return results, err
 		}
-		defs, err = s.definitions(ctx, nil, accountID, true)
+		defs, err = s.fields.Of(ctx, nil, accountID, true)
 	}
 	return nil, err
 }

@@ -42,7 +42,7 @@ type CreateInput struct {
 // (s.creates), one commit for all of them. An address that cannot be parsed does not stop
 // the create: it is reported in the warnings.
 func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInput) (Contact, []string, error) {
-	defs, err := s.definitions(ctx, nil, accountID, false)
+	defs, err := s.fields.Of(ctx, nil, accountID, false)
 	for err == nil {
 		var c Contact
 		var warnings []string
@@ -54,7 +54,7 @@ func (s *Service) Create(ctx context.Context, accountID uuid.UUID, in CreateInpu
 		if !errors.Is(err, errFieldsChanged) {
 			return c, warnings, err
 		}
-		defs, err = s.definitions(ctx, nil, accountID, true)
+		defs, err = s.fields.Of(ctx, nil, accountID, true)
 	}
 	return Contact{}, nil, err
 }

@@ -71,7 +71,7 @@ func (s *Service) Remove(ctx context.Context, tx store.Tx, accountID uuid.UUID, 
 	if values, err := field.ParseValues(row.CustomFields); err != nil {
 		return Removed{}, err
 	} else if len(values) > 0 {
-		defs, err := s.definitions(ctx, tx.Queries, accountID, true)
+		defs, err := s.fields.Of(ctx, tx.Queries, accountID, true)
 		if err != nil {
 			return Removed{}, err
 		}

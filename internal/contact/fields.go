@@ -23,19 +23,6 @@ var ErrFieldValueTaken = apperr.New(apperr.KindConflict, "FieldValueTaken", "ano
 // it wrote nothing, and is checked again.
 var errFieldsChanged = errors.New("contact: the field definitions changed")
 
-// definitions are the account's field definitions (q: a transaction's, or nil), or none when
-// the service has no field service (tests of other rules).
-func (s *Service) definitions(ctx context.Context, q *db.Queries, accountID uuid.UUID, reload bool) (*field.Definitions, error) {
-	switch {
-	case s.fields == nil:
-		return field.None, nil
-	case reload:
-		return s.fields.Reload(ctx, q, accountID)
-	default:
-		return s.fields.Definitions(ctx, q, accountID)
-	}
-}
-
 // fieldsWrite is what a write of raw customFields does to current (nil on a create), or the
 // 400 naming every value that breaks its field's rules.
 func fieldsWrite(defs *field.Definitions, current field.Values, raw json.RawMessage, creating bool) (field.Write, error) {

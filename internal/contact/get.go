@@ -53,12 +53,12 @@ func (s *Service) Get(ctx context.Context, accountID uuid.UUID, contactID, email
 
 // holder is the contact that holds match's value, or ErrNotFound.
 func (s *Service) holder(ctx context.Context, accountID uuid.UUID, match Match) (uuid.UUID, error) {
-	defs, err := s.definitions(ctx, nil, accountID, false)
+	defs, err := s.fields.Of(ctx, nil, accountID, false)
 	if err != nil {
 		return uuid.Nil, err
 	}
 	if _, known := defs.Field(match.Field); !known { // maybe defined by another process since
-		if defs, err = s.definitions(ctx, nil, accountID, true); err != nil {
+		if defs, err = s.fields.Of(ctx, nil, accountID, true); err != nil {
 			return uuid.Nil, err
 		}
 	}

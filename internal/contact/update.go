@@ -113,7 +113,7 @@ func (s *Service) Update(ctx context.Context, accountID uuid.UUID, rawID string,
 // claims the new values of unique fields: the row's new custom_fields, or its own when
 // nothing changes.
 func (s *Service) patchFields(ctx context.Context, tx store.Tx, row db.ContactRow, raw json.RawMessage) ([]byte, error) {
-	defs, err := s.definitions(ctx, tx.Queries, row.AccountID, true)
+	defs, err := s.fields.Of(ctx, tx.Queries, row.AccountID, true)
 	if err != nil {
 		return nil, err
 	}

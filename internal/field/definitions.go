@@ -123,6 +123,18 @@ func (s *Service) Definitions(ctx context.Context, q *db.Queries, account uuid.U
 	return s.Reload(ctx, q, account)
 }
 
+// Of is the account's definitions, read again when reload; a nil Service has none (field.None).
+func (s *Service) Of(ctx context.Context, q *db.Queries, account uuid.UUID, reload bool) (*Definitions, error) {
+	switch {
+	case s == nil:
+		return None, nil
+	case reload:
+		return s.Reload(ctx, q, account)
+	default:
+		return s.Definitions(ctx, q, account)
+	}
+}
+
 // Reload reads the account's definitions again (q: a transaction's, or nil for the pool's),
 // after a write found those it was checked against were not current.
 func (s *Service) Reload(ctx context.Context, q *db.Queries, account uuid.UUID) (*Definitions, error) {

@@ -586,14 +586,14 @@ func parseCursor(s, sort string) (cursor, error) {
 // definitions older than the account's can only lack a field or an option the conditions
 // name, and a search they refuse is checked again against the current ones.
 func (s *Service) fieldsSearch(ctx context.Context, accountID uuid.UUID, conditions []string) (field.Search, error) {
-	defs, err := s.definitions(ctx, nil, accountID, false)
+	defs, err := s.fields.Of(ctx, nil, accountID, false)
 	if err != nil {
 		return field.Search{}, err
 	}
 	if search, err := defs.Path(conditions); err == nil {
 		return search, nil
 	}
-	if defs, err = s.definitions(ctx, nil, accountID, true); err != nil {
+	if defs, err = s.fields.Of(ctx, nil, accountID, true); err != nil {
 		return field.Search{}, err
 	}
 	return defs.Path(conditions)

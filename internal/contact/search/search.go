@@ -6,12 +6,8 @@
 package search
 
 import (
-	"context"
 	"runtime"
 
-	"github.com/google/uuid"
-
-	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/platform/store"
@@ -64,16 +60,4 @@ func New(st *store.Store, contacts *contact.Service, o Options) *Service {
 		o.ExportsPerAccount = 2
 	}
 	return &Service{store: st, contacts: contacts, fields: o.Fields, turns: o.Turns, exports: newExportSlots(o.Exports, o.ExportsPerAccount)}
-}
-
-// definitions are the account's custom field definitions, read again when reload.
-func (s *Service) definitions(ctx context.Context, q *db.Queries, accountID uuid.UUID, reload bool) (*field.Definitions, error) {
-	switch {
-	case s.fields == nil:
-		return field.None, nil
-	case reload:
-		return s.fields.Reload(ctx, q, accountID)
-	default:
-		return s.fields.Definitions(ctx, q, accountID)
-	}
 }
