@@ -588,7 +588,7 @@ const segmentBackfillContacts = `-- name: SegmentBackfillContacts :many
 SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at, custom_fields FROM contact_rows
 WHERE account_id = $1 AND contact_id > $2
 ORDER BY contact_id LIMIT $3
-FOR SHARE
+FOR SHARE SKIP LOCKED
 `
 
 type SegmentBackfillContactsParams struct {
@@ -598,8 +598,10 @@ type SegmentBackfillContactsParams struct {
 }
 
 // A backfill page: the account's contacts after @after, locked against writes until the
-// page's membership is set (a write in progress is waited for, and then read as it left the
-// contact).
+// page's membership is set. A contact a write holds is skipped, never waited for: writes lock
+// contacts in their own order (a batch by email), and a page that waited for one while holding
+// others could deadlock with it. The page ends before the first contact skipped
+// (SegmentBackfillIDs says which), and the next page waits for it by trying again.
 func (q *Queries) SegmentBackfillContacts(ctx context.Context, arg SegmentBackfillContactsParams) ([]ContactRow, error) {
 	rows, err := q.db.Query(ctx, segmentBackfillContacts, arg.AccountID, arg.After, arg.MaxRows)
 	if err != nil {
@@ -653,6 +655,39 @@ func (q *Queries) SegmentBackfillContacts(ctx context.Context, arg SegmentBackfi
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const segmentBackfillIDs = `-- name: SegmentBackfillIDs :many
+SELECT contact_id FROM contacts
+WHERE account_id = $1 AND contact_id > $2
+ORDER BY contact_id LIMIT $3
+`
+
+type SegmentBackfillIDsParams struct {
+	AccountID uuid.UUID
+	After     uuid.UUID
+	MaxRows   int32
+}
+
+// The ids of a backfill page, locked or not: where SegmentBackfillContacts skipped one.
+func (q *Queries) SegmentBackfillIDs(ctx context.Context, arg SegmentBackfillIDsParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, segmentBackfillIDs, arg.AccountID, arg.After, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var contact_id uuid.UUID
+		if err := rows.Scan(&contact_id); err != nil {
+			return nil, err
+		}
+		items = append(items, contact_id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

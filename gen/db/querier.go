@@ -410,12 +410,16 @@ type Querier interface {
 	// leased to this one until @until.
 	SegmentBackfillClaim(ctx context.Context, arg SegmentBackfillClaimParams) (SegmentBackfillClaimRow, error)
 	// A backfill page: the account's contacts after @after, locked against writes until the
-	// page's membership is set (a write in progress is waited for, and then read as it left the
-	// contact).
+	// page's membership is set. A contact a write holds is skipped, never waited for: writes lock
+	// contacts in their own order (a batch by email), and a page that waited for one while holding
+	// others could deadlock with it. The page ends before the first contact skipped
+	// (SegmentBackfillIDs says which), and the next page waits for it by trying again.
 	SegmentBackfillContacts(ctx context.Context, arg SegmentBackfillContactsParams) ([]ContactRow, error)
 	// The backfill of a generation finished: the segment is ready (in the transaction that bumps
 	// the account's segments version, so that writes send its events from then on).
 	SegmentBackfillDone(ctx context.Context, arg SegmentBackfillDoneParams) (int64, error)
+	// The ids of a backfill page, locked or not: where SegmentBackfillContacts skipped one.
+	SegmentBackfillIDs(ctx context.Context, arg SegmentBackfillIDsParams) ([]uuid.UUID, error)
 	// A backfill page's first statement: the segment's row, before any contact's, so that a
 	// change of the segment (which takes the row, then waits for the writes that hold the
 	// account's segments) never waits for a page that waits for one of those writes.

@@ -60,23 +60,32 @@ func (c Contact) member() (segment.Member, error) {
 	return segment.Member{ID: c.ID, Subject: s, Info: c.info()}, err
 }
 
-// BackfillPage implements segment.Contacts.
-func (s *Service) BackfillPage(ctx context.Context, q *db.Queries, account, after uuid.UUID, limit int) ([]segment.Member, error) {
+// BackfillPage implements segment.Contacts: the locked contacts up to the first one a write
+// holds (SegmentBackfillContacts skips it), and whether none follows them.
+func (s *Service) BackfillPage(ctx context.Context, q *db.Queries, account, after uuid.UUID, limit int) ([]segment.Member, bool, error) {
 	rows, err := q.SegmentBackfillContacts(ctx, db.SegmentBackfillContactsParams{AccountID: account, After: after, MaxRows: int32(limit)})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	out := make([]segment.Member, len(rows))
-	for i, r := range rows {
-		c, err := s.FromRow(db.ContactRow(r))
+	ids, err := q.SegmentBackfillIDs(ctx, db.SegmentBackfillIDsParams{AccountID: account, After: after, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, false, err
+	}
+	n := 0
+	for n < len(rows) && n < len(ids) && rows[n].ContactID == ids[n] {
+		n++
+	}
+	out := make([]segment.Member, n)
+	for i, r := range rows[:n] {
+		c, err := s.FromRow(r)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if out[i], err = c.member(); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
-	return out, nil
+	return out, n == len(ids) && len(ids) < limit, nil
 }
 
 // errSegmentsChanged is a write's statement finding the account's segments changed since the

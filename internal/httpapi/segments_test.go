@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -295,5 +296,72 @@ func TestContactSegments(t *testing.T) {
 	r = a.Do("GET", "/public/v1/contact?contactId="+c.ContactId, key, nil)
 	if r.JSON(t, &plain); r.Status != 200 || plain.Segments != nil {
 		t.Errorf("without include: %d %s", r.Status, r.Body)
+	}
+}
+
+// A backfill never waits for a contact a write holds while it holds others: writes lock
+// contacts in their own order (a batch by email, the page by id), and the two would deadlock,
+// one of them failing with a 500. Here a write holds the later of two contacts, the backfill
+// runs, and then the write takes the earlier one: the backfill has set the earlier one's
+// membership and let it go, and goes on with the later one when the write commits.
+func TestSegmentBackfillNeverWaitsForAWriteWhileHoldingContacts(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	var ids []string
+	for _, email := range []string{"ann@example.com", "bob@example.com"} {
+		ids = append(ids, createContact(t, a, key, map[string]any{"email": email, "tags": []string{"vip"}}).Contact.ContactId)
+	}
+	slices.Sort(ids)
+	first, later := ids[0], ids[1]
+	var sg api.Segment
+	r := a.Do("POST", "/public/v1/segments", key, map[string]any{"name": "VIP", "filter": map[string]any{"groups": []any{
+		map[string]any{"conditions": []any{map[string]any{"attribute": "tags", "operator": "contains", "value": "vip"}}}}}})
+	if r.JSON(t, &sg); r.Status != 200 || sg.Status != api.Backfilling {
+		t.Fatalf("save: %d %s", r.Status, r.Body)
+	}
+	ctx := context.Background()
+	write, err := a.Store.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer write.Rollback(ctx)
+	lock := func(id string) error {
+		_, err := write.Exec(ctx, "SELECT 1 FROM contacts WHERE contact_id = $1::uuid FOR UPDATE", id)
+		return err
+	}
+	if err := lock(later); err != nil {
+		t.Fatal(err)
+	}
+	backfilled := make(chan error, 1)
+	go func() {
+		for {
+			did, err := a.Svc.Segments.BackfillOne(ctx, a.Svc.Contacts)
+			if err != nil || !did {
+				backfilled <- err
+				return
+			}
+		}
+	}()
+	// the backfill either went past the first contact or waits for a lock (the old page,
+	// holding the first contact while it waited for the later one)
+	testkit.Eventually(t, "the backfill past the first contact, or waiting for a lock", func() bool {
+		return a.Count(t, "SELECT count(*) FROM segments WHERE segment_id = $1::uuid AND backfill_after = $2::uuid", sg.SegmentId, first) == 1 ||
+			a.Count(t, "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity s USING (pid) WHERE NOT l.granted AND s.datname = current_database()") > 0
+	})
+	if err := lock(first); err != nil {
+		t.Fatalf("the write taking the first contact: %v", err)
+	}
+	if err := write.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-backfilled; err != nil {
+		t.Fatalf("backfill: %v", err)
+	}
+	if n := a.Count(t, "SELECT count(*) FROM segment_members WHERE segment_id = $1::uuid", sg.SegmentId); n != 2 {
+		t.Errorf("%d members, want both contacts", n)
+	}
+	if n := a.Count(t, "SELECT count(*) FROM segments WHERE segment_id = $1::uuid AND status = 'ready'", sg.SegmentId); n != 1 {
+		t.Error("the segment is not ready after its backfill")
 	}
 }

@@ -16,9 +16,9 @@ import (
 
 // The backfill. A new segment, or one whose filter changed, is Backfilling: one process at a
 // time (a lease on the segment's row) walks the account's contacts in pages by id, and in each
-// page's transaction locks the page's contacts (a write in progress is waited for, then read
-// as it left the contact), sets their membership, and records how far it went. It sends no
-// events. A write meanwhile keeps the segment's membership of its own contacts too (Keep), so
+// page's transaction locks the page's contacts (never waiting for a write: the page ends
+// before a contact one holds, and the next page starts with it once the write is done), sets
+// their membership, and records how far it went. It sends no events. A write meanwhile keeps the segment's membership of its own contacts too (Keep), so
 // a contact written behind the walk is current, and one written ahead of it is read again.
 // A change of the filter during the walk starts a new generation from the start; the
 // old generation's pass stops at its next page. After the last page, the segment's rows of
@@ -29,8 +29,9 @@ import (
 // Contacts reads pages of an account's contacts for a backfill (the contact package).
 type Contacts interface {
 	// BackfillPage is up to limit of the account's contacts after id after, in id order,
-	// locked for share in q's transaction.
-	BackfillPage(ctx context.Context, q *db.Queries, account, after uuid.UUID, limit int) ([]Member, error)
+	// locked for share in q's transaction, and whether they are the last. It never waits for
+	// a contact a write holds: the page ends before it (none when it is the first).
+	BackfillPage(ctx context.Context, q *db.Queries, account, after uuid.UUID, limit int) (ms []Member, last bool, err error)
 }
 
 // Backfill tuning.
@@ -97,6 +98,12 @@ func (s *Service) RunBackfills(ctx context.Context, contacts Contacts, poll time
 // errGenerationChanged stops a pass whose segment's filter changed (or that was deleted).
 var errGenerationChanged = errors.New("segment changed during its backfill")
 
+// errPageHeld is a page whose first contact a write holds: the page is tried again after
+// maxPageWait at most, once the write is likely done.
+var errPageHeld = errors.New("segment backfill: the page's first contact is being written")
+
+const maxPageWait = 50 * time.Millisecond
+
 // BackfillOne claims a backfilling segment and fills it, and reports whether there was one.
 func (s *Service) BackfillOne(ctx context.Context, contacts Contacts) (bool, error) {
 	var claim db.SegmentBackfillClaimRow
@@ -119,11 +126,22 @@ func (s *Service) BackfillOne(ctx context.Context, contacts Contacts) (bool, err
 	if claim.BackfillAfter != nil {
 		after = *claim.BackfillAfter
 	}
+	wait := time.Millisecond
 	for done := false; !done; {
 		err := s.store.InTx(ctx, func(tx store.Tx) (err error) {
 			after, done, err = s.backfillPage(ctx, tx, contacts, claim, sg, after)
 			return err
 		})
+		if errors.Is(err, errPageHeld) {
+			select {
+			case <-ctx.Done():
+				return true, ctx.Err()
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, maxPageWait)
+			continue
+		}
+		wait = time.Millisecond
 		if errors.Is(err, errGenerationChanged) {
 			return true, nil
 		} else if err != nil {
@@ -155,9 +173,15 @@ func (s *Service) backfillPage(ctx context.Context, tx store.Tx, contacts Contac
 	} else if err != nil {
 		return after, false, err
 	}
-	ms, err := contacts.BackfillPage(ctx, tx.Queries, claim.AccountID, after, BackfillPage)
-	if err != nil || len(ms) == 0 {
-		return after, true, err
+	ms, last, err := contacts.BackfillPage(ctx, tx.Queries, claim.AccountID, after, BackfillPage)
+	if err != nil {
+		return after, false, err
+	}
+	if len(ms) == 0 {
+		if !last {
+			return after, false, errPageHeld
+		}
+		return after, true, nil
 	}
 	ids := make([]uuid.UUID, len(ms))
 	for i, m := range ms {
@@ -184,8 +208,7 @@ func (s *Service) backfillPage(ctx context.Context, tx store.Tx, contacts Contac
 	if err := s.apply(ctx, tx, claim.AccountID, c, now); err != nil {
 		return after, false, err
 	}
-	last := ms[len(ms)-1].ID
 	err = tx.SegmentBackfillProgress(ctx, db.SegmentBackfillProgressParams{AccountID: claim.AccountID, SegmentID: claim.SegmentID,
-		After: &last, Evaluated: int64(len(ms)), Until: now.Add(backfillLease)})
-	return last, len(ms) < BackfillPage, err
+		After: &ms[len(ms)-1].ID, Evaluated: int64(len(ms)), Until: now.Add(backfillLease)})
+	return ms[len(ms)-1].ID, last, err
 }

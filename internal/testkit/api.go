@@ -76,6 +76,19 @@ func (l *LogBuffer) String() string {
 	return l.b.String()
 }
 
+// reportErrors logs the service's warnings and errors into a failed test's output: a 500 in a
+// test is otherwise only its request id, and a flake's cause is gone with its run.
+func (l *LogBuffer) reportErrors(t testing.TB) {
+	if !t.Failed() {
+		return
+	}
+	for line := range strings.Lines(l.String()) {
+		if strings.Contains(line, `"level":"ERROR"`) || strings.Contains(line, `"level":"WARN"`) {
+			t.Log("service: " + strings.TrimSpace(line))
+		}
+	}
+}
+
 // Option adjusts the configuration of a test API.
 type Option func(*config.Config)
 
@@ -111,6 +124,7 @@ func NewAPIOn(t testing.TB, dbURL string, opts ...Option) *API {
 	t.Cleanup(func() { CheckInvariants(t, st) })
 	logs := &LogBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
+	t.Cleanup(func() { logs.reportErrors(t) })
 	keys, err := SecretKeys(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -261,9 +261,17 @@ WHERE account_id = @account_id AND contact_id = @contact_id;
 
 -- name: SegmentBackfillContacts :many
 -- A backfill page: the account's contacts after @after, locked against writes until the
--- page's membership is set (a write in progress is waited for, and then read as it left the
--- contact).
+-- page's membership is set. A contact a write holds is skipped, never waited for: writes lock
+-- contacts in their own order (a batch by email), and a page that waited for one while holding
+-- others could deadlock with it. The page ends before the first contact skipped
+-- (SegmentBackfillIDs says which), and the next page waits for it by trying again.
 SELECT * FROM contact_rows
 WHERE account_id = @account_id AND contact_id > @after
 ORDER BY contact_id LIMIT @max_rows
-FOR SHARE;
+FOR SHARE SKIP LOCKED;
+
+-- name: SegmentBackfillIDs :many
+-- The ids of a backfill page, locked or not: where SegmentBackfillContacts skipped one.
+SELECT contact_id FROM contacts
+WHERE account_id = @account_id AND contact_id > @after
+ORDER BY contact_id LIMIT @max_rows;
