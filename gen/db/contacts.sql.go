@@ -470,6 +470,26 @@ func (q *Queries) ContactLockByEmail(ctx context.Context, arg ContactLockByEmail
 	return i, err
 }
 
+const contactLockByEmails = `-- name: ContactLockByEmails :exec
+SELECT 1 FROM contacts
+WHERE account_id = $1 AND email_key = ANY($2::text[])
+ORDER BY contact_id
+FOR UPDATE
+`
+
+type ContactLockByEmailsParams struct {
+	AccountID uuid.UUID
+	EmailKeys []string
+}
+
+// Locks the account's contacts with these email keys in id order, the order a merge and a
+// segment's backfill take contacts in: a batch upsert takes its contacts so first, and its
+// later locks by email then wait for nothing (in email order they could deadlock with a merge).
+func (q *Queries) ContactLockByEmails(ctx context.Context, arg ContactLockByEmailsParams) error {
+	_, err := q.db.Exec(ctx, contactLockByEmails, arg.AccountID, arg.EmailKeys)
+	return err
+}
+
 const contactOtherWithEmail = `-- name: ContactOtherWithEmail :one
 SELECT contact_id FROM contacts
 WHERE account_id = $1 AND email_key = $2 AND contact_id <> $3

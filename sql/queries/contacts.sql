@@ -105,6 +105,15 @@ SELECT * FROM contact_rows
 WHERE account_id = $1 AND contact_id = $2
 FOR UPDATE;
 
+-- name: ContactLockByEmails :exec
+-- Locks the account's contacts with these email keys in id order, the order a merge and a
+-- segment's backfill take contacts in: a batch upsert takes its contacts so first, and its
+-- later locks by email then wait for nothing (in email order they could deadlock with a merge).
+SELECT 1 FROM contacts
+WHERE account_id = @account_id AND email_key = ANY(@email_keys::text[])
+ORDER BY contact_id
+FOR UPDATE;
+
 -- name: ContactLockByEmail :one
 -- Locks the account's contact with this email key for a batch upsert's read-modify-write.
 SELECT * FROM contact_rows
