@@ -30,7 +30,7 @@ func main() {
 func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "contactd-schemadump-")
+	dir, err := pgembed.ScratchDir("contactd-schemadump-")
 	if err != nil {
 		return err
 	}

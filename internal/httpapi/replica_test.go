@@ -107,7 +107,7 @@ func TestListsReadTheStandbyWhileItKeepsUp(t *testing.T) {
 func primaryAndStandby(t *testing.T, settings ...string) (primary, standby *pgembed.Cluster) {
 	t.Helper()
 	ctx := context.Background()
-	base, err := os.MkdirTemp("", "contactd-replica-")
+	base, err := pgembed.ScratchDir("contactd-replica-")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func MainWith(m *testing.M, settings ...string) {
 func run(m *testing.M, settings ...string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "contactd-test-pg-")
+	dir, err := pgembed.ScratchDir("contactd-test-pg-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
