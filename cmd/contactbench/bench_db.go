@@ -3,13 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"os"
-	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/platform/pgembed"
 	"github.com/contactd/contactd/internal/platform/store"
 )
@@ -26,19 +23,21 @@ type benchDB struct {
 	// segmentsKey is the key of the account of 100 dynamic segments (segments.go)
 	segmentsKey string
 	dir         string
-	close       func()
+	// bin is the contactd binary that made the accounts (and makes more)
+	bin   string
+	close func()
 }
 
 func logf(format string, args ...any) { fmt.Fprintf(os.Stderr, "contactbench: "+format+"\n", args...) }
 
 // openBenchDB starts a private cluster in a new temporary directory (settings: more server
-// settings) and prepares it; close stops and removes it.
-func openBenchDB(ctx context.Context, settings []string) (*benchDB, error) {
+// settings) and prepares it with the contactd binary bin; close stops and removes it.
+func openBenchDB(ctx context.Context, bin string, settings []string) (*benchDB, error) {
 	dir, err := os.MkdirTemp("", "contactbench-")
 	if err != nil {
 		return nil, err
 	}
-	b := &benchDB{dir: dir, close: func() { os.RemoveAll(dir) }}
+	b := &benchDB{dir: dir, bin: bin, close: func() { os.RemoveAll(dir) }}
 	fail := func(err error) (*benchDB, error) { b.close(); return nil, err }
 	logf("starting PostgreSQL in %s", dir)
 	cluster, err := pgembed.Start(ctx, pgembed.Options{Dir: dir, Settings: settings})
@@ -61,22 +60,20 @@ func openBenchDB(ctx context.Context, settings []string) (*benchDB, error) {
 	if err := b.st.Migrate(ctx); err != nil {
 		return fail(err)
 	}
-	keys := auth.NewService(b.st, time.Now)
-	if b.account, err = keys.CreateAccount(ctx, "bench"); err != nil {
+	if b.account, err = createAccount(ctx, bin, b.url, "bench"); err != nil {
 		return fail(err)
 	}
-	if b.apiKey, err = keys.CreateKey(ctx, b.account, "bench"); err != nil {
+	if b.apiKey, err = createKey(ctx, bin, b.url, "bench", "bench"); err != nil {
 		return fail(err)
 	}
-	if b.scopedKey, err = keys.CreateKeyWith(ctx, b.account, auth.KeyOptions{Name: "bench-scoped",
-		Scopes: []string{"contacts:read", "contacts:write"}, Networks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}); err != nil {
+	if b.scopedKey, err = createKey(ctx, bin, b.url, "bench", "bench-scoped", "--scope", "contacts:read,contacts:write",
+		"--allow-ip", "127.0.0.0/8"); err != nil {
 		return fail(err)
 	}
-	segments, err := keys.CreateAccount(ctx, "bench-segments")
-	if err != nil {
+	if _, err := createAccount(ctx, bin, b.url, "bench-segments"); err != nil {
 		return fail(err)
 	}
-	if b.segmentsKey, err = keys.CreateKey(ctx, segments, "bench-segments"); err != nil {
+	if b.segmentsKey, err = createKey(ctx, bin, b.url, "bench-segments", "bench-segments"); err != nil {
 		return fail(err)
 	}
 	return b, nil

@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/contactd/contactd/internal/auth"
 )
 
 // The bulk run (contactbench bulk): -bulk-contacts new contacts (tags and an address each) written with
@@ -61,7 +59,7 @@ func runBulk(ctx context.Context, o options, out io.Writer) error {
 	if o.pgStats {
 		settings = pgStatsSettings
 	}
-	b, err := openBenchDB(ctx, settings)
+	b, err := openBenchDB(ctx, o.contactd, settings)
 	if err != nil {
 		return err
 	}
@@ -225,7 +223,7 @@ func runBulk(ctx context.Context, o options, out io.Writer) error {
 // One stream is COPY as fast as one connection goes; as many as the batches' clients is what
 // the same rows cost PostgreSQL on every core.
 func copySameRows(ctx context.Context, b *benchDB, streams int) (time.Duration, error) {
-	other, err := auth.NewService(b.st, time.Now).CreateAccount(ctx, fmt.Sprintf("copy-%d", streams))
+	other, err := createAccount(ctx, b.bin, b.url, fmt.Sprintf("copy-%d", streams))
 	if err != nil {
 		return 0, err
 	}
@@ -325,7 +323,7 @@ func copySameRows(ctx context.Context, b *benchDB, streams int) (time.Duration, 
 // importCSV writes a CSV of o.importRows contacts and runs `contactd import` on it into a
 // third account.
 func importCSV(ctx context.Context, o options, b *benchDB) (time.Duration, int64, int, error) {
-	if _, err := auth.NewService(b.st, time.Now).CreateAccount(ctx, "import"); err != nil {
+	if _, err := createAccount(ctx, o.contactd, b.url, "import"); err != nil {
 		return 0, 0, 0, err
 	}
 	dir, err := os.MkdirTemp("", "contactbench-import-")

@@ -200,7 +200,7 @@ func runDataOut(ctx context.Context, o options, out io.Writer) error {
 	if o.pgStats {
 		settings = pgStatsSettings
 	}
-	b, err := openBenchDB(ctx, settings)
+	b, err := openBenchDB(ctx, o.contactd, settings)
 	if err != nil {
 		return err
 	}

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/contactd/contactd/internal/auth"
 )
 
 // The filters run (-filters): the price of payload filters on delivery. -filter-subs
@@ -53,12 +51,11 @@ type filterResult struct {
 }
 
 func runFilters(ctx context.Context, o options, out io.Writer) error {
-	b, err := openBenchDB(ctx, nil)
+	b, err := openBenchDB(ctx, o.contactd, nil)
 	if err != nil {
 		return err
 	}
 	defer b.close()
-	keys := auth.NewService(b.st, time.Now)
 	rc, stop, err := startReceiver()
 	if err != nil {
 		return err
@@ -73,11 +70,12 @@ func runFilters(ctx context.Context, o options, out io.Writer) error {
 	dr := newDriver(o.whConc, b.apiKey)
 	accounts := make([]filterAccount, (o.filterSubs+2)/3)
 	for i := range accounts {
-		id, err := keys.CreateAccount(ctx, fmt.Sprintf("filters-%d", i))
-		if err != nil {
+		name := fmt.Sprintf("filters-%d", i)
+		if _, err := createAccount(ctx, b.bin, b.url, name); err != nil {
 			return err
 		}
-		if accounts[i].key, err = keys.CreateKey(ctx, id, "bench"); err != nil {
+		var err error
+		if accounts[i].key, err = createKey(ctx, b.bin, b.url, name, "bench"); err != nil {
 			return err
 		}
 		// enough contacts that none reaches its 500 tags in the run

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/contactd/contactd/internal/auth"
 )
 
 // The isolation run (contactbench isolation): -isolation-subs subscriptions (three per account), events
@@ -87,16 +85,11 @@ type isoScenario struct {
 }
 
 func runIsolation(ctx context.Context, o options, out io.Writer) error {
-	b, err := openBenchDB(ctx, nil)
+	b, err := openBenchDB(ctx, o.contactd, nil)
 	if err != nil {
 		return err
 	}
 	defer b.close()
-	keys := auth.NewService(b.st, time.Now)
-	secrets, err := runSecrets(b.st)
-	if err != nil {
-		return err
-	}
 	rc, stop, err := startIsoReceiver()
 	if err != nil {
 		return err
@@ -112,15 +105,12 @@ func runIsolation(ctx context.Context, o options, out io.Writer) error {
 	dr := newDriver(16, b.apiKey)
 	accounts := make([]isoAccount, (o.isoSubs+2)/3)
 	for i := range accounts {
-		id, err := keys.CreateAccount(ctx, fmt.Sprintf("iso-%d", i))
-		if err != nil {
+		name := fmt.Sprintf("iso-%d", i)
+		if _, err := createAccount(ctx, b.bin, b.url, name); err != nil {
 			return err
 		}
-		// as `contactd accounts create` makes an account: with its client secret
-		if _, err := secrets.ClientSecret(ctx, id, false); err != nil {
-			return err
-		}
-		if accounts[i].key, err = keys.CreateKey(ctx, id, "bench"); err != nil {
+		var err error
+		if accounts[i].key, err = createKey(ctx, b.bin, b.url, name, "bench"); err != nil {
 			return err
 		}
 		var created struct{ Contact struct{ ContactID string } }

@@ -13,6 +13,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -32,9 +34,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/contactd/contactd/internal/platform/seal"
 	"github.com/contactd/contactd/internal/platform/store"
-	"github.com/contactd/contactd/internal/subscription"
 )
 
 type options struct {
@@ -208,7 +208,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if o.pgStats {
 		settings = pgStatsSettings
 	}
-	b, err := openBenchDB(ctx, settings)
+	b, err := openBenchDB(ctx, o.contactd, settings)
 	if err != nil {
 		return err
 	}
@@ -644,21 +644,13 @@ func workloads(cd, base string, limited *string, scopedKey string, ds dataset, s
 	}
 }
 
-// runSecretKey seals the secrets of this run's database.
-var runSecretKey = seal.NewKey()
-
-// runSecrets are the secrets of this run's database, sealed under runSecretKey.
-func runSecrets(st *store.Store) (*subscription.Secrets, error) {
-	key, err := seal.ParseKey(runSecretKey)
-	if err != nil {
-		return nil, err
-	}
-	ring, err := seal.NewKeyring(key)
-	if err != nil {
-		return nil, err
-	}
-	return subscription.NewSecrets(st, ring, time.Now), nil
-}
+// runSecretKey seals the secrets of this run's database: as CONTACTD_SECRET_KEY is made, 32
+// random bytes in base64.
+var runSecretKey = func() string {
+	k := make([]byte, 32)
+	_, _ = rand.Read(k)
+	return base64.StdEncoding.EncodeToString(k)
+}()
 
 // process is a server the tool started and measures.
 type process struct {
