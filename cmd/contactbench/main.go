@@ -754,14 +754,16 @@ func (p *process) await(ctx context.Context, url func() string) error {
 			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			p.stop()
 			b, _ := os.ReadFile(p.log)
+			p.stop()
 			return fmt.Errorf("%s did not become ready at %s: %v\n%s", p.cmd.Path, url(), err, b)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
+// stop ends the process and removes its log (an error it met was reported from the log
+// before: await's).
 func (p *process) stop() {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -770,6 +772,7 @@ func (p *process) stop() {
 		_ = p.cmd.Process.Kill()
 		<-p.exited
 	}
+	_ = os.Remove(p.log)
 }
 
 func freeAddr() (string, error) {
