@@ -149,6 +149,9 @@ type Services struct {
 	log     *slog.Logger
 	// Turns are the heavy reads' turns, shared by every account (package turns).
 	Turns *turns.Turns
+	// RateClock is the clock of the request rate limits counted in the process (without
+	// Redis, whose clock counts shared ones): time.Now when nil; a test moves it past a window.
+	RateClock func() time.Time
 }
 
 // NewServices builds the domain services over st, sealing secrets with keys. Workers are not
@@ -312,6 +315,8 @@ func Handler(cfg config.Config, st *store.Store, svc *Services, log *slog.Logger
 			return nil, fmt.Errorf("CONTACTD_REDIS_URL: %w", err)
 		}
 		limiter = shared
+	} else if svc.RateClock != nil {
+		limiter = ratelimit.New(limits, svc.RateClock)
 	}
 	return httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxBatchBodyBytes: cfg.MaxBatchBodyBytes, RateLimits: limits,
 		TrustedProxies: cfg.TrustedProxies, ExportStall: cfg.WriteTimeout,

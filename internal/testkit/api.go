@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,7 +48,19 @@ type API struct {
 	Logs *LogBuffer
 	// Handler is the service's handler behind URL, for benchmarks that leave the network out.
 	Handler http.Handler
+	// RateClock is the clock of the request rate limits (without Redis): a test passes a
+	// window by moving it on.
+	RateClock *Clock
 }
+
+// Clock is the wall clock moved on by what Advance added.
+type Clock struct{ ahead atomic.Int64 }
+
+// Now is the wall clock's time plus what Advance added.
+func (c *Clock) Now() time.Time { return time.Now().Add(time.Duration(c.ahead.Load())) }
+
+// Advance moves the clock on by d.
+func (c *Clock) Advance(d time.Duration) { c.ahead.Add(int64(d)) }
 
 // LogBuffer collects log lines; safe for concurrent use.
 type LogBuffer struct {
@@ -133,6 +146,8 @@ func NewAPIOn(t testing.TB, dbURL string, opts ...Option) *API {
 	if err != nil {
 		t.Fatal(err)
 	}
+	clock := &Clock{}
+	svc.RateClock = clock.Now
 	dns := enrich.NewFakeResolver()
 	svc.Enrich.UseResolver(dns, 100*time.Millisecond)
 	svc.Enrich.UsePolling(20 * time.Millisecond)
@@ -145,7 +160,7 @@ func NewAPIOn(t testing.TB, dbURL string, opts ...Option) *API {
 	t.Cleanup(stopListening)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &API{t: t, URL: srv.URL, DatabaseURL: dbURL, Store: st, Svc: svc, Cfg: cfg, DNS: dns, Logs: logs, Handler: h}
+	return &API{t: t, URL: srv.URL, DatabaseURL: dbURL, Store: st, Svc: svc, Cfg: cfg, DNS: dns, Logs: logs, Handler: h, RateClock: clock}
 }
 
 // Account creates an account and a key for it, returning the account id and the key.
@@ -441,6 +456,7 @@ func (a *API) SecondProcess() *API {
 	if err != nil {
 		a.t.Fatal(err)
 	}
+	svc.RateClock = a.RateClock.Now
 	h, err := app.Handler(a.Cfg, a.Store, svc, log)
 	if err != nil {
 		a.t.Fatal(err)
