@@ -196,16 +196,17 @@ func TestLeaseOutlivesItsWorker(t *testing.T) {
 	id := createContact(t, a, key, "lease@good.example")
 
 	q := db.New(a.Store.Pool)
-	lease := time.Now().Add(300 * time.Millisecond).Truncate(time.Microsecond)
+	lease := time.Now().Add(time.Minute).Truncate(time.Microsecond)
 	dead := claim(t, a, lease)
 	if len(dead) != 1 || dead[0].ContactID != id {
 		t.Fatalf("the doomed worker's claim: %+v", dead)
 	}
-	w := worker(a, enrich.Options{})
+	clock := &testkit.Clock{}
+	w := worker(a, enrich.Options{Now: clock.Now})
 	if k := runBatch(t, w); k != 0 {
 		t.Fatalf("claimed %d contacts still leased to another worker", k)
 	}
-	time.Sleep(time.Until(lease) + 10*time.Millisecond)
+	clock.Advance(time.Until(lease) + time.Millisecond) // the worker's clock past the lease
 	if k := runBatch(t, w); k != 1 {
 		t.Fatalf("after the lease: claimed %d, want 1", k)
 	}
