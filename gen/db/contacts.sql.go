@@ -411,6 +411,36 @@ func (q *Queries) ContactLock(ctx context.Context, arg ContactLockParams) (Conta
 	return i, err
 }
 
+const contactLockBatch = `-- name: ContactLockBatch :exec
+SELECT 1 FROM contacts c
+WHERE c.account_id = $1 AND (c.email_key = ANY($2::text[]) OR c.contact_id IN (
+    SELECT u.contact_id FROM contact_unique_values u
+    WHERE u.account_id = $1 AND u.field_key = $3 AND u.value = ANY($4::text[])))
+ORDER BY c.contact_id
+FOR UPDATE OF c
+`
+
+type ContactLockBatchParams struct {
+	AccountID uuid.UUID
+	EmailKeys []string
+	FieldKey  string
+	Vals      []string
+}
+
+// Locks the account's contacts with these email keys, or holding these values of the unique
+// field @field_key (a batch matching on it), in id order, the order a merge and a segment's
+// backfill take contacts in: a batch upsert takes its contacts so first, and its later locks
+// by email or value then wait for nothing (in email order they could deadlock with a merge).
+func (q *Queries) ContactLockBatch(ctx context.Context, arg ContactLockBatchParams) error {
+	_, err := q.db.Exec(ctx, contactLockBatch,
+		arg.AccountID,
+		arg.EmailKeys,
+		arg.FieldKey,
+		arg.Vals,
+	)
+	return err
+}
+
 const contactLockByEmail = `-- name: ContactLockByEmail :one
 SELECT account_id, contact_id, email, email_key, name, phone, email_status, record_status, tags, lead_score, assigned_user_email_id, crm_name, crm_url, crm_source, crm_stage, crm_created_date, consent_token, num_form_submissions, last_form_submission_at, num_email_sends, last_email_send_at, num_email_opens, last_email_open_at, num_email_clicks, last_email_click_at, num_dashboard_views, last_dashboard_view_at, num_dashboard_clicks, last_dashboard_click_at, num_postcard_scans, last_postcard_scan_at, created_at, updated_at, enrich_due_at, enrich_attempts, active_properties, num_ai_handoffs, last_ai_handoff_at, custom_fields FROM contact_rows
 WHERE account_id = $1 AND email_key = $2
@@ -468,26 +498,6 @@ func (q *Queries) ContactLockByEmail(ctx context.Context, arg ContactLockByEmail
 		&i.CustomFields,
 	)
 	return i, err
-}
-
-const contactLockByEmails = `-- name: ContactLockByEmails :exec
-SELECT 1 FROM contacts
-WHERE account_id = $1 AND email_key = ANY($2::text[])
-ORDER BY contact_id
-FOR UPDATE
-`
-
-type ContactLockByEmailsParams struct {
-	AccountID uuid.UUID
-	EmailKeys []string
-}
-
-// Locks the account's contacts with these email keys in id order, the order a merge and a
-// segment's backfill take contacts in: a batch upsert takes its contacts so first, and its
-// later locks by email then wait for nothing (in email order they could deadlock with a merge).
-func (q *Queries) ContactLockByEmails(ctx context.Context, arg ContactLockByEmailsParams) error {
-	_, err := q.db.Exec(ctx, contactLockByEmails, arg.AccountID, arg.EmailKeys)
-	return err
 }
 
 const contactOtherWithEmail = `-- name: ContactOtherWithEmail :one

@@ -95,12 +95,13 @@ type Querier interface {
 	ContactIDByEmail(ctx context.Context, arg ContactIDByEmailParams) (uuid.UUID, error)
 	// Locks the contact for a read-modify-write (PATCH, activity, a new property).
 	ContactLock(ctx context.Context, arg ContactLockParams) (ContactRow, error)
+	// Locks the account's contacts with these email keys, or holding these values of the unique
+	// field @field_key (a batch matching on it), in id order, the order a merge and a segment's
+	// backfill take contacts in: a batch upsert takes its contacts so first, and its later locks
+	// by email or value then wait for nothing (in email order they could deadlock with a merge).
+	ContactLockBatch(ctx context.Context, arg ContactLockBatchParams) error
 	// Locks the account's contact with this email key for a batch upsert's read-modify-write.
 	ContactLockByEmail(ctx context.Context, arg ContactLockByEmailParams) (ContactRow, error)
-	// Locks the account's contacts with these email keys in id order, the order a merge and a
-	// segment's backfill take contacts in: a batch upsert takes its contacts so first, and its
-	// later locks by email then wait for nothing (in email order they could deadlock with a merge).
-	ContactLockByEmails(ctx context.Context, arg ContactLockByEmailsParams) error
 	// Locks the contacts of a merge in id order, so that two merges sharing a contact queue
 	// instead of deadlocking.
 	ContactLockMany(ctx context.Context, arg ContactLockManyParams) ([]ContactRow, error)

@@ -150,11 +150,15 @@ func (s *Service) batch(ctx context.Context, accountID uuid.UUID, o BatchOptions
 	err := s.store.InTx(ctx, func(tx store.Tx) error {
 		results = slices.Clone(base)
 		if o.Upsert {
-			keys := make([]string, len(items))
+			keys, vals := make([]string, len(items)), []string{}
 			for i, it := range items {
 				keys[i] = it.key
+				if it.match != "" {
+					vals = append(vals, it.match)
+				}
 			}
-			if err := tx.ContactLockByEmails(ctx, db.ContactLockByEmailsParams{AccountID: accountID, EmailKeys: keys}); err != nil {
+			if err := tx.ContactLockBatch(ctx, db.ContactLockBatchParams{AccountID: accountID, EmailKeys: keys,
+				FieldKey: o.MatchField, Vals: vals}); err != nil {
 				return err
 			}
 		}
@@ -201,8 +205,8 @@ func byOccurrence(items []batchItem) [][]batchItem {
 
 // batchRound creates the round's contacts in one statement (ContactCreateMany) with their
 // events and the deliveries the fan-out planned for them, then deals with the emails that
-// exist: a duplicate, or an update in email order (an upsert's batch locked them in id order
-// before its first round).
+// exist: a duplicate, or an update in email order (an upsert's batch locked them, and those
+// matched on a field, in id order before its first round).
 func (s *Service) batchRound(ctx context.Context, tx store.Tx, accountID uuid.UUID, o BatchOptions, round []batchItem,
 	results []BatchResult, now time.Time, defs *field.Definitions) error {
 	round, err := s.upsertMatched(ctx, tx, accountID, o, round, results, now, defs)

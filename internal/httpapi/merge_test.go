@@ -280,51 +280,64 @@ func consentPath(t *testing.T, proofOfConsentURL string) string {
 
 // A merge and a batch upsert of the same two contacts, beside each other, both succeed: a
 // merge locks its contacts in id order, and a batch upsert takes its contacts in that order
-// too (by email, the order it updates them in, they could deadlock, one answered 500). A
-// third transaction holds the first contact by id until both requests wait for it, the merge
-// first; the batch names the contacts in email order, the later contact by id first.
+// too (by email, the order it updates them in, or with the ones matched on a unique field
+// after the others, they could deadlock, one answered 500). A third transaction holds the
+// first contact by id until both requests wait for it, the merge first; the batch names the
+// later contact by id first, by email, and the first by email or by its field's value.
 func TestMergeBesideABatchUpsertOfTheSameContacts(t *testing.T) {
 	t.Parallel()
-	a := testkit.NewAPI(t)
-	_, key := a.Account("acme")
-	// ids are time-ordered: bob's is the lower, ann's email the lower
-	bob := createContact(t, a, key, map[string]any{"email": "bob@example.com"}).Contact.ContactId
-	ann := createContact(t, a, key, map[string]any{"email": "ann@example.com"}).Contact.ContactId
-	if bob >= ann {
-		t.Fatalf("ids not in creation order: %s, %s", bob, ann)
-	}
-	ctx := context.Background()
-	hold, err := a.Store.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Rollback(ctx)
-	if _, err := hold.Exec(ctx, "SELECT 1 FROM contacts WHERE contact_id = $1::uuid FOR UPDATE", bob); err != nil {
-		t.Fatal(err)
-	}
-	waiting := func(n int) func() bool {
-		return func() bool {
-			return a.Count(t, "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity s USING (pid) WHERE NOT l.granted AND s.datname = current_database()") >= n
-		}
-	}
-	answers := make(chan string, 2)
-	go func() {
-		r := a.Do("POST", "/public/v1/contacts/merge", key, map[string]any{"primaryContactId": bob, "duplicateContactIds": []string{ann}})
-		answers <- fmt.Sprintf("merge: %d %s", r.Status, r.Body)
-	}()
-	testkit.Eventually(t, "the merge waiting for the first contact", waiting(1))
-	go func() {
-		r := a.Do("POST", "/public/v1/contacts/batch", key, map[string]any{"mode": "upsert", "contacts": []any{
-			map[string]any{"email": "ann@example.com", "name": "Ann"}, map[string]any{"email": "bob@example.com", "name": "Bob"}}})
-		answers <- fmt.Sprintf("batch: %d %s", r.Status, r.Body)
-	}()
-	testkit.Eventually(t, "the batch waiting too", waiting(2))
-	if err := hold.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		if got := <-answers; !strings.Contains(got, ": 200 ") {
-			t.Error(got)
-		}
+	for _, byField := range []bool{false, true} {
+		t.Run(fmt.Sprintf("matched on a field %v", byField), func(t *testing.T) {
+			t.Parallel()
+			a := testkit.NewAPI(t)
+			_, key := a.Account("acme")
+			defineField(t, a, key, map[string]any{"key": "crm", "label": "CRM id", "type": "text", "unique": true})
+			// ids are time-ordered: bob's is the lower, ann's email the lower
+			bob := createContact(t, a, key, map[string]any{"email": "bob@example.com", "customFields": map[string]any{"crm": "B"}}).Contact.ContactId
+			ann := createContact(t, a, key, map[string]any{"email": "ann@example.com"}).Contact.ContactId
+			if bob >= ann {
+				t.Fatalf("ids not in creation order: %s, %s", bob, ann)
+			}
+			batch := map[string]any{"mode": "upsert", "contacts": []any{
+				map[string]any{"email": "ann@example.com", "name": "Ann"}, map[string]any{"email": "bob@example.com", "name": "Bob"}}}
+			if byField {
+				batch = map[string]any{"mode": "upsert", "matchField": "crm", "contacts": []any{
+					map[string]any{"email": "ann@example.com", "name": "Ann"},
+					map[string]any{"email": "robert@example.com", "name": "Bob", "customFields": map[string]any{"crm": "B"}}}}
+			}
+			ctx := context.Background()
+			hold, err := a.Store.Pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer hold.Rollback(ctx)
+			if _, err := hold.Exec(ctx, "SELECT 1 FROM contacts WHERE contact_id = $1::uuid FOR UPDATE", bob); err != nil {
+				t.Fatal(err)
+			}
+			waiting := func(n int) func() bool {
+				return func() bool {
+					return a.Count(t, "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity s USING (pid) WHERE NOT l.granted AND s.datname = current_database()") >= n
+				}
+			}
+			answers := make(chan string, 2)
+			go func() {
+				r := a.Do("POST", "/public/v1/contacts/merge", key, map[string]any{"primaryContactId": bob, "duplicateContactIds": []string{ann}})
+				answers <- fmt.Sprintf("merge: %d %s", r.Status, r.Body)
+			}()
+			testkit.Eventually(t, "the merge waiting for the first contact", waiting(1))
+			go func() {
+				r := a.Do("POST", "/public/v1/contacts/batch", key, batch)
+				answers <- fmt.Sprintf("batch: %d %s", r.Status, r.Body)
+			}()
+			testkit.Eventually(t, "the batch waiting too", waiting(2))
+			if err := hold.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				if got := <-answers; !strings.Contains(got, ": 200 ") {
+					t.Error(got)
+				}
+			}
+		})
 	}
 }

@@ -105,14 +105,17 @@ SELECT * FROM contact_rows
 WHERE account_id = $1 AND contact_id = $2
 FOR UPDATE;
 
--- name: ContactLockByEmails :exec
--- Locks the account's contacts with these email keys in id order, the order a merge and a
--- segment's backfill take contacts in: a batch upsert takes its contacts so first, and its
--- later locks by email then wait for nothing (in email order they could deadlock with a merge).
-SELECT 1 FROM contacts
-WHERE account_id = @account_id AND email_key = ANY(@email_keys::text[])
-ORDER BY contact_id
-FOR UPDATE;
+-- name: ContactLockBatch :exec
+-- Locks the account's contacts with these email keys, or holding these values of the unique
+-- field @field_key (a batch matching on it), in id order, the order a merge and a segment's
+-- backfill take contacts in: a batch upsert takes its contacts so first, and its later locks
+-- by email or value then wait for nothing (in email order they could deadlock with a merge).
+SELECT 1 FROM contacts c
+WHERE c.account_id = @account_id AND (c.email_key = ANY(@email_keys::text[]) OR c.contact_id IN (
+    SELECT u.contact_id FROM contact_unique_values u
+    WHERE u.account_id = @account_id AND u.field_key = @field_key AND u.value = ANY(@vals::text[])))
+ORDER BY c.contact_id
+FOR UPDATE OF c;
 
 -- name: ContactLockByEmail :one
 -- Locks the account's contact with this email key for a batch upsert's read-modify-write.
