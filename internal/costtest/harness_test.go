@@ -27,6 +27,7 @@ func TestMain(m *testing.M) { testkit.MainWith(m, "shared_preload_libraries=pg_s
 type cost struct {
 	buffers, statements int64
 	elapsed             time.Duration // reported only: a figure of one run, never a budget
+	each                []statementCost
 }
 
 // meter reads a database's statement counters from another database of the cluster, so that
@@ -68,11 +69,28 @@ func (m *meter) measure(t *testing.T, send func()) cost {
 	start := time.Now()
 	send()
 	c := cost{elapsed: time.Since(start)}
-	if err := m.conn.QueryRow(ctx, `SELECT coalesce(sum(shared_blks_hit + shared_blks_read), 0)::bigint, coalesce(sum(calls), 0)::bigint
-		FROM pg_stat_statements WHERE dbid = $1 AND toplevel`, m.dbid).Scan(&c.buffers, &c.statements); err != nil {
+	rows, err := m.conn.Query(ctx, `SELECT (shared_blks_hit + shared_blks_read)::bigint, calls::bigint, left(query, 60)
+		FROM pg_stat_statements WHERE dbid = $1 AND toplevel ORDER BY 1 DESC`, m.dbid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var s statementCost
+		if err := rows.Scan(&s.buffers, &s.calls, &s.query); err != nil {
+			t.Fatal(err)
+		}
+		c.buffers, c.statements, c.each = c.buffers+s.buffers, c.statements+s.calls, append(c.each, s)
+	}
+	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// statementCost is one statement's part of a cost: a request over its budget lists them.
+type statementCost struct {
+	buffers, calls int64
+	query          string
 }
 
 // env is the account the worst cases are built in: its key, and what every case may use.
