@@ -316,7 +316,7 @@ func TestMergeBesideABatchUpsertOfTheSameContacts(t *testing.T) {
 			}
 			waiting := func(n int) func() bool {
 				return func() bool {
-					return a.Count(t, "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity s USING (pid) WHERE NOT l.granted AND s.datname = current_database()") >= n
+					return a.LockWaiters(t) >= n
 				}
 			}
 			answers := make(chan string, 2)

@@ -347,7 +347,7 @@ func TestSegmentBackfillNeverWaitsForAWriteWhileHoldingContacts(t *testing.T) {
 	// holding the first contact while it waited for the later one)
 	testkit.Eventually(t, "the backfill past the first contact, or waiting for a lock", func() bool {
 		return a.Count(t, "SELECT count(*) FROM segments WHERE segment_id = $1::uuid AND backfill_after = $2::uuid", sg.SegmentId, first) == 1 ||
-			a.Count(t, "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity s USING (pid) WHERE NOT l.granted AND s.datname = current_database()") > 0
+			a.LockWaiters(t) > 0
 	})
 	if err := lock(first); err != nil {
 		t.Fatalf("the write taking the first contact: %v", err)

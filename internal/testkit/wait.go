@@ -66,6 +66,13 @@ func (a *API) Count(t testing.TB, query string, args ...any) int {
 	return n
 }
 
+// LockWaiters is how many locks the sessions of the API's database are waiting for: a test
+// that holds a row tells by it that a request has reached the row and waits.
+func (a *API) LockWaiters(t testing.TB) int {
+	t.Helper()
+	return a.Count(t, "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity s USING (pid) WHERE NOT l.granted AND s.datname = current_database()")
+}
+
 // DeliveryWorkersLooked waits until the API's delivery workers have made a claim that began
 // after this call: work that was due and claimable when it was called has been taken by then.
 // Claims of one process run one after another, so the second to end after now began after now.
