@@ -18,8 +18,9 @@ import (
 // time (a lease on the segment's row) walks the account's contacts in pages by id, and in each
 // page's transaction locks the page's contacts (never waiting for a write: the page ends
 // before a contact one holds, and the next page starts with it once the write is done), sets
-// their membership, and records how far it went. It sends no events. A write meanwhile keeps the segment's membership of its own contacts too (Keep), so
-// a contact written behind the walk is current, and one written ahead of it is read again.
+// their membership, and records how far it went. It sends no events. A write meanwhile keeps
+// the segment's membership of its own contacts too (Keep), so a contact written behind the
+// walk is current, and one written ahead of it is read again.
 // A change of the filter during the walk starts a new generation from the start; the
 // old generation's pass stops at its next page. After the last page, the segment's rows of
 // contacts that are gone are deleted (a process of the release before, during a rollout,
