@@ -16,8 +16,8 @@ const scratchRoom = 4 << 30
 // ScratchDir makes a new directory for a cluster thrown away after use (the tests', the
 // schema dump's): in /dev/shm when it is a tmpfs with scratchRoom free, else in the temp dir.
 // A test makes and drops a database per test, hundreds of files each: on ext4 each new file
-// searches the inode table past the recently deleted ones, and a database cost 100-300 ms of
-// CPU there against 20-40 ms on a tmpfs.
+// searches the inode table past the recently deleted ones, which made a database cost several
+// times the CPU it costs on a tmpfs (docs/development.md).
 func ScratchDir(pattern string) (string, error) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(shm, &st); err == nil && st.Type == tmpfsMagic && st.Bavail*uint64(st.Bsize) >= scratchRoom {
