@@ -108,12 +108,21 @@ func (s *Server) ExportContacts(ctx context.Context, req api.ExportContactsReque
 // prefersCSV reports whether an Accept header asks for CSV rather than NDJSON.
 func prefersCSV(accept string) bool { return strings.Contains(strings.ToLower(accept), "text/csv") }
 
+// acceptsGzip reports whether an Accept-Encoding header takes gzip: named, with a weight
+// above zero (q=0, q=0.0 and q=0.000 refuse it).
 func acceptsGzip(acceptEncoding string) bool {
 	for _, part := range strings.Split(acceptEncoding, ",") {
 		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if strings.EqualFold(strings.TrimSpace(enc), "gzip") && strings.ReplaceAll(params, " ", "") != "q=0" {
-			return true
+		if !strings.EqualFold(strings.TrimSpace(enc), "gzip") {
+			continue
 		}
+		for _, param := range strings.Split(params, ";") {
+			name, value, _ := strings.Cut(param, "=")
+			if q, err := strconv.ParseFloat(strings.TrimSpace(value), 64); strings.EqualFold(strings.TrimSpace(name), "q") && err == nil && q <= 0 {
+				return false
+			}
+		}
+		return true
 	}
 	return false
 }

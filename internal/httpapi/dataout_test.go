@@ -266,6 +266,12 @@ func TestExportContacts(t *testing.T) {
 	if strings.Count(string(plain), "\n") != n+2 || len(r.Body) > len(plain)/3 { // and the formula contact
 		t.Errorf("gzip: %d lines in %d bytes from %d", strings.Count(string(plain), "\n"), len(r.Body), len(plain))
 	}
+	for _, refused := range []string{"gzip;q=0", "br, gzip; q=0.0", "identity", "br"} {
+		if r := a.Do("GET", "/public/v1/contacts/export", key, nil, "Accept-Encoding", refused); r.Header.Get("Content-Encoding") != "" ||
+			strings.Count(string(r.Body), "\n") != n+2 {
+			t.Errorf("Accept-Encoding %q: %s, %d lines", refused, r.Header.Get("Content-Encoding"), strings.Count(string(r.Body), "\n"))
+		}
+	}
 	if r := a.Do("GET", "/public/v1/contacts/export?emailStatus=Sure", key, nil); r.Status != 400 {
 		t.Errorf("a bad filter: %d %s", r.Status, r.Body)
 	}
