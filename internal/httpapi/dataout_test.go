@@ -256,6 +256,11 @@ func TestExportContacts(t *testing.T) {
 	if r := a.Do("GET", "/public/v1/contacts/export?q=nobody", key, nil, "Accept", "text/csv"); r.Status != 200 || strings.Count(string(r.Body), "\n") != 1 {
 		t.Errorf("an empty CSV export is its header: %d %q", r.Status, r.Body)
 	}
+	// an empty NDJSON export, uncompressed, writes no byte: its headers are sent at its end
+	if r := a.Do("GET", "/public/v1/contacts/export?q=nobody", key, nil, "Accept-Encoding", "identity"); r.Status != 200 || len(r.Body) != 0 ||
+		r.Header.Get("Content-Type") != "application/x-ndjson" || r.Header.Get("Vary") != "Accept, Accept-Encoding" {
+		t.Errorf("an empty NDJSON export: %d %v %q", r.Status, r.Header, r.Body)
+	}
 
 	r = a.Do("GET", "/public/v1/contacts/export", key, nil, "Accept-Encoding", "gzip")
 	zr, err := gzip.NewReader(bytes.NewReader(r.Body))
