@@ -144,7 +144,7 @@ fuzz: ## run the fuzz targets for a while (FUZZTIME=30s each); make test runs th
 
 # each target: the package to mutate, and the test packages that should notice
 MUTATE_TARGETS := \
-	"-pkg ./internal/auth -tests ./internal/auth,./internal/httpapi,./internal/console" \
+	"-pkg ./internal/auth -tests ./internal/auth,./internal/httpapi,./internal/console,./internal/app" \
 	"-pkg ./internal/idempotency -tests ./internal/idempotency,./internal/httpapi,./internal/erasure" \
 	"-pkg ./internal/console" \
 	"-pkg ./internal/delivery -tests ./internal/delivery,./internal/httpapi -files ^(queue|worker|attempts|redeliver|replay|schedule|sign)\.go$$" \
