@@ -201,12 +201,12 @@ func TestLeaseOutlivesItsWorker(t *testing.T) {
 	if len(dead) != 1 || dead[0].ContactID != id {
 		t.Fatalf("the doomed worker's claim: %+v", dead)
 	}
-	clock := &testkit.Clock{}
+	clock := newClock()
 	w := worker(a, enrich.Options{Now: clock.Now})
 	if k := runBatch(t, w); k != 0 {
 		t.Fatalf("claimed %d contacts still leased to another worker", k)
 	}
-	clock.Advance(time.Until(lease) + time.Millisecond) // the worker's clock past the lease
+	clock.Advance(lease.Sub(clock.Now()) + time.Millisecond) // the worker's clock past the lease
 	if k := runBatch(t, w); k != 1 {
 		t.Fatalf("after the lease: claimed %d, want 1", k)
 	}
