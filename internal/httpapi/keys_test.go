@@ -14,6 +14,7 @@ import (
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/auth"
 	"github.com/contactd/contactd/internal/config"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/httpapi"
 	"github.com/contactd/contactd/internal/testkit"
 )
@@ -220,8 +221,19 @@ func TestSandbox(t *testing.T) {
 		rows := sandboxRows()
 		return rows["webhook_deliveries"] > 0 && rows["webhook_attempts"] > 0 && rows["segment_members"] > 0
 	})
+	if !a.Svc.Subscribers.MayHave(ctx, sandbox, event.TagsAdded) {
+		t.Fatal("the sandbox's TagsAdded subscriber is not remembered before the reset")
+	}
+	forgotten := a.Svc.Subscribers.Invalidations() // expiry (SubscribersTTL) leaves it unchanged
 	if err := a.Svc.Auth.ResetSandbox(ctx, sandbox); err != nil {
 		t.Fatal(err)
+	}
+	// every process hears that the sandbox's subscriptions went, and stops planning deliveries
+	testkit.Eventually(t, "the sandbox's subscribers forgotten", func() bool {
+		return !a.Svc.Subscribers.MayHave(ctx, sandbox, event.TagsAdded)
+	})
+	if a.Svc.Subscribers.Invalidations() == forgotten {
+		t.Error("the sandbox's subscribers were forgotten without a notification (the entry expired)")
 	}
 	if rows := sandboxRows(); rows["webhook_events"]+rows["webhook_deliveries"]+rows["webhook_attempts"]+rows["segment_members"] != 0 {
 		t.Errorf("the sandbox keeps %v after its reset", rows)
