@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,6 +59,7 @@ func main() {
 	pkg := flag.String("pkg", "", "the package to mutate (a directory: ./internal/auth)")
 	tests := flag.String("tests", "", "comma-separated test packages that should notice (default: -pkg)")
 	files := flag.String("files", "", "only files whose base name matches this regexp")
+	lines := flag.String("lines", "", "only mutants on these lines of the files chosen: 38,52,439- (a run cut short, or its timed-out mutants, tried again)")
 	timeout := flag.Duration("timeout", 0, "one mutant's build and tests at most (default: 3 x its tests' unmutated time plus 2 minutes, at least 3 minutes)")
 	flag.Parse()
 	if *pkg == "" {
@@ -83,6 +85,11 @@ func main() {
 		}
 	}
 	mutants := findMutants(*pkg, only, covered)
+	if *lines != "" {
+		keep, err := lineSet(*lines)
+		check(err)
+		mutants = slices.DeleteFunc(mutants, func(m mutant) bool { return !keep(m.line) })
+	}
 	fmt.Printf("%d mutants in covered code of %s, each against the tests of %s that run it\n", len(mutants), *pkg, strings.Join(testPkgs, " "))
 
 	var survived, unbuilt []mutant
@@ -117,6 +124,32 @@ func main() {
 	for _, m := range survived {
 		fmt.Println("  survivor:", m)
 	}
+}
+
+// lineSet reads -lines: line numbers and ranges (10-20), a range without its end open.
+func lineSet(spec string) (func(int) bool, error) {
+	type span struct{ from, to int }
+	var spans []span
+	for _, part := range strings.Split(spec, ",") {
+		from, to, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, err := strconv.Atoi(from)
+		if err != nil {
+			return nil, fmt.Errorf("-lines %q: %q is not a line", spec, part)
+		}
+		b := a
+		if isRange {
+			b = int(^uint(0) >> 1)
+			if to != "" {
+				if b, err = strconv.Atoi(to); err != nil {
+					return nil, fmt.Errorf("-lines %q: %q is not a range", spec, part)
+				}
+			}
+		}
+		spans = append(spans, span{a, b})
+	}
+	return func(line int) bool {
+		return slices.ContainsFunc(spans, func(s span) bool { return line >= s.from && line <= s.to })
+	}, nil
 }
 
 // goTest runs go test on pkgs, isolated.
