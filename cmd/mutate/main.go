@@ -110,6 +110,8 @@ func main() {
 			verdict, survived = "SURVIVED", append(survived, m)
 		case timedOut:
 			verdict = "killed (timed out)"
+		case bytes.Contains(out, []byte(patience.String())):
+			verdict = "killed (a wait ran out)"
 		case bytes.Contains(out, []byte("[build failed]")) || bytes.Contains(out, []byte("[setup failed]")):
 			verdict, unbuilt = "does not compile", append(unbuilt, m)
 		}
@@ -152,6 +154,11 @@ func lineSet(spec string) (func(int) bool, error) {
 	}, nil
 }
 
+// patience is how long the tests wait for what must happen (testkit.Patience), shorter than
+// their three minutes: a mutant that keeps a delivery from arriving is told from one that
+// changes nothing in a minute, and its verdict says a wait ran out.
+const patience = time.Minute
+
 // goTest runs go test on pkgs, isolated.
 func goTest(ctx context.Context, pkgs []string, flags ...string) ([]byte, error) {
 	args := append([]string{"test", "-count=1"}, flags...)
@@ -160,21 +167,36 @@ func goTest(ctx context.Context, pkgs []string, flags ...string) ([]byte, error)
 	return isolated(cmd)
 }
 
-// isolated runs cmd with a TMPDIR of its own, and afterwards stops whatever it left running
-// there: a run cut off at its timeout never reaches its cleanups, and its test PostgreSQL
-// servers (under TMPDIR) went on, loading the machine for the mutants after it.
+// isolated runs cmd with a TMPDIR and a directory for the test clusters of its own (in
+// /dev/shm, where the tests put them: pgembed.ScratchDir), and afterwards stops whatever it
+// left running there: a run cut off at its timeout never reaches its cleanups, and its test
+// PostgreSQL servers went on, loading the machine for the mutants after it.
 func isolated(cmd *exec.Cmd) ([]byte, error) {
-	tmp, err := os.MkdirTemp("", "mutant-")
-	if err != nil {
-		return nil, err
+	var dirs []string
+	defer func() {
+		for _, dir := range dirs {
+			exec.Command("pkill", "-f", "--", dir).Run() //nolint:errcheck // none left is an error
+			os.RemoveAll(dir)
+		}
+	}()
+	for _, root := range []string{"", "/dev/shm"} {
+		if root != "" {
+			if _, err := os.Stat(root); err != nil {
+				root = ""
+			}
+		}
+		dir, err := os.MkdirTemp(root, "mutant-")
+		if err != nil {
+			return nil, err
+		}
+		dirs = append(dirs, dir)
+		if err := os.Chmod(dir, 0o1777); err != nil { // the test servers run as another user
+			return nil, err
+		}
 	}
-	defer os.RemoveAll(tmp)
-	if err := os.Chmod(tmp, 0o1777); err != nil { // the test servers run as another user
-		return nil, err
-	}
-	defer exec.Command("pkill", "-f", "--", tmp).Run()
 	// the tests make test runs, the browser's among them: a change only Chromium notices is noticed
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "CONTACTD_CONSUMER_TESTS=1")
+	cmd.Env = append(os.Environ(), "TMPDIR="+dirs[0], "CONTACTD_SCRATCH_DIR="+dirs[1], "CONTACTD_CONSUMER_TESTS=1",
+		"CONTACTD_TEST_PATIENCE="+patience.String())
 	return cmd.CombinedOutput()
 }
 
