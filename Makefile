@@ -11,7 +11,7 @@ export CGO_ENABLED ?= 0
 # cache of an earlier one instead of compiling every package of the module again.
 export GOFLAGS ?= -trimpath
 
-.PHONY: bench-erasure schema generate-code ha-deps test-ha test-rolling backup-deps backup restore mutation bench-tools console-screenshots bench-bulk cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation bench-filters help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
+.PHONY: test-fresh-machine bench-erasure schema generate-code ha-deps test-ha test-rolling backup-deps backup restore mutation bench-tools console-screenshots bench-bulk cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation bench-filters help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -81,6 +81,9 @@ unit: ## the tests without the database-backed packages' long ones
 
 test: ## everything CI runs: generation freshness, vet, lint, breaking changes, unit, integration, contract, consumers, cluster, bench smoke (each step timed)
 	@MAKE="$(MAKE)" GO="$(GO)" scripts/test.sh
+
+test-fresh-machine: ## make test as CI runs it on a new machine: a fresh clone in a Debian root made by debootstrap (DIR=/var/tmp/contactd-fresh), every cache empty, nothing installed but Go, gcc, git and Node.js (root; minutes)
+	@scripts/test-fresh-machine.sh $(DIR)
 
 cluster: deps redis-deps haproxy-deps ha-deps build ## HAProxy, 2 serve + 2 worker processes, replicated PostgreSQL (3 nodes, pg_auto_failover; CLUSTER_HA=0: one) and Redis on loopback (CLUSTER_PORT=8800); prints the URL and a key
 	@scripts/cluster.sh up

@@ -15,6 +15,7 @@ cp -r openapi.yaml oapi-codegen.yaml sqlc.yaml sql go.mod go.sum "$scratch/"
 cp tools/oapi-codegen-client.yaml "$scratch/tools/"
 # oapi-codegen resolves the packages its type mappings import (internal/apitime) in the module
 ln -s "$PWD/internal" "$scratch/internal"
+scripts/ensure-postgres.sh # the dump runs the migrations on a throwaway cluster (make test installs it beside)
 ${GO:-go} run ./cmd/schemadump >"$scratch/schema.sql"
 if ! diff "$scratch/schema.sql" sql/schema.sql >"$scratch/diff"; then
   head -c 20000 "$scratch/diff"
