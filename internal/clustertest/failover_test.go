@@ -63,7 +63,10 @@ func TestClusterSurvivesPrimaryLoss(t *testing.T) {
 			st, b, h := cl.do("POST", url+"/public/v1/contact", c.key, map[string]any{"email": email, "tags": []string{"created"}},
 				"Idempotency-Key", key)
 			if st == http.StatusUnauthorized && refused < 3000 { // not a try: 3,000 outlast auth.UnknownKeyTTL
-				unauthorized.Add(1)
+				if unauthorized.Add(1) == 1 { // what the cluster looked like then, to explain it
+					status, err := c.tryScript("status")
+					t.Logf("DEFECT: the first 401 for the valid key (%s); the cluster then (%v):\n%s", b, err, status)
+				}
 				refused++
 				try--
 			}
