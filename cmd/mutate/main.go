@@ -101,11 +101,15 @@ func main() {
 			limit = max(3*chosen.took+2*time.Minute, 3*time.Minute) // the build, then the tests
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), limit)
-		out, err := goTest(ctx, chosen.pkgs, "-overlay="+overlay, "-failfast", "-run", chosen.pattern)
+		out, failed, err := goTest(ctx, chosen.pkgs, "-overlay="+overlay, "-failfast", "-run", chosen.pattern)
 		timedOut := ctx.Err() != nil
 		cancel()
 		verdict := "killed"
 		switch {
+		case failed:
+			if bytes.Contains(out, []byte(patience.String())) {
+				verdict = "killed (a wait ran out)"
+			}
 		case err == nil:
 			verdict, survived = "SURVIVED", append(survived, m)
 		case timedOut:
@@ -159,19 +163,43 @@ func lineSet(spec string) (func(int) bool, error) {
 // changes nothing in a minute, and its verdict says a wait ran out.
 const patience = time.Minute
 
-// goTest runs go test on pkgs, isolated.
-func goTest(ctx context.Context, pkgs []string, flags ...string) ([]byte, error) {
-	args := append([]string{"test", "-count=1"}, flags...)
+// goTest runs go test on pkgs, isolated, and stops it at the first test that fails (failed):
+// -failfast starts no test after it, but the tests already running beside it (t.Parallel)
+// would run on, those a mutant hangs waiting out their patience. go test -json streams each
+// package's output as its tests run, where plain go test holds it until the package ends.
+func goTest(ctx context.Context, pkgs []string, flags ...string) (out []byte, failed bool, err error) {
+	args := append([]string{"test", "-count=1", "-json"}, flags...)
 	cmd := exec.CommandContext(ctx, goCommand(), append(args, pkgs...)...)
 	cmd.WaitDelay = 10 * time.Second
-	return isolated(cmd)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, false, err
+	}
+	err = isolated(cmd, func() error {
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		lines := bufio.NewScanner(stdout)
+		lines.Buffer(make([]byte, 64<<10), 16<<20)
+		for lines.Scan() {
+			out = append(append(out, lines.Bytes()...), '\n')
+			if !failed && bytes.Contains(lines.Bytes(), []byte(`"Output":"--- FAIL`)) {
+				failed = true
+				cmd.Process.Kill() //nolint:errcheck // gone already is as good
+			}
+		}
+		return cmd.Wait()
+	})
+	return append(out, stderr.Bytes()...), failed, err
 }
 
 // isolated runs cmd with a TMPDIR and a directory for the test clusters of its own (in
 // /dev/shm, where the tests put them: pgembed.ScratchDir), and afterwards stops whatever it
 // left running there: a run cut off at its timeout never reaches its cleanups, and its test
 // PostgreSQL servers went on, loading the machine for the mutants after it.
-func isolated(cmd *exec.Cmd) ([]byte, error) {
+func isolated(cmd *exec.Cmd, run func() error) error {
 	var dirs []string
 	defer func() {
 		for _, dir := range dirs {
@@ -187,17 +215,17 @@ func isolated(cmd *exec.Cmd) ([]byte, error) {
 		}
 		dir, err := os.MkdirTemp(root, "mutant-")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		dirs = append(dirs, dir)
 		if err := os.Chmod(dir, 0o1777); err != nil { // the test servers run as another user
-			return nil, err
+			return err
 		}
 	}
 	// the tests make test runs, the browser's among them: a change only Chromium notices is noticed
 	cmd.Env = append(os.Environ(), "TMPDIR="+dirs[0], "CONTACTD_SCRATCH_DIR="+dirs[1], "CONTACTD_CONSUMER_TESTS=1",
 		"CONTACTD_TEST_PATIENCE="+patience.String())
-	return cmd.CombinedOutput()
+	return run()
 }
 
 func goCommand() string {

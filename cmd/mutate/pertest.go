@@ -42,7 +42,7 @@ func coverageByTest(tmp, pkg string, testPkgs []string) []testRun {
 			began := time.Now()
 			cmd := exec.Command(bin, "-test.run=^"+name+"$", "-test.count=1", "-test.coverprofile="+profile)
 			cmd.Dir = dir
-			if out, err := isolated(cmd); err != nil {
+			if out, err := isolatedOutput(cmd); err != nil {
 				fmt.Fprintf(os.Stderr, "%s of %s fails without a mutant:\n%s\n", name, tp, out)
 				os.Exit(1)
 			}
@@ -57,7 +57,7 @@ func coverageByTest(tmp, pkg string, testPkgs []string) []testRun {
 func listTests(bin, dir string) []string {
 	cmd := exec.Command(bin, "-test.list=^Test")
 	cmd.Dir = dir
-	out, err := isolated(cmd)
+	out, err := isolatedOutput(cmd)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "list the tests of %s:\n%s\n", bin, out)
 		os.Exit(1)
@@ -103,4 +103,13 @@ func runsOf(runs []testRun, m mutant) choice {
 	}
 	c.pkgs, c.pattern = slices.Sorted(maps.Keys(pkgs)), "^("+strings.Join(slices.Sorted(maps.Keys(names)), "|")+")$"
 	return c
+}
+
+// isolatedOutput runs cmd isolated and returns its combined output.
+func isolatedOutput(cmd *exec.Cmd) (out []byte, err error) {
+	err = isolated(cmd, func() error {
+		out, err = cmd.CombinedOutput()
+		return err
+	})
+	return out, err
 }
