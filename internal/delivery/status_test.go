@@ -72,6 +72,16 @@ func TestSubscriptionStatusTransitions(t *testing.T) {
 	}
 	_, created := state()
 	try()
+	// the same attempt made again (as by a worker whose lease ended after it recorded it):
+	// nothing is sent, nothing recorded twice
+	<-s.rc.Got
+	if err := svc.Attempt(context.Background(), delivery.Args{AccountID: accountID, DeliveryID: deliveryID, Attempt: attempt}); err != nil {
+		t.Fatal(err)
+	}
+	s.rc.None(t)
+	if n := s.a.Count(t, "SELECT count(*) FROM webhook_attempts"); n != 1 {
+		t.Fatalf("%d attempts recorded after attempt 1 was made twice, want 1", n)
+	}
 	try()
 	expect(api.Active, created) // two failures: still Active, not touched
 	try()
@@ -111,6 +121,14 @@ func TestSubscriptionStatusTransitions(t *testing.T) {
 	if status != "Failed" {
 		t.Errorf("delivery %s, want Failed", status)
 	}
+	// a delivery gone (its account's, deleted) is no error: there is nothing left to attempt
+	if _, err := s.a.Store.Pool.Exec(context.Background(), "DELETE FROM webhook_deliveries"); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Attempt(context.Background(), delivery.Args{AccountID: accountID, DeliveryID: deliveryID, Attempt: attempt + 1}); err != nil {
+		t.Errorf("an attempt of a delivery that is gone: %v", err)
+	}
+	s.rc.None(t)
 }
 
 func TestDeleteRedeliverAndPaginate(t *testing.T) {
