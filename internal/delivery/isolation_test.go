@@ -3,6 +3,8 @@ package delivery_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"runtime"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -186,16 +189,70 @@ func TestAnAccountsBacklogQueuesBehindItself(t *testing.T) {
 	a := testkit.NewAPI(t, testkit.LocalDelivery, func(c *testkit.Config) {
 		c.WebhookTimeout, c.WebhookRescueAfter, c.WebhookWorkers, c.WebhookMaxInFlight = time.Hour, 2*time.Hour, 3, 4
 	})
+	busy := holdBusyAccount(t, a)
+	a.StartWorkers()
+	t.Cleanup(func() { close(busy.release) }) // before the workers stop: cleanups run last first
+	busy.waitHolding(t)
+	busy.createB(t)
+	busy.release <- struct{}{} // one of A's attempts ends: its worker is the only free one
+	busy.b.Next(t)
+	if got := <-busy.bArrivedAs; got != 4 {
+		t.Errorf("B's delivery was attempt %d to arrive, want 4 (the first after A's three)", got)
+	}
+}
+
+// The same, with B's delivery made where nothing tells these workers of it (another
+// process's commit, a retry coming due) and no poll due for an hour: a worker freed while the
+// last claim filled every worker goes back to the dispatcher, which claims again, rather
+// than on with its own subscription's next delivery.
+func TestAFreedWorkerGoesBackWhileEveryWorkerWasTaken(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, testkit.LocalDelivery)
+	busy := holdBusyAccount(t, a)
+	workers := delivery.New(a.Store, delivery.Options{Timeout: time.Hour, RescueAfter: 2 * time.Hour, Workers: 3, MaxInFlight: 4,
+		PollEvery: time.Hour, AllowedNetworks: a.Cfg.WebhookAllowedNetworks, Secrets: a.Svc.Secrets,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	workers.Start()
+	t.Cleanup(func() {
+		close(busy.release)
+		workers.Stop(context.Background()) //nolint:errcheck // the test is over
+	})
+	busy.waitHolding(t)
+	busy.createB(t) // the API's commit wakes the API's workers, which are not running
+	busy.release <- struct{}{}
+	testkit.Eventually(t, "a fourth attempt", func() bool { return busy.arrivals.Load() >= 4 })
+	select {
+	case got := <-busy.bArrivedAs:
+		if got != 4 {
+			t.Errorf("B's delivery was attempt %d to arrive, want 4 (the first after A's three)", got)
+		}
+	default:
+		t.Error("the fourth attempt was A's: the freed worker went on with A's backlog, B's delivery waits behind it")
+	}
+}
+
+// busyAccount is account A with three receivers that each hold their attempt until released,
+// and 60 deliveries due to them, beside account B, subscribed, with nothing due yet.
+type busyAccount struct {
+	a          *testkit.API
+	keyB       string
+	b          *testkit.Receiver
+	arrivals   atomic.Int32
+	release    chan struct{}
+	bArrivedAs chan int32
+}
+
+func holdBusyAccount(t *testing.T, a *testkit.API) *busyAccount {
+	t.Helper()
+	busy := &busyAccount{a: a, release: make(chan struct{}, 100), bArrivedAs: make(chan int32, 1)}
 	_, keyA := a.Account("busy")
-	_, keyB := a.Account("quiet")
-	var arrivals atomic.Int32
-	release := make(chan struct{}, 100)
+	_, busy.keyB = a.Account("quiet")
 	for i := range 3 {
 		rc := testkit.NewReceiver(t)
 		rc.Respond = func(n int, w http.ResponseWriter, r *http.Request) {
-			arrivals.Add(1)
+			busy.arrivals.Add(1)
 			select {
-			case <-release:
+			case <-busy.release:
 			case <-r.Context().Done():
 			}
 			w.WriteHeader(http.StatusNoContent)
@@ -204,14 +261,13 @@ func TestAnAccountsBacklogQueuesBehindItself(t *testing.T) {
 			t.Fatalf("subscribe: %d %s", r.Status, r.Body)
 		}
 	}
-	b := testkit.NewReceiver(t)
+	busy.b = testkit.NewReceiver(t)
 	// the receiver hands its request to Next before Respond runs: the order is sent from here
-	bArrivedAs := make(chan int32, 1)
-	b.Respond = func(n int, w http.ResponseWriter, r *http.Request) {
-		bArrivedAs <- arrivals.Add(1)
+	busy.b.Respond = func(n int, w http.ResponseWriter, r *http.Request) {
+		busy.bArrivedAs <- busy.arrivals.Add(1)
 		w.WriteHeader(http.StatusNoContent)
 	}
-	if r := a.Do("POST", "/public/v1/webhooks", keyB, map[string]any{"url": b.URL, "eventType": "TagsAdded"}); r.Status != 200 {
+	if r := a.Do("POST", "/public/v1/webhooks", busy.keyB, map[string]any{"url": busy.b.URL, "eventType": "TagsAdded"}); r.Status != 200 {
 		t.Fatalf("subscribe: %d %s", r.Status, r.Body)
 	}
 	for i := range 20 {
@@ -219,16 +275,18 @@ func TestAnAccountsBacklogQueuesBehindItself(t *testing.T) {
 			t.Fatalf("create: %d %s", r.Status, r.Body)
 		}
 	}
-	a.StartWorkers()
-	t.Cleanup(func() { close(release) }) // before the workers stop: cleanups run last first
-	testkit.Eventually(t, "A's receivers holding the 3 workers", func() bool { return arrivals.Load() == 3 })
-	if r := a.Do("POST", "/public/v1/contact", keyB, map[string]any{"email": "b@example.com", "tags": []string{"x"}}); r.Status != 200 {
+	return busy
+}
+
+func (busy *busyAccount) waitHolding(t *testing.T) {
+	t.Helper()
+	testkit.Eventually(t, "A's receivers holding the 3 workers", func() bool { return busy.arrivals.Load() == 3 })
+}
+
+func (busy *busyAccount) createB(t *testing.T) {
+	t.Helper()
+	if r := busy.a.Do("POST", "/public/v1/contact", busy.keyB, map[string]any{"email": "b@example.com", "tags": []string{"x"}}); r.Status != 200 {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
-	}
-	release <- struct{}{} // one of A's attempts ends: its worker is the only free one
-	b.Next(t)
-	if got := <-bArrivedAs; got != 4 {
-		t.Errorf("B's delivery was attempt %d to arrive, want 4 (the first after A's three)", got)
 	}
 }
 
