@@ -345,3 +345,42 @@ func TestAReceiversLimitHoldsWhileWorkersGoOn(t *testing.T) {
 		return open == 0
 	})
 }
+
+// A worker goes on from a success to its subscription's next due delivery in the same
+// transaction, without the dispatcher: 80 deliveries to one receiver (4 at once) by 8 workers
+// take the dispatcher's claim that starts the 4 chains and a few more (one when each chain
+// ends), not one per delivery. Nothing wakes these workers and their poll is an hour away, so
+// every claim counted is one the queue made for itself.
+func TestWorkersGoOnFromASuccessWithoutTheDispatcher(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, testkit.LocalDelivery)
+	_, key := a.Account("chains")
+	rc := testkit.NewReceiver(t)
+	if r := a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": rc.URL, "eventType": "TagsAdded"}); r.Status != 200 {
+		t.Fatalf("subscribe: %d %s", r.Status, r.Body)
+	}
+	// a receiver that has succeeded before gets its 4 attempts at once from the start
+	if _, err := a.Store.Pool.Exec(context.Background(), `UPDATE webhook_subscriptions SET last_success_at = now()`); err != nil {
+		t.Fatal(err)
+	}
+	const n = 80
+	for i := range n {
+		if r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": fmt.Sprintf("c%d@example.com", i), "tags": []string{"x"}}); r.Status != 200 {
+			t.Fatalf("create: %d %s", r.Status, r.Body)
+		}
+	}
+	workers := delivery.New(a.Store, delivery.Options{Timeout: time.Minute, RescueAfter: time.Hour, Workers: 8, MaxInFlight: 4,
+		PollEvery: time.Hour, AllowedNetworks: a.Cfg.WebhookAllowedNetworks, Secrets: a.Svc.Secrets,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	workers.Start()
+	t.Cleanup(func() { workers.Stop(context.Background()) }) //nolint:errcheck // the test is over
+	for range n {
+		rc.Next(t)
+	}
+	testkit.Eventually(t, "every delivery Succeeded, no lease left", func() bool {
+		return a.Count(t, `SELECT count(*) FROM webhook_deliveries WHERE leased_until IS NOT NULL OR status <> 'Succeeded'`) == 0
+	})
+	if claims := workers.Claims(); claims > n/4 {
+		t.Errorf("the dispatcher claimed %d times for %d deliveries: the workers did not go on by themselves", claims, n)
+	}
+}
