@@ -369,9 +369,10 @@ func TestWorkersGoOnFromASuccessWithoutTheDispatcher(t *testing.T) {
 			t.Fatalf("create: %d %s", r.Status, r.Body)
 		}
 	}
+	var log testkit.LogBuffer
 	workers := delivery.New(a.Store, delivery.Options{Timeout: time.Minute, RescueAfter: time.Hour, Workers: 8, MaxInFlight: 4,
 		PollEvery: time.Hour, AllowedNetworks: a.Cfg.WebhookAllowedNetworks, Secrets: a.Svc.Secrets,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Log: slog.New(slog.NewTextHandler(&log, nil))})
 	workers.Start()
 	t.Cleanup(func() { workers.Stop(context.Background()) }) //nolint:errcheck // the test is over
 	for range n {
@@ -382,5 +383,41 @@ func TestWorkersGoOnFromASuccessWithoutTheDispatcher(t *testing.T) {
 	})
 	if claims := workers.Claims(); claims > n/4 {
 		t.Errorf("the dispatcher claimed %d times for %d deliveries: the workers did not go on by themselves", claims, n)
+	}
+	if strings.Contains(log.String(), "level=WARN") || strings.Contains(log.String(), "level=ERROR") {
+		t.Errorf("the workers warned with nothing wrong:\n%s", log.String())
+	}
+}
+
+// An attempt whose record fails (the database refuses it: here a trigger, in production the
+// database away) is logged as a warning, and made again once its lease ends.
+func TestAnAttemptNotRecordedIsLogged(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, testkit.LocalDelivery)
+	_, key := a.Account("unrecorded")
+	rc := testkit.NewReceiver(t)
+	if r := a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": rc.URL, "eventType": "TagsAdded"}); r.Status != 200 {
+		t.Fatalf("subscribe: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "unrecorded@example.com", "tags": []string{"x"}}); r.Status != 200 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	if _, err := a.Store.Pool.Exec(context.Background(), `
+		CREATE FUNCTION refuse_records() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$;
+		CREATE TRIGGER refuse_records BEFORE UPDATE OF status ON webhook_deliveries FOR EACH ROW EXECUTE FUNCTION refuse_records()`); err != nil {
+		t.Fatal(err)
+	}
+	var log testkit.LogBuffer
+	workers := delivery.New(a.Store, delivery.Options{Timeout: time.Minute, RescueAfter: time.Hour, Workers: 2,
+		PollEvery: time.Hour, AllowedNetworks: a.Cfg.WebhookAllowedNetworks, Secrets: a.Svc.Secrets,
+		Log: slog.New(slog.NewTextHandler(&log, nil))})
+	workers.Start()
+	t.Cleanup(func() { workers.Stop(context.Background()) }) //nolint:errcheck // the test is over
+	rc.Next(t)
+	testkit.Eventually(t, "the warning that the attempt was not recorded", func() bool {
+		return strings.Contains(log.String(), "recording an attempt failed")
+	})
+	if n := a.Count(t, `SELECT count(*) FROM webhook_deliveries WHERE status = 'Pending' AND leased_until IS NOT NULL`); n != 1 {
+		t.Errorf("%d deliveries Pending under their lease, want 1 (made again when it ends)", n)
 	}
 }
