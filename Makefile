@@ -150,7 +150,7 @@ MUTATE_TARGETS := \
 	"-pkg ./internal/auth -tests ./internal/auth,./internal/httpapi,./internal/console,./internal/app" \
 	"-pkg ./internal/idempotency -tests ./internal/idempotency,./internal/httpapi,./internal/erasure" \
 	"-pkg ./internal/console" \
-	"-pkg ./internal/delivery -tests ./internal/delivery,./internal/httpapi,./internal/erasure -files ^(queue|worker|attempts|redeliver|replay|schedule|sign)\.go$$" \
+	"-pkg ./internal/delivery -tests ./internal/delivery,./internal/httpapi,./internal/erasure,./internal/platform/tracing -files ^(queue|worker|attempts|redeliver|replay|schedule|sign)\.go$$" \
 	"-pkg ./internal/httpapi -files ^(contacts_list_export|idempotency)\.go$$" \
 	"-pkg ./internal/ratelimit -tests ./internal/ratelimit,./internal/httpapi" \
 	"-pkg ./internal/field -tests ./internal/field,./internal/httpapi"

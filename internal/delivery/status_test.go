@@ -2,10 +2,12 @@ package delivery_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -199,4 +201,55 @@ func TestDeleteRedeliverAndPaginate(t *testing.T) {
 	s.addTags(t, "after@example.com", "x")
 	s.a.DeliveriesSettled(t)
 	s.rc.None(t)
+}
+
+// Whether an account is live is asked once and remembered (a sandbox never becomes live), but
+// only an answer is remembered: a lookup that failed fails its attempt, unsigned and unsent,
+// and the next attempt asks again, and carries the account's real livemode.
+func TestLivenessIsRememberedOnlyWhenKnown(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, false)
+	var asked atomic.Int32
+	svc := delivery.New(s.a.Store, delivery.Options{Timeout: time.Second, AllowedNetworks: s.a.Cfg.WebhookAllowedNetworks,
+		Workers: 1, RescueAfter: time.Minute, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Secrets: s.a.Svc.Secrets,
+		Live: func(context.Context, uuid.UUID) (bool, error) {
+			if asked.Add(1) == 1 {
+				return false, errors.New("the database is away")
+			}
+			return true, nil
+		}})
+	s.addTags(t, "live-1@example.com", "x")
+	s.addTags(t, "live-2@example.com", "x")
+	rows, err := s.a.Store.Pool.Query(context.Background(), "SELECT account_id, delivery_id FROM webhook_deliveries ORDER BY delivery_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args []delivery.Args
+	for rows.Next() {
+		var a delivery.Args
+		if err := rows.Scan(&a.AccountID, &a.DeliveryID); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, a)
+	}
+	if err := rows.Err(); err != nil || len(args) != 2 {
+		t.Fatalf("%d deliveries, %v", len(args), err)
+	}
+	for i, attempt := range []delivery.Args{{Attempt: 1}, {Attempt: 2}, {Attempt: 1}} {
+		a := args[min(i/2, 1)]
+		a.Attempt = attempt.Attempt
+		if err := svc.Attempt(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			s.rc.None(t) // the lookup failed: nothing is sent
+			continue
+		}
+		if got := s.rc.Next(t).Header.Get(delivery.LivemodeHeader); got != "true" {
+			t.Errorf("attempt %d: %s %q, want \"true\"", i+1, delivery.LivemodeHeader, got)
+		}
+	}
+	if n := asked.Load(); n != 2 {
+		t.Errorf("asked %d times whether the account is live, want 2 (the failed lookup, then once)", n)
+	}
 }
