@@ -14,6 +14,7 @@ import (
 
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/delivery"
+	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -171,9 +172,18 @@ func TestReceiverHealth(t *testing.T) {
 	answer.Store(410)
 	a.Do("POST", "/public/v1/webhooks/"+gone.SubscriptionId+"/test", key, nil).JSON(t, &testDelivery)
 	deliveryID, attempt = uuid.MustParse(testDelivery.DeliveryId), 0
+	if !a.Svc.Subscribers.MayHave(ctx, account, event.TagsAdded) {
+		t.Fatal("the TagsAdded subscriber is not remembered before its 410")
+	}
+	forgotten := a.Svc.Subscribers.Invalidations() // expiry (SubscribersTTL) leaves it unchanged
 	try()
 	if st, h := health(gone.SubscriptionId); st != api.Removed || h.RemovedReason == nil || *h.RemovedReason != api.Gone {
 		t.Errorf("after a 410: %s %+v", st, h)
+	}
+	// every process hears that the subscription went, and stops planning deliveries to it
+	testkit.Eventually(t, "the removed subscriber forgotten", func() bool { return !a.Svc.Subscribers.MayHave(ctx, account, event.TagsAdded) })
+	if a.Svc.Subscribers.Invalidations() == forgotten {
+		t.Error("the removed subscriber was forgotten without a notification (the entry expired)")
 	}
 	for range 2 {
 		if r := a.Do("DELETE", "/public/v1/webhooks/"+good.SubscriptionId, key, nil); r.Status != 204 {

@@ -172,6 +172,10 @@ func TestRetryAfterHoldsBackTheSubscription(t *testing.T) {
 		a.Do("GET", "/public/v1/webhooks/"+sub.SubscriptionId+"/deliveries", key, nil).JSON(t, &l)
 		return len(l.Attempts) == 1
 	})
+	// held back, and the refusal counted against the receiver's health as any failure is
+	if n := a.Count(t, `SELECT count(*) FROM webhook_subscriptions WHERE next_send_at IS NOT NULL AND consecutive_failures = 1`); n != 1 {
+		t.Errorf("%d subscriptions held back with one failure counted, want 1", n)
+	}
 	a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "two@example.com", "tags": []string{"x"}})
 	next := rc.Next(t)
 	if wait := next.At.Sub(refused); wait < 1500*time.Millisecond {

@@ -84,6 +84,10 @@ func TestSubscriptionStatusTransitions(t *testing.T) {
 	if n := s.a.Count(t, "SELECT count(*) FROM webhook_attempts"); n != 1 {
 		t.Fatalf("%d attempts recorded after attempt 1 was made twice, want 1", n)
 	}
+	// a failure without Retry-After holds back only its own delivery, not the subscription
+	if n := s.a.Count(t, "SELECT count(*) FROM webhook_subscriptions WHERE next_send_at IS NOT NULL"); n != 0 {
+		t.Fatalf("a 500 without Retry-After held the subscription back")
+	}
 	try()
 	expect(api.Active, created) // two failures: still Active, not touched
 	try()
@@ -251,5 +255,37 @@ func TestLivenessIsRememberedOnlyWhenKnown(t *testing.T) {
 	}
 	if n := asked.Load(); n != 2 {
 		t.Errorf("asked %d times whether the account is live, want 2 (the failed lookup, then once)", n)
+	}
+}
+
+// A subscription deleted while its attempt is in flight, an attempt that then fails: the
+// attempt is recorded on its delivery, nothing on the subscription, which is gone, and the
+// worker goes on.
+func TestASubscriptionDeletedDuringAFailingAttempt(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, false)
+	s.rc.Respond = func(_ int, w http.ResponseWriter, _ *http.Request) {
+		if r := s.a.Do("DELETE", "/public/v1/webhooks/"+s.sub.SubscriptionId, s.key, nil); r.Status != 204 {
+			t.Errorf("DELETE during the attempt: %d %s", r.Status, r.Body)
+		}
+		w.WriteHeader(http.StatusInternalServerError)
+	}
+	svc := delivery.New(s.a.Store, delivery.Options{Timeout: time.Minute, AllowedNetworks: s.a.Cfg.WebhookAllowedNetworks,
+		Workers: 1, RescueAfter: time.Hour, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Secrets: s.a.Svc.Secrets})
+	s.addTags(t, "deleted-during@example.com", "x")
+	var a delivery.Args
+	if err := s.a.Store.Pool.QueryRow(context.Background(), "SELECT account_id, delivery_id FROM webhook_deliveries").Scan(&a.AccountID, &a.DeliveryID); err != nil {
+		t.Fatal(err)
+	}
+	a.Attempt = 1
+	if err := svc.Attempt(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	s.rc.Next(t)
+	if n := s.a.Count(t, `SELECT count(*) FROM webhook_attempts WHERE response_status = 500`); n != 1 {
+		t.Errorf("%d attempts recorded, want the one that failed", n)
+	}
+	if n := s.a.Count(t, `SELECT count(*) FROM webhook_subscriptions WHERE status = 'Removed' AND consecutive_failures = 0`); n != 1 {
+		t.Errorf("the deleted subscription was changed by the failure")
 	}
 }
