@@ -213,14 +213,8 @@ func TestAFreedWorkerGoesBackWhileEveryWorkerWasTaken(t *testing.T) {
 	t.Parallel()
 	a := testkit.NewAPI(t, testkit.LocalDelivery)
 	busy := holdBusyAccount(t, a)
-	workers := delivery.New(a.Store, delivery.Options{Timeout: time.Hour, RescueAfter: 2 * time.Hour, Workers: 3, MaxInFlight: 4,
-		PollEvery: time.Hour, AllowedNetworks: a.Cfg.WebhookAllowedNetworks, Secrets: a.Svc.Secrets,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	workers.Start()
-	t.Cleanup(func() {
-		close(busy.release)
-		workers.Stop(context.Background()) //nolint:errcheck // the test is over
-	})
+	unwokenWorkers(t, a, 3, io.Discard)
+	t.Cleanup(func() { close(busy.release) }) // before the workers stop: cleanups run last first
 	busy.waitHolding(t)
 	busy.createB(t) // the API's commit wakes the API's workers, which are not running
 	busy.release <- struct{}{}
@@ -357,12 +351,8 @@ func TestAReceiversLimitHoldsWhileWorkersGoOn(t *testing.T) {
 // every claim counted is one the queue made for itself.
 func TestWorkersGoOnFromASuccessWithoutTheDispatcher(t *testing.T) {
 	t.Parallel()
-	a := testkit.NewAPI(t, testkit.LocalDelivery)
-	_, key := a.Account("chains")
-	rc := testkit.NewReceiver(t)
-	if r := a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": rc.URL, "eventType": "TagsAdded"}); r.Status != 200 {
-		t.Fatalf("subscribe: %d %s", r.Status, r.Body)
-	}
+	s := newSetup(t, false) // a receiver subscribed to TagsAdded
+	a, key, rc := s.a, s.key, s.rc
 	// a receiver that has succeeded before gets its 4 attempts at once from the start
 	if _, err := a.Store.Pool.Exec(context.Background(), `UPDATE webhook_subscriptions SET last_success_at = now()`); err != nil {
 		t.Fatal(err)
@@ -374,11 +364,7 @@ func TestWorkersGoOnFromASuccessWithoutTheDispatcher(t *testing.T) {
 		}
 	}
 	var log testkit.LogBuffer
-	workers := delivery.New(a.Store, delivery.Options{Timeout: time.Minute, RescueAfter: time.Hour, Workers: 8, MaxInFlight: 4,
-		PollEvery: time.Hour, AllowedNetworks: a.Cfg.WebhookAllowedNetworks, Secrets: a.Svc.Secrets,
-		Log: slog.New(slog.NewTextHandler(&log, nil))})
-	workers.Start()
-	t.Cleanup(func() { workers.Stop(context.Background()) }) //nolint:errcheck // the test is over
+	workers := unwokenWorkers(t, a, 8, &log)
 	for range n {
 		rc.Next(t)
 	}
@@ -397,12 +383,8 @@ func TestWorkersGoOnFromASuccessWithoutTheDispatcher(t *testing.T) {
 // database away) is logged as a warning, and made again once its lease ends.
 func TestAnAttemptNotRecordedIsLogged(t *testing.T) {
 	t.Parallel()
-	a := testkit.NewAPI(t, testkit.LocalDelivery)
-	_, key := a.Account("unrecorded")
-	rc := testkit.NewReceiver(t)
-	if r := a.Do("POST", "/public/v1/webhooks", key, map[string]any{"url": rc.URL, "eventType": "TagsAdded"}); r.Status != 200 {
-		t.Fatalf("subscribe: %d %s", r.Status, r.Body)
-	}
+	s := newSetup(t, false) // a receiver subscribed to TagsAdded
+	a, key, rc := s.a, s.key, s.rc
 	if r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "unrecorded@example.com", "tags": []string{"x"}}); r.Status != 200 {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
@@ -412,11 +394,7 @@ func TestAnAttemptNotRecordedIsLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log testkit.LogBuffer
-	workers := delivery.New(a.Store, delivery.Options{Timeout: time.Minute, RescueAfter: time.Hour, Workers: 2,
-		PollEvery: time.Hour, AllowedNetworks: a.Cfg.WebhookAllowedNetworks, Secrets: a.Svc.Secrets,
-		Log: slog.New(slog.NewTextHandler(&log, nil))})
-	workers.Start()
-	t.Cleanup(func() { workers.Stop(context.Background()) }) //nolint:errcheck // the test is over
+	unwokenWorkers(t, a, 2, &log)
 	rc.Next(t)
 	testkit.Eventually(t, "the warning that the attempt was not recorded", func() bool {
 		return strings.Contains(log.String(), "recording an attempt failed")
@@ -424,4 +402,17 @@ func TestAnAttemptNotRecordedIsLogged(t *testing.T) {
 	if n := a.Count(t, `SELECT count(*) FROM webhook_deliveries WHERE status = 'Pending' AND leased_until IS NOT NULL`); n != 1 {
 		t.Errorf("%d deliveries Pending under their lease, want 1 (made again when it ends)", n)
 	}
+}
+
+// unwokenWorkers starts delivery workers on a's database (each receiver 4 attempts at once)
+// that nothing in the test wakes and whose poll is an hour away: every claim they make, they
+// make for themselves. They log to log, and stop when the test ends.
+func unwokenWorkers(t *testing.T, a *testkit.API, workers int, log io.Writer) *delivery.Service {
+	t.Helper()
+	svc := delivery.New(a.Store, delivery.Options{Timeout: time.Hour, RescueAfter: 2 * time.Hour, Workers: workers, MaxInFlight: 4,
+		PollEvery: time.Hour, AllowedNetworks: a.Cfg.WebhookAllowedNetworks, Secrets: a.Svc.Secrets,
+		Log: slog.New(slog.NewTextHandler(log, nil))})
+	svc.Start()
+	t.Cleanup(func() { svc.Stop(context.Background()) }) //nolint:errcheck // the test is over
+	return svc
 }
