@@ -239,9 +239,11 @@ func (a *API) Do(method, path, key string, body any, headers ...string) *Respons
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := (&http.Client{Transport: ValidatingTransport(a.t)}).Do(req)
+	// a request that never gets its answer (a turn or a lock never given back) fails the test
+	// by name, instead of hanging it until go test's timeout
+	resp, err := (&http.Client{Transport: ValidatingTransport(a.t), Timeout: Patience}).Do(req)
 	if err != nil {
-		a.t.Fatal(err)
+		a.t.Fatalf("%s %s (waited at most %v): %v", method, path, Patience, err)
 	}
 	out, _ := io.ReadAll(resp.Body) // already read and validated by the transport
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: out}
