@@ -101,15 +101,11 @@ func main() {
 			limit = max(3*chosen.took+2*time.Minute, 3*time.Minute) // the build, then the tests
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), limit)
-		out, failed, err := goTest(ctx, chosen.pkgs, "-overlay="+overlay, "-failfast", "-run", chosen.pattern)
+		out, err := goTest(ctx, chosen.pkgs, "-overlay="+overlay, "-failfast", "-run", chosen.pattern)
 		timedOut := ctx.Err() != nil
 		cancel()
 		verdict := "killed"
 		switch {
-		case failed:
-			if bytes.Contains(out, []byte(patience.String())) {
-				verdict = "killed (a wait ran out)"
-			}
 		case err == nil:
 			verdict, survived = "SURVIVED", append(survived, m)
 		case timedOut:
@@ -163,11 +159,11 @@ func lineSet(spec string) (func(int) bool, error) {
 // changes nothing in a minute, and its verdict says a wait ran out.
 const patience = time.Minute
 
-// goTest runs go test on pkgs, isolated, and stops it at the first test that fails (failed):
+// goTest runs go test on pkgs, isolated, and stops it at the first test that fails:
 // -failfast starts no test after it, but the tests already running beside it (t.Parallel)
 // would run on, those a mutant hangs waiting out their patience. go test -json streams each
 // package's output as its tests run, where plain go test holds it until the package ends.
-func goTest(ctx context.Context, pkgs []string, flags ...string) (out []byte, failed bool, err error) {
+func goTest(ctx context.Context, pkgs []string, flags ...string) (out []byte, err error) {
 	args := append([]string{"test", "-count=1", "-json"}, flags...)
 	cmd := exec.CommandContext(ctx, goCommand(), append(args, pkgs...)...)
 	cmd.WaitDelay = 10 * time.Second
@@ -175,8 +171,9 @@ func goTest(ctx context.Context, pkgs []string, flags ...string) (out []byte, fa
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
+	failed := false
 	err = isolated(cmd, func() error {
 		if err := cmd.Start(); err != nil {
 			return err
@@ -192,7 +189,7 @@ func goTest(ctx context.Context, pkgs []string, flags ...string) (out []byte, fa
 		}
 		return cmd.Wait()
 	})
-	return append(out, stderr.Bytes()...), failed, err
+	return append(out, stderr.Bytes()...), err
 }
 
 // isolated runs cmd with a TMPDIR and a directory for the test clusters of its own (in
@@ -207,12 +204,11 @@ func isolated(cmd *exec.Cmd, run func() error) error {
 			os.RemoveAll(dir)
 		}
 	}()
-	for _, root := range []string{"", "/dev/shm"} {
-		if root != "" {
-			if _, err := os.Stat(root); err != nil {
-				root = ""
-			}
-		}
+	scratch := "/dev/shm"
+	if _, err := os.Stat(scratch); err != nil {
+		scratch = "" // the temp dir
+	}
+	for _, root := range []string{"", scratch} {
 		dir, err := os.MkdirTemp(root, "mutant-")
 		if err != nil {
 			return err
