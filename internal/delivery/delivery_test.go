@@ -27,9 +27,9 @@ type setup struct {
 }
 
 // newSetup subscribes a loopback receiver to TagsAdded.
-func newSetup(t *testing.T, workers bool) *setup {
+func newSetup(t *testing.T, workers bool, opts ...testkit.Option) *setup {
 	t.Helper()
-	s := &setup{a: testkit.NewAPI(t, testkit.LocalDelivery), rc: testkit.NewReceiver(t)}
+	s := &setup{a: testkit.NewAPI(t, append([]testkit.Option{testkit.LocalDelivery}, opts...)...), rc: testkit.NewReceiver(t)}
 	_, s.key = s.a.Account("acme")
 	r := s.a.Do("POST", "/public/v1/webhooks", s.key, map[string]any{"url": s.rc.URL, "eventType": "TagsAdded"})
 	if r.Status != 200 {

@@ -60,3 +60,21 @@ func TestBacklogLargerThanTheWorkers(t *testing.T) {
 		t.Errorf("%d deliveries not Succeeded", pending)
 	}
 }
+
+// A worker's turn with a delivery ends with its record: a process with one worker sends a
+// second delivery only once that worker has left the first, so the second request its
+// receiver gets is the second delivery, never the first again.
+func TestTheOnlyWorkerLeavesADeliveryOnceRecorded(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, false, func(c *testkit.Config) { c.WebhookWorkers = 1 })
+	s.a.StartWorkers()
+	s.addTags(t, "first@example.com", "x")
+	first := s.rc.Next(t).Header.Get("webhook-id")
+	s.a.DeliveriesSettled(t)
+	s.addTags(t, "second@example.com", "x")
+	if second := s.rc.Next(t).Header.Get("webhook-id"); second == first {
+		t.Fatalf("%s, recorded Succeeded, was sent again: the only worker did not leave it", first)
+	}
+	s.a.DeliveriesSettled(t)
+	s.rc.None(t)
+}

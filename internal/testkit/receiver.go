@@ -34,6 +34,7 @@ type Receiver struct {
 // NewReceiver starts a receiver for one test.
 func NewReceiver(t testing.TB) *Receiver {
 	rc := &Receiver{Got: make(chan Delivered, 1000)}
+	closing := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		ValidatePayload(t, body)
@@ -41,7 +42,13 @@ func NewReceiver(t testing.TB) *Receiver {
 		rc.n++
 		n, respond := rc.n, rc.Respond
 		rc.mu.Unlock()
-		rc.Got <- Delivered{Header: r.Header.Clone(), Body: body, At: time.Now()}
+		select { // a request nobody takes is left when its sender or the test has gone
+		case rc.Got <- Delivered{Header: r.Header.Clone(), Body: body, At: time.Now()}:
+		case <-r.Context().Done():
+			return
+		case <-closing:
+			return
+		}
 		if respond == nil {
 			w.WriteHeader(http.StatusNoContent)
 			return
@@ -49,7 +56,10 @@ func NewReceiver(t testing.TB) *Receiver {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		respond(n, w, r)
 	}))
-	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		close(closing)
+		srv.Close()
+	})
 	rc.URL = srv.URL + "/hook"
 	return rc
 }
@@ -88,13 +98,23 @@ func LocalDelivery(c *config.Config) {
 }
 
 // StartWorkers runs the API's workers (deliveries, enrichment, periodic tasks) until the
-// test ends.
+// test ends. Work that ignores its cancellation would hold the test's end forever (Stop
+// waits for it): after Patience the test fails instead, and its failure is reported.
 func (a *API) StartWorkers() {
 	a.t.Helper()
 	a.Svc.StartWorkers()
 	a.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = a.Svc.StopWorkers(ctx)
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			_ = a.Svc.StopWorkers(ctx)
+		}()
+		select {
+		case <-stopped:
+		case <-time.After(Patience):
+			a.t.Errorf("the workers had not stopped %v after they were told to: work that ignores its cancellation", Patience)
+		}
 	})
 }
