@@ -42,12 +42,17 @@ func NewReceiver(t testing.TB) *Receiver {
 		rc.n++
 		n, respond := rc.n, rc.Respond
 		rc.mu.Unlock()
-		select { // a request nobody takes is left when its sender or the test has gone
-		case rc.Got <- Delivered{Header: r.Header.Clone(), Body: body, At: time.Now()}:
-		case <-r.Context().Done():
-			return
-		case <-closing:
-			return
+		got := Delivered{Header: r.Header.Clone(), Body: body, At: time.Now()}
+		select {
+		case rc.Got <- got: // while there is room, every request is kept, its sender gone or not
+		default:
+			select { // a request nobody takes is left when its sender or the test has gone
+			case rc.Got <- got:
+			case <-r.Context().Done():
+				return
+			case <-closing:
+				return
+			}
 		}
 		if respond == nil {
 			w.WriteHeader(http.StatusNoContent)
