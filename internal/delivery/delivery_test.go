@@ -1,7 +1,6 @@
 package delivery_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -251,7 +250,7 @@ func TestTwoWorkerPoolsDeliverEachEventOnce(t *testing.T) {
 	s := newSetup(t, true)
 	second := testkit.SecondDeliveryService(t, s.a, 8)
 	second.Start()
-	t.Cleanup(func() { _ = second.Stop(context.Background()) })
+	testkit.StopAtEnd(t, second.Stop)
 	const n = 60
 	for i := range n {
 		s.addTags(t, "many"+string(rune('a'+i%26))+string(rune('a'+i/26))+"@example.com", "t")

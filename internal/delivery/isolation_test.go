@@ -110,7 +110,7 @@ func TestThrottledSubscription(t *testing.T) {
 	second := testkit.SecondDeliveryService(t, a, 8) // the pace holds across processes
 	second.UsePolling(100 * time.Millisecond)
 	second.Start()
-	t.Cleanup(func() { _ = second.Stop(context.Background()) })
+	testkit.StopAtEnd(t, second.Stop)
 	var last time.Time
 	for range 12 {
 		last = rc.Next(t).At
@@ -413,6 +413,6 @@ func unwokenWorkers(t *testing.T, a *testkit.API, workers int, log io.Writer) *d
 		PollEvery: time.Hour, AllowedNetworks: a.Cfg.WebhookAllowedNetworks, Secrets: a.Svc.Secrets,
 		Log: slog.New(slog.NewTextHandler(log, nil))})
 	svc.Start()
-	t.Cleanup(func() { svc.Stop(context.Background()) }) //nolint:errcheck // the test is over
+	testkit.StopAtEnd(t, svc.Stop)
 	return svc
 }

@@ -179,7 +179,7 @@ func TestNATSDestinationRetries(t *testing.T) {
 	operatorLog := &testkit.LogBuffer{}
 	svc := delivery.New(a.Store, delivery.Options{Timeout: 2 * time.Second, Workers: 1, RescueAfter: time.Minute,
 		Log: slog.New(slog.NewTextHandler(operatorLog, nil)), Secrets: a.Svc.Secrets, NATSURL: n.URL, NATSSubjectPrefix: "contactd"})
-	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+	testkit.StopAtEnd(t, svc.Stop)
 	if r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "retry@example.com", "tags": []string{"x"}}); r.Status != 200 {
 		t.Fatalf("create: %d", r.Status)
 	}

@@ -1,7 +1,6 @@
 package delivery_test
 
 import (
-	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -46,7 +45,7 @@ func TestBacklogLargerThanTheWorkers(t *testing.T) {
 	second := testkit.SecondDeliveryService(t, s.a, 3) // three workers for forty deliveries, polling hourly
 	second.UsePolling(time.Hour)
 	second.Start()
-	t.Cleanup(func() { _ = second.Stop(context.Background()) })
+	testkit.StopAtEnd(t, second.Stop)
 	seen := map[string]int{}
 	for range n {
 		seen[s.rc.Next(t).Header.Get("webhook-id")]++

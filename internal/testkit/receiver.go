@@ -103,23 +103,29 @@ func LocalDelivery(c *config.Config) {
 }
 
 // StartWorkers runs the API's workers (deliveries, enrichment, periodic tasks) until the
-// test ends. Work that ignores its cancellation would hold the test's end forever (Stop
-// waits for it): after Patience the test fails instead, and its failure is reported.
+// test ends.
 func (a *API) StartWorkers() {
 	a.t.Helper()
 	a.Svc.StartWorkers()
-	a.t.Cleanup(func() {
+	StopAtEnd(a.t, a.Svc.StopWorkers)
+}
+
+// StopAtEnd stops a started service when the test ends, giving its work 5 seconds. Work that
+// ignores its cancellation would hold the test's end forever (a stop waits for it): after
+// Patience the test fails instead, and its failure is reported.
+func StopAtEnd(t testing.TB, stop func(context.Context) error) {
+	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		stopped := make(chan struct{})
 		go func() {
 			defer close(stopped)
-			_ = a.Svc.StopWorkers(ctx)
+			_ = stop(ctx)
 		}()
 		select {
 		case <-stopped:
 		case <-time.After(Patience):
-			a.t.Errorf("the workers had not stopped %v after they were told to: work that ignores its cancellation", Patience)
+			t.Errorf("the workers had not stopped %v after they were told to: work that ignores its cancellation", Patience)
 		}
 	})
 }
