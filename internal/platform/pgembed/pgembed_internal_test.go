@@ -32,14 +32,7 @@ func TestStartMovesOffAPortTakenMeanwhile(t *testing.T) {
 	}
 	defer func() { pickPort = freePort }()
 
-	dir, err := os.MkdirTemp("", "pgembed-test-")
-	if err == nil {
-		err = os.Chmod(dir, 0o755) // PostgreSQL runs as the postgres user
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
+	dir := openTempDir(t, "pgembed-test-")
 	c, err := Start(context.Background(), Options{Dir: dir, Ephemeral: true})
 	if err != nil {
 		t.Fatal(err)
@@ -58,14 +51,7 @@ func TestAnAbandonedScratchClusterIsSweptAway(t *testing.T) {
 	if _, err := findBinaries(); err != nil {
 		t.Skip(err)
 	}
-	root, err := os.MkdirTemp("", "pgembed-sweep-")
-	if err == nil {
-		err = os.Chmod(root, 0o755) // PostgreSQL runs as the postgres user
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(root)
+	root := openTempDir(t, "pgembed-sweep-")
 	t.Setenv("CONTACTD_SCRATCH_DIR", root)
 	const pattern = "contactd-sweep-test-"
 	abandoned, err := ScratchDir(pattern)
@@ -117,4 +103,19 @@ func TestAnAbandonedScratchClusterIsSweptAway(t *testing.T) {
 	if _, err := os.Stat(mine); err != nil {
 		t.Errorf("the scratch directory of a live process was swept: %v", err)
 	}
+}
+
+// openTempDir makes a temporary directory the postgres user can enter (PostgreSQL runs as it
+// when the tests run as root), removed when the test ends.
+func openTempDir(t *testing.T, pattern string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", pattern)
+	if err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
