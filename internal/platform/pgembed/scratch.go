@@ -88,20 +88,26 @@ func SweepScratch(pattern string) {
 // processID identifies a live process: its pid and its start time (clock ticks after boot,
 // the 22nd field of /proc/PID/stat), so that a pid used again is not taken for it.
 func processID(pid int) (string, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return "", false
-	}
-	s := string(b)
-	end := strings.LastIndexByte(s, ')') // the command's name may hold spaces
-	if end < 0 {
-		return "", false
-	}
-	f := strings.Fields(s[end+1:]) // from the 3rd field on
+	f := statFields(pid)
 	if len(f) < 20 {
 		return "", false
 	}
 	return strconv.Itoa(pid) + " " + f[19], true
+}
+
+// statFields is /proc/PID/stat from its 3rd field on (the state), nil when there is no such
+// process.
+func statFields(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	end := strings.LastIndexByte(s, ')') // the command's name may hold spaces
+	if end < 0 {
+		return nil
+	}
+	return strings.Fields(s[end+1:])
 }
 
 func alive(owner string) bool {
@@ -137,13 +143,8 @@ func stopAbandoned(dir string) {
 // running reports whether pid is a process that has not exited (an exited one its parent has
 // not reaped yet is gone too).
 func running(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	end := strings.LastIndexByte(s, ')')
-	return end >= 0 && !strings.HasPrefix(strings.TrimSpace(s[end+1:]), "Z")
+	f := statFields(pid)
+	return len(f) > 0 && f[0] != "Z"
 }
 
 // runsOn reports whether pid is a server started on data (its command line names it), so that
