@@ -315,8 +315,9 @@ SELECT pg_advisory_xact_lock(hashtextextended('contactd.claim_deliveries', 0)),
 // is left, so two claims must not count at once: each takes an advisory lock first, in the
 // statement before it (a worker's: the record of its last success, DeliveryRecordSuccess with
 // @claim_next), and the store sends the two in one round trip and one implicit transaction
-// (store.Pipelined), so the claim's snapshot is taken after the lock is held and sees every
-// lease the claims before it committed. Both commit without waiting for the WAL flush
+// (store.Pipelined; a worker's two go with those of the other workers finishing at once, pair
+// after pair, in one group: store.Batched), so the claim's snapshot is taken after the lock is
+// held and sees every lease the claims before it committed. Both commit without waiting for the WAL flush
 // (synchronous_commit off: see DeliveryRecordSuccess). The queue's rows churn faster than
 // autovacuum's analyze follows, so the planner's statistics are routinely wrong about it; the
 // claims therefore pin their plans for their transaction:
@@ -642,9 +643,9 @@ type DeliveryRecordSuccessParams struct {
 // subscription is gone, or without @claim_next).
 // Workers of one receiver claim side by side: each swaps its own lease for the next one in one
 // transaction, so every other claim counts either the old lease or the new one, never
-// neither, and the receiver's count never rises past its limit. The previous release's worker
-// claimed in a transaction apart from its record, and takes the receiver's lock exclusively
-// (never waiting): the shared lock keeps the two releases' claims apart during a rollout.
+// neither, and the receiver's count never rises past its limit. The receiver's lock kept these
+// claims apart from those of the releases before the claims were statements, whose worker took
+// it exclusively; every release since takes it shared only, so it excludes nothing now.
 // A worker does not give up when another claim runs: it would leave the room it freed to the
 // dispatcher's next claim, which costs an order of magnitude more than a worker's.
 // A worker holds a database connection while it waits, so the wait is bounded (lock_timeout,

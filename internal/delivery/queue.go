@@ -1,7 +1,9 @@
 package delivery
 
 import (
+	"bytes"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/contactd/contactd/gen/db"
@@ -38,15 +40,9 @@ func claimedDelivery(r db.DeliveryClaimRow) (Args, db.DeliveryLoadRow) {
 // fails, the success is recorded alone.
 func (s *Service) recordAndClaimNext(ctx context.Context, a Args, d db.DeliveryLoadRow, o outcome) (Args, db.DeliveryLoadRow, bool, error) {
 	now := s.now()
-	var rows []db.DeliveryClaimNextRow
-	err := s.store.Pipelined(ctx, func(q *db.Queries) (err error) {
-		if err = q.DeliveryRecordSuccess(ctx, successRecord(a, d, o, now, true)); err != nil {
-			return err
-		}
-		rows, err = q.DeliveryClaimNext(ctx, db.DeliveryClaimNextParams{AccountID: a.AccountID, SubscriptionID: d.SubscriptionID,
-			Now: now, LeaseUntil: now.Add(s.opt.RescueAfter), MaxInFlight: int32(s.opt.MaxInFlight)})
-		return err
-	})
+	rows, err := s.successes.Do(ctx, success{record: successRecord(a, d, o, now, true),
+		next: db.DeliveryClaimNextParams{AccountID: a.AccountID, SubscriptionID: d.SubscriptionID,
+			Now: now, LeaseUntil: now.Add(s.opt.RescueAfter), MaxInFlight: int32(s.opt.MaxInFlight)}})
 	if err != nil {
 		return a, d, false, s.record(ctx, a, d, o)
 	}
@@ -55,6 +51,46 @@ func (s *Service) recordAndClaimNext(ctx context.Context, a Args, d db.DeliveryL
 	}
 	next, nd := claimedDelivery(db.DeliveryClaimRow(rows[0]))
 	return next, nd, true, nil
+}
+
+// success is one worker's recordAndClaimNext.
+type success struct {
+	record db.DeliveryRecordSuccessParams
+	next   db.DeliveryClaimNextParams
+}
+
+// recordSuccesses records the successes of workers finishing at once, and claims each one's
+// next delivery, in one round trip and one transaction: each success and its claim are the
+// two statements recordAndClaimNext describes, one pair after another, so a claim counts the
+// leases the pairs before it ended and took. Pairs go in subscription order, the order in
+// which their records may lock subscriptions, so two groups never wait on each other both ways.
+func (s *Service) recordSuccesses(ctx context.Context, _ *db.Queries, items []success) ([][]db.DeliveryClaimNextRow, error) {
+	order := make([]int, len(items))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(i, j int) int {
+		a, b := items[i].record, items[j].record
+		if c := bytes.Compare(a.AccountID[:], b.AccountID[:]); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.SubscriptionID[:], b.SubscriptionID[:])
+	})
+	claimed := make([][]db.DeliveryClaimNextRow, len(items))
+	err := s.store.Batched(ctx, func(q *db.Queries) error {
+		for _, i := range order {
+			if err := q.DeliveryRecordSuccess(ctx, items[i].record); err != nil {
+				return err
+			}
+			rows, err := q.DeliveryClaimNext(ctx, items[i].next)
+			if err != nil {
+				return err
+			}
+			claimed[i] = rows
+		}
+		return nil
+	})
+	return claimed, err
 }
 
 // successRecord is DeliveryRecordSuccess's parameters for a's success at now.

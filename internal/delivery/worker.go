@@ -75,6 +75,8 @@ type Service struct {
 	// nats publishes to the subscriptions that target a NATS JetStream subject (nil: none
 	// configured).
 	nats *natsPublisher
+	// successes records the successes of workers finishing at once together (recordAndClaimNext).
+	successes *store.Group[success, []db.DeliveryClaimNextRow]
 }
 
 var _ event.Enqueuer = (*Service)(nil)
