@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -35,3 +36,7 @@ func (s *Service) RecordSuccessesTogether(ctx context.Context, leased []Leased) 
 	}
 	return next, err
 }
+
+// LeaseLeft is whether a worker holding a lease that ends at leaseEnds goes on to its
+// receiver's next delivery (its other conditions met).
+func (s *Service) LeaseLeft(leaseEnds time.Time) bool { return s.leaseLeft(Args{leaseEnds: leaseEnds}) }

@@ -20,9 +20,9 @@ import (
 // claim may take: about what arrives between two claims of an idle queue (PollEvery, 250 ms).
 const throttleShare = 0.25
 
-// claimedDelivery is a claimed row as an attempt takes it.
-func claimedDelivery(r db.DeliveryClaimRow) (Args, db.DeliveryLoadRow) {
-	return Args{AccountID: r.AccountID, DeliveryID: r.DeliveryID, Attempt: int(r.Attempts) + 1},
+// claimedDelivery is a row claimed with a lease until leaseEnds, as an attempt takes it.
+func claimedDelivery(r db.DeliveryClaimRow, leaseEnds time.Time) (Args, db.DeliveryLoadRow) {
+	return Args{AccountID: r.AccountID, DeliveryID: r.DeliveryID, Attempt: int(r.Attempts) + 1, leaseEnds: leaseEnds},
 		db.DeliveryLoadRow{Status: r.Status, Attempts: r.Attempts, SubscriptionID: r.SubscriptionID,
 			EventID: r.EventID, EventType: r.EventType, Payload: r.Payload, Url: r.Url, Secret: r.Secret,
 			SecretSealed: r.SecretSealed, PreviousSecretSealed: r.PreviousSecretSealed,
@@ -40,16 +40,17 @@ func claimedDelivery(r db.DeliveryClaimRow) (Args, db.DeliveryLoadRow) {
 // fails, the success is recorded alone.
 func (s *Service) recordAndClaimNext(ctx context.Context, a Args, d db.DeliveryLoadRow, o outcome) (Args, db.DeliveryLoadRow, bool, error) {
 	now := s.now()
+	leaseEnds := now.Add(s.opt.RescueAfter)
 	rows, err := s.successes.Do(ctx, success{record: successRecord(a, d, o, now, true),
 		next: db.DeliveryClaimNextParams{AccountID: a.AccountID, SubscriptionID: d.SubscriptionID,
-			Now: now, LeaseUntil: now.Add(s.opt.RescueAfter), MaxInFlight: int32(s.opt.MaxInFlight)}})
+			Now: now, LeaseUntil: leaseEnds, MaxInFlight: int32(s.opt.MaxInFlight)}})
 	if err != nil {
 		return a, d, false, s.record(ctx, a, d, o)
 	}
 	if len(rows) == 0 {
 		return a, d, false, nil
 	}
-	next, nd := claimedDelivery(db.DeliveryClaimRow(rows[0]))
+	next, nd := claimedDelivery(db.DeliveryClaimRow(rows[0]), leaseEnds)
 	return next, nd, true, nil
 }
 
@@ -105,19 +106,20 @@ func successRecord(a Args, d db.DeliveryLoadRow, o outcome, now time.Time, claim
 // attempt's timeout: a lease ends before its attempt only when its worker died.
 func (s *Service) claim(ctx context.Context, max int) ([]queue.Work, bool, error) {
 	now := s.now()
+	leaseEnds := now.Add(s.opt.RescueAfter)
 	var rows []db.DeliveryClaimRow
 	err := s.store.Pipelined(ctx, func(q *db.Queries) (err error) {
 		if err = q.DeliveryClaimLock(ctx); err != nil {
 			return err
 		}
-		rows, err = q.DeliveryClaim(ctx, db.DeliveryClaimParams{Now: now, LeaseUntil: now.Add(s.opt.RescueAfter), Max: int32(max),
+		rows, err = q.DeliveryClaim(ctx, db.DeliveryClaimParams{Now: now, LeaseUntil: leaseEnds, Max: int32(max),
 			MaxInFlight: int32(s.opt.MaxInFlight), ThrottleShare: throttleShare})
 		return err
 	})
 	s.saturated.Store(err == nil && len(rows) >= max)
 	work := make([]queue.Work, len(rows))
 	for i, r := range rows {
-		a, d := claimedDelivery(r)
+		a, d := claimedDelivery(r, leaseEnds)
 		work[i] = func(ctx context.Context) { s.attempt(ctx, a, d) }
 	}
 	// more may be due whenever this claim took any: a full claim leaves a backlog, and a

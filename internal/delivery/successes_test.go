@@ -2,10 +2,13 @@ package delivery_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/testkit"
 )
@@ -98,5 +101,93 @@ func TestSuccessesFinishingAtOnceAreRecordedTogether(t *testing.T) {
 	}
 	if leasedA != 2 || leasedB != 1 {
 		t.Errorf("after the group, A holds %d leases and B %d: each worker swaps its lease for one (want 2 and 1)", leasedA, leasedB)
+	}
+}
+
+// TestAWorkersClaimBesideAnOpenDispatcherClaimKeepsTheCap: a worker's claim does not wait for a
+// dispatcher's, and the two together never pass the receiver's cap. The receiver (cap 4)
+// holds two workers' leases; a dispatcher's claim, still open, takes the two left free; one
+// worker then succeeds and claims its next delivery without seeing them: it swaps its lease
+// for one, so once both commit the receiver holds 4, the dispatcher's two not taken twice.
+func TestAWorkersClaimBesideAnOpenDispatcherClaimKeepsTheCap(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, false)
+	ctx := context.Background()
+	pool := s.a.Store.Pool
+	for i := range 6 {
+		s.addTags(t, fmt.Sprintf("cap-%d@example.com", i), "x")
+	}
+	if _, err := pool.Exec(ctx, `UPDATE webhook_subscriptions SET last_success_at = now()`); err != nil {
+		t.Fatal(err)
+	}
+	var account, sub uuid.UUID
+	if err := pool.QueryRow(ctx, `SELECT account_id, subscription_id FROM webhook_subscriptions`).Scan(&account, &sub); err != nil {
+		t.Fatal(err)
+	}
+	var held []uuid.UUID
+	rows, err := pool.Query(ctx, `UPDATE webhook_deliveries SET leased_until = now() + interval '1 minute', next_attempt_at = now() + interval '1 minute'
+		WHERE delivery_id IN (SELECT delivery_id FROM webhook_deliveries ORDER BY next_attempt_at, delivery_id LIMIT 2) RETURNING delivery_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, id)
+	}
+	if err := rows.Err(); err != nil || len(held) != 2 {
+		t.Fatalf("leased %d deliveries (%v), want 2", len(held), err)
+	}
+
+	dispatcher, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dispatcher.Rollback(ctx) //nolint:errcheck // committed below; a rollback after is a no-op
+	q := db.New(dispatcher)
+	if err := q.DeliveryClaimLock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	claimed, err := q.DeliveryClaim(ctx, db.DeliveryClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Max: 10, MaxInFlight: 4, ThrottleShare: 0.25})
+	if err != nil || len(claimed) != 2 {
+		t.Fatalf("the dispatcher's claim took %d deliveries (%v), want the 2 the receiver has room for", len(claimed), err)
+	}
+
+	next, err := s.a.Svc.Deliveries.RecordSuccessesTogether(ctx, []delivery.Leased{{Account: account, Delivery: held[0], Subscription: sub}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next[0] == uuid.Nil || next[0] == claimed[0].DeliveryID || next[0] == claimed[1].DeliveryID {
+		t.Errorf("the worker claimed %s beside the dispatcher's %s and %s, want a third delivery", next[0], claimed[0].DeliveryID, claimed[1].DeliveryID)
+	}
+	if err := dispatcher.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var leases int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE leased_until > now()`).Scan(&leases); err != nil {
+		t.Fatal(err)
+	}
+	if leases != 4 {
+		t.Errorf("the receiver holds %d leases after both claims, want its cap of 4", leases)
+	}
+}
+
+// TestAWorkerGoesOnOnlyWhileItsLeaseIsLive: a worker goes on to its receiver's next delivery
+// only while its lease is live for an attempt's timeout more; a claim may have counted a lease
+// that ended as gone, and a worker going on then would add one to the receiver's count.
+func TestAWorkerGoesOnOnlyWhileItsLeaseIsLive(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, testkit.LocalDelivery, func(c *testkit.Config) { c.WebhookTimeout, c.WebhookRescueAfter = 10*time.Second, time.Minute })
+	now := time.Now()
+	for _, c := range []struct {
+		ends time.Time
+		want bool
+	}{{now.Add(time.Minute), true}, {now.Add(9 * time.Second), false}, {now.Add(-time.Second), false}, {time.Time{}, false}} {
+		if got := a.Svc.Deliveries.LeaseLeft(c.ends); got != c.want {
+			t.Errorf("a lease ending in %v: goes on %v, want %v", time.Until(c.ends).Round(time.Second), got, c.want)
+		}
 	}
 }
