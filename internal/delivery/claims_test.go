@@ -2,6 +2,7 @@ package delivery_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,10 +13,10 @@ import (
 	"github.com/contactd/contactd/internal/testkit"
 )
 
-// TestClaimsExcludeEachOther: a worker's next claim for a receiver takes the receiver's oldest
-// due delivery without waiting for a dispatcher's claim, or for the previous release's worker
-// claims (which take the dispatcher's lock shared); two dispatchers' claims exclude each other;
-// a worker's claim takes nothing past the receiver's in-flight cap.
+// TestClaimsExcludeEachOther: a worker's next claim for a receiver waits while the dispatcher
+// claims, then takes the receiver's oldest due delivery; it runs
+// beside this release's other worker claims for the receiver, each of which swaps a lease for
+// the next; it takes nothing past the receiver's in-flight cap.
 func TestClaimsExcludeEachOther(t *testing.T) {
 	t.Parallel()
 	s := newSetup(t, false)
@@ -35,7 +36,7 @@ func TestClaimsExcludeEachOther(t *testing.T) {
 	claimNext := func(maxInFlight int32) (int, error) {
 		var rows []db.DeliveryClaimNextRow
 		err := s.a.Store.Pipelined(ctx, func(q *db.Queries) (err error) {
-			if err = claimNextSettings(ctx, q, account, sub); err != nil {
+			if err = claimNextLocks(ctx, q, account, sub); err != nil {
 				return err
 			}
 			rows, err = q.DeliveryClaimNext(ctx, db.DeliveryClaimNextParams{AccountID: account, SubscriptionID: sub,
@@ -78,17 +79,31 @@ func TestClaimsExcludeEachOther(t *testing.T) {
 		}
 	}
 
-	// a dispatcher's claim, open: a worker's claim goes on beside it (were it to wait, this
-	// would wait for ever: the claim is released only after)
-	release := holding(`SELECT pg_advisory_xact_lock(hashtextextended('contactd.claim_deliveries', 0))`)
-	if n, err := claimNext(4); err != nil || n != 1 {
-		t.Errorf("beside a dispatcher's open claim, a worker's claim took %d deliveries (%v), want the oldest due", n, err)
+	for _, held := range []struct {
+		what, sql string
+		args      []any
+	}{
+		{"this release's dispatcher claim", `SELECT pg_advisory_xact_lock(hashtextextended('contactd.claim_deliveries', 0))`, nil},
+	} {
+		release := holding(held.sql, held.args...)
+		claimed := make(chan int, 1)
+		go func() {
+			n, err := claimNext(4)
+			if err != nil {
+				t.Error(err)
+			}
+			claimed <- n
+		}()
+		waitLockWaiter(t, s)
+		release()
+		if n := <-claimed; n != 1 {
+			t.Errorf("after %s, a worker's claim took %d deliveries, want the oldest due", held.what, n)
+		}
+		unlease()
 	}
-	release()
-	unlease()
 
-	// the previous release's worker claim for this receiver, open: this one goes on beside it
-	release = holding(`SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_deliveries', 0)),
+	// this release's other worker claim for this receiver, open: this one goes on beside it
+	release := holding(`SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_deliveries', 0)),
 		pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_next/' || url, 0)) FROM webhook_subscriptions`)
 	if n, err := claimNext(4); err != nil || n != 1 {
 		t.Errorf("beside another worker's claim for this receiver, a worker's claim took %d deliveries (%v), want the oldest due", n, err)
@@ -147,10 +162,45 @@ func waitLockWaiter(t *testing.T, s *setup) {
 	})
 }
 
-// claimNextSettings makes a worker's claim settings as recordAndClaimNext does, in the
-// statement that records its success (DeliveryRecordSuccess with ClaimNext): here the success
-// of no delivery, which records nothing.
-func claimNextSettings(ctx context.Context, q *db.Queries, account, sub uuid.UUID) error {
+// A worker's claim waits for a dispatcher's claim at most lock_timeout (1 s): a dispatcher's
+// claim stuck behind a lock (its lock held open here) cannot keep the workers' connections,
+// which the API's requests share. The claim fails; the worker then records its success alone.
+func TestAWorkersWaitForTheDispatcherIsBounded(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, false)
+	s.addTags(t, "bounded@example.com", "x")
+	ctx := context.Background()
+	pool := s.a.Store.Pool
+	var account, sub uuid.UUID
+	if err := pool.QueryRow(ctx, `SELECT account_id, subscription_id FROM webhook_deliveries`).Scan(&account, &sub); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // only held
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('contactd.claim_deliveries', 0))`); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	err = s.a.Store.Pipelined(ctx, func(q *db.Queries) error { // as the queue sends them: the batch goes with the claim
+		if err := claimNextLocks(ctx, q, account, sub); err != nil {
+			return err
+		}
+		_, err := q.DeliveryClaimNext(ctx, db.DeliveryClaimNextParams{AccountID: account, SubscriptionID: sub,
+			Now: now, LeaseUntil: now.Add(time.Minute), MaxInFlight: 4})
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "lock timeout") {
+		t.Fatalf("a worker's claim behind a dispatcher's held open: %v, want the lock timeout", err)
+	}
+}
+
+// claimNextLocks takes a worker's claim locks as recordAndClaimNext does, in the statement that
+// records its success (DeliveryRecordSuccess with ClaimNext): here the success of no delivery,
+// which records nothing.
+func claimNextLocks(ctx context.Context, q *db.Queries, account, sub uuid.UUID) error {
 	now := time.Now()
 	return q.DeliveryRecordSuccess(ctx, db.DeliveryRecordSuccessParams{AccountID: account, SubscriptionID: sub,
 		DeliveryID: uuid.Nil, ClaimNext: true, Attempt: 1, Now: &now, RefreshBefore: &now, ResponseStatus: nil, LatencyMs: 1})

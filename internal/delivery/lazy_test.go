@@ -48,7 +48,7 @@ func TestBookkeepingCommitsLazily(t *testing.T) {
 			return err
 		},
 		"DeliveryClaimNext": func(q *db.Queries) error {
-			if err := claimNextSettings(ctx, q, account, sub); err != nil {
+			if err := claimNextLocks(ctx, q, account, sub); err != nil {
 				return err
 			}
 			rows, err := q.DeliveryClaimNext(ctx, db.DeliveryClaimNextParams{AccountID: account, SubscriptionID: sub, Now: now,

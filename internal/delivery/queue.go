@@ -1,9 +1,7 @@
 package delivery
 
 import (
-	"bytes"
 	"context"
-	"slices"
 	"time"
 
 	"github.com/contactd/contactd/gen/db"
@@ -20,9 +18,9 @@ import (
 // claim may take: about what arrives between two claims of an idle queue (PollEvery, 250 ms).
 const throttleShare = 0.25
 
-// claimedDelivery is a row claimed with a lease until leaseEnds, as an attempt takes it.
-func claimedDelivery(r db.DeliveryClaimRow, leaseEnds time.Time) (Args, db.DeliveryLoadRow) {
-	return Args{AccountID: r.AccountID, DeliveryID: r.DeliveryID, Attempt: int(r.Attempts) + 1, leaseEnds: leaseEnds},
+// claimedDelivery is a claimed row as an attempt takes it.
+func claimedDelivery(r db.DeliveryClaimRow) (Args, db.DeliveryLoadRow) {
+	return Args{AccountID: r.AccountID, DeliveryID: r.DeliveryID, Attempt: int(r.Attempts) + 1},
 		db.DeliveryLoadRow{Status: r.Status, Attempts: r.Attempts, SubscriptionID: r.SubscriptionID,
 			EventID: r.EventID, EventType: r.EventType, Payload: r.Payload, Url: r.Url, Secret: r.Secret,
 			SecretSealed: r.SecretSealed, PreviousSecretSealed: r.PreviousSecretSealed,
@@ -40,58 +38,23 @@ func claimedDelivery(r db.DeliveryClaimRow, leaseEnds time.Time) (Args, db.Deliv
 // fails, the success is recorded alone.
 func (s *Service) recordAndClaimNext(ctx context.Context, a Args, d db.DeliveryLoadRow, o outcome) (Args, db.DeliveryLoadRow, bool, error) {
 	now := s.now()
-	leaseEnds := now.Add(s.opt.RescueAfter)
-	rows, err := s.successes.Do(ctx, success{record: successRecord(a, d, o, now, true),
-		next: db.DeliveryClaimNextParams{AccountID: a.AccountID, SubscriptionID: d.SubscriptionID,
-			Now: now, LeaseUntil: leaseEnds, MaxInFlight: int32(s.opt.MaxInFlight)}})
+	var rows []db.DeliveryClaimNextRow
+	err := s.store.Pipelined(ctx, func(q *db.Queries) (err error) {
+		if err = q.DeliveryRecordSuccess(ctx, successRecord(a, d, o, now, true)); err != nil {
+			return err
+		}
+		rows, err = q.DeliveryClaimNext(ctx, db.DeliveryClaimNextParams{AccountID: a.AccountID, SubscriptionID: d.SubscriptionID,
+			Now: now, LeaseUntil: now.Add(s.opt.RescueAfter), MaxInFlight: int32(s.opt.MaxInFlight)})
+		return err
+	})
 	if err != nil {
 		return a, d, false, s.record(ctx, a, d, o)
 	}
 	if len(rows) == 0 {
 		return a, d, false, nil
 	}
-	next, nd := claimedDelivery(db.DeliveryClaimRow(rows[0]), leaseEnds)
+	next, nd := claimedDelivery(db.DeliveryClaimRow(rows[0]))
 	return next, nd, true, nil
-}
-
-// success is one worker's recordAndClaimNext.
-type success struct {
-	record db.DeliveryRecordSuccessParams
-	next   db.DeliveryClaimNextParams
-}
-
-// recordSuccesses records the successes of workers finishing at once, and claims each one's
-// next delivery, in one round trip and one transaction: each success and its claim are the
-// two statements recordAndClaimNext describes, one pair after another, so a claim counts the
-// leases the pairs before it ended and took. Pairs go in subscription order, the order in
-// which their records may lock subscriptions, so two groups never wait on each other both ways.
-func (s *Service) recordSuccesses(ctx context.Context, _ *db.Queries, items []success) ([][]db.DeliveryClaimNextRow, error) {
-	order := make([]int, len(items))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(i, j int) int {
-		a, b := items[i].record, items[j].record
-		if c := bytes.Compare(a.AccountID[:], b.AccountID[:]); c != 0 {
-			return c
-		}
-		return bytes.Compare(a.SubscriptionID[:], b.SubscriptionID[:])
-	})
-	claimed := make([][]db.DeliveryClaimNextRow, len(items))
-	err := s.store.Batched(ctx, func(q *db.Queries) error {
-		for _, i := range order {
-			if err := q.DeliveryRecordSuccess(ctx, items[i].record); err != nil {
-				return err
-			}
-			rows, err := q.DeliveryClaimNext(ctx, items[i].next)
-			if err != nil {
-				return err
-			}
-			claimed[i] = rows
-		}
-		return nil
-	})
-	return claimed, err
 }
 
 // successRecord is DeliveryRecordSuccess's parameters for a's success at now.
@@ -106,20 +69,19 @@ func successRecord(a Args, d db.DeliveryLoadRow, o outcome, now time.Time, claim
 // attempt's timeout: a lease ends before its attempt only when its worker died.
 func (s *Service) claim(ctx context.Context, max int) ([]queue.Work, bool, error) {
 	now := s.now()
-	leaseEnds := now.Add(s.opt.RescueAfter)
 	var rows []db.DeliveryClaimRow
 	err := s.store.Pipelined(ctx, func(q *db.Queries) (err error) {
 		if err = q.DeliveryClaimLock(ctx); err != nil {
 			return err
 		}
-		rows, err = q.DeliveryClaim(ctx, db.DeliveryClaimParams{Now: now, LeaseUntil: leaseEnds, Max: int32(max),
+		rows, err = q.DeliveryClaim(ctx, db.DeliveryClaimParams{Now: now, LeaseUntil: now.Add(s.opt.RescueAfter), Max: int32(max),
 			MaxInFlight: int32(s.opt.MaxInFlight), ThrottleShare: throttleShare})
 		return err
 	})
 	s.saturated.Store(err == nil && len(rows) >= max)
 	work := make([]queue.Work, len(rows))
 	for i, r := range rows {
-		a, d := claimedDelivery(r, leaseEnds)
+		a, d := claimedDelivery(r)
 		work[i] = func(ctx context.Context) { s.attempt(ctx, a, d) }
 	}
 	// more may be due whenever this claim took any: a full claim leaves a backlog, and a

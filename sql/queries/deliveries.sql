@@ -1,14 +1,9 @@
--- The claims. The dispatcher's claim counts the attempts each receiver holds (its leases) and
--- takes what room is left, so two of them must not count at once: each takes an advisory lock
--- first, in the statement before it (DeliveryClaimLock), and the store sends the two in one
--- round trip and one implicit transaction (store.Pipelined), so the claim's snapshot is taken
--- after the lock is held and sees every lease the claims before it committed. A worker's claim
--- (DeliveryClaimNext) swaps the lease of the delivery it just succeeded with for at most one,
--- in the transaction that records the success, so it never adds to what a dispatcher's claim
--- counted: it takes no lock, and never waits for the dispatcher (a worker's pair goes with
--- those of the other workers finishing at once, in one group: store.Batched). A worker goes
--- on only while its lease is live (attempt): one that outlived its lease may have been counted
--- as gone. Both commit without waiting for the WAL flush
+-- The claims. A claim counts the attempts each receiver holds (its leases) and takes what room
+-- is left, so two claims must not count at once: each takes an advisory lock first, in the
+-- statement before it (a worker's: the record of its last success, DeliveryRecordSuccess with
+-- @claim_next), and the store sends the two in one round trip and one implicit transaction
+-- (store.Pipelined), so the claim's snapshot is taken after the lock is held and sees every
+-- lease the claims before it committed. Both commit without waiting for the WAL flush
 -- (synchronous_commit off: see DeliveryRecordSuccess). The queue's rows churn faster than
 -- autovacuum's analyze follows, so the planner's statistics are routinely wrong about it; the
 -- claims therefore pin their plans for their transaction:
@@ -24,13 +19,13 @@
 --   for its values often enough to cost more than running it.
 -- Both read the event through delivery_event (migration 00038), which PostgreSQL prunes to
 -- the event's day before it starts: a generic plan joining the partitioned events by the
--- claimed event's id would start a scan of every day kept. The dispatcher's lock key is the
--- one every release has taken (migration 00012's functions first): the dispatchers of two
--- releases exclude each other during a rollout.
+-- claimed event's id would start a scan of every day kept. The lock keys are those of the
+-- functions of migrations 00012 and 00022, which the previous release still calls during a
+-- rollout: both releases' claims exclude each other.
 
 -- name: DeliveryClaimLock :exec
--- The dispatcher's claims, one at a time in every process (the previous release's workers take
--- it shared as well).
+-- The dispatcher's claims, one at a time in every process, and no worker's DeliveryClaimNext
+-- meanwhile (they take it shared).
 SELECT pg_advisory_xact_lock(hashtextextended('contactd.claim_deliveries', 0)),
     set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true),
     set_config('enable_sort', 'off', true), set_config('jit', 'off', true),
@@ -121,8 +116,8 @@ RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, 
 
 -- name: DeliveryClaimNext :many
 -- Leases the subscription's oldest due delivery while its receiver is below its limit, after
--- DeliveryRecordSuccess (with @claim_next) ended this worker's own lease in the same
--- transaction: the receiver's leases are counted in every account, the URL being the receiver.
+-- DeliveryRecordSuccess (with @claim_next) took the locks and ended this worker's own lease:
+-- the receiver's leases are counted in every account, the URL being the receiver.
 WITH due AS (
     SELECT q.account_id, q.delivery_id, q.event_id FROM webhook_deliveries q
     WHERE q.account_id = @account_id AND q.subscription_id = @subscription_id
@@ -130,7 +125,7 @@ WITH due AS (
       AND EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.account_id = @account_id AND s.subscription_id = @subscription_id
                   AND s.url = current_setting('contactd.claim_next_url', true)
                   AND s.max_per_second IS NULL AND (s.next_send_at IS NULL OR s.next_send_at <= @now::timestamptz)
-                  -- the receiver below its limit
+                  -- the receiver below its limit, counted under the locks
                   AND (SELECT count(*) FROM webhook_deliveries l
                        JOIN webhook_subscriptions ls ON ls.account_id = l.account_id AND ls.subscription_id = l.subscription_id
                        WHERE l.leased_until > @now::timestamptz AND ls.url = s.url)
@@ -182,20 +177,34 @@ WHERE account_id = @account_id AND delivery_id = @delivery_id;
 -- with it: nothing is recorded for a delivery that is gone (webhook_attempts has no foreign
 -- key: migration 00039).
 --
--- With @claim_next, the receiver's URL is noted for DeliveryClaimNext, the next statement of
--- the transaction (recordAndClaimNext), in the transaction's contactd.claim_next_url ('' when
--- the subscription is gone, or without @claim_next). That claim takes no lock: a worker swaps
--- its own lease for at most one, in one transaction, so every other claim counts either the
--- old lease or the new one, never both, and the receiver's count never rises past what any
--- claim counted (see the claims above). The previous release's worker still takes the
--- dispatcher's lock shared here, and a receiver's lock shared: neither excludes this release.
--- A worker holds a database connection while it waits for a row lock (the subscription's), so
--- the wait is bounded (lock_timeout, set first); the worker's success is then recorded alone.
+-- With @claim_next, the statement also takes the locks of a worker's claim of the next
+-- delivery for the receiver it just delivered to (DeliveryClaimNext, the next statement of
+-- the transaction: recordAndClaimNext), before either row is locked ("locked" is read
+-- first): the dispatcher's lock shared, then the receiver's own shared, both waited
+-- for (nothing is held yet, and what holds them exclusively is one claim). The receiver's URL
+-- is noted for DeliveryClaimNext in the transaction's contactd.claim_next_url ('' when the
+-- subscription is gone, or without @claim_next).
+-- Workers of one receiver claim side by side: each swaps its own lease for the next one in one
+-- transaction, so every other claim counts either the old lease or the new one, never
+-- neither, and the receiver's count never rises past its limit. The receiver's lock kept these
+-- claims apart from those of the releases before the claims were statements, whose worker took
+-- it exclusively; every release since takes it shared only, so it excludes nothing now.
+-- A worker does not give up when another claim runs: it would leave the room it freed to the
+-- dispatcher's next claim, which costs an order of magnitude more than a worker's.
+-- A worker holds a database connection while it waits, so the wait is bounded (lock_timeout,
+-- set first): a dispatcher's claim stuck behind a row lock cannot hold the pool's
+-- connections, which the API shares, for longer than that; the worker's success is then
+-- recorded alone. (The locks were a statement of their own until migration 00039's release:
+-- one statement fewer a delivery.)
 WITH locked AS MATERIALIZED (
-    SELECT set_config('lock_timeout', '1s', true),
-        set_config('contactd.claim_next_url', coalesce((
-            SELECT s.url FROM webhook_subscriptions s
-            WHERE @claim_next::bool AND s.account_id = @account_id AND s.subscription_id = @subscription_id), ''), true),
+    SELECT set_config('contactd.claim_next_url', coalesce((
+            SELECT sub.url FROM (
+                SELECT s.url FROM (SELECT set_config('lock_timeout', '1s', true) AS bound) bounded,
+                    LATERAL (SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_deliveries', 0))
+                             WHERE bounded.bound IS NOT NULL) dispatcher,
+                    webhook_subscriptions s
+                WHERE @claim_next::bool AND s.account_id = @account_id AND s.subscription_id = @subscription_id) sub,
+                LATERAL (SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_next/' || sub.url, 0))) receiver), ''), true),
         set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true),
         set_config('enable_sort', 'off', true), set_config('jit', 'off', true),
         set_config('plan_cache_mode', 'force_generic_plan', true)
@@ -216,7 +225,7 @@ UPDATE webhook_subscriptions s
 SET consecutive_failures = 0, last_success_at = @now, failing_since = NULL,
     status = CASE WHEN s.status = 'Failing' THEN 'Active' ELSE s.status END,
     updated_at = CASE WHEN s.status = 'Failing' THEN @now ELSE s.updated_at END
-WHERE EXISTS (SELECT FROM delivery) -- first too, so the settings are made before this row is locked
+WHERE EXISTS (SELECT FROM delivery) -- first too, so the locks are taken before this row's
   AND s.account_id = @account_id AND s.subscription_id = @subscription_id AND s.status <> 'Removed'
   AND (s.consecutive_failures <> 0 OR s.status = 'Failing' OR s.last_success_at IS NULL
        OR s.last_success_at < @refresh_before);

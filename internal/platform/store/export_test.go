@@ -14,11 +14,6 @@ func Planned(inner db.DBTX) db.DBTX { return plannedDB{inner} }
 // PipelinedOn is what Pipelined gives its fn's queries, for statements the tests write.
 func PipelinedOn(s *Store) db.DBTX { return &pipelinedDB{inner: plannedDB{s.Pool}} }
 
-// BatchedOn is Batched for statements the tests write.
-func BatchedOn(ctx context.Context, s *Store, fn func(d db.DBTX) error) error {
-	return s.batched(ctx, fn)
-}
-
 // PipelinedOnConn is PipelinedOn on one connection.
 func PipelinedOnConn(conn *pgx.Conn) db.DBTX { return &pipelinedDB{inner: plannedDB{conn}} }
 
