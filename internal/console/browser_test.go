@@ -59,8 +59,11 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(profile) // after the browser is gone (deferred cancels run first)
+	// chromium's start is waited for as long as the test's own bound: chromedp's default, 20 s,
+	// ran out once while make test's other packages loaded CI's two cores
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox,
-		chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1280, 900), chromedp.UserDataDir(profile))
+		chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1280, 900), chromedp.UserDataDir(profile),
+		chromedp.WSURLReadTimeout(2*time.Minute))
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancelAlloc()
 	ctx, cancel := chromedp.NewContext(allocCtx)
