@@ -186,17 +186,33 @@ type Querier interface {
 	// @throttle_share of its second's worth, and the free workers go first to the accounts
 	// holding the fewest attempts (a busy account's backlog queues behind itself).
 	DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([]DeliveryClaimRow, error)
-	// The claims. A claim counts the attempts each receiver holds (its leases) and takes what room
-	// is left, so two claims must not count at once: each takes an advisory lock first, in the
-	// statement before it (a worker's: the record of its last success, DeliveryRecordSuccess with
-	// @claim_next), and the store sends the two in one round trip and one implicit transaction
-	// (store.Pipelined), so the claim's snapshot is taken after the lock is held and sees every
-	// lease the claims before it committed. Both commit without waiting for the WAL flush
-	// (synchronous_commit off: see DeliveryRecordSuccess). The queue's rows churn faster than
-	// autovacuum's analyze follows, so the planner's statistics are routinely wrong about it; the
-	// claims therefore pin their plans for their transaction:
+	// The dispatcher's claims, one at a time in every process. The key is the one every release
+	// has taken (migration 00012's functions first).
+	DeliveryClaimLock(ctx context.Context) error
+	// The claims. The dispatcher's claim (DeliveryClaim) counts the attempts each receiver holds
+	// (its leases) and takes what room is left, so two of them must not count at once: each takes
+	// an advisory lock first, in the statement before it (DeliveryClaimLock), and the store sends
+	// them in one round trip and one implicit transaction (store.Pipelined), so the claim's
+	// snapshot is taken after the lock is held and sees every lease the claims before it
+	// committed. A worker's claim (DeliverySucceed with @claim_next) swaps the lease of the
+	// delivery it just delivered for at most one of the same receiver, in the statement that
+	// records the success: any other claim counts either the old lease or the new one, never
+	// both and never neither, so it never adds to what a dispatcher's claim counted, and takes no
+	// lock. It goes on only while that holds: its lease is live (delivery.Service.attempt: one that
+	// outlived its lease may have been counted as gone), the subscription still has the URL its
+	// lease was counted under, and no failure has cut the receiver's room to one attempt.
+	// The previous release's workers take the dispatcher's lock shared and count the receiver's
+	// leases under it; its dispatcher takes it exclusively, as this one does: both releases'
+	// dispatchers exclude each other during a rollout, and each one's workers only swap.
+	// Both claims commit without waiting for the WAL flush (synchronous_commit off: see
+	// DeliverySucceed). The queue's rows churn faster than autovacuum's analyze follows, so the
+	// planner's statistics are routinely wrong about it; the claims therefore pin their plans for
+	// their transaction (DeliveryClaimSettings, the first statement of each):
 	// - enable_seqscan off: on statistics taken when the table was small, the planner read the
 	//   whole table for a few leases; every part of a claim has an index to go by;
+	// - enable_bitmapscan off: a bitmap scan of webhook_deliveries_leases visits the heap for
+	//   every lease ended since the last vacuum (thousands a second) and never marks their index
+	//   entries dead; an index scan marks them, so the next claim skips them;
 	// - enable_sort off: the pending index keeps the pages of every delivery sent since it grew,
 	//   so each live entry looks dear, and the planner took a subscription's oldest due deliveries
 	//   from its whole history and sorted them; the sorts no plan can spare (the dispatcher's
@@ -207,56 +223,32 @@ type Querier interface {
 	//   for its values often enough to cost more than running it.
 	// Both read the event through delivery_event (migration 00038), which PostgreSQL prunes to
 	// the event's day before it starts: a generic plan joining the partitioned events by the
-	// claimed event's id would start a scan of every day kept. The lock keys are those of the
-	// functions of migrations 00012 and 00022, which the previous release still calls during a
-	// rollout: both releases' claims exclude each other.
-	// The dispatcher's claims, one at a time in every process, and no worker's DeliveryClaimNext
-	// meanwhile (they take it shared).
-	DeliveryClaimLock(ctx context.Context) error
-	// Leases the subscription's oldest due delivery while its receiver is below its limit, after
-	// DeliveryRecordSuccess (with @claim_next) took the locks and ended this worker's own lease:
-	// the receiver's leases are counted in every account, the URL being the receiver.
-	DeliveryClaimNext(ctx context.Context, arg DeliveryClaimNextParams) ([]DeliveryClaimNextRow, error)
+	// claimed event's id would start a scan of every day kept.
+	// The claims' settings for their transaction (above), sent before them in one round trip.
+	DeliveryClaimSettings(ctx context.Context) error
 	DeliveryGet(ctx context.Context, arg DeliveryGetParams) (DeliveryGetRow, error)
 	// Everything one attempt needs, in one round trip.
 	DeliveryLoad(ctx context.Context, arg DeliveryLoadParams) (DeliveryLoadRow, error)
 	DeliveryRecordAttempt(ctx context.Context, arg DeliveryRecordAttemptParams) error
-	// A successful attempt in one statement (no transaction round trips): the attempt, the
-	// delivery Succeeded, and the subscription healthy again. The subscription row is written only
-	// when the success changes something, so workers delivering to one subscription do not line
-	// up on its row lock; last_success_at, read only by the sweep of Failing subscriptions five
-	// days on, is refreshed when older than @refresh_before (a minute).
-	// The statement commits without waiting for its WAL to reach the disk (synchronous_commit
-	// off for its transaction, set by "locked", which the delivery's change reads before
-	// anything else: a data-modifying CTE always runs). A crash of PostgreSQL can lose the last fraction of a
+	DeliveryRequeue(ctx context.Context, arg DeliveryRequeueParams) error
+	// A successful attempt in one statement: the attempt, the delivery Succeeded, and the
+	// subscription healthy again; with @claim_next, the worker's claim of its subscription's
+	// oldest due delivery (see the claims above), which it returns. The subscription row is
+	// written only when the success changes something, so workers delivering to one subscription
+	// do not line up on its row lock; last_success_at, read only by the sweep of Failing
+	// subscriptions five days on, is refreshed when older than @refresh_before (a minute).
+	// The attempt is inserted from the delivery's updated row, and the rest done only with it:
+	// nothing is recorded or claimed for a delivery that is gone (webhook_attempts has no
+	// foreign key: migration 00039).
+	// It commits without waiting for its WAL to reach the disk (synchronous_commit off, set by
+	// DeliveryClaimSettings before it): a crash of PostgreSQL can lose the last fraction of a
 	// second of these records, and the delivery is then made again: the at-least-once promise,
 	// which receivers meet with the webhook-id. The changes that create events and deliveries
 	// still wait for the flush, and so does the record of a failure.
-	// The attempt is inserted from the delivery's updated row, and the subscription written only
-	// with it: nothing is recorded for a delivery that is gone (webhook_attempts has no foreign
-	// key: migration 00039).
-	//
-	// With @claim_next, the statement also takes the locks of a worker's claim of the next
-	// delivery for the receiver it just delivered to (DeliveryClaimNext, the next statement of
-	// the transaction: recordAndClaimNext), before either row is locked ("locked" is read
-	// first): the dispatcher's lock shared, then the receiver's own shared, both waited
-	// for (nothing is held yet, and what holds them exclusively is one claim). The receiver's URL
-	// is noted for DeliveryClaimNext in the transaction's contactd.claim_next_url ('' when the
-	// subscription is gone, or without @claim_next).
-	// Workers of one receiver claim side by side: each swaps its own lease for the next one in one
-	// transaction, so every other claim counts either the old lease or the new one, never
-	// neither, and the receiver's count never rises past its limit. The receiver's lock kept these
-	// claims apart from those of the releases before the claims were statements, whose worker took
-	// it exclusively; every release since takes it shared only, so it excludes nothing now.
-	// A worker does not give up when another claim runs: it would leave the room it freed to the
-	// dispatcher's next claim, which costs an order of magnitude more than a worker's.
-	// A worker holds a database connection while it waits, so the wait is bounded (lock_timeout,
-	// set first): a dispatcher's claim stuck behind a row lock cannot hold the pool's
-	// connections, which the API shares, for longer than that; the worker's success is then
-	// recorded alone. (The locks were a statement of their own until migration 00039's release:
-	// one statement fewer a delivery.)
-	DeliveryRecordSuccess(ctx context.Context, arg DeliveryRecordSuccessParams) error
-	DeliveryRequeue(ctx context.Context, arg DeliveryRequeueParams) error
+	// A worker holds a database connection while it waits for a row lock (the subscription's,
+	// written by the API or a dispatcher's pacing), so the wait is bounded (lock_timeout, set
+	// first); the success is then recorded again alone.
+	DeliverySucceed(ctx context.Context, arg DeliverySucceedParams) ([]DeliverySucceedRow, error)
 	// How many of a delivery's attempts succeeded: a NATS message's id counts them, so a retry
 	// after an acknowledgement lost is the same message to the stream, and a redelivery by hand
 	// after a success a new one.

@@ -42,8 +42,8 @@ func TestAttemptsGoWithTheirDelivery(t *testing.T) {
 	now := time.Now()
 	success := func(delivery uuid.UUID) {
 		t.Helper()
-		if err := q.DeliveryRecordSuccess(ctx, db.DeliveryRecordSuccessParams{AccountID: account, SubscriptionID: sub,
-			DeliveryID: delivery, Attempt: 1, Now: &now, RefreshBefore: &now, ResponseStatus: ptr(int32(204)), LatencyMs: 1}); err != nil {
+		if _, err := q.DeliverySucceed(ctx, db.DeliverySucceedParams{AccountID: account, SubscriptionID: sub,
+			DeliveryID: delivery, Attempt: 1, Now: now, RefreshBefore: &now, ResponseStatus: ptr(int32(204)), LatencyMs: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}

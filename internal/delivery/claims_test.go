@@ -2,148 +2,90 @@ package delivery_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
-// TestClaimsExcludeEachOther: a worker's next claim for a receiver waits while the dispatcher
-// claims, then takes the receiver's oldest due delivery; it runs
-// beside this release's other worker claims for the receiver, each of which swaps a lease for
-// the next; it takes nothing past the receiver's in-flight cap.
-func TestClaimsExcludeEachOther(t *testing.T) {
+// TestDispatcherClaimsExcludeEachOther: a dispatcher's claim waits while another dispatcher's
+// claim is open, of this release or of the previous one (whose workers take the lock shared),
+// then takes what the receiver has room for.
+func TestDispatcherClaimsExcludeEachOther(t *testing.T) {
 	t.Parallel()
 	s := newSetup(t, false)
 	s.addTags(t, "claims-1@example.com", "x")
-	s.addTags(t, "claims-2@example.com", "x")
 	ctx := context.Background()
 	pool := s.a.Store.Pool
-	var account, sub uuid.UUID
-	if err := pool.QueryRow(ctx, `SELECT account_id, subscription_id FROM webhook_deliveries LIMIT 1`).Scan(&account, &sub); err != nil {
-		t.Fatal(err)
-	}
-	// a receiver that has succeeded before gets MaxInFlight attempts at once, not one
-	if _, err := pool.Exec(ctx, `UPDATE webhook_subscriptions SET last_success_at = now()`); err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
-	claimNext := func(maxInFlight int32) (int, error) {
-		var rows []db.DeliveryClaimNextRow
-		err := s.a.Store.Pipelined(ctx, func(q *db.Queries) (err error) {
-			if err = claimNextLocks(ctx, q, account, sub); err != nil {
-				return err
-			}
-			rows, err = q.DeliveryClaimNext(ctx, db.DeliveryClaimNextParams{AccountID: account, SubscriptionID: sub,
-				Now: now, LeaseUntil: now.Add(time.Minute), MaxInFlight: maxInFlight})
-			return err
-		})
-		return len(rows), err
-	}
-	unlease := func() {
-		t.Helper()
-		if _, err := pool.Exec(ctx, `UPDATE webhook_deliveries SET leased_until = NULL, next_attempt_at = $1`, now.Add(-time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// holding runs sql in a transaction of its own connection, left open until the test is done
-	// with it (the locks it took held meanwhile)
-	holding := func(sql string, args ...any) (release func()) {
-		t.Helper()
-		conn, err := pool.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tx, err := conn.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows, err := tx.Query(ctx, sql, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		return func() {
-			if err := tx.Rollback(ctx); err != nil && err != pgx.ErrTxClosed {
-				t.Error(err)
-			}
-			conn.Release()
-		}
-	}
-
-	for _, held := range []struct {
-		what, sql string
-		args      []any
-	}{
-		{"this release's dispatcher claim", `SELECT pg_advisory_xact_lock(hashtextextended('contactd.claim_deliveries', 0))`, nil},
+	for _, held := range []struct{ what, sql string }{
+		{"another dispatcher's claim", `SELECT pg_advisory_xact_lock(hashtextextended('contactd.claim_deliveries', 0))`},
+		{"the previous release's worker claim", `SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_deliveries', 0))`},
 	} {
-		release := holding(held.sql, held.args...)
+		release := holding(t, pool, held.sql)
 		claimed := make(chan int, 1)
 		go func() {
-			n, err := claimNext(4)
+			var rows []db.DeliveryClaimRow
+			err := s.a.Store.Pipelined(ctx, func(q *db.Queries) (err error) {
+				if err = q.DeliveryClaimSettings(ctx); err != nil {
+					return err
+				}
+				if err = q.DeliveryClaimLock(ctx); err != nil {
+					return err
+				}
+				rows, err = q.DeliveryClaim(ctx, db.DeliveryClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Max: 1,
+					MaxInFlight: 1, ThrottleShare: 0.25})
+				return err
+			})
 			if err != nil {
 				t.Error(err)
 			}
-			claimed <- n
+			claimed <- len(rows)
 		}()
 		waitLockWaiter(t, s)
 		release()
 		if n := <-claimed; n != 1 {
-			t.Errorf("after %s, a worker's claim took %d deliveries, want the oldest due", held.what, n)
+			t.Fatalf("the dispatcher's claim after %s took %d deliveries, want 1", held.what, n)
 		}
-		unlease()
+		if _, err := pool.Exec(ctx, `UPDATE webhook_deliveries SET leased_until = NULL, next_attempt_at = $1`, now.Add(-time.Hour)); err != nil {
+			t.Fatal(err)
+		}
 	}
+}
 
-	// this release's other worker claim for this receiver, open: this one goes on beside it
-	release := holding(`SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_deliveries', 0)),
-		pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_next/' || url, 0)) FROM webhook_subscriptions`)
-	if n, err := claimNext(4); err != nil || n != 1 {
-		t.Errorf("beside another worker's claim for this receiver, a worker's claim took %d deliveries (%v), want the oldest due", n, err)
+// holding runs sql in a transaction of its own connection, left open until the test calls the
+// function it returns (the locks it took held meanwhile).
+func holding(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	release()
-	unlease()
-
-	// another dispatcher's claim, open: this one waits for it, then takes one
-	release = holding(`SELECT pg_advisory_xact_lock(hashtextextended('contactd.claim_deliveries', 0))`)
-	claimed := make(chan int, 1)
-	go func() {
-		var rows []db.DeliveryClaimRow
-		err := s.a.Store.Pipelined(ctx, func(q *db.Queries) (err error) {
-			if err = q.DeliveryClaimLock(ctx); err != nil {
-				return err
-			}
-			rows, err = q.DeliveryClaim(ctx, db.DeliveryClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Max: 1,
-				MaxInFlight: 1, ThrottleShare: 0.25})
-			return err
-		})
-		if err != nil {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if err := tx.Rollback(ctx); err != nil && err != pgx.ErrTxClosed {
 			t.Error(err)
 		}
-		claimed <- len(rows)
-	}()
-	waitLockWaiter(t, s)
-	release()
-	if n := <-claimed; n != 1 {
-		t.Fatalf("the dispatcher's claim after another's took %d deliveries, want 1", n)
-	}
-
-	// one lease held now: with a cap of 1 a worker's claim takes nothing, with 4 the next one
-	for _, c := range []struct {
-		cap  int32
-		want int
-		what string
-	}{{1, 0, "at the receiver's cap of 1"}, {4, 1, "below the receiver's cap (the second delivery)"}, {4, 0, "with nothing left due"}} {
-		if n, err := claimNext(c.cap); err != nil || n != c.want {
-			t.Errorf("%s, a worker's claim took %d deliveries (%v), want %d", c.what, n, err, c.want)
-		}
+		conn.Release()
 	}
 }
 
@@ -162,46 +104,207 @@ func waitLockWaiter(t *testing.T, s *setup) {
 	})
 }
 
-// A worker's claim waits for a dispatcher's claim at most lock_timeout (1 s): a dispatcher's
-// claim stuck behind a lock (its lock held open here) cannot keep the workers' connections,
-// which the API's requests share. The claim fails; the worker then records its success alone.
-func TestAWorkersWaitForTheDispatcherIsBounded(t *testing.T) {
+// leaseOldest leases the n oldest due deliveries for a minute, as claims do, and returns them.
+func leaseOldest(t *testing.T, pool *pgxpool.Pool, n int) []uuid.UUID {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `UPDATE webhook_deliveries SET leased_until = now() + interval '1 minute',
+		next_attempt_at = now() + interval '1 minute'
+		WHERE delivery_id IN (SELECT delivery_id FROM webhook_deliveries WHERE status = 'Pending' AND leased_until IS NULL
+		                      ORDER BY next_attempt_at, delivery_id LIMIT $1)
+		RETURNING delivery_id`, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil || len(ids) != n {
+		t.Fatalf("leased %d deliveries (%v), want %d", len(ids), err, n)
+	}
+	return ids
+}
+
+// TestAWorkersClaimBesideAnOpenDispatcherClaimKeepsTheCap: a worker's claim takes no lock, and
+// it and a dispatcher's claim together never pass the receiver's cap. The receiver (cap 4)
+// holds two workers' leases; a dispatcher's claim, still open, takes the two left free; one
+// worker then succeeds and claims its next delivery without seeing them: it swaps its lease
+// for one, so once both claims commit the receiver holds 4, the dispatcher's two not taken
+// twice.
+func TestAWorkersClaimBesideAnOpenDispatcherClaimKeepsTheCap(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, false)
+	ctx := context.Background()
+	pool := s.a.Store.Pool
+	for i := range 6 {
+		s.addTags(t, fmt.Sprintf("cap-%d@example.com", i), "x")
+	}
+	if _, err := pool.Exec(ctx, `UPDATE webhook_subscriptions SET last_success_at = now()`); err != nil {
+		t.Fatal(err)
+	}
+	var account, sub uuid.UUID
+	var url string
+	if err := pool.QueryRow(ctx, `SELECT account_id, subscription_id, url FROM webhook_subscriptions`).Scan(&account, &sub, &url); err != nil {
+		t.Fatal(err)
+	}
+	held := leaseOldest(t, pool, 2)
+
+	dispatcher, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dispatcher.Rollback(ctx) //nolint:errcheck // committed below; a rollback after is a no-op
+	q := db.New(dispatcher)
+	if err := q.DeliveryClaimSettings(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.DeliveryClaimLock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	claimed, err := q.DeliveryClaim(ctx, db.DeliveryClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Max: 10, MaxInFlight: 4, ThrottleShare: 0.25})
+	if err != nil || len(claimed) != 2 {
+		t.Fatalf("the dispatcher's claim took %d deliveries (%v), want the 2 the receiver has room for", len(claimed), err)
+	}
+	next, err := s.a.Svc.Deliveries.SucceedAndClaimNext(ctx, account, held[0], sub, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next == uuid.Nil || next == claimed[0].DeliveryID || next == claimed[1].DeliveryID || next == held[1] {
+		t.Errorf("the worker claimed %s beside the dispatcher's %s and %s, want a third delivery", next, claimed[0].DeliveryID, claimed[1].DeliveryID)
+	}
+	if err := dispatcher.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var leases int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE leased_until > now()`).Scan(&leases); err != nil {
+		t.Fatal(err)
+	}
+	if leases != 4 {
+		t.Errorf("the receiver holds %d leases after both claims, want its cap of 4", leases)
+	}
+}
+
+// TestAWorkerGoesOnOnlyWhileItMay: after its success, a worker takes its subscription's oldest
+// due delivery only while its swap keeps the receiver's count: not when the subscription's URL
+// changed since the lease was counted, nor when the receiver's room is one attempt (a failure
+// since, or no success before), nor for a throttled or held-back subscription; and nothing
+// when nothing is due. Its success is recorded in every case.
+func TestAWorkerGoesOnOnlyWhileItMay(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, false)
+	ctx := context.Background()
+	pool := s.a.Store.Pool
+	for i := range 3 {
+		s.addTags(t, fmt.Sprintf("may-%d@example.com", i), "x")
+	}
+	var account, sub uuid.UUID
+	var url string
+	if err := pool.QueryRow(ctx, `SELECT account_id, subscription_id, url FROM webhook_subscriptions`).Scan(&account, &sub, &url); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what, change string
+		goesOn       bool
+		beside       string // held open meanwhile
+	}{
+		{"a healthy subscription", ``, true, ``},
+		{"beside the previous release's worker claim for the receiver, open", ``, true,
+			`SELECT pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_deliveries', 0)),
+				pg_advisory_xact_lock_shared(hashtextextended('contactd.claim_next/' || url, 0)) FROM webhook_subscriptions`},
+		{"its URL changed", `UPDATE webhook_subscriptions SET url = url || '?moved'`, false, ``},
+		{"a failure since", `UPDATE webhook_subscriptions SET consecutive_failures = 1`, false, ``},
+		{"no success before", `UPDATE webhook_subscriptions SET last_success_at = NULL`, false, ``},
+		{"throttled", `UPDATE webhook_subscriptions SET max_per_second = 10`, false, ``},
+		{"held back", `UPDATE webhook_subscriptions SET next_send_at = now() + interval '1 minute'`, false, ``},
+		{"nothing due", `UPDATE webhook_deliveries SET next_attempt_at = now() + interval '1 hour' WHERE leased_until IS NULL`, false, ``},
+	} {
+		if _, err := pool.Exec(ctx, `UPDATE webhook_deliveries SET status = 'Pending', attempts = 0, leased_until = NULL,
+				next_attempt_at = created_at - interval '1 hour';
+			DELETE FROM webhook_attempts`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `UPDATE webhook_subscriptions SET url = $1, consecutive_failures = 0, last_success_at = now(),
+				max_per_second = NULL, next_send_at = NULL`, url); err != nil {
+			t.Fatal(err)
+		}
+		mine := leaseOldest(t, pool, 1)[0]
+		var oldest uuid.UUID
+		if err := pool.QueryRow(ctx, `SELECT delivery_id FROM webhook_deliveries WHERE leased_until IS NULL
+			ORDER BY next_attempt_at, delivery_id LIMIT 1`).Scan(&oldest); err != nil {
+			t.Fatal(err)
+		}
+		if c.change != "" {
+			if _, err := pool.Exec(ctx, c.change); err != nil {
+				t.Fatal(err)
+			}
+		}
+		release := func() {}
+		if c.beside != "" {
+			release = holding(t, pool, c.beside)
+		}
+		next, err := s.a.Svc.Deliveries.SucceedAndClaimNext(ctx, account, mine, sub, url)
+		release()
+		if err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		switch {
+		case c.goesOn && next != oldest:
+			t.Errorf("%s: the worker claimed %s, want the oldest due, %s", c.what, next, oldest)
+		case !c.goesOn && next != uuid.Nil:
+			t.Errorf("%s: the worker claimed %s, want none", c.what, next)
+		}
+		var status string
+		var attempts, leases int
+		if err := pool.QueryRow(ctx, `SELECT status, (SELECT count(*) FROM webhook_attempts WHERE delivery_id = $1),
+				(SELECT count(*) FROM webhook_deliveries WHERE leased_until IS NOT NULL)
+			FROM webhook_deliveries WHERE delivery_id = $1`, mine).Scan(&status, &attempts, &leases); err != nil {
+			t.Fatal(err)
+		}
+		wantLeases := 0
+		if c.goesOn {
+			wantLeases = 1
+		}
+		if status != "Succeeded" || attempts != 1 || leases != wantLeases {
+			t.Errorf("%s: the worker's delivery %s with %d attempts, %d leases held; want Succeeded, 1, %d", c.what, status, attempts, leases, wantLeases)
+		}
+	}
+}
+
+// TestAWorkerGoesOnOnlyWhileItsLeaseIsLive: a worker goes on to its receiver's next delivery
+// only while its lease is live for an attempt's timeout more; a claim may have counted a lease
+// that ended as gone, and a worker going on then would add one to the receiver's count.
+func TestAWorkerGoesOnOnlyWhileItsLeaseIsLive(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, testkit.LocalDelivery, func(c *testkit.Config) { c.WebhookTimeout, c.WebhookRescueAfter = 10*time.Second, time.Minute })
+	now := time.Now()
+	for _, c := range []struct {
+		ends time.Time
+		want bool
+	}{{now.Add(time.Minute), true}, {now.Add(9 * time.Second), false}, {now.Add(-time.Second), false}, {time.Time{}, false}} {
+		if got := a.Svc.Deliveries.LeaseLeft(c.ends); got != c.want {
+			t.Errorf("a lease ending in %v: goes on %v, want %v", time.Until(c.ends).Round(time.Second), got, c.want)
+		}
+	}
+}
+
+// A worker's wait for a row lock is bounded by lock_timeout (1 s): its success rewrites the
+// subscription's row when it changes its health, and a transaction holding that row (here
+// open) cannot keep the workers' connections, which the API's requests share. The statement
+// fails; the lease then ends and the attempt is made again.
+func TestAWorkersWaitForARowLockIsBounded(t *testing.T) {
 	t.Parallel()
 	s := newSetup(t, false)
 	s.addTags(t, "bounded@example.com", "x")
 	ctx := context.Background()
 	pool := s.a.Store.Pool
-	var account, sub uuid.UUID
-	if err := pool.QueryRow(ctx, `SELECT account_id, subscription_id FROM webhook_deliveries`).Scan(&account, &sub); err != nil {
+	var account, sub, delivery uuid.UUID
+	var url string
+	if err := pool.QueryRow(ctx, `SELECT d.account_id, d.subscription_id, d.delivery_id, s.url FROM webhook_deliveries d
+		JOIN webhook_subscriptions s USING (account_id, subscription_id)`).Scan(&account, &sub, &delivery, &url); err != nil {
 		t.Fatal(err)
 	}
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx) //nolint:errcheck // only held
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('contactd.claim_deliveries', 0))`); err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	err = s.a.Store.Pipelined(ctx, func(q *db.Queries) error { // as the queue sends them: the batch goes with the claim
-		if err := claimNextLocks(ctx, q, account, sub); err != nil {
-			return err
-		}
-		_, err := q.DeliveryClaimNext(ctx, db.DeliveryClaimNextParams{AccountID: account, SubscriptionID: sub,
-			Now: now, LeaseUntil: now.Add(time.Minute), MaxInFlight: 4})
-		return err
-	})
+	release := holding(t, pool, `SELECT 1 FROM webhook_subscriptions FOR UPDATE`)
+	defer release()
+	_, err := s.a.Svc.Deliveries.SucceedAndClaimNext(ctx, account, delivery, sub, url)
 	if err == nil || !strings.Contains(err.Error(), "lock timeout") {
-		t.Fatalf("a worker's claim behind a dispatcher's held open: %v, want the lock timeout", err)
+		t.Fatalf("a worker's success behind a subscription's row held open: %v, want the lock timeout", err)
 	}
-}
-
-// claimNextLocks takes a worker's claim locks as recordAndClaimNext does, in the statement that
-// records its success (DeliveryRecordSuccess with ClaimNext): here the success of no delivery,
-// which records nothing.
-func claimNextLocks(ctx context.Context, q *db.Queries, account, sub uuid.UUID) error {
-	now := time.Now()
-	return q.DeliveryRecordSuccess(ctx, db.DeliveryRecordSuccessParams{AccountID: account, SubscriptionID: sub,
-		DeliveryID: uuid.Nil, ClaimNext: true, Attempt: 1, Now: &now, RefreshBefore: &now, ResponseStatus: nil, LatencyMs: 1})
 }

@@ -47,6 +47,8 @@ type Args struct {
 	AccountID  uuid.UUID
 	DeliveryID uuid.UUID
 	Attempt    int
+	// leaseEnds is when the claim's lease on the delivery ends (zero: not claimed)
+	leaseEnds time.Time
 }
 
 // Service delivers events and answers questions about deliveries.
@@ -137,12 +139,15 @@ func (s *Service) Attempt(ctx context.Context, a Args) error {
 // attempt is a worker's attempt of a claimed delivery. A failure to record it (the database
 // away) is logged; the lease then ends and the same attempt is made again.
 // After a success it goes on with the subscription's next due delivery, while there is one,
-// the service is not stopping, the workers are not saturated and no commit since the last
-// claim wants a worker (the next claim shares the workers between accounts).
+// the service is not stopping, the workers are not saturated, no commit since the last claim
+// wants a worker (the next claim shares the workers between accounts), and its lease is live
+// for an attempt's timeout more: a claim counts a receiver's leases, and a worker whose
+// lease another process may have seen end (a process frozen that long, or clocks apart)
+// would add one where that claim counted none.
 func (s *Service) attempt(ctx context.Context, a Args, d db.DeliveryLoadRow) {
 	for {
 		o := s.send(ctx, a, d)
-		goOn := o.ok() && ctx.Err() == nil && !s.stopping.Load() && !s.saturated.Load() && !s.queue.Wanted()
+		goOn := o.ok() && ctx.Err() == nil && !s.stopping.Load() && !s.saturated.Load() && !s.queue.Wanted() && s.leaseLeft(a)
 		var err error
 		var more bool
 		if goOn {
@@ -159,6 +164,9 @@ func (s *Service) attempt(ctx context.Context, a Args, d db.DeliveryLoadRow) {
 		}
 	}
 }
+
+// leaseLeft reports that a's lease is live for an attempt's timeout more.
+func (s *Service) leaseLeft(a Args) bool { return s.now().Add(s.timeout).Before(a.leaseEnds) }
 
 // makeAttempt makes one attempt and records it; ok reports a success.
 func (s *Service) makeAttempt(ctx context.Context, a Args, d db.DeliveryLoadRow) (ok bool, err error) {
@@ -362,9 +370,8 @@ func (s *Service) live(ctx context.Context, account uuid.UUID) (bool, error) {
 func (s *Service) record(ctx context.Context, a Args, d db.DeliveryLoadRow, o outcome) error {
 	now := s.now()
 	if o.ok() {
-		return s.store.Do(ctx, func(q *db.Queries) error {
-			return q.DeliveryRecordSuccess(ctx, successRecord(a, d, o, now, false))
-		})
+		_, err := s.succeed(ctx, a, d, o, now, now, false)
+		return err
 	}
 	status, next := "Failed", (*time.Time)(nil)
 	if delay, more := NextDelay(a.Attempt, o.retryAfter, s.rnd); more && !o.gone() && d.SubscriptionStatus != "Removed" {
