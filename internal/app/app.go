@@ -160,6 +160,7 @@ func NewServices(cfg config.Config, st *store.Store, keys *seal.Keyring, log *sl
 	m := metrics.New()
 	m.WatchPool(st.Pool)
 	st.ObserveGroups(m.ObserveGroup)
+	m.WatchGroupsRefused(st.GroupsRefused)
 	m.WatchQueue(queueDepth(st))
 	m.WatchArchiver(archiver(st))
 	if st.Replica().Configured {

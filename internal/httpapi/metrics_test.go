@@ -41,6 +41,7 @@ func TestMetrics(t *testing.T) {
 		`contactd_db_group_size_count{group="contact_get_by_id"} 2`,
 		`contactd_db_group_size_bucket{group="contact_get_by_id",le="1"} 2`,
 		`contactd_db_pool_connections{state="idle"}`,
+		"contactd_db_groups_refused_total 0",
 		// workers are not running yet: the delivery and the enrichment wait in their queues.
 		`contactd_job_queue_depth{queue="webhooks",state="available"} 1`,
 		`contactd_job_queue_depth{queue="enrichment",state="available"} 1`,

@@ -153,6 +153,15 @@ func (m *Metrics) WatchPool(pool *pgxpool.Pool) {
 	m.registry.MustRegister(poolCollector{pool})
 }
 
+// WatchGroupsRefused exports how many groups of statements PostgreSQL refused, each of whose
+// statements was then sent again alone (refused, read at each scrape).
+func (m *Metrics) WatchGroupsRefused(refused func() uint64) {
+	m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "contactd_db_groups_refused_total",
+		Help: "Groups of statements PostgreSQL refused (one statement's error, or a statement cancelled), each of whose statements was then sent again alone.",
+	}, func() float64 { return float64(refused()) }))
+}
+
 // WatchReplica exports the database standby's state at each scrape: its lag at the last
 // look, and whether reads go to it.
 func (m *Metrics) WatchReplica(state func() (inUse bool, lag time.Duration)) {

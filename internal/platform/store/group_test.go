@@ -157,6 +157,9 @@ func TestGroupRefusedSendsEachAlone(t *testing.T) {
 	if got := rig.stored(t); !slices.Equal(got, []int{1, 2, 4}) {
 		t.Errorf("stored %v", got)
 	}
+	if n := rig.st.GroupsRefused(); n != 1 {
+		t.Errorf("%d groups counted as refused, want the one (/metrics: contactd_db_groups_refused_total)", n)
+	}
 }
 
 // TestGroupBrokenFailsAll: a group that fails without PostgreSQL's answer (the connection
