@@ -180,32 +180,6 @@ type Querier interface {
 	// Deletes up to @batch deliveries queued before @before (their attempts go with them), across
 	// accounts: every event they could be about is past the retention too.
 	DeliveriesPrune(ctx context.Context, arg DeliveriesPruneParams) (int64, error)
-	// The successes of the workers finishing at once (delivery.Service.recordSuccesses), in one
-	// statement: element n of the arrays is one worker's success (a response status of 0: none; an
-	// empty excerpt: none). For each: the attempt, the delivery Succeeded, and the subscription
-	// healthy again; with its @claim_next, the worker's claim of its subscription's oldest due
-	// delivery (see the claims above), returned as a row for worker n. Workers of one subscription
-	// take its oldest due deliveries in their order, one each.
-	// A subscription row is written only when a success changes something, so workers delivering
-	// to one subscription do not line up on its row lock; last_success_at, read only by the sweep
-	// of Failing subscriptions five days on, is refreshed when older than @refresh_before (a
-	// minute). An attempt is inserted from its delivery's updated row, and the rest done only with
-	// it: nothing is recorded or claimed for a delivery that is gone (webhook_attempts has no
-	// foreign key: migration 00039).
-	// It commits without waiting for its WAL to reach the disk (synchronous_commit off, set by
-	// DeliveriesSucceedSettings before it): a crash of PostgreSQL can lose the last fraction of a
-	// second of these records, and the deliveries are then made again: the at-least-once promise,
-	// which receivers meet with the webhook-id. The changes that create events and deliveries
-	// still wait for the flush, and so does the record of a failure.
-	// A worker holds a database connection while it waits for a row lock (a subscription's,
-	// written by the API or a dispatcher's pacing), so the wait is bounded (lock_timeout, set
-	// first); the group is then refused, and each success sent again alone.
-	DeliveriesSucceed(ctx context.Context, arg DeliveriesSucceedParams) ([]DeliveriesSucceedRow, error)
-	// DeliveriesSucceed's settings for its transaction: the claims' (DeliveryClaimSettings), and
-	// nested loops only: each worker's rows are found by their keys, and on statistics taken when
-	// the queue was small a kept plan would join the workers' deliveries by reading the table's
-	// whole index.
-	DeliveriesSucceedSettings(ctx context.Context) error
 	// Leases up to @max due deliveries to the dispatcher, after DeliveryClaimLock: each receiver
 	// (URL) gets at most its room (@max_in_flight attempts at once, one for a receiver that has
 	// not succeeded yet or whose last attempt failed), a throttled subscription at most
@@ -220,7 +194,7 @@ type Querier interface {
 	// an advisory lock first, in the statement before it (DeliveryClaimLock), and the store sends
 	// them in one round trip and one implicit transaction (store.Pipelined), so the claim's
 	// snapshot is taken after the lock is held and sees every lease the claims before it
-	// committed. A worker's claim (DeliveriesSucceed with its @claim_next) swaps the lease of the
+	// committed. A worker's claim (DeliverySucceed with @claim_next) swaps the lease of the
 	// delivery it just delivered for at most one of the same receiver, in the statement that
 	// records the success: any other claim counts either the old lease or the new one, never
 	// both and never neither, so it never adds to what a dispatcher's claim counted, and takes no
@@ -231,10 +205,9 @@ type Querier interface {
 	// leases under it; its dispatcher takes it exclusively, as this one does: both releases'
 	// dispatchers exclude each other during a rollout, and each one's workers only swap.
 	// Both claims commit without waiting for the WAL flush (synchronous_commit off: see
-	// DeliveriesSucceed). The queue's rows churn faster than autovacuum's analyze follows, so the
+	// DeliverySucceed). The queue's rows churn faster than autovacuum's analyze follows, so the
 	// planner's statistics are routinely wrong about it; the claims therefore pin their plans for
-	// their transaction (the first statement of each: DeliveryClaimSettings for the dispatcher's,
-	// DeliveriesSucceedSettings for the workers'):
+	// their transaction (DeliveryClaimSettings, the first statement of each):
 	// - enable_seqscan off: on statistics taken when the table was small, the planner read the
 	//   whole table for a few leases; every part of a claim has an index to go by;
 	// - enable_bitmapscan off: a bitmap scan of webhook_deliveries_leases visits the heap for
@@ -258,6 +231,24 @@ type Querier interface {
 	DeliveryLoad(ctx context.Context, arg DeliveryLoadParams) (DeliveryLoadRow, error)
 	DeliveryRecordAttempt(ctx context.Context, arg DeliveryRecordAttemptParams) error
 	DeliveryRequeue(ctx context.Context, arg DeliveryRequeueParams) error
+	// A successful attempt in one statement: the attempt, the delivery Succeeded, and the
+	// subscription healthy again; with @claim_next, the worker's claim of its subscription's
+	// oldest due delivery (see the claims above), which it returns. The subscription row is
+	// written only when the success changes something, so workers delivering to one subscription
+	// do not line up on its row lock; last_success_at, read only by the sweep of Failing
+	// subscriptions five days on, is refreshed when older than @refresh_before (a minute).
+	// The attempt is inserted from the delivery's updated row, and the rest done only with it:
+	// nothing is recorded or claimed for a delivery that is gone (webhook_attempts has no
+	// foreign key: migration 00039).
+	// It commits without waiting for its WAL to reach the disk (synchronous_commit off, set by
+	// DeliveryClaimSettings before it): a crash of PostgreSQL can lose the last fraction of a
+	// second of these records, and the delivery is then made again: the at-least-once promise,
+	// which receivers meet with the webhook-id. The changes that create events and deliveries
+	// still wait for the flush, and so does the record of a failure.
+	// A worker holds a database connection while it waits for a row lock (the subscription's,
+	// written by the API or a dispatcher's pacing), so the wait is bounded (lock_timeout, set
+	// first); the success is then recorded again alone.
+	DeliverySucceed(ctx context.Context, arg DeliverySucceedParams) ([]DeliverySucceedRow, error)
 	// How many of a delivery's attempts succeeded: a NATS message's id counts them, so a retry
 	// after an acknowledgement lost is the same message to the stream, and a redelivery by hand
 	// after a success a new one.

@@ -42,10 +42,8 @@ func TestAttemptsGoWithTheirDelivery(t *testing.T) {
 	now := time.Now()
 	success := func(delivery uuid.UUID) {
 		t.Helper()
-		if _, err := q.DeliveriesSucceed(ctx, db.DeliveriesSucceedParams{AccountIds: []uuid.UUID{account},
-			SubscriptionIds: []uuid.UUID{sub}, DeliveryIds: []uuid.UUID{delivery}, Attempts: []int32{1}, ResponseStatuses: []int32{204},
-			LatenciesMs: []int32{1}, ResponseExcerpts: []string{""}, ClaimNext: []bool{false}, Urls: []string{""},
-			Now: now, RefreshBefore: &now, LeaseUntil: now}); err != nil {
+		if _, err := q.DeliverySucceed(ctx, db.DeliverySucceedParams{AccountID: account, SubscriptionID: sub,
+			DeliveryID: delivery, Attempt: 1, Now: now, RefreshBefore: &now, ResponseStatus: ptr(int32(204)), LatencyMs: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}

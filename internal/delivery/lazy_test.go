@@ -50,14 +50,12 @@ func TestBookkeepingCommitsLazily(t *testing.T) {
 			}
 			return err
 		},
-		"DeliveriesSucceed": func(q *db.Queries) error {
-			if err := q.DeliveriesSucceedSettings(ctx); err != nil {
+		"DeliverySucceed": func(q *db.Queries) error {
+			if err := q.DeliveryClaimSettings(ctx); err != nil {
 				return err
 			}
-			_, err := q.DeliveriesSucceed(ctx, db.DeliveriesSucceedParams{AccountIds: []uuid.UUID{account},
-				DeliveryIds: []uuid.UUID{delivery}, SubscriptionIds: []uuid.UUID{sub}, Attempts: []int32{1},
-				ResponseStatuses: []int32{204}, LatenciesMs: []int32{1}, ResponseExcerpts: []string{""}, ClaimNext: []bool{true},
-				Urls: []string{""}, Now: now, RefreshBefore: &now, LeaseUntil: now.Add(time.Minute)})
+			_, err := q.DeliverySucceed(ctx, db.DeliverySucceedParams{AccountID: account, DeliveryID: delivery,
+				SubscriptionID: sub, Attempt: 1, Now: now, ResponseStatus: ptr(int32(204)), LatencyMs: 1, RefreshBefore: &now})
 			return err
 		},
 	} {

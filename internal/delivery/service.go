@@ -71,9 +71,6 @@ func New(st *store.Store, opt Options) *Service {
 		now: opt.Now, rnd: defaultRand, log: opt.Log, metrics: opt.Metrics, opt: opt, secrets: opt.Secrets}
 	s.queue = queue.New(queue.Options{Name: QueueName, Slots: opt.Workers, PollEvery: opt.PollEvery, Log: opt.Log}, s.claim)
 	s.events = event.NewEmitter(s, event.NewSubscribers(st, opt.Now), opt.Filtered)
-	// as many groups in flight as a receiver has attempts: one receiver's workers never wait for
-	// each other's groups
-	s.successes = store.NewGroup(st, store.GroupOptions{Name: "delivery_success", MaxFlying: opt.MaxInFlight}, s.recordSuccesses)
 	s.nats = newNATSPublisher(opt.NATSURL, opt.NATSSubjectPrefix, opt.Timeout, opt.Log)
 	return s
 }

@@ -74,8 +74,6 @@ type Service struct {
 	liveness sync.Map
 	// events emits the warnings of subscriptions that turn Failing.
 	events *event.Emitter
-	// successes records the successes of workers finishing at once together
-	successes *store.Group[success, *claimed]
 	// nats publishes to the subscriptions that target a NATS JetStream subject (nil: none
 	// configured).
 	nats *natsPublisher
@@ -367,13 +365,12 @@ func (s *Service) live(ctx context.Context, account uuid.UUID) (bool, error) {
 	return live, err
 }
 
-// record stores an attempt's outcome: a success in one statement (with the successes of the
-// other workers finishing at once); a failure with its effect on the subscription and the
-// next attempt's time, in one transaction.
+// record stores an attempt's outcome: a success in one statement; a failure with its effect on
+// the subscription and the next attempt's time, in one transaction.
 func (s *Service) record(ctx context.Context, a Args, d db.DeliveryLoadRow, o outcome) error {
 	now := s.now()
 	if o.ok() {
-		_, err := s.succeed(ctx, a, d, o, false)
+		_, err := s.succeed(ctx, a, d, o, now, now, false)
 		return err
 	}
 	status, next := "Failed", (*time.Time)(nil)

@@ -3,7 +3,7 @@
 -- an advisory lock first, in the statement before it (DeliveryClaimLock), and the store sends
 -- them in one round trip and one implicit transaction (store.Pipelined), so the claim's
 -- snapshot is taken after the lock is held and sees every lease the claims before it
--- committed. A worker's claim (DeliveriesSucceed with its @claim_next) swaps the lease of the
+-- committed. A worker's claim (DeliverySucceed with @claim_next) swaps the lease of the
 -- delivery it just delivered for at most one of the same receiver, in the statement that
 -- records the success: any other claim counts either the old lease or the new one, never
 -- both and never neither, so it never adds to what a dispatcher's claim counted, and takes no
@@ -14,10 +14,9 @@
 -- leases under it; its dispatcher takes it exclusively, as this one does: both releases'
 -- dispatchers exclude each other during a rollout, and each one's workers only swap.
 -- Both claims commit without waiting for the WAL flush (synchronous_commit off: see
--- DeliveriesSucceed). The queue's rows churn faster than autovacuum's analyze follows, so the
+-- DeliverySucceed). The queue's rows churn faster than autovacuum's analyze follows, so the
 -- planner's statistics are routinely wrong about it; the claims therefore pin their plans for
--- their transaction (the first statement of each: DeliveryClaimSettings for the dispatcher's,
--- DeliveriesSucceedSettings for the workers'):
+-- their transaction (DeliveryClaimSettings, the first statement of each):
 -- - enable_seqscan off: on statistics taken when the table was small, the planner read the
 --   whole table for a few leases; every part of a claim has an index to go by;
 -- - enable_bitmapscan off: a bitmap scan of webhook_deliveries_leases visits the heap for
@@ -130,102 +129,70 @@ RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, 
     s.status AS subscription_status,
     (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed;
 
--- name: DeliveriesSucceedSettings :exec
--- DeliveriesSucceed's settings for its transaction: the claims' (DeliveryClaimSettings), and
--- nested loops only: each worker's rows are found by their keys, and on statistics taken when
--- the queue was small a kept plan would join the workers' deliveries by reading the table's
--- whole index.
-SELECT set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true),
-    set_config('enable_bitmapscan', 'off', true), set_config('enable_sort', 'off', true),
-    set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
-    set_config('jit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true);
-
--- name: DeliveriesSucceed :many
--- The successes of the workers finishing at once (delivery.Service.recordSuccesses), in one
--- statement: element n of the arrays is one worker's success (a response status of 0: none; an
--- empty excerpt: none). For each: the attempt, the delivery Succeeded, and the subscription
--- healthy again; with its @claim_next, the worker's claim of its subscription's oldest due
--- delivery (see the claims above), returned as a row for worker n. Workers of one subscription
--- take its oldest due deliveries in their order, one each.
--- A subscription row is written only when a success changes something, so workers delivering
--- to one subscription do not line up on its row lock; last_success_at, read only by the sweep
--- of Failing subscriptions five days on, is refreshed when older than @refresh_before (a
--- minute). An attempt is inserted from its delivery's updated row, and the rest done only with
--- it: nothing is recorded or claimed for a delivery that is gone (webhook_attempts has no
+-- name: DeliverySucceed :many
+-- A successful attempt in one statement: the attempt, the delivery Succeeded, and the
+-- subscription healthy again; with @claim_next, the worker's claim of its subscription's
+-- oldest due delivery (see the claims above), which it returns. The subscription row is
+-- written only when the success changes something, so workers delivering to one subscription
+-- do not line up on its row lock; last_success_at, read only by the sweep of Failing
+-- subscriptions five days on, is refreshed when older than @refresh_before (a minute).
+-- The attempt is inserted from the delivery's updated row, and the rest done only with it:
+-- nothing is recorded or claimed for a delivery that is gone (webhook_attempts has no
 -- foreign key: migration 00039).
 -- It commits without waiting for its WAL to reach the disk (synchronous_commit off, set by
--- DeliveriesSucceedSettings before it): a crash of PostgreSQL can lose the last fraction of a
--- second of these records, and the deliveries are then made again: the at-least-once promise,
+-- DeliveryClaimSettings before it): a crash of PostgreSQL can lose the last fraction of a
+-- second of these records, and the delivery is then made again: the at-least-once promise,
 -- which receivers meet with the webhook-id. The changes that create events and deliveries
 -- still wait for the flush, and so does the record of a failure.
--- A worker holds a database connection while it waits for a row lock (a subscription's,
+-- A worker holds a database connection while it waits for a row lock (the subscription's,
 -- written by the API or a dispatcher's pacing), so the wait is bounded (lock_timeout, set
--- first); the group is then refused, and each success sent again alone.
+-- first); the success is then recorded again alone.
 WITH bounded AS MATERIALIZED (
-    SELECT set_config('lock_timeout', '1s', true) AS lock_timeout
-), input AS MATERIALIZED (
-    -- the arrays side by side (set-returning functions in a select list run in step)
-    SELECT unnest(@account_ids::uuid[]) AS account_id, unnest(@delivery_ids::uuid[]) AS delivery_id,
-           unnest(@subscription_ids::uuid[]) AS subscription_id, unnest(@attempts::int[]) AS attempt,
-           unnest(@response_statuses::int[]) AS response_status, unnest(@latencies_ms::int[]) AS latency_ms,
-           unnest(@response_excerpts::text[]) AS response_excerpt, unnest(@claim_next::bool[]) AS claim_next,
-           unnest(@urls::text[]) AS url, generate_subscripts(@account_ids::uuid[], 1) AS n
-    FROM bounded b WHERE b.lock_timeout IS NOT NULL
+    SELECT set_config('lock_timeout', '1s', true)
 ), delivery AS (
     UPDATE webhook_deliveries d
-    SET attempts = i.attempt, status = 'Succeeded', next_attempt_at = NULL, updated_at = @now, leased_until = NULL
-    FROM input i
-    WHERE d.account_id = i.account_id AND d.delivery_id = i.delivery_id
-    RETURNING d.account_id, d.delivery_id, d.subscription_id, d.event_id, i.n
+    SET attempts = @attempt, status = 'Succeeded', next_attempt_at = NULL, updated_at = @now, leased_until = NULL
+    -- a condition on no row: PostgreSQL evaluates it first, before it reads any row
+    WHERE EXISTS (SELECT FROM bounded) AND d.account_id = @account_id AND d.delivery_id = @delivery_id
+    RETURNING d.account_id, d.delivery_id, d.subscription_id, d.event_id
 ), attempt AS (
     INSERT INTO webhook_attempts (
         account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt, subscription_id, event_id
-    ) SELECT d.account_id, d.delivery_id, i.attempt, @now, nullif(i.response_status, 0), i.latency_ms,
-             nullif(i.response_excerpt, ''), d.subscription_id, d.event_id
-    FROM delivery d JOIN input i ON i.n = d.n
+    ) SELECT account_id, delivery_id, @attempt, @now, @response_status, @latency_ms, sqlc.narg('response_excerpt'), subscription_id, event_id
+    FROM delivery
     ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
 ), healthy AS (
     UPDATE webhook_subscriptions s
     SET consecutive_failures = 0, last_success_at = @now, failing_since = NULL,
         status = CASE WHEN s.status = 'Failing' THEN 'Active' ELSE s.status END,
         updated_at = CASE WHEN s.status = 'Failing' THEN @now ELSE s.updated_at END
-    FROM (SELECT DISTINCT d.account_id, d.subscription_id FROM delivery d) h
-    WHERE s.account_id = h.account_id AND s.subscription_id = h.subscription_id AND s.status <> 'Removed'
+    WHERE EXISTS (SELECT FROM delivery)
+      AND s.account_id = @account_id AND s.subscription_id = @subscription_id AND s.status <> 'Removed'
       AND (s.consecutive_failures <> 0 OR s.status = 'Failing' OR s.last_success_at IS NULL
            OR s.last_success_at < @refresh_before)
-), going AS (
-    -- the workers that may go on, numbered within their subscription: the subscription's URL
-    -- the one their leases were counted under, not throttled or held back, its receiver's room
-    -- not cut to one attempt (a failure, or no success yet: the dispatcher decides then)
-    SELECT i.n, i.account_id, i.subscription_id,
-           row_number() OVER (PARTITION BY i.account_id, i.subscription_id ORDER BY i.n) AS k,
-           count(*) OVER (PARTITION BY i.account_id, i.subscription_id) AS want
-    FROM input i
-    JOIN delivery d ON d.n = i.n
-    JOIN webhook_subscriptions s ON s.account_id = i.account_id AND s.subscription_id = i.subscription_id
-    WHERE i.claim_next AND s.url = i.url AND s.max_per_second IS NULL
-      AND (s.next_send_at IS NULL OR s.next_send_at <= @now::timestamptz)
-      AND s.consecutive_failures = 0 AND s.last_success_at IS NOT NULL
 ), due AS (
-    SELECT q.account_id, q.delivery_id, q.event_id, q.subscription_id,
-           row_number() OVER (PARTITION BY q.account_id, q.subscription_id ORDER BY q.next_attempt_at, q.delivery_id) AS k
-    FROM (SELECT DISTINCT g.account_id, g.subscription_id, g.want FROM going g) w, LATERAL (
-        SELECT d.account_id, d.delivery_id, d.event_id, d.subscription_id, d.next_attempt_at FROM webhook_deliveries d
-        WHERE d.account_id = w.account_id AND d.subscription_id = w.subscription_id
-          AND d.status = 'Pending' AND d.next_attempt_at <= @now::timestamptz
-        ORDER BY d.next_attempt_at
-        LIMIT w.want
-        FOR UPDATE SKIP LOCKED) q
+    -- the subscription's oldest due delivery, while it may go on: its URL the one the lease
+    -- was counted under (@url), not throttled or held back, its receiver's room not cut to
+    -- one attempt (a failure, or no success yet: the dispatcher decides then)
+    SELECT q.account_id, q.delivery_id, q.event_id FROM webhook_deliveries q
+    WHERE @claim_next::bool AND EXISTS (SELECT FROM delivery)
+      AND q.account_id = @account_id AND q.subscription_id = @subscription_id
+      AND q.status = 'Pending' AND q.next_attempt_at <= @now::timestamptz
+      AND EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.account_id = @account_id AND s.subscription_id = @subscription_id
+                  AND s.url = @url::text AND s.max_per_second IS NULL AND (s.next_send_at IS NULL OR s.next_send_at <= @now::timestamptz)
+                  AND s.consecutive_failures = 0 AND s.last_success_at IS NOT NULL)
+    ORDER BY q.next_attempt_at
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
 )
 UPDATE webhook_deliveries d
 SET next_attempt_at = @lease_until::timestamptz, leased_until = @lease_until::timestamptz
-FROM due JOIN going g ON g.account_id = due.account_id AND g.subscription_id = due.subscription_id AND g.k = due.k
-    CROSS JOIN LATERAL delivery_event(due.account_id, due.event_id) AS e (event_type, payload), webhook_subscriptions s
+FROM due CROSS JOIN LATERAL delivery_event(due.account_id, due.event_id) AS e (event_type, payload), webhook_subscriptions s
 WHERE d.account_id = due.account_id AND d.delivery_id = due.delivery_id
   AND s.account_id = d.account_id AND s.subscription_id = d.subscription_id
-RETURNING g.n::int AS worker, d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, d.event_id,
-    e.event_type::text AS event_type, e.payload::text AS payload, s.url, s.secret, s.secret_sealed,
-    s.previous_secret_sealed, s.previous_secret_until, s.status AS subscription_status,
+RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, d.event_id, e.event_type::text AS event_type,
+    e.payload::text AS payload, s.url, s.secret, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_until,
+    s.status AS subscription_status,
     (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed;
 
 -- name: DeliveryLoad :one

@@ -467,12 +467,13 @@ func claimPlansCheck(t *testing.T, pool *pgxpool.Pool, account uuid.UUID) func(w
 	now := time.Now()
 	cases := map[string]func(q *db.Queries){
 		"the dispatcher's claim": func(q *db.Queries) {
-			settingsFirst(t, conn.Conn(), (*db.Queries).DeliveryClaimSettings)
+			settingsFirst(t, conn.Conn())
 			q.DeliveryClaim(ctx, db.DeliveryClaimParams{Now: now, LeaseUntil: now.Add(time.Minute), Max: 64, MaxInFlight: 16, ThrottleShare: 0.25})
 		},
 		"a worker's claim": func(q *db.Queries) {
-			settingsFirst(t, conn.Conn(), (*db.Queries).DeliveriesSucceedSettings)
-			q.DeliveriesSucceed(ctx, workersClaim(account, sub, now))
+			settingsFirst(t, conn.Conn())
+			q.DeliverySucceed(ctx, db.DeliverySucceedParams{AccountID: account, SubscriptionID: sub, DeliveryID: uuid.New(), Attempt: 1,
+				Now: now, RefreshBefore: &now, ClaimNext: true, Url: "https://hooks.example.com/", LeaseUntil: now.Add(time.Minute)})
 		},
 	}
 	return func(when string) {
@@ -538,14 +539,15 @@ func TestClaimsArePlannedOnce(t *testing.T) {
 			MaxInFlight: 16, ThrottleShare: 0.25}); err != nil {
 			t.Fatal(err)
 		}
-		if err := q.DeliveriesSucceedSettings(ctx); err != nil {
+		if err := q.DeliveryClaimSettings(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.DeliveriesSucceed(ctx, workersClaim(account, sub, now)); err != nil {
+		if _, err := q.DeliverySucceed(ctx, db.DeliverySucceedParams{AccountID: account, SubscriptionID: sub, DeliveryID: uuid.New(),
+			Attempt: 1, Now: now, RefreshBefore: &now, ClaimNext: true, Url: "https://hooks.example.com/", LeaseUntil: now.Add(time.Minute)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range []string{"DeliveryClaim", "DeliveriesSucceed"} {
+	for _, name := range []string{"DeliveryClaim", "DeliverySucceed"} {
 		var generic, custom int64
 		if err := conn.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements
 			WHERE statement LIKE '-- name: ' || $1 || ' :many%'`, name).Scan(&generic, &custom); err != nil {
@@ -557,25 +559,16 @@ func TestClaimsArePlannedOnce(t *testing.T) {
 	}
 }
 
-// settingsFirst opens a transaction on conn and makes a claim's settings in it, as the queue
-// sends them before the claim (plan, called by the capture, then explains the claim in it).
-func settingsFirst(t *testing.T, conn *pgx.Conn, settings func(*db.Queries, context.Context) error) {
+// settingsFirst opens a transaction on conn and makes the claims' settings in it, as the queue
+// sends them before a claim (plan, called by the capture, then explains the claim in it).
+func settingsFirst(t *testing.T, conn *pgx.Conn) {
 	t.Helper()
 	if _, err := conn.Exec(context.Background(), "BEGIN"); err != nil {
 		t.Fatal(err)
 	}
-	if err := settings(db.New(conn), context.Background()); err != nil {
+	if err := db.New(conn).DeliveryClaimSettings(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// workersClaim is a worker's success of a delivery that is not there, and its claim of sub's
-// next delivery.
-func workersClaim(account, sub uuid.UUID, now time.Time) db.DeliveriesSucceedParams {
-	return db.DeliveriesSucceedParams{AccountIds: []uuid.UUID{account}, SubscriptionIds: []uuid.UUID{sub},
-		DeliveryIds: []uuid.UUID{uuid.New()}, Attempts: []int32{1}, ResponseStatuses: []int32{204}, LatenciesMs: []int32{1},
-		ResponseExcerpts: []string{""}, ClaimNext: []bool{true}, Urls: []string{"https://hooks.example.com/"},
-		Now: now, RefreshBefore: &now, LeaseUntil: now.Add(time.Minute)}
 }
 
 // A claim reads its delivery's event through delivery_event, whose statement has the event's

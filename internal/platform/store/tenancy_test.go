@@ -30,7 +30,6 @@ var crossAccount = map[string]string{
 	"KeyAuthenticate":            "authentication: the key, found by its hash, names its account",
 	"ConsentGetByToken":          "the public consent page: the token names its account",
 	"DeliveryClaim":              "workers claim due deliveries of every account",
-	"DeliveriesSucceed":          "workers finishing at once record the successes of deliveries of any account, and claim their next, in one statement",
 	"EnrichLockDue":              "workers claim due contacts of every account",
 	"EventsPrune":                "retention: prunes old events of every account",
 	"DeliveriesPrune":            "retention: prunes old deliveries of every account",
