@@ -31,8 +31,8 @@ func claimedDelivery(r db.DeliveryClaimRow, leaseEnds time.Time) (Args, db.Deliv
 // recordAndClaimNext records a success and leases the subscription's oldest due delivery for
 // the same worker, in one statement, so that a receiver keeps its room (at most MaxInFlight
 // attempts) busy without each attempt waiting for the dispatcher's next claim. The worker
-// swaps its own lease for the next one in one statement, so any other claim counts either
-// the old lease or the new one: it never adds to a receiver's count, and takes no lock. more
+// swaps its own lease for the next one, so any other claim counts either the old lease or
+// the new one: it never adds to a receiver's count, and takes no lock. more
 // is false when there is no next delivery (none due, or the subscription is throttled, held
 // back, failing, or its URL changed): the dispatcher's claims find it then. When the statement
 // fails, the success is recorded alone.
