@@ -425,6 +425,10 @@ type Querier interface {
 	SegmentBackfillMembers(ctx context.Context, arg SegmentBackfillMembersParams) ([]uuid.UUID, error)
 	// A page done (its segment's row locked by SegmentBackfillLock).
 	SegmentBackfillProgress(ctx context.Context, arg SegmentBackfillProgressParams) error
+	// A backfill that stopped on an error gives its segment back: the next claim (this process's
+	// next look, or another's) goes on from the last page done, not a lease later. Only the lease
+	// this backfill holds (@lease, the last it set): one that ran out may be another's now.
+	SegmentBackfillRelease(ctx context.Context, arg SegmentBackfillReleaseParams) error
 	SegmentDelete(ctx context.Context, arg SegmentDeleteParams) (int64, error)
 	SegmentGet(ctx context.Context, arg SegmentGetParams) (Segment, error)
 	// A segment a member is added to or removed from by hand, held against its delete until the

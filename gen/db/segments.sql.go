@@ -153,6 +153,32 @@ func (q *Queries) SegmentBackfillProgress(ctx context.Context, arg SegmentBackfi
 	return err
 }
 
+const segmentBackfillRelease = `-- name: SegmentBackfillRelease :exec
+UPDATE segments SET backfill_lease = NULL
+WHERE account_id = $1 AND segment_id = $2 AND status = 'backfilling'
+  AND generation = $3 AND backfill_lease = $4::timestamptz
+`
+
+type SegmentBackfillReleaseParams struct {
+	AccountID  uuid.UUID
+	SegmentID  uuid.UUID
+	Generation int64
+	Lease      time.Time
+}
+
+// A backfill that stopped on an error gives its segment back: the next claim (this process's
+// next look, or another's) goes on from the last page done, not a lease later. Only the lease
+// this backfill holds (@lease, the last it set): one that ran out may be another's now.
+func (q *Queries) SegmentBackfillRelease(ctx context.Context, arg SegmentBackfillReleaseParams) error {
+	_, err := q.db.Exec(ctx, segmentBackfillRelease,
+		arg.AccountID,
+		arg.SegmentID,
+		arg.Generation,
+		arg.Lease,
+	)
+	return err
+}
+
 const segmentDelete = `-- name: SegmentDelete :execrows
 DELETE FROM segments WHERE account_id = $1 AND segment_id = $2
 `

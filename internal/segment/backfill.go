@@ -60,8 +60,8 @@ func (s *Service) Start(contacts Contacts, poll time.Duration, log *slog.Logger)
 	}()
 }
 
-// Stop ends the backfill Start runs: a page in progress rolls back, and is done again by the
-// next process to claim the segment once its lease ends.
+// Stop ends the backfill Start runs: a page in progress rolls back, the segment is given back,
+// and the next process to claim it does the page again.
 func (s *Service) Stop() {
 	if s.stop != nil {
 		s.stop()
@@ -106,11 +106,12 @@ var errPageHeld = errors.New("segment backfill: the page's first contact is bein
 const maxPageWait = 50 * time.Millisecond
 
 // BackfillOne claims a backfilling segment and fills it, and reports whether there was one.
+// A backfill that fails gives the segment back (release).
 func (s *Service) BackfillOne(ctx context.Context, contacts Contacts) (bool, error) {
 	var claim db.SegmentBackfillClaimRow
+	lease := s.now().Add(backfillLease)
 	err := s.store.Do(ctx, func(q *db.Queries) (err error) {
-		now := s.now()
-		claim, err = q.SegmentBackfillClaim(ctx, db.SegmentBackfillClaimParams{Now: now, Until: now.Add(backfillLease)})
+		claim, err = q.SegmentBackfillClaim(ctx, db.SegmentBackfillClaimParams{Now: s.now(), Until: lease})
 		return err
 	})
 	if errors.Is(store.Translate(err), apperr.ErrNoRows) {
@@ -118,9 +119,32 @@ func (s *Service) BackfillOne(ctx context.Context, contacts Contacts) (bool, err
 	} else if err != nil {
 		return false, err
 	}
+	if err := s.backfill(ctx, contacts, claim, &lease); err != nil {
+		s.release(claim, lease)
+		return true, err
+	}
+	return true, nil
+}
+
+// release gives back a segment whose backfill stopped on an error, the lease still the one it
+// set (lease), so that the next claim takes it up at once. It has a context of its own: a
+// backfill stopped by its context (the process stopping) hands its segment over as well. A
+// release that fails leaves the lease to run out.
+func (s *Service) release(claim db.SegmentBackfillClaimRow, lease time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.store.Do(ctx, func(q *db.Queries) error {
+		return q.SegmentBackfillRelease(ctx, db.SegmentBackfillReleaseParams{AccountID: claim.AccountID, SegmentID: claim.SegmentID,
+			Generation: claim.Generation, Lease: lease})
+	})
+}
+
+// backfill fills claim's segment page by page, from where its last pass stopped, then makes
+// it ready; lease is the lease on the segment it holds, moved on by each page.
+func (s *Service) backfill(ctx context.Context, contacts Contacts, claim db.SegmentBackfillClaimRow, lease *time.Time) error {
 	sg := storedSegment{ID: claim.SegmentID}
 	if err := json.Unmarshal(claim.Filter, &sg.Filter); err != nil {
-		return true, err
+		return err
 	}
 	sg.Filter = sg.Filter.Compile()
 	after := uuid.Nil
@@ -129,14 +153,18 @@ func (s *Service) BackfillOne(ctx context.Context, contacts Contacts) (bool, err
 	}
 	wait := time.Millisecond
 	for done := false; !done; {
+		var until time.Time
 		err := s.store.InTx(ctx, func(tx store.Tx) (err error) {
-			after, done, err = s.backfillPage(ctx, tx, contacts, claim, sg, after)
+			after, done, until, err = s.backfillPage(ctx, tx, contacts, claim, sg, after)
 			return err
 		})
+		if err == nil && !until.IsZero() {
+			*lease = until
+		}
 		if errors.Is(err, errPageHeld) {
 			select {
 			case <-ctx.Done():
-				return true, ctx.Err()
+				return ctx.Err()
 			case <-time.After(wait):
 			}
 			wait = min(2*wait, maxPageWait)
@@ -144,12 +172,12 @@ func (s *Service) BackfillOne(ctx context.Context, contacts Contacts) (bool, err
 		}
 		wait = time.Millisecond
 		if errors.Is(err, errGenerationChanged) {
-			return true, nil
+			return nil
 		} else if err != nil {
-			return true, err
+			return err
 		}
 	}
-	err = s.store.InTx(ctx, func(tx store.Tx) error {
+	return s.store.InTx(ctx, func(tx store.Tx) error {
 		if err := tx.SegmentMembersOfNoContact(ctx, db.SegmentMembersOfNoContactParams{AccountID: claim.AccountID,
 			SegmentID: claim.SegmentID}); err != nil {
 			return err
@@ -161,28 +189,27 @@ func (s *Service) BackfillOne(ctx context.Context, contacts Contacts) (bool, err
 		}
 		return tx.SegmentsVersionBump(ctx, claim.AccountID)
 	})
-	return true, err
 }
 
 // backfillPage sets the membership of the page of contacts after after, and returns the last
-// of them, and whether it was the last page.
+// of them, whether it was the last page, and the lease on the segment it set (zero: none).
 func (s *Service) backfillPage(ctx context.Context, tx store.Tx, contacts Contacts, claim db.SegmentBackfillClaimRow,
-	sg storedSegment, after uuid.UUID) (uuid.UUID, bool, error) {
+	sg storedSegment, after uuid.UUID) (uuid.UUID, bool, time.Time, error) {
 	cur, err := tx.SegmentBackfillLock(ctx, db.SegmentBackfillLockParams{AccountID: claim.AccountID, SegmentID: claim.SegmentID})
 	if errors.Is(store.Translate(err), apperr.ErrNoRows) || (err == nil && (cur.Generation != claim.Generation || cur.Status != Backfilling)) {
-		return after, false, errGenerationChanged
+		return after, false, time.Time{}, errGenerationChanged
 	} else if err != nil {
-		return after, false, err
+		return after, false, time.Time{}, err
 	}
 	ms, last, err := contacts.BackfillPage(ctx, tx.Queries, claim.AccountID, after, BackfillPage)
 	if err != nil {
-		return after, false, err
+		return after, false, time.Time{}, err
 	}
 	if len(ms) == 0 {
 		if !last {
-			return after, false, errPageHeld
+			return after, false, time.Time{}, errPageHeld
 		}
-		return after, true, nil
+		return after, true, time.Time{}, nil
 	}
 	ids := make([]uuid.UUID, len(ms))
 	for i, m := range ms {
@@ -191,7 +218,7 @@ func (s *Service) backfillPage(ctx context.Context, tx store.Tx, contacts Contac
 	members, err := tx.SegmentBackfillMembers(ctx, db.SegmentBackfillMembersParams{AccountID: claim.AccountID,
 		SegmentID: claim.SegmentID, ContactIds: ids})
 	if err != nil {
-		return after, false, err
+		return after, false, time.Time{}, err
 	}
 	was := make(map[uuid.UUID]bool, len(members))
 	for _, id := range members {
@@ -202,14 +229,15 @@ func (s *Service) backfillPage(ctx context.Context, tx store.Tx, contacts Contac
 	for _, m := range ms {
 		if is := sg.Filter.Matches(m.Subject); is != was[m.ID] {
 			if err := c.add(ctx, sg.ID, "", false, m.ID, m.Info, is, now); err != nil {
-				return after, false, err
+				return after, false, time.Time{}, err
 			}
 		}
 	}
 	if err := s.apply(ctx, tx, claim.AccountID, c, now); err != nil {
-		return after, false, err
+		return after, false, time.Time{}, err
 	}
+	until := now.Add(backfillLease)
 	err = tx.SegmentBackfillProgress(ctx, db.SegmentBackfillProgressParams{AccountID: claim.AccountID, SegmentID: claim.SegmentID,
-		After: &ms[len(ms)-1].ID, Evaluated: int64(len(ms)), Until: now.Add(backfillLease)})
-	return ms[len(ms)-1].ID, last, err
+		After: &ms[len(ms)-1].ID, Evaluated: int64(len(ms)), Until: until})
+	return ms[len(ms)-1].ID, last, until, err
 }

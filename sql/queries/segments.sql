@@ -122,6 +122,14 @@ WHERE (s.account_id, s.segment_id) = (
     ORDER BY o.updated_at LIMIT 1 FOR UPDATE SKIP LOCKED)
 RETURNING s.account_id, s.segment_id, s.kind, s.filter, s.generation, s.backfill_after;
 
+-- name: SegmentBackfillRelease :exec
+-- A backfill that stopped on an error gives its segment back: the next claim (this process's
+-- next look, or another's) goes on from the last page done, not a lease later. Only the lease
+-- this backfill holds (@lease, the last it set): one that ran out may be another's now.
+UPDATE segments SET backfill_lease = NULL
+WHERE account_id = @account_id AND segment_id = @segment_id AND status = 'backfilling'
+  AND generation = @generation AND backfill_lease = @lease::timestamptz;
+
 -- name: SegmentBackfillLock :one
 -- A backfill page's first statement: the segment's row, before any contact's, so that a
 -- change of the segment (which takes the row, then waits for the writes that hold the
