@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/segment"
 	"github.com/contactd/contactd/internal/testkit"
@@ -39,12 +38,7 @@ func TestASegmentBackfillThatFailsIsTakenUpAgainAtOnce(t *testing.T) {
 	for _, email := range []string{"ann@example.com", "bob@example.com", "cy@example.com"} {
 		createContact(t, a, key, map[string]any{"email": email, "tags": []string{"vip"}})
 	}
-	var sg api.Segment
-	r := a.Do("POST", "/public/v1/segments", key, map[string]any{"name": "VIP", "filter": map[string]any{"groups": []any{
-		map[string]any{"conditions": []any{map[string]any{"attribute": "tags", "operator": "contains", "value": "vip"}}}}}})
-	if r.JSON(t, &sg); r.Status != 200 || sg.Status != api.Backfilling {
-		t.Fatalf("save: %d %s", r.Status, r.Body)
-	}
+	sg := saveVIPSegment(t, a, key)
 	ctx := context.Background()
 	did, err := a.Svc.Segments.BackfillOne(ctx, &failingPage{Contacts: a.Svc.Contacts})
 	if !did || !errors.Is(err, errPageFailed) {

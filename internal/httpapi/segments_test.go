@@ -299,6 +299,18 @@ func TestContactSegments(t *testing.T) {
 	}
 }
 
+// saveVIPSegment saves a segment of the contacts tagged vip, which is then Backfilling.
+func saveVIPSegment(t *testing.T, a *testkit.API, key string) api.Segment {
+	t.Helper()
+	var sg api.Segment
+	r := a.Do("POST", "/public/v1/segments", key, map[string]any{"name": "VIP", "filter": map[string]any{"groups": []any{
+		map[string]any{"conditions": []any{map[string]any{"attribute": "tags", "operator": "contains", "value": "vip"}}}}}})
+	if r.JSON(t, &sg); r.Status != 200 || sg.Status != api.Backfilling {
+		t.Fatalf("save: %d %s", r.Status, r.Body)
+	}
+	return sg
+}
+
 // A backfill never waits for a contact a write holds while it holds others: writes lock
 // contacts in their own order (a batch by email, the page by id), and the two would deadlock,
 // one of them failing with a 500. Here a write holds the later of two contacts, the backfill
@@ -314,12 +326,7 @@ func TestSegmentBackfillNeverWaitsForAWriteWhileHoldingContacts(t *testing.T) {
 	}
 	slices.Sort(ids)
 	first, later := ids[0], ids[1]
-	var sg api.Segment
-	r := a.Do("POST", "/public/v1/segments", key, map[string]any{"name": "VIP", "filter": map[string]any{"groups": []any{
-		map[string]any{"conditions": []any{map[string]any{"attribute": "tags", "operator": "contains", "value": "vip"}}}}}})
-	if r.JSON(t, &sg); r.Status != 200 || sg.Status != api.Backfilling {
-		t.Fatalf("save: %d %s", r.Status, r.Body)
-	}
+	sg := saveVIPSegment(t, a, key)
 	ctx := context.Background()
 	write, err := a.Store.Pool.Begin(ctx)
 	if err != nil {
