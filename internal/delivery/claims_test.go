@@ -122,6 +122,20 @@ func leaseOldest(t *testing.T, pool *pgxpool.Pool, n int) []uuid.UUID {
 	return ids
 }
 
+// deliveriesToTheReceiver creates n contacts tagged (a delivery each to the setup's receiver,
+// their emails starting with prefix), and returns the account, the subscription and its URL.
+func (s *setup) deliveriesToTheReceiver(t *testing.T, prefix string, n int) (account, sub uuid.UUID, url string) {
+	t.Helper()
+	for i := range n {
+		s.addTags(t, fmt.Sprintf("%s-%d@example.com", prefix, i), "x")
+	}
+	if err := s.a.Store.Pool.QueryRow(context.Background(), `SELECT account_id, subscription_id, url FROM webhook_subscriptions`).
+		Scan(&account, &sub, &url); err != nil {
+		t.Fatal(err)
+	}
+	return account, sub, url
+}
+
 // TestAWorkersClaimBesideAnOpenDispatcherClaimKeepsTheCap: a worker's claim takes no lock, and
 // it and a dispatcher's claim together never pass the receiver's cap. The receiver (cap 4)
 // holds two workers' leases; a dispatcher's claim, still open, takes the two left free; one
@@ -133,15 +147,8 @@ func TestAWorkersClaimBesideAnOpenDispatcherClaimKeepsTheCap(t *testing.T) {
 	s := newSetup(t, false)
 	ctx := context.Background()
 	pool := s.a.Store.Pool
-	for i := range 6 {
-		s.addTags(t, fmt.Sprintf("cap-%d@example.com", i), "x")
-	}
+	account, sub, url := s.deliveriesToTheReceiver(t, "cap", 6)
 	if _, err := pool.Exec(ctx, `UPDATE webhook_subscriptions SET last_success_at = now()`); err != nil {
-		t.Fatal(err)
-	}
-	var account, sub uuid.UUID
-	var url string
-	if err := pool.QueryRow(ctx, `SELECT account_id, subscription_id, url FROM webhook_subscriptions`).Scan(&account, &sub, &url); err != nil {
 		t.Fatal(err)
 	}
 	held := leaseOldest(t, pool, 2)
@@ -192,14 +199,7 @@ func TestAWorkerGoesOnOnlyWhileItMay(t *testing.T) {
 	s := newSetup(t, false)
 	ctx := context.Background()
 	pool := s.a.Store.Pool
-	for i := range 3 {
-		s.addTags(t, fmt.Sprintf("may-%d@example.com", i), "x")
-	}
-	var account, sub uuid.UUID
-	var url string
-	if err := pool.QueryRow(ctx, `SELECT account_id, subscription_id, url FROM webhook_subscriptions`).Scan(&account, &sub, &url); err != nil {
-		t.Fatal(err)
-	}
+	account, sub, url := s.deliveriesToTheReceiver(t, "may", 3)
 	for _, c := range []struct {
 		what, change string
 		goesOn       bool
