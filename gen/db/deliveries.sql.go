@@ -197,7 +197,7 @@ WITH RECURSIVE pending AS (
 ), due AS (
     -- an account's first candidate ranks its leases + 1, its second + 2...; the oldest due
     -- first among equals
-    SELECT y.account_id, y.delivery_id, y.event_id, y.subscription_id, y.max_per_second
+    SELECT y.account_id, y.delivery_id, y.event_id, y.subscription_id, y.max_per_second, y.next_attempt_at
     FROM (
         SELECT x.account_id, x.delivery_id, x.event_id, x.subscription_id, x.next_attempt_at, x.max_per_second, x.lim, x.held_n, x.by_url, x.by_sub, row_number() OVER (PARTITION BY x.account_id ORDER BY x.next_attempt_at, x.delivery_id) AS by_account
         FROM (
@@ -227,7 +227,8 @@ WHERE d.account_id = due.account_id AND d.delivery_id = due.delivery_id
 RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, d.event_id, e.event_type::text AS event_type,
     e.payload::text AS payload, s.url, s.secret, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_until,
     s.status AS subscription_status,
-    (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed
+    (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed,
+    due.next_attempt_at AS due_at
 `
 
 type DeliveryClaimParams struct {
@@ -254,6 +255,7 @@ type DeliveryClaimRow struct {
 	PreviousSecretUntil  *time.Time
 	SubscriptionStatus   string
 	ClientSecretSealed   *string
+	DueAt                *time.Time
 }
 
 // Leases up to @max due deliveries to the dispatcher, after DeliveryClaimLock: each receiver
@@ -292,6 +294,7 @@ func (q *Queries) DeliveryClaim(ctx context.Context, arg DeliveryClaimParams) ([
 			&i.PreviousSecretUntil,
 			&i.SubscriptionStatus,
 			&i.ClientSecretSealed,
+			&i.DueAt,
 		); err != nil {
 			return nil, err
 		}
@@ -531,15 +534,17 @@ WITH bounded AS MATERIALIZED (
       AND (s.consecutive_failures <> 0 OR s.status = 'Failing' OR s.last_success_at IS NULL
            OR s.last_success_at < $10)
 ), due AS (
-    -- the subscription's oldest due delivery, while it may go on: its URL the one the lease
-    -- was counted under (@url), not throttled or held back, its receiver's room not cut to
-    -- one attempt (a failure, or no success yet: the dispatcher decides then)
-    SELECT q.account_id, q.delivery_id, q.event_id FROM webhook_deliveries q
+    -- the subscription's oldest due delivery from @due_from on, while it may go on: its URL
+    -- the one the lease was counted under (@url), not throttled or held back, its receiver's
+    -- room not cut to one attempt (a failure, or no success yet: the dispatcher decides then).
+    -- @due_from spares the walk over the index entries of the deliveries made since the last
+    -- vacuum (delivery.nextLook)
+    SELECT q.account_id, q.delivery_id, q.event_id, q.next_attempt_at FROM webhook_deliveries q
     WHERE $11::bool AND EXISTS (SELECT FROM delivery)
       AND q.account_id = $4 AND q.subscription_id = $9
-      AND q.status = 'Pending' AND q.next_attempt_at <= $3::timestamptz
+      AND q.status = 'Pending' AND q.next_attempt_at <= $3::timestamptz AND q.next_attempt_at >= $12::timestamptz
       AND EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.account_id = $4 AND s.subscription_id = $9
-                  AND s.url = $12::text AND s.max_per_second IS NULL AND (s.next_send_at IS NULL OR s.next_send_at <= $3::timestamptz)
+                  AND s.url = $13::text AND s.max_per_second IS NULL AND (s.next_send_at IS NULL OR s.next_send_at <= $3::timestamptz)
                   AND s.consecutive_failures = 0 AND s.last_success_at IS NOT NULL)
     ORDER BY q.next_attempt_at
     LIMIT 1
@@ -553,7 +558,8 @@ WHERE d.account_id = due.account_id AND d.delivery_id = due.delivery_id
 RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, d.event_id, e.event_type::text AS event_type,
     e.payload::text AS payload, s.url, s.secret, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_until,
     s.status AS subscription_status,
-    (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed
+    (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed,
+    due.next_attempt_at AS due_at
 `
 
 type DeliverySucceedParams struct {
@@ -568,6 +574,7 @@ type DeliverySucceedParams struct {
 	SubscriptionID  uuid.UUID
 	RefreshBefore   *time.Time
 	ClaimNext       bool
+	DueFrom         time.Time
 	Url             string
 }
 
@@ -587,6 +594,7 @@ type DeliverySucceedRow struct {
 	PreviousSecretUntil  *time.Time
 	SubscriptionStatus   string
 	ClientSecretSealed   *string
+	DueAt                *time.Time
 }
 
 // A successful attempt in one statement: the attempt, the delivery Succeeded, and the
@@ -619,6 +627,7 @@ func (q *Queries) DeliverySucceed(ctx context.Context, arg DeliverySucceedParams
 		arg.SubscriptionID,
 		arg.RefreshBefore,
 		arg.ClaimNext,
+		arg.DueFrom,
 		arg.Url,
 	)
 	if err != nil {
@@ -644,6 +653,7 @@ func (q *Queries) DeliverySucceed(ctx context.Context, arg DeliverySucceedParams
 			&i.PreviousSecretUntil,
 			&i.SubscriptionStatus,
 			&i.ClientSecretSealed,
+			&i.DueAt,
 		); err != nil {
 			return nil, err
 		}

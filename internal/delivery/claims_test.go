@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -264,6 +265,150 @@ func TestAWorkerGoesOnOnlyWhileItMay(t *testing.T) {
 		}
 		if status != "Succeeded" || attempts != 1 || leases != wantLeases {
 			t.Errorf("%s: the worker's delivery %s with %d attempts, %d leases held; want Succeeded, 1, %d", c.what, status, attempts, leases, wantLeases)
+		}
+	}
+}
+
+// TestAWorkerGoingOnLooksFromTheDeliveryItMade: a worker going on looks for its subscription's
+// next delivery from the time it is given (shortly before the one it made was due), so the
+// index entries of deliveries made earlier are not walked; a delivery due before that time
+// waits for a look from the oldest, which takes it first.
+func TestAWorkerGoingOnLooksFromTheDeliveryItMade(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, false)
+	ctx := context.Background()
+	pool := s.a.Store.Pool
+	account, sub, url := s.deliveriesToTheReceiver(t, "from", 4)
+	if _, err := pool.Exec(ctx, `UPDATE webhook_subscriptions SET last_success_at = now()`); err != nil {
+		t.Fatal(err)
+	}
+	// due an hour (it came in late), ten minutes, a minute and a second ago
+	rows, err := pool.Query(ctx, `WITH due AS (
+			UPDATE webhook_deliveries d SET next_attempt_at = now() - o.ago
+			FROM (SELECT delivery_id, (ARRAY[interval '1 hour', interval '10 minutes', interval '1 minute',
+			                                 interval '1 second'])[row_number() OVER (ORDER BY delivery_id)] AS ago
+			      FROM webhook_deliveries) o
+			WHERE d.delivery_id = o.delivery_id RETURNING d.delivery_id, o.ago)
+		SELECT delivery_id FROM due ORDER BY ago DESC`)
+	var ids []uuid.UUID
+	if err == nil {
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	}
+	if err != nil || len(ids) != 4 {
+		t.Fatalf("%d deliveries (%v)", len(ids), err)
+	}
+	late, mine := ids[0], ids[1]
+	if _, err := pool.Exec(ctx, `UPDATE webhook_deliveries SET leased_until = now() + interval '1 minute',
+		next_attempt_at = now() + interval '1 minute' WHERE delivery_id = $1`, mine); err != nil {
+		t.Fatal(err)
+	}
+	next, err := s.a.Svc.Deliveries.SucceedAndClaimNextFrom(ctx, account, mine, sub, url, time.Now().Add(-11*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next != ids[2] {
+		t.Errorf("looking from 11 minutes ago the worker claimed %s, want the delivery due a minute ago, %s (the one due an hour ago is %s)", next, ids[2], late)
+	}
+	next, err = s.a.Svc.Deliveries.SucceedAndClaimNext(ctx, account, next, sub, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next != late {
+		t.Errorf("looking from the oldest the worker claimed %s, want the delivery due an hour ago, %s", next, late)
+	}
+}
+
+// TestAWorkerGoingOnDoesNotWalkTheDeliveriesMadeBefore: the budget of a worker's claim of
+// its subscription's next delivery. The entries of the deliveries made since the last vacuum
+// stay in webhook_deliveries_pending, below the due ones (5,000 here, made an hour ago, with
+// autovacuum off); a look from the oldest walks their pages every time (40 here), a look from
+// shortly before the delivery the worker made reads a few, however many there are.
+func TestAWorkerGoingOnDoesNotWalkTheDeliveriesMadeBefore(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, false)
+	ctx := context.Background()
+	pool := s.a.Store.Pool
+	account, sub, url := s.deliveriesToTheReceiver(t, "walk", 2)
+	if _, err := pool.Exec(ctx, `ALTER TABLE webhook_deliveries SET (autovacuum_enabled = off);
+		UPDATE webhook_subscriptions SET last_success_at = now();
+		UPDATE webhook_deliveries SET next_attempt_at = now() - interval '1 minute'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id,
+			next_attempt_at, created_at, updated_at)
+		SELECT $1, gen_random_uuid(), $2, gen_random_uuid(), now() - interval '1 hour' + i * interval '1 ms', now(), now()
+		FROM generate_series(1, 5000) i`, account, sub); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE webhook_deliveries SET status = 'Succeeded', attempts = 1, next_attempt_at = NULL
+		WHERE next_attempt_at < now() - interval '30 minutes'`); err != nil {
+		t.Fatal(err)
+	}
+	mine := leaseOldest(t, pool, 1)[0]
+	// goOn records mine's success and claims the next from from, in a transaction rolled back,
+	// and counts the pages of the pending index it read
+	goOn := func(from time.Time) (next uuid.UUID, pages int64) {
+		t.Helper()
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx) //nolint:errcheck // nothing of it is kept
+		// the pages this backend read, counted since it last sent its counts to the statistics
+		fetched := func() (n int64) {
+			if err := tx.QueryRow(ctx, `SELECT pg_stat_get_xact_blocks_fetched('webhook_deliveries_pending'::regclass)`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		before := fetched()
+		q := db.New(tx)
+		if err := q.DeliveryClaimSettings(ctx); err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		status := int32(204)
+		rows, err := q.DeliverySucceed(ctx, db.DeliverySucceedParams{AccountID: account, DeliveryID: mine, SubscriptionID: sub,
+			Attempt: 1, ResponseStatus: &status, Now: now, RefreshBefore: &now, ClaimNext: true, Url: url,
+			LeaseUntil: now.Add(time.Minute), DueFrom: from})
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("the worker claimed %d deliveries (%v), want 1", len(rows), err)
+		}
+		return rows[0].DeliveryID, fetched() - before
+	}
+	goOn(time.Time{}) // the first look from the oldest marks the entries it walks dead
+	fromOldest, walked := goOn(time.Time{})
+	fromMine, read := goOn(time.Now().Add(-2 * time.Minute))
+	if fromOldest != fromMine {
+		t.Errorf("the worker claimed %s looking from the oldest, %s looking from its delivery, want the same", fromOldest, fromMine)
+	}
+	if walked < 30 {
+		t.Fatalf("looking from the oldest read %d pages of the pending index: the deliveries made left nothing to walk", walked)
+	}
+	if read > 6 { // its look, and the lease's new entry: each a descent from the root
+		t.Errorf("looking from its delivery the worker read %d pages of the pending index (from the oldest: %d), want at most 6", read, walked)
+	}
+}
+
+// TestAChainOfWorkersLooksFromTheOldestOnceASecond: where a worker going on looks for its next
+// delivery: a second before the one it made was due, and from the oldest when its chain last
+// did so a second ago or more, or when it does not know when its delivery was due.
+func TestAChainOfWorkersLooksFromTheOldestOnceASecond(t *testing.T) {
+	now := time.Now()
+	due := now.Add(-5 * time.Second)
+	for _, c := range []struct {
+		what                string
+		dueAt, sweptAt      time.Time
+		wantFrom, wantSwept time.Time
+	}{
+		{"swept 100 ms ago", due, now.Add(-100 * time.Millisecond), due.Add(-time.Second), now.Add(-100 * time.Millisecond)},
+		{"swept a second ago", due, now.Add(-time.Second), time.Time{}, now},
+		{"never swept", due, time.Time{}, time.Time{}, now},
+		{"due when, unknown", time.Time{}, now, time.Time{}, now},
+	} {
+		from, swept := delivery.NextLook(c.dueAt, c.sweptAt, now)
+		if !from.Equal(c.wantFrom) || !swept.Equal(c.wantSwept) {
+			t.Errorf("%s: looks from %v, swept %v; want %v, %v", c.what, from, swept, c.wantFrom, c.wantSwept)
 		}
 	}
 }

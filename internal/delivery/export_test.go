@@ -11,17 +11,29 @@ import (
 )
 
 // SucceedAndClaimNext records the first attempt of a delivery a worker holds as a success
-// from url, and claims the subscription's next due delivery, as a worker going on does; it
-// returns the delivery claimed (uuid.Nil: none).
+// from url, and claims the subscription's next due delivery, as a worker going on does,
+// looking from the oldest; it returns the delivery claimed (uuid.Nil: none).
 func (s *Service) SucceedAndClaimNext(ctx context.Context, account, delivery, sub uuid.UUID, url string) (uuid.UUID, error) {
+	return s.SucceedAndClaimNextFrom(ctx, account, delivery, sub, url, time.Time{})
+}
+
+// SucceedAndClaimNextFrom is SucceedAndClaimNext looking for the next delivery from from.
+func (s *Service) SucceedAndClaimNextFrom(ctx context.Context, account, delivery, sub uuid.UUID, url string, from time.Time) (uuid.UUID, error) {
 	status := int32(http.StatusNoContent)
 	now := s.now()
 	rows, err := s.succeed(ctx, Args{AccountID: account, DeliveryID: delivery, Attempt: 1},
-		db.DeliveryLoadRow{SubscriptionID: sub, Url: url}, outcome{status: &status}, now, now.Add(s.opt.RescueAfter), true)
+		db.DeliveryLoadRow{SubscriptionID: sub, Url: url}, outcome{status: &status}, now, &nextClaim{leaseEnds: now.Add(s.opt.RescueAfter), from: from})
 	if err != nil || len(rows) == 0 {
 		return uuid.Nil, err
 	}
 	return rows[0].DeliveryID, nil
+}
+
+// NextLook is where a worker going on at now looks for its next delivery after one due at
+// dueAt, its chain having looked from the oldest at sweptAt (the zero time: from the oldest),
+// and when its chain has then looked from the oldest last.
+func NextLook(dueAt, sweptAt, now time.Time) (from, swept time.Time) {
+	return nextLook(Args{dueAt: dueAt, sweptAt: sweptAt}, now)
 }
 
 // LeaseLeft is whether a worker holding a lease that ends at leaseEnds goes on to its

@@ -18,9 +18,40 @@ import (
 // claim may take: about what arrives between two claims of an idle queue (PollEvery, 250 ms).
 const throttleShare = 0.25
 
-// claimedDelivery is a row claimed with a lease until leaseEnds, as an attempt takes it.
-func claimedDelivery(r db.DeliveryClaimRow, leaseEnds time.Time) (Args, db.DeliveryLoadRow) {
-	return Args{AccountID: r.AccountID, DeliveryID: r.DeliveryID, Attempt: int(r.Attempts) + 1, leaseEnds: leaseEnds},
+// A worker going on (recordAndClaimNext) looks for its subscription's next delivery from
+// chainSlack before the one it just made was due, not from the oldest: below that, the
+// subscription's entries in webhook_deliveries_pending are mostly those of deliveries already
+// made, dead until the next vacuum, and a look from the oldest walks them all, every time
+// (they grow with the deliveries made since the last vacuum). What is due earlier and was not
+// taken in the claims' order (a delivery committed late, a lease that ended) is found by a look
+// from the oldest: every dispatcher's claim makes one, and a chain of workers going on makes one
+// every chainSweep, so it waits at most that long behind them.
+const (
+	chainSlack = time.Second
+	chainSweep = time.Second
+)
+
+// nextClaim is a worker's claim of its subscription's next due delivery: leased until leaseEnds,
+// looked for from from (nextLook).
+type nextClaim struct{ leaseEnds, from time.Time }
+
+// nextLook is where a worker going on at now after a looks for the next delivery (the zero
+// time: from the oldest), and when its chain will then have looked from the oldest last.
+func nextLook(a Args, now time.Time) (from, sweptAt time.Time) {
+	if a.dueAt.IsZero() || now.Sub(a.sweptAt) >= chainSweep {
+		return time.Time{}, now
+	}
+	return a.dueAt.Add(-chainSlack), a.sweptAt
+}
+
+// claimedDelivery is a row claimed with a lease until leaseEnds by claims that looked from
+// the oldest at sweptAt, as an attempt takes it.
+func claimedDelivery(r db.DeliveryClaimRow, leaseEnds, sweptAt time.Time) (Args, db.DeliveryLoadRow) {
+	a := Args{AccountID: r.AccountID, DeliveryID: r.DeliveryID, Attempt: int(r.Attempts) + 1, leaseEnds: leaseEnds, sweptAt: sweptAt}
+	if r.DueAt != nil {
+		a.dueAt = *r.DueAt
+	}
+	return a,
 		db.DeliveryLoadRow{Status: r.Status, Attempts: r.Attempts, SubscriptionID: r.SubscriptionID,
 			EventID: r.EventID, EventType: r.EventType, Payload: r.Payload, Url: r.Url, Secret: r.Secret,
 			SecretSealed: r.SecretSealed, PreviousSecretSealed: r.PreviousSecretSealed,
@@ -39,30 +70,32 @@ func claimedDelivery(r db.DeliveryClaimRow, leaseEnds time.Time) (Args, db.Deliv
 func (s *Service) recordAndClaimNext(ctx context.Context, a Args, d db.DeliveryLoadRow, o outcome) (Args, db.DeliveryLoadRow, bool, error) {
 	now := s.now()
 	leaseEnds := now.Add(s.opt.RescueAfter)
-	rows, err := s.succeed(ctx, a, d, o, now, leaseEnds, true)
+	from, sweptAt := nextLook(a, now)
+	rows, err := s.succeed(ctx, a, d, o, now, &nextClaim{leaseEnds: leaseEnds, from: from})
 	if err != nil {
 		return a, d, false, s.record(ctx, a, d, o)
 	}
 	if len(rows) == 0 {
 		return a, d, false, nil
 	}
-	next, nd := claimedDelivery(db.DeliveryClaimRow(rows[0]), leaseEnds)
-	return next, nd, true, nil
+	na, nd := claimedDelivery(db.DeliveryClaimRow(rows[0]), leaseEnds, sweptAt)
+	return na, nd, true, nil
 }
 
-// succeed records a's success at now and, with claimNext, leases the subscription's next due
-// delivery until leaseEnds.
-func (s *Service) succeed(ctx context.Context, a Args, d db.DeliveryLoadRow, o outcome, now, leaseEnds time.Time, claimNext bool) ([]db.DeliverySucceedRow, error) {
-	refreshBefore := now.Add(-time.Minute)
+// succeed records a's success at now and, with n, claims the subscription's next due delivery.
+func (s *Service) succeed(ctx context.Context, a Args, d db.DeliveryLoadRow, o outcome, now time.Time, n *nextClaim) ([]db.DeliverySucceedRow, error) {
+	p := db.DeliverySucceedParams{AccountID: a.AccountID, DeliveryID: a.DeliveryID, SubscriptionID: d.SubscriptionID,
+		Attempt: int32(a.Attempt), ResponseStatus: o.status, LatencyMs: int32(o.latency.Milliseconds()),
+		ResponseExcerpt: o.excerpt, Now: now, RefreshBefore: new(now.Add(-time.Minute)), ClaimNext: n != nil, Url: d.Url}
+	if n != nil {
+		p.LeaseUntil, p.DueFrom = n.leaseEnds, n.from
+	}
 	var rows []db.DeliverySucceedRow
 	err := s.store.Pipelined(ctx, func(q *db.Queries) (err error) {
 		if err = q.DeliveryClaimSettings(ctx); err != nil {
 			return err
 		}
-		rows, err = q.DeliverySucceed(ctx, db.DeliverySucceedParams{AccountID: a.AccountID, DeliveryID: a.DeliveryID,
-			SubscriptionID: d.SubscriptionID, Attempt: int32(a.Attempt), ResponseStatus: o.status,
-			LatencyMs: int32(o.latency.Milliseconds()), ResponseExcerpt: o.excerpt, Now: now, RefreshBefore: &refreshBefore,
-			ClaimNext: claimNext, Url: d.Url, LeaseUntil: leaseEnds})
+		rows, err = q.DeliverySucceed(ctx, p)
 		return err
 	})
 	return rows, err
@@ -88,7 +121,7 @@ func (s *Service) claim(ctx context.Context, max int) ([]queue.Work, bool, error
 	s.saturated.Store(err == nil && len(rows) >= max)
 	work := make([]queue.Work, len(rows))
 	for i, r := range rows {
-		a, d := claimedDelivery(r, leaseEnds)
+		a, d := claimedDelivery(r, leaseEnds, now)
 		work[i] = func(ctx context.Context) { s.attempt(ctx, a, d) }
 	}
 	// more may be due whenever this claim took any: a full claim leaves a backlog, and a

@@ -49,6 +49,9 @@ type Args struct {
 	Attempt    int
 	// leaseEnds is when the claim's lease on the delivery ends (zero: not claimed)
 	leaseEnds time.Time
+	// dueAt is when the delivery was due before its claim; sweptAt is when the claims that
+	// led to it last looked for its subscription's next delivery from the oldest (chainSweep)
+	dueAt, sweptAt time.Time
 }
 
 // Service delivers events and answers questions about deliveries.
@@ -370,7 +373,7 @@ func (s *Service) live(ctx context.Context, account uuid.UUID) (bool, error) {
 func (s *Service) record(ctx context.Context, a Args, d db.DeliveryLoadRow, o outcome) error {
 	now := s.now()
 	if o.ok() {
-		_, err := s.succeed(ctx, a, d, o, now, now, false)
+		_, err := s.succeed(ctx, a, d, o, now, nil)
 		return err
 	}
 	status, next := "Failed", (*time.Time)(nil)

@@ -97,7 +97,7 @@ WITH RECURSIVE pending AS (
 ), due AS (
     -- an account's first candidate ranks its leases + 1, its second + 2...; the oldest due
     -- first among equals
-    SELECT y.account_id, y.delivery_id, y.event_id, y.subscription_id, y.max_per_second
+    SELECT y.account_id, y.delivery_id, y.event_id, y.subscription_id, y.max_per_second, y.next_attempt_at
     FROM (
         SELECT x.*, row_number() OVER (PARTITION BY x.account_id ORDER BY x.next_attempt_at, x.delivery_id) AS by_account
         FROM (
@@ -127,7 +127,8 @@ WHERE d.account_id = due.account_id AND d.delivery_id = due.delivery_id
 RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, d.event_id, e.event_type::text AS event_type,
     e.payload::text AS payload, s.url, s.secret, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_until,
     s.status AS subscription_status,
-    (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed;
+    (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed,
+    due.next_attempt_at AS due_at;
 
 -- name: DeliverySucceed :many
 -- A successful attempt in one statement: the attempt, the delivery Succeeded, and the
@@ -171,13 +172,15 @@ WITH bounded AS MATERIALIZED (
       AND (s.consecutive_failures <> 0 OR s.status = 'Failing' OR s.last_success_at IS NULL
            OR s.last_success_at < @refresh_before)
 ), due AS (
-    -- the subscription's oldest due delivery, while it may go on: its URL the one the lease
-    -- was counted under (@url), not throttled or held back, its receiver's room not cut to
-    -- one attempt (a failure, or no success yet: the dispatcher decides then)
-    SELECT q.account_id, q.delivery_id, q.event_id FROM webhook_deliveries q
+    -- the subscription's oldest due delivery from @due_from on, while it may go on: its URL
+    -- the one the lease was counted under (@url), not throttled or held back, its receiver's
+    -- room not cut to one attempt (a failure, or no success yet: the dispatcher decides then).
+    -- @due_from spares the walk over the index entries of the deliveries made since the last
+    -- vacuum (delivery.nextLook)
+    SELECT q.account_id, q.delivery_id, q.event_id, q.next_attempt_at FROM webhook_deliveries q
     WHERE @claim_next::bool AND EXISTS (SELECT FROM delivery)
       AND q.account_id = @account_id AND q.subscription_id = @subscription_id
-      AND q.status = 'Pending' AND q.next_attempt_at <= @now::timestamptz
+      AND q.status = 'Pending' AND q.next_attempt_at <= @now::timestamptz AND q.next_attempt_at >= @due_from::timestamptz
       AND EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.account_id = @account_id AND s.subscription_id = @subscription_id
                   AND s.url = @url::text AND s.max_per_second IS NULL AND (s.next_send_at IS NULL OR s.next_send_at <= @now::timestamptz)
                   AND s.consecutive_failures = 0 AND s.last_success_at IS NOT NULL)
@@ -193,7 +196,8 @@ WHERE d.account_id = due.account_id AND d.delivery_id = due.delivery_id
 RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, d.event_id, e.event_type::text AS event_type,
     e.payload::text AS payload, s.url, s.secret, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_until,
     s.status AS subscription_status,
-    (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed;
+    (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed,
+    due.next_attempt_at AS due_at;
 
 -- name: DeliveryLoad :one
 -- Everything one attempt needs, in one round trip.
