@@ -16,23 +16,17 @@ import (
 	"github.com/contactd/contactd/internal/app"
 )
 
-// gcPercent is GOGC unless the environment sets it. A server's live heap is small (a few MB),
-// so Go's default of 100 collects several times a second under load; serving, 400 trades a
-// few tens of MB for fewer collections (more list pages a second in `make bench-dataout`).
-// Other commands keep 200: the import's live heap is larger, and at 400 a 1,000,000-row
-// import passes its RSS target (`make bench-bulk`).
-func gcPercent(args []string) int {
-	if len(args) > 0 && (args[0] == "serve" || args[0] == "worker") {
-		return 400
-	}
-	return 200
-}
+// gcPercent is GOGC unless the environment sets it: twice Go's default of 100, so that a
+// server whose live heap is a few MB does not collect several times a second under load.
+// More (400) took the server past its RSS target in `make bench` for no gain there or in
+// `make bench-dataout` beyond the runs' drift, and the import past its own.
+const gcPercent = 200
 
 // memoryLimit is the soft limit of the Go heap unless GOMEMLIMIT sets one: half of the
 // memory the process may use (its cgroup's memory.max, else the machine's MemTotal), so that
 // a burst of large requests makes the collector work harder long before the kernel's OOM
-// killer ends every tenant's requests at once; with GOGC=400 the heap would otherwise grow to
-// five times its live size before a collection. Half leaves the rest to PostgreSQL and the
+// killer ends every tenant's requests at once; the heap would otherwise grow to three times its
+// live size (gcPercent) before a collection. Half leaves the rest to PostgreSQL and the
 // page cache on a shared machine. 0 when neither is known.
 func memoryLimit(cgroupMax, meminfo []byte) int64 {
 	if v, err := strconv.ParseInt(string(bytes.TrimSpace(cgroupMax)), 10, 64); err == nil && v > 0 {
@@ -52,7 +46,7 @@ func memoryLimit(cgroupMax, meminfo []byte) int64 {
 
 func main() {
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercent(os.Args[1:]))
+		debug.SetGCPercent(gcPercent)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		cgroupMax, _ := os.ReadFile("/sys/fs/cgroup/memory.max") // "max" when unlimited
