@@ -137,6 +137,17 @@ func (s *setup) deliveriesToTheReceiver(t *testing.T, prefix string, n int) (acc
 	return account, sub, url
 }
 
+// deliveriesToAHealthyReceiver is deliveriesToTheReceiver with the receiver having succeeded
+// before, so that a worker may go on to its next delivery.
+func (s *setup) deliveriesToAHealthyReceiver(t *testing.T, prefix string, n int) (account, sub uuid.UUID, url string) {
+	t.Helper()
+	account, sub, url = s.deliveriesToTheReceiver(t, prefix, n)
+	if _, err := s.a.Store.Pool.Exec(context.Background(), `UPDATE webhook_subscriptions SET last_success_at = now()`); err != nil {
+		t.Fatal(err)
+	}
+	return account, sub, url
+}
+
 // TestAWorkersClaimBesideAnOpenDispatcherClaimKeepsTheCap: a worker's claim takes no lock, and
 // it and a dispatcher's claim together never pass the receiver's cap. The receiver (cap 4)
 // holds two workers' leases; a dispatcher's claim, still open, takes the two left free; one
@@ -148,10 +159,7 @@ func TestAWorkersClaimBesideAnOpenDispatcherClaimKeepsTheCap(t *testing.T) {
 	s := newSetup(t, false)
 	ctx := context.Background()
 	pool := s.a.Store.Pool
-	account, sub, url := s.deliveriesToTheReceiver(t, "cap", 6)
-	if _, err := pool.Exec(ctx, `UPDATE webhook_subscriptions SET last_success_at = now()`); err != nil {
-		t.Fatal(err)
-	}
+	account, sub, url := s.deliveriesToAHealthyReceiver(t, "cap", 6)
 	held := leaseOldest(t, pool, 2)
 
 	dispatcher, err := pool.Begin(ctx)
@@ -278,10 +286,7 @@ func TestAWorkerGoingOnLooksFromTheDeliveryItMade(t *testing.T) {
 	s := newSetup(t, false)
 	ctx := context.Background()
 	pool := s.a.Store.Pool
-	account, sub, url := s.deliveriesToTheReceiver(t, "from", 4)
-	if _, err := pool.Exec(ctx, `UPDATE webhook_subscriptions SET last_success_at = now()`); err != nil {
-		t.Fatal(err)
-	}
+	account, sub, url := s.deliveriesToAHealthyReceiver(t, "from", 4)
 	// due an hour (it came in late), ten minutes, a minute and a second ago
 	rows, err := pool.Query(ctx, `WITH due AS (
 			UPDATE webhook_deliveries d SET next_attempt_at = now() - o.ago
@@ -328,9 +333,8 @@ func TestAWorkerGoingOnDoesNotWalkTheDeliveriesMadeBefore(t *testing.T) {
 	s := newSetup(t, false)
 	ctx := context.Background()
 	pool := s.a.Store.Pool
-	account, sub, url := s.deliveriesToTheReceiver(t, "walk", 2)
+	account, sub, url := s.deliveriesToAHealthyReceiver(t, "walk", 2)
 	if _, err := pool.Exec(ctx, `ALTER TABLE webhook_deliveries SET (autovacuum_enabled = off);
-		UPDATE webhook_subscriptions SET last_success_at = now();
 		UPDATE webhook_deliveries SET next_attempt_at = now() - interval '1 minute'`); err != nil {
 		t.Fatal(err)
 	}
