@@ -428,6 +428,195 @@ func (b *ContactGetByIDBatchResults) Close() error {
 	return b.br.Close()
 }
 
+const deliverySucceed = `-- name: DeliverySucceed :batchmany
+WITH bounded AS MATERIALIZED (
+    SELECT set_config('lock_timeout', '1s', true)
+), delivery AS (
+    UPDATE webhook_deliveries d
+    SET attempts = $2, status = 'Succeeded', next_attempt_at = NULL, updated_at = $3, leased_until = NULL
+    -- a condition on no row: PostgreSQL evaluates it first, before it reads any row
+    WHERE EXISTS (SELECT FROM bounded) AND d.account_id = $4 AND d.delivery_id = $5
+    RETURNING d.account_id, d.delivery_id, d.subscription_id, d.event_id
+), attempt AS (
+    INSERT INTO webhook_attempts (
+        account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt, subscription_id, event_id
+    ) SELECT account_id, delivery_id, $2, $3, $6, $7, $8, subscription_id, event_id
+    FROM delivery
+    ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
+), healthy AS (
+    UPDATE webhook_subscriptions s
+    SET consecutive_failures = 0, last_success_at = $3, failing_since = NULL,
+        status = CASE WHEN s.status = 'Failing' THEN 'Active' ELSE s.status END,
+        updated_at = CASE WHEN s.status = 'Failing' THEN $3 ELSE s.updated_at END
+    WHERE EXISTS (SELECT FROM delivery)
+      AND s.account_id = $4 AND s.subscription_id = $9 AND s.status <> 'Removed'
+      AND (s.consecutive_failures <> 0 OR s.status = 'Failing' OR s.last_success_at IS NULL
+           OR s.last_success_at < $10)
+), due AS (
+    -- the subscription's oldest due delivery from @due_from on, while it may go on: its URL
+    -- the one the lease was counted under (@url), not throttled or held back, its receiver's
+    -- room not cut to one attempt (a failure, or no success yet: the dispatcher decides then).
+    -- @due_from spares the walk over the index entries of the deliveries made since the last
+    -- vacuum (delivery.nextLook)
+    SELECT q.account_id, q.delivery_id, q.event_id, q.next_attempt_at FROM webhook_deliveries q
+    WHERE $11::bool AND EXISTS (SELECT FROM delivery)
+      AND q.account_id = $4 AND q.subscription_id = $9
+      AND q.status = 'Pending' AND q.next_attempt_at <= $3::timestamptz AND q.next_attempt_at >= $12::timestamptz
+      AND EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.account_id = $4 AND s.subscription_id = $9
+                  AND s.url = $13::text AND s.max_per_second IS NULL AND (s.next_send_at IS NULL OR s.next_send_at <= $3::timestamptz)
+                  AND s.consecutive_failures = 0 AND s.last_success_at IS NOT NULL)
+    ORDER BY q.next_attempt_at
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE webhook_deliveries d
+SET next_attempt_at = $1::timestamptz, leased_until = $1::timestamptz
+FROM due CROSS JOIN LATERAL delivery_event(due.account_id, due.event_id) AS e (event_type, payload), webhook_subscriptions s
+WHERE d.account_id = due.account_id AND d.delivery_id = due.delivery_id
+  AND s.account_id = d.account_id AND s.subscription_id = d.subscription_id
+RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, d.event_id, e.event_type::text AS event_type,
+    e.payload::text AS payload, s.url, s.secret, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_until,
+    s.status AS subscription_status,
+    (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed,
+    due.next_attempt_at AS due_at
+`
+
+type DeliverySucceedBatchResults struct {
+	br     pgx.BatchResults
+	tot    int
+	closed bool
+}
+
+type DeliverySucceedParams struct {
+	LeaseUntil      time.Time
+	Attempt         int32
+	Now             time.Time
+	AccountID       uuid.UUID
+	DeliveryID      uuid.UUID
+	ResponseStatus  *int32
+	LatencyMs       int32
+	ResponseExcerpt *string
+	SubscriptionID  uuid.UUID
+	RefreshBefore   *time.Time
+	ClaimNext       bool
+	DueFrom         time.Time
+	Url             string
+}
+
+type DeliverySucceedRow struct {
+	AccountID            uuid.UUID
+	DeliveryID           uuid.UUID
+	Status               string
+	Attempts             int32
+	SubscriptionID       uuid.UUID
+	EventID              uuid.UUID
+	EventType            string
+	Payload              string
+	Url                  string
+	Secret               *string
+	SecretSealed         *string
+	PreviousSecretSealed *string
+	PreviousSecretUntil  *time.Time
+	SubscriptionStatus   string
+	ClientSecretSealed   *string
+	DueAt                *time.Time
+}
+
+// A successful attempt in one statement: the attempt, the delivery Succeeded, and the
+// subscription healthy again; with @claim_next, the worker's claim of its subscription's
+// oldest due delivery (see the claims above), which it returns. The successes of workers that
+// finish together leave as one batch, in one transaction (delivery.Service.succeed). The subscription row is
+// written only when the success changes something, so workers delivering to one subscription
+// do not line up on its row lock; last_success_at, read only by the sweep of Failing
+// subscriptions five days on, is refreshed when older than @refresh_before (a minute).
+// The attempt is inserted from the delivery's updated row, and the rest done only with it:
+// nothing is recorded or claimed for a delivery that is gone (webhook_attempts has no
+// foreign key: migration 00039).
+// It commits without waiting for its WAL to reach the disk (synchronous_commit off, set by
+// DeliveryClaimSettings before it): a crash of PostgreSQL can lose the last fraction of a
+// second of these records, and the delivery is then made again: the at-least-once promise,
+// which receivers meet with the webhook-id. The changes that create events and deliveries
+// still wait for the flush, and so does the record of a failure.
+// A worker holds a database connection while it waits for a row lock (the subscription's,
+// written by the API or a dispatcher's pacing), so the wait is bounded (lock_timeout, set
+// first); the success is then recorded again alone.
+func (q *Queries) DeliverySucceed(ctx context.Context, arg []DeliverySucceedParams) *DeliverySucceedBatchResults {
+	batch := &pgx.Batch{}
+	for _, a := range arg {
+		vals := []interface{}{
+			a.LeaseUntil,
+			a.Attempt,
+			a.Now,
+			a.AccountID,
+			a.DeliveryID,
+			a.ResponseStatus,
+			a.LatencyMs,
+			a.ResponseExcerpt,
+			a.SubscriptionID,
+			a.RefreshBefore,
+			a.ClaimNext,
+			a.DueFrom,
+			a.Url,
+		}
+		batch.Queue(deliverySucceed, vals...)
+	}
+	br := q.db.SendBatch(ctx, batch)
+	return &DeliverySucceedBatchResults{br, len(arg), false}
+}
+
+func (b *DeliverySucceedBatchResults) Query(f func(int, []DeliverySucceedRow, error)) {
+	defer b.br.Close()
+	for t := 0; t < b.tot; t++ {
+		var items []DeliverySucceedRow
+		if b.closed {
+			if f != nil {
+				f(t, items, ErrBatchAlreadyClosed)
+			}
+			continue
+		}
+		err := func() error {
+			rows, err := b.br.Query()
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var i DeliverySucceedRow
+				if err := rows.Scan(
+					&i.AccountID,
+					&i.DeliveryID,
+					&i.Status,
+					&i.Attempts,
+					&i.SubscriptionID,
+					&i.EventID,
+					&i.EventType,
+					&i.Payload,
+					&i.Url,
+					&i.Secret,
+					&i.SecretSealed,
+					&i.PreviousSecretSealed,
+					&i.PreviousSecretUntil,
+					&i.SubscriptionStatus,
+					&i.ClientSecretSealed,
+					&i.DueAt,
+				); err != nil {
+					return err
+				}
+				items = append(items, i)
+			}
+			return rows.Err()
+		}()
+		if f != nil {
+			f(t, items, err)
+		}
+	}
+}
+
+func (b *DeliverySucceedBatchResults) Close() error {
+	b.closed = true
+	return b.br.Close()
+}
+
 const tagsSwap = `-- name: TagsSwap :batchone
 WITH current AS (
     SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid AND a.subscriptions_version = $2::bigint

@@ -233,7 +233,8 @@ type Querier interface {
 	DeliveryRequeue(ctx context.Context, arg DeliveryRequeueParams) error
 	// A successful attempt in one statement: the attempt, the delivery Succeeded, and the
 	// subscription healthy again; with @claim_next, the worker's claim of its subscription's
-	// oldest due delivery (see the claims above), which it returns. The subscription row is
+	// oldest due delivery (see the claims above), which it returns. The successes of workers that
+	// finish together leave as one batch, in one transaction (delivery.Service.succeed). The subscription row is
 	// written only when the success changes something, so workers delivering to one subscription
 	// do not line up on its row lock; last_success_at, read only by the sweep of Failing
 	// subscriptions five days on, is refreshed when older than @refresh_before (a minute).
@@ -248,7 +249,7 @@ type Querier interface {
 	// A worker holds a database connection while it waits for a row lock (the subscription's,
 	// written by the API or a dispatcher's pacing), so the wait is bounded (lock_timeout, set
 	// first); the success is then recorded again alone.
-	DeliverySucceed(ctx context.Context, arg DeliverySucceedParams) ([]DeliverySucceedRow, error)
+	DeliverySucceed(ctx context.Context, arg []DeliverySucceedParams) *DeliverySucceedBatchResults
 	// How many of a delivery's attempts succeeded: a NATS message's id counts them, so a retry
 	// after an acknowledgement lost is the same message to the stream, and a redelivery by hand
 	// after a success a new one.

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/testkit"
 )
 
 // TestAttemptsGoWithTheirDelivery: webhook_attempts has no foreign key to its delivery
@@ -42,7 +43,7 @@ func TestAttemptsGoWithTheirDelivery(t *testing.T) {
 	now := time.Now()
 	success := func(delivery uuid.UUID) {
 		t.Helper()
-		if _, err := q.DeliverySucceed(ctx, db.DeliverySucceedParams{AccountID: account, SubscriptionID: sub,
+		if _, err := testkit.DeliverySucceed(ctx, q, db.DeliverySucceedParams{AccountID: account, SubscriptionID: sub,
 			DeliveryID: delivery, Attempt: 1, Now: now, RefreshBefore: &now, ResponseStatus: ptr(int32(204)), LatencyMs: 1}); err != nil {
 			t.Fatal(err)
 		}

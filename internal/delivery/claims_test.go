@@ -3,6 +3,7 @@ package delivery_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -277,6 +278,37 @@ func TestAWorkerGoesOnOnlyWhileItMay(t *testing.T) {
 	}
 }
 
+// TestWorkersThatFinishTogetherAreRecordedTogether: the successes of workers that finish
+// together are written in one transaction, and each worker going on claims a delivery of its
+// own, two workers of one receiver too (the second's look sees the first's claim).
+func TestWorkersThatFinishTogetherAreRecordedTogether(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, false)
+	ctx := context.Background()
+	pool := s.a.Store.Pool
+	account, sub, url := s.deliveriesToAHealthyReceiver(t, "together", 5)
+	held := leaseOldest(t, pool, 2)
+	next, err := s.a.Svc.Deliveries.SucceedTogether(ctx, account, sub, url, held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(next) != 2 || next[0] == uuid.Nil || next[1] == uuid.Nil || next[0] == next[1] ||
+		slices.Contains(held, next[0]) || slices.Contains(held, next[1]) {
+		t.Fatalf("the two workers holding %v claimed %v, want two other deliveries, one each", held, next)
+	}
+	var succeeded, leased, attempts, transactions int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'Succeeded' AND delivery_id = ANY($1)),
+			count(*) FILTER (WHERE status = 'Pending' AND leased_until > now() AND delivery_id = ANY($2)),
+			(SELECT count(*) FROM webhook_attempts WHERE delivery_id = ANY($1)),
+			count(DISTINCT xmin::text) FILTER (WHERE delivery_id = ANY($1 || $2))
+		FROM webhook_deliveries`, held, next).Scan(&succeeded, &leased, &attempts, &transactions); err != nil {
+		t.Fatal(err)
+	}
+	if succeeded != 2 || leased != 2 || attempts != 2 || transactions != 1 {
+		t.Errorf("%d Succeeded, %d claimed leased, %d attempts, written by %d transactions; want 2, 2, 2, 1", succeeded, leased, attempts, transactions)
+	}
+}
+
 // TestAWorkerGoingOnLooksFromTheDeliveryItMade: a worker going on looks for its subscription's
 // next delivery from the time it is given (shortly before the one it made was due), so the
 // index entries of deliveries made earlier are not walked; a delivery due before that time
@@ -372,7 +404,7 @@ func TestAWorkerGoingOnDoesNotWalkTheDeliveriesMadeBefore(t *testing.T) {
 		}
 		now := time.Now()
 		status := int32(204)
-		rows, err := q.DeliverySucceed(ctx, db.DeliverySucceedParams{AccountID: account, DeliveryID: mine, SubscriptionID: sub,
+		rows, err := testkit.DeliverySucceed(ctx, q, db.DeliverySucceedParams{AccountID: account, DeliveryID: mine, SubscriptionID: sub,
 			Attempt: 1, ResponseStatus: &status, Now: now, RefreshBefore: &now, ClaimNext: true, Url: url,
 			LeaseUntil: now.Add(time.Minute), DueFrom: from})
 		if err != nil || len(rows) != 1 {

@@ -39,3 +39,29 @@ func NextLook(dueAt, sweptAt, now time.Time) (from, swept time.Time) {
 // LeaseLeft is whether a worker holding a lease that ends at leaseEnds goes on to its
 // receiver's next delivery (its other conditions met).
 func (s *Service) LeaseLeft(leaseEnds time.Time) bool { return s.leaseLeft(Args{leaseEnds: leaseEnds}) }
+
+// SucceedTogether records the first attempts of deliveries workers hold, all from url, as
+// successes that finished together (one group), each worker claiming its subscription's next
+// due delivery from the oldest; it returns the deliveries claimed, in deliveries' order
+// (uuid.Nil: none).
+func (s *Service) SucceedTogether(ctx context.Context, account, sub uuid.UUID, url string, deliveries []uuid.UUID) ([]uuid.UUID, error) {
+	status := int32(http.StatusNoContent)
+	now := s.now()
+	ps := make([]db.DeliverySucceedParams, len(deliveries))
+	for i, d := range deliveries {
+		ps[i] = db.DeliverySucceedParams{AccountID: account, DeliveryID: d, SubscriptionID: sub, Attempt: 1,
+			ResponseStatus: &status, Now: now, RefreshBefore: new(now.Add(-time.Minute)), ClaimNext: true, Url: url,
+			LeaseUntil: now.Add(s.opt.RescueAfter)}
+	}
+	rows, err := s.succeedAll(ctx, nil, ps)
+	if err != nil {
+		return nil, err
+	}
+	next := make([]uuid.UUID, len(rows))
+	for i, r := range rows {
+		if len(r) > 0 {
+			next[i] = r[0].DeliveryID
+		}
+	}
+	return next, nil
+}

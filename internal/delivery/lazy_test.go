@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/testkit"
 )
 
 // TestBookkeepingCommitsLazily: the statements of the delivery path that only keep its books
@@ -54,7 +55,7 @@ func TestBookkeepingCommitsLazily(t *testing.T) {
 			if err := q.DeliveryClaimSettings(ctx); err != nil {
 				return err
 			}
-			_, err := q.DeliverySucceed(ctx, db.DeliverySucceedParams{AccountID: account, DeliveryID: delivery,
+			_, err := testkit.DeliverySucceed(ctx, q, db.DeliverySucceedParams{AccountID: account, DeliveryID: delivery,
 				SubscriptionID: sub, Attempt: 1, Now: now, ResponseStatus: ptr(int32(204)), LatencyMs: 1, RefreshBefore: &now})
 			return err
 		},

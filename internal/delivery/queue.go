@@ -1,7 +1,9 @@
 package delivery
 
 import (
+	"bytes"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/contactd/contactd/gen/db"
@@ -83,6 +85,8 @@ func (s *Service) recordAndClaimNext(ctx context.Context, a Args, d db.DeliveryL
 }
 
 // succeed records a's success at now and, with n, claims the subscription's next due delivery.
+// The successes of the workers that finish together go to PostgreSQL together (store.Group):
+// one round trip, one transaction and one commit for all.
 func (s *Service) succeed(ctx context.Context, a Args, d db.DeliveryLoadRow, o outcome, now time.Time, n *nextClaim) ([]db.DeliverySucceedRow, error) {
 	p := db.DeliverySucceedParams{AccountID: a.AccountID, DeliveryID: a.DeliveryID, SubscriptionID: d.SubscriptionID,
 		Attempt: int32(a.Attempt), ResponseStatus: o.status, LatencyMs: int32(o.latency.Milliseconds()),
@@ -90,15 +94,51 @@ func (s *Service) succeed(ctx context.Context, a Args, d db.DeliveryLoadRow, o o
 	if n != nil {
 		p.LeaseUntil, p.DueFrom = n.leaseEnds, n.from
 	}
-	var rows []db.DeliverySucceedRow
-	err := s.store.Pipelined(ctx, func(q *db.Queries) (err error) {
-		if err = q.DeliveryClaimSettings(ctx); err != nil {
+	return s.successes.Do(ctx, p)
+}
+
+// succeedAll sends successes as one pipeline, after the claims' settings, in the order of their
+// subscriptions: two groups that both write subscriptions' rows (a receiver healthy again) lock
+// them in the same order, and never wait on each other both ways.
+func (s *Service) succeedAll(ctx context.Context, _ *db.Queries, ps []db.DeliverySucceedParams) ([][]db.DeliverySucceedRow, error) {
+	order := make([]int, len(ps))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int {
+		a, b := ps[i], ps[j]
+		if c := bytes.Compare(a.AccountID[:], b.AccountID[:]); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.SubscriptionID[:], b.SubscriptionID[:])
+	})
+	sorted := make([]db.DeliverySucceedParams, len(ps))
+	for i, o := range order {
+		sorted[i] = ps[o]
+	}
+	out := make([][]db.DeliverySucceedRow, len(ps))
+	err := s.store.Pipelined(ctx, func(q *db.Queries) error {
+		if err := q.DeliveryClaimSettings(ctx); err != nil {
 			return err
 		}
-		rows, err = q.DeliverySucceed(ctx, p)
-		return err
+		results := q.DeliverySucceed(ctx, sorted)
+		var failed error
+		results.Query(func(i int, rows []db.DeliverySucceedRow, err error) {
+			if err != nil && failed == nil {
+				failed = err
+			}
+			out[order[i]] = rows
+		})
+		// the implicit transaction commits after the last result: Close reports whether it did
+		if err := results.Close(); failed == nil {
+			failed = err
+		}
+		return failed
 	})
-	return rows, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // claim leases up to max due deliveries for the length of RescueAfter, which exceeds an

@@ -72,6 +72,7 @@ func New(st *store.Store, opt Options) *Service {
 	s.queue = queue.New(queue.Options{Name: QueueName, Slots: opt.Workers, PollEvery: opt.PollEvery, Log: opt.Log}, s.claim)
 	s.events = event.NewEmitter(s, event.NewSubscribers(st, opt.Now), opt.Filtered)
 	s.nats = newNATSPublisher(opt.NATSURL, opt.NATSSubjectPrefix, opt.Timeout, opt.Log)
+	s.successes = store.NewGroup(st, store.GroupOptions{Name: "delivery_succeed"}, s.succeedAll)
 	return s
 }
 

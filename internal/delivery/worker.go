@@ -80,6 +80,8 @@ type Service struct {
 	// nats publishes to the subscriptions that target a NATS JetStream subject (nil: none
 	// configured).
 	nats *natsPublisher
+	// successes records the workers' successes together (succeed).
+	successes *store.Group[db.DeliverySucceedParams, []db.DeliverySucceedRow]
 }
 
 var _ event.Enqueuer = (*Service)(nil)

@@ -76,6 +76,9 @@ func TestSubscribedChangesQueueInTheirStatement(t *testing.T) {
 		t.Errorf("%d deliveries queued to a removed subscription", n)
 	}
 	a.DeliveriesSettled(t)
+	if text := scrape(t, a); !strings.Contains(text, `contactd_db_group_size_count{group="delivery_succeed"}`) {
+		t.Errorf("/metrics lacks the workers' successes' groups:\n%s", grep(text, "contactd_db_group_size_count"))
+	}
 	rc.None(t)
 	gone.None(t)
 }

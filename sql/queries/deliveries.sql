@@ -130,10 +130,11 @@ RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, 
     (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed,
     due.next_attempt_at AS due_at;
 
--- name: DeliverySucceed :many
+-- name: DeliverySucceed :batchmany
 -- A successful attempt in one statement: the attempt, the delivery Succeeded, and the
 -- subscription healthy again; with @claim_next, the worker's claim of its subscription's
--- oldest due delivery (see the claims above), which it returns. The subscription row is
+-- oldest due delivery (see the claims above), which it returns. The successes of workers that
+-- finish together leave as one batch, in one transaction (delivery.Service.succeed). The subscription row is
 -- written only when the success changes something, so workers delivering to one subscription
 -- do not line up on its row lock; last_success_at, read only by the sweep of Failing
 -- subscriptions five days on, is refreshed when older than @refresh_before (a minute).

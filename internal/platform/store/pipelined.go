@@ -16,6 +16,8 @@ import (
 // snapshot when it starts: so a statement sees what the ones queued before it did, and
 // anything committed while they waited (a lock an :exec took is held by the time it reads).
 // fn's last statement must return rows; :exec statements queued after it are never sent.
+// A batch (sqlc's :batch statements) is fn's last statement as well: it leaves with the queued
+// ones, in the same round trip and transaction.
 // Inside an Atomic transaction fn runs in it, statement by statement.
 func (s *Store) Pipelined(ctx context.Context, fn func(q *db.Queries) error) error {
 	if a := ambientOf(ctx); a != nil {
@@ -58,9 +60,36 @@ func (p *pipelinedDB) QueryRow(ctx context.Context, sql string, args ...any) pgx
 	return plannedRow{rows: rows, err: err}
 }
 
+// SendBatch sends the queued statements and b's in one pipeline: b's results are what it
+// returns, once the queued statements' are read; the first of those that failed fails them all.
 func (p *pipelinedDB) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	return p.inner.SendBatch(ctx, b)
+	n := p.queued.Len()
+	if n == 0 {
+		return p.inner.SendBatch(ctx, b)
+	}
+	batch := p.queued
+	p.queued = pgx.Batch{}
+	batch.QueuedQueries = append(batch.QueuedQueries, b.QueuedQueries...)
+	results := p.inner.SendBatch(ctx, &batch)
+	for range n {
+		if _, err := results.Exec(); err != nil {
+			_ = results.Close()
+			return failedBatch{BatchResults: results, err: err}
+		}
+	}
+	return results
 }
+
+// failedBatch is a batch whose pipeline failed before its first statement's results (closed).
+type failedBatch struct {
+	pgx.BatchResults
+	err error
+}
+
+func (f failedBatch) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, f.err }
+func (f failedBatch) Query() (pgx.Rows, error)         { return nil, f.err }
+func (f failedBatch) QueryRow() pgx.Row                { return plannedRow{err: f.err} }
+func (f failedBatch) Close() error                     { return f.err }
 
 // pipelinedRows are the last statement's rows. PostgreSQL commits the pipeline's transaction
 // when it reaches the Sync after them, whether or not they are read yet; the connection goes

@@ -169,3 +169,46 @@ func TestPipelinedIsOneTransaction(t *testing.T) {
 		t.Errorf("after the failed pipelines: %v", err)
 	}
 }
+
+// TestPipelinedBatchLeavesWithTheQueuedStatements: a batch (sqlc's :batch statements) sent
+// after queued statements leaves with them, in their transaction: it sees their local setting
+// and its results are its own; a queued statement's error fails each of the batch's.
+func TestPipelinedBatchLeavesWithTheQueuedStatements(t *testing.T) {
+	t.Parallel()
+	ctx, st, _ := pipelineRig(t)
+
+	p := store.PipelinedOn(st)
+	if _, err := p.Exec(ctx, `SELECT set_config('contactd.test', 'set', true)`); err != nil {
+		t.Fatal(err)
+	}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT current_setting('contactd.test', true) || '-1'`)
+	b.Queue(`SELECT current_setting('contactd.test', true) || '-2'`)
+	results := p.SendBatch(ctx, b)
+	for _, want := range []string{"set-1", "set-2"} {
+		var got string
+		if err := results.QueryRow().Scan(&got); err != nil || got != want {
+			t.Errorf("the batch's statement read %q (%v), want %q: the queued statement's setting, in its transaction", got, err, want)
+		}
+	}
+	if err := results.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	p = store.PipelinedOn(st)
+	_, _ = p.Exec(ctx, `SELECT 1 / 0`)
+	results = p.SendBatch(ctx, b)
+	var pgErr *pgconn.PgError
+	for i := range 2 {
+		var got string
+		if err := results.QueryRow().Scan(&got); !errors.As(err, &pgErr) || pgErr.Code != "22012" {
+			t.Errorf("the batch's statement %d after a queued division by zero: %q, %v", i, got, err)
+		}
+	}
+	if err := results.Close(); !errors.As(err, &pgErr) || pgErr.Code != "22012" {
+		t.Errorf("the batch closed with %v, want the queued statement's error", err)
+	}
+	if _, err := st.Pool.Exec(ctx, `SELECT 1`); err != nil {
+		t.Errorf("after the failed pipeline: %v", err)
+	}
+}

@@ -45,7 +45,19 @@ func (c capture) QueryRow(_ context.Context, sql string, args ...any) pgx.Row {
 	c.keep(sql, args)
 	return failedRow{}
 }
-func (c capture) SendBatch(context.Context, *pgx.Batch) pgx.BatchResults { return nil }
+func (c capture) SendBatch(_ context.Context, b *pgx.Batch) pgx.BatchResults {
+	last := b.QueuedQueries[len(b.QueuedQueries)-1]
+	c.keep(last.SQL, last.Arguments)
+	return capturedBatch{}
+}
+
+// capturedBatch is a batch that was captured, not sent: each statement of it fails.
+type capturedBatch struct{ pgx.BatchResults }
+
+func (capturedBatch) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, errCaptured }
+func (capturedBatch) Query() (pgx.Rows, error)         { return nil, errCaptured }
+func (capturedBatch) QueryRow() pgx.Row                { return failedRow{} }
+func (capturedBatch) Close() error                     { return errCaptured }
 
 type failedRow struct{}
 
@@ -472,7 +484,7 @@ func claimPlansCheck(t *testing.T, pool *pgxpool.Pool, account uuid.UUID) func(w
 		},
 		"a worker's claim": func(q *db.Queries) {
 			settingsFirst(t, conn.Conn())
-			q.DeliverySucceed(ctx, db.DeliverySucceedParams{AccountID: account, SubscriptionID: sub, DeliveryID: uuid.New(), Attempt: 1,
+			testkit.DeliverySucceed(ctx, q, db.DeliverySucceedParams{AccountID: account, SubscriptionID: sub, DeliveryID: uuid.New(), Attempt: 1,
 				Now: now, RefreshBefore: &now, ClaimNext: true, Url: "https://hooks.example.com/", LeaseUntil: now.Add(time.Minute)})
 		},
 	}
@@ -542,7 +554,7 @@ func TestClaimsArePlannedOnce(t *testing.T) {
 		if err := q.DeliveryClaimSettings(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := q.DeliverySucceed(ctx, db.DeliverySucceedParams{AccountID: account, SubscriptionID: sub, DeliveryID: uuid.New(),
+		if _, err := testkit.DeliverySucceed(ctx, q, db.DeliverySucceedParams{AccountID: account, SubscriptionID: sub, DeliveryID: uuid.New(),
 			Attempt: 1, Now: now, RefreshBefore: &now, ClaimNext: true, Url: "https://hooks.example.com/", LeaseUntil: now.Add(time.Minute)}); err != nil {
 			t.Fatal(err)
 		}
@@ -550,7 +562,7 @@ func TestClaimsArePlannedOnce(t *testing.T) {
 	for _, name := range []string{"DeliveryClaim", "DeliverySucceed"} {
 		var generic, custom int64
 		if err := conn.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements
-			WHERE statement LIKE '-- name: ' || $1 || ' :many%'`, name).Scan(&generic, &custom); err != nil {
+			WHERE statement LIKE '-- name: ' || $1 || ' :%'`, name).Scan(&generic, &custom); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		if custom != 0 || generic != calls {
