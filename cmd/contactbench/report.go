@@ -64,6 +64,11 @@ var targets = []target{
 	{"webhooks, producers and sending at once, >= 0.7 of the floor's pipeline", func(_ map[string]result, rep report) bool {
 		return rep.Floor != nil && rep.Floor.Pipeline > 0 && rep.Webhooks.PerSecond >= 0.7*rep.Floor.Pipeline
 	}},
+	{"webhooks, producers and sending at once: PostgreSQL's CPU a delivery <= 2x the floor's", func(_ map[string]result, rep report) bool {
+		f, wh := rep.Floor, rep.Webhooks
+		return f != nil && f.PipelineN > 0 && wh.Deliveries > 0 &&
+			wh.PipelineCPU.Postgres/float64(wh.Deliveries) <= 2*f.PipelineCPU.Postgres/float64(f.PipelineN)
+	}},
 	{"webhooks paced at 1,200/s: all delivered at that rate, commit -> arrival p50 < 10 ms, p99 < 50 ms", func(_ map[string]result, rep report) bool {
 		wh := rep.Webhooks
 		return wh.PacedAchieved >= 0.98*wh.PacedRate && wh.P50 < 10*time.Millisecond && wh.P99 < 50*time.Millisecond

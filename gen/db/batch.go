@@ -617,6 +617,63 @@ func (b *DeliverySucceedBatchResults) Close() error {
 	return b.br.Close()
 }
 
+const tagsGet = `-- name: TagsGet :batchone
+SELECT tags, email, assigned_user_email_id FROM contacts WHERE account_id = $1 AND contact_id = $2
+`
+
+type TagsGetBatchResults struct {
+	br     pgx.BatchResults
+	tot    int
+	closed bool
+}
+
+type TagsGetParams struct {
+	AccountID uuid.UUID
+	ContactID uuid.UUID
+}
+
+type TagsGetRow struct {
+	Tags                []string
+	Email               string
+	AssignedUserEmailID *string
+}
+
+func (q *Queries) TagsGet(ctx context.Context, arg []TagsGetParams) *TagsGetBatchResults {
+	batch := &pgx.Batch{}
+	for _, a := range arg {
+		vals := []interface{}{
+			a.AccountID,
+			a.ContactID,
+		}
+		batch.Queue(tagsGet, vals...)
+	}
+	br := q.db.SendBatch(ctx, batch)
+	return &TagsGetBatchResults{br, len(arg), false}
+}
+
+func (b *TagsGetBatchResults) QueryRow(f func(int, TagsGetRow, error)) {
+	defer b.br.Close()
+	for t := 0; t < b.tot; t++ {
+		var i TagsGetRow
+		if b.closed {
+			if f != nil {
+				f(t, i, ErrBatchAlreadyClosed)
+			}
+			continue
+		}
+		row := b.br.QueryRow()
+		err := row.Scan(&i.Tags, &i.Email, &i.AssignedUserEmailID)
+		if f != nil {
+			f(t, i, err)
+		}
+	}
+}
+
+func (b *TagsGetBatchResults) Close() error {
+	b.closed = true
+	return b.br.Close()
+}
+
 const tagsSwap = `-- name: TagsSwap :batchone
 WITH current AS (
     SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid AND a.subscriptions_version = $2::bigint

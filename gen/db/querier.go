@@ -540,7 +540,7 @@ type Querier interface {
 	SuppressionsAdd(ctx context.Context, arg SuppressionsAddParams) error
 	// Which of @digests the account suppresses.
 	SuppressionsMatching(ctx context.Context, arg SuppressionsMatchingParams) ([][]byte, error)
-	TagsGet(ctx context.Context, arg TagsGetParams) (TagsGetRow, error)
+	TagsGet(ctx context.Context, arg []TagsGetParams) *TagsGetBatchResults
 	// A tag change's read in an account with dynamic segments: the whole contact (its filters read
 	// any of it), the version of its row (xmin: any write to the contact changes it), and the
 	// segments it is in.

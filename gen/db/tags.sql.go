@@ -12,28 +12,6 @@ import (
 	"github.com/google/uuid"
 )
 
-const tagsGet = `-- name: TagsGet :one
-SELECT tags, email, assigned_user_email_id FROM contacts WHERE account_id = $1 AND contact_id = $2
-`
-
-type TagsGetParams struct {
-	AccountID uuid.UUID
-	ContactID uuid.UUID
-}
-
-type TagsGetRow struct {
-	Tags                []string
-	Email               string
-	AssignedUserEmailID *string
-}
-
-func (q *Queries) TagsGet(ctx context.Context, arg TagsGetParams) (TagsGetRow, error) {
-	row := q.db.QueryRow(ctx, tagsGet, arg.AccountID, arg.ContactID)
-	var i TagsGetRow
-	err := row.Scan(&i.Tags, &i.Email, &i.AssignedUserEmailID)
-	return i, err
-}
-
 const tagsGetForSegments = `-- name: TagsGetForSegments :one
 SELECT r.account_id, r.contact_id, r.email, r.email_key, r.name, r.phone, r.email_status, r.record_status, r.tags, r.lead_score, r.assigned_user_email_id, r.crm_name, r.crm_url, r.crm_source, r.crm_stage, r.crm_created_date, r.consent_token, r.num_form_submissions, r.last_form_submission_at, r.num_email_sends, r.last_email_send_at, r.num_email_opens, r.last_email_open_at, r.num_email_clicks, r.last_email_click_at, r.num_dashboard_views, r.last_dashboard_view_at, r.num_dashboard_clicks, r.last_dashboard_click_at, r.num_postcard_scans, r.last_postcard_scan_at, r.created_at, r.updated_at, r.enrich_due_at, r.enrich_attempts, r.active_properties, r.num_ai_handoffs, r.last_ai_handoff_at, r.custom_fields,
        (SELECT c.xmin::text::bigint FROM contacts c WHERE c.account_id = r.account_id AND c.contact_id = r.contact_id) AS row_version,

@@ -81,6 +81,7 @@ type Service struct {
 	publicURL string
 	creates   *store.Group[db.ContactCreateParams, returned[db.ContactCreateRow]]
 	tagSwaps  *store.Group[db.TagsSwapParams, returned[db.TagsSwapRow]]
+	tagsOf    *store.Group[db.TagsGetParams, returned[db.TagsGetRow]]
 	byID      *store.Group[db.ContactGetByIDParams, returned[db.ContactRow]]
 	byEmail   *store.Group[db.ContactGetByEmailParams, returned[db.ContactRow]]
 	// suppressed are the erased people's emails and phones, which new contacts may not have.
@@ -124,6 +125,7 @@ func NewService(st *store.Store, events *event.Emitter, now func() time.Time, o 
 		segments: o.Segments,
 		creates:  store.NewGroup(st, store.GroupOptions{Name: "contact_create"}, createContacts),
 		tagSwaps: store.NewGroup(st, store.GroupOptions{Name: "tags_swap"}, swapTagsOf),
+		tagsOf:   store.NewGroup(st, store.GroupOptions{Name: "tags_get"}, tagsOfContacts),
 		byID:     store.NewGroup(st, store.GroupOptions{Name: "contact_get_by_id"}, contactsByID),
 		byEmail:  store.NewGroup(st, store.GroupOptions{Name: "contact_get_by_email"}, contactsByEmail)}
 }

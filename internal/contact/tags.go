@@ -133,7 +133,7 @@ func (s *Service) changeTags(ctx context.Context, accountID uuid.UUID, rawID str
 	return s.swapTags(ctx, accountID, id, tags, op)
 }
 
-// swapTags is a tag change: read, then compare-and-swap with its events and their deliveries
+// swapTags is a tag change: read (with the other reads in flight), then compare-and-swap with its events and their deliveries
 // (sent with the other swaps in flight), again if another change came in between. Two
 // statements, no transaction of its own, no lock held between them. In an account with
 // dynamic segments, the read is the whole contact and its segments, and the swap records the
@@ -146,16 +146,19 @@ func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []
 			return nil, err
 		}
 		var row db.TagsGetForSegmentsRow
-		err = s.store.Do(ctx, func(q *db.Queries) (err error) {
-			if quiet {
-				var r db.TagsGetRow
-				r, err = q.TagsGet(ctx, db.TagsGetParams{AccountID: accountID, ContactID: id})
-				row.ContactRow.Tags, row.ContactRow.Email, row.ContactRow.AssignedUserEmailID, row.RowVersion = r.Tags, r.Email, r.AssignedUserEmailID, -1
-				return err
+		if quiet {
+			var r returned[db.TagsGetRow]
+			r, err = s.tagsOf.Do(ctx, db.TagsGetParams{AccountID: accountID, ContactID: id})
+			if err == nil && !r.ok {
+				err = apperr.ErrNoRows
 			}
-			row, err = q.TagsGetForSegments(ctx, db.TagsGetForSegmentsParams{AccountID: accountID, ContactID: id})
-			return err
-		})
+			row.ContactRow.Tags, row.ContactRow.Email, row.ContactRow.AssignedUserEmailID, row.RowVersion = r.row.Tags, r.row.Email, r.row.AssignedUserEmailID, -1
+		} else {
+			err = s.store.Do(ctx, func(q *db.Queries) (err error) {
+				row, err = q.TagsGetForSegments(ctx, db.TagsGetForSegmentsParams{AccountID: accountID, ContactID: id})
+				return err
+			})
+		}
 		if errors.Is(err, apperr.ErrNoRows) {
 			return nil, ErrNotFound
 		} else if err != nil {
@@ -257,6 +260,11 @@ func (s *Service) emitTagEvents(ctx context.Context, tx store.Tx, accountID, id 
 		}
 	}
 	return nil
+}
+
+// tagsOfContacts reads contacts' tags (with what their events carry) in one batch.
+func tagsOfContacts(ctx context.Context, q *db.Queries, ps []db.TagsGetParams) ([]returned[db.TagsGetRow], error) {
+	return returnedRows(ps, nil, func(ps []db.TagsGetParams) rowBatch[db.TagsGetRow] { return q.TagsGet(ctx, ps) })
 }
 
 // swapTagsOf sends TagsSwap for each of ps as one batch, in contact order: whether each

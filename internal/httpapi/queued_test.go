@@ -59,6 +59,7 @@ func TestSubscribedChangesQueueInTheirStatement(t *testing.T) {
 	for _, want := range []string{
 		`contactd_db_group_size_count{group="contact_create"} 1`,
 		`contactd_db_group_size_count{group="tags_swap"} 1`,
+		`contactd_db_group_size_count{group="tags_get"} 1`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/metrics lacks %s:\n%s", want, grep(text, "contactd_db_group_size_count"))

@@ -2,7 +2,7 @@
 UPDATE contacts SET tags = $3, updated_at = $4
 WHERE account_id = $1 AND contact_id = $2;
 
--- name: TagsGet :one
+-- name: TagsGet :batchone
 SELECT tags, email, assigned_user_email_id FROM contacts WHERE account_id = $1 AND contact_id = $2;
 
 -- name: TagsGetForSegments :one
