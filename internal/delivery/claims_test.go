@@ -2,7 +2,9 @@ package delivery_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -12,7 +14,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/config"
 	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/testkit"
 )
@@ -306,6 +310,44 @@ func TestWorkersThatFinishTogetherAreRecordedTogether(t *testing.T) {
 	}
 	if succeeded != 2 || leased != 2 || attempts != 2 || transactions != 1 {
 		t.Errorf("%d Succeeded, %d claimed leased, %d attempts, written by %d transactions; want 2, 2, 2, 1", succeeded, leased, attempts, transactions)
+	}
+}
+
+// TestADeliveryQueuedToFullWorkersIsLeftToThem: while this process's workers fill a receiver's
+// room, a delivery queued to it wakes no claim (which would find the room taken): the wake is
+// left to them, and the first to go on takes it. Polling is off: nothing else could.
+func TestADeliveryQueuedToFullWorkersIsLeftToThem(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, false, func(c *config.Config) {
+		c.WebhookTimeout, c.WebhookRescueAfter, c.WebhookMaxInFlight = 10*time.Second, time.Minute, 2
+	})
+	release := make(chan struct{})
+	s.rc.Respond = func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n <= 2 {
+			<-release
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+	if _, err := s.a.Store.Pool.Exec(context.Background(), `UPDATE webhook_subscriptions SET last_success_at = now()`); err != nil {
+		t.Fatal(err)
+	}
+	s.addTags(t, "full-1@example.com", "x")
+	s.addTags(t, "full-2@example.com", "x")
+	deliveries := s.a.Svc.Deliveries
+	deliveries.UsePolling(time.Hour)
+	s.a.StartWorkers()
+	s.rc.Next(t)
+	s.rc.Next(t) // both workers of the receiver's room are in their attempts, held
+	before := deliveries.LeftToWorkers()
+	s.addTags(t, "full-3@example.com", "x")
+	if n := deliveries.LeftToWorkers() - before; n != 1 {
+		t.Errorf("the delivery queued to a receiver whose room the workers fill: %d wakes left to them, want 1", n)
+	}
+	close(release)
+	var third api.WebhookPayload
+	if err := json.Unmarshal(s.rc.Next(t).Body, &third); err != nil || len(third.Events) != 1 ||
+		third.Events[0].Data.ContactInfo.ContactId != s.contact {
+		t.Errorf("the third request: %+v (%v), want the third contact's event", third, err)
 	}
 }
 

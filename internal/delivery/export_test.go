@@ -65,3 +65,7 @@ func (s *Service) SucceedTogether(ctx context.Context, account, sub uuid.UUID, u
 	}
 	return next, nil
 }
+
+// LeftToWorkers is how many times deliveries were queued to subscriptions whose receivers'
+// room this process's workers filled, and the wake left to them.
+func (s *Service) LeftToWorkers() int64 { return s.leftToWorkers.Load() }

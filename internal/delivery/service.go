@@ -72,6 +72,7 @@ func New(st *store.Store, opt Options) *Service {
 	s.queue = queue.New(queue.Options{Name: QueueName, Slots: opt.Workers, PollEvery: opt.PollEvery, Log: opt.Log}, s.claim)
 	s.events = event.NewEmitter(s, event.NewSubscribers(st, opt.Now), opt.Filtered)
 	s.nats = newNATSPublisher(opt.NATSURL, opt.NATSSubjectPrefix, opt.Timeout, opt.Log)
+	s.chains = newChains()
 	s.successes = store.NewGroup(st, store.GroupOptions{Name: "delivery_succeed"}, s.succeedAll)
 	return s
 }
@@ -81,6 +82,17 @@ func (s *Service) UsePolling(every time.Duration) { s.queue.UsePolling(every) }
 
 // Wake tells the workers that deliveries may be due now; it never blocks.
 func (s *Service) Wake() { s.queue.Wake() }
+
+// Queued tells the workers that deliveries to subscriptions were queued and committed: they
+// are woken, unless this process's workers of each of those subscriptions fill its receiver's
+// room (chains), and take them as they go on.
+func (s *Service) Queued(subscriptions []uuid.UUID) {
+	if s.chains.cover(subscriptions, s.opt.MaxInFlight) {
+		s.leftToWorkers.Add(1)
+		return
+	}
+	s.queue.Wake()
+}
 
 // Claims is how many times the workers of this process have looked for due deliveries.
 func (s *Service) Claims() int64 { return s.queue.Claims() }

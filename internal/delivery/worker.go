@@ -80,6 +80,10 @@ type Service struct {
 	// nats publishes to the subscriptions that target a NATS JetStream subject (nil: none
 	// configured).
 	nats *natsPublisher
+	// chains counts the workers attempting each subscription's deliveries, and leftToWorkers
+	// the wakes left to them (Queued).
+	chains        *chains
+	leftToWorkers atomic.Int64
 	// successes records the workers' successes together (succeed).
 	successes *store.Group[db.DeliverySucceedParams, []db.DeliverySucceedRow]
 }
@@ -150,6 +154,13 @@ func (s *Service) Attempt(ctx context.Context, a Args) error {
 // lease another process may have seen end (a process frozen that long, or clocks apart)
 // would add one where that claim counted none.
 func (s *Service) attempt(ctx context.Context, a Args, d db.DeliveryLoadRow) {
+	sub := d.SubscriptionID // the same for every delivery it goes on to
+	s.chains.begin(sub)
+	defer func() {
+		if s.chains.end(sub) {
+			s.queue.Wake()
+		}
+	}()
 	for {
 		o := s.send(ctx, a, d)
 		goOn := o.ok() && ctx.Err() == nil && !s.stopping.Load() && !s.saturated.Load() && !s.queue.Wanted() && s.leaseLeft(a)

@@ -230,8 +230,9 @@ type Envelope struct {
 
 // Enqueuer is told of deliveries queued: the delivery package wakes its workers.
 type Enqueuer interface {
-	// Wake tells this process's workers that deliveries were queued and committed.
-	Wake()
+	// Queued tells this process's workers that deliveries to subscriptions (an id a delivery)
+	// were queued and committed.
+	Queued(subscriptions []uuid.UUID)
 }
 
 // Emitter writes events and their deliveries, planned by the fan-out.
@@ -273,7 +274,7 @@ func (e *Emitter) MayHaveSubscribers(ctx context.Context, accountID uuid.UUID, t
 func (e *Emitter) Planned(accountID uuid.UUID, p Plan) {
 	e.filtered.Add(accountID, p.filteredSubscriptions())
 	if p.Deliveries() > 0 && e.enqueuer != nil {
-		e.enqueuer.Wake()
+		e.enqueuer.Queued(p.SubscriptionIDs)
 	}
 }
 
