@@ -73,7 +73,9 @@ func New(st *store.Store, opt Options) *Service {
 	s.events = event.NewEmitter(s, event.NewSubscribers(st, opt.Now), opt.Filtered)
 	s.nats = newNATSPublisher(opt.NATSURL, opt.NATSSubjectPrefix, opt.Timeout, opt.Log)
 	s.chains = newChains()
-	s.successes = store.NewGroup(st, store.GroupOptions{Name: "delivery_succeed"}, s.succeedAll)
+	// one group in flight: the successes that finish meanwhile gather into the next, and a
+	// larger group costs each less (decisions/0005)
+	s.successes = store.NewGroup(st, store.GroupOptions{Name: "delivery_succeed", MaxFlying: 1}, s.succeedAll)
 	return s
 }
 
