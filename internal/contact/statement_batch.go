@@ -3,7 +3,6 @@ package contact
 import (
 	"bytes"
 	"errors"
-	"slices"
 
 	"github.com/google/uuid"
 
@@ -28,17 +27,7 @@ type returned[R any] struct {
 // each other both ways. It reports, in items' order, the row each statement returned, or
 // the error that failed the batch, which then wrote nothing (one implicit transaction).
 func returnedRows[T, R any](items []T, cmp func(a, b T) int, send func(sorted []T) rowBatch[R]) ([]returned[R], error) {
-	order := make([]int, len(items))
-	for i := range order {
-		order[i] = i
-	}
-	if cmp != nil {
-		slices.SortStableFunc(order, func(a, b int) int { return cmp(items[a], items[b]) })
-	}
-	sorted := make([]T, len(items))
-	for i, o := range order {
-		sorted[i] = items[o]
-	}
+	sorted, order := store.Sorted(items, cmp)
 	out := make([]returned[R], len(items))
 	var failed error
 	results := send(sorted)

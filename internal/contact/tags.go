@@ -133,11 +133,11 @@ func (s *Service) changeTags(ctx context.Context, accountID uuid.UUID, rawID str
 	return s.swapTags(ctx, accountID, id, tags, op)
 }
 
-// swapTags is a tag change: read (with the other reads in flight), then compare-and-swap with its events and their deliveries
-// (sent with the other swaps in flight), again if another change came in between. Two
-// statements, no transaction of its own, no lock held between them. In an account with
-// dynamic segments, the read is the whole contact and its segments, and the swap records the
-// change of its membership too (segment.Service.Changed).
+// swapTags is a tag change: read (with the other reads in flight), then compare-and-swap with
+// its events and their deliveries (sent with the other swaps in flight), again if another
+// change came in between. Two statements, no transaction of its own, no lock held between
+// them. In an account with dynamic segments, the read is the whole contact and its segments,
+// and the swap records the change of its membership too (segment.Service.Changed).
 func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []string,
 	op func(existing, tags []string) tagChange) ([]string, error) {
 	for {

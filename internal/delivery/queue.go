@@ -3,7 +3,6 @@ package delivery
 import (
 	"bytes"
 	"context"
-	"slices"
 	"time"
 
 	"github.com/contactd/contactd/gen/db"
@@ -101,21 +100,12 @@ func (s *Service) succeed(ctx context.Context, a Args, d db.DeliveryLoadRow, o o
 // subscriptions: two groups that both write subscriptions' rows (a receiver healthy again) lock
 // them in the same order, and never wait on each other both ways.
 func (s *Service) succeedAll(ctx context.Context, _ *db.Queries, ps []db.DeliverySucceedParams) ([][]db.DeliverySucceedRow, error) {
-	order := make([]int, len(ps))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(i, j int) int {
-		a, b := ps[i], ps[j]
+	sorted, order := store.Sorted(ps, func(a, b db.DeliverySucceedParams) int {
 		if c := bytes.Compare(a.AccountID[:], b.AccountID[:]); c != 0 {
 			return c
 		}
 		return bytes.Compare(a.SubscriptionID[:], b.SubscriptionID[:])
 	})
-	sorted := make([]db.DeliverySucceedParams, len(ps))
-	for i, o := range order {
-		sorted[i] = ps[o]
-	}
 	out := make([][]db.DeliverySucceedRow, len(ps))
 	err := s.store.Pipelined(ctx, func(q *db.Queries) error {
 		if err := q.DeliveryClaimSettings(ctx); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"go.opentelemetry.io/otel/attribute"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -178,4 +179,21 @@ func (g *Group[T, R]) sendGroup(calls []*groupCall[T, R]) {
 		c.size = len(live)
 		close(c.done)
 	}
+}
+
+// Sorted is items in cmp's order (a group's writes in the order they lock their rows), and for
+// each of them its index in items, by which a send reports results in items' order.
+func Sorted[T any](items []T, cmp func(a, b T) int) (sorted []T, order []int) {
+	order = make([]int, len(items))
+	for i := range order {
+		order[i] = i
+	}
+	if cmp != nil {
+		slices.SortStableFunc(order, func(a, b int) int { return cmp(items[a], items[b]) })
+	}
+	sorted = make([]T, len(items))
+	for i, o := range order {
+		sorted[i] = items[o]
+	}
+	return sorted, order
 }
