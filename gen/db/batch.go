@@ -674,61 +674,90 @@ func (b *TagsGetBatchResults) Close() error {
 	return b.br.Close()
 }
 
-const tagsSwap = `-- name: TagsSwap :batchone
-WITH current AS (
-    SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid AND a.subscriptions_version = $2::bigint
-), segments_current AS (
-    SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid
-        AND ($3::bigint < 0 OR a.segments_version = $3::bigint)
+const tagsSwapMany = `-- name: TagsSwapMany :batchmany
+WITH input AS (
+    SELECT unnest($1::uuid[]) AS contact_id,
+           unnest($2::integer[]) AS tag_from,
+           unnest($3::integer[]) AS tag_count,
+           unnest($4::integer[]) AS previous_from,
+           unnest($5::integer[]) AS previous_count,
+           unnest($6::bigint[]) AS row_version,
+           unnest($7::bigint[]) AS subscriptions_version,
+           unnest($8::bigint[]) AS segments_version,
+           unnest($9::timestamptz[]) AS updated_at,
+           generate_subscripts($1::uuid[], 1) AS position
+), account AS MATERIALIZED (
+    SELECT a.account_id, a.subscriptions_version, a.segments_version FROM accounts a
+    WHERE a.account_id = $10::uuid
     FOR SHARE
+), checked AS MATERIALIZED (
+    SELECT i.contact_id, i.tag_from, i.tag_count, i.previous_from, i.previous_count, i.row_version, i.subscriptions_version, i.segments_version, i.updated_at, i.position, coalesce(a.subscriptions_version = i.subscriptions_version, false) AS current,
+           coalesce(i.segments_version < 0 OR a.segments_version = i.segments_version, false) AS segments_current
+    FROM input i LEFT JOIN account a ON true
 ), swapped AS (
-    UPDATE contacts c SET tags = $4, updated_at = $5
-    WHERE c.account_id = $1 AND c.contact_id = $6
-      AND CASE WHEN $7::bigint < 0 THEN c.tags = $8::text[] ELSE c.xmin::text::bigint = $7 END
-      AND EXISTS (SELECT 1 FROM current) AND EXISTS (SELECT 1 FROM segments_current)
-    RETURNING c.account_id, c.contact_id
+    UPDATE contacts c SET tags = ($11::text[])[k.tag_from + 1 : k.tag_from + k.tag_count], updated_at = k.updated_at
+    FROM checked k
+    WHERE c.account_id = $10::uuid AND c.contact_id = k.contact_id AND k.current AND k.segments_current
+      AND CASE WHEN k.row_version < 0 THEN c.tags = ($12::text[])[k.previous_from + 1 : k.previous_from + k.previous_count]
+               ELSE c.xmin::text::bigint = k.row_version END
+    RETURNING k.position, c.account_id, c.contact_id, c.updated_at
 ), entered AS (
     INSERT INTO segment_members (account_id, segment_id, contact_id, added_at)
-    SELECT s.account_id, e.segment_id, s.contact_id, $5
-    FROM swapped s, unnest($9::uuid[]) AS e(segment_id)
+    SELECT s.account_id, e.segment_id, s.contact_id, s.updated_at
+    FROM swapped s JOIN (SELECT unnest($13::integer[]) AS position, unnest($14::uuid[]) AS segment_id) e
+        ON e.position = s.position
     ON CONFLICT DO NOTHING
 ), gone AS (
-    DELETE FROM segment_members m USING swapped s
-    WHERE m.account_id = s.account_id AND m.contact_id = s.contact_id AND m.segment_id = ANY($10::uuid[])
+    DELETE FROM segment_members m
+    USING swapped s, (SELECT unnest($15::integer[]) AS position, unnest($16::uuid[]) AS segment_id) l
+    WHERE l.position = s.position AND m.account_id = s.account_id AND m.contact_id = s.contact_id AND m.segment_id = l.segment_id
 ), events AS (
     INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
-    SELECT s.account_id, unnest($11::uuid[]), unnest($12::text[]), s.contact_id,
-           unnest($13::text[])::json, $5, nullif(unnest($14::text[]), '')
-    FROM swapped s
+    SELECT s.account_id, e.event_id, e.event_type, s.contact_id, e.payload::json, s.updated_at, nullif(e.trace, '')
+    FROM swapped s JOIN (
+        SELECT unnest($17::integer[]) AS position,
+               unnest($18::uuid[]) AS event_id,
+               unnest($19::text[]) AS event_type,
+               unnest($20::text[]) AS payload,
+               unnest($21::text[]) AS trace
+    ) e ON e.position = s.position
     RETURNING account_id, event_id, occurred_at
 ), delivery AS (
     INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
     SELECT e.account_id, uuid_v7(e.occurred_at), d.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
-    FROM (SELECT unnest($15::uuid[]) AS event_id, unnest($16::uuid[]) AS subscription_id) d
+    FROM (SELECT unnest($22::uuid[]) AS event_id, unnest($23::uuid[]) AS subscription_id) d
     JOIN events e ON e.event_id = d.event_id
 )
-SELECT coalesce((SELECT contact_id FROM swapped), '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS contact_id,
-       EXISTS (SELECT 1 FROM current) AS current,
-       EXISTS (SELECT 1 FROM segments_current) AS segments_current
+SELECT coalesce(s.contact_id, '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS contact_id,
+       k.current::boolean AS current, k.segments_current::boolean AS segments_current
+FROM checked k LEFT JOIN swapped s ON s.position = k.position
+ORDER BY k.position
 `
 
-type TagsSwapBatchResults struct {
+type TagsSwapManyBatchResults struct {
 	br     pgx.BatchResults
 	tot    int
 	closed bool
 }
 
-type TagsSwapParams struct {
+type TagsSwapManyParams struct {
+	ContactIds              []uuid.UUID
+	TagFrom                 []int32
+	TagCount                []int32
+	PreviousFrom            []int32
+	PreviousCount           []int32
+	RowVersions             []int64
+	SubscriptionsVersions   []int64
+	SegmentsVersions        []int64
+	UpdatedAts              []time.Time
 	AccountID               uuid.UUID
-	SubscriptionsVersion    int64
-	SegmentsVersion         int64
 	Tags                    []string
-	UpdatedAt               time.Time
-	ContactID               uuid.UUID
-	RowVersion              int64
 	Previous                []string
-	SegmentsEntered         []uuid.UUID
-	SegmentsLeft            []uuid.UUID
+	EnteredChanges          []int32
+	EnteredSegmentIds       []uuid.UUID
+	LeftChanges             []int32
+	LeftSegmentIds          []uuid.UUID
+	EventChanges            []int32
 	EventIds                []uuid.UUID
 	EventTypes              []string
 	EventPayloads           []string
@@ -737,36 +766,50 @@ type TagsSwapParams struct {
 	DeliverySubscriptionIds []uuid.UUID
 }
 
-type TagsSwapRow struct {
+type TagsSwapManyRow struct {
 	ContactID       uuid.UUID
 	Current         bool
 	SegmentsCurrent bool
 }
 
-// Compare-and-swap: sets the tags only if they are still the ones the change was computed
-// from (contact_id uuid.Nil otherwise), and records the change's events (TagsAdded, TagsRemoved)
-// with it and the deliveries the fan-out planned for them, only while the account's
-// subscriptions are at the plan's @subscriptions_version (current false otherwise: nothing
-// written), and its segments at @segments_version (as ContactCreate checks it; -1: the
-// caller's transaction keeps them). In an account with dynamic segments the compare is of the
-// whole row (@row_version, TagsGetForSegments' xmin: the segments were evaluated on all of
-// it), and the contact enters @segments_entered and leaves @segments_left, whose events are
-// among the change's: a tag change needs no transaction and no lock, and goes to PostgreSQL with the
-// other swaps in flight.
-func (q *Queries) TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapBatchResults {
+// An account's tag changes of a group in one statement (contact.swapTagsOf sends one per
+// account, in one pipeline), each a compare-and-swap: it sets a contact's tags only if they
+// are still the ones the change was computed from, and records the change's events (TagsAdded,
+// TagsRemoved) and the deliveries the fan-out planned for them, only while the account's
+// subscriptions are at the change's plan's version and its segments at the change's (-1: the
+// caller's transaction keeps them; the account is locked shared until commit, as
+// ContactCreate checks it). In an account with dynamic segments the compare is of the whole
+// row (@row_versions, TagsGetForSegments' xmin: the segments were evaluated on all of it), and
+// the contact enters and leaves segments, whose events are among the change's. Each column
+// comes as an array with an element per change (a change's tags are its slice of @tags,
+// tag_from and tag_count, as ContactCreateMany's); events and segments have arrays of their
+// own, each element naming its change by position (1-based, the order of @contact_ids). No
+// two changes may be of one contact (one UPDATE changes a row once), and they come in contact
+// order, the order the UPDATE locks them in (a nested loop over @contact_ids), so that two
+// groups never wait on each other both ways. Returns a row per change, in their order: its
+// contact's id if it swapped (uuid.Nil otherwise: the tags changed since they were read), and
+// whether its plan and its segments were current.
+func (q *Queries) TagsSwapMany(ctx context.Context, arg []TagsSwapManyParams) *TagsSwapManyBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
 		vals := []interface{}{
+			a.ContactIds,
+			a.TagFrom,
+			a.TagCount,
+			a.PreviousFrom,
+			a.PreviousCount,
+			a.RowVersions,
+			a.SubscriptionsVersions,
+			a.SegmentsVersions,
+			a.UpdatedAts,
 			a.AccountID,
-			a.SubscriptionsVersion,
-			a.SegmentsVersion,
 			a.Tags,
-			a.UpdatedAt,
-			a.ContactID,
-			a.RowVersion,
 			a.Previous,
-			a.SegmentsEntered,
-			a.SegmentsLeft,
+			a.EnteredChanges,
+			a.EnteredSegmentIds,
+			a.LeftChanges,
+			a.LeftSegmentIds,
+			a.EventChanges,
 			a.EventIds,
 			a.EventTypes,
 			a.EventPayloads,
@@ -774,31 +817,44 @@ func (q *Queries) TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapB
 			a.DeliveryEventIds,
 			a.DeliverySubscriptionIds,
 		}
-		batch.Queue(tagsSwap, vals...)
+		batch.Queue(tagsSwapMany, vals...)
 	}
 	br := q.db.SendBatch(ctx, batch)
-	return &TagsSwapBatchResults{br, len(arg), false}
+	return &TagsSwapManyBatchResults{br, len(arg), false}
 }
 
-func (b *TagsSwapBatchResults) QueryRow(f func(int, TagsSwapRow, error)) {
+func (b *TagsSwapManyBatchResults) Query(f func(int, []TagsSwapManyRow, error)) {
 	defer b.br.Close()
 	for t := 0; t < b.tot; t++ {
-		var i TagsSwapRow
+		var items []TagsSwapManyRow
 		if b.closed {
 			if f != nil {
-				f(t, i, ErrBatchAlreadyClosed)
+				f(t, items, ErrBatchAlreadyClosed)
 			}
 			continue
 		}
-		row := b.br.QueryRow()
-		err := row.Scan(&i.ContactID, &i.Current, &i.SegmentsCurrent)
+		err := func() error {
+			rows, err := b.br.Query()
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var i TagsSwapManyRow
+				if err := rows.Scan(&i.ContactID, &i.Current, &i.SegmentsCurrent); err != nil {
+					return err
+				}
+				items = append(items, i)
+			}
+			return rows.Err()
+		}()
 		if f != nil {
-			f(t, i, err)
+			f(t, items, err)
 		}
 	}
 }
 
-func (b *TagsSwapBatchResults) Close() error {
+func (b *TagsSwapManyBatchResults) Close() error {
 	b.closed = true
 	return b.br.Close()
 }

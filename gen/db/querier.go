@@ -546,17 +546,24 @@ type Querier interface {
 	// segments it is in.
 	TagsGetForSegments(ctx context.Context, arg TagsGetForSegmentsParams) (TagsGetForSegmentsRow, error)
 	TagsSet(ctx context.Context, arg TagsSetParams) error
-	// Compare-and-swap: sets the tags only if they are still the ones the change was computed
-	// from (contact_id uuid.Nil otherwise), and records the change's events (TagsAdded, TagsRemoved)
-	// with it and the deliveries the fan-out planned for them, only while the account's
-	// subscriptions are at the plan's @subscriptions_version (current false otherwise: nothing
-	// written), and its segments at @segments_version (as ContactCreate checks it; -1: the
-	// caller's transaction keeps them). In an account with dynamic segments the compare is of the
-	// whole row (@row_version, TagsGetForSegments' xmin: the segments were evaluated on all of
-	// it), and the contact enters @segments_entered and leaves @segments_left, whose events are
-	// among the change's: a tag change needs no transaction and no lock, and goes to PostgreSQL with the
-	// other swaps in flight.
-	TagsSwap(ctx context.Context, arg []TagsSwapParams) *TagsSwapBatchResults
+	// An account's tag changes of a group in one statement (contact.swapTagsOf sends one per
+	// account, in one pipeline), each a compare-and-swap: it sets a contact's tags only if they
+	// are still the ones the change was computed from, and records the change's events (TagsAdded,
+	// TagsRemoved) and the deliveries the fan-out planned for them, only while the account's
+	// subscriptions are at the change's plan's version and its segments at the change's (-1: the
+	// caller's transaction keeps them; the account is locked shared until commit, as
+	// ContactCreate checks it). In an account with dynamic segments the compare is of the whole
+	// row (@row_versions, TagsGetForSegments' xmin: the segments were evaluated on all of it), and
+	// the contact enters and leaves segments, whose events are among the change's. Each column
+	// comes as an array with an element per change (a change's tags are its slice of @tags,
+	// tag_from and tag_count, as ContactCreateMany's); events and segments have arrays of their
+	// own, each element naming its change by position (1-based, the order of @contact_ids). No
+	// two changes may be of one contact (one UPDATE changes a row once), and they come in contact
+	// order, the order the UPDATE locks them in (a nested loop over @contact_ids), so that two
+	// groups never wait on each other both ways. Returns a row per change, in their order: its
+	// contact's id if it swapped (uuid.Nil otherwise: the tags changed since they were read), and
+	// whether its plan and its segments were current.
+	TagsSwapMany(ctx context.Context, arg []TagsSwapManyParams) *TagsSwapManyBatchResults
 	// The contact that holds a unique field's value (its unique form).
 	UniqueValueHolder(ctx context.Context, arg UniqueValueHolderParams) (uuid.UUID, error)
 	// The contacts that hold these values (unique forms) of a unique field: a batch's matches.

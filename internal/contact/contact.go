@@ -80,7 +80,7 @@ type Service struct {
 	now       func() time.Time
 	publicURL string
 	creates   *store.Group[db.ContactCreateParams, returned[db.ContactCreateRow]]
-	tagSwaps  *store.Group[db.TagsSwapParams, returned[db.TagsSwapRow]]
+	tagSwaps  *store.Group[tagSwap, db.TagsSwapManyRow]
 	tagsOf    *store.Group[db.TagsGetParams, returned[db.TagsGetRow]]
 	byID      *store.Group[db.ContactGetByIDParams, returned[db.ContactRow]]
 	byEmail   *store.Group[db.ContactGetByEmailParams, returned[db.ContactRow]]

@@ -1,6 +1,7 @@
 package contact
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -170,16 +171,15 @@ func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []
 			return c.tags, err
 		}
 		now := s.now()
-		p := db.TagsSwapParams{AccountID: accountID, ContactID: id, Tags: c.tags, Previous: existing, UpdatedAt: now,
-			SegmentsVersion: version, RowVersion: row.RowVersion, SegmentsEntered: []uuid.UUID{}, SegmentsLeft: []uuid.UUID{}}
+		sw := tagSwap{accountID: accountID, contactID: id, tags: c.tags, previous: existing, updatedAt: now,
+			segmentsVersion: version, rowVersion: row.RowVersion}
 		info := contactInfo(id, row.ContactRow.Email, row.ContactRow.AssignedUserEmailID)
-		var events []event.Prepared
 		for _, ev := range tagEvents(id, info, c, now) {
 			prepared, err := event.Prepare(ctx, ev)
 			if err != nil {
 				return nil, err
 			}
-			events = append(events, prepared)
+			sw.events = append(sw.events, prepared)
 		}
 		if !quiet {
 			after := row.ContactRow
@@ -196,28 +196,24 @@ func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []
 			if err != nil {
 				return nil, err
 			}
-			p.SegmentsVersion, p.SegmentsEntered, p.SegmentsLeft = change.Version, change.Entered, change.Left
-			events = append(events, change.Events...)
+			sw.segmentsVersion, sw.segmentsEntered, sw.segmentsLeft = change.Version, change.Entered, change.Left
+			sw.events = append(sw.events, change.Events...)
 		}
-		for _, prepared := range events {
-			p.EventIds, p.EventTypes = append(p.EventIds, prepared.ID), append(p.EventTypes, string(prepared.Type))
-			p.EventPayloads, p.EventTraces = append(p.EventPayloads, string(prepared.Payload)), append(p.EventTraces, prepared.Trace)
-		}
-		var swapped returned[db.TagsSwapRow]
-		plan, err := s.events.WithPlan(ctx, nil, accountID, event.Of(events), func(plan event.Plan) (current bool, err error) {
-			p.SubscriptionsVersion, p.DeliveryEventIds, p.DeliverySubscriptionIds = plan.Version, plan.EventIDs, plan.SubscriptionIDs
-			swapped, err = s.tagSwaps.Do(ctx, p)
-			if err == nil && !swapped.row.SegmentsCurrent {
+		var swapped db.TagsSwapManyRow
+		plan, err := s.events.WithPlan(ctx, nil, accountID, event.Of(sw.events), func(plan event.Plan) (current bool, err error) {
+			sw.plan = plan
+			swapped, err = s.tagSwaps.Do(ctx, sw)
+			if err == nil && !swapped.SegmentsCurrent {
 				return false, s.segmentsChanged(accountID)
 			}
-			return swapped.row.Current, err
+			return swapped.Current, err
 		})
 		if errors.Is(err, errSegmentsChanged) {
 			continue
 		} else if err != nil {
 			return nil, err
 		}
-		if swapped.row.ContactID != uuid.Nil {
+		if swapped.ContactID != uuid.Nil {
 			s.events.Planned(accountID, plan)
 			return c.tags, nil
 		}
@@ -267,13 +263,89 @@ func tagsOfContacts(ctx context.Context, q *db.Queries, ps []db.TagsGetParams) (
 	return returnedRows(ps, nil, func(ps []db.TagsGetParams) rowBatch[db.TagsGetRow] { return q.TagsGet(ctx, ps) })
 }
 
-// swapTagsOf sends TagsSwap for each of ps as one batch, in contact order: whether each
-// swapped (no row: the tags changed since they were read), or the error that failed the batch.
-func swapTagsOf(ctx context.Context, q *db.Queries, ps []db.TagsSwapParams) ([]returned[db.TagsSwapRow], error) {
-	return returnedRows(ps, func(a, b db.TagsSwapParams) int {
-		if c := compareIDs(a.AccountID, b.AccountID); c != 0 {
+// tagSwap is a tag change's compare-and-swap, with its events and their planned deliveries
+// (TagsSwapMany).
+type tagSwap struct {
+	accountID, contactID uuid.UUID
+	tags, previous       []string
+	updatedAt            time.Time
+	// segmentsVersion and rowVersion are -1 in an account without dynamic segments
+	segmentsVersion, rowVersion   int64
+	segmentsEntered, segmentsLeft []uuid.UUID
+	events                        []event.Prepared
+	plan                          event.Plan
+}
+
+// swapTagsOf sends a group's tag changes as one batch of TagsSwapMany, one statement per
+// account, the changes in contact order: whether each swapped (uuid.Nil: the tags changed
+// since they were read), or the error that failed them all (one implicit transaction). A
+// second change of a contact in the group is not sent and reports that the tags changed: its
+// caller reads them again once the first has committed.
+func swapTagsOf(ctx context.Context, q *db.Queries, swaps []tagSwap) ([]db.TagsSwapManyRow, error) {
+	sorted, order := store.Sorted(swaps, func(a, b tagSwap) int {
+		if c := compareIDs(a.accountID, b.accountID); c != 0 {
 			return c
 		}
-		return compareIDs(a.ContactID, b.ContactID)
-	}, func(sorted []db.TagsSwapParams) rowBatch[db.TagsSwapRow] { return q.TagsSwap(ctx, sorted) })
+		return compareIDs(a.contactID, b.contactID)
+	})
+	var ps []db.TagsSwapManyParams
+	var sent [][]int // for each statement, the position in sorted of each change it carries
+	for i, sw := range sorted {
+		if i > 0 && sw.accountID == sorted[i-1].accountID && sw.contactID == sorted[i-1].contactID {
+			continue
+		}
+		if len(ps) == 0 || ps[len(ps)-1].AccountID != sw.accountID {
+			// empty, not nil: pgx sends a nil slice as NULL, and a slice of NULL is NULL
+			ps = append(ps, db.TagsSwapManyParams{AccountID: sw.accountID, Tags: []string{}, Previous: []string{}})
+			sent = append(sent, nil)
+		}
+		p := &ps[len(ps)-1]
+		sent[len(sent)-1] = append(sent[len(sent)-1], i)
+		change := int32(len(sent[len(sent)-1]))
+		p.ContactIds = append(p.ContactIds, sw.contactID)
+		p.TagFrom, p.TagCount = append(p.TagFrom, int32(len(p.Tags))), append(p.TagCount, int32(len(sw.tags)))
+		p.Tags = append(p.Tags, sw.tags...)
+		p.PreviousFrom, p.PreviousCount = append(p.PreviousFrom, int32(len(p.Previous))), append(p.PreviousCount, int32(len(sw.previous)))
+		p.Previous = append(p.Previous, sw.previous...)
+		p.RowVersions, p.SegmentsVersions = append(p.RowVersions, sw.rowVersion), append(p.SegmentsVersions, sw.segmentsVersion)
+		p.SubscriptionsVersions, p.UpdatedAts = append(p.SubscriptionsVersions, sw.plan.Version), append(p.UpdatedAts, sw.updatedAt)
+		for _, id := range sw.segmentsEntered {
+			p.EnteredChanges, p.EnteredSegmentIds = append(p.EnteredChanges, change), append(p.EnteredSegmentIds, id)
+		}
+		for _, id := range sw.segmentsLeft {
+			p.LeftChanges, p.LeftSegmentIds = append(p.LeftChanges, change), append(p.LeftSegmentIds, id)
+		}
+		for _, ev := range sw.events {
+			p.EventChanges, p.EventIds, p.EventTypes = append(p.EventChanges, change), append(p.EventIds, ev.ID), append(p.EventTypes, string(ev.Type))
+			p.EventPayloads, p.EventTraces = append(p.EventPayloads, string(ev.Payload)), append(p.EventTraces, ev.Trace)
+		}
+		p.DeliveryEventIds = append(p.DeliveryEventIds, sw.plan.EventIDs...)
+		p.DeliverySubscriptionIds = append(p.DeliverySubscriptionIds, sw.plan.SubscriptionIDs...)
+	}
+	out := make([]db.TagsSwapManyRow, len(swaps))
+	for i := range out {
+		out[i] = db.TagsSwapManyRow{Current: true, SegmentsCurrent: true} // a second change of its contact
+	}
+	var failed error
+	results := q.TagsSwapMany(ctx, ps)
+	results.Query(func(i int, rows []db.TagsSwapManyRow, err error) {
+		switch {
+		case err != nil:
+			failed = cmp.Or(failed, err)
+		case len(rows) != len(sent[i]):
+			failed = cmp.Or(failed, fmt.Errorf("tags swap: %d changes sent, %d rows returned", len(sent[i]), len(rows)))
+		default:
+			for j, at := range sent[i] {
+				out[order[at]] = rows[j]
+			}
+		}
+	})
+	// the implicit transaction commits after the last result: Close reports whether it did
+	if err := results.Close(); failed == nil {
+		failed = err
+	}
+	if failed != nil {
+		return nil, failed
+	}
+	return out, nil
 }

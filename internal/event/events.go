@@ -13,8 +13,8 @@
 //   - ContactCreate: a new contact's TagsAdded and ContactEnriched events, in the statement
 //     that inserts it, with their planned deliveries.
 //   - ContactCreateMany: the same for a batch's contacts.
-//   - TagsSwap: a tag change's TagsAdded and TagsRemoved events, in the statement that makes
-//     it, with their planned deliveries.
+//   - TagsSwapMany: tag changes' TagsAdded and TagsRemoved events, in the statement that makes
+//     them (a group of them at once), with their planned deliveries.
 //   - EnrichFinishMany: the ContactEnriched events of an enrichment pass that nobody is
 //     subscribed to.
 //

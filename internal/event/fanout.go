@@ -15,7 +15,7 @@ import (
 // statement leaves: never inside a statement, nor a group commit that carries other
 // accounts' writes.
 //
-// The statements that queue planned deliveries are ContactCreate, ContactCreateMany, TagsSwap
+// The statements that queue planned deliveries are ContactCreate, ContactCreateMany, TagsSwapMany
 // and EventsRecord (Emit, test events, replays), and no other statement inserts into
 // webhook_deliveries (TestDeliveriesComeOnlyFromThePlan).
 
