@@ -428,82 +428,113 @@ func (b *ContactGetByIDBatchResults) Close() error {
 	return b.br.Close()
 }
 
-const deliverySucceed = `-- name: DeliverySucceed :batchmany
+const deliverySucceedMany = `-- name: DeliverySucceedMany :batchmany
 WITH bounded AS MATERIALIZED (
     SELECT set_config('lock_timeout', '1s', true)
+), input AS (
+    SELECT unnest($2::uuid[]) AS delivery_id,
+           unnest($3::integer[]) AS attempt,
+           nullif(unnest($4::integer[]), 0) AS response_status, -- 0: none
+           unnest($5::integer[]) AS latency_ms,
+           unnest($6::varchar[]) AS response_excerpt,
+           unnest($7::timestamptz[]) AS now,
+           unnest($8::boolean[]) AS claim_next,
+           unnest($9::text[]) AS url,
+           unnest($10::timestamptz[]) AS lease_until,
+           unnest($11::timestamptz[]) AS due_from,
+           generate_subscripts($2::uuid[], 1) AS position
+), located AS (
+    -- each delivery's row by its key, one probe each, and the rows then by where they are:
+    -- the plan is kept (generic) and may have been made when the queue was small, and a join
+    -- of the ids with the queue let it read all of it. (sqlc cannot name ctid here, and does
+    -- not look inside an array.)
+    SELECT i.delivery_id, i.attempt, i.response_status, i.latency_ms, i.response_excerpt, i.now, i.claim_next, i.url, i.lease_until, i.due_from, i.position, $1::uuid AS account_id,
+           (ARRAY(SELECT ctid FROM webhook_deliveries WHERE account_id = $1::uuid AND delivery_id = i.delivery_id))[1] AS row
+    FROM input i
 ), delivery AS (
     UPDATE webhook_deliveries d
-    SET attempts = $2, status = 'Succeeded', next_attempt_at = NULL, updated_at = $3, leased_until = NULL
+    SET attempts = i.attempt, status = 'Succeeded', next_attempt_at = NULL, updated_at = i.now, leased_until = NULL
+    FROM located i
     -- a condition on no row: PostgreSQL evaluates it first, before it reads any row
-    WHERE EXISTS (SELECT FROM bounded) AND d.account_id = $4 AND d.delivery_id = $5
-    RETURNING d.account_id, d.delivery_id, d.subscription_id, d.event_id
+    WHERE EXISTS (SELECT FROM bounded) AND d.ctid = ANY(ARRAY(SELECT row FROM located)) AND d.ctid = i.row
+      AND d.account_id = i.account_id AND d.delivery_id = i.delivery_id
+    RETURNING i.position, d.delivery_id, d.subscription_id, d.event_id, i.attempt, i.response_status, i.latency_ms,
+        i.response_excerpt, i.now, i.claim_next, i.url, i.lease_until, i.due_from
 ), attempt AS (
     INSERT INTO webhook_attempts (
         account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt, subscription_id, event_id
-    ) SELECT account_id, delivery_id, $2, $3, $6, $7, $8, subscription_id, event_id
+    ) SELECT $1::uuid, delivery_id, attempt, now, response_status, latency_ms, response_excerpt, subscription_id, event_id
     FROM delivery
     ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
 ), healthy AS (
     UPDATE webhook_subscriptions s
-    SET consecutive_failures = 0, last_success_at = $3, failing_since = NULL,
+    SET consecutive_failures = 0, last_success_at = h.now, failing_since = NULL,
         status = CASE WHEN s.status = 'Failing' THEN 'Active' ELSE s.status END,
-        updated_at = CASE WHEN s.status = 'Failing' THEN $3 ELSE s.updated_at END
-    WHERE EXISTS (SELECT FROM delivery)
-      AND s.account_id = $4 AND s.subscription_id = $9 AND s.status <> 'Removed'
+        updated_at = CASE WHEN s.status = 'Failing' THEN h.now ELSE s.updated_at END
+    FROM (SELECT subscription_id, max(now) AS now FROM delivery GROUP BY subscription_id) h
+    WHERE s.account_id = $1::uuid AND s.subscription_id = h.subscription_id AND s.status <> 'Removed'
       AND (s.consecutive_failures <> 0 OR s.status = 'Failing' OR s.last_success_at IS NULL
-           OR s.last_success_at < $10)
+           OR s.last_success_at < h.now - interval '1 minute')
+), claimer AS (
+    -- the workers that go on, numbered within their subscription: while it may go on, its URL
+    -- the one the lease was counted under, not throttled or held back, its receiver's room not
+    -- cut to one attempt (a failure, or no success yet: the dispatcher decides then)
+    SELECT d.position, d.subscription_id, d.lease_until, d.now, d.due_from, s.url, s.secret, s.secret_sealed,
+           s.previous_secret_sealed, s.previous_secret_until, s.status AS subscription_status,
+           row_number() OVER (PARTITION BY d.subscription_id ORDER BY d.position) AS n
+    FROM delivery d JOIN webhook_subscriptions s ON s.account_id = $1::uuid AND s.subscription_id = d.subscription_id
+    WHERE d.claim_next AND s.url = d.url AND s.max_per_second IS NULL AND (s.next_send_at IS NULL OR s.next_send_at <= d.now)
+      AND s.consecutive_failures = 0 AND s.last_success_at IS NOT NULL
 ), due AS (
-    -- the subscription's oldest due delivery from @due_from on, while it may go on: its URL
-    -- the one the lease was counted under (@url), not throttled or held back, its receiver's
-    -- room not cut to one attempt (a failure, or no success yet: the dispatcher decides then).
-    -- @due_from spares the walk over the index entries of the deliveries made since the last
-    -- vacuum (delivery.nextLook)
-    SELECT q.account_id, q.delivery_id, q.event_id, q.next_attempt_at FROM webhook_deliveries q
-    WHERE $11::bool AND EXISTS (SELECT FROM delivery)
-      AND q.account_id = $4 AND q.subscription_id = $9
-      AND q.status = 'Pending' AND q.next_attempt_at <= $3::timestamptz AND q.next_attempt_at >= $12::timestamptz
-      AND EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.account_id = $4 AND s.subscription_id = $9
-                  AND s.url = $13::text AND s.max_per_second IS NULL AND (s.next_send_at IS NULL OR s.next_send_at <= $3::timestamptz)
-                  AND s.consecutive_failures = 0 AND s.last_success_at IS NOT NULL)
-    ORDER BY q.next_attempt_at
-    LIMIT 1
-    FOR UPDATE SKIP LOCKED
+    -- each such subscription's oldest due deliveries, one for each of its workers, from the
+    -- earliest of their due_from on (it spares the walk over the index entries of the
+    -- deliveries made since the last vacuum: delivery.nextLook)
+    SELECT c.subscription_id, q.row, q.account_id, q.delivery_id, q.event_id, q.next_attempt_at,
+           row_number() OVER (PARTITION BY c.subscription_id ORDER BY q.next_attempt_at, q.delivery_id) AS n
+    FROM (SELECT subscription_id, count(*) AS workers, min(now) AS now, min(due_from) AS due_from
+          FROM claimer GROUP BY subscription_id) c,
+    LATERAL (
+        SELECT (ARRAY[ctid])[1] AS row, q.account_id, q.delivery_id, q.event_id, q.next_attempt_at FROM webhook_deliveries q
+        WHERE q.account_id = $1::uuid AND q.subscription_id = c.subscription_id
+          AND q.status = 'Pending' AND q.next_attempt_at <= c.now AND q.next_attempt_at >= c.due_from
+        ORDER BY q.next_attempt_at
+        LIMIT c.workers
+        FOR UPDATE SKIP LOCKED) q
 )
 UPDATE webhook_deliveries d
-SET next_attempt_at = $1::timestamptz, leased_until = $1::timestamptz
-FROM due CROSS JOIN LATERAL delivery_event(due.account_id, due.event_id) AS e (event_type, payload), webhook_subscriptions s
-WHERE d.account_id = due.account_id AND d.delivery_id = due.delivery_id
-  AND s.account_id = d.account_id AND s.subscription_id = d.subscription_id
-RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, d.event_id, e.event_type::text AS event_type,
-    e.payload::text AS payload, s.url, s.secret, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_until,
-    s.status AS subscription_status,
+SET next_attempt_at = c.lease_until, leased_until = c.lease_until
+FROM due JOIN claimer c ON c.subscription_id = due.subscription_id AND c.n = due.n
+    CROSS JOIN LATERAL delivery_event($1::uuid, due.event_id) AS e (event_type, payload)
+WHERE d.ctid = ANY(ARRAY(SELECT row FROM due)) AND d.ctid = due.row AND d.account_id = due.account_id
+RETURNING c.position::integer AS position, d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, d.event_id,
+    e.event_type::text AS event_type, e.payload::text AS payload, c.url, c.secret, c.secret_sealed, c.previous_secret_sealed,
+    c.previous_secret_until, c.subscription_status,
     (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed,
     due.next_attempt_at AS due_at
 `
 
-type DeliverySucceedBatchResults struct {
+type DeliverySucceedManyBatchResults struct {
 	br     pgx.BatchResults
 	tot    int
 	closed bool
 }
 
-type DeliverySucceedParams struct {
-	LeaseUntil      time.Time
-	Attempt         int32
-	Now             time.Time
-	AccountID       uuid.UUID
-	DeliveryID      uuid.UUID
-	ResponseStatus  *int32
-	LatencyMs       int32
-	ResponseExcerpt *string
-	SubscriptionID  uuid.UUID
-	RefreshBefore   *time.Time
-	ClaimNext       bool
-	DueFrom         time.Time
-	Url             string
+type DeliverySucceedManyParams struct {
+	AccountID        uuid.UUID
+	DeliveryIds      []uuid.UUID
+	Attempts         []int32
+	ResponseStatuses []int32
+	LatenciesMs      []int32
+	ResponseExcerpts []*string
+	AttemptedAt      []time.Time
+	ClaimNext        []bool
+	Urls             []string
+	LeaseUntil       []time.Time
+	DueFrom          []time.Time
 }
 
-type DeliverySucceedRow struct {
+type DeliverySucceedManyRow struct {
+	Position             int32
 	AccountID            uuid.UUID
 	DeliveryID           uuid.UUID
 	Status               string
@@ -522,15 +553,16 @@ type DeliverySucceedRow struct {
 	DueAt                *time.Time
 }
 
-// A successful attempt in one statement: the attempt, the delivery Succeeded, and the
-// subscription healthy again; with @claim_next, the worker's claim of its subscription's
-// oldest due delivery (see the claims above), which it returns. The successes of workers that
-// finish together leave as one batch, in one transaction (delivery.Service.succeed). The subscription row is
-// written only when the success changes something, so workers delivering to one subscription
-// do not line up on its row lock; last_success_at, read only by the sweep of Failing
-// subscriptions five days on, is refreshed when older than @refresh_before (a minute).
-// The attempt is inserted from the delivery's updated row, and the rest done only with it:
-// nothing is recorded or claimed for a delivery that is gone (webhook_attempts has no
+// An account's successful attempts of a group in one statement (delivery.SendSuccesses sends
+// one per account, in one pipeline): each attempt recorded, its delivery Succeeded, its
+// subscription healthy again; and for each success with claim_next, the worker's claim of its
+// subscription's oldest due delivery not claimed by another worker of the group (see the
+// claims above), which it returns with the success's position (1-based, the order of
+// @delivery_ids). The subscription row is written only when a success changes something, so
+// workers delivering to one subscription do not line up on its row lock; last_success_at,
+// read only by the sweep of Failing subscriptions five days on, is refreshed when older than a
+// minute. The attempt is inserted from the delivery's updated row, and the rest done only with
+// it: nothing is recorded or claimed for a delivery that is gone (webhook_attempts has no
 // foreign key: migration 00039).
 // It commits without waiting for its WAL to reach the disk (synchronous_commit off, set by
 // DeliveryClaimSettings before it): a crash of PostgreSQL can lose the last fraction of a
@@ -539,35 +571,35 @@ type DeliverySucceedRow struct {
 // still wait for the flush, and so does the record of a failure.
 // A worker holds a database connection while it waits for a row lock (the subscription's,
 // written by the API or a dispatcher's pacing), so the wait is bounded (lock_timeout, set
-// first); the success is then recorded again alone.
-func (q *Queries) DeliverySucceed(ctx context.Context, arg []DeliverySucceedParams) *DeliverySucceedBatchResults {
+// first); each success is then recorded again alone.
+// the rows the claim locked, by where they are (they cannot move while locked): no other path
+// to them is left to the kept plan
+func (q *Queries) DeliverySucceedMany(ctx context.Context, arg []DeliverySucceedManyParams) *DeliverySucceedManyBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
 		vals := []interface{}{
-			a.LeaseUntil,
-			a.Attempt,
-			a.Now,
 			a.AccountID,
-			a.DeliveryID,
-			a.ResponseStatus,
-			a.LatencyMs,
-			a.ResponseExcerpt,
-			a.SubscriptionID,
-			a.RefreshBefore,
+			a.DeliveryIds,
+			a.Attempts,
+			a.ResponseStatuses,
+			a.LatenciesMs,
+			a.ResponseExcerpts,
+			a.AttemptedAt,
 			a.ClaimNext,
+			a.Urls,
+			a.LeaseUntil,
 			a.DueFrom,
-			a.Url,
 		}
-		batch.Queue(deliverySucceed, vals...)
+		batch.Queue(deliverySucceedMany, vals...)
 	}
 	br := q.db.SendBatch(ctx, batch)
-	return &DeliverySucceedBatchResults{br, len(arg), false}
+	return &DeliverySucceedManyBatchResults{br, len(arg), false}
 }
 
-func (b *DeliverySucceedBatchResults) Query(f func(int, []DeliverySucceedRow, error)) {
+func (b *DeliverySucceedManyBatchResults) Query(f func(int, []DeliverySucceedManyRow, error)) {
 	defer b.br.Close()
 	for t := 0; t < b.tot; t++ {
-		var items []DeliverySucceedRow
+		var items []DeliverySucceedManyRow
 		if b.closed {
 			if f != nil {
 				f(t, items, ErrBatchAlreadyClosed)
@@ -581,8 +613,9 @@ func (b *DeliverySucceedBatchResults) Query(f func(int, []DeliverySucceedRow, er
 			}
 			defer rows.Close()
 			for rows.Next() {
-				var i DeliverySucceedRow
+				var i DeliverySucceedManyRow
 				if err := rows.Scan(
+					&i.Position,
 					&i.AccountID,
 					&i.DeliveryID,
 					&i.Status,
@@ -612,7 +645,7 @@ func (b *DeliverySucceedBatchResults) Query(f func(int, []DeliverySucceedRow, er
 	}
 }
 
-func (b *DeliverySucceedBatchResults) Close() error {
+func (b *DeliverySucceedManyBatchResults) Close() error {
 	b.closed = true
 	return b.br.Close()
 }
@@ -697,7 +730,8 @@ WITH input AS (
 ), swapped AS (
     UPDATE contacts c SET tags = ($11::text[])[k.tag_from + 1 : k.tag_from + k.tag_count], updated_at = k.updated_at
     FROM checked k
-    WHERE c.account_id = $10::uuid AND c.contact_id = k.contact_id AND k.current AND k.segments_current
+    WHERE c.account_id = $10::uuid AND c.contact_id = ANY($1::uuid[]) AND c.contact_id = k.contact_id
+      AND k.current AND k.segments_current
       AND CASE WHEN k.row_version < 0 THEN c.tags = ($12::text[])[k.previous_from + 1 : k.previous_from + k.previous_count]
                ELSE c.xmin::text::bigint = k.row_version END
     RETURNING k.position, c.account_id, c.contact_id, c.updated_at

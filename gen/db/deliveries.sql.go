@@ -329,7 +329,7 @@ SELECT set_config('synchronous_commit', 'off', true), set_config('enable_seqscan
 // an advisory lock first, in the statement before it (DeliveryClaimLock), and the store sends
 // them in one round trip and one implicit transaction (store.Pipelined), so the claim's
 // snapshot is taken after the lock is held and sees every lease the claims before it
-// committed. A worker's claim (DeliverySucceed with @claim_next) swaps the lease of the
+// committed. A worker's claim (DeliverySucceedMany with claim_next) swaps the lease of the
 // delivery it just delivered for at most one of the same receiver, in the statement that
 // records the success: any other claim counts either the old lease or the new one, never
 // both and never neither, so it never adds to what a dispatcher's claim counted, and takes no
@@ -340,7 +340,7 @@ SELECT set_config('synchronous_commit', 'off', true), set_config('enable_seqscan
 // leases under it; its dispatcher takes it exclusively, as this one does: both releases'
 // dispatchers exclude each other during a rollout, and each one's workers only swap.
 // Both claims commit without waiting for the WAL flush (synchronous_commit off: see
-// DeliverySucceed). The queue's rows churn faster than autovacuum's analyze follows, so the
+// DeliverySucceedMany). The queue's rows churn faster than autovacuum's analyze follows, so the
 // planner's statistics are routinely wrong about it; the claims therefore pin their plans for
 // their transaction (DeliveryClaimSettings, the first statement of each):
 //   - enable_seqscan off: on statistics taken when the table was small, the planner read the

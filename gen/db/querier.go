@@ -194,7 +194,7 @@ type Querier interface {
 	// an advisory lock first, in the statement before it (DeliveryClaimLock), and the store sends
 	// them in one round trip and one implicit transaction (store.Pipelined), so the claim's
 	// snapshot is taken after the lock is held and sees every lease the claims before it
-	// committed. A worker's claim (DeliverySucceed with @claim_next) swaps the lease of the
+	// committed. A worker's claim (DeliverySucceedMany with claim_next) swaps the lease of the
 	// delivery it just delivered for at most one of the same receiver, in the statement that
 	// records the success: any other claim counts either the old lease or the new one, never
 	// both and never neither, so it never adds to what a dispatcher's claim counted, and takes no
@@ -205,7 +205,7 @@ type Querier interface {
 	// leases under it; its dispatcher takes it exclusively, as this one does: both releases'
 	// dispatchers exclude each other during a rollout, and each one's workers only swap.
 	// Both claims commit without waiting for the WAL flush (synchronous_commit off: see
-	// DeliverySucceed). The queue's rows churn faster than autovacuum's analyze follows, so the
+	// DeliverySucceedMany). The queue's rows churn faster than autovacuum's analyze follows, so the
 	// planner's statistics are routinely wrong about it; the claims therefore pin their plans for
 	// their transaction (DeliveryClaimSettings, the first statement of each):
 	// - enable_seqscan off: on statistics taken when the table was small, the planner read the
@@ -231,15 +231,16 @@ type Querier interface {
 	DeliveryLoad(ctx context.Context, arg DeliveryLoadParams) (DeliveryLoadRow, error)
 	DeliveryRecordAttempt(ctx context.Context, arg DeliveryRecordAttemptParams) error
 	DeliveryRequeue(ctx context.Context, arg DeliveryRequeueParams) error
-	// A successful attempt in one statement: the attempt, the delivery Succeeded, and the
-	// subscription healthy again; with @claim_next, the worker's claim of its subscription's
-	// oldest due delivery (see the claims above), which it returns. The successes of workers that
-	// finish together leave as one batch, in one transaction (delivery.Service.succeed). The subscription row is
-	// written only when the success changes something, so workers delivering to one subscription
-	// do not line up on its row lock; last_success_at, read only by the sweep of Failing
-	// subscriptions five days on, is refreshed when older than @refresh_before (a minute).
-	// The attempt is inserted from the delivery's updated row, and the rest done only with it:
-	// nothing is recorded or claimed for a delivery that is gone (webhook_attempts has no
+	// An account's successful attempts of a group in one statement (delivery.SendSuccesses sends
+	// one per account, in one pipeline): each attempt recorded, its delivery Succeeded, its
+	// subscription healthy again; and for each success with claim_next, the worker's claim of its
+	// subscription's oldest due delivery not claimed by another worker of the group (see the
+	// claims above), which it returns with the success's position (1-based, the order of
+	// @delivery_ids). The subscription row is written only when a success changes something, so
+	// workers delivering to one subscription do not line up on its row lock; last_success_at,
+	// read only by the sweep of Failing subscriptions five days on, is refreshed when older than a
+	// minute. The attempt is inserted from the delivery's updated row, and the rest done only with
+	// it: nothing is recorded or claimed for a delivery that is gone (webhook_attempts has no
 	// foreign key: migration 00039).
 	// It commits without waiting for its WAL to reach the disk (synchronous_commit off, set by
 	// DeliveryClaimSettings before it): a crash of PostgreSQL can lose the last fraction of a
@@ -248,8 +249,10 @@ type Querier interface {
 	// still wait for the flush, and so does the record of a failure.
 	// A worker holds a database connection while it waits for a row lock (the subscription's,
 	// written by the API or a dispatcher's pacing), so the wait is bounded (lock_timeout, set
-	// first); the success is then recorded again alone.
-	DeliverySucceed(ctx context.Context, arg []DeliverySucceedParams) *DeliverySucceedBatchResults
+	// first); each success is then recorded again alone.
+	// the rows the claim locked, by where they are (they cannot move while locked): no other path
+	// to them is left to the kept plan
+	DeliverySucceedMany(ctx context.Context, arg []DeliverySucceedManyParams) *DeliverySucceedManyBatchResults
 	// How many of a delivery's attempts succeeded: a NATS message's id counts them, so a retry
 	// after an acknowledgement lost is the same message to the stream, and a redelivery by hand
 	// after a success a new one.

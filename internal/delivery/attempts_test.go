@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -41,10 +42,10 @@ func TestAttemptsGoWithTheirDelivery(t *testing.T) {
 		t.Fatalf("deliveries %v (%v), want the two creates'", deliveries, rows.Err())
 	}
 	now := time.Now()
-	success := func(delivery uuid.UUID) {
+	success := func(id uuid.UUID) {
 		t.Helper()
-		if _, err := testkit.DeliverySucceed(ctx, q, db.DeliverySucceedParams{AccountID: account, SubscriptionID: sub,
-			DeliveryID: delivery, Attempt: 1, Now: now, RefreshBefore: &now, ResponseStatus: ptr(int32(204)), LatencyMs: 1}); err != nil {
+		if _, err := testkit.DeliverySucceed(ctx, q, delivery.Success{AccountID: account, SubscriptionID: sub,
+			DeliveryID: id, Attempt: 1, Now: now, ResponseStatus: ptr(int32(204)), LatencyMs: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}

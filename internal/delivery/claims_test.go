@@ -313,6 +313,30 @@ func TestWorkersThatFinishTogetherAreRecordedTogether(t *testing.T) {
 	}
 }
 
+// TestWorkersOfAGroupNeverShareADelivery: more workers of one receiver finish together than
+// it has deliveries due: the first of them takes the one left, and the others none.
+func TestWorkersOfAGroupNeverShareADelivery(t *testing.T) {
+	t.Parallel()
+	s := newSetup(t, false)
+	ctx := context.Background()
+	pool := s.a.Store.Pool
+	account, sub, url := s.deliveriesToAHealthyReceiver(t, "fewer", 5)
+	held := leaseOldest(t, pool, 4)
+	next, err := s.a.Svc.Deliveries.SucceedTogether(ctx, account, sub, url, held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(next) != 4 || next[0] == uuid.Nil || slices.Contains(held, next[0]) ||
+		next[1] != uuid.Nil || next[2] != uuid.Nil || next[3] != uuid.Nil {
+		t.Fatalf("the four workers holding %v claimed %v, want the fifth delivery for the first and none for the others", held, next)
+	}
+	var leased int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries
+		WHERE account_id = $1 AND status = 'Pending' AND leased_until > now()`, account).Scan(&leased); err != nil || leased != 1 {
+		t.Errorf("%d deliveries leased (%v), want the one claimed", leased, err)
+	}
+}
+
 // TestADeliveryQueuedToFullWorkersIsLeftToThem: while this process's workers fill a receiver's
 // room, a delivery queued to it wakes no claim (which would find the room taken): the wake is
 // left to them, and the first to go on takes it. Polling is off: nothing else could.
@@ -446,8 +470,8 @@ func TestAWorkerGoingOnDoesNotWalkTheDeliveriesMadeBefore(t *testing.T) {
 		}
 		now := time.Now()
 		status := int32(204)
-		rows, err := testkit.DeliverySucceed(ctx, q, db.DeliverySucceedParams{AccountID: account, DeliveryID: mine, SubscriptionID: sub,
-			Attempt: 1, ResponseStatus: &status, Now: now, RefreshBefore: &now, ClaimNext: true, Url: url,
+		rows, err := testkit.DeliverySucceed(ctx, q, delivery.Success{AccountID: account, DeliveryID: mine, SubscriptionID: sub,
+			Attempt: 1, ResponseStatus: &status, Now: now, ClaimNext: true, URL: url,
 			LeaseUntil: now.Add(time.Minute), DueFrom: from})
 		if err != nil || len(rows) != 1 {
 			t.Fatalf("the worker claimed %d deliveries (%v), want 1", len(rows), err)

@@ -47,10 +47,10 @@ func (s *Service) LeaseLeft(leaseEnds time.Time) bool { return s.leaseLeft(Args{
 func (s *Service) SucceedTogether(ctx context.Context, account, sub uuid.UUID, url string, deliveries []uuid.UUID) ([]uuid.UUID, error) {
 	status := int32(http.StatusNoContent)
 	now := s.now()
-	ps := make([]db.DeliverySucceedParams, len(deliveries))
+	ps := make([]Success, len(deliveries))
 	for i, d := range deliveries {
-		ps[i] = db.DeliverySucceedParams{AccountID: account, DeliveryID: d, SubscriptionID: sub, Attempt: 1,
-			ResponseStatus: &status, Now: now, RefreshBefore: new(now.Add(-time.Minute)), ClaimNext: true, Url: url,
+		ps[i] = Success{AccountID: account, DeliveryID: d, SubscriptionID: sub, Attempt: 1,
+			ResponseStatus: &status, Now: now, ClaimNext: true, URL: url,
 			LeaseUntil: now.Add(s.opt.RescueAfter)}
 	}
 	rows, err := s.succeedAll(ctx, nil, ps)

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -21,8 +22,8 @@ func TestBookkeepingCommitsLazily(t *testing.T) {
 	s := newSetup(t, false)
 	s.addTags(t, "lazy@example.com", "x")
 	ctx := context.Background()
-	var account, delivery, sub uuid.UUID
-	if err := s.a.Store.Pool.QueryRow(ctx, `SELECT account_id, delivery_id, subscription_id FROM webhook_deliveries`).Scan(&account, &delivery, &sub); err != nil {
+	var account, id, sub uuid.UUID
+	if err := s.a.Store.Pool.QueryRow(ctx, `SELECT account_id, delivery_id, subscription_id FROM webhook_deliveries`).Scan(&account, &id, &sub); err != nil {
 		t.Fatal(err)
 	}
 	// the test cluster commits lazily throughout: this connection commits as production does
@@ -51,12 +52,12 @@ func TestBookkeepingCommitsLazily(t *testing.T) {
 			}
 			return err
 		},
-		"DeliverySucceed": func(q *db.Queries) error {
+		"DeliverySucceedMany": func(q *db.Queries) error {
 			if err := q.DeliveryClaimSettings(ctx); err != nil {
 				return err
 			}
-			_, err := testkit.DeliverySucceed(ctx, q, db.DeliverySucceedParams{AccountID: account, DeliveryID: delivery,
-				SubscriptionID: sub, Attempt: 1, Now: now, ResponseStatus: ptr(int32(204)), LatencyMs: 1, RefreshBefore: &now})
+			_, err := testkit.DeliverySucceed(ctx, q, delivery.Success{AccountID: account, DeliveryID: id,
+				SubscriptionID: sub, Attempt: 1, Now: now, ResponseStatus: ptr(int32(204)), LatencyMs: 1})
 			return err
 		},
 	} {

@@ -2,8 +2,12 @@ package delivery
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/gen/db"
 	"github.com/contactd/contactd/internal/platform/queue"
@@ -79,54 +83,110 @@ func (s *Service) recordAndClaimNext(ctx context.Context, a Args, d db.DeliveryL
 	if len(rows) == 0 {
 		return a, d, false, nil
 	}
-	na, nd := claimedDelivery(db.DeliveryClaimRow(rows[0]), leaseEnds, sweptAt)
+	na, nd := claimedDelivery(rows[0], leaseEnds, sweptAt)
 	return na, nd, true, nil
 }
 
 // succeed records a's success at now and, with n, claims the subscription's next due delivery.
 // The successes of the workers that finish together go to PostgreSQL together (store.Group):
 // one round trip, one transaction and one commit for all.
-func (s *Service) succeed(ctx context.Context, a Args, d db.DeliveryLoadRow, o outcome, now time.Time, n *nextClaim) ([]db.DeliverySucceedRow, error) {
-	p := db.DeliverySucceedParams{AccountID: a.AccountID, DeliveryID: a.DeliveryID, SubscriptionID: d.SubscriptionID,
+func (s *Service) succeed(ctx context.Context, a Args, d db.DeliveryLoadRow, o outcome, now time.Time, n *nextClaim) ([]db.DeliveryClaimRow, error) {
+	p := Success{AccountID: a.AccountID, DeliveryID: a.DeliveryID, SubscriptionID: d.SubscriptionID,
 		Attempt: int32(a.Attempt), ResponseStatus: o.status, LatencyMs: int32(o.latency.Milliseconds()),
-		ResponseExcerpt: o.excerpt, Now: now, RefreshBefore: new(now.Add(-time.Minute)), ClaimNext: n != nil, Url: d.Url}
+		ResponseExcerpt: o.excerpt, Now: now, ClaimNext: n != nil, URL: d.Url}
 	if n != nil {
 		p.LeaseUntil, p.DueFrom = n.leaseEnds, n.from
 	}
 	return s.successes.Do(ctx, p)
 }
 
-// succeedAll sends successes as one pipeline, after the claims' settings, in the order of their
-// subscriptions: two groups that both write subscriptions' rows (a receiver healthy again) lock
-// them in the same order, and never wait on each other both ways.
-func (s *Service) succeedAll(ctx context.Context, _ *db.Queries, ps []db.DeliverySucceedParams) ([][]db.DeliverySucceedRow, error) {
-	sorted, order := store.Sorted(ps, func(a, b db.DeliverySucceedParams) int {
+// succeedAll sends successes as one pipeline, after the claims' settings.
+func (s *Service) succeedAll(ctx context.Context, _ *db.Queries, ps []Success) ([][]db.DeliveryClaimRow, error) {
+	var out [][]db.DeliveryClaimRow
+	err := s.store.Pipelined(ctx, func(q *db.Queries) (err error) {
+		if err := q.DeliveryClaimSettings(ctx); err != nil {
+			return err
+		}
+		out, err = SendSuccesses(ctx, q, ps)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Success is a worker's successful attempt, and whether it goes on to its subscription's
+// next due delivery (ClaimNext: leased until LeaseUntil, looked for from DueFrom on).
+type Success struct {
+	AccountID, DeliveryID, SubscriptionID uuid.UUID
+	Attempt                               int32
+	ResponseStatus                        *int32
+	LatencyMs                             int32
+	ResponseExcerpt                       *string
+	Now                                   time.Time
+	ClaimNext                             bool
+	URL                                   string
+	LeaseUntil, DueFrom                   time.Time
+}
+
+// SendSuccesses sends successes as one batch of DeliverySucceedMany, one statement per account,
+// in the order of their subscriptions (two groups that both write subscriptions' rows, a
+// receiver healthy again, lock them in the same order, and never wait on each other both
+// ways), and returns each one's claimed delivery, if it went on to one; or the error that
+// failed them all (one implicit transaction, after what q queued before).
+func SendSuccesses(ctx context.Context, q *db.Queries, successes []Success) ([][]db.DeliveryClaimRow, error) {
+	sorted, order := store.Sorted(successes, func(a, b Success) int {
 		if c := bytes.Compare(a.AccountID[:], b.AccountID[:]); c != 0 {
 			return c
 		}
 		return bytes.Compare(a.SubscriptionID[:], b.SubscriptionID[:])
 	})
-	out := make([][]db.DeliverySucceedRow, len(ps))
-	err := s.store.Pipelined(ctx, func(q *db.Queries) error {
-		if err := q.DeliveryClaimSettings(ctx); err != nil {
-			return err
+	var ps []db.DeliverySucceedManyParams
+	var sent [][]int // for each statement, the position in sorted of each success it carries
+	for i, sc := range sorted {
+		if len(ps) == 0 || ps[len(ps)-1].AccountID != sc.AccountID {
+			ps, sent = append(ps, db.DeliverySucceedManyParams{AccountID: sc.AccountID}), append(sent, nil)
 		}
-		results := q.DeliverySucceed(ctx, sorted)
-		var failed error
-		results.Query(func(i int, rows []db.DeliverySucceedRow, err error) {
-			if err != nil && failed == nil {
-				failed = err
+		p := &ps[len(ps)-1]
+		sent[len(sent)-1] = append(sent[len(sent)-1], i)
+		p.DeliveryIds, p.Attempts = append(p.DeliveryIds, sc.DeliveryID), append(p.Attempts, sc.Attempt)
+		var status int32 // 0: none
+		if sc.ResponseStatus != nil {
+			status = *sc.ResponseStatus
+		}
+		p.ResponseStatuses = append(p.ResponseStatuses, status)
+		p.LatenciesMs, p.ResponseExcerpts = append(p.LatenciesMs, sc.LatencyMs), append(p.ResponseExcerpts, sc.ResponseExcerpt)
+		p.AttemptedAt, p.ClaimNext, p.Urls = append(p.AttemptedAt, sc.Now), append(p.ClaimNext, sc.ClaimNext), append(p.Urls, sc.URL)
+		p.LeaseUntil, p.DueFrom = append(p.LeaseUntil, sc.LeaseUntil), append(p.DueFrom, sc.DueFrom)
+	}
+	out := make([][]db.DeliveryClaimRow, len(successes))
+	var failed error
+	results := q.DeliverySucceedMany(ctx, ps)
+	results.Query(func(i int, rows []db.DeliverySucceedManyRow, err error) {
+		if err != nil {
+			failed = cmp.Or(failed, err)
+			return
+		}
+		for _, r := range rows {
+			if r.Position < 1 || int(r.Position) > len(sent[i]) {
+				failed = cmp.Or(failed, fmt.Errorf("delivery succeed: a claim for success %d of %d", r.Position, len(sent[i])))
+				return
 			}
-			out[order[i]] = rows
-		})
-		// the implicit transaction commits after the last result: Close reports whether it did
-		if err := results.Close(); failed == nil {
-			failed = err
+			at := order[sent[i][r.Position-1]]
+			out[at] = append(out[at], db.DeliveryClaimRow{AccountID: r.AccountID, DeliveryID: r.DeliveryID, Status: r.Status,
+				Attempts: r.Attempts, SubscriptionID: r.SubscriptionID, EventID: r.EventID, EventType: r.EventType,
+				Payload: r.Payload, Url: r.Url, Secret: r.Secret, SecretSealed: r.SecretSealed,
+				PreviousSecretSealed: r.PreviousSecretSealed, PreviousSecretUntil: r.PreviousSecretUntil,
+				SubscriptionStatus: r.SubscriptionStatus, ClientSecretSealed: r.ClientSecretSealed, DueAt: r.DueAt})
 		}
-		return failed
 	})
-	if err != nil {
-		return nil, err
+	// the implicit transaction commits after the last result: Close reports whether it did
+	if err := results.Close(); failed == nil {
+		failed = err
+	}
+	if failed != nil {
+		return nil, failed
 	}
 	return out, nil
 }

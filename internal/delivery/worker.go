@@ -85,7 +85,7 @@ type Service struct {
 	chains        *chains
 	leftToWorkers atomic.Int64
 	// successes records the workers' successes together (succeed).
-	successes *store.Group[db.DeliverySucceedParams, []db.DeliverySucceedRow]
+	successes *store.Group[Success, []db.DeliveryClaimRow]
 }
 
 var _ event.Enqueuer = (*Service)(nil)

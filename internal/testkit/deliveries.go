@@ -4,17 +4,15 @@ import (
 	"context"
 
 	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/delivery"
 )
 
-// DeliverySucceed runs one DeliverySucceed (a batch statement, which the workers send in
-// groups) and returns its rows.
-func DeliverySucceed(ctx context.Context, q *db.Queries, p db.DeliverySucceedParams) ([]db.DeliverySucceedRow, error) {
-	var rows []db.DeliverySucceedRow
-	var failed error
-	results := q.DeliverySucceed(ctx, []db.DeliverySucceedParams{p})
-	results.Query(func(_ int, got []db.DeliverySucceedRow, err error) { rows, failed = got, err })
-	if err := results.Close(); failed == nil {
-		failed = err
+// DeliverySucceed records one success (DeliverySucceedMany, which the workers send in groups)
+// and returns the delivery it claimed, if any.
+func DeliverySucceed(ctx context.Context, q *db.Queries, s delivery.Success) ([]db.DeliveryClaimRow, error) {
+	rows, err := delivery.SendSuccesses(ctx, q, []delivery.Success{s})
+	if err != nil {
+		return nil, err
 	}
-	return rows, failed
+	return rows[0], nil
 }

@@ -3,7 +3,7 @@
 -- an advisory lock first, in the statement before it (DeliveryClaimLock), and the store sends
 -- them in one round trip and one implicit transaction (store.Pipelined), so the claim's
 -- snapshot is taken after the lock is held and sees every lease the claims before it
--- committed. A worker's claim (DeliverySucceed with @claim_next) swaps the lease of the
+-- committed. A worker's claim (DeliverySucceedMany with claim_next) swaps the lease of the
 -- delivery it just delivered for at most one of the same receiver, in the statement that
 -- records the success: any other claim counts either the old lease or the new one, never
 -- both and never neither, so it never adds to what a dispatcher's claim counted, and takes no
@@ -14,7 +14,7 @@
 -- leases under it; its dispatcher takes it exclusively, as this one does: both releases'
 -- dispatchers exclude each other during a rollout, and each one's workers only swap.
 -- Both claims commit without waiting for the WAL flush (synchronous_commit off: see
--- DeliverySucceed). The queue's rows churn faster than autovacuum's analyze follows, so the
+-- DeliverySucceedMany). The queue's rows churn faster than autovacuum's analyze follows, so the
 -- planner's statistics are routinely wrong about it; the claims therefore pin their plans for
 -- their transaction (DeliveryClaimSettings, the first statement of each):
 -- - enable_seqscan off: on statistics taken when the table was small, the planner read the
@@ -130,16 +130,17 @@ RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, 
     (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed,
     due.next_attempt_at AS due_at;
 
--- name: DeliverySucceed :batchmany
--- A successful attempt in one statement: the attempt, the delivery Succeeded, and the
--- subscription healthy again; with @claim_next, the worker's claim of its subscription's
--- oldest due delivery (see the claims above), which it returns. The successes of workers that
--- finish together leave as one batch, in one transaction (delivery.Service.succeed). The subscription row is
--- written only when the success changes something, so workers delivering to one subscription
--- do not line up on its row lock; last_success_at, read only by the sweep of Failing
--- subscriptions five days on, is refreshed when older than @refresh_before (a minute).
--- The attempt is inserted from the delivery's updated row, and the rest done only with it:
--- nothing is recorded or claimed for a delivery that is gone (webhook_attempts has no
+-- name: DeliverySucceedMany :batchmany
+-- An account's successful attempts of a group in one statement (delivery.SendSuccesses sends
+-- one per account, in one pipeline): each attempt recorded, its delivery Succeeded, its
+-- subscription healthy again; and for each success with claim_next, the worker's claim of its
+-- subscription's oldest due delivery not claimed by another worker of the group (see the
+-- claims above), which it returns with the success's position (1-based, the order of
+-- @delivery_ids). The subscription row is written only when a success changes something, so
+-- workers delivering to one subscription do not line up on its row lock; last_success_at,
+-- read only by the sweep of Failing subscriptions five days on, is refreshed when older than a
+-- minute. The attempt is inserted from the delivery's updated row, and the rest done only with
+-- it: nothing is recorded or claimed for a delivery that is gone (webhook_attempts has no
 -- foreign key: migration 00039).
 -- It commits without waiting for its WAL to reach the disk (synchronous_commit off, set by
 -- DeliveryClaimSettings before it): a crash of PostgreSQL can lose the last fraction of a
@@ -148,55 +149,89 @@ RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, 
 -- still wait for the flush, and so does the record of a failure.
 -- A worker holds a database connection while it waits for a row lock (the subscription's,
 -- written by the API or a dispatcher's pacing), so the wait is bounded (lock_timeout, set
--- first); the success is then recorded again alone.
+-- first); each success is then recorded again alone.
 WITH bounded AS MATERIALIZED (
     SELECT set_config('lock_timeout', '1s', true)
+), input AS (
+    SELECT unnest(@delivery_ids::uuid[]) AS delivery_id,
+           unnest(@attempts::integer[]) AS attempt,
+           nullif(unnest(@response_statuses::integer[]), 0) AS response_status, -- 0: none
+           unnest(@latencies_ms::integer[]) AS latency_ms,
+           unnest(@response_excerpts::varchar[]) AS response_excerpt,
+           unnest(@attempted_at::timestamptz[]) AS now,
+           unnest(@claim_next::boolean[]) AS claim_next,
+           unnest(@urls::text[]) AS url,
+           unnest(@lease_until::timestamptz[]) AS lease_until,
+           unnest(@due_from::timestamptz[]) AS due_from,
+           generate_subscripts(@delivery_ids::uuid[], 1) AS position
+), located AS (
+    -- each delivery's row by its key, one probe each, and the rows then by where they are:
+    -- the plan is kept (generic) and may have been made when the queue was small, and a join
+    -- of the ids with the queue let it read all of it. (sqlc cannot name ctid here, and does
+    -- not look inside an array.)
+    SELECT i.*, @account_id::uuid AS account_id,
+           (ARRAY(SELECT ctid FROM webhook_deliveries WHERE account_id = @account_id::uuid AND delivery_id = i.delivery_id))[1] AS row
+    FROM input i
 ), delivery AS (
     UPDATE webhook_deliveries d
-    SET attempts = @attempt, status = 'Succeeded', next_attempt_at = NULL, updated_at = @now, leased_until = NULL
+    SET attempts = i.attempt, status = 'Succeeded', next_attempt_at = NULL, updated_at = i.now, leased_until = NULL
+    FROM located i
     -- a condition on no row: PostgreSQL evaluates it first, before it reads any row
-    WHERE EXISTS (SELECT FROM bounded) AND d.account_id = @account_id AND d.delivery_id = @delivery_id
-    RETURNING d.account_id, d.delivery_id, d.subscription_id, d.event_id
+    WHERE EXISTS (SELECT FROM bounded) AND d.ctid = ANY(ARRAY(SELECT row FROM located)) AND d.ctid = i.row
+      AND d.account_id = i.account_id AND d.delivery_id = i.delivery_id
+    RETURNING i.position, d.delivery_id, d.subscription_id, d.event_id, i.attempt, i.response_status, i.latency_ms,
+        i.response_excerpt, i.now, i.claim_next, i.url, i.lease_until, i.due_from
 ), attempt AS (
     INSERT INTO webhook_attempts (
         account_id, delivery_id, attempt, attempted_at, response_status, latency_ms, response_excerpt, subscription_id, event_id
-    ) SELECT account_id, delivery_id, @attempt, @now, @response_status, @latency_ms, sqlc.narg('response_excerpt'), subscription_id, event_id
+    ) SELECT @account_id::uuid, delivery_id, attempt, now, response_status, latency_ms, response_excerpt, subscription_id, event_id
     FROM delivery
     ON CONFLICT (account_id, delivery_id, attempt) DO NOTHING
 ), healthy AS (
     UPDATE webhook_subscriptions s
-    SET consecutive_failures = 0, last_success_at = @now, failing_since = NULL,
+    SET consecutive_failures = 0, last_success_at = h.now, failing_since = NULL,
         status = CASE WHEN s.status = 'Failing' THEN 'Active' ELSE s.status END,
-        updated_at = CASE WHEN s.status = 'Failing' THEN @now ELSE s.updated_at END
-    WHERE EXISTS (SELECT FROM delivery)
-      AND s.account_id = @account_id AND s.subscription_id = @subscription_id AND s.status <> 'Removed'
+        updated_at = CASE WHEN s.status = 'Failing' THEN h.now ELSE s.updated_at END
+    FROM (SELECT subscription_id, max(now) AS now FROM delivery GROUP BY subscription_id) h
+    WHERE s.account_id = @account_id::uuid AND s.subscription_id = h.subscription_id AND s.status <> 'Removed'
       AND (s.consecutive_failures <> 0 OR s.status = 'Failing' OR s.last_success_at IS NULL
-           OR s.last_success_at < @refresh_before)
+           OR s.last_success_at < h.now - interval '1 minute')
+), claimer AS (
+    -- the workers that go on, numbered within their subscription: while it may go on, its URL
+    -- the one the lease was counted under, not throttled or held back, its receiver's room not
+    -- cut to one attempt (a failure, or no success yet: the dispatcher decides then)
+    SELECT d.position, d.subscription_id, d.lease_until, d.now, d.due_from, s.url, s.secret, s.secret_sealed,
+           s.previous_secret_sealed, s.previous_secret_until, s.status AS subscription_status,
+           row_number() OVER (PARTITION BY d.subscription_id ORDER BY d.position) AS n
+    FROM delivery d JOIN webhook_subscriptions s ON s.account_id = @account_id::uuid AND s.subscription_id = d.subscription_id
+    WHERE d.claim_next AND s.url = d.url AND s.max_per_second IS NULL AND (s.next_send_at IS NULL OR s.next_send_at <= d.now)
+      AND s.consecutive_failures = 0 AND s.last_success_at IS NOT NULL
 ), due AS (
-    -- the subscription's oldest due delivery from @due_from on, while it may go on: its URL
-    -- the one the lease was counted under (@url), not throttled or held back, its receiver's
-    -- room not cut to one attempt (a failure, or no success yet: the dispatcher decides then).
-    -- @due_from spares the walk over the index entries of the deliveries made since the last
-    -- vacuum (delivery.nextLook)
-    SELECT q.account_id, q.delivery_id, q.event_id, q.next_attempt_at FROM webhook_deliveries q
-    WHERE @claim_next::bool AND EXISTS (SELECT FROM delivery)
-      AND q.account_id = @account_id AND q.subscription_id = @subscription_id
-      AND q.status = 'Pending' AND q.next_attempt_at <= @now::timestamptz AND q.next_attempt_at >= @due_from::timestamptz
-      AND EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.account_id = @account_id AND s.subscription_id = @subscription_id
-                  AND s.url = @url::text AND s.max_per_second IS NULL AND (s.next_send_at IS NULL OR s.next_send_at <= @now::timestamptz)
-                  AND s.consecutive_failures = 0 AND s.last_success_at IS NOT NULL)
-    ORDER BY q.next_attempt_at
-    LIMIT 1
-    FOR UPDATE SKIP LOCKED
+    -- each such subscription's oldest due deliveries, one for each of its workers, from the
+    -- earliest of their due_from on (it spares the walk over the index entries of the
+    -- deliveries made since the last vacuum: delivery.nextLook)
+    SELECT c.subscription_id, q.row, q.account_id, q.delivery_id, q.event_id, q.next_attempt_at,
+           row_number() OVER (PARTITION BY c.subscription_id ORDER BY q.next_attempt_at, q.delivery_id) AS n
+    FROM (SELECT subscription_id, count(*) AS workers, min(now) AS now, min(due_from) AS due_from
+          FROM claimer GROUP BY subscription_id) c,
+    LATERAL (
+        SELECT (ARRAY[ctid])[1] AS row, q.account_id, q.delivery_id, q.event_id, q.next_attempt_at FROM webhook_deliveries q
+        WHERE q.account_id = @account_id::uuid AND q.subscription_id = c.subscription_id
+          AND q.status = 'Pending' AND q.next_attempt_at <= c.now AND q.next_attempt_at >= c.due_from
+        ORDER BY q.next_attempt_at
+        LIMIT c.workers
+        FOR UPDATE SKIP LOCKED) q
 )
 UPDATE webhook_deliveries d
-SET next_attempt_at = @lease_until::timestamptz, leased_until = @lease_until::timestamptz
-FROM due CROSS JOIN LATERAL delivery_event(due.account_id, due.event_id) AS e (event_type, payload), webhook_subscriptions s
-WHERE d.account_id = due.account_id AND d.delivery_id = due.delivery_id
-  AND s.account_id = d.account_id AND s.subscription_id = d.subscription_id
-RETURNING d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, d.event_id, e.event_type::text AS event_type,
-    e.payload::text AS payload, s.url, s.secret, s.secret_sealed, s.previous_secret_sealed, s.previous_secret_until,
-    s.status AS subscription_status,
+SET next_attempt_at = c.lease_until, leased_until = c.lease_until
+FROM due JOIN claimer c ON c.subscription_id = due.subscription_id AND c.n = due.n
+    CROSS JOIN LATERAL delivery_event(@account_id::uuid, due.event_id) AS e (event_type, payload)
+-- the rows the claim locked, by where they are (they cannot move while locked): no other path
+-- to them is left to the kept plan
+WHERE d.ctid = ANY(ARRAY(SELECT row FROM due)) AND d.ctid = due.row AND d.account_id = due.account_id
+RETURNING c.position::integer AS position, d.account_id, d.delivery_id, d.status, d.attempts, d.subscription_id, d.event_id,
+    e.event_type::text AS event_type, e.payload::text AS payload, c.url, c.secret, c.secret_sealed, c.previous_secret_sealed,
+    c.previous_secret_until, c.subscription_status,
     (SELECT a.client_secret_sealed FROM accounts a WHERE a.account_id = d.account_id) AS client_secret_sealed,
     due.next_attempt_at AS due_at;
 

@@ -54,7 +54,8 @@ WITH input AS (
 ), swapped AS (
     UPDATE contacts c SET tags = (@tags::text[])[k.tag_from + 1 : k.tag_from + k.tag_count], updated_at = k.updated_at
     FROM checked k
-    WHERE c.account_id = @account_id::uuid AND c.contact_id = k.contact_id AND k.current AND k.segments_current
+    WHERE c.account_id = @account_id::uuid AND c.contact_id = ANY(@contact_ids::uuid[]) AND c.contact_id = k.contact_id
+      AND k.current AND k.segments_current
       AND CASE WHEN k.row_version < 0 THEN c.tags = (@previous::text[])[k.previous_from + 1 : k.previous_from + k.previous_count]
                ELSE c.xmin::text::bigint = k.row_version END
     RETURNING k.position, c.account_id, c.contact_id, c.updated_at

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/delivery"
 	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/testkit"
@@ -484,8 +485,8 @@ func claimPlansCheck(t *testing.T, pool *pgxpool.Pool, account uuid.UUID) func(w
 		},
 		"a worker's claim": func(q *db.Queries) {
 			settingsFirst(t, conn.Conn())
-			testkit.DeliverySucceed(ctx, q, db.DeliverySucceedParams{AccountID: account, SubscriptionID: sub, DeliveryID: uuid.New(), Attempt: 1,
-				Now: now, RefreshBefore: &now, ClaimNext: true, Url: "https://hooks.example.com/", LeaseUntil: now.Add(time.Minute)})
+			testkit.DeliverySucceed(ctx, q, delivery.Success{AccountID: account, SubscriptionID: sub, DeliveryID: uuid.New(), Attempt: 1,
+				Now: now, ClaimNext: true, URL: "https://hooks.example.com/", LeaseUntil: now.Add(time.Minute)})
 		},
 	}
 	return func(when string) {
@@ -554,12 +555,12 @@ func TestClaimsArePlannedOnce(t *testing.T) {
 		if err := q.DeliveryClaimSettings(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := testkit.DeliverySucceed(ctx, q, db.DeliverySucceedParams{AccountID: account, SubscriptionID: sub, DeliveryID: uuid.New(),
-			Attempt: 1, Now: now, RefreshBefore: &now, ClaimNext: true, Url: "https://hooks.example.com/", LeaseUntil: now.Add(time.Minute)}); err != nil {
+		if _, err := testkit.DeliverySucceed(ctx, q, delivery.Success{AccountID: account, SubscriptionID: sub, DeliveryID: uuid.New(),
+			Attempt: 1, Now: now, ClaimNext: true, URL: "https://hooks.example.com/", LeaseUntil: now.Add(time.Minute)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range []string{"DeliveryClaim", "DeliverySucceed"} {
+	for _, name := range []string{"DeliveryClaim", "DeliverySucceedMany"} {
 		var generic, custom int64
 		if err := conn.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements
 			WHERE statement LIKE '-- name: ' || $1 || ' :%'`, name).Scan(&generic, &custom); err != nil {

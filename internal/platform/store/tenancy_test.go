@@ -405,9 +405,10 @@ func connect(t *testing.T) *pgx.Conn {
 }
 
 // confining is a condition that ties a scan to one account: its account_id equal to a
-// parameter (or one of an array parameter's), or to a joined row's account_id. Any mention
-// of account_id (IS NOT NULL, <>) is not enough.
-var confining = regexp.MustCompile(`account_id = (\$\d+|ANY \(\$\d+|\(?\w+\.account_id\b)|\w+\.account_id = \(?(\$\d+|\w+\.account_id\b)`)
+// parameter (or one of an array parameter's), or to a joined row's account_id (which a scan's
+// filter may name first, its own column unqualified: "due.account_id = account_id"). Any
+// mention of account_id (IS NOT NULL, <>) is not enough.
+var confining = regexp.MustCompile(`account_id = (\$\d+|ANY \(\$\d+|\(?\w+\.account_id\b)|\w+\.account_id = \(?(\$\d+|\w+\.account_id\b|account_id\b)`)
 
 // confines reports whether a plan's condition ties its rows to one account: a term that is
 // confining, or an AND of which one term confines, or an OR of which every term does
