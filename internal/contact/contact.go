@@ -124,8 +124,10 @@ func NewService(st *store.Store, events *event.Emitter, now func() time.Time, o 
 	return &Service{store: st, events: events, now: now, publicURL: strings.TrimRight(o.PublicURL, "/"), suppressed: o.Suppressions, verdicts: o.Verdicts, fields: o.Fields,
 		segments: o.Segments,
 		creates:  store.NewGroup(st, store.GroupOptions{Name: "contact_create"}, createContacts),
-		tagSwaps: store.NewGroup(st, store.GroupOptions{Name: "tags_swap"}, swapTagsOf),
-		tagsOf:   store.NewGroup(st, store.GroupOptions{Name: "tags_get"}, tagsOfContacts),
+		// a tag change's read and swap fly one group at a time, as the workers' successes do: a
+		// swap's group is one statement, which costs each swap less the larger it is (decisions/0005)
+		tagSwaps: store.NewGroup(st, store.GroupOptions{Name: "tags_swap", MaxFlying: 1}, swapTagsOf),
+		tagsOf:   store.NewGroup(st, store.GroupOptions{Name: "tags_get", MaxFlying: 1}, tagsOfContacts),
 		byID:     store.NewGroup(st, store.GroupOptions{Name: "contact_get_by_id"}, contactsByID),
 		byEmail:  store.NewGroup(st, store.GroupOptions{Name: "contact_get_by_email"}, contactsByEmail)}
 }
