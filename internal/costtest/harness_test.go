@@ -8,19 +8,158 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/config"
+	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/field"
+	"github.com/contactd/contactd/internal/platform/seal"
 	"github.com/contactd/contactd/internal/segment"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
-func TestMain(m *testing.M) { testkit.MainWith(m, "shared_preload_libraries=pg_stat_statements") }
+// TestMain starts PostgreSQL with the statements' counters, room for every case's statements
+// (a case's counters evicted while it is measured would lose its cost), and no autovacuum: a
+// vacuum that ran, or not, before a request changes what the request's scans touch. Each case
+// is measured after a VACUUM (FREEZE, ANALYZE) of its own (freeze).
+func TestMain(m *testing.M) {
+	testkit.MainWith(m, "shared_preload_libraries=pg_stat_statements", "pg_stat_statements.max=20000", "autovacuum=off")
+}
+
+// template is the prepared database every worst case starts from, as a copy of its own: the
+// main account (accountContacts contacts, every event type subscribed three times, 199 fields,
+// 99 segments), uniqueAccount and searchAccount. A case adds what it needs, so that no case
+// depends on another's having run, or on the order they run in.
+type template struct {
+	name   string // the database
+	secret string // the key its secrets are sealed with: a case's process unseals them
+	env    env
+	warm   env // the account a case's process warms its connections in (warmUp)
+}
+
+// sealed is the option of a process that reads the template's secrets.
+func (tm *template) sealed(c *config.Config) { c.SecretKey = tm.secret }
+
+// prepareTemplate builds the template in a process of its own, stops that process, and
+// freezes the database: every case starts from the same pages, frozen and analyzed.
+func prepareTemplate(t *testing.T) *template {
+	t.Helper()
+	dbURL := testkit.NewDatabase(t)
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := &template{name: strings.TrimPrefix(u.Path, "/"), secret: seal.NewKey()}
+	t.Run("template", func(t *testing.T) {
+		a := testkit.NewAPIOn(t, dbURL, tm.sealed)
+		account, key := a.Account("costs")
+		e := &env{t: t, a: a, account: account, key: key}
+		e.subscribeAll()
+		e.seeded[0] = time.Now().Add(-time.Millisecond)
+		e.contacts(accountContacts, func(i int) map[string]any {
+			c := map[string]any{"email": fmt.Sprintf("c%05d@example.com", i), "name": fmt.Sprintf("Contact %d", i),
+				"phone": fmt.Sprintf("555-01%d-%04d", i%10, i%2000), "tags": []string{"common"}}
+			if i%200 == 0 {
+				c["tags"] = []string{"common", "rare"}
+			}
+			return c
+		})
+		e.seeded[1] = time.Now().Add(time.Millisecond)
+		e.defineFields(field.MaxPerAccount - 1)
+		e.defineSegments(segment.MaxPerAccount - 1)
+		e.uniqueAccount()
+		e.searchAccount()
+		a.Backfill(t)
+		w := &env{t: t, a: a}
+		w.account, w.key = a.Account("costs-warm")
+		for _, typ := range []string{"TagsAdded", "TagsRemoved", "ContactDetailsUpdated", "ContactUnsubscribed", "FormSubmission"} {
+			w.do("POST", "/public/v1/webhooks", map[string]any{"url": "https://hooks.example.com/warm/" + typ, "eventType": typ,
+				"filter": testkit.HeaviestFilter(typ)}, 200)
+		}
+		w.do("POST", "/public/v1/segments", map[string]any{"name": "warm", "filter": marketingFilter(0)}, 200)
+		a.Backfill(t)
+		e.settle()
+		tm.env, tm.warm = *e, *w
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+	// the template's process is stopped: only what it left running may still be connected
+	admin, err := pgx.Connect(context.Background(), testkit.Cluster().URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	if _, err := admin.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, tm.name); err != nil {
+		t.Fatal(err)
+	}
+	freeze(t, dbURL)
+	testkit.Eventually(t, "the template's connections closing", func() bool {
+		var n int
+		err := admin.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE datname = $1`, tm.name).Scan(&n)
+		return err == nil && n == 0
+	})
+	return tm
+}
+
+// warmUp sends, in the template's warm account, one of each common write and read: a case's
+// process starts with connections whose caches (plans, relations, functions, partitions) no
+// request has filled, and a request that is the first of its kind on its connection pays for
+// filling them, a price of the connection and not of the request. After it, what the measured
+// request costs is what its statements do.
+func (tm *template) warmUp(t *testing.T, a *testkit.API) {
+	t.Helper()
+	w := tm.warm.on(t, a)
+	var created api.CreateContactResult
+	w.do("POST", "/public/v1/contact", map[string]any{"email": "warm@example.com", "name": "Warm", "phone": "+1 (555) 010-0001",
+		"tags": []string{"a", "b"}, "address": "123 N Main St Apt 4, Springfield, IL 62704"}, 200).JSON(t, &created)
+	id := created.Contact.ContactId
+	w.do("POST", "/public/v1/contact/"+id+"/tags", map[string]any{"tags": []string{"c"}}, 200)
+	w.do("PUT", "/public/v1/contact/"+id+"/tags", map[string]any{"tags": []string{"c", "d"}}, 200)
+	w.do("DELETE", "/public/v1/contact/"+id+"/tags", map[string]any{"tags": []string{"d"}}, 200)
+	w.do("POST", "/public/v1/contact/"+id+"/activity", map[string]any{"type": "FormSubmission", "details": map[string]any{"n": 1}}, 200)
+	w.do("POST", "/public/v1/contact/"+id+"/property", map[string]any{"address": "9 Elm St, Springfield, IL 62704"}, 200)
+	w.do("PATCH", "/public/v1/contact/"+id, map[string]any{"name": "Warmer", "recordStatus": "NonMarketing"}, 200)
+	w.do("GET", "/public/v1/contact?contactId="+id, nil, 200)
+	w.do("GET", "/public/v1/contact?emailId=WARM@example.com", nil, 200)
+	var list api.WebhookList
+	w.do("GET", "/public/v1/webhooks", nil, 200).JSON(t, &list)
+	w.do("POST", "/public/v1/webhooks/"+list.Webhooks[0].SubscriptionId+"/test", nil, 200)
+}
+
+// feedShowsAll waits until the events feed shows every event of the account: a feed read
+// returns only events of transactions below its snapshot's xmin, and the other cases'
+// databases share that horizon (xids are the cluster's), so what a page reads would otherwise
+// depend on what they were doing.
+func (e *env) feedShowsAll() {
+	e.t.Helper()
+	testkit.Eventually(e.t, "the feed showing the account's events", func() bool {
+		return e.a.Count(e.t, `SELECT count(*) FROM webhook_events WHERE account_id = $1 AND NOT test
+			AND xid >= pg_snapshot_xmin(pg_current_snapshot())`, e.account) == 0
+	})
+}
+
+// freeze vacuums (FREEZE, ANALYZE) the database at dbURL: no dead row or unset hint bit is
+// left for a measured request to walk past or set, whatever ran before it.
+func freeze(t *testing.T, dbURL string) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), "VACUUM (FREEZE, ANALYZE)"); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // cost is what one request cost the database: the buffers its top-level statements touched
 // (shared hits and reads: each page counted each time it is touched) and how many statements.
@@ -29,6 +168,11 @@ type cost struct {
 	elapsed             time.Duration // reported only: a figure of one run, never a budget
 	each                []statementCost
 }
+
+var (
+	extension    sync.Once
+	extensionErr error
+)
 
 // meter reads a database's statement counters from another database of the cluster, so that
 // its own statements are not counted.
@@ -49,8 +193,10 @@ func newMeter(t *testing.T, a *testkit.API) *meter {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
-	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
-		t.Fatal(err)
+	// once: CREATE EXTENSION IF NOT EXISTS is no guard against another case's at the same time
+	extension.Do(func() { _, extensionErr = conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements") })
+	if extensionErr != nil {
+		t.Fatal(extensionErr)
 	}
 	m := &meter{conn: conn}
 	if err := conn.QueryRow(ctx, "SELECT oid FROM pg_database WHERE datname = $1", name).Scan(&m.dbid); err != nil {
@@ -91,6 +237,19 @@ func (m *meter) measure(t *testing.T, send func()) cost {
 type statementCost struct {
 	buffers, calls int64
 	query          string
+}
+
+// on is a copy of the environment for a case's test and process: what the template made,
+// with the counters of what it holds.
+func (e env) on(t *testing.T, a *testkit.API) *env {
+	e.t, e.a = t, a
+	if e.unique != nil {
+		e.unique = e.unique.on(t, a)
+	}
+	if e.search != nil {
+		e.search = e.search.on(t, a)
+	}
+	return &e
 }
 
 // env is the account the worst cases are built in: its key, and what every case may use.
@@ -166,6 +325,13 @@ func incompressible(i, k, n int) string {
 // uniqueFields is how many unique text fields uniqueAccount has: the most an account has.
 const uniqueFields = field.MaxPerAccount
 
+// uniqueHolders contacts of uniqueAccount hold uniquePerHolder values each: the 20,000 values
+// the account holds, the most one batch carries (and batchContacts's upsert replaces).
+const (
+	uniqueHolders   = 1000
+	uniquePerHolder = contact.MaxBatchFieldValues / uniqueHolders
+)
+
 // uniqueAccount is an account of its own whose every field (200) is unique text: a write of
 // all their values claims 200 values. An account of its own, so that the main account's
 // field limit stays the field operations' to reach; subscribed, as the main one is, to what
@@ -188,6 +354,11 @@ func (e *env) uniqueAccount() *env {
 			u.do("POST", "/public/v1/segments", map[string]any{"name": fmt.Sprintf("marketing %03d", i), "filter": marketingFilter(i)}, 200)
 		}
 		e.a.Backfill(e.t)
+		seed := make([]any, uniqueHolders)
+		for i := range seed {
+			seed[i] = map[string]any{"email": fmt.Sprintf("u%05d@example.com", i), "customFields": itemValues(i, uniquePerHolder, "before")}
+		}
+		u.do("POST", "/public/v1/contacts/batch", map[string]any{"mode": "create", "contacts": seed}, 200)
 		e.unique = u
 	}
 	e.unique.t = e.t
@@ -290,11 +461,10 @@ func itemValues(i, n int, prefix string) map[string]any {
 	return out
 }
 
-// defineSegments makes the account's segments up to n, each with segmentFilter(i), on the
-// account's 200 fields.
+// defineSegments makes the account's segments up to n, each with segmentFilter(i), whose
+// custom field (the i-th) the account must have.
 func (e *env) defineSegments(n int) {
 	e.t.Helper()
-	e.defineFields(field.MaxPerAccount)
 	for ; e.segments < n; e.segments++ {
 		e.do("POST", "/public/v1/segments", map[string]any{"name": fmt.Sprintf("segment %03d %s", e.segments, strings.Repeat("n", 100)),
 			"filter": segmentFilter(e.segments)}, 200)
