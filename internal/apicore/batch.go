@@ -118,11 +118,14 @@ func validateItem(schema *openapi3.Schema, raw json.RawMessage, v any, prefix st
 		}
 	}
 	opts := append([]openapi3.SchemaValidationOption{openapi3.VisitAsRequest(), openapi3.MultiErrors()}, FormatOptions()...)
+	var fields []apperr.FieldError
 	if err := schema.VisitJSON(v, opts...); err != nil {
-		fields := Fields(err, prefix)
-		if len(fields) == 0 {
+		if fields = Fields(err, prefix); len(fields) == 0 {
 			fields = append(fields, apperr.Field(prefix, "invalid", err.Error()))
 		}
+	}
+	// an import's items come here without the request validator's check of the whole body
+	if fields = append(fields, NULs(v, prefix)...); len(fields) > 0 {
 		return nil, apperr.Invalid(fields...)
 	}
 	return v, nil

@@ -69,6 +69,8 @@ func collectFields(err error, prefix string, out *[]apperr.FieldError) {
 		}
 	case *openapi3.SchemaError:
 		*out = append(*out, schemaField(e, prefix))
+	case FieldErrors:
+		*out = append(*out, e...)
 	default:
 		*out = append(*out, apperr.Field(prefix, "invalid", err.Error()))
 	}

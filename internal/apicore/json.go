@@ -5,6 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/contactd/contactd/internal/apperr"
 )
 
 var errTrailingData = errors.New("data after the JSON value")
@@ -23,4 +28,47 @@ func DecodeJSON(body []byte) (any, error) {
 		return nil, errTrailingData
 	}
 	return v, nil
+}
+
+// NULs lists, as field errors under prefix (body, body.contacts.3), every string of a decoded
+// JSON value that holds a NUL character, and every object whose key does: PostgreSQL's text
+// cannot store one, so a request carrying one is refused here, by field, before any statement
+// is sent (it would otherwise fail the statement, and with it a group of other requests').
+func NULs(v any, prefix string) FieldErrors {
+	var out FieldErrors
+	collectNULs(v, prefix, &out)
+	slices.SortFunc(out, func(a, b apperr.FieldError) int { return strings.Compare(a.Field, b.Field) })
+	return out
+}
+
+func collectNULs(v any, path string, out *FieldErrors) {
+	switch x := v.(type) {
+	case string:
+		if strings.IndexByte(x, 0) >= 0 {
+			*out = append(*out, apperr.Field(path, "encoding", "must not contain NUL (\\u0000)"))
+		}
+	case []any:
+		for i, item := range x {
+			collectNULs(item, path+"."+strconv.Itoa(i), out)
+		}
+	case map[string]any:
+		for k, item := range x {
+			if strings.IndexByte(k, 0) >= 0 {
+				*out = append(*out, apperr.Field(path, "encoding", "a key must not contain NUL (\\u0000)"))
+				continue
+			}
+			collectNULs(item, path+"."+k, out)
+		}
+	}
+}
+
+// FieldErrors are violations found outside kin-openapi's schemas, reported with its own.
+type FieldErrors []apperr.FieldError
+
+func (f FieldErrors) Error() string {
+	msgs := make([]string, len(f))
+	for i, e := range f {
+		msgs[i] = e.Field + ": " + e.Message
+	}
+	return strings.Join(msgs, "; ")
 }

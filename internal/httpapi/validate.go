@@ -184,8 +184,15 @@ func (rq *request) validateBody(r *http.Request, ref *openapi3.RequestBodyRef, o
 		return &openapi3filter.RequestError{RequestBody: spec, Reason: "failed to decode request body",
 			Err: &openapi3filter.ParseError{Kind: openapi3filter.KindInvalidFormat, Cause: err}}
 	}
+	var errs openapi3.MultiError
 	if err := media.Schema.Value.VisitJSON(value, opts...); err != nil {
-		return &openapi3filter.RequestError{RequestBody: spec, Reason: "doesn't match schema", Err: err}
+		errs = append(errs, &openapi3filter.RequestError{RequestBody: spec, Reason: "doesn't match schema", Err: err})
+	}
+	if nuls := apicore.NULs(value, "body"); len(nuls) > 0 {
+		errs = append(errs, nuls)
+	}
+	if len(errs) > 0 {
+		return errs
 	}
 	rq.value = value
 	return nil
