@@ -54,7 +54,7 @@ func collectNULs(v any, path string, out *FieldErrors) {
 	case map[string]any:
 		for k, item := range x {
 			if strings.IndexByte(k, 0) >= 0 {
-				*out = append(*out, apperr.Field(path, "encoding", "a key must not contain NUL (\\u0000)"))
+				*out = append(*out, apperr.Field(path+"."+k, "encoding", "a key must not contain NUL (\\u0000)"))
 				continue
 			}
 			collectNULs(item, path+"."+k, out)

@@ -74,7 +74,7 @@ func TestANULStopsAtTheDoor(t *testing.T) {
 		{"PATCH", "/public/v1/contact/" + id, `{"name":"x\u0000"}`, []string{"body.name"}},
 		{"POST", "/public/v1/contact/" + id + "/tags", `{"tags":["\u0000x"]}`, []string{"body.tags.0"}},
 		{"POST", "/public/v1/contact/" + id + "/activity", `{"type":"FormSubmission","details":{"form":{"k\u0000":"v","v":"a\u0000"}}}`,
-			[]string{"body.details.form", "body.details.form.v"}},
+			[]string{"body.details.form.k\x00", "body.details.form.v"}},
 		{"POST", "/public/v1/fields", `{"key":"plan","label":"P\u0000","type":"text"}`, []string{"body.label"}},
 		{"POST", "/public/v1/segments", `{"name":"s\u0000","filter":{"groups":[{"conditions":[{"attribute":"name","operator":"eq","value":"v\u0000"}]}]}}`,
 			[]string{"body.filter.groups.0.conditions.0.value", "body.name"}},
