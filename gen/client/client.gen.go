@@ -1603,7 +1603,10 @@ type FieldValidation struct {
 	// Min The smallest number allowed.
 	Min *float64 `json:"min,omitempty"`
 
-	// Pattern An RE2 expression the whole value must match.
+	// Pattern An RE2 expression the whole value must match. It is priced when saved: its compiled
+	// program's instructions times the longest value (`maxLength`, else 1,000 characters)
+	// may be at most 500,000 steps, and the account's live patterns together at most
+	// 2,000,000 (a `400` with reason `cost` names the budget).
 	Pattern *string `json:"pattern,omitempty"`
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/contactd/contactd/gen/db"
+	"github.com/contactd/contactd/internal/platform/store"
 )
 
 // Definitions are an account's fields, archived ones too, at a version of them: the version a
@@ -21,6 +22,7 @@ type Definitions struct {
 	fields   []*Field
 	byKey    map[string]*Field
 	patterns map[string]*regexp.Regexp
+	steps    map[string]int // each pattern's price (patternSteps)
 }
 
 // None are the definitions of an account without fields, at version 0.
@@ -36,7 +38,7 @@ func (d *Definitions) Field(key string) (*Field, bool) {
 	return f, ok
 }
 
-// matches is whether s matches f's pattern (compiled once per version).
+// matches is whether the whole of s matches f's pattern (compiled once per version).
 func (d *Definitions) matches(f *Field, s string) bool {
 	re, ok := d.patterns[f.Key]
 	if !ok {
@@ -85,15 +87,18 @@ func definitionsOf(row db.FieldDefinitionsRow) (*Definitions, error) {
 // NewDefinitions are fields as an account's definitions (at version 0): what the stored ones
 // are read into, and what tests of other packages check against.
 func NewDefinitions(fields ...Field) (*Definitions, error) {
-	d := &Definitions{byKey: make(map[string]*Field, len(fields)), patterns: map[string]*regexp.Regexp{}}
+	d := &Definitions{byKey: make(map[string]*Field, len(fields)), patterns: map[string]*regexp.Regexp{}, steps: map[string]int{}}
 	for i := range fields {
 		f := &fields[i]
 		if f.Validation.Pattern != nil {
-			re, err := regexp.Compile(*f.Validation.Pattern)
+			re, err := compilePattern(*f.Validation.Pattern)
 			if err != nil {
 				return nil, fmt.Errorf("field %s: pattern: %w", f.Key, err)
 			}
 			d.patterns[f.Key] = re
+			if d.steps[f.Key], err = patternSteps(f.Validation.Pattern, f.Validation); err != nil {
+				return nil, fmt.Errorf("field %s: pattern: %w", f.Key, err)
+			}
 		}
 		d.fields = append(d.fields, f)
 		d.byKey[f.Key] = f
@@ -171,4 +176,22 @@ func (s *Service) forget(account uuid.UUID) {
 	s.cache.mu.Lock()
 	delete(s.cache.defs, account)
 	s.cache.mu.Unlock()
+}
+
+// checkAccountPatterns prices the account's live patterns with key's validation v in place of
+// its own, inside tx, after the account's definitions lock: they are read there, so that two
+// changes cannot each pass against the definitions before the other.
+func (s *Service) checkAccountPatterns(ctx context.Context, tx store.Tx, account uuid.UUID, key string, v Validation) error {
+	if v.Pattern == nil {
+		return nil
+	}
+	steps, err := patternSteps(v.Pattern, v)
+	if err != nil {
+		return err
+	}
+	d, err := s.Reload(ctx, tx.Queries, account)
+	if err != nil {
+		return err
+	}
+	return checkAccountPatterns(d, key, steps)
 }

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"regexp/syntax"
 	"time"
 
@@ -140,6 +139,9 @@ func (s *Service) Create(ctx context.Context, account uuid.UUID, in New) (Field,
 			}
 			return apperr.Invalid(apperr.Field("body.key", "limit", fmt.Sprintf("an account has at most %d fields, archived ones included", MaxPerAccount)))
 		}
+		if err := s.checkAccountPatterns(ctx, tx, account, in.Key, in.Validation); err != nil {
+			return err
+		}
 		rows, err = tx.FieldInsert(ctx, db.FieldInsertParams{AccountID: account, Key: in.Key, Label: in.Label,
 			Description: in.Description, Type: string(in.Type), Required: in.Required, IsUnique: in.Unique,
 			Options: optionsJSON, Validation: validationJSON, Now: s.now()})
@@ -209,6 +211,12 @@ func found(row db.ContactField, err error) (Field, error) {
 func (s *Service) Update(ctx context.Context, account uuid.UUID, key string, in Change) (Field, error) {
 	var row db.ContactField
 	err := s.store.InTx(ctx, func(tx store.Tx) error {
+		if in.Validation != nil && in.Validation.Pattern != nil {
+			// the account's patterns are priced together: one change of them at a time
+			if err := tx.FieldsLock(ctx, account); err != nil {
+				return err
+			}
+		}
 		cur, err := tx.FieldGetForUpdate(ctx, db.FieldGetForUpdateParams{AccountID: account, Key: key})
 		if err != nil {
 			return err
@@ -222,6 +230,11 @@ func (s *Service) Update(ctx context.Context, account uuid.UUID, key string, in 
 		}
 		if errs := f.apply(in); len(errs) > 0 {
 			return apperr.Invalid(errs...)
+		}
+		if in.Validation != nil && in.Validation.Pattern != nil {
+			if err := s.checkAccountPatterns(ctx, tx, account, key, f.Validation); err != nil {
+				return err
+			}
 		}
 		options, validation, err := encode(f.Options, f.Validation)
 		if err != nil {
@@ -328,8 +341,8 @@ func check(t Type, unique bool, options []Option, v Validation, optionsSent bool
 	if v.Pattern != nil {
 		if t != Text {
 			errs = append(errs, apperr.Field("body.validation.pattern", "type", "pattern applies to text fields"))
-		} else if _, err := regexp.Compile(*v.Pattern); err != nil {
-			errs = append(errs, apperr.Field("body.validation.pattern", "pattern", "not an RE2 expression: "+reSyntax(err)))
+		} else {
+			errs = append(errs, checkPattern(v)...)
 		}
 	}
 	return errs

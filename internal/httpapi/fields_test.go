@@ -208,3 +208,53 @@ func hasFieldError(e api.Error, field string) bool {
 	}
 	return false
 }
+
+// TestPatternsArePricedWhenSaved: a pattern's price (its program's instructions times the
+// longest value, the field's maxLength or 1,000) is checked when it is saved, alone against
+// field.MaxPatternSteps and with the account's other live patterns against
+// field.MaxAccountPatternSteps: a 400 naming the budget. A pattern matches whole values.
+func TestPatternsArePricedWhenSaved(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	refusedForCost := func(r *testkit.Response, budget int) {
+		t.Helper()
+		e := r.Error(t)
+		if r.Status != 400 || e.Data == nil || e.Data.Errors == nil || len(*e.Data.Errors) != 1 {
+			t.Fatalf("%d %s, want 400 for the pattern's cost", r.Status, r.Body)
+		}
+		fe := (*e.Data.Errors)[0]
+		if fe.Field != "body.validation.pattern" || fe.Reason != "cost" || !strings.Contains(fe.Message, fmt.Sprint(budget)) {
+			t.Errorf("%+v, want body.validation.pattern refused for its cost, naming the budget %d", fe, budget)
+		}
+	}
+	text := func(k, pattern string) map[string]any {
+		return map[string]any{"key": k, "label": k, "type": "text", "validation": map[string]any{"pattern": pattern}}
+	}
+	// 444 instructions x 1,000 characters: four fit the account's 2,000,000 steps, a fifth does not
+	for _, k := range []string{"p1", "p2", "p3", "p4"} {
+		defineField(t, a, key, text(k, "[a-z]{440}"))
+	}
+	refusedForCost(a.Do("POST", "/public/v1/fields", key, text("p5", "[a-z]{440}")), field.MaxAccountPatternSteps)
+	short := text("p5", "[a-z]{440}")
+	short["validation"].(map[string]any)["maxLength"] = 100
+	defineField(t, a, key, short) // 44,400 steps: values of at most 100 characters
+	refusedForCost(a.Do("PATCH", "/public/v1/fields/p4", key, map[string]any{"validation": map[string]any{"pattern": `(\w+\s?){1,1000}x`}}), field.MaxPatternSteps)
+	refusedForCost(a.Do("PATCH", "/public/v1/fields/p5", key, map[string]any{"validation": map[string]any{"pattern": "[a-z]{440}"}}), field.MaxAccountPatternSteps)
+	// an archived field's values are never written again: its pattern no longer counts
+	if r := a.Do("POST", "/public/v1/fields/p1/archive", key, nil); r.Status != 200 {
+		t.Fatalf("archive: %d %s", r.Status, r.Body)
+	}
+	if r := a.Do("PATCH", "/public/v1/fields/p5", key, map[string]any{"validation": map[string]any{"pattern": "[a-z]{440}"}}); r.Status != 200 {
+		t.Errorf("p5's pattern at full length with p1 archived: %d %s", r.Status, r.Body)
+	}
+
+	defineField(t, a, key, text("code", "[a-z]+|[0-9]{3}"))
+	for value, want := range map[string]int{"abc": 200, "123": 200, "abc1": 400, "1234": 400, " abc": 400} {
+		r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "c" + fmt.Sprint(len(value)) + strings.TrimSpace(value) + "@example.com",
+			"customFields": map[string]any{"code": value}})
+		if r.Status != want || (want == 400 && !hasFieldError(r.Error(t), "body.customFields.code")) {
+			t.Errorf("code %q: %d %s, want %d", value, r.Status, r.Body, want)
+		}
+	}
+}
