@@ -214,6 +214,10 @@ func detailsOfValues(n int) map[string]any {
 	return map[string]any{"a": make([]int, 998), "b": make([]int, n-2-999)}
 }
 
+// costliestPattern is a pattern of 444 instructions: 444,000 steps a value of 1,000
+// characters, within field.MaxPatternSteps.
+const costliestPattern = "[a-z]{440}"
+
 func timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 var worstCases = map[string]worstCase{
@@ -346,12 +350,12 @@ var worstCases = map[string]worstCase{
 			return request{method: "POST", path: "/public/v1/contact/" + id + "/activity", status: 200,
 				body: map[string]any{"type": "FormSubmission", "details": detailsOfValues(2000)}}
 		}},
-	"createField": {what: "the account's 200th field: an enum of 100 options of 100 characters", budget: 60,
+	"createField": {what: "the account's 200th field: a text field with a pattern of 444,000 steps (the account's 199 definitions of 100 options read to price its patterns together; an enum of 100 options of 100 characters cost 37)", budget: 95,
 		build: func(e *env) request {
 			e.defineFields(field.MaxPerAccount - 1)
 			e.fields++
 			return request{method: "POST", path: "/public/v1/fields", status: 200, body: map[string]any{"key": "the_last",
-				"label": strings.Repeat("l", 100), "description": strings.Repeat("d", 1000), "type": "enum", "options": fieldOptions("n", field.MaxOptions)}}
+				"label": strings.Repeat("l", 100), "description": strings.Repeat("d", 1000), "type": "text", "validation": map[string]any{"pattern": costliestPattern}}}
 		}},
 	"listFields": {what: "the account's 200 fields, archived ones too, each an enum of 100 options of 100 characters", budget: 50,
 		build: func(e *env) request {
@@ -363,11 +367,13 @@ var worstCases = map[string]worstCase{
 			e.defineFields(field.MaxPerAccount)
 			return request{method: "GET", path: "/public/v1/fields/f_001", status: 200}
 		}},
-	"updateField": {what: "100 options of an enum field relabelled, among 200 fields (and the definitions' version bumped)", budget: 25,
+	"updateField": {what: "a pattern of 444,000 steps given to a text field, among 200 fields of 100 options (their definitions read to price the account's patterns together; 100 options of an enum field relabelled cost 20)", budget: 65,
 		build: func(e *env) request {
-			e.defineFields(field.MaxPerAccount)
-			return request{method: "PATCH", path: "/public/v1/fields/f_002", status: 200,
-				body: map[string]any{"label": strings.Repeat("m", 100), "options": fieldOptions("o", field.MaxOptions)}}
+			e.defineFields(field.MaxPerAccount - 1)
+			e.do("POST", "/public/v1/fields", map[string]any{"key": "the_last", "label": "Text", "type": "text"}, 200)
+			e.fields++
+			return request{method: "PATCH", path: "/public/v1/fields/the_last", status: 200,
+				body: map[string]any{"label": strings.Repeat("m", 100), "validation": map[string]any{"pattern": costliestPattern, "maxLength": 1000}}}
 		}},
 	"archiveField": {what: "an enum field of 100 options, among 200", budget: 45,
 		build: func(e *env) request {

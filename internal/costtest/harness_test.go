@@ -58,7 +58,7 @@ func prepareTemplate(t *testing.T) *template {
 		t.Fatal(err)
 	}
 	tm := &template{name: strings.TrimPrefix(u.Path, "/"), secret: seal.NewKey()}
-	t.Run("template", func(t *testing.T) {
+	built := t.Run("template", func(t *testing.T) {
 		a := testkit.NewAPIOn(t, dbURL, tm.sealed)
 		account, key := a.Account("costs")
 		e := &env{t: t, a: a, account: account, key: key}
@@ -89,7 +89,7 @@ func prepareTemplate(t *testing.T) *template {
 		e.settle()
 		tm.env, tm.warm = *e, *w
 	})
-	if t.Failed() {
+	if !built {
 		t.FailNow()
 	}
 	// the template's process is stopped: only what it left running may still be connected
