@@ -461,6 +461,7 @@ CREATE TABLE public.webhook_subscriptions (
     removed_reason text,
     last_failure_at timestamp with time zone,
     last_failure text,
+    unevaluated_events bigint DEFAULT 0 NOT NULL,
     CONSTRAINT webhook_subscriptions_has_secret CHECK (((secret IS NOT NULL) OR (secret_sealed IS NOT NULL))),
     CONSTRAINT webhook_subscriptions_max_per_second_check CHECK (((max_per_second >= 1) AND (max_per_second <= 1000))),
     CONSTRAINT webhook_subscriptions_removed_reason_check CHECK ((removed_reason = ANY (ARRAY['Deleted'::text, 'Gone'::text, 'FailingTooLong'::text]))),

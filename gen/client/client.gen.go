@@ -2421,6 +2421,14 @@ type WebhookSubscription struct {
 	// Example: 019350b6-5d7e-7c3a-9f1e-2b4c6d8e0a99
 	SubscriptionId string `json:"subscriptionId"`
 
+	// UnevaluatedEvents How many events of its type its filter could not be evaluated on (an event of more
+	// JSON values than a filter reads, 2,048): a filter fails closed, so these were not
+	// delivered either; counted within a few seconds. Absent while there are none.
+	//
+	//
+	// Example: 3
+	UnevaluatedEvents *int64 `json:"unevaluatedEvents,omitempty"`
+
 	// UpdatedAt UTC, RFC 3339 with exactly three fractional digits and `Z`.
 	//
 	// Example: 2026-11-21T09:30:00.123Z

@@ -200,9 +200,10 @@ func (q *Queries) SubscriptionsChangedNotify(ctx context.Context, accountID stri
 }
 
 const subscriptionsCountFiltered = `-- name: SubscriptionsCountFiltered :exec
-UPDATE webhook_subscriptions s SET filtered_events = s.filtered_events + t.n
+UPDATE webhook_subscriptions s SET filtered_events = s.filtered_events + t.n,
+    unevaluated_events = s.unevaluated_events + t.u
 FROM (SELECT unnest($1::uuid[]) AS account_id, unnest($2::uuid[]) AS subscription_id,
-             unnest($3::bigint[]) AS n
+             unnest($3::bigint[]) AS n, unnest($4::bigint[]) AS u
       ORDER BY 1, 2) t
 WHERE s.account_id = t.account_id AND s.subscription_id = t.subscription_id
 `
@@ -211,12 +212,19 @@ type SubscriptionsCountFilteredParams struct {
 	AccountIds      []uuid.UUID
 	SubscriptionIds []uuid.UUID
 	Counts          []int64
+	Unevaluated     []int64
 }
 
-// Adds a process's tally of filtered-out events to its subscriptions' counts, in id order
-// (so two processes' flushes never wait on each other both ways).
+// Adds a process's tally of events filters left out, and of events they could not be
+// evaluated on, to its subscriptions' counts, in id order (so two processes' flushes never
+// wait on each other both ways).
 func (q *Queries) SubscriptionsCountFiltered(ctx context.Context, arg SubscriptionsCountFilteredParams) error {
-	_, err := q.db.Exec(ctx, subscriptionsCountFiltered, arg.AccountIds, arg.SubscriptionIds, arg.Counts)
+	_, err := q.db.Exec(ctx, subscriptionsCountFiltered,
+		arg.AccountIds,
+		arg.SubscriptionIds,
+		arg.Counts,
+		arg.Unevaluated,
+	)
 	return err
 }
 

@@ -349,4 +349,5 @@ type WebhookSubscription struct {
 	RemovedReason        *string
 	LastFailureAt        *time.Time
 	LastFailure          *string
+	UnevaluatedEvents    int64
 }

@@ -525,8 +525,9 @@ type Querier interface {
 	// Tells every contactd process (event.Subscribers) that the account's live subscriptions
 	// changed; '' means any account. Delivered at commit.
 	SubscriptionsChangedNotify(ctx context.Context, accountID string) error
-	// Adds a process's tally of filtered-out events to its subscriptions' counts, in id order
-	// (so two processes' flushes never wait on each other both ways).
+	// Adds a process's tally of events filters left out, and of events they could not be
+	// evaluated on, to its subscriptions' counts, in id order (so two processes' flushes never
+	// wait on each other both ways).
 	SubscriptionsCountFiltered(ctx context.Context, arg SubscriptionsCountFilteredParams) error
 	// Maintenance across accounts: Failing subscriptions without a success since the cutoff
 	// are removed, and their accounts' subscriptions_version moves on; how many were removed.

@@ -40,7 +40,7 @@ func (q *Queries) SubscriptionCountLive(ctx context.Context, arg SubscriptionCou
 }
 
 const subscriptionGet = `-- name: SubscriptionGet :one
-SELECT account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at, filter, filter_path, filtered_events, removed_reason, last_failure_at, last_failure FROM webhook_subscriptions WHERE account_id = $1 AND subscription_id = $2
+SELECT account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at, filter, filter_path, filtered_events, removed_reason, last_failure_at, last_failure, unevaluated_events FROM webhook_subscriptions WHERE account_id = $1 AND subscription_id = $2
 `
 
 type SubscriptionGetParams struct {
@@ -75,6 +75,7 @@ func (q *Queries) SubscriptionGet(ctx context.Context, arg SubscriptionGetParams
 		&i.RemovedReason,
 		&i.LastFailureAt,
 		&i.LastFailure,
+		&i.UnevaluatedEvents,
 	)
 	return i, err
 }
@@ -84,7 +85,7 @@ INSERT INTO webhook_subscriptions (
     account_id, subscription_id, url, event_type, secret_sealed, max_per_second, filter, filter_path, created_at, updated_at
 ) VALUES ($1, $2, $3, $4, $5, $6,
           $7::jsonb, ($8::text)::jsonpath, $9, $9)
-RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at, filter, filter_path, filtered_events, removed_reason, last_failure_at, last_failure
+RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at, filter, filter_path, filtered_events, removed_reason, last_failure_at, last_failure, unevaluated_events
 `
 
 type SubscriptionInsertParams struct {
@@ -136,12 +137,13 @@ func (q *Queries) SubscriptionInsert(ctx context.Context, arg SubscriptionInsert
 		&i.RemovedReason,
 		&i.LastFailureAt,
 		&i.LastFailure,
+		&i.UnevaluatedEvents,
 	)
 	return i, err
 }
 
 const subscriptionList = `-- name: SubscriptionList :many
-SELECT account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at, filter, filter_path, filtered_events, removed_reason, last_failure_at, last_failure FROM webhook_subscriptions
+SELECT account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at, filter, filter_path, filtered_events, removed_reason, last_failure_at, last_failure, unevaluated_events FROM webhook_subscriptions
 WHERE account_id = $1
 ORDER BY created_at DESC, subscription_id DESC
 `
@@ -179,6 +181,7 @@ func (q *Queries) SubscriptionList(ctx context.Context, accountID uuid.UUID) ([]
 			&i.RemovedReason,
 			&i.LastFailureAt,
 			&i.LastFailure,
+			&i.UnevaluatedEvents,
 		); err != nil {
 			return nil, err
 		}
@@ -223,7 +226,7 @@ const subscriptionSetFilter = `-- name: SubscriptionSetFilter :one
 UPDATE webhook_subscriptions
 SET filter = $1::jsonb, filter_path = ($2::text)::jsonpath, updated_at = $3
 WHERE account_id = $4 AND subscription_id = $5
-RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at, filter, filter_path, filtered_events, removed_reason, last_failure_at, last_failure
+RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at, filter, filter_path, filtered_events, removed_reason, last_failure_at, last_failure, unevaluated_events
 `
 
 type SubscriptionSetFilterParams struct {
@@ -268,6 +271,7 @@ func (q *Queries) SubscriptionSetFilter(ctx context.Context, arg SubscriptionSet
 		&i.RemovedReason,
 		&i.LastFailureAt,
 		&i.LastFailure,
+		&i.UnevaluatedEvents,
 	)
 	return i, err
 }
@@ -278,7 +282,7 @@ SET paused_at = CASE WHEN $1::boolean THEN coalesce(paused_at, $2::timestamptz) 
     next_send_at = CASE WHEN $1::boolean THEN '9999-12-31 00:00:00+00'::timestamptz END,
     updated_at = $2::timestamptz
 WHERE account_id = $3 AND subscription_id = $4
-RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at, filter, filter_path, filtered_events, removed_reason, last_failure_at, last_failure
+RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at, filter, filter_path, filtered_events, removed_reason, last_failure_at, last_failure, unevaluated_events
 `
 
 type SubscriptionSetPausedParams struct {
@@ -321,6 +325,7 @@ func (q *Queries) SubscriptionSetPaused(ctx context.Context, arg SubscriptionSet
 		&i.RemovedReason,
 		&i.LastFailureAt,
 		&i.LastFailure,
+		&i.UnevaluatedEvents,
 	)
 	return i, err
 }
@@ -330,7 +335,7 @@ UPDATE webhook_subscriptions
 SET max_per_second = $1,
     next_send_at = CASE WHEN paused_at IS NULL THEN NULL ELSE '9999-12-31 00:00:00+00'::timestamptz END, updated_at = $2
 WHERE account_id = $3 AND subscription_id = $4
-RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at, filter, filter_path, filtered_events, removed_reason, last_failure_at, last_failure
+RETURNING account_id, subscription_id, url, event_type, status, secret, consecutive_failures, last_success_at, failing_since, created_at, updated_at, secret_sealed, previous_secret_sealed, previous_secret_until, max_per_second, next_send_at, paused_at, filter, filter_path, filtered_events, removed_reason, last_failure_at, last_failure, unevaluated_events
 `
 
 type SubscriptionSetThrottleParams struct {
@@ -374,6 +379,7 @@ func (q *Queries) SubscriptionSetThrottle(ctx context.Context, arg SubscriptionS
 		&i.RemovedReason,
 		&i.LastFailureAt,
 		&i.LastFailure,
+		&i.UnevaluatedEvents,
 	)
 	return i, err
 }

@@ -272,7 +272,7 @@ func (e *Emitter) MayHaveSubscribers(ctx context.Context, accountID uuid.UUID, t
 // Planned is told, once the statement that queued a plan has committed, what it queued: it
 // counts the events filters left out and wakes the workers.
 func (e *Emitter) Planned(accountID uuid.UUID, p Plan) {
-	e.filtered.Add(accountID, p.filteredSubscriptions())
+	e.filtered.Add(accountID, subscriptionsOf(p.filtered), subscriptionsOf(p.unevaluated))
 	if p.Deliveries() > 0 && e.enqueuer != nil {
 		e.enqueuer.Queued(p.SubscriptionIDs)
 	}

@@ -71,8 +71,9 @@ type Plan struct {
 	// EventIDs and SubscriptionIDs pair up, one delivery each; Due is each delivery's event's time.
 	EventIDs, SubscriptionIDs []uuid.UUID
 	Due                       []time.Time
-	// filtered are the (event, subscription) pairs a filter left out.
-	filtered [][2]uuid.UUID
+	// filtered are the (event, subscription) pairs a filter left out; unevaluated those whose
+	// filter could not be evaluated on the event, left out too (a filter fails closed).
+	filtered, unevaluated [][2]uuid.UUID
 }
 
 // Deliveries is how many deliveries the plan queues.
@@ -86,18 +87,24 @@ func (p Plan) Keep(kept func(event uuid.UUID) bool) Plan {
 			out.EventIDs, out.SubscriptionIDs, out.Due = append(out.EventIDs, ev), append(out.SubscriptionIDs, p.SubscriptionIDs[i]), append(out.Due, p.Due[i])
 		}
 	}
-	for _, f := range p.filtered {
+	out.filtered, out.unevaluated = keptPairs(p.filtered, kept), keptPairs(p.unevaluated, kept)
+	return out
+}
+
+func keptPairs(pairs [][2]uuid.UUID, kept func(event uuid.UUID) bool) [][2]uuid.UUID {
+	var out [][2]uuid.UUID
+	for _, f := range pairs {
 		if kept(f[0]) {
-			out.filtered = append(out.filtered, f)
+			out = append(out, f)
 		}
 	}
 	return out
 }
 
-// filteredSubscriptions is, for each event a filter left out, its subscription.
-func (p Plan) filteredSubscriptions() []uuid.UUID {
-	subs := make([]uuid.UUID, len(p.filtered))
-	for i, f := range p.filtered {
+// subscriptionsOf is, for each (event, subscription) pair, its subscription.
+func subscriptionsOf(pairs [][2]uuid.UUID) []uuid.UUID {
+	subs := make([]uuid.UUID, len(pairs))
+	for i, f := range pairs {
 		subs[i] = f[1]
 	}
 	return subs
@@ -114,9 +121,15 @@ func (a *Audience) Plan(events []Prepared, skip uuid.UUID) Plan {
 			if s.typ != ev.Type || s.id == skip {
 				continue
 			}
-			if s.filter.m != nil && !wants(s.filter, ev, &payload) {
-				p.filtered = append(p.filtered, [2]uuid.UUID{ev.ID, s.id})
-				continue
+			if s.filter.m != nil {
+				switch wants(s.filter, ev, &payload) {
+				case filteredOut:
+					p.filtered = append(p.filtered, [2]uuid.UUID{ev.ID, s.id})
+					continue
+				case unevaluable:
+					p.unevaluated = append(p.unevaluated, [2]uuid.UUID{ev.ID, s.id})
+					continue
+				}
 			}
 			p.EventIDs, p.SubscriptionIDs, p.Due = append(p.EventIDs, ev.ID), append(p.SubscriptionIDs, s.id), append(p.Due, ev.At)
 		}
@@ -124,17 +137,32 @@ func (a *Audience) Plan(events []Prepared, skip uuid.UUID) Plan {
 	return p
 }
 
+// verdict is what a filter made of an event.
+type verdict int
+
+const (
+	wanted verdict = iota
+	filteredOut
+	unevaluable
+)
+
 // wants evaluates a filter on ev, parsing ev into *parsed the first time. An event that cannot
-// be evaluated, which no event contactd writes is (its size is bounded where it is written),
-// is delivered: a filter narrows what a subscriber gets, and a doubt is settled for delivery.
-func wants(f Filter, ev Prepared, parsed **Payload) bool {
+// be evaluated (more JSON values than a filter reads, or past the steps' budget) is not
+// delivered: a filter says what its subscriber must not get, so a doubt is settled against
+// delivery, and counted on the subscription (unevaluatedEvents) so that its owner sees why.
+func wants(f Filter, ev Prepared, parsed **Payload) verdict {
 	if *parsed == nil {
 		p, err := ParsePayload("event", ev.Payload)
 		if err != nil {
-			return true
+			return unevaluable
 		}
 		*parsed = &p
 	}
-	ok, _, err := f.Match(**parsed)
-	return ok || err != nil
+	switch ok, _, err := f.Match(**parsed); {
+	case err != nil:
+		return unevaluable
+	case !ok:
+		return filteredOut
+	}
+	return wanted
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/event"
+	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -394,5 +396,79 @@ func TestFilteredEventsAreNotDelivered(t *testing.T) {
 	a.DeliveriesSettled(t)
 	if got := tagsOf(vipOnly); !slices.Equal(got, []string{"vip", "vip", "vip+lead"}) {
 		t.Errorf("the replay sent %v", got)
+	}
+}
+
+// TestAFilterThatCannotBeEvaluatedFailsClosed: an event of more JSON values than a filter
+// reads (a PATCH of eleven multiEnum fields of 100 options: their values before and after) is
+// not delivered to a subscription whose filter would want it, since the filter could not say
+// so: it is counted on the subscription (unevaluatedEvents) and in /metrics. A subscription
+// without a filter gets it; a small event of the same type reaches both.
+func TestAFilterThatCannotBeEvaluatedFailsClosed(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, testkit.LocalDelivery)
+	_, key := a.Account("acme")
+	filtered := subscribeFiltered(t, a, key, "http://127.0.0.1:1/filtered", "ContactDetailsUpdated",
+		map[string]any{"eventType": "ContactDetailsUpdated"})
+	plain := subscribeFiltered(t, a, key, "http://127.0.0.1:1/plain", "ContactDetailsUpdated", map[string]any{})
+	options := make([]map[string]any, field.MaxOptions)
+	all := make([]string, field.MaxOptions)
+	for i := range options {
+		all[i] = fmt.Sprintf("o%02d", i)
+		options[i] = map[string]any{"value": all[i], "label": all[i]}
+	}
+	values := func(of []string) map[string]any {
+		out := map[string]any{}
+		for k := range 11 {
+			out[fmt.Sprintf("m%02d", k)] = of
+		}
+		return out
+	}
+	for k := range 11 {
+		defineField(t, a, key, map[string]any{"key": fmt.Sprintf("m%02d", k), "label": "M", "type": "multiEnum", "options": options})
+	}
+	var created api.CreateContactResult
+	a.Do("POST", "/public/v1/contact", key, map[string]any{"email": "many@example.com", "customFields": values(all)}).JSON(t, &created)
+	id := created.Contact.ContactId
+	deliveries := func(sub string) int {
+		return a.Count(t, "SELECT count(*) FROM webhook_deliveries WHERE subscription_id = $1", sub)
+	}
+	if r := a.Do("PATCH", "/public/v1/contact/"+id, key, map[string]any{"name": "Small"}); r.Status != 200 {
+		t.Fatalf("PATCH name: %d %s", r.Status, r.Body)
+	}
+	if f, p := deliveries(filtered.SubscriptionId), deliveries(plain.SubscriptionId); f != 1 || p != 1 {
+		t.Fatalf("a small event: %d deliveries filtered, %d plain, want 1 and 1", f, p)
+	}
+	if r := a.Do("PATCH", "/public/v1/contact/"+id, key, map[string]any{"customFields": values(all[1:])}); r.Status != 200 {
+		t.Fatalf("PATCH values: %d %s", r.Status, r.Body)
+	}
+	var big []byte
+	if err := a.Store.Pool.QueryRow(context.Background(), `SELECT payload::text FROM webhook_events WHERE contact_id = $1
+		ORDER BY event_id DESC LIMIT 1`, id).Scan(&big); err != nil {
+		t.Fatal(err)
+	}
+	if n := event.ValuesIn(big, event.MaxEventValues+1); n <= event.MaxEventValues {
+		t.Fatalf("the event holds %d JSON values: it must hold more than %d to test this", n, event.MaxEventValues)
+	}
+	if f, p := deliveries(filtered.SubscriptionId), deliveries(plain.SubscriptionId); f != 1 || p != 2 {
+		t.Errorf("an event no filter can read: %d deliveries filtered, %d plain, want 1 (the small event's) and 2", f, p)
+	}
+	if err := a.Svc.Filtered.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var list api.WebhookList
+	a.Do("GET", "/public/v1/webhooks", key, nil).JSON(t, &list)
+	var got api.WebhookSubscription
+	for _, w := range list.Webhooks {
+		if w.SubscriptionId == filtered.SubscriptionId {
+			got = w
+		}
+	}
+	if got.UnevaluatedEvents == nil || *got.UnevaluatedEvents != 1 || got.FilteredEvents == nil || *got.FilteredEvents != 0 {
+		t.Errorf("the filtered subscription shows unevaluatedEvents %v and filteredEvents %v, want 1 and 0", got.UnevaluatedEvents, got.FilteredEvents)
+	}
+	metrics := a.Do("GET", "/metrics", "", nil)
+	if !strings.Contains(string(metrics.Body), "contactd_webhook_events_unevaluated_total 1\n") {
+		t.Errorf("/metrics lacks 1 unevaluated event:\n%s", grep(string(metrics.Body), "unevaluated"))
 	}
 }

@@ -63,6 +63,9 @@ func subscriptionToAPI(s subscription.Subscription) api.WebhookSubscription {
 	if s.Filter != nil || s.FilteredEvents > 0 {
 		out.FilteredEvents = &s.FilteredEvents
 	}
+	if s.UnevaluatedEvents > 0 {
+		out.UnevaluatedEvents = &s.UnevaluatedEvents
+	}
 	h := s.Health
 	out.Health = api.SubscriptionHealth{ConsecutiveFailures: h.ConsecutiveFailures, LastSuccessAt: apitime.Ptr(h.LastSuccessAt),
 		LastFailureAt: apitime.Ptr(h.LastFailureAt), FailingSince: apitime.Ptr(h.FailingSince), RemovalAt: apitime.Ptr(h.RemovalAt)}

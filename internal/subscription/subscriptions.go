@@ -71,12 +71,14 @@ type Subscription struct {
 	// PausedAt is when the subscription was paused; nil while it sends.
 	PausedAt *time.Time
 	// Filter is the subscription's payload filter as given (nil: none); FilteredEvents counts
-	// the events it left out, as flushed so far (FilterTally).
-	Filter         json.RawMessage
-	FilteredEvents int64
-	Health         Health
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// the events it left out, and UnevaluatedEvents those it could not be evaluated on (not
+	// delivered either), as flushed so far (FilterTally).
+	Filter            json.RawMessage
+	FilteredEvents    int64
+	UnevaluatedEvents int64
+	Health            Health
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
 }
 
 // Service manages subscriptions.
@@ -236,7 +238,7 @@ func (s *Service) checkURL(raw string) error {
 func fromRow(r db.WebhookSubscription) Subscription {
 	sub := Subscription{ID: r.SubscriptionID, URL: r.Url, EventType: event.EventType(r.EventType),
 		Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, PausedAt: r.PausedAt,
-		Filter: r.Filter, FilteredEvents: r.FilteredEvents,
+		Filter: r.Filter, FilteredEvents: r.FilteredEvents, UnevaluatedEvents: r.UnevaluatedEvents,
 		Health: Health{ConsecutiveFailures: int(r.ConsecutiveFailures), LastSuccessAt: r.LastSuccessAt,
 			LastFailureAt: r.LastFailureAt, FailingSince: r.FailingSince}}
 	if r.LastFailure != nil {

@@ -39,11 +39,13 @@ FROM (SELECT unnest(@event_ids::uuid[]) AS event_id, unnest(@payloads::text[]) A
 WHERE e.account_id = @account_id AND e.event_id = r.event_id;
 
 -- name: SubscriptionsCountFiltered :exec
--- Adds a process's tally of filtered-out events to its subscriptions' counts, in id order
--- (so two processes' flushes never wait on each other both ways).
-UPDATE webhook_subscriptions s SET filtered_events = s.filtered_events + t.n
+-- Adds a process's tally of events filters left out, and of events they could not be
+-- evaluated on, to its subscriptions' counts, in id order (so two processes' flushes never
+-- wait on each other both ways).
+UPDATE webhook_subscriptions s SET filtered_events = s.filtered_events + t.n,
+    unevaluated_events = s.unevaluated_events + t.u
 FROM (SELECT unnest(@account_ids::uuid[]) AS account_id, unnest(@subscription_ids::uuid[]) AS subscription_id,
-             unnest(@counts::bigint[]) AS n
+             unnest(@counts::bigint[]) AS n, unnest(@unevaluated::bigint[]) AS u
       ORDER BY 1, 2) t
 WHERE s.account_id = t.account_id AND s.subscription_id = t.subscription_id;
 

@@ -28,6 +28,7 @@ type Metrics struct {
 	heard          *prometheus.CounterVec
 	listening      *prometheus.GaugeVec
 	filtered       prometheus.Counter
+	unevaluated    prometheus.Counter
 }
 
 // New returns the process's metrics, with the Go runtime and process collectors.
@@ -71,7 +72,11 @@ func New() *Metrics {
 		Name: "contactd_webhook_events_filtered_total",
 		Help: "Events a subscription's payload filter left out (no delivery, no attempt), one per subscription.",
 	})
-	m.registry.MustRegister(m.requests, m.latency, m.attempts, m.attemptLatency, m.groupSize, m.rlFallbacks, m.heard, m.listening, m.filtered,
+	m.unevaluated = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "contactd_webhook_events_unevaluated_total",
+		Help: "Events a subscription's payload filter could not be evaluated on (more JSON values than a filter reads): not delivered, one per subscription.",
+	})
+	m.registry.MustRegister(m.requests, m.latency, m.attempts, m.attemptLatency, m.groupSize, m.rlFallbacks, m.heard, m.listening, m.filtered, m.unevaluated,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -115,10 +120,12 @@ func (m *Metrics) RateLimitFallback() {
 	}
 }
 
-// FilteredOut counts n events that subscriptions' filters left out.
-func (m *Metrics) FilteredOut(n int) {
+// FilteredOut counts the events that subscriptions' filters left out (filtered) and those
+// they could not be evaluated on (unevaluated: not delivered either).
+func (m *Metrics) FilteredOut(filtered, unevaluated int) {
 	if m != nil {
-		m.filtered.Add(float64(n))
+		m.filtered.Add(float64(filtered))
+		m.unevaluated.Add(float64(unevaluated))
 	}
 }
 
