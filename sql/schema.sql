@@ -344,6 +344,11 @@ CREATE TABLE public.properties (
     created_at timestamp with time zone NOT NULL
 );
 
+CREATE TABLE public.segment_backfill_turns (
+    account_id uuid NOT NULL,
+    turn_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE public.segment_members (
     account_id uuid NOT NULL,
     segment_id uuid NOT NULL,
@@ -518,6 +523,9 @@ ALTER TABLE ONLY public.periodic_tasks
 ALTER TABLE ONLY public.properties
     ADD CONSTRAINT properties_pkey PRIMARY KEY (account_id, property_id);
 
+ALTER TABLE ONLY public.segment_backfill_turns
+    ADD CONSTRAINT segment_backfill_turns_pkey PRIMARY KEY (account_id);
+
 ALTER TABLE ONLY public.segment_members
     ADD CONSTRAINT segment_members_pkey PRIMARY KEY (account_id, segment_id, contact_id);
 
@@ -665,6 +673,9 @@ ALTER TABLE ONLY public.erasures
 
 ALTER TABLE ONLY public.properties
     ADD CONSTRAINT properties_account_id_contact_id_fkey FOREIGN KEY (account_id, contact_id) REFERENCES public.contacts(account_id, contact_id) ON DELETE CASCADE;
+
+ALTER TABLE ONLY public.segment_backfill_turns
+    ADD CONSTRAINT segment_backfill_turns_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(account_id) ON DELETE CASCADE;
 
 ALTER TABLE ONLY public.segments
     ADD CONSTRAINT segments_account_id_fkey FOREIGN KEY (account_id) REFERENCES public.accounts(account_id) ON DELETE CASCADE;

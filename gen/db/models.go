@@ -253,6 +253,11 @@ type Segment struct {
 	BackfillLease     *time.Time
 }
 
+type SegmentBackfillTurn struct {
+	AccountID uuid.UUID
+	TurnAt    time.Time
+}
+
 type SegmentMember struct {
 	AccountID uuid.UUID
 	SegmentID uuid.UUID

@@ -408,7 +408,8 @@ type Querier interface {
 	// The ids of the keys the stored secrets are sealed under (package seal's "v1.<id>.<...>").
 	SecretKeyIDs(ctx context.Context) ([]string, error)
 	// A backfilling segment no other process is filling (its lease ran out, or it has none),
-	// leased to this one until @until.
+	// leased to this one until @until, for one page: of the account whose turn came longest ago
+	// (never first), its oldest such segment. The account's turn is now.
 	SegmentBackfillClaim(ctx context.Context, arg SegmentBackfillClaimParams) (SegmentBackfillClaimRow, error)
 	// A backfill page: the account's contacts after @after, locked against writes until the
 	// page's membership is set. A contact a write holds is skipped, never waited for: writes lock
@@ -427,7 +428,8 @@ type Querier interface {
 	SegmentBackfillLock(ctx context.Context, arg SegmentBackfillLockParams) (SegmentBackfillLockRow, error)
 	// The page's contacts that are members now.
 	SegmentBackfillMembers(ctx context.Context, arg SegmentBackfillMembersParams) ([]uuid.UUID, error)
-	// A page done (its segment's row locked by SegmentBackfillLock).
+	// A page done (its segment's row locked by SegmentBackfillLock), and the segment given back
+	// for the next turn (@until null), or kept until @until to be made ready after its last page.
 	SegmentBackfillProgress(ctx context.Context, arg SegmentBackfillProgressParams) error
 	// A backfill that stopped on an error gives its segment back: the next claim (this process's
 	// next look, or another's) goes on from the last page done, not a lease later. Only the lease

@@ -13,11 +13,17 @@ import (
 )
 
 const segmentBackfillClaim = `-- name: SegmentBackfillClaim :one
-UPDATE segments s SET backfill_lease = $1::timestamptz
-WHERE (s.account_id, s.segment_id) = (
+WITH picked AS (
     SELECT o.account_id, o.segment_id FROM segments o
+    LEFT JOIN segment_backfill_turns t ON t.account_id = o.account_id
     WHERE o.status = 'backfilling' AND (o.backfill_lease IS NULL OR o.backfill_lease < $2::timestamptz)
-    ORDER BY o.updated_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+    ORDER BY t.turn_at NULLS FIRST, o.updated_at, o.segment_id LIMIT 1 FOR UPDATE OF o SKIP LOCKED
+), turn AS (
+    INSERT INTO segment_backfill_turns (account_id, turn_at) SELECT account_id, $2::timestamptz FROM picked
+    ON CONFLICT (account_id) DO UPDATE SET turn_at = excluded.turn_at
+)
+UPDATE segments s SET backfill_lease = $1::timestamptz
+FROM picked WHERE s.account_id = picked.account_id AND s.segment_id = picked.segment_id
 RETURNING s.account_id, s.segment_id, s.kind, s.filter, s.generation, s.backfill_after
 `
 
@@ -36,7 +42,8 @@ type SegmentBackfillClaimRow struct {
 }
 
 // A backfilling segment no other process is filling (its lease ran out, or it has none),
-// leased to this one until @until.
+// leased to this one until @until, for one page: of the account whose turn came longest ago
+// (never first), its oldest such segment. The account's turn is now.
 func (q *Queries) SegmentBackfillClaim(ctx context.Context, arg SegmentBackfillClaimParams) (SegmentBackfillClaimRow, error) {
 	row := q.db.QueryRow(ctx, segmentBackfillClaim, arg.Until, arg.Now)
 	var i SegmentBackfillClaimRow
@@ -129,19 +136,21 @@ func (q *Queries) SegmentBackfillMembers(ctx context.Context, arg SegmentBackfil
 }
 
 const segmentBackfillProgress = `-- name: SegmentBackfillProgress :exec
-UPDATE segments SET backfill_after = $1, backfill_evaluated = backfill_evaluated + $2, backfill_lease = $3::timestamptz
+UPDATE segments SET backfill_after = $1, backfill_evaluated = backfill_evaluated + $2,
+    backfill_lease = $3::timestamptz
 WHERE account_id = $4 AND segment_id = $5
 `
 
 type SegmentBackfillProgressParams struct {
 	After     *uuid.UUID
 	Evaluated int64
-	Until     time.Time
+	Until     *time.Time
 	AccountID uuid.UUID
 	SegmentID uuid.UUID
 }
 
-// A page done (its segment's row locked by SegmentBackfillLock).
+// A page done (its segment's row locked by SegmentBackfillLock), and the segment given back
+// for the next turn (@until null), or kept until @until to be made ready after its last page.
 func (q *Queries) SegmentBackfillProgress(ctx context.Context, arg SegmentBackfillProgressParams) error {
 	_, err := q.db.Exec(ctx, segmentBackfillProgress,
 		arg.After,

@@ -14,8 +14,10 @@ import (
 	"github.com/contactd/contactd/internal/platform/store"
 )
 
-// The backfill. A new segment, or one whose filter changed, is Backfilling: one process at a
-// time (a lease on the segment's row) walks the account's contacts in pages by id, and in each
+// The backfill. A new segment, or one whose filter changed, is Backfilling: its backfill walks
+// the account's contacts in pages by id, one page a claim (a lease on the segment's row, one
+// process at a time), the claims taking turns between accounts (SegmentBackfillClaim), so one
+// account's segments never hold another's for more than a page; in each
 // page's transaction locks the page's contacts (never waiting for a write: the page ends
 // before a contact one holds, and the next page starts with it once the write is done), sets
 // their membership, and records how far it went. It sends no events. A write meanwhile keeps
@@ -139,8 +141,10 @@ func (s *Service) release(claim db.SegmentBackfillClaimRow, lease time.Time) {
 	})
 }
 
-// backfill fills claim's segment page by page, from where its last pass stopped, then makes
-// it ready; lease is the lease on the segment it holds, moved on by each page.
+// backfill fills one page of claim's segment, from where its last page stopped, and makes it
+// ready after its last page; lease is the lease on the segment it holds. A page ends the turn:
+// it gives the segment back (SegmentBackfillProgress), and the next claim serves the account
+// whose turn came longest ago, so backfills are shared between accounts page by page.
 func (s *Service) backfill(ctx context.Context, contacts Contacts, claim db.SegmentBackfillClaimRow, lease *time.Time) error {
 	sg := storedSegment{ID: claim.SegmentID}
 	if err := json.Unmarshal(claim.Filter, &sg.Filter); err != nil {
@@ -151,32 +155,38 @@ func (s *Service) backfill(ctx context.Context, contacts Contacts, claim db.Segm
 	if claim.BackfillAfter != nil {
 		after = *claim.BackfillAfter
 	}
-	wait := time.Millisecond
-	for done := false; !done; {
-		var until time.Time
+	for wait := time.Millisecond; ; wait = min(2*wait, maxPageWait) {
+		var last bool
+		var until *time.Time
 		err := s.store.InTx(ctx, func(tx store.Tx) (err error) {
-			after, done, until, err = s.backfillPage(ctx, tx, contacts, claim, sg, after)
+			last, until, err = s.backfillPage(ctx, tx, contacts, claim, sg, after)
 			return err
 		})
-		if err == nil && !until.IsZero() {
-			*lease = until
-		}
-		if errors.Is(err, errPageHeld) {
+		switch {
+		case errors.Is(err, errPageHeld):
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-time.After(wait):
 			}
-			wait = min(2*wait, maxPageWait)
 			continue
-		}
-		wait = time.Millisecond
-		if errors.Is(err, errGenerationChanged) {
+		case errors.Is(err, errGenerationChanged):
 			return nil
-		} else if err != nil {
+		case err != nil:
 			return err
+		case !last:
+			return nil
 		}
+		if until != nil {
+			*lease = *until
+		}
+		return s.finish(ctx, claim)
 	}
+}
+
+// finish makes claim's segment ready after its last page: its rows of contacts that are gone
+// deleted, in the transaction that bumps the account's segments version.
+func (s *Service) finish(ctx context.Context, claim db.SegmentBackfillClaimRow) error {
 	return s.store.InTx(ctx, func(tx store.Tx) error {
 		if err := tx.SegmentMembersOfNoContact(ctx, db.SegmentMembersOfNoContactParams{AccountID: claim.AccountID,
 			SegmentID: claim.SegmentID}); err != nil {
@@ -191,25 +201,26 @@ func (s *Service) backfill(ctx context.Context, contacts Contacts, claim db.Segm
 	})
 }
 
-// backfillPage sets the membership of the page of contacts after after, and returns the last
-// of them, whether it was the last page, and the lease on the segment it set (zero: none).
+// backfillPage sets the membership of the page of contacts after after, and returns whether
+// it was the last page, and then the lease it keeps on the segment to make it ready (else the
+// segment is given back).
 func (s *Service) backfillPage(ctx context.Context, tx store.Tx, contacts Contacts, claim db.SegmentBackfillClaimRow,
-	sg storedSegment, after uuid.UUID) (uuid.UUID, bool, time.Time, error) {
+	sg storedSegment, after uuid.UUID) (bool, *time.Time, error) {
 	cur, err := tx.SegmentBackfillLock(ctx, db.SegmentBackfillLockParams{AccountID: claim.AccountID, SegmentID: claim.SegmentID})
 	if errors.Is(store.Translate(err), apperr.ErrNoRows) || (err == nil && (cur.Generation != claim.Generation || cur.Status != Backfilling)) {
-		return after, false, time.Time{}, errGenerationChanged
+		return false, nil, errGenerationChanged
 	} else if err != nil {
-		return after, false, time.Time{}, err
+		return false, nil, err
 	}
 	ms, last, err := contacts.BackfillPage(ctx, tx.Queries, claim.AccountID, after, BackfillPage)
 	if err != nil {
-		return after, false, time.Time{}, err
+		return false, nil, err
 	}
 	if len(ms) == 0 {
 		if !last {
-			return after, false, time.Time{}, errPageHeld
+			return false, nil, errPageHeld
 		}
-		return after, true, time.Time{}, nil
+		return true, nil, nil // the segment's lease is still the claim's
 	}
 	ids := make([]uuid.UUID, len(ms))
 	for i, m := range ms {
@@ -218,7 +229,7 @@ func (s *Service) backfillPage(ctx context.Context, tx store.Tx, contacts Contac
 	members, err := tx.SegmentBackfillMembers(ctx, db.SegmentBackfillMembersParams{AccountID: claim.AccountID,
 		SegmentID: claim.SegmentID, ContactIds: ids})
 	if err != nil {
-		return after, false, time.Time{}, err
+		return false, nil, err
 	}
 	was := make(map[uuid.UUID]bool, len(members))
 	for _, id := range members {
@@ -229,15 +240,19 @@ func (s *Service) backfillPage(ctx context.Context, tx store.Tx, contacts Contac
 	for _, m := range ms {
 		if is := sg.Filter.Matches(m.Subject); is != was[m.ID] {
 			if err := c.add(ctx, sg.ID, "", false, m.ID, m.Info, is, now); err != nil {
-				return after, false, time.Time{}, err
+				return false, nil, err
 			}
 		}
 	}
 	if err := s.apply(ctx, tx, claim.AccountID, c, now); err != nil {
-		return after, false, time.Time{}, err
+		return false, nil, err
 	}
-	until := now.Add(backfillLease)
+	var keep *time.Time
+	if last {
+		until := now.Add(backfillLease)
+		keep = &until
+	}
 	err = tx.SegmentBackfillProgress(ctx, db.SegmentBackfillProgressParams{AccountID: claim.AccountID, SegmentID: claim.SegmentID,
-		After: &ms[len(ms)-1].ID, Evaluated: int64(len(ms)), Until: until})
-	return ms[len(ms)-1].ID, last, until, err
+		After: &ms[len(ms)-1].ID, Evaluated: int64(len(ms)), Until: keep})
+	return last, keep, err
 }

@@ -114,12 +114,19 @@ DELETE FROM segment_members WHERE account_id = @account_id AND segment_id = @seg
 
 -- name: SegmentBackfillClaim :one
 -- A backfilling segment no other process is filling (its lease ran out, or it has none),
--- leased to this one until @until.
-UPDATE segments s SET backfill_lease = @until::timestamptz
-WHERE (s.account_id, s.segment_id) = (
+-- leased to this one until @until, for one page: of the account whose turn came longest ago
+-- (never first), its oldest such segment. The account's turn is now.
+WITH picked AS (
     SELECT o.account_id, o.segment_id FROM segments o
+    LEFT JOIN segment_backfill_turns t ON t.account_id = o.account_id
     WHERE o.status = 'backfilling' AND (o.backfill_lease IS NULL OR o.backfill_lease < @now::timestamptz)
-    ORDER BY o.updated_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+    ORDER BY t.turn_at NULLS FIRST, o.updated_at, o.segment_id LIMIT 1 FOR UPDATE OF o SKIP LOCKED
+), turn AS (
+    INSERT INTO segment_backfill_turns (account_id, turn_at) SELECT account_id, @now::timestamptz FROM picked
+    ON CONFLICT (account_id) DO UPDATE SET turn_at = excluded.turn_at
+)
+UPDATE segments s SET backfill_lease = @until::timestamptz
+FROM picked WHERE s.account_id = picked.account_id AND s.segment_id = picked.segment_id
 RETURNING s.account_id, s.segment_id, s.kind, s.filter, s.generation, s.backfill_after;
 
 -- name: SegmentBackfillRelease :exec
@@ -142,8 +149,10 @@ SELECT contact_id FROM segment_members
 WHERE account_id = @account_id AND segment_id = @segment_id AND contact_id = ANY(@contact_ids::uuid[]);
 
 -- name: SegmentBackfillProgress :exec
--- A page done (its segment's row locked by SegmentBackfillLock).
-UPDATE segments SET backfill_after = @after, backfill_evaluated = backfill_evaluated + @evaluated, backfill_lease = @until::timestamptz
+-- A page done (its segment's row locked by SegmentBackfillLock), and the segment given back
+-- for the next turn (@until null), or kept until @until to be made ready after its last page.
+UPDATE segments SET backfill_after = @after, backfill_evaluated = backfill_evaluated + @evaluated,
+    backfill_lease = sqlc.narg('until')::timestamptz
 WHERE account_id = @account_id AND segment_id = @segment_id;
 
 -- name: SegmentMembersOfNoContact :exec
