@@ -2697,7 +2697,8 @@ type ListContactsParams struct {
 
 	// Field Conditions on custom fields, all of which must hold, each `KEY:OP:VALUE` (`OP`
 	// `eq`, `in` with values separated by `|`, `gt`, `gte`, `lt`, `lte`) or `KEY:exists`;
-	// at most 5. A value is read as a write of the field reads it (an email in any case, a
+	// at most 5, making at most 1,000 comparisons on a contact (each distinct value times
+	// the values its field may hold, a `multiEnum` 100: `400` reason `cost` beyond). A value is read as a write of the field reads it (an email in any case, a
 	// phone in any punctuation); ranges compare number, date and datetime fields; a
 	// `multiEnum` matches when it holds the option. Only in `createdAt` order: such a page
 	// reads at most 160 contacts per contact of `limit` and at most 2,000, whatever the
@@ -2772,7 +2773,8 @@ type ExportContactsParams struct {
 
 	// Field Conditions on custom fields, all of which must hold, each `KEY:OP:VALUE` (`OP`
 	// `eq`, `in` with values separated by `|`, `gt`, `gte`, `lt`, `lte`) or `KEY:exists`;
-	// at most 5. A value is read as a write of the field reads it (an email in any case, a
+	// at most 5, making at most 1,000 comparisons on a contact (each distinct value times
+	// the values its field may hold, a `multiEnum` 100: `400` reason `cost` beyond). A value is read as a write of the field reads it (an email in any case, a
 	// phone in any punctuation); ranges compare number, date and datetime fields; a
 	// `multiEnum` matches when it holds the option. The export walks the whole account in
 	// `createdAt` order and writes the contacts that match.

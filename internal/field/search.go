@@ -12,6 +12,13 @@ import (
 // MaxConditions bounds the custom field conditions of one search.
 const MaxConditions = 5
 
+// MaxSearchComparisons is a search's budget: the comparisons its predicate may make on one
+// contact. A condition compares each of its distinct values with each value the field may
+// hold (a multiEnum up to MaxOptions, another type one), so an in of many alternatives over a
+// multiEnum multiplies; a page reads at most a few thousand contacts (contact/search's walk
+// limit), and PostgreSQL's jsonpath makes each comparison apart (it has no set to look in).
+const MaxSearchComparisons = 1000
+
 // Operators of a condition on a field's value.
 var operators = map[string]string{"eq": "==", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
 
@@ -27,13 +34,20 @@ func (d *Definitions) Path(conditions []string) (Search, error) {
 	}
 	parts := make([]string, 0, len(conditions))
 	var s Search
+	comparisons := 0
 	for _, c := range conditions {
-		part, err := d.condition(c)
+		part, n, err := d.condition(c)
 		if err != nil {
 			return Search{}, apperr.Invalid(apperr.Field("query.field", "format", fmt.Sprintf("%q: %v", c, err)))
 		}
 		parts = append(parts, part)
+		comparisons += n
 		s.Indexed = s.Indexed || equality(c)
+	}
+	if comparisons > MaxSearchComparisons {
+		return Search{}, apperr.Invalid(apperr.Field("query.field", "cost", fmt.Sprintf(
+			"the conditions make %d comparisons on each contact (each distinct value times the values its field may hold: a multiEnum %d): the budget is %d",
+			comparisons, MaxOptions, MaxSearchComparisons)))
 	}
 	s.Path = strings.Join(parts, " && ")
 	return s, nil
@@ -55,41 +69,48 @@ func equality(c string) bool {
 	return op == "eq" || op == "in"
 }
 
-func (d *Definitions) condition(c string) (string, error) {
+// condition is c as a jsonpath predicate, and the comparisons it makes on a contact.
+func (d *Definitions) condition(c string) (string, int, error) {
 	key, rest, _ := strings.Cut(c, ":")
 	op, value, hasValue := strings.Cut(rest, ":")
 	f, ok := d.byKey[key]
 	if !ok {
-		return "", fmt.Errorf("the account has no field %q", key)
+		return "", 0, fmt.Errorf("the account has no field %q", key)
 	}
 	at := "$." + strconv.Quote(key) // keys are [a-z][a-z0-9_]*: quoted all the same
+	fanOut := 1
 	if f.Type == MultiEnum {
 		at += "[*]"
+		fanOut = MaxOptions
 	}
 	switch {
 	case op == "exists" && !hasValue:
-		return "exists(" + at + ")", nil
+		return "exists(" + at + ")", fanOut, nil
 	case op == "in" && hasValue:
 		var alts []string
+		seen := map[string]bool{}
 		for _, v := range strings.Split(value, "|") {
 			lit, err := d.literal(f, v)
 			if err != nil {
-				return "", err
+				return "", 0, err
 			}
-			alts = append(alts, at+" == "+lit)
+			if !seen[lit] { // a value named twice is compared once
+				seen[lit] = true
+				alts = append(alts, at+" == "+lit)
+			}
 		}
-		return "(" + strings.Join(alts, " || ") + ")", nil
+		return "(" + strings.Join(alts, " || ") + ")", len(alts) * fanOut, nil
 	case operators[op] != "" && hasValue:
 		if op != "eq" && f.Type != Number && f.Type != Date && f.Type != DateTime {
-			return "", fmt.Errorf("%s compares number, date and datetime fields", op)
+			return "", 0, fmt.Errorf("%s compares number, date and datetime fields", op)
 		}
 		lit, err := d.literal(f, value)
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
-		return at + " " + operators[op] + " " + lit, nil
+		return at + " " + operators[op] + " " + lit, fanOut, nil
 	}
-	return "", fmt.Errorf("not KEY:OP:VALUE (OP eq, in, gt, gte, lt or lte) nor KEY:exists")
+	return "", 0, fmt.Errorf("not KEY:OP:VALUE (OP eq, in, gt, gte, lt or lte) nor KEY:exists")
 }
 
 // literal is value, read as the field's values are, as a jsonpath literal.

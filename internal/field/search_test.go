@@ -2,7 +2,11 @@ package field
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/contactd/contactd/internal/apperr"
 )
 
 // A search is one jsonpath predicate of its conditions, each value read as a write reads it;
@@ -67,5 +71,43 @@ func TestOperand(t *testing.T) {
 		if v, _, err := d.Operand(c.key, json.RawMessage(c.raw)); err == nil {
 			t.Errorf("%s %s: %#v, want refused", c.key, c.raw, v)
 		}
+	}
+}
+
+// A search is priced by its comparisons on one contact: each distinct value of a condition
+// times the values its field may hold (a multiEnum MaxOptions). A value repeated is compared
+// once; past MaxSearchComparisons the search is refused, naming the budget.
+func TestSearchIsPriced(t *testing.T) {
+	options := make([]Option, MaxOptions)
+	values := make([]string, MaxOptions)
+	for i := range options {
+		values[i] = fmt.Sprintf("o%02d", i)
+		options[i] = Option{Value: values[i]}
+	}
+	d := definitions(Field{Key: "m", Type: MultiEnum, Options: options}, Field{Key: "t", Type: Text})
+	ten, eleven := strings.Join(values[:10], "|"), strings.Join(values[:11], "|")
+	repeated := strings.Repeat("o01|", 500) + "o02"
+	texts := make([]string, 1001)
+	for i := range texts {
+		texts[i] = fmt.Sprint(i)
+	}
+	for c, want := range map[string]string{
+		"m:in:" + ten: "", "m:in:" + repeated: "", "t:in:" + strings.Join(texts[:1000], "|"): "",
+		"m:in:" + eleven: "cost", "t:in:" + strings.Join(texts, "|"): "cost",
+	} {
+		_, err := d.Path([]string{c})
+		got := ""
+		if e := apperr.As(err); err != nil && len(e.Fields) == 1 {
+			got = e.Fields[0].Reason
+			if got == "cost" && !strings.Contains(e.Fields[0].Message, fmt.Sprint(MaxSearchComparisons)) {
+				t.Errorf("%.40s...: %q does not name the budget", c, e.Fields[0].Message)
+			}
+		}
+		if got != want {
+			t.Errorf("%.40s...: refused for %q (%v), want %q", c, got, err, want)
+		}
+	}
+	if s, _ := d.Path([]string{"m:in:" + repeated}); strings.Count(s.Path, "==") != 2 {
+		t.Errorf("500 repeats of a value and one other: %q, want two comparisons", s.Path)
 	}
 }
