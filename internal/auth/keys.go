@@ -20,7 +20,6 @@ import (
 	"github.com/contactd/contactd/internal/apperr"
 	"github.com/contactd/contactd/internal/platform/store"
 	"github.com/contactd/contactd/internal/platform/token"
-	"github.com/contactd/contactd/internal/ratelimit"
 )
 
 const (
@@ -106,18 +105,12 @@ type Service struct {
 	// writes last_used_at at most once per TouchEvery per key.
 	touched sync.Map // uuid.UUID -> time.Time
 	cache   *keyCache
-	// failures counts, per client address, the lookups of well-formed keys that named no key;
-	// unknown remembers those keys for a while, so repeating one costs no lookup.
-	failures *ratelimit.Limiter
+	// failures bounds the lookups of well-formed keys that named no key; unknown remembers
+	// those keys for a while, so repeating one costs no lookup.
+	failures *failedLookups
 	unknown  unknownKeys
 	lookups  atomic.Uint64
 }
-
-// MaxFailedLookupsPer10s is how many lookups of unknown keys a client address may cause in
-// any 10 seconds. Past it, a key this process has not cached is refused without a lookup
-// until the window frees one: well-formed random keys cost the database nothing more. A
-// client's known keys, cached, go on working.
-const MaxFailedLookupsPer10s = 20
 
 // TouchEvery is the resolution of a key's last-used time.
 const TouchEvery = time.Minute
@@ -125,7 +118,7 @@ const TouchEvery = time.Minute
 // NewService returns a Service on st.
 func NewService(st *store.Store, now func() time.Time) *Service {
 	return &Service{store: st, now: now, cache: newKeyCache(),
-		failures: ratelimit.New(ratelimit.Limits{ReadsPer10s: MaxFailedLookupsPer10s}, now)}
+		failures: newFailedLookups(now)}
 }
 
 // CreateAccount creates an account with a unique name.
@@ -278,7 +271,7 @@ func (s *Service) changeKeys(ctx context.Context, prefix string, change func(tx 
 }
 
 // Authenticate resolves a presented key to its principal; client is the caller's address
-// (invalid when unknown), whose lookups of unknown keys are bounded (MaxFailedLookupsPer10s).
+// (invalid when unknown), whose lookups of unknown keys are bounded (failedLookups).
 func (s *Service) Authenticate(ctx context.Context, key string, client netip.Addr) (Principal, error) {
 	if !wellFormed(key) {
 		return Principal{}, ErrUnauthorized
@@ -291,8 +284,8 @@ func (s *Service) Authenticate(ctx context.Context, key string, client netip.Add
 	if s.unknown.has(h, now) {
 		return Principal{}, ErrUnauthorized
 	}
-	from := client.Unmap().As16()
-	if full, retry := s.failures.Full(from, false); full {
+	from := clientOf(client)
+	if full, retry := s.failures.refused(h, from, now); full {
 		e := *errTooManyFailures
 		e.RetryAfter = max(retry, time.Second)
 		return Principal{}, &e
@@ -307,7 +300,7 @@ func (s *Service) Authenticate(ctx context.Context, key string, client netip.Add
 		return err
 	})
 	if errors.Is(err, apperr.ErrNoRows) {
-		s.failures.Allow(from, ratelimit.ID{}, false)
+		s.failures.failed(from)
 		s.unknown.add(h, now)
 		return Principal{}, ErrUnauthorized
 	}
@@ -315,6 +308,7 @@ func (s *Service) Authenticate(ctx context.Context, key string, client netip.Add
 		return p, err
 	}
 	s.cache.Put(h, p, gen, now)
+	s.failures.succeeded(h, from, now)
 	return s.admit(ctx, p, now)
 }
 
