@@ -369,6 +369,7 @@ CREATE TABLE public.segments (
     backfill_after uuid,
     backfill_evaluated bigint DEFAULT 0 NOT NULL,
     backfill_lease timestamp with time zone,
+    price integer,
     CONSTRAINT segments_kind_check CHECK ((kind = ANY (ARRAY['dynamic'::text, 'snapshot'::text]))),
     CONSTRAINT segments_status_check CHECK ((status = ANY (ARRAY['backfilling'::text, 'ready'::text])))
 );

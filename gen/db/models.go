@@ -251,6 +251,7 @@ type Segment struct {
 	BackfillAfter     *uuid.UUID
 	BackfillEvaluated int64
 	BackfillLease     *time.Time
+	Price             *int32
 }
 
 type SegmentBackfillTurn struct {

@@ -467,6 +467,7 @@ type Querier interface {
 	// The contacts' rows first, by the index on (account_id, contact_id): joined directly, a
 	// generic plan would rather walk each segment's members by the primary key.
 	SegmentMembershipsOf(ctx context.Context, arg SegmentMembershipsOfParams) ([]SegmentMembershipsOfRow, error)
+	SegmentSetPrice(ctx context.Context, arg SegmentSetPriceParams) error
 	// Nothing when another segment of the account has the name (in any case); the segment is
 	// then read again by the caller to tell that from a segment that is gone.
 	// A new filter starts a new generation of the segment, backfilled from the start.
@@ -483,6 +484,10 @@ type Querier interface {
 	// One segment of the account is created at a time, so that the limit is counted by one
 	// writer.
 	SegmentsLock(ctx context.Context, accountID uuid.UUID) error
+	// The prices of the account's dynamic segments but @segment_id, added, and how many of them
+	// have none (saved before prices were).
+	SegmentsPriced(ctx context.Context, arg SegmentsPricedParams) (SegmentsPricedRow, error)
+	SegmentsUnpriced(ctx context.Context, accountID uuid.UUID) ([]SegmentsUnpricedRow, error)
 	// In the transaction of every change of a segment (SegmentsDynamic's version).
 	SegmentsVersionBump(ctx context.Context, accountID uuid.UUID) error
 	// The account's active addresses from @from_address on that more than one contact has, with those

@@ -206,7 +206,7 @@ func (q *Queries) SegmentDelete(ctx context.Context, arg SegmentDeleteParams) (i
 }
 
 const segmentGet = `-- name: SegmentGet :one
-SELECT account_id, segment_id, name, kind, filter, created_at, updated_at, status, generation, backfill_after, backfill_evaluated, backfill_lease FROM segments WHERE account_id = $1 AND segment_id = $2
+SELECT account_id, segment_id, name, kind, filter, created_at, updated_at, status, generation, backfill_after, backfill_evaluated, backfill_lease, price FROM segments WHERE account_id = $1 AND segment_id = $2
 `
 
 type SegmentGetParams struct {
@@ -230,12 +230,13 @@ func (q *Queries) SegmentGet(ctx context.Context, arg SegmentGetParams) (Segment
 		&i.BackfillAfter,
 		&i.BackfillEvaluated,
 		&i.BackfillLease,
+		&i.Price,
 	)
 	return i, err
 }
 
 const segmentGetForMember = `-- name: SegmentGetForMember :one
-SELECT account_id, segment_id, name, kind, filter, created_at, updated_at, status, generation, backfill_after, backfill_evaluated, backfill_lease FROM segments WHERE account_id = $1 AND segment_id = $2 FOR KEY SHARE
+SELECT account_id, segment_id, name, kind, filter, created_at, updated_at, status, generation, backfill_after, backfill_evaluated, backfill_lease, price FROM segments WHERE account_id = $1 AND segment_id = $2 FOR KEY SHARE
 `
 
 type SegmentGetForMemberParams struct {
@@ -261,15 +262,16 @@ func (q *Queries) SegmentGetForMember(ctx context.Context, arg SegmentGetForMemb
 		&i.BackfillAfter,
 		&i.BackfillEvaluated,
 		&i.BackfillLease,
+		&i.Price,
 	)
 	return i, err
 }
 
 const segmentInsert = `-- name: SegmentInsert :many
-INSERT INTO segments (account_id, segment_id, name, kind, filter, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $6)
+INSERT INTO segments (account_id, segment_id, name, kind, filter, price, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
 ON CONFLICT (account_id, lower(name)) DO NOTHING
-RETURNING account_id, segment_id, name, kind, filter, created_at, updated_at, status, generation, backfill_after, backfill_evaluated, backfill_lease
+RETURNING account_id, segment_id, name, kind, filter, created_at, updated_at, status, generation, backfill_after, backfill_evaluated, backfill_lease, price
 `
 
 type SegmentInsertParams struct {
@@ -278,6 +280,7 @@ type SegmentInsertParams struct {
 	Name      string
 	Kind      string
 	Filter    []byte
+	Price     *int32
 	Now       time.Time
 }
 
@@ -289,6 +292,7 @@ func (q *Queries) SegmentInsert(ctx context.Context, arg SegmentInsertParams) ([
 		arg.Name,
 		arg.Kind,
 		arg.Filter,
+		arg.Price,
 		arg.Now,
 	)
 	if err != nil {
@@ -311,6 +315,7 @@ func (q *Queries) SegmentInsert(ctx context.Context, arg SegmentInsertParams) ([
 			&i.BackfillAfter,
 			&i.BackfillEvaluated,
 			&i.BackfillLease,
+			&i.Price,
 		); err != nil {
 			return nil, err
 		}
@@ -323,7 +328,7 @@ func (q *Queries) SegmentInsert(ctx context.Context, arg SegmentInsertParams) ([
 }
 
 const segmentList = `-- name: SegmentList :many
-SELECT account_id, segment_id, name, kind, filter, created_at, updated_at, status, generation, backfill_after, backfill_evaluated, backfill_lease FROM segments WHERE account_id = $1 ORDER BY created_at, segment_id
+SELECT account_id, segment_id, name, kind, filter, created_at, updated_at, status, generation, backfill_after, backfill_evaluated, backfill_lease, price FROM segments WHERE account_id = $1 ORDER BY created_at, segment_id
 `
 
 func (q *Queries) SegmentList(ctx context.Context, accountID uuid.UUID) ([]Segment, error) {
@@ -348,6 +353,7 @@ func (q *Queries) SegmentList(ctx context.Context, accountID uuid.UUID) ([]Segme
 			&i.BackfillAfter,
 			&i.BackfillEvaluated,
 			&i.BackfillLease,
+			&i.Price,
 		); err != nil {
 			return nil, err
 		}
@@ -610,23 +616,39 @@ func (q *Queries) SegmentMembershipsOf(ctx context.Context, arg SegmentMembershi
 	return items, nil
 }
 
+const segmentSetPrice = `-- name: SegmentSetPrice :exec
+UPDATE segments SET price = $3 WHERE account_id = $1 AND segment_id = $2
+`
+
+type SegmentSetPriceParams struct {
+	AccountID uuid.UUID
+	SegmentID uuid.UUID
+	Price     *int32
+}
+
+func (q *Queries) SegmentSetPrice(ctx context.Context, arg SegmentSetPriceParams) error {
+	_, err := q.db.Exec(ctx, segmentSetPrice, arg.AccountID, arg.SegmentID, arg.Price)
+	return err
+}
+
 const segmentUpdate = `-- name: SegmentUpdate :many
-UPDATE segments s SET name = $1, filter = $2, updated_at = $3,
+UPDATE segments s SET name = $1, filter = $2, updated_at = $3, price = coalesce($4::int, s.price),
     status = CASE WHEN s.filter = $2::jsonb THEN s.status ELSE 'backfilling' END,
     generation = s.generation + (s.filter <> $2::jsonb)::int,
     backfill_after = CASE WHEN s.filter = $2::jsonb THEN s.backfill_after END,
     backfill_evaluated = CASE WHEN s.filter = $2::jsonb THEN s.backfill_evaluated ELSE 0 END,
     backfill_lease = CASE WHEN s.filter = $2::jsonb THEN s.backfill_lease END
-WHERE s.account_id = $4 AND s.segment_id = $5
-  AND NOT EXISTS (SELECT 1 FROM segments o WHERE o.account_id = $4 AND lower(o.name) = lower($1)
-                  AND o.segment_id <> $5)
-RETURNING account_id, segment_id, name, kind, filter, created_at, updated_at, status, generation, backfill_after, backfill_evaluated, backfill_lease
+WHERE s.account_id = $5 AND s.segment_id = $6
+  AND NOT EXISTS (SELECT 1 FROM segments o WHERE o.account_id = $5 AND lower(o.name) = lower($1)
+                  AND o.segment_id <> $6)
+RETURNING account_id, segment_id, name, kind, filter, created_at, updated_at, status, generation, backfill_after, backfill_evaluated, backfill_lease, price
 `
 
 type SegmentUpdateParams struct {
 	Name      string
 	Filter    []byte
 	Now       time.Time
+	Price     *int32
 	AccountID uuid.UUID
 	SegmentID uuid.UUID
 }
@@ -639,6 +661,7 @@ func (q *Queries) SegmentUpdate(ctx context.Context, arg SegmentUpdateParams) ([
 		arg.Name,
 		arg.Filter,
 		arg.Now,
+		arg.Price,
 		arg.AccountID,
 		arg.SegmentID,
 	)
@@ -662,6 +685,7 @@ func (q *Queries) SegmentUpdate(ctx context.Context, arg SegmentUpdateParams) ([
 			&i.BackfillAfter,
 			&i.BackfillEvaluated,
 			&i.BackfillLease,
+			&i.Price,
 		); err != nil {
 			return nil, err
 		}
@@ -731,6 +755,59 @@ SELECT pg_advisory_xact_lock(hashtextextended('contactd.segments/' || ($1::uuid)
 func (q *Queries) SegmentsLock(ctx context.Context, accountID uuid.UUID) error {
 	_, err := q.db.Exec(ctx, segmentsLock, accountID)
 	return err
+}
+
+const segmentsPriced = `-- name: SegmentsPriced :one
+SELECT coalesce(sum(price), 0)::bigint AS priced, count(*) FILTER (WHERE price IS NULL) AS unpriced
+FROM segments WHERE account_id = $1 AND kind = 'dynamic' AND segment_id <> $2
+`
+
+type SegmentsPricedParams struct {
+	AccountID uuid.UUID
+	SegmentID uuid.UUID
+}
+
+type SegmentsPricedRow struct {
+	Priced   int64
+	Unpriced int64
+}
+
+// The prices of the account's dynamic segments but @segment_id, added, and how many of them
+// have none (saved before prices were).
+func (q *Queries) SegmentsPriced(ctx context.Context, arg SegmentsPricedParams) (SegmentsPricedRow, error) {
+	row := q.db.QueryRow(ctx, segmentsPriced, arg.AccountID, arg.SegmentID)
+	var i SegmentsPricedRow
+	err := row.Scan(&i.Priced, &i.Unpriced)
+	return i, err
+}
+
+const segmentsUnpriced = `-- name: SegmentsUnpriced :many
+SELECT segment_id, filter FROM segments WHERE account_id = $1 AND kind = 'dynamic' AND price IS NULL
+`
+
+type SegmentsUnpricedRow struct {
+	SegmentID uuid.UUID
+	Filter    []byte
+}
+
+func (q *Queries) SegmentsUnpriced(ctx context.Context, accountID uuid.UUID) ([]SegmentsUnpricedRow, error) {
+	rows, err := q.db.Query(ctx, segmentsUnpriced, accountID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SegmentsUnpricedRow
+	for rows.Next() {
+		var i SegmentsUnpricedRow
+		if err := rows.Scan(&i.SegmentID, &i.Filter); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const segmentsVersionBump = `-- name: SegmentsVersionBump :exec

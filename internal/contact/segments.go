@@ -51,7 +51,7 @@ func (c Contact) Subject() (segment.Subject, error) {
 			return segment.Subject{}, err
 		}
 	}
-	return s, nil
+	return s.Indexed(), nil // the account's segments are evaluated on it: its values folded once
 }
 
 // member is c as a segment write takes it.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/segment"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -370,5 +371,68 @@ func TestSegmentBackfillNeverWaitsForAWriteWhileHoldingContacts(t *testing.T) {
 	}
 	if n := a.Count(t, "SELECT count(*) FROM segments WHERE segment_id = $1::uuid AND status = 'ready'", sg.SegmentId); n != 1 {
 		t.Error("the segment is not ready after its backfill")
+	}
+}
+
+// An account's dynamic segments are priced together when one is saved (every write of a
+// contact evaluates them all): 25 conditions of an in of 100 cities cost 1,300 lookups (each
+// the fewer of its 100 values and a contact's 50 properties, and the 50 cities folded once),
+// 76 of them fit the budget of segment.MaxAccountPrice and a 77th (100,100) is refused with
+// 400 naming it. A snapshot segment is not priced (no write evaluates it); an edit to a
+// cheaper filter makes room, and back is refused.
+func TestSegmentsArePricedTogether(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	heavy := func(seed int) map[string]any {
+		var groups []any
+		for g := range segment.MaxGroups {
+			var conds []any
+			for c := range segment.MaxConditions / segment.MaxGroups {
+				values := make([]any, segment.MaxValues)
+				for v := range values {
+					values[v] = fmt.Sprintf("t%d-%d-%d-%d", seed, g, c, v)
+				}
+				conds = append(conds, map[string]any{"attribute": "address.city", "operator": "in", "values": values})
+			}
+			groups = append(groups, map[string]any{"conditions": conds})
+		}
+		return map[string]any{"groups": groups}
+	}
+	save := func(i int, kind string) *testkit.Response {
+		return a.Do("POST", "/public/v1/segments", key, map[string]any{"name": fmt.Sprintf("heavy %d", i), "kind": kind, "filter": heavy(i)})
+	}
+	for i := range 76 {
+		if r := save(i, "dynamic"); r.Status != 200 {
+			t.Fatalf("segment %d: %d %.300s", i, r.Status, r.Body)
+		}
+	}
+	// segments saved before prices were are priced by the next save, and their prices stored
+	// with it (not by a save that is refused: its transaction is undone)
+	if _, err := a.Store.Pool.Exec(context.Background(), "UPDATE segments SET price = NULL WHERE name < 'heavy 5'"); err != nil {
+		t.Fatal(err)
+	}
+	r := save(76, "dynamic")
+	if e := r.Error(t); r.Status != 400 || !hasFieldError(e, "body.filter") || !strings.Contains(string(r.Body), fmt.Sprint(segment.MaxAccountPrice)) ||
+		!strings.Contains(string(r.Body), "100100") {
+		t.Fatalf("the 77th heavy segment: %d %.400s, want 400 at body.filter naming 100100 lookups and the budget", r.Status, r.Body)
+	}
+	if r := save(77, "snapshot"); r.Status != 200 {
+		t.Fatalf("a heavy snapshot segment: %d %.300s", r.Status, r.Body)
+	}
+	var list api.SegmentList
+	a.Do("GET", "/public/v1/segments", key, nil).JSON(t, &list)
+	cheap := map[string]any{"groups": []any{map[string]any{"conditions": []any{map[string]any{"attribute": "tags", "operator": "contains", "value": "vip"}}}}}
+	if r := a.Do("PATCH", "/public/v1/segments/"+list.Segments[0].SegmentId, key, map[string]any{"filter": cheap}); r.Status != 200 {
+		t.Fatalf("a cheaper filter: %d %.300s", r.Status, r.Body)
+	}
+	if n := a.Count(t, "SELECT count(*) FROM segments WHERE price IS NULL AND kind = 'dynamic'"); n != 0 {
+		t.Errorf("%d dynamic segments still without a price after a save priced them", n)
+	}
+	if r := save(76, "dynamic"); r.Status != 200 {
+		t.Errorf("the 77th heavy segment after an edit made room: %d %.300s", r.Status, r.Body)
+	}
+	if r := a.Do("PATCH", "/public/v1/segments/"+list.Segments[0].SegmentId, key, map[string]any{"filter": heavy(99)}); r.Status != 400 {
+		t.Errorf("the edit back to a heavy filter: %d %.300s, want 400", r.Status, r.Body)
 	}
 }

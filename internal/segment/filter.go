@@ -41,8 +41,11 @@ type Condition struct {
 	Values    []json.RawMessage `json:"values,omitempty"`
 
 	// operands are Value or Values decoded once (Compile): a string, a float64, a bool, or a
-	// time.Time for a time of the contact's own.
+	// time.Time for a time of the contact's own. A membership condition's are also its string
+	// operands folded (set) and the others (others): member.
 	operands []any
+	set      map[string]struct{}
+	others   []any
 }
 
 // kind is what an attribute holds, which decides the operators it takes and how its operands

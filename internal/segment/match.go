@@ -24,6 +24,8 @@ type Subject struct {
 	Addresses []map[string]string
 	// Custom is the contact's custom field values as stored (field.Values).
 	Custom map[string]any
+
+	index *subjectIndex // its folded values, once Indexed
 }
 
 // Compile decodes f's operands once, for Matches; f must be as Check returned it.
@@ -37,7 +39,16 @@ func (f Filter) Compile() Filter {
 				raws = []json.RawMessage{c.Value}
 			}
 			for _, raw := range raws {
-				c.operands = append(c.operands, decodeOperand(c.Attribute, raw))
+				o := decodeOperand(c.Attribute, raw)
+				c.operands = append(c.operands, o)
+				if str, ok := o.(string); ok && membership[c.Operator] {
+					if c.set == nil {
+						c.set = map[string]struct{}{}
+					}
+					c.set[fold(str)] = struct{}{}
+				} else if membership[c.Operator] {
+					c.others = append(c.others, o)
+				}
 			}
 			out.Groups[i].Conditions[j] = c
 		}
@@ -89,6 +100,9 @@ func (c Condition) holds(s Subject) bool {
 		return !c.with("contains").holds(s)
 	case "notExists":
 		return !c.with("exists").holds(s)
+	}
+	if c.set != nil || c.others != nil {
+		return c.member(s)
 	}
 	for _, v := range c.values(s) {
 		if c.compare(v) {

@@ -31,6 +31,7 @@ func TestConditionHolds(t *testing.T) {
 		Addresses: []map[string]string{{"state": "IL", "city": "Springfield"}, {"state": "WI", "city": "Madison"}},
 		Custom:    map[string]any{"seats": 10.0, "tier": "gold", "renewal": "2027-03-01", "channels": []any{"mail", "sms"}, "vip": true},
 	}
+	indexed := s.Indexed()
 	for _, c := range []struct {
 		c    Condition
 		want bool
@@ -78,8 +79,12 @@ func TestConditionHolds(t *testing.T) {
 		{cond("customFields.missing", "exists", nil), false},
 		{cond("customFields.missing", "neq", "x"), true},
 	} {
-		if got := (Filter{Groups: []Group{{Conditions: []Condition{c.c}}}}).Compile().Matches(s); got != c.want {
+		f := (Filter{Groups: []Group{{Conditions: []Condition{c.c}}}}).Compile()
+		if got := f.Matches(s); got != c.want {
 			t.Errorf("%s %s %s%s: %v, want %v", c.c.Attribute, c.c.Operator, c.c.Value, c.c.Values, got, c.want)
+		}
+		if got := f.Matches(indexed); got != c.want { // its values folded once, kept for every filter
+			t.Errorf("%s %s %s%s on the indexed subject: %v, want %v", c.c.Attribute, c.c.Operator, c.c.Value, c.c.Values, got, c.want)
 		}
 	}
 }

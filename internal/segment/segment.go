@@ -141,9 +141,13 @@ func (s *Service) Create(ctx context.Context, account uuid.UUID, name, kind stri
 		if n >= MaxPerAccount {
 			return apperr.Invalid(apperr.Field("body", "limit", fmt.Sprintf("an account has at most %d segments", MaxPerAccount)))
 		}
+		price, err := s.checkPrice(ctx, tx, account, uuid.Nil, kind, f)
+		if err != nil {
+			return err
+		}
 		now := s.now()
 		rows, err = tx.SegmentInsert(ctx, db.SegmentInsertParams{AccountID: account, SegmentID: uuid.Must(uuid.NewV7()),
-			Name: name, Kind: kind, Filter: filter, Now: now})
+			Name: name, Kind: kind, Filter: filter, Price: price, Now: now})
 		if err != nil || len(rows) == 0 {
 			return err
 		}
@@ -216,8 +220,17 @@ func (s *Service) Update(ctx context.Context, account, id uuid.UUID, c Change) (
 	}
 	var rows []db.Segment
 	err = s.store.InTx(ctx, func(tx store.Tx) (err error) {
+		var price *int32
+		if c.Filter != nil {
+			if err := tx.SegmentsLock(ctx, account); err != nil { // one priced change at a time
+				return err
+			}
+			if price, err = s.checkPrice(ctx, tx, account, id, cur.Kind, f); err != nil {
+				return err
+			}
+		}
 		rows, err = tx.SegmentUpdate(ctx, db.SegmentUpdateParams{AccountID: account, SegmentID: id, Name: name,
-			Filter: filter, Now: s.now()})
+			Filter: filter, Price: price, Now: s.now()})
 		if err != nil || len(rows) == 0 {
 			return err
 		}
@@ -255,6 +268,54 @@ func (s *Service) Delete(ctx context.Context, account, id uuid.UUID) error {
 		return ErrNotFound
 	}
 	return err
+}
+
+// checkPrice refuses a dynamic segment's filter f (of segment id; uuid.Nil for a new one) whose
+// price, with the account's other dynamic segments', passes MaxAccountPrice: every write of a
+// contact evaluates them all. It returns the price to store with the segment (nil for a
+// snapshot, never evaluated by a write). In tx, under the account's segments lock, so that
+// two changes cannot each pass against the segments before the other; the others' prices are
+// a sum of what their saves stored, those saved before prices were priced here once.
+func (s *Service) checkPrice(ctx context.Context, tx store.Tx, account, id uuid.UUID, kind string, f Filter) (*int32, error) {
+	if kind == Snapshot {
+		return nil, nil
+	}
+	defs, err := s.fields.Definitions(ctx, nil, account) // a field's type never changes
+	if err != nil {
+		return nil, err
+	}
+	own := f.Price(defs)
+	row, err := tx.SegmentsPriced(ctx, db.SegmentsPricedParams{AccountID: account, SegmentID: id})
+	if err != nil {
+		return nil, err
+	}
+	total := int64(own) + row.Priced
+	if row.Unpriced > 0 {
+		unpriced, err := tx.SegmentsUnpriced(ctx, account)
+		if err != nil {
+			return nil, err
+		}
+		for _, u := range unpriced {
+			var old Filter
+			if err := json.Unmarshal(u.Filter, &old); err != nil {
+				return nil, err
+			}
+			p := int32(old.Price(defs))
+			if u.SegmentID != id {
+				total += int64(p)
+			}
+			if err := tx.SegmentSetPrice(ctx, db.SegmentSetPriceParams{AccountID: account, SegmentID: u.SegmentID, Price: &p}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if total > MaxAccountPrice {
+		return nil, apperr.Invalid(apperr.Field("body.filter", "cost", fmt.Sprintf(
+			"the account's dynamic segments would take %d lookups on each write of a contact (this filter %d): the budget is %d",
+			total, own, MaxAccountPrice)))
+	}
+	price := int32(own)
+	return &price, nil
 }
 
 // check is the name trimmed and the filter checked against the account's current field

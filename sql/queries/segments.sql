@@ -10,10 +10,22 @@ SELECT count(*) FROM segments WHERE account_id = $1;
 
 -- name: SegmentInsert :many
 -- Nothing when the account has a segment of that name (in any case).
-INSERT INTO segments (account_id, segment_id, name, kind, filter, created_at, updated_at)
-VALUES (@account_id, @segment_id, @name, @kind, @filter, @now, @now)
+INSERT INTO segments (account_id, segment_id, name, kind, filter, price, created_at, updated_at)
+VALUES (@account_id, @segment_id, @name, @kind, @filter, @price, @now, @now)
 ON CONFLICT (account_id, lower(name)) DO NOTHING
 RETURNING *;
+
+-- name: SegmentsPriced :one
+-- The prices of the account's dynamic segments but @segment_id, added, and how many of them
+-- have none (saved before prices were).
+SELECT coalesce(sum(price), 0)::bigint AS priced, count(*) FILTER (WHERE price IS NULL) AS unpriced
+FROM segments WHERE account_id = @account_id AND kind = 'dynamic' AND segment_id <> @segment_id;
+
+-- name: SegmentsUnpriced :many
+SELECT segment_id, filter FROM segments WHERE account_id = $1 AND kind = 'dynamic' AND price IS NULL;
+
+-- name: SegmentSetPrice :exec
+UPDATE segments SET price = $3 WHERE account_id = $1 AND segment_id = $2;
 
 -- name: SegmentList :many
 SELECT * FROM segments WHERE account_id = $1 ORDER BY created_at, segment_id;
@@ -25,7 +37,7 @@ SELECT * FROM segments WHERE account_id = $1 AND segment_id = $2;
 -- Nothing when another segment of the account has the name (in any case); the segment is
 -- then read again by the caller to tell that from a segment that is gone.
 -- A new filter starts a new generation of the segment, backfilled from the start.
-UPDATE segments s SET name = @name, filter = @filter, updated_at = @now,
+UPDATE segments s SET name = @name, filter = @filter, updated_at = @now, price = coalesce(sqlc.narg('price')::int, s.price),
     status = CASE WHEN s.filter = @filter::jsonb THEN s.status ELSE 'backfilling' END,
     generation = s.generation + (s.filter <> @filter::jsonb)::int,
     backfill_after = CASE WHEN s.filter = @filter::jsonb THEN s.backfill_after END,
