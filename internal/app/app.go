@@ -93,7 +93,7 @@ func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Runtime, e
 
 // StoreOptions are the database pool's options of cfg.
 func StoreOptions(cfg config.Config) store.Options {
-	return store.Options{MaxConns: int32(cfg.DBMaxConns), StatementTimeout: cfg.DBStatementTimeout,
+	return store.Options{MaxConns: int32(cfg.DBMaxConns), StatementTimeout: cfg.DBStatementTimeout, IdleInTxTimeout: cfg.DBIdleInTxTimeout,
 		ReplicaURL: cfg.DatabaseReplicaURL, ReplicaMaxLag: cfg.ReplicaMaxLag}
 }
 

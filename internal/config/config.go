@@ -58,11 +58,15 @@ type Config struct {
 	Exports            int           // CONTACTD_EXPORTS
 	ExportsPerAccount  int           // CONTACTD_EXPORTS_PER_ACCOUNT
 	DBStatementTimeout time.Duration // CONTACTD_DB_STATEMENT_TIMEOUT
-	ReadHeaderTimeout  time.Duration // CONTACTD_READ_HEADER_TIMEOUT
-	ReadTimeout        time.Duration // CONTACTD_READ_TIMEOUT
-	WriteTimeout       time.Duration // CONTACTD_WRITE_TIMEOUT
-	IdleTimeout        time.Duration // CONTACTD_IDLE_TIMEOUT
-	ShutdownTimeout    time.Duration // CONTACTD_SHUTDOWN_TIMEOUT
+	// DBIdleInTxTimeout ends a session left idle inside a transaction (CONTACTD_DB_IDLE_IN_TX_TIMEOUT):
+	// its locks and its snapshot hold others back while it sits. Longer than WriteTimeout: an
+	// export waits for its client inside its snapshot's transaction.
+	DBIdleInTxTimeout time.Duration
+	ReadHeaderTimeout time.Duration // CONTACTD_READ_HEADER_TIMEOUT
+	ReadTimeout       time.Duration // CONTACTD_READ_TIMEOUT
+	WriteTimeout      time.Duration // CONTACTD_WRITE_TIMEOUT
+	IdleTimeout       time.Duration // CONTACTD_IDLE_TIMEOUT
+	ShutdownTimeout   time.Duration // CONTACTD_SHUTDOWN_TIMEOUT
 	// ShutdownDrain is how long a stopping serve answers /readyz with 503 and keeps serving,
 	// every answer closing its connection, before it stops taking connections: time for a
 	// balancer's health checks to take it out, so a rolling restart fails no request.
@@ -119,7 +123,7 @@ var EnvOnly = []string{"CONTACTD_SECRET_KEY", "CONTACTD_SECRET_KEYS_OLD", "CONTA
 func Default() Config {
 	return Config{
 		Addr: "127.0.0.1:8080", DataDir: ".data", LogLevel: "info", LogFormat: "auto",
-		MaxBodyBytes: 64 << 10, MaxBatchBodyBytes: 4 << 20, DBMaxConns: 32, DBStatementTimeout: 10 * time.Second,
+		MaxBodyBytes: 64 << 10, MaxBatchBodyBytes: 4 << 20, DBMaxConns: 32, DBStatementTimeout: 10 * time.Second, DBIdleInTxTimeout: time.Minute,
 		ReplicaMaxLag: 5 * time.Second,
 		BackupEvery:   24 * time.Hour, BackupFullEvery: 7 * 24 * time.Hour,
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
@@ -158,6 +162,7 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	fs.IntVar(&c.Exports, "exports", d.Exports, "exports streaming at once in this process, each holding a database connection; more answer 429")
 	fs.IntVar(&c.ExportsPerAccount, "exports-per-account", d.ExportsPerAccount, "exports one account may stream at once; more answer 429")
 	fs.DurationVar(&c.DBStatementTimeout, "db-statement-timeout", d.DBStatementTimeout, "longest a statement may run before PostgreSQL cancels it")
+	fs.DurationVar(&c.DBIdleInTxTimeout, "db-idle-in-tx-timeout", d.DBIdleInTxTimeout, "longest a session may sit idle inside a transaction before PostgreSQL ends it (longer than --write-timeout)")
 	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", d.ReadHeaderTimeout, "longest a client may take to send a request's headers")
 	fs.DurationVar(&c.ReadTimeout, "read-timeout", d.ReadTimeout, "longest a client may take to send a whole request")
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", d.WriteTimeout, "longest a write of an answer may wait for the client (an export's every write)")
@@ -285,6 +290,9 @@ func (c *Config) Finish() error {
 	}
 	if c.ShutdownDrain < 0 || c.ShutdownDrainChecks < 0 {
 		errs = append(errs, errors.New("CONTACTD_SHUTDOWN_DRAIN and CONTACTD_SHUTDOWN_DRAIN_CHECKS: must be 0 (off) or positive"))
+	}
+	if c.DBIdleInTxTimeout <= c.WriteTimeout {
+		errs = append(errs, errors.New("CONTACTD_DB_IDLE_IN_TX_TIMEOUT: must be longer than CONTACTD_WRITE_TIMEOUT (an export waits for its client inside its transaction)"))
 	}
 	if c.DBMaxConns < 2 {
 		errs = append(errs, errors.New("CONTACTD_DB_MAX_CONNS: must be at least 2"))

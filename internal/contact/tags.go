@@ -134,6 +134,14 @@ func (s *Service) changeTags(ctx context.Context, accountID uuid.UUID, rawID str
 	return s.swapTags(ctx, accountID, id, tags, op)
 }
 
+// MaxTagSwapAttempts bounds a tag change's compare-and-swap: each attempt reads the contact
+// and evaluates its segments again, so changes of one contact racing without end would each
+// cost that without end. Past it the change is refused with 503, to be retried.
+const MaxTagSwapAttempts = 8
+
+var errTagsContended = apperr.New(apperr.KindUnavailable, "ServiceUnavailable",
+	"the contact's tags changed again and again while this change was made; retry it")
+
 // swapTags is a tag change: read (with the other reads in flight), then compare-and-swap with
 // its events and their deliveries (sent with the other swaps in flight), again if another
 // change came in between. Two statements, no transaction of its own, no lock held between
@@ -141,7 +149,10 @@ func (s *Service) changeTags(ctx context.Context, accountID uuid.UUID, rawID str
 // and the swap records the change of its membership too (segment.Service.Changed).
 func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []string,
 	op func(existing, tags []string) tagChange) ([]string, error) {
-	for {
+	for attempt := 1; ; attempt++ {
+		if attempt > MaxTagSwapAttempts {
+			return nil, errTagsContended
+		}
 		version, quiet, err := s.segmentsQuiet(ctx, accountID)
 		if err != nil {
 			return nil, err

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -176,5 +177,36 @@ func TestTagEventsOutbox(t *testing.T) {
 	want := []string{`TagsAdded ["a","b"]`, `TagsAdded ["c"]`, `TagsAdded ["d"]`, `TagsRemoved ["a","b"]`}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("events:\n got %q\nwant %q", got, want)
+	}
+}
+
+// A tag change's compare-and-swap is tried at most contact.MaxTagSwapAttempts times: each
+// attempt reads the contact and evaluates its segments again, so changes racing without end
+// would cost that without end. A trigger makes every swap of one contact find it changed (its
+// update skipped, as when another change came first); the change is refused with 503 after
+// exactly that many swaps, and the contact's tags are as they were.
+func TestATagChangeGivesUpAfterItsAttempts(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	c := createContact(t, a, key, map[string]any{"email": "held@example.com", "tags": []string{"a"}})
+	if _, err := a.Store.Pool.Exec(context.Background(), `
+		CREATE TABLE swaps_skipped (n int NOT NULL);
+		INSERT INTO swaps_skipped VALUES (0);
+		CREATE FUNCTION skip_swap() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN UPDATE swaps_skipped SET n = n + 1; RETURN NULL; END $$;
+		CREATE TRIGGER skip_swap BEFORE UPDATE OF tags ON contacts FOR EACH ROW
+			WHEN (OLD.email = 'held@example.com') EXECUTE FUNCTION skip_swap()`); err != nil {
+		t.Fatal(err)
+	}
+	r := a.Do("POST", "/public/v1/contact/"+c.Contact.ContactId+"/tags", key, map[string]any{"tags": []string{"b"}})
+	if e := r.Error(t); r.Status != 503 || e.Code != "ServiceUnavailable" {
+		t.Fatalf("a change that never finds its contact as it read it: %d %s, want 503", r.Status, r.Body)
+	}
+	if n := a.Count(t, "SELECT n FROM swaps_skipped"); n != contact.MaxTagSwapAttempts {
+		t.Errorf("%d swaps tried, want %d", n, contact.MaxTagSwapAttempts)
+	}
+	if n := a.Count(t, "SELECT count(*) FROM contacts WHERE email = 'held@example.com' AND tags = '{a}'"); n != 1 {
+		t.Error("the contact's tags changed")
 	}
 }

@@ -63,6 +63,8 @@ func (t Tx) AfterCommit(f func()) { *t.after = append(*t.after, f) }
 type Options struct {
 	MaxConns         int32
 	StatementTimeout time.Duration
+	// IdleInTxTimeout ends a session idle inside a transaction that long (0: never).
+	IdleInTxTimeout time.Duration
 	// ReplicaURL is a standby of the database for the reads that may be a little stale,
 	// used while its lag is at most ReplicaMaxLag, looked at every ReplicaLookEvery (1 s).
 	ReplicaURL       string
@@ -102,6 +104,9 @@ func newPool(ctx context.Context, url string, opt Options) (*pgxpool.Pool, error
 	}
 	if opt.StatementTimeout > 0 {
 		cfg.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(opt.StatementTimeout.Milliseconds())
+	}
+	if opt.IdleInTxTimeout > 0 {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = fmt.Sprint(opt.IdleInTxTimeout.Milliseconds())
 	}
 	cfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
 	cfg.AfterConnect = registerUUID
