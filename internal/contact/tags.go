@@ -136,8 +136,11 @@ func (s *Service) changeTags(ctx context.Context, accountID uuid.UUID, rawID str
 
 // MaxTagSwapAttempts bounds a tag change's compare-and-swap: each attempt reads the contact
 // and evaluates its segments again, so changes of one contact racing without end would each
-// cost that without end. Past it the change is refused with 503, to be retried.
-const MaxTagSwapAttempts = 8
+// cost that without end. A round of racing changes of one contact lets one of them through (a
+// group sends one change of a contact), so up to this many at once all land; past it the
+// change is refused with 503, to be retried. Its price: at most this many evaluations of the
+// account's segments (segment.MaxAccountPrice each) for one request.
+const MaxTagSwapAttempts = 64
 
 var errTagsContended = apperr.New(apperr.KindUnavailable, "ServiceUnavailable",
 	"the contact's tags changed again and again while this change was made; retry it")

@@ -275,6 +275,7 @@ func TestIdempotencyNeverKeepsA5xx(t *testing.T) {
 		}
 	}
 	body := map[string]any{"url": "https://hooks.example.com/once", "eventType": "TagsAdded"}
+	a.ExpectErrors(`relation \"webhook_subscriptions\" does not exist`) // the fault made here
 	exec(`ALTER TABLE webhook_subscriptions RENAME TO webhook_subscriptions_away`)
 	r := a.Do("POST", "/public/v1/webhooks", key, body, "Idempotency-Key", "retry-after-500")
 	if r.Status != http.StatusInternalServerError || r.Error(t).Code != "InternalError" {

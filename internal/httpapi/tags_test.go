@@ -184,7 +184,8 @@ func TestTagEventsOutbox(t *testing.T) {
 // attempt reads the contact and evaluates its segments again, so changes racing without end
 // would cost that without end. A trigger makes every swap of one contact find it changed (its
 // update skipped, as when another change came first); the change is refused with 503 after
-// exactly that many swaps, and the contact's tags are as they were.
+// exactly that many swaps, and the contact's tags are as they were. (TestSubscribedTagChangesRacing:
+// 24 changes of one contact at once all land.)
 func TestATagChangeGivesUpAfterItsAttempts(t *testing.T) {
 	t.Parallel()
 	a := testkit.NewAPI(t)

@@ -64,8 +64,28 @@ func (c *Clock) Advance(d time.Duration) { c.ahead.Add(int64(d)) }
 
 // LogBuffer collects log lines; safe for concurrent use.
 type LogBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu     sync.Mutex
+	b      bytes.Buffer
+	expect []string // substrings of the ERROR lines the test declared it causes
+}
+
+// ExpectErrors declares that the test makes the service log ERROR lines containing one of
+// substrings (a fault it injects): any other ERROR fails the test.
+func (a *API) ExpectErrors(substrings ...string) {
+	a.Logs.mu.Lock()
+	defer a.Logs.mu.Unlock()
+	a.Logs.expect = append(a.Logs.expect, substrings...)
+}
+
+func (l *LogBuffer) expected(line string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.expect {
+		if strings.Contains(line, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func (l *LogBuffer) Write(p []byte) (int, error) {
@@ -90,10 +110,19 @@ func (l *LogBuffer) String() string {
 }
 
 // reportErrors logs the service's warnings and errors into a failed test's output: a 500 in a
-// test is otherwise only its request id, and a flake's cause is gone with its run.
+// test is otherwise only its request id, and a flake's cause is gone with its run. An ERROR
+// the test did not declare (API.ExpectErrors) fails it: a service that logs an error is broken
+// somewhere, whether or not the test looked at the state the error left.
 func (l *LogBuffer) reportErrors(t testing.TB) {
 	if !t.Failed() {
-		return
+		for line := range strings.Lines(l.String()) {
+			if strings.Contains(line, `"level":"ERROR"`) && !l.expected(line) {
+				t.Errorf("the service logged an ERROR the test did not expect (API.ExpectErrors): %s", strings.TrimSpace(line))
+			}
+		}
+		if !t.Failed() {
+			return
+		}
 	}
 	for line := range strings.Lines(l.String()) {
 		if strings.Contains(line, `"level":"ERROR"`) || strings.Contains(line, `"level":"WARN"`) {
