@@ -67,8 +67,9 @@ func New(st *store.Store, opt Options) *Service {
 	if opt.MaxInFlight < 1 {
 		opt.MaxInFlight = 4
 	}
-	s := &Service{store: st, http: NewHTTPClient(opt.Timeout, opt.AllowedNetworks), timeout: opt.Timeout,
+	s := &Service{store: st, timeout: opt.Timeout,
 		now: opt.Now, rnd: defaultRand, log: opt.Log, metrics: opt.Metrics, opt: opt, secrets: opt.Secrets}
+	s.http = NewHTTPClient(opt.Timeout, opt.AllowedNetworks, &s.bytesRead)
 	s.queue = queue.New(queue.Options{Name: QueueName, Slots: opt.Workers, PollEvery: opt.PollEvery, Log: opt.Log}, s.claim)
 	s.events = event.NewEmitter(s, event.NewSubscribers(st, opt.Now), opt.Filtered)
 	s.nats = newNATSPublisher(opt.NATSURL, opt.NATSSubjectPrefix, opt.Timeout, opt.Log)

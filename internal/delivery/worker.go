@@ -56,16 +56,18 @@ type Args struct {
 
 // Service delivers events and answers questions about deliveries.
 type Service struct {
-	store   *store.Store
-	http    *http.Client
-	timeout time.Duration
-	now     func() time.Time
-	rnd     func() float64
-	log     *slog.Logger
-	metrics *metrics.Metrics
-	opt     Options
-	queue   *queue.Queue
-	secrets *subscription.Secrets
+	store *store.Store
+	http  *http.Client
+	// bytesRead counts what the workers read from receivers' sockets (ResponseBytesRead).
+	bytesRead atomic.Int64
+	timeout   time.Duration
+	now       func() time.Time
+	rnd       func() float64
+	log       *slog.Logger
+	metrics   *metrics.Metrics
+	opt       Options
+	queue     *queue.Queue
+	secrets   *subscription.Secrets
 	// stopping stops workers from going on to a subscription's next delivery (Stop).
 	stopping atomic.Bool
 	// saturated is set while the dispatcher's last claim filled every free worker: due
