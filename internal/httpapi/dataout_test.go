@@ -421,6 +421,37 @@ func TestExportFailingMidwayIsNotComplete(t *testing.T) {
 	}
 }
 
+// The same, to a client that reads as fast as the stream comes, so that no stall of its own
+// holds the server's writes back: the end must still be an error. A contact in the middle of
+// the export holds values the export cannot read (as a corrupt row would), which fails the
+// stream after more than a megabyte has gone out.
+func TestExportFailingMidwayIsNotCompleteToAnEagerClient(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	defineField(t, a, key, map[string]any{"key": "plan", "label": "Plan", "type": "text"})
+	seedMany(t, a, "acme", 30000)
+	if _, err := a.Store.Pool.Exec(context.Background(), `UPDATE contacts SET custom_fields = '[1]' WHERE email = 'e15000@example.com'`); err != nil {
+		t.Fatal(err)
+	}
+	a.ExpectErrors("export") // the failure the test makes is logged
+	req, _ := http.NewRequest("GET", a.URL+"/public/v1/contacts/export", nil)
+	req.Header.Set("x-api-key", key)
+	req.Header.Set("Accept", "text/csv")
+	resp, err := http.DefaultClient.Do(req) // raw: a broken stream is the point
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || len(got) < 1<<20 {
+		t.Fatalf("%d after %d bytes: want the stream broken after more than a megabyte", resp.StatusCode, len(got))
+	}
+	if err == nil {
+		t.Errorf("the failed export ended like a complete one: %d bytes, then a clean end", len(got))
+	}
+}
+
 // seedMany seeds n contacts e00000@example.com... into the account.
 func seedMany(t *testing.T, a *testkit.API, account string, n int) {
 	t.Helper()
