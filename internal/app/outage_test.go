@@ -77,14 +77,16 @@ func TestDatabaseOutage(t *testing.T) {
 		{"POST", "/public/v1/contact", map[string]any{"email": "during@example.com"}},
 		{"POST", "/public/v1/contact/" + created.Contact.ContactId + "/tags", map[string]any{"tags": []string{"x"}}},
 	} {
-		// how fast is the machine's business; that it answers at all (no wait on a database
-		// that is not there) is the behaviour
+		// an outage is answered at once (no wait on a database that is not there): the bound is
+		// the promise, generous (a millisecond here), not a timing of the machine
 		start := time.Now()
 		r := a.Do(probe.method, probe.path, key, probe.body)
 		if e := r.Error(t); r.Status != http.StatusServiceUnavailable || e.Code != api.ErrorCodeServiceUnavailable {
 			t.Errorf("%s %s during the outage: %d %s", probe.method, probe.path, r.Status, r.Body)
 		}
-		t.Logf("%s %s failed in %v", probe.method, probe.path, time.Since(start).Round(time.Millisecond))
+		if took := time.Since(start); took >= 2*time.Second {
+			t.Errorf("%s %s answered the outage in %v, want under 2 s", probe.method, probe.path, took.Round(time.Millisecond))
+		}
 	}
 	// a readiness answer serves the probes of the next half second: the outage shows after it
 	testkit.Eventually(t, "/readyz saying not ready during the outage", func() bool { return ready() == http.StatusServiceUnavailable })
