@@ -423,7 +423,7 @@ func TestClusterSurvivesKilledNodes(t *testing.T) {
 			len(events), w.count(), len(stored), len(w.tags))
 	}
 	// a killed worker's attempts wait out their 12 s lease
-	testkit.Eventually(t, fmt.Sprintf("all %d events delivered", len(events)), func() bool { return rc.missing(events) == 0 })
+	rc.waitDelivered(t, conn, events)
 	got, dups, mismatched := rc.summary()
 	if mismatched > 0 {
 		t.Errorf("%d deliveries whose webhook-id is not their event's id", mismatched)
@@ -627,16 +627,47 @@ func newReceiver(t *testing.T) *receiver {
 	return rc
 }
 
-func (rc *receiver) missing(events map[string]bool) int {
+func (rc *receiver) missing(events map[string]bool) int { return len(rc.undelivered(events)) }
+
+// undelivered is the events of events the receiver has not received.
+func (rc *receiver) undelivered(events map[string]bool) []string {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	n := 0
+	var out []string
 	for id := range events {
 		if len(rc.byID[id]) == 0 {
-			n++
+			out = append(out, id)
 		}
 	}
-	return n
+	return out
+}
+
+// waitDelivered waits until the receiver has every event of events. Past testkit.Patience it
+// fails the test with what the database says of the deliveries still missing (their status,
+// attempts, lease, next attempt and last error): why they were not sent is the finding.
+func (rc *receiver) waitDelivered(t *testing.T, conn *pgx.Conn, events map[string]bool) {
+	t.Helper()
+	end := time.Now().Add(testkit.Patience)
+	for rc.missing(events) > 0 {
+		if time.Now().After(end) {
+			missing := rc.undelivered(events)
+			rows, err := conn.Query(context.Background(), `SELECT d.event_id::text, d.status, d.attempts,
+				coalesce(d.leased_until::text, '-'), coalesce(d.next_attempt_at::text, '-'),
+				coalesce((SELECT a.error FROM webhook_attempts a WHERE a.delivery_id = d.delivery_id ORDER BY a.attempt DESC LIMIT 1), '-')
+				FROM webhook_deliveries d WHERE d.event_id = ANY($1::uuid[]) ORDER BY d.event_id LIMIT 20`, missing)
+			var report strings.Builder
+			if err == nil {
+				var id, status, lease, next, last string
+				var attempts int32
+				_, err = pgx.ForEachRow(rows, []any{&id, &status, &attempts, &lease, &next, &last}, func() error {
+					fmt.Fprintf(&report, "\n  event %s: %s, %d attempts, leased until %s, next %s, last error %s", id, status, attempts, lease, next, last)
+					return nil
+				})
+			}
+			t.Fatalf("waited %v and %d of %d events were not delivered (%v); their deliveries:%s", testkit.Patience, len(missing), len(events), err, report.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (rc *receiver) summary() (requests, duplicates, mismatched int) {

@@ -271,7 +271,7 @@ func TestClusterSurvivesPrimaryLoss(t *testing.T) {
 	if len(events) != len(stored) {
 		t.Errorf("%d TagsAdded events for %d contacts", len(events), len(stored))
 	}
-	testkit.Eventually(t, fmt.Sprintf("all %d events delivered", len(events)), func() bool { return rc.missing(events) == 0 })
+	rc.waitDelivered(t, conn, events)
 	got, dups, mismatched := rc.summary()
 	if mismatched > 0 {
 		t.Errorf("%d deliveries whose webhook-id is not their event's id", mismatched)

@@ -78,7 +78,7 @@ func TestClusterRollingRestart(t *testing.T) {
 		t.Errorf("%d contacts stored for %d acknowledged creates", stored, acked.Load())
 	}
 	events := tagsAddedEvents(t, conn)
-	testkit.Eventually(t, fmt.Sprintf("all %d events delivered", len(events)), func() bool { return rc.missing(events) == 0 })
+	rc.waitDelivered(t, conn, events)
 	got, dups, _ := rc.summary()
 	t.Logf("rolling restart of serve1, serve2, worker1, worker2 under %d writers: %d creates acknowledged, none failed; %d events, %d deliveries received, %d duplicates",
 		writers, acked.Load(), len(events), got, dups)
