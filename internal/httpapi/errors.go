@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"math"
@@ -36,10 +37,20 @@ var (
 	errMethodNotAllowed = apperr.New(apperr.KindMethod, "MethodNotAllowed", "method not allowed on this endpoint")
 )
 
+// statusClientClosed is the status of a request whose client went away before its answer.
+const statusClientClosed = 499
+
 // errorHandler is the one place where an error becomes an HTTP response: every failure,
 // from middleware, validation, binding or a handler, leaves through here.
 func (s *Server) errorHandler(err error, c echo.Context) {
 	if c.Response().Committed {
+		return
+	}
+	if errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil {
+		// the client went away before its answer: nothing failed here, and nobody reads the
+		// answer (499, as proxies log it)
+		s.log.InfoContext(c.Request().Context(), "request abandoned by its client", slog.String("request_id", requestID(c)))
+		_ = c.NoContent(statusClientClosed)
 		return
 	}
 	e := s.classify(err)
