@@ -35,10 +35,30 @@ func DecodeJSON(body []byte) (any, error) {
 // cannot store one, so a request carrying one is refused here, by field, before any statement
 // is sent (it would otherwise fail the statement, and with it a group of other requests').
 func NULs(v any, prefix string) FieldErrors {
+	if !hasNUL(v) { // nearly every body: walked once, no path built
+		return nil
+	}
 	var out FieldErrors
 	collectNULs(v, prefix, &out)
 	slices.SortFunc(out, func(a, b apperr.FieldError) int { return strings.Compare(a.Field, b.Field) })
 	return out
+}
+
+// hasNUL reports whether a string or key of v holds a NUL.
+func hasNUL(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return strings.IndexByte(x, 0) >= 0
+	case []any:
+		return slices.ContainsFunc(x, hasNUL)
+	case map[string]any:
+		for k, item := range x {
+			if strings.IndexByte(k, 0) >= 0 || hasNUL(item) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func collectNULs(v any, path string, out *FieldErrors) {
