@@ -81,6 +81,33 @@ CREATE FUNCTION public.name_words(name text) RETURNS tsvector
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN to_tsvector('simple'::regconfig, COALESCE(name, ''::text));
 
+CREATE FUNCTION public.record_events(p_account uuid, p_event_ids uuid[], p_event_types text[], p_event_contacts uuid[], p_event_payloads text[], p_event_times timestamp with time zone[], p_event_traces text[], p_test boolean, p_delivery_ids uuid[], p_delivery_event_ids uuid[], p_delivery_subscription_ids uuid[], p_delivery_due timestamp with time zone[], p_delivery_created timestamp with time zone, p_replay boolean) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    WITH event AS (
+        -- payloads as text: the exact bytes survive ::json
+        INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, test, trace)
+        SELECT p_account, e.id, e.typ,
+               CASE WHEN NOT p_test THEN nullif(e.contact, '00000000-0000-0000-0000-000000000000'::uuid) END,
+               e.payload::json, e.at, p_test, nullif(e.trace, '')
+        FROM unnest(p_event_ids, p_event_types, p_event_contacts, p_event_payloads, p_event_times, p_event_traces)
+            AS e(id, typ, contact, payload, at, trace)
+        RETURNING event_id, occurred_at
+    )
+    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
+    SELECT p_account, coalesce(d.id, uuid_v7(coalesce(d.due, e.occurred_at))), d.subscription, d.event,
+           coalesce(d.due, e.occurred_at),
+           coalesce(p_delivery_created, d.due, e.occurred_at), coalesce(p_delivery_created, d.due, e.occurred_at)
+    FROM unnest(p_delivery_ids, p_delivery_event_ids, p_delivery_subscription_ids, p_delivery_due)
+        AS d(id, event, subscription, due)
+    LEFT JOIN event e ON e.event_id = d.event
+    WHERE e.event_id IS NOT NULL OR p_replay;
+    -- every event given is recorded, or the statement fails
+    RETURN coalesce(cardinality(p_event_ids), 0);
+END
+$$;
+
 CREATE FUNCTION public.uuid_v7(at timestamp with time zone) RETURNS uuid
     LANGUAGE sql PARALLEL SAFE
     AS $$

@@ -59,18 +59,13 @@ WITH current AS (
            $37::text, $38::text, created_at
     FROM c
     WHERE $30::uuid IS NOT NULL
-), event AS (
-    -- payloads as text: the exact bytes survive ::json
-    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
-    SELECT c.account_id, e.event_id, e.event_type, c.contact_id, e.payload::json, c.created_at, nullif(e.trace, '')
-    FROM c, (SELECT unnest($39::uuid[]) AS event_id, unnest($40::text[]) AS event_type,
-                    unnest($41::text[]) AS payload, unnest($42::text[]) AS trace) e
-    RETURNING account_id, event_id, occurred_at
-), delivery AS (
-    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
-    SELECT e.account_id, uuid_v7(e.occurred_at), d.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
-    FROM (SELECT unnest($43::uuid[]) AS event_id, unnest($44::uuid[]) AS subscription_id) d
-    JOIN event e ON e.event_id = d.event_id
+), recorded AS MATERIALIZED (
+    -- the contact's events and their planned deliveries, if it was inserted (migration 00055)
+    SELECT record_events(c.account_id, $39::uuid[], $40::text[],
+               array_fill(c.contact_id, ARRAY[coalesce(cardinality($39::uuid[]), 0)]), $41::text[],
+               array_fill(c.created_at, ARRAY[coalesce(cardinality($39::uuid[]), 0)]), $42::text[], false,
+               NULL, $43::uuid[], $44::uuid[], NULL, NULL, false) AS events
+    FROM c
 ), member AS (
     INSERT INTO segment_members (account_id, segment_id, contact_id, added_at)
     SELECT c.account_id, s.segment_id, c.contact_id, c.created_at
@@ -79,7 +74,8 @@ WITH current AS (
 SELECT coalesce((SELECT contact_id FROM c), '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS contact_id,
        EXISTS (SELECT 1 FROM current) AS current,
        EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid AND a.fields_version = $2::bigint) AS fields_current,
-       EXISTS (SELECT 1 FROM segments_current) AS segments_current
+       EXISTS (SELECT 1 FROM segments_current) AS segments_current,
+       coalesce((SELECT events FROM recorded), 0)::integer AS events_recorded
 `
 
 type ContactCreateBatchResults struct {
@@ -141,6 +137,7 @@ type ContactCreateRow struct {
 	Current         bool
 	FieldsCurrent   bool
 	SegmentsCurrent bool
+	EventsRecorded  int32
 }
 
 // A new contact with its consent record and, when its address parsed, its first property, in
@@ -233,6 +230,7 @@ func (b *ContactCreateBatchResults) QueryRow(f func(int, ContactCreateRow, error
 			&i.Current,
 			&i.FieldsCurrent,
 			&i.SegmentsCurrent,
+			&i.EventsRecorded,
 		)
 		if f != nil {
 			f(t, i, err)
@@ -745,25 +743,19 @@ WITH input AS (
     DELETE FROM segment_members m
     USING swapped s, (SELECT unnest($15::integer[]) AS position, unnest($16::uuid[]) AS segment_id) l
     WHERE l.position = s.position AND m.account_id = s.account_id AND m.contact_id = s.contact_id AND m.segment_id = l.segment_id
-), events AS (
-    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
-    SELECT s.account_id, e.event_id, e.event_type, s.contact_id, e.payload::json, s.updated_at, nullif(e.trace, '')
-    FROM swapped s JOIN (
-        SELECT unnest($17::integer[]) AS position,
-               unnest($18::uuid[]) AS event_id,
-               unnest($19::text[]) AS event_type,
-               unnest($20::text[]) AS payload,
-               unnest($21::text[]) AS trace
-    ) e ON e.position = s.position
-    RETURNING account_id, event_id, occurred_at
-), delivery AS (
-    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
-    SELECT e.account_id, uuid_v7(e.occurred_at), d.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
-    FROM (SELECT unnest($22::uuid[]) AS event_id, unnest($23::uuid[]) AS subscription_id) d
-    JOIN events e ON e.event_id = d.event_id
+), recorded AS MATERIALIZED (
+    -- the swapped changes' events and their planned deliveries (migration 00055)
+    SELECT record_events($10::uuid, array_agg(e.event_id), array_agg(e.event_type), array_agg(s.contact_id),
+               array_agg(e.payload), array_agg(s.updated_at), array_agg(e.trace), false,
+               NULL, $17::uuid[], $18::uuid[], NULL, NULL, false) AS events
+    FROM swapped s
+    JOIN (SELECT unnest($19::integer[]) AS position, unnest($20::uuid[]) AS event_id,
+                 unnest($21::text[]) AS event_type, unnest($22::text[]) AS payload,
+                 unnest($23::text[]) AS trace) e ON e.position = s.position
 )
 SELECT coalesce(s.contact_id, '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS contact_id,
-       k.current::boolean AS current, k.segments_current::boolean AS segments_current
+       k.current::boolean AS current, k.segments_current::boolean AS segments_current,
+       (SELECT events FROM recorded)::integer AS events_recorded
 FROM checked k LEFT JOIN swapped s ON s.position = k.position
 ORDER BY k.position
 `
@@ -791,19 +783,20 @@ type TagsSwapManyParams struct {
 	EnteredSegmentIds       []uuid.UUID
 	LeftChanges             []int32
 	LeftSegmentIds          []uuid.UUID
+	DeliveryEventIds        []uuid.UUID
+	DeliverySubscriptionIds []uuid.UUID
 	EventChanges            []int32
 	EventIds                []uuid.UUID
 	EventTypes              []string
 	EventPayloads           []string
 	EventTraces             []string
-	DeliveryEventIds        []uuid.UUID
-	DeliverySubscriptionIds []uuid.UUID
 }
 
 type TagsSwapManyRow struct {
 	ContactID       uuid.UUID
 	Current         bool
 	SegmentsCurrent bool
+	EventsRecorded  int32
 }
 
 // An account's tag changes of a group in one statement (contact.swapTagsOf sends one per
@@ -843,13 +836,13 @@ func (q *Queries) TagsSwapMany(ctx context.Context, arg []TagsSwapManyParams) *T
 			a.EnteredSegmentIds,
 			a.LeftChanges,
 			a.LeftSegmentIds,
+			a.DeliveryEventIds,
+			a.DeliverySubscriptionIds,
 			a.EventChanges,
 			a.EventIds,
 			a.EventTypes,
 			a.EventPayloads,
 			a.EventTraces,
-			a.DeliveryEventIds,
-			a.DeliverySubscriptionIds,
 		}
 		batch.Queue(tagsSwapMany, vals...)
 	}
@@ -875,7 +868,12 @@ func (b *TagsSwapManyBatchResults) Query(f func(int, []TagsSwapManyRow, error)) 
 			defer rows.Close()
 			for rows.Next() {
 				var i TagsSwapManyRow
-				if err := rows.Scan(&i.ContactID, &i.Current, &i.SegmentsCurrent); err != nil {
+				if err := rows.Scan(
+					&i.ContactID,
+					&i.Current,
+					&i.SegmentsCurrent,
+					&i.EventsRecorded,
+				); err != nil {
 					return err
 				}
 				items = append(items, i)

@@ -82,26 +82,20 @@ WITH current AS (
                unnest($40::text[]) AS zip,
                unnest($41::text[]) AS normalized
     ) p JOIN c ON c.contact_id = p.contact_id
-), event AS (
-    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
-    SELECT $1::uuid, e.event_id, e.event_type, e.contact_id, e.payload::json, $29::timestamptz, nullif(e.trace, '')
-    FROM (
-        SELECT unnest($42::uuid[]) AS event_id,
-               unnest($43::text[]) AS event_type,
-               unnest($44::uuid[]) AS contact_id,
-               unnest($45::text[]) AS payload,
-               unnest($46::text[]) AS trace
-    ) e JOIN c ON c.contact_id = e.contact_id
-    RETURNING account_id, event_id, occurred_at
-), delivery AS (
-    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
-    SELECT e.account_id, uuid_v7(e.occurred_at), d.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
-    FROM (SELECT unnest($47::uuid[]) AS event_id, unnest($48::uuid[]) AS subscription_id) d
-    JOIN event e ON e.event_id = d.event_id
+), recorded AS MATERIALIZED (
+    -- the inserted contacts' events and their planned deliveries (migration 00055)
+    SELECT record_events($1::uuid, array_agg(e.event_id), array_agg(e.event_type), array_agg(e.contact_id),
+               array_agg(e.payload), array_agg($29::timestamptz), array_agg(e.trace), false,
+               NULL, $42::uuid[], $43::uuid[], NULL, NULL, false) AS events
+    FROM (SELECT unnest($44::uuid[]) AS event_id, unnest($45::text[]) AS event_type,
+                 unnest($46::uuid[]) AS contact_id, unnest($47::text[]) AS payload,
+                 unnest($48::text[]) AS trace) e
+    JOIN c ON c.contact_id = e.contact_id
 )
 SELECT i.contact_id::uuid AS contact_id, (i.contact_id IN (SELECT contact_id FROM c))::boolean AS inserted,
        EXISTS (SELECT 1 FROM current) AS current,
-       EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid AND a.fields_version = $2::bigint) AS fields_current
+       EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid AND a.fields_version = $2::bigint) AS fields_current,
+       (SELECT events FROM recorded)::integer AS events_recorded
 FROM input i ORDER BY i.position
 `
 
@@ -147,20 +141,21 @@ type ContactCreateManyParams struct {
 	States                  []string
 	Zips                    []string
 	Normalized              []string
+	DeliveryEventIds        []uuid.UUID
+	DeliverySubscriptionIds []uuid.UUID
 	EventIds                []uuid.UUID
 	EventTypes              []string
 	EventContactIds         []uuid.UUID
 	EventPayloads           []string
 	EventTraces             []string
-	DeliveryEventIds        []uuid.UUID
-	DeliverySubscriptionIds []uuid.UUID
 }
 
 type ContactCreateManyRow struct {
-	ContactID     uuid.UUID
-	Inserted      bool
-	Current       bool
-	FieldsCurrent bool
+	ContactID      uuid.UUID
+	Inserted       bool
+	Current        bool
+	FieldsCurrent  bool
+	EventsRecorded int32
 }
 
 // A batch's new contacts in one statement (POST /contacts/batch, contactd import), each with
@@ -222,13 +217,13 @@ func (q *Queries) ContactCreateMany(ctx context.Context, arg ContactCreateManyPa
 		arg.States,
 		arg.Zips,
 		arg.Normalized,
+		arg.DeliveryEventIds,
+		arg.DeliverySubscriptionIds,
 		arg.EventIds,
 		arg.EventTypes,
 		arg.EventContactIds,
 		arg.EventPayloads,
 		arg.EventTraces,
-		arg.DeliveryEventIds,
-		arg.DeliverySubscriptionIds,
 	)
 	if err != nil {
 		return nil, err
@@ -242,6 +237,7 @@ func (q *Queries) ContactCreateMany(ctx context.Context, arg ContactCreateManyPa
 			&i.Inserted,
 			&i.Current,
 			&i.FieldsCurrent,
+			&i.EventsRecorded,
 		); err != nil {
 			return nil, err
 		}

@@ -69,13 +69,17 @@ WITH f AS (
     WHERE c.account_id = f.account_id AND c.contact_id = f.contact_id
       AND c.enrich_due_at = f.held_due_at AND f.contact_id NOT IN (SELECT contact_id FROM stale)
     RETURNING c.account_id, c.contact_id
-), event AS (
-    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at)
-    SELECT f.account_id, f.event_id, 'ContactEnriched', f.contact_id, f.event_payload::json, $9::timestamptz
+), recorded AS MATERIALIZED (
+    -- the finished contacts' events, an account at a time (migration 00055), with no delivery
+    SELECT record_events(f.account_id, array_agg(f.event_id), array_agg('ContactEnriched'::text), array_agg(f.contact_id),
+               array_agg(f.event_payload), array_agg($9::timestamptz), array_agg(''::text), false,
+               NULL, NULL, NULL, NULL, NULL, false) AS events
     FROM f JOIN finished d ON d.account_id = f.account_id AND d.contact_id = f.contact_id
     WHERE f.event_id <> '00000000-0000-0000-0000-000000000000'::uuid
+    GROUP BY f.account_id
 )
 SELECT contact_id::uuid AS contact_id FROM stale
+WHERE (SELECT count(events) FROM recorded) >= 0
 `
 
 type EnrichFinishManyParams struct {
@@ -99,6 +103,7 @@ type EnrichFinishManyParams struct {
 // accounts had no dynamic segment at @segments_versions (read with a lock held to the commit,
 // as ContactCreate does; -1: no segments kept). Returns the contacts it left alone for either
 // reason: their events may have deliveries now, or their segments need keeping.
+// the condition reads recorded once, before the rows: a CTE that only selects runs when read
 func (q *Queries) EnrichFinishMany(ctx context.Context, arg EnrichFinishManyParams) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, enrichFinishMany,
 		arg.AccountIds,

@@ -60,67 +60,64 @@ func (q *Queries) EventsAbout(ctx context.Context, arg EventsAboutParams) ([]Eve
 const eventsRecord = `-- name: EventsRecord :one
 WITH current AS (
     SELECT 1 FROM accounts a WHERE a.account_id = $1::uuid AND a.subscriptions_version = $2::bigint
-), event AS (
-    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, test, trace)
-    SELECT $1, e.event_id, e.event_type,
-           CASE WHEN NOT $3::bool THEN nullif(e.contact_id, '00000000-0000-0000-0000-000000000000'::uuid) END,
-           e.payload::json, e.occurred_at, $3::bool, nullif(e.trace, '')
-    FROM (SELECT unnest($4::uuid[]) AS event_id, unnest($5::text[]) AS event_type,
-                 unnest($6::uuid[]) AS contact_id, unnest($7::text[]) AS payload,
-                 unnest($8::timestamptz[]) AS occurred_at, unnest($9::text[]) AS trace) e
-    WHERE EXISTS (SELECT 1 FROM current)
-), delivery AS (
-    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
-    SELECT $1, d.delivery_id, d.subscription_id, d.event_id, d.due, $10::timestamptz, $10::timestamptz
-    FROM (SELECT unnest($11::uuid[]) AS delivery_id, unnest($12::uuid[]) AS event_id,
-                 unnest($13::uuid[]) AS subscription_id, unnest($14::timestamptz[]) AS due) d
+), recorded AS MATERIALIZED (
+    -- the events and their planned deliveries, or a replay's deliveries (migration 00055)
+    SELECT record_events($1::uuid, $3::uuid[], $4::text[], $5::uuid[],
+               $6::text[], $7::timestamptz[], $8::text[], $9::bool,
+               $10::uuid[], $11::uuid[], $12::uuid[],
+               $13::timestamptz[], $14::timestamptz, true) AS events
     WHERE EXISTS (SELECT 1 FROM current)
 )
-SELECT EXISTS (SELECT 1 FROM current) AS current
+SELECT EXISTS (SELECT 1 FROM current) AS current, coalesce((SELECT events FROM recorded), 0)::integer AS events_recorded
 `
 
 type EventsRecordParams struct {
 	AccountID               uuid.UUID
 	SubscriptionsVersion    int64
-	Test                    bool
 	EventIds                []uuid.UUID
 	EventTypes              []string
 	EventContactIds         []uuid.UUID
 	EventPayloads           []string
 	EventTimes              []time.Time
 	EventTraces             []string
-	Now                     time.Time
+	Test                    bool
 	DeliveryIds             []uuid.UUID
 	DeliveryEventIds        []uuid.UUID
 	DeliverySubscriptionIds []uuid.UUID
 	DeliveryDue             []time.Time
+	Now                     time.Time
+}
+
+type EventsRecordRow struct {
+	Current        bool
+	EventsRecorded int32
 }
 
 // Records events (none, for a replay) and queues the deliveries the fan-out planned, of these
-// events or of recorded ones, only while the account's subscriptions are at the plan's
+// events or of recorded ones (record_events), only while the account's subscriptions are at the plan's
 // @subscriptions_version: otherwise it writes nothing and current is false (plan again). An
 // event's contact is NULL for uuid.Nil; @test events are about no contact, and left out of
 // the feed. Payloads come as text: the exact bytes survive ::json.
-func (q *Queries) EventsRecord(ctx context.Context, arg EventsRecordParams) (bool, error) {
+func (q *Queries) EventsRecord(ctx context.Context, arg EventsRecordParams) (EventsRecordRow, error) {
 	row := q.db.QueryRow(ctx, eventsRecord,
 		arg.AccountID,
 		arg.SubscriptionsVersion,
-		arg.Test,
 		arg.EventIds,
 		arg.EventTypes,
 		arg.EventContactIds,
 		arg.EventPayloads,
 		arg.EventTimes,
 		arg.EventTraces,
-		arg.Now,
+		arg.Test,
 		arg.DeliveryIds,
 		arg.DeliveryEventIds,
 		arg.DeliverySubscriptionIds,
 		arg.DeliveryDue,
+		arg.Now,
 	)
-	var current bool
-	err := row.Scan(&current)
-	return current, err
+	var i EventsRecordRow
+	err := row.Scan(&i.Current, &i.EventsRecorded)
+	return i, err
 }
 
 const eventsRedact = `-- name: EventsRedact :execrows

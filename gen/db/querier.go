@@ -274,6 +274,7 @@ type Querier interface {
 	// accounts had no dynamic segment at @segments_versions (read with a lock held to the commit,
 	// as ContactCreate does; -1: no segments kept). Returns the contacts it left alone for either
 	// reason: their events may have deliveries now, or their segments need keeping.
+	// the condition reads recorded once, before the rows: a CTE that only selects runs when read
 	EnrichFinishMany(ctx context.Context, arg EnrichFinishManyParams) ([]uuid.UUID, error)
 	// Leases locked contacts to the caller until @lease_until, one more attempt each. A lease
 	// that ends without EnrichFinish or EnrichRetry (the worker died) makes the contact due again.
@@ -314,11 +315,11 @@ type Querier interface {
 	// dropped whole: store.DropEventPartitions.)
 	EventsPrune(ctx context.Context, arg EventsPruneParams) (int64, error)
 	// Records events (none, for a replay) and queues the deliveries the fan-out planned, of these
-	// events or of recorded ones, only while the account's subscriptions are at the plan's
+	// events or of recorded ones (record_events), only while the account's subscriptions are at the plan's
 	// @subscriptions_version: otherwise it writes nothing and current is false (plan again). An
 	// event's contact is NULL for uuid.Nil; @test events are about no contact, and left out of
 	// the feed. Payloads come as text: the exact bytes survive ::json.
-	EventsRecord(ctx context.Context, arg EventsRecordParams) (bool, error)
+	EventsRecord(ctx context.Context, arg EventsRecordParams) (EventsRecordRow, error)
 	// Replaces the payloads of @event_ids with @payloads, one for one: an erased contact's events
 	// become tombstones.
 	EventsRedact(ctx context.Context, arg EventsRedactParams) (int64, error)

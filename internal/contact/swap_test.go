@@ -65,12 +65,14 @@ func TestTagSwapsOfAGroupStandApart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// account one's statement recorded x's and w's events; two's recorded none, and the second
+	// change of x was not sent
 	want := []db.TagsSwapManyRow{
-		{ContactID: x, Current: true, SegmentsCurrent: true},
-		{Current: true, SegmentsCurrent: true},
+		{ContactID: x, Current: true, SegmentsCurrent: true, EventsRecorded: 2},
+		{Current: true, SegmentsCurrent: true, EventsRecorded: 2},
 		{Current: false, SegmentsCurrent: true},
 		{Current: true, SegmentsCurrent: true},
-		{ContactID: w, Current: true, SegmentsCurrent: true},
+		{ContactID: w, Current: true, SegmentsCurrent: true, EventsRecorded: 2},
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("results\n got %+v\nwant %+v", got, want)

@@ -368,6 +368,15 @@ func TestRememberedVerdictIsOneWrite(t *testing.T) {
 	if calls := a.DNS.Calls("warm.example"); calls != 1 {
 		t.Errorf("%d MX lookups, want 1", calls)
 	}
+	// nobody is subscribed: the quiet statement recorded each verdict's event, for the feed
+	for _, id := range []uuid.UUID{first, second} {
+		var n int
+		if err := a.Store.Pool.QueryRow(ctx, `SELECT count(*) FROM webhook_events
+			WHERE contact_id = $1 AND event_type = 'ContactEnriched' AND payload->'data'->'contactEnrichedInfo'->>'emailStatus' = 'Valid'`,
+			id).Scan(&n); err != nil || n != 1 {
+			t.Errorf("%d ContactEnriched events of %s (%v), want 1", n, id, err)
+		}
+	}
 }
 
 // An enrichment whose event the fan-out found nobody for is recorded in the quiet statement

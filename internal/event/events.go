@@ -6,15 +6,17 @@
 // tombstones (redact.go).
 //
 // Every event's columns (its id, type, payload exactly as delivered and time) are built here,
-// by Prepare, and who receives it is decided in one place, the fan-out (fanout.go). The
-// statements that write them to webhook_events are these, and no others
-// (TestOutboxWritersAreListed keeps the list):
-//   - EventsRecord, by Emitter.Record (Emit, test events): events and their planned deliveries.
-//   - ContactCreate: a new contact's TagsAdded and ContactEnriched events, in the statement
-//     that inserts it, with their planned deliveries.
+// by Prepare, and who receives it is decided in one place, the fan-out (fanout.go). One SQL
+// function writes events and their deliveries, record_events (migration 00055), called from
+// inside the statement that makes the change, so that an event is recorded exactly when its
+// change is. These statements call it, and no others (layers.TestDerivedTablesHaveTheirWritersOnly):
+//   - EventsRecord, by Emitter.Record (Emit, test events, replays): events and their planned
+//     deliveries.
+//   - ContactCreate: a new contact's TagsAdded and ContactEnriched events, with their planned
+//     deliveries, if the statement inserted it.
 //   - ContactCreateMany: the same for a batch's contacts.
-//   - TagsSwapMany: tag changes' TagsAdded and TagsRemoved events, in the statement that makes
-//     them (a group of them at once), with their planned deliveries.
+//   - TagsSwapMany: tag changes' TagsAdded and TagsRemoved events, of the changes the
+//     statement made (a group of them at once), with their planned deliveries.
 //   - EnrichFinishMany: the ContactEnriched events of an enrichment pass that nobody is
 //     subscribed to.
 //
@@ -347,7 +349,8 @@ func (e *Emitter) Record(ctx context.Context, tx store.Tx, accountID uuid.UUID, 
 		for i := range ids {
 			ids[i] = uuid.Must(uuid.NewV7())
 		}
-		return tx.EventsRecord(ctx, recordParams(accountID, r, plan, ids))
+		row, err := tx.EventsRecord(ctx, recordParams(accountID, r, plan, ids))
+		return row.Current, err
 	})
 	if err != nil {
 		return nil, err

@@ -16,8 +16,8 @@ import (
 // accounts' writes.
 //
 // The statements that queue planned deliveries are ContactCreate, ContactCreateMany, TagsSwapMany
-// and EventsRecord (Emit, test events, replays), and no other statement inserts into
-// webhook_deliveries (TestDeliveriesComeOnlyFromThePlan).
+// and EventsRecord (Emit, test events, replays), through record_events, the only writer of new
+// deliveries (layers.TestDerivedTablesHaveTheirWritersOnly).
 
 // Audience is an account's live subscriptions, at Version: what the fan-out plans with.
 type Audience struct {

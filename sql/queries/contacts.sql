@@ -57,18 +57,13 @@ WITH current AS (
            sqlc.arg('zip')::text, sqlc.arg('normalized')::text, created_at
     FROM c
     WHERE sqlc.narg('property_id')::uuid IS NOT NULL
-), event AS (
-    -- payloads as text: the exact bytes survive ::json
-    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
-    SELECT c.account_id, e.event_id, e.event_type, c.contact_id, e.payload::json, c.created_at, nullif(e.trace, '')
-    FROM c, (SELECT unnest(@event_ids::uuid[]) AS event_id, unnest(@event_types::text[]) AS event_type,
-                    unnest(@event_payloads::text[]) AS payload, unnest(@event_traces::text[]) AS trace) e
-    RETURNING account_id, event_id, occurred_at
-), delivery AS (
-    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
-    SELECT e.account_id, uuid_v7(e.occurred_at), d.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
-    FROM (SELECT unnest(@delivery_event_ids::uuid[]) AS event_id, unnest(@delivery_subscription_ids::uuid[]) AS subscription_id) d
-    JOIN event e ON e.event_id = d.event_id
+), recorded AS MATERIALIZED (
+    -- the contact's events and their planned deliveries, if it was inserted (migration 00055)
+    SELECT record_events(c.account_id, @event_ids::uuid[], @event_types::text[],
+               array_fill(c.contact_id, ARRAY[coalesce(cardinality(@event_ids::uuid[]), 0)]), @event_payloads::text[],
+               array_fill(c.created_at, ARRAY[coalesce(cardinality(@event_ids::uuid[]), 0)]), @event_traces::text[], false,
+               NULL, @delivery_event_ids::uuid[], @delivery_subscription_ids::uuid[], NULL, NULL, false) AS events
+    FROM c
 ), member AS (
     INSERT INTO segment_members (account_id, segment_id, contact_id, added_at)
     SELECT c.account_id, s.segment_id, c.contact_id, c.created_at
@@ -77,7 +72,8 @@ WITH current AS (
 SELECT coalesce((SELECT contact_id FROM c), '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS contact_id,
        EXISTS (SELECT 1 FROM current) AS current,
        EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = @account_id::uuid AND a.fields_version = @fields_version::bigint) AS fields_current,
-       EXISTS (SELECT 1 FROM segments_current) AS segments_current;
+       EXISTS (SELECT 1 FROM segments_current) AS segments_current,
+       coalesce((SELECT events FROM recorded), 0)::integer AS events_recorded;
 
 -- name: ContactIDByEmail :one
 SELECT contact_id FROM contacts WHERE account_id = $1 AND email_key = $2;
@@ -244,26 +240,20 @@ WITH current AS (
                unnest(@zips::text[]) AS zip,
                unnest(@normalized::text[]) AS normalized
     ) p JOIN c ON c.contact_id = p.contact_id
-), event AS (
-    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
-    SELECT @account_id::uuid, e.event_id, e.event_type, e.contact_id, e.payload::json, @created_at::timestamptz, nullif(e.trace, '')
-    FROM (
-        SELECT unnest(@event_ids::uuid[]) AS event_id,
-               unnest(@event_types::text[]) AS event_type,
-               unnest(@event_contact_ids::uuid[]) AS contact_id,
-               unnest(@event_payloads::text[]) AS payload,
-               unnest(@event_traces::text[]) AS trace
-    ) e JOIN c ON c.contact_id = e.contact_id
-    RETURNING account_id, event_id, occurred_at
-), delivery AS (
-    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
-    SELECT e.account_id, uuid_v7(e.occurred_at), d.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
-    FROM (SELECT unnest(@delivery_event_ids::uuid[]) AS event_id, unnest(@delivery_subscription_ids::uuid[]) AS subscription_id) d
-    JOIN event e ON e.event_id = d.event_id
+), recorded AS MATERIALIZED (
+    -- the inserted contacts' events and their planned deliveries (migration 00055)
+    SELECT record_events(@account_id::uuid, array_agg(e.event_id), array_agg(e.event_type), array_agg(e.contact_id),
+               array_agg(e.payload), array_agg(@created_at::timestamptz), array_agg(e.trace), false,
+               NULL, @delivery_event_ids::uuid[], @delivery_subscription_ids::uuid[], NULL, NULL, false) AS events
+    FROM (SELECT unnest(@event_ids::uuid[]) AS event_id, unnest(@event_types::text[]) AS event_type,
+                 unnest(@event_contact_ids::uuid[]) AS contact_id, unnest(@event_payloads::text[]) AS payload,
+                 unnest(@event_traces::text[]) AS trace) e
+    JOIN c ON c.contact_id = e.contact_id
 )
 SELECT i.contact_id::uuid AS contact_id, (i.contact_id IN (SELECT contact_id FROM c))::boolean AS inserted,
        EXISTS (SELECT 1 FROM current) AS current,
-       EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = @account_id::uuid AND a.fields_version = @fields_version::bigint) AS fields_current
+       EXISTS (SELECT 1 FROM accounts a WHERE a.account_id = @account_id::uuid AND a.fields_version = @fields_version::bigint) AS fields_current,
+       (SELECT events FROM recorded)::integer AS events_recorded
 FROM input i ORDER BY i.position;
 
 -- name: EnrichMarkDue :exec

@@ -1,28 +1,20 @@
 -- name: EventsRecord :one
 -- Records events (none, for a replay) and queues the deliveries the fan-out planned, of these
--- events or of recorded ones, only while the account's subscriptions are at the plan's
+-- events or of recorded ones (record_events), only while the account's subscriptions are at the plan's
 -- @subscriptions_version: otherwise it writes nothing and current is false (plan again). An
 -- event's contact is NULL for uuid.Nil; @test events are about no contact, and left out of
 -- the feed. Payloads come as text: the exact bytes survive ::json.
 WITH current AS (
     SELECT 1 FROM accounts a WHERE a.account_id = @account_id::uuid AND a.subscriptions_version = @subscriptions_version::bigint
-), event AS (
-    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, test, trace)
-    SELECT @account_id, e.event_id, e.event_type,
-           CASE WHEN NOT @test::bool THEN nullif(e.contact_id, '00000000-0000-0000-0000-000000000000'::uuid) END,
-           e.payload::json, e.occurred_at, @test::bool, nullif(e.trace, '')
-    FROM (SELECT unnest(@event_ids::uuid[]) AS event_id, unnest(@event_types::text[]) AS event_type,
-                 unnest(@event_contact_ids::uuid[]) AS contact_id, unnest(@event_payloads::text[]) AS payload,
-                 unnest(@event_times::timestamptz[]) AS occurred_at, unnest(@event_traces::text[]) AS trace) e
-    WHERE EXISTS (SELECT 1 FROM current)
-), delivery AS (
-    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
-    SELECT @account_id, d.delivery_id, d.subscription_id, d.event_id, d.due, @now::timestamptz, @now::timestamptz
-    FROM (SELECT unnest(@delivery_ids::uuid[]) AS delivery_id, unnest(@delivery_event_ids::uuid[]) AS event_id,
-                 unnest(@delivery_subscription_ids::uuid[]) AS subscription_id, unnest(@delivery_due::timestamptz[]) AS due) d
+), recorded AS MATERIALIZED (
+    -- the events and their planned deliveries, or a replay's deliveries (migration 00055)
+    SELECT record_events(@account_id::uuid, @event_ids::uuid[], @event_types::text[], @event_contact_ids::uuid[],
+               @event_payloads::text[], @event_times::timestamptz[], @event_traces::text[], @test::bool,
+               @delivery_ids::uuid[], @delivery_event_ids::uuid[], @delivery_subscription_ids::uuid[],
+               @delivery_due::timestamptz[], @now::timestamptz, true) AS events
     WHERE EXISTS (SELECT 1 FROM current)
 )
-SELECT EXISTS (SELECT 1 FROM current) AS current;
+SELECT EXISTS (SELECT 1 FROM current) AS current, coalesce((SELECT events FROM recorded), 0)::integer AS events_recorded;
 
 -- name: EventsAbout :many
 -- The events about a contact (test events are about none), locked, for its erasure.

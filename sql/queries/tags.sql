@@ -69,24 +69,18 @@ WITH input AS (
     DELETE FROM segment_members m
     USING swapped s, (SELECT unnest(@left_changes::integer[]) AS position, unnest(@left_segment_ids::uuid[]) AS segment_id) l
     WHERE l.position = s.position AND m.account_id = s.account_id AND m.contact_id = s.contact_id AND m.segment_id = l.segment_id
-), events AS (
-    INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, trace)
-    SELECT s.account_id, e.event_id, e.event_type, s.contact_id, e.payload::json, s.updated_at, nullif(e.trace, '')
-    FROM swapped s JOIN (
-        SELECT unnest(@event_changes::integer[]) AS position,
-               unnest(@event_ids::uuid[]) AS event_id,
-               unnest(@event_types::text[]) AS event_type,
-               unnest(@event_payloads::text[]) AS payload,
-               unnest(@event_traces::text[]) AS trace
-    ) e ON e.position = s.position
-    RETURNING account_id, event_id, occurred_at
-), delivery AS (
-    INSERT INTO webhook_deliveries (account_id, delivery_id, subscription_id, event_id, next_attempt_at, created_at, updated_at)
-    SELECT e.account_id, uuid_v7(e.occurred_at), d.subscription_id, e.event_id, e.occurred_at, e.occurred_at, e.occurred_at
-    FROM (SELECT unnest(@delivery_event_ids::uuid[]) AS event_id, unnest(@delivery_subscription_ids::uuid[]) AS subscription_id) d
-    JOIN events e ON e.event_id = d.event_id
+), recorded AS MATERIALIZED (
+    -- the swapped changes' events and their planned deliveries (migration 00055)
+    SELECT record_events(@account_id::uuid, array_agg(e.event_id), array_agg(e.event_type), array_agg(s.contact_id),
+               array_agg(e.payload), array_agg(s.updated_at), array_agg(e.trace), false,
+               NULL, @delivery_event_ids::uuid[], @delivery_subscription_ids::uuid[], NULL, NULL, false) AS events
+    FROM swapped s
+    JOIN (SELECT unnest(@event_changes::integer[]) AS position, unnest(@event_ids::uuid[]) AS event_id,
+                 unnest(@event_types::text[]) AS event_type, unnest(@event_payloads::text[]) AS payload,
+                 unnest(@event_traces::text[]) AS trace) e ON e.position = s.position
 )
 SELECT coalesce(s.contact_id, '00000000-0000-0000-0000-000000000000'::uuid)::uuid AS contact_id,
-       k.current::boolean AS current, k.segments_current::boolean AS segments_current
+       k.current::boolean AS current, k.segments_current::boolean AS segments_current,
+       (SELECT events FROM recorded)::integer AS events_recorded
 FROM checked k LEFT JOIN swapped s ON s.position = k.position
 ORDER BY k.position;

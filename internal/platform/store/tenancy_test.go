@@ -270,8 +270,8 @@ func TestOurFunctionsAreConfinedToTheirAccount(t *testing.T) {
 
 // plpgsqlStatements reads the SQL statements of a plpgsql body written as ours are: an optional
 // DECLARE of one variable a line, then statements ending in ";" (SELECT ... INTO, PERFORM,
-// RETURN QUERY, the DML) and control flow (IF ... THEN, RETURN, END IF), which runs no SQL
-// of its own here. A body it cannot read is an error, not a pass.
+// RETURN QUERY, the DML) and control flow (IF ... THEN, RETURN, RETURN of an expression
+// without a query, END IF), which runs no SQL of its own here. A body it cannot read is an error, not a pass.
 func plpgsqlStatements(src string) (statements []string, variables map[string]string, err error) {
 	src = regexp.MustCompile(`--[^\n]*`).ReplaceAllString(src, "")
 	m := regexp.MustCompile(`(?is)^\s*(#variable_conflict\s+\w+\s+)?(DECLARE\s+(.*?))?\bBEGIN\b(.*)\bEND\s*;?\s*$`).FindStringSubmatch(src)
@@ -292,6 +292,8 @@ func plpgsqlStatements(src string) (statements []string, variables map[string]st
 		upper := strings.ToUpper(st)
 		switch {
 		case st == "", upper == "RETURN", strings.HasPrefix(upper, "END IF"):
+		case strings.HasPrefix(upper, "RETURN ") && !strings.HasPrefix(upper, "RETURN QUERY") && !strings.Contains(upper, "SELECT"):
+			// an expression of the parameters and variables: no SQL of its own
 		case strings.HasPrefix(upper, "IF "):
 			if !strings.HasSuffix(upper, "RETURN") || strings.Contains(upper, "SELECT") {
 				return nil, nil, fmt.Errorf("an IF that runs more than its condition's functions: %q", st)
