@@ -314,27 +314,52 @@ func TestUniqueFieldValues(t *testing.T) {
 	}
 }
 
-// Creates racing for one unique value end in exactly one 200 and 409s naming its contact.
+// Creates racing for one unique value end in exactly one 200 and 409s naming its contact. The
+// race is proven, not hoped for: an open transaction of the test holds the value first, so
+// every racer's claim waits for it, and the database shows all of them waiting at once before
+// it lets go; they then meet each other with nothing in between.
 func TestUniqueFieldValueRace(t *testing.T) {
 	t.Parallel()
 	a := testkit.NewAPI(t)
-	_, key := a.Account("acme")
+	ctx := context.Background()
+	account, key := a.Account("acme")
 	defineField(t, a, key, map[string]any{"key": "member", "label": "Member", "type": "text", "unique": true})
+	// the value's stored form, as a claim of the product's own makes it
+	probe := createContact(t, a, key, map[string]any{"email": "probe@example.com", "customFields": map[string]any{"member": "M-1"}}).Contact
+	var stored string
+	if err := a.Store.Pool.QueryRow(ctx, "SELECT value FROM contact_unique_values WHERE field_key = 'member'").Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if r := a.Do("DELETE", "/public/v1/contact/"+probe.ContactId, key, nil); r.Status != 204 {
+		t.Fatalf("delete the probe: %d %s", r.Status, r.Body)
+	}
+	blocker := createContact(t, a, key, map[string]any{"email": "blocker@example.com"}).Contact
+	hold, err := a.Store.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx) //nolint:errcheck // rolled back below; this is for a failure before
+	if _, err := hold.Exec(ctx, `INSERT INTO contact_unique_values (account_id, field_key, value, contact_id) VALUES ($1, 'member', $2, $3)`,
+		account, stored, blocker.ContactId); err != nil {
+		t.Fatal(err)
+	}
 	const n = 8
 	statuses := make([]int, n)
 	bodies := make([]string, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			r := a.Do("POST", "/public/v1/contact", key, map[string]any{"email": fmt.Sprintf("racer%d@example.com", i), "customFields": map[string]any{"member": "M-1"}})
 			statuses[i], bodies[i] = r.Status, string(r.Body)
-		}()
+		})
+	}
+	testkit.Eventually(t, "every racer's claim waiting for the held value", func() bool { return a.LockWaiters(t) == n })
+	if err := hold.Rollback(ctx); err != nil {
+		t.Fatal(err)
 	}
 	wg.Wait()
 	var winner string
-	if err := testkit.Pool(a.Store).QueryRow(context.Background(), "SELECT contact_id::text FROM contact_unique_values").Scan(&winner); err != nil {
+	if err := testkit.Pool(a.Store).QueryRow(ctx, "SELECT contact_id::text FROM contact_unique_values").Scan(&winner); err != nil {
 		t.Fatal(err)
 	}
 	ok := 0
@@ -346,8 +371,8 @@ func TestUniqueFieldValueRace(t *testing.T) {
 			t.Errorf("racer %d: %d %s, want 409 naming %s", i, s, bodies[i], winner)
 		}
 	}
-	if ok != 1 || a.Count(t, "SELECT count(*) FROM contacts") != 1 {
-		t.Errorf("%d creates succeeded, %d contacts: want 1 and 1", ok, a.Count(t, "SELECT count(*) FROM contacts"))
+	if contacts := a.Count(t, "SELECT count(*) FROM contacts"); ok != 1 || contacts != 2 {
+		t.Errorf("%d creates succeeded, %d contacts: want 1, and 2 with the blocker", ok, contacts)
 	}
 }
 
