@@ -88,6 +88,7 @@ func TestEveryOperationHasAWorstCase(t *testing.T) {
 			// decides what a page's pruning may remove (it is the cluster's), and with it whether
 			// a later update finds room on its page
 			a := testkit.NewAPIOn(t, testkit.NewDatabaseFrom(t, tmpl.name), tmpl.sealed)
+			a.SeededMemberships("the worst cases' contacts are put in every segment by hand")
 			tmpl.warmUp(t, a)
 			e := tmpl.env.on(t, a)
 			m := newMeter(t, a)

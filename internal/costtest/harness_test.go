@@ -60,6 +60,7 @@ func prepareTemplate(t *testing.T) *template {
 	tm := &template{name: strings.TrimPrefix(u.Path, "/"), secret: seal.NewKey()}
 	built := t.Run("template", func(t *testing.T) {
 		a := testkit.NewAPIOn(t, dbURL, tm.sealed)
+		a.SeededMemberships("the worst cases' contacts are put in every segment by hand")
 		account, key := a.Account("costs")
 		e := &env{t: t, a: a, account: account, key: key}
 		e.subscribeAll()

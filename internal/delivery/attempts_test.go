@@ -93,8 +93,10 @@ func TestAttemptsGoWithTheirDelivery(t *testing.T) {
 	if n, last := attempts(); n != 4 || last == nil {
 		t.Fatalf("recorded: %d attempts, last success %v; want 4 and the success", n, last)
 	}
-	// a delete takes its deliveries' attempts, not the others'
-	if _, err := pool.Exec(ctx, `DELETE FROM webhook_deliveries WHERE delivery_id = $1`, deliveries[0]); err != nil {
+	// a delete takes its deliveries' attempts, not the others' (the event goes too, as the
+	// retention prunes both)
+	if _, err := pool.Exec(ctx, `WITH gone AS (DELETE FROM webhook_deliveries WHERE delivery_id = $1 RETURNING account_id, event_id)
+		DELETE FROM webhook_events e USING gone WHERE e.account_id = gone.account_id AND e.event_id = gone.event_id`, deliveries[0]); err != nil {
 		t.Fatal(err)
 	}
 	var left []uuid.UUID

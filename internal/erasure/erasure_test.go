@@ -501,8 +501,12 @@ func TestSuppressionKnowsThePersonNotTheSpelling(t *testing.T) {
 			t.Errorf("a neighbour %s %s: %d, want 200", email, phone, st)
 		}
 	}
-	// an entry of the list from before: the spelling's digest alone
-	erasure := uuid.New()
+	// an entry of the list from before: the spelling's digest alone (of the erasure above: every
+	// erasure's suppression names a journalled one)
+	var erasure uuid.UUID
+	if err := a.Store.Pool.QueryRow(context.Background(), "SELECT erasure_id FROM erasures").Scan(&erasure); err != nil {
+		t.Fatal(err)
+	}
 	entries, err := a.Svc.Suppressions.Entries(context.Background(), account, "old.spelling@outlook.com", nil)
 	if err != nil {
 		t.Fatal(err)

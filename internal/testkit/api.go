@@ -51,6 +51,8 @@ type API struct {
 	// RateClock is the clock of the request rate limits (without Redis): a test passes a
 	// window by moving it on.
 	RateClock *Clock
+
+	seededMemberships string // SeededMemberships' reason
 }
 
 // Clock is the wall clock moved on by what Advance added.
@@ -137,7 +139,9 @@ type Option func(*config.Config)
 // NewAPI starts the API for one test, on a fresh database of the test cluster.
 func NewAPI(t testing.TB, opts ...Option) *API {
 	t.Helper()
-	return NewAPIOn(t, NewDatabase(t), opts...)
+	url := NewDatabase(t)
+	recordSubscriptionDefinitions(t, url)
+	return NewAPIOn(t, url, opts...)
 }
 
 // NewAPIOn starts the API for one test on the migrated database at dbURL: one of another
@@ -189,7 +193,9 @@ func NewAPIOn(t testing.TB, dbURL string, opts ...Option) *API {
 	t.Cleanup(stopListening)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &API{t: t, URL: srv.URL, DatabaseURL: dbURL, Store: st, Svc: svc, Cfg: cfg, DNS: dns, Logs: logs, Handler: h, RateClock: clock}
+	a := &API{t: t, URL: srv.URL, DatabaseURL: dbURL, Store: st, Svc: svc, Cfg: cfg, DNS: dns, Logs: logs, Handler: h, RateClock: clock}
+	t.Cleanup(func() { a.CheckSegmentMembership(t) })
+	return a
 }
 
 // Account creates an account and a key for it, returning the account id and the key.

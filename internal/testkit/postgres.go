@@ -45,6 +45,9 @@ func run(m *testing.M, settings ...string) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// commit timestamps: the delivery invariant (CheckInvariants) orders events and the
+	// subscriptions' definitions by their commits
+	settings = append(settings, "track_commit_timestamp=on")
 	cluster, err = pgembed.Start(ctx, pgembed.Options{Dir: dir, Ephemeral: true, Settings: settings})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testkit: start PostgreSQL:", err)
