@@ -22,7 +22,9 @@ type benchDB struct {
 	scopedKey string
 	// segmentsKey is the key of the account of 100 dynamic segments (segments.go)
 	segmentsKey string
-	dir         string
+	// quietKey is the key of an account nobody subscribes to: what an account without webhooks does
+	quietKey string
+	dir      string
 	// bin is the contactd binary that made the accounts (and makes more)
 	bin   string
 	close func()
@@ -74,6 +76,12 @@ func openBenchDB(ctx context.Context, bin string, settings []string) (*benchDB, 
 		return fail(err)
 	}
 	if b.segmentsKey, err = createKey(ctx, bin, b.url, "bench-segments", "bench-segments"); err != nil {
+		return fail(err)
+	}
+	if _, err := createAccount(ctx, bin, b.url, "bench-quiet"); err != nil {
+		return fail(err)
+	}
+	if b.quietKey, err = createKey(ctx, bin, b.url, "bench-quiet", "bench-quiet"); err != nil {
 		return fail(err)
 	}
 	return b, nil

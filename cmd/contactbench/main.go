@@ -50,6 +50,7 @@ type options struct {
 	whRate                   float64
 	profileDir               string
 	jsonOut                  string
+	compare                  string
 	only                     string
 	pgStats                  bool
 	hold                     bool
@@ -87,6 +88,7 @@ func main() {
 	flag.StringVar(&o.profileDir, "profile", "", "write a CPU profile of contactd per workload into this directory (pprof)")
 	flag.BoolVar(&o.pgStats, "pgstats", false, "print the statements PostgreSQL spent the most time on over the run (pg_stat_statements)")
 	flag.StringVar(&o.jsonOut, "json", "", "also write the results as JSON to this file")
+	flag.StringVar(&o.compare, "compare", "docs/performance.md", "the document whose last run (make bench-doc) this run's ratios are compared with: REGRESSED for any that fell more than 15 % (\"\": none)")
 	flag.StringVar(&o.only, "only", "", "comma-separated workloads to run (default all)")
 	flag.BoolVar(&o.smoke, "smoke", false, "a few seconds on a tiny dataset, to check the tool works (make test)")
 	flag.IntVar(&o.events, "events", 300_000, "events seeded for the dataout run")
@@ -280,7 +282,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if err := defineBenchFields(ctx, dr, contactdURL); err != nil {
 		return err
 	}
-	segments := &segmentsAccount{key: b.segmentsKey}
+	segments := &segmentsAccount{key: b.segmentsKey, quietKey: b.quietKey}
 	if selected("create-segments") || selected("add-tags-segments") {
 		n := 10_000
 		if o.smoke {
@@ -296,6 +298,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		if segments, err = prepareSegments(ctx, segDriver, contactdURL, b.segmentsKey, n); err != nil {
 			return err
 		}
+		segments.quietKey = b.quietKey
 	}
 	rep := report{Date: time.Now().UTC().Format("2006-01-02"), Machine: machine(), Concurrency: o.concurrency, Contacts: o.contacts, Smoke: o.smoke}
 	wls := workloads(contactdURL, baseURL, limitedURL, b.scopedKey, ds, segments)
@@ -433,6 +436,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 		}
 	}
 	printReport(out, rep)
+	if !o.smoke {
+		if err := printRegressions(os.Stderr, rep, o.compare); err != nil {
+			return err
+		}
+	}
 	if o.jsonOut != "" {
 		b, _ := json.MarshalIndent(rep, "", "  ")
 		if err := os.WriteFile(o.jsonOut, b, 0o644); err != nil {
@@ -601,6 +609,12 @@ func workloads(cd, base string, limited *string, scopedKey string, ds dataset, s
 		{name: "get-by-email", server: "contactd", next: getByEmail},
 		{name: "create", server: "contactd", next: create},
 		{name: "create-fields", server: "contactd", next: createFields},
+		// the same create in an account nobody subscribes to: its events go to the feed only
+		{name: "create-unsubscribed", server: "contactd", next: func(w *worker) request {
+			r := create(w)
+			r.key = segments.quietKey
+			return r
+		}},
 		{name: "add-tags", server: "contactd", next: addTags},
 		// the same in an account of 100 dynamic segments (segments.go), each write keeping them
 		{name: "create-segments", server: "contactd", next: func(w *worker) request {

@@ -18,6 +18,8 @@ const benchSegments = 100
 type segmentsAccount struct {
 	key string
 	ids []uuid.UUID
+	// quietKey is the key of the account nobody subscribes to (create-unsubscribed)
+	quietKey string
 }
 
 // segmentFilter is the i-th bench segment's filter: a tenth of them hold every contact with
