@@ -14,11 +14,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
-	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,19 +41,44 @@ var swaps = map[token.Token]token.Token{
 
 type mutant struct {
 	file     string // absolute
-	offset   int    // of the operator in the file
-	old, new string // the operator's text, and what replaces it
+	kind     string // kinds.go
+	offset   int    // of the changed text in the file
+	old, new string // the text, and what replaces it
 	line     int
 	col      int
+	// covLine and covCol, when set, are where a test must have run for the mutant to be tried
+	// against it (a statement's mutant: the method that sends it); allTests, every test that
+	// ran the package (a named constant's)
+	covLine, covCol int
+	allTests        bool
+	// source is the changed line (a statement's: its name and line), which identifies the
+	// mutant in the file of equivalent survivors
+	source string
 }
 
 func (m mutant) String() string {
 	rel, _ := filepath.Rel(mustGetwd(), m.file)
-	what := fmt.Sprintf("%s -> %s", m.old, m.new)
-	if m.new == "" {
-		what = "drop " + m.old
+	return fmt.Sprintf("%s:%d: %s", rel, m.line, m.what())
+}
+
+// what is the change, as the file of equivalent survivors names it.
+func (m mutant) what() string {
+	switch {
+	case m.kind == kindError:
+		return "skip the error return"
+	case m.kind == kindCall:
+		return "drop the call"
+	case m.new == "":
+		return "drop " + strings.TrimSpace(m.old)
 	}
-	return fmt.Sprintf("%s:%d: %s", rel, m.line, what)
+	return fmt.Sprintf("%s -> %s", strings.TrimSpace(m.old), strings.TrimSpace(m.new))
+}
+
+// id is the mutant as the file of equivalent survivors lists it: its file, its line's text and
+// the change, which stay the same when lines above it move.
+func (m mutant) id() string {
+	rel, _ := filepath.Rel(mustGetwd(), m.file)
+	return fmt.Sprintf("%s: %s: %s", filepath.ToSlash(rel), m.source, m.what())
 }
 
 func main() {
@@ -61,7 +87,17 @@ func main() {
 	files := flag.String("files", "", "only files whose base name matches this regexp")
 	lines := flag.String("lines", "", "only mutants on these lines of the files chosen: 38,52,439- (a run cut short, or its timed-out mutants, tried again)")
 	timeout := flag.Duration("timeout", 0, "one mutant's build and tests at most (default: 3 x its tests' unmutated time plus 2 minutes, at least 3 minutes)")
+	sqlNames := flag.String("sql", "", "with -pkg ./gen/db: mutate the predicates of the statements whose names match this regexp")
+	kinds := flag.String("kinds", "", "only these kinds of change, comma-separated: "+strings.Join(allKinds, ","))
+	equivalentFile := flag.String("equivalent", "cmd/mutate/equivalent.txt", "the survivors judged equivalent, each with its reason: a survivor not there fails the run")
+	scoreFile := flag.String("score", "", "append the run's score (package, tested, killed, equivalent) to this file")
+	writeFrom := flag.String("write-scores", "", "write the runs appended to this file by -score into -doc's table, and fail if a score fell (no mutants run)")
+	doc := flag.String("doc", "docs/development.md", "the document whose mutation table -write-scores writes")
 	flag.Parse()
+	if *writeFrom != "" {
+		check(writeScores(*writeFrom, *doc))
+		return
+	}
 	if *pkg == "" {
 		flag.Usage()
 		os.Exit(2)
@@ -84,7 +120,17 @@ func main() {
 			covered[file] = append(covered[file], blocks...)
 		}
 	}
-	mutants := findMutants(*pkg, only, covered)
+	var sqlOnly *regexp.Regexp
+	if *sqlNames != "" {
+		sqlOnly = regexp.MustCompile(*sqlNames)
+	}
+	mutants := findMutants(*pkg, only, sqlOnly, covered)
+	if *kinds != "" {
+		keep := strings.Split(*kinds, ",")
+		mutants = slices.DeleteFunc(mutants, func(m mutant) bool { return !slices.Contains(keep, m.kind) })
+	}
+	equivalent, err := readEquivalent(*equivalentFile)
+	check(err)
 	if *lines != "" {
 		keep, err := lineSet(*lines)
 		check(err)
@@ -118,14 +164,64 @@ func main() {
 		fmt.Printf("[%d/%d] %s: %s (%d tests)\n", i+1, len(mutants), m, verdict, chosen.tests)
 	}
 	tested := len(mutants) - len(unbuilt)
-	fmt.Printf("\n%s: %d mutants tested, %d killed, %d survived", *pkg, tested, tested-len(survived), len(survived))
-	if tested > 0 {
-		fmt.Printf(" (%.0f%% killed)", 100*float64(tested-len(survived))/float64(tested))
+	var unexplained []mutant
+	judged := 0
+	for _, m := range survived {
+		if why, ok := equivalent[m.id()]; ok {
+			judged++
+			fmt.Printf("  equivalent: %s (%s)\n", m, why)
+		} else {
+			unexplained = append(unexplained, m)
+		}
+	}
+	killed := tested - len(survived)
+	fmt.Printf("\n%s: %d mutants tested, %d killed, %d survived (%d judged equivalent)", *pkg, tested, killed, len(survived), judged)
+	if tested > judged {
+		fmt.Printf(": %.1f%% killed of those that change behaviour", 100*float64(killed)/float64(tested-judged))
 	}
 	fmt.Println()
-	for _, m := range survived {
-		fmt.Println("  survivor:", m)
+	for _, m := range unexplained {
+		fmt.Printf("  survivor: %s\n    (if it changes nothing, add to %s:  %s ## why)\n", m, *equivalentFile, m.id())
 	}
+	if *scoreFile != "" {
+		name := *pkg
+		if *sqlNames != "" {
+			name += " (sql " + *sqlNames + ")"
+		}
+		f, err := os.OpenFile(*scoreFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		check(err)
+		fmt.Fprintf(f, "%s\t%d\t%d\t%d\n", name, tested, killed, judged)
+		check(f.Close())
+	}
+	if len(unexplained) > 0 {
+		os.Exit(1)
+	}
+}
+
+var allKinds = []string{kindSwap, kindNot, kindError, kindCall, kindNumber, kindSQL}
+
+// readEquivalent reads the survivors judged equivalent: "id ## reason" a line (mutant.id),
+// with # comments. No file is none judged.
+func readEquivalent(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for i, line := range strings.Split(string(b), "\n") {
+		if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		id, why, ok := strings.Cut(line, " ## ")
+		if !ok || strings.TrimSpace(why) == "" {
+			return nil, fmt.Errorf("%s:%d: a survivor without its reason (id ## why)", path, i+1)
+		}
+		out[strings.TrimSpace(id)] = strings.TrimSpace(why)
+	}
+	return out, nil
 }
 
 // lineSet reads -lines: line numbers and ranges (10-20), a range without its end open.
@@ -259,7 +355,7 @@ func readCoverage(profile string) map[string][]block {
 	return covered
 }
 
-func findMutants(pkg string, only *regexp.Regexp, covered map[string][]block) []mutant {
+func findMutants(pkg string, only, sqlOnly *regexp.Regexp, covered map[string][]block) []mutant {
 	dir, err := filepath.Abs(pkg)
 	check(err)
 	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
@@ -272,8 +368,14 @@ func findMutants(pkg string, only *regexp.Regexp, covered map[string][]block) []
 		if strings.HasSuffix(base, "_test.go") || !only.MatchString(base) {
 			continue
 		}
-		file, err := parser.ParseFile(fset, name, nil, 0)
+		src, err := os.ReadFile(name)
 		check(err)
+		file, err := parser.ParseFile(fset, name, src, 0)
+		check(err)
+		if sqlOnly != nil {
+			mutants = append(mutants, sqlMutants(fset, name, src, file, sqlOnly)...)
+			continue
+		}
 		isCovered := func(p token.Pos) bool {
 			pos := fset.Position(p)
 			for _, b := range covered[base] {
@@ -283,31 +385,9 @@ func findMutants(pkg string, only *regexp.Regexp, covered map[string][]block) []
 			}
 			return false
 		}
-		ast.Inspect(file, func(n ast.Node) bool {
-			switch e := n.(type) {
-			case *ast.BinaryExpr:
-				if to, ok := swaps[e.Op]; ok && isCovered(e.OpPos) && !constantOperands(e) {
-					pos := fset.Position(e.OpPos)
-					mutants = append(mutants, mutant{name, pos.Offset, e.Op.String(), to.String(), pos.Line, pos.Column})
-				}
-			case *ast.UnaryExpr:
-				if e.Op == token.NOT && isCovered(e.OpPos) {
-					pos := fset.Position(e.OpPos)
-					mutants = append(mutants, mutant{name, pos.Offset, "!", "", pos.Line, pos.Column})
-				}
-			}
-			return true
-		})
+		mutants = append(mutants, goMutants(fset, name, src, file, isCovered)...)
 	}
 	return mutants
-}
-
-// constantOperands is a comparison of two literals, which a swap turns into nothing a test
-// could tell from a compile error.
-func constantOperands(e *ast.BinaryExpr) bool {
-	_, l := e.X.(*ast.BasicLit)
-	_, r := e.Y.(*ast.BasicLit)
-	return l && r
 }
 
 // writeMutant writes the mutated file and an overlay that puts it in place of the original.

@@ -86,14 +86,27 @@ type choice struct {
 	took    time.Duration
 }
 
-// runsOf chooses the tests that ran the mutant's operator unmutated.
+// runsOf chooses the tests that ran the mutant's code unmutated (a named constant's: every
+// test that ran the package).
 func runsOf(runs []testRun, m mutant) choice {
 	base := filepath.Base(m.file)
+	line, col := m.line, m.col
+	if m.covLine > 0 {
+		line, col = m.covLine, m.covCol
+	}
 	var c choice
 	pkgs, names := map[string]bool{}, map[string]bool{}
 	for _, r := range runs {
+		if m.allTests {
+			if len(r.covered) > 0 {
+				pkgs[r.pkg], names[r.name] = true, true
+				c.tests++
+				c.took += r.took
+			}
+			continue
+		}
 		for _, b := range r.covered[base] {
-			if b.holds(m.line, m.col) {
+			if b.holds(line, col) {
 				pkgs[r.pkg], names[r.name] = true, true
 				c.tests++
 				c.took += r.took
