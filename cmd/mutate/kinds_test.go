@@ -94,19 +94,23 @@ func TestScoresOnlyGoUp(t *testing.T) {
 	}
 	write(doc, "intro\n"+scoresBegin+"\n| target | mutants tested | killed | judged equivalent | killed of those that change behaviour |\n|---|---|---|---|---|\n"+
 		"| `-pkg ./a` | 10 | 8 | 0 | 80.0% |\n| `-pkg ./b` | 10 | 9 | 0 | 90.0% |\n"+scoresEnd+"\noutro\n")
-	write(runs, "-pkg ./a\t10\t9\t1\n-pkg ./c\t4\t4\t0\n")
+	write(runs, "-pkg ./a\t10\t9\t1\n-pkg ./c (sql ^(A|B))\t4\t4\t0\n")
 	if err := writeScores(runs, doc); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(doc)
 	want := "intro\n" + scoresBegin + "\n| target | mutants tested | killed | judged equivalent | killed of those that change behaviour |\n|---|---|---|---|---|\n" +
-		"| `-pkg ./a` | 10 | 9 | 1 | 100.0% |\n| `-pkg ./b` | 10 | 9 | 0 | 90.0% |\n| `-pkg ./c` | 4 | 4 | 0 | 100.0% |\n" + scoresEnd + "\noutro\n"
+		"| `-pkg ./a` | 10 | 9 | 1 | 100.0% |\n| `-pkg ./b` | 10 | 9 | 0 | 90.0% |\n| `-pkg ./c (sql ^(A\\|B))` | 4 | 4 | 0 | 100.0% |\n" + scoresEnd + "\noutro\n"
 	if string(b) != want {
 		t.Errorf("doc\n%s\nwant\n%s", b, want)
 	}
 	write(runs, "-pkg ./b\t10\t8\t0\n")
 	if err := writeScores(runs, doc); err == nil || !strings.Contains(err.Error(), "-pkg ./b: 80.0%, was 90.0%") {
 		t.Errorf("a fallen score: %v", err)
+	}
+	write(runs, "-pkg ./c (sql ^(A|B))\t4\t4\t0\n") // the escaped row is read back as its own
+	if err := writeScores(runs, doc); err != nil {
+		t.Error(err)
 	}
 	if b2, _ := os.ReadFile(doc); string(b2) != want {
 		t.Errorf("the table changed with a fallen score:\n%s", b2)

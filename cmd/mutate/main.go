@@ -138,9 +138,14 @@ func main() {
 	}
 	fmt.Printf("%d mutants in covered code of %s, each against the tests of %s that run it\n", len(mutants), *pkg, strings.Join(testPkgs, " "))
 
-	var survived, unbuilt []mutant
+	var survived, unbuilt, unrun []mutant
 	for i, m := range mutants {
 		chosen := runsOf(runs, m)
+		if chosen.tests == 0 { // a statement none of the tests sends: nothing could notice
+			unrun = append(unrun, m)
+			fmt.Printf("[%d/%d] %s: not run by the tests\n", i+1, len(mutants), m)
+			continue
+		}
 		overlay := writeMutant(tmp, m)
 		limit := *timeout
 		if limit == 0 {
@@ -163,7 +168,10 @@ func main() {
 		}
 		fmt.Printf("[%d/%d] %s: %s (%d tests)\n", i+1, len(mutants), m, verdict, chosen.tests)
 	}
-	tested := len(mutants) - len(unbuilt)
+	tested := len(mutants) - len(unbuilt) - len(unrun)
+	if len(unrun) > 0 {
+		fmt.Printf("\n%d mutants of statements no test chosen sends, not tried: write the test that sends them\n", len(unrun))
+	}
 	var unexplained []mutant
 	judged := 0
 	for _, m := range survived {

@@ -62,11 +62,11 @@ func writeScores(runsFile, doc string) error {
 	}
 	rows := map[string]score{}
 	for _, line := range strings.Split(table, "\n") {
-		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+		cells := cellsOf(line)
 		if len(cells) != 5 {
 			continue
 		}
-		s := score{target: strings.Trim(strings.TrimSpace(cells[0]), "`")}
+		s := score{target: strings.ReplaceAll(strings.Trim(strings.TrimSpace(cells[0]), "`"), `\|`, "|")}
 		if s.tested, err = strconv.Atoi(strings.TrimSpace(cells[1])); err != nil {
 			continue // the header
 		}
@@ -86,7 +86,7 @@ func writeScores(runsFile, doc string) error {
 	out.WriteString("\n| target | mutants tested | killed | judged equivalent | killed of those that change behaviour |\n|---|---|---|---|---|\n")
 	for _, name := range slices.Sorted(maps.Keys(rows)) {
 		s := rows[name]
-		fmt.Fprintf(&out, "| `%s` | %d | %d | %d | %.1f%% |\n", s.target, s.tested, s.killed, s.equivalent, s.percent())
+		fmt.Fprintf(&out, "| `%s` | %d | %d | %d | %.1f%% |\n", strings.ReplaceAll(s.target, "|", `\|`), s.tested, s.killed, s.equivalent, s.percent())
 	}
 	if err := os.WriteFile(doc, []byte(before+scoresBegin+out.String()+scoresEnd+after), 0o644); err != nil {
 		return err
@@ -95,4 +95,19 @@ func writeScores(runsFile, doc string) error {
 		return fmt.Errorf("the mutation score fell: %s", strings.Join(fell, "; "))
 	}
 	return nil
+}
+
+// cellsOf splits a table row on its pipes, but not on an escaped one (\|, a target's regexp).
+func cellsOf(line string) []string {
+	line = strings.TrimSpace(line)
+	line = strings.TrimPrefix(strings.TrimSuffix(line, "|"), "|")
+	var cells []string
+	start := 0
+	for i := 0; i < len(line); i++ {
+		if line[i] == '|' && (i == 0 || line[i-1] != '\\') {
+			cells = append(cells, line[start:i])
+			start = i + 1
+		}
+	}
+	return append(cells, line[start:])
 }
