@@ -86,7 +86,11 @@ func writeScores(runsFile, doc string) error {
 	out.WriteString("\n| target | mutants tested | killed | judged equivalent | killed of those that change behaviour |\n|---|---|---|---|---|\n")
 	for _, name := range slices.Sorted(maps.Keys(rows)) {
 		s := rows[name]
-		fmt.Fprintf(&out, "| `%s` | %d | %d | %d | %.1f%% |\n", strings.ReplaceAll(s.target, "|", `\|`), s.tested, s.killed, s.equivalent, s.percent())
+		share := "—" // nothing tried: no test chosen runs its code
+		if s.tested > s.equivalent {
+			share = fmt.Sprintf("%.1f%%", s.percent())
+		}
+		fmt.Fprintf(&out, "| `%s` | %d | %d | %d | %s |\n", strings.ReplaceAll(s.target, "|", `\|`), s.tested, s.killed, s.equivalent, share)
 	}
 	if err := os.WriteFile(doc, []byte(before+scoresBegin+out.String()+scoresEnd+after), 0o644); err != nil {
 		return err
