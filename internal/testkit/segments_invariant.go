@@ -20,7 +20,9 @@ import (
 // full evaluation of its filter over the account's contacts finds (a backfill's, page by page).
 // Writes keep memberships in their own transactions, so the two agree in any one snapshot;
 // work still running when a test ends (an enrichment, a backfill's last page) is waited for by
-// reading again until they agree, and a break is reported once they never do.
+// reading again until they agree, and a break is reported once they never do. (A lead score
+// decays between writes, and membership is decided at a write: a test whose scores sat on a
+// leadScore segment's bound could see the two part; the tests' scores are far from theirs.)
 func (a *API) CheckSegmentMembership(t testing.TB) {
 	t.Helper()
 	if a.seededMemberships != "" {
