@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/contactd/contactd/internal/segment"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
@@ -139,6 +140,43 @@ func TestImportNDJSON(t *testing.T) {
 	rejected := readCSV(t, file+".rejected.csv")
 	if len(rejected) != 3 || rejected[1][0] != "3" || !strings.Contains(rejected[1][1], "color") || rejected[2][0] != "4" {
 		t.Errorf("rejected: %q", rejected)
+	}
+}
+
+// An import's batch that would move its contacts into or out of segments more often than a
+// batch may is written in halves: every row lands, with every membership and its event.
+func TestImportSplitsABatchThatMovesTooManyMemberships(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a := testkit.NewAPI(t)
+	_, key := a.Account("acme")
+	const segments, rows = 100, 150 // 15,000 entries in one batch of the import
+	for i := range segments {
+		r := a.Do("POST", "/public/v1/segments", key, map[string]any{"name": "vip " + strconv.Itoa(i), "kind": "dynamic",
+			"filter": map[string]any{"groups": []any{map[string]any{"conditions": []any{
+				map[string]any{"attribute": "tags", "operator": "contains", "value": "vip"}}}}}})
+		if r.Status != 200 {
+			t.Fatalf("segment: %d %s", r.Status, r.Body)
+		}
+	}
+	a.Backfill(t)
+	if rows*segments <= segment.MaxChangesPerWrite {
+		t.Fatal("the import fits one batch: it would not split")
+	}
+	var lines strings.Builder
+	for i := range rows {
+		lines.WriteString(`{"email":"p` + strconv.Itoa(i) + `@example.com","tags":["vip"]}` + "\n")
+	}
+	file := writeFile(t, "contacts.ndjson", lines.String())
+	code, stdout, stderr := contactd(t, ctx, a.DatabaseURL, "import", "--account", "acme", "--writers", "1", file)
+	if code != 0 || !strings.Contains(stdout, strconv.Itoa(rows)+" created") {
+		t.Fatalf("import: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for what, q := range map[string]string{"memberships": `SELECT count(*) FROM segment_members`,
+		"events": `SELECT count(*) FROM webhook_events WHERE event_type = 'ContactEnteredSegment'`} {
+		if n := a.Count(t, q); n != rows*segments {
+			t.Errorf("%s: %d, want %d", what, n, rows*segments)
+		}
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/platform/store"
+	"github.com/contactd/contactd/internal/segment"
 	"github.com/contactd/contactd/internal/suppression"
 )
 
@@ -177,6 +178,14 @@ func (s *Service) batch(ctx context.Context, accountID uuid.UUID, o BatchOptions
 		}
 		return s.keepSegments(ctx, tx, accountID, written...)
 	})
+	var tooMany segment.TooManyChanges
+	if errors.As(err, &tooMany) {
+		e := apperr.Invalid(apperr.Field("body.contacts", "maxSegmentChanges", fmt.Sprintf(
+			"a batch moves its contacts into or out of segments at most %d times (this one %d): split it",
+			segment.MaxChangesPerWrite, tooMany.Changes)))
+		e.Cause = tooMany // for contactd import, which splits it
+		return nil, e
+	}
 	if err != nil {
 		return nil, err
 	}

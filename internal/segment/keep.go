@@ -3,6 +3,7 @@ package segment
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 
@@ -130,8 +131,24 @@ func (s *Service) Forget(account uuid.UUID) {
 	s.mu.Unlock()
 }
 
+// MaxChangesPerWrite bounds the membership changes of one write: each is a row and an event,
+// and each event a delivery to each of up to three subscriptions of its type, all written in
+// the write's transaction. One contact makes at most MaxPerAccount; a batch of 1,000 new
+// contacts in an account of 100 segments they all enter would make 100,000 events and 300,000
+// deliveries in one transaction, which every other account's feed waits behind.
+const MaxChangesPerWrite = 10_000
+
+// TooManyChanges is Keep refusing a write that would make more than MaxChangesPerWrite
+// membership changes; it wrote nothing of them.
+type TooManyChanges struct{ Changes int }
+
+func (e TooManyChanges) Error() string {
+	return fmt.Sprintf("segment: the write would make %d membership changes, at most %d", e.Changes, MaxChangesPerWrite)
+}
+
 // Keep sets the membership of the contacts ms in the held account's dynamic segments to what
-// their filters say of them now, with an event for each change of a ready segment.
+// their filters say of them now, with an event for each change of a ready segment; past
+// MaxChangesPerWrite it writes nothing and returns TooManyChanges.
 func (s *Service) Keep(ctx context.Context, tx store.Tx, h *Hold, ms []Member) error {
 	if !h.Dynamic() || len(ms) == 0 {
 		return nil
@@ -150,16 +167,23 @@ func (s *Service) Keep(ctx context.Context, tx store.Tx, h *Hold, ms []Member) e
 	}
 	now := s.now()
 	var c change
+	changes := 0
 	for _, m := range ms {
 		for _, sg := range h.dynamic {
 			was, is := in[[2]uuid.UUID{sg.ID, m.ID}], sg.Filter.Matches(m.Subject)
 			if was == is {
 				continue
 			}
+			if changes++; changes > MaxChangesPerWrite {
+				continue // counted, for the refusal to say how far over the write is
+			}
 			if err := c.add(ctx, sg.ID, sg.Name, sg.Ready, m.ID, m.Info, is, now); err != nil {
 				return err
 			}
 		}
+	}
+	if changes > MaxChangesPerWrite {
+		return TooManyChanges{Changes: changes}
 	}
 	return s.apply(ctx, tx, h.Account, c, now)
 }
