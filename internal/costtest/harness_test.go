@@ -359,7 +359,10 @@ func (e *env) uniqueAccount() *env {
 		for i := range seed {
 			seed[i] = map[string]any{"email": fmt.Sprintf("u%05d@example.com", i), "customFields": itemValues(i, uniquePerHolder, "before")}
 		}
-		u.do("POST", "/public/v1/contacts/batch", map[string]any{"mode": "create", "contacts": seed}, 200)
+		perBatch := segment.MaxChangesPerWrite / segment.MaxPerAccount // each contact enters every segment
+		for from := 0; from < len(seed); from += perBatch {
+			u.do("POST", "/public/v1/contacts/batch", map[string]any{"mode": "create", "contacts": seed[from:min(len(seed), from+perBatch)]}, 200)
+		}
 		e.unique = u
 	}
 	e.unique.t = e.t
