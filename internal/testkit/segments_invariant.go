@@ -2,7 +2,6 @@ package testkit
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,13 +10,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/contactd/contactd/gen/db"
-	"github.com/contactd/contactd/internal/segment"
 )
 
-// CheckSegmentMembership fails the test when a ready dynamic segment's members are not those a
-// full evaluation of its filter over the account's contacts finds (a backfill's, page by page).
+// CheckSegmentMembership fails the test when a ready dynamic segment's members are not those
+// the segment oracle (segment_oracle.go) finds its filter selects among the stored rows.
 // Writes keep memberships in their own transactions, so the two agree in any one snapshot;
 // work still running when a test ends (an enrichment, a backfill's last page) is waited for by
 // reading again until they agree, and a break is reported once they never do. (A lead score
@@ -48,9 +44,9 @@ func (a *API) CheckSegmentMembership(t testing.TB) {
 }
 
 // segmentMembershipDiff compares, in one snapshot, each ready dynamic segment's members with
-// its filter's evaluation: "" when they agree.
+// the contacts the oracle (oracleSQL) finds its filter selects: "" when they agree.
 func (a *API) segmentMembershipDiff(ctx context.Context) (string, error) {
-	tx, err := a.Store.Pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	tx, err := a.Store.Pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return "", err
 	}
@@ -62,61 +58,41 @@ func (a *API) segmentMembershipDiff(ctx context.Context) (string, error) {
 	}
 	type ready struct {
 		account, id uuid.UUID
-		filter      segment.Filter
+		filter      []byte
 	}
 	segments, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (s ready, err error) {
-		var raw []byte
-		if err = r.Scan(&s.account, &s.id, &raw); err == nil {
-			err = json.Unmarshal(raw, &s.filter)
-		}
-		s.filter = s.filter.Compile()
+		err = r.Scan(&s.account, &s.id, &s.filter)
 		return s, err
 	})
-	if err != nil || len(segments) == 0 {
+	if err != nil {
 		return "", err
 	}
-	q := db.New(tx)
 	var diffs []string
-	contacts := map[uuid.UUID][]segment.Member{}
 	for _, sg := range segments {
-		ms, ok := contacts[sg.account]
-		if !ok {
-			for after := uuid.Nil; ; {
-				page, last, err := a.Svc.Contacts.BackfillPage(ctx, q, sg.account, after, segment.BackfillPage)
-				if err != nil {
-					return "", err
-				}
-				if len(page) == 0 && !last {
-					return "a contact held by a write", nil
-				}
-				ms = append(ms, page...)
-				if last {
-					break
-				}
-				after = page[len(page)-1].ID
-			}
-			contacts[sg.account] = ms
-		}
-		rows, err := tx.Query(ctx, `SELECT contact_id FROM segment_members WHERE account_id = $1 AND segment_id = $2`, sg.account, sg.id)
+		query, args, err := oracleSQL(sg.filter)
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("segment %s: %w", sg.id, err)
 		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		rows, err := tx.Query(ctx, `WITH oracle AS (`+query+`), stored AS (
+				SELECT contact_id FROM segment_members WHERE account_id = $1 AND segment_id = '`+sg.id.String()+`')
+			SELECT contact_id, true FROM oracle EXCEPT SELECT contact_id, true FROM stored
+			UNION ALL
+			(SELECT contact_id, false FROM stored EXCEPT SELECT contact_id, false FROM oracle)`, append([]any{sg.account}, args...)...)
 		if err != nil {
-			return "", err
+			return "", fmt.Errorf("segment %s: %w", sg.id, err)
 		}
-		stored := make(map[uuid.UUID]bool, len(ids))
-		for _, id := range ids {
-			stored[id] = true
-		}
-		for _, m := range ms {
-			if is, was := sg.filter.Matches(m.Subject), stored[m.ID]; is != was {
-				diffs = append(diffs, fmt.Sprintf("segment %s: contact %s matches %v, member %v", sg.id, m.ID, is, was))
+		for rows.Next() {
+			var id uuid.UUID
+			var selected bool
+			if err := rows.Scan(&id, &selected); err != nil {
+				rows.Close()
+				return "", err
 			}
-			delete(stored, m.ID)
+			diffs = append(diffs, fmt.Sprintf("segment %s: contact %s selected by the filter %v, member %v", sg.id, id, selected, !selected))
 		}
-		for id := range stored {
-			diffs = append(diffs, fmt.Sprintf("segment %s: member %s is no contact", sg.id, id))
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return "", err
 		}
 	}
 	if len(diffs) > 5 {
