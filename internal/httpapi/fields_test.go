@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -154,38 +155,49 @@ func TestFieldDefinitions(t *testing.T) {
 func TestFieldLimitHoldsUnderRacingDefinitions(t *testing.T) {
 	t.Parallel()
 	a := testkit.NewAPI(t)
+	ctx := context.Background()
 	account, key := a.Account("acme")
 	defineField(t, a, key, map[string]any{"key": "f_archived", "label": "Archived", "type": "text"})
 	if r := a.Do("POST", "/public/v1/fields/f_archived/archive", key, nil); r.Status != 200 {
 		t.Fatalf("archive: %d %s", r.Status, r.Body)
 	}
-	const tries = field.MaxPerAccount + 20
+	const free, racers = 4, 8 // racing for the last free places
+	for i := range field.MaxPerAccount - 1 - free {
+		defineField(t, a, key, map[string]any{"key": fmt.Sprintf("f_%03d", i), "label": "F", "type": "text"})
+	}
+	// The race is proven: the test's transaction holds the account's fields lock (the one a
+	// definition counts the limit under) until every racer waits for it.
+	hold, err := a.Store.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx) //nolint:errcheck // rolled back below; this is for a failure before
+	if _, err := hold.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('contactd.fields/' || $1::text, 0))`, account); err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	statuses := map[int]int{}
-	next := make(chan int)
-	for range 8 {
+	for i := range racers {
 		wg.Go(func() {
-			for i := range next {
-				r := a.Do("POST", "/public/v1/fields", key, map[string]any{"key": fmt.Sprintf("f_%03d", i), "label": "F", "type": "text"})
-				if r.Status == 400 {
-					if e := r.Error(t); !hasFieldError(e, "body.key") || !strings.Contains(e.Message, "at most 200 fields") {
-						t.Errorf("over the limit: %s", r.Body)
-					}
+			r := a.Do("POST", "/public/v1/fields", key, map[string]any{"key": fmt.Sprintf("r_%03d", i), "label": "F", "type": "text"})
+			if r.Status == 400 {
+				if e := r.Error(t); !hasFieldError(e, "body.key") || !strings.Contains(e.Message, "at most 200 fields") {
+					t.Errorf("over the limit: %s", r.Body)
 				}
-				mu.Lock()
-				statuses[r.Status]++
-				mu.Unlock()
 			}
+			mu.Lock()
+			statuses[r.Status]++
+			mu.Unlock()
 		})
 	}
-	for i := range tries {
-		next <- i
+	testkit.Eventually(t, fmt.Sprintf("%d definitions waiting for the account's fields lock", racers), func() bool { return a.LockWaiters(t) == racers })
+	if err := hold.Rollback(ctx); err != nil {
+		t.Fatal(err)
 	}
-	close(next)
 	wg.Wait()
-	if statuses[200] != field.MaxPerAccount-1 || statuses[400] != tries-(field.MaxPerAccount-1) {
-		t.Errorf("answers %v, want %d defined (one was there, archived) and the rest refused", statuses, field.MaxPerAccount-1)
+	if statuses[200] != free || statuses[400] != racers-free {
+		t.Errorf("answers %v, want %d defined and %d refused", statuses, free, racers-free)
 	}
 	if n := a.Count(t, "SELECT count(*) FROM contact_fields WHERE account_id = $1", account); n != field.MaxPerAccount {
 		t.Errorf("%d fields stored, the limit is %d", n, field.MaxPerAccount)
