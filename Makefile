@@ -11,7 +11,7 @@ export CGO_ENABLED ?= 0
 # cache of an earlier one instead of compiling every package of the module again.
 export GOFLAGS ?= -trimpath
 
-.PHONY: soak test-fresh-machine bench-erasure schema generate-code ha-deps test-ha test-rolling backup-deps backup restore mutation bench-tools console-screenshots bench-bulk cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation bench-filters help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
+.PHONY: reliability soak test-fresh-machine bench-erasure schema generate-code ha-deps test-ha test-rolling backup-deps backup restore mutation bench-tools console-screenshots bench-bulk cluster cluster-down test-cluster haproxy-deps redis-deps bench-dataout bench-isolation bench-filters help deps node-deps browser-deps docs-screenshot bench bench-smoke build run generate check-generated fmt-check vet lint breaking unit test fuzz clean check-tree
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -166,6 +166,9 @@ MUTATE_TARGETS := \
 	"-pkg ./gen/db -sql . -tests ./internal/contact,./internal/segment,./internal/erasure,./internal/enrich,./internal/delivery,./internal/httpapi"
 mutation: deps browser-deps node-deps ## mutation tests of every domain package and of the SQL (many hours): fails on a survivor not judged equivalent in cmd/mutate/equivalent.txt, or a score below docs/development.md's (MUTATE='-pkg ./internal/auth' for one)
 	@scripts/mutation.sh $(if $(MUTATE),"$(MUTATE)",$(MUTATE_TARGETS))
+
+reliability: deps redis-deps haproxy-deps ha-deps build ## the cluster's fault tests with a larger history, each checked for linearizability (porcupine) and its webhook ledger; writes docs/reliability.md (HISTORY_WORKERS=6)
+	@scripts/reliability.sh
 
 soak: deps ## the segment model over random seeds (SOAK_RUNS=20), each run's seed printed: CONTACTD_MODEL_SEED=N runs a failure's again
 	@for i in $$(seq $${SOAK_RUNS:-20}); do \

@@ -421,6 +421,10 @@ restart) # restart NODE: stopped as an upgrade would (SIGTERM: drained), then st
 	stop_pid "$2" 45
 	write_env && start_node "$2"
 	;;
+switchover) # switchover: pg_auto_failover promotes a standby and demotes the primary, as an
+	# operator's planned maintenance does; returns once the monitor reports it done
+	autoctl perform switchover --pgdata "$DIR/ha/monitor" --formation default --group 0 >>"$DIR/switchover.log" 2>&1
+	;;
 primary) primary ;;
 replication) # replication NODE: its synchronous_standby_names, and how many standbys it streams to
 	# synchronously (sync or quorum), as PostgreSQL itself reports them
@@ -431,5 +435,5 @@ recovery) # recovery NODE: t while the node's PostgreSQL is a standby (in recove
 	"$(pg_bin)/psql" -h 127.0.0.1 -p "$(pg_node_port "$2")" -U postgres -d postgres -qtAc "SELECT pg_is_in_recovery()"
 	;;
 standbys) monitor_sql "SELECT nodename FROM pgautofailover.node WHERE reportedstate::text = 'secondary' AND goalstate = reportedstate ORDER BY nodeid" ;;
-*) echo "usage: $0 up | down [--purge] | status | kill NODE | freeze NODE | thaw NODE | start NODE | restart NODE | primary | replication NODE | recovery NODE | standbys   (NODE: $NODES, and monitor $PG_NODES unless CLUSTER_HA=0)" >&2; exit 2 ;;
+*) echo "usage: $0 up | down [--purge] | status | kill NODE | freeze NODE | thaw NODE | start NODE | restart NODE | switchover | primary | replication NODE | recovery NODE | standbys   (NODE: $NODES, and monitor $PG_NODES unless CLUSTER_HA=0)" >&2; exit 2 ;;
 esac

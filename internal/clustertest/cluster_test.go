@@ -72,13 +72,14 @@ func upCluster(t *testing.T, env ...string) *cluster {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) }) // after down: cleanups run last first
 	c := &cluster{t: t, root: root, dir: dir, base: freePortRange(t, 16)}
-	c.env = append(append(os.Environ(), env...), "CLUSTER_DIR="+dir, fmt.Sprintf("CLUSTER_PORT=%d", c.base),
+	// env after the defaults: the last of a name wins
+	c.env = append(append(os.Environ(), "CLUSTER_DIR="+dir, fmt.Sprintf("CLUSTER_PORT=%d", c.base),
 		"CONTACTD_RATE_WRITES_PER_10S=1000000", fmt.Sprintf("CONTACTD_RATE_READS_PER_10S=%d", readsPer10s),
 		"CONTACTD_RATE_ACCOUNT_PER_DAY=0",
 		// the shared budget is checked exactly: a busy machine's slow Redis is not a fallback
 		"CONTACTD_REDIS_TIMEOUT=1m",
 		// an attempt whose worker was killed is made again when its lease ends
-		"CONTACTD_WEBHOOK_TIMEOUT=1s", "CONTACTD_WEBHOOK_RESCUE_AFTER=12s")
+		"CONTACTD_WEBHOOK_TIMEOUT=1s", "CONTACTD_WEBHOOK_RESCUE_AFTER=12s"), env...)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("cluster.sh status:\n%s", c.script("status"))
@@ -295,6 +296,9 @@ func TestClusterSurvivesKilledNodes(t *testing.T) {
 		afterBack  = 300 // and after the restarted node is back in HAProxy
 	)
 	w := &written{tags: map[string][]string{}}
+	// beside the writes, single-contact operations whose history is checked for
+	// linearizability through the kills
+	hist := startHistory(t, cl, url, c.key, historyWorkers(1), uint64(time.Now().UnixNano()))
 	start := time.Now()
 	var stop atomic.Bool
 	var wg sync.WaitGroup
@@ -369,6 +373,8 @@ func TestClusterSurvivesKilledNodes(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 	elapsed := time.Since(start)
+	report := hist.stop()
+	t.Logf("history: %s", report)
 
 	// Failures only at the kill: requests in flight to serve1 when it died, or sent to it
 	// before HAProxy took it out.
@@ -399,7 +405,7 @@ func TestClusterSurvivesKilledNodes(t *testing.T) {
 	// Every acknowledged write is in the database.
 	conn := c.db(ctx)
 	stored := map[string][]string{}
-	rows, _ := conn.Query(ctx, "SELECT contact_id::text, tags FROM contacts")
+	rows, _ := conn.Query(ctx, "SELECT contact_id::text, tags FROM contacts WHERE email NOT LIKE '%@history.example'")
 	var id string
 	var tags []string
 	if _, err := pgx.ForEachRow(rows, []any{&id, &tags}, func() error { stored[id] = tags; return nil }); err != nil {
@@ -416,19 +422,31 @@ func TestClusterSurvivesKilledNodes(t *testing.T) {
 	}
 
 	// Every event reaches the receiver at least once, with one webhook-id per event.
-	events := tagsAddedEvents(t, conn)
+	events := tagsAddedEvents(t, conn) // the history's too
+	var writeEvents int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM webhook_events e JOIN contacts c USING (account_id, contact_id)
+		WHERE e.event_type = 'TagsAdded' AND c.email NOT LIKE '%@history.example'`).Scan(&writeEvents); err != nil {
+		t.Fatal(err)
+	}
 	// each write was retried with its key until answered: each happened exactly once
-	if len(events) != w.count() || len(stored) != len(w.tags) {
+	if writeEvents != w.count() || len(stored) != len(w.tags) {
 		t.Errorf("%d TagsAdded events for %d acknowledged writes, %d contacts for %d acknowledged creates",
-			len(events), w.count(), len(stored), len(w.tags))
+			writeEvents, w.count(), len(stored), len(w.tags))
 	}
 	// a killed worker's attempts wait out their 12 s lease
 	rc.waitDelivered(t, conn, events)
 	got, dups, mismatched := rc.summary()
 	if mismatched > 0 {
-		t.Errorf("%d deliveries whose webhook-id is not their event's id", mismatched)
+		t.Errorf("%d deliveries whose webhook-id is not their event's id: %s", mismatched, strings.Join(rc.mismatches[:min(3, len(rc.mismatches))], "\n"))
 	}
 	t.Logf("deliveries: %d events, %d requests received, %d duplicates (same webhook-id, redelivered after the killed worker's lease)", len(events), got, dups)
+	ledger := checkLedger(t, conn, rc, events)
+	t.Logf("ledger: %s", ledger)
+	reportReliability(t, "An API process and a delivery worker killed (SIGKILL) and restarted (make test-cluster)",
+		fmt.Sprintf("writes acknowledged: %d, lost: %d; %d requests failed, all in flight at the kill; serve1 DOWN in HAProxy %s after the signal",
+			w.count(), lost, len(cl.failures), downSeen.Sub(signalled).Round(time.Millisecond)),
+		"history: "+report.String()+" (reads at the cluster's 60 per 10 s)",
+		"webhooks: "+ledger)
 
 	c.checkRevocationReachesEveryNode(cl)
 	c.checkRateLimitIsShared(cl)
@@ -588,6 +606,7 @@ type receiver struct {
 	mu         sync.Mutex
 	byID       map[string][][]byte
 	mismatched int
+	mismatches []string // the first few, for the report
 	requests   int
 }
 
@@ -598,7 +617,8 @@ func newReceiver(t *testing.T) *receiver {
 		testkit.ValidatePayload(t, body)
 		var payload struct {
 			Events []struct {
-				EventId string `json:"eventId"`
+				EventId  string `json:"eventId"`
+				Redacted bool   `json:"redacted"`
 			} `json:"events"`
 		}
 		_ = json.Unmarshal(body, &payload)
@@ -607,10 +627,15 @@ func newReceiver(t *testing.T) *receiver {
 		rc.requests++
 		if len(payload.Events) != 1 || payload.Events[0].EventId != id {
 			rc.mismatched++
+			rc.mismatches = append(rc.mismatches, fmt.Sprintf("webhook-id %s carried %s", id, tail(body, 400)))
 		}
+		// a second delivery sends what the first did, or the event's tombstone once its
+		// contact was erased (docs/webhooks.md)
+		tombstone := len(payload.Events) == 1 && payload.Events[0].Redacted
 		for _, earlier := range rc.byID[id] {
-			if !bytes.Equal(earlier, body) {
+			if !bytes.Equal(earlier, body) && !tombstone {
 				rc.mismatched++
+				rc.mismatches = append(rc.mismatches, fmt.Sprintf("webhook-id %s sent again with another body:\n  %s\n  %s", id, tail(earlier, 400), tail(body, 400)))
 			}
 		}
 		rc.byID[id] = append(rc.byID[id], body)

@@ -41,9 +41,12 @@ func TestClusterSurvivesPrimaryLoss(t *testing.T) {
 	if os.Getenv("CONTACTD_HA_TEST") == "" {
 		t.Skip("the failover test runs with CONTACTD_HA_TEST=1: make test-ha")
 	}
-	c := upCluster(t, "CLUSTER_HA=1")
+	c := upCluster(t, "CLUSTER_HA=1", "CONTACTD_RATE_READS_PER_10S=0") // the history reads as fast as it writes
 	ctx := context.Background()
 	rc, cl, url := c.subscribed(t)
+	// beside the creates, single-contact operations whose history is checked for
+	// linearizability through every loss below
+	hist := startHistory(t, cl, url, c.key, historyWorkers(1), uint64(time.Now().UnixNano()))
 	const (
 		writers    = 6
 		beforeKill = 200 // acknowledged creates before the primary is lost
@@ -218,13 +221,36 @@ func TestClusterSurvivesPrimaryLoss(t *testing.T) {
 	if promoted == frozen || promoted == "" {
 		t.Errorf("the primary is %q with %s frozen", promoted, frozen)
 	}
+	frozenFailed := failedSince(frozenAt)
 	t.Logf("primary %s frozen (SIGSTOP) under load: %s promoted, %d create attempts failed after the freeze",
-		frozen, promoted, failedSince(frozenAt))
+		frozen, promoted, frozenFailed)
 	c.script("thaw", frozen)
 	testkit.Eventually(t, frozen+" back as a standby after it was resumed", func() bool {
 		recovery, err := c.tryScript("recovery", frozen)
 		return err == nil && strings.TrimSpace(recovery) == "t" && slices.Contains(strings.Fields(c.script("standbys")), frozen)
 	})
+
+	// a switchover, as planned maintenance makes one: the primary hands over to a standby
+	// and becomes one itself, under load (make reliability: CONTACTD_SWITCHOVER=1)
+	switchWindow := time.Duration(-1)
+	if os.Getenv("CONTACTD_SWITCHOVER") != "" {
+		before := strings.TrimSpace(c.script("primary"))
+		synchronous(before)
+		switchedAt := underLoad("the primary is switched over", func() { c.script("switchover") })
+		after := strings.TrimSpace(c.script("primary"))
+		switchWindow = lastFailureBetween(switchedAt, time.Now())
+		if after == before || after == "" {
+			t.Errorf("the primary is %q after a switchover from %s", after, before)
+		}
+		if switchWindow >= maxFailoverWindow {
+			t.Errorf("writes failed for %s after the switchover, want under %s", switchWindow.Round(time.Millisecond), maxFailoverWindow)
+		}
+		t.Logf("switchover from %s to %s under load: %d create attempts failed after it, the last %s after",
+			before, after, failedSince(switchedAt), switchWindow.Round(time.Millisecond))
+		testkit.Eventually(t, before+" back as a standby after the switchover", func() bool {
+			return slices.Contains(strings.Fields(c.script("standbys")), before)
+		})
+	}
 
 	// a standby lost: a commit waits for the other one (synchronous replication to ANY 1), so
 	// writes go on; then the monitor lost: nothing can fail over, but the primary and its
@@ -243,16 +269,20 @@ func TestClusterSurvivesPrimaryLoss(t *testing.T) {
 	lostMonitor := underLoad("the monitor is lost", func() { c.script("kill", "monitor") })
 	t.Logf("standby %s lost under load: %d create attempts failed after it; monitor lost under load: %d failed after it (each time %d more creates acknowledged)",
 		standby, failedSince(lostStandby)-failedSince(lostMonitor), failedSince(lostMonitor), afterKill)
-	for what, stall := range map[string]time.Duration{"the standby": lastFailureBetween(lostStandby, lostMonitor), "the monitor": lastFailureBetween(lostMonitor, time.Now())} {
+	stalls := map[string]time.Duration{"the standby": lastFailureBetween(lostStandby, lostMonitor), "the monitor": lastFailureBetween(lostMonitor, time.Now())}
+	for what, stall := range stalls {
 		if stall >= maxLossStall {
 			t.Errorf("writes failed for %s after %s was lost, want under %s: the primary needs neither", stall.Round(time.Millisecond), what, maxLossStall)
 		}
 	}
 
+	report := hist.stop()
+	t.Logf("history: %s", report)
+
 	// every acknowledged create is stored exactly once, with its event
 	conn := c.db(ctx)
 	stored := map[string]string{}
-	rows, _ := conn.Query(ctx, "SELECT contact_id::text, email FROM contacts")
+	rows, _ := conn.Query(ctx, "SELECT contact_id::text, email FROM contacts WHERE email NOT LIKE '%@history.example'")
 	var id, email string
 	if _, err := pgx.ForEachRow(rows, []any{&id, &email}, func() error { stored[id] = email; return nil }); err != nil {
 		t.Fatal(err)
@@ -267,14 +297,21 @@ func TestClusterSurvivesPrimaryLoss(t *testing.T) {
 		t.Errorf("%d contacts stored for %d acknowledged creates: a retried create wrote twice", len(stored), len(acked))
 	}
 	mu.Unlock()
-	events := tagsAddedEvents(t, conn)
-	if len(events) != len(stored) {
-		t.Errorf("%d TagsAdded events for %d contacts", len(events), len(stored))
+	var createEvents int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM webhook_events e JOIN contacts c USING (account_id, contact_id)
+		WHERE e.event_type = 'TagsAdded' AND c.email NOT LIKE '%@history.example'`).Scan(&createEvents); err != nil {
+		t.Fatal(err)
 	}
+	if createEvents != len(stored) {
+		t.Errorf("%d TagsAdded events for %d contacts", createEvents, len(stored))
+	}
+	events := tagsAddedEvents(t, conn) // the history's too
 	rc.waitDelivered(t, conn, events)
+	ledger := checkLedger(t, conn, rc, events)
+	t.Logf("ledger: %s", ledger)
 	got, dups, mismatched := rc.summary()
 	if mismatched > 0 {
-		t.Errorf("%d deliveries whose webhook-id is not their event's id", mismatched)
+		t.Errorf("%d deliveries whose webhook-id is not their event's id: %s", mismatched, strings.Join(rc.mismatches[:min(3, len(rc.mismatches))], "\n"))
 	}
 	t.Logf("deliveries: %d events, %d requests received, %d duplicates", len(events), got, dups)
 	if n := unauthorized.Load(); n > 0 {
@@ -284,4 +321,18 @@ func TestClusterSurvivesPrimaryLoss(t *testing.T) {
 	// the API processes' notification listeners followed the new primary: a revocation made
 	// there reaches both
 	c.checkRevocationReachesEveryNode(cl)
+
+	switched := "no switchover (CONTACTD_SWITCHOVER unset)"
+	if switchWindow >= 0 {
+		switched = fmt.Sprintf("a switchover under load: writes failed for %s after it (bound %s)", switchWindow.Round(time.Millisecond), maxFailoverWindow)
+	}
+	reportReliability(t, "PostgreSQL primary killed, frozen, switched over; a standby and the monitor killed (make test-ha)",
+		fmt.Sprintf("creates acknowledged: %d, stored exactly once: %d; writes failed for %s after the primary's SIGKILL (bound %s); %d create attempts failed after the freeze",
+			count(), len(stored), window.Round(time.Millisecond), maxFailoverWindow, frozenFailed),
+		switched,
+		fmt.Sprintf("writes failed for %s after the standby's loss and %s after the monitor's (bound %s)",
+			stalls["the standby"].Round(time.Millisecond), stalls["the monitor"].Round(time.Millisecond), maxLossStall),
+		"history: "+report.String(),
+		"webhooks: "+ledger,
+		fmt.Sprintf("401s for the valid key: %d", unauthorized.Load()))
 }
