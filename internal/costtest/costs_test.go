@@ -1,8 +1,13 @@
 package costtest
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
@@ -10,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,6 +87,7 @@ func TestEveryOperationHasAWorstCase(t *testing.T) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	defer reportMeter(t)
 	for _, name := range names {
 		c := worstCases[name]
 		t.Run(name, func(t *testing.T) {
@@ -107,11 +114,18 @@ func TestEveryOperationHasAWorstCase(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := m.measure(t, func() {
-				if r := a.Do(req.method, req.path, key, req.body); r.Status != req.status {
-					t.Fatalf("%s %s: %d %s, want %d", req.method, req.path, r.Status, truncate(string(r.Body)), req.status)
+				if status, body := sendRaw(t, a, req.method, req.path, key, req.body); status != req.status {
+					t.Fatalf("%s %s: %d %s, want %d", req.method, req.path, status, truncate(string(body)), req.status)
 				}
 			})
-			t.Logf("%s: %d buffers in %d statements (budget %d): %s", name, got.buffers, got.statements, c.budget, c.what)
+			t.Logf("%s: %d buffers in %d statements (budget %d); Go CPU %s, PostgreSQL %s, longest transaction %s: %s", name, got.buffers, got.statements,
+				c.budget, got.goCPU.Round(time.Millisecond), got.pgExec.Round(time.Millisecond), got.longestTx.Round(time.Millisecond), c.what)
+			meterMu.Lock()
+			metered = append(metered, meterLine{name, got})
+			meterMu.Unlock()
+			if ceiling := cmp.Or(cpuCeilings[name], maxGoCPU); got.goCPU > ceiling {
+				t.Errorf("%s took %s of Go CPU, over its ceiling of %s: %s", name, got.goCPU.Round(time.Millisecond), ceiling, c.what)
+			}
 			if got.buffers > c.budget {
 				t.Errorf("%s cost %d buffers, over its budget of %d: %s", name, got.buffers, c.budget, c.what)
 				for _, s := range got.each {
@@ -120,6 +134,82 @@ func TestEveryOperationHasAWorstCase(t *testing.T) {
 			}
 		})
 	}
+}
+
+// maxGoCPU is the ceiling of a worst case's Go CPU, and cpuCeilings the exceptions, each about
+// three times what the case measures alone: CPU time, not wall time, so a busy machine moves
+// it little; generous, they catch work that runs away (a pattern's backtracking, segments
+// evaluated again and again), not a slower machine.
+const maxGoCPU = time.Second
+
+var cpuCeilings = map[string]time.Duration{
+	// 1,000 items, each evaluated against 100 segments and claiming 20 values: about 2.5 s
+	"batchContacts": 8 * time.Second,
+	// 10,000 deliveries planned and written through the heaviest filters: about 0.8 s
+	"replayWebhook": 3 * time.Second,
+}
+
+type meterLine struct {
+	name string
+	cost cost
+}
+
+var (
+	meterMu sync.Mutex
+	metered []meterLine
+)
+
+// reportMeter logs the five costliest worst cases by each of the meter's figures.
+func reportMeter(t *testing.T) {
+	meterMu.Lock()
+	defer meterMu.Unlock()
+	for _, by := range []struct {
+		what string
+		of   func(cost) time.Duration
+	}{{"Go CPU", func(c cost) time.Duration { return c.goCPU }}, {"PostgreSQL time", func(c cost) time.Duration { return c.pgExec }},
+		{"longest transaction", func(c cost) time.Duration { return c.longestTx }}} {
+		lines := slices.Clone(metered)
+		slices.SortFunc(lines, func(a, b meterLine) int { return cmp.Compare(by.of(b.cost), by.of(a.cost)) })
+		var top []string
+		for _, l := range lines[:min(5, len(lines))] {
+			top = append(top, fmt.Sprintf("%s %s", l.name, by.of(l.cost).Round(time.Millisecond)))
+		}
+		t.Logf("the five costliest by %s: %s", by.what, strings.Join(top, ", "))
+	}
+}
+
+// sendRaw sends a case's request and reads its answer, without the suite's validation of it
+// against openapi.yaml: the meter counts the server's CPU, not the validator's.
+func sendRaw(t *testing.T, a *testkit.API, method, path, key string, body any) (int, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, a.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("x-api-key", key)
+	}
+	resp, err := (&http.Client{Timeout: testkit.Patience}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
 }
 
 // docsTable reads the cost table of docs/operations.md: operation -> budget.

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -168,6 +169,21 @@ type cost struct {
 	buffers, statements int64
 	elapsed             time.Duration // reported only: a figure of one run, never a budget
 	each                []statementCost
+	// goCPU is the test process's CPU while the request ran (rusage): the server's Go work,
+	// and the client's small part of it (its body, unvalidated). pgExec is PostgreSQL's time
+	// in the request's statements (pg_stat_statements), longestTx the longest any
+	// transaction of the request's database stayed open (pg_stat_activity, sampled each
+	// millisecond). Times of one run: a budget of CPU is a generous ceiling (maxGoCPU).
+	goCPU, pgExec, longestTx time.Duration
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 var (
@@ -213,25 +229,60 @@ func (m *meter) measure(t *testing.T, send func()) cost {
 	if _, err := m.conn.Exec(ctx, "SELECT pg_stat_statements_reset(0, $1, 0)", m.dbid); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
+	done := make(chan time.Duration)
+	go m.sampleTransactions(t, done)
+	cpu, start := processCPU(t), time.Now()
 	send()
-	c := cost{elapsed: time.Since(start)}
-	rows, err := m.conn.Query(ctx, `SELECT (shared_blks_hit + shared_blks_read)::bigint, calls::bigint, left(query, 60)
+	c := cost{elapsed: time.Since(start), goCPU: processCPU(t) - cpu}
+	done <- 0
+	c.longestTx = <-done
+	rows, err := m.conn.Query(ctx, `SELECT (shared_blks_hit + shared_blks_read)::bigint, calls::bigint, total_exec_time, left(query, 60)
 		FROM pg_stat_statements WHERE dbid = $1 AND toplevel ORDER BY 1 DESC`, m.dbid)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for rows.Next() {
 		var s statementCost
-		if err := rows.Scan(&s.buffers, &s.calls, &s.query); err != nil {
+		var ms float64
+		if err := rows.Scan(&s.buffers, &s.calls, &ms, &s.query); err != nil {
 			t.Fatal(err)
 		}
 		c.buffers, c.statements, c.each = c.buffers+s.buffers, c.statements+s.calls, append(c.each, s)
+		c.pgExec += time.Duration(ms * float64(time.Millisecond))
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// sampleTransactions reads, each millisecond until told on done, how long the oldest open
+// transaction of the measured database has been open, and answers the longest on done.
+func (m *meter) sampleTransactions(t *testing.T, done chan time.Duration) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, testkit.Cluster().URL("postgres"))
+	if err != nil {
+		t.Error(err)
+		<-done
+		done <- 0
+		return
+	}
+	defer conn.Close(ctx)
+	var longest time.Duration
+	for {
+		select {
+		case <-done:
+			done <- longest
+			return
+		case <-time.After(time.Millisecond):
+		}
+		var open time.Duration
+		if err := conn.QueryRow(ctx, `SELECT coalesce(max(clock_timestamp() - xact_start), '0')
+			FROM pg_stat_activity WHERE datid = $1 AND xact_start IS NOT NULL AND pid <> pg_backend_pid()`, m.dbid).Scan(&open); err != nil {
+			t.Error(err)
+		}
+		longest = max(longest, open)
+	}
 }
 
 // statementCost is one statement's part of a cost: a request over its budget lists them.
