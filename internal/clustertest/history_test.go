@@ -169,7 +169,7 @@ func (h *history) record(worker int, in historyInput, out historyOutput, call, r
 func (h *history) work(worker int, rng *rand.Rand) {
 	for n := 0; !h.stopped.Load(); n++ {
 		if os.Getenv("CONTACTD_HISTORY_WORKERS") == "" {
-			time.Sleep(25 * time.Millisecond) // make test's short history: a few thousand operations, not a load of its own
+			time.Sleep(50 * time.Millisecond) // make test's short history: a few thousand operations, not a load of its own
 		}
 		h.mu.Lock()
 		created := len(h.contacts)

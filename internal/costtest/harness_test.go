@@ -172,8 +172,8 @@ type cost struct {
 	// goCPU is the test process's CPU while the request ran (rusage): the server's Go work,
 	// and the client's small part of it (its body, unvalidated). pgExec is PostgreSQL's time
 	// in the request's statements (pg_stat_statements), longestTx the longest any
-	// transaction of the request's database stayed open (pg_stat_activity, sampled each
-	// millisecond). Times of one run: a budget of CPU is a generous ceiling (maxGoCPU).
+	// transaction of the request's database stayed open (pg_stat_activity, sampled every
+	// 5 ms). Times of one run: a budget of CPU is a generous ceiling (maxGoCPU).
 	goCPU, pgExec, longestTx time.Duration
 }
 
@@ -256,7 +256,7 @@ func (m *meter) measure(t *testing.T, send func()) cost {
 	return c
 }
 
-// sampleTransactions reads, each millisecond until told on done, how long the oldest open
+// sampleTransactions reads, every 5 ms until told on done, how long the oldest open
 // transaction of the measured database has been open, and answers the longest on done.
 func (m *meter) sampleTransactions(t *testing.T, done chan time.Duration) {
 	ctx := context.Background()
@@ -274,7 +274,7 @@ func (m *meter) sampleTransactions(t *testing.T, done chan time.Duration) {
 		case <-done:
 			done <- longest
 			return
-		case <-time.After(time.Millisecond):
+		case <-time.After(5 * time.Millisecond):
 		}
 		var open time.Duration
 		if err := conn.QueryRow(ctx, `SELECT coalesce(max(clock_timestamp() - xact_start), '0')

@@ -98,16 +98,7 @@ func TestIdempotencyRacingDuplicates(t *testing.T) {
 	ctx := context.Background()
 	account, key := a.Account("acme")
 	body := map[string]any{"email": "race@example.com", "tags": []string{"a"}}
-	hold, err := a.Store.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Rollback(ctx) //nolint:errcheck // rolled back below; this is for a failure before
-	if _, err := hold.Exec(ctx, `INSERT INTO contacts (account_id, contact_id, email, email_key, consent_token,
-		created_at, updated_at, consent_api_key_name, consent_api_key_prefix, consent_source_ip, consent_user_agent, consent_fields)
-		VALUES ($1, gen_random_uuid(), 'race@example.com', 'race@example.com', gen_random_uuid()::text, now(), now(), '', '', '', '', '{}')`, account); err != nil {
-		t.Fatal(err)
-	}
+	hold := holdEmails(t, a, account, "race@example.com")
 	const n = 20
 	var wg sync.WaitGroup
 	var answered atomic.Int32
