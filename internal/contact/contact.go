@@ -4,6 +4,7 @@ package contact
 
 import (
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -81,9 +82,11 @@ type Service struct {
 	publicURL string
 	creates   *store.Group[db.ContactCreateParams, returned[db.ContactCreateRow]]
 	tagSwaps  *store.Group[tagSwap, db.TagsSwapManyRow]
-	tagsOf    *store.Group[db.TagsGetParams, returned[db.TagsGetRow]]
-	byID      *store.Group[db.ContactGetByIDParams, returned[db.ContactRow]]
-	byEmail   *store.Group[db.ContactGetByEmailParams, returned[db.ContactRow]]
+	// tagSwapRetries counts the swaps that found the tags changed since they were read
+	tagSwapRetries atomic.Uint64
+	tagsOf         *store.Group[db.TagsGetParams, returned[db.TagsGetRow]]
+	byID           *store.Group[db.ContactGetByIDParams, returned[db.ContactRow]]
+	byEmail        *store.Group[db.ContactGetByEmailParams, returned[db.ContactRow]]
 	// suppressed are the erased people's emails and phones, which new contacts may not have.
 	suppressed *suppression.List
 	verdicts   Verdicts

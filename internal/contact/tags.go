@@ -231,8 +231,17 @@ func (s *Service) swapTags(ctx context.Context, accountID, id uuid.UUID, tags []
 			s.events.Planned(accountID, plan)
 			return c.tags, nil
 		}
+		s.tagSwapRetries.Add(1)
 	}
 }
+
+// TagSwapRetries counts the tag changes read again because another change of their contact
+// came in between: a race test's proof that its changes met.
+func (s *Service) TagSwapRetries() uint64 { return s.tagSwapRetries.Load() }
+
+// TagSwapsWaiting is how many tag changes wait for the group in flight to leave: a race
+// test's barrier.
+func (s *Service) TagSwapsWaiting() int { return s.tagSwaps.Waiting() }
 
 // tagEvents is what a tag change emits: TagsAdded for the tags that are new, TagsRemoved for
 // those that went.

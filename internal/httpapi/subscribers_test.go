@@ -32,14 +32,26 @@ func deliveryCount(t *testing.T, a *testkit.API, account uuid.UUID) int {
 }
 
 // TestTagChangesRacing: tag changes nobody subscribes to take the lock-free compare-and-swap
-// path; racing ones on one contact all land, none overwrites another.
+// path; racing ones on one contact all land, none overwrites another. The race is proven:
+// the test holds the contact's row, so the first swap waits for it, until every other change
+// has read the tags and queued its swap; each of those then finds the tags changed.
 func TestTagChangesRacing(t *testing.T) {
 	t.Parallel()
 	a := testkit.NewAPI(t)
+	ctx := context.Background()
 	testkit.Eventually(t, "the subscriptions cache", a.Svc.Subscribers.Caching)
 	account, key := a.Account("racing")
 	id := createContact(t, a, key, map[string]any{"email": "race@example.com", "tags": []string{"first"}}).Contact.ContactId
 	path := "/public/v1/contact/" + id + "/tags"
+	hold, err := a.Store.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx) //nolint:errcheck // rolled back below; this is for a failure before
+	if _, err := hold.Exec(ctx, "SELECT 1 FROM contacts WHERE account_id = $1 AND contact_id = $2 FOR UPDATE", account, id); err != nil {
+		t.Fatal(err)
+	}
+	retried := a.Svc.Contacts.TagSwapRetries()
 	const n = 24
 	var wg sync.WaitGroup
 	for i := range n {
@@ -49,7 +61,16 @@ func TestTagChangesRacing(t *testing.T) {
 			}
 		})
 	}
+	testkit.Eventually(t, "one swap waiting for the held row, every other queued behind it", func() bool {
+		return a.LockWaiters(t) == 1 && a.Svc.Contacts.TagSwapsWaiting() == n-1
+	})
+	if err := hold.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
 	wg.Wait()
+	if got := a.Svc.Contacts.TagSwapRetries() - retried; got < n-1 {
+		t.Errorf("%d swaps found the tags changed, want at least %d: the changes did not meet", got, n-1)
+	}
 	got := tagsOf(t, a.Do("POST", path, key, map[string]any{"tags": []string{}}))
 	if len(got) != n+1 || got[0] != "first" {
 		t.Fatalf("after %d racing adds: %d tags %q", n, len(got), got)

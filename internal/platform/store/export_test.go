@@ -34,10 +34,3 @@ func MigrateDownTo(ctx context.Context, s *Store, version int64) error {
 	_, err = p.DownTo(ctx, version)
 	return err
 }
-
-// Waiting is how many writes wait for a group to leave.
-func (g *Group[T, R]) Waiting() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return len(g.waiting)
-}

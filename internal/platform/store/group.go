@@ -111,6 +111,14 @@ func (g *Group[T, R]) Do(ctx context.Context, item T) (R, error) {
 	}
 }
 
+// Waiting is how many writes wait for a group to leave: a test's barrier, which waits until
+// the writes it raced are all queued.
+func (g *Group[T, R]) Waiting() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.waiting)
+}
+
 // fly sends groups until no write is waiting.
 func (g *Group[T, R]) fly() {
 	for {
