@@ -387,11 +387,12 @@ func TestPropertiesAreBounded(t *testing.T) {
 
 // TestPropertyChangesRacing: archives and adds racing on one contact leave its reads showing
 // exactly the properties that stayed active (the contact keeps a copy of them; NewAPI's
-// invariant check compares it with the properties table when the test ends).
+// invariant check compares it with the properties table when the test ends). The race is
+// proven: the test holds the contact's row until all nine changes wait for it.
 func TestPropertyChangesRacing(t *testing.T) {
 	t.Parallel()
 	a := testkit.NewAPI(t)
-	_, key := a.Account("acme")
+	account, key := a.Account("acme")
 	address := func(n int) string { return fmt.Sprintf("%d N Main St, Springfield, IL 62704", 100+n) }
 	id := createContact(t, a, key, map[string]any{"email": "race@example.com", "address": address(0)}).Contact.ContactId
 	var old []string
@@ -402,6 +403,14 @@ func TestPropertyChangesRacing(t *testing.T) {
 	}
 	for _, p := range getContact(t, a, key, id).Properties {
 		old = append(old, p.PropertyId)
+	}
+	hold, err := a.Store.Pool.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(context.Background()) //nolint:errcheck // rolled back below; this is for a failure before
+	if _, err := hold.Exec(context.Background(), "SELECT 1 FROM contacts WHERE account_id = $1 AND contact_id = $2 FOR UPDATE", account, id); err != nil {
+		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	for _, pid := range old {
@@ -417,6 +426,11 @@ func TestPropertyChangesRacing(t *testing.T) {
 				t.Errorf("add: %d %s", r.Status, r.Body)
 			}
 		})
+	}
+	changes := len(old) + 3
+	testkit.Eventually(t, fmt.Sprintf("%d property changes waiting for the held contact", changes), func() bool { return a.LockWaiters(t) == changes })
+	if err := hold.Rollback(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 	wg.Wait()
 	var streets []string
