@@ -178,7 +178,10 @@ func TestMergeContacts(t *testing.T) {
 
 // TestMergeRacesWrites merges while writers add tags and activities to every contact of the
 // merge: each write acknowledged is in the merged contact, and each refused one was refused
-// because its contact had been merged (a 404 naming the primary).
+// because its contact had been merged (a 404 naming the primary). The overlap is proven, not
+// hoped for: the test's open transaction holds the four contacts until every writer's first
+// write (an activity, which locks its contact) and the merge all wait for them, and only then
+// lets go; the writers then go on until each has written twice after the merge answered.
 func TestMergeRacesWrites(t *testing.T) {
 	t.Parallel()
 	a := testkit.NewAPI(t)
@@ -187,6 +190,15 @@ func TestMergeRacesWrites(t *testing.T) {
 	for i := range ids {
 		ids[i] = createContact(t, a, key, map[string]any{"email": fmt.Sprintf("race%d@example.com", i)}).Contact.ContactId
 	}
+	ctx := context.Background()
+	hold, err := a.Store.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(ctx) //nolint:errcheck // let go by the test, or for a failure before
+	if _, err := hold.Exec(ctx, "SELECT 1 FROM contacts WHERE account_id = $1 AND contact_id = ANY($2::uuid[]) FOR UPDATE", account, ids); err != nil {
+		t.Fatal(err)
+	}
 	const writers, each = 8, 12
 	var (
 		mu        sync.Mutex
@@ -194,16 +206,14 @@ func TestMergeRacesWrites(t *testing.T) {
 		opens     int
 		refused   int
 		wg        sync.WaitGroup
-		started   sync.WaitGroup
 		mergeDone = make(chan struct{})
 	)
-	started.Add(writers)
 	for w := range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// each writer goes on until two of its writes began after the merge answered:
-			// consecutive writes go to different contacts, so one of them to a duplicate.
+			// consecutive writes go to different contacts, so of the two after the merge one
+			// goes to a duplicate
 			afterMerge := 0
 			for i := 0; i < each || afterMerge < 2; i++ {
 				select {
@@ -214,14 +224,15 @@ func TestMergeRacesWrites(t *testing.T) {
 				id := ids[(w+i)%len(ids)]
 				var r *testkit.Response
 				tag := fmt.Sprintf("w%d-%d", w, i)
-				if i%2 == 0 {
-					r = a.Do("POST", "/public/v1/contact/"+id+"/tags", key, map[string]any{"tags": []string{tag}})
-				} else {
+				activity := i%2 == 0 // the first write of each is an activity: it waits for its held contact
+				if activity {
 					r = a.Do("POST", "/public/v1/contact/"+id+"/activity", key, map[string]any{"type": "EmailOpen", "activityId": tag})
+				} else {
+					r = a.Do("POST", "/public/v1/contact/"+id+"/tags", key, map[string]any{"tags": []string{tag}})
 				}
 				mu.Lock()
 				switch {
-				case r.Status == 200 && i%2 == 0:
+				case r.Status == 200 && !activity:
 					tags = append(tags, tag)
 				case r.Status == 200:
 					opens++
@@ -231,14 +242,21 @@ func TestMergeRacesWrites(t *testing.T) {
 					t.Errorf("write to %s: %d %s", id, r.Status, r.Body)
 				}
 				mu.Unlock()
-				if i == 0 {
-					started.Done()
-				}
 			}
 		}()
 	}
-	started.Wait() // every writer is writing
-	if _, r := merge(t, a, key, map[string]any{"primaryContactId": ids[0], "duplicateContactIds": ids[1:]}); r.Status != 200 {
+	testkit.Eventually(t, fmt.Sprintf("the %d writers' first writes waiting for the held contacts", writers),
+		func() bool { return a.LockWaiters(t) == writers })
+	merged := make(chan *testkit.Response, 1)
+	go func() {
+		_, r := merge(t, a, key, map[string]any{"primaryContactId": ids[0], "duplicateContactIds": ids[1:]})
+		merged <- r
+	}()
+	testkit.Eventually(t, "the merge waiting for the held contacts beside them", func() bool { return a.LockWaiters(t) == writers+1 })
+	if err := hold.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-merged; r.Status != 200 {
 		t.Fatalf("merge: %d %s", r.Status, r.Body)
 	}
 	close(mergeDone)
