@@ -65,8 +65,13 @@ type Config struct {
 	ReadHeaderTimeout time.Duration // CONTACTD_READ_HEADER_TIMEOUT
 	ReadTimeout       time.Duration // CONTACTD_READ_TIMEOUT
 	WriteTimeout      time.Duration // CONTACTD_WRITE_TIMEOUT
-	IdleTimeout       time.Duration // CONTACTD_IDLE_TIMEOUT
-	ShutdownTimeout   time.Duration // CONTACTD_SHUTDOWN_TIMEOUT
+	// RequestTimeout bounds the work of a request (CONTACTD_REQUEST_TIMEOUT): past it, its
+	// statements are cancelled and its Go work stops at its next check, so a request whose
+	// client was cut off by WriteTimeout does not go on burning a core. Shorter than
+	// WriteTimeout, so that its 503 still reaches the client.
+	RequestTimeout  time.Duration
+	IdleTimeout     time.Duration // CONTACTD_IDLE_TIMEOUT
+	ShutdownTimeout time.Duration // CONTACTD_SHUTDOWN_TIMEOUT
 	// ShutdownDrain is how long a stopping serve answers /readyz with 503 and keeps serving,
 	// every answer closing its connection, before it stops taking connections: time for a
 	// balancer's health checks to take it out, so a rolling restart fails no request.
@@ -127,7 +132,7 @@ func Default() Config {
 		ReplicaMaxLag: 5 * time.Second,
 		BackupEvery:   24 * time.Hour, BackupFullEvery: 7 * 24 * time.Hour,
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second, RequestTimeout: 20 * time.Second,
 		ShutdownTimeout: 30 * time.Second,
 		RateReadsPer10s: 100, RateWritesPer10s: 50, RateAccountPerDay: 350_000,
 		WebhookTimeout: 15 * time.Second, WebhookWorkers: 64, WebhookMaxInFlight: 4, WebhookRescueAfter: time.Minute,
@@ -166,6 +171,7 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", d.ReadHeaderTimeout, "longest a client may take to send a request's headers")
 	fs.DurationVar(&c.ReadTimeout, "read-timeout", d.ReadTimeout, "longest a client may take to send a whole request")
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", d.WriteTimeout, "longest a write of an answer may wait for the client (an export's every write)")
+	fs.DurationVar(&c.RequestTimeout, "request-timeout", d.RequestTimeout, "longest a request's work may run (an export's stream excepted: --write-timeout bounds each of its parts); past it, it is stopped and answers 503 (shorter than --write-timeout; 0: off)")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", d.IdleTimeout, "how long an idle keep-alive connection stays open")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "how long a stop waits for requests and deliveries under way")
 	fs.DurationVar(&c.ShutdownDrain, "shutdown-drain", d.ShutdownDrain, "serve: how long a stop first answers /readyz with 503 while still serving (behind a balancer: a few of its health-check intervals)")
@@ -293,6 +299,9 @@ func (c *Config) Finish() error {
 	}
 	if c.DBIdleInTxTimeout <= c.WriteTimeout {
 		errs = append(errs, errors.New("CONTACTD_DB_IDLE_IN_TX_TIMEOUT: must be longer than CONTACTD_WRITE_TIMEOUT (an export waits for its client inside its transaction)"))
+	}
+	if c.RequestTimeout < 0 || c.RequestTimeout > 0 && c.RequestTimeout >= c.WriteTimeout {
+		errs = append(errs, errors.New("CONTACTD_REQUEST_TIMEOUT: must be 0 (off) or shorter than CONTACTD_WRITE_TIMEOUT (its 503 must still reach the client)"))
 	}
 	if c.DBMaxConns < 2 {
 		errs = append(errs, errors.New("CONTACTD_DB_MAX_CONNS: must be at least 2"))

@@ -115,6 +115,9 @@ func (s *Service) batch(ctx context.Context, accountID uuid.UUID, o BatchOptions
 	base := make([]BatchResult, len(ins))
 	items := make([]batchItem, 0, len(ins))
 	for i, in := range ins {
+		if err := ctx.Err(); err != nil {
+			return nil, err // the request's time is up: its items' checks stop between items
+		}
 		c, warnings, events, fields, err := s.newContact(ctx, in, now, defs)
 		if err != nil {
 			base[i].Err = err
@@ -164,6 +167,9 @@ func (s *Service) batch(ctx context.Context, accountID uuid.UUID, o BatchOptions
 			}
 		}
 		for _, round := range byOccurrence(items) {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			if err := s.batchRound(ctx, tx, accountID, o, round, results, now, defs); err != nil {
 				return err
 			}

@@ -48,7 +48,9 @@ func TestAHostileTenantCannotHurtAnother(t *testing.T) {
 		// fewer workers than B's slow receivers can hold (6 receivers x 4), each freed after a
 		// second: who gets a freed worker is what is tested
 		c.WebhookWorkers, c.WebhookTimeout, c.WebhookRescueAfter = 16, 2*time.Second, 13*time.Second
-		c.WriteTimeout = 3 * time.Second // a stalled export's connection goes at this
+		// a stalled export's connection goes at WriteTimeout; a request deadline under it would
+		// cut the attacks short (and A's reads on a busy machine): off, the attacks are whole
+		c.WriteTimeout, c.RequestTimeout = 3*time.Second, 0
 	})
 	ctx := context.Background()
 	accountB, keyB := a.Account("hostile")

@@ -312,7 +312,9 @@ func TestExportStopsWhenTheClientLeaves(t *testing.T) {
 // refused at once (429, Retry-After), another account's runs, and afterwards the slot is free.
 func TestStalledExportsHoldOnlyTheirShare(t *testing.T) {
 	t.Parallel()
-	a := testkit.NewAPI(t, func(c *config.Config) { c.Exports, c.ExportsPerAccount, c.WriteTimeout = 2, 1, time.Second })
+	a := testkit.NewAPI(t, func(c *config.Config) {
+		c.Exports, c.ExportsPerAccount, c.WriteTimeout, c.RequestTimeout = 2, 1, time.Second, 0
+	})
 	acme, key := a.Account("acme")
 	_, other := a.Account("globex")
 	seedMany(t, a, "acme", 30000) // megabytes of export: more than the sockets buffer

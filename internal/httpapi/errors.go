@@ -3,11 +3,13 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -37,6 +39,14 @@ var (
 	errMethodNotAllowed = apperr.New(apperr.KindMethod, "MethodNotAllowed", "method not allowed on this endpoint")
 )
 
+// errPastDeadline is the answer of a request whose work ran past Config.RequestTimeout and was
+// stopped: a statement under way was cancelled and its transaction rolled back; a write
+// already committed (one sent in a group just before) stays.
+func errPastDeadline(limit time.Duration) *apperr.Error {
+	return &apperr.Error{Kind: apperr.KindUnavailable, Code: apperr.ErrUnavailable.Code, RetryAfter: time.Second,
+		Message: fmt.Sprintf("the request ran past its deadline of %s and was stopped: retry, or send less in one request", limit)}
+}
+
 // statusClientClosed is the status of a request whose client went away before its answer.
 const statusClientClosed = 499
 
@@ -46,7 +56,8 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	if errors.Is(err, context.Canceled) && c.Request().Context().Err() != nil {
+	stopped := c.Request().Context().Err()
+	if errors.Is(err, context.Canceled) && errors.Is(stopped, context.Canceled) {
 		// the client went away before its answer: nothing failed here, and nobody reads the
 		// answer (499, as proxies log it)
 		s.log.InfoContext(c.Request().Context(), "request abandoned by its client", slog.String("request_id", requestID(c)))
@@ -54,6 +65,10 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		return
 	}
 	e := s.classify(err)
+	if errors.Is(stopped, context.DeadlineExceeded) {
+		// whatever failed first, it failed because the request's time was up
+		e = errPastDeadline(s.cfg.RequestTimeout)
+	}
 	if e.Code == contact.ErrNotFound.Code && e.ContactID == "" {
 		e = s.mergedHint(c, e)
 	}

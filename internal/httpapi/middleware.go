@@ -110,10 +110,24 @@ func (s *Server) apiRoute(next echo.HandlerFunc) echo.HandlerFunc {
 		r := c.Request()
 		rq := &request{route: route, client: client{ip: c.RealIP(), userAgent: r.UserAgent(),
 			accept: r.Header.Get("Accept"), acceptEncoding: r.Header.Get("Accept-Encoding")}}
-		c.SetRequest(r.WithContext(context.WithValue(r.Context(), requestKey{}, rq)))
-		return api(c)
+		ctx := context.WithValue(r.Context(), requestKey{}, rq)
+		if s.cfg.RequestTimeout == 0 || route.Operation.OperationID == exportOperation {
+			c.SetRequest(r.WithContext(ctx))
+			return api(c)
+		}
+		ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+		defer cancel()
+		c.SetRequest(r.WithContext(ctx))
+		if err := api(c); err != nil {
+			c.Error(err) // answered before the deadline's context is cancelled: the answer may still read (a merged contact's hint)
+		}
+		return nil
 	}
 }
+
+// exportOperation streams for as long as its client keeps reading: RequestTimeout does not
+// bound it (ExportStall bounds each of its writes).
+const exportOperation = "exportContacts"
 
 // bodyLimit refuses bodies over the limit before anything reads them.
 func (s *Server) bodyLimit(next echo.HandlerFunc) echo.HandlerFunc {

@@ -52,6 +52,10 @@ type Config struct {
 	// ExportStall ends an export whose client has taken none of its bytes for this long
 	// (0: 30 s); an export that keeps moving is not bounded in time.
 	ExportStall time.Duration
+	// RequestTimeout ends the work of a request that runs longer (0: none): its statements
+	// are cancelled, its Go work stops at its next check, and it answers 503. The export's
+	// stream is not bounded by it (ExportStall is).
+	RequestTimeout time.Duration
 }
 
 // Deps are the services the API calls.

@@ -169,6 +169,9 @@ func (s *Service) Keep(ctx context.Context, tx store.Tx, h *Hold, ms []Member) e
 	var c change
 	changes := 0
 	for _, m := range ms {
+		if err := ctx.Err(); err != nil {
+			return err // the request's time is up: its evaluation stops between contacts
+		}
 		for _, sg := range h.dynamic {
 			was, is := in[[2]uuid.UUID{sg.ID, m.ID}], sg.Filter.Matches(m.Subject)
 			if was == is {

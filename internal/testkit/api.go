@@ -481,20 +481,28 @@ func SecondDeliveryService(t testing.TB, a *API, workers int) *delivery.Service 
 }
 
 // SecondProcess is another API process on the same database: its own services, caches and
-// handler, as a second `contactd serve` behind a balancer would have.
-func (a *API) SecondProcess() *API {
+// handler, as a second `contactd serve` behind a balancer would have; opts adjust its
+// configuration (the first process's, otherwise).
+func (a *API) SecondProcess(opts ...Option) *API {
 	a.t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	keys, err := SecretKeys(a.Cfg)
+	cfg := a.Cfg
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.Finish(); err != nil {
+		a.t.Fatal(err)
+	}
+	keys, err := SecretKeys(cfg)
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	svc, err := app.NewServices(a.Cfg, a.Store, keys, log)
+	svc, err := app.NewServices(cfg, a.Store, keys, log)
 	if err != nil {
 		a.t.Fatal(err)
 	}
 	svc.RateClock = a.RateClock.Now
-	h, err := app.Handler(a.Cfg, a.Store, svc, log)
+	h, err := app.Handler(cfg, a.Store, svc, log)
 	if err != nil {
 		a.t.Fatal(err)
 	}
@@ -504,6 +512,6 @@ func (a *API) SecondProcess() *API {
 	srv := httptest.NewServer(h)
 	a.t.Cleanup(srv.Close)
 	second := *a
-	second.URL, second.Svc = srv.URL, svc
+	second.URL, second.Svc, second.Cfg = srv.URL, svc, cfg
 	return &second
 }
