@@ -143,9 +143,10 @@ func TestImportNDJSON(t *testing.T) {
 	}
 }
 
-// An import's batch that would move its contacts into or out of segments more often than a
-// batch may is written in halves: every row lands, with every membership and its event.
-func TestImportSplitsABatchThatMovesTooManyMemberships(t *testing.T) {
+// An import's batch that moves its contacts into or out of segments more often than one
+// transaction may is written a page at a time (contact.BatchPage): every row lands, with every
+// membership and its event.
+func TestImportOfABatchThatMovesManyMemberships(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	a := testkit.NewAPI(t)
@@ -161,7 +162,7 @@ func TestImportSplitsABatchThatMovesTooManyMemberships(t *testing.T) {
 	}
 	a.Backfill(t)
 	if rows*segments <= segment.MaxChangesPerWrite {
-		t.Fatal("the import fits one batch: it would not split")
+		t.Fatal("the import's batch moves no more memberships than one transaction may")
 	}
 	var lines strings.Builder
 	for i := range rows {

@@ -15,7 +15,6 @@ import (
 	"github.com/contactd/contactd/internal/event"
 	"github.com/contactd/contactd/internal/field"
 	"github.com/contactd/contactd/internal/platform/store"
-	"github.com/contactd/contactd/internal/segment"
 	"github.com/contactd/contactd/internal/suppression"
 )
 
@@ -64,16 +63,36 @@ type batchItem struct {
 // would), or created when no contact holds it (DuplicateContact when its email is taken).
 // An item without a value of it is matched by email.
 func (s *Service) Batch(ctx context.Context, accountID uuid.UUID, o BatchOptions, ins []CreateInput) ([]BatchResult, error) {
+	results := make([]BatchResult, len(ins))
+	done := 0
 	defs, err := s.fields.Of(ctx, nil, accountID, false)
-	for err == nil {
-		var results []BatchResult
-		if results, err = s.batch(ctx, accountID, o, ins, defs); !errors.Is(err, errFieldsChanged) {
-			return results, err
+	for err == nil && done < len(ins) {
+		if done, err = s.batch(ctx, accountID, o, ins, done, results, defs); errors.Is(err, errFieldsChanged) {
+			defs, err = s.fields.Of(ctx, nil, accountID, true)
 		}
-		defs, err = s.fields.Of(ctx, nil, accountID, true)
+	}
+	var e *apperr.Error
+	switch {
+	case err == nil:
+		return results, nil
+	case done > 0 && errors.As(err, &e) && e.Kind == apperr.KindUnavailable:
+		// the pages before stand: the items of this one and of those after it fail alone, to be
+		// sent again (the database went away, or the request ran out of time)
+		for i := done; i < len(ins); i++ {
+			results[i] = BatchResult{Err: err}
+		}
+		return results, nil
 	}
 	return nil, err
 }
+
+// BatchPage is how many items of a batch one transaction writes. A page's transaction is
+// what the rest waits on: other writes of its contacts, and every account's events feed,
+// which shows an event only once every older transaction has ended. So its work is bounded:
+// its contacts evaluated against the account's segments, and at most BatchPage x
+// segment.MaxPerAccount memberships moved (segment.MaxChangesPerWrite), each an event with
+// its deliveries.
+const BatchPage = 100
 
 // MaxBatchFieldValues bounds the custom field values of one batch, all items together: each
 // value of a unique field is a claim (about 13 buffers), and 1,000 items of 200 values each
@@ -105,33 +124,37 @@ func matchFieldError(defs *field.Definitions, o BatchOptions) error {
 	return nil
 }
 
-// batch is Batch against the field definitions defs; errFieldsChanged when they were not
-// current, and then it wrote nothing.
-func (s *Service) batch(ctx context.Context, accountID uuid.UUID, o BatchOptions, ins []CreateInput, defs *field.Definitions) ([]BatchResult, error) {
+// batch writes the items of ins from the from-th on, a page (BatchPage items) a transaction,
+// against the field definitions defs, into results, and returns how many items of ins are
+// done. errFieldsChanged: defs were not current when the page after the done ones was
+// written, which wrote nothing. An error of the first page's is the whole batch's.
+func (s *Service) batch(ctx context.Context, accountID uuid.UUID, o BatchOptions, ins []CreateInput, from int, results []BatchResult,
+	defs *field.Definitions) (int, error) {
 	if err := matchFieldError(defs, o); err != nil {
-		return nil, err
+		return from, err
 	}
 	now := s.now()
-	base := make([]BatchResult, len(ins))
-	items := make([]batchItem, 0, len(ins))
-	for i, in := range ins {
+	items := make([]batchItem, 0, len(ins)-from)
+	for i := from; i < len(ins); i++ {
 		if err := ctx.Err(); err != nil {
-			return nil, err // the request's time is up: its items' checks stop between items
+			return from, store.Translate(err) // the request's time is up: its items' checks stop between items
 		}
+		in := ins[i]
+		results[i] = BatchResult{}
 		c, warnings, events, fields, err := s.newContact(ctx, in, now, defs)
 		if err != nil {
-			base[i].Err = err
+			results[i].Err = err
 			continue
 		}
-		base[i].Warnings = warnings
+		results[i].Warnings = warnings
 		key := EmailKey(in.Email)
 		entries, err := s.suppressed.Entries(ctx, accountID, key, in.Phone)
 		if err != nil {
-			return nil, err
+			return from, err
 		}
 		more, err := s.fieldEntries(ctx, accountID, defs, fields.Values)
 		if err != nil {
-			return nil, err
+			return from, err
 		}
 		entries = append(entries, more...)
 		it := batchItem{index: i, in: in, key: key, c: c, events: events, digests: suppression.Digests(entries), fields: fields}
@@ -147,12 +170,38 @@ func (s *Service) batch(ctx context.Context, accountID uuid.UUID, o BatchOptions
 		values += len(it.fields.Values)
 	}
 	if values > MaxBatchFieldValues {
-		return nil, apperr.Invalid(apperr.Field("body.contacts", "maxFieldValues",
+		return from, apperr.Invalid(apperr.Field("body.contacts", "maxFieldValues",
 			fmt.Sprintf("a batch carries at most %d custom field values (this one %d): split it", MaxBatchFieldValues, values)))
 	}
-	var results []BatchResult
+	for len(items) > 0 || from < len(ins) {
+		end := min(len(ins), from+BatchPage)
+		n := 0
+		for n < len(items) && items[n].index < end {
+			n++
+		}
+		if err := s.batchPage(ctx, accountID, o, items[:n], results, now, defs); err != nil {
+			return from, err
+		}
+		from, items = end, items[n:]
+	}
+	return from, nil
+}
+
+// batchPage writes a page's items in one transaction, their outcomes into results. A page
+// writes what it would write alone, or nothing.
+func (s *Service) batchPage(ctx context.Context, accountID uuid.UUID, o BatchOptions, items []batchItem, results []BatchResult,
+	now time.Time, defs *field.Definitions) error {
+	if len(items) == 0 {
+		return nil
+	}
+	base := make([]BatchResult, len(items))
+	for i, it := range items {
+		base[i] = results[it.index]
+	}
 	err := s.store.InTx(ctx, func(tx store.Tx) error {
-		results = slices.Clone(base)
+		for i, it := range items { // a retried transaction starts from the items' checks again
+			results[it.index] = base[i]
+		}
 		if o.Upsert {
 			keys, vals := make([]string, len(items)), []string{}
 			for i, it := range items {
@@ -175,8 +224,9 @@ func (s *Service) batch(ctx context.Context, accountID uuid.UUID, o BatchOptions
 			}
 		}
 		var written []uuid.UUID
-		seen := make(map[uuid.UUID]bool, len(results))
-		for _, r := range results {
+		seen := make(map[uuid.UUID]bool, len(items))
+		for _, it := range items {
+			r := results[it.index]
 			if r.Err == nil && (r.Status == BatchCreated || r.Status == BatchUpdated) && !seen[r.ContactID] {
 				seen[r.ContactID] = true
 				written = append(written, r.ContactID)
@@ -184,18 +234,7 @@ func (s *Service) batch(ctx context.Context, accountID uuid.UUID, o BatchOptions
 		}
 		return s.keepSegments(ctx, tx, accountID, written...)
 	})
-	var tooMany segment.TooManyChanges
-	if errors.As(err, &tooMany) {
-		e := apperr.Invalid(apperr.Field("body.contacts", "maxSegmentChanges", fmt.Sprintf(
-			"a batch moves its contacts into or out of segments at most %d times (this one %d): split it",
-			segment.MaxChangesPerWrite, tooMany.Changes)))
-		e.Cause = tooMany // for contactd import, which splits it
-		return nil, e
-	}
-	if err != nil {
-		return nil, err
-	}
-	return results, nil
+	return err
 }
 
 // byOccurrence splits items into rounds: the first item of each email, then the second, and

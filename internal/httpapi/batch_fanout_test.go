@@ -1,23 +1,31 @@
 package httpapi_test
 
 import (
+	"context"
 	"fmt"
-	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/contactd/contactd/gen/api"
+
+	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/segment"
 	"github.com/contactd/contactd/internal/testkit"
 )
 
-// A batch moves its contacts into or out of segments at most segment.MaxChangesPerWrite
-// times: each move is a membership row, an event and a delivery to each subscription of its
-// type, all in the batch's transaction. One over is refused whole with 400, before anything
-// is written; at the bound, every change is written with its events and deliveries.
-func TestBatchSegmentChangesAreBounded(t *testing.T) {
+// A batch writes its items a page (contact.BatchPage) a transaction, so that one transaction
+// moves its contacts into or out of segments at most segment.MaxChangesPerWrite times: each
+// move is a membership row, an event and a delivery to each subscription of its type. A batch
+// of the most items that all enter every segment of the most an account may have is written
+// whole, every change with its events and deliveries, in as many transactions as it has
+// pages.
+func TestBatchSegmentChangesAreWrittenInPages(t *testing.T) {
 	t.Parallel()
 	a := testkit.NewAPI(t)
-	_, key := a.Account("acme")
-	const segments = 100
+	account, key := a.Account("acme")
+	const segments = segment.MaxPerAccount
 	for i := range segments {
 		saveSegment(t, a, key, fmt.Sprintf("vip %d", i), "dynamic", cond("tags", "contains", "vip"))
 	}
@@ -27,7 +35,9 @@ func TestBatchSegmentChangesAreBounded(t *testing.T) {
 		}
 	}
 	a.Backfill(t)
-	perBatch := segment.MaxChangesPerWrite / segments
+	if contact.BatchPage*segments > segment.MaxChangesPerWrite {
+		t.Fatalf("a page of %d items can move %d memberships, over a write's %d", contact.BatchPage, contact.BatchPage*segments, segment.MaxChangesPerWrite)
+	}
 	items := func(n int, tags ...string) []any {
 		out := make([]any, n)
 		for i := range out {
@@ -39,38 +49,93 @@ func TestBatchSegmentChangesAreBounded(t *testing.T) {
 		}
 		return out
 	}
-	refused := func(mode string, items []any) {
+	written := func(mode string, n int) {
 		t.Helper()
-		r := a.Do("POST", "/public/v1/contacts/batch", key, map[string]any{"mode": mode, "contacts": items})
-		want := fmt.Sprintf("at most %d times (this one %d)", segment.MaxChangesPerWrite, len(items)*segments)
-		if r.Status != 400 || !strings.Contains(string(r.Body), `"reason":"maxSegmentChanges"`) || !strings.Contains(string(r.Body), want) {
-			t.Fatalf("%s of %d: %d %.300s", mode, len(items), r.Status, r.Body)
+		for what, q := range map[string]string{
+			"memberships": `SELECT count(*) FROM segment_members`,
+			"events":      `SELECT count(*) FROM webhook_events WHERE event_type = 'ContactEnteredSegment'`,
+			"deliveries":  `SELECT count(*) FROM webhook_deliveries d JOIN webhook_events e USING (account_id, event_id) WHERE e.event_type = 'ContactEnteredSegment'`,
+		} {
+			want := n * segments
+			if what == "deliveries" {
+				want *= 3
+			}
+			if got := a.Count(t, q); got != want {
+				t.Errorf("%s of %d: %s %d, want %d", mode, n, what, got, want)
+			}
+		}
+		pages := (n + contact.BatchPage - 1) / contact.BatchPage
+		if got := a.Count(t, `SELECT count(DISTINCT xid) FROM webhook_events WHERE account_id = $1 AND event_type = 'ContactEnteredSegment'`, account); got != pages {
+			t.Errorf("%s of %d: its changes written by %d transactions, want %d (a page each)", mode, n, got, pages)
 		}
 	}
+	const most = 1000 // the most items a batch takes
+	batch(t, a, key, "create", items(most, "vip")...)
+	written("create", most)
 
-	refused("create", items(perBatch+1, "vip"))
-	if n := a.Count(t, `SELECT count(*) FROM contacts`); n != 0 {
-		t.Fatalf("a refused batch left %d contacts", n)
+	// upserts: the contacts exist outside every segment, and the batch puts them all in
+	if _, err := a.Store.Pool.Exec(context.Background(), `DELETE FROM webhook_deliveries; DELETE FROM webhook_events; DELETE FROM segment_members;
+		UPDATE contacts SET tags = '{}'`); err != nil {
+		t.Fatal(err)
 	}
-	// upserts: the contacts exist outside every segment, and the batch would put them all in
-	batch(t, a, key, "create", items(perBatch+1)...)
-	refused("upsert", items(perBatch+1, "vip"))
-	if n := a.Count(t, `SELECT count(*) FROM contacts WHERE tags <> '{}'`) + a.Count(t, `SELECT count(*) FROM segment_members`); n != 0 {
-		t.Fatalf("a refused upsert left %d tagged contacts and memberships", n)
-	}
+	batch(t, a, key, "upsert", items(most, "vip")...)
+	written("upsert", most)
+}
 
-	batch(t, a, key, "upsert", items(perBatch, "vip")...)
-	for what, q := range map[string]string{
-		"memberships": `SELECT count(*) FROM segment_members`,
-		"events":      `SELECT count(*) FROM webhook_events WHERE event_type = 'ContactEnteredSegment'`,
-		"deliveries":  `SELECT count(*) FROM webhook_deliveries d JOIN webhook_events e USING (account_id, event_id) WHERE e.event_type = 'ContactEnteredSegment'`,
-	} {
-		want := segment.MaxChangesPerWrite
-		if what == "deliveries" {
-			want *= 3
-		}
-		if n := a.Count(t, q); n != want {
-			t.Errorf("%s: %d, want %d", what, n, want)
+// A page that cannot be written fails its items alone: the pages before it stand, and its
+// items and those after it are failed with 503, to be sent again. The test holds a contact of
+// the second page, so its transaction waits once the first page has committed, and ends that
+// transaction's session (as a database restart would).
+func TestABatchPageThatFailsFailsItsItemsAlone(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t)
+	account, key := a.Account("acme")
+	held := createContact(t, a, key, map[string]any{"email": "held@example.com", "name": "Before"}).Contact.ContactId
+	items := make([]any, contact.BatchPage+50)
+	for i := range items {
+		items[i] = map[string]any{"email": fmt.Sprintf("p%d@example.com", i), "name": "New"}
+	}
+	items[contact.BatchPage+10] = map[string]any{"email": "held@example.com", "name": "After"}
+	hold := holdContact(t, a, account, held)
+	answered := make(chan []api.BatchContactItemResult, 1)
+	go func() { answered <- batch(t, a, key, "upsert", items...) }()
+	testkit.Eventually(t, "the second page waiting for the held contact", func() bool { return a.LockWaiters(t) == 1 })
+	if _, err := a.Store.Pool.Exec(context.Background(), `SELECT pg_terminate_backend(s.pid) FROM pg_locks l JOIN pg_stat_activity s USING (pid)
+		WHERE NOT l.granted AND s.datname = current_database()`); err != nil {
+		t.Fatal(err)
+	}
+	results := <-answered
+	if err := hold.Rollback(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range results {
+		switch {
+		case i < contact.BatchPage && r.Status != api.BatchContactItemResultStatusCreated:
+			t.Errorf("item %d of the first page: %s, want created", i, r.Status)
+		case i >= contact.BatchPage && (r.Status != api.BatchContactItemResultStatusFailed || r.Error == nil || r.Error.Code != "ServiceUnavailable"):
+			t.Errorf("item %d of the failed page: %s %+v, want failed ServiceUnavailable", i, r.Status, r.Error)
 		}
 	}
+	if n := a.Count(t, `SELECT count(*) FROM contacts WHERE account_id = $1`, account); n != 1+contact.BatchPage {
+		t.Errorf("%d contacts, want the held one and the first page's %d", n, contact.BatchPage)
+	}
+	if c := getContact(t, a, key, held); c.Name == nil || *c.Name != "Before" {
+		t.Errorf("the held contact's name: %v, want Before (its page failed)", c.Name)
+	}
+}
+
+// holdContact locks a contact in a transaction of the test's, until the test rolls it back
+// (or ends).
+func holdContact(t *testing.T, a *testkit.API, account uuid.UUID, id string) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	hold, err := a.Store.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hold.Rollback(ctx) }) //nolint:errcheck // already rolled back by the test, or for a failure before
+	if _, err := hold.Exec(ctx, "SELECT 1 FROM contacts WHERE account_id = $1 AND contact_id = $2::uuid FOR UPDATE", account, id); err != nil {
+		t.Fatal(err)
+	}
+	return hold
 }

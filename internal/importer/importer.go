@@ -28,7 +28,6 @@ import (
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/csvcell"
 	"github.com/contactd/contactd/internal/platform/store"
-	"github.com/contactd/contactd/internal/segment"
 )
 
 // Options of one import.
@@ -207,26 +206,8 @@ func Run(ctx context.Context, st *store.Store, batch *apicore.Batch, opt Options
 	return sum, rej.close()
 }
 
-// write sends one batch (a dry run: in a transaction rolled back afterwards), in halves when
-// it would move its contacts into or out of segments more often than one batch may.
+// write sends one batch (a dry run: in a transaction rolled back afterwards).
 func write(ctx context.Context, st *store.Store, batch *apicore.Batch, opt Options, origin contact.Origin, rows []row) ([]api.BatchContactItemResult, error) {
-	results, err := writeOnce(ctx, st, batch, opt, origin, rows)
-	if tooMany := (segment.TooManyChanges{}); !errors.As(err, &tooMany) || len(rows) < 2 {
-		return results, err
-	}
-	half := len(rows) / 2
-	first, err := write(ctx, st, batch, opt, origin, rows[:half])
-	if err != nil {
-		return nil, err
-	}
-	rest, err := write(ctx, st, batch, opt, origin, rows[half:])
-	if err != nil {
-		return nil, err
-	}
-	return append(first, rest...), nil
-}
-
-func writeOnce(ctx context.Context, st *store.Store, batch *apicore.Batch, opt Options, origin contact.Origin, rows []row) ([]api.BatchContactItemResult, error) {
 	items := make([]json.RawMessage, len(rows))
 	for i, r := range rows {
 		items[i] = r.item
