@@ -280,6 +280,19 @@ func (s *Service) dynamicAt(ctx context.Context, q *db.Queries, account uuid.UUI
 	if ok && d.version == version {
 		return d, nil
 	}
+	// the writes that want the account's segments at one version (-1: the latest) share one
+	// read of them; one whose reader failed (its request ended) reads them itself
+	key := fmt.Sprintf("%s/%d", account, version)
+	v, err, _ := s.loads.Do(key, func() (any, error) { return s.load(ctx, q, account) })
+	if err == nil {
+		return v.(dynamicSegments), nil
+	}
+	return s.load(ctx, q, account)
+}
+
+// load reads the account's dynamic segments on q (nil: the pool) and compiles them, for this
+// process's cache.
+func (s *Service) load(ctx context.Context, q *db.Queries, account uuid.UUID) (dynamicSegments, error) {
 	var row db.SegmentsDynamicRow
 	read := func(q *db.Queries) (err error) {
 		row, err = q.SegmentsDynamic(ctx, account)
@@ -294,7 +307,7 @@ func (s *Service) dynamicAt(ctx context.Context, q *db.Queries, account uuid.UUI
 	if err != nil {
 		return dynamicSegments{}, err
 	}
-	d = dynamicSegments{version: row.Version}
+	d := dynamicSegments{version: row.Version}
 	if err := json.Unmarshal(row.Segments, &d.segments); err != nil {
 		return dynamicSegments{}, err
 	}

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"golang.org/x/sync/singleflight"
 	"time"
 	"unicode/utf8"
 
@@ -79,6 +81,11 @@ type Service struct {
 
 	mu      sync.Mutex
 	dynamic map[uuid.UUID]dynamicSegments // by account: the last read
+	// loads reads and compiles an account's dynamic segments once for every write that needs
+	// them at once: after an edit, each write of the account would otherwise compile its own
+	// copy of every filter (a hundred segments of a hundred operands a condition are tens of
+	// megabytes), all of them held at once
+	loads singleflight.Group
 }
 
 // dynamicSegments are an account's dynamic segments at a version of them.
