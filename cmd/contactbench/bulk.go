@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,7 +65,8 @@ func runBulk(ctx context.Context, o options, out io.Writer) error {
 		return err
 	}
 	defer b.close()
-	args := serveArgs(b.url, false)
+	// a bulk load is the operator's own: its clients' batches all run at once
+	args := append(serveArgs(b.url, false), "--batches-per-account", strconv.Itoa(max(1, o.concurrency)))
 	pprofAddr, err := profileAddr(o)
 	if err != nil {
 		return err

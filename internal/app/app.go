@@ -320,7 +320,7 @@ func Handler(cfg config.Config, st *store.Store, svc *Services, log *slog.Logger
 		limiter = ratelimit.New(limits, svc.RateClock)
 	}
 	return httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxBatchBodyBytes: cfg.MaxBatchBodyBytes, RateLimits: limits,
-		TrustedProxies: cfg.TrustedProxies, ExportStall: cfg.WriteTimeout, RequestTimeout: cfg.RequestTimeout,
+		TrustedProxies: cfg.TrustedProxies, ExportStall: cfg.WriteTimeout, RequestTimeout: cfg.RequestTimeout, BatchesPerAccount: cfg.BatchesPerAccount,
 		MetricsToken: cfg.MetricsToken}, httpapi.Deps{
 		Log: log, Auth: svc.Auth, Contacts: svc.Contacts, Search: svc.Search, Erasures: svc.Erasures, Webhooks: svc.Webhooks, Fields: svc.Fields, Segments: svc.Segments, Events: svc.Events, Deliveries: svc.Deliveries, Limiter: limiter,
 		Idempotency: svc.Idempotency, Extra: svc.Console.Register,

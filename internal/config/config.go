@@ -57,6 +57,9 @@ type Config struct {
 	// per account: each holds a database connection for its whole stream.
 	Exports            int           // CONTACTD_EXPORTS
 	ExportsPerAccount  int           // CONTACTD_EXPORTS_PER_ACCOUNT
+	// BatchesPerAccount bounds the batch writes one account runs at once in the process: each
+	// holds its decoded items and a core while it runs.
+	BatchesPerAccount int // CONTACTD_BATCHES_PER_ACCOUNT
 	DBStatementTimeout time.Duration // CONTACTD_DB_STATEMENT_TIMEOUT
 	// DBIdleInTxTimeout ends a session left idle inside a transaction (CONTACTD_DB_IDLE_IN_TX_TIMEOUT):
 	// its locks and its snapshot hold others back while it sits. Longer than WriteTimeout: an
@@ -136,7 +139,7 @@ func Default() Config {
 		ShutdownTimeout: 30 * time.Second,
 		RateReadsPer10s: 100, RateWritesPer10s: 50, RateAccountPerDay: 350_000,
 		WebhookTimeout: 15 * time.Second, WebhookWorkers: 64, WebhookMaxInFlight: 4, WebhookRescueAfter: time.Minute,
-		EventRetention: 30 * 24 * time.Hour, RedisTimeout: 100 * time.Millisecond, NATSSubjectPrefix: "contactd", Exports: 4, ExportsPerAccount: 2,
+		EventRetention: 30 * 24 * time.Hour, RedisTimeout: 100 * time.Millisecond, NATSSubjectPrefix: "contactd", Exports: 4, ExportsPerAccount: 2, BatchesPerAccount: 2,
 	}
 }
 
@@ -166,6 +169,7 @@ func (c *Config) Flags(fs *flag.FlagSet, getenv func(string) string) {
 	fs.IntVar(&c.ListConcurrency, "list-concurrency", d.ListConcurrency, "heavy reads (list and search pages, feed pages, duplicates, a contact's events, delivery logs) that query at once; the rest wait, the accounts running the fewest first; 0: as many as CPUs, at least 2")
 	fs.IntVar(&c.Exports, "exports", d.Exports, "exports streaming at once in this process, each holding a database connection; more answer 429")
 	fs.IntVar(&c.ExportsPerAccount, "exports-per-account", d.ExportsPerAccount, "exports one account may stream at once; more answer 429")
+	fs.IntVar(&c.BatchesPerAccount, "batches-per-account", d.BatchesPerAccount, "batch writes (POST /contacts/batch) one account may run at once in this process; more answer 429")
 	fs.DurationVar(&c.DBStatementTimeout, "db-statement-timeout", d.DBStatementTimeout, "longest a statement may run before PostgreSQL cancels it")
 	fs.DurationVar(&c.DBIdleInTxTimeout, "db-idle-in-tx-timeout", d.DBIdleInTxTimeout, "longest a session may sit idle inside a transaction before PostgreSQL ends it (longer than --write-timeout)")
 	fs.DurationVar(&c.ReadHeaderTimeout, "read-header-timeout", d.ReadHeaderTimeout, "longest a client may take to send a request's headers")
@@ -287,6 +291,9 @@ func (c *Config) Finish() error {
 	}
 	if c.Exports < 1 || c.ExportsPerAccount < 1 || c.ExportsPerAccount > c.Exports {
 		errs = append(errs, errors.New("CONTACTD_EXPORTS and CONTACTD_EXPORTS_PER_ACCOUNT: at least 1, and no more per account than in all"))
+	}
+	if c.BatchesPerAccount < 1 {
+		errs = append(errs, errors.New("CONTACTD_BATCHES_PER_ACCOUNT: must be at least 1"))
 	}
 	if c.ListConcurrency < 0 {
 		errs = append(errs, errors.New("CONTACTD_LIST_CONCURRENCY: must not be negative"))

@@ -3,12 +3,14 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/contactd/contactd/gen/api"
+	"github.com/contactd/contactd/internal/config"
 
 	"github.com/contactd/contactd/internal/contact"
 	"github.com/contactd/contactd/internal/segment"
@@ -138,4 +140,41 @@ func holdContact(t *testing.T, a *testkit.API, account uuid.UUID, id string) pgx
 		t.Fatal(err)
 	}
 	return hold
+}
+
+// An account runs at most CONTACTD_BATCHES_PER_ACCOUNT batches at once: the next answers 429
+// with Retry-After, before its body is read, while another account's batch runs. The test
+// holds a contact that the account's running batches upsert, so they stay in flight.
+func TestAnAccountRunsItsBatchesAFewAtATime(t *testing.T) {
+	t.Parallel()
+	a := testkit.NewAPI(t, func(c *config.Config) { c.BatchesPerAccount = 2 })
+	account, key := a.Account("acme")
+	_, otherKey := a.Account("other")
+	held := createContact(t, a, key, map[string]any{"email": "held@example.com"}).Contact.ContactId
+	hold := holdContact(t, a, account, held)
+	upsert := map[string]any{"mode": "upsert", "contacts": []any{map[string]any{"email": "held@example.com", "name": "Held"}}}
+	answers := make(chan *testkit.Response, 2)
+	for range 2 {
+		go func() { answers <- a.Do("POST", "/public/v1/contacts/batch", key, upsert) }()
+	}
+	testkit.Eventually(t, "the account's two batches waiting for the held contact", func() bool { return a.LockWaiters(t) == 2 })
+	r := a.Do("POST", "/public/v1/contacts/batch", key, map[string]any{"contacts": []any{map[string]any{"email": "third@example.com"}}})
+	if r.Status != 429 || r.Header.Get("Retry-After") != "1" || !strings.Contains(string(r.Body), "runs 2 batches at once") {
+		t.Errorf("a third batch of the account: %d %s (Retry-After %q), want 429 naming the bound", r.Status, r.Body, r.Header.Get("Retry-After"))
+	}
+	if r := a.Do("POST", "/public/v1/contacts/batch", otherKey, map[string]any{"contacts": []any{map[string]any{"email": "other@example.com"}}}); r.Status != 200 {
+		t.Errorf("another account's batch beside them: %d %s", r.Status, r.Body)
+	}
+	if err := hold.Rollback(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if r := <-answers; r.Status != 200 {
+			t.Errorf("a running batch: %d %s", r.Status, r.Body)
+		}
+	}
+	batch(t, a, key, "create", map[string]any{"email": "third@example.com"}) // its slots are free again
+	if n := a.Count(t, `SELECT count(*) FROM contacts WHERE account_id = $1`, account); n != 2 {
+		t.Errorf("%d contacts of the account, want the held one and the third", n)
+	}
 }

@@ -98,7 +98,7 @@ func loggedPath(c echo.Context) string {
 // API middleware chain.
 func (s *Server) apiRoute(next echo.HandlerFunc) echo.HandlerFunc {
 	// built once: the chain and the validator's options are the same for every request.
-	api := s.bodyLimit(s.contentType(s.authenticate(s.rateLimit(s.validate(s.idempotent(next))))))
+	api := s.bodyLimit(s.contentType(s.authenticate(s.rateLimit(s.batchSlot(s.validate(s.idempotent(next)))))))
 	return func(c echo.Context) error {
 		route := s.routes.lookup(c)
 		if route == nil {

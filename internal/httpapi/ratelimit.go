@@ -1,10 +1,14 @@
 package httpapi
 
 import (
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
 	"github.com/contactd/contactd/internal/apicore"
@@ -53,4 +57,52 @@ func (s *Server) dayCost(c echo.Context) int {
 		return 1 // the validator answers the error
 	}
 	return min(max(1, rq.items), apicore.MaxBatchItems) // more is refused whole by the validator
+}
+
+// accountSlots counts what each account runs at once.
+type accountSlots struct {
+	mu      sync.Mutex
+	running map[uuid.UUID]int
+}
+
+// take takes one of the account's limit slots, false when it has them all.
+func (a *accountSlots) take(account uuid.UUID, limit int) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.running[account] >= limit {
+		return false
+	}
+	if a.running == nil {
+		a.running = map[uuid.UUID]int{}
+	}
+	a.running[account]++
+	return true
+}
+
+func (a *accountSlots) give(account uuid.UUID) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.running[account]--; a.running[account] <= 0 {
+		delete(a.running, account)
+	}
+}
+
+// batchSlot runs a batch operation's request only while its account runs fewer than
+// Config.BatchesPerAccount of them, before its body is decoded: each holds its decoded items
+// and a core while it runs, so one account sending many at once would take what the others
+// need. The rest answer 429.
+func (s *Server) batchSlot(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		rq := requestOf(c.Request().Context())
+		p, ok := auth.FromContext(c.Request().Context())
+		if s.cfg.BatchesPerAccount <= 0 || !ok || rq == nil || !s.routes.batch[rq.route] {
+			return next(c)
+		}
+		if !s.batches.take(p.AccountID, s.cfg.BatchesPerAccount) {
+			return &apperr.Error{Kind: apperr.KindRateLimited, Code: "TooManyRequests", RetryAfter: time.Second, Message: fmt.Sprintf(
+				"this account runs %d batches at once already: send the next once one has answered", s.cfg.BatchesPerAccount)}
+		}
+		defer s.batches.give(p.AccountID)
+		return next(c)
+	}
 }

@@ -56,6 +56,9 @@ type Config struct {
 	// are cancelled, its Go work stops at its next check, and it answers 503. The export's
 	// stream is not bounded by it (ExportStall is).
 	RequestTimeout time.Duration
+	// BatchesPerAccount bounds the batch operations' requests one account runs at once
+	// (0: no bound); more answer 429.
+	BatchesPerAccount int
 }
 
 // Deps are the services the API calls.
@@ -110,6 +113,7 @@ type Server struct {
 	batch      *apicore.Batch
 	limiter    ratelimit.Allower
 	metrics    *metrics.Metrics
+	batches    accountSlots
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
