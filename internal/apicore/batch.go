@@ -47,7 +47,7 @@ func (b *Batch) Run(ctx context.Context, account uuid.UUID, origin contact.Origi
 	for i, raw := range items {
 		var value any
 		if decoded != nil {
-			value = decoded[i]
+			value, decoded[i] = decoded[i], nil // a thousand items decoded are megabytes, held while the batch writes
 		}
 		in, err := b.input(i, raw, value, origin)
 		if err != nil {

@@ -55,11 +55,11 @@ type Config struct {
 	ListConcurrency int // CONTACTD_LIST_CONCURRENCY
 	// Exports and ExportsPerAccount bound the exports streaming at once, in the process and
 	// per account: each holds a database connection for its whole stream.
-	Exports            int           // CONTACTD_EXPORTS
-	ExportsPerAccount  int           // CONTACTD_EXPORTS_PER_ACCOUNT
+	Exports           int // CONTACTD_EXPORTS
+	ExportsPerAccount int // CONTACTD_EXPORTS_PER_ACCOUNT
 	// BatchesPerAccount bounds the batch writes one account runs at once in the process: each
 	// holds its decoded items and a core while it runs.
-	BatchesPerAccount int // CONTACTD_BATCHES_PER_ACCOUNT
+	BatchesPerAccount  int           // CONTACTD_BATCHES_PER_ACCOUNT
 	DBStatementTimeout time.Duration // CONTACTD_DB_STATEMENT_TIMEOUT
 	// DBIdleInTxTimeout ends a session left idle inside a transaction (CONTACTD_DB_IDLE_IN_TX_TIMEOUT):
 	// its locks and its snapshot hold others back while it sits. Longer than WriteTimeout: an

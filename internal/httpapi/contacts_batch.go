@@ -13,8 +13,11 @@ func (s *Server) BatchContacts(ctx context.Context, req api.BatchContactsRequest
 	upsert := req.Body.Mode != nil && *req.Body.Mode == api.Upsert
 	// the items as the validator decoded them: each is validated on its own, not decoded again
 	var decoded []any
-	if body, ok := requestOf(ctx).value.(map[string]any); ok {
-		decoded, _ = body["contacts"].([]any)
+	if rq := requestOf(ctx); rq != nil {
+		if body, ok := rq.value.(map[string]any); ok {
+			decoded, _ = body["contacts"].([]any)
+		}
+		rq.value = nil // the items are Run's now: it lets each go once it has its input (the write takes longest)
 	}
 	o := contact.BatchOptions{Upsert: upsert}
 	if req.Body.MatchField != nil {

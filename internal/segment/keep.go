@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -307,18 +308,42 @@ func (s *Service) load(ctx context.Context, q *db.Queries, account uuid.UUID) (d
 	if err != nil {
 		return dynamicSegments{}, err
 	}
-	d := dynamicSegments{version: row.Version}
-	if err := json.Unmarshal(row.Segments, &d.segments); err != nil {
+	var stored []struct {
+		ID     uuid.UUID       `json:"id"`
+		Name   string          `json:"name"`
+		Ready  bool            `json:"ready"`
+		Filter json.RawMessage `json:"filter"`
+	}
+	if err := json.Unmarshal(row.Segments, &stored); err != nil {
 		return dynamicSegments{}, err
 	}
-	for i := range d.segments {
-		d.segments[i].Filter = d.segments[i].Filter.Compile()
+	// a segment whose filter is the one this process compiled last keeps that compilation: an
+	// edit of one segment compiles one, and the versions in use at once share the others
+	s.mu.Lock()
+	compiled := make(map[uuid.UUID]storedSegment, len(s.compiled[account]))
+	for _, sg := range s.compiled[account] {
+		compiled[sg.ID] = sg
+	}
+	s.mu.Unlock()
+	d := dynamicSegments{version: row.Version, segments: make([]storedSegment, len(stored))}
+	for i, r := range stored {
+		sg := storedSegment{ID: r.ID, Name: r.Name, Ready: r.Ready, raw: r.Filter}
+		if prev, ok := compiled[r.ID]; ok && bytes.Equal(prev.raw, r.Filter) {
+			sg.Filter = prev.Filter
+		} else {
+			var f Filter
+			if err := json.Unmarshal(r.Filter, &f); err != nil {
+				return dynamicSegments{}, err
+			}
+			sg.Filter = f.Compile()
+		}
+		d.segments[i] = sg
 	}
 	s.mu.Lock()
-	if len(s.dynamic) >= maxCachedAccounts {
-		s.dynamic = map[uuid.UUID]dynamicSegments{}
+	if len(s.dynamic) >= maxCachedAccounts || len(s.compiled) >= maxCachedAccounts {
+		s.dynamic, s.compiled = map[uuid.UUID]dynamicSegments{}, map[uuid.UUID][]storedSegment{}
 	}
-	s.dynamic[account] = d
+	s.dynamic[account], s.compiled[account] = d, d.segments
 	s.mu.Unlock()
 	return d, nil
 }

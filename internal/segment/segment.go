@@ -81,6 +81,9 @@ type Service struct {
 
 	mu      sync.Mutex
 	dynamic map[uuid.UUID]dynamicSegments // by account: the last read
+	// compiled is each account's segments as last compiled, kept when Forget drops the
+	// version: the next read reuses each one whose filter has not changed
+	compiled map[uuid.UUID][]storedSegment
 	// loads reads and compiles an account's dynamic segments once for every write that needs
 	// them at once: after an edit, each write of the account would otherwise compile its own
 	// copy of every filter (a hundred segments of a hundred operands a condition are tens of
@@ -99,6 +102,8 @@ type storedSegment struct {
 	Name   string    `json:"name"`
 	Ready  bool      `json:"ready"`
 	Filter Filter    `json:"filter"`
+	// raw is the filter as stored: a later read of the same one reuses this compilation
+	raw json.RawMessage
 }
 
 // maxCachedAccounts bounds the accounts whose dynamic segments a process keeps.
@@ -107,7 +112,7 @@ const maxCachedAccounts = 1000
 // NewService returns the segment service over st, which records membership events with
 // events.
 func NewService(st *store.Store, fields Definitions, events *event.Emitter, now func() time.Time) *Service {
-	return &Service{store: st, fields: fields, events: events, now: now, dynamic: map[uuid.UUID]dynamicSegments{},
+	return &Service{store: st, fields: fields, events: events, now: now, dynamic: map[uuid.UUID]dynamicSegments{}, compiled: map[uuid.UUID][]storedSegment{},
 		wake: make(chan struct{}, 1)}
 }
 
