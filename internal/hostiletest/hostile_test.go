@@ -37,7 +37,9 @@ const (
 
 // Tenant B attacks with every kind of request that could take what others need: a flood of
 // unauthenticated probes, exports it never reads, the biggest feed pages, replays queued to
-// receivers that hang, the console as fast as it answers. Meanwhile tenant A reads its
+// receivers that hang, the console as fast as it answers, and what is priced at its price:
+// values of the costliest patterns, batches evaluated against the segment budget, searches at
+// their budget, a segment edited again and again, bodies with a NUL (costly_test.go). Meanwhile tenant A reads its
 // contact and receives its webhooks, with the default limits on. A gets an answer to every
 // read (no 5xx, no timeout) and every webhook; the process's heap stays bounded while it
 // lasts; and afterwards its goroutines and heap return to where they were.
@@ -54,7 +56,7 @@ func TestAHostileTenantCannotHurtAnother(t *testing.T) {
 	})
 	ctx := context.Background()
 	accountB, keyB := a.Account("hostile")
-	_, keyA := a.Account("ordinary")
+	accountA, keyA := a.Account("ordinary")
 	// A's requests give up after 30 s: a generous bound (A's reads take milliseconds beside the
 	// attack, even on a busy machine), there so that a starved A fails the test, not hangs it
 	client := &http.Client{Transport: testkit.ValidatingTransport(t), Timeout: 30 * time.Second}
@@ -77,6 +79,17 @@ func TestAHostileTenantCannotHurtAnother(t *testing.T) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		return resp.StatusCode, nil
+	}
+	get := func(c *http.Client, path, key string) (int, string, error) {
+		req, _ := http.NewRequest("GET", a.URL+path, nil)
+		req.Header.Set("x-api-key", key)
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), err
 	}
 
 	// A: one contact, a receiver for its tag changes
@@ -171,6 +184,16 @@ func TestAHostileTenantCannotHurtAnother(t *testing.T) {
 			t.Fatalf("B's key %s: %d %v", name, status, err)
 		}
 		return k
+	}
+	a.SeededMemberships("B's costly segments over its 5,000 contacts are judged by the segment tests: the oracle's SQL over them takes minutes")
+	costs := prepareCostly(t, a, bKey)
+	testkit.Eventually(t, "B's costly segments evaluated on its contacts", func() bool {
+		return a.Count(t, "SELECT count(*) FROM segments WHERE account_id = $1 AND status <> 'ready'", accountB) == 0
+	})
+	// a write of B's before the baseline: its segments, compiled, are then held in it (B's
+	// rules, not its attack)
+	if status, err := send(client, "POST", "/public/v1/contact/"+one.Contact.ContactId+"/tags", bKey("warm"), `{"tags":["warm"]}`); err != nil || status != 200 {
+		t.Fatalf("B's first write: %d %v", status, err)
 	}
 	// A's reads before the attack: the bound of its reads during it is a multiple of these
 	var quiet time.Duration
@@ -316,6 +339,8 @@ func TestAHostileTenantCannotHurtAnother(t *testing.T) {
 		return answered("a random key", status, err)
 	})
 
+	costlyAttacks(costs, send, attack, answered)
+
 	// B's deliveries queued by a time and not yet taken by a worker: a row leaves the count when
 	// it is claimed, so the count at A's webhook against the count at A's change is how much of
 	// B's older backlog went before A's event
@@ -349,6 +374,16 @@ func TestAHostileTenantCannotHurtAnother(t *testing.T) {
 	var peakHeap uint64
 	var latencies []time.Duration
 	var overtaken []string
+	var feedDelays []time.Duration
+	var segA struct {
+		SegmentID string `json:"segmentId"`
+	}
+	if r := a.Do("POST", "/public/v1/segments", keyA, map[string]any{"name": "A's", "filter": map[string]any{"groups": []any{
+		map[string]any{"conditions": []any{map[string]any{"attribute": "tags", "operator": "contains", "value": "t0"}}}}}}); r.Status != 200 {
+		t.Fatalf("A's segment: %d %s", r.Status, r.Body)
+	} else {
+		r.JSON(t, &segA)
+	}
 	for i := range 30 {
 		start := time.Now()
 		status, err := send(client, "GET", "/public/v1/contact?contactId="+contactA, keyA, "")
@@ -364,6 +399,14 @@ func TestAHostileTenantCannotHurtAnother(t *testing.T) {
 				t.Errorf("A's tag change %d during the attack: %d %v", i, status, err)
 			}
 			receiverA.Next(t)
+			// and in A's feed: shown once every transaction older than its write's has ended,
+			// B's batch pages' too. How late is logged, not bounded: the feed waits for every
+			// older transaction of the cluster, and under this attack that is seconds
+			testkit.Eventually(t, "A's event in its feed", func() bool {
+				status, body, err := get(client, "/public/v1/events?eventType=TagsAdded&limit=100", keyA)
+				return err == nil && status == 200 && strings.Contains(body, fmt.Sprintf(`"t%d"`, i))
+			})
+			feedDelays = append(feedDelays, time.Since(changed))
 			// the free workers go to the account holding the fewest: A's event takes the next one,
 			// while nearly all of B's older backlog still waits (a worker takes a B delivery a
 			// second at most); oldest-first, A's waited for all of it
@@ -375,6 +418,7 @@ func TestAHostileTenantCannotHurtAnother(t *testing.T) {
 		}
 		peakHeap = max(peakHeap, testkit.TakeBaseline().Heap-a.Logs.Held())
 	}
+	segmentReady(t, a, accountA, segA.SegmentID)
 	stop()
 	if n := a.Store.GroupsRefused() - refusedBefore; n != 0 {
 		t.Errorf("%d group commits were refused during the attack, and their writes sent again alone", n)
@@ -388,6 +432,7 @@ func TestAHostileTenantCannotHurtAnother(t *testing.T) {
 		t.Logf("%d random keys, %d refused, cost %d key lookups", sent, refused, looked)
 	}
 	slices.Sort(latencies)
+	t.Logf("A's events in its feed after its writes answered: %v", feedDelays)
 	t.Logf("A's reads quiet: max %v; during the attack: p50 %v, max %v; its webhooks overtook %v of B's older deliveries; live heap peaked at %d MB (%d MB before); B sent %d requests, %d got a 5xx or no answer",
 		quiet, latencies[len(latencies)/2], latencies[len(latencies)-1], overtaken, peakHeap>>20, before.Heap>>20, attackRequests.Load(), attackErrors.Load())
 	if n := attackErrors.Load(); n > 0 {
