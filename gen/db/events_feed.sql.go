@@ -125,13 +125,13 @@ FROM (
         WHERE account_id = $1
           AND ($2::text IS NULL OR event_type = $2::text)
           AND (xid, event_id) > (($3::text)::xid8, $4::uuid)
-          AND xid < pg_snapshot_xmin(pg_current_snapshot())
+          AND xid < ($5::text)::xid8
           AND NOT test
         ORDER BY webhook_events.xid, event_id -- the column, not the text alias
-        LIMIT $5
+        LIMIT $6
     ) page
 ) sized
-WHERE upto - octet_length(payload) < $6::bigint
+WHERE upto - octet_length(payload) < $7::bigint
 ORDER BY xid, event_id
 `
 
@@ -140,6 +140,7 @@ type EventsFeedParams struct {
 	EventType  *string
 	AfterXid   string
 	AfterEvent uuid.UUID
+	Horizon    string
 	RowLimit   int32
 	MaxBytes   int64
 }
@@ -152,18 +153,20 @@ type EventsFeedRow struct {
 	Upto        int64
 }
 
-// The account's events after the cursor (@after_xid, @after_event), in the order of the
-// transactions that wrote them, and only those of transactions below this statement's
-// snapshot xmin: every transaction that could still add an event before them has finished,
-// so an event committed late can never land behind a cursor already handed out. The page
-// ends once its events reach @max_bytes (the event that crosses it included, so at least
-// one), so a page of big events costs its reader about @max_bytes, not @row_limit of them.
+// The account's events after the cursor (@after_xid, @after_event), in the order of their
+// places (webhook_events.xid, given by record_events), and only those placed below
+// @horizon (EventsFeedHorizon, read first): every transaction that could still add an event
+// before them has finished, so an event committed late can never land behind a cursor already
+// handed out. The page ends once its events reach @max_bytes (the event that crosses it
+// included, so at least one), so a page of big events costs its reader about @max_bytes, not
+// @row_limit of them.
 func (q *Queries) EventsFeed(ctx context.Context, arg EventsFeedParams) ([]EventsFeedRow, error) {
 	rows, err := q.db.Query(ctx, eventsFeed,
 		arg.AccountID,
 		arg.EventType,
 		arg.AfterXid,
 		arg.AfterEvent,
+		arg.Horizon,
 		arg.RowLimit,
 		arg.MaxBytes,
 	)
@@ -189,6 +192,19 @@ func (q *Queries) EventsFeed(ctx context.Context, arg EventsFeedParams) ([]Event
 		return nil, err
 	}
 	return items, nil
+}
+
+const eventsFeedHorizon = `-- name: EventsFeedHorizon :one
+SELECT feed_horizon($1::uuid)::text AS horizon
+`
+
+// Where the account's feed may read up to now (feed_horizon, migration 00056), read before
+// the page's statement, whose snapshot is then later than every lock this one saw released.
+func (q *Queries) EventsFeedHorizon(ctx context.Context, accountID uuid.UUID) (string, error) {
+	row := q.db.QueryRow(ctx, eventsFeedHorizon, accountID)
+	var horizon string
+	err := row.Scan(&horizon)
+	return horizon, err
 }
 
 const eventsPrune = `-- name: EventsPrune :execrows

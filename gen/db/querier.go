@@ -297,13 +297,17 @@ type Querier interface {
 	EventTrace(ctx context.Context, arg EventTraceParams) (*string, error)
 	// The events about a contact (test events are about none), locked, for its erasure.
 	EventsAbout(ctx context.Context, arg EventsAboutParams) ([]EventsAboutRow, error)
-	// The account's events after the cursor (@after_xid, @after_event), in the order of the
-	// transactions that wrote them, and only those of transactions below this statement's
-	// snapshot xmin: every transaction that could still add an event before them has finished,
-	// so an event committed late can never land behind a cursor already handed out. The page
-	// ends once its events reach @max_bytes (the event that crosses it included, so at least
-	// one), so a page of big events costs its reader about @max_bytes, not @row_limit of them.
+	// The account's events after the cursor (@after_xid, @after_event), in the order of their
+	// places (webhook_events.xid, given by record_events), and only those placed below
+	// @horizon (EventsFeedHorizon, read first): every transaction that could still add an event
+	// before them has finished, so an event committed late can never land behind a cursor already
+	// handed out. The page ends once its events reach @max_bytes (the event that crosses it
+	// included, so at least one), so a page of big events costs its reader about @max_bytes, not
+	// @row_limit of them.
 	EventsFeed(ctx context.Context, arg EventsFeedParams) ([]EventsFeedRow, error)
+	// Where the account's feed may read up to now (feed_horizon, migration 00056), read before
+	// the page's statement, whose snapshot is then later than every lock this one saw released.
+	EventsFeedHorizon(ctx context.Context, accountID uuid.UUID) (string, error)
 	// A page of the account's events of @event_type in [@since, @until) after the cursor, in the
 	// feed's order: their ids, and their payloads @with_payloads (for a filter to be evaluated on;
 	// '' otherwise).

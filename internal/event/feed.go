@@ -82,9 +82,14 @@ func (s *Feed) Page(ctx context.Context, accountID uuid.UUID, after string, even
 	}
 	defer release()
 	var rows []db.EventsFeedRow
-	err = s.store.Do(ctx, func(q *db.Queries) (err error) {
+	err = s.store.Do(ctx, func(q *db.Queries) error {
+		// two statements: the page's snapshot is taken after the horizon was read
+		horizon, err := q.EventsFeedHorizon(ctx, accountID)
+		if err != nil {
+			return err
+		}
 		rows, err = q.EventsFeed(ctx, db.EventsFeedParams{AccountID: accountID, EventType: eventType,
-			AfterXid: strconv.FormatUint(pos.xid, 10), AfterEvent: pos.event, RowLimit: int32(limit), MaxBytes: MaxFeedPageBytes})
+			AfterXid: strconv.FormatUint(pos.xid, 10), AfterEvent: pos.event, Horizon: horizon, RowLimit: int32(limit), MaxBytes: MaxFeedPageBytes})
 		return err
 	})
 	if err != nil {

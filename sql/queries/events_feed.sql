@@ -1,10 +1,16 @@
+-- name: EventsFeedHorizon :one
+-- Where the account's feed may read up to now (feed_horizon, migration 00056), read before
+-- the page's statement, whose snapshot is then later than every lock this one saw released.
+SELECT feed_horizon(@account_id::uuid)::text AS horizon;
+
 -- name: EventsFeed :many
--- The account's events after the cursor (@after_xid, @after_event), in the order of the
--- transactions that wrote them, and only those of transactions below this statement's
--- snapshot xmin: every transaction that could still add an event before them has finished,
--- so an event committed late can never land behind a cursor already handed out. The page
--- ends once its events reach @max_bytes (the event that crosses it included, so at least
--- one), so a page of big events costs its reader about @max_bytes, not @row_limit of them.
+-- The account's events after the cursor (@after_xid, @after_event), in the order of their
+-- places (webhook_events.xid, given by record_events), and only those placed below
+-- @horizon (EventsFeedHorizon, read first): every transaction that could still add an event
+-- before them has finished, so an event committed late can never land behind a cursor already
+-- handed out. The page ends once its events reach @max_bytes (the event that crosses it
+-- included, so at least one), so a page of big events costs its reader about @max_bytes, not
+-- @row_limit of them.
 SELECT event_id, event_type, payload, position_xid, upto
 FROM (
     SELECT event_id, event_type, payload, position_xid, xid,
@@ -15,7 +21,7 @@ FROM (
         WHERE account_id = @account_id
           AND (sqlc.narg('event_type')::text IS NULL OR event_type = sqlc.narg('event_type')::text)
           AND (xid, event_id) > ((@after_xid::text)::xid8, @after_event::uuid)
-          AND xid < pg_snapshot_xmin(pg_current_snapshot())
+          AND xid < (@horizon::text)::xid8
           AND NOT test
         ORDER BY webhook_events.xid, event_id -- the column, not the text alias
         LIMIT @row_limit
