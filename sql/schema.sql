@@ -84,6 +84,16 @@ CREATE FUNCTION public.feed_horizon(p_account uuid) RETURNS xid8
     GROUP BY n.next
 $$;
 
+CREATE FUNCTION public.feed_lock(p_account uuid) RETURNS void
+    LANGUAGE sql
+    AS $$
+    SELECT pg_advisory_xact_lock_shared(hashtext(p_account::text),
+               (n.low - CASE WHEN n.low >= 2147483648 THEN 4294967296 ELSE 0 END)::integer),
+           set_config('contactd.feed_' || replace(p_account::text, '-', ''), 'held', true)
+    FROM (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint & 4294967295 AS low) n
+    WHERE coalesce(current_setting('contactd.feed_' || replace(p_account::text, '-', ''), true), '') = ''
+$$;
+
 CREATE FUNCTION public.lower_tags(tags text[]) RETURNS text[]
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     RETURN (lower((tags)::text))::text[];
@@ -95,29 +105,16 @@ CREATE FUNCTION public.name_words(name text) RETURNS tsvector
 CREATE FUNCTION public.record_events(p_account uuid, p_event_ids uuid[], p_event_types text[], p_event_contacts uuid[], p_event_payloads text[], p_event_times timestamp with time zone[], p_event_traces text[], p_test boolean, p_delivery_ids uuid[], p_delivery_event_ids uuid[], p_delivery_subscription_ids uuid[], p_delivery_due timestamp with time zone[], p_delivery_created timestamp with time zone, p_replay boolean) RETURNS integer
     LANGUAGE plpgsql
     AS $$
-DECLARE
-    locked text := 'contactd.feed_' || replace(p_account::text, '-', '');
-    low bigint;
-    place xid8;
 BEGIN
-    IF current_setting('transaction_isolation') <> 'read committed' THEN
-        -- the place below is read with a new snapshot: in a snapshot of the transaction's
-        -- start it could be below a reader's horizon
-        RAISE EXCEPTION 'record_events runs in read committed transactions only';
-    END IF;
-    IF coalesce(cardinality(p_event_ids), 0) > 0 AND coalesce(current_setting(locked, true), '') = '' THEN
-        low := pg_snapshot_xmax(pg_current_snapshot())::text::bigint & 4294967295;
-        PERFORM pg_advisory_xact_lock_shared(hashtext(p_account::text), (low - CASE WHEN low >= 2147483648 THEN 4294967296 ELSE 0 END)::integer);
-        PERFORM set_config(locked, 'held', true);
-    END IF;
-    -- a new statement, a new snapshot: the next transaction id now that the lock is seen
-    SELECT pg_snapshot_xmax(pg_current_snapshot()) INTO place;
+    PERFORM feed_lock(p_account) WHERE coalesce(cardinality(p_event_ids), 0) > 0;
+    -- a new statement, a new snapshot: the events' place is the next transaction id now that
+    -- the lock is seen
     WITH event AS (
         -- payloads as text: the exact bytes survive ::json
         INSERT INTO webhook_events (account_id, event_id, event_type, contact_id, payload, occurred_at, test, trace, xid)
         SELECT p_account, e.id, e.typ,
                CASE WHEN NOT p_test THEN nullif(e.contact, '00000000-0000-0000-0000-000000000000'::uuid) END,
-               e.payload::json, e.at, p_test, nullif(e.trace, ''), place
+               e.payload::json, e.at, p_test, nullif(e.trace, ''), pg_snapshot_xmax(pg_current_snapshot())
         FROM unnest(p_event_ids, p_event_types, p_event_contacts, p_event_payloads, p_event_times, p_event_traces)
             AS e(id, typ, contact, payload, at, trace)
         RETURNING event_id, occurred_at
