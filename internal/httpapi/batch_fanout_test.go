@@ -6,9 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/config"
 
@@ -98,7 +95,7 @@ func TestABatchPageThatFailsFailsItsItemsAlone(t *testing.T) {
 		items[i] = map[string]any{"email": fmt.Sprintf("p%d@example.com", i), "name": "New"}
 	}
 	items[contact.BatchPage+10] = map[string]any{"email": "held@example.com", "name": "After"}
-	hold := holdContact(t, a, account, held)
+	hold := holdContacts(t, a, account, held)
 	answered := make(chan []api.BatchContactItemResult, 1)
 	go func() { answered <- batch(t, a, key, "upsert", items...) }()
 	testkit.Eventually(t, "the second page waiting for the held contact", func() bool { return a.LockWaiters(t) == 1 })
@@ -126,22 +123,6 @@ func TestABatchPageThatFailsFailsItsItemsAlone(t *testing.T) {
 	}
 }
 
-// holdContact locks a contact in a transaction of the test's, until the test rolls it back
-// (or ends).
-func holdContact(t *testing.T, a *testkit.API, account uuid.UUID, id string) pgx.Tx {
-	t.Helper()
-	ctx := context.Background()
-	hold, err := a.Store.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { hold.Rollback(ctx) }) //nolint:errcheck // already rolled back by the test, or for a failure before
-	if _, err := hold.Exec(ctx, "SELECT 1 FROM contacts WHERE account_id = $1 AND contact_id = $2::uuid FOR UPDATE", account, id); err != nil {
-		t.Fatal(err)
-	}
-	return hold
-}
-
 // An account runs at most CONTACTD_BATCHES_PER_ACCOUNT batches at once: the next answers 429
 // with Retry-After, before its body is read, while another account's batch runs. The test
 // holds a contact that the account's running batches upsert, so they stay in flight.
@@ -151,7 +132,7 @@ func TestAnAccountRunsItsBatchesAFewAtATime(t *testing.T) {
 	account, key := a.Account("acme")
 	_, otherKey := a.Account("other")
 	held := createContact(t, a, key, map[string]any{"email": "held@example.com"}).Contact.ContactId
-	hold := holdContact(t, a, account, held)
+	hold := holdContacts(t, a, account, held)
 	upsert := map[string]any{"mode": "upsert", "contacts": []any{map[string]any{"email": "held@example.com", "name": "Held"}}}
 	answers := make(chan *testkit.Response, 2)
 	for range 2 {

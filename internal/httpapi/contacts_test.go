@@ -11,9 +11,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-
 	"github.com/contactd/contactd/gen/api"
 	"github.com/contactd/contactd/internal/testkit"
 )
@@ -141,27 +138,6 @@ func TestCreateContactDuplicateEmail(t *testing.T) {
 	// another account may use the same email.
 	_, other := a.Account("other")
 	createContact(t, a, other, map[string]any{"email": "dup@example.com"})
-}
-
-// holdEmails inserts contacts of the emails (their keys) in a transaction it leaves open: a
-// create of one of them waits for it, so a race test can prove its racers in flight
-// (API.LockWaiters) before it lets go (Rollback). A failure before that rolls it back.
-func holdEmails(t *testing.T, a *testkit.API, account uuid.UUID, emails ...string) pgx.Tx {
-	t.Helper()
-	ctx := context.Background()
-	hold, err := a.Store.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { hold.Rollback(ctx) }) //nolint:errcheck // already rolled back by the test, or for a failure before
-	for _, email := range emails {
-		if _, err := hold.Exec(ctx, `INSERT INTO contacts (account_id, contact_id, email, email_key, consent_token,
-			created_at, updated_at, consent_api_key_name, consent_api_key_prefix, consent_source_ip, consent_user_agent, consent_fields)
-			VALUES ($1, gen_random_uuid(), $2, $2, gen_random_uuid()::text, now(), now(), '', '', '', '', '{}')`, account, email); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return hold
 }
 
 // TestCreateContactDuplicateRace: concurrent creates go to PostgreSQL in groups, so racing

@@ -24,14 +24,7 @@ func TestARequestPastItsDeadlineIsStopped(t *testing.T) {
 	const deadline = 200 * time.Millisecond
 	short := a.SecondProcess(func(c *config.Config) { c.RequestTimeout = deadline })
 	ctx := context.Background()
-	hold, err := a.Store.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Rollback(ctx) //nolint:errcheck // let go by the test, or for a failure before
-	if _, err := hold.Exec(ctx, "SELECT 1 FROM contacts WHERE account_id = $1 AND contact_id = $2::uuid FOR UPDATE", account, id); err != nil {
-		t.Fatal(err)
-	}
+	held := holdContacts(t, a, account, id)
 	for _, req := range []struct {
 		name, method, path string
 		body               any
@@ -50,7 +43,7 @@ func TestARequestPastItsDeadlineIsStopped(t *testing.T) {
 		}
 		testkit.Eventually(t, req.name+"'s statement cancelled while the contact is still held", func() bool { return a.LockWaiters(t) == 0 })
 	}
-	if err := hold.Rollback(ctx); err != nil {
+	if err := held.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
 	c := getContact(t, a, key, id)

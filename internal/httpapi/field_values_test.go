@@ -334,15 +334,8 @@ func TestUniqueFieldValueRace(t *testing.T) {
 		t.Fatalf("delete the probe: %d %s", r.Status, r.Body)
 	}
 	blocker := createContact(t, a, key, map[string]any{"email": "blocker@example.com"}).Contact
-	hold, err := a.Store.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Rollback(ctx) //nolint:errcheck // rolled back below; this is for a failure before
-	if _, err := hold.Exec(ctx, `INSERT INTO contact_unique_values (account_id, field_key, value, contact_id) VALUES ($1, 'member', $2, $3)`,
-		account, stored, blocker.ContactId); err != nil {
-		t.Fatal(err)
-	}
+	held := hold(t, a, `INSERT INTO contact_unique_values (account_id, field_key, value, contact_id) VALUES ($1, 'member', $2, $3)`,
+		account, stored, blocker.ContactId)
 	const n = 8
 	statuses := make([]int, n)
 	bodies := make([]string, n)
@@ -354,7 +347,7 @@ func TestUniqueFieldValueRace(t *testing.T) {
 		})
 	}
 	testkit.Eventually(t, "every racer's claim waiting for the held value", func() bool { return a.LockWaiters(t) == n })
-	if err := hold.Rollback(ctx); err != nil {
+	if err := held.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()

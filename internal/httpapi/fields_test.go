@@ -167,14 +167,7 @@ func TestFieldLimitHoldsUnderRacingDefinitions(t *testing.T) {
 	}
 	// The race is proven: the test's transaction holds the account's fields lock (the one a
 	// definition counts the limit under) until every racer waits for it.
-	hold, err := a.Store.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Rollback(ctx) //nolint:errcheck // rolled back below; this is for a failure before
-	if _, err := hold.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('contactd.fields/' || $1::text, 0))`, account); err != nil {
-		t.Fatal(err)
-	}
+	held := hold(t, a, `SELECT pg_advisory_xact_lock(hashtextextended('contactd.fields/' || $1::text, 0))`, account)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	statuses := map[int]int{}
@@ -192,7 +185,7 @@ func TestFieldLimitHoldsUnderRacingDefinitions(t *testing.T) {
 		})
 	}
 	testkit.Eventually(t, fmt.Sprintf("%d definitions waiting for the account's fields lock", racers), func() bool { return a.LockWaiters(t) == racers })
-	if err := hold.Rollback(ctx); err != nil {
+	if err := held.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()

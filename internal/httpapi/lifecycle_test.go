@@ -404,14 +404,7 @@ func TestPropertyChangesRacing(t *testing.T) {
 	for _, p := range getContact(t, a, key, id).Properties {
 		old = append(old, p.PropertyId)
 	}
-	hold, err := a.Store.Pool.Begin(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Rollback(context.Background()) //nolint:errcheck // rolled back below; this is for a failure before
-	if _, err := hold.Exec(context.Background(), "SELECT 1 FROM contacts WHERE account_id = $1 AND contact_id = $2 FOR UPDATE", account, id); err != nil {
-		t.Fatal(err)
-	}
+	held := holdContacts(t, a, account, id)
 	var wg sync.WaitGroup
 	for _, pid := range old {
 		wg.Go(func() {
@@ -429,7 +422,7 @@ func TestPropertyChangesRacing(t *testing.T) {
 	}
 	changes := len(old) + 3
 	testkit.Eventually(t, fmt.Sprintf("%d property changes waiting for the held contact", changes), func() bool { return a.LockWaiters(t) == changes })
-	if err := hold.Rollback(context.Background()); err != nil {
+	if err := held.Rollback(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()

@@ -190,15 +190,7 @@ func TestMergeRacesWrites(t *testing.T) {
 	for i := range ids {
 		ids[i] = createContact(t, a, key, map[string]any{"email": fmt.Sprintf("race%d@example.com", i)}).Contact.ContactId
 	}
-	ctx := context.Background()
-	hold, err := a.Store.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Rollback(ctx) //nolint:errcheck // let go by the test, or for a failure before
-	if _, err := hold.Exec(ctx, "SELECT 1 FROM contacts WHERE account_id = $1 AND contact_id = ANY($2::uuid[]) FOR UPDATE", account, ids); err != nil {
-		t.Fatal(err)
-	}
+	held := holdContacts(t, a, account, ids...)
 	const writers, each = 8, 12
 	var (
 		mu        sync.Mutex
@@ -253,7 +245,7 @@ func TestMergeRacesWrites(t *testing.T) {
 		merged <- r
 	}()
 	testkit.Eventually(t, "the merge waiting for the held contacts beside them", func() bool { return a.LockWaiters(t) == writers+1 })
-	if err := hold.Rollback(ctx); err != nil {
+	if err := held.Rollback(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-merged; r.Status != 200 {
@@ -308,7 +300,7 @@ func TestMergeBesideABatchUpsertOfTheSameContacts(t *testing.T) {
 		t.Run(fmt.Sprintf("matched on a field %v", byField), func(t *testing.T) {
 			t.Parallel()
 			a := testkit.NewAPI(t)
-			_, key := a.Account("acme")
+			account, key := a.Account("acme")
 			defineField(t, a, key, map[string]any{"key": "crm", "label": "CRM id", "type": "text", "unique": true})
 			// ids are time-ordered: bob's is the lower, ann's email the lower
 			bob := createContact(t, a, key, map[string]any{"email": "bob@example.com", "customFields": map[string]any{"crm": "B"}}).Contact.ContactId
@@ -323,15 +315,7 @@ func TestMergeBesideABatchUpsertOfTheSameContacts(t *testing.T) {
 					map[string]any{"email": "ann@example.com", "name": "Ann"},
 					map[string]any{"email": "robert@example.com", "name": "Bob", "customFields": map[string]any{"crm": "B"}}}}
 			}
-			ctx := context.Background()
-			hold, err := a.Store.Pool.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer hold.Rollback(ctx)
-			if _, err := hold.Exec(ctx, "SELECT 1 FROM contacts WHERE contact_id = $1::uuid FOR UPDATE", bob); err != nil {
-				t.Fatal(err)
-			}
+			held := holdContacts(t, a, account, bob)
 			waiting := func(n int) func() bool {
 				return func() bool {
 					return a.LockWaiters(t) >= n
@@ -348,7 +332,7 @@ func TestMergeBesideABatchUpsertOfTheSameContacts(t *testing.T) {
 				answers <- fmt.Sprintf("batch: %d %s", r.Status, r.Body)
 			}()
 			testkit.Eventually(t, "the batch waiting too", waiting(2))
-			if err := hold.Commit(ctx); err != nil {
+			if err := held.Commit(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			for range 2 {

@@ -43,14 +43,7 @@ func TestTagChangesRacing(t *testing.T) {
 	account, key := a.Account("racing")
 	id := createContact(t, a, key, map[string]any{"email": "race@example.com", "tags": []string{"first"}}).Contact.ContactId
 	path := "/public/v1/contact/" + id + "/tags"
-	hold, err := a.Store.Pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hold.Rollback(ctx) //nolint:errcheck // rolled back below; this is for a failure before
-	if _, err := hold.Exec(ctx, "SELECT 1 FROM contacts WHERE account_id = $1 AND contact_id = $2 FOR UPDATE", account, id); err != nil {
-		t.Fatal(err)
-	}
+	held := holdContacts(t, a, account, id)
 	retried := a.Svc.Contacts.TagSwapRetries()
 	const n = 24
 	var wg sync.WaitGroup
@@ -64,7 +57,7 @@ func TestTagChangesRacing(t *testing.T) {
 	testkit.Eventually(t, "one swap waiting for the held row, every other queued behind it", func() bool {
 		return a.LockWaiters(t) == 1 && a.Svc.Contacts.TagSwapsWaiting() == n-1
 	})
-	if err := hold.Rollback(ctx); err != nil {
+	if err := held.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
