@@ -57,9 +57,10 @@ func TestAHostileTenantCannotHurtAnother(t *testing.T) {
 		c.WebhookWorkers, c.WebhookTimeout, c.WebhookRescueAfter = 16, 2*time.Second, 13*time.Second
 		// a stalled export's connection goes at WriteTimeout (here nothing else: the test's
 		// server has no write timeout), and a request's work at RequestTimeout: B's batches of
-		// 1,000 costly items take longer on a busy machine, and are cut there, their later pages
-		// failed with 503 (A's reads are bounded tighter than this by the test)
-		c.WriteTimeout, c.RequestTimeout = 3*time.Second, 2*time.Second
+		// 1,000 costly items take minutes on a busy machine, and are cut there, their later
+		// pages failed with 503; its replays, which queue the backlog the test needs, fit (A's
+		// reads are bounded tighter than this by the test)
+		c.WriteTimeout, c.RequestTimeout = 12*time.Second, 10*time.Second
 	})
 	ctx := context.Background()
 	accountB, keyB := a.Account("hostile")
