@@ -87,8 +87,9 @@ func (s *Service) Batch(ctx context.Context, accountID uuid.UUID, o BatchOptions
 }
 
 // BatchPage is how many items of a batch one transaction writes. A page's transaction is
-// what the rest waits on: other writes of its contacts, and every account's events feed,
-// which shows an event only once every older transaction has ended. So its work is bounded:
+// what others wait on: other writes of its contacts, and its account's events feed, which
+// shows an event only once no transaction of the account in flight can place one before it
+// (decision 0013). So its work is bounded:
 // its contacts evaluated against the account's segments, and at most BatchPage x
 // segment.MaxPerAccount memberships moved (segment.MaxChangesPerWrite), each an event with
 // its deliveries.
